@@ -1,0 +1,33 @@
+/* cli.h - the command line: one table of flags that drives parsing,
+ * range checks and --help, so the three cannot drift apart. */
+#ifndef NS_CLI_H
+#define NS_CLI_H
+
+#include <stdio.h>
+
+#include "config.h"
+
+/* Shape flags the user gave explicitly (compared against a checkpoint). */
+enum {
+    CLI_SET_LAYERS = 1 << 0,
+    CLI_SET_DIM = 1 << 1,
+    CLI_SET_HEADS = 1 << 2,
+    CLI_SET_CONTEXT = 1 << 3,
+    CLI_SET_BATCH = 1 << 4,
+    CLI_SET_STEPS = 1 << 5,
+};
+
+typedef struct {
+    ns_config cfg;
+    unsigned set; /* CLI_SET_* */
+    int headless;
+    int quiet;    /* no progress line */
+    const char *data, *csv, *jsonl, *save, *load;
+} cli_opts;
+
+/* Parse argv. Returns 0 to run, 1 when --help/--version was printed (exit
+ * 0), 2 after printing one line naming the bad flag to err (exit 2). */
+int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err);
+void cli_usage(FILE *f);
+
+#endif

@@ -1,0 +1,75 @@
+/* config.h - every setting of a normscope run, with defaults and names.
+ *
+ * This is plain data: no allocation, no I/O. The command line (cli.c) fills
+ * it; the engine reads it; checkpoints store it. Settings that can change
+ * between steps (placement, warmup, peak LR, clipping) live here too, and
+ * the engine keeps its own copy of the ones in force.
+ */
+#ifndef NS_CONFIG_H
+#define NS_CONFIG_H
+
+#include <stdint.h>
+
+#define NS_VERSION "0.1.0"
+#define NS_VOCAB 256 /* byte-level: one token per byte value */
+
+typedef enum { NORM_POST = 0, NORM_PRE = 1 } norm_place;
+typedef enum { NORMK_LAYERNORM = 0, NORMK_RMSNORM = 1 } norm_kind;
+typedef enum { INIT_XAVIER = 0, INIT_NORMAL = 1 } init_kind;
+typedef enum {
+    SCHED_CONSTANT = 0,
+    SCHED_COSINE = 1,
+    SCHED_INVSQRT = 2,
+    SCHED_NOAM = 3
+} sched_kind;
+
+typedef struct {
+    /* model shape */
+    int n_layer;   /* L: 1..64 */
+    int dim;       /* C: 16..1024, divisible by n_head */
+    int n_head;    /* H */
+    int context;   /* T: 8..1024 */
+    int batch;     /* B: 1..512 */
+    /* normalization */
+    norm_place norm;
+    norm_kind norm_kind;
+    float eps;
+    /* initialization */
+    init_kind init;
+    float init_std; /* std of the normal init (also embeddings under xavier) */
+    /* optimizer */
+    float lr;           /* peak learning rate */
+    float beta1, beta2;
+    float adam_eps;
+    float weight_decay; /* decoupled, on weight matrices and embeddings only */
+    float clip;         /* global grad-norm clip; 0 = off */
+    /* schedule */
+    int warmup;         /* warmup steps; 0 = none */
+    sched_kind schedule;
+    long steps;         /* total steps to train (0 = until stopped) */
+    /* data and evaluation */
+    int val_every;      /* validation every N steps; 0 = never */
+    int val_batches;    /* batches per validation */
+    uint64_t seed;
+} ns_config;
+
+/* Fill with the documented defaults. */
+void config_defaults(ns_config *c);
+
+/* Names as used on the command line, in the CSV and in checkpoints. */
+const char *norm_place_name(norm_place p);
+const char *norm_kind_name(norm_kind k);
+const char *init_kind_name(init_kind k);
+const char *sched_kind_name(sched_kind k);
+
+/* Reverse lookups; return -1 for an unknown name. */
+int norm_place_parse(const char *s);
+int norm_kind_parse(const char *s);
+int init_kind_parse(const char *s);
+int sched_kind_parse(const char *s);
+
+/* Check cross-field constraints (ranges are checked by the parser).
+ * Returns NULL when valid, else a one-line reason (static storage). */
+const char *config_check(const ns_config *c);
+
+#endif

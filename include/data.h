@@ -1,0 +1,42 @@
+/* data.h - the bytes a model trains on, their train/validation split, and
+ * seeded batches.
+ *
+ * The last 10% of the bytes are held out for validation. Training batches
+ * start at offsets drawn from the run's generator; validation batches are
+ * fixed windows spread evenly over the held-out tail, so every validation
+ * sees the same bytes.
+ */
+#ifndef NS_DATA_H
+#define NS_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
+
+typedef struct {
+    const uint8_t *bytes;
+    size_t n;       /* all bytes */
+    size_t n_train; /* bytes [0, n_train) train, [n_train, n) validate */
+    uint8_t *owned; /* non-NULL when loaded from a file */
+    char name[256]; /* for messages: the path, or "built-in corpus" */
+} dataset;
+
+/* The corpus compiled into the binary (assets/corpus.txt). */
+void data_builtin(dataset *d);
+/* Read a whole file (regular file, FIFO or device). Returns 0, or -1 with a
+ * one-line reason in err. */
+int data_load_file(dataset *d, const char *path, char *err, size_t errlen);
+void data_free(dataset *d);
+/* Is there enough data for a context of T? 0, or -1 with a reason. */
+int data_check(const dataset *d, int T, char *err, size_t errlen);
+
+/* x, y (B, T): y is x shifted by one byte. */
+void data_train_batch(const dataset *d, ns_rng *r, int B, int T, uint8_t *x, uint8_t *y);
+/* Validation batch k of nb (B rows each): windows spread evenly over the tail. */
+void data_val_batch(const dataset *d, int k, int nb, int B, int T, uint8_t *x, uint8_t *y);
+
+extern const unsigned char ns_corpus[];
+extern const size_t ns_corpus_len;
+
+#endif

@@ -1,0 +1,69 @@
+/* engine.h - one training run: model, optimizer, schedule, data and RNG,
+ * stepped one update at a time, with the settings that may change between
+ * steps and a log of those changes.
+ *
+ * Single-threaded and deterministic: the same config, data and calls give
+ * the same metrics bit for bit. The trainer thread of the live view owns
+ * an engine; nothing else touches it.
+ */
+#ifndef NS_ENGINE_H
+#define NS_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "data.h"
+#include "metrics.h"
+
+typedef struct engine engine;
+
+#define NS_EVENT_TEXT 112
+typedef struct {
+    long step; /* steps completed when it happened */
+    char text[NS_EVENT_TEXT];
+} ns_event;
+
+/* Create a run from cfg (validated by the caller) on data (which must
+ * outlive the engine). NULL with a one-line reason in err on failure. */
+engine *engine_create(const ns_config *cfg, const dataset *data, char *err, size_t errlen);
+void engine_free(engine *e);
+
+/* One training step; fills out. Returns 0, or 1 when the loss or the
+ * gradients were not finite (the update is then skipped, the weights stay
+ * as they were, and the metrics show the non-finite values). */
+int engine_step(engine *e, step_metrics *out);
+
+/* Mean validation loss over cfg.val_batches fixed batches. */
+float engine_validate(engine *e);
+
+long engine_steps_done(const engine *e);
+/* The configuration with the settings now in force. */
+const ns_config *engine_config(const engine *e);
+float engine_current_lr(const engine *e);
+
+/* Changes between steps; each is logged as an event. */
+void engine_set_norm(engine *e, norm_place p);
+void engine_set_warmup(engine *e, int on); /* on: a fresh ramp from this step */
+void engine_set_lr(engine *e, float peak);
+void engine_set_clip(engine *e, float clip); /* 0 = off */
+/* Back to step 0 with fresh weights from the same seed. */
+void engine_reinit(engine *e);
+
+/* Events: a ring of the last NS_EVENT_RING; index i is the i-th event of the
+ * run (0-based). Returns 0 and fills ev while event i is still kept. */
+#define NS_EVENT_RING 256
+long engine_event_count(const engine *e);
+int engine_event_get(const engine *e, long i, ns_event *ev);
+
+/* Checkpoints (format in man/normscope.1). Save writes a temp file and
+ * renames it over path. Load creates a run from the file; the data must be
+ * the data given by the caller. Both return 0/NULL with a reason in err. */
+int engine_save(const engine *e, const char *path, char *err, size_t errlen);
+engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
+                    size_t errlen);
+
+/* For tests: the model's parameters and their count. */
+float *engine_params(engine *e, size_t *n);
+
+#endif

@@ -1,0 +1,53 @@
+/* metrics.h - what one training step measured, and its CSV/JSONL forms.
+ *
+ * A step_metrics is plain data of fixed size (no pointers), so the trainer
+ * can publish it and a front end can copy it whole. Layer 0 is the block
+ * next to the embeddings.
+ */
+#ifndef NS_METRICS_H
+#define NS_METRICS_H
+
+#include <stdio.h>
+
+#include "config.h"
+
+#define NS_MAX_LAYERS 64
+
+typedef struct {
+    float grad_attn;    /* ||d loss / d attention params|| (qkv, proj, biases) */
+    float grad_ffn;     /* ||d loss / d MLP params|| */
+    float grad_ln;      /* ||d loss / d norm params|| (ln1, ln2) */
+    float act_max;      /* max |x| of any activation made inside the block */
+    float resid_max;    /* max |x| of the residual stream leaving the block */
+    float resid_rms;    /* RMS of the residual stream leaving the block */
+    float update_ratio; /* ||delta W|| / ||W|| of the block's parameters */
+} layer_metrics;
+
+typedef struct {
+    long step;          /* steps completed, 1 for the first */
+    float loss;         /* mean cross-entropy of this step's batch (nats) */
+    float val_loss;     /* validation loss after this step, when has_val */
+    int has_val;
+    float lr;           /* learning rate used by this step */
+    float grad_norm;    /* global gradient norm before clipping */
+    double tokens_per_s;
+    /* settings in force for this step */
+    norm_place norm;
+    norm_kind norm_kind;
+    int warmup_on;
+    int in_warmup;      /* the LR ramp was below its peak */
+    float clip;         /* 0 = off */
+    float lr_peak;
+    int nonfinite;      /* loss or gradients were not finite: no update made */
+    int n_layer;
+    layer_metrics layer[NS_MAX_LAYERS];
+} step_metrics;
+
+/* CSV header and one row; floats with enough digits to round-trip,
+ * non-finite values as nan, inf, -inf; val_loss empty when not measured. */
+void metrics_csv_header(FILE *f, int n_layer);
+void metrics_csv_row(FILE *f, const step_metrics *m);
+/* One JSON object per line with the same names; non-finite as null. */
+void metrics_jsonl_row(FILE *f, const step_metrics *m);
+
+#endif

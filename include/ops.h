@@ -1,0 +1,64 @@
+/* ops.h - forward/backward pairs of the Transformer's operations.
+ *
+ * Conventions (after llm.c): outputs first; gradients are prefixed `d` and
+ * ACCUMULATED with += (callers zero them); shapes are in the comments, with
+ * N = B*T rows. Everything is fp32 and sequential; no allocation.
+ */
+#ifndef NS_OPS_H
+#define NS_OPS_H
+
+#include <stdint.h>
+
+/* out (N, C) = wte[tokens] + wpe[t]; tokens (B, T) */
+void encoder_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
+                     int B, int T, int C);
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t *tokens,
+                      int B, int T, int C);
+
+/* LayerNorm over the last dim: out = (x - mean) * rstd * w + b.
+ * mean, rstd (N) are saved for the backward. */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                       const float *b, int N, int C, float eps);
+void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *w, const float *mean, const float *rstd, int N, int C);
+
+/* RMSNorm: out = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps); no centering,
+ * no bias. mean is written as 0 so both kinds share the saved-state shape. */
+void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                     int N, int C, float eps);
+void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
+                      const float *w, const float *rstd, int N, int C);
+
+/* out (N, OC) = inp (N, C) @ w^T (OC, C) + b (OC); b may be NULL */
+void matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
+                    int OC);
+void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                     const float *w, int N, int C, int OC);
+
+/* Causal multi-head self-attention. qkv (B, T, 3C) holds q, k, v side by
+ * side; out (B, T, C); att (B, NH, T, T) keeps the softmax probabilities
+ * (only t2 <= t is written and read). drow is scratch of T floats. */
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+void attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
+                        const float *att, int B, int T, int C, int NH);
+
+/* GELU, tanh approximation (as GPT-2, and torch's approximate='tanh'). */
+void gelu_forward(float *out, const float *inp, int n);
+void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+
+/* Softmax over V and per-position cross-entropy; targets may be NULL. */
+void softmax_forward(float *probs, const float *logits, int N, int V);
+/* losses (N) = logsumexp(logits) - logits[target], computed from the logits
+ * so a tiny probability does not round to a zero and an infinite loss. */
+void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
+                          int V);
+/* dlogits (N, V) += (probs - onehot(target)) * scale */
+void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
+                                   int N, int V, float scale);
+
+/* y (n) += a * x (n) */
+void ops_axpy(float *restrict y, float a, const float *restrict x, int n);
+/* max |x| over n values; NaN if any value is NaN */
+float ops_absmax(const float *x, long n);
+
+#endif

@@ -1,0 +1,35 @@
+/* optim.h - AdamW with decoupled weight decay, as torch.optim.AdamW.
+ *
+ * The moments m and v have the model's parameter layout, so a checkpoint
+ * writes them as three equal arrays. Weight decay applies to the tensors
+ * the model marks as matrices (block weights, embeddings, head), not to
+ * biases or norm parameters.
+ */
+#ifndef NS_OPTIM_H
+#define NS_OPTIM_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+typedef struct {
+    size_t n;
+    float *m, *v; /* (n_params) each */
+    long t;       /* updates taken so far (for bias correction) */
+} adamw;
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    float grad_scale; /* multiplies every gradient first (clipping); 1 = none */
+} adamw_hparams;
+
+int adamw_create(adamw *o, size_t n);
+void adamw_free(adamw *o);
+void adamw_reset(adamw *o);
+
+/* One update of m->params from m->grads. If layer_upd_sq is not NULL it
+ * receives, per layer, the sum of squared parameter changes (L entries),
+ * from which the update-to-weight ratio follows. */
+void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_upd_sq);
+
+#endif

@@ -1,0 +1,603 @@
+/* engine.c - a training run stepped one update at a time, its mid-run
+ * settings, its event log, and its checkpoints. No threads, no I/O except
+ * checkpoint files.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "optim.h"
+#include "rng.h"
+#include "schedule.h"
+
+struct engine {
+    ns_config cfg; /* settings in force */
+    const dataset *data;
+    model m;
+    adamw opt;
+    schedule sched;
+    ns_rng rng; /* batches */
+    long step;
+    uint8_t *x, *y;      /* (B, T) */
+    double *upd_sq;      /* (L) */
+    ns_event events[NS_EVENT_RING];
+    long n_events;
+};
+
+static void event(engine *e, const char *fmt, ...)
+{
+    ns_event *ev = &e->events[e->n_events % NS_EVENT_RING];
+    ev->step = e->step;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ev->text, sizeof ev->text, fmt, ap);
+    va_end(ap);
+    e->n_events++;
+}
+
+/* Seeds of the two streams: initialization and batches. */
+static uint64_t init_seed(uint64_t seed) { return seed ^ 0x696E6974ull; /* "init" */ }
+static uint64_t data_seed(uint64_t seed) { return seed ^ 0x64617461ull; /* "data" */ }
+
+static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err, size_t errlen)
+{
+    if (data_check(data, cfg->context, err, errlen) != 0)
+        return NULL;
+    engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    e->cfg = *cfg;
+    e->data = data;
+    size_t BT = (size_t)cfg->batch * cfg->context;
+    if (model_create(&e->m, cfg) != 0 || adamw_create(&e->opt, e->m.n_params) != 0 ||
+        !(e->x = malloc(BT)) || !(e->y = malloc(BT)) ||
+        !(e->upd_sq = calloc((size_t)cfg->n_layer, sizeof(double)))) {
+        snprintf(err, errlen, "out of memory: this model needs about %.1f MiB",
+                 model_bytes_needed(cfg) / 1048576.0);
+        engine_free(e);
+        return NULL;
+    }
+    schedule_init(&e->sched, cfg);
+    return e;
+}
+
+static void fresh_start(engine *e)
+{
+    ns_rng r;
+    rng_seed(&r, init_seed(e->cfg.seed));
+    model_init(&e->m, &e->cfg, &r);
+    adamw_reset(&e->opt);
+    rng_seed(&e->rng, data_seed(e->cfg.seed));
+    e->step = 0;
+    e->sched.ramp_start = 0;
+}
+
+engine *engine_create(const ns_config *cfg, const dataset *data, char *err, size_t errlen)
+{
+    engine *e = engine_alloc(cfg, data, err, errlen);
+    if (!e)
+        return NULL;
+    fresh_start(e);
+    event(e, "start: %s, %s, L=%d d=%d, init %s, warmup %s", norm_place_name(cfg->norm),
+          norm_kind_name(cfg->norm_kind), cfg->n_layer, cfg->dim, init_kind_name(cfg->init),
+          e->sched.warmup_on ? "on" : "off");
+    return e;
+}
+
+void engine_free(engine *e)
+{
+    if (!e)
+        return;
+    model_free(&e->m);
+    adamw_free(&e->opt);
+    free(e->x);
+    free(e->y);
+    free(e->upd_sq);
+    free(e);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int engine_step(engine *e, step_metrics *out)
+{
+    model *m = &e->m;
+    const ns_config *c = &e->cfg;
+    long s = e->step + 1;
+    double t0 = now_s();
+
+    float lr = schedule_lr(&e->sched, s);
+    data_train_batch(e->data, &e->rng, c->batch, c->context, e->x, e->y);
+    float loss = model_forward(m, e->x, e->y, c->batch);
+    model_backward(m);
+
+    memset(out, 0, sizeof *out);
+    double gsq = 0.0;
+    for (int l = 0; l < m->L; l++) {
+        size_t off, n;
+        layer_metrics *lm = &out->layer[l];
+        model_group_slice(m, l, GROUP_ATTN, &off, &n);
+        lm->grad_attn = (float)model_l2(m->grads + off, n);
+        model_group_slice(m, l, GROUP_FFN, &off, &n);
+        lm->grad_ffn = (float)model_l2(m->grads + off, n);
+        model_group_slice(m, l, GROUP_LN, &off, &n);
+        lm->grad_ln = (float)model_l2(m->grads + off, n);
+        lm->act_max = m->stats[l].act_max;
+        lm->resid_max = m->stats[l].resid_max;
+        lm->resid_rms = m->stats[l].resid_rms;
+    }
+    gsq = model_l2(m->grads, m->n_params);
+    float gnorm = (float)gsq;
+    int bad = !isfinite(loss) || !isfinite(gnorm);
+
+    if (!bad) {
+        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f};
+        if (c->clip > 0.0f && gnorm > c->clip)
+            h.grad_scale = c->clip / gnorm;
+        adamw_update(&e->opt, m, &h, e->upd_sq);
+        for (int l = 0; l < m->L; l++) {
+            size_t off, n;
+            model_group_slice(m, l, GROUP_ALL, &off, &n);
+            double wn = model_l2(m->params + off, n);
+            out->layer[l].update_ratio = wn > 0 ? (float)(sqrt(e->upd_sq[l]) / wn) : 0.0f;
+        }
+    }
+    e->step = s;
+    double dt = now_s() - t0;
+
+    out->step = s;
+    out->loss = loss;
+    out->lr = lr;
+    out->grad_norm = gnorm;
+    out->tokens_per_s = dt > 0 ? (double)c->batch * c->context / dt : 0.0;
+    out->norm = c->norm;
+    out->norm_kind = c->norm_kind;
+    out->warmup_on = e->sched.warmup_on;
+    out->in_warmup = schedule_in_warmup(&e->sched, s);
+    out->clip = c->clip;
+    out->lr_peak = e->sched.peak;
+    out->nonfinite = bad;
+    out->n_layer = m->L;
+    if (bad)
+        event(e, "step %ld: loss %g, gradient norm %g: not finite, update skipped", s,
+              (double)loss, (double)gnorm);
+    if (c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps))) {
+        out->val_loss = engine_validate(e);
+        out->has_val = 1;
+    }
+    return bad;
+}
+
+float engine_validate(engine *e)
+{
+    const ns_config *c = &e->cfg;
+    double sum = 0.0;
+    for (int k = 0; k < c->val_batches; k++) {
+        data_val_batch(e->data, k, c->val_batches, c->batch, c->context, e->x, e->y);
+        sum += model_forward(&e->m, e->x, e->y, c->batch);
+    }
+    return (float)(sum / c->val_batches);
+}
+
+long engine_steps_done(const engine *e) { return e->step; }
+const ns_config *engine_config(const engine *e) { return &e->cfg; }
+float engine_current_lr(const engine *e) { return schedule_lr(&e->sched, e->step + 1); }
+
+void engine_set_norm(engine *e, norm_place p)
+{
+    if (p == e->cfg.norm)
+        return;
+    event(e, "norm %s -> %s", norm_place_name(e->cfg.norm), norm_place_name(p));
+    e->cfg.norm = p;
+    model_set_norm(&e->m, p);
+}
+
+void engine_set_warmup(engine *e, int on)
+{
+    on = !!on;
+    e->sched.warmup_on = on;
+    if (on) {
+        e->sched.ramp_start = e->step;
+        event(e, "warmup on: LR ramps to %g over %d steps", (double)e->sched.peak,
+              e->sched.warmup);
+    } else {
+        event(e, "warmup off: LR %g", (double)e->sched.peak);
+    }
+}
+
+void engine_set_lr(engine *e, float peak)
+{
+    event(e, "peak LR %g -> %g", (double)e->sched.peak, (double)peak);
+    e->sched.peak = peak;
+    e->cfg.lr = peak;
+}
+
+void engine_set_clip(engine *e, float clip)
+{
+    if (clip > 0)
+        event(e, "clipping on at %g", (double)clip);
+    else
+        event(e, "clipping off");
+    e->cfg.clip = clip;
+}
+
+void engine_reinit(engine *e)
+{
+    fresh_start(e);
+    event(e, "re-initialized from seed %llu", (unsigned long long)e->cfg.seed);
+}
+
+long engine_event_count(const engine *e) { return e->n_events; }
+
+int engine_event_get(const engine *e, long i, ns_event *ev)
+{
+    if (i < 0 || i >= e->n_events || i < e->n_events - NS_EVENT_RING)
+        return -1;
+    *ev = e->events[i % NS_EVENT_RING];
+    return 0;
+}
+
+float *engine_params(engine *e, size_t *n)
+{
+    *n = e->m.n_params;
+    return e->m.params;
+}
+
+/* ---- checkpoints ------------------------------------------------------
+ * Little-endian, written field by field (never a struct dump):
+ *   "NSCKPT\0\1" magic, u32 format version, u32 header length H,
+ *   H bytes of header (config and run state, fields below),
+ *   u64 n_params, then params, Adam m, Adam v as f32[n_params] each,
+ *   u32 CRC-32 (IEEE) of every byte before it.
+ */
+#define CKPT_MAGIC "NSCKPT\0\1"
+#define CKPT_VERSION 1u
+
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+    int oom;
+} wbuf;
+
+static void put(wbuf *b, const void *src, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->n + n)
+            nc *= 2;
+        uint8_t *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static void put_u32(wbuf *b, uint32_t v)
+{
+    uint8_t t[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(b, t, 4);
+}
+
+static void put_u64(wbuf *b, uint64_t v)
+{
+    put_u32(b, (uint32_t)v);
+    put_u32(b, (uint32_t)(v >> 32));
+}
+
+static void put_f32(wbuf *b, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put_u32(b, u);
+}
+
+static void put_f32s(wbuf *b, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        put_f32(b, x[i]);
+}
+
+typedef struct {
+    const uint8_t *p;
+    size_t n, at;
+    int short_read;
+} rbuf;
+
+static uint32_t get_u32(rbuf *b)
+{
+    if (b->at + 4 > b->n) {
+        b->short_read = 1;
+        return 0;
+    }
+    const uint8_t *t = b->p + b->at;
+    b->at += 4;
+    return (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+}
+
+static uint64_t get_u64(rbuf *b)
+{
+    uint64_t lo = get_u32(b);
+    return lo | (uint64_t)get_u32(b) << 32;
+}
+
+static float get_f32(rbuf *b)
+{
+    uint32_t u = get_u32(b);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t crc32_ieee(const uint8_t *p, size_t n)
+{
+    /* built per call: 256 entries cost nothing next to the file, and no
+     * static state means no race between threads */
+    uint32_t table[256];
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[i] = c;
+    }
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++)
+        c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* The header: config, then run state. Order is the format. */
+static void put_header(wbuf *b, const engine *e)
+{
+    const ns_config *c = &e->cfg;
+    put_u32(b, (uint32_t)c->n_layer);
+    put_u32(b, (uint32_t)c->dim);
+    put_u32(b, (uint32_t)c->n_head);
+    put_u32(b, (uint32_t)c->context);
+    put_u32(b, (uint32_t)c->batch);
+    put_u32(b, (uint32_t)c->norm);
+    put_u32(b, (uint32_t)c->norm_kind);
+    put_f32(b, c->eps);
+    put_u32(b, (uint32_t)c->init);
+    put_f32(b, c->init_std);
+    put_f32(b, c->lr);
+    put_f32(b, c->beta1);
+    put_f32(b, c->beta2);
+    put_f32(b, c->adam_eps);
+    put_f32(b, c->weight_decay);
+    put_f32(b, c->clip);
+    put_u32(b, (uint32_t)c->warmup);
+    put_u32(b, (uint32_t)c->schedule);
+    put_u64(b, (uint64_t)c->steps);
+    put_u32(b, (uint32_t)c->val_every);
+    put_u32(b, (uint32_t)c->val_batches);
+    put_u64(b, c->seed);
+    /* run state */
+    put_u64(b, (uint64_t)e->step);
+    put_u64(b, (uint64_t)e->opt.t);
+    put_u64(b, e->rng.s);
+    put_f32(b, e->sched.peak);
+    put_u32(b, (uint32_t)e->sched.warmup);
+    put_u32(b, (uint32_t)e->sched.warmup_on);
+    put_u64(b, (uint64_t)e->sched.ramp_start);
+    put_u64(b, (uint64_t)e->sched.total);
+    put_u32(b, (uint32_t)e->sched.cos_start);
+}
+
+int engine_save(const engine *e, const char *path, char *err, size_t errlen)
+{
+    wbuf b = {0};
+    wbuf h = {0};
+    put_header(&h, e);
+    put(&b, CKPT_MAGIC, 8);
+    put_u32(&b, CKPT_VERSION);
+    put_u32(&b, (uint32_t)h.n);
+    put(&b, h.p, h.n);
+    free(h.p);
+    put_u64(&b, e->m.n_params);
+    put_f32s(&b, e->m.params, e->m.n_params);
+    put_f32s(&b, e->opt.m, e->m.n_params);
+    put_f32s(&b, e->opt.v, e->m.n_params);
+    if (!b.oom)
+        put_u32(&b, crc32_ieee(b.p, b.n));
+    if (b.oom || h.oom) {
+        free(b.p);
+        snprintf(err, errlen, "--save %s: out of memory", path);
+        return -1;
+    }
+
+    /* temp file in the same directory, then rename: a crash or a full disk
+     * leaves any old file at path as it was */
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        free(b.p);
+        snprintf(err, errlen, "--save: path too long");
+        return -1;
+    }
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, errlen, "--save %s: %s", path, strerror(errno));
+        free(b.p);
+        return -1;
+    }
+    size_t wrote = fwrite(b.p, 1, b.n, f);
+    int ok = wrote == b.n && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int saved_errno = errno;
+    ok = (fclose(f) == 0) && ok;
+    free(b.p);
+    if (!ok || rename(tmp, path) != 0) {
+        if (ok)
+            saved_errno = errno;
+        unlink(tmp);
+        snprintf(err, errlen, "--save %s: %s", path, strerror(saved_errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "--load %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 20, len = 0;
+    uint8_t *p = malloc(cap);
+    while (p) {
+        if (len == cap) {
+            uint8_t *np = realloc(p, cap * 2);
+            if (!np) {
+                free(p);
+                p = NULL;
+                break;
+            }
+            p = np;
+            cap *= 2;
+        }
+        size_t got = fread(p + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!p || bad) {
+        free(p);
+        snprintf(err, errlen, "--load %s: %s", path, p ? "read error" : "out of memory");
+        return -1;
+    }
+    *out = p;
+    *n = len;
+    return 0;
+}
+
+engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
+                    size_t errlen)
+{
+    uint8_t *p;
+    size_t n;
+    if (read_file(path, &p, &n, err, errlen) != 0)
+        return NULL;
+    engine *e = NULL;
+    rbuf b = {p, n, 0, 0};
+    if (n < 16 || memcmp(p, CKPT_MAGIC, 8) != 0) {
+        snprintf(err, errlen, "--load %s: not a normscope checkpoint (bad magic)", path);
+        goto out;
+    }
+    b.at = 8;
+    uint32_t ver = get_u32(&b);
+    if (ver != CKPT_VERSION) {
+        snprintf(err, errlen, "--load %s: format version %u, this normscope reads %u", path,
+                 ver, CKPT_VERSION);
+        goto out;
+    }
+    uint32_t crc_stored = n >= 4 ? (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 |
+                                       (uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24
+                                 : 0;
+    uint32_t hlen = get_u32(&b);
+    size_t hend = b.at + hlen;
+    ns_config c;
+    config_defaults(&c);
+    c.n_layer = (int)get_u32(&b);
+    c.dim = (int)get_u32(&b);
+    c.n_head = (int)get_u32(&b);
+    c.context = (int)get_u32(&b);
+    c.batch = (int)get_u32(&b);
+    c.norm = (norm_place)get_u32(&b);
+    c.norm_kind = (norm_kind)get_u32(&b);
+    c.eps = get_f32(&b);
+    c.init = (init_kind)get_u32(&b);
+    c.init_std = get_f32(&b);
+    c.lr = get_f32(&b);
+    c.beta1 = get_f32(&b);
+    c.beta2 = get_f32(&b);
+    c.adam_eps = get_f32(&b);
+    c.weight_decay = get_f32(&b);
+    c.clip = get_f32(&b);
+    c.warmup = (int)get_u32(&b);
+    c.schedule = (sched_kind)get_u32(&b);
+    c.steps = (long)get_u64(&b);
+    c.val_every = (int)get_u32(&b);
+    c.val_batches = (int)get_u32(&b);
+    c.seed = get_u64(&b);
+    long step = (long)get_u64(&b);
+    long opt_t = (long)get_u64(&b);
+    uint64_t rng_s = get_u64(&b);
+    schedule sc;
+    sc.peak = get_f32(&b);
+    sc.warmup = (int)get_u32(&b);
+    sc.warmup_on = (int)get_u32(&b);
+    sc.ramp_start = (long)get_u64(&b);
+    sc.total = (long)get_u64(&b);
+    sc.cos_start = (int)get_u32(&b);
+    if (b.short_read || b.at != hend) {
+        snprintf(err, errlen, "--load %s: truncated or malformed header", path);
+        goto out;
+    }
+    /* sizes first: a corrupt size must not drive a huge allocation */
+    if (c.n_layer < 1 || c.n_layer > 64 || c.dim < 16 || c.dim > 1024 || c.n_head < 1 ||
+        c.dim % c.n_head || c.context < 8 || c.context > 1024 || c.batch < 1 || c.batch > 512 ||
+        (unsigned)c.norm > 1 || (unsigned)c.norm_kind > 1 || (unsigned)c.init > 1 ||
+        (unsigned)c.schedule > 3 || c.val_batches < 1 || step < 0 || opt_t < 0) {
+        snprintf(err, errlen, "--load %s: header values out of range (corrupt file?)", path);
+        goto out;
+    }
+    uint64_t np = get_u64(&b);
+    size_t need = b.at + (size_t)np * 12 + 4;
+    if (b.short_read || np > ((size_t)1 << 32) || n != need) {
+        snprintf(err, errlen, "--load %s: %zu bytes, expected %zu (truncated or corrupt)", path,
+                 n, need);
+        goto out;
+    }
+    if (crc32_ieee(p, n - 4) != crc_stored) {
+        snprintf(err, errlen, "--load %s: checksum mismatch (the file is corrupt)", path);
+        goto out;
+    }
+    sc.kind = c.schedule;
+    e = engine_alloc(&c, data, err, errlen);
+    if (!e)
+        goto out;
+    if (e->m.n_params != np) {
+        snprintf(err, errlen, "--load %s: %llu parameters, the model it describes has %zu", path,
+                 (unsigned long long)np, e->m.n_params);
+        engine_free(e);
+        e = NULL;
+        goto out;
+    }
+    for (size_t i = 0; i < np; i++)
+        e->m.params[i] = get_f32(&b);
+    for (size_t i = 0; i < np; i++)
+        e->opt.m[i] = get_f32(&b);
+    for (size_t i = 0; i < np; i++)
+        e->opt.v[i] = get_f32(&b);
+    e->step = step;
+    e->opt.t = opt_t;
+    e->rng.s = rng_s;
+    e->sched = sc;
+    event(e, "resumed from %s at step %ld", path, step);
+    *cfg_out = c;
+out:
+    free(p);
+    return e;
+}

@@ -1,0 +1,97 @@
+/* metrics.c - CSV and JSONL forms of a step's metrics. */
+#include "metrics.h"
+
+#include <math.h>
+
+static const char *const layer_cols[] = {"grad_attn", "grad_ffn",  "grad_ln",     "act_max",
+                                         "resid_max", "resid_rms", "update_ratio"};
+enum { N_LAYER_COLS = 7 };
+
+static float layer_col(const layer_metrics *l, int k)
+{
+    switch (k) {
+    case 0: return l->grad_attn;
+    case 1: return l->grad_ffn;
+    case 2: return l->grad_ln;
+    case 3: return l->act_max;
+    case 4: return l->resid_max;
+    case 5: return l->resid_rms;
+    default: return l->update_ratio;
+    }
+}
+
+void metrics_csv_header(FILE *f, int n_layer)
+{
+    fputs("step,loss,val_loss,lr,grad_norm,tokens_per_s,norm,norm_kind,warmup,clip", f);
+    for (int i = 0; i < n_layer; i++)
+        for (int k = 0; k < N_LAYER_COLS; k++)
+            fprintf(f, ",l%d_%s", i, layer_cols[k]);
+    fputc('\n', f);
+}
+
+/* %.9g round-trips a float; non-finite values get fixed spellings so a
+ * reader never sees a platform's "-nan" or "infinity". */
+static void put_float(FILE *f, double x)
+{
+    if (isnan(x))
+        fputs("nan", f);
+    else if (isinf(x))
+        fputs(x > 0 ? "inf" : "-inf", f);
+    else
+        fprintf(f, "%.9g", x);
+}
+
+void metrics_csv_row(FILE *f, const step_metrics *m)
+{
+    fprintf(f, "%ld,", m->step);
+    put_float(f, m->loss);
+    fputc(',', f);
+    if (m->has_val)
+        put_float(f, m->val_loss);
+    fputc(',', f);
+    put_float(f, m->lr);
+    fputc(',', f);
+    put_float(f, m->grad_norm);
+    fprintf(f, ",%.1f,%s,%s,%s,", m->tokens_per_s, norm_place_name(m->norm),
+            norm_kind_name(m->norm_kind), m->warmup_on ? "on" : "off");
+    put_float(f, m->clip);
+    for (int i = 0; i < m->n_layer; i++)
+        for (int k = 0; k < N_LAYER_COLS; k++) {
+            fputc(',', f);
+            put_float(f, layer_col(&m->layer[i], k));
+        }
+    fputc('\n', f);
+}
+
+static void put_json_float(FILE *f, double x)
+{
+    if (!isfinite(x))
+        fputs("null", f);
+    else
+        fprintf(f, "%.9g", x);
+}
+
+void metrics_jsonl_row(FILE *f, const step_metrics *m)
+{
+    fprintf(f, "{\"step\":%ld,\"loss\":", m->step);
+    put_json_float(f, m->loss);
+    fputs(",\"val_loss\":", f);
+    if (m->has_val)
+        put_json_float(f, m->val_loss);
+    else
+        fputs("null", f);
+    fputs(",\"lr\":", f);
+    put_json_float(f, m->lr);
+    fputs(",\"grad_norm\":", f);
+    put_json_float(f, m->grad_norm);
+    fprintf(f, ",\"tokens_per_s\":%.1f,\"norm\":\"%s\",\"norm_kind\":\"%s\",\"warmup\":\"%s\",\"clip\":",
+            m->tokens_per_s, norm_place_name(m->norm), norm_kind_name(m->norm_kind),
+            m->warmup_on ? "on" : "off");
+    put_json_float(f, m->clip);
+    for (int i = 0; i < m->n_layer; i++)
+        for (int k = 0; k < N_LAYER_COLS; k++) {
+            fprintf(f, ",\"l%d_%s\":", i, layer_cols[k]);
+            put_json_float(f, layer_col(&m->layer[i], k));
+        }
+    fputs("}\n", f);
+}

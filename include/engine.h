@@ -63,6 +63,13 @@ int engine_save(const engine *e, const char *path, char *err, size_t errlen);
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
                     size_t errlen);
 
+/* Continue prompt by n bytes with the current weights (between steps; it
+ * reuses the activation buffers). Sampling uses temperature 0.8 from a
+ * generator seeded by the run's seed and step, so it never disturbs the
+ * training stream and the same step gives the same text. out gets n bytes
+ * (not NUL-terminated). */
+void engine_sample(engine *e, const char *prompt, int n, uint8_t *out);
+
 /* For tests: the model's parameters and their count. */
 float *engine_params(engine *e, size_t *n);
 

@@ -251,6 +251,47 @@ int engine_event_get(const engine *e, long i, ns_event *ev)
     return 0;
 }
 
+void engine_sample(engine *e, const char *prompt, int n, uint8_t *out)
+{
+    model *m = &e->m;
+    int T = m->T, V = m->V;
+    uint8_t *win = e->x; /* row 0 of the batch buffer as the window */
+    int len = 0;
+    for (const char *p = prompt; *p && len < T; p++)
+        win[len++] = (uint8_t)*p;
+    if (len == 0)
+        win[len++] = '\n';
+    ns_rng r;
+    rng_seed(&r, e->cfg.seed ^ (uint64_t)e->step * 0x9E3779B97F4A7C15ull ^ 0x73616D70ull);
+    for (int k = 0; k < n; k++) {
+        memset(win + len, ' ', (size_t)(T - len));
+        model_forward(m, win, NULL, 1);
+        const float *lg = m->logits + (size_t)(len - 1) * V;
+        /* softmax at temperature 0.8, then invert the CDF */
+        float mx = lg[0];
+        for (int i = 1; i < V; i++)
+            mx = lg[i] > mx ? lg[i] : mx;
+        double sum = 0, pr[NS_VOCAB];
+        for (int i = 0; i < V; i++)
+            sum += pr[i] = isfinite(lg[i]) ? exp((lg[i] - mx) / 0.8) : 0.0;
+        double u = rng_uniform(&r) * sum, c = 0;
+        int tok = V - 1;
+        for (int i = 0; i < V; i++) {
+            c += pr[i];
+            if (u < c) {
+                tok = i;
+                break;
+            }
+        }
+        out[k] = (uint8_t)tok;
+        if (len == T) {
+            memmove(win, win + 1, (size_t)T - 1);
+            len--;
+        }
+        win[len++] = (uint8_t)tok;
+    }
+}
+
 float *engine_params(engine *e, size_t *n)
 {
     *n = e->m.n_params;

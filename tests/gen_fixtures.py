@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""gen_fixtures.py - PyTorch reference fixtures for the normscope C tests.
+
+Writes tests/fixtures/<placement>_<kind>.bin for every placement in
+PLACEMENTS and every norm kind in KINDS. Each file holds the initial weights,
+a batch, the logits, loss and gradients of the model at those weights, and
+the losses of 10 AdamW steps on that batch, all computed by PyTorch autograd
+(fp32, CPU) with a model written to mirror src/model.c exactly.
+
+Run with Debian's torch (the pyenv python3 has none):
+
+    /usr/bin/python3 tests/gen_fixtures.py
+
+The output is committed so CI does not need torch; the output is
+deterministic (fixed seeds, deterministic algorithms, one thread).
+
+Fixture format (little-endian):
+    magic "NSFX", uint32 version = 1, uint32 record_count,
+    then per record: uint32 name_len, name bytes (no NUL),
+                     uint64 n, float32 data[n].
+Records, in order: config, params, tokens, targets, logits, loss, grads,
+losses10 (see write_fixture).
+"""
+import math
+import os
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+# --- sizes and hyperparameters ---------------------------------------------
+L, C, NH, T, B, V = 2, 16, 2, 8, 2, 256
+EPS = 1e-5
+LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY = 1e-2, 0.9, 0.98, 1e-8, 0.1
+N_STEPS = 10
+SEED = 1234
+VERSION = 1
+
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+# Per-layer tensors in layout order (include/model.h), with their shapes.
+LAYER_TENSORS = [
+    ("ln1w", (C,)), ("ln1b", (C,)), ("ln2w", (C,)), ("ln2b", (C,)),
+    ("qkvw", (3 * C, C)), ("qkvb", (3 * C,)),
+    ("attprojw", (C, C)), ("attprojb", (C,)),
+    ("fcw", (4 * C, C)), ("fcb", (4 * C,)),
+    ("fcprojw", (C, 4 * C)), ("fcprojb", (C,)),
+]
+# Weight decay applies to these (model_tensor.is_matrix in src/model.c).
+MATRICES = {"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw", "headw"}
+
+
+def layout():
+    """[(name, layer or -1, shape)] in the flat parameter order."""
+    t = [("wte", -1, (V, C)), ("wpe", -1, (T, C))]
+    for l in range(L):
+        t += [(n, l, s) for n, s in LAYER_TENSORS]
+    t += [("lnfw", -1, (C,)), ("lnfb", -1, (C,)), ("headw", -1, (V, C)), ("headb", -1, (V,))]
+    return t
+
+
+def expected_param_count():
+    per_layer = 4 * C + 3 * C * C + 3 * C + C * C + C + 4 * C * C + 4 * C + 4 * C * C + C
+    return V * C + T * C + L * per_layer + 2 * C + V * C + V
+
+
+# --- the model (mirrors src/model.c) ----------------------------------------
+def layernorm(x, w, b):
+    return F.layer_norm(x, (C,), w, b, EPS)
+
+
+def rmsnorm(x, w, b):  # b exists in the layout but is unused
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+
+
+KINDS = {"layernorm": (0, layernorm), "rmsnorm": (1, rmsnorm)}
+
+
+def attention(x, p):
+    Bx, Tx, _ = x.shape
+    hs = C // NH
+    qkv = F.linear(x, p["qkvw"], p["qkvb"])
+    q, k, v = qkv.split(C, dim=-1)
+    # head h uses columns h*hs .. (h+1)*hs
+    q = q.view(Bx, Tx, NH, hs).transpose(1, 2)
+    k = k.view(Bx, Tx, NH, hs).transpose(1, 2)
+    v = v.view(Bx, Tx, NH, hs).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+    mask = torch.ones(Tx, Tx, dtype=torch.bool).tril()
+    att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+    y = (att @ v).transpose(1, 2).reshape(Bx, Tx, C)
+    return F.linear(y, p["attprojw"], p["attprojb"])
+
+
+def mlp(x, p):
+    h = F.gelu(F.linear(x, p["fcw"], p["fcb"]), approximate="tanh")
+    return F.linear(h, p["fcprojw"], p["fcprojb"])
+
+
+def pre_block(x, p, norm):
+    x1 = x + attention(norm(x, p["ln1w"], p["ln1b"]), p)
+    return x1 + mlp(norm(x1, p["ln2w"], p["ln2b"]), p)
+
+
+def post_block(x, p, norm):
+    x1 = norm(x + attention(x, p), p["ln1w"], p["ln1b"])
+    return norm(x1 + mlp(x1, p), p["ln2w"], p["ln2b"])
+
+
+# placement name -> (code in norm_place, block function, final norm before head?)
+PLACEMENTS = {
+    "post": (0, post_block, False),
+    "pre": (1, pre_block, True),
+}
+
+
+def forward(params, tokens, targets, placement, kind):
+    """params: {name: tensor} for the globals, {(l, name): tensor} per layer."""
+    _, block, final_norm = PLACEMENTS[placement]
+    _, norm = KINDS[kind]
+    x = params["wte"][tokens] + params["wpe"][torch.arange(T)]
+    for l in range(L):
+        p = {n: params[(l, n)] for n, _ in LAYER_TENSORS}
+        x = block(x, p, norm)
+    if final_norm:
+        x = norm(x, params["lnfw"], params["lnfb"])
+    logits = F.linear(x, params["headw"], params["headb"])
+    loss = F.cross_entropy(logits.view(-1, V), targets.view(-1))
+    return logits, loss
+
+
+# --- weights and data -------------------------------------------------------
+def init_params(kind, gen):
+    """Random, non-trivial weights so every gradient term matters."""
+    def normal(shape, std):
+        return torch.randn(shape, generator=gen, dtype=torch.float32) * std
+
+    params, order = {}, []
+    for name, l, shape in layout():
+        base = name[:-1] if name.endswith(("w", "b")) else name
+        if name in ("wte", "wpe"):
+            t = normal(shape, 0.5)
+        elif name in MATRICES:
+            t = normal(shape, 0.2)
+        elif base in ("ln1", "ln2", "lnf"):
+            if name.endswith("w"):
+                t = 1.0 + normal(shape, 0.1)
+            elif kind == "layernorm":
+                t = normal(shape, 0.1)
+            else:  # RMSNorm has no bias: keep the unused slot at 0
+                t = torch.zeros(shape)
+        else:  # linear biases
+            t = normal(shape, 0.1)
+        key = name if l < 0 else (l, name)
+        params[key] = t.clone().requires_grad_(True)
+        order.append(key)
+    return params, order
+
+
+def flatten(tensors):
+    return torch.cat([t.detach().reshape(-1) for t in tensors])
+
+
+def grads_of(params, order):
+    return flatten([params[k].grad if params[k].grad is not None else torch.zeros_like(params[k])
+                    for k in order])
+
+
+# --- fixture file -----------------------------------------------------------
+def write_fixture(path, records):
+    with open(path, "wb") as f:
+        f.write(b"NSFX")
+        f.write(struct.pack("<II", VERSION, len(records)))
+        for name, data in records:
+            arr = data.detach().to(torch.float32).reshape(-1).contiguous()
+            nb = name.encode("ascii")
+            f.write(struct.pack("<I", len(nb)))
+            f.write(nb)
+            f.write(struct.pack("<Q", arr.numel()))
+            f.write(struct.pack("<%df" % arr.numel(), *arr.tolist()))
+
+
+def read_fixture(path):
+    """Parse a fixture back (used to self-check what was written)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    assert buf[:4] == b"NSFX", path
+    version, count = struct.unpack_from("<II", buf, 4)
+    assert version == VERSION
+    off, out = 12, {}
+    for _ in range(count):
+        (nl,) = struct.unpack_from("<I", buf, off)
+        off += 4
+        name = buf[off:off + nl].decode("ascii")
+        off += nl
+        (n,) = struct.unpack_from("<Q", buf, off)
+        off += 8
+        out[name] = torch.tensor(struct.unpack_from("<%df" % n, buf, off), dtype=torch.float32)
+        off += 4 * n
+    assert off == len(buf), path
+    return out
+
+
+def make_fixture(placement, kind, index):
+    place_code = PLACEMENTS[placement][0]
+    kind_code = KINDS[kind][0]
+    gen = torch.Generator().manual_seed(SEED + index)
+    params, order = init_params(kind, gen)
+    tokens = torch.randint(0, 256, (B, T), generator=gen)
+    targets = torch.randint(0, 256, (B, T), generator=gen)
+
+    n_params = expected_param_count()
+    lay = layout()
+    assert len(order) == len(lay)
+    for key, (_, _, shape) in zip(order, lay):
+        assert tuple(params[key].shape) == shape, (key, shape)
+    init_flat = flatten(params[k] for k in order)
+    assert init_flat.numel() == n_params, (init_flat.numel(), n_params)
+
+    # forward + backward at the initial weights
+    logits, loss = forward(params, tokens, targets, placement, kind)
+    loss.backward()
+    grads = grads_of(params, order)
+    assert grads.numel() == n_params
+    for key in order:  # every autograd grad has its tensor's size
+        g = params[key].grad
+        assert g is None or g.shape == params[key].shape, key
+    # unused parameters must have zero grads, as the C backward leaves them
+    if not PLACEMENTS[placement][2]:
+        assert params["lnfw"].grad is None and params["lnfb"].grad is None
+    if kind == "rmsnorm":
+        for l in range(L):
+            for n in ("ln1b", "ln2b"):
+                assert params[(l, n)].grad is None
+    assert torch.isfinite(grads).all() and torch.isfinite(loss)
+    logits0 = logits.detach().clone()
+    loss0 = loss.detach().clone()
+
+    # 10 AdamW steps on the same batch, from the same weights
+    for k in order:
+        params[k].grad = None
+    decay = [params[k] for k in order if (k if isinstance(k, str) else k[1]) in MATRICES]
+    no_decay = [params[k] for k in order if (k if isinstance(k, str) else k[1]) not in MATRICES]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": WEIGHT_DECAY},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=LR, betas=(BETA1, BETA2), eps=ADAM_EPS, foreach=False)
+    losses = []
+    for _ in range(N_STEPS):
+        opt.zero_grad(set_to_none=False)
+        _, l_step = forward(params, tokens, targets, placement, kind)
+        losses.append(l_step.item())
+        l_step.backward()
+        # the C optimizer sees a zero grad for unused parameters (a no-op
+        # for them: they are never matrices); give torch the same
+        for k in order:
+            if params[k].grad is None:
+                params[k].grad = torch.zeros_like(params[k])
+        opt.step()
+    losses = torch.tensor(losses, dtype=torch.float32)
+    assert losses[0].item() == loss0.item()
+    assert torch.isfinite(losses).all()
+
+    config = torch.tensor([L, C, NH, T, B, place_code, kind_code, EPS, LR, BETA1, BETA2,
+                           ADAM_EPS, WEIGHT_DECAY], dtype=torch.float32)
+    records = [
+        ("config", config),
+        ("params", init_flat),
+        ("tokens", tokens.reshape(-1).float()),
+        ("targets", targets.reshape(-1).float()),
+        ("logits", logits0.reshape(-1)),
+        ("loss", loss0.reshape(1)),
+        ("grads", grads),
+        ("losses10", losses),
+    ]
+    path = os.path.join(OUT_DIR, "%s_%s.bin" % (placement, kind))
+    write_fixture(path, records)
+
+    back = read_fixture(path)
+    assert list(back) == [n for n, _ in records]
+    for name, data in records:
+        assert torch.equal(back[name], data.reshape(-1).float()), name
+    print("%s: params=%d loss=%.6f |grad|=%.6f losses10 %.4f -> %.4f bytes=%d" % (
+        os.path.relpath(path), n_params, loss0.item(), grads.norm().item(),
+        losses[0].item(), losses[-1].item(), os.path.getsize(path)))
+
+
+def main():
+    torch.manual_seed(SEED)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    os.makedirs(OUT_DIR, exist_ok=True)
+    index = 0
+    for placement in PLACEMENTS:
+        for kind in KINDS:
+            make_fixture(placement, kind, index)
+            index += 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+/* test_parity.c - the C model against PyTorch. tests/gen_fixtures.py (run
+ * with Debian's python3-torch) wrote, for each placement x norm kind, the
+ * weights, a batch, the logits, the loss, every parameter gradient and the
+ * losses of 10 AdamW steps; the fixtures are committed so this test needs
+ * no torch. Any mismatch fails the build.
+ *
+ * Tolerance: |c - torch| <= 1e-4 * |torch| + atol, with atol 1e-6 for
+ * gradients and logits (a floor for values that are zero up to rounding). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "optim.h"
+#include "testutil.h"
+
+typedef struct {
+    char name[32];
+    uint64_t n;
+    float *data;
+} record;
+
+typedef struct {
+    int count;
+    record rec[16];
+} fixture;
+
+static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
+
+static int load_fixture(const char *path, fixture *fx)
+{
+    memset(fx, 0, sizeof *fx);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char magic[4];
+    uint32_t ver, count;
+    if (rd(f, magic, 4) || memcmp(magic, "NSFX", 4) || rd(f, &ver, 4) || ver != 1 ||
+        rd(f, &count, 4) || count > 16) {
+        fclose(f);
+        return -1;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        record *r = &fx->rec[i];
+        uint32_t len;
+        if (rd(f, &len, 4) || len >= sizeof r->name || rd(f, r->name, len) || rd(f, &r->n, 8) ||
+            r->n > 100000000) {
+            fclose(f);
+            return -1;
+        }
+        r->data = malloc(r->n * sizeof(float) + 1);
+        if (!r->data || rd(f, r->data, r->n * sizeof(float))) {
+            fclose(f);
+            return -1;
+        }
+        fx->count++;
+    }
+    fclose(f);
+    return 0;
+}
+
+static const record *get(const fixture *fx, const char *name)
+{
+    for (int i = 0; i < fx->count; i++)
+        if (!strcmp(fx->rec[i].name, name))
+            return &fx->rec[i];
+    fprintf(stderr, "fixture has no record '%s'\n", name);
+    exit(1);
+}
+
+static void free_fixture(fixture *fx)
+{
+    for (int i = 0; i < fx->count; i++)
+        free(fx->rec[i].data);
+}
+
+/* Compare n values; report the worst few. Returns 1 if all are close. */
+static int all_close(const char *what, const float *c, const float *ref, size_t n, double rtol,
+                     double atol)
+{
+    size_t bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)c[i] - ref[i]);
+        double lim = rtol * fabs(ref[i]) + atol;
+        if (!(d <= lim)) {
+            if (bad < 3)
+                fprintf(stderr, "  %s[%zu]: C %.9g torch %.9g\n", what, i, c[i], ref[i]);
+            bad++;
+        }
+        if (d > worst)
+            worst = d;
+    }
+    if (bad)
+        fprintf(stderr, "  %s: %zu of %zu values differ (worst %.3g)\n", what, bad, n, worst);
+    return bad == 0;
+}
+
+static void check_fixture(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    fixture fx;
+    if (!CHECK(load_fixture(path, &fx) == 0)) {
+        fprintf(stderr, "  cannot read %s\n", path);
+        return;
+    }
+    const float *cf = get(&fx, "config")->data;
+    ns_config c;
+    config_defaults(&c);
+    c.n_layer = (int)cf[0];
+    c.dim = (int)cf[1];
+    c.n_head = (int)cf[2];
+    c.context = (int)cf[3];
+    c.batch = (int)cf[4];
+    c.norm = (norm_place)(int)cf[5];
+    c.norm_kind = (norm_kind)(int)cf[6];
+    c.eps = cf[7];
+    adamw_hparams h = {cf[8], cf[9], cf[10], cf[11], cf[12], 1.0f};
+
+    model m;
+    CHECK(model_create(&m, &c) == 0);
+    const record *params = get(&fx, "params");
+    if (!CHECK(params->n == m.n_params)) {
+        fprintf(stderr, "  %s: %llu params in the fixture, %zu in the model\n", name,
+                (unsigned long long)params->n, m.n_params);
+        model_free(&m);
+        free_fixture(&fx);
+        return;
+    }
+    memcpy(m.params, params->data, m.n_params * sizeof(float));
+    int BT = c.batch * c.context;
+    uint8_t *tok = malloc((size_t)BT), *tgt = malloc((size_t)BT);
+    for (int i = 0; i < BT; i++) {
+        tok[i] = (uint8_t)get(&fx, "tokens")->data[i];
+        tgt[i] = (uint8_t)get(&fx, "targets")->data[i];
+    }
+
+    float loss = model_forward(&m, tok, tgt, c.batch);
+    model_backward(&m);
+    char what[64];
+    snprintf(what, sizeof what, "%s loss", name);
+    CHECK(all_close(what, &loss, get(&fx, "loss")->data, 1, 1e-4, 0));
+    snprintf(what, sizeof what, "%s logits", name);
+    CHECK(all_close(what, m.logits, get(&fx, "logits")->data, (size_t)BT * NS_VOCAB, 1e-4, 1e-6));
+    /* every gradient, tensor by tensor so a failure names the tensor */
+    const float *g = get(&fx, "grads")->data;
+    int grads_ok = 1;
+    for (int k = 0; k < m.n_tensors; k++) {
+        const model_tensor *t = &m.tensors[k];
+        snprintf(what, sizeof what, "%s grad %s (layer %d)", name, t->name, t->layer);
+        grads_ok &= all_close(what, m.grads + t->offset, g + t->offset, t->size, 1e-4, 1e-6);
+    }
+    CHECK(grads_ok);
+    /* the gradients are not trivially zero */
+    CHECK(model_l2(m.grads, m.n_params) > 1e-3);
+
+    /* 10 AdamW steps on the same batch: the loss before each update */
+    adamw o;
+    CHECK(adamw_create(&o, m.n_params) == 0);
+    float losses[10];
+    for (int s = 0; s < 10; s++) {
+        losses[s] = model_forward(&m, tok, tgt, c.batch);
+        model_backward(&m);
+        adamw_update(&o, &m, &h, NULL);
+    }
+    snprintf(what, sizeof what, "%s 10-step losses", name);
+    CHECK(all_close(what, losses, get(&fx, "losses10")->data, 10, 1e-4, 0));
+    CHECK(losses[9] < losses[0]);
+    adamw_free(&o);
+    free(tok);
+    free(tgt);
+    model_free(&m);
+    free_fixture(&fx);
+}
+
+int main(void)
+{
+    const char *dir = getenv("NS_FIXTURES");
+    if (!dir)
+        dir = "tests/fixtures";
+    const char *names[] = {"post_layernorm", "post_rmsnorm", "pre_layernorm", "pre_rmsnorm"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_fixture(dir, names[i]);
+    return test_summary();
+}

@@ -13,8 +13,23 @@
 #define NS_VERSION "0.1.0"
 #define NS_VOCAB 256 /* byte-level: one token per byte value */
 
-typedef enum { NORM_POST = 0, NORM_PRE = 1 } norm_place;
-typedef enum { NORMK_LAYERNORM = 0, NORMK_RMSNORM = 1 } norm_kind;
+/* Where the norms sit in a block (see model.h for the formulas). */
+typedef enum {
+    NORM_POST = 0,     /* x = N(x + F(x)), original Transformer */
+    NORM_PRE = 1,      /* x = x + F(N(x)), GPT-2 */
+    NORM_SANDWICH = 2, /* x = x + N_out(F(N_in(x))), CogView's Sandwich-LN */
+    NORM_DEEPNORM = 3, /* x = N(alpha x + F(x)), DeepNet */
+    NORM_REZERO = 4,   /* x = x + g F(x), g = 0 at init, no norm */
+    NORM_NONE = 5,     /* x = x + F(x), no norm */
+    NORM_MIX = 6,      /* Post-LN in the bottom k blocks, Pre-LN above (Mix-LN) */
+    NORM_PLACE_COUNT
+} norm_place;
+typedef enum {
+    NORMK_LAYERNORM = 0,
+    NORMK_RMSNORM = 1,
+    NORMK_DYT = 2, /* g tanh(a x) + b, learnable scalar a (Zhu et al. 2025) */
+    NORM_KIND_COUNT
+} norm_kind;
 typedef enum { INIT_XAVIER = 0, INIT_NORMAL = 1 } init_kind;
 typedef enum {
     SCHED_CONSTANT = 0,
@@ -34,6 +49,12 @@ typedef struct {
     norm_place norm;
     norm_kind norm_kind;
     float eps;
+    int final_norm;      /* -1 = by placement (on for pre, sandwich, mix), 0, 1 */
+    int mix_k;           /* Post-LN blocks at the bottom under mix; -1 = L/4 */
+    float dyt_alpha;     /* initial a of every DyT norm */
+    float ln_gamma_init; /* initial norm gains */
+    float ln_beta_init;  /* initial norm biases */
+    int post_init_scale; /* scale block output weights by 1/sqrt(2L) at init */
     /* initialization */
     init_kind init;
     float init_std; /* std of the normal init (also embeddings under xavier) */
@@ -67,6 +88,11 @@ int norm_place_parse(const char *s);
 int norm_kind_parse(const char *s);
 int init_kind_parse(const char *s);
 int sched_kind_parse(const char *s);
+
+/* Is the final norm used, given the placement and --final-norm? */
+int config_final_norm(const ns_config *c);
+/* The number of Post-LN blocks at the bottom under mix. */
+int config_mix_k(const ns_config *c);
 
 /* Check cross-field constraints (ranges are checked by the parser).
  * Returns NULL when valid, else a one-line reason (static storage). */

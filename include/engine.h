@@ -44,6 +44,8 @@ float engine_current_lr(const engine *e);
 
 /* Changes between steps; each is logged as an event. */
 void engine_set_norm(engine *e, norm_place p);
+void engine_set_norm_kind(engine *e, norm_kind k);
+void engine_set_final_norm(engine *e, int on); /* -1: by placement */
 void engine_set_warmup(engine *e, int on); /* on: a fresh ramp from this step */
 void engine_set_lr(engine *e, float peak);
 void engine_set_clip(engine *e, float clip); /* 0 = off */

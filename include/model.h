@@ -9,15 +9,28 @@
  *   wte   (V, C)     token embedding
  *   wpe   (T, C)     position embedding
  *   for each layer l = 0..L-1, one contiguous block:
- *     ln1w (C) ln1b (C) ln2w (C) ln2b (C)               -- norm slice
+ *     ln1w ln1b ln2w ln2b (C each)    norms of sublayer 1 (attention), 2 (MLP)
+ *     ln1ow ln1ob ln2ow ln2ob (C)     output norms (Sandwich-LN only)
+ *     ln1a ln2a ln1oa ln2oa (1 each)  DyT's scalar a of each of those norms
+ *     rzg (1)                         ReZero's gate g       -- all: norm slice
  *     qkvw (3C, C) qkvb (3C) attprojw (C, C) attprojb (C) -- attention slice
  *     fcw (4C, C) fcb (4C) fcprojw (C, 4C) fcprojb (C)    -- MLP slice
- *   lnfw  (C) lnfb (C)   final norm (used by Pre-LN only)
+ *   lnfw (C) lnfb (C) lnfa (1)   final norm
  *   headw (V, C) headb (V)   untied output head
  *
  * Linear weights are (out, in), as torch.nn.Linear stores them.
- * The same parameters serve every placement: Post-LN uses ln1/ln2 after
- * each residual add and ignores lnf; Pre-LN uses them before each sublayer.
+ *
+ * Every placement uses the same parameters, so the placement (and the norm
+ * kind) can change between steps without reallocating or touching a
+ * weight. Each of a block's two sublayers (F = attention, then MLP) is
+ *   post      y = N(x + F(x))
+ *   pre       y = x + F(N(x))
+ *   sandwich  y = x + N_out(F(N(x)))
+ *   deepnorm  y = N(alpha x + F(x)),  alpha = (2L)^(1/4)
+ *   rezero    y = x + g F(x)
+ *   none      y = x + F(x)
+ *   mix       post in blocks l < k, pre above
+ * and the final norm is applied when config_final_norm() says so.
  *
  * Not here: the optimizer (optim.c), the schedule, data, threads.
  */
@@ -33,6 +46,9 @@
 enum {
     /* per-layer tensors, in layout order */
     PT_LN1W, PT_LN1B, PT_LN2W, PT_LN2B,
+    PT_LN1OW, PT_LN1OB, PT_LN2OW, PT_LN2OB,
+    PT_LN1A, PT_LN2A, PT_LN1OA, PT_LN2OA,
+    PT_RZG,
     PT_QKVW, PT_QKVB, PT_ATTPROJW, PT_ATTPROJB,
     PT_FCW, PT_FCB, PT_FCPROJW, PT_FCPROJB,
     PT_LAYER_COUNT
@@ -59,31 +75,36 @@ typedef struct {
     norm_place norm;
     norm_kind kind;
     float eps;
+    int final_norm; /* apply lnf (config_final_norm at the last change) */
+    int mix_k;      /* Post-LN blocks at the bottom under mix */
+    float alpha;    /* DeepNorm residual scale (2L)^(1/4) */
 
     /* parameters: one allocation, and the same layout for the gradients */
     size_t n_params;
     float *params;
     float *grads;
-    size_t wte, wpe, lnfw, lnfb, headw, headb; /* offsets */
+    size_t wte, wpe, lnfw, lnfb, lnfa, headw, headb; /* offsets */
     size_t layer0, layer_stride;               /* offset of layer 0, size of one layer */
     size_t layer_off[PT_LAYER_COUNT];          /* offsets inside a layer block */
     int n_tensors;
     model_tensor *tensors;
 
-    /* activations of the last forward, one allocation */
+    /* activations of the last forward, one allocation. Per layer and
+     * sublayer s (0 = attention, 1 = MLP): */
     float *acts;
     size_t n_acts;
     float *encoded;              /* (B, T, C) */
-    float *ln1, *ln1_mean, *ln1_rstd; /* (L, B, T, C), (L, B, T), (L, B, T) */
+    float *nin[2];               /* (L, B, T, C) output of the sublayer's norm N */
+    float *nin_mean[2], *nin_rstd[2]; /* (L, B, T) */
+    float *nout[2];              /* (L, B, T, C) output of N_out (sandwich) */
+    float *nout_mean[2], *nout_rstd[2];
+    float *res[2];               /* (L, B, T, C) the residual sum */
     float *qkv;                  /* (L, B, T, 3C) */
     float *atty;                 /* (L, B, T, C) */
     float *att;                  /* (L, B, NH, T, T) softmax probabilities */
-    float *attproj;              /* (L, B, T, C) */
-    float *res1;                 /* (L, B, T, C) */
-    float *ln2, *ln2_mean, *ln2_rstd;
+    float *attproj;              /* (L, B, T, C) F of sublayer 0 */
     float *fch, *fch_gelu;       /* (L, B, T, 4C) */
-    float *fcproj;               /* (L, B, T, C) */
-    float *res2;                 /* (L, B, T, C) */
+    float *fcproj;               /* (L, B, T, C) F of sublayer 1 */
     float *lnf, *lnf_mean, *lnf_rstd; /* (B, T, C), (B, T), (B, T) */
     float *logits;               /* (B, T, V) */
     float *probs;                /* (B, T, V) */
@@ -92,7 +113,8 @@ typedef struct {
     /* backward scratch, one allocation */
     float *scratch;
     size_t n_scratch;
-    float *dresid, *dtmp, *datty, *dqkv, *dfch, *dfch_gelu, *dlogits, *drow; /* drow: (T) */
+    float *dresid, *dtmp, *dtmp2, *datty, *dqkv, *dfch, *dfch_gelu, *dlogits; /* (B, T, *) */
+    float *drow; /* (T) */
 
     const uint8_t *last_tokens;  /* inputs of the last forward (B*T) */
     const uint8_t *last_targets; /* NULL when the forward had no targets */
@@ -112,7 +134,11 @@ void model_free(model *m);
 /* Initialize the parameters from rng (deterministic for a given seed).
  * xavier: uniform Glorot on block and head matrices, normal(init_std) on
  * embeddings; normal: normal(init_std) on every matrix (GPT-2 style).
- * Norm gains 1, every bias 0. */
+ * Block norm gains ln_gamma_init and biases ln_beta_init (the final norm:
+ * 1 and 0), DyT a dyt_alpha,
+ * ReZero gates 0, other biases 0. Then, with post_init_scale, attprojw and
+ * fcprojw are scaled by 1/sqrt(2L); under deepnorm, the value and output
+ * projections and both MLP matrices by beta = (8L)^(-1/4) (DeepNet). */
 void model_init(model *m, const ns_config *cfg, ns_rng *rng);
 
 /* Forward over the first `B` rows (B <= the allocated batch). tokens and
@@ -124,9 +150,18 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
  * to d(mean loss)/d(params). */
 void model_backward(model *m);
 
-/* Change the norm placement or kind between steps; weights are untouched. */
-void model_set_norm(model *m, norm_place p);
+/* Change the norm placement, kind or final norm between steps; the
+ * weights are untouched. final_norm and mix_k are resolved by the caller
+ * (config_final_norm, config_mix_k). */
+void model_set_norm(model *m, norm_place p, int final_norm);
 void model_set_norm_kind(model *m, norm_kind k);
+
+/* DeepNorm's constants for a decoder-only stack of L blocks. */
+double model_deepnorm_alpha(int L);
+double model_deepnorm_beta(int L);
+
+/* Is block l's sublayer rule Post-LN-like (norm after the residual add)? */
+int model_block_is_post(const model *m, int l);
 
 /* L2 norm of a slice of the gradient (or of any float array). */
 double model_l2(const float *x, size_t n);

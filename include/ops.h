@@ -29,6 +29,14 @@ void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, con
 void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
                       const float *w, const float *rstd, int N, int C);
 
+/* Dynamic Tanh (Zhu et al. 2025, "Transformers without Normalization"):
+ * out = w * tanh(a * x) + b with one learnable scalar a; da accumulates
+ * into *da. Saves nothing: the backward recomputes tanh from inp. */
+void dyt_forward(float *out, const float *inp, const float *w, const float *b, float a, int N,
+                 int C);
+void dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dout,
+                  const float *inp, const float *w, float a, int N, int C);
+
 /* out (N, OC) = inp (N, C) @ w^T (OC, C) + b (OC); b may be NULL */
 void matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
                     int OC);

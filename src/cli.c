@@ -12,7 +12,7 @@ typedef enum {
     F_LAYERS, F_DIM, F_HEADS, F_CONTEXT, F_BATCH, F_NORM, F_NORMKIND, F_EPS, F_INIT, F_INITSTD,
     F_LR, F_BETAS, F_ADAMEPS, F_WD, F_CLIP, F_WARMUP, F_SCHEDULE, F_STEPS, F_VALEVERY,
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
-    F_VERSION
+    F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE
 } flag_id;
 
 typedef struct {
@@ -30,10 +30,18 @@ static const flag_spec flags[] = {
     {F_HEADS, 'H', "heads", "N", 1, 1024, "attention heads, 1..dim (default 4)"},
     {F_CONTEXT, 'T', "context", "N", 8, 1024, "context length in bytes, 8..1024 (default 64)"},
     {F_BATCH, 'B', "batch", "N", 1, 512, "sequences per step, 1..512 (default 16)"},
-    {F_NORM, 0, "norm", "post|pre", 0, 0,
-     "norm placement: post x=LN(x+F(x)), pre x=x+F(LN(x)) (default pre)"},
-    {F_NORMKIND, 0, "norm-kind", "layernorm|rmsnorm", 0, 0, "normalization (default layernorm)"},
+    {F_NORM, 0, "norm", "post|pre|sandwich|deepnorm|rezero|none|mix", 0, 0,
+     "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ... (default pre)"},
+    {F_NORMKIND, 0, "norm-kind", "layernorm|rmsnorm|dyt", 0, 0, "normalization (default layernorm)"},
     {F_EPS, 0, "eps", "X", 1e-12, 1, "norm epsilon, 1e-12..1 (default 1e-5)"},
+    {F_FINALNORM, 0, "final-norm", "on|off", 0, 0,
+     "norm before the head (default: on for pre, sandwich, mix)"},
+    {F_MIXK, 0, "mix-k", "N", 0, 64, "Post-LN blocks at the bottom under --norm mix (default L/4)"},
+    {F_DYTALPHA, 0, "dyt-alpha", "X", 1e-6, 100, "initial a of DyT norms, 1e-6..100 (default 0.5)"},
+    {F_GAMMAINIT, 0, "ln-gamma-init", "X", -100, 100, "initial norm gains, -100..100 (default 1)"},
+    {F_BETAINIT, 0, "ln-beta-init", "X", -100, 100, "initial norm biases, -100..100 (default 0)"},
+    {F_POSTINITSCALE, 0, "post-init-scale", NULL, 0, 0,
+     "scale block output weights by 1/sqrt(2L) at init"},
     {F_INIT, 0, "init", "xavier|normal", 0, 0,
      "block weights: uniform Glorot, or normal(--init-std) as GPT-2 (default xavier)"},
     {F_INITSTD, 0, "init-std", "X", 1e-6, 10,
@@ -141,13 +149,14 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     double x = 0;
     switch (s->id) {
     case F_LAYERS: case F_DIM: case F_HEADS: case F_CONTEXT: case F_BATCH: case F_WARMUP:
-    case F_STEPS: case F_VALEVERY: case F_VALBATCHES:
+    case F_STEPS: case F_VALEVERY: case F_VALBATCHES: case F_MIXK:
         if (parse_int(v, s->lo, s->hi, &n)) {
             snprintf(range, sizeof range, "expected an integer in %.0f..%.0f", s->lo, s->hi);
             return bad(err, s, v, range);
         }
         break;
     case F_EPS: case F_INITSTD: case F_LR: case F_ADAMEPS: case F_WD: case F_CLIP:
+    case F_DYTALPHA: case F_GAMMAINIT: case F_BETAINIT:
         if (parse_num(v, s->lo, s->hi, &x)) {
             snprintf(range, sizeof range, "expected a number in %g..%g", s->lo, s->hi);
             return bad(err, s, v, range);
@@ -172,17 +181,30 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_ADAMEPS: c->adam_eps = (float)x; break;
     case F_WD: c->weight_decay = (float)x; break;
     case F_CLIP: c->clip = (float)x; break;
+    case F_MIXK: c->mix_k = (int)n; break;
+    case F_DYTALPHA: c->dyt_alpha = (float)x; break;
+    case F_GAMMAINIT: c->ln_gamma_init = (float)x; break;
+    case F_BETAINIT: c->ln_beta_init = (float)x; break;
+    case F_POSTINITSCALE: c->post_init_scale = 1; break;
+    case F_FINALNORM:
+        if (!strcmp(v, "on"))
+            c->final_norm = 1;
+        else if (!strcmp(v, "off"))
+            c->final_norm = 0;
+        else
+            return bad(err, s, v, "expected on or off");
+        break;
     case F_NORM: {
         int k = norm_place_parse(v);
         if (k < 0)
-            return bad(err, s, v, "expected post or pre");
+            return bad(err, s, v, "expected post, pre, sandwich, deepnorm, rezero, none or mix");
         c->norm = (norm_place)k;
         break;
     }
     case F_NORMKIND: {
         int k = norm_kind_parse(v);
         if (k < 0)
-            return bad(err, s, v, "expected layernorm or rmsnorm");
+            return bad(err, s, v, "expected layernorm, rmsnorm or dyt");
         c->norm_kind = (norm_kind)k;
         break;
     }

@@ -14,6 +14,12 @@ void config_defaults(ns_config *c)
     c->norm = NORM_PRE;
     c->norm_kind = NORMK_LAYERNORM;
     c->eps = 1e-5f;
+    c->final_norm = -1;
+    c->mix_k = -1;
+    c->dyt_alpha = 0.5f;
+    c->ln_gamma_init = 1.0f;
+    c->ln_beta_init = 0.0f;
+    c->post_init_scale = 0;
     c->init = INIT_XAVIER;
     c->init_std = 0.02f;
     c->lr = 1e-3f;
@@ -30,8 +36,9 @@ void config_defaults(ns_config *c)
     c->seed = 1337;
 }
 
-static const char *const place_names[] = {"post", "pre"};
-static const char *const kind_names[] = {"layernorm", "rmsnorm"};
+static const char *const place_names[] = {"post",   "pre",  "sandwich", "deepnorm",
+                                          "rezero", "none", "mix"};
+static const char *const kind_names[] = {"layernorm", "rmsnorm", "dyt"};
 static const char *const init_names[] = {"xavier", "normal"};
 static const char *const sched_names[] = {"constant", "cosine", "invsqrt", "noam"};
 
@@ -43,12 +50,28 @@ static int lookup(const char *const *names, int n, const char *s)
     return -1;
 }
 
-const char *norm_place_name(norm_place p) { return (unsigned)p < 2 ? place_names[p] : "?"; }
-const char *norm_kind_name(norm_kind k) { return (unsigned)k < 2 ? kind_names[k] : "?"; }
+const char *norm_place_name(norm_place p)
+{
+    return (unsigned)p < NORM_PLACE_COUNT ? place_names[p] : "?";
+}
+const char *norm_kind_name(norm_kind k) { return (unsigned)k < NORM_KIND_COUNT ? kind_names[k] : "?"; }
 const char *init_kind_name(init_kind k) { return (unsigned)k < 2 ? init_names[k] : "?"; }
 const char *sched_kind_name(sched_kind k) { return (unsigned)k < 4 ? sched_names[k] : "?"; }
-int norm_place_parse(const char *s) { return lookup(place_names, 2, s); }
-int norm_kind_parse(const char *s) { return lookup(kind_names, 2, s); }
+int norm_place_parse(const char *s) { return lookup(place_names, NORM_PLACE_COUNT, s); }
+int norm_kind_parse(const char *s) { return lookup(kind_names, NORM_KIND_COUNT, s); }
+
+int config_final_norm(const ns_config *c)
+{
+    if (c->final_norm >= 0)
+        return c->final_norm;
+    return c->norm == NORM_PRE || c->norm == NORM_SANDWICH || c->norm == NORM_MIX;
+}
+
+int config_mix_k(const ns_config *c)
+{
+    int k = c->mix_k >= 0 ? c->mix_k : c->n_layer / 4;
+    return k < c->n_layer ? k : c->n_layer;
+}
 int init_kind_parse(const char *s) { return lookup(init_names, 2, s); }
 int sched_kind_parse(const char *s) { return lookup(sched_names, 4, s); }
 
@@ -60,5 +83,7 @@ const char *config_check(const ns_config *c)
         return "--schedule cosine needs --steps N (it decays over the run)";
     if (c->schedule == SCHED_NOAM && c->warmup <= 0)
         return "--schedule noam needs --warmup N >= 1 (its peak is at step N)";
+    if (c->mix_k > c->n_layer)
+        return "--mix-k must be at most --layers";
     return NULL;
 }

@@ -201,9 +201,30 @@ void engine_set_norm(engine *e, norm_place p)
 {
     if (p == e->cfg.norm)
         return;
-    event(e, "norm %s -> %s", norm_place_name(e->cfg.norm), norm_place_name(p));
+    norm_place was = e->cfg.norm;
+    int fn_was = e->m.final_norm;
     e->cfg.norm = p;
-    model_set_norm(&e->m, p);
+    int fn = config_final_norm(&e->cfg);
+    model_set_norm(&e->m, p, fn);
+    event(e, "norm %s -> %s%s%s", norm_place_name(was), norm_place_name(p),
+          fn == fn_was ? "" : (fn ? ", final norm on" : ", final norm off"),
+          p == NORM_DEEPNORM ? " (alpha only: beta scales weights at init)" : "");
+}
+
+void engine_set_norm_kind(engine *e, norm_kind k)
+{
+    if (k == e->cfg.norm_kind)
+        return;
+    event(e, "norm kind %s -> %s", norm_kind_name(e->cfg.norm_kind), norm_kind_name(k));
+    e->cfg.norm_kind = k;
+    model_set_norm_kind(&e->m, k);
+}
+
+void engine_set_final_norm(engine *e, int on)
+{
+    e->cfg.final_norm = on;
+    model_set_norm(&e->m, e->cfg.norm, config_final_norm(&e->cfg));
+    event(e, "final norm %s", e->m.final_norm ? "on" : "off");
 }
 
 void engine_set_warmup(engine *e, int on)
@@ -419,6 +440,12 @@ static void put_header(wbuf *b, const engine *e)
     put_u32(b, (uint32_t)c->norm);
     put_u32(b, (uint32_t)c->norm_kind);
     put_f32(b, c->eps);
+    put_u32(b, (uint32_t)c->final_norm);
+    put_u32(b, (uint32_t)c->mix_k);
+    put_f32(b, c->dyt_alpha);
+    put_f32(b, c->ln_gamma_init);
+    put_f32(b, c->ln_beta_init);
+    put_u32(b, (uint32_t)c->post_init_scale);
     put_u32(b, (uint32_t)c->init);
     put_f32(b, c->init_std);
     put_f32(b, c->lr);
@@ -568,6 +595,12 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     c.norm = (norm_place)get_u32(&b);
     c.norm_kind = (norm_kind)get_u32(&b);
     c.eps = get_f32(&b);
+    c.final_norm = (int)get_u32(&b);
+    c.mix_k = (int)get_u32(&b);
+    c.dyt_alpha = get_f32(&b);
+    c.ln_gamma_init = get_f32(&b);
+    c.ln_beta_init = get_f32(&b);
+    c.post_init_scale = (int)get_u32(&b);
     c.init = (init_kind)get_u32(&b);
     c.init_std = get_f32(&b);
     c.lr = get_f32(&b);
@@ -599,7 +632,9 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     /* sizes first: a corrupt size must not drive a huge allocation */
     if (c.n_layer < 1 || c.n_layer > 64 || c.dim < 16 || c.dim > 1024 || c.n_head < 1 ||
         c.dim % c.n_head || c.context < 8 || c.context > 1024 || c.batch < 1 || c.batch > 512 ||
-        (unsigned)c.norm > 1 || (unsigned)c.norm_kind > 1 || (unsigned)c.init > 1 ||
+        (unsigned)c.norm >= NORM_PLACE_COUNT || (unsigned)c.norm_kind >= NORM_KIND_COUNT ||
+        c.final_norm < -1 || c.final_norm > 1 || c.mix_k < -1 || c.mix_k > c.n_layer ||
+        (unsigned)c.init > 1 ||
         (unsigned)c.schedule > 3 || c.val_batches < 1 || step < 0 || opt_t < 0) {
         snprintf(err, errlen, "--load %s: header values out of range (corrupt file?)", path);
         goto out;

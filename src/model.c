@@ -1,6 +1,14 @@
 /* model.c - parameter layout, initialization, forward and backward of the
- * Transformer for every norm placement. Pure computation: no I/O, no
- * threads, no global state. See model.h for the layout.
+ * Transformer for every norm placement and kind. Pure computation: no I/O,
+ * no threads, no global state. See model.h for the layout and the rules.
+ *
+ * Each sublayer runs the same five stages, switched on or off by its
+ * placement, so seven placements share one forward and one backward:
+ *   h  = pre  ? N(x) : x
+ *   f  = F(h)                      attention or MLP
+ *   f2 = out  ? N_out(f) : f       (sandwich)
+ *   r  = a x + (gate ? g f2 : f2)  a = alpha under deepnorm, else 1
+ *   y  = post ? N(r) : r
  */
 #include "model.h"
 
@@ -11,14 +19,17 @@
 #include "ops.h"
 
 static const char *const layer_names[PT_LAYER_COUNT] = {
-    "ln1w", "ln1b", "ln2w", "ln2b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "fcw", "fcb", "fcprojw", "fcprojb",
+    "ln1w", "ln1b",  "ln2w", "ln2b", "ln1ow",    "ln1ob",    "ln2ow", "ln2ob", "ln1a", "ln2a", "ln1oa",
+    "ln2oa", "rzg",  "qkvw", "qkvb", "attprojw", "attprojb", "fcw",   "fcb",   "fcprojw", "fcprojb",
 };
 
 /* Element counts of one layer's tensors, in layout order. */
 static void layer_sizes(size_t sz[PT_LAYER_COUNT], size_t C)
 {
-    sz[PT_LN1W] = sz[PT_LN1B] = sz[PT_LN2W] = sz[PT_LN2B] = C;
+    for (int i = PT_LN1W; i <= PT_LN2OB; i++)
+        sz[i] = C;
+    for (int i = PT_LN1A; i <= PT_RZG; i++)
+        sz[i] = 1;
     sz[PT_QKVW] = 3 * C * C;
     sz[PT_QKVB] = 3 * C;
     sz[PT_ATTPROJW] = C * C;
@@ -35,38 +46,40 @@ static size_t param_count(size_t L, size_t C, size_t T, size_t V)
     layer_sizes(sz, C);
     for (int i = 0; i < PT_LAYER_COUNT; i++)
         per += sz[i];
-    return V * C + T * C + L * per + 2 * C + V * C + V;
+    return V * C + T * C + L * per + 2 * C + 1 + V * C + V;
 }
 
 static size_t act_count(size_t L, size_t B, size_t T, size_t C, size_t NH, size_t V)
 {
     size_t BT = B * T;
-    return BT * C                                  /* encoded */
-           + L * (BT * C * 2 + BT * 2)             /* ln1, ln2 */
-           + L * (BT * 2 * 2)                      /* their mean, rstd */
-           + L * BT * 3 * C                        /* qkv */
-           + L * BT * C * 4                        /* atty, attproj, res1, res2 */
-           + L * B * NH * T * T                    /* att */
-           + L * BT * 4 * C * 2                    /* fch, fch_gelu */
-           + L * BT * C                            /* fcproj */
-           + BT * C + 2 * BT                       /* lnf, mean, rstd */
-           + BT * V * 2 + BT;                      /* logits, probs, losses */
+    return BT * C                          /* encoded */
+           + 2 * L * (3 * BT * C + 4 * BT) /* nin, nout, res; their mean, rstd */
+           + L * BT * 3 * C                /* qkv */
+           + L * BT * C * 2                /* atty, attproj */
+           + L * B * NH * T * T            /* att */
+           + L * BT * 4 * C * 2            /* fch, fch_gelu */
+           + L * BT * C                    /* fcproj */
+           + BT * C + 2 * BT               /* lnf, mean, rstd */
+           + BT * V * 2 + BT;              /* logits, probs, losses */
 }
 
 static size_t scratch_count(size_t B, size_t T, size_t C, size_t V)
 {
     size_t BT = B * T;
-    return BT * C * 3 + BT * 3 * C + BT * 4 * C * 2 + BT * V + T;
+    return BT * C * 4 + BT * 3 * C + BT * 4 * C * 2 + BT * V + T;
 }
 
 double model_bytes_needed(const ns_config *c)
 {
     size_t L = c->n_layer, C = c->dim, T = c->context, B = c->batch, NH = c->n_head;
     double p = (double)param_count(L, C, T, NS_VOCAB);
-    /* params + grads (+ two Adam moments, which the optimizer owns) */
+    /* params + grads + two Adam moments (the optimizer's) */
     return 4.0 * (4.0 * p + (double)act_count(L, B, T, C, NH, NS_VOCAB) +
                   (double)scratch_count(B, T, C, NS_VOCAB));
 }
+
+double model_deepnorm_alpha(int L) { return pow(2.0 * L, 0.25); }
+double model_deepnorm_beta(int L) { return pow(8.0 * L, -0.25); }
 
 /* Hand out the next n floats of a buffer. */
 static float *carve(float **p, size_t n)
@@ -74,6 +87,11 @@ static float *carve(float **p, size_t n)
     float *r = *p;
     *p += n;
     return r;
+}
+
+static int is_matrix_tensor(int i)
+{
+    return i == PT_QKVW || i == PT_ATTPROJW || i == PT_FCW || i == PT_FCPROJW;
 }
 
 int model_create(model *m, const ns_config *cfg)
@@ -85,15 +103,17 @@ int model_create(model *m, const ns_config *cfg)
     m->T = cfg->context;
     m->B = cfg->batch;
     m->V = NS_VOCAB;
-    m->norm = cfg->norm;
     m->kind = cfg->norm_kind;
     m->eps = cfg->eps;
+    m->mix_k = config_mix_k(cfg);
+    m->alpha = (float)model_deepnorm_alpha(m->L);
+    model_set_norm(m, cfg->norm, config_final_norm(cfg));
     size_t L = m->L, C = m->C, T = m->T, B = m->B, NH = m->NH, V = m->V;
 
     /* parameter table */
     size_t sz[PT_LAYER_COUNT];
     layer_sizes(sz, C);
-    m->n_tensors = 2 + (int)L * PT_LAYER_COUNT + 4;
+    m->n_tensors = 2 + (int)L * PT_LAYER_COUNT + 5;
     m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);
     if (!m->tensors)
         return -1;
@@ -114,8 +134,7 @@ int model_create(model *m, const ns_config *cfg)
     m->layer_stride = lo;
     for (size_t l = 0; l < L; l++) {
         for (int i = 0; i < PT_LAYER_COUNT; i++) {
-            int is_matrix = i == PT_QKVW || i == PT_ATTPROJW || i == PT_FCW || i == PT_FCPROJW;
-            m->tensors[k++] = (model_tensor){layer_names[i], off, sz[i], (int)l, is_matrix};
+            m->tensors[k++] = (model_tensor){layer_names[i], off, sz[i], (int)l, is_matrix_tensor(i)};
             off += sz[i];
         }
     }
@@ -125,6 +144,9 @@ int model_create(model *m, const ns_config *cfg)
     m->lnfb = off;
     m->tensors[k++] = (model_tensor){"lnfb", off, C, -1, 0};
     off += C;
+    m->lnfa = off;
+    m->tensors[k++] = (model_tensor){"lnfa", off, 1, -1, 0};
+    off += 1;
     m->headw = off;
     m->tensors[k++] = (model_tensor){"headw", off, V * C, -1, 1};
     off += V * C;
@@ -150,21 +172,22 @@ int model_create(model *m, const ns_config *cfg)
     size_t BT = B * T;
     float *p = m->acts;
     m->encoded = carve(&p, BT * C);
-    m->ln1 = carve(&p, L * BT * C);
-    m->ln1_mean = carve(&p, L * BT);
-    m->ln1_rstd = carve(&p, L * BT);
+    for (int s = 0; s < 2; s++) {
+        m->nin[s] = carve(&p, L * BT * C);
+        m->nin_mean[s] = carve(&p, L * BT);
+        m->nin_rstd[s] = carve(&p, L * BT);
+        m->nout[s] = carve(&p, L * BT * C);
+        m->nout_mean[s] = carve(&p, L * BT);
+        m->nout_rstd[s] = carve(&p, L * BT);
+        m->res[s] = carve(&p, L * BT * C);
+    }
     m->qkv = carve(&p, L * BT * 3 * C);
     m->atty = carve(&p, L * BT * C);
     m->att = carve(&p, L * B * NH * T * T);
     m->attproj = carve(&p, L * BT * C);
-    m->res1 = carve(&p, L * BT * C);
-    m->ln2 = carve(&p, L * BT * C);
-    m->ln2_mean = carve(&p, L * BT);
-    m->ln2_rstd = carve(&p, L * BT);
     m->fch = carve(&p, L * BT * 4 * C);
     m->fch_gelu = carve(&p, L * BT * 4 * C);
     m->fcproj = carve(&p, L * BT * C);
-    m->res2 = carve(&p, L * BT * C);
     m->lnf = carve(&p, BT * C);
     m->lnf_mean = carve(&p, BT);
     m->lnf_rstd = carve(&p, BT);
@@ -174,6 +197,7 @@ int model_create(model *m, const ns_config *cfg)
     p = m->scratch;
     m->dresid = carve(&p, BT * C);
     m->dtmp = carve(&p, BT * C);
+    m->dtmp2 = carve(&p, BT * C);
     m->datty = carve(&p, BT * C);
     m->dqkv = carve(&p, BT * 3 * C);
     m->dfch = carve(&p, BT * 4 * C);
@@ -206,19 +230,49 @@ static void fill_uniform(float *x, size_t n, float a, ns_rng *r)
         x[i] = a * (2.0f * rng_uniform(r) - 1.0f);
 }
 
+static void fill(float *x, size_t n, float v)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = v;
+}
+
+static void scale(float *x, size_t n, float s)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] *= s;
+}
+
+static int name_is(const char *nm, const char *const *names)
+{
+    for (; *names; names++)
+        if (!strcmp(nm, *names))
+            return 1;
+    return 0;
+}
+
 void model_init(model *m, const ns_config *cfg, ns_rng *rng)
 {
+    /* the block norms take --ln-gamma-init/--ln-beta-init; the final norm
+     * keeps 1 and 0, so a zero gain silences the sublayers, not the head */
+    static const char *const gains[] = {"ln1w", "ln2w", "ln1ow", "ln2ow", NULL};
+    static const char *const biases[] = {"ln1b", "ln2b", "ln1ob", "ln2ob", NULL};
+    static const char *const dyt_a[] = {"ln1a", "ln2a", "ln1oa", "ln2oa", "lnfa", NULL};
     memset(m->params, 0, m->n_params * sizeof(float));
     for (int k = 0; k < m->n_tensors; k++) {
         const model_tensor *t = &m->tensors[k];
         float *x = m->params + t->offset;
         const char *nm = t->name;
-        if (!strcmp(nm, "ln1w") || !strcmp(nm, "ln2w") || !strcmp(nm, "lnfw")) {
-            for (size_t i = 0; i < t->size; i++)
-                x[i] = 1.0f;
+        if (!strcmp(nm, "lnfw")) {
+            fill(x, t->size, 1.0f);
+        } else if (name_is(nm, gains)) {
+            fill(x, t->size, cfg->ln_gamma_init);
+        } else if (name_is(nm, biases)) {
+            fill(x, t->size, cfg->ln_beta_init);
+        } else if (name_is(nm, dyt_a)) {
+            fill(x, t->size, cfg->dyt_alpha);
         } else if (!strcmp(nm, "wte") || !strcmp(nm, "wpe")) {
             fill_normal(x, t->size, cfg->init_std, rng);
-        } else if (t->is_matrix || !strcmp(nm, "headw")) {
+        } else if (t->is_matrix) {
             if (cfg->init == INIT_NORMAL) {
                 fill_normal(x, t->size, cfg->init_std, rng);
             } else {
@@ -232,11 +286,35 @@ void model_init(model *m, const ns_config *cfg, ns_rng *rng)
                 fill_uniform(x, t->size, sqrtf(6.0f / (float)(fan_in + fan_out)), rng);
             }
         }
-        /* biases stay 0 */
+        /* other biases and the ReZero gates stay 0 */
+    }
+    size_t C = (size_t)m->C;
+    for (int l = 0; l < m->L; l++) {
+        float *b = m->params + m->layer0 + (size_t)l * m->layer_stride;
+        if (cfg->post_init_scale) {
+            float s = (float)(1.0 / sqrt(2.0 * m->L));
+            scale(b + m->layer_off[PT_ATTPROJW], C * C, s);
+            scale(b + m->layer_off[PT_FCPROJW], 4 * C * C, s);
+        }
+        if (cfg->norm == NORM_DEEPNORM) {
+            /* DeepNet (Wang et al. 2022), decoder-only: beta on the value
+             * projection (rows 2C..3C of qkvw), the output projection and
+             * both MLP matrices; queries and keys are left alone. */
+            float beta = (float)model_deepnorm_beta(m->L);
+            scale(b + m->layer_off[PT_QKVW] + 2 * C * C, C * C, beta);
+            scale(b + m->layer_off[PT_ATTPROJW], C * C, beta);
+            scale(b + m->layer_off[PT_FCW], 4 * C * C, beta);
+            scale(b + m->layer_off[PT_FCPROJW], 4 * C * C, beta);
+        }
     }
 }
 
-void model_set_norm(model *m, norm_place p) { m->norm = p; }
+void model_set_norm(model *m, norm_place p, int final_norm)
+{
+    m->norm = p;
+    m->final_norm = final_norm;
+}
+
 void model_set_norm_kind(model *m, norm_kind k) { m->kind = k; }
 
 double model_l2(const float *x, size_t n)
@@ -270,145 +348,218 @@ void model_group_slice(const model *m, int l, model_group g, size_t *off, size_t
     }
 }
 
-/* Normalization of either kind; b is ignored by RMSNorm. */
-static void norm_fwd(const model *m, float *out, float *mean, float *rstd, const float *inp,
-                     const float *w, const float *b, int N)
+/* ---- the sublayer rule of a block ------------------------------------ */
+
+typedef struct {
+    int pre, out, post, gate;
+    float a; /* residual scale */
+} rule;
+
+int model_block_is_post(const model *m, int l)
 {
-    if (m->kind == NORMK_RMSNORM)
-        rmsnorm_forward(out, mean, rstd, inp, w, N, m->C, m->eps);
-    else
-        layernorm_forward(out, mean, rstd, inp, w, b, N, m->C, m->eps);
+    return m->norm == NORM_POST || m->norm == NORM_DEEPNORM ||
+           (m->norm == NORM_MIX && l < m->mix_k);
 }
 
-static void norm_bwd(const model *m, float *dinp, float *dw, float *db, const float *dout,
-                     const float *inp, const float *w, const float *mean, const float *rstd,
+static rule block_rule(const model *m, int l)
+{
+    rule r = {0, 0, 0, 0, 1.0f};
+    switch (m->norm) {
+    case NORM_POST: r.post = 1; break;
+    case NORM_PRE: r.pre = 1; break;
+    case NORM_SANDWICH: r.pre = r.out = 1; break;
+    case NORM_DEEPNORM: r.post = 1; r.a = m->alpha; break;
+    case NORM_REZERO: r.gate = 1; break;
+    case NORM_MIX:
+        if (l < m->mix_k)
+            r.post = 1;
+        else
+            r.pre = 1;
+        break;
+    default: break; /* none */
+    }
+    return r;
+}
+
+/* One norm: the kind decides which parameters take part. */
+typedef struct {
+    float *w, *b, *a; /* gain (C), bias (C), DyT scalar (1) */
+} norm_params;
+
+static void norm_fwd(const model *m, norm_params p, float *out, float *mean, float *rstd,
+                     const float *inp, int N)
+{
+    switch (m->kind) {
+    case NORMK_RMSNORM: rmsnorm_forward(out, mean, rstd, inp, p.w, N, m->C, m->eps); break;
+    case NORMK_DYT: dyt_forward(out, inp, p.w, p.b, *p.a, N, m->C); break;
+    default: layernorm_forward(out, mean, rstd, inp, p.w, p.b, N, m->C, m->eps); break;
+    }
+}
+
+static void norm_bwd(const model *m, norm_params p, norm_params g, float *dinp,
+                     const float *dout, const float *inp, const float *mean, const float *rstd,
                      int N)
 {
-    if (m->kind == NORMK_RMSNORM)
-        rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, m->C);
-    else
-        layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, m->C);
+    switch (m->kind) {
+    case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, m->C); break;
+    case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, m->C); break;
+    default: layernorm_backward(dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, m->C); break;
+    }
 }
 
-static void add(float *out, const float *a, const float *b, long n)
+static float *layer_base(const model *m, float *base, int l)
 {
-    for (long i = 0; i < n; i++)
-        out[i] = a[i] + b[i];
+    return base + m->layer0 + (size_t)l * m->layer_stride;
 }
 
-/* Pointers to one layer's parameters (or gradients) and activations. */
-typedef struct {
-    float *t[PT_LAYER_COUNT];
-} layer_params;
-
-static layer_params layer_ptrs(const model *m, float *base, int l)
+/* The norm N (out = 0) or N_out (out = 1) of sublayer s of layer l, in
+ * base (the parameters or the gradients). */
+static norm_params norm_of(const model *m, float *base, int l, int s, int out)
 {
-    layer_params p;
-    float *b = base + m->layer0 + (size_t)l * m->layer_stride;
-    for (int i = 0; i < PT_LAYER_COUNT; i++)
-        p.t[i] = b + m->layer_off[i];
+    static const int w_idx[2][2] = {{PT_LN1W, PT_LN1OW}, {PT_LN2W, PT_LN2OW}};
+    static const int b_idx[2][2] = {{PT_LN1B, PT_LN1OB}, {PT_LN2B, PT_LN2OB}};
+    static const int a_idx[2][2] = {{PT_LN1A, PT_LN1OA}, {PT_LN2A, PT_LN2OA}};
+    float *b = layer_base(m, base, l);
+    norm_params p = {b + m->layer_off[w_idx[s][out]], b + m->layer_off[b_idx[s][out]],
+                     b + m->layer_off[a_idx[s][out]]};
     return p;
 }
 
-typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *res1;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *res2;
-} layer_acts;
+static norm_params final_norm_of(const model *m, float *base)
+{
+    norm_params p = {base + m->lnfw, base + m->lnfb, base + m->lnfa};
+    return p;
+}
 
-static layer_acts layer_act_ptrs(const model *m, int l)
+/* Slices of one layer's activations. */
+typedef struct {
+    float *nin, *nin_mean, *nin_rstd, *nout, *nout_mean, *nout_rstd, *res;
+} sub_acts;
+
+static sub_acts sub_act_ptrs(const model *m, int l, int s)
 {
     size_t BT = (size_t)m->B * m->T, C = m->C;
-    layer_acts a;
-    a.ln1 = m->ln1 + l * BT * C;
-    a.ln1_mean = m->ln1_mean + l * BT;
-    a.ln1_rstd = m->ln1_rstd + l * BT;
-    a.qkv = m->qkv + l * BT * 3 * C;
-    a.atty = m->atty + l * BT * C;
-    a.att = m->att + l * (size_t)m->B * m->NH * m->T * m->T;
-    a.attproj = m->attproj + l * BT * C;
-    a.res1 = m->res1 + l * BT * C;
-    a.ln2 = m->ln2 + l * BT * C;
-    a.ln2_mean = m->ln2_mean + l * BT;
-    a.ln2_rstd = m->ln2_rstd + l * BT;
-    a.fch = m->fch + l * BT * 4 * C;
-    a.fch_gelu = m->fch_gelu + l * BT * 4 * C;
-    a.fcproj = m->fcproj + l * BT * C;
-    a.res2 = m->res2 + l * BT * C;
+    sub_acts a = {m->nin[s] + l * BT * C,  m->nin_mean[s] + l * BT,  m->nin_rstd[s] + l * BT,
+                  m->nout[s] + l * BT * C, m->nout_mean[s] + l * BT, m->nout_rstd[s] + l * BT,
+                  m->res[s] + l * BT * C};
     return a;
 }
 
-/* The residual stream leaving block l. */
-static float *block_out(const model *m, int l)
+/* F's output buffer of sublayer s (attention projection or MLP output). */
+static float *f_out(const model *m, int l, int s)
 {
-    layer_acts a = layer_act_ptrs(m, l);
-    return m->norm == NORM_POST ? a.ln2 : a.res2;
+    size_t BTC = (size_t)m->B * m->T * m->C;
+    return (s == 0 ? m->attproj : m->fcproj) + l * BTC;
+}
+
+/* The output of sublayer s of layer l: N(r) after a post norm, else r. */
+static float *sub_out(const model *m, int l, int s)
+{
+    sub_acts a = sub_act_ptrs(m, l, s);
+    return block_rule(m, l).post ? a.nin : a.res;
+}
+
+static const float *block_in(const model *m, int l)
+{
+    return l == 0 ? m->encoded : sub_out(m, l - 1, 1);
+}
+
+/* Input of sublayer s of layer l. */
+static const float *sub_in(const model *m, int l, int s)
+{
+    return s == 0 ? block_in(m, l) : sub_out(m, l, 0);
+}
+
+/* ---- forward ---------------------------------------------------------- */
+
+static void F_forward(const model *m, int l, int s, const float *h, int B)
+{
+    int T = m->T, C = m->C, N = B * T;
+    size_t BT = (size_t)m->B * T;
+    float *w = layer_base(m, m->params, l);
+    if (s == 0) {
+        float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
+        float *att = m->att + l * (size_t)m->B * m->NH * T * T;
+        matmul_forward(qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB], N, C, 3 * C);
+        attention_forward(atty, att, qkv, B, T, C, m->NH);
+        matmul_forward(f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
+                       w + m->layer_off[PT_ATTPROJB], N, C, C);
+    } else {
+        float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
+        matmul_forward(fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
+        gelu_forward(fcg, fch, N * 4 * C);
+        matmul_forward(f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
+                       w + m->layer_off[PT_FCPROJB], N, 4 * C, C);
+    }
 }
 
 static float max2(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
 
+static void sublayer_forward(model *m, int l, int s, int B, float *amax)
+{
+    int N = B * m->T;
+    long nC = (long)N * m->C;
+    rule r = block_rule(m, l);
+    sub_acts a = sub_act_ptrs(m, l, s);
+    const float *x = sub_in(m, l, s);
+    const float *h = x;
+    if (r.pre) {
+        norm_fwd(m, norm_of(m, m->params, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N);
+        h = a.nin;
+        *amax = max2(*amax, ops_absmax(a.nin, nC));
+    }
+    F_forward(m, l, s, h, B);
+    const float *f = f_out(m, l, s);
+    if (r.out) {
+        norm_fwd(m, norm_of(m, m->params, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N);
+        f = a.nout;
+        *amax = max2(*amax, ops_absmax(a.nout, nC));
+    }
+    float g = r.gate ? layer_base(m, m->params, l)[m->layer_off[PT_RZG]] : 1.0f;
+    for (long i = 0; i < nC; i++)
+        a.res[i] = r.a * x[i] + g * f[i];
+    *amax = max2(*amax, ops_absmax(a.res, nC));
+    if (r.post) {
+        norm_fwd(m, norm_of(m, m->params, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N);
+        *amax = max2(*amax, ops_absmax(a.nin, nC));
+    }
+}
+
 float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int B)
 {
-    int T = m->T, C = m->C, NH = m->NH, V = m->V, N = B * T;
+    int T = m->T, C = m->C, V = m->V, N = B * T;
+    size_t BT = (size_t)m->B * T;
+    long nC = (long)N * C;
     m->last_tokens = tokens;
     m->last_targets = targets;
     m->last_B = B;
     float *P = m->params;
     encoder_forward(m->encoded, tokens, P + m->wte, P + m->wpe, B, T, C);
 
-    const float *x = m->encoded;
     for (int l = 0; l < m->L; l++) {
-        layer_params w = layer_ptrs(m, P, l);
-        layer_acts a = layer_act_ptrs(m, l);
-        long nC = (long)N * C;
-        if (m->norm == NORM_PRE) {
-            /* x1 = x + Attn(LN1(x)); out = x1 + MLP(LN2(x1)) */
-            norm_fwd(m, a.ln1, a.ln1_mean, a.ln1_rstd, x, w.t[PT_LN1W], w.t[PT_LN1B], N);
-            matmul_forward(a.qkv, a.ln1, w.t[PT_QKVW], w.t[PT_QKVB], N, C, 3 * C);
-            attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
-            matmul_forward(a.attproj, a.atty, w.t[PT_ATTPROJW], w.t[PT_ATTPROJB], N, C, C);
-            add(a.res1, x, a.attproj, nC);
-            norm_fwd(m, a.ln2, a.ln2_mean, a.ln2_rstd, a.res1, w.t[PT_LN2W], w.t[PT_LN2B], N);
-            matmul_forward(a.fch, a.ln2, w.t[PT_FCW], w.t[PT_FCB], N, C, 4 * C);
-            gelu_forward(a.fch_gelu, a.fch, N * 4 * C);
-            matmul_forward(a.fcproj, a.fch_gelu, w.t[PT_FCPROJW], w.t[PT_FCPROJB], N, 4 * C, C);
-            add(a.res2, a.res1, a.fcproj, nC);
-        } else {
-            /* x1 = LN1(x + Attn(x)); out = LN2(x1 + MLP(x1)) */
-            matmul_forward(a.qkv, x, w.t[PT_QKVW], w.t[PT_QKVB], N, C, 3 * C);
-            attention_forward(a.atty, a.att, a.qkv, B, T, C, NH);
-            matmul_forward(a.attproj, a.atty, w.t[PT_ATTPROJW], w.t[PT_ATTPROJB], N, C, C);
-            add(a.res1, x, a.attproj, nC);
-            norm_fwd(m, a.ln1, a.ln1_mean, a.ln1_rstd, a.res1, w.t[PT_LN1W], w.t[PT_LN1B], N);
-            matmul_forward(a.fch, a.ln1, w.t[PT_FCW], w.t[PT_FCB], N, C, 4 * C);
-            gelu_forward(a.fch_gelu, a.fch, N * 4 * C);
-            matmul_forward(a.fcproj, a.fch_gelu, w.t[PT_FCPROJW], w.t[PT_FCPROJB], N, 4 * C, C);
-            add(a.res2, a.ln1, a.fcproj, nC);
-            norm_fwd(m, a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.t[PT_LN2W], w.t[PT_LN2B], N);
-        }
-        /* statistics: every activation the block made, then its output */
-        float am = ops_absmax(a.qkv, nC * 3);
-        am = max2(am, ops_absmax(a.ln1, nC));
-        am = max2(am, ops_absmax(a.atty, nC));
-        am = max2(am, ops_absmax(a.attproj, nC));
-        am = max2(am, ops_absmax(a.res1, nC));
-        am = max2(am, ops_absmax(a.ln2, nC));
-        am = max2(am, ops_absmax(a.fch, nC * 4));
-        am = max2(am, ops_absmax(a.fch_gelu, nC * 4));
-        am = max2(am, ops_absmax(a.fcproj, nC));
-        am = max2(am, ops_absmax(a.res2, nC));
-        const float *out = block_out(m, l);
+        float am = 0.0f;
+        sublayer_forward(m, l, 0, B, &am);
+        sublayer_forward(m, l, 1, B, &am);
+        /* the inner activations of F: q, k, v, attention output, projection,
+         * MLP hidden before and after GELU, MLP output */
+        am = max2(am, ops_absmax(m->qkv + l * BT * 3 * C, nC * 3));
+        am = max2(am, ops_absmax(m->atty + l * BT * C, nC));
+        am = max2(am, ops_absmax(f_out(m, l, 0), nC));
+        am = max2(am, ops_absmax(m->fch + l * BT * 4 * C, nC * 4));
+        am = max2(am, ops_absmax(m->fch_gelu + l * BT * 4 * C, nC * 4));
+        am = max2(am, ops_absmax(f_out(m, l, 1), nC));
+        const float *out = sub_out(m, l, 1);
         double ss = 0.0;
         for (long i = 0; i < nC; i++)
             ss += (double)out[i] * out[i];
         m->stats[l].act_max = am;
         m->stats[l].resid_max = ops_absmax(out, nC);
         m->stats[l].resid_rms = (float)sqrt(ss / (double)nC);
-        x = out;
     }
 
-    const float *h = x;
-    if (m->norm == NORM_PRE) {
-        norm_fwd(m, m->lnf, m->lnf_mean, m->lnf_rstd, x, P + m->lnfw, P + m->lnfb, N);
+    const float *h = block_in(m, m->L);
+    if (m->final_norm) {
+        norm_fwd(m, final_norm_of(m, P), m->lnf, m->lnf_mean, m->lnf_rstd, h, N);
         h = m->lnf;
     }
     matmul_forward(m->logits, h, P + m->headw, P + m->headb, N, C, V);
@@ -422,10 +573,104 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
     return (float)(sum / N);
 }
 
+/* ---- backward --------------------------------------------------------- */
+
+/* dh (N, C) += d F / d h for the gradient df of F's output. */
+static void F_backward(model *m, int l, int s, const float *h, const float *df, float *dh, int B)
+{
+    int T = m->T, C = m->C, N = B * T;
+    size_t BT = (size_t)m->B * T, nC = (size_t)N * C;
+    float *w = layer_base(m, m->params, l), *g = layer_base(m, m->grads, l);
+    if (s == 0) {
+        float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
+        float *att = m->att + l * (size_t)m->B * m->NH * T * T;
+        memset(m->datty, 0, nC * sizeof(float));
+        matmul_backward(m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
+                        atty, w + m->layer_off[PT_ATTPROJW], N, C, C);
+        memset(m->dqkv, 0, nC * 3 * sizeof(float));
+        attention_backward(m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
+        matmul_backward(dh, g + m->layer_off[PT_QKVW], g + m->layer_off[PT_QKVB], m->dqkv, h,
+                        w + m->layer_off[PT_QKVW], N, C, 3 * C);
+    } else {
+        float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
+        memset(m->dfch_gelu, 0, nC * 4 * sizeof(float));
+        matmul_backward(m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
+                        df, fcg, w + m->layer_off[PT_FCPROJW], N, 4 * C, C);
+        memset(m->dfch, 0, nC * 4 * sizeof(float));
+        gelu_backward(m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        matmul_backward(dh, g + m->layer_off[PT_FCW], g + m->layer_off[PT_FCB], m->dfch, h,
+                        w + m->layer_off[PT_FCW], N, C, 4 * C);
+    }
+}
+
+/* On entry m->dresid holds d y (the sublayer's output); on exit d x. */
+static void sublayer_backward(model *m, int l, int s, int B)
+{
+    int N = B * m->T;
+    size_t nC = (size_t)N * m->C;
+    rule r = block_rule(m, l);
+    sub_acts a = sub_act_ptrs(m, l, s);
+    const float *x = sub_in(m, l, s);
+    float *dr = m->dresid;
+    if (r.post) {
+        /* dr = N'(r)^T dy, into dtmp */
+        memset(m->dtmp, 0, nC * sizeof(float));
+        norm_bwd(m, norm_of(m, m->params, l, s, 0), norm_of(m, m->grads, l, s, 0), m->dtmp,
+                 m->dresid, a.res, a.nin_mean, a.nin_rstd, N);
+        dr = m->dtmp;
+    }
+    /* the branch: df2 = g dr (gate), df = N_out'^T df2 (sandwich) */
+    const float *f = f_out(m, l, s);
+    const float *df = dr;
+    if (r.gate) {
+        float *gp = layer_base(m, m->params, l) + m->layer_off[PT_RZG];
+        double dg = 0.0;
+        const float *f2 = f;
+        for (size_t i = 0; i < nC; i++) {
+            dg += (double)dr[i] * f2[i];
+            m->dtmp2[i] = *gp * dr[i];
+        }
+        layer_base(m, m->grads, l)[m->layer_off[PT_RZG]] += (float)dg;
+        df = m->dtmp2;
+    } else if (r.out) {
+        memset(m->dtmp2, 0, nC * sizeof(float));
+        norm_bwd(m, norm_of(m, m->params, l, s, 1), norm_of(m, m->grads, l, s, 1), m->dtmp2, dr,
+                 f, a.nout_mean, a.nout_rstd, N);
+        df = m->dtmp2;
+    }
+    /* dh into a zeroed buffer when the pre norm follows, straight into dx
+     * otherwise; dx starts as the residual path a * dr */
+    float *dx = m->dresid;
+    if (r.pre) {
+        /* no placement has both a pre and a post norm, so dr is dx: the
+         * residual path (a = 1) is already in place; dh goes to dtmp */
+        float *dh = m->dtmp;
+        memset(dh, 0, nC * sizeof(float));
+        F_backward(m, l, s, a.nin, df, dh, B);
+        norm_bwd(m, norm_of(m, m->params, l, s, 0), norm_of(m, m->grads, l, s, 0), dx, dh, x,
+                 a.nin_mean, a.nin_rstd, N);
+    } else {
+        /* dx = a dr + dF/dx; under post, dr lives in dtmp and df may too */
+        if (df == dx) {
+            /* no gate, no out norm, no post: dF/dx accumulates onto dr */
+            if (r.a != 1.0f)
+                for (size_t i = 0; i < nC; i++)
+                    dx[i] *= r.a;
+            /* F_backward reads df while writing dx: give it a copy */
+            memcpy(m->dtmp2, dr, nC * sizeof(float));
+            F_backward(m, l, s, x, m->dtmp2, dx, B);
+        } else {
+            for (size_t i = 0; i < nC; i++)
+                dx[i] = r.a * dr[i];
+            F_backward(m, l, s, x, df, dx, B);
+        }
+    }
+}
+
 void model_backward(model *m)
 {
-    int B = m->last_B, T = m->T, C = m->C, NH = m->NH, V = m->V, N = B * T;
-    long nC = (long)N * C;
+    int B = m->last_B, T = m->T, C = m->C, V = m->V, N = B * T;
+    size_t nC = (size_t)N * C;
     float *P = m->params, *G = m->grads;
     memset(G, 0, m->n_params * sizeof(float));
 
@@ -433,74 +678,21 @@ void model_backward(model *m)
     memset(m->dlogits, 0, (size_t)N * V * sizeof(float));
     crossentropy_softmax_backward(m->dlogits, m->probs, m->last_targets, N, V, 1.0f / N);
 
-    const float *top = m->L > 0 ? block_out(m, m->L - 1) : m->encoded;
+    const float *top = block_in(m, m->L);
     memset(m->dresid, 0, nC * sizeof(float));
-    if (m->norm == NORM_PRE) {
+    if (m->final_norm) {
         memset(m->dtmp, 0, nC * sizeof(float));
-        matmul_backward(m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf, P + m->headw,
-                        N, C, V);
-        norm_bwd(m, m->dresid, G + m->lnfw, G + m->lnfb, m->dtmp, top, P + m->lnfw,
+        matmul_backward(m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf, P + m->headw, N,
+                        C, V);
+        norm_bwd(m, final_norm_of(m, P), final_norm_of(m, G), m->dresid, m->dtmp, top,
                  m->lnf_mean, m->lnf_rstd, N);
     } else {
-        matmul_backward(m->dresid, G + m->headw, G + m->headb, m->dlogits, top, P + m->headw, N,
-                        C, V);
+        matmul_backward(m->dresid, G + m->headw, G + m->headb, m->dlogits, top, P + m->headw, N, C,
+                        V);
     }
-
     for (int l = m->L - 1; l >= 0; l--) {
-        layer_params w = layer_ptrs(m, P, l);
-        layer_params g = layer_ptrs(m, G, l);
-        layer_acts a = layer_act_ptrs(m, l);
-        const float *x = l == 0 ? m->encoded : block_out(m, l - 1);
-        if (m->norm == NORM_PRE) {
-            /* dresid holds d out = d res2; it flows to res1 unchanged */
-            memset(m->dfch_gelu, 0, nC * 4 * sizeof(float));
-            matmul_backward(m->dfch_gelu, g.t[PT_FCPROJW], g.t[PT_FCPROJB], m->dresid,
-                            a.fch_gelu, w.t[PT_FCPROJW], N, 4 * C, C);
-            memset(m->dfch, 0, nC * 4 * sizeof(float));
-            gelu_backward(m->dfch, a.fch, m->dfch_gelu, N * 4 * C);
-            memset(m->dtmp, 0, nC * sizeof(float));
-            matmul_backward(m->dtmp, g.t[PT_FCW], g.t[PT_FCB], m->dfch, a.ln2, w.t[PT_FCW], N,
-                            C, 4 * C);
-            norm_bwd(m, m->dresid, g.t[PT_LN2W], g.t[PT_LN2B], m->dtmp, a.res1, w.t[PT_LN2W],
-                     a.ln2_mean, a.ln2_rstd, N);
-            /* dresid = d res1 = d x (residual) + attention path */
-            memset(m->datty, 0, nC * sizeof(float));
-            matmul_backward(m->datty, g.t[PT_ATTPROJW], g.t[PT_ATTPROJB], m->dresid, a.atty,
-                            w.t[PT_ATTPROJW], N, C, C);
-            memset(m->dqkv, 0, nC * 3 * sizeof(float));
-            attention_backward(m->dqkv, m->drow, m->datty, a.qkv, a.att, B, T, C, NH);
-            memset(m->dtmp, 0, nC * sizeof(float));
-            matmul_backward(m->dtmp, g.t[PT_QKVW], g.t[PT_QKVB], m->dqkv, a.ln1, w.t[PT_QKVW], N,
-                            C, 3 * C);
-            norm_bwd(m, m->dresid, g.t[PT_LN1W], g.t[PT_LN1B], m->dtmp, x, w.t[PT_LN1W],
-                     a.ln1_mean, a.ln1_rstd, N);
-        } else {
-            /* dresid holds d out = d ln2 */
-            memset(m->dtmp, 0, nC * sizeof(float));
-            norm_bwd(m, m->dtmp, g.t[PT_LN2W], g.t[PT_LN2B], m->dresid, a.res2, w.t[PT_LN2W],
-                     a.ln2_mean, a.ln2_rstd, N);
-            /* dtmp = d res2; d ln1 = d res2 (residual) + MLP path */
-            memcpy(m->dresid, m->dtmp, nC * sizeof(float));
-            memset(m->dfch_gelu, 0, nC * 4 * sizeof(float));
-            matmul_backward(m->dfch_gelu, g.t[PT_FCPROJW], g.t[PT_FCPROJB], m->dtmp, a.fch_gelu,
-                            w.t[PT_FCPROJW], N, 4 * C, C);
-            memset(m->dfch, 0, nC * 4 * sizeof(float));
-            gelu_backward(m->dfch, a.fch, m->dfch_gelu, N * 4 * C);
-            matmul_backward(m->dresid, g.t[PT_FCW], g.t[PT_FCB], m->dfch, a.ln1, w.t[PT_FCW], N,
-                            C, 4 * C);
-            memset(m->dtmp, 0, nC * sizeof(float));
-            norm_bwd(m, m->dtmp, g.t[PT_LN1W], g.t[PT_LN1B], m->dresid, a.res1, w.t[PT_LN1W],
-                     a.ln1_mean, a.ln1_rstd, N);
-            /* dtmp = d res1; d x = d res1 (residual) + attention path */
-            memcpy(m->dresid, m->dtmp, nC * sizeof(float));
-            memset(m->datty, 0, nC * sizeof(float));
-            matmul_backward(m->datty, g.t[PT_ATTPROJW], g.t[PT_ATTPROJB], m->dtmp, a.atty,
-                            w.t[PT_ATTPROJW], N, C, C);
-            memset(m->dqkv, 0, nC * 3 * sizeof(float));
-            attention_backward(m->dqkv, m->drow, m->datty, a.qkv, a.att, B, T, C, NH);
-            matmul_backward(m->dresid, g.t[PT_QKVW], g.t[PT_QKVB], m->dqkv, x, w.t[PT_QKVW], N,
-                            C, 3 * C);
-        }
+        sublayer_backward(m, l, 1, B);
+        sublayer_backward(m, l, 0, B);
     }
     encoder_backward(G + m->wte, G + m->wpe, m->dresid, m->last_tokens, B, T, C);
 }

@@ -125,6 +125,37 @@ void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *in
     }
 }
 
+void dyt_forward(float *out, const float *inp, const float *w, const float *b, float a, int N,
+                 int C)
+{
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        float *o = out + (long)n * C;
+        for (int i = 0; i < C; i++)
+            o[i] = w[i] * tanhf(a * x[i]) + b[i];
+    }
+}
+
+void dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dout,
+                  const float *inp, const float *w, float a, int N, int C)
+{
+    double dsum = 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        const float *d = dout + (long)n * C;
+        float *dx = dinp + (long)n * C;
+        for (int i = 0; i < C; i++) {
+            float t = tanhf(a * x[i]);
+            float g = d[i] * w[i] * (1.0f - t * t); /* d out / d (a x) */
+            dw[i] += d[i] * t;
+            db[i] += d[i];
+            dx[i] += g * a;
+            dsum += (double)g * x[i];
+        }
+    }
+    *da += (float)dsum;
+}
+
 /* Dot product with 8 independent partial sums: a fixed summation order
  * (so results do not depend on the compiler) that still pipelines. */
 static inline float dot8(const float *a, const float *b, int n)

@@ -38,7 +38,7 @@ expect_bad 2 "--layers" --headless -L 0
 expect_bad 2 "1..64" --headless -L 65
 expect_bad 2 "--dim" --headless --dim 15
 expect_bad 2 "--heads" --headless --dim 64 --heads 3
-expect_bad 2 "post or pre" --headless --norm sideways
+expect_bad 2 "post, pre, sandwich" --headless --norm sideways
 expect_bad 2 "--norm-kind" --headless --norm-kind batchnorm
 expect_bad 2 "--lr" --headless --lr abc
 expect_bad 2 "--lr" --headless --lr nan

@@ -42,6 +42,9 @@ OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 # Per-layer tensors in layout order (include/model.h), with their shapes.
 LAYER_TENSORS = [
     ("ln1w", (C,)), ("ln1b", (C,)), ("ln2w", (C,)), ("ln2b", (C,)),
+    ("ln1ow", (C,)), ("ln1ob", (C,)), ("ln2ow", (C,)), ("ln2ob", (C,)),
+    ("ln1a", (1,)), ("ln2a", (1,)), ("ln1oa", (1,)), ("ln2oa", (1,)),
+    ("rzg", (1,)),
     ("qkvw", (3 * C, C)), ("qkvb", (3 * C,)),
     ("attprojw", (C, C)), ("attprojb", (C,)),
     ("fcw", (4 * C, C)), ("fcb", (4 * C,)),
@@ -56,25 +59,31 @@ def layout():
     t = [("wte", -1, (V, C)), ("wpe", -1, (T, C))]
     for l in range(L):
         t += [(n, l, s) for n, s in LAYER_TENSORS]
-    t += [("lnfw", -1, (C,)), ("lnfb", -1, (C,)), ("headw", -1, (V, C)), ("headb", -1, (V,))]
+    t += [("lnfw", -1, (C,)), ("lnfb", -1, (C,)), ("lnfa", -1, (1,)),
+          ("headw", -1, (V, C)), ("headb", -1, (V,))]
     return t
 
 
 def expected_param_count():
-    per_layer = 4 * C + 3 * C * C + 3 * C + C * C + C + 4 * C * C + 4 * C + 4 * C * C + C
-    return V * C + T * C + L * per_layer + 2 * C + V * C + V
+    per_layer = (8 * C + 5 + 3 * C * C + 3 * C + C * C + C + 4 * C * C + 4 * C + 4 * C * C
+                 + C)
+    return V * C + T * C + L * per_layer + 2 * C + 1 + V * C + V
 
 
 # --- the model (mirrors src/model.c) ----------------------------------------
-def layernorm(x, w, b):
+def layernorm(x, w, b, a):
     return F.layer_norm(x, (C,), w, b, EPS)
 
 
-def rmsnorm(x, w, b):  # b exists in the layout but is unused
+def rmsnorm(x, w, b, a):  # b exists in the layout but is unused
     return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
 
 
-KINDS = {"layernorm": (0, layernorm), "rmsnorm": (1, rmsnorm)}
+def dyt(x, w, b, a):  # Dynamic Tanh: w * tanh(a x) + b, a learnable scalar
+    return w * torch.tanh(a * x) + b
+
+
+KINDS = {"layernorm": (0, layernorm), "rmsnorm": (1, rmsnorm), "dyt": (2, dyt)}
 
 
 def attention(x, p):
@@ -98,39 +107,78 @@ def mlp(x, p):
     return F.linear(h, p["fcprojw"], p["fcprojb"])
 
 
-def pre_block(x, p, norm):
-    x1 = x + attention(norm(x, p["ln1w"], p["ln1b"]), p)
-    return x1 + mlp(norm(x1, p["ln2w"], p["ln2b"]), p)
+def N(norm, p, name, x):
+    """The norm whose parameters are name+w, name+b, name+a."""
+    return norm(x, p[name + "w"], p[name + "b"], p[name + "a"])
 
 
-def post_block(x, p, norm):
-    x1 = norm(x + attention(x, p), p["ln1w"], p["ln1b"])
-    return norm(x1 + mlp(x1, p), p["ln2w"], p["ln2b"])
+def block(x, p, norm, rule):
+    """One block as two sublayers, each following the placement's rule:
+    h = N(x) if pre; f = F(h); f = N_out(f) if out; r = a x + (g f if gate);
+    y = N(r) if post (see src/model.c)."""
+    for F_, n_in, n_out in ((attention, "ln1", "ln1o"), (mlp, "ln2", "ln2o")):
+        h = N(norm, p, n_in, x) if rule["pre"] else x
+        f = F_(h, p)
+        if rule["out"]:
+            f = N(norm, p, n_out, f)
+        if rule["gate"]:
+            f = p["rzg"] * f
+        r = rule["a"] * x + f
+        x = N(norm, p, n_in, r) if rule["post"] else r
+    return x
 
 
-# placement name -> (code in norm_place, block function, final norm before head?)
+def rule_of(placement, l):
+    r = {"pre": False, "out": False, "post": False, "gate": False, "a": 1.0}
+    if placement == "post" or (placement == "mix" and l < MIX_K):
+        r["post"] = True
+    elif placement in ("pre", "mix"):
+        r["pre"] = True
+    elif placement == "sandwich":
+        r["pre"] = r["out"] = True
+    elif placement == "deepnorm":
+        r["post"] = True
+        r["a"] = (2.0 * L) ** 0.25
+    elif placement == "rezero":
+        r["gate"] = True
+    return r
+
+
+MIX_K = 1  # post in block 0, pre in block 1
+# placement name -> (code in norm_place, final norm before head?, kinds tested)
+ALL_KINDS = ("layernorm", "rmsnorm", "dyt")
 PLACEMENTS = {
-    "post": (0, post_block, False),
-    "pre": (1, pre_block, True),
+    "post": (0, False, ALL_KINDS),
+    "pre": (1, True, ALL_KINDS),
+    "sandwich": (2, True, ALL_KINDS),
+    "deepnorm": (3, False, ALL_KINDS),
+    "rezero": (4, False, ("layernorm",)),  # no norms: the kind does not matter
+    "none": (5, False, ("layernorm",)),
+    "mix": (6, True, ALL_KINDS),
 }
 
 
 def forward(params, tokens, targets, placement, kind):
     """params: {name: tensor} for the globals, {(l, name): tensor} per layer."""
-    _, block, final_norm = PLACEMENTS[placement]
+    _, final_norm, _ = PLACEMENTS[placement]
     _, norm = KINDS[kind]
     x = params["wte"][tokens] + params["wpe"][torch.arange(T)]
     for l in range(L):
         p = {n: params[(l, n)] for n, _ in LAYER_TENSORS}
-        x = block(x, p, norm)
+        x = block(x, p, norm, rule_of(placement, l))
     if final_norm:
-        x = norm(x, params["lnfw"], params["lnfb"])
+        x = N(norm, params, "lnf", x)
     logits = F.linear(x, params["headw"], params["headb"])
     loss = F.cross_entropy(logits.view(-1, V), targets.view(-1))
     return logits, loss
 
 
 # --- weights and data -------------------------------------------------------
+GAINS = {"ln1w", "ln2w", "ln1ow", "ln2ow", "lnfw"}
+NORM_BIASES = {"ln1b", "ln2b", "ln1ob", "ln2ob", "lnfb"}
+DYT_A = {"ln1a", "ln2a", "ln1oa", "ln2oa", "lnfa"}
+
+
 def init_params(kind, gen):
     """Random, non-trivial weights so every gradient term matters."""
     def normal(shape, std):
@@ -138,18 +186,19 @@ def init_params(kind, gen):
 
     params, order = {}, []
     for name, l, shape in layout():
-        base = name[:-1] if name.endswith(("w", "b")) else name
         if name in ("wte", "wpe"):
             t = normal(shape, 0.5)
         elif name in MATRICES:
             t = normal(shape, 0.2)
-        elif base in ("ln1", "ln2", "lnf"):
-            if name.endswith("w"):
-                t = 1.0 + normal(shape, 0.1)
-            elif kind == "layernorm":
-                t = normal(shape, 0.1)
-            else:  # RMSNorm has no bias: keep the unused slot at 0
-                t = torch.zeros(shape)
+        elif name in GAINS:
+            t = 1.0 + normal(shape, 0.1)
+        elif name in NORM_BIASES:
+            # RMSNorm has no bias: keep the unused slot at 0
+            t = normal(shape, 0.1) if kind != "rmsnorm" else torch.zeros(shape)
+        elif name in DYT_A:
+            t = 0.5 + normal(shape, 0.1)
+        elif name == "rzg":
+            t = 0.5 + normal(shape, 0.1)  # nonzero, so F's gradients flow
         else:  # linear biases
             t = normal(shape, 0.1)
         key = name if l < 0 else (l, name)
@@ -203,7 +252,7 @@ def read_fixture(path):
 
 
 def make_fixture(placement, kind, index):
-    place_code = PLACEMENTS[placement][0]
+    place_code, final_norm, _ = PLACEMENTS[placement]
     kind_code = KINDS[kind][0]
     gen = torch.Generator().manual_seed(SEED + index)
     params, order = init_params(kind, gen)
@@ -226,13 +275,9 @@ def make_fixture(placement, kind, index):
     for key in order:  # every autograd grad has its tensor's size
         g = params[key].grad
         assert g is None or g.shape == params[key].shape, key
-    # unused parameters must have zero grads, as the C backward leaves them
-    if not PLACEMENTS[placement][2]:
+    # unused parameters get no grad here and zero grads in C
+    if not PLACEMENTS[placement][1]:
         assert params["lnfw"].grad is None and params["lnfb"].grad is None
-    if kind == "rmsnorm":
-        for l in range(L):
-            for n in ("ln1b", "ln2b"):
-                assert params[(l, n)].grad is None
     assert torch.isfinite(grads).all() and torch.isfinite(loss)
     logits0 = logits.detach().clone()
     loss0 = loss.detach().clone()
@@ -263,7 +308,8 @@ def make_fixture(placement, kind, index):
     assert torch.isfinite(losses).all()
 
     config = torch.tensor([L, C, NH, T, B, place_code, kind_code, EPS, LR, BETA1, BETA2,
-                           ADAM_EPS, WEIGHT_DECAY], dtype=torch.float32)
+                           ADAM_EPS, WEIGHT_DECAY, int(final_norm), MIX_K],
+                          dtype=torch.float32)
     records = [
         ("config", config),
         ("params", init_flat),
@@ -293,7 +339,7 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     index = 0
     for placement in PLACEMENTS:
-        for kind in KINDS:
+        for kind in PLACEMENTS[placement][2]:
             make_fixture(placement, kind, index)
             index += 1
     return 0

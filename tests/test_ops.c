@@ -139,6 +139,33 @@ static void test_norm_relation(void)
     CHECK(!t_close(o1[0], o2[0], 1e-2, 1e-3));
 }
 
+/* ---- DyT ---- */
+typedef struct {
+    float *x, *w, *b, *out, *r;
+    float a;
+} dyt_ctx;
+
+static double dyt_probe(void *p)
+{
+    dyt_ctx *c = p;
+    dyt_forward(c->out, c->x, c->w, c->b, c->a, LN_N, LN_C);
+    return dotd(c->out, c->r, LN_N * LN_C);
+}
+
+static void test_dyt(void)
+{
+    dyt_ctx c = {rnd(LN_N * LN_C, 1.5f), rnd(LN_C, 1), rnd(LN_C, 1), zeros(LN_N * LN_C),
+                 rnd(LN_N * LN_C, 1), 0.7f};
+    float *dx = zeros(LN_N * LN_C), *dw = zeros(LN_C), *db = zeros(LN_C), da = 0;
+    dyt_probe(&c);
+    dyt_backward(dx, dw, db, &da, c.r, c.x, c.w, c.a, LN_N, LN_C);
+    CHECK(fd_check("dyt dx", c.x, dx, LN_N * LN_C, dyt_probe, &c, 1e-2f, 2e-3) == 0);
+    CHECK(fd_check("dyt dw", c.w, dw, LN_C, dyt_probe, &c, 1e-2f, 2e-3) == 0);
+    CHECK(fd_check("dyt db", c.b, db, LN_C, dyt_probe, &c, 1e-2f, 2e-3) == 0);
+    CHECK(fd_check("dyt da", &c.a, &da, 1, dyt_probe, &c, 1e-3f, 2e-3) == 0);
+    free(c.x), free(c.w), free(c.b), free(c.out), free(c.r), free(dx), free(dw), free(db);
+}
+
 /* ---- matmul ---- */
 enum { MM_N = 7, MM_C = 13, MM_OC = 9 };
 typedef struct {
@@ -312,6 +339,7 @@ int main(void)
     test_norm(0);
     test_norm(1);
     test_norm_relation();
+    test_dyt();
     test_matmul();
     test_attention();
     test_gelu();

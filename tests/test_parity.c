@@ -1,7 +1,8 @@
 /* test_parity.c - the C model against PyTorch. tests/gen_fixtures.py (run
  * with Debian's python3-torch) wrote, for each placement x norm kind, the
  * weights, a batch, the logits, the loss, every parameter gradient and the
- * losses of 10 AdamW steps; the fixtures are committed so this test needs
+ * losses of 10 AdamW steps (config record: L, C, NH, T, B, placement, kind,
+ * eps, lr, beta1, beta2, adam_eps, weight_decay, final_norm, mix_k); the fixtures are committed so this test needs
  * no torch. Any mismatch fails the build.
  *
  * Tolerance: |c - torch| <= 1e-4 * |torch| + atol, with atol 1e-6 for
@@ -116,6 +117,8 @@ static void check_fixture(const char *dir, const char *name)
     c.norm = (norm_place)(int)cf[5];
     c.norm_kind = (norm_kind)(int)cf[6];
     c.eps = cf[7];
+    c.final_norm = (int)cf[13];
+    c.mix_k = (int)cf[14];
     adamw_hparams h = {cf[8], cf[9], cf[10], cf[11], cf[12], 1.0f};
 
     model m;
@@ -179,7 +182,15 @@ int main(void)
     const char *dir = getenv("NS_FIXTURES");
     if (!dir)
         dir = "tests/fixtures";
-    const char *names[] = {"post_layernorm", "post_rmsnorm", "pre_layernorm", "pre_rmsnorm"};
+    /* every placement x kind meant to train; rezero and none use no norm
+     * in their blocks, so one kind covers them */
+    const char *names[] = {
+        "post_layernorm",     "post_rmsnorm",     "post_dyt",     "pre_layernorm",
+        "pre_rmsnorm",        "pre_dyt",          "sandwich_layernorm", "sandwich_rmsnorm",
+        "sandwich_dyt",       "deepnorm_layernorm", "deepnorm_rmsnorm", "deepnorm_dyt",
+        "rezero_layernorm",   "none_layernorm",   "mix_layernorm", "mix_rmsnorm",
+        "mix_dyt",
+    };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         check_fixture(dir, names[i]);
     return test_summary();

@@ -1,0 +1,128 @@
+/* numfmt.c - fp16 and bf16 rounding by integer arithmetic on the bits,
+ * so the result does not depend on the compiler or the FPU mode. */
+#include "numfmt.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const fmt_names[FMT_COUNT] = {"fp32", "bf16", "fp16"};
+
+const char *numfmt_name(numfmt f) { return (unsigned)f < FMT_COUNT ? fmt_names[f] : "?"; }
+
+int numfmt_parse(const char *s)
+{
+    for (int i = 0; i < FMT_COUNT; i++)
+        if (!strcmp(s, fmt_names[i]))
+            return i;
+    return -1;
+}
+
+float numfmt_max(numfmt f)
+{
+    switch (f) {
+    case FMT_FP16: return 65504.0f;
+    case FMT_BF16: return 3.38953139e38f; /* 0x7F7F0000 */
+    default: return 3.40282347e38f;
+    }
+}
+
+float numfmt_min_normal(numfmt f) { return f == FMT_FP16 ? 6.103515625e-05f : 1.17549435e-38f; }
+
+static uint32_t bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+
+static float from_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+uint16_t numfmt_f32_to_f16(float x)
+{
+    uint32_t u = bits(x);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7FFFFFFFu;
+    if (a >= 0x7F800000u) /* inf or NaN: keep NaN quiet with its top payload bits */
+        return (uint16_t)(sign | 0x7C00u | (a > 0x7F800000u ? 0x0200u | ((a >> 13) & 0x3FFu) : 0));
+    if (a >= 0x477FF000u) /* >= 65520: rounds to inf */
+        return (uint16_t)(sign | 0x7C00u);
+    if (a >= 0x38800000u) { /* normal half: exponent >= -14 */
+        uint32_t mant = a + 0xC8000000u; /* rebias exponent: -112 << 23 */
+        /* round to nearest even on the 13 dropped bits */
+        mant += 0x0FFFu + ((mant >> 13) & 1u);
+        return (uint16_t)(sign | (mant >> 13));
+    }
+    if (a < 0x33000000u) /* < 2^-25: rounds to zero (2^-25 itself is a tie to 0) */
+        return sign;
+    /* subnormal half: value = m * 2^-24, m = round(a_value * 2^24) */
+    uint32_t e = a >> 23;               /* 102 .. 112 */
+    uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
+    uint32_t shift = 126 - e;           /* 14 .. 24: bits to drop from the 24-bit significand */
+    uint32_t r = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u)))
+        r++;
+    return (uint16_t)(sign | r);
+}
+
+float numfmt_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0x1F)
+        return from_bits(sign | 0x7F800000u | (m << 13));
+    if (e == 0) {
+        if (m == 0)
+            return from_bits(sign);
+        /* subnormal: m * 2^-24, exact in float */
+        float v = (float)m * 5.9604644775390625e-08f;
+        return sign ? -v : v;
+    }
+    return from_bits(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t numfmt_f32_to_bf16(float x)
+{
+    uint32_t u = bits(x);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) /* NaN: keep it quiet */
+        return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7FFFu + ((u >> 16) & 1u); /* nearest even; overflow carries into inf */
+    return (uint16_t)(u >> 16);
+}
+
+float numfmt_bf16_to_f32(uint16_t h) { return from_bits((uint32_t)h << 16); }
+
+float numfmt_round1(numfmt f, float x)
+{
+    switch (f) {
+    case FMT_FP16: return numfmt_f16_to_f32(numfmt_f32_to_f16(x));
+    case FMT_BF16: return numfmt_bf16_to_f32(numfmt_f32_to_bf16(x));
+    default: return x;
+    }
+}
+
+void numfmt_round(numfmt f, float *x, size_t n, numfmt_counts *c)
+{
+    if (f == FMT_FP32)
+        return;
+    long over = 0, under = 0;
+    float minn = numfmt_min_normal(f);
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float r = numfmt_round1(f, v);
+        /* the comparisons are false for NaN, so NaN counts as neither */
+        over += isinf(r) && !isinf(v);
+        under += v != 0.0f && fabsf(r) < minn && !(v != v);
+        x[i] = r;
+    }
+    if (c) {
+        c->overflow += over;
+        c->underflow += under;
+    }
+}

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "numfmt.h"
+
 #define NS_VERSION "0.1.0"
 #define NS_VOCAB 256 /* byte-level: one token per byte value */
 
@@ -37,6 +39,8 @@ typedef enum {
     SCHED_INVSQRT = 2,
     SCHED_NOAM = 3
 } sched_kind;
+
+typedef enum { ONDIV_DEFAULT = -1, ONDIV_PAUSE = 0, ONDIV_STOP = 1, ONDIV_CONTINUE = 2 } on_diverge;
 
 typedef struct {
     /* model shape */
@@ -68,6 +72,14 @@ typedef struct {
     int warmup;         /* warmup steps; 0 = none */
     sched_kind schedule;
     long steps;         /* total steps to train (0 = until stopped) */
+    /* precision */
+    numfmt precision;   /* fp32, bf16, fp16 */
+    int fp32_norms;     /* norms and the loss softmax in fp32 (autocast-like) */
+    float loss_scale;   /* 0 = dynamic, < 0 = off, > 0 = that constant */
+    /* divergence */
+    on_diverge on_div;  /* default: pause in the live view, stop headless */
+    int snapshot_every; /* steps between in-memory snapshots; 0 = none */
+    int snapshots;      /* how many are kept */
     /* data and evaluation */
     int val_every;      /* validation every N steps; 0 = never */
     int val_batches;    /* batches per validation */

@@ -29,9 +29,12 @@ typedef struct {
 engine *engine_create(const ns_config *cfg, const dataset *data, char *err, size_t errlen);
 void engine_free(engine *e);
 
-/* One training step; fills out. Returns 0, or 1 when the loss or the
- * gradients were not finite (the update is then skipped, the weights stay
- * as they were, and the metrics show the non-finite values). */
+/* One training step; fills out. Returns 0, or 1 when the run diverged: a
+ * forward value or the loss was not finite, or the gradients were and no
+ * dynamic loss scaling was in force. The update is then skipped and the
+ * weights stay as they were; out->fault names the first non-finite op.
+ * With dynamic scaling, non-finite gradients skip the step and halve the
+ * scale (out->skipped), as GradScaler does; that is not a divergence. */
 int engine_step(engine *e, step_metrics *out);
 
 /* Mean validation loss over cfg.val_batches fixed batches. */
@@ -49,6 +52,18 @@ void engine_set_final_norm(engine *e, int on); /* -1: by placement */
 void engine_set_warmup(engine *e, int on); /* on: a fresh ramp from this step */
 void engine_set_lr(engine *e, float peak);
 void engine_set_clip(engine *e, float clip); /* 0 = off */
+void engine_set_precision(engine *e, numfmt f);
+void engine_set_fp32_norms(engine *e, int on);
+void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 constant */
+
+/* Snapshots: every cfg.snapshot_every steps the engine copies weights,
+ * Adam moments, step, RNG and schedule into a ring of cfg.snapshots; step 0
+ * is always taken. engine_rewind goes back to the newest snapshot before
+ * the current step (so pressing it again goes further back), bit for bit,
+ * keeping the settings now in force. Returns the step, or -1 if none. */
+int engine_snapshot(engine *e);
+long engine_rewind(engine *e);
+
 /* Back to step 0 with fresh weights from the same seed. */
 void engine_reinit(engine *e);
 

@@ -21,6 +21,9 @@ typedef struct {
     float resid_max;    /* max |x| of the residual stream leaving the block */
     float resid_rms;    /* RMS of the residual stream leaving the block */
     float update_ratio; /* ||delta W|| / ||W|| of the block's parameters */
+    float overflow;     /* values rounded to inf this step (forward + backward) */
+    float underflow;    /* nonzero values rounded to zero or a subnormal */
+    float headroom;     /* log2(format max / act_max): doublings left */
 } layer_metrics;
 
 typedef struct {
@@ -38,7 +41,14 @@ typedef struct {
     int in_warmup;      /* the LR ramp was below its peak */
     float clip;         /* 0 = off */
     float lr_peak;
-    int nonfinite;      /* loss or gradients were not finite: no update made */
+    int nonfinite;      /* diverged: a forward value, the loss or (without
+                           dynamic scaling) a gradient was not finite; no update */
+    numfmt precision;
+    int fp32_norms;
+    float loss_scale;   /* in force for this step; 1 in fp32 or when off */
+    int loss_scale_dynamic;
+    int skipped;        /* the dynamic loss scaler skipped this step */
+    char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "numfmt.h"
 #include "rng.h"
 
 enum {
@@ -69,6 +70,14 @@ typedef struct {
     float resid_rms; /* RMS of the residual stream leaving the block */
 } model_layer_stats;
 
+/* The first non-finite value of a pass: where it appeared. */
+typedef struct {
+    int set;
+    int backward;   /* 0 forward, 1 backward */
+    int layer;      /* -1: embeddings, final norm, head or loss */
+    const char *op; /* static string, e.g. "MLP fc2" */
+} model_fault;
+
 typedef struct {
     /* shape */
     int L, C, NH, T, B, V;
@@ -78,6 +87,17 @@ typedef struct {
     int final_norm; /* apply lnf (config_final_norm at the last change) */
     int mix_k;      /* Post-LN blocks at the bottom under mix */
     float alpha;    /* DeepNorm residual scale (2L)^(1/4) */
+
+    /* precision: weights stay fp32 in params (the master copy); in bf16 or
+     * fp16 the forward and backward read W, a copy rounded to the format,
+     * and every activation and activation gradient is rounded to it */
+    numfmt fmt;
+    int fp32_norms;    /* norm statistics, softmax of the loss in fp32 */
+    float loss_scale;  /* d loss is multiplied by this before the backward */
+    float *W;          /* params (fp32) or wlow */
+    float *wlow;       /* (n_params) params rounded to fmt */
+    numfmt_counts *counts; /* (L + 1) per layer; [L]: outside the blocks */
+    model_fault fault; /* first non-finite of the last forward + backward */
 
     /* parameters: one allocation, and the same layout for the gradients */
     size_t n_params;
@@ -147,7 +167,8 @@ void model_init(model *m, const ns_config *cfg, ns_rng *rng);
 float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int B);
 
 /* Backward of the last forward (which must have had targets): sets grads
- * to d(mean loss)/d(params). */
+ * to loss_scale * d(mean loss)/d(params), rounded to the format (the
+ * caller unscales). */
 void model_backward(model *m);
 
 /* Change the norm placement, kind or final norm between steps; the
@@ -155,6 +176,9 @@ void model_backward(model *m);
  * (config_final_norm, config_mix_k). */
 void model_set_norm(model *m, norm_place p, int final_norm);
 void model_set_norm_kind(model *m, norm_kind k);
+
+/* Precision of the next forward and backward. */
+void model_set_precision(model *m, numfmt f, int fp32_norms);
 
 /* DeepNorm's constants for a decoder-only stack of L blocks. */
 double model_deepnorm_alpha(int L);

@@ -3,6 +3,8 @@
  * line naming the flag and what is allowed. */
 #include "cli.h"
 
+#include "numfmt.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,7 +14,8 @@ typedef enum {
     F_LAYERS, F_DIM, F_HEADS, F_CONTEXT, F_BATCH, F_NORM, F_NORMKIND, F_EPS, F_INIT, F_INITSTD,
     F_LR, F_BETAS, F_ADAMEPS, F_WD, F_CLIP, F_WARMUP, F_SCHEDULE, F_STEPS, F_VALEVERY,
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
-    F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE
+    F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
+    F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS
 } flag_id;
 
 typedef struct {
@@ -57,6 +60,17 @@ static const flag_spec flags[] = {
      "LR after warmup; noam = d^-0.5*min(s^-0.5, s*w^-1.5) (default constant)"},
     {F_STEPS, 0, "steps", "N", 0, 1e9,
      "steps to train; 0 = until stopped (default 1000 headless, 0 live)"},
+    {F_PRECISION, 0, "precision", "fp32|bf16|fp16", 0, 0,
+     "arithmetic format, emulated exactly; fp32 master weights (default fp32)"},
+    {F_FP32NORMS, 0, "fp32-norms", "on|off", 0, 0,
+     "norms, softmax and loss in fp32 (on, as autocast) or in the format (default on)"},
+    {F_LOSSSCALE, 0, "loss-scale", "dynamic|off|X", 1e-30, 1e30,
+     "loss scaling in bf16/fp16: GradScaler rule from 65536, none, or X (default dynamic)"},
+    {F_ONDIVERGE, 0, "on-diverge", "pause|stop|continue", 0, 0,
+     "on a non-finite loss or gradient (default pause live, stop headless: exit 3)"},
+    {F_SNAPEVERY, 0, "snapshot-every", "N", 0, 1e9,
+     "keep an in-memory snapshot every N steps, 0 = none (default 50)"},
+    {F_SNAPS, 0, "snapshots", "K", 1, 1000, "snapshots kept for rewinding, 1..1000 (default 8)"},
     {F_VALEVERY, 0, "val-every", "N", 0, 1e9, "validation loss every N steps, 0 = never (default 50)"},
     {F_VALBATCHES, 0, "val-batches", "N", 1, 1000, "batches per validation, 1..1000 (default 4)"},
     {F_SEED, 0, "seed", "N", 0, 0, "seed of weights and batches, 0..2^64-1 (default 1337)"},
@@ -149,7 +163,8 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     double x = 0;
     switch (s->id) {
     case F_LAYERS: case F_DIM: case F_HEADS: case F_CONTEXT: case F_BATCH: case F_WARMUP:
-    case F_STEPS: case F_VALEVERY: case F_VALBATCHES: case F_MIXK:
+    case F_STEPS: case F_VALEVERY: case F_VALBATCHES: case F_MIXK: case F_SNAPEVERY:
+    case F_SNAPS:
         if (parse_int(v, s->lo, s->hi, &n)) {
             snprintf(range, sizeof range, "expected an integer in %.0f..%.0f", s->lo, s->hi);
             return bad(err, s, v, range);
@@ -186,6 +201,43 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_GAMMAINIT: c->ln_gamma_init = (float)x; break;
     case F_BETAINIT: c->ln_beta_init = (float)x; break;
     case F_POSTINITSCALE: c->post_init_scale = 1; break;
+    case F_SNAPEVERY: c->snapshot_every = (int)n; break;
+    case F_SNAPS: c->snapshots = (int)n; break;
+    case F_PRECISION: {
+        int k = numfmt_parse(v);
+        if (k < 0)
+            return bad(err, s, v, "expected fp32, bf16 or fp16");
+        c->precision = (numfmt)k;
+        break;
+    }
+    case F_FP32NORMS:
+        if (!strcmp(v, "on"))
+            c->fp32_norms = 1;
+        else if (!strcmp(v, "off"))
+            c->fp32_norms = 0;
+        else
+            return bad(err, s, v, "expected on or off");
+        break;
+    case F_LOSSSCALE:
+        if (!strcmp(v, "dynamic"))
+            c->loss_scale = 0.0f;
+        else if (!strcmp(v, "off"))
+            c->loss_scale = -1.0f;
+        else if (parse_num(v, s->lo, s->hi, &x))
+            return bad(err, s, v, "expected dynamic, off or a number in 1e-30..1e30");
+        else
+            c->loss_scale = (float)x;
+        break;
+    case F_ONDIVERGE:
+        if (!strcmp(v, "pause"))
+            c->on_div = ONDIV_PAUSE;
+        else if (!strcmp(v, "stop"))
+            c->on_div = ONDIV_STOP;
+        else if (!strcmp(v, "continue"))
+            c->on_div = ONDIV_CONTINUE;
+        else
+            return bad(err, s, v, "expected pause, stop or continue");
+        break;
     case F_FINALNORM:
         if (!strcmp(v, "on"))
             c->final_norm = 1;

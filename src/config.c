@@ -31,6 +31,12 @@ void config_defaults(ns_config *c)
     c->warmup = 100;
     c->schedule = SCHED_CONSTANT;
     c->steps = 0;
+    c->precision = FMT_FP32;
+    c->fp32_norms = 1;
+    c->loss_scale = 0.0f;
+    c->on_div = ONDIV_DEFAULT;
+    c->snapshot_every = 50;
+    c->snapshots = 8;
     c->val_every = 50;
     c->val_batches = 4;
     c->seed = 1337;

@@ -18,6 +18,34 @@
 #include "rng.h"
 #include "schedule.h"
 
+/* An in-memory copy of everything a step depends on. */
+typedef struct {
+    long step; /* -1: empty */
+    float *params, *m, *v; /* (n_params) each, one allocation */
+    long opt_t;
+    uint64_t rng;
+    schedule sched;
+    float scale;
+    long good;
+} snapshot;
+
+/* Spike detection window: a z-score against the last SPIKE_WINDOW steps. */
+#define SPIKE_WINDOW 128
+#define SPIKE_MIN 32     /* steps of history before judging */
+#define SPIKE_Z 6.0      /* how many standard deviations is a spike */
+#define SPIKE_QUIET 16   /* steps between two warnings of the same kind */
+
+typedef struct {
+    double v[SPIKE_WINDOW];
+    long n;        /* values seen */
+    long last_warn;
+} spike_window;
+
+/* GradScaler's defaults (torch.cuda.amp.GradScaler): start at 2^16, halve
+ * and skip the step on inf/NaN gradients, double after 2000 clean steps. */
+#define SCALE_INIT 65536.0f
+#define SCALE_GROWTH_INTERVAL 2000
+
 struct engine {
     ns_config cfg; /* settings in force */
     const dataset *data;
@@ -30,6 +58,14 @@ struct engine {
     double *upd_sq;      /* (L) */
     ns_event events[NS_EVENT_RING];
     long n_events;
+    /* precision */
+    float scale; /* dynamic loss scale */
+    long good;   /* clean steps since the scale last changed */
+    /* divergence */
+    snapshot *snaps; /* (n_snaps) ring, allocated on first use */
+    int n_snaps;
+    long diverged_at; /* step of the last divergence, 0 if none */
+    spike_window spike_loss, spike_gnorm;
 };
 
 static void event(engine *e, const char *fmt, ...)
@@ -80,6 +116,15 @@ static void fresh_start(engine *e)
     rng_seed(&e->rng, data_seed(e->cfg.seed));
     e->step = 0;
     e->sched.ramp_start = 0;
+    e->scale = SCALE_INIT;
+    e->good = 0;
+    e->diverged_at = 0;
+    memset(&e->spike_loss, 0, sizeof e->spike_loss);
+    memset(&e->spike_gnorm, 0, sizeof e->spike_gnorm);
+    for (int i = 0; i < e->n_snaps; i++)
+        e->snaps[i].step = -1;
+    if (e->cfg.snapshot_every > 0)
+        engine_snapshot(e); /* step 0: there is always somewhere to go back to */
 }
 
 engine *engine_create(const ns_config *cfg, const dataset *data, char *err, size_t errlen)
@@ -103,6 +148,9 @@ void engine_free(engine *e)
     free(e->x);
     free(e->y);
     free(e->upd_sq);
+    for (int i = 0; i < e->n_snaps; i++)
+        free(e->snaps[i].params);
+    free(e->snaps);
     free(e);
 }
 
@@ -113,6 +161,57 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Is the dynamic loss scaler in force? (low precision, --loss-scale dynamic) */
+static int scaler_dynamic(const engine *e)
+{
+    return e->cfg.precision != FMT_FP32 && e->cfg.loss_scale == 0.0f;
+}
+
+static float scale_in_force(const engine *e)
+{
+    if (e->cfg.precision == FMT_FP32 || e->cfg.loss_scale < 0.0f)
+        return 1.0f;
+    return e->cfg.loss_scale > 0.0f ? e->cfg.loss_scale : e->scale;
+}
+
+/* Warn once when x is far above the recent window (z-score). */
+static void spike_check(engine *e, spike_window *w, double x, const char *what)
+{
+    if (!isfinite(x))
+        return;
+    long n = w->n < SPIKE_WINDOW ? w->n : SPIKE_WINDOW;
+    if (n >= SPIKE_MIN && e->step - w->last_warn >= SPIKE_QUIET) {
+        double mean = 0, var = 0;
+        for (long i = 0; i < n; i++)
+            mean += w->v[i];
+        mean /= n;
+        for (long i = 0; i < n; i++)
+            var += (w->v[i] - mean) * (w->v[i] - mean);
+        double sd = sqrt(var / n);
+        double z = sd > 0 ? (x - mean) / sd : 0;
+        if (z > SPIKE_Z && x > mean * 1.05) {
+            event(e, "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps",
+                  what, e->step, x, z, n);
+            w->last_warn = e->step;
+        }
+    }
+    w->v[w->n % SPIKE_WINDOW] = x;
+    w->n++;
+}
+
+static void fault_text(const model_fault *f, int n_layer, char *buf, size_t len)
+{
+    if (!f->set) {
+        buf[0] = 0;
+        return;
+    }
+    if (f->layer >= 0 && f->layer < n_layer)
+        snprintf(buf, len, "%s, layer %d, %s", f->backward ? "backward" : "forward", f->layer,
+                 f->op);
+    else
+        snprintf(buf, len, "%s, %s", f->backward ? "backward" : "forward", f->op);
+}
+
 int engine_step(engine *e, step_metrics *out)
 {
     model *m = &e->m;
@@ -121,12 +220,22 @@ int engine_step(engine *e, step_metrics *out)
     double t0 = now_s();
 
     float lr = schedule_lr(&e->sched, s);
+    float scale = scale_in_force(e);
     data_train_batch(e->data, &e->rng, c->batch, c->context, e->x, e->y);
+    model_set_precision(m, c->precision, c->fp32_norms);
+    m->loss_scale = scale;
     float loss = model_forward(m, e->x, e->y, c->batch);
+    int forward_bad = m->fault.set || !isfinite(loss);
     model_backward(m);
+    /* unscale into fp32 for the optimizer (exact for powers of two) */
+    if (scale != 1.0f) {
+        float inv = 1.0f / scale;
+        for (size_t i = 0; i < m->n_params; i++)
+            m->grads[i] *= inv;
+    }
 
     memset(out, 0, sizeof *out);
-    double gsq = 0.0;
+    float fmax = numfmt_max(c->precision);
     for (int l = 0; l < m->L; l++) {
         size_t off, n;
         layer_metrics *lm = &out->layer[l];
@@ -139,12 +248,30 @@ int engine_step(engine *e, step_metrics *out)
         lm->act_max = m->stats[l].act_max;
         lm->resid_max = m->stats[l].resid_max;
         lm->resid_rms = m->stats[l].resid_rms;
+        lm->overflow = (float)m->counts[l].overflow;
+        lm->underflow = (float)m->counts[l].underflow;
+        lm->headroom = lm->act_max > 0 ? log2f(fmax / lm->act_max) : INFINITY;
     }
-    gsq = model_l2(m->grads, m->n_params);
-    float gnorm = (float)gsq;
-    int bad = !isfinite(loss) || !isfinite(gnorm);
+    float gnorm = (float)model_l2(m->grads, m->n_params);
+    fault_text(&m->fault, m->L, out->fault, sizeof out->fault);
 
-    if (!bad) {
+    /* what to do with this step's gradients */
+    int bad = 0, skipped = 0;
+    if (forward_bad) {
+        bad = 1; /* the model itself produced inf/NaN: a divergence */
+    } else if (!isfinite(gnorm)) {
+        if (scaler_dynamic(e)) {
+            skipped = 1; /* overflow from the scale: GradScaler's skip */
+            e->scale *= 0.5f;
+            e->good = 0;
+            event(e, "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
+                  out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
+        } else {
+            bad = 1;
+        }
+    }
+
+    if (!bad && !skipped) {
         adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f};
         if (c->clip > 0.0f && gnorm > c->clip)
             h.grad_scale = c->clip / gnorm;
@@ -154,6 +281,12 @@ int engine_step(engine *e, step_metrics *out)
             model_group_slice(m, l, GROUP_ALL, &off, &n);
             double wn = model_l2(m->params + off, n);
             out->layer[l].update_ratio = wn > 0 ? (float)(sqrt(e->upd_sq[l]) / wn) : 0.0f;
+        }
+        if (scaler_dynamic(e) && ++e->good >= SCALE_GROWTH_INTERVAL) {
+            e->scale *= 2.0f;
+            e->good = 0;
+            event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,
+                  SCALE_GROWTH_INTERVAL);
         }
     }
     e->step = s;
@@ -171,15 +304,121 @@ int engine_step(engine *e, step_metrics *out)
     out->clip = c->clip;
     out->lr_peak = e->sched.peak;
     out->nonfinite = bad;
+    out->precision = c->precision;
+    out->fp32_norms = c->fp32_norms;
+    out->loss_scale = scale;
+    out->loss_scale_dynamic = scaler_dynamic(e);
+    out->skipped = skipped;
     out->n_layer = m->L;
-    if (bad)
-        event(e, "step %ld: loss %g, gradient norm %g: not finite, update skipped", s,
-              (double)loss, (double)gnorm);
+    if (bad) {
+        e->diverged_at = s;
+        event(e, "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
+              (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
+    } else {
+        spike_check(e, &e->spike_loss, loss, "loss");
+        spike_check(e, &e->spike_gnorm, gnorm, "gradient norm");
+        if (!skipped && c->snapshot_every > 0 && s % c->snapshot_every == 0)
+            engine_snapshot(e);
+    }
     if (c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps))) {
         out->val_loss = engine_validate(e);
         out->has_val = 1;
     }
     return bad;
+}
+
+/* ---- snapshots --------------------------------------------------------- */
+
+static int snaps_alloc(engine *e)
+{
+    if (e->snaps || e->cfg.snapshots <= 0)
+        return e->snaps ? 0 : -1;
+    int k = e->cfg.snapshots;
+    /* keep the ring under 1 GiB: a big model keeps fewer snapshots */
+    double per = 3.0 * (double)e->m.n_params * sizeof(float);
+    while (k > 1 && per * k > 1073741824.0)
+        k--;
+    e->snaps = calloc((size_t)k, sizeof *e->snaps);
+    if (!e->snaps)
+        return -1;
+    e->n_snaps = k;
+    for (int i = 0; i < k; i++)
+        e->snaps[i].step = -1;
+    if (k < e->cfg.snapshots)
+        event(e, "keeping %d snapshots, not %d: each takes %.0f MiB", k, e->cfg.snapshots,
+              per / 1048576.0);
+    return 0;
+}
+
+int engine_snapshot(engine *e)
+{
+    if (snaps_alloc(e) != 0)
+        return -1;
+    /* the oldest slot (or an empty one) takes it */
+    snapshot *sn = &e->snaps[0];
+    for (int i = 0; i < e->n_snaps; i++) {
+        if (e->snaps[i].step < 0) {
+            sn = &e->snaps[i];
+            break;
+        }
+        if (e->snaps[i].step < sn->step)
+            sn = &e->snaps[i];
+    }
+    size_t n = e->m.n_params;
+    if (!sn->params) {
+        sn->params = malloc(3 * n * sizeof(float));
+        if (!sn->params)
+            return -1;
+        sn->m = sn->params + n;
+        sn->v = sn->m + n;
+    }
+    memcpy(sn->params, e->m.params, n * sizeof(float));
+    memcpy(sn->m, e->opt.m, n * sizeof(float));
+    memcpy(sn->v, e->opt.v, n * sizeof(float));
+    sn->step = e->step;
+    sn->opt_t = e->opt.t;
+    sn->rng = e->rng.s;
+    sn->sched = e->sched;
+    sn->scale = e->scale;
+    sn->good = e->good;
+    return 0;
+}
+
+long engine_rewind(engine *e)
+{
+    snapshot *best = NULL;
+    for (int i = 0; i < e->n_snaps; i++) {
+        snapshot *sn = &e->snaps[i];
+        if (sn->step >= 0 && sn->step < e->step && (!best || sn->step > best->step))
+            best = sn;
+    }
+    if (!best) {
+        event(e, "rewind: no snapshot before step %ld", e->step);
+        return -1;
+    }
+    size_t n = e->m.n_params;
+    long from = e->step;
+    memcpy(e->m.params, best->params, n * sizeof(float));
+    memcpy(e->opt.m, best->m, n * sizeof(float));
+    memcpy(e->opt.v, best->v, n * sizeof(float));
+    e->step = best->step;
+    e->opt.t = best->opt_t;
+    e->rng.s = best->rng;
+    /* the schedule comes back, but the settings in force stay as they are
+     * now, so a change made before rewinding applies to the replay */
+    int warm_on = e->sched.warmup_on;
+    float peak = e->sched.peak;
+    e->sched = best->sched;
+    e->sched.warmup_on = warm_on;
+    e->sched.peak = peak;
+    e->scale = best->scale;
+    e->good = best->good;
+    /* snapshots after this point belong to the abandoned future */
+    for (int i = 0; i < e->n_snaps; i++)
+        if (e->snaps[i].step > best->step)
+            e->snaps[i].step = -1;
+    event(e, "rewound from step %ld to the snapshot at step %ld", from, e->step);
+    return e->step;
 }
 
 float engine_validate(engine *e)
@@ -254,6 +493,35 @@ void engine_set_clip(engine *e, float clip)
     else
         event(e, "clipping off");
     e->cfg.clip = clip;
+}
+
+void engine_set_precision(engine *e, numfmt f)
+{
+    if (f == e->cfg.precision)
+        return;
+    event(e, "precision %s -> %s%s", numfmt_name(e->cfg.precision), numfmt_name(f),
+          f == FMT_FP32 ? "" : (e->cfg.fp32_norms ? ", norms in fp32" : ", norms in the format"));
+    e->cfg.precision = f;
+}
+
+void engine_set_fp32_norms(engine *e, int on)
+{
+    e->cfg.fp32_norms = !!on;
+    event(e, "norms, softmax and loss in %s", on ? "fp32" : "the low format (naive)");
+}
+
+void engine_set_loss_scale(engine *e, float mode)
+{
+    e->cfg.loss_scale = mode;
+    if (mode == 0.0f) {
+        e->scale = SCALE_INIT;
+        e->good = 0;
+        event(e, "loss scaling dynamic, from %g", (double)SCALE_INIT);
+    } else if (mode < 0.0f) {
+        event(e, "loss scaling off");
+    } else {
+        event(e, "loss scale %g", (double)mode);
+    }
 }
 
 void engine_reinit(engine *e)
@@ -446,6 +714,11 @@ static void put_header(wbuf *b, const engine *e)
     put_f32(b, c->ln_gamma_init);
     put_f32(b, c->ln_beta_init);
     put_u32(b, (uint32_t)c->post_init_scale);
+    put_u32(b, (uint32_t)c->precision);
+    put_u32(b, (uint32_t)c->fp32_norms);
+    put_f32(b, c->loss_scale);
+    put_u32(b, (uint32_t)c->snapshot_every);
+    put_u32(b, (uint32_t)c->snapshots);
     put_u32(b, (uint32_t)c->init);
     put_f32(b, c->init_std);
     put_f32(b, c->lr);
@@ -470,6 +743,8 @@ static void put_header(wbuf *b, const engine *e)
     put_u64(b, (uint64_t)e->sched.ramp_start);
     put_u64(b, (uint64_t)e->sched.total);
     put_u32(b, (uint32_t)e->sched.cos_start);
+    put_f32(b, e->scale);
+    put_u64(b, (uint64_t)e->good);
 }
 
 int engine_save(const engine *e, const char *path, char *err, size_t errlen)
@@ -601,6 +876,11 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     c.ln_gamma_init = get_f32(&b);
     c.ln_beta_init = get_f32(&b);
     c.post_init_scale = (int)get_u32(&b);
+    c.precision = (numfmt)get_u32(&b);
+    c.fp32_norms = (int)get_u32(&b);
+    c.loss_scale = get_f32(&b);
+    c.snapshot_every = (int)get_u32(&b);
+    c.snapshots = (int)get_u32(&b);
     c.init = (init_kind)get_u32(&b);
     c.init_std = get_f32(&b);
     c.lr = get_f32(&b);
@@ -625,6 +905,8 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     sc.ramp_start = (long)get_u64(&b);
     sc.total = (long)get_u64(&b);
     sc.cos_start = (int)get_u32(&b);
+    float dyn_scale = get_f32(&b);
+    long good = (long)get_u64(&b);
     if (b.short_read || b.at != hend) {
         snprintf(err, errlen, "--load %s: truncated or malformed header", path);
         goto out;
@@ -634,7 +916,8 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         c.dim % c.n_head || c.context < 8 || c.context > 1024 || c.batch < 1 || c.batch > 512 ||
         (unsigned)c.norm >= NORM_PLACE_COUNT || (unsigned)c.norm_kind >= NORM_KIND_COUNT ||
         c.final_norm < -1 || c.final_norm > 1 || c.mix_k < -1 || c.mix_k > c.n_layer ||
-        (unsigned)c.init > 1 ||
+        (unsigned)c.init > 1 || (unsigned)c.precision >= FMT_COUNT || c.snapshots < 0 ||
+        c.snapshots > 1000 || c.snapshot_every < 0 || !(dyn_scale > 0) ||
         (unsigned)c.schedule > 3 || c.val_batches < 1 || step < 0 || opt_t < 0) {
         snprintf(err, errlen, "--load %s: header values out of range (corrupt file?)", path);
         goto out;
@@ -671,6 +954,10 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     e->opt.t = opt_t;
     e->rng.s = rng_s;
     e->sched = sc;
+    e->scale = dyn_scale;
+    e->good = good;
+    if (c.snapshot_every > 0)
+        engine_snapshot(e);
     event(e, "resumed from %s at step %ld", path, step);
     *cfg_out = c;
 out:

@@ -198,10 +198,19 @@ static int run_headless(cli_opts *o, const dataset *data)
     memset(&m, 0, sizeof m);
     float last_val = NAN;
     double t0 = now_s(), last_print = 0;
-    long done = 0;
+    long done = 0, diverged = 0;
+    long ev_seen = engine_event_count(e); /* the start event is not news */
+    int stop_on_diverge = cfg.on_div != ONDIV_CONTINUE;
     while (engine_steps_done(e) < total && !stop_requested) {
         int bad = engine_step(e, &m);
         done++;
+        diverged += bad;
+        /* events (divergence, skipped steps, spikes) as they happen */
+        for (; ev_seen < engine_event_count(e); ev_seen++) {
+            ns_event ev;
+            if (!o->quiet && engine_event_get(e, ev_seen, &ev) == 0)
+                fprintf(stderr, "%snormscope: %s\n", progress ? "\r\033[K" : "", ev.text);
+        }
         if (m.has_val)
             last_val = m.val_loss;
         if (csv.f)
@@ -221,11 +230,11 @@ static int run_headless(cli_opts *o, const dataset *data)
                     (int)eta % 60);
             last_print = t;
         }
-        if (bad) {
+        if (bad && stop_on_diverge) {
             if (progress)
                 fputc('\n', stderr);
-            fprintf(stderr, "normscope: step %ld: loss %g, gradient norm %g: not finite; stopping\n",
-                    m.step, (double)m.loss, (double)m.grad_norm);
+            fprintf(stderr, "normscope: diverged at step %ld (first non-finite: %s); stopping\n",
+                    m.step, m.fault[0] ? m.fault : "loss");
             status = 3;
             break;
         }
@@ -245,15 +254,22 @@ static int run_headless(cli_opts *o, const dataset *data)
     }
     if (!o->quiet) {
         live = engine_config(e);
+        char valtxt[32] = "-";
+        if (!isnan(last_val))
+            snprintf(valtxt, sizeof valtxt, "%.4f", (double)last_val);
         fprintf(stderr,
                 "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %.4f, "
-                "val %.4f; %s, %s, L=%d d=%d H=%d T=%d B=%d\n",
+                "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d\n",
                 done, secs, secs > 0 ? done / secs : 0.0,
                 secs > 0 ? done * (double)live->batch * live->context / secs : 0.0,
-                (double)m.loss, (double)last_val, norm_place_name(live->norm),
-                norm_kind_name(live->norm_kind), live->n_layer, live->dim, live->n_head,
+                (double)m.loss, valtxt, norm_place_name(live->norm),
+                norm_kind_name(live->norm_kind), numfmt_name(live->precision), live->n_layer,
+                live->dim, live->n_head,
                 live->context, live->batch);
     }
+    if (diverged && status == 0 && !o->quiet)
+        fprintf(stderr, "normscope: %ld diverged steps were skipped (--on-diverge continue)\n",
+                diverged);
     if (stop_requested && status == 0) {
         fprintf(stderr, "normscope: interrupted at step %ld; outputs hold the steps done\n",
                 engine_steps_done(e));

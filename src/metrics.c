@@ -3,9 +3,10 @@
 
 #include <math.h>
 
-static const char *const layer_cols[] = {"grad_attn", "grad_ffn",  "grad_ln",     "act_max",
-                                         "resid_max", "resid_rms", "update_ratio"};
-enum { N_LAYER_COLS = 7 };
+static const char *const layer_cols[] = {"grad_attn", "grad_ffn",     "grad_ln",  "act_max",
+                                         "resid_max", "resid_rms",    "update_ratio",
+                                         "overflow",  "underflow",    "headroom"};
+enum { N_LAYER_COLS = 10 };
 
 static float layer_col(const layer_metrics *l, int k)
 {
@@ -16,13 +17,18 @@ static float layer_col(const layer_metrics *l, int k)
     case 3: return l->act_max;
     case 4: return l->resid_max;
     case 5: return l->resid_rms;
-    default: return l->update_ratio;
+    case 6: return l->update_ratio;
+    case 7: return l->overflow;
+    case 8: return l->underflow;
+    default: return l->headroom;
     }
 }
 
 void metrics_csv_header(FILE *f, int n_layer)
 {
-    fputs("step,loss,val_loss,lr,grad_norm,tokens_per_s,norm,norm_kind,warmup,clip", f);
+    fputs("step,loss,val_loss,lr,grad_norm,tokens_per_s,norm,norm_kind,warmup,clip,precision,"
+          "fp32_norms,loss_scale,skipped",
+          f);
     for (int i = 0; i < n_layer; i++)
         for (int k = 0; k < N_LAYER_COLS; k++)
             fprintf(f, ",l%d_%s", i, layer_cols[k]);
@@ -55,6 +61,9 @@ void metrics_csv_row(FILE *f, const step_metrics *m)
     fprintf(f, ",%.1f,%s,%s,%s,", m->tokens_per_s, norm_place_name(m->norm),
             norm_kind_name(m->norm_kind), m->warmup_on ? "on" : "off");
     put_float(f, m->clip);
+    fprintf(f, ",%s,%s,", numfmt_name(m->precision), m->fp32_norms ? "on" : "off");
+    put_float(f, m->loss_scale);
+    fprintf(f, ",%d", m->skipped);
     for (int i = 0; i < m->n_layer; i++)
         for (int k = 0; k < N_LAYER_COLS; k++) {
             fputc(',', f);
@@ -88,6 +97,12 @@ void metrics_jsonl_row(FILE *f, const step_metrics *m)
             m->tokens_per_s, norm_place_name(m->norm), norm_kind_name(m->norm_kind),
             m->warmup_on ? "on" : "off");
     put_json_float(f, m->clip);
+    fprintf(f, ",\"precision\":\"%s\",\"fp32_norms\":\"%s\",\"loss_scale\":",
+            numfmt_name(m->precision), m->fp32_norms ? "on" : "off");
+    put_json_float(f, m->loss_scale);
+    fprintf(f, ",\"skipped\":%d", m->skipped);
+    if (m->fault[0])
+        fprintf(f, ",\"first_nonfinite\":\"%s\"", m->fault);
     for (int i = 0; i < m->n_layer; i++)
         for (int k = 0; k < N_LAYER_COLS; k++) {
             fprintf(f, ",\"l%d_%s\":", i, layer_cols[k]);

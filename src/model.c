@@ -157,12 +157,19 @@ int model_create(model *m, const ns_config *cfg)
 
     m->params = calloc(m->n_params, sizeof(float));
     m->grads = calloc(m->n_params, sizeof(float));
+    m->wlow = calloc(m->n_params, sizeof(float));
+    m->counts = calloc(L + 1, sizeof *m->counts);
+    m->W = m->params;
+    m->fmt = FMT_FP32;
+    m->fp32_norms = 1;
+    m->loss_scale = 1.0f;
     m->n_acts = act_count(L, B, T, C, NH, V);
     m->acts = malloc(m->n_acts * sizeof(float));
     m->n_scratch = scratch_count(B, T, C, V);
     m->scratch = malloc(m->n_scratch * sizeof(float));
     m->stats = calloc(L, sizeof *m->stats);
-    if (!m->params || !m->grads || !m->acts || !m->scratch || !m->stats) {
+    if (!m->params || !m->grads || !m->wlow || !m->counts || !m->acts || !m->scratch ||
+        !m->stats) {
         model_free(m);
         return -1;
     }
@@ -212,6 +219,8 @@ void model_free(model *m)
     free(m->tensors);
     free(m->params);
     free(m->grads);
+    free(m->wlow);
+    free(m->counts);
     free(m->acts);
     free(m->scratch);
     free(m->stats);
@@ -317,6 +326,51 @@ void model_set_norm(model *m, norm_place p, int final_norm)
 
 void model_set_norm_kind(model *m, norm_kind k) { m->kind = k; }
 
+void model_set_precision(model *m, numfmt f, int fp32_norms)
+{
+    m->fmt = f;
+    m->fp32_norms = fp32_norms;
+}
+
+/* ---- rounding and the non-finite watch -------------------------------- */
+
+/* Is any of x (n) infinite or NaN? x * 0 is 0 for finite x and NaN
+ * otherwise; eight partial sums keep it one cheap, vectorizable pass. */
+static int any_nonfinite(const float *x, size_t n)
+{
+    float acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += x[i + k] * 0.0f;
+    float s = 0.0f;
+    for (int k = 0; k < 8; k++)
+        s += acc[k];
+    for (; i < n; i++)
+        s += x[i] * 0.0f;
+    return s != 0.0f || s != s;
+}
+
+static void note_fault(model *m, int backward, int l, const char *op)
+{
+    if (m->fault.set)
+        return;
+    m->fault.set = 1;
+    m->fault.backward = backward;
+    m->fault.layer = l;
+    m->fault.op = op;
+}
+
+/* An op's output: round it to the format (counting what overflowed or
+ * underflowed, for layer l, or outside the blocks when l < 0) and record
+ * it if it is the pass's first non-finite value. */
+static void q(model *m, int backward, int l, const char *op, float *x, size_t n)
+{
+    numfmt_round(m->fmt, x, n, &m->counts[l < 0 ? m->L : l]);
+    if (!m->fault.set && any_nonfinite(x, n))
+        note_fault(m, backward, l, op);
+}
+
 double model_l2(const float *x, size_t n)
 {
     double s = 0.0;
@@ -386,25 +440,80 @@ typedef struct {
     float *w, *b, *a; /* gain (C), bias (C), DyT scalar (1) */
 } norm_params;
 
-static void norm_fwd(const model *m, norm_params p, float *out, float *mean, float *rstd,
-                     const float *inp, int N)
+/* Op names for the first-non-finite report: [sublayer][in/out norm]. */
+static const char *const norm_op[2][2] = {{"attn norm", "attn out norm"},
+                                          {"MLP norm", "MLP out norm"}};
+static const char *const var_op[2][2] = {{"attn norm variance", "attn out norm variance"},
+                                         {"MLP norm variance", "MLP out norm variance"}};
+
+/* A norm computed in the low format itself, as a naive fp16 or bf16 kernel
+ * would (--fp32-norms off): every product and quotient is rounded to the
+ * format, sums are accumulated in fp32. In fp16 a deviation past 256
+ * squares to inf, the variance overflows, rstd becomes 0 and the output
+ * collapses to the bias: returns 1 when a statistic was not finite. */
+static int norm_fwd_lowp(const model *m, norm_params p, float *out, float *mean, float *rstd,
+                         const float *inp, int N)
 {
-    switch (m->kind) {
-    case NORMK_RMSNORM: rmsnorm_forward(out, mean, rstd, inp, p.w, N, m->C, m->eps); break;
-    case NORMK_DYT: dyt_forward(out, inp, p.w, p.b, *p.a, N, m->C); break;
-    default: layernorm_forward(out, mean, rstd, inp, p.w, p.b, N, m->C, m->eps); break;
+    int C = m->C, bad = 0;
+    numfmt f = m->fmt;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        float *o = out + (long)n * C;
+        float mu = 0.0f;
+        if (m->kind == NORMK_LAYERNORM) {
+            float s = 0.0f;
+            for (int i = 0; i < C; i++)
+                s += x[i];
+            mu = numfmt_round1(f, s / (float)C);
+        }
+        float ss = 0.0f;
+        for (int i = 0; i < C; i++) {
+            float d = numfmt_round1(f, x[i] - mu);
+            ss += numfmt_round1(f, d * d);
+        }
+        float var = numfmt_round1(f, ss / (float)C);
+        float rs = numfmt_round1(f, 1.0f / sqrtf(numfmt_round1(f, var + m->eps)));
+        bad |= !isfinite(var) || !isfinite(rs);
+        for (int i = 0; i < C; i++) {
+            float xh = numfmt_round1(f, numfmt_round1(f, x[i] - mu) * rs);
+            float y = numfmt_round1(f, xh * p.w[i]);
+            o[i] = m->kind == NORMK_LAYERNORM ? y + p.b[i] : y;
+        }
+        mean[n] = mu;
+        rstd[n] = rs;
     }
+    return bad;
 }
 
-static void norm_bwd(const model *m, norm_params p, norm_params g, float *dinp,
-                     const float *dout, const float *inp, const float *mean, const float *rstd,
-                     int N)
+/* Norm N of sublayer s (out = 0) or N_out (out = 1) of layer l, or the
+ * final norm (l < 0): its output rounded and watched. */
+static void norm_fwd(model *m, norm_params p, float *out, float *mean, float *rstd,
+                     const float *inp, int N, int l, int s, int out_norm)
+{
+    const char *op = l < 0 ? "final norm" : norm_op[s][out_norm];
+    if (m->fmt != FMT_FP32 && !m->fp32_norms && m->kind != NORMK_DYT) {
+        if (norm_fwd_lowp(m, p, out, mean, rstd, inp, N))
+            note_fault(m, 0, l, l < 0 ? "final norm variance" : var_op[s][out_norm]);
+    } else {
+        switch (m->kind) {
+        case NORMK_RMSNORM: rmsnorm_forward(out, mean, rstd, inp, p.w, N, m->C, m->eps); break;
+        case NORMK_DYT: dyt_forward(out, inp, p.w, p.b, *p.a, N, m->C); break;
+        default: layernorm_forward(out, mean, rstd, inp, p.w, p.b, N, m->C, m->eps); break;
+        }
+    }
+    q(m, 0, l, op, out, (size_t)N * m->C);
+}
+
+static void norm_bwd(model *m, norm_params p, norm_params g, float *dinp, const float *dout,
+                     const float *inp, const float *mean, const float *rstd, int N, int l, int s,
+                     int out_norm)
 {
     switch (m->kind) {
     case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, m->C); break;
     case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, m->C); break;
     default: layernorm_backward(dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, m->C); break;
     }
+    q(m, 1, l, l < 0 ? "final norm" : norm_op[s][out_norm], dinp, (size_t)N * m->C);
 }
 
 static float *layer_base(const model *m, float *base, int l)
@@ -413,7 +522,7 @@ static float *layer_base(const model *m, float *base, int l)
 }
 
 /* The norm N (out = 0) or N_out (out = 1) of sublayer s of layer l, in
- * base (the parameters or the gradients). */
+ * base (the weights or the gradients). */
 static norm_params norm_of(const model *m, float *base, int l, int s, int out)
 {
     static const int w_idx[2][2] = {{PT_LN1W, PT_LN1OW}, {PT_LN2W, PT_LN2OW}};
@@ -472,28 +581,39 @@ static const float *sub_in(const model *m, int l, int s)
 
 /* ---- forward ---------------------------------------------------------- */
 
-static void F_forward(const model *m, int l, int s, const float *h, int B)
+static void F_forward(model *m, int l, int s, const float *h, int B)
 {
     int T = m->T, C = m->C, N = B * T;
-    size_t BT = (size_t)m->B * T;
-    float *w = layer_base(m, m->params, l);
+    size_t BT = (size_t)m->B * T, nC = (size_t)N * C;
+    float *w = layer_base(m, m->W, l);
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
         matmul_forward(qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB], N, C, 3 * C);
+        q(m, 0, l, "attn qkv", qkv, nC * 3);
+        /* scores and softmax accumulate in fp32 inside the fused kernel, as
+         * fused attention kernels do; the output is stored in the format */
         attention_forward(atty, att, qkv, B, T, C, m->NH);
+        q(m, 0, l, "attention", atty, nC);
         matmul_forward(f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
                        w + m->layer_off[PT_ATTPROJB], N, C, C);
+        q(m, 0, l, "attn proj", f_out(m, l, 0), nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         matmul_forward(fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
+        q(m, 0, l, "MLP fc1", fch, nC * 4);
         gelu_forward(fcg, fch, N * 4 * C);
+        q(m, 0, l, "GELU", fcg, nC * 4);
         matmul_forward(f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                        w + m->layer_off[PT_FCPROJB], N, 4 * C, C);
+        q(m, 0, l, "MLP fc2", f_out(m, l, 1), nC);
     }
 }
 
 static float max2(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
+
+static const char *const res_op[2] = {"attn residual", "MLP residual"};
+static const char *const gate_op[2] = {"attn gate", "MLP gate"};
 
 static void sublayer_forward(model *m, int l, int s, int B, float *amax)
 {
@@ -504,24 +624,48 @@ static void sublayer_forward(model *m, int l, int s, int B, float *amax)
     const float *x = sub_in(m, l, s);
     const float *h = x;
     if (r.pre) {
-        norm_fwd(m, norm_of(m, m->params, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N);
+        norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N, l, s, 0);
         h = a.nin;
         *amax = max2(*amax, ops_absmax(a.nin, nC));
     }
     F_forward(m, l, s, h, B);
     const float *f = f_out(m, l, s);
     if (r.out) {
-        norm_fwd(m, norm_of(m, m->params, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N);
+        norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N, l, s, 1);
         f = a.nout;
         *amax = max2(*amax, ops_absmax(a.nout, nC));
     }
-    float g = r.gate ? layer_base(m, m->params, l)[m->layer_off[PT_RZG]] : 1.0f;
+    float g = r.gate ? layer_base(m, m->W, l)[m->layer_off[PT_RZG]] : 1.0f;
     for (long i = 0; i < nC; i++)
         a.res[i] = r.a * x[i] + g * f[i];
+    q(m, 0, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC);
     *amax = max2(*amax, ops_absmax(a.res, nC));
     if (r.post) {
-        norm_fwd(m, norm_of(m, m->params, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N);
+        norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
         *amax = max2(*amax, ops_absmax(a.nin, nC));
+    }
+}
+
+/* The loss in the low format itself (--fp32-norms off): probabilities
+ * rounded to the format, so a tiny one flushes to zero and its loss is
+ * inf, as in a naive fp16 softmax. */
+static void loss_lowp(model *m, const uint8_t *targets, int N)
+{
+    int V = m->V;
+    numfmt f = m->fmt;
+    for (int n = 0; n < N; n++) {
+        const float *l = m->logits + (long)n * V;
+        float *p = m->probs + (long)n * V;
+        float mx = l[0];
+        for (int i = 1; i < V; i++)
+            mx = l[i] > mx ? l[i] : mx;
+        float sum = 0.0f;
+        for (int i = 0; i < V; i++)
+            sum += p[i] = numfmt_round1(f, expf(numfmt_round1(f, l[i] - mx)));
+        sum = numfmt_round1(f, sum);
+        for (int i = 0; i < V; i++)
+            p[i] = numfmt_round1(f, p[i] / sum);
+        m->losses[n] = numfmt_round1(f, -logf(p[targets[n]]));
     }
 }
 
@@ -533,8 +677,19 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
     m->last_tokens = tokens;
     m->last_targets = targets;
     m->last_B = B;
-    float *P = m->params;
+    memset(&m->fault, 0, sizeof m->fault);
+    memset(m->counts, 0, (size_t)(m->L + 1) * sizeof *m->counts);
+    if (m->fmt == FMT_FP32) {
+        m->W = m->params;
+    } else {
+        /* the fp32 master weights, rounded for this step */
+        memcpy(m->wlow, m->params, m->n_params * sizeof(float));
+        numfmt_round(m->fmt, m->wlow, m->n_params, NULL);
+        m->W = m->wlow;
+    }
+    float *P = m->W;
     encoder_forward(m->encoded, tokens, P + m->wte, P + m->wpe, B, T, C);
+    q(m, 0, -1, "embedding", m->encoded, (size_t)nC);
 
     for (int l = 0; l < m->L; l++) {
         float am = 0.0f;
@@ -559,18 +714,30 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
 
     const float *h = block_in(m, m->L);
     if (m->final_norm) {
-        norm_fwd(m, final_norm_of(m, P), m->lnf, m->lnf_mean, m->lnf_rstd, h, N);
+        norm_fwd(m, final_norm_of(m, P), m->lnf, m->lnf_mean, m->lnf_rstd, h, N, -1, 0, 0);
         h = m->lnf;
     }
     matmul_forward(m->logits, h, P + m->headw, P + m->headb, N, C, V);
-    softmax_forward(m->probs, m->logits, N, V);
-    if (!targets)
+    q(m, 0, -1, "head", m->logits, (size_t)N * V);
+    int lowp = m->fmt != FMT_FP32 && !m->fp32_norms;
+    if (!lowp)
+        softmax_forward(m->probs, m->logits, N, V);
+    if (!targets) {
+        if (lowp)
+            softmax_forward(m->probs, m->logits, N, V);
         return 0.0f;
-    crossentropy_forward(m->losses, m->logits, targets, N, V);
+    }
+    if (lowp)
+        loss_lowp(m, targets, N);
+    else
+        crossentropy_forward(m->losses, m->logits, targets, N, V);
     double sum = 0.0;
     for (int i = 0; i < N; i++)
         sum += m->losses[i];
-    return (float)(sum / N);
+    float loss = (float)(sum / N);
+    if (!isfinite(loss))
+        note_fault(m, 0, -1, "loss");
+    return loss;
 }
 
 /* ---- backward --------------------------------------------------------- */
@@ -580,26 +747,32 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
 {
     int T = m->T, C = m->C, N = B * T;
     size_t BT = (size_t)m->B * T, nC = (size_t)N * C;
-    float *w = layer_base(m, m->params, l), *g = layer_base(m, m->grads, l);
+    float *w = layer_base(m, m->W, l), *g = layer_base(m, m->grads, l);
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
         memset(m->datty, 0, nC * sizeof(float));
         matmul_backward(m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
                         atty, w + m->layer_off[PT_ATTPROJW], N, C, C);
+        q(m, 1, l, "attn proj", m->datty, nC);
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
         attention_backward(m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
+        q(m, 1, l, "attention", m->dqkv, nC * 3);
         matmul_backward(dh, g + m->layer_off[PT_QKVW], g + m->layer_off[PT_QKVB], m->dqkv, h,
                         w + m->layer_off[PT_QKVW], N, C, 3 * C);
+        q(m, 1, l, "attn qkv", dh, nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         memset(m->dfch_gelu, 0, nC * 4 * sizeof(float));
         matmul_backward(m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
                         df, fcg, w + m->layer_off[PT_FCPROJW], N, 4 * C, C);
+        q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
         memset(m->dfch, 0, nC * 4 * sizeof(float));
         gelu_backward(m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        q(m, 1, l, "GELU", m->dfch, nC * 4);
         matmul_backward(dh, g + m->layer_off[PT_FCW], g + m->layer_off[PT_FCB], m->dfch, h,
                         w + m->layer_off[PT_FCW], N, C, 4 * C);
+        q(m, 1, l, "MLP fc1", dh, nC);
     }
 }
 
@@ -615,27 +788,27 @@ static void sublayer_backward(model *m, int l, int s, int B)
     if (r.post) {
         /* dr = N'(r)^T dy, into dtmp */
         memset(m->dtmp, 0, nC * sizeof(float));
-        norm_bwd(m, norm_of(m, m->params, l, s, 0), norm_of(m, m->grads, l, s, 0), m->dtmp,
-                 m->dresid, a.res, a.nin_mean, a.nin_rstd, N);
+        norm_bwd(m, norm_of(m, m->W, l, s, 0), norm_of(m, m->grads, l, s, 0), m->dtmp, m->dresid,
+                 a.res, a.nin_mean, a.nin_rstd, N, l, s, 0);
         dr = m->dtmp;
     }
     /* the branch: df2 = g dr (gate), df = N_out'^T df2 (sandwich) */
     const float *f = f_out(m, l, s);
     const float *df = dr;
     if (r.gate) {
-        float *gp = layer_base(m, m->params, l) + m->layer_off[PT_RZG];
+        float gv = layer_base(m, m->W, l)[m->layer_off[PT_RZG]];
         double dg = 0.0;
-        const float *f2 = f;
         for (size_t i = 0; i < nC; i++) {
-            dg += (double)dr[i] * f2[i];
-            m->dtmp2[i] = *gp * dr[i];
+            dg += (double)dr[i] * f[i];
+            m->dtmp2[i] = gv * dr[i];
         }
         layer_base(m, m->grads, l)[m->layer_off[PT_RZG]] += (float)dg;
+        q(m, 1, l, gate_op[s], m->dtmp2, nC);
         df = m->dtmp2;
     } else if (r.out) {
         memset(m->dtmp2, 0, nC * sizeof(float));
-        norm_bwd(m, norm_of(m, m->params, l, s, 1), norm_of(m, m->grads, l, s, 1), m->dtmp2, dr,
-                 f, a.nout_mean, a.nout_rstd, N);
+        norm_bwd(m, norm_of(m, m->W, l, s, 1), norm_of(m, m->grads, l, s, 1), m->dtmp2, dr, f,
+                 a.nout_mean, a.nout_rstd, N, l, s, 1);
         df = m->dtmp2;
     }
     /* dh into a zeroed buffer when the pre norm follows, straight into dx
@@ -647,8 +820,8 @@ static void sublayer_backward(model *m, int l, int s, int B)
         float *dh = m->dtmp;
         memset(dh, 0, nC * sizeof(float));
         F_backward(m, l, s, a.nin, df, dh, B);
-        norm_bwd(m, norm_of(m, m->params, l, s, 0), norm_of(m, m->grads, l, s, 0), dx, dh, x,
-                 a.nin_mean, a.nin_rstd, N);
+        norm_bwd(m, norm_of(m, m->W, l, s, 0), norm_of(m, m->grads, l, s, 0), dx, dh, x,
+                 a.nin_mean, a.nin_rstd, N, l, s, 0);
     } else {
         /* dx = a dr + dF/dx; under post, dr lives in dtmp and df may too */
         if (df == dx) {
@@ -671,12 +844,14 @@ void model_backward(model *m)
 {
     int B = m->last_B, T = m->T, C = m->C, V = m->V, N = B * T;
     size_t nC = (size_t)N * C;
-    float *P = m->params, *G = m->grads;
+    float *P = m->W, *G = m->grads;
     memset(G, 0, m->n_params * sizeof(float));
 
-    /* loss = mean over N positions */
+    /* loss = mean over N positions, times the loss scale */
     memset(m->dlogits, 0, (size_t)N * V * sizeof(float));
-    crossentropy_softmax_backward(m->dlogits, m->probs, m->last_targets, N, V, 1.0f / N);
+    crossentropy_softmax_backward(m->dlogits, m->probs, m->last_targets, N, V,
+                                  m->loss_scale / (float)N);
+    q(m, 1, -1, "loss", m->dlogits, (size_t)N * V);
 
     const float *top = block_in(m, m->L);
     memset(m->dresid, 0, nC * sizeof(float));
@@ -684,15 +859,26 @@ void model_backward(model *m)
         memset(m->dtmp, 0, nC * sizeof(float));
         matmul_backward(m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf, P + m->headw, N,
                         C, V);
+        q(m, 1, -1, "head", m->dtmp, nC);
         norm_bwd(m, final_norm_of(m, P), final_norm_of(m, G), m->dresid, m->dtmp, top,
-                 m->lnf_mean, m->lnf_rstd, N);
+                 m->lnf_mean, m->lnf_rstd, N, -1, 0, 0);
     } else {
         matmul_backward(m->dresid, G + m->headw, G + m->headb, m->dlogits, top, P + m->headw, N, C,
                         V);
+        q(m, 1, -1, "head", m->dresid, nC);
     }
     for (int l = m->L - 1; l >= 0; l--) {
         sublayer_backward(m, l, 1, B);
         sublayer_backward(m, l, 0, B);
     }
     encoder_backward(G + m->wte, G + m->wpe, m->dresid, m->last_tokens, B, T, C);
+    /* parameter gradients are rounded to the format too (the caller
+     * unscales them into fp32 for the optimizer); a non-finite one is
+     * reported as the backward of its layer's weights */
+    if (m->fmt != FMT_FP32 || !m->fault.set) {
+        for (int k = 0; k < m->n_tensors; k++) {
+            const model_tensor *t = &m->tensors[k];
+            q(m, 1, t->layer, "weight gradients", G + t->offset, t->size);
+        }
+    }
 }

@@ -40,7 +40,12 @@ typedef struct {
     long underflow;
 } numfmt_counts;
 
-/* Round x (n) in place; add to *c when c is not NULL. fp32 is a no-op. */
+/* Round x (n) in place; add to *c when c is not NULL. fp32 is a no-op.
+ * Uses the F16C instructions for fp16 where the CPU has them. */
 void numfmt_round(numfmt f, float *x, size_t n, numfmt_counts *c);
+
+/* The same, one value at a time through numfmt_round1: the reference the
+ * fast paths are tested against. */
+void numfmt_round_portable(numfmt f, float *x, size_t n, numfmt_counts *c);
 
 #endif

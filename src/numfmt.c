@@ -107,19 +107,112 @@ float numfmt_round1(numfmt f, float x)
     }
 }
 
-void numfmt_round(numfmt f, float *x, size_t n, numfmt_counts *c)
+/* The counting rule, shared by every path: a finite value that became
+ * infinite overflowed; a nonzero value that became zero or subnormal
+ * underflowed (NaN is neither). */
+static void round_scalar(numfmt f, float *x, size_t n, long *over, long *under)
 {
-    if (f == FMT_FP32)
-        return;
-    long over = 0, under = 0;
     float minn = numfmt_min_normal(f);
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         float r = numfmt_round1(f, v);
-        /* the comparisons are false for NaN, so NaN counts as neither */
-        over += isinf(r) && !isinf(v);
-        under += v != 0.0f && fabsf(r) < minn && !(v != v);
+        *over += isinf(r) && !isinf(v);
+        *under += v != 0.0f && fabsf(r) < minn && !(v != v);
         x[i] = r;
+    }
+}
+
+/* bf16 without branches, so the loop vectorizes: NaN is selected back in. */
+static void round_bf16(float *x, size_t n, long *over, long *under)
+{
+    long ov = 0, un = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        uint32_t a = u & 0x7FFFFFFFu;
+        uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+        uint32_t ra = r & 0x7FFFFFFFu;
+        int nan = a > 0x7F800000u;
+        r = nan ? (u | 0x00400000u) & 0xFFFF0000u : r;
+        ov += !nan && a < 0x7F800000u && ra == 0x7F800000u;
+        un += !nan && a != 0 && ra < 0x00800000u;
+        memcpy(&x[i], &r, 4);
+    }
+    *over += ov;
+    *under += un;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* fp16 with the F16C instructions: vcvtps2ph with round-to-nearest-even is
+ * IEEE's conversion, the same as _Float16 (test_numfmt checks both paths
+ * against it). */
+__attribute__((target("avx2,f16c"))) static void round_fp16_f16c(float *x, size_t n, long *over,
+                                                                  long *under)
+{
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256 inf = _mm256_set1_ps(INFINITY), minn = _mm256_set1_ps(6.103515625e-05f);
+    const __m256 zero = _mm256_setzero_ps();
+    long ov = 0, un = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+        __m256 r = _mm256_cvtph_ps(h);
+        __m256 av = _mm256_and_ps(v, absmask), ar = _mm256_and_ps(r, absmask);
+        /* ordered compares are false for NaN */
+        __m256 o = _mm256_and_ps(_mm256_cmp_ps(ar, inf, _CMP_EQ_OQ),
+                                 _mm256_cmp_ps(av, inf, _CMP_LT_OQ));
+        __m256 u = _mm256_and_ps(_mm256_cmp_ps(av, zero, _CMP_GT_OQ),
+                                 _mm256_cmp_ps(ar, minn, _CMP_LT_OQ));
+        ov += __builtin_popcount((unsigned)_mm256_movemask_ps(o));
+        un += __builtin_popcount((unsigned)_mm256_movemask_ps(u));
+        _mm256_storeu_ps(x + i, r);
+    }
+    *over += ov;
+    *under += un;
+    round_scalar(FMT_FP16, x + i, n - i, over, under);
+}
+
+static int have_f16c(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+#else
+static int have_f16c(void) { return 0; }
+static void round_fp16_f16c(float *x, size_t n, long *over, long *under)
+{
+    round_scalar(FMT_FP16, x, n, over, under);
+}
+#endif
+
+void numfmt_round_portable(numfmt f, float *x, size_t n, numfmt_counts *c)
+{
+    long over = 0, under = 0;
+    if (f == FMT_FP32)
+        return;
+    round_scalar(f, x, n, &over, &under);
+    if (c) {
+        c->overflow += over;
+        c->underflow += under;
+    }
+}
+
+void numfmt_round(numfmt f, float *x, size_t n, numfmt_counts *c)
+{
+    long over = 0, under = 0;
+    switch (f) {
+    case FMT_FP16:
+        if (have_f16c())
+            round_fp16_f16c(x, n, &over, &under);
+        else
+            round_scalar(f, x, n, &over, &under);
+        break;
+    case FMT_BF16:
+        round_bf16(x, n, &over, &under);
+        break;
+    default:
+        return;
     }
     if (c) {
         c->overflow += over;

@@ -19,7 +19,8 @@ Fixture format (little-endian):
     then per record: uint32 name_len, name bytes (no NUL),
                      uint64 n, float32 data[n].
 Records, in order: config, params, tokens, targets, logits, loss, grads,
-losses10 (see write_fixture).
+losses10 (see write_fixture). fp16_pre_layernorm.bin has no losses10; its
+config adds precision (2 = fp16), fp32_norms (1) and the loss scale.
 """
 import math
 import os
@@ -332,6 +333,97 @@ def make_fixture(placement, kind, index):
         losses[0].item(), losses[-1].item(), os.path.getsize(path)))
 
 
+# --- one fp16 step (mixed precision with fp32 norms) -------------------------
+class Q(torch.autograd.Function):
+    """Round to fp16 on the way forward and the gradient on the way back:
+    the rounding points of src/model.c (an op's output, and the gradient
+    that flows into it)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.half().float()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.half().float()
+
+
+FP16_LOSS_SCALE = 1024.0
+
+
+def forward_fp16(params, tokens, targets):
+    """Pre-LN, LayerNorm in fp32 on rounded inputs, fp16 everywhere else;
+    attention scores and softmax in fp32 (as the fused C kernel)."""
+    q = Q.apply
+    W = {k: q(v) for k, v in params.items()}  # fp32 masters rounded per step
+
+    def lin(x, w, b):
+        return q(F.linear(x, w, b))
+
+    def attn(x, p):
+        Bx, Tx, _ = x.shape
+        hs = C // NH
+        qkv = lin(x, p["qkvw"], p["qkvb"])
+        qq, k, v = qkv.split(C, dim=-1)
+        qq = qq.view(Bx, Tx, NH, hs).transpose(1, 2)
+        k = k.view(Bx, Tx, NH, hs).transpose(1, 2)
+        v = v.view(Bx, Tx, NH, hs).transpose(1, 2)
+        att = (qq @ k.transpose(-2, -1)) / math.sqrt(hs)
+        mask = torch.ones(Tx, Tx, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        y = q((att @ v).transpose(1, 2).reshape(Bx, Tx, C))
+        return lin(y, p["attprojw"], p["attprojb"])
+
+    def ffn(x, p):
+        h = q(F.gelu(lin(x, p["fcw"], p["fcb"]), approximate="tanh"))
+        return lin(h, p["fcprojw"], p["fcprojb"])
+
+    def ln(x, w, b):
+        return q(F.layer_norm(x, (C,), w, b, EPS))
+
+    x = q(W["wte"][tokens] + W["wpe"][torch.arange(T)])
+    for l in range(L):
+        p = {n: W[(l, n)] for n, _ in LAYER_TENSORS}
+        x = q(x + attn(ln(x, p["ln1w"], p["ln1b"]), p))
+        x = q(x + ffn(ln(x, p["ln2w"], p["ln2b"]), p))
+    x = ln(x, W["lnfw"], W["lnfb"])
+    logits = lin(x, W["headw"], W["headb"])
+    loss = F.cross_entropy(logits.view(-1, V), targets.view(-1))
+    return logits, loss
+
+
+def make_fp16_fixture(index):
+    gen = torch.Generator().manual_seed(SEED + index)
+    params, order = init_params("layernorm", gen)
+    tokens = torch.randint(0, 256, (B, T), generator=gen)
+    targets = torch.randint(0, 256, (B, T), generator=gen)
+    logits, loss = forward_fp16(params, tokens, targets)
+    # the scaled loss gradient starts the backward in fp16, as in C
+    (loss * FP16_LOSS_SCALE).backward()
+    grads = []
+    for k in order:
+        g = params[k].grad if params[k].grad is not None else torch.zeros_like(params[k])
+        # parameter gradients rounded to fp16 (scaled), then unscaled in fp32
+        grads.append(g.half().float() / FP16_LOSS_SCALE)
+    grads = flatten(grads)
+    assert torch.isfinite(grads).all() and torch.isfinite(loss)
+    config = torch.tensor([L, C, NH, T, B, 1, 0, EPS, LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY,
+                           1, MIX_K, 2, 1, FP16_LOSS_SCALE], dtype=torch.float32)
+    records = [
+        ("config", config),
+        ("params", flatten(params[k] for k in order)),
+        ("tokens", tokens.reshape(-1).float()),
+        ("targets", targets.reshape(-1).float()),
+        ("logits", logits.detach().reshape(-1)),
+        ("loss", loss.detach().reshape(1)),
+        ("grads", grads),
+    ]
+    path = os.path.join(OUT_DIR, "fp16_pre_layernorm.bin")
+    write_fixture(path, records)
+    print("%s: fp16 step, loss=%.6f |grad|=%.6f" % (os.path.relpath(path), loss.item(),
+                                                    grads.norm().item()))
+
+
 def main():
     torch.manual_seed(SEED)
     torch.use_deterministic_algorithms(True)
@@ -342,6 +434,7 @@ def main():
         for kind in PLACEMENTS[placement][2]:
             make_fixture(placement, kind, index)
             index += 1
+    make_fp16_fixture(index)
     return 0
 
 

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "command.h"
 #include "config.h"
 
 /* Shape flags the user gave explicitly (compared against a checkpoint). */
@@ -22,7 +23,9 @@ typedef struct {
     unsigned set; /* CLI_SET_* */
     int headless;
     int quiet;    /* no progress line */
-    const char *data, *csv, *jsonl, *save, *load;
+    const char *data, *csv, *jsonl, *save, *load, *script;
+    ns_script script_s; /* parsed --script (main fills it) */
+    int script_loaded;
 } cli_opts;
 
 /* Parse argv. Returns 0 to run, 1 when --help/--version was printed (exit

@@ -44,6 +44,10 @@ long engine_steps_done(const engine *e);
 /* The configuration with the settings now in force. */
 const ns_config *engine_config(const engine *e);
 float engine_current_lr(const engine *e);
+float engine_current_peak(const engine *e);
+int engine_warmup_on(const engine *e);
+/* Add a line to the event log (notes of scripts and lessons). */
+void engine_note(engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Changes between steps; each is logged as an event. */
 void engine_set_norm(engine *e, norm_place p);

@@ -15,7 +15,7 @@ typedef enum {
     F_LR, F_BETAS, F_ADAMEPS, F_WD, F_CLIP, F_WARMUP, F_SCHEDULE, F_STEPS, F_VALEVERY,
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
-    F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS
+    F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT
 } flag_id;
 
 typedef struct {
@@ -75,6 +75,8 @@ static const flag_spec flags[] = {
     {F_VALBATCHES, 0, "val-batches", "N", 1, 1000, "batches per validation, 1..1000 (default 4)"},
     {F_SEED, 0, "seed", "N", 0, 0, "seed of weights and batches, 0..2^64-1 (default 1337)"},
     {F_DATA, 0, "data", "FILE", 0, 0, "train on this file's bytes (default: the built-in corpus)"},
+    {F_SCRIPT, 0, "script", "FILE", 0, 0,
+     "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'"},
     {F_SAVE, 0, "save", "FILE", 0, 0, "write a checkpoint at the end (atomically)"},
     {F_LOAD, 0, "load", "FILE", 0, 0, "resume from a checkpoint (its shape and settings)"},
     {F_HEADLESS, 0, "headless", NULL, 0, 0, "train without the terminal UI"},
@@ -299,6 +301,7 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
         break;
     }
     case F_DATA: o->data = v; break;
+    case F_SCRIPT: o->script = v; break;
     case F_SAVE: o->save = v; break;
     case F_LOAD: o->load = v; break;
     case F_CSV: o->csv = v; break;

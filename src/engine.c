@@ -433,6 +433,18 @@ float engine_validate(engine *e)
 }
 
 long engine_steps_done(const engine *e) { return e->step; }
+int engine_warmup_on(const engine *e) { return e->sched.warmup_on; }
+float engine_current_peak(const engine *e) { return e->sched.peak; }
+
+void engine_note(engine *e, const char *fmt, ...)
+{
+    char buf[NS_EVENT_TEXT];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    event(e, "%s", buf);
+}
 const ns_config *engine_config(const engine *e) { return &e->cfg; }
 float engine_current_lr(const engine *e) { return schedule_lr(&e->sched, e->step + 1); }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "command.h"
 #include "data.h"
 #include "engine.h"
 #include "metrics.h"
@@ -130,6 +131,27 @@ static int check_against_checkpoint(const cli_opts *o, const ns_config *c)
     return 0;
 }
 
+/* Script commands in headless runs: settings go to the engine; there is
+ * no one to resume a pause, so pause, resume and step are noted and
+ * skipped; stop ends the run. */
+typedef struct {
+    engine *e;
+    int stop;
+} headless_ctx;
+
+static void headless_cmd(void *p, const ns_command *c)
+{
+    headless_ctx *h = p;
+    if (command_apply(h->e, c) != CMD_FLOW)
+        return;
+    if (c->kind == CMD_STOP) {
+        engine_note(h->e, "script: stop at step %ld", engine_steps_done(h->e));
+        h->stop = 1;
+    } else {
+        engine_note(h->e, "script: pause, resume and step do nothing without the live view");
+    }
+}
+
 static int run_headless(cli_opts *o, const dataset *data)
 {
     char err[512];
@@ -201,7 +223,13 @@ static int run_headless(cli_opts *o, const dataset *data)
     long done = 0, diverged = 0;
     long ev_seen = engine_event_count(e); /* the start event is not news */
     int stop_on_diverge = cfg.on_div != ONDIV_CONTINUE;
+    headless_ctx hc = {e, 0};
     while (engine_steps_done(e) < total && !stop_requested) {
+        if (o->script_loaded) {
+            script_due(&o->script_s, engine_steps_done(e), headless_cmd, &hc);
+            if (hc.stop)
+                break;
+        }
         int bad = engine_step(e, &m);
         done++;
         diverged += bad;
@@ -238,6 +266,11 @@ static int run_headless(cli_opts *o, const dataset *data)
             status = 3;
             break;
         }
+    }
+    for (; ev_seen < engine_event_count(e); ev_seen++) {
+        ns_event ev;
+        if (!o->quiet && engine_event_get(e, ev_seen, &ev) == 0)
+            fprintf(stderr, "%snormscope: %s\n", progress ? "\r\033[K" : "", ev.text);
     }
     if (progress)
         fputc('\n', stderr);
@@ -308,7 +341,17 @@ int main(int argc, char **argv)
         data_free(&data);
         return 2;
     }
+    if (o.script) {
+        if (script_load(o.script, &o.script_s, err, sizeof err) != 0) {
+            fprintf(stderr, "normscope: %s\n", err);
+            data_free(&data);
+            return 2;
+        }
+        o.script_loaded = 1;
+    }
     int status = run_headless(&o, &data);
+    if (o.script_loaded)
+        script_free(&o.script_s);
     data_free(&data);
     return status;
 }

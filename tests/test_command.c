@@ -1,0 +1,164 @@
+/* test_command.c - mid-run commands and --script files: parsing (errors
+ * name the line), when entries fire (once per pass, never looping after a
+ * rewind), and what applying them does to an engine. */
+#include <string.h>
+
+#include "command.h"
+#include "testutil.h"
+
+static void test_parse(void)
+{
+    struct {
+        const char *s;
+        command_kind k;
+        double arg;
+    } ok[] = {
+        {"norm post", CMD_NORM, NORM_POST},      {"norm deepnorm", CMD_NORM, NORM_DEEPNORM},
+        {"norm toggle", CMD_NORM_TOGGLE, 0},     {"norm next", CMD_NORM_CYCLE, 0},
+        {"kind rmsnorm", CMD_KIND, NORMK_RMSNORM}, {"warmup on", CMD_WARMUP, 1},
+        {"warmup off", CMD_WARMUP, 0},           {"warmup toggle", CMD_WARMUP, -1},
+        {"precision fp16", CMD_PRECISION, FMT_FP16}, {"precision next", CMD_PRECISION, -1},
+        {"fp32-norms off", CMD_FP32_NORMS, 0},   {"loss-scale dynamic", CMD_LOSS_SCALE, 0},
+        {"loss-scale off", CMD_LOSS_SCALE, -1},  {"loss-scale 128", CMD_LOSS_SCALE, 128},
+        {"lr 3e-3", CMD_LR, 3e-3},               {"lr x2", CMD_LR_SCALE, 2},
+        {"lr /2", CMD_LR_SCALE, 0.5},            {"clip 1.0", CMD_CLIP, 1},
+        {"clip off", CMD_CLIP, 0},               {"final-norm auto", CMD_FINAL_NORM, -1},
+        {"  snapshot  ", CMD_SNAPSHOT, 0},       {"rewind", CMD_REWIND, 0},
+        {"reinit", CMD_REINIT, 0},               {"pause", CMD_PAUSE, 0},
+        {"stop", CMD_STOP, 0},
+    };
+    char err[256];
+    int good = 1;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        ns_command c;
+        int r = command_parse(ok[i].s, &c, err, sizeof err);
+        if (r != 0 || c.kind != ok[i].k || c.arg != ok[i].arg) {
+            fprintf(stderr, "  '%s': r=%d kind=%d arg=%g (%s)\n", ok[i].s, r, c.kind, c.arg,
+                    r ? err : "");
+            good = 0;
+        }
+    }
+    CHECK(good);
+    ns_command c;
+    CHECK(command_parse("note watch the bottom layers", &c, err, sizeof err) == 0 &&
+          c.kind == CMD_NOTE && !strcmp(c.text, "watch the bottom layers"));
+    const char *bad[] = {"nrom post", "norm", "norm sideways", "lr -1", "lr x0", "clip -3",
+                         "snapshot now", "warmup maybe", "precision fp8", "loss-scale 0", ""};
+    int refused = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        refused &= command_parse(bad[i], &c, err, sizeof err) != 0 && err[0];
+    CHECK(refused);
+}
+
+static void test_script_errors(void)
+{
+    ns_script s;
+    char err[256];
+    CHECK(script_parse("# a lesson\n\nat 10: norm post\nevery 5: snapshot # keep\n", "x", &s, err,
+                       sizeof err) == 0);
+    CHECK(s.n == 2 && s.e[0].at == 10 && s.e[1].every == 5 && s.e[1].at == -1);
+    script_free(&s);
+    struct {
+        const char *text, *want;
+    } cases[] = {
+        {"at 10: norm post\nat 20 norm pre\n", "f.txt:2: expected"},
+        {"at 10: norm post\n\nat 30: nrom pre\n", "f.txt:3: unknown command 'nrom'"},
+        {"every 0: snapshot\n", "f.txt:1: 'every 0'"},
+        {"at -4: snapshot\n", "f.txt:1: 'at -4'"},
+        {"sometimes 4: snapshot\n", "f.txt:1: expected"},
+        {"at 4: lr fast\n", "f.txt:1: 'lr fast'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = 0;
+        int r = script_parse(cases[i].text, "f.txt", &s, err, sizeof err);
+        if (!t_check(r != 0 && strstr(err, cases[i].want) == err, __FILE__, __LINE__,
+                     cases[i].want))
+            fprintf(stderr, "  got: %s\n", err);
+    }
+    CHECK(script_load("/nonexistent/script", &s, err, sizeof err) != 0 && strstr(err, "--script"));
+}
+
+static int fired[64];
+static int n_fired;
+static void record(void *ctx, const ns_command *c)
+{
+    (void)ctx;
+    if (n_fired < 64) {
+        fired[n_fired] = c->kind;
+    }
+}
+
+static void test_due(void)
+{
+    ns_script s;
+    char err[256];
+    CHECK(script_parse("at 0: norm post\nevery 3: snapshot\nat 6: rewind\n", "x", &s, err,
+                       sizeof err) == 0);
+    n_fired = 0;
+    long steps[] = {0, 1, 2, 3, 4, 5, 6, /* rewind back to 3: */ 3, 4, 5, 6, 7, 8, 9};
+    int counts[16] = {0};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        int before = n_fired;
+        script_due(&s, steps[i], record, NULL);
+        counts[i] = n_fired - before;
+    }
+    /* 0: norm; 3: snapshot; 6: snapshot + rewind; the second pass over
+     * 3..6 is silent; 9: snapshot */
+    CHECK(counts[0] == 1 && fired[0] == CMD_NORM);
+    CHECK(counts[3] == 1 && counts[6] == 2);
+    CHECK(counts[7] == 0 && counts[8] == 0 && counts[9] == 0 && counts[10] == 0);
+    CHECK(counts[13] == 1 && n_fired == 5);
+    script_free(&s);
+}
+
+static void test_apply(void)
+{
+    dataset d;
+    data_builtin(&d);
+    ns_config c;
+    config_defaults(&c);
+    c.n_layer = 2;
+    c.dim = 16;
+    c.n_head = 2;
+    c.context = 16;
+    c.batch = 2;
+    char err[256];
+    engine *e = engine_create(&c, &d, err, sizeof err);
+    ns_command cmd;
+    command_parse("norm toggle", &cmd, err, sizeof err);
+    CHECK(command_apply(e, &cmd) == CMD_APPLIED && engine_config(e)->norm == NORM_POST);
+    command_parse("norm next", &cmd, err, sizeof err);
+    command_apply(e, &cmd);
+    CHECK(engine_config(e)->norm == NORM_PRE);
+    command_parse("precision next", &cmd, err, sizeof err);
+    command_apply(e, &cmd);
+    CHECK(engine_config(e)->precision == FMT_BF16);
+    command_parse("lr x4", &cmd, err, sizeof err);
+    command_apply(e, &cmd);
+    CHECK(t_close(engine_current_peak(e), 4e-3, 1e-6, 0));
+    /* + pressed many times: no cap at 10, the numbers go where they go */
+    for (int i = 0; i < 200; i++)
+        command_apply(e, &cmd);
+    CHECK(engine_current_peak(e) == 1e30f);
+    command_parse("clip toggle", &cmd, err, sizeof err);
+    command_apply(e, &cmd);
+    CHECK(engine_config(e)->clip == 1.0f);
+    command_apply(e, &cmd);
+    CHECK(engine_config(e)->clip == 0.0f);
+    command_parse("pause", &cmd, err, sizeof err);
+    CHECK(command_apply(e, &cmd) == CMD_FLOW);
+    command_parse("note hello", &cmd, err, sizeof err);
+    command_apply(e, &cmd);
+    ns_event ev;
+    CHECK(engine_event_get(e, engine_event_count(e) - 1, &ev) == 0 && !strcmp(ev.text, "hello"));
+    engine_free(e);
+}
+
+int main(void)
+{
+    test_parse();
+    test_script_errors();
+    test_due();
+    test_apply();
+    return test_summary();
+}

@@ -84,7 +84,7 @@ static void record(void *ctx, const ns_command *c)
 {
     (void)ctx;
     if (n_fired < 64) {
-        fired[n_fired] = c->kind;
+        fired[n_fired++] = c->kind;
     }
 }
 

@@ -2,7 +2,8 @@
  *
  * Conventions (after llm.c): outputs first; gradients are prefixed `d` and
  * ACCUMULATED with += (callers zero them); shapes are in the comments, with
- * N = B*T rows. Everything is fp32 and sequential; no allocation.
+ * N = B*T rows. Everything is fp32 and single-threaded; no allocation. Every
+ * sum has a fixed order, so the same inputs give the same bits each run.
  */
 #ifndef NS_OPS_H
 #define NS_OPS_H
@@ -68,5 +69,13 @@ void crossentropy_softmax_backward(float *dlogits, const float *probs, const uin
 void ops_axpy(float *restrict y, float a, const float *restrict x, int n);
 /* max |x| over n values; NaN if any value is NaN */
 float ops_absmax(const float *x, long n);
+
+/* The kernels run on x86 AVX2+FMA when the CPU has both (checked at run
+ * time) and as portable C otherwise; the two agree to rounding. ops_isa
+ * names the path in use ("avx2+fma" or "generic"); ops_force_generic(1)
+ * makes every kernel take the portable path (tests compare the two; not
+ * meant to be flipped while another thread is inside a kernel). */
+const char *ops_isa(void);
+void ops_force_generic(int on);
 
 #endif

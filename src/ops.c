@@ -1,13 +1,72 @@
 /* ops.c - forward and backward of each Transformer operation, in fp32.
  *
- * Plain loops written so the compiler can vectorize the inner ones without
- * reassociating anything it should not (no -ffast-math). The speed work of
- * a later issue replaces the hot ones; the contracts in ops.h stay.
+ * Two implementations of the hot kernels, chosen per call at run time:
+ * the x86 AVX2+FMA ones of ops_avx2.c when the CPU has both features, and
+ * the portable C here otherwise (any CPU, any compiler; GCC's -O2
+ * vectorizer does what it can with it). ops_force_generic() makes tests
+ * take the portable path on an AVX2 machine too. Neither reassociates
+ * anything behind the code's back (no -ffast-math): every sum has an
+ * order written in the code, so the same inputs give the same bits on
+ * every run. The two paths agree to rounding (FMA vs multiply-then-add),
+ * not bit for bit.
+ *
+ * The matmuls are one blocked gemm (below) with a register-tiled
+ * micro-kernel of OPS_MR x OPS_NR outputs. Nothing here allocates: the
+ * scratch is on the stack, fixed in size -- the gemm's packed panels
+ * (64 KB + 48 KB) and the tiled attention's (at most 100 KB, in
+ * ops_avx2.c), one at a time.
+ *
+ * Splitting the work over threads (a later change) must not change a bit
+ * of the results, so every kernel is written so that each output element
+ * is summed in an order that depends only on the problem's sizes, never
+ * on which rows or columns a call covers:
+ *  - gemm: each C[i][j] is one FMA chain over k in increasing order, cut
+ *    into KC-long blocks that depend only on K and the operands' layout
+ *    (each block's sum is added to C, the first block starts from the
+ *    bias or, when accumulating, is added to the old C). Work may
+ *    be split over row blocks of C (i) or column panels (j), never over k.
+ *    For matmul_forward and the dinp of matmul_backward that is a split
+ *    over the N rows or the output columns; for dw it is a split over the
+ *    OC rows or C columns of dw, NOT over N (N is dw's sum).
+ *  - db: each column sums its N rows in order: split over columns only.
+ *  - attention: each (b, h) pair touches only its own slices of out, att
+ *    and dqkv: split over (b, h).
+ *  - gelu, norms, softmax: rows (elements) are independent.
+ * A threaded caller splits at those boundaries and gets the same bits as
+ * one thread.
  */
 #include "ops.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+
+#include "ops_simd.h"
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+/* Set only by tests (ops_force_generic); atomic so a reader on another
+ * thread is not a data race. */
+static atomic_int force_generic;
+
+void ops_force_generic(int on)
+{
+    atomic_store_explicit(&force_generic, on != 0, memory_order_relaxed);
+}
+
+static int use_avx2(void)
+{
+#if NS_OPS_X86
+    return !atomic_load_explicit(&force_generic, memory_order_relaxed) &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+const char *ops_isa(void) { return use_avx2() ? "avx2+fma" : "generic"; }
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
 
 void encoder_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
                      int B, int T, int C)
@@ -38,6 +97,12 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                        const float *b, int N, int C, float eps)
 {
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
+        return;
+    }
+#endif
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         float *o = out + (long)n * C;
@@ -62,6 +127,12 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C)
 {
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        return;
+    }
+#endif
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         const float *d = dout + (long)n * C;
@@ -171,87 +242,283 @@ static inline float dot8(const float *a, const float *b, int n)
     return s;
 }
 
-void matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
-                    int OC)
+/* ---- gemm ---------------------------------------------------------------
+ *
+ * C (M x Nc, row stride ldc) = bias + A (M x K) B (K x Nc), or when
+ * accumulate C += A B, with A(i, k) = a[i * rsa + k * csa] and
+ * B(k, j) = b[k * rsb + j * csb], so one routine serves x W^T (forward),
+ * dy W (dinp) and dy^T x (dw) with no transposed copy of an operand.
+ * bias is per column and may be NULL (0).
+ *
+ * Blocking (Goto/BLIS): for each column block of NC and each depth block
+ * of KC, B's block is packed into panels of OPS_NR columns (64 KB, in L2)
+ * and swept by the micro-kernel over row blocks of MC rows of A (in L2),
+ * each B panel (KC x 16 floats) staying in L1 across the row block. A is
+ * read in place when its rows are contiguous in k (x, dy); dw's dy^T is
+ * strided in k and is packed per row block first (gemm_pack_a).
+ */
+enum {
+    GEMM_KC = 256,          /* depth of one pass; depends only on K (see top) */
+    GEMM_MC = 144,          /* rows of A per sweep, a multiple of OPS_MR */
+    GEMM_MC_PACKED = 96,    /* the same when A is packed ... */
+    GEMM_KC_PACKED = 128,   /* ... with this depth: 48 KB of stack */
+    GEMM_PANEL = 64 * 256,  /* floats of packed B: 64 KB of stack */
+    GEMM_PF = 32,           /* rows ahead to prefetch when packing */
+};
+
+typedef void (*gemm_ukr_fn)(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
+                            float *c, long ldc, int nr, const float *bias, int accumulate);
+
+/* The portable micro-kernel: the same contract and the same order of
+ * terms as ops_avx2_gemm_ukr (ops_simd.h), with a multiply and an add
+ * per term. It works on half the tile's columns at a time: 6 x 8
+ * accumulators, as 12 vectors of 4 with GCC's or clang's vector types
+ * (SSE2 on any x86-64, NEON on arm64, scalar code elsewhere), which fit in
+ * 16 registers; other compilers get the same loops on plain floats. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef float v4f __attribute__((vector_size(16)));
+#else
+typedef struct {
+    float v[4];
+} v4f;
+#endif
+
+static inline v4f v4_load(const float *p)
 {
-    /* four input rows share each weight row while it is in cache */
-    int n = 0;
-    for (; n + 4 <= N; n += 4) {
-        const float *x0 = inp + (long)n * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
-        float *o = out + (long)n * OC;
-        for (int j = 0; j < OC; j++) {
-            const float *wj = w + (long)j * C;
-            float bj = b ? b[j] : 0.0f;
-            o[j] = bj + dot8(x0, wj, C);
-            o[OC + j] = bj + dot8(x1, wj, C);
-            o[2 * OC + j] = bj + dot8(x2, wj, C);
-            o[3 * OC + j] = bj + dot8(x3, wj, C);
+    v4f r;
+    memcpy(&r, p, sizeof r);
+    return r;
+}
+
+static inline v4f v4_muladd(v4f acc, float a, v4f b)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return acc + a * b;
+#else
+    for (int i = 0; i < 4; i++)
+        acc.v[i] += a * b.v[i];
+    return acc;
+#endif
+}
+
+static void gemm_ukr_generic(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
+                             float *c, long ldc, int nr, const float *bias, int accumulate)
+{
+    const float *ar[OPS_MR];
+    for (int i = 0; i < OPS_MR; i++)
+        ar[i] = a + (i < mr ? i : 0) * rsa; /* rows past mr: computed, not stored */
+    for (int h = 0; h < nr; h += 8) {
+        float init[8] = {0};
+        for (int j = 0; j < 8 && h + j < nr; j++)
+            init[j] = !accumulate && bias ? bias[h + j] : 0.0f;
+        v4f acc[OPS_MR][2];
+        for (int i = 0; i < OPS_MR; i++)
+            acc[i][0] = v4_load(init), acc[i][1] = v4_load(init + 4);
+        for (int k = 0; k < kc; k++) {
+            v4f b0 = v4_load(bp + k * OPS_NR + h), b1 = v4_load(bp + k * OPS_NR + h + 4);
+#pragma GCC unroll 6
+            for (int i = 0; i < OPS_MR; i++) {
+                float av = ar[i][k * csa];
+                acc[i][0] = v4_muladd(acc[i][0], av, b0);
+                acc[i][1] = v4_muladd(acc[i][1], av, b1);
+            }
         }
-    }
-    for (; n < N; n++) {
-        const float *x = inp + (long)n * C;
-        float *o = out + (long)n * OC;
-        for (int j = 0; j < OC; j++)
-            o[j] = (b ? b[j] : 0.0f) + dot8(x, w + (long)j * C, C);
+        for (int i = 0; i < mr; i++) {
+            float out[8];
+            memcpy(out, &acc[i][0], sizeof acc[i][0]);
+            memcpy(out + 4, &acc[i][1], sizeof acc[i][1]);
+            for (int j = 0; j < 8 && h + j < nr; j++)
+                c[i * ldc + h + j] = accumulate ? c[i * ldc + h + j] + out[j] : out[j];
+        }
     }
 }
 
-/* y (n) += a0 x0 + a1 x1 + a2 x2 + a3 x3, one pass over y */
-static void axpy4(float *restrict y, float a0, const float *restrict x0, float a1,
-                  const float *restrict x1, float a2, const float *restrict x2, float a3,
-                  const float *restrict x3, int n)
+/* bp = B's kc x nc block as panels of kc x OPS_NR, zero past nc */
+static void gemm_pack_b(float *bp, const float *b, long rsb, long csb, int kc, int nc)
 {
-    for (int i = 0; i < n; i++)
-        y[i] += ((a0 * x0[i] + a1 * x1[i]) + (a2 * x2[i] + a3 * x3[i]));
+    if (csb == 1) {
+        /* rows of B contiguous (w for dinp, x for dw): copy row by row, so
+         * each source row is read once, in order; rows are rsb apart, which
+         * the hardware prefetcher does not follow */
+        for (int k = 0; k < kc; k++) {
+            const float *src = b + k * rsb;
+            for (int j = 0; j < nc; j += 16)
+                __builtin_prefetch(src + GEMM_PF * rsb + j);
+            int jr = 0;
+            for (; jr + OPS_NR <= nc; jr += OPS_NR) /* a fixed size: moves, not rep movs */
+                memcpy(bp + (long)jr * kc + k * OPS_NR, src + jr, sizeof(float) * OPS_NR);
+            if (jr < nc) {
+                float *d = bp + (long)jr * kc + k * OPS_NR;
+                for (int j = 0; j < OPS_NR; j++)
+                    d[j] = jr + j < nc ? src[jr + j] : 0.0f;
+            }
+        }
+        return;
+    }
+    /* columns of B contiguous (a weight read as W^T): transpose */
+    for (int jr = 0; jr < nc; jr += OPS_NR) {
+        int nr = imin(OPS_NR, nc - jr);
+        float *dst = bp + (long)jr * kc;
+        for (int j = 0; j < OPS_NR; j++) {
+            if (j < nr) {
+                const float *src = b + (jr + j) * csb;
+                for (int k = 0; k < kc; k++)
+                    dst[k * OPS_NR + j] = src[k * rsb];
+            } else {
+                for (int k = 0; k < kc; k++)
+                    dst[k * OPS_NR + j] = 0.0f;
+            }
+        }
+    }
+}
+
+/* ap = A's mc x kc block as micro-panels (layout in ops_simd.h); rows
+ * past mc repeat the panel's first row */
+static void gemm_pack_a(float *ap, const float *a, long rsa, long csa, int mc, int kc)
+{
+    if (rsa == 1) {
+        /* dw's dy^T: row k of the block is mc contiguous floats of dy; read
+         * each once, in order, prefetching ahead (rows csa apart defeat
+         * the hardware prefetcher and alias in the caches) */
+        long ps = (long)kc * OPS_MR + OPS_APAD;
+        for (int k = 0; k < kc; k++) {
+            const float *src = a + k * csa;
+            const float *pf = src + GEMM_PF * csa;
+            for (int i = 0; i < mc; i += 16)
+                __builtin_prefetch(pf + i);
+            int ir = 0;
+            for (; ir + OPS_MR <= mc; ir += OPS_MR)
+                memcpy(ap + ir / OPS_MR * ps + k * OPS_MR, src + ir, sizeof(float) * OPS_MR);
+            for (int i = 0; ir < mc && i < OPS_MR; i++)
+                ap[ir / OPS_MR * ps + k * OPS_MR + i] = src[ir + (ir + i < mc ? i : 0)];
+        }
+        return;
+    }
+    for (int ir = 0; ir < mc; ir += OPS_MR) {
+        int mr = imin(OPS_MR, mc - ir);
+        const float *as = a + ir * rsa;
+        float *dst = ap + ir / OPS_MR * ((long)kc * OPS_MR + OPS_APAD);
+        for (int k = 0; k < kc; k++)
+            for (int i = 0; i < OPS_MR; i++)
+                dst[k * OPS_MR + i] = as[k * csa + (i < mr ? i : 0) * rsa];
+    }
+}
+
+static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long rsa, long csa,
+                 const float *b, long rsb, long csb, const float *bias, int accumulate)
+{
+    if (M <= 0 || Nc <= 0)
+        return;
+    if (K <= 0) {
+        if (!accumulate)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < Nc; j++)
+                    c[i * ldc + j] = bias ? bias[j] : 0.0f;
+        return;
+    }
+#if NS_OPS_X86
+    int simd = use_avx2();
+    gemm_ukr_fn ukr = simd ? ops_avx2_gemm_ukr : gemm_ukr_generic;
+#else
+    gemm_ukr_fn ukr = gemm_ukr_generic;
+#endif
+    _Alignas(64) float bp[GEMM_PANEL];
+    _Alignas(64) float ap[GEMM_MC_PACKED / OPS_MR * (GEMM_KC_PACKED * OPS_MR + OPS_APAD)];
+    /* A's rows contiguous in k (x, dy): read in place, they stream well.
+     * Strided in k (dw's dy^T): rows csa apart fall into a few L1 sets and
+     * evict each other, so copy each block to contiguous panels first. */
+    int pack_a = csa != 1;
+    int MC = pack_a ? GEMM_MC_PACKED : GEMM_MC;
+    int KC = pack_a ? GEMM_KC_PACKED : GEMM_KC;
+    int kc_max = imin(K, KC);
+    int NC = GEMM_PANEL / kc_max / OPS_NR * OPS_NR; /* >= 64 columns */
+    for (int jc = 0; jc < Nc; jc += NC) {
+        int nc = imin(NC, Nc - jc);
+        for (int pc = 0; pc < K; pc += KC) {
+            int kc = imin(KC, K - pc);
+            int acc = accumulate || pc > 0;
+#if NS_OPS_X86
+            if (simd && (csb == 1 || rsb == 1))
+                ops_avx2_gemm_pack_b(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
+            else
+#endif
+                gemm_pack_b(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
+            for (int ic = 0; ic < M; ic += MC) {
+                int mc = imin(MC, M - ic);
+                const float *ablk = a + ic * rsa + pc * csa;
+                long ars = rsa, acs = csa, astep = OPS_MR * rsa;
+                if (pack_a) {
+#if NS_OPS_X86
+                    if (simd && rsa == 1)
+                        ops_avx2_gemm_pack_a(ap, ablk, csa, mc, kc);
+                    else
+#endif
+                        gemm_pack_a(ap, ablk, rsa, csa, mc, kc);
+                    ablk = ap, ars = 1, acs = OPS_MR, astep = (long)OPS_MR * kc + OPS_APAD;
+                }
+                for (int jr = 0; jr < nc; jr += OPS_NR) {
+                    int nr = imin(OPS_NR, nc - jr);
+                    const float *bias_j = !acc && bias ? bias + jc + jr : NULL;
+                    const float *panel = bp + (long)jr * kc;
+                    for (int ir = 0; ir < mc; ir += OPS_MR)
+                        ukr(kc, ablk + ir / OPS_MR * astep, ars, acs, imin(OPS_MR, mc - ir), panel,
+                            c + (ic + ir) * ldc + jc + jr, ldc, nr, bias_j, acc);
+                }
+            }
+        }
+    }
+}
+
+void matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
+                    int OC)
+{
+    /* out (N, OC) = inp (N, C) @ W^T: B(k, j) = w[j * C + k] */
+    gemm(out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0);
 }
 
 void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                      const float *w, int N, int C, int OC)
 {
     /* dinp (N, C) += dout (N, OC) @ w (OC, C) */
-    if (dinp) {
-        for (int n = 0; n < N; n++) {
-            const float *d = dout + (long)n * OC;
-            float *dx = dinp + (long)n * C;
-            int j = 0;
-            for (; j + 4 <= OC; j += 4) {
-                const float *wj = w + (long)j * C;
-                axpy4(dx, d[j], wj, d[j + 1], wj + C, d[j + 2], wj + 2 * C, d[j + 3], wj + 3 * C,
-                      C);
-            }
-            for (; j < OC; j++)
-                ops_axpy(dx, d[j], w + (long)j * C, C);
-        }
+    if (dinp)
+        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, 1);
+    /* dw (OC, C) += dout^T (OC, N) @ inp (N, C): A(j, n) = dout[n * OC + j] */
+    gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1);
+    /* db (OC) += sum over n of dout, each column in order of n: the same
+     * bits on both paths */
+#if NS_OPS_X86
+    if (db && use_avx2()) {
+        ops_avx2_colsum(db, dout, OC, N, OC);
+        return;
     }
-    /* dw (OC, C) += dout^T (OC, N) @ inp (N, C); db (OC) += sum_n dout */
-    for (int j = 0; j < OC; j++) {
-        float *dwj = dw + (long)j * C;
-        float bsum = 0.0f;
-        int n = 0;
-        for (; n + 4 <= N; n += 4) {
-            const float *d = dout + (long)n * OC + j;
-            const float *x = inp + (long)n * C;
-            float d0 = d[0], d1 = d[OC], d2 = d[2 * OC], d3 = d[3 * OC];
-            bsum += ((d0 + d1) + (d2 + d3));
-            axpy4(dwj, d0, x, d1, x + C, d2, x + 2 * C, d3, x + 3 * C, C);
+#endif
+    if (db) {
+        enum { CHUNK = 256 };
+        float acc[CHUNK];
+        for (int j0 = 0; j0 < OC; j0 += CHUNK) {
+            int nj = imin(CHUNK, OC - j0);
+            memset(acc, 0, sizeof acc);
+            for (int n = 0; n < N; n++) {
+                const float *d = dout + (long)n * OC + j0;
+                for (int j = 0; j < nj; j++)
+                    acc[j] += d[j];
+            }
+            for (int j = 0; j < nj; j++)
+                db[j0 + j] += acc[j];
         }
-        for (; n < N; n++) {
-            float d = dout[(long)n * OC + j];
-            bsum += d;
-            ops_axpy(dwj, d, inp + (long)n * C, C);
-        }
-        if (db)
-            db[j] += bsum;
     }
 }
 
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+/* ---- attention ---------------------------------------------------------- */
+
+static void attention_forward_generic(float *out, float *att, const float *qkv, int B, int T, int C,
+                                      int NH)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++) {
-            for (int h = 0; h < NH; h++) {
+        for (int h = 0; h < NH; h++) {
+            for (int t = 0; t < T; t++) {
                 const float *q = qkv + ((long)b * T + t) * 3 * C + h * hs;
                 float *a = att + (((long)b * NH + h) * T + t) * T;
                 float maxv = -INFINITY;
@@ -281,14 +548,26 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
     }
 }
 
-void attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
-                        const float *att, int B, int T, int C, int NH)
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+{
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_attention_forward(out, att, qkv, B, T, C, NH);
+        return;
+    }
+#endif
+    attention_forward_generic(out, att, qkv, B, T, C, NH);
+}
+
+static void attention_backward_generic(float *dqkv, float *drow, const float *dout,
+                                       const float *qkv, const float *att, int B, int T, int C,
+                                       int NH)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++) {
-            for (int h = 0; h < NH; h++) {
+        for (int h = 0; h < NH; h++) {
+            for (int t = 0; t < T; t++) {
                 const float *a = att + (((long)b * NH + h) * T + t) * T;
                 const float *dy = dout + ((long)b * T + t) * C + h * hs;
                 const float *q = qkv + ((long)b * T + t) * 3 * C + h * hs;
@@ -313,31 +592,71 @@ void attention_backward(float *dqkv, float *drow, const float *dout, const float
     }
 }
 
+void attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
+                        const float *att, int B, int T, int C, int NH)
+{
+#if NS_OPS_X86
+    if (T <= OPS_AVX2_ATT_TMAX && use_avx2()) {
+        ops_avx2_attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+        return;
+    }
+#endif
+    attention_backward_generic(dqkv, drow, dout, qkv, att, B, T, C, NH);
+}
+
+/* ---- GELU ----------------------------------------------------------------
+ * The tanh form, computed as 0.5 x (1 + tanh(u)) = x sigmoid(2u) =
+ * x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3): the same function
+ * as torch's approximate='tanh', with one exp instead of tanhf (whose
+ * expm1f made GELU a quarter of a step) and no cancellation in 1 + tanh. */
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 
 void gelu_forward(float *out, const float *inp, int n)
 {
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_gelu_forward(out, inp, n);
+        return;
+    }
+#endif
     for (int i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
+        out[i] = x / (1.0f + expf(-2.0f * u));
     }
 }
 
+/* d/dx = s + 2 x s (1 - s) u', s = sigmoid(2u), 1 - s = e s with
+ * e = exp(-2u) held finite (<= exp(88)) so e s s is 0, not inf * 0 */
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
 {
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_gelu_backward(dinp, inp, dout, n);
+        return;
+    }
+#endif
     for (int i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        float th = tanhf(u);
-        float sech2 = 1.0f - th * th;
+        float t = -2.0f * u;
+        float e = expf(t > 88.0f ? 88.0f : t);
+        float s = 1.0f / (1.0f + e);
         float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += dout[i] * (0.5f * (1.0f + th) + 0.5f * x * sech2 * du);
+        dinp[i] += dout[i] * (s + 2.0f * x * du * (e * s) * s);
     }
 }
+
+/* ---- softmax and cross-entropy ------------------------------------------ */
 
 void softmax_forward(float *probs, const float *logits, int N, int V)
 {
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_softmax_forward(probs, logits, N, V);
+        return;
+    }
+#endif
     for (int n = 0; n < N; n++) {
         const float *l = logits + (long)n * V;
         float *p = probs + (long)n * V;
@@ -359,16 +678,30 @@ void softmax_forward(float *probs, const float *logits, int N, int V)
 void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
                           int V)
 {
+#if NS_OPS_X86
+    int simd = use_avx2();
+#endif
     for (int n = 0; n < N; n++) {
         const float *l = logits + (long)n * V;
-        float maxv = -INFINITY;
-        for (int i = 0; i < V; i++)
-            if (l[i] > maxv)
-                maxv = l[i];
-        double sum = 0.0;
-        for (int i = 0; i < V; i++)
-            sum += exp((double)l[i] - maxv);
-        losses[n] = (float)(log(sum) + maxv - l[targets[n]]);
+        double lse;
+#if NS_OPS_X86
+        if (simd) {
+            float mx;
+            float s = ops_avx2_sumexp(l, V, &mx); /* >= 1: the max's own term */
+            lse = log((double)s) + mx;
+        } else
+#endif
+        {
+            float maxv = -INFINITY;
+            for (int i = 0; i < V; i++)
+                if (l[i] > maxv)
+                    maxv = l[i];
+            double sum = 0.0;
+            for (int i = 0; i < V; i++)
+                sum += exp((double)l[i] - maxv);
+            lse = log(sum) + maxv;
+        }
+        losses[n] = (float)(lse - l[targets[n]]);
     }
 }
 
@@ -391,6 +724,10 @@ void ops_axpy(float *restrict y, float a, const float *restrict x, int n)
 
 float ops_absmax(const float *x, long n)
 {
+#if NS_OPS_X86
+    if (use_avx2())
+        return ops_avx2_absmax(x, n);
+#endif
     float m = 0.0f;
     int nan = 0;
     for (long i = 0; i < n; i++) {

@@ -333,9 +333,489 @@ static void test_absmax(void)
     CHECK(isinf(ops_absmax(x, 4)));
 }
 
-int main(void)
+/* ==== the fast kernels against double-precision references ==============
+ *
+ * Sizes are odd on purpose (not multiples of the 6 x 16 register tile,
+ * the 8-lane vectors or the cache blocks) and some are large enough to
+ * cross every block boundary of src/ops.c's gemm (depth > 256, rows >
+ * 144, more columns than one packed panel, and for dw rows > 96 and
+ * depth > 128) and the tiled attention's (T > 128 and hs * T past its
+ * panels take the row-at-a-time kernel).
+ * Every check runs on the path the CPU selects and again with
+ * ops_force_generic(1), so an AVX2 machine tests both.
+ *
+ * Tolerance for a sum of K products (any order, fp32 with or without
+ * FMA): |got - exact| <= (K + 2) * 2^-24 * sum |terms| -- the standard
+ * worst-case bound, so a failure is a real bug, never bad luck. */
+static const char *path_name(void) { return ops_isa(); }
+
+static float *rndf(long n, float scale)
 {
-    rng_seed(&R, 42);
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (long i = 0; i < n; i++)
+        x[i] = scale * rng_normal(&R);
+    return x;
+}
+
+static float *dupf(const float *x, long n)
+{
+    float *y = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    memcpy(y, x, sizeof(float) * (size_t)n);
+    return y;
+}
+
+static int sum_close(double got, double exact, double abssum, int K)
+{
+    return fabs(got - exact) <= (K + 2) * 0x1p-24 * abssum + 1e-30;
+}
+
+/* out = inp w^T + b; dinp += dout w; dw += dout^T inp; db += sum dout,
+ * each against a double loop, for one shape */
+static int check_matmul_shape(int N, int C, int OC, int with_bias)
+{
+    float *x = rndf((long)N * C, 1), *w = rndf((long)OC * C, 1), *b = rndf(OC, 1);
+    float *out = rndf((long)N * OC, 1), *dout = rndf((long)N * OC, 1);
+    float *dx0 = rndf((long)N * C, 1), *dw0 = rndf((long)OC * C, 1), *db0 = rndf(OC, 1);
+    float *dx = dupf(dx0, (long)N * C), *dw = dupf(dw0, (long)OC * C), *db = dupf(db0, OC);
+    const float *bias = with_bias ? b : NULL;
+    matmul_forward(out, x, w, bias, N, C, OC);
+    matmul_backward(dx, dw, with_bias ? db : NULL, dout, x, w, N, C, OC);
+    int bad = 0;
+    for (int n = 0; n < N && bad < 3; n++)
+        for (int j = 0; j < OC; j++) {
+            double e = bias ? b[j] : 0, a = fabs(e);
+            for (int i = 0; i < C; i++) {
+                double t = (double)x[(long)n * C + i] * w[(long)j * C + i];
+                e += t, a += fabs(t);
+            }
+            if (!sum_close(out[(long)n * OC + j], e, a, C) && bad++ < 3)
+                fprintf(stderr, "  matmul_forward %s N=%d C=%d OC=%d [%d][%d]: %.9g vs %.9g\n",
+                        path_name(), N, C, OC, n, j, out[(long)n * OC + j], e);
+        }
+    for (int n = 0; n < N && bad < 3; n++)
+        for (int i = 0; i < C; i++) {
+            double e = dx0[(long)n * C + i], a = fabs(e);
+            for (int j = 0; j < OC; j++) {
+                double t = (double)dout[(long)n * OC + j] * w[(long)j * C + i];
+                e += t, a += fabs(t);
+            }
+            if (!sum_close(dx[(long)n * C + i], e, a, OC) && bad++ < 3)
+                fprintf(stderr, "  matmul dinp %s N=%d C=%d OC=%d [%d][%d]: %.9g vs %.9g\n",
+                        path_name(), N, C, OC, n, i, dx[(long)n * C + i], e);
+        }
+    for (int j = 0; j < OC && bad < 3; j++) {
+        for (int i = 0; i < C; i++) {
+            double e = dw0[(long)j * C + i], a = fabs(e);
+            for (int n = 0; n < N; n++) {
+                double t = (double)dout[(long)n * OC + j] * x[(long)n * C + i];
+                e += t, a += fabs(t);
+            }
+            if (!sum_close(dw[(long)j * C + i], e, a, N) && bad++ < 3)
+                fprintf(stderr, "  matmul dw %s N=%d C=%d OC=%d [%d][%d]: %.9g vs %.9g\n",
+                        path_name(), N, C, OC, j, i, dw[(long)j * C + i], e);
+        }
+        double e = db0[j], a = fabs(e);
+        for (int n = 0; n < N; n++)
+            e += dout[(long)n * OC + j], a += fabs(dout[(long)n * OC + j]);
+        if (with_bias && !sum_close(db[j], e, a, N) && bad++ < 3)
+            fprintf(stderr, "  matmul db %s N=%d OC=%d [%d]: %.9g vs %.9g\n", path_name(), N, OC, j,
+                    db[j], e);
+        if (!with_bias && db[j] != db0[j])
+            bad++;
+    }
+    free(x), free(w), free(b), free(out), free(dout), free(dx0), free(dw0), free(db0);
+    free(dx), free(dw), free(db);
+    return bad;
+}
+
+static void test_matmul_reference(void)
+{
+    static const int odd[] = {1, 3, 7, 13, 17, 33, 65};
+    int bad = 0, shapes = 0;
+    for (int a = 0; a < 7; a++)
+        for (int c = 0; c < 7; c++)
+            for (int o = 0; o < 7; o += 2) {
+                bad += check_matmul_shape(odd[a], odd[c], odd[o], (a + c + o) & 1) != 0;
+                shapes++;
+            }
+    /* across the cache blocks (see above): forward depth 300 > 256 and
+     * 70 columns > one panel of 64; dinp 513 columns > a panel; dw with
+     * 200 and 257 rows > 96, depth 150, 301, 400 > 128, 300 and 513
+     * columns > a panel of 128 */
+    static const int big[][3] = {{150, 300, 70}, {7, 513, 200}, {301, 64, 257},
+                                 {97, 260, 49},  {1, 1000, 3},  {400, 5, 1}};
+    for (int i = 0; i < 6; i++, shapes++)
+        bad += check_matmul_shape(big[i][0], big[i][1], big[i][2], i & 1) != 0;
+    if (bad)
+        fprintf(stderr, "  matmul (%s): %d of %d shapes off\n", path_name(), bad, shapes);
+    CHECK(bad == 0);
+}
+
+/* Same inputs, same bits: twice in a row, and with the rows split into
+ * two calls (how a later thread pool will cut the work). */
+static void test_matmul_deterministic(void)
+{
+    enum { N = 157, C = 300, OC = 77 };
+    float *x = rndf((long)N * C, 1), *w = rndf((long)OC * C, 1), *b = rndf(OC, 1);
+    float *dout = rndf((long)N * OC, 1);
+    float *o1 = rndf((long)N * OC, 1), *o2 = rndf((long)N * OC, 1), *o3 = rndf((long)N * OC, 1);
+    matmul_forward(o1, x, w, b, N, C, OC);
+    matmul_forward(o2, x, w, b, N, C, OC);
+    int split = 61; /* not a multiple of any tile */
+    matmul_forward(o3, x, w, b, split, C, OC);
+    matmul_forward(o3 + (long)split * OC, x + (long)split * C, w, b, N - split, C, OC);
+    CHECK(!memcmp(o1, o2, sizeof(float) * N * OC));
+    CHECK(!memcmp(o1, o3, sizeof(float) * N * OC));
+    float *dx1 = calloc((size_t)N * C, 4), *dx2 = calloc((size_t)N * C, 4),
+          *dx3 = calloc((size_t)N * C, 4);
+    float *dw1 = calloc((size_t)OC * C, 4), *dw2 = calloc((size_t)OC * C, 4),
+          *dw3 = calloc((size_t)OC * C, 4);
+    float *db1 = calloc(OC, 4), *db2 = calloc(OC, 4), *db3 = calloc(OC, 4);
+    matmul_backward(dx1, dw1, db1, dout, x, w, N, C, OC);
+    matmul_backward(dx2, dw2, db2, dout, x, w, N, C, OC);
+    matmul_backward(dx3, dw3, db3, dout, x, w, split, C, OC); /* dinp rows split */
+    matmul_backward(dx3 + (long)split * C, dw3, db3, dout + (long)split * OC, x + (long)split * C,
+                    w, N - split, C, OC);
+    CHECK(!memcmp(dx1, dx2, sizeof(float) * N * C) && !memcmp(dw1, dw2, sizeof(float) * OC * C) &&
+          !memcmp(db1, db2, sizeof(float) * OC));
+    CHECK(!memcmp(dx1, dx3, sizeof(float) * N * C));
+    free(x), free(w), free(b), free(dout), free(o1), free(o2), free(o3);
+    free(dx1), free(dx2), free(dx3), free(dw1), free(dw2), free(dw3), free(db1), free(db2),
+        free(db3);
+}
+
+/* ---- attention against a double reference ---- */
+static void attention_ref(double *out, double *att, double *dqkv, const float *qkv,
+                          const float *dout, int B, int T, int C, int NH)
+{
+    int hs = C / NH;
+    double scale = 1.0 / sqrt((double)hs);
+    memset(dqkv, 0, sizeof(double) * B * T * 3 * C);
+    double *dp = malloc(sizeof(double) * T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((long)b * T + t) * 3 * C + h * hs;
+                double *a = att + (((long)b * NH + h) * T + t) * T, mx = -INFINITY, sum = 0;
+                for (int k = 0; k <= t; k++) {
+                    const float *kk = qkv + ((long)b * T + k) * 3 * C + C + h * hs;
+                    double s = 0;
+                    for (int d = 0; d < hs; d++)
+                        s += (double)q[d] * kk[d];
+                    a[k] = s * scale;
+                    mx = a[k] > mx ? a[k] : mx;
+                }
+                for (int k = 0; k <= t; k++)
+                    sum += (a[k] = exp(a[k] - mx));
+                double *o = out + ((long)b * T + t) * C + h * hs;
+                for (int d = 0; d < hs; d++)
+                    o[d] = 0;
+                for (int k = 0; k <= t; k++) {
+                    a[k] /= sum;
+                    const float *v = qkv + ((long)b * T + k) * 3 * C + 2 * C + h * hs;
+                    for (int d = 0; d < hs; d++)
+                        o[d] += a[k] * v[d];
+                }
+                /* backward of this row */
+                const float *dy = dout + ((long)b * T + t) * C + h * hs;
+                double dsum = 0;
+                for (int k = 0; k <= t; k++) {
+                    const float *v = qkv + ((long)b * T + k) * 3 * C + 2 * C + h * hs;
+                    double *dv = dqkv + ((long)b * T + k) * 3 * C + 2 * C + h * hs;
+                    dp[k] = 0;
+                    for (int d = 0; d < hs; d++) {
+                        dp[k] += (double)dy[d] * v[d];
+                        dv[d] += a[k] * dy[d];
+                    }
+                    dsum += a[k] * dp[k];
+                }
+                double *dq = dqkv + ((long)b * T + t) * 3 * C + h * hs;
+                for (int k = 0; k <= t; k++) {
+                    double ds = a[k] * (dp[k] - dsum) * scale;
+                    const float *kk = qkv + ((long)b * T + k) * 3 * C + C + h * hs;
+                    double *dk = dqkv + ((long)b * T + k) * 3 * C + C + h * hs;
+                    for (int d = 0; d < hs; d++) {
+                        dq[d] += ds * kk[d];
+                        dk[d] += ds * q[d];
+                    }
+                }
+            }
+    free(dp);
+}
+
+/* relative to the size of the values: attention mixes sums of hs and T
+ * terms through a softmax, so an absolute floor scaled by the data */
+static int att_close(double got, double ref, double scale)
+{
+    return fabs(got - ref) <= 2e-5 * scale;
+}
+
+static int check_attention_shape(int B, int T, int C, int NH)
+{
+    long nq = (long)B * T * 3 * C, no = (long)B * T * C, na = (long)B * NH * T * T;
+    float *qkv = rndf(nq, 1), *dout = rndf(no, 1), *out = rndf(no, 1);
+    float *att = malloc(sizeof(float) * na), *drow = malloc(sizeof(float) * T);
+    float *dqkv0 = rndf(nq, 1), *dqkv = dupf(dqkv0, nq);
+    for (long i = 0; i < na; i++)
+        att[i] = 12345.0f; /* the upper triangle must stay untouched */
+    double *ro = malloc(sizeof(double) * no), *ra = malloc(sizeof(double) * na),
+           *rd = malloc(sizeof(double) * nq);
+    attention_ref(ro, ra, rd, qkv, dout, B, T, C, NH);
+    attention_forward(out, att, qkv, B, T, C, NH);
+    attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
+    int bad = 0;
+    double go = 0, gd = 0;
+    for (long i = 0; i < no; i++)
+        go = fmax(go, fabs(ro[i]));
+    for (long i = 0; i < nq; i++)
+        gd = fmax(gd, fabs(rd[i]));
+    for (long i = 0; i < no; i++)
+        bad += !att_close(out[i], ro[i], go + 1);
+    for (int bh = 0; bh < B * NH; bh++)
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < T; k++) {
+                long i = ((long)bh * T + t) * T + k;
+                bad += k <= t ? !att_close(att[i], ra[i], 1) : att[i] != 12345.0f;
+            }
+    for (long i = 0; i < nq; i++)
+        bad += !att_close(dqkv[i] - dqkv0[i], rd[i], gd + 1);
+    if (bad)
+        fprintf(stderr, "  attention %s B=%d T=%d C=%d NH=%d: %d values off\n", path_name(), B, T,
+                C, NH, bad);
+    free(qkv), free(dout), free(out), free(att), free(drow), free(dqkv0), free(dqkv);
+    free(ro), free(ra), free(rd);
+    return bad;
+}
+
+static void test_attention_reference(void)
+{
+    /* {B, T, C, NH}: head sizes 1..72, T across the 6-row tiles and the
+     * 16-key panels; T = 130 and hs = 72 at T = 128 exceed the tiled
+     * kernel's stack panels and take the row-at-a-time one */
+    static const int shapes[][4] = {{1, 1, 4, 4},    {2, 5, 8, 2},     {1, 7, 3, 1},
+                                    {2, 13, 10, 2},  {1, 17, 33, 3},   {1, 33, 64, 4},
+                                    {1, 64, 16, 1},  {1, 65, 48, 2},   {1, 128, 256, 4},
+                                    {1, 130, 24, 2}, {1, 128, 144, 2}, {1, 40, 9, 9}};
+    int bad = 0;
+    for (int i = 0; i < 12; i++)
+        bad += check_attention_shape(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]) != 0;
+    CHECK(bad == 0);
+}
+
+/* Causality stays exact even for non-finite values: a NaN in a later
+ * position's v never reaches an earlier output, a NaN in a query never
+ * reaches the keys it did not attend to. */
+static void test_attention_causal_nan(void)
+{
+    enum { B = 1, T = 37, C = 16, NH = 2 };
+    float *qkv = rndf(B * T * 3 * C, 1), *dout = rndf(B * T * C, 1), *out = rndf(B * T * C, 1);
+    float *att = calloc(B * NH * T * T, 4), *dqkv = calloc(B * T * 3 * C, 4), drow[T];
+    int tv = 20, tq = 9;
+    qkv[tv * 3 * C + 2 * C + 3] = NAN; /* v of position 20, head 0 */
+    attention_forward(out, att, qkv, B, T, C, NH);
+    int ok = 1;
+    for (int t = 0; t < tv; t++)
+        for (int d = 0; d < C; d++)
+            ok &= isfinite(out[t * C + d]);
+    CHECK(ok);
+    CHECK(isnan(out[tv * C + 3]));
+    qkv[tv * 3 * C + 2 * C + 3] = 0.5f;
+    attention_forward(out, att, qkv, B, T, C, NH);
+    qkv[tq * 3 * C + 1] = NAN; /* q of position 9, head 0 */
+    attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
+    ok = 1;
+    for (int k = tq + 1; k < T; k++) /* keys after 9 never met query 9 */
+        for (int d = 0; d < C; d++)
+            ok &= isfinite(dqkv[k * 3 * C + C + d]);
+    CHECK(ok);
+    free(qkv), free(dout), free(out), free(att), free(dqkv);
+}
+
+/* Batches split into separate calls give the same bits (the later
+ * thread pool splits attention over (b, h)). */
+static void test_attention_deterministic(void)
+{
+    enum { B = 3, T = 29, C = 20, NH = 2 };
+    long nq = B * T * 3 * C, no = B * T * C, na = B * NH * T * T, bq = T * 3 * C;
+    float *qkv = rndf(nq, 1), *dout = rndf(no, 1), drow[T];
+    float *o1 = calloc(no, 4), *o2 = calloc(no, 4), *a1 = calloc(na, 4), *a2 = calloc(na, 4);
+    float *d1 = calloc(nq, 4), *d2 = calloc(nq, 4);
+    attention_forward(o1, a1, qkv, B, T, C, NH);
+    attention_backward(d1, drow, dout, qkv, a1, B, T, C, NH);
+    for (int b = 0; b < B; b++) {
+        attention_forward(o2 + b * T * C, a2 + (long)b * NH * T * T, qkv + b * bq, 1, T, C, NH);
+        attention_backward(d2 + b * bq, drow, dout + b * T * C, qkv + b * bq,
+                           a2 + (long)b * NH * T * T, 1, T, C, NH);
+    }
+    CHECK(!memcmp(o1, o2, 4 * no) && !memcmp(a1, a2, 4 * na) && !memcmp(d1, d2, 4 * nq));
+    free(qkv), free(dout), free(o1), free(o2), free(a1), free(a2), free(d1), free(d2);
+}
+
+/* ---- GELU, softmax, cross-entropy, LayerNorm against double ---- */
+/* 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): the second keeps its digits
+ * where 1 + tanh(u) cancels, even in double */
+static double gelu_ref(double x)
+{
+    return x / (1 + exp(-2 * 0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+static double gelu_dref(double x)
+{
+    double u = 0.7978845608028654 * (x + 0.044715 * x * x * x), th = tanh(u);
+    return 0.5 * (1 + th) +
+           0.5 * x * (1 - th * th) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+}
+
+static void test_gelu_reference(void)
+{
+    enum { n = 2003 };
+    float *x = malloc(4 * n), *y = malloc(4 * n), *g0 = rndf(n, 1), *g = dupf(g0, n),
+          *d = rndf(n, 1);
+    for (int i = 0; i < n; i++)
+        x[i] = -12.0f + 24.0f * i / (n - 1) + 0.001f * rng_normal(&R);
+    x[0] = -80.0f, x[1] = 80.0f, x[2] = 0.0f, x[3] = 1e-20f, x[4] = -3e4f;
+    gelu_forward(y, x, n);
+    gelu_backward(g, x, d, n);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        double r = gelu_ref(x[i]), dr = g0[i] + d[i] * gelu_dref(x[i]);
+        /* a few ulp, times the conditioning: in float, u itself carries
+         * a relative error of a few ulp, and y ~ x exp(2u) for u < 0 */
+        double u = 0.7978845608028654 * (x[i] + 0.044715 * (double)x[i] * x[i] * x[i]);
+        bad += fabs(y[i] - r) > 0x1p-22 * (2 + 2 * fabs(u)) * fabs(r) + 1e-37;
+        bad += fabs(g[i] - dr) > 2e-6 * (fabs(dr) + fabs(g0[i]) + fabs(d[i]));
+    }
+    if (bad)
+        fprintf(stderr, "  gelu %s: %d values off\n", path_name(), bad);
+    CHECK(bad == 0);
+    /* IEEE cases: NaN stays NaN, +inf maps to +inf, -inf to a non-finite */
+    float sx[3] = {NAN, INFINITY, -INFINITY}, sy[3], sg[3] = {0, 0, 0}, one[3] = {1, 1, 1};
+    gelu_forward(sy, sx, 3);
+    gelu_backward(sg, sx, one, 3);
+    CHECK(isnan(sy[0]) && sy[1] == INFINITY && !isfinite(sy[2]) && isnan(sg[0]));
+    free(x), free(y), free(g0), free(g), free(d);
+}
+
+static void test_softmax_ce_reference(void)
+{
+    static const int Vs[] = {1, 7, 13, 256, 257};
+    int bad = 0;
+    for (int vi = 0; vi < 5; vi++) {
+        int N = 9, V = Vs[vi];
+        float *l = rndf((long)N * V, 4), *p = malloc(4 * (size_t)N * V), loss[9];
+        uint8_t tg[9];
+        for (int n = 0; n < N; n++)
+            tg[n] = (uint8_t)(n * 37 % V);
+        l[3] = 90.0f; /* a large logit: no overflow */
+        softmax_forward(p, l, N, V);
+        crossentropy_forward(loss, l, tg, N, V);
+        for (int n = 0; n < N; n++) {
+            const float *r = l + (long)n * V;
+            double mx = -INFINITY, s = 0;
+            for (int i = 0; i < V; i++)
+                mx = fmax(mx, r[i]);
+            for (int i = 0; i < V; i++)
+                s += exp((double)r[i] - mx);
+            for (int i = 0; i < V; i++)
+                bad += fabs(p[(long)n * V + i] - exp(r[i] - mx) / s) >
+                       1e-6 * exp(r[i] - mx) / s + 1e-9;
+            double ce = log(s) + mx - r[tg[n]];
+            bad += fabs(loss[n] - ce) > 1e-6 * (fabs(ce) + fabs(mx)) + 1e-6;
+        }
+        free(l), free(p);
+    }
+    if (bad)
+        fprintf(stderr, "  softmax/cross-entropy %s: %d values off\n", path_name(), bad);
+    CHECK(bad == 0);
+}
+
+static void test_layernorm_reference(void)
+{
+    static const int Cs[] = {1, 3, 8, 13, 64, 257};
+    int bad = 0;
+    for (int ci = 0; ci < 6; ci++) {
+        int N = 7, C = Cs[ci];
+        float *x = rndf((long)N * C, 2), *w = rndf(C, 1), *b = rndf(C, 1),
+              *d = rndf((long)N * C, 1);
+        float *o = malloc(4 * (size_t)N * C), mean[7], rstd[7];
+        float *dx0 = rndf((long)N * C, 1), *dx = dupf(dx0, (long)N * C), *dw0 = rndf(C, 1),
+              *dw = dupf(dw0, C), *db0 = rndf(C, 1), *db = dupf(db0, C);
+        for (int i = 0; i < N * C; i++)
+            x[i] += 3.0f;
+        layernorm_forward(o, mean, rstd, x, w, b, N, C, 1e-5f);
+        layernorm_backward(dx, dw, db, d, x, w, mean, rstd, N, C);
+        double *rdw = calloc(C, 8), *rdb = calloc(C, 8);
+        for (int n = 0; n < N; n++) {
+            const float *r = x + (long)n * C, *dd = d + (long)n * C;
+            double m = 0, v = 0, a = 0, c = 0;
+            for (int i = 0; i < C; i++)
+                m += r[i];
+            m /= C;
+            for (int i = 0; i < C; i++)
+                v += (r[i] - m) * (r[i] - m);
+            double s = 1 / sqrt(v / C + 1e-5);
+            bad += fabs(mean[n] - m) > 1e-6 * fabs(m) + 1e-6 || fabs(rstd[n] - s) > 1e-5 * s;
+            for (int i = 0; i < C; i++) {
+                double xh = (r[i] - m) * s, ref = xh * w[i] + b[i];
+                bad += fabs(o[(long)n * C + i] - ref) >
+                       2e-5 * (fabs(w[i]) * (fabs(xh) + 1) + fabs(b[i]));
+                a += dd[i] * w[i], c += dd[i] * w[i] * xh;
+                rdw[i] += xh * dd[i], rdb[i] += dd[i];
+            }
+            for (int i = 0; i < C; i++) {
+                double xh = (r[i] - m) * s;
+                double ref = dx0[(long)n * C + i] + s * (dd[i] * w[i] - a / C - xh * c / C);
+                double scale = fabs(dx0[(long)n * C + i]) +
+                               s * (fabs(dd[i] * w[i]) + fabs(a) / C + fabs(xh * c) / C + 1e-3);
+                bad += fabs(dx[(long)n * C + i] - ref) > 1e-4 * scale;
+            }
+        }
+        for (int i = 0; i < C; i++) {
+            bad += fabs(dw[i] - dw0[i] - rdw[i]) > 1e-4 * (fabs(rdw[i]) + fabs(dw0[i]) + 1);
+            bad += fabs(db[i] - db0[i] - rdb[i]) > 1e-5 * (fabs(rdb[i]) + fabs(db0[i]) + 1);
+        }
+        free(x), free(w), free(b), free(d), free(o), free(dx0), free(dx), free(dw0), free(dw);
+        free(db0), free(db), free(rdw), free(rdb);
+    }
+    if (bad)
+        fprintf(stderr, "  layernorm %s: %d values off\n", path_name(), bad);
+    CHECK(bad == 0);
+}
+
+static void test_absmax_sizes(void)
+{
+    int bad = 0;
+    for (int n = 1; n < 70; n++) {
+        float *x = rndf(n, 1);
+        float m = 0;
+        for (int i = 0; i < n; i++)
+            m = fmaxf(m, fabsf(x[i]));
+        bad += ops_absmax(x, n) != m;
+        x[n / 2] = NAN;
+        bad += !isnan(ops_absmax(x, n));
+        free(x);
+    }
+    CHECK(bad == 0);
+}
+
+/* db is plain adds in row order on both paths: the same bits */
+static void test_db_paths_agree(void)
+{
+    enum { N = 203, C = 5, OC = 131 };
+    float *x = rndf(N * C, 1), *w = rndf(OC * C, 1), *dout = rndf(N * OC, 1);
+    float *dw = calloc(OC * C, 4), *db1 = calloc(OC, 4), *db2 = calloc(OC, 4);
+    matmul_backward(NULL, dw, db1, dout, x, w, N, C, OC);
+    ops_force_generic(1);
+    matmul_backward(NULL, dw, db2, dout, x, w, N, C, OC);
+    ops_force_generic(0);
+    CHECK(!memcmp(db1, db2, sizeof(float) * OC));
+    free(x), free(w), free(dout), free(dw), free(db1), free(db2);
+}
+
+/* every test above, once per path */
+static void run_kernel_suite(void)
+{
+    rng_seed(&R, 42); /* both paths see the same inputs */
     test_norm(0);
     test_norm(1);
     test_norm_relation();
@@ -346,5 +826,27 @@ int main(void)
     test_crossentropy();
     test_encoder();
     test_absmax();
+    test_matmul_reference();
+    test_matmul_deterministic();
+    test_attention_reference();
+    test_attention_causal_nan();
+    test_attention_deterministic();
+    test_gelu_reference();
+    test_softmax_ce_reference();
+    test_layernorm_reference();
+    test_absmax_sizes();
+}
+
+int main(void)
+{
+    printf("kernels: %s\n", ops_isa());
+    run_kernel_suite();
+    if (strcmp(ops_isa(), "generic")) {
+        ops_force_generic(1);
+        printf("kernels: %s\n", ops_isa());
+        run_kernel_suite();
+        ops_force_generic(0);
+        test_db_paths_agree();
+    }
     return test_summary();
 }

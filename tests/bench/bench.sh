@@ -1,6 +1,8 @@
 #!/bin/sh
 # bench.sh - normscope's training speed, and PyTorch's on the same model in
-# the same run, as a ratio. Usage: sh tests/bench/bench.sh ./normscope
+# the same run, as a ratio, and both as model GFLOP/s against one core's
+# sgemm peak measured in the same run. Usage:
+#     sh tests/bench/bench.sh ./normscope        (make bench does this)
 #
 # Each configuration runs REPS times (default 3); the median steps/s is
 # reported. normscope's figure is its own summary line (training steps only,
@@ -8,21 +10,67 @@
 # steps the same way, single-threaded, after untimed warm-up steps. The peer
 # runs when a python3 with torch is found (Debian: python3-torch, plus
 # libopenblas0-pthread so torch does not use the slow reference BLAS).
+#
+# Model FLOPs per step: 6 x parameters x tokens (forward + backward of every
+# weight) + 12 x L x T x d x tokens for attention (PaLM's convention: both
+# attention matmuls, forward and backward, counted without the causal
+# half). GFLOP/s = that x steps/s; "% peak" divides by the peak below.
+#
+# Peak: tests/bench/sgemm.c times normscope's own matmul kernel on a
+# 1024 x 1024 x 1024 product (one thread, best of several; CPU time of the
+# thread, so another process on the machine does not lower it), built
+# against the library of this build (NS_LIB, default build/libnormscope.a).
+# With torch present, OpenBLAS's sgemm on the same product is shown too.
 BIN=${1:-./normscope}
 REPS=${REPS:-3}
 DIR=$(dirname "$0")
+LIB=${NS_LIB:-build/libnormscope.a}
+CC=${CC:-cc}
+TMP=${TMPDIR:-/tmp}/ns_bench.$$
+trap 'rm -rf "$TMP"' EXIT INT TERM
+mkdir -p "$TMP"
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 PY=
 for p in /usr/bin/python3 python3; do
     if "$p" -c 'import torch' >/dev/null 2>&1; then PY=$p; break; fi
 done
 
-ns_rate() { # args...: median steps/s of normscope
+# ---- the peak ----
+PEAK=
+if [ -f "$LIB" ] && $CC -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I"$DIR/../../include" \
+    -o "$TMP/sgemm" "$DIR/sgemm.c" "$LIB" -lm -lpthread 2>"$TMP/cc.err"; then
+    line=$("$TMP/sgemm" -n 1024)
+    PEAK=$(echo "$line" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+    ISA=$(echo "$line" | sed -n 's/.*isa=\([^ ]*\).*/\1/p')
+    echo "sgemm peak (normscope kernel, $ISA, n=1024, 1 thread): $PEAK GFLOP/s"
+else
+    echo "(sgemm peak skipped: could not build tests/bench/sgemm.c against $LIB)"
+    cat "$TMP/cc.err" 2>/dev/null
+fi
+if [ -n "$PY" ]; then
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$PY" -c '
+import time, torch
+torch.set_num_threads(1)
+a = torch.randn(1024, 1024); b = torch.randn(1024, 1024)
+for _ in range(3): a @ b
+best = 0
+for _ in range(10):
+    t = time.perf_counter(); a @ b; t = time.perf_counter() - t
+    best = max(best, 2 * 1024**3 / t / 1e9)
+print("sgemm of torch (its BLAS, n=1024, 1 thread): %.1f GFLOP/s" % best)' 2>/dev/null
+fi
+echo
+
+ns_rate() { # tokens-per-step args...: median steps/s of normscope, from
+    # the summary's tokens/s (an integer, so more digits than its steps/s)
+    k=$1
+    shift
     for i in $(seq "$REPS"); do
         "$BIN" --headless --val-every 0 "$@" 2>&1 >/dev/null |
-            sed -n 's/.* in [0-9.]* s (\([0-9.]*\) steps\/s.*/\1/p'
+            sed -n 's/.* in [0-9.]* s ([0-9.]* steps\/s, \([0-9.]*\) tokens\/s.*/\1/p' |
+            awk -v k="$k" '{printf "%.3f\n", $1 / k}'
     done | median
 }
 
@@ -32,28 +80,38 @@ torch_rate() {
     done | median
 }
 
-printf '%-34s %12s %12s %12s %8s\n' configuration "steps/s" "tokens/s" "torch st/s" ratio
-run() { # label steps normscope-args -- torch-args
-    label=$1 steps=$2 tokens=$3
-    shift 3
-    ns_args= torch_args= side=ns
-    for a in "$@"; do
-        if [ "$a" = -- ]; then side=torch; continue; fi
-        if [ $side = ns ]; then ns_args="$ns_args $a"; else torch_args="$torch_args $a"; fi
-    done
-    # shellcheck disable=SC2086
-    r=$(ns_rate --steps "$steps" $ns_args)
-    t=-
-    ratio=-
-    if [ -n "$PY" ]; then
-        # shellcheck disable=SC2086
-        t=$(torch_rate --steps "$steps" $torch_args)
-        ratio=$(awk -v a="$r" -v b="$t" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}')
-    fi
-    printf '%-34s %12s %12.0f %12s %8s\n' "$label" "$r" "$(awk -v r="$r" -v k="$tokens" 'BEGIN {print r * k}')" "$t" "$ratio"
+# parameters of the model (as src/model.c and torch_peer.py count them:
+# embeddings, L blocks of 12 d^2 + 13 d, final norm, head with bias)
+params() { # L d T
+    awk -v L="$1" -v d="$2" -v T="$3" 'BEGIN {V = 256; printf "%d", V*d + T*d + L*(12*d*d + 13*d) + 2*d + V*d + V}'
 }
 
-run "default L=6 d=64 H=4 T=64 B=16" 40 1024 -- -L 6 -d 64 -H 4 -T 64 -B 16
-run "L=12 d=128 H=4 T=64 B=16" 10 1024 -L 12 -d 128 -- -L 12 -d 128 -H 4 -T 64 -B 16
+gflop() { # L d T B: model GFLOP per step
+    awk -v p="$(params "$1" "$2" "$3")" -v L="$1" -v d="$2" -v T="$3" -v B="$4" \
+        'BEGIN {n = B * T; printf "%.4f", (6 * p * n + 12 * L * T * d * n) / 1e9}'
+}
+
+printf '%-40s %4s %9s %9s %7s %8s %7s\n' configuration thr "st/s" "torch" ratio "GFLOP/s" "% peak"
+run() { # L d H T B steps [normscope extra args]
+    L=$1 d=$2 H=$3 T=$4 B=$5 steps=$6
+    shift 6
+    r=$(ns_rate $((B * T)) --steps "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
+    t=- ratio=-
+    if [ -n "$PY" ] && [ $# -eq 0 ]; then
+        t=$(torch_rate --steps "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" |
+            awk '{printf "%.3f", $1}')
+        ratio=$(awk -v a="$r" -v b="$t" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}')
+    fi
+    g=$(awk -v r="$r" -v f="$(gflop "$L" "$d" "$T" "$B")" 'BEGIN {printf "%.1f", r * f}')
+    pk=$(awk -v g="$g" -v p="$PEAK" 'BEGIN {if (p > 0) printf "%.0f%%", 100 * g / p; else print "-"}')
+    label="L=$L d=$d H=$H T=$T B=$B${*:+ $*}"
+    printf '%-40s %4s %9s %9s %7s %8s %7s\n' "$label" 1 "$r" "$t" "$ratio" "$g" "$pk"
+}
+
+run 6 64 4 64 16 40
+run 12 128 4 64 16 12
+run 12 256 4 128 8 6
+run 6 64 4 64 16 40 --precision bf16
+run 6 64 4 64 16 40 --precision fp16
 [ -n "$PY" ] || echo "(PyTorch peer skipped: no python3 with torch; apt-get install python3-torch libopenblas0-pthread)"
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1); medians of $REPS runs"

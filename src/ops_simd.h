@@ -1,0 +1,68 @@
+/* ops_simd.h - private to ops.c: the x86 AVX2+FMA kernels of ops_avx2.c.
+ *
+ * ops.c chooses, per call, between these and its own portable C at run
+ * time (__builtin_cpu_supports), so one binary runs on any x86-64 and the
+ * portable C alone builds on anything else. Contracts are those of ops.h;
+ * the gemm micro-kernel's is below. Not a public header.
+ */
+#ifndef NS_OPS_SIMD_H
+#define NS_OPS_SIMD_H
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define NS_OPS_X86 1
+#else
+#define NS_OPS_X86 0
+#endif
+
+/* Register tile of the gemm micro-kernels: MR rows x NR columns of C.
+ * A packed A block is a column of micro-panels, each kc x OPS_MR
+ * (row i of A at [k * OPS_MR + i]) followed by OPS_APAD floats of slack,
+ * so micro-panel p starts at p * (kc * OPS_MR + OPS_APAD). */
+enum { OPS_MR = 6, OPS_NR = 16, OPS_APAD = 8 };
+
+/* The gemm micro-kernel. C (mr x nr, row stride ldc; mr <= OPS_MR,
+ * nr <= OPS_NR) gets, with each sum taken in increasing k, one fused
+ * multiply-add per term,
+ *     accumulate:  C[i][j] = C[i][j] + (sum_{k < kc} A(i, k) * bp[k * OPS_NR + j])
+ *     otherwise:   C[i][j] = bias[j] + A(i, 0) B(0, j) + A(i, 1) B(1, j) + ...
+ * (bias may be NULL: 0). The accumulating form adds C last, so the old
+ * C is read only after the products (its cache misses overlap them).
+ * A(i, k) = a[i * rsa + k * csa]; bp is a packed panel of kc rows of
+ * OPS_NR floats, zero past column nr. Rows i >= mr are never read or
+ * written. */
+#if NS_OPS_X86
+void ops_avx2_gemm_ukr(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
+                       float *c, long ldc, int nr, const float *bias, int accumulate);
+
+/* B's kc x nc block (B(k, j) = b[k * rsb + j * csb], csb == 1 or
+ * rsb == 1) as panels of kc x OPS_NR, panel p at bp + p * OPS_NR * kc,
+ * zero past nc */
+void ops_avx2_gemm_pack_b(float *bp, const float *b, long rsb, long csb, int kc, int nc);
+/* A's mc x kc block, A(i, k) = a[i + k * csa], packed as above; rows past
+ * mc repeat their micro-panel's first row */
+void ops_avx2_gemm_pack_a(float *ap, const float *a, long csa, int mc, int kc);
+
+/* db (n) += the column sums of d (N rows, row stride ld) */
+void ops_avx2_colsum(float *db, const float *d, long ld, int N, int n);
+
+void ops_avx2_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C,
+                                int NH);
+void ops_avx2_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                                 int B, int T, int C, int NH);
+/* largest T the AVX2 attention backward takes (its scratch is on the stack) */
+enum { OPS_AVX2_ATT_TMAX = 1024 };
+
+void ops_avx2_gelu_forward(float *out, const float *inp, int n);
+void ops_avx2_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+void ops_avx2_softmax_forward(float *probs, const float *logits, int N, int V);
+/* sum_i exp(l[i] - max) over a row of n, and its max in *maxv */
+float ops_avx2_sumexp(const float *l, int n, float *maxv);
+void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                                const float *w, const float *b, int N, int C, float eps);
+void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                                 const float *inp, const float *w, const float *mean,
+                                 const float *rstd, int N, int C);
+float ops_avx2_absmax(const float *x, long n);
+#endif
+
+#endif

@@ -1,10 +1,14 @@
 # normscope - build, test, sanitizers, bench, install.
 #
 #   make            build ./normscope
-#   make test       build and run every test
+#   make test       build and run every test (the live view's needs tmux);
+#                   the lessons' end-to-end checks run here, not under the
+#                   sanitizers, where they would take too long
 #   make asan       the test suite under AddressSanitizer + UBSan (build/asan)
-#   make tsan       the test suite under ThreadSanitizer (build/tsan)
-#   make bench      speed against a PyTorch peer when python3-torch is present
+#   make tsan       the test suite under ThreadSanitizer (build/tsan), which
+#                   includes the live view driven by scripted key presses
+#   make bench      speed against a PyTorch peer when python3-torch is present,
+#                   and the live view's training speed against --headless
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Never -ffast-math or -Ofast: finding NaN and Inf depends on IEEE semantics.
@@ -20,25 +24,30 @@ CFLAGS  += $(VECFLAGS)
 CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
 SANFLAGS ?=
 LDLIBS  += -lm -lpthread
+# curses for the binary only: the engine library (and so every unit test)
+# stays free of it. pkg-config knows whether -ltinfo is needed too.
+CURSES_LIBS ?= $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 
 BUILD   ?= build
 BIN     ?= normscope
 PREFIX  ?= /usr/local
 MANDIR  ?= $(PREFIX)/share/man
 
-LIB_SRCS  := $(filter-out src/main.c,$(wildcard src/*.c))
-LIB_OBJS  := $(LIB_SRCS:src/%.c=$(BUILD)/%.o) $(BUILD)/corpus.o
+# src/tui_curses.c is the only file that calls curses: it is not in the library
+LIB_SRCS  := $(filter-out src/main.c src/tui_curses.c,$(wildcard src/*.c))
+LIB_OBJS  := $(LIB_SRCS:src/%.c=$(BUILD)/%.o) $(BUILD)/corpus.o $(BUILD)/lessons.o
+LESSONS   := $(sort $(wildcard assets/lessons/*.lesson))
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/%)
-DEPS      := $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(TEST_BINS:=.d)
+DEPS      := $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(BUILD)/tui_curses.d $(TEST_BINS:=.d)
 
 ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SANFLAGS)
 
 .PHONY: all test asan tsan bench install uninstall clean lint
 all: $(BIN)
 
-$(BIN): $(BUILD)/main.o $(BUILD)/libnormscope.a
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+$(BIN): $(BUILD)/main.o $(BUILD)/tui_curses.o $(BUILD)/libnormscope.a
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDFLAGS) $(CURSES_LIBS) $(LDLIBS)
 
 $(BUILD)/libnormscope.a: $(LIB_OBJS)
 	rm -f $@
@@ -53,6 +62,11 @@ $(BUILD)/embed: src/tools/embed.c | $(BUILD)
 $(BUILD)/corpus.c: assets/corpus.txt $(BUILD)/embed
 	$(BUILD)/embed ns_corpus $< $@
 $(BUILD)/corpus.o: $(BUILD)/corpus.c
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+# the lessons (assets/lessons/*.lesson), compiled in as a table
+$(BUILD)/lessons.c: $(LESSONS) $(BUILD)/embed
+	$(BUILD)/embed -t ns_lessons $@ $(LESSONS)
+$(BUILD)/lessons.o: $(BUILD)/lessons.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/test_%: tests/test_%.c tests/testutil.h $(BUILD)/libnormscope.a
@@ -69,6 +83,10 @@ test: $(BIN) $(TEST_BINS)
 	  echo "== $$t"; NS_FIXTURES=tests/fixtures $$t || fail=1; \
 	done; \
 	echo "== tests/cli.sh"; NS_BIN=./$(BIN) sh tests/cli.sh || fail=1; \
+	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
+	if [ -z "$(SANFLAGS)" ]; then \
+	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
+	fi; \
 	if [ $$fail -ne 0 ]; then echo "make test: FAILED"; exit 1; fi; \
 	echo "make test: all suites passed"
 
@@ -82,6 +100,7 @@ comma := ,
 
 bench: $(BIN)
 	sh tests/bench/bench.sh ./$(BIN)
+	sh tests/bench/ui_overhead.sh ./$(BIN)
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
@@ -91,10 +110,11 @@ install: $(BIN)
 	  install -m 644 "$$f" $(DESTDIR)$(MANDIR)/man7/; done
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/normscope $(DESTDIR)$(MANDIR)/man1/normscope.1
+	rm -f $(DESTDIR)$(PREFIX)/bin/normscope $(DESTDIR)$(MANDIR)/man1/normscope.1 \
+	  $(DESTDIR)$(MANDIR)/man7/normscope-lessons.7
 
 lint:
-	mandoc -Tlint -Wwarning man/normscope.1
+	mandoc -Tlint -Wwarning man/normscope.1 man/normscope-lessons.7
 
 clean:
 	rm -rf build $(BIN)

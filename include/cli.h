@@ -22,8 +22,9 @@ typedef struct {
     ns_config cfg;
     unsigned set; /* CLI_SET_* */
     int headless;
+    int ascii, no_color; /* live view: --ascii, --no-color */
     int quiet;    /* no progress line */
-    const char *data, *csv, *jsonl, *save, *load, *script;
+    const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
 } cli_opts;
@@ -32,5 +33,9 @@ typedef struct {
  * 0), 2 after printing one line naming the bad flag to err (exit 2). */
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err);
 void cli_usage(FILE *f);
+
+/* Apply "SETTING=VALUE" (a flag's long name and value) to c, as --compare
+ * does for its twin. 0, or 2 after printing one line to err. */
+int cli_apply_setting(ns_config *c, const char *spec, FILE *err);
 
 #endif

@@ -36,7 +36,7 @@ void data_train_batch(const dataset *d, ns_rng *r, int B, int T, uint8_t *x, uin
 /* Validation batch k of nb (B rows each): windows spread evenly over the tail. */
 void data_val_batch(const dataset *d, int k, int nb, int B, int T, uint8_t *x, uint8_t *y);
 
-extern const unsigned char ns_corpus[];
+extern const unsigned char *const ns_corpus;
 extern const size_t ns_corpus_len;
 
 #endif

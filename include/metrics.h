@@ -59,5 +59,11 @@ void metrics_csv_header(FILE *f, int n_layer);
 void metrics_csv_row(FILE *f, const step_metrics *m);
 /* One JSON object per line with the same names; non-finite as null. */
 void metrics_jsonl_row(FILE *f, const step_metrics *m);
+/* The same with "run":"a" or "b" first (twin runs of --compare). */
+void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run);
+/* Without the newline, and with a prefix on every column name: twin runs
+ * put "b_" columns after the first run's on the same row. */
+void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix);
+void metrics_csv_fields(FILE *f, const step_metrics *m);
 
 #endif

@@ -15,7 +15,8 @@ typedef enum {
     F_LR, F_BETAS, F_ADAMEPS, F_WD, F_CLIP, F_WARMUP, F_SCHEDULE, F_STEPS, F_VALEVERY,
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
-    F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT
+    F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
+    F_LESSON, F_COMPARE
 } flag_id;
 
 typedef struct {
@@ -75,11 +76,17 @@ static const flag_spec flags[] = {
     {F_VALBATCHES, 0, "val-batches", "N", 1, 1000, "batches per validation, 1..1000 (default 4)"},
     {F_SEED, 0, "seed", "N", 0, 0, "seed of weights and batches, 0..2^64-1 (default 1337)"},
     {F_DATA, 0, "data", "FILE", 0, 0, "train on this file's bytes (default: the built-in corpus)"},
+    {F_LESSON, 0, "lesson", "NAME|list", 0, 0,
+     "run a classroom lesson (its settings, script and notes); list names them"},
+    {F_COMPARE, 0, "compare", "SETTING=VALUE", 0, 0,
+     "train a twin run in lockstep that differs in one setting, e.g. norm=post"},
     {F_SCRIPT, 0, "script", "FILE", 0, 0,
      "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'"},
     {F_SAVE, 0, "save", "FILE", 0, 0, "write a checkpoint at the end (atomically)"},
     {F_LOAD, 0, "load", "FILE", 0, 0, "resume from a checkpoint (its shape and settings)"},
     {F_HEADLESS, 0, "headless", NULL, 0, 0, "train without the terminal UI"},
+    {F_ASCII, 0, "ascii", NULL, 0, 0, "live view in plain ASCII: no braille or block glyphs"},
+    {F_NOCOLOR, 0, "no-color", NULL, 0, 0, "live view without colors (as NO_COLOR=1 does)"},
     {F_CSV, 0, "csv", "FILE", 0, 0, "write one CSV row of metrics per step (- = stdout)"},
     {F_JSONL, 0, "jsonl", "FILE", 0, 0, "write one JSON object of metrics per step (- = stdout)"},
     {F_QUIET, 'q', "quiet", NULL, 0, 0, "no progress line or summary on stderr"},
@@ -302,15 +309,59 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     }
     case F_DATA: o->data = v; break;
     case F_SCRIPT: o->script = v; break;
+    case F_LESSON: o->lesson = v; break;
+    case F_COMPARE: {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1])
+            return bad(err, s, v, "expected SETTING=VALUE, e.g. norm=post");
+        o->compare = v;
+        break;
+    }
     case F_SAVE: o->save = v; break;
     case F_LOAD: o->load = v; break;
     case F_CSV: o->csv = v; break;
     case F_JSONL: o->jsonl = v; break;
     case F_HEADLESS: o->headless = 1; break;
+    case F_ASCII: o->ascii = 1; break;
+    case F_NOCOLOR: o->no_color = 1; break;
     case F_QUIET: o->quiet = 1; break;
     case F_HELP: cli_usage(out); return 1;
     case F_VERSION: fprintf(out, "normscope %s\n", NS_VERSION); return 1;
     }
+    return 0;
+}
+
+/* Settings a --compare twin may differ in: everything that leaves the
+ * shape (and so the batches and the parameter layout) alone. */
+static const flag_id comparable[] = {
+    F_NORM,    F_NORMKIND, F_FINALNORM, F_EPS,       F_INIT,      F_INITSTD,   F_LR,
+    F_BETAS,   F_ADAMEPS,  F_WD,        F_CLIP,      F_WARMUP,    F_SCHEDULE,  F_PRECISION,
+    F_FP32NORMS, F_LOSSSCALE, F_MIXK,   F_DYTALPHA,  F_GAMMAINIT, F_BETAINIT,  F_SEED,
+};
+
+int cli_apply_setting(ns_config *c, const char *spec, FILE *err)
+{
+    const char *eq = strchr(spec, '=');
+    size_t len = eq ? (size_t)(eq - spec) : strlen(spec);
+    const flag_spec *s = find_long(spec, len);
+    int ok = 0;
+    for (size_t i = 0; s && i < sizeof comparable / sizeof comparable[0]; i++)
+        ok |= s->id == comparable[i];
+    if (!eq || !ok) {
+        fprintf(err,
+                "normscope: --compare '%s': expected SETTING=VALUE with SETTING one of norm, "
+                "norm-kind, final-norm, eps, init, init-std, lr, betas, adam-eps, weight-decay, "
+                "clip, warmup, schedule, precision, fp32-norms, loss-scale, mix-k, dyt-alpha, "
+                "ln-gamma-init, ln-beta-init, seed\n",
+                spec);
+        return 2;
+    }
+    cli_opts tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.cfg = *c;
+    if (apply(&tmp, s, eq + 1, stdout, err) != 0)
+        return 2;
+    *c = tmp.cfg;
     return 0;
 }
 

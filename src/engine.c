@@ -123,8 +123,7 @@ static void fresh_start(engine *e)
     memset(&e->spike_gnorm, 0, sizeof e->spike_gnorm);
     for (int i = 0; i < e->n_snaps; i++)
         e->snaps[i].step = -1;
-    if (e->cfg.snapshot_every > 0)
-        engine_snapshot(e); /* step 0: there is always somewhere to go back to */
+    engine_snapshot(e); /* step 0: there is always somewhere to go back to */
 }
 
 engine *engine_create(const ns_config *cfg, const dataset *data, char *err, size_t errlen)

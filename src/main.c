@@ -1,5 +1,6 @@
 /* main.c - normscope's entry point: parse flags, load data, and run the
- * headless trainer (the live view comes with the [live] work).
+ * headless trainer, or the live view (a trainer thread, trainer.c, and the
+ * dashboard, tui*.c).
  *
  * Exit status: 0 done, 1 runtime error (an output could not be written),
  * 2 bad usage or input, 3 the run diverged (non-finite loss or gradients),
@@ -17,10 +18,13 @@
 
 #include "cli.h"
 #include "command.h"
+#include "lesson.h"
 #include "data.h"
 #include "engine.h"
 #include "metrics.h"
 #include "model.h"
+#include "trainer.h"
+#include "tui.h"
 
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig)
@@ -135,13 +139,15 @@ static int check_against_checkpoint(const cli_opts *o, const ns_config *c)
  * no one to resume a pause, so pause, resume and step are noted and
  * skipped; stop ends the run. */
 typedef struct {
-    engine *e;
+    engine *e, *twin; /* twin: the --compare run, or NULL */
     int stop;
 } headless_ctx;
 
 static void headless_cmd(void *p, const ns_command *c)
 {
     headless_ctx *h = p;
+    if (h->twin && c->kind != CMD_NOTE) /* a note is said once */
+        command_apply(h->twin, c);
     if (command_apply(h->e, c) != CMD_FLOW)
         return;
     if (c->kind == CMD_STOP) {
@@ -185,28 +191,64 @@ static int run_headless(cli_opts *o, const dataset *data)
             return 2;
         }
     }
+    /* the --compare twin: the same seed, so the same initial weights (unless
+     * the setting is about initialization) and the same batches */
+    engine *twin = NULL;
+    if (o->compare) {
+        ns_config cb = cfg;
+        if (o->load) {
+            fprintf(stderr, "normscope: --compare cannot be used with --load\n");
+            engine_free(e);
+            return 2;
+        }
+        if (cli_apply_setting(&cb, o->compare, stderr) != 0) {
+            engine_free(e);
+            return 2;
+        }
+        const char *why = config_check(&cb);
+        if (why) {
+            fprintf(stderr, "normscope: --compare %s: %s\n", o->compare, why);
+            engine_free(e);
+            return 2;
+        }
+        twin = engine_create(&cb, data, err, sizeof err);
+        if (!twin) {
+            fprintf(stderr, "normscope: --compare: %s\n", err);
+            engine_free(e);
+            return 2;
+        }
+    }
     long start = engine_steps_done(e);
     long total = cfg.steps;
     if (total <= start) {
         fprintf(stderr, "normscope: nothing to do: the run is at step %ld and --steps is %ld\n",
                 start, total);
         engine_free(e);
+        engine_free(twin);
         return 2;
     }
 
     outfile csv, jsonl;
     if (out_open(&csv, "csv", o->csv) != 0) {
         engine_free(e);
+        engine_free(twin);
         return 1;
     }
     if (out_open(&jsonl, "jsonl", o->jsonl) != 0) {
         out_close(&csv, 0);
         engine_free(e);
+        engine_free(twin);
         return 1;
     }
     const ns_config *live = engine_config(e);
-    if (csv.f)
-        metrics_csv_header(csv.f, live->n_layer);
+    if (csv.f) {
+        metrics_csv_header_fields(csv.f, live->n_layer, "");
+        if (twin) {
+            fputc(',', csv.f);
+            metrics_csv_header_fields(csv.f, live->n_layer, "b_");
+        }
+        fputc('\n', csv.f);
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -216,14 +258,16 @@ static int run_headless(cli_opts *o, const dataset *data)
 
     int progress = !o->quiet && isatty(2);
     int status = 0;
-    step_metrics m;
+    step_metrics m, mb;
     memset(&m, 0, sizeof m);
-    float last_val = NAN;
+    memset(&mb, 0, sizeof mb);
+    float last_val = NAN, last_val_b = NAN;
     double t0 = now_s(), last_print = 0;
     long done = 0, diverged = 0;
     long ev_seen = engine_event_count(e); /* the start event is not news */
+    long ev_seen_b = twin ? engine_event_count(twin) : 0;
     int stop_on_diverge = cfg.on_div != ONDIV_CONTINUE;
-    headless_ctx hc = {e, 0};
+    headless_ctx hc = {e, twin, 0};
     while (engine_steps_done(e) < total && !stop_requested) {
         if (o->script_loaded) {
             script_due(&o->script_s, engine_steps_done(e), headless_cmd, &hc);
@@ -231,20 +275,39 @@ static int run_headless(cli_opts *o, const dataset *data)
                 break;
         }
         int bad = engine_step(e, &m);
+        if (twin)
+            bad |= engine_step(twin, &mb);
         done++;
         diverged += bad;
         /* events (divergence, skipped steps, spikes) as they happen */
         for (; ev_seen < engine_event_count(e); ev_seen++) {
             ns_event ev;
             if (!o->quiet && engine_event_get(e, ev_seen, &ev) == 0)
-                fprintf(stderr, "%snormscope: %s\n", progress ? "\r\033[K" : "", ev.text);
+                fprintf(stderr, "%snormscope: %s%s\n", progress ? "\r\033[K" : "",
+                        twin ? "a: " : "", ev.text);
+        }
+        for (; twin && ev_seen_b < engine_event_count(twin); ev_seen_b++) {
+            ns_event ev;
+            if (!o->quiet && engine_event_get(twin, ev_seen_b, &ev) == 0)
+                fprintf(stderr, "%snormscope: b: %s\n", progress ? "\r\033[K" : "", ev.text);
         }
         if (m.has_val)
             last_val = m.val_loss;
-        if (csv.f)
-            metrics_csv_row(csv.f, &m);
-        if (jsonl.f)
-            metrics_jsonl_row(jsonl.f, &m);
+        if (twin && mb.has_val)
+            last_val_b = mb.val_loss;
+        if (csv.f) {
+            metrics_csv_fields(csv.f, &m);
+            if (twin) {
+                fputc(',', csv.f);
+                metrics_csv_fields(csv.f, &mb);
+            }
+            fputc('\n', csv.f);
+        }
+        if (jsonl.f) {
+            metrics_jsonl_run(jsonl.f, &m, twin ? "a" : NULL);
+            if (twin)
+                metrics_jsonl_run(jsonl.f, &mb, "b");
+        }
         if ((csv.f && ferror(csv.f)) || (jsonl.f && ferror(jsonl.f))) {
             status = 1;
             break;
@@ -261,8 +324,10 @@ static int run_headless(cli_opts *o, const dataset *data)
         if (bad && stop_on_diverge) {
             if (progress)
                 fputc('\n', stderr);
-            fprintf(stderr, "normscope: diverged at step %ld (first non-finite: %s); stopping\n",
-                    m.step, m.fault[0] ? m.fault : "loss");
+            const step_metrics *d = m.nonfinite || !twin ? &m : &mb;
+            fprintf(stderr, "normscope: %sdiverged at step %ld (first non-finite: %s); stopping\n",
+                    !twin ? "" : d == &m ? "run a " : "run b ", d->step,
+                    d->fault[0] ? d->fault : "loss");
             status = 3;
             break;
         }
@@ -300,6 +365,13 @@ static int run_headless(cli_opts *o, const dataset *data)
                 live->dim, live->n_head,
                 live->context, live->batch);
     }
+    if (twin && !o->quiet) {
+        char valtxt[32] = "-";
+        if (!isnan(last_val_b))
+            snprintf(valtxt, sizeof valtxt, "%.4f", (double)last_val_b);
+        fprintf(stderr, "normscope: b (%s): loss %.4f, val %s\n", o->compare, (double)mb.loss,
+                valtxt);
+    }
     if (diverged && status == 0 && !o->quiet)
         fprintf(stderr, "normscope: %ld diverged steps were skipped (--on-diverge continue)\n",
                 diverged);
@@ -309,7 +381,223 @@ static int run_headless(cli_opts *o, const dataset *data)
         status = 130;
     }
     engine_free(e);
+    engine_free(twin);
     return status;
+}
+
+/* ---- the live view -----------------------------------------------------
+ * The trainer thread (trainer.c) owns the engine while the dashboard
+ * (tui_curses.c) runs; --csv/--jsonl rows are written on that thread after
+ * each step; --save and the summary line come after it has stopped. */
+typedef struct {
+    outfile *csv, *jsonl;
+} live_out;
+
+static void live_row(void *ctx, const step_metrics *m)
+{
+    live_out *lo = ctx;
+    if (lo->csv->f)
+        metrics_csv_row(lo->csv->f, m);
+    if (lo->jsonl->f)
+        metrics_jsonl_row(lo->jsonl->f, m);
+}
+
+/* The lesson's title and text, as the first lines of the event log. */
+static void live_lesson_notes(engine *e, const ns_lesson *lesson)
+{
+    engine_note(e, "lesson %s: %s", lesson->name, lesson->title);
+    const char *p = lesson->text;
+    while (*p) {
+        size_t len = strcspn(p, "\n");
+        engine_note(e, "%.*s", (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+}
+
+static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
+{
+    char err[512];
+    engine *e;
+    ns_config cfg = o->cfg;
+    if (o->load) {
+        e = engine_load(o->load, data, &cfg, err, sizeof err);
+        if (!e) {
+            fprintf(stderr, "normscope: %s\n", err);
+            return 2;
+        }
+        if (check_against_checkpoint(o, &cfg) != 0) {
+            engine_free(e);
+            return 2;
+        }
+        /* live, a loaded run trains until stopped unless --steps says */
+        cfg.steps = (o->set & CLI_SET_STEPS) ? o->cfg.steps : 0;
+    } else {
+        double need = model_bytes_needed(&cfg);
+        double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+        if (have > 0 && need > have) {
+            fprintf(stderr,
+                    "normscope: this model needs %.1f GiB of memory, the machine has %.1f GiB "
+                    "(lower --batch, --context, --dim or --layers)\n",
+                    need / 1073741824.0, have / 1073741824.0);
+            return 2;
+        }
+        e = engine_create(&cfg, data, err, sizeof err);
+        if (!e) {
+            fprintf(stderr, "normscope: %s\n", err);
+            return 2;
+        }
+    }
+    long start = engine_steps_done(e);
+    if (cfg.steps > 0 && cfg.steps <= start) {
+        fprintf(stderr, "normscope: nothing to do: the run is at step %ld and --steps is %ld\n",
+                start, cfg.steps);
+        engine_free(e);
+        return 2;
+    }
+    outfile csv, jsonl;
+    if (out_open(&csv, "csv", o->csv) != 0) {
+        engine_free(e);
+        return 1;
+    }
+    if (out_open(&jsonl, "jsonl", o->jsonl) != 0) {
+        out_close(&csv, 0);
+        engine_free(e);
+        return 1;
+    }
+    if (csv.f)
+        metrics_csv_header(csv.f, engine_config(e)->n_layer);
+    if (lesson)
+        live_lesson_notes(e, lesson);
+    if (o->compare)
+        engine_note(e, "--compare %s: the live view shows this run only; --headless trains both",
+                    o->compare);
+
+    live_out lo = {&csv, &jsonl};
+    trainer_opts to;
+    memset(&to, 0, sizeof to);
+    to.limit = cfg.steps;
+    to.on_div = cfg.on_div;
+    to.script = o->script_loaded ? &o->script_s : NULL;
+    to.sample_every = 3.0;
+    to.on_step = (csv.f || jsonl.f) ? live_row : NULL;
+    to.ctx = &lo;
+    trainer *t = trainer_create(e, &to, err, sizeof err);
+    trainer_snapshot *snap = trainer_snapshot_new();
+    if (!t || !snap) {
+        fprintf(stderr, "normscope: %s\n", snap ? err : "out of memory");
+        trainer_free(t);
+        free(snap);
+        out_close(&csv, 0);
+        out_close(&jsonl, 0);
+        engine_free(e);
+        return 1;
+    }
+    tui_options uo = {o->ascii, o->no_color};
+    tui_end end = tui_run(t, &uo, err, sizeof err); /* starts the trainer */
+    trainer_stop(t); /* the engine is ours again */
+    trainer_snapshot_copy(t, snap);
+    const trainer_status *st = &snap->s;
+
+    int status = 0;
+    if (end == TUI_END_ERROR) {
+        fprintf(stderr, "normscope: %s\n", err);
+        trainer_free(t);
+        free(snap);
+        out_close(&csv, 0);
+        out_close(&jsonl, 0);
+        engine_free(e);
+        return 1;
+    }
+    if (out_close(&csv, 1) != 0)
+        status = 1;
+    if (out_close(&jsonl, 1) != 0)
+        status = 1;
+    int diverged = st->state == TRAINER_DIVERGED;
+    if (o->save && !diverged) {
+        if (engine_save(e, o->save, err, sizeof err) != 0) {
+            fprintf(stderr, "normscope: %s\n", err);
+            status = 1;
+        }
+    } else if (o->save) {
+        fprintf(stderr, "normscope: --save %s: not written, the run is diverged\n", o->save);
+    }
+    if (!o->quiet) {
+        const ns_config *c = engine_config(e);
+        double secs = st->run_seconds;
+        long done = st->run_steps;
+        char valtxt[32] = "-";
+        if (st->last_val_step > 0)
+            snprintf(valtxt, sizeof valtxt, "%.4f", (double)st->last_val);
+        /* the headless summary's format: scripts and the bench read both */
+        fprintf(stderr,
+                "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %.4f, "
+                "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d\n",
+                done, secs, secs > 0 ? done / secs : 0.0,
+                secs > 0 ? done * (double)c->batch * c->context / secs : 0.0,
+                (double)st->last.loss, valtxt, norm_place_name(c->norm),
+                norm_kind_name(c->norm_kind), numfmt_name(c->precision), c->n_layer, c->dim,
+                c->n_head, c->context, c->batch);
+    }
+    if (end == TUI_END_SIGNAL && status == 0) {
+        fprintf(stderr, "normscope: interrupted at step %ld\n", engine_steps_done(e));
+        status = 130;
+    } else if (diverged && status == 0) {
+        status = 3;
+    }
+    trainer_free(t);
+    free(snap);
+    engine_free(e);
+    return status;
+}
+
+static int run(cli_opts *o_, const ns_lesson *lesson);
+
+/* --lesson NAME: the lesson's flags come first and the user's after them,
+ * so the user's win; its script joins --script's; its compare is the
+ * default of --compare. argv2 and words must live as long as o. */
+static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char ***argv2,
+                        char **words)
+{
+    char err[512];
+    if (lesson_load(o->lesson, l, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 2;
+    }
+    *words = strdup(l->flags);
+    *argv2 = calloc((size_t)argc + sizeof l->flags / 2 + 2, sizeof **argv2);
+    if (!*words || !*argv2) {
+        fprintf(stderr, "normscope: out of memory\n");
+        lesson_free(l);
+        return 2;
+    }
+    int n = 0;
+    (*argv2)[n++] = argv[0];
+    for (char *t = strtok(*words, " \t"); t; t = strtok(NULL, " \t"))
+        (*argv2)[n++] = t;
+    for (int i = 1; i < argc; i++)
+        (*argv2)[n++] = argv[i];
+    int r = cli_parse(o, n, *argv2, stdout, stderr);
+    if (r) {
+        lesson_free(l);
+        return r == 1 ? 1 : 2;
+    }
+    if (!o->compare && l->compare[0])
+        o->compare = l->compare;
+    return 0;
+}
+
+/* The lesson's script and --script's, in that order. */
+static int merge_scripts(ns_script *dst, const ns_script *add)
+{
+    if (add->n == 0)
+        return 0;
+    script_entry *ne = realloc(dst->e, (size_t)(dst->n + add->n) * sizeof *ne);
+    if (!ne)
+        return -1;
+    memcpy(ne + dst->n, add->e, (size_t)add->n * sizeof *ne);
+    dst->e = ne;
+    dst->n += add->n;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -320,9 +608,36 @@ int main(int argc, char **argv)
         return 0;
     if (r)
         return 2;
-    if (!o.headless) {
-        fprintf(stderr, "normscope: the live view is not built yet; run with --headless "
-                        "(see --help)\n");
+    ns_lesson lesson;
+    char **argv2 = NULL, *words = NULL;
+    int have_lesson = 0;
+    if (o.lesson && !strcmp(o.lesson, "list")) {
+        lesson_list(stdout);
+        return 0;
+    }
+    if (o.lesson) {
+        r = setup_lesson(&o, argc, argv, &lesson, &argv2, &words);
+        if (r) {
+            free(argv2);
+            free(words);
+            return r == 1 ? 0 : 2;
+        }
+        have_lesson = 1;
+    }
+    int status = run(&o, have_lesson ? &lesson : NULL);
+    if (have_lesson)
+        lesson_free(&lesson);
+    free(argv2);
+    free(words);
+    return status;
+}
+
+static int run(cli_opts *o_, const ns_lesson *lesson)
+{
+    cli_opts o = *o_;
+    if (!o.headless && (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))) {
+        fprintf(stderr, "normscope: the live view needs a terminal; use --headless to train "
+                        "without one (see --help)\n");
         return 2;
     }
     dataset data;
@@ -341,17 +656,40 @@ int main(int argc, char **argv)
         data_free(&data);
         return 2;
     }
+    memset(&o.script_s, 0, sizeof o.script_s);
+    o.script_s.high = -1;
+    if (lesson && merge_scripts(&o.script_s, &lesson->script) != 0) {
+        fprintf(stderr, "normscope: out of memory\n");
+        data_free(&data);
+        return 2;
+    }
     if (o.script) {
-        if (script_load(o.script, &o.script_s, err, sizeof err) != 0) {
+        ns_script user;
+        if (script_load(o.script, &user, err, sizeof err) != 0) {
             fprintf(stderr, "normscope: %s\n", err);
+            script_free(&o.script_s);
             data_free(&data);
             return 2;
         }
-        o.script_loaded = 1;
+        int bad = merge_scripts(&o.script_s, &user);
+        script_free(&user);
+        if (bad) {
+            fprintf(stderr, "normscope: out of memory\n");
+            script_free(&o.script_s);
+            data_free(&data);
+            return 2;
+        }
     }
-    int status = run_headless(&o, &data);
-    if (o.script_loaded)
-        script_free(&o.script_s);
+    o.script_loaded = o.script_s.n > 0;
+    if (lesson && !o.quiet) {
+        fprintf(stderr, "lesson %s: %s\n", lesson->name, lesson->title);
+        if (lesson->text[0])
+            fprintf(stderr, "%s\n", lesson->text);
+        if (lesson->cite[0])
+            fprintf(stderr, "%s\n", lesson->cite);
+    }
+    int status = o.headless ? run_headless(&o, &data) : run_live(&o, &data, lesson);
+    script_free(&o.script_s);
     data_free(&data);
     return status;
 }

@@ -24,14 +24,22 @@ static float layer_col(const layer_metrics *l, int k)
     }
 }
 
-void metrics_csv_header(FILE *f, int n_layer)
+static const char *const main_cols[] = {
+    "step",      "loss",  "val_loss", "lr",   "grad_norm",  "tokens_per_s", "norm",
+    "norm_kind", "warmup", "clip",    "precision", "fp32_norms", "loss_scale", "skipped"};
+
+void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix)
 {
-    fputs("step,loss,val_loss,lr,grad_norm,tokens_per_s,norm,norm_kind,warmup,clip,precision,"
-          "fp32_norms,loss_scale,skipped",
-          f);
+    for (size_t k = 0; k < sizeof main_cols / sizeof main_cols[0]; k++)
+        fprintf(f, "%s%s%s", k ? "," : "", prefix, main_cols[k]);
     for (int i = 0; i < n_layer; i++)
         for (int k = 0; k < N_LAYER_COLS; k++)
-            fprintf(f, ",l%d_%s", i, layer_cols[k]);
+            fprintf(f, ",%sl%d_%s", prefix, i, layer_cols[k]);
+}
+
+void metrics_csv_header(FILE *f, int n_layer)
+{
+    metrics_csv_header_fields(f, n_layer, "");
     fputc('\n', f);
 }
 
@@ -48,6 +56,12 @@ static void put_float(FILE *f, double x)
 }
 
 void metrics_csv_row(FILE *f, const step_metrics *m)
+{
+    metrics_csv_fields(f, m);
+    fputc('\n', f);
+}
+
+void metrics_csv_fields(FILE *f, const step_metrics *m)
 {
     fprintf(f, "%ld,", m->step);
     put_float(f, m->loss);
@@ -69,7 +83,6 @@ void metrics_csv_row(FILE *f, const step_metrics *m)
             fputc(',', f);
             put_float(f, layer_col(&m->layer[i], k));
         }
-    fputc('\n', f);
 }
 
 static void put_json_float(FILE *f, double x)
@@ -80,9 +93,14 @@ static void put_json_float(FILE *f, double x)
         fprintf(f, "%.9g", x);
 }
 
-void metrics_jsonl_row(FILE *f, const step_metrics *m)
+void metrics_jsonl_row(FILE *f, const step_metrics *m) { metrics_jsonl_run(f, m, NULL); }
+
+void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run)
 {
-    fprintf(f, "{\"step\":%ld,\"loss\":", m->step);
+    fputc('{', f);
+    if (run)
+        fprintf(f, "\"run\":\"%s\",", run);
+    fprintf(f, "\"step\":%ld,\"loss\":", m->step);
     put_json_float(f, m->loss);
     fputs(",\"val_loss\":", f);
     if (m->has_val)

@@ -1,0 +1,40 @@
+/* lesson.h - classroom lessons: a configuration, a timed script and a
+ * short text, kept as files in assets/lessons/ and compiled in.
+ *
+ * A lesson file is text, one item a line ('#' starts a comment):
+ *   title: a one-line title
+ *   flags: command-line flags the lesson sets (the user's own flags win)
+ *   compare: SETTING=VALUE   a twin run differing in one setting (optional)
+ *   text: a line of what to watch (repeatable)
+ *   cite: a line of what the literature says (repeatable)
+ *   at N: COMMAND / every N: COMMAND   script lines, as in --script
+ */
+#ifndef NS_LESSON_H
+#define NS_LESSON_H
+
+#include <stdio.h>
+
+#include "command.h"
+
+typedef struct {
+    char name[32];
+    char title[128];
+    char flags[512];
+    char compare[64];
+    char text[2048]; /* lines joined with '\n' */
+    char cite[1024];
+    ns_script script;
+} ns_lesson;
+
+/* Find a compiled-in lesson by name and parse it. 0, or -1 with a reason
+ * (an unknown name lists the known ones). */
+int lesson_load(const char *name, ns_lesson *l, char *err, size_t errlen);
+/* Parse lesson text; name is used in messages. */
+int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen);
+void lesson_free(ns_lesson *l);
+/* Print "NAME  title" for every lesson. */
+void lesson_list(FILE *f);
+int lesson_count(void);
+const char *lesson_name(int i);
+
+#endif

@@ -1,0 +1,150 @@
+/* trainer.h - the runtime of the live view: one pthread that owns an
+ * engine, applies queued commands only between steps, and publishes a
+ * snapshot after every step.
+ *
+ * Two pieces of shared state, each behind its own mutex held just long
+ * enough to copy (DESIGN.md, "cmus / redis bio.c"):
+ *   - the command queue (mutex + condvar; the condvar also wakes a paused
+ *     trainer), written by front ends, drained by the trainer. Commands
+ *     are ns_command values (command.h): a key press and a --script line
+ *     are the same value, applied the same way, between steps;
+ *   - the snapshot, written by the trainer, copied by front ends.
+ * The trainer never waits for a front end: it holds the snapshot lock only
+ * to append one step, and a front end holds it only to copy what changed.
+ *
+ * Not here: drawing (tui*.c), files and flags (main.c), the numbers
+ * themselves (engine.c). Nothing in this module calls curses.
+ */
+#ifndef NS_TRAINER_H
+#define NS_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "command.h"
+#include "engine.h"
+#include "metrics.h"
+
+/* Every history is bounded; these are the bounds (a snapshot is about
+ * 160 KiB of points, 1 MiB of heatmap, 16 KiB of events). */
+#define TRAINER_HIST 4096 /* steps kept for the loss chart and the heatmap (a ring) */
+#define TRAINER_EVENTS 128 /* log lines kept (a ring) */
+#define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
+#define TRAINER_SAMPLE 64 /* bytes of each sample continuation */
+#define TRAINER_MARK 16 /* label of a chart marker, with its NUL */
+
+typedef enum {
+    TRAINER_RUNNING = 0,
+    TRAINER_PAUSED = 1,
+    TRAINER_DIVERGED = 2, /* a step was not finite: paused until told */
+    TRAINER_DONE = 3      /* reached --steps, or a script said stop: paused;
+                           * resuming trains on */
+} trainer_state;
+
+const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
+
+typedef enum {
+    TEV_INFO = 0,    /* start, pause, resume, the --steps limit */
+    TEV_SETTING = 1, /* a setting changed: also a marker on the chart */
+    TEV_VAL = 2,     /* a validation result */
+    TEV_DIVERGED = 3,
+    TEV_NOTE = 4 /* a warning (loss spike, skipped step), or a refused command */
+} trainer_event_kind;
+
+typedef struct {
+    long step; /* steps completed when it happened */
+    trainer_event_kind kind;
+    char text[NS_EVENT_TEXT];
+} trainer_event;
+
+/* One step of the history. */
+typedef struct {
+    long step;
+    float loss;
+    float val_loss; /* NaN when not measured at this step */
+    float lr;
+    int nonfinite;
+    char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
+} trainer_point;
+
+/* The small part of a snapshot, copied whole each time it changed. */
+typedef struct {
+    unsigned long seq; /* publications so far; unchanged seq = nothing new */
+    trainer_state state;
+    long steps_done;
+    int have_metrics;  /* last is a real step of this generation */
+    step_metrics last; /* the latest step */
+    float last_val;    /* the latest validation loss (NaN before the first) */
+    long last_val_step;
+    ns_config cfg;     /* the settings in force now (after any command) */
+    int warmup_on;
+    float lr_peak;
+    float lr_next;         /* the LR the next step will use */
+    double steps_per_s;    /* over the last ~0.5 s of running; 0 while paused */
+    double run_seconds;    /* time spent running this session (pauses excluded) */
+    long run_steps;        /* steps taken this session */
+    long limit;            /* pause at this step (--steps); 0 = never */
+    uint8_t sample[TRAINER_SAMPLE]; /* raw bytes; a front end escapes them */
+    int sample_len;
+    long sample_step;
+    const char *prompt;    /* the sample's fixed prompt (static string) */
+    unsigned generation;   /* bumped when the history is cut (re-init, rewind) */
+    long hist_total;       /* points in the history of this generation */
+    long ev_total;         /* events since the start */
+    int n_layer;
+} trainer_status;
+
+/* A front end's copy. Point i of this generation (0-based) is kept at
+ * hist[i % TRAINER_HIST] while i >= hist_total - TRAINER_HIST; event i at
+ * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 1.2 MiB:
+ * allocate it (trainer_snapshot_new), do not put it on a stack. */
+typedef struct {
+    trainer_status s;
+    trainer_point hist[TRAINER_HIST];
+    float heat[TRAINER_HIST][NS_MAX_LAYERS]; /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
+    trainer_event ev[TRAINER_EVENTS];
+} trainer_snapshot;
+
+trainer_snapshot *trainer_snapshot_new(void); /* zeroed; free() it */
+
+typedef struct {
+    long limit;          /* pause (state DONE) when this many steps are done; 0 = never */
+    on_diverge on_div;   /* a non-finite step: pause (default) or stop -> DIVERGED; continue */
+    ns_script *script;   /* commands at set steps, or NULL; used by the trainer thread only */
+    int start_paused;    /* begin in PAUSED (tests, scripted demos) */
+    double sample_every; /* seconds between samples; 0 = never */
+    const char *prompt;  /* the sample prompt; NULL = a built-in one */
+    /* called on the trainer thread after every step (CSV/JSONL writers);
+     * it must not call back into the trainer */
+    void (*on_step)(void *ctx, const step_metrics *m);
+    void *ctx;
+} trainer_opts;
+
+typedef struct trainer trainer;
+
+/* Take over e (the caller must not touch it until trainer_stop). The
+ * thread starts with SIGINT, SIGTERM and SIGWINCH blocked, so those reach
+ * the UI thread. NULL with a reason in err on failure. */
+trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen);
+/* Start the thread (commands sent before are applied first, in order). */
+int trainer_start(trainer *t, char *err, size_t errlen);
+/* Queue a command. 0, or -1 when TRAINER_QUEUE commands are waiting.
+ * Settings go through command_apply; pause, resume, step and stop are the
+ * trainer's: step takes one step while paused (and pauses a running
+ * trainer); stop pauses as DONE, as reaching --steps does. */
+int trainer_send(trainer *t, const ns_command *c);
+/* Copy what changed since dst was last filled; dst must come from
+ * trainer_snapshot_new or a previous copy from this same trainer (a copy
+ * from another one may look up to date). Returns 1 if anything changed. */
+int trainer_snapshot_copy(trainer *t, trainer_snapshot *dst);
+/* Wait until a publication after seq, or timeout_s seconds; returns the
+ * latest seq. For tests and scripts; the UI polls instead. */
+unsigned long trainer_wait(trainer *t, unsigned long seq, double timeout_s);
+/* Stop after the step in progress and join the thread; the engine is the
+ * caller's again, and trainer_snapshot_copy still gives the final state.
+ * Calling it twice is harmless. */
+void trainer_stop(trainer *t);
+/* Stop if still running, then free the trainer (not the engine). */
+void trainer_free(trainer *t);
+
+#endif

@@ -1,0 +1,289 @@
+/* tui.h - the live view: an in-memory cell grid, the layout as a pure
+ * function of (rows, cols, layers), the widgets that draw a trainer
+ * snapshot into the grid, the key table, and the curses front end.
+ *
+ * Everything except tui_run is curses-free and lives in the library, so
+ * the tests can draw a frame and compare grid rows as strings (as vis and
+ * tmux do). Only src/tui_curses.c calls curses: it copies the grid to the
+ * screen, reads keys and the mouse, and handles resizing in one place.
+ *
+ * Not here: the training (trainer.h, engine.h), files and flags (main.c).
+ */
+#ifndef NS_TUI_H
+#define NS_TUI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trainer.h"
+
+/* ---- the cell grid --------------------------------------------------------
+ * One Unicode code point and one semantic style per cell; every glyph used
+ * is one column wide. The curses layer maps styles to colors per scheme. */
+typedef enum {
+    TUI_S_TEXT = 0,
+    TUI_S_DIM,
+    TUI_S_TITLE,
+    TUI_S_BORDER,
+    TUI_S_STATUS,     /* the status line's background */
+    TUI_S_LABEL,      /* names of values in the status line and boxes */
+    TUI_S_KEY,        /* a key name in the footer and the help */
+    TUI_S_TOGGLE,     /* a clickable toggle in the status line */
+    TUI_S_RUN,        /* states */
+    TUI_S_PAUSE,
+    TUI_S_DIVERGED,
+    TUI_S_DONE,
+    TUI_S_FROZEN,
+    TUI_S_NORMAL,     /* bar states */
+    TUI_S_VANISH,
+    TUI_S_EXPLODE,
+    TUI_S_WARN,       /* activations past the LN-variance mark (256) */
+    TUI_S_BAD,        /* past fp16's maximum, or not finite */
+    TUI_S_TRAIN,      /* chart series */
+    TUI_S_VAL,
+    TUI_S_MARK,       /* chart markers */
+    TUI_S_SELECT,     /* the selected layer's row */
+    TUI_S_HEAT0,      /* heatmap levels, cold to hot */
+    TUI_S_HEAT1,
+    TUI_S_HEAT2,
+    TUI_S_HEAT3,
+    TUI_S_HEAT4,
+    TUI_S_HEAT5,
+    TUI_S_HEAT6,
+    TUI_S_EV_SETTING, /* event log kinds */
+    TUI_S_EV_VAL,
+    TUI_S_EV_NOTE,
+    TUI_S_COUNT
+} tui_style;
+
+typedef struct {
+    uint32_t ch; /* a code point; ' ' when empty */
+    uint8_t style;
+} tui_cell;
+
+typedef struct {
+    int rows, cols;
+    tui_cell *cells; /* (rows, cols) */
+} tui_grid;
+
+/* 0, or -1 when out of memory (the grid is then empty). */
+int tui_grid_resize(tui_grid *g, int rows, int cols);
+void tui_grid_free(tui_grid *g);
+void tui_grid_clear(tui_grid *g);
+tui_cell *tui_at(tui_grid *g, int r, int c); /* NULL outside */
+void tui_put(tui_grid *g, int r, int c, uint32_t ch, tui_style s);
+/* Draw UTF-8 text at (r, c), at most maxw columns (clipped to the grid);
+ * returns the columns used. Invalid bytes show as '?'. */
+int tui_puts(tui_grid *g, int r, int c, int maxw, tui_style s, const char *utf8);
+void tui_fill(tui_grid *g, int r, int c, int h, int w, uint32_t ch, tui_style s);
+/* Row r as UTF-8 (trailing spaces kept), NUL-terminated; returns the bytes
+ * written. For tests and the curses layer. */
+size_t tui_row_utf8(const tui_grid *g, int r, char *out, size_t cap);
+/* Encode one code point; returns the bytes (1..4) written to out[4]. */
+int tui_utf8_encode(uint32_t cp, char out[4]);
+
+/* ---- layout: a pure function of (rows, cols, layers) ---------------------- */
+#define TUI_MIN_ROWS 24
+#define TUI_MIN_COLS 80
+
+typedef struct {
+    int r, c, h, w; /* top row, left column, height, width; h or w 0 = absent */
+} tui_rect;
+
+typedef struct {
+    int too_small; /* below TUI_MIN_ROWS x TUI_MIN_COLS: only the message is drawn */
+    tui_rect status; /* 2 rows: values; clickable toggles */
+    tui_rect layers; /* 2 header rows + one row per visible layer (or the heatmap) */
+    tui_rect chart;  /* the loss chart */
+    tui_rect side;   /* the selected layer's numbers, right of the chart */
+    tui_rect sample; /* 1 row */
+    tui_rect events; /* a title row + the newest events */
+    tui_rect footer; /* 1 row of key hints */
+    tui_rect help;   /* the help overlay: drawn over the others when shown */
+    int layer_rows;  /* layers visible at once (the rest scroll) */
+} tui_layout;
+
+tui_layout tui_layout_compute(int rows, int cols, int n_layer);
+
+/* Columns of one layer row, from its width (pure, like the layout). */
+typedef struct {
+    int idx;          /* layer index, 4 columns */
+    int attn, ffn, bar; /* starts of the attention and MLP bars, and their width */
+    int nums;         /* the two gradient norms, 16 columns */
+    int act, act_w;   /* the activation-max bar */
+    int act_num;      /* its number, 8 columns */
+    int rms;          /* residual RMS, 10 columns */
+    int extra;        /* update ratio and norm-gradient columns; -1 when narrow */
+} tui_layer_cols;
+tui_layer_cols tui_layer_columns(int width);
+
+/* The first display row (0 = the top layer) that keeps display row `pos`
+ * visible in a window of `visible` rows over `count`, moving `first` as
+ * little as possible. */
+int tui_scroll_fit(int first, int visible, int pos, int count);
+
+/* ---- scales and states (pure) -------------------------------------------- */
+/* Gradient bars share one fixed log scale, 1e-5 .. 1e+2: a vanishing 1e-4
+ * and an exploding 1e+1 are both visible and comparable across frames. */
+#define TUI_GRAD_LO (-5)
+#define TUI_GRAD_HI 2
+/* Activation bars: 1 .. 1e+6, with marks at 256 (its square overflows fp16
+ * in the LN variance) and 65504 (fp16's largest finite value). */
+#define TUI_ACT_LO 0
+#define TUI_ACT_HI 6
+#define TUI_MARK_LNVAR 256.0
+#define TUI_MARK_FP16 65504.0
+/* A gradient is "exploding" from here; "vanishing" below 1e-3 of the
+ * largest layer's. */
+#define TUI_EXPLODE 10.0
+#define TUI_VANISH_RATIO 1e-3
+
+typedef enum { TUI_G_NORMAL, TUI_G_VANISH, TUI_G_EXPLODE, TUI_G_NONFINITE } tui_grad_state;
+tui_grad_state tui_grad_state_of(double v, double layer_max);
+
+/* Eighths of a cell filled by a bar of value v on a log scale lo..hi
+ * decades over w cells: round(8 w (log10 v - lo) / (hi - lo)), clamped to
+ * 0..8w; 0 for v <= 0 or not finite. */
+int tui_log_eighths(double v, int lo, int hi, int w);
+/* The column (0-based, inside the bar) where a bar of exactly 10^d ends:
+ * the tick under the decade label d. */
+int tui_decade_col(int d, int lo, int hi, int w);
+
+/* Non-printable bytes as C escapes (\n, \t, \\, \xNN); returns the length.
+ * out is always NUL-terminated. */
+size_t tui_escape(const uint8_t *b, int n, char *out, size_t cap);
+
+/* ---- UI state, keys and actions -------------------------------------------- */
+enum {
+    TUI_KEY_TAB = 9,
+    TUI_KEY_ESC = 27,
+    TUI_KEY_UP = 0x110000, /* past Unicode: no clash with a character */
+    TUI_KEY_DOWN,
+    TUI_KEY_PGUP,
+    TUI_KEY_PGDN,
+    TUI_KEY_HOME,
+    TUI_KEY_END,
+    TUI_KEY_BTAB,
+    TUI_KEY_F1,
+    TUI_KEY_F10,
+};
+
+typedef enum {
+    TUI_ACT_NONE = 0,
+    TUI_ACT_NORM,
+    TUI_ACT_NORM_CYCLE,
+    TUI_ACT_KIND_CYCLE,
+    TUI_ACT_WARMUP,
+    TUI_ACT_PRECISION,
+    TUI_ACT_FP32_NORMS,
+    TUI_ACT_LOSS_SCALE,
+    TUI_ACT_REWIND,
+    TUI_ACT_PAUSE,
+    TUI_ACT_STEP,
+    TUI_ACT_LR_UP,
+    TUI_ACT_LR_DOWN,
+    TUI_ACT_CLIP,
+    TUI_ACT_REINIT,
+    TUI_ACT_VIEW,
+    TUI_ACT_UP,
+    TUI_ACT_DOWN,
+    TUI_ACT_PGUP,
+    TUI_ACT_PGDN,
+    TUI_ACT_TOP,
+    TUI_ACT_BOTTOM,
+    TUI_ACT_LOGY,
+    TUI_ACT_FREEZE,
+    TUI_ACT_HELP,
+    TUI_ACT_QUIT,
+    TUI_ACT_COUNT
+} tui_action;
+
+/* The key table: drives input, the help overlay and the footer. */
+typedef struct {
+    int keys[3];      /* 0-terminated when fewer */
+    const char *name; /* as shown in the help: "space", "up/down"; NULL: the
+                       * second of a pair, shown on the line before */
+    const char *foot; /* the key as shown in the footer; NULL = not there */
+    const char *hint; /* the footer's word for it */
+    const char *help; /* one line in the help overlay (NULL with name) */
+    tui_action act;
+} tui_key;
+extern const tui_key tui_keys[];
+extern const int tui_n_keys;
+tui_action tui_key_action(int key);
+
+enum { TUI_VIEW_LAYERS = 0, TUI_VIEW_HEATMAP = 1, TUI_VIEW_COUNT };
+
+/* A clickable place on the screen, recorded while drawing. */
+typedef struct {
+    int r, c0, c1; /* row, columns [c0, c1) */
+    tui_action act;
+    int layer;     /* >= 0: a layer row (click selects it) */
+} tui_hit;
+#define TUI_MAX_HITS 96
+
+typedef struct {
+    int view;
+    int selected; /* layer index */
+    int scroll;   /* first display row shown (display row 0 = the top layer) */
+    int help, frozen, logy, quit;
+    int layer_rows; /* layer rows visible in the last frame (a page) */
+    char note[80];  /* a passing message at the footer's right; "" = none */
+    int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
+    int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
+    tui_hit hits[TUI_MAX_HITS];
+    int n_hits;
+} tui_ui;
+
+void tui_ui_init(tui_ui *ui, int unicode, int color);
+
+/* Apply an action to the UI state. Returns 1 and fills *cmd when the
+ * trainer must be told (the same ns_command a --script line gives). While
+ * help is shown, any key but quit closes it and does nothing else.
+ * n_layer bounds the selection. */
+int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd);
+/* The action at a click, or TUI_ACT_NONE; a click on a layer row selects
+ * that layer (returns TUI_ACT_NONE, *selected_changed = 1). */
+tui_action tui_click(tui_ui *ui, int row, int col, int *selected_changed);
+
+/* ---- widgets: each draws into a rect of the grid ---------------------------- */
+void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
+void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
+void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *s);
+void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
+void tui_draw_footer(tui_grid *g, tui_rect r, tui_ui *ui);
+void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
+#define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
+void tui_draw_too_small(tui_grid *g, int rows, int cols);
+
+/* Geometry of the chart's plot area inside a chart rect, and the column of
+ * a step in it (-1 outside the window). Exposed for the tests. */
+typedef struct {
+    int top, left, h, w;   /* plot cells */
+    int xdots, ydots;      /* dots: 2x4 per cell (braille) or 1x3 (ASCII) */
+    long first, last;      /* steps at the left and right edges */
+} tui_chart_geom;
+tui_chart_geom tui_chart_geometry(tui_rect r, const trainer_snapshot *s, int unicode);
+int tui_chart_col(const tui_chart_geom *cg, long step);
+
+/* A whole frame: layout, every widget, the help overlay; fills ui->hits. */
+void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui);
+
+/* ---- the curses front end (src/tui_curses.c, not in the library) ---------- */
+typedef struct {
+    int ascii;    /* --ascii: no braille or block glyphs */
+    int no_color; /* --no-color (NO_COLOR is read too) */
+} tui_options;
+
+typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;
+
+/* Set up the terminal, start t (created, not started: training begins
+ * when there is a screen to show it) and run the dashboard until q, F10 or
+ * a signal; the terminal is restored on every way out. On TUI_END_ERROR,
+ * err says why (the trainer may not have started). */
+tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen);
+
+#endif

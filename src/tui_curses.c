@@ -1,0 +1,417 @@
+/* tui_curses.c - the only file that calls curses: terminal set-up and
+ * restore, colors per scheme, keys and mouse into actions, and the copy
+ * of the cell grid onto the screen once per frame.
+ *
+ * Not in libnormscope.a (the engine library stays curses-free); linked
+ * into the binary only. The UI thread is the only caller of curses.
+ *
+ * Frames: every FRAME_MS the UI copies what changed in the trainer's
+ * snapshot (unless frozen); when anything changed (or a key came) it draws
+ * the whole grid and lets curses send only the changed cells.
+ *
+ * The terminal is restored on q/F10, on SIGINT/SIGTERM/SIGHUP (handled
+ * here, outside the handler, by the normal path), on a crash signal (the
+ * handler writes the terminal's own restore strings and resets termios:
+ * both async-signal-safe), and on exit() from anywhere (atexit).
+ */
+#include <curses.h>
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <term.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tui.h"
+
+#define FRAME_MS 100 /* 10 frames/s from the trainer (keys redraw at once): smooth
+                        * enough to watch, and ~1% of a core */
+#define NOTE_S 3.0  /* how long a footer note stays */
+
+static volatile sig_atomic_t stop_signal; /* SIGINT/SIGTERM/SIGHUP seen */
+static volatile sig_atomic_t curses_on;
+
+/* What the crash handler needs, captured before curses starts: the tty
+ * settings and the terminal's "leave full-screen" strings. */
+static struct termios saved_tio;
+static int saved_tio_ok, tty_fd = -1;
+static char restore_seq[256];
+static size_t restore_len;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void on_fatal(int sig)
+{
+    int saved_errno = errno; /* for the sanitizers' checks; we re-raise anyway */
+    if (curses_on) {
+        write_all(STDOUT_FILENO, restore_seq, restore_len);
+        if (saved_tio_ok)
+            tcsetattr(tty_fd, TCSANOW, &saved_tio);
+    }
+    errno = saved_errno;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void at_exit_restore(void)
+{
+    if (curses_on) {
+        endwin();
+        curses_on = 0;
+    }
+}
+
+/* The terminal's own strings where terminfo has them; xterm's otherwise. */
+static void capture_restore_seq(void)
+{
+    static const char *const caps[] = {"sgr0", "cnorm", "rmcup"};
+    static const char *const fallback[] = {"\033[0m", "\033[?25h", "\033[?1049l"};
+    restore_len = 0;
+    /* mouse reporting off first: the modes ncurses may have turned on */
+    const char *mouse_off = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l";
+    size_t ml = strlen(mouse_off);
+    memcpy(restore_seq, mouse_off, ml);
+    restore_len = ml;
+    for (int i = 0; i < 3; i++) {
+        char *s = tigetstr((char *)caps[i]);
+        const char *use = (s && s != (char *)-1) ? s : fallback[i];
+        size_t l = strlen(use);
+        if (restore_len + l < sizeof restore_seq) {
+            memcpy(restore_seq + restore_len, use, l);
+            restore_len += l;
+        }
+    }
+}
+
+/* ---- colors ------------------------------------------------------------- */
+
+static attr_t style_attr[TUI_S_COUNT];
+
+typedef struct {
+    short fg, bg;
+    attr_t color_attr; /* added to the color pair */
+    attr_t mono_attr;  /* used alone without color */
+} style_spec;
+
+/* The 8-color palette: every pair is readable on a dark or a light
+ * default background (no dark blue text on black; states are reversed
+ * blocks). -1 = the terminal's default color. */
+static const style_spec specs[TUI_S_COUNT] = {
+    [TUI_S_TEXT] = {-1, -1, 0, 0},
+    [TUI_S_DIM] = {-1, -1, A_DIM, A_DIM},
+    [TUI_S_TITLE] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
+    [TUI_S_BORDER] = {COLOR_CYAN, -1, 0, 0},
+    [TUI_S_STATUS] = {-1, -1, 0, 0},
+    [TUI_S_LABEL] = {COLOR_CYAN, -1, 0, 0},
+    [TUI_S_KEY] = {COLOR_BLACK, COLOR_CYAN, 0, A_REVERSE},
+    [TUI_S_TOGGLE] = {-1, -1, A_BOLD, A_BOLD},
+    [TUI_S_RUN] = {COLOR_BLACK, COLOR_GREEN, A_BOLD, A_REVERSE},
+    [TUI_S_PAUSE] = {COLOR_BLACK, COLOR_YELLOW, A_BOLD, A_REVERSE},
+    [TUI_S_DIVERGED] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
+    [TUI_S_DONE] = {COLOR_BLACK, COLOR_CYAN, A_BOLD, A_REVERSE},
+    [TUI_S_FROZEN] = {COLOR_BLACK, COLOR_MAGENTA, A_BOLD, A_REVERSE},
+    [TUI_S_NORMAL] = {COLOR_GREEN, -1, 0, 0},
+    [TUI_S_VANISH] = {COLOR_BLUE, -1, A_BOLD, A_DIM},
+    [TUI_S_EXPLODE] = {COLOR_RED, -1, A_BOLD, A_BOLD},
+    [TUI_S_WARN] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
+    [TUI_S_BAD] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
+    [TUI_S_TRAIN] = {COLOR_CYAN, -1, 0, 0},
+    [TUI_S_VAL] = {COLOR_MAGENTA, -1, A_BOLD, A_BOLD},
+    [TUI_S_MARK] = {COLOR_YELLOW, -1, 0, A_UNDERLINE},
+    [TUI_S_SELECT] = {COLOR_BLACK, COLOR_WHITE, 0, A_REVERSE},
+    [TUI_S_HEAT0] = {COLOR_BLUE, -1, 0, A_DIM},
+    [TUI_S_HEAT1] = {COLOR_BLUE, -1, A_BOLD, 0},
+    [TUI_S_HEAT2] = {COLOR_CYAN, -1, 0, 0},
+    [TUI_S_HEAT3] = {COLOR_GREEN, -1, 0, 0},
+    [TUI_S_HEAT4] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
+    [TUI_S_HEAT5] = {COLOR_RED, -1, A_BOLD, A_BOLD},
+    [TUI_S_HEAT6] = {COLOR_MAGENTA, -1, A_BOLD, A_BOLD | A_REVERSE},
+    [TUI_S_EV_SETTING] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
+    [TUI_S_EV_VAL] = {-1, -1, A_DIM, A_DIM},
+    [TUI_S_EV_NOTE] = {COLOR_YELLOW, -1, 0, A_UNDERLINE},
+};
+
+/* Returns 1 when colors are in use. */
+static int setup_colors(int want)
+{
+    int ok = want && has_colors() && start_color() == OK && COLORS >= 8 && COLOR_PAIRS > TUI_S_COUNT;
+    int dflt = ok && use_default_colors() == OK;
+    for (int s = 0; s < TUI_S_COUNT; s++) {
+        if (!ok) {
+            style_attr[s] = specs[s].mono_attr;
+            continue;
+        }
+        short fg = specs[s].fg, bg = specs[s].bg;
+        if (!dflt) { /* no "default color": assume white on black */
+            fg = fg < 0 ? COLOR_WHITE : fg;
+            bg = bg < 0 ? COLOR_BLACK : bg;
+        }
+        init_pair((short)(s + 1), fg, bg);
+        style_attr[s] = COLOR_PAIR(s + 1) | specs[s].color_attr;
+    }
+    return ok;
+}
+
+/* ---- drawing --------------------------------------------------------------- */
+
+/* Copy the grid to curses: one addnstr per run of cells of one style. */
+static void blit(const tui_grid *g)
+{
+    char buf[4096];
+    for (int r = 0; r < g->rows; r++) {
+        const tui_cell *row = &g->cells[(size_t)r * (size_t)g->cols];
+        int c = 0;
+        while (c < g->cols) {
+            int c0 = c, st = row[c].style;
+            size_t n = 0;
+            while (c < g->cols && row[c].style == st && n + 4 < sizeof buf) {
+                n += (size_t)tui_utf8_encode(row[c].ch, buf + n);
+                c++;
+            }
+            attrset(style_attr[st < TUI_S_COUNT ? st : 0]);
+            mvaddnstr(r, c0, buf, (int)n); /* ERR at the bottom-right corner is harmless */
+        }
+    }
+    attrset(A_NORMAL);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int translate_key(int ch)
+{
+    switch (ch) {
+    case KEY_UP: return TUI_KEY_UP;
+    case KEY_DOWN: return TUI_KEY_DOWN;
+    case KEY_PPAGE: return TUI_KEY_PGUP;
+    case KEY_NPAGE: return TUI_KEY_PGDN;
+    case KEY_HOME: return TUI_KEY_HOME;
+    case KEY_END: return TUI_KEY_END;
+    case KEY_BTAB: return TUI_KEY_BTAB;
+    case '\t': return TUI_KEY_TAB;
+    default:
+        if (ch == KEY_F(1))
+            return TUI_KEY_F1;
+        if (ch == KEY_F(10))
+            return TUI_KEY_F10;
+        return ch;
+    }
+}
+
+typedef struct {
+    trainer *t;
+    trainer_snapshot *snap;
+    tui_ui ui;
+    tui_grid grid;
+    double note_until;
+} run_state;
+
+static void send_action(run_state *rs, tui_action a)
+{
+    ns_command cmd;
+    if (!tui_apply(&rs->ui, a, rs->snap->s.n_layer, &cmd))
+        return;
+    if (trainer_send(rs->t, &cmd) != 0) {
+        snprintf(rs->ui.note, sizeof rs->ui.note,
+                 "busy: %d commands wait for the step in progress ", TRAINER_QUEUE);
+        rs->note_until = now_s() + NOTE_S;
+    }
+}
+
+/* One input event. Returns -1 when the grid could not be resized. */
+static int handle_input(run_state *rs, int ch)
+{
+    switch (ch) {
+    case KEY_RESIZE: /* the one place a resize is handled */
+        if (tui_grid_resize(&rs->grid, LINES, COLS) != 0)
+            return -1;
+        clearok(curscr, TRUE);
+        break;
+    case KEY_MOUSE: {
+        MEVENT ev;
+        if (getmouse(&ev) != OK)
+            break;
+        tui_action a = TUI_ACT_NONE;
+        int sel;
+        if (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))
+            a = tui_click(&rs->ui, ev.y, ev.x, &sel);
+#ifdef BUTTON5_PRESSED
+        else if (ev.bstate & BUTTON4_PRESSED) /* the wheel moves the selection */
+            a = TUI_ACT_UP;
+        else if (ev.bstate & BUTTON5_PRESSED)
+            a = TUI_ACT_DOWN;
+#endif
+        if (a != TUI_ACT_NONE)
+            send_action(rs, a);
+        break;
+    }
+    default: {
+        tui_action a = tui_key_action(translate_key(ch));
+        if (a != TUI_ACT_NONE)
+            send_action(rs, a);
+        else if (rs->ui.help)
+            rs->ui.help = 0; /* "any key closes this help": unbound ones too */
+        break;
+    }
+    }
+    return 0;
+}
+
+tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
+{
+    /* the locale decides braille; numbers keep the C locale, so "2.5" is
+     * never drawn as "2,5" (and the headless writers are unaffected) */
+    setlocale(LC_ALL, "");
+    const char *cs = nl_langinfo(CODESET);
+    int utf8 = cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
+    setlocale(LC_NUMERIC, "C");
+    const char *nc = getenv("NO_COLOR");
+    int want_color = !o->no_color && !(nc && *nc);
+
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.t = t;
+    rs.snap = trainer_snapshot_new();
+    if (!rs.snap) {
+        snprintf(err, errlen, "out of memory");
+        return TUI_END_ERROR;
+    }
+
+    tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO : STDOUT_FILENO;
+    saved_tio_ok = tcgetattr(tty_fd, &saved_tio) == 0;
+    struct sigaction sa, old_int, old_term, old_hup;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop; /* no SA_RESTART: getch returns at once */
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    struct sigaction fa, old_fatal[5];
+    memset(&fa, 0, sizeof fa);
+    sigemptyset(&fa.sa_mask);
+    fa.sa_handler = on_fatal;
+    fa.sa_flags = (int)SA_RESETHAND;
+    for (int i = 0; i < 5; i++)
+        sigaction(fatal[i], &fa, &old_fatal[i]);
+    static int atexit_done;
+    if (!atexit_done)
+        atexit_done = atexit(at_exit_restore) == 0;
+
+    SCREEN *scr = newterm(NULL, stdout, stdin);
+    tui_end end = TUI_END_QUIT;
+    if (!scr) {
+        const char *term = getenv("TERM");
+        snprintf(err, errlen, "cannot use the terminal (TERM=%s); try --headless",
+                 term ? term : "unset");
+        end = TUI_END_ERROR;
+        goto out;
+    }
+    set_term(scr);
+    capture_restore_seq();
+    curses_on = 1;
+    cbreak();
+    noecho();
+    nonl();
+    intrflush(stdscr, FALSE);
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    set_escdelay(25);
+    /* every event, though only presses and the wheel act: ncurses 6.4
+     * (X10 reports) blocks in read() after an event outside the mask, which
+     * froze the frame until the next key (found by tui_e2e.sh's click) */
+    mousemask(ALL_MOUSE_EVENTS, NULL);
+    mouseinterval(0); /* report presses at once, not after a click delay */
+    int color = setup_colors(want_color);
+    tui_ui_init(&rs.ui, utf8 && !o->ascii, color);
+    if (tui_grid_resize(&rs.grid, LINES, COLS) != 0) {
+        snprintf(err, errlen, "out of memory");
+        end = TUI_END_ERROR;
+        goto out;
+    }
+    /* training starts once there is a screen to show it on */
+    if (trainer_start(t, err, errlen) != 0) {
+        end = TUI_END_ERROR;
+        goto out;
+    }
+
+    /* Frames: a new snapshot is looked at every FRAME_MS; the screen is
+     * drawn when something changed (a step, a key, a resize), so a paused
+     * run costs no CPU, and a key shows its effect at once. */
+    double next_frame = now_s();
+    int dirty = 1;
+    while (!rs.ui.quit) {
+        if (stop_signal) {
+            end = TUI_END_SIGNAL;
+            break;
+        }
+        int wait_ms = (int)((next_frame - now_s()) * 1000.0);
+        timeout(wait_ms > 0 ? wait_ms : 0);
+        int ch = getch();
+        /* every key already typed, then one frame for all of them */
+        while (ch != ERR && !rs.ui.quit) {
+            if (handle_input(&rs, ch) != 0) {
+                snprintf(err, errlen, "out of memory");
+                end = TUI_END_ERROR;
+                goto out;
+            }
+            dirty = 1;
+            timeout(0);
+            ch = getch();
+        }
+        if (rs.ui.quit || stop_signal)
+            continue;
+        double now = now_s();
+        if (now >= next_frame) {
+            next_frame = now + FRAME_MS / 1000.0;
+            if (!rs.ui.frozen && trainer_snapshot_copy(t, rs.snap))
+                dirty = 1;
+            if (rs.ui.note[0] && now > rs.note_until) {
+                rs.ui.note[0] = 0;
+                dirty = 1;
+            }
+        }
+        if (!dirty)
+            continue;
+        dirty = 0;
+        tui_draw(&rs.grid, rs.snap, &rs.ui);
+        blit(&rs.grid);
+        refresh();
+    }
+
+out:
+    if (curses_on) {
+        endwin();
+        curses_on = 0;
+    }
+    if (scr)
+        delscreen(scr);
+    for (int i = 0; i < 5; i++)
+        sigaction(fatal[i], &old_fatal[i], NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    tui_grid_free(&rs.grid);
+    free(rs.snap);
+    return end;
+}

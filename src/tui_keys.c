@@ -1,0 +1,123 @@
+/* tui_keys.c - the key table (htop's habit: keys map to actions, actions
+ * change state and return what to do; none of them draws) and the UI
+ * state the actions change. The same table prints the help overlay and
+ * the footer, so a key cannot be bound without being documented.
+ * No curses: the curses layer translates its key codes to TUI_KEY_*. */
+#include "tui.h"
+
+#include <math.h>
+#include <string.h>
+
+const tui_key tui_keys[] = {
+    {{'p'}, "p", "p", "Norm", "Pre-LN / Post-LN placement (weights untouched)", TUI_ACT_NORM},
+    {{'P'}, "P", NULL, NULL, "next placement: post pre sandwich deepnorm rezero none mix",
+     TUI_ACT_NORM_CYCLE},
+    {{'k'}, "k", NULL, NULL, "next norm kind: layernorm rmsnorm dyt", TUI_ACT_KIND_CYCLE},
+    {{'w'}, "w", "w", "Warmup", "LR warmup on (a fresh ramp from now) / off", TUI_ACT_WARMUP},
+    {{'f'}, "f", "f", "Prec", "next precision: fp32 bf16 fp16", TUI_ACT_PRECISION},
+    {{'i'}, "i", NULL, NULL, "norms, softmax and loss in fp32 / in the low format",
+     TUI_ACT_FP32_NORMS},
+    {{'l'}, "l", NULL, NULL, "loss scaling dynamic / off (bf16, fp16)", TUI_ACT_LOSS_SCALE},
+    {{' '}, "space", "Spc", "Pause", "pause / resume training", TUI_ACT_PAUSE},
+    {{'n'}, "n", "n", "Step", "one step while paused (pauses a running trainer)", TUI_ACT_STEP},
+    {{'+', '='}, "+/-", "+-", "LR", "peak learning rate x2 / /2", TUI_ACT_LR_UP},
+    {{'-', '_'}, NULL, NULL, NULL, NULL, TUI_ACT_LR_DOWN},
+    {{'c'}, "c", "c", "Clip", "gradient clipping at 1.0 on / off", TUI_ACT_CLIP},
+    {{'b'}, "b", "b", "Rewind", "rewind to the newest snapshot before now (again: older)",
+     TUI_ACT_REWIND},
+    {{'r'}, "r", "r", "Reinit", "re-initialize: step 0, fresh weights, same seed", TUI_ACT_REINIT},
+    {{TUI_KEY_TAB, TUI_KEY_BTAB}, "Tab", "Tab", "View", "next view: layer bars / gradient heatmap",
+     TUI_ACT_VIEW},
+    {{TUI_KEY_UP}, "up/down", NULL, NULL, "select a layer (its numbers in the box at the right)",
+     TUI_ACT_UP},
+    {{TUI_KEY_DOWN}, NULL, NULL, NULL, NULL, TUI_ACT_DOWN},
+    {{TUI_KEY_PGUP}, "PgUp/PgDn", NULL, NULL, "select a page of layers up / down", TUI_ACT_PGUP},
+    {{TUI_KEY_PGDN}, NULL, NULL, NULL, NULL, TUI_ACT_PGDN},
+    {{TUI_KEY_HOME}, "Home/End", NULL, NULL, "select the top layer / layer 0 (embeddings side)",
+     TUI_ACT_TOP},
+    {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM},
+    {{'y'}, "y", "y", "Log-y", "loss chart: logarithmic / linear y axis", TUI_ACT_LOGY},
+    {{'z'}, "z", "z", "Freeze", "freeze the display; training goes on", TUI_ACT_FREEZE},
+    {{'?', 'h', TUI_KEY_F1}, "?/h/F1", "F1", "Help", "this help (any key closes it)", TUI_ACT_HELP},
+    {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT},
+};
+const int tui_n_keys = (int)(sizeof tui_keys / sizeof tui_keys[0]);
+
+tui_action tui_key_action(int key)
+{
+    for (int i = 0; i < tui_n_keys; i++)
+        for (int k = 0; k < 3 && tui_keys[i].keys[k]; k++)
+            if (tui_keys[i].keys[k] == key)
+                return tui_keys[i].act;
+    return TUI_ACT_NONE;
+}
+
+void tui_ui_init(tui_ui *ui, int unicode, int color)
+{
+    memset(ui, 0, sizeof *ui);
+    ui->unicode = unicode;
+    ui->color = color;
+    ui->selected = -1; /* the top layer, once the layer count is known */
+}
+
+static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
+{
+    if (n_layer < 1)
+        n_layer = 1;
+    if (ui->selected < 0 || ui->selected >= n_layer)
+        ui->selected = n_layer - 1;
+    if (ui->help && a != TUI_ACT_QUIT && a != TUI_ACT_NONE) {
+        ui->help = 0; /* the key that closes help does nothing else */
+        return 0;
+    }
+    /* a page: the layers visible last frame, less one for context */
+    int page = ui->layer_rows > 1 ? ui->layer_rows - 1 : 1;
+    memset(cmd, 0, sizeof *cmd);
+    switch (a) {
+    case TUI_ACT_NORM: cmd->kind = CMD_NORM_TOGGLE; return 1;
+    case TUI_ACT_NORM_CYCLE: cmd->kind = CMD_NORM_CYCLE; return 1;
+    case TUI_ACT_KIND_CYCLE: cmd->kind = CMD_KIND_CYCLE; return 1;
+    case TUI_ACT_WARMUP: cmd->kind = CMD_WARMUP, cmd->arg = -1; return 1;
+    case TUI_ACT_PRECISION: cmd->kind = CMD_PRECISION, cmd->arg = -1; return 1;
+    case TUI_ACT_FP32_NORMS: cmd->kind = CMD_FP32_NORMS, cmd->arg = -1; return 1;
+    case TUI_ACT_LOSS_SCALE: cmd->kind = CMD_LOSS_SCALE, cmd->arg = NAN; return 1;
+    case TUI_ACT_REWIND: cmd->kind = CMD_REWIND; return 1;
+    case TUI_ACT_PAUSE: cmd->kind = CMD_PAUSE_TOGGLE; return 1;
+    case TUI_ACT_STEP: cmd->kind = CMD_STEP; return 1;
+    case TUI_ACT_LR_UP: cmd->kind = CMD_LR_SCALE, cmd->arg = 2.0; return 1;
+    case TUI_ACT_LR_DOWN: cmd->kind = CMD_LR_SCALE, cmd->arg = 0.5; return 1;
+    case TUI_ACT_CLIP: cmd->kind = CMD_CLIP, cmd->arg = NAN; return 1;
+    case TUI_ACT_REINIT: cmd->kind = CMD_REINIT; return 1;
+    case TUI_ACT_VIEW: ui->view = (ui->view + 1) % TUI_VIEW_COUNT; return 0;
+    case TUI_ACT_UP: ui->selected = clampi(ui->selected + 1, 0, n_layer - 1); return 0;
+    case TUI_ACT_DOWN: ui->selected = clampi(ui->selected - 1, 0, n_layer - 1); return 0;
+    case TUI_ACT_PGUP: ui->selected = clampi(ui->selected + page, 0, n_layer - 1); return 0;
+    case TUI_ACT_PGDN: ui->selected = clampi(ui->selected - page, 0, n_layer - 1); return 0;
+    case TUI_ACT_TOP: ui->selected = n_layer - 1; return 0;
+    case TUI_ACT_BOTTOM: ui->selected = 0; return 0;
+    case TUI_ACT_LOGY: ui->logy = !ui->logy; return 0;
+    case TUI_ACT_FREEZE: ui->frozen = !ui->frozen; return 0;
+    case TUI_ACT_HELP: ui->help = 1; return 0;
+    case TUI_ACT_QUIT: ui->quit = 1; return 0;
+    default: return 0;
+    }
+}
+
+tui_action tui_click(tui_ui *ui, int row, int col, int *selected_changed)
+{
+    *selected_changed = 0;
+    for (int i = 0; i < ui->n_hits; i++) {
+        const tui_hit *h = &ui->hits[i];
+        if (h->r != row || col < h->c0 || col >= h->c1)
+            continue;
+        if (h->layer >= 0) {
+            ui->selected = h->layer;
+            *selected_changed = 1;
+            return TUI_ACT_NONE;
+        }
+        return h->act;
+    }
+    return TUI_ACT_NONE;
+}

@@ -1,0 +1,125 @@
+/* tui_layout.c - where everything goes, as pure functions of the terminal
+ * size and the layer count (nvtop's habit), and the scales the bars use.
+ * The tests call these over many sizes; nothing here draws.
+ *
+ *   rows 0-1     status: values, then clickable toggles
+ *   layers       2 header rows + one row per layer (top = output side);
+ *                as many layers as fit, the chart keeps >= 2/5 of the middle
+ *   chart | side the loss chart; the selected layer's numbers at the right
+ *   sample       1 row
+ *   events       a title row + 2..8 newest events (more on taller screens)
+ *   footer       the last row: key hints
+ */
+#include "tui.h"
+
+#include <math.h>
+
+static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+/* The help overlay: a line per key (pairs share one), a blank line, the
+ * legend, the closing hint, and the border. */
+static int help_height(void)
+{
+    int lines = 0;
+    for (int i = 0; i < tui_n_keys; i++)
+        lines += tui_keys[i].name != NULL;
+    return lines + 1 + TUI_HELP_LEGEND + 1 + 2;
+}
+
+tui_layout tui_layout_compute(int rows, int cols, int n_layer)
+{
+    tui_layout L = {0};
+    if (rows < TUI_MIN_ROWS || cols < TUI_MIN_COLS) {
+        L.too_small = 1;
+        return L;
+    }
+    if (n_layer < 1)
+        n_layer = 1;
+    L.status = (tui_rect){0, 0, 2, cols};
+    L.footer = (tui_rect){rows - 1, 0, 1, cols};
+    int ev_h = clampi(3 + (rows - TUI_MIN_ROWS) / 6, 3, 9);
+    L.events = (tui_rect){rows - 1 - ev_h, 0, ev_h, cols};
+    L.sample = (tui_rect){L.events.r - 1, 0, 1, cols};
+    int mid_top = 2, mid_h = L.sample.r - mid_top;
+    /* the chart needs a title, an axis and >= 6 plot rows to read a trend */
+    int chart_min = mid_h * 2 / 5 > 8 ? mid_h * 2 / 5 : 8;
+    int panel_h = clampi(n_layer + 2, 3, mid_h - chart_min);
+    L.layers = (tui_rect){mid_top, 0, panel_h, cols};
+    L.layer_rows = panel_h - 2;
+    int side_w = cols < 100 ? 26 : (cols < 140 ? 30 : 36);
+    int chart_r = mid_top + panel_h, chart_h = mid_h - panel_h;
+    L.chart = (tui_rect){chart_r, 0, chart_h, cols - side_w};
+    L.side = (tui_rect){chart_r, cols - side_w, chart_h, side_w};
+    /* on a short screen the help takes every row: the keys come first */
+    int hw = cols - 4 < 76 ? cols - 4 : 76;
+    int hh = rows < help_height() ? rows : help_height();
+    L.help = (tui_rect){(rows - hh) / 2, (cols - hw) / 2, hh, hw};
+    return L;
+}
+
+tui_layer_cols tui_layer_columns(int width)
+{
+    tui_layer_cols c;
+    /* fixed: index 4, two gaps, numbers 16, gap, act number 8, rms 10 */
+    const int fixed = 4 + 1 + 1 + 16 + 1 + 8 + 10;
+    int extra_w = width >= 150 ? 18 : 0;
+    int avail = width - fixed - extra_w;
+    if (avail < 3 * 4)
+        avail = 3 * 4;
+    c.bar = clampi(avail * 3 / 8, 4, 48);
+    c.act_w = avail - 2 * c.bar;
+    if (c.act_w > 40)
+        c.act_w = 40;
+    c.idx = 0;
+    c.attn = 4;
+    c.ffn = c.attn + c.bar + 1;
+    c.nums = c.ffn + c.bar + 1;
+    c.act = c.nums + 16;
+    c.act_num = c.act + c.act_w + 1;
+    c.rms = c.act_num + 8;
+    c.extra = extra_w ? c.rms + 10 : -1;
+    return c;
+}
+
+int tui_scroll_fit(int first, int visible, int pos, int count)
+{
+    if (visible < 1)
+        visible = 1;
+    if (pos < first)
+        first = pos;
+    if (pos >= first + visible)
+        first = pos - visible + 1;
+    int max_first = count - visible > 0 ? count - visible : 0;
+    return clampi(first, 0, max_first);
+}
+
+tui_grad_state tui_grad_state_of(double v, double layer_max)
+{
+    if (!isfinite(v))
+        return TUI_G_NONFINITE;
+    if (v >= TUI_EXPLODE)
+        return TUI_G_EXPLODE;
+    if (layer_max > 0 && v < TUI_VANISH_RATIO * layer_max)
+        return TUI_G_VANISH;
+    return TUI_G_NORMAL;
+}
+
+int tui_log_eighths(double v, int lo, int hi, int w)
+{
+    if (!(v > 0) || !isfinite(v) || hi <= lo || w <= 0)
+        return 0;
+    double f = (log10(v) - lo) / (double)(hi - lo);
+    double e = floor(f * 8.0 * w + 0.5);
+    if (e < 0)
+        return 0;
+    if (e > 8.0 * w)
+        return 8 * w;
+    return (int)e;
+}
+
+int tui_decade_col(int d, int lo, int hi, int w)
+{
+    int e = tui_log_eighths(pow(10.0, d), lo, hi, w);
+    int col = (e + 7) / 8 - 1; /* the last cell a bar of 10^d touches */
+    return col < 0 ? 0 : col;
+}

@@ -1,0 +1,437 @@
+/* test_trainer.c - the live view's runtime: commands are applied between
+ * steps (the same metrics as calling the engine directly), pause / one
+ * step / resume, the bounded queue, snapshot consistency while the trainer
+ * runs, divergence pausing without hanging, --steps, scripts, rewind and
+ * the sample. Run under ThreadSanitizer by `make tsan`: it must be silent.
+ * Not here: drawing (test_tui.c), the real terminal (tui_e2e.sh). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "command.h"
+#include "engine.h"
+#include "testutil.h"
+#include "trainer.h"
+
+static dataset D;
+static trainer_snapshot *S; /* the test's copy, as a front end keeps one */
+
+static ns_config small_cfg(void)
+{
+    ns_config c;
+    config_defaults(&c);
+    c.n_layer = 2;
+    c.dim = 16;
+    c.n_head = 2;
+    c.context = 16;
+    c.batch = 4;
+    c.warmup = 5;
+    c.val_every = 4;
+    c.val_batches = 2;
+    c.steps = 0;
+    return c;
+}
+
+static engine *make(const ns_config *c)
+{
+    char err[256];
+    engine *e = engine_create(c, &D, err, sizeof err);
+    if (!e)
+        fprintf(stderr, "engine_create: %s\n", err);
+    return e;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* Copy snapshots until pred holds or timeout_s passes (generous: TSan
+ * runs the trainer ten times slower). */
+typedef int (*pred_fn)(const trainer_status *s, long arg);
+static int wait_for(trainer *t, pred_fn pred, long arg, double timeout_s)
+{
+    double end = now_s() + timeout_s;
+    for (;;) {
+        trainer_snapshot_copy(t, S);
+        if (pred(&S->s, arg))
+            return 1;
+        if (now_s() > end)
+            return 0;
+        trainer_wait(t, S->s.seq, 0.05);
+    }
+}
+static int steps_at_least(const trainer_status *s, long n) { return s->steps_done >= n; }
+static int steps_equal(const trainer_status *s, long n) { return s->steps_done == n; }
+static int state_is(const trainer_status *s, long st) { return s->state == (trainer_state)st; }
+
+static ns_command cmd(command_kind k, double arg)
+{
+    ns_command c;
+    memset(&c, 0, sizeof c);
+    c.kind = k;
+    c.arg = arg;
+    return c;
+}
+
+static int send(trainer *t, command_kind k, double arg)
+{
+    ns_command c = cmd(k, arg);
+    return trainer_send(t, &c);
+}
+
+/* The trainer thread's view of every step, through the on_step hook. The
+ * test reads it only after trainer_stop (the join orders the accesses). */
+#define REC_MAX 512
+typedef struct {
+    step_metrics m[REC_MAX];
+    int n;
+} recorder;
+static void record(void *ctx, const step_metrics *m)
+{
+    recorder *r = ctx;
+    if (r->n < REC_MAX)
+        r->m[r->n++] = *m;
+}
+
+static int same_metrics(const step_metrics *a, const step_metrics *b)
+{
+    step_metrics x = *a, y = *b;
+    x.tokens_per_s = y.tokens_per_s = 0;
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+static trainer *start(engine *e, trainer_opts *o)
+{
+    char err[256];
+    memset(S, 0, sizeof *S); /* a copy belongs to one trainer */
+    trainer *t = trainer_create(e, o, err, sizeof err);
+    if (!t || trainer_start(t, err, sizeof err) != 0) {
+        fprintf(stderr, "trainer: %s\n", err);
+        exit(1);
+    }
+    return t;
+}
+
+/* Commands queued while paused are applied between steps, in order: the
+ * metrics are bit for bit those of calling the engine directly. */
+static void test_between_steps(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c), *ref = make(&c);
+    static recorder rec;
+    rec.n = 0;
+    trainer_opts o = {.start_paused = 1, .on_step = record, .ctx = &rec};
+    char err[256];
+    memset(S, 0, sizeof *S);
+    trainer *t = trainer_create(e, &o, err, sizeof err);
+    CHECK(t != NULL);
+    /* queued before the thread runs: they wait, in order */
+    for (int i = 0; i < 5; i++)
+        CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(send(t, CMD_NORM, NORM_POST) == 0);
+    CHECK(send(t, CMD_LR_SCALE, 2.0) == 0);
+    for (int i = 0; i < 5; i++)
+        CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(trainer_start(t, err, sizeof err) == 0);
+    CHECK(wait_for(t, steps_at_least, 10, 20.0));
+    sleep_s(0.1); /* no more: the n presses were exactly ten */
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == 10);
+    CHECK(S->s.state == TRAINER_PAUSED);
+    CHECK(S->s.cfg.norm == NORM_POST);
+    trainer_stop(t);
+
+    step_metrics m;
+    int same = rec.n == 10;
+    for (int i = 0; i < 10 && same; i++) {
+        if (i == 5) {
+            ns_command a = cmd(CMD_NORM, NORM_POST), b = cmd(CMD_LR_SCALE, 2.0);
+            command_apply(ref, &a);
+            command_apply(ref, &b);
+        }
+        engine_step(ref, &m);
+        same = same_metrics(&m, &rec.m[i]);
+    }
+    CHECK(same);
+    CHECK(rec.m[4].norm == NORM_PRE && rec.m[5].norm == NORM_POST);
+    /* the chart's marker sits on the first step under the new setting */
+    CHECK(S->s.hist_total == 10);
+    CHECK(S->hist[5].step == 6 && strstr(S->hist[5].mark, "post") != NULL);
+    CHECK(strstr(S->hist[5].mark, "lr") != NULL); /* two changes, one marker */
+    CHECK(S->hist[4].mark[0] == 0 && S->hist[6].mark[0] == 0);
+    trainer_free(t);
+    engine_free(e);
+    engine_free(ref);
+}
+
+static void test_queue_bound(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    char err[256];
+    trainer_opts o = {.start_paused = 1};
+    trainer *t = trainer_create(e, &o, err, sizeof err);
+    int ok = 1;
+    for (int i = 0; i < TRAINER_QUEUE; i++)
+        ok &= send(t, CMD_NOTE, 0) == 0;
+    CHECK(ok);
+    CHECK(send(t, CMD_STEP, 0) == -1); /* full: refused, not blocking */
+    trainer_free(t);                   /* never started: nothing to join */
+    engine_free(e);
+}
+
+/* Pause stops the counter; n moves it by exactly one; space resumes. */
+static void test_pause_step_resume(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    trainer_opts o = {0};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, steps_at_least, 3, 20.0));
+    CHECK(send(t, CMD_PAUSE_TOGGLE, 0) == 0);
+    CHECK(wait_for(t, state_is, TRAINER_PAUSED, 10.0));
+    long s1 = S->s.steps_done;
+    sleep_s(0.15);
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == s1);
+    CHECK(S->s.steps_per_s == 0.0);
+    CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(wait_for(t, steps_at_least, s1 + 1, 10.0));
+    sleep_s(0.15);
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == s1 + 1);
+    CHECK(S->s.state == TRAINER_PAUSED);
+    for (int i = 0; i < 3; i++)
+        send(t, CMD_STEP, 0);
+    CHECK(wait_for(t, steps_at_least, s1 + 4, 10.0));
+    sleep_s(0.1);
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == s1 + 4);
+    /* n while running pauses (a debugger's single-step) */
+    CHECK(send(t, CMD_PAUSE_TOGGLE, 0) == 0);
+    CHECK(wait_for(t, steps_at_least, s1 + 10, 20.0));
+    CHECK(S->s.state == TRAINER_RUNNING);
+    CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(wait_for(t, state_is, TRAINER_PAUSED, 10.0));
+    trainer_free(t);
+    engine_free(e);
+}
+
+/* Snapshots copied while the trainer runs are consistent: the header and
+ * the newest point agree, points are consecutive steps, and an incremental
+ * copy equals a full one. */
+static void test_snapshot_consistency(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    trainer_opts o = {0};
+    trainer *t = start(e, &o);
+    trainer_snapshot *full = trainer_snapshot_new();
+    memset(S, 0, sizeof *S);
+    int copies = 0, consistent = 1, consecutive = 1, heat_ok = 1;
+    double end = now_s() + 0.5;
+    while (now_s() < end || S->s.hist_total < 20) {
+        if (!trainer_snapshot_copy(t, S)) {
+            trainer_wait(t, S->s.seq, 0.01);
+            continue;
+        }
+        copies++;
+        const trainer_status *s = &S->s;
+        if (!s->have_metrics)
+            continue;
+        const trainer_point *newest = &S->hist[(s->hist_total - 1) % TRAINER_HIST];
+        consistent &= s->last.step == s->steps_done && newest->step == s->last.step &&
+                      s->hist_total == s->steps_done;
+        long n = s->hist_total < TRAINER_HIST ? s->hist_total : TRAINER_HIST;
+        for (long i = s->hist_total - n + 1; i < s->hist_total; i++)
+            consecutive &= S->hist[i % TRAINER_HIST].step == S->hist[(i - 1) % TRAINER_HIST].step + 1;
+        const layer_metrics *lm = &s->last.layer[1];
+        double want = sqrt((double)lm->grad_attn * lm->grad_attn +
+                           (double)lm->grad_ffn * lm->grad_ffn + (double)lm->grad_ln * lm->grad_ln);
+        heat_ok &= t_close(S->heat[(s->hist_total - 1) % TRAINER_HIST][1], want, 1e-6, 0);
+        if (now_s() > end + 20)
+            break;
+    }
+    CHECK(copies > 3);
+    CHECK(consistent);
+    CHECK(consecutive);
+    CHECK(heat_ok);
+    trainer_stop(t);
+    trainer_snapshot_copy(t, S);
+    trainer_snapshot_copy(t, full);
+    long n = S->s.hist_total < TRAINER_HIST ? S->s.hist_total : TRAINER_HIST;
+    int same = S->s.hist_total == full->s.hist_total && n > 0;
+    for (long i = S->s.hist_total - n; i < S->s.hist_total && same; i++) {
+        long k = i % TRAINER_HIST;
+        same = !memcmp(&S->hist[k], &full->hist[k], sizeof S->hist[k]) &&
+               !memcmp(S->heat[k], full->heat[k], 2 * sizeof(float));
+    }
+    CHECK(same);
+    CHECK(trainer_snapshot_copy(t, S) == 0); /* nothing new after the stop */
+    free(full);
+    trainer_free(t);
+    engine_free(e);
+}
+
+static int find_event(const trainer_snapshot *s, trainer_event_kind kind, const char *needle)
+{
+    for (long i = s->s.ev_total - 1; i >= 0 && i >= s->s.ev_total - TRAINER_EVENTS; i--) {
+        const trainer_event *ev = &s->ev[i % TRAINER_EVENTS];
+        if (ev->kind == kind && (!needle || strstr(ev->text, needle)))
+            return 1;
+    }
+    return 0;
+}
+
+/* A non-finite step pauses as DIVERGED; the trainer keeps answering. */
+static void test_divergence(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    size_t n;
+    float *p = engine_params(e, &n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN; /* every forward value is NaN from the first op */
+    trainer_opts o = {0};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, state_is, TRAINER_DIVERGED, 20.0));
+    CHECK(S->s.steps_done == 1);
+    CHECK(S->s.last.nonfinite);
+    CHECK(find_event(S, TEV_DIVERGED, "DIVERGED at step 1"));
+    sleep_s(0.1);
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == 1); /* paused, not stepping on */
+    send(t, CMD_STEP, 0);
+    CHECK(wait_for(t, steps_at_least, 2, 10.0));
+    CHECK(S->s.state == TRAINER_DIVERGED);
+    unsigned gen = S->s.generation;
+    send(t, CMD_REINIT, 0); /* fresh weights from the seed: finite again */
+    CHECK(wait_for(t, state_is, TRAINER_RUNNING, 10.0));
+    CHECK(wait_for(t, steps_at_least, 3, 20.0));
+    CHECK(S->s.generation != gen);
+    CHECK(!S->s.last.nonfinite);
+    CHECK(S->hist[0].step == 1 && strstr(S->hist[0].mark, "reinit") != NULL);
+    trainer_free(t);
+    engine_free(e);
+
+    /* --on-diverge continue: logged, and training goes on */
+    e = make(&c);
+    p = engine_params(e, &n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+    o.on_div = ONDIV_CONTINUE;
+    t = start(e, &o);
+    CHECK(wait_for(t, steps_at_least, 4, 20.0));
+    CHECK(S->s.state == TRAINER_RUNNING);
+    trainer_free(t);
+    engine_free(e);
+}
+
+/* --steps pauses as DONE; space trains on past it. */
+static void test_limit(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    trainer_opts o = {.limit = 6};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, state_is, TRAINER_DONE, 20.0));
+    sleep_s(0.1);
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == 6);
+    CHECK(S->s.run_steps == 6);
+    CHECK(S->s.run_seconds > 0);
+    send(t, CMD_PAUSE_TOGGLE, 0);
+    CHECK(wait_for(t, steps_at_least, 9, 20.0));
+    CHECK(S->s.limit == 0);
+    trainer_free(t);
+    engine_free(e);
+}
+
+/* A script speaks between steps, through the same commands as keys. */
+static void test_script(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    ns_script sc;
+    char err[256];
+    CHECK(script_parse("at 3: norm post\nat 7: pause\n", "test", &sc, err, sizeof err) == 0);
+    static recorder rec;
+    rec.n = 0;
+    trainer_opts o = {.script = &sc, .on_step = record, .ctx = &rec};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, state_is, TRAINER_PAUSED, 20.0));
+    sleep_s(0.1);
+    trainer_stop(t);
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == 7);
+    CHECK(rec.n == 7 && rec.m[2].norm == NORM_PRE && rec.m[3].norm == NORM_POST);
+    trainer_free(t);
+    script_free(&sc);
+    engine_free(e);
+}
+
+/* Rewind cuts the history back to the snapshot's step and marks it. */
+static void test_rewind(void)
+{
+    ns_config c = small_cfg();
+    c.snapshot_every = 5;
+    engine *e = make(&c);
+    trainer_opts o = {.limit = 12};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, state_is, TRAINER_DONE, 20.0));
+    unsigned gen = S->s.generation;
+    send(t, CMD_REWIND, 0);
+    CHECK(wait_for(t, steps_equal, 10, 10.0));
+    CHECK(S->s.hist_total == 10);
+    CHECK(S->s.generation != gen);
+    send(t, CMD_STEP, 0);
+    CHECK(wait_for(t, steps_at_least, 11, 10.0));
+    CHECK(S->s.hist_total == 11 && S->hist[10].step == 11);
+    CHECK(strstr(S->hist[10].mark, "rewind") != NULL);
+    trainer_free(t);
+    engine_free(e);
+}
+
+static void test_sample(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    trainer_opts o = {.sample_every = 0.01, .prompt = "The "};
+    trainer *t = start(e, &o);
+    double end = now_s() + 20;
+    do
+        wait_for(t, steps_at_least, 1, 0.05);
+    while (S->s.sample_len == 0 && now_s() < end);
+    CHECK(S->s.sample_len == TRAINER_SAMPLE);
+    CHECK(S->s.sample_step >= 1);
+    CHECK(S->s.prompt && !strcmp(S->s.prompt, "The "));
+    trainer_free(t);
+    engine_free(e);
+}
+
+int main(void)
+{
+    data_builtin(&D);
+    S = trainer_snapshot_new();
+    test_between_steps();
+    test_queue_bound();
+    test_pause_step_resume();
+    test_snapshot_consistency();
+    test_divergence();
+    test_limit();
+    test_script();
+    test_rewind();
+    test_sample();
+    free(S);
+    return test_summary();
+}

@@ -1,0 +1,669 @@
+/* test_tui.c - the dashboard without a terminal: the layout over many
+ * terminal sizes (inside the screen, no overlaps, the space used), the
+ * layer-row columns, scrolling, the log scales, and widgets drawn into the
+ * cell grid with rows compared as strings (a bar for 1e-2 ends where the
+ * scale's "1e-2" label starts; chart markers land on their step's column;
+ * a spike does not flatten the chart). Also the key table and the help
+ * overlay. No curses, no threads: snapshots are built by hand.
+ * Not here: the trainer (test_trainer.c), a real terminal (tui_e2e.sh). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "tui.h"
+
+static char row_buf[8192];
+
+static const char *row(const tui_grid *g, int r)
+{
+    tui_row_utf8(g, r, row_buf, sizeof row_buf);
+    return row_buf;
+}
+
+static uint32_t ch_at(tui_grid *g, int r, int c)
+{
+    tui_cell *x = tui_at(g, r, c);
+    return x ? x->ch : 0;
+}
+
+static int style_at(tui_grid *g, int r, int c)
+{
+    tui_cell *x = tui_at(g, r, c);
+    return x ? x->style : -1;
+}
+
+/* Column (in cells, ASCII grids only) of needle in row r, or -1. */
+static int col_of(const tui_grid *g, int r, const char *needle)
+{
+    const char *s = row(g, r), *p = strstr(s, needle);
+    return p ? (int)(p - s) : -1;
+}
+
+static int inside(tui_rect r, int rows, int cols)
+{
+    return r.r >= 0 && r.c >= 0 && r.h > 0 && r.w > 0 && r.r + r.h <= rows && r.c + r.w <= cols;
+}
+
+static int overlap(tui_rect a, tui_rect b)
+{
+    return a.r < b.r + b.h && b.r < a.r + a.h && a.c < b.c + b.w && b.c < a.c + a.w;
+}
+
+static void test_layout(void)
+{
+    static const int layers[] = {1, 2, 6, 12, 24, 64};
+    int bad_inside = 0, bad_overlap = 0, bad_cover = 0, bad_rows = 0, cases = 0;
+    for (int rows = TUI_MIN_ROWS; rows <= 90; rows += 3)
+        for (int cols = TUI_MIN_COLS; cols <= 300; cols += 7)
+            for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++) {
+                int L = layers[k];
+                tui_layout l = tui_layout_compute(rows, cols, L);
+                tui_rect p[7] = {l.status, l.layers, l.chart, l.side, l.sample, l.events, l.footer};
+                cases++;
+                long area = 0;
+                for (int i = 0; i < 7; i++) {
+                    bad_inside += !inside(p[i], rows, cols);
+                    area += (long)p[i].h * p[i].w;
+                    for (int j = i + 1; j < 7; j++)
+                        bad_overlap += overlap(p[i], p[j]);
+                }
+                bad_inside += !inside(l.help, rows, cols);
+                /* every cell belongs to a panel: a 200x60 screen is used */
+                bad_cover += area != (long)rows * cols;
+                /* all layers when they fit with a readable chart, else a window */
+                int want = L < l.layer_rows ? L : l.layer_rows;
+                bad_rows += l.too_small || l.layer_rows < 1 || l.layers.h != want + 2 ||
+                            l.chart.h < 8 || l.events.h < 3;
+            }
+    CHECK(cases > 1000);
+    CHECK(bad_inside == 0);
+    CHECK(bad_overlap == 0);
+    CHECK(bad_cover == 0);
+    CHECK(bad_rows == 0);
+
+    /* the sizes the issue names */
+    tui_layout a = tui_layout_compute(30, 100, 6);
+    CHECK(!a.too_small && a.layer_rows >= 6); /* every layer of the default model */
+    tui_layout b = tui_layout_compute(60, 200, 6);
+    CHECK(b.chart.h > a.chart.h && b.events.h > a.events.h && b.chart.w > a.chart.w);
+    tui_layout c = tui_layout_compute(40, 120, 64);
+    CHECK(c.layer_rows < 64 && c.layer_rows >= 10); /* scrolls */
+    /* below the minimum: only the message */
+    CHECK(tui_layout_compute(TUI_MIN_ROWS - 1, 200, 6).too_small);
+    CHECK(tui_layout_compute(60, TUI_MIN_COLS - 1, 6).too_small);
+    CHECK(tui_layout_compute(0, 0, 6).too_small);
+}
+
+static void test_layer_columns(void)
+{
+    int bad = 0;
+    for (int w = TUI_MIN_COLS; w <= 400; w++) {
+        tui_layer_cols k = tui_layer_columns(w);
+        int end = k.extra >= 0 ? k.extra + 18 : k.rms + 10;
+        bad += !(k.idx == 0 && k.attn == 4 && k.bar >= 4 && k.ffn == k.attn + k.bar + 1 &&
+                 k.nums == k.ffn + k.bar + 1 && k.act == k.nums + 16 && k.act_w >= 4 &&
+                 k.act_num == k.act + k.act_w + 1 && k.rms == k.act_num + 8 && end <= w);
+    }
+    CHECK(bad == 0);
+    CHECK(tui_layer_columns(200).extra >= 0 && tui_layer_columns(120).extra < 0);
+    CHECK(tui_layer_columns(200).bar > tui_layer_columns(100).bar);
+}
+
+static void test_scroll(void)
+{
+    CHECK(tui_scroll_fit(0, 5, 3, 20) == 0);  /* visible: stays */
+    CHECK(tui_scroll_fit(0, 5, 7, 20) == 3);  /* below: just enough */
+    CHECK(tui_scroll_fit(10, 5, 4, 20) == 4); /* above: to it */
+    CHECK(tui_scroll_fit(18, 5, 19, 20) == 15); /* never past the end */
+    CHECK(tui_scroll_fit(3, 10, 2, 4) == 0);  /* everything fits */
+}
+
+static void test_scales(void)
+{
+    /* 7 decades over 14 cells: two cells per decade, eight eighths each */
+    CHECK(tui_log_eighths(1e-5, -5, 2, 14) == 0);
+    CHECK(tui_log_eighths(1e-2, -5, 2, 14) == 48);
+    CHECK(tui_log_eighths(1e+2, -5, 2, 14) == 112);
+    CHECK(tui_log_eighths(1e+9, -5, 2, 14) == 112); /* clamped */
+    CHECK(tui_log_eighths(1e-9, -5, 2, 14) == 0);
+    CHECK(tui_log_eighths(0, -5, 2, 14) == 0);
+    CHECK(tui_log_eighths(NAN, -5, 2, 14) == 0);
+    CHECK(tui_log_eighths(sqrt(10.0) * 1e-2, -5, 2, 14) == 56); /* half a decade on */
+    CHECK(tui_decade_col(-2, -5, 2, 14) == 5);
+    CHECK(tui_decade_col(-5, -5, 2, 14) == 0);
+    CHECK(tui_decade_col(2, -5, 2, 14) == 13);
+
+    CHECK(tui_grad_state_of(0.5, 1.0) == TUI_G_NORMAL);
+    CHECK(tui_grad_state_of(0.9e-3, 1.0) == TUI_G_VANISH);
+    CHECK(tui_grad_state_of(1.1e-3, 1.0) == TUI_G_NORMAL);
+    CHECK(tui_grad_state_of(12.0, 12.0) == TUI_G_EXPLODE);
+    CHECK(tui_grad_state_of(NAN, 1.0) == TUI_G_NONFINITE);
+    CHECK(tui_grad_state_of(INFINITY, 1.0) == TUI_G_NONFINITE);
+}
+
+static void test_grid(void)
+{
+    tui_grid g = {0};
+    CHECK(tui_grid_resize(&g, 3, 10) == 0);
+    CHECK(tui_puts(&g, 0, 0, 20, TUI_S_TEXT, "h\xc3\xa9llo") == 5); /* é: one cell */
+    CHECK(!strcmp(row(&g, 0), "h\xc3\xa9llo     "));
+    CHECK(tui_puts(&g, 1, 0, 4, TUI_S_TEXT, "a\xff\x01zzzz") == 4); /* bad byte, control */
+    CHECK(!strcmp(row(&g, 1), "a??z      "));
+    tui_puts(&g, 2, 8, 5, TUI_S_TEXT, "abcde"); /* clipped at the edge, no overflow */
+    CHECK(!strcmp(row(&g, 2), "        ab"));
+    tui_put(&g, 5, 5, 'x', TUI_S_TEXT); /* outside: ignored */
+    CHECK(tui_at(&g, 3, 0) == NULL && tui_at(&g, 0, -1) == NULL);
+    char b[8];
+    CHECK(tui_utf8_encode(0x28FF, b) == 3 && (unsigned char)b[0] == 0xE2);
+
+    char e[64];
+    const uint8_t raw[] = {'a', '\n', 1, 0xC3, 0xA9, '\\', '\t'};
+    tui_escape(raw, sizeof raw, e, sizeof e);
+    CHECK(!strcmp(e, "a\\n\\x01\\xC3\\xA9\\\\\\t"));
+    tui_escape(raw, sizeof raw, e, 6); /* cut at an escape boundary, terminated */
+    CHECK(!strcmp(e, "a\\n"));
+    tui_grid_free(&g);
+}
+
+static trainer_snapshot *snap_new(int L)
+{
+    trainer_snapshot *s = trainer_snapshot_new();
+    config_defaults(&s->s.cfg);
+    s->s.cfg.n_layer = L;
+    s->s.n_layer = L;
+    s->s.last.n_layer = L;
+    s->s.generation = 1;
+    return s;
+}
+
+/* n points, steps 1..n, loss falling linearly from 5 to 2 */
+static void fill_history(trainer_snapshot *s, long n)
+{
+    for (long i = 0; i < n; i++) {
+        trainer_point *p = &s->hist[i % TRAINER_HIST];
+        memset(p, 0, sizeof *p);
+        p->step = i + 1;
+        p->loss = (float)(5.0 - 3.0 * (double)i / (double)(n > 1 ? n - 1 : 1));
+        p->val_loss = NAN;
+        for (int l = 0; l < s->s.n_layer; l++)
+            s->heat[i % TRAINER_HIST][l] = 0.1f;
+    }
+    s->s.hist_total = n;
+    s->s.steps_done = n;
+}
+
+/* The bar of 1e-2 ends where the scale row's "1e-2" begins; 1e-4 and
+ * 1e+1 both show; colors, or without them glyphs, name the states. */
+static void test_layer_bars(void)
+{
+    trainer_snapshot *s = snap_new(3);
+    s->s.have_metrics = 1;
+    s->s.last.layer[2].grad_attn = 1e-2f;
+    s->s.last.layer[2].grad_ffn = 1.0f;   /* the largest */
+    s->s.last.layer[1].grad_attn = 1e-4f; /* vanishing: below 1e-3 of 1.0 */
+    s->s.last.layer[1].grad_ffn = 1.0f;
+    s->s.last.layer[0].grad_attn = NAN;
+    s->s.last.layer[0].grad_ffn = 0.5f;
+    for (int l = 0; l < 3; l++)
+        s->s.last.layer[l].act_max = 300.0f, s->s.last.layer[l].resid_rms = 1.0f;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 5, 80);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 1); /* ASCII, color */
+    tui_rect r = {0, 0, 5, 80};
+    tui_draw_layers(&g, r, s, &ui);
+    tui_layer_cols k = tui_layer_columns(80);
+    CHECK(k.bar == 14); /* the case computed by hand below */
+    /* header: the attention scale's labels start at their ticks */
+    CHECK(col_of(&g, 1, "1e-5") == k.attn + 0);
+    CHECK(col_of(&g, 1, "1e-2") == k.attn + 5);
+    /* row 2 = layer 2 (the top layer is drawn first) */
+    const char *r2 = row(&g, 2);
+    CHECK(!strncmp(r2, "> 2 ", 4)); /* the top layer is selected by default */
+    CHECK(!strncmp(r2 + k.attn, "######        ", 14)); /* 6 cells: ends at col 5 */
+    CHECK(r2[k.attn + 5] == '#' && r2[k.attn + 6] == ' ');
+    CHECK(style_at(&g, 2, k.attn) == TUI_S_NORMAL);
+    CHECK(!strncmp(r2 + k.ffn, "##########    ", 14)); /* 1.0: 10 cells */
+    CHECK(strstr(r2, "1.0e-02 1.0e+00") != NULL);
+    /* 1e-4: two cells, vanishing (colored, and '.' in ASCII) */
+    const char *r3 = row(&g, 3);
+    CHECK(!strncmp(r3 + k.attn, "..            ", 14));
+    CHECK(style_at(&g, 3, k.attn) == TUI_S_VANISH);
+    CHECK(style_at(&g, 3, k.ffn) == TUI_S_NORMAL);
+    /* 1e+1 is an exploding bar: 12 cells of '!' */
+    s->s.last.layer[2].grad_ffn = 1e+1f;
+    tui_grid_clear(&g);
+    tui_draw_layers(&g, r, s, &ui);
+    CHECK(!strncmp(row(&g, 2) + k.ffn, "!!!!!!!!!!!!  ", 14));
+    CHECK(style_at(&g, 2, k.ffn) == TUI_S_EXPLODE);
+    CHECK(strstr(row(&g, 2), "1.0e-02 1.0e+01") != NULL);
+    s->s.last.layer[2].grad_ffn = 1.0f;
+    tui_grid_clear(&g);
+    tui_draw_layers(&g, r, s, &ui);
+    /* not finite: said in words */
+    CHECK(!strncmp(row(&g, 4) + k.attn, "NaN", 3));
+    CHECK(style_at(&g, 4, k.attn) == TUI_S_BAD);
+    /* activation 300: past the 256 mark, before 65504; warned */
+    int e256 = tui_log_eighths(256, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
+    CHECK(col_of(&g, 1, "256") == k.act + (e256 + 7) / 8 - 1);
+    CHECK(style_at(&g, 2, k.act) == TUI_S_WARN);
+
+    /* Unicode without color: distinct glyphs per state */
+    tui_ui_init(&ui, 1, 0);
+    tui_grid_clear(&g);
+    tui_draw_layers(&g, r, s, &ui);
+    CHECK(ch_at(&g, 3, k.attn) == 0x2591); /* ░ vanishing */
+    CHECK(ch_at(&g, 2, k.attn) == 0x2588); /* █ normal */
+    CHECK(ch_at(&g, 3, k.ffn) == 0x2588);
+    s->s.last.layer[2].grad_ffn = 1e+1f;
+    tui_grid_clear(&g);
+    tui_draw_layers(&g, r, s, &ui);
+    CHECK(ch_at(&g, 2, k.ffn) == 0x2593); /* ▓ exploding */
+    s->s.last.layer[2].grad_ffn = 1.0f;
+    /* with color the normal glyphs carry eighths: 1e-2 on 14 cells is
+     * exactly 6 cells, 10^-1.5 is 7 cells: no partial; 0.5 has one */
+    tui_ui_init(&ui, 1, 1);
+    s->s.last.layer[0].grad_attn = 0.5f;
+    tui_grid_clear(&g);
+    tui_draw_layers(&g, r, s, &ui);
+    int e = tui_log_eighths(0.5, TUI_GRAD_LO, TUI_GRAD_HI, 14);
+    CHECK(e % 8 != 0);
+    CHECK(ch_at(&g, 4, k.attn + e / 8) == (uint32_t)(0x2590 - e % 8));
+    CHECK(ch_at(&g, 4, k.attn + e / 8 + 1) == ' ');
+
+    /* more layers than rows: the selected one stays visible */
+    trainer_snapshot *big = snap_new(40);
+    big->s.have_metrics = 1;
+    tui_grid_resize(&g, 12, 100);
+    tui_rect rb = {0, 0, 12, 100};
+    tui_ui_init(&ui, 0, 0);
+    ui.selected = 3;
+    tui_draw_layers(&g, rb, big, &ui);
+    int found = 0;
+    for (int i = 2; i < 12; i++)
+        found |= !strncmp(row(&g, i), ">  3 ", 4) || !strncmp(row(&g, i), "> 3 ", 4);
+    CHECK(found);
+    CHECK(strstr(row(&g, 0), "of 40") != NULL);
+    CHECK(ui.layer_rows == 10);
+    free(big);
+    tui_grid_free(&g);
+    free(s);
+}
+
+/* Markers on the step's column, the label beside; y fitted so a spike
+ * does not flatten the rest; validation points where they belong. */
+static void test_chart(void)
+{
+    trainer_snapshot *s = snap_new(2);
+    fill_history(s, 100);
+    snprintf(s->hist[39].mark, TRAINER_MARK, "post"); /* step 40 */
+    s->hist[79].val_loss = s->hist[79].loss;          /* step 80 */
+    tui_grid g = {0};
+    tui_grid_resize(&g, 12, 60);
+    tui_rect r = {0, 0, 12, 60};
+    tui_ui ui;
+
+    /* braille: plot from column 8, 51 cells = 102 dots >= 100 steps: one
+     * dot per step, two per cell: step 40 is dot 39, cell 19 */
+    tui_ui_init(&ui, 1, 1);
+    tui_draw_chart(&g, r, s, &ui);
+    tui_chart_geom cg = tui_chart_geometry(r, s, 1);
+    CHECK(cg.left == 8 && cg.w == 51 && cg.top == 1 && cg.h == 10);
+    CHECK(tui_chart_col(&cg, 40) == 8 + 19);
+    CHECK(ch_at(&g, 1, 27) == 0x250A); /* ┊ on the top row */
+    char lab[5] = {0};
+    for (int i = 0; i < 4; i++)
+        lab[i] = (char)ch_at(&g, 1, 28 + i);
+    CHECK(!strcmp(lab, "post"));
+    int marks = 0, data = 0;
+    for (int y = 0; y < cg.h; y++) {
+        uint32_t c = ch_at(&g, 1 + y, 27);
+        marks += c == 0x250A;
+        data += c >= 0x2800 && c <= 0x28FF;
+    }
+    CHECK(marks >= cg.h - 3 && marks + data == cg.h); /* a line, broken only by data */
+    CHECK(ch_at(&g, 1, 26) != 0x250A && ch_at(&g, 5, 28) != 0x250A);
+    /* the validation point at step 80: dot 79, cell 39 */
+    int val_row = -1;
+    for (int y = 0; y < cg.h; y++)
+        if (ch_at(&g, 1 + y, 8 + 39) == 0x2022)
+            val_row = y;
+    CHECK(val_row >= 0);
+    /* x labels: first and last step; the last under its own column */
+    CHECK(col_of(&g, 11, "1 ") == 8);
+    CHECK(col_of(&g, 11, "100") == 8 + 49 + 1 - 3);
+
+    /* ASCII: 51 dots < 99 steps: squeezed, x = (step-1)*50/99 */
+    tui_ui_init(&ui, 0, 1);
+    tui_grid_clear(&g);
+    tui_draw_chart(&g, r, s, &ui);
+    cg = tui_chart_geometry(r, s, 0);
+    CHECK(tui_chart_col(&cg, 40) == 8 + 39 * 50 / 99);
+    CHECK(ch_at(&g, 1, 8 + 19) == ':' && col_of(&g, 1, "post") == 8 + 19 + 1);
+    CHECK(tui_chart_col(&cg, 100) == 8 + 50 && tui_chart_col(&cg, 101) == -1);
+
+    /* one spike of 1000 among 200 losses near 2: the top label stays near 2 */
+    trainer_snapshot *sp = snap_new(2);
+    fill_history(sp, 200);
+    for (int i = 0; i < 200; i++)
+        sp->hist[i].loss = 2.0f + 0.001f * (float)(i % 7);
+    sp->hist[100].loss = 1000.0f;
+    tui_grid_clear(&g);
+    tui_draw_chart(&g, r, sp, &ui);
+    double top = atof(row(&g, 1));
+    CHECK(top > 2.0 && top < 2.1);
+    /* and the spike is drawn on the top edge, not lost */
+    cg = tui_chart_geometry(r, sp, 0);
+    int col = tui_chart_col(&cg, 101);
+    CHECK(ch_at(&g, 1, col) != ' ');
+    /* log-y: the same data, labelled in real values */
+    ui.logy = 1;
+    tui_grid_clear(&g);
+    tui_draw_chart(&g, r, s, &ui);
+    top = atof(row(&g, 1));
+    CHECK(top > 4.9 && top < 5.6);
+    CHECK(strstr(row(&g, 0), "[log-y]") != NULL);
+
+    /* no history yet: a message, no crash */
+    trainer_snapshot *empty = snap_new(2);
+    tui_grid_clear(&g);
+    tui_draw_chart(&g, r, empty, &ui);
+    int waiting = 0;
+    for (int y = 0; y < g.rows; y++)
+        waiting |= strstr(row(&g, y), "waiting for the first step") != NULL;
+    CHECK(waiting);
+    free(empty);
+    free(sp);
+    free(s);
+    tui_grid_free(&g);
+}
+
+static void test_heatmap(void)
+{
+    trainer_snapshot *s = snap_new(3);
+    fill_history(s, 30);
+    for (int i = 0; i < 30; i++) {
+        s->heat[i][2] = 50.0f; /* exploding top */
+        s->heat[i][1] = 0.05f;
+        s->heat[i][0] = i == 20 ? NAN : 1e-6f; /* frozen bottom, one NaN */
+    }
+    tui_grid g = {0};
+    tui_grid_resize(&g, 5, 80);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_rect r = {0, 0, 5, 80};
+    tui_draw_heatmap(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "steps 1-30, 1 per column") != NULL);
+    CHECK(!strncmp(row(&g, 2) + 4, "@@@@@@@@@@", 10)); /* layer 2: >= 10 */
+    CHECK(!strncmp(row(&g, 3) + 4, "----------", 10)); /* layer 1: 0.01..0.1 */
+    CHECK(row(&g, 4)[4] == ' ' && row(&g, 4)[4 + 20] == 'X');
+    CHECK(style_at(&g, 2, 4) == TUI_S_HEAT6 && style_at(&g, 4, 24) == TUI_S_BAD);
+    CHECK(row(&g, 2)[4 + 30] == ' '); /* nothing past the newest step */
+    /* more steps than columns: buckets of several steps, newest included */
+    fill_history(s, 300);
+    for (int i = 0; i < 300; i++)
+        s->heat[i][2] = i == 299 ? 50.0f : 0.05f;
+    tui_grid_clear(&g);
+    tui_draw_heatmap(&g, r, s, &ui);
+    long per = (300 + 75 - 1) / 75; /* 75 columns */
+    char want[64];
+    snprintf(want, sizeof want, "%ld per column", per);
+    CHECK(strstr(row(&g, 0), want) != NULL);
+    int last = 4 + (int)(299 / per);
+    CHECK(row(&g, 2)[last] == '@' && row(&g, 2)[last - 1] == '-');
+    free(s);
+    tui_grid_free(&g);
+}
+
+static void test_status_and_clicks(void)
+{
+    trainer_snapshot *s = snap_new(6);
+    s->s.state = TRAINER_PAUSED;
+    s->s.steps_done = 1234;
+    s->s.cfg.norm = NORM_PRE;
+    s->s.warmup_on = 1;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 2, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 1);
+    tui_rect r = {0, 0, 2, 120};
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "step 1234") != NULL);
+    CHECK(strstr(row(&g, 0), "PAUSED") != NULL);
+    CHECK(strstr(row(&g, 1), "[p] Pre-LN") != NULL);
+    CHECK(strstr(row(&g, 1), "[w] warmup on") != NULL);
+    CHECK(strstr(row(&g, 1), "[f] fp32") != NULL);
+    CHECK(strstr(row(&g, 1), "[k] layernorm") != NULL); /* the norm kind */
+    CHECK(strstr(row(&g, 1), "[space] resume") != NULL);
+    /* the toggles are clickable like their keys */
+    int sel, c = col_of(&g, 1, "[w]");
+    CHECK(tui_click(&ui, 1, c + 2, &sel) == TUI_ACT_WARMUP && !sel);
+    CHECK(tui_click(&ui, 1, col_of(&g, 1, "Pre-LN"), &sel) == TUI_ACT_NORM);
+    CHECK(tui_click(&ui, 0, 3, &sel) == TUI_ACT_NONE);
+    s->s.cfg.norm = NORM_POST;
+    s->s.state = TRAINER_DIVERGED;
+    s->s.have_metrics = 1;
+    snprintf(s->s.last.fault, sizeof s->s.last.fault, "backward, layer 3, MLP fc2");
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 1), "[p] Post-LN") != NULL);
+    CHECK(strstr(row(&g, 0), "DIVERGED") != NULL);
+    CHECK(strstr(row(&g, 0), "backward, layer 3, MLP fc2") != NULL);
+    /* narrow: the state and the step survive, less important items go */
+    tui_grid_resize(&g, 2, 80);
+    r.w = 80;
+    s->s.state = TRAINER_RUNNING;
+    s->s.last.fault[0] = 0;
+    s->s.steps_per_s = 123.4;
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "RUNNING") != NULL && strstr(row(&g, 0), "step 1234") != NULL);
+    free(s);
+    tui_grid_free(&g);
+}
+
+static void test_keys(void)
+{
+    /* every action has a key, no key has two actions */
+    int has[TUI_ACT_COUNT] = {0}, dup = 0;
+    for (int i = 0; i < tui_n_keys; i++) {
+        has[tui_keys[i].act] = 1;
+        for (int k = 0; k < 3 && tui_keys[i].keys[k]; k++)
+            for (int j = 0; j < tui_n_keys; j++)
+                for (int m = 0; m < 3 && tui_keys[j].keys[m]; m++)
+                    dup += (i != j || k != m) && tui_keys[i].keys[k] == tui_keys[j].keys[m];
+    }
+    int missing = 0;
+    for (int a = 1; a < TUI_ACT_COUNT; a++)
+        missing += !has[a];
+    CHECK(missing == 0);
+    CHECK(dup == 0);
+    /* the issue's keys */
+    CHECK(tui_key_action('p') == TUI_ACT_NORM);
+    CHECK(tui_key_action('w') == TUI_ACT_WARMUP);
+    CHECK(tui_key_action('f') == TUI_ACT_PRECISION);
+    CHECK(tui_key_action(' ') == TUI_ACT_PAUSE);
+    CHECK(tui_key_action('n') == TUI_ACT_STEP);
+    CHECK(tui_key_action('+') == TUI_ACT_LR_UP && tui_key_action('-') == TUI_ACT_LR_DOWN);
+    CHECK(tui_key_action('c') == TUI_ACT_CLIP && tui_key_action('r') == TUI_ACT_REINIT);
+    CHECK(tui_key_action(TUI_KEY_TAB) == TUI_ACT_VIEW);
+    CHECK(tui_key_action(TUI_KEY_UP) == TUI_ACT_UP && tui_key_action(TUI_KEY_DOWN) == TUI_ACT_DOWN);
+    CHECK(tui_key_action('z') == TUI_ACT_FREEZE);
+    CHECK(tui_key_action('?') == TUI_ACT_HELP && tui_key_action('h') == TUI_ACT_HELP &&
+          tui_key_action(TUI_KEY_F1) == TUI_ACT_HELP);
+    CHECK(tui_key_action('q') == TUI_ACT_QUIT && tui_key_action(TUI_KEY_F10) == TUI_ACT_QUIT);
+    CHECK(tui_key_action('Q') == TUI_ACT_NONE);
+
+    /* actions: the same commands a --script line gives */
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ns_command c;
+    CHECK(tui_apply(&ui, TUI_ACT_NORM, 6, &c) == 1 && c.kind == CMD_NORM_TOGGLE);
+    CHECK(tui_apply(&ui, TUI_ACT_LR_UP, 6, &c) == 1 && c.kind == CMD_LR_SCALE && c.arg == 2.0);
+    CHECK(tui_apply(&ui, TUI_ACT_LR_DOWN, 6, &c) == 1 && c.arg == 0.5);
+    CHECK(tui_apply(&ui, TUI_ACT_PAUSE, 6, &c) == 1 && c.kind == CMD_PAUSE_TOGGLE);
+    CHECK(tui_apply(&ui, TUI_ACT_STEP, 6, &c) == 1 && c.kind == CMD_STEP);
+    CHECK(tui_apply(&ui, TUI_ACT_CLIP, 6, &c) == 1 && c.kind == CMD_CLIP && isnan(c.arg));
+    CHECK(tui_apply(&ui, TUI_ACT_PRECISION, 6, &c) == 1 && c.kind == CMD_PRECISION && c.arg < 0);
+    /* UI-only actions */
+    CHECK(ui.selected == 5);
+    CHECK(tui_apply(&ui, TUI_ACT_UP, 6, &c) == 0 && ui.selected == 5); /* at the top */
+    tui_apply(&ui, TUI_ACT_DOWN, 6, &c);
+    tui_apply(&ui, TUI_ACT_DOWN, 6, &c);
+    CHECK(ui.selected == 3);
+    tui_apply(&ui, TUI_ACT_BOTTOM, 6, &c);
+    CHECK(ui.selected == 0);
+    CHECK(tui_apply(&ui, TUI_ACT_VIEW, 6, &c) == 0 && ui.view == TUI_VIEW_HEATMAP);
+    tui_apply(&ui, TUI_ACT_FREEZE, 6, &c);
+    CHECK(ui.frozen);
+    /* help: any key closes it and does nothing else; q still quits */
+    tui_apply(&ui, TUI_ACT_HELP, 6, &c);
+    CHECK(ui.help);
+    CHECK(tui_apply(&ui, TUI_ACT_NORM, 6, &c) == 0 && !ui.help);
+    tui_apply(&ui, TUI_ACT_HELP, 6, &c);
+    CHECK(tui_apply(&ui, TUI_ACT_QUIT, 6, &c) == 0 && ui.quit);
+}
+
+/* The help overlay lists every key even on the smallest screen. */
+static void test_help(void)
+{
+    static const int sizes[][2] = {{24, 80}, {30, 100}, {60, 200}};
+    for (int z = 0; z < 3; z++) {
+        tui_grid g = {0};
+        tui_grid_resize(&g, sizes[z][0], sizes[z][1]);
+        trainer_snapshot *s = snap_new(6);
+        tui_ui ui;
+        tui_ui_init(&ui, 0, 0);
+        ui.help = 1;
+        tui_draw(&g, s, &ui);
+        int missing = 0;
+        for (int i = 0; i < tui_n_keys; i++) {
+            if (!tui_keys[i].name)
+                continue;
+            char want[80];
+            snprintf(want, sizeof want, "%-10s %s", tui_keys[i].name, tui_keys[i].help);
+            want[40] = 0; /* the start of the line is enough */
+            int found = 0;
+            for (int rr = 0; rr < g.rows && !found; rr++)
+                found = strstr(row(&g, rr), want) != NULL;
+            missing += !found;
+        }
+        CHECK(missing == 0);
+        int closes = 0;
+        for (int rr = 0; rr < g.rows; rr++)
+            closes |= strstr(row(&g, rr), "any key closes this help") != NULL;
+        CHECK(closes);
+        free(s);
+        tui_grid_free(&g);
+    }
+}
+
+/* Every key of the table is in the man page's Keys section (cli.sh does
+ * the same for the flags and --help). */
+static void test_man_keys(void)
+{
+    FILE *f = fopen("man/normscope.1", "r");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    static char man[1 << 17];
+    size_t n = fread(man, 1, sizeof man - 1, f);
+    fclose(f);
+    man[n] = 0;
+    char *keys = strstr(man, ".Ss Keys\n");
+    CHECK(keys != NULL);
+    if (!keys)
+        return;
+    char *end = strstr(keys, "\n.Sh ");
+    if (end)
+        *end = 0;
+    int missing = 0;
+    for (int i = 0; i < tui_n_keys; i++) {
+        if (!tui_keys[i].name)
+            continue;
+        char names[32];
+        snprintf(names, sizeof names, "%s", tui_keys[i].name);
+        /* "?/h/F1" is three keys; "+/-" two */
+        for (char *tok = names, *next; tok && *tok; tok = next) {
+            next = strchr(tok + 1, '/');
+            if (next)
+                *next++ = 0;
+            const char *forms[] = {"Ic %s\n", "Ic %s ", ", %s\n", ", %s ", "Ic \\&%s"};
+            int found = 0;
+            for (int k = 0; k < 5 && !found; k++) {
+                char want[48];
+                snprintf(want, sizeof want, forms[k], tok);
+                found = strstr(keys, want) != NULL;
+            }
+            if (!found)
+                fprintf(stderr, "man page: key '%s' missing\n", tok);
+            missing += !found;
+        }
+    }
+    CHECK(missing == 0);
+}
+
+/* A whole frame at several sizes, and the too-small message. */
+static void test_frame(void)
+{
+    trainer_snapshot *s = snap_new(6);
+    fill_history(s, 50);
+    s->s.have_metrics = 1;
+    s->s.ev_total = 2;
+    s->ev[0] = (trainer_event){0, TEV_INFO, "start: pre"};
+    s->ev[1] = (trainer_event){50, TEV_SETTING, "norm pre -> post"};
+    s->s.sample_len = 3;
+    memcpy(s->s.sample, "a\nb", 3);
+    s->s.sample_step = 40;
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_grid_resize(&g, 30, 100);
+    tui_draw(&g, s, &ui);
+    CHECK(strstr(row(&g, 0), "step 50") != NULL);
+    tui_layout L = tui_layout_compute(30, 100, 6);
+    CHECK(strstr(row(&g, L.sample.r), "sample @40: The model a\\nb") != NULL);
+    CHECK(strstr(row(&g, L.events.r), "events") != NULL);
+    CHECK(strstr(row(&g, L.events.r + 2), "norm pre -> post") != NULL);
+    CHECK(strstr(row(&g, L.footer.r), "F10Quit") != NULL);
+    CHECK(strstr(row(&g, L.side.r), "layer 5 of 6") != NULL);
+    /* the footer's keys are clickable too */
+    int sel;
+    CHECK(tui_click(&ui, L.footer.r, col_of(&g, L.footer.r, "F1Help"), &sel) == TUI_ACT_HELP);
+    /* a click on a layer row selects it */
+    CHECK(tui_click(&ui, L.layers.r + 2 + 3, 10, &sel) == TUI_ACT_NONE && sel &&
+          ui.selected == 2);
+
+    tui_grid_resize(&g, 20, 70);
+    tui_draw(&g, s, &ui);
+    int need = 0, now = 0;
+    for (int r = 0; r < g.rows; r++) {
+        need |= strstr(row(&g, r), "needs at least 80x24") != NULL;
+        now |= strstr(row(&g, r), "this terminal is 70x20") != NULL;
+    }
+    CHECK(need && now);
+    CHECK(ui.n_hits == 0);
+    tui_grid_resize(&g, 1, 1); /* absurdly small: no crash, no write outside */
+    tui_draw(&g, s, &ui);
+    tui_grid_resize(&g, 0, 0);
+    tui_draw(&g, s, &ui);
+    free(s);
+    tui_grid_free(&g);
+}
+
+int main(void)
+{
+    test_layout();
+    test_layer_columns();
+    test_scroll();
+    test_scales();
+    test_grid();
+    test_layer_bars();
+    test_chart();
+    test_heatmap();
+    test_status_and_clicks();
+    test_keys();
+    test_help();
+    test_man_keys();
+    test_frame();
+    return test_summary();
+}

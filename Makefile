@@ -101,6 +101,7 @@ comma := ,
 bench: $(BIN)
 	sh tests/bench/bench.sh ./$(BIN)
 	sh tests/bench/ui_overhead.sh ./$(BIN)
+	sh tests/bench/schemes.sh ./$(BIN)
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1

@@ -37,5 +37,8 @@ void cli_usage(FILE *f);
 /* Apply "SETTING=VALUE" (a flag's long name and value) to c, as --compare
  * does for its twin. 0, or 2 after printing one line to err. */
 int cli_apply_setting(ns_config *c, const char *spec, FILE *err);
+/* "SETTING=VALUE" with c's value of the setting named in spec: the label
+ * of the first run of a --compare pair. */
+void cli_setting_label(const ns_config *c, const char *spec, char *buf, size_t len);
 
 #endif

@@ -64,6 +64,7 @@ typedef struct {
     float val_loss; /* NaN when not measured at this step */
     float lr;
     int nonfinite;
+    float loss_b; /* the --compare twin's loss at this step (NaN without one) */
     char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
 } trainer_point;
 
@@ -92,6 +93,12 @@ typedef struct {
     long hist_total;       /* points in the history of this generation */
     long ev_total;         /* events since the start */
     int n_layer;
+    /* --compare: the twin run b, stepped in lockstep after a */
+    int compare;
+    step_metrics last_b;   /* b's latest step (valid with have_metrics) */
+    float last_val_b;      /* b's latest validation loss (NaN before the first) */
+    ns_config cfg_b;
+    char label_a[32], label_b[48]; /* "a: post", "b: norm=pre" */
 } trainer_status;
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
@@ -118,6 +125,13 @@ typedef struct {
      * it must not call back into the trainer */
     void (*on_step)(void *ctx, const step_metrics *m);
     void *ctx;
+    /* --compare: a second engine the trainer owns too and steps in
+     * lockstep (a, then b, each step); settings commands go to both, flow
+     * commands and notes to the trainer / a only. NULL = one run. */
+    engine *twin;
+    const char *label_a, *label_b; /* shown over each panel */
+    /* with a twin, called instead of on_step with both runs' metrics */
+    void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
 } trainer_opts;
 
 typedef struct trainer trainer;

@@ -53,6 +53,7 @@ typedef enum {
     TUI_S_EV_SETTING, /* event log kinds */
     TUI_S_EV_VAL,
     TUI_S_EV_NOTE,
+    TUI_S_TWIN,       /* the --compare run b's loss on the chart */
     TUI_S_COUNT
 } tui_style;
 
@@ -101,9 +102,15 @@ typedef struct {
     tui_rect footer; /* 1 row of key hints */
     tui_rect help;   /* the help overlay: drawn over the others when shown */
     int layer_rows;  /* layers visible at once (the rest scroll) */
+    /* --compare: layers holds run a (left), layers_b run b (right) and
+     * ratio the a/b gradient-norm column between them; else w = 0 */
+    tui_rect ratio, layers_b;
 } tui_layout;
 
 tui_layout tui_layout_compute(int rows, int cols, int n_layer);
+/* The same with the side-by-side panels of --compare when compare != 0. */
+#define TUI_RATIO_W 9
+tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare);
 
 /* Columns of one layer row, from its width (pure, like the layout). */
 typedef struct {
@@ -114,8 +121,15 @@ typedef struct {
     int act_num;      /* its number, 8 columns */
     int rms;          /* residual RMS, 10 columns */
     int extra;        /* update ratio and norm-gradient columns; -1 when narrow */
+    int prec;         /* precision counters (headroom or overflows), 9
+                       * columns after act_num; -1 when absent */
 } tui_layer_cols;
 tui_layer_cols tui_layer_columns(int width);
+/* With prec != 0 (precision not fp32), a 9-column precision counter is
+ * taken from the activation bar when the bar keeps >= 4 cells. */
+tui_layer_cols tui_layer_columns_prec(int width, int prec);
+/* The layer a first-non-finite report names ("... layer N ..."), or -1. */
+int tui_fault_layer(const char *fault);
 
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as
@@ -193,6 +207,8 @@ typedef enum {
     TUI_ACT_BOTTOM,
     TUI_ACT_LOGY,
     TUI_ACT_FREEZE,
+    TUI_ACT_DUMP_SCREEN,
+    TUI_ACT_DUMP_METRICS,
     TUI_ACT_HELP,
     TUI_ACT_QUIT,
     TUI_ACT_COUNT
@@ -227,6 +243,8 @@ typedef struct {
     int selected; /* layer index */
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
+    int dump;     /* a file the front end writes after the next frame:
+                   * TUI_DUMP_SCREEN or TUI_DUMP_METRICS; 0 = none */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
@@ -235,7 +253,19 @@ typedef struct {
     int n_hits;
 } tui_ui;
 
+enum { TUI_DUMP_SCREEN = 1, TUI_DUMP_METRICS = 2 };
+
 void tui_ui_init(tui_ui *ui, int unicode, int color);
+
+/* Files the d and e keys write, atomically (a temp file in the same
+ * directory, then rename). 0, or -1 with the reason in err.
+ *   screen:  the grid as UTF-8 text, one line per row, trailing spaces cut;
+ *   metrics: CSV "step,loss,val_loss,lr" for every point the snapshot's
+ *            history holds (the newest TRAINER_HIST steps of this
+ *            generation), val_loss empty when not measured, plus b_loss
+ *            with --compare. */
+int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen);
+int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen);
 
 /* Apply an action to the UI state. Returns 1 and fills *cmd when the
  * trainer must be told (the same ns_command a --script line gives). While
@@ -249,6 +279,11 @@ tui_action tui_click(tui_ui *ui, int row, int col, int *selected_changed);
 /* ---- widgets: each draws into a rect of the grid ---------------------------- */
 void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+/* --compare: one run's compact layer panel (which 0 = a, 1 = b), and the
+ * per-layer a/b ratio of gradient norms sqrt(attn^2 + mlp^2 + norm^2). */
+void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui,
+                          int which);
+void tui_draw_ratio(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);

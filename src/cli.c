@@ -339,6 +339,52 @@ static const flag_id comparable[] = {
     F_FP32NORMS, F_LOSSSCALE, F_MIXK,   F_DYTALPHA,  F_GAMMAINIT, F_BETAINIT,  F_SEED,
 };
 
+void cli_setting_label(const ns_config *c, const char *spec, char *buf, size_t len)
+{
+    size_t n = strcspn(spec, "=");
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), spec);
+    char v[48];
+    if (!strcmp(name, "norm"))
+        snprintf(v, sizeof v, "%s", norm_place_name(c->norm));
+    else if (!strcmp(name, "norm-kind"))
+        snprintf(v, sizeof v, "%s", norm_kind_name(c->norm_kind));
+    else if (!strcmp(name, "final-norm"))
+        snprintf(v, sizeof v, "%s", c->final_norm < 0 ? "auto" : c->final_norm ? "on" : "off");
+    else if (!strcmp(name, "init"))
+        snprintf(v, sizeof v, "%s", init_kind_name(c->init));
+    else if (!strcmp(name, "schedule"))
+        snprintf(v, sizeof v, "%s", sched_kind_name(c->schedule));
+    else if (!strcmp(name, "precision"))
+        snprintf(v, sizeof v, "%s", numfmt_name(c->precision));
+    else if (!strcmp(name, "fp32-norms"))
+        snprintf(v, sizeof v, "%s", c->fp32_norms ? "on" : "off");
+    else if (!strcmp(name, "loss-scale"))
+        snprintf(v, sizeof v, c->loss_scale == 0 ? "dynamic" : c->loss_scale < 0 ? "off" : "%g",
+                 (double)c->loss_scale);
+    else if (!strcmp(name, "betas"))
+        snprintf(v, sizeof v, "%g,%g", (double)c->beta1, (double)c->beta2);
+    else if (!strcmp(name, "warmup"))
+        snprintf(v, sizeof v, "%d", c->warmup);
+    else if (!strcmp(name, "mix-k"))
+        snprintf(v, sizeof v, "%d", c->mix_k);
+    else if (!strcmp(name, "seed"))
+        snprintf(v, sizeof v, "%llu", (unsigned long long)c->seed);
+    else {
+        double x = !strcmp(name, "eps")             ? c->eps
+                   : !strcmp(name, "init-std")      ? c->init_std
+                   : !strcmp(name, "lr")            ? c->lr
+                   : !strcmp(name, "adam-eps")      ? c->adam_eps
+                   : !strcmp(name, "weight-decay")  ? c->weight_decay
+                   : !strcmp(name, "clip")          ? c->clip
+                   : !strcmp(name, "dyt-alpha")     ? c->dyt_alpha
+                   : !strcmp(name, "ln-gamma-init") ? c->ln_gamma_init
+                                                    : c->ln_beta_init;
+        snprintf(v, sizeof v, "%g", x);
+    }
+    snprintf(buf, len, "%s=%s", name, v);
+}
+
 int cli_apply_setting(ns_config *c, const char *spec, FILE *err)
 {
     const char *eq = strchr(spec, '=');

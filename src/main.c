@@ -402,6 +402,22 @@ static void live_row(void *ctx, const step_metrics *m)
         metrics_jsonl_row(lo->jsonl->f, m);
 }
 
+/* --compare: one CSV row with b_ columns, two JSONL lines, as headless */
+static void live_pair(void *ctx, const step_metrics *a, const step_metrics *b)
+{
+    live_out *lo = ctx;
+    if (lo->csv->f) {
+        metrics_csv_fields(lo->csv->f, a);
+        fputc(',', lo->csv->f);
+        metrics_csv_fields(lo->csv->f, b);
+        fputc('\n', lo->csv->f);
+    }
+    if (lo->jsonl->f) {
+        metrics_jsonl_run(lo->jsonl->f, a, "a");
+        metrics_jsonl_run(lo->jsonl->f, b, "b");
+    }
+}
+
 /* The lesson's title and text, as the first lines of the event log. */
 static void live_lesson_notes(engine *e, const ns_lesson *lesson)
 {
@@ -454,23 +470,56 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         engine_free(e);
         return 2;
     }
+    /* the --compare twin, as headless makes it: same seed, one setting off */
+    engine *twin = NULL;
+    if (o->compare) {
+        ns_config cb = cfg;
+        if (o->load) {
+            fprintf(stderr, "normscope: --compare cannot be used with --load\n");
+            engine_free(e);
+            return 2;
+        }
+        if (cli_apply_setting(&cb, o->compare, stderr) != 0) {
+            engine_free(e);
+            return 2;
+        }
+        const char *why = config_check(&cb);
+        if (why) {
+            fprintf(stderr, "normscope: --compare %s: %s\n", o->compare, why);
+            engine_free(e);
+            return 2;
+        }
+        twin = engine_create(&cb, data, err, sizeof err);
+        if (!twin) {
+            fprintf(stderr, "normscope: --compare: %s\n", err);
+            engine_free(e);
+            return 2;
+        }
+    }
     outfile csv, jsonl;
     if (out_open(&csv, "csv", o->csv) != 0) {
         engine_free(e);
+        engine_free(twin);
         return 1;
     }
     if (out_open(&jsonl, "jsonl", o->jsonl) != 0) {
         out_close(&csv, 0);
         engine_free(e);
+        engine_free(twin);
         return 1;
     }
-    if (csv.f)
-        metrics_csv_header(csv.f, engine_config(e)->n_layer);
+    if (csv.f) {
+        metrics_csv_header_fields(csv.f, engine_config(e)->n_layer, "");
+        if (twin) {
+            fputc(',', csv.f);
+            metrics_csv_header_fields(csv.f, engine_config(e)->n_layer, "b_");
+        }
+        fputc('\n', csv.f);
+    }
     if (lesson)
         live_lesson_notes(e, lesson);
     if (o->compare)
-        engine_note(e, "--compare %s: the live view shows this run only; --headless trains both",
-                    o->compare);
+        engine_note(e, "--compare %s: run b trains in lockstep, shown at the right", o->compare);
 
     live_out lo = {&csv, &jsonl};
     trainer_opts to;
@@ -481,6 +530,14 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
     to.sample_every = 3.0;
     to.on_step = (csv.f || jsonl.f) ? live_row : NULL;
     to.ctx = &lo;
+    to.twin = twin;
+    to.label_b = o->compare;
+    char label_a[32];
+    if (o->compare) {
+        cli_setting_label(&cfg, o->compare, label_a, sizeof label_a);
+        to.label_a = label_a;
+    }
+    to.on_pair = (csv.f || jsonl.f) ? live_pair : NULL;
     trainer *t = trainer_create(e, &to, err, sizeof err);
     trainer_snapshot *snap = trainer_snapshot_new();
     if (!t || !snap) {
@@ -490,6 +547,7 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         out_close(&csv, 0);
         out_close(&jsonl, 0);
         engine_free(e);
+        engine_free(twin);
         return 1;
     }
     tui_options uo = {o->ascii, o->no_color};
@@ -506,6 +564,7 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         out_close(&csv, 0);
         out_close(&jsonl, 0);
         engine_free(e);
+        engine_free(twin);
         return 1;
     }
     if (out_close(&csv, 1) != 0)
@@ -538,6 +597,13 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
                 norm_kind_name(c->norm_kind), numfmt_name(c->precision), c->n_layer, c->dim,
                 c->n_head, c->context, c->batch);
     }
+    if (twin && !o->quiet) { /* as headless says it */
+        char valtxt[32] = "-";
+        if (!isnan(st->last_val_b))
+            snprintf(valtxt, sizeof valtxt, "%.4f", (double)st->last_val_b);
+        fprintf(stderr, "normscope: b (%s): loss %.4f, val %s\n", o->compare,
+                (double)st->last_b.loss, valtxt);
+    }
     if (end == TUI_END_SIGNAL && status == 0) {
         fprintf(stderr, "normscope: interrupted at step %ld\n", engine_steps_done(e));
         status = 130;
@@ -547,6 +613,7 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
     trainer_free(t);
     free(snap);
     engine_free(e);
+        engine_free(twin);
     return status;
 }
 

@@ -61,6 +61,8 @@ struct trainer {
     unsigned long applied; /* commands applied so far (a script's show up) */
     char mark[TRAINER_MARK]; /* marker label for the next step's point */
     step_metrics m;
+    step_metrics mb; /* the twin's latest step (o.twin) */
+    float last_val_b;
     int have_metrics;
     float last_val;
     long last_val_step;
@@ -95,6 +97,7 @@ trainer_snapshot *trainer_snapshot_new(void)
     trainer_snapshot *s = calloc(1, sizeof *s);
     if (s) {
         s->s.last_val = NAN;
+        s->s.last_val_b = NAN;
         s->s.prompt = default_prompt;
     }
     return s;
@@ -127,6 +130,15 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->sample_step = t->sample_step;
     s->prompt = t->o.prompt;
     s->n_layer = c->n_layer;
+    s->compare = t->o.twin != NULL;
+    if (t->o.twin) {
+        s->last_b = t->mb;
+        s->last_val_b = t->last_val_b;
+        s->cfg_b = *engine_config(t->o.twin);
+        snprintf(s->label_a, sizeof s->label_a, "a: %s",
+                 t->o.label_a ? t->o.label_a : norm_place_name(c->norm));
+        snprintf(s->label_b, sizeof s->label_b, "b: %s", t->o.label_b ? t->o.label_b : "twin");
+    }
     if (t->hist_reset) {
         s->hist_total = 0;
         t->hist_reset = 0;
@@ -175,6 +187,7 @@ static void publish_step(trainer *t)
     pt->val_loss = m->has_val ? m->val_loss : NAN;
     pt->lr = m->lr;
     pt->nonfinite = m->nonfinite;
+    pt->loss_b = t->o.twin ? t->mb.loss : NAN;
     memcpy(pt->mark, t->mark, sizeof pt->mark);
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
         const layer_metrics *lm = &m->layer[l];
@@ -375,6 +388,8 @@ static void apply(trainer *t, const ns_command *c)
     default:
         break;
     }
+    if (t->o.twin && c->kind != CMD_NOTE)
+        command_apply(t->o.twin, c); /* b's own log lines are not shown */
     int r = command_apply(e, c);
     long ev_before = t->engine_events_seen;
     pull_engine_events(t, TEV_SETTING);
@@ -391,7 +406,9 @@ static void apply(trainer *t, const ns_command *c)
         t->hist_reset = 1;
         t->have_metrics = 0;
         memset(&t->m, 0, sizeof t->m);
+        memset(&t->mb, 0, sizeof t->mb);
         t->last_val = NAN;
+        t->last_val_b = NAN;
         t->last_val_step = 0;
         t->mark[0] = 0;
         t->budget = 0;
@@ -434,11 +451,17 @@ static void take_sample(trainer *t, double now)
 static void do_step(trainer *t)
 {
     int bad = engine_step(t->e, &t->m);
+    if (t->o.twin)
+        bad |= engine_step(t->o.twin, &t->mb);
     t->have_metrics = 1;
     t->run_steps++;
-    if (t->o.on_step)
+    if (t->o.twin && t->o.on_pair)
+        t->o.on_pair(t->o.ctx, &t->m, &t->mb);
+    else if (t->o.on_step)
         t->o.on_step(t->o.ctx, &t->m);
     pull_engine_events(t, -1);
+    if (t->o.twin && t->mb.has_val)
+        t->last_val_b = t->mb.val_loss;
     if (t->m.has_val) {
         t->last_val = t->m.val_loss;
         t->last_val_step = t->m.step;
@@ -449,8 +472,10 @@ static void do_step(trainer *t)
     if (bad && t->o.on_div != ONDIV_CONTINUE) {
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
-        add_event(t, TEV_DIVERGED, "DIVERGED at step %ld (%s): paused; r re-inits, b rewinds",
-                  done, t->m.fault[0] ? t->m.fault : "loss not finite");
+        const step_metrics *d = t->o.twin && !t->m.nonfinite ? &t->mb : &t->m;
+        add_event(t, TEV_DIVERGED, "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
+                  done, d == &t->mb ? "run b, " : "",
+                  d->fault[0] ? d->fault : "loss not finite");
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
         add_event(t, TEV_INFO, "reached --steps %ld: paused (space trains on)", t->limit);
@@ -545,6 +570,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->state = t->o.start_paused ? TRAINER_PAUSED : TRAINER_RUNNING;
     t->limit = t->o.limit;
     t->last_val = NAN;
+    t->last_val_b = NAN;
     t->generation = 1;
     t->hist_cut = -1;
     t->rate_t0 = now_s();

@@ -116,6 +116,10 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
     tui_chart_geom cg = tui_chart_geometry(r, s, ui->unicode);
     long n = window_points(s), total = s->s.hist_total;
     int uni = ui->unicode;
+    int cmp = s->s.compare;
+    char alabel[48], blabel[64];
+    snprintf(alabel, sizeof alabel, "%s  ", s->s.label_a[0] ? s->s.label_a : "a");
+    snprintf(blabel, sizeof blabel, "%s  ", s->s.label_b[0] ? s->s.label_b : "b");
 
     /* title and legend: each piece only if it fits whole, the step range
      * at the right */
@@ -130,7 +134,9 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
         {"loss ", TUI_S_TITLE},
         {ui->logy ? "[log-y]  " : "[linear]  ", TUI_S_DIM},
         {uni ? "\xe2\xa3\xa4 " : "- ", TUI_S_TRAIN}, /* ⣤ */
-        {"train  ", TUI_S_LABEL},
+        {cmp ? alabel : "train  ", TUI_S_LABEL},
+        {cmp ? "+ " : "", TUI_S_TWIN},
+        {cmp ? blabel : "", TUI_S_LABEL},
         {uni ? "\xe2\x80\xa2 " : "o ", TUI_S_VAL},
         {"validation  ", TUI_S_LABEL},
         {uni ? "\xe2\x94\x8a " : ": ", TUI_S_MARK},
@@ -139,8 +145,10 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
     int c = r.c + 1;
     for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++) {
         int len = (int)strlen(legend[i].text);
-        if (uni && (i == 2 || i == 4 || i == 6))
+        if (uni && (i == 2 || i == 6 || i == 8))
             len = 2; /* one glyph of three bytes and a space */
+        if (len == 0)
+            continue;
         if (c + len > right)
             break;
         c += tui_puts(g, r.r, c, len, legend[i].st, legend[i].text);
@@ -158,7 +166,7 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
     }
 
     /* y range: lowest value .. 98th percentile of the window */
-    float *vals = malloc(sizeof(float) * (size_t)(2 * n));
+    float *vals = malloc(sizeof(float) * (size_t)(3 * n));
     if (!vals)
         return;
     int k = 0;
@@ -169,6 +177,9 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
             vals[k++] = a;
         if (!isnan(b))
             vals[k++] = b;
+        float tb = cmp ? plotted(p->loss_b, ui->logy) : NAN;
+        if (!isnan(tb))
+            vals[k++] = tb;
     }
     if (k == 0) {
         free(vals);
@@ -239,6 +250,17 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
             tui_put(g, cg.top + y, cg.left + x, ch, TUI_S_TRAIN);
         }
     free(bits);
+
+    /* --compare: run b's loss, one '+' per column it reaches */
+    for (long i = total - n; cmp && i < total; i++) {
+        const trainer_point *p = point(s, i);
+        float v = plotted(p->loss_b, ui->logy);
+        if (isnan(v))
+            continue;
+        int y = (int)floor((hi - v) / (hi - lo) * (cg.ydots - 1) + 0.5);
+        y = clampi(y, 0, cg.ydots - 1);
+        tui_put(g, cg.top + y / dpr, cg.left + (int)(xdot(&cg, p->step) / dpc), '+', TUI_S_TWIN);
+    }
 
     /* validation points over the line */
     for (long i = total - n; i < total; i++) {

@@ -145,6 +145,7 @@ static const style_spec specs[TUI_S_COUNT] = {
     [TUI_S_EV_SETTING] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
     [TUI_S_EV_VAL] = {-1, -1, A_DIM, A_DIM},
     [TUI_S_EV_NOTE] = {COLOR_YELLOW, -1, 0, A_UNDERLINE},
+    [TUI_S_TWIN] = {COLOR_GREEN, -1, A_BOLD, A_BOLD},
 };
 
 /* Returns 1 when colors are in use. */
@@ -236,6 +237,35 @@ static void send_action(run_state *rs, tui_action a)
                  "busy: %d commands wait for the step in progress ", TRAINER_QUEUE);
         rs->note_until = now_s() + NOTE_S;
     }
+}
+
+/* d and e: the file is written here, on the UI thread, from the frame just
+ * drawn and the snapshot copy it shows; its name goes to the event log
+ * (a note through the queue, so the trainer records it between steps). */
+static void write_dump(run_state *rs)
+{
+    int what = rs->ui.dump;
+    rs->ui.dump = 0;
+    char path[64], err[256];
+    long step = rs->snap->s.steps_done;
+    int r;
+    if (what == TUI_DUMP_SCREEN) {
+        snprintf(path, sizeof path, "normscope-screen-%ld.txt", step);
+        r = tui_write_screen(&rs->grid, path, err, sizeof err);
+    } else {
+        snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
+        r = tui_write_metrics(rs->snap, path, err, sizeof err);
+    }
+    ns_command cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.kind = CMD_NOTE;
+    if (r == 0)
+        snprintf(cmd.text, sizeof cmd.text, "wrote %s", path);
+    else
+        snprintf(cmd.text, sizeof cmd.text, "could not write %.70s", err);
+    snprintf(rs->ui.note, sizeof rs->ui.note, "%.70s ", cmd.text);
+    rs->note_until = now_s() + NOTE_S;
+    trainer_send(rs->t, &cmd);
 }
 
 /* One input event. Returns -1 when the grid could not be resized. */
@@ -396,6 +426,8 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
         dirty = 0;
         tui_draw(&rs.grid, rs.snap, &rs.ui);
         blit(&rs.grid);
+        if (rs.ui.dump)
+            write_dump(&rs);
         refresh();
     }
 

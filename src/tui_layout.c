@@ -13,20 +13,27 @@
 #include "tui.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
 /* The help overlay: a line per key (pairs share one), a blank line, the
- * legend, the closing hint, and the border. */
+ * legend, and the border (with the closing hint on it). */
 static int help_height(void)
 {
     int lines = 0;
     for (int i = 0; i < tui_n_keys; i++)
         lines += tui_keys[i].name != NULL;
-    return lines + 1 + TUI_HELP_LEGEND + 1 + 2;
+    return lines + 1 + TUI_HELP_LEGEND + 2; /* the hint is on the bottom border */
 }
 
 tui_layout tui_layout_compute(int rows, int cols, int n_layer)
+{
+    return tui_layout_compute_cmp(rows, cols, n_layer, 0);
+}
+
+tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
 {
     tui_layout L = {0};
     if (rows < TUI_MIN_ROWS || cols < TUI_MIN_COLS) {
@@ -46,6 +53,12 @@ tui_layout tui_layout_compute(int rows, int cols, int n_layer)
     int panel_h = clampi(n_layer + 2, 3, mid_h - chart_min);
     L.layers = (tui_rect){mid_top, 0, panel_h, cols};
     L.layer_rows = panel_h - 2;
+    if (compare) {
+        int aw = (cols - TUI_RATIO_W) / 2;
+        L.layers.w = aw;
+        L.ratio = (tui_rect){mid_top, aw, panel_h, TUI_RATIO_W};
+        L.layers_b = (tui_rect){mid_top, aw + TUI_RATIO_W, panel_h, cols - aw - TUI_RATIO_W};
+    }
     int side_w = cols < 100 ? 26 : (cols < 140 ? 30 : 36);
     int chart_r = mid_top + panel_h, chart_h = mid_h - panel_h;
     L.chart = (tui_rect){chart_r, 0, chart_h, cols - side_w};
@@ -58,6 +71,19 @@ tui_layout tui_layout_compute(int rows, int cols, int n_layer)
 }
 
 tui_layer_cols tui_layer_columns(int width)
+{
+    return tui_layer_columns_prec(width, 0);
+}
+
+int tui_fault_layer(const char *fault)
+{
+    const char *p = fault ? strstr(fault, "layer ") : NULL;
+    if (!p || p[6] < '0' || p[6] > '9')
+        return -1;
+    return atoi(p + 6);
+}
+
+tui_layer_cols tui_layer_columns_prec(int width, int prec)
 {
     tui_layer_cols c;
     /* fixed: index 4, two gaps, numbers 16, gap, act number 8, rms 10 */
@@ -76,7 +102,13 @@ tui_layer_cols tui_layer_columns(int width)
     c.nums = c.ffn + c.bar + 1;
     c.act = c.nums + 16;
     c.act_num = c.act + c.act_w + 1;
-    c.rms = c.act_num + 8;
+    c.prec = -1;
+    if (prec && c.act_w >= 4 + 9) {
+        c.act_w -= 9;
+        c.act_num = c.act + c.act_w + 1;
+        c.prec = c.act_num + 8;
+    }
+    c.rms = c.prec >= 0 ? c.prec + 9 : c.act_num + 8;
     c.extra = extra_w ? c.rms + 10 : -1;
     return c;
 }

@@ -231,8 +231,11 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     it[n].style = TUI_S_STATUS, it[n++].prio = 3;
     if (s->state == TRAINER_DIVERGED && s->have_metrics) {
         /* where it started: the first thing to look at (issue 4's habit) */
-        snprintf(it[n].text, sizeof it[n].text, "first non-finite: %s",
-                 s->last.fault[0] ? s->last.fault : "the loss");
+        /* with --compare, the run that diverged: a first, else b */
+        int in_b = s->compare && !s->last.nonfinite && s->last_b.nonfinite;
+        const char *fault = in_b ? s->last_b.fault : s->last.fault;
+        snprintf(it[n].text, sizeof it[n].text, "first non-finite%s: %s", in_b ? " (b)" : "",
+                 fault[0] ? fault : "the loss");
         it[n].style = TUI_S_BAD, it[n++].prio = 0;
     }
 
@@ -338,6 +341,143 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 
 /* ---- the layer panel ---------------------------------------------------------- */
 
+/* The precision counter of a layer, 8 columns: overflows this step
+ * ("ovf 12"), else the headroom log2(format max / act max) in doublings,
+ * warned below 3 and bad below 1, so a layer about to overflow shows in
+ * its row before it does (issue 4). */
+static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
+{
+    char b[32];
+    tui_style st = TUI_S_TEXT;
+    if (lm->overflow > 0) {
+        snprintf(b, sizeof b, "ovf%5.0f", (double)lm->overflow);
+        st = TUI_S_BAD;
+    } else if (!isfinite(lm->headroom)) {
+        snprintf(b, sizeof b, "%8s", isnan(lm->headroom) ? "-" : "inf");
+        st = isnan(lm->headroom) ? TUI_S_BAD : TUI_S_DIM;
+    } else {
+        snprintf(b, sizeof b, "%8.1f", (double)lm->headroom);
+        st = lm->headroom < 1 ? TUI_S_BAD : lm->headroom < 3 ? TUI_S_WARN : TUI_S_TEXT;
+    }
+    tui_puts(g, r, c, 8, st, b);
+}
+
+/* The per-layer gradient norm the --compare ratio uses. */
+static double layer_gnorm(const layer_metrics *lm)
+{
+    double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
+    return sqrt(a * a + f * f + n * n);
+}
+
+/* --compare: one run's layers, compact so two fit side by side:
+ *   idx 4 | attn 7 | mlp 7 | act max 7 | headroom 8 (not fp32) | |grad| bar */
+void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
+                          int which)
+{
+    const trainer_status *s = &snap->s;
+    const step_metrics *m = which ? &s->last_b : &s->last;
+    const ns_config *cfg = which ? &s->cfg_b : &s->cfg;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    int rows = r.h - 2;
+    if (rows < 1 || r.w < 30)
+        return;
+    ui->layer_rows = rows;
+    if (ui->selected < 0 || ui->selected >= L)
+        ui->selected = L - 1;
+    ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
+    int lowp = cfg->precision != FMT_FP32 && r.w >= 30 + 9 + 4;
+    int bar_c = lowp ? 38 : 29, bar_w = r.w - bar_c;
+    const char *label = which ? s->label_b : s->label_a;
+    tui_puts(g, r.r, r.c, r.w, TUI_S_TITLE, label[0] ? label : (which ? "b" : "a"));
+    tui_puts(g, r.r + 1, r.c, r.w, TUI_S_LABEL,
+             lowp ? "lyr    attn     mlp act max headroom |grad|"
+                  : "lyr    attn     mlp act max |grad|");
+    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
+    double gmax = 0;
+    if (s->have_metrics)
+        for (int l = 0; l < L; l++) {
+            double a = m->layer[l].grad_attn, f = m->layer[l].grad_ffn;
+            if (isfinite(a) && a > gmax)
+                gmax = a;
+            if (isfinite(f) && f > gmax)
+                gmax = f;
+        }
+    for (int i = 0; i < rows; i++) {
+        int l = L - 1 - (ui->scroll + i);
+        if (l < 0)
+            break;
+        int rr = r.r + 2 + i;
+        const layer_metrics *lm = &m->layer[l];
+        char b[32];
+        int sel = l == ui->selected;
+        tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
+        tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
+        tui_grad_state worst = sa > sf ? sa : sf;
+        snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
+        tui_puts(g, rr, r.c, 4, l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(worst),
+                 b);
+        add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
+        if (!s->have_metrics) {
+            if (i == 0)
+                tui_puts(g, rr, r.c + 4, r.w - 4, TUI_S_DIM, "waiting...");
+            continue;
+        }
+        fmt_e(b, sizeof b, lm->grad_attn);
+        tui_puts(g, rr, r.c + 5, 7, grad_style(sa), b);
+        fmt_e(b, sizeof b, lm->grad_ffn);
+        tui_puts(g, rr, r.c + 13, 7, grad_style(sf), b);
+        double am = lm->act_max;
+        tui_style as = !isfinite(am) || am >= TUI_MARK_FP16 ? TUI_S_BAD
+                       : am >= TUI_MARK_LNVAR               ? TUI_S_WARN
+                                                            : TUI_S_NORMAL;
+        fmt7(b, sizeof b, am);
+        tui_puts(g, rr, r.c + 21, 7, as, b);
+        if (lowp)
+            prec_cell(g, rr, r.c + 29, lm);
+        if (bar_w >= 4)
+            log_bar(g, rr, r.c + bar_c, bar_w, layer_gnorm(lm), TUI_GRAD_LO, TUI_GRAD_HI,
+                    grad_style(worst), ui);
+    }
+}
+
+/* --compare: a/b of each layer's gradient norm, on the rows of the panels. */
+void tui_draw_ratio(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const tui_ui *ui)
+{
+    const trainer_status *s = &snap->s;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    int rows = r.h - 2;
+    if (rows < 1 || r.w < 8)
+        return;
+    tui_puts(g, r.r, r.c + 1, r.w - 1, TUI_S_TITLE, "a/b");
+    tui_puts(g, r.r + 1, r.c + 1, r.w - 1, TUI_S_LABEL, "|grad|");
+    if (!s->have_metrics)
+        return;
+    for (int i = 0; i < rows; i++) {
+        int l = L - 1 - (ui->scroll + i);
+        if (l < 0)
+            break;
+        double a = layer_gnorm(&s->last.layer[l]), b = layer_gnorm(&s->last_b.layer[l]);
+        char t[32];
+        tui_style st = TUI_S_TEXT;
+        if (!isfinite(a) || !isfinite(b)) {
+            snprintf(t, sizeof t, "%7s", "nan");
+            st = TUI_S_BAD;
+        } else if (b <= 0) {
+            snprintf(t, sizeof t, "%7s", a > 0 ? "inf" : "-");
+            st = TUI_S_DIM;
+        } else {
+            double q = a / b;
+            snprintf(t, sizeof t, q >= 1e4 || q < 1e-3 ? "%7.1e" : "%7.3g", q);
+            st = q > 10 || q < 0.1 ? TUI_S_WARN : TUI_S_TEXT;
+        }
+        tui_puts(g, r.r + 2 + i, r.c + 1, 7, st, t);
+    }
+}
+
 void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
 {
     const trainer_status *s = &snap->s;
@@ -345,11 +485,13 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
-    tui_layer_cols k = tui_layer_columns(r.w);
+    int lowp = s->cfg.precision != FMT_FP32;
+    tui_layer_cols k = tui_layer_columns_prec(r.w, lowp);
     int rows = r.h - 2;
     if (rows < 1)
         return;
     ui->layer_rows = rows;
+    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
     if (ui->selected < 0 || ui->selected >= L)
         ui->selected = L - 1;
     ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
@@ -365,6 +507,8 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     tui_puts(g, r.r, r.c + k.nums, 16, TUI_S_TITLE, "   attn     mlp");
     tui_puts(g, r.r, r.c + k.act, k.act_w + 9, TUI_S_TITLE, "activation max");
     tui_puts(g, r.r, r.c + k.rms, 10, TUI_S_TITLE, " resid rms");
+    if (k.prec >= 0)
+        tui_puts(g, r.r, r.c + k.prec, 9, TUI_S_TITLE, " headroom");
     if (k.extra >= 0) {
         tui_puts(g, r.r, r.c + k.extra, 9, TUI_S_TITLE, " upd/w");
         tui_puts(g, r.r, r.c + k.extra + 9, 9, TUI_S_TITLE, " norm|g|");
@@ -409,8 +553,9 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
         tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
         tui_grad_state worst = sa > sf ? sa : sf;
-        snprintf(b, sizeof b, "%c%2d ", sel ? '>' : ' ', l);
-        tui_puts(g, rr, r.c + k.idx, 4, sel ? TUI_S_SELECT : grad_style(worst), b);
+        snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
+        tui_puts(g, rr, r.c + k.idx, 4,
+                 l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(worst), b);
         add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
         if (!s->have_metrics) {
             if (i == 0)
@@ -453,6 +598,8 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         tui_puts(g, rr, r.c + k.act_num, 7, as, b);
         fmt7(b, sizeof b, lm->resid_rms);
         tui_puts(g, rr, r.c + k.rms + 2, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
+        if (k.prec >= 0)
+            prec_cell(g, rr, r.c + k.prec + 1, lm);
         if (k.extra >= 0) {
             fmt_e(b, sizeof b, lm->update_ratio);
             tui_puts(g, rr, r.c + k.extra + 1, 7, TUI_S_TEXT, b);
@@ -638,7 +785,8 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
     box(g, r, ui->unicode, TUI_S_BORDER);
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
-    int rr = r.r + 1, last = r.r + r.h - 2; /* last: the closing hint's row */
+    /* the closing hint sits on the bottom border, as the title on the top */
+    int rr = r.r + 1, last = r.r + r.h - 1;
     for (int i = 0; i < tui_n_keys && rr < last; i++) {
         if (!tui_keys[i].name)
             continue;
@@ -653,7 +801,7 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
         for (int i = 0; i < n_leg; i++, rr++)
             tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, help_legend[i]);
     }
-    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL, "any key closes this help; q quits");
+    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL, " any key closes this help; q quits ");
 }
 
 void tui_draw_too_small(tui_grid *g, int rows, int cols)
@@ -674,7 +822,8 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui)
 {
     tui_grid_clear(g);
     ui->n_hits = 0;
-    tui_layout L = tui_layout_compute(g->rows, g->cols, s->s.n_layer);
+    int cmp = s->s.compare && ui->view == TUI_VIEW_LAYERS;
+    tui_layout L = tui_layout_compute_cmp(g->rows, g->cols, s->s.n_layer, cmp);
     if (L.too_small) {
         tui_draw_too_small(g, g->rows, g->cols);
         return;
@@ -682,7 +831,11 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui)
     tui_draw_status(g, L.status, s, ui);
     if (ui->view == TUI_VIEW_HEATMAP)
         tui_draw_heatmap(g, L.layers, s, ui);
-    else
+    else if (cmp) {
+        tui_draw_layers_twin(g, L.layers, s, ui, 0);
+        tui_draw_ratio(g, L.ratio, s, ui);
+        tui_draw_layers_twin(g, L.layers_b, s, ui, 1);
+    } else
         tui_draw_layers(g, L.layers, s, ui);
     tui_draw_chart(g, L.chart, s, ui);
     tui_draw_side(g, L.side, s, ui);

@@ -174,6 +174,72 @@ static void test_between_steps(void)
     engine_free(ref);
 }
 
+/* --compare in the live view: the trainer steps a then b each step, a
+ * setting command goes to both, and both runs' metrics are bit for bit
+ * those of two engines stepped directly. */
+typedef struct {
+    step_metrics a[REC_MAX / 2], b[REC_MAX / 2];
+    int n;
+} pair_recorder;
+static void record_pair(void *ctx, const step_metrics *a, const step_metrics *b)
+{
+    pair_recorder *r = ctx;
+    if (r->n < REC_MAX / 2) {
+        r->a[r->n] = *a;
+        r->b[r->n++] = *b;
+    }
+}
+
+static void test_twin(void)
+{
+    ns_config c = small_cfg(), cb = small_cfg();
+    cb.norm = NORM_POST;
+    engine *e = make(&c), *tw = make(&cb), *ra = make(&c), *rb = make(&cb);
+    static pair_recorder rec;
+    rec.n = 0;
+    trainer_opts o = {.start_paused = 1, .twin = tw, .label_b = "norm=post",
+                      .on_pair = record_pair, .ctx = &rec};
+    char err[256];
+    memset(S, 0, sizeof *S);
+    trainer *t = trainer_create(e, &o, err, sizeof err);
+    CHECK(t != NULL);
+    for (int i = 0; i < 4; i++)
+        CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(send(t, CMD_LR_SCALE, 2.0) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(trainer_start(t, err, sizeof err) == 0);
+    CHECK(wait_for(t, steps_at_least, 8, 20.0));
+    sleep_s(0.1);
+    trainer_snapshot_copy(t, S);
+    trainer_stop(t);
+    CHECK(S->s.steps_done == 8 && S->s.compare);
+    CHECK(!strcmp(S->s.label_b, "b: norm=post") && !strncmp(S->s.label_a, "a: ", 3));
+    CHECK(S->s.cfg_b.norm == NORM_POST && S->s.cfg.norm == NORM_PRE);
+    int same = rec.n == 8;
+    step_metrics ma, mb;
+    for (int i = 0; i < 8 && same; i++) {
+        if (i == 4) {
+            ns_command k = cmd(CMD_LR_SCALE, 2.0);
+            command_apply(ra, &k);
+            command_apply(rb, &k);
+        }
+        engine_step(ra, &ma);
+        engine_step(rb, &mb);
+        same = same_metrics(&ma, &rec.a[i]) && same_metrics(&mb, &rec.b[i]);
+    }
+    CHECK(same);
+    CHECK(same_metrics(&mb, &S->s.last_b) && same_metrics(&ma, &S->s.last));
+    CHECK(S->s.hist_total == 8 && S->hist[7].loss_b == mb.loss && S->hist[7].loss == ma.loss);
+    CHECK(rec.a[0].loss != rec.b[0].loss); /* the runs differ */
+    CHECK(S->s.last_val_b == rec.b[7].val_loss && rec.b[7].has_val); /* val_every 4 */
+    trainer_free(t);
+    engine_free(e);
+    engine_free(tw);
+    engine_free(ra);
+    engine_free(rb);
+}
+
 static void test_queue_bound(void)
 {
     ns_config c = small_cfg();
@@ -424,6 +490,7 @@ int main(void)
     data_builtin(&D);
     S = trainer_snapshot_new();
     test_between_steps();
+    test_twin();
     test_queue_bound();
     test_pause_step_resume();
     test_snapshot_consistency();

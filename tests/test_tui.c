@@ -58,16 +58,26 @@ static void test_layout(void)
         for (int cols = TUI_MIN_COLS; cols <= 300; cols += 7)
             for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++) {
                 int L = layers[k];
-                tui_layout l = tui_layout_compute(rows, cols, L);
-                tui_rect p[7] = {l.status, l.layers, l.chart, l.side, l.sample, l.events, l.footer};
+              for (int cmp = 0; cmp < 2; cmp++) {
+                tui_layout l = tui_layout_compute_cmp(rows, cols, L, cmp);
+                tui_rect p[9] = {l.status, l.layers, l.chart, l.side, l.sample, l.events, l.footer,
+                                 l.ratio, l.layers_b};
+                int np = cmp ? 9 : 7;
                 cases++;
                 long area = 0;
-                for (int i = 0; i < 7; i++) {
+                for (int i = 0; i < np; i++) {
                     bad_inside += !inside(p[i], rows, cols);
                     area += (long)p[i].h * p[i].w;
-                    for (int j = i + 1; j < 7; j++)
+                    for (int j = i + 1; j < np; j++)
                         bad_overlap += overlap(p[i], p[j]);
                 }
+                /* side by side: the same rows, a at the left, b at the right */
+                if (cmp)
+                    bad_rows += l.layers_b.h != l.layers.h || l.ratio.r != l.layers.r ||
+                                l.layers.c != 0 || l.layers_b.c + l.layers_b.w != cols ||
+                                l.layers.w < 35 || l.layers_b.w < 35;
+                else
+                    bad_rows += l.ratio.w != 0 || l.layers_b.w != 0;
                 bad_inside += !inside(l.help, rows, cols);
                 /* every cell belongs to a panel: a 200x60 screen is used */
                 bad_cover += area != (long)rows * cols;
@@ -75,6 +85,7 @@ static void test_layout(void)
                 int want = L < l.layer_rows ? L : l.layer_rows;
                 bad_rows += l.too_small || l.layer_rows < 1 || l.layers.h != want + 2 ||
                             l.chart.h < 8 || l.events.h < 3;
+              }
             }
     CHECK(cases > 1000);
     CHECK(bad_inside == 0);
@@ -108,6 +119,24 @@ static void test_layer_columns(void)
     CHECK(bad == 0);
     CHECK(tui_layer_columns(200).extra >= 0 && tui_layer_columns(120).extra < 0);
     CHECK(tui_layer_columns(200).bar > tui_layer_columns(100).bar);
+}
+
+static void test_prec_columns(void)
+{
+    int bad = 0;
+    for (int w = TUI_MIN_COLS; w <= 400; w++) {
+        tui_layer_cols k = tui_layer_columns_prec(w, 1);
+        int end = k.extra >= 0 ? k.extra + 18 : k.rms + 10;
+        if (k.prec < 0) /* no room: only on narrow screens */
+            bad += w >= 100 || k.rms != k.act_num + 8;
+        else
+            bad += !(k.prec == k.act_num + 8 && k.rms == k.prec + 9 && k.act_w >= 4 && end <= w);
+        bad += tui_layer_columns_prec(w, 0).prec != -1;
+    }
+    CHECK(bad == 0);
+    CHECK(tui_fault_layer("backward, layer 3, MLP fc2") == 3);
+    CHECK(tui_fault_layer("forward, layer 12, attention") == 12);
+    CHECK(tui_fault_layer("loss") == -1 && tui_fault_layer("") == -1);
 }
 
 static void test_scroll(void)
@@ -602,6 +631,128 @@ static void test_man_keys(void)
     CHECK(missing == 0);
 }
 
+/* --compare: both panels side by side, each labelled, with the a/b ratio
+ * of each layer's gradient norm between them; b's loss on the chart. */
+static void test_compare_frame(void)
+{
+    trainer_snapshot *s = snap_new(3);
+    fill_history(s, 40);
+    for (long i = 0; i < 40; i++)
+        s->hist[i].loss_b = s->hist[i].loss + 0.5f;
+    s->s.have_metrics = 1;
+    s->s.compare = 1;
+    s->s.cfg_b = s->s.cfg;
+    s->s.last_b.n_layer = 3;
+    snprintf(s->s.label_a, sizeof s->s.label_a, "a: pre");
+    snprintf(s->s.label_b, sizeof s->s.label_b, "b: norm=post");
+    for (int l = 0; l < 3; l++) {
+        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.3f, .grad_ffn = 0.4f, .act_max = 2};
+        s->s.last_b.layer[l] = (layer_metrics){.grad_attn = 0.03f, .grad_ffn = 0.04f,
+                                               .act_max = 4};
+    }
+    s->s.last_b.layer[0].grad_attn = 0.6f, s->s.last_b.layer[0].grad_ffn = 0.8f;
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_grid_resize(&g, 30, 100);
+    tui_draw(&g, s, &ui);
+    tui_layout L = tui_layout_compute_cmp(30, 100, 3, 1);
+    CHECK(col_of(&g, L.layers.r, "a: pre") == 0);
+    CHECK(col_of(&g, L.layers.r, "b: norm=post") == L.layers_b.c);
+    CHECK(col_of(&g, L.layers.r, "a/b") == L.ratio.c + 1);
+    /* layer 2 at the top: 0.5 / 0.05 = 10; layer 0 at the bottom: 0.5 / 1 */
+    const char *top = row(&g, L.layers.r + 2);
+    CHECK(strstr(top, "     10 ") != NULL);
+    CHECK(strncmp(top, "> 2  3.0e-01 4.0e-01   2.000", 28) == 0);
+    CHECK(col_of(&g, L.layers.r + 2, " 2  3.0e-02 4.0e-02   4.000") == L.layers_b.c + 1);
+    CHECK(strstr(row(&g, L.layers.r + 4), "    0.5 ") != NULL);
+    /* the chart: a legend naming both, and b's '+' points */
+    CHECK(strstr(row(&g, L.chart.r), "- a: pre  + b: norm=post") != NULL);
+    int plus = 0;
+    for (int r = L.chart.r + 1; r < L.chart.r + L.chart.h; r++)
+        for (int c = 0; c < L.chart.w; c++)
+            plus += ch_at(&g, r, c) == '+' && style_at(&g, r, c) == TUI_S_TWIN;
+    CHECK(plus >= 20);
+    /* the heatmap view is one run's: no side by side there */
+    ui.view = TUI_VIEW_HEATMAP;
+    tui_draw(&g, s, &ui);
+    CHECK(strstr(row(&g, L.layers.r), "b: norm=post") == NULL);
+    free(s);
+    tui_grid_free(&g);
+}
+
+/* The precision column in bf16 / fp16, and the '!' on the layer a
+ * divergence report names. */
+static void test_prec_and_fault(void)
+{
+    trainer_snapshot *s = snap_new(3);
+    s->s.have_metrics = 1;
+    s->s.cfg.precision = FMT_FP16;
+    for (int l = 0; l < 3; l++)
+        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.1f, .grad_ffn = 0.1f,
+                                             .act_max = 2, .headroom = 14.5f};
+    s->s.last.layer[1].overflow = 7;
+    s->s.last.nonfinite = 1;
+    snprintf(s->s.last.fault, sizeof s->s.last.fault, "backward, layer 1, MLP fc2");
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_grid_resize(&g, 30, 100);
+    tui_draw(&g, s, &ui);
+    tui_layout L = tui_layout_compute(30, 100, 3);
+    tui_layer_cols k = tui_layer_columns_prec(L.layers.w, 1);
+    CHECK(k.prec > 0);
+    CHECK(col_of(&g, L.layers.r, "headroom") == k.prec + 1);
+    CHECK(strstr(row(&g, L.layers.r + 2), "    14.5") != NULL);  /* layer 2 */
+    CHECK(strstr(row(&g, L.layers.r + 3), "ovf    7") != NULL);  /* layer 1 */
+    CHECK(style_at(&g, L.layers.r + 3, k.prec + 1) == TUI_S_BAD);
+    CHECK(strncmp(row(&g, L.layers.r + 3), "  1!", 4) == 0);
+    CHECK(style_at(&g, L.layers.r + 3, 3) == TUI_S_BAD);
+    CHECK(strncmp(row(&g, L.layers.r + 4), "  0 ", 4) == 0);
+    /* fp32: no column */
+    s->s.cfg.precision = FMT_FP32;
+    tui_draw(&g, s, &ui);
+    CHECK(col_of(&g, L.layers.r, "headroom") < 0);
+    free(s);
+    tui_grid_free(&g);
+}
+
+/* d and e: the screen as text and the history as CSV, atomically. */
+static void test_dumps(void)
+{
+    trainer_snapshot *s = snap_new(2);
+    fill_history(s, 5);
+    s->hist[3].val_loss = 2.5f;
+    for (int i = 0; i < 5; i++)
+        s->hist[i].lr = 0.001f;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 3, 10);
+    tui_puts(&g, 1, 0, 10, TUI_S_TEXT, "hello");
+    char path[] = "build/test_dump_screen.txt", err[256], buf[512];
+    CHECK(tui_write_screen(&g, path, err, sizeof err) == 0);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    CHECK(!strcmp(buf, "\nhello\n\n"));
+    remove(path);
+    char mpath[] = "build/test_dump_metrics.csv";
+    CHECK(tui_write_metrics(s, mpath, err, sizeof err) == 0);
+    f = fopen(mpath, "r");
+    n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    CHECK(!strncmp(buf, "step,loss,val_loss,lr\n1,5,,0.00100000005\n", 41));
+    CHECK(strstr(buf, "\n4,2.75,2.5,0.00100000005\n") != NULL);
+    remove(mpath);
+    /* an unwritable place: refused with a reason, nothing left behind */
+    CHECK(tui_write_screen(&g, "no/such/dir/x.txt", err, sizeof err) == -1 && err[0]);
+    free(s);
+    tui_grid_free(&g);
+}
+
 /* A whole frame at several sizes, and the too-small message. */
 static void test_frame(void)
 {
@@ -665,5 +816,9 @@ int main(void)
     test_help();
     test_man_keys();
     test_frame();
+    test_prec_columns();
+    test_compare_frame();
+    test_prec_and_fault();
+    test_dumps();
     return test_summary();
 }

@@ -3,7 +3,8 @@
 # do it: the real binary in a detached tmux session (a 120x40 pane on a
 # private server, tmux -L), keys sent with send-keys, the screen read back
 # with capture-pane. Checks the counter runs, then p, w, f, space, n, +,
-# Tab, ?, q one at a time; resizing below the minimum and back; a click on
+# Tab, ?, q one at a time; --compare's two panels and the d and e files;
+# resizing below the minimum and back; a click on
 # a status-line toggle; braille in a UTF-8 locale and none with --ascii;
 # SIGTERM, Ctrl-C and a crash (SIGSEGV) restore the terminal; a diverging
 # run pauses, names the first non-finite op and keeps answering keys; and
@@ -192,6 +193,31 @@ key q
 check_restored q 0
 grep -q 'steps in .* s (.* steps/s' "$T/err" && ok || no "q: no summary line: $(cat "$T/err")"
 screen | grep -qF '[p] Post-LN' && no "q: the dashboard is still on the screen" || ok
+
+# --- --compare side by side; d and e write the screen and the metrics ---------
+run "(cd $T && LC_ALL=C $BIN $SMALL --compare norm=post --csv $T/live.csv)"
+wait_for 'b: norm=post' 30 && ok || no "--compare: no panel for run b: $(cat "$T/err" 2>/dev/null)"
+screen | grep -q '^a: norm=pre ' && ok || no "--compare: no panel for run a"
+screen | grep -qF 'a/b' && ok || no "--compare: no a/b ratio column"
+screen | grep -qF -- '+ b: norm=post' && ok || no "--compare: the chart's legend lacks run b"
+wait_counter -gt 5 30 && ok || no "--compare: the counter did not move"
+key Space
+wait_for PAUSED 20 && ok || no "--compare: space did not pause"
+key d
+wait_for 'wrote normscope-screen-' 20 && ok || no "d: no event naming the file"
+f=$(ls "$T"/normscope-screen-*.txt 2>/dev/null | head -1)
+[ -n "$f" ] && grep -q 'step [0-9]* *loss' "$f" && grep -qF 'b: norm=post' "$f" && ok ||
+    no "d: no screen file with the status line: $f"
+key e
+wait_for 'wrote normscope-metrics-' 20 && ok || no "e: no event naming the file"
+f=$(ls "$T"/normscope-metrics-*.csv 2>/dev/null | head -1)
+[ -n "$f" ] && [ "$(head -1 "$f")" = "step,loss,val_loss,lr,b_loss" ] && [ "$(wc -l <"$f")" -gt 5 ] &&
+    ok || no "e: no metrics file with the step,loss header: $f"
+ls "$T"/normscope-*.tmp.* >/dev/null 2>&1 && no "d/e: a temporary file was left behind: $(ls "$T")" || ok
+key q
+check_restored compare 0
+head -1 "$T/live.csv" | grep -q ',b_loss,' && ok || no "--compare: the live CSV has no b_ columns"
+grep -q 'normscope: b (norm=post): loss ' "$T/err" && ok || no "--compare: no summary line for b: $(cat "$T/err")"
 
 # --- locale: braille with UTF-8, none with --ascii --------------------------
 BRAILLE=$(printf '\342[\240-\243]')

@@ -158,25 +158,48 @@ static void headless_cmd(void *p, const ns_command *c)
     }
 }
 
-static int run_headless(cli_opts *o, const dataset *data)
+/* What both front ends start from: the engine (loaded or new), the
+ * --compare twin, and the opened outputs with their CSV header. */
+typedef struct {
+    ns_config cfg; /* the settings, with steps resolved */
+    engine *e, *twin;
+    outfile csv, jsonl;
+} run_setup;
+
+static void setup_free(run_setup *r, int keep_files)
+{
+    out_close(&r->csv, keep_files);
+    out_close(&r->jsonl, keep_files);
+    engine_free(r->e);
+    engine_free(r->twin);
+    r->e = r->twin = NULL;
+}
+
+/* live: a loaded run trains until stopped unless --steps says; headless, it
+ * trains to the checkpoint's --steps. Returns 0, or the exit status after
+ * printing one line. */
+static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
 {
     char err[512];
-    engine *e;
-    ns_config cfg = o->cfg;
+    memset(r, 0, sizeof *r);
+    r->cfg = o->cfg;
+    ns_config *cfg = &r->cfg;
     if (o->load) {
-        e = engine_load(o->load, data, &cfg, err, sizeof err);
-        if (!e) {
+        r->e = engine_load(o->load, data, cfg, err, sizeof err);
+        if (!r->e) {
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, &cfg) != 0) {
-            engine_free(e);
+        if (check_against_checkpoint(o, cfg) != 0) {
+            setup_free(r, 0);
             return 2;
         }
         if (o->set & CLI_SET_STEPS)
-            cfg.steps = o->cfg.steps;
+            cfg->steps = o->cfg.steps;
+        else if (live)
+            cfg->steps = 0;
     } else {
-        double need = model_bytes_needed(&cfg);
+        double need = model_bytes_needed(cfg);
         double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
         if (have > 0 && need > have) {
             fprintf(stderr,
@@ -185,70 +208,66 @@ static int run_headless(cli_opts *o, const dataset *data)
                     need / 1073741824.0, have / 1073741824.0);
             return 2;
         }
-        e = engine_create(&cfg, data, err, sizeof err);
-        if (!e) {
+        r->e = engine_create(cfg, data, err, sizeof err);
+        if (!r->e) {
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
     }
     /* the --compare twin: the same seed, so the same initial weights (unless
      * the setting is about initialization) and the same batches */
-    engine *twin = NULL;
     if (o->compare) {
-        ns_config cb = cfg;
+        ns_config cb = *cfg;
+        const char *why = NULL;
         if (o->load) {
             fprintf(stderr, "normscope: --compare cannot be used with --load\n");
-            engine_free(e);
-            return 2;
-        }
-        if (cli_apply_setting(&cb, o->compare, stderr) != 0) {
-            engine_free(e);
-            return 2;
-        }
-        const char *why = config_check(&cb);
-        if (why) {
+        } else if (cli_apply_setting(&cb, o->compare, stderr) != 0) {
+            /* reported */
+        } else if ((why = config_check(&cb)) != NULL) {
             fprintf(stderr, "normscope: --compare %s: %s\n", o->compare, why);
-            engine_free(e);
-            return 2;
-        }
-        twin = engine_create(&cb, data, err, sizeof err);
-        if (!twin) {
+        } else if (!(r->twin = engine_create(&cb, data, err, sizeof err))) {
             fprintf(stderr, "normscope: --compare: %s\n", err);
-            engine_free(e);
+        }
+        if (!r->twin) {
+            setup_free(r, 0);
             return 2;
         }
     }
-    long start = engine_steps_done(e);
-    long total = cfg.steps;
-    if (total <= start) {
+    long start = engine_steps_done(r->e);
+    if ((!live || cfg->steps > 0) && cfg->steps <= start) {
         fprintf(stderr, "normscope: nothing to do: the run is at step %ld and --steps is %ld\n",
-                start, total);
-        engine_free(e);
-        engine_free(twin);
+                start, cfg->steps);
+        setup_free(r, 0);
         return 2;
     }
-
-    outfile csv, jsonl;
-    if (out_open(&csv, "csv", o->csv) != 0) {
-        engine_free(e);
-        engine_free(twin);
+    if (out_open(&r->csv, "csv", o->csv) != 0 || out_open(&r->jsonl, "jsonl", o->jsonl) != 0) {
+        setup_free(r, 0);
         return 1;
     }
-    if (out_open(&jsonl, "jsonl", o->jsonl) != 0) {
-        out_close(&csv, 0);
-        engine_free(e);
-        engine_free(twin);
-        return 1;
-    }
-    const ns_config *live = engine_config(e);
-    if (csv.f) {
-        metrics_csv_header_fields(csv.f, live->n_layer, "");
-        if (twin) {
-            fputc(',', csv.f);
-            metrics_csv_header_fields(csv.f, live->n_layer, "b_");
+    if (r->csv.f) {
+        int L = engine_config(r->e)->n_layer;
+        metrics_csv_header_fields(r->csv.f, L, "");
+        if (r->twin) {
+            fputc(',', r->csv.f);
+            metrics_csv_header_fields(r->csv.f, L, "b_");
         }
-        fputc('\n', csv.f);
+        fputc('\n', r->csv.f);
     }
+    return 0;
+}
+
+static int run_headless(cli_opts *o, const dataset *data)
+{
+    char err[512];
+    run_setup rs;
+    int r = setup_run(o, data, 0, &rs);
+    if (r)
+        return r;
+    ns_config cfg = rs.cfg;
+    engine *e = rs.e, *twin = rs.twin;
+    outfile csv = rs.csv, jsonl = rs.jsonl;
+    long total = cfg.steps;
+    const ns_config *live = engine_config(e);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -433,89 +452,13 @@ static void live_lesson_notes(engine *e, const ns_lesson *lesson)
 static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
 {
     char err[512];
-    engine *e;
-    ns_config cfg = o->cfg;
-    if (o->load) {
-        e = engine_load(o->load, data, &cfg, err, sizeof err);
-        if (!e) {
-            fprintf(stderr, "normscope: %s\n", err);
-            return 2;
-        }
-        if (check_against_checkpoint(o, &cfg) != 0) {
-            engine_free(e);
-            return 2;
-        }
-        /* live, a loaded run trains until stopped unless --steps says */
-        cfg.steps = (o->set & CLI_SET_STEPS) ? o->cfg.steps : 0;
-    } else {
-        double need = model_bytes_needed(&cfg);
-        double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-        if (have > 0 && need > have) {
-            fprintf(stderr,
-                    "normscope: this model needs %.1f GiB of memory, the machine has %.1f GiB "
-                    "(lower --batch, --context, --dim or --layers)\n",
-                    need / 1073741824.0, have / 1073741824.0);
-            return 2;
-        }
-        e = engine_create(&cfg, data, err, sizeof err);
-        if (!e) {
-            fprintf(stderr, "normscope: %s\n", err);
-            return 2;
-        }
-    }
-    long start = engine_steps_done(e);
-    if (cfg.steps > 0 && cfg.steps <= start) {
-        fprintf(stderr, "normscope: nothing to do: the run is at step %ld and --steps is %ld\n",
-                start, cfg.steps);
-        engine_free(e);
-        return 2;
-    }
-    /* the --compare twin, as headless makes it: same seed, one setting off */
-    engine *twin = NULL;
-    if (o->compare) {
-        ns_config cb = cfg;
-        if (o->load) {
-            fprintf(stderr, "normscope: --compare cannot be used with --load\n");
-            engine_free(e);
-            return 2;
-        }
-        if (cli_apply_setting(&cb, o->compare, stderr) != 0) {
-            engine_free(e);
-            return 2;
-        }
-        const char *why = config_check(&cb);
-        if (why) {
-            fprintf(stderr, "normscope: --compare %s: %s\n", o->compare, why);
-            engine_free(e);
-            return 2;
-        }
-        twin = engine_create(&cb, data, err, sizeof err);
-        if (!twin) {
-            fprintf(stderr, "normscope: --compare: %s\n", err);
-            engine_free(e);
-            return 2;
-        }
-    }
-    outfile csv, jsonl;
-    if (out_open(&csv, "csv", o->csv) != 0) {
-        engine_free(e);
-        engine_free(twin);
-        return 1;
-    }
-    if (out_open(&jsonl, "jsonl", o->jsonl) != 0) {
-        out_close(&csv, 0);
-        engine_free(e);
-        engine_free(twin);
-        return 1;
-    }
-    if (csv.f) {
-        metrics_csv_header_fields(csv.f, engine_config(e)->n_layer, "");
-        if (twin) {
-            fputc(',', csv.f);
-            metrics_csv_header_fields(csv.f, engine_config(e)->n_layer, "b_");
-        }
-        fputc('\n', csv.f);
-    }
+    run_setup rs;
+    int r = setup_run(o, data, 1, &rs);
+    if (r)
+        return r;
+    ns_config cfg = rs.cfg;
+    engine *e = rs.e, *twin = rs.twin;
+    outfile csv = rs.csv, jsonl = rs.jsonl;
     if (lesson)
         live_lesson_notes(e, lesson);
     if (o->compare)

@@ -5,9 +5,9 @@
 #     sh tests/bench/bench.sh ./normscope        (make bench does this)
 #
 # Each configuration runs REPS times (default 3); the median steps/s is
-# reported. normscope's figure is its own summary line (training steps only,
-# no start-up); the peer (tests/bench/torch_peer.py) times its training
-# steps the same way, single-threaded, after untimed warm-up steps. The peer
+# reported. Both sides time their training steps after 3 untimed warm-up
+# steps (normscope: from the per-step tokens_per_s of its CSV; the peer,
+# tests/bench/torch_peer.py: its own timer), single-threaded. The peer
 # runs when a python3 with torch is found (Debian: python3-torch, plus
 # libopenblas0-pthread so torch does not use the slow reference BLAS).
 #
@@ -63,20 +63,24 @@ print("sgemm of torch (its BLAS, n=1024, 1 thread): %.1f GFLOP/s" % best)' 2>/de
 fi
 echo
 
-ns_rate() { # tokens-per-step args...: median steps/s of normscope, from
-    # the summary's tokens/s (an integer, so more digits than its steps/s)
-    k=$1
-    shift
+WARM=3 # untimed warm-up steps on both sides (the peer's default)
+
+ns_rate() { # tokens-per-step steps args...: median steps/s of normscope over
+    # its steps after the first WARM (the first pays for touching fresh
+    # memory), from the per-step tokens_per_s of its CSV (column 6)
+    k=$1 steps=$2
+    shift 2
     for i in $(seq "$REPS"); do
-        "$BIN" --headless --val-every 0 "$@" 2>&1 >/dev/null |
-            sed -n 's/.* in [0-9.]* s ([0-9.]* steps\/s, \([0-9.]*\) tokens\/s.*/\1/p' |
-            awk -v k="$k" '{printf "%.3f\n", $1 / k}'
+        "$BIN" --headless -q --val-every 0 --steps $((steps + WARM)) --csv - "$@" 2>/dev/null |
+            awk -F, -v k="$k" -v w="$WARM" 'NR > 1 && $1 > w && $6 > 0 {t += k / $6; n++}
+                END {if (n) printf "%.3f\n", n / t}'
     done | median
 }
 
 torch_rate() {
     for i in $(seq "$REPS"); do
-        "$PY" "$DIR/torch_peer.py" --threads 1 "$@" | sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p'
+        "$PY" "$DIR/torch_peer.py" --threads 1 --warmup-steps "$WARM" "$@" |
+            sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p'
     done | median
 }
 
@@ -95,7 +99,7 @@ printf '%-40s %4s %9s %9s %7s %8s %7s\n' configuration thr "st/s" "torch" ratio 
 run() { # L d H T B steps [normscope extra args]
     L=$1 d=$2 H=$3 T=$4 B=$5 steps=$6
     shift 6
-    r=$(ns_rate $((B * T)) --steps "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
+    r=$(ns_rate $((B * T)) "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
     t=- ratio=-
     if [ -n "$PY" ] && [ $# -eq 0 ]; then
         t=$(torch_rate --steps "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" |
@@ -106,12 +110,18 @@ run() { # L d H T B steps [normscope extra args]
     pk=$(awk -v g="$g" -v p="$PEAK" 'BEGIN {if (p > 0) printf "%.0f%%", 100 * g / p; else print "-"}')
     label="L=$L d=$d H=$H T=$T B=$B${*:+ $*}"
     printf '%-40s %4s %9s %9s %7s %8s %7s\n' "$label" 1 "$r" "$t" "$ratio" "$g" "$pk"
+    LAST=$r
 }
 
 run 6 64 4 64 16 40
+fp32=$LAST
 run 12 128 4 64 16 12
 run 12 256 4 128 8 6
 run 6 64 4 64 16 40 --precision bf16
+bf16=$LAST
 run 6 64 4 64 16 40 --precision fp16
+fp16=$LAST
+awk -v a="$fp32" -v b="$bf16" -v c="$fp16" 'BEGIN {if (b > 0 && c > 0)
+    printf "step time of the emulated formats (default model): bf16 %.2fx fp32, fp16 %.2fx fp32\n", a / b, a / c}'
 [ -n "$PY" ] || echo "(PyTorch peer skipped: no python3 with torch; apt-get install python3-torch libopenblas0-pthread)"
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1); medians of $REPS runs"

@@ -64,6 +64,7 @@ struct engine {
     /* divergence */
     snapshot *snaps; /* (n_snaps) ring, allocated on first use */
     int n_snaps;
+    int snaps_off; /* one snapshot would pass the memory cap */
     long diverged_at; /* step of the last divergence, 0 if none */
     spike_window spike_loss, spike_gnorm;
 };
@@ -330,11 +331,17 @@ int engine_step(engine *e, step_metrics *out)
 
 static int snaps_alloc(engine *e)
 {
-    if (e->snaps || e->cfg.snapshots <= 0)
+    if (e->snaps || e->cfg.snapshots <= 0 || e->snaps_off)
         return e->snaps ? 0 : -1;
     int k = e->cfg.snapshots;
-    /* keep the ring under 1 GiB: a big model keeps fewer snapshots */
+    /* keep the ring under 1 GiB: a big model keeps fewer snapshots, and a
+     * model whose one snapshot would pass it keeps none (and says so) */
     double per = 3.0 * (double)e->m.n_params * sizeof(float);
+    if (per > 1073741824.0) {
+        e->snaps_off = 1;
+        event(e, "no snapshots: one would take %.1f GiB (rewind is off)", per / 1073741824.0);
+        return -1;
+    }
     while (k > 1 && per * k > 1073741824.0)
         k--;
     e->snaps = calloc((size_t)k, sizeof *e->snaps);

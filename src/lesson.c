@@ -30,7 +30,9 @@ int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, si
     /* the script lines go to the script parser together, keeping their
      * line numbers so its messages point into the lesson file */
     size_t tl = strlen(text);
-    char *script = malloc(tl + 1);
+    /* each line of the text comes out as at most itself plus a newline,
+     * the last one too when the text does not end in one; then a NUL */
+    char *script = malloc(tl + 2);
     if (!script) {
         snprintf(err, errlen, "%s: out of memory", name);
         return -1;

@@ -143,6 +143,7 @@ static void round_bf16(float *x, size_t n, long *over, long *under)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 /* fp16 with the F16C instructions: vcvtps2ph with round-to-nearest-even is
  * IEEE's conversion, the same as _Float16 (test_numfmt checks both paths
@@ -176,7 +177,13 @@ __attribute__((target("avx2,f16c"))) static void round_fp16_f16c(float *x, size_
 
 static int have_f16c(void)
 {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    /* F16C is CPUID leaf 1, ECX bit 29 (asked directly: not every
+     * compiler's __builtin_cpu_supports knows its name); AVX2 the builtin
+     * checks, OS support for the ymm registers included */
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    return (c & (1u << 29)) && __builtin_cpu_supports("avx2");
 }
 #else
 static int have_f16c(void) { return 0; }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "command.h"
+#include "lesson.h"
 #include "testutil.h"
 
 static void test_parse(void)
@@ -154,11 +155,42 @@ static void test_apply(void)
     engine_free(e);
 }
 
+/* Lesson files: keys, script lines with their line numbers, and text
+ * that does not end in a newline (a fuzzer found an off-by-one there:
+ * under ASan this test fails without the fix). */
+static void test_lesson_parse(void)
+{
+    ns_lesson l;
+    char err[256];
+    CHECK(lesson_parse("title: t\nflags: -L 2\nflags: --norm post\ntext: a\ntext: b\nat 1: stop",
+                       "x", &l, err, sizeof err) == 0);
+    CHECK(!strcmp(l.flags, "-L 2 --norm post") && !strcmp(l.text, "a\nb"));
+    CHECK(l.script.n == 1 && l.script.e[0].at == 1 && l.script.e[0].cmd.kind == CMD_STOP);
+    lesson_free(&l);
+    CHECK(lesson_parse("title: t\n\nat 1: nrom post\n", "x.lesson", &l, err, sizeof err) != 0 &&
+          strstr(err, "x.lesson:3:") == err);
+    CHECK(lesson_parse("title: t\ncolour: red\n", "x.lesson", &l, err, sizeof err) != 0 &&
+          strstr(err, "x.lesson:2: unknown key 'colour'") == err);
+    CHECK(lesson_parse("text: no title\n", "x.lesson", &l, err, sizeof err) != 0 &&
+          strstr(err, "no title"));
+    /* only script lines, no final newline: the fuzzer's case */
+    CHECK(lesson_parse("at 1: stop", "x.lesson", &l, err, sizeof err) != 0 && strstr(err, "no title"));
+    /* every compiled-in lesson parses */
+    int all = lesson_count() > 0;
+    for (int i = 0; i < lesson_count(); i++) {
+        all &= lesson_load(lesson_name(i), &l, err, sizeof err) == 0;
+        lesson_free(&l);
+    }
+    CHECK(all);
+    CHECK(lesson_load("nope", &l, err, sizeof err) != 0 && strstr(err, "warmup"));
+}
+
 int main(void)
 {
     test_parse();
     test_script_errors();
     test_due();
     test_apply();
+    test_lesson_parse();
     return test_summary();
 }

@@ -66,6 +66,13 @@ void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 co
  * the current step (so pressing it again goes further back), bit for bit,
  * keeping the settings now in force. Returns the step, or -1 if none. */
 int engine_snapshot(engine *e);
+
+/* The dynamic loss scaler's rule (GradScaler's, with a floor): after a step
+ * whose gradients overflowed, halve the scale and skip the step, or give up
+ * (a divergence) once the scale would fall below 1; after 2000 clean steps
+ * in a row, double it. */
+enum { SCALER_CLEAN = 0, SCALER_SKIPPED = 1, SCALER_GREW = 2, SCALER_GAVE_UP = 3 };
+int engine_scaler_update(float *scale, long *good, int overflowed);
 long engine_rewind(engine *e);
 
 /* Back to step 0 with fresh weights from the same seed. */

@@ -46,6 +46,23 @@ typedef struct {
 #define SCALE_INIT 65536.0f
 #define SCALE_GROWTH_INTERVAL 2000
 
+int engine_scaler_update(float *scale, long *good, int overflowed)
+{
+    if (overflowed) {
+        *scale *= 0.5f;
+        *good = 0;
+        /* below 1 the gradients overflow at their true size: no scale
+         * helps, and skipping for ever would hide it, so it diverges */
+        return *scale < 1.0f ? SCALER_GAVE_UP : SCALER_SKIPPED;
+    }
+    if (++*good >= SCALE_GROWTH_INTERVAL) {
+        *scale *= 2.0f;
+        *good = 0;
+        return SCALER_GREW;
+    }
+    return SCALER_CLEAN;
+}
+
 struct engine {
     ns_config cfg; /* settings in force */
     const dataset *data;
@@ -261,11 +278,17 @@ int engine_step(engine *e, step_metrics *out)
         bad = 1; /* the model itself produced inf/NaN: a divergence */
     } else if (!isfinite(gnorm)) {
         if (scaler_dynamic(e)) {
-            skipped = 1; /* overflow from the scale: GradScaler's skip */
-            e->scale *= 0.5f;
-            e->good = 0;
-            event(e, "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
-                  out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
+            /* overflow from the scale: GradScaler's skip */
+            if (engine_scaler_update(&e->scale, &e->good, 1) == SCALER_GAVE_UP) {
+                e->scale = 1.0f;
+                bad = 1;
+                event(e, "step %ld: %s overflowed even at loss scale 1", s,
+                      out->fault[0] ? out->fault : "gradients");
+            } else {
+                skipped = 1;
+                event(e, "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
+                      out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
+            }
         } else {
             bad = 1;
         }
@@ -282,12 +305,10 @@ int engine_step(engine *e, step_metrics *out)
             double wn = model_l2(m->params + off, n);
             out->layer[l].update_ratio = wn > 0 ? (float)(sqrt(e->upd_sq[l]) / wn) : 0.0f;
         }
-        if (scaler_dynamic(e) && ++e->good >= SCALE_GROWTH_INTERVAL) {
-            e->scale *= 2.0f;
-            e->good = 0;
+        if (scaler_dynamic(e) &&
+            engine_scaler_update(&e->scale, &e->good, 0) == SCALER_GREW)
             event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,
                   SCALE_GROWTH_INTERVAL);
-        }
     }
     e->step = s;
     double dt = now_s() - t0;

@@ -129,6 +129,21 @@ static void test_loss_scaler(void)
     }
     CHECK(agree);
     CHECK(frozen);
+    /* the rule alone: halving down to 1, then a divergence, never a
+     * skip for ever; growth after exactly 2000 clean steps */
+    float sc = 65536.0f;
+    long good = 0;
+    int halvings = 0, r2;
+    while ((r2 = engine_scaler_update(&sc, &good, 1)) == SCALER_SKIPPED)
+        halvings++;
+    CHECK(r2 == SCALER_GAVE_UP && halvings == 16 && sc < 1.0f);
+    sc = 8.0f;
+    good = 0;
+    int grew_at = 0;
+    for (int i = 1; i <= 4001 && !grew_at; i++)
+        if (engine_scaler_update(&sc, &good, 0) == SCALER_GREW)
+            grew_at = i;
+    CHECK(grew_at == 2000 && sc == 16.0f && good == 0);
     CHECK(skips >= 1);
     CHECK(doublings >= 1);
     free(before);

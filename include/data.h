@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rng.h"
 
@@ -28,6 +29,12 @@ void data_builtin(dataset *d);
  * one-line reason in err. */
 int data_load_file(dataset *d, const char *path, char *err, size_t errlen);
 void data_free(dataset *d);
+
+/* Read all of an open stream (a regular file, a FIFO or a device) into a
+ * new buffer with one spare byte after the data (room for a NUL). Returns
+ * 0; -1 on a read error; -2 past max bytes; -3 out of memory. The caller
+ * frees *out. Shared by --data, --load and --script. */
+int data_read_all(FILE *f, size_t max, uint8_t **out, size_t *n);
 /* Is there enough data for a context of T? 0, or -1 with a reason. */
 int data_check(const dataset *d, int T, char *err, size_t errlen);
 

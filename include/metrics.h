@@ -57,6 +57,10 @@ typedef struct {
  * non-finite values as nan, inf, -inf; val_loss empty when not measured. */
 void metrics_csv_header(FILE *f, int n_layer);
 void metrics_csv_row(FILE *f, const step_metrics *m);
+/* One number as the CSV writes it: %.9g round-trips a float; non-finite
+ * values get fixed spellings (nan, inf, -inf) so a reader never sees a
+ * platform's "-nan" or "infinity". */
+void metrics_csv_float(FILE *f, double x);
 /* One JSON object per line with the same names; non-finite as null. */
 void metrics_jsonl_row(FILE *f, const step_metrics *m);
 /* The same with "run":"a" or "b" first (twin runs of --compare). */

@@ -328,43 +328,23 @@ int script_load(const char *path, ns_script *s, char *err, size_t errlen)
         snprintf(err, errlen, "--script %s: %s", path, strerror(errno));
         return -1;
     }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int c;
-    while (buf && (c = fgetc(f)) != EOF) {
-        if (c == 0) {
-            snprintf(err, errlen, "--script %s: byte %zu is NUL: not a text file", path, n);
-            free(buf);
-            fclose(f);
-            return -1;
-        }
-        if (n + 1 >= cap) {
-            if (cap >= (1u << 24)) {
-                snprintf(err, errlen, "--script %s: larger than 16 MiB", path);
-                free(buf);
-                fclose(f);
-                return -1;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        buf[n++] = (char)c;
-    }
-    int rerr = ferror(f);
+    uint8_t *buf;
+    size_t n;
+    int r = data_read_all(f, 1u << 24, &buf, &n);
     fclose(f);
-    if (!buf || rerr) {
-        free(buf);
-        snprintf(err, errlen, "--script %s: %s", path, buf ? "read error" : "out of memory");
+    if (r != 0) {
+        snprintf(err, errlen, "--script %s: %s", path,
+                 r == -2 ? "larger than 16 MiB" : r == -3 ? "out of memory" : "read error");
         return -1;
     }
-    buf[n] = 0;
-    int r = script_parse(buf, path, s, err, errlen);
+    const uint8_t *nul = memchr(buf, 0, n);
+    if (nul) {
+        snprintf(err, errlen, "--script %s: byte %zu is NUL: not a text file", path,
+                 (size_t)(nul - buf));
+        free(buf);
+        return -1;
+    }
+    r = script_parse((const char *)buf, path, s, err, errlen);
     free(buf);
     return r;
 }

@@ -40,34 +40,15 @@ int data_load_file(dataset *d, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "--data %s: %s", path, strerror(errno));
         return -1;
     }
-    /* read in chunks: works for FIFOs and devices whose size stat cannot tell */
-    size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 16;
+    uint8_t *buf = NULL;
     size_t n = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int rerr = ferror(f);
+    int r = data_read_all(f, (size_t)-1 / 2, &buf, &n);
     fclose(f);
-    if (!buf) {
+    if (r == -3) {
         snprintf(err, errlen, "--data %s: out of memory reading the file", path);
         return -1;
     }
-    if (rerr) {
-        free(buf);
+    if (r != 0) {
         snprintf(err, errlen, "--data %s: read error", path);
         return -1;
     }
@@ -80,6 +61,46 @@ int data_load_file(dataset *d, const char *path, char *err, size_t errlen)
     d->bytes = buf;
     d->n = n;
     split(d);
+    return 0;
+}
+
+int data_read_all(FILE *f, size_t max, uint8_t **out, size_t *n)
+{
+    /* in chunks that double: stat cannot tell a FIFO's or a device's size */
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *p = malloc(cap);
+    if (!p)
+        return -3;
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap > max) {
+                free(p);
+                return -2;
+            }
+            uint8_t *np = realloc(p, cap * 2);
+            if (!np) {
+                free(p);
+                return -3;
+            }
+            p = np;
+            cap *= 2;
+        }
+        size_t got = fread(p + len, 1, cap - 1 - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(p);
+        return -1;
+    }
+    if (len > max) {
+        free(p);
+        return -2;
+    }
+    p[len] = 0;
+    *out = p;
+    *n = len;
     return 0;
 }
 

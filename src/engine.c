@@ -82,7 +82,6 @@ struct engine {
     snapshot *snaps; /* (n_snaps) ring, allocated on first use */
     int n_snaps;
     int snaps_off; /* one snapshot would pass the memory cap */
-    long diverged_at; /* step of the last divergence, 0 if none */
     spike_window spike_loss, spike_gnorm;
 };
 
@@ -136,7 +135,6 @@ static void fresh_start(engine *e)
     e->sched.ramp_start = 0;
     e->scale = SCALE_INIT;
     e->good = 0;
-    e->diverged_at = 0;
     memset(&e->spike_loss, 0, sizeof e->spike_loss);
     memset(&e->spike_gnorm, 0, sizeof e->spike_gnorm);
     for (int i = 0; i < e->n_snaps; i++)
@@ -332,7 +330,6 @@ int engine_step(engine *e, step_metrics *out)
     out->skipped = skipped;
     out->n_layer = m->L;
     if (bad) {
-        e->diverged_at = s;
         event(e, "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
               (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
     } else {
@@ -844,34 +841,11 @@ static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size
         snprintf(err, errlen, "--load %s: %s", path, strerror(errno));
         return -1;
     }
-    size_t cap = 1 << 20, len = 0;
-    uint8_t *p = malloc(cap);
-    while (p) {
-        if (len == cap) {
-            uint8_t *np = realloc(p, cap * 2);
-            if (!np) {
-                free(p);
-                p = NULL;
-                break;
-            }
-            p = np;
-            cap *= 2;
-        }
-        size_t got = fread(p + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
+    int r = data_read_all(f, (size_t)-1 / 2, out, n);
     fclose(f);
-    if (!p || bad) {
-        free(p);
-        snprintf(err, errlen, "--load %s: %s", path, p ? "read error" : "out of memory");
-        return -1;
-    }
-    *out = p;
-    *n = len;
-    return 0;
+    if (r != 0)
+        snprintf(err, errlen, "--load %s: %s", path, r == -3 ? "out of memory" : "read error");
+    return r ? -1 : 0;
 }
 
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,

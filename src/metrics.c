@@ -43,9 +43,7 @@ void metrics_csv_header(FILE *f, int n_layer)
     fputc('\n', f);
 }
 
-/* %.9g round-trips a float; non-finite values get fixed spellings so a
- * reader never sees a platform's "-nan" or "infinity". */
-static void put_float(FILE *f, double x)
+void metrics_csv_float(FILE *f, double x)
 {
     if (isnan(x))
         fputs("nan", f);
@@ -64,24 +62,24 @@ void metrics_csv_row(FILE *f, const step_metrics *m)
 void metrics_csv_fields(FILE *f, const step_metrics *m)
 {
     fprintf(f, "%ld,", m->step);
-    put_float(f, m->loss);
+    metrics_csv_float(f, m->loss);
     fputc(',', f);
     if (m->has_val)
-        put_float(f, m->val_loss);
+        metrics_csv_float(f, m->val_loss);
     fputc(',', f);
-    put_float(f, m->lr);
+    metrics_csv_float(f, m->lr);
     fputc(',', f);
-    put_float(f, m->grad_norm);
+    metrics_csv_float(f, m->grad_norm);
     fprintf(f, ",%.1f,%s,%s,%s,", m->tokens_per_s, norm_place_name(m->norm),
             norm_kind_name(m->norm_kind), m->warmup_on ? "on" : "off");
-    put_float(f, m->clip);
+    metrics_csv_float(f, m->clip);
     fprintf(f, ",%s,%s,", numfmt_name(m->precision), m->fp32_norms ? "on" : "off");
-    put_float(f, m->loss_scale);
+    metrics_csv_float(f, m->loss_scale);
     fprintf(f, ",%d", m->skipped);
     for (int i = 0; i < m->n_layer; i++)
         for (int k = 0; k < N_LAYER_COLS; k++) {
             fputc(',', f);
-            put_float(f, layer_col(&m->layer[i], k));
+            metrics_csv_float(f, layer_col(&m->layer[i], k));
         }
 }
 

@@ -4,6 +4,7 @@
  * name. Called on the UI thread, which owns the grid and its snapshot
  * copy: the trainer never waits for it.
  * Not here: choosing the names (tui_curses.c), curses. */
+#include "metrics.h"
 #include "tui.h"
 
 #include <errno.h>
@@ -67,16 +68,6 @@ int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errl
     return commit(f, tmp, path, err, errlen);
 }
 
-static void put_num(FILE *f, double x)
-{
-    if (isnan(x))
-        fputs("nan", f);
-    else if (isinf(x))
-        fputs(x > 0 ? "inf" : "-inf", f);
-    else
-        fprintf(f, "%.9g", x);
-}
-
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen)
 {
     char tmp[4096];
@@ -90,15 +81,15 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
     for (long i = from; i < total; i++) {
         const trainer_point *p = &s->hist[i % TRAINER_HIST];
         fprintf(f, "%ld,", p->step);
-        put_num(f, p->loss);
+        metrics_csv_float(f, p->loss);
         fputc(',', f);
         if (!isnan(p->val_loss))
-            put_num(f, p->val_loss);
+            metrics_csv_float(f, p->val_loss);
         fputc(',', f);
-        put_num(f, p->lr);
+        metrics_csv_float(f, p->lr);
         if (cmp) {
             fputc(',', f);
-            put_num(f, p->loss_b);
+            metrics_csv_float(f, p->loss_b);
         }
         fputc('\n', f);
     }

@@ -363,6 +363,21 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
 }
 
 /* The per-layer gradient norm the --compare ratio uses. */
+/* The largest finite attention or MLP gradient norm of any layer:
+ * "vanishing" is relative to it. */
+static double largest_grad(const step_metrics *m, int L)
+{
+    double gmax = 0;
+    for (int l = 0; l < L; l++) {
+        double a = m->layer[l].grad_attn, f = m->layer[l].grad_ffn;
+        if (isfinite(a) && a > gmax)
+            gmax = a;
+        if (isfinite(f) && f > gmax)
+            gmax = f;
+    }
+    return gmax;
+}
+
 static double layer_gnorm(const layer_metrics *lm)
 {
     double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
@@ -395,15 +410,7 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
              lowp ? "lyr    attn     mlp act max headroom |grad|"
                   : "lyr    attn     mlp act max |grad|");
     int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
-    double gmax = 0;
-    if (s->have_metrics)
-        for (int l = 0; l < L; l++) {
-            double a = m->layer[l].grad_attn, f = m->layer[l].grad_ffn;
-            if (isfinite(a) && a > gmax)
-                gmax = a;
-            if (isfinite(f) && f > gmax)
-                gmax = f;
-        }
+    double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
         int l = L - 1 - (ui->scroll + i);
         if (l < 0)
@@ -532,15 +539,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         tui_puts(g, r.r + 1, r.c + k.act + m16, 5, TUI_S_BAD, "65504");
 
     /* the largest layer gradient: "vanishing" is relative to it */
-    double gmax = 0;
-    if (s->have_metrics)
-        for (int l = 0; l < L; l++) {
-            double a = m->layer[l].grad_attn, f = m->layer[l].grad_ffn;
-            if (isfinite(a) && a > gmax)
-                gmax = a;
-            if (isfinite(f) && f > gmax)
-                gmax = f;
-        }
+    double gmax = s->have_metrics ? largest_grad(m, L) : 0;
 
     for (int i = 0; i < rows; i++) {
         int l = L - 1 - (ui->scroll + i);

@@ -97,16 +97,11 @@ static int all_close(const char *what, const float *c, const float *ref, size_t 
     return bad == 0;
 }
 
-static void check_fixture(const char *dir, const char *name)
+/* The model settings of a fixture's config record: L, C, NH, T, B,
+ * placement, kind, eps, then (after the optimizer's five) final_norm and
+ * mix_k. */
+static ns_config fixture_config(const float *cf)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
-    fixture fx;
-    if (!CHECK(load_fixture(path, &fx) == 0)) {
-        fprintf(stderr, "  cannot read %s\n", path);
-        return;
-    }
-    const float *cf = get(&fx, "config")->data;
     ns_config c;
     config_defaults(&c);
     c.n_layer = (int)cf[0];
@@ -119,6 +114,20 @@ static void check_fixture(const char *dir, const char *name)
     c.eps = cf[7];
     c.final_norm = (int)cf[13];
     c.mix_k = (int)cf[14];
+    return c;
+}
+
+static void check_fixture(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    fixture fx;
+    if (!CHECK(load_fixture(path, &fx) == 0)) {
+        fprintf(stderr, "  cannot read %s\n", path);
+        return;
+    }
+    const float *cf = get(&fx, "config")->data;
+    ns_config c = fixture_config(cf);
     adamw_hparams h = {cf[8], cf[9], cf[10], cf[11], cf[12], 1.0f};
 
     model m;
@@ -193,16 +202,7 @@ static void check_fp16(const char *dir)
     if (!CHECK(load_fixture(path, &fx) == 0))
         return;
     const float *cf = get(&fx, "config")->data;
-    ns_config c;
-    config_defaults(&c);
-    c.n_layer = (int)cf[0];
-    c.dim = (int)cf[1];
-    c.n_head = (int)cf[2];
-    c.context = (int)cf[3];
-    c.batch = (int)cf[4];
-    c.norm = (norm_place)(int)cf[5];
-    c.norm_kind = (norm_kind)(int)cf[6];
-    c.eps = cf[7];
+    ns_config c = fixture_config(cf);
     model m;
     CHECK(model_create(&m, &c) == 0);
     CHECK(get(&fx, "params")->n == m.n_params);

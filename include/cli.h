@@ -24,6 +24,7 @@ typedef struct {
     int headless;
     int ascii, no_color; /* live view: --ascii, --no-color */
     int quiet;    /* no progress line */
+    int threads;  /* --threads: per run (each --compare run has its own) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;

@@ -2,9 +2,11 @@
  * stepped one update at a time, with the settings that may change between
  * steps and a log of those changes.
  *
- * Single-threaded and deterministic: the same config, data and calls give
- * the same metrics bit for bit. The trainer thread of the live view owns
- * an engine; nothing else touches it.
+ * Deterministic: the same config, data and calls give the same metrics
+ * bit for bit, whatever the thread count. The trainer thread of the live
+ * view owns an engine; nothing else touches it. A step may split its
+ * kernels over the engine's own pool of worker threads
+ * (engine_set_threads), which only ever run inside engine calls.
  */
 #ifndef NS_ENGINE_H
 #define NS_ENGINE_H
@@ -36,6 +38,13 @@ void engine_free(engine *e);
  * With dynamic scaling, non-finite gradients skip the step and halve the
  * scale (out->skipped), as GradScaler does; that is not a divergence. */
 int engine_step(engine *e, step_metrics *out);
+
+/* Threads for the kernels of each step, 1..POOL_MAX_THREADS (pool.h),
+ * counting the caller; a new engine has 1 (no worker threads). The pool
+ * is made here, once, never inside a step. Returns 0, or -1 when n is out
+ * of range or a thread could not be started (the old count stays). */
+int engine_set_threads(engine *e, int n);
+int engine_threads(const engine *e);
 
 /* Mean validation loss over cfg.val_batches fixed batches. */
 float engine_validate(engine *e);

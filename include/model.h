@@ -32,7 +32,8 @@
  *   mix       post in blocks l < k, pre above
  * and the final norm is applied when config_final_norm() says so.
  *
- * Not here: the optimizer (optim.c), the schedule, data, threads.
+ * Not here: the optimizer (optim.c), the schedule, data, the threads
+ * themselves (the engine owns the pool the kernels are split over).
  */
 #ifndef NS_MODEL_H
 #define NS_MODEL_H
@@ -42,6 +43,7 @@
 
 #include "config.h"
 #include "numfmt.h"
+#include "pool.h"
 #include "rng.h"
 
 enum {
@@ -141,6 +143,10 @@ typedef struct {
     int last_B;                  /* batch rows used by the last forward */
 
     model_layer_stats *stats;    /* (L) */
+
+    /* threads for the kernels (pool.h): the engine's, NULL = the caller
+     * alone; results are the same bits either way */
+    ns_pool *pool;
 } model;
 
 /* Bytes the model would need (params, grads, activations, scratch);

@@ -2,13 +2,21 @@
  *
  * Conventions (after llm.c): outputs first; gradients are prefixed `d` and
  * ACCUMULATED with += (callers zero them); shapes are in the comments, with
- * N = B*T rows. Everything is fp32 and single-threaded; no allocation. Every
- * sum has a fixed order, so the same inputs give the same bits each run.
+ * N = B*T rows. Everything is fp32; no allocation. Every sum has a fixed
+ * order, so the same inputs give the same bits each run.
+ *
+ * The plain functions run on the calling thread. The _mt variants split
+ * the same work over a thread pool (pool.h; NULL = the caller alone) at
+ * boundaries that keep every element's order of operations, so their
+ * results are bit-identical to the plain ones for any thread count;
+ * problems too small to repay a dispatch stay on the caller.
  */
 #ifndef NS_OPS_H
 #define NS_OPS_H
 
 #include <stdint.h>
+
+#include "pool.h"
 
 /* out (N, C) = wte[tokens] + wpe[t]; tokens (B, T) */
 void encoder_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
@@ -77,5 +85,22 @@ float ops_absmax(const float *x, long n);
  * meant to be flipped while another thread is inside a kernel). */
 const char *ops_isa(void);
 void ops_force_generic(int on);
+
+/* The same operations, split over pool p (see the top of this file). */
+void layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
+                          const float *w, const float *b, int N, int C, float eps);
+void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
+                       int N, int C, int OC);
+void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                        const float *inp, const float *w, int N, int C, int OC);
+void attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,
+                          int C, int NH);
+/* drow: scratch of T floats for the caller's share; the other threads
+ * use their own, on their stacks */
+void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
+                           const float *qkv, const float *att, int B, int T, int C, int NH);
+void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n);
+void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
+float ops_absmax_mt(ns_pool *p, const float *x, long n);
 
 #endif

@@ -29,7 +29,9 @@ void adamw_reset(adamw *o);
 
 /* One update of m->params from m->grads. If layer_upd_sq is not NULL it
  * receives, per layer, the sum of squared parameter changes (L entries),
- * from which the update-to-weight ratio follows. */
+ * from which the update-to-weight ratio follows. Split over m->pool by
+ * whole layers (and the tensors outside them): the same bits for any
+ * thread count. */
 void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_upd_sq);
 
 #endif

@@ -82,6 +82,7 @@ typedef struct {
     float lr_peak;
     float lr_next;         /* the LR the next step will use */
     double steps_per_s;    /* over the last ~0.5 s of running; 0 while paused */
+    int threads;           /* --threads of the run (engine_threads) */
     double run_seconds;    /* time spent running this session (pauses excluded) */
     long run_steps;        /* steps taken this session */
     long limit;            /* pause at this step (--steps); 0 = never */

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "numfmt.h"
+#include "pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,7 +17,7 @@ typedef enum {
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
     F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
-    F_LESSON, F_COMPARE
+    F_LESSON, F_COMPARE, F_THREADS
 } flag_id;
 
 typedef struct {
@@ -84,6 +85,8 @@ static const flag_spec flags[] = {
      "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'"},
     {F_SAVE, 0, "save", "FILE", 0, 0, "write a checkpoint at the end (atomically)"},
     {F_LOAD, 0, "load", "FILE", 0, 0, "resume from a checkpoint (its shape and settings)"},
+    {F_THREADS, 0, "threads", "N", 1, 64,
+     "threads per run for the kernels, 1..64; same results (default: online cores)"},
     {F_HEADLESS, 0, "headless", NULL, 0, 0, "train without the terminal UI"},
     {F_ASCII, 0, "ascii", NULL, 0, 0, "live view in plain ASCII: no braille or block glyphs"},
     {F_NOCOLOR, 0, "no-color", NULL, 0, 0, "live view without colors (as NO_COLOR=1 does)"},
@@ -173,7 +176,7 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     switch (s->id) {
     case F_LAYERS: case F_DIM: case F_HEADS: case F_CONTEXT: case F_BATCH: case F_WARMUP:
     case F_STEPS: case F_VALEVERY: case F_VALBATCHES: case F_MIXK: case F_SNAPEVERY:
-    case F_SNAPS:
+    case F_SNAPS: case F_THREADS:
         if (parse_int(v, s->lo, s->hi, &n)) {
             snprintf(range, sizeof range, "expected an integer in %.0f..%.0f", s->lo, s->hi);
             return bad(err, s, v, range);
@@ -212,6 +215,7 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_POSTINITSCALE: c->post_init_scale = 1; break;
     case F_SNAPEVERY: c->snapshot_every = (int)n; break;
     case F_SNAPS: c->snapshots = (int)n; break;
+    case F_THREADS: o->threads = (int)n; break;
     case F_PRECISION: {
         int k = numfmt_parse(v);
         if (k < 0)
@@ -415,6 +419,7 @@ int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
     memset(o, 0, sizeof *o);
     config_defaults(&o->cfg);
+    o->threads = pool_default_threads();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const flag_spec *s = NULL;

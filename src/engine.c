@@ -13,8 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomicio.h"
 #include "model.h"
 #include "optim.h"
+#include "pool.h"
 #include "rng.h"
 #include "schedule.h"
 
@@ -83,6 +85,7 @@ struct engine {
     int n_snaps;
     int snaps_off; /* one snapshot would pass the memory cap */
     spike_window spike_loss, spike_gnorm;
+    ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
 };
 
 static void event(engine *e, const char *fmt, ...)
@@ -166,8 +169,26 @@ void engine_free(engine *e)
     for (int i = 0; i < e->n_snaps; i++)
         free(e->snaps[i].params);
     free(e->snaps);
+    pool_free(e->pool);
     free(e);
 }
+
+int engine_set_threads(engine *e, int n)
+{
+    if (n < 1 || n > POOL_MAX_THREADS)
+        return -1;
+    if (n == engine_threads(e))
+        return 0;
+    ns_pool *p = NULL;
+    if (n > 1 && !(p = pool_create(n)))
+        return -1;
+    pool_free(e->pool);
+    e->pool = p;
+    e->m.pool = p;
+    return 0;
+}
+
+int engine_threads(const engine *e) { return pool_threads(e->pool); }
 
 static double now_s(void)
 {
@@ -227,6 +248,57 @@ static void fault_text(const model_fault *f, int n_layer, char *buf, size_t len)
         snprintf(buf, len, "%s, %s", f->backward ? "backward" : "forward", f->op);
 }
 
+/* The per-step reductions, split over the pool by layer: each norm is
+ * still one model_l2 call, summed in its own order, whatever the count. */
+typedef struct {
+    model *m;
+    step_metrics *out;
+    float inv_scale;
+    int parts; /* of the unscaling */
+    double gnorm;
+    const double *upd_sq;
+} norms_job;
+
+static void unscale_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    norms_job *j = ctx;
+    size_t n = j->m->n_params, parts = (size_t)j->parts;
+    size_t lo = n * (size_t)part / parts, hi = n * (size_t)(part + 1) / parts;
+    float *g = j->m->grads;
+    for (size_t i = lo; i < hi; i++)
+        g[i] *= j->inv_scale;
+}
+
+static void grad_norms_task(void *ctx, int l, int thread)
+{
+    (void)thread;
+    norms_job *j = ctx;
+    model *m = j->m;
+    if (l == m->L) {
+        j->gnorm = model_l2(m->grads, m->n_params);
+        return;
+    }
+    size_t off, n;
+    layer_metrics *lm = &j->out->layer[l];
+    model_group_slice(m, l, GROUP_ATTN, &off, &n);
+    lm->grad_attn = (float)model_l2(m->grads + off, n);
+    model_group_slice(m, l, GROUP_FFN, &off, &n);
+    lm->grad_ffn = (float)model_l2(m->grads + off, n);
+    model_group_slice(m, l, GROUP_LN, &off, &n);
+    lm->grad_ln = (float)model_l2(m->grads + off, n);
+}
+
+static void update_ratio_task(void *ctx, int l, int thread)
+{
+    (void)thread;
+    norms_job *j = ctx;
+    size_t off, n;
+    model_group_slice(j->m, l, GROUP_ALL, &off, &n);
+    double wn = model_l2(j->m->params + off, n);
+    j->out->layer[l].update_ratio = wn > 0 ? (float)(sqrt(j->upd_sq[l]) / wn) : 0.0f;
+}
+
 int engine_step(engine *e, step_metrics *out)
 {
     model *m = &e->m;
@@ -243,23 +315,19 @@ int engine_step(engine *e, step_metrics *out)
     int forward_bad = m->fault.set || !isfinite(loss);
     model_backward(m);
     /* unscale into fp32 for the optimizer (exact for powers of two) */
-    if (scale != 1.0f) {
-        float inv = 1.0f / scale;
-        for (size_t i = 0; i < m->n_params; i++)
-            m->grads[i] *= inv;
-    }
+    norms_job nj = {m, out, 1.0f / scale, 1, 0.0, NULL};
+    /* a small model's reductions take less than waking a thread */
+    ns_pool *pool = m->n_params >= (1u << 16) ? e->pool : NULL;
+    nj.parts = pool_threads(pool);
+    if (scale != 1.0f)
+        pool_run(pool, nj.parts, unscale_task, &nj);
 
     memset(out, 0, sizeof *out);
     float fmax = numfmt_max(c->precision);
+    /* per-layer gradient norms, and the global one (task L) */
+    pool_run(pool, m->L + 1, grad_norms_task, &nj);
     for (int l = 0; l < m->L; l++) {
-        size_t off, n;
         layer_metrics *lm = &out->layer[l];
-        model_group_slice(m, l, GROUP_ATTN, &off, &n);
-        lm->grad_attn = (float)model_l2(m->grads + off, n);
-        model_group_slice(m, l, GROUP_FFN, &off, &n);
-        lm->grad_ffn = (float)model_l2(m->grads + off, n);
-        model_group_slice(m, l, GROUP_LN, &off, &n);
-        lm->grad_ln = (float)model_l2(m->grads + off, n);
         lm->act_max = m->stats[l].act_max;
         lm->resid_max = m->stats[l].resid_max;
         lm->resid_rms = m->stats[l].resid_rms;
@@ -267,7 +335,7 @@ int engine_step(engine *e, step_metrics *out)
         lm->underflow = (float)m->counts[l].underflow;
         lm->headroom = lm->act_max > 0 ? log2f(fmax / lm->act_max) : INFINITY;
     }
-    float gnorm = (float)model_l2(m->grads, m->n_params);
+    float gnorm = (float)nj.gnorm;
     fault_text(&m->fault, m->L, out->fault, sizeof out->fault);
 
     /* what to do with this step's gradients */
@@ -297,12 +365,8 @@ int engine_step(engine *e, step_metrics *out)
         if (c->clip > 0.0f && gnorm > c->clip)
             h.grad_scale = c->clip / gnorm;
         adamw_update(&e->opt, m, &h, e->upd_sq);
-        for (int l = 0; l < m->L; l++) {
-            size_t off, n;
-            model_group_slice(m, l, GROUP_ALL, &off, &n);
-            double wn = model_l2(m->params + off, n);
-            out->layer[l].update_ratio = wn > 0 ? (float)(sqrt(e->upd_sq[l]) / wn) : 0.0f;
-        }
+        nj.upd_sq = e->upd_sq;
+        pool_run(pool, m->L, update_ratio_task, &nj);
         if (scaler_dynamic(e) &&
             engine_scaler_update(&e->scale, &e->good, 0) == SCALER_GREW)
             event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,

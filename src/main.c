@@ -233,6 +233,14 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
             return 2;
         }
     }
+    /* --threads: each run (the twin too) gets its own pool, made here,
+     * on this (the UI) thread, before any training thread starts */
+    if (engine_set_threads(r->e, o->threads) != 0 ||
+        (r->twin && engine_set_threads(r->twin, o->threads) != 0)) {
+        fprintf(stderr, "normscope: --threads %d: cannot start the worker threads\n", o->threads);
+        setup_free(r, 0);
+        return 1;
+    }
     long start = engine_steps_done(r->e);
     if ((!live || cfg->steps > 0) && cfg->steps <= start) {
         fprintf(stderr, "normscope: nothing to do: the run is at step %ld and --steps is %ld\n",
@@ -376,13 +384,13 @@ static int run_headless(cli_opts *o, const dataset *data)
             snprintf(valtxt, sizeof valtxt, "%.4f", (double)last_val);
         fprintf(stderr,
                 "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %.4f, "
-                "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d\n",
+                "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d\n",
                 done, secs, secs > 0 ? done / secs : 0.0,
                 secs > 0 ? done * (double)live->batch * live->context / secs : 0.0,
                 (double)m.loss, valtxt, norm_place_name(live->norm),
                 norm_kind_name(live->norm_kind), numfmt_name(live->precision), live->n_layer,
                 live->dim, live->n_head,
-                live->context, live->batch);
+                live->context, live->batch, engine_threads(e));
     }
     if (twin && !o->quiet) {
         char valtxt[32] = "-";
@@ -533,12 +541,12 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         /* the headless summary's format: scripts and the bench read both */
         fprintf(stderr,
                 "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %.4f, "
-                "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d\n",
+                "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d\n",
                 done, secs, secs > 0 ? done / secs : 0.0,
                 secs > 0 ? done * (double)c->batch * c->context / secs : 0.0,
                 (double)st->last.loss, valtxt, norm_place_name(c->norm),
                 norm_kind_name(c->norm_kind), numfmt_name(c->precision), c->n_layer, c->dim,
-                c->n_head, c->context, c->batch);
+                c->n_head, c->context, c->batch, engine_threads(e));
     }
     if (twin && !o->quiet) { /* as headless says it */
         char valtxt[32] = "-";

@@ -364,10 +364,63 @@ static void note_fault(model *m, int backward, int l, const char *op)
 /* An op's output: round it to the format (counting what overflowed or
  * underflowed, for layer l, or outside the blocks when l < 0) and record
  * it if it is the pass's first non-finite value. */
+/* Rounding and the watch over parts of x: both are elementwise, the
+ * counts are integers and "any" is an or, so the parts' results add up to
+ * exactly those of one pass. Parts are cut at whole vectors. */
+enum { Q_MT_MIN = 1 << 18, Q_ALIGN = 64, Q_PART_MIN = 1 << 16, Q_PARTS = 4 };
+typedef struct {
+    numfmt fmt;
+    float *x;
+    size_t n;
+    int parts, watch;
+    numfmt_counts counts[Q_PARTS * POOL_MAX_THREADS];
+    int bad[Q_PARTS * POOL_MAX_THREADS];
+} q_job;
+
+static void q_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    q_job *j = ctx;
+    size_t units = (j->n + Q_ALIGN - 1) / Q_ALIGN;
+    size_t lo = units * (size_t)part / (size_t)j->parts * Q_ALIGN;
+    size_t hi = units * (size_t)(part + 1) / (size_t)j->parts * Q_ALIGN;
+    lo = lo < j->n ? lo : j->n;
+    hi = hi < j->n ? hi : j->n;
+    memset(&j->counts[part], 0, sizeof j->counts[part]);
+    numfmt_round(j->fmt, j->x + lo, hi - lo, &j->counts[part]);
+    j->bad[part] = j->watch && any_nonfinite(j->x + lo, hi - lo);
+}
+
+/* numfmt_round (adding to *c when not NULL); returns whether, with watch,
+ * any of x is not finite afterwards */
+static int round_watch(model *m, float *x, size_t n, numfmt_counts *c, int watch)
+{
+    int nt = pool_threads(m->pool);
+    if (nt == 1 || n < Q_MT_MIN || (m->fmt == FMT_FP32 && !watch)) {
+        numfmt_round(m->fmt, x, n, c);
+        return watch && any_nonfinite(x, n);
+    }
+    q_job j;
+    j.fmt = m->fmt, j.x = x, j.n = n, j.watch = watch;
+    /* a few parts per thread, taken first-come: a core shared with another
+     * process does less of them */
+    size_t parts = n / Q_PART_MIN;
+    j.parts = parts < (size_t)nt ? nt : parts > (size_t)(Q_PARTS * nt) ? Q_PARTS * nt : (int)parts;
+    pool_run(m->pool, j.parts, q_task, &j);
+    int bad = 0;
+    for (int i = 0; i < j.parts; i++) {
+        if (c) {
+            c->overflow += j.counts[i].overflow;
+            c->underflow += j.counts[i].underflow;
+        }
+        bad |= j.bad[i];
+    }
+    return bad;
+}
+
 static void q(model *m, int backward, int l, const char *op, float *x, size_t n)
 {
-    numfmt_round(m->fmt, x, n, &m->counts[l < 0 ? m->L : l]);
-    if (!m->fault.set && any_nonfinite(x, n))
+    if (round_watch(m, x, n, &m->counts[l < 0 ? m->L : l], !m->fault.set))
         note_fault(m, backward, l, op);
 }
 
@@ -498,7 +551,9 @@ static void norm_fwd(model *m, norm_params p, float *out, float *mean, float *rs
         switch (m->kind) {
         case NORMK_RMSNORM: rmsnorm_forward(out, mean, rstd, inp, p.w, N, m->C, m->eps); break;
         case NORMK_DYT: dyt_forward(out, inp, p.w, p.b, *p.a, N, m->C); break;
-        default: layernorm_forward(out, mean, rstd, inp, p.w, p.b, N, m->C, m->eps); break;
+        default:
+            layernorm_forward_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C, m->eps);
+            break;
         }
     }
     q(m, 0, l, op, out, (size_t)N * m->C);
@@ -589,22 +644,22 @@ static void F_forward(model *m, int l, int s, const float *h, int B)
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
-        matmul_forward(qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB], N, C, 3 * C);
+        matmul_forward_mt(m->pool, qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB], N, C, 3 * C);
         q(m, 0, l, "attn qkv", qkv, nC * 3);
         /* scores and softmax accumulate in fp32 inside the fused kernel, as
          * fused attention kernels do; the output is stored in the format */
-        attention_forward(atty, att, qkv, B, T, C, m->NH);
+        attention_forward_mt(m->pool, atty, att, qkv, B, T, C, m->NH);
         q(m, 0, l, "attention", atty, nC);
-        matmul_forward(f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
+        matmul_forward_mt(m->pool, f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
                        w + m->layer_off[PT_ATTPROJB], N, C, C);
         q(m, 0, l, "attn proj", f_out(m, l, 0), nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
-        matmul_forward(fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
+        matmul_forward_mt(m->pool, fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
         q(m, 0, l, "MLP fc1", fch, nC * 4);
-        gelu_forward(fcg, fch, N * 4 * C);
+        gelu_forward_mt(m->pool, fcg, fch, N * 4 * C);
         q(m, 0, l, "GELU", fcg, nC * 4);
-        matmul_forward(f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
+        matmul_forward_mt(m->pool, f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                        w + m->layer_off[PT_FCPROJB], N, 4 * C, C);
         q(m, 0, l, "MLP fc2", f_out(m, l, 1), nC);
     }
@@ -626,23 +681,23 @@ static void sublayer_forward(model *m, int l, int s, int B, float *amax)
     if (r.pre) {
         norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N, l, s, 0);
         h = a.nin;
-        *amax = max2(*amax, ops_absmax(a.nin, nC));
+        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nin, nC));
     }
     F_forward(m, l, s, h, B);
     const float *f = f_out(m, l, s);
     if (r.out) {
         norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N, l, s, 1);
         f = a.nout;
-        *amax = max2(*amax, ops_absmax(a.nout, nC));
+        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nout, nC));
     }
     float g = r.gate ? layer_base(m, m->W, l)[m->layer_off[PT_RZG]] : 1.0f;
     for (long i = 0; i < nC; i++)
         a.res[i] = r.a * x[i] + g * f[i];
     q(m, 0, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC);
-    *amax = max2(*amax, ops_absmax(a.res, nC));
+    *amax = max2(*amax, ops_absmax_mt(m->pool, a.res, nC));
     if (r.post) {
         norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
-        *amax = max2(*amax, ops_absmax(a.nin, nC));
+        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nin, nC));
     }
 }
 
@@ -684,7 +739,7 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
     } else {
         /* the fp32 master weights, rounded for this step */
         memcpy(m->wlow, m->params, m->n_params * sizeof(float));
-        numfmt_round(m->fmt, m->wlow, m->n_params, NULL);
+        round_watch(m, m->wlow, m->n_params, NULL, 0);
         m->W = m->wlow;
     }
     float *P = m->W;
@@ -697,18 +752,18 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
         sublayer_forward(m, l, 1, B, &am);
         /* the inner activations of F: q, k, v, attention output, projection,
          * MLP hidden before and after GELU, MLP output */
-        am = max2(am, ops_absmax(m->qkv + l * BT * 3 * C, nC * 3));
-        am = max2(am, ops_absmax(m->atty + l * BT * C, nC));
-        am = max2(am, ops_absmax(f_out(m, l, 0), nC));
-        am = max2(am, ops_absmax(m->fch + l * BT * 4 * C, nC * 4));
-        am = max2(am, ops_absmax(m->fch_gelu + l * BT * 4 * C, nC * 4));
-        am = max2(am, ops_absmax(f_out(m, l, 1), nC));
+        am = max2(am, ops_absmax_mt(m->pool, m->qkv + l * BT * 3 * C, nC * 3));
+        am = max2(am, ops_absmax_mt(m->pool, m->atty + l * BT * C, nC));
+        am = max2(am, ops_absmax_mt(m->pool, f_out(m, l, 0), nC));
+        am = max2(am, ops_absmax_mt(m->pool, m->fch + l * BT * 4 * C, nC * 4));
+        am = max2(am, ops_absmax_mt(m->pool, m->fch_gelu + l * BT * 4 * C, nC * 4));
+        am = max2(am, ops_absmax_mt(m->pool, f_out(m, l, 1), nC));
         const float *out = sub_out(m, l, 1);
         double ss = 0.0;
         for (long i = 0; i < nC; i++)
             ss += (double)out[i] * out[i];
         m->stats[l].act_max = am;
-        m->stats[l].resid_max = ops_absmax(out, nC);
+        m->stats[l].resid_max = ops_absmax_mt(m->pool, out, nC);
         m->stats[l].resid_rms = (float)sqrt(ss / (double)nC);
     }
 
@@ -717,7 +772,7 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
         norm_fwd(m, final_norm_of(m, P), m->lnf, m->lnf_mean, m->lnf_rstd, h, N, -1, 0, 0);
         h = m->lnf;
     }
-    matmul_forward(m->logits, h, P + m->headw, P + m->headb, N, C, V);
+    matmul_forward_mt(m->pool, m->logits, h, P + m->headw, P + m->headb, N, C, V);
     q(m, 0, -1, "head", m->logits, (size_t)N * V);
     int lowp = m->fmt != FMT_FP32 && !m->fp32_norms;
     if (!lowp)
@@ -752,25 +807,25 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
         memset(m->datty, 0, nC * sizeof(float));
-        matmul_backward(m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
+        matmul_backward_mt(m->pool, m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
                         atty, w + m->layer_off[PT_ATTPROJW], N, C, C);
         q(m, 1, l, "attn proj", m->datty, nC);
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
-        attention_backward(m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
+        attention_backward_mt(m->pool, m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
         q(m, 1, l, "attention", m->dqkv, nC * 3);
-        matmul_backward(dh, g + m->layer_off[PT_QKVW], g + m->layer_off[PT_QKVB], m->dqkv, h,
+        matmul_backward_mt(m->pool, dh, g + m->layer_off[PT_QKVW], g + m->layer_off[PT_QKVB], m->dqkv, h,
                         w + m->layer_off[PT_QKVW], N, C, 3 * C);
         q(m, 1, l, "attn qkv", dh, nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         memset(m->dfch_gelu, 0, nC * 4 * sizeof(float));
-        matmul_backward(m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
+        matmul_backward_mt(m->pool, m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
                         df, fcg, w + m->layer_off[PT_FCPROJW], N, 4 * C, C);
         q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
         memset(m->dfch, 0, nC * 4 * sizeof(float));
-        gelu_backward(m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        gelu_backward_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
         q(m, 1, l, "GELU", m->dfch, nC * 4);
-        matmul_backward(dh, g + m->layer_off[PT_FCW], g + m->layer_off[PT_FCB], m->dfch, h,
+        matmul_backward_mt(m->pool, dh, g + m->layer_off[PT_FCW], g + m->layer_off[PT_FCB], m->dfch, h,
                         w + m->layer_off[PT_FCW], N, C, 4 * C);
         q(m, 1, l, "MLP fc1", dh, nC);
     }
@@ -857,13 +912,13 @@ void model_backward(model *m)
     memset(m->dresid, 0, nC * sizeof(float));
     if (m->final_norm) {
         memset(m->dtmp, 0, nC * sizeof(float));
-        matmul_backward(m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf, P + m->headw, N,
+        matmul_backward_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf, P + m->headw, N,
                         C, V);
         q(m, 1, -1, "head", m->dtmp, nC);
         norm_bwd(m, final_norm_of(m, P), final_norm_of(m, G), m->dresid, m->dtmp, top,
                  m->lnf_mean, m->lnf_rstd, N, -1, 0, 0);
     } else {
-        matmul_backward(m->dresid, G + m->headw, G + m->headb, m->dlogits, top, P + m->headw, N, C,
+        matmul_backward_mt(m->pool, m->dresid, G + m->headw, G + m->headb, m->dlogits, top, P + m->headw, N, C,
                         V);
         q(m, 1, -1, "head", m->dresid, nC);
     }

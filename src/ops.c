@@ -16,10 +16,11 @@
  * (64 KB + 48 KB) and the tiled attention's (at most 100 KB, in
  * ops_avx2.c), one at a time.
  *
- * Splitting the work over threads (a later change) must not change a bit
- * of the results, so every kernel is written so that each output element
- * is summed in an order that depends only on the problem's sizes, never
- * on which rows or columns a call covers:
+ * The _mt functions at the bottom split the work over a thread pool
+ * (pool.c), and that must not change a bit of the results, so every
+ * kernel is written so that each output element is summed in an order
+ * that depends only on the problem's sizes, never on which rows or
+ * columns a call covers:
  *  - gemm: each C[i][j] is one FMA chain over k in increasing order, cut
  *    into KC-long blocks that depend only on K and the operands' layout
  *    (each block's sum is added to C, the first block starts from the
@@ -30,10 +31,13 @@
  *    OC rows or C columns of dw, NOT over N (N is dw's sum).
  *  - db: each column sums its N rows in order: split over columns only.
  *  - attention: each (b, h) pair touches only its own slices of out, att
- *    and dqkv: split over (b, h).
- *  - gelu, norms, softmax: rows (elements) are independent.
- * A threaded caller splits at those boundaries and gets the same bits as
- * one thread.
+ *    and dqkv: split over (b, h) (the _mt functions split over b).
+ *  - gelu, norms, softmax: rows (elements) are independent; elementwise
+ *    kernels are cut at whole vectors so the tails are the same. The
+ *    norms' backward sums dw and db over rows and is not split.
+ * The _mt functions split at those boundaries (row blocks at multiples of
+ * OPS_MR, column panels at multiples of OPS_NR) and get the same bits as
+ * one thread; tests/test_threads.c checks it with memcmp.
  */
 #include "ops.h"
 
@@ -404,6 +408,13 @@ static void gemm_pack_a(float *ap, const float *a, long rsa, long csa, int mc, i
     }
 }
 
+/* Columns of C per packed block of B (>= 64, a multiple of OPS_NR) */
+static int gemm_nc(int K, long csa)
+{
+    int kc_max = imin(K, csa != 1 ? GEMM_KC_PACKED : GEMM_KC);
+    return GEMM_PANEL / kc_max / OPS_NR * OPS_NR;
+}
+
 static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long rsa, long csa,
                  const float *b, long rsb, long csb, const float *bias, int accumulate)
 {
@@ -430,8 +441,7 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
     int pack_a = csa != 1;
     int MC = pack_a ? GEMM_MC_PACKED : GEMM_MC;
     int KC = pack_a ? GEMM_KC_PACKED : GEMM_KC;
-    int kc_max = imin(K, KC);
-    int NC = GEMM_PANEL / kc_max / OPS_NR * OPS_NR; /* >= 64 columns */
+    int NC = gemm_nc(K, csa);
     for (int jc = 0; jc < Nc; jc += NC) {
         int nc = imin(NC, Nc - jc);
         for (int pc = 0; pc < K; pc += KC) {
@@ -736,4 +746,312 @@ float ops_absmax(const float *x, long n)
         m = a > m ? a : m;
     }
     return nan ? NAN : m;
+}
+
+/* ---- the same, split over a thread pool ---------------------------------
+ *
+ * Each split below follows the rules at the top of this file, so its bits
+ * are those of the plain call. A problem smaller than these thresholds
+ * stays on the caller: waking another core and sharing the cache lines of
+ * the output costs a few microseconds. */
+enum {
+    MT_GEMM_MIN = 1 << 18,  /* multiply-adds of a gemm (~10 us) */
+    MT_ELEM_MIN = 1 << 18,  /* elements of an elementwise op (15-150 us) */
+    MT_ELEM_ALIGN = 64,     /* cuts of elementwise ops: whole vectors */
+    MT_ROWS_MIN = 64,       /* rows of a row-wise op */
+    MT_GEMM_PARTS = 8,      /* parts per thread of a big gemm, at most */
+    MT_ELEM_PARTS = 4,      /* the same for an elementwise op */
+    MT_ELEM_PART_MIN = 1 << 16, /* ... of at least this many elements */
+};
+
+typedef struct {
+    float *c;
+    long ldc;
+    int M, Nc, K;
+    const float *a;
+    long rsa, csa;
+    const float *b;
+    long rsb, csb;
+    const float *bias;
+    int accumulate;
+    int by_cols, parts, align;
+} gemm_job;
+
+/* one part of C: a row block (i0..i1) or a column block (j0..j1), cut at
+ * multiples of the micro-tile so every element's FMA chain is unchanged */
+static void gemm_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    const gemm_job *g = ctx;
+    int lo, hi;
+    if (g->by_cols) {
+        pool_split(g->Nc, g->parts, g->align, part, &lo, &hi);
+        if (lo < hi)
+            gemm(g->c + lo, g->ldc, g->M, hi - lo, g->K, g->a, g->rsa, g->csa, g->b + lo * g->csb,
+                 g->rsb, g->csb, g->bias ? g->bias + lo : NULL, g->accumulate);
+    } else {
+        pool_split(g->M, g->parts, OPS_MR, part, &lo, &hi);
+        if (lo < hi)
+            gemm(g->c + lo * g->ldc, g->ldc, hi - lo, g->Nc, g->K, g->a + lo * g->rsa, g->rsa,
+                 g->csa, g->b, g->rsb, g->csb, g->bias, g->accumulate);
+    }
+}
+
+static void gemm_mt(ns_pool *p, float *c, long ldc, int M, int Nc, int K, const float *a,
+                    long rsa, long csa, const float *b, long rsb, long csb, const float *bias,
+                    int accumulate)
+{
+    int nt = pool_threads(p);
+    if (nt == 1 || (double)M * Nc * K < MT_GEMM_MIN) {
+        gemm(c, ldc, M, Nc, K, a, rsa, csa, b, rsb, csb, bias, accumulate);
+        return;
+    }
+    /* Cut at the gemm's own blocks of NC columns, the parts do the same
+     * work as one call (each block packs its B and, when A is strided,
+     * repacks A anyway), so make several parts per thread: taken
+     * first-come, they even out threads that run at different speeds. */
+    int NC = gemm_nc(K, csa);
+    int blocks = (Nc + NC - 1) / NC;
+    gemm_job g = {c, ldc, M, Nc, K, a, rsa, csa, b, rsb, csb, bias, accumulate, 1, 0, NC};
+    if (blocks >= nt) {
+        g.parts = imin(blocks, MT_GEMM_PARTS * nt);
+    } else {
+        /* Too few blocks: one part per thread, cut where the repeated
+         * packing costs less. Cut by columns, each part re-reads A
+         * (repacking it only when it is strided, dw's dy^T); cut by rows,
+         * each part repacks all of B. */
+        double a_cost = csa != 1 ? (double)M * K : 0.0, b_cost = (double)K * Nc;
+        int col_units = (Nc + OPS_NR - 1) / OPS_NR, row_units = (M + OPS_MR - 1) / OPS_MR;
+        g.by_cols = a_cost <= b_cost ? col_units >= nt || col_units >= row_units
+                                     : !(row_units >= nt || row_units >= col_units);
+        g.align = OPS_NR;
+        g.parts = imin(nt, g.by_cols ? col_units : row_units);
+    }
+    pool_run(p, g.parts, gemm_task, &g);
+}
+
+void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
+                       int N, int C, int OC)
+{
+    gemm_mt(p, out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0);
+}
+
+typedef struct {
+    float *db;
+    const float *dout;
+    int N, OC, parts;
+} colsum_job;
+
+static void db_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    const colsum_job *j = ctx;
+    int lo, hi;
+    pool_split(j->OC, j->parts, MT_ELEM_ALIGN, part, &lo, &hi);
+    /* each column still sums its N rows in order: a matmul_backward with
+     * no dinp and dw, on columns lo..hi of dout (row stride OC) */
+    if (lo >= hi)
+        return;
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_colsum(j->db + lo, j->dout + lo, j->OC, j->N, hi - lo);
+        return;
+    }
+#endif
+    enum { CHUNK = 256 };
+    float acc[CHUNK];
+    for (int j0 = lo; j0 < hi; j0 += CHUNK) {
+        int nj = imin(CHUNK, hi - j0);
+        memset(acc, 0, sizeof acc);
+        for (int n = 0; n < j->N; n++) {
+            const float *d = j->dout + (long)n * j->OC + j0;
+            for (int k = 0; k < nj; k++)
+                acc[k] += d[k];
+        }
+        for (int k = 0; k < nj; k++)
+            j->db[j0 + k] += acc[k];
+    }
+}
+
+void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                        const float *inp, const float *w, int N, int C, int OC)
+{
+    if (pool_threads(p) == 1) {
+        matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+        return;
+    }
+    if (dinp)
+        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, 1);
+    gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1);
+    if (db) {
+        int units = (OC + MT_ELEM_ALIGN - 1) / MT_ELEM_ALIGN;
+        int parts = (long)N * OC < MT_ELEM_MIN ? 1 : imin(pool_threads(p), units);
+        colsum_job j = {db, dout, N, OC, parts};
+        pool_run(p, parts, db_task, &j);
+    }
+}
+
+/* attention: one task per sequence b, which touches only its own slices
+ * of out, att and dqkv (its heads stay together: the kernels loop over
+ * them inside) */
+typedef struct {
+    float *out, *att, *dqkv, *drow;
+    const float *qkv, *dout;
+    const float *att_c;
+    int T, C, NH;
+} att_job;
+
+static void att_fwd_task(void *ctx, int b, int thread)
+{
+    (void)thread;
+    const att_job *j = ctx;
+    long T = j->T, C = j->C;
+    attention_forward(j->out + b * T * C, j->att + b * j->NH * T * T, j->qkv + b * T * 3 * C, 1,
+                      j->T, j->C, j->NH);
+}
+
+void attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,
+                          int C, int NH)
+{
+    if (pool_threads(p) == 1 || B == 1 || (double)B * T * T * C < MT_GEMM_MIN) {
+        attention_forward(out, att, qkv, B, T, C, NH);
+        return;
+    }
+    att_job j = {out, att, NULL, NULL, qkv, NULL, NULL, T, C, NH};
+    pool_run(p, B, att_fwd_task, &j);
+}
+
+enum { MT_ATT_TMAX = 1024 }; /* T of the per-thread drow on the stack */
+
+static void att_bwd_task(void *ctx, int b, int thread)
+{
+    const att_job *j = ctx;
+    long T = j->T, C = j->C;
+    float own[MT_ATT_TMAX];
+    attention_backward(j->dqkv + b * T * 3 * C, thread == 0 ? j->drow : own,
+                       j->dout + b * T * C, j->qkv + b * T * 3 * C,
+                       j->att_c + b * j->NH * T * T, 1, j->T, j->C, j->NH);
+}
+
+void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
+                           const float *qkv, const float *att, int B, int T, int C, int NH)
+{
+    if (pool_threads(p) == 1 || B == 1 || T > MT_ATT_TMAX ||
+        (double)B * T * T * C < MT_GEMM_MIN) {
+        attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
+        return;
+    }
+    att_job j = {NULL, NULL, dqkv, drow, qkv, dout, att, T, C, NH};
+    pool_run(p, B, att_bwd_task, &j);
+}
+
+/* elementwise ops: contiguous parts cut at whole vectors, so every element
+ * takes the path (vector body or scalar tail) it takes in one call */
+typedef struct {
+    float *out;
+    const float *in, *in2;
+    long n;
+    int parts;
+    float res[MT_ELEM_PARTS * POOL_MAX_THREADS];
+} elem_job;
+
+static int elem_parts(ns_pool *p, long n)
+{
+    if (n < MT_ELEM_MIN || pool_threads(p) == 1)
+        return 1;
+    long parts = n / MT_ELEM_PART_MIN, most = (long)MT_ELEM_PARTS * pool_threads(p);
+    parts = parts < pool_threads(p) ? pool_threads(p) : parts > most ? most : parts;
+    return (int)parts;
+}
+
+static void elem_range(const elem_job *j, int part, long *lo, long *hi)
+{
+    long units = (j->n + MT_ELEM_ALIGN - 1) / MT_ELEM_ALIGN;
+    long a = units * part / j->parts * MT_ELEM_ALIGN;
+    long b = units * (part + 1) / j->parts * MT_ELEM_ALIGN;
+    *lo = a < j->n ? a : j->n;
+    *hi = b < j->n ? b : j->n;
+}
+
+static void gelu_fwd_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    const elem_job *j = ctx;
+    long lo, hi;
+    elem_range(j, part, &lo, &hi);
+    gelu_forward(j->out + lo, j->in + lo, (int)(hi - lo));
+}
+
+void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
+{
+    elem_job j = {.out = out, .in = inp, .n = n, .parts = elem_parts(p, n)};
+    pool_run(p, j.parts, gelu_fwd_task, &j);
+}
+
+static void gelu_bwd_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    const elem_job *j = ctx;
+    long lo, hi;
+    elem_range(j, part, &lo, &hi);
+    gelu_backward(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo));
+}
+
+void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
+{
+    elem_job j = {.out = dinp, .in = inp, .in2 = dout, .n = n, .parts = elem_parts(p, n)};
+    pool_run(p, j.parts, gelu_bwd_task, &j);
+}
+
+static void absmax_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    elem_job *j = ctx;
+    long lo, hi;
+    elem_range(j, part, &lo, &hi);
+    j->res[part] = ops_absmax(j->in + lo, hi - lo);
+}
+
+/* the maximum is exact whatever the grouping; a NaN anywhere wins */
+float ops_absmax_mt(ns_pool *p, const float *x, long n)
+{
+    elem_job j = {.in = x, .n = n, .parts = elem_parts(p, n)};
+    if (j.parts == 1)
+        return ops_absmax(x, n);
+    pool_run(p, j.parts, absmax_task, &j);
+    float m = 0.0f;
+    for (int i = 0; i < j.parts; i++) {
+        if (j.res[i] != j.res[i])
+            return NAN;
+        m = j.res[i] > m ? j.res[i] : m;
+    }
+    return m;
+}
+
+typedef struct {
+    float *out, *mean, *rstd;
+    const float *inp, *w, *b;
+    int N, C, parts;
+    float eps;
+} ln_job;
+
+static void ln_fwd_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    const ln_job *j = ctx;
+    int lo, hi;
+    pool_split(j->N, j->parts, 1, part, &lo, &hi);
+    long o = (long)lo * j->C;
+    layernorm_forward(j->out + o, j->mean + lo, j->rstd + lo, j->inp + o, j->w, j->b, hi - lo,
+                      j->C, j->eps);
+}
+
+/* rows are independent in the forward (the backward sums dw and db over
+ * rows, so it stays whole) */
+void layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
+                          const float *w, const float *b, int N, int C, float eps)
+{
+    int parts = (long)N * C < MT_ELEM_MIN || N < MT_ROWS_MIN ? 1 : imin(pool_threads(p), N);
+    ln_job j = {out, mean, rstd, inp, w, b, N, C, parts, eps};
+    pool_run(p, parts, ln_fwd_task, &j);
 }

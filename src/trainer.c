@@ -122,6 +122,7 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->lr_peak = engine_current_peak(t->e);
     s->lr_next = engine_current_lr(t->e);
     s->steps_per_s = t->state == TRAINER_RUNNING ? t->rate : 0.0;
+    s->threads = engine_threads(t->e);
     s->run_seconds = t->run_seconds;
     s->run_steps = t->run_steps;
     s->limit = t->limit;

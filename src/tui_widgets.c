@@ -227,7 +227,11 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     else
         snprintf(b, sizeof b, "%.0f tok/s", tok);
     snprintf(it[n].text, sizeof it[n].text, "%s", b), it[n].style = TUI_S_STATUS, it[n++].prio = 4;
-    snprintf(it[n].text, sizeof it[n].text, "%.1f steps/s", s->steps_per_s);
+    if (s->threads > 1)
+        snprintf(it[n].text, sizeof it[n].text, "%.1f steps/s (%d threads)", s->steps_per_s,
+                 s->threads);
+    else
+        snprintf(it[n].text, sizeof it[n].text, "%.1f steps/s", s->steps_per_s);
     it[n].style = TUI_S_STATUS, it[n++].prio = 3;
     if (s->state == TRAINER_DIVERGED && s->have_metrics) {
         /* where it started: the first thing to look at (issue 4's habit) */

@@ -97,6 +97,29 @@ cmp -s "$T/a.cut" "$T/b.cut" && ok || no "same seed gave different CSV"
 cut -d, -f6 --complement "$T/c.csv" >"$T/c.cut"
 cmp -s "$T/a.cut" "$T/c.cut" && no "different seeds gave the same CSV" || ok
 
+# --- --threads: the same bytes apart from tokens_per_s (a model big
+# enough that the kernels really split), bad counts refused ---
+MID="-L 2 -d 64 -H 4 -T 32 -B 8 --val-every 5 --val-batches 2 -q --steps 12"
+for prec in fp32 bf16; do
+    "$BIN" --headless $MID --precision $prec --threads 1 --csv "$T/t1.csv" 2>/dev/null
+    "$BIN" --headless $MID --precision $prec --threads 2 --csv "$T/t2.csv" 2>/dev/null
+    cut -d, -f6 --complement "$T/t1.csv" >"$T/t1.cut"
+    cut -d, -f6 --complement "$T/t2.csv" >"$T/t2.cut"
+    [ -s "$T/t1.cut" ] && cmp -s "$T/t1.cut" "$T/t2.cut" && ok || no "--threads 2 changed the $prec CSV"
+done
+"$BIN" --headless $MID --threads 3 --compare norm=post --csv "$T/t3.csv" 2>/dev/null
+"$BIN" --headless $MID --threads 1 --compare norm=post --csv "$T/t4.csv" 2>/dev/null
+bcol=$(head -1 "$T/t3.csv" | tr , '\n' | grep -n '^b_tokens_per_s$' | cut -d: -f1)
+cut -d, -f"6,${bcol:-6}" --complement "$T/t3.csv" >"$T/t3.cut"
+cut -d, -f"6,${bcol:-6}" --complement "$T/t4.csv" >"$T/t4.cut"
+[ -s "$T/t3.cut" ] && cmp -s "$T/t3.cut" "$T/t4.cut" && ok || no "--threads 3 changed the --compare CSV"
+"$BIN" --headless $SMALL --steps 2 --threads 2 2>&1 >/dev/null | grep -q . && no "-q printed" || ok
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 2 --threads 2 2>&1 | grep -q 'threads=2$' && ok || no "summary lacks threads=2"
+expect_bad 2 "--threads" --headless --threads 0
+expect_bad 2 "1..64" --headless --threads 65
+expect_bad 2 "--threads" --headless --threads x
+expect_bad 2 "--threads" --headless --threads 2.5
+
 # --- checkpoints: 20 steps == 10 + save + load + 10 ---
 "$BIN" --headless $SMALL --steps 20 --csv "$T/full.csv" 2>/dev/null
 "$BIN" --headless $SMALL --steps 10 --save "$T/ck" 2>/dev/null && ok || no "--save"

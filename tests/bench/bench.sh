@@ -7,14 +7,17 @@
 # Each configuration runs REPS times (default 3); the median steps/s is
 # reported. Both sides time their training steps after 3 untimed warm-up
 # steps (normscope: from the per-step tokens_per_s of its CSV; the peer,
-# tests/bench/torch_peer.py: its own timer), single-threaded. The peer
-# runs when a python3 with torch is found (Debian: python3-torch, plus
-# libopenblas0-pthread so torch does not use the slow reference BLAS).
+# tests/bench/torch_peer.py: its own timer), each configuration with 1
+# and with 2 threads (column "thr": normscope's --threads, the peer's
+# torch.set_num_threads and BLAS threads). The peer runs when a python3
+# with torch is found (Debian: python3-torch, plus libopenblas0-pthread so
+# torch does not use the slow reference BLAS).
 #
 # Model FLOPs per step: 6 x parameters x tokens (forward + backward of every
 # weight) + 12 x L x T x d x tokens for attention (PaLM's convention: both
 # attention matmuls, forward and backward, counted without the causal
-# half). GFLOP/s = that x steps/s; "% peak" divides by the peak below.
+# half). GFLOP/s = that x steps/s; "% peak" divides by the peak below
+# times the thread count (one core's peak per thread).
 #
 # Peak: tests/bench/sgemm.c times normscope's own matmul kernel on a
 # 1024 x 1024 x 1024 product (one thread, best of several; CPU time of the
@@ -27,7 +30,8 @@ DIR=$(dirname "$0")
 LIB=${NS_LIB:-build/libnormscope.a}
 CC=${CC:-cc}
 TMP=${TMPDIR:-/tmp}/ns_bench.$$
-trap 'rm -rf "$TMP"' EXIT INT TERM
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT TERM # an interrupt ends the run; the EXIT trap cleans up
 mkdir -p "$TMP"
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
@@ -77,9 +81,11 @@ ns_rate() { # tokens-per-step steps args...: median steps/s of normscope over
     done | median
 }
 
-torch_rate() {
+torch_rate() { # threads args...
+    thr=$1
+    shift
     for i in $(seq "$REPS"); do
-        "$PY" "$DIR/torch_peer.py" --threads 1 --warmup-steps "$WARM" "$@" |
+        "$PY" "$DIR/torch_peer.py" --threads "$thr" --warmup-steps "$WARM" "$@" |
             sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p'
     done | median
 }
@@ -96,31 +102,40 @@ gflop() { # L d T B: model GFLOP per step
 }
 
 printf '%-40s %4s %9s %9s %7s %8s %7s\n' configuration thr "st/s" "torch" ratio "GFLOP/s" "% peak"
-run() { # L d H T B steps [normscope extra args]
-    L=$1 d=$2 H=$3 T=$4 B=$5 steps=$6
-    shift 6
-    r=$(ns_rate $((B * T)) "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
+run() { # threads L d H T B steps [normscope extra args]
+    thr=$1 L=$2 d=$3 H=$4 T=$5 B=$6 steps=$7
+    shift 7
+    r=$(ns_rate $((B * T)) "$steps" --threads "$thr" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
     t=- ratio=-
     if [ -n "$PY" ] && [ $# -eq 0 ]; then
-        t=$(torch_rate --steps "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" |
+        t=$(torch_rate "$thr" --steps "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" |
             awk '{printf "%.3f", $1}')
         ratio=$(awk -v a="$r" -v b="$t" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}')
     fi
     g=$(awk -v r="$r" -v f="$(gflop "$L" "$d" "$T" "$B")" 'BEGIN {printf "%.1f", r * f}')
-    pk=$(awk -v g="$g" -v p="$PEAK" 'BEGIN {if (p > 0) printf "%.0f%%", 100 * g / p; else print "-"}')
+    pk=$(awk -v g="$g" -v p="$PEAK" -v n="$thr" 'BEGIN {if (p > 0) printf "%.0f%%", 100 * g / (p * n); else print "-"}')
     label="L=$L d=$d H=$H T=$T B=$B${*:+ $*}"
-    printf '%-40s %4s %9s %9s %7s %8s %7s\n' "$label" 1 "$r" "$t" "$ratio" "$g" "$pk"
+    printf '%-40s %4s %9s %9s %7s %8s %7s\n' "$label" "$thr" "$r" "$t" "$ratio" "$g" "$pk"
     LAST=$r
 }
 
-run 6 64 4 64 16 40
-fp32=$LAST
-run 12 128 4 64 16 12
-run 12 256 4 128 8 6
-run 6 64 4 64 16 40 --precision bf16
-bf16=$LAST
-run 6 64 4 64 16 40 --precision fp16
-fp16=$LAST
+# each configuration with 1 thread, then 2; the speedup of 2 over 1 after
+both() { # L d H T B steps [normscope extra args]: sets ONE and TWO
+    run 1 "$@"
+    ONE=$LAST
+    run 2 "$@"
+    TWO=$LAST
+    awk -v a="$ONE" -v b="$TWO" 'BEGIN {if (a > 0) printf "%40s 2 threads: %.2fx 1 thread\n", "", b / a}'
+}
+
+both 6 64 4 64 16 40
+fp32=$ONE
+both 12 128 4 64 16 12
+both 12 256 4 128 8 6
+both 6 64 4 64 16 40 --precision bf16
+bf16=$ONE
+both 6 64 4 64 16 40 --precision fp16
+fp16=$ONE
 awk -v a="$fp32" -v b="$bf16" -v c="$fp16" 'BEGIN {if (b > 0 && c > 0)
     printf "step time of the emulated formats (default model): bf16 %.2fx fp32, fp16 %.2fx fp32\n", a / b, a / c}'
 [ -n "$PY" ] || echo "(PyTorch peer skipped: no python3 with torch; apt-get install python3-torch libopenblas0-pthread)"

@@ -1,0 +1,355 @@
+/* test_threads.c - the thread pool and the threaded step: every task runs
+ * exactly once; the split kernels give the same bytes as one thread for
+ * awkward sizes, on the AVX2 and the portable path; whole training runs
+ * give the same losses, metrics and weights for 1, 2 and 3 threads in
+ * every precision. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "ops.h"
+#include "pool.h"
+#include "rng.h"
+#include "testutil.h"
+
+/* ---- the pool ------------------------------------------------------------ */
+
+enum { MAX_TASKS = 2000 };
+
+typedef struct {
+    atomic_int ran[MAX_TASKS];
+    atomic_int bad_thread;
+    int threads;
+} count_ctx;
+
+static void count_task(void *ctx, int task, int thread)
+{
+    count_ctx *c = ctx;
+    atomic_fetch_add(&c->ran[task], 1);
+    if (thread < 0 || thread >= c->threads)
+        atomic_store(&c->bad_thread, 1);
+}
+
+static void test_pool_once(void)
+{
+    static const int sizes[] = {1, 2, 3, 7, 64, 333, MAX_TASKS};
+    for (int nt = 1; nt <= 4; nt++) {
+        ns_pool *p = pool_create(nt);
+        if (!CHECK(p != NULL))
+            continue;
+        CHECK(pool_threads(p) == nt);
+        int all_once = 1, thread_ok = 1;
+        for (int rep = 0; rep < 60; rep++) {
+            for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+                static count_ctx c;
+                int n = sizes[s];
+                for (int i = 0; i < n; i++)
+                    atomic_init(&c.ran[i], 0);
+                atomic_init(&c.bad_thread, 0);
+                c.threads = nt;
+                pool_run(p, n, count_task, &c);
+                for (int i = 0; i < n; i++)
+                    all_once &= atomic_load(&c.ran[i]) == 1;
+                thread_ok &= !atomic_load(&c.bad_thread);
+            }
+        }
+        CHECK(all_once);
+        CHECK(thread_ok);
+        pool_free(p);
+    }
+    /* a NULL pool is the caller alone; zero tasks run nothing */
+    static count_ctx c;
+    atomic_init(&c.ran[0], 0);
+    c.threads = 1;
+    pool_run(NULL, 1, count_task, &c);
+    pool_run(NULL, 0, count_task, &c);
+    CHECK(atomic_load(&c.ran[0]) == 1);
+    CHECK(pool_threads(NULL) == 1);
+    CHECK(pool_create(0) == NULL && pool_create(POOL_MAX_THREADS + 1) == NULL);
+    /* made and freed without ever running a job */
+    pool_free(pool_create(3));
+}
+
+/* Many small jobs back to back, as a step dispatches them: a task must
+ * run during its own job (a worker that woke late must not run a task of
+ * the last job with the next job's context), and exactly once. */
+typedef struct {
+    int job;
+    atomic_int *current; /* the job pool_run is in */
+    atomic_int ran[8];
+    atomic_int bad;
+} job_ctx;
+
+static void job_task(void *ctx, int task, int thread)
+{
+    (void)thread;
+    job_ctx *c = ctx;
+    if (atomic_load(c->current) != c->job || atomic_fetch_add(&c->ran[task], 1) != 0)
+        atomic_store(&c->bad, 1);
+}
+
+static void test_pool_back_to_back(void)
+{
+    static job_ctx ctx[2];
+    atomic_int current;
+    for (int nt = 2; nt <= 4; nt++) {
+        ns_pool *p = pool_create(nt);
+        if (!CHECK(p != NULL))
+            continue;
+        int ok = 1;
+        for (int job = 0; job < 20000 && ok; job++) {
+            job_ctx *c = &ctx[job & 1];
+            int n = 2 + job % 7;
+            c->job = job;
+            c->current = &current;
+            for (int i = 0; i < n; i++)
+                atomic_init(&c->ran[i], 0);
+            atomic_init(&c->bad, 0);
+            atomic_store(&current, job);
+            pool_run(p, n, job_task, c);
+            for (int i = 0; i < n; i++)
+                ok &= atomic_load(&c->ran[i]) == 1;
+            ok &= !atomic_load(&c->bad);
+        }
+        CHECK(ok);
+        pool_free(p);
+    }
+}
+
+static void test_pool_split(void)
+{
+    int ok = 1;
+    for (int n = 0; n < 300; n += 7)
+        for (int parts = 1; parts <= 9; parts++)
+            for (int align = 1; align <= 16; align *= 4) {
+                int expect = 0;
+                for (int i = 0; i < parts; i++) {
+                    int lo, hi;
+                    pool_split(n, parts, align, i, &lo, &hi);
+                    ok &= lo == expect && hi >= lo && hi <= n;
+                    ok &= lo == n || lo % align == 0;
+                    expect = hi;
+                }
+                ok &= expect == n;
+            }
+    CHECK(ok);
+}
+
+/* ---- the kernels: threaded bytes == one thread's ------------------------- */
+
+static ns_rng R;
+
+static float *rnd(long n)
+{
+    float *x = malloc((size_t)n * sizeof(float));
+    for (long i = 0; i < n; i++)
+        x[i] = (float)rng_normal(&R);
+    return x;
+}
+
+static float *dup(const float *x, long n)
+{
+    float *y = malloc((size_t)n * sizeof(float));
+    memcpy(y, x, (size_t)n * sizeof(float));
+    return y;
+}
+
+static int same(const float *a, const float *b, long n)
+{
+    return memcmp(a, b, (size_t)n * sizeof(float)) == 0;
+}
+
+/* forward and backward of one matmul shape, NULL pool against p */
+static int matmul_same(ns_pool *p, int N, int C, int OC)
+{
+    float *inp = rnd((long)N * C), *w = rnd((long)OC * C), *b = rnd(OC);
+    float *dout = rnd((long)N * OC);
+    float *o1 = rnd((long)N * OC), *o2 = dup(o1, (long)N * OC);
+    /* gradients accumulate: start from the same nonzero values */
+    float *di1 = rnd((long)N * C), *di2 = dup(di1, (long)N * C);
+    float *dw1 = rnd((long)OC * C), *dw2 = dup(dw1, (long)OC * C);
+    float *db1 = rnd(OC), *db2 = dup(db1, OC);
+    matmul_forward(o1, inp, w, b, N, C, OC);
+    matmul_forward_mt(p, o2, inp, w, b, N, C, OC);
+    matmul_backward(di1, dw1, db1, dout, inp, w, N, C, OC);
+    matmul_backward_mt(p, di2, dw2, db2, dout, inp, w, N, C, OC);
+    int ok = same(o1, o2, (long)N * OC) && same(di1, di2, (long)N * C) &&
+             same(dw1, dw2, (long)OC * C) && same(db1, db2, OC);
+    /* no bias, no dinp */
+    matmul_forward(o1, inp, w, NULL, N, C, OC);
+    matmul_forward_mt(p, o2, inp, w, NULL, N, C, OC);
+    matmul_backward(NULL, dw1, NULL, dout, inp, w, N, C, OC);
+    matmul_backward_mt(p, NULL, dw2, NULL, dout, inp, w, N, C, OC);
+    ok = ok && same(o1, o2, (long)N * OC) && same(dw1, dw2, (long)OC * C);
+    free(inp), free(w), free(b), free(dout), free(o1), free(o2);
+    free(di1), free(di2), free(dw1), free(dw2), free(db1), free(db2);
+    return ok;
+}
+
+static int attention_same(ns_pool *p, int B, int T, int C, int NH)
+{
+    long nq = (long)B * T * 3 * C, no = (long)B * T * C, na = (long)B * NH * T * T;
+    float *qkv = rnd(nq), *dout = rnd(no);
+    float *o1 = calloc((size_t)no, sizeof(float)), *o2 = calloc((size_t)no, sizeof(float));
+    float *a1 = calloc((size_t)na, sizeof(float)), *a2 = calloc((size_t)na, sizeof(float));
+    float *d1 = rnd(nq), *d2 = dup(d1, nq);
+    float *drow = calloc((size_t)T, sizeof(float));
+    attention_forward(o1, a1, qkv, B, T, C, NH);
+    attention_forward_mt(p, o2, a2, qkv, B, T, C, NH);
+    attention_backward(d1, drow, dout, qkv, a1, B, T, C, NH);
+    attention_backward_mt(p, d2, drow, dout, qkv, a1, B, T, C, NH);
+    int ok = same(o1, o2, no) && same(a1, a2, na) && same(d1, d2, nq);
+    free(qkv), free(dout), free(o1), free(o2), free(a1), free(a2), free(d1), free(d2), free(drow);
+    return ok;
+}
+
+static int elementwise_same(ns_pool *p, int n)
+{
+    float *x = rnd(n), *d = rnd(n);
+    for (int i = 0; i < n; i++)
+        x[i] *= 3.0f; /* into GELU's tails */
+    float *y1 = malloc((size_t)n * sizeof(float)), *y2 = malloc((size_t)n * sizeof(float));
+    float *g1 = rnd(n), *g2 = dup(g1, n);
+    gelu_forward(y1, x, n);
+    gelu_forward_mt(p, y2, x, n);
+    gelu_backward(g1, x, d, n);
+    gelu_backward_mt(p, g2, x, d, n);
+    int ok = same(y1, y2, n) && same(g1, g2, n);
+    float m1 = ops_absmax(x, n), m2 = ops_absmax_mt(p, x, n);
+    ok = ok && memcmp(&m1, &m2, sizeof m1) == 0;
+    x[n - 3] = NAN; /* in the last part */
+    ok = ok && isnan(ops_absmax_mt(p, x, n));
+    x[n - 3] = 0.0f, x[5] = NAN; /* in the first */
+    ok = ok && isnan(ops_absmax_mt(p, x, n));
+    free(x), free(d), free(y1), free(y2), free(g1), free(g2);
+    return ok;
+}
+
+static int layernorm_same(ns_pool *p, int N, int C)
+{
+    float *x = rnd((long)N * C), *w = rnd(C), *b = rnd(C);
+    float *o1 = malloc((size_t)N * C * sizeof(float)), *o2 = malloc((size_t)N * C * sizeof(float));
+    float *m1 = malloc((size_t)N * sizeof(float)), *m2 = malloc((size_t)N * sizeof(float));
+    float *r1 = malloc((size_t)N * sizeof(float)), *r2 = malloc((size_t)N * sizeof(float));
+    layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
+    layernorm_forward_mt(p, o2, m2, r2, x, w, b, N, C, 1e-5f);
+    int ok = same(o1, o2, (long)N * C) && same(m1, m2, N) && same(r1, r2, N);
+    free(x), free(w), free(b), free(o1), free(o2), free(m1), free(m2), free(r1), free(r2);
+    return ok;
+}
+
+static void test_kernels(void)
+{
+    /* N, C, OC: none a multiple of the 6 x 16 tile; some with more column
+     * blocks than threads (split by blocks), some with fewer (split by
+     * rows or tiles), a strided dw either way */
+    static const int mm[][3] = {
+        {37, 70, 203}, {300, 203, 70}, {45, 130, 83}, {257, 64, 1000}, {7, 300, 300},
+    };
+    for (int generic = 0; generic <= 1; generic++) {
+        ops_force_generic(generic);
+        for (int nt = 2; nt <= 4; nt++) {
+            ns_pool *p = pool_create(nt);
+            if (!CHECK(p != NULL))
+                continue;
+            for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
+                if (!CHECK(matmul_same(p, mm[i][0], mm[i][1], mm[i][2])))
+                    fprintf(stderr, "  matmul N=%d C=%d OC=%d, %d threads, %s\n", mm[i][0],
+                            mm[i][1], mm[i][2], nt, ops_isa());
+            if (!CHECK(attention_same(p, 5, 45, 72, 3)))
+                fprintf(stderr, "  attention, %d threads, %s\n", nt, ops_isa());
+            if (!CHECK(attention_same(p, 3, 70, 48, 4)))
+                fprintf(stderr, "  attention T=70, %d threads, %s\n", nt, ops_isa());
+            if (!CHECK(elementwise_same(p, (1 << 19) + 3)))
+                fprintf(stderr, "  gelu/absmax, %d threads, %s\n", nt, ops_isa());
+            if (!CHECK(layernorm_same(p, 3801, 70)))
+                fprintf(stderr, "  layernorm, %d threads, %s\n", nt, ops_isa());
+            pool_free(p);
+        }
+    }
+    ops_force_generic(0);
+}
+
+/* ---- whole runs: 1, 2 and 3 threads train the same bits -------------------- */
+
+static dataset D;
+
+typedef struct {
+    step_metrics m[20];
+    float *params;
+    size_t n;
+} run_result;
+
+/* big enough that every split kernel takes its threaded path (the
+ * elementwise ones on the (B, T, 4C) tensors of the MLP) */
+static int train(numfmt f, int threads, run_result *r)
+{
+    ns_config c;
+    config_defaults(&c);
+    c.n_layer = 2;
+    c.dim = 128;
+    c.n_head = 4;
+    c.context = 64;
+    c.batch = 8;
+    c.warmup = 3;
+    c.val_every = 0;
+    c.precision = f;
+    c.clip = 1.0f;
+    c.weight_decay = 0.1f;
+    char err[256];
+    engine *e = engine_create(&c, &D, err, sizeof err);
+    if (!e) {
+        fprintf(stderr, "engine_create: %s\n", err);
+        return -1;
+    }
+    if (engine_set_threads(e, threads) != 0 || engine_threads(e) != threads) {
+        engine_free(e);
+        return -1;
+    }
+    for (int s = 0; s < 20; s++) {
+        engine_step(e, &r->m[s]);
+        r->m[s].tokens_per_s = 0; /* timing: the one thing that may differ */
+    }
+    float *p = engine_params(e, &r->n);
+    r->params = malloc(r->n * sizeof(float));
+    memcpy(r->params, p, r->n * sizeof(float));
+    engine_free(e);
+    return 0;
+}
+
+static void test_training(void)
+{
+    for (int f = 0; f < FMT_COUNT; f++) {
+        static run_result one, many;
+        if (!CHECK(train((numfmt)f, 1, &one) == 0))
+            continue;
+        CHECK(isfinite(one.m[19].loss) && one.m[19].loss < one.m[0].loss);
+        for (int nt = 2; nt <= 3; nt++) {
+            if (!CHECK(train((numfmt)f, nt, &many) == 0))
+                continue;
+            int losses = 1;
+            for (int s = 0; s < 20; s++)
+                losses &= memcmp(&one.m[s].loss, &many.m[s].loss, sizeof(float)) == 0;
+            if (!CHECK(losses))
+                fprintf(stderr, "  %s, %d threads: losses differ\n", numfmt_name((numfmt)f), nt);
+            CHECK(memcmp(one.m, many.m, sizeof one.m) == 0);
+            CHECK(one.n == many.n && memcmp(one.params, many.params, one.n * sizeof(float)) == 0);
+            free(many.params);
+        }
+        free(one.params);
+    }
+}
+
+int main(void)
+{
+    rng_seed(&R, 6);
+    data_builtin(&D);
+    test_pool_once();
+    test_pool_back_to_back();
+    test_pool_split();
+    test_kernels();
+    test_training();
+    return test_summary();
+}

@@ -19,14 +19,23 @@ typedef struct {
     const uint8_t *bytes;
     size_t n;       /* all bytes */
     size_t n_train; /* bytes [0, n_train) train, [n_train, n) validate */
-    uint8_t *owned; /* non-NULL when loaded from a file */
-    char name[256]; /* for messages: the path, or "built-in corpus" */
+    uint8_t *owned; /* non-NULL when read into memory (a pipe, a device) */
+    size_t mapped;  /* length of the mapping when a regular file is mapped */
+    int from_file;  /* messages name --data */
+    char name[4096]; /* for messages: the path, or "built-in corpus" */
 } dataset;
+
+/* Bytes read from --data input that is not a regular file (a FIFO, a
+ * device): it is read into memory, so it has a limit. A regular file of any
+ * size is mapped instead, its pages read as batches touch them. */
+#define DATA_STREAM_MAX ((size_t)1 << 30)
 
 /* The corpus compiled into the binary (assets/corpus.txt). */
 void data_builtin(dataset *d);
-/* Read a whole file (regular file, FIFO or device). Returns 0, or -1 with a
- * one-line reason in err. */
+/* Load --data path: a regular file is mapped read-only (it must not be
+ * truncated while the run uses it); a FIFO or a device is read to its end,
+ * at most DATA_STREAM_MAX bytes (opening a FIFO waits for a writer, as cat
+ * does). Returns 0, or -1 with one line naming --data and the path in err. */
 int data_load_file(dataset *d, const char *path, char *err, size_t errlen);
 void data_free(dataset *d);
 

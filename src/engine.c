@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -869,46 +870,47 @@ int engine_save(const engine *e, const char *path, char *err, size_t errlen)
         return -1;
     }
 
-    /* temp file in the same directory, then rename: a crash or a full disk
-     * leaves any old file at path as it was */
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        free(b.p);
-        snprintf(err, errlen, "--save: path too long");
-        return -1;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(err, errlen, "--save %s: %s", path, strerror(errno));
-        free(b.p);
-        return -1;
-    }
-    size_t wrote = fwrite(b.p, 1, b.n, f);
-    int ok = wrote == b.n && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved_errno = errno;
-    ok = (fclose(f) == 0) && ok;
+    /* temp file in the same directory, fsync, rename (atomicio.c): a crash
+     * or a full disk leaves any old file at path as it was */
+    char why[600];
+    int r = atomic_write_file(path, b.p, b.n, why, sizeof why);
     free(b.p);
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok)
-            saved_errno = errno;
-        unlink(tmp);
-        snprintf(err, errlen, "--save %s: %s", path, strerror(saved_errno));
-        return -1;
-    }
-    return 0;
+    if (r != 0)
+        snprintf(err, errlen, "--save %s", why);
+    return r;
 }
 
 static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size_t errlen)
 {
+    struct stat st;
     FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (!f || fstat(fileno(f), &st) != 0) {
         snprintf(err, errlen, "--load %s: %s", path, strerror(errno));
+        if (f)
+            fclose(f);
         return -1;
     }
-    int r = data_read_all(f, (size_t)-1 / 2, out, n);
+    if (S_ISDIR(st.st_mode)) {
+        fclose(f);
+        snprintf(err, errlen, "--load %s: is a directory, not a checkpoint", path);
+        return -1;
+    }
+    /* a file is read to its size; a pipe or device (/dev/zero) only up to
+     * the stream limit of --data, not until memory runs out */
+    int regular = S_ISREG(st.st_mode) && st.st_size > 0;
+    size_t max = regular ? (size_t)st.st_size : DATA_STREAM_MAX;
+    errno = 0;
+    int r = data_read_all(f, max, out, n);
+    int e = errno;
     fclose(f);
-    if (r != 0)
-        snprintf(err, errlen, "--load %s: %s", path, r == -3 ? "out of memory" : "read error");
+    if (r == -2 && regular)
+        snprintf(err, errlen, "--load %s: the file grew while it was read", path);
+    else if (r == -2)
+        snprintf(err, errlen, "--load %s: more than %zu MiB from a pipe or a device: "
+                 "not a checkpoint", path, max >> 20);
+    else if (r != 0)
+        snprintf(err, errlen, "--load %s: %s", path,
+                 r == -3 ? "out of memory" : e ? strerror(e) : "read error");
     return r ? -1 : 0;
 }
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomicio.h"
 #include "cli.h"
 #include "command.h"
 #include "lesson.h"
@@ -33,74 +34,101 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
-/* An output file written atomically: a temp file beside it, renamed over
- * it on success. "-" is stdout; an existing non-regular file (a FIFO,
- * /dev/full, /dev/null) is written in place, since it cannot be renamed over. */
+/* Headless: SIGINT, SIGTERM and SIGHUP (the ssh session closed) end the
+ * run after the step in progress, so the outputs hold every step done. A
+ * signal ignored when we started stays ignored: `nohup normscope
+ * --headless &` must outlive the session, and a shell starts background
+ * jobs with SIGINT ignored. */
+static void catch_stop_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_signal;
+    for (int i = 0; i < 3; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
+
+/* An output file (--csv, --jsonl): written through atomicio.c (a temp file
+ * beside it, renamed over it on success; "-", FIFOs and devices in place),
+ * with its flag for the messages. */
 typedef struct {
-    const char *path;
     const char *flag;
-    char tmp[4096];
-    FILE *f;
-    int direct;
+    atomic_file *a; /* NULL when the flag was not given */
+    FILE *f;        /* a->f: where the rows go; NULL when not given */
 } outfile;
 
 static int out_open(outfile *o, const char *flag, const char *path)
 {
+    char err[ATOMIC_PATH_MAX + 128];
     memset(o, 0, sizeof *o);
-    o->path = path;
     o->flag = flag;
     if (!path)
         return 0;
-    if (!strcmp(path, "-")) {
-        o->f = stdout;
-        o->direct = 1;
-        return 0;
-    }
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "normscope: --%s %s: is a directory\n", flag, path);
+    o->a = malloc(sizeof *o->a);
+    if (!o->a) {
+        fprintf(stderr, "normscope: --%s %s: out of memory\n", flag, path);
         return -1;
     }
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        o->f = fopen(path, "w");
-        o->direct = 1;
-    } else {
-        if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid()) >=
-            (int)sizeof o->tmp) {
-            fprintf(stderr, "normscope: --%s: path too long\n", flag);
-            return -1;
-        }
-        o->f = fopen(o->tmp, "w");
-    }
-    if (!o->f) {
-        fprintf(stderr, "normscope: --%s %s: %s\n", flag, path, strerror(errno));
+    if (atomic_open(o->a, path, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: --%s %s\n", flag, err);
+        free(o->a);
+        o->a = NULL;
         return -1;
     }
+    o->f = o->a->f;
     return 0;
 }
 
-/* Finish the file: flush, check for write errors, rename into place.
- * keep = 0 discards a temp file. Returns 0 or -1 (message printed). */
+/* Has a write failed (a full disk, /dev/full)? The first cause is kept. */
+static int out_failed(outfile *o) { return o->a && atomic_failed(o->a); }
+
+/* Finish the file: flush, fsync, rename into place; keep = 0 discards it
+ * (an old file of that name stays). Returns 0 or -1 (message printed). */
 static int out_close(outfile *o, int keep)
 {
-    if (!o->f)
+    if (!o->a)
         return 0;
-    int ok = fflush(o->f) == 0 && !ferror(o->f);
-    int e = errno;
-    if (o->f != stdout)
-        ok = (fclose(o->f) == 0) && ok;
+    char err[ATOMIC_PATH_MAX + 128];
+    int r = 0;
+    if (keep && (r = atomic_commit(o->a, err, sizeof err)) != 0)
+        fprintf(stderr, "normscope: --%s %s\n", o->flag, err);
+    else if (!keep)
+        atomic_abort(o->a);
+    free(o->a);
+    o->a = NULL;
     o->f = NULL;
-    if (!o->direct) {
-        if (ok && keep && rename(o->tmp, o->path) != 0) {
-            e = errno;
-            ok = 0;
-        }
-        if (!ok || !keep)
-            unlink(o->tmp);
+    return r;
+}
+
+/* Two outputs named alike would replace each other's file. Standard
+ * output and devices (/dev/null) may be shared: they are written in place
+ * and the rows just interleave. */
+static int same_output(const char *a, const char *b)
+{
+    struct stat st;
+    if (!a || !b || strcmp(a, b) != 0 || strcmp(a, "-") == 0)
+        return 0;
+    return stat(a, &st) != 0 || S_ISREG(st.st_mode);
+}
+
+/* Every output checked before training starts, so a typo in a directory is
+ * not found only after minutes of work. Returns 0, or 1 or 2 (printed). */
+static int check_outputs(const cli_opts *o)
+{
+    char err[ATOMIC_PATH_MAX + 128];
+    if (same_output(o->csv, o->jsonl) || same_output(o->save, o->csv) ||
+        same_output(o->save, o->jsonl)) {
+        const char *p = same_output(o->csv, o->jsonl) || same_output(o->save, o->csv) ? o->csv
+                                                                                  : o->jsonl;
+        fprintf(stderr, "normscope: %s is named by two of --csv, --jsonl and --save\n", p);
+        return 2;
     }
-    if (!ok) {
-        fprintf(stderr, "normscope: --%s %s: %s\n", o->flag, o->path, strerror(e ? e : EIO));
-        return -1;
+    if (o->save && atomic_probe(o->save, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: --save %s\n", err);
+        return 1;
     }
     return 0;
 }
@@ -248,6 +276,11 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
         setup_free(r, 0);
         return 2;
     }
+    int bad = check_outputs(o);
+    if (bad) {
+        setup_free(r, 0);
+        return bad;
+    }
     if (out_open(&r->csv, "csv", o->csv) != 0 || out_open(&r->jsonl, "jsonl", o->jsonl) != 0) {
         setup_free(r, 0);
         return 1;
@@ -277,11 +310,7 @@ static int run_headless(cli_opts *o, const dataset *data)
     long total = cfg.steps;
     const ns_config *live = engine_config(e);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    catch_stop_signals();
 
     int progress = !o->quiet && isatty(2);
     int status = 0;
@@ -335,7 +364,8 @@ static int run_headless(cli_opts *o, const dataset *data)
             if (twin)
                 metrics_jsonl_run(jsonl.f, &mb, "b");
         }
-        if ((csv.f && ferror(csv.f)) || (jsonl.f && ferror(jsonl.f))) {
+        /* a full disk: stop now, the message comes when the file is closed */
+        if (out_failed(&csv) | out_failed(&jsonl)) {
             status = 1;
             break;
         }
@@ -427,6 +457,10 @@ static void live_row(void *ctx, const step_metrics *m)
         metrics_csv_row(lo->csv->f, m);
     if (lo->jsonl->f)
         metrics_jsonl_row(lo->jsonl->f, m);
+    /* note the cause of a failed write now, while errno still holds it; it
+     * is reported when the file is closed */
+    out_failed(lo->csv);
+    out_failed(lo->jsonl);
 }
 
 /* --compare: one CSV row with b_ columns, two JSONL lines, as headless */
@@ -443,6 +477,8 @@ static void live_pair(void *ctx, const step_metrics *a, const step_metrics *b)
         metrics_jsonl_run(lo->jsonl->f, a, "a");
         metrics_jsonl_run(lo->jsonl->f, b, "b");
     }
+    out_failed(lo->csv); /* as live_row */
+    out_failed(lo->jsonl);
 }
 
 /* The lesson's title and text, as the first lines of the event log. */

@@ -1,59 +1,41 @@
 /* tui_dump.c - the files of the d and e keys: the screen as text and the
- * loss history as CSV, each written atomically (a temp file next to the
- * target, then rename), so a crash never leaves half a file under the
- * name. Called on the UI thread, which owns the grid and its snapshot
+ * loss history as CSV, each written atomically (atomicio.c: a temp file
+ * next to the target, fsync, rename), so a crash never leaves half a file
+ * under the name. Called on the UI thread, which owns the grid and its snapshot
  * copy: the trainer never waits for it.
  * Not here: choosing the names (tui_curses.c), curses. */
+#include "atomicio.h"
 #include "metrics.h"
 #include "tui.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-/* Open "path.tmp.PID" for writing; tmp gets its name. */
-static FILE *open_tmp(const char *path, char *tmp, size_t n, char *err, size_t errlen)
+/* The handle is 12 KiB: on the heap, not on the UI thread's stack. */
+static atomic_file *open_out(const char *path, char *err, size_t errlen)
 {
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    return f;
-}
-
-/* Close f and move tmp over path; on any error remove tmp. */
-static int commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
-{
-    int bad = ferror(f);
-    if (fclose(f) != 0)
-        bad = 1;
-    if (bad) {
-        snprintf(err, errlen, "%s: write failed", tmp);
-        remove(tmp);
-        return -1;
+    atomic_file *a = malloc(sizeof *a);
+    if (!a)
+        snprintf(err, errlen, "%s: out of memory", path);
+    else if (atomic_open(a, path, err, errlen) != 0) {
+        free(a);
+        a = NULL;
     }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return a;
 }
 
 int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen)
 {
-    char tmp[4096];
-    FILE *f = open_tmp(path, tmp, sizeof tmp, err, errlen);
-    if (!f)
+    atomic_file *a = open_out(path, err, errlen);
+    if (!a)
         return -1;
+    FILE *f = a->f;
     size_t cap = (size_t)(g->cols > 0 ? g->cols : 1) * 4 + 1;
     char *line = malloc(cap);
     if (!line) {
-        fclose(f);
-        remove(tmp);
+        atomic_abort(a);
+        free(a);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -65,15 +47,17 @@ int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errl
         fputc('\n', f);
     }
     free(line);
-    return commit(f, tmp, path, err, errlen);
+    int r = atomic_commit(a, err, errlen);
+    free(a);
+    return r;
 }
 
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen)
 {
-    char tmp[4096];
-    FILE *f = open_tmp(path, tmp, sizeof tmp, err, errlen);
-    if (!f)
+    atomic_file *a = open_out(path, err, errlen);
+    if (!a)
         return -1;
+    FILE *f = a->f;
     int cmp = s->s.compare;
     fputs(cmp ? "step,loss,val_loss,lr,b_loss\n" : "step,loss,val_loss,lr\n", f);
     long total = s->s.hist_total;
@@ -93,5 +77,7 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
         }
         fputc('\n', f);
     }
-    return commit(f, tmp, path, err, errlen);
+    int r = atomic_commit(a, err, errlen);
+    free(a);
+    return r;
 }

@@ -92,6 +92,7 @@ typedef struct {
     const char *prompt;    /* the sample's fixed prompt (static string) */
     unsigned generation;   /* bumped when the history is cut (re-init, rewind) */
     long hist_total;       /* points in the history of this generation */
+    long hist_first;       /* no point before this one is kept (see trainer_hist_first) */
     long ev_total;         /* events since the start */
     int n_layer;
     /* --compare: the twin run b, stepped in lockstep after a */
@@ -103,7 +104,7 @@ typedef struct {
 } trainer_status;
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
- * hist[i % TRAINER_HIST] while i >= hist_total - TRAINER_HIST; event i at
+ * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
  * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 1.2 MiB:
  * allocate it (trainer_snapshot_new), do not put it on a stack. */
 typedef struct {
@@ -112,6 +113,16 @@ typedef struct {
     float heat[TRAINER_HIST][NS_MAX_LAYERS]; /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
     trainer_event ev[TRAINER_EVENTS];
 } trainer_snapshot;
+
+/* The oldest point kept: the newest TRAINER_HIST points at most, and after
+ * a rewind cut the history, none whose ring slot a cut point had reused. */
+static inline long trainer_hist_first(const trainer_status *s)
+{
+    long lo = s->hist_total - TRAINER_HIST;
+    if (lo < s->hist_first)
+        lo = s->hist_first;
+    return lo > 0 ? lo : 0;
+}
 
 trainer_snapshot *trainer_snapshot_new(void); /* zeroed; free() it */
 

@@ -142,16 +142,25 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     }
     if (t->hist_reset) {
         s->hist_total = 0;
+        s->hist_first = 0;
         t->hist_reset = 0;
     }
     if (t->hist_cut >= 0) {
         /* points are consecutive steps, so the ones after the cut are the
-         * newest (last - cut) of them */
+         * newest (last - cut) of them. Their ring slots held the oldest
+         * points of the full ring, which stay lost: the window now starts
+         * after those. */
         if (s->hist_total > 0) {
             long last = p->hist[(s->hist_total - 1) % TRAINER_HIST].step;
             long drop = last - t->hist_cut;
-            if (drop > 0)
+            if (drop > 0) {
+                long lost = s->hist_total - TRAINER_HIST;
                 s->hist_total = drop >= s->hist_total ? 0 : s->hist_total - drop;
+                if (lost > s->hist_first)
+                    s->hist_first = lost;
+                if (s->hist_first > s->hist_total)
+                    s->hist_first = s->hist_total;
+            }
         }
         t->hist_cut = -1;
     }
@@ -637,8 +646,8 @@ int trainer_snapshot_copy(trainer *t, trainer_snapshot *d)
     long from = old.generation == p->s.generation ? old.hist_total : 0;
     if (from > total)
         from = 0;
-    if (from < total - TRAINER_HIST)
-        from = total - TRAINER_HIST;
+    if (from < trainer_hist_first(&p->s))
+        from = trainer_hist_first(&p->s);
     int L = p->s.n_layer < NS_MAX_LAYERS ? p->s.n_layer : NS_MAX_LAYERS;
     for (long i = from; i < total; i++) {
         long k = i % TRAINER_HIST;

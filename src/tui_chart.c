@@ -38,8 +38,7 @@ static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x
 
 static long window_points(const trainer_snapshot *s)
 {
-    long n = s->s.hist_total;
-    return n < TRAINER_HIST ? n : TRAINER_HIST;
+    return s->s.hist_total - trainer_hist_first(&s->s);
 }
 
 static const trainer_point *point(const trainer_snapshot *s, long i)

@@ -61,8 +61,7 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
     int cmp = s->s.compare;
     fputs(cmp ? "step,loss,val_loss,lr,b_loss\n" : "step,loss,val_loss,lr\n", f);
     long total = s->s.hist_total;
-    long from = total > TRAINER_HIST ? total - TRAINER_HIST : 0;
-    for (long i = from; i < total; i++) {
+    for (long i = trainer_hist_first(&s->s); i < total; i++) {
         const trainer_point *p = &s->hist[i % TRAINER_HIST];
         fprintf(f, "%ld,", p->step);
         metrics_csv_float(f, p->loss);

@@ -318,8 +318,7 @@ static void test_snapshot_consistency(void)
         const trainer_point *newest = &S->hist[(s->hist_total - 1) % TRAINER_HIST];
         consistent &= s->last.step == s->steps_done && newest->step == s->last.step &&
                       s->hist_total == s->steps_done;
-        long n = s->hist_total < TRAINER_HIST ? s->hist_total : TRAINER_HIST;
-        for (long i = s->hist_total - n + 1; i < s->hist_total; i++)
+        for (long i = trainer_hist_first(s) + 1; i < s->hist_total; i++)
             consecutive &= S->hist[i % TRAINER_HIST].step == S->hist[(i - 1) % TRAINER_HIST].step + 1;
         const layer_metrics *lm = &s->last.layer[1];
         double want = sqrt((double)lm->grad_attn * lm->grad_attn +
@@ -335,9 +334,8 @@ static void test_snapshot_consistency(void)
     trainer_stop(t);
     trainer_snapshot_copy(t, S);
     trainer_snapshot_copy(t, full);
-    long n = S->s.hist_total < TRAINER_HIST ? S->s.hist_total : TRAINER_HIST;
-    int same = S->s.hist_total == full->s.hist_total && n > 0;
-    for (long i = S->s.hist_total - n; i < S->s.hist_total && same; i++) {
+    int same = S->s.hist_total == full->s.hist_total && S->s.hist_total > 0;
+    for (long i = trainer_hist_first(&S->s); i < S->s.hist_total && same; i++) {
         long k = i % TRAINER_HIST;
         same = !memcmp(&S->hist[k], &full->hist[k], sizeof S->hist[k]) &&
                !memcmp(S->heat[k], full->heat[k], 2 * sizeof(float));
@@ -468,6 +466,44 @@ static void test_rewind(void)
     engine_free(e);
 }
 
+/* A rewind after the history ring has wrapped: the slots of the points cut
+ * away were reused, so the oldest points they overwrote are gone too. The
+ * window a front end draws must hold only consecutive steps ending at the
+ * snapshot's (a stale, later step in it once sent the chart's x negative
+ * and wrote before its buffer). */
+static void test_rewind_wrapped(void)
+{
+    ns_config c = small_cfg();
+    c.snapshot_every = 500;
+    c.val_every = 0;
+    engine *e = make(&c);
+    long steps = TRAINER_HIST + 700;
+    trainer_opts o = {.limit = steps};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, state_is, TRAINER_DONE, 600.0));
+    send(t, CMD_REWIND, 0);
+    long snap = steps / 500 * 500;
+    CHECK(wait_for(t, steps_equal, snap, 20.0));
+    const trainer_status *s = &S->s;
+    long first = trainer_hist_first(s);
+    CHECK(s->hist_total == snap);
+    /* the cut points held indices snap .. steps-1: their slots held the
+     * points steps - TRAINER_HIST .. , which are lost */
+    CHECK(first == steps - TRAINER_HIST);
+    int consecutive = first < s->hist_total;
+    for (long i = first + 1; i < s->hist_total; i++)
+        consecutive &= S->hist[i % TRAINER_HIST].step == S->hist[(i - 1) % TRAINER_HIST].step + 1;
+    CHECK(consecutive);
+    CHECK(S->hist[(s->hist_total - 1) % TRAINER_HIST].step == snap);
+    /* new steps go on from there, and the window grows back */
+    send(t, CMD_STEP, 0);
+    CHECK(wait_for(t, steps_at_least, snap + 1, 10.0));
+    CHECK(trainer_hist_first(&S->s) == first);
+    CHECK(S->hist[(S->s.hist_total - 1) % TRAINER_HIST].step == snap + 1);
+    trainer_free(t);
+    engine_free(e);
+}
+
 static void test_sample(void)
 {
     ns_config c = small_cfg();
@@ -498,6 +534,7 @@ int main(void)
     test_limit();
     test_script();
     test_rewind();
+    test_rewind_wrapped();
     test_sample();
     free(S);
     return test_summary();

@@ -229,6 +229,10 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
         y = clampi(y, 0, cg.ydots - 1);
         int y0 = prev_y < 0 ? y : (prev_y < y ? prev_y : y);
         int y1 = prev_y < 0 ? y : (prev_y < y ? y : prev_y);
+        /* the window's steps are consecutive, so x is in range; clamped
+         * anyway: a wrong step must cost a misplaced dot, not the heap */
+        if (x < 0 || x >= cg.xdots)
+            x = x < 0 ? 0 : cg.xdots - 1;
         for (int yy = y0; yy <= y1; yy++) {
             int cx = (int)(x / dpc), cy = yy / dpr;
             uint8_t bit = uni ? braille[x % 2][yy % 4] : (uint8_t)(1u << (yy % 3));

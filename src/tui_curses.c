@@ -13,12 +13,21 @@
  * here, outside the handler, by the normal path), on a crash signal (the
  * handler writes the terminal's own restore strings and resets termios:
  * both async-signal-safe), and on exit() from anywhere (atexit).
+ *
+ * Ctrl-Z (SIGTSTP) is ours too, not ncurses's: its own handler calls
+ * endwin and refresh inside the signal handler, while this thread may be
+ * in the middle of a refresh. Ours only sets a flag; the loop then leaves
+ * curses mode, stops the process with the default action, and on fg
+ * (SIGCONT) re-enters curses mode and redraws everything. The trainer
+ * thread is stopped with the process, so training waits too.
  */
 #include <curses.h>
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +42,15 @@
                         * enough to watch, and ~1% of a core */
 #define NOTE_S 3.0  /* how long a footer note stays */
 
-static volatile sig_atomic_t stop_signal; /* SIGINT/SIGTERM/SIGHUP seen */
-static volatile sig_atomic_t curses_on;
+/* Set by handlers, read by the loop. Atomics, not volatile sig_atomic_t:
+ * a signal the trainer's and the pool's threads do not block (SIGCONT,
+ * a crash) runs its handler on whichever thread it lands on, and
+ * sig_atomic_t is only safe within one thread (ThreadSanitizer reported
+ * the race on SIGCONT). A lock-free atomic is safe in a handler too. */
+static atomic_int stop_signal; /* SIGINT/SIGTERM/SIGHUP seen */
+static atomic_int suspend_req; /* SIGTSTP seen: stop once the terminal is restored */
+static atomic_int continued;   /* SIGCONT seen: the screen may hold anything */
+static atomic_int curses_on;
 
 /* What the crash handler needs, captured before curses starts: the tty
  * settings and the terminal's "leave full-screen" strings. */
@@ -44,6 +60,8 @@ static char restore_seq[256];
 static size_t restore_len;
 
 static void on_stop(int sig) { stop_signal = sig; }
+static void on_tstp(int sig) { (void)sig; suspend_req = 1; }
+static void on_cont(int sig) { (void)sig; continued = 1; }
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -307,6 +325,49 @@ static int handle_input(run_state *rs, int ch)
     return 0;
 }
 
+/* Ctrl-Z: the terminal as the shell wants it, then stop as the default
+ * action would (the trainer thread blocks SIGTSTP, so the signal comes
+ * back to this thread; stopping stops every thread). When fg continues
+ * us, kill returns here. */
+static void suspend(void)
+{
+    /* Started from a wrapper (a script, make), the wrapper stops at once
+     * and its shell takes the terminal back before endwin is done; endwin's
+     * tcsetattr from a background process would then stop us on SIGTTOU
+     * with the tty still raw. With SIGTTOU blocked it goes through. */
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    endwin();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    struct sigaction dfl, ours;
+    memset(&dfl, 0, sizeof dfl);
+    sigemptyset(&dfl.sa_mask);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTSTP, &dfl, &ours);
+    suspend_req = 0;
+    kill(getpid(), SIGTSTP);
+    sigaction(SIGTSTP, &ours, NULL);
+}
+
+/* After a stop (ours, or a SIGSTOP from outside) the screen and the tty
+ * modes may hold anything: the shell's "Stopped" line and prompt, its own
+ * tty modes, a size that changed while the shell had the terminal (no
+ * SIGWINCH reaches a stopped process). So: out of curses mode if a SIGSTOP
+ * left us in it, and the next refresh re-enters it in full (tty modes,
+ * alternate screen, keypad, mouse) and repaints every cell; a SIGWINCH to
+ * ourselves makes ncurses read the size again, and a change comes back
+ * from getch as KEY_RESIZE, handled in the one place that does. */
+static void resume(void)
+{
+    continued = 0;
+    if (!isendwin())
+        endwin();
+    clearok(curscr, TRUE);
+    raise(SIGWINCH);
+}
+
 tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
 {
     /* the locale decides braille; numbers keep the C locale, so "2.5" is
@@ -329,13 +390,21 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
 
     tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO : STDOUT_FILENO;
     saved_tio_ok = tcgetattr(tty_fd, &saved_tio) == 0;
-    struct sigaction sa, old_int, old_term, old_hup;
+    struct sigaction sa, old_int, old_term, old_hup, old_tstp, old_cont;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = on_stop; /* no SA_RESTART: getch returns at once */
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGHUP, &sa, &old_hup);
+    /* installed before newterm, so ncurses keeps its own off SIGTSTP */
+    sa.sa_handler = on_tstp;
+    sigaction(SIGTSTP, &sa, &old_tstp);
+    /* SIGCONT may land on the trainer thread: SA_RESTART keeps its
+     * blocking calls going; the flag is all the handler does */
+    sa.sa_handler = on_cont;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGCONT, &sa, &old_cont);
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     struct sigaction fa, old_fatal[5];
     memset(&fa, 0, sizeof fa);
@@ -390,10 +459,21 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
      * run costs no CPU, and a key shows its effect at once. */
     double next_frame = now_s();
     int dirty = 1;
+    suspend_req = 0;
+    continued = 0;
     while (!rs.ui.quit) {
         if (stop_signal) {
             end = TUI_END_SIGNAL;
             break;
+        }
+        if (suspend_req) {
+            suspend();
+            continued = 1; /* whatever the SIGCONT handler saw */
+            continue;      /* a SIGHUP while stopped is seen first */
+        }
+        if (continued) {
+            resume();
+            dirty = 1;
         }
         int wait_ms = (int)((next_frame - now_s()) * 1000.0);
         timeout(wait_ms > 0 ? wait_ms : 0);
@@ -443,6 +523,8 @@ out:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGTSTP, &old_tstp, NULL);
+    sigaction(SIGCONT, &old_cont, NULL);
     tui_grid_free(&rs.grid);
     free(rs.snap);
     return end;

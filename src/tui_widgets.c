@@ -186,6 +186,16 @@ static tui_style state_style(trainer_state st)
     }
 }
 
+/* A loss as the headless summary prints it, unless it blew up: 1e30 with
+ * "%.4f" is 35 digits that push the rest of the status line off. */
+static void fmt_loss(char *b, size_t n, const char *what, float v)
+{
+    if (fabsf(v) < 1e5f || !isfinite(v))
+        snprintf(b, n, "%s %.4f", what, (double)v);
+    else
+        snprintf(b, n, "%s %.3e", what, (double)v);
+}
+
 void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
 {
     const trainer_status *s = &snap->s;
@@ -202,13 +212,13 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         snprintf(it[n].text, sizeof it[n].text, "step %ld", s->steps_done);
     it[n].style = TUI_S_STATUS, it[n++].prio = 0;
     if (s->have_metrics)
-        snprintf(it[n].text, sizeof it[n].text, "loss %.4f", (double)s->last.loss);
+        fmt_loss(it[n].text, sizeof it[n].text, "loss", s->last.loss);
     else
         snprintf(it[n].text, sizeof it[n].text, "loss -");
     it[n].style = s->have_metrics && !isfinite(s->last.loss) ? TUI_S_BAD : TUI_S_STATUS;
     it[n++].prio = 1;
     if (s->last_val_step > 0)
-        snprintf(it[n].text, sizeof it[n].text, "val %.4f", (double)s->last_val);
+        fmt_loss(it[n].text, sizeof it[n].text, "val", s->last_val);
     else
         snprintf(it[n].text, sizeof it[n].text, "val -");
     it[n].style = TUI_S_STATUS, it[n++].prio = 2;
@@ -813,7 +823,16 @@ void tui_draw_too_small(tui_grid *g, int rows, int cols)
     snprintf(a, sizeof a, "normscope needs at least %dx%d", TUI_MIN_COLS, TUI_MIN_ROWS);
     snprintf(b, sizeof b, "this terminal is %dx%d", cols, rows);
     const char *lines[] = {a, b, "enlarge it, or press q to quit"};
+    if (cols < (int)strlen(lines[2])) {
+        /* a tiny terminal (a pane of a split, a resize in passing): the
+         * same three facts in 10 columns, rather than cut mid-word */
+        snprintf(a, sizeof a, "need %dx%d", TUI_MIN_COLS, TUI_MIN_ROWS);
+        snprintf(b, sizeof b, "have %dx%d", cols, rows);
+        lines[2] = "q quits";
+    }
     int top = rows / 2 - 1;
+    if (top < 0)
+        top = 0;
     for (int i = 0; i < 3; i++) {
         int len = (int)strlen(lines[i]);
         int c = (cols - len) / 2;

@@ -793,6 +793,15 @@ static void test_frame(void)
     }
     CHECK(need && now);
     CHECK(ui.n_hits == 0);
+    /* 20x5 (the size): the short form, whole words */
+    tui_grid_resize(&g, 5, 20);
+    tui_draw(&g, s, &ui);
+    need = now = 0;
+    for (int r = 0; r < g.rows; r++) {
+        need |= strstr(row(&g, r), "need 80x24") != NULL;
+        now |= strstr(row(&g, r), "have 20x5") != NULL;
+    }
+    CHECK(need && now);
     tui_grid_resize(&g, 1, 1); /* absurdly small: no crash, no write outside */
     tui_draw(&g, s, &ui);
     tui_grid_resize(&g, 0, 0);

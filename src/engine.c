@@ -937,6 +937,7 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     uint32_t crc_stored = n >= 4 ? (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 |
                                        (uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24
                                  : 0;
+    size_t hlen_at = b.at; /* for messages: where the length field is */
     uint32_t hlen = get_u32(&b);
     size_t hend = b.at + hlen;
     ns_config c;
@@ -986,21 +987,48 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     sc.cos_start = (int)get_u32(&b);
     float dyn_scale = get_f32(&b);
     long good = (long)get_u64(&b);
-    if (b.short_read || b.at != hend) {
-        snprintf(err, errlen, "--load %s: truncated or malformed header", path);
+    if (b.short_read) {
+        snprintf(err, errlen, "--load %s: truncated header: the file ends at byte %zu", path, n);
         goto out;
     }
-    /* sizes first: a corrupt size must not drive a huge allocation */
-    if (c.n_layer < 1 || c.n_layer > 64 || c.dim < 16 || c.dim > 1024 || c.n_head < 1 ||
-        c.dim % c.n_head || c.context < 8 || c.context > 1024 || c.batch < 1 || c.batch > 512 ||
-        (unsigned)c.norm >= NORM_PLACE_COUNT || (unsigned)c.norm_kind >= NORM_KIND_COUNT ||
-        c.final_norm < -1 || c.final_norm > 1 || c.mix_k < -1 || c.mix_k > c.n_layer ||
-        (unsigned)c.init > 1 || (unsigned)c.precision >= FMT_COUNT || c.snapshots < 0 ||
-        c.snapshots > 1000 || c.snapshot_every < 0 || !(dyn_scale > 0) ||
-        (unsigned)c.schedule > 3 || c.val_batches < 1 || step < 0 || opt_t < 0) {
-        snprintf(err, errlen, "--load %s: header values out of range (corrupt file?)", path);
+    if (b.at != hend) {
+        snprintf(err, errlen,
+                 "--load %s: malformed header: its length at byte %zu says %u bytes, "
+                 "its fields take %zu",
+                 path, hlen_at, hlen, b.at - hlen_at - 4);
         goto out;
     }
+    /* sizes first: a corrupt size must not drive a huge allocation; the
+     * message names the first field out of range */
+    const struct {
+        const char *name;
+        int bad;
+    } range[] = {
+        {"layers", c.n_layer < 1 || c.n_layer > 64},
+        {"dim", c.dim < 16 || c.dim > 1024},
+        {"heads", c.n_head < 1 || c.dim % c.n_head},
+        {"context", c.context < 8 || c.context > 1024},
+        {"batch", c.batch < 1 || c.batch > 512},
+        {"norm placement", (unsigned)c.norm >= NORM_PLACE_COUNT},
+        {"norm kind", (unsigned)c.norm_kind >= NORM_KIND_COUNT},
+        {"final norm", c.final_norm < -1 || c.final_norm > 1},
+        {"mix-k", c.mix_k < -1 || c.mix_k > c.n_layer},
+        {"init", (unsigned)c.init > 1},
+        {"precision", (unsigned)c.precision >= FMT_COUNT},
+        {"snapshots", c.snapshots < 0 || c.snapshots > 1000 || c.snapshot_every < 0},
+        {"loss scale", !(dyn_scale > 0)},
+        {"schedule", (unsigned)c.schedule > 3},
+        {"val-batches", c.val_batches < 1},
+        {"step", step < 0 || opt_t < 0},
+    };
+    for (size_t i = 0; i < sizeof range / sizeof range[0]; i++)
+        if (range[i].bad) {
+            snprintf(err, errlen,
+                     "--load %s: header field '%s' out of range (the header at bytes %zu-%zu "
+                     "is corrupt?)",
+                     path, range[i].name, hlen_at, hend - 1);
+            goto out;
+        }
     uint64_t np = get_u64(&b);
     size_t need = b.at + (size_t)np * 12 + 4;
     if (b.short_read || np > ((size_t)1 << 32) || n != need) {

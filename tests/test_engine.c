@@ -114,7 +114,7 @@ static void test_checkpoint_roundtrip(void)
     CHECK(n1 == n2 && memcmp(p1, p2, n1 * sizeof(float)) == 0);
     engine_free(b);
 
-    /* refusals: truncated, flipped byte, bad magic, missing file */
+    /* refusals: truncated, flipped byte, bad magic, a broken header, missing file */
     FILE *f = fopen(path, "rb");
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
@@ -131,6 +131,10 @@ static void test_checkpoint_roundtrip(void)
         {"flipped", "checksum", len, len / 2},
         {"magic", "magic", len, 0},
         {"tiny", "magic", 5, -1},
+        /* the header: where it went wrong, by byte and by field */
+        {"header cut", "truncated header: the file ends at byte 40", 40, -1},
+        {"header length", "its length at byte 12 says", len, 12},
+        {"layers", "header field 'layers' out of range", len, 16},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         unsigned char *cp = malloc((size_t)len);

@@ -243,8 +243,8 @@ typedef struct {
     int selected; /* layer index */
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
-    int dump;     /* a file the front end writes after the next frame:
-                   * TUI_DUMP_SCREEN or TUI_DUMP_METRICS; 0 = none */
+    int dump;     /* files the front end writes after the next frame:
+                   * TUI_DUMP_SCREEN | TUI_DUMP_METRICS; 0 = none */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */

@@ -260,10 +260,8 @@ static void send_action(run_state *rs, tui_action a)
 /* d and e: the file is written here, on the UI thread, from the frame just
  * drawn and the snapshot copy it shows; its name goes to the event log
  * (a note through the queue, so the trainer records it between steps). */
-static void write_dump(run_state *rs)
+static void write_one_dump(run_state *rs, int what)
 {
-    int what = rs->ui.dump;
-    rs->ui.dump = 0;
     char path[64], err[256];
     long step = rs->snap->s.steps_done;
     int r;
@@ -284,6 +282,17 @@ static void write_dump(run_state *rs)
     snprintf(rs->ui.note, sizeof rs->ui.note, "%.70s ", cmd.text);
     rs->note_until = now_s() + NOTE_S;
     trainer_send(rs->t, &cmd);
+}
+
+/* d and e pressed within one frame: both files */
+static void write_dump(run_state *rs)
+{
+    int what = rs->ui.dump;
+    rs->ui.dump = 0;
+    if (what & TUI_DUMP_SCREEN)
+        write_one_dump(rs, TUI_DUMP_SCREEN);
+    if (what & TUI_DUMP_METRICS)
+        write_one_dump(rs, TUI_DUMP_METRICS);
 }
 
 /* One input event. Returns -1 when the grid could not be resized. */

@@ -102,8 +102,8 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_BOTTOM: ui->selected = 0; return 0;
     case TUI_ACT_LOGY: ui->logy = !ui->logy; return 0;
     case TUI_ACT_FREEZE: ui->frozen = !ui->frozen; return 0;
-    case TUI_ACT_DUMP_SCREEN: ui->dump = TUI_DUMP_SCREEN; return 0;
-    case TUI_ACT_DUMP_METRICS: ui->dump = TUI_DUMP_METRICS; return 0;
+    case TUI_ACT_DUMP_SCREEN: ui->dump |= TUI_DUMP_SCREEN; return 0; /* both, if d and e */
+    case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
     case TUI_ACT_HELP: ui->help = 1; return 0;
     case TUI_ACT_QUIT: ui->quit = 1; return 0;
     default: return 0;

@@ -747,6 +747,17 @@ static void test_dumps(void)
     CHECK(!strncmp(buf, "step,loss,val_loss,lr\n1,5,,0.00100000005\n", 41));
     CHECK(strstr(buf, "\n4,2.75,2.5,0.00100000005\n") != NULL);
     remove(mpath);
+    /* d then e within one frame: both files are asked for, in either order */
+    tui_ui ui;
+    tui_ui_init(&ui, 1, 1);
+    ns_command cmd;
+    tui_apply(&ui, TUI_ACT_DUMP_SCREEN, 2, &cmd);
+    tui_apply(&ui, TUI_ACT_DUMP_METRICS, 2, &cmd);
+    CHECK(ui.dump == (TUI_DUMP_SCREEN | TUI_DUMP_METRICS));
+    tui_ui_init(&ui, 1, 1);
+    tui_apply(&ui, TUI_ACT_DUMP_METRICS, 2, &cmd);
+    tui_apply(&ui, TUI_ACT_DUMP_SCREEN, 2, &cmd);
+    CHECK(ui.dump == (TUI_DUMP_SCREEN | TUI_DUMP_METRICS));
     /* an unwritable place: refused with a reason, nothing left behind */
     CHECK(tui_write_screen(&g, "no/such/dir/x.txt", err, sizeof err) == -1 && err[0]);
     free(s);

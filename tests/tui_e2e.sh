@@ -214,6 +214,16 @@ f=$(ls "$T"/normscope-metrics-*.csv 2>/dev/null | head -1)
 [ -n "$f" ] && [ "$(head -1 "$f")" = "step,loss,val_loss,lr,b_loss" ] && [ "$(wc -l <"$f")" -gt 5 ] &&
     ok || no "e: no metrics file with the step,loss header: $f"
 ls "$T"/normscope-*.tmp.* >/dev/null 2>&1 && no "d/e: a temporary file was left behind: $(ls "$T")" || ok
+# d and e in one burst (within one frame): both files, neither lost
+rm -f "$T"/normscope-screen-*.txt "$T"/normscope-metrics-*.csv
+key d e
+i=0
+while [ $i -lt 100 ] && ! { ls "$T"/normscope-screen-*.txt && ls "$T"/normscope-metrics-*.csv; } >/dev/null 2>&1; do
+    sleep 0.2
+    i=$((i + 1))
+done
+ls "$T"/normscope-screen-*.txt >/dev/null 2>&1 && ls "$T"/normscope-metrics-*.csv >/dev/null 2>&1 &&
+    ok || no "d e in one burst: not both files: $(ls "$T")"
 key q
 check_restored compare 0
 head -1 "$T/live.csv" | grep -q ',b_loss,' && ok || no "--compare: the live CSV has no b_ columns"

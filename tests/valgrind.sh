@@ -30,6 +30,11 @@ fi
 # ERROR SUMMARY and in the exit status; reachable blocks are not
 VG="valgrind --leak-check=full --show-leak-kinds=definite,indirect"
 VG="$VG --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --track-origins=yes"
+# valgrind runs one thread at a time; its default lock is unfair, and the
+# trainer thread, never idle while training, can hold it for minutes while
+# the UI thread waits to draw a frame or read q. --fair-sched=yes hands the
+# lock round in turn.
+VG="$VG --fair-sched=yes"
 SMALL="-L 2 -d 16 -H 2 -T 16 -B 4 --val-every 3 --val-batches 1 -q"
 
 # clean NAME WANT_EXIT RC: the log of run NAME says 0 errors, and the

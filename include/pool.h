@@ -17,6 +17,8 @@
 #ifndef NS_POOL_H
 #define NS_POOL_H
 
+#include <signal.h>
+
 typedef struct ns_pool ns_pool;
 
 /* task: 0..n_tasks-1; thread: 0 (the caller) .. pool_threads()-1, for
@@ -42,6 +44,12 @@ void pool_run(ns_pool *p, int n_tasks, pool_fn fn, void *ctx);
 /* Part `part` of `parts` of the range [0, n), cut at multiples of align
  * (the last part takes the rest): [*lo, *hi), possibly empty. */
 void pool_split(int n, int parts, int align, int part, int *lo, int *hi);
+
+/* Block, in the calling thread, the signals the UI thread handles
+ * (SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP), saving the old mask in
+ * *old: a thread started now inherits the block, so those signals reach
+ * the UI thread only. Restore with pthread_sigmask(SIG_SETMASK, old). */
+void pool_block_ui_signals(sigset_t *old);
 
 /* The number of online cores, clamped to 1..POOL_MAX_THREADS. */
 int pool_default_threads(void);

@@ -218,14 +218,8 @@ ns_pool *pool_create(int n)
     }
     pthread_attr_setstacksize(&attr, POOL_STACK);
     /* signals are for the UI thread: workers inherit this blocked set */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGWINCH);
-    sigaddset(&block, SIGTSTP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    pool_block_ui_signals(&old);
     int ok = 1;
     for (int i = 0; i < n - 1 && ok; i++) {
         p->args[i].p = p;
@@ -253,6 +247,18 @@ void pool_free(ns_pool *p)
     free(p->tid);
     free(p->args);
     free(p);
+}
+
+void pool_block_ui_signals(sigset_t *old)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGWINCH);
+    sigaddset(&block, SIGTSTP);
+    pthread_sigmask(SIG_BLOCK, &block, old);
 }
 
 int pool_threads(const ns_pool *p) { return p ? p->n : 1; }

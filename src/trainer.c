@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "numfmt.h"
+#include "pool.h"
 
 /* The sample prompt: the room watches this turn from noise into words. */
 static const char default_prompt[] = "The model ";
@@ -595,14 +596,8 @@ int trainer_start(trainer *t, char *err, size_t errlen)
 {
     /* signals are for the UI thread: the new thread inherits this blocked
      * set, so the kernel delivers them where getch can return early */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGWINCH);
-    sigaddset(&block, SIGTSTP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    pool_block_ui_signals(&old);
     t->rate_t0 = now_s();
     t->next_sample = t->rate_t0;
     int r = pthread_create(&t->thread, NULL, trainer_main, t);

@@ -14,6 +14,7 @@
 #ifndef NS_OPS_H
 #define NS_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pool.h"
@@ -77,6 +78,31 @@ void crossentropy_softmax_backward(float *dlogits, const float *probs, const uin
 void ops_axpy(float *restrict y, float a, const float *restrict x, int n);
 /* max |x| over n values; NaN if any value is NaN */
 float ops_absmax(const float *x, long n);
+
+/* Is any of x (n) infinite or NaN? */
+int ops_any_nonfinite(const float *x, size_t n);
+
+/* The sum of x[i]^2 (n values) in double. A float's square is exact in
+ * double, so the only roundings are the adds, and their order is fixed:
+ * 16 lanes (value i of the whole blocks of 16, and of the tail, to lane
+ * i mod 16), then lane j + lane j+4 + lane j+8 + lane j+12 as
+ * (j + (j+4)) + ((j+8) + (j+12)), then (0 + 2) + (1 + 3). Both paths give
+ * these bits. */
+double ops_sumsq(const float *x, size_t n);
+
+/* One AdamW step (torch.optim.AdamW's order of operations) over n values:
+ *     gi = g * grad_scale
+ *     m  = beta1 m + (1 - beta1) gi          v = beta2 v + (1 - beta2) gi gi
+ *     p  = p decay - step m / (sqrt(v) / bc2_sqrt + eps)
+ * each operation rounded to float, no fused multiply-add, so both paths
+ * give the same p, m and v. sums[0] += the squared changes of p, sums[1]
+ * += the squares of the new p, both in double over 8 lanes (value i to
+ * lane i mod 8; then (j + (j+4)), j = 0..3, then (0 + 2) + (1 + 3)). */
+typedef struct {
+    float grad_scale, beta1, beta2, decay, step, bc2_sqrt, eps;
+} ops_adamw_args;
+void ops_adamw(float *p, const float *g, float *m, float *v, size_t n, const ops_adamw_args *a,
+               double sums[2]);
 
 /* The kernels run on x86 AVX2+FMA when the CPU has both (checked at run
  * time) and as portable C otherwise; the two agree to rounding. ops_isa

@@ -27,11 +27,13 @@ int adamw_create(adamw *o, size_t n);
 void adamw_free(adamw *o);
 void adamw_reset(adamw *o);
 
-/* One update of m->params from m->grads. If layer_upd_sq is not NULL it
- * receives, per layer, the sum of squared parameter changes (L entries),
- * from which the update-to-weight ratio follows. Split over m->pool by
- * whole layers (and the tensors outside them): the same bits for any
- * thread count. */
-void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_upd_sq);
+/* One update of m->params from m->grads (ops_adamw, tensor by tensor).
+ * If layer_sq is not NULL it receives, per layer l, the sum of squared
+ * parameter changes at [2 l] and the sum of squares of the new
+ * parameters at [2 l + 1] (2 L entries), from which the update-to-weight
+ * ratio follows without another pass over the weights. Split over
+ * m->pool by whole layers (and the tensors outside them): the same bits
+ * for any thread count. */
+void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_sq);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "atomicio.h"
 #include "model.h"
+#include "ops.h"
 #include "optim.h"
 #include "pool.h"
 #include "rng.h"
@@ -75,7 +76,8 @@ struct engine {
     ns_rng rng; /* batches */
     long step;
     uint8_t *x, *y;      /* (B, T) */
-    double *upd_sq;      /* (L) */
+    double *layer_sq;    /* (2 L): adamw_update's squared update and weights */
+    double *grad_sq;     /* (L + 1): squared gradients of each layer, then the rest */
     ns_event events[NS_EVENT_RING];
     long n_events;
     /* precision */
@@ -118,7 +120,8 @@ static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err
     size_t BT = (size_t)cfg->batch * cfg->context;
     if (model_create(&e->m, cfg) != 0 || adamw_create(&e->opt, e->m.n_params) != 0 ||
         !(e->x = malloc(BT)) || !(e->y = malloc(BT)) ||
-        !(e->upd_sq = calloc((size_t)cfg->n_layer, sizeof(double)))) {
+        !(e->layer_sq = calloc(2 * (size_t)cfg->n_layer, sizeof(double))) ||
+        !(e->grad_sq = calloc((size_t)cfg->n_layer + 1, sizeof(double)))) {
         snprintf(err, errlen, "out of memory: this model needs about %.1f MiB",
                  model_bytes_needed(cfg) / 1048576.0);
         engine_free(e);
@@ -166,7 +169,8 @@ void engine_free(engine *e)
     adamw_free(&e->opt);
     free(e->x);
     free(e->y);
-    free(e->upd_sq);
+    free(e->layer_sq);
+    free(e->grad_sq);
     for (int i = 0; i < e->n_snaps; i++)
         free(e->snaps[i].params);
     free(e->snaps);
@@ -249,15 +253,14 @@ static void fault_text(const model_fault *f, int n_layer, char *buf, size_t len)
         snprintf(buf, len, "%s, %s", f->backward ? "backward" : "forward", f->op);
 }
 
-/* The per-step reductions, split over the pool by layer: each norm is
- * still one model_l2 call, summed in its own order, whatever the count. */
+/* The per-step reductions, split over the pool by layer: each sum is
+ * one ops_sumsq call, in its own order, whatever the count. */
 typedef struct {
     model *m;
     step_metrics *out;
     float inv_scale;
-    int parts; /* of the unscaling */
-    double gnorm;
-    const double *upd_sq;
+    int parts;      /* of the unscaling */
+    double *grad_sq; /* (L + 1) */
 } norms_job;
 
 static void unscale_task(void *ctx, int part, int thread)
@@ -271,33 +274,31 @@ static void unscale_task(void *ctx, int part, int thread)
         g[i] *= j->inv_scale;
 }
 
+/* task l < L: layer l's three group norms, and its squared sum; task L:
+ * the squared sum of the tensors outside the layers (embeddings, final
+ * norm, head), so the global norm needs no second pass */
 static void grad_norms_task(void *ctx, int l, int thread)
 {
     (void)thread;
     norms_job *j = ctx;
     model *m = j->m;
     if (l == m->L) {
-        j->gnorm = model_l2(m->grads, m->n_params);
+        size_t end = m->layer0 + (size_t)m->L * m->layer_stride;
+        j->grad_sq[l] = ops_sumsq(m->grads, m->layer0) + ops_sumsq(m->grads + end, m->n_params - end);
         return;
     }
-    size_t off, n;
+    static const model_group groups[3] = {GROUP_LN, GROUP_ATTN, GROUP_FFN};
+    double sq[3];
+    for (int i = 0; i < 3; i++) {
+        size_t off, n;
+        model_group_slice(m, l, groups[i], &off, &n);
+        sq[i] = ops_sumsq(m->grads + off, n);
+    }
     layer_metrics *lm = &j->out->layer[l];
-    model_group_slice(m, l, GROUP_ATTN, &off, &n);
-    lm->grad_attn = (float)model_l2(m->grads + off, n);
-    model_group_slice(m, l, GROUP_FFN, &off, &n);
-    lm->grad_ffn = (float)model_l2(m->grads + off, n);
-    model_group_slice(m, l, GROUP_LN, &off, &n);
-    lm->grad_ln = (float)model_l2(m->grads + off, n);
-}
-
-static void update_ratio_task(void *ctx, int l, int thread)
-{
-    (void)thread;
-    norms_job *j = ctx;
-    size_t off, n;
-    model_group_slice(j->m, l, GROUP_ALL, &off, &n);
-    double wn = model_l2(j->m->params + off, n);
-    j->out->layer[l].update_ratio = wn > 0 ? (float)(sqrt(j->upd_sq[l]) / wn) : 0.0f;
+    lm->grad_ln = (float)sqrt(sq[0]);
+    lm->grad_attn = (float)sqrt(sq[1]);
+    lm->grad_ffn = (float)sqrt(sq[2]);
+    j->grad_sq[l] = (sq[0] + sq[1]) + sq[2];
 }
 
 int engine_step(engine *e, step_metrics *out)
@@ -316,7 +317,7 @@ int engine_step(engine *e, step_metrics *out)
     int forward_bad = m->fault.set || !isfinite(loss);
     model_backward(m);
     /* unscale into fp32 for the optimizer (exact for powers of two) */
-    norms_job nj = {m, out, 1.0f / scale, 1, 0.0, NULL};
+    norms_job nj = {m, out, 1.0f / scale, 1, e->grad_sq};
     /* a small model's reductions take less than waking a thread */
     ns_pool *pool = m->n_params >= (1u << 16) ? e->pool : NULL;
     nj.parts = pool_threads(pool);
@@ -336,7 +337,11 @@ int engine_step(engine *e, step_metrics *out)
         lm->underflow = (float)m->counts[l].underflow;
         lm->headroom = lm->act_max > 0 ? log2f(fmax / lm->act_max) : INFINITY;
     }
-    float gnorm = (float)nj.gnorm;
+    /* the global norm from the parts, in layer order whatever the count */
+    double gsq = e->grad_sq[m->L];
+    for (int l = 0; l < m->L; l++)
+        gsq += e->grad_sq[l];
+    float gnorm = (float)sqrt(gsq);
     fault_text(&m->fault, m->L, out->fault, sizeof out->fault);
 
     /* what to do with this step's gradients */
@@ -365,9 +370,11 @@ int engine_step(engine *e, step_metrics *out)
         adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f};
         if (c->clip > 0.0f && gnorm > c->clip)
             h.grad_scale = c->clip / gnorm;
-        adamw_update(&e->opt, m, &h, e->upd_sq);
-        nj.upd_sq = e->upd_sq;
-        pool_run(pool, m->L, update_ratio_task, &nj);
+        adamw_update(&e->opt, m, &h, e->layer_sq);
+        for (int l = 0; l < m->L; l++) {
+            double usq = e->layer_sq[2 * l], wsq = e->layer_sq[2 * l + 1];
+            out->layer[l].update_ratio = wsq > 0 ? (float)sqrt(usq / wsq) : 0.0f;
+        }
         if (scaler_dynamic(e) &&
             engine_scaler_update(&e->scale, &e->good, 0) == SCALER_GREW)
             event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,

@@ -334,23 +334,6 @@ void model_set_precision(model *m, numfmt f, int fp32_norms)
 
 /* ---- rounding and the non-finite watch -------------------------------- */
 
-/* Is any of x (n) infinite or NaN? x * 0 is 0 for finite x and NaN
- * otherwise; eight partial sums keep it one cheap, vectorizable pass. */
-static int any_nonfinite(const float *x, size_t n)
-{
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++)
-            acc[k] += x[i + k] * 0.0f;
-    float s = 0.0f;
-    for (int k = 0; k < 8; k++)
-        s += acc[k];
-    for (; i < n; i++)
-        s += x[i] * 0.0f;
-    return s != 0.0f || s != s;
-}
-
 static void note_fault(model *m, int backward, int l, const char *op)
 {
     if (m->fault.set)
@@ -388,7 +371,7 @@ static void q_task(void *ctx, int part, int thread)
     hi = hi < j->n ? hi : j->n;
     memset(&j->counts[part], 0, sizeof j->counts[part]);
     numfmt_round(j->fmt, j->x + lo, hi - lo, &j->counts[part]);
-    j->bad[part] = j->watch && any_nonfinite(j->x + lo, hi - lo);
+    j->bad[part] = j->watch && ops_any_nonfinite(j->x + lo, hi - lo);
 }
 
 /* numfmt_round (adding to *c when not NULL); returns whether, with watch,
@@ -398,7 +381,7 @@ static int round_watch(model *m, float *x, size_t n, numfmt_counts *c, int watch
     int nt = pool_threads(m->pool);
     if (nt == 1 || n < Q_MT_MIN || (m->fmt == FMT_FP32 && !watch)) {
         numfmt_round(m->fmt, x, n, c);
-        return watch && any_nonfinite(x, n);
+        return watch && ops_any_nonfinite(x, n);
     }
     q_job j;
     j.fmt = m->fmt, j.x = x, j.n = n, j.watch = watch;
@@ -424,13 +407,7 @@ static void q(model *m, int backward, int l, const char *op, float *x, size_t n)
         note_fault(m, backward, l, op);
 }
 
-double model_l2(const float *x, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)x[i] * x[i];
-    return sqrt(s);
-}
+double model_l2(const float *x, size_t n) { return sqrt(ops_sumsq(x, n)); }
 
 void model_group_slice(const model *m, int l, model_group g, size_t *off, size_t *n)
 {

@@ -748,6 +748,75 @@ float ops_absmax(const float *x, long n)
     return nan ? NAN : m;
 }
 
+/* x - x is 0 for finite x and NaN otherwise; eight partial sums keep it
+ * one vectorizable pass */
+int ops_any_nonfinite(const float *x, size_t n)
+{
+#if NS_OPS_X86
+    if (use_avx2())
+        return ops_avx2_any_nonfinite(x, n);
+#endif
+    float acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += x[i + k] - x[i + k];
+    float s = 0.0f;
+    for (int k = 0; k < 8; k++)
+        s += acc[k];
+    for (; i < n; i++)
+        s += x[i] - x[i];
+    return s != s;
+}
+
+double ops_sumsq(const float *x, size_t n)
+{
+#if NS_OPS_X86
+    if (use_avx2())
+        return ops_avx2_sumsq(x, n);
+#endif
+    double acc[16] = {0};
+    for (size_t i = 0; i < n; i += 16) {
+        size_t k = n - i < 16 ? n - i : 16;
+        for (size_t j = 0; j < k; j++)
+            acc[j] += (double)x[i + j] * x[i + j];
+    }
+    double t[4];
+    for (int j = 0; j < 4; j++)
+        t[j] = (acc[j] + acc[j + 4]) + (acc[j + 8] + acc[j + 12]);
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+void ops_adamw(float *p, const float *g, float *m, float *v, size_t n, const ops_adamw_args *a,
+               double sums[2])
+{
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_adamw(p, g, m, v, n, a, sums);
+        return;
+    }
+#endif
+    const float b1 = a->beta1, b2 = a->beta2, c1 = 1.0f - a->beta1, c2 = 1.0f - a->beta2;
+    double usq[8] = {0}, psq[8] = {0};
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * a->grad_scale;
+        float mi = b1 * m[i] + c1 * gi;
+        float vi = b2 * v[i] + c2 * gi * gi;
+        float old = p[i];
+        float np = old * a->decay;
+        np -= a->step * mi / (sqrtf(vi) / a->bc2_sqrt + a->eps);
+        m[i] = mi, v[i] = vi, p[i] = np;
+        double d = (double)np - old;
+        usq[i & 7] += d * d;
+        psq[i & 7] += (double)np * np;
+    }
+    double u[4], w[4];
+    for (int j = 0; j < 4; j++)
+        u[j] = usq[j] + usq[j + 4], w[j] = psq[j] + psq[j + 4];
+    sums[0] += (u[0] + u[2]) + (u[1] + u[3]);
+    sums[1] += (w[0] + w[2]) + (w[1] + w[3]);
+}
+
 /* ---- the same, split over a thread pool ---------------------------------
  *
  * Each split below follows the rules at the top of this file, so its bits

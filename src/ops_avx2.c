@@ -1050,4 +1050,107 @@ NS_AVX2 float ops_avx2_absmax(const float *x, long n)
     return hmax(_mm256_max_ps(m0, m1));
 }
 
+/* ---- sums of squares and AdamW -------------------------------------------
+ * Lanes and reduction trees as ops.h describes; the portable loops in
+ * ops.c give the same bits. */
+
+/* (j + (j+4)) for j = 0..3 of lo = lanes 0..3 and hi = lanes 4..7, then
+ * (0 + 2) + (1 + 3) */
+NS_AVX2_INLINE double hsum_pd(__m256d lo, __m256d hi)
+{
+    __m256d t = _mm256_add_pd(lo, hi);
+    __m128d u = _mm_add_pd(_mm256_castpd256_pd128(t), _mm256_extractf128_pd(t, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(u, _mm_unpackhi_pd(u, u)));
+}
+
+/* x - x is +0 (all bits clear) for finite x and NaN otherwise: or the
+ * differences together, four vectors at a time */
+NS_AVX2 int ops_avx2_any_nonfinite(const float *x, size_t n)
+{
+    __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        __m256 c = _mm256_loadu_ps(x + i + 16), d = _mm256_loadu_ps(x + i + 24);
+        o0 = _mm256_or_ps(o0, _mm256_sub_ps(a, a)), o1 = _mm256_or_ps(o1, _mm256_sub_ps(b, b));
+        o2 = _mm256_or_ps(o2, _mm256_sub_ps(c, c)), o3 = _mm256_or_ps(o3, _mm256_sub_ps(d, d));
+    }
+    for (; i < n; i += 8) { /* masked lanes read 0 */
+        __m256 a = load_n(x + i, n - i < 8 ? (int)(n - i) : 8);
+        o0 = _mm256_or_ps(o0, _mm256_sub_ps(a, a));
+    }
+    __m256 o = _mm256_or_ps(_mm256_or_ps(o0, o1), _mm256_or_ps(o2, o3));
+    return !_mm256_testz_si256(_mm256_castps_si256(o), _mm256_castps_si256(o));
+}
+
+NS_AVX2 double ops_avx2_sumsq(const float *x, size_t n)
+{
+    /* a float's square is exact in double: the FMA rounds once, as the
+     * portable multiply then add does */
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 lo = _mm256_loadu_ps(x + i), hi = _mm256_loadu_ps(x + i + 8);
+        __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(lo));
+        __m256d d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1));
+        __m256d d2 = _mm256_cvtps_pd(_mm256_castps256_ps128(hi));
+        __m256d d3 = _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1));
+        a0 = _mm256_fmadd_pd(d0, d0, a0), a1 = _mm256_fmadd_pd(d1, d1, a1);
+        a2 = _mm256_fmadd_pd(d2, d2, a2), a3 = _mm256_fmadd_pd(d3, d3, a3);
+    }
+    if (i < n) { /* masked lanes read 0 and add 0 */
+        int k = (int)(n - i);
+        __m256 lo = load_n(x + i, k);
+        __m256 hi = k > 8 ? load_n(x + i + 8, k - 8) : _mm256_setzero_ps();
+        __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(lo));
+        __m256d d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1));
+        __m256d d2 = _mm256_cvtps_pd(_mm256_castps256_ps128(hi));
+        __m256d d3 = _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1));
+        a0 = _mm256_fmadd_pd(d0, d0, a0), a1 = _mm256_fmadd_pd(d1, d1, a1);
+        a2 = _mm256_fmadd_pd(d2, d2, a2), a3 = _mm256_fmadd_pd(d3, d3, a3);
+    }
+    /* lanes j, j+4, j+8, j+12 are lane j of a0..a3 */
+    return hsum_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
+}
+
+NS_AVX2 void ops_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,
+                            const ops_adamw_args *a, double sums[2])
+{
+    const __m256 gs = _mm256_set1_ps(a->grad_scale), b1 = _mm256_set1_ps(a->beta1),
+                 b2 = _mm256_set1_ps(a->beta2), c1 = _mm256_set1_ps(1.0f - a->beta1),
+                 c2 = _mm256_set1_ps(1.0f - a->beta2), decay = _mm256_set1_ps(a->decay),
+                 step = _mm256_set1_ps(a->step), bc2 = _mm256_set1_ps(a->bc2_sqrt),
+                 eps = _mm256_set1_ps(a->eps);
+    __m256d u0 = _mm256_setzero_pd(), u1 = u0, w0 = u0, w1 = u0;
+    for (size_t i = 0; i < n; i += 8) {
+        int k = n - i < 8 ? (int)(n - i) : 8;
+        /* masked-off lanes compute on zeros (0 / eps: no trap, no NaN) and
+         * add exactly 0 to the sums */
+        __m256 gi = _mm256_mul_ps(load_n(g + i, k), gs);
+        __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, load_n(m + i, k)), _mm256_mul_ps(c1, gi));
+        __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, load_n(v + i, k)),
+                                  _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+        __m256 old = load_n(p + i, k);
+        __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
+        __m256 np = _mm256_sub_ps(_mm256_mul_ps(old, decay),
+                                  _mm256_div_ps(_mm256_mul_ps(step, mi), den));
+        store_n(m + i, mi, k);
+        store_n(v + i, vi, k);
+        store_n(p + i, np, k);
+        if (k < 8) /* eps = 0 would make 0 / 0 of the masked-off lanes */
+            np = _mm256_and_ps(np, _mm256_castsi256_ps(lanes(k)));
+        __m256d n0 = _mm256_cvtps_pd(_mm256_castps256_ps128(np));
+        __m256d n1 = _mm256_cvtps_pd(_mm256_extractf128_ps(np, 1));
+        __m256d d0 = _mm256_sub_pd(n0, _mm256_cvtps_pd(_mm256_castps256_ps128(old)));
+        __m256d d1 = _mm256_sub_pd(n1, _mm256_cvtps_pd(_mm256_extractf128_ps(old, 1)));
+        /* d * d rounds: multiply then add, as the portable loop */
+        u0 = _mm256_add_pd(u0, _mm256_mul_pd(d0, d0));
+        u1 = _mm256_add_pd(u1, _mm256_mul_pd(d1, d1));
+        w0 = _mm256_fmadd_pd(n0, n0, w0); /* exact square: one rounding either way */
+        w1 = _mm256_fmadd_pd(n1, n1, w1);
+    }
+    sums[0] += hsum_pd(u0, u1);
+    sums[1] += hsum_pd(w0, w1);
+}
+
 #endif

@@ -8,6 +8,10 @@
 #ifndef NS_OPS_SIMD_H
 #define NS_OPS_SIMD_H
 
+#include <stddef.h>
+
+#include "ops.h"
+
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define NS_OPS_X86 1
 #else
@@ -63,6 +67,10 @@ void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float 
                                  const float *inp, const float *w, const float *mean,
                                  const float *rstd, int N, int C);
 float ops_avx2_absmax(const float *x, long n);
+int ops_avx2_any_nonfinite(const float *x, size_t n);
+double ops_avx2_sumsq(const float *x, size_t n);
+void ops_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,
+                    const ops_adamw_args *a, double sums[2]);
 #endif
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
+
 int adamw_create(adamw *o, size_t n)
 {
     o->n = n;
@@ -37,7 +39,7 @@ typedef struct {
     adamw *o;
     model *m;
     const adamw_hparams *h;
-    double *layer_upd_sq;
+    double *layer_sq; /* (L x 2): squared update, squared new weights */
     float step, bc2_sqrt;
 } adamw_job;
 
@@ -48,24 +50,17 @@ static void update_tensors(const adamw_job *j, int k0, int k1)
     model *m = j->m;
     for (int k = k0; k < k1; k++) {
         const model_tensor *t = &m->tensors[k];
-        float decay = t->is_matrix ? 1.0f - h->lr * h->weight_decay : 1.0f;
-        float *p = m->params + t->offset;
-        const float *g = m->grads + t->offset;
-        float *mm = j->o->m + t->offset, *vv = j->o->v + t->offset;
-        double usq = 0.0;
-        for (size_t i = 0; i < t->size; i++) {
-            float gi = g[i] * h->grad_scale;
-            mm[i] = h->beta1 * mm[i] + (1.0f - h->beta1) * gi;
-            vv[i] = h->beta2 * vv[i] + (1.0f - h->beta2) * gi * gi;
-            float old = p[i];
-            float np = old * decay;
-            np -= j->step * mm[i] / (sqrtf(vv[i]) / j->bc2_sqrt + h->eps);
-            p[i] = np;
-            double d = (double)np - old;
-            usq += d * d;
+        ops_adamw_args a = {h->grad_scale, h->beta1,    h->beta2, 1.0f, j->step,
+                            j->bc2_sqrt,   h->eps};
+        if (t->is_matrix)
+            a.decay = 1.0f - h->lr * h->weight_decay;
+        double sums[2] = {0.0, 0.0};
+        ops_adamw(m->params + t->offset, m->grads + t->offset, j->o->m + t->offset,
+                  j->o->v + t->offset, t->size, &a, sums);
+        if (j->layer_sq && t->layer >= 0) {
+            j->layer_sq[2 * t->layer] += sums[0];
+            j->layer_sq[2 * t->layer + 1] += sums[1];
         }
-        if (j->layer_upd_sq && t->layer >= 0)
-            j->layer_upd_sq[t->layer] += usq;
     }
 }
 
@@ -99,15 +94,15 @@ static void update_task(void *ctx, int seg, int thread)
 
 /* elementwise, so split over m->pool by segments of whole tensors (a
  * layer's usq stays one sum in one order): the same bits for any count */
-void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_upd_sq)
+void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_sq)
 {
     o->t++;
     /* scalars in double, as torch computes them in Python floats */
     double bc1 = 1.0 - pow((double)h->beta1, (double)o->t);
     double bc2 = 1.0 - pow((double)h->beta2, (double)o->t);
-    adamw_job j = {o, m, h, layer_upd_sq, (float)((double)h->lr / bc1), (float)sqrt(bc2)};
-    if (layer_upd_sq)
-        memset(layer_upd_sq, 0, (size_t)m->L * sizeof(double));
+    adamw_job j = {o, m, h, layer_sq, (float)((double)h->lr / bc1), (float)sqrt(bc2)};
+    if (layer_sq)
+        memset(layer_sq, 0, 2 * (size_t)m->L * sizeof(double));
     if (pool_threads(m->pool) == 1 || m->n_params < (1u << 16)) {
         update_tensors(&j, 0, m->n_tensors);
         return;

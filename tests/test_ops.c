@@ -3,6 +3,7 @@
  * every output element and every gradient term takes part; a missing or
  * wrong term moves the analytic gradient by O(1), far past the tolerance
  * that float rounding needs (about 1e-3 relative here). */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -798,6 +799,155 @@ static void test_absmax_sizes(void)
     CHECK(bad == 0);
 }
 
+/* every position of every size up to 70 (the blocks of 32, the tail),
+ * with NaN, +inf and -inf; the largest and the subnormal floats are finite */
+static void test_any_nonfinite(void)
+{
+    int bad = 0;
+    static const float specials[3] = {NAN, INFINITY, -INFINITY};
+    for (int n = 0; n < 70; n++) {
+        float *x = rndf(n, 1);
+        for (int i = 0; i < n; i += 3)
+            x[i] = i % 2 ? -FLT_MAX : 0x1p-140f;
+        bad += ops_any_nonfinite(x, (size_t)n) != 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < 3; k++) {
+                float keep = x[i];
+                x[i] = specials[k];
+                bad += ops_any_nonfinite(x, (size_t)n) != 1;
+                bad += i > 0 && ops_any_nonfinite(x, (size_t)i) != 0; /* before it: clean */
+                x[i] = keep;
+            }
+        free(x);
+    }
+    CHECK(bad == 0);
+}
+
+/* ops_sumsq against a long double sum (n squared floats, n - 1 double
+ * adds: relative error under n 2^-53), over sizes that cover the 16-lane
+ * blocks' tails, and NaN/inf propagation */
+static void test_sumsq(void)
+{
+    int bad = 0;
+    static const int sizes[] = {0, 1, 2, 7, 15, 16, 17, 31, 33, 100, 1000, 4099};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int n = sizes[s];
+        float *x = rndf(n, 3);
+        long double ref = 0;
+        for (int i = 0; i < n; i++)
+            ref += (long double)x[i] * x[i];
+        double got = ops_sumsq(x, (size_t)n);
+        if (fabs(got - (double)ref) > (n + 1) * 0x1p-53 * (double)ref) {
+            fprintf(stderr, "  sumsq %s n=%d: %.17g vs %.17Lg\n", path_name(), n, got, ref);
+            bad++;
+        }
+        if (n > 0) {
+            x[n - 1] = NAN; /* the last value: in the tail when there is one */
+            bad += !isnan(ops_sumsq(x, (size_t)n));
+            x[n - 1] = -INFINITY;
+            bad += !isinf(ops_sumsq(x, (size_t)n));
+        }
+        free(x);
+    }
+    CHECK(bad == 0);
+}
+
+/* ops_adamw against the update written out in the test, element by
+ * element (the same operations in the same order: the same floats), and
+ * its sums against long double ones */
+static void test_adamw(void)
+{
+    int bad = 0;
+    static const int sizes[] = {1, 3, 8, 9, 17, 250, 1001};
+    ops_adamw_args a = {0.5f, 0.9f, 0.999f, 1.0f - 1e-3f * 0.1f, 2e-3f, 0.03f, 1e-8f};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int n = sizes[s];
+        float *p = rndf(n, 1), *g = rndf(n, 2), *m = rndf(n, 0.1f), *v = rndf(n, 0.1f);
+        for (int i = 0; i < n; i++)
+            v[i] = v[i] * v[i]; /* second moments are >= 0 */
+        float *pr = dupf(p, n), *mr = dupf(m, n), *vr = dupf(v, n);
+        long double usq = 0, psq = 0;
+        for (int i = 0; i < n; i++) {
+            float gi = g[i] * a.grad_scale;
+            mr[i] = a.beta1 * mr[i] + (1.0f - a.beta1) * gi;
+            vr[i] = a.beta2 * vr[i] + (1.0f - a.beta2) * gi * gi;
+            float np = pr[i] * a.decay;
+            np -= a.step * mr[i] / (sqrtf(vr[i]) / a.bc2_sqrt + a.eps);
+            usq += ((long double)np - pr[i]) * ((long double)np - pr[i]);
+            psq += (long double)np * np;
+            pr[i] = np;
+        }
+        float *p0 = dupf(p, n), *m0 = dupf(m, n), *v0 = dupf(v, n);
+        double sums[2] = {0.0, 0.0};
+        ops_adamw(p, g, m, v, (size_t)n, &a, sums);
+        bad += memcmp(p, pr, sizeof(float) * n) != 0;
+        bad += memcmp(m, mr, sizeof(float) * n) != 0;
+        bad += memcmp(v, vr, sizeof(float) * n) != 0;
+        /* each d^2 rounds once, each add once */
+        bad += !t_close(sums[0], (double)usq, (n + 3) * 0x1p-52, 0);
+        bad += !t_close(sums[1], (double)psq, (n + 3) * 0x1p-52, 0);
+        /* the sums are added to, not replaced: the same step again from
+         * the same state doubles them, exactly */
+        double twice[2] = {sums[0], sums[1]};
+        ops_adamw(p0, g, m0, v0, (size_t)n, &a, twice);
+        bad += twice[0] != 2 * sums[0] || twice[1] != 2 * sums[1];
+        free(p0), free(m0), free(v0);
+        if (bad)
+            fprintf(stderr, "  adamw %s n=%d: %d bad\n", path_name(), n, bad);
+        /* eps = 0 (no lane of the tail divides 0 by 0 into the sums),
+         * then a NaN gradient: NaN in its parameter and in the sums */
+        ops_adamw_args z = a;
+        z.eps = 0.0f;
+        for (int i = 0; i < n; i++)
+            v[i] = 1.0f;
+        sums[0] = sums[1] = 0.0;
+        ops_adamw(p, g, m, v, (size_t)n, &z, sums);
+        bad += !isfinite(sums[0]) || !isfinite(sums[1]);
+        g[n / 2] = NAN;
+        ops_adamw(p, g, m, v, (size_t)n, &a, sums);
+        bad += !isnan(p[n / 2]) || !isnan(sums[0]) || !isnan(sums[1]);
+        free(p), free(g), free(m), free(v), free(pr), free(mr), free(vr);
+    }
+    CHECK(bad == 0);
+}
+
+/* the two paths give the same bits (ops.h promises it for these two) */
+static void test_sumsq_adamw_paths_agree(void)
+{
+    enum { N = 1037 };
+    ops_adamw_args a = {1.0f, 0.9f, 0.95f, 0.999f, 1e-3f, 0.1f, 1e-8f};
+    float *x = rndf(N, 1), *g = rndf(N, 1), *m = rndf(N, 0.1f), *v = rndf(N, 0.1f);
+    for (int i = 0; i < N; i++)
+        v[i] *= v[i];
+    float *p1 = dupf(x, N), *m1 = dupf(m, N), *v1 = dupf(v, N);
+    double s1[2] = {0, 0}, s2[2] = {0, 0}, q1 = ops_sumsq(x, N);
+    ops_adamw(p1, g, m1, v1, N, &a, s1);
+    ops_force_generic(1);
+    double q2 = ops_sumsq(x, N);
+    ops_adamw(x, g, m, v, N, &a, s2);
+    ops_force_generic(0);
+    CHECK(!memcmp(&q1, &q2, sizeof q1));
+    /* lanes of very different sizes, so that any other order of the adds
+     * would round differently somewhere in 50 tries */
+    int diff = 0;
+    for (int t = 0; t < 50; t++) {
+        float *y = rndf(N + t, 1);
+        for (int i = 0; i < N + t; i++)
+            y[i] = ldexpf(y[i], 3 * (i % 16) - 24);
+        double r1 = ops_sumsq(y, (size_t)(N + t));
+        ops_force_generic(1);
+        double r2 = ops_sumsq(y, (size_t)(N + t));
+        ops_force_generic(0);
+        diff += memcmp(&r1, &r2, sizeof r1) != 0;
+        free(y);
+    }
+    CHECK(diff == 0);
+    CHECK(!memcmp(p1, x, sizeof(float) * N) && !memcmp(m1, m, sizeof(float) * N) &&
+          !memcmp(v1, v, sizeof(float) * N));
+    CHECK(!memcmp(s1, s2, sizeof s1));
+    free(x), free(g), free(m), free(v), free(p1), free(m1), free(v1);
+}
+
 /* db is plain adds in row order on both paths: the same bits */
 static void test_db_paths_agree(void)
 {
@@ -835,6 +985,9 @@ static void run_kernel_suite(void)
     test_softmax_ce_reference();
     test_layernorm_reference();
     test_absmax_sizes();
+    test_any_nonfinite();
+    test_sumsq();
+    test_adamw();
 }
 
 int main(void)
@@ -847,6 +1000,7 @@ int main(void)
         run_kernel_suite();
         ops_force_generic(0);
         test_db_paths_agree();
+        test_sumsq_adamw_paths_agree();
     }
     return test_summary();
 }

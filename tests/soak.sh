@@ -32,73 +32,25 @@
 # Usage: NS_BIN=./normscope SOAK_SECONDS=120 sh tests/soak.sh
 # Prints the RSS samples' summary and "N passed, N failed"; exits non-zero
 # on a failure. The tmux server (tmux -L, private) is killed on exit.
-BIN=${NS_BIN:-./normscope}
-case $BIN in /*) ;; *) BIN=$(pwd)/$BIN ;; esac
+# shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
+. "$(dirname "$0")/tmux_lib.sh"
+tmux_init soak.sh soak
 SECS=${SOAK_SECONDS:-1200}
 SAMPLE=${SOAK_SAMPLE:-5}
 CHECK_RSS=${SOAK_RSS:-1}
 if [ -n "$SOAK_BASE" ]; then BASE=$SOAK_BASE
 elif [ "$SECS" -lt 300 ]; then BASE=30
 else BASE=60; fi
-T=$(mktemp -d /tmp/ns_soak.XXXXXX)
-SOCK=ns_soak_$$
-TM="tmux -L $SOCK -f /dev/null"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-finish() {
-    $TM kill-server 2>/dev/null
-    [ -n "$WATCHDOG" ] && kill "$WATCHDOG" 2>/dev/null
-    rm -rf "$T"
-}
-trap finish EXIT
-LIMIT=$((SECS + 180))
-trap 'echo "soak.sh: stopped (interrupted, or over the time limit of $LIMIT s)" >&2; exit 1' INT TERM
-(
-    trap 'kill "$sp" 2>/dev/null; exit 0' TERM
-    sleep "$LIMIT" &
-    sp=$!
-    wait "$sp"
-    kill -TERM $$
-) </dev/null >/dev/null 2>&1 &
-WATCHDOG=$!
-
-if ! command -v tmux >/dev/null 2>&1; then
-    echo "soak.sh: tmux is not installed (apt-get install tmux)" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-if [ ! -x "$BIN" ]; then
-    echo "soak.sh: $BIN is not an executable" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-export TSAN_OPTIONS="halt_on_error=1 exitcode=66 log_path=$T/tsan"
-export ASAN_OPTIONS="log_path=$T/asan"
-export UBSAN_OPTIONS="log_path=$T/ubsan"
-unset NO_COLOR
+watchdog "$((SECS + 180))"
+need_tmux_bin
+sanitizer_env
 # a small model: fast under the sanitizers, and it fills the history ring
 # within the first minute (above)
 SMALL="-L 2 -d 32 -H 2 -T 32 -B 8 --val-every 20 --val-batches 1 --snapshot-every 20"
 
-screen() { $TM capture-pane -p -t soak 2>/dev/null; }
-key() { $TM send-keys -t soak "$@" 2>/dev/null; }
-wait_for() {
-    i=0
-    while [ "$i" -lt $(($2 * 10)) ]; do
-        case $1 in
-        *'[0-9]') screen | grep -q -- "$1" && return 0 ;;
-        *) screen | grep -qF -- "$1" && return 0 ;;
-        esac
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
-counter() { screen | sed -n '1s/.*step \([0-9][0-9]*\).*/\1/p'; }
+W=soak # the session that screen, key and new_session use
+# key as tmux_lib.sh has it, but with tmux's own errors hidden
+key() { $TM send-keys -t "$W" "$@" 2>/dev/null; }
 rss_kb() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status" 2>/dev/null; }
 now() { date +%s; }
 # a linear congruential generator: POSIX sh has no $RANDOM
@@ -108,8 +60,7 @@ rnd() { # rnd N: 0..N-1 in $r
     r=$((seed / 65536 % $1))
 }
 
-$TM new-session -d -s soak -x 120 -y 40 sh || { echo "0 passed, 1 failed"; exit 1; }
-$TM set-option -t soak -g status off >/dev/null 2>&1
+new_session
 mkdir "$T/files"
 key "cd $T/files && sh -c 'echo \$\$ >$T/pid; LC_ALL=C.UTF-8 $BIN $SMALL 2>$T/err; echo NS_\"\"EXIT=\$?'" Enter
 i=0
@@ -251,12 +202,7 @@ else
         no "no RSS baseline: SOAK_SECONDS=$SECS is shorter than the baseline time $BASE s"
 fi
 
-if ls "$T"/tsan.* "$T"/asan.* "$T"/ubsan.* >/dev/null 2>&1; then
-    no "sanitizer reports:"
-    cat "$T"/tsan.* "$T"/asan.* "$T"/ubsan.* 2>/dev/null | head -${SOAK_REPORT_LINES:-80} >&2
-else
-    ok
-fi
+check_reports "${SOAK_REPORT_LINES:-80}"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

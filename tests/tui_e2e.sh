@@ -15,69 +15,16 @@
 # Usage: NS_BIN=./normscope sh tests/tui_e2e.sh
 # Prints "N passed, N failed"; exits non-zero on any failure. Every wait
 # has a timeout; the tmux server is killed on exit.
-BIN=${NS_BIN:-./normscope}
-case $BIN in /*) ;; *) BIN=$(pwd)/$BIN ;; esac
-T=$(mktemp -d /tmp/ns_e2e.XXXXXX)
-SOCK=ns_e2e_$$
-TM="tmux -L $SOCK -f /dev/null"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-finish() {
-    $TM kill-server 2>/dev/null
-    [ -n "$WATCHDOG" ] && kill "$WATCHDOG" 2>/dev/null
-    rm -rf "$T"
-}
-trap finish EXIT
-trap 'echo "tui_e2e.sh: stopped (interrupted, or over the time limit of ${NS_E2E_LIMIT:-600} s)" >&2; exit 1' INT TERM
-# a watchdog, so nothing here can hang a build forever; its output goes
-# nowhere, so it holds no pipe open after the test ends, and it takes its
-# sleep with it when killed
-(
-    trap 'kill "$sp" 2>/dev/null; exit 0' TERM
-    sleep "${NS_E2E_LIMIT:-600}" &
-    sp=$!
-    wait "$sp"
-    kill -TERM $$
-) </dev/null >/dev/null 2>&1 &
-WATCHDOG=$!
-
-if ! command -v tmux >/dev/null 2>&1; then
-    echo "tui_e2e.sh: tmux is not installed (apt-get install tmux)" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-if [ ! -x "$BIN" ]; then
-    echo "tui_e2e.sh: $BIN is not an executable" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-# sanitizer reports go to files checked at the end (halt_on_error: the
-# first race ends the run with exit code 66)
-export TSAN_OPTIONS="halt_on_error=1 exitcode=66 log_path=$T/tsan"
-export ASAN_OPTIONS="log_path=$T/asan"
-export UBSAN_OPTIONS="log_path=$T/ubsan"
-unset NO_COLOR
+# shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
+. "$(dirname "$0")/tmux_lib.sh"
+tmux_init tui_e2e.sh e2e
+watchdog "${NS_E2E_LIMIT:-600}"
+need_tmux_bin
+sanitizer_env
 # a small model: fast even under ThreadSanitizer
 SMALL="-L 4 -d 32 -H 2 -T 32 -B 8 --val-every 20 --val-batches 1"
 
-screen() { $TM capture-pane -p -t e2e 2>/dev/null; }
-# wait_for TEXT SECONDS: until the screen shows TEXT (a fixed string;
-# "NS_EXIT=[0-9]" is the one pattern)
-wait_for() {
-    i=0
-    while [ "$i" -lt $(($2 * 10)) ]; do
-        case $1 in
-        *'[0-9]') screen | grep -q -- "$1" && return 0 ;;
-        *) screen | grep -qF -- "$1" && return 0 ;;
-        esac
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
+W=e2e # the session that screen, key and new_session use
 wait_gone() {
     i=0
     while [ "$i" -lt $(($2 * 10)) ]; do
@@ -87,40 +34,20 @@ wait_gone() {
     done
     return 1
 }
-counter() { screen | sed -n '1s/.*step \([0-9][0-9]*\).*/\1/p'; }
-# wait_counter OP N SECONDS: until the step counter is OP (-gt, -eq) N
-wait_counter() {
-    i=0
-    while [ "$i" -lt $(($3 * 10)) ]; do
-        c=$(counter)
-        [ -n "$c" ] && [ "$c" "$1" "$2" ] && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-key() { $TM send-keys -t e2e "$@"; }
 # run ARGS...: start normscope in the pane's shell, its status echoed after
 run() {
     rm -f "$T/err"
     # NS_""EXIT: the typed line must not match what the wait looks for
     key "clear; $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter
 }
-alt_screen() { $TM display -p -t e2e '#{alternate_on}'; }
 # the terminal is usable again: the shell is back, full screen left,
 # canonical mode and echo on
 check_restored() {
-    what=$1 code=$2
-    if wait_for "NS_EXIT=$code" 30; then ok; else no "$what: no NS_EXIT=$code: $(screen | grep NS_EXIT)"; fi
-    [ "$(alt_screen)" = 0 ] && ok || no "$what: still on the alternate screen"
-    key "stty -a | tr ' ;' '\\n\\n' | grep -x -e -icanon -e icanon -e -echo -e echo | tr '\\n' ' '; echo STTY_\"\"DONE" Enter
-    if wait_for "STTY_DONE" 10 && screen | grep -q '^icanon echo'; then ok; else
-        no "$what: terminal modes not restored: $(screen | grep -B1 STTY_DONE | head -1)"
-    fi
+    check_exited "$1" "$2"
+    check_modes "$1"
 }
 
-$TM new-session -d -s e2e -x 120 -y 40 sh || { echo "0 passed, 1 failed"; exit 1; }
-$TM set-option -t e2e -g status off >/dev/null 2>&1
+new_session
 
 # --- the basic walk: counter, p, w, f, space, n, +, Tab, ?, q -------------
 run "LC_ALL=C $BIN $SMALL"
@@ -325,12 +252,7 @@ if wait_for NS_EXIT=[0-9] 60; then
 else
     no "stress: F10 did not quit"
 fi
-if ls "$T"/tsan.* "$T"/asan.* "$T"/ubsan.* >/dev/null 2>&1; then
-    no "sanitizer reports:"
-    cat "$T"/tsan.* "$T"/asan.* "$T"/ubsan.* 2>/dev/null | head -60 >&2
-else
-    ok
-fi
+check_reports 60
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

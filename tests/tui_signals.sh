@@ -21,78 +21,16 @@
 # Prints "N passed, N failed"; exits non-zero on any failure. Every wait
 # polls with a generous timeout (sanitizer builds on a busy machine); the
 # tmux server is killed on exit. Sanitizer reports fail the test.
-BIN=${NS_BIN:-./normscope}
-case $BIN in /*) ;; *) BIN=$(pwd)/$BIN ;; esac
-T=$(mktemp -d /tmp/ns_sig.XXXXXX)
-SOCK=ns_sig_$$
-TM="tmux -L $SOCK -f /dev/null"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-finish() {
-    $TM kill-server 2>/dev/null
-    [ -n "$WATCHDOG" ] && kill "$WATCHDOG" 2>/dev/null
-    rm -rf "$T"
-}
-trap finish EXIT
-trap 'echo "tui_signals.sh: stopped (interrupted, or over the time limit of ${NS_SIG_LIMIT:-400} s)" >&2; exit 1' INT TERM
-# the same watchdog as tui_e2e.sh: nothing here can hang a build
-(
-    trap 'kill "$sp" 2>/dev/null; exit 0' TERM
-    sleep "${NS_SIG_LIMIT:-400}" &
-    sp=$!
-    wait "$sp"
-    kill -TERM $$
-) </dev/null >/dev/null 2>&1 &
-WATCHDOG=$!
-
-if ! command -v tmux >/dev/null 2>&1; then
-    echo "tui_signals.sh: tmux is not installed (apt-get install tmux)" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-if [ ! -x "$BIN" ]; then
-    echo "tui_signals.sh: $BIN is not an executable" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-export TSAN_OPTIONS="halt_on_error=1 exitcode=66 log_path=$T/tsan"
-export ASAN_OPTIONS="log_path=$T/asan"
-export UBSAN_OPTIONS="log_path=$T/ubsan"
-unset NO_COLOR
+# shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
+. "$(dirname "$0")/tmux_lib.sh"
+tmux_init tui_signals.sh sig
+watchdog "${NS_SIG_LIMIT:-400}"
+need_tmux_bin
+sanitizer_env
 SMALL="-L 2 -d 32 -H 2 -T 32 -B 8 --val-every 20 --val-batches 1"
 
 W=e2e # the target of screen/key; the kill-pane test points it elsewhere
-screen() { $TM capture-pane -p -t "$W" 2>/dev/null; }
-# wait_for TEXT SECONDS: until the screen shows TEXT (a fixed string;
-# "NS_EXIT=[0-9]" is the one pattern)
-wait_for() {
-    i=0
-    while [ "$i" -lt $(($2 * 10)) ]; do
-        case $1 in
-        *'[0-9]') screen | grep -q -- "$1" && return 0 ;;
-        *) screen | grep -qF -- "$1" && return 0 ;;
-        esac
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-counter() { screen | sed -n '1s/.*step \([0-9][0-9]*\).*/\1/p'; }
 rate() { screen | sed -n '1s/.* \([0-9][0-9]*\)\.[0-9] steps\/s.*/\1/p'; }
-wait_counter() {
-    i=0
-    while [ "$i" -lt $(($3 * 10)) ]; do
-        c=$(counter)
-        [ -n "$c" ] && [ "$c" "$1" "$2" ] && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-key() { $TM send-keys -t "$W" "$@"; }
 # run ARGS...: normscope under an inner sh that writes its pid and echoes
 # the exit status
 run() {
@@ -124,7 +62,6 @@ run_job() {
     pid=$(cat "$T/pid" 2>/dev/null)
 }
 job_status() { key "echo NS_\"\"EXIT=\$?" Enter; }
-alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 # wait_dead PID SECONDS
 wait_dead() {
     i=0
@@ -137,22 +74,16 @@ wait_dead() {
 }
 # the process state letter (T = stopped)
 pstate() { ps -o stat= -p "$1" 2>/dev/null | cut -c1; }
-alt_screen() { $TM display -p -t "$W" '#{alternate_on}'; }
 # the shell has the terminal: it runs what is typed, and its output shows
 shell_usable() {
     what=$1
     key "echo SHELL_\"\"OK" Enter
     wait_for SHELL_OK 10 && ok || no "$what: the shell did not run a typed command: $(screen | tail -3)"
-    key "stty -a | tr ' ;' '\\n\\n' | grep -x -e -icanon -e icanon -e -echo -e echo | tr '\\n' ' '; echo STTY_\"\"DONE" Enter
-    if wait_for STTY_DONE 10 && screen | grep -q '^icanon echo'; then ok; else
-        no "$what: terminal modes not restored: $(screen | grep -B1 STTY_DONE | head -1)"
-    fi
+    check_modes "$what"
 }
 check_restored() {
-    what=$1 code=$2
-    if wait_for "NS_EXIT=$code" 30; then ok; else no "$what: no NS_EXIT=$code: $(screen | grep NS_EXIT)"; fi
-    [ "$(alt_screen)" = 0 ] && ok || no "$what: still on the alternate screen"
-    shell_usable "$what"
+    check_exited "$1" "$2"
+    shell_usable "$1"
 }
 # the whole dashboard at 120x40: the status line, the layer header, the
 # chart, the events box and the footer, each on the row it belongs to
@@ -177,8 +108,7 @@ wait_whole() {
     return 1
 }
 
-$TM new-session -d -s e2e -x 120 -y 40 sh || { echo "0 passed, 1 failed"; exit 1; }
-$TM set-option -t e2e -g status off >/dev/null 2>&1
+new_session
 
 # --- Ctrl-Z: the shell gets a usable terminal; fg redraws and trains on --------
 run_job env LC_ALL=C $BIN $SMALL
@@ -327,12 +257,7 @@ wait_for PAUSED 10 && ok || no "b: not paused after the rewind"
 key q
 check_restored "LR 1e30" 0
 
-if ls "$T"/tsan.* "$T"/asan.* "$T"/ubsan.* >/dev/null 2>&1; then
-    no "sanitizer reports:"
-    cat "$T"/tsan.* "$T"/asan.* "$T"/ubsan.* 2>/dev/null | head -60 >&2
-else
-    ok
-fi
+check_reports 60
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

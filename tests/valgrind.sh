@@ -10,16 +10,9 @@
 # Usage: NS_BIN=./normscope sh tests/valgrind.sh (make valgrind). Needs
 # valgrind (apt-get install valgrind) and, for the live view, tmux.
 # Prints "N passed, N failed"; exits non-zero on any failure.
-BIN=${NS_BIN:-./normscope}
-case $BIN in /*) ;; *) BIN=$(pwd)/$BIN ;; esac
-T=$(mktemp -d /tmp/ns_vg.XXXXXX)
-SOCK=ns_vg_$$
-TM="tmux -L $SOCK -f /dev/null"
-trap '$TM kill-server 2>/dev/null; rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
+. "$(dirname "$0")/tmux_lib.sh"
+tmux_init valgrind.sh vg
 
 if ! command -v valgrind >/dev/null 2>&1; then
     echo "valgrind.sh: valgrind is not installed (apt-get install valgrind)" >&2

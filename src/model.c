@@ -736,9 +736,7 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
         am = max2(am, ops_absmax_mt(m->pool, m->fch_gelu + l * BT * 4 * C, nC * 4));
         am = max2(am, ops_absmax_mt(m->pool, f_out(m, l, 1), nC));
         const float *out = sub_out(m, l, 1);
-        double ss = 0.0;
-        for (long i = 0; i < nC; i++)
-            ss += (double)out[i] * out[i];
+        double ss = ops_sumsq(out, (size_t)nC);
         m->stats[l].act_max = am;
         m->stats[l].resid_max = ops_absmax_mt(m->pool, out, nC);
         m->stats[l].resid_rms = (float)sqrt(ss / (double)nC);

@@ -74,7 +74,15 @@ typedef struct {
     trainer_state state;
     long steps_done;
     int have_metrics;  /* last is a real step of this generation */
-    step_metrics last; /* the latest step */
+    step_metrics last; /* the latest step taken (after a rewind, still the
+                        * one before it: see have_loss for the loss now) */
+    /* The loss of the step the run is at (steps_done): the latest step's,
+     * or after a rewind the step rewound to's, from the history. 0 when
+     * there is none: before the first step, after a re-init, after a
+     * rewind to step 0 or to a step the history no longer holds. */
+    int have_loss;
+    float loss;
+    float loss_b;      /* --compare: b's at that step */
     float last_val;    /* the latest validation loss (NaN before the first) */
     long last_val_step;
     ns_config cfg;     /* the settings in force now (after any command) */
@@ -83,7 +91,8 @@ typedef struct {
     float lr_next;         /* the LR the next step will use */
     double steps_per_s;    /* over the last ~0.5 s of running; 0 while paused */
     int threads;           /* --threads of the run (engine_threads) */
-    double run_seconds;    /* time spent running this session (pauses excluded) */
+    double run_seconds;    /* time spent running this session (pauses and
+                            * stops, see trainer_clock_hold, excluded) */
     long run_steps;        /* steps taken this session */
     long limit;            /* pause at this step (--steps); 0 = never */
     uint8_t sample[TRAINER_SAMPLE]; /* raw bytes; a front end escapes them */
@@ -166,6 +175,16 @@ int trainer_snapshot_copy(trainer *t, trainer_snapshot *dst);
 /* Wait until a publication after seq, or timeout_s seconds; returns the
  * latest seq. For tests and scripts; the UI polls instead. */
 unsigned long trainer_wait(trainer *t, unsigned long seq, double timeout_s);
+/* The process is about to stop (Ctrl-Z) / was continued: the trainer's
+ * clock (run_seconds, steps/s, the pacing of samples) stands still in
+ * between, where CLOCK_MONOTONIC runs on. Any thread may call them (not a
+ * signal handler: a mutex); a hold without a release holds on; holding
+ * twice keeps the first hold. */
+void trainer_clock_hold(trainer *t);
+void trainer_clock_release(trainer *t);
+/* The summary's text for the loss the run is at (have_loss): "%.4f", or
+ * "-" when there is none; b = 1 for the --compare twin's. */
+void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n);
 /* Stop after the step in progress and join the thread; the engine is the
  * caller's again, and trainer_snapshot_copy still gives the final state.
  * Calling it twice is harmless. */

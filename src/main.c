@@ -571,25 +571,27 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         const ns_config *c = engine_config(e);
         double secs = st->run_seconds;
         long done = st->run_steps;
-        char valtxt[32] = "-";
+        char valtxt[32] = "-", losstxt[32];
         if (st->last_val_step > 0)
             snprintf(valtxt, sizeof valtxt, "%.4f", (double)st->last_val);
+        /* the loss at the step the run is at ("-" after a re-init, say) */
+        trainer_loss_text(st, 0, losstxt, sizeof losstxt);
         /* the headless summary's format: scripts and the bench read both */
         fprintf(stderr,
-                "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %.4f, "
+                "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %s, "
                 "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d\n",
                 done, secs, secs > 0 ? done / secs : 0.0,
                 secs > 0 ? done * (double)c->batch * c->context / secs : 0.0,
-                (double)st->last.loss, valtxt, norm_place_name(c->norm),
+                losstxt, valtxt, norm_place_name(c->norm),
                 norm_kind_name(c->norm_kind), numfmt_name(c->precision), c->n_layer, c->dim,
                 c->n_head, c->context, c->batch, engine_threads(e));
     }
     if (twin && !o->quiet) { /* as headless says it */
-        char valtxt[32] = "-";
+        char valtxt[32] = "-", losstxt[32];
         if (!isnan(st->last_val_b))
             snprintf(valtxt, sizeof valtxt, "%.4f", (double)st->last_val_b);
-        fprintf(stderr, "normscope: b (%s): loss %.4f, val %s\n", o->compare,
-                (double)st->last_b.loss, valtxt);
+        trainer_loss_text(st, 1, losstxt, sizeof losstxt);
+        fprintf(stderr, "normscope: b (%s): loss %s, val %s\n", o->compare, losstxt, valtxt);
     }
     if (end == TUI_END_SIGNAL && status == 0) {
         fprintf(stderr, "normscope: interrupted at step %ld\n", engine_steps_done(e));

@@ -4,7 +4,8 @@
  *
  * Locks: qlock guards the queue and the quit flag (qcond wakes a paused
  * trainer); slock guards the published snapshot (scond wakes
- * trainer_wait). No code path holds both. The fields below "trainer-thread
+ * trainer_wait); clock_lock guards the run clock's hold (trainer_clock_hold).
+ * No code path holds two of them. The fields below "trainer-thread
  * only" are touched by the trainer thread alone once it runs (before
  * that, by the creating thread; pthread_create orders the two).
  *
@@ -54,6 +55,12 @@ struct trainer {
     pthread_cond_t scond;
     trainer_snapshot *pub;
 
+    /* the run clock (run_now): CLOCK_MONOTONIC less the time held, under
+     * clock_lock */
+    pthread_mutex_t clock_lock;
+    double held_at;    /* >= 0: held since then (the process is stopping) */
+    double held_total; /* seconds held so far */
+
     /* trainer-thread only */
     trainer_state state;
     long limit;
@@ -65,6 +72,8 @@ struct trainer {
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
     int have_metrics;
+    int have_loss; /* loss, loss_b: at the step the run is at (trainer_status) */
+    float loss, loss_b;
     float last_val;
     long last_val_step;
     double rate, rate_t0;
@@ -85,6 +94,46 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The trainer's clock: monotonic, standing still while held (the process
+ * stopped by Ctrl-Z), so that a stop is not counted as running time. */
+static double run_now(trainer *t)
+{
+    double now = now_s();
+    pthread_mutex_lock(&t->clock_lock);
+    if (t->held_at >= 0 && now > t->held_at)
+        now = t->held_at;
+    now -= t->held_total;
+    pthread_mutex_unlock(&t->clock_lock);
+    return now;
+}
+
+void trainer_clock_hold(trainer *t)
+{
+    double now = now_s();
+    pthread_mutex_lock(&t->clock_lock);
+    if (t->held_at < 0)
+        t->held_at = now;
+    pthread_mutex_unlock(&t->clock_lock);
+}
+
+void trainer_clock_release(trainer *t)
+{
+    double now = now_s();
+    pthread_mutex_lock(&t->clock_lock);
+    if (t->held_at >= 0 && now > t->held_at)
+        t->held_total += now - t->held_at;
+    t->held_at = -1;
+    pthread_mutex_unlock(&t->clock_lock);
+}
+
+void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
+{
+    if (s->have_loss)
+        snprintf(buf, n, "%.4f", (double)(b ? s->loss_b : s->loss));
+    else
+        snprintf(buf, n, "-");
 }
 
 const char *trainer_state_name(trainer_state s)
@@ -116,6 +165,9 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->steps_done = engine_steps_done(t->e);
     s->have_metrics = t->have_metrics;
     s->last = t->m;
+    s->have_loss = t->have_loss;
+    s->loss = t->loss;
+    s->loss_b = t->loss_b;
     s->last_val = t->last_val;
     s->last_val_step = t->last_val_step;
     s->cfg = *c;
@@ -281,7 +333,7 @@ static void set_state(trainer *t, trainer_state s)
 {
     if (s == TRAINER_RUNNING && t->state != TRAINER_RUNNING) {
         /* a fresh rate window: paused time is not running time */
-        t->rate_t0 = now_s();
+        t->rate_t0 = run_now(t);
         t->rate_s0 = engine_steps_done(t->e);
     }
     t->state = s;
@@ -369,6 +421,46 @@ static void mark_for(trainer *t, const ns_command *c)
     }
 }
 
+/* A rewind to step `to`: the loss (and the validation loss) shown are
+ * those of that step and before, from the published history, whose points
+ * after `to` are about to be cut. The trainer thread is its only writer;
+ * slock for the readers' sake. */
+static void rewound_to(trainer *t, long to)
+{
+    t->have_loss = 0;
+    int val_gone = t->last_val_step > to;
+    if (val_gone) {
+        t->last_val = NAN;
+        t->last_val_b = NAN; /* b's validation losses are not in the history */
+        t->last_val_step = 0;
+    }
+    if (t->hist_reset)
+        return; /* the history is being restarted: nothing in it is ours */
+    pthread_mutex_lock(&t->slock);
+    const trainer_snapshot *p = t->pub;
+    long total = p->s.hist_total, first = trainer_hist_first(&p->s);
+    if (total > first) {
+        /* points are consecutive steps: step `to` is (last - to) back */
+        long last = p->hist[(total - 1) % TRAINER_HIST].step;
+        long i = total - 1 - (last - to);
+        if (i >= first && i < total && p->hist[i % TRAINER_HIST].step == to) {
+            const trainer_point *pt = &p->hist[i % TRAINER_HIST];
+            t->have_loss = 1;
+            t->loss = pt->loss;
+            t->loss_b = pt->loss_b;
+        }
+        for (; val_gone && i >= first && i < total; i--) {
+            const trainer_point *pt = &p->hist[i % TRAINER_HIST];
+            if (!isnan(pt->val_loss)) {
+                t->last_val = pt->val_loss;
+                t->last_val_step = pt->step;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&t->slock);
+}
+
 static void apply(trainer *t, const ns_command *c)
 {
     engine *e = t->e;
@@ -416,6 +508,7 @@ static void apply(trainer *t, const ns_command *c)
         t->generation++;
         t->hist_reset = 1;
         t->have_metrics = 0;
+        t->have_loss = 0;
         memset(&t->m, 0, sizeof t->m);
         memset(&t->mb, 0, sizeof t->mb);
         t->last_val = NAN;
@@ -427,7 +520,9 @@ static void apply(trainer *t, const ns_command *c)
         if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
             set_state(t, TRAINER_RUNNING);
     } else if (c->kind == CMD_REWIND && after < before) {
-        /* the steps after the snapshot are gone: so are their points */
+        /* the steps after the snapshot are gone: so are their points, and
+         * the loss shown is the snapshot's step's again */
+        rewound_to(t, after);
         t->generation++;
         t->hist_cut = after;
         t->mark[0] = 0;
@@ -447,9 +542,9 @@ static void script_cmd(void *ctx, const ns_command *c)
 
 static void take_sample(trainer *t, double now)
 {
-    double t0 = now_s();
+    double t0 = run_now(t);
     engine_sample(t->e, t->o.prompt, TRAINER_SAMPLE, t->sample);
-    double cost = now_s() - t0;
+    double cost = run_now(t) - t0;
     t->sample_len = TRAINER_SAMPLE;
     t->sample_step = engine_steps_done(t->e);
     double wait = t->o.sample_every;
@@ -465,6 +560,9 @@ static void do_step(trainer *t)
     if (t->o.twin)
         bad |= engine_step(t->o.twin, &t->mb);
     t->have_metrics = 1;
+    t->have_loss = 1;
+    t->loss = t->m.loss;
+    t->loss_b = t->o.twin ? t->mb.loss : NAN;
     t->run_steps++;
     if (t->o.twin && t->o.on_pair)
         t->o.on_pair(t->o.ctx, &t->m, &t->mb);
@@ -491,7 +589,7 @@ static void do_step(trainer *t)
         set_state(t, TRAINER_DONE);
         add_event(t, TEV_INFO, "reached --steps %ld: paused (space trains on)", t->limit);
     }
-    double now = now_s();
+    double now = run_now(t);
     if (now - t->rate_t0 >= RATE_WINDOW) {
         t->rate = (double)(done - t->rate_s0) / (now - t->rate_t0);
         t->rate_t0 = now;
@@ -504,7 +602,7 @@ static void do_step(trainer *t)
  * it), the step, a sample when due, and the time it all took. */
 static void step_once(trainer *t)
 {
-    double t0 = now_s();
+    double t0 = run_now(t);
     if (t->o.script) {
         unsigned long was = t->applied;
         script_due(t->o.script, engine_steps_done(t->e), script_cmd, t);
@@ -516,10 +614,10 @@ static void step_once(trainer *t)
     if (t->state != TRAINER_RUNNING)
         t->budget--;
     do_step(t);
-    double now = now_s();
+    double now = run_now(t);
     if (t->o.sample_every > 0 && now >= t->next_sample && t->state == TRAINER_RUNNING)
         take_sample(t, now);
-    t->run_seconds += now_s() - t0;
+    t->run_seconds += run_now(t) - t0;
 }
 
 static void *trainer_main(void *arg)
@@ -577,6 +675,8 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     pthread_cond_init(&t->qcond, NULL);
     pthread_mutex_init(&t->slock, NULL);
     pthread_cond_init(&t->scond, NULL);
+    pthread_mutex_init(&t->clock_lock, NULL);
+    t->held_at = -1;
 
     t->state = t->o.start_paused ? TRAINER_PAUSED : TRAINER_RUNNING;
     t->limit = t->o.limit;
@@ -584,7 +684,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->last_val_b = NAN;
     t->generation = 1;
     t->hist_cut = -1;
-    t->rate_t0 = now_s();
+    t->rate_t0 = run_now(t);
     t->rate_s0 = engine_steps_done(e);
     t->next_sample = t->rate_t0;
     pull_engine_events(t, TEV_INFO);
@@ -598,7 +698,7 @@ int trainer_start(trainer *t, char *err, size_t errlen)
      * set, so the kernel delivers them where getch can return early */
     sigset_t old;
     pool_block_ui_signals(&old);
-    t->rate_t0 = now_s();
+    t->rate_t0 = run_now(t);
     t->next_sample = t->rate_t0;
     int r = pthread_create(&t->thread, NULL, trainer_main, t);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -701,6 +801,7 @@ void trainer_free(trainer *t)
     pthread_cond_destroy(&t->qcond);
     pthread_mutex_destroy(&t->slock);
     pthread_cond_destroy(&t->scond);
+    pthread_mutex_destroy(&t->clock_lock);
     free(t->pub);
     free(t);
 }

@@ -337,8 +337,9 @@ static int handle_input(run_state *rs, int ch)
 /* Ctrl-Z: the terminal as the shell wants it, then stop as the default
  * action would (the trainer thread blocks SIGTSTP, so the signal comes
  * back to this thread; stopping stops every thread). When fg continues
- * us, kill returns here. */
-static void suspend(void)
+ * us, kill returns here. The trainer's clock is held meanwhile, so the
+ * stop is not counted as training time (run_seconds, steps/s). */
+static void suspend(trainer *t)
 {
     /* Started from a wrapper (a script, make), the wrapper stops at once
      * and its shell takes the terminal back before endwin is done; endwin's
@@ -356,7 +357,9 @@ static void suspend(void)
     dfl.sa_handler = SIG_DFL;
     sigaction(SIGTSTP, &dfl, &ours);
     suspend_req = 0;
+    trainer_clock_hold(t);
     kill(getpid(), SIGTSTP);
+    trainer_clock_release(t);
     sigaction(SIGTSTP, &ours, NULL);
 }
 
@@ -476,7 +479,7 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
             break;
         }
         if (suspend_req) {
-            suspend();
+            suspend(t);
             continued = 1; /* whatever the SIGCONT handler saw */
             continue;      /* a SIGHUP while stopped is seen first */
         }

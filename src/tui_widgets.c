@@ -211,11 +211,13 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     else
         snprintf(it[n].text, sizeof it[n].text, "step %ld", s->steps_done);
     it[n].style = TUI_S_STATUS, it[n++].prio = 0;
-    if (s->have_metrics)
-        fmt_loss(it[n].text, sizeof it[n].text, "loss", s->last.loss);
+    /* the loss at the step the run is at: after a rewind, the step
+     * rewound to's, not the (diverged) step taken last */
+    if (s->have_loss)
+        fmt_loss(it[n].text, sizeof it[n].text, "loss", s->loss);
     else
         snprintf(it[n].text, sizeof it[n].text, "loss -");
-    it[n].style = s->have_metrics && !isfinite(s->last.loss) ? TUI_S_BAD : TUI_S_STATUS;
+    it[n].style = s->have_loss && !isfinite(s->loss) ? TUI_S_BAD : TUI_S_STATUS;
     it[n++].prio = 1;
     if (s->last_val_step > 0)
         fmt_loss(it[n].text, sizeof it[n].text, "val", s->last_val);

@@ -5,6 +5,7 @@
  * the sample. Run under ThreadSanitizer by `make tsan`: it must be silent.
  * Not here: drawing (test_tui.c), the real terminal (tui_e2e.sh). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +14,7 @@
 #include "engine.h"
 #include "testutil.h"
 #include "trainer.h"
+#include "tui.h"
 
 static dataset D;
 static trainer_snapshot *S; /* the test's copy, as a front end keeps one */
@@ -504,6 +506,153 @@ static void test_rewind_wrapped(void)
     engine_free(e);
 }
 
+/* The status line's row 0 as a front end draws it from S (drawing is
+ * test_tui.c's; this is the trainer's side of what "loss" shows). */
+static const char *status_row(void)
+{
+    static char buf[1024];
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    buf[0] = 0;
+    if (tui_grid_resize(&g, 2, 160) == 0) {
+        tui_rect r = {0, 0, 2, 160};
+        tui_draw_status(&g, r, S, &ui);
+        tui_row_utf8(&g, 0, buf, sizeof buf);
+    }
+    tui_grid_free(&g);
+    return buf;
+}
+
+/* After a rewind the loss shown (status line, the summary's text) is the
+ * step rewound to's, from the history, not that of the step taken last
+ * (after b, usually the diverged one); the validation loss likewise goes
+ * back to the last one measured at or before it. Rewound to step 0: no
+ * loss at all, not a made-up one. */
+static void test_rewind_loss(void)
+{
+    ns_config c = small_cfg(); /* validation every 4 steps */
+    c.snapshot_every = 5;
+    engine *e = make(&c);
+    trainer_opts o = {.limit = 12};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, state_is, TRAINER_DONE, 20.0));
+    CHECK(S->s.hist_total == 12);
+    float at5 = S->hist[4].loss, at10 = S->hist[9].loss, at12 = S->hist[11].loss;
+    float val8 = S->hist[7].val_loss;
+    char want[64], stale[64], txt[32];
+    snprintf(want, sizeof want, "loss %.4f", (double)at10);
+    snprintf(stale, sizeof stale, "loss %.4f", (double)at12);
+    CHECK(strcmp(want, stale) != 0);
+    CHECK(strstr(status_row(), stale) != NULL); /* before: the latest step's */
+    CHECK(S->s.last_val_step == 12 && !isnan(val8));
+
+    send(t, CMD_REWIND, 0);
+    CHECK(wait_for(t, steps_equal, 10, 10.0));
+    CHECK(strstr(status_row(), want) != NULL);
+    CHECK(strstr(status_row(), stale) == NULL);
+    CHECK(S->s.have_loss && S->s.loss == at10);
+    trainer_loss_text(&S->s, 0, txt, sizeof txt);
+    CHECK(!strcmp(txt, want + 5));
+    /* validation at 12 is gone with the step; 8's is the latest now */
+    CHECK(S->s.last_val_step == 8 && S->s.last_val == val8);
+
+    send(t, CMD_REWIND, 0); /* again: an older snapshot */
+    CHECK(wait_for(t, steps_equal, 5, 10.0));
+    snprintf(want, sizeof want, "loss %.4f", (double)at5);
+    CHECK(strstr(status_row(), want) != NULL);
+    CHECK(S->s.last_val_step == 4);
+
+    send(t, CMD_STEP, 0); /* a new step: its own loss */
+    CHECK(wait_for(t, steps_equal, 6, 10.0));
+    CHECK(S->s.have_loss && S->s.loss == S->s.last.loss && S->s.last.step == 6);
+    send(t, CMD_REWIND, 0);
+    CHECK(wait_for(t, steps_equal, 5, 10.0));
+    send(t, CMD_REWIND, 0); /* to step 0: no step, no loss */
+    CHECK(wait_for(t, steps_equal, 0, 10.0));
+    CHECK(strstr(status_row(), "loss -") != NULL);
+    CHECK(!S->s.have_loss);
+    trainer_loss_text(&S->s, 0, txt, sizeof txt);
+    CHECK(!strcmp(txt, "-"));
+    CHECK(S->s.last_val_step == 0 && strstr(status_row(), "val -") != NULL);
+    trainer_free(t);
+    engine_free(e);
+}
+
+/* Quitting right after a re-init: the final snapshot has no step, and the
+ * exit summary's loss says so ("-"), not 0.0000. */
+static void test_reinit_loss(void)
+{
+    ns_config c = small_cfg();
+    ns_config cb = small_cfg();
+    cb.norm = NORM_POST;
+    engine *e = make(&c), *tw = make(&cb);
+    trainer_opts o = {.start_paused = 1, .twin = tw};
+    trainer *t = start(e, &o);
+    for (int i = 0; i < 3; i++)
+        send(t, CMD_STEP, 0);
+    CHECK(wait_for(t, steps_equal, 3, 20.0));
+    char txt[32], want[32];
+    CHECK(S->s.have_loss && S->s.loss == S->s.last.loss && S->s.loss_b == S->s.last_b.loss);
+    trainer_loss_text(&S->s, 1, txt, sizeof txt);
+    snprintf(want, sizeof want, "%.4f", (double)S->s.last_b.loss);
+    CHECK(!strcmp(txt, want));
+    send(t, CMD_REINIT, 0);
+    CHECK(wait_for(t, steps_equal, 0, 10.0));
+    trainer_stop(t); /* as main.c: quit, then the final snapshot */
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.steps_done == 0 && !S->s.have_loss);
+    trainer_loss_text(&S->s, 0, txt, sizeof txt);
+    CHECK(!strcmp(txt, "-"));
+    trainer_loss_text(&S->s, 1, txt, sizeof txt);
+    CHECK(!strcmp(txt, "-"));
+    CHECK(strstr(status_row(), "loss -") != NULL);
+    trainer_free(t);
+    engine_free(e);
+    engine_free(tw);
+}
+
+/* Ctrl-Z stops the process mid-step: the UI holds the trainer's clock
+ * around the stop, so run_seconds (and steps/s) leave it out. Simulated:
+ * the step stalls in on_step while this thread holds the clock. */
+static atomic_int stall_in, stall_go;
+static void stall_step(void *ctx, const step_metrics *m)
+{
+    (void)ctx;
+    (void)m;
+    atomic_store(&stall_in, 1);
+    while (!atomic_load(&stall_go))
+        sleep_s(0.001);
+}
+
+static void test_stopped_time(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    atomic_store(&stall_in, 0);
+    atomic_store(&stall_go, 0);
+    trainer_opts o = {.start_paused = 1, .on_step = stall_step};
+    trainer *t = start(e, &o);
+    send(t, CMD_STEP, 0);
+    double end = now_s() + 20;
+    while (!atomic_load(&stall_in) && now_s() < end)
+        sleep_s(0.001);
+    CHECK(atomic_load(&stall_in));
+    trainer_clock_hold(t); /* as tui_curses.c's suspend, around the stop */
+    sleep_s(0.6);
+    trainer_clock_release(t);
+    atomic_store(&stall_go, 1);
+    CHECK(wait_for(t, steps_equal, 1, 10.0));
+    trainer_stop(t);
+    trainer_snapshot_copy(t, S);
+    CHECK(S->s.run_steps == 1);
+    CHECK(S->s.run_seconds > 0 && S->s.run_seconds < 0.3);
+    if (S->s.run_seconds >= 0.3)
+        fprintf(stderr, "run_seconds %.3f counts the 0.6 s stop\n", S->s.run_seconds);
+    trainer_free(t);
+    engine_free(e);
+}
+
 static void test_sample(void)
 {
     ns_config c = small_cfg();
@@ -535,6 +684,9 @@ int main(void)
     test_script();
     test_rewind();
     test_rewind_wrapped();
+    test_rewind_loss();
+    test_reinit_loss();
+    test_stopped_time();
     test_sample();
     free(S);
     return test_summary();

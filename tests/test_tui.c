@@ -490,6 +490,40 @@ static void test_status_and_clicks(void)
     tui_grid_free(&g);
 }
 
+/* The status line's loss is the one at the step the run is at
+ * (have_loss, loss), not the last step taken's: after a rewind from a
+ * diverged step, the step rewound to's; with none, "loss -". */
+static void test_status_loss(void)
+{
+    trainer_snapshot *s = snap_new(2);
+    s->s.state = TRAINER_PAUSED;
+    s->s.steps_done = 10;
+    s->s.have_metrics = 1;
+    s->s.last.step = 12;
+    s->s.last.loss = NAN; /* the diverged step, rewound from */
+    s->s.have_loss = 1;
+    s->s.loss = 2.5f;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 2, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_rect r = {0, 0, 2, 120};
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "loss 2.5000") != NULL);
+    CHECK(strstr(row(&g, 0), "nan") == NULL);
+    CHECK(style_at(&g, 0, col_of(&g, 0, "loss 2.5")) == TUI_S_STATUS);
+    s->s.have_loss = 0; /* rewound to step 0, or re-initialized */
+    s->s.steps_done = 0;
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "loss -") != NULL);
+    s->s.have_loss = 1; /* a non-finite loss now: marked */
+    s->s.loss = INFINITY;
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(style_at(&g, 0, col_of(&g, 0, "loss inf")) == TUI_S_BAD);
+    free(s);
+    tui_grid_free(&g);
+}
+
 static void test_keys(void)
 {
     /* every action has a key, no key has two actions */
@@ -832,6 +866,7 @@ int main(void)
     test_chart();
     test_heatmap();
     test_status_and_clicks();
+    test_status_loss();
     test_keys();
     test_help();
     test_man_keys();

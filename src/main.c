@@ -409,25 +409,28 @@ static int run_headless(cli_opts *o, const dataset *data)
     }
     if (!o->quiet) {
         live = engine_config(e);
-        char valtxt[32] = "-";
+        char valtxt[32] = "-", losstxt[32] = "-"; /* "-": no step ran (Ctrl-C first) */
         if (!isnan(last_val))
             snprintf(valtxt, sizeof valtxt, "%.4f", (double)last_val);
+        if (done > 0)
+            snprintf(losstxt, sizeof losstxt, "%.4f", (double)m.loss);
         fprintf(stderr,
-                "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %.4f, "
+                "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %s, "
                 "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d\n",
                 done, secs, secs > 0 ? done / secs : 0.0,
                 secs > 0 ? done * (double)live->batch * live->context / secs : 0.0,
-                (double)m.loss, valtxt, norm_place_name(live->norm),
+                losstxt, valtxt, norm_place_name(live->norm),
                 norm_kind_name(live->norm_kind), numfmt_name(live->precision), live->n_layer,
                 live->dim, live->n_head,
                 live->context, live->batch, engine_threads(e));
     }
     if (twin && !o->quiet) {
-        char valtxt[32] = "-";
+        char valtxt[32] = "-", losstxt[32] = "-";
         if (!isnan(last_val_b))
             snprintf(valtxt, sizeof valtxt, "%.4f", (double)last_val_b);
-        fprintf(stderr, "normscope: b (%s): loss %.4f, val %s\n", o->compare, (double)mb.loss,
-                valtxt);
+        if (done > 0)
+            snprintf(losstxt, sizeof losstxt, "%.4f", (double)mb.loss);
+        fprintf(stderr, "normscope: b (%s): loss %s, val %s\n", o->compare, losstxt, valtxt);
     }
     if (diverged && status == 0 && !o->quiet)
         fprintf(stderr, "normscope: %ld diverged steps were skipped (--on-diverge continue)\n",

@@ -504,6 +504,10 @@ static void apply(trainer *t, const ns_command *c)
     if (r != CMD_APPLIED)
         return;
     long after = engine_steps_done(e);
+    if (after < before) { /* a fresh rate window: the step count went back */
+        t->rate_t0 = run_now(t);
+        t->rate_s0 = after;
+    }
     if (c->kind == CMD_REINIT) {
         t->generation++;
         t->hist_reset = 1;

@@ -138,6 +138,14 @@ expect_bad 2 "magic" --headless --load "$T/a.csv" --steps 30
 # saving over an existing checkpoint into a missing directory fails cleanly
 expect_bad 1 "--save" --headless $SMALL --steps 2 --save "$T/nodir/ck"
 
+# --- a run that takes no step (a script stopping it at step 0) says so:
+# its summary's loss is "-", a's and b's, never a made-up 0.0000 ---
+printf 'at 0: stop\n' >"$T/stop0"
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 5 --script "$T/stop0" --compare norm=post 2>"$T/err"
+[ $? -eq 0 ] && ok || no "script stop at 0: exit status"
+grep -q '^normscope: 0 steps in .*; loss -, val -;' "$T/err" && ok || no "no step, loss -: $(cat "$T/err")"
+grep -q '^normscope: b (norm=post): loss -, val -$' "$T/err" && ok || no "b: no step, loss -: $(cat "$T/err")"
+
 # --- without a terminal the live view refuses and points to --headless ---
 expect_bad 2 "headless" $SMALL
 

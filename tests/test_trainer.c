@@ -653,6 +653,46 @@ static void test_stopped_time(void)
     engine_free(e);
 }
 
+/* The steps/s window restarts when a rewind (or a re-init) takes the step
+ * count back: otherwise the window that spans it reads negative. Steps
+ * are held to at most ~200/s, so a window holds at most ~100 of them and
+ * a rewind of 220 steps would show below zero in the old code. */
+static void slow_step(void *ctx, const step_metrics *m)
+{
+    (void)ctx;
+    (void)m;
+    sleep_s(0.005);
+}
+
+static void test_rate_after_rewind(void)
+{
+    ns_config c = small_cfg();
+    c.snapshot_every = 200;
+    engine *e = make(&c);
+    trainer_opts o = {.on_step = slow_step};
+    trainer *t = start(e, &o);
+    CHECK(wait_for(t, steps_at_least, 420, 60.0));
+    send(t, CMD_REWIND, 0); /* to 400 */
+    send(t, CMD_REWIND, 0); /* to 200 */
+    double lowest = 0, end = now_s() + 1.5;
+    int seen = 0;
+    while (now_s() < end) {
+        trainer_snapshot_copy(t, S);
+        if (S->s.steps_done < 400) { /* after both rewinds */
+            seen++;
+            if (S->s.steps_per_s < lowest)
+                lowest = S->s.steps_per_s;
+        }
+        trainer_wait(t, S->s.seq, 0.05);
+    }
+    CHECK(seen > 0);
+    CHECK(lowest >= 0);
+    if (lowest < 0)
+        fprintf(stderr, "steps/s read %.1f after a rewind\n", lowest);
+    trainer_free(t);
+    engine_free(e);
+}
+
 static void test_sample(void)
 {
     ns_config c = small_cfg();
@@ -687,6 +727,7 @@ int main(void)
     test_rewind_loss();
     test_reinit_loss();
     test_stopped_time();
+    test_rate_after_rewind();
     test_sample();
     free(S);
     return test_summary();

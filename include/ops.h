@@ -115,6 +115,9 @@ void ops_force_generic(int on);
 /* The same operations, split over pool p (see the top of this file). */
 void layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
                           const float *w, const float *b, int N, int C, float eps);
+void layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                           const float *inp, const float *w, const float *mean, const float *rstd,
+                           int N, int C);
 void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
                        int N, int C, int OC);
 void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,

@@ -543,7 +543,9 @@ static void norm_bwd(model *m, norm_params p, norm_params g, float *dinp, const 
     switch (m->kind) {
     case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, m->C); break;
     case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, m->C); break;
-    default: layernorm_backward(dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, m->C); break;
+    default:
+        layernorm_backward_mt(m->pool, dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, m->C);
+        break;
     }
     q(m, 1, l, l < 0 ? "final norm" : norm_op[s][out_norm], dinp, (size_t)N * m->C);
 }

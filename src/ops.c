@@ -34,7 +34,8 @@
  *    and dqkv: split over (b, h) (the _mt functions split over b).
  *  - gelu, norms, softmax: rows (elements) are independent; elementwise
  *    kernels are cut at whole vectors so the tails are the same. The
- *    norms' backward sums dw and db over rows and is not split.
+ *    LayerNorm backward's dinp is split over rows; its dw and db, each
+ *    column a sum over the rows in order, over columns (whole vectors).
  * The _mt functions split at those boundaries (row blocks at multiples of
  * OPS_MR, column panels at multiples of OPS_NR) and get the same bits as
  * one thread; tests/test_threads.c checks it with memcmp.
@@ -128,38 +129,55 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
     }
 }
 
-void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                        const float *w, const float *mean, const float *rstd, int N, int C)
+/* dinp's rows, and dw and db's columns [c0, c1) summed over the rows in
+ * order; dinp NULL: only dw and db, dw NULL: only dinp (see
+ * layernorm_backward_mt) */
+static void ln_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *w, const float *mean, const float *rstd, int N, int C,
+                        int c0, int c1)
 {
 #if NS_OPS_X86
     if (use_avx2()) {
-        ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
         return;
     }
 #endif
+    if (dinp)
+        c0 = 0, c1 = C;
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         const float *d = dout + (long)n * C;
-        float *dx = dinp + (long)n * C;
         float m = mean[n], s = rstd[n];
         /* dxhat = d * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
         float dmean = 0.0f, dnorm_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - m) * s;
-            float dxhat = d[i] * w[i];
-            dmean += dxhat;
-            dnorm_mean += dxhat * xhat;
+        if (dinp) {
+            for (int i = 0; i < C; i++) {
+                float xhat = (x[i] - m) * s;
+                float dxhat = d[i] * w[i];
+                dmean += dxhat;
+                dnorm_mean += dxhat * xhat;
+            }
+            dmean /= (float)C;
+            dnorm_mean /= (float)C;
         }
-        dmean /= (float)C;
-        dnorm_mean /= (float)C;
-        for (int i = 0; i < C; i++) {
+        for (int i = c0; i < c1; i++) {
             float xhat = (x[i] - m) * s;
-            float dxhat = d[i] * w[i];
-            db[i] += d[i];
-            dw[i] += xhat * d[i];
-            dx[i] += s * (dxhat - dmean - xhat * dnorm_mean);
+            if (dw) {
+                db[i] += d[i];
+                dw[i] += xhat * d[i];
+            }
+            if (dinp) {
+                float dxhat = d[i] * w[i];
+                dinp[(long)n * C + i] += s * (dxhat - dmean - xhat * dnorm_mean);
+            }
         }
     }
+}
+
+void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *w, const float *mean, const float *rstd, int N, int C)
+{
+    ln_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, 0, C);
 }
 
 void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
@@ -828,6 +846,7 @@ enum {
     MT_ELEM_MIN = 1 << 18,  /* elements of an elementwise op (15-150 us) */
     MT_ELEM_ALIGN = 64,     /* cuts of elementwise ops: whole vectors */
     MT_ROWS_MIN = 64,       /* rows of a row-wise op */
+    MT_NORM_MIN = 1 << 15,  /* elements of a LayerNorm (a row pass or two: ~20 us) */
     MT_GEMM_PARTS = 8,      /* parts per thread of a big gemm, at most */
     MT_ELEM_PARTS = 4,      /* the same for an elementwise op */
     MT_ELEM_PART_MIN = 1 << 16, /* ... of at least this many elements */
@@ -1120,7 +1139,46 @@ static void ln_fwd_task(void *ctx, int part, int thread)
 void layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
                           const float *w, const float *b, int N, int C, float eps)
 {
-    int parts = (long)N * C < MT_ELEM_MIN || N < MT_ROWS_MIN ? 1 : imin(pool_threads(p), N);
+    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : imin(pool_threads(p), N);
     ln_job j = {out, mean, rstd, inp, w, b, N, C, parts, eps};
     pool_run(p, parts, ln_fwd_task, &j);
+}
+
+typedef struct {
+    float *dinp, *dw, *db;
+    const float *dout, *inp, *w, *mean, *rstd;
+    int N, C, parts; /* of each kind */
+} ln_bwd_job;
+
+/* tasks 0..parts-1: dinp by rows; parts..2 parts-1: dw and db by columns
+ * (whole vectors of 8), each column over all the rows in order */
+static void ln_bwd_task(void *ctx, int task, int thread)
+{
+    (void)thread;
+    const ln_bwd_job *j = ctx;
+    int lo, hi;
+    if (task < j->parts) {
+        pool_split(j->N, j->parts, 1, task, &lo, &hi);
+        long o = (long)lo * j->C;
+        ln_backward(j->dinp + o, NULL, NULL, j->dout + o, j->inp + o, j->w, j->mean + lo,
+                    j->rstd + lo, hi - lo, j->C, 0, j->C);
+    } else {
+        pool_split(j->C, j->parts, 8, task - j->parts, &lo, &hi);
+        if (lo < hi)
+            ln_backward(NULL, j->dw, j->db, j->dout, j->inp, j->w, j->mean, j->rstd, j->N, j->C,
+                        lo, hi);
+    }
+}
+
+void layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                           const float *inp, const float *w, const float *mean, const float *rstd,
+                           int N, int C)
+{
+    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : pool_threads(p);
+    if (parts == 1) {
+        layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        return;
+    }
+    ln_bwd_job j = {dinp, dw, db, dout, inp, w, mean, rstd, N, C, parts};
+    pool_run(p, 2 * parts, ln_bwd_task, &j);
 }

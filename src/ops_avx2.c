@@ -984,43 +984,57 @@ NS_AVX2 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, co
     }
 }
 
+/* dinp's rows, and dw and db's columns [c0, c1) summed over the N rows in
+ * order; dinp NULL: only dw and db (c0 a multiple of 8), dw NULL: only
+ * dinp. Each value gets the same operations whichever parts a call
+ * does, so a split over rows (dinp) and columns (dw, db) gives the bits
+ * of one whole call. */
 NS_AVX2 void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                                          const float *inp, const float *w, const float *mean,
-                                         const float *rstd, int N, int C)
+                                         const float *rstd, int N, int C, int c0, int c1)
 {
+    if (dinp)
+        c0 = 0, c1 = C;
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         const float *d = dout + (long)n * C;
-        float *dx = dinp + (long)n * C;
         __m256 vm = _mm256_set1_ps(mean[n]), vs = _mm256_set1_ps(rstd[n]);
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
-        int i = 0;
-        for (; i + 16 <= C; i += 16) {
-            __m256 xh0 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vs);
-            __m256 xh1 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm), vs);
-            __m256 g0 = _mm256_mul_ps(_mm256_loadu_ps(d + i), _mm256_loadu_ps(w + i));
-            __m256 g1 = _mm256_mul_ps(_mm256_loadu_ps(d + i + 8), _mm256_loadu_ps(w + i + 8));
-            a0 = _mm256_add_ps(a0, g0), a1 = _mm256_add_ps(a1, g1);
-            b0 = _mm256_fmadd_ps(g0, xh0, b0), b1 = _mm256_fmadd_ps(g1, xh1, b1);
+        __m256 dmean = _mm256_setzero_ps(), dnm = dmean;
+        if (dinp) {
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+            int i = 0;
+            for (; i + 16 <= C; i += 16) {
+                __m256 xh0 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vs);
+                __m256 xh1 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm), vs);
+                __m256 g0 = _mm256_mul_ps(_mm256_loadu_ps(d + i), _mm256_loadu_ps(w + i));
+                __m256 g1 = _mm256_mul_ps(_mm256_loadu_ps(d + i + 8), _mm256_loadu_ps(w + i + 8));
+                a0 = _mm256_add_ps(a0, g0), a1 = _mm256_add_ps(a1, g1);
+                b0 = _mm256_fmadd_ps(g0, xh0, b0), b1 = _mm256_fmadd_ps(g1, xh1, b1);
+            }
+            for (; i < C; i += 8) {
+                int k = C - i;
+                __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load_n(x + i, k), vm), vs);
+                __m256 g = _mm256_mul_ps(load_n(d + i, k), load_n(w + i, k));
+                a0 = _mm256_add_ps(a0, g);
+                b0 = _mm256_fmadd_ps(g, xh, b0);
+            }
+            dmean = _mm256_set1_ps(hsum(_mm256_add_ps(a0, a1)) / (float)C);
+            dnm = _mm256_set1_ps(hsum(_mm256_add_ps(b0, b1)) / (float)C);
         }
-        for (; i < C; i += 8) {
-            int k = C - i;
-            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load_n(x + i, k), vm), vs);
-            __m256 g = _mm256_mul_ps(load_n(d + i, k), load_n(w + i, k));
-            a0 = _mm256_add_ps(a0, g);
-            b0 = _mm256_fmadd_ps(g, xh, b0);
-        }
-        __m256 dmean = _mm256_set1_ps(hsum(_mm256_add_ps(a0, a1)) / (float)C);
-        __m256 dnm = _mm256_set1_ps(hsum(_mm256_add_ps(b0, b1)) / (float)C);
-        for (i = 0; i < C; i += 8) {
-            int k = C - i;
+        for (int i = c0; i < c1; i += 8) {
+            int k = c1 - i;
             __m256 dv = load_n(d + i, k);
             __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load_n(x + i, k), vm), vs);
-            __m256 dxh = _mm256_mul_ps(dv, load_n(w + i, k));
-            store_n(db + i, _mm256_add_ps(load_n(db + i, k), dv), k);
-            store_n(dw + i, _mm256_fmadd_ps(xh, dv, load_n(dw + i, k)), k);
-            __m256 g = _mm256_fnmadd_ps(xh, dnm, _mm256_sub_ps(dxh, dmean));
-            store_n(dx + i, _mm256_fmadd_ps(vs, g, load_n(dx + i, k)), k);
+            if (dw) {
+                store_n(db + i, _mm256_add_ps(load_n(db + i, k), dv), k);
+                store_n(dw + i, _mm256_fmadd_ps(xh, dv, load_n(dw + i, k)), k);
+            }
+            if (dinp) {
+                float *dx = dinp + (long)n * C;
+                __m256 dxh = _mm256_mul_ps(dv, load_n(w + i, k));
+                __m256 g = _mm256_fnmadd_ps(xh, dnm, _mm256_sub_ps(dxh, dmean));
+                store_n(dx + i, _mm256_fmadd_ps(vs, g, load_n(dx + i, k)), k);
+            }
         }
     }
 }

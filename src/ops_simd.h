@@ -63,9 +63,10 @@ void ops_avx2_softmax_forward(float *probs, const float *logits, int N, int V);
 float ops_avx2_sumexp(const float *l, int n, float *maxv);
 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                                 const float *w, const float *b, int N, int C, float eps);
+/* dinp NULL: only dw, db for columns [c0, c1); dw NULL: only dinp */
 void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                                  const float *inp, const float *w, const float *mean,
-                                 const float *rstd, int N, int C);
+                                 const float *rstd, int N, int C, int c0, int c1);
 float ops_avx2_absmax(const float *x, long n);
 int ops_avx2_any_nonfinite(const float *x, size_t n);
 double ops_avx2_sumsq(const float *x, size_t n);

@@ -236,6 +236,18 @@ static int layernorm_same(ns_pool *p, int N, int C)
     layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
     layernorm_forward_mt(p, o2, m2, r2, x, w, b, N, C, 1e-5f);
     int ok = same(o1, o2, (long)N * C) && same(m1, m2, N) && same(r1, r2, N);
+    /* the backward: dinp by rows, dw and db by columns, all accumulated
+     * onto the same nonzero start */
+    float *d = rnd((long)N * C), *dx1 = rnd((long)N * C), *dw1 = rnd(C), *db1 = rnd(C);
+    float *dx2 = malloc((size_t)N * C * sizeof(float)), *dw2 = malloc(C * sizeof(float)),
+          *db2 = malloc(C * sizeof(float));
+    memcpy(dx2, dx1, (size_t)N * C * sizeof(float));
+    memcpy(dw2, dw1, C * sizeof(float));
+    memcpy(db2, db1, C * sizeof(float));
+    layernorm_backward(dx1, dw1, db1, d, x, w, m1, r1, N, C);
+    layernorm_backward_mt(p, dx2, dw2, db2, d, x, w, m1, r1, N, C);
+    ok = ok && same(dx1, dx2, (long)N * C) && same(dw1, dw2, C) && same(db1, db2, C);
+    free(d), free(dx1), free(dw1), free(db1), free(dx2), free(dw2), free(db2);
     free(x), free(w), free(b), free(o1), free(o2), free(m1), free(m2), free(r1), free(r2);
     return ok;
 }
@@ -264,8 +276,11 @@ static void test_kernels(void)
                 fprintf(stderr, "  attention T=70, %d threads, %s\n", nt, ops_isa());
             if (!CHECK(elementwise_same(p, (1 << 19) + 3)))
                 fprintf(stderr, "  gelu/absmax, %d threads, %s\n", nt, ops_isa());
-            if (!CHECK(layernorm_same(p, 3801, 70)))
-                fprintf(stderr, "  layernorm, %d threads, %s\n", nt, ops_isa());
+            static const int ln[][2] = {{3801, 70}, {1024, 64}, {2600, 13}, {170, 203}};
+            for (size_t i = 0; i < sizeof ln / sizeof ln[0]; i++)
+                if (!CHECK(layernorm_same(p, ln[i][0], ln[i][1])))
+                    fprintf(stderr, "  layernorm N=%d C=%d, %d threads, %s\n", ln[i][0],
+                            ln[i][1], nt, ops_isa());
             pool_free(p);
         }
     }

@@ -4,8 +4,9 @@
 # sgemm peak measured in the same run. Usage:
 #     sh tests/bench/bench.sh ./normscope        (make bench does this)
 #
-# Each configuration runs REPS times (default 3); the median steps/s is
-# reported. Both sides time their training steps after 3 untimed warm-up
+# Each configuration runs REPS times (default 5); the median steps/s is
+# reported. normscope's runs with 1 and 2 threads alternate, and the
+# two-thread speedup is the median of those pairs' ratios. Both sides time their training steps after 3 untimed warm-up
 # steps (normscope: from the per-step tokens_per_s of its CSV; the peer,
 # tests/bench/torch_peer.py: its own timer), each configuration with 1
 # and with 2 threads (column "thr": normscope's --threads, the peer's
@@ -25,7 +26,7 @@
 # against the library of this build (NS_LIB, default build/libnormscope.a).
 # With torch present, OpenBLAS's sgemm on the same product is shown too.
 BIN=${1:-./normscope}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 DIR=$(dirname "$0")
 LIB=${NS_LIB:-build/libnormscope.a}
 CC=${CC:-cc}
@@ -76,16 +77,14 @@ echo
 
 WARM=3 # untimed warm-up steps on both sides (the peer's default)
 
-ns_rate() { # tokens-per-step steps args...: median steps/s of normscope over
-    # its steps after the first WARM (the first pays for touching fresh
+ns_once() { # tokens-per-step steps args...: steps/s of one normscope run
+    # over its steps after the first WARM (the first pays for touching fresh
     # memory), from the per-step tokens_per_s of its CSV (column 6)
     k=$1 steps=$2
     shift 2
-    for i in $(seq "$REPS"); do
-        "$BIN" --headless -q --val-every 0 --steps $((steps + WARM)) --csv - "$@" 2>/dev/null |
-            awk -F, -v k="$k" -v w="$WARM" 'NR > 1 && $1 > w && $6 > 0 {t += k / $6; n++}
-                END {if (n) printf "%.3f\n", n / t}'
-    done | median
+    "$BIN" --headless -q --val-every 0 --steps $((steps + WARM)) --csv - "$@" 2>/dev/null |
+        awk -F, -v k="$k" -v w="$WARM" 'NR > 1 && $1 > w && $6 > 0 {t += k / $6; n++}
+            END {if (n) printf "%.3f\n", n / t}'
 }
 
 torch_rate() { # threads args...
@@ -109,10 +108,9 @@ gflop() { # L d T B: model GFLOP per step
 }
 
 printf '%-40s %4s %9s %9s %7s %8s %7s\n' configuration thr "st/s" "torch" ratio "GFLOP/s" "% peak"
-run() { # threads L d H T B steps [normscope extra args]
-    thr=$1 L=$2 d=$3 H=$4 T=$5 B=$6 steps=$7
-    shift 7
-    r=$(ns_rate $((B * T)) "$steps" --threads "$thr" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
+row() { # threads rate L d H T B steps [normscope extra args]: one row of the table
+    thr=$1 r=$2 L=$3 d=$4 H=$5 T=$6 B=$7 steps=$8
+    shift 8
     t=- ratio=-
     if [ -n "$PY" ] && [ $# -eq 0 ]; then
         t=$(torch_rate "$thr" --steps "$steps" -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" |
@@ -123,16 +121,30 @@ run() { # threads L d H T B steps [normscope extra args]
     pk=$(awk -v g="$g" -v p="$PEAK" -v n="$thr" 'BEGIN {if (p > 0) printf "%.0f%%", 100 * g / (p * n); else print "-"}')
     label="L=$L d=$d H=$H T=$T B=$B${*:+ $*}"
     printf '%-40s %4s %9s %9s %7s %8s %7s\n' "$label" "$thr" "$r" "$t" "$ratio" "$g" "$pk"
-    LAST=$r
 }
 
-# each configuration with 1 thread, then 2; the speedup of 2 over 1 after
-both() { # L d H T B steps [normscope extra args]: sets ONE and TWO
-    run 1 "$@"
-    ONE=$LAST
-    run 2 "$@"
-    TWO=$LAST
-    awk -v a="$ONE" -v b="$TWO" 'BEGIN {if (a > 0) printf "%40s 2 threads: %.2fx 1 thread\n", "", b / a}'
+# each configuration with 1 thread, then 2, in REPS alternating pairs (a
+# drift in the machine's speed hits both of a pair): the rows show the
+# median steps/s of each, the line under them the median of the pairs'
+# ratios. Sets ONE (the one-thread median).
+both() { # L d H T B steps [normscope extra args]
+    L=$1 d=$2 H=$3 T=$4 B=$5 steps=$6
+    shift 6
+    : >"$TMP/one"
+    : >"$TMP/two"
+    : >"$TMP/pair"
+    for i in $(seq "$REPS"); do
+        a=$(ns_once $((B * T)) "$steps" --threads 1 -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
+        b=$(ns_once $((B * T)) "$steps" --threads 2 -L "$L" -d "$d" -H "$H" -T "$T" -B "$B" "$@")
+        echo "$a" >>"$TMP/one"
+        echo "$b" >>"$TMP/two"
+        awk -v a="$a" -v b="$b" 'BEGIN {if (a > 0) printf "%.4f\n", b / a}' >>"$TMP/pair"
+    done
+    ONE=$(median <"$TMP/one")
+    row 1 "$ONE" "$L" "$d" "$H" "$T" "$B" "$steps" "$@"
+    row 2 "$(median <"$TMP/two")" "$L" "$d" "$H" "$T" "$B" "$steps" "$@"
+    awk -v x="$(median <"$TMP/pair")" -v p="$(sort -g "$TMP/pair" | tr '\n' ' ')" \
+        'BEGIN {printf "%40s 2 threads: %.2fx 1 thread (median of the pairs: %s)\n", "", x, p}'
 }
 
 both 6 64 4 64 16 40

@@ -1097,34 +1097,33 @@ NS_AVX2 int ops_avx2_any_nonfinite(const float *x, size_t n)
     return !_mm256_testz_si256(_mm256_castps_si256(o), _mm256_castps_si256(o));
 }
 
+/* a[j] += (double)v[4 j .. 4 j + 3]^2 for the 16 floats lo, hi; a
+ * float's square is exact in double, so the FMA rounds once, as the
+ * portable multiply then add does */
+NS_AVX2_INLINE void sumsq16(__m256d a[4], __m256 lo, __m256 hi)
+{
+    __m256d d[4] = {_mm256_cvtps_pd(_mm256_castps256_ps128(lo)),
+                    _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1)),
+                    _mm256_cvtps_pd(_mm256_castps256_ps128(hi)),
+                    _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1))};
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        a[j] = _mm256_fmadd_pd(d[j], d[j], a[j]);
+}
+
 NS_AVX2 double ops_avx2_sumsq(const float *x, size_t n)
 {
-    /* a float's square is exact in double: the FMA rounds once, as the
-     * portable multiply then add does */
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    __m256d a[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256 lo = _mm256_loadu_ps(x + i), hi = _mm256_loadu_ps(x + i + 8);
-        __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(lo));
-        __m256d d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1));
-        __m256d d2 = _mm256_cvtps_pd(_mm256_castps256_ps128(hi));
-        __m256d d3 = _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1));
-        a0 = _mm256_fmadd_pd(d0, d0, a0), a1 = _mm256_fmadd_pd(d1, d1, a1);
-        a2 = _mm256_fmadd_pd(d2, d2, a2), a3 = _mm256_fmadd_pd(d3, d3, a3);
-    }
+    for (; i + 16 <= n; i += 16)
+        sumsq16(a, _mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i + 8));
     if (i < n) { /* masked lanes read 0 and add 0 */
         int k = (int)(n - i);
-        __m256 lo = load_n(x + i, k);
-        __m256 hi = k > 8 ? load_n(x + i + 8, k - 8) : _mm256_setzero_ps();
-        __m256d d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(lo));
-        __m256d d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1));
-        __m256d d2 = _mm256_cvtps_pd(_mm256_castps256_ps128(hi));
-        __m256d d3 = _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1));
-        a0 = _mm256_fmadd_pd(d0, d0, a0), a1 = _mm256_fmadd_pd(d1, d1, a1);
-        a2 = _mm256_fmadd_pd(d2, d2, a2), a3 = _mm256_fmadd_pd(d3, d3, a3);
+        sumsq16(a, load_n(x + i, k), k > 8 ? load_n(x + i + 8, k - 8) : _mm256_setzero_ps());
     }
-    /* lanes j, j+4, j+8, j+12 are lane j of a0..a3 */
-    return hsum_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
+    /* lanes j, j+4, j+8, j+12 are lane j of a[0..3] */
+    return hsum_pd(_mm256_add_pd(a[0], a[1]), _mm256_add_pd(a[2], a[3]));
 }
 
 NS_AVX2 void ops_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,

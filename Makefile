@@ -23,6 +23,11 @@ CFLAGS  += -std=c11 -Wall -Wextra
 # dynamic cost model lets the inner loops of the kernels vectorize too.
 VECFLAGS ?= -fvect-cost-model=dynamic
 CFLAGS  += $(VECFLAGS)
+# a * b + c stays two roundings unless the code asks for an FMA: GCC in
+# ISO C mode already keeps it so, clang's default may fuse within an
+# expression, and the portable kernels promise the AVX2 ones' bits where
+# those use no FMA (ops.h: ops_sumsq, ops_adamw)
+CFLAGS  += -ffp-contract=off
 CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
 SANFLAGS ?=
 LDLIBS  += -lm -lpthread

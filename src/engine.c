@@ -284,7 +284,8 @@ static void grad_norms_task(void *ctx, int l, int thread)
     model *m = j->m;
     if (l == m->L) {
         size_t end = m->layer0 + (size_t)m->L * m->layer_stride;
-        j->grad_sq[l] = ops_sumsq(m->grads, m->layer0) + ops_sumsq(m->grads + end, m->n_params - end);
+        j->grad_sq[l] =
+            ops_sumsq(m->grads, m->layer0) + ops_sumsq(m->grads + end, m->n_params - end);
         return;
     }
     static const model_group groups[3] = {GROUP_LN, GROUP_ATTN, GROUP_FFN};

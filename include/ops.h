@@ -90,7 +90,8 @@ int ops_any_nonfinite(const float *x, size_t n);
  * these bits. */
 double ops_sumsq(const float *x, size_t n);
 
-/* One AdamW step (torch.optim.AdamW's order of operations) over n values:
+/* One AdamW step (torch.optim.AdamW's algorithm: decay, then the
+ * bias-corrected Adam step) over n values:
  *     gi = g * grad_scale
  *     m  = beta1 m + (1 - beta1) gi          v = beta2 v + (1 - beta2) gi gi
  *     p  = p decay - step m / (sqrt(v) / bc2_sqrt + eps)

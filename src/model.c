@@ -407,6 +407,20 @@ static void q(model *m, int backward, int l, const char *op, float *x, size_t n)
         note_fault(m, backward, l, op);
 }
 
+static float max2(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
+
+/* q for a forward output of layer l whose largest |x| the layer's
+ * statistics need anyway: *amax takes it in, and a NaN or inf maximum is
+ * the watch, so x is read once more, not twice */
+static void qmax(model *m, int l, const char *op, float *x, size_t n, float *amax)
+{
+    round_watch(m, x, n, &m->counts[l], 0);
+    float a = ops_absmax_mt(m->pool, x, (long)n);
+    if (!m->fault.set && !isfinite(a))
+        note_fault(m, 0, l, op);
+    *amax = max2(*amax, a);
+}
+
 double model_l2(const float *x, size_t n) { return sqrt(ops_sumsq(x, n)); }
 
 void model_group_slice(const model *m, int l, model_group g, size_t *off, size_t *n)
@@ -615,7 +629,8 @@ static const float *sub_in(const model *m, int l, int s)
 
 /* ---- forward ---------------------------------------------------------- */
 
-static void F_forward(model *m, int l, int s, const float *h, int B)
+/* F of sublayer s; *amax takes in the largest |x| of its outputs */
+static void F_forward(model *m, int l, int s, const float *h, int B, float *amax)
 {
     int T = m->T, C = m->C, N = B * T;
     size_t BT = (size_t)m->B * T, nC = (size_t)N * C;
@@ -624,27 +639,25 @@ static void F_forward(model *m, int l, int s, const float *h, int B)
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
         matmul_forward_mt(m->pool, qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB], N, C, 3 * C);
-        q(m, 0, l, "attn qkv", qkv, nC * 3);
+        qmax(m, l, "attn qkv", qkv, nC * 3, amax);
         /* scores and softmax accumulate in fp32 inside the fused kernel, as
          * fused attention kernels do; the output is stored in the format */
         attention_forward_mt(m->pool, atty, att, qkv, B, T, C, m->NH);
-        q(m, 0, l, "attention", atty, nC);
+        qmax(m, l, "attention", atty, nC, amax);
         matmul_forward_mt(m->pool, f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
                        w + m->layer_off[PT_ATTPROJB], N, C, C);
-        q(m, 0, l, "attn proj", f_out(m, l, 0), nC);
+        qmax(m, l, "attn proj", f_out(m, l, 0), nC, amax);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         matmul_forward_mt(m->pool, fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
-        q(m, 0, l, "MLP fc1", fch, nC * 4);
+        qmax(m, l, "MLP fc1", fch, nC * 4, amax);
         gelu_forward_mt(m->pool, fcg, fch, N * 4 * C);
-        q(m, 0, l, "GELU", fcg, nC * 4);
+        qmax(m, l, "GELU", fcg, nC * 4, amax);
         matmul_forward_mt(m->pool, f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                        w + m->layer_off[PT_FCPROJB], N, 4 * C, C);
-        q(m, 0, l, "MLP fc2", f_out(m, l, 1), nC);
+        qmax(m, l, "MLP fc2", f_out(m, l, 1), nC, amax);
     }
 }
-
-static float max2(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
 
 static const char *const res_op[2] = {"attn residual", "MLP residual"};
 static const char *const gate_op[2] = {"attn gate", "MLP gate"};
@@ -662,7 +675,7 @@ static void sublayer_forward(model *m, int l, int s, int B, float *amax)
         h = a.nin;
         *amax = max2(*amax, ops_absmax_mt(m->pool, a.nin, nC));
     }
-    F_forward(m, l, s, h, B);
+    F_forward(m, l, s, h, B, amax);
     const float *f = f_out(m, l, s);
     if (r.out) {
         norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N, l, s, 1);
@@ -672,8 +685,7 @@ static void sublayer_forward(model *m, int l, int s, int B, float *amax)
     float g = r.gate ? layer_base(m, m->W, l)[m->layer_off[PT_RZG]] : 1.0f;
     for (long i = 0; i < nC; i++)
         a.res[i] = r.a * x[i] + g * f[i];
-    q(m, 0, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC);
-    *amax = max2(*amax, ops_absmax_mt(m->pool, a.res, nC));
+    qmax(m, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC, amax);
     if (r.post) {
         norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
         *amax = max2(*amax, ops_absmax_mt(m->pool, a.nin, nC));
@@ -706,7 +718,6 @@ static void loss_lowp(model *m, const uint8_t *targets, int N)
 float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int B)
 {
     int T = m->T, C = m->C, V = m->V, N = B * T;
-    size_t BT = (size_t)m->B * T;
     long nC = (long)N * C;
     m->last_tokens = tokens;
     m->last_targets = targets;
@@ -729,14 +740,9 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
         float am = 0.0f;
         sublayer_forward(m, l, 0, B, &am);
         sublayer_forward(m, l, 1, B, &am);
-        /* the inner activations of F: q, k, v, attention output, projection,
-         * MLP hidden before and after GELU, MLP output */
-        am = max2(am, ops_absmax_mt(m->pool, m->qkv + l * BT * 3 * C, nC * 3));
-        am = max2(am, ops_absmax_mt(m->pool, m->atty + l * BT * C, nC));
-        am = max2(am, ops_absmax_mt(m->pool, f_out(m, l, 0), nC));
-        am = max2(am, ops_absmax_mt(m->pool, m->fch + l * BT * 4 * C, nC * 4));
-        am = max2(am, ops_absmax_mt(m->pool, m->fch_gelu + l * BT * 4 * C, nC * 4));
-        am = max2(am, ops_absmax_mt(m->pool, f_out(m, l, 1), nC));
+        /* am has taken in F's inner activations (q, k, v, attention output,
+         * projection, MLP hidden before and after GELU, MLP output), the
+         * norms' outputs and the residual sums, as they were made */
         const float *out = sub_out(m, l, 1);
         double ss = ops_sumsq(out, (size_t)nC);
         m->stats[l].act_max = am;

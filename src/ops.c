@@ -504,6 +504,32 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
     gemm(out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0);
 }
 
+/* db (n) += column sums of d (N rows of n, row stride ld), each column
+ * summed over the rows in order with plain adds: the same bits on both
+ * paths, and for any split over columns */
+static void colsum(float *db, const float *d, long ld, int N, int n)
+{
+#if NS_OPS_X86
+    if (use_avx2()) {
+        ops_avx2_colsum(db, d, ld, N, n);
+        return;
+    }
+#endif
+    enum { CHUNK = 256 };
+    float acc[CHUNK];
+    for (int j0 = 0; j0 < n; j0 += CHUNK) {
+        int nj = imin(CHUNK, n - j0);
+        memset(acc, 0, sizeof acc);
+        for (int r = 0; r < N; r++) {
+            const float *row = d + r * ld + j0;
+            for (int j = 0; j < nj; j++)
+                acc[j] += row[j];
+        }
+        for (int j = 0; j < nj; j++)
+            db[j0 + j] += acc[j];
+    }
+}
+
 void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                      const float *w, int N, int C, int OC)
 {
@@ -512,29 +538,9 @@ void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const
         gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, 1);
     /* dw (OC, C) += dout^T (OC, N) @ inp (N, C): A(j, n) = dout[n * OC + j] */
     gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1);
-    /* db (OC) += sum over n of dout, each column in order of n: the same
-     * bits on both paths */
-#if NS_OPS_X86
-    if (db && use_avx2()) {
-        ops_avx2_colsum(db, dout, OC, N, OC);
-        return;
-    }
-#endif
-    if (db) {
-        enum { CHUNK = 256 };
-        float acc[CHUNK];
-        for (int j0 = 0; j0 < OC; j0 += CHUNK) {
-            int nj = imin(CHUNK, OC - j0);
-            memset(acc, 0, sizeof acc);
-            for (int n = 0; n < N; n++) {
-                const float *d = dout + (long)n * OC + j0;
-                for (int j = 0; j < nj; j++)
-                    acc[j] += d[j];
-            }
-            for (int j = 0; j < nj; j++)
-                db[j0 + j] += acc[j];
-        }
-    }
+    /* db (OC) += sum over n of dout, each column in order of n */
+    if (db)
+        colsum(db, dout, OC, N, OC);
 }
 
 /* ---- attention ---------------------------------------------------------- */
@@ -936,29 +942,9 @@ static void db_task(void *ctx, int part, int thread)
     const colsum_job *j = ctx;
     int lo, hi;
     pool_split(j->OC, j->parts, MT_ELEM_ALIGN, part, &lo, &hi);
-    /* each column still sums its N rows in order: a matmul_backward with
-     * no dinp and dw, on columns lo..hi of dout (row stride OC) */
-    if (lo >= hi)
-        return;
-#if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_colsum(j->db + lo, j->dout + lo, j->OC, j->N, hi - lo);
-        return;
-    }
-#endif
-    enum { CHUNK = 256 };
-    float acc[CHUNK];
-    for (int j0 = lo; j0 < hi; j0 += CHUNK) {
-        int nj = imin(CHUNK, hi - j0);
-        memset(acc, 0, sizeof acc);
-        for (int n = 0; n < j->N; n++) {
-            const float *d = j->dout + (long)n * j->OC + j0;
-            for (int k = 0; k < nj; k++)
-                acc[k] += d[k];
-        }
-        for (int k = 0; k < nj; k++)
-            j->db[j0 + k] += acc[k];
-    }
+    /* each column still sums its N rows in order */
+    if (lo < hi)
+        colsum(j->db + lo, j->dout + lo, j->OC, j->N, hi - lo);
 }
 
 void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,

@@ -410,15 +410,16 @@ static void q(model *m, int backward, int l, const char *op, float *x, size_t n)
 static float max2(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
 
 /* q for a forward output of layer l whose largest |x| the layer's
- * statistics need anyway: *amax takes it in, and a NaN or inf maximum is
- * the watch, so x is read once more, not twice */
-static void qmax(model *m, int l, const char *op, float *x, size_t n, float *amax)
+ * statistics need anyway: *amax takes it in (and it is returned), and a
+ * NaN or inf maximum is the watch, so x is read once more, not twice */
+static float qmax(model *m, int l, const char *op, float *x, size_t n, float *amax)
 {
     round_watch(m, x, n, &m->counts[l], 0);
     float a = ops_absmax_mt(m->pool, x, (long)n);
     if (!m->fault.set && !isfinite(a))
         note_fault(m, 0, l, op);
     *amax = max2(*amax, a);
+    return a;
 }
 
 double model_l2(const float *x, size_t n) { return sqrt(ops_sumsq(x, n)); }
@@ -662,7 +663,9 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
 static const char *const res_op[2] = {"attn residual", "MLP residual"};
 static const char *const gate_op[2] = {"attn gate", "MLP gate"};
 
-static void sublayer_forward(model *m, int l, int s, int B, float *amax)
+/* Sublayer s of layer l; *amax takes in the largest |x| of every
+ * activation, and the largest of the sublayer's output is returned. */
+static float sublayer_forward(model *m, int l, int s, int B, float *amax)
 {
     int N = B * m->T;
     long nC = (long)N * m->C;
@@ -685,11 +688,13 @@ static void sublayer_forward(model *m, int l, int s, int B, float *amax)
     float g = r.gate ? layer_base(m, m->W, l)[m->layer_off[PT_RZG]] : 1.0f;
     for (long i = 0; i < nC; i++)
         a.res[i] = r.a * x[i] + g * f[i];
-    qmax(m, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC, amax);
+    float out_max = qmax(m, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC, amax);
     if (r.post) {
         norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
-        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nin, nC));
+        out_max = ops_absmax_mt(m->pool, a.nin, nC);
+        *amax = max2(*amax, out_max);
     }
+    return out_max;
 }
 
 /* The loss in the low format itself (--fp32-norms off): probabilities
@@ -739,14 +744,14 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
     for (int l = 0; l < m->L; l++) {
         float am = 0.0f;
         sublayer_forward(m, l, 0, B, &am);
-        sublayer_forward(m, l, 1, B, &am);
+        float out_max = sublayer_forward(m, l, 1, B, &am);
         /* am has taken in F's inner activations (q, k, v, attention output,
          * projection, MLP hidden before and after GELU, MLP output), the
          * norms' outputs and the residual sums, as they were made */
         const float *out = sub_out(m, l, 1);
         double ss = ops_sumsq(out, (size_t)nC);
         m->stats[l].act_max = am;
-        m->stats[l].resid_max = ops_absmax_mt(m->pool, out, nC);
+        m->stats[l].resid_max = out_max;
         m->stats[l].resid_rms = (float)sqrt(ss / (double)nC);
     }
 

@@ -90,6 +90,8 @@ int settings_parse_number(const ns_setting *s, const char *v, double *x, char *w
 void settings_format(const ns_setting *s, const ns_config *c, char *buf, size_t len);
 /* The row's value in c as a double (betas: beta1; seed may lose bits). */
 double settings_get(const ns_setting *s, const ns_config *c);
+/* The row's field in c (SET_IN_CFG rows; NULL for the others). */
+void *settings_field(const ns_setting *s, ns_config *c);
 /* Store x (already range-checked) into the row's field of c. */
 void settings_put(const ns_setting *s, ns_config *c, double x);
 

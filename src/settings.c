@@ -174,6 +174,8 @@ static void *field(const ns_setting *s, ns_config *c, void *opts)
     return NULL;
 }
 
+void *settings_field(const ns_setting *s, ns_config *c) { return field(s, c, NULL); }
+
 static int is_int_type(setting_type t)
 {
     return t == SET_INT || t == SET_ENUM || t == SET_ONOFF || t == SET_AUTO || t == SET_PRESENCE;

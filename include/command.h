@@ -25,6 +25,8 @@ typedef enum {
     CMD_LOSS_SCALE,   /* set 0 dynamic, < 0 off, > 0 constant; toggle dynamic <-> off */
     CMD_LR,           /* set the peak LR; scale it by a factor */
     CMD_CLIP,         /* set the threshold, 0 = off; toggle off <-> 1.0 */
+    CMD_SETTING,      /* set the settings row `setting` (a row with a command word
+                       * and no command of its own: engine_set_setting) */
     CMD_REINIT,
     CMD_SNAPSHOT,
     CMD_REWIND,
@@ -62,6 +64,7 @@ typedef struct {
     command_kind kind;
     command_how how;
     command_value v;
+    int setting;            /* CMD_SETTING: the settings row's index */
     char text[NS_CMD_TEXT]; /* CMD_NOTE only */
 } ns_command;
 
@@ -73,6 +76,8 @@ ns_command command_set_real(command_kind k, double x);
 ns_command command_toggle(command_kind k);
 ns_command command_cycle(command_kind k);
 ns_command command_scale(command_kind k, double factor);
+/* Set the settings row s (CMD_SETTING) to x. */
+ns_command command_set_setting(const ns_setting *s, double x);
 /* The value as a double, whatever its tag (0 without one). */
 double command_number(const ns_command *c);
 

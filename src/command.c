@@ -56,6 +56,13 @@ ns_command command_scale(command_kind k, double factor)
     return c;
 }
 
+ns_command command_set_setting(const ns_setting *s, double x)
+{
+    ns_command c = command_set_real(CMD_SETTING, x);
+    c.setting = settings_index(s);
+    return c;
+}
+
 double command_number(const ns_command *c)
 {
     return c->v.type == CMDV_INT ? c->v.u.i : c->v.type == CMDV_REAL ? c->v.u.x : 0.0;
@@ -116,6 +123,11 @@ int command_apply(engine *e, const ns_command *c)
     case CMD_LOSS_SCALE: engine_set_loss_scale(e, (float)command_number(c)); return CMD_APPLIED;
     case CMD_LR: engine_set_lr(e, lr_clamp(command_number(c))); return CMD_APPLIED;
     case CMD_CLIP: engine_set_clip(e, (float)command_number(c)); return CMD_APPLIED;
+    case CMD_SETTING:
+        if (!settings_row(c->setting))
+            return CMD_FAILED;
+        engine_set_setting(e, settings_row(c->setting), command_number(c));
+        return CMD_APPLIED;
     case CMD_REINIT:
         engine_reinit(e);
         return CMD_APPLIED;
@@ -265,16 +277,51 @@ static int split(const char *line, char *verb, size_t vl, char *arg, size_t al, 
     return 0;
 }
 
+/* A settings row with a command word but no command of its own above:
+ * set by CMD_SETTING. */
+static const ns_setting *generic_row(const char *word)
+{
+    const ns_setting *s = settings_find_cmd(word);
+    for (int i = 0; s && i < N_COMMANDS; i++)
+        if (command_row(i) == s)
+            return NULL;
+    return s;
+}
+
 static void unknown(const char *verb, char *err, size_t errlen)
 {
-    char list[400];
+    char list[600];
     size_t at = 0;
     for (int i = 0; i < N_COMMANDS && at < sizeof list; i++) {
-        int k = snprintf(list + at, sizeof list - at, "%s%s", i == 0 ? "" :
-                         i == N_COMMANDS - 1 ? " or " : ", ", command_word(i));
+        int k = snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", command_word(i));
         at += k > 0 ? (size_t)k : 0;
     }
-    snprintf(err, errlen, "unknown command '%s' (expected %s)", verb, list);
+    for (int i = 0; i < settings_count() && at < sizeof list; i++) {
+        const ns_setting *s = settings_row(i);
+        int k = s->cmd && generic_row(s->cmd) ? snprintf(list + at, sizeof list - at, ", %s", s->cmd)
+                                                : 0;
+        at += k > 0 ? (size_t)k : 0;
+    }
+    snprintf(err, errlen, "unknown command '%s' (expected one of %s)", verb, list);
+}
+
+/* "WORD VALUE" for a settings row set by CMD_SETTING: the flag's values
+ * and range. 0 or -1. */
+static int parse_generic(const ns_setting *s, const char *verb, const char *arg, ns_command *c,
+                         char *err, size_t errlen)
+{
+    double x;
+    char why[160];
+    if (!arg[0]) {
+        snprintf(err, errlen, "'%s' needs a value", verb);
+        return -1;
+    }
+    if (settings_parse_number(s, arg, &x, why, sizeof why) != 0) {
+        snprintf(err, errlen, "'%s %s': %s", verb, arg, why);
+        return -1;
+    }
+    *c = command_set_setting(s, x);
+    return 0;
 }
 
 int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
@@ -287,6 +334,9 @@ int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
     while (i < N_COMMANDS && strcmp(command_word(i), verb))
         i++;
     if (i == N_COMMANDS) {
+        const ns_setting *s = generic_row(verb);
+        if (s)
+            return parse_generic(s, verb, arg, c, err, errlen);
         unknown(verb, err, errlen);
         return -1;
     }

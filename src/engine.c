@@ -634,6 +634,15 @@ void engine_set_loss_scale(engine *e, float mode)
     }
 }
 
+void engine_set_setting(engine *e, const ns_setting *s, double x)
+{
+    char was[48], now[48];
+    settings_format(s, &e->cfg, was, sizeof was);
+    settings_put(s, &e->cfg, x);
+    settings_format(s, &e->cfg, now, sizeof now);
+    event(e, "%s %s -> %s", s->name, was, now);
+}
+
 void engine_reinit(engine *e)
 {
     fresh_start(e);

@@ -71,6 +71,7 @@ typedef struct {
     float init_std; /* std of the normal init (also embeddings under xavier) */
     /* optimizer */
     float lr;           /* peak learning rate */
+    float lr_layer_decay; /* layer i of L at lr X^(L-1-i), embeddings X^L; 1 = off */
     float beta1, beta2;
     float adam_eps;
     float weight_decay; /* decoupled, on weight matrices and embeddings only */

@@ -369,7 +369,8 @@ int engine_step(engine *e, step_metrics *out)
     }
 
     if (!bad && !skipped) {
-        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f};
+        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f,
+                           c->lr_layer_decay};
         if (c->clip > 0.0f && gnorm > c->clip)
             h.grad_scale = c->clip / gnorm;
         adamw_update(&e->opt, m, &h, e->layer_sq);
@@ -714,7 +715,7 @@ float *engine_params(engine *e, size_t *n)
  *   u32 CRC-32 (IEEE) of every byte before it.
  */
 #define CKPT_MAGIC "NSCKPT\0\1"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 
 typedef struct {
     uint8_t *p;
@@ -817,7 +818,7 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
 
 /* The header's settings are the settings table's checkpoint fields, in
  * their order (settings.c); version v holds the first ckpt_fields[v]. */
-static const int ckpt_fields[] = {0, 32};
+static const int ckpt_fields[] = {0, 32, 33};
 
 static const ns_setting *ckpt_row(int pos)
 {

@@ -19,7 +19,8 @@
 #define NAMES(a) a, (int)(sizeof a / sizeof a[0])
 
 /* Order is --help's. ckpt is the field's place in the checkpoint header:
- * version 1 holds fields 1..32, and a new field takes the next number. */
+ * version 1 holds fields 1..32, version 2 adds 33, and a new field takes
+ * the next number. */
 static const ns_setting table[] = {
     {"layers", 'L', SET_INT, "N", 1, 64, NULL, 0, 6, 0, NULL, "Transformer blocks", 0, NULL,
      CFG(n_layer), 1},
@@ -58,6 +59,9 @@ static const ns_setting table[] = {
      "std of normal init and of the embeddings", SETF_COMPARE, NULL, CFG(init_std), 21},
     {"lr", 0, SET_REAL, "X", 1e-9, 10, NULL, 0, 1e-3, 0, NULL, "peak learning rate", SETF_COMPARE,
      "lr", CFG(lr), 22},
+    {"lr-layer-decay", 0, SET_REAL, "X", 0.1, 10, NULL, 0, 1, 0, NULL,
+     "peak LR of block i of L times X^(L-1-i), embeddings X^L, final norm and head 1; 1 = off",
+     SETF_COMPARE, "lr-layer-decay", CFG(lr_layer_decay), 33},
     {"betas", 0, SET_BETAS, "B1,B2", 0, 0.999999, NULL, 0, 0.9, 0.98, NULL, "AdamW betas",
      SETF_COMPARE, NULL, CFG(beta1), 23},
     {"adam-eps", 0, SET_REAL, "X", 1e-30, 1, NULL, 0, 1e-8, 0, NULL, "AdamW epsilon",

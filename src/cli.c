@@ -147,9 +147,11 @@ int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
     }
     /* the shape flags given, as a mask (cli_given says the same) */
     o->set = (cli_given(o, "layers") ? CLI_SET_LAYERS : 0u) |
-             (cli_given(o, "dim") ? CLI_SET_DIM : 0u) | (cli_given(o, "heads") ? CLI_SET_HEADS : 0u) |
+             (cli_given(o, "dim") ? CLI_SET_DIM : 0u) |
+             (cli_given(o, "heads") ? CLI_SET_HEADS : 0u) |
              (cli_given(o, "context") ? CLI_SET_CONTEXT : 0u) |
-             (cli_given(o, "batch") ? CLI_SET_BATCH : 0u) | (cli_given(o, "steps") ? CLI_SET_STEPS : 0u);
+             (cli_given(o, "batch") ? CLI_SET_BATCH : 0u) |
+             (cli_given(o, "steps") ? CLI_SET_STEPS : 0u);
     if (o->cfg.n_head > o->cfg.dim || o->cfg.dim % o->cfg.n_head) {
         fprintf(err, "normscope: --heads %d: must divide --dim %d\n", o->cfg.n_head, o->cfg.dim);
         return 2;

@@ -222,7 +222,10 @@ static int row_value(const ns_setting *s, const char *arg, ns_command *c)
     }
     if (settings_parse_number(s, arg, &x, why, sizeof why) != 0)
         return -1;
-    *c = s->type == SET_LOSS_SCALE ? command_set_real(c->kind, x) : command_set_int(c->kind, (int)x);
+    if (s->type == SET_LOSS_SCALE)
+        *c = command_set_real(c->kind, x);
+    else
+        *c = command_set_int(c->kind, (int)x);
     return 0;
 }
 
@@ -298,8 +301,9 @@ static void unknown(const char *verb, char *err, size_t errlen)
     }
     for (int i = 0; i < settings_count() && at < sizeof list; i++) {
         const ns_setting *s = settings_row(i);
-        int k = s->cmd && generic_row(s->cmd) ? snprintf(list + at, sizeof list - at, ", %s", s->cmd)
-                                                : 0;
+        int k = 0;
+        if (s->cmd && generic_row(s->cmd))
+            k = snprintf(list + at, sizeof list - at, ", %s", s->cmd);
         at += k > 0 ? (size_t)k : 0;
     }
     snprintf(err, errlen, "unknown command '%s' (expected one of %s)", verb, list);

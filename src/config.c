@@ -8,8 +8,9 @@
 
 void config_defaults(ns_config *c) { settings_defaults(c); }
 
-const char *const norm_place_names[NORM_PLACE_COUNT] = {"post",   "pre",  "sandwich", "deepnorm",
-                                                       "rezero", "none", "mix"};
+const char *const norm_place_names[NORM_PLACE_COUNT] = {"post",     "pre",    "sandwich",
+                                                       "deepnorm", "rezero", "none",
+                                                       "mix"};
 const char *const norm_kind_names[NORM_KIND_COUNT] = {"layernorm", "rmsnorm", "dyt"};
 const char *const init_kind_names[INIT_KIND_COUNT] = {"xavier", "normal"};
 const char *const sched_kind_names[SCHED_KIND_COUNT] = {"constant", "cosine", "invsqrt", "noam"};
@@ -27,9 +28,18 @@ const char *norm_place_name(norm_place p)
 {
     return (unsigned)p < NORM_PLACE_COUNT ? norm_place_names[p] : "?";
 }
-const char *norm_kind_name(norm_kind k) { return (unsigned)k < NORM_KIND_COUNT ? norm_kind_names[k] : "?"; }
-const char *init_kind_name(init_kind k) { return (unsigned)k < INIT_KIND_COUNT ? init_kind_names[k] : "?"; }
-const char *sched_kind_name(sched_kind k) { return (unsigned)k < SCHED_KIND_COUNT ? sched_kind_names[k] : "?"; }
+const char *norm_kind_name(norm_kind k)
+{
+    return (unsigned)k < NORM_KIND_COUNT ? norm_kind_names[k] : "?";
+}
+const char *init_kind_name(init_kind k)
+{
+    return (unsigned)k < INIT_KIND_COUNT ? init_kind_names[k] : "?";
+}
+const char *sched_kind_name(sched_kind k)
+{
+    return (unsigned)k < SCHED_KIND_COUNT ? sched_kind_names[k] : "?";
+}
 int norm_place_parse(const char *s) { return lookup(norm_place_names, NORM_PLACE_COUNT, s); }
 int norm_kind_parse(const char *s) { return lookup(norm_kind_names, NORM_KIND_COUNT, s); }
 

@@ -283,15 +283,16 @@ static void num_text(double x, char *buf, size_t len)
 
 void settings_names(const ns_setting *s, const char *sep, char *buf, size_t len)
 {
-    static const char *const onoff[] = {"off", "on"}, *const autos[] = {"on", "off", "auto"};
-    const char *const *names = s->type == SET_ONOFF ? onoff + 0 : s->type == SET_AUTO ? autos
-                                                                                     : s->names;
+    /* on/off rows spell 1/0, auto rows also -1: their names list "on" first */
+    static const char *const words[] = {"on", "off", "auto"};
+    int special = s->type == SET_ONOFF || s->type == SET_AUTO;
+    const char *const *names = special ? words : s->names;
     int n = s->type == SET_ONOFF ? 2 : s->type == SET_AUTO ? 3 : s->n_names;
     size_t at = 0;
     buf[0] = 0;
     for (int i = 0; i < n && at < len; i++) {
         const char *j = i == 0 ? "" : strcmp(sep, "|") ? (i == n - 1 ? " or " : ", ") : "|";
-        int k = snprintf(buf + at, len - at, "%s%s", j, s->type == SET_ONOFF ? names[1 - i] : names[i]);
+        int k = snprintf(buf + at, len - at, "%s%s", j, names[i]);
         at += k > 0 ? (size_t)k : 0;
     }
 }

@@ -55,8 +55,8 @@ static int step_with(double x, int layers, double *ratio, double *emb)
     char line[64], err[256];
     ns_command cmd;
     snprintf(line, sizeof line, "lr-layer-decay %g", x);
-    int ok = command_parse(line, &cmd, err, sizeof err) == 0 && command_apply(e, &cmd) == CMD_APPLIED &&
-             engine_config(e)->lr_layer_decay == (float)x;
+    int ok = command_parse(line, &cmd, err, sizeof err) == 0 &&
+             command_apply(e, &cmd) == CMD_APPLIED && engine_config(e)->lr_layer_decay == (float)x;
     size_t n;
     float *p = engine_params(e, &n);
     size_t nw = (size_t)NS_VOCAB * (size_t)c.dim; /* wte comes first */
@@ -196,7 +196,8 @@ static int bounds_hold(const ns_setting *s)
             ok &= accepted(s, t);
         return ok;
     }
-    case SET_PRESENCE: case SET_ACTION: return parse_flag(s, NULL, 0) == 1 && parse_flag(s, "1", 1) == 2;
+    case SET_PRESENCE: case SET_ACTION:
+        return parse_flag(s, NULL, 0) == 1 && parse_flag(s, "1", 1) == 2;
     case SET_ASSIGN: return accepted(s, "lr=1") && refused(s, "lr");
     default: return accepted(s, "x");
     }

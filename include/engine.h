@@ -17,6 +17,7 @@
 #include "config.h"
 #include "data.h"
 #include "metrics.h"
+#include "settings.h"
 
 typedef struct engine engine;
 
@@ -68,6 +69,10 @@ void engine_set_clip(engine *e, float clip); /* 0 = off */
 void engine_set_precision(engine *e, numfmt f);
 void engine_set_fp32_norms(engine *e, int on);
 void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 constant */
+/* Any mid-run setting the engine reads from its config each step, by its
+ * settings row (one without a setter of its own above); x is the value
+ * as settings_get gives it. Logged as an event. */
+void engine_set_setting(engine *e, const ns_setting *s, double x);
 
 /* Snapshots: every cfg.snapshot_every steps the engine copies weights,
  * Adam moments, step, RNG and schedule into a ring of cfg.snapshots; step 0

@@ -21,6 +21,7 @@
 #include "pool.h"
 #include "rng.h"
 #include "schedule.h"
+#include "settings.h"
 
 /* An in-memory copy of everything a step depends on. */
 typedef struct {
@@ -368,7 +369,8 @@ int engine_step(engine *e, step_metrics *out)
     }
 
     if (!bad && !skipped) {
-        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f};
+        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f,
+                           c->lr_layer_decay};
         if (c->clip > 0.0f && gnorm > c->clip)
             h.grad_scale = c->clip / gnorm;
         adamw_update(&e->opt, m, &h, e->layer_sq);
@@ -633,6 +635,15 @@ void engine_set_loss_scale(engine *e, float mode)
     }
 }
 
+void engine_set_setting(engine *e, const ns_setting *s, double x)
+{
+    char was[48], now[48];
+    settings_format(s, &e->cfg, was, sizeof was);
+    settings_put(s, &e->cfg, x);
+    settings_format(s, &e->cfg, now, sizeof now);
+    event(e, "%s %s -> %s", s->name, was, now);
+}
+
 void engine_reinit(engine *e)
 {
     fresh_start(e);
@@ -704,7 +715,7 @@ float *engine_params(engine *e, size_t *n)
  *   u32 CRC-32 (IEEE) of every byte before it.
  */
 #define CKPT_MAGIC "NSCKPT\0\1"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 
 typedef struct {
     uint8_t *p;
@@ -805,44 +816,57 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
     return c ^ 0xFFFFFFFFu;
 }
 
-/* The header: config, then run state. Order is the format. */
+/* The header's settings are the settings table's checkpoint fields, in
+ * their order (settings.c); version v holds the first ckpt_fields[v]. */
+static const int ckpt_fields[] = {0, 32, 33};
+
+static const ns_setting *ckpt_row(int pos)
+{
+    for (int i = 0; i < settings_count(); i++)
+        if (settings_row(i)->ckpt == pos)
+            return settings_row(i);
+    return NULL;
+}
+
+static void put_setting(wbuf *b, const ns_setting *s, const ns_config *c)
+{
+    const void *p = settings_field(s, (ns_config *)c);
+    switch (s->type) {
+    case SET_LONG: put_u64(b, (uint64_t)*(const long *)p); break;
+    case SET_U64: put_u64(b, *(const uint64_t *)p); break;
+    case SET_REAL: case SET_LOSS_SCALE: put_f32(b, *(const float *)p); break;
+    case SET_BETAS: put_f32s(b, (const float *)p, 2); break;
+    default: put_u32(b, (uint32_t)*(const int *)p); break; /* ints, enums, on/off */
+    }
+}
+
+static void get_setting(rbuf *b, const ns_setting *s, ns_config *c)
+{
+    void *p = settings_field(s, c);
+    switch (s->type) {
+    case SET_LONG: *(long *)p = (long)get_u64(b); break;
+    case SET_U64: *(uint64_t *)p = get_u64(b); break;
+    case SET_REAL: case SET_LOSS_SCALE: *(float *)p = get_f32(b); break;
+    case SET_BETAS:
+        ((float *)p)[0] = get_f32(b);
+        ((float *)p)[1] = get_f32(b);
+        break;
+    default: *(int *)p = (int)get_u32(b); break;
+    }
+}
+
+/* The run state after the settings: where the run is, not how it is set. */
+typedef struct {
+    long step, opt_t, good;
+    uint64_t rng_s;
+    schedule sc;
+    float dyn_scale;
+} run_state;
+
 static void put_header(wbuf *b, const engine *e)
 {
-    const ns_config *c = &e->cfg;
-    put_u32(b, (uint32_t)c->n_layer);
-    put_u32(b, (uint32_t)c->dim);
-    put_u32(b, (uint32_t)c->n_head);
-    put_u32(b, (uint32_t)c->context);
-    put_u32(b, (uint32_t)c->batch);
-    put_u32(b, (uint32_t)c->norm);
-    put_u32(b, (uint32_t)c->norm_kind);
-    put_f32(b, c->eps);
-    put_u32(b, (uint32_t)c->final_norm);
-    put_u32(b, (uint32_t)c->mix_k);
-    put_f32(b, c->dyt_alpha);
-    put_f32(b, c->ln_gamma_init);
-    put_f32(b, c->ln_beta_init);
-    put_u32(b, (uint32_t)c->post_init_scale);
-    put_u32(b, (uint32_t)c->precision);
-    put_u32(b, (uint32_t)c->fp32_norms);
-    put_f32(b, c->loss_scale);
-    put_u32(b, (uint32_t)c->snapshot_every);
-    put_u32(b, (uint32_t)c->snapshots);
-    put_u32(b, (uint32_t)c->init);
-    put_f32(b, c->init_std);
-    put_f32(b, c->lr);
-    put_f32(b, c->beta1);
-    put_f32(b, c->beta2);
-    put_f32(b, c->adam_eps);
-    put_f32(b, c->weight_decay);
-    put_f32(b, c->clip);
-    put_u32(b, (uint32_t)c->warmup);
-    put_u32(b, (uint32_t)c->schedule);
-    put_u64(b, (uint64_t)c->steps);
-    put_u32(b, (uint32_t)c->val_every);
-    put_u32(b, (uint32_t)c->val_batches);
-    put_u64(b, c->seed);
-    /* run state */
+    for (int pos = 1; pos <= ckpt_fields[CKPT_VERSION]; pos++)
+        put_setting(b, ckpt_row(pos), &e->cfg);
     put_u64(b, (uint64_t)e->step);
     put_u64(b, (uint64_t)e->opt.t);
     put_u64(b, e->rng.s);
@@ -854,6 +878,45 @@ static void put_header(wbuf *b, const engine *e)
     put_u32(b, (uint32_t)e->sched.cos_start);
     put_f32(b, e->scale);
     put_u64(b, (uint64_t)e->good);
+}
+
+static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
+{
+    config_defaults(c);
+    for (int pos = 1; pos <= ckpt_fields[ver]; pos++)
+        get_setting(b, ckpt_row(pos), c);
+    r->step = (long)get_u64(b);
+    r->opt_t = (long)get_u64(b);
+    r->rng_s = get_u64(b);
+    r->sc.peak = get_f32(b);
+    r->sc.warmup = (int)get_u32(b);
+    r->sc.warmup_on = (int)get_u32(b);
+    r->sc.ramp_start = (long)get_u64(b);
+    r->sc.total = (long)get_u64(b);
+    r->sc.cos_start = (int)get_u32(b);
+    r->sc.kind = c->schedule;
+    r->dyn_scale = get_f32(b);
+    r->good = (long)get_u64(b);
+}
+
+/* The first header field out of range, or NULL. Sizes come first (table
+ * order): a corrupt size must not drive a huge allocation. */
+static const char *header_bad(const ns_config *c, const run_state *r)
+{
+    for (int pos = 1; pos <= ckpt_fields[CKPT_VERSION]; pos++) {
+        const ns_setting *s = ckpt_row(pos);
+        if (settings_check(s, c) != 0)
+            return s->name;
+        if (!strcmp(s->name, "heads") && c->dim % c->n_head)
+            return s->name;
+    }
+    if (c->mix_k > c->n_layer)
+        return "mix-k";
+    if (!(r->dyn_scale > 0))
+        return "loss scale";
+    if (r->step < 0 || r->opt_t < 0)
+        return "step";
+    return NULL;
 }
 
 int engine_save(const engine *e, const char *path, char *err, size_t errlen)
@@ -922,6 +985,38 @@ static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size
     return r ? -1 : 0;
 }
 
+/* The header after the version: its length, settings and run state,
+ * checked. 0, or -1 with the reason (by byte and by field) in err. */
+static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const char *path,
+                       char *err, size_t errlen)
+{
+    size_t hlen_at = b->at; /* for messages: where the length field is */
+    uint32_t hlen = get_u32(b);
+    size_t hend = b->at + hlen;
+    get_header(b, ver, c, rs);
+    if (b->short_read) {
+        snprintf(err, errlen, "--load %s: truncated header: the file ends at byte %zu", path,
+                 b->n);
+        return -1;
+    }
+    if (b->at != hend) {
+        snprintf(err, errlen,
+                 "--load %s: malformed header: its length at byte %zu says %u bytes, "
+                 "its fields take %zu",
+                 path, hlen_at, hlen, b->at - hlen_at - 4);
+        return -1;
+    }
+    const char *bad = header_bad(c, rs);
+    if (bad) {
+        snprintf(err, errlen,
+                 "--load %s: header field '%s' out of range (the header at bytes %zu-%zu "
+                 "is corrupt?)",
+                 path, bad, hlen_at, hend - 1);
+        return -1;
+    }
+    return 0;
+}
+
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
                     size_t errlen)
 {
@@ -937,106 +1032,18 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     }
     b.at = 8;
     uint32_t ver = get_u32(&b);
-    if (ver != CKPT_VERSION) {
-        snprintf(err, errlen, "--load %s: format version %u, this normscope reads %u", path,
+    if (ver < 1 || ver > CKPT_VERSION) {
+        snprintf(err, errlen, "--load %s: format version %u, this normscope reads 1..%u", path,
                  ver, CKPT_VERSION);
         goto out;
     }
     uint32_t crc_stored = n >= 4 ? (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 |
                                        (uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24
                                  : 0;
-    size_t hlen_at = b.at; /* for messages: where the length field is */
-    uint32_t hlen = get_u32(&b);
-    size_t hend = b.at + hlen;
     ns_config c;
-    config_defaults(&c);
-    c.n_layer = (int)get_u32(&b);
-    c.dim = (int)get_u32(&b);
-    c.n_head = (int)get_u32(&b);
-    c.context = (int)get_u32(&b);
-    c.batch = (int)get_u32(&b);
-    c.norm = (norm_place)get_u32(&b);
-    c.norm_kind = (norm_kind)get_u32(&b);
-    c.eps = get_f32(&b);
-    c.final_norm = (int)get_u32(&b);
-    c.mix_k = (int)get_u32(&b);
-    c.dyt_alpha = get_f32(&b);
-    c.ln_gamma_init = get_f32(&b);
-    c.ln_beta_init = get_f32(&b);
-    c.post_init_scale = (int)get_u32(&b);
-    c.precision = (numfmt)get_u32(&b);
-    c.fp32_norms = (int)get_u32(&b);
-    c.loss_scale = get_f32(&b);
-    c.snapshot_every = (int)get_u32(&b);
-    c.snapshots = (int)get_u32(&b);
-    c.init = (init_kind)get_u32(&b);
-    c.init_std = get_f32(&b);
-    c.lr = get_f32(&b);
-    c.beta1 = get_f32(&b);
-    c.beta2 = get_f32(&b);
-    c.adam_eps = get_f32(&b);
-    c.weight_decay = get_f32(&b);
-    c.clip = get_f32(&b);
-    c.warmup = (int)get_u32(&b);
-    c.schedule = (sched_kind)get_u32(&b);
-    c.steps = (long)get_u64(&b);
-    c.val_every = (int)get_u32(&b);
-    c.val_batches = (int)get_u32(&b);
-    c.seed = get_u64(&b);
-    long step = (long)get_u64(&b);
-    long opt_t = (long)get_u64(&b);
-    uint64_t rng_s = get_u64(&b);
-    schedule sc;
-    sc.peak = get_f32(&b);
-    sc.warmup = (int)get_u32(&b);
-    sc.warmup_on = (int)get_u32(&b);
-    sc.ramp_start = (long)get_u64(&b);
-    sc.total = (long)get_u64(&b);
-    sc.cos_start = (int)get_u32(&b);
-    float dyn_scale = get_f32(&b);
-    long good = (long)get_u64(&b);
-    if (b.short_read) {
-        snprintf(err, errlen, "--load %s: truncated header: the file ends at byte %zu", path, n);
+    run_state rs;
+    if (read_header(&b, ver, &c, &rs, path, err, errlen) != 0)
         goto out;
-    }
-    if (b.at != hend) {
-        snprintf(err, errlen,
-                 "--load %s: malformed header: its length at byte %zu says %u bytes, "
-                 "its fields take %zu",
-                 path, hlen_at, hlen, b.at - hlen_at - 4);
-        goto out;
-    }
-    /* sizes first: a corrupt size must not drive a huge allocation; the
-     * message names the first field out of range */
-    const struct {
-        const char *name;
-        int bad;
-    } range[] = {
-        {"layers", c.n_layer < 1 || c.n_layer > 64},
-        {"dim", c.dim < 16 || c.dim > 1024},
-        {"heads", c.n_head < 1 || c.dim % c.n_head},
-        {"context", c.context < 8 || c.context > 1024},
-        {"batch", c.batch < 1 || c.batch > 512},
-        {"norm placement", (unsigned)c.norm >= NORM_PLACE_COUNT},
-        {"norm kind", (unsigned)c.norm_kind >= NORM_KIND_COUNT},
-        {"final norm", c.final_norm < -1 || c.final_norm > 1},
-        {"mix-k", c.mix_k < -1 || c.mix_k > c.n_layer},
-        {"init", (unsigned)c.init > 1},
-        {"precision", (unsigned)c.precision >= FMT_COUNT},
-        {"snapshots", c.snapshots < 0 || c.snapshots > 1000 || c.snapshot_every < 0},
-        {"loss scale", !(dyn_scale > 0)},
-        {"schedule", (unsigned)c.schedule > 3},
-        {"val-batches", c.val_batches < 1},
-        {"step", step < 0 || opt_t < 0},
-    };
-    for (size_t i = 0; i < sizeof range / sizeof range[0]; i++)
-        if (range[i].bad) {
-            snprintf(err, errlen,
-                     "--load %s: header field '%s' out of range (the header at bytes %zu-%zu "
-                     "is corrupt?)",
-                     path, range[i].name, hlen_at, hend - 1);
-            goto out;
-        }
     uint64_t np = get_u64(&b);
     size_t need = b.at + (size_t)np * 12 + 4;
     if (b.short_read || np > ((size_t)1 << 32) || n != need) {
@@ -1048,7 +1055,6 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         snprintf(err, errlen, "--load %s: checksum mismatch (the file is corrupt)", path);
         goto out;
     }
-    sc.kind = c.schedule;
     e = engine_alloc(&c, data, err, errlen);
     if (!e)
         goto out;
@@ -1065,15 +1071,15 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         e->opt.m[i] = get_f32(&b);
     for (size_t i = 0; i < np; i++)
         e->opt.v[i] = get_f32(&b);
-    e->step = step;
-    e->opt.t = opt_t;
-    e->rng.s = rng_s;
-    e->sched = sc;
-    e->scale = dyn_scale;
-    e->good = good;
+    e->step = rs.step;
+    e->opt.t = rs.opt_t;
+    e->rng.s = rs.rng_s;
+    e->sched = rs.sc;
+    e->scale = rs.dyn_scale;
+    e->good = rs.good;
     if (c.snapshot_every > 0)
         engine_snapshot(e);
-    event(e, "resumed from %s at step %ld", path, step);
+    event(e, "resumed from %s at step %ld", path, rs.step);
     *cfg_out = c;
 out:
     free(p);

@@ -374,10 +374,10 @@ static void mark_for(trainer *t, const ns_command *c)
     const ns_config *cfg = engine_config(t->e);
     char b[32];
     switch (c->kind) {
-    case CMD_NORM: case CMD_NORM_TOGGLE: case CMD_NORM_CYCLE:
+    case CMD_NORM:
         add_mark(t, norm_place_name(cfg->norm));
         break;
-    case CMD_KIND: case CMD_KIND_CYCLE:
+    case CMD_KIND:
         add_mark(t, norm_kind_name(cfg->norm_kind));
         break;
     case CMD_FINAL_NORM:
@@ -400,7 +400,7 @@ static void mark_for(trainer *t, const ns_command *c)
         else
             snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(t, b);
         break;
-    case CMD_LR: case CMD_LR_SCALE:
+    case CMD_LR:
         snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(t->e));
         add_mark(t, b);
         break;

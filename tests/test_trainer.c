@@ -76,13 +76,10 @@ static int steps_at_least(const trainer_status *s, long n) { return s->steps_don
 static int steps_equal(const trainer_status *s, long n) { return s->steps_done == n; }
 static int state_is(const trainer_status *s, long st) { return s->state == (trainer_state)st; }
 
+/* CMD_LR: scale the peak LR by arg; the others: set to arg (an index). */
 static ns_command cmd(command_kind k, double arg)
 {
-    ns_command c;
-    memset(&c, 0, sizeof c);
-    c.kind = k;
-    c.arg = arg;
-    return c;
+    return k == CMD_LR ? command_scale(k, arg) : command_set_int(k, (int)arg);
 }
 
 static int send(trainer *t, command_kind k, double arg)
@@ -141,7 +138,7 @@ static void test_between_steps(void)
     for (int i = 0; i < 5; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
     CHECK(send(t, CMD_NORM, NORM_POST) == 0);
-    CHECK(send(t, CMD_LR_SCALE, 2.0) == 0);
+    CHECK(send(t, CMD_LR, 2.0) == 0);
     for (int i = 0; i < 5; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
     CHECK(trainer_start(t, err, sizeof err) == 0);
@@ -157,7 +154,7 @@ static void test_between_steps(void)
     int same = rec.n == 10;
     for (int i = 0; i < 10 && same; i++) {
         if (i == 5) {
-            ns_command a = cmd(CMD_NORM, NORM_POST), b = cmd(CMD_LR_SCALE, 2.0);
+            ns_command a = cmd(CMD_NORM, NORM_POST), b = cmd(CMD_LR, 2.0);
             command_apply(ref, &a);
             command_apply(ref, &b);
         }
@@ -207,7 +204,7 @@ static void test_twin(void)
     CHECK(t != NULL);
     for (int i = 0; i < 4; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
-    CHECK(send(t, CMD_LR_SCALE, 2.0) == 0);
+    CHECK(send(t, CMD_LR, 2.0) == 0);
     for (int i = 0; i < 4; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
     CHECK(trainer_start(t, err, sizeof err) == 0);
@@ -222,7 +219,7 @@ static void test_twin(void)
     step_metrics ma, mb;
     for (int i = 0; i < 8 && same; i++) {
         if (i == 4) {
-            ns_command k = cmd(CMD_LR_SCALE, 2.0);
+            ns_command k = cmd(CMD_LR, 2.0);
             command_apply(ra, &k);
             command_apply(rb, &k);
         }

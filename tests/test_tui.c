@@ -560,13 +560,15 @@ static void test_keys(void)
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     ns_command c;
-    CHECK(tui_apply(&ui, TUI_ACT_NORM, 6, &c) == 1 && c.kind == CMD_NORM_TOGGLE);
-    CHECK(tui_apply(&ui, TUI_ACT_LR_UP, 6, &c) == 1 && c.kind == CMD_LR_SCALE && c.arg == 2.0);
-    CHECK(tui_apply(&ui, TUI_ACT_LR_DOWN, 6, &c) == 1 && c.arg == 0.5);
+    CHECK(tui_apply(&ui, TUI_ACT_NORM, 6, &c) == 1 && c.kind == CMD_NORM && c.how == CMDH_TOGGLE);
+    CHECK(tui_apply(&ui, TUI_ACT_LR_UP, 6, &c) == 1 && c.kind == CMD_LR && c.how == CMDH_SCALE &&
+          command_number(&c) == 2.0);
+    CHECK(tui_apply(&ui, TUI_ACT_LR_DOWN, 6, &c) == 1 && command_number(&c) == 0.5);
     CHECK(tui_apply(&ui, TUI_ACT_PAUSE, 6, &c) == 1 && c.kind == CMD_PAUSE_TOGGLE);
     CHECK(tui_apply(&ui, TUI_ACT_STEP, 6, &c) == 1 && c.kind == CMD_STEP);
-    CHECK(tui_apply(&ui, TUI_ACT_CLIP, 6, &c) == 1 && c.kind == CMD_CLIP && isnan(c.arg));
-    CHECK(tui_apply(&ui, TUI_ACT_PRECISION, 6, &c) == 1 && c.kind == CMD_PRECISION && c.arg < 0);
+    CHECK(tui_apply(&ui, TUI_ACT_CLIP, 6, &c) == 1 && c.kind == CMD_CLIP && c.how == CMDH_TOGGLE);
+    CHECK(tui_apply(&ui, TUI_ACT_PRECISION, 6, &c) == 1 && c.kind == CMD_PRECISION &&
+          c.how == CMDH_CYCLE);
     /* UI-only actions */
     CHECK(ui.selected == 5);
     CHECK(tui_apply(&ui, TUI_ACT_UP, 6, &c) == 0 && ui.selected == 5); /* at the top */

@@ -18,8 +18,12 @@
 #ifndef NS_TRAINER_H
 #define NS_TRAINER_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "atomicio.h"
 
 #include "command.h"
 #include "engine.h"
@@ -110,7 +114,19 @@ typedef struct {
     float last_val_b;      /* b's latest validation loss (NaN before the first) */
     ns_config cfg_b;
     char label_a[32], label_b[48]; /* "a: post", "b: norm=pre" */
+    /* The run whose latest step was not finite: 0 = a, 1 = b, -1 = none.
+     * Decided once, by the trainer (a first: a steps first); front ends
+     * read it through trainer_diverged_run, never from the metrics. */
+    int diverged_run;
+    long diverged_steps; /* steps not finite this session (a or b) */
+    int write_failed;    /* a --csv/--jsonl row could not be written */
 } trainer_status;
+
+/* Which run diverged (0 = a, 1 = b), or -1: none, or no step yet. */
+static inline int trainer_diverged_run(const trainer_status *s)
+{
+    return s->have_metrics ? s->diverged_run : -1;
+}
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
  * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
@@ -142,8 +158,21 @@ typedef struct {
     int start_paused;    /* begin in PAUSED (tests, scripted demos) */
     double sample_every; /* seconds between samples; 0 = never */
     const char *prompt;  /* the sample prompt; NULL = a built-in one */
-    /* called on the trainer thread after every step (CSV/JSONL writers);
-     * it must not call back into the trainer */
+    /* --csv/--jsonl: the trainer writes a row per step (with a twin, one
+     * CSV row with b_ columns and two JSONL lines, "run":"a" and "b");
+     * NULL = none. The caller opens and commits them. */
+    atomic_file *csv, *jsonl;
+    /* The headless run's lines (trainer_run): each engine event as it
+     * happens ("normscope: [a: |b: ]text"), the divergence that stopped the
+     * run, and with progress a progress line redrawn in place. NULL = none;
+     * quiet keeps only the divergence line. */
+    FILE *log;
+    int quiet, progress;
+    /* trainer_run ends after the step in progress once this is nonzero
+     * (a signal handler's flag); NULL = never */
+    volatile sig_atomic_t *interrupt;
+    /* called on the running thread after every step (tests); it must not
+     * call back into the trainer */
     void (*on_step)(void *ctx, const step_metrics *m);
     void *ctx;
     /* --compare: a second engine the trainer owns too and steps in
@@ -163,6 +192,18 @@ typedef struct trainer trainer;
 trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen);
 /* Start the thread (commands sent before are applied first, in order). */
 int trainer_start(trainer *t, char *err, size_t errlen);
+/* Or run on the calling thread, the headless way: the same loop as the
+ * thread's, but with no one to resume a pause, a script's pause, resume
+ * and step are noted and skipped and its stop ends the run, as do the
+ * step limit, a divergence (on_div pause or stop), *o.interrupt and a
+ * failed row write. Returns then, with the events of both runs reported
+ * to o.log. Use trainer_start or trainer_run, once. */
+void trainer_run(trainer *t);
+/* The run's summary on f, as both front ends end: "N steps in S s (...);
+ * loss L, val V; settings", with a twin a "b (label_b): loss, val" line,
+ * and after skipped non-finite steps (--on-diverge continue) how many.
+ * Call once the run is over (trainer_stop, or trainer_run returned). */
+void trainer_summary(trainer *t, FILE *f);
 /* Queue a command. 0, or -1 when TRAINER_QUEUE commands are waiting.
  * Settings go through command_apply; pause, resume, step and stop are the
  * trainer's: step takes one step while paused (and pauses a running

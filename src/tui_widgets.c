@@ -248,7 +248,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     if (s->state == TRAINER_DIVERGED && s->have_metrics) {
         /* where it started: the first thing to look at (issue 4's habit) */
         /* with --compare, the run that diverged: a first, else b */
-        int in_b = s->compare && !s->last.nonfinite && s->last_b.nonfinite;
+        int in_b = trainer_diverged_run(s) == 1;
         const char *fault = in_b ? s->last_b.fault : s->last.fault;
         snprintf(it[n].text, sizeof it[n].text, "first non-finite%s: %s", in_b ? " (b)" : "",
                  fault[0] ? fault : "the loss");

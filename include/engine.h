@@ -20,9 +20,27 @@
 
 typedef struct engine engine;
 
+/* What an event is, said by whoever made it (the engine, or the trainer
+ * for its own lines), so that no reader has to tell it from the words. */
+typedef enum {
+    NS_EV_INFO = 0,     /* start, resume from a file, snapshot limits, scale growth;
+                         * the trainer's pause, resume and --steps lines */
+    NS_EV_SETTING = 1,  /* a setting or the run's course changed (norm, LR, rewind,
+                         * re-init): also a marker on the chart */
+    NS_EV_VAL = 2,      /* a validation result (the trainer's) */
+    NS_EV_DIVERGED = 3, /* a step was not finite */
+    NS_EV_WARNING = 4,  /* a loss or gradient-norm spike */
+    NS_EV_SKIPPED = 5,  /* the dynamic loss scaler skipped a step */
+    NS_EV_REFUSED = 6,  /* a command that could not be applied */
+    NS_EV_NOTE = 7,     /* words of a script, a lesson or a key's note */
+    NS_EV_COUNT
+} ns_event_kind;
+
 #define NS_EVENT_TEXT 112
 typedef struct {
     long step; /* steps completed when it happened */
+    ns_event_kind kind;
+    int layer; /* the block it is about (a divergence's first op), or -1 */
     char text[NS_EVENT_TEXT];
 } ns_event;
 
@@ -55,7 +73,7 @@ const ns_config *engine_config(const engine *e);
 float engine_current_lr(const engine *e);
 float engine_current_peak(const engine *e);
 int engine_warmup_on(const engine *e);
-/* Add a line to the event log (notes of scripts and lessons). */
+/* Add a line to the event log (NS_EV_NOTE: notes of scripts and lessons). */
 void engine_note(engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Changes between steps; each is logged as an event. */

@@ -47,19 +47,11 @@ typedef enum {
 
 const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
 
-typedef enum {
-    TEV_INFO = 0,    /* start, pause, resume, the --steps limit */
-    TEV_SETTING = 1, /* a setting changed: also a marker on the chart */
-    TEV_VAL = 2,     /* a validation result */
-    TEV_DIVERGED = 3,
-    TEV_NOTE = 4 /* a warning (loss spike, skipped step), or a refused command */
-} trainer_event_kind;
-
-typedef struct {
-    long step; /* steps completed when it happened */
-    trainer_event_kind kind;
-    char text[NS_EVENT_TEXT];
-} trainer_event;
+/* A line of the event log: the engine's (ns_event, typed where it is
+ * made) and the trainer's own (pause, resume, validation, DIVERGED, a
+ * refused command), one type, so a front end reads the kind and the
+ * layer and never the words. */
+typedef ns_event trainer_event;
 
 /* One step of the history. */
 typedef struct {

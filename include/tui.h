@@ -128,8 +128,6 @@ tui_layer_cols tui_layer_columns(int width);
 /* With prec != 0 (precision not fp32), a 9-column precision counter is
  * taken from the activation bar when the bar keeps >= 4 cells. */
 tui_layer_cols tui_layer_columns_prec(int width, int prec);
-/* The layer a first-non-finite report names ("... layer N ..."), or -1. */
-int tui_fault_layer(const char *fault);
 
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as

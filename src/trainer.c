@@ -284,13 +284,14 @@ static void push_event(trainer *t, const trainer_event *ev)
     publish_end(t);
 }
 
-static void add_event(trainer *t, trainer_event_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add_event(trainer *t, trainer_event_kind kind, const char *fmt, ...)
+static void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
 {
     trainer_event ev;
     ev.step = engine_steps_done(t->e);
     ev.kind = kind;
+    ev.layer = layer;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(ev.text, sizeof ev.text, fmt, ap);
@@ -298,29 +299,16 @@ static void add_event(trainer *t, trainer_event_kind kind, const char *fmt, ...)
     push_event(t, &ev);
 }
 
-/* Move the engine's new log lines into ours. kind < 0: tell the kind from
- * the text (the engine's step-time lines). Lines the engine's ring already
- * dropped are skipped, not invented. */
-static void pull_engine_events(trainer *t, int kind)
+/* Move the engine's new log lines into ours, kind and layer as the engine
+ * said them. Lines the engine's ring already dropped are skipped, not
+ * invented. */
+static void pull_engine_events(trainer *t)
 {
     long n = engine_event_count(t->e);
     for (; t->engine_events_seen < n; t->engine_events_seen++) {
-        ns_event ev;
-        if (engine_event_get(t->e, t->engine_events_seen, &ev) != 0)
-            continue;
-        trainer_event out;
-        out.step = ev.step;
-        memcpy(out.text, ev.text, sizeof out.text);
-        out.text[sizeof out.text - 1] = 0;
-        if (kind >= 0)
-            out.kind = (trainer_event_kind)kind;
-        else if (!strncmp(ev.text, "diverged", 8))
-            out.kind = TEV_DIVERGED;
-        else if (!strncmp(ev.text, "warning", 7) || strstr(ev.text, " skipped"))
-            out.kind = TEV_NOTE;
-        else
-            out.kind = TEV_INFO;
-        push_event(t, &out);
+        trainer_event ev;
+        if (engine_event_get(t->e, t->engine_events_seen, &ev) == 0)
+            push_event(t, &ev);
     }
 }
 
@@ -358,15 +346,15 @@ static void resume_run(trainer *t)
         return;
     if (t->state == TRAINER_DONE) {
         if (t->limit > 0 && engine_steps_done(t->e) >= t->limit) {
-            add_event(t, TEV_INFO, "training on past --steps %ld", t->limit);
+            add_event(t, NS_EV_INFO, -1, "training on past --steps %ld", t->limit);
             t->limit = 0;
         } else {
-            add_event(t, TEV_INFO, "training on");
+            add_event(t, NS_EV_INFO, -1, "training on");
         }
     } else if (t->state == TRAINER_DIVERGED) {
-        add_event(t, TEV_INFO, "resumed after the divergence (weights as before it)");
+        add_event(t, NS_EV_INFO, -1, "resumed after the divergence (weights as before it)");
     } else {
-        add_event(t, TEV_INFO, "resumed");
+        add_event(t, NS_EV_INFO, -1, "resumed");
     }
     t->budget = 0;
     set_state(t, TRAINER_RUNNING);
@@ -378,7 +366,7 @@ static void pause_run(trainer *t, const char *why)
         return;
     set_state(t, TRAINER_PAUSED);
     t->budget = 0;
-    add_event(t, TEV_INFO, "paused at step %ld%s", engine_steps_done(t->e), why);
+    add_event(t, NS_EV_INFO, -1, "paused at step %ld%s", engine_steps_done(t->e), why);
 }
 
 /* The chart marker of a settings command, from the state after it. */
@@ -485,7 +473,7 @@ static void apply_flow_sync(trainer *t, const ns_command *c)
     } else {
         engine_note(t->e, "script: pause, resume and step do nothing without the live view");
     }
-    pull_engine_events(t, TEV_INFO);
+    pull_engine_events(t);
 }
 
 static int is_flow(const ns_command *c)
@@ -522,7 +510,7 @@ static void apply_command(trainer *t, const ns_command *c)
         if (t->state != TRAINER_DONE) {
             set_state(t, TRAINER_DONE);
             t->budget = 0;
-            add_event(t, TEV_INFO, "stopped at step %ld (space trains on)", before);
+            add_event(t, NS_EV_INFO, -1, "stopped at step %ld (space trains on)", before);
         }
         return;
     default:
@@ -532,10 +520,10 @@ static void apply_command(trainer *t, const ns_command *c)
         command_apply(t->o.twin, c); /* b's own log lines are not shown */
     int r = command_apply(e, c);
     long ev_before = t->engine_events_seen;
-    pull_engine_events(t, TEV_SETTING);
+    pull_engine_events(t);
     if (r == CMD_FAILED) {
         if (t->engine_events_seen == ev_before)
-            add_event(t, TEV_NOTE, "command %d could not be applied", (int)c->kind);
+            add_event(t, NS_EV_REFUSED, -1, "command %d could not be applied", (int)c->kind);
         return;
     }
     if (r != CMD_APPLIED)
@@ -676,13 +664,13 @@ static void do_step(trainer *t)
         t->o.on_pair(t->o.ctx, &t->m, &t->mb);
     else if (t->o.on_step)
         t->o.on_step(t->o.ctx, &t->m);
-    pull_engine_events(t, -1);
+    pull_engine_events(t);
     if (t->o.twin && t->mb.has_val)
         t->last_val_b = t->mb.val_loss;
     if (t->m.has_val) {
         t->last_val = t->m.val_loss;
         t->last_val_step = t->m.step;
-        add_event(t, TEV_VAL, "validation loss %.4f (train %.4f)", (double)t->m.val_loss,
+        add_event(t, NS_EV_VAL, -1, "validation loss %.4f (train %.4f)", (double)t->m.val_loss,
                   (double)t->m.loss);
     }
     long done = engine_steps_done(t->e);
@@ -690,12 +678,13 @@ static void do_step(trainer *t)
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
         const step_metrics *d = t->diverged_run == 1 ? &t->mb : &t->m;
-        add_event(t, TEV_DIVERGED, "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
+        add_event(t, NS_EV_DIVERGED, d->fault_layer,
+                  "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
                   done, d == &t->mb ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
-        add_event(t, TEV_INFO, "reached --steps %ld: paused (space trains on)", t->limit);
+        add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);
     }
     double now = run_now(t);
     if (now - t->rate_t0 >= RATE_WINDOW) {
@@ -820,7 +809,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->rate_t0 = run_now(t);
     t->rate_s0 = engine_steps_done(e);
     t->next_sample = t->rate_t0;
-    pull_engine_events(t, TEV_INFO);
+    pull_engine_events(t);
     /* what happened before the run (the start line) is not news */
     t->reported[0] = engine_event_count(e);
     t->reported[1] = t->o.twin ? engine_event_count(t->o.twin) : 0;

@@ -75,14 +75,6 @@ tui_layer_cols tui_layer_columns(int width)
     return tui_layer_columns_prec(width, 0);
 }
 
-int tui_fault_layer(const char *fault)
-{
-    const char *p = fault ? strstr(fault, "layer ") : NULL;
-    if (!p || p[6] < '0' || p[6] > '9')
-        return -1;
-    return atoi(p + 6);
-}
-
 tui_layer_cols tui_layer_columns_prec(int width, int prec)
 {
     tui_layer_cols c;

@@ -425,7 +425,7 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     tui_puts(g, r.r + 1, r.c, r.w, TUI_S_LABEL,
              lowp ? "lyr    attn     mlp act max headroom |grad|"
                   : "lyr    attn     mlp act max |grad|");
-    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
         int l = L - 1 - (ui->scroll + i);
@@ -514,7 +514,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     if (rows < 1)
         return;
     ui->layer_rows = rows;
-    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     if (ui->selected < 0 || ui->selected >= L)
         ui->selected = L - 1;
     ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
@@ -724,13 +724,13 @@ void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *snap)
     tui_puts(g, r.r, c, r.c + r.w - 1 - c, TUI_S_TEXT, esc);
 }
 
-static tui_style event_style(trainer_event_kind k)
+static tui_style event_style(ns_event_kind k)
 {
     switch (k) {
-    case TEV_SETTING: return TUI_S_EV_SETTING;
-    case TEV_VAL: return TUI_S_EV_VAL;
-    case TEV_DIVERGED: return TUI_S_BAD;
-    case TEV_NOTE: return TUI_S_EV_NOTE;
+    case NS_EV_SETTING: case NS_EV_NOTE: return TUI_S_EV_SETTING;
+    case NS_EV_VAL: return TUI_S_EV_VAL;
+    case NS_EV_DIVERGED: return TUI_S_BAD;
+    case NS_EV_WARNING: case NS_EV_SKIPPED: case NS_EV_REFUSED: return TUI_S_EV_NOTE;
     default: return TUI_S_TEXT;
     }
 }

@@ -349,7 +349,7 @@ static void test_snapshot_consistency(void)
     engine_free(e);
 }
 
-static int find_event(const trainer_snapshot *s, trainer_event_kind kind, const char *needle)
+static int find_event(const trainer_snapshot *s, ns_event_kind kind, const char *needle)
 {
     for (long i = s->s.ev_total - 1; i >= 0 && i >= s->s.ev_total - TRAINER_EVENTS; i--) {
         const trainer_event *ev = &s->ev[i % TRAINER_EVENTS];
@@ -373,7 +373,9 @@ static void test_divergence(void)
     CHECK(wait_for(t, state_is, TRAINER_DIVERGED, 20.0));
     CHECK(S->s.steps_done == 1);
     CHECK(S->s.last.nonfinite);
-    CHECK(find_event(S, TEV_DIVERGED, "DIVERGED at step 1"));
+    CHECK(find_event(S, NS_EV_DIVERGED, "DIVERGED at step 1"));
+    CHECK(find_event(S, NS_EV_DIVERGED, "diverged at step 1")); /* the engine's, kind kept */
+    CHECK(S->ev[(S->s.ev_total - 1) % TRAINER_EVENTS].layer == S->s.last.fault_layer);
     sleep_s(0.1);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == 1); /* paused, not stepping on */

@@ -11,6 +11,7 @@
 #ifndef NS_ENGINE_H
 #define NS_ENGINE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,9 +60,11 @@ int engine_step(engine *e, step_metrics *out);
 
 /* Threads for the kernels of each step, 1..POOL_MAX_THREADS (pool.h),
  * counting the caller; a new engine has 1 (no worker threads). The pool
- * is made here, once, never inside a step. Returns 0, or -1 when n is out
- * of range or a thread could not be started (the old count stays). */
-int engine_set_threads(engine *e, int n);
+ * is made here, once, never inside a step; its workers block the signals
+ * in *block (NULL: none more than the caller's). Returns 0, or -1 when n
+ * is out of range or a thread could not be started (the old count
+ * stays). */
+int engine_set_threads(engine *e, int n, const sigset_t *block);
 int engine_threads(const engine *e);
 
 /* Mean validation loss over cfg.val_batches fixed batches. */

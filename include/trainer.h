@@ -178,9 +178,14 @@ typedef struct {
 
 typedef struct trainer trainer;
 
-/* Take over e (the caller must not touch it until trainer_stop). The
- * thread starts with SIGINT, SIGTERM and SIGWINCH blocked, so those reach
- * the UI thread. NULL with a reason in err on failure. */
+/* The signals the UI thread handles (SIGINT, SIGTERM, SIGHUP, SIGWINCH,
+ * SIGTSTP): the trainer thread starts with them blocked, and so should
+ * every other thread of the run (the engines' pools: engine_set_threads),
+ * so that the kernel delivers them where getch can return early. */
+void trainer_ui_signals(sigset_t *set);
+
+/* Take over e (the caller must not touch it until trainer_stop). NULL
+ * with a reason in err on failure. */
 trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen);
 /* Start the thread (commands sent before are applied first, in order). */
 int trainer_start(trainer *t, char *err, size_t errlen);

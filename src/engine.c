@@ -198,14 +198,14 @@ void engine_free(engine *e)
     free(e);
 }
 
-int engine_set_threads(engine *e, int n)
+int engine_set_threads(engine *e, int n, const sigset_t *block)
 {
     if (n < 1 || n > POOL_MAX_THREADS)
         return -1;
     if (n == engine_threads(e))
         return 0;
     ns_pool *p = NULL;
-    if (n > 1 && !(p = pool_create(n)))
+    if (n > 1 && !(p = pool_create(n, block)))
         return -1;
     pool_free(e->pool);
     e->pool = p;

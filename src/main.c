@@ -232,8 +232,10 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
     }
     /* --threads: each run (the twin too) gets its own pool, made here,
      * on this (the UI) thread, before any training thread starts */
-    if (engine_set_threads(r->e, o->threads) != 0 ||
-        (r->twin && engine_set_threads(r->twin, o->threads) != 0)) {
+    sigset_t ui;
+    trainer_ui_signals(&ui);
+    if (engine_set_threads(r->e, o->threads, &ui) != 0 ||
+        (r->twin && engine_set_threads(r->twin, o->threads, &ui) != 0)) {
         fprintf(stderr, "normscope: --threads %d: cannot start the worker threads\n", o->threads);
         setup_free(r, 0);
         return 1;

@@ -817,12 +817,21 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     return t;
 }
 
+void trainer_ui_signals(sigset_t *set)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP};
+    sigemptyset(set);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(set, sigs[i]);
+}
+
 int trainer_start(trainer *t, char *err, size_t errlen)
 {
     /* signals are for the UI thread: the new thread inherits this blocked
      * set, so the kernel delivers them where getch can return early */
-    sigset_t old;
-    pool_block_ui_signals(&old);
+    sigset_t ui, old;
+    trainer_ui_signals(&ui);
+    pthread_sigmask(SIG_BLOCK, &ui, &old);
     t->rate_t0 = run_now(t);
     t->next_sample = t->rate_t0;
     int r = pthread_create(&t->thread, NULL, trainer_main, t);

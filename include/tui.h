@@ -17,6 +17,27 @@
 
 #include "trainer.h"
 
+/* ---- shared by the drawing files -----------------------------------------
+ * The code points the widgets draw with (each one column wide; ASCII
+ * stand-ins are chosen where they are drawn), and a clamp: one copy for
+ * every tui_*.c. */
+enum {
+    G_BRAILLE = 0x2800, /* the empty braille cell: its dots are bits added to it */
+    G_FULL = 0x2588,    /* █ */
+    G_LIGHT = 0x2591,   /* ░ */
+    G_MED = 0x2592,     /* ▒ */
+    G_DARK = 0x2593,    /* ▓ */
+    G_HLINE = 0x2500,   /* ─ */
+    G_VLINE = 0x2502,   /* │ */
+    G_TL = 0x250C, G_TR = 0x2510, G_BL = 0x2514, G_BR = 0x2518, /* ┌ ┐ └ ┘ */
+    G_DOTV = 0x250A,    /* ┊ */
+    G_RIGHT = 0x25B6,   /* ▶ */
+    G_BULLET = 0x2022,  /* • */
+    G_MIDDOT = 0x00B7,  /* · */
+};
+
+static inline int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
 /* ---- the cell grid --------------------------------------------------------
  * One Unicode code point and one semantic style per cell; every glyph used
  * is one column wide. The curses layer maps styles to colors per scheme. */

@@ -16,6 +16,7 @@
 
 #include "atomicio.h"
 #include "model.h"
+#include "nstime.h"
 #include "ops.h"
 #include "optim.h"
 #include "pool.h"
@@ -215,13 +216,6 @@ int engine_set_threads(engine *e, int n, const sigset_t *block)
 
 int engine_threads(const engine *e) { return pool_threads(e->pool); }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Is the dynamic loss scaler in force? (low precision, --loss-scale dynamic) */
 static int scaler_dynamic(const engine *e)
 {
@@ -328,7 +322,7 @@ int engine_step(engine *e, step_metrics *out)
     model *m = &e->m;
     const ns_config *c = &e->cfg;
     long s = e->step + 1;
-    double t0 = now_s();
+    double t0 = nstime_now();
 
     float lr = schedule_lr(&e->sched, s);
     float scale = scale_in_force(e);
@@ -408,7 +402,7 @@ int engine_step(engine *e, step_metrics *out)
                   SCALE_GROWTH_INTERVAL);
     }
     e->step = s;
-    double dt = now_s() - t0;
+    double dt = nstime_now() - t0;
 
     out->step = s;
     out->loss = loss;

@@ -27,8 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "nstime.h"
 #include "numfmt.h"
-#include "pool.h"
 
 /* The sample prompt: the room watches this turn from noise into words. */
 static const char default_prompt[] = "The model ";
@@ -99,18 +99,11 @@ struct trainer {
     int hist_reset;  /* the history restarts (re-init) */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The trainer's clock: monotonic, standing still while held (the process
  * stopped by Ctrl-Z), so that a stop is not counted as running time. */
 static double run_now(trainer *t)
 {
-    double now = now_s();
+    double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
     if (t->held_at >= 0 && now > t->held_at)
         now = t->held_at;
@@ -121,7 +114,7 @@ static double run_now(trainer *t)
 
 void trainer_clock_hold(trainer *t)
 {
-    double now = now_s();
+    double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
     if (t->held_at < 0)
         t->held_at = now;
@@ -130,7 +123,7 @@ void trainer_clock_hold(trainer *t)
 
 void trainer_clock_release(trainer *t)
 {
-    double now = now_s();
+    double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
     if (t->held_at >= 0 && now > t->held_at)
         t->held_total += now - t->held_at;
@@ -621,7 +614,7 @@ static void write_rows(trainer *t)
 static void print_progress(trainer *t)
 {
     const step_metrics *m = &t->m;
-    double now = now_s();
+    double now = nstime_now();
     if (!t->o.log || !t->o.progress || (now - t->last_print <= 0.1 && m->step != t->limit))
         return;
     double rate = t->run_steps / (now - t->log_t0);
@@ -848,7 +841,7 @@ void trainer_run(trainer *t)
 {
     t->sync = 1;
     t->rate_t0 = run_now(t);
-    t->log_t0 = now_s();
+    t->log_t0 = nstime_now();
     t->last_print = 0;
     run_loop(t);
     FILE *log = t->o.log;

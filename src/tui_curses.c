@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nstime.h"
 #include "tui.h"
 
 #define FRAME_MS 100 /* 10 frames/s from the trainer (keys redraw at once): smooth
@@ -210,13 +211,6 @@ static void blit(const tui_grid *g)
     attrset(A_NORMAL);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int translate_key(int ch)
 {
     switch (ch) {
@@ -253,7 +247,7 @@ static void send_action(run_state *rs, tui_action a)
     if (trainer_send(rs->t, &cmd) != 0) {
         snprintf(rs->ui.note, sizeof rs->ui.note,
                  "busy: %d commands wait for the step in progress ", TRAINER_QUEUE);
-        rs->note_until = now_s() + NOTE_S;
+        rs->note_until = nstime_now() + NOTE_S;
     }
 }
 
@@ -280,7 +274,7 @@ static void write_one_dump(run_state *rs, int what)
     else
         snprintf(cmd.text, sizeof cmd.text, "could not write %.70s", err);
     snprintf(rs->ui.note, sizeof rs->ui.note, "%.70s ", cmd.text);
-    rs->note_until = now_s() + NOTE_S;
+    rs->note_until = nstime_now() + NOTE_S;
     trainer_send(rs->t, &cmd);
 }
 
@@ -481,7 +475,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
  * any came, 0 if none, -1 when the grid could not be resized. */
 static int take_keys(run_state *rs, double next_frame)
 {
-    int wait_ms = (int)((next_frame - now_s()) * 1000.0);
+    int wait_ms = (int)((next_frame - nstime_now()) * 1000.0);
     timeout(wait_ms > 0 ? wait_ms : 0);
     int ch = getch(), any = 0;
     while (ch != ERR && !rs->ui.quit) {
@@ -500,7 +494,7 @@ static int take_keys(run_state *rs, double next_frame)
  * an error. */
 static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
 {
-    double next_frame = now_s();
+    double next_frame = nstime_now();
     int dirty = 1;
     suspend_req = 0;
     continued = 0;
@@ -524,7 +518,7 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         dirty |= keys;
         if (rs->ui.quit || stop_signal)
             continue;
-        double now = now_s();
+        double now = nstime_now();
         if (now >= next_frame) {
             next_frame = now + FRAME_MS / 1000.0;
             if (!rs->ui.frozen && trainer_snapshot_copy(rs->t, rs->snap))

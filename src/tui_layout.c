@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
-
 /* The help overlay: a line per key (pairs share one), a blank line, the
  * legend, and the border (with the closing hint on it). */
 static int help_height(void)

@@ -15,22 +15,9 @@
 
 #include "numfmt.h"
 
-/* ---- glyphs ------------------------------------------------------------- */
-enum {
-    G_FULL = 0x2588,   /* █ */
-    G_LIGHT = 0x2591,  /* ░ */
-    G_DARK = 0x2593,   /* ▓ */
-    G_HLINE = 0x2500,  /* ─ */
-    G_VLINE = 0x2502,  /* │ */
-    G_TL = 0x250C, G_TR = 0x2510, G_BL = 0x2514, G_BR = 0x2518,
-    G_DOTV = 0x250A,   /* ┊ */
-    G_RIGHT = 0x25B6,  /* ▶ */
-};
-
+/* ---- glyphs (the code points: tui.h) ------------------------------------ */
 /* Left-aligned eighth blocks: index k = k/8 of a cell (k = 1..7). */
 static uint32_t eighth(int k) { return (uint32_t)(0x2590 - k); /* ▏=258F .. ▉=2589 */ }
-
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
 static void box(tui_grid *g, tui_rect r, int unicode, tui_style s)
 {

@@ -92,9 +92,8 @@ void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 co
 
 /* Snapshots: every cfg.snapshot_every steps the engine copies weights,
  * Adam moments, step, RNG and schedule into a ring of cfg.snapshots; step 0
- * is always taken. engine_rewind goes back to the newest snapshot before
- * the current step (so pressing it again goes further back), bit for bit,
- * keeping the settings now in force. Returns the step, or -1 if none. */
+ * is always taken. engine_snapshot takes one now (replacing the oldest):
+ * 0, or -1 when snapshots are off (too big) or memory ran out. */
 int engine_snapshot(engine *e);
 
 /* The dynamic loss scaler's rule (GradScaler's, with a floor): after a step
@@ -103,6 +102,10 @@ int engine_snapshot(engine *e);
  * in a row, double it. */
 enum { SCALER_CLEAN = 0, SCALER_SKIPPED = 1, SCALER_GREW = 2, SCALER_GAVE_UP = 3 };
 int engine_scaler_update(float *scale, long *good, int overflowed);
+
+/* Back to the newest snapshot before the current step (so calling it again
+ * goes further back), bit for bit, keeping the settings now in force.
+ * Returns the step it went back to, or -1 if there is none. */
 long engine_rewind(engine *e);
 
 /* Back to step 0 with fresh weights from the same seed. */

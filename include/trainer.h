@@ -3,7 +3,9 @@
  * snapshot after every step.
  *
  * Two pieces of shared state, each behind its own mutex held just long
- * enough to copy (DESIGN.md, "cmus / redis bio.c"):
+ * enough to copy, as cmus and redis's bio.c do it (a worker publishes a
+ * struct under a mutex, the UI copies it once per frame; a mutex + condvar
+ * queue that also wakes a paused worker; no lock-free code):
  *   - the command queue (mutex + condvar; the condvar also wakes a paused
  *     trainer), written by front ends, drained by the trainer. Commands
  *     are ns_command values (command.h): a key press and a --script line
@@ -12,8 +14,12 @@
  * The trainer never waits for a front end: it holds the snapshot lock only
  * to append one step, and a front end holds it only to copy what changed.
  *
- * Not here: drawing (tui*.c), files and flags (main.c), the numbers
- * themselves (engine.c). Nothing in this module calls curses.
+ * It is also the headless run (trainer_run): the same loop on the
+ * caller's thread, so scripts, the --compare twin, divergence, events,
+ * CSV/JSONL rows and the summary behave the same in both.
+ *
+ * Not here: drawing (tui*.c), flags and opening files (main.c), the
+ * numbers themselves (engine.c). Nothing in this module calls curses.
  */
 #ifndef NS_TRAINER_H
 #define NS_TRAINER_H

@@ -162,8 +162,8 @@ int tui_scroll_fit(int first, int visible, int pos, int count);
 #define TUI_GRAD_HI 2
 /* Activation bars: 1 .. 1e+6, with marks at 256 (its square overflows fp16
  * in the LN variance) and 65504 (fp16's largest finite value). */
-#define TUI_ACT_LO 0
-#define TUI_ACT_HI 6
+#define TUI_AMAX_LO 0
+#define TUI_AMAX_HI 6
 #define TUI_MARK_LNVAR 256.0
 #define TUI_MARK_FP16 65504.0
 /* A gradient is "exploding" from here; "vanishing" below 1e-3 of the

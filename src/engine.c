@@ -1,6 +1,7 @@
 /* engine.c - a training run stepped one update at a time, its mid-run
- * settings, its event log, and its checkpoints. No threads, no I/O except
- * checkpoint files.
+ * settings, its event log, and its checkpoints. It owns a pool of worker
+ * threads for its kernels (engine_set_threads) that run only inside its
+ * calls; no I/O except checkpoint files.
  */
 #include "engine.h"
 

@@ -233,7 +233,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         snprintf(it[n].text, sizeof it[n].text, "%.1f steps/s", s->steps_per_s);
     it[n].style = TUI_S_STATUS, it[n++].prio = 3;
     if (s->state == TRAINER_DIVERGED && s->have_metrics) {
-        /* where it started: the first thing to look at (issue 4's habit) */
+        /* where it started, not the last symptom: the first thing to look at */
         /* with --compare, the run that diverged: a first, else b */
         int in_b = trainer_diverged_run(s) == 1;
         const char *fault = in_b ? s->last_b.fault : s->last.fault;
@@ -347,7 +347,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 /* The precision counter of a layer, 8 columns: overflows this step
  * ("ovf 12"), else the headroom log2(format max / act max) in doublings,
  * warned below 3 and bad below 1, so a layer about to overflow shows in
- * its row before it does (issue 4). */
+ * its row before it does. */
 static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
 {
     char b[32];
@@ -365,7 +365,6 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
     tui_puts(g, r, c, 8, st, b);
 }
 
-/* The per-layer gradient norm the --compare ratio uses. */
 /* The largest finite attention or MLP gradient norm of any layer:
  * "vanishing" is relative to it. */
 static double largest_grad(const step_metrics *m, int L)
@@ -381,6 +380,7 @@ static double largest_grad(const step_metrics *m, int L)
     return gmax;
 }
 
+/* The per-layer gradient norm the --compare ratio uses. */
 static double layer_gnorm(const layer_metrics *lm)
 {
     double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
@@ -532,8 +532,8 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     /* header 2: the scales */
     scale_row(g, r.r + 1, r.c + k.attn, k.bar, TUI_GRAD_LO, TUI_GRAD_HI);
     scale_row(g, r.r + 1, r.c + k.ffn, k.bar, TUI_GRAD_LO, TUI_GRAD_HI);
-    int e256 = tui_log_eighths(TUI_MARK_LNVAR, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
-    int e16 = tui_log_eighths(TUI_MARK_FP16, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
+    int e256 = tui_log_eighths(TUI_MARK_LNVAR, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
+    int e16 = tui_log_eighths(TUI_MARK_FP16, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
     int m256 = (e256 + 7) / 8 - 1, m16 = (e16 + 7) / 8 - 1;
     tui_puts(g, r.r + 1, r.c + k.act, 1, TUI_S_DIM, "1");
     if (m256 > 1)
@@ -583,7 +583,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         tui_put(g, rr, r.c + k.act + m256, mark, TUI_S_WARN);
         tui_put(g, rr, r.c + k.act + m16, mark, TUI_S_BAD);
         if (isfinite(am)) {
-            int e = tui_log_eighths(am, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
+            int e = tui_log_eighths(am, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
             int full = e / 8, part = e % 8;
             uint32_t fg = ui->unicode ? (ui->color || as == TUI_S_NORMAL ? G_FULL : G_DARK)
                                       : (as == TUI_S_NORMAL ? '#' : (as == TUI_S_WARN ? '%' : '!'));

@@ -271,7 +271,7 @@ static void test_layer_bars(void)
     CHECK(!strncmp(row(&g, 4) + k.attn, "NaN", 3));
     CHECK(style_at(&g, 4, k.attn) == TUI_S_BAD);
     /* activation 300: past the 256 mark, before 65504; warned */
-    int e256 = tui_log_eighths(256, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
+    int e256 = tui_log_eighths(256, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
     CHECK(col_of(&g, 1, "256") == k.act + (e256 + 7) / 8 - 1);
     CHECK(style_at(&g, 2, k.act) == TUI_S_WARN);
 

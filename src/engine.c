@@ -256,13 +256,17 @@ static void spike_check(engine *e, spike_window *w, double x, const char *what)
     w->n++;
 }
 
-static void fault_text(const model_fault *f, int n_layer, char *buf, size_t len)
+/* The first non-finite op of the step into out: its words (fault) and
+ * its block (fault_layer, -1 outside the blocks or when there was none). */
+static void fault_report(const model_fault *f, int n_layer, step_metrics *out)
 {
-    if (!f->set) {
+    char *buf = out->fault;
+    size_t len = sizeof out->fault;
+    int in_block = f->set && f->layer >= 0 && f->layer < n_layer;
+    out->fault_layer = in_block ? f->layer : -1;
+    if (!f->set)
         buf[0] = 0;
-        return;
-    }
-    if (f->layer >= 0 && f->layer < n_layer)
+    else if (in_block)
         snprintf(buf, len, "%s, layer %d, %s", f->backward ? "backward" : "forward", f->layer,
                  f->op);
     else
@@ -359,10 +363,7 @@ int engine_step(engine *e, step_metrics *out)
     for (int l = 0; l < m->L; l++)
         gsq += e->grad_sq[l];
     float gnorm = (float)sqrt(gsq);
-    fault_text(&m->fault, m->L, out->fault, sizeof out->fault);
-    out->fault_layer = m->fault.set && m->fault.layer >= 0 && m->fault.layer < m->L
-                           ? m->fault.layer
-                           : -1;
+    fault_report(&m->fault, m->L, out);
 
     /* what to do with this step's gradients */
     int bad = 0, skipped = 0;

@@ -175,11 +175,11 @@ static void setup_free(run_setup *r, int keep_files)
 /* live: a loaded run trains until stopped unless --steps says; headless, it
  * trains to the checkpoint's --steps. Returns 0, or the exit status after
  * printing one line. */
-static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
+/* The run from --load, or a new one after checking it fits in memory.
+ * Returns 0, or the exit status after printing one line. */
+static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
 {
     char err[512];
-    memset(r, 0, sizeof *r);
-    r->cfg = o->cfg;
     ns_config *cfg = &r->cfg;
     if (o->load) {
         r->e = engine_load(o->load, data, cfg, err, sizeof err);
@@ -187,85 +187,84 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, cfg) != 0) {
-            setup_free(r, 0);
+        if (check_against_checkpoint(o, cfg) != 0)
             return 2;
-        }
         if (o->set & CLI_SET_STEPS)
             cfg->steps = o->cfg.steps;
         else if (live)
             cfg->steps = 0;
-    } else {
-        double need = model_bytes_needed(cfg);
-        double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-        if (have > 0 && need > have) {
-            fprintf(stderr,
-                    "normscope: this model needs %.1f GiB of memory, the machine has %.1f GiB "
-                    "(lower --batch, --context, --dim or --layers)\n",
-                    need / 1073741824.0, have / 1073741824.0);
-            return 2;
-        }
-        r->e = engine_create(cfg, data, err, sizeof err);
-        if (!r->e) {
-            fprintf(stderr, "normscope: %s\n", err);
-            return 2;
-        }
+        return 0;
     }
-    /* the --compare twin: the same seed, so the same initial weights (unless
-     * the setting is about initialization) and the same batches */
-    if (o->compare) {
-        ns_config cb = *cfg;
-        const char *why = NULL;
-        if (o->load) {
-            fprintf(stderr, "normscope: --compare cannot be used with --load\n");
-        } else if (cli_apply_setting(&cb, o->compare, stderr) != 0) {
-            /* reported */
-        } else if ((why = config_check(&cb)) != NULL) {
-            fprintf(stderr, "normscope: --compare %s: %s\n", o->compare, why);
-        } else if (!(r->twin = engine_create(&cb, data, err, sizeof err))) {
-            fprintf(stderr, "normscope: --compare: %s\n", err);
-        }
-        if (!r->twin) {
-            setup_free(r, 0);
-            return 2;
-        }
+    double need = model_bytes_needed(cfg);
+    double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (have > 0 && need > have) {
+        fprintf(stderr,
+                "normscope: this model needs %.1f GiB of memory, the machine has %.1f GiB "
+                "(lower --batch, --context, --dim or --layers)\n",
+                need / 1073741824.0, have / 1073741824.0);
+        return 2;
     }
+    r->e = engine_create(cfg, data, err, sizeof err);
+    if (!r->e) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* The --compare twin: the same seed, so the same initial weights (unless
+ * the setting is about initialization) and the same batches. Returns 0,
+ * or 2 after printing why not. */
+static int open_twin(cli_opts *o, const dataset *data, run_setup *r)
+{
+    char err[512];
+    ns_config cb = r->cfg;
+    const char *why = NULL;
+    if (o->load) {
+        fprintf(stderr, "normscope: --compare cannot be used with --load\n");
+    } else if (cli_apply_setting(&cb, o->compare, stderr) != 0) {
+        /* reported */
+    } else if ((why = config_check(&cb)) != NULL) {
+        fprintf(stderr, "normscope: --compare %s: %s\n", o->compare, why);
+    } else if (!(r->twin = engine_create(&cb, data, err, sizeof err))) {
+        fprintf(stderr, "normscope: --compare: %s\n", err);
+    }
+    return r->twin ? 0 : 2;
+}
+
+/* live: a loaded run trains until stopped unless --steps says; headless, it
+ * trains to the checkpoint's --steps. Returns 0, or the exit status after
+ * printing one line (nothing is left open then). */
+static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg = o->cfg;
+    int bad = open_engine(o, data, live, r);
+    if (!bad && o->compare)
+        bad = open_twin(o, data, r);
     /* --threads: each run (the twin too) gets its own pool, made here,
      * on this (the UI) thread, before any training thread starts */
     sigset_t ui;
     trainer_ui_signals(&ui);
-    if (engine_set_threads(r->e, o->threads, &ui) != 0 ||
-        (r->twin && engine_set_threads(r->twin, o->threads, &ui) != 0)) {
+    if (!bad && (engine_set_threads(r->e, o->threads, &ui) != 0 ||
+                 (r->twin && engine_set_threads(r->twin, o->threads, &ui) != 0))) {
         fprintf(stderr, "normscope: --threads %d: cannot start the worker threads\n", o->threads);
-        setup_free(r, 0);
-        return 1;
+        bad = 1;
     }
-    long start = engine_steps_done(r->e);
-    if ((!live || cfg->steps > 0) && cfg->steps <= start) {
+    long start = r->e ? engine_steps_done(r->e) : 0;
+    if (!bad && (!live || r->cfg.steps > 0) && r->cfg.steps <= start) {
         fprintf(stderr, "normscope: nothing to do: the run is at step %ld and --steps is %ld\n",
-                start, cfg->steps);
+                start, r->cfg.steps);
+        bad = 2;
+    }
+    if (!bad)
+        bad = check_outputs(o);
+    if (!bad &&
+        (out_open(&r->csv, "csv", o->csv) != 0 || out_open(&r->jsonl, "jsonl", o->jsonl) != 0))
+        bad = 1;
+    if (bad)
         setup_free(r, 0);
-        return 2;
-    }
-    int bad = check_outputs(o);
-    if (bad) {
-        setup_free(r, 0);
-        return bad;
-    }
-    if (out_open(&r->csv, "csv", o->csv) != 0 || out_open(&r->jsonl, "jsonl", o->jsonl) != 0) {
-        setup_free(r, 0);
-        return 1;
-    }
-    if (r->csv.f) {
-        int L = engine_config(r->e)->n_layer;
-        metrics_csv_header_fields(r->csv.f, L, "");
-        if (r->twin) {
-            fputc(',', r->csv.f);
-            metrics_csv_header_fields(r->csv.f, L, "b_");
-        }
-        fputc('\n', r->csv.f);
-    }
-    return 0;
+    return bad;
 }
 
 /* The lesson's title and text, as the first lines of the event log. */

@@ -610,6 +610,21 @@ static void write_rows(trainer *t)
         t->write_failed = 1;
 }
 
+/* The CSV's header, as write_rows fills it: b's columns prefixed b_. */
+static void write_csv_header(trainer *t)
+{
+    FILE *csv = t->o.csv ? t->o.csv->f : NULL;
+    if (!csv)
+        return;
+    int L = engine_config(t->e)->n_layer;
+    metrics_csv_header_fields(csv, L, "");
+    if (t->o.twin) {
+        fputc(',', csv);
+        metrics_csv_header_fields(csv, L, "b_");
+    }
+    fputc('\n', csv);
+}
+
 /* The headless progress line, redrawn at most every 0.1 s and at the end. */
 static void print_progress(trainer *t)
 {
@@ -802,6 +817,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->rate_t0 = run_now(t);
     t->rate_s0 = engine_steps_done(e);
     t->next_sample = t->rate_t0;
+    write_csv_header(t);
     pull_engine_events(t);
     /* what happened before the run (the start line) is not news */
     t->reported[0] = engine_event_count(e);

@@ -152,13 +152,14 @@ trainer_snapshot *trainer_snapshot_new(void); /* zeroed; free() it */
 typedef struct {
     long limit;          /* pause (state DONE) when this many steps are done; 0 = never */
     on_diverge on_div;   /* a non-finite step: pause (default) or stop -> DIVERGED; continue */
-    ns_script *script;   /* commands at set steps, or NULL; used by the trainer thread only */
+    ns_script *script;   /* commands at set steps, or NULL; used by the running thread only */
     int start_paused;    /* begin in PAUSED (tests, scripted demos) */
     double sample_every; /* seconds between samples; 0 = never */
     const char *prompt;  /* the sample prompt; NULL = a built-in one */
-    /* --csv/--jsonl: the trainer writes a row per step (with a twin, one
-     * CSV row with b_ columns and two JSONL lines, "run":"a" and "b");
-     * NULL = none. The caller opens and commits them. */
+    /* --csv/--jsonl: the trainer writes the CSV header (trainer_create)
+     * and a row per step (with a twin, one CSV row with b_ columns and two
+     * JSONL lines, "run":"a" and "b"); NULL = none. The caller opens and
+     * commits them. */
     atomic_file *csv, *jsonl;
     /* The headless run's lines (trainer_run): each engine event as it
      * happens ("normscope: [a: |b: ]text"), the divergence that stopped the
@@ -177,7 +178,8 @@ typedef struct {
      * lockstep (a, then b, each step); settings commands go to both, flow
      * commands and notes to the trainer / a only. NULL = one run. */
     engine *twin;
-    const char *label_a, *label_b; /* shown over each panel */
+    const char *label_a, *label_b; /* shown over each panel; label_b names b
+                                    * in the summary too */
     /* with a twin, called instead of on_step with both runs' metrics */
     void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
 } trainer_opts;

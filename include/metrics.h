@@ -49,6 +49,8 @@ typedef struct {
     int loss_scale_dynamic;
     int skipped;        /* the dynamic loss scaler skipped this step */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
+    int fault_layer;    /* the block of that first non-finite op, or -1 (none,
+                         * or outside the blocks: embeddings, head, loss) */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;

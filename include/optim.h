@@ -1,4 +1,5 @@
 /* optim.h - AdamW with decoupled weight decay, as torch.optim.AdamW.
+ * Engine-internal: only the engine's sources include it (README, Layout).
  *
  * The moments m and v have the model's parameter layout, so a checkpoint
  * writes them as three equal arrays. Weight decay applies to the tensors

@@ -17,6 +17,27 @@
 
 #include "trainer.h"
 
+/* ---- shared by the drawing files -----------------------------------------
+ * The code points the widgets draw with (each one column wide; ASCII
+ * stand-ins are chosen where they are drawn), and a clamp: one copy for
+ * every tui_*.c. */
+enum {
+    G_BRAILLE = 0x2800, /* the empty braille cell: its dots are bits added to it */
+    G_FULL = 0x2588,    /* █ */
+    G_LIGHT = 0x2591,   /* ░ */
+    G_MED = 0x2592,     /* ▒ */
+    G_DARK = 0x2593,    /* ▓ */
+    G_HLINE = 0x2500,   /* ─ */
+    G_VLINE = 0x2502,   /* │ */
+    G_TL = 0x250C, G_TR = 0x2510, G_BL = 0x2514, G_BR = 0x2518, /* ┌ ┐ └ ┘ */
+    G_DOTV = 0x250A,    /* ┊ */
+    G_RIGHT = 0x25B6,   /* ▶ */
+    G_BULLET = 0x2022,  /* • */
+    G_MIDDOT = 0x00B7,  /* · */
+};
+
+static inline int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
 /* ---- the cell grid --------------------------------------------------------
  * One Unicode code point and one semantic style per cell; every glyph used
  * is one column wide. The curses layer maps styles to colors per scheme. */
@@ -128,8 +149,6 @@ tui_layer_cols tui_layer_columns(int width);
 /* With prec != 0 (precision not fp32), a 9-column precision counter is
  * taken from the activation bar when the bar keeps >= 4 cells. */
 tui_layer_cols tui_layer_columns_prec(int width, int prec);
-/* The layer a first-non-finite report names ("... layer N ..."), or -1. */
-int tui_fault_layer(const char *fault);
 
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as
@@ -143,8 +162,8 @@ int tui_scroll_fit(int first, int visible, int pos, int count);
 #define TUI_GRAD_HI 2
 /* Activation bars: 1 .. 1e+6, with marks at 256 (its square overflows fp16
  * in the LN variance) and 65504 (fp16's largest finite value). */
-#define TUI_ACT_LO 0
-#define TUI_ACT_HI 6
+#define TUI_AMAX_LO 0
+#define TUI_AMAX_HI 6
 #define TUI_MARK_LNVAR 256.0
 #define TUI_MARK_FP16 65504.0
 /* A gradient is "exploding" from here; "vanishing" below 1e-3 of the

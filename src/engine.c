@@ -1,6 +1,7 @@
 /* engine.c - a training run stepped one update at a time, its mid-run
- * settings, its event log, and its checkpoints. No threads, no I/O except
- * checkpoint files.
+ * settings, its event log, and its checkpoints. It owns a pool of worker
+ * threads for its kernels (engine_set_threads) that run only inside its
+ * calls; no I/O except checkpoint files.
  */
 #include "engine.h"
 
@@ -16,6 +17,7 @@
 
 #include "atomicio.h"
 #include "model.h"
+#include "nstime.h"
 #include "ops.h"
 #include "optim.h"
 #include "pool.h"
@@ -92,15 +94,35 @@ struct engine {
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
 };
 
-static void event(engine *e, const char *fmt, ...)
+static void event_v(engine *e, ns_event_kind kind, int layer, const char *fmt, va_list ap)
 {
     ns_event *ev = &e->events[e->n_events % NS_EVENT_RING];
     ev->step = e->step;
+    ev->kind = kind;
+    ev->layer = layer;
+    vsnprintf(ev->text, sizeof ev->text, fmt, ap);
+    e->n_events++;
+}
+
+/* A line of the event log, of a kind and about a layer (-1: none). */
+static void event_of(engine *e, ns_event_kind kind, int layer, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void event_of(engine *e, ns_event_kind kind, int layer, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ev->text, sizeof ev->text, fmt, ap);
+    event_v(e, kind, layer, fmt, ap);
     va_end(ap);
-    e->n_events++;
+}
+
+/* An informational line (NS_EV_INFO, no layer). */
+static void event(engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void event(engine *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    event_v(e, NS_EV_INFO, -1, fmt, ap);
+    va_end(ap);
 }
 
 /* Seeds of the two streams: initialization and batches. */
@@ -179,14 +201,14 @@ void engine_free(engine *e)
     free(e);
 }
 
-int engine_set_threads(engine *e, int n)
+int engine_set_threads(engine *e, int n, const sigset_t *block)
 {
     if (n < 1 || n > POOL_MAX_THREADS)
         return -1;
     if (n == engine_threads(e))
         return 0;
     ns_pool *p = NULL;
-    if (n > 1 && !(p = pool_create(n)))
+    if (n > 1 && !(p = pool_create(n, block)))
         return -1;
     pool_free(e->pool);
     e->pool = p;
@@ -195,13 +217,6 @@ int engine_set_threads(engine *e, int n)
 }
 
 int engine_threads(const engine *e) { return pool_threads(e->pool); }
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Is the dynamic loss scaler in force? (low precision, --loss-scale dynamic) */
 static int scaler_dynamic(const engine *e)
@@ -232,8 +247,9 @@ static void spike_check(engine *e, spike_window *w, double x, const char *what)
         double sd = sqrt(var / n);
         double z = sd > 0 ? (x - mean) / sd : 0;
         if (z > SPIKE_Z && x > mean * 1.05) {
-            event(e, "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps",
-                  what, e->step, x, z, n);
+            event_of(e, NS_EV_WARNING, -1,
+                     "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps", what,
+                     e->step, x, z, n);
             w->last_warn = e->step;
         }
     }
@@ -241,13 +257,17 @@ static void spike_check(engine *e, spike_window *w, double x, const char *what)
     w->n++;
 }
 
-static void fault_text(const model_fault *f, int n_layer, char *buf, size_t len)
+/* The first non-finite op of the step into out: its words (fault) and
+ * its block (fault_layer, -1 outside the blocks or when there was none). */
+static void fault_report(const model_fault *f, int n_layer, step_metrics *out)
 {
-    if (!f->set) {
+    char *buf = out->fault;
+    size_t len = sizeof out->fault;
+    int in_block = f->set && f->layer >= 0 && f->layer < n_layer;
+    out->fault_layer = in_block ? f->layer : -1;
+    if (!f->set)
         buf[0] = 0;
-        return;
-    }
-    if (f->layer >= 0 && f->layer < n_layer)
+    else if (in_block)
         snprintf(buf, len, "%s, layer %d, %s", f->backward ? "backward" : "forward", f->layer,
                  f->op);
     else
@@ -308,7 +328,7 @@ int engine_step(engine *e, step_metrics *out)
     model *m = &e->m;
     const ns_config *c = &e->cfg;
     long s = e->step + 1;
-    double t0 = now_s();
+    double t0 = nstime_now();
 
     float lr = schedule_lr(&e->sched, s);
     float scale = scale_in_force(e);
@@ -344,7 +364,7 @@ int engine_step(engine *e, step_metrics *out)
     for (int l = 0; l < m->L; l++)
         gsq += e->grad_sq[l];
     float gnorm = (float)sqrt(gsq);
-    fault_text(&m->fault, m->L, out->fault, sizeof out->fault);
+    fault_report(&m->fault, m->L, out);
 
     /* what to do with this step's gradients */
     int bad = 0, skipped = 0;
@@ -356,12 +376,14 @@ int engine_step(engine *e, step_metrics *out)
             if (engine_scaler_update(&e->scale, &e->good, 1) == SCALER_GAVE_UP) {
                 e->scale = 1.0f;
                 bad = 1;
-                event(e, "step %ld: %s overflowed even at loss scale 1", s,
-                      out->fault[0] ? out->fault : "gradients");
+                event_of(e, NS_EV_DIVERGED, out->fault_layer,
+                         "step %ld: %s overflowed even at loss scale 1", s,
+                         out->fault[0] ? out->fault : "gradients");
             } else {
                 skipped = 1;
-                event(e, "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
-                      out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
+                event_of(e, NS_EV_SKIPPED, out->fault_layer,
+                         "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
+                         out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
             }
         } else {
             bad = 1;
@@ -384,7 +406,7 @@ int engine_step(engine *e, step_metrics *out)
                   SCALE_GROWTH_INTERVAL);
     }
     e->step = s;
-    double dt = now_s() - t0;
+    double dt = nstime_now() - t0;
 
     out->step = s;
     out->loss = loss;
@@ -405,8 +427,9 @@ int engine_step(engine *e, step_metrics *out)
     out->skipped = skipped;
     out->n_layer = m->L;
     if (bad) {
-        event(e, "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
-              (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
+        event_of(e, NS_EV_DIVERGED, out->fault_layer,
+                 "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
+                 (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
     } else {
         spike_check(e, &e->spike_loss, loss, "loss");
         spike_check(e, &e->spike_gnorm, gnorm, "gradient norm");
@@ -492,7 +515,7 @@ long engine_rewind(engine *e)
             best = sn;
     }
     if (!best) {
-        event(e, "rewind: no snapshot before step %ld", e->step);
+        event_of(e, NS_EV_REFUSED, -1, "rewind: no snapshot before step %ld", e->step);
         return -1;
     }
     size_t n = e->m.n_params;
@@ -516,7 +539,8 @@ long engine_rewind(engine *e)
     for (int i = 0; i < e->n_snaps; i++)
         if (e->snaps[i].step > best->step)
             e->snaps[i].step = -1;
-    event(e, "rewound from step %ld to the snapshot at step %ld", from, e->step);
+    event_of(e, NS_EV_SETTING, -1, "rewound from step %ld to the snapshot at step %ld", from,
+             e->step);
     return e->step;
 }
 
@@ -542,7 +566,7 @@ void engine_note(engine *e, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    event(e, "%s", buf);
+    event_of(e, NS_EV_NOTE, -1, "%s", buf);
 }
 const ns_config *engine_config(const engine *e) { return &e->cfg; }
 float engine_current_lr(const engine *e) { return schedule_lr(&e->sched, e->step + 1); }
@@ -556,16 +580,17 @@ void engine_set_norm(engine *e, norm_place p)
     e->cfg.norm = p;
     int fn = config_final_norm(&e->cfg);
     model_set_norm(&e->m, p, fn);
-    event(e, "norm %s -> %s%s%s", norm_place_name(was), norm_place_name(p),
-          fn == fn_was ? "" : (fn ? ", final norm on" : ", final norm off"),
-          p == NORM_DEEPNORM ? " (alpha only: beta scales weights at init)" : "");
+    event_of(e, NS_EV_SETTING, -1, "norm %s -> %s%s%s", norm_place_name(was), norm_place_name(p),
+             fn == fn_was ? "" : (fn ? ", final norm on" : ", final norm off"),
+             p == NORM_DEEPNORM ? " (alpha only: beta scales weights at init)" : "");
 }
 
 void engine_set_norm_kind(engine *e, norm_kind k)
 {
     if (k == e->cfg.norm_kind)
         return;
-    event(e, "norm kind %s -> %s", norm_kind_name(e->cfg.norm_kind), norm_kind_name(k));
+    event_of(e, NS_EV_SETTING, -1, "norm kind %s -> %s", norm_kind_name(e->cfg.norm_kind),
+             norm_kind_name(k));
     e->cfg.norm_kind = k;
     model_set_norm_kind(&e->m, k);
 }
@@ -574,7 +599,7 @@ void engine_set_final_norm(engine *e, int on)
 {
     e->cfg.final_norm = on;
     model_set_norm(&e->m, e->cfg.norm, config_final_norm(&e->cfg));
-    event(e, "final norm %s", e->m.final_norm ? "on" : "off");
+    event_of(e, NS_EV_SETTING, -1, "final norm %s", e->m.final_norm ? "on" : "off");
 }
 
 void engine_set_warmup(engine *e, int on)
@@ -583,16 +608,16 @@ void engine_set_warmup(engine *e, int on)
     e->sched.warmup_on = on;
     if (on) {
         e->sched.ramp_start = e->step;
-        event(e, "warmup on: LR ramps to %g over %d steps", (double)e->sched.peak,
-              e->sched.warmup);
+        event_of(e, NS_EV_SETTING, -1, "warmup on: LR ramps to %g over %d steps",
+                 (double)e->sched.peak, e->sched.warmup);
     } else {
-        event(e, "warmup off: LR %g", (double)e->sched.peak);
+        event_of(e, NS_EV_SETTING, -1, "warmup off: LR %g", (double)e->sched.peak);
     }
 }
 
 void engine_set_lr(engine *e, float peak)
 {
-    event(e, "peak LR %g -> %g", (double)e->sched.peak, (double)peak);
+    event_of(e, NS_EV_SETTING, -1, "peak LR %g -> %g", (double)e->sched.peak, (double)peak);
     e->sched.peak = peak;
     e->cfg.lr = peak;
 }
@@ -600,9 +625,9 @@ void engine_set_lr(engine *e, float peak)
 void engine_set_clip(engine *e, float clip)
 {
     if (clip > 0)
-        event(e, "clipping on at %g", (double)clip);
+        event_of(e, NS_EV_SETTING, -1, "clipping on at %g", (double)clip);
     else
-        event(e, "clipping off");
+        event_of(e, NS_EV_SETTING, -1, "clipping off");
     e->cfg.clip = clip;
 }
 
@@ -610,15 +635,17 @@ void engine_set_precision(engine *e, numfmt f)
 {
     if (f == e->cfg.precision)
         return;
-    event(e, "precision %s -> %s%s", numfmt_name(e->cfg.precision), numfmt_name(f),
-          f == FMT_FP32 ? "" : (e->cfg.fp32_norms ? ", norms in fp32" : ", norms in the format"));
+    event_of(e, NS_EV_SETTING, -1, "precision %s -> %s%s", numfmt_name(e->cfg.precision),
+             numfmt_name(f),
+             f == FMT_FP32 ? "" : (e->cfg.fp32_norms ? ", norms in fp32" : ", norms in the format"));
     e->cfg.precision = f;
 }
 
 void engine_set_fp32_norms(engine *e, int on)
 {
     e->cfg.fp32_norms = !!on;
-    event(e, "norms, softmax and loss in %s", on ? "fp32" : "the low format (naive)");
+    event_of(e, NS_EV_SETTING, -1, "norms, softmax and loss in %s",
+             on ? "fp32" : "the low format (naive)");
 }
 
 void engine_set_loss_scale(engine *e, float mode)
@@ -627,11 +654,11 @@ void engine_set_loss_scale(engine *e, float mode)
     if (mode == 0.0f) {
         e->scale = SCALE_INIT;
         e->good = 0;
-        event(e, "loss scaling dynamic, from %g", (double)SCALE_INIT);
+        event_of(e, NS_EV_SETTING, -1, "loss scaling dynamic, from %g", (double)SCALE_INIT);
     } else if (mode < 0.0f) {
-        event(e, "loss scaling off");
+        event_of(e, NS_EV_SETTING, -1, "loss scaling off");
     } else {
-        event(e, "loss scale %g", (double)mode);
+        event_of(e, NS_EV_SETTING, -1, "loss scale %g", (double)mode);
     }
 }
 
@@ -647,7 +674,8 @@ void engine_set_setting(engine *e, const ns_setting *s, double x)
 void engine_reinit(engine *e)
 {
     fresh_start(e);
-    event(e, "re-initialized from seed %llu", (unsigned long long)e->cfg.seed);
+    event_of(e, NS_EV_SETTING, -1, "re-initialized from seed %llu",
+             (unsigned long long)e->cfg.seed);
 }
 
 long engine_event_count(const engine *e) { return e->n_events; }

@@ -63,8 +63,6 @@ void tui_ui_init(tui_ui *ui, int unicode, int color)
     ui->selected = -1; /* the top layer, once the layer count is known */
 }
 
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
-
 int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
 {
     if (n_layer < 1)

@@ -17,7 +17,7 @@ typedef enum {
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
     F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
-    F_LESSON, F_COMPARE, F_THREADS
+    F_LESSON, F_COMPARE, F_THREADS, F_FOLLOW
 } flag_id;
 
 typedef struct {
@@ -81,6 +81,8 @@ static const flag_spec flags[] = {
      "run a classroom lesson (its settings, script and notes); list names them"},
     {F_COMPARE, 0, "compare", "SETTING=VALUE", 0, 0,
      "train a twin run in lockstep that differs in one setting, e.g. norm=post"},
+    {F_FOLLOW, 0, "follow", "FILE", 0, 0,
+     "show a metrics stream (a PyTorch run's probe, a --jsonl file) instead of training"},
     {F_SCRIPT, 0, "script", "FILE", 0, 0,
      "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'"},
     {F_SAVE, 0, "save", "FILE", 0, 0, "write a checkpoint at the end (atomically)"},
@@ -325,6 +327,7 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_LOAD: o->load = v; break;
     case F_CSV: o->csv = v; break;
     case F_JSONL: o->jsonl = v; break;
+    case F_FOLLOW: o->follow = v; break;
     case F_HEADLESS: o->headless = 1; break;
     case F_ASCII: o->ascii = 1; break;
     case F_NOCOLOR: o->no_color = 1; break;

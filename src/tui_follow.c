@@ -266,23 +266,63 @@ static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     tui_puts(g, r.r, c, r.c + r.w - 1 - c, f->view >= 0 ? TUI_S_WARN : TUI_S_DIM, b);
 }
 
+/* The footer: follow mode's keys, and a passing note at the right */
+static void draw_footer(tui_grid *g, tui_rect r, tui_ui *ui)
+{
+    static const struct {
+        const char *key, *hint;
+        tui_action act;
+    } k[] = {
+        {"Spc", "Pause", TUI_ACT_PAUSE}, {"+-", "LR", TUI_ACT_LR_UP},
+        {"C", "Checkpoint", TUI_ACT_CHECKPOINT}, {"Left", "Replay", TUI_ACT_STEP_BACK},
+        {"Tab", "View", TUI_ACT_VIEW}, {"y", "Log-y", TUI_ACT_LOGY},
+        {"z", "Freeze", TUI_ACT_FREEZE}, {"F1", "Help", TUI_ACT_HELP},
+        {"F10", "Quit", TUI_ACT_QUIT},
+    };
+    tui_fill(g, r.r, r.c, 1, r.w, ' ', TUI_S_TEXT);
+    int c = r.c;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        int kl = (int)strlen(k[i].key), hl = (int)strlen(k[i].hint);
+        if (c + kl + hl + 1 > r.c + r.w)
+            break;
+        tui_puts(g, r.r, c, kl, TUI_S_KEY, k[i].key);
+        tui_puts(g, r.r, c + kl, hl, TUI_S_STATUS, k[i].hint);
+        add_hit(ui, r.r, c, c + kl + hl, k[i].act);
+        c += kl + hl + 1;
+    }
+    int len = (int)strlen(ui->note);
+    if (len && c + len < r.c + r.w)
+        tui_puts(g, r.r, r.c + r.w - len, len, TUI_S_EV_NOTE, ui->note);
+}
+
+/* Drop the clicks recorded on rows [r0, r0 + h): their widgets are redrawn */
+static void drop_hits(tui_ui *ui, int r0, int h)
+{
+    int n = 0;
+    for (int i = 0; i < ui->n_hits; i++)
+        if (ui->hits[i].r < r0 || ui->hits[i].r >= r0 + h)
+            ui->hits[n++] = ui->hits[i];
+    ui->n_hits = n;
+}
+
 void tui_follow_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui,
                      const tui_follow_state *f)
 {
-    if (ui->help)
-        return;
     int cmp = s->s.compare && ui->view == TUI_VIEW_LAYERS;
     tui_layout L = tui_layout_compute_cmp(g->rows, g->cols, s->s.n_layer, cmp);
     if (L.too_small || L.status.h < 1)
         return;
-    /* the lab's toggles are not there: nor are their clicks */
-    int n = 0;
-    for (int i = 0; i < ui->n_hits; i++)
-        if (ui->hits[i].r < L.status.r || ui->hits[i].r >= L.status.r + L.status.h)
-            ui->hits[n++] = ui->hits[i];
-    ui->n_hits = n;
+    /* the lab's toggles and footer are not there: nor are their clicks */
+    drop_hits(ui, L.status.r, L.status.h);
+    drop_hits(ui, L.footer.r, L.footer.h);
     draw_values(g, L.status, s, f);
     if (L.status.h >= 2)
         draw_keys(g, L.status, s, ui, f);
     draw_info(g, L.sample, s, f);
+    if (L.footer.h >= 1)
+        draw_footer(g, L.footer, ui);
+    if (ui->help) { /* over the lines just drawn, as tui_draw puts it over its own */
+        ui->n_hits = 0;
+        tui_draw_help(g, L.help, ui);
+    }
 }

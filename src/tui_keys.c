@@ -47,7 +47,7 @@ const tui_key tui_keys[] = {
     /* --follow only (the help shows them there, in the rows of the keys
      * that change the lab's model, which it sums up in one line) */
     {{TUI_KEY_LEFT}, "Left/Right", NULL, NULL,
-     "replay: the view's step back / forward; Home/End: first / newest", TUI_ACT_STEP_BACK},
+     "replay: the view's step back / forward (Home/End: the ends)", TUI_ACT_STEP_BACK},
     {{TUI_KEY_RIGHT}, NULL, NULL, NULL, NULL, TUI_ACT_STEP_FWD},
     {{'C'}, "C", NULL, NULL, "ask the followed run for a checkpoint (space, +/-: pause, LR)",
      TUI_ACT_CHECKPOINT},

@@ -29,6 +29,7 @@ typedef struct {
     int changed;             /* a key changed the view since the last copy */
     int paused;              /* what space sends next: resume when 1 */
     trainer_state last_state; /* the stream's, when paused was last synced */
+    int n_layer;             /* the stream's, when the selection was last set */
 } tui_follow_state;
 
 /* 0, or -1 when out of memory. */
@@ -36,8 +37,10 @@ int tui_follow_init(tui_follow_state *f, const char *path);
 void tui_follow_free(tui_follow_state *f);
 
 /* Read what is new (at most TUI_FOLLOW_READ bytes) and, when anything
- * changed, copy the snapshot as viewed into dst. Returns 1 when dst changed. */
-int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst);
+ * changed, copy the snapshot as viewed into dst. When the layer count
+ * changes (known at last, a new run), ui's selection goes back to the top
+ * layer. Returns 1 when dst changed. */
+int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui);
 
 /* One action in follow mode. Returns 1 when the frame must be redrawn (it
  * always is after a key; the return says whether dst must be copied again). */

@@ -35,11 +35,16 @@ static void sync_paused(tui_follow_state *f, const trainer_status *s)
     f->last_state = s->state;
 }
 
-int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst)
+int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui)
 {
     int changed = stream_poll(f->r, TUI_FOLLOW_READ, NULL);
     const trainer_status *s = &stream_snapshot(f->r)->s;
     sync_paused(f, s);
+    if (s->n_layer != f->n_layer) { /* the top layer, as the lab starts */
+        f->n_layer = s->n_layer;
+        ui->selected = -1;
+        ui->scroll = 0;
+    }
     if (s->generation != f->generation) { /* a new run: back to its newest step */
         f->generation = s->generation;
         f->view = -1;

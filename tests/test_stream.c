@@ -353,16 +353,16 @@ static void test_replay(void)
     tui_ui_init(&ui, 0, 0);
     ui.follow = 1;
     tui_follow_action(&fw, &ui, TUI_ACT_STEP_BACK);
-    tui_follow_update(&fw, d);
+    tui_follow_update(&fw, d, &ui);
     CHECK(fw.view == 18 && d->s.last.step == 19 && d->hist[18].mark[0] == '>');
     tui_follow_action(&fw, &ui, TUI_ACT_TOP);
-    tui_follow_update(&fw, d);
+    tui_follow_update(&fw, d, &ui);
     CHECK(d->s.last.step == 1);
     tui_follow_action(&fw, &ui, TUI_ACT_STEP_FWD);
-    tui_follow_update(&fw, d);
+    tui_follow_update(&fw, d, &ui);
     CHECK(d->s.last.step == 2);
     tui_follow_action(&fw, &ui, TUI_ACT_BOTTOM);
-    tui_follow_update(&fw, d);
+    tui_follow_update(&fw, d, &ui);
     CHECK(fw.view == -1 && d->s.last.step == 20);
     tui_follow_free(&fw);
     free(d);
@@ -488,7 +488,7 @@ static void test_control(void)
     /* the stream's paused event decides what space sends next */
     append(path, "{\"event\":\"paused\",\"step\":3}\n");
     trainer_snapshot *d = trainer_snapshot_new();
-    tui_follow_update(&fw, d);
+    tui_follow_update(&fw, d, &ui);
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
     CHECK(strstr(slurp(ctl), "6 resume\n") != NULL);
     free(d);

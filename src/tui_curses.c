@@ -524,7 +524,7 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, const tui_options *o, ch
         double now = now_s();
         if (now >= next_frame) {
             next_frame = now + FRAME_MS / 1000.0;
-            if (!rs.ui.frozen && (fw ? tui_follow_update(fw, rs.snap)
+            if (!rs.ui.frozen && (fw ? tui_follow_update(fw, rs.snap, &rs.ui)
                                      : trainer_snapshot_copy(t, rs.snap)))
                 dirty = 1;
             if (rs.ui.note[0] && now > rs.note_until) {
@@ -536,7 +536,7 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, const tui_options *o, ch
             continue;
         dirty = 0;
         if (fw && fw->changed && !rs.ui.frozen) /* a replay key: the step it shows */
-            tui_follow_update(fw, rs.snap);
+            tui_follow_update(fw, rs.snap, &rs.ui);
         tui_draw(&rs.grid, rs.snap, &rs.ui);
         if (fw)
             tui_follow_draw(&rs.grid, rs.snap, &rs.ui, fw);

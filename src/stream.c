@@ -1328,14 +1328,16 @@ static int read_stream(stream_reader *r, const char *path, long steps, volatile 
         stream_poll(r, 0, &eof);
         if (stop && *stop)
             return 130;
-        if (steps <= 0) {
-            if (!stream_found(r)) {
-                fprintf(stderr, "normscope: --follow %s: %s (with --steps N it waits for the file)\n",
-                        path, strerror(r->open_err ? r->open_err : ENOENT));
-                return 2;
-            }
-            return 0;
+        int missing = !stream_found(r) && (r->open_err == ENOENT || !r->open_err);
+        if (!stream_found(r) && (steps <= 0 || !missing)) {
+            /* only a file yet to come is waited for */
+            fprintf(stderr, "normscope: --follow %s: %s%s\n", path,
+                    strerror(missing ? ENOENT : r->open_err),
+                    missing ? " (with --steps N it waits for the file)" : "");
+            return 2;
         }
+        if (steps <= 0)
+            return 0;
         if (r->sum.rows > 0 && r->sum.last_step >= steps)
             return 0;
         nap_ms(100);

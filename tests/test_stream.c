@@ -532,6 +532,7 @@ static void test_headless(void)
     snprintf(csv, sizeof csv, "%s/h.csv", dir);
     unlink(path);
     CHECK(stream_headless(path, 0, NULL, 1, NULL) == 2); /* missing, no --steps */
+    CHECK(stream_headless(dir, 5, NULL, 1, NULL) == 2);  /* a directory: not waited for */
     append(path, row3(1, 2.0));
     append(path, row3(2, 1.9));
     CHECK(stream_headless(path, 0, csv, 1, NULL) == 0);

@@ -892,6 +892,18 @@ static void update_summary(stream_reader *r, const step_metrics *m)
     }
 }
 
+static void keep_header(stream_summary *u, const stream_summary *h)
+{
+    u->have_header = h->have_header;
+    memcpy(u->source, h->source, sizeof u->source);
+    memcpy(u->model, h->model, sizeof u->model);
+    memcpy(u->dtype, h->dtype, sizeof u->dtype);
+    u->world_size = h->world_size;
+    u->every = h->every;
+    u->n_layer = h->n_layer;
+    u->n_layer_stream = h->n_layer_stream;
+}
+
 static void step_line(stream_reader *r)
 {
     row_state *w = &r->row;
@@ -903,11 +915,11 @@ static void step_line(stream_reader *r)
                   "line %ld: step %ld after step %ld: the run went back (a rewind or a restart)",
                   r->line_no, w->step, u->last_step);
         u->restarts++;
-        int had_header = u->have_header;
+        stream_summary hdr = *u; /* the same stream: its header still holds */
         reset_run(r);
-        u->have_header = had_header;
+        keep_header(u, &hdr);
     }
-    if (r->n_alloc == 0 && w->max_layer >= 0)
+    if (u->n_layer == 0 && w->max_layer >= 0) /* no header said: the first row does */
         set_layers(r, w->max_layer + 1);
     if (w->max_layer >= u->n_layer_stream && !r->beyond_said && r->n_alloc > 0) {
         add_event(r, u->last_step, TEV_NOTE, "line %ld: layer %d past the stream's %d: ignored",

@@ -274,6 +274,9 @@ static void test_many_layers(void)
     CHECK(s->s.n_layer == 96 && s->s.last.layer[95].grad_attn == 96.0f);
     CHECK(s->s.cfg.precision == FMT_BF16);
     CHECK(u->malformed == 0 && u->rows == 1);
+    feed_str(r, line); /* step 1 again: the history restarts, the header holds */
+    CHECK(u->restarts == 1 && u->have_header && !strcmp(u->model, "GPT"));
+    CHECK(s->s.n_layer == 96 && s->s.last.layer[95].grad_attn == 96.0f && u->rows == 1);
     /* the layer panel scrolls: the top layer is drawn, not all */
     tui_grid g = {0};
     tui_grid_resize(&g, 40, 120);
@@ -325,6 +328,7 @@ static void test_events_and_spikes(void)
     unsigned gen = s->s.generation;
     feed_str(r, row3(5, 2.0));
     CHECK(s->s.generation == gen + 1 && trainer_hist_first(&s->s) == 43);
+    CHECK(s->s.n_layer == 3 && s->s.last.n_layer == 3);
     CHECK(has_event(s, TEV_INFO, "the run went back") && stream_summary_of(r)->rows == 1);
     /* --compare's run b is skipped */
     feed_str(r, "{\"run\":\"b\",\"step\":6,\"loss\":1}\n{\"run\":\"a\",\"step\":6,\"loss\":1.75}\n");
@@ -396,13 +400,14 @@ static void test_follow_file(void)
     append(path, "ss\":1.9}\n");
     stream_poll(r, 0, &eof);
     CHECK(stream_summary_of(r)->rows == 2 && s->s.last.loss == 1.9f);
-    /* truncated and rewritten: said, read again from the start */
+    /* truncated and rewritten: said, read again from the start, layers too */
     FILE *f = fopen(path, "w");
     fputs(row3(1, 5.0), f);
     fclose(f);
     stream_poll(r, 0, &eof);
     CHECK(stream_summary_of(r)->truncations == 1 && has_event(s, TEV_NOTE, "was truncated"));
     CHECK(stream_summary_of(r)->rows == 1 && s->s.last.loss == 5.0f);
+    CHECK(s->s.n_layer == 3 && s->s.last.n_layer == 3 && s->s.last.layer[2].act_max == 7.0f);
     /* replaced by another file (a rename over it) */
     f = fopen(other, "w");
     fputs(row3(1, 6.0), f);

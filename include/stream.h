@@ -90,7 +90,8 @@ void stream_free(stream_reader *r);
  * snapshot changed. *eof (may be NULL) is set when everything the file
  * holds now was read. Never blocks. */
 int stream_poll(stream_reader *r, size_t max_bytes, int *eof);
-/* Bytes as if appended to the file (tests, the fuzz harness). */
+/* Bytes as if appended to the file (tests, the fuzz harness); returns 1
+ * when the snapshot changed. */
 int stream_feed(stream_reader *r, const char *data, size_t n);
 /* Does the file exist (has it ever been opened)? */
 int stream_found(const stream_reader *r);

@@ -177,7 +177,8 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     char it[6][96];
     tui_style st[6];
     int n = 0;
-    snprintf(it[n], sizeof it[n], "normscope follow"), st[n++] = TUI_S_TITLE;
+    if (!(s->have_metrics && m->nonfinite)) /* the module's name matters more */
+        snprintf(it[n], sizeof it[n], "normscope follow"), st[n++] = TUI_S_TITLE;
     if (f->view >= 0)
         snprintf(it[n], sizeof it[n], "replay step %ld", m->step);
     else
@@ -185,18 +186,22 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     st[n++] = TUI_S_STATUS;
     if (s->have_metrics) {
         fmt_num(it[n], sizeof it[n], "loss", m->loss), st[n++] = isfinite(m->loss) ? TUI_S_STATUS : TUI_S_BAD;
-        if (s->last_val_step > 0)
-            fmt_num(it[n], sizeof it[n], "val", s->last_val), st[n++] = TUI_S_STATUS;
-        fmt_num(it[n], sizeof it[n], "lr", m->lr), st[n++] = TUI_S_STATUS;
         if (m->nonfinite)
             snprintf(it[n], sizeof it[n], "first non-finite: %s", m->fault[0] ? m->fault : "not named"),
                 st[n++] = TUI_S_BAD;
-        else
+        if (s->last_val_step > 0)
+            fmt_num(it[n], sizeof it[n], "val", s->last_val), st[n++] = TUI_S_STATUS;
+        fmt_num(it[n], sizeof it[n], "lr", m->lr), st[n++] = TUI_S_STATUS;
+        if (!m->nonfinite)
             fmt_num(it[n], sizeof it[n], "|g|", m->grad_norm), st[n++] = TUI_S_STATUS;
     }
     int c = r.c + 1;
-    for (int i = 0; i < n && c < end - 1; i++)
-        c += tui_puts(g, r.r, c, end - 1 - c, st[i], it[i]) + 2;
+    for (int i = 0; i < n; i++) { /* whole items only: a cut number misleads */
+        int len = (int)strlen(it[i]);
+        if (c + len > end - 1)
+            continue;
+        c += tui_puts(g, r.r, c, len, st[i], it[i]) + 2;
+    }
 }
 
 static void add_hit(tui_ui *ui, int r, int c0, int c1, tui_action a)

@@ -69,7 +69,7 @@ key Space
 key +
 key C
 i=0
-while [ "$i" -lt 50 ] && [ "$(wc -l <"$S.ctl" 2>/dev/null)" != 3 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$i" -lt 50 ] && [ "$(cat "$S.ctl" 2>/dev/null | wc -l)" != 3 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(cat "$S.ctl" 2>/dev/null)" = "1 pause
 2 lr x2
 3 checkpoint" ] && ok || no "control file: $(cat "$S.ctl" 2>/dev/null)"

@@ -93,6 +93,10 @@ int stream_poll(stream_reader *r, size_t max_bytes, int *eof);
 /* Bytes as if appended to the file (tests, the fuzz harness); returns 1
  * when the snapshot changed. */
 int stream_feed(stream_reader *r, const char *data, size_t n);
+/* The module name of a layer from the header's "blocks" ("transformer.h.3"),
+ * or "" when the stream did not say. */
+#define STREAM_NAME 64
+const char *stream_block_name(const stream_reader *r, int layer);
 /* Does the file exist (has it ever been opened)? */
 int stream_found(const stream_reader *r);
 

@@ -387,6 +387,9 @@ typedef struct {
     char source[32], model[64], dtype[16];
     double version, world_size, every;
     step_metrics m;
+    /* the header's block names, [0, blocks) of this line (not cleared
+     * between lines: only a header's are used) */
+    char block[NS_MAX_LAYERS][STREAM_NAME];
 } row_state;
 
 struct stream_reader {
@@ -406,6 +409,8 @@ struct stream_reader {
     int n_alloc;
     step_extra extra[TRAINER_HIST];
     char mark[TRAINER_MARK]; /* a setting changed: marks the next point */
+    char block[NS_MAX_LAYERS][STREAM_NAME]; /* the header's block names */
+    int n_block;
     char cur_norm[16], cur_kind[16], cur_prec[16]; /* settings strings in force */
     int paused, beyond_said;
     metrics_spike spike_loss, spike_gnorm;
@@ -469,6 +474,7 @@ static void reset_run(stream_reader *r)
     memset(&r->spike_gnorm, 0, sizeof r->spike_gnorm);
     r->mark[0] = r->cur_norm[0] = r->cur_kind[0] = r->cur_prec[0] = 0;
     r->paused = r->beyond_said = 0;
+    r->n_block = 0;
 }
 
 /* The layer count is known (a header, or the first step): the ring of
@@ -537,6 +543,11 @@ const stream_summary *stream_summary_of(const stream_reader *r) { return &r->sum
 long stream_hist_first(const stream_reader *r) { return trainer_hist_first(&r->snap->s); }
 long stream_hist_total(const stream_reader *r) { return r->snap->s.hist_total; }
 int stream_found(const stream_reader *r) { return r->found; }
+
+const char *stream_block_name(const stream_reader *r, int layer)
+{
+    return layer >= 0 && layer < r->n_block ? r->block[layer] : "";
+}
 
 void stream_on_step(stream_reader *r, void (*fn)(void *ctx, const step_metrics *m), void *ctx)
 {
@@ -615,9 +626,13 @@ static void header_field(row_state *w, const char *key, size_t kl, const stream_
 static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue *v)
 {
     row_state *w = ctx;
-    if (v->index >= 0) { /* arrays: only the header's block names are counted */
-        if (keyis(key, kl, "blocks") && v->index + 1 > w->blocks)
+    if (v->index >= 0) { /* arrays: only the header's block names are kept */
+        if (keyis(key, kl, "blocks") && v->index + 1 > w->blocks) {
             w->blocks = v->index + 1;
+            if (v->index < NS_MAX_LAYERS)
+                snprintf(w->block[v->index], STREAM_NAME, "%s",
+                         v->type == STREAM_J_STR ? v->str : "");
+        }
         return;
     }
     if (kl > 2 && key[0] == 'l' && dig(key[1])) {
@@ -727,6 +742,8 @@ static void header_line(stream_reader *r)
     add_event(r, 0, TEV_INFO, "stream: %s %s, %d layers, world size %d, %s",
               u->source[0] ? u->source : "?", u->model[0] ? u->model : "model", n,
               u->world_size, u->dtype[0] ? u->dtype : "float32");
+    r->n_block = w->blocks < NS_MAX_LAYERS ? w->blocks : NS_MAX_LAYERS;
+    memcpy(r->block, w->block, sizeof r->block[0] * (size_t)r->n_block);
     if (w->version > 1)
         add_event(r, 0, TEV_NOTE, "stream format version %g (this reader knows 1): "
                   "unknown fields are ignored", w->version);

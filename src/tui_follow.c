@@ -250,7 +250,7 @@ static void draw_keys(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui
 }
 
 /* The row under the chart (the lab's sample): the file and the replay */
-static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
+static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap, int sel,
                       const tui_follow_state *f)
 {
     if (r.h < 1 || r.w < 4)
@@ -267,6 +267,11 @@ static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     snprintf(b, sizeof b, "following %s: %ld lines, %ld steps, %ld malformed; ", f->path, u->n_lines,
              u->rows, u->malformed);
     c += tui_puts(g, r.r, c, r.w - 2, TUI_S_LABEL, b);
+    const char *block = stream_block_name(f->r, sel < 0 ? snap->s.n_layer - 1 : sel);
+    if (block[0]) { /* which module the selected layer is */
+        snprintf(b, sizeof b, "layer %d = %s; ", sel < 0 ? snap->s.n_layer - 1 : sel, block);
+        c += tui_puts(g, r.r, c, r.c + r.w - 1 - c, TUI_S_TEXT, b);
+    }
     long first = stream_hist_first(f->r), total = stream_hist_total(f->r);
     if (f->view >= 0)
         snprintf(b, sizeof b, "replay: step %ld, %ld of %ld (Left/Right, End: newest)",
@@ -328,7 +333,7 @@ void tui_follow_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui,
     draw_values(g, L.status, s, f);
     if (L.status.h >= 2)
         draw_keys(g, L.status, s, ui, f);
-    draw_info(g, L.sample, s, f);
+    draw_info(g, L.sample, s, ui->selected, f);
     if (L.footer.h >= 1)
         draw_footer(g, L.footer, ui);
     if (ui->help) { /* over the lines just drawn, as tui_draw puts it over its own */

@@ -57,6 +57,7 @@ loop=$!
 wait_for 'step 40' 30 && ok || no "the steps did not reach 40: $(screen | head -1)"
 wait "$loop"
 screen | grep -q 'TinyGPT L=4' && ok || no "the header's model is not shown: $(screen | sed -n 2p)"
+screen | grep -q 'layer 3 = h.3' && ok || no "the selected layer's module is not named"
 screen | grep -q '^> 3' && ok || no "layer 3 (the top) is not in the panel"
 screen | grep -q '^  0 ' && ok || no "layer 0 is not in the panel"
 screen | grep -q 'loss 3.1000' && ok || no "the loss of step 40 is not shown: $(screen | head -1)"

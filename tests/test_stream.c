@@ -271,6 +271,8 @@ static void test_many_layers(void)
     const trainer_snapshot *s = stream_snapshot(r);
     const stream_summary *u = stream_summary_of(r);
     CHECK(u->have_header && !strcmp(u->model, "GPT") && u->world_size == 2);
+    CHECK(!strcmp(stream_block_name(r, 1), "h.1") && !stream_block_name(r, 2)[0]);
+    CHECK(!stream_block_name(r, -1)[0]);
     CHECK(s->s.n_layer == 96 && s->s.last.layer[95].grad_attn == 96.0f);
     CHECK(s->s.cfg.precision == FMT_BF16);
     CHECK(u->malformed == 0 && u->rows == 1);

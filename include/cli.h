@@ -29,6 +29,7 @@ typedef struct {
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
+    const char *follow; /* --follow FILE: show a metrics stream, train nothing */
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
     unsigned char given[NS_SETTINGS_MAX]; /* by settings row: the user gave the flag */

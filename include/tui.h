@@ -199,6 +199,8 @@ enum {
     TUI_KEY_BTAB,
     TUI_KEY_F1,
     TUI_KEY_F10,
+    TUI_KEY_LEFT,
+    TUI_KEY_RIGHT,
 };
 
 typedef enum {
@@ -230,6 +232,9 @@ typedef enum {
     TUI_ACT_DUMP_METRICS,
     TUI_ACT_HELP,
     TUI_ACT_QUIT,
+    TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
+    TUI_ACT_STEP_FWD,
+    TUI_ACT_CHECKPOINT, /* --follow: ask the followed run for a checkpoint */
     TUI_ACT_COUNT
 } tui_action;
 
@@ -246,6 +251,12 @@ typedef struct {
 extern const tui_key tui_keys[];
 extern const int tui_n_keys;
 tui_action tui_key_action(int key);
+/* Does the action change the lab's model or its training (placement,
+ * precision, warmup, LR schedule, rewind, re-init, a step)? Those keys are
+ * not available while following a stream (--follow). */
+int tui_action_changes_model(tui_action a);
+/* Is it a key of --follow only (the replay, a checkpoint of the run)? */
+int tui_action_follow_only(tui_action a);
 
 enum { TUI_VIEW_LAYERS = 0, TUI_VIEW_HEATMAP = 1, TUI_VIEW_COUNT };
 
@@ -266,6 +277,7 @@ typedef struct {
                    * TUI_DUMP_SCREEN | TUI_DUMP_METRICS; 0 = none */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     char note[80];  /* a passing message at the footer's right; "" = none */
+    int follow;   /* --follow: the help marks the keys that change the lab's model */
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
     int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
     tui_hit hits[TUI_MAX_HITS];
@@ -339,5 +351,9 @@ typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end
  * a signal; the terminal is restored on every way out. On TUI_END_ERROR,
  * err says why (the trainer may not have started). */
 tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen);
+/* The same dashboard on a metrics stream (--follow FILE, tui_follow.h):
+ * no trainer; the keys that would change the lab's model say they are not
+ * available, space, + and - and C go to the run through its control file. */
+tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t errlen);
 
 #endif

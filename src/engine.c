@@ -36,18 +36,6 @@ typedef struct {
     long good;
 } snapshot;
 
-/* Spike detection window: a z-score against the last SPIKE_WINDOW steps. */
-#define SPIKE_WINDOW 128
-#define SPIKE_MIN 32     /* steps of history before judging */
-#define SPIKE_Z 6.0      /* how many standard deviations is a spike */
-#define SPIKE_QUIET 16   /* steps between two warnings of the same kind */
-
-typedef struct {
-    double v[SPIKE_WINDOW];
-    long n;        /* values seen */
-    long last_warn;
-} spike_window;
-
 /* GradScaler's defaults (torch.cuda.amp.GradScaler): start at 2^16, halve
  * and skip the step on inf/NaN gradients, double after 2000 clean steps. */
 #define SCALE_INIT 65536.0f
@@ -90,7 +78,7 @@ struct engine {
     snapshot *snaps; /* (n_snaps) ring, allocated on first use */
     int n_snaps;
     int snaps_off; /* one snapshot would pass the memory cap */
-    spike_window spike_loss, spike_gnorm;
+    metrics_spike spike_loss, spike_gnorm; /* metrics.h: the spike rule */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
 };
 
@@ -231,30 +219,12 @@ static float scale_in_force(const engine *e)
     return e->cfg.loss_scale > 0.0f ? e->cfg.loss_scale : e->scale;
 }
 
-/* Warn once when x is far above the recent window (z-score). */
-static void spike_check(engine *e, spike_window *w, double x, const char *what)
+/* Warn once when x is far above the recent window (metrics.h's rule). */
+static void spike_check(engine *e, metrics_spike *w, double x, const char *what)
 {
-    if (!isfinite(x))
-        return;
-    long n = w->n < SPIKE_WINDOW ? w->n : SPIKE_WINDOW;
-    if (n >= SPIKE_MIN && e->step - w->last_warn >= SPIKE_QUIET) {
-        double mean = 0, var = 0;
-        for (long i = 0; i < n; i++)
-            mean += w->v[i];
-        mean /= n;
-        for (long i = 0; i < n; i++)
-            var += (w->v[i] - mean) * (w->v[i] - mean);
-        double sd = sqrt(var / n);
-        double z = sd > 0 ? (x - mean) / sd : 0;
-        if (z > SPIKE_Z && x > mean * 1.05) {
-            event_of(e, NS_EV_WARNING, -1,
-                     "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps", what,
-                     e->step, x, z, n);
-            w->last_warn = e->step;
-        }
-    }
-    w->v[w->n % SPIKE_WINDOW] = x;
-    w->n++;
+    char msg[NS_EVENT_TEXT];
+    if (metrics_spike_check(w, e->step, x, what, msg, sizeof msg))
+        event_of(e, NS_EV_WARNING, -1, "%s", msg);
 }
 
 /* The first non-finite op of the step into out: its words (fault) and

@@ -26,6 +26,7 @@
 #include "engine.h"
 #include "metrics.h"
 #include "model.h"
+#include "stream.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -394,6 +395,27 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
 
 static int run(cli_opts *o_, const ns_lesson *lesson);
 
+/* --follow FILE: a metrics stream is shown instead of a run (stream.c,
+ * tui_follow.c); the exit status is theirs. */
+static int run_follow(const cli_opts *o)
+{
+    if (o->headless) {
+        catch_stop_signals();
+        long steps = (o->set & CLI_SET_STEPS) ? o->cfg.steps : 0;
+        return stream_headless(o->follow, steps, o->csv, o->quiet, &stop_requested);
+    }
+    if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+        fprintf(stderr, "normscope: --follow needs a terminal; add --headless for a summary\n");
+        return 2;
+    }
+    tui_options uo = {o->ascii, o->no_color};
+    char err[512];
+    tui_end end = tui_follow(o->follow, &uo, err, sizeof err);
+    if (end == TUI_END_ERROR)
+        fprintf(stderr, "normscope: %s\n", err);
+    return end == TUI_END_ERROR ? 1 : end == TUI_END_SIGNAL ? 130 : 0;
+}
+
 /* --lesson NAME: the lesson's flags come first and the user's after them,
  * so the user's win; its script joins --script's; its compare is the
  * default of --compare. argv2 and words must live as long as o. */
@@ -450,6 +472,8 @@ int main(int argc, char **argv)
         return 0;
     if (r)
         return 2;
+    if (o.follow)
+        return run_follow(&o);
     ns_lesson lesson;
     char **argv2 = NULL, *words = NULL;
     int have_lesson = 0;

@@ -38,6 +38,7 @@
 
 #include "nstime.h"
 #include "tui.h"
+#include "tui_follow.h"
 
 #define FRAME_MS 100 /* 10 frames/s from the trainer (keys redraw at once): smooth
                         * enough to watch, and ~1% of a core */
@@ -221,6 +222,8 @@ static int translate_key(int ch)
     case KEY_HOME: return TUI_KEY_HOME;
     case KEY_END: return TUI_KEY_END;
     case KEY_BTAB: return TUI_KEY_BTAB;
+    case KEY_LEFT: return TUI_KEY_LEFT;
+    case KEY_RIGHT: return TUI_KEY_RIGHT;
     case '\t': return TUI_KEY_TAB;
     default:
         if (ch == KEY_F(1))
@@ -233,6 +236,7 @@ static int translate_key(int ch)
 
 typedef struct {
     trainer *t;
+    tui_follow_state *fw; /* --follow: a stream instead of t (NULL otherwise) */
     trainer_snapshot *snap;
     tui_ui ui;
     tui_grid grid;
@@ -242,6 +246,11 @@ typedef struct {
 static void send_action(run_state *rs, tui_action a)
 {
     ns_command cmd;
+    if (rs->fw) { /* follow mode's keys: tui_follow.c */
+        if (tui_follow_action(rs->fw, &rs->ui, a) && rs->ui.note[0])
+            rs->note_until = nstime_now() + NOTE_S;
+        return;
+    }
     if (!tui_apply(&rs->ui, a, rs->snap->s.n_layer, &cmd))
         return;
     if (trainer_send(rs->t, &cmd) != 0) {
@@ -275,7 +284,10 @@ static void write_one_dump(run_state *rs, int what)
         snprintf(cmd.text, sizeof cmd.text, "could not write %.70s", err);
     snprintf(rs->ui.note, sizeof rs->ui.note, "%.70s ", cmd.text);
     rs->note_until = nstime_now() + NOTE_S;
-    trainer_send(rs->t, &cmd);
+    if (rs->fw)
+        stream_note(rs->fw->r, NS_EV_INFO, cmd.text);
+    else
+        trainer_send(rs->t, &cmd);
 }
 
 /* d and e pressed within one frame: both files */
@@ -351,9 +363,11 @@ static void suspend(trainer *t)
     dfl.sa_handler = SIG_DFL;
     sigaction(SIGTSTP, &dfl, &ours);
     suspend_req = 0;
-    trainer_clock_hold(t);
+    if (t)
+        trainer_clock_hold(t);
     kill(getpid(), SIGTSTP);
-    trainer_clock_release(t);
+    if (t)
+        trainer_clock_release(t);
     sigaction(SIGTSTP, &ours, NULL);
 }
 
@@ -464,6 +478,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     mouseinterval(0); /* report presses at once, not after a click delay */
     int color = setup_colors(want_color);
     tui_ui_init(&rs->ui, utf8 && !o->ascii, color);
+    rs->ui.follow = rs->fw != NULL;
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -521,7 +536,8 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         double now = nstime_now();
         if (now >= next_frame) {
             next_frame = now + FRAME_MS / 1000.0;
-            if (!rs->ui.frozen && trainer_snapshot_copy(rs->t, rs->snap))
+            if (!rs->ui.frozen && (rs->fw ? tui_follow_update(rs->fw, rs->snap, &rs->ui)
+                                          : trainer_snapshot_copy(rs->t, rs->snap)))
                 dirty = 1;
             if (rs->ui.note[0] && now > rs->note_until) {
                 rs->ui.note[0] = 0;
@@ -531,7 +547,11 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         if (!dirty)
             continue;
         dirty = 0;
+        if (rs->fw && rs->fw->changed && !rs->ui.frozen) /* a replay key: the step it shows */
+            tui_follow_update(rs->fw, rs->snap, &rs->ui);
         tui_draw(&rs->grid, rs->snap, &rs->ui);
+        if (rs->fw)
+            tui_follow_draw(&rs->grid, rs->snap, &rs->ui, rs->fw);
         blit(&rs->grid);
         if (rs->ui.dump)
             write_dump(rs);
@@ -540,11 +560,14 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
     return TUI_END_QUIT;
 }
 
-tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
+/* The dashboard on t, or with fw on a followed stream (t NULL). */
+static tui_end run_ui(trainer *t, tui_follow_state *fw, const tui_options *o, char *err,
+                      size_t errlen)
 {
     run_state rs;
     memset(&rs, 0, sizeof rs);
     rs.t = t;
+    rs.fw = fw;
     rs.snap = trainer_snapshot_new();
     if (!rs.snap) {
         snprintf(err, errlen, "out of memory");
@@ -558,7 +581,7 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
     tui_end end = TUI_END_ERROR;
     SCREEN *scr = NULL;
     /* training starts once there is a screen to show it on */
-    if (start_curses(&rs, o, &scr, err, errlen) == 0 && trainer_start(t, err, errlen) == 0)
+    if (start_curses(&rs, o, &scr, err, errlen) == 0 && (!t || trainer_start(t, err, errlen) == 0))
         end = frame_loop(&rs, err, errlen);
 
     if (curses_on) {
@@ -570,5 +593,22 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
     restore_handlers(old);
     tui_grid_free(&rs.grid);
     free(rs.snap);
+    return end;
+}
+
+tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
+{
+    return run_ui(t, NULL, o, err, errlen);
+}
+
+tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t errlen)
+{
+    tui_follow_state fw;
+    if (tui_follow_init(&fw, path) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return TUI_END_ERROR;
+    }
+    tui_end end = run_ui(NULL, &fw, o, err, errlen);
+    tui_follow_free(&fw);
     return end;
 }

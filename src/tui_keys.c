@@ -6,6 +6,7 @@
 #include "tui.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const tui_key tui_keys[] = {
@@ -43,6 +44,13 @@ const tui_key tui_keys[] = {
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS},
     {{'?', 'h', TUI_KEY_F1}, "?/h/F1", "F1", "Help", "this help (any key closes it)", TUI_ACT_HELP},
     {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT},
+    /* --follow only (the help shows them there, in the rows of the keys
+     * that change the lab's model, which it sums up in one line) */
+    {{TUI_KEY_LEFT}, "Left/Right", NULL, NULL,
+     "replay: the view's step back / forward (Home/End: the ends)", TUI_ACT_STEP_BACK},
+    {{TUI_KEY_RIGHT}, NULL, NULL, NULL, NULL, TUI_ACT_STEP_FWD},
+    {{'C'}, "C", NULL, NULL, "ask the followed run for a checkpoint (space, +/-: pause, LR)",
+     TUI_ACT_CHECKPOINT},
 };
 const int tui_n_keys = (int)(sizeof tui_keys / sizeof tui_keys[0]);
 
@@ -53,6 +61,23 @@ tui_action tui_key_action(int key)
             if (tui_keys[i].keys[k] == key)
                 return tui_keys[i].act;
     return TUI_ACT_NONE;
+}
+
+int tui_action_changes_model(tui_action a)
+{
+    switch (a) {
+    case TUI_ACT_NORM: case TUI_ACT_NORM_CYCLE: case TUI_ACT_KIND_CYCLE: case TUI_ACT_WARMUP:
+    case TUI_ACT_PRECISION: case TUI_ACT_FP32_NORMS: case TUI_ACT_LOSS_SCALE:
+    case TUI_ACT_REWIND: case TUI_ACT_STEP: case TUI_ACT_CLIP: case TUI_ACT_REINIT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int tui_action_follow_only(tui_action a)
+{
+    return a == TUI_ACT_STEP_BACK || a == TUI_ACT_STEP_FWD || a == TUI_ACT_CHECKPOINT;
 }
 
 void tui_ui_init(tui_ui *ui, int unicode, int color)
@@ -104,6 +129,9 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
     case TUI_ACT_HELP: ui->help = 1; return 0;
     case TUI_ACT_QUIT: ui->quit = 1; return 0;
+    case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_CHECKPOINT:
+        snprintf(ui->note, sizeof ui->note, "only while following a stream (--follow) ");
+        return 0;
     default: return 0;
     }
 }

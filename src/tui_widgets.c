@@ -780,6 +780,18 @@ static const char *const help_legend[] = {
     "Heatmap (Tab): each layer's |gradient| per step, shaded by decade.",
 };
 
+/* --follow: the keys that change the lab's model, named in one line */
+static void help_off_line(tui_grid *g, tui_rect r, int rr)
+{
+    char names[64] = "";
+    size_t n = 0;
+    for (int i = 0; i < tui_n_keys; i++)
+        if (tui_keys[i].name && tui_action_changes_model(tui_keys[i].act) && n + 8 < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? " " : "", tui_keys[i].name);
+    int c = r.c + 2 + tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, names);
+    tui_puts(g, rr, c, r.c + r.w - 2 - c, TUI_S_DIM, ": not available while following");
+}
+
 void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
 {
     if (r.w < 20 || r.h < 4)
@@ -789,9 +801,16 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
     /* the closing hint sits on the bottom border, as the title on the top */
     int rr = r.r + 1, last = r.r + r.h - 1;
+    int off_said = 0;
     for (int i = 0; i < tui_n_keys && rr < last; i++) {
-        if (!tui_keys[i].name)
+        if (!tui_keys[i].name || (!ui->follow && tui_action_follow_only(tui_keys[i].act)))
             continue;
+        if (ui->follow && tui_action_changes_model(tui_keys[i].act)) {
+            /* --follow: the lab's model is not there to change; one line */
+            if (!off_said++)
+                help_off_line(g, r, rr++);
+            continue;
+        }
         tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, tui_keys[i].name);
         tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, tui_keys[i].help);
         rr++;

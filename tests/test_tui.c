@@ -599,8 +599,8 @@ static void test_help(void)
         tui_draw(&g, s, &ui);
         int missing = 0;
         for (int i = 0; i < tui_n_keys; i++) {
-            if (!tui_keys[i].name)
-                continue;
+            if (!tui_keys[i].name || tui_action_follow_only(tui_keys[i].act))
+                continue; /* --follow's keys: its help (test_stream.c) */
             char want[80];
             snprintf(want, sizeof want, "%-10s %s", tui_keys[i].name, tui_keys[i].help);
             want[40] = 0; /* the start of the line is enough */

@@ -1,0 +1,56 @@
+"""ddp_worker.py - run by test_torchrun.py: a tiny GPT trained with DDP over
+gloo on the CPU (or, with --single, in one process on the same global
+batch). Rank 0 asks for "lr x2" through the control file at step LR_STEP,
+as normscope --follow would; each rank saves its final parameters."""
+import argparse
+import os
+
+import check  # noqa: F401  (sets sys.path)
+import models
+import torch
+import torch.distributed as dist
+
+import normscope_probe
+
+STEPS, LR_STEP, GLOBAL_B = 6, 3, 8
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--single", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    if not a.single:
+        dist.init_process_group("gloo")
+    rank = dist.get_rank() if not a.single else 0
+    world = dist.get_world_size() if not a.single else 1
+    torch.manual_seed(0)
+    model = models.GPT(n_layer=2)
+    net = torch.nn.parallel.DistributedDataParallel(model) if not a.single else model
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(9)
+    path = os.path.join(a.out, "single.nsj" if a.single else "ddp.nsj")
+    probe = normscope_probe.attach(net, opt, path=path)
+    per = GLOBAL_B // world
+    for step in range(1, STEPS + 1):
+        x, y = models.batch(gen, b=GLOBAL_B)  # every rank draws the global batch
+        x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
+        if step == LR_STEP and rank == 0:
+            with open(path + ".ctl", "a") as f:
+                f.write("1 lr x2\n")
+        opt.zero_grad()
+        loss = net(x, y)
+        loss.backward()
+        probe.step(loss)
+        opt.step()
+    probe.close()
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    torch.save({"params": flat, "lr": opt.param_groups[0]["lr"]},
+               os.path.join(a.out, "%s%d.pt" % ("single" if a.single else "rank", rank)))
+    if not a.single:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

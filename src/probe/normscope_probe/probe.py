@@ -73,6 +73,7 @@ class _Records:
         self.udf = [[] for _ in range(n_blocks)]
         self.lowp = None  # the lowest-precision dtype seen inside a block
         self.hooked = set()
+        self.last_out, self.last_amax = None, None
 
 
 class Probe:
@@ -187,11 +188,15 @@ class Probe:
             if t is None or not t.is_floating_point():
                 return
             rec = self.rec
-            a = _amax(t)
-            rec.fwd.append((idx, a))
-            if block >= 0:
-                rec.act[block].append(a)
-                self._count_lowp(rec, block, t)
+            if t is rec.last_out:  # a container handing on its child's output
+                a = rec.last_amax
+            else:
+                a = _amax(t)
+                rec.fwd.append((idx, a))
+                rec.last_out, rec.last_amax = t, a
+                if block >= 0:
+                    rec.act[block].append(a)
+                    self._count_lowp(rec, block, t)
             if is_block >= 0:
                 self._resid(rec, is_block, t, a)
             x = _first_tensor(inp)

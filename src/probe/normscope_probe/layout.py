@@ -21,15 +21,13 @@ _FFN_COMPONENTS = {"mlp", "ffn", "feed_forward", "feedforward", "linear1", "line
 
 
 def unwrap(model):
-    """The user's module under DDP / FSDP / DataParallel wrappers, and the
-    prefix its parameter names carry there."""
-    prefix = ""
-    while hasattr(model, "module") and isinstance(model.module, torch.nn.Module) and \
-            type(model).__name__ in ("DistributedDataParallel", "DataParallel",
-                                     "FullyShardedDataParallel"):
+    """The user's module under DDP / FSDP / DataParallel wrappers (whose
+    parameter names carry a "module." prefix the stream does not want)."""
+    while type(model).__name__ in ("DistributedDataParallel", "DataParallel",
+                                   "FullyShardedDataParallel") and \
+            isinstance(getattr(model, "module", None), torch.nn.Module):
         model = model.module
-        prefix += "module."
-    return model, prefix
+    return model
 
 
 def _identical_stack(mod):
@@ -140,7 +138,3 @@ def classify(blocks, mapping=None):
                       % (len(unclassified), "" if len(unclassified) == 1 else "s", shown),
                       stacklevel=3)
     return out, unclassified
-
-
-def strip_prefix(name, prefix):
-    return name[len(prefix):] if prefix and name.startswith(prefix) else name

@@ -84,8 +84,7 @@ class Probe:
             raise TypeError("normscope_probe: model must be a torch.nn.Module")
         if int(every) < 1 or int(update_every) < 1:
             raise ValueError("normscope_probe: every and update_every must be >= 1")
-        self.model, self.prefix = layout.unwrap(model)
-        self.wrapper = model
+        self.model = layout.unwrap(model)
         self.optimizer, self.scaler, self.scheduler = optimizer, scaler, scheduler
         self.path, self.every, self.update_every = path, int(every), int(update_every)
         self.on_checkpoint = on_checkpoint
@@ -119,12 +118,7 @@ class Probe:
 
     def _index_params(self):
         """Group id per parameter: 3 * block + (0 attn, 1 ffn, 2 ln), or -1."""
-        self.params = []
-        seen = set()
-        for p in self.model.parameters():
-            if id(p) not in seen:
-                seen.add(id(p))
-                self.params.append(p)
+        self.params = list(self.model.parameters())  # shared ones once
         self.gid = {}
         for b, groups in enumerate(self.groups):
             for g, name in enumerate(layout.GROUPS):
@@ -136,20 +130,21 @@ class Probe:
 
     def _open(self, overwrite):
         """Rank 0 opens the stream; every rank learns whether it could."""
-        self.writer, self.ctl, err = None, None, ""
+        self.writer, self.ctl, err = None, None, None
         if self.rank == 0:
             try:
                 self.writer = Writer(self.path, overwrite)
                 self.ctl = control.Reader(self.path + ".ctl")
             except (ValueError, OSError) as e:
-                err = str(e)
+                err = e
         if self.dist:
-            flag = torch.tensor([1.0 if err else 0.0], device=self.cdev)
+            flag = torch.tensor([0.0 if err is None else 1.0], device=self.cdev)
             torch.distributed.broadcast(flag, 0)
-            if flag.item() and not err:
-                err = "normscope_probe: rank 0 could not open %s (see its error)" % self.path
-        if err:
-            raise ValueError(err) if "already holds" in err or "rank 0" in err else OSError(err)
+            if flag.item() and err is None:
+                err = ValueError("normscope_probe: rank 0 could not open %s (see its error)"
+                                 % self.path)
+        if err is not None:
+            raise err
 
     def _install_hooks(self):
         names = dict((m, n) for n, m in self.model.named_modules())
@@ -310,7 +305,7 @@ class Probe:
     def _collect(self, loss, val_loss):
         """Every number of the step as device tensors, plus the module
         records kept for naming a non-finite."""
-        dev, rec, nb = self._device(), self.rec, len(self.blocks)
+        dev, rec = self._device(), self.rec
         nan = torch.tensor(float("nan"), device=dev)
         zero = torch.zeros((), device=dev)
         lossv = loss.detach().float().reshape(-1)[0].to(dev) if isinstance(loss, torch.Tensor) \

@@ -150,8 +150,30 @@ def autocast_bf16():
     C.ok(all(isinstance(r["l0_overflow"], int) for r in rows), "bf16 overflow counted")
 
 
+def skipped():
+    """A step whose optimizer.step() never came (as a GradScaler that found
+    an inf does) is written with skipped 1, at the next probe.step."""
+    m = models.GPT(n_layer=2)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(4)
+    path = os.path.join(TMP, "skip.nsj")
+    with normscope_probe.attach(m, opt, path=path, update_every=1) as probe:
+        for s in range(1, 6):
+            x, y = models.batch(gen)
+            opt.zero_grad()
+            m(x, y).backward()
+            probe.step(0.0)
+            if s != 3:
+                opt.step()
+    _, rows, _ = check.read_stream(path)
+    C.ok([r["skipped"] for r in rows] == [0, 0, 1, 0, 0], "skipped marks the skipped step only")
+    C.ok(rows[2]["l0_update_ratio"] is None and rows[3]["l0_update_ratio"] > 0,
+         "no update ratio for a skipped step")
+
+
 streams()
 every_k()
+skipped()
 refusal()
 unclassified()
 autocast_bf16()

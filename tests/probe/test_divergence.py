@@ -101,4 +101,78 @@ def backward_nan():
 
 forward_inf()
 backward_nan()
+
+
+# --- a real overflow: Post-LN at a high LR, every Linear rounding to fp16 ----
+class Round16(torch.autograd.Function):
+    """Round to fp16 and back, on the way forward and back (CPU torch has no
+    fp16 matmul, so the format is emulated as the lab's parity fixtures do)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.half().float()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.half().float()
+
+
+FIRST = []  # (step, module name) of the first output that rounded to inf
+
+
+class Linear16(torch.nn.Linear):
+    name, step = "", 0
+
+    def forward(self, x):
+        y = Round16.apply(super().forward(x))
+        if not FIRST and torch.is_grad_enabled() and not torch.isfinite(y).all():
+            FIRST.append((Linear16.step, self.name))
+        return y
+
+
+class PostBlock(models.Block):
+    def forward(self, x):
+        x = self.ln_1(x + self.attn(x))
+        return self.ln_2(x + self.mlp(x))
+
+
+def to16(model):
+    for name, mod in list(model.named_modules()):
+        for k, child in list(mod.named_children()):
+            if type(child) is torch.nn.Linear:
+                new = Linear16(child.in_features, child.out_features, child.bias is not None)
+                new.load_state_dict(child.state_dict())
+                new.name = "%s.%s" % (name, k) if name else k
+                setattr(mod, k, new)
+
+
+def real_overflow():
+    torch.manual_seed(1)
+    m = models.GPT(n_layer=3)
+    for i in range(3):
+        m.transformer.h[i] = PostBlock(32, 2)
+    to16(m)
+    opt = torch.optim.Adam(m.parameters(), lr=1.0)
+    gen = torch.Generator().manual_seed(2)
+    x, y = models.batch(gen)
+    path = os.path.join(TMP, "post16.nsj")
+    with normscope_probe.attach(m, opt, path=path) as probe:
+        for s in range(1, 301):
+            Linear16.step = s
+            opt.zero_grad()
+            loss = m(x, y)
+            loss.backward()
+            probe.step(loss)
+            opt.step()
+            if FIRST and s > FIRST[0][0]:
+                break
+    _, rows, _ = check.read_stream(path)
+    C.ok(bool(FIRST), "Post-LN at lr 1 overflowed fp16")
+    got = first(rows)
+    want = [(FIRST[0][0], FIRST[0][1] + ", forward")] if FIRST else []
+    C.ok(got == want, "real fp16 overflow named where it happened: %s (the rounding saw %s)"
+         % (got, FIRST))
+
+
+real_overflow()
 C.close()

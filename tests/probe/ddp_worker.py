@@ -3,7 +3,10 @@ gloo on the CPU (or, with --single, in one process on the same global
 batch). Rank 0 asks for "lr x2" through the control file at step LR_STEP,
 as normscope --follow would; each rank saves its final parameters."""
 import argparse
+import faulthandler
 import os
+import threading
+import time
 
 import check  # noqa: F401  (sets sys.path)
 import models
@@ -12,7 +15,12 @@ import torch.distributed as dist
 
 import normscope_probe
 
-STEPS, LR_STEP, GLOBAL_B = 6, 3, 8
+STEPS, LR_STEP, PAUSE_STEP, GLOBAL_B = 6, 3, 5, 8
+
+
+def append(path, text):
+    with open(path, "a") as f:
+        f.write(text)
 
 
 def main():
@@ -20,6 +28,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--single", action="store_true")
     a = ap.parse_args()
+    # a worker stuck for minutes prints where, and ends, rather than hang the test
+    stuck = open(os.path.join(a.out, "stuck%s.txt" % os.environ.get("LOCAL_RANK", "")), "w")
+    faulthandler.dump_traceback_later(60, exit=True, file=stuck)
     torch.set_num_threads(1)
     if not a.single:
         dist.init_process_group("gloo")
@@ -37,19 +48,27 @@ def main():
         x, y = models.batch(gen, b=GLOBAL_B)  # every rank draws the global batch
         x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
         if step == LR_STEP and rank == 0:
-            with open(path + ".ctl", "a") as f:
-                f.write("1 lr x2\n")
+            append(path + ".ctl", "1 lr x2\n")
+        if step == PAUSE_STEP and rank == 0:  # paused for a second, then resumed
+            append(path + ".ctl", "2 pause\n")
+            threading.Timer(1.0, append, (path + ".ctl", "3 resume\n")).start()
         opt.zero_grad()
         loss = net(x, y)
         loss.backward()
+        t0 = time.monotonic()
         probe.step(loss)
+        if step == PAUSE_STEP:
+            held = time.monotonic() - t0
         opt.step()
     probe.close()
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    torch.save({"params": flat, "lr": opt.param_groups[0]["lr"]},
+    torch.save({"params": flat, "lr": opt.param_groups[0]["lr"], "held": held},
                os.path.join(a.out, "%s%d.pt" % ("single" if a.single else "rank", rank)))
     if not a.single:
+        del probe, net, opt
+        dist.barrier()
         dist.destroy_process_group()
+    stuck.close()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """test_torchrun.py - `python3 -m torch.distributed.run --nproc_per_node 2`
 with gloo on the CPU: rank 0's stream has the gradient norms of one process
 on the same global batch (1e-5 relative), world_size 2, and an LR change
-from the control file leaves the parameters identical on both ranks."""
+from the control file leaves the parameters identical on both ranks, and
+a pause holds both ranks at the same step boundary."""
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ env = dict(os.environ, OMP_NUM_THREADS="1")
 
 def run(args):
     r = subprocess.run([sys.executable] + args, env=env, capture_output=True, text=True,
-                       timeout=300)
+                       timeout=240)
     C.ok(r.returncode == 0, "%s exits 0 (%s)" % (args[:3], r.stderr[-800:]))
 
 
@@ -45,4 +46,8 @@ C.ok([r["lr"] for r in ddp] == [1e-3] * 2 + [2e-3] * 4, "stream lr doubles at st
 r0, r1 = (torch.load(os.path.join(TMP, "rank%d.pt" % k)) for k in (0, 1))
 C.ok(r0["lr"] == r1["lr"] == 2e-3, "both ranks' optimizers took lr x2")
 C.ok(torch.equal(r0["params"], r1["params"]), "parameters identical on both ranks")
+C.ok([(e["event"], e["step"]) for e in ev if e["event"] in ("paused", "resumed")] ==
+     [("paused", 5), ("resumed", 5)], "paused and resumed at step 5")
+C.ok(r0["held"] >= 0.9 and r1["held"] >= 0.9,
+     "both ranks held at the step boundary (%.2f s, %.2f s)" % (r0["held"], r1["held"]))
 C.close()

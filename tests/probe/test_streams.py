@@ -171,8 +171,32 @@ def skipped():
          "no update ratio for a skipped step")
 
 
+def scheduler_after_attach():
+    """An LR scheduler made after attach() wraps the wrapped step; both
+    keep working, and close() leaves the scheduler's wrapper in place."""
+    m = models.GPT(n_layer=1)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(6)
+    path = os.path.join(TMP, "sched.nsj")
+    probe = normscope_probe.attach(m, opt, path=path)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    for _ in range(3):
+        x, y = models.batch(gen)
+        opt.zero_grad()
+        m(x, y).backward()
+        probe.step(0.0)
+        opt.step()
+        sched.step()
+    probe.close()
+    opt.step()  # still callable after close
+    _, rows, _ = check.read_stream(path)
+    C.ok([r["lr"] for r in rows] == [0.1, 0.05, 0.025], "scheduler's lr in the stream")
+    C.ok(opt._step_count == 4, "the scheduler's step counter still counts")
+
+
 streams()
 every_k()
+scheduler_after_attach()
 skipped()
 refusal()
 unclassified()

@@ -72,7 +72,7 @@ class _Records:
         self.ovf = [[] for _ in range(n_blocks)]
         self.udf = [[] for _ in range(n_blocks)]
         self.lowp = None  # the lowest-precision dtype seen inside a block
-        self.hooked = set()
+        self.hooked = {}
         self.last_out, self.last_amax = None, None
 
 
@@ -147,9 +147,11 @@ class Probe:
             raise err
 
     def _install_hooks(self):
+        """A forward hook on every module (a module reached under two names
+        once), knowing its index, its block and whether it is a block."""
         names = dict((m, n) for n, m in self.model.named_modules())
         block_of = {}
-        for b, (bname, bmod) in enumerate(self.blocks):
+        for b, (_, bmod) in enumerate(self.blocks):
             for m in bmod.modules():
                 block_of.setdefault(id(m), b)
         self.block_ids = {id(bm): b for b, (_, bm) in enumerate(self.blocks)}
@@ -172,6 +174,7 @@ class Probe:
             out = orig(*a, **kw)
             probe._after_optimizer_step()
             return out
+        self.step_fn = step
         self.optimizer.step = types.MethodType(step, self.optimizer)
 
     # -- hooks -----------------------------------------------------------------
@@ -196,7 +199,7 @@ class Probe:
                 self._resid(rec, is_block, t, a)
             x = _first_tensor(inp)
             if x is not None and x.requires_grad and id(x) not in rec.hooked:
-                rec.hooked.add(id(x))
+                rec.hooked[id(x)] = x  # kept, so its id is not reused this step
                 x.register_hook(self._backward_hook(idx, block))
         return hook
 
@@ -528,7 +531,10 @@ class Probe:
         self.closed = True
         for h in self.handles:
             h.remove()
-        if self.optimizer is not None:
+        # put optimizer.step back unless something (an LR scheduler made after
+        # attach) wrapped it since: then the wrapper stays and passes through
+        if self.optimizer is not None and \
+                getattr(self.optimizer.step, "__func__", None) is self.step_fn:
             if self.had_step_attr:
                 self.optimizer.step = self.orig_step
             else:

@@ -23,6 +23,14 @@ def append(path, text):
         f.write(text)
 
 
+def resume_later(path):
+    """As a user would: see the run paused, wait a second, resume it."""
+    while '"paused"' not in open(path).read():
+        time.sleep(0.05)
+    time.sleep(1.0)
+    append(path + ".ctl", "3 resume\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -51,7 +59,7 @@ def main():
             append(path + ".ctl", "1 lr x2\n")
         if step == PAUSE_STEP and rank == 0:  # paused for a second, then resumed
             append(path + ".ctl", "2 pause\n")
-            threading.Timer(1.0, append, (path + ".ctl", "3 resume\n")).start()
+            threading.Thread(target=resume_later, args=(path,), daemon=True).start()
         opt.zero_grad()
         loss = net(x, y)
         loss.backward()

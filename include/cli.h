@@ -26,6 +26,10 @@ typedef struct {
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
+    /* sweeps (sweep.c): the SPEC, --sweep-out, --sweep-collect, --jobs
+     * (0 = online cores), --list, --yes */
+    const char *sweep, *sweep_out, *sweep_collect;
+    int jobs, list, yes;
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
 } cli_opts;

@@ -17,7 +17,7 @@ typedef enum {
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
     F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
-    F_LESSON, F_COMPARE, F_THREADS
+    F_LESSON, F_COMPARE, F_THREADS, F_SWEEP, F_SWEEPOUT, F_JOBS, F_LIST, F_SWEEPCOLLECT, F_YES
 } flag_id;
 
 typedef struct {
@@ -87,6 +87,15 @@ static const flag_spec flags[] = {
     {F_LOAD, 0, "load", "FILE", 0, 0, "resume from a checkpoint (its shape and settings)"},
     {F_THREADS, 0, "threads", "N", 1, 64,
      "threads per run for the kernels, 1..64; same results (default: online cores)"},
+    {F_SWEEP, 0, "sweep", "SPEC", 0, 0,
+     "run a grid of headless runs, e.g. 'norm=post,pre layers=2,6 seed=1..3' (see SWEEPS)"},
+    {F_SWEEPOUT, 0, "sweep-out", "DIR", 0, 0,
+     "the sweep's directory: run CSVs, results.csv (default sweep-YYYYmmdd-HHMMSS)"},
+    {F_JOBS, 0, "jobs", "N", 1, 1024, "sweep runs at once, 1..1024 (default: online cores)"},
+    {F_LIST, 0, "list", NULL, 0, 0, "with --sweep: print one command line per run, run none"},
+    {F_SWEEPCOLLECT, 0, "sweep-collect", "DIR", 0, 0,
+     "build DIR/results.csv and the table from the run CSVs in DIR"},
+    {F_YES, 0, "yes", NULL, 0, 0, "allow a sweep of more than 10000 runs"},
     {F_HEADLESS, 0, "headless", NULL, 0, 0, "train without the terminal UI"},
     {F_ASCII, 0, "ascii", NULL, 0, 0, "live view in plain ASCII: no braille or block glyphs"},
     {F_NOCOLOR, 0, "no-color", NULL, 0, 0, "live view without colors (as NO_COLOR=1 does)"},
@@ -176,7 +185,7 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     switch (s->id) {
     case F_LAYERS: case F_DIM: case F_HEADS: case F_CONTEXT: case F_BATCH: case F_WARMUP:
     case F_STEPS: case F_VALEVERY: case F_VALBATCHES: case F_MIXK: case F_SNAPEVERY:
-    case F_SNAPS: case F_THREADS:
+    case F_SNAPS: case F_THREADS: case F_JOBS:
         if (parse_int(v, s->lo, s->hi, &n)) {
             snprintf(range, sizeof range, "expected an integer in %.0f..%.0f", s->lo, s->hi);
             return bad(err, s, v, range);
@@ -216,6 +225,12 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_SNAPEVERY: c->snapshot_every = (int)n; break;
     case F_SNAPS: c->snapshots = (int)n; break;
     case F_THREADS: o->threads = (int)n; break;
+    case F_JOBS: o->jobs = (int)n; break;
+    case F_SWEEP: o->sweep = v; break;
+    case F_SWEEPOUT: o->sweep_out = v; break;
+    case F_SWEEPCOLLECT: o->sweep_collect = v; break;
+    case F_LIST: o->list = 1; break;
+    case F_YES: o->yes = 1; break;
     case F_PRECISION: {
         int k = numfmt_parse(v);
         if (k < 0)

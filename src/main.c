@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "metrics.h"
 #include "model.h"
+#include "sweep.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -667,6 +668,8 @@ int main(int argc, char **argv)
         return 0;
     if (r)
         return 2;
+    if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */
+        return sweep_main(&o, argc, argv);
     ns_lesson lesson;
     char **argv2 = NULL, *words = NULL;
     int have_lesson = 0;

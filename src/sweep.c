@@ -304,12 +304,13 @@ typedef struct {
 } sweep_ctx;
 
 /* Flags that belong to the sweep itself, with whether they take a value:
- * they are not passed to the runs. --headless: the runs get it anyway. */
+ * they are not passed to the runs. --headless and --quiet: the runs get
+ * them anyway (so a resume without -q is the same sweep). */
 static const struct {
     const char *name;
     int value;
 } own_flags[] = {{"sweep", 1}, {"sweep-out", 1}, {"sweep-collect", 1}, {"jobs", 1},
-                 {"list", 0},  {"yes", 0},       {"headless", 0}};
+                 {"list", 0},  {"yes", 0},       {"headless", 0},      {"quiet", 0}};
 enum { N_OWN = sizeof own_flags / sizeof own_flags[0] };
 
 /* Settings the sweep sets for every run, so they cannot be an axis. */
@@ -317,6 +318,9 @@ static const char *const fixed_names[] = {"csv", "jsonl", "save", "compare", "le
 
 static int own_flag(const char *a, int *takes_value)
 {
+    *takes_value = 0;
+    if (!strcmp(a, "-q"))
+        return 1;
     for (int i = 0; i < N_OWN; i++) {
         size_t n = strlen(own_flags[i].name);
         if (a[0] == '-' && a[1] == '-' && !strncmp(a + 2, own_flags[i].name, n) &&

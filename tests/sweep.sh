@@ -137,6 +137,32 @@ rc=$?
 [ $rc -eq 130 ] && ok || no "SIGTERM: sweep exit $rc, want 130"
 grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" || ok
 
+# --- the papers, in direction (Xiong et al. 2020; Liu et al. 2020): at a
+# fixed learning rate without warmup, the Post-LN minus Pre-LN validation
+# loss gap grows with depth. Measured on this grid: -0.10 nats at 2 layers,
+# +0.34 at 8 (seeds 1-2); seeds 3-6 gave -0.18 and +0.25, with the 8-layer
+# Post-LN runs stalled at the unigram plateau (3.09 nats) and none of the
+# Pre-LN ones. Eight runs of a second or so; not under the sanitizers.
+if [ -z "$NS_SANITIZED" ]; then
+"$BIN" --sweep 'norm=post,pre layers=2,8 seed=1,2' --lr 3e-3 -d 32 -H 2 -T 32 -B 8 --steps 120 \
+    --warmup 0 --val-every 20 --sweep-out "$T/claim" -q >/dev/null 2>&1
+# gap L: mean val_loss (column 7) of post minus that of pre at depth L
+gap() {
+    awk -F, -v L="$1" '$2 == L && $3 == "post" { p += $7; np++ }
+        $2 == L && $3 == "pre" { q += $7; nq++ }
+        END { if (np == 2 && nq == 2) printf "%.4f", p / np - q / nq; else print "none" }' \
+        "$T/claim/results.csv"
+}
+g2=$(gap 2)
+g8=$(gap 8)
+awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' \
+    && ok || no "Post-LN - Pre-LN gap: $g2 at 2 layers, $g8 at 8; want it to grow by > 0.2 nats"
+[ "$(grep -c ',8,post,[12],120,.*,1,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+    && ok || no "8-layer Post-LN runs not stalled"
+[ "$(grep -c ',8,pre,[12],120,.*,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+    && ok || no "8-layer Pre-LN runs stalled"
+fi
+
 # --- bad input: one line, exit 2, nothing written
 expect_bad "unknown option '--frob'" --sweep 'frob=1,2' $C --sweep-out "$T/bad"
 expect_bad "--lr '20'" --sweep 'lr=1e-3,20' $C --sweep-out "$T/bad"

@@ -1043,6 +1043,31 @@ static void progress(const sweep_ctx *c, long done, long total, int running, lon
             done, total, running, failed, (int)eta / 60, (int)eta % 60, final ? "\n" : "");
 }
 
+/* Start runs in the free slots while there are runs to do. Returns how
+ * many started; *failed = 1 when one could not be (then the sweep stops:
+ * sweep_stop). */
+static int fill_slots(const sweep_ctx *c, slot *run, int jobs, const long *todo, long n_todo,
+                      long *next, int *failed)
+{
+    int started = 0;
+    for (int j = 0; j < jobs && *next < n_todo && !sweep_stop; j++) {
+        if (run[j].pid != 0)
+            continue;
+        run[j].k = todo[(*next)++];
+        run[j].t0 = mono_s();
+        run[j].pid = run_spawn(c, run[j].k);
+        if (run[j].pid < 0) {
+            fprintf(stderr, "normscope: cannot start %s: %s\n", c->exe, strerror(errno));
+            run[j].pid = 0;
+            sweep_stop = 1;
+            *failed = 1;
+            break;
+        }
+        started++;
+    }
+    return started;
+}
+
 /* Run the runs not done, jobs at a time. Returns the exit status. */
 static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs)
 {
@@ -1065,20 +1090,7 @@ static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs)
     long finished = 0, failed = 0;
     double t0 = mono_s();
     while (n_running > 0 || (next < n_todo && !sweep_stop)) {
-        for (int j = 0; j < jobs && next < n_todo && !sweep_stop; j++)
-            if (run[j].pid == 0) {
-                run[j].k = todo[next++];
-                run[j].t0 = mono_s();
-                run[j].pid = run_spawn(c, run[j].k);
-                if (run[j].pid < 0) {
-                    fprintf(stderr, "normscope: cannot start %s: %s\n", c->exe, strerror(errno));
-                    run[j].pid = 0;
-                    sweep_stop = 1;
-                    status = 1;
-                } else {
-                    n_running++;
-                }
-            }
+        n_running += fill_slots(c, run, jobs, todo, n_todo, &next, &status);
         progress(c, finished, n_todo, n_running, failed, t0, 0);
         if (n_running == 0)
             break;
@@ -1425,7 +1437,6 @@ static int collect_write(sweep_ctx *c)
         else if (old[k])
             n = (size_t)snprintf(row, sizeof row, "%s", old[k]);
         free(ra.argv);
-        free(old[k]);
         char *g = len + n + 1 > cap ? realloc(text, cap = 2 * cap + n) : text;
         if (!g)
             break;
@@ -1433,6 +1444,8 @@ static int collect_write(sweep_ctx *c)
         memcpy(text + len, row, n);
         len += n;
     }
+    for (long k = 0; k < c->n_runs; k++)
+        free(old[k]);
     free(old);
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
     int r = atomic_write_file(path, text, len, err, sizeof err);

@@ -161,6 +161,24 @@ awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 
     && ok || no "8-layer Post-LN runs not stalled"
 [ "$(grep -c ',8,pre,[12],120,.*,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
     && ok || no "8-layer Pre-LN runs stalled"
+# The largest learning rate that trains (every seed neither diverged nor
+# stalled) is larger for Pre-LN than for Post-LN (Xiong et al. 2020).
+# Measured at 4 layers, 200 steps, no warmup: at 3e-3 both train (val
+# 2.50-2.62); at 1e-2 Post-LN stalls (3.08, 3.11) and Pre-LN trains (2.65,
+# 2.74). Eight runs.
+"$BIN" --sweep 'norm=post,pre lr=3e-3,1e-2 seed=1,2' -L 4 -d 32 -H 2 -T 32 -B 8 --steps 200 \
+    --warmup 0 --val-every 20 --sweep-out "$T/claim2" -q >/dev/null 2>&1
+# best NORM: the largest lr (column 2) at which every run of NORM (column 3)
+# is ok (status, last column) and not stalled (column 9)
+best() {
+    awk -F, -v N="$1" 'NR > 1 && $3 == N { n[$2]++; if ($9 == "0" && $NF == "ok") good[$2]++ }
+        END { b = 0; for (lr in n) if (n[lr] == 2 && good[lr] == 2 && lr + 0 > b) b = lr + 0; print b }' \
+        "$T/claim2/results.csv"
+}
+bpost=$(best post)
+bpre=$(best pre)
+[ "$(rows "$T/claim2")" -eq 8 ] && awk -v a="$bpost" -v b="$bpre" 'BEGIN { exit !(a > 0 && b > a) }' \
+    && ok || no "largest LR that trains: Post-LN $bpost, Pre-LN $bpre; want Pre-LN's larger"
 fi
 
 # --- bad input: one line, exit 2, nothing written

@@ -1390,18 +1390,39 @@ static double old_wall(const sweep_ctx *c, const char *row)
     return w;
 }
 
-/* results.csv's rows by run (NULL: none), read before it is rebuilt. */
-static char **old_rows(const sweep_ctx *c)
+/* Append n bytes to a growing buffer. 0, or -1 out of memory. */
+static int buf_add(char **text, size_t *len, size_t *cap, const char *p, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = 2 * *cap + n + 1;
+        char *g = realloc(*text, nc);
+        if (!g)
+            return -1;
+        *text = g;
+        *cap = nc;
+    }
+    memcpy(*text + *len, p, n);
+    *len += n;
+    return 0;
+}
+
+/* results.csv's rows by run (NULL: none), read before it is rebuilt; rows
+ * of runs outside this grid (an earlier sweep over other values of the
+ * same axes) go to *others, kept as they are. */
+static char **old_rows(const sweep_ctx *c, char **others, size_t *n_others, size_t *cap_others)
 {
     char path[4300], *line = NULL;
     size_t cap = 0;
     char **rows = calloc((size_t)c->n_runs, sizeof *rows);
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
     FILE *f = rows ? fopen(path, "r") : NULL;
-    while (f && getline(&line, &cap, f) > 0) {
-        long k = strlen(line) > 12 && line[12] == ',' ? ctx_find(c, line) : -1;
+    for (long nr = 0; f && getline(&line, &cap, f) > 0; nr++) {
+        size_t n = strlen(line);
+        long k = nr > 0 && n > 12 && line[12] == ',' ? ctx_find(c, line) : -1;
         if (k >= 0 && !rows[k])
             rows[k] = strdup(line);
+        else if (k < 0 && nr > 0 && line[n - 1] == '\n')
+            buf_add(others, n_others, cap_others, line, n);
     }
     if (f)
         fclose(f);
@@ -1413,23 +1434,24 @@ static char **old_rows(const sweep_ctx *c)
  * a finished CSV keeps the row it had (a crash's). Written atomically. */
 static int collect_write(sweep_ctx *c)
 {
-    char **old = old_rows(c), header[4096], path[4300], err[ATOMIC_PATH_MAX + 128];
-    size_t cap = 1 << 16, len = 0;
-    char *text = malloc(cap);
+    char header[4096], path[4300], err[ATOMIC_PATH_MAX + 128], *others = NULL;
+    size_t cap = 1 << 16, len = 0, n_others = 0, cap_others = 0;
+    char **old = old_rows(c, &others, &n_others, &cap_others), *text = malloc(cap);
     if (!old || !text) {
         free(old);
         free(text);
+        free(others);
         fprintf(stderr, "normscope: out of memory\n");
         return 1;
     }
     results_header(c, header, sizeof header);
-    len = (size_t)snprintf(text, cap, "%s", header);
-    for (long k = 0; k < c->n_runs; k++) {
+    int bad = buf_add(&text, &len, &cap, header, strlen(header));
+    for (long k = 0; k < c->n_runs && !bad; k++) {
         run_args ra;
         run_summary s;
         char row[8192];
         size_t n = 0;
-        if (run_args_make(c, k, &ra) != 0)
+        if ((bad = run_args_make(c, k, &ra)) != 0)
             break;
         const char *st = summary_read(ra.csv, &s) == 0 ? summary_status(c, k, &s) : NULL;
         if (st)
@@ -1437,19 +1459,19 @@ static int collect_write(sweep_ctx *c)
         else if (old[k])
             n = (size_t)snprintf(row, sizeof row, "%s", old[k]);
         free(ra.argv);
-        char *g = len + n + 1 > cap ? realloc(text, cap = 2 * cap + n) : text;
-        if (!g)
-            break;
-        text = g;
-        memcpy(text + len, row, n);
-        len += n;
+        bad = buf_add(&text, &len, &cap, row, n);
     }
+    if (!bad && n_others)
+        bad = buf_add(&text, &len, &cap, others, n_others);
     for (long k = 0; k < c->n_runs; k++)
         free(old[k]);
+    free(others);
     free(old);
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
-    int r = atomic_write_file(path, text, len, err, sizeof err);
-    if (r)
+    int r = bad ? -1 : atomic_write_file(path, text, len, err, sizeof err);
+    if (bad)
+        fprintf(stderr, "normscope: --sweep-collect: out of memory (results.csv left as it was)\n");
+    else if (r)
         fprintf(stderr, "normscope: --sweep-collect %s\n", err);
     free(text);
     return r ? 1 : 0;

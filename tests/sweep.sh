@@ -82,6 +82,16 @@ touch -d '2001-01-01' "$keep"
 cut -d, -f13 --complement "$T/s1/results.csv" | sort >"$T/r1b"
 cmp -s "$T/r1" "$T/r1b" && ok || no "resume: the rerun run's row differs"
 
+# --- widening: the same axes with other values share DIR; the shared run
+# is not run again, and --sweep-collect keeps the rows of both grids
+"$BIN" --sweep 'lr=1e-3,2e-3' $C --sweep-out "$T/w" -q >/dev/null 2>&1
+"$BIN" --sweep 'lr=2e-3,1e-2' $C --sweep-out "$T/w" >/dev/null 2>"$T/err"
+grep -q '2 runs, 1 to do' "$T/err" && [ "$(rows "$T/w")" -eq 3 ] && ok || no "widen: $(cat "$T/err")"
+sort "$T/w/results.csv" >"$T/w1"
+"$BIN" --sweep-collect "$T/w" >/dev/null 2>&1
+sort "$T/w/results.csv" >"$T/w2"
+cmp -s "$T/w1" "$T/w2" && ok || no "--sweep-collect dropped another grid's rows"
+
 # --- --list | xargs, then --sweep-collect: the in-process results
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/x" --list | xargs -P 2 -I{} sh -c '{}'
 "$BIN" --sweep-collect "$T/x" >"$T/tablex" 2>"$T/err"

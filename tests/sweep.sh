@@ -31,6 +31,13 @@ expect_bad() {
 # csv of the run whose results row matches the pattern (id is column 1)
 run_csv() { echo "$1/run-$(grep -E -- "$2" "$1/results.csv" | cut -d, -f1).csv"; }
 rows() { tail -n +2 "$1/results.csv" | wc -l; }
+# pid of a process whose command line holds $1 (procps's pgrep may be absent)
+find_pid() {
+    for d in /proc/[0-9]*; do
+        c=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")
+        case "$c" in *"$1"*) echo "${d#/proc/}"; return ;; esac
+    done
+}
 
 # --- the grid: 2 x 2 x 3 (1e-3, 3.16e-3, 1e-2), in every listing and row set
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/l" --list >"$T/list" 2>"$T/err"
@@ -122,7 +129,7 @@ fi
 sweep_pid=$!
 victim=
 for i in $(seq 1 100); do
-    victim=$(pgrep -f -- "--steps=1000000000 --csv $T/k/" | head -1)
+    victim=$(find_pid "--steps=1000000000 --csv $T/k/")
     [ -n "$victim" ] && break
     sleep 0.1
 done
@@ -137,7 +144,7 @@ grep -q ',5,1337,5,.*,ok$' "$T/k/results.csv" && ok || no "the other run did not
 "$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/i" --jobs 2 -q >/dev/null 2>&1 &
 sweep_pid=$!
 for i in $(seq 1 100); do
-    pgrep -f -- "--steps=1000000000 --csv $T/i/" >/dev/null && break
+    [ -n "$(find_pid "--steps=1000000000 --csv $T/i/")" ] && break
     sleep 0.1
 done
 sleep 0.3

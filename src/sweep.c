@@ -1493,6 +1493,11 @@ static void find_exe(sweep_ctx *c, const char *argv0)
 static int ctx_prepare(sweep_ctx *c, const char *spec, int yes)
 {
     char err[512];
+    if (strlen(spec) >= sizeof c->spec_text) {
+        fprintf(stderr, "normscope: --sweep: SPEC longer than %zu bytes\n",
+                sizeof c->spec_text - 1);
+        return 2;
+    }
     snprintf(c->spec_text, sizeof c->spec_text, "%s", spec);
     for (char *p = c->spec_text; *p; p++)
         if (*p == '\n' || *p == '\r' || *p == '\t')

@@ -30,6 +30,10 @@ typedef struct {
     int threads;  /* --threads: per run (each --compare run has its own) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     const char *follow; /* --follow FILE: show a metrics stream, train nothing */
+    /* sweeps (sweep.c): the SPEC, --sweep-out, --sweep-collect, --jobs
+     * (0 = online cores), --list, --yes */
+    const char *sweep, *sweep_out, *sweep_collect;
+    int jobs, list, yes;
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
     unsigned char given[NS_SETTINGS_MAX]; /* by settings row: the user gave the flag */

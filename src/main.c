@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "model.h"
 #include "stream.h"
+#include "sweep.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -474,6 +475,8 @@ int main(int argc, char **argv)
         return 2;
     if (o.follow)
         return run_follow(&o);
+    if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */
+        return sweep_main(&o, argc, argv);
     ns_lesson lesson;
     char **argv2 = NULL, *words = NULL;
     int have_lesson = 0;

@@ -154,6 +154,9 @@ int tui_scroll_fit(int first, int visible, int pos, int count);
 
 typedef enum { TUI_G_NORMAL, TUI_G_VANISH, TUI_G_EXPLODE, TUI_G_NONFINITE } tui_grad_state;
 tui_grad_state tui_grad_state_of(double v, double layer_max);
+/* The heatmap's level of a gradient norm: 0 below 1e-4, 1..5 for one
+ * decade each up to 10, 6 from 10; -1 when not finite. */
+int tui_heat_level(double v);
 
 /* Eighths of a cell filled by a bar of value v on a log scale lo..hi
  * decades over w cells: round(8 w (log10 v - lo) / (hi - lo)), clamped to

@@ -26,6 +26,9 @@ typedef struct {
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
+    /* --plot INPUT --out FILE [--kind --size --step --mono --log] */
+    const char *plot, *out, *kind, *size, *step;
+    int mono, logy;
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
 } cli_opts;

@@ -17,7 +17,8 @@ typedef enum {
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
     F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
-    F_LESSON, F_COMPARE, F_THREADS
+    F_LESSON, F_COMPARE, F_THREADS,
+    F_PLOT, F_OUT, F_KIND, F_SIZE, F_STEP, F_MONO, F_LOG
 } flag_id;
 
 typedef struct {
@@ -92,6 +93,15 @@ static const flag_spec flags[] = {
     {F_NOCOLOR, 0, "no-color", NULL, 0, 0, "live view without colors (as NO_COLOR=1 does)"},
     {F_CSV, 0, "csv", "FILE", 0, 0, "write one CSV row of metrics per step (- = stdout)"},
     {F_JSONL, 0, "jsonl", "FILE", 0, 0, "write one JSON object of metrics per step (- = stdout)"},
+    {F_PLOT, 0, "plot", "INPUT", 0, 0,
+     "draw an SVG figure from a run's --csv/--jsonl (- = stdin) and exit; needs --out"},
+    {F_OUT, 0, "out", "FILE.svg", 0, 0, "where --plot writes its figure (atomically)"},
+    {F_KIND, 0, "kind", "loss|layers|profile|heatmap|map", 0, 0, "the --plot figure (default loss)"},
+    {F_SIZE, 0, "size", "WxH", 0, 0, "--plot figure size in pixels (default 1600x900)"},
+    {F_STEP, 0, "step", "N[,N...]", 0, 0,
+     "--plot steps: layers at N (default last), profile lines at each (up to 8)"},
+    {F_MONO, 0, "mono", NULL, 0, 0, "--plot in black and white: dashes and marker shapes"},
+    {F_LOG, 0, "log", NULL, 0, 0, "--plot the loss on a log axis"},
     {F_QUIET, 'q', "quiet", NULL, 0, 0, "no progress line or summary on stderr"},
     {F_HELP, 'h', "help", NULL, 0, 0, "show this help and exit"},
     {F_VERSION, 'V', "version", NULL, 0, 0, "print the version and exit"},
@@ -329,6 +339,13 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_ASCII: o->ascii = 1; break;
     case F_NOCOLOR: o->no_color = 1; break;
     case F_QUIET: o->quiet = 1; break;
+    case F_PLOT: o->plot = v; break;
+    case F_OUT: o->out = v; break;
+    case F_KIND: o->kind = v; break;
+    case F_SIZE: o->size = v; break;
+    case F_STEP: o->step = v; break;
+    case F_MONO: o->mono = 1; break;
+    case F_LOG: o->logy = 1; break;
     case F_HELP: cli_usage(out); return 1;
     case F_VERSION: fprintf(out, "normscope %s\n", NS_VERSION); return 1;
     }

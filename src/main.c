@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "command.h"
 #include "lesson.h"
+#include "plot.h"
 #include "data.h"
 #include "engine.h"
 #include "metrics.h"
@@ -667,6 +668,8 @@ int main(int argc, char **argv)
         return 0;
     if (r)
         return 2;
+    if (o.plot)
+        return plot_main(o.plot, o.out, o.kind, o.size, o.step, o.mono, o.logy, stderr);
     ns_lesson lesson;
     char **argv2 = NULL, *words = NULL;
     int have_lesson = 0;

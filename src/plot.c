@@ -472,9 +472,10 @@ static void draw_frame(svg *v, const plot_data *d, const char *title)
     } else {
         snprintf(cap, sizeof cap, "%s", a);
     }
-    if (o->source) {
+    if (o->source) { /* the file's name: its directory says nothing on a slide */
+        const char *base = strrchr(o->source, '/');
         size_t used = strlen(cap);
-        snprintf(cap + used, sizeof cap - used, "  |  from %s", o->source);
+        snprintf(cap + used, sizeof cap - used, "  |  %s", base ? base + 1 : o->source);
     }
     double size = v->fs_small, fit = o->w * 0.96 / (0.55 * (double)strlen(cap));
     if (fit < size)
@@ -547,6 +548,28 @@ static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int wh
     }
 }
 
+/* A red tick under the axis at each pixel column where the train loss was
+ * not finite: the gap in the line says where, this says why. */
+static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_run *r)
+{
+    long last_px = -1;
+    int any = 0;
+    for (long i = 0; i < r->n; i++) {
+        if (isfinite(r->loss[i]))
+            continue;
+        double x = ax_map(ax, (double)r->step[i]);
+        if ((long)x == last_px)
+            continue;
+        last_px = (long)x;
+        any = 1;
+        fprintf(v->f, "<path class=\"nonfinite\" data-step=\"%ld\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" "
+                      "fill=\"%s\"/>\n",
+                r->step[i], x, b.y + b.h - v->fs * 0.6, x - v->fs * 0.3, b.y + b.h - 1,
+                x + v->fs * 0.3, b.y + b.h - 1, v->p->explode);
+    }
+    return any;
+}
+
 static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
 {
     long x0, x1;
@@ -573,6 +596,11 @@ static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
             draw_points(v, &ax, &ay, p->step, p->val, p->n, r ? SH_SQUARE : SH_CIRCLE, vc);
         }
     }
+    int nonfinite = 0;
+    for (int r = 0; r < d->nruns; r++)
+        nonfinite |= draw_nonfinite(v, b, &ax, &d->run[r]);
+    if (nonfinite)
+        legend_add(lg, v->p->explode, NULL, SH_TRIANGLE, 0, 1, "loss not finite (a gap)");
     double ends[3] = {-1e9, -1e9, -1e9};
     for (int r = 0; r < d->nruns; r++)
         draw_marks(v, b, &ax, d, r, ends);
@@ -709,10 +737,8 @@ static void draw_profile_panel(svg *v, box b, const plot_data *d, const long *st
     ax_fit(&ay, lo, hi, 1, 0.05);
     draw_axes(v, b, &ax, &ay, "layer (depth: 0 = next to the input, right = output)",
               "gradient norm ||dL/dW|| of the layer (log)");
-    long *xs = malloc(sizeof(long) * (size_t)(L > 0 ? L : 1));
-    if (!xs)
-        return;
-    for (int l = 0; l < L; l++)
+    long xs[NS_MAX_LAYERS]; /* each run's own depth: a file may give b fewer layers */
+    for (int l = 0; l < NS_MAX_LAYERS; l++)
         xs[l] = l;
     for (int r = 0; r < d->nruns; r++)
         for (int k = 0; k < nsteps; k++) {
@@ -730,7 +756,6 @@ static void draw_profile_panel(svg *v, box b, const plot_data *d, const long *st
                     shape(v, sh, ax_map(&ax, l), ax_map(&ay, p->gn[i * p->L + l]), v->fs * 0.25, c);
             legend_add(lg, c, dash, sh, 0, 1, "%s", name);
         }
-    free(xs);
 }
 
 /* ---- heatmap --------------------------------------------------------------------- */

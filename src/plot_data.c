@@ -196,7 +196,7 @@ static int run_changes(plot_run *r, const stage *s)
 {
     char text[PLOT_MARKLEN] = "";
     if (r->n > 0 && s->step <= r->step[r->n - 1])
-        snprintf(text, sizeof text, "rewind");
+        snprintf(text, sizeof text, "rewind from %ld", r->step[r->n - 1]);
     for (int k = 0; k < PLOT_NSET; k++) {
         if (!s->has_set[k])
             continue;

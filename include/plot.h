@@ -90,6 +90,12 @@ int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size
  * error in err. */
 int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen);
 
+/* The live view's g key: the loss chart and the last step's layer panel
+ * (or the heatmap) of a snapshot, to path atomically. 0, or -1 with a
+ * reason in err. */
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
+                        size_t errlen);
+
 /* --plot INPUT: read, render, write --out. Returns the exit status (0, or
  * 2 after one line on err). */
 int plot_main(const char *input, const char *out, const char *kind, const char *size,

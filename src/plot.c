@@ -949,8 +949,10 @@ static int fig_view(svg *v, const plot_data *d)
     legend lg = {0}, lb = {0};
     draw_loss_panel(v, chart, d, &lg);
     draw_legend(v, chart, &lg);
-    draw_layers_panel(v, bars, a, a->n - 1, d->nruns > 1 ? a->label : "layers", &lb);
-    draw_legend(v, bars, &lb);
+    char t[96];
+    snprintf(t, sizeof t, "%s%supper bar attention, lower MLP", d->nruns > 1 ? a->label : "",
+             d->nruns > 1 ? ": " : "");
+    draw_layers_panel(v, bars, a, a->n - 1, t, &lb); /* its legend would cover the bars */
     return 0;
 }
 
@@ -1104,6 +1106,23 @@ int plot_main(const char *input, const char *out, const char *kind, const char *
         fprintf(err, "normscope: --plot %s: %s\n", input, e);
         rc = 2;
     }
+    plot_data_free(&d);
+    return rc;
+}
+
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
+                        size_t errlen)
+{
+    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900};
+    plot_data d;
+    plot_data_init(&d);
+    int rc = -1;
+    if (plot_data_snapshot(&d, s))
+        snprintf(err, errlen, "%s: out of memory", path);
+    else if (d.run[0].n == 0)
+        snprintf(err, errlen, "%s: no step yet to draw", path);
+    else
+        rc = plot_write(path, &d, &o, err, errlen);
     plot_data_free(&d);
     return rc;
 }

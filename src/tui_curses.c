@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plot.h"
 #include "tui.h"
 
 #define FRAME_MS 100 /* 10 frames/s from the trainer (keys redraw at once): smooth
@@ -268,6 +269,9 @@ static void write_one_dump(run_state *rs, int what)
     if (what == TUI_DUMP_SCREEN) {
         snprintf(path, sizeof path, "normscope-screen-%ld.txt", step);
         r = tui_write_screen(&rs->grid, path, err, sizeof err);
+    } else if (what == TUI_DUMP_FIGURE) {
+        snprintf(path, sizeof path, "normscope-%ld.svg", step);
+        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, path, err, sizeof err);
     } else {
         snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
         r = tui_write_metrics(rs->snap, path, err, sizeof err);
@@ -293,6 +297,8 @@ static void write_dump(run_state *rs)
         write_one_dump(rs, TUI_DUMP_SCREEN);
     if (what & TUI_DUMP_METRICS)
         write_one_dump(rs, TUI_DUMP_METRICS);
+    if (what & TUI_DUMP_FIGURE)
+        write_one_dump(rs, TUI_DUMP_FIGURE);
 }
 
 /* One input event. Returns -1 when the grid could not be resized. */

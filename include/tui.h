@@ -212,6 +212,7 @@ typedef enum {
     TUI_ACT_FREEZE,
     TUI_ACT_DUMP_SCREEN,
     TUI_ACT_DUMP_METRICS,
+    TUI_ACT_DUMP_FIGURE,
     TUI_ACT_HELP,
     TUI_ACT_QUIT,
     TUI_ACT_COUNT
@@ -247,7 +248,7 @@ typedef struct {
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
     int dump;     /* files the front end writes after the next frame:
-                   * TUI_DUMP_SCREEN | TUI_DUMP_METRICS; 0 = none */
+                   * TUI_DUMP_SCREEN | TUI_DUMP_METRICS | TUI_DUMP_FIGURE */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
@@ -256,7 +257,7 @@ typedef struct {
     int n_hits;
 } tui_ui;
 
-enum { TUI_DUMP_SCREEN = 1, TUI_DUMP_METRICS = 2 };
+enum { TUI_DUMP_SCREEN = 1, TUI_DUMP_METRICS = 2, TUI_DUMP_FIGURE = 4 };
 
 void tui_ui_init(tui_ui *ui, int unicode, int color);
 

@@ -47,7 +47,7 @@ typedef enum {
 typedef struct {
     command_kind kind;
     double arg;
-    char text[NS_CMD_TEXT]; /* CMD_NOTE only */
+    char text[NS_CMD_TEXT]; /* CMD_NOTE; CMD_PAUSE's prompt ("" = none) */
 } ns_command;
 
 /* What command_apply did. */

@@ -137,7 +137,7 @@ int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
         snprintf(err, errlen, "'%s' needs a value", verb);
         return -1;
     }
-    if (!needs_arg && arg[0]) {
+    if (!needs_arg && arg[0] && strcmp(verb, "pause")) { /* pause may carry a prompt */
         snprintf(err, errlen, "'%s' takes no value", verb);
         return -1;
     }
@@ -222,6 +222,7 @@ int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
         c->kind = CMD_REWIND;
     } else if (!strcmp(verb, "pause")) {
         c->kind = CMD_PAUSE;
+        snprintf(c->text, sizeof c->text, "%s", arg); /* a lesson's question, or "" */
     } else if (!strcmp(verb, "resume")) {
         c->kind = CMD_RESUME;
     } else if (!strcmp(verb, "step")) {

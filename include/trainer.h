@@ -110,6 +110,11 @@ typedef struct {
     float last_val_b;      /* b's latest validation loss (NaN before the first) */
     ns_config cfg_b;
     char label_a[32], label_b[48]; /* "a: post", "b: norm=pre" */
+    /* a script's "pause PROMPT": the latest prompt, its step, and a count
+     * that changes with each (the lesson panel shows it again) */
+    char ask[NS_CMD_TEXT];
+    long ask_step;
+    unsigned ask_seq;
 } trainer_status;
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
@@ -153,6 +158,9 @@ typedef struct {
     const char *label_a, *label_b; /* shown over each panel */
     /* with a twin, called instead of on_step with both runs' metrics */
     void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
+    /* --no-pause: a script's pause is skipped (its prompt still goes to
+     * the event log), so a lesson runs straight through */
+    int no_pause;
 } trainer_opts;
 
 typedef struct trainer trainer;

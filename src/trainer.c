@@ -68,6 +68,9 @@ struct trainer {
     long engine_events_seen;
     unsigned long applied; /* commands applied so far (a script's show up) */
     char mark[TRAINER_MARK]; /* marker label for the next step's point */
+    char ask[NS_CMD_TEXT];   /* a script pause's prompt (trainer_status.ask) */
+    long ask_step;
+    unsigned ask_seq;
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -185,6 +188,9 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->prompt = t->o.prompt;
     s->n_layer = c->n_layer;
     s->compare = t->o.twin != NULL;
+    memcpy(s->ask, t->ask, sizeof s->ask);
+    s->ask_step = t->ask_step;
+    s->ask_seq = t->ask_seq;
     if (t->o.twin) {
         s->last_b = t->mb;
         s->last_val_b = t->last_val_b;
@@ -368,6 +374,20 @@ static void pause_run(trainer *t, const char *why)
     add_event(t, TEV_INFO, "paused at step %ld%s", engine_steps_done(t->e), why);
 }
 
+/* A script's "pause PROMPT": the prompt goes to the event log and, for the
+ * lesson panel, to the status; under --no-pause the run goes on. */
+static void pause_ask(trainer *t, const ns_command *c)
+{
+    if (c->text[0]) {
+        snprintf(t->ask, sizeof t->ask, "%s", c->text);
+        t->ask_step = engine_steps_done(t->e);
+        t->ask_seq++;
+        add_event(t, TEV_NOTE, "%s", c->text);
+    }
+    if (!t->o.no_pause)
+        pause_run(t, c->text[0] ? ": space goes on" : "");
+}
+
 /* The chart marker of a settings command, from the state after it. */
 static void mark_for(trainer *t, const ns_command *c)
 {
@@ -467,7 +487,7 @@ static void apply(trainer *t, const ns_command *c)
     long before = engine_steps_done(e);
     t->applied++;
     switch (c->kind) {
-    case CMD_PAUSE: pause_run(t, ""); return;
+    case CMD_PAUSE: pause_ask(t, c); return;
     case CMD_RESUME: resume_run(t); return;
     case CMD_PAUSE_TOGGLE:
         if (t->state == TRAINER_RUNNING)

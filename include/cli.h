@@ -29,6 +29,7 @@ typedef struct {
     /* --plot INPUT --out FILE [--kind --size --step --mono --log] */
     const char *plot, *out, *kind, *size, *step;
     int mono, logy;
+    int no_pause; /* --no-pause: a script's pauses are skipped (lessons run through) */
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
 } cli_opts;

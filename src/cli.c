@@ -18,7 +18,7 @@ typedef enum {
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
     F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
     F_LESSON, F_COMPARE, F_THREADS,
-    F_PLOT, F_OUT, F_KIND, F_SIZE, F_STEP, F_MONO, F_LOG
+    F_PLOT, F_OUT, F_KIND, F_SIZE, F_STEP, F_MONO, F_LOG, F_NOPAUSE
 } flag_id;
 
 typedef struct {
@@ -93,6 +93,8 @@ static const flag_spec flags[] = {
     {F_NOCOLOR, 0, "no-color", NULL, 0, 0, "live view without colors (as NO_COLOR=1 does)"},
     {F_CSV, 0, "csv", "FILE", 0, 0, "write one CSV row of metrics per step (- = stdout)"},
     {F_JSONL, 0, "jsonl", "FILE", 0, 0, "write one JSON object of metrics per step (- = stdout)"},
+    {F_NOPAUSE, 0, "no-pause", NULL, 0, 0,
+     "run a lesson's or --script's pauses straight through (their prompts are logged)"},
     {F_PLOT, 0, "plot", "INPUT", 0, 0,
      "draw an SVG figure from a run's --csv/--jsonl (- = stdin) and exit; needs --out"},
     {F_OUT, 0, "out", "FILE.svg", 0, 0, "where --plot writes its figure (atomically)"},
@@ -346,6 +348,7 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_STEP: o->step = v; break;
     case F_MONO: o->mono = 1; break;
     case F_LOG: o->logy = 1; break;
+    case F_NOPAUSE: o->no_pause = 1; break;
     case F_HELP: cli_usage(out); return 1;
     case F_VERSION: fprintf(out, "normscope %s\n", NS_VERSION); return 1;
     }

@@ -529,6 +529,7 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         to.label_a = label_a;
     }
     to.on_pair = (csv.f || jsonl.f) ? live_pair : NULL;
+    to.no_pause = o->no_pause;
     trainer *t = trainer_create(e, &to, err, sizeof err);
     trainer_snapshot *snap = trainer_snapshot_new();
     if (!t || !snap) {
@@ -541,7 +542,8 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         engine_free(twin);
         return 1;
     }
-    tui_options uo = {o->ascii, o->no_color};
+    tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
+                      lesson ? lesson->text : NULL};
     tui_end end = tui_run(t, &uo, err, sizeof err); /* starts the trainer */
     trainer_stop(t); /* the engine is ours again */
     trainer_snapshot_copy(t, snap);

@@ -101,6 +101,7 @@ typedef struct {
     tui_rect events; /* a title row + the newest events */
     tui_rect footer; /* 1 row of key hints */
     tui_rect help;   /* the help overlay: drawn over the others when shown */
+    tui_rect lesson; /* the lesson panel: the sample and event rows, when shown */
     int layer_rows;  /* layers visible at once (the rest scroll) */
     /* --compare: layers holds run a (left), layers_b run b (right) and
      * ratio the a/b gradient-norm column between them; else w = 0 */
@@ -213,6 +214,7 @@ typedef enum {
     TUI_ACT_DUMP_SCREEN,
     TUI_ACT_DUMP_METRICS,
     TUI_ACT_DUMP_FIGURE,
+    TUI_ACT_LESSON,
     TUI_ACT_HELP,
     TUI_ACT_QUIT,
     TUI_ACT_COUNT
@@ -251,6 +253,11 @@ typedef struct {
                    * TUI_DUMP_SCREEN | TUI_DUMP_METRICS | TUI_DUMP_FIGURE */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     char note[80];  /* a passing message at the footer's right; "" = none */
+    /* --lesson: its title and text for the lesson panel (NULL = none), L
+     * hides the panel, and the prompt count last shown (a new one shows it) */
+    const char *lesson_title, *lesson_text;
+    int lesson_hidden;
+    unsigned lesson_seen;
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
     int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
     tui_hit hits[TUI_MAX_HITS];
@@ -295,6 +302,10 @@ void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *s);
 void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 void tui_draw_footer(tui_grid *g, tui_rect r, tui_ui *ui);
 void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
+/* --lesson: the panel over the sample and event rows (tui_lesson.c); is it
+ * shown (a new prompt of the script un-hides it)? */
+void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
 #define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
 void tui_draw_too_small(tui_grid *g, int rows, int cols);
 
@@ -315,6 +326,7 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui);
 typedef struct {
     int ascii;    /* --ascii: no braille or block glyphs */
     int no_color; /* --no-color (NO_COLOR is read too) */
+    const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

@@ -461,6 +461,8 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
     mouseinterval(0); /* report presses at once, not after a click delay */
     int color = setup_colors(want_color);
     tui_ui_init(&rs.ui, utf8 && !o->ascii, color);
+    rs.ui.lesson_title = o->lesson_title;
+    rs.ui.lesson_text = o->lesson_text;
     if (tui_grid_resize(&rs.grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         end = TUI_END_ERROR;

@@ -37,7 +37,9 @@ const tui_key tui_keys[] = {
      TUI_ACT_TOP},
     {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM},
     {{'y'}, "y", "y", "Log-y", "loss chart: logarithmic / linear y axis", TUI_ACT_LOGY},
-    {{'z'}, "z", "z", "Freeze", "freeze the display; training goes on", TUI_ACT_FREEZE},
+    {{'z'}, "z/L", "z", "Freeze", "freeze the display / hide or show the lesson panel",
+     TUI_ACT_FREEZE},
+    {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON},
     {{'d'}, "d/e/g", NULL, NULL, "write the screen as text / the loss as CSV / the view as SVG",
      TUI_ACT_DUMP_SCREEN},
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS},
@@ -103,6 +105,7 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_BOTTOM: ui->selected = 0; return 0;
     case TUI_ACT_LOGY: ui->logy = !ui->logy; return 0;
     case TUI_ACT_FREEZE: ui->frozen = !ui->frozen; return 0;
+    case TUI_ACT_LESSON: ui->lesson_hidden = !ui->lesson_hidden; return 0;
     case TUI_ACT_DUMP_SCREEN: ui->dump |= TUI_DUMP_SCREEN; return 0; /* both, if d and e */
     case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
     case TUI_ACT_DUMP_FIGURE: ui->dump |= TUI_DUMP_FIGURE; return 0;

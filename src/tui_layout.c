@@ -8,6 +8,7 @@
  *   chart | side the loss chart; the selected layer's numbers at the right
  *   sample       1 row
  *   events       a title row + 2..8 newest events (more on taller screens)
+ *   lesson       (--lesson, when shown) over the sample and events rows
  *   footer       the last row: key hints
  */
 #include "tui.h"
@@ -47,6 +48,7 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
     int ev_h = clampi(3 + (rows - TUI_MIN_ROWS) / 6, 3, 9);
     L.events = (tui_rect){rows - 1 - ev_h, 0, ev_h, cols};
     L.sample = (tui_rect){L.events.r - 1, 0, 1, cols};
+    L.lesson = (tui_rect){L.sample.r, 0, L.sample.h + L.events.h, cols};
     int mid_top = 2, mid_h = L.sample.r - mid_top;
     /* the chart needs a title, an axis and >= 6 plot rows to read a trend */
     int chart_min = mid_h * 2 / 5 > 8 ? mid_h * 2 / 5 : 8;

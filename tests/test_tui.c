@@ -855,6 +855,72 @@ static void test_frame(void)
     tui_grid_free(&g);
 }
 
+/* Rows of g from r0 on that contain needle. */
+static int rows_with(const tui_grid *g, int r0, const char *needle)
+{
+    int n = 0;
+    for (int r = r0; r < g->rows; r++)
+        n += strstr(row(g, r), needle) != NULL;
+    return n;
+}
+
+/* The lesson panel takes the sample and event rows, at every size, so it
+ * never takes a row from the layers or the chart; it shows the lesson's
+ * text and the latest prompt, L hides it, a new prompt brings it back. */
+static void test_lesson_panel(void)
+{
+    int bad = 0;
+    for (int rows = TUI_MIN_ROWS; rows <= 90; rows += 3)
+        for (int cols = TUI_MIN_COLS; cols <= 300; cols += 11)
+            for (int cmp = 0; cmp < 2; cmp++) {
+                tui_layout l = tui_layout_compute_cmp(rows, cols, 12, cmp);
+                tui_rect keep[7] = {l.status, l.layers, l.chart, l.side, l.footer, l.ratio, l.layers_b};
+                bad += !inside(l.lesson, rows, cols) || l.lesson.r != l.sample.r ||
+                       l.lesson.h != l.sample.h + l.events.h || l.lesson.w != cols;
+                for (int i = 0; i < (cmp ? 7 : 5); i++)
+                    bad += overlap(l.lesson, keep[i]);
+            }
+    CHECK(bad == 0);
+
+    trainer_snapshot *s = snap_new(6);
+    fill_history(s, 10);
+    s->s.state = TRAINER_PAUSED;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 24, 80);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_layout l = tui_layout_compute(24, 80, 6);
+    tui_draw(&g, s, &ui); /* no lesson, no prompt: the event log */
+    CHECK(rows_with(&g, l.events.r, " events ") == 1);
+    ui.lesson_title = "Post-LN against Pre-LN";
+    ui.lesson_text = "Run a: Post-LN.\nRun b: Pre-LN.";
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "Post-LN against Pre-LN") == 1);
+    CHECK(rows_with(&g, l.lesson.r, "Run a: Post-LN.") == 1 && rows_with(&g, 0, "Run b: Pre-LN.") == 1);
+    CHECK(rows_with(&g, l.events.r, " events ") == 0);
+    snprintf(s->s.ask, sizeof s->s.ask, "Why can it not move?");
+    s->s.ask_step = 5;
+    s->s.ask_seq = 1;
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "step 5: Why can it not move?") == 1);
+    CHECK(rows_with(&g, l.lesson.r, "space goes on") == 1);
+    /* every layer's row is still there, layer 0 at the bottom */
+    CHECK(strncmp(row(&g, l.layers.r + 2), "> 5", 3) == 0 &&
+          strncmp(row(&g, l.layers.r + 2 + 5), "  0", 3) == 0);
+    ns_command c;
+    tui_apply(&ui, tui_key_action('L'), 6, &c);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "Why can it not move?") == 0 && rows_with(&g, l.events.r, " events ") == 1);
+    s->s.ask_seq = 2; /* the next prompt shows it again */
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "Why can it not move?") == 1);
+    ui.lesson_text = NULL; /* a --script's prompt, no lesson */
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "Why can it not move?") == 1);
+    tui_grid_free(&g);
+    free(s);
+}
+
 int main(void)
 {
     test_layout();
@@ -875,5 +941,6 @@ int main(void)
     test_compare_frame();
     test_prec_and_fault();
     test_dumps();
+    test_lesson_panel();
     return test_summary();
 }

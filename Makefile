@@ -94,6 +94,7 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/plot.sh"; NS_BIN=./$(BIN) sh tests/plot.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
 	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
+	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \
 	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
 	fi; \

@@ -86,6 +86,10 @@ int tui_utf8_encode(uint32_t cp, char out[4]);
 /* ---- layout: a pure function of (rows, cols, layers) ---------------------- */
 #define TUI_MIN_ROWS 24
 #define TUI_MIN_COLS 80
+/* Up to this many rows, layers that would scroll take the rows of the
+ * sample, events and side box instead, when that holds them all (80x24:
+ * 19 layers; 100x30: 25). Taller screens keep the event log. */
+#define TUI_PROJECTOR_ROWS 32
 
 typedef struct {
     int r, c, h, w; /* top row, left column, height, width; h or w 0 = absent */
@@ -102,6 +106,12 @@ typedef struct {
     tui_rect footer; /* 1 row of key hints */
     tui_rect help;   /* the help overlay: drawn over the others when shown */
     tui_rect lesson; /* the lesson panel: the sample and event rows, when shown */
+    /* the projector (a large font on 80x24 or 100x30): every layer stays on
+     * screen when they fit without the sample, events, side box and toggles;
+     * then fold is the status line's second row, holding the selected
+     * layer's numbers, and sample, events, side and lesson are absent */
+    int projector;
+    tui_rect fold;
     int layer_rows;  /* layers visible at once (the rest scroll) */
     /* --compare: layers holds run a (left), layers_b run b (right) and
      * ratio the a/b gradient-norm column between them; else w = 0 */
@@ -306,6 +316,8 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
  * shown (a new prompt of the script un-hides it)? */
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
+/* The projector layout's one-row stand-in for the side box (tui_fold.c). */
+void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 #define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
 void tui_draw_too_small(tui_grid *g, int rows, int cols);
 

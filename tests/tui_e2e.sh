@@ -249,7 +249,7 @@ run "LC_ALL=C.UTF-8 $BIN $SMALL --snapshot-every 5"
 wait_counter -gt 0 30 && ok || no "stress run did not start"
 i=0
 while [ "$i" -lt "${NS_E2E_ROUNDS:-12}" ]; do
-    for k in p P k w f i l Space n + - c b Space r Tab Up Down PPage NPage Home End y z z \
+    for k in p P k w f i l Space n + - c b Space r Tab Up Down PPage NPage Home End y z z L L \
         '?' h F1 Escape Space; do
         key "$k"
         sleep 0.01

@@ -4,7 +4,8 @@
 # prompt and the lesson's text in the lesson panel; L hides and shows it;
 # space goes on; --no-pause runs straight through with the prompt logged;
 # a --script's prompt shows without a lesson; at 80x24 the panel leaves the
-# layer panel its rows.
+# layer panel its rows; the projector layout keeps layer 0 of a 12-layer run
+# on an 80x24 screen and of a 24-layer run on 100x30.
 # Usage: NS_BIN=./normscope sh tests/tui_lesson.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 # shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
@@ -66,6 +67,22 @@ screen | sed -n 1p | grep -qF PAUSED && ok || no "--script: not paused at the pr
 screen | grep -q '^ *> *3 ' && ok || no "80x24: the top layer's row is gone under the panel"
 key q
 check_exited "script q" 0
+
+# --- the projector: every layer at 80x24 with -L 12, at 100x30 with -L 24 ---
+run "LC_ALL=C $BIN -L 12 -d 32 -H 2 -T 32 -B 8"
+wait_for RUNNING 30 && ok || no "-L 12 at 80x24 did not start: $(cat "$T/err" 2>/dev/null)"
+wait_counter -gt 0 30
+screen | grep -q '^>11 ' && ok || no "80x24 -L 12: layer 11 is not on the screen"
+screen | grep -q '^  0 ' && ok || no "80x24 -L 12: layer 0 is not on the screen"
+screen | sed -n 2p | grep -qF 'layer 11/12' && ok || no "80x24: the selected layer is not in the status line"
+key q
+check_exited "-L 12 q" 0
+$TM resize-window -t "$W" -x 100 -y 30 2>/dev/null
+run "LC_ALL=C $BIN -L 24 -d 32 -H 2 -T 32 -B 4"
+wait_for RUNNING 30 && ok || no "-L 24 at 100x30 did not start: $(cat "$T/err" 2>/dev/null)"
+screen | grep -q '^>23 ' && screen | grep -q '^  0 ' && ok || no "100x30 -L 24: not every layer on the screen"
+key q
+check_exited "-L 24 q" 0
 
 check_reports 60
 

@@ -72,15 +72,16 @@ check_exited "script q" 0
 run "LC_ALL=C $BIN -L 12 -d 32 -H 2 -T 32 -B 8"
 wait_for RUNNING 30 && ok || no "-L 12 at 80x24 did not start: $(cat "$T/err" 2>/dev/null)"
 wait_counter -gt 0 30
-screen | grep -q '^>11 ' && ok || no "80x24 -L 12: layer 11 is not on the screen"
-screen | grep -q '^  0 ' && ok || no "80x24 -L 12: layer 0 is not on the screen"
+screen | grep -Eq '^>11( |$)' && ok || no "80x24 -L 12: layer 11 is not on the screen"
+screen | grep -Eq '^  0( |$)' && ok || no "80x24 -L 12: layer 0 is not on the screen"
 screen | sed -n 2p | grep -qF 'layer 11/12' && ok || no "80x24: the selected layer is not in the status line"
 key q
 check_exited "-L 12 q" 0
 $TM resize-window -t "$W" -x 100 -y 30 2>/dev/null
 run "LC_ALL=C $BIN -L 24 -d 32 -H 2 -T 32 -B 4"
 wait_for RUNNING 30 && ok || no "-L 24 at 100x30 did not start: $(cat "$T/err" 2>/dev/null)"
-screen | grep -q '^>23 ' && screen | grep -q '^  0 ' && ok || no "100x30 -L 24: not every layer on the screen"
+wait_counter -gt 0 60
+screen | grep -Eq '^>23( |$)' && screen | grep -Eq '^  0( |$)' && ok || no "100x30 -L 24: not every layer on the screen"
 key q
 check_exited "-L 24 q" 0
 

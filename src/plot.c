@@ -774,11 +774,12 @@ static double heat_bucket(const plot_run *r, long a, long b, int l)
     return m;
 }
 
-static void draw_heat_panel(svg *v, box b, const plot_run *r, const char *title)
+/* cells: the most rects this panel may draw (the file's size) */
+static void draw_heat_panel(svg *v, box b, const plot_run *r, const char *title, long cells)
 {
     draw_axes(v, b, NULL, NULL, "step", "layer (0 = next to the input)");
     text(v, b.x, b.y - v->fs * 0.4, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
-    long C = r->n, maxc = (long)(b.w / 3), cellcap = 6000 / (r->L > 0 ? r->L : 1);
+    long C = r->n, maxc = (long)(b.w / 3), cellcap = cells / (r->L > 0 ? r->L : 1);
     C = C < maxc ? C : maxc;
     C = C < cellcap ? C : cellcap;
     if (C < 1)
@@ -928,7 +929,7 @@ static int fig_heatmap(svg *v, const plot_data *d)
     all.h -= v->fs * 1.2;
     for (int r = 0; r < d->nruns; r++)
         draw_heat_panel(v, part(all, r, d->nruns, 0, v->fs * 3.2), &d->run[r],
-                        d->nruns > 1 ? d->run[r].label : "");
+                        d->nruns > 1 ? d->run[r].label : "", 9000 / d->nruns); /* < 1 MB */
     legend lg = {0};
     heat_legend(v, &lg);
     draw_legend(v, leg, &lg);

@@ -93,9 +93,11 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/harden.sh"; NS_BIN=./$(BIN) sh tests/harden.sh || fail=1; \
 	echo "== tests/settings.sh"; NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
 	echo "== tests/sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/sweep.sh || fail=1; \
+	echo "== tests/plot.sh"; NS_BIN=./$(BIN) sh tests/plot.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
 	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
 	echo "== tests/follow.sh"; NS_BIN=./$(BIN) sh tests/follow.sh || fail=1; \
+	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \
 	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
 	  echo "== tests/probe.sh"; NS_BIN=./$(BIN) sh tests/probe.sh || fail=1; \

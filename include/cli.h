@@ -34,6 +34,10 @@ typedef struct {
      * (0 = online cores), --list, --yes */
     const char *sweep, *sweep_out, *sweep_collect;
     int jobs, list, yes;
+    /* --plot INPUT --out FILE [--kind --size --step --mono --log] */
+    const char *plot, *out, *kind, *size, *step;
+    int mono, logy;
+    int no_pause; /* --no-pause: a script's pauses are skipped (lessons run through) */
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
     unsigned char given[NS_SETTINGS_MAX]; /* by settings row: the user gave the flag */

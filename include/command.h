@@ -65,7 +65,7 @@ typedef struct {
     command_how how;
     command_value v;
     int setting;            /* CMD_SETTING: the settings row's index */
-    char text[NS_CMD_TEXT]; /* CMD_NOTE only */
+    char text[NS_CMD_TEXT]; /* CMD_NOTE; CMD_PAUSE's prompt ("" = none) */
 } ns_command;
 
 /* Commands as values: no value (flow, reinit, ...), set to an int or a

@@ -119,6 +119,11 @@ typedef struct {
     int diverged_run;
     long diverged_steps; /* steps not finite this session (a or b) */
     int write_failed;    /* a --csv/--jsonl row could not be written */
+    /* a script's "pause PROMPT": the latest prompt, its step, and a count
+     * that changes with each (the lesson panel shows it again) */
+    char ask[NS_CMD_TEXT];
+    long ask_step;
+    unsigned ask_seq;
 } trainer_status;
 
 /* Which run diverged (0 = a, 1 = b), or -1: none, or no step yet. */
@@ -183,6 +188,9 @@ typedef struct {
                                     * in the summary too */
     /* with a twin, called instead of on_step with both runs' metrics */
     void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
+    /* --no-pause: a script's pause is skipped (its prompt still goes to
+     * the event log), so a lesson runs straight through */
+    int no_pause;
 } trainer_opts;
 
 typedef struct trainer trainer;

@@ -107,6 +107,10 @@ int tui_utf8_encode(uint32_t cp, char out[4]);
 /* ---- layout: a pure function of (rows, cols, layers) ---------------------- */
 #define TUI_MIN_ROWS 24
 #define TUI_MIN_COLS 80
+/* Up to this many rows, layers that would scroll take the rows of the
+ * sample, events and side box instead, when that holds them all (80x24:
+ * 19 layers; 100x30: 25). Taller screens keep the event log. */
+#define TUI_PROJECTOR_ROWS 32
 
 typedef struct {
     int r, c, h, w; /* top row, left column, height, width; h or w 0 = absent */
@@ -122,6 +126,13 @@ typedef struct {
     tui_rect events; /* a title row + the newest events */
     tui_rect footer; /* 1 row of key hints */
     tui_rect help;   /* the help overlay: drawn over the others when shown */
+    tui_rect lesson; /* the lesson panel: the sample and event rows, when shown */
+    /* the projector (a large font on 80x24 or 100x30): every layer stays on
+     * screen when they fit without the sample, events, side box and toggles;
+     * then fold is the status line's second row, holding the selected
+     * layer's numbers, and sample, events, side and lesson are absent */
+    int projector;
+    tui_rect fold;
     int layer_rows;  /* layers visible at once (the rest scroll) */
     /* --compare: layers holds run a (left), layers_b run b (right) and
      * ratio the a/b gradient-norm column between them; else w = 0 */
@@ -173,6 +184,9 @@ int tui_scroll_fit(int first, int visible, int pos, int count);
 
 typedef enum { TUI_G_NORMAL, TUI_G_VANISH, TUI_G_EXPLODE, TUI_G_NONFINITE } tui_grad_state;
 tui_grad_state tui_grad_state_of(double v, double layer_max);
+/* The heatmap's level of a gradient norm: 0 below 1e-4, 1..5 for one
+ * decade each up to 10, 6 from 10; -1 when not finite. */
+int tui_heat_level(double v);
 
 /* Eighths of a cell filled by a bar of value v on a log scale lo..hi
  * decades over w cells: round(8 w (log10 v - lo) / (hi - lo)), clamped to
@@ -230,6 +244,8 @@ typedef enum {
     TUI_ACT_FREEZE,
     TUI_ACT_DUMP_SCREEN,
     TUI_ACT_DUMP_METRICS,
+    TUI_ACT_DUMP_FIGURE,
+    TUI_ACT_LESSON,
     TUI_ACT_HELP,
     TUI_ACT_QUIT,
     TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
@@ -274,17 +290,22 @@ typedef struct {
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
     int dump;     /* files the front end writes after the next frame:
-                   * TUI_DUMP_SCREEN | TUI_DUMP_METRICS; 0 = none */
+                   * TUI_DUMP_SCREEN | TUI_DUMP_METRICS | TUI_DUMP_FIGURE */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int follow;   /* --follow: the help marks the keys that change the lab's model */
+    /* --lesson: its title and text for the lesson panel (NULL = none), L
+     * hides the panel, and the prompt count last shown (a new one shows it) */
+    const char *lesson_title, *lesson_text;
+    int lesson_hidden;
+    unsigned lesson_seen;
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
     int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
     tui_hit hits[TUI_MAX_HITS];
     int n_hits;
 } tui_ui;
 
-enum { TUI_DUMP_SCREEN = 1, TUI_DUMP_METRICS = 2 };
+enum { TUI_DUMP_SCREEN = 1, TUI_DUMP_METRICS = 2, TUI_DUMP_FIGURE = 4 };
 
 void tui_ui_init(tui_ui *ui, int unicode, int color);
 
@@ -322,6 +343,12 @@ void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *s);
 void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 void tui_draw_footer(tui_grid *g, tui_rect r, tui_ui *ui);
 void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
+/* --lesson: the panel over the sample and event rows (tui_lesson.c); is it
+ * shown (a new prompt of the script un-hides it)? */
+void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
+/* The projector layout's one-row stand-in for the side box (tui_fold.c). */
+void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 #define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
 void tui_draw_too_small(tui_grid *g, int rows, int cols);
 
@@ -342,6 +369,7 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui);
 typedef struct {
     int ascii;    /* --ascii: no braille or block glyphs */
     int no_color; /* --no-color (NO_COLOR is read too) */
+    const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

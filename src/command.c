@@ -157,6 +157,7 @@ enum {
     TAKES_OFF = 1 << 4,    /* "off" = 0 (a number whose 0 means off) */
     TAKES_ONOFF = 1 << 5,  /* "on", "off" (no settings row) */
     TAKES_TEXT = 1 << 6,   /* the rest of the line */
+    TAKES_MAYBE = 1 << 7,  /* ... or nothing: the value may be left out */
 };
 
 /* Every command once. A command that sets a setting names its row, and
@@ -180,7 +181,7 @@ static const struct {
     {CMD_SNAPSHOT, NULL, "snapshot", 0},
     {CMD_REWIND, NULL, "rewind", 0},
     {CMD_NOTE, NULL, "note", TAKES_TEXT},
-    {CMD_PAUSE, NULL, "pause", 0},
+    {CMD_PAUSE, NULL, "pause", TAKES_TEXT | TAKES_MAYBE}, /* a lesson's question, or none */
     {CMD_RESUME, NULL, "resume", 0},
     {CMD_STEP, NULL, "step", 0},
     {CMD_STOP, NULL, "stop", 0},
@@ -344,7 +345,7 @@ int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
         unknown(verb, err, errlen);
         return -1;
     }
-    if (commands[i].takes && !arg[0]) {
+    if (commands[i].takes && !(commands[i].takes & TAKES_MAYBE) && !arg[0]) {
         snprintf(err, errlen, "'%s' needs a value", verb);
         return -1;
     }

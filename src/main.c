@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "command.h"
 #include "lesson.h"
+#include "plot.h"
 #include "data.h"
 #include "engine.h"
 #include "metrics.h"
@@ -305,6 +306,7 @@ static trainer_opts run_options(cli_opts *o, run_setup *rs, char *label_a, size_
     } else {
         to.sample_every = 3.0;
     }
+    to.no_pause = o->no_pause;
     return to;
 }
 
@@ -377,7 +379,8 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
         trainer_run(t);
         interrupted = stop_requested;
     } else {
-        tui_options uo = {o->ascii, o->no_color};
+        tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
+                          lesson ? lesson->text : NULL};
         tui_end end = tui_run(t, &uo, err, sizeof err); /* starts the trainer */
         trainer_stop(t); /* the engine is ours again */
         if (end == TUI_END_ERROR) {
@@ -409,7 +412,7 @@ static int run_follow(const cli_opts *o)
         fprintf(stderr, "normscope: --follow needs a terminal; add --headless for a summary\n");
         return 2;
     }
-    tui_options uo = {o->ascii, o->no_color};
+    tui_options uo = {o->ascii, o->no_color, NULL, NULL};
     char err[512];
     tui_end end = tui_follow(o->follow, &uo, err, sizeof err);
     if (end == TUI_END_ERROR)
@@ -473,6 +476,8 @@ int main(int argc, char **argv)
         return 0;
     if (r)
         return 2;
+    if (o.plot)
+        return plot_main(o.plot, o.out, o.kind, o.size, o.step, o.mono, o.logy, stderr);
     if (o.follow)
         return run_follow(&o);
     if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */

@@ -78,6 +78,9 @@ struct trainer {
     int write_failed;
     unsigned long applied; /* commands applied so far (a script's show up) */
     char mark[TRAINER_MARK]; /* marker label for the next step's point */
+    char ask[NS_CMD_TEXT];   /* a script pause's prompt (trainer_status.ask) */
+    long ask_step;
+    unsigned ask_seq;
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -191,6 +194,9 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->diverged_run = t->diverged_run;
     s->diverged_steps = t->diverged_steps;
     s->write_failed = t->write_failed;
+    memcpy(s->ask, t->ask, sizeof s->ask);
+    s->ask_step = t->ask_step;
+    s->ask_seq = t->ask_seq;
     if (t->o.twin) {
         s->last_b = t->mb;
         s->last_val_b = t->last_val_b;
@@ -362,6 +368,20 @@ static void pause_run(trainer *t, const char *why)
     add_event(t, NS_EV_INFO, -1, "paused at step %ld%s", engine_steps_done(t->e), why);
 }
 
+/* A script's "pause PROMPT": the prompt goes to the event log and, for the
+ * lesson panel, to the status; under --no-pause the run goes on. */
+static void pause_ask(trainer *t, const ns_command *c)
+{
+    if (c->text[0]) {
+        snprintf(t->ask, sizeof t->ask, "%s", c->text);
+        t->ask_step = engine_steps_done(t->e);
+        t->ask_seq++;
+        add_event(t, NS_EV_NOTE, -1, "%s", c->text);
+    }
+    if (!t->o.no_pause)
+        pause_run(t, c->text[0] ? ": space goes on" : "");
+}
+
 /* The chart marker of a settings command, from the state after it. */
 static void mark_for(trainer *t, const ns_command *c)
 {
@@ -463,6 +483,8 @@ static void apply_flow_sync(trainer *t, const ns_command *c)
         engine_note(t->e, "script: stop at step %ld", engine_steps_done(t->e));
         set_state(t, TRAINER_DONE);
         t->budget = 0;
+    } else if (c->kind == CMD_PAUSE && c->text[0]) { /* a lesson's question: no one to ask */
+        engine_note(t->e, "%s", c->text);
     } else {
         engine_note(t->e, "script: pause, resume and step do nothing without the live view");
     }
@@ -485,7 +507,7 @@ static void apply_command(trainer *t, const ns_command *c)
         return;
     }
     switch (c->kind) {
-    case CMD_PAUSE: pause_run(t, ""); return;
+    case CMD_PAUSE: pause_ask(t, c); return;
     case CMD_RESUME: resume_run(t); return;
     case CMD_PAUSE_TOGGLE:
         if (t->state == TRAINER_RUNNING)

@@ -314,6 +314,9 @@ static int heat_level(double v)
     return clampi((int)floor(log10(v)) + 5, 0, 6);
 }
 
+/* The same levels for the figures (plot.c). */
+int tui_heat_level(double v) { return heat_level(v); }
+
 static void heat_glyph(int lv, const tui_ui *ui, uint32_t *ch, tui_style *st)
 {
     static const char ascii[] = " .:-=#@";

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "nstime.h"
+#include "plot.h"
 #include "tui.h"
 #include "tui_follow.h"
 
@@ -271,6 +272,9 @@ static void write_one_dump(run_state *rs, int what)
     if (what == TUI_DUMP_SCREEN) {
         snprintf(path, sizeof path, "normscope-screen-%ld.txt", step);
         r = tui_write_screen(&rs->grid, path, err, sizeof err);
+    } else if (what == TUI_DUMP_FIGURE) {
+        snprintf(path, sizeof path, "normscope-%ld.svg", step);
+        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, path, err, sizeof err);
     } else {
         snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
         r = tui_write_metrics(rs->snap, path, err, sizeof err);
@@ -299,6 +303,8 @@ static void write_dump(run_state *rs)
         write_one_dump(rs, TUI_DUMP_SCREEN);
     if (what & TUI_DUMP_METRICS)
         write_one_dump(rs, TUI_DUMP_METRICS);
+    if (what & TUI_DUMP_FIGURE)
+        write_one_dump(rs, TUI_DUMP_FIGURE);
 }
 
 /* One input event. Returns -1 when the grid could not be resized. */
@@ -479,6 +485,8 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     int color = setup_colors(want_color);
     tui_ui_init(&rs->ui, utf8 && !o->ascii, color);
     rs->ui.follow = rs->fw != NULL;
+    rs->ui.lesson_title = o->lesson_title;
+    rs->ui.lesson_text = o->lesson_text;
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -38,10 +38,13 @@ const tui_key tui_keys[] = {
      TUI_ACT_TOP},
     {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM},
     {{'y'}, "y", "y", "Log-y", "loss chart: logarithmic / linear y axis", TUI_ACT_LOGY},
-    {{'z'}, "z", "z", "Freeze", "freeze the display; training goes on", TUI_ACT_FREEZE},
-    {{'d'}, "d/e", NULL, NULL, "write the screen as text / the loss history as CSV to a file",
+    {{'z'}, "z/L", "z", "Freeze", "freeze the display / hide or show the lesson panel",
+     TUI_ACT_FREEZE},
+    {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON},
+    {{'d'}, "d/e/g", NULL, NULL, "write the screen as text / the loss as CSV / the view as SVG",
      TUI_ACT_DUMP_SCREEN},
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS},
+    {{'g'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_FIGURE},
     {{'?', 'h', TUI_KEY_F1}, "?/h/F1", "F1", "Help", "this help (any key closes it)", TUI_ACT_HELP},
     {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT},
     /* --follow only (the help shows them there, in the rows of the keys
@@ -125,8 +128,10 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_BOTTOM: ui->selected = 0; return 0;
     case TUI_ACT_LOGY: ui->logy = !ui->logy; return 0;
     case TUI_ACT_FREEZE: ui->frozen = !ui->frozen; return 0;
+    case TUI_ACT_LESSON: ui->lesson_hidden = !ui->lesson_hidden; return 0;
     case TUI_ACT_DUMP_SCREEN: ui->dump |= TUI_DUMP_SCREEN; return 0; /* both, if d and e */
     case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
+    case TUI_ACT_DUMP_FIGURE: ui->dump |= TUI_DUMP_FIGURE; return 0;
     case TUI_ACT_HELP: ui->help = 1; return 0;
     case TUI_ACT_QUIT: ui->quit = 1; return 0;
     case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_CHECKPOINT:

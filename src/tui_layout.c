@@ -8,7 +8,15 @@
  *   chart | side the loss chart; the selected layer's numbers at the right
  *   sample       1 row
  *   events       a title row + 2..8 newest events (more on taller screens)
+ *   lesson       (--lesson, when shown) over the sample and events rows
  *   footer       the last row: key hints
+ *
+ * The projector: a class's large font leaves a small terminal (80x24,
+ * 100x30), and the layers are the lesson (Post-LN's frozen bottom ones).
+ * When they would scroll but all fit once the sample line, the event log,
+ * the side box and the toggles row give up theirs, those yield: the status
+ * line's second row holds the selected layer's numbers (fold), the chart
+ * keeps what is left (a chart under 4 rows is not drawn).
  */
 #include "tui.h"
 
@@ -31,6 +39,37 @@ tui_layout tui_layout_compute(int rows, int cols, int n_layer)
     return tui_layout_compute_cmp(rows, cols, n_layer, 0);
 }
 
+/* The a | ratio | b split of --compare over the layer rows. */
+static void split_compare(tui_layout *L, int cols)
+{
+    int aw = (cols - TUI_RATIO_W) / 2;
+    tui_rect p = L->layers;
+    L->layers.w = aw;
+    L->ratio = (tui_rect){p.r, aw, p.h, TUI_RATIO_W};
+    L->layers_b = (tui_rect){p.r, aw + TUI_RATIO_W, p.h, cols - aw - TUI_RATIO_W};
+}
+
+/* Every layer on screen at the cost of the sample, events, side box and
+ * toggles row; 0 when even that does not hold them (they scroll). */
+static int projector(tui_layout *L, int rows, int cols, int n_layer, int compare)
+{
+    int panel_h = n_layer + 2, top = 2;
+    if (top + panel_h + 1 > rows)
+        return 0;
+    L->projector = 1;
+    L->status = (tui_rect){0, 0, 1, cols};
+    L->fold = (tui_rect){1, 0, 1, cols};
+    L->layers = (tui_rect){top, 0, panel_h, cols};
+    L->layer_rows = n_layer;
+    if (compare)
+        split_compare(L, cols);
+    L->chart = (tui_rect){top + panel_h, 0, rows - 1 - top - panel_h, cols};
+    if (L->chart.h == 0)
+        L->chart = (tui_rect){0, 0, 0, 0};
+    L->side = L->sample = L->events = L->lesson = (tui_rect){0, 0, 0, 0};
+    return 1;
+}
+
 tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
 {
     tui_layout L = {0};
@@ -45,22 +84,21 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
     int ev_h = clampi(3 + (rows - TUI_MIN_ROWS) / 6, 3, 9);
     L.events = (tui_rect){rows - 1 - ev_h, 0, ev_h, cols};
     L.sample = (tui_rect){L.events.r - 1, 0, 1, cols};
+    L.lesson = (tui_rect){L.sample.r, 0, L.sample.h + L.events.h, cols};
     int mid_top = 2, mid_h = L.sample.r - mid_top;
     /* the chart needs a title, an axis and >= 6 plot rows to read a trend */
     int chart_min = mid_h * 2 / 5 > 8 ? mid_h * 2 / 5 : 8;
     int panel_h = clampi(n_layer + 2, 3, mid_h - chart_min);
     L.layers = (tui_rect){mid_top, 0, panel_h, cols};
     L.layer_rows = panel_h - 2;
-    if (compare) {
-        int aw = (cols - TUI_RATIO_W) / 2;
-        L.layers.w = aw;
-        L.ratio = (tui_rect){mid_top, aw, panel_h, TUI_RATIO_W};
-        L.layers_b = (tui_rect){mid_top, aw + TUI_RATIO_W, panel_h, cols - aw - TUI_RATIO_W};
-    }
+    if (compare)
+        split_compare(&L, cols);
     int side_w = cols < 100 ? 26 : (cols < 140 ? 30 : 36);
     int chart_r = mid_top + panel_h, chart_h = mid_h - panel_h;
     L.chart = (tui_rect){chart_r, 0, chart_h, cols - side_w};
     L.side = (tui_rect){chart_r, cols - side_w, chart_h, side_w};
+    if (L.layer_rows < n_layer && rows <= TUI_PROJECTOR_ROWS)
+        projector(&L, rows, cols, n_layer, compare);
     /* on a short screen the help takes every row: the keys come first */
     int hw = cols - 4 < 76 ? cols - 4 : 76;
     int hh = rows < help_height() ? rows : help_height();

@@ -872,6 +872,8 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui)
     tui_draw_sample(g, L.sample, s);
     tui_draw_events(g, L.events, s, ui);
     tui_draw_footer(g, L.footer, ui);
+    tui_draw_lesson(g, L.lesson, s, ui);
+    tui_draw_fold(g, L.fold, s, ui);
     if (ui->help) {
         ui->n_hits = 0; /* the overlay covers what was clickable */
         tui_draw_help(g, L.help, ui);

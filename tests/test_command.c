@@ -153,7 +153,11 @@ static void test_apply(void)
     command_apply(e, &cmd);
     CHECK(engine_config(e)->clip == 0.0f);
     command_parse("pause", &cmd, err, sizeof err);
-    CHECK(command_apply(e, &cmd) == CMD_FLOW);
+    CHECK(command_apply(e, &cmd) == CMD_FLOW && cmd.text[0] == 0);
+    /* a lesson's question rides on its pause */
+    CHECK(command_parse("pause  Why can it not move? ", &cmd, err, sizeof err) == 0 &&
+          cmd.kind == CMD_PAUSE && !strcmp(cmd.text, "Why can it not move?"));
+    CHECK(command_parse("resume now", &cmd, err, sizeof err) != 0); /* the others take none */
     command_parse("note hello", &cmd, err, sizeof err);
     command_apply(e, &cmd);
     ns_event ev;

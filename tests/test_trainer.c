@@ -445,6 +445,37 @@ static void test_script(void)
     engine_free(e);
 }
 
+/* A script's "pause PROMPT" pauses with the prompt in the status and the
+ * event log; with no_pause (--no-pause) the run goes on, still logging it. */
+static void test_script_prompt(void)
+{
+    ns_config c = small_cfg();
+    c.steps = 0;
+    for (int np = 0; np < 2; np++) {
+        engine *e = make(&c);
+        ns_script sc;
+        char err[256];
+        CHECK(script_parse("at 4: pause Why did the loss fall?\n", "test", &sc, err, sizeof err) == 0);
+        trainer_opts o = {.script = &sc, .no_pause = np};
+        trainer *t = start(e, &o);
+        if (np)
+            CHECK(wait_for(t, steps_at_least, 8, 20.0));
+        else
+            CHECK(wait_for(t, state_is, TRAINER_PAUSED, 20.0));
+        trainer_stop(t);
+        trainer_snapshot_copy(t, S);
+        CHECK(np ? S->s.steps_done >= 8 : S->s.steps_done == 4);
+        CHECK(S->s.ask_seq == 1 && S->s.ask_step == 4 && !strcmp(S->s.ask, "Why did the loss fall?"));
+        int logged = 0;
+        for (long i = 0; i < S->s.ev_total && i < TRAINER_EVENTS; i++)
+            logged += !strcmp(S->ev[i].text, "Why did the loss fall?");
+        CHECK(logged == 1);
+        trainer_free(t);
+        script_free(&sc);
+        engine_free(e);
+    }
+}
+
 /* Rewind cuts the history back to the snapshot's step and marks it. */
 static void test_rewind(void)
 {
@@ -795,6 +826,7 @@ int main(void)
     test_divergence();
     test_limit();
     test_script();
+    test_script_prompt();
     test_rewind();
     test_rewind_wrapped();
     test_rewind_loss();

@@ -60,12 +60,17 @@ static void test_layout(void)
                 int L = layers[k];
               for (int cmp = 0; cmp < 2; cmp++) {
                 tui_layout l = tui_layout_compute_cmp(rows, cols, L, cmp);
-                tui_rect p[9] = {l.status, l.layers, l.chart, l.side, l.sample, l.events, l.footer,
-                                 l.ratio, l.layers_b};
-                int np = cmp ? 9 : 7;
+                tui_rect p[10] = {l.status, l.layers, l.chart, l.side,  l.sample,
+                                  l.events, l.footer, l.fold,  l.ratio, l.layers_b};
+                int np = cmp ? 10 : 8;
                 cases++;
                 long area = 0;
                 for (int i = 0; i < np; i++) {
+                    /* the projector leaves some out (h, w 0) */
+                    if (p[i].h == 0 && l.projector && i >= 2 && i <= 5)
+                        continue;
+                    if (p[i].h == 0 && !l.projector && i == 7)
+                        continue;
                     bad_inside += !inside(p[i], rows, cols);
                     area += (long)p[i].h * p[i].w;
                     for (int j = i + 1; j < np; j++)
@@ -83,8 +88,17 @@ static void test_layout(void)
                 bad_cover += area != (long)rows * cols;
                 /* all layers when they fit with a readable chart, else a window */
                 int want = L < l.layer_rows ? L : l.layer_rows;
-                bad_rows += l.too_small || l.layer_rows < 1 || l.layers.h != want + 2 ||
-                            l.chart.h < 8 || l.events.h < 3;
+                bad_rows += l.too_small || l.layer_rows < 1 || l.layers.h != want + 2;
+                /* or, on a projector-sized screen, all layers at the cost of
+                 * the sample, events, side box and toggles; else a chart to
+                 * read and the event log */
+                if (l.projector)
+                    bad_rows += rows > TUI_PROJECTOR_ROWS || l.layer_rows != L || l.status.h != 1 ||
+                                l.fold.r != 1 || l.fold.h != 1 || l.events.h || l.sample.h ||
+                                l.side.w || l.lesson.h;
+                else
+                    bad_rows += l.chart.h < 8 || l.events.h < 3 || l.fold.h ||
+                                (rows <= TUI_PROJECTOR_ROWS && L + 5 <= rows && l.layer_rows < L);
               }
             }
     CHECK(cases > 1000);
@@ -100,6 +114,17 @@ static void test_layout(void)
     CHECK(b.chart.h > a.chart.h && b.events.h > a.events.h && b.chart.w > a.chart.w);
     tui_layout c = tui_layout_compute(40, 120, 64);
     CHECK(c.layer_rows < 64 && c.layer_rows >= 10); /* scrolls */
+    /* the projector: every layer of 12 at 80x24 (a chart of a few rows), of
+     * 24 at 100x30, one run or two; beyond that the panel scrolls */
+    for (int cmp = 0; cmp < 2; cmp++) {
+        tui_layout p = tui_layout_compute_cmp(24, 80, 12, cmp);
+        CHECK(p.projector && p.layer_rows == 12 && p.chart.h >= 4 && p.events.h == 0);
+        p = tui_layout_compute_cmp(30, 100, 24, cmp);
+        CHECK(p.projector && p.layer_rows == 24);
+        p = tui_layout_compute_cmp(30, 100, 32, cmp);
+        CHECK(!p.projector && p.layer_rows < 32 && p.events.h >= 3);
+    }
+    CHECK(!tui_layout_compute(60, 200, 24).projector); /* a tall screen keeps its event log */
     /* below the minimum: only the message */
     CHECK(tui_layout_compute(TUI_MIN_ROWS - 1, 200, 6).too_small);
     CHECK(tui_layout_compute(60, TUI_MIN_COLS - 1, 6).too_small);
@@ -857,6 +882,105 @@ static void test_frame(void)
     tui_grid_free(&g);
 }
 
+/* Rows of g from r0 on that contain needle. */
+static int rows_with(const tui_grid *g, int r0, const char *needle)
+{
+    int n = 0;
+    for (int r = r0; r < g->rows; r++)
+        n += strstr(row(g, r), needle) != NULL;
+    return n;
+}
+
+/* The lesson panel takes the sample and event rows, at every size, so it
+ * never takes a row from the layers or the chart; it shows the lesson's
+ * text and the latest prompt, L hides it, a new prompt brings it back. */
+static void test_lesson_panel(void)
+{
+    int bad = 0;
+    for (int rows = TUI_MIN_ROWS; rows <= 90; rows += 3)
+        for (int cols = TUI_MIN_COLS; cols <= 300; cols += 11)
+            for (int cmp = 0; cmp < 2; cmp++) {
+                tui_layout l = tui_layout_compute_cmp(rows, cols, 12, cmp);
+                tui_rect keep[7] = {l.status, l.layers, l.chart, l.side, l.footer, l.ratio, l.layers_b};
+                if (l.projector) { /* it yields to the layers */
+                    bad += l.lesson.h != 0;
+                    continue;
+                }
+                bad += !inside(l.lesson, rows, cols) || l.lesson.r != l.sample.r ||
+                       l.lesson.h != l.sample.h + l.events.h || l.lesson.w != cols;
+                for (int i = 0; i < (cmp ? 7 : 5); i++)
+                    bad += overlap(l.lesson, keep[i]);
+            }
+    CHECK(bad == 0);
+
+    trainer_snapshot *s = snap_new(6);
+    fill_history(s, 10);
+    s->s.state = TRAINER_PAUSED;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 24, 80);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_layout l = tui_layout_compute(24, 80, 6);
+    tui_draw(&g, s, &ui); /* no lesson, no prompt: the event log */
+    CHECK(rows_with(&g, l.events.r, " events ") == 1);
+    ui.lesson_title = "Post-LN against Pre-LN";
+    ui.lesson_text = "Run a: Post-LN.\nRun b: Pre-LN.";
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "Post-LN against Pre-LN") == 1);
+    CHECK(rows_with(&g, l.lesson.r, "Run a: Post-LN.") == 1 && rows_with(&g, 0, "Run b: Pre-LN.") == 1);
+    CHECK(rows_with(&g, l.events.r, " events ") == 0);
+    snprintf(s->s.ask, sizeof s->s.ask, "Why can it not move?");
+    s->s.ask_step = 5;
+    s->s.ask_seq = 1;
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "step 5: Why can it not move?") == 1);
+    CHECK(rows_with(&g, l.lesson.r, "space goes on") == 1);
+    /* every layer's row is still there, layer 0 at the bottom */
+    CHECK(strncmp(row(&g, l.layers.r + 2), "> 5", 3) == 0 &&
+          strncmp(row(&g, l.layers.r + 2 + 5), "  0", 3) == 0);
+    ns_command c;
+    tui_apply(&ui, tui_key_action('L'), 6, &c);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "Why can it not move?") == 0 && rows_with(&g, l.events.r, " events ") == 1);
+    s->s.ask_seq = 2; /* the next prompt shows it again */
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "Why can it not move?") == 1);
+    ui.lesson_text = NULL; /* a --script's prompt, no lesson */
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, l.lesson.r, "Why can it not move?") == 1);
+    tui_grid_free(&g);
+    free(s);
+}
+
+/* At 80x24 a 12-layer run shows layer 11 down to layer 0, the selected
+ * layer's numbers folded into the status line's second row. */
+static void test_projector_frame(void)
+{
+    trainer_snapshot *s = snap_new(12);
+    fill_history(s, 20);
+    s->s.have_metrics = 1;
+    for (int l = 0; l < 12; l++)
+        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.5f, .grad_ffn = 0.25f, .act_max = 3,
+                                             .resid_rms = 1};
+    s->s.last.layer[11].grad_attn = NAN;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 24, 80);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_draw(&g, s, &ui);
+    tui_layout l = tui_layout_compute(24, 80, 12);
+    CHECK(strncmp(row(&g, l.layers.r + 2), ">11", 3) == 0);
+    CHECK(strncmp(row(&g, l.layers.r + 2 + 11), "  0", 3) == 0);
+    CHECK(strstr(row(&g, 1), "layer 11/12") && strstr(row(&g, 1), "attn nan") &&
+          strstr(row(&g, 1), "mlp 2.50e-01"));
+    int clickable = 0; /* the toggles the fold covers are gone */
+    for (int i = 0; i < ui.n_hits; i++)
+        clickable += ui.hits[i].r == 1;
+    CHECK(clickable == 0);
+    tui_grid_free(&g);
+    free(s);
+}
+
 int main(void)
 {
     test_layout();
@@ -877,5 +1001,7 @@ int main(void)
     test_compare_frame();
     test_prec_and_fault();
     test_dumps();
+    test_lesson_panel();
+    test_projector_frame();
     return test_summary();
 }

@@ -151,6 +151,18 @@ while [ $i -lt 100 ] && ! { ls "$T"/normscope-screen-*.txt && ls "$T"/normscope-
 done
 ls "$T"/normscope-screen-*.txt >/dev/null 2>&1 && ls "$T"/normscope-metrics-*.csv >/dev/null 2>&1 &&
     ok || no "d e in one burst: not both files: $(ls "$T")"
+# g: the view as an SVG figure, from the snapshot: both loss lines, run a's 4 x 2 bars
+key g
+i=0
+while [ $i -lt 100 ] && ! ls "$T"/normscope-[0-9]*.svg >/dev/null 2>&1; do
+    sleep 0.2
+    i=$((i + 1))
+done
+f=$(ls "$T"/normscope-[0-9]*.svg 2>/dev/null | head -1)
+[ -n "$f" ] && ${PYTHON:-/usr/bin/python3} "$(dirname "$0")/plot_check.py" svg "$f" >/dev/null &&
+    [ "$(grep -c 'class="series" data-name="train loss' "$f")" -eq 2 ] &&
+    [ "$(grep -c 'class="bar"' "$f")" -eq 8 ] && ok || no "g: no figure with both runs' loss and 2 bars for each of 4 layers: $f"
+wait_for 'wrote normscope-' 20 && ok || no "g: no event naming the figure"
 key q
 check_restored compare 0
 head -1 "$T/live.csv" | grep -q ',b_loss,' && ok || no "--compare: the live CSV has no b_ columns"
@@ -237,7 +249,7 @@ run "LC_ALL=C.UTF-8 $BIN $SMALL --snapshot-every 5"
 wait_counter -gt 0 30 && ok || no "stress run did not start"
 i=0
 while [ "$i" -lt "${NS_E2E_ROUNDS:-12}" ]; do
-    for k in p P k w f i l Space n + - c b Space r Tab Up Down PPage NPage Home End y z z \
+    for k in p P k w f i l Space n + - c b Space r Tab Up Down PPage NPage Home End y z z L L \
         '?' h F1 Escape Space; do
         key "$k"
         sleep 0.01

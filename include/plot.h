@@ -1,0 +1,104 @@
+/* plot.h - figures for slides: SVG drawn from what normscope writes.
+ *
+ * Two halves. plot_data reads a run's --csv or --jsonl (one run, or a
+ * --compare pair: CSV "b_" columns, JSONL "run":"b" lines; a followed
+ * stream's header-less JSON lines too, skipping its "event" and "format"
+ * lines) into columns per run, or takes a live view's snapshot. plot_render
+ * draws one kind of figure from it as a standalone SVG the program writes
+ * itself (no library): loss, layers, profile, heatmap, or the live view's
+ * chart + layer panel (the g key).
+ *
+ * Not here: the live view (tui_*.c), the writing of the CSV/JSONL
+ * (metrics.c), the temp-file + rename (atomicio.c).
+ */
+#ifndef NS_PLOT_H
+#define NS_PLOT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "trainer.h"
+
+enum { PLOT_NSET = 6, PLOT_SETLEN = 24, PLOT_MARKLEN = 48, PLOT_MAX_STEPS = 8 };
+
+typedef struct {
+    long step;
+    char text[PLOT_MARKLEN]; /* "warmup=off", "rewind" */
+} plot_mark;
+
+/* One run's rows, in file order. Per-layer arrays are (n, L). */
+typedef struct {
+    long n, cap;
+    int L;                 /* layers seen in its first row; 0 = no layer columns */
+    int has_loss, has_val; /* columns present */
+    long *step;
+    float *loss, *val;     /* val: -inf where not measured, NaN where measured NaN */
+    float *ga, *gf, *gn;   /* attention, MLP, and sqrt(a^2+f^2+ln^2) per layer */
+    plot_mark *mark;
+    int nmark, capmark;
+    char set[PLOT_NSET][PLOT_SETLEN]; /* settings of the first row */
+    char cur[PLOT_NSET][PLOT_SETLEN]; /* of the last row (to see changes) */
+    int have_set;
+    char label[64];        /* "a: norm=pre" in a comparison; "" alone */
+} plot_run;
+
+typedef struct {
+    plot_run run[2];
+    int nruns;             /* 1, or 2 for a comparison */
+    /* reader state */
+    int ncol;              /* CSV columns; 0 before the header (or JSONL) */
+    short *col_run, *col_field, *col_layer;
+    long lineno;
+    int skipped;           /* lines that were neither a header nor a row */
+} plot_data;
+
+void plot_data_init(plot_data *d);
+void plot_data_free(plot_data *d);
+/* Feed one line (without its newline). 0, or -1 when out of memory (err
+ * says so). A line that cannot be read as a row is skipped and counted. */
+int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t errlen);
+/* After the last line: labels of a comparison's runs. */
+void plot_data_finish(plot_data *d);
+/* Read a whole file ("-" = standard input). 0, or -1 with "PATH: reason". */
+int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen);
+/* From a live view's snapshot: the loss history (and run b's), the
+ * heatmap's history, and the last step's layers. 0, or -1 (out of memory). */
+int plot_data_snapshot(plot_data *d, const trainer_snapshot *s);
+
+typedef enum { PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW } plot_kind;
+
+typedef struct {
+    plot_kind kind;
+    int w, h;                       /* pixels (16:9 by default) */
+    int mono;                       /* dashes and markers, black on white */
+    int logy;                       /* loss on a log axis */
+    long steps[PLOT_MAX_STEPS];     /* chosen steps; nsteps = 0: the kind's default */
+    int nsteps;
+    const char *source;             /* named in the caption */
+} plot_opts;
+
+/* Parse --kind, --size, --step values. 0, or -1 with what is allowed in err. */
+int plot_parse_kind(const char *s, plot_kind *k);
+int plot_parse_size(const char *s, int *w, int *h);
+int plot_parse_steps(const char *s, long *steps, int *n);
+
+/* Write the figure to f. 0, or -1 with one line in err (a missing column,
+ * a step not in the data). */
+int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size_t errlen);
+
+/* Render to path atomically. 0, or -1 with "PATH: reason" / the render's
+ * error in err. */
+int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen);
+
+/* The live view's g key: the loss chart and the last step's layer panel
+ * (or the heatmap) of a snapshot, to path atomically. 0, or -1 with a
+ * reason in err. */
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
+                        size_t errlen);
+
+/* --plot INPUT: read, render, write --out. Returns the exit status (0, or
+ * 2 after one line on err). */
+int plot_main(const char *input, const char *out, const char *kind, const char *size,
+              const char *steps, int mono, int logy, FILE *err);
+
+#endif

@@ -1,0 +1,1129 @@
+/* plot.c - draw a figure for a slide as SVG, written by the program itself.
+ *
+ * Kinds: the loss (train and validation, both runs of a comparison, a
+ * marker where a setting changed), the per-layer gradient norms at one step
+ * as bars (output at the top, log axis, as the live view shows them), the
+ * gradient norm against depth at chosen steps (the picture of Xiong et al.
+ * 2020, "On Layer Normalization in the Transformer Architecture", Fig. 3),
+ * a layers x steps heatmap, and the live view's chart + layer panel (g).
+ *
+ * Sized for a slide (1600x900 by default), type >= 20 px at 1600 wide, the
+ * live view's colors on its dark ground; --mono is black on white with
+ * dashes and marker shapes instead of colors. Non-finite values are gaps in
+ * a line (a new subpath), never a point at NaN; more rows than pixels are
+ * reduced to each pixel column's minimum and maximum, so the file stays
+ * small whatever the run's length.
+ *
+ * Not here: reading the rows (plot_data.c), the temp-file + rename
+ * (atomicio.c), the terminal (tui_*.c).
+ */
+#include "plot.h"
+
+#include "atomicio.h"
+#include "tui.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *bg, *fg, *grid, *dim, *train, *val, *twin, *twin_val, *mark;
+    const char *normal, *vanish, *explode, *nan;
+    const char *heat[7];
+    const char *step[PLOT_MAX_STEPS];
+} palette;
+
+/* The live view's curses colors (tui_curses.c), as a terminal shows them. */
+static const palette pal_screen = {
+    "#121417", "#e6e6e6", "#33383d", "#9aa0a6", "#2ec4d6", "#e05ad8", "#5fd35f", "#b7f29b",
+    "#f0c419", "#4caf50", "#5c7cfa", "#ff4d4d", "#ff4d4d",
+    {"#1b2a5e", "#3b5bdb", "#22b8cf", "#40c057", "#fab005", "#f03e3e", "#e64980"},
+    {"#2ec4d6", "#f0c419", "#e05ad8", "#5fd35f", "#ff4d4d", "#5c7cfa", "#e6e6e6", "#ff922b"}};
+static const palette pal_mono = {
+    "#ffffff", "#000000", "#d0d0d0", "#555555", "#000000", "#000000", "#000000", "#000000",
+    "#000000", "#000000", "#000000", "#000000", "#000000",
+    {"#f4f4f4", "#d9d9d9", "#bdbdbd", "#969696", "#737373", "#4d4d4d", "#252525"},
+    {"#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000"}};
+/* --mono: series told apart by dashes and marker shapes */
+static const char *const mono_dash[] = {"", "14 7", "4 5", "14 5 3 5", "24 6", "2 3", "8 3 8 9",
+                                        "18 4 4 4 4 4"};
+enum { SH_NONE, SH_CIRCLE, SH_SQUARE, SH_TRIANGLE, SH_DIAMOND };
+
+typedef struct {
+    FILE *f;
+    const plot_opts *o;
+    const palette *p;
+    double s;               /* W / 1600 */
+    double fs, fs_small;    /* body and caption type, px */
+} svg;
+
+typedef struct {
+    double x, y, w, h;
+} box;
+
+/* lo, hi in data units (log10 of them on a log axis), drawn from p0 to p1 */
+typedef struct {
+    double lo, hi;
+    int log;
+    double p0, p1;
+    int integer; /* ticks on whole numbers only (layers) */
+} axis;
+
+typedef struct {
+    char text[96];
+    const char *color, *dash;
+    int shape;
+    int swatch; /* a filled box instead of a line */
+    double opacity;
+} legend_entry;
+
+enum { LEGEND_MAX = 24 };
+typedef struct {
+    legend_entry e[LEGEND_MAX];
+    int n;
+} legend;
+
+/* ---- SVG primitives -------------------------------------------------------------- */
+
+static void esc(FILE *f, const char *t)
+{
+    for (; *t; t++) {
+        switch (*t) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*t >= 0x20 || *t == '\t')
+                fputc(*t, f);
+        }
+    }
+}
+
+/* anchor: 's'tart, 'm'iddle, 'e'nd */
+static void text(svg *v, double x, double y, double size, char anchor, const char *fill,
+                 const char *extra, const char *fmt, ...)
+{
+    char b[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    fprintf(v->f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" fill=\"%s\" text-anchor=\"%s\"%s%s>",
+            x, y, size, fill, anchor == 'm' ? "middle" : anchor == 'e' ? "end" : "start",
+            extra ? " " : "", extra ? extra : "");
+    esc(v->f, b);
+    fputs("</text>\n", v->f);
+}
+
+static void line(svg *v, double x1, double y1, double x2, double y2, const char *stroke,
+                 double width, const char *dash)
+{
+    fprintf(v->f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%.1f\"",
+            x1, y1, x2, y2, stroke, width);
+    if (dash && dash[0])
+        fprintf(v->f, " stroke-dasharray=\"%s\"", dash);
+    fputs("/>\n", v->f);
+}
+
+static void shape(svg *v, int sh, double x, double y, double r, const char *color)
+{
+    const char *fill = v->o->mono ? v->p->bg : color;
+    switch (sh) {
+    case SH_CIRCLE:
+        fprintf(v->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                x, y, r, fill, color);
+        break;
+    case SH_SQUARE:
+        fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                x - r, y - r, 2 * r, 2 * r, fill, color);
+        break;
+    case SH_TRIANGLE:
+    case SH_DIAMOND:
+        if (sh == SH_TRIANGLE)
+            fprintf(v->f, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"", x, y - r, x + r, y + r, x - r, y + r);
+        else
+            fprintf(v->f, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"", x, y - r, x + r, y, x,
+                    y + r, x - r, y);
+        fprintf(v->f, " fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"/>\n", fill, color);
+        break;
+    default:
+        break;
+    }
+}
+
+static void svg_begin(svg *v)
+{
+    const plot_opts *o = v->o;
+    fprintf(v->f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+            "<defs><pattern id=\"nan\" width=\"10\" height=\"10\" patternUnits=\"userSpaceOnUse\">"
+            "<rect width=\"10\" height=\"10\" fill=\"%s\"/><path d=\"M0 10L10 0\" stroke=\"%s\" "
+            "stroke-width=\"3\"/></pattern></defs>\n"
+            "<rect class=\"background\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
+            o->w, o->h, o->w, o->h, v->p->bg, v->p->nan, o->w, o->h, v->p->bg);
+}
+
+/* ---- axes ------------------------------------------------------------------------ */
+
+static double ax_map(const axis *a, double v)
+{
+    if (a->log)
+        v = v > 0 ? log10(v) : a->lo - 1;
+    double t = a->hi > a->lo ? (v - a->lo) / (a->hi - a->lo) : 0.5;
+    return a->p0 + t * (a->p1 - a->p0);
+}
+
+static double nice_step(double span)
+{
+    double raw = span / 5, mag = pow(10, floor(log10(raw))), n = raw / mag;
+    return (n < 1.5 ? 1 : n < 3.5 ? 2 : n < 7.5 ? 5 : 10) * mag;
+}
+
+/* Fit lo..hi (data units) to the axis: a margin on a linear one, whole
+ * decades on a log one; a single value gets a span around it. */
+static void ax_fit(axis *a, double lo, double hi, int log_, double pad)
+{
+    a->log = log_;
+    if (!(lo <= hi)) {
+        lo = log_ ? 0.1 : 0;
+        hi = log_ ? 10 : 1;
+    }
+    if (log_) {
+        lo = log10(lo);
+        hi = log10(hi);
+        if (hi - lo < 0.3) {
+            lo -= 0.15;
+            hi += 0.15;
+        }
+    } else if (hi - lo < 1e-12 * (fabs(lo) + 1)) {
+        lo -= fabs(lo) * 0.1 + 1;
+        hi += fabs(hi) * 0.1 + 1;
+    }
+    double m = (hi - lo) * pad;
+    a->lo = lo - m;
+    a->hi = hi + m;
+}
+
+/* The decade label "10^k" with a raised exponent. */
+static void decade_label(svg *v, double x, double y, char anchor, int k)
+{
+    char extra[160];
+    snprintf(extra, sizeof extra, "class=\"tick\"");
+    fprintf(v->f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" fill=\"%s\" text-anchor=\"%s\" %s>10"
+                  "<tspan dy=\"-0.45em\" font-size=\"75%%\">%d</tspan></text>\n",
+            x, y, v->fs, v->p->fg, anchor == 'm' ? "middle" : "end", extra, k);
+}
+
+/* Ticks of an axis: decades (or 1-2-5 within a decade) on a log axis,
+ * 1-2-5 steps on a linear one. Calls out for each. */
+static int ax_ticks(const axis *a, double *t, int max)
+{
+    int n = 0;
+    if (a->log && a->hi - a->lo >= 1) {
+        int step = (int)ceil((a->hi - a->lo) / 10);
+        for (int k = (int)ceil(a->lo); k <= (int)floor(a->hi) && n < max; k += step)
+            t[n++] = k;
+        return n;
+    }
+    double lo = a->log ? pow(10, a->lo) : a->lo, hi = a->log ? pow(10, a->hi) : a->hi;
+    double st = nice_step(hi - lo);
+    if (a->integer && st < 1)
+        st = 1;
+    for (double x = ceil(lo / st) * st; x <= hi + st * 1e-9 && n < max; x += st)
+        t[n++] = fabs(x) < st * 1e-9 ? 0 : x;
+    return n;
+}
+
+static void ax_tick_label(svg *v, const axis *a, double t, double x, double y, char anchor)
+{
+    if (a->log && a->hi - a->lo >= 1)
+        decade_label(v, x, y, anchor, (int)t);
+    else
+        text(v, x, y, v->fs, anchor, v->p->fg, "class=\"tick\"", "%g", t);
+}
+
+static double ax_tick_pos(const axis *a, double t)
+{
+    return a->log && a->hi - a->lo >= 1 ? ax_map(a, pow(10, t)) : ax_map(a, t);
+}
+
+/* Frame, grid lines, tick labels and axis titles of one panel. */
+static void draw_axes(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
+                      const char *ylabel)
+{
+    double t[16];
+    fprintf(v->f,
+            "<rect class=\"plot-area\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+            "fill=\"none\" stroke=\"%s\" stroke-width=\"2\"",
+            b.x, b.y, b.w, b.h, v->p->dim);
+    if (ax && !ax->log)
+        fprintf(v->f, " data-x0=\"%.9g\" data-x1=\"%.9g\"", ax->lo, ax->hi);
+    fputs("/>\n", v->f);
+    int n = ax ? ax_ticks(ax, t, 16) : 0;
+    for (int i = 0; i < n; i++) {
+        double x = ax_tick_pos(ax, t[i]);
+        line(v, x, b.y, x, b.y + b.h, v->p->grid, 1, NULL);
+        ax_tick_label(v, ax, t[i], x, b.y + b.h + v->fs * 1.2, 'm');
+    }
+    n = ay ? ax_ticks(ay, t, 16) : 0;
+    for (int i = 0; i < n; i++) {
+        double y = ax_tick_pos(ay, t[i]);
+        line(v, b.x, y, b.x + b.w, y, v->p->grid, 1, NULL);
+        ax_tick_label(v, ay, t[i], b.x - v->fs * 0.4, y + v->fs * 0.35, 'e');
+    }
+    if (xlabel)
+        text(v, b.x + b.w / 2, b.y + b.h + v->fs * 2.5, v->fs, 'm', v->p->fg, "class=\"axis-label\"",
+             "%s", xlabel);
+    if (ylabel) {
+        char rot[96];
+        double x = b.x - v->fs * 3.2, y = b.y + b.h / 2;
+        snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
+        text(v, x, y, v->fs, 'm', v->p->fg, rot, "%s", ylabel);
+    }
+}
+
+/* ---- legend ---------------------------------------------------------------------- */
+
+static void legend_add(legend *lg, const char *color, const char *dash, int shape_, int swatch,
+                       double opacity, const char *fmt, ...)
+{
+    if (lg->n >= LEGEND_MAX)
+        return;
+    legend_entry *e = &lg->e[lg->n++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    va_end(ap);
+    e->color = color;
+    e->dash = dash;
+    e->shape = shape_;
+    e->swatch = swatch;
+    e->opacity = opacity;
+}
+
+/* In the panel's top right corner, on a box that hides the grid. */
+static void draw_legend(svg *v, box b, const legend *lg)
+{
+    if (lg->n == 0)
+        return;
+    size_t longest = 0;
+    for (int i = 0; i < lg->n; i++)
+        if (strlen(lg->e[i].text) > longest)
+            longest = strlen(lg->e[i].text);
+    double rowh = v->fs * 1.35, sw = v->fs * 2.2;
+    double w = sw + v->fs * 0.8 + (double)longest * v->fs * 0.56 + v->fs;
+    double h = rowh * lg->n + v->fs * 0.6;
+    double x = b.x + b.w - w - v->fs * 0.5, y = b.y + v->fs * 0.5;
+    fprintf(v->f, "<g class=\"legend\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                  "fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\"/>\n",
+            x, y, w, h, v->p->bg, v->p->dim);
+    for (int i = 0; i < lg->n; i++) {
+        const legend_entry *e = &lg->e[i];
+        double cy = y + v->fs * 0.3 + rowh * (i + 0.5), lx = x + v->fs * 0.5;
+        if (e->swatch)
+            fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                          "fill-opacity=\"%.2f\" stroke=\"%s\"/>\n",
+                    lx, cy - v->fs * 0.4, sw, v->fs * 0.8, e->color, e->opacity, v->p->fg);
+        else
+            line(v, lx, cy, lx + sw, cy, e->color, 3 * v->s, e->dash);
+        shape(v, e->shape, lx + sw / 2, cy, v->fs * 0.25, e->color);
+        text(v, lx + sw + v->fs * 0.5, cy + v->fs * 0.35, v->fs, 's', v->p->fg, NULL, "%s", e->text);
+    }
+    fputs("</g>\n", v->f);
+}
+
+/* ---- a line series, with gaps and decimation -------------------------------------- */
+
+typedef struct {
+    svg *v;
+    const axis *ax, *ay;
+    int pen;             /* a subpath is open */
+    long px;             /* the pixel column being reduced */
+    int have;            /* the bucket holds a point */
+    double xmin_, ymin, xmax_, ymax; /* its extremes, in order of arrival */
+    int min_first;
+    long points;
+} series;
+
+static void series_point(series *s, double x, double y)
+{
+    fprintf(s->v->f, "%c%.1f %.1f", s->pen ? 'L' : 'M', ax_map(s->ax, x), ax_map(s->ay, y));
+    s->pen = 1;
+    s->points++;
+}
+
+/* A pixel column's points: its minimum and maximum, in the order they came. */
+static void series_flush(series *s)
+{
+    if (!s->have)
+        return;
+    double x1 = s->min_first ? s->xmin_ : s->xmax_, y1 = s->min_first ? s->ymin : s->ymax;
+    double x2 = s->min_first ? s->xmax_ : s->xmin_, y2 = s->min_first ? s->ymax : s->ymin;
+    series_point(s, x1, y1);
+    if (y2 != y1 || x2 != x1)
+        series_point(s, x2, y2);
+    s->have = 0;
+}
+
+/* x, y of n rows (y with a stride). NaN and inf break the line; -inf means
+ * "not measured" (a validation loss between measurements) and is skipped;
+ * a step that goes back (a rewind) starts a new subpath. */
+static long draw_series(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
+                        long n, long stride, const char *name, const char *color, const char *dash,
+                        double width)
+{
+    series s = {.v = v, .ax = ax, .ay = ay, .px = -1};
+    fprintf(v->f, "<path class=\"series\" data-name=\"");
+    esc(v->f, name);
+    fprintf(v->f, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-linejoin=\"round\"", color,
+            width);
+    if (dash && dash[0])
+        fprintf(v->f, " stroke-dasharray=\"%s\"", dash);
+    fputs(" d=\"", v->f);
+    long prev = 0;
+    int started = 0;
+    for (long i = 0; i < n; i++) {
+        double yy = y[i * stride];
+        if (isinf(yy) && yy < 0)
+            continue;
+        if (started && x[i] <= prev) { /* a rewind */
+            series_flush(&s);
+            s.pen = 0;
+        }
+        prev = x[i];
+        started = 1;
+        if (!isfinite(yy) || (ay->log && yy <= 0)) {
+            series_flush(&s);
+            s.pen = 0;
+            continue;
+        }
+        long px = (long)floor(ax_map(ax, (double)x[i]));
+        if (px != s.px || !s.have) {
+            series_flush(&s);
+            s.px = px;
+            s.have = 1;
+            s.xmin_ = s.xmax_ = (double)x[i];
+            s.ymin = s.ymax = yy;
+            s.min_first = 1;
+            continue;
+        }
+        if (yy < s.ymin) {
+            s.ymin = yy;
+            s.xmin_ = (double)x[i];
+            s.min_first = 0;
+        }
+        if (yy > s.ymax) {
+            s.ymax = yy;
+            s.xmax_ = (double)x[i];
+            s.min_first = 1;
+        }
+    }
+    series_flush(&s);
+    fprintf(v->f, "\" data-points=\"%ld\"/>\n", s.points);
+    return s.points;
+}
+
+/* Marker shapes on the measured points of a sparse series (validation). */
+static void draw_points(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
+                        long n, int sh, const char *color)
+{
+    long count = 0;
+    for (long i = 0; i < n; i++)
+        count += isfinite(y[i]) && (!ay->log || y[i] > 0);
+    if (count > 200 || sh == SH_NONE)
+        return;
+    for (long i = 0; i < n; i++)
+        if (isfinite(y[i]) && (!ay->log || y[i] > 0))
+            shape(v, sh, ax_map(ax, (double)x[i]), ax_map(ay, y[i]), v->fs * 0.22, color);
+}
+
+/* ---- captions -------------------------------------------------------------------- */
+
+/* "pre layernorm, warmup on, clip 0, fp32, 6 layers" */
+static void run_settings(const plot_run *r, char *b, size_t n)
+{
+    if (!r->have_set) {
+        snprintf(b, n, "%d layers", r->L);
+        return;
+    }
+    snprintf(b, n, "%s %s, warmup %s, clip %s, %s%s, %d layers", r->set[0], r->set[1], r->set[2],
+             r->set[3], r->set[4],
+             strcmp(r->set[4], "fp32") ? (strcmp(r->set[5], "on") ? " (norms too)" : " (fp32 norms)")
+                                       : "",
+             r->L);
+}
+
+static void draw_frame(svg *v, const plot_data *d, const char *title)
+{
+    const plot_opts *o = v->o;
+    text(v, o->w / 2.0, v->fs * 1.9, v->fs * 1.35, 'm', v->p->fg, "class=\"title\" font-weight=\"bold\"",
+         "%s", title);
+    char cap[640], a[200], b[200];
+    run_settings(&d->run[0], a, sizeof a);
+    if (d->nruns > 1) {
+        run_settings(&d->run[1], b, sizeof b);
+        snprintf(cap, sizeof cap, "a: %s  |  b: %s", a, b);
+    } else {
+        snprintf(cap, sizeof cap, "%s", a);
+    }
+    if (o->source) { /* the file's name: its directory says nothing on a slide */
+        const char *base = strrchr(o->source, '/');
+        size_t used = strlen(cap);
+        snprintf(cap + used, sizeof cap - used, "  |  %s", base ? base + 1 : o->source);
+    }
+    double size = v->fs_small, fit = o->w * 0.96 / (0.55 * (double)strlen(cap));
+    if (fit < size)
+        size = fit;
+    text(v, o->w / 2.0, o->h - v->fs * 0.7, size, 'm', v->p->dim, "class=\"caption\"", "%s", cap);
+}
+
+/* ---- the loss -------------------------------------------------------------------- */
+
+static void loss_range(const plot_data *d, int logy, long *x0, long *x1, double *y0, double *y1)
+{
+    *x0 = 0;
+    *x1 = 1;
+    *y0 = INFINITY;
+    *y1 = -INFINITY;
+    int first = 1;
+    for (int r = 0; r < d->nruns; r++) {
+        const plot_run *p = &d->run[r];
+        for (long i = 0; i < p->n; i++) {
+            if (first || p->step[i] < *x0)
+                *x0 = p->step[i];
+            if (first || p->step[i] > *x1)
+                *x1 = p->step[i];
+            first = 0;
+            float ys[2] = {p->loss[i], p->val[i]};
+            for (int k = 0; k < 2; k++)
+                if (isfinite(ys[k]) && (!logy || ys[k] > 0)) {
+                    *y0 = fmin(*y0, ys[k]);
+                    *y1 = fmax(*y1, ys[k]);
+                }
+        }
+    }
+}
+
+/* Is the same change marked at the same step in run r? (A setting sent to
+ * both runs of a comparison is marked once.) */
+static int mark_in(const plot_run *r, const plot_mark *m)
+{
+    for (int i = 0; i < r->nmark; i++)
+        if (r->mark[i].step == m->step && !strcmp(r->mark[i].text, m->text))
+            return 1;
+    return 0;
+}
+
+/* A dashed vertical line at each marked step, its label in the first of
+ * three rows (above the panel, then inside its top) where it overlaps no
+ * earlier label. */
+static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int which, double *ends)
+{
+    const plot_run *r = &d->run[which], *other = &d->run[!which];
+    for (int i = 0; i < r->nmark; i++) {
+        const plot_mark *m = &r->mark[i];
+        int shared = d->nruns > 1 && mark_in(other, m);
+        if (which && shared)
+            continue;
+        char label[PLOT_MARKLEN + 8];
+        snprintf(label, sizeof label, "%s%s", d->nruns > 1 && !shared ? (which ? "b: " : "a: ") : "",
+                 m->text);
+        double x = ax_map(ax, (double)m->step), w = 0.56 * v->fs_small * (double)strlen(label);
+        double x0 = x + w + v->fs * 0.3 > b.x + b.w ? x - w - v->fs * 0.25 : x + v->fs * 0.25;
+        int row = 0;
+        while (row < 2 && x0 < ends[row] + v->fs * 0.5)
+            row++;
+        ends[row] = x0 + w;
+        fprintf(v->f, "<g class=\"marker\" data-step=\"%ld\">", m->step);
+        line(v, x, b.y, x, b.y + b.h, v->p->mark, 2 * v->s, "6 5");
+        text(v, x0, row ? b.y + v->fs * 1.25 * row : b.y - v->fs * 0.35, v->fs_small, 's', v->p->mark,
+             "class=\"marker-label\"", "%s", label);
+        fputs("</g>\n", v->f);
+    }
+}
+
+/* A red tick under the axis at each pixel column where the train loss was
+ * not finite: the gap in the line says where, this says why. */
+static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_run *r)
+{
+    long last_px = -1;
+    int any = 0;
+    for (long i = 0; i < r->n; i++) {
+        if (isfinite(r->loss[i]))
+            continue;
+        double x = ax_map(ax, (double)r->step[i]);
+        if ((long)x == last_px)
+            continue;
+        last_px = (long)x;
+        any = 1;
+        fprintf(v->f, "<path class=\"nonfinite\" data-step=\"%ld\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" "
+                      "fill=\"%s\"/>\n",
+                r->step[i], x, b.y + b.h - v->fs * 0.6, x - v->fs * 0.3, b.y + b.h - 1,
+                x + v->fs * 0.3, b.y + b.h - 1, v->p->explode);
+    }
+    return any;
+}
+
+static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
+{
+    long x0, x1;
+    double y0, y1;
+    loss_range(d, v->o->logy, &x0, &x1, &y0, &y1);
+    axis ax = {.p0 = b.x, .p1 = b.x + b.w}, ay = {.p0 = b.y + b.h, .p1 = b.y};
+    ax_fit(&ax, (double)x0, (double)x1, 0, 0);
+    ax_fit(&ay, y0, y1, v->o->logy, 0.05);
+    draw_axes(v, b, &ax, &ay, "step (optimizer updates)",
+              v->o->logy ? "loss (nats, log scale)" : "loss (nats per byte)");
+    for (int r = 0; r < d->nruns; r++) {
+        const plot_run *p = &d->run[r];
+        const char *tc = r ? v->p->twin : v->p->train, *vc = r ? v->p->twin_val : v->p->val;
+        const char *td = v->o->mono ? mono_dash[r * 2] : "", *vd = v->o->mono ? mono_dash[r * 2 + 1] : "";
+        const char *who = d->nruns > 1 ? p->label : "";
+        char name[96];
+        snprintf(name, sizeof name, "train loss%s%s", who[0] ? " " : "", who);
+        draw_series(v, &ax, &ay, p->step, p->loss, p->n, 1, name, tc, td, 2.5 * v->s);
+        legend_add(lg, tc, td, SH_NONE, 0, 1, "%s", name);
+        if (p->has_val) {
+            snprintf(name, sizeof name, "validation loss%s%s", who[0] ? " " : "", who);
+            if (draw_series(v, &ax, &ay, p->step, p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)
+                legend_add(lg, vc, vd, r ? SH_SQUARE : SH_CIRCLE, 0, 1, "%s", name);
+            draw_points(v, &ax, &ay, p->step, p->val, p->n, r ? SH_SQUARE : SH_CIRCLE, vc);
+        }
+    }
+    int nonfinite = 0;
+    for (int r = 0; r < d->nruns; r++)
+        nonfinite |= draw_nonfinite(v, b, &ax, &d->run[r]);
+    if (nonfinite)
+        legend_add(lg, v->p->explode, NULL, SH_TRIANGLE, 0, 1, "loss not finite (a gap)");
+    double ends[3] = {-1e9, -1e9, -1e9};
+    for (int r = 0; r < d->nruns; r++)
+        draw_marks(v, b, &ax, d, r, ends);
+    if (d->run[0].nmark || (d->nruns > 1 && d->run[1].nmark))
+        legend_add(lg, v->p->mark, "6 5", SH_NONE, 0, 1, "a setting changed");
+}
+
+/* ---- per-layer bars at one step -------------------------------------------------- */
+
+/* The row of the last occurrence of step (after a rewind, the replay's). */
+static long row_of(const plot_run *r, long step)
+{
+    for (long i = r->n - 1; i >= 0; i--)
+        if (r->step[i] == step)
+            return i;
+    return -1;
+}
+
+static const char *state_color(const svg *v, double x, double gmax)
+{
+    switch (tui_grad_state_of(x, gmax)) {
+    case TUI_G_VANISH: return v->p->vanish;
+    case TUI_G_EXPLODE: return v->p->explode;
+    case TUI_G_NONFINITE: return v->p->nan;
+    default: return v->p->normal;
+    }
+}
+
+/* The decades the bars span: at least the live view's 1e-5 .. 1e+2. */
+static void bars_axis(const plot_run *r, long row, axis *a)
+{
+    double lo = TUI_GRAD_LO, hi = TUI_GRAD_HI;
+    for (int l = 0; l < r->L; l++) {
+        float g[2] = {r->ga[row * r->L + l], r->gf[row * r->L + l]};
+        for (int k = 0; k < 2; k++)
+            if (isfinite(g[k]) && g[k] > 0) {
+                lo = fmin(lo, floor(log10(g[k])));
+                hi = fmax(hi, ceil(log10(g[k])));
+            }
+    }
+    a->log = 1;
+    a->lo = lo;
+    a->hi = hi;
+}
+
+static void draw_bar(svg *v, box b, const axis *ax, int l, const char *part, double g, double y,
+                     double h, const char *color, double opacity)
+{
+    if (!isfinite(g)) {
+        fprintf(v->f, "<rect class=\"nan\" data-layer=\"%d\" data-part=\"%s\" x=\"%.1f\" y=\"%.1f\" "
+                      "width=\"%.1f\" height=\"%.1f\" fill=\"url(#nan)\"/>\n",
+                l, part, b.x, y, b.w, h);
+        text(v, b.x + v->fs * 0.3, y + h * 0.5 + v->fs * 0.3, v->fs * 0.8, 's', v->p->fg, NULL, "%s",
+             isnan(g) ? "nan" : "inf");
+        return;
+    }
+    double x1 = g > 0 ? ax_map(ax, g) : b.x;
+    if (x1 < b.x)
+        x1 = b.x;
+    fprintf(v->f, "<rect class=\"bar\" data-layer=\"%d\" data-part=\"%s\" data-value=\"%.6g\" "
+                  "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%.2f\"",
+            l, part, g, b.x, y, x1 - b.x, h, v->o->mono && opacity < 1 ? v->p->bg : color, opacity);
+    if (v->o->mono)
+        fprintf(v->f, " stroke=\"%s\" stroke-width=\"1.5\"", v->p->fg);
+    fputs("/>\n", v->f);
+}
+
+/* Bars of each layer's attention and MLP gradient norms at one row, the
+ * output layer at the top, as the live view's panel. */
+static void draw_layers_panel(svg *v, box b, const plot_run *r, long row, const char *title,
+                              legend *lg)
+{
+    axis ax = {.p0 = b.x, .p1 = b.x + b.w};
+    bars_axis(r, row, &ax);
+    draw_axes(v, b, &ax, NULL, "gradient norm ||dL/dW|| (log scale)", "layer (0 = next to the input)");
+    text(v, b.x, b.y - v->fs * 0.5, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
+    double gmax = 0;
+    for (int l = 0; l < r->L; l++) {
+        float g[2] = {r->ga[row * r->L + l], r->gf[row * r->L + l]};
+        for (int k = 0; k < 2; k++)
+            if (isfinite(g[k]) && g[k] > gmax)
+                gmax = g[k];
+    }
+    double rh = b.h / (r->L > 0 ? r->L : 1);
+    int every = (int)ceil(v->fs * 1.1 / rh);
+    for (int l = 0; l < r->L; l++) {
+        double y = b.y + (r->L - 1 - l) * rh;
+        double ga = r->ga[row * r->L + l], gf = r->gf[row * r->L + l];
+        draw_bar(v, b, &ax, l, "attn", ga, y + rh * 0.08, rh * 0.4, state_color(v, ga, gmax), 1);
+        draw_bar(v, b, &ax, l, "mlp", gf, y + rh * 0.52, rh * 0.4, state_color(v, gf, gmax), 0.55);
+        if (l % (every > 0 ? every : 1) == 0)
+            text(v, b.x - v->fs * 0.4, y + rh / 2 + v->fs * 0.35, v->fs, 'e', v->p->fg, "class=\"tick\"",
+                 "%d", l);
+    }
+    if (lg->n)
+        return;
+    legend_add(lg, v->p->normal, NULL, SH_NONE, 1, 1, "attention (upper)");
+    legend_add(lg, v->p->normal, NULL, SH_NONE, 1, 0.55, "MLP (lower)");
+    if (!v->o->mono) {
+        legend_add(lg, v->p->vanish, NULL, SH_NONE, 1, 1, "vanishing (<1e-3 max)");
+        legend_add(lg, v->p->explode, NULL, SH_NONE, 1, 1, "exploding (>10)");
+    }
+}
+
+/* ---- gradient norm against depth ------------------------------------------------- */
+
+static void profile_range(const plot_data *d, const long *rows, int nrows, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int r = 0; r < d->nruns; r++)
+        for (int k = 0; k < nrows; k++) {
+            long i = rows[r * PLOT_MAX_STEPS + k];
+            const plot_run *p = &d->run[r];
+            for (int l = 0; l < p->L && i >= 0; l++) {
+                double g = p->gn[i * p->L + l];
+                if (isfinite(g) && g > 0) {
+                    *lo = fmin(*lo, g);
+                    *hi = fmax(*hi, g);
+                }
+            }
+        }
+}
+
+static void draw_profile_panel(svg *v, box b, const plot_data *d, const long *steps, int nsteps,
+                               const long *rows, legend *lg)
+{
+    int L = d->run[0].L;
+    double lo, hi;
+    profile_range(d, rows, nsteps, &lo, &hi);
+    axis ax = {.p0 = b.x, .p1 = b.x + b.w, .log = 0, .lo = -0.3, .hi = L - 1 + 0.3,
+                 .integer = 1};
+    axis ay = {.p0 = b.y + b.h, .p1 = b.y};
+    ax_fit(&ay, lo, hi, 1, 0.05);
+    draw_axes(v, b, &ax, &ay, "layer (depth: 0 = next to the input, right = output)",
+              "gradient norm ||dL/dW|| of the layer (log)");
+    long xs[NS_MAX_LAYERS]; /* each run's own depth: a file may give b fewer layers */
+    for (int l = 0; l < NS_MAX_LAYERS; l++)
+        xs[l] = l;
+    for (int r = 0; r < d->nruns; r++)
+        for (int k = 0; k < nsteps; k++) {
+            const plot_run *p = &d->run[r];
+            long i = rows[r * PLOT_MAX_STEPS + k];
+            const char *c = v->p->step[k];
+            const char *dash = v->o->mono ? mono_dash[k] : r ? "10 6" : "";
+            int sh = v->o->mono ? 1 + k % 4 : r ? SH_SQUARE : SH_CIRCLE;
+            char name[96];
+            snprintf(name, sizeof name, "step %ld%s%s", steps[k], d->nruns > 1 ? " " : "",
+                     d->nruns > 1 ? p->label : "");
+            draw_series(v, &ax, &ay, xs, p->gn + i * p->L, p->L, 1, name, c, dash, 3 * v->s);
+            for (int l = 0; l < p->L && L <= 32; l++)
+                if (isfinite(p->gn[i * p->L + l]) && p->gn[i * p->L + l] > 0)
+                    shape(v, sh, ax_map(&ax, l), ax_map(&ay, p->gn[i * p->L + l]), v->fs * 0.25, c);
+            legend_add(lg, c, dash, sh, 0, 1, "%s", name);
+        }
+}
+
+/* ---- heatmap --------------------------------------------------------------------- */
+
+/* A bucket's value: non-finite if any row was (a divergence must show),
+ * else the largest. */
+static double heat_bucket(const plot_run *r, long a, long b, int l)
+{
+    double m = 0;
+    for (long i = a; i < b; i++) {
+        double g = r->gn[i * r->L + l];
+        if (!isfinite(g))
+            return g;
+        m = fmax(m, g);
+    }
+    return m;
+}
+
+/* cells: the most rects this panel may draw (the file's size) */
+static void draw_heat_panel(svg *v, box b, const plot_run *r, const char *title, long cells)
+{
+    draw_axes(v, b, NULL, NULL, "step", "layer (0 = next to the input)");
+    text(v, b.x, b.y - v->fs * 0.4, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
+    long C = r->n, maxc = (long)(b.w / 3), cellcap = cells / (r->L > 0 ? r->L : 1);
+    C = C < maxc ? C : maxc;
+    C = C < cellcap ? C : cellcap;
+    if (C < 1)
+        C = 1;
+    double cw = b.w / (double)C, rh = b.h / (r->L > 0 ? r->L : 1);
+    for (long j = 0; j < C; j++) {
+        long a = j * r->n / C, e = (j + 1) * r->n / C;
+        if (e <= a)
+            e = a + 1;
+        for (int l = 0; l < r->L; l++) {
+            double g = heat_bucket(r, a, e, l);
+            int lv = tui_heat_level(g);
+            fprintf(v->f, "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s%s%s\"/>\n",
+                    b.x + j * cw, b.y + (r->L - 1 - l) * rh, cw + 0.3, rh + 0.3, lv < 0 ? "url(#nan)" : "",
+                    lv < 0 ? "" : v->p->heat[lv], "");
+        }
+    }
+    int every = (int)ceil(v->fs * 1.1 / rh);
+    for (int l = 0; l < r->L; l += every > 0 ? every : 1)
+        text(v, b.x - v->fs * 0.4, b.y + (r->L - 1 - l) * rh + rh / 2 + v->fs * 0.35, v->fs, 'e', v->p->fg,
+             "class=\"tick\"", "%d", l);
+    for (int k = 0; k < 5 && r->n > 0; k++) {
+        long j = k * (C - 1) / 4, i = j * r->n / C;
+        text(v, b.x + (j + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"", "%ld",
+             r->step[i]);
+        if (C < 5)
+            break;
+    }
+}
+
+/* The color scale, in decades, under the panels' right edge. */
+static void heat_legend(svg *v, legend *lg)
+{
+    static const char *const names[7] = {"< 1e-4", "1e-4 .. 1e-3", "1e-3 .. 0.01", "0.01 .. 0.1",
+                                         "0.1 .. 1",  "1 .. 10",      ">= 10"};
+    for (int k = 6; k >= 0; k--)
+        legend_add(lg, v->p->heat[k], NULL, SH_NONE, 1, 1, "%s", names[k]);
+    legend_add(lg, "url(#nan)", NULL, SH_NONE, 1, 1, "not finite");
+}
+
+/* ---- figures --------------------------------------------------------------------- */
+
+/* The area inside the title and caption, with room for axis labels. */
+static box content(const svg *v)
+{
+    double l = v->fs * 5.2, t = v->fs * 4.4, r = v->fs * 1.2, bt = v->fs * 4.6;
+    return (box){l, t, v->o->w - l - r, v->o->h - t - bt};
+}
+
+/* Split b into n side by side (cols) or stacked, with a gap for labels. */
+static box part(box b, int i, int n, int cols, double gap)
+{
+    if (cols) {
+        double w = (b.w - gap * (n - 1)) / n;
+        return (box){b.x + i * (w + gap), b.y, w, b.h};
+    }
+    double h = (b.h - gap * (n - 1)) / n;
+    return (box){b.x, b.y + i * (h + gap), b.w, h};
+}
+
+/* The steps a figure shows: the chosen ones, or the kind's default (the
+ * last; for a profile, four spread over the run). Each must be in every
+ * run; rows[r * PLOT_MAX_STEPS + k] is where step k is in run r. */
+static int pick_steps(const plot_data *d, const plot_opts *o, int many, long *steps, long *rows,
+                      char *err, size_t errlen)
+{
+    const plot_run *a = &d->run[0];
+    int n = 0;
+    if (o->nsteps)
+        for (int k = 0; k < o->nsteps && k < (many ? PLOT_MAX_STEPS : 1); k++)
+            steps[n++] = o->steps[k];
+    else
+        for (int k = many ? 0 : 3; k < 4; k++) {
+            long s = a->step[(a->n - 1) * k / 3];
+            if (n == 0 || steps[n - 1] != s)
+                steps[n++] = s;
+        }
+    for (int r = 0; r < d->nruns; r++)
+        for (int k = 0; k < n; k++) {
+            rows[r * PLOT_MAX_STEPS + k] = row_of(&d->run[r], steps[k]);
+            if (rows[r * PLOT_MAX_STEPS + k] < 0) {
+                const plot_run *p = &d->run[r];
+                snprintf(err, errlen, "--step %ld: not in the %s rows (steps %ld..%ld)", steps[k],
+                         r ? "b" : "input's", p->step[0], p->step[p->n - 1]);
+                return -1;
+            }
+        }
+    return n;
+}
+
+static int fig_loss(svg *v, const plot_data *d)
+{
+    box b = content(v);
+    legend lg = {0};
+    draw_frame(v, d, d->nruns > 1 ? "Training loss of two runs" : "Training loss");
+    draw_loss_panel(v, b, d, &lg);
+    draw_legend(v, b, &lg);
+    return 0;
+}
+
+static int fig_layers(svg *v, const plot_data *d, char *err, size_t errlen)
+{
+    long steps[PLOT_MAX_STEPS], rows[2 * PLOT_MAX_STEPS];
+    if (pick_steps(d, v->o, 0, steps, rows, err, errlen) < 0)
+        return -1;
+    char title[128];
+    snprintf(title, sizeof title, "Gradient norm of each layer at step %ld", steps[0]);
+    draw_frame(v, d, title);
+    box all = content(v), leg = all;
+    all.w *= 0.74;
+    leg.x = all.x + all.w;
+    leg.w -= all.w;
+    all.y += v->fs * 1.2;
+    all.h -= v->fs * 1.2;
+    legend lg = {0};
+    for (int r = 0; r < d->nruns; r++) {
+        box b = part(all, r, d->nruns, 1, v->fs * 5.5);
+        draw_layers_panel(v, b, &d->run[r], rows[r * PLOT_MAX_STEPS],
+                          d->nruns > 1 ? d->run[r].label : "", &lg);
+    }
+    draw_legend(v, leg, &lg);
+    return 0;
+}
+
+static int fig_profile(svg *v, const plot_data *d, char *err, size_t errlen)
+{
+    long steps[PLOT_MAX_STEPS], rows[2 * PLOT_MAX_STEPS];
+    int n = pick_steps(d, v->o, 1, steps, rows, err, errlen);
+    if (n < 0)
+        return -1;
+    draw_frame(v, d, "Gradient norm against depth");
+    box b = content(v);
+    legend lg = {0};
+    draw_profile_panel(v, b, d, steps, n, rows, &lg);
+    draw_legend(v, b, &lg);
+    return 0;
+}
+
+static int fig_heatmap(svg *v, const plot_data *d)
+{
+    draw_frame(v, d, "Gradient norm of each layer over the run");
+    box all = content(v), leg = all;
+    all.w *= 0.76;
+    leg.x = all.x + all.w;
+    leg.w = leg.w - all.w;
+    all.y += v->fs * 1.2;
+    all.h -= v->fs * 1.2;
+    for (int r = 0; r < d->nruns; r++)
+        draw_heat_panel(v, part(all, r, d->nruns, 0, v->fs * 3.2), &d->run[r],
+                        d->nruns > 1 ? d->run[r].label : "", 9000 / d->nruns); /* < 1 MB */
+    legend lg = {0};
+    heat_legend(v, &lg);
+    draw_legend(v, leg, &lg);
+    return 0;
+}
+
+/* The live view's g: the loss chart and the last step's layer panel. */
+static int fig_view(svg *v, const plot_data *d)
+{
+    char title[96];
+    const plot_run *a = &d->run[0];
+    snprintf(title, sizeof title, "normscope at step %ld", a->step[a->n - 1]);
+    draw_frame(v, d, title);
+    box all = content(v);
+    box chart = {all.x, all.y, all.w * 0.55, all.h};
+    box bars = {all.x + all.w * 0.55 + v->fs * 5.5, all.y + v->fs * 1.2, all.w * 0.45 - v->fs * 5.5,
+                all.h - v->fs * 1.2};
+    legend lg = {0}, lb = {0};
+    draw_loss_panel(v, chart, d, &lg);
+    draw_legend(v, chart, &lg);
+    char t[96];
+    snprintf(t, sizeof t, "%s%supper bar attention, lower MLP", d->nruns > 1 ? a->label : "",
+             d->nruns > 1 ? ": " : "");
+    draw_layers_panel(v, bars, a, a->n - 1, t, &lb); /* its legend would cover the bars */
+    return 0;
+}
+
+/* A figure needs rows, and the columns its kind draws. */
+static int check_columns(const plot_data *d, plot_kind k, char *err, size_t errlen)
+{
+    if (d->run[0].n == 0) {
+        snprintf(err, errlen, "no rows: expected a normscope --csv or --jsonl file (a 'step' column)");
+        return -1;
+    }
+    if ((k == PLOT_LOSS || k == PLOT_VIEW) && !d->run[0].has_loss) {
+        snprintf(err, errlen, "no 'loss' column: --kind loss needs step and loss");
+        return -1;
+    }
+    if (k != PLOT_LOSS && d->run[0].L == 0) {
+        snprintf(err, errlen, "no per-layer columns (l0_grad_attn, ...): --kind %s needs them",
+                 k == PLOT_LAYERS ? "layers" : k == PLOT_PROFILE ? "profile" : "heatmap");
+        return -1;
+    }
+    if (k == PLOT_MAP) {
+        snprintf(err, errlen, "--kind map: not yet: it needs a sweep's results.csv");
+        return -1;
+    }
+    return 0;
+}
+
+int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size_t errlen)
+{
+    if (check_columns(d, o->kind, err, errlen))
+        return -1;
+    svg v = {.f = f, .o = o, .p = o->mono ? &pal_mono : &pal_screen, .s = o->w / 1600.0};
+    v.fs = fmax(10, 24 * v.s);
+    v.fs_small = fmax(9, 20 * v.s);
+    svg_begin(&v);
+    int rc = 0;
+    switch (o->kind) {
+    case PLOT_LOSS: rc = fig_loss(&v, d); break;
+    case PLOT_LAYERS: rc = fig_layers(&v, d, err, errlen); break;
+    case PLOT_PROFILE: rc = fig_profile(&v, d, err, errlen); break;
+    case PLOT_HEATMAP: rc = fig_heatmap(&v, d); break;
+    case PLOT_VIEW: rc = fig_view(&v, d); break;
+    case PLOT_MAP: rc = -1; break;
+    }
+    fputs("</svg>\n", f);
+    return rc;
+}
+
+int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen)
+{
+    atomic_file a;
+    if (check_columns(d, o->kind, err, errlen))
+        return -1;
+    if (atomic_open(&a, path, err, errlen))
+        return -1;
+    if (plot_render(a.f, d, o, err, errlen)) {
+        atomic_abort(&a);
+        return -1;
+    }
+    return atomic_commit(&a, err, errlen);
+}
+
+/* ---- the command line ------------------------------------------------------------ */
+
+int plot_parse_kind(const char *s, plot_kind *k)
+{
+    static const char *const names[] = {"loss", "layers", "profile", "heatmap", "map"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, names[i])) {
+            *k = (plot_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+int plot_parse_size(const char *s, int *w, int *h)
+{
+    char *end;
+    errno = 0;
+    long a = strtol(s, &end, 10);
+    if (end == s || (*end != 'x' && *end != 'X'))
+        return -1;
+    const char *p = end + 1;
+    long b = strtol(p, &end, 10);
+    if (end == p || *end || errno || a < 320 || a > 8000 || b < 180 || b > 8000)
+        return -1;
+    *w = (int)a;
+    *h = (int)b;
+    return 0;
+}
+
+int plot_parse_steps(const char *s, long *steps, int *n)
+{
+    *n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || *n == PLOT_MAX_STEPS || (*end && *end != ','))
+            return -1;
+        steps[(*n)++] = x;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+/* --kind, --size, --step into o: 0, or 2 after one line on err. */
+static int plot_options(plot_opts *o, const char *kind, const char *size, const char *steps,
+                        FILE *err)
+{
+    o->kind = PLOT_LOSS;
+    o->w = 1600;
+    o->h = 900;
+    if (kind && plot_parse_kind(kind, &o->kind)) {
+        fprintf(err, "normscope: --kind '%s': expected loss|layers|profile|heatmap|map\n", kind);
+        return 2;
+    }
+    if (size && plot_parse_size(size, &o->w, &o->h)) {
+        fprintf(err, "normscope: --size '%s': expected WxH, W 320..8000, H 180..8000 (e.g. 1600x900)\n",
+                size);
+        return 2;
+    }
+    if (steps && plot_parse_steps(steps, o->steps, &o->nsteps)) {
+        fprintf(err, "normscope: --step '%s': expected up to %d steps N[,N...], each >= 0\n", steps,
+                PLOT_MAX_STEPS);
+        return 2;
+    }
+    return 0;
+}
+
+int plot_main(const char *input, const char *out, const char *kind, const char *size,
+              const char *steps, int mono, int logy, FILE *err)
+{
+    plot_opts o = {.mono = mono, .logy = logy, .source = input};
+    int rc = plot_options(&o, kind, size, steps, err);
+    if (rc)
+        return rc;
+    if (!out) {
+        fprintf(err, "normscope: --plot needs --out FILE.svg\n");
+        return 2;
+    }
+    if (o.kind == PLOT_MAP) {
+        fprintf(err, "normscope: --kind map: not yet: it needs a sweep's results.csv\n");
+        return 2;
+    }
+    plot_data d;
+    char e[512];
+    plot_data_init(&d);
+    if (plot_data_read(&d, input, e, sizeof e) || plot_write(out, &d, &o, e, sizeof e)) {
+        fprintf(err, "normscope: --plot %s: %s\n", input, e);
+        rc = 2;
+    }
+    plot_data_free(&d);
+    return rc;
+}
+
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
+                        size_t errlen)
+{
+    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900};
+    plot_data d;
+    plot_data_init(&d);
+    int rc = -1;
+    if (plot_data_snapshot(&d, s))
+        snprintf(err, errlen, "%s: out of memory", path);
+    else if (d.run[0].n == 0)
+        snprintf(err, errlen, "%s: no step yet to draw", path);
+    else
+        rc = plot_write(path, &d, &o, err, errlen);
+    plot_data_free(&d);
+    return rc;
+}

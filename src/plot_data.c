@@ -1,0 +1,495 @@
+/* plot_data.c - the rows a figure is drawn from: a run's --csv or --jsonl
+ * read line by line into columns per run (a --compare file holds two), or
+ * a live view's snapshot.
+ *
+ * Only the columns a figure uses are kept: step, loss, val_loss, the
+ * settings (to mark where one changed), and each layer's attention, MLP
+ * and norm gradient norms. A line that is neither a header nor a row is
+ * skipped and counted, never fatal: a followed stream's "event" and
+ * "format" lines are skipped on purpose.
+ *
+ * Not here: drawing (plot.c), the writers of these files (metrics.c).
+ */
+#include "plot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Settings whose change between two rows is marked on the loss chart. */
+static const char *const set_names[PLOT_NSET] = {"norm",  "norm_kind", "warmup",
+                                                 "clip",  "precision", "fp32_norms"};
+
+enum { FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SET0 };
+
+/* One line's values for one run, before they become a row. */
+typedef struct {
+    int has_step;
+    long step;
+    float loss, val;
+    int maxl; /* highest layer index seen, -1 = none */
+    float ga[NS_MAX_LAYERS], gf[NS_MAX_LAYERS], gl[NS_MAX_LAYERS];
+    char set[PLOT_NSET][PLOT_SETLEN];
+    int has_set[PLOT_NSET];
+    int seen_loss, seen_val;
+} stage;
+
+void plot_data_init(plot_data *d) { memset(d, 0, sizeof *d); }
+
+static void run_free(plot_run *r)
+{
+    free(r->step);
+    free(r->loss);
+    free(r->val);
+    free(r->ga);
+    free(r->gf);
+    free(r->gn);
+    free(r->mark);
+}
+
+void plot_data_free(plot_data *d)
+{
+    run_free(&d->run[0]);
+    run_free(&d->run[1]);
+    free(d->col_run);
+    free(d->col_field);
+    free(d->col_layer);
+    memset(d, 0, sizeof *d);
+}
+
+static void stage_reset(stage *s)
+{
+    s->has_step = s->seen_loss = s->seen_val = 0;
+    s->loss = s->val = NAN;
+    s->maxl = -1;
+    for (int l = 0; l < NS_MAX_LAYERS; l++)
+        s->ga[l] = s->gf[l] = s->gl[l] = NAN;
+    memset(s->has_set, 0, sizeof s->has_set);
+}
+
+/* "b_loss" -> run 1, FLD_LOSS; "l3_grad_ffn" -> FLD_GF, layer 3. */
+static void map_name(const char *name, size_t len, int *run, int *field, int *layer)
+{
+    *run = 0;
+    *field = FLD_NONE;
+    *layer = 0;
+    if (len > 2 && !strncmp(name, "b_", 2)) {
+        *run = 1;
+        name += 2;
+        len -= 2;
+    }
+    static const struct { const char *n; int f; } main_cols[] = {
+        {"step", FLD_STEP}, {"loss", FLD_LOSS}, {"val_loss", FLD_VAL}};
+    for (size_t i = 0; i < sizeof main_cols / sizeof main_cols[0]; i++)
+        if (strlen(main_cols[i].n) == len && !strncmp(name, main_cols[i].n, len))
+            *field = main_cols[i].f;
+    for (int k = 0; k < PLOT_NSET; k++)
+        if (strlen(set_names[k]) == len && !strncmp(name, set_names[k], len))
+            *field = FLD_SET0 + k;
+    if (*field != FLD_NONE || len < 3 || name[0] != 'l' || name[1] < '0' || name[1] > '9')
+        return;
+    int l = 0;
+    size_t i = 1;
+    while (i < len && name[i] >= '0' && name[i] <= '9' && l < 1000)
+        l = l * 10 + (name[i++] - '0');
+    if (l >= NS_MAX_LAYERS)
+        return;
+    static const struct { const char *n; int f; } layer_cols[] = {
+        {"_grad_attn", FLD_GA}, {"_grad_ffn", FLD_GF}, {"_grad_ln", FLD_GL}};
+    for (size_t k = 0; k < 3; k++)
+        if (strlen(layer_cols[k].n) == len - i && !strncmp(name + i, layer_cols[k].n, len - i)) {
+            *field = layer_cols[k].f;
+            *layer = l;
+        }
+}
+
+/* A number as the writers spell it: %.9g, nan, inf, -inf; empty or null
+ * (val_loss not measured) is NaN. */
+static float cell_num(const char *v, size_t len)
+{
+    char b[64];
+    if (len == 0 || len >= sizeof b)
+        return NAN;
+    memcpy(b, v, len);
+    b[len] = 0;
+    char *end;
+    double x = strtod(b, &end);
+    return end == b || *end ? NAN : (float)x;
+}
+
+static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
+{
+    switch (field) {
+    case FLD_STEP: {
+        float x = cell_num(v, len);
+        if (isfinite(x) && x >= 0) {
+            s->has_step = 1;
+            s->step = strtol(v, NULL, 10);
+        }
+        break;
+    }
+    case FLD_LOSS: s->loss = cell_num(v, len); s->seen_loss = 1; break;
+    case FLD_VAL: /* empty (CSV) or null (JSON): not measured at this step */
+        s->val = len == 0 || (len == 4 && !strncmp(v, "null", 4)) ? -INFINITY : cell_num(v, len);
+        s->seen_val = 1;
+        break;
+    case FLD_GA: case FLD_GF: case FLD_GL: {
+        float *a = field == FLD_GA ? s->ga : field == FLD_GF ? s->gf : s->gl;
+        a[layer] = cell_num(v, len);
+        if (layer > s->maxl)
+            s->maxl = layer;
+        break;
+    }
+    case FLD_NONE: break;
+    default: {
+        int k = field - FLD_SET0;
+        size_t n = len < PLOT_SETLEN - 1 ? len : PLOT_SETLEN - 1;
+        memcpy(s->set[k], v, n);
+        s->set[k][n] = 0;
+        s->has_set[k] = 1;
+    }
+    }
+}
+
+static int grow(void **p, size_t elem, long cap)
+{
+    void *q = realloc(*p, elem * (size_t)cap);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+static int run_reserve(plot_run *r)
+{
+    if (r->n < r->cap)
+        return 0;
+    long cap = r->cap ? r->cap * 2 : 256;
+    size_t per = (size_t)(r->L > 0 ? r->L : 1);
+    if (grow((void **)&r->step, sizeof(long), cap) || grow((void **)&r->loss, sizeof(float), cap) ||
+        grow((void **)&r->val, sizeof(float), cap) || grow((void **)&r->ga, sizeof(float) * per, cap) ||
+        grow((void **)&r->gf, sizeof(float) * per, cap) ||
+        grow((void **)&r->gn, sizeof(float) * per, cap))
+        return -1;
+    r->cap = cap;
+    return 0;
+}
+
+static int run_mark(plot_run *r, long step, const char *text)
+{
+    if (r->nmark == r->capmark) {
+        int cap = r->capmark ? r->capmark * 2 : 16;
+        if (grow((void **)&r->mark, sizeof(plot_mark), cap))
+            return -1;
+        r->capmark = cap;
+    }
+    plot_mark *m = &r->mark[r->nmark++];
+    m->step = step;
+    snprintf(m->text, sizeof m->text, "%s", text);
+    return 0;
+}
+
+/* A setting that differs from the previous row's, or a step that went
+ * back (a rewind), becomes a marker at this row's step. */
+static int run_changes(plot_run *r, const stage *s)
+{
+    char text[PLOT_MARKLEN] = "";
+    if (r->n > 0 && s->step <= r->step[r->n - 1])
+        snprintf(text, sizeof text, "rewind from %ld", r->step[r->n - 1]);
+    for (int k = 0; k < PLOT_NSET; k++) {
+        if (!s->has_set[k])
+            continue;
+        if (r->have_set && strcmp(r->cur[k], s->set[k])) {
+            size_t used = strlen(text);
+            snprintf(text + used, sizeof text - used, "%s%s=%s", used ? ", " : "", set_names[k],
+                     s->set[k]);
+        }
+        if (!r->have_set)
+            memcpy(r->set[k], s->set[k], PLOT_SETLEN);
+        memcpy(r->cur[k], s->set[k], PLOT_SETLEN);
+    }
+    r->have_set = 1;
+    return text[0] ? run_mark(r, s->step, text) : 0;
+}
+
+static int run_add(plot_run *r, const stage *s)
+{
+    if (r->n == 0 && r->cap == 0)
+        r->L = s->maxl + 1;
+    if (run_reserve(r) || run_changes(r, s))
+        return -1;
+    long i = r->n++;
+    r->step[i] = s->step;
+    r->loss[i] = s->loss;
+    r->val[i] = s->val;
+    r->has_loss |= s->seen_loss;
+    r->has_val |= s->seen_val;
+    for (int l = 0; l < r->L; l++) {
+        double a = s->ga[l], f = s->gf[l], n = s->gl[l];
+        r->ga[i * r->L + l] = (float)a;
+        r->gf[i * r->L + l] = (float)f;
+        r->gn[i * r->L + l] = (float)sqrt(a * a + f * f + (isnan(n) ? 0 : n * n));
+    }
+    return 0;
+}
+
+/* The CSV header: where each column goes. */
+static int csv_header(plot_data *d, const char *p, size_t len)
+{
+    int n = 1;
+    for (size_t i = 0; i < len; i++)
+        n += p[i] == ',';
+    d->col_run = malloc(sizeof(short) * (size_t)n);
+    d->col_field = malloc(sizeof(short) * (size_t)n);
+    d->col_layer = malloc(sizeof(short) * (size_t)n);
+    if (!d->col_run || !d->col_field || !d->col_layer)
+        return -1;
+    d->ncol = n;
+    size_t a = 0;
+    for (int c = 0; c < n; c++) {
+        size_t b = a;
+        while (b < len && p[b] != ',')
+            b++;
+        int run, field, layer;
+        map_name(p + a, b - a, &run, &field, &layer);
+        d->col_run[c] = (short)run;
+        d->col_field[c] = (short)field;
+        d->col_layer[c] = (short)layer;
+        a = b + 1;
+    }
+    return 0;
+}
+
+static void csv_row(plot_data *d, const char *p, size_t len, stage st[2])
+{
+    int ncells = 1;
+    for (size_t i = 0; i < len; i++)
+        ncells += p[i] == ',';
+    if (ncells != d->ncol) {
+        d->skipped++;
+        return;
+    }
+    size_t a = 0;
+    for (int c = 0; c < d->ncol; c++) {
+        size_t b = a;
+        while (b < len && p[b] != ',')
+            b++;
+        stage_put(&st[d->col_run[c]], d->col_field[c], d->col_layer[c], p + a, b - a);
+        a = b + 1;
+    }
+}
+
+/* A JSON string at *p (past the opening quote) into out (truncated);
+ * returns the position past the closing quote, or NULL. */
+static const char *json_str(const char *p, const char *e, char *out, size_t cap, size_t *outlen)
+{
+    size_t n = 0;
+    while (p < e && *p != '"') {
+        if (*p == '\\' && p + 1 < e)
+            p++;
+        if (n + 1 < cap)
+            out[n++] = *p;
+        p++;
+    }
+    out[n] = 0;
+    *outlen = n;
+    return p < e ? p + 1 : NULL;
+}
+
+static const char *skip_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* One flat JSON object: numbers, strings, null, true/false. Returns 1 for a
+ * row, 0 for a line to skip quietly (an event), -1 for one that is not read. */
+static int json_row(const char *p, const char *e, stage st[2], int *run_b)
+{
+    p = skip_ws(p, e);
+    if (p == e || *p++ != '{')
+        return -1;
+    for (;;) {
+        char key[64], val[64];
+        size_t klen, vlen;
+        p = skip_ws(p, e);
+        if (p < e && *p == '}')
+            return 1;
+        if (p == e || *p != '"' || !(p = json_str(p + 1, e, key, sizeof key, &klen)))
+            return -1;
+        p = skip_ws(p, e);
+        if (p == e || *p++ != ':')
+            return -1;
+        p = skip_ws(p, e);
+        if (p == e)
+            return -1;
+        if (*p == '"') {
+            if (!(p = json_str(p + 1, e, val, sizeof val, &vlen)))
+                return -1;
+        } else {
+            const char *q = p;
+            while (q < e && *q != ',' && *q != '}' && *q != ' ')
+                q++;
+            if (q == p || *p == '{' || *p == '[' || (size_t)(q - p) >= sizeof val)
+                return -1;
+            vlen = (size_t)(q - p);
+            memcpy(val, p, vlen);
+            val[vlen] = 0;
+            p = q;
+        }
+        if (!strcmp(key, "event") || !strcmp(key, "format"))
+            return 0;
+        if (!strcmp(key, "run"))
+            *run_b = !strcmp(val, "b");
+        int run, field, layer;
+        map_name(key, klen, &run, &field, &layer);
+        stage_put(&st[run], field, layer, val, vlen);
+        p = skip_ws(p, e);
+        if (p < e && *p == ',')
+            p++;
+    }
+}
+
+int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t errlen)
+{
+    stage st[2];
+    d->lineno++;
+    while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+        len--;
+    const char *p = skip_ws(line, line + len);
+    if (p == line + len)
+        return 0;
+    stage_reset(&st[0]);
+    stage_reset(&st[1]);
+    int run_b = 0;
+    if (*p == '{') {
+        int r = json_row(p, line + len, st, &run_b);
+        if (r <= 0) {
+            d->skipped += r < 0;
+            return 0;
+        }
+    } else if (d->ncol == 0) {
+        if (csv_header(d, p, (size_t)(line + len - p))) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        return 0;
+    } else {
+        csv_row(d, p, (size_t)(line + len - p), st);
+    }
+    for (int r = 0; r < 2; r++) {
+        if (!st[r].has_step)
+            continue;
+        if (run_add(&d->run[run_b ? 1 : r], &st[r])) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A comparison's runs are named by the first setting they differ in. */
+void plot_data_finish(plot_data *d)
+{
+    d->nruns = d->run[1].n > 0 ? 2 : 1;
+    if (d->nruns < 2)
+        return;
+    plot_run *a = &d->run[0], *b = &d->run[1];
+    snprintf(a->label, sizeof a->label, "a");
+    snprintf(b->label, sizeof b->label, "b");
+    for (int k = 0; k < PLOT_NSET; k++)
+        if (strcmp(a->set[k], b->set[k])) {
+            snprintf(a->label, sizeof a->label, "a: %s=%s", set_names[k], a->set[k]);
+            snprintf(b->label, sizeof b->label, "b: %s=%s", set_names[k], b->set[k]);
+            break;
+        }
+}
+
+int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen)
+{
+    int std = !strcmp(path, "-");
+    FILE *f = std ? stdin : fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0)
+        rc = plot_data_line(d, line, (size_t)n, err, errlen);
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(line);
+    if (!std)
+        fclose(f);
+    plot_data_finish(d);
+    return rc;
+}
+
+/* The settings a step ran with, as the writers spell them. */
+static void stage_settings(stage *s, const step_metrics *m)
+{
+    const char *v[PLOT_NSET] = {norm_place_name(m->norm), norm_kind_name(m->norm_kind),
+                                m->warmup_on ? "on" : "off", NULL,
+                                numfmt_name(m->precision), m->fp32_norms ? "on" : "off"};
+    for (int k = 0; k < PLOT_NSET; k++) {
+        if (v[k])
+            snprintf(s->set[k], PLOT_SETLEN, "%s", v[k]);
+        else
+            snprintf(s->set[k], PLOT_SETLEN, "%g", (double)m->clip);
+        s->has_set[k] = 1;
+    }
+}
+
+/* One history point of run `which` (0 = a, 1 = the twin b). The layers'
+ * attention and MLP norms are known only for the last step. */
+static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which, stage *st)
+{
+    const trainer_point *p = &s->hist[i % TRAINER_HIST];
+    const step_metrics *last = which ? &s->s.last_b : &s->s.last;
+    stage_reset(st);
+    st->has_step = 1;
+    st->step = p->step;
+    st->loss = which ? p->loss_b : p->loss;
+    st->val = which || isnan(p->val_loss) ? -INFINITY : p->val_loss; /* -inf: not measured */
+    st->seen_loss = st->seen_val = 1;
+    st->maxl = s->s.n_layer - 1;
+    int is_last = s->s.have_metrics && last->step == p->step;
+    if (is_last)
+        for (int l = 0; l < s->s.n_layer; l++) {
+            st->ga[l] = last->layer[l].grad_attn;
+            st->gf[l] = last->layer[l].grad_ffn;
+            st->gl[l] = last->layer[l].grad_ln;
+        }
+    if (r->n == 0)
+        stage_settings(st, last);
+    if (run_add(r, st))
+        return -1;
+    if (!is_last) /* the heatmap's history: sqrt(attn^2 + mlp^2 + ln^2) of run a */
+        for (int l = 0; l < r->L; l++)
+            r->gn[(r->n - 1) * r->L + l] = which ? NAN : s->heat[i % TRAINER_HIST][l];
+    return p->mark[0] && !which ? run_mark(r, p->step, p->mark) : 0;
+}
+
+int plot_data_snapshot(plot_data *d, const trainer_snapshot *s)
+{
+    stage st;
+    int runs = s->s.compare ? 2 : 1;
+    for (int w = 0; w < runs; w++) {
+        for (long i = trainer_hist_first(&s->s); i < s->s.hist_total; i++)
+            if (snap_point(&d->run[w], s, i, w, &st))
+                return -1;
+        snprintf(d->run[w].label, sizeof d->run[w].label, "%s",
+                 w ? s->s.label_b : s->s.label_a);
+    }
+    d->nruns = d->run[1].n > 0 ? 2 : 1;
+    if (d->nruns == 1)
+        d->run[0].label[0] = 0;
+    return 0;
+}

@@ -1,0 +1,66 @@
+/* tui_fold.c - the projector layout's stand-in for the side box: the
+ * selected layer's numbers on one row (the status line's second), so that
+ * on a small terminal every layer keeps its row in the panel.
+ *
+ *   layer 5/12  attn 1.2e-01  mlp 3.4e-02  act max 4.12  rms 0.85  [headroom 12.3  under 1234]
+ *
+ * Numbers that do not fit the width are left off from the right. Not here:
+ * when the fold is used (tui_layout.c), the full box (tui_widgets.c).
+ */
+#include "tui.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* "%.2e", or nan / inf without a sign (non-finite numbers are shown). */
+static void num(char *b, size_t n, double v, int sci)
+{
+    if (isnan(v))
+        snprintf(b, n, "nan");
+    else if (isinf(v))
+        snprintf(b, n, "inf");
+    else
+        snprintf(b, n, sci ? "%.2e" : "%.3g", v);
+}
+
+void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
+{
+    if (r.h < 1 || r.w < 20)
+        return;
+    const trainer_status *s = &snap->s;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    int l = ui->selected < 0 || ui->selected >= L ? L - 1 : ui->selected;
+    /* the status line drew its toggles here: they are not clickable now */
+    for (int i = 0; i < ui->n_hits; i++)
+        if (ui->hits[i].r == r.r)
+            ui->hits[i--] = ui->hits[--ui->n_hits];
+    tui_fill(g, r.r, r.c, 1, r.w, ' ', TUI_S_STATUS);
+    char b[64];
+    snprintf(b, sizeof b, " layer %d/%d ", l, L);
+    int c = r.c + tui_puts(g, r.r, r.c, r.w, TUI_S_SELECT, b) + 1;
+    if (!s->have_metrics) {
+        tui_puts(g, r.r, c, r.r + r.w - c, TUI_S_DIM, "no step yet");
+        return;
+    }
+    const layer_metrics *lm = &s->last.layer[l];
+    int lowp = s->cfg.precision != FMT_FP32;
+    struct { const char *name; double v; int sci; } it[] = {
+        {"attn", lm->grad_attn, 1},       {"mlp", lm->grad_ffn, 1},
+        {"act max", lm->act_max, 0},      {"rms", lm->resid_rms, 0},
+        {"headroom", lm->headroom, 0},    {"under", lm->underflow, 0},
+        {"over", lm->overflow, 0},
+    };
+    int n = lowp ? 7 : 4;
+    for (int i = 0; i < n; i++) {
+        char v[32], item[64];
+        num(v, sizeof v, it[i].v, it[i].sci);
+        int len = snprintf(item, sizeof item, "%s %s", it[i].name, v);
+        if (c + len > r.c + r.w)
+            break;
+        int w = tui_puts(g, r.r, c, len, TUI_S_LABEL, it[i].name);
+        tui_puts(g, r.r, c + w + 1, len - w - 1,
+                 isfinite(it[i].v) ? TUI_S_STATUS : TUI_S_BAD, v);
+        c += len + 2;
+    }
+}

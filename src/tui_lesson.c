@@ -1,0 +1,94 @@
+/* tui_lesson.c - the lesson panel of the live view: the lesson's title and
+ * text from the start, and the question of its latest "pause PROMPT" (in
+ * the lesson's script) while the run waits for the teacher's space.
+ *
+ * It takes the rows of the sample line and the event log (layout.lesson),
+ * where the lesson's words went before, so it never takes a row from the
+ * layers or the chart: on a small terminal it yields to the dashboard. L
+ * hides it; the next prompt shows it again.
+ *
+ * Not here: the pause itself (trainer.c), the key table (tui_keys.c).
+ */
+#include "tui.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The length of the first line of at most w columns of text, broken at a
+ * space when one is there; *next is where the following line starts. */
+static size_t wrap(const char *t, size_t len, int w, size_t *next)
+{
+    if (len <= (size_t)w) {
+        *next = len;
+        return len;
+    }
+    size_t cut = (size_t)w;
+    while (cut > 0 && t[cut] != ' ')
+        cut--;
+    if (cut == 0)
+        cut = (size_t)w; /* one long word: cut it */
+    size_t n = cut;
+    while (n < len && t[n] == ' ')
+        n++;
+    *next = n;
+    return cut;
+}
+
+/* Draw text (lines split at '\n') wrapped to width, from row *r while
+ * *r < end; returns 0 when it did not all fit. */
+static int put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text)
+{
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        size_t off = 0;
+        do {
+            if (*r >= end)
+                return 0;
+            char line[512];
+            size_t next, n = wrap(p + off, len - off, w < (int)sizeof line ? w : (int)sizeof line - 1,
+                                  &next);
+            memcpy(line, p + off, n);
+            line[n] = 0;
+            tui_puts(g, (*r)++, c, w, s, line);
+            off += next;
+        } while (off < len);
+        p += len + (nl != NULL);
+    }
+    return 1;
+}
+
+int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s)
+{
+    if (!ui->lesson_text && !s->s.ask_seq) /* a --script's prompt shows it too */
+        return 0;
+    if (s->s.ask_seq != ui->lesson_seen) { /* a new prompt brings it back */
+        ui->lesson_seen = s->s.ask_seq;
+        ui->lesson_hidden = 0;
+    }
+    return !ui->lesson_hidden;
+}
+
+void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui)
+{
+    if (r.h < 2 || r.w < 20 || !tui_lesson_visible(ui, s))
+        return;
+    tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
+    tui_fill(g, r.r, r.c, 1, r.w, ui->unicode ? 0x2500 : '-', TUI_S_BORDER);
+    char title[160];
+    snprintf(title, sizeof title, " %s ", ui->lesson_title ? ui->lesson_title : "lesson");
+    tui_puts(g, r.r, r.c + 1, r.w - 2, TUI_S_TITLE, title);
+    const char *hint = s->s.state == TRAINER_PAUSED ? " space goes on, L hides " : " L hides ";
+    int hl = (int)strlen(hint);
+    if (r.w > hl + 24)
+        tui_puts(g, r.r, r.c + r.w - hl - 1, hl, TUI_S_KEY, hint);
+    int row = r.r + 1, end = r.r + r.h, w = r.w - 2;
+    if (s->s.ask_seq) {
+        char q[NS_CMD_TEXT + 32];
+        snprintf(q, sizeof q, "step %ld: %s", s->s.ask_step, s->s.ask);
+        put_wrapped(g, &row, end, r.c + 1, w, TUI_S_EV_NOTE, q);
+    }
+    if (ui->lesson_text)
+        put_wrapped(g, &row, end, r.c + 1, w, TUI_S_TEXT, ui->lesson_text);
+}

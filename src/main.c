@@ -27,34 +27,11 @@
 #include "engine.h"
 #include "metrics.h"
 #include "model.h"
+#include "stopsig.h"
 #include "stream.h"
 #include "sweep.h"
 #include "trainer.h"
 #include "tui.h"
-
-static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
-/* Headless: SIGINT, SIGTERM and SIGHUP (the ssh session closed) end the
- * run after the step in progress, so the outputs hold every step done. A
- * signal ignored when we started stays ignored: `nohup normscope
- * --headless &` must outlive the session, and a shell starts background
- * jobs with SIGINT ignored. */
-static void catch_stop_signals(void)
-{
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_signal;
-    for (int i = 0; i < 3; i++)
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-}
 
 /* An output file (--csv, --jsonl): written through atomicio.c (a temp file
  * beside it, renamed over it on success; "-", FIFOs and devices in place),
@@ -302,7 +279,7 @@ static trainer_opts run_options(cli_opts *o, run_setup *rs, char *label_a, size_
         to.log = stderr;
         to.quiet = o->quiet;
         to.progress = !o->quiet && isatty(2);
-        to.interrupt = &stop_requested;
+        to.interrupt = &stopsig_requested;
     } else {
         to.sample_every = 3.0;
     }
@@ -375,9 +352,9 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
     }
     int interrupted = 0;
     if (o->headless) {
-        catch_stop_signals();
+        stopsig_catch();
         trainer_run(t);
-        interrupted = stop_requested;
+        interrupted = stopsig_requested;
     } else {
         tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
                           lesson ? lesson->text : NULL};
@@ -404,9 +381,9 @@ static int run(cli_opts *o_, const ns_lesson *lesson);
 static int run_follow(const cli_opts *o)
 {
     if (o->headless) {
-        catch_stop_signals();
+        stopsig_catch();
         long steps = (o->set & CLI_SET_STEPS) ? o->cfg.steps : 0;
-        return stream_headless(o->follow, steps, o->csv, o->quiet, &stop_requested);
+        return stream_headless(o->follow, steps, o->csv, o->quiet, &stopsig_requested);
     }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "normscope: --follow needs a terminal; add --headless for a summary\n");

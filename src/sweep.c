@@ -14,6 +14,8 @@
 
 #include "atomicio.h"
 #include "data.h"
+#include "nstime.h"
+#include "stopsig.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -939,35 +941,6 @@ static int results_load(sweep_ctx *c, unsigned char *done)
 
 /* ---- running the grid ---------------------------------------------------- */
 
-static volatile sig_atomic_t sweep_stop;
-static void on_stop(int sig)
-{
-    (void)sig;
-    sweep_stop = 1;
-}
-
-/* SIGINT/SIGTERM/SIGHUP: start no more runs, ask the running ones to stop
- * (they keep their partial CSV, which gets no row: a resume reruns them).
- * No SA_RESTART, so waitpid returns to notice. */
-static void catch_stop(void)
-{
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_stop;
-    for (int i = 0; i < 3; i++)
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 typedef struct {
     pid_t pid;
     long k;
@@ -1038,28 +1011,28 @@ static void progress(const sweep_ctx *c, long done, long total, int running, lon
 {
     if (c->quiet || !isatty(2))
         return;
-    double t = mono_s() - t0, eta = done ? t / done * (total - done) : 0;
+    double t = nstime_now() - t0, eta = done ? t / done * (total - done) : 0;
     fprintf(stderr, "\rsweep: %ld/%ld runs done, %d running, %ld failed, ETA %d:%02d   %s",
             done, total, running, failed, (int)eta / 60, (int)eta % 60, final ? "\n" : "");
 }
 
 /* Start runs in the free slots while there are runs to do. Returns how
  * many started; *failed = 1 when one could not be (then the sweep stops:
- * sweep_stop). */
+ * stopsig_requested). */
 static int fill_slots(const sweep_ctx *c, slot *run, int jobs, const long *todo, long n_todo,
                       long *next, int *failed)
 {
     int started = 0;
-    for (int j = 0; j < jobs && *next < n_todo && !sweep_stop; j++) {
+    for (int j = 0; j < jobs && *next < n_todo && !stopsig_requested; j++) {
         if (run[j].pid != 0)
             continue;
         run[j].k = todo[(*next)++];
-        run[j].t0 = mono_s();
+        run[j].t0 = nstime_now();
         run[j].pid = run_spawn(c, run[j].k);
         if (run[j].pid < 0) {
             fprintf(stderr, "normscope: cannot start %s: %s\n", c->exe, strerror(errno));
             run[j].pid = 0;
-            sweep_stop = 1;
+            stopsig_requested = 1;
             *failed = 1;
             break;
         }
@@ -1085,11 +1058,11 @@ static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs)
     if (!c->quiet)
         fprintf(stderr, "normscope: sweep %s: %ld runs, %ld to do, %d at a time\n", c->dir,
                 c->n_runs, n_todo, jobs);
-    catch_stop();
+    stopsig_catch();
     int n_running = 0, status = 0, signalled = 0;
     long finished = 0, failed = 0;
-    double t0 = mono_s();
-    while (n_running > 0 || (next < n_todo && !sweep_stop)) {
+    double t0 = nstime_now();
+    while (n_running > 0 || (next < n_todo && !stopsig_requested)) {
         n_running += fill_slots(c, run, jobs, todo, n_todo, &next, &status);
         progress(c, finished, n_todo, n_running, failed, t0, 0);
         if (n_running == 0)
@@ -1099,16 +1072,16 @@ static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs)
         if (p < 0) {
             if (errno != EINTR)
                 break;
-            for (int j = 0; sweep_stop && !signalled && j < jobs; j++)
+            for (int j = 0; stopsig_requested && !signalled && j < jobs; j++)
                 if (run[j].pid > 0)
                     kill(run[j].pid, SIGTERM);
-            signalled |= sweep_stop;
+            signalled |= stopsig_requested;
             continue;
         }
         for (int j = 0; j < jobs; j++)
             if (run[j].pid == p) {
                 int rec;
-                failed += run_finish(c, run[j].k, ws, mono_s() - run[j].t0, &rec);
+                failed += run_finish(c, run[j].k, ws, nstime_now() - run[j].t0, &rec);
                 finished += rec;
                 run[j].pid = 0;
                 n_running--;
@@ -1117,7 +1090,7 @@ static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs)
     progress(c, finished, n_todo, 0, failed, t0, 1);
     free(todo);
     free(run);
-    if (sweep_stop && status == 0) {
+    if (stopsig_requested && status == 0) {
         fprintf(stderr, "normscope: sweep interrupted: %ld of %ld runs recorded; run the same "
                         "command again to resume\n", finished, n_todo);
         return 130;

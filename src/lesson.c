@@ -23,6 +23,40 @@ static void append(char *dst, size_t cap, const char *line)
     snprintf(dst + n, cap - n, "%s", line);
 }
 
+/* One "key: value" line (t, blanks trimmed at its start) into l. 0, or -1
+ * with "NAME:LINE: reason" in err. */
+static int lesson_key(ns_lesson *l, char *t, const char *name, int lineno, char *err,
+                      size_t errlen)
+{
+    char *colon = strchr(t, ':');
+    if (!colon) {
+        snprintf(err, errlen, "%s:%d: expected 'key: value'", name, lineno);
+        return -1;
+    }
+    *colon = 0;
+    char *v = colon + 1;
+    while (isspace((unsigned char)*v))
+        v++;
+    if (!strcmp(t, "title"))
+        snprintf(l->title, sizeof l->title, "%s", v);
+    else if (!strcmp(t, "flags"))
+        append(l->flags, sizeof l->flags, v);
+    else if (!strcmp(t, "compare"))
+        snprintf(l->compare, sizeof l->compare, "%s", v);
+    else if (!strcmp(t, "text"))
+        append(l->text, sizeof l->text, v);
+    else if (!strcmp(t, "cite"))
+        append(l->cite, sizeof l->cite, v);
+    else {
+        snprintf(err, errlen,
+                 "%s:%d: unknown key '%s' (expected title, flags, compare, text, cite, "
+                 "at or every)",
+                 name, lineno, t);
+        return -1;
+    }
+    return 0;
+}
+
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen)
 {
     memset(l, 0, sizeof *l);
@@ -59,35 +93,9 @@ int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, si
         if (is_script) {
             memcpy(script + sn, p, len);
             sn += len;
-        } else if (*t && *t != '#') {
-            char *colon = strchr(t, ':');
-            if (!colon) {
-                snprintf(err, errlen, "%s:%d: expected 'key: value'", name, lineno);
-                free(script);
-                return -1;
-            }
-            *colon = 0;
-            char *v = colon + 1;
-            while (isspace((unsigned char)*v))
-                v++;
-            if (!strcmp(t, "title"))
-                snprintf(l->title, sizeof l->title, "%s", v);
-            else if (!strcmp(t, "flags"))
-                append(l->flags, sizeof l->flags, v);
-            else if (!strcmp(t, "compare"))
-                snprintf(l->compare, sizeof l->compare, "%s", v);
-            else if (!strcmp(t, "text"))
-                append(l->text, sizeof l->text, v);
-            else if (!strcmp(t, "cite"))
-                append(l->cite, sizeof l->cite, v);
-            else {
-                snprintf(err, errlen,
-                         "%s:%d: unknown key '%s' (expected title, flags, compare, text, cite, "
-                         "at or every)",
-                         name, lineno, t);
-                free(script);
-                return -1;
-            }
+        } else if (*t && *t != '#' && lesson_key(l, t, name, lineno, err, errlen) != 0) {
+            free(script);
+            return -1;
         }
         script[sn++] = '\n'; /* one line out, one line in: numbers stay */
         p = next;

@@ -23,7 +23,9 @@ typedef struct {
     float update_ratio; /* ||delta W|| / ||W|| of the block's parameters */
     float overflow;     /* values rounded to inf this step (forward + backward) */
     float underflow;    /* nonzero values rounded to zero or a subnormal */
-    float headroom;     /* log2(format max / act_max): doublings left */
+    float headroom;     /* log2(limit / act_max): doublings left; the limit is the
+                           format max, or its square root (256 in fp16) when norms
+                           square their inputs in the format (--fp32-norms off) */
 } layer_metrics;
 
 typedef struct {

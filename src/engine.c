@@ -326,7 +326,12 @@ int engine_step(engine *e, step_metrics *out)
         pool_run(pool, nj.parts, unscale_task, &nj);
 
     memset(out, 0, sizeof *out);
+    /* headroom against the limit of the op that overflows first: a norm
+     * computed in the format squares its inputs, so its variance passes
+     * fmax once |x| passes sqrt(fmax) (256 in fp16); elsewhere fmax */
     float fmax = numfmt_max(c->precision);
+    if (c->precision != FMT_FP32 && !c->fp32_norms && c->norm_kind != NORMK_DYT)
+        fmax = sqrtf(fmax);
     /* per-layer gradient norms, and the global one (task L) */
     pool_run(pool, m->L + 1, grad_norms_task, &nj);
     for (int l = 0; l < m->L; l++) {

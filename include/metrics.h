@@ -51,11 +51,13 @@ typedef struct {
     int loss_scale_dynamic;
     int skipped;        /* the dynamic loss scaler skipped this step */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
+    int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
+                           not set by the engine */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;
 
-/* CSV header and one row; floats with enough digits to round-trip,
+/* CSV header and one row (with the state columns); floats with enough digits to round-trip,
  * non-finite values as nan, inf, -inf; val_loss empty when not measured. */
 void metrics_csv_header(FILE *f, int n_layer);
 void metrics_csv_row(FILE *f, const step_metrics *m);
@@ -63,6 +65,15 @@ void metrics_csv_row(FILE *f, const step_metrics *m);
  * values get fixed spellings (nan, inf, -inf) so a reader never sees a
  * platform's "-nan" or "infinity". */
 void metrics_csv_float(FILE *f, double x);
+/* The state columns, written after all the others (so every older column
+ * keeps its place): ",state,first_nonfinite" with the prefix on each name;
+ * state is "diverged", "stalled" or empty, first_nonfinite the fault with
+ * its commas written as ';' (no CSV field is quoted), or empty. Headless
+ * and --compare rows put a's and b's after both runs' other columns. */
+void metrics_csv_state_header(FILE *f, const char *prefix);
+void metrics_csv_state_fields(FILE *f, const step_metrics *m);
+/* "diverged", "stalled" or "" */
+const char *metrics_state_name(const step_metrics *m);
 /* One JSON object per line with the same names; non-finite as null. */
 void metrics_jsonl_row(FILE *f, const step_metrics *m);
 /* The same with "run":"a" or "b" first (twin runs of --compare). */

@@ -40,7 +40,25 @@ void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix)
 void metrics_csv_header(FILE *f, int n_layer)
 {
     metrics_csv_header_fields(f, n_layer, "");
+    metrics_csv_state_header(f, "");
     fputc('\n', f);
+}
+
+void metrics_csv_state_header(FILE *f, const char *prefix)
+{
+    fprintf(f, ",%sstate,%sfirst_nonfinite", prefix, prefix);
+}
+
+const char *metrics_state_name(const step_metrics *m)
+{
+    return m->nonfinite ? "diverged" : m->stalled ? "stalled" : "";
+}
+
+void metrics_csv_state_fields(FILE *f, const step_metrics *m)
+{
+    fprintf(f, ",%s,", metrics_state_name(m));
+    for (const char *p = m->fault; *p && p < m->fault + sizeof m->fault; p++)
+        fputc(*p == ',' ? ';' : *p, f);
 }
 
 void metrics_csv_float(FILE *f, double x)
@@ -56,6 +74,7 @@ void metrics_csv_float(FILE *f, double x)
 void metrics_csv_row(FILE *f, const step_metrics *m)
 {
     metrics_csv_fields(f, m);
+    metrics_csv_state_fields(f, m);
     fputc('\n', f);
 }
 
@@ -116,7 +135,7 @@ void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run)
     fprintf(f, ",\"precision\":\"%s\",\"fp32_norms\":\"%s\",\"loss_scale\":",
             numfmt_name(m->precision), m->fp32_norms ? "on" : "off");
     put_json_float(f, m->loss_scale);
-    fprintf(f, ",\"skipped\":%d", m->skipped);
+    fprintf(f, ",\"skipped\":%d,\"state\":\"%s\"", m->skipped, metrics_state_name(m));
     if (m->fault[0])
         fprintf(f, ",\"first_nonfinite\":\"%s\"", m->fault);
     for (int i = 0; i < m->n_layer; i++)

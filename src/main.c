@@ -292,6 +292,9 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
             fputc(',', r->csv.f);
             metrics_csv_header_fields(r->csv.f, L, "b_");
         }
+        metrics_csv_state_header(r->csv.f, "");
+        if (r->twin)
+            metrics_csv_state_header(r->csv.f, "b_");
         fputc('\n', r->csv.f);
     }
     return 0;
@@ -357,6 +360,9 @@ static int run_headless(cli_opts *o, const dataset *data)
                 fputc(',', csv.f);
                 metrics_csv_fields(csv.f, &mb);
             }
+            metrics_csv_state_fields(csv.f, &m);
+            if (twin)
+                metrics_csv_state_fields(csv.f, &mb);
             fputc('\n', csv.f);
         }
         if (jsonl.f) {
@@ -474,6 +480,8 @@ static void live_pair(void *ctx, const step_metrics *a, const step_metrics *b)
         metrics_csv_fields(lo->csv->f, a);
         fputc(',', lo->csv->f);
         metrics_csv_fields(lo->csv->f, b);
+        metrics_csv_state_fields(lo->csv->f, a);
+        metrics_csv_state_fields(lo->csv->f, b);
         fputc('\n', lo->csv->f);
     }
     if (lo->jsonl->f) {

@@ -3,6 +3,7 @@
 #ifndef NS_CLI_H
 #define NS_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "command.h"
@@ -25,6 +26,8 @@ typedef struct {
     int ascii, no_color; /* live view: --ascii, --no-color */
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
+    int on_stall; /* --on-stall: 0 continue, 1 stop (headless exit 4) */
+    uint64_t given; /* bit per flag given on the command line (cli_given) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
@@ -34,6 +37,8 @@ typedef struct {
  * 0), 2 after printing one line naming the bad flag to err (exit 2). */
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err);
 void cli_usage(FILE *f);
+/* Did the command line (or a lesson's flags) give --LONG_NAME? 0 or 1. */
+int cli_given(const cli_opts *o, const char *long_name);
 
 /* Apply "SETTING=VALUE" (a flag's long name and value) to c, as --compare
  * does for its twin. 0, or 2 after printing one line to err. */

@@ -17,8 +17,9 @@ typedef enum {
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
     F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
-    F_LESSON, F_COMPARE, F_THREADS
+    F_LESSON, F_COMPARE, F_THREADS, F_ONSTALL
 } flag_id;
+_Static_assert(F_ONSTALL < 64, "cli_given keeps one bit per flag in a uint64_t");
 
 typedef struct {
     flag_id id;
@@ -70,6 +71,8 @@ static const flag_spec flags[] = {
      "loss scaling in bf16/fp16: GradScaler rule from 65536, none, or X (default dynamic)"},
     {F_ONDIVERGE, 0, "on-diverge", "pause|stop|continue", 0, 0,
      "on a non-finite loss or gradient (default pause live, stop headless: exit 3)"},
+    {F_ONSTALL, 0, "on-stall", "continue|stop", 0, 0,
+     "on a stall (see DIAGNOSIS in the man page): go on, or stop: exit 4 (default continue)"},
     {F_SNAPEVERY, 0, "snapshot-every", "N", 0, 1e9,
      "keep an in-memory snapshot every N steps, 0 = none (default 50)"},
     {F_SNAPS, 0, "snapshots", "K", 1, 1000, "snapshots kept for rewinding, 1..1000 (default 8)"},
@@ -83,7 +86,7 @@ static const flag_spec flags[] = {
      "train a twin run in lockstep that differs in one setting, e.g. norm=post"},
     {F_SCRIPT, 0, "script", "FILE", 0, 0,
      "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'"},
-    {F_SAVE, 0, "save", "FILE", 0, 0, "write a checkpoint at the end (atomically)"},
+    {F_SAVE, 0, "save", "FILE", 0, 0, "write a checkpoint at the end (atomically); diverged: the last good snapshot"},
     {F_LOAD, 0, "load", "FILE", 0, 0, "resume from a checkpoint (its shape and settings)"},
     {F_THREADS, 0, "threads", "N", 1, 64,
      "threads per run for the kernels, 1..64; same results (default: online cores)"},
@@ -117,7 +120,8 @@ void cli_usage(FILE *f)
         else
             fprintf(f, "  %-24s  %s\n", left, s->help);
     }
-    fputs("\nexit status: 0 done, 1 runtime error, 2 bad usage or input, 3 diverged\n"
+    fputs("\nexit status: 0 done, 1 runtime error, 2 bad usage or input, 3 diverged,\n"
+          "4 stalled (--on-stall stop)\n"
           "See normscope(1) for the metrics columns and the checkpoint format.\n",
           f);
 }
@@ -167,8 +171,15 @@ static int parse_int(const char *v, double lo, double hi, long *out)
     return 0;
 }
 
+int cli_given(const cli_opts *o, const char *long_name)
+{
+    const flag_spec *s = find_long(long_name, strlen(long_name));
+    return s && (o->given >> s->id & 1);
+}
+
 static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE *err)
 {
+    o->given |= (uint64_t)1 << s->id;
     ns_config *c = &o->cfg;
     char range[160];
     long n = 0;
@@ -250,6 +261,14 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
             c->on_div = ONDIV_CONTINUE;
         else
             return bad(err, s, v, "expected pause, stop or continue");
+        break;
+    case F_ONSTALL:
+        if (!strcmp(v, "continue"))
+            o->on_stall = 0;
+        else if (!strcmp(v, "stop"))
+            o->on_stall = 1;
+        else
+            return bad(err, s, v, "expected continue or stop");
         break;
     case F_FINALNORM:
         if (!strcmp(v, "on"))

@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "metrics.h"
 #include "model.h"
+#include "resume.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -218,7 +219,8 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, cfg) != 0) {
+        if (check_against_checkpoint(o, cfg) != 0 ||
+            resume_apply_flags(o, cfg, r->e, o->quiet ? NULL : stderr, stderr) != 0) {
             setup_free(r, 0);
             return 2;
         }

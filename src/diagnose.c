@@ -227,7 +227,7 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
     double v[4] = {h, act, limit, (double)cross};
     add(out, max, k, DIAG_WARNING, DIAG_R_HEADROOM, lo, m->step, v,
         "lower the LR, or fp32 norms / bf16 if the limit is a norm's variance",
-        "layer %d headroom %.2f doublings (act max %.4g of %.4g), falling %.2f/100 steps: "
+        "layer %d headroom %.2f doublings (act max %.4g of %.3g), falling %.2f/100 steps: "
         "crosses near step %ld",
         lo, h, act, limit, -rate * 100, cross);
 }
@@ -331,7 +331,7 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     int post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
     diag_finding *f = out + *k;
     add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, 0, m->step, v,
-        post ? "try Pre-LN first (norm pre); else rewind to step 0 and restart with warmup on"
+        post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on (warmup alone stays stuck)"
              : "the bottom layers get no gradient: lower the LR or the depth",
         "stalled: loss %.3f on the unigram plateau %.3f for %d steps; bottom layers' gradient "
         "%.2g of the top's",
@@ -388,8 +388,8 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
     double v[4] = {old->act[l], now->act[l], rate, (double)cross};
     add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_GROWTH, l, m->step, v,
         "lower the LR (clipping does not bound Adam's step, it can make this sooner)",
-        "layer %d act max grew %.4g -> %.4g over %ld steps (%.2f doublings/100 steps), "
-        "at this rate at the limit near step %ld",
+        "layer %d act max %.4g -> %.4g in %ld steps (+%.2f doublings/100 steps): at the "
+        "limit by step %ld",
         l, (double)old->act[l], (double)now->act[l], now->step - old->step, rate, cross);
 }
 

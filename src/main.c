@@ -21,6 +21,7 @@
 #include "command.h"
 #include "lesson.h"
 #include "data.h"
+#include "diagnose.h"
 #include "engine.h"
 #include "metrics.h"
 #include "model.h"
@@ -302,6 +303,39 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
     return 0;
 }
 
+/* The diagnosis of one step (diagnose.c): marks m stalled, says each
+ * finding on stderr. Returns 1 when the run is stalled. */
+static int headless_diagnose(diag *dg, step_metrics *m, int quiet, int progress)
+{
+    diag_finding f[DIAG_MAX_FINDINGS];
+    int k = diag_observe(dg, m, f, DIAG_MAX_FINDINGS);
+    for (int i = 0; i < k && !quiet; i++)
+        fprintf(stderr, "%snormscope: %s at step %ld: %s\nnormscope:   try: %s\n",
+                progress ? "\r\033[K" : "", f[i].kind == DIAG_WARNING ? "warning" : "diagnosis",
+                f[i].step, f[i].text, f[i].hint);
+    m->stalled = diag_stalled(dg);
+    return m->stalled;
+}
+
+/* --save of a diverged run: the newest snapshot before the divergence. */
+static int save_diverged(engine *e, const char *path)
+{
+    char err[512];
+    long at = engine_steps_done(e), good = engine_rewind(e);
+    if (good < 0) {
+        fprintf(stderr, "normscope: --save %s: not written, no snapshot before step %ld\n", path,
+                at);
+        return 1;
+    }
+    if (engine_save(e, path, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of step %ld\n",
+            path, good);
+    return 0;
+}
+
 static int run_headless(cli_opts *o, const dataset *data)
 {
     char err[512];
@@ -329,6 +363,14 @@ static int run_headless(cli_opts *o, const dataset *data)
     long ev_seen_b = twin ? engine_event_count(twin) : 0;
     int stop_on_diverge = cfg.on_div != ONDIV_CONTINUE;
     headless_ctx hc = {e, twin, 0};
+    diag *dg = malloc(sizeof *dg);
+    if (!dg) {
+        fprintf(stderr, "normscope: out of memory\n");
+        setup_free(&rs, 0);
+        return 1;
+    }
+    diag_init(dg, diag_unigram_entropy(data->bytes, data->n_train));
+    int stalled = 0;
     while (engine_steps_done(e) < total && !stop_requested) {
         if (o->script_loaded) {
             script_due(&o->script_s, engine_steps_done(e), headless_cmd, &hc);
@@ -352,6 +394,7 @@ static int run_headless(cli_opts *o, const dataset *data)
             if (!o->quiet && engine_event_get(twin, ev_seen_b, &ev) == 0)
                 fprintf(stderr, "%snormscope: b: %s\n", progress ? "\r\033[K" : "", ev.text);
         }
+        stalled = headless_diagnose(dg, &m, o->quiet, progress);
         if (m.has_val)
             last_val = m.val_loss;
         if (twin && mb.has_val)
@@ -396,7 +439,15 @@ static int run_headless(cli_opts *o, const dataset *data)
             status = 3;
             break;
         }
+        if (stalled && o->on_stall) {
+            fprintf(stderr, "%snormscope: stalled at step %ld; stopping (--on-stall stop)\n",
+                    progress ? "\r\033[K" : "", m.step);
+            status = 4;
+            break;
+        }
     }
+    if (status == 0 && done > 0 && (m.nonfinite || (twin && mb.nonfinite)))
+        status = 3; /* --on-diverge continue, and the run ended diverged */
     for (; ev_seen < engine_event_count(e); ev_seen++) {
         ns_event ev;
         if (!o->quiet && engine_event_get(e, ev_seen, &ev) == 0)
@@ -409,7 +460,10 @@ static int run_headless(cli_opts *o, const dataset *data)
         status = 1;
     if (out_close(&jsonl, 1) != 0)
         status = 1;
-    if (o->save && status != 3) {
+    if (o->save && status == 3) {
+        if (save_diverged(e, o->save) != 0)
+            status = 1;
+    } else if (o->save) {
         if (engine_save(e, o->save, err, sizeof err) != 0) {
             fprintf(stderr, "normscope: %s\n", err);
             status = 1;
@@ -440,9 +494,15 @@ static int run_headless(cli_opts *o, const dataset *data)
             snprintf(losstxt, sizeof losstxt, "%.4f", (double)mb.loss);
         fprintf(stderr, "normscope: b (%s): loss %s, val %s\n", o->compare, losstxt, valtxt);
     }
-    if (diverged && status == 0 && !o->quiet)
-        fprintf(stderr, "normscope: %ld diverged steps were skipped (--on-diverge continue)\n",
+    if (diverged && !stop_on_diverge && !o->quiet)
+        fprintf(stderr,
+                "normscope: %ld diverged steps were not applied (--on-diverge continue; state "
+                "diverged in --csv)\n",
                 diverged);
+    if ((status == 3 || stalled) && dg->last_diagnosis.step > 0 && !o->quiet)
+        fprintf(stderr, "normscope: cause: %s\nnormscope: try: %s\n", dg->last_diagnosis.text,
+                dg->last_diagnosis.hint);
+    free(dg);
     if (stop_requested && status == 0) {
         fprintf(stderr, "normscope: interrupted at step %ld; outputs hold the steps done\n",
                 engine_steps_done(e));

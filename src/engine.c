@@ -408,8 +408,11 @@ int engine_step(engine *e, step_metrics *out)
     out->skipped = skipped;
     out->n_layer = m->L;
     if (bad) {
-        event(e, "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
-              (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
+        char lt[24], gt[24]; /* "nan" without a sign, whatever the platform prints */
+        snprintf(lt, sizeof lt, isnan(loss) ? "nan" : "%g", (double)loss);
+        snprintf(gt, sizeof gt, isnan(gnorm) ? "nan" : "%g", (double)gnorm);
+        event(e, "diverged at step %ld: loss %s, gradient norm %s; first non-finite: %s", s, lt,
+              gt, out->fault[0] ? out->fault : "?");
     } else {
         spike_check(e, &e->spike_loss, loss, "loss");
         spike_check(e, &e->spike_gnorm, gnorm, "gradient norm");

@@ -26,7 +26,6 @@
 
 /* Thresholds (man/normscope.1, DIAGNOSIS). */
 #define DIAG_HEADROOM_WARN 1.0  /* doublings left before the limit */
-#define DIAG_HEADROOM_REARM 2.0 /* a warned episode ends above this */
 #define DIAG_SCALE_DROP 8.0     /* loss scale fallen this factor within the window */
 #define DIAG_STALL_TOL 0.15     /* nats around the unigram plateau */
 #define DIAG_STALL_GRAD 1e-2    /* bottom layers' gradient / top's below this */

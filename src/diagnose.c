@@ -214,8 +214,6 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
     if (lo < 0)
         return;
     double h = m->layer[lo].headroom;
-    if (h > DIAG_HEADROOM_REARM)
-        d->warned &= ~(1u << DIAG_R_HEADROOM);
     double rate = slope(d, lo, 1); /* doublings per step, negative when falling */
     /* falling: at least DIAG_GROWTH_MIN doublings per 100 steps, not noise */
     if (h >= DIAG_HEADROOM_WARN || !(-rate * 100 > DIAG_GROWTH_MIN) ||

@@ -356,6 +356,15 @@ static void test_entropy(void)
     CHECK(t_close(diag_unigram_entropy(b, 512), log(256.0), 1e-12, 0));
     memset(b, 'a', sizeof b);
     CHECK(diag_unigram_entropy(b, 512) == 0);
+    /* sampled past 4 MiB: a periodic 8 MiB buffer still gives log(256) */
+    size_t big = (size_t)8 << 20;
+    uint8_t *p = malloc(big);
+    if (p) {
+        for (size_t i = 0; i < big; i++)
+            p[i] = (uint8_t)i;
+        CHECK(t_close(diag_unigram_entropy(p, big), log(256.0), 1e-9, 0));
+        free(p);
+    }
     CHECK(strcmp(diag_rule_name(DIAG_R_STALL), "stall") == 0);
 }
 

@@ -475,7 +475,7 @@ static int run_headless(cli_opts *o, const dataset *data)
         if (!isnan(last_val))
             snprintf(valtxt, sizeof valtxt, "%.4f", (double)last_val);
         if (done > 0)
-            snprintf(losstxt, sizeof losstxt, "%.4f", (double)m.loss);
+            snprintf(losstxt, sizeof losstxt, isnan(m.loss) ? "nan" : "%.4f", (double)m.loss);
         fprintf(stderr,
                 "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %s, "
                 "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d\n",
@@ -491,7 +491,7 @@ static int run_headless(cli_opts *o, const dataset *data)
         if (!isnan(last_val_b))
             snprintf(valtxt, sizeof valtxt, "%.4f", (double)last_val_b);
         if (done > 0)
-            snprintf(losstxt, sizeof losstxt, "%.4f", (double)mb.loss);
+            snprintf(losstxt, sizeof losstxt, isnan(mb.loss) ? "nan" : "%.4f", (double)mb.loss);
         fprintf(stderr, "normscope: b (%s): loss %s, val %s\n", o->compare, losstxt, valtxt);
     }
     if (diverged && !stop_on_diverge && !o->quiet)

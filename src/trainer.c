@@ -130,8 +130,9 @@ void trainer_clock_release(trainer *t)
 
 void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
 {
-    if (s->have_loss)
-        snprintf(buf, n, "%.4f", (double)(b ? s->loss_b : s->loss));
+    float x = b ? s->loss_b : s->loss;
+    if (s->have_loss) /* "nan" without the sign printf may give it */
+        snprintf(buf, n, isnan(x) ? "nan" : "%.4f", (double)x);
     else
         snprintf(buf, n, "-");
 }

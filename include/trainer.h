@@ -37,8 +37,11 @@ typedef enum {
     TRAINER_RUNNING = 0,
     TRAINER_PAUSED = 1,
     TRAINER_DIVERGED = 2, /* a step was not finite: paused until told */
-    TRAINER_DONE = 3      /* reached --steps, or a script said stop: paused;
+    TRAINER_DONE = 3,     /* reached --steps, or a script said stop: paused;
                            * resuming trains on */
+    TRAINER_STALLED = 4   /* running, and the diagnosis (diagnose.c) finds the run
+                           * stalled on the unigram plateau; published only:
+                           * the trainer itself is RUNNING */
 } trainer_state;
 
 const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
@@ -104,6 +107,9 @@ typedef struct {
     long hist_first;       /* no point before this one is kept (see trainer_hist_first) */
     long ev_total;         /* events since the start */
     int n_layer;
+    /* the status line's mark: the rule of the latest warning or diagnosis
+     * of this episode ("headroom", "stall": diag_rule_name), "" for none */
+    char alert[16];
     /* --compare: the twin run b, stepped in lockstep after a */
     int compare;
     step_metrics last_b;   /* b's latest step (valid with have_metrics) */
@@ -153,6 +159,9 @@ typedef struct {
     const char *label_a, *label_b; /* shown over each panel */
     /* with a twin, called instead of on_step with both runs' metrics */
     void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
+    /* the data's unigram entropy (diag_unigram_entropy), the stall rule's
+     * plateau; 0 leaves the stall rule silent */
+    double plateau;
 } trainer_opts;
 
 typedef struct trainer trainer;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "diagnose.h"
 #include "numfmt.h"
 #include "pool.h"
 
@@ -85,6 +86,8 @@ struct trainer {
     int sample_len;
     long sample_step;
     unsigned generation;
+    diag *dg;        /* the diagnosis of run a (diagnose.c) */
+    char alert[16];  /* the status line's mark (trainer_status.alert) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
 };
@@ -139,8 +142,8 @@ void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
 
 const char *trainer_state_name(trainer_state s)
 {
-    static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE"};
-    return (unsigned)s < 4 ? names[s] : "?";
+    static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE", "STALLED"};
+    return (unsigned)s < 5 ? names[s] : "?";
 }
 
 trainer_snapshot *trainer_snapshot_new(void)
@@ -162,7 +165,8 @@ static void fill_status(trainer *t, trainer_snapshot *p)
 {
     trainer_status *s = &p->s;
     const ns_config *c = engine_config(t->e);
-    s->state = t->state;
+    s->state = t->state == TRAINER_RUNNING && t->m.stalled ? TRAINER_STALLED : t->state;
+    memcpy(s->alert, t->alert, sizeof s->alert);
     s->steps_done = engine_steps_done(t->e);
     s->have_metrics = t->have_metrics;
     s->last = t->m;
@@ -559,11 +563,27 @@ static void take_sample(trainer *t, double now)
     publish_status(t);
 }
 
+/* The findings of the step (diagnose.c) as events, after the engine's;
+ * the latest one's rule is the status line's mark until the episode ends. */
+static void diagnosis_events(trainer *t, const diag_finding *f, int k)
+{
+    if (!t->dg->warned && !t->dg->div_seen)
+        t->alert[0] = 0; /* a new episode: a rewind or a setting change */
+    for (int i = 0; i < k; i++) {
+        add_event(t, TEV_NOTE, "%s", f[i].text);
+        add_event(t, TEV_NOTE, "  try: %s", f[i].hint);
+        snprintf(t->alert, sizeof t->alert, "%s", diag_rule_name(f[i].rule));
+    }
+}
+
 static void do_step(trainer *t)
 {
+    diag_finding found[DIAG_MAX_FINDINGS];
     int bad = engine_step(t->e, &t->m);
     if (t->o.twin)
         bad |= engine_step(t->o.twin, &t->mb);
+    int n_found = diag_observe(t->dg, &t->m, found, DIAG_MAX_FINDINGS);
+    t->m.stalled = diag_stalled(t->dg); /* before the row is written */
     t->have_metrics = 1;
     t->have_loss = 1;
     t->loss = t->m.loss;
@@ -574,6 +594,7 @@ static void do_step(trainer *t)
     else if (t->o.on_step)
         t->o.on_step(t->o.ctx, &t->m);
     pull_engine_events(t, -1);
+    diagnosis_events(t, found, n_found);
     if (t->o.twin && t->mb.has_val)
         t->last_val_b = t->mb.val_loss;
     if (t->m.has_val) {
@@ -666,7 +687,9 @@ static void *trainer_main(void *arg)
 trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen)
 {
     trainer *t = calloc(1, sizeof *t);
-    if (!t || !(t->pub = trainer_snapshot_new())) {
+    if (!t || !(t->pub = trainer_snapshot_new()) || !(t->dg = malloc(sizeof *t->dg))) {
+        if (t)
+            free(t->pub);
         free(t);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -674,6 +697,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->e = e;
     if (o)
         t->o = *o;
+    diag_init(t->dg, t->o.plateau);
     if (!t->o.prompt)
         t->o.prompt = default_prompt;
     pthread_mutex_init(&t->qlock, NULL);
@@ -808,5 +832,6 @@ void trainer_free(trainer *t)
     pthread_cond_destroy(&t->scond);
     pthread_mutex_destroy(&t->clock_lock);
     free(t->pub);
+    free(t->dg);
     free(t);
 }

@@ -13,6 +13,7 @@
 #include "command.h"
 #include "engine.h"
 #include "testutil.h"
+#include "diagnose.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -710,6 +711,51 @@ static void test_sample(void)
     engine_free(e);
 }
 
+/* A deep Post-LN run without warmup stalls on the unigram plateau: the
+ * published state reads STALLED, the diagnosis is in the event log, the
+ * status line's mark names the rule and the row written says so. The same
+ * run in Pre-LN stays RUNNING with no mark. */
+static void test_stall(void)
+{
+    for (int pre = 0; pre < 2; pre++) {
+        ns_config c = small_cfg();
+        c.n_layer = 24;
+        c.dim = 32;
+        c.n_head = 4;
+        c.norm = pre ? NORM_PRE : NORM_POST;
+        c.warmup = 0;
+        c.lr = 3e-3f;
+        c.val_every = 0;
+        engine *e = make(&c);
+        static recorder rec;
+        rec.n = 0;
+        trainer_opts o = {0};
+        o.limit = 150;
+        o.on_step = record;
+        o.ctx = &rec;
+        o.plateau = diag_unigram_entropy(D.bytes, D.n_train);
+        trainer *t = start(e, &o);
+        CHECK(wait_for(t, state_is, pre ? TRAINER_DONE : TRAINER_STALLED, 120.0));
+        trainer_snapshot_copy(t, S);
+        trainer_stop(t);
+        int stalled_rows = 0;
+        for (int i = 0; i < rec.n; i++)
+            stalled_rows += rec.m[i].stalled;
+        if (pre) {
+            CHECK(S->s.alert[0] == 0 && stalled_rows == 0);
+            CHECK(!find_event(S, TEV_NOTE, "stalled"));
+        } else {
+            CHECK(strcmp(S->s.alert, "stall") == 0);
+            CHECK(find_event(S, TEV_NOTE, "stalled: loss"));
+            CHECK(find_event(S, TEV_NOTE, "Pre-LN first"));
+            CHECK(stalled_rows > 0);
+            CHECK(strcmp(trainer_state_name(TRAINER_STALLED), "STALLED") == 0);
+        }
+        trainer_free(t);
+        engine_free(e);
+    }
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -729,6 +775,7 @@ int main(void)
     test_stopped_time();
     test_rate_after_rewind();
     test_sample();
+    test_stall();
     free(S);
     return test_summary();
 }

@@ -598,6 +598,7 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         to.label_a = label_a;
     }
     to.on_pair = (csv.f || jsonl.f) ? live_pair : NULL;
+    to.plateau = diag_unigram_entropy(data->bytes, data->n_train);
     trainer *t = trainer_create(e, &to, err, sizeof err);
     trainer_snapshot *snap = trainer_snapshot_new();
     if (!t || !snap) {

@@ -69,6 +69,7 @@ struct trainer {
     long engine_events_seen;
     unsigned long applied; /* commands applied so far (a script's show up) */
     char mark[TRAINER_MARK]; /* marker label for the next step's point */
+    unsigned mark_kinds;     /* bit per command kind (mark_group) in the label */
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -265,6 +266,7 @@ static void publish_step(trainer *t)
     p->s.hist_total++;
     publish_end(t);
     t->mark[0] = 0;
+    t->mark_kinds = 0;
 }
 
 static void push_event(trainer *t, const trainer_event *ev)
@@ -373,12 +375,12 @@ static void pause_run(trainer *t, const char *why)
     add_event(t, TEV_INFO, "paused at step %ld%s", engine_steps_done(t->e), why);
 }
 
-/* The chart marker of a settings command, from the state after it. */
-static void mark_for(trainer *t, const ns_command *c)
+/* The chart marker's label for a kind of change, from the state now. */
+static void mark_label(trainer *t, command_kind kind)
 {
     const ns_config *cfg = engine_config(t->e);
     char b[32];
-    switch (c->kind) {
+    switch (kind) {
     case CMD_NORM: case CMD_NORM_TOGGLE: case CMD_NORM_CYCLE:
         add_mark(t, norm_place_name(cfg->norm));
         break;
@@ -424,6 +426,35 @@ static void mark_for(trainer *t, const ns_command *c)
     default: /* snapshots and notes change no setting */
         break;
     }
+}
+
+_Static_assert(CMD_COUNT <= 32, "mark_kinds keeps a bit per command kind");
+
+/* Commands that change the same setting share a label. */
+static command_kind mark_group(command_kind k)
+{
+    switch (k) {
+    case CMD_LR_SCALE: return CMD_LR;
+    case CMD_NORM_TOGGLE: case CMD_NORM_CYCLE: return CMD_NORM;
+    case CMD_KIND_CYCLE: return CMD_KIND;
+    default: return k;
+    }
+}
+
+/* The chart marker of the changes before the next step, rebuilt from the
+ * state after the latest one: "rewind,lr 4e-03" after a rewind and two LR
+ * changes shows the LR in force, not the first change's. */
+static void mark_for(trainer *t, const ns_command *c)
+{
+    static const command_kind order[] = {CMD_REINIT,     CMD_REWIND,     CMD_NORM,
+                                         CMD_KIND,       CMD_FINAL_NORM, CMD_WARMUP,
+                                         CMD_PRECISION,  CMD_FP32_NORMS, CMD_LOSS_SCALE,
+                                         CMD_LR,         CMD_CLIP};
+    t->mark_kinds |= 1u << mark_group(c->kind);
+    t->mark[0] = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (t->mark_kinds & (1u << order[i]))
+            mark_label(t, order[i]);
 }
 
 /* A rewind to step `to`: the loss (and the validation loss) shown are
@@ -524,6 +555,7 @@ static void apply(trainer *t, const ns_command *c)
         t->last_val_b = NAN;
         t->last_val_step = 0;
         t->mark[0] = 0;
+        t->mark_kinds = 0;
         t->budget = 0;
         /* a diverged or finished run starts over; a paused one stays paused */
         if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
@@ -535,6 +567,7 @@ static void apply(trainer *t, const ns_command *c)
         t->generation++;
         t->hist_cut = after;
         t->mark[0] = 0;
+        t->mark_kinds = 0;
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }

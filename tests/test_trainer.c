@@ -461,10 +461,13 @@ static void test_rewind(void)
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(S->s.hist_total == 10);
     CHECK(S->s.generation != gen);
+    /* two LR changes after the rewind: the marker shows the LR in force */
+    send(t, CMD_LR, 0.02);
+    send(t, CMD_LR_SCALE, 0.2);
     send(t, CMD_STEP, 0);
     CHECK(wait_for(t, steps_at_least, 11, 10.0));
     CHECK(S->s.hist_total == 11 && S->hist[10].step == 11);
-    CHECK(strstr(S->hist[10].mark, "rewind") != NULL);
+    CHECK(strcmp(S->hist[10].mark, "rewind,lr 4e-03") == 0);
     trainer_free(t);
     engine_free(e);
 }

@@ -83,6 +83,10 @@ int engine_snapshot(engine *e);
 enum { SCALER_CLEAN = 0, SCALER_SKIPPED = 1, SCALER_GREW = 2, SCALER_GAVE_UP = 3 };
 int engine_scaler_update(float *scale, long *good, int overflowed);
 long engine_rewind(engine *e);
+/* The metrics of the step the run is at (after a rewind: the snapshot's
+ * step's, which the snapshot keeps). 1 and fills out, or 0 when the engine
+ * has none for it (step 0, a loaded run before its first step). */
+int engine_last_metrics(const engine *e, step_metrics *out);
 
 /* Back to step 0 with fresh weights from the same seed. */
 void engine_reinit(engine *e);

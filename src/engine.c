@@ -31,6 +31,7 @@ typedef struct {
     schedule sched;
     float scale;
     long good;
+    step_metrics metrics; /* its step's, when metrics.step == step (else none) */
 } snapshot;
 
 /* Spike detection window: a z-score against the last SPIKE_WINDOW steps. */
@@ -88,6 +89,7 @@ struct engine {
     int n_snaps;
     int snaps_off; /* one snapshot would pass the memory cap */
     spike_window spike_loss, spike_gnorm;
+    step_metrics last; /* the latest step's metrics; a snapshot keeps its step's */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
 };
 
@@ -407,6 +409,7 @@ int engine_step(engine *e, step_metrics *out)
     out->loss_scale_dynamic = scaler_dynamic(e);
     out->skipped = skipped;
     out->n_layer = m->L;
+    e->last = *out; /* before a snapshot takes it; the validation is added below */
     if (bad) {
         char lt[24], gt[24]; /* "nan" without a sign, whatever the platform prints */
         snprintf(lt, sizeof lt, isnan(loss) ? "nan" : "%g", (double)loss);
@@ -422,6 +425,8 @@ int engine_step(engine *e, step_metrics *out)
     if (c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps))) {
         out->val_loss = engine_validate(e);
         out->has_val = 1;
+        e->last.val_loss = out->val_loss;
+        e->last.has_val = 1;
     }
     return bad;
 }
@@ -486,7 +491,16 @@ int engine_snapshot(engine *e)
     sn->sched = e->sched;
     sn->scale = e->scale;
     sn->good = e->good;
+    sn->metrics = e->last;
     return 0;
+}
+
+int engine_last_metrics(const engine *e, step_metrics *out)
+{
+    if (e->step <= 0 || e->last.step != e->step)
+        return 0;
+    *out = e->last;
+    return 1;
 }
 
 long engine_rewind(engine *e)
@@ -518,6 +532,7 @@ long engine_rewind(engine *e)
     e->sched.peak = peak;
     e->scale = best->scale;
     e->good = best->good;
+    e->last = best->metrics; /* the snapshot's step's numbers, when it has them */
     /* snapshots after this point belong to the abandoned future */
     for (int i = 0; i < e->n_snaps; i++)
         if (e->snaps[i].step > best->step)

@@ -77,8 +77,9 @@ typedef struct {
     trainer_state state;
     long steps_done;
     int have_metrics;  /* last is a real step of this generation */
-    step_metrics last; /* the latest step taken (after a rewind, still the
-                        * one before it: see have_loss for the loss now) */
+    step_metrics last; /* the latest step taken; after a rewind the snapshot's
+                        * step's (engine_last_metrics), have_metrics 0 when the
+                        * engine has none (a rewind to step 0) */
     /* The loss of the step the run is at (steps_done): the latest step's,
      * or after a rewind the step rewound to's, from the history. 0 when
      * there is none: before the first step, after a re-init, after a

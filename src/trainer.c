@@ -564,6 +564,9 @@ static void apply(trainer *t, const ns_command *c)
         /* the steps after the snapshot are gone: so are their points, and
          * the loss shown is the snapshot's step's again */
         rewound_to(t, after);
+        /* the layer panel shows the snapshot's step, not the abandoned one */
+        t->have_metrics = engine_last_metrics(e, &t->m) &&
+                          (!t->o.twin || engine_last_metrics(t->o.twin, &t->mb));
         t->generation++;
         t->hist_cut = after;
         t->mark[0] = 0;

@@ -461,6 +461,8 @@ static void test_rewind(void)
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(S->s.hist_total == 10);
     CHECK(S->s.generation != gen);
+    /* the layer panel's numbers are the snapshot's step's */
+    CHECK(S->s.have_metrics && S->s.last.step == 10);
     /* two LR changes after the rewind: the marker shows the LR in force */
     send(t, CMD_LR, 0.02);
     send(t, CMD_LR_SCALE, 0.2);

@@ -352,6 +352,9 @@ int engine_step(engine *e, step_metrics *out)
     float gnorm = (float)sqrt(gsq);
     fault_text(&m->fault, m->L, out->fault, sizeof out->fault);
 
+    /* the step is taken (or skipped) from here on: its events carry its
+     * number, as their text does ("step 1665 skipped" at step 1665) */
+    e->step = s;
     /* what to do with this step's gradients */
     int bad = 0, skipped = 0;
     if (forward_bad) {
@@ -388,7 +391,6 @@ int engine_step(engine *e, step_metrics *out)
             event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,
                   SCALE_GROWTH_INTERVAL);
     }
-    e->step = s;
     double dt = now_s() - t0;
 
     out->step = s;

@@ -354,6 +354,7 @@ static void test_event_steps_and_rewind_metrics(void)
     if (!CHECK(e != NULL))
         return;
     step_metrics m, at5, back;
+    memset(&at5, 0, sizeof at5);
     long first = engine_event_count(e);
     for (int i = 0; i < 7; i++) {
         engine_step(e, &m);

@@ -636,8 +636,12 @@ static void do_step(trainer *t)
     if (t->m.has_val) {
         t->last_val = t->m.val_loss;
         t->last_val_step = t->m.step;
-        add_event(t, TEV_VAL, "validation loss %.4f (train %.4f)", (double)t->m.val_loss,
-                  (double)t->m.loss);
+        char v[16], l[16];
+        snprintf(v, sizeof v, isnan(t->m.val_loss) ? "nan" : "%.4f", (double)t->m.val_loss);
+        snprintf(l, sizeof l, isnan(t->m.loss) ? "nan" : "%.4f", (double)t->m.loss);
+        /* a non-finite one is news, not an ordinary validation */
+        add_event(t, isfinite(t->m.val_loss) ? TEV_VAL : TEV_NOTE, "validation loss %s (train %s)",
+                  v, l);
     }
     long done = engine_steps_done(t->e);
     if (bad && t->o.on_div != ONDIV_CONTINUE) {

@@ -34,17 +34,39 @@ typedef struct {
     step_metrics metrics; /* its step's, when metrics.step == step (else none) */
 } snapshot;
 
-/* Spike detection window: a z-score against the last SPIKE_WINDOW steps. */
+/* Spike detection window: a z-score against the last SPIKE_WINDOW steps,
+ * and a multiple of their median. The z-score alone fired on healthy runs:
+ * a value with a narrow spread (DeepNorm's gradient norm at step 277 of the
+ * deep-stable lesson: 11 sd, only 2.5x the median) is many sd above its
+ * mean by a small factor. Gradient norms are heavy-tailed besides: a
+ * healthy Pre-LN run has single steps at 10x the median that Adam absorbs
+ * (its update does not grow with the gradient), so a gradient-norm spike
+ * must last two steps; a loss spike counts at once. */
 #define SPIKE_WINDOW 128
 #define SPIKE_MIN 32     /* steps of history before judging */
 #define SPIKE_Z 6.0      /* how many standard deviations is a spike */
-#define SPIKE_QUIET 16   /* steps between two warnings of the same kind */
+#define SPIKE_QUIET 64   /* steps between two warnings of the same kind */
 
 typedef struct {
     double v[SPIKE_WINDOW];
     long n;        /* values seen */
     long last_warn;
+    double ratio;  /* a spike is also this many times the window's median */
+    int sustain;   /* steps it must last: 1, or 2 (the next step too) */
+    long cand;     /* a first step over both bounds waiting for the next (0: none) */
+    double cand_x, cand_z, cand_med;
 } spike_window;
+
+#define SPIKE_LOSS_RATIO 1.5  /* a loss this many times the median, at once */
+#define SPIKE_GNORM_RATIO 4.0 /* a gradient norm, on two steps in a row */
+
+static void spike_reset(spike_window *w, double ratio, int sustain)
+{
+    memset(w, 0, sizeof *w);
+    w->ratio = ratio;
+    w->sustain = sustain;
+}
+
 
 /* GradScaler's defaults (torch.cuda.amp.GradScaler): start at 2^16, halve
  * and skip the step on inf/NaN gradients, double after 2000 clean steps. */
@@ -119,6 +141,8 @@ static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err
     }
     e->cfg = *cfg;
     e->data = data;
+    spike_reset(&e->spike_loss, SPIKE_LOSS_RATIO, 1); /* a loaded run too */
+    spike_reset(&e->spike_gnorm, SPIKE_GNORM_RATIO, 2);
     size_t BT = (size_t)cfg->batch * cfg->context;
     if (model_create(&e->m, cfg) != 0 || adamw_create(&e->opt, e->m.n_params) != 0 ||
         !(e->x = malloc(BT)) || !(e->y = malloc(BT)) ||
@@ -144,8 +168,8 @@ static void fresh_start(engine *e)
     e->sched.ramp_start = 0;
     e->scale = SCALE_INIT;
     e->good = 0;
-    memset(&e->spike_loss, 0, sizeof e->spike_loss);
-    memset(&e->spike_gnorm, 0, sizeof e->spike_gnorm);
+    spike_reset(&e->spike_loss, SPIKE_LOSS_RATIO, 1);
+    spike_reset(&e->spike_gnorm, SPIKE_GNORM_RATIO, 2);
     for (int i = 0; i < e->n_snaps; i++)
         e->snaps[i].step = -1;
     engine_snapshot(e); /* step 0: there is always somewhere to go back to */
@@ -217,25 +241,62 @@ static float scale_in_force(const engine *e)
     return e->cfg.loss_scale > 0.0f ? e->cfg.loss_scale : e->scale;
 }
 
-/* Warn once when x is far above the recent window (z-score). */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of the n values kept (a copy on the stack is sorted). */
+static double window_median(const spike_window *w, long n)
+{
+    double v[SPIKE_WINDOW];
+    memcpy(v, w->v, (size_t)n * sizeof v[0]);
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* How far x is above the window: its z-score, and the median (computed
+ * only when z passes, the one sort). */
+static double spike_z(const spike_window *w, long n, double x, double *med)
+{
+    double mean = 0, var = 0;
+    for (long i = 0; i < n; i++)
+        mean += w->v[i];
+    mean /= n;
+    for (long i = 0; i < n; i++)
+        var += (w->v[i] - mean) * (w->v[i] - mean);
+    double sd = sqrt(var / n);
+    double z = sd > 0 ? (x - mean) / sd : 0;
+    *med = z > SPIKE_Z ? window_median(w, n) : 0;
+    return z;
+}
+
+/* Warn once when x is far above the recent window (z-score and a multiple
+ * of the median), for w->sustain steps; the warning names the first. */
 static void spike_check(engine *e, spike_window *w, double x, const char *what)
 {
     if (!isfinite(x))
         return;
     long n = w->n < SPIKE_WINDOW ? w->n : SPIKE_WINDOW;
-    if (n >= SPIKE_MIN && e->step - w->last_warn >= SPIKE_QUIET) {
-        double mean = 0, var = 0;
-        for (long i = 0; i < n; i++)
-            mean += w->v[i];
-        mean /= n;
-        for (long i = 0; i < n; i++)
-            var += (w->v[i] - mean) * (w->v[i] - mean);
-        double sd = sqrt(var / n);
-        double z = sd > 0 ? (x - mean) / sd : 0;
-        if (z > SPIKE_Z && x > mean * 1.05) {
-            event(e, "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps",
-                  what, e->step, x, z, n);
-            w->last_warn = e->step;
+    if (w->cand) { /* the step after a first one: still high? */
+        if (x > w->cand_med * w->ratio)
+            event(e, "warning: %s spike at step %ld: %.4g, %.1f sd and %.1fx the median of "
+                  "the last %ld steps, %.4g the step after",
+                  what, w->cand, w->cand_x, w->cand_z, w->cand_x / w->cand_med, n, x);
+        w->last_warn = x > w->cand_med * w->ratio ? e->step : w->last_warn;
+        w->cand = 0;
+    } else if (n >= SPIKE_MIN && e->step - w->last_warn >= SPIKE_QUIET) {
+        double med, z = spike_z(w, n, x, &med);
+        if (z > SPIKE_Z && x > med * w->ratio) {
+            w->cand = e->step, w->cand_x = x, w->cand_z = z, w->cand_med = med;
+            if (w->sustain == 1) {
+                event(e, "warning: %s spike at step %ld: %.4g, %.1f sd and %.1fx the median of "
+                      "the last %ld steps",
+                      what, e->step, x, z, x / med, n);
+                w->last_warn = e->step;
+                w->cand = 0;
+            }
         }
     }
     w->v[w->n % SPIKE_WINDOW] = x;

@@ -123,11 +123,17 @@ printf 'at 150: lr 0.01\nat 150: rewind\n' >"$T/rw2.script"
 run rw2 $FP16 --steps 160 --on-diverge continue --script "$T/rw2.script"
 ! has rw2 "resumed from" && ok || no "resumed warning after a change: $(cat "$T/rw2.err")"
 
-# ---- healthy runs: no warning, no diagnosis ----
+# ---- the spike warning: an LR raised 1000x at step 150 spikes at once ----
+printf 'at 150: lr x1000\n' >"$T/spike.script"
+run spike $F --warmup 20 --steps 200 --script "$T/spike.script"
+grep -q "warning: gradient norm spike at step 15[0-9]: .* sd and .*x the median" "$T/spike.err" &&
+    ok || no "no spike warning after lr x1000: $(cat "$T/spike.err")"
+
+# ---- healthy runs: no warning, no spike, no diagnosis ----
 run healthy $F --warmup 20 --steps 200
 run healthy16 $F --precision fp16 --lr 1e-3 --steps 200
 for h in healthy healthy16; do
-    [ "$(rc $h)" -eq 0 ] && ! grep -q "warning at\|diagnosis\|cause:" "$T/$h.err" && ok ||
+    [ "$(rc $h)" -eq 0 ] && ! grep -q "warning\|diagnosis\|cause:" "$T/$h.err" && ok ||
         no "$h: exit $(rc $h): $(cat "$T/$h.err")"
 done
 

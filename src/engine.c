@@ -281,8 +281,8 @@ static void spike_check(engine *e, spike_window *w, double x, const char *what)
     long n = w->n < SPIKE_WINDOW ? w->n : SPIKE_WINDOW;
     if (w->cand) { /* the step after a first one: still high? */
         if (x > w->cand_med * w->ratio)
-            event(e, "warning: %s spike at step %ld: %.4g, %.1f sd and %.1fx the median of "
-                  "the last %ld steps, %.4g the step after",
+            event(e, "warning: %s spike at step %ld: %.4g (%.1f sd, %.1fx the median of %ld "
+                  "steps), then %.4g",
                   what, w->cand, w->cand_x, w->cand_z, w->cand_x / w->cand_med, n, x);
         w->last_warn = x > w->cand_med * w->ratio ? e->step : w->last_warn;
         w->cand = 0;
@@ -291,8 +291,8 @@ static void spike_check(engine *e, spike_window *w, double x, const char *what)
         if (z > SPIKE_Z && x > med * w->ratio) {
             w->cand = e->step, w->cand_x = x, w->cand_z = z, w->cand_med = med;
             if (w->sustain == 1) {
-                event(e, "warning: %s spike at step %ld: %.4g, %.1f sd and %.1fx the median of "
-                      "the last %ld steps",
+                event(e, "warning: %s spike at step %ld: %.4g (%.1f sd, %.1fx the median of %ld "
+                      "steps)",
                       what, e->step, x, z, x / med, n);
                 w->last_warn = e->step;
                 w->cand = 0;

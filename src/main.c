@@ -638,8 +638,8 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
             fprintf(stderr, "normscope: %s\n", err);
             status = 1;
         }
-    } else if (o->save) {
-        fprintf(stderr, "normscope: --save %s: not written, the run is diverged\n", o->save);
+    } else if (o->save && save_diverged(e, o->save) != 0) {
+        status = 1;
     }
     if (!o->quiet) {
         const ns_config *c = engine_config(e);

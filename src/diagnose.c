@@ -219,9 +219,11 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
 static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int lo = -1;
-    for (int l = 0; l < m->n_layer; l++)
-        if (isfinite(m->layer[l].headroom) && (lo < 0 || m->layer[l].headroom < m->layer[lo].headroom))
+    for (int l = 0; l < m->n_layer; l++) {
+        float h = m->layer[l].headroom;
+        if (isfinite(h) && (lo < 0 || h < m->layer[lo].headroom))
             lo = l;
+    }
     if (lo < 0)
         return;
     double h = m->layer[lo].headroom;
@@ -331,8 +333,8 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
             b = p->grad[l] > b ? p->grad[l] : b;
         loss += p->loss, bottom += b, top += p->grad[L - 1], cnt++;
     }
-    d->stalled = L >= 2 && cnt >= DIAG_STALL_STEPS && fabs(loss / cnt - d->plateau) < DIAG_STALL_TOL &&
-                 bottom < DIAG_STALL_GRAD * top;
+    d->stalled = L >= 2 && cnt >= DIAG_STALL_STEPS &&
+                 fabs(loss / cnt - d->plateau) < DIAG_STALL_TOL && bottom < DIAG_STALL_GRAD * top;
     if (!d->stalled || (d->warned & (1u << DIAG_R_STALL)))
         return;
     d->warned |= 1u << DIAG_R_STALL;
@@ -340,7 +342,8 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     int post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
     diag_finding *f = out + *k;
     add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, 0, m->step, v,
-        post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on (warmup alone stays stuck)"
+        post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
+               "(warmup alone stays stuck)"
              : "the bottom layers get no gradient: lower the LR or the depth",
         "stalled: loss %.3f on the unigram plateau %.3f for %d steps; bottom layers' gradient "
         "%.2g of the top's",

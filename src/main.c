@@ -4,7 +4,8 @@
  *
  * Exit status: 0 done, 1 runtime error (an output could not be written),
  * 2 bad usage or input, 3 the run diverged (non-finite loss or gradients),
- * 130 interrupted (the outputs hold the steps done).
+ * 4 the run stalled (headless, --on-stall stop), 130 interrupted (the
+ * outputs hold the steps done).
  */
 #include <errno.h>
 #include <math.h>

@@ -123,6 +123,18 @@ printf 'at 150: lr 0.01\nat 150: rewind\n' >"$T/rw2.script"
 run rw2 $FP16 --steps 160 --on-diverge continue --script "$T/rw2.script"
 ! has rw2 "resumed from" && ok || no "resumed warning after a change: $(cat "$T/rw2.err")"
 
+# ---- an LR raised 10x at step 60 is named, with the LR to go back to ----
+printf 'at 60: lr x10\n' >"$T/lr.script"
+run lr $F --precision fp16 --fp32-norms off --lr 2e-3 --steps 400 --script "$T/lr.script"
+[ "$(rc lr)" -eq 3 ] && has lr "LR raised 0.002 -> 0.02 at step 60" &&
+    has lr "try: rewind and set lr 0.002" && ok || no "LR raise not named: $(cat "$T/lr.err")"
+
+# ---- vanishing updates: norm gains of 0 leave the bottom layer still ----
+run gain0 $F --norm post --ln-gamma-init 0 --ln-beta-init 0 --steps 150
+has gain0 "layer 0 update ratio 0 (top layer" && ok || no "no vanishing update: $(cat "$T/gain0.err")"
+run gain1 $F --norm post --steps 150
+! has gain1 "update ratio" && ok || no "vanishing update on a healthy run: $(cat "$T/gain1.err")"
+
 # ---- the spike warning: an LR raised 1000x at step 150 spikes at once ----
 printf 'at 150: lr x1000\n' >"$T/spike.script"
 run spike $F --warmup 20 --steps 200 --script "$T/spike.script"

@@ -33,6 +33,7 @@
 #define DIAG_UPDATE_VANISH 1e-6 /* a layer's update ratio below this ... */
 #define DIAG_UPDATE_ALIVE 1e-4  /* ... while the top's is above this */
 #define DIAG_LR_RECENT 500      /* an LR raise this many steps before counts */
+#define DIAG_LR_HELD 50         /* steps at an LR that make it tolerated */
 #define DIAG_WARMUP_EARLY 1000  /* without warmup, a divergence this early counts */
 #define DIAG_GROWTH_MIN 0.05    /* doublings per 100 steps that count as growth */
 
@@ -86,12 +87,19 @@ typedef struct {
     diag_settings set;     /* of the last step */
     int have_set;
     long changed_at;       /* step before which settings last changed (-1 never) */
-    float lr_before;       /* the peak LR before the latest raise (0: none) */
-    long lr_raised_at;     /* the step of that raise (-1: none) */
+    float lr_tolerated;    /* the latest peak LR the run trained at for
+                              DIAG_LR_HELD steps or more (or its first) */
+    long lr_since;         /* the step the peak LR in force began */
+    long lr_raised_at;     /* the latest raise above lr_tolerated (-1: none) */
     long warmup_off_at;    /* the step warmup was turned off (-1: never; 0: from the start) */
-    long diverged_at;      /* the latest divergence (0: none) */
+    long diverged_at;      /* the first divergence since the start or the
+                              latest rewind (0: none) */
+    long finite_run;       /* finite steps in a row */
     diag_settings diverged_set; /* the settings in force then */
-    int div_seen;          /* this divergence was diagnosed (until a rewind or change) */
+    int div_seen;          /* this divergence was diagnosed: until a rewind or
+                              DIAG_WINDOW finite steps, another is no news (a
+                              setting changed while diverged and resumed without
+                              a rewind diverges again from the same weights) */
     long stall_run;        /* consecutive steps meeting the stall condition */
     int stalled;
     unsigned warned;       /* bit per rule: warned this episode */

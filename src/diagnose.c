@@ -151,7 +151,6 @@ static int settings_equal(const diag_settings *a, const diag_settings *b)
 static void new_episode(diag *d)
 {
     d->warned = 0;
-    d->div_seen = 0;
     d->stall_run = 0;
     d->stalled = 0;
 }
@@ -179,6 +178,18 @@ static void add(diag_finding *out, int max, int *k, diag_kind kind, diag_rule ru
     snprintf(f->hint, sizeof f->hint, "%s", hint);
 }
 
+/* A peak LR change at step `at`: the old one is tolerated if the run
+ * trained at it for DIAG_LR_HELD steps; a new one above that is a raise. */
+static void track_lr(diag *d, float peak, long at)
+{
+    if (peak == d->set.lr_peak)
+        return;
+    if (at - d->lr_since >= DIAG_LR_HELD)
+        d->lr_tolerated = d->set.lr_peak;
+    d->lr_since = at;
+    d->lr_raised_at = peak > d->lr_tolerated ? at : -1;
+}
+
 /* Rewinds (a step number that goes back) and setting changes; the
  * "resumed with nothing changed" warning. */
 static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -187,6 +198,7 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
     if (d->last_step > 0 && m->step <= d->last_step) {
         d->n = 0; /* the ring's points are from the future now */
         new_episode(d);
+        d->div_seen = 0;
         if (d->diverged_at >= m->step && settings_equal(&s, &d->diverged_set)) {
             double v[4] = {(double)m->step - 1, (double)d->diverged_at, 0, 0};
             add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, m->step, v,
@@ -194,16 +206,17 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
                 "resumed from step %ld with nothing changed: it will diverge again at step %ld",
                 m->step - 1, d->diverged_at);
         }
+        d->diverged_at = 0;
+        d->finite_run = 0;
     }
     if (!d->have_set) {
         if (!s.warmup_on)
             d->warmup_off_at = m->step - 1;
+        d->lr_tolerated = s.lr_peak;
+        d->lr_since = m->step - 1;
     } else if (!settings_equal(&s, &d->set)) {
         d->changed_at = m->step - 1;
-        if (s.lr_peak > d->set.lr_peak) {
-            d->lr_before = d->set.lr_peak;
-            d->lr_raised_at = m->step - 1;
-        }
+        track_lr(d, s.lr_peak, m->step - 1);
         if (d->set.warmup_on && !s.warmup_on)
             d->warmup_off_at = m->step - 1;
         new_episode(d);
@@ -410,12 +423,13 @@ static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, 
 {
     char hint[DIAG_TEXT];
     if (d->lr_raised_at >= 0 && m->step - d->lr_raised_at <= DIAG_LR_RECENT) {
-        double v[4] = {d->lr_before, m->lr_peak, (double)d->lr_raised_at, 0};
+        double v[4] = {d->lr_tolerated, m->lr_peak, (double)d->lr_raised_at, 0};
         snprintf(hint, sizeof hint, "rewind and set lr %g, which the run tolerated",
-                 (double)d->lr_before);
+                 (double)d->lr_tolerated);
         add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v, hint,
             "LR raised %g -> %g at step %ld, %ld steps before: above what the run tolerated",
-            (double)d->lr_before, (double)m->lr_peak, d->lr_raised_at, m->step - d->lr_raised_at);
+            (double)d->lr_tolerated, (double)m->lr_peak, d->lr_raised_at,
+            m->step - d->lr_raised_at);
     } else if (!m->warmup_on && d->warmup_off_at >= 0 &&
                m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY) {
         double v[4] = {m->lr_peak, (double)d->warmup_off_at, 0, 0};
@@ -431,8 +445,10 @@ static void diagnose_divergence(diag *d, const step_metrics *m, diag_finding *ou
 {
     int first = *k;
     d->div_seen = 1;
-    d->diverged_at = m->step;
-    d->diverged_set = settings_of(m);
+    if (d->diverged_at == 0) { /* the first since the start or a rewind */
+        d->diverged_at = m->step;
+        d->diverged_set = settings_of(m);
+    }
     rule_norm_var(m, out, max, k);
     rule_growth(d, m, out, max, k);
     rule_scale(d, m, DIAG_DIAGNOSIS, out, max, k);
@@ -446,9 +462,14 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
     int k = 0;
     track_changes(d, m, out, max, &k);
     if (m->nonfinite) {
+        d->finite_run = 0;
         if (!d->div_seen) /* once: --on-diverge continue repeats it every step */
             diagnose_divergence(d, m, out, max, &k);
     } else {
+        /* DIAG_WINDOW finite steps in a row (--on-diverge continue): the
+         * next divergence is news again */
+        if (++d->finite_run >= DIAG_WINDOW)
+            d->div_seen = 0;
         rule_val_nan(d, m, out, max, &k);
         rule_headroom(d, m, out, max, &k);
         if (!(d->warned & (1u << DIAG_R_SCALE)) &&

@@ -166,6 +166,11 @@ static void test_norm_variance_divergence(void)
     m.step = 142;
     feed(&m);
     CHECK(n_found == before);
+    /* a setting changed while diverged, resumed without a rewind: no news */
+    m.step = 143;
+    m.lr = m.lr_peak = 1e-3f;
+    feed(&m);
+    CHECK(n_found == before);
 
     /* an fp32 divergence with nothing growing and warmup on: none of them */
     reset();
@@ -236,6 +241,25 @@ static void test_lr_raise(void)
             CHECK(f == NULL);
         }
     }
+}
+
+/* Raised twice in a row: the LR the run trained at for a while is the one
+ * named, not the short-lived step between. */
+static void test_lr_tolerated(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 120; s++) {
+        healthy(&m, s);
+        if (s > 100)
+            m.lr = m.lr_peak = 2e-3f;
+        if (s > 105)
+            m.lr = m.lr_peak = 1e-2f;
+        m.nonfinite = s == 120;
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_LR);
+    CHECK(f && strstr(f->text, "0.001 -> 0.01 at step 105") && strstr(f->hint, "lr 0.001,"));
 }
 
 /* Post-LN on the plateau with the bottom layers' gradient 1e-8 of the
@@ -378,6 +402,7 @@ int main(void)
     test_norm_variance_divergence();
     test_scale_collapse();
     test_lr_raise();
+    test_lr_tolerated();
     test_stall();
     test_update_vanish();
     test_resumed();

@@ -723,10 +723,8 @@ static void test_sample(void)
 static void test_stall(void)
 {
     for (int pre = 0; pre < 2; pre++) {
-        ns_config c = small_cfg();
-        c.n_layer = 24;
-        c.dim = 32;
-        c.n_head = 4;
+        ns_config c = small_cfg(); /* 12 blocks of width 16: stalls near step 80 */
+        c.n_layer = 12;
         c.norm = pre ? NORM_PRE : NORM_POST;
         c.warmup = 0;
         c.lr = 3e-3f;
@@ -735,12 +733,13 @@ static void test_stall(void)
         static recorder rec;
         rec.n = 0;
         trainer_opts o = {0};
-        o.limit = 150;
+        o.limit = 120;
         o.on_step = record;
         o.ctx = &rec;
         o.plateau = diag_unigram_entropy(D.bytes, D.n_train);
         trainer *t = start(e, &o);
-        CHECK(wait_for(t, state_is, pre ? TRAINER_DONE : TRAINER_STALLED, 120.0));
+        /* generous: the ThreadSanitizer build is many times slower */
+        CHECK(wait_for(t, state_is, pre ? TRAINER_DONE : TRAINER_STALLED, 600.0));
         trainer_snapshot_copy(t, S);
         trainer_stop(t);
         int stalled_rows = 0;

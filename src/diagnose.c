@@ -391,10 +391,12 @@ static void rule_norm_var(const step_metrics *m, diag_finding *out, int max, int
     int top = top_act_layer(act_now, m->n_layer);
     double fmax = numfmt_max(m->precision), act = m->layer[top].act_max;
     double v[4] = {act, sqrt(fmax), fmax, (double)top};
+    char at[24]; /* "nan" without the sign printf may give it */
+    snprintf(at, sizeof at, isnan(act) ? "nan" : "%.4g", act);
     add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, layer, m->step, v,
         "fp32-norms on or precision bf16 fix the overflow; the growth remains: lower the LR too",
-        "%s overflowed in %s: act max %.4g (layer %d) squares past %g (limit %.3g)", m->fault,
-        numfmt_name(m->precision), act, top, fmax, sqrt(fmax));
+        "%s overflowed in %s: act max %s (layer %d) squares past %g (limit %.3g)", m->fault,
+        numfmt_name(m->precision), at, top, fmax, sqrt(fmax));
 }
 
 /* The largest activation grew over the window: how fast, and when it

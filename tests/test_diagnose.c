@@ -151,8 +151,6 @@ static void test_norm_variance_divergence(void)
         }
         feed(&m);
     }
-    for (int i = 0; i < n_found; i++)
-        printf("  %s: %s / %s\n", diag_rule_name(found[i].rule), found[i].text, found[i].hint);
     const diag_finding *nv = first(DIAG_R_NORM_VAR), *gr = first(DIAG_R_GROWTH),
                        *lr = first(DIAG_R_LR);
     CHECK(nv && nv->kind == DIAG_DIAGNOSIS && strstr(nv->text, "262") &&
@@ -171,6 +169,18 @@ static void test_norm_variance_divergence(void)
     m.lr = m.lr_peak = 1e-3f;
     feed(&m);
     CHECK(n_found == before);
+
+    /* every act max NaN (the overflow spread): "nan", never "-nan" */
+    reset();
+    healthy(&m, 1);
+    m.precision = FMT_FP16;
+    m.nonfinite = 1;
+    strcpy(m.fault, "forward, layer 2, MLP norm variance");
+    for (int l = 0; l < L; l++)
+        m.layer[l].act_max = -NAN;
+    feed(&m);
+    nv = first(DIAG_R_NORM_VAR);
+    CHECK(nv && nv->layer == 2 && strstr(nv->text, "act max nan") && !strstr(nv->text, "-nan"));
 
     /* an fp32 divergence with nothing growing and warmup on: none of them */
     reset();

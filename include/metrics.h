@@ -11,7 +11,10 @@
 
 #include "config.h"
 
-#define NS_MAX_LAYERS 64
+/* Layers a step can carry: the lab trains at most 64 (--layers), a followed
+ * stream (--follow) may have more; 128 keeps a trainer_snapshot's heatmap
+ * at 2 MiB (TRAINER_HIST x 128 floats). */
+#define NS_MAX_LAYERS 128
 
 typedef struct {
     float grad_attn;    /* ||d loss / d attention params|| (qkv, proj, biases) */
@@ -53,6 +56,8 @@ typedef struct {
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
     int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
                            not set by the engine */
+    int fault_layer;    /* the block of that first non-finite op, or -1 (none,
+                         * or outside the blocks: embeddings, head, loss) */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;
@@ -82,5 +87,52 @@ void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run);
  * put "b_" columns after the first run's on the same row. */
 void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix);
 void metrics_csv_fields(FILE *f, const step_metrics *m);
+
+/* The per-layer columns by name ("grad_attn", ... "headroom", as the CSV and
+ * JSONL call them after "l<i>_"): the index of a name (len bytes), or -1;
+ * and a column set by index, so a reader fills what the writers wrote. */
+enum { METRICS_LAYER_COLS = 10 };
+int metrics_layer_col_find(const char *name, size_t len);
+void metrics_layer_col_set(layer_metrics *l, int k, float v);
+
+/* A layer's gradient norm over all its parameters, sqrt(attn^2 + mlp^2 +
+ * norm^2): the heatmap's value. */
+float metrics_layer_gnorm(const layer_metrics *l);
+
+/* The spike rule, shared by the engine and the stream reader: a value more
+ * than METRICS_SPIKE_Z standard deviations above the mean of the last
+ * METRICS_SPIKE_WINDOW values and a multiple of their median, judged once
+ * METRICS_SPIKE_MIN values are in, at most one warning every
+ * METRICS_SPIKE_QUIET steps. The z-score alone fired on healthy runs: a
+ * value with a narrow spread (DeepNorm's gradient norm at step 277 of the
+ * deep-stable lesson: 11 sd, only 2.5x the median) is many sd above its
+ * mean by a small factor. Gradient norms are heavy-tailed besides: a
+ * healthy Pre-LN run has single steps at 10x the median that Adam absorbs
+ * (its update does not grow with the gradient), so a gradient-norm spike
+ * must last two steps (the warning comes on the second and names the
+ * first); a loss spike counts at once. Non-finite values are not judged
+ * and not kept (divergence is reported on its own). */
+#define METRICS_SPIKE_WINDOW 128
+#define METRICS_SPIKE_MIN 32
+#define METRICS_SPIKE_Z 6.0
+#define METRICS_SPIKE_QUIET 64
+#define METRICS_SPIKE_LOSS_RATIO 1.5  /* a loss this many times the median, at once */
+#define METRICS_SPIKE_GNORM_RATIO 4.0 /* a gradient norm, on two steps in a row */
+typedef enum { METRICS_SPIKE_LOSS, METRICS_SPIKE_GNORM } metrics_spike_kind;
+typedef struct {
+    double v[METRICS_SPIKE_WINDOW];
+    long n; /* values seen */
+    long last_warn;
+    double ratio; /* a spike is also this many times the window's median */
+    int sustain;  /* steps it must last: 1, or 2 (the next step too) */
+    long cand;    /* a first step over both bounds waiting for the next (0: none) */
+    double cand_x, cand_z, cand_med;
+} metrics_spike;
+/* Empty, with the rule of a loss or of a gradient norm. */
+void metrics_spike_reset(metrics_spike *w, metrics_spike_kind kind);
+/* Add x, the value of step `step`; returns 1 on a spike, with the warning
+ * ("warning: loss spike at step 12: ...", what = "loss") in msg. */
+int metrics_spike_check(metrics_spike *w, long step, double x, const char *what, char *msg,
+                        size_t msglen);
 
 #endif

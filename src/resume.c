@@ -1,6 +1,8 @@
 /* resume.c - settings given with --load (resume.h). A change goes through
  * the same command value a --script line makes, so a resumed run with
- * --lr 0.01 is the run that "at N: lr 0.01" gives.
+ * --lr 0.01 is the run that "at N: lr 0.01" gives. Which settings a
+ * command changes, and which a checkpoint holds, is the settings table's
+ * (settings.c: a row's command word and checkpoint field).
  */
 #include "resume.h"
 
@@ -8,21 +10,18 @@
 
 #include "command.h"
 
-/* A flag a mid-run command can change, and the command's verb. */
-typedef struct {
-    const char *flag, *verb;
-} settable;
-
-static const settable settables[] = {
-    {"lr", "lr"},           {"precision", "precision"}, {"fp32-norms", "fp32-norms"},
-    {"norm", "norm"},       {"norm-kind", "kind"},      {"final-norm", "final-norm"},
-    {"clip", "clip"},       {"loss-scale", "loss-scale"},
-};
-
-/* Settings no command changes: given with --load, they must agree. */
-static const char *const fixed[] = {"eps",       "init",      "init-std",      "betas",
-                                    "adam-eps",  "weight-decay", "schedule",   "mix-k",
-                                    "dyt-alpha", "ln-gamma-init", "ln-beta-init", "seed"};
+/* Rows a resumed run handles elsewhere: the shape and --steps (main.c
+ * compares and takes them), and warmup, whose command is on/off
+ * (apply_warmup). */
+static int handled_elsewhere(const ns_setting *s)
+{
+    static const char *const names[] = {"layers", "dim",   "heads", "context",
+                                        "batch",  "steps", "warmup"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(s->name, names[i]))
+            return 1;
+    return 0;
+}
 
 /* Apply "verb value" to e, as a script line. 0, or -1 (said on err). */
 static int run_command(const cli_opts *o, engine *e, const char *flag, const char *line,
@@ -59,59 +58,48 @@ static int apply_warmup(const cli_opts *o, const ns_config *ckpt, engine *e, FIL
     return run_command(o, e, "warmup", n ? "warmup on" : "warmup off", err);
 }
 
-/* Counts the checkpoint holds and no command changes. */
-static int check_counts(const cli_opts *o, const ns_config *ckpt, FILE *err)
+/* A row no command changes, given with a value the checkpoint does not
+ * have: refused. 0 or -1 (said on err). */
+static int check_fixed(const cli_opts *o, const ns_setting *s, const ns_config *ckpt, FILE *err)
 {
-    const struct {
-        const char *flag;
-        int mine, theirs;
-    } f[] = {
-        {"val-every", o->cfg.val_every, ckpt->val_every},
-        {"val-batches", o->cfg.val_batches, ckpt->val_batches},
-        {"snapshot-every", o->cfg.snapshot_every, ckpt->snapshot_every},
-        {"snapshots", o->cfg.snapshots, ckpt->snapshots},
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (cli_given(o, f[i].flag) && f[i].mine != f[i].theirs) {
-            fprintf(err, "normscope: --load %s: --%s %d cannot change on a resumed run "
-                         "(the checkpoint has %d)\n",
-                    o->load, f[i].flag, f[i].mine, f[i].theirs);
-            return -1;
-        }
-    return 0;
+    char mine[96], theirs[96];
+    settings_format(s, &o->cfg, mine, sizeof mine);
+    settings_format(s, ckpt, theirs, sizeof theirs);
+    if (!strcmp(mine, theirs))
+        return 0;
+    fprintf(err, "normscope: --load %s: --%s %s cannot change on a resumed run (the checkpoint "
+                 "has %s)\n",
+            o->load, s->name, mine, theirs);
+    return -1;
+}
+
+/* A row a mid-run command changes ("WORD VALUE", the row's command word),
+ * given with a value the run does not have: applied from the resumed step.
+ * 0 or -1 (said on err). */
+static int apply_settable(const cli_opts *o, const ns_setting *s, engine *e, FILE *out,
+                          FILE *err)
+{
+    char mine[96], theirs[96], line[160];
+    settings_format(s, &o->cfg, mine, sizeof mine);
+    settings_format(s, engine_config(e), theirs, sizeof theirs);
+    if (!strcmp(mine, theirs))
+        return 0;
+    snprintf(line, sizeof line, "%s %s", s->cmd, mine);
+    if (out)
+        fprintf(out, "normscope: --load: %s=%s from step %ld (the checkpoint had %s)\n", s->name,
+                mine, engine_steps_done(e), theirs);
+    return run_command(o, e, s->name, line, err);
 }
 
 int resume_apply_flags(const cli_opts *o, ns_config *ckpt, engine *e, FILE *out, FILE *err)
 {
-    char mine[96], theirs[96], line[128];
-    if (check_counts(o, ckpt, err) != 0)
-        return 2;
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
-        if (!cli_given(o, fixed[i]))
+    /* every row of the checkpoint's the user gave: the table says which a
+     * command changes (its command word) and which are fixed */
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        if (!o->given[i] || s->home != SET_IN_CFG || s->ckpt == 0 || handled_elsewhere(s))
             continue;
-        cli_setting_label(&o->cfg, fixed[i], mine, sizeof mine);
-        cli_setting_label(ckpt, fixed[i], theirs, sizeof theirs);
-        if (strcmp(mine, theirs) != 0) {
-            fprintf(err, "normscope: --load %s: --%s cannot change on a resumed run "
-                         "(the checkpoint has %s)\n",
-                    o->load, mine, theirs);
-            return 2;
-        }
-    }
-    for (size_t i = 0; i < sizeof settables / sizeof settables[0]; i++) {
-        const settable *s = &settables[i];
-        if (!cli_given(o, s->flag))
-            continue;
-        cli_setting_label(&o->cfg, s->flag, mine, sizeof mine);
-        cli_setting_label(engine_config(e), s->flag, theirs, sizeof theirs);
-        if (!strcmp(mine, theirs))
-            continue;
-        const char *val = strchr(mine, '=') + 1;
-        snprintf(line, sizeof line, "%s %s", s->verb, val);
-        if (out)
-            fprintf(out, "normscope: --load: %s from step %ld (the checkpoint had %s)\n", mine,
-                    engine_steps_done(e), strchr(theirs, '=') + 1);
-        if (run_command(o, e, s->flag, line, err) != 0)
+        if (s->cmd ? apply_settable(o, s, e, out, err) : check_fixed(o, s, ckpt, err))
             return 2;
     }
     if (cli_given(o, "warmup") && apply_warmup(o, ckpt, e, out, err) != 0)

@@ -15,22 +15,9 @@
 
 #include "numfmt.h"
 
-/* ---- glyphs ------------------------------------------------------------- */
-enum {
-    G_FULL = 0x2588,   /* █ */
-    G_LIGHT = 0x2591,  /* ░ */
-    G_DARK = 0x2593,   /* ▓ */
-    G_HLINE = 0x2500,  /* ─ */
-    G_VLINE = 0x2502,  /* │ */
-    G_TL = 0x250C, G_TR = 0x2510, G_BL = 0x2514, G_BR = 0x2518,
-    G_DOTV = 0x250A,   /* ┊ */
-    G_RIGHT = 0x25B6,  /* ▶ */
-};
-
+/* ---- glyphs (the code points: tui.h) ------------------------------------ */
 /* Left-aligned eighth blocks: index k = k/8 of a cell (k = 1..7). */
 static uint32_t eighth(int k) { return (uint32_t)(0x2590 - k); /* ▏=258F .. ▉=2589 */ }
-
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
 static void box(tui_grid *g, tui_rect r, int unicode, tui_style s)
 {
@@ -247,9 +234,9 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         snprintf(it[n].text, sizeof it[n].text, "%.1f steps/s", s->steps_per_s);
     it[n].style = TUI_S_STATUS, it[n++].prio = 3;
     if (s->state == TRAINER_DIVERGED && s->have_metrics) {
-        /* where it started: the first thing to look at (issue 4's habit) */
+        /* where it started, not the last symptom: the first thing to look at */
         /* with --compare, the run that diverged: a first, else b */
-        int in_b = s->compare && !s->last.nonfinite && s->last_b.nonfinite;
+        int in_b = trainer_diverged_run(s) == 1;
         const char *fault = in_b ? s->last_b.fault : s->last.fault;
         snprintf(it[n].text, sizeof it[n].text, "first non-finite%s: %s", in_b ? " (b)" : "",
                  fault[0] ? fault : "the loss");
@@ -366,7 +353,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 /* The precision counter of a layer, 8 columns: overflows this step
  * ("ovf 12"), else the headroom log2(format max / act max) in doublings,
  * warned below 3 and bad below 1, so a layer about to overflow shows in
- * its row before it does (issue 4). */
+ * its row before it does. */
 static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
 {
     char b[32];
@@ -384,7 +371,6 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
     tui_puts(g, r, c, 8, st, b);
 }
 
-/* The per-layer gradient norm the --compare ratio uses. */
 /* The largest finite attention or MLP gradient norm of any layer:
  * "vanishing" is relative to it. */
 static double largest_grad(const step_metrics *m, int L)
@@ -400,6 +386,7 @@ static double largest_grad(const step_metrics *m, int L)
     return gmax;
 }
 
+/* The per-layer gradient norm the --compare ratio uses. */
 static double layer_gnorm(const layer_metrics *lm)
 {
     double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
@@ -431,7 +418,7 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     tui_puts(g, r.r + 1, r.c, r.w, TUI_S_LABEL,
              lowp ? "lyr    attn     mlp act max headroom |grad|"
                   : "lyr    attn     mlp act max |grad|");
-    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
         int l = L - 1 - (ui->scroll + i);
@@ -520,7 +507,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     if (rows < 1)
         return;
     ui->layer_rows = rows;
-    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     if (ui->selected < 0 || ui->selected >= L)
         ui->selected = L - 1;
     ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
@@ -551,8 +538,8 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     /* header 2: the scales */
     scale_row(g, r.r + 1, r.c + k.attn, k.bar, TUI_GRAD_LO, TUI_GRAD_HI);
     scale_row(g, r.r + 1, r.c + k.ffn, k.bar, TUI_GRAD_LO, TUI_GRAD_HI);
-    int e256 = tui_log_eighths(TUI_MARK_LNVAR, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
-    int e16 = tui_log_eighths(TUI_MARK_FP16, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
+    int e256 = tui_log_eighths(TUI_MARK_LNVAR, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
+    int e16 = tui_log_eighths(TUI_MARK_FP16, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
     int m256 = (e256 + 7) / 8 - 1, m16 = (e16 + 7) / 8 - 1;
     tui_puts(g, r.r + 1, r.c + k.act, 1, TUI_S_DIM, "1");
     if (m256 > 1)
@@ -602,7 +589,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         tui_put(g, rr, r.c + k.act + m256, mark, TUI_S_WARN);
         tui_put(g, rr, r.c + k.act + m16, mark, TUI_S_BAD);
         if (isfinite(am)) {
-            int e = tui_log_eighths(am, TUI_ACT_LO, TUI_ACT_HI, k.act_w);
+            int e = tui_log_eighths(am, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
             int full = e / 8, part = e % 8;
             uint32_t fg = ui->unicode ? (ui->color || as == TUI_S_NORMAL ? G_FULL : G_DARK)
                                       : (as == TUI_S_NORMAL ? '#' : (as == TUI_S_WARN ? '%' : '!'));
@@ -730,13 +717,13 @@ void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *snap)
     tui_puts(g, r.r, c, r.c + r.w - 1 - c, TUI_S_TEXT, esc);
 }
 
-static tui_style event_style(trainer_event_kind k)
+static tui_style event_style(ns_event_kind k)
 {
     switch (k) {
-    case TEV_SETTING: return TUI_S_EV_SETTING;
-    case TEV_VAL: return TUI_S_EV_VAL;
-    case TEV_DIVERGED: return TUI_S_BAD;
-    case TEV_NOTE: return TUI_S_EV_NOTE;
+    case NS_EV_SETTING: case NS_EV_NOTE: return TUI_S_EV_SETTING;
+    case NS_EV_VAL: return TUI_S_EV_VAL;
+    case NS_EV_DIVERGED: return TUI_S_BAD;
+    case NS_EV_WARNING: case NS_EV_SKIPPED: case NS_EV_REFUSED: return TUI_S_EV_NOTE;
     default: return TUI_S_TEXT;
     }
 }
@@ -799,6 +786,18 @@ static const char *const help_legend[] = {
     "Heatmap (Tab): each layer's |gradient| per step, shaded by decade.",
 };
 
+/* --follow: the keys that change the lab's model, named in one line */
+static void help_off_line(tui_grid *g, tui_rect r, int rr)
+{
+    char names[64] = "";
+    size_t n = 0;
+    for (int i = 0; i < tui_n_keys; i++)
+        if (tui_keys[i].name && tui_action_changes_model(tui_keys[i].act) && n + 8 < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? " " : "", tui_keys[i].name);
+    int c = r.c + 2 + tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, names);
+    tui_puts(g, rr, c, r.c + r.w - 2 - c, TUI_S_DIM, ": not available while following");
+}
+
 void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
 {
     if (r.w < 20 || r.h < 4)
@@ -808,9 +807,16 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
     /* the closing hint sits on the bottom border, as the title on the top */
     int rr = r.r + 1, last = r.r + r.h - 1;
+    int off_said = 0;
     for (int i = 0; i < tui_n_keys && rr < last; i++) {
-        if (!tui_keys[i].name)
+        if (!tui_keys[i].name || (!ui->follow && tui_action_follow_only(tui_keys[i].act)))
             continue;
+        if (ui->follow && tui_action_changes_model(tui_keys[i].act)) {
+            /* --follow: the lab's model is not there to change; one line */
+            if (!off_said++)
+                help_off_line(g, r, rr++);
+            continue;
+        }
         tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, tui_keys[i].name);
         tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, tui_keys[i].help);
         rr++;

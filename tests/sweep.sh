@@ -1,0 +1,237 @@
+#!/bin/sh
+# sweep.sh - --sweep, --list and --sweep-collect from the outside: the grid,
+# determinism against runs alone, resume, a run that dies, bad input, and
+# the --list | xargs path against the in-process sweep.
+# Usage: NS_BIN=./normscope sh tests/sweep.sh
+# Prints "N passed, N failed"; exits non-zero on any failure.
+BIN=${NS_BIN:-./normscope}
+T=$(mktemp -d /tmp/ns_sweep.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# tiny runs: a sweep of a dozen takes well under a second
+C="-d 16 -H 2 -T 8 -B 2 --steps 20 --val-every 5 --val-batches 1"
+SPEC='norm=post,pre layers=1..2 lr=1e-3..1e-2*10^0.5'
+
+# expect_bad NEEDLE ARGS...: exit 2, one stderr line containing NEEDLE, and
+# no directory $T/bad made
+expect_bad() {
+    needle=$1
+    shift
+    "$BIN" "$@" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    if [ "$rc" -ne 2 ]; then no "$*: exit $rc, want 2"; return; fi
+    if [ "$(wc -l <"$T/err")" -ne 1 ]; then no "$*: stderr not one line:"; cat "$T/err" >&2; return; fi
+    if ! grep -q -- "$needle" "$T/err"; then no "$*: stderr lacks '$needle': $(cat "$T/err")"; return; fi
+    if [ -e "$T/bad" ]; then no "$*: wrote $T/bad"; rm -rf "$T/bad"; return; fi
+    ok
+}
+# csv of the run whose results row matches the pattern (id is column 1)
+run_csv() { echo "$1/run-$(grep -E -- "$2" "$1/results.csv" | cut -d, -f1).csv"; }
+rows() { tail -n +2 "$1/results.csv" | wc -l; }
+# pid of a process whose command line holds $1 (procps's pgrep may be absent)
+find_pid() {
+    for d in /proc/[0-9]*; do
+        c=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")
+        case "$c" in *"$1"*) echo "${d#/proc/}"; return ;; esac
+    done
+}
+
+# --- the grid: 2 x 2 x 3 (1e-3, 3.16e-3, 1e-2), in every listing and row set
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/l" --list >"$T/list" 2>"$T/err"
+[ "$(wc -l <"$T/list")" -eq 12 ] && ok || no "--list: $(wc -l <"$T/list") lines, want 12"
+n=$(grep -c -- '--lr=0.00316228 ' "$T/list")
+[ "$n" -eq 4 ] && ok || no "geometric step 10^0.5: $n runs at lr 0.00316228, want 4"
+[ "$(grep -c -- '--layers=2 ' "$T/list")" -eq 6 ] && ok || no "integer range 1..2"
+[ "$(cut -d' ' -f1 "$T/list" | sort -u | wc -l)" -eq 1 ] && ok || no "--list: one binary"
+[ "$(grep -o 'run-[0-9a-f]*\.csv' "$T/list" | sort -u | wc -l)" -eq 12 ] && ok || no "12 distinct run IDs"
+[ -f "$T/l/sweep.spec" ] && [ ! -f "$T/l/results.csv" ] && ok || no "--list writes sweep.spec only"
+
+for j in 1 2; do
+    "$BIN" --sweep "$SPEC" $C --sweep-out "$T/s$j" --jobs $j >"$T/table$j" 2>"$T/err$j"
+    rc=$?
+    [ $rc -eq 0 ] && ok || { no "--jobs $j: exit $rc"; cat "$T/err$j" >&2; }
+    [ "$(rows "$T/s$j")" -eq 12 ] && ok || no "--jobs $j: $(rows "$T/s$j") rows, want 12"
+    # the table: a header and one line per cell (no seed axis: 12 cells)
+    [ "$(wc -l <"$T/table$j")" -eq 13 ] && ok || no "--jobs $j: table of $(wc -l <"$T/table$j") lines"
+    head -1 "$T/table$j" | grep -Eq '^layers +lr +norm +runs +train +val ' && ok || no "table header: $(head -1 "$T/table$j")"
+    # determinism: each run's CSV is the same run alone, bytes apart from tokens_per_s
+    for r in "1,0.001,post" "2,0.00316228,pre" "2,0.01,post"; do
+        set -- $(echo "$r" | tr , ' ')
+        "$BIN" --headless --threads 1 -q $C --layers "$1" --lr "$2" --norm "$3" --csv "$T/alone.csv"
+        f=$(run_csv "$T/s$j" "^[0-9a-f]{12},$r,")
+        cut -d, -f6 --complement "$T/alone.csv" >"$T/a.cut"
+        cut -d, -f6 --complement "$f" >"$T/b.cut" 2>/dev/null
+        [ -s "$T/a.cut" ] && cmp -s "$T/a.cut" "$T/b.cut" && ok || no "--jobs $j: run $r differs from the run alone"
+    done
+done
+head -1 "$T/s1/results.csv" | grep -qx 'id,layers,lr,norm,seed,steps,train_loss,val_loss,diverged_step,stalled,ratio_first,ratio_last,wall_s,status' \
+    && ok || no "results.csv header: $(head -1 "$T/s1/results.csv")"
+# --jobs 1 and 2: the same rows apart from the wall time
+cut -d, -f13 --complement "$T/s1/results.csv" | sort >"$T/r1"
+cut -d, -f13 --complement "$T/s2/results.csv" | sort >"$T/r2"
+cmp -s "$T/r1" "$T/r2" && ok || no "results differ between --jobs 1 and 2"
+# every run finished its 20 steps, and ratios of a 1-layer model are 1
+[ "$(cut -d, -f6,14 "$T/s1/results.csv" | grep -cx '20,ok')" -eq 12 ] && ok || no "not all runs 20 steps, ok"
+[ "$(grep -c '^[0-9a-f]*,1,.*,1,1,[0-9.]*,ok$' "$T/s1/results.csv")" -eq 6 ] && ok || no "1-layer ratios not 1"
+
+# --- resume: nothing to do; a lost row is run again, only it
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/s1" --jobs 2 >/dev/null 2>"$T/err"
+grep -q '12 runs, 0 to do' "$T/err" && [ "$(rows "$T/s1")" -eq 12 ] && ok || no "resume: $(cat "$T/err")"
+grep -v ',1,0.001,post,' "$T/s1/results.csv" >"$T/keep" && mv "$T/keep" "$T/s1/results.csv"
+keep=$(run_csv "$T/s1" ',2,0.01,pre,')
+touch -d '2001-01-01' "$keep"
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/s1" --jobs 2 -q >/dev/null 2>"$T/err"
+[ "$(rows "$T/s1")" -eq 12 ] && ok || no "resume: $(rows "$T/s1") rows, want 12"
+[ -n "$(find "$keep" ! -newermt '2002-01-01')" ] && ok || no "resume ran a finished run again"
+cut -d, -f13 --complement "$T/s1/results.csv" | sort >"$T/r1b"
+cmp -s "$T/r1" "$T/r1b" && ok || no "resume: the rerun run's row differs"
+
+# --- widening: the same axes with other values share DIR; the shared run
+# is not run again, and --sweep-collect keeps the rows of both grids
+"$BIN" --sweep 'lr=1e-3,2e-3' $C --sweep-out "$T/w" -q >/dev/null 2>&1
+"$BIN" --sweep 'lr=2e-3,1e-2' $C --sweep-out "$T/w" >/dev/null 2>"$T/err"
+grep -q '2 runs, 1 to do' "$T/err" && [ "$(rows "$T/w")" -eq 3 ] && ok || no "widen: $(cat "$T/err")"
+sort "$T/w/results.csv" >"$T/w1"
+"$BIN" --sweep-collect "$T/w" >/dev/null 2>&1
+sort "$T/w/results.csv" >"$T/w2"
+cmp -s "$T/w1" "$T/w2" && ok || no "--sweep-collect dropped another grid's rows"
+
+# --- --list | xargs, then --sweep-collect: the in-process results
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/x" --list | xargs -P 2 -I{} sh -c '{}'
+"$BIN" --sweep-collect "$T/x" >"$T/tablex" 2>"$T/err"
+[ $? -eq 0 ] && ok || no "--sweep-collect: $(cat "$T/err")"
+cut -d, -f13 --complement "$T/x/results.csv" | sort >"$T/rx"
+cmp -s "$T/r1" "$T/rx" && ok || { no "--list | xargs + --sweep-collect differs from --sweep"; diff "$T/r1" "$T/rx" >&2; }
+cmp -s "$T/table2" "$T/tablex" && ok || no "--sweep-collect's table differs"
+# collecting an in-process sweep again keeps its rows and wall times
+cp "$T/s2/results.csv" "$T/before"
+"$BIN" --sweep-collect "$T/s2" >/dev/null 2>&1
+sort "$T/before" >"$T/b1"
+sort "$T/s2/results.csv" >"$T/b2"
+cmp -s "$T/b1" "$T/b2" && ok || no "--sweep-collect changed an in-process sweep's rows"
+
+# --- a run that dies: recorded, and the grid goes on
+# dim 512 at this size needs far more than 150 MB of address space (not
+# under the sanitizers, which reserve terabytes of it: NS_SANITIZED set)
+if [ -z "$NS_SANITIZED" ]; then
+(ulimit -v 150000 && "$BIN" --sweep 'dim=16,512 seed=1,2' -L 1 -H 2 -T 64 -B 16 --steps 5 \
+    --sweep-out "$T/m" --jobs 1 -q >/dev/null 2>&1)
+rc=$?
+[ $rc -eq 1 ] && ok || no "out-of-memory run: sweep exit $rc, want 1"
+[ "$(grep -c ',16,[12],5,.*,ok$' "$T/m/results.csv")" -eq 2 ] && ok || no "small runs not ok beside a failed one"
+[ "$(grep -c ',512,[12],,.*,exit 2$' "$T/m/results.csv")" -eq 2 ] && ok || no "failed runs not recorded"
+fi
+# a child killed by a signal: steps=... 1e9 never ends on its own
+"$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/k" --jobs 2 -q >/dev/null 2>&1 &
+sweep_pid=$!
+victim=
+for i in $(seq 1 100); do
+    victim=$(find_pid "--steps=1000000000 --csv $T/k/")
+    [ -n "$victim" ] && break
+    sleep 0.1
+done
+[ -n "$victim" ] && kill -9 "$victim"
+wait $sweep_pid
+rc=$?
+[ $rc -eq 1 ] && ok || no "killed run: sweep exit $rc, want 1"
+grep -q ',1000000000,.*,signal 9$' "$T/k/results.csv" && ok || no "SIGKILL not recorded: $(cat "$T/k/results.csv")"
+grep -q ',5,1337,5,.*,ok$' "$T/k/results.csv" && ok || no "the other run did not finish"
+
+# --- interrupted: exit 130, no row for the run cut short; a resume finishes it
+"$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/i" --jobs 2 -q >/dev/null 2>&1 &
+sweep_pid=$!
+for i in $(seq 1 100); do
+    [ -n "$(find_pid "--steps=1000000000 --csv $T/i/")" ] && break
+    sleep 0.1
+done
+sleep 0.3
+kill -TERM $sweep_pid
+wait $sweep_pid
+rc=$?
+[ $rc -eq 130 ] && ok || no "SIGTERM: sweep exit $rc, want 130"
+grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" || ok
+
+# --- the papers, in direction (Xiong et al. 2020; Liu et al. 2020): at a
+# fixed learning rate without warmup, the Post-LN minus Pre-LN validation
+# loss gap grows with depth. Measured on this grid: -0.10 nats at 2 layers,
+# +0.34 at 8 (seeds 1-2); seeds 3-6 gave -0.18 and +0.25, with the 8-layer
+# Post-LN runs stalled at the unigram plateau (3.09 nats) and none of the
+# Pre-LN ones. Eight runs of a second or so; not under the sanitizers.
+if [ -z "$NS_SANITIZED" ]; then
+"$BIN" --sweep 'norm=post,pre layers=2,8 seed=1,2' --lr 3e-3 -d 32 -H 2 -T 32 -B 8 --steps 120 \
+    --warmup 0 --val-every 20 --sweep-out "$T/claim" -q >/dev/null 2>&1
+# gap L: mean val_loss (column 7) of post minus that of pre at depth L
+gap() {
+    awk -F, -v L="$1" '$2 == L && $3 == "post" { p += $7; np++ }
+        $2 == L && $3 == "pre" { q += $7; nq++ }
+        END { if (np == 2 && nq == 2) printf "%.4f", p / np - q / nq; else print "none" }' \
+        "$T/claim/results.csv"
+}
+g2=$(gap 2)
+g8=$(gap 8)
+awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' \
+    && ok || no "Post-LN - Pre-LN gap: $g2 at 2 layers, $g8 at 8; want it to grow by > 0.2 nats"
+[ "$(grep -c ',8,post,[12],120,.*,1,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+    && ok || no "8-layer Post-LN runs not stalled"
+[ "$(grep -c ',8,pre,[12],120,.*,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+    && ok || no "8-layer Pre-LN runs stalled"
+# The largest learning rate that trains (every seed neither diverged nor
+# stalled) is larger for Pre-LN than for Post-LN (Xiong et al. 2020).
+# Measured at 4 layers, 200 steps, no warmup: at 3e-3 both train (val
+# 2.50-2.62); at 1e-2 Post-LN stalls (3.08, 3.11) and Pre-LN trains (2.65,
+# 2.74). Eight runs.
+"$BIN" --sweep 'norm=post,pre lr=3e-3,1e-2 seed=1,2' -L 4 -d 32 -H 2 -T 32 -B 8 --steps 200 \
+    --warmup 0 --val-every 20 --sweep-out "$T/claim2" -q >/dev/null 2>&1
+# best NORM: the largest lr (column 2) at which every run of NORM (column 3)
+# is ok (status, last column) and not stalled (column 9)
+best() {
+    awk -F, -v N="$1" 'NR > 1 && $3 == N { n[$2]++; if ($9 == "0" && $NF == "ok") good[$2]++ }
+        END { b = 0; for (lr in n) if (n[lr] == 2 && good[lr] == 2 && lr + 0 > b) b = lr + 0; print b }' \
+        "$T/claim2/results.csv"
+}
+bpost=$(best post)
+bpre=$(best pre)
+[ "$(rows "$T/claim2")" -eq 8 ] && awk -v a="$bpost" -v b="$bpre" 'BEGIN { exit !(a > 0 && b > a) }' \
+    && ok || no "largest LR that trains: Post-LN $bpost, Pre-LN $bpre; want Pre-LN's larger"
+fi
+
+# --- bad input: one line, exit 2, nothing written
+expect_bad "unknown option '--frob'" --sweep 'frob=1,2' $C --sweep-out "$T/bad"
+expect_bad "--lr '20'" --sweep 'lr=1e-3,20' $C --sweep-out "$T/bad"
+expect_bad "--layers '0'" --sweep 'layers=0..2' $C --sweep-out "$T/bad"
+expect_bad "empty value" --sweep 'lr=' $C --sweep-out "$T/bad"
+expect_bad "empty value" --sweep 'lr=1e-3,,1e-2' $C --sweep-out "$T/bad"
+expect_bad "no axes" --sweep '  ' $C --sweep-out "$T/bad"
+expect_bad "expected NAME=" --sweep 'layers' $C --sweep-out "$T/bad"
+expect_bad "given twice" --sweep 'lr=1e-3,1e-3' $C --sweep-out "$T/bad"
+expect_bad "given twice" --sweep 'lr=1e-3 lr=1e-2' $C --sweep-out "$T/bad"
+expect_bad "factor above 1" --sweep 'lr=1e-4..1e-2*1' $C --sweep-out "$T/bad"
+expect_bad "A <= B" --sweep 'seed=3..1' $C --sweep-out "$T/bad"
+expect_bad "cannot vary" --sweep 'csv=a,b' $C --sweep-out "$T/bad"
+expect_bad "longer than" --sweep "seed=$(seq -s, 1 3000)" $C --sweep-out "$T/bad"
+expect_bad "takes no value" --sweep 'ascii=1,2' $C --sweep-out "$T/bad"
+expect_bad "--heads" --sweep 'dim=16,24' $C -H 16 --sweep-out "$T/bad"
+expect_bad "need --yes" --sweep 'seed=1..101 layers=1..100' $C --sweep-out "$T/bad"
+expect_bad "more than 10000 values" --sweep 'seed=1..10001' $C --sweep-out "$T/bad"
+expect_bad "--steps 0" --sweep 'lr=1e-3' -d 16 -H 2 --steps 0 --sweep-out "$T/bad"
+expect_bad "--csv cannot" --sweep 'lr=1e-3' $C --csv "$T/x.csv" --sweep-out "$T/bad"
+expect_bad "--data" --sweep 'lr=1e-3' $C --data "$T/missing" --sweep-out "$T/bad"
+expect_bad "go with --sweep" --list $C
+expect_bad "go with --sweep" --jobs 2 $C
+expect_bad "--jobs" --sweep 'lr=1e-3' --jobs 0 $C --sweep-out "$T/bad"
+expect_bad "sweep.spec" --sweep-collect "$T/bad"
+mkdir "$T/full" && : >"$T/full/notes.txt"
+expect_bad "not a sweep" --sweep 'lr=1e-3' $C --sweep-out "$T/full"
+# another sweep's directory: refused, and left as it was
+cp "$T/s2/results.csv" "$T/s2.before"
+expect_bad "another sweep" --sweep 'lr=1e-3,1e-2' $C --sweep-out "$T/s2"
+expect_bad "another sweep" --sweep "$SPEC" $C --seed 7 --sweep-out "$T/s2"
+cmp -s "$T/s2.before" "$T/s2/results.csv" && ok || no "a refused sweep changed another's results"
+[ -z "$(ls "$T/s2" | grep -v -e '^run-[0-9a-f]*\.csv$' -e '^results.csv$' -e '^sweep.spec$')" ] \
+    && ok || no "stray files in a sweep dir: $(ls "$T/s2")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

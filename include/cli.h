@@ -28,6 +28,7 @@ typedef struct {
     int ascii, no_color; /* live view: --ascii, --no-color */
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
+    int on_stall; /* --on-stall: 0 continue, 1 stop (headless exit 4) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     const char *follow; /* --follow FILE: show a metrics stream, train nothing */
     /* sweeps (sweep.c): the SPEC, --sweep-out, --sweep-collect, --jobs
@@ -50,6 +51,8 @@ int cli_given(const cli_opts *o, const char *long_name);
  * 0), 2 after printing one line naming the bad flag to err (exit 2). */
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err);
 void cli_usage(FILE *f);
+/* Did the command line (or a lesson's flags) give --LONG_NAME? 0 or 1. */
+int cli_given(const cli_opts *o, const char *long_name);
 
 /* Apply "SETTING=VALUE" (a flag's long name and value) to c, as --compare
  * does for its twin. 0, or 2 after printing one line to err. */

@@ -31,7 +31,7 @@ typedef enum {
                          * re-init): also a marker on the chart */
     NS_EV_VAL = 2,      /* a validation result (the trainer's) */
     NS_EV_DIVERGED = 3, /* a step was not finite */
-    NS_EV_WARNING = 4,  /* a loss or gradient-norm spike */
+    NS_EV_WARNING = 4,  /* a loss or gradient-norm spike; the diagnosis (trainer) */
     NS_EV_SKIPPED = 5,  /* the dynamic loss scaler skipped a step */
     NS_EV_REFUSED = 6,  /* a command that could not be applied */
     NS_EV_NOTE = 7,     /* words of a script, a lesson or a key's note */
@@ -112,6 +112,10 @@ int engine_scaler_update(float *scale, long *good, int overflowed);
  * goes further back), bit for bit, keeping the settings now in force.
  * Returns the step it went back to, or -1 if there is none. */
 long engine_rewind(engine *e);
+/* The metrics of the step the run is at (after a rewind: the snapshot's
+ * step's, which the snapshot keeps). 1 and fills out, or 0 when the engine
+ * has none for it (step 0, a loaded run before its first step). */
+int engine_last_metrics(const engine *e, step_metrics *out);
 
 /* Back to step 0 with fresh weights from the same seed. */
 void engine_reinit(engine *e);

@@ -26,7 +26,9 @@ typedef struct {
     float update_ratio; /* ||delta W|| / ||W|| of the block's parameters */
     float overflow;     /* values rounded to inf this step (forward + backward) */
     float underflow;    /* nonzero values rounded to zero or a subnormal */
-    float headroom;     /* log2(format max / act_max): doublings left */
+    float headroom;     /* log2(limit / act_max): doublings left; the limit is the
+                           format max, or its square root (256 in fp16) when norms
+                           square their inputs in the format (--fp32-norms off) */
 } layer_metrics;
 
 typedef struct {
@@ -52,13 +54,15 @@ typedef struct {
     int loss_scale_dynamic;
     int skipped;        /* the dynamic loss scaler skipped this step */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
+    int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
+                           not set by the engine */
     int fault_layer;    /* the block of that first non-finite op, or -1 (none,
                          * or outside the blocks: embeddings, head, loss) */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;
 
-/* CSV header and one row; floats with enough digits to round-trip,
+/* CSV header and one row (with the state columns); floats with enough digits to round-trip,
  * non-finite values as nan, inf, -inf; val_loss empty when not measured. */
 void metrics_csv_header(FILE *f, int n_layer);
 void metrics_csv_row(FILE *f, const step_metrics *m);
@@ -66,6 +70,15 @@ void metrics_csv_row(FILE *f, const step_metrics *m);
  * values get fixed spellings (nan, inf, -inf) so a reader never sees a
  * platform's "-nan" or "infinity". */
 void metrics_csv_float(FILE *f, double x);
+/* The state columns, written after all the others (so every older column
+ * keeps its place): ",state,first_nonfinite" with the prefix on each name;
+ * state is "diverged", "stalled" or empty, first_nonfinite the fault with
+ * its commas written as ';' (no CSV field is quoted), or empty. Headless
+ * and --compare rows put a's and b's after both runs' other columns. */
+void metrics_csv_state_header(FILE *f, const char *prefix);
+void metrics_csv_state_fields(FILE *f, const step_metrics *m);
+/* "diverged", "stalled" or "" */
+const char *metrics_state_name(const step_metrics *m);
 /* One JSON object per line with the same names; non-finite as null. */
 void metrics_jsonl_row(FILE *f, const step_metrics *m);
 /* The same with "run":"a" or "b" first (twin runs of --compare). */
@@ -86,20 +99,37 @@ void metrics_layer_col_set(layer_metrics *l, int k, float v);
  * norm^2): the heatmap's value. */
 float metrics_layer_gnorm(const layer_metrics *l);
 
-/* The loss-spike rule: a value more than METRICS_SPIKE_Z standard deviations
- * above the mean of the last METRICS_SPIKE_WINDOW values (and 5% above that
- * mean), judged once METRICS_SPIKE_MIN values are in, at most one warning
- * every METRICS_SPIKE_QUIET steps. Non-finite values are not judged and not
- * kept (divergence is reported on its own). */
+/* The spike rule, shared by the engine and the stream reader: a value more
+ * than METRICS_SPIKE_Z standard deviations above the mean of the last
+ * METRICS_SPIKE_WINDOW values and a multiple of their median, judged once
+ * METRICS_SPIKE_MIN values are in, at most one warning every
+ * METRICS_SPIKE_QUIET steps. The z-score alone fired on healthy runs: a
+ * value with a narrow spread (DeepNorm's gradient norm at step 277 of the
+ * deep-stable lesson: 11 sd, only 2.5x the median) is many sd above its
+ * mean by a small factor. Gradient norms are heavy-tailed besides: a
+ * healthy Pre-LN run has single steps at 10x the median that Adam absorbs
+ * (its update does not grow with the gradient), so a gradient-norm spike
+ * must last two steps (the warning comes on the second and names the
+ * first); a loss spike counts at once. Non-finite values are not judged
+ * and not kept (divergence is reported on its own). */
 #define METRICS_SPIKE_WINDOW 128
 #define METRICS_SPIKE_MIN 32
 #define METRICS_SPIKE_Z 6.0
-#define METRICS_SPIKE_QUIET 16
+#define METRICS_SPIKE_QUIET 64
+#define METRICS_SPIKE_LOSS_RATIO 1.5  /* a loss this many times the median, at once */
+#define METRICS_SPIKE_GNORM_RATIO 4.0 /* a gradient norm, on two steps in a row */
+typedef enum { METRICS_SPIKE_LOSS, METRICS_SPIKE_GNORM } metrics_spike_kind;
 typedef struct {
     double v[METRICS_SPIKE_WINDOW];
     long n; /* values seen */
     long last_warn;
+    double ratio; /* a spike is also this many times the window's median */
+    int sustain;  /* steps it must last: 1, or 2 (the next step too) */
+    long cand;    /* a first step over both bounds waiting for the next (0: none) */
+    double cand_x, cand_z, cand_med;
 } metrics_spike;
+/* Empty, with the rule of a loss or of a gradient norm. */
+void metrics_spike_reset(metrics_spike *w, metrics_spike_kind kind);
 /* Add x, the value of step `step`; returns 1 on a spike, with the warning
  * ("warning: loss spike at step 12: ...", what = "loss") in msg. */
 int metrics_spike_check(metrics_spike *w, long step, double x, const char *what, char *msg,

@@ -48,8 +48,11 @@ typedef enum {
     TRAINER_RUNNING = 0,
     TRAINER_PAUSED = 1,
     TRAINER_DIVERGED = 2, /* a step was not finite: paused until told */
-    TRAINER_DONE = 3      /* reached --steps, or a script said stop: paused;
+    TRAINER_DONE = 3,     /* reached --steps, or a script said stop: paused;
                            * resuming trains on */
+    TRAINER_STALLED = 4   /* running, and the diagnosis (diagnose.c) finds the run
+                           * stalled on the unigram plateau; published only:
+                           * the trainer itself is RUNNING */
 } trainer_state;
 
 const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
@@ -77,8 +80,9 @@ typedef struct {
     trainer_state state;
     long steps_done;
     int have_metrics;  /* last is a real step of this generation */
-    step_metrics last; /* the latest step taken (after a rewind, still the
-                        * one before it: see have_loss for the loss now) */
+    step_metrics last; /* the latest step taken; after a rewind the snapshot's
+                        * step's (engine_last_metrics), have_metrics 0 when the
+                        * engine has none (a rewind to step 0) */
     /* The loss of the step the run is at (steps_done): the latest step's,
      * or after a rewind the step rewound to's, from the history. 0 when
      * there is none: before the first step, after a re-init, after a
@@ -107,6 +111,9 @@ typedef struct {
     long hist_first;       /* no point before this one is kept (see trainer_hist_first) */
     long ev_total;         /* events since the start */
     int n_layer;
+    /* the status line's mark: the rule of the latest warning or diagnosis
+     * of this episode ("headroom", "stall": diag_rule_name), "" for none */
+    char alert[16];
     /* --compare: the twin run b, stepped in lockstep after a */
     int compare;
     step_metrics last_b;   /* b's latest step (valid with have_metrics) */
@@ -124,7 +131,12 @@ typedef struct {
     char ask[NS_CMD_TEXT];
     long ask_step;
     unsigned ask_seq;
+    int stall_stopped;   /* headless, --on-stall stop ended the stalled run */
 } trainer_status;
+
+/* The run ended diverged: stopped on it (DIVERGED), or its latest step (a's
+ * or b's) was not finite, as --on-diverge continue leaves it. */
+int trainer_ended_diverged(const trainer_status *s);
 
 /* Which run diverged (0 = a, 1 = b), or -1: none, or no step yet. */
 static inline int trainer_diverged_run(const trainer_status *s)
@@ -191,6 +203,12 @@ typedef struct {
     /* --no-pause: a script's pause is skipped (its prompt still goes to
      * the event log), so a lesson runs straight through */
     int no_pause;
+    /* the data's unigram entropy (diag_unigram_entropy), the stall rule's
+     * plateau; 0 leaves the stall rule silent */
+    double plateau;
+    /* --on-stall stop: trainer_run ends when the diagnosis finds the run
+     * stalled (trainer_status.stall_stopped); the live view goes on */
+    int on_stall;
 } trainer_opts;
 
 typedef struct trainer trainer;
@@ -209,13 +227,15 @@ int trainer_start(trainer *t, char *err, size_t errlen);
 /* Or run on the calling thread, the headless way: the same loop as the
  * thread's, but with no one to resume a pause, a script's pause, resume
  * and step are noted and skipped and its stop ends the run, as do the
- * step limit, a divergence (on_div pause or stop), *o.interrupt and a
- * failed row write. Returns then, with the events of both runs reported
- * to o.log. Use trainer_start or trainer_run, once. */
+ * step limit, a divergence (on_div pause or stop), a stall (o.on_stall),
+ * *o.interrupt and a failed row write. Returns then, with the events of
+ * both runs and the diagnosis' findings (run a) reported to o.log. Use trainer_start or trainer_run, once. */
 void trainer_run(trainer *t);
 /* The run's summary on f, as both front ends end: "N steps in S s (...);
  * loss L, val V; settings", with a twin a "b (label_b): loss, val" line,
- * and after skipped non-finite steps (--on-diverge continue) how many.
+ * after non-finite steps not applied (--on-diverge continue) how many,
+ * and headless, for a run that ended diverged or stalled, the diagnosis'
+ * cause and what to try.
  * Call once the run is over (trainer_stop, or trainer_run returned). */
 void trainer_summary(trainer *t, FILE *f);
 /* Queue a command. 0, or -1 when TRAINER_QUEUE commands are waiting.

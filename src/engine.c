@@ -34,6 +34,7 @@ typedef struct {
     schedule sched;
     float scale;
     long good;
+    step_metrics metrics; /* its step's, when metrics.step == step (else none) */
 } snapshot;
 
 /* GradScaler's defaults (torch.cuda.amp.GradScaler): start at 2^16, halve
@@ -79,6 +80,7 @@ struct engine {
     int n_snaps;
     int snaps_off; /* one snapshot would pass the memory cap */
     metrics_spike spike_loss, spike_gnorm; /* metrics.h: the spike rule */
+    step_metrics last; /* the latest step's metrics; a snapshot keeps its step's */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
 };
 
@@ -128,6 +130,8 @@ static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err
     }
     e->cfg = *cfg;
     e->data = data;
+    metrics_spike_reset(&e->spike_loss, METRICS_SPIKE_LOSS); /* a loaded run too */
+    metrics_spike_reset(&e->spike_gnorm, METRICS_SPIKE_GNORM);
     size_t BT = (size_t)cfg->batch * cfg->context;
     if (model_create(&e->m, cfg) != 0 || adamw_create(&e->opt, e->m.n_params) != 0 ||
         !(e->x = malloc(BT)) || !(e->y = malloc(BT)) ||
@@ -153,8 +157,8 @@ static void fresh_start(engine *e)
     e->sched.ramp_start = 0;
     e->scale = SCALE_INIT;
     e->good = 0;
-    memset(&e->spike_loss, 0, sizeof e->spike_loss);
-    memset(&e->spike_gnorm, 0, sizeof e->spike_gnorm);
+    metrics_spike_reset(&e->spike_loss, METRICS_SPIKE_LOSS);
+    metrics_spike_reset(&e->spike_gnorm, METRICS_SPIKE_GNORM);
     for (int i = 0; i < e->n_snaps; i++)
         e->snaps[i].step = -1;
     engine_snapshot(e); /* step 0: there is always somewhere to go back to */
@@ -317,7 +321,12 @@ int engine_step(engine *e, step_metrics *out)
         pool_run(pool, nj.parts, unscale_task, &nj);
 
     memset(out, 0, sizeof *out);
+    /* headroom against the limit of the op that overflows first: a norm
+     * computed in the format squares its inputs, so its variance passes
+     * fmax once |x| passes sqrt(fmax) (256 in fp16); elsewhere fmax */
     float fmax = numfmt_max(c->precision);
+    if (c->precision != FMT_FP32 && !c->fp32_norms && c->norm_kind != NORMK_DYT)
+        fmax = sqrtf(fmax);
     /* per-layer gradient norms, and the global one (task L) */
     pool_run(pool, m->L + 1, grad_norms_task, &nj);
     for (int l = 0; l < m->L; l++) {
@@ -336,6 +345,9 @@ int engine_step(engine *e, step_metrics *out)
     float gnorm = (float)sqrt(gsq);
     fault_report(&m->fault, m->L, out);
 
+    /* the step is taken (or skipped) from here on: its events carry its
+     * number, as their text does ("step 1665 skipped" at step 1665) */
+    e->step = s;
     /* what to do with this step's gradients */
     int bad = 0, skipped = 0;
     if (forward_bad) {
@@ -375,7 +387,6 @@ int engine_step(engine *e, step_metrics *out)
             event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,
                   SCALE_GROWTH_INTERVAL);
     }
-    e->step = s;
     double dt = nstime_now() - t0;
 
     out->step = s;
@@ -396,10 +407,14 @@ int engine_step(engine *e, step_metrics *out)
     out->loss_scale_dynamic = scaler_dynamic(e);
     out->skipped = skipped;
     out->n_layer = m->L;
+    e->last = *out; /* before a snapshot takes it; the validation is added below */
     if (bad) {
+        char lt[24], gt[24]; /* "nan" without a sign, whatever the platform prints */
+        snprintf(lt, sizeof lt, isnan(loss) ? "nan" : "%g", (double)loss);
+        snprintf(gt, sizeof gt, isnan(gnorm) ? "nan" : "%g", (double)gnorm);
         event_of(e, NS_EV_DIVERGED, out->fault_layer,
-                 "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
-                 (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
+                 "diverged at step %ld: loss %s, gradient norm %s; first non-finite: %s", s, lt,
+                 gt, out->fault[0] ? out->fault : "?");
     } else {
         spike_check(e, &e->spike_loss, loss, "loss");
         spike_check(e, &e->spike_gnorm, gnorm, "gradient norm");
@@ -409,6 +424,8 @@ int engine_step(engine *e, step_metrics *out)
     if (c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps))) {
         out->val_loss = engine_validate(e);
         out->has_val = 1;
+        e->last.val_loss = out->val_loss;
+        e->last.has_val = 1;
     }
     return bad;
 }
@@ -473,7 +490,16 @@ int engine_snapshot(engine *e)
     sn->sched = e->sched;
     sn->scale = e->scale;
     sn->good = e->good;
+    sn->metrics = e->last;
     return 0;
+}
+
+int engine_last_metrics(const engine *e, step_metrics *out)
+{
+    if (e->step <= 0 || e->last.step != e->step)
+        return 0;
+    *out = e->last;
+    return 1;
 }
 
 long engine_rewind(engine *e)
@@ -505,6 +531,7 @@ long engine_rewind(engine *e)
     e->sched.peak = peak;
     e->scale = best->scale;
     e->good = best->good;
+    e->last = best->metrics; /* the snapshot's step's numbers, when it has them */
     /* snapshots after this point belong to the abandoned future */
     for (int i = 0; i < e->n_snaps; i++)
         if (e->snaps[i].step > best->step)

@@ -5,8 +5,10 @@
  * rows, summary) is the trainer's, the same for both; not here.
  *
  * Exit status: 0 done, 1 runtime error (an output could not be written),
- * 2 bad usage or input, 3 the run diverged (non-finite loss or gradients),
- * 130 interrupted (the outputs hold the steps done).
+ * 2 bad usage or input, 3 the run diverged (non-finite loss or gradients;
+ * with --on-diverge continue, its last step was not finite), 4 the run
+ * stalled (headless, --on-stall stop), 130 interrupted (the outputs hold
+ * the steps done).
  */
 #include <errno.h>
 #include <math.h>
@@ -24,10 +26,12 @@
 #include "lesson.h"
 #include "plot.h"
 #include "data.h"
+#include "diagnose.h"
 #include "engine.h"
 #include "metrics.h"
 #include "model.h"
 #include "stopsig.h"
+#include "resume.h"
 #include "stream.h"
 #include "sweep.h"
 #include "trainer.h"
@@ -167,7 +171,8 @@ static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, cfg) != 0)
+        if (check_against_checkpoint(o, cfg) != 0 ||
+            resume_apply_flags(o, cfg, r->e, o->quiet ? NULL : stderr, stderr) != 0)
             return 2;
         if (o->set & CLI_SET_STEPS)
             cfg->steps = o->cfg.steps;
@@ -260,12 +265,16 @@ static void live_lesson_notes(engine *e, const ns_lesson *lesson)
 }
 
 /* The trainer's options for this run, headless or live. */
-static trainer_opts run_options(cli_opts *o, run_setup *rs, char *label_a, size_t n)
+static trainer_opts run_options(cli_opts *o, const dataset *data, run_setup *rs, char *label_a,
+                                size_t n)
 {
     trainer_opts to;
     memset(&to, 0, sizeof to);
     to.limit = rs->cfg.steps;
     to.on_div = rs->cfg.on_div;
+    to.on_stall = o->on_stall;
+    /* the stall rule's plateau: a model that knows only byte frequencies */
+    to.plateau = diag_unigram_entropy(data->bytes, data->n_train);
     to.script = o->script_loaded ? &o->script_s : NULL;
     to.twin = rs->twin;
     to.csv = rs->csv.a;
@@ -287,6 +296,26 @@ static trainer_opts run_options(cli_opts *o, run_setup *rs, char *label_a, size_
     return to;
 }
 
+/* --save of a run that ended diverged: the newest snapshot before the
+ * divergence, and which step it is. 0, or 1 (said). */
+static int save_diverged(engine *e, const char *path)
+{
+    char err[512];
+    long at = engine_steps_done(e), good = engine_rewind(e);
+    if (good < 0) {
+        fprintf(stderr, "normscope: --save %s: not written, no snapshot before step %ld\n", path,
+                at);
+        return 1;
+    }
+    if (engine_save(e, path, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of step %ld\n",
+            path, good);
+    return 0;
+}
+
 /* The end of either run: the outputs committed, --save, the summary and
  * the exit status. interrupted: a signal ended the run. */
 static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrupted)
@@ -298,7 +327,9 @@ static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrup
         return 1;
     }
     trainer_snapshot_copy(t, snap);
-    int diverged = snap->s.state == TRAINER_DIVERGED;
+    int stopped = snap->s.state == TRAINER_DIVERGED; /* on its divergence */
+    int diverged = trainer_ended_diverged(&snap->s); /* or --on-diverge continue's last step */
+    int stalled = snap->s.stall_stopped;
     int status = snap->s.write_failed ? 1 : 0;
     free(snap);
     if (out_close(&rs->csv, 1) != 0)
@@ -310,14 +341,14 @@ static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrup
             fprintf(stderr, "normscope: %s\n", err);
             status = 1;
         }
-    } else if (o->save && !o->headless) { /* headless, the divergence was said */
-        fprintf(stderr, "normscope: --save %s: not written, the run is diverged\n", o->save);
+    } else if (o->save && save_diverged(rs->e, o->save) != 0) {
+        status = 1;
     }
     if (!o->quiet)
         trainer_summary(t, stderr);
     /* headless, a run that stopped on its divergence was not ended by
      * the signal that came with it */
-    if (o->headless && diverged)
+    if (o->headless && stopped)
         interrupted = 0;
     if (interrupted && status == 0) {
         fprintf(stderr, "normscope: interrupted at step %ld; outputs hold the steps done\n",
@@ -325,6 +356,8 @@ static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrup
         status = 130;
     } else if (diverged && status == 0) {
         status = 3;
+    } else if (stalled && status == 0) {
+        status = 4;
     }
     return status;
 }
@@ -343,7 +376,7 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
         live_lesson_notes(rs.e, lesson);
     if (!o->headless && o->compare)
         engine_note(rs.e, "--compare %s: run b trains in lockstep, shown at the right", o->compare);
-    trainer_opts to = run_options(o, &rs, label_a, sizeof label_a);
+    trainer_opts to = run_options(o, data, &rs, label_a, sizeof label_a);
     trainer *t = trainer_create(rs.e, &to, err, sizeof err);
     if (!t) {
         fprintf(stderr, "normscope: %s\n", err);

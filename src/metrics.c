@@ -4,6 +4,7 @@
 #include "metrics.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const layer_cols[] = {"grad_attn", "grad_ffn",     "grad_ln",  "act_max",
@@ -51,6 +52,46 @@ float metrics_layer_gnorm(const layer_metrics *l)
     return (float)sqrt(a * a + f * f + n * n);
 }
 
+void metrics_spike_reset(metrics_spike *w, metrics_spike_kind kind)
+{
+    memset(w, 0, sizeof *w);
+    w->ratio = kind == METRICS_SPIKE_LOSS ? METRICS_SPIKE_LOSS_RATIO : METRICS_SPIKE_GNORM_RATIO;
+    w->sustain = kind == METRICS_SPIKE_LOSS ? 1 : 2;
+    w->last_warn = -METRICS_SPIKE_QUIET; /* the quiet is between warnings: the
+                                          * first may come at METRICS_SPIKE_MIN */
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of the n values kept (a copy on the stack is sorted). */
+static double window_median(const metrics_spike *w, long n)
+{
+    double v[METRICS_SPIKE_WINDOW];
+    memcpy(v, w->v, (size_t)n * sizeof v[0]);
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* How far x is above the window: its z-score, and the median (computed
+ * only when z passes: the one sort). */
+static double spike_z(const metrics_spike *w, long n, double x, double *med)
+{
+    double mean = 0, var = 0;
+    for (long i = 0; i < n; i++)
+        mean += w->v[i];
+    mean /= n;
+    for (long i = 0; i < n; i++)
+        var += (w->v[i] - mean) * (w->v[i] - mean);
+    double sd = sqrt(var / n);
+    double z = sd > 0 ? (x - mean) / sd : 0;
+    *med = z > METRICS_SPIKE_Z ? window_median(w, n) : 0;
+    return z;
+}
+
 int metrics_spike_check(metrics_spike *w, long step, double x, const char *what, char *msg,
                         size_t msglen)
 {
@@ -58,20 +99,29 @@ int metrics_spike_check(metrics_spike *w, long step, double x, const char *what,
         return 0;
     int spike = 0;
     long n = w->n < METRICS_SPIKE_WINDOW ? w->n : METRICS_SPIKE_WINDOW;
-    if (n >= METRICS_SPIKE_MIN && step - w->last_warn >= METRICS_SPIKE_QUIET) {
-        double mean = 0, var = 0;
-        for (long i = 0; i < n; i++)
-            mean += w->v[i];
-        mean /= n;
-        for (long i = 0; i < n; i++)
-            var += (w->v[i] - mean) * (w->v[i] - mean);
-        double sd = sqrt(var / n);
-        double z = sd > 0 ? (x - mean) / sd : 0;
-        if (z > METRICS_SPIKE_Z && x > mean * 1.05) {
-            snprintf(msg, msglen, "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps",
-                     what, step, x, z, n);
+    if (w->cand) { /* the step after a first one: still high? */
+        spike = x > w->cand_med * w->ratio;
+        if (spike) {
+            snprintf(msg, msglen,
+                     "warning: %s spike at step %ld: %.4g (%.1f sd, %.1fx the median of %ld "
+                     "steps), then %.4g",
+                     what, w->cand, w->cand_x, w->cand_z, w->cand_x / w->cand_med, n, x);
             w->last_warn = step;
-            spike = 1;
+        }
+        w->cand = 0;
+    } else if (n >= METRICS_SPIKE_MIN && step - w->last_warn >= METRICS_SPIKE_QUIET) {
+        double med, z = spike_z(w, n, x, &med);
+        if (z > METRICS_SPIKE_Z && x > med * w->ratio) {
+            w->cand = step, w->cand_x = x, w->cand_z = z, w->cand_med = med;
+            if (w->sustain <= 1) {
+                snprintf(msg, msglen,
+                         "warning: %s spike at step %ld: %.4g (%.1f sd, %.1fx the median of %ld "
+                         "steps)",
+                         what, step, x, z, x / med, n);
+                w->last_warn = step;
+                w->cand = 0;
+                spike = 1;
+            }
         }
     }
     w->v[w->n % METRICS_SPIKE_WINDOW] = x;
@@ -95,7 +145,25 @@ void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix)
 void metrics_csv_header(FILE *f, int n_layer)
 {
     metrics_csv_header_fields(f, n_layer, "");
+    metrics_csv_state_header(f, "");
     fputc('\n', f);
+}
+
+void metrics_csv_state_header(FILE *f, const char *prefix)
+{
+    fprintf(f, ",%sstate,%sfirst_nonfinite", prefix, prefix);
+}
+
+const char *metrics_state_name(const step_metrics *m)
+{
+    return m->nonfinite ? "diverged" : m->stalled ? "stalled" : "";
+}
+
+void metrics_csv_state_fields(FILE *f, const step_metrics *m)
+{
+    fprintf(f, ",%s,", metrics_state_name(m));
+    for (const char *p = m->fault; *p && p < m->fault + sizeof m->fault; p++)
+        fputc(*p == ',' ? ';' : *p, f);
 }
 
 void metrics_csv_float(FILE *f, double x)
@@ -111,6 +179,7 @@ void metrics_csv_float(FILE *f, double x)
 void metrics_csv_row(FILE *f, const step_metrics *m)
 {
     metrics_csv_fields(f, m);
+    metrics_csv_state_fields(f, m);
     fputc('\n', f);
 }
 
@@ -171,7 +240,7 @@ void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run)
     fprintf(f, ",\"precision\":\"%s\",\"fp32_norms\":\"%s\",\"loss_scale\":",
             numfmt_name(m->precision), m->fp32_norms ? "on" : "off");
     put_json_float(f, m->loss_scale);
-    fprintf(f, ",\"skipped\":%d", m->skipped);
+    fprintf(f, ",\"skipped\":%d,\"state\":\"%s\"", m->skipped, metrics_state_name(m));
     if (m->fault[0])
         fprintf(f, ",\"first_nonfinite\":\"%s\"", m->fault);
     for (int i = 0; i < m->n_layer; i++)

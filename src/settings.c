@@ -18,6 +18,9 @@
 #define NOWHERE SET_IN_NONE, 0
 #define NAMES(a) a, (int)(sizeof a / sizeof a[0])
 
+/* --on-stall's values, index = cli_opts.on_stall */
+static const char *const on_stall_names[] = {"continue", "stop"};
+
 /* Order is --help's. ckpt is the field's place in the checkpoint header:
  * version 1 holds fields 1..32, version 2 adds 33, and a new field takes
  * the next number. */
@@ -90,6 +93,9 @@ static const ns_setting table[] = {
     {"on-diverge", 0, SET_ENUM, NULL, 0, 0, NAMES(on_diverge_names), ONDIV_DEFAULT, 0,
      "pause live, stop headless: exit 3", "on a non-finite loss or gradient", 0, NULL,
      CFG(on_div), 0},
+    {"on-stall", 0, SET_ENUM, NULL, 0, 0, NAMES(on_stall_names), 0, 0, "continue",
+     "on a stall (see DIAGNOSIS in the man page): go on, or stop: exit 4", 0, NULL,
+     OPT(on_stall), 0},
     {"snapshot-every", 0, SET_INT, "N", 0, 1e9, NULL, 0, 50, 0, NULL,
      "keep an in-memory snapshot every N steps, 0 = none", 0, NULL, CFG(snapshot_every), 18},
     {"snapshots", 0, SET_INT, "K", 1, 1000, NULL, 0, 8, 0, NULL, "snapshots kept for rewinding", 0,
@@ -114,7 +120,8 @@ static const ns_setting table[] = {
     {"script", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
      "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'", 0, NULL, OPT(script), 0},
     {"save", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
-     "write a checkpoint at the end (atomically)", 0, NULL, OPT(save), 0},
+     "write a checkpoint at the end (atomically); diverged: the last good snapshot", 0, NULL,
+     OPT(save), 0},
     {"load", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
      "resume from a checkpoint (its shape and settings)", 0, NULL, OPT(load), 0},
     {"threads", 0, SET_INT, "N", 1, 64, NULL, 0, 0, 0, "online cores",

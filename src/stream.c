@@ -471,8 +471,8 @@ static void reset_run(stream_reader *r)
     r->sum.replacements = keep.replacements;
     r->sum.restarts = keep.restarts;
     r->sum.last_val = NAN;
-    memset(&r->spike_loss, 0, sizeof r->spike_loss);
-    memset(&r->spike_gnorm, 0, sizeof r->spike_gnorm);
+    metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
+    metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
     r->mark[0] = r->cur_norm[0] = r->cur_kind[0] = r->cur_prec[0] = 0;
     r->paused = r->beyond_said = 0;
     r->n_block = 0;
@@ -524,6 +524,8 @@ stream_reader *stream_open(const char *path)
     s->last_val = NAN;
     s->prompt = "";
     r->sum.last_val = NAN;
+    metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
+    metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
     return r;
 }
 

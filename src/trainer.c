@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "diagnose.h"
 #include "nstime.h"
 #include "numfmt.h"
 
@@ -81,6 +82,7 @@ struct trainer {
     char ask[NS_CMD_TEXT];   /* a script pause's prompt (trainer_status.ask) */
     long ask_step;
     unsigned ask_seq;
+    unsigned mark_kinds;     /* bit per command kind in the label */
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -98,6 +100,11 @@ struct trainer {
     int sample_len;
     long sample_step;
     unsigned generation;
+    diag *dg;        /* the diagnosis of run a (diagnose.c) */
+    diag_finding found[DIAG_MAX_FINDINGS]; /* the latest step's, until reported */
+    int n_found;
+    int stall_stopped; /* --on-stall stop ended the run (headless) */
+    char alert[16];  /* the status line's mark (trainer_status.alert) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
 };
@@ -136,16 +143,17 @@ void trainer_clock_release(trainer *t)
 
 void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
 {
-    if (s->have_loss)
-        snprintf(buf, n, "%.4f", (double)(b ? s->loss_b : s->loss));
+    float x = b ? s->loss_b : s->loss;
+    if (s->have_loss) /* "nan" without the sign printf may give it */
+        snprintf(buf, n, isnan(x) ? "nan" : "%.4f", (double)x);
     else
         snprintf(buf, n, "-");
 }
 
 const char *trainer_state_name(trainer_state s)
 {
-    static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE"};
-    return (unsigned)s < 4 ? names[s] : "?";
+    static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE", "STALLED"};
+    return (unsigned)s < 5 ? names[s] : "?";
 }
 
 trainer_snapshot *trainer_snapshot_new(void)
@@ -167,7 +175,8 @@ static void fill_status(trainer *t, trainer_snapshot *p)
 {
     trainer_status *s = &p->s;
     const ns_config *c = engine_config(t->e);
-    s->state = t->state;
+    s->state = t->state == TRAINER_RUNNING && t->m.stalled ? TRAINER_STALLED : t->state;
+    memcpy(s->alert, t->alert, sizeof s->alert);
     s->steps_done = engine_steps_done(t->e);
     s->have_metrics = t->have_metrics;
     s->last = t->m;
@@ -197,6 +206,7 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     memcpy(s->ask, t->ask, sizeof s->ask);
     s->ask_step = t->ask_step;
     s->ask_seq = t->ask_seq;
+    s->stall_stopped = t->stall_stopped;
     if (t->o.twin) {
         s->last_b = t->mb;
         s->last_val_b = t->last_val_b;
@@ -272,6 +282,7 @@ static void publish_step(trainer *t)
     p->s.hist_total++;
     publish_end(t);
     t->mark[0] = 0;
+    t->mark_kinds = 0;
 }
 
 static void push_event(trainer *t, const trainer_event *ev)
@@ -382,12 +393,12 @@ static void pause_ask(trainer *t, const ns_command *c)
         pause_run(t, c->text[0] ? ": space goes on" : "");
 }
 
-/* The chart marker of a settings command, from the state after it. */
-static void mark_for(trainer *t, const ns_command *c)
+/* The chart marker's label for a kind of change, from the state now. */
+static void mark_label(trainer *t, command_kind kind)
 {
     const ns_config *cfg = engine_config(t->e);
     char b[32];
-    switch (c->kind) {
+    switch (kind) {
     case CMD_NORM:
         add_mark(t, norm_place_name(cfg->norm));
         break;
@@ -433,6 +444,24 @@ static void mark_for(trainer *t, const ns_command *c)
     default: /* snapshots and notes change no setting */
         break;
     }
+}
+
+_Static_assert(CMD_COUNT <= 32, "mark_kinds keeps a bit per command kind");
+
+/* The chart marker of the changes before the next step, rebuilt from the
+ * state after the latest one: "rewind,lr 4e-03" after a rewind and two LR
+ * changes shows the LR in force, not the first change's. */
+static void mark_for(trainer *t, const ns_command *c)
+{
+    static const command_kind order[] = {CMD_REINIT,     CMD_REWIND,     CMD_NORM,
+                                         CMD_KIND,       CMD_FINAL_NORM, CMD_WARMUP,
+                                         CMD_PRECISION,  CMD_FP32_NORMS, CMD_LOSS_SCALE,
+                                         CMD_LR,         CMD_CLIP};
+    t->mark_kinds |= 1u << c->kind;
+    t->mark[0] = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (t->mark_kinds & (1u << order[i]))
+            mark_label(t, order[i]);
 }
 
 /* A rewind to step `to`: the loss (and the validation loss) shown are
@@ -560,6 +589,7 @@ static void apply_command(trainer *t, const ns_command *c)
         t->last_val_step = 0;
         t->diverged_run = -1;
         t->mark[0] = 0;
+        t->mark_kinds = 0;
         t->budget = 0;
         /* a diverged or finished run starts over; a paused one stays paused */
         if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
@@ -568,9 +598,13 @@ static void apply_command(trainer *t, const ns_command *c)
         /* the steps after the snapshot are gone: so are their points, and
          * the loss shown is the snapshot's step's again */
         rewound_to(t, after);
+        /* the layer panel shows the snapshot's step, not the abandoned one */
+        t->have_metrics = engine_last_metrics(e, &t->m) &&
+                          (!t->o.twin || engine_last_metrics(t->o.twin, &t->mb));
         t->generation++;
         t->hist_cut = after;
         t->mark[0] = 0;
+        t->mark_kinds = 0;
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }
@@ -621,6 +655,9 @@ static void write_rows(trainer *t)
             fputc(',', csv);
             metrics_csv_fields(csv, b);
         }
+        metrics_csv_state_fields(csv, &t->m);
+        if (b)
+            metrics_csv_state_fields(csv, b);
         fputc('\n', csv);
     }
     if (js) {
@@ -632,7 +669,8 @@ static void write_rows(trainer *t)
         t->write_failed = 1;
 }
 
-/* The CSV's header, as write_rows fills it: b's columns prefixed b_. */
+/* The CSV's header, as write_rows fills it: b's columns prefixed b_, the
+ * state columns (a's, then b's) after all the others. */
 static void write_csv_header(trainer *t)
 {
     FILE *csv = t->o.csv ? t->o.csv->f : NULL;
@@ -644,6 +682,9 @@ static void write_csv_header(trainer *t)
         fputc(',', csv);
         metrics_csv_header_fields(csv, L, "b_");
     }
+    metrics_csv_state_header(csv, "");
+    if (t->o.twin)
+        metrics_csv_state_header(csv, "b_");
     fputc('\n', csv);
 }
 
@@ -677,11 +718,69 @@ static void report_events(trainer *t)
     }
 }
 
+/* ---- the diagnosis of run a (diagnose.c), each step -------------------- */
+
+/* The step's findings, kept until reported; the stalled mark on the row. */
+static void diagnosis_observe(trainer *t)
+{
+    t->n_found = diag_observe(t->dg, &t->m, t->found, DIAG_MAX_FINDINGS);
+    t->m.stalled = diag_stalled(t->dg);
+}
+
+/* The step's findings as events, after the engine's; the latest one's rule
+ * is the status line's mark until the episode ends. */
+static void diagnosis_events(trainer *t)
+{
+    if (!t->dg->warned && !t->dg->div_seen)
+        t->alert[0] = 0; /* a new episode: a rewind or a setting change */
+    for (int i = 0; i < t->n_found; i++) {
+        const diag_finding *f = &t->found[i];
+        add_event(t, NS_EV_WARNING, f->layer, "%s", f->text);
+        add_event(t, NS_EV_WARNING, f->layer, "  try: %s", f->hint);
+        snprintf(t->alert, sizeof t->alert, "%s", diag_rule_name(f->rule));
+    }
+}
+
+/* Headless: the findings on the log, after the step's engine events; and
+ * --on-stall stop ends a stalled run (trainer_status.stall_stopped). */
+static void diagnosis_report(trainer *t)
+{
+    FILE *log = t->o.log;
+    const char *cr = t->o.progress ? "\r\033[K" : "";
+    for (int i = 0; log && !t->o.quiet && i < t->n_found; i++) {
+        const diag_finding *f = &t->found[i];
+        fprintf(log, "%snormscope: %s at step %ld: %s\nnormscope:   try: %s\n", cr,
+                f->kind == DIAG_WARNING ? "warning" : "diagnosis", f->step, f->text, f->hint);
+    }
+    t->n_found = 0;
+    if (!t->sync || !t->o.on_stall || !t->m.stalled || t->state != TRAINER_RUNNING)
+        return;
+    set_state(t, TRAINER_DONE);
+    t->budget = 0;
+    t->stall_stopped = 1;
+    add_event(t, NS_EV_INFO, -1, "stalled at step %ld; stopping (--on-stall stop)", t->m.step);
+    if (log)
+        fprintf(log, "%snormscope: stalled at step %ld; stopping (--on-stall stop)\n", cr,
+                t->m.step);
+    publish_status(t);
+}
+
+/* Headless, after the summary line: the cause of a run that ended diverged
+ * or stalled, and what to try. */
+static void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
+{
+    int ended_bad = trainer_ended_diverged(s) || (s->have_metrics && s->last.stalled);
+    if (t->sync && ended_bad && t->dg->last_diagnosis.step > 0)
+        fprintf(f, "normscope: cause: %s\nnormscope: try: %s\n", t->dg->last_diagnosis.text,
+                t->dg->last_diagnosis.hint);
+}
+
 static void do_step(trainer *t)
 {
     int bad = engine_step(t->e, &t->m);
     if (t->o.twin)
         bad |= engine_step(t->o.twin, &t->mb);
+    diagnosis_observe(t); /* before the row is written: its state column */
     t->have_metrics = 1;
     t->have_loss = 1;
     t->loss = t->m.loss;
@@ -695,13 +794,18 @@ static void do_step(trainer *t)
     else if (t->o.on_step)
         t->o.on_step(t->o.ctx, &t->m);
     pull_engine_events(t);
+    diagnosis_events(t);
     if (t->o.twin && t->mb.has_val)
         t->last_val_b = t->mb.val_loss;
     if (t->m.has_val) {
         t->last_val = t->m.val_loss;
         t->last_val_step = t->m.step;
-        add_event(t, NS_EV_VAL, -1, "validation loss %.4f (train %.4f)", (double)t->m.val_loss,
-                  (double)t->m.loss);
+        char v[16], l[16];
+        snprintf(v, sizeof v, isnan(t->m.val_loss) ? "nan" : "%.4f", (double)t->m.val_loss);
+        snprintf(l, sizeof l, isnan(t->m.loss) ? "nan" : "%.4f", (double)t->m.loss);
+        /* a non-finite one is news, not an ordinary validation */
+        add_event(t, isfinite(t->m.val_loss) ? NS_EV_VAL : NS_EV_WARNING, -1,
+                  "validation loss %s (train %s)", v, l);
     }
     long done = engine_steps_done(t->e);
     if (bad && t->o.on_div != ONDIV_CONTINUE) {
@@ -798,6 +902,7 @@ static void run_loop(trainer *t)
         if (t->state == TRAINER_RUNNING || t->budget > 0)
             step_once(t);
         report_events(t);
+        diagnosis_report(t);
     }
 }
 
@@ -812,7 +917,9 @@ static void *trainer_main(void *arg)
 trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen)
 {
     trainer *t = calloc(1, sizeof *t);
-    if (!t || !(t->pub = trainer_snapshot_new())) {
+    if (!t || !(t->pub = trainer_snapshot_new()) || !(t->dg = malloc(sizeof *t->dg))) {
+        if (t)
+            free(t->pub);
         free(t);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -820,6 +927,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->e = e;
     if (o)
         t->o = *o;
+    diag_init(t->dg, t->o.plateau);
     if (!t->o.prompt)
         t->o.prompt = default_prompt;
     pthread_mutex_init(&t->qlock, NULL);
@@ -927,8 +1035,17 @@ void trainer_summary(trainer *t, FILE *f)
                 losstxt, valtxt);
     }
     if (s.diverged_steps > 0 && s.state != TRAINER_DIVERGED && !s.write_failed)
-        fprintf(f, "normscope: %ld diverged steps were skipped (--on-diverge continue)\n",
+        fprintf(f,
+                "normscope: %ld diverged steps were not applied (--on-diverge continue; state "
+                "diverged in --csv)\n",
                 s.diverged_steps);
+    diagnosis_summary(t, &s, f);
+}
+
+int trainer_ended_diverged(const trainer_status *s)
+{
+    return s->state == TRAINER_DIVERGED ||
+           (s->have_metrics && (s->last.nonfinite || (s->compare && s->last_b.nonfinite)));
 }
 
 int trainer_send(trainer *t, const ns_command *c)
@@ -1024,5 +1141,6 @@ void trainer_free(trainer *t)
     pthread_cond_destroy(&t->scond);
     pthread_mutex_destroy(&t->clock_lock);
     free(t->pub);
+    free(t->dg);
     free(t);
 }

@@ -169,6 +169,7 @@ static tui_style state_style(trainer_state st)
     case TRAINER_RUNNING: return TUI_S_RUN;
     case TRAINER_PAUSED: return TUI_S_PAUSE;
     case TRAINER_DIVERGED: return TUI_S_DIVERGED;
+    case TRAINER_STALLED: return TUI_S_WARN;
     default: return TUI_S_DONE;
     }
 }
@@ -242,6 +243,11 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         it[n].style = TUI_S_BAD, it[n++].prio = 0;
     }
 
+    if (s->alert[0]) { /* the diagnosis' mark: its lines are in the event log */
+        snprintf(it[n].text, sizeof it[n].text, "! %s", s->alert);
+        it[n].style = TUI_S_WARN, it[n++].prio = 1;
+    }
+
     char state[32];
     snprintf(state, sizeof state, " %s ", trainer_state_name(s->state));
     int right = (int)strlen(state) + (ui->frozen ? 9 : 0) + 1;
@@ -311,7 +317,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         snprintf(tg[m].text, sizeof tg[m].text, "[c] clip off");
     tg[m].act = TUI_ACT_CLIP, tg[m++].on = cf->clip > 0;
     snprintf(tg[m].text, sizeof tg[m].text, "[space] %s",
-             s->state == TRAINER_RUNNING ? "pause" : "resume");
+             s->state == TRAINER_RUNNING || s->state == TRAINER_STALLED ? "pause" : "resume");
     tg[m].act = TUI_ACT_PAUSE, tg[m++].on = 1;
     snprintf(tg[m].text, sizeof tg[m].text, "[n] step"), tg[m].act = TUI_ACT_STEP, tg[m++].on = 1;
     snprintf(tg[m].text, sizeof tg[m].text, "[Tab] %s",

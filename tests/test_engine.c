@@ -378,6 +378,45 @@ static void test_data(void)
     CHECK(memcmp(x + 17, y + 16, 15) == 0);
 }
 
+/* A skipped step's event carries the step its text names, and a rewind
+ * gives back the snapshot's step's metrics. */
+static void test_event_steps_and_rewind_metrics(void)
+{
+    ns_config c = small_cfg();
+    c.precision = FMT_FP16; /* 65536 overflows the first backward: skipped */
+    c.snapshot_every = 5;
+    char err[256];
+    engine *e = engine_create(&c, &D, err, sizeof err);
+    if (!CHECK(e != NULL))
+        return;
+    step_metrics m, at5, back;
+    memset(&at5, 0, sizeof at5);
+    long first = engine_event_count(e);
+    for (int i = 0; i < 7; i++) {
+        engine_step(e, &m);
+        if (m.step == 5)
+            at5 = m;
+    }
+    int found = 0;
+    for (long i = first; i < engine_event_count(e); i++) {
+        ns_event ev;
+        char want[32];
+        if (engine_event_get(e, i, &ev) != 0 || !strstr(ev.text, "skipped"))
+            continue;
+        snprintf(want, sizeof want, "step %ld skipped", ev.step);
+        found++;
+        CHECK(strstr(ev.text, want) != NULL);
+    }
+    CHECK(found > 0);
+    CHECK(engine_rewind(e) == 5);
+    CHECK(engine_last_metrics(e, &back) == 1);
+    CHECK(back.step == 5 && back.loss == at5.loss && back.grad_norm == at5.grad_norm);
+    for (int l = 0; l < c.n_layer; l++)
+        CHECK(back.layer[l].act_max == at5.layer[l].act_max &&
+              back.layer[l].update_ratio == at5.layer[l].update_ratio);
+    engine_free(e);
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -390,5 +429,6 @@ int main(void)
     test_event_kinds();
     test_metric_slices();
     test_data();
+    test_event_steps_and_rewind_metrics();
     return test_summary();
 }

@@ -13,6 +13,7 @@
 #include "command.h"
 #include "engine.h"
 #include "testutil.h"
+#include "diagnose.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -490,10 +491,16 @@ static void test_rewind(void)
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(S->s.hist_total == 10);
     CHECK(S->s.generation != gen);
+    /* the layer panel's numbers are the snapshot's step's */
+    CHECK(S->s.have_metrics && S->s.last.step == 10);
+    /* two LR changes after the rewind: the marker shows the LR in force */
+    ns_command set = command_set_real(CMD_LR, 0.02), scale = command_scale(CMD_LR, 0.2);
+    trainer_send(t, &set);
+    trainer_send(t, &scale);
     send(t, CMD_STEP, 0);
     CHECK(wait_for(t, steps_at_least, 11, 10.0));
     CHECK(S->s.hist_total == 11 && S->hist[10].step == 11);
-    CHECK(strstr(S->hist[10].mark, "rewind") != NULL);
+    CHECK(strcmp(S->hist[10].mark, "rewind,lr 4e-03") == 0);
     trainer_free(t);
     engine_free(e);
 }
@@ -814,6 +821,50 @@ static void test_sample(void)
     engine_free(e);
 }
 
+/* A deep Post-LN run without warmup stalls on the unigram plateau: the
+ * published state reads STALLED, the diagnosis is in the event log, the
+ * status line's mark names the rule and the row written says so. The same
+ * run in Pre-LN stays RUNNING with no mark. */
+static void test_stall(void)
+{
+    for (int pre = 0; pre < 2; pre++) {
+        ns_config c = small_cfg(); /* 12 blocks of width 16: stalls near step 80 */
+        c.n_layer = 12;
+        c.norm = pre ? NORM_PRE : NORM_POST;
+        c.warmup = 0;
+        c.lr = 3e-3f;
+        c.val_every = 0;
+        engine *e = make(&c);
+        static recorder rec;
+        rec.n = 0;
+        trainer_opts o = {0};
+        o.limit = 120;
+        o.on_step = record;
+        o.ctx = &rec;
+        o.plateau = diag_unigram_entropy(D.bytes, D.n_train);
+        trainer *t = start(e, &o);
+        /* generous: the ThreadSanitizer build is many times slower */
+        CHECK(wait_for(t, state_is, pre ? TRAINER_DONE : TRAINER_STALLED, 600.0));
+        trainer_snapshot_copy(t, S);
+        trainer_stop(t);
+        int stalled_rows = 0;
+        for (int i = 0; i < rec.n; i++)
+            stalled_rows += rec.m[i].stalled;
+        if (pre) {
+            CHECK(S->s.alert[0] == 0 && stalled_rows == 0);
+            CHECK(!find_event(S, NS_EV_WARNING, "stalled"));
+        } else {
+            CHECK(strcmp(S->s.alert, "stall") == 0);
+            CHECK(find_event(S, NS_EV_WARNING, "stalled: loss"));
+            CHECK(find_event(S, NS_EV_WARNING, "Pre-LN first"));
+            CHECK(stalled_rows > 0);
+            CHECK(strcmp(trainer_state_name(TRAINER_STALLED), "STALLED") == 0);
+        }
+        trainer_free(t);
+        engine_free(e);
+    }
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -834,6 +885,7 @@ int main(void)
     test_stopped_time();
     test_rate_after_rewind();
     test_sample();
+    test_stall();
     test_diverged_run();
     test_run_sync();
     free(S);

@@ -231,7 +231,7 @@ fi
 
 # --- a diverging run pauses and says so; the view keeps responding ------------
 printf 'at 5: lr 1e30\n' >"$T/diverge"
-run "LC_ALL=C $BIN $SMALL --warmup 0 --script $T/diverge"
+run "LC_ALL=C $BIN $SMALL --warmup 0 --script $T/diverge --snapshot-every 2 --save $T/live.ck"
 if wait_for DIVERGED 60; then
     ok
     wait_for 'first non-finite' 10 && ok || no "diverged: the status line does not say where"
@@ -239,6 +239,8 @@ if wait_for DIVERGED 60; then
     wait_for 'gradient norm per layer over time' 10 && ok || no "diverged: keys no longer work"
     key q
     check_restored diverged 3
+    # --save of a run quit while diverged: the last good snapshot
+    [ -s "$T/live.ck" ] && ok || no "diverged: --save wrote no checkpoint"
 else
     no "lr 1e30 did not diverge (or the UI did not say so)"
     key q

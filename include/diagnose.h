@@ -1,0 +1,123 @@
+/* diagnose.h - rules over a run's recent metrics that say why a run
+ * diverged or stalled, and warn before it does.
+ *
+ * The run loop hands every step's metrics to diag_observe, which keeps a
+ * bounded history (DIAG_WINDOW steps, inside the diag value: nothing is
+ * allocated per step) and returns typed findings: early warnings (once per
+ * episode) and diagnoses (at a divergence or a stall). Setting changes and
+ * rewinds are seen in the metrics themselves (the settings in force, a
+ * step number that goes back), so the caller needs no other hook.
+ *
+ * Not here: printing, events, the trainer's state (the caller turns
+ * findings into events and STALLED), the numbers themselves (engine.c).
+ * The thresholds are documented in man/normscope.1, DIAGNOSIS.
+ */
+#ifndef NS_DIAGNOSE_H
+#define NS_DIAGNOSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+
+#define DIAG_WINDOW 64          /* steps of history the rules look at */
+#define DIAG_TEXT 112           /* a finding's line, with its NUL (an event's size) */
+#define DIAG_MAX_FINDINGS 8     /* at most this many from one step */
+
+/* Thresholds (man/normscope.1, DIAGNOSIS). */
+#define DIAG_HEADROOM_WARN 1.0  /* doublings left before the limit */
+#define DIAG_SCALE_DROP 8.0     /* loss scale fallen this factor within the window */
+#define DIAG_STALL_TOL 0.15     /* nats around the unigram plateau */
+#define DIAG_STALL_GRAD 1e-2    /* bottom layers' gradient / top's below this */
+#define DIAG_STALL_STEPS 48     /* steps both hold (the mean over them) */
+#define DIAG_UPDATE_VANISH 1e-6 /* a layer's update ratio below this ... */
+#define DIAG_UPDATE_ALIVE 1e-4  /* ... while the top's is above this */
+#define DIAG_LR_RECENT 500      /* an LR raise this many steps before counts */
+#define DIAG_LR_HELD 50         /* steps at an LR that make it tolerated */
+#define DIAG_WARMUP_EARLY 1000  /* without warmup, a divergence this early counts */
+#define DIAG_GROWTH_MIN 0.05    /* doublings per 100 steps that count as growth */
+
+typedef enum { DIAG_WARNING = 0, DIAG_DIAGNOSIS = 1 } diag_kind;
+
+typedef enum {
+    DIAG_R_HEADROOM = 0, /* warning: headroom low and falling */
+    DIAG_R_VAL_NAN,      /* warning: the validation loss is not finite */
+    DIAG_R_SCALE,        /* warning + diagnosis: the loss scale collapsed */
+    DIAG_R_UPDATE,       /* warning: a layer's update ratio vanished */
+    DIAG_R_RESUMED,      /* warning: resumed after a rewind with nothing changed */
+    DIAG_R_STALL,        /* diagnosis: the Post-LN stall on the unigram plateau */
+    DIAG_R_NORM_VAR,     /* diagnosis: a norm's variance overflowed the format */
+    DIAG_R_GROWTH,       /* diagnosis: activations grew toward the limit */
+    DIAG_R_LR,           /* diagnosis: LR above what the run tolerated */
+    DIAG_R_COUNT
+} diag_rule;
+
+typedef struct {
+    diag_kind kind;
+    diag_rule rule;
+    int layer;        /* the layer concerned, or -1 */
+    long step;        /* the step it was found at */
+    double value[4];  /* the rule's numbers (see each rule in diagnose.c) */
+    char text[DIAG_TEXT]; /* the finding, one line */
+    char hint[DIAG_TEXT]; /* what to try, one line */
+} diag_finding;
+
+/* One step as the rules keep it. */
+typedef struct {
+    long step;
+    int updated;               /* the step changed the weights (finite, not skipped) */
+    float loss, lr, scale;
+    float grad[NS_MAX_LAYERS]; /* per-layer gradient norm */
+    float act[NS_MAX_LAYERS];  /* act_max */
+    float upd[NS_MAX_LAYERS];  /* update_ratio */
+    float head[NS_MAX_LAYERS]; /* headroom */
+} diag_point;
+
+/* The settings the rules compare between steps. */
+typedef struct {
+    float lr_peak, clip;
+    int warmup_on, precision, fp32_norms, norm, norm_kind, scale_dynamic;
+} diag_settings;
+
+typedef struct {
+    double plateau;        /* unigram entropy of the data, nats */
+    diag_point hist[DIAG_WINDOW]; /* ring: step i at hist[i % DIAG_WINDOW] */
+    long n;                /* points in the ring's episode (since a rewind) */
+    long last_step;        /* the last step observed (0: none) */
+    diag_settings set;     /* of the last step */
+    int have_set;
+    long changed_at;       /* step before which settings last changed (-1 never) */
+    float lr_tolerated;    /* the latest peak LR the run trained at for
+                              DIAG_LR_HELD steps or more (or its first) */
+    long lr_since;         /* the step the peak LR in force began */
+    long lr_raised_at;     /* the latest raise above lr_tolerated (-1: none) */
+    long warmup_off_at;    /* the step warmup was turned off (-1: never; 0: from the start) */
+    long diverged_at;      /* the first divergence since the start or the
+                              latest rewind (0: none) */
+    long finite_run;       /* finite steps in a row */
+    diag_settings diverged_set; /* the settings in force then */
+    int div_seen;          /* this divergence was diagnosed: until a rewind or
+                              DIAG_WINDOW finite steps, another is no news (a
+                              setting changed while diverged and resumed without
+                              a rewind diverges again from the same weights) */
+    long stall_run;        /* consecutive steps meeting the stall condition */
+    int stalled;
+    unsigned warned;       /* bit per rule: warned this episode */
+    diag_finding last_diagnosis; /* the latest diagnosis (kind DIAG_DIAGNOSIS); step 0 = none */
+} diag;
+
+/* Start with the data's unigram plateau (diag_unigram_entropy). */
+void diag_init(diag *d, double plateau);
+/* Entropy in nats of the byte distribution of b[0..n): the loss of a model
+ * that knows only which bytes are common. Past 4 MiB, estimated from 64
+ * evenly spaced runs of 64 KiB. */
+double diag_unigram_entropy(const uint8_t *b, size_t n);
+/* Observe one step (in order; a step number at or below the last one is a
+ * rewind). Writes up to max findings to out and returns their count. */
+int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max);
+/* Is the run on the stall plateau now? (the STALLED state) */
+int diag_stalled(const diag *d);
+/* The rule's short name, for tests and exports ("headroom", "stall", ...). */
+const char *diag_rule_name(diag_rule r);
+
+#endif

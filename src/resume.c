@@ -1,0 +1,110 @@
+/* resume.c - settings given with --load (resume.h). A change goes through
+ * the same command value a --script line makes, so a resumed run with
+ * --lr 0.01 is the run that "at N: lr 0.01" gives. Which settings a
+ * command changes, and which a checkpoint holds, is the settings table's
+ * (settings.c: a row's command word and checkpoint field).
+ */
+#include "resume.h"
+
+#include <string.h>
+
+#include "command.h"
+
+/* Rows a resumed run handles elsewhere: the shape and --steps (main.c
+ * compares and takes them), and warmup, whose command is on/off
+ * (apply_warmup). */
+static int handled_elsewhere(const ns_setting *s)
+{
+    static const char *const names[] = {"layers", "dim",   "heads", "context",
+                                        "batch",  "steps", "warmup"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(s->name, names[i]))
+            return 1;
+    return 0;
+}
+
+/* Apply "verb value" to e, as a script line. 0, or -1 (said on err). */
+static int run_command(const cli_opts *o, engine *e, const char *flag, const char *line,
+                       FILE *err)
+{
+    ns_command c;
+    char why[160];
+    if (command_parse(line, &c, why, sizeof why) != 0 || command_apply(e, &c) != CMD_APPLIED) {
+        fprintf(err, "normscope: --load %s: --%s cannot be applied to the resumed run (%s)\n",
+                o->load, flag, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* --warmup N on a resumed run: 0 turns warmup off; the checkpoint's own
+ * length turns it on again (a fresh ramp); another length cannot be had. */
+static int apply_warmup(const cli_opts *o, const ns_config *ckpt, engine *e, FILE *out,
+                        FILE *err)
+{
+    int n = o->cfg.warmup, on = engine_warmup_on(e);
+    if (n > 0 && n != ckpt->warmup) {
+        fprintf(err,
+                "normscope: --load %s: --warmup %d: the checkpoint's warmup is %d steps; a "
+                "resumed run can only turn it off (--warmup 0) or on (--warmup %d)\n",
+                o->load, n, ckpt->warmup, ckpt->warmup);
+        return -1;
+    }
+    if ((n == 0) != on)
+        return 0; /* already so */
+    if (out)
+        fprintf(out, "normscope: --load: warmup %s from step %ld\n", n ? "on" : "off",
+                engine_steps_done(e));
+    return run_command(o, e, "warmup", n ? "warmup on" : "warmup off", err);
+}
+
+/* A row no command changes, given with a value the checkpoint does not
+ * have: refused. 0 or -1 (said on err). */
+static int check_fixed(const cli_opts *o, const ns_setting *s, const ns_config *ckpt, FILE *err)
+{
+    char mine[96], theirs[96];
+    settings_format(s, &o->cfg, mine, sizeof mine);
+    settings_format(s, ckpt, theirs, sizeof theirs);
+    if (!strcmp(mine, theirs))
+        return 0;
+    fprintf(err, "normscope: --load %s: --%s %s cannot change on a resumed run (the checkpoint "
+                 "has %s)\n",
+            o->load, s->name, mine, theirs);
+    return -1;
+}
+
+/* A row a mid-run command changes ("WORD VALUE", the row's command word),
+ * given with a value the run does not have: applied from the resumed step.
+ * 0 or -1 (said on err). */
+static int apply_settable(const cli_opts *o, const ns_setting *s, engine *e, FILE *out,
+                          FILE *err)
+{
+    char mine[96], theirs[96], line[160];
+    settings_format(s, &o->cfg, mine, sizeof mine);
+    settings_format(s, engine_config(e), theirs, sizeof theirs);
+    if (!strcmp(mine, theirs))
+        return 0;
+    snprintf(line, sizeof line, "%s %s", s->cmd, mine);
+    if (out)
+        fprintf(out, "normscope: --load: %s=%s from step %ld (the checkpoint had %s)\n", s->name,
+                mine, engine_steps_done(e), theirs);
+    return run_command(o, e, s->name, line, err);
+}
+
+int resume_apply_flags(const cli_opts *o, ns_config *ckpt, engine *e, FILE *out, FILE *err)
+{
+    /* every row of the checkpoint's the user gave: the table says which a
+     * command changes (its command word) and which are fixed */
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        if (!o->given[i] || s->home != SET_IN_CFG || s->ckpt == 0 || handled_elsewhere(s))
+            continue;
+        if (s->cmd ? apply_settable(o, s, e, out, err) : check_fixed(o, s, ckpt, err))
+            return 2;
+    }
+    if (cli_given(o, "warmup") && apply_warmup(o, ckpt, e, out, err) != 0)
+        return 2;
+    if (cli_given(o, "on-diverge")) /* not in a checkpoint: the run's own */
+        ckpt->on_div = o->cfg.on_div;
+    return 0;
+}

@@ -297,13 +297,146 @@ static void grad_norms_task(void *ctx, int l, int thread)
     j->grad_sq[l] = (sq[0] + sq[1]) + sq[2];
 }
 
+/* Per-layer statistics of the step just computed into out (gradient
+ * norms over the pool, activation maxima, headroom, the first non-finite
+ * op); returns the global gradient norm. */
+static float step_stats(engine *e, step_metrics *out, ns_pool *pool, norms_job *nj)
+{
+    model *m = &e->m;
+    const ns_config *c = &e->cfg;
+    /* headroom against the limit of the op that overflows first: a norm
+     * computed in the format squares its inputs, so its variance passes
+     * fmax once |x| passes sqrt(fmax) (256 in fp16); elsewhere fmax */
+    float fmax = numfmt_max(c->precision);
+    if (c->precision != FMT_FP32 && !c->fp32_norms && c->norm_kind != NORMK_DYT)
+        fmax = sqrtf(fmax);
+    /* per-layer gradient norms, and the global one (task L) */
+    pool_run(pool, m->L + 1, grad_norms_task, nj);
+    for (int l = 0; l < m->L; l++) {
+        layer_metrics *lm = &out->layer[l];
+        lm->act_max = m->stats[l].act_max;
+        lm->resid_max = m->stats[l].resid_max;
+        lm->resid_rms = m->stats[l].resid_rms;
+        lm->overflow = (float)m->counts[l].overflow;
+        lm->underflow = (float)m->counts[l].underflow;
+        lm->headroom = lm->act_max > 0 ? log2f(fmax / lm->act_max) : INFINITY;
+    }
+    /* the global norm from the parts, in layer order whatever the count */
+    double gsq = e->grad_sq[m->L];
+    for (int l = 0; l < m->L; l++)
+        gsq += e->grad_sq[l];
+    fault_report(&m->fault, m->L, out);
+    return (float)sqrt(gsq);
+}
+
+/* What to do with this step's gradients: 1 when the step diverged (the
+ * model itself made inf/NaN, or the gradients did with no dynamic scaler
+ * to absorb them, or the scaler gave up); *skipped when GradScaler's rule
+ * skips it instead. */
+static int step_verdict(engine *e, const step_metrics *out, int forward_bad, float gnorm,
+                        float scale, int *skipped)
+{
+    long s = e->step;
+    *skipped = 0;
+    if (forward_bad)
+        return 1;
+    if (isfinite(gnorm))
+        return 0;
+    if (!scaler_dynamic(e))
+        return 1;
+    /* overflow from the scale: GradScaler's skip */
+    if (engine_scaler_update(&e->scale, &e->good, 1) == SCALER_GAVE_UP) {
+        e->scale = 1.0f;
+        event_of(e, NS_EV_DIVERGED, out->fault_layer,
+                 "step %ld: %s overflowed even at loss scale 1", s,
+                 out->fault[0] ? out->fault : "gradients");
+        return 1;
+    }
+    *skipped = 1;
+    event_of(e, NS_EV_SKIPPED, out->fault_layer,
+             "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
+             out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
+    return 0;
+}
+
+/* AdamW on the unscaled gradients (clipped to cfg.clip), the per-layer
+ * update ratios into out, and the scaler's clean-step count. */
+static void step_update(engine *e, step_metrics *out, float lr, float gnorm, float scale)
+{
+    model *m = &e->m;
+    const ns_config *c = &e->cfg;
+    adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f,
+                       c->lr_layer_decay};
+    if (c->clip > 0.0f && gnorm > c->clip)
+        h.grad_scale = c->clip / gnorm;
+    adamw_update(&e->opt, m, &h, e->layer_sq);
+    for (int l = 0; l < m->L; l++) {
+        double usq = e->layer_sq[2 * l], wsq = e->layer_sq[2 * l + 1];
+        out->layer[l].update_ratio = wsq > 0 ? (float)sqrt(usq / wsq) : 0.0f;
+    }
+    if (scaler_dynamic(e) && engine_scaler_update(&e->scale, &e->good, 0) == SCALER_GREW)
+        event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,
+              SCALE_GROWTH_INTERVAL);
+}
+
+/* The step's scalar fields and the settings it ran with. */
+static void step_fields(engine *e, step_metrics *out, float loss, float lr, float gnorm,
+                        float scale, double dt)
+{
+    const ns_config *c = &e->cfg;
+    long s = e->step;
+    out->step = s;
+    out->loss = loss;
+    out->lr = lr;
+    out->grad_norm = gnorm;
+    out->tokens_per_s = dt > 0 ? (double)c->batch * c->context / dt : 0.0;
+    out->norm = c->norm;
+    out->norm_kind = c->norm_kind;
+    out->warmup_on = e->sched.warmup_on;
+    out->in_warmup = schedule_in_warmup(&e->sched, s);
+    out->clip = c->clip;
+    out->lr_peak = e->sched.peak;
+    out->precision = c->precision;
+    out->fp32_norms = c->fp32_norms;
+    out->loss_scale = scale;
+    out->loss_scale_dynamic = scaler_dynamic(e);
+    out->n_layer = e->m.L;
+}
+
+/* After the step: the divergence event, or the spike rule and the
+ * snapshot ring; then the validation loss when one is due. */
+static void step_after(engine *e, step_metrics *out, int bad, int skipped)
+{
+    const ns_config *c = &e->cfg;
+    long s = e->step;
+    if (bad) {
+        char lt[24], gt[24]; /* "nan" without a sign, whatever the platform prints */
+        snprintf(lt, sizeof lt, isnan(out->loss) ? "nan" : "%g", (double)out->loss);
+        snprintf(gt, sizeof gt, isnan(out->grad_norm) ? "nan" : "%g", (double)out->grad_norm);
+        event_of(e, NS_EV_DIVERGED, out->fault_layer,
+                 "diverged at step %ld: loss %s, gradient norm %s; first non-finite: %s", s, lt,
+                 gt, out->fault[0] ? out->fault : "?");
+    } else {
+        spike_check(e, &e->spike_loss, out->loss, "loss");
+        spike_check(e, &e->spike_gnorm, out->grad_norm, "gradient norm");
+        if (!skipped && c->snapshot_every > 0 && s % c->snapshot_every == 0)
+            engine_snapshot(e);
+    }
+    if (c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps))) {
+        out->val_loss = engine_validate(e);
+        out->has_val = 1;
+        e->last.val_loss = out->val_loss;
+        e->last.has_val = 1;
+    }
+}
+
 int engine_step(engine *e, step_metrics *out)
 {
     model *m = &e->m;
     const ns_config *c = &e->cfg;
-    long s = e->step + 1;
     double t0 = nstime_now();
 
+    long s = e->step + 1;
     float lr = schedule_lr(&e->sched, s);
     float scale = scale_in_force(e);
     data_train_batch(e->data, &e->rng, c->batch, c->context, e->x, e->y);
@@ -321,112 +454,19 @@ int engine_step(engine *e, step_metrics *out)
         pool_run(pool, nj.parts, unscale_task, &nj);
 
     memset(out, 0, sizeof *out);
-    /* headroom against the limit of the op that overflows first: a norm
-     * computed in the format squares its inputs, so its variance passes
-     * fmax once |x| passes sqrt(fmax) (256 in fp16); elsewhere fmax */
-    float fmax = numfmt_max(c->precision);
-    if (c->precision != FMT_FP32 && !c->fp32_norms && c->norm_kind != NORMK_DYT)
-        fmax = sqrtf(fmax);
-    /* per-layer gradient norms, and the global one (task L) */
-    pool_run(pool, m->L + 1, grad_norms_task, &nj);
-    for (int l = 0; l < m->L; l++) {
-        layer_metrics *lm = &out->layer[l];
-        lm->act_max = m->stats[l].act_max;
-        lm->resid_max = m->stats[l].resid_max;
-        lm->resid_rms = m->stats[l].resid_rms;
-        lm->overflow = (float)m->counts[l].overflow;
-        lm->underflow = (float)m->counts[l].underflow;
-        lm->headroom = lm->act_max > 0 ? log2f(fmax / lm->act_max) : INFINITY;
-    }
-    /* the global norm from the parts, in layer order whatever the count */
-    double gsq = e->grad_sq[m->L];
-    for (int l = 0; l < m->L; l++)
-        gsq += e->grad_sq[l];
-    float gnorm = (float)sqrt(gsq);
-    fault_report(&m->fault, m->L, out);
-
+    float gnorm = step_stats(e, out, pool, &nj);
     /* the step is taken (or skipped) from here on: its events carry its
      * number, as their text does ("step 1665 skipped" at step 1665) */
     e->step = s;
-    /* what to do with this step's gradients */
-    int bad = 0, skipped = 0;
-    if (forward_bad) {
-        bad = 1; /* the model itself produced inf/NaN: a divergence */
-    } else if (!isfinite(gnorm)) {
-        if (scaler_dynamic(e)) {
-            /* overflow from the scale: GradScaler's skip */
-            if (engine_scaler_update(&e->scale, &e->good, 1) == SCALER_GAVE_UP) {
-                e->scale = 1.0f;
-                bad = 1;
-                event_of(e, NS_EV_DIVERGED, out->fault_layer,
-                         "step %ld: %s overflowed even at loss scale 1", s,
-                         out->fault[0] ? out->fault : "gradients");
-            } else {
-                skipped = 1;
-                event_of(e, NS_EV_SKIPPED, out->fault_layer,
-                         "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
-                         out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
-            }
-        } else {
-            bad = 1;
-        }
-    }
-
-    if (!bad && !skipped) {
-        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f,
-                           c->lr_layer_decay};
-        if (c->clip > 0.0f && gnorm > c->clip)
-            h.grad_scale = c->clip / gnorm;
-        adamw_update(&e->opt, m, &h, e->layer_sq);
-        for (int l = 0; l < m->L; l++) {
-            double usq = e->layer_sq[2 * l], wsq = e->layer_sq[2 * l + 1];
-            out->layer[l].update_ratio = wsq > 0 ? (float)sqrt(usq / wsq) : 0.0f;
-        }
-        if (scaler_dynamic(e) &&
-            engine_scaler_update(&e->scale, &e->good, 0) == SCALER_GREW)
-            event(e, "loss scale %g -> %g after %d clean steps", (double)scale, (double)e->scale,
-                  SCALE_GROWTH_INTERVAL);
-    }
-    double dt = nstime_now() - t0;
-
-    out->step = s;
-    out->loss = loss;
-    out->lr = lr;
-    out->grad_norm = gnorm;
-    out->tokens_per_s = dt > 0 ? (double)c->batch * c->context / dt : 0.0;
-    out->norm = c->norm;
-    out->norm_kind = c->norm_kind;
-    out->warmup_on = e->sched.warmup_on;
-    out->in_warmup = schedule_in_warmup(&e->sched, s);
-    out->clip = c->clip;
-    out->lr_peak = e->sched.peak;
+    int skipped;
+    int bad = step_verdict(e, out, forward_bad, gnorm, scale, &skipped);
+    if (!bad && !skipped)
+        step_update(e, out, lr, gnorm, scale);
+    step_fields(e, out, loss, lr, gnorm, scale, nstime_now() - t0);
     out->nonfinite = bad;
-    out->precision = c->precision;
-    out->fp32_norms = c->fp32_norms;
-    out->loss_scale = scale;
-    out->loss_scale_dynamic = scaler_dynamic(e);
     out->skipped = skipped;
-    out->n_layer = m->L;
     e->last = *out; /* before a snapshot takes it; the validation is added below */
-    if (bad) {
-        char lt[24], gt[24]; /* "nan" without a sign, whatever the platform prints */
-        snprintf(lt, sizeof lt, isnan(loss) ? "nan" : "%g", (double)loss);
-        snprintf(gt, sizeof gt, isnan(gnorm) ? "nan" : "%g", (double)gnorm);
-        event_of(e, NS_EV_DIVERGED, out->fault_layer,
-                 "diverged at step %ld: loss %s, gradient norm %s; first non-finite: %s", s, lt,
-                 gt, out->fault[0] ? out->fault : "?");
-    } else {
-        spike_check(e, &e->spike_loss, loss, "loss");
-        spike_check(e, &e->spike_gnorm, gnorm, "gradient norm");
-        if (!skipped && c->snapshot_every > 0 && s % c->snapshot_every == 0)
-            engine_snapshot(e);
-    }
-    if (c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps))) {
-        out->val_loss = engine_validate(e);
-        out->has_val = 1;
-        e->last.val_loss = out->val_loss;
-        e->last.has_val = 1;
-    }
+    step_after(e, out, bad, skipped);
     return bad;
 }
 

@@ -299,8 +299,15 @@ int script_parse(const char *text, const char *name, ns_script *s, char *err, si
             }
             en.every = val;
         }
+        const char *cmd = t + used;
+        while (isspace((unsigned char)*cmd))
+            cmd++;
+        if ((cmd[0] == 'a' || cmd[0] == 'b') && cmd[1] == ':') { /* the run it acts on */
+            en.target = cmd[0] == 'a' ? 1 : 2;
+            cmd += 2;
+        }
         char why[256];
-        if (command_parse(t + used, &en.cmd, why, sizeof why) != 0) {
+        if (command_parse(cmd, &en.cmd, why, sizeof why) != 0) {
             snprintf(err, errlen, "%s:%d: %s", name, lineno, why);
             script_free(s);
             return -1;
@@ -355,8 +362,8 @@ void script_free(ns_script *s)
     memset(s, 0, sizeof *s);
 }
 
-void script_due(ns_script *s, long done, void (*fn)(void *ctx, const ns_command *c),
-                void *ctx)
+void script_due(ns_script *s, long done,
+                void (*fn)(void *ctx, const ns_command *c, int target), void *ctx)
 {
     if (done <= s->high)
         return;
@@ -364,6 +371,6 @@ void script_due(ns_script *s, long done, void (*fn)(void *ctx, const ns_command 
     for (int i = 0; i < s->n; i++) {
         const script_entry *en = &s->e[i];
         if ((en->at >= 0 && en->at == done) || (en->every > 0 && done > 0 && done % en->every == 0))
-            fn(ctx, &en->cmd);
+            fn(ctx, &en->cmd, en->target);
     }
 }

@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "model.h"
 #include "trainer.h"
+#include "twin.h"
 #include "tui.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -171,12 +172,11 @@ typedef struct {
     int stop;
 } headless_ctx;
 
-static void headless_cmd(void *p, const ns_command *c)
+static void headless_cmd(void *p, const ns_command *c, int target)
 {
     headless_ctx *h = p;
-    if (h->twin && c->kind != CMD_NOTE) /* a note is said once */
-        command_apply(h->twin, c);
-    if (command_apply(h->e, c) != CMD_FLOW)
+    /* the two-run rule (twin.h): "b: ..." acts on b, no prefix on both */
+    if (twin_apply(h->e, h->twin, c, (twin_target)target) != CMD_FLOW)
         return;
     if (c->kind == CMD_STOP) {
         engine_note(h->e, "script: stop at step %ld", engine_steps_done(h->e));

@@ -65,7 +65,9 @@ typedef struct {
     float lr;
     int nonfinite;
     float loss_b; /* the --compare twin's loss at this step (NaN without one) */
+    float val_loss_b; /* the twin's validation loss (NaN when not measured) */
     char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
+    char mark_b[TRAINER_MARK]; /* the same for the twin (run b) */
 } trainer_point;
 
 /* The small part of a snapshot, copied whole each time it changed. */
@@ -108,8 +110,12 @@ typedef struct {
     int compare;
     step_metrics last_b;   /* b's latest step (valid with have_metrics) */
     float last_val_b;      /* b's latest validation loss (NaN before the first) */
-    ns_config cfg_b;
-    char label_a[32], label_b[48]; /* "a: post", "b: norm=pre" */
+    ns_config cfg_b;       /* b's settings in force now, as cfg is a's */
+    int warmup_on_b;
+    float lr_peak_b, lr_next_b;
+    /* each run's current settings, differences first (twin_label):
+     * "a: fp32-norms=off  norm=pre ..." */
+    char label_a[160], label_b[160];
 } trainer_status;
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
@@ -120,6 +126,7 @@ typedef struct {
     trainer_status s;
     trainer_point hist[TRAINER_HIST];
     float heat[TRAINER_HIST][NS_MAX_LAYERS]; /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
+    float heat_b[TRAINER_HIST][NS_MAX_LAYERS]; /* the same for the twin (0 without one) */
     trainer_event ev[TRAINER_EVENTS];
 } trainer_snapshot;
 
@@ -147,10 +154,11 @@ typedef struct {
     void (*on_step)(void *ctx, const step_metrics *m);
     void *ctx;
     /* --compare: a second engine the trainer owns too and steps in
-     * lockstep (a, then b, each step); settings commands go to both, flow
-     * commands and notes to the trainer / a only. NULL = one run. */
+     * lockstep (a, then b, each step); settings commands go to the runs
+     * their target names (twin.h), flow commands and notes to the
+     * trainer / a only. NULL = one run. */
     engine *twin;
-    const char *label_a, *label_b; /* shown over each panel */
+    const char *label_a, *label_b; /* unused: the labels come from each run's state */
     /* with a twin, called instead of on_step with both runs' metrics */
     void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
 } trainer_opts;
@@ -168,6 +176,9 @@ int trainer_start(trainer *t, char *err, size_t errlen);
  * trainer's: step takes one step while paused (and pauses a running
  * trainer); stop pauses as DONE, as reaching --steps does. */
 int trainer_send(trainer *t, const ns_command *c);
+/* The same with a target for a two-run view (a twin_target: 0 both,
+ * 1 run a, 2 run b; the rule is in twin.h). trainer_send is target both. */
+int trainer_send_to(trainer *t, const ns_command *c, int target);
 /* Copy what changed since dst was last filled; dst must come from
  * trainer_snapshot_new or a previous copy from this same trainer (a copy
  * from another one may look up to date). Returns 1 if anything changed. */

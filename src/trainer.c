@@ -25,6 +25,7 @@
 
 #include "numfmt.h"
 #include "pool.h"
+#include "twin.h"
 
 /* The sample prompt: the room watches this turn from noise into words. */
 static const char default_prompt[] = "The model ";
@@ -47,6 +48,7 @@ struct trainer {
     pthread_mutex_t qlock;
     pthread_cond_t qcond;
     ns_command q[TRAINER_QUEUE];
+    int qt[TRAINER_QUEUE]; /* each command's target (twin.h) */
     int q_head, q_len;
     int quit;
 
@@ -66,8 +68,10 @@ struct trainer {
     long limit;
     long budget; /* steps still to take while paused (n presses) */
     long engine_events_seen;
+    long engine_events_seen_b; /* the twin's */
     unsigned long applied; /* commands applied so far (a script's show up) */
     char mark[TRAINER_MARK]; /* marker label for the next step's point */
+    char mark_b[TRAINER_MARK]; /* the same on run b's curve */
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -186,12 +190,18 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->n_layer = c->n_layer;
     s->compare = t->o.twin != NULL;
     if (t->o.twin) {
+        engine *b = t->o.twin;
         s->last_b = t->mb;
         s->last_val_b = t->last_val_b;
-        s->cfg_b = *engine_config(t->o.twin);
-        snprintf(s->label_a, sizeof s->label_a, "a: %s",
-                 t->o.label_a ? t->o.label_a : norm_place_name(c->norm));
-        snprintf(s->label_b, sizeof s->label_b, "b: %s", t->o.label_b ? t->o.label_b : "twin");
+        s->cfg_b = *engine_config(b);
+        s->warmup_on_b = engine_warmup_on(b);
+        s->lr_peak_b = engine_current_peak(b);
+        s->lr_next_b = engine_current_lr(b);
+        /* from each run's state now, never from the --compare words */
+        twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
+        twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+        twin_label("a", ra, rb, s->label_a, sizeof s->label_a);
+        twin_label("b", rb, ra, s->label_b, sizeof s->label_b);
     }
     if (t->hist_reset) {
         s->hist_total = 0;
@@ -236,6 +246,13 @@ static void publish_status(trainer *t)
     publish_end(t);
 }
 
+/* A layer's gradient norm as the heatmap shows it. */
+static float layer_norm_of(const layer_metrics *lm)
+{
+    double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
+    return (float)sqrt(a * a + f * f + n * n);
+}
+
 /* Publish the header and append the step just taken to the history. */
 static void publish_step(trainer *t)
 {
@@ -251,15 +268,17 @@ static void publish_step(trainer *t)
     pt->lr = m->lr;
     pt->nonfinite = m->nonfinite;
     pt->loss_b = t->o.twin ? t->mb.loss : NAN;
+    pt->val_loss_b = t->o.twin && t->mb.has_val ? t->mb.val_loss : NAN;
     memcpy(pt->mark, t->mark, sizeof pt->mark);
+    memcpy(pt->mark_b, t->mark_b, sizeof pt->mark_b);
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
-        const layer_metrics *lm = &m->layer[l];
-        double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
-        p->heat[i][l] = (float)sqrt(a * a + f * f + n * n);
+        p->heat[i][l] = layer_norm_of(&m->layer[l]);
+        p->heat_b[i][l] = t->o.twin ? layer_norm_of(&t->mb.layer[l]) : 0.0f;
     }
     p->s.hist_total++;
     publish_end(t);
     t->mark[0] = 0;
+    t->mark_b[0] = 0;
 }
 
 static void push_event(trainer *t, const trainer_event *ev)
@@ -285,20 +304,20 @@ static void add_event(trainer *t, trainer_event_kind kind, const char *fmt, ...)
     push_event(t, &ev);
 }
 
-/* Move the engine's new log lines into ours. kind < 0: tell the kind from
- * the text (the engine's step-time lines). Lines the engine's ring already
- * dropped are skipped, not invented. */
-static void pull_engine_events(trainer *t, int kind)
+/* Move one engine's new log lines into ours, after prefix ("b: " for the
+ * twin). kind < 0: tell the kind from the text (the engine's step-time
+ * lines). Lines the engine's ring already dropped are skipped, not
+ * invented. */
+static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefix, int kind)
 {
-    long n = engine_event_count(t->e);
-    for (; t->engine_events_seen < n; t->engine_events_seen++) {
+    long n = engine_event_count(e);
+    for (; *seen < n; ++*seen) {
         ns_event ev;
-        if (engine_event_get(t->e, t->engine_events_seen, &ev) != 0)
+        if (engine_event_get(e, *seen, &ev) != 0)
             continue;
         trainer_event out;
         out.step = ev.step;
-        memcpy(out.text, ev.text, sizeof out.text);
-        out.text[sizeof out.text - 1] = 0;
+        snprintf(out.text, sizeof out.text, "%s%s", prefix, ev.text);
         if (kind >= 0)
             out.kind = (trainer_event_kind)kind;
         else if (!strncmp(ev.text, "diverged", 8))
@@ -311,20 +330,29 @@ static void pull_engine_events(trainer *t, int kind)
     }
 }
 
-/* Label the next step's point: several changes before one step share it,
- * comma-separated and cut to the label's size. */
-static void add_mark(trainer *t, const char *label)
+/* Both runs' new lines; with a twin each names its run. */
+static void pull_engine_events(trainer *t, int kind)
 {
-    size_t used = strlen(t->mark), room = sizeof t->mark - 1 - used;
+    pull_run_events(t, t->e, &t->engine_events_seen, t->o.twin ? "a: " : "", kind);
+    if (t->o.twin)
+        pull_run_events(t, t->o.twin, &t->engine_events_seen_b, "b: ", kind);
+}
+
+/* Label the next step's point (mark: a run's TRAINER_MARK buffer):
+ * several changes before one step share it, comma-separated and cut to
+ * the label's size. */
+static void add_mark(char *mark, const char *label)
+{
+    size_t used = strlen(mark), room = TRAINER_MARK - 1 - used;
     if (used && room > 0) {
-        t->mark[used++] = ',';
+        mark[used++] = ',';
         room--;
     }
     size_t n = strlen(label);
     if (n > room)
         n = room;
-    memcpy(t->mark + used, label, n);
-    t->mark[used + n] = 0;
+    memcpy(mark + used, label, n);
+    mark[used + n] = 0;
 }
 
 /* ---- commands (trainer thread, between steps) -------------------------- */
@@ -368,53 +396,54 @@ static void pause_run(trainer *t, const char *why)
     add_event(t, TEV_INFO, "paused at step %ld%s", engine_steps_done(t->e), why);
 }
 
-/* The chart marker of a settings command, from the state after it. */
-static void mark_for(trainer *t, const ns_command *c)
+/* The chart marker of a settings command on run e's curve, from e's
+ * state after it. */
+static void mark_for(const engine *e, char *mark, const ns_command *c)
 {
-    const ns_config *cfg = engine_config(t->e);
+    const ns_config *cfg = engine_config(e);
     char b[32];
     switch (c->kind) {
     case CMD_NORM: case CMD_NORM_TOGGLE: case CMD_NORM_CYCLE:
-        add_mark(t, norm_place_name(cfg->norm));
+        add_mark(mark, norm_place_name(cfg->norm));
         break;
     case CMD_KIND: case CMD_KIND_CYCLE:
-        add_mark(t, norm_kind_name(cfg->norm_kind));
+        add_mark(mark, norm_kind_name(cfg->norm_kind));
         break;
     case CMD_FINAL_NORM:
-        add_mark(t, config_final_norm(cfg) ? "final on" : "final off");
+        add_mark(mark, config_final_norm(cfg) ? "final on" : "final off");
         break;
     case CMD_WARMUP:
-        add_mark(t, engine_warmup_on(t->e) ? "warmup" : "no warmup");
+        add_mark(mark, engine_warmup_on(e) ? "warmup" : "no warmup");
         break;
     case CMD_PRECISION:
-        add_mark(t, numfmt_name(cfg->precision));
+        add_mark(mark, numfmt_name(cfg->precision));
         break;
     case CMD_FP32_NORMS:
-        add_mark(t, cfg->fp32_norms ? "fp32 norms" : "low norms");
+        add_mark(mark, cfg->fp32_norms ? "fp32 norms" : "low norms");
         break;
     case CMD_LOSS_SCALE:
         if (cfg->loss_scale == 0)
-            add_mark(t, "scale dyn");
+            add_mark(mark, "scale dyn");
         else if (cfg->loss_scale < 0)
-            add_mark(t, "scale off");
+            add_mark(mark, "scale off");
         else
-            snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(t, b);
+            snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(mark, b);
         break;
     case CMD_LR: case CMD_LR_SCALE:
-        snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(t->e));
-        add_mark(t, b);
+        snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(e));
+        add_mark(mark, b);
         break;
     case CMD_CLIP:
         if (cfg->clip > 0)
-            snprintf(b, sizeof b, "clip %g", (double)cfg->clip), add_mark(t, b);
+            snprintf(b, sizeof b, "clip %g", (double)cfg->clip), add_mark(mark, b);
         else
-            add_mark(t, "no clip");
+            add_mark(mark, "no clip");
         break;
     case CMD_REWIND:
-        add_mark(t, "rewind");
+        add_mark(mark, "rewind");
         break;
     case CMD_REINIT:
-        add_mark(t, "reinit");
+        add_mark(mark, "reinit");
         break;
     default: /* snapshots and notes change no setting */
         break;
@@ -461,7 +490,7 @@ static void rewound_to(trainer *t, long to)
     pthread_mutex_unlock(&t->slock);
 }
 
-static void apply(trainer *t, const ns_command *c)
+static void apply(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;
     long before = engine_steps_done(e);
@@ -491,13 +520,12 @@ static void apply(trainer *t, const ns_command *c)
     default:
         break;
     }
-    if (t->o.twin && c->kind != CMD_NOTE)
-        command_apply(t->o.twin, c); /* b's own log lines are not shown */
-    int r = command_apply(e, c);
-    long ev_before = t->engine_events_seen;
+    twin_target tg = (twin_target)target;
+    int r = twin_apply(e, t->o.twin, c, tg);
+    long ev_before = t->engine_events_seen + t->engine_events_seen_b;
     pull_engine_events(t, TEV_SETTING);
     if (r == CMD_FAILED) {
-        if (t->engine_events_seen == ev_before)
+        if (t->engine_events_seen + t->engine_events_seen_b == ev_before)
             add_event(t, TEV_NOTE, "command %d could not be applied", (int)c->kind);
         return;
     }
@@ -519,6 +547,7 @@ static void apply(trainer *t, const ns_command *c)
         t->last_val_b = NAN;
         t->last_val_step = 0;
         t->mark[0] = 0;
+        t->mark_b[0] = 0;
         t->budget = 0;
         /* a diverged or finished run starts over; a paused one stays paused */
         if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
@@ -530,16 +559,20 @@ static void apply(trainer *t, const ns_command *c)
         t->generation++;
         t->hist_cut = after;
         t->mark[0] = 0;
+        t->mark_b[0] = 0;
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }
-    mark_for(t, c);
+    if (twin_acts_on(c, tg, 0) || !t->o.twin)
+        mark_for(e, t->mark, c);
+    if (t->o.twin && twin_acts_on(c, tg, 1))
+        mark_for(t->o.twin, t->mark_b, c);
 }
 
 /* Script commands are applied exactly as keys are. */
-static void script_cmd(void *ctx, const ns_command *c)
+static void script_cmd(void *ctx, const ns_command *c, int target)
 {
-    apply(ctx, c);
+    apply(ctx, c, target);
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */
@@ -573,13 +606,16 @@ static void do_step(trainer *t)
     else if (t->o.on_step)
         t->o.on_step(t->o.ctx, &t->m);
     pull_engine_events(t, -1);
-    if (t->o.twin && t->mb.has_val)
-        t->last_val_b = t->mb.val_loss;
     if (t->m.has_val) {
         t->last_val = t->m.val_loss;
         t->last_val_step = t->m.step;
-        add_event(t, TEV_VAL, "validation loss %.4f (train %.4f)", (double)t->m.val_loss,
-                  (double)t->m.loss);
+        add_event(t, TEV_VAL, "%svalidation loss %.4f (train %.4f)", t->o.twin ? "a: " : "",
+                  (double)t->m.val_loss, (double)t->m.loss);
+    }
+    if (t->o.twin && t->mb.has_val) {
+        t->last_val_b = t->mb.val_loss;
+        add_event(t, TEV_VAL, "b: validation loss %.4f (train %.4f)", (double)t->mb.val_loss,
+                  (double)t->mb.loss);
     }
     long done = engine_steps_done(t->e);
     if (bad && t->o.on_div != ONDIV_CONTINUE) {
@@ -635,8 +671,11 @@ static void *trainer_main(void *arg)
         while (!t->quit && t->q_len == 0 && t->state != TRAINER_RUNNING && t->budget == 0)
             pthread_cond_wait(&t->qcond, &t->qlock);
         int n = t->q_len, quit = t->quit;
-        for (int i = 0; i < n; i++)
+        int targets[TRAINER_QUEUE];
+        for (int i = 0; i < n; i++) {
             cmds[i] = t->q[(t->q_head + i) % TRAINER_QUEUE];
+            targets[i] = t->qt[(t->q_head + i) % TRAINER_QUEUE];
+        }
         t->q_head = (t->q_head + n) % TRAINER_QUEUE;
         t->q_len = 0;
         pthread_mutex_unlock(&t->qlock);
@@ -646,7 +685,7 @@ static void *trainer_main(void *arg)
         /* in order, and a one-step command takes its step before the next
          * command: "n n p n" is two steps, the change, one step */
         for (int i = 0; i < n; i++) {
-            apply(t, &cmds[i]);
+            apply(t, &cmds[i], targets[i]);
             if (t->budget > 0 && t->state != TRAINER_RUNNING) {
                 publish_status(t);
                 step_once(t);
@@ -716,12 +755,19 @@ int trainer_start(trainer *t, char *err, size_t errlen)
 
 int trainer_send(trainer *t, const ns_command *c)
 {
+    return trainer_send_to(t, c, TWIN_BOTH);
+}
+
+int trainer_send_to(trainer *t, const ns_command *c, int target)
+{
     int r = 0;
     pthread_mutex_lock(&t->qlock);
     if (t->q_len == TRAINER_QUEUE) {
         r = -1;
     } else {
         t->q[(t->q_head + t->q_len) % TRAINER_QUEUE] = *c;
+        t->qt[(t->q_head + t->q_len) % TRAINER_QUEUE] =
+            target >= 0 && target < TWIN_TARGET_COUNT ? target : TWIN_BOTH;
         t->q_len++;
     }
     pthread_mutex_unlock(&t->qlock);
@@ -752,6 +798,8 @@ int trainer_snapshot_copy(trainer *t, trainer_snapshot *d)
         long k = i % TRAINER_HIST;
         d->hist[k] = p->hist[k];
         memcpy(d->heat[k], p->heat[k], (size_t)L * sizeof(float));
+        if (p->s.compare)
+            memcpy(d->heat_b[k], p->heat_b[k], (size_t)L * sizeof(float));
     }
     long ev_from = old.ev_total;
     if (ev_from > p->s.ev_total)

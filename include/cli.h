@@ -23,6 +23,7 @@ typedef struct {
     unsigned set; /* CLI_SET_* */
     int headless;
     int ascii, no_color; /* live view: --ascii, --no-color */
+    int bars_rel; /* live view: --bars relative */
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;

@@ -17,7 +17,7 @@ typedef enum {
     F_VALBATCHES, F_SEED, F_DATA, F_SAVE, F_LOAD, F_HEADLESS, F_CSV, F_JSONL, F_QUIET, F_HELP,
     F_VERSION, F_FINALNORM, F_MIXK, F_DYTALPHA, F_GAMMAINIT, F_BETAINIT, F_POSTINITSCALE,
     F_PRECISION, F_FP32NORMS, F_LOSSSCALE, F_ONDIVERGE, F_SNAPEVERY, F_SNAPS, F_SCRIPT, F_ASCII, F_NOCOLOR,
-    F_LESSON, F_COMPARE, F_THREADS
+    F_LESSON, F_COMPARE, F_THREADS, F_BARS
 } flag_id;
 
 typedef struct {
@@ -90,6 +90,8 @@ static const flag_spec flags[] = {
     {F_HEADLESS, 0, "headless", NULL, 0, 0, "train without the terminal UI"},
     {F_ASCII, 0, "ascii", NULL, 0, 0, "live view in plain ASCII: no braille or block glyphs"},
     {F_NOCOLOR, 0, "no-color", NULL, 0, 0, "live view without colors (as NO_COLOR=1 does)"},
+    {F_BARS, 0, "bars", "absolute|relative", 0, 0,
+     "gradient bars on 1e-5..1e+2, or each run's own top decade (key v) (default absolute)"},
     {F_CSV, 0, "csv", "FILE", 0, 0, "write one CSV row of metrics per step (- = stdout)"},
     {F_JSONL, 0, "jsonl", "FILE", 0, 0, "write one JSON object of metrics per step (- = stdout)"},
     {F_QUIET, 'q', "quiet", NULL, 0, 0, "no progress line or summary on stderr"},
@@ -328,6 +330,11 @@ static int apply(cli_opts *o, const flag_spec *s, const char *v, FILE *out, FILE
     case F_HEADLESS: o->headless = 1; break;
     case F_ASCII: o->ascii = 1; break;
     case F_NOCOLOR: o->no_color = 1; break;
+    case F_BARS:
+        if (strcmp(v, "absolute") && strcmp(v, "relative"))
+            return bad(err, s, v, "expected absolute or relative");
+        o->bars_rel = v[0] == 'r';
+        break;
     case F_QUIET: o->quiet = 1; break;
     case F_HELP: cli_usage(out); return 1;
     case F_VERSION: fprintf(out, "normscope %s\n", NS_VERSION); return 1;

@@ -540,7 +540,7 @@ static int run_live(cli_opts *o, const dataset *data, const ns_lesson *lesson)
         engine_free(twin);
         return 1;
     }
-    tui_options uo = {o->ascii, o->no_color};
+    tui_options uo = {o->ascii, o->no_color, o->bars_rel};
     tui_end end = tui_run(t, &uo, err, sizeof err); /* starts the trainer */
     trainer_stop(t); /* the engine is ours again */
     trainer_snapshot_copy(t, snap);

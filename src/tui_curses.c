@@ -250,7 +250,8 @@ static void send_action(run_state *rs, tui_action a)
     ns_command cmd;
     if (!tui_apply(&rs->ui, a, rs->snap->s.n_layer, &cmd))
         return;
-    if (trainer_send(rs->t, &cmd) != 0) {
+    /* the target goes alongside the command (twin.h: the two-run rule) */
+    if (trainer_send_to(rs->t, &cmd, rs->snap->s.compare ? rs->ui.target : 0) != 0) {
         snprintf(rs->ui.note, sizeof rs->ui.note,
                  "busy: %d commands wait for the step in progress ", TRAINER_QUEUE);
         rs->note_until = now_s() + NOTE_S;
@@ -455,6 +456,7 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
     mouseinterval(0); /* report presses at once, not after a click delay */
     int color = setup_colors(want_color);
     tui_ui_init(&rs.ui, utf8 && !o->ascii, color);
+    rs.ui.bars_rel = o->bars_rel;
     if (tui_grid_resize(&rs.grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         end = TUI_END_ERROR;

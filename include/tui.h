@@ -295,7 +295,7 @@ void tui_ui_init(tui_ui *ui, int unicode, int color);
  *   metrics: CSV "step,loss,val_loss,lr" for every point the snapshot's
  *            history holds (the newest TRAINER_HIST steps of this
  *            generation), val_loss empty when not measured, plus b_loss
- *            with --compare. */
+ *            and b_val_loss with --compare (run b's own columns). */
 int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen);
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen);
 

@@ -29,7 +29,7 @@ const tui_key tui_keys[] = {
     {{'r'}, "r", "r", "Reinit", "re-initialize: step 0, fresh weights, same seed", TUI_ACT_REINIT},
     {{TUI_KEY_TAB, TUI_KEY_BTAB}, "Tab", "Tab", "Target",
      "--compare: keys act on both runs -> run a -> run b", TUI_ACT_TARGET},
-    {{'m'}, "m", "m", "Map", "next view: layer bars / gradient heatmap", TUI_ACT_VIEW},
+    {{'m'}, "m", NULL, NULL, "next view: layer bars / gradient heatmap", TUI_ACT_VIEW},
     {{'v'}, "v", NULL, NULL, "gradient bars: absolute / relative to each run's largest layer",
      TUI_ACT_BARS},
     {{TUI_KEY_UP}, "up/down", NULL, NULL, "select a layer (its numbers in the box at the right)",

@@ -41,10 +41,15 @@ enum {
 
 static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
-/* Cut a label to at most w columns (ASCII: labels are), at a space when
- * there is one, and end it with two spaces for the legend. */
+/* Cut a run's label for the legend: to what differs from the other run
+ * (before twin_label's two spaces; the panel headers show the rest), at
+ * most w columns (ASCII: labels are), at a space when there is one; then
+ * two spaces. */
 static void trim_label(char *b, int w)
 {
+    char *rest = strstr(b, "  ");
+    if (rest)
+        *rest = 0;
     if ((int)strlen(b) > w) {
         b[w] = 0;
         char *sp = strrchr(b, ' ');

@@ -340,13 +340,22 @@ static int status_state(tui_grid *g, tui_rect r, int row, trainer_state st, int 
     return r.w - right - 1;
 }
 
-/* The key that does a (its name in the key table: "p", "space", "Tab"). */
-static const char *key_name(tui_action a)
+/* The key that does a, from the key table: "p", "space", "Tab". */
+static void key_name(tui_action a, char *b, size_t n)
 {
-    for (int i = 0; i < tui_n_keys; i++)
-        if (tui_keys[i].act == a && tui_keys[i].name)
-            return tui_keys[i].name;
-    return "?";
+    snprintf(b, n, "?");
+    for (int i = 0; i < tui_n_keys; i++) {
+        int k = tui_keys[i].keys[0];
+        if (tui_keys[i].act != a)
+            continue;
+        if (k == ' ')
+            snprintf(b, n, "space");
+        else if (k == TUI_KEY_TAB)
+            snprintf(b, n, "Tab");
+        else if (k > ' ' && k < 127)
+            snprintf(b, n, "%c", k);
+        return;
+    }
 }
 
 /* One clickable toggle of the toggles row. */
@@ -429,8 +438,9 @@ static void status_toggles(tui_grid *g, tui_rect r, int row, const trainer_statu
     status_view_toggles(&l, s, ui);
     int c = r.c + 1;
     for (int i = 0; i < l.n; i++) {
-        char k[16];
-        int kl = snprintf(k, sizeof k, "[%s]", key_name(l.t[i].act));
+        char name[8], k[16];
+        key_name(l.t[i].act, name, sizeof name);
+        int kl = snprintf(k, sizeof k, "[%s]", name);
         int len = kl + 1 + (int)strlen(l.t[i].text);
         if (c + len > r.c + r.w - 1)
             break;
@@ -567,8 +577,10 @@ static void act_scale(tui_grid *g, int r, int c, int w)
     tui_puts(g, r, c, 1, TUI_S_DIM, "1");
     if (m256 > 1)
         tui_puts(g, r, c + m256, 3, TUI_S_WARN, "256");
-    if (m16 > m256 + 3)
+    if (m16 > m256 + 3 && m16 + 5 <= w)
         tui_puts(g, r, c + m16, 5, TUI_S_BAD, "65504");
+    else if (m16 > m256 + 3 && m16 + 3 <= w)
+        tui_puts(g, r, c + m16, 3, TUI_S_BAD, "65k");
 }
 
 /* The labels under (or over) a gradient bar area: the decades on the

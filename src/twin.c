@@ -167,11 +167,13 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
         if (strcmp(mine, theirs) != 0)
             append(buf, n, &used, mine);
     }
-    if (used + 2 < n && used > strlen(name) + 1) { /* two spaces: the rest */
+    if (used + 3 < n && used > strlen(name) + 1) { /* two spaces: the rest */
+        buf[used++] = ' ';
         buf[used++] = ' ';
         buf[used] = 0;
     }
+    /* the rest briefly: the three named kinds by their value alone */
     for (int i = 0; runtime_setting(self, i, mine, sizeof mine); i++)
         if (!differ[i])
-            append(buf, n, &used, mine);
+            append(buf, n, &used, i < 3 ? strchr(mine, '=') + 1 : mine);
 }

@@ -620,6 +620,12 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
 {
     char b[160];
     run_label(s, which, b, sizeof b);
+    if ((int)strlen(b) > r.w) { /* whole words: half of "fp32-norms" reads as a precision */
+        b[r.w] = 0;
+        char *sp = strrchr(b, ' ');
+        if (sp)
+            *sp = 0;
+    }
     tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
              b);
     int rr = r.r + 1;

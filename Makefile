@@ -91,6 +91,7 @@ test: $(BIN) $(TEST_BINS)
 	done; \
 	echo "== tests/cli.sh"; NS_BIN=./$(BIN) sh tests/cli.sh || fail=1; \
 	echo "== tests/harden.sh"; NS_BIN=./$(BIN) sh tests/harden.sh || fail=1; \
+	echo "== tests/twin.sh"; NS_BIN=./$(BIN) sh tests/twin.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
 	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \

@@ -92,7 +92,7 @@ if [ "$CHECK_RSS" != 0 ]; then
 fi
 
 # the key table (src/tui_keys.c) less q and F10, plus x (unbound)
-KEYS="p P k w f i l Space n + - = _ c b r Tab BTab Up Down PPage NPage Home End y z d e ? h F1 Escape x"
+KEYS="p P k w f i l Space n + - = _ c b r Tab BTab m v Up Down PPage NPage Home End y z d e ? h F1 Escape x"
 NKEYS=$(echo $KEYS | wc -w)
 start=$(now)
 next_sample=$start

@@ -747,6 +747,70 @@ void tui_draw_ratio(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const
     }
 }
 
+/* The single view's two header rows: titles over the columns (and which
+ * layers show when they scroll), then the scales. */
+static void layers_header(tui_grid *g, tui_rect r, const tui_layer_cols *k, int L, int rows,
+                          const tui_ui *ui)
+{
+    int top_shown = L - 1 - ui->scroll, bottom_shown = top_shown - rows + 1;
+    if (bottom_shown < 0)
+        bottom_shown = 0;
+    tui_puts(g, r.r, r.c + k->idx, 4, TUI_S_TITLE, "lyr");
+    tui_puts(g, r.r, r.c + k->attn, k->bar, TUI_S_TITLE,
+             k->bar >= 17 ? "attention |grad|" : "attn |grad|");
+    tui_puts(g, r.r, r.c + k->ffn, k->bar, TUI_S_TITLE, "MLP |grad|");
+    tui_puts(g, r.r, r.c + k->nums, 16, TUI_S_TITLE, "   attn     mlp");
+    tui_puts(g, r.r, r.c + k->act, k->act_w + 9, TUI_S_TITLE, "activation max");
+    tui_puts(g, r.r, r.c + k->rms, 10, TUI_S_TITLE, " resid rms");
+    if (k->prec >= 0)
+        tui_puts(g, r.r, r.c + k->prec, 9, TUI_S_TITLE, " headroom");
+    if (k->extra >= 0) {
+        tui_puts(g, r.r, r.c + k->extra, 9, TUI_S_TITLE, " upd/w");
+        tui_puts(g, r.r, r.c + k->extra + 9, 9, TUI_S_TITLE, " norm|g|");
+    }
+    if (L > rows) { /* scrolling: say which layers are shown */
+        char b[48];
+        snprintf(b, sizeof b, " %d-%d of %d ", top_shown, bottom_shown, L);
+        int len = (int)strlen(b);
+        tui_puts(g, r.r, r.c + r.w - len, len, TUI_S_DIM, b);
+    }
+    grad_scale(g, r.r + 1, r.c + k->attn, k->bar, ui->bars_rel);
+    grad_scale(g, r.r + 1, r.c + k->ffn, k->bar, ui->bars_rel);
+    act_scale(g, r.r + 1, r.c + k->act, k->act_w);
+}
+
+/* One layer's row of the single view, after its index. */
+static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
+                      const tui_layer_cols *k, double gmax, const tui_ui *ui)
+{
+    /* the relative view's axis ends at the largest layer's gradient */
+    double lo, hi;
+    tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
+    tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
+    tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
+    char b[32];
+    log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
+    log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
+    fmt_e(b, sizeof b, lm->grad_attn);
+    tui_puts(g, rr, r.c + k->nums, 7, grad_style(sa), b);
+    fmt_e(b, sizeof b, lm->grad_ffn);
+    tui_puts(g, rr, r.c + k->nums + 8, 7, grad_style(sf), b);
+    /* activation max, with the two fp16 marks */
+    act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
+    fmt7(b, sizeof b, lm->act_max);
+    tui_puts(g, rr, r.c + k->act_num, 7, act_style(lm->act_max), b);
+    fmt7(b, sizeof b, lm->resid_rms);
+    tui_puts(g, rr, r.c + k->rms + 2, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
+    if (k->prec >= 0)
+        prec_cell(g, rr, r.c + k->prec + 1, lm);
+    if (k->extra >= 0) {
+        fmt_e(b, sizeof b, lm->update_ratio);
+        tui_puts(g, rr, r.c + k->extra + 1, 7, TUI_S_TEXT, b);
+        fmt_e(b, sizeof b, lm->grad_ln);
+        tui_puts(g, rr, r.c + k->extra + 10, 7, TUI_S_TEXT, b);
+    }
+}
+
 void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
 {
     const trainer_status *s = &snap->s;
@@ -754,8 +818,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
-    int lowp = s->cfg.precision != FMT_FP32;
-    tui_layer_cols k = tui_layer_columns_prec(r.w, lowp);
+    tui_layer_cols k = tui_layer_columns_prec(r.w, s->cfg.precision != FMT_FP32);
     int rows = r.h - 2;
     if (rows < 1)
         return;
@@ -764,82 +827,26 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     if (ui->selected < 0 || ui->selected >= L)
         ui->selected = L - 1;
     ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
-
-    /* header 1: titles over the columns */
-    int top_shown = L - 1 - ui->scroll, bottom_shown = top_shown - rows + 1;
-    if (bottom_shown < 0)
-        bottom_shown = 0;
-    tui_puts(g, r.r, r.c + k.idx, 4, TUI_S_TITLE, "lyr");
-    tui_puts(g, r.r, r.c + k.attn, k.bar, TUI_S_TITLE,
-             k.bar >= 17 ? "attention |grad|" : "attn |grad|");
-    tui_puts(g, r.r, r.c + k.ffn, k.bar, TUI_S_TITLE, "MLP |grad|");
-    tui_puts(g, r.r, r.c + k.nums, 16, TUI_S_TITLE, "   attn     mlp");
-    tui_puts(g, r.r, r.c + k.act, k.act_w + 9, TUI_S_TITLE, "activation max");
-    tui_puts(g, r.r, r.c + k.rms, 10, TUI_S_TITLE, " resid rms");
-    if (k.prec >= 0)
-        tui_puts(g, r.r, r.c + k.prec, 9, TUI_S_TITLE, " headroom");
-    if (k.extra >= 0) {
-        tui_puts(g, r.r, r.c + k.extra, 9, TUI_S_TITLE, " upd/w");
-        tui_puts(g, r.r, r.c + k.extra + 9, 9, TUI_S_TITLE, " norm|g|");
-    }
-    if (L > rows) { /* scrolling: say which layers are shown */
-        char b[48];
-        snprintf(b, sizeof b, " %d-%d of %d ", top_shown, bottom_shown, L);
-        int len = (int)strlen(b);
-        tui_puts(g, r.r, r.c + r.w - len, len, TUI_S_DIM, b);
-    }
-    /* header 2: the scales */
-    grad_scale(g, r.r + 1, r.c + k.attn, k.bar, ui->bars_rel);
-    grad_scale(g, r.r + 1, r.c + k.ffn, k.bar, ui->bars_rel);
-    act_scale(g, r.r + 1, r.c + k.act, k.act_w);
-
-    /* the largest layer gradient: "vanishing" is relative to it, and the
-     * relative view's axis ends there */
-    double gmax = s->have_metrics ? largest_grad(m, L) : 0, lo, hi;
-    tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
-
+    layers_header(g, r, &k, L, rows, ui);
+    /* the largest layer gradient: "vanishing" is relative to it */
+    double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
         int l = L - 1 - (ui->scroll + i);
         if (l < 0)
             break;
-        int rr = r.r + 2 + i;
+        int rr = r.r + 2 + i, sel = l == ui->selected;
         const layer_metrics *lm = &m->layer[l];
-        char b[32];
-        int sel = l == ui->selected;
         tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
         tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
-        tui_grad_state worst = sa > sf ? sa : sf;
+        char b[16];
         snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
         tui_puts(g, rr, r.c + k.idx, 4,
-                 l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(worst), b);
+                 l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(sa > sf ? sa : sf), b);
         add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
-        if (!s->have_metrics) {
-            if (i == 0)
-                tui_puts(g, rr, r.c + k.attn, r.w - k.attn, TUI_S_DIM,
-                         "waiting for the first step...");
-            continue;
-        }
-        log_bar(g, rr, r.c + k.attn, k.bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
-        log_bar(g, rr, r.c + k.ffn, k.bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
-        fmt_e(b, sizeof b, lm->grad_attn);
-        tui_puts(g, rr, r.c + k.nums, 7, grad_style(sa), b);
-        fmt_e(b, sizeof b, lm->grad_ffn);
-        tui_puts(g, rr, r.c + k.nums + 8, 7, grad_style(sf), b);
-
-        /* activation max, with the two fp16 marks */
-        act_bar(g, rr, r.c + k.act, k.act_w, lm->act_max, ui);
-        fmt7(b, sizeof b, lm->act_max);
-        tui_puts(g, rr, r.c + k.act_num, 7, act_style(lm->act_max), b);
-        fmt7(b, sizeof b, lm->resid_rms);
-        tui_puts(g, rr, r.c + k.rms + 2, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
-        if (k.prec >= 0)
-            prec_cell(g, rr, r.c + k.prec + 1, lm);
-        if (k.extra >= 0) {
-            fmt_e(b, sizeof b, lm->update_ratio);
-            tui_puts(g, rr, r.c + k.extra + 1, 7, TUI_S_TEXT, b);
-            fmt_e(b, sizeof b, lm->grad_ln);
-            tui_puts(g, rr, r.c + k.extra + 10, 7, TUI_S_TEXT, b);
-        }
+        if (s->have_metrics)
+            layer_row(g, r, rr, lm, &k, gmax, ui);
+        else if (i == 0)
+            tui_puts(g, rr, r.c + k.attn, r.w - k.attn, TUI_S_DIM, "waiting for the first step...");
     }
 }
 

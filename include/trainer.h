@@ -26,7 +26,7 @@
 #include "metrics.h"
 
 /* Every history is bounded; these are the bounds (a snapshot is about
- * 160 KiB of points, 1 MiB of heatmap, 16 KiB of events). */
+ * 256 KiB of points, 2 MiB of heatmaps (a run each), 16 KiB of events). */
 #define TRAINER_HIST 4096 /* steps kept for the loss chart and the heatmap (a ring) */
 #define TRAINER_EVENTS 128 /* log lines kept (a ring) */
 #define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
@@ -120,7 +120,7 @@ typedef struct {
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
  * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
- * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 1.2 MiB:
+ * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 2.3 MiB:
  * allocate it (trainer_snapshot_new), do not put it on a stack. */
 typedef struct {
     trainer_status s;

@@ -11,8 +11,10 @@
  *     toggles show the target run's values, and run b has a status row.
  * Also the relative view of the gradient bars (a 3x bottom/top profile is
  * at least a third of a bar), the panels' stated drop order, and the
- * script prefix "b:". No curses, no threads.
- * Not here: the trainer thread (test_trainer.c), the real binary
+ * script prefix "b:"; and through the trainer thread, a command sent to
+ * run b changes b only and is an event and a chart marker of run b's.
+ * No curses.
+ * Not here: the rest of the trainer (test_trainer.c), the real binary
  * (tests/twin.sh, tests/tui_twin.sh). */
 #include <math.h>
 #include <stdlib.h>
@@ -387,6 +389,56 @@ static void test_script_prefix(void)
     CHECK(script_parse("at 2: c: lr 1e-3\n", "t", &sc, err, sizeof err) != 0);
 }
 
+/* Through the trainer: targets travel with the commands. */
+static int has_event(const trainer_snapshot *s, const char *text)
+{
+    long first = s->s.ev_total > TRAINER_EVENTS ? s->s.ev_total - TRAINER_EVENTS : 0;
+    for (long i = first; i < s->s.ev_total; i++)
+        if (strstr(s->ev[i % TRAINER_EVENTS].text, text))
+            return 1;
+    return 0;
+}
+
+static void test_trainer_targets(void)
+{
+    ns_config ca = small_cfg(), cb = small_cfg();
+    cb.fp32_norms = 1;
+    engine *a = make(&ca), *b = make(&cb);
+    if (!a || !b)
+        return;
+    trainer_opts o = {.start_paused = 1, .twin = b};
+    char err[256];
+    trainer *t = trainer_create(a, &o, err, sizeof err);
+    trainer_snapshot *s = trainer_snapshot_new();
+    CHECK(t && s);
+    if (!t || !s)
+        return;
+    ns_command fp = {.kind = CMD_FP32_NORMS, .arg = -1}, step = {.kind = CMD_STEP};
+    CHECK(trainer_send_to(t, &fp, TWIN_B) == 0); /* b: on -> off */
+    CHECK(trainer_send(t, &step) == 0);
+    CHECK(trainer_send_to(t, &fp, TWIN_BOTH) == 0); /* from a: off -> on, both */
+    CHECK(trainer_send(t, &step) == 0);
+    CHECK(trainer_start(t, err, sizeof err) == 0);
+    for (int i = 0; i < 400 && s->s.steps_done < 2; i++) {
+        trainer_snapshot_copy(t, s);
+        trainer_wait(t, s->s.seq, 0.05);
+    }
+    trainer_stop(t);
+    trainer_snapshot_copy(t, s);
+    CHECK(s->s.steps_done == 2);
+    CHECK(s->s.cfg.fp32_norms == 1 && s->s.cfg_b.fp32_norms == 1);
+    CHECK(has_event(s, "b: norms, softmax and loss in the low format"));
+    CHECK(has_event(s, "a: norms, softmax and loss in fp32"));
+    /* the markers: b's alone on the first step, both on the second */
+    CHECK(!s->hist[0].mark[0] && !strcmp(s->hist[0].mark_b, "low norms"));
+    CHECK(!strcmp(s->hist[1].mark, "fp32 norms") && !strcmp(s->hist[1].mark_b, "fp32 norms"));
+    CHECK(!strncmp(s->s.label_a, "a: ", 3) && strstr(s->s.label_a, "fp32-norms=on"));
+    trainer_free(t);
+    free(s);
+    engine_free(a);
+    engine_free(b);
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -395,5 +447,6 @@ int main(void)
     test_relative_bars();
     test_drop_order();
     test_script_prefix();
+    test_trainer_targets();
     return test_summary();
 }

@@ -64,7 +64,7 @@ bar_cells() {
     screen | sed -n "${1}p" | cut -c"$2"-"$(($2 + $3 - 1))" | tr -cd '#:.!' | wc -c
 }
 run "LC_ALL=C $BIN --lesson gradient-profile --bars relative"
-if wait_for 'step 1 ' 300 && wait_for PAUSED 60; then
+if wait_for 'step 1/' 300 && wait_for PAUSED 60; then
     ok
     # run b's panel: its column titles row holds "mlp rel"; layer 11 is the
     # first row under it, layer 0 the last

@@ -460,7 +460,7 @@ static void rewound_to(trainer *t, long to)
     int val_gone = t->last_val_step > to;
     if (val_gone) {
         t->last_val = NAN;
-        t->last_val_b = NAN; /* b's validation losses are not in the history */
+        t->last_val_b = NAN; /* found below with a's: the runs validate together */
         t->last_val_step = 0;
     }
     if (t->hist_reset)
@@ -482,6 +482,7 @@ static void rewound_to(trainer *t, long to)
             const trainer_point *pt = &p->hist[i % TRAINER_HIST];
             if (!isnan(pt->val_loss)) {
                 t->last_val = pt->val_loss;
+                t->last_val_b = pt->val_loss_b;
                 t->last_val_step = pt->step;
                 break;
             }

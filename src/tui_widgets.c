@@ -285,7 +285,7 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
     if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
     status_run_values(l, s, 0);
-    double tok = s->steps_per_s * s->cfg.batch * s->cfg.context * (s->compare ? 2 : 1);
+    double tok = s->steps_per_s * s->cfg.batch * s->cfg.context;
     if (tok >= 1e6)
         add_item(l, TUI_S_STATUS, 4, "%.2fM tok/s", tok / 1e6);
     else if (tok >= 1e3)

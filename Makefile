@@ -91,12 +91,15 @@ test: $(BIN) $(TEST_BINS)
 	done; \
 	echo "== tests/cli.sh"; NS_BIN=./$(BIN) sh tests/cli.sh || fail=1; \
 	echo "== tests/harden.sh"; NS_BIN=./$(BIN) sh tests/harden.sh || fail=1; \
+	echo "== tests/settings.sh"; NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
 	echo "== tests/twin.sh"; NS_BIN=./$(BIN) sh tests/twin.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
 	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
 	echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
+	echo "== tests/follow.sh"; NS_BIN=./$(BIN) sh tests/follow.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \
 	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
+	  echo "== tests/probe.sh"; NS_BIN=./$(BIN) sh tests/probe.sh || fail=1; \
 	fi; \
 	if [ $$fail -ne 0 ]; then echo "make test: FAILED"; exit 1; fi; \
 	echo "make test: all suites passed"
@@ -120,10 +123,13 @@ install: $(BIN)
 	install -m 644 man/normscope.1 $(DESTDIR)$(MANDIR)/man1/normscope.1
 	for f in man/*.7; do [ -f "$$f" ] || continue; install -d $(DESTDIR)$(MANDIR)/man7; \
 	  install -m 644 "$$f" $(DESTDIR)$(MANDIR)/man7/; done
+	install -d $(DESTDIR)$(PREFIX)/lib/normscope/python/normscope_probe
+	install -m 644 src/probe/normscope_probe/*.py $(DESTDIR)$(PREFIX)/lib/normscope/python/normscope_probe/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/normscope $(DESTDIR)$(MANDIR)/man1/normscope.1 \
 	  $(DESTDIR)$(MANDIR)/man7/normscope-lessons.7
+	rm -rf $(DESTDIR)$(PREFIX)/lib/normscope/python/normscope_probe
 
 lint:
 	mandoc -Tlint -Wwarning man/normscope.1 man/normscope-lessons.7

@@ -1,5 +1,6 @@
-/* cli.h - the command line: one table of flags that drives parsing,
- * range checks and --help, so the three cannot drift apart. */
+/* cli.h - the command line: argv walked against the settings table
+ * (settings.h), which drives parsing, range checks and --help, so the
+ * three cannot drift apart. */
 #ifndef NS_CLI_H
 #define NS_CLI_H
 
@@ -7,8 +8,10 @@
 
 #include "command.h"
 #include "config.h"
+#include "settings.h"
 
-/* Shape flags the user gave explicitly (compared against a checkpoint). */
+/* Shape flags the user gave explicitly (compared against a checkpoint);
+ * cli_given answers the same for any flag. */
 enum {
     CLI_SET_LAYERS = 1 << 0,
     CLI_SET_DIM = 1 << 1,
@@ -27,9 +30,14 @@ typedef struct {
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
+    const char *follow; /* --follow FILE: show a metrics stream, train nothing */
     ns_script script_s; /* parsed --script (main fills it) */
     int script_loaded;
+    unsigned char given[NS_SETTINGS_MAX]; /* by settings row: the user gave the flag */
 } cli_opts;
+
+/* 1 if the user passed the flag named long_name ("lr", "layers"), else 0. */
+int cli_given(const cli_opts *o, const char *long_name);
 
 /* Parse argv. Returns 0 to run, 1 when --help/--version was printed (exit
  * 0), 2 after printing one line naming the bad flag to err (exit 2). */

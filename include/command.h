@@ -15,20 +15,18 @@
 
 typedef enum {
     CMD_NONE = 0,
-    /* settings (engine) */
-    CMD_NORM,         /* arg: a norm_place */
-    CMD_NORM_TOGGLE,  /* pre <-> post; any other placement -> pre */
-    CMD_NORM_CYCLE,   /* the next placement */
-    CMD_KIND,         /* arg: a norm_kind */
-    CMD_KIND_CYCLE,
-    CMD_FINAL_NORM,   /* arg: 1, 0, -1 (by placement) */
-    CMD_WARMUP,       /* arg: 1 on, 0 off, -1 toggle */
-    CMD_PRECISION,    /* arg: a numfmt, or -1 to cycle fp32 -> bf16 -> fp16 */
-    CMD_FP32_NORMS,   /* arg: 1, 0, -1 toggle */
-    CMD_LOSS_SCALE,   /* arg: 0 dynamic, < 0 off, > 0 constant; NaN toggles dynamic/off */
-    CMD_LR,           /* arg: the new peak LR */
-    CMD_LR_SCALE,     /* arg: factor on the peak LR */
-    CMD_CLIP,         /* arg: threshold, 0 = off; NaN toggles off <-> 1.0 */
+    /* settings (engine); the value each takes is the settings row's */
+    CMD_NORM,         /* set a norm_place; toggle pre <-> post (others -> pre); cycle */
+    CMD_KIND,         /* set a norm_kind; cycle */
+    CMD_FINAL_NORM,   /* set 1, 0, -1 (by placement) */
+    CMD_WARMUP,       /* set 1 on (a fresh ramp), 0 off; toggle */
+    CMD_PRECISION,    /* set a numfmt; cycle fp32 -> bf16 -> fp16 */
+    CMD_FP32_NORMS,   /* set 1, 0; toggle */
+    CMD_LOSS_SCALE,   /* set 0 dynamic, < 0 off, > 0 constant; toggle dynamic <-> off */
+    CMD_LR,           /* set the peak LR; scale it by a factor */
+    CMD_CLIP,         /* set the threshold, 0 = off; toggle off <-> 1.0 */
+    CMD_SETTING,      /* set the settings row `setting` (a row with a command word
+                       * and no command of its own: engine_set_setting) */
     CMD_REINIT,
     CMD_SNAPSHOT,
     CMD_REWIND,
@@ -42,13 +40,46 @@ typedef enum {
     CMD_COUNT
 } command_kind;
 
+/* How a command changes its setting. */
+typedef enum {
+    CMDH_SET = 0, /* to the value */
+    CMDH_TOGGLE,  /* between its two states (no value) */
+    CMDH_CYCLE,   /* to the next of its names (no value) */
+    CMDH_SCALE,   /* multiply by the value (a real factor) */
+} command_how;
+
+/* A command's value, tagged with its type. */
+typedef enum { CMDV_NONE = 0, CMDV_INT, CMDV_REAL } command_vtype;
+typedef struct {
+    command_vtype type;
+    union {
+        int i;    /* CMDV_INT: an enum index, 1/0 on/off, -1 auto */
+        double x; /* CMDV_REAL: a number, or a factor for CMDH_SCALE */
+    } u;
+} command_value;
+
 #define NS_CMD_TEXT 96
 
 typedef struct {
     command_kind kind;
-    double arg;
+    command_how how;
+    command_value v;
+    int setting;            /* CMD_SETTING: the settings row's index */
     char text[NS_CMD_TEXT]; /* CMD_NOTE only */
 } ns_command;
+
+/* Commands as values: no value (flow, reinit, ...), set to an int or a
+ * real, toggle, cycle, scale by a factor. */
+ns_command command_make(command_kind k);
+ns_command command_set_int(command_kind k, int i);
+ns_command command_set_real(command_kind k, double x);
+ns_command command_toggle(command_kind k);
+ns_command command_cycle(command_kind k);
+ns_command command_scale(command_kind k, double factor);
+/* Set the settings row s (CMD_SETTING) to x. */
+ns_command command_set_setting(const ns_setting *s, double x);
+/* The value as a double, whatever its tag (0 without one). */
+double command_number(const ns_command *c);
 
 /* What command_apply did. */
 enum { CMD_APPLIED = 0, CMD_FLOW = 1, CMD_FAILED = 2 };
@@ -57,8 +88,9 @@ enum { CMD_APPLIED = 0, CMD_FLOW = 1, CMD_FAILED = 2 };
  * the caller (CMD_FLOW). Everything applied is logged as an engine event. */
 int command_apply(engine *e, const ns_command *c);
 
-/* Parse one command ("norm post", "lr x2", "snapshot", ...). 0, or -1 with
- * the reason in err. */
+/* Parse one command ("norm post", "lr x2", "snapshot", ...). A command
+ * that sets a setting takes the word and the values of its settings row
+ * (settings.h). 0, or -1 with the reason in err. */
 int command_parse(const char *s, ns_command *c, char *err, size_t errlen);
 
 /* A script: lines "at N: COMMAND" (after N steps, before step N+1) and

@@ -32,15 +32,22 @@ typedef enum {
     NORMK_DYT = 2, /* g tanh(a x) + b, learnable scalar a (Zhu et al. 2025) */
     NORM_KIND_COUNT
 } norm_kind;
-typedef enum { INIT_XAVIER = 0, INIT_NORMAL = 1 } init_kind;
+typedef enum { INIT_XAVIER = 0, INIT_NORMAL = 1, INIT_KIND_COUNT } init_kind;
 typedef enum {
     SCHED_CONSTANT = 0,
     SCHED_COSINE = 1,
     SCHED_INVSQRT = 2,
-    SCHED_NOAM = 3
+    SCHED_NOAM = 3,
+    SCHED_KIND_COUNT
 } sched_kind;
 
-typedef enum { ONDIV_DEFAULT = -1, ONDIV_PAUSE = 0, ONDIV_STOP = 1, ONDIV_CONTINUE = 2 } on_diverge;
+typedef enum {
+    ONDIV_DEFAULT = -1, /* pause in the live view, stop headless */
+    ONDIV_PAUSE = 0,
+    ONDIV_STOP = 1,
+    ONDIV_CONTINUE = 2,
+    ONDIV_COUNT
+} on_diverge;
 
 typedef struct {
     /* model shape */
@@ -64,6 +71,7 @@ typedef struct {
     float init_std; /* std of the normal init (also embeddings under xavier) */
     /* optimizer */
     float lr;           /* peak learning rate */
+    float lr_layer_decay; /* layer i of L at lr X^(L-1-i), embeddings X^L; 1 = off */
     float beta1, beta2;
     float adam_eps;
     float weight_decay; /* decoupled, on weight matrices and embeddings only */
@@ -86,8 +94,16 @@ typedef struct {
     uint64_t seed;
 } ns_config;
 
-/* Fill with the documented defaults. */
+/* Fill with the documented defaults (the settings table's, settings.h). */
 void config_defaults(ns_config *c);
+
+/* The value names of the enums, index = value, as used on the command
+ * line, in the CSV and in scripts. */
+extern const char *const norm_place_names[NORM_PLACE_COUNT];
+extern const char *const norm_kind_names[NORM_KIND_COUNT];
+extern const char *const init_kind_names[INIT_KIND_COUNT];
+extern const char *const sched_kind_names[SCHED_KIND_COUNT];
+extern const char *const on_diverge_names[ONDIV_COUNT];
 
 /* Names as used on the command line, in the CSV and in checkpoints. */
 const char *norm_place_name(norm_place p);

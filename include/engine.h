@@ -11,18 +11,38 @@
 #ifndef NS_ENGINE_H
 #define NS_ENGINE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
 #include "data.h"
 #include "metrics.h"
+#include "settings.h"
 
 typedef struct engine engine;
+
+/* What an event is, said by whoever made it (the engine, or the trainer
+ * for its own lines), so that no reader has to tell it from the words. */
+typedef enum {
+    NS_EV_INFO = 0,     /* start, resume from a file, snapshot limits, scale growth;
+                         * the trainer's pause, resume and --steps lines */
+    NS_EV_SETTING = 1,  /* a setting or the run's course changed (norm, LR, rewind,
+                         * re-init): also a marker on the chart */
+    NS_EV_VAL = 2,      /* a validation result (the trainer's) */
+    NS_EV_DIVERGED = 3, /* a step was not finite */
+    NS_EV_WARNING = 4,  /* a loss or gradient-norm spike */
+    NS_EV_SKIPPED = 5,  /* the dynamic loss scaler skipped a step */
+    NS_EV_REFUSED = 6,  /* a command that could not be applied */
+    NS_EV_NOTE = 7,     /* words of a script, a lesson or a key's note */
+    NS_EV_COUNT
+} ns_event_kind;
 
 #define NS_EVENT_TEXT 112
 typedef struct {
     long step; /* steps completed when it happened */
+    ns_event_kind kind;
+    int layer; /* the block it is about (a divergence's first op), or -1 */
     char text[NS_EVENT_TEXT];
 } ns_event;
 
@@ -41,9 +61,11 @@ int engine_step(engine *e, step_metrics *out);
 
 /* Threads for the kernels of each step, 1..POOL_MAX_THREADS (pool.h),
  * counting the caller; a new engine has 1 (no worker threads). The pool
- * is made here, once, never inside a step. Returns 0, or -1 when n is out
- * of range or a thread could not be started (the old count stays). */
-int engine_set_threads(engine *e, int n);
+ * is made here, once, never inside a step; its workers block the signals
+ * in *block (NULL: none more than the caller's). Returns 0, or -1 when n
+ * is out of range or a thread could not be started (the old count
+ * stays). */
+int engine_set_threads(engine *e, int n, const sigset_t *block);
 int engine_threads(const engine *e);
 
 /* Mean validation loss over cfg.val_batches fixed batches. */
@@ -55,7 +77,7 @@ const ns_config *engine_config(const engine *e);
 float engine_current_lr(const engine *e);
 float engine_current_peak(const engine *e);
 int engine_warmup_on(const engine *e);
-/* Add a line to the event log (notes of scripts and lessons). */
+/* Add a line to the event log (NS_EV_NOTE: notes of scripts and lessons). */
 void engine_note(engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Changes between steps; each is logged as an event. */
@@ -68,12 +90,15 @@ void engine_set_clip(engine *e, float clip); /* 0 = off */
 void engine_set_precision(engine *e, numfmt f);
 void engine_set_fp32_norms(engine *e, int on);
 void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 constant */
+/* Any mid-run setting the engine reads from its config each step, by its
+ * settings row (one without a setter of its own above); x is the value
+ * as settings_get gives it. Logged as an event. */
+void engine_set_setting(engine *e, const ns_setting *s, double x);
 
 /* Snapshots: every cfg.snapshot_every steps the engine copies weights,
  * Adam moments, step, RNG and schedule into a ring of cfg.snapshots; step 0
- * is always taken. engine_rewind goes back to the newest snapshot before
- * the current step (so pressing it again goes further back), bit for bit,
- * keeping the settings now in force. Returns the step, or -1 if none. */
+ * is always taken. engine_snapshot takes one now (replacing the oldest):
+ * 0, or -1 when snapshots are off (too big) or memory ran out. */
 int engine_snapshot(engine *e);
 
 /* The dynamic loss scaler's rule (GradScaler's, with a floor): after a step
@@ -82,6 +107,10 @@ int engine_snapshot(engine *e);
  * in a row, double it. */
 enum { SCALER_CLEAN = 0, SCALER_SKIPPED = 1, SCALER_GREW = 2, SCALER_GAVE_UP = 3 };
 int engine_scaler_update(float *scale, long *good, int overflowed);
+
+/* Back to the newest snapshot before the current step (so calling it again
+ * goes further back), bit for bit, keeping the settings now in force.
+ * Returns the step it went back to, or -1 if there is none. */
 long engine_rewind(engine *e);
 
 /* Back to step 0 with fresh weights from the same seed. */

@@ -11,7 +11,10 @@
 
 #include "config.h"
 
-#define NS_MAX_LAYERS 64
+/* Layers a step can carry: the lab trains at most 64 (--layers), a followed
+ * stream (--follow) may have more; 128 keeps a trainer_snapshot's heatmap
+ * at 2 MiB (TRAINER_HIST x 128 floats). */
+#define NS_MAX_LAYERS 128
 
 typedef struct {
     float grad_attn;    /* ||d loss / d attention params|| (qkv, proj, biases) */
@@ -49,6 +52,8 @@ typedef struct {
     int loss_scale_dynamic;
     int skipped;        /* the dynamic loss scaler skipped this step */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
+    int fault_layer;    /* the block of that first non-finite op, or -1 (none,
+                         * or outside the blocks: embeddings, head, loss) */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;
@@ -69,5 +74,35 @@ void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run);
  * put "b_" columns after the first run's on the same row. */
 void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix);
 void metrics_csv_fields(FILE *f, const step_metrics *m);
+
+/* The per-layer columns by name ("grad_attn", ... "headroom", as the CSV and
+ * JSONL call them after "l<i>_"): the index of a name (len bytes), or -1;
+ * and a column set by index, so a reader fills what the writers wrote. */
+enum { METRICS_LAYER_COLS = 10 };
+int metrics_layer_col_find(const char *name, size_t len);
+void metrics_layer_col_set(layer_metrics *l, int k, float v);
+
+/* A layer's gradient norm over all its parameters, sqrt(attn^2 + mlp^2 +
+ * norm^2): the heatmap's value. */
+float metrics_layer_gnorm(const layer_metrics *l);
+
+/* The loss-spike rule: a value more than METRICS_SPIKE_Z standard deviations
+ * above the mean of the last METRICS_SPIKE_WINDOW values (and 5% above that
+ * mean), judged once METRICS_SPIKE_MIN values are in, at most one warning
+ * every METRICS_SPIKE_QUIET steps. Non-finite values are not judged and not
+ * kept (divergence is reported on its own). */
+#define METRICS_SPIKE_WINDOW 128
+#define METRICS_SPIKE_MIN 32
+#define METRICS_SPIKE_Z 6.0
+#define METRICS_SPIKE_QUIET 16
+typedef struct {
+    double v[METRICS_SPIKE_WINDOW];
+    long n; /* values seen */
+    long last_warn;
+} metrics_spike;
+/* Add x, the value of step `step`; returns 1 on a spike, with the warning
+ * ("warning: loss spike at step 12: ...", what = "loss") in msg. */
+int metrics_spike_check(metrics_spike *w, long step, double x, const char *what, char *msg,
+                        size_t msglen);
 
 #endif

@@ -1,5 +1,7 @@
 /* model.h - the byte-level decoder-only Transformer: parameters, forward,
  * backward, and the per-layer statistics the dashboard shows.
+ * Engine-internal but for model_bytes_needed, which main.c asks before
+ * making a run (README, Layout).
  *
  * All parameters live in one float array carved into named tensors by a
  * size table (as in llm.c); the gradients use the same layout, so zeroing

@@ -16,6 +16,7 @@
 
 typedef enum { FMT_FP32 = 0, FMT_BF16 = 1, FMT_FP16 = 2, FMT_COUNT } numfmt;
 
+extern const char *const numfmt_names[FMT_COUNT]; /* index = numfmt */
 const char *numfmt_name(numfmt f);
 int numfmt_parse(const char *s); /* -1 if unknown */
 /* Largest finite value: 3.4e38, 3.39e38, 65504. */

@@ -1,4 +1,5 @@
 /* ops.h - forward/backward pairs of the Transformer's operations.
+ * Engine-internal: only the engine's sources include it (README, Layout).
  *
  * Conventions (after llm.c): outputs first; gradients are prefixed `d` and
  * ACCUMULATED with += (callers zero them); shapes are in the comments, with

@@ -1,4 +1,5 @@
 /* optim.h - AdamW with decoupled weight decay, as torch.optim.AdamW.
+ * Engine-internal: only the engine's sources include it (README, Layout).
  *
  * The moments m and v have the model's parameter layout, so a checkpoint
  * writes them as three equal arrays. Weight decay applies to the tensors
@@ -21,6 +22,10 @@ typedef struct {
 typedef struct {
     float lr, beta1, beta2, eps, weight_decay;
     float grad_scale; /* multiplies every gradient first (clipping); 1 = none */
+    /* layer-wise LR decay X: block l of L learns at lr X^(L-1-l), the
+     * embeddings at lr X^L, the final norm and head at lr (the deeper,
+     * the faster for X < 1, as advised for Post-LN). 1 or 0 = off. */
+    float layer_decay;
 } adamw_hparams;
 
 int adamw_create(adamw *o, size_t n);

@@ -1,12 +1,14 @@
 /* pool.h - a small persistent thread pool for the kernels of one step.
+ * Engine-internal but for POOL_MAX_THREADS and pool_default_threads,
+ * --threads' range and default in cli.c (README, Layout).
  *
  * Made once per engine (never inside a step): n - 1 worker threads plus
  * the caller, which always takes tasks too. pool_run hands out task
  * indices 0..n_tasks-1 on a first-come basis and returns when every task
  * has run, exactly once. Idle workers spin briefly, then sleep on a
  * condition variable, so a dispatch right after another is cheap and an
- * idle pool costs nothing. Workers block the signals the UI handles
- * (SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP).
+ * idle pool costs nothing. Workers block the signals their creator says
+ * (pool_create), so a front end's signals reach the front end.
  *
  * Which task runs on which thread varies from run to run: callers split
  * work so that each output element is computed by one task, in an order
@@ -28,8 +30,12 @@ typedef void (*pool_fn)(void *ctx, int task, int thread);
 enum { POOL_MAX_THREADS = 64 };
 
 /* A pool of n threads in all (the caller included), 1..POOL_MAX_THREADS.
- * n == 1 starts no thread. NULL when a thread could not be started. */
-ns_pool *pool_create(int n);
+ * n == 1 starts no thread. NULL when a thread could not be started. The
+ * workers start with the signals in *block blocked, on top of the creating
+ * thread's mask, so that those reach the thread that handles them (a front
+ * end's); NULL: the creating thread's mask as it is. The pool knows no
+ * signal by name: the caller says which. */
+ns_pool *pool_create(int n, const sigset_t *block);
 /* Stops and joins the workers; NULL is fine. */
 void pool_free(ns_pool *p);
 
@@ -44,12 +50,6 @@ void pool_run(ns_pool *p, int n_tasks, pool_fn fn, void *ctx);
 /* Part `part` of `parts` of the range [0, n), cut at multiples of align
  * (the last part takes the rest): [*lo, *hi), possibly empty. */
 void pool_split(int n, int parts, int align, int part, int *lo, int *hi);
-
-/* Block, in the calling thread, the signals the UI thread handles
- * (SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP), saving the old mask in
- * *old: a thread started now inherits the block, so those signals reach
- * the UI thread only. Restore with pthread_sigmask(SIG_SETMASK, old). */
-void pool_block_ui_signals(sigset_t *old);
 
 /* The number of online cores, clamped to 1..POOL_MAX_THREADS. */
 int pool_default_threads(void);

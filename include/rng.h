@@ -1,4 +1,5 @@
 /* rng.h - a small seeded random generator (SplitMix64).
+ * Engine-internal: only the engine's sources include it (README, Layout).
  *
  * One 64-bit word of state, so checkpoints store it exactly and a given seed
  * gives the same stream on every machine. Not for cryptography.

@@ -1,4 +1,5 @@
 /* schedule.h - the learning rate at each step.
+ * Engine-internal: only the engine's sources include it (README, Layout).
  *
  * lr(s) = peak * ramp(s) * decay(s), s = 1, 2, ... the step being taken.
  *   ramp:  linear from ramp_start: min(1, (s - ramp_start) / warmup) while

@@ -3,7 +3,9 @@
  * snapshot after every step.
  *
  * Two pieces of shared state, each behind its own mutex held just long
- * enough to copy (DESIGN.md, "cmus / redis bio.c"):
+ * enough to copy, as cmus and redis's bio.c do it (a worker publishes a
+ * struct under a mutex, the UI copies it once per frame; a mutex + condvar
+ * queue that also wakes a paused worker; no lock-free code):
  *   - the command queue (mutex + condvar; the condvar also wakes a paused
  *     trainer), written by front ends, drained by the trainer. Commands
  *     are ns_command values (command.h): a key press and a --script line
@@ -12,21 +14,30 @@
  * The trainer never waits for a front end: it holds the snapshot lock only
  * to append one step, and a front end holds it only to copy what changed.
  *
- * Not here: drawing (tui*.c), files and flags (main.c), the numbers
- * themselves (engine.c). Nothing in this module calls curses.
+ * It is also the headless run (trainer_run): the same loop on the
+ * caller's thread, so scripts, the --compare twin, divergence, events,
+ * CSV/JSONL rows and the summary behave the same in both.
+ *
+ * Not here: drawing (tui*.c), flags and opening files (main.c), the
+ * numbers themselves (engine.c). Nothing in this module calls curses.
  */
 #ifndef NS_TRAINER_H
 #define NS_TRAINER_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "atomicio.h"
 
 #include "command.h"
 #include "engine.h"
 #include "metrics.h"
 
 /* Every history is bounded; these are the bounds (a snapshot is about
- * 256 KiB of points, 2 MiB of heatmaps (a run each), 16 KiB of events). */
+ * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
+ * each), 16 KiB of events). */
 #define TRAINER_HIST 4096 /* steps kept for the loss chart and the heatmap (a ring) */
 #define TRAINER_EVENTS 128 /* log lines kept (a ring) */
 #define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
@@ -43,19 +54,11 @@ typedef enum {
 
 const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
 
-typedef enum {
-    TEV_INFO = 0,    /* start, pause, resume, the --steps limit */
-    TEV_SETTING = 1, /* a setting changed: also a marker on the chart */
-    TEV_VAL = 2,     /* a validation result */
-    TEV_DIVERGED = 3,
-    TEV_NOTE = 4 /* a warning (loss spike, skipped step), or a refused command */
-} trainer_event_kind;
-
-typedef struct {
-    long step; /* steps completed when it happened */
-    trainer_event_kind kind;
-    char text[NS_EVENT_TEXT];
-} trainer_event;
+/* A line of the event log: the engine's (ns_event, typed where it is
+ * made) and the trainer's own (pause, resume, validation, DIVERGED, a
+ * refused command), one type, so a front end reads the kind and the
+ * layer and never the words. */
+typedef ns_event trainer_event;
 
 /* One step of the history. */
 typedef struct {
@@ -116,11 +119,23 @@ typedef struct {
     /* each run's current settings, differences first (twin_label):
      * "a: fp32-norms=off  norm=pre ..." */
     char label_a[160], label_b[160];
+    /* The run whose latest step was not finite: 0 = a, 1 = b, -1 = none.
+     * Decided once, by the trainer (a first: a steps first); front ends
+     * read it through trainer_diverged_run, never from the metrics. */
+    int diverged_run;
+    long diverged_steps; /* steps not finite this session (a or b) */
+    int write_failed;    /* a --csv/--jsonl row could not be written */
 } trainer_status;
+
+/* Which run diverged (0 = a, 1 = b), or -1: none, or no step yet. */
+static inline int trainer_diverged_run(const trainer_status *s)
+{
+    return s->have_metrics ? s->diverged_run : -1;
+}
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
  * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
- * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 2.3 MiB:
+ * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.3 MiB:
  * allocate it (trainer_snapshot_new), do not put it on a stack. */
 typedef struct {
     trainer_status s;
@@ -145,12 +160,26 @@ trainer_snapshot *trainer_snapshot_new(void); /* zeroed; free() it */
 typedef struct {
     long limit;          /* pause (state DONE) when this many steps are done; 0 = never */
     on_diverge on_div;   /* a non-finite step: pause (default) or stop -> DIVERGED; continue */
-    ns_script *script;   /* commands at set steps, or NULL; used by the trainer thread only */
+    ns_script *script;   /* commands at set steps, or NULL; used by the running thread only */
     int start_paused;    /* begin in PAUSED (tests, scripted demos) */
     double sample_every; /* seconds between samples; 0 = never */
     const char *prompt;  /* the sample prompt; NULL = a built-in one */
-    /* called on the trainer thread after every step (CSV/JSONL writers);
-     * it must not call back into the trainer */
+    /* --csv/--jsonl: the trainer writes the CSV header (trainer_create)
+     * and a row per step (with a twin, one CSV row with b_ columns and two
+     * JSONL lines, "run":"a" and "b"); NULL = none. The caller opens and
+     * commits them. */
+    atomic_file *csv, *jsonl;
+    /* The headless run's lines (trainer_run): each engine event as it
+     * happens ("normscope: [a: |b: ]text"), the divergence that stopped the
+     * run, and with progress a progress line redrawn in place. NULL = none;
+     * quiet keeps only the divergence line. */
+    FILE *log;
+    int quiet, progress;
+    /* trainer_run ends after the step in progress once this is nonzero
+     * (a signal handler's flag); NULL = never */
+    volatile sig_atomic_t *interrupt;
+    /* called on the running thread after every step (tests); it must not
+     * call back into the trainer */
     void (*on_step)(void *ctx, const step_metrics *m);
     void *ctx;
     /* --compare: a second engine the trainer owns too and steps in
@@ -158,19 +187,38 @@ typedef struct {
      * their target names (twin.h), flow commands and notes to the
      * trainer / a only. NULL = one run. */
     engine *twin;
-    const char *label_a, *label_b; /* unused: the labels come from each run's state */
+    /* the --compare words, "norm=pre": label_b names b in the summary; the
+     * panels' labels come from each run's state (trainer_status) */
+    const char *label_a, *label_b;
     /* with a twin, called instead of on_step with both runs' metrics */
     void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
 } trainer_opts;
 
 typedef struct trainer trainer;
 
-/* Take over e (the caller must not touch it until trainer_stop). The
- * thread starts with SIGINT, SIGTERM and SIGWINCH blocked, so those reach
- * the UI thread. NULL with a reason in err on failure. */
+/* The signals the UI thread handles (SIGINT, SIGTERM, SIGHUP, SIGWINCH,
+ * SIGTSTP): the trainer thread starts with them blocked, and so should
+ * every other thread of the run (the engines' pools: engine_set_threads),
+ * so that the kernel delivers them where getch can return early. */
+void trainer_ui_signals(sigset_t *set);
+
+/* Take over e (the caller must not touch it until trainer_stop). NULL
+ * with a reason in err on failure. */
 trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen);
 /* Start the thread (commands sent before are applied first, in order). */
 int trainer_start(trainer *t, char *err, size_t errlen);
+/* Or run on the calling thread, the headless way: the same loop as the
+ * thread's, but with no one to resume a pause, a script's pause, resume
+ * and step are noted and skipped and its stop ends the run, as do the
+ * step limit, a divergence (on_div pause or stop), *o.interrupt and a
+ * failed row write. Returns then, with the events of both runs reported
+ * to o.log. Use trainer_start or trainer_run, once. */
+void trainer_run(trainer *t);
+/* The run's summary on f, as both front ends end: "N steps in S s (...);
+ * loss L, val V; settings", with a twin a "b (label_b): loss, val" line,
+ * and after skipped non-finite steps (--on-diverge continue) how many.
+ * Call once the run is over (trainer_stop, or trainer_run returned). */
+void trainer_summary(trainer *t, FILE *f);
 /* Queue a command. 0, or -1 when TRAINER_QUEUE commands are waiting.
  * Settings go through command_apply; pause, resume, step and stop are the
  * trainer's: step takes one step while paused (and pauses a running

@@ -17,6 +17,29 @@
 
 #include "trainer.h"
 
+/* ---- shared by the drawing files -----------------------------------------
+ * The code points the widgets draw with (each one column wide; ASCII
+ * stand-ins are chosen where they are drawn), and a clamp: one copy for
+ * every tui_*.c. */
+enum {
+    G_BRAILLE = 0x2800, /* the empty braille cell: its dots are bits added to it */
+    G_FULL = 0x2588,    /* █ */
+    G_LIGHT = 0x2591,   /* ░ */
+    G_MED = 0x2592,     /* ▒ */
+    G_DARK = 0x2593,    /* ▓ */
+    G_HLINE = 0x2500,   /* ─ */
+    G_VLINE = 0x2502,   /* │ */
+    G_TL = 0x250C, G_TR = 0x2510, G_BL = 0x2514, G_BR = 0x2518, /* ┌ ┐ └ ┘ */
+    G_DOTV = 0x250A,    /* ┊ */
+    G_RIGHT = 0x25B6,   /* ▶ */
+    G_BULLET = 0x2022,  /* • */
+    G_WHITE_BULLET = 0x25E6, /* ◦ */
+    G_MIDDOT = 0x00B7,  /* · */
+    G_BOTH = '*',       /* a chart cell both runs' curves pass through */
+};
+
+static inline int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
 /* ---- the cell grid --------------------------------------------------------
  * One Unicode code point and one semantic style per cell; every glyph used
  * is one column wide. The curses layer maps styles to colors per scheme. */
@@ -146,9 +169,6 @@ tui_twin_cols tui_twin_columns(int width, int prec);
 #define TUI_TWIN_BAR_MIN 8 /* gradient bars keep this many cells */
 #define TUI_TWIN_ACT_MIN 10 /* the activation bar needs this for its two marks */
 
-/* The layer a first-non-finite report names ("... layer N ..."), or -1. */
-int tui_fault_layer(const char *fault);
-
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as
  * little as possible. */
@@ -161,8 +181,8 @@ int tui_scroll_fit(int first, int visible, int pos, int count);
 #define TUI_GRAD_HI 2
 /* Activation bars: 1 .. 1e+6, with marks at 256 (its square overflows fp16
  * in the LN variance) and 65504 (fp16's largest finite value). */
-#define TUI_ACT_LO 0
-#define TUI_ACT_HI 6
+#define TUI_AMAX_LO 0
+#define TUI_AMAX_HI 6
 #define TUI_MARK_LNVAR 256.0
 #define TUI_MARK_FP16 65504.0
 /* A gradient is "exploding" from here; "vanishing" below 1e-3 of the
@@ -208,6 +228,8 @@ enum {
     TUI_KEY_BTAB,
     TUI_KEY_F1,
     TUI_KEY_F10,
+    TUI_KEY_LEFT,
+    TUI_KEY_RIGHT,
 };
 
 typedef enum {
@@ -241,6 +263,9 @@ typedef enum {
     TUI_ACT_DUMP_METRICS,
     TUI_ACT_HELP,
     TUI_ACT_QUIT,
+    TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
+    TUI_ACT_STEP_FWD,
+    TUI_ACT_CHECKPOINT, /* --follow: ask the followed run for a checkpoint */
     TUI_ACT_COUNT
 } tui_action;
 
@@ -257,6 +282,12 @@ typedef struct {
 extern const tui_key tui_keys[];
 extern const int tui_n_keys;
 tui_action tui_key_action(int key);
+/* Does the action change the lab's model or its training (placement,
+ * precision, warmup, LR schedule, rewind, re-init, a step)? Those keys are
+ * not available while following a stream (--follow). */
+int tui_action_changes_model(tui_action a);
+/* Is it a key of --follow only (the replay, a checkpoint of the run)? */
+int tui_action_follow_only(tui_action a);
 
 enum { TUI_VIEW_LAYERS = 0, TUI_VIEW_HEATMAP = 1, TUI_VIEW_COUNT };
 
@@ -279,6 +310,7 @@ typedef struct {
                    * TUI_DUMP_SCREEN | TUI_DUMP_METRICS; 0 = none */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     char note[80];  /* a passing message at the footer's right; "" = none */
+    int follow;   /* --follow: the help marks the keys that change the lab's model */
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
     int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
     tui_hit hits[TUI_MAX_HITS];
@@ -353,5 +385,9 @@ typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end
  * a signal; the terminal is restored on every way out. On TUI_END_ERROR,
  * err says why (the trainer may not have started). */
 tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen);
+/* The same dashboard on a metrics stream (--follow FILE, tui_follow.h):
+ * no trainer; the keys that would change the lab's model say they are not
+ * available, space, + and - and C go to the run through its control file. */
+tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t errlen);
 
 #endif

@@ -1,52 +1,20 @@
-/* config.c - defaults, names and cross-field checks of ns_config. */
+/* config.c - names and cross-field checks of ns_config; its defaults are
+ * the settings table's (settings.c). */
 #include "config.h"
+
+#include "settings.h"
 
 #include <string.h>
 
-void config_defaults(ns_config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->n_layer = 6;
-    c->dim = 64;
-    c->n_head = 4;
-    c->context = 64;
-    c->batch = 16;
-    c->norm = NORM_PRE;
-    c->norm_kind = NORMK_LAYERNORM;
-    c->eps = 1e-5f;
-    c->final_norm = -1;
-    c->mix_k = -1;
-    c->dyt_alpha = 0.5f;
-    c->ln_gamma_init = 1.0f;
-    c->ln_beta_init = 0.0f;
-    c->post_init_scale = 0;
-    c->init = INIT_XAVIER;
-    c->init_std = 0.02f;
-    c->lr = 1e-3f;
-    c->beta1 = 0.9f;
-    c->beta2 = 0.98f;
-    c->adam_eps = 1e-8f;
-    c->weight_decay = 0.0f;
-    c->clip = 0.0f;
-    c->warmup = 100;
-    c->schedule = SCHED_CONSTANT;
-    c->steps = 0;
-    c->precision = FMT_FP32;
-    c->fp32_norms = 1;
-    c->loss_scale = 0.0f;
-    c->on_div = ONDIV_DEFAULT;
-    c->snapshot_every = 50;
-    c->snapshots = 8;
-    c->val_every = 50;
-    c->val_batches = 4;
-    c->seed = 1337;
-}
+void config_defaults(ns_config *c) { settings_defaults(c); }
 
-static const char *const place_names[] = {"post",   "pre",  "sandwich", "deepnorm",
-                                          "rezero", "none", "mix"};
-static const char *const kind_names[] = {"layernorm", "rmsnorm", "dyt"};
-static const char *const init_names[] = {"xavier", "normal"};
-static const char *const sched_names[] = {"constant", "cosine", "invsqrt", "noam"};
+const char *const norm_place_names[NORM_PLACE_COUNT] = {"post",     "pre",    "sandwich",
+                                                       "deepnorm", "rezero", "none",
+                                                       "mix"};
+const char *const norm_kind_names[NORM_KIND_COUNT] = {"layernorm", "rmsnorm", "dyt"};
+const char *const init_kind_names[INIT_KIND_COUNT] = {"xavier", "normal"};
+const char *const sched_kind_names[SCHED_KIND_COUNT] = {"constant", "cosine", "invsqrt", "noam"};
+const char *const on_diverge_names[ONDIV_COUNT] = {"pause", "stop", "continue"};
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -58,13 +26,22 @@ static int lookup(const char *const *names, int n, const char *s)
 
 const char *norm_place_name(norm_place p)
 {
-    return (unsigned)p < NORM_PLACE_COUNT ? place_names[p] : "?";
+    return (unsigned)p < NORM_PLACE_COUNT ? norm_place_names[p] : "?";
 }
-const char *norm_kind_name(norm_kind k) { return (unsigned)k < NORM_KIND_COUNT ? kind_names[k] : "?"; }
-const char *init_kind_name(init_kind k) { return (unsigned)k < 2 ? init_names[k] : "?"; }
-const char *sched_kind_name(sched_kind k) { return (unsigned)k < 4 ? sched_names[k] : "?"; }
-int norm_place_parse(const char *s) { return lookup(place_names, NORM_PLACE_COUNT, s); }
-int norm_kind_parse(const char *s) { return lookup(kind_names, NORM_KIND_COUNT, s); }
+const char *norm_kind_name(norm_kind k)
+{
+    return (unsigned)k < NORM_KIND_COUNT ? norm_kind_names[k] : "?";
+}
+const char *init_kind_name(init_kind k)
+{
+    return (unsigned)k < INIT_KIND_COUNT ? init_kind_names[k] : "?";
+}
+const char *sched_kind_name(sched_kind k)
+{
+    return (unsigned)k < SCHED_KIND_COUNT ? sched_kind_names[k] : "?";
+}
+int norm_place_parse(const char *s) { return lookup(norm_place_names, NORM_PLACE_COUNT, s); }
+int norm_kind_parse(const char *s) { return lookup(norm_kind_names, NORM_KIND_COUNT, s); }
 
 int config_final_norm(const ns_config *c)
 {
@@ -78,8 +55,8 @@ int config_mix_k(const ns_config *c)
     int k = c->mix_k >= 0 ? c->mix_k : c->n_layer / 4;
     return k < c->n_layer ? k : c->n_layer;
 }
-int init_kind_parse(const char *s) { return lookup(init_names, 2, s); }
-int sched_kind_parse(const char *s) { return lookup(sched_names, 4, s); }
+int init_kind_parse(const char *s) { return lookup(init_kind_names, INIT_KIND_COUNT, s); }
+int sched_kind_parse(const char *s) { return lookup(sched_kind_names, SCHED_KIND_COUNT, s); }
 
 const char *config_check(const ns_config *c)
 {

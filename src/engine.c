@@ -1,6 +1,7 @@
 /* engine.c - a training run stepped one update at a time, its mid-run
- * settings, its event log, and its checkpoints. No threads, no I/O except
- * checkpoint files.
+ * settings, its event log, and its checkpoints. It owns a pool of worker
+ * threads for its kernels (engine_set_threads) that run only inside its
+ * calls; no I/O except checkpoint files.
  */
 #include "engine.h"
 
@@ -16,11 +17,13 @@
 
 #include "atomicio.h"
 #include "model.h"
+#include "nstime.h"
 #include "ops.h"
 #include "optim.h"
 #include "pool.h"
 #include "rng.h"
 #include "schedule.h"
+#include "settings.h"
 
 /* An in-memory copy of everything a step depends on. */
 typedef struct {
@@ -32,18 +35,6 @@ typedef struct {
     float scale;
     long good;
 } snapshot;
-
-/* Spike detection window: a z-score against the last SPIKE_WINDOW steps. */
-#define SPIKE_WINDOW 128
-#define SPIKE_MIN 32     /* steps of history before judging */
-#define SPIKE_Z 6.0      /* how many standard deviations is a spike */
-#define SPIKE_QUIET 16   /* steps between two warnings of the same kind */
-
-typedef struct {
-    double v[SPIKE_WINDOW];
-    long n;        /* values seen */
-    long last_warn;
-} spike_window;
 
 /* GradScaler's defaults (torch.cuda.amp.GradScaler): start at 2^16, halve
  * and skip the step on inf/NaN gradients, double after 2000 clean steps. */
@@ -87,19 +78,39 @@ struct engine {
     snapshot *snaps; /* (n_snaps) ring, allocated on first use */
     int n_snaps;
     int snaps_off; /* one snapshot would pass the memory cap */
-    spike_window spike_loss, spike_gnorm;
+    metrics_spike spike_loss, spike_gnorm; /* metrics.h: the spike rule */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
 };
 
-static void event(engine *e, const char *fmt, ...)
+static void event_v(engine *e, ns_event_kind kind, int layer, const char *fmt, va_list ap)
 {
     ns_event *ev = &e->events[e->n_events % NS_EVENT_RING];
     ev->step = e->step;
+    ev->kind = kind;
+    ev->layer = layer;
+    vsnprintf(ev->text, sizeof ev->text, fmt, ap);
+    e->n_events++;
+}
+
+/* A line of the event log, of a kind and about a layer (-1: none). */
+static void event_of(engine *e, ns_event_kind kind, int layer, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void event_of(engine *e, ns_event_kind kind, int layer, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ev->text, sizeof ev->text, fmt, ap);
+    event_v(e, kind, layer, fmt, ap);
     va_end(ap);
-    e->n_events++;
+}
+
+/* An informational line (NS_EV_INFO, no layer). */
+static void event(engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void event(engine *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    event_v(e, NS_EV_INFO, -1, fmt, ap);
+    va_end(ap);
 }
 
 /* Seeds of the two streams: initialization and batches. */
@@ -178,14 +189,14 @@ void engine_free(engine *e)
     free(e);
 }
 
-int engine_set_threads(engine *e, int n)
+int engine_set_threads(engine *e, int n, const sigset_t *block)
 {
     if (n < 1 || n > POOL_MAX_THREADS)
         return -1;
     if (n == engine_threads(e))
         return 0;
     ns_pool *p = NULL;
-    if (n > 1 && !(p = pool_create(n)))
+    if (n > 1 && !(p = pool_create(n, block)))
         return -1;
     pool_free(e->pool);
     e->pool = p;
@@ -194,13 +205,6 @@ int engine_set_threads(engine *e, int n)
 }
 
 int engine_threads(const engine *e) { return pool_threads(e->pool); }
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Is the dynamic loss scaler in force? (low precision, --loss-scale dynamic) */
 static int scaler_dynamic(const engine *e)
@@ -215,38 +219,25 @@ static float scale_in_force(const engine *e)
     return e->cfg.loss_scale > 0.0f ? e->cfg.loss_scale : e->scale;
 }
 
-/* Warn once when x is far above the recent window (z-score). */
-static void spike_check(engine *e, spike_window *w, double x, const char *what)
+/* Warn once when x is far above the recent window (metrics.h's rule). */
+static void spike_check(engine *e, metrics_spike *w, double x, const char *what)
 {
-    if (!isfinite(x))
-        return;
-    long n = w->n < SPIKE_WINDOW ? w->n : SPIKE_WINDOW;
-    if (n >= SPIKE_MIN && e->step - w->last_warn >= SPIKE_QUIET) {
-        double mean = 0, var = 0;
-        for (long i = 0; i < n; i++)
-            mean += w->v[i];
-        mean /= n;
-        for (long i = 0; i < n; i++)
-            var += (w->v[i] - mean) * (w->v[i] - mean);
-        double sd = sqrt(var / n);
-        double z = sd > 0 ? (x - mean) / sd : 0;
-        if (z > SPIKE_Z && x > mean * 1.05) {
-            event(e, "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps",
-                  what, e->step, x, z, n);
-            w->last_warn = e->step;
-        }
-    }
-    w->v[w->n % SPIKE_WINDOW] = x;
-    w->n++;
+    char msg[NS_EVENT_TEXT];
+    if (metrics_spike_check(w, e->step, x, what, msg, sizeof msg))
+        event_of(e, NS_EV_WARNING, -1, "%s", msg);
 }
 
-static void fault_text(const model_fault *f, int n_layer, char *buf, size_t len)
+/* The first non-finite op of the step into out: its words (fault) and
+ * its block (fault_layer, -1 outside the blocks or when there was none). */
+static void fault_report(const model_fault *f, int n_layer, step_metrics *out)
 {
-    if (!f->set) {
+    char *buf = out->fault;
+    size_t len = sizeof out->fault;
+    int in_block = f->set && f->layer >= 0 && f->layer < n_layer;
+    out->fault_layer = in_block ? f->layer : -1;
+    if (!f->set)
         buf[0] = 0;
-        return;
-    }
-    if (f->layer >= 0 && f->layer < n_layer)
+    else if (in_block)
         snprintf(buf, len, "%s, layer %d, %s", f->backward ? "backward" : "forward", f->layer,
                  f->op);
     else
@@ -307,7 +298,7 @@ int engine_step(engine *e, step_metrics *out)
     model *m = &e->m;
     const ns_config *c = &e->cfg;
     long s = e->step + 1;
-    double t0 = now_s();
+    double t0 = nstime_now();
 
     float lr = schedule_lr(&e->sched, s);
     float scale = scale_in_force(e);
@@ -343,7 +334,7 @@ int engine_step(engine *e, step_metrics *out)
     for (int l = 0; l < m->L; l++)
         gsq += e->grad_sq[l];
     float gnorm = (float)sqrt(gsq);
-    fault_text(&m->fault, m->L, out->fault, sizeof out->fault);
+    fault_report(&m->fault, m->L, out);
 
     /* what to do with this step's gradients */
     int bad = 0, skipped = 0;
@@ -355,12 +346,14 @@ int engine_step(engine *e, step_metrics *out)
             if (engine_scaler_update(&e->scale, &e->good, 1) == SCALER_GAVE_UP) {
                 e->scale = 1.0f;
                 bad = 1;
-                event(e, "step %ld: %s overflowed even at loss scale 1", s,
-                      out->fault[0] ? out->fault : "gradients");
+                event_of(e, NS_EV_DIVERGED, out->fault_layer,
+                         "step %ld: %s overflowed even at loss scale 1", s,
+                         out->fault[0] ? out->fault : "gradients");
             } else {
                 skipped = 1;
-                event(e, "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
-                      out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
+                event_of(e, NS_EV_SKIPPED, out->fault_layer,
+                         "step %ld skipped: %s overflowed at loss scale %g; scale now %g", s,
+                         out->fault[0] ? out->fault : "gradients", (double)scale, (double)e->scale);
             }
         } else {
             bad = 1;
@@ -368,7 +361,8 @@ int engine_step(engine *e, step_metrics *out)
     }
 
     if (!bad && !skipped) {
-        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f};
+        adamw_hparams h = {lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, 1.0f,
+                           c->lr_layer_decay};
         if (c->clip > 0.0f && gnorm > c->clip)
             h.grad_scale = c->clip / gnorm;
         adamw_update(&e->opt, m, &h, e->layer_sq);
@@ -382,7 +376,7 @@ int engine_step(engine *e, step_metrics *out)
                   SCALE_GROWTH_INTERVAL);
     }
     e->step = s;
-    double dt = now_s() - t0;
+    double dt = nstime_now() - t0;
 
     out->step = s;
     out->loss = loss;
@@ -403,8 +397,9 @@ int engine_step(engine *e, step_metrics *out)
     out->skipped = skipped;
     out->n_layer = m->L;
     if (bad) {
-        event(e, "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
-              (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
+        event_of(e, NS_EV_DIVERGED, out->fault_layer,
+                 "diverged at step %ld: loss %g, gradient norm %g; first non-finite: %s", s,
+                 (double)loss, (double)gnorm, out->fault[0] ? out->fault : "?");
     } else {
         spike_check(e, &e->spike_loss, loss, "loss");
         spike_check(e, &e->spike_gnorm, gnorm, "gradient norm");
@@ -490,7 +485,7 @@ long engine_rewind(engine *e)
             best = sn;
     }
     if (!best) {
-        event(e, "rewind: no snapshot before step %ld", e->step);
+        event_of(e, NS_EV_REFUSED, -1, "rewind: no snapshot before step %ld", e->step);
         return -1;
     }
     size_t n = e->m.n_params;
@@ -514,7 +509,8 @@ long engine_rewind(engine *e)
     for (int i = 0; i < e->n_snaps; i++)
         if (e->snaps[i].step > best->step)
             e->snaps[i].step = -1;
-    event(e, "rewound from step %ld to the snapshot at step %ld", from, e->step);
+    event_of(e, NS_EV_SETTING, -1, "rewound from step %ld to the snapshot at step %ld", from,
+             e->step);
     return e->step;
 }
 
@@ -540,7 +536,7 @@ void engine_note(engine *e, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    event(e, "%s", buf);
+    event_of(e, NS_EV_NOTE, -1, "%s", buf);
 }
 const ns_config *engine_config(const engine *e) { return &e->cfg; }
 float engine_current_lr(const engine *e) { return schedule_lr(&e->sched, e->step + 1); }
@@ -554,16 +550,17 @@ void engine_set_norm(engine *e, norm_place p)
     e->cfg.norm = p;
     int fn = config_final_norm(&e->cfg);
     model_set_norm(&e->m, p, fn);
-    event(e, "norm %s -> %s%s%s", norm_place_name(was), norm_place_name(p),
-          fn == fn_was ? "" : (fn ? ", final norm on" : ", final norm off"),
-          p == NORM_DEEPNORM ? " (alpha only: beta scales weights at init)" : "");
+    event_of(e, NS_EV_SETTING, -1, "norm %s -> %s%s%s", norm_place_name(was), norm_place_name(p),
+             fn == fn_was ? "" : (fn ? ", final norm on" : ", final norm off"),
+             p == NORM_DEEPNORM ? " (alpha only: beta scales weights at init)" : "");
 }
 
 void engine_set_norm_kind(engine *e, norm_kind k)
 {
     if (k == e->cfg.norm_kind)
         return;
-    event(e, "norm kind %s -> %s", norm_kind_name(e->cfg.norm_kind), norm_kind_name(k));
+    event_of(e, NS_EV_SETTING, -1, "norm kind %s -> %s", norm_kind_name(e->cfg.norm_kind),
+             norm_kind_name(k));
     e->cfg.norm_kind = k;
     model_set_norm_kind(&e->m, k);
 }
@@ -572,7 +569,7 @@ void engine_set_final_norm(engine *e, int on)
 {
     e->cfg.final_norm = on;
     model_set_norm(&e->m, e->cfg.norm, config_final_norm(&e->cfg));
-    event(e, "final norm %s", e->m.final_norm ? "on" : "off");
+    event_of(e, NS_EV_SETTING, -1, "final norm %s", e->m.final_norm ? "on" : "off");
 }
 
 void engine_set_warmup(engine *e, int on)
@@ -581,16 +578,16 @@ void engine_set_warmup(engine *e, int on)
     e->sched.warmup_on = on;
     if (on) {
         e->sched.ramp_start = e->step;
-        event(e, "warmup on: LR ramps to %g over %d steps", (double)e->sched.peak,
-              e->sched.warmup);
+        event_of(e, NS_EV_SETTING, -1, "warmup on: LR ramps to %g over %d steps",
+                 (double)e->sched.peak, e->sched.warmup);
     } else {
-        event(e, "warmup off: LR %g", (double)e->sched.peak);
+        event_of(e, NS_EV_SETTING, -1, "warmup off: LR %g", (double)e->sched.peak);
     }
 }
 
 void engine_set_lr(engine *e, float peak)
 {
-    event(e, "peak LR %g -> %g", (double)e->sched.peak, (double)peak);
+    event_of(e, NS_EV_SETTING, -1, "peak LR %g -> %g", (double)e->sched.peak, (double)peak);
     e->sched.peak = peak;
     e->cfg.lr = peak;
 }
@@ -598,9 +595,9 @@ void engine_set_lr(engine *e, float peak)
 void engine_set_clip(engine *e, float clip)
 {
     if (clip > 0)
-        event(e, "clipping on at %g", (double)clip);
+        event_of(e, NS_EV_SETTING, -1, "clipping on at %g", (double)clip);
     else
-        event(e, "clipping off");
+        event_of(e, NS_EV_SETTING, -1, "clipping off");
     e->cfg.clip = clip;
 }
 
@@ -608,15 +605,17 @@ void engine_set_precision(engine *e, numfmt f)
 {
     if (f == e->cfg.precision)
         return;
-    event(e, "precision %s -> %s%s", numfmt_name(e->cfg.precision), numfmt_name(f),
-          f == FMT_FP32 ? "" : (e->cfg.fp32_norms ? ", norms in fp32" : ", norms in the format"));
+    event_of(e, NS_EV_SETTING, -1, "precision %s -> %s%s", numfmt_name(e->cfg.precision),
+             numfmt_name(f),
+             f == FMT_FP32 ? "" : (e->cfg.fp32_norms ? ", norms in fp32" : ", norms in the format"));
     e->cfg.precision = f;
 }
 
 void engine_set_fp32_norms(engine *e, int on)
 {
     e->cfg.fp32_norms = !!on;
-    event(e, "norms, softmax and loss in %s", on ? "fp32" : "the low format (naive)");
+    event_of(e, NS_EV_SETTING, -1, "norms, softmax and loss in %s",
+             on ? "fp32" : "the low format (naive)");
 }
 
 void engine_set_loss_scale(engine *e, float mode)
@@ -625,18 +624,28 @@ void engine_set_loss_scale(engine *e, float mode)
     if (mode == 0.0f) {
         e->scale = SCALE_INIT;
         e->good = 0;
-        event(e, "loss scaling dynamic, from %g", (double)SCALE_INIT);
+        event_of(e, NS_EV_SETTING, -1, "loss scaling dynamic, from %g", (double)SCALE_INIT);
     } else if (mode < 0.0f) {
-        event(e, "loss scaling off");
+        event_of(e, NS_EV_SETTING, -1, "loss scaling off");
     } else {
-        event(e, "loss scale %g", (double)mode);
+        event_of(e, NS_EV_SETTING, -1, "loss scale %g", (double)mode);
     }
+}
+
+void engine_set_setting(engine *e, const ns_setting *s, double x)
+{
+    char was[48], now[48];
+    settings_format(s, &e->cfg, was, sizeof was);
+    settings_put(s, &e->cfg, x);
+    settings_format(s, &e->cfg, now, sizeof now);
+    event(e, "%s %s -> %s", s->name, was, now);
 }
 
 void engine_reinit(engine *e)
 {
     fresh_start(e);
-    event(e, "re-initialized from seed %llu", (unsigned long long)e->cfg.seed);
+    event_of(e, NS_EV_SETTING, -1, "re-initialized from seed %llu",
+             (unsigned long long)e->cfg.seed);
 }
 
 long engine_event_count(const engine *e) { return e->n_events; }
@@ -704,7 +713,7 @@ float *engine_params(engine *e, size_t *n)
  *   u32 CRC-32 (IEEE) of every byte before it.
  */
 #define CKPT_MAGIC "NSCKPT\0\1"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 
 typedef struct {
     uint8_t *p;
@@ -805,44 +814,57 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
     return c ^ 0xFFFFFFFFu;
 }
 
-/* The header: config, then run state. Order is the format. */
+/* The header's settings are the settings table's checkpoint fields, in
+ * their order (settings.c); version v holds the first ckpt_fields[v]. */
+static const int ckpt_fields[] = {0, 32, 33};
+
+static const ns_setting *ckpt_row(int pos)
+{
+    for (int i = 0; i < settings_count(); i++)
+        if (settings_row(i)->ckpt == pos)
+            return settings_row(i);
+    return NULL;
+}
+
+static void put_setting(wbuf *b, const ns_setting *s, const ns_config *c)
+{
+    const void *p = settings_field(s, (ns_config *)c);
+    switch (s->type) {
+    case SET_LONG: put_u64(b, (uint64_t)*(const long *)p); break;
+    case SET_U64: put_u64(b, *(const uint64_t *)p); break;
+    case SET_REAL: case SET_LOSS_SCALE: put_f32(b, *(const float *)p); break;
+    case SET_BETAS: put_f32s(b, (const float *)p, 2); break;
+    default: put_u32(b, (uint32_t)*(const int *)p); break; /* ints, enums, on/off */
+    }
+}
+
+static void get_setting(rbuf *b, const ns_setting *s, ns_config *c)
+{
+    void *p = settings_field(s, c);
+    switch (s->type) {
+    case SET_LONG: *(long *)p = (long)get_u64(b); break;
+    case SET_U64: *(uint64_t *)p = get_u64(b); break;
+    case SET_REAL: case SET_LOSS_SCALE: *(float *)p = get_f32(b); break;
+    case SET_BETAS:
+        ((float *)p)[0] = get_f32(b);
+        ((float *)p)[1] = get_f32(b);
+        break;
+    default: *(int *)p = (int)get_u32(b); break;
+    }
+}
+
+/* The run state after the settings: where the run is, not how it is set. */
+typedef struct {
+    long step, opt_t, good;
+    uint64_t rng_s;
+    schedule sc;
+    float dyn_scale;
+} run_state;
+
 static void put_header(wbuf *b, const engine *e)
 {
-    const ns_config *c = &e->cfg;
-    put_u32(b, (uint32_t)c->n_layer);
-    put_u32(b, (uint32_t)c->dim);
-    put_u32(b, (uint32_t)c->n_head);
-    put_u32(b, (uint32_t)c->context);
-    put_u32(b, (uint32_t)c->batch);
-    put_u32(b, (uint32_t)c->norm);
-    put_u32(b, (uint32_t)c->norm_kind);
-    put_f32(b, c->eps);
-    put_u32(b, (uint32_t)c->final_norm);
-    put_u32(b, (uint32_t)c->mix_k);
-    put_f32(b, c->dyt_alpha);
-    put_f32(b, c->ln_gamma_init);
-    put_f32(b, c->ln_beta_init);
-    put_u32(b, (uint32_t)c->post_init_scale);
-    put_u32(b, (uint32_t)c->precision);
-    put_u32(b, (uint32_t)c->fp32_norms);
-    put_f32(b, c->loss_scale);
-    put_u32(b, (uint32_t)c->snapshot_every);
-    put_u32(b, (uint32_t)c->snapshots);
-    put_u32(b, (uint32_t)c->init);
-    put_f32(b, c->init_std);
-    put_f32(b, c->lr);
-    put_f32(b, c->beta1);
-    put_f32(b, c->beta2);
-    put_f32(b, c->adam_eps);
-    put_f32(b, c->weight_decay);
-    put_f32(b, c->clip);
-    put_u32(b, (uint32_t)c->warmup);
-    put_u32(b, (uint32_t)c->schedule);
-    put_u64(b, (uint64_t)c->steps);
-    put_u32(b, (uint32_t)c->val_every);
-    put_u32(b, (uint32_t)c->val_batches);
-    put_u64(b, c->seed);
-    /* run state */
+    for (int pos = 1; pos <= ckpt_fields[CKPT_VERSION]; pos++)
+        put_setting(b, ckpt_row(pos), &e->cfg);
     put_u64(b, (uint64_t)e->step);
     put_u64(b, (uint64_t)e->opt.t);
     put_u64(b, e->rng.s);
@@ -854,6 +876,45 @@ static void put_header(wbuf *b, const engine *e)
     put_u32(b, (uint32_t)e->sched.cos_start);
     put_f32(b, e->scale);
     put_u64(b, (uint64_t)e->good);
+}
+
+static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
+{
+    config_defaults(c);
+    for (int pos = 1; pos <= ckpt_fields[ver]; pos++)
+        get_setting(b, ckpt_row(pos), c);
+    r->step = (long)get_u64(b);
+    r->opt_t = (long)get_u64(b);
+    r->rng_s = get_u64(b);
+    r->sc.peak = get_f32(b);
+    r->sc.warmup = (int)get_u32(b);
+    r->sc.warmup_on = (int)get_u32(b);
+    r->sc.ramp_start = (long)get_u64(b);
+    r->sc.total = (long)get_u64(b);
+    r->sc.cos_start = (int)get_u32(b);
+    r->sc.kind = c->schedule;
+    r->dyn_scale = get_f32(b);
+    r->good = (long)get_u64(b);
+}
+
+/* The first header field out of range, or NULL. Sizes come first (table
+ * order): a corrupt size must not drive a huge allocation. */
+static const char *header_bad(const ns_config *c, const run_state *r)
+{
+    for (int pos = 1; pos <= ckpt_fields[CKPT_VERSION]; pos++) {
+        const ns_setting *s = ckpt_row(pos);
+        if (settings_check(s, c) != 0)
+            return s->name;
+        if (!strcmp(s->name, "heads") && c->dim % c->n_head)
+            return s->name;
+    }
+    if (c->mix_k > c->n_layer)
+        return "mix-k";
+    if (!(r->dyn_scale > 0))
+        return "loss scale";
+    if (r->step < 0 || r->opt_t < 0)
+        return "step";
+    return NULL;
 }
 
 int engine_save(const engine *e, const char *path, char *err, size_t errlen)
@@ -922,6 +983,38 @@ static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size
     return r ? -1 : 0;
 }
 
+/* The header after the version: its length, settings and run state,
+ * checked. 0, or -1 with the reason (by byte and by field) in err. */
+static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const char *path,
+                       char *err, size_t errlen)
+{
+    size_t hlen_at = b->at; /* for messages: where the length field is */
+    uint32_t hlen = get_u32(b);
+    size_t hend = b->at + hlen;
+    get_header(b, ver, c, rs);
+    if (b->short_read) {
+        snprintf(err, errlen, "--load %s: truncated header: the file ends at byte %zu", path,
+                 b->n);
+        return -1;
+    }
+    if (b->at != hend) {
+        snprintf(err, errlen,
+                 "--load %s: malformed header: its length at byte %zu says %u bytes, "
+                 "its fields take %zu",
+                 path, hlen_at, hlen, b->at - hlen_at - 4);
+        return -1;
+    }
+    const char *bad = header_bad(c, rs);
+    if (bad) {
+        snprintf(err, errlen,
+                 "--load %s: header field '%s' out of range (the header at bytes %zu-%zu "
+                 "is corrupt?)",
+                 path, bad, hlen_at, hend - 1);
+        return -1;
+    }
+    return 0;
+}
+
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
                     size_t errlen)
 {
@@ -937,106 +1030,18 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     }
     b.at = 8;
     uint32_t ver = get_u32(&b);
-    if (ver != CKPT_VERSION) {
-        snprintf(err, errlen, "--load %s: format version %u, this normscope reads %u", path,
+    if (ver < 1 || ver > CKPT_VERSION) {
+        snprintf(err, errlen, "--load %s: format version %u, this normscope reads 1..%u", path,
                  ver, CKPT_VERSION);
         goto out;
     }
     uint32_t crc_stored = n >= 4 ? (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 |
                                        (uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24
                                  : 0;
-    size_t hlen_at = b.at; /* for messages: where the length field is */
-    uint32_t hlen = get_u32(&b);
-    size_t hend = b.at + hlen;
     ns_config c;
-    config_defaults(&c);
-    c.n_layer = (int)get_u32(&b);
-    c.dim = (int)get_u32(&b);
-    c.n_head = (int)get_u32(&b);
-    c.context = (int)get_u32(&b);
-    c.batch = (int)get_u32(&b);
-    c.norm = (norm_place)get_u32(&b);
-    c.norm_kind = (norm_kind)get_u32(&b);
-    c.eps = get_f32(&b);
-    c.final_norm = (int)get_u32(&b);
-    c.mix_k = (int)get_u32(&b);
-    c.dyt_alpha = get_f32(&b);
-    c.ln_gamma_init = get_f32(&b);
-    c.ln_beta_init = get_f32(&b);
-    c.post_init_scale = (int)get_u32(&b);
-    c.precision = (numfmt)get_u32(&b);
-    c.fp32_norms = (int)get_u32(&b);
-    c.loss_scale = get_f32(&b);
-    c.snapshot_every = (int)get_u32(&b);
-    c.snapshots = (int)get_u32(&b);
-    c.init = (init_kind)get_u32(&b);
-    c.init_std = get_f32(&b);
-    c.lr = get_f32(&b);
-    c.beta1 = get_f32(&b);
-    c.beta2 = get_f32(&b);
-    c.adam_eps = get_f32(&b);
-    c.weight_decay = get_f32(&b);
-    c.clip = get_f32(&b);
-    c.warmup = (int)get_u32(&b);
-    c.schedule = (sched_kind)get_u32(&b);
-    c.steps = (long)get_u64(&b);
-    c.val_every = (int)get_u32(&b);
-    c.val_batches = (int)get_u32(&b);
-    c.seed = get_u64(&b);
-    long step = (long)get_u64(&b);
-    long opt_t = (long)get_u64(&b);
-    uint64_t rng_s = get_u64(&b);
-    schedule sc;
-    sc.peak = get_f32(&b);
-    sc.warmup = (int)get_u32(&b);
-    sc.warmup_on = (int)get_u32(&b);
-    sc.ramp_start = (long)get_u64(&b);
-    sc.total = (long)get_u64(&b);
-    sc.cos_start = (int)get_u32(&b);
-    float dyn_scale = get_f32(&b);
-    long good = (long)get_u64(&b);
-    if (b.short_read) {
-        snprintf(err, errlen, "--load %s: truncated header: the file ends at byte %zu", path, n);
+    run_state rs;
+    if (read_header(&b, ver, &c, &rs, path, err, errlen) != 0)
         goto out;
-    }
-    if (b.at != hend) {
-        snprintf(err, errlen,
-                 "--load %s: malformed header: its length at byte %zu says %u bytes, "
-                 "its fields take %zu",
-                 path, hlen_at, hlen, b.at - hlen_at - 4);
-        goto out;
-    }
-    /* sizes first: a corrupt size must not drive a huge allocation; the
-     * message names the first field out of range */
-    const struct {
-        const char *name;
-        int bad;
-    } range[] = {
-        {"layers", c.n_layer < 1 || c.n_layer > 64},
-        {"dim", c.dim < 16 || c.dim > 1024},
-        {"heads", c.n_head < 1 || c.dim % c.n_head},
-        {"context", c.context < 8 || c.context > 1024},
-        {"batch", c.batch < 1 || c.batch > 512},
-        {"norm placement", (unsigned)c.norm >= NORM_PLACE_COUNT},
-        {"norm kind", (unsigned)c.norm_kind >= NORM_KIND_COUNT},
-        {"final norm", c.final_norm < -1 || c.final_norm > 1},
-        {"mix-k", c.mix_k < -1 || c.mix_k > c.n_layer},
-        {"init", (unsigned)c.init > 1},
-        {"precision", (unsigned)c.precision >= FMT_COUNT},
-        {"snapshots", c.snapshots < 0 || c.snapshots > 1000 || c.snapshot_every < 0},
-        {"loss scale", !(dyn_scale > 0)},
-        {"schedule", (unsigned)c.schedule > 3},
-        {"val-batches", c.val_batches < 1},
-        {"step", step < 0 || opt_t < 0},
-    };
-    for (size_t i = 0; i < sizeof range / sizeof range[0]; i++)
-        if (range[i].bad) {
-            snprintf(err, errlen,
-                     "--load %s: header field '%s' out of range (the header at bytes %zu-%zu "
-                     "is corrupt?)",
-                     path, range[i].name, hlen_at, hend - 1);
-            goto out;
-        }
     uint64_t np = get_u64(&b);
     size_t need = b.at + (size_t)np * 12 + 4;
     if (b.short_read || np > ((size_t)1 << 32) || n != need) {
@@ -1048,7 +1053,6 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         snprintf(err, errlen, "--load %s: checksum mismatch (the file is corrupt)", path);
         goto out;
     }
-    sc.kind = c.schedule;
     e = engine_alloc(&c, data, err, errlen);
     if (!e)
         goto out;
@@ -1065,15 +1069,15 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         e->opt.m[i] = get_f32(&b);
     for (size_t i = 0; i < np; i++)
         e->opt.v[i] = get_f32(&b);
-    e->step = step;
-    e->opt.t = opt_t;
-    e->rng.s = rng_s;
-    e->sched = sc;
-    e->scale = dyn_scale;
-    e->good = good;
+    e->step = rs.step;
+    e->opt.t = rs.opt_t;
+    e->rng.s = rs.rng_s;
+    e->sched = rs.sc;
+    e->scale = rs.dyn_scale;
+    e->good = rs.good;
     if (c.snapshot_every > 0)
         engine_snapshot(e);
-    event(e, "resumed from %s at step %ld", path, step);
+    event(e, "resumed from %s at step %ld", path, rs.step);
     *cfg_out = c;
 out:
     free(p);

@@ -1,12 +1,15 @@
-/* metrics.c - CSV and JSONL forms of a step's metrics. */
+/* metrics.c - CSV and JSONL forms of a step's metrics, the per-layer
+ * column names, and the loss-spike rule shared by the engine and the
+ * stream reader. */
 #include "metrics.h"
 
 #include <math.h>
+#include <string.h>
 
 static const char *const layer_cols[] = {"grad_attn", "grad_ffn",     "grad_ln",  "act_max",
                                          "resid_max", "resid_rms",    "update_ratio",
                                          "overflow",  "underflow",    "headroom"};
-enum { N_LAYER_COLS = 10 };
+enum { N_LAYER_COLS = METRICS_LAYER_COLS };
 
 static float layer_col(const layer_metrics *l, int k)
 {
@@ -22,6 +25,58 @@ static float layer_col(const layer_metrics *l, int k)
     case 8: return l->underflow;
     default: return l->headroom;
     }
+}
+
+int metrics_layer_col_find(const char *name, size_t len)
+{
+    for (int k = 0; k < N_LAYER_COLS; k++)
+        if (strlen(layer_cols[k]) == len && !memcmp(layer_cols[k], name, len))
+            return k;
+    return -1;
+}
+
+void metrics_layer_col_set(layer_metrics *l, int k, float v)
+{
+    float *const field[N_LAYER_COLS] = {&l->grad_attn, &l->grad_ffn,     &l->grad_ln,
+                                        &l->act_max,   &l->resid_max,    &l->resid_rms,
+                                        &l->update_ratio, &l->overflow,  &l->underflow,
+                                        &l->headroom};
+    if (k >= 0 && k < N_LAYER_COLS)
+        *field[k] = v;
+}
+
+float metrics_layer_gnorm(const layer_metrics *l)
+{
+    double a = l->grad_attn, f = l->grad_ffn, n = l->grad_ln;
+    return (float)sqrt(a * a + f * f + n * n);
+}
+
+int metrics_spike_check(metrics_spike *w, long step, double x, const char *what, char *msg,
+                        size_t msglen)
+{
+    if (!isfinite(x))
+        return 0;
+    int spike = 0;
+    long n = w->n < METRICS_SPIKE_WINDOW ? w->n : METRICS_SPIKE_WINDOW;
+    if (n >= METRICS_SPIKE_MIN && step - w->last_warn >= METRICS_SPIKE_QUIET) {
+        double mean = 0, var = 0;
+        for (long i = 0; i < n; i++)
+            mean += w->v[i];
+        mean /= n;
+        for (long i = 0; i < n; i++)
+            var += (w->v[i] - mean) * (w->v[i] - mean);
+        double sd = sqrt(var / n);
+        double z = sd > 0 ? (x - mean) / sd : 0;
+        if (z > METRICS_SPIKE_Z && x > mean * 1.05) {
+            snprintf(msg, msglen, "warning: %s spike at step %ld: %.4g, %.1f sd above the last %ld steps",
+                     what, step, x, z, n);
+            w->last_warn = step;
+            spike = 1;
+        }
+    }
+    w->v[w->n % METRICS_SPIKE_WINDOW] = x;
+    w->n++;
+    return spike;
 }
 
 static const char *const main_cols[] = {

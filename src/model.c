@@ -49,68 +49,109 @@ static size_t param_count(size_t L, size_t C, size_t T, size_t V)
     return V * C + T * C + L * per + 2 * C + 1 + V * C + V;
 }
 
-static size_t act_count(size_t L, size_t B, size_t T, size_t C, size_t NH, size_t V)
+/* One buffer of the activations or of the backward scratch: where its
+ * pointer goes and how many floats it takes. */
+typedef struct {
+    float **dst;
+    size_t n;
+} buf_spec;
+enum { N_ACT_BUFS = 1 + 2 * 7 + 13, N_SCRATCH_BUFS = 9 };
+
+/* The activation buffers of m, in their order in m->acts (BT = B*T rows;
+ * L-major where per layer). This one table sizes the allocation and carves
+ * it, so the two cannot drift apart. */
+static void act_table(model *m, size_t L, size_t B, size_t T, size_t C, size_t NH, size_t V,
+                      buf_spec t[N_ACT_BUFS])
 {
     size_t BT = B * T;
-    return BT * C                          /* encoded */
-           + 2 * L * (3 * BT * C + 4 * BT) /* nin, nout, res; their mean, rstd */
-           + L * BT * 3 * C                /* qkv */
-           + L * BT * C * 2                /* atty, attproj */
-           + L * B * NH * T * T            /* att */
-           + L * BT * 4 * C * 2            /* fch, fch_gelu */
-           + L * BT * C                    /* fcproj */
-           + BT * C + 2 * BT               /* lnf, mean, rstd */
-           + BT * V * 2 + BT;              /* logits, probs, losses */
+    int k = 0;
+    t[k++] = (buf_spec){&m->encoded, BT * C}; /* (B, T, C) */
+    for (int s = 0; s < 2; s++) {             /* sublayer 1 (attention), 2 (MLP) */
+        t[k++] = (buf_spec){&m->nin[s], L * BT * C};  /* (L, B, T, C) */
+        t[k++] = (buf_spec){&m->nin_mean[s], L * BT}; /* (L, B, T) */
+        t[k++] = (buf_spec){&m->nin_rstd[s], L * BT};
+        t[k++] = (buf_spec){&m->nout[s], L * BT * C};
+        t[k++] = (buf_spec){&m->nout_mean[s], L * BT};
+        t[k++] = (buf_spec){&m->nout_rstd[s], L * BT};
+        t[k++] = (buf_spec){&m->res[s], L * BT * C};
+    }
+    t[k++] = (buf_spec){&m->qkv, L * BT * 3 * C};      /* (L, B, T, 3C) */
+    t[k++] = (buf_spec){&m->atty, L * BT * C};
+    t[k++] = (buf_spec){&m->att, L * B * NH * T * T};  /* (L, B, NH, T, T) */
+    t[k++] = (buf_spec){&m->attproj, L * BT * C};
+    t[k++] = (buf_spec){&m->fch, L * BT * 4 * C};      /* (L, B, T, 4C) */
+    t[k++] = (buf_spec){&m->fch_gelu, L * BT * 4 * C};
+    t[k++] = (buf_spec){&m->fcproj, L * BT * C};
+    t[k++] = (buf_spec){&m->lnf, BT * C};
+    t[k++] = (buf_spec){&m->lnf_mean, BT};
+    t[k++] = (buf_spec){&m->lnf_rstd, BT};
+    t[k++] = (buf_spec){&m->logits, BT * V};           /* (B, T, V) */
+    t[k++] = (buf_spec){&m->probs, BT * V};
+    t[k++] = (buf_spec){&m->losses, BT};
 }
 
-static size_t scratch_count(size_t B, size_t T, size_t C, size_t V)
+/* The backward pass's scratch, in its order in m->scratch (one layer at a
+ * time, so no L). */
+static void scratch_table(model *m, size_t B, size_t T, size_t C, size_t V,
+                          buf_spec t[N_SCRATCH_BUFS])
 {
     size_t BT = B * T;
-    return BT * C * 4 + BT * 3 * C + BT * 4 * C * 2 + BT * V + T;
+    int k = 0;
+    t[k++] = (buf_spec){&m->dresid, BT * C};
+    t[k++] = (buf_spec){&m->dtmp, BT * C};
+    t[k++] = (buf_spec){&m->dtmp2, BT * C};
+    t[k++] = (buf_spec){&m->datty, BT * C};
+    t[k++] = (buf_spec){&m->dqkv, BT * 3 * C};
+    t[k++] = (buf_spec){&m->dfch, BT * 4 * C};
+    t[k++] = (buf_spec){&m->dfch_gelu, BT * 4 * C};
+    t[k++] = (buf_spec){&m->dlogits, BT * V};
+    t[k++] = (buf_spec){&m->drow, T};
+}
+
+static size_t bufs_total(const buf_spec *t, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += t[i].n;
+    return total;
+}
+
+/* Point each buffer of the table at its place in base, in order. */
+static void bufs_carve(const buf_spec *t, int n, float *base)
+{
+    for (int i = 0; i < n; i++) {
+        *t[i].dst = base;
+        base += t[i].n;
+    }
 }
 
 double model_bytes_needed(const ns_config *c)
 {
     size_t L = c->n_layer, C = c->dim, T = c->context, B = c->batch, NH = c->n_head;
     double p = (double)param_count(L, C, T, NS_VOCAB);
+    model sizes; /* only its buffer pointers' addresses are used */
+    buf_spec acts[N_ACT_BUFS], scratch[N_SCRATCH_BUFS];
+    act_table(&sizes, L, B, T, C, NH, NS_VOCAB, acts);
+    scratch_table(&sizes, B, T, C, NS_VOCAB, scratch);
     /* params + grads + two Adam moments (the optimizer's) */
-    return 4.0 * (4.0 * p + (double)act_count(L, B, T, C, NH, NS_VOCAB) +
-                  (double)scratch_count(B, T, C, NS_VOCAB));
+    return 4.0 * (4.0 * p + (double)bufs_total(acts, N_ACT_BUFS) +
+                  (double)bufs_total(scratch, N_SCRATCH_BUFS));
 }
 
 double model_deepnorm_alpha(int L) { return pow(2.0 * L, 0.25); }
 double model_deepnorm_beta(int L) { return pow(8.0 * L, -0.25); }
-
-/* Hand out the next n floats of a buffer. */
-static float *carve(float **p, size_t n)
-{
-    float *r = *p;
-    *p += n;
-    return r;
-}
 
 static int is_matrix_tensor(int i)
 {
     return i == PT_QKVW || i == PT_ATTPROJW || i == PT_FCW || i == PT_FCPROJW;
 }
 
-int model_create(model *m, const ns_config *cfg)
+/* The parameter table: every tensor's name, offset and size in one
+ * array (wte, wpe, the L blocks, the final norm, the head), and the
+ * offsets the code reads them by. */
+static int param_table(model *m)
 {
-    memset(m, 0, sizeof *m);
-    m->L = cfg->n_layer;
-    m->C = cfg->dim;
-    m->NH = cfg->n_head;
-    m->T = cfg->context;
-    m->B = cfg->batch;
-    m->V = NS_VOCAB;
-    m->kind = cfg->norm_kind;
-    m->eps = cfg->eps;
-    m->mix_k = config_mix_k(cfg);
-    m->alpha = (float)model_deepnorm_alpha(m->L);
-    model_set_norm(m, cfg->norm, config_final_norm(cfg));
-    size_t L = m->L, C = m->C, T = m->T, B = m->B, NH = m->NH, V = m->V;
-
-    /* parameter table */
+    size_t L = m->L, C = m->C, T = m->T, V = m->V;
     size_t sz[PT_LAYER_COUNT];
     layer_sizes(sz, C);
     m->n_tensors = 2 + (int)L * PT_LAYER_COUNT + 5;
@@ -154,63 +195,58 @@ int model_create(model *m, const ns_config *cfg)
     m->tensors[k++] = (model_tensor){"headb", off, V, -1, 0};
     off += V;
     m->n_params = off;
+    return 0;
+}
 
+/* Parameters, gradients, the low-precision copy, the activations and the
+ * scratch: allocated once, the buffers carved by their tables. */
+static int alloc_buffers(model *m)
+{
+    size_t L = m->L;
+    buf_spec acts[N_ACT_BUFS], scratch[N_SCRATCH_BUFS];
+    act_table(m, L, m->B, m->T, m->C, m->NH, m->V, acts);
+    scratch_table(m, m->B, m->T, m->C, m->V, scratch);
     m->params = calloc(m->n_params, sizeof(float));
     m->grads = calloc(m->n_params, sizeof(float));
     m->wlow = calloc(m->n_params, sizeof(float));
     m->counts = calloc(L + 1, sizeof *m->counts);
-    m->W = m->params;
-    m->fmt = FMT_FP32;
-    m->fp32_norms = 1;
-    m->loss_scale = 1.0f;
-    m->n_acts = act_count(L, B, T, C, NH, V);
+    m->n_acts = bufs_total(acts, N_ACT_BUFS);
     m->acts = malloc(m->n_acts * sizeof(float));
-    m->n_scratch = scratch_count(B, T, C, V);
+    m->n_scratch = bufs_total(scratch, N_SCRATCH_BUFS);
     m->scratch = malloc(m->n_scratch * sizeof(float));
     m->stats = calloc(L, sizeof *m->stats);
     if (!m->params || !m->grads || !m->wlow || !m->counts || !m->acts || !m->scratch ||
-        !m->stats) {
+        !m->stats)
+        return -1;
+    /* zero once so reading a buffer that was never written is defined */
+    memset(m->acts, 0, m->n_acts * sizeof(float));
+    bufs_carve(acts, N_ACT_BUFS, m->acts);
+    bufs_carve(scratch, N_SCRATCH_BUFS, m->scratch);
+    return 0;
+}
+
+int model_create(model *m, const ns_config *cfg)
+{
+    memset(m, 0, sizeof *m);
+    m->L = cfg->n_layer;
+    m->C = cfg->dim;
+    m->NH = cfg->n_head;
+    m->T = cfg->context;
+    m->B = cfg->batch;
+    m->V = NS_VOCAB;
+    m->kind = cfg->norm_kind;
+    m->eps = cfg->eps;
+    m->mix_k = config_mix_k(cfg);
+    m->alpha = (float)model_deepnorm_alpha(m->L);
+    model_set_norm(m, cfg->norm, config_final_norm(cfg));
+    m->fmt = FMT_FP32;
+    m->fp32_norms = 1;
+    m->loss_scale = 1.0f;
+    if (param_table(m) != 0 || alloc_buffers(m) != 0) {
         model_free(m);
         return -1;
     }
-    /* zero once so reading a buffer that was never written is defined */
-    memset(m->acts, 0, m->n_acts * sizeof(float));
-
-    size_t BT = B * T;
-    float *p = m->acts;
-    m->encoded = carve(&p, BT * C);
-    for (int s = 0; s < 2; s++) {
-        m->nin[s] = carve(&p, L * BT * C);
-        m->nin_mean[s] = carve(&p, L * BT);
-        m->nin_rstd[s] = carve(&p, L * BT);
-        m->nout[s] = carve(&p, L * BT * C);
-        m->nout_mean[s] = carve(&p, L * BT);
-        m->nout_rstd[s] = carve(&p, L * BT);
-        m->res[s] = carve(&p, L * BT * C);
-    }
-    m->qkv = carve(&p, L * BT * 3 * C);
-    m->atty = carve(&p, L * BT * C);
-    m->att = carve(&p, L * B * NH * T * T);
-    m->attproj = carve(&p, L * BT * C);
-    m->fch = carve(&p, L * BT * 4 * C);
-    m->fch_gelu = carve(&p, L * BT * 4 * C);
-    m->fcproj = carve(&p, L * BT * C);
-    m->lnf = carve(&p, BT * C);
-    m->lnf_mean = carve(&p, BT);
-    m->lnf_rstd = carve(&p, BT);
-    m->logits = carve(&p, BT * V);
-    m->probs = carve(&p, BT * V);
-    m->losses = carve(&p, BT);
-    p = m->scratch;
-    m->dresid = carve(&p, BT * C);
-    m->dtmp = carve(&p, BT * C);
-    m->dtmp2 = carve(&p, BT * C);
-    m->datty = carve(&p, BT * C);
-    m->dqkv = carve(&p, BT * 3 * C);
-    m->dfch = carve(&p, BT * 4 * C);
-    m->dfch_gelu = carve(&p, BT * 4 * C);
-    m->dlogits = carve(&p, BT * V);
-    m->drow = carve(&p, T);
+    m->W = m->params;
     return 0;
 }
 

@@ -5,14 +5,14 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const fmt_names[FMT_COUNT] = {"fp32", "bf16", "fp16"};
+const char *const numfmt_names[FMT_COUNT] = {"fp32", "bf16", "fp16"};
 
-const char *numfmt_name(numfmt f) { return (unsigned)f < FMT_COUNT ? fmt_names[f] : "?"; }
+const char *numfmt_name(numfmt f) { return (unsigned)f < FMT_COUNT ? numfmt_names[f] : "?"; }
 
 int numfmt_parse(const char *s)
 {
     for (int i = 0; i < FMT_COUNT; i++)
-        if (!strcmp(s, fmt_names[i]))
+        if (!strcmp(s, numfmt_names[i]))
             return i;
     return -1;
 }

@@ -43,6 +43,16 @@ typedef struct {
     float step, bc2_sqrt;
 } adamw_job;
 
+/* The LR factor of tensor t under layer-wise decay: X^(L-1-l) in block
+ * l, X^L for the embeddings (before the blocks), 1 after the blocks. */
+static float layer_factor(const model *m, const model_tensor *t, float x)
+{
+    if (x <= 0.0f || x == 1.0f)
+        return 1.0f;
+    int depth = t->layer >= 0 ? m->L - 1 - t->layer : t->offset < m->layer0 ? m->L : 0;
+    return (float)pow((double)x, (double)depth);
+}
+
 /* Tensors k0..k1-1 of the update, in order. */
 static void update_tensors(const adamw_job *j, int k0, int k1)
 {
@@ -50,10 +60,11 @@ static void update_tensors(const adamw_job *j, int k0, int k1)
     model *m = j->m;
     for (int k = k0; k < k1; k++) {
         const model_tensor *t = &m->tensors[k];
-        ops_adamw_args a = {h->grad_scale, h->beta1,    h->beta2, 1.0f, j->step,
+        float f = layer_factor(m, t, h->layer_decay);
+        ops_adamw_args a = {h->grad_scale, h->beta1,    h->beta2, 1.0f, j->step * f,
                             j->bc2_sqrt,   h->eps};
         if (t->is_matrix)
-            a.decay = 1.0f - h->lr * h->weight_decay;
+            a.decay = 1.0f - h->lr * f * h->weight_decay;
         double sums[2] = {0.0, 0.0};
         ops_adamw(m->params + t->offset, m->grads + t->offset, j->o->m + t->offset,
                   j->o->v + t->offset, t->size, &a, sums);

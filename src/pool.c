@@ -190,7 +190,7 @@ static void stop_workers(ns_pool *p)
     p->started = 0;
 }
 
-ns_pool *pool_create(int n)
+ns_pool *pool_create(int n, const sigset_t *block)
 {
     if (n < 1 || n > POOL_MAX_THREADS)
         return NULL;
@@ -217,9 +217,10 @@ ns_pool *pool_create(int n)
         return NULL;
     }
     pthread_attr_setstacksize(&attr, POOL_STACK);
-    /* signals are for the UI thread: workers inherit this blocked set */
+    /* workers inherit the creating thread's mask: block the caller's set
+     * for the while */
     sigset_t old;
-    pool_block_ui_signals(&old);
+    pthread_sigmask(SIG_BLOCK, block, &old);
     int ok = 1;
     for (int i = 0; i < n - 1 && ok; i++) {
         p->args[i].p = p;
@@ -247,18 +248,6 @@ void pool_free(ns_pool *p)
     free(p->tid);
     free(p->args);
     free(p);
-}
-
-void pool_block_ui_signals(sigset_t *old)
-{
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGWINCH);
-    sigaddset(&block, SIGTSTP);
-    pthread_sigmask(SIG_BLOCK, &block, old);
 }
 
 int pool_threads(const ns_pool *p) { return p ? p->n : 1; }

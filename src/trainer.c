@@ -1,6 +1,9 @@
-/* trainer.c - the trainer thread of the live view: it owns the engine,
- * drains the command queue between steps, runs the --script, steps, and
- * publishes.
+/* trainer.c - the one loop of a run, for the live view (on its own
+ * thread) and the headless run (on the caller's, trainer_run): it owns the
+ * engine and the --compare twin, drains the command queue between steps,
+ * runs the --script, steps, decides which run diverged, writes the
+ * CSV/JSONL rows, reports the events, and publishes; and it prints the
+ * run's summary at the end.
  *
  * Locks: qlock guards the queue and the quit flag (qcond wakes a paused
  * trainer); slock guards the published snapshot (scond wakes
@@ -9,7 +12,8 @@
  * only" are touched by the trainer thread alone once it runs (before
  * that, by the creating thread; pthread_create orders the two).
  *
- * Not here: curses, files, flags.
+ * Not here: curses, flags, opening or committing the output files
+ * (the caller's, with atomicio.c).
  */
 #include "trainer.h"
 
@@ -23,8 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "nstime.h"
 #include "numfmt.h"
-#include "pool.h"
 #include "twin.h"
 
 /* The sample prompt: the room watches this turn from noise into words. */
@@ -69,6 +73,12 @@ struct trainer {
     long budget; /* steps still to take while paused (n presses) */
     long engine_events_seen;
     long engine_events_seen_b; /* the twin's */
+    int sync;            /* run by trainer_run on the caller's thread */
+    long reported[2];    /* events of a and b written to o.log so far */
+    double log_t0, last_print; /* the progress line's clock */
+    int diverged_run;    /* see trainer_status */
+    long diverged_steps;
+    int write_failed;
     unsigned long applied; /* commands applied so far (a script's show up) */
     char mark[TRAINER_MARK]; /* marker label for the next step's point */
     char mark_b[TRAINER_MARK]; /* the same on run b's curve */
@@ -93,18 +103,11 @@ struct trainer {
     int hist_reset;  /* the history restarts (re-init) */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The trainer's clock: monotonic, standing still while held (the process
  * stopped by Ctrl-Z), so that a stop is not counted as running time. */
 static double run_now(trainer *t)
 {
-    double now = now_s();
+    double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
     if (t->held_at >= 0 && now > t->held_at)
         now = t->held_at;
@@ -115,7 +118,7 @@ static double run_now(trainer *t)
 
 void trainer_clock_hold(trainer *t)
 {
-    double now = now_s();
+    double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
     if (t->held_at < 0)
         t->held_at = now;
@@ -124,7 +127,7 @@ void trainer_clock_hold(trainer *t)
 
 void trainer_clock_release(trainer *t)
 {
-    double now = now_s();
+    double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
     if (t->held_at >= 0 && now > t->held_at)
         t->held_total += now - t->held_at;
@@ -189,6 +192,9 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->prompt = t->o.prompt;
     s->n_layer = c->n_layer;
     s->compare = t->o.twin != NULL;
+    s->diverged_run = t->diverged_run;
+    s->diverged_steps = t->diverged_steps;
+    s->write_failed = t->write_failed;
     if (t->o.twin) {
         engine *b = t->o.twin;
         s->last_b = t->mb;
@@ -290,13 +296,14 @@ static void push_event(trainer *t, const trainer_event *ev)
     publish_end(t);
 }
 
-static void add_event(trainer *t, trainer_event_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add_event(trainer *t, trainer_event_kind kind, const char *fmt, ...)
+static void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
 {
     trainer_event ev;
     ev.step = engine_steps_done(t->e);
     ev.kind = kind;
+    ev.layer = layer;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(ev.text, sizeof ev.text, fmt, ap);
@@ -304,38 +311,30 @@ static void add_event(trainer *t, trainer_event_kind kind, const char *fmt, ...)
     push_event(t, &ev);
 }
 
-/* Move one engine's new log lines into ours, after prefix ("b: " for the
- * twin). kind < 0: tell the kind from the text (the engine's step-time
- * lines). Lines the engine's ring already dropped are skipped, not
- * invented. */
-static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefix, int kind)
+/* Move one engine's new log lines into ours, kind and layer as the engine
+ * said them, the text after prefix ("b: " for the twin). Lines the
+ * engine's ring already dropped are skipped, not invented. */
+static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefix)
 {
     long n = engine_event_count(e);
     for (; *seen < n; ++*seen) {
-        ns_event ev;
+        trainer_event ev;
         if (engine_event_get(e, *seen, &ev) != 0)
             continue;
-        trainer_event out;
-        out.step = ev.step;
-        snprintf(out.text, sizeof out.text, "%s%s", prefix, ev.text);
-        if (kind >= 0)
-            out.kind = (trainer_event_kind)kind;
-        else if (!strncmp(ev.text, "diverged", 8))
-            out.kind = TEV_DIVERGED;
-        else if (!strncmp(ev.text, "warning", 7) || strstr(ev.text, " skipped"))
-            out.kind = TEV_NOTE;
-        else
-            out.kind = TEV_INFO;
-        push_event(t, &out);
+        size_t pl = strlen(prefix), tl = strnlen(ev.text, sizeof ev.text - 1 - pl);
+        memmove(ev.text + pl, ev.text, tl); /* a long line loses its end */
+        memcpy(ev.text, prefix, pl);
+        ev.text[pl + tl] = 0;
+        push_event(t, &ev);
     }
 }
 
 /* Both runs' new lines; with a twin each names its run. */
-static void pull_engine_events(trainer *t, int kind)
+static void pull_engine_events(trainer *t)
 {
-    pull_run_events(t, t->e, &t->engine_events_seen, t->o.twin ? "a: " : "", kind);
+    pull_run_events(t, t->e, &t->engine_events_seen, t->o.twin ? "a: " : "");
     if (t->o.twin)
-        pull_run_events(t, t->o.twin, &t->engine_events_seen_b, "b: ", kind);
+        pull_run_events(t, t->o.twin, &t->engine_events_seen_b, "b: ");
 }
 
 /* Label the next step's point (mark: a run's TRAINER_MARK buffer):
@@ -373,15 +372,15 @@ static void resume_run(trainer *t)
         return;
     if (t->state == TRAINER_DONE) {
         if (t->limit > 0 && engine_steps_done(t->e) >= t->limit) {
-            add_event(t, TEV_INFO, "training on past --steps %ld", t->limit);
+            add_event(t, NS_EV_INFO, -1, "training on past --steps %ld", t->limit);
             t->limit = 0;
         } else {
-            add_event(t, TEV_INFO, "training on");
+            add_event(t, NS_EV_INFO, -1, "training on");
         }
     } else if (t->state == TRAINER_DIVERGED) {
-        add_event(t, TEV_INFO, "resumed after the divergence (weights as before it)");
+        add_event(t, NS_EV_INFO, -1, "resumed after the divergence (weights as before it)");
     } else {
-        add_event(t, TEV_INFO, "resumed");
+        add_event(t, NS_EV_INFO, -1, "resumed");
     }
     t->budget = 0;
     set_state(t, TRAINER_RUNNING);
@@ -393,7 +392,7 @@ static void pause_run(trainer *t, const char *why)
         return;
     set_state(t, TRAINER_PAUSED);
     t->budget = 0;
-    add_event(t, TEV_INFO, "paused at step %ld%s", engine_steps_done(t->e), why);
+    add_event(t, NS_EV_INFO, -1, "paused at step %ld%s", engine_steps_done(t->e), why);
 }
 
 /* The chart marker of a settings command on run e's curve, from e's
@@ -403,10 +402,10 @@ static void mark_for(const engine *e, char *mark, const ns_command *c)
     const ns_config *cfg = engine_config(e);
     char b[32];
     switch (c->kind) {
-    case CMD_NORM: case CMD_NORM_TOGGLE: case CMD_NORM_CYCLE:
+    case CMD_NORM:
         add_mark(mark, norm_place_name(cfg->norm));
         break;
-    case CMD_KIND: case CMD_KIND_CYCLE:
+    case CMD_KIND:
         add_mark(mark, norm_kind_name(cfg->norm_kind));
         break;
     case CMD_FINAL_NORM:
@@ -429,7 +428,7 @@ static void mark_for(const engine *e, char *mark, const ns_command *c)
         else
             snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(mark, b);
         break;
-    case CMD_LR: case CMD_LR_SCALE:
+    case CMD_LR:
         snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(e));
         add_mark(mark, b);
         break;
@@ -491,11 +490,57 @@ static void rewound_to(trainer *t, long to)
     pthread_mutex_unlock(&t->slock);
 }
 
-static void apply(trainer *t, const ns_command *c, int target)
+/* A re-init: step 0, no metrics, a new history. */
+static void reinited(trainer *t)
+{
+    t->generation++;
+    t->hist_reset = 1;
+    t->have_metrics = 0;
+    t->have_loss = 0;
+    memset(&t->m, 0, sizeof t->m);
+    memset(&t->mb, 0, sizeof t->mb);
+    t->last_val = NAN;
+    t->last_val_b = NAN;
+    t->last_val_step = 0;
+    t->diverged_run = -1;
+    t->mark[0] = 0;
+    t->mark_b[0] = 0;
+    t->budget = 0;
+    /* a diverged or finished run starts over; a paused one stays paused */
+    if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
+        set_state(t, TRAINER_RUNNING);
+}
+
+/* Headless, a script's flow commands: there is no one to resume a pause,
+ * so pause, resume and step are noted and skipped; stop ends the run. */
+static void apply_flow_sync(trainer *t, const ns_command *c)
+{
+    if (c->kind == CMD_STOP) {
+        engine_note(t->e, "script: stop at step %ld", engine_steps_done(t->e));
+        set_state(t, TRAINER_DONE);
+        t->budget = 0;
+    } else {
+        engine_note(t->e, "script: pause, resume and step do nothing without the live view");
+    }
+    pull_engine_events(t);
+}
+
+static int is_flow(const ns_command *c)
+{
+    return c->kind == CMD_PAUSE || c->kind == CMD_RESUME || c->kind == CMD_PAUSE_TOGGLE ||
+           c->kind == CMD_STEP || c->kind == CMD_STOP;
+}
+
+/* target: the run(s) a settings command acts on under --compare (twin.h). */
+static void apply_command(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;
     long before = engine_steps_done(e);
     t->applied++;
+    if (t->sync && is_flow(c)) {
+        apply_flow_sync(t, c);
+        return;
+    }
     switch (c->kind) {
     case CMD_PAUSE: pause_run(t, ""); return;
     case CMD_RESUME: resume_run(t); return;
@@ -515,7 +560,7 @@ static void apply(trainer *t, const ns_command *c, int target)
         if (t->state != TRAINER_DONE) {
             set_state(t, TRAINER_DONE);
             t->budget = 0;
-            add_event(t, TEV_INFO, "stopped at step %ld (space trains on)", before);
+            add_event(t, NS_EV_INFO, -1, "stopped at step %ld (space trains on)", before);
         }
         return;
     default:
@@ -524,10 +569,10 @@ static void apply(trainer *t, const ns_command *c, int target)
     twin_target tg = (twin_target)target;
     int r = twin_apply(e, t->o.twin, c, tg);
     long ev_before = t->engine_events_seen + t->engine_events_seen_b;
-    pull_engine_events(t, TEV_SETTING);
+    pull_engine_events(t);
     if (r == CMD_FAILED) {
         if (t->engine_events_seen + t->engine_events_seen_b == ev_before)
-            add_event(t, TEV_NOTE, "command %d could not be applied", (int)c->kind);
+            add_event(t, NS_EV_REFUSED, -1, "command %d could not be applied", (int)c->kind);
         return;
     }
     if (r != CMD_APPLIED)
@@ -538,21 +583,7 @@ static void apply(trainer *t, const ns_command *c, int target)
         t->rate_s0 = after;
     }
     if (c->kind == CMD_REINIT) {
-        t->generation++;
-        t->hist_reset = 1;
-        t->have_metrics = 0;
-        t->have_loss = 0;
-        memset(&t->m, 0, sizeof t->m);
-        memset(&t->mb, 0, sizeof t->mb);
-        t->last_val = NAN;
-        t->last_val_b = NAN;
-        t->last_val_step = 0;
-        t->mark[0] = 0;
-        t->mark_b[0] = 0;
-        t->budget = 0;
-        /* a diverged or finished run starts over; a paused one stays paused */
-        if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
-            set_state(t, TRAINER_RUNNING);
+        reinited(t);
     } else if (c->kind == CMD_REWIND && after < before) {
         /* the steps after the snapshot are gone: so are their points, and
          * the loss shown is the snapshot's step's again */
@@ -573,7 +604,7 @@ static void apply(trainer *t, const ns_command *c, int target)
 /* Script commands are applied exactly as keys are. */
 static void script_cmd(void *ctx, const ns_command *c, int target)
 {
-    apply(ctx, c, target);
+    apply_command(ctx, c, target);
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */
@@ -592,6 +623,84 @@ static void take_sample(trainer *t, double now)
     publish_status(t);
 }
 
+/* Which run of this step diverged: a first (it steps first), then b; -1
+ * when both were finite. The one place this is decided. */
+static int diverged_run_of(const step_metrics *a, const step_metrics *b)
+{
+    if (a->nonfinite)
+        return 0;
+    return b && b->nonfinite ? 1 : -1;
+}
+
+/* The step's CSV row and JSONL line(s). A failed write (a full disk) is
+ * noted now, while errno holds its cause; the file reports it when
+ * committed, and a headless run stops (no one would see the rest). */
+static void write_rows(trainer *t)
+{
+    const step_metrics *b = t->o.twin ? &t->mb : NULL;
+    FILE *csv = t->o.csv ? t->o.csv->f : NULL, *js = t->o.jsonl ? t->o.jsonl->f : NULL;
+    if (csv) {
+        metrics_csv_fields(csv, &t->m);
+        if (b) {
+            fputc(',', csv);
+            metrics_csv_fields(csv, b);
+        }
+        fputc('\n', csv);
+    }
+    if (js) {
+        metrics_jsonl_run(js, &t->m, b ? "a" : NULL);
+        if (b)
+            metrics_jsonl_run(js, b, "b");
+    }
+    if ((csv && atomic_failed(t->o.csv)) | (js && atomic_failed(t->o.jsonl)))
+        t->write_failed = 1;
+}
+
+/* The CSV's header, as write_rows fills it: b's columns prefixed b_. */
+static void write_csv_header(trainer *t)
+{
+    FILE *csv = t->o.csv ? t->o.csv->f : NULL;
+    if (!csv)
+        return;
+    int L = engine_config(t->e)->n_layer;
+    metrics_csv_header_fields(csv, L, "");
+    if (t->o.twin) {
+        fputc(',', csv);
+        metrics_csv_header_fields(csv, L, "b_");
+    }
+    fputc('\n', csv);
+}
+
+/* The headless progress line, redrawn at most every 0.1 s and at the end. */
+static void print_progress(trainer *t)
+{
+    const step_metrics *m = &t->m;
+    double now = nstime_now();
+    if (!t->o.log || !t->o.progress || (now - t->last_print <= 0.1 && m->step != t->limit))
+        return;
+    double rate = t->run_steps / (now - t->log_t0);
+    double eta = rate > 0 ? (t->limit - m->step) / rate : 0;
+    fprintf(t->o.log, "\rstep %ld/%ld  loss %.4f  val %.4f  %.1f steps/s  ETA %d:%02d   ", m->step,
+            t->limit, (double)m->loss, (double)t->last_val, rate, (int)eta / 60, (int)eta % 60);
+    t->last_print = now;
+}
+
+/* The engines' events not yet written to o.log, a's then b's, each
+ * prefixed with its run when there are two. */
+static void report_events(trainer *t)
+{
+    engine *run[2] = {t->e, t->o.twin};
+    for (int r = 0; r < 2 && run[r]; r++) {
+        for (; t->reported[r] < engine_event_count(run[r]); t->reported[r]++) {
+            ns_event ev;
+            if (!t->o.log || t->o.quiet || engine_event_get(run[r], t->reported[r], &ev) != 0)
+                continue;
+            fprintf(t->o.log, "%snormscope: %s%s\n", t->o.progress ? "\r\033[K" : "",
+                    !t->o.twin ? "" : r ? "b: " : "a: ", ev.text);
+        }
+    }
+}
+
 static void do_step(trainer *t)
 {
     int bad = engine_step(t->e, &t->m);
@@ -602,33 +711,37 @@ static void do_step(trainer *t)
     t->loss = t->m.loss;
     t->loss_b = t->o.twin ? t->mb.loss : NAN;
     t->run_steps++;
+    t->diverged_run = diverged_run_of(&t->m, t->o.twin ? &t->mb : NULL);
+    t->diverged_steps += bad;
+    write_rows(t);
     if (t->o.twin && t->o.on_pair)
         t->o.on_pair(t->o.ctx, &t->m, &t->mb);
     else if (t->o.on_step)
         t->o.on_step(t->o.ctx, &t->m);
-    pull_engine_events(t, -1);
+    pull_engine_events(t);
     if (t->m.has_val) {
         t->last_val = t->m.val_loss;
         t->last_val_step = t->m.step;
-        add_event(t, TEV_VAL, "%svalidation loss %.4f (train %.4f)", t->o.twin ? "a: " : "",
-                  (double)t->m.val_loss, (double)t->m.loss);
+        add_event(t, NS_EV_VAL, -1, "%svalidation loss %.4f (train %.4f)",
+                  t->o.twin ? "a: " : "", (double)t->m.val_loss, (double)t->m.loss);
     }
     if (t->o.twin && t->mb.has_val) {
         t->last_val_b = t->mb.val_loss;
-        add_event(t, TEV_VAL, "b: validation loss %.4f (train %.4f)", (double)t->mb.val_loss,
-                  (double)t->mb.loss);
+        add_event(t, NS_EV_VAL, -1, "b: validation loss %.4f (train %.4f)",
+                  (double)t->mb.val_loss, (double)t->mb.loss);
     }
     long done = engine_steps_done(t->e);
     if (bad && t->o.on_div != ONDIV_CONTINUE) {
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
-        const step_metrics *d = t->o.twin && !t->m.nonfinite ? &t->mb : &t->m;
-        add_event(t, TEV_DIVERGED, "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
+        const step_metrics *d = t->diverged_run == 1 ? &t->mb : &t->m;
+        add_event(t, NS_EV_DIVERGED, d->fault_layer,
+                  "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
                   done, d == &t->mb ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
-        add_event(t, TEV_INFO, "reached --steps %ld: paused (space trains on)", t->limit);
+        add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);
     }
     double now = run_now(t);
     if (now - t->rate_t0 >= RATE_WINDOW) {
@@ -636,6 +749,7 @@ static void do_step(trainer *t)
         t->rate_t0 = now;
         t->rate_s0 = done;
     }
+    print_progress(t);
     publish_step(t);
 }
 
@@ -661,32 +775,50 @@ static void step_once(trainer *t)
     t->run_seconds += run_now(t) - t0;
 }
 
-static void *trainer_main(void *arg)
+/* Nothing to do: no single steps owed and not running. */
+static int idle(const trainer *t)
 {
-    trainer *t = arg;
+    return t->state != TRAINER_RUNNING && t->budget == 0;
+}
+
+/* Take the queued commands into cmds and their targets (twin.h) into
+ * targets; -1 when the loop is to end. On the
+ * thread it sleeps while there is nothing to do (a command or quit wakes
+ * it); run synchronously there is no one to send a command, so idle, an
+ * interrupt or a failed write end the run. qlock held only to copy. */
+static int take_commands(trainer *t, ns_command *cmds, int *targets)
+{
+    pthread_mutex_lock(&t->qlock);
+    while (!t->sync && !t->quit && t->q_len == 0 && idle(t))
+        pthread_cond_wait(&t->qcond, &t->qlock);
+    int n = t->q_len, quit = t->quit;
+    if (t->sync && ((n == 0 && idle(t)) || t->write_failed ||
+                    (t->o.interrupt && *t->o.interrupt)))
+        quit = 1;
+    for (int i = 0; i < n; i++) {
+        cmds[i] = t->q[(t->q_head + i) % TRAINER_QUEUE];
+        targets[i] = t->qt[(t->q_head + i) % TRAINER_QUEUE];
+    }
+    t->q_head = (t->q_head + n) % TRAINER_QUEUE;
+    t->q_len = 0;
+    pthread_mutex_unlock(&t->qlock);
+    return quit ? -1 : n;
+}
+
+/* The one loop of a run, on the trainer thread or the caller's. */
+static void run_loop(trainer *t)
+{
     ns_command cmds[TRAINER_QUEUE];
+    int targets[TRAINER_QUEUE];
     for (;;) {
-        pthread_mutex_lock(&t->qlock);
-        /* sleep while there is nothing to do: no command, not running, no
-         * single steps owed; a command (or quit) wakes us */
-        while (!t->quit && t->q_len == 0 && t->state != TRAINER_RUNNING && t->budget == 0)
-            pthread_cond_wait(&t->qcond, &t->qlock);
-        int n = t->q_len, quit = t->quit;
-        int targets[TRAINER_QUEUE];
-        for (int i = 0; i < n; i++) {
-            cmds[i] = t->q[(t->q_head + i) % TRAINER_QUEUE];
-            targets[i] = t->qt[(t->q_head + i) % TRAINER_QUEUE];
-        }
-        t->q_head = (t->q_head + n) % TRAINER_QUEUE;
-        t->q_len = 0;
-        pthread_mutex_unlock(&t->qlock);
-        if (quit)
+        int n = take_commands(t, cmds, targets);
+        if (n < 0)
             break;
 
         /* in order, and a one-step command takes its step before the next
          * command: "n n p n" is two steps, the change, one step */
         for (int i = 0; i < n; i++) {
-            apply(t, &cmds[i], targets[i]);
+            apply_command(t, &cmds[i], targets[i]);
             if (t->budget > 0 && t->state != TRAINER_RUNNING) {
                 publish_status(t);
                 step_once(t);
@@ -696,7 +828,13 @@ static void *trainer_main(void *arg)
             publish_status(t);
         if (t->state == TRAINER_RUNNING || t->budget > 0)
             step_once(t);
+        report_events(t);
     }
+}
+
+static void *trainer_main(void *arg)
+{
+    run_loop(arg);
     return NULL;
 }
 
@@ -727,21 +865,35 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->last_val = NAN;
     t->last_val_b = NAN;
     t->generation = 1;
+    t->diverged_run = -1;
     t->hist_cut = -1;
     t->rate_t0 = run_now(t);
     t->rate_s0 = engine_steps_done(e);
     t->next_sample = t->rate_t0;
-    pull_engine_events(t, TEV_INFO);
+    write_csv_header(t);
+    pull_engine_events(t);
+    /* what happened before the run (the start line) is not news */
+    t->reported[0] = engine_event_count(e);
+    t->reported[1] = t->o.twin ? engine_event_count(t->o.twin) : 0;
     publish_status(t);
     return t;
+}
+
+void trainer_ui_signals(sigset_t *set)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP};
+    sigemptyset(set);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(set, sigs[i]);
 }
 
 int trainer_start(trainer *t, char *err, size_t errlen)
 {
     /* signals are for the UI thread: the new thread inherits this blocked
      * set, so the kernel delivers them where getch can return early */
-    sigset_t old;
-    pool_block_ui_signals(&old);
+    sigset_t ui, old;
+    trainer_ui_signals(&ui);
+    pthread_sigmask(SIG_BLOCK, &ui, &old);
     t->rate_t0 = run_now(t);
     t->next_sample = t->rate_t0;
     int r = pthread_create(&t->thread, NULL, trainer_main, t);
@@ -752,6 +904,62 @@ int trainer_start(trainer *t, char *err, size_t errlen)
     }
     t->started = 1;
     return 0;
+}
+
+void trainer_run(trainer *t)
+{
+    t->sync = 1;
+    t->rate_t0 = run_now(t);
+    t->log_t0 = nstime_now();
+    t->last_print = 0;
+    run_loop(t);
+    FILE *log = t->o.log;
+    if (log && t->state == TRAINER_DIVERGED) {
+        const step_metrics *d = t->diverged_run == 1 ? &t->mb : &t->m;
+        if (t->o.progress)
+            fputc('\n', log);
+        fprintf(log, "normscope: %sdiverged at step %ld (first non-finite: %s); stopping\n",
+                !t->o.twin ? "" : d == &t->m ? "run a " : "run b ", d->step,
+                d->fault[0] ? d->fault : "loss");
+    }
+    report_events(t); /* the drain: both runs */
+    if (log && t->o.progress)
+        fputc('\n', log);
+}
+
+void trainer_summary(trainer *t, FILE *f)
+{
+    publish_status(t); /* the run is over: this thread may (run_seconds is newer) */
+    trainer_status s;
+    pthread_mutex_lock(&t->slock);
+    s = t->pub->s;
+    pthread_mutex_unlock(&t->slock);
+    const ns_config *c = &s.cfg;
+    double secs = s.run_seconds;
+    long done = s.run_steps;
+    char valtxt[32] = "-", losstxt[32]; /* "-": none (no step yet, a re-init) */
+    if (!isnan(s.last_val))
+        snprintf(valtxt, sizeof valtxt, "%.4f", (double)s.last_val);
+    trainer_loss_text(&s, 0, losstxt, sizeof losstxt);
+    /* scripts and the bench read this line */
+    fprintf(f,
+            "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %s, "
+            "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d\n",
+            done, secs, secs > 0 ? done / secs : 0.0,
+            secs > 0 ? done * (double)c->batch * c->context / secs : 0.0, losstxt, valtxt,
+            norm_place_name(c->norm), norm_kind_name(c->norm_kind), numfmt_name(c->precision),
+            c->n_layer, c->dim, c->n_head, c->context, c->batch, s.threads);
+    if (s.compare) {
+        snprintf(valtxt, sizeof valtxt, "-");
+        if (!isnan(s.last_val_b))
+            snprintf(valtxt, sizeof valtxt, "%.4f", (double)s.last_val_b);
+        trainer_loss_text(&s, 1, losstxt, sizeof losstxt);
+        fprintf(f, "normscope: b (%s): loss %s, val %s\n", t->o.label_b ? t->o.label_b : "twin",
+                losstxt, valtxt);
+    }
+    if (s.diverged_steps > 0 && s.state != TRAINER_DIVERGED && !s.write_failed)
+        fprintf(f, "normscope: %ld diverged steps were skipped (--on-diverge continue)\n",
+                s.diverged_steps);
 }
 
 int trainer_send(trainer *t, const ns_command *c)

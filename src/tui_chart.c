@@ -25,22 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-    G_BRAILLE = 0x2800,
-    G_DOTV = 0x250A, /* ┊ */
-    G_VLINE = 0x2502,
-    G_BULLET = 0x2022, /* • */
-    G_WHITE_BULLET = 0x25E6, /* ◦ */
-    G_BOTH = '*', /* a cell both runs' curves pass through */
-    G_MIDDOT = 0x00B7, /* · */
-    G_LIGHT = 0x2591,
-    G_MED = 0x2592,
-    G_DARK = 0x2593,
-    G_FULL = 0x2588,
-};
-
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
-
 /* Cut a run's label for the legend: to what differs from the other run
  * (before twin_label's two spaces; the panel headers show the rest), at
  * most w columns (ASCII: labels are), at a space when there is one; then

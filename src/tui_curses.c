@@ -36,7 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nstime.h"
 #include "tui.h"
+#include "tui_follow.h"
 
 #define FRAME_MS 100 /* 10 frames/s from the trainer (keys redraw at once): smooth
                         * enough to watch, and ~1% of a core */
@@ -210,13 +212,6 @@ static void blit(const tui_grid *g)
     attrset(A_NORMAL);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int translate_key(int ch)
 {
     switch (ch) {
@@ -227,6 +222,8 @@ static int translate_key(int ch)
     case KEY_HOME: return TUI_KEY_HOME;
     case KEY_END: return TUI_KEY_END;
     case KEY_BTAB: return TUI_KEY_BTAB;
+    case KEY_LEFT: return TUI_KEY_LEFT;
+    case KEY_RIGHT: return TUI_KEY_RIGHT;
     case '\t': return TUI_KEY_TAB;
     default:
         if (ch == KEY_F(1))
@@ -239,6 +236,7 @@ static int translate_key(int ch)
 
 typedef struct {
     trainer *t;
+    tui_follow_state *fw; /* --follow: a stream instead of t (NULL otherwise) */
     trainer_snapshot *snap;
     tui_ui ui;
     tui_grid grid;
@@ -248,13 +246,18 @@ typedef struct {
 static void send_action(run_state *rs, tui_action a)
 {
     ns_command cmd;
+    if (rs->fw) { /* follow mode's keys: tui_follow.c */
+        if (tui_follow_action(rs->fw, &rs->ui, a) && rs->ui.note[0])
+            rs->note_until = nstime_now() + NOTE_S;
+        return;
+    }
     if (!tui_apply(&rs->ui, a, rs->snap->s.n_layer, &cmd))
         return;
     /* the target goes alongside the command (twin.h: the two-run rule) */
     if (trainer_send_to(rs->t, &cmd, rs->snap->s.compare ? rs->ui.target : 0) != 0) {
         snprintf(rs->ui.note, sizeof rs->ui.note,
                  "busy: %d commands wait for the step in progress ", TRAINER_QUEUE);
-        rs->note_until = now_s() + NOTE_S;
+        rs->note_until = nstime_now() + NOTE_S;
     }
 }
 
@@ -281,8 +284,11 @@ static void write_one_dump(run_state *rs, int what)
     else
         snprintf(cmd.text, sizeof cmd.text, "could not write %.70s", err);
     snprintf(rs->ui.note, sizeof rs->ui.note, "%.70s ", cmd.text);
-    rs->note_until = now_s() + NOTE_S;
-    trainer_send(rs->t, &cmd);
+    rs->note_until = nstime_now() + NOTE_S;
+    if (rs->fw)
+        stream_note(rs->fw->r, NS_EV_INFO, cmd.text);
+    else
+        trainer_send(rs->t, &cmd);
 }
 
 /* d and e pressed within one frame: both files */
@@ -358,9 +364,11 @@ static void suspend(trainer *t)
     dfl.sa_handler = SIG_DFL;
     sigaction(SIGTSTP, &dfl, &ours);
     suspend_req = 0;
-    trainer_clock_hold(t);
+    if (t)
+        trainer_clock_hold(t);
     kill(getpid(), SIGTSTP);
-    trainer_clock_release(t);
+    if (t)
+        trainer_clock_release(t);
     sigaction(SIGTSTP, &ours, NULL);
 }
 
@@ -381,65 +389,80 @@ static void resume(void)
     raise(SIGWINCH);
 }
 
-tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
+/* Every handler the live view installs, in one table: installed before
+ * newterm (so ncurses keeps its own off SIGTSTP) and put back on the way
+ * out. SIGINT/SIGTERM/SIGHUP without SA_RESTART: getch returns at once.
+ * SIGCONT may land on the trainer thread: SA_RESTART keeps its blocking
+ * calls going; the flag is all the handler does. The crash signals
+ * restore the terminal once and re-raise. */
+static const struct {
+    int sig;
+    void (*fn)(int);
+    int flags;
+} ui_handlers[] = {
+    {SIGINT, on_stop, 0},
+    {SIGTERM, on_stop, 0},
+    {SIGHUP, on_stop, 0},
+    {SIGTSTP, on_tstp, 0},
+    {SIGCONT, on_cont, SA_RESTART},
+    {SIGSEGV, on_fatal, (int)SA_RESETHAND},
+    {SIGBUS, on_fatal, (int)SA_RESETHAND},
+    {SIGFPE, on_fatal, (int)SA_RESETHAND},
+    {SIGILL, on_fatal, (int)SA_RESETHAND},
+    {SIGABRT, on_fatal, (int)SA_RESETHAND},
+};
+#define N_UI_HANDLERS (sizeof ui_handlers / sizeof ui_handlers[0])
+
+static void install_handlers(struct sigaction old[N_UI_HANDLERS])
 {
-    /* the locale decides braille; numbers keep the C locale, so "2.5" is
-     * never drawn as "2,5" (and the headless writers are unaffected) */
+    for (size_t i = 0; i < N_UI_HANDLERS; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sigemptyset(&sa.sa_mask);
+        sa.sa_handler = ui_handlers[i].fn;
+        sa.sa_flags = ui_handlers[i].flags;
+        sigaction(ui_handlers[i].sig, &sa, &old[i]);
+    }
+    static int atexit_done;
+    if (!atexit_done)
+        atexit_done = atexit(at_exit_restore) == 0;
+}
+
+static void restore_handlers(const struct sigaction old[N_UI_HANDLERS])
+{
+    for (size_t i = 0; i < N_UI_HANDLERS; i++)
+        sigaction(ui_handlers[i].sig, &old[i], NULL);
+}
+
+/* The locale decides braille; numbers keep the C locale, so "2.5" is
+ * never drawn as "2,5" (and the headless writers are unaffected).
+ * Returns whether the terminal speaks UTF-8. */
+static int locale_utf8(void)
+{
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
     int utf8 = cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
     setlocale(LC_NUMERIC, "C");
+    return utf8;
+}
+
+/* Curses mode on the terminal (*scr), the modes the view needs, the
+ * colors and the grid. 0, or -1 with a reason in err (the caller ends
+ * what was started). */
+static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char *err,
+                        size_t errlen)
+{
+    int utf8 = locale_utf8();
     const char *nc = getenv("NO_COLOR");
     int want_color = !o->no_color && !(nc && *nc);
-
-    run_state rs;
-    memset(&rs, 0, sizeof rs);
-    rs.t = t;
-    rs.snap = trainer_snapshot_new();
-    if (!rs.snap) {
-        snprintf(err, errlen, "out of memory");
-        return TUI_END_ERROR;
-    }
-
-    tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO : STDOUT_FILENO;
-    saved_tio_ok = tcgetattr(tty_fd, &saved_tio) == 0;
-    struct sigaction sa, old_int, old_term, old_hup, old_tstp, old_cont;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_stop; /* no SA_RESTART: getch returns at once */
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    /* installed before newterm, so ncurses keeps its own off SIGTSTP */
-    sa.sa_handler = on_tstp;
-    sigaction(SIGTSTP, &sa, &old_tstp);
-    /* SIGCONT may land on the trainer thread: SA_RESTART keeps its
-     * blocking calls going; the flag is all the handler does */
-    sa.sa_handler = on_cont;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGCONT, &sa, &old_cont);
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    struct sigaction fa, old_fatal[5];
-    memset(&fa, 0, sizeof fa);
-    sigemptyset(&fa.sa_mask);
-    fa.sa_handler = on_fatal;
-    fa.sa_flags = (int)SA_RESETHAND;
-    for (int i = 0; i < 5; i++)
-        sigaction(fatal[i], &fa, &old_fatal[i]);
-    static int atexit_done;
-    if (!atexit_done)
-        atexit_done = atexit(at_exit_restore) == 0;
-
-    SCREEN *scr = newterm(NULL, stdout, stdin);
-    tui_end end = TUI_END_QUIT;
-    if (!scr) {
+    *scr = newterm(NULL, stdout, stdin);
+    if (!*scr) {
         const char *term = getenv("TERM");
         snprintf(err, errlen, "cannot use the terminal (TERM=%s); try --headless",
                  term ? term : "unset");
-        end = TUI_END_ERROR;
-        goto out;
+        return -1;
     }
-    set_term(scr);
+    set_term(*scr);
     capture_restore_seq();
     curses_on = 1;
     cbreak();
@@ -455,33 +478,48 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
     mousemask(ALL_MOUSE_EVENTS, NULL);
     mouseinterval(0); /* report presses at once, not after a click delay */
     int color = setup_colors(want_color);
-    tui_ui_init(&rs.ui, utf8 && !o->ascii, color);
-    rs.ui.bars_rel = o->bars_rel;
-    if (tui_grid_resize(&rs.grid, LINES, COLS) != 0) {
+    tui_ui_init(&rs->ui, utf8 && !o->ascii, color);
+    rs->ui.follow = rs->fw != NULL;
+    rs->ui.bars_rel = o->bars_rel;
+    if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
-        end = TUI_END_ERROR;
-        goto out;
+        return -1;
     }
-    /* training starts once there is a screen to show it on */
-    if (trainer_start(t, err, errlen) != 0) {
-        end = TUI_END_ERROR;
-        goto out;
-    }
+    return 0;
+}
 
-    /* Frames: a new snapshot is looked at every FRAME_MS; the screen is
-     * drawn when something changed (a step, a key, a resize), so a paused
-     * run costs no CPU, and a key shows its effect at once. */
-    double next_frame = now_s();
+/* Every key already typed, then one frame for all of them. Returns 1 if
+ * any came, 0 if none, -1 when the grid could not be resized. */
+static int take_keys(run_state *rs, double next_frame)
+{
+    int wait_ms = (int)((next_frame - nstime_now()) * 1000.0);
+    timeout(wait_ms > 0 ? wait_ms : 0);
+    int ch = getch(), any = 0;
+    while (ch != ERR && !rs->ui.quit) {
+        if (handle_input(rs, ch) != 0)
+            return -1;
+        any = 1;
+        timeout(0);
+        ch = getch();
+    }
+    return any;
+}
+
+/* Frames: a new snapshot is looked at every FRAME_MS; the screen is drawn
+ * when something changed (a step, a key, a resize), so a paused run costs
+ * no CPU, and a key shows its effect at once. Runs until q, a signal or
+ * an error. */
+static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
+{
+    double next_frame = nstime_now();
     int dirty = 1;
     suspend_req = 0;
     continued = 0;
-    while (!rs.ui.quit) {
-        if (stop_signal) {
-            end = TUI_END_SIGNAL;
-            break;
-        }
+    while (!rs->ui.quit) {
+        if (stop_signal)
+            return TUI_END_SIGNAL;
         if (suspend_req) {
-            suspend(t);
+            suspend(rs->t);
             continued = 1; /* whatever the SIGCONT handler saw */
             continue;      /* a SIGHUP while stopped is seen first */
         }
@@ -489,57 +527,90 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
             resume();
             dirty = 1;
         }
-        int wait_ms = (int)((next_frame - now_s()) * 1000.0);
-        timeout(wait_ms > 0 ? wait_ms : 0);
-        int ch = getch();
-        /* every key already typed, then one frame for all of them */
-        while (ch != ERR && !rs.ui.quit) {
-            if (handle_input(&rs, ch) != 0) {
-                snprintf(err, errlen, "out of memory");
-                end = TUI_END_ERROR;
-                goto out;
-            }
-            dirty = 1;
-            timeout(0);
-            ch = getch();
+        int keys = take_keys(rs, next_frame);
+        if (keys < 0) {
+            snprintf(err, errlen, "out of memory");
+            return TUI_END_ERROR;
         }
-        if (rs.ui.quit || stop_signal)
+        dirty |= keys;
+        if (rs->ui.quit || stop_signal)
             continue;
-        double now = now_s();
+        double now = nstime_now();
         if (now >= next_frame) {
             next_frame = now + FRAME_MS / 1000.0;
-            if (!rs.ui.frozen && trainer_snapshot_copy(t, rs.snap))
+            if (!rs->ui.frozen && (rs->fw ? tui_follow_update(rs->fw, rs->snap, &rs->ui)
+                                          : trainer_snapshot_copy(rs->t, rs->snap)))
                 dirty = 1;
-            if (rs.ui.note[0] && now > rs.note_until) {
-                rs.ui.note[0] = 0;
+            if (rs->ui.note[0] && now > rs->note_until) {
+                rs->ui.note[0] = 0;
                 dirty = 1;
             }
         }
         if (!dirty)
             continue;
         dirty = 0;
-        tui_draw(&rs.grid, rs.snap, &rs.ui);
-        blit(&rs.grid);
-        if (rs.ui.dump)
-            write_dump(&rs);
+        if (rs->fw && rs->fw->changed && !rs->ui.frozen) /* a replay key: the step it shows */
+            tui_follow_update(rs->fw, rs->snap, &rs->ui);
+        tui_draw(&rs->grid, rs->snap, &rs->ui);
+        if (rs->fw)
+            tui_follow_draw(&rs->grid, rs->snap, &rs->ui, rs->fw);
+        blit(&rs->grid);
+        if (rs->ui.dump)
+            write_dump(rs);
         refresh();
     }
+    return TUI_END_QUIT;
+}
 
-out:
+/* The dashboard on t, or with fw on a followed stream (t NULL). */
+static tui_end run_ui(trainer *t, tui_follow_state *fw, const tui_options *o, char *err,
+                      size_t errlen)
+{
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.t = t;
+    rs.fw = fw;
+    rs.snap = trainer_snapshot_new();
+    if (!rs.snap) {
+        snprintf(err, errlen, "out of memory");
+        return TUI_END_ERROR;
+    }
+    tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO : STDOUT_FILENO;
+    saved_tio_ok = tcgetattr(tty_fd, &saved_tio) == 0;
+    struct sigaction old[N_UI_HANDLERS];
+    install_handlers(old);
+
+    tui_end end = TUI_END_ERROR;
+    SCREEN *scr = NULL;
+    /* training starts once there is a screen to show it on */
+    if (start_curses(&rs, o, &scr, err, errlen) == 0 && (!t || trainer_start(t, err, errlen) == 0))
+        end = frame_loop(&rs, err, errlen);
+
     if (curses_on) {
         endwin();
         curses_on = 0;
     }
     if (scr)
         delscreen(scr);
-    for (int i = 0; i < 5; i++)
-        sigaction(fatal[i], &old_fatal[i], NULL);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
-    sigaction(SIGTSTP, &old_tstp, NULL);
-    sigaction(SIGCONT, &old_cont, NULL);
+    restore_handlers(old);
     tui_grid_free(&rs.grid);
     free(rs.snap);
+    return end;
+}
+
+tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
+{
+    return run_ui(t, NULL, o, err, errlen);
+}
+
+tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t errlen)
+{
+    tui_follow_state fw;
+    if (tui_follow_init(&fw, path) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return TUI_END_ERROR;
+    }
+    tui_end end = run_ui(NULL, &fw, o, err, errlen);
+    tui_follow_free(&fw);
     return end;
 }

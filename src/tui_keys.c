@@ -7,6 +7,7 @@
 #include "twin.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const tui_key tui_keys[] = {
@@ -48,6 +49,13 @@ const tui_key tui_keys[] = {
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS},
     {{'?', 'h', TUI_KEY_F1}, "?/h/F1", "F1", "Help", "this help (any key closes it)", TUI_ACT_HELP},
     {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT},
+    /* --follow only (the help shows them there, in the rows of the keys
+     * that change the lab's model, which it sums up in one line) */
+    {{TUI_KEY_LEFT}, "Left/Right", NULL, NULL,
+     "replay: the view's step back / forward (Home/End: the ends)", TUI_ACT_STEP_BACK},
+    {{TUI_KEY_RIGHT}, NULL, NULL, NULL, NULL, TUI_ACT_STEP_FWD},
+    {{'C'}, "C", NULL, NULL, "ask the followed run for a checkpoint (space, +/-: pause, LR)",
+     TUI_ACT_CHECKPOINT},
 };
 const int tui_n_keys = (int)(sizeof tui_keys / sizeof tui_keys[0]);
 
@@ -60,6 +68,23 @@ tui_action tui_key_action(int key)
     return TUI_ACT_NONE;
 }
 
+int tui_action_changes_model(tui_action a)
+{
+    switch (a) {
+    case TUI_ACT_NORM: case TUI_ACT_NORM_CYCLE: case TUI_ACT_KIND_CYCLE: case TUI_ACT_WARMUP:
+    case TUI_ACT_PRECISION: case TUI_ACT_FP32_NORMS: case TUI_ACT_LOSS_SCALE:
+    case TUI_ACT_REWIND: case TUI_ACT_STEP: case TUI_ACT_CLIP: case TUI_ACT_REINIT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int tui_action_follow_only(tui_action a)
+{
+    return a == TUI_ACT_STEP_BACK || a == TUI_ACT_STEP_FWD || a == TUI_ACT_CHECKPOINT;
+}
+
 void tui_ui_init(tui_ui *ui, int unicode, int color)
 {
     memset(ui, 0, sizeof *ui);
@@ -67,8 +92,6 @@ void tui_ui_init(tui_ui *ui, int unicode, int color)
     ui->color = color;
     ui->selected = -1; /* the top layer, once the layer count is known */
 }
-
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
 int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
 {
@@ -84,19 +107,19 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     int page = ui->layer_rows > 1 ? ui->layer_rows - 1 : 1;
     memset(cmd, 0, sizeof *cmd);
     switch (a) {
-    case TUI_ACT_NORM: cmd->kind = CMD_NORM_TOGGLE; return 1;
-    case TUI_ACT_NORM_CYCLE: cmd->kind = CMD_NORM_CYCLE; return 1;
-    case TUI_ACT_KIND_CYCLE: cmd->kind = CMD_KIND_CYCLE; return 1;
-    case TUI_ACT_WARMUP: cmd->kind = CMD_WARMUP, cmd->arg = -1; return 1;
-    case TUI_ACT_PRECISION: cmd->kind = CMD_PRECISION, cmd->arg = -1; return 1;
-    case TUI_ACT_FP32_NORMS: cmd->kind = CMD_FP32_NORMS, cmd->arg = -1; return 1;
-    case TUI_ACT_LOSS_SCALE: cmd->kind = CMD_LOSS_SCALE, cmd->arg = NAN; return 1;
+    case TUI_ACT_NORM: *cmd = command_toggle(CMD_NORM); return 1;
+    case TUI_ACT_NORM_CYCLE: *cmd = command_cycle(CMD_NORM); return 1;
+    case TUI_ACT_KIND_CYCLE: *cmd = command_cycle(CMD_KIND); return 1;
+    case TUI_ACT_WARMUP: *cmd = command_toggle(CMD_WARMUP); return 1;
+    case TUI_ACT_PRECISION: *cmd = command_cycle(CMD_PRECISION); return 1;
+    case TUI_ACT_FP32_NORMS: *cmd = command_toggle(CMD_FP32_NORMS); return 1;
+    case TUI_ACT_LOSS_SCALE: *cmd = command_toggle(CMD_LOSS_SCALE); return 1;
     case TUI_ACT_REWIND: cmd->kind = CMD_REWIND; return 1;
     case TUI_ACT_PAUSE: cmd->kind = CMD_PAUSE_TOGGLE; return 1;
     case TUI_ACT_STEP: cmd->kind = CMD_STEP; return 1;
-    case TUI_ACT_LR_UP: cmd->kind = CMD_LR_SCALE, cmd->arg = 2.0; return 1;
-    case TUI_ACT_LR_DOWN: cmd->kind = CMD_LR_SCALE, cmd->arg = 0.5; return 1;
-    case TUI_ACT_CLIP: cmd->kind = CMD_CLIP, cmd->arg = NAN; return 1;
+    case TUI_ACT_LR_UP: *cmd = command_scale(CMD_LR, 2.0); return 1;
+    case TUI_ACT_LR_DOWN: *cmd = command_scale(CMD_LR, 0.5); return 1;
+    case TUI_ACT_CLIP: *cmd = command_toggle(CMD_CLIP); return 1;
     case TUI_ACT_REINIT: cmd->kind = CMD_REINIT; return 1;
     case TUI_ACT_VIEW: ui->view = (ui->view + 1) % TUI_VIEW_COUNT; return 0;
     case TUI_ACT_TARGET: ui->target = (ui->target + 1) % TWIN_TARGET_COUNT; return 0;
@@ -113,6 +136,9 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
     case TUI_ACT_HELP: ui->help = 1; return 0;
     case TUI_ACT_QUIT: ui->quit = 1; return 0;
+    case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_CHECKPOINT:
+        snprintf(ui->note, sizeof ui->note, "only while following a stream (--follow) ");
+        return 0;
     default: return 0;
     }
 }

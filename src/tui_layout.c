@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
-
 /* The help overlay: a line per key (pairs share one), a blank line, the
  * legend, and the border (with the closing hint on it). */
 static int help_height(void)
@@ -74,14 +72,6 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
 tui_layer_cols tui_layer_columns(int width)
 {
     return tui_layer_columns_prec(width, 0);
-}
-
-int tui_fault_layer(const char *fault)
-{
-    const char *p = fault ? strstr(fault, "layer ") : NULL;
-    if (!p || p[6] < '0' || p[6] > '9')
-        return -1;
-    return atoi(p + 6);
 }
 
 tui_layer_cols tui_layer_columns_prec(int width, int prec)

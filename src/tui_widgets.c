@@ -17,22 +17,9 @@
 #include "numfmt.h"
 #include "twin.h"
 
-/* ---- glyphs ------------------------------------------------------------- */
-enum {
-    G_FULL = 0x2588,   /* █ */
-    G_LIGHT = 0x2591,  /* ░ */
-    G_DARK = 0x2593,   /* ▓ */
-    G_HLINE = 0x2500,  /* ─ */
-    G_VLINE = 0x2502,  /* │ */
-    G_TL = 0x250C, G_TR = 0x2510, G_BL = 0x2514, G_BR = 0x2518,
-    G_DOTV = 0x250A,   /* ┊ */
-    G_RIGHT = 0x25B6,  /* ▶ */
-};
-
+/* ---- glyphs (the code points: tui.h) ------------------------------------ */
 /* Left-aligned eighth blocks: index k = k/8 of a cell (k = 1..7). */
 static uint32_t eighth(int k) { return (uint32_t)(0x2590 - k); /* ▏=258F .. ▉=2589 */ }
-
-static int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
 static void box(tui_grid *g, tui_rect r, int unicode, tui_style s)
 {
@@ -228,17 +215,15 @@ static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
     it->prio = prio;
 }
 
-/* A run's own state: with --compare, the run that did not diverge is
- * only paused by the other's divergence. */
+/* A run's own state: with --compare, the run that did not diverge (the
+ * trainer's word, trainer_diverged_run) is only paused by the other's
+ * divergence. */
 static trainer_state run_state(const trainer_status *s, int run)
 {
     if (s->state != TRAINER_DIVERGED || !s->compare)
         return s->state;
-    const step_metrics *m = run ? &s->last_b : &s->last;
-    int a_bad = s->last.nonfinite, b_bad = s->last_b.nonfinite;
-    if (!a_bad && !b_bad) /* neither says so: the trainer's word stands, on a */
-        return run ? TRAINER_PAUSED : TRAINER_DIVERGED;
-    return m->nonfinite ? TRAINER_DIVERGED : TRAINER_PAUSED;
+    int d = trainer_diverged_run(s);
+    return run == (d < 0 ? 0 : d) ? TRAINER_DIVERGED : TRAINER_PAUSED;
 }
 
 /* A run's loss, validation loss and first non-finite (run 1 = b). */
@@ -267,7 +252,7 @@ static void status_run_values(items *l, const trainer_status *s, int run)
     else
         add_item(l, TUI_S_STATUS, 1, "lr %.2e", (double)next);
     if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
-        /* where it started: the first thing to look at */
+        /* where it started, not the last symptom: the first thing to look at */
         add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
                  m->fault[0] ? m->fault : "the loss");
 }
@@ -488,7 +473,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 /* The precision counter of a layer, 8 columns: overflows this step
  * ("ovf 12"), else the headroom log2(format max / act max) in doublings,
  * warned below 3 and bad below 1, so a layer about to overflow shows in
- * its row before it does (issue 4). */
+ * its row before it does. */
 static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
 {
     char b[32];
@@ -506,7 +491,6 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
     tui_puts(g, r, c, 8, st, b);
 }
 
-/* The per-layer gradient norm the --compare ratio uses. */
 /* The largest finite attention or MLP gradient norm of any layer:
  * "vanishing" is relative to it. */
 static double largest_grad(const step_metrics *m, int L)
@@ -522,6 +506,7 @@ static double largest_grad(const step_metrics *m, int L)
     return gmax;
 }
 
+/* The per-layer gradient norm the --compare ratio uses. */
 static double layer_gnorm(const layer_metrics *lm)
 {
     double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
@@ -540,8 +525,8 @@ static tui_style act_style(double am)
 /* The cells of the 256 and 65504 marks inside an activation bar of w. */
 static void act_marks(int w, int *m256, int *m16)
 {
-    int e256 = tui_log_eighths(TUI_MARK_LNVAR, TUI_ACT_LO, TUI_ACT_HI, w);
-    int e16 = tui_log_eighths(TUI_MARK_FP16, TUI_ACT_LO, TUI_ACT_HI, w);
+    int e256 = tui_log_eighths(TUI_MARK_LNVAR, TUI_AMAX_LO, TUI_AMAX_HI, w);
+    int e16 = tui_log_eighths(TUI_MARK_FP16, TUI_AMAX_LO, TUI_AMAX_HI, w);
     *m256 = (e256 + 7) / 8 - 1;
     *m16 = (e16 + 7) / 8 - 1;
 }
@@ -558,7 +543,7 @@ static void act_bar(tui_grid *g, int r, int c, int w, double am, const tui_ui *u
         tui_puts(g, r, c, w, TUI_S_BAD, isnan(am) ? "NaN" : "Inf");
         return;
     }
-    int e = tui_log_eighths(am, TUI_ACT_LO, TUI_ACT_HI, w);
+    int e = tui_log_eighths(am, TUI_AMAX_LO, TUI_AMAX_HI, w);
     int full = e / 8, part = e % 8;
     uint32_t fg = ui->unicode ? (ui->color || as == TUI_S_NORMAL ? G_FULL : G_DARK)
                               : (as == TUI_S_NORMAL ? '#' : (as == TUI_S_WARN ? '%' : '!'));
@@ -689,7 +674,7 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
     tui_twin_cols k = tui_twin_columns(r.w, cfg->precision != FMT_FP32);
     twin_header(g, r, s, ui, which, &k);
-    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
         int l = L - 1 - (ui->scroll + i);
@@ -823,7 +808,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     if (rows < 1)
         return;
     ui->layer_rows = rows;
-    int fault_l = s->have_metrics && m->nonfinite ? tui_fault_layer(m->fault) : -1;
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     if (ui->selected < 0 || ui->selected >= L)
         ui->selected = L - 1;
     ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
@@ -977,13 +962,13 @@ void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *snap)
     tui_puts(g, r.r, c, r.c + r.w - 1 - c, TUI_S_TEXT, esc);
 }
 
-static tui_style event_style(trainer_event_kind k)
+static tui_style event_style(ns_event_kind k)
 {
     switch (k) {
-    case TEV_SETTING: return TUI_S_EV_SETTING;
-    case TEV_VAL: return TUI_S_EV_VAL;
-    case TEV_DIVERGED: return TUI_S_BAD;
-    case TEV_NOTE: return TUI_S_EV_NOTE;
+    case NS_EV_SETTING: case NS_EV_NOTE: return TUI_S_EV_SETTING;
+    case NS_EV_VAL: return TUI_S_EV_VAL;
+    case NS_EV_DIVERGED: return TUI_S_BAD;
+    case NS_EV_WARNING: case NS_EV_SKIPPED: case NS_EV_REFUSED: return TUI_S_EV_NOTE;
     default: return TUI_S_TEXT;
     }
 }
@@ -1046,6 +1031,18 @@ static const char *const help_legend[] = {
     "  value and sets both runs to it. Chart: a line, b '+', both '*'.",
 };
 
+/* --follow: the keys that change the lab's model, named in one line */
+static void help_off_line(tui_grid *g, tui_rect r, int rr)
+{
+    char names[64] = "";
+    size_t n = 0;
+    for (int i = 0; i < tui_n_keys; i++)
+        if (tui_keys[i].name && tui_action_changes_model(tui_keys[i].act) && n + 8 < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? " " : "", tui_keys[i].name);
+    int c = r.c + 2 + tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, names);
+    tui_puts(g, rr, c, r.c + r.w - 2 - c, TUI_S_DIM, ": not available while following");
+}
+
 void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
 {
     if (r.w < 20 || r.h < 4)
@@ -1055,9 +1052,16 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
     /* the closing hint sits on the bottom border, as the title on the top */
     int rr = r.r + 1, last = r.r + r.h - 1;
+    int off_said = 0;
     for (int i = 0; i < tui_n_keys && rr < last; i++) {
-        if (!tui_keys[i].name)
+        if (!tui_keys[i].name || (!ui->follow && tui_action_follow_only(tui_keys[i].act)))
             continue;
+        if (ui->follow && tui_action_changes_model(tui_keys[i].act)) {
+            /* --follow: the lab's model is not there to change; one line */
+            if (!off_said++)
+                help_off_line(g, r, rr++);
+            continue;
+        }
         tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, tui_keys[i].name);
         tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, tui_keys[i].help);
         rr++;

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "numfmt.h"
+#include "settings.h"
 
 const char *twin_target_name(twin_target t)
 {
@@ -33,14 +34,14 @@ int twin_acts_on(const ns_command *c, twin_target t, int run)
 }
 
 /* Set dst's setting that c changes to src's value (src already changed). */
-static void sync_setting(engine *dst, const engine *src, command_kind k)
+static void sync_setting(engine *dst, const engine *src, const ns_command *c)
 {
     const ns_config *s = engine_config(src);
-    switch (k) {
-    case CMD_NORM: case CMD_NORM_TOGGLE: case CMD_NORM_CYCLE:
+    switch (c->kind) {
+    case CMD_NORM:
         engine_set_norm(dst, s->norm);
         break;
-    case CMD_KIND: case CMD_KIND_CYCLE:
+    case CMD_KIND:
         engine_set_norm_kind(dst, s->norm_kind);
         break;
     case CMD_FINAL_NORM:
@@ -64,6 +65,11 @@ static void sync_setting(engine *dst, const engine *src, command_kind k)
     case CMD_CLIP:
         engine_set_clip(dst, s->clip);
         break;
+    case CMD_SETTING:
+        if (settings_row(c->setting))
+            engine_set_setting(dst, settings_row(c->setting),
+                               settings_get(settings_row(c->setting), s));
+        break;
     default:
         break;
     }
@@ -73,7 +79,7 @@ int twin_apply(engine *a, engine *b, const ns_command *c, twin_target t)
 {
     if (!b || c->kind == CMD_NOTE)
         return command_apply(a, c);
-    if (shared_cmd(c->kind) || c->kind == CMD_LR_SCALE) {
+    if (shared_cmd(c->kind) || c->how == CMDH_SCALE) {
         /* each run its own: the same clock, or a ratio */
         int r = command_apply(a, c);
         if (r != CMD_FLOW)
@@ -86,7 +92,7 @@ int twin_apply(engine *a, engine *b, const ns_command *c, twin_target t)
         return command_apply(b, c);
     int r = command_apply(a, c); /* the new value, computed once from a */
     if (r == CMD_APPLIED)
-        sync_setting(b, a, c->kind);
+        sync_setting(b, a, c);
     return r;
 }
 
@@ -134,7 +140,7 @@ static int runtime_setting(twin_run r, int i, char *b, size_t n)
 
 /* Settings fixed at the start, shown only where the runs differ. */
 static const char *const fixed_names[] = {
-    "final-norm", "eps", "init", "init-std", "betas", "adam-eps", "weight-decay",
+    "final-norm", "eps", "init", "init-std", "lr-layer-decay", "betas", "adam-eps", "weight-decay",
     "schedule", "mix-k", "dyt-alpha", "ln-gamma-init", "ln-beta-init", "seed",
 };
 

@@ -146,6 +146,13 @@ printf 'at 0: stop\n' >"$T/stop0"
 grep -q '^normscope: 0 steps in .*; loss -, val -;' "$T/err" && ok || no "no step, loss -: $(cat "$T/err")"
 grep -q '^normscope: b (norm=post): loss -, val -$' "$T/err" && ok || no "b: no step, loss -: $(cat "$T/err")"
 
+# --- a script that changes a setting and stops at the same step: the
+# events of both runs are reported, b's too, after the loop ended ---
+printf 'at 2: lr 0.01\nat 2: stop\n' >"$T/stop2"
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 5 --script "$T/stop2" --compare norm=post 2>"$T/err"
+grep -q '^normscope: a: peak LR 0.001 -> 0.01$' "$T/err" && grep -q '^normscope: b: peak LR 0.001 -> 0.01$' "$T/err" &&
+    ok || no "the drain after a script stop: a's and b's events: $(cat "$T/err")"
+
 # --- without a terminal the live view refuses and points to --headless ---
 expect_bad 2 "headless" $SMALL
 

@@ -9,33 +9,38 @@
 
 static void test_parse(void)
 {
+    enum { S = CMDH_SET, T = CMDH_TOGGLE, C = CMDH_CYCLE, X = CMDH_SCALE };
+    enum { N = CMDV_NONE, I = CMDV_INT, R = CMDV_REAL };
     struct {
         const char *s;
         command_kind k;
+        int how, vtype;
         double arg;
     } ok[] = {
-        {"norm post", CMD_NORM, NORM_POST},      {"norm deepnorm", CMD_NORM, NORM_DEEPNORM},
-        {"norm toggle", CMD_NORM_TOGGLE, 0},     {"norm next", CMD_NORM_CYCLE, 0},
-        {"kind rmsnorm", CMD_KIND, NORMK_RMSNORM}, {"warmup on", CMD_WARMUP, 1},
-        {"warmup off", CMD_WARMUP, 0},           {"warmup toggle", CMD_WARMUP, -1},
-        {"precision fp16", CMD_PRECISION, FMT_FP16}, {"precision next", CMD_PRECISION, -1},
-        {"fp32-norms off", CMD_FP32_NORMS, 0},   {"loss-scale dynamic", CMD_LOSS_SCALE, 0},
-        {"loss-scale off", CMD_LOSS_SCALE, -1},  {"loss-scale 128", CMD_LOSS_SCALE, 128},
-        {"lr 3e-3", CMD_LR, 3e-3},               {"lr x2", CMD_LR_SCALE, 2},
-        {"lr /2", CMD_LR_SCALE, 0.5},            {"clip 1.0", CMD_CLIP, 1},
-        {"clip off", CMD_CLIP, 0},               {"final-norm auto", CMD_FINAL_NORM, -1},
-        {"  snapshot  ", CMD_SNAPSHOT, 0},       {"rewind", CMD_REWIND, 0},
-        {"reinit", CMD_REINIT, 0},               {"pause", CMD_PAUSE, 0},
-        {"stop", CMD_STOP, 0},
+        {"norm post", CMD_NORM, S, I, NORM_POST},   {"norm deepnorm", CMD_NORM, S, I, NORM_DEEPNORM},
+        {"norm toggle", CMD_NORM, T, N, 0},         {"norm next", CMD_NORM, C, N, 0},
+        {"kind rmsnorm", CMD_KIND, S, I, NORMK_RMSNORM}, {"warmup on", CMD_WARMUP, S, I, 1},
+        {"warmup off", CMD_WARMUP, S, I, 0},        {"warmup toggle", CMD_WARMUP, T, N, 0},
+        {"precision fp16", CMD_PRECISION, S, I, FMT_FP16}, {"precision next", CMD_PRECISION, C, N, 0},
+        {"fp32-norms off", CMD_FP32_NORMS, S, I, 0}, {"loss-scale dynamic", CMD_LOSS_SCALE, S, R, 0},
+        {"loss-scale off", CMD_LOSS_SCALE, S, R, -1}, {"loss-scale 128", CMD_LOSS_SCALE, S, R, 128},
+        {"loss-scale toggle", CMD_LOSS_SCALE, T, N, 0}, {"lr 3e-3", CMD_LR, S, R, 3e-3},
+        {"lr x2", CMD_LR, X, R, 2},                 {"lr /2", CMD_LR, X, R, 0.5},
+        {"lr 20", CMD_LR, S, R, 20},                {"clip 1.0", CMD_CLIP, S, R, 1},
+        {"clip off", CMD_CLIP, S, R, 0},            {"clip toggle", CMD_CLIP, T, N, 0},
+        {"final-norm auto", CMD_FINAL_NORM, S, I, -1}, {"  snapshot  ", CMD_SNAPSHOT, S, N, 0},
+        {"rewind", CMD_REWIND, S, N, 0},            {"reinit", CMD_REINIT, S, N, 0},
+        {"pause", CMD_PAUSE, S, N, 0},              {"stop", CMD_STOP, S, N, 0},
     };
     char err[256];
     int good = 1;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         ns_command c;
         int r = command_parse(ok[i].s, &c, err, sizeof err);
-        if (r != 0 || c.kind != ok[i].k || c.arg != ok[i].arg) {
-            fprintf(stderr, "  '%s': r=%d kind=%d arg=%g (%s)\n", ok[i].s, r, c.kind, c.arg,
-                    r ? err : "");
+        if (r != 0 || c.kind != ok[i].k || (int)c.how != ok[i].how ||
+            (int)c.v.type != ok[i].vtype || command_number(&c) != ok[i].arg) {
+            fprintf(stderr, "  '%s': r=%d kind=%d how=%d arg=%g (%s)\n", ok[i].s, r, c.kind,
+                    c.how, command_number(&c), r ? err : "");
             good = 0;
         }
     }
@@ -44,7 +49,8 @@ static void test_parse(void)
     CHECK(command_parse("note watch the bottom layers", &c, err, sizeof err) == 0 &&
           c.kind == CMD_NOTE && !strcmp(c.text, "watch the bottom layers"));
     const char *bad[] = {"nrom post", "norm", "norm sideways", "lr -1", "lr x0", "clip -3",
-                         "snapshot now", "warmup maybe", "precision fp8", "loss-scale 0", ""};
+                         "snapshot now", "warmup maybe", "precision fp8", "loss-scale 0", "",
+                         "kind toggle", "final-norm toggle", "lr nan", "clip x2", "warmup 5"};
     int refused = 1;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         refused &= command_parse(bad[i], &c, err, sizeof err) != 0 && err[0];

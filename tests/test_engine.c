@@ -294,6 +294,42 @@ static void test_nonfinite(void)
     engine_free(e);
 }
 
+/* Events are typed where they are made: a reader needs the kind and the
+ * layer, never the words. A poisoned block diverges with its layer in the
+ * metrics and in the event, which agree with the report's text. */
+static void test_event_kinds(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    ns_event ev;
+    CHECK(engine_event_get(e, 0, &ev) == 0 && ev.kind == NS_EV_INFO && ev.layer == -1);
+    engine_set_lr(e, 0.002f);
+    CHECK(engine_event_get(e, engine_event_count(e) - 1, &ev) == 0 && ev.kind == NS_EV_SETTING);
+    engine_note(e, "diverged at step 9 (only words)");
+    CHECK(engine_event_get(e, engine_event_count(e) - 1, &ev) == 0 && ev.kind == NS_EV_NOTE);
+    CHECK(engine_rewind(e) == -1); /* no snapshot before step 0 */
+    CHECK(engine_event_get(e, engine_event_count(e) - 1, &ev) == 0 && ev.kind == NS_EV_REFUSED);
+    step_metrics m;
+    CHECK(engine_step(e, &m) == 0 && m.fault_layer == -1);
+    engine_free(e);
+    /* fp16 without loss scaling at LR 10 overflows inside a block */
+    c.lr = 10;
+    c.warmup = 0;
+    c.precision = FMT_FP16;
+    c.loss_scale = -1;
+    e = make(&c);
+    int bad = 0;
+    for (int i = 0; i < 40 && !bad; i++)
+        bad = engine_step(e, &m);
+    CHECK(bad && m.fault_layer >= 0 && m.fault_layer < c.n_layer);
+    CHECK(engine_event_get(e, engine_event_count(e) - 1, &ev) == 0);
+    CHECK(ev.kind == NS_EV_DIVERGED && ev.layer == m.fault_layer && ev.step == m.step);
+    char want[32];
+    snprintf(want, sizeof want, "layer %d,", m.fault_layer);
+    CHECK(strstr(m.fault, want) != NULL && strstr(ev.text, want) != NULL);
+    engine_free(e);
+}
+
 /* Gradient metrics are slices of the true gradient: the squares of the
  * per-layer group norms never exceed the global norm's square. */
 static void test_metric_slices(void)
@@ -351,6 +387,7 @@ int main(void)
     test_schedule();
     test_warmup_toggle();
     test_nonfinite();
+    test_event_kinds();
     test_metric_slices();
     test_data();
     return test_summary();

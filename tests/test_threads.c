@@ -4,9 +4,12 @@
  * give the same losses, metrics and weights for 1, 2 and 3 threads in
  * every precision. */
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine.h"
 #include "ops.h"
@@ -36,7 +39,7 @@ static void test_pool_once(void)
 {
     static const int sizes[] = {1, 2, 3, 7, 64, 333, MAX_TASKS};
     for (int nt = 1; nt <= 4; nt++) {
-        ns_pool *p = pool_create(nt);
+        ns_pool *p = pool_create(nt, NULL);
         if (!CHECK(p != NULL))
             continue;
         CHECK(pool_threads(p) == nt);
@@ -67,9 +70,59 @@ static void test_pool_once(void)
     pool_run(NULL, 0, count_task, &c);
     CHECK(atomic_load(&c.ran[0]) == 1);
     CHECK(pool_threads(NULL) == 1);
-    CHECK(pool_create(0) == NULL && pool_create(POOL_MAX_THREADS + 1) == NULL);
+    CHECK(pool_create(0, NULL) == NULL && pool_create(POOL_MAX_THREADS + 1, NULL) == NULL);
     /* made and freed without ever running a job */
-    pool_free(pool_create(3));
+    pool_free(pool_create(3, NULL));
+}
+
+/* The workers block the signals their creator names, and only those: the
+ * pool itself knows no signal set (the live view passes its own). */
+typedef struct {
+    atomic_int worker_ran, usr1_blocked, usr2_blocked;
+} mask_ctx;
+static void mask_task(void *ctx, int task, int thread)
+{
+    mask_ctx *m = ctx;
+    (void)task;
+    /* long enough (~50 us) that the workers wake and take a share */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 50000);
+    if (thread == 0)
+        return; /* the caller: its mask is its own */
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    atomic_fetch_add(&m->worker_ran, 1);
+    atomic_fetch_add(&m->usr1_blocked, sigismember(&cur, SIGUSR1) == 1);
+    atomic_fetch_add(&m->usr2_blocked, sigismember(&cur, SIGUSR2) == 1);
+}
+
+static void test_pool_signals(void)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGUSR1);
+    for (int with = 0; with < 2; with++) {
+        static mask_ctx m;
+        atomic_init(&m.worker_ran, 0);
+        atomic_init(&m.usr1_blocked, 0);
+        atomic_init(&m.usr2_blocked, 0);
+        ns_pool *p = pool_create(3, with ? &block : NULL);
+        /* enough jobs of many tasks that the workers take some */
+        for (int j = 0; j < 200 && atomic_load(&m.worker_ran) == 0; j++)
+            pool_run(p, 16, mask_task, &m);
+        int ran = atomic_load(&m.worker_ran);
+        CHECK(ran > 0);
+        CHECK(atomic_load(&m.usr1_blocked) == (with ? ran : 0));
+        CHECK(atomic_load(&m.usr2_blocked) == 0);
+        pool_free(p);
+    }
+    /* the creating thread's mask is as it was */
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    CHECK(!sigismember(&cur, SIGUSR1));
 }
 
 /* Many small jobs back to back, as a step dispatches them: a task must
@@ -95,7 +148,7 @@ static void test_pool_back_to_back(void)
     static job_ctx ctx[2];
     atomic_int current;
     for (int nt = 2; nt <= 4; nt++) {
-        ns_pool *p = pool_create(nt);
+        ns_pool *p = pool_create(nt, NULL);
         if (!CHECK(p != NULL))
             continue;
         int ok = 1;
@@ -263,7 +316,7 @@ static void test_kernels(void)
     for (int generic = 0; generic <= 1; generic++) {
         ops_force_generic(generic);
         for (int nt = 2; nt <= 4; nt++) {
-            ns_pool *p = pool_create(nt);
+            ns_pool *p = pool_create(nt, NULL);
             if (!CHECK(p != NULL))
                 continue;
             for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
@@ -319,7 +372,7 @@ static int train(numfmt f, int threads, run_result *r)
         fprintf(stderr, "engine_create: %s\n", err);
         return -1;
     }
-    if (engine_set_threads(e, threads) != 0 || engine_threads(e) != threads) {
+    if (engine_set_threads(e, threads, NULL) != 0 || engine_threads(e) != threads) {
         engine_free(e);
         return -1;
     }
@@ -362,6 +415,7 @@ int main(void)
     rng_seed(&R, 6);
     data_builtin(&D);
     test_pool_once();
+    test_pool_signals();
     test_pool_back_to_back();
     test_pool_split();
     test_kernels();

@@ -76,13 +76,10 @@ static int steps_at_least(const trainer_status *s, long n) { return s->steps_don
 static int steps_equal(const trainer_status *s, long n) { return s->steps_done == n; }
 static int state_is(const trainer_status *s, long st) { return s->state == (trainer_state)st; }
 
+/* CMD_LR: scale the peak LR by arg; the others: set to arg (an index). */
 static ns_command cmd(command_kind k, double arg)
 {
-    ns_command c;
-    memset(&c, 0, sizeof c);
-    c.kind = k;
-    c.arg = arg;
-    return c;
+    return k == CMD_LR ? command_scale(k, arg) : command_set_int(k, (int)arg);
 }
 
 static int send(trainer *t, command_kind k, double arg)
@@ -141,7 +138,7 @@ static void test_between_steps(void)
     for (int i = 0; i < 5; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
     CHECK(send(t, CMD_NORM, NORM_POST) == 0);
-    CHECK(send(t, CMD_LR_SCALE, 2.0) == 0);
+    CHECK(send(t, CMD_LR, 2.0) == 0);
     for (int i = 0; i < 5; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
     CHECK(trainer_start(t, err, sizeof err) == 0);
@@ -157,7 +154,7 @@ static void test_between_steps(void)
     int same = rec.n == 10;
     for (int i = 0; i < 10 && same; i++) {
         if (i == 5) {
-            ns_command a = cmd(CMD_NORM, NORM_POST), b = cmd(CMD_LR_SCALE, 2.0);
+            ns_command a = cmd(CMD_NORM, NORM_POST), b = cmd(CMD_LR, 2.0);
             command_apply(ref, &a);
             command_apply(ref, &b);
         }
@@ -207,7 +204,7 @@ static void test_twin(void)
     CHECK(t != NULL);
     for (int i = 0; i < 4; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
-    CHECK(send(t, CMD_LR_SCALE, 2.0) == 0);
+    CHECK(send(t, CMD_LR, 2.0) == 0);
     for (int i = 0; i < 4; i++)
         CHECK(send(t, CMD_STEP, 0) == 0);
     CHECK(trainer_start(t, err, sizeof err) == 0);
@@ -223,7 +220,7 @@ static void test_twin(void)
     step_metrics ma, mb;
     for (int i = 0; i < 8 && same; i++) {
         if (i == 4) {
-            ns_command k = cmd(CMD_LR_SCALE, 2.0);
+            ns_command k = cmd(CMD_LR, 2.0);
             command_apply(ra, &k);
             command_apply(rb, &k);
         }
@@ -350,7 +347,7 @@ static void test_snapshot_consistency(void)
     engine_free(e);
 }
 
-static int find_event(const trainer_snapshot *s, trainer_event_kind kind, const char *needle)
+static int find_event(const trainer_snapshot *s, ns_event_kind kind, const char *needle)
 {
     for (long i = s->s.ev_total - 1; i >= 0 && i >= s->s.ev_total - TRAINER_EVENTS; i--) {
         const trainer_event *ev = &s->ev[i % TRAINER_EVENTS];
@@ -374,7 +371,9 @@ static void test_divergence(void)
     CHECK(wait_for(t, state_is, TRAINER_DIVERGED, 20.0));
     CHECK(S->s.steps_done == 1);
     CHECK(S->s.last.nonfinite);
-    CHECK(find_event(S, TEV_DIVERGED, "DIVERGED at step 1"));
+    CHECK(find_event(S, NS_EV_DIVERGED, "DIVERGED at step 1"));
+    CHECK(find_event(S, NS_EV_DIVERGED, "diverged at step 1")); /* the engine's, kind kept */
+    CHECK(S->ev[(S->s.ev_total - 1) % TRAINER_EVENTS].layer == S->s.last.fault_layer);
     sleep_s(0.1);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == 1); /* paused, not stepping on */
@@ -507,8 +506,9 @@ static void test_rewind_wrapped(void)
     engine_free(e);
 }
 
-/* The status line's row 0 as a front end draws it from S (drawing is
- * test_tui.c's; this is the trainer's side of what "loss" shows). */
+/* The status line's values rows (row 0; with --compare run b's too) as
+ * a front end draws them from S (drawing is test_tui.c's; this is the
+ * trainer's side of what "loss" shows). */
 static const char *status_row(void)
 {
     static char buf[1024];
@@ -516,10 +516,14 @@ static const char *status_row(void)
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     buf[0] = 0;
-    if (tui_grid_resize(&g, 2, 160) == 0) {
-        tui_rect r = {0, 0, 2, 160};
+    int h = S->s.compare ? 3 : 2; /* --compare: run b's values row too */
+    if (tui_grid_resize(&g, h, 160) == 0) {
+        tui_rect r = {0, 0, h, 160};
         tui_draw_status(&g, r, S, &ui);
-        tui_row_utf8(&g, 0, buf, sizeof buf);
+        for (int i = 0; i < h - 1; i++) { /* the values rows, not the toggles */
+            size_t n = strlen(buf);
+            tui_row_utf8(&g, i, buf + n, sizeof buf - n);
+        }
     }
     tui_grid_free(&g);
     return buf;
@@ -609,6 +613,80 @@ static void test_reinit_loss(void)
     CHECK(!strcmp(txt, "-"));
     CHECK(strstr(status_row(), "loss -") != NULL);
     trainer_free(t);
+    engine_free(e);
+    engine_free(tw);
+}
+
+/* A step's parameters all NaN: it diverges at its first op. */
+static void poison(engine *e)
+{
+    size_t n;
+    float *p = engine_params(e, &n);
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+}
+
+/* The run that diverged is decided by the trainer, once, and read by
+ * every front end: b when only b is not finite, a when a is (even if b is
+ * too, a steps first), and the headless stop line names the same run. */
+static void test_diverged_run(void)
+{
+    for (int which = 0; which < 3; which++) { /* 0: a, 1: b, 2: both */
+        ns_config c = small_cfg();
+        c.steps = 5;
+        engine *e = make(&c), *tw = make(&c);
+        if (which != 1)
+            poison(e);
+        if (which != 0)
+            poison(tw);
+        char buf[4096] = "";
+        FILE *log = fmemopen(buf, sizeof buf - 1, "w");
+        trainer_opts o = {.limit = 5, .twin = tw, .label_b = "twin", .log = log};
+        char err[256];
+        trainer *t = trainer_create(e, &o, err, sizeof err);
+        trainer_run(t);
+        fclose(log);
+        memset(S, 0, sizeof *S);
+        trainer_snapshot_copy(t, S);
+        int want = which == 1 ? 1 : 0;
+        CHECK(S->s.state == TRAINER_DIVERGED && S->s.steps_done == 1);
+        CHECK(S->s.diverged_run == want && trainer_diverged_run(&S->s) == want);
+        CHECK(strstr(buf, want ? "run b diverged at step 1" : "run a diverged at step 1"));
+        CHECK(strstr(status_row(), want ? "first non-finite (b)" : "first non-finite:"));
+        trainer_free(t);
+        engine_free(e);
+        engine_free(tw);
+    }
+}
+
+/* trainer_run, the headless loop: the steps and rows of the thread's loop,
+ * and every event of both runs reported, those of the step the script
+ * stopped at too (the drain after the loop). */
+static void test_run_sync(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c), *tw = make(&c);
+    ns_script sc;
+    char err[256];
+    CHECK(script_parse("at 3: lr 0.01\nat 3: stop\n", "test", &sc, err, sizeof err) == 0);
+    char buf[4096] = "";
+    FILE *log = fmemopen(buf, sizeof buf - 1, "w");
+    static pair_recorder rec;
+    rec.n = 0;
+    trainer_opts o = {.limit = 10, .twin = tw, .script = &sc, .log = log,
+                      .on_pair = record_pair, .ctx = &rec};
+    trainer *t = trainer_create(e, &o, err, sizeof err);
+    trainer_run(t);
+    trainer_summary(t, log);
+    fclose(log);
+    CHECK(engine_steps_done(e) == 3 && engine_steps_done(tw) == 3 && rec.n == 3);
+    CHECK(strstr(buf, "normscope: a: peak LR 0.001 -> 0.01\n"));
+    CHECK(strstr(buf, "normscope: b: peak LR 0.001 -> 0.01\n"));
+    CHECK(strstr(buf, "normscope: a: script: stop at step 3\n"));
+    CHECK(strstr(buf, "normscope: 3 steps in "));
+    CHECK(strstr(buf, "normscope: b (twin): loss "));
+    trainer_free(t);
+    script_free(&sc);
     engine_free(e);
     engine_free(tw);
 }
@@ -730,6 +808,8 @@ int main(void)
     test_stopped_time();
     test_rate_after_rewind();
     test_sample();
+    test_diverged_run();
+    test_run_sync();
     free(S);
     return test_summary();
 }

@@ -96,14 +96,14 @@ static void settings_of(const engine *e, double v[N_SET])
 static int setting_of(command_kind k)
 {
     switch (k) {
-    case CMD_NORM_TOGGLE: case CMD_NORM_CYCLE: return S_NORM;
-    case CMD_KIND_CYCLE: return S_KIND;
+    case CMD_NORM: return S_NORM;
+    case CMD_KIND: return S_KIND;
     case CMD_WARMUP: return S_WARM;
     case CMD_PRECISION: return S_PREC;
     case CMD_FP32_NORMS: return S_FP32N;
     case CMD_LOSS_SCALE: return S_SCALE;
     case CMD_CLIP: return S_CLIP;
-    case CMD_LR_SCALE: return S_LR;
+    case CMD_LR: return S_LR;
     default: return -1;
     }
 }
@@ -296,7 +296,7 @@ static void test_rule(void)
     engine *a = make(&ca), *b = make(&cb);
     if (!a || !b)
         return;
-    ns_command c = {.kind = CMD_FP32_NORMS, .arg = -1};
+    ns_command c = command_toggle(CMD_FP32_NORMS);
     twin_apply(a, b, &c, TWIN_BOTH);
     CHECK(engine_config(a)->fp32_norms == 1 && engine_config(b)->fp32_norms == 1);
     twin_apply(a, b, &c, TWIN_B);
@@ -304,27 +304,28 @@ static void test_rule(void)
     twin_apply(a, b, &c, TWIN_A);
     CHECK(engine_config(a)->fp32_norms == 0 && engine_config(b)->fp32_norms == 0);
     /* a ratio scales each run's own rate */
-    ns_command lr = {.kind = CMD_LR, .arg = 1e-3};
+    ns_command lr = command_set_real(CMD_LR, 1e-3);
     twin_apply(a, b, &lr, TWIN_B);
-    ns_command x2 = {.kind = CMD_LR_SCALE, .arg = 2.0};
+    ns_command x2 = command_scale(CMD_LR, 2.0);
     float pa = engine_current_peak(a);
     twin_apply(a, b, &x2, TWIN_BOTH);
     CHECK(t_close(engine_current_peak(a), 2 * pa, 1e-6, 0));
     CHECK(t_close(engine_current_peak(b), 2e-3, 1e-6, 0));
     /* the target set: a cycle under both is computed from a */
-    ns_command p = {.kind = CMD_NORM_CYCLE};
+    ns_command p = command_cycle(CMD_NORM);
     twin_apply(a, b, &p, TWIN_B);
     twin_apply(a, b, &p, TWIN_BOTH);
     CHECK(engine_config(a)->norm == engine_config(b)->norm);
     CHECK(engine_config(a)->norm == (norm_place)((ca.norm + 1) % NORM_PLACE_COUNT));
     /* a note is said once, by run a */
     long na = engine_event_count(a), nb = engine_event_count(b);
-    ns_command note = {.kind = CMD_NOTE, .text = "hello"};
+    ns_command note = command_make(CMD_NOTE);
+    snprintf(note.text, sizeof note.text, "hello");
     twin_apply(a, b, &note, TWIN_B);
     CHECK(engine_event_count(a) == na + 1 && engine_event_count(b) == nb);
     CHECK(twin_acts_on(&c, TWIN_B, 1) && !twin_acts_on(&c, TWIN_B, 0));
     CHECK(twin_acts_on(&c, TWIN_BOTH, 0) && twin_acts_on(&c, TWIN_BOTH, 1));
-    ns_command rw = {.kind = CMD_REWIND};
+    ns_command rw = command_make(CMD_REWIND);
     CHECK(twin_acts_on(&rw, TWIN_A, 1)); /* the shared clock */
     engine_free(a);
     engine_free(b);
@@ -413,7 +414,7 @@ static void test_trainer_targets(void)
     CHECK(t && s);
     if (!t || !s)
         return;
-    ns_command fp = {.kind = CMD_FP32_NORMS, .arg = -1}, step = {.kind = CMD_STEP};
+    ns_command fp = command_toggle(CMD_FP32_NORMS), step = command_make(CMD_STEP);
     CHECK(trainer_send_to(t, &fp, TWIN_B) == 0); /* b: on -> off */
     CHECK(trainer_send(t, &step) == 0);
     CHECK(trainer_send_to(t, &fp, TWIN_BOTH) == 0); /* from a: off -> on, both */

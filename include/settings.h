@@ -1,0 +1,111 @@
+/* settings.h - the one table of normscope's settings and flags.
+ *
+ * Every command-line flag is one row: its names, value type, range,
+ * default, help words, whether it can change mid-run (and its command
+ * word), whether --compare may vary it, where it lives (a field of
+ * ns_config or of cli_opts) and its place in the checkpoint header. The
+ * defaults, flag parsing and range errors, --help, the --compare names,
+ * the command words and the checkpoint header are loops over this table,
+ * so they cannot drift apart. Adding a setting is adding a row.
+ *
+ * This is data and value conversion only: no I/O but the FILE given to
+ * settings_help, no engine, no allocation.
+ */
+#ifndef NS_SETTINGS_H
+#define NS_SETTINGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "config.h"
+
+typedef enum {
+    SET_INT,        /* int in lo..hi */
+    SET_LONG,       /* long in lo..hi */
+    SET_REAL,       /* float in lo..hi */
+    SET_ENUM,       /* int: an index into names (def may be -1: "unset") */
+    SET_ONOFF,      /* int 0/1 spelled on|off */
+    SET_AUTO,       /* int 1/0/-1 spelled on|off|auto */
+    SET_PRESENCE,   /* int set to 1 by the flag alone (no value) */
+    SET_PATH,       /* const char *: a file name or a word, kept as given */
+    SET_ASSIGN,     /* const char *: "SETTING=VALUE", kept as given */
+    SET_U64,        /* uint64_t, 0..2^64-1 */
+    SET_BETAS,      /* two floats (this field and the next) "B1,B2", each in lo..hi */
+    SET_LOSS_SCALE, /* float: dynamic (0) | off (-1) | X in lo..hi */
+    SET_ACTION,     /* --help, --version: no value, handled by the parser */
+    SET_TYPE_COUNT
+} setting_type;
+
+/* Where a row's value lives. */
+typedef enum { SET_IN_CFG, SET_IN_OPTS, SET_IN_NONE } setting_home;
+
+/* Row flags. */
+enum {
+    SETF_COMPARE = 1 << 0, /* --compare may vary it (it leaves the shape alone) */
+};
+
+typedef struct {
+    const char *name;  /* long flag, --compare SETTING, checkpoint field name */
+    char short_name;   /* 0 = none */
+    setting_type type;
+    const char *arg;   /* the value's placeholder in --help; enums: NULL = the names */
+    double lo, hi;     /* inclusive range of numbers (SET_INT/LONG/REAL/BETAS/LOSS_SCALE) */
+    const char *const *names; /* SET_ENUM: the value names, index = value */
+    int n_names;
+    double def, def2;  /* default (enum index, 0/1, -1 auto); def2: the second beta */
+    const char *def_text; /* the default as --help says it, when not def; "" = none */
+    const char *help;  /* the help words; the range and default are appended */
+    unsigned flags;    /* SETF_* */
+    const char *cmd;   /* the command/script word if it can change mid-run, else NULL */
+    setting_home home;
+    size_t off;        /* offsetof into ns_config (SET_IN_CFG) or cli_opts (SET_IN_OPTS) */
+    int ckpt;          /* position in the checkpoint header, 1.. ; 0 = not stored */
+} ns_setting;
+
+/* The most rows the table may have (cli_opts keeps one byte per row). */
+#define NS_SETTINGS_MAX 96
+
+int settings_count(void);
+const ns_setting *settings_row(int i);
+int settings_index(const ns_setting *s);
+/* By long name (len bytes of name), by short name, by command word: NULL if none. */
+const ns_setting *settings_find(const char *name, size_t len);
+const ns_setting *settings_find_short(char c);
+const ns_setting *settings_find_cmd(const char *word);
+
+/* The row's defaults into c (rows that live in ns_config), the rest zero. */
+void settings_defaults(ns_config *c);
+
+/* Parse v as the row's value and store it in c (SET_IN_CFG) or opts (a
+ * cli_opts *, SET_IN_OPTS; may be NULL for config-only use). 0, or -1
+ * with "expected ..." (what is allowed) in why. */
+int settings_set(const ns_setting *s, ns_config *c, void *opts, const char *v, char *why,
+                 size_t whylen);
+/* Parse v as the row's value without storing it: the value as a double
+ * (an enum's index, 0/1, -1 auto, 0 dynamic), for command values. Betas,
+ * paths and seeds are not single doubles: -1 for them. */
+int settings_parse_number(const ns_setting *s, const char *v, double *x, char *why,
+                          size_t whylen);
+/* The row's value in c, spelled as the flag takes it ("post", "on", "1e-3"). */
+void settings_format(const ns_setting *s, const ns_config *c, char *buf, size_t len);
+/* The row's value in c as a double (betas: beta1; seed may lose bits). */
+double settings_get(const ns_setting *s, const ns_config *c);
+/* The row's field in c (SET_IN_CFG rows; NULL for the others). */
+void *settings_field(const ns_setting *s, ns_config *c);
+/* Store x (already range-checked) into the row's field of c. */
+void settings_put(const ns_setting *s, ns_config *c, double x);
+
+/* The value names joined, "a|b|c" (sep "|") or "a, b or c" (sep ", "). */
+void settings_names(const ns_setting *s, const char *sep, char *buf, size_t len);
+
+/* --help's option lines, one row each, range and default appended. */
+void settings_help(FILE *f);
+
+/* The --compare names ("norm, norm-kind, ..."). */
+void settings_compare_names(char *buf, size_t len);
+
+/* Range check of a loaded value: 0 when c's value of the row is allowed
+ * (inside the range, a valid enum index, or the row's default). */
+int settings_check(const ns_setting *s, const ns_config *c);
+
+#endif

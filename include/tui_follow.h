@@ -1,0 +1,54 @@
+/* tui_follow.h - the dashboard's follow mode (--follow FILE): the view's
+ * state over a stream reader (stream.h), what its keys do, and the lines
+ * of the frame that differ from the lab's (the status lines, the row
+ * under the chart).
+ *
+ * The keys that would change the lab's model are refused with a note and
+ * an event; space, + and - and C append to the run's control file
+ * (stream_control_send) and show "sent: ..." as an event; the run's own
+ * setting event then confirms it. Left/Right (Home/End) move the view's
+ * step through the history: the replay.
+ *
+ * No curses (tui_curses.c calls these), so the tests drive it whole.
+ */
+#ifndef NS_TUI_FOLLOW_H
+#define NS_TUI_FOLLOW_H
+
+#include "stream.h"
+#include "tui.h"
+
+#define TUI_FOLLOW_READ (4 << 20) /* bytes read per frame at most: a big
+                                   * file loads over a few frames, keys
+                                   * stay answered */
+
+typedef struct {
+    stream_reader *r;
+    const char *path;
+    long view;               /* the history point shown; -1 = the newest (live) */
+    unsigned generation;     /* the reader's, when view was set */
+    int changed;             /* a key changed the view since the last copy */
+    int paused;              /* what space sends next: resume when 1 */
+    trainer_state last_state; /* the stream's, when paused was last synced */
+    int n_layer;             /* the stream's, when the selection was last set */
+} tui_follow_state;
+
+/* 0, or -1 when out of memory. */
+int tui_follow_init(tui_follow_state *f, const char *path);
+void tui_follow_free(tui_follow_state *f);
+
+/* Read what is new (at most TUI_FOLLOW_READ bytes) and, when anything
+ * changed, copy the snapshot as viewed into dst. When the layer count
+ * changes (known at last, a new run), ui's selection goes back to the top
+ * layer. Returns 1 when dst changed. */
+int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui);
+
+/* One action in follow mode. Returns 1 when the frame must be redrawn (it
+ * always is after a key; the return says whether dst must be copied again). */
+int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a);
+
+/* Over a frame tui_draw drew from s: follow mode's status lines (its
+ * clickable keys replace the lab's toggles) and the row under the chart. */
+void tui_follow_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui,
+                     const tui_follow_state *f);
+
+#endif

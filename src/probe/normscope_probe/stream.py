@@ -1,0 +1,75 @@
+"""stream.py - writing a normscope stream: one JSON object per line.
+
+The format is documented in normscope(1), STREAM FORMAT. Numbers are written
+with 9 significant digits as the lab's --jsonl; a non-finite number becomes
+null (JSON has no NaN), so a reader never meets a token it cannot parse.
+This module only formats and appends; it knows nothing of torch.
+"""
+import json
+import math
+import os
+
+FORMAT = "normscope-stream"
+VERSION = 1
+
+
+def number(v):
+    """A JSON number token, or null for None and non-finite values."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, int):
+        return str(v)
+    v = float(v)
+    if not math.isfinite(v):
+        return "null"
+    return "%.9g" % v
+
+
+def nonfinite_word(v):
+    """'nan', 'inf' or '-inf' for a non-finite float, else None."""
+    if v is None or math.isfinite(v):
+        return None
+    if math.isnan(v):
+        return "nan"
+    return "inf" if v > 0 else "-inf"
+
+
+def encode(pairs):
+    """One line from (key, value) pairs, in order. Strings, lists and dicts
+    go through json.dumps; numbers through number()."""
+    out = []
+    for k, v in pairs:
+        if isinstance(v, (str, list, dict)):
+            tok = json.dumps(v, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        else:
+            tok = number(v)
+        out.append("%s:%s" % (json.dumps(k), tok))
+    return "{" + ",".join(out) + "}\n"
+
+
+class Writer:
+    """Appends lines to a stream file, flushing each one.
+
+    A file that already holds data is refused unless overwrite is true, so
+    two runs never interleave in one stream by accident."""
+
+    def __init__(self, path, overwrite=False):
+        self.path = path
+        if not overwrite and os.path.exists(path) and os.path.getsize(path) > 0:
+            raise ValueError("normscope_probe: %s already holds a stream; pass overwrite=True "
+                             "to attach() to replace it, or choose another path" % path)
+        self.f = open(path, "w", encoding="utf-8")
+
+    def line(self, pairs):
+        self.f.write(encode(pairs))
+        self.f.flush()
+
+    def event(self, kind, step, text):
+        self.line([("event", kind), ("step", step), ("text", text)])
+
+    def close(self):
+        if self.f is not None:
+            self.f.close()
+            self.f = None

@@ -1,0 +1,343 @@
+/* tui_follow.c - the dashboard's follow mode (tui_follow.h): the replay's
+ * view step, the keys while following, and follow mode's status lines.
+ * No curses; the frame itself is tui_draw's, from the reader's snapshot.
+ */
+#include "tui_follow.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tui_follow_init(tui_follow_state *f, const char *path)
+{
+    memset(f, 0, sizeof *f);
+    f->path = path;
+    f->view = -1;
+    f->last_state = TRAINER_RUNNING;
+    f->r = stream_open(path);
+    return f->r ? 0 : -1;
+}
+
+void tui_follow_free(tui_follow_state *f)
+{
+    stream_free(f->r);
+    f->r = NULL;
+}
+
+/* The stream said paused or resumed: space sends the other one. */
+static void sync_paused(tui_follow_state *f, const trainer_status *s)
+{
+    if (s->state == f->last_state)
+        return;
+    if (s->state == TRAINER_PAUSED || f->last_state == TRAINER_PAUSED)
+        f->paused = s->state == TRAINER_PAUSED;
+    f->last_state = s->state;
+}
+
+int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui)
+{
+    int changed = stream_poll(f->r, TUI_FOLLOW_READ, NULL);
+    const trainer_status *s = &stream_snapshot(f->r)->s;
+    sync_paused(f, s);
+    if (s->n_layer != f->n_layer) { /* the top layer, as the lab starts */
+        f->n_layer = s->n_layer;
+        ui->selected = -1;
+        ui->scroll = 0;
+    }
+    if (s->generation != f->generation) { /* a new run: back to its newest step */
+        f->generation = s->generation;
+        f->view = -1;
+        changed = 1;
+    }
+    if (f->view >= 0 && f->view < stream_hist_first(f->r)) {
+        f->view = stream_hist_first(f->r); /* the ring moved past it */
+        changed = 1;
+    }
+    if (!changed && !f->changed)
+        return 0;
+    f->changed = 0;
+    stream_snapshot_at(f->r, f->view, dst);
+    if (f->view >= 0) { /* the chart's marker shows which step the panels show */
+        char *mk = dst->hist[f->view % TRAINER_HIST].mark;
+        char old[TRAINER_MARK];
+        memcpy(old, mk, sizeof old);
+        snprintf(mk, TRAINER_MARK, ">%.*s", TRAINER_MARK - 2, old[0] ? old : "view");
+    }
+    return 1;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b && b[1] ? b + 1 : p;
+}
+
+/* Append a command to the control file; the event log says it was sent. */
+static void send_command(tui_follow_state *f, tui_ui *ui, const char *cmd)
+{
+    long seq = 0;
+    char err[160], t[NS_EVENT_TEXT];
+    if (stream_control_send(f->path, cmd, &seq, err, sizeof err) == 0) {
+        snprintf(t, sizeof t, "sent: %s (command %ld in %.60s.ctl)", cmd, seq, base_name(f->path));
+        stream_note(f->r, NS_EV_INFO, t);
+        snprintf(ui->note, sizeof ui->note, "sent: %s ", cmd);
+    } else {
+        snprintf(t, sizeof t, "could not send %s: %.80s", cmd, err);
+        stream_note(f->r, NS_EV_NOTE, t);
+        snprintf(ui->note, sizeof ui->note, "could not send %s ", cmd);
+    }
+}
+
+/* Left/Right, Home/End: the history point shown (-1: the newest) */
+static void move_view(tui_follow_state *f, tui_action a)
+{
+    long first = stream_hist_first(f->r), last = stream_hist_total(f->r) - 1;
+    if (last < first)
+        return;
+    long v = f->view < 0 ? last : f->view;
+    if (a == TUI_ACT_STEP_BACK)
+        v = v > first ? v - 1 : first;
+    else if (a == TUI_ACT_STEP_FWD)
+        v = v + 1;
+    else if (a == TUI_ACT_TOP)
+        v = first;
+    else
+        v = last;
+    f->view = v >= last ? -1 : v;
+    f->changed = 1;
+}
+
+int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a)
+{
+    ns_command unused;
+    if (ui->help || a == TUI_ACT_NONE) /* the key that closes help does nothing else */
+        return tui_apply(ui, a, stream_snapshot(f->r)->s.n_layer, &unused), 0;
+    if (tui_action_changes_model(a)) {
+        char t[NS_EVENT_TEXT];
+        const char *what = "that key";
+        for (int i = 0; i < tui_n_keys; i++)
+            if (tui_keys[i].act == a && tui_keys[i].help) {
+                what = tui_keys[i].help;
+                break;
+            }
+        snprintf(t, sizeof t, "not available while following: %.80s", what);
+        stream_note(f->r, NS_EV_NOTE, t);
+        snprintf(ui->note, sizeof ui->note, "not available while following ");
+        return 1;
+    }
+    switch (a) {
+    case TUI_ACT_PAUSE:
+        send_command(f, ui, f->paused ? "resume" : "pause");
+        f->paused = !f->paused;
+        return 1;
+    case TUI_ACT_LR_UP: send_command(f, ui, "lr x2"); return 1;
+    case TUI_ACT_LR_DOWN: send_command(f, ui, "lr x0.5"); return 1;
+    case TUI_ACT_CHECKPOINT: send_command(f, ui, "checkpoint"); return 1;
+    case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_TOP: case TUI_ACT_BOTTOM:
+        move_view(f, a);
+        return 1;
+    default:
+        tui_apply(ui, a, stream_snapshot(f->r)->s.n_layer, &unused);
+        return 0;
+    }
+}
+
+/* ---- follow mode's lines of the frame ------------------------------------------ */
+
+static tui_style state_style(trainer_state st)
+{
+    return st == TRAINER_RUNNING    ? TUI_S_RUN
+           : st == TRAINER_PAUSED   ? TUI_S_PAUSE
+           : st == TRAINER_DIVERGED ? TUI_S_DIVERGED
+                                    : TUI_S_DONE;
+}
+
+static void fmt_num(char *b, size_t n, const char *what, double v)
+{
+    if (!isfinite(v))
+        snprintf(b, n, "%s %s", what, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+    else if (fabs(v) < 1e5 && fabs(v) >= 1e-3)
+        snprintf(b, n, "%s %.4f", what, v);
+    else
+        snprintf(b, n, "%s %.3e", what, v);
+}
+
+/* Row 0: the step shown, its loss, validation, LR, gradient norm, state */
+static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
+                        const tui_follow_state *f)
+{
+    const trainer_status *s = &snap->s;
+    const step_metrics *m = &s->last;
+    tui_fill(g, r.r, r.c, 1, r.w, ' ', TUI_S_STATUS);
+    char state[32];
+    snprintf(state, sizeof state, " %s ", trainer_state_name(s->state));
+    int sw = (int)strlen(state), end = r.c + r.w - sw - 1;
+    tui_puts(g, r.r, end, sw, state_style(s->state), state);
+    char it[6][96];
+    tui_style st[6];
+    int n = 0;
+    if (!(s->have_metrics && m->nonfinite)) /* the module's name matters more */
+        snprintf(it[n], sizeof it[n], "normscope follow"), st[n++] = TUI_S_TITLE;
+    if (f->view >= 0)
+        snprintf(it[n], sizeof it[n], "replay step %ld", m->step);
+    else
+        snprintf(it[n], sizeof it[n], "step %ld", s->have_metrics ? m->step : 0L);
+    st[n++] = TUI_S_STATUS;
+    if (s->have_metrics) {
+        fmt_num(it[n], sizeof it[n], "loss", m->loss), st[n++] = isfinite(m->loss) ? TUI_S_STATUS : TUI_S_BAD;
+        if (m->nonfinite)
+            snprintf(it[n], sizeof it[n], "first non-finite: %s", m->fault[0] ? m->fault : "not named"),
+                st[n++] = TUI_S_BAD;
+        if (s->last_val_step > 0)
+            fmt_num(it[n], sizeof it[n], "val", s->last_val), st[n++] = TUI_S_STATUS;
+        fmt_num(it[n], sizeof it[n], "lr", m->lr), st[n++] = TUI_S_STATUS;
+        if (!m->nonfinite)
+            fmt_num(it[n], sizeof it[n], "|g|", m->grad_norm), st[n++] = TUI_S_STATUS;
+    }
+    int c = r.c + 1;
+    for (int i = 0; i < n; i++) { /* whole items only: a cut number misleads */
+        int len = (int)strlen(it[i]);
+        if (c + len > end - 1)
+            continue;
+        c += tui_puts(g, r.r, c, len, st[i], it[i]) + 2;
+    }
+}
+
+static void add_hit(tui_ui *ui, int r, int c0, int c1, tui_action a)
+{
+    if (ui->n_hits < TUI_MAX_HITS)
+        ui->hits[ui->n_hits++] = (tui_hit){r, c0, c1, a, -1};
+}
+
+/* Row 1: the keys of follow mode (clickable), and what the stream is */
+static void draw_keys(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
+                      const tui_follow_state *f)
+{
+    int rr = r.r + 1;
+    tui_fill(g, rr, r.c, 1, r.w, ' ', TUI_S_STATUS);
+    struct {
+        const char *key;
+        char text[24];
+        tui_action act;
+    } k[] = {
+        {"[space]", "", TUI_ACT_PAUSE},  {"[+-]", " lr x2 / x0.5", TUI_ACT_LR_UP},
+        {"[C]", " checkpoint", TUI_ACT_CHECKPOINT}, {"[<>]", " replay", TUI_ACT_STEP_BACK},
+        {"[m]", "", TUI_ACT_VIEW},       {"[y]", "", TUI_ACT_LOGY},
+        {"[z]", "", TUI_ACT_FREEZE},
+    };
+    snprintf(k[0].text, sizeof k[0].text, " %s", f->paused ? "resume" : "pause");
+    snprintf(k[4].text, sizeof k[4].text, " %s", ui->view == TUI_VIEW_HEATMAP ? "heatmap" : "bars");
+    snprintf(k[5].text, sizeof k[5].text, " %s", ui->logy ? "log-y" : "linear");
+    snprintf(k[6].text, sizeof k[6].text, " %s", ui->frozen ? "frozen" : "live");
+    int c = r.c + 1;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        int kl = (int)strlen(k[i].key), tl = (int)strlen(k[i].text);
+        if (c + kl + tl > r.c + r.w - 1)
+            break;
+        tui_puts(g, rr, c, kl, TUI_S_KEY, k[i].key);
+        tui_puts(g, rr, c + kl, tl, TUI_S_TOGGLE, k[i].text);
+        add_hit(ui, rr, c, c + kl + tl, k[i].act);
+        c += kl + tl + 2;
+    }
+    const stream_summary *u = stream_summary_of(f->r);
+    char b[96];
+    snprintf(b, sizeof b, "%.24s L=%d %s", u->have_header && u->model[0] ? u->model : "--jsonl",
+             snap->s.n_layer, u->have_header && u->dtype[0] ? u->dtype : numfmt_name(snap->s.cfg.precision));
+    int len = (int)strlen(b);
+    if (c + len <= r.c + r.w - 1)
+        tui_puts(g, rr, r.c + r.w - 1 - len, len, TUI_S_LABEL, b);
+}
+
+/* The row under the chart (the lab's sample): the file and the replay */
+static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap, int sel,
+                      const tui_follow_state *f)
+{
+    if (r.h < 1 || r.w < 4)
+        return;
+    tui_fill(g, r.r, r.c, 1, r.w, ' ', TUI_S_TEXT);
+    const stream_summary *u = stream_summary_of(f->r);
+    char b[256];
+    int c = r.c + 1;
+    if (!stream_found(f->r)) {
+        snprintf(b, sizeof b, "waiting for %s to appear", f->path);
+        tui_puts(g, r.r, c, r.w - 2, TUI_S_DIM, b);
+        return;
+    }
+    snprintf(b, sizeof b, "following %s: %ld lines, %ld steps, %ld malformed; ", f->path, u->n_lines,
+             u->rows, u->malformed);
+    c += tui_puts(g, r.r, c, r.w - 2, TUI_S_LABEL, b);
+    const char *block = stream_block_name(f->r, sel < 0 ? snap->s.n_layer - 1 : sel);
+    if (block[0]) { /* which module the selected layer is */
+        snprintf(b, sizeof b, "layer %d = %s; ", sel < 0 ? snap->s.n_layer - 1 : sel, block);
+        c += tui_puts(g, r.r, c, r.c + r.w - 1 - c, TUI_S_TEXT, b);
+    }
+    long first = stream_hist_first(f->r), total = stream_hist_total(f->r);
+    if (f->view >= 0)
+        snprintf(b, sizeof b, "replay: step %ld, %ld of %ld (Left/Right, End: newest)",
+                 snap->s.last.step, f->view - first + 1, total - first);
+    else
+        snprintf(b, sizeof b, "newest step (Left: replay)");
+    tui_puts(g, r.r, c, r.c + r.w - 1 - c, f->view >= 0 ? TUI_S_WARN : TUI_S_DIM, b);
+}
+
+/* The footer: follow mode's keys, and a passing note at the right */
+static void draw_footer(tui_grid *g, tui_rect r, tui_ui *ui)
+{
+    static const struct {
+        const char *key, *hint;
+        tui_action act;
+    } k[] = {
+        {"Spc", "Pause", TUI_ACT_PAUSE}, {"+-", "LR", TUI_ACT_LR_UP},
+        {"C", "Checkpoint", TUI_ACT_CHECKPOINT}, {"Left", "Replay", TUI_ACT_STEP_BACK},
+        {"m", "View", TUI_ACT_VIEW}, {"y", "Log-y", TUI_ACT_LOGY},
+        {"z", "Freeze", TUI_ACT_FREEZE}, {"F1", "Help", TUI_ACT_HELP},
+        {"F10", "Quit", TUI_ACT_QUIT},
+    };
+    tui_fill(g, r.r, r.c, 1, r.w, ' ', TUI_S_TEXT);
+    int c = r.c;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        int kl = (int)strlen(k[i].key), hl = (int)strlen(k[i].hint);
+        if (c + kl + hl + 1 > r.c + r.w)
+            break;
+        tui_puts(g, r.r, c, kl, TUI_S_KEY, k[i].key);
+        tui_puts(g, r.r, c + kl, hl, TUI_S_STATUS, k[i].hint);
+        add_hit(ui, r.r, c, c + kl + hl, k[i].act);
+        c += kl + hl + 1;
+    }
+    int len = (int)strlen(ui->note);
+    if (len && c + len < r.c + r.w)
+        tui_puts(g, r.r, r.c + r.w - len, len, TUI_S_EV_NOTE, ui->note);
+}
+
+/* Drop the clicks recorded on rows [r0, r0 + h): their widgets are redrawn */
+static void drop_hits(tui_ui *ui, int r0, int h)
+{
+    int n = 0;
+    for (int i = 0; i < ui->n_hits; i++)
+        if (ui->hits[i].r < r0 || ui->hits[i].r >= r0 + h)
+            ui->hits[n++] = ui->hits[i];
+    ui->n_hits = n;
+}
+
+void tui_follow_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui,
+                     const tui_follow_state *f)
+{
+    int cmp = s->s.compare && ui->view == TUI_VIEW_LAYERS;
+    tui_layout L = tui_layout_compute_cmp(g->rows, g->cols, s->s.n_layer, cmp);
+    if (L.too_small || L.status.h < 1)
+        return;
+    /* the lab's toggles and footer are not there: nor are their clicks */
+    drop_hits(ui, L.status.r, L.status.h);
+    drop_hits(ui, L.footer.r, L.footer.h);
+    draw_values(g, L.status, s, f);
+    if (L.status.h >= 2)
+        draw_keys(g, L.status, s, ui, f);
+    draw_info(g, L.sample, s, ui->selected, f);
+    if (L.footer.h >= 1)
+        draw_footer(g, L.footer, ui);
+    if (ui->help) { /* over the lines just drawn, as tui_draw puts it over its own */
+        ui->n_hits = 0;
+        tui_draw_help(g, L.help, ui);
+    }
+}

@@ -1,0 +1,50 @@
+/* fuzz_stream.c - libFuzzer harness for metrics streams (--follow). The
+ * first byte picks where the bytes are split in two feeds (a line written
+ * in two pieces); the rest is the stream. Whatever the bytes: no crash,
+ * the same lines, steps and malformed lines as one feed of it all, layers
+ * within NS_MAX_LAYERS, history points viewable (the replay), and a
+ * summary that prints. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    const char *text = (const char *)data + 1;
+    size_t n = size - 1, cut = n ? data[0] * n / 255 : 0;
+    stream_reader *a = stream_open("/nonexistent/fuzz_a.nsj");
+    stream_reader *b = stream_open("/nonexistent/fuzz_b.nsj");
+    static trainer_snapshot *view; /* 2 MiB: made once */
+    if (!view)
+        view = trainer_snapshot_new();
+    if (!a || !b || !view)
+        abort();
+    stream_feed(a, text, cut);
+    stream_feed(a, text + cut, n - cut);
+    stream_feed(b, text, n);
+    const stream_summary *ua = stream_summary_of(a), *ub = stream_summary_of(b);
+    if (ua->n_lines != ub->n_lines || ua->rows != ub->rows || ua->malformed != ub->malformed ||
+        ua->partial_bytes != ub->partial_bytes)
+        abort(); /* where a line was split must not matter */
+    const trainer_snapshot *s = stream_snapshot(a);
+    if (s->s.n_layer < 0 || s->s.n_layer > NS_MAX_LAYERS || s->s.last.n_layer > NS_MAX_LAYERS)
+        abort();
+    /* the ends and a few between (each view copies a whole snapshot) */
+    long first = stream_hist_first(a), total = stream_hist_total(a);
+    for (long i = first - 1; i <= total; i += (total - first) / 4 + 1)
+        stream_snapshot_at(a, i, view);
+    stream_snapshot_at(a, total - 1, view);
+    FILE *f = fopen("/dev/null", "w");
+    if (f) {
+        stream_print_summary(f, a, "fuzz");
+        fclose(f);
+    }
+    stream_free(a);
+    stream_free(b);
+    return 0;
+}

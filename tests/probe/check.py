@@ -1,0 +1,52 @@
+"""check.py - the probe tests' small harness: named checks, a stream
+reader that refuses NaN/Infinity tokens, and the PYTHONPATH set-up."""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "probe"))
+sys.path.insert(0, HERE)
+
+
+class Check:
+    def __init__(self, name):
+        self.name, self.passed, self.failed = name, 0, 0
+
+    def ok(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s: %s" % (self.name, what), flush=True)
+        return bool(cond)
+
+    def close(self):
+        print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed), flush=True)
+        sys.exit(1 if self.failed else 0)
+
+
+def _no_constant(tok):
+    raise ValueError("non-JSON number token %s" % tok)
+
+
+def read_stream(path):
+    """(header, [step lines], [event lines]); raises on any bad line."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if text and not text.endswith("\n"):
+        raise ValueError("%s: last line has no newline" % path)
+    objs = [json.loads(line, parse_constant=_no_constant) for line in text.splitlines()]
+    if not objs:
+        raise ValueError("%s: empty" % path)
+    return objs[0], [o for o in objs[1:] if "step" in o and "event" not in o], \
+        [o for o in objs[1:] if "event" in o]
+
+
+LAYER_KEYS = ("grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms",
+              "update_ratio", "overflow", "underflow", "headroom")
+STEP_KEYS = ("step", "loss", "val_loss", "lr", "grad_norm", "loss_scale", "skipped")
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(a), abs(b), 1e-30)

@@ -1,0 +1,194 @@
+"""test_agreement.py - the probe agrees with the lab.
+
+normscope trains one step of a Pre-LN model and saves a checkpoint; a second
+identical run writes its CSV for step 2. Here a PyTorch twin of the lab's
+model (written as modules, so the probe's hooks see every activation the
+lab's act_max takes in), loaded with the checkpoint's weights and fed step
+2's batch (cut with the lab's SplitMix64 batch generator), reports through
+the probe the per-layer numbers normscope's CSV has for step 2, to 1e-4."""
+import csv
+import math
+import os
+import struct
+import subprocess
+import tempfile
+
+import check
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import normscope_probe
+
+C = check.Check("probe agreement")
+torch.set_num_threads(1)
+TMP = tempfile.mkdtemp(prefix="nsprobe.")
+NS = os.environ.get("NS_BIN", os.path.join(check.HERE, "..", "..", "normscope"))
+L, D, NH, T, B, SEED, V = 3, 32, 2, 16, 4, 7, 256
+M64 = (1 << 64) - 1
+
+
+# --- the lab's batch generator (include/rng.h, src/data.c, src/engine.c) ----
+def splitmix(state):
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def batches(data, n):
+    """The first n training batches: offsets rng_below(n_train - T), the
+    generator seeded with seed ^ "data"."""
+    n_train = len(data) - len(data) // 10
+    s, out = SEED ^ 0x64617461, []
+    for _ in range(n):
+        xs, ys = [], []
+        for _ in range(B):
+            s, z = splitmix(s)
+            o = (z * (n_train - T)) >> 64
+            xs.append(list(data[o:o + T]))
+            ys.append(list(data[o + 1:o + T + 1]))
+        out.append((torch.tensor(xs), torch.tensor(ys)))
+    return out
+
+
+# --- the twin (Pre-LN, LayerNorm, final norm: src/model.c) -------------------
+class Add(nn.Module):  # a module so the residual sum is an output the probe sees
+    def forward(self, a, b):
+        return a + b
+
+
+class Core(nn.Module):  # causal softmax attention over the packed q, k, v
+    def forward(self, qkv):
+        b, t, c3 = qkv.shape
+        c, hs = c3 // 3, c3 // 3 // NH
+        q, k, v = (z.view(b, t, NH, hs).transpose(1, 2) for z in qkv.split(c, dim=-1))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        return (att @ v).transpose(1, 2).reshape(b, t, c)
+
+
+class Attn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn, self.core, self.c_proj = nn.Linear(D, 3 * D), Core(), nn.Linear(D, D)
+
+    def forward(self, x):
+        return self.c_proj(self.core(self.c_attn(x)))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_fc, self.gelu = nn.Linear(D, 4 * D), nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(4 * D, D)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.attn, self.res_1 = nn.LayerNorm(D), Attn(), Add()
+        self.ln_2, self.mlp, self.res_2 = nn.LayerNorm(D), MLP(), Add()
+
+    def forward(self, x):
+        x = self.res_1(x, self.attn(self.ln_1(x)))
+        return self.res_2(x, self.mlp(self.ln_2(x)))
+
+
+class Twin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, D), nn.Embedding(T, D)
+        self.h = nn.ModuleList([Block() for _ in range(L)])
+        self.ln_f, self.head = nn.LayerNorm(D), nn.Linear(D, V)
+
+    def forward(self, x, y):
+        z = self.wte(x) + self.wpe(torch.arange(T))
+        for blk in self.h:
+            z = blk(z)
+        return F.cross_entropy(self.head(self.ln_f(z)).view(-1, V), y.reshape(-1))
+
+
+# --- the checkpoint's weights (normscope(1), CHECKPOINT FORMAT) ---------------
+LAYER = [("ln1w", D), ("ln1b", D), ("ln2w", D), ("ln2b", D), ("ln1ow", D), ("ln1ob", D),
+         ("ln2ow", D), ("ln2ob", D), ("ln1a", 1), ("ln2a", 1), ("ln1oa", 1), ("ln2oa", 1),
+         ("rzg", 1), ("qkvw", 3 * D * D), ("qkvb", 3 * D), ("attprojw", D * D),
+         ("attprojb", D), ("fcw", 4 * D * D), ("fcb", 4 * D), ("fcprojw", 4 * D * D),
+         ("fcprojb", D)]
+
+
+def load_weights(path, twin):
+    """The weights sit before the Adam moments and the CRC at the file's
+    end: u64 P, P weights, 2P moments, u32 CRC."""
+    buf = open(path, "rb").read()
+    dims = struct.unpack_from("<5I", buf, 16)
+    C.ok(dims == (L, D, NH, T, B), "checkpoint shape %s" % (dims,))
+    # wte wpe, the layers, then lnfw lnfb lnfa headw headb
+    n = V * D + T * D + L * sum(s for _, s in LAYER) + 2 * D + 1 + V * D + V
+    off = len(buf) - 4 - 12 * n - 8
+    C.ok(struct.unpack_from("<Q", buf, off)[0] == n, "parameter count %d" % n)
+    w = torch.tensor(struct.unpack_from("<%df" % n, buf, off + 8))
+    take = iter(torch.split(w, [V * D, T * D] + [s for _ in range(L) for _, s in LAYER] +
+                            [D, D, 1, V * D, V]))
+    with torch.no_grad():
+        twin.wte.weight.copy_(next(take).view(V, D))
+        twin.wpe.weight.copy_(next(take).view(T, D))
+        for blk in twin.h:
+            t = {name: next(take) for name, _ in LAYER}
+            pairs = [(blk.ln_1.weight, "ln1w"), (blk.ln_1.bias, "ln1b"), (blk.ln_2.weight, "ln2w"),
+                     (blk.ln_2.bias, "ln2b"), (blk.attn.c_attn.weight, "qkvw"),
+                     (blk.attn.c_attn.bias, "qkvb"), (blk.attn.c_proj.weight, "attprojw"),
+                     (blk.attn.c_proj.bias, "attprojb"), (blk.mlp.c_fc.weight, "fcw"),
+                     (blk.mlp.c_fc.bias, "fcb"), (blk.mlp.c_proj.weight, "fcprojw"),
+                     (blk.mlp.c_proj.bias, "fcprojb")]
+            for p, name in pairs:
+                p.copy_(t[name].view_as(p))
+        twin.ln_f.weight.copy_(next(take))
+        twin.ln_f.bias.copy_(next(take))
+        next(take)  # lnfa: DyT only
+        twin.head.weight.copy_(next(take).view(V, D))
+        twin.head.bias.copy_(next(take))
+
+
+def lab(args):
+    base = [NS, "--headless", "-q", "--threads", "1", "-L", str(L), "-d", str(D), "-H", str(NH),
+            "-T", str(T), "-B", str(B), "--seed", str(SEED), "--norm", "pre",
+            "--data", os.path.join(TMP, "corpus.txt")]
+    r = subprocess.run(base + args, capture_output=True, text=True, timeout=120)
+    C.ok(r.returncode == 0, "normscope %s (%s)" % (" ".join(args), r.stderr.strip()[:200]))
+
+
+def main():
+    words = ["the", "layer", "norm", "gradient", "step", "loss", "of", "a", "and", "model"]
+    text = " ".join(words[(i * 7 + i // 3) % len(words)] for i in range(3000)).encode()
+    with open(os.path.join(TMP, "corpus.txt"), "wb") as f:
+        f.write(text)
+    ckpt, out = os.path.join(TMP, "a.ckpt"), os.path.join(TMP, "b.csv")
+    lab(["--steps", "1", "--save", ckpt])
+    lab(["--steps", "2", "--csv", out])
+    row = list(csv.DictReader(open(out)))[1]
+    C.ok(row["step"] == "2", "the lab's row of step 2")
+    twin = Twin()
+    load_weights(ckpt, twin)
+    x, y = batches(text, 2)[1]
+    path = os.path.join(TMP, "twin.nsj")
+    with normscope_probe.attach(twin, path=path) as probe:
+        loss = twin(x, y)
+        loss.backward()
+        probe.step(loss)
+    _, rows, _ = check.read_stream(path)
+    got = rows[0]
+    keys = ["loss", "grad_norm"] + ["l%d_%s" % (i, k) for i in range(L) for k in (
+        "grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms")]
+    for k in keys:
+        C.ok(check.rel(got[k], float(row[k])) < 1e-4,
+             "%s: probe %.9g, lab %s" % (k, got[k], row[k]))
+
+
+main()
+C.close()

@@ -1,0 +1,204 @@
+"""test_streams.py - a nanoGPT-style model and nn.TransformerEncoder (post-norm
+and norm_first) trained a few dozen steps write valid streams: every line
+parses as strict JSON, the header names the blocks, every step line has the
+lab's keys, and the grad norms equal ones computed here from the grads."""
+import math
+import os
+import tempfile
+import warnings
+
+import check
+import models
+import torch
+
+import normscope_probe
+
+C = check.Check("probe streams")
+torch.set_num_threads(1)
+TMP = tempfile.mkdtemp(prefix="nsprobe.")
+
+
+def group_norm(params):
+    sq = sum(float(p.grad.pow(2).sum()) for p in params if p.grad is not None)
+    return math.sqrt(sq)
+
+
+def train(model, path, steps, every=1, autocast=False, **opts):
+    """Train; return the per-step expected [grad_norm, l0 attn, l0 ffn, l0 ln]."""
+    torch.manual_seed(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(5)
+    x, y = models.batch(gen)  # one batch again and again: the loss must fall
+    want = []
+    with normscope_probe.attach(model, opt, path=path, every=every, **opts) as probe:
+        for _ in range(steps):
+            opt.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                loss = model(x, y)
+            loss.backward()
+            probe.step(loss)
+            want.append([group_norm(model.parameters())] + block0_norms(model))
+            opt.step()
+    return want
+
+
+def block0_norms(model):
+    if hasattr(model, "transformer"):
+        b = model.transformer.h[0]
+        return [group_norm(b.attn.parameters()), group_norm(b.mlp.parameters()),
+                group_norm(list(b.ln_1.parameters()) + list(b.ln_2.parameters()))]
+    b = model.encoder.layers[0]
+    return [group_norm(b.self_attn.parameters()),
+            group_norm(list(b.linear1.parameters()) + list(b.linear2.parameters())),
+            group_norm(list(b.norm1.parameters()) + list(b.norm2.parameters()))]
+
+
+def check_stream(name, path, n_layer, steps, want, blocks, every=1, update_every=10):
+    head, rows, _ = check.read_stream(path)
+    C.ok(head.get("format") == "normscope-stream" and head.get("version") == 1, name + " header")
+    C.ok(head.get("blocks") == blocks and head.get("n_layer") == n_layer, name + " blocks")
+    C.ok(len(head.get("block_params", [])) == n_layer and head.get("world_size") == 1,
+         name + " block_params, world_size")
+    C.ok([r["step"] for r in rows] == list(range(1, steps + 1, every)), name + " step numbers")
+    missing = [k for r in rows for k in check.STEP_KEYS if k not in r] + \
+        ["l%d_%s" % (i, k) for r in rows for i in range(n_layer) for k in check.LAYER_KEYS
+         if "l%d_%s" % (i, k) not in r]
+    C.ok(not missing, "%s keys present (missing %s)" % (name, missing[:4]))
+    C.ok(rows[-1]["loss"] < rows[0]["loss"] - 0.5, name + " loss falls")
+    worst = max(check.rel(r[k], w[j]) for r in rows for j, k in enumerate(
+        ("grad_norm", "l0_grad_attn", "l0_grad_ffn", "l0_grad_ln")) for w in [want[r["step"] - 1]])
+    C.ok(worst < 1e-5, "%s grad norms match the grads (worst rel %.2g)" % (name, worst))
+    ok = all(r["l%d_resid_max" % i] <= r["l%d_act_max" % i] and r["l%d_resid_rms" % i] > 0
+             for r in rows for i in range(n_layer))
+    C.ok(ok, name + " resid_max <= act_max, resid_rms > 0")
+    ratios = [r["l0_update_ratio"] for r in rows]
+    C.ok(any(v is None for v in ratios) == (update_every > every) and all(
+        (v is not None and v > 0) == ((r["step"] - 1) % update_every == 0)
+             for v, r in zip(ratios, rows)), name + " update ratio on its steps only")
+    return rows
+
+
+def streams():
+    for name, model, blocks in (
+            ("nanoGPT", models.GPT(), ["transformer.h.%d" % i for i in range(3)]),
+            ("encoder post-norm", models.EncoderLM(), ["encoder.layers.%d" % i for i in range(3)]),
+            ("encoder norm_first", models.EncoderLM(norm_first=True),
+             ["encoder.layers.%d" % i for i in range(3)])):
+        path = os.path.join(TMP, name.replace(" ", "_") + ".nsj")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            want = train(model, path, 40)
+        C.ok(not [x for x in w if "normscope_probe" in str(x.message)], name + " all classified")
+        check_stream(name, path, 3, 40, want, blocks)
+
+
+def every_k():
+    path = os.path.join(TMP, "every.nsj")
+    want = train(models.GPT(), path, 25, every=4, update_every=4)
+    check_stream("every=4", path, 3, 25, want, ["transformer.h.%d" % i for i in range(3)], 4, 4)
+
+
+def refusal():
+    path = os.path.join(TMP, "nanoGPT.nsj")
+    size = os.path.getsize(path)
+    try:
+        normscope_probe.attach(models.GPT(), path=path)
+        C.ok(False, "a second run to an existing stream is refused")
+    except ValueError as e:
+        C.ok("overwrite=True" in str(e), "refusal says how to overwrite")
+    C.ok(os.path.getsize(path) == size, "the refused stream is left as it was")
+    p = normscope_probe.attach(models.GPT(), path=path, overwrite=True)
+    p.close()
+    C.ok(os.path.getsize(path) == 0, "overwrite=True starts the stream again")
+
+
+class Odd(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = torch.nn.Linear(8, 8)
+        self.gate = torch.nn.Linear(8, 8)  # no rule knows 'gate'
+
+    def forward(self, x):
+        return self.gate(self.attn(x))
+
+
+def unclassified():
+    m = torch.nn.Sequential(torch.nn.ModuleList([Odd(), Odd()]))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        p = normscope_probe.attach(m, path=os.path.join(TMP, "odd.nsj"))
+        p.close()
+    msgs = [str(x.message) for x in w if "normscope_probe" in str(x.message)]
+    C.ok(len(msgs) == 1 and "0.0.gate.weight" in msgs[0], "unclassified parameters warned once")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        p = normscope_probe.attach(m, path=os.path.join(TMP, "odd.nsj"), overwrite=True,
+                                   mapping={"gate.*": "ffn"})
+        C.ok(len(p.groups[1]["ffn"]) == 2, "mapping= places them")
+        p.close()
+    C.ok(not [x for x in w if "normscope_probe" in str(x.message)], "mapping= silences the warning")
+
+
+def autocast_bf16():
+    path = os.path.join(TMP, "bf16.nsj")
+    train(models.GPT(), path, 3, autocast=True)
+    head, rows, _ = check.read_stream(path)
+    C.ok(head["dtype"] == "bfloat16", "autocast bf16 run says dtype bfloat16")
+    h = rows[0]["l0_headroom"]
+    want = math.log2(3.3895313892515355e38 / rows[0]["l0_act_max"])
+    C.ok(h is not None and check.rel(h, want) < 1e-6, "bf16 headroom is log2(max / act_max)")
+    C.ok(all(isinstance(r["l0_overflow"], int) for r in rows), "bf16 overflow counted")
+
+
+def skipped():
+    """A step whose optimizer.step() never came (as a GradScaler that found
+    an inf does) is written with skipped 1, at the next probe.step."""
+    m = models.GPT(n_layer=2)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(4)
+    path = os.path.join(TMP, "skip.nsj")
+    with normscope_probe.attach(m, opt, path=path, update_every=1) as probe:
+        for s in range(1, 6):
+            x, y = models.batch(gen)
+            opt.zero_grad()
+            m(x, y).backward()
+            probe.step(0.0)
+            if s != 3:
+                opt.step()
+    _, rows, _ = check.read_stream(path)
+    C.ok([r["skipped"] for r in rows] == [0, 0, 1, 0, 0], "skipped marks the skipped step only")
+    C.ok(rows[2]["l0_update_ratio"] is None and rows[3]["l0_update_ratio"] > 0,
+         "no update ratio for a skipped step")
+
+
+def scheduler_after_attach():
+    """An LR scheduler made after attach() wraps the wrapped step; both
+    keep working, and close() leaves the scheduler's wrapper in place."""
+    m = models.GPT(n_layer=1)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(6)
+    path = os.path.join(TMP, "sched.nsj")
+    probe = normscope_probe.attach(m, opt, path=path)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    for _ in range(3):
+        x, y = models.batch(gen)
+        opt.zero_grad()
+        m(x, y).backward()
+        probe.step(0.0)
+        opt.step()
+        sched.step()
+    probe.close()
+    opt.step()  # still callable after close
+    _, rows, _ = check.read_stream(path)
+    C.ok([r["lr"] for r in rows] == [0.1, 0.05, 0.025], "scheduler's lr in the stream")
+    C.ok(opt._step_count == 4, "the scheduler's step counter still counts")
+
+
+streams()
+every_k()
+scheduler_after_attach()
+skipped()
+refusal()
+unclassified()
+autocast_bf16()
+C.close()

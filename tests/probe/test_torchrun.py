@@ -1,0 +1,53 @@
+"""test_torchrun.py - `python3 -m torch.distributed.run --nproc_per_node 2`
+with gloo on the CPU: rank 0's stream has the gradient norms of one process
+on the same global batch (1e-5 relative), world_size 2, and an LR change
+from the control file leaves the parameters identical on both ranks, and
+a pause holds both ranks at the same step boundary."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import check
+import torch
+
+C = check.Check("probe torchrun")
+TMP = tempfile.mkdtemp(prefix="nsprobe.")
+WORKER = os.path.join(check.HERE, "ddp_worker.py")
+env = dict(os.environ, OMP_NUM_THREADS="1")
+
+
+def run(args):
+    r = subprocess.run([sys.executable] + args, env=env, capture_output=True, text=True,
+                       timeout=240)
+    C.ok(r.returncode == 0, "%s exits 0 (%s)" % (args[:3], r.stderr[-800:]))
+
+
+# --redirects/--tee given: torch 1.13's parsing of their default "0" fails on
+# Python 3.11 (Std.from_str finds no member), as Debian ships them
+run(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+     "--redirects", "1", "--tee", "1", "--log_dir", os.path.join(TMP, "logs"),
+     WORKER, "--out", TMP])
+run([WORKER, "--single", "--out", TMP])
+head, ddp, ev = check.read_stream(os.path.join(TMP, "ddp.nsj"))
+_, one, _ = check.read_stream(os.path.join(TMP, "single.nsj"))
+C.ok(head["world_size"] == 2, "header world_size 2")
+C.ok(len(ddp) == len(one) == 6, "6 step lines each")
+keys = ["grad_norm"] + ["l%d_%s" % (i, k) for i in range(2)
+                        for k in ("grad_attn", "grad_ffn", "grad_ln")]
+worst = max(check.rel(a[k], b[k]) for a, b in zip(ddp, one) for k in keys)
+C.ok(worst < 1e-5, "DDP grad norms equal one process on the global batch (worst %.2g)" % worst)
+acts = ["loss"] + ["l%d_%s" % (i, k) for i in range(2) for k in ("act_max", "resid_max",
+                                                                "resid_rms")]
+worst = max(check.rel(a[k], b[k]) for a, b in zip(ddp, one) for k in acts)
+C.ok(worst < 1e-5, "loss and activation statistics are the global batch's (worst %.2g)" % worst)
+C.ok([e["step"] for e in ev if e["event"] == "setting"] == [3], "one lr event, at step 3")
+C.ok([r["lr"] for r in ddp] == [1e-3] * 2 + [2e-3] * 4, "stream lr doubles at step 3")
+r0, r1 = (torch.load(os.path.join(TMP, "rank%d.pt" % k)) for k in (0, 1))
+C.ok(r0["lr"] == r1["lr"] == 2e-3, "both ranks' optimizers took lr x2")
+C.ok(torch.equal(r0["params"], r1["params"]), "parameters identical on both ranks")
+C.ok([(e["event"], e["step"]) for e in ev if e["event"] in ("paused", "resumed")] ==
+     [("paused", 5), ("resumed", 5)], "paused and resumed at step 5")
+C.ok(r0["held"] >= 0.9 and r1["held"] >= 0.9,
+     "both ranks held at the step boundary (%.2f s, %.2f s)" % (r0["held"], r1["held"]))
+C.close()

@@ -1,0 +1,577 @@
+/* test_stream.c - the metrics stream reader (stream.c) and follow mode
+ * (tui_follow.c): the JSON line parser, lines split anywhere, 100 lines at
+ * once, malformed lines with their numbers, unknown fields, null and
+ * non-finite values, normscope's own --jsonl rows read back exactly, 96 and
+ * more layers, a followed file truncated, replaced and removed, the
+ * control file, the spike rule, the replay, the headless summary's exit
+ * status, and the keys of follow mode. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "stream.h"
+#include "testutil.h"
+#include "tui.h"
+#include "tui_follow.h"
+
+/* ---- the JSON parser ------------------------------------------------------- */
+
+typedef struct {
+    int n;
+    char keys[16][32];
+    stream_jvalue v[16];
+    char strs[16][64];
+} fields;
+
+static void collect(void *ctx, const char *key, size_t kl, const stream_jvalue *v)
+{
+    fields *f = ctx;
+    if (f->n >= 16)
+        return;
+    snprintf(f->keys[f->n], sizeof f->keys[f->n], "%.*s", (int)kl, key);
+    f->v[f->n] = *v;
+    if (v->type == STREAM_J_STR)
+        snprintf(f->strs[f->n], sizeof f->strs[f->n], "%s", v->str);
+    f->n++;
+}
+
+static int parse(const char *text, fields *f, char *err, size_t errlen)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", text);
+    memset(f, 0, sizeof *f);
+    return stream_json_parse(buf, strlen(buf), collect, f, err, errlen);
+}
+
+static void test_json(void)
+{
+    fields f;
+    char err[128];
+    CHECK(parse("{\"a\":1.5,\"b\":\"x\\u00e9\\n\",\"c\":null,\"d\":true,\"e\":[\"p\",\"q\"],"
+                "\"f\":{\"g\":[1,{\"h\":2}]},\"i\":-2e3,\"j\":NaN,\"k\":-Infinity}",
+                &f, err, sizeof err) == 0);
+    CHECK(f.n == 9); /* a b c d e[0] e[1] i j k: the object f is skipped */
+    CHECK(!strcmp(f.keys[0], "a") && f.v[0].type == STREAM_J_NUM && f.v[0].num == 1.5);
+    CHECK(f.v[1].type == STREAM_J_STR && !strcmp(f.strs[1], "x\xc3\xa9\n"));
+    CHECK(f.v[2].type == STREAM_J_NULL && f.v[2].index == -1);
+    CHECK(f.v[3].type == STREAM_J_BOOL && f.v[3].num == 1);
+    CHECK(!strcmp(f.keys[4], "e") && f.v[4].index == 0 && !strcmp(f.strs[4], "p"));
+    CHECK(f.v[5].index == 1 && !strcmp(f.strs[5], "q"));
+    CHECK(!strcmp(f.keys[6], "i") && f.v[6].num == -2000);
+    CHECK(!strcmp(f.keys[7], "j") && isnan(f.v[7].num));
+    CHECK(!strcmp(f.keys[8], "k") && isinf(f.v[8].num) && f.v[8].num < 0);
+    CHECK(parse("{\"s\":\"\\ud83d\\ude00\",\"t\":\"\\u0000\"}", &f, err, sizeof err) == 0);
+    CHECK(!strcmp(f.strs[0], "\xf0\x9f\x98\x80") && !strcmp(f.strs[1], "?"));
+    CHECK(parse(" {} ", &f, err, sizeof err) == 0 && f.n == 0);
+    static const char *const bad[] = {
+        "",           "[1]",         "{\"a\":1",     "{\"a\":1}x",   "{\"a\":01}",
+        "{\"a\":1.}", "{\"a\":-}",   "{\"a\":\"x}",  "{\"a\":\"\\q\"}", "{\"a\" 1}",
+        "{a:1}",      "{\"a\":tru}", "{\"a\":[1,}",  "{\"a\":1,}",   "{\"a\":\"\x01\"}",
+    };
+    int refused = 0, named = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        refused += parse(bad[i], &f, err, sizeof err) != 0;
+        named += strstr(err, "column") != NULL;
+    }
+    CHECK(refused == (int)(sizeof bad / sizeof bad[0]));
+    CHECK(named == refused);
+    /* deep nesting is refused, not a stack overflow */
+    char deep[300] = "{\"a\":";
+    for (int i = 0; i < 100; i++)
+        strcat(deep, "[");
+    CHECK(parse(deep, &f, err, sizeof err) != 0 && strstr(err, "deep"));
+}
+
+/* ---- lines into a snapshot ------------------------------------------------------ */
+
+static const char *row3(long step, double loss)
+{
+    static char b[512];
+    snprintf(b, sizeof b,
+             "{\"step\":%ld,\"loss\":%g,\"lr\":0.001,\"grad_norm\":1.5,"
+             "\"l0_grad_attn\":0.1,\"l0_grad_ffn\":0.2,\"l0_grad_ln\":0.01,"
+             "\"l1_grad_attn\":0.3,\"l1_grad_ffn\":0.4,\"l1_grad_ln\":0.02,"
+             "\"l2_grad_attn\":%g,\"l2_grad_ffn\":0.6,\"l2_grad_ln\":0.03,\"l2_act_max\":7}\n",
+             step, loss, 0.5 + step * 0.001);
+    return b;
+}
+
+static int feed_str(stream_reader *r, const char *s) { return stream_feed(r, s, strlen(s)); }
+
+static int has_event(const trainer_snapshot *s, ns_event_kind kind, const char *text)
+{
+    for (long i = s->s.ev_total - TRAINER_EVENTS; i < s->s.ev_total; i++)
+        if (i >= 0 && s->ev[i % TRAINER_EVENTS].kind == kind &&
+            strstr(s->ev[i % TRAINER_EVENTS].text, text))
+            return 1;
+    return 0;
+}
+
+static void test_partial_lines(void)
+{
+    stream_reader *r = stream_open("/nonexistent/x.nsj");
+    const char *l = row3(1, 2.5);
+    size_t n = strlen(l);
+    feed_str(r, ""); /* nothing */
+    stream_feed(r, l, n / 2);
+    CHECK(stream_summary_of(r)->rows == 0); /* half a line is not read */
+    CHECK(stream_summary_of(r)->partial_bytes == (long)(n / 2));
+    CHECK(stream_feed(r, l + n / 2, n - n / 2) == 1);
+    const trainer_snapshot *s = stream_snapshot(r);
+    CHECK(stream_summary_of(r)->rows == 1 && s->s.n_layer == 3);
+    CHECK(s->s.have_metrics && s->s.last.step == 1 && s->s.last.loss == 2.5f);
+    CHECK(s->s.last.layer[2].act_max == 7.0f && isnan(s->s.last.layer[0].act_max));
+    CHECK(s->hist[0].step == 1 && s->s.hist_total == 1);
+    CHECK(t_close(s->heat[0][1], sqrt(0.09 + 0.16 + 0.0004), 1e-6, 0));
+    /* byte by byte gives the same as at once */
+    stream_reader *b = stream_open("/nonexistent/y.nsj");
+    char many[8192] = "";
+    for (int i = 2; i <= 9; i++)
+        strcat(many, row3(i, 2.0 + i));
+    for (size_t i = 0; many[i]; i++)
+        stream_feed(b, many + i, 1);
+    feed_str(r, many);
+    CHECK(stream_summary_of(b)->rows == 8 && stream_summary_of(r)->rows == 9);
+    CHECK(stream_snapshot(b)->s.last.loss == stream_snapshot(r)->s.last.loss);
+    CHECK(stream_snapshot(b)->s.last.layer[2].grad_attn == stream_snapshot(r)->s.last.layer[2].grad_attn);
+    /* CRLF lines and blank lines are fine */
+    feed_str(b, "\r\n\n{\"step\":10,\"loss\":1}\r\n");
+    CHECK(stream_summary_of(b)->rows == 9 && stream_summary_of(b)->malformed == 0);
+    stream_free(r);
+    stream_free(b);
+}
+
+static void test_hundred_at_once(void)
+{
+    stream_reader *r = stream_open("/nonexistent/z.nsj");
+    size_t cap = 100 * 600, n = 0;
+    char *all = malloc(cap);
+    for (int i = 1; i <= 100; i++)
+        n += (size_t)snprintf(all + n, cap - n, "%s", row3(i, 3.0 - i * 0.01));
+    CHECK(stream_feed(r, all, n) == 1);
+    const trainer_snapshot *s = stream_snapshot(r);
+    CHECK(stream_summary_of(r)->rows == 100 && s->s.hist_total == 100);
+    CHECK(s->hist[99].step == 100 && s->s.steps_done == 100);
+    CHECK(t_close(s->hist[49].loss, 2.5, 1e-6, 0));
+    free(all);
+    stream_free(r);
+}
+
+static void test_malformed(void)
+{
+    stream_reader *r = stream_open("/nonexistent/m.nsj");
+    feed_str(r, row3(1, 2.0));
+    feed_str(r, "not json\n");                                   /* line 2 */
+    feed_str(r, "{\"step\":\"two\",\"loss\":1}\n");             /* line 3: a string step */
+    feed_str(r, "{\"loss\":1}\n");                              /* line 4: no step */
+    feed_str(r, "{\"step\":2,\"loss\":\"x\"}\n");               /* line 5: loss a string */
+    feed_str(r, "{\"step\":3,\"loss\":1.5,\"zzz\":{\"a\":[1]},\"l0_newcol\":4,\"l0_grad_attn\":0.5}\n");
+    const trainer_snapshot *s = stream_snapshot(r);
+    const stream_summary *u = stream_summary_of(r);
+    CHECK(u->malformed == 4 && u->first_malformed_line == 2);
+    CHECK(has_event(s, NS_EV_NOTE, "line 2: malformed"));
+    CHECK(has_event(s, NS_EV_NOTE, "line 3: malformed"));
+    CHECK(has_event(s, NS_EV_NOTE, "line 4: malformed"));
+    CHECK(has_event(s, NS_EV_NOTE, "line 5: malformed (\"loss\""));
+    CHECK(u->rows == 2 && s->s.last.step == 3 && s->s.last.loss == 1.5f); /* unknowns ignored */
+    CHECK(s->s.last.layer[0].grad_attn == 0.5f);
+    /* a line over STREAM_LINE_MAX is malformed, the next one is read */
+    size_t big = STREAM_LINE_MAX + 100;
+    char *huge = malloc(big + 1);
+    memset(huge, 'x', big);
+    huge[big - 1] = '\n';
+    stream_feed(r, huge, big);
+    feed_str(r, "{\"step\":4,\"loss\":1.25}\n");
+    CHECK(u->malformed == 5 && has_event(s, NS_EV_NOTE, "line 7: malformed (longer"));
+    CHECK(s->s.last.step == 4 && u->rows == 3);
+    free(huge);
+    stream_free(r);
+}
+
+static void test_nonfinite(void)
+{
+    stream_reader *r = stream_open("/nonexistent/n.nsj");
+    feed_str(r, row3(1, 2.0));
+    feed_str(r, "{\"step\":2,\"loss\":null,\"loss_nonfinite\":\"inf\",\"grad_norm\":null,"
+                "\"first_nonfinite\":\"transformer.h.3.mlp.c_proj, forward\",\"l0_grad_attn\":null}\n");
+    feed_str(r, "{\"step\":3,\"loss\":null}\n");
+    const trainer_snapshot *s = stream_snapshot(r);
+    const stream_summary *u = stream_summary_of(r);
+    CHECK(u->nonfinite_step == 2 && u->nonfinite_rows == 2);
+    CHECK(!strcmp(u->nonfinite_where, "transformer.h.3.mlp.c_proj, forward"));
+    CHECK(!strcmp(u->nonfinite_loss, "inf"));
+    CHECK(s->hist[1].nonfinite && isinf(s->hist[1].loss) && s->hist[1].loss > 0);
+    CHECK(s->s.state == TRAINER_DIVERGED && isnan(s->s.last.loss));
+    CHECK(has_event(s, NS_EV_DIVERGED, "transformer.h.3.mlp.c_proj, forward"));
+    CHECK(u->have_finite && u->last_finite.step == 1); /* the last finite layer norms */
+    feed_str(r, row3(4, 2.0));
+    CHECK(s->s.state == TRAINER_RUNNING && u->nonfinite_step == 2);
+    /* the summary names the module, the layers and the ratio */
+    char out[2048] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "n.nsj");
+    fclose(f);
+    CHECK(strstr(out, "first non-finite: step 2, transformer.h.3.mlp.c_proj, forward") != NULL);
+    CHECK(strstr(out, "smallest layer 0") && strstr(out, "largest layer 2"));
+    CHECK(strstr(out, "steps: 4 (steps 1..4)") != NULL);
+    stream_free(r);
+}
+
+/* normscope's own writer, read back: every column as written */
+static void test_jsonl_roundtrip(void)
+{
+    step_metrics m;
+    memset(&m, 0, sizeof m);
+    m.step = 7, m.loss = 3.25f, m.lr = 1e-3f, m.grad_norm = 0.75f, m.has_val = 1;
+    m.val_loss = 3.5f, m.loss_scale = 1, m.n_layer = 5, m.clip = 1, m.warmup_on = 1;
+    m.precision = FMT_BF16;
+    for (int l = 0; l < 5; l++)
+        for (int k = 0; k < METRICS_LAYER_COLS; k++)
+            metrics_layer_col_set(&m.layer[l], k, (float)(l * 10 + k) * 0.125f + 0.001f);
+    m.layer[3].act_max = NAN; /* written as null */
+    char buf[8192] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    metrics_jsonl_row(f, &m);
+    m.step = 8;
+    metrics_jsonl_row(f, &m);
+    fclose(f);
+    stream_reader *r = stream_open("/nonexistent/j.nsj");
+    feed_str(r, buf);
+    const trainer_snapshot *s = stream_snapshot(r);
+    const step_metrics *g = &s->s.last;
+    CHECK(s->s.n_layer == 5 && g->n_layer == 5 && g->step == 8);
+    CHECK(g->loss == m.loss && g->lr == m.lr && g->grad_norm == m.grad_norm);
+    CHECK(g->has_val && g->val_loss == m.val_loss && g->clip == 1 && g->warmup_on);
+    CHECK(g->precision == FMT_BF16 && s->s.cfg.precision == FMT_BF16);
+    int same = 0;
+    for (int l = 0; l < 5; l++)
+        same += !memcmp(&g->layer[l], &m.layer[l], sizeof m.layer[l]) || l == 3;
+    CHECK(same == 5);
+    CHECK(isnan(g->layer[3].act_max) && g->layer[3].resid_max == m.layer[3].resid_max);
+    CHECK(!stream_summary_of(r)->have_header && stream_summary_of(r)->malformed == 0);
+    stream_free(r);
+}
+
+static void test_many_layers(void)
+{
+    stream_reader *r = stream_open("/nonexistent/l.nsj");
+    feed_str(r, "{\"format\":\"normscope-stream\",\"version\":1,\"source\":\"pytorch\","
+                "\"model\":\"GPT\",\"blocks\":[\"h.0\",\"h.1\"],\"n_layer\":96,\"world_size\":2,"
+                "\"dtype\":\"bfloat16\",\"every\":1,\"future\":{\"x\":1}}\n");
+    char *line = malloc(96 * 40 + 64);
+    int n = sprintf(line, "{\"step\":1,\"loss\":2");
+    for (int l = 0; l < 96; l++)
+        n += sprintf(line + n, ",\"l%d_grad_attn\":%d", l, l + 1);
+    strcpy(line + n, "}\n");
+    feed_str(r, line);
+    const trainer_snapshot *s = stream_snapshot(r);
+    const stream_summary *u = stream_summary_of(r);
+    CHECK(u->have_header && !strcmp(u->model, "GPT") && u->world_size == 2);
+    CHECK(!strcmp(stream_block_name(r, 1), "h.1") && !stream_block_name(r, 2)[0]);
+    CHECK(!stream_block_name(r, -1)[0]);
+    CHECK(s->s.n_layer == 96 && s->s.last.layer[95].grad_attn == 96.0f);
+    CHECK(s->s.cfg.precision == FMT_BF16);
+    CHECK(u->malformed == 0 && u->rows == 1);
+    feed_str(r, line); /* step 1 again: the history restarts, the header holds */
+    CHECK(u->restarts == 1 && u->have_header && !strcmp(u->model, "GPT"));
+    CHECK(s->s.n_layer == 96 && s->s.last.layer[95].grad_attn == 96.0f && u->rows == 1);
+    /* the layer panel scrolls: the top layer is drawn, not all */
+    tui_grid g = {0};
+    tui_grid_resize(&g, 40, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_draw(&g, s, &ui);
+    char row[1024];
+    int found95 = 0, said = 0;
+    for (int i = 0; i < g.rows; i++) {
+        tui_row_utf8(&g, i, row, sizeof row);
+        found95 |= strstr(row, ">95") != NULL;
+        said |= strstr(row, "of 96") != NULL;
+    }
+    CHECK(found95 && said);
+    tui_grid_free(&g);
+    /* more than NS_MAX_LAYERS: clamped, and said */
+    stream_reader *c = stream_open("/nonexistent/c.nsj");
+    feed_str(c, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":200}\n");
+    CHECK(stream_snapshot(c)->s.n_layer == NS_MAX_LAYERS);
+    CHECK(has_event(stream_snapshot(c), NS_EV_NOTE, "the stream has 200 layers"));
+    feed_str(c, "{\"step\":1,\"loss\":2,\"l199_grad_attn\":1,\"l127_grad_attn\":3}\n");
+    CHECK(stream_snapshot(c)->s.last.layer[127].grad_attn == 3.0f);
+    free(line);
+    stream_free(r);
+    stream_free(c);
+}
+
+static void test_events_and_spikes(void)
+{
+    stream_reader *r = stream_open("/nonexistent/e.nsj");
+    for (int i = 1; i <= 40; i++)
+        feed_str(r, row3(i, 2.0 + 0.01 * (i % 3)));
+    feed_str(r, "{\"event\":\"setting\",\"step\":40,\"text\":\"lr x2\"}\n");
+    feed_str(r, "{\"event\":\"paused\",\"step\":40,\"text\":\"from the control file\"}\n");
+    const trainer_snapshot *s = stream_snapshot(r);
+    CHECK(s->s.state == TRAINER_PAUSED);
+    CHECK(has_event(s, NS_EV_SETTING, "lr x2") && has_event(s, NS_EV_INFO, "paused"));
+    feed_str(r, "{\"event\":\"resumed\",\"step\":40}\n");
+    CHECK(s->s.state == TRAINER_RUNNING);
+    feed_str(r, row3(41, 9.0)); /* a spike, by the lab's rule */
+    CHECK(!strcmp(s->hist[40].mark, "lr x2")); /* the marker on the next point */
+    CHECK(stream_summary_of(r)->spikes == 1 && stream_summary_of(r)->spike_step[0] == 41);
+    CHECK(has_event(s, NS_EV_WARNING, "warning: loss spike at step 41"));
+    /* the lab's rows: a setting changed between rows is an event and a marker */
+    feed_str(r, "{\"step\":42,\"loss\":2,\"norm\":\"pre\"}\n{\"step\":43,\"loss\":2,\"norm\":\"post\"}\n");
+    CHECK(has_event(s, NS_EV_SETTING, "norm pre -> post") && !strcmp(s->hist[42].mark, "norm=post"));
+    CHECK(s->s.cfg.norm == NORM_POST);
+    /* a step lower than the last: the history starts again */
+    unsigned gen = s->s.generation;
+    feed_str(r, row3(5, 2.0));
+    CHECK(s->s.generation == gen + 1 && trainer_hist_first(&s->s) == 43);
+    CHECK(s->s.n_layer == 3 && s->s.last.n_layer == 3);
+    CHECK(has_event(s, NS_EV_INFO, "the run went back") && stream_summary_of(r)->rows == 1);
+    /* --compare's run b is skipped */
+    feed_str(r, "{\"run\":\"b\",\"step\":6,\"loss\":1}\n{\"run\":\"a\",\"step\":6,\"loss\":1.75}\n");
+    CHECK(s->s.last.loss == 1.75f && stream_summary_of(r)->rows == 2);
+    stream_free(r);
+}
+
+static void test_replay(void)
+{
+    stream_reader *r = stream_open("/nonexistent/r.nsj");
+    for (int i = 1; i <= 20; i++)
+        feed_str(r, row3(i, 3.0 - 0.1 * i));
+    trainer_snapshot *d = trainer_snapshot_new();
+    stream_snapshot_at(r, 4, d); /* the fifth point: step 5 */
+    CHECK(d->s.last.step == 5 && d->s.steps_done == 5);
+    CHECK(t_close(d->s.last.layer[2].grad_attn, 0.505, 1e-6, 0));
+    CHECK(t_close(d->s.last.loss, 2.5, 1e-6, 0) && d->s.last.grad_norm == 1.5f);
+    stream_snapshot_at(r, -1, d);
+    CHECK(d->s.last.step == 20);
+    /* the view's keys */
+    tui_follow_state fw;
+    CHECK(tui_follow_init(&fw, "/nonexistent/r.nsj") == 0);
+    stream_free(fw.r);
+    fw.r = r;
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.follow = 1;
+    tui_follow_action(&fw, &ui, TUI_ACT_STEP_BACK);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(fw.view == 18 && d->s.last.step == 19 && d->hist[18].mark[0] == '>');
+    tui_follow_action(&fw, &ui, TUI_ACT_TOP);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(d->s.last.step == 1);
+    tui_follow_action(&fw, &ui, TUI_ACT_STEP_FWD);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(d->s.last.step == 2);
+    tui_follow_action(&fw, &ui, TUI_ACT_BOTTOM);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(fw.view == -1 && d->s.last.step == 20);
+    tui_follow_free(&fw);
+    free(d);
+}
+
+/* ---- a followed file ------------------------------------------------------------- */
+
+static char dir[64];
+
+static void append(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "a");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_follow_file(void)
+{
+    char path[128], other[128];
+    snprintf(path, sizeof path, "%s/run.nsj", dir);
+    snprintf(other, sizeof other, "%s/new.nsj", dir);
+    stream_reader *r = stream_open(path);
+    int eof = 0;
+    stream_poll(r, 0, &eof);
+    const trainer_snapshot *s = stream_snapshot(r);
+    CHECK(!stream_found(r) && eof && has_event(s, NS_EV_INFO, "waiting for run.nsj"));
+    append(path, row3(1, 2.0));
+    append(path, "{\"step\":2,\"lo");
+    stream_poll(r, 0, &eof);
+    CHECK(stream_found(r) && stream_summary_of(r)->rows == 1); /* the half line waits */
+    append(path, "ss\":1.9}\n");
+    stream_poll(r, 0, &eof);
+    CHECK(stream_summary_of(r)->rows == 2 && s->s.last.loss == 1.9f);
+    /* truncated and rewritten: said, read again from the start, layers too */
+    FILE *f = fopen(path, "w");
+    fputs(row3(1, 5.0), f);
+    fclose(f);
+    stream_poll(r, 0, &eof);
+    CHECK(stream_summary_of(r)->truncations == 1 && has_event(s, NS_EV_NOTE, "was truncated"));
+    CHECK(stream_summary_of(r)->rows == 1 && s->s.last.loss == 5.0f);
+    CHECK(s->s.n_layer == 3 && s->s.last.n_layer == 3 && s->s.last.layer[2].act_max == 7.0f);
+    /* replaced by another file (a rename over it) */
+    f = fopen(other, "w");
+    fputs(row3(1, 6.0), f);
+    fputs(row3(2, 5.5), f);
+    fclose(f);
+    rename(other, path);
+    stream_poll(r, 0, &eof);
+    CHECK(stream_summary_of(r)->replacements == 1 && has_event(s, NS_EV_NOTE, "was replaced"));
+    CHECK(stream_summary_of(r)->rows == 2 && s->s.last.loss == 5.5f);
+    /* removed: said once, and a new file is read when it comes */
+    unlink(path);
+    stream_poll(r, 0, &eof);
+    CHECK(has_event(s, NS_EV_NOTE, "was removed"));
+    append(path, row3(1, 7.0));
+    stream_poll(r, 0, &eof);
+    CHECK(s->s.last.loss == 7.0f && stream_summary_of(r)->rows == 1);
+    /* a poll reads at most what it is allowed; the rest comes next time */
+    char many[4096] = "";
+    for (int i = 2; i <= 8; i++)
+        strcat(many, row3(i, 1.0));
+    append(path, many);
+    stream_poll(r, 10, &eof);
+    CHECK(!eof);
+    stream_poll(r, 0, &eof);
+    CHECK(eof && stream_summary_of(r)->rows == 8);
+    stream_free(r);
+    unlink(path);
+}
+
+static char *slurp(const char *path)
+{
+    static char b[4096];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(b, 1, sizeof b - 1, f) : 0;
+    if (f)
+        fclose(f);
+    b[n] = 0;
+    return b;
+}
+
+static void test_control(void)
+{
+    char path[128], ctl[160], err[256];
+    snprintf(path, sizeof path, "%s/c.nsj", dir);
+    CHECK(stream_control_path(path, ctl, sizeof ctl) == 0);
+    CHECK(!strcmp(ctl + strlen(ctl) - 9, "c.nsj.ctl"));
+    unlink(ctl);
+    long seq = 0;
+    CHECK(stream_control_send(path, "pause", &seq, err, sizeof err) == 0 && seq == 1);
+    CHECK(stream_control_send(path, "lr x2", &seq, err, sizeof err) == 0 && seq == 2);
+    CHECK(!strcmp(slurp(ctl), "1 pause\n2 lr x2\n"));
+    append(ctl, "17 resume\n5 pause\n");
+    CHECK(stream_control_send(path, "checkpoint", &seq, err, sizeof err) == 0 && seq == 18);
+    CHECK(stream_control_send("/nonexistent/dir/x", "pause", &seq, err, sizeof err) != 0 &&
+          strstr(err, "/nonexistent/dir/x.ctl"));
+    /* the keys of follow mode */
+    unlink(ctl);
+    tui_follow_state fw;
+    CHECK(tui_follow_init(&fw, path) == 0);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.follow = 1;
+    tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
+    tui_follow_action(&fw, &ui, TUI_ACT_LR_UP);
+    tui_follow_action(&fw, &ui, TUI_ACT_LR_DOWN);
+    tui_follow_action(&fw, &ui, TUI_ACT_CHECKPOINT);
+    tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
+    CHECK(!strcmp(slurp(ctl), "1 pause\n2 lr x2\n3 lr x0.5\n4 checkpoint\n5 resume\n"));
+    const trainer_snapshot *s = stream_snapshot(fw.r);
+    CHECK(has_event(s, NS_EV_INFO, "sent: lr x2"));
+    /* keys that change the lab's model: refused, said, nothing sent */
+    static const tui_action lab[] = {TUI_ACT_NORM, TUI_ACT_PRECISION, TUI_ACT_WARMUP,
+                                     TUI_ACT_REWIND, TUI_ACT_REINIT, TUI_ACT_STEP};
+    int said = 0;
+    for (size_t i = 0; i < sizeof lab / sizeof lab[0]; i++) {
+        ui.note[0] = 0;
+        tui_follow_action(&fw, &ui, lab[i]);
+        said += strstr(ui.note, "not available while following") != NULL;
+    }
+    CHECK(said == (int)(sizeof lab / sizeof lab[0]));
+    CHECK(has_event(s, NS_EV_NOTE, "not available while following: Pre-LN"));
+    CHECK(strlen(slurp(ctl)) == strlen("1 pause\n2 lr x2\n3 lr x0.5\n4 checkpoint\n5 resume\n"));
+    /* the stream's paused event decides what space sends next */
+    append(path, "{\"event\":\"paused\",\"step\":3}\n");
+    trainer_snapshot *d = trainer_snapshot_new();
+    tui_follow_update(&fw, d, &ui);
+    tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
+    CHECK(strstr(slurp(ctl), "6 resume\n") != NULL);
+    free(d);
+    tui_follow_free(&fw);
+    unlink(ctl);
+    unlink(path);
+}
+
+/* The help of follow mode: its keys, and the lab's model keys summed up,
+ * on the smallest screen */
+static void test_follow_help(void)
+{
+    tui_grid g = {0};
+    tui_grid_resize(&g, 24, 80);
+    trainer_snapshot *s = trainer_snapshot_new();
+    s->s.n_layer = 6;
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.follow = 1;
+    ui.help = 1;
+    tui_draw(&g, s, &ui);
+    char all[24 * 400] = "", row[400];
+    for (int i = 0; i < g.rows; i++) {
+        tui_row_utf8(&g, i, row, sizeof row);
+        strcat(all, row);
+        strcat(all, "\n");
+    }
+    CHECK(strstr(all, "Left/Right replay") != NULL);
+    CHECK(strstr(all, "C          ask the followed run for a checkpoint") != NULL);
+    CHECK(strstr(all, "p P k w f i l n c b r: not available while following") != NULL);
+    CHECK(strstr(all, "Pre-LN / Post-LN placement") == NULL);
+    CHECK(strstr(all, "any key closes this help") != NULL);
+    free(s);
+    tui_grid_free(&g);
+}
+
+static void test_headless(void)
+{
+    char path[128], csv[128];
+    snprintf(path, sizeof path, "%s/h.nsj", dir);
+    snprintf(csv, sizeof csv, "%s/h.csv", dir);
+    unlink(path);
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 2); /* missing, no --steps */
+    CHECK(stream_headless(dir, 5, NULL, 1, NULL) == 2);  /* a directory: not waited for */
+    append(path, row3(1, 2.0));
+    append(path, row3(2, 1.9));
+    CHECK(stream_headless(path, 0, csv, 1, NULL) == 0);
+    const char *c = slurp(csv);
+    CHECK(!strncmp(c, "step,loss,val_loss,lr", 21) && strstr(c, "\n2,1.89999998,"));
+    append(path, "{\"step\":3,\"loss\":null,\"first_nonfinite\":\"h.1.attn, backward\"}\n");
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 3);
+    CHECK(stream_headless(path, 3, NULL, 1, NULL) == 3); /* step 3 is there: no wait */
+    unlink(path);
+    unlink(csv);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/ns_stream.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_json();
+    test_partial_lines();
+    test_hundred_at_once();
+    test_malformed();
+    test_nonfinite();
+    test_jsonl_roundtrip();
+    test_many_layers();
+    test_events_and_spikes();
+    test_replay();
+    test_follow_file();
+    test_control();
+    test_follow_help();
+    test_headless();
+    rmdir(dir);
+    return test_summary();
+}

@@ -79,17 +79,18 @@ int twin_apply(engine *a, engine *b, const ns_command *c, twin_target t)
 {
     if (!b || c->kind == CMD_NOTE)
         return command_apply(a, c);
-    if (shared_cmd(c->kind) || c->how == CMDH_SCALE) {
-        /* each run its own: the same clock, or a ratio */
+    int each = shared_cmd(c->kind); /* the same clock: both, whatever the target */
+    if (!each && t == TWIN_A)
+        return command_apply(a, c);
+    if (!each && t == TWIN_B)
+        return command_apply(b, c);
+    if (each || c->how == CMDH_SCALE) {
+        /* each run its own: the same clock, or a ratio of its own rate */
         int r = command_apply(a, c);
         if (r != CMD_FLOW)
             command_apply(b, c);
         return r;
     }
-    if (t == TWIN_A)
-        return command_apply(a, c);
-    if (t == TWIN_B)
-        return command_apply(b, c);
     int r = command_apply(a, c); /* the new value, computed once from a */
     if (r == CMD_APPLIED)
         sync_setting(b, a, c);

@@ -262,8 +262,8 @@ static void test_keys_in_turn(void)
             int k = sent ? setting_of(c.kind) : -1;
             for (int j = 0; j < N_SET; j++)
                 swaps += va[j] != vb[j] && wa[j] == vb[j] && wb[j] == va[j];
-            if (k >= 0 && k != S_LR) {
-                if (target == TWIN_BOTH)
+            if (k >= 0) {
+                if (target == TWIN_BOTH && k != S_LR) /* a ratio keeps the runs' own rates */
                     both_unequal += wa[k] != wb[k];
                 if (target == TWIN_A)
                     leaked += wb[k] != vb[k];
@@ -311,6 +311,11 @@ static void test_rule(void)
     twin_apply(a, b, &x2, TWIN_BOTH);
     CHECK(t_close(engine_current_peak(a), 2 * pa, 1e-6, 0));
     CHECK(t_close(engine_current_peak(b), 2e-3, 1e-6, 0));
+    /* under a, the factor is run a's alone */
+    twin_apply(a, b, &x2, TWIN_A);
+    CHECK(t_close(engine_current_peak(a), 4 * pa, 1e-6, 0));
+    CHECK(t_close(engine_current_peak(b), 2e-3, 1e-6, 0));
+    CHECK(twin_acts_on(&x2, TWIN_A, 0) && !twin_acts_on(&x2, TWIN_A, 1));
     /* the target set: a cycle under both is computed from a */
     ns_command p = command_cycle(CMD_NORM);
     twin_apply(a, b, &p, TWIN_B);

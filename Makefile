@@ -95,8 +95,10 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/settings.sh"; NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
 	echo "== tests/sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/sweep.sh || fail=1; \
 	echo "== tests/plot.sh"; NS_BIN=./$(BIN) sh tests/plot.sh || fail=1; \
+	echo "== tests/twin.sh"; NS_BIN=./$(BIN) sh tests/twin.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
 	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
+	echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
 	echo "== tests/follow.sh"; NS_BIN=./$(BIN) sh tests/follow.sh || fail=1; \
 	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \

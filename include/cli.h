@@ -26,6 +26,7 @@ typedef struct {
     unsigned set; /* CLI_SET_* */
     int headless;
     int ascii, no_color; /* live view: --ascii, --no-color */
+    int bars_rel; /* live view: --bars relative */
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
     int on_stall; /* --on-stall: 0 continue, 1 stop (headless exit 4) */

@@ -94,10 +94,12 @@ int command_apply(engine *e, const ns_command *c);
 int command_parse(const char *s, ns_command *c, char *err, size_t errlen);
 
 /* A script: lines "at N: COMMAND" (after N steps, before step N+1) and
- * "every N: COMMAND" (after every N steps); '#' starts a comment. */
+ * "every N: COMMAND" (after every N steps); '#' starts a comment. Under
+ * --compare a command may name its run: "at 200: b: lr 1e-3" (twin.h). */
 typedef struct {
     long at;    /* >= 0 for "at" */
     long every; /* > 0 for "every" */
+    int target; /* 0 both runs (no prefix), 1 "a:", 2 "b:" (a twin_target) */
     ns_command cmd;
 } script_entry;
 
@@ -114,10 +116,10 @@ int script_parse(const char *text, const char *name, ns_script *s, char *err, si
 int script_load(const char *path, ns_script *s, char *err, size_t errlen);
 void script_free(ns_script *s);
 /* The commands due when `done` steps are completed, in file order: calls
- * fn for each. A script speaks only on the run's first pass over a step:
+ * fn for each, with the entry's target. A script speaks only on the run's first pass over a step:
  * after a rewind it stays silent until the run passes where it was, so
  * "at 30: rewind" cannot loop. */
-void script_due(ns_script *s, long done, void (*fn)(void *ctx, const ns_command *c),
-                void *ctx);
+void script_due(ns_script *s, long done,
+                void (*fn)(void *ctx, const ns_command *c, int target), void *ctx);
 
 #endif

@@ -36,8 +36,8 @@
 #include "metrics.h"
 
 /* Every history is bounded; these are the bounds (a snapshot is about
- * 160 KiB of points, 2 MiB of heatmap at NS_MAX_LAYERS = 128, 16 KiB of
- * events). */
+ * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
+ * each), 16 KiB of events). */
 #define TRAINER_HIST 4096 /* steps kept for the loss chart and the heatmap (a ring) */
 #define TRAINER_EVENTS 128 /* log lines kept (a ring) */
 #define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
@@ -71,8 +71,16 @@ typedef struct {
     float lr;
     int nonfinite;
     float loss_b; /* the --compare twin's loss at this step (NaN without one) */
+    float val_loss_b; /* the twin's validation loss (NaN when not measured) */
     char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
+    char mark_b[TRAINER_MARK]; /* the same for the twin (run b) */
 } trainer_point;
+
+/* Point from a step of run a and, with a twin, run b's (NULL without
+ * one); mark and mark_b are the markers' labels (NULL or "" = none). Any
+ * snapshot source (the trainer, a followed stream) fills its points so. */
+void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
+                       const char *mark, const char *mark_b);
 
 /* The small part of a snapshot, copied whole each time it changed. */
 typedef struct {
@@ -118,8 +126,12 @@ typedef struct {
     int compare;
     step_metrics last_b;   /* b's latest step (valid with have_metrics) */
     float last_val_b;      /* b's latest validation loss (NaN before the first) */
-    ns_config cfg_b;
-    char label_a[32], label_b[48]; /* "a: post", "b: norm=pre" */
+    ns_config cfg_b;       /* b's settings in force now, as cfg is a's */
+    int warmup_on_b;
+    float lr_peak_b, lr_next_b;
+    /* each run's current settings, differences first (twin_label):
+     * "a: fp32-norms=off  norm=pre ..." */
+    char label_a[160], label_b[160];
     /* The run whose latest step was not finite: 0 = a, 1 = b, -1 = none.
      * Decided once, by the trainer (a first: a steps first); front ends
      * read it through trainer_diverged_run, never from the metrics. */
@@ -146,12 +158,13 @@ static inline int trainer_diverged_run(const trainer_status *s)
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
  * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
- * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 2.2 MiB:
+ * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.3 MiB:
  * allocate it (trainer_snapshot_new), do not put it on a stack. */
 typedef struct {
     trainer_status s;
     trainer_point hist[TRAINER_HIST];
     float heat[TRAINER_HIST][NS_MAX_LAYERS]; /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
+    float heat_b[TRAINER_HIST][NS_MAX_LAYERS]; /* the same for the twin (0 without one) */
     trainer_event ev[TRAINER_EVENTS];
 } trainer_snapshot;
 
@@ -193,11 +206,13 @@ typedef struct {
     void (*on_step)(void *ctx, const step_metrics *m);
     void *ctx;
     /* --compare: a second engine the trainer owns too and steps in
-     * lockstep (a, then b, each step); settings commands go to both, flow
-     * commands and notes to the trainer / a only. NULL = one run. */
+     * lockstep (a, then b, each step); settings commands go to the runs
+     * their target names (twin.h), flow commands and notes to the
+     * trainer / a only. NULL = one run. */
     engine *twin;
-    const char *label_a, *label_b; /* shown over each panel; label_b names b
-                                    * in the summary too */
+    /* the --compare words, "norm=pre": label_b names b in the summary; the
+     * panels' labels come from each run's state (trainer_status) */
+    const char *label_a, *label_b;
     /* with a twin, called instead of on_step with both runs' metrics */
     void (*on_pair)(void *ctx, const step_metrics *a, const step_metrics *b);
     /* --no-pause: a script's pause is skipped (its prompt still goes to
@@ -243,6 +258,9 @@ void trainer_summary(trainer *t, FILE *f);
  * trainer's: step takes one step while paused (and pauses a running
  * trainer); stop pauses as DONE, as reaching --steps does. */
 int trainer_send(trainer *t, const ns_command *c);
+/* The same with a target for a two-run view (a twin_target: 0 both,
+ * 1 run a, 2 run b; the rule is in twin.h). trainer_send is target both. */
+int trainer_send_to(trainer *t, const ns_command *c, int target);
 /* Copy what changed since dst was last filled; dst must come from
  * trainer_snapshot_new or a previous copy from this same trainer (a copy
  * from another one may look up to date). Returns 1 if anything changed. */

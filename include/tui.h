@@ -33,7 +33,9 @@ enum {
     G_DOTV = 0x250A,    /* ┊ */
     G_RIGHT = 0x25B6,   /* ▶ */
     G_BULLET = 0x2022,  /* • */
+    G_WHITE_BULLET = 0x25E6, /* ◦ */
     G_MIDDOT = 0x00B7,  /* · */
+    G_BOTH = '*',       /* a chart cell both runs' curves pass through */
 };
 
 static inline int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
@@ -160,6 +162,23 @@ tui_layer_cols tui_layer_columns(int width);
 /* With prec != 0 (precision not fp32), a 9-column precision counter is
  * taken from the activation bar when the bar keeps >= 4 cells. */
 tui_layer_cols tui_layer_columns_prec(int width, int prec);
+/* Columns of one run's panel in the two-run view (--compare), from its
+ * width: the single view's per-layer columns, compact. What does not fit
+ * is dropped (-1), in this order: resid rms first, then the precision
+ * counter (bf16, fp16), then the activation-max number, then the
+ * activation bar with its 256 and 65504 marks; the attention and MLP
+ * gradient bars always stay. */
+typedef struct {
+    int idx;            /* 4 columns */
+    int attn, ffn, bar; /* the two gradient bars and their width */
+    int act, act_w;     /* the activation-max bar, -1 when dropped */
+    int act_num;        /* its number, 8 columns, or -1 */
+    int prec;           /* precision counter, 9 columns, or -1 */
+    int rms;            /* resid rms, 8 columns, or -1 */
+} tui_twin_cols;
+tui_twin_cols tui_twin_columns(int width, int prec);
+#define TUI_TWIN_BAR_MIN 8 /* gradient bars keep this many cells */
+#define TUI_TWIN_ACT_MIN 10 /* the activation bar needs this for its two marks */
 
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as
@@ -192,6 +211,16 @@ int tui_heat_level(double v);
  * decades over w cells: round(8 w (log10 v - lo) / (hi - lo)), clamped to
  * 0..8w; 0 for v <= 0 or not finite. */
 int tui_log_eighths(double v, int lo, int hi, int w);
+double tui_log_eighths_d(double v, double lo, double hi, int w); /* lo, hi any reals */
+
+/* The relative view of the gradient bars (v, --bars relative): each run's
+ * bars on a log axis of TUI_REL_DECADES decades ending at its own largest
+ * layer, so a 3x difference between two layers is log10(3) / 1 = 48% of
+ * the bar (on the fixed 7-decade axis it is 7%, under one cell). */
+#define TUI_REL_DECADES 1.0
+/* The axis of a run's bars: [lo, hi] in decades (log10), absolute or
+ * relative to gmax (the run's largest finite attention or MLP norm). */
+void tui_bar_axis(int relative, double gmax, double *lo, double *hi);
 /* The column (0-based, inside the bar) where a bar of exactly 10^d ends:
  * the tick under the decade label d. */
 int tui_decade_col(int d, int lo, int hi, int w);
@@ -234,6 +263,8 @@ typedef enum {
     TUI_ACT_CLIP,
     TUI_ACT_REINIT,
     TUI_ACT_VIEW,
+    TUI_ACT_TARGET,   /* --compare: the run(s) keys act on: both -> a -> b */
+    TUI_ACT_BARS,     /* gradient bars: absolute / relative to each run's largest */
     TUI_ACT_UP,
     TUI_ACT_DOWN,
     TUI_ACT_PGUP,
@@ -289,6 +320,8 @@ typedef struct {
     int selected; /* layer index */
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
+    int target;   /* --compare: the run(s) a key acts on (a twin_target) */
+    int bars_rel; /* gradient bars relative to each run's largest layer */
     int dump;     /* files the front end writes after the next frame:
                    * TUI_DUMP_SCREEN | TUI_DUMP_METRICS | TUI_DUMP_FIGURE */
     int layer_rows; /* layer rows visible in the last frame (a page) */
@@ -315,7 +348,7 @@ void tui_ui_init(tui_ui *ui, int unicode, int color);
  *   metrics: CSV "step,loss,val_loss,lr" for every point the snapshot's
  *            history holds (the newest TRAINER_HIST steps of this
  *            generation), val_loss empty when not measured, plus b_loss
- *            with --compare. */
+ *            and b_val_loss with --compare (run b's own columns). */
 int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen);
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen);
 
@@ -370,6 +403,7 @@ typedef struct {
     int ascii;    /* --ascii: no braille or block glyphs */
     int no_color; /* --no-color (NO_COLOR is read too) */
     const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
+    int bars_rel; /* --bars relative */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

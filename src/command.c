@@ -361,6 +361,65 @@ int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
     return 0;
 }
 
+/* One script line t (comment cut, blanks trimmed, not empty) into en.
+ * 0, or -1 with "NAME:LINE: reason" in err. */
+static int script_line(const char *t, const char *name, int lineno, script_entry *en, char *err,
+                       size_t errlen)
+{
+    memset(en, 0, sizeof *en);
+    en->at = -1;
+    char kw[8];
+    long val;
+    int used = 0;
+    if (sscanf(t, "%7[a-z] %ld :%n", kw, &val, &used) < 2 || used == 0 ||
+        (strcmp(kw, "at") && strcmp(kw, "every"))) {
+        snprintf(err, errlen, "%s:%d: expected 'at N: COMMAND' or 'every N: COMMAND'", name,
+                 lineno);
+        return -1;
+    }
+    if (!strcmp(kw, "at") && val < 0) {
+        snprintf(err, errlen, "%s:%d: 'at %ld': the step must be 0 or more", name, lineno, val);
+        return -1;
+    }
+    if (!strcmp(kw, "every") && val <= 0) {
+        snprintf(err, errlen, "%s:%d: 'every %ld': the interval must be 1 or more", name,
+                 lineno, val);
+        return -1;
+    }
+    if (!strcmp(kw, "at"))
+        en->at = val;
+    else
+        en->every = val;
+    const char *cmd = t + used;
+    while (isspace((unsigned char)*cmd))
+        cmd++;
+    if ((cmd[0] == 'a' || cmd[0] == 'b') && cmd[1] == ':') { /* the run it acts on */
+        en->target = cmd[0] == 'a' ? 1 : 2;
+        cmd += 2;
+    }
+    char why[256];
+    if (command_parse(cmd, &en->cmd, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s:%d: %s", name, lineno, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Append en to s, growing it. 0, or -1 (out of memory). */
+static int script_push(ns_script *s, int *cap, const script_entry *en)
+{
+    if (s->n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        script_entry *ne = realloc(s->e, (size_t)nc * sizeof *ne);
+        if (!ne)
+            return -1;
+        s->e = ne;
+        *cap = nc;
+    }
+    s->e[s->n++] = *en;
+    return 0;
+}
+
 int script_parse(const char *text, const char *name, ns_script *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -389,52 +448,15 @@ int script_parse(const char *text, const char *name, ns_script *s, char *err, si
         if (!*t)
             continue;
         script_entry en;
-        memset(&en, 0, sizeof en);
-        en.at = -1;
-        char kw[8];
-        long val;
-        int used = 0;
-        if (sscanf(t, "%7[a-z] %ld :%n", kw, &val, &used) < 2 || used == 0 ||
-            (strcmp(kw, "at") && strcmp(kw, "every"))) {
-            snprintf(err, errlen, "%s:%d: expected 'at N: COMMAND' or 'every N: COMMAND'", name,
-                     lineno);
+        if (script_line(t, name, lineno, &en, err, errlen) != 0) {
             script_free(s);
             return -1;
         }
-        if (!strcmp(kw, "at")) {
-            if (val < 0) {
-                snprintf(err, errlen, "%s:%d: 'at %ld': the step must be 0 or more", name, lineno,
-                         val);
-                script_free(s);
-                return -1;
-            }
-            en.at = val;
-        } else {
-            if (val <= 0) {
-                snprintf(err, errlen, "%s:%d: 'every %ld': the interval must be 1 or more", name,
-                         lineno, val);
-                script_free(s);
-                return -1;
-            }
-            en.every = val;
-        }
-        char why[256];
-        if (command_parse(t + used, &en.cmd, why, sizeof why) != 0) {
-            snprintf(err, errlen, "%s:%d: %s", name, lineno, why);
+        if (script_push(s, &cap, &en) != 0) {
+            snprintf(err, errlen, "%s: out of memory", name);
             script_free(s);
             return -1;
         }
-        if (s->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            script_entry *ne = realloc(s->e, (size_t)cap * sizeof *ne);
-            if (!ne) {
-                snprintf(err, errlen, "%s: out of memory", name);
-                script_free(s);
-                return -1;
-            }
-            s->e = ne;
-        }
-        s->e[s->n++] = en;
     }
     return 0;
 }
@@ -474,8 +496,8 @@ void script_free(ns_script *s)
     memset(s, 0, sizeof *s);
 }
 
-void script_due(ns_script *s, long done, void (*fn)(void *ctx, const ns_command *c),
-                void *ctx)
+void script_due(ns_script *s, long done,
+                void (*fn)(void *ctx, const ns_command *c, int target), void *ctx)
 {
     if (done <= s->high)
         return;
@@ -483,6 +505,6 @@ void script_due(ns_script *s, long done, void (*fn)(void *ctx, const ns_command 
     for (int i = 0; i < s->n; i++) {
         const script_entry *en = &s->e[i];
         if ((en->at >= 0 && en->at == done) || (en->every > 0 && done > 0 && done % en->every == 0))
-            fn(ctx, &en->cmd);
+            fn(ctx, &en->cmd, en->target);
     }
 }

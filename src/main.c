@@ -390,7 +390,7 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
         interrupted = stopsig_requested;
     } else {
         tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
-                          lesson ? lesson->text : NULL};
+                          lesson ? lesson->text : NULL, o->bars_rel};
         tui_end end = tui_run(t, &uo, err, sizeof err); /* starts the trainer */
         trainer_stop(t); /* the engine is ours again */
         if (end == TUI_END_ERROR) {
@@ -422,7 +422,7 @@ static int run_follow(const cli_opts *o)
         fprintf(stderr, "normscope: --follow needs a terminal; add --headless for a summary\n");
         return 2;
     }
-    tui_options uo = {o->ascii, o->no_color, NULL, NULL};
+    tui_options uo = {o->ascii, o->no_color, NULL, NULL, o->bars_rel};
     char err[512];
     tui_end end = tui_follow(o->follow, &uo, err, sizeof err);
     if (end == TUI_END_ERROR)

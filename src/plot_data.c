@@ -485,7 +485,7 @@ int plot_data_snapshot(plot_data *d, const trainer_snapshot *s)
         for (long i = trainer_hist_first(&s->s); i < s->s.hist_total; i++)
             if (snap_point(&d->run[w], s, i, w, &st))
                 return -1;
-        snprintf(d->run[w].label, sizeof d->run[w].label, "%s",
+        snprintf(d->run[w].label, sizeof d->run[w].label, "%.63s",
                  w ? s->s.label_b : s->s.label_a);
     }
     d->nruns = d->run[1].n > 0 ? 2 : 1;

@@ -20,6 +20,8 @@
 
 /* --on-stall's values, index = cli_opts.on_stall */
 static const char *const on_stall_names[] = {"continue", "stop"};
+/* The live view's gradient bars (cli_opts.bars_rel is the index). */
+static const char *const bars_names[] = {"absolute", "relative"};
 
 /* Order is --help's. ckpt is the field's place in the checkpoint header:
  * version 1 holds fields 1..32, version 2 adds 33, and a new field takes
@@ -146,6 +148,9 @@ static const ns_setting table[] = {
      "live view in plain ASCII: no braille or block glyphs", 0, NULL, OPT(ascii), 0},
     {"no-color", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
      "live view without colors (as NO_COLOR=1 does)", 0, NULL, OPT(no_color), 0},
+    {"bars", 0, SET_ENUM, NULL, 0, 0, NAMES(bars_names), 0, 0, "absolute",
+     "gradient bars on 1e-5..1e+2, or each run's own top decade (key v)", 0, NULL,
+     OPT(bars_rel), 0},
     {"csv", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
      "write one CSV row of metrics per step (- = stdout)", 0, NULL, OPT(csv), 0},
     {"jsonl", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
@@ -531,7 +536,7 @@ void settings_help(FILE *f)
 {
     for (int i = 0; i < N_ROWS; i++) {
         const ns_setting *s = &table[i];
-        char left[96], arg[96], tail[160];
+        char left[128], arg[96], tail[192]; /* room for the longest row */
         if (s->arg)
             snprintf(arg, sizeof arg, " %s", s->arg);
         else if (s->type == SET_ENUM || s->type == SET_ONOFF || s->type == SET_AUTO)

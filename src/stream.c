@@ -812,14 +812,7 @@ static void push_point(stream_reader *r, const step_metrics *m)
 {
     trainer_snapshot *p = r->snap;
     long i = p->s.hist_total % TRAINER_HIST;
-    trainer_point *pt = &p->hist[i];
-    pt->step = m->step;
-    pt->loss = m->loss;
-    pt->val_loss = m->has_val ? m->val_loss : NAN;
-    pt->lr = m->lr;
-    pt->nonfinite = m->nonfinite;
-    pt->loss_b = NAN;
-    memcpy(pt->mark, r->mark, sizeof pt->mark);
+    trainer_point_set(&p->hist[i], m, NULL, r->mark, NULL);
     r->mark[0] = 0;
     for (int l = 0; l < m->n_layer; l++) {
         p->heat[i][l] = metrics_layer_gnorm(&m->layer[l]);

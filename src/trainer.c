@@ -30,6 +30,7 @@
 #include "diagnose.h"
 #include "nstime.h"
 #include "numfmt.h"
+#include "twin.h"
 
 /* The sample prompt: the room watches this turn from noise into words. */
 static const char default_prompt[] = "The model ";
@@ -52,6 +53,7 @@ struct trainer {
     pthread_mutex_t qlock;
     pthread_cond_t qcond;
     ns_command q[TRAINER_QUEUE];
+    int qt[TRAINER_QUEUE]; /* each command's target (twin.h) */
     int q_head, q_len;
     int quit;
 
@@ -71,6 +73,7 @@ struct trainer {
     long limit;
     long budget; /* steps still to take while paused (n presses) */
     long engine_events_seen;
+    long engine_events_seen_b; /* the twin's */
     int sync;            /* run by trainer_run on the caller's thread */
     long reported[2];    /* events of a and b written to o.log so far */
     double log_t0, last_print; /* the progress line's clock */
@@ -82,7 +85,8 @@ struct trainer {
     char ask[NS_CMD_TEXT];   /* a script pause's prompt (trainer_status.ask) */
     long ask_step;
     unsigned ask_seq;
-    unsigned mark_kinds;     /* bit per command kind in the label */
+    char mark_b[TRAINER_MARK]; /* the same on run b's curve */
+    unsigned mark_kinds[2];  /* a's and b's: a bit per command kind in the label */
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -208,12 +212,18 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->ask_seq = t->ask_seq;
     s->stall_stopped = t->stall_stopped;
     if (t->o.twin) {
+        engine *b = t->o.twin;
         s->last_b = t->mb;
         s->last_val_b = t->last_val_b;
-        s->cfg_b = *engine_config(t->o.twin);
-        snprintf(s->label_a, sizeof s->label_a, "a: %s",
-                 t->o.label_a ? t->o.label_a : norm_place_name(c->norm));
-        snprintf(s->label_b, sizeof s->label_b, "b: %s", t->o.label_b ? t->o.label_b : "twin");
+        s->cfg_b = *engine_config(b);
+        s->warmup_on_b = engine_warmup_on(b);
+        s->lr_peak_b = engine_current_peak(b);
+        s->lr_next_b = engine_current_lr(b);
+        /* from each run's state now, never from the --compare words */
+        twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
+        twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+        twin_label("a", ra, rb, s->label_a, sizeof s->label_a);
+        twin_label("b", rb, ra, s->label_b, sizeof s->label_b);
     }
     if (t->hist_reset) {
         s->hist_total = 0;
@@ -258,6 +268,21 @@ static void publish_status(trainer *t)
     publish_end(t);
 }
 
+/* A layer's gradient norm as the heatmap shows it. */
+void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
+                       const char *mark, const char *mark_b)
+{
+    pt->step = a->step;
+    pt->loss = a->loss;
+    pt->val_loss = a->has_val ? a->val_loss : NAN;
+    pt->lr = a->lr;
+    pt->nonfinite = a->nonfinite;
+    pt->loss_b = b ? b->loss : NAN;
+    pt->val_loss_b = b && b->has_val ? b->val_loss : NAN;
+    snprintf(pt->mark, sizeof pt->mark, "%s", mark ? mark : "");
+    snprintf(pt->mark_b, sizeof pt->mark_b, "%s", mark_b ? mark_b : "");
+}
+
 /* Publish the header and append the step just taken to the history. */
 static void publish_step(trainer *t)
 {
@@ -266,23 +291,16 @@ static void publish_step(trainer *t)
     trainer_snapshot *p = t->pub;
     fill_status(t, p);
     long i = p->s.hist_total % TRAINER_HIST;
-    trainer_point *pt = &p->hist[i];
-    pt->step = m->step;
-    pt->loss = m->loss;
-    pt->val_loss = m->has_val ? m->val_loss : NAN;
-    pt->lr = m->lr;
-    pt->nonfinite = m->nonfinite;
-    pt->loss_b = t->o.twin ? t->mb.loss : NAN;
-    memcpy(pt->mark, t->mark, sizeof pt->mark);
+    trainer_point_set(&p->hist[i], m, t->o.twin ? &t->mb : NULL, t->mark, t->mark_b);
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
-        const layer_metrics *lm = &m->layer[l];
-        double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
-        p->heat[i][l] = (float)sqrt(a * a + f * f + n * n);
+        p->heat[i][l] = metrics_layer_gnorm(&m->layer[l]);
+        p->heat_b[i][l] = t->o.twin ? metrics_layer_gnorm(&t->mb.layer[l]) : 0.0f;
     }
     p->s.hist_total++;
     publish_end(t);
     t->mark[0] = 0;
-    t->mark_kinds = 0;
+    t->mark_b[0] = 0;
+    t->mark_kinds[0] = t->mark_kinds[1] = 0;
 }
 
 static void push_event(trainer *t, const trainer_event *ev)
@@ -309,33 +327,47 @@ static void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt
     push_event(t, &ev);
 }
 
-/* Move the engine's new log lines into ours, kind and layer as the engine
- * said them. Lines the engine's ring already dropped are skipped, not
- * invented. */
-static void pull_engine_events(trainer *t)
+/* Move one engine's new log lines into ours, kind and layer as the engine
+ * said them, the text after prefix ("b: " for the twin). Lines the
+ * engine's ring already dropped are skipped, not invented. */
+static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefix)
 {
-    long n = engine_event_count(t->e);
-    for (; t->engine_events_seen < n; t->engine_events_seen++) {
+    long n = engine_event_count(e);
+    for (; *seen < n; ++*seen) {
         trainer_event ev;
-        if (engine_event_get(t->e, t->engine_events_seen, &ev) == 0)
-            push_event(t, &ev);
+        if (engine_event_get(e, *seen, &ev) != 0)
+            continue;
+        size_t pl = strlen(prefix), tl = strnlen(ev.text, sizeof ev.text - 1 - pl);
+        memmove(ev.text + pl, ev.text, tl); /* a long line loses its end */
+        memcpy(ev.text, prefix, pl);
+        ev.text[pl + tl] = 0;
+        push_event(t, &ev);
     }
 }
 
-/* Label the next step's point: several changes before one step share it,
- * comma-separated and cut to the label's size. */
-static void add_mark(trainer *t, const char *label)
+/* Both runs' new lines; with a twin each names its run. */
+static void pull_engine_events(trainer *t)
 {
-    size_t used = strlen(t->mark), room = sizeof t->mark - 1 - used;
+    pull_run_events(t, t->e, &t->engine_events_seen, t->o.twin ? "a: " : "");
+    if (t->o.twin)
+        pull_run_events(t, t->o.twin, &t->engine_events_seen_b, "b: ");
+}
+
+/* Label the next step's point (mark: a run's TRAINER_MARK buffer):
+ * several changes before one step share it, comma-separated and cut to
+ * the label's size. */
+static void add_mark(char *mark, const char *label)
+{
+    size_t used = strlen(mark), room = TRAINER_MARK - 1 - used;
     if (used && room > 0) {
-        t->mark[used++] = ',';
+        mark[used++] = ',';
         room--;
     }
     size_t n = strlen(label);
     if (n > room)
         n = room;
-    memcpy(t->mark + used, label, n);
-    t->mark[used + n] = 0;
+    memcpy(mark + used, label, n);
+    mark[used + n] = 0;
 }
 
 /* ---- commands (trainer thread, between steps) -------------------------- */
@@ -393,53 +425,54 @@ static void pause_ask(trainer *t, const ns_command *c)
         pause_run(t, c->text[0] ? ": space goes on" : "");
 }
 
-/* The chart marker's label for a kind of change, from the state now. */
-static void mark_label(trainer *t, command_kind kind)
+/* The chart marker's label for a kind of change on run e's curve, from
+ * e's state now. */
+static void mark_label(const engine *e, char *mark, command_kind kind)
 {
-    const ns_config *cfg = engine_config(t->e);
+    const ns_config *cfg = engine_config(e);
     char b[32];
     switch (kind) {
     case CMD_NORM:
-        add_mark(t, norm_place_name(cfg->norm));
+        add_mark(mark, norm_place_name(cfg->norm));
         break;
     case CMD_KIND:
-        add_mark(t, norm_kind_name(cfg->norm_kind));
+        add_mark(mark, norm_kind_name(cfg->norm_kind));
         break;
     case CMD_FINAL_NORM:
-        add_mark(t, config_final_norm(cfg) ? "final on" : "final off");
+        add_mark(mark, config_final_norm(cfg) ? "final on" : "final off");
         break;
     case CMD_WARMUP:
-        add_mark(t, engine_warmup_on(t->e) ? "warmup" : "no warmup");
+        add_mark(mark, engine_warmup_on(e) ? "warmup" : "no warmup");
         break;
     case CMD_PRECISION:
-        add_mark(t, numfmt_name(cfg->precision));
+        add_mark(mark, numfmt_name(cfg->precision));
         break;
     case CMD_FP32_NORMS:
-        add_mark(t, cfg->fp32_norms ? "fp32 norms" : "low norms");
+        add_mark(mark, cfg->fp32_norms ? "fp32 norms" : "low norms");
         break;
     case CMD_LOSS_SCALE:
         if (cfg->loss_scale == 0)
-            add_mark(t, "scale dyn");
+            add_mark(mark, "scale dyn");
         else if (cfg->loss_scale < 0)
-            add_mark(t, "scale off");
+            add_mark(mark, "scale off");
         else
-            snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(t, b);
+            snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(mark, b);
         break;
     case CMD_LR:
-        snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(t->e));
-        add_mark(t, b);
+        snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(e));
+        add_mark(mark, b);
         break;
     case CMD_CLIP:
         if (cfg->clip > 0)
-            snprintf(b, sizeof b, "clip %g", (double)cfg->clip), add_mark(t, b);
+            snprintf(b, sizeof b, "clip %g", (double)cfg->clip), add_mark(mark, b);
         else
-            add_mark(t, "no clip");
+            add_mark(mark, "no clip");
         break;
     case CMD_REWIND:
-        add_mark(t, "rewind");
+        add_mark(mark, "rewind");
         break;
     case CMD_REINIT:
-        add_mark(t, "reinit");
+        add_mark(mark, "reinit");
         break;
     default: /* snapshots and notes change no setting */
         break;
@@ -448,20 +481,23 @@ static void mark_label(trainer *t, command_kind kind)
 
 _Static_assert(CMD_COUNT <= 32, "mark_kinds keeps a bit per command kind");
 
-/* The chart marker of the changes before the next step, rebuilt from the
- * state after the latest one: "rewind,lr 4e-03" after a rewind and two LR
- * changes shows the LR in force, not the first change's. */
-static void mark_for(trainer *t, const ns_command *c)
+/* The chart marker of the changes before the next step on one run's curve
+ * (run 1 = b), rebuilt from that run's state after the latest one:
+ * "rewind,lr 4e-03" after a rewind and two LR changes shows the LR in
+ * force, not the first change's. */
+static void mark_for(trainer *t, int run, const ns_command *c)
 {
     static const command_kind order[] = {CMD_REINIT,     CMD_REWIND,     CMD_NORM,
                                          CMD_KIND,       CMD_FINAL_NORM, CMD_WARMUP,
                                          CMD_PRECISION,  CMD_FP32_NORMS, CMD_LOSS_SCALE,
                                          CMD_LR,         CMD_CLIP};
-    t->mark_kinds |= 1u << c->kind;
-    t->mark[0] = 0;
+    const engine *e = run ? t->o.twin : t->e;
+    char *mark = run ? t->mark_b : t->mark;
+    t->mark_kinds[run] |= 1u << c->kind;
+    mark[0] = 0;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (t->mark_kinds & (1u << order[i]))
-            mark_label(t, order[i]);
+        if (t->mark_kinds[run] & (1u << order[i]))
+            mark_label(e, mark, order[i]);
 }
 
 /* A rewind to step `to`: the loss (and the validation loss) shown are
@@ -474,7 +510,7 @@ static void rewound_to(trainer *t, long to)
     int val_gone = t->last_val_step > to;
     if (val_gone) {
         t->last_val = NAN;
-        t->last_val_b = NAN; /* b's validation losses are not in the history */
+        t->last_val_b = NAN; /* found below with a's: the runs validate together */
         t->last_val_step = 0;
     }
     if (t->hist_reset)
@@ -496,12 +532,35 @@ static void rewound_to(trainer *t, long to)
             const trainer_point *pt = &p->hist[i % TRAINER_HIST];
             if (!isnan(pt->val_loss)) {
                 t->last_val = pt->val_loss;
+                t->last_val_b = pt->val_loss_b;
                 t->last_val_step = pt->step;
                 break;
             }
         }
     }
     pthread_mutex_unlock(&t->slock);
+}
+
+/* A re-init: step 0, no metrics, a new history. */
+static void reinited(trainer *t)
+{
+    t->generation++;
+    t->hist_reset = 1;
+    t->have_metrics = 0;
+    t->have_loss = 0;
+    memset(&t->m, 0, sizeof t->m);
+    memset(&t->mb, 0, sizeof t->mb);
+    t->last_val = NAN;
+    t->last_val_b = NAN;
+    t->last_val_step = 0;
+    t->diverged_run = -1;
+    t->mark[0] = 0;
+    t->mark_b[0] = 0;
+    t->mark_kinds[0] = t->mark_kinds[1] = 0;
+    t->budget = 0;
+    /* a diverged or finished run starts over; a paused one stays paused */
+    if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
+        set_state(t, TRAINER_RUNNING);
 }
 
 /* Headless, a script's flow commands: there is no one to resume a pause,
@@ -526,7 +585,8 @@ static int is_flow(const ns_command *c)
            c->kind == CMD_STEP || c->kind == CMD_STOP;
 }
 
-static void apply_command(trainer *t, const ns_command *c)
+/* target: the run(s) a settings command acts on under --compare (twin.h). */
+static void apply_command(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;
     long before = engine_steps_done(e);
@@ -560,13 +620,12 @@ static void apply_command(trainer *t, const ns_command *c)
     default:
         break;
     }
-    if (t->o.twin && c->kind != CMD_NOTE)
-        command_apply(t->o.twin, c); /* b's own log lines are not shown */
-    int r = command_apply(e, c);
-    long ev_before = t->engine_events_seen;
+    twin_target tg = (twin_target)target;
+    int r = twin_apply(e, t->o.twin, c, tg);
+    long ev_before = t->engine_events_seen + t->engine_events_seen_b;
     pull_engine_events(t);
     if (r == CMD_FAILED) {
-        if (t->engine_events_seen == ev_before)
+        if (t->engine_events_seen + t->engine_events_seen_b == ev_before)
             add_event(t, NS_EV_REFUSED, -1, "command %d could not be applied", (int)c->kind);
         return;
     }
@@ -578,22 +637,7 @@ static void apply_command(trainer *t, const ns_command *c)
         t->rate_s0 = after;
     }
     if (c->kind == CMD_REINIT) {
-        t->generation++;
-        t->hist_reset = 1;
-        t->have_metrics = 0;
-        t->have_loss = 0;
-        memset(&t->m, 0, sizeof t->m);
-        memset(&t->mb, 0, sizeof t->mb);
-        t->last_val = NAN;
-        t->last_val_b = NAN;
-        t->last_val_step = 0;
-        t->diverged_run = -1;
-        t->mark[0] = 0;
-        t->mark_kinds = 0;
-        t->budget = 0;
-        /* a diverged or finished run starts over; a paused one stays paused */
-        if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
-            set_state(t, TRAINER_RUNNING);
+        reinited(t);
     } else if (c->kind == CMD_REWIND && after < before) {
         /* the steps after the snapshot are gone: so are their points, and
          * the loss shown is the snapshot's step's again */
@@ -604,17 +648,21 @@ static void apply_command(trainer *t, const ns_command *c)
         t->generation++;
         t->hist_cut = after;
         t->mark[0] = 0;
-        t->mark_kinds = 0;
+        t->mark_b[0] = 0;
+        t->mark_kinds[0] = t->mark_kinds[1] = 0;
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }
-    mark_for(t, c);
+    if (twin_acts_on(c, tg, 0) || !t->o.twin)
+        mark_for(t, 0, c);
+    if (t->o.twin && twin_acts_on(c, tg, 1))
+        mark_for(t, 1, c);
 }
 
 /* Script commands are applied exactly as keys are. */
-static void script_cmd(void *ctx, const ns_command *c)
+static void script_cmd(void *ctx, const ns_command *c, int target)
 {
-    apply_command(ctx, c);
+    apply_command(ctx, c, target);
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */
@@ -775,6 +823,24 @@ static void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
                 t->dg->last_diagnosis.hint);
 }
 
+/* A validation result of run (1 = b) as an event: "b: validation loss
+ * 2.6200 (train 2.6100)"; a non-finite one is news, not an ordinary
+ * validation, and is spelled nan without a sign. */
+static void validation_event(trainer *t, int run, const step_metrics *m)
+{
+    char v[16], l[16];
+    snprintf(v, sizeof v, isnan(m->val_loss) ? "nan" : "%.4f", (double)m->val_loss);
+    snprintf(l, sizeof l, isnan(m->loss) ? "nan" : "%.4f", (double)m->loss);
+    if (run) {
+        t->last_val_b = m->val_loss;
+    } else {
+        t->last_val = m->val_loss;
+        t->last_val_step = m->step;
+    }
+    add_event(t, isfinite(m->val_loss) ? NS_EV_VAL : NS_EV_WARNING, -1,
+              "%svalidation loss %s (train %s)", t->o.twin ? (run ? "b: " : "a: ") : "", v, l);
+}
+
 static void do_step(trainer *t)
 {
     int bad = engine_step(t->e, &t->m);
@@ -795,18 +861,10 @@ static void do_step(trainer *t)
         t->o.on_step(t->o.ctx, &t->m);
     pull_engine_events(t);
     diagnosis_events(t);
+    if (t->m.has_val)
+        validation_event(t, 0, &t->m);
     if (t->o.twin && t->mb.has_val)
-        t->last_val_b = t->mb.val_loss;
-    if (t->m.has_val) {
-        t->last_val = t->m.val_loss;
-        t->last_val_step = t->m.step;
-        char v[16], l[16];
-        snprintf(v, sizeof v, isnan(t->m.val_loss) ? "nan" : "%.4f", (double)t->m.val_loss);
-        snprintf(l, sizeof l, isnan(t->m.loss) ? "nan" : "%.4f", (double)t->m.loss);
-        /* a non-finite one is news, not an ordinary validation */
-        add_event(t, isfinite(t->m.val_loss) ? NS_EV_VAL : NS_EV_WARNING, -1,
-                  "validation loss %s (train %s)", v, l);
-    }
+        validation_event(t, 1, &t->mb);
     long done = engine_steps_done(t->e);
     if (bad && t->o.on_div != ONDIV_CONTINUE) {
         set_state(t, TRAINER_DIVERGED);
@@ -858,11 +916,12 @@ static int idle(const trainer *t)
     return t->state != TRAINER_RUNNING && t->budget == 0;
 }
 
-/* Take the queued commands into cmds; -1 when the loop is to end. On the
+/* Take the queued commands into cmds and their targets (twin.h) into
+ * targets; -1 when the loop is to end. On the
  * thread it sleeps while there is nothing to do (a command or quit wakes
  * it); run synchronously there is no one to send a command, so idle, an
  * interrupt or a failed write end the run. qlock held only to copy. */
-static int take_commands(trainer *t, ns_command *cmds)
+static int take_commands(trainer *t, ns_command *cmds, int *targets)
 {
     pthread_mutex_lock(&t->qlock);
     while (!t->sync && !t->quit && t->q_len == 0 && idle(t))
@@ -871,8 +930,10 @@ static int take_commands(trainer *t, ns_command *cmds)
     if (t->sync && ((n == 0 && idle(t)) || t->write_failed ||
                     (t->o.interrupt && *t->o.interrupt)))
         quit = 1;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         cmds[i] = t->q[(t->q_head + i) % TRAINER_QUEUE];
+        targets[i] = t->qt[(t->q_head + i) % TRAINER_QUEUE];
+    }
     t->q_head = (t->q_head + n) % TRAINER_QUEUE;
     t->q_len = 0;
     pthread_mutex_unlock(&t->qlock);
@@ -883,15 +944,16 @@ static int take_commands(trainer *t, ns_command *cmds)
 static void run_loop(trainer *t)
 {
     ns_command cmds[TRAINER_QUEUE];
+    int targets[TRAINER_QUEUE];
     for (;;) {
-        int n = take_commands(t, cmds);
+        int n = take_commands(t, cmds, targets);
         if (n < 0)
             break;
 
         /* in order, and a one-step command takes its step before the next
          * command: "n n p n" is two steps, the change, one step */
         for (int i = 0; i < n; i++) {
-            apply_command(t, &cmds[i]);
+            apply_command(t, &cmds[i], targets[i]);
             if (t->budget > 0 && t->state != TRAINER_RUNNING) {
                 publish_status(t);
                 step_once(t);
@@ -1050,12 +1112,19 @@ int trainer_ended_diverged(const trainer_status *s)
 
 int trainer_send(trainer *t, const ns_command *c)
 {
+    return trainer_send_to(t, c, TWIN_BOTH);
+}
+
+int trainer_send_to(trainer *t, const ns_command *c, int target)
+{
     int r = 0;
     pthread_mutex_lock(&t->qlock);
     if (t->q_len == TRAINER_QUEUE) {
         r = -1;
     } else {
         t->q[(t->q_head + t->q_len) % TRAINER_QUEUE] = *c;
+        t->qt[(t->q_head + t->q_len) % TRAINER_QUEUE] =
+            target >= 0 && target < TWIN_TARGET_COUNT ? target : TWIN_BOTH;
         t->q_len++;
     }
     pthread_mutex_unlock(&t->qlock);
@@ -1086,6 +1155,8 @@ int trainer_snapshot_copy(trainer *t, trainer_snapshot *d)
         long k = i % TRAINER_HIST;
         d->hist[k] = p->hist[k];
         memcpy(d->heat[k], p->heat[k], (size_t)L * sizeof(float));
+        if (p->s.compare)
+            memcpy(d->heat_b[k], p->heat_b[k], (size_t)L * sizeof(float));
     }
     long ev_from = old.ev_total;
     if (ev_from > p->s.ev_total)

@@ -4,7 +4,9 @@
  * Chart: train loss as a line (braille dots, 2x4 per cell, in a UTF-8
  * locale; '.', '-' and '\'' at three heights per cell in ASCII),
  * validation loss as points, and a labelled marker at every step where a
- * setting changed. x: one dot per step while they fit, else the window
+ * setting changed. With --compare, run b's loss is a '+' per column under
+ * run a's line, a cell both pass through is a '*', and b's markers are
+ * labelled on the bottom row. x: one dot per step while they fit, else the window
  * squeezed; y: fitted to the window's values from the lowest to the 98th
  * percentile, so one spike cannot flatten the rest (values above it ride
  * the top edge).
@@ -16,11 +18,31 @@
  * No curses here.
  */
 #include "tui.h"
+#include "twin.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Cut a run's label for the legend: to what differs from the other run
+ * (before twin_label's two spaces; the panel headers show the rest), at
+ * most w columns (ASCII: labels are), at a space when there is one; then
+ * two spaces. */
+static void trim_label(char *b, int w)
+{
+    char *rest = strstr(b, "  ");
+    if (rest)
+        *rest = 0;
+    if ((int)strlen(b) > w) {
+        b[w] = 0;
+        char *sp = strrchr(b, ' ');
+        if (sp && sp - b > 2)
+            *sp = 0;
+    }
+    size_t n = strlen(b);
+    b[n] = ' ', b[n + 1] = ' ', b[n + 2] = 0;
+}
 
 static long window_points(const trainer_snapshot *s)
 {
@@ -94,211 +116,304 @@ static void fmt_axis(char *b, size_t n, double v, int logy)
     snprintf(b, n, "%7.3g", x);
 }
 
+/* The series a chart can show: each run's train loss and validation loss. */
+typedef enum { SER_LOSS_A, SER_LOSS_B, SER_VAL_A, SER_VAL_B, SER_COUNT } chart_series;
+
+static float series_value(const trainer_point *p, chart_series k)
+{
+    switch (k) {
+    case SER_LOSS_A: return p->loss;
+    case SER_LOSS_B: return p->loss_b;
+    case SER_VAL_A: return p->val_loss;
+    default: return p->val_loss_b;
+    }
+}
+
+/* What every step of drawing needs: the geometry, the window of points,
+ * the fitted y range (as plotted) and the glyph set. */
+typedef struct {
+    tui_chart_geom cg;
+    const trainer_snapshot *s;
+    long first, total; /* the window: points first..total-1 */
+    double lo, hi;
+    int logy, uni, cmp;
+    int dpc, dpr; /* dots per cell: x, y */
+} chart_ctx;
+
+/* The y dot of a plotted value (0 = the top), clamped into the plot. */
+static int ydot(const chart_ctx *c, float v)
+{
+    int y = (int)floor((c->hi - v) / (c->hi - c->lo) * (c->cg.ydots - 1) + 0.5);
+    return clampi(y, 0, c->cg.ydots - 1);
+}
+
+/* The x dot of point p, clamped: the window's steps are consecutive, so it
+ * is in range; a wrong step must cost a misplaced dot, not a stray write. */
+static long xdot_of(const chart_ctx *c, const trainer_point *p)
+{
+    long x = xdot(&c->cg, p->step);
+    return x < 0 ? 0 : (x >= c->cg.xdots ? c->cg.xdots - 1 : x);
+}
+
+/* The legend's labels: "train", or with --compare each run's settings
+ * now (twin_label), so the legend follows every change. */
+static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_ui *ui)
+{
+    const trainer_status *st = &c->s->s;
+    char la[48] = "train  ", lb[48] = "";
+    if (c->cmp) {
+        twin_run ra = {&st->cfg, st->warmup_on, st->lr_peak};
+        twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b};
+        twin_label("a", ra, rb, la, sizeof la - 2);
+        twin_label("b", rb, ra, lb, sizeof lb - 2);
+        trim_label(la, 24);
+        trim_label(lb, 24);
+    }
+    char range[64] = "";
+    if (c->total > c->first)
+        snprintf(range, sizeof range, " steps %ld-%ld ", c->cg.first, c->cg.last);
+    int right = r.c + r.w - (int)strlen(range);
+    const int uni = c->uni;
+    struct {
+        const char *text;
+        int cols; /* columns it takes (a glyph of 3 bytes is 1) */
+        tui_style st;
+    } legend[] = {
+        {"loss ", 5, TUI_S_TITLE},
+        {ui->logy ? "[log-y]  " : "[linear]  ", ui->logy ? 9 : 10, TUI_S_DIM},
+        {uni ? "\xe2\xa3\xa4 " : "- ", 2, TUI_S_TRAIN}, /* ⣤ */
+        {la, (int)strlen(la), TUI_S_LABEL},
+        {c->cmp ? "+ " : "", c->cmp ? 2 : 0, TUI_S_TWIN},
+        {lb, (int)strlen(lb), TUI_S_LABEL},
+        {c->cmp ? "* " : "", c->cmp ? 2 : 0, TUI_S_TITLE},
+        {c->cmp ? "both  " : "", c->cmp ? 6 : 0, TUI_S_LABEL},
+        {uni ? "\xe2\x80\xa2 " : "o ", 2, TUI_S_VAL},
+        {"validation  ", 12, TUI_S_LABEL},
+        {uni ? "\xe2\x94\x8a " : ": ", 2, TUI_S_MARK},
+        {"setting changed", 15, TUI_S_LABEL},
+    };
+    int col = r.c + 1;
+    for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++) {
+        if (legend[i].cols == 0)
+            continue;
+        if (col + legend[i].cols > right)
+            break;
+        col += tui_puts(g, r.r, col, legend[i].cols, legend[i].st, legend[i].text);
+    }
+    if (range[0] && right > col)
+        tui_puts(g, r.r, right, (int)strlen(range), TUI_S_DIM, range);
+}
+
+/* The y range: the window's lowest plotted value to its 98th percentile,
+ * padded. 0, or -1 when nothing in the window can be plotted. The values
+ * are sorted in a buffer on the stack: no allocation per frame. */
+static int chart_range(chart_ctx *c)
+{
+    static const chart_series all[] = {SER_LOSS_A, SER_VAL_A, SER_LOSS_B, SER_VAL_B};
+    float vals[4 * TRAINER_HIST];
+    int k = 0, nser = c->cmp ? 4 : 2;
+    for (long i = c->first; i < c->total && k + 4 <= (int)(sizeof vals / sizeof vals[0]); i++)
+        for (int j = 0; j < nser; j++) {
+            float v = plotted(series_value(point(c->s, i), all[j]), c->logy);
+            if (!isnan(v))
+                vals[k++] = v;
+        }
+    if (k == 0)
+        return -1;
+    qsort(vals, (size_t)k, sizeof *vals, cmp_float);
+    double lo = vals[0], hi = vals[(int)floor(0.98 * (k - 1))];
+    double pad = (hi - lo) * 0.05;
+    if (pad < (c->logy ? 0.01 : 1e-3))
+        pad = c->logy ? 0.01 : 1e-3;
+    c->lo = lo - pad;
+    c->hi = hi + pad;
+    if (!c->logy && c->lo < 0 && c->lo + pad >= 0)
+        c->lo = 0; /* a loss is never negative: do not pad below 0 */
+    return 0;
+}
+
+/* One run's markers: a dotted line down the plot at every step where
+ * that run's settings changed (run a's under run b's). */
+static void chart_marker_lines(tui_grid *g, const chart_ctx *c, int run)
+{
+    tui_style st = run ? TUI_S_TWIN : TUI_S_MARK;
+    for (long i = c->first; i < c->total; i++) {
+        const trainer_point *p = point(c->s, i);
+        if (!(run ? p->mark_b : p->mark)[0])
+            continue;
+        int col = tui_chart_col(&c->cg, p->step);
+        for (int y = 0; y < c->cg.h; y++)
+            tui_put(g, c->cg.top + y, col, c->uni ? G_DOTV : ':', st);
+    }
+}
+
+/* The dot bits of a train-line cell, from its glyph (0: not one). */
+static uint8_t line_bits(const tui_cell *cell, int uni)
+{
+    if (cell->style != TUI_S_TRAIN)
+        return 0;
+    uint32_t ch = cell->ch;
+    if (uni)
+        return ch > G_BRAILLE && ch <= G_BRAILLE + 0xFF ? (uint8_t)(ch - G_BRAILLE) : 0;
+    return ch == '\'' ? 1 : ch == '-' ? 2 : ch == '.' ? 4 : ch == '|' ? 7 : 0;
+}
+
+/* Add one dot of run a's line at plot dot (x, y), or'ed into the cell's
+ * glyph. A cell run b's '+' holds becomes '*': both curves pass there, and
+ * neither erases the other. */
+static void line_dot(tui_grid *g, const chart_ctx *c, long x, int y)
+{
+    static const uint8_t braille[2][4] = {{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}};
+    tui_cell *cell = tui_at(g, c->cg.top + y / c->dpr, c->cg.left + (int)(x / c->dpc));
+    if (!cell)
+        return;
+    if (cell->ch == G_BOTH || (cell->ch == '+' && cell->style == TUI_S_TWIN)) {
+        cell->ch = G_BOTH;
+        cell->style = TUI_S_TITLE;
+        return;
+    }
+    uint8_t b = line_bits(cell, c->uni);
+    if (c->uni) {
+        b |= braille[x % 2][y % 4];
+        cell->ch = G_BRAILLE + b;
+    } else {
+        b |= (uint8_t)(1u << (y % 3));
+        cell->ch = b == 1 ? '\'' : b == 2 ? '-' : b == 4 ? '.' : '|';
+    }
+    cell->style = TUI_S_TRAIN;
+}
+
+/* Run a's train loss as a line: each point joined to the previous by a
+ * vertical run of dots; a non-finite loss is a '!' on the top row. */
+static void chart_line_a(tui_grid *g, const chart_ctx *c)
+{
+    int prev_y = -1;
+    for (long i = c->first; i < c->total; i++) {
+        const trainer_point *p = point(c->s, i);
+        float v = plotted(p->loss, c->logy);
+        long x = xdot_of(c, p);
+        if (isnan(v)) {
+            tui_put(g, c->cg.top, c->cg.left + (int)(x / c->dpc), '!', TUI_S_BAD);
+            prev_y = -1;
+            continue;
+        }
+        int y = ydot(c, v);
+        int y0 = prev_y < 0 || prev_y > y ? y : prev_y;
+        int y1 = prev_y < 0 || prev_y < y ? y : prev_y;
+        for (int yy = y0; yy <= y1; yy++)
+            line_dot(g, c, x, yy);
+        prev_y = y;
+    }
+}
+
+/* A series drawn as one glyph per point (run b's loss, the validation
+ * losses). */
+static void chart_points(tui_grid *g, const chart_ctx *c, chart_series k, uint32_t ch,
+                         tui_style st)
+{
+    for (long i = c->first; i < c->total; i++) {
+        const trainer_point *p = point(c->s, i);
+        float v = plotted(series_value(p, k), c->logy);
+        if (isnan(v))
+            continue;
+        tui_put(g, c->cg.top + ydot(c, v) / c->dpr, c->cg.left + (int)(xdot_of(c, p) / c->dpc),
+                ch, st);
+    }
+}
+
+/* One run's marker labels, last so they stay readable: run a's on the top
+ * row, run b's on the bottom row, "a:"/"b:" first when there are two. */
+static void chart_marker_labels(tui_grid *g, const chart_ctx *c, int run)
+{
+    int row = run ? c->cg.top + c->cg.h - 1 : c->cg.top, free_from = c->cg.left;
+    tui_style st = run ? TUI_S_TWIN : TUI_S_MARK;
+    for (long i = c->first; i < c->total; i++) {
+        const trainer_point *p = point(c->s, i);
+        const char *mark = run ? p->mark_b : p->mark;
+        if (!mark[0])
+            continue;
+        char label[TRAINER_MARK + 4];
+        snprintf(label, sizeof label, "%s%s", !c->cmp ? "" : run ? "b:" : "a:", mark);
+        int col = tui_chart_col(&c->cg, p->step), len = (int)strlen(label);
+        int start = col + 1;
+        if (start + len > c->cg.left + c->cg.w)
+            start = col - len;
+        if (start < free_from)
+            continue; /* would cover the previous label */
+        tui_put(g, row, col, c->uni ? G_DOTV : ':', st);
+        tui_puts(g, row, start, len, st, label);
+        free_from = (start > col ? start + len : col + 1) + 1;
+    }
+}
+
+/* y labels (top, middle, bottom of the fitted range) and x labels (the
+ * window's first and last step). */
+static void chart_axes(tui_grid *g, tui_rect r, const chart_ctx *c)
+{
+    const tui_chart_geom *cg = &c->cg;
+    char b[32];
+    fmt_axis(b, sizeof b, c->hi, c->logy);
+    tui_puts(g, cg->top, r.c, 7, TUI_S_DIM, b);
+    fmt_axis(b, sizeof b, c->lo, c->logy);
+    tui_puts(g, cg->top + cg->h - 1, r.c, 7, TUI_S_DIM, b);
+    if (cg->h >= 5) {
+        fmt_axis(b, sizeof b, (c->hi + c->lo) / 2, c->logy);
+        tui_puts(g, cg->top + (cg->h - 1) / 2, r.c, 7, TUI_S_DIM, b);
+    }
+    int xr = r.r + r.h - 1;
+    snprintf(b, sizeof b, "%ld", cg->first);
+    int l0 = tui_puts(g, xr, cg->left, cg->w, TUI_S_DIM, b);
+    snprintf(b, sizeof b, "%ld", cg->last);
+    int len = (int)strlen(b), end = tui_chart_col(cg, cg->last) + 1;
+    if (end - len > cg->left + l0 + 1)
+        tui_puts(g, xr, end - len, len, TUI_S_DIM, b);
+}
+
 void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui)
 {
     if (r.h < 4 || r.w < 20)
         return;
-    tui_chart_geom cg = tui_chart_geometry(r, s, ui->unicode);
-    long n = window_points(s), total = s->s.hist_total;
-    int uni = ui->unicode;
-    int cmp = s->s.compare;
-    char alabel[48], blabel[64];
-    snprintf(alabel, sizeof alabel, "%s  ", s->s.label_a[0] ? s->s.label_a : "a");
-    snprintf(blabel, sizeof blabel, "%s  ", s->s.label_b[0] ? s->s.label_b : "b");
-
-    /* title and legend: each piece only if it fits whole, the step range
-     * at the right */
-    char range[64] = "";
-    if (n > 0)
-        snprintf(range, sizeof range, " steps %ld-%ld ", cg.first, cg.last);
-    int right = r.c + r.w - (int)strlen(range);
-    struct {
-        const char *text;
-        tui_style st;
-    } legend[] = {
-        {"loss ", TUI_S_TITLE},
-        {ui->logy ? "[log-y]  " : "[linear]  ", TUI_S_DIM},
-        {uni ? "\xe2\xa3\xa4 " : "- ", TUI_S_TRAIN}, /* ⣤ */
-        {cmp ? alabel : "train  ", TUI_S_LABEL},
-        {cmp ? "+ " : "", TUI_S_TWIN},
-        {cmp ? blabel : "", TUI_S_LABEL},
-        {uni ? "\xe2\x80\xa2 " : "o ", TUI_S_VAL},
-        {"validation  ", TUI_S_LABEL},
-        {uni ? "\xe2\x94\x8a " : ": ", TUI_S_MARK},
-        {"setting changed", TUI_S_LABEL},
-    };
-    int c = r.c + 1;
-    for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++) {
-        int len = (int)strlen(legend[i].text);
-        if (uni && (i == 2 || i == 6 || i == 8))
-            len = 2; /* one glyph of three bytes and a space */
-        if (len == 0)
-            continue;
-        if (c + len > right)
-            break;
-        c += tui_puts(g, r.r, c, len, legend[i].st, legend[i].text);
-    }
-    if (range[0] && right > c)
-        tui_puts(g, r.r, right, (int)strlen(range), TUI_S_DIM, range);
-    if (cg.w <= 0)
+    chart_ctx c;
+    memset(&c, 0, sizeof c);
+    c.cg = tui_chart_geometry(r, s, ui->unicode);
+    c.s = s;
+    c.total = s->s.hist_total;
+    c.first = c.total - window_points(s);
+    c.logy = ui->logy;
+    c.uni = ui->unicode;
+    c.cmp = s->s.compare;
+    chart_legend(g, r, &c, ui);
+    if (c.cg.w <= 0)
         return;
-    for (int i = 0; i < cg.h; i++)
-        tui_put(g, cg.top + i, cg.left - 1, uni ? G_VLINE : '|', TUI_S_DIM);
-    if (n == 0) {
-        tui_puts(g, cg.top + cg.h / 2, cg.left + 2, cg.w - 2, TUI_S_DIM,
+    for (int i = 0; i < c.cg.h; i++)
+        tui_put(g, c.cg.top + i, c.cg.left - 1, c.uni ? G_VLINE : '|', TUI_S_DIM);
+    if (c.first >= c.total) {
+        tui_puts(g, c.cg.top + c.cg.h / 2, c.cg.left + 2, c.cg.w - 2, TUI_S_DIM,
                  "waiting for the first step...");
         return;
     }
-
-    /* y range: lowest value .. 98th percentile of the window */
-    float *vals = malloc(sizeof(float) * (size_t)(3 * n));
-    if (!vals)
-        return;
-    int k = 0;
-    for (long i = total - n; i < total; i++) {
-        const trainer_point *p = point(s, i);
-        float a = plotted(p->loss, ui->logy), b = plotted(p->val_loss, ui->logy);
-        if (!isnan(a))
-            vals[k++] = a;
-        if (!isnan(b))
-            vals[k++] = b;
-        float tb = cmp ? plotted(p->loss_b, ui->logy) : NAN;
-        if (!isnan(tb))
-            vals[k++] = tb;
-    }
-    if (k == 0) {
-        free(vals);
-        tui_puts(g, cg.top + cg.h / 2, cg.left + 2, cg.w - 2, TUI_S_BAD,
+    if (chart_range(&c) != 0) {
+        tui_puts(g, c.cg.top + c.cg.h / 2, c.cg.left + 2, c.cg.w - 2, TUI_S_BAD,
                  "no finite loss to plot");
         return;
     }
-    qsort(vals, (size_t)k, sizeof *vals, cmp_float);
-    double lo = vals[0], hi = vals[(int)floor(0.98 * (k - 1))];
-    free(vals);
-    double pad = (hi - lo) * 0.05;
-    if (pad < (ui->logy ? 0.01 : 1e-3))
-        pad = ui->logy ? 0.01 : 1e-3;
-    lo -= pad;
-    hi += pad;
-    if (!ui->logy && lo < 0 && lo + pad >= 0)
-        lo = 0; /* a loss is never negative: do not pad below 0 */
-
-    int W = cg.w, H = cg.h;
-    int dpc = cg.xdots / W, dpr = cg.ydots / H; /* dots per cell */
-    uint8_t *bits = calloc((size_t)W * (size_t)H, 1);
-    if (!bits)
-        return;
-    static const uint8_t braille[2][4] = {{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}};
-
-    /* markers under the data */
-    for (long i = total - n; i < total; i++) {
-        const trainer_point *p = point(s, i);
-        if (!p->mark[0])
-            continue;
-        int col = tui_chart_col(&cg, p->step);
-        for (int y = 0; y < H; y++)
-            tui_put(g, cg.top + y, col, uni ? G_DOTV : ':', TUI_S_MARK);
-    }
-
-    /* the train line: each point joined to the previous by a vertical run */
-    int prev_y = -1;
-    for (long i = total - n; i < total; i++) {
-        const trainer_point *p = point(s, i);
-        float v = plotted(p->loss, ui->logy);
-        long x = xdot(&cg, p->step);
-        if (isnan(v)) {
-            tui_put(g, cg.top, cg.left + (int)(x / dpc), '!', TUI_S_BAD);
-            prev_y = -1;
-            continue;
-        }
-        int y = (int)floor((hi - v) / (hi - lo) * (cg.ydots - 1) + 0.5);
-        y = clampi(y, 0, cg.ydots - 1);
-        int y0 = prev_y < 0 ? y : (prev_y < y ? prev_y : y);
-        int y1 = prev_y < 0 ? y : (prev_y < y ? y : prev_y);
-        /* the window's steps are consecutive, so x is in range; clamped
-         * anyway: a wrong step must cost a misplaced dot, not the heap */
-        if (x < 0 || x >= cg.xdots)
-            x = x < 0 ? 0 : cg.xdots - 1;
-        for (int yy = y0; yy <= y1; yy++) {
-            int cx = (int)(x / dpc), cy = yy / dpr;
-            uint8_t bit = uni ? braille[x % 2][yy % 4] : (uint8_t)(1u << (yy % 3));
-            bits[(size_t)cy * W + cx] |= bit;
-        }
-        prev_y = y;
-    }
-    for (int y = 0; y < H; y++)
-        for (int x = 0; x < W; x++) {
-            uint8_t b = bits[(size_t)y * W + x];
-            if (!b)
-                continue;
-            uint32_t ch;
-            if (uni)
-                ch = G_BRAILLE + b;
-            else
-                ch = b == 1 ? '\'' : b == 2 ? '-' : b == 4 ? '.' : '|';
-            tui_put(g, cg.top + y, cg.left + x, ch, TUI_S_TRAIN);
-        }
-    free(bits);
-
-    /* --compare: run b's loss, one '+' per column it reaches */
-    for (long i = total - n; cmp && i < total; i++) {
-        const trainer_point *p = point(s, i);
-        float v = plotted(p->loss_b, ui->logy);
-        if (isnan(v))
-            continue;
-        int y = (int)floor((hi - v) / (hi - lo) * (cg.ydots - 1) + 0.5);
-        y = clampi(y, 0, cg.ydots - 1);
-        tui_put(g, cg.top + y / dpr, cg.left + (int)(xdot(&cg, p->step) / dpc), '+', TUI_S_TWIN);
-    }
-
-    /* validation points over the line */
-    for (long i = total - n; i < total; i++) {
-        const trainer_point *p = point(s, i);
-        float v = plotted(p->val_loss, ui->logy);
-        if (isnan(v))
-            continue;
-        int y = (int)floor((hi - v) / (hi - lo) * (cg.ydots - 1) + 0.5);
-        y = clampi(y, 0, cg.ydots - 1);
-        tui_put(g, cg.top + y / dpr, cg.left + (int)(xdot(&cg, p->step) / dpc),
-                uni ? G_BULLET : 'o', TUI_S_VAL);
-    }
-
-    /* marker labels on the top row, last so they stay readable */
-    int free_from = cg.left;
-    for (long i = total - n; i < total; i++) {
-        const trainer_point *p = point(s, i);
-        if (!p->mark[0])
-            continue;
-        int col = tui_chart_col(&cg, p->step), len = (int)strlen(p->mark);
-        int start = col + 1;
-        if (start + len > cg.left + W)
-            start = col - len;
-        if (start < free_from)
-            continue; /* would cover the previous label */
-        tui_put(g, cg.top, col, uni ? G_DOTV : ':', TUI_S_MARK);
-        tui_puts(g, cg.top, start, len, TUI_S_MARK, p->mark);
-        free_from = (start > col ? start + len : col + 1) + 1;
-    }
-
-    /* y labels: top, middle, bottom of the fitted range */
-    char b[32];
-    fmt_axis(b, sizeof b, hi, ui->logy);
-    tui_puts(g, cg.top, r.c, 7, TUI_S_DIM, b);
-    fmt_axis(b, sizeof b, lo, ui->logy);
-    tui_puts(g, cg.top + H - 1, r.c, 7, TUI_S_DIM, b);
-    if (H >= 5) {
-        fmt_axis(b, sizeof b, (hi + lo) / 2, ui->logy);
-        tui_puts(g, cg.top + (H - 1) / 2, r.c, 7, TUI_S_DIM, b);
-    }
-
-    /* x labels: the first and the last step of the window */
-    int xr = r.r + r.h - 1;
-    snprintf(b, sizeof b, "%ld", cg.first);
-    int l0 = tui_puts(g, xr, cg.left, W, TUI_S_DIM, b);
-    snprintf(b, sizeof b, "%ld", cg.last);
-    int len = (int)strlen(b), end = tui_chart_col(&cg, cg.last) + 1;
-    if (end - len > cg.left + l0 + 1)
-        tui_puts(g, xr, end - len, len, TUI_S_DIM, b);
+    c.dpc = c.cg.xdots / c.cg.w;
+    c.dpr = c.cg.ydots / c.cg.h;
+    /* under the data: the markers; then b's points, a's line over them
+     * ('*' where both pass), the validation points, the marker labels */
+    if (c.cmp)
+        chart_marker_lines(g, &c, 1);
+    chart_marker_lines(g, &c, 0);
+    if (c.cmp)
+        chart_points(g, &c, SER_LOSS_B, '+', TUI_S_TWIN);
+    chart_line_a(g, &c);
+    if (c.cmp)
+        chart_points(g, &c, SER_VAL_B, c.uni ? G_WHITE_BULLET : 'x', TUI_S_TWIN);
+    chart_points(g, &c, SER_VAL_A, c.uni ? G_BULLET : 'o', TUI_S_VAL);
+    chart_marker_labels(g, &c, 0);
+    if (c.cmp)
+        chart_marker_labels(g, &c, 1);
+    chart_axes(g, r, &c);
 }
 
 /* ---- heatmap -------------------------------------------------------------------- */
@@ -350,7 +465,12 @@ void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui
     int left = r.c + 4, W = r.w - 5;
     long per = n > W ? (n + W - 1) / W : 1; /* steps per column */
     char b[96];
+    /* --compare: the run the keys target (Tab), run a under both */
+    int run_b = s->s.compare && ui->target == TWIN_B;
     int c = r.c + tui_puts(g, r.r, r.c, r.w, TUI_S_TITLE, "lyr gradient norm per layer over time");
+    if (s->s.compare)
+        c += tui_puts(g, r.r, c, r.c + r.w - c, run_b ? TUI_S_TWIN : TUI_S_TITLE,
+                      run_b ? ", run b" : ", run a");
     if (n > 0) {
         snprintf(b, sizeof b, "  steps %ld-%ld, %ld per column (max)", point(s, total - n)->step,
                  point(s, total - 1)->step, per);
@@ -388,7 +508,8 @@ void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui
             double mx = 0;
             int bad = 0;
             for (long q = j * per; q < (j + 1) * per && q < n; q++) {
-                float v = s->heat[(total - n + q) % TRAINER_HIST][l];
+                long k = (total - n + q) % TRAINER_HIST;
+                float v = run_b ? s->heat_b[k][l] : s->heat[k][l];
                 if (!isfinite(v))
                     bad = 1;
                 else if (v > mx)

@@ -254,7 +254,8 @@ static void send_action(run_state *rs, tui_action a)
     }
     if (!tui_apply(&rs->ui, a, rs->snap->s.n_layer, &cmd))
         return;
-    if (trainer_send(rs->t, &cmd) != 0) {
+    /* the target goes alongside the command (twin.h: the two-run rule) */
+    if (trainer_send_to(rs->t, &cmd, rs->snap->s.compare ? rs->ui.target : 0) != 0) {
         snprintf(rs->ui.note, sizeof rs->ui.note,
                  "busy: %d commands wait for the step in progress ", TRAINER_QUEUE);
         rs->note_until = nstime_now() + NOTE_S;
@@ -487,6 +488,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.follow = rs->fw != NULL;
     rs->ui.lesson_title = o->lesson_title;
     rs->ui.lesson_text = o->lesson_text;
+    rs->ui.bars_rel = o->bars_rel;
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

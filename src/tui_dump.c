@@ -59,7 +59,7 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
         return -1;
     FILE *f = a->f;
     int cmp = s->s.compare;
-    fputs(cmp ? "step,loss,val_loss,lr,b_loss\n" : "step,loss,val_loss,lr\n", f);
+    fputs(cmp ? "step,loss,val_loss,lr,b_loss,b_val_loss\n" : "step,loss,val_loss,lr\n", f);
     long total = s->s.hist_total;
     for (long i = trainer_hist_first(&s->s); i < total; i++) {
         const trainer_point *p = &s->hist[i % TRAINER_HIST];
@@ -70,9 +70,12 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
             metrics_csv_float(f, p->val_loss);
         fputc(',', f);
         metrics_csv_float(f, p->lr);
-        if (cmp) {
+        if (cmp) { /* run b's, as --csv's b_ columns */
             fputc(',', f);
             metrics_csv_float(f, p->loss_b);
+            fputc(',', f);
+            if (!isnan(p->val_loss_b))
+                metrics_csv_float(f, p->val_loss_b);
         }
         fputc('\n', f);
     }

@@ -223,7 +223,7 @@ static void draw_keys(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui
     } k[] = {
         {"[space]", "", TUI_ACT_PAUSE},  {"[+-]", " lr x2 / x0.5", TUI_ACT_LR_UP},
         {"[C]", " checkpoint", TUI_ACT_CHECKPOINT}, {"[<>]", " replay", TUI_ACT_STEP_BACK},
-        {"[Tab]", "", TUI_ACT_VIEW},     {"[y]", "", TUI_ACT_LOGY},
+        {"[m]", "", TUI_ACT_VIEW},       {"[y]", "", TUI_ACT_LOGY},
         {"[z]", "", TUI_ACT_FREEZE},
     };
     snprintf(k[0].text, sizeof k[0].text, " %s", f->paused ? "resume" : "pause");
@@ -290,7 +290,7 @@ static void draw_footer(tui_grid *g, tui_rect r, tui_ui *ui)
     } k[] = {
         {"Spc", "Pause", TUI_ACT_PAUSE}, {"+-", "LR", TUI_ACT_LR_UP},
         {"C", "Checkpoint", TUI_ACT_CHECKPOINT}, {"Left", "Replay", TUI_ACT_STEP_BACK},
-        {"Tab", "View", TUI_ACT_VIEW}, {"y", "Log-y", TUI_ACT_LOGY},
+        {"m", "View", TUI_ACT_VIEW}, {"y", "Log-y", TUI_ACT_LOGY},
         {"z", "Freeze", TUI_ACT_FREEZE}, {"F1", "Help", TUI_ACT_HELP},
         {"F10", "Quit", TUI_ACT_QUIT},
     };

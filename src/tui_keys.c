@@ -4,6 +4,7 @@
  * the footer, so a key cannot be bound without being documented.
  * No curses: the curses layer translates its key codes to TUI_KEY_*. */
 #include "tui.h"
+#include "twin.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,8 +28,11 @@ const tui_key tui_keys[] = {
     {{'b'}, "b", "b", "Rewind", "rewind to the newest snapshot before now (again: older)",
      TUI_ACT_REWIND},
     {{'r'}, "r", "r", "Reinit", "re-initialize: step 0, fresh weights, same seed", TUI_ACT_REINIT},
-    {{TUI_KEY_TAB, TUI_KEY_BTAB}, "Tab", "Tab", "View", "next view: layer bars / gradient heatmap",
+    {{TUI_KEY_TAB, TUI_KEY_BTAB}, "Tab", NULL, NULL,
+     "--compare: keys act on both runs -> run a -> run b", TUI_ACT_TARGET},
+    {{'m'}, "m/v", "m", "View", "view bars / heatmap (m); bars absolute / relative (v)",
      TUI_ACT_VIEW},
+    {{'v'}, NULL, NULL, NULL, NULL, TUI_ACT_BARS},
     {{TUI_KEY_UP}, "up/down", NULL, NULL, "select a layer (its numbers in the box at the right)",
      TUI_ACT_UP},
     {{TUI_KEY_DOWN}, NULL, NULL, NULL, NULL, TUI_ACT_DOWN},
@@ -37,9 +41,9 @@ const tui_key tui_keys[] = {
     {{TUI_KEY_HOME}, "Home/End", NULL, NULL, "select the top layer / layer 0 (embeddings side)",
      TUI_ACT_TOP},
     {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM},
-    {{'y'}, "y", "y", "Log-y", "loss chart: logarithmic / linear y axis", TUI_ACT_LOGY},
-    {{'z'}, "z/L", "z", "Freeze", "freeze the display / hide or show the lesson panel",
-     TUI_ACT_FREEZE},
+    {{'y'}, "y/z/L", "y", "Log-y", "chart log-y / linear (y); freeze display (z); lesson panel (L)",
+     TUI_ACT_LOGY},
+    {{'z'}, NULL, "z", "Freeze", NULL, TUI_ACT_FREEZE},
     {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON},
     {{'d'}, "d/e/g", NULL, NULL, "write the screen as text / the loss as CSV / the view as SVG",
      TUI_ACT_DUMP_SCREEN},
@@ -120,6 +124,8 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_CLIP: *cmd = command_toggle(CMD_CLIP); return 1;
     case TUI_ACT_REINIT: cmd->kind = CMD_REINIT; return 1;
     case TUI_ACT_VIEW: ui->view = (ui->view + 1) % TUI_VIEW_COUNT; return 0;
+    case TUI_ACT_TARGET: ui->target = (ui->target + 1) % TWIN_TARGET_COUNT; return 0;
+    case TUI_ACT_BARS: ui->bars_rel = !ui->bars_rel; return 0;
     case TUI_ACT_UP: ui->selected = clampi(ui->selected + 1, 0, n_layer - 1); return 0;
     case TUI_ACT_DOWN: ui->selected = clampi(ui->selected - 1, 0, n_layer - 1); return 0;
     case TUI_ACT_PGUP: ui->selected = clampi(ui->selected + page, 0, n_layer - 1); return 0;

@@ -79,13 +79,14 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
     }
     if (n_layer < 1)
         n_layer = 1;
-    L.status = (tui_rect){0, 0, 2, cols};
+    /* --compare: a second values row, run b's */
+    L.status = (tui_rect){0, 0, compare ? 3 : 2, cols};
     L.footer = (tui_rect){rows - 1, 0, 1, cols};
     int ev_h = clampi(3 + (rows - TUI_MIN_ROWS) / 6, 3, 9);
     L.events = (tui_rect){rows - 1 - ev_h, 0, ev_h, cols};
     L.sample = (tui_rect){L.events.r - 1, 0, 1, cols};
     L.lesson = (tui_rect){L.sample.r, 0, L.sample.h + L.events.h, cols};
-    int mid_top = 2, mid_h = L.sample.r - mid_top;
+    int mid_top = L.status.h, mid_h = L.sample.r - mid_top;
     /* the chart needs a title, an axis and >= 6 plot rows to read a trend */
     int chart_min = mid_h * 2 / 5 > 8 ? mid_h * 2 / 5 : 8;
     int panel_h = clampi(n_layer + 2, 3, mid_h - chart_min);
@@ -141,6 +142,48 @@ tui_layer_cols tui_layer_columns_prec(int width, int prec)
     return c;
 }
 
+tui_twin_cols tui_twin_columns(int width, int prec)
+{
+    tui_twin_cols c = {0, 4, 0, TUI_TWIN_BAR_MIN, -1, 0, -1, -1, -1};
+    /* optional columns with their widths, in the order they are dropped */
+    int want[4] = {8, prec ? 9 : 0, 8, TUI_TWIN_ACT_MIN + 1};
+    int base = 4 + 2 * TUI_TWIN_BAR_MIN + 1, n = 4;
+    for (;;) {
+        int need = base;
+        for (int i = 0; i < 4; i++)
+            need += i >= 4 - n ? want[i] : 0;
+        if (need <= width || n == 0)
+            break;
+        want[4 - n] = 0; /* drop the first still kept */
+        n--;
+    }
+    int fixed = want[0] + want[1] + want[2] + (want[3] ? 1 : 0);
+    int avail = width - 4 - 1 - fixed; /* bars, their gap, the act bar */
+    if (want[3]) {
+        c.bar = clampi(avail * 3 / 10, TUI_TWIN_BAR_MIN, 40);
+        c.act_w = clampi(avail - 2 * c.bar, 0, 30);
+    } else {
+        c.bar = clampi(avail / 2, TUI_TWIN_BAR_MIN, 48);
+    }
+    c.ffn = c.attn + c.bar + 1;
+    int col = c.ffn + c.bar + 1;
+    if (want[3]) {
+        c.act = col;
+        col += c.act_w;
+    }
+    if (want[2]) {
+        c.act_num = col;
+        col += 8;
+    }
+    if (want[1]) {
+        c.prec = col;
+        col += 9;
+    }
+    if (want[0])
+        c.rms = col;
+    return c;
+}
+
 int tui_scroll_fit(int first, int visible, int pos, int count)
 {
     if (visible < 1)
@@ -166,15 +209,30 @@ tui_grad_state tui_grad_state_of(double v, double layer_max)
 
 int tui_log_eighths(double v, int lo, int hi, int w)
 {
-    if (!(v > 0) || !isfinite(v) || hi <= lo || w <= 0)
+    return (int)tui_log_eighths_d(v, lo, hi, w);
+}
+
+double tui_log_eighths_d(double v, double lo, double hi, int w)
+{
+    if (!(v > 0) || !isfinite(v) || !(hi > lo) || w <= 0)
         return 0;
-    double f = (log10(v) - lo) / (double)(hi - lo);
+    double f = (log10(v) - lo) / (hi - lo);
     double e = floor(f * 8.0 * w + 0.5);
     if (e < 0)
         return 0;
     if (e > 8.0 * w)
         return 8 * w;
-    return (int)e;
+    return e;
+}
+
+void tui_bar_axis(int relative, double gmax, double *lo, double *hi)
+{
+    *lo = TUI_GRAD_LO;
+    *hi = TUI_GRAD_HI;
+    if (relative && gmax > 0 && isfinite(gmax)) {
+        *hi = log10(gmax);
+        *lo = *hi - TUI_REL_DECADES;
+    }
 }
 
 int tui_decade_col(int d, int lo, int hi, int w)

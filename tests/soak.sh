@@ -17,8 +17,8 @@
 #
 # Why memory can stay flat: every history the live view keeps is bounded
 # (include/trainer.h, include/engine.h): the chart and heatmap keep the
-# newest TRAINER_HIST = 4096 steps in a ring (about 160 KiB of points and
-# 2 MiB of per-layer gradient norms, allocated once per snapshot copy), the
+# newest TRAINER_HIST = 4096 steps in a ring (about 256 KiB of points and
+# 2 MiB of per-layer gradient norms a run, allocated once per snapshot copy), the
 # event log the newest TRAINER_EVENTS = 128 lines, the command queue
 # TRAINER_QUEUE = 64 commands (more are refused), the engine's own event
 # ring NS_EVENT_RING = 256, and rewinding --snapshots = 8 copies of the
@@ -92,7 +92,7 @@ if [ "$CHECK_RSS" != 0 ]; then
 fi
 
 # the key table (src/tui_keys.c) less q and F10, plus x (unbound)
-KEYS="p P k w f i l Space n + - = _ c b r Tab BTab Up Down PPage NPage Home End y z d e ? h F1 Escape x"
+KEYS="p P k w f i l Space n + - = _ c b r Tab BTab m v Up Down PPage NPage Home End y z d e ? h F1 Escape x"
 NKEYS=$(echo $KEYS | wc -w)
 start=$(now)
 next_sample=$start

@@ -87,9 +87,10 @@ static void test_script_errors(void)
 
 static int fired[64];
 static int n_fired;
-static void record(void *ctx, const ns_command *c)
+static void record(void *ctx, const ns_command *c, int target)
 {
     (void)ctx;
+    (void)target;
     if (n_fired < 64) {
         fired[n_fired++] = c->kind;
     }

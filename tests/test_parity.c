@@ -128,7 +128,7 @@ static void check_fixture(const char *dir, const char *name)
     }
     const float *cf = get(&fx, "config")->data;
     ns_config c = fixture_config(cf);
-    adamw_hparams h = {cf[8], cf[9], cf[10], cf[11], cf[12], 1.0f};
+    adamw_hparams h = {cf[8], cf[9], cf[10], cf[11], cf[12], 1.0f, 1.0f}; /* no layer decay */
 
     model m;
     CHECK(model_create(&m, &c) == 0);

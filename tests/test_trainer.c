@@ -214,7 +214,8 @@ static void test_twin(void)
     trainer_snapshot_copy(t, S);
     trainer_stop(t);
     CHECK(S->s.steps_done == 8 && S->s.compare);
-    CHECK(!strcmp(S->s.label_b, "b: norm=post") && !strncmp(S->s.label_a, "a: ", 3));
+    /* labels from each run's settings, what differs first */
+    CHECK(!strncmp(S->s.label_b, "b: norm=post ", 13) && !strncmp(S->s.label_a, "a: norm=pre ", 12));
     CHECK(S->s.cfg_b.norm == NORM_POST && S->s.cfg.norm == NORM_PRE);
     int same = rec.n == 8;
     step_metrics ma, mb;
@@ -543,8 +544,9 @@ static void test_rewind_wrapped(void)
     engine_free(e);
 }
 
-/* The status line's row 0 as a front end draws it from S (drawing is
- * test_tui.c's; this is the trainer's side of what "loss" shows). */
+/* The status line's values rows (row 0; with --compare run b's too) as
+ * a front end draws them from S (drawing is test_tui.c's; this is the
+ * trainer's side of what "loss" shows). */
 static const char *status_row(void)
 {
     static char buf[1024];
@@ -552,10 +554,14 @@ static const char *status_row(void)
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     buf[0] = 0;
-    if (tui_grid_resize(&g, 2, 160) == 0) {
-        tui_rect r = {0, 0, 2, 160};
+    int h = S->s.compare ? 3 : 2; /* --compare: run b's values row too */
+    if (tui_grid_resize(&g, h, 160) == 0) {
+        tui_rect r = {0, 0, h, 160};
         tui_draw_status(&g, r, S, &ui);
-        tui_row_utf8(&g, 0, buf, sizeof buf);
+        for (int i = 0; i < h - 1; i++) { /* the values rows, not the toggles */
+            size_t n = strlen(buf);
+            tui_row_utf8(&g, i, buf + n, sizeof buf - n);
+        }
     }
     tui_grid_free(&g);
     return buf;

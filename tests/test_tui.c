@@ -570,7 +570,8 @@ static void test_keys(void)
     CHECK(tui_key_action('n') == TUI_ACT_STEP);
     CHECK(tui_key_action('+') == TUI_ACT_LR_UP && tui_key_action('-') == TUI_ACT_LR_DOWN);
     CHECK(tui_key_action('c') == TUI_ACT_CLIP && tui_key_action('r') == TUI_ACT_REINIT);
-    CHECK(tui_key_action(TUI_KEY_TAB) == TUI_ACT_VIEW);
+    CHECK(tui_key_action(TUI_KEY_TAB) == TUI_ACT_TARGET && tui_key_action('m') == TUI_ACT_VIEW);
+    CHECK(tui_key_action('v') == TUI_ACT_BARS);
     CHECK(tui_key_action(TUI_KEY_UP) == TUI_ACT_UP && tui_key_action(TUI_KEY_DOWN) == TUI_ACT_DOWN);
     CHECK(tui_key_action('z') == TUI_ACT_FREEZE);
     CHECK(tui_key_action('?') == TUI_ACT_HELP && tui_key_action('h') == TUI_ACT_HELP &&
@@ -700,9 +701,8 @@ static void test_compare_frame(void)
     s->s.have_metrics = 1;
     s->s.compare = 1;
     s->s.cfg_b = s->s.cfg;
+    s->s.cfg_b.norm = NORM_POST; /* the labels come from each run's settings */
     s->s.last_b.n_layer = 3;
-    snprintf(s->s.label_a, sizeof s->s.label_a, "a: pre");
-    snprintf(s->s.label_b, sizeof s->s.label_b, "b: norm=post");
     for (int l = 0; l < 3; l++) {
         s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.3f, .grad_ffn = 0.4f, .act_max = 2};
         s->s.last_b.layer[l] = (layer_metrics){.grad_attn = 0.03f, .grad_ffn = 0.04f,
@@ -715,17 +715,23 @@ static void test_compare_frame(void)
     tui_grid_resize(&g, 30, 100);
     tui_draw(&g, s, &ui);
     tui_layout L = tui_layout_compute_cmp(30, 100, 3, 1);
-    CHECK(col_of(&g, L.layers.r, "a: pre") == 0);
+    CHECK(col_of(&g, L.layers.r, "a: norm=pre ") == 0);
     CHECK(col_of(&g, L.layers.r, "b: norm=post") == L.layers_b.c);
     CHECK(col_of(&g, L.layers.r, "a/b") == L.ratio.c + 1);
     /* layer 2 at the top: 0.5 / 0.05 = 10; layer 0 at the bottom: 0.5 / 1 */
     const char *top = row(&g, L.layers.r + 2);
     CHECK(strstr(top, "     10 ") != NULL);
-    CHECK(strncmp(top, "> 2  3.0e-01 4.0e-01   2.000", 28) == 0);
-    CHECK(col_of(&g, L.layers.r + 2, " 2  3.0e-02 4.0e-02   4.000") == L.layers_b.c + 1);
+    CHECK(strncmp(top, "> 2 ", 4) == 0 && col_of(&g, L.layers.r + 2, "  2.000 ") > 4);
+    CHECK(col_of(&g, L.layers.r + 2, "  4.000") > L.layers_b.c);
     CHECK(strstr(row(&g, L.layers.r + 4), "    0.5 ") != NULL);
+    /* the selected layer's box: a column per run */
+    int side_a = 0;
+    for (int r = L.side.r; r < L.side.r + L.side.h; r++)
+        side_a |= strstr(row(&g, r), "3.0e-01 3.0e-02") != NULL;
+    CHECK(side_a);
     /* the chart: a legend naming both, and b's '+' points */
-    CHECK(strstr(row(&g, L.chart.r), "- a: pre  + b: norm=post") != NULL);
+    CHECK(strstr(row(&g, L.chart.r), "- a: norm=pre") != NULL);
+    CHECK(strstr(row(&g, L.chart.r), "+ b: norm=post") != NULL);
     int plus = 0;
     for (int r = L.chart.r + 1; r < L.chart.r + L.chart.h; r++)
         for (int c = 0; c < L.chart.w; c++)

@@ -95,7 +95,7 @@ EOF
         i=$((i + 1))
     done
     $TM capture-pane -p -t vg | grep -q "step [1-9]" && ok || no "live view under valgrind did not start: $(cat "$T/live.err")"
-    for k in p w f Tab '?' x space n space; do
+    for k in p w f Tab m v '?' x space n space; do
         $TM send-keys -t vg "$k"
         sleep 1
     done

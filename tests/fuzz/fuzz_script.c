@@ -6,9 +6,10 @@
 
 #include "command.h"
 
-static void count(void *ctx, const ns_command *c)
+static void count(void *ctx, const ns_command *c, int target)
 {
     (void)c;
+    (void)target;
     ++*(long *)ctx;
 }
 

@@ -70,6 +70,9 @@ void metrics_csv_row(FILE *f, const step_metrics *m);
  * values get fixed spellings (nan, inf, -inf) so a reader never sees a
  * platform's "-nan" or "infinity". */
 void metrics_csv_float(FILE *f, double x);
+/* x with `digits` significant digits, or nan, inf, -inf (no sign on a NaN,
+ * whatever the platform's printf says). */
+void metrics_print_num(FILE *f, double x, int digits);
 /* The state columns, written after all the others (so every older column
  * keeps its place): ",state,first_nonfinite" with the prefix on each name;
  * state is "diverged", "stalled" or empty, first_nonfinite the fault with

@@ -166,15 +166,17 @@ void metrics_csv_state_fields(FILE *f, const step_metrics *m)
         fputc(*p == ',' ? ';' : *p, f);
 }
 
-void metrics_csv_float(FILE *f, double x)
+void metrics_print_num(FILE *f, double x, int digits)
 {
     if (isnan(x))
         fputs("nan", f);
     else if (isinf(x))
         fputs(x > 0 ? "inf" : "-inf", f);
     else
-        fprintf(f, "%.9g", x);
+        fprintf(f, "%.*g", digits, x);
 }
+
+void metrics_csv_float(FILE *f, double x) { metrics_print_num(f, x, 9); }
 
 void metrics_csv_row(FILE *f, const step_metrics *m)
 {

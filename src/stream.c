@@ -1169,16 +1169,6 @@ void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst)
 
 /* ---- the summary ------------------------------------------------------------------ */
 
-static void print_num(FILE *f, double x)
-{
-    if (isnan(x))
-        fputs("nan", f);
-    else if (isinf(x))
-        fputs(x > 0 ? "inf" : "-inf", f);
-    else
-        fprintf(f, "%.4g", x);
-}
-
 /* The layers with the smallest and largest gradient norm at the last step
  * whose layer norms were all finite, and their ratio. */
 static void print_gradients(FILE *f, const stream_summary *u)
@@ -1198,7 +1188,7 @@ static void print_gradients(FILE *f, const stream_summary *u)
     double a = metrics_layer_gnorm(&m->layer[lo]), b = metrics_layer_gnorm(&m->layer[hi]);
     fprintf(f, "gradient norms at step %ld: smallest layer %d %.3e, largest layer %d %.3e, ratio ",
             m->step, lo, a, hi, b);
-    print_num(f, a > 0 ? b / a : INFINITY);
+    metrics_print_num(f, a > 0 ? b / a : INFINITY, 4);
     fputc('\n', f);
 }
 
@@ -1223,12 +1213,12 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
         fprintf(f, "steps: %ld (steps %ld..%ld)\n", u->rows, u->first_step, u->last_step);
     if (u->rows > 0) {
         fputs("last loss: ", f);
-        print_num(f, u->last_loss);
+        metrics_print_num(f, u->last_loss, 4);
         fprintf(f, " at step %ld\n", u->last_step);
     }
     if (u->last_val_step > 0) {
         fputs("validation loss: ", f);
-        print_num(f, u->last_val);
+        metrics_print_num(f, u->last_val, 4);
         fprintf(f, " at step %ld\n", u->last_val_step);
     }
     if (u->nonfinite_step)

@@ -29,6 +29,7 @@ new_session
 # --- 1. fp16-layernorm: diverge, repair with i b space, train on ---------------
 run "LC_ALL=C $BIN --lesson fp16-layernorm --no-pause --steps 0"
 wait_for RUNNING 60 && ok || no "the lesson did not start: $(cat "$T/err" 2>/dev/null)"
+key L # the lesson panel covers the event log, which this test reads
 screen | grep -q 'TARGET both' && ok || no "no TARGET on the status line: $(screen | head -1)"
 screen | grep -q '^a: fp32-norms=off ' && ok || no "run a's header: $(screen | grep '^a: ')"
 screen | grep -q 'b: fp32-norms=on ' && ok || no "run b's header: $(screen | sed -n 4p)"

@@ -2,7 +2,8 @@
 #
 #   make            build ./normscope
 #   make test       build and run every test (the live view's needs tmux);
-#                   the lessons' end-to-end checks run here, not under the
+#                   the lessons' end-to-end checks (lessons.sh, tui_twin.sh)
+#                   and the PyTorch probe's run here, not under the
 #                   sanitizers, where they would take too long
 #   make asan       the test suite under AddressSanitizer + UBSan (build/asan)
 #   make tsan       the test suite under ThreadSanitizer (build/tsan), which
@@ -98,11 +99,11 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/twin.sh"; NS_BIN=./$(BIN) sh tests/twin.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
 	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
-	echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
 	echo "== tests/follow.sh"; NS_BIN=./$(BIN) sh tests/follow.sh || fail=1; \
 	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \
 	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
+	  echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
 	  echo "== tests/probe.sh"; NS_BIN=./$(BIN) sh tests/probe.sh || fail=1; \
 	fi; \
 	if [ $$fail -ne 0 ]; then echo "make test: FAILED"; exit 1; fi; \

@@ -25,6 +25,14 @@ static atomic_file *open_out(const char *path, char *err, size_t errlen)
     return a;
 }
 
+/* Commit the file (renamed over its target) and free the handle. */
+static int close_out(atomic_file *a, char *err, size_t errlen)
+{
+    int r = atomic_commit(a, err, errlen);
+    free(a);
+    return r;
+}
+
 int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen)
 {
     atomic_file *a = open_out(path, err, errlen);
@@ -47,9 +55,7 @@ int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errl
         fputc('\n', f);
     }
     free(line);
-    int r = atomic_commit(a, err, errlen);
-    free(a);
-    return r;
+    return close_out(a, err, errlen);
 }
 
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen)
@@ -79,7 +85,5 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
         }
         fputc('\n', f);
     }
-    int r = atomic_commit(a, err, errlen);
-    free(a);
-    return r;
+    return close_out(a, err, errlen);
 }

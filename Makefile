@@ -105,6 +105,7 @@ test: $(BIN) $(TEST_BINS)
 	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
 	  echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
 	  echo "== tests/probe.sh"; NS_BIN=./$(BIN) sh tests/probe.sh || fail=1; \
+	  echo "== tests/follow_probe.sh"; NS_BIN=./$(BIN) sh tests/follow_probe.sh || fail=1; \
 	fi; \
 	if [ $$fail -ne 0 ]; then echo "make test: FAILED"; exit 1; fi; \
 	echo "make test: all suites passed"

@@ -47,7 +47,7 @@ if wait_for 'DIVERGED' 900 && wait_for 'first non-finite: ' 10; then
     # the runs now agree: each header lists the settings alone, fp32 norms on
     wait_for 'a: pre layernorm fp16 fp32-norms=on' 20 && ok || no "i: run a's header: $(screen | grep '^a: ')"
     key b
-    wait_for 'rewound' 30 && ok || no "b: no rewind"
+    wait_for 'rewound' 30 && ok || no "b: no rewind: $(screen | tail -12)"
     key Space
     wait_counter -gt $((at + 40)) 600 && ok || no "the runs did not train on past step $at: $(counter)"
     screen | grep -q 'DIVERGED' && no "a run diverged again: $(screen | sed -n 1,2p)" || ok
@@ -106,7 +106,9 @@ if wait_for 'step 1/' 300 && wait_for PAUSED 60; then
     wait_for 'b: norm=pre norm-kind=rmsnorm' 20 && ok || no "k under b: b's header: $(screen | grep 'b: ' | head -3)"
     screen | grep -q '^a: norm=post norm-kind=layernorm' && ok ||
         no "k under b: run a changed too: $(screen | grep '^a: ')"
-    wait_for 'b: norm kind layernorm -> rmsnorm' 10 && ok || no "k under b: no event naming b"
+    # the lesson panel (the step-1 question) covers the event log: hide it
+    if screen | grep -q ' L hides '; then key L; sleep 0.3; fi
+    wait_for 'b: norm kind layernorm -> rmsnorm' 10 && ok || no "k under b: no event naming b: $(screen | tail -8)"
 else
     no "gradient-profile did not pause at step 1: $(screen | head -2)"
 fi

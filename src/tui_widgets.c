@@ -221,6 +221,8 @@ static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
  * divergence. */
 static trainer_state run_state(const trainer_status *s, int run)
 {
+    if (s->state == TRAINER_STALLED && run == 1)
+        return TRAINER_RUNNING; /* the stall rule watches run a only */
     if (s->state != TRAINER_DIVERGED || !s->compare)
         return s->state;
     int d = trainer_diverged_run(s);

@@ -512,6 +512,26 @@ static void test_status_and_clicks(void)
     tui_grid_free(&g);
 }
 
+/* The stall rule watches run a: a stalled comparison says STALLED on a's
+ * row only, not on run b's, which trains on. */
+static void test_status_stalled_twin(void)
+{
+    trainer_snapshot *s = snap_new(2);
+    s->s.state = TRAINER_STALLED;
+    s->s.compare = 1;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 3, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_rect r = {0, 0, 3, 120};
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "STALLED") != NULL);
+    CHECK(strstr(row(&g, 1), " b:") != NULL && strstr(row(&g, 1), "STALLED") == NULL);
+    CHECK(strstr(row(&g, 1), "RUNNING") != NULL);
+    free(s);
+    tui_grid_free(&g);
+}
+
 /* The status line's loss is the one at the step the run is at
  * (have_loss, loss), not the last step taken's: after a rewind from a
  * diverged step, the step rewound to's; with none, "loss -". */
@@ -999,6 +1019,7 @@ int main(void)
     test_heatmap();
     test_status_and_clicks();
     test_status_loss();
+    test_status_stalled_twin();
     test_keys();
     test_help();
     test_man_keys();

@@ -2,7 +2,9 @@
 reader that refuses NaN/Infinity tokens, and the PYTHONPATH set-up."""
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "probe"))
@@ -12,6 +14,13 @@ sys.path.insert(0, HERE)
 class Check:
     def __init__(self, name):
         self.name, self.passed, self.failed = name, 0, 0
+        self.dirs = []
+
+    def tmpdir(self):
+        """A scratch directory, removed by close()."""
+        d = tempfile.mkdtemp(prefix="nsprobe.")
+        self.dirs.append(d)
+        return d
 
     def ok(self, cond, what):
         if cond:
@@ -22,6 +31,8 @@ class Check:
         return bool(cond)
 
     def close(self):
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
         print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed), flush=True)
         sys.exit(1 if self.failed else 0)
 

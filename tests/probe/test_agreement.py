@@ -11,7 +11,6 @@ import math
 import os
 import struct
 import subprocess
-import tempfile
 
 import check
 import torch
@@ -22,7 +21,7 @@ import normscope_probe
 
 C = check.Check("probe agreement")
 torch.set_num_threads(1)
-TMP = tempfile.mkdtemp(prefix="nsprobe.")
+TMP = C.tmpdir()
 NS = os.environ.get("NS_BIN", os.path.join(check.HERE, "..", "..", "normscope"))
 L, D, NH, T, B, SEED, V = 3, 32, 2, 16, 4, 7, 256
 M64 = (1 << 64) - 1

@@ -3,7 +3,6 @@ stream's step counter until "2 resume", "3 lr x2" doubles the stream's lr,
 a checkpoint is saved and loads, a bad line becomes a note, a half-written
 line waits for its newline, and every applied command is an event line."""
 import os
-import tempfile
 import threading
 import time
 
@@ -15,7 +14,7 @@ import normscope_probe
 
 C = check.Check("probe control")
 torch.set_num_threads(1)
-TMP = tempfile.mkdtemp(prefix="nsprobe.")
+TMP = C.tmpdir()
 PATH = os.path.join(TMP, "run.nsj")
 CTL = PATH + ".ctl"
 

@@ -2,7 +2,6 @@
 pass and step: an inf injected into one module's forward output, and a NaN
 made by one module's backward only."""
 import os
-import tempfile
 
 import check
 import models
@@ -12,7 +11,7 @@ import normscope_probe
 
 C = check.Check("probe divergence")
 torch.set_num_threads(1)
-TMP = tempfile.mkdtemp(prefix="nsprobe.")
+TMP = C.tmpdir()
 BAD_STEP = 6
 
 

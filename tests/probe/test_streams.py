@@ -4,7 +4,6 @@ parses as strict JSON, the header names the blocks, every step line has the
 lab's keys, and the grad norms equal ones computed here from the grads."""
 import math
 import os
-import tempfile
 import warnings
 
 import check
@@ -15,7 +14,7 @@ import normscope_probe
 
 C = check.Check("probe streams")
 torch.set_num_threads(1)
-TMP = tempfile.mkdtemp(prefix="nsprobe.")
+TMP = C.tmpdir()
 
 
 def group_norm(params):

@@ -2,7 +2,6 @@
 on the others: every way a tensor's value reaches Python (item, tolist,
 bool, float, int, numpy) is counted while the probe's own code runs."""
 import os
-import tempfile
 
 import check
 import models
@@ -12,7 +11,7 @@ import normscope_probe
 
 C = check.Check("probe sync")
 torch.set_num_threads(1)
-TMP = tempfile.mkdtemp(prefix="nsprobe.")
+TMP = C.tmpdir()
 COUNT = {"on": False, "n": 0}
 READS = ("item", "tolist", "__bool__", "__float__", "__int__", "numpy")
 

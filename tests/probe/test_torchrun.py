@@ -6,13 +6,12 @@ a pause holds both ranks at the same step boundary."""
 import os
 import subprocess
 import sys
-import tempfile
 
 import check
 import torch
 
 C = check.Check("probe torchrun")
-TMP = tempfile.mkdtemp(prefix="nsprobe.")
+TMP = C.tmpdir()
 WORKER = os.path.join(check.HERE, "ddp_worker.py")
 env = dict(os.environ, OMP_NUM_THREADS="1")
 

@@ -10,6 +10,7 @@
 #include "model.h"
 #include "rng.h"
 #include "schedule.h"
+#include "testengine.h"
 #include "testutil.h"
 
 static ns_config small_cfg(void)
@@ -30,14 +31,7 @@ static ns_config small_cfg(void)
 
 static dataset D;
 
-static engine *make(const ns_config *c)
-{
-    char err[256];
-    engine *e = engine_create(c, &D, err, sizeof err);
-    if (!e)
-        fprintf(stderr, "engine_create: %s\n", err);
-    return e;
-}
+static engine *make(const ns_config *c) { return test_engine_create(c, &D); }
 
 /* Compare two step_metrics on everything but the timing. */
 static int same_metrics(const step_metrics *a, const step_metrics *b)

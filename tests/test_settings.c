@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "model.h"
 #include "settings.h"
+#include "testengine.h"
 #include "testutil.h"
 
 static dataset D;
@@ -34,14 +35,7 @@ static ns_config small_cfg(int layers)
     return c;
 }
 
-static engine *make(const ns_config *c)
-{
-    char err[256];
-    engine *e = engine_create(c, &D, err, sizeof err);
-    if (!e)
-        fprintf(stderr, "engine_create: %s\n", err);
-    return e;
-}
+static engine *make(const ns_config *c) { return test_engine_create(c, &D); }
 
 /* One step of a fresh engine with decay x, set mid-run (after creation,
  * before the first step) by the script command; the update ratios into

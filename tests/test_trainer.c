@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "engine.h"
+#include "testengine.h"
 #include "testutil.h"
 #include "diagnose.h"
 #include "trainer.h"
@@ -36,14 +37,7 @@ static ns_config small_cfg(void)
     return c;
 }
 
-static engine *make(const ns_config *c)
-{
-    char err[256];
-    engine *e = engine_create(c, &D, err, sizeof err);
-    if (!e)
-        fprintf(stderr, "engine_create: %s\n", err);
-    return e;
-}
+static engine *make(const ns_config *c) { return test_engine_create(c, &D); }
 
 static double now_s(void)
 {

@@ -22,6 +22,7 @@
 
 #include "data.h"
 #include "numfmt.h"
+#include "testengine.h"
 #include "testutil.h"
 #include "tui.h"
 #include "twin.h"
@@ -67,14 +68,7 @@ static ns_config small_cfg(void)
     return c;
 }
 
-static engine *make(const ns_config *c)
-{
-    char err[256];
-    engine *e = engine_create(c, &D, err, sizeof err);
-    if (!e)
-        fprintf(stderr, "engine_create: %s\n", err);
-    return e;
-}
+static engine *make(const ns_config *c) { return test_engine_create(c, &D); }
 
 /* The settings a key can change, one number each, to compare runs. */
 enum { S_NORM, S_KIND, S_WARM, S_PREC, S_FP32N, S_SCALE, S_CLIP, S_LR, N_SET };

@@ -42,6 +42,7 @@ typedef enum { SET_IN_CFG, SET_IN_OPTS, SET_IN_NONE } setting_home;
 /* Row flags. */
 enum {
     SETF_COMPARE = 1 << 0, /* --compare may vary it (it leaves the shape alone) */
+    SETF_PLOT = 1 << 1,    /* a --plot option: refused without --plot */
 };
 
 typedef struct {

@@ -132,6 +132,22 @@ static int next_flag(int argc, char **argv, int *i, const ns_setting **sp, const
     return 0;
 }
 
+/* --out, --kind, ... shape a figure; without --plot they would be dropped
+ * without a word, so the run they were meant for is refused instead */
+static int refuse_plot_options(const cli_opts *o, FILE *err)
+{
+    if (cli_given(o, "plot"))
+        return 0;
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        if ((s->flags & SETF_PLOT) && cli_given(o, s->name)) {
+            fprintf(err, "normscope: --%s is a --plot option (give --plot INPUT)\n", s->name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
     memset(o, 0, sizeof *o);
@@ -153,6 +169,8 @@ int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
              (cli_given(o, "context") ? CLI_SET_CONTEXT : 0u) |
              (cli_given(o, "batch") ? CLI_SET_BATCH : 0u) |
              (cli_given(o, "steps") ? CLI_SET_STEPS : 0u);
+    if (refuse_plot_options(o, err))
+        return 2;
     if (o->cfg.n_head > o->cfg.dim || o->cfg.dim % o->cfg.n_head) {
         fprintf(err, "normscope: --heads %d: must divide --dim %d\n", o->cfg.n_head, o->cfg.dim);
         return 2;

@@ -159,6 +159,9 @@ expect_bad "--size" --plot "$F/run.csv" --size 16x9 --out "$T/bad.svg"
 expect_bad "--step" --plot "$F/run.csv" --step 1,x --out "$T/bad.svg"
 expect_bad "--step 99" --plot "$F/run.csv" --kind layers --step 99 --out "$T/bad.svg"
 expect_bad "No such file" --plot "$F/run.csv" --out "$T/nodir/bad.svg"
+# a figure's options without --plot would shape nothing: refused, not dropped
+expect_bad "--out is a --plot option" --headless --steps 2 --out "$T/bad.svg"
+expect_bad "--mono is a --plot option" --headless --steps 2 --mono
 ls "$T" | grep -q '\.tmp\.' && no "a temporary file left behind" || ok
 
 echo "$pass passed, $fail failed"

@@ -486,8 +486,10 @@ int main(int argc, char **argv)
         return 0;
     if (r)
         return 2;
-    if (o.plot)
-        return plot_main(o.plot, o.out, o.kind, o.size, o.step, o.mono, o.logy, stderr);
+    if (o.plot) {
+        plot_args pa = {o.plot, o.out, o.kind, o.size, o.step, o.rows, o.cols, o.mono, o.logy};
+        return plot_main(&pa, stderr);
+    }
     if (o.follow)
         return run_follow(&o);
     if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */

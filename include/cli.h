@@ -36,8 +36,8 @@ typedef struct {
      * (0 = online cores), --list, --yes */
     const char *sweep, *sweep_out, *sweep_collect;
     int jobs, list, yes;
-    /* --plot INPUT --out FILE [--kind --size --step --mono --log] */
-    const char *plot, *out, *kind, *size, *step;
+    /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --log] */
+    const char *plot, *out, *kind, *size, *step, *rows, *cols;
     int mono, logy;
     int no_pause; /* --no-pause: a script's pauses are skipped (lessons run through) */
     ns_script script_s; /* parsed --script (main fills it) */

@@ -5,6 +5,9 @@
  *   title: a one-line title
  *   flags: command-line flags the lesson sets (the user's own flags win)
  *   compare: SETTING=VALUE   a twin run differing in one setting (optional)
+ *   sweep: SPEC      the lesson is a grid of headless runs, SPEC as --sweep
+ *                    takes it, flags common to every run (optional; such a
+ *                    lesson has no compare and no script lines)
  *   text: a line of what to watch (repeatable)
  *   cite: a line of what the literature says (repeatable)
  *   at N: COMMAND / every N: COMMAND   script lines, as in --script
@@ -21,6 +24,7 @@ typedef struct {
     char title[128];
     char flags[512];
     char compare[64];
+    char sweep[512];  /* "" = one run (or a comparison), else --sweep's SPEC */
     char text[2048]; /* lines joined with '\n' */
     char cite[1024];
     ns_script script;

@@ -6,7 +6,8 @@
  * lines) into columns per run, or takes a live view's snapshot. plot_render
  * draws one kind of figure from it as a standalone SVG the program writes
  * itself (no library): loss, layers, profile, heatmap, or the live view's
- * chart + layer panel (the g key).
+ * chart + layer panel (the g key). plot_map reads a sweep's results.csv
+ * into cells for the map (plot_map.c), drawn by plot_render_map.
  *
  * Not here: the live view (tui_*.c), the writing of the CSV/JSONL
  * (metrics.c), the temp-file + rename (atomicio.c).
@@ -61,9 +62,66 @@ int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t
 void plot_data_finish(plot_data *d);
 /* Read a whole file ("-" = standard input). 0, or -1 with "PATH: reason". */
 int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen);
+/* Each line of a file ("-" = standard input) to fn(r, ...), until one
+ * returns non-zero. 0, or -1 with "PATH: reason" (or fn's) in err. */
+typedef int (*plot_line_fn)(void *r, const char *line, size_t len, char *err, size_t errlen);
+int plot_read_lines(const char *path, plot_line_fn fn, void *r, char *err, size_t errlen);
 /* From a live view's snapshot: the loss history (and run b's), the
  * heatmap's history, and the last step's layers. 0, or -1 (out of memory). */
 int plot_data_snapshot(plot_data *d, const trainer_snapshot *s);
+
+/* A sweep's results.csv, for --kind map (plot_map.c). */
+enum { PLOT_MAP_AXES = 15, PLOT_MAP_VALUES = 64, PLOT_MAP_VALLEN = 32, PLOT_MAP_CELLS = 4096 };
+
+typedef struct {
+    char name[32];
+    int n;
+    char val[PLOT_MAP_VALUES][PLOT_MAP_VALLEN]; /* in order, numbers as numbers */
+} plot_map_axis;
+
+typedef struct {
+    int idx[PLOT_MAP_AXES]; /* its value on each axis */
+    double loss;            /* final validation loss (train where none was measured) */
+    int val_missing, diverged, stalled, failed;
+    long div_step;
+} plot_map_row;
+
+/* One combination of axis values, its seeds folded. */
+typedef struct {
+    int runs, diverged, stalled, failed;
+    int n;                  /* runs with a finite loss */
+    double sum, lo, hi;     /* of their losses */
+    long div_step;          /* the earliest divergence, 0 = none */
+} plot_map_cell;
+
+typedef struct {
+    int n_axes;             /* the columns between id and seed */
+    plot_map_axis axis[PLOT_MAP_AXES];
+    plot_map_row *row;
+    long nrows, caprows;
+    plot_map_cell *cell;    /* after finish: ncells, indexed by plot_map_cell_of */
+    long ncells;
+    int seeds;              /* the most runs in one cell */
+    int val_missing;        /* a loss is a train loss */
+    char common[1024];      /* the flags common to every run (DIR/sweep.spec) */
+    /* reader state */
+    int have_header, ncol, col[6];
+    long skipped;
+    char bad[256];          /* the first reason the file cannot be drawn */
+} plot_map;
+
+void plot_map_init(plot_map *m);
+void plot_map_free(plot_map *m);
+/* Feed one line. 0, or -1 when out of memory. */
+int plot_map_line(plot_map *m, const char *line, size_t len, char *err, size_t errlen);
+/* After the last line: sort the values, fold the cells. 0, or -1 with one
+ * line in err (no header, a missing column, no rows, too many cells). */
+int plot_map_finish(plot_map *m, char *err, size_t errlen);
+/* Read DIR/results.csv, or a results.csv by its path ("-" = standard
+ * input), and DIR/sweep.spec's common flags when it is there; finish. */
+int plot_map_read(plot_map *m, const char *input, char *err, size_t errlen);
+/* The cell of a combination of value indices (one per axis). */
+long plot_map_cell_of(const plot_map *m, const int *idx);
 
 typedef enum { PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW } plot_kind;
 
@@ -75,6 +133,7 @@ typedef struct {
     long steps[PLOT_MAX_STEPS];     /* chosen steps; nsteps = 0: the kind's default */
     int nsteps;
     const char *source;             /* named in the caption */
+    const char *rows, *cols;        /* map: the axes drawn as rows and columns (NULL: default) */
 } plot_opts;
 
 /* Parse --kind, --size, --step values. 0, or -1 with what is allowed in err. */
@@ -85,6 +144,12 @@ int plot_parse_steps(const char *s, long *steps, int *n);
 /* Write the figure to f. 0, or -1 with one line in err (a missing column,
  * a step not in the data). */
 int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size_t errlen);
+
+/* Draw the map to f. 0, or -1 with one line in err (an unknown axis). */
+int plot_render_map(FILE *f, const plot_map *m, const plot_opts *o, char *err, size_t errlen);
+/* The map to path atomically. 0, or -1 with a reason in err. */
+int plot_write_map(const char *path, const plot_map *m, const plot_opts *o, char *err,
+                   size_t errlen);
 
 /* Render to path atomically. 0, or -1 with "PATH: reason" / the render's
  * error in err. */
@@ -98,7 +163,10 @@ int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path
 
 /* --plot INPUT: read, render, write --out. Returns the exit status (0, or
  * 2 after one line on err). */
-int plot_main(const char *input, const char *out, const char *kind, const char *size,
-              const char *steps, int mono, int logy, FILE *err);
+typedef struct {
+    const char *input, *out, *kind, *size, *steps, *rows, *cols;
+    int mono, logy;
+} plot_args;
+int plot_main(const plot_args *a, FILE *err);
 
 #endif

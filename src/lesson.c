@@ -43,18 +43,30 @@ static int lesson_key(ns_lesson *l, char *t, const char *name, int lineno, char 
         append(l->flags, sizeof l->flags, v);
     else if (!strcmp(t, "compare"))
         snprintf(l->compare, sizeof l->compare, "%s", v);
+    else if (!strcmp(t, "sweep"))
+        snprintf(l->sweep, sizeof l->sweep, "%s", v);
     else if (!strcmp(t, "text"))
         append(l->text, sizeof l->text, v);
     else if (!strcmp(t, "cite"))
         append(l->cite, sizeof l->cite, v);
     else {
         snprintf(err, errlen,
-                 "%s:%d: unknown key '%s' (expected title, flags, compare, text, cite, "
-                 "at or every)",
+                 "%s:%d: unknown key '%s' (expected title, flags, compare, sweep, text, "
+                 "cite, at or every)",
                  name, lineno, t);
         return -1;
     }
     return 0;
+}
+
+/* A sweep's runs are headless children: no twin, no script to drive. */
+static int lesson_sweep_mixed(const ns_lesson *l, const char *name, char *err, size_t errlen)
+{
+    if (!l->sweep[0] || (!l->compare[0] && l->script.n == 0))
+        return 0;
+    snprintf(err, errlen, "%s: a sweep lesson takes no %s (its runs are headless, one per cell)",
+             name, l->compare[0] ? "compare line" : "at or every lines");
+    return -1;
 }
 
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen)
@@ -107,8 +119,9 @@ int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, si
             *f = ' ';
     int r = script_parse(script, name, &l->script, err, errlen);
     free(script);
-    if (r == 0 && !l->title[0]) {
-        snprintf(err, errlen, "%s: no title", name);
+    if (r == 0 && (!l->title[0] || lesson_sweep_mixed(l, name, err, errlen))) {
+        if (!l->title[0])
+            snprintf(err, errlen, "%s: no title", name);
         script_free(&l->script);
         return -1;
     }

@@ -464,6 +464,61 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
     return 0;
 }
 
+/* The lesson's title, text and citations on stderr, before it runs. */
+static void lesson_notes(const ns_lesson *l)
+{
+    fprintf(stderr, "lesson %s: %s\n", l->name, l->title);
+    if (l->text[0])
+        fprintf(stderr, "%s\n", l->text);
+    if (l->cite[0])
+        fprintf(stderr, "%s\n", l->cite);
+}
+
+/* A sweep lesson runs through sweep_main, the one entry point of --sweep:
+ * its command line is the lesson's flags, --sweep SPEC, then the user's
+ * flags without --lesson (so the user's win, and --sweep-out, --jobs and
+ * --headless reach the sweep as they would on a --sweep). */
+static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, char **argv)
+{
+    if (o->sweep || o->sweep_collect) {
+        fprintf(stderr, "normscope: --lesson %s is a sweep of its own; it takes no --sweep or "
+                        "--sweep-collect\n", l->name);
+        return 2;
+    }
+    char *words = strdup(l->flags);
+    char **av = calloc((size_t)argc + sizeof l->flags / 2 + 4, sizeof *av);
+    if (!words || !av) {
+        free(words);
+        free(av);
+        fprintf(stderr, "normscope: out of memory\n");
+        return 2;
+    }
+    int n = 0;
+    av[n++] = argv[0];
+    for (char *t = strtok(words, " \t"); t; t = strtok(NULL, " \t"))
+        av[n++] = t;
+    av[n++] = "--sweep";
+    av[n++] = (char *)l->sweep;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--lesson"))
+            i++;
+        else if (strncmp(argv[i], "--lesson=", 9))
+            av[n++] = argv[i];
+    }
+    cli_opts so;
+    int r = cli_parse(&so, n, av, stdout, stderr);
+    if (r == 0) {
+        if (!so.quiet)
+            lesson_notes(l);
+        r = sweep_main(&so, n, av);
+    } else {
+        r = r == 1 ? 0 : 2;
+    }
+    free(words);
+    free(av);
+    return r;
+}
+
 /* The lesson's script and --script's, in that order. */
 static int merge_scripts(ns_script *dst, const ns_script *add)
 {
@@ -478,6 +533,19 @@ static int merge_scripts(ns_script *dst, const ns_script *add)
     return 0;
 }
 
+/* Is NAME a sweep lesson? Then l holds it (free it); otherwise nothing is
+ * kept (an unknown or broken lesson is setup_lesson's to report). */
+static int is_sweep_lesson(const char *name, ns_lesson *l)
+{
+    char err[512];
+    if (lesson_load(name, l, err, sizeof err) != 0)
+        return 0;
+    if (l->sweep[0])
+        return 1;
+    lesson_free(l);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     cli_opts o;
@@ -486,19 +554,26 @@ int main(int argc, char **argv)
         return 0;
     if (r)
         return 2;
-    if (o.plot)
-        return plot_main(o.plot, o.out, o.kind, o.size, o.step, o.mono, o.logy, stderr);
+    if (o.plot) {
+        plot_args pa = {o.plot, o.out, o.kind, o.size, o.step, o.rows, o.cols, o.mono, o.logy};
+        return plot_main(&pa, stderr);
+    }
     if (o.follow)
         return run_follow(&o);
-    if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */
-        return sweep_main(&o, argc, argv);
-    ns_lesson lesson;
-    char **argv2 = NULL, *words = NULL;
-    int have_lesson = 0;
     if (o.lesson && !strcmp(o.lesson, "list")) {
         lesson_list(stdout);
         return 0;
     }
+    ns_lesson lesson;
+    if (o.lesson && is_sweep_lesson(o.lesson, &lesson)) {
+        r = run_lesson_sweep(&o, &lesson, argc, argv);
+        lesson_free(&lesson);
+        return r;
+    }
+    if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */
+        return sweep_main(&o, argc, argv);
+    char **argv2 = NULL, *words = NULL;
+    int have_lesson = 0;
     if (o.lesson) {
         r = setup_lesson(&o, argc, argv, &lesson, &argv2, &words);
         if (r) {
@@ -565,13 +640,8 @@ static int run(cli_opts *o_, const ns_lesson *lesson)
         }
     }
     o.script_loaded = o.script_s.n > 0;
-    if (lesson && !o.quiet) {
-        fprintf(stderr, "lesson %s: %s\n", lesson->name, lesson->title);
-        if (lesson->text[0])
-            fprintf(stderr, "%s\n", lesson->text);
-        if (lesson->cite[0])
-            fprintf(stderr, "%s\n", lesson->cite);
-    }
+    if (lesson && !o.quiet)
+        lesson_notes(lesson);
     int status = run_training(&o, &data, lesson);
     script_free(&o.script_s);
     data_free(&data);

@@ -5,7 +5,8 @@
  * as bars (output at the top, log axis, as the live view shows them), the
  * gradient norm against depth at chosen steps (the picture of Xiong et al.
  * 2020, "On Layer Normalization in the Transformer Architecture", Fig. 3),
- * a layers x steps heatmap, and the live view's chart + layer panel (g).
+ * a layers x steps heatmap, the live view's chart + layer panel (g), and
+ * a sweep's grid as a map of cells colored by final loss.
  *
  * Sized for a slide (1600x900 by default), type >= 20 px at 1600 wide, the
  * live view's colors on its dark ground; --mono is black on white with
@@ -14,7 +15,8 @@
  * reduced to each pixel column's minimum and maximum, so the file stays
  * small whatever the run's length.
  *
- * Not here: reading the rows (plot_data.c), the temp-file + rename
+ * Not here: reading the rows (plot_data.c) and a sweep's results
+ * (plot_map.c), the temp-file + rename
  * (atomicio.c), the terminal (tui_*.c).
  */
 #include "plot.h"
@@ -28,11 +30,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { MAP_BINS = 9 };
+
 typedef struct {
     const char *bg, *fg, *grid, *dim, *train, *val, *twin, *twin_val, *mark;
     const char *normal, *vanish, *explode, *nan;
     const char *heat[7];
     const char *step[PLOT_MAX_STEPS];
+    const char *map[MAP_BINS]; /* a map's loss scale, its low end first */
+    int map_dark;              /* bins from here on get light type */
 } palette;
 
 /* The live view's curses colors (tui_curses.c), as a terminal shows them. */
@@ -40,12 +46,19 @@ static const palette pal_screen = {
     "#121417", "#e6e6e6", "#33383d", "#9aa0a6", "#2ec4d6", "#e05ad8", "#5fd35f", "#b7f29b",
     "#f0c419", "#4caf50", "#5c7cfa", "#ff4d4d", "#ff4d4d",
     {"#1b2a5e", "#3b5bdb", "#22b8cf", "#40c057", "#fab005", "#f03e3e", "#e64980"},
-    {"#2ec4d6", "#f0c419", "#e05ad8", "#5fd35f", "#ff4d4d", "#5c7cfa", "#e6e6e6", "#ff922b"}};
+    {"#2ec4d6", "#f0c419", "#e05ad8", "#5fd35f", "#ff4d4d", "#5c7cfa", "#e6e6e6", "#ff922b"},
+    /* viridis, bright for a low loss */
+    {"#fde725", "#addc30", "#5ec962", "#28ae80", "#21918c", "#2c728e", "#3b528b", "#472d7b",
+     "#440154"},
+    5};
 static const palette pal_mono = {
     "#ffffff", "#000000", "#d0d0d0", "#555555", "#000000", "#000000", "#000000", "#000000",
     "#000000", "#000000", "#000000", "#000000", "#000000",
     {"#f4f4f4", "#d9d9d9", "#bdbdbd", "#969696", "#737373", "#4d4d4d", "#252525"},
-    {"#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000"}};
+    {"#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000"},
+    {"#ffffff", "#eeeeee", "#dddddd", "#cccccc", "#bbbbbb", "#aaaaaa", "#888888", "#666666",
+     "#444444"},
+    6};
 /* --mono: series told apart by dashes and marker shapes */
 static const char *const mono_dash[] = {"", "14 7", "4 5", "14 5 3 5", "24 6", "2 3", "8 3 8 9",
                                         "18 4 4 4 4 4"};
@@ -459,11 +472,26 @@ static void run_settings(const plot_run *r, char *b, size_t n)
              r->L);
 }
 
-static void draw_frame(svg *v, const plot_data *d, const char *title)
+/* The title at the top and the caption line at the bottom (cap, with the
+ * source file's name added, shrunk to the width when long). */
+static void frame_text(svg *v, const char *title, char *cap, size_t capn)
 {
     const plot_opts *o = v->o;
     text(v, o->w / 2.0, v->fs * 1.9, v->fs * 1.35, 'm', v->p->fg, "class=\"title\" font-weight=\"bold\"",
          "%s", title);
+    if (o->source) { /* the file's name: its directory says nothing on a slide */
+        const char *base = strrchr(o->source, '/');
+        size_t used = strlen(cap);
+        snprintf(cap + used, capn - used, "  |  %s", base && base[1] ? base + 1 : o->source);
+    }
+    double size = v->fs_small, fit = o->w * 0.96 / (0.55 * (double)strlen(cap));
+    if (fit < size)
+        size = fit;
+    text(v, o->w / 2.0, o->h - v->fs * 0.7, size, 'm', v->p->dim, "class=\"caption\"", "%s", cap);
+}
+
+static void draw_frame(svg *v, const plot_data *d, const char *title)
+{
     char cap[640], a[200], b[200];
     run_settings(&d->run[0], a, sizeof a);
     if (d->nruns > 1) {
@@ -472,15 +500,7 @@ static void draw_frame(svg *v, const plot_data *d, const char *title)
     } else {
         snprintf(cap, sizeof cap, "%s", a);
     }
-    if (o->source) { /* the file's name: its directory says nothing on a slide */
-        const char *base = strrchr(o->source, '/');
-        size_t used = strlen(cap);
-        snprintf(cap + used, sizeof cap - used, "  |  %s", base ? base + 1 : o->source);
-    }
-    double size = v->fs_small, fit = o->w * 0.96 / (0.55 * (double)strlen(cap));
-    if (fit < size)
-        size = fit;
-    text(v, o->w / 2.0, o->h - v->fs * 0.7, size, 'm', v->p->dim, "class=\"caption\"", "%s", cap);
+    frame_text(v, title, cap, sizeof cap);
 }
 
 /* ---- the loss -------------------------------------------------------------------- */
@@ -957,6 +977,314 @@ static int fig_view(svg *v, const plot_data *d)
     return 0;
 }
 
+/* ---- the map of a sweep ---------------------------------------------------------- */
+
+/* Which axes are the rows and the columns: --rows/--cols, else the two
+ * with the most values (the first in the file on a tie), rows first. -1:
+ * none (a grid of one axis is one row). 0, or -1 with one line in err. */
+static int map_find_axis(const plot_map *m, const char *flag, const char *name, int *a, char *err,
+                         size_t errlen)
+{
+    for (int i = 0; i < m->n_axes; i++)
+        if (!strcmp(m->axis[i].name, name)) {
+            *a = i;
+            return 0;
+        }
+    size_t k = (size_t)snprintf(err, errlen, "%s '%s': not an axis of the sweep (axes:", flag, name);
+    for (int i = 0; i < m->n_axes && k < errlen; i++)
+        k += (size_t)snprintf(err + k, errlen - k, "%s %s", i ? "," : "", m->axis[i].name);
+    if (k < errlen)
+        snprintf(err + k, errlen - k, "%s)", m->n_axes ? "" : " none but the seed");
+    return -1;
+}
+
+static int map_widest(const plot_map *m, int not1, int not2)
+{
+    int best = -1;
+    for (int i = 0; i < m->n_axes; i++)
+        if (i != not1 && i != not2 && (best < 0 || m->axis[i].n > m->axis[best].n))
+            best = i;
+    return best;
+}
+
+static int map_choose_axes(const plot_map *m, const plot_opts *o, int *ra, int *ca, char *err,
+                           size_t errlen)
+{
+    *ra = *ca = -1;
+    if (o->rows && map_find_axis(m, "--rows", o->rows, ra, err, errlen))
+        return -1;
+    if (o->cols && map_find_axis(m, "--cols", o->cols, ca, err, errlen))
+        return -1;
+    if (o->rows && o->cols && *ra == *ca) {
+        snprintf(err, errlen, "--rows and --cols name the same axis '%s'", o->rows);
+        return -1;
+    }
+    if (!o->rows && (!o->cols || m->n_axes > 1))
+        *ra = map_widest(m, *ca, -1);
+    if (!o->cols)
+        *ca = map_widest(m, *ra, -1);
+    if (*ca < 0 && *ra >= 0 && !o->rows) { /* one axis: one row of columns */
+        *ca = *ra;
+        *ra = -1;
+    }
+    return 0;
+}
+
+/* The loss scale: the cells' means, lo..hi. */
+static void map_range(const plot_map *m, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (long i = 0; i < m->ncells; i++)
+        if (m->cell[i].n) {
+            double x = m->cell[i].sum / m->cell[i].n;
+            *lo = fmin(*lo, x);
+            *hi = fmax(*hi, x);
+        }
+    if (!(*lo <= *hi))
+        *lo = *hi = 0;
+    if (*hi - *lo < 1e-6) {
+        *lo -= 0.005;
+        *hi += 0.005;
+    }
+}
+
+static int map_bin(double x, double lo, double hi)
+{
+    int b = (int)floor((x - lo) / (hi - lo) * MAP_BINS);
+    return b < 0 ? 0 : b >= MAP_BINS ? MAP_BINS - 1 : b;
+}
+
+typedef struct {
+    const plot_map *m;
+    int ra, ca;        /* rows, columns (-1: one) */
+    int other[PLOT_MAP_AXES], n_other; /* the axes of the small multiples */
+    long panels;
+    double lo, hi;     /* the loss scale */
+} map_layout;
+
+/* "norm=post, seed folded" names a panel. */
+static void map_panel_title(const map_layout *g, const int *idx, char *b, size_t n)
+{
+    size_t k = 0;
+    b[0] = 0;
+    for (int j = 0; j < g->n_other && k < n; j++) {
+        const plot_map_axis *x = &g->m->axis[g->other[j]];
+        k += (size_t)snprintf(b + k, n - k, "%s%s=%s", j ? ", " : "", x->name, x->val[idx[g->other[j]]]);
+    }
+}
+
+/* One cell: its fill on the scale (hatched with no finite loss), the value
+ * and spread printed in it, an X where a run diverged, a dashed inner
+ * frame and "stalled" where one stalled. */
+static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
+{
+    const plot_map_cell *cl = &g->m->cell[plot_map_cell_of(g->m, idx)];
+    char key[512];
+    size_t k = 0;
+    for (int a = 0; a < g->m->n_axes && k < sizeof key; a++)
+        k += (size_t)snprintf(key + k, sizeof key - k, "%s%s=%s", a ? "," : "", g->m->axis[a].name,
+                              g->m->axis[a].val[idx[a]]);
+    double mean = cl->n ? cl->sum / cl->n : NAN;
+    int bin = cl->n ? map_bin(mean, g->lo, g->hi) : -1;
+    const char *fill = !cl->runs ? v->p->bg : bin < 0 ? "url(#nan)" : v->p->map[bin];
+    const char *ink = bin >= v->p->map_dark ? "#ffffff" : bin < 0 ? v->p->fg : "#000000";
+    fprintf(v->f, "<g class=\"map-cell\"><rect class=\"cell\" data-key=\"");
+    esc(v->f, key);
+    fprintf(v->f, "\" data-value=\"%.6g\" data-bin=\"%d\" data-runs=\"%d\" data-diverged=\"%d\" "
+                  "data-stalled=\"%d\" data-failed=\"%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                  "height=\"%.1f\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
+            mean, bin, cl->runs, cl->diverged, cl->stalled, cl->failed, c.x, c.y, c.w, c.h, fill,
+            v->p->bg);
+    double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
+    int lines = (cl->n ? 1 : 0) + (cl->n > 1) + (cl->diverged || cl->stalled || cl->failed);
+    double y = c.y + c.h / 2 - (lines - 1) * fs * 0.6 + fs * 0.35;
+    if (cl->diverged) {
+        fprintf(v->f, "<path class=\"diverged-mark\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" "
+                      "stroke=\"%s\" stroke-width=\"%.1f\" stroke-opacity=\"0.8\"/>\n",
+                c.x + 4, c.y + 4, c.x + c.w - 4, c.y + c.h - 4, c.x + c.w - 4, c.y + 4, c.x + 4,
+                c.y + c.h - 4, v->o->mono ? "#000000" : v->p->explode, 3 * v->s);
+    }
+    if (cl->stalled)
+        fprintf(v->f, "<rect class=\"stalled-mark\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                      "fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-dasharray=\"8 5\"/>\n",
+                c.x + 5, c.y + 5, c.w - 10, c.h - 10, ink, 2.5 * v->s);
+    if (cl->n) {
+        text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%.3f", mean);
+        y += fs * 1.2;
+    }
+    if (cl->n > 1) {
+        text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "+-%.3f (%d)",
+             (cl->hi - cl->lo) / 2, cl->n);
+        y += fs * 1.2;
+    }
+    char tag[96] = "";
+    if (cl->diverged && cl->runs == 1)
+        snprintf(tag, sizeof tag, "diverged @%ld", cl->div_step);
+    else if (cl->diverged)
+        snprintf(tag, sizeof tag, "%d/%d diverged", cl->diverged, cl->runs);
+    else if (cl->stalled)
+        snprintf(tag, sizeof tag, cl->runs > 1 ? "%d/%d stalled" : "stalled", cl->stalled, cl->runs);
+    else if (cl->failed)
+        snprintf(tag, sizeof tag, "%d/%d failed", cl->failed, cl->runs);
+    if (tag[0] && bin < 0) /* readable on the hatching */
+        fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                      "fill-opacity=\"0.85\"/>\n",
+                c.x + c.w / 2 - 0.3 * fs * (double)strlen(tag), y - fs * 0.8, 0.6 * fs * (double)strlen(tag),
+                fs * 1.1, v->p->bg);
+    if (tag[0])
+        text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-tag\"", "%s", tag);
+    fputs("</g>\n", v->f);
+}
+
+/* One panel: rows x columns of cells, the values as tick labels, the axes'
+ * names as labels. idx holds the panel's values on the other axes. */
+static void map_panel(svg *v, const map_layout *g, box b, int *idx)
+{
+    const plot_map *m = g->m;
+    int nr = g->ra >= 0 ? m->axis[g->ra].n : 1, nc = g->ca >= 0 ? m->axis[g->ca].n : 1;
+    char title[256];
+    map_panel_title(g, idx, title, sizeof title);
+    draw_axes(v, b, NULL, NULL, g->ca >= 0 ? m->axis[g->ca].name : NULL, NULL);
+    if (g->ra >= 0) { /* the rows' name, left of their widest value */
+        size_t wide = 0;
+        for (int r = 0; r < nr; r++)
+            wide = strlen(m->axis[g->ra].val[r]) > wide ? strlen(m->axis[g->ra].val[r]) : wide;
+        char rot[96];
+        double x = b.x - v->fs * (1.2 + 0.6 * (double)wide), y = b.y + b.h / 2;
+        snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
+        text(v, x, y, v->fs, 'm', v->p->fg, rot, "%s", m->axis[g->ra].name);
+    }
+    if (title[0])
+        text(v, b.x, b.y - v->fs * 0.4, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
+    double cw = b.w / nc, rh = b.h / nr;
+    for (int r = 0; r < nr; r++)
+        for (int c = 0; c < nc; c++) {
+            if (g->ra >= 0)
+                idx[g->ra] = r;
+            if (g->ca >= 0)
+                idx[g->ca] = c;
+            map_cell(v, g, (box){b.x + c * cw, b.y + r * rh, cw, rh}, idx);
+        }
+    for (int c = 0; c < nc && g->ca >= 0; c++)
+        text(v, b.x + (c + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"",
+             "%s", m->axis[g->ca].val[c]);
+    for (int r = 0; r < nr && g->ra >= 0; r++)
+        text(v, b.x - v->fs * 0.4, b.y + (r + 0.5) * rh + v->fs * 0.35, v->fs, 'e', v->p->fg,
+             "class=\"tick\"", "%s", m->axis[g->ra].val[r]);
+}
+
+/* The color bar: the scale's bins, low loss at the bottom, and the marks. */
+static void map_colorbar(svg *v, const map_layout *g, box b, const char *what)
+{
+    double bh = fmin(b.h * 0.55, v->fs * 1.6 * MAP_BINS), bw = v->fs * 1.6, step = bh / MAP_BINS;
+    double x = b.x + v->fs, y0 = b.y + v->fs * 1.6;
+    text(v, b.x, b.y + v->fs * 0.5, v->fs, 's', v->p->fg, "class=\"colorbar-title\"", "%s", what);
+    fputs("<g class=\"colorbar\">\n", v->f);
+    for (int k = 0; k < MAP_BINS; k++) {
+        double lo = g->lo + (g->hi - g->lo) * k / MAP_BINS, hi = g->lo + (g->hi - g->lo) * (k + 1) / MAP_BINS;
+        double y = y0 + bh - (k + 1) * step;
+        fprintf(v->f, "<rect class=\"colorbar-bin\" data-bin=\"%d\" data-lo=\"%.6g\" data-hi=\"%.6g\" "
+                      "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\"/>\n",
+                k, lo, hi, x, y, bw, step, v->p->map[k], v->p->dim);
+        if (k % 2 == 0 && k + 2 < MAP_BINS)
+            text(v, x + bw + v->fs * 0.4, y + step, v->fs_small, 's', v->p->fg, "class=\"tick\"", "%.3f", lo);
+    }
+    text(v, x + bw + v->fs * 0.4, y0 + v->fs_small * 0.35, v->fs_small, 's', v->p->fg, "class=\"tick\"",
+         "%.3f", g->hi);
+    fputs("</g>\n", v->f);
+    double ly = y0 + bh + v->fs * 2;
+    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#nan)\"/>\n", x,
+            ly - v->fs, bw, v->fs);
+    text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "no finite loss");
+    ly += v->fs * 1.6;
+    line(v, x, ly, x + bw, ly - v->fs, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);
+    line(v, x, ly - v->fs, x + bw, ly, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);
+    text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "diverged");
+    ly += v->fs * 1.6;
+    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"%s\" "
+                  "stroke-width=\"2\" stroke-dasharray=\"8 5\"/>\n", x, ly - v->fs, bw, v->fs, v->p->fg);
+    text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "stalled");
+}
+
+static void map_layout_make(map_layout *g, const plot_map *m, int ra, int ca)
+{
+    memset(g, 0, sizeof *g);
+    g->m = m;
+    g->ra = ra;
+    g->ca = ca;
+    g->panels = 1;
+    for (int a = 0; a < m->n_axes; a++)
+        if (a != ra && a != ca) {
+            g->other[g->n_other++] = a;
+            g->panels *= m->axis[a].n;
+        }
+    map_range(m, &g->lo, &g->hi);
+}
+
+/* Panel p's values on the other axes (the last varies fastest). */
+static void map_panel_index(const map_layout *g, long p, int *idx)
+{
+    for (int j = g->n_other - 1; j >= 0; j--) {
+        int a = g->other[j];
+        idx[a] = (int)(p % g->m->axis[a].n);
+        p /= g->m->axis[a].n;
+    }
+}
+
+static int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
+{
+    int ra, ca;
+    if (map_choose_axes(m, v->o, &ra, &ca, err, errlen))
+        return -1;
+    map_layout g;
+    map_layout_make(&g, m, ra, ca);
+    if (g.panels > 16) {
+        snprintf(err, errlen, "%ld panels (one per value of the axes not drawn as rows or columns): "
+                 "at most 16; choose --rows and --cols", g.panels);
+        return -1;
+    }
+    const char *what = m->val_missing ? "final loss (validation, else train)" : "final validation loss";
+    char title[160], cap[1400];
+    snprintf(title, sizeof title, "Stability map: %s of each run", what);
+    snprintf(cap, sizeof cap, "%s%s  |  %s", m->common[0] ? "common: " : "", m->common,
+             m->seeds > 1 ? "seeds folded: mean +- half range (runs)" : "one run per cell");
+    frame_text(v, title, cap, sizeof cap);
+    box all = content(v), bar = all;
+    all.w *= 0.8;
+    bar.x = all.x + all.w + v->fs * 1.5;
+    bar.w -= all.w + v->fs * 1.5;
+    all.y += v->fs * 1.2;
+    all.h -= v->fs * 1.2;
+    int pc = g.panels <= 3 ? (int)g.panels : (int)ceil(sqrt((double)g.panels));
+    int pr = (int)((g.panels + pc - 1) / pc);
+    for (long p = 0; p < g.panels; p++) {
+        int idx[PLOT_MAP_AXES] = {0};
+        map_panel_index(&g, p, idx);
+        box row = part(all, (int)(p / pc), pr, 0, v->fs * 4.2);
+        row.x += v->fs * 1.5;
+        row.w -= v->fs * 1.5;
+        map_panel(v, &g, part(row, (int)(p % pc), pc, 1, v->fs * 5.5), idx);
+    }
+    map_colorbar(v, &g, bar, "nats");
+    return 0;
+}
+
+int plot_render_map(FILE *f, const plot_map *m, const plot_opts *o, char *err, size_t errlen)
+{
+    svg v = {.f = f, .o = o, .p = o->mono ? &pal_mono : &pal_screen, .s = o->w / 1600.0};
+    v.fs = fmax(10, 24 * v.s);
+    v.fs_small = fmax(9, 20 * v.s);
+    if (m->ncells == 0) {
+        snprintf(err, errlen, "no rows: expected a sweep's results.csv");
+        return -1;
+    }
+    svg_begin(&v);
+    int rc = fig_map(&v, m, err, errlen);
+    fputs("</svg>\n", f);
+    return rc;
+}
+
 /* A figure needs rows, and the columns its kind draws. */
 static int check_columns(const plot_data *d, plot_kind k, char *err, size_t errlen)
 {
@@ -974,7 +1302,7 @@ static int check_columns(const plot_data *d, plot_kind k, char *err, size_t errl
         return -1;
     }
     if (k == PLOT_MAP) {
-        snprintf(err, errlen, "--kind map: not yet: it needs a sweep's results.csv");
+        snprintf(err, errlen, "--kind map draws a sweep's results.csv (plot_render_map)");
         return -1;
     }
     return 0;
@@ -995,24 +1323,41 @@ int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size
     case PLOT_PROFILE: rc = fig_profile(&v, d, err, errlen); break;
     case PLOT_HEATMAP: rc = fig_heatmap(&v, d); break;
     case PLOT_VIEW: rc = fig_view(&v, d); break;
-    case PLOT_MAP: rc = -1; break;
+    case PLOT_MAP: rc = -1; break; /* plot_render_map */
     }
     fputs("</svg>\n", f);
     return rc;
 }
 
-int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen)
+/* A figure of either source, for write_atomic. */
+typedef struct {
+    const plot_data *d;
+    const plot_map *m;
+} figure_src;
+
+static int write_atomic(const char *path, figure_src src, const plot_opts *o, char *err,
+                        size_t errlen)
 {
     atomic_file a;
-    if (check_columns(d, o->kind, err, errlen))
+    if (src.d && check_columns(src.d, o->kind, err, errlen))
         return -1;
     if (atomic_open(&a, path, err, errlen))
         return -1;
-    if (plot_render(a.f, d, o, err, errlen)) {
+    if (src.d ? plot_render(a.f, src.d, o, err, errlen) : plot_render_map(a.f, src.m, o, err, errlen)) {
         atomic_abort(&a);
         return -1;
     }
     return atomic_commit(&a, err, errlen);
+}
+
+int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen)
+{
+    return write_atomic(path, (figure_src){d, NULL}, o, err, errlen);
+}
+
+int plot_write_map(const char *path, const plot_map *m, const plot_opts *o, char *err, size_t errlen)
+{
+    return write_atomic(path, (figure_src){NULL, m}, o, err, errlen);
 }
 
 /* ---- the command line ------------------------------------------------------------ */
@@ -1085,26 +1430,43 @@ static int plot_options(plot_opts *o, const char *kind, const char *size, const 
     return 0;
 }
 
-int plot_main(const char *input, const char *out, const char *kind, const char *size,
-              const char *steps, int mono, int logy, FILE *err)
+/* --kind map: DIR or DIR/results.csv. */
+static int plot_main_map(const plot_args *a, plot_opts *o, FILE *err)
 {
-    plot_opts o = {.mono = mono, .logy = logy, .source = input};
-    int rc = plot_options(&o, kind, size, steps, err);
+    plot_map m;
+    char e[512];
+    int rc = 0;
+    plot_map_init(&m);
+    if (plot_map_read(&m, a->input, e, sizeof e) || plot_write_map(a->out, &m, o, e, sizeof e)) {
+        fprintf(err, "normscope: --plot %s: %s\n", a->input, e);
+        rc = 2;
+    }
+    plot_map_free(&m);
+    return rc;
+}
+
+int plot_main(const plot_args *a, FILE *err)
+{
+    plot_opts o = {.mono = a->mono, .logy = a->logy, .source = a->input, .rows = a->rows,
+                   .cols = a->cols};
+    int rc = plot_options(&o, a->kind, a->size, a->steps, err);
     if (rc)
         return rc;
-    if (!out) {
+    if (!a->out) {
         fprintf(err, "normscope: --plot needs --out FILE.svg\n");
         return 2;
     }
-    if (o.kind == PLOT_MAP) {
-        fprintf(err, "normscope: --kind map: not yet: it needs a sweep's results.csv\n");
+    if ((a->rows || a->cols) && o.kind != PLOT_MAP) {
+        fprintf(err, "normscope: --rows and --cols go with --kind map\n");
         return 2;
     }
+    if (o.kind == PLOT_MAP)
+        return plot_main_map(a, &o, err);
     plot_data d;
     char e[512];
     plot_data_init(&d);
-    if (plot_data_read(&d, input, e, sizeof e) || plot_write(out, &d, &o, e, sizeof e)) {
-        fprintf(err, "normscope: --plot %s: %s\n", input, e);
+    if (plot_data_read(&d, a->input, e, sizeof e) || plot_write(a->out, &d, &o, e, sizeof e)) {
+        fprintf(err, "normscope: --plot %s: %s\n", a->input, e);
         rc = 2;
     }
     plot_data_free(&d);

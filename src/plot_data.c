@@ -407,7 +407,7 @@ void plot_data_finish(plot_data *d)
         }
 }
 
-int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen)
+int plot_read_lines(const char *path, plot_line_fn fn, void *r, char *err, size_t errlen)
 {
     int std = !strcmp(path, "-");
     FILE *f = std ? stdin : fopen(path, "r");
@@ -420,7 +420,7 @@ int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen)
     ssize_t n;
     int rc = 0;
     while (rc == 0 && (n = getline(&line, &cap, f)) >= 0)
-        rc = plot_data_line(d, line, (size_t)n, err, errlen);
+        rc = fn(r, line, (size_t)n, err, errlen);
     if (rc == 0 && ferror(f)) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         rc = -1;
@@ -428,6 +428,17 @@ int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen)
     free(line);
     if (!std)
         fclose(f);
+    return rc;
+}
+
+static int data_line(void *d, const char *line, size_t len, char *err, size_t errlen)
+{
+    return plot_data_line(d, line, len, err, errlen);
+}
+
+int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen)
+{
+    int rc = plot_read_lines(path, data_line, d, err, errlen);
     plot_data_finish(d);
     return rc;
 }

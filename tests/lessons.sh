@@ -5,6 +5,7 @@
 # Usage: NS_BIN=./normscope sh tests/lessons.sh [NAME...]
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
+. "$(dirname "$0")/claims_lib.sh"
 T=$(mktemp -d /tmp/ns_lessons.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0
@@ -150,6 +151,35 @@ lesson_rmsnorm_swap() {
     cmpv "RMSNorm from scratch trains as well: final validation gap" "$d" "<" 0.05
 }
 
+# A sweep lesson: the grid through --sweep's own path (DIR/sweep.spec, one
+# results.csv row per cell, the table on stdout), the user's --steps 200
+# winning over the lesson's 300 (the directions hold there too: 21 s of CPU
+# in all), and the papers' claims read from the grid as tests/sweep.sh
+# reads them from a --sweep.
+lesson_stability_map() {
+    S=$T/map
+    "$BIN" --headless --lesson stability-map --steps 200 --sweep-out "$S" >"$T/map.table" 2>"$T/map.err" \
+        || { no "stability-map run: $(tail -3 "$T/map.err")"; return; }
+    grep -q '^lesson stability-map: ' "$T/map.err" && ok "the lesson's notes on stderr" || no "no lesson notes"
+    [ -f "$S/sweep.spec" ] && grep -qx 'spec: norm=post,pre layers=2,6,18 lr=1e-3,3e-3,1e-2' "$S/sweep.spec" \
+        && ok "a sweep's directory (sweep.spec)" || no "no sweep.spec in $S"
+    grep -q '^arg: 200$' "$S/sweep.spec" && ok "the user's --steps 200 reached the runs" || no "--steps 200 not passed"
+    [ "$(tail -n +2 "$S/results.csv" | grep -c ',200,.*,ok$')" -eq 18 ] && ok "18 runs of 200 steps, all ok" \
+        || no "results: $(tail -n +2 "$S/results.csv" | wc -l) rows: $(cat "$S/results.csv")"
+    head -1 "$T/map.table" | grep -Eq '^layers +lr +norm +runs +train +val ' && [ "$(wc -l <"$T/map.table")" -eq 19 ] \
+        && ok "the table: a header and 18 cells" || no "table: $(cat "$T/map.table")"
+    g2=$(claim_gap "$S/results.csv" 2 1 1e-3)
+    g18=$(claim_gap "$S/results.csv" 18 1 1e-3)
+    d="Post-LN - Pre-LN gap at lr 1e-3 grows from 2 to 18 layers by > 0.2 nats ($g2 -> $g18)"
+    awk -v a="$g2" -v b="$g18" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' && ok "$d" || no "$d"
+    bpost=$(claim_best "$S/results.csv" post 1 6)
+    bpre=$(claim_best "$S/results.csv" pre 1 6)
+    cmpv "6 layers: the largest lr that trains, Pre-LN's above Post-LN's" "$bpre" ">" "$bpost"
+    cmpv "6 layers: Post-LN trains at some lr" "$bpost" ">" 0
+    "$BIN" --plot "$S" --kind map --out "$T/map.svg" 2>"$T/map.err" && grep -c 'class="cell"' "$T/map.svg" | grep -qx 18 \
+        && ok "its map: 18 cells" || no "--plot $S --kind map: $(cat "$T/map.err")"
+}
+
 run warmup lesson_warmup
 run depth lesson_depth
 run gradient-profile lesson_gradient_profile
@@ -158,6 +188,7 @@ run loss-scaling lesson_loss_scaling
 run gamma-zero lesson_gamma_zero
 run deep-stable lesson_deep_stable
 run rmsnorm-swap lesson_rmsnorm_swap
+run stability-map lesson_stability_map
 # every lesson compiled in has a check here
 for l in $("$BIN" --lesson list | cut -d' ' -f1); do
     grep -q "^run $l " "$0" && ok "lesson $l has a check" || no "lesson $l has no check in tests/lessons.sh"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # plot.sh - --plot from the outside: each kind drawn from the committed
-# inputs in tests/fixtures/plot/ (made by the program: see make.sh there),
+# inputs in tests/fixtures/plot/ and, for the map, tests/fixtures/sweepmap/
+# (made by the program: see make.sh there),
 # read back as XML and compared with the rows (tests/plot_check.py), and
 # rendered to PNG with rsvg-convert; gaps, one row, 10^5 rows, bad input.
 # Usage: NS_BIN=./normscope sh tests/plot.sh
@@ -141,7 +142,32 @@ for k in loss heatmap; do
 done
 check "10^5 rows decimated" $CHECK decimated "$T/big_loss.svg"
 
+# --- a sweep's map (tests/fixtures/sweepmap: a real 24-run sweep, seeds 1-2) ---
+M=$D/fixtures/sweepmap
+plot map.svg "$M" --kind map &&
+    check "map: cells, fills, marks (default rows lr, columns layers)" $CHECK map "$T/map.svg" "$M/results.csv" lr layers
+plot map_rc.svg "$M/results.csv" --kind map --rows norm --cols lr &&
+    check "map --rows norm --cols lr" $CHECK map "$T/map_rc.svg" "$M/results.csv" norm lr
+grep -c 'class="panel-title"' "$T/map_rc.svg" | grep -qx 2 && ok || no "map: not one panel per layers value"
+grep -q 'common: -d 16 -H 2' "$T/map.svg" && ok || no "map: the common flags not in the caption"
+plot map_mono.svg "$M" --kind map --mono &&
+    check "map --mono" $CHECK map "$T/map_mono.svg" "$M/results.csv" lr layers
+grep -Eo '(stroke|fill)="#[0-9a-f]{6}"' "$T/map_mono.svg" | grep -Eqv '#([0-9a-f]{2})\1\1"' &&
+    no "map --mono: a color that is not grey" || ok
+cut -d, -f1,3,5- "$M/results.csv" >"$T/lr_only.csv"
+plot map_one_axis.svg "$T/lr_only.csv" --kind map &&
+    check "map of one axis (lr), the others folded" $CHECK map "$T/map_one_axis.svg" "$T/lr_only.csv" - lr
+
 # --- bad input: one line, exit 2, nothing written ---
+head -1 "$M/results.csv" >"$T/header_only.csv"
+expect_bad "no rows" --plot "$T/header_only.csv" --kind map --out "$T/bad.svg"
+cut -d, -f1-9 "$M/results.csv" >"$T/short.csv"
+expect_bad "no 'stalled' column" --plot "$T/short.csv" --kind map --out "$T/bad.svg"
+expect_bad "--rows 'frob': not an axis" --plot "$M" --kind map --rows frob --out "$T/bad.svg"
+expect_bad "--cols 'seed': not an axis" --plot "$M" --kind map --cols seed --out "$T/bad.svg"
+expect_bad "the same axis" --plot "$M" --kind map --rows lr --cols lr --out "$T/bad.svg"
+expect_bad "go with --kind map" --plot "$F/run.csv" --rows lr --out "$T/bad.svg"
+expect_bad "results.csv: No such file" --plot "$T" --kind map --out "$T/bad.svg"
 cut -d, -f1,3- "$F/run.csv" >"$T/noloss.csv"
 expect_bad "loss" --plot "$T/noloss.csv" --out "$T/bad.svg"
 cut -d, -f1-14 "$F/run.csv" >"$T/nolayers.csv"

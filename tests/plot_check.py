@@ -9,6 +9,12 @@ what it found and exits 1 when the figure disagrees with the input.
   layers SVG CSV STEP           2 bars per layer per run, each the CSV's value
   profile SVG CSV S1,S2..       one line per step (and run), one point per layer
   heatmap SVG CSV               layers x rows cells per run
+  map SVG RESULTS ROWS COLS     (ROWS - : one row) one cell per combination of the sweep's axes,
+                                seeds folded (runs, mean, diverged, stalled),
+                                each cell's fill the color bar's bin of its
+                                value (lower loss = the scale's low end),
+                                diverged and stalled cells marked, rows and
+                                columns laid out in the axes' value order
   decimated SVG                 no line has more than 2 points per pixel column
   png FILE.png                  decodes, and is not one flat color
 
@@ -216,6 +222,99 @@ def cmd_heatmap(svg, path):
     if len(nan) != want_nan:
         fail("%d non-finite cells, want %d" % (len(nan), want_nan))
     ok("%d cells, %d of them non-finite" % (len(cells), len(nan)))
+
+
+def sort_key(v):
+    f = num(v)
+    return (0, f, "") if f is not None else (1, 0.0, v)
+
+
+def map_cells_of(path):
+    """results.csv folded as the map folds it: {key: (runs, losses, div, stalled)}."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    head = list(rows[0].keys())
+    axes = head[1:head.index("seed")]
+    cells = {}
+    for r in rows:
+        key = ",".join("%s=%s" % (a, r[a]) for a in axes)
+        c = cells.setdefault(key, [0, [], 0, 0])
+        c[0] += 1
+        loss = num(r["val_loss"] if r["val_loss"] != "" else r["train_loss"])
+        if loss is not None and math.isfinite(loss):
+            c[1].append(loss)
+        c[2] += r["status"] == "diverged"
+        c[3] += r["stalled"] == "1"
+    values = {a: sorted(set(r[a] for r in rows), key=sort_key) for a in axes}
+    return axes, values, cells
+
+
+def cmd_map(svg, path, rows_axis, cols_axis):
+    root = root_of(svg)
+    axes, values, want = map_cells_of(path)
+    combos = 1
+    for a in axes:
+        combos *= len(values[a])
+    groups = by_class(root, "g", "map-cell")
+    cells = [g.find(NS + "rect") for g in groups]
+    got = {c.get("data-key"): (c, g) for c, g in zip(cells, groups)}
+    if len(cells) != combos or len(got) != combos:
+        fail("%d cells (%d distinct), want one per combination: %d" % (len(cells), len(got), combos))
+    if set(got) != set(want):
+        fail("cells %s, want %s" % (sorted(got), sorted(want)))
+    bins = {int(b.get("data-bin")): b.get("fill") for b in by_class(root, "rect", "colorbar-bin")}
+    if len(bins) < 2:
+        fail("no color bar")
+    marks = 0
+    finite = []
+    for key, (runs, losses, div, stalled) in want.items():
+        c, g = got[key]
+        if int(c.get("data-runs")) != runs or int(c.get("data-diverged")) != div \
+                or int(c.get("data-stalled")) != stalled:
+            fail("%s: runs/diverged/stalled %s/%s/%s, want %d/%d/%d" % (
+                key, c.get("data-runs"), c.get("data-diverged"), c.get("data-stalled"), runs, div, stalled))
+        has_x = bool(by_class(g, "path", "diverged-mark"))
+        has_dash = bool(by_class(g, "rect", "stalled-mark"))
+        if has_x != (div > 0) or has_dash != (stalled > 0):
+            fail("%s: marked diverged %s stalled %s, want %s %s" % (key, has_x, has_dash, div > 0, stalled > 0))
+        marks += has_x + has_dash
+        if not losses:
+            if c.get("fill") != "url(#nan)":
+                fail("%s: no finite loss but filled %s" % (key, c.get("fill")))
+            continue
+        mean = sum(losses) / len(losses)
+        if abs(float(c.get("data-value")) - mean) > 1e-4 * abs(mean):
+            fail("%s: value %s, want the mean %g" % (key, c.get("data-value"), mean))
+        b = int(c.get("data-bin"))
+        if c.get("fill") != bins[b]:
+            fail("%s: fill %s is not its bin's %s" % (key, c.get("fill"), bins[b]))
+        finite.append((mean, b, key))
+    finite.sort()
+    for (m1, b1, k1), (m2, b2, k2) in zip(finite, finite[1:]):
+        if b2 < b1:
+            fail("%s (%g) in bin %d below %s (%g) in bin %d" % (k2, m2, b2, k1, m1, b1))
+    if finite[0][1] != 0 or finite[-1][1] != max(bins):
+        fail("lowest loss in bin %d, highest in %d: want the scale's ends" % (finite[0][1], finite[-1][1]))
+    # layout: within a panel, rows go down and columns right in value order
+    others = [a for a in axes if a not in (rows_axis, cols_axis)]
+    for key, (c, g) in got.items():
+        kv = dict(p.split("=", 1) for p in key.split(","))
+        for axis, coord in ((rows_axis, "y"), (cols_axis, "x")):
+            if axis == "-":
+                continue
+            i = values[axis].index(kv[axis])
+            if i == 0:
+                continue
+            prev = dict(kv)
+            prev[axis] = values[axis][i - 1]
+            pk = ",".join("%s=%s" % (a, prev[a]) for a in axes)
+            if float(got[pk][0].get(coord)) >= float(c.get(coord)):
+                fail("%s: not after %s along %s (%s)" % (key, pk, axis, coord))
+    per_panel = 1
+    for a in (rows_axis, cols_axis):
+        per_panel *= len(values[a]) if a != "-" else 1
+    ok("%d cells (%d panels over %s), fills in loss order, %d marks" % (
+        combos, combos // per_panel, others or "none", marks))
 
 
 def cmd_decimated(svg):

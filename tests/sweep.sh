@@ -5,6 +5,7 @@
 # Usage: NS_BIN=./normscope sh tests/sweep.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
+. "$(dirname "$0")/claims_lib.sh"
 T=$(mktemp -d /tmp/ns_sweep.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0
@@ -163,15 +164,8 @@ grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" |
 if [ -z "$NS_SANITIZED" ]; then
 "$BIN" --sweep 'norm=post,pre layers=2,8 seed=1,2' --lr 3e-3 -d 32 -H 2 -T 32 -B 8 --steps 120 \
     --warmup 0 --val-every 20 --sweep-out "$T/claim" -q >/dev/null 2>&1
-# gap L: mean val_loss (column 7) of post minus that of pre at depth L
-gap() {
-    awk -F, -v L="$1" '$2 == L && $3 == "post" { p += $7; np++ }
-        $2 == L && $3 == "pre" { q += $7; nq++ }
-        END { if (np == 2 && nq == 2) printf "%.4f", p / np - q / nq; else print "none" }' \
-        "$T/claim/results.csv"
-}
-g2=$(gap 2)
-g8=$(gap 8)
+g2=$(claim_gap "$T/claim/results.csv" 2 2)
+g8=$(claim_gap "$T/claim/results.csv" 8 2)
 awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' \
     && ok || no "Post-LN - Pre-LN gap: $g2 at 2 layers, $g8 at 8; want it to grow by > 0.2 nats"
 [ "$(grep -c ',8,post,[12],120,.*,1,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
@@ -185,15 +179,8 @@ awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 
 # 2.74). Eight runs.
 "$BIN" --sweep 'norm=post,pre lr=3e-3,1e-2 seed=1,2' -L 4 -d 32 -H 2 -T 32 -B 8 --steps 200 \
     --warmup 0 --val-every 20 --sweep-out "$T/claim2" -q >/dev/null 2>&1
-# best NORM: the largest lr (column 2) at which every run of NORM (column 3)
-# is ok (status, last column) and not stalled (column 9)
-best() {
-    awk -F, -v N="$1" 'NR > 1 && $3 == N { n[$2]++; if ($9 == "0" && $NF == "ok") good[$2]++ }
-        END { b = 0; for (lr in n) if (n[lr] == 2 && good[lr] == 2 && lr + 0 > b) b = lr + 0; print b }' \
-        "$T/claim2/results.csv"
-}
-bpost=$(best post)
-bpre=$(best pre)
+bpost=$(claim_best "$T/claim2/results.csv" post 2)
+bpre=$(claim_best "$T/claim2/results.csv" pre 2)
 [ "$(rows "$T/claim2")" -eq 8 ] && awk -v a="$bpost" -v b="$bpre" 'BEGIN { exit !(a > 0 && b > a) }' \
     && ok || no "largest LR that trains: Post-LN $bpost, Pre-LN $bpre; want Pre-LN's larger"
 fi
@@ -223,6 +210,9 @@ expect_bad "go with --sweep" --list $C
 expect_bad "go with --sweep" --jobs 2 $C
 expect_bad "--jobs" --sweep 'lr=1e-3' --jobs 0 $C --sweep-out "$T/bad"
 expect_bad "sweep.spec" --sweep-collect "$T/bad"
+# a sweep lesson is its own --sweep (tests/lessons.sh runs it)
+expect_bad "a sweep of its own" --lesson stability-map --sweep 'lr=1e-3' --sweep-out "$T/bad"
+expect_bad "a sweep of its own" --lesson=stability-map --sweep-collect "$T/bad"
 mkdir "$T/full" && : >"$T/full/notes.txt"
 expect_bad "not a sweep" --sweep 'lr=1e-3' $C --sweep-out "$T/full"
 # another sweep's directory: refused, and left as it was

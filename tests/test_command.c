@@ -186,6 +186,17 @@ static void test_lesson_parse(void)
           strstr(err, "no title"));
     /* only script lines, no final newline: the fuzzer's case */
     CHECK(lesson_parse("at 1: stop", "x.lesson", &l, err, sizeof err) != 0 && strstr(err, "no title"));
+    /* a sweep lesson: its SPEC kept, no twin and no script beside it */
+    CHECK(lesson_parse("title: t\nsweep: norm=post,pre lr=1e-3,1e-2\nflags: --steps 5\n", "x.lesson", &l,
+                       err, sizeof err) == 0 &&
+          !strcmp(l.sweep, "norm=post,pre lr=1e-3,1e-2") && !strcmp(l.flags, "--steps 5"));
+    lesson_free(&l);
+    CHECK(lesson_parse("title: t\n", "x.lesson", &l, err, sizeof err) == 0 && l.sweep[0] == 0);
+    lesson_free(&l);
+    CHECK(lesson_parse("title: t\nsweep: lr=1e-3\ncompare: norm=pre\n", "x.lesson", &l, err, sizeof err) != 0 &&
+          strstr(err, "x.lesson: a sweep lesson takes no compare") == err);
+    CHECK(lesson_parse("title: t\nsweep: lr=1e-3\nat 5: stop\n", "x.lesson", &l, err, sizeof err) != 0 &&
+          strstr(err, "takes no at or every"));
     /* every compiled-in lesson parses */
     int all = lesson_count() > 0;
     for (int i = 0; i < lesson_count(); i++) {

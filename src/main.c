@@ -34,6 +34,7 @@
 #include "resume.h"
 #include "stream.h"
 #include "sweep.h"
+#include "tui_sweep.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -490,8 +491,10 @@ int main(int argc, char **argv)
         return plot_main(o.plot, o.out, o.kind, o.size, o.step, o.mono, o.logy, stderr);
     if (o.follow)
         return run_follow(&o);
-    if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */
-        return sweep_main(&o, argc, argv);
+    if (sweep_requested(&o)) { /* --sweep, --sweep-collect: sweep.c; live: tui_sweep.c */
+        tui_options uo = {o.ascii, o.no_color, NULL, NULL, o.bars_rel};
+        return sweep_main(&o, argc, argv, tui_sweep_live, &uo);
+    }
     ns_lesson lesson;
     char **argv2 = NULL, *words = NULL;
     int have_lesson = 0;

@@ -92,12 +92,13 @@ const char *sweep_ctx_row(const sweep_ctx *c, long k);
  * a row). */
 int sweep_row_parse(const sweep_spec *s, const char *row, sweep_result *r);
 /* Run what is left (--jobs at a time), watched by w; the caller's thread
- * waits for it. Returns the exit status, as a headless sweep's. */
+ * waits for it. Returns the exit status, as a headless sweep's (0 at once
+ * for --sweep-collect's view: nothing runs). */
 int sweep_ctx_execute(sweep_ctx *c, const sweep_watch *w);
 
 /* A live view of a sweep: runs it (sweep_ctx_execute, on a thread of its
  * own) while showing it; returns the exit status. The table is printed
- * after it returns. */
+ * after it returns. --sweep-collect shows its results with it too. */
 typedef int (*sweep_live_fn)(sweep_ctx *c, void *arg);
 
 /* Is any sweep flag given (--sweep, --sweep-collect, --sweep-out, --jobs,
@@ -105,8 +106,9 @@ typedef int (*sweep_live_fn)(sweep_ctx *c, void *arg);
 int sweep_requested(const cli_opts *o);
 /* Run the sweep, --list or --sweep-collect that o asks for; argv is the
  * whole command line (the flags outside SPEC are common to every run).
- * live (NULL: none) shows a sweep that runs: it is used unless
- * --headless, when standard input and output are terminals.
+ * live (NULL: none) shows a sweep that runs, or the results
+ * --sweep-collect gathered: it is used unless --headless, when standard
+ * input and output are terminals.
  * Returns the exit status: 0, 1 a run failed or an output could not be
  * written, 2 bad input (nothing written), 130 interrupted. */
 int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, void *live_arg);

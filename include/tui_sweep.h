@@ -170,7 +170,7 @@ void sv_cell_text(const sweepview *v, const sv_cell *cell, int w, char *buf, siz
                   tui_style *st);
 
 /* Keys (tui.h's codes): returns 1 when the frame must be redrawn. */
-enum { SV_KEY_ENTER = '\r', SV_KEY_BACKSPACE = 127 };
+enum { SV_KEY_BACKSPACE = 127 }; /* Enter is '\r' */
 int sv_key(sweepview *v, int key);
 /* The whole frame: the map, or the open run. */
 void sv_draw(tui_grid *g, sweepview *v);

@@ -305,9 +305,9 @@ struct sweep_ctx {
     double entropy;  /* unigram entropy of data's training bytes, nats */
     int quiet;
     unsigned char *done; /* done[k]: run k has a row in results.csv */
-    char **rows;     /* with keep_rows: that row (for a live view), else NULL */
-    int keep_rows;
+    char **rows;     /* for a live view: that row (as read at the start), else NULL */
     int jobs;
+    int view_only;   /* --sweep-collect's view: nothing to run */
 };
 
 /* Flags that belong to the sweep itself, with whether they take a value:
@@ -1173,7 +1173,7 @@ const char *sweep_ctx_row(const sweep_ctx *c, long k)
 
 int sweep_ctx_execute(sweep_ctx *c, const sweep_watch *w)
 {
-    return sweep_execute(c, c->done, c->jobs, w);
+    return c->view_only ? 0 : sweep_execute(c, c->done, c->jobs, w);
 }
 
 /* ---- the text table: one line per cell, seeds folded ------------------- */
@@ -1600,6 +1600,25 @@ static int refuse_common(const cli_opts *o)
     return 2;
 }
 
+/* A live view: asked for (not --headless) and on a terminal. */
+static int live_wanted(const cli_opts *o, sweep_live_fn live)
+{
+    return live && !o->headless && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+}
+
+/* What results.csv holds: done[k], and with rows (for a view) the rows.
+ * 0, or 1 after one line. */
+static int ctx_results(sweep_ctx *c, int rows)
+{
+    c->done = calloc((size_t)c->n_runs, 1);
+    c->rows = rows ? calloc((size_t)c->n_runs, sizeof *c->rows) : NULL;
+    if (!c->done || (rows && !c->rows)) {
+        fprintf(stderr, "normscope: out of memory\n");
+        return 1;
+    }
+    return results_load(c, c->done);
+}
+
 static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, sweep_live_fn live,
                     void *live_arg)
 {
@@ -1618,14 +1637,8 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, swee
         r = dir_write_spec(c);
     if (r || o->list)
         return r ? r : sweep_list(c);
-    int show = live && !o->headless && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-    c->done = calloc((size_t)c->n_runs, 1);
-    c->rows = show ? calloc((size_t)c->n_runs, sizeof *c->rows) : NULL;
-    if (!c->done || (show && !c->rows)) {
-        fprintf(stderr, "normscope: out of memory\n");
-        return 1;
-    }
-    r = results_load(c, c->done);
+    int show = live_wanted(o, live);
+    r = ctx_results(c, show);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     c->jobs = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
     if (!r)
@@ -1666,16 +1679,24 @@ static int collect_read_spec(sweep_ctx *c, char **store, const char **spec)
     return 0;
 }
 
-static int sweep_collect(sweep_ctx *c, const char *dir)
+/* Rebuild DIR/results.csv, show it (live, on a terminal: the view of a
+ * sweep with nothing left to run), print the table. */
+static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, void *live_arg)
 {
     char *store = NULL;
     const char *spec = NULL;
-    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    snprintf(c->dir, sizeof c->dir, "%s", o->sweep_collect);
     int r = collect_read_spec(c, &store, &spec);
     if (!r)
         r = ctx_prepare(c, spec, 1);
     if (!r)
         r = collect_write(c);
+    if (!r && live_wanted(o, live)) {
+        c->view_only = 1;
+        r = ctx_results(c, 1);
+        if (!r)
+            r = live(c, live_arg);
+    }
     if (!r)
         r = results_print(c);
     free(store);
@@ -1702,7 +1723,7 @@ int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, voi
                         "--sweep, --sweep-out or --list\n");
         r = 2;
     } else if (o->sweep_collect) {
-        r = sweep_collect(c, o->sweep_collect);
+        r = sweep_collect(c, o, live, live_arg);
     } else if (!o->sweep) {
         fprintf(stderr, "normscope: --sweep-out, --jobs, --list and --yes go with --sweep SPEC\n");
         r = 2;

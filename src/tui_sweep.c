@@ -707,9 +707,9 @@ static void draw_head(tui_grid *g, const sweepview *v)
         failed += v->runs[k].phase == SV_ENDED && (!v->runs[k].have || v->runs[k].res.failed);
     }
     char b[512];
-    snprintf(b, sizeof b, " normscope sweep %.300s: %ld/%ld ended, %ld running, %ld failed%s",
-             v->dir, n[SV_ENDED], v->n_runs, n[SV_RUNNING], failed,
-             v->finished ? "  - finished (q leaves, the table stays on the terminal)" : "");
+    snprintf(b, sizeof b, " %ld/%ld ended, %ld running, %ld failed%s   sweep %.300s",
+             n[SV_ENDED], v->n_runs, n[SV_RUNNING], failed,
+             v->finished ? "  - none left to run (q: leave, the table stays)" : "", v->dir);
     tui_fill(g, 0, 0, 1, g->cols, ' ', TUI_S_STATUS);
     tui_puts(g, 0, 0, g->cols, TUI_S_TITLE, b);
     const sweep_map *m = &v->map;
@@ -777,8 +777,8 @@ static void draw_cells(tui_grid *g, sweepview *v, int top, int h)
     v->top = tui_scroll_fit(v->top, v->vis_rows, v->sel_r, m->rows);
     v->left = tui_scroll_fit(v->left, v->vis_cols, v->sel_c, m->cols);
     char b[300];
-    snprintf(b, sizeof b, "%s\\%s", m->row >= 0 ? v->spec->axis[m->row].name : "",
-             m->col >= 0 ? v->spec->axis[m->col].name : "");
+    snprintf(b, sizeof b, "%s%s%s", m->row >= 0 ? v->spec->axis[m->row].name : "",
+             m->col >= 0 ? "\\" : "", m->col >= 0 ? v->spec->axis[m->col].name : "");
     tui_puts(g, top, 0, lw - 1, TUI_S_LABEL, b);
     for (int j = 0; j < v->vis_cols && v->left + j < m->cols; j++)
         tui_puts(g, top, lw + j * SV_CELL_W, SV_CELL_W - 1, TUI_S_LABEL,
@@ -820,13 +820,13 @@ static void draw_info(tui_grid *g, const sweepview *v, int row)
     k += snprintf(b + k, sizeof b - (size_t)k, ": %d run%s, %d ended", c.runs,
                   c.runs == 1 ? "" : "s", c.ended);
     if (c.n)
-        k += snprintf(b + k, sizeof b - (size_t)k, " (final %.4f, %.4f..%.4f)", c.mean, c.lo,
+        k += snprintf(b + k, sizeof b - (size_t)k, " (final %.3f, %.3f..%.3f)", c.mean, c.lo,
                       c.hi);
-    if (c.diverged || c.stalled || c.failed)
-        k += snprintf(b + k, sizeof b - (size_t)k, ", %d diverged, %d stalled, %d failed",
-                      c.diverged, c.stalled, c.failed);
-    if (c.running)
-        snprintf(b + k, sizeof b - (size_t)k, ", %d running", c.running);
+    const int count[4] = {c.diverged, c.stalled, c.failed, c.running};
+    static const char *const what[4] = {"diverged", "stalled", "failed", "running"};
+    for (int i = 0; i < 4 && k < (int)sizeof b; i++)
+        if (count[i])
+            k += snprintf(b + k, sizeof b - (size_t)k, ", %d %s", count[i], what[i]);
     tui_puts(g, row, 0, g->cols, TUI_S_TEXT, b);
 }
 

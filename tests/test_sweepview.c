@@ -278,6 +278,11 @@ static void test_board(void)
     sv_board_done(&bd, 130);
     sv_update(&v, &bd);
     CHECK(v.finished && v.status == 130);
+    tui_grid g = {0};
+    CHECK(tui_grid_resize(&g, 24, 80) == 0);
+    sv_draw(&g, &v);
+    CHECK(strstr(row(&g, 0), "2/8 ended, 0 running, 0 failed  - none left to run (q") != NULL);
+    tui_grid_free(&g);
     sv_board_free(&bd);
     sv_free(&v);
     sweep_spec_free(&sp);
@@ -303,6 +308,11 @@ static void test_frames(void)
     for (int r = 5; r < 24; r++)
         legend += strstr(row(&g, r), "not 0.1 nats below unigram entropy") != NULL;
     CHECK(legend == 1); /* the stalled rule, stated */
+    int info = 0; /* the selected cell in words */
+    for (int r = 5; r < 24; r++)
+        info += strstr(row(&g, r), " lr=1e-3 norm=pre: 2 runs, 2 ended (final 3.000, "
+                                   "2.900..3.100), 1 stalled") != NULL;
+    CHECK(info == 1);
     CHECK(strstr(row(&g, 23), "Enter") != NULL);
     /* keys: down, right; x swaps the axes and keeps the cell selected */
     CHECK(sv_key(&v, TUI_KEY_DOWN) && v.sel_r == 1);

@@ -64,6 +64,14 @@ screen | grep -q '^lr  *norm  *runs  *train' && ok || no "no table after q: $(sc
 [ "$(screen | grep -c -E '^1e-[23]  +p')" -eq 4 ] && ok || no "the table lacks cells"
 check_modes "q"
 
+# --sweep-collect on a terminal shows what DIR holds, then the table
+run "LC_ALL=C $BIN --sweep-collect $T/live"
+wait_for '4/4 ended, 0 running, 0 failed  - none left to run' 30 && ok ||
+    no "--sweep-collect: no view: $(screen | head -1) $(cat "$T/err")"
+key q
+check_exited "--sweep-collect's view" 0
+screen | grep -q '^lr  *norm  *runs  *train' && ok || no "no table after --sweep-collect's view"
+
 # the same sweep headless: the same results.csv, timing aside
 "$BIN" --sweep "$SPEC" $C --jobs 2 --sweep-out "$T/headless" --headless >/dev/null 2>&1
 [ "$(tail -n +2 "$T/live/results.csv" | wc -l)" -eq 4 ] && ok || no "live results.csv: not 4 rows"

@@ -95,9 +95,8 @@ done
 # every row written is whole (12 fields: id, lr, 10 more; a status)
 bad=$(tail -n +2 "$T/stop/results.csv" | awk -F, 'NF != 12 || $12 !~ /^(ok|diverged)$/' | wc -l)
 [ "$bad" -eq 0 ] && ok || no "broken rows after q: $(cat "$T/stop/results.csv")"
-"$BIN" --sweep 'lr=1e-3,2e-3,3e-3' $LONG --jobs 2 --sweep-out "$T/stop" --headless -q \
-    >/dev/null 2>"$T/err2"
-[ $? -eq 0 ] && ok || no "resume after q: $(cat "$T/err2")"
+if "$BIN" --sweep 'lr=1e-3,2e-3,3e-3' $LONG --jobs 2 --sweep-out "$T/stop" --headless -q \
+    >/dev/null 2>"$T/err2"; then ok; else no "resume after q: $(cat "$T/err2")"; fi
 "$BIN" --sweep 'lr=1e-3,2e-3,3e-3' $LONG --jobs 2 --sweep-out "$T/ref" --headless -q \
     >/dev/null 2>&1
 results "$T/stop" >"$T/a"

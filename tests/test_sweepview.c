@@ -373,6 +373,15 @@ static void test_small_screen(void)
     sv_draw(&g, &v);
     CHECK(strstr(row(&g, 1), "page 2/2: warmup=1") != NULL);
     CHECK(sv_key(&v, TUI_KEY_PGDN) && v.page == 0); /* wraps */
+    /* r: the next axis for rows (warmup; lr is paged now), the selected
+     * run's cell kept: lr=30 (index 29) layers=9 (index 8) warmup=0 */
+    CHECK(v.sel_r == 29 && v.sel_c == 8 && v.page == 0);
+    CHECK(sv_key(&v, 'r') && v.map.row == 2 && v.map.col == 0 && v.map.pages == 30);
+    CHECK(v.page == 29 && v.sel_r == 0 && v.sel_c == 8);
+    CHECK(sv_key(&v, 'c') && v.map.col == 1 && v.map.pages == 9); /* columns lr, layers paged */
+    CHECK(v.page == 8 && v.sel_r == 0 && v.sel_c == 29);
+    sv_draw(&g, &v);
+    CHECK(strstr(row(&g, 1), "rows warmup  columns lr") && strstr(row(&g, 1), "page 9/9: layers=9"));
     tui_grid_free(&g);
     sv_free(&v);
     sweep_spec_free(&sp);

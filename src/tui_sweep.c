@@ -642,7 +642,7 @@ int sv_key(sweepview *v, int key)
 /* The keys, for the help overlay (normscope(1) lists the same). */
 static const char *const sv_help[][2] = {
     {"arrows", "select a cell (the grid scrolls to keep it on screen)"},
-    {"Enter", "open the cell's run: its loss curve and its layers' gradient norms"},
+    {"Enter", "open the cell's run: its loss curve, its layers' gradient norms"},
     {"Enter, Esc, Backspace", "back from a run to the map"},
     {"Tab", "in a run: the cell's next seed"},
     {"PgUp, PgDn", "the previous or next page (the values of the other axes)"},
@@ -894,6 +894,21 @@ static void draw_map(tui_grid *g, sweepview *v)
     draw_footer(g, g->rows - 1, map_foot, (int)(sizeof map_foot / sizeof map_foot[0]));
 }
 
+/* The layer profile of the open run's last step: each layer's gradient
+ * norm, the top layer first (as the heatmap's rows). */
+static void draw_profile(tui_grid *g, const sweepview *v, int row)
+{
+    const trainer_snapshot *s = v->snap;
+    long last = s->s.hist_total - 1;
+    char b[64];
+    snprintf(b, sizeof b, " step %ld, top first:", s->hist[last % TRAINER_HIST].step);
+    int c = tui_puts(g, row, 0, g->cols, TUI_S_LABEL, b);
+    for (int l = s->s.n_layer - 1; l >= 0 && c < g->cols; l--) {
+        snprintf(b, sizeof b, "  %d:%.3g", l, s->heat[last % TRAINER_HIST][l]);
+        c += tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
+    }
+}
+
 /* The open run: its settings and state, the loss chart, the heatmap. */
 static void draw_run(tui_grid *g, sweepview *v)
 {
@@ -925,7 +940,7 @@ static void draw_run(tui_grid *g, sweepview *v)
                    : r->phase == SV_ENDED && res->stalled                            ? TUI_S_WARN
                                                                                      : TUI_S_TEXT;
     tui_puts(g, 1, 0, g->cols, st, b);
-    int body = g->rows - 3, ch = body / 2;
+    int body = g->rows - 4, ch = body / 2;
     if (v->snap->s.hist_total == 0) {
         sweep_run_csv(v->spec, v->dir, v->open_run, t, sizeof t);
         snprintf(b, sizeof b, " no rows yet in %s", t);
@@ -933,6 +948,7 @@ static void draw_run(tui_grid *g, sweepview *v)
     } else {
         tui_draw_chart(g, (tui_rect){2, 0, ch, g->cols}, v->snap, &v->ui);
         tui_draw_heatmap(g, (tui_rect){2 + ch, 0, body - ch, g->cols}, v->snap, &v->ui);
+        draw_profile(g, v, g->rows - 2);
     }
     draw_footer(g, g->rows - 1, run_foot, (int)(sizeof run_foot / sizeof run_foot[0]));
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "tui_sweep.h"
@@ -387,6 +388,49 @@ static void test_small_screen(void)
     sweep_spec_free(&sp);
 }
 
+/* The run view from a real CSV: the state, the chart, the heatmap, the
+ * last step's layer profile. */
+static void test_run_view(void)
+{
+    char dir[] = "/tmp/ns_sweepview_dir_XXXXXX", path[4400], err[256], b[512];
+    CHECK(mkdtemp(dir) != NULL);
+    sweep_spec sp;
+    CHECK(sweep_spec_parse(SPEC, &sp, err, sizeof err) == 0);
+    sweepview v;
+    CHECK(sv_init(&v, &sp, dir, 0, 1) == 0);
+    long k = run_k(0, 0, 0); /* lr=1e-3 norm=pre seed=1: the first cell */
+    sweep_run_csv(&sp, dir, k, path, sizeof path);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "step,loss,val_loss,l0_grad_attn,l0_grad_ffn,l0_grad_ln,l1_grad_attn,l1_grad_ffn,"
+               "l1_grad_ln\n");
+    for (int i = 1; i <= 5; i++)
+        fprintf(f, "%d,%g,%s,0,0,2,0.3,0.4,0\n", i, 5.0 - 0.5 * i, i == 5 ? "2.6" : "");
+    fclose(f);
+    make_row(b, sizeof b, "ok", "2.5", "2.6", "", "0");
+    sv_set_row(&v, k, b);
+    sv_update(&v, NULL);
+    tui_grid g = {0};
+    CHECK(tui_grid_resize(&g, 24, 80) == 0);
+    CHECK(sv_key(&v, '\r') && v.open && v.open_run == k);
+    CHECK(v.snap->s.hist_total == 5 && v.snap->s.n_layer == 2);
+    sv_draw(&g, &v);
+    CHECK(strstr(row(&g, 0), "lr=1e-3 norm=pre seed=1") != NULL);
+    CHECK(strstr(row(&g, 1), "ended at step 30: final loss 2.6000") != NULL);
+    int chart = 0, heat = 0;
+    for (int r = 2; r < 22; r++) {
+        chart += strstr(row(&g, r), "loss [linear]") != NULL;
+        heat += strstr(row(&g, r), "gradient norm per layer over time") != NULL;
+    }
+    CHECK(chart == 1 && heat == 1);
+    CHECK(strstr(row(&g, 22), "step 5, top first:  1:0.5  0:2") != NULL);
+    tui_grid_free(&g);
+    sv_free(&v);
+    sweep_spec_free(&sp);
+    remove(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_map_default();
@@ -399,5 +443,6 @@ int main(void)
     test_board();
     test_frames();
     test_small_screen();
+    test_run_view();
     return test_summary();
 }

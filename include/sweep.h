@@ -53,13 +53,64 @@ void sweep_run_index(const sweep_spec *s, long k, int idx[SWEEP_MAX_AXES]);
  * same settings get the same ID in any sweep with the same axes. */
 void sweep_run_id(const sweep_spec *s, const int idx[SWEEP_MAX_AXES], char id[13]);
 
+/* ---- watching a sweep (the live view: tui_sweep.h) -------------------------- */
+enum { SWEEP_ROW_MAX = 8192 }; /* a results.csv row, with its newline */
+
+typedef struct sweep_ctx sweep_ctx; /* a sweep checked and ready to run */
+
+/* A watcher, told from the scheduler's thread: a run started (as process
+ * pid: it writes its CSV to DIR/run-ID.csv.tmp.PID until it ends, see
+ * atomicio.h), a run ended (row: the line appended to results.csv; NULL
+ * when it got none, being interrupted). stop is polled every ~20 ms: nonzero stops the sweep (no
+ * new runs; the running ones get SIGTERM and leave no row). */
+typedef struct {
+    void *ctx;
+    void (*started)(void *ctx, long k, long pid);
+    void (*ended)(void *ctx, long k, const char *row);
+    int (*stop)(void *ctx);
+} sweep_watch;
+
+/* What a row of results.csv says of its run. */
+typedef struct {
+    int ok;          /* status ok */
+    int diverged;    /* status diverged */
+    int failed;      /* anything else (exit N, signal N): no numbers */
+    long steps;
+    double train, val; /* NaN when empty */
+    double final;    /* val, or train without it: the number stalled judges */
+    long div_step;   /* 0 = none */
+    int stalled;
+} sweep_result;
+
+const sweep_spec *sweep_ctx_spec(const sweep_ctx *c);
+const char *sweep_ctx_dir(const sweep_ctx *c);
+/* Run k's CSV, DIR/run-ID.csv. */
+void sweep_run_csv(const sweep_spec *s, const char *dir, long k, char *path, size_t n);
+/* The row results.csv held for run k when the sweep started, or NULL. */
+const char *sweep_ctx_row(const sweep_ctx *c, long k);
+/* Parse a row of the results.csv of a sweep over s. 0, or -1 (not such
+ * a row). */
+int sweep_row_parse(const sweep_spec *s, const char *row, sweep_result *r);
+/* Run what is left (--jobs at a time), watched by w; the caller's thread
+ * waits for it. Returns the exit status, as a headless sweep's (0 at once
+ * for --sweep-collect's view: nothing runs). */
+int sweep_ctx_execute(sweep_ctx *c, const sweep_watch *w);
+
+/* A live view of a sweep: runs it (sweep_ctx_execute, on a thread of its
+ * own) while showing it; returns the exit status. The table is printed
+ * after it returns. --sweep-collect shows its results with it too. */
+typedef int (*sweep_live_fn)(sweep_ctx *c, void *arg);
+
 /* Is any sweep flag given (--sweep, --sweep-collect, --sweep-out, --jobs,
  * --list, --yes)? */
 int sweep_requested(const cli_opts *o);
 /* Run the sweep, --list or --sweep-collect that o asks for; argv is the
  * whole command line (the flags outside SPEC are common to every run).
+ * live (NULL: none) shows a sweep that runs, or the results
+ * --sweep-collect gathered: it is used unless --headless, when standard
+ * input and output are terminals.
  * Returns the exit status: 0, 1 a run failed or an output could not be
  * written, 2 bad input (nothing written), 130 interrupted. */
-int sweep_main(const cli_opts *o, int argc, char **argv);
+int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, void *live_arg);
 
 #endif

@@ -34,6 +34,7 @@
 #include "resume.h"
 #include "stream.h"
 #include "sweep.h"
+#include "tui_sweep.h"
 #include "trainer.h"
 #include "tui.h"
 
@@ -474,6 +475,13 @@ static void lesson_notes(const ns_lesson *l)
         fprintf(stderr, "%s\n", l->cite);
 }
 
+/* A sweep, live on a terminal unless --headless (sweep.c decides) */
+static int run_sweep(const cli_opts *o, int argc, char **argv)
+{
+    tui_options uo = {o->ascii, o->no_color, NULL, NULL, o->bars_rel};
+    return sweep_main(o, argc, argv, tui_sweep_live, &uo);
+}
+
 /* A sweep lesson runs through sweep_main, the one entry point of --sweep:
  * its command line is the lesson's flags, --sweep SPEC, then the user's
  * flags without --lesson (so the user's win, and --sweep-out, --jobs and
@@ -510,7 +518,7 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
     if (r == 0) {
         if (!so.quiet)
             lesson_notes(l);
-        r = sweep_main(&so, n, av);
+        r = run_sweep(&so, n, av);
     } else {
         r = r == 1 ? 0 : 2;
     }
@@ -570,8 +578,8 @@ int main(int argc, char **argv)
         lesson_free(&lesson);
         return r;
     }
-    if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c */
-        return sweep_main(&o, argc, argv);
+    if (sweep_requested(&o)) /* --sweep, --sweep-collect: sweep.c; live: tui_sweep.c */
+        return run_sweep(&o, argc, argv);
     char **argv2 = NULL, *words = NULL;
     int have_lesson = 0;
     if (o.lesson) {

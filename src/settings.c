@@ -129,7 +129,8 @@ static const ns_setting table[] = {
     {"threads", 0, SET_INT, "N", 1, 64, NULL, 0, 0, 0, "online cores",
      "threads per run for the kernels; same results", 0, NULL, OPT(threads), 0},
     {"sweep", 0, SET_PATH, "SPEC", 0, 0, NULL, 0, 0, 0, NULL,
-     "run a grid of headless runs, e.g. 'norm=post,pre layers=2,6 seed=1..3' (see SWEEPS)", 0,
+     "run a grid of headless runs, e.g. 'norm=post,pre layers=2,6 seed=1..3', shown live on a "
+     "terminal unless --headless (see SWEEPS; keys: arrows Enter Esc Tab PgUp PgDn x r c ? q)", 0,
      NULL, OPT(sweep), 0},
     {"sweep-out", 0, SET_PATH, "DIR", 0, 0, NULL, 0, 0, 0, "sweep-YYYYmmdd-HHMMSS",
      "the sweep's directory: run CSVs, results.csv", 0, NULL, OPT(sweep_out), 0},

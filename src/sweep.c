@@ -7,7 +7,8 @@
  * what the command line accepts, with its messages. The results table
  * (DIR/results.csv) is computed from each run's CSV by one function,
  * whether the run was started here or by GNU parallel on another machine.
- * Not here: training, the flag table, the live view of a grid.
+ * Not here: training, the flag table, the live view of a grid (it watches
+ * through a sweep_watch: tui_sweep.c).
  */
 #define _GNU_SOURCE /* posix_spawn file actions; getline */
 #include "sweep.h"
@@ -289,7 +290,7 @@ typedef struct {
     long k;
 } run_key;
 
-typedef struct {
+struct sweep_ctx {
     sweep_spec spec;
     char spec_text[8192]; /* as given, newlines made spaces */
     char exe[4096];       /* this binary, for the children and --list */
@@ -303,7 +304,11 @@ typedef struct {
     int have_data;
     double entropy;  /* unigram entropy of data's training bytes, nats */
     int quiet;
-} sweep_ctx;
+    unsigned char *done; /* done[k]: run k has a row in results.csv */
+    char **rows;     /* for a live view: that row (as read at the start), else NULL */
+    int jobs;
+    int view_only;   /* --sweep-collect's view: nothing to run */
+};
 
 /* Flags that belong to the sweep itself, with whether they take a value:
  * they are not passed to the runs. --headless and --quiet: the runs get
@@ -391,7 +396,7 @@ static int run_args_make(const sweep_ctx *c, long k, run_args *r)
     int idx[SWEEP_MAX_AXES];
     sweep_run_index(&c->spec, k, idx);
     sweep_run_id(&c->spec, idx, r->id);
-    snprintf(r->csv, sizeof r->csv, "%s/run-%s.csv", c->dir, r->id);
+    sweep_run_csv(&c->spec, c->dir, k, r->csv, sizeof r->csv);
     size_t text = 0;
     for (int i = 0; i < c->spec.n_axes; i++)
         text += strlen(c->spec.axis[i].name) + strlen(c->spec.axis[i].v[idx[i]]) + 4;
@@ -549,6 +554,10 @@ static void ctx_free(sweep_ctx *c)
     free(c->keys);
     if (c->have_data)
         data_free(&c->data);
+    for (long k = 0; c->rows && k < c->n_runs; k++)
+        free(c->rows[k]);
+    free(c->rows);
+    free(c->done);
 }
 
 /* ---- DIR: sweep.spec says which sweep it holds ------------------------- */
@@ -933,6 +942,8 @@ static int results_load(sweep_ctx *c, unsigned char *done)
         long k = strlen(line) > 12 && line[12] == ',' ? ctx_find(c, line) : -1;
         if (k >= 0)
             done[k] = 1;
+        if (k >= 0 && c->rows && !c->rows[k])
+            c->rows[k] = strdup(line);
     }
     free(line);
     fclose(f);
@@ -970,14 +981,16 @@ static pid_t run_spawn(const sweep_ctx *c, long k)
     return r == 0 ? pid : -1;
 }
 
-/* A child has ended: its row, unless it was interrupted. Returns 1 when
- * it failed (no CSV, or an exit other than 0 and 3), else 0. */
-static int run_finish(sweep_ctx *c, long k, int wstatus, double wall, int *recorded)
+/* A child has ended: its row (also into row[SWEEP_ROW_MAX], "" when
+ * none), unless it was interrupted. Returns 1 when it failed (no CSV, or
+ * an exit other than 0 and 3), else 0. */
+static int run_finish(sweep_ctx *c, long k, int wstatus, double wall, int *recorded, char *row)
 {
     run_args ra;
     run_summary s;
-    char row[8192], why[32];
+    char why[32];
     *recorded = 0;
+    row[0] = 0;
     if (run_args_make(c, k, &ra) != 0)
         return 1;
     int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
@@ -985,13 +998,13 @@ static int run_finish(sweep_ctx *c, long k, int wstatus, double wall, int *recor
     const char *status = have ? summary_status(c, k, &s) : NULL;
     size_t len = 0;
     if (have && status) {
-        len = results_row(c, k, &s, wall, status, row, sizeof row);
+        len = results_row(c, k, &s, wall, status, row, SWEEP_ROW_MAX);
     } else if (WIFSIGNALED(wstatus) || (code != 130 && !have)) {
         if (WIFSIGNALED(wstatus))
             snprintf(why, sizeof why, "signal %d", WTERMSIG(wstatus));
         else
             snprintf(why, sizeof why, "exit %d", code);
-        len = results_row(c, k, NULL, wall, why, row, sizeof row);
+        len = results_row(c, k, NULL, wall, why, row, SWEEP_ROW_MAX);
     }
     if (code == 0) { /* a quiet run that went well leaves an empty log */
         char log[4300];
@@ -1003,27 +1016,35 @@ static int run_finish(sweep_ctx *c, long k, int wstatus, double wall, int *recor
     free(ra.argv);
     if (len && results_append(c, row, len) == 0)
         *recorded = 1;
+    else
+        row[0] = 0;
     return len && !have;
 }
 
-static void progress(const sweep_ctx *c, long done, long total, int running, long failed,
-                     double t0, int final)
+static void progress(const sweep_ctx *c, const sweep_watch *w, long done, long total,
+                     int running, long failed, double t0, int final)
 {
-    if (c->quiet || !isatty(2))
+    if (c->quiet || w || !isatty(2))
         return;
     double t = nstime_now() - t0, eta = done ? t / done * (total - done) : 0;
     fprintf(stderr, "\rsweep: %ld/%ld runs done, %d running, %ld failed, ETA %d:%02d   %s",
             done, total, running, failed, (int)eta / 60, (int)eta % 60, final ? "\n" : "");
 }
 
+/* Stop now: a stop signal (headless), or the watcher says so. */
+static int want_stop(const sweep_watch *w)
+{
+    return stopsig_requested || (w && w->stop(w->ctx));
+}
+
 /* Start runs in the free slots while there are runs to do. Returns how
  * many started; *failed = 1 when one could not be (then the sweep stops:
  * stopsig_requested). */
-static int fill_slots(const sweep_ctx *c, slot *run, int jobs, const long *todo, long n_todo,
-                      long *next, int *failed)
+static int fill_slots(const sweep_ctx *c, const sweep_watch *w, slot *run, int jobs,
+                      const long *todo, long n_todo, long *next, int *failed)
 {
     int started = 0;
-    for (int j = 0; j < jobs && *next < n_todo && !stopsig_requested; j++) {
+    for (int j = 0; j < jobs && *next < n_todo && !want_stop(w); j++) {
         if (run[j].pid != 0)
             continue;
         run[j].k = todo[(*next)++];
@@ -1036,13 +1057,54 @@ static int fill_slots(const sweep_ctx *c, slot *run, int jobs, const long *todo,
             *failed = 1;
             break;
         }
+        if (w)
+            w->started(w->ctx, run[j].k, (long)run[j].pid);
         started++;
     }
     return started;
 }
 
-/* Run the runs not done, jobs at a time. Returns the exit status. */
-static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs)
+/* Ask every running child to stop (once). */
+static void stop_runs(const slot *run, int jobs)
+{
+    for (int j = 0; j < jobs; j++)
+        if (run[j].pid > 0)
+            kill(run[j].pid, SIGTERM);
+}
+
+/* The next child that ended, or 0 when none has yet and a watcher needs
+ * the thread back (it polls: its stop comes from another thread, not as
+ * a signal), or -1 (errno EINTR: a stop signal). */
+static pid_t wait_child(const sweep_watch *w, int *ws)
+{
+    if (!w)
+        return waitpid(-1, ws, 0);
+    pid_t p = waitpid(-1, ws, WNOHANG);
+    if (p == 0)
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL); /* 20 ms */
+    return p;
+}
+
+/* A child ended: its slot freed, its row recorded and told to w. */
+static void reap(sweep_ctx *c, const sweep_watch *w, slot *run, int jobs, pid_t p, int ws,
+                 long *finished, long *failed, int *n_running)
+{
+    char row[SWEEP_ROW_MAX];
+    for (int j = 0; j < jobs; j++)
+        if (run[j].pid == p) {
+            int rec;
+            *failed += run_finish(c, run[j].k, ws, nstime_now() - run[j].t0, &rec, row);
+            *finished += rec;
+            run[j].pid = 0;
+            (*n_running)--;
+            if (w)
+                w->ended(w->ctx, run[j].k, row[0] ? row : NULL);
+        }
+}
+
+/* Run the runs not done, jobs at a time; w (NULL: none) watches. Returns
+ * the exit status. */
+static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs, const sweep_watch *w)
 {
     long *todo = malloc((size_t)c->n_runs * sizeof *todo), n_todo = 0, next = 0;
     slot *run = calloc((size_t)jobs, sizeof *run);
@@ -1055,47 +1117,63 @@ static int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs)
     for (long k = 0; k < c->n_runs; k++)
         if (!done[k])
             todo[n_todo++] = k;
-    if (!c->quiet)
+    if (!c->quiet && !w)
         fprintf(stderr, "normscope: sweep %s: %ld runs, %ld to do, %d at a time\n", c->dir,
                 c->n_runs, n_todo, jobs);
-    stopsig_catch();
+    if (!w) /* a watcher's front end has its own handlers */
+        stopsig_catch();
     int n_running = 0, status = 0, signalled = 0;
     long finished = 0, failed = 0;
     double t0 = nstime_now();
-    while (n_running > 0 || (next < n_todo && !stopsig_requested)) {
-        n_running += fill_slots(c, run, jobs, todo, n_todo, &next, &status);
-        progress(c, finished, n_todo, n_running, failed, t0, 0);
+    while (n_running > 0 || (next < n_todo && !want_stop(w))) {
+        n_running += fill_slots(c, w, run, jobs, todo, n_todo, &next, &status);
+        progress(c, w, finished, n_todo, n_running, failed, t0, 0);
         if (n_running == 0)
             break;
         int ws;
-        pid_t p = waitpid(-1, &ws, 0);
-        if (p < 0) {
-            if (errno != EINTR)
-                break;
-            for (int j = 0; stopsig_requested && !signalled && j < jobs; j++)
-                if (run[j].pid > 0)
-                    kill(run[j].pid, SIGTERM);
-            signalled |= stopsig_requested;
-            continue;
+        pid_t p = wait_child(w, &ws);
+        if (!signalled && want_stop(w)) {
+            stop_runs(run, jobs);
+            signalled = 1;
         }
-        for (int j = 0; j < jobs; j++)
-            if (run[j].pid == p) {
-                int rec;
-                failed += run_finish(c, run[j].k, ws, nstime_now() - run[j].t0, &rec);
-                finished += rec;
-                run[j].pid = 0;
-                n_running--;
-            }
+        if (p > 0)
+            reap(c, w, run, jobs, p, ws, &finished, &failed, &n_running);
+        else if (p < 0 && errno != EINTR)
+            break;
     }
-    progress(c, finished, n_todo, 0, failed, t0, 1);
+    progress(c, w, finished, n_todo, 0, failed, t0, 1);
     free(todo);
     free(run);
-    if (stopsig_requested && status == 0) {
+    if (want_stop(w) && status == 0 && (signalled || next < n_todo)) {
         fprintf(stderr, "normscope: sweep interrupted: %ld of %ld runs recorded; run the same "
                         "command again to resume\n", finished, n_todo);
         return 130;
     }
     return status ? status : failed ? 1 : 0;
+}
+
+/* ---- what a watcher reads ------------------------------------------------- */
+
+const sweep_spec *sweep_ctx_spec(const sweep_ctx *c) { return &c->spec; }
+const char *sweep_ctx_dir(const sweep_ctx *c) { return c->dir; }
+
+void sweep_run_csv(const sweep_spec *s, const char *dir, long k, char *path, size_t n)
+{
+    int idx[SWEEP_MAX_AXES];
+    char id[13];
+    sweep_run_index(s, k, idx);
+    sweep_run_id(s, idx, id);
+    snprintf(path, n, "%s/run-%s.csv", dir, id);
+}
+
+const char *sweep_ctx_row(const sweep_ctx *c, long k)
+{
+    return c->rows && k >= 0 && k < c->n_runs ? c->rows[k] : NULL;
+}
+
+int sweep_ctx_execute(sweep_ctx *c, const sweep_watch *w)
+{
+    return c->view_only ? 0 : sweep_execute(c, c->done, c->jobs, w);
 }
 
 /* ---- the text table: one line per cell, seeds folded ------------------- */
@@ -1136,6 +1214,29 @@ static void cell_add(cell *c, char **f)
         c->ratio[1] += field_num(f[RC_RN]);
         c->n_ratio++;
     }
+}
+
+int sweep_row_parse(const sweep_spec *s, const char *row, sweep_result *r)
+{
+    char buf[SWEEP_ROW_MAX], *fl[SWEEP_MAX_AXES + 1 + RC_N];
+    int n_axes = 0;
+    for (int i = 0; i < s->n_axes; i++)
+        n_axes += !is_seed_axis(&s->axis[i]);
+    memset(r, 0, sizeof *r);
+    snprintf(buf, sizeof buf, "%s", row);
+    if (csv_split(buf, fl, n_axes + 1 + RC_N) != n_axes + 1 + RC_N)
+        return -1;
+    char **f = fl + 1 + n_axes;
+    r->ok = !strcmp(f[RC_STATUS], "ok");
+    r->diverged = !strcmp(f[RC_STATUS], "diverged");
+    r->failed = !r->ok && !r->diverged;
+    r->steps = strtol(f[RC_STEPS], NULL, 10);
+    r->train = field_num(f[RC_TRAIN]);
+    r->val = field_num(f[RC_VAL]);
+    r->final = *f[RC_VAL] ? r->val : r->train;
+    r->div_step = strtol(f[RC_DIV], NULL, 10);
+    r->stalled = !strcmp(f[RC_STALLED], "1");
+    return 0;
 }
 
 /* Numbers compare as numbers, anything else as text. */
@@ -1499,7 +1600,27 @@ static int refuse_common(const cli_opts *o)
     return 2;
 }
 
-static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv)
+/* A live view: asked for (not --headless) and on a terminal. */
+static int live_wanted(const cli_opts *o, sweep_live_fn live)
+{
+    return live && !o->headless && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+}
+
+/* What results.csv holds: done[k], and with rows (for a view) the rows.
+ * 0, or 1 after one line. */
+static int ctx_results(sweep_ctx *c, int rows)
+{
+    c->done = calloc((size_t)c->n_runs, 1);
+    c->rows = rows ? calloc((size_t)c->n_runs, sizeof *c->rows) : NULL;
+    if (!c->done || (rows && !c->rows)) {
+        fprintf(stderr, "normscope: out of memory\n");
+        return 1;
+    }
+    return results_load(c, c->done);
+}
+
+static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, sweep_live_fn live,
+                    void *live_arg)
 {
     int r = refuse_common(o);
     if (!r)
@@ -1516,17 +1637,14 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv)
         r = dir_write_spec(c);
     if (r || o->list)
         return r ? r : sweep_list(c);
-    unsigned char *done = calloc((size_t)c->n_runs, 1);
-    if (!done) {
-        fprintf(stderr, "normscope: out of memory\n");
-        return 1;
-    }
-    r = results_load(c, done);
+    int show = live_wanted(o, live);
+    r = ctx_results(c, show);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    c->jobs = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
     if (!r)
-        r = sweep_execute(c, done, o->jobs ? o->jobs : cores > 0 ? (int)cores : 1);
-    free(done);
-    if (r != 130 && results_print(c) != 0)
+        r = show ? live(c, live_arg) : sweep_execute(c, c->done, c->jobs, NULL);
+    /* after a live view too: the terminal keeps the table (as htop's) */
+    if ((r != 130 || show) && results_print(c) != 0)
         r = 1;
     return r;
 }
@@ -1561,16 +1679,24 @@ static int collect_read_spec(sweep_ctx *c, char **store, const char **spec)
     return 0;
 }
 
-static int sweep_collect(sweep_ctx *c, const char *dir)
+/* Rebuild DIR/results.csv, show it (live, on a terminal: the view of a
+ * sweep with nothing left to run), print the table. */
+static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, void *live_arg)
 {
     char *store = NULL;
     const char *spec = NULL;
-    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    snprintf(c->dir, sizeof c->dir, "%s", o->sweep_collect);
     int r = collect_read_spec(c, &store, &spec);
     if (!r)
         r = ctx_prepare(c, spec, 1);
     if (!r)
         r = collect_write(c);
+    if (!r && live_wanted(o, live)) {
+        c->view_only = 1;
+        r = ctx_results(c, 1);
+        if (!r)
+            r = live(c, live_arg);
+    }
     if (!r)
         r = results_print(c);
     free(store);
@@ -1582,7 +1708,7 @@ int sweep_requested(const cli_opts *o)
     return o->sweep || o->sweep_collect || o->sweep_out || o->jobs || o->list || o->yes;
 }
 
-int sweep_main(const cli_opts *o, int argc, char **argv)
+int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, void *live_arg)
 {
     sweep_ctx *c = calloc(1, sizeof *c);
     if (!c) {
@@ -1597,12 +1723,12 @@ int sweep_main(const cli_opts *o, int argc, char **argv)
                         "--sweep, --sweep-out or --list\n");
         r = 2;
     } else if (o->sweep_collect) {
-        r = sweep_collect(c, o->sweep_collect);
+        r = sweep_collect(c, o, live, live_arg);
     } else if (!o->sweep) {
         fprintf(stderr, "normscope: --sweep-out, --jobs, --list and --yes go with --sweep SPEC\n");
         r = 2;
     } else {
-        r = sweep_go(c, o, argc, argv);
+        r = sweep_go(c, o, argc, argv, live, live_arg);
     }
     ctx_free(c);
     free(c);

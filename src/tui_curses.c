@@ -40,6 +40,7 @@
 #include "plot.h"
 #include "tui.h"
 #include "tui_follow.h"
+#include "tui_sweep.h"
 
 #define FRAME_MS 100 /* 10 frames/s from the trainer (keys redraw at once): smooth
                         * enough to watch, and ~1% of a core */
@@ -226,6 +227,8 @@ static int translate_key(int ch)
     case KEY_LEFT: return TUI_KEY_LEFT;
     case KEY_RIGHT: return TUI_KEY_RIGHT;
     case '\t': return TUI_KEY_TAB;
+    case KEY_ENTER: return '\r';
+    case KEY_BACKSPACE: return SV_KEY_BACKSPACE;
     default:
         if (ch == KEY_F(1))
             return TUI_KEY_F1;
@@ -238,6 +241,8 @@ static int translate_key(int ch)
 typedef struct {
     trainer *t;
     tui_follow_state *fw; /* --follow: a stream instead of t (NULL otherwise) */
+    sweepview *sv;        /* --sweep: a grid of runs instead of t (NULL otherwise) */
+    sv_board *board;      /* what the sweep's scheduler reports, for sv */
     trainer_snapshot *snap;
     tui_ui ui;
     tui_grid grid;
@@ -319,7 +324,7 @@ static int handle_input(run_state *rs, int ch)
         break;
     case KEY_MOUSE: {
         MEVENT ev;
-        if (getmouse(&ev) != OK)
+        if (getmouse(&ev) != OK || rs->sv)
             break;
         tui_action a = TUI_ACT_NONE;
         int sel;
@@ -336,6 +341,11 @@ static int handle_input(run_state *rs, int ch)
         break;
     }
     default: {
+        if (rs->sv) { /* the sweep's view has its own keys (tui_sweep.c) */
+            sv_key(rs->sv, translate_key(ch));
+            rs->ui.quit = rs->sv->quit;
+            break;
+        }
         tui_action a = tui_key_action(translate_key(ch));
         if (a != TUI_ACT_NONE)
             send_action(rs, a);
@@ -489,6 +499,8 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.lesson_title = o->lesson_title;
     rs->ui.lesson_text = o->lesson_text;
     rs->ui.bars_rel = o->bars_rel;
+    if (rs->sv)
+        tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -546,8 +558,9 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         double now = nstime_now();
         if (now >= next_frame) {
             next_frame = now + FRAME_MS / 1000.0;
-            if (!rs->ui.frozen && (rs->fw ? tui_follow_update(rs->fw, rs->snap, &rs->ui)
-                                          : trainer_snapshot_copy(rs->t, rs->snap)))
+            if (rs->sv ? sv_update(rs->sv, rs->board)
+                       : !rs->ui.frozen && (rs->fw ? tui_follow_update(rs->fw, rs->snap, &rs->ui)
+                                                   : trainer_snapshot_copy(rs->t, rs->snap)))
                 dirty = 1;
             if (rs->ui.note[0] && now > rs->note_until) {
                 rs->ui.note[0] = 0;
@@ -559,7 +572,10 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         dirty = 0;
         if (rs->fw && rs->fw->changed && !rs->ui.frozen) /* a replay key: the step it shows */
             tui_follow_update(rs->fw, rs->snap, &rs->ui);
-        tui_draw(&rs->grid, rs->snap, &rs->ui);
+        if (rs->sv)
+            sv_draw(&rs->grid, rs->sv);
+        else
+            tui_draw(&rs->grid, rs->snap, &rs->ui);
         if (rs->fw)
             tui_follow_draw(&rs->grid, rs->snap, &rs->ui, rs->fw);
         blit(&rs->grid);
@@ -570,14 +586,17 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
     return TUI_END_QUIT;
 }
 
-/* The dashboard on t, or with fw on a followed stream (t NULL). */
-static tui_end run_ui(trainer *t, tui_follow_state *fw, const tui_options *o, char *err,
-                      size_t errlen)
+/* The dashboard on t, or with fw on a followed stream, or with sv on a
+ * sweep whose scheduler reports on board (t NULL). */
+static tui_end run_ui(trainer *t, tui_follow_state *fw, sweepview *sv, sv_board *board,
+                      const tui_options *o, char *err, size_t errlen)
 {
     run_state rs;
     memset(&rs, 0, sizeof rs);
     rs.t = t;
     rs.fw = fw;
+    rs.sv = sv;
+    rs.board = board;
     rs.snap = trainer_snapshot_new();
     if (!rs.snap) {
         snprintf(err, errlen, "out of memory");
@@ -608,7 +627,7 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, const tui_options *o, ch
 
 tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
 {
-    return run_ui(t, NULL, o, err, errlen);
+    return run_ui(t, NULL, NULL, NULL, o, err, errlen);
 }
 
 tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t errlen)
@@ -618,7 +637,61 @@ tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t err
         snprintf(err, errlen, "out of memory");
         return TUI_END_ERROR;
     }
-    tui_end end = run_ui(NULL, &fw, o, err, errlen);
+    tui_end end = run_ui(NULL, &fw, NULL, NULL, o, err, errlen);
     tui_follow_free(&fw);
     return end;
+}
+
+/* ---- the live view of a sweep ------------------------------------------------ */
+
+typedef struct {
+    sweep_ctx *c;
+    sv_board *board;
+} sweep_thread_arg;
+
+/* The scheduler's thread: the sweep, reported on the board. */
+static void *sweep_thread(void *p)
+{
+    sweep_thread_arg *a = p;
+    sweep_watch w = sv_board_watch(a->board);
+    sv_board_done(a->board, sweep_ctx_execute(a->c, &w));
+    return NULL;
+}
+
+/* The sweep runs on its own thread while this one shows it; on q or a
+ * signal the view ends, the terminal is restored, and then the sweep is
+ * told to stop (its children get SIGTERM and leave no row) and waited for. */
+int tui_sweep_live(sweep_ctx *c, void *arg)
+{
+    const tui_options *o = arg;
+    const sweep_spec *spec = sweep_ctx_spec(c);
+    sweepview v;
+    sv_board board;
+    if (sv_init(&v, spec, sweep_ctx_dir(c), 0, 0) != 0) {
+        fprintf(stderr, "normscope: out of memory\n");
+        return 1;
+    }
+    if (sv_board_init(&board, v.n_runs) != 0) {
+        sv_free(&v);
+        fprintf(stderr, "normscope: out of memory\n");
+        return 1;
+    }
+    for (long k = 0; k < v.n_runs; k++)
+        sv_set_row(&v, k, sweep_ctx_row(c, k));
+    sweep_thread_arg ta = {c, &board};
+    pthread_t th;
+    char err[256] = "";
+    int started = pthread_create(&th, NULL, sweep_thread, &ta) == 0;
+    tui_end end = started ? run_ui(NULL, NULL, &v, &board, o, err, sizeof err) : TUI_END_ERROR;
+    int status = 1;
+    if (started) {
+        sv_board_stop(&board);
+        pthread_join(th, NULL);
+        status = board.status;
+    }
+    if (end == TUI_END_ERROR)
+        fprintf(stderr, "normscope: %s\n", err[0] ? err : "cannot start the sweep's thread");
+    sv_board_free(&board);
+    sv_free(&v);
+    return end == TUI_END_ERROR && status == 0 ? 1 : status;
 }

@@ -1,0 +1,181 @@
+/* tui_sweep.h - the live view of a sweep, without curses: where each run
+ * of the grid goes on the map (shared with the map figure), the runs'
+ * states and numbers, the cells they fold into, the color scale, the
+ * selection and paging, and the frames drawn into the cell grid (tui.h).
+ *
+ * Threads: the sweep's scheduler (sweep.c, its own thread) reports a run
+ * starting and ending on the board (a mutex held to copy a few numbers);
+ * the UI thread copies the board once per frame and reads the running
+ * runs' CSVs itself, complete lines only. Only tui_curses.c calls curses.
+ *
+ * Not here: spawning and reaping the runs, results.csv (sweep.c), the
+ * terminal (tui_curses.c).
+ */
+#ifndef NS_TUI_SWEEP_H
+#define NS_TUI_SWEEP_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "plot.h"
+#include "sweep.h"
+#include "tui.h"
+
+/* ---- the map: which axis goes where ---------------------------------------
+ * One cell per combination of the axes but "seed" (the seeds fold into
+ * their cell: mean and spread). Two axes are the rows and the columns; by
+ * default the axis with the most values is the rows and the next the
+ * columns (ties: name order, so the first two). Any other axis is paged:
+ * one page per combination of their values, the first such axis varying
+ * slowest. With one axis (but seed) there is one column; with none, one
+ * cell. */
+typedef struct {
+    int n_axes;
+    int count[SWEEP_MAX_AXES]; /* values per axis */
+    int row, col;              /* the axes of the rows and columns, -1 = none */
+    int seed;                  /* the folded axis, -1 = none */
+    int n_page;
+    int page_axis[SWEEP_MAX_AXES]; /* the paged axes, slowest first */
+    long pages;                /* >= 1 */
+    int rows, cols;            /* cells on a page, >= 1 each */
+} sweep_map;
+
+/* The layout of axes named names[0..n) with count[i] values each, row and
+ * col the axes asked for (-1 = the default; a seed axis or row == col is
+ * refused). 0, or -1 (then the default is used). */
+int sweep_map_make(sweep_map *m, int n_axes, const char *const *names, const int *count,
+                   int row, int col);
+/* Where the run with value indices idx[0..n_axes) goes. */
+void sweep_map_place(const sweep_map *m, const int *idx, long *page, int *r, int *c);
+/* The value indices of the paged axes on page p (into idx; the others
+ * are left as they are). */
+void sweep_map_page_values(const sweep_map *m, long p, int *idx);
+
+/* ---- the board: what the scheduler reports ---------------------------------
+ * Written by the scheduler's thread through sweep_watch, copied by the UI
+ * thread; one mutex, held to copy. */
+typedef enum { SV_PENDING = 0, SV_RUNNING, SV_ENDED } sv_phase;
+
+typedef struct {
+    pthread_mutex_t mu;
+    long n;
+    unsigned char *phase; /* (n) an sv_phase per run */
+    char **row;           /* (n) the results.csv row of an ended run, or NULL */
+    long *pid;            /* (n) the process of a running run */
+    unsigned long seq;    /* changes so far */
+    int stop;             /* the UI asks the sweep to stop */
+    int finished;         /* the scheduler returned */
+    int status;           /* then its exit status */
+} sv_board;
+
+/* 0, or -1 when out of memory. */
+int sv_board_init(sv_board *b, long n_runs);
+void sv_board_free(sv_board *b);
+/* The watch that reports on b (its ctx is b). */
+sweep_watch sv_board_watch(sv_board *b);
+void sv_board_stop(sv_board *b);
+void sv_board_done(sv_board *b, int status); /* the scheduler returned */
+
+/* ---- a growing CSV, read by complete lines ----------------------------------
+ * The bytes after the last newline wait for the rest of their line; each
+ * complete line goes to plot_data (plot.h), the one CSV reader. */
+typedef struct {
+    long off;        /* bytes of the file consumed (complete lines + part) */
+    unsigned long long ino; /* the file's, when first read (another: reset) */
+    char *part;      /* an unterminated last line so far */
+    size_t n_part, cap_part;
+    plot_data d;
+    int bad;         /* out of memory, or a line over SV_LINE_MAX: stopped */
+} sv_tail;
+
+#define SV_LINE_MAX (1 << 20)
+#define SV_READ_MAX (1 << 20) /* bytes read per poll at most */
+
+void sv_tail_init(sv_tail *t);
+void sv_tail_free(sv_tail *t);
+/* Bytes as appended to the file. Returns 1 when a row was added. */
+int sv_tail_feed(sv_tail *t, const char *bytes, size_t n);
+/* Read what path has past t->off (at most SV_READ_MAX). Returns 1 when a
+ * row was added. A missing file is not an error (the run has not made
+ * it yet). */
+int sv_tail_poll(sv_tail *t, const char *path);
+/* The last complete row's step and loss. 0, or -1 when there is none. */
+int sv_tail_last(const sv_tail *t, long *step, double *loss);
+
+/* ---- the view ------------------------------------------------------------------ */
+typedef struct {
+    sv_phase phase;
+    int have;          /* res holds its row's numbers */
+    sweep_result res;
+    long pid;          /* running: its process (its CSV is run-ID.csv.tmp.PID) */
+    long step;         /* running: its CSV's last complete step (0: none yet) */
+    double loss;
+    sv_tail *tail;     /* running: its CSV as read so far */
+} sv_run;
+
+/* A cell: the runs with the same values on every axis but seed. */
+typedef struct {
+    int runs, pending, running, ended;
+    int diverged, stalled, failed;
+    int n;             /* finished runs with a finite final loss */
+    double mean, lo, hi; /* of those */
+    int n_live;        /* running runs that have a row */
+    double live_loss;  /* their mean loss */
+    long live_step;    /* their smallest step */
+} sv_cell;
+
+/* The color scale: one for the whole sweep (every page), from the lowest
+ * to the highest final loss of the finished cells. */
+#define SV_LEVELS 7
+int sv_level(double x, double lo, double hi); /* 0 .. SV_LEVELS-1, -1 when not finite */
+
+typedef struct {
+    const sweep_spec *spec;
+    char dir[4096];
+    long n_runs;
+    sv_run *runs;
+    sweep_map map;
+    unsigned long seq;     /* the board's, when copied */
+    int finished, status;  /* the board's */
+    /* the map */
+    long page;
+    int sel_r, sel_c;      /* the selected cell on the page */
+    int top, left;         /* the first row and column of cells shown */
+    int vis_rows, vis_cols; /* cells shown in the last frame */
+    double lo, hi;         /* the color scale (NaN: no finished cell yet) */
+    int rescale;           /* a run ended since lo and hi were found */
+    /* the run view (Enter): one run of the selected cell */
+    int open;
+    long open_run;
+    int open_seed;         /* its seed's value index (Tab: the next) */
+    sv_tail open_tail;
+    trainer_snapshot *snap; /* what the chart and heatmap draw */
+    tui_ui ui;             /* glyphs, colors, chart and heatmap state */
+    int help, quit;
+} sweepview;
+
+/* For the runs of spec whose CSVs are DIR/run-ID.csv. 0, or -1 when out
+ * of memory. */
+int sv_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, int color);
+void sv_free(sweepview *v);
+/* A row results.csv held for run k before the view started. */
+void sv_set_row(sweepview *v, long k, const char *row);
+/* Copy the board's news and read the running runs' CSVs (and the open
+ * run's). Returns 1 when the frame changed. */
+int sv_update(sweepview *v, sv_board *b);
+/* The cell (r, c) of page p. */
+void sv_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out);
+/* The cell's text in w columns (w >= 8) and its style. */
+void sv_cell_text(const sweepview *v, const sv_cell *cell, int w, char *buf, size_t n,
+                  tui_style *st);
+
+/* Keys (tui.h's codes): returns 1 when the frame must be redrawn. */
+enum { SV_KEY_BACKSPACE = 127 }; /* Enter is '\r' */
+int sv_key(sweepview *v, int key);
+/* The whole frame: the map, or the open run. */
+void sv_draw(tui_grid *g, sweepview *v);
+
+/* The live view (tui_curses.c): a sweep_live_fn; arg is a tui_options. */
+int tui_sweep_live(sweep_ctx *c, void *arg);
+
+#endif

@@ -1,0 +1,970 @@
+/* tui_sweep.c - the live view of a sweep, without curses: the map's
+ * layout (which axis goes to rows, columns, pages; the seeds folded), the
+ * board the scheduler reports on, the cells and their color scale, the
+ * keys, and the frames drawn into the cell grid.
+ *
+ * Not here: the runs themselves (sweep.c), the terminal (tui_curses.c).
+ */
+#include "tui_sweep.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the map's layout ------------------------------------------------------ */
+
+/* The axis, not seed and not `not`, with the most values (the first of
+ * equals), or -1. */
+static int widest_axis(const sweep_map *m, int not)
+{
+    int best = -1;
+    for (int i = 0; i < m->n_axes; i++)
+        if (i != m->seed && i != not && (best < 0 || m->count[i] > m->count[best]))
+            best = i;
+    return best;
+}
+
+static int axis_ok(const sweep_map *m, int a)
+{
+    return a >= 0 && a < m->n_axes && a != m->seed;
+}
+
+int sweep_map_make(sweep_map *m, int n_axes, const char *const *names, const int *count,
+                   int row, int col)
+{
+    memset(m, 0, sizeof *m);
+    m->n_axes = n_axes < 0 ? 0 : n_axes > SWEEP_MAX_AXES ? SWEEP_MAX_AXES : n_axes;
+    m->seed = -1;
+    for (int i = 0; i < m->n_axes; i++) {
+        m->count[i] = count[i] > 0 ? count[i] : 1;
+        if (!strcmp(names[i], "seed"))
+            m->seed = i;
+    }
+    int asked = row >= 0 || col >= 0;
+    int bad = (row >= 0 && !axis_ok(m, row)) || (col >= 0 && !axis_ok(m, col)) ||
+              (row >= 0 && row == col);
+    if (bad || !asked) {
+        row = widest_axis(m, -1);
+        col = widest_axis(m, row);
+    } else if (row < 0) {
+        row = widest_axis(m, col);
+    } else if (col < 0) {
+        col = widest_axis(m, row);
+    }
+    m->row = row;
+    m->col = col;
+    m->rows = row >= 0 ? m->count[row] : 1;
+    m->cols = col >= 0 ? m->count[col] : 1;
+    m->pages = 1;
+    for (int i = 0; i < m->n_axes; i++)
+        if (i != m->seed && i != row && i != col) {
+            m->page_axis[m->n_page++] = i;
+            m->pages *= m->count[i];
+        }
+    return bad ? -1 : 0;
+}
+
+void sweep_map_place(const sweep_map *m, const int *idx, long *page, int *r, int *c)
+{
+    long p = 0;
+    for (int j = 0; j < m->n_page; j++)
+        p = p * m->count[m->page_axis[j]] + idx[m->page_axis[j]];
+    *page = p;
+    *r = m->row >= 0 ? idx[m->row] : 0;
+    *c = m->col >= 0 ? idx[m->col] : 0;
+}
+
+void sweep_map_page_values(const sweep_map *m, long p, int *idx)
+{
+    for (int j = m->n_page - 1; j >= 0; j--) {
+        int a = m->page_axis[j];
+        idx[a] = (int)(p % m->count[a]);
+        p /= m->count[a];
+    }
+}
+
+/* ---- the board ------------------------------------------------------------------ */
+
+int sv_board_init(sv_board *b, long n_runs)
+{
+    memset(b, 0, sizeof *b);
+    b->n = n_runs;
+    b->phase = calloc((size_t)n_runs, 1);
+    b->row = calloc((size_t)n_runs, sizeof *b->row);
+    b->pid = calloc((size_t)n_runs, sizeof *b->pid);
+    if (!b->phase || !b->row || !b->pid) {
+        free(b->phase);
+        free(b->row);
+        free(b->pid);
+        return -1;
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    return 0;
+}
+
+void sv_board_free(sv_board *b)
+{
+    for (long k = 0; k < b->n; k++)
+        free(b->row[k]);
+    free(b->row);
+    free(b->phase);
+    free(b->pid);
+    pthread_mutex_destroy(&b->mu);
+    memset(b, 0, sizeof *b);
+}
+
+static void board_started(void *ctx, long k, long pid)
+{
+    sv_board *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    b->phase[k] = SV_RUNNING;
+    b->pid[k] = pid;
+    b->seq++;
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* An interrupted run (no row) is pending again: a resume runs it. */
+static void board_ended(void *ctx, long k, const char *row)
+{
+    sv_board *b = ctx;
+    char *copy = row ? strdup(row) : NULL;
+    pthread_mutex_lock(&b->mu);
+    b->phase[k] = copy ? SV_ENDED : SV_PENDING;
+    free(b->row[k]);
+    b->row[k] = copy;
+    b->seq++;
+    pthread_mutex_unlock(&b->mu);
+}
+
+static int board_stop(void *ctx)
+{
+    sv_board *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    int s = b->stop;
+    pthread_mutex_unlock(&b->mu);
+    return s;
+}
+
+sweep_watch sv_board_watch(sv_board *b)
+{
+    return (sweep_watch){b, board_started, board_ended, board_stop};
+}
+
+void sv_board_stop(sv_board *b)
+{
+    pthread_mutex_lock(&b->mu);
+    b->stop = 1;
+    pthread_mutex_unlock(&b->mu);
+}
+
+void sv_board_done(sv_board *b, int status)
+{
+    pthread_mutex_lock(&b->mu);
+    b->finished = 1;
+    b->status = status;
+    b->seq++;
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- a growing CSV ----------------------------------------------------------------- */
+
+void sv_tail_init(sv_tail *t)
+{
+    memset(t, 0, sizeof *t);
+    plot_data_init(&t->d);
+}
+
+void sv_tail_free(sv_tail *t)
+{
+    plot_data_free(&t->d);
+    free(t->part);
+    memset(t, 0, sizeof *t);
+}
+
+/* Each complete line of t->part to the reader; the rest stays. */
+static void tail_lines(sv_tail *t)
+{
+    char err[64];
+    size_t a = 0;
+    for (size_t i = 0; i < t->n_part && !t->bad; i++)
+        if (t->part[i] == '\n') {
+            t->bad = plot_data_line(&t->d, t->part + a, i - a, err, sizeof err) != 0;
+            a = i + 1;
+        }
+    memmove(t->part, t->part + a, t->n_part - a);
+    t->n_part -= a;
+}
+
+int sv_tail_feed(sv_tail *t, const char *bytes, size_t n)
+{
+    long rows = t->d.run[0].n;
+    t->off += (long)n;
+    while (n > 0 && !t->bad) {
+        size_t room = SV_LINE_MAX - t->n_part, take = n < room ? n : room;
+        if (t->n_part + take > t->cap_part) {
+            size_t cap = t->cap_part ? t->cap_part : 4096;
+            while (cap < t->n_part + take)
+                cap *= 2;
+            char *p = realloc(t->part, cap);
+            if (!p) {
+                t->bad = 1;
+                break;
+            }
+            t->part = p;
+            t->cap_part = cap;
+        }
+        memcpy(t->part + t->n_part, bytes, take);
+        t->n_part += take;
+        bytes += take;
+        n -= take;
+        tail_lines(t);
+        t->bad |= t->n_part >= SV_LINE_MAX; /* a line longer than any CSV row */
+    }
+    return t->d.run[0].n > rows;
+}
+
+int sv_tail_last(const sv_tail *t, long *step, double *loss)
+{
+    const plot_run *r = &t->d.run[0];
+    if (r->n == 0)
+        return -1;
+    *step = r->step[r->n - 1];
+    *loss = r->loss[r->n - 1];
+    return 0;
+}
+
+int sv_tail_poll(sv_tail *t, const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int changed = 0;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return 0;
+    }
+    if (st.st_size < t->off || (t->off && (unsigned long long)st.st_ino != t->ino)) {
+        sv_tail_free(t); /* replaced or cut: a new attempt of the run */
+        sv_tail_init(t);
+        changed = 1;
+    }
+    t->ino = (unsigned long long)st.st_ino;
+    char buf[1 << 16];
+    ssize_t n = 1;
+    for (long total = 0; n > 0 && !t->bad && total < SV_READ_MAX; total += n)
+        if ((n = pread(fd, buf, sizeof buf, t->off)) > 0)
+            changed |= sv_tail_feed(t, buf, (size_t)n);
+    close(fd);
+    return changed;
+}
+
+/* ---- the view's model --------------------------------------------------------------- */
+
+int sv_level(double x, double lo, double hi)
+{
+    if (!isfinite(x))
+        return -1;
+    if (!(hi > lo))
+        return 0;
+    double f = (x - lo) / (hi - lo);
+    return clampi((int)lround(f * (SV_LEVELS - 1)), 0, SV_LEVELS - 1);
+}
+
+/* The map of v's spec with rows and columns asked (-1: the default). */
+static void view_map(sweepview *v, int row, int col)
+{
+    const char *names[SWEEP_MAX_AXES];
+    int count[SWEEP_MAX_AXES];
+    for (int i = 0; i < v->spec->n_axes; i++) {
+        names[i] = v->spec->axis[i].name;
+        count[i] = v->spec->axis[i].n;
+    }
+    sweep_map_make(&v->map, v->spec->n_axes, names, count, row, col);
+}
+
+int sv_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, int color)
+{
+    memset(v, 0, sizeof *v);
+    v->spec = spec;
+    snprintf(v->dir, sizeof v->dir, "%s", dir);
+    v->n_runs = sweep_spec_runs(spec);
+    v->runs = v->n_runs > 0 ? calloc((size_t)v->n_runs, sizeof *v->runs) : NULL;
+    v->snap = trainer_snapshot_new();
+    if (!v->runs || !v->snap) {
+        free(v->runs);
+        free(v->snap);
+        v->runs = NULL;
+        v->snap = NULL;
+        return -1;
+    }
+    view_map(v, -1, -1);
+    sv_tail_init(&v->open_tail);
+    tui_ui_init(&v->ui, unicode, color);
+    v->lo = v->hi = NAN;
+    return 0;
+}
+
+static void run_untail(sv_run *r)
+{
+    if (r->tail) {
+        sv_tail_free(r->tail);
+        free(r->tail);
+        r->tail = NULL;
+    }
+}
+
+void sv_free(sweepview *v)
+{
+    for (long k = 0; v->runs && k < v->n_runs; k++)
+        run_untail(&v->runs[k]);
+    free(v->runs);
+    free(v->snap);
+    sv_tail_free(&v->open_tail);
+    memset(v, 0, sizeof *v);
+}
+
+/* Run k has ended with this row. */
+static void run_row(sweepview *v, long k, const char *row)
+{
+    sv_run *r = &v->runs[k];
+    r->phase = SV_ENDED;
+    r->have = row && sweep_row_parse(v->spec, row, &r->res) == 0;
+    run_untail(r);
+    v->rescale = 1;
+}
+
+void sv_set_row(sweepview *v, long k, const char *row)
+{
+    if (k >= 0 && k < v->n_runs && row)
+        run_row(v, k, row);
+}
+
+/* The run at (page p, row r, column c), seed s (value index; 0 without a
+ * seed axis). */
+static long run_at(const sweepview *v, long p, int r, int c, int s)
+{
+    int idx[SWEEP_MAX_AXES] = {0};
+    const sweep_map *m = &v->map;
+    sweep_map_page_values(m, p, idx);
+    if (m->row >= 0)
+        idx[m->row] = r;
+    if (m->col >= 0)
+        idx[m->col] = c;
+    if (m->seed >= 0)
+        idx[m->seed] = s;
+    long k = 0;
+    for (int i = 0; i < v->spec->n_axes; i++)
+        k = k * v->spec->axis[i].n + idx[i];
+    return k;
+}
+
+static int n_seeds(const sweepview *v)
+{
+    return v->map.seed >= 0 ? v->map.count[v->map.seed] : 1;
+}
+
+void sv_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out)
+{
+    memset(out, 0, sizeof *out);
+    double live = 0;
+    for (int s = 0; s < n_seeds(v); s++) {
+        const sv_run *run = &v->runs[run_at(v, p, r, c, s)];
+        out->runs++;
+        out->pending += run->phase == SV_PENDING;
+        out->running += run->phase == SV_RUNNING;
+        out->ended += run->phase == SV_ENDED;
+        if (run->phase == SV_RUNNING && run->step > 0) {
+            live += run->loss;
+            out->live_step = out->n_live++ ? (run->step < out->live_step ? run->step : out->live_step)
+                                           : run->step;
+        }
+        if (run->phase != SV_ENDED)
+            continue;
+        const sweep_result *res = &run->res;
+        out->failed += !run->have || res->failed;
+        out->diverged += run->have && res->diverged;
+        out->stalled += run->have && res->stalled;
+        if (run->have && !res->diverged && isfinite(res->final)) {
+            out->lo = out->n && out->lo < res->final ? out->lo : res->final;
+            out->hi = out->n && out->hi > res->final ? out->hi : res->final;
+            out->mean += res->final;
+            out->n++;
+        }
+    }
+    out->mean = out->n ? out->mean / out->n : NAN;
+    out->live_loss = out->n_live ? live / out->n_live : NAN;
+}
+
+/* The color scale over every finished cell of every page. */
+static void view_scale(sweepview *v)
+{
+    /* (every cell: O(runs), once per frame in which runs ended) */
+    v->lo = v->hi = NAN;
+    const sweep_map *m = &v->map;
+    for (long p = 0; p < m->pages; p++)
+        for (int r = 0; r < m->rows; r++)
+            for (int c = 0; c < m->cols; c++) {
+                sv_cell cell;
+                sv_cell_of(v, p, r, c, &cell);
+                if (cell.ended < cell.runs || !cell.n)
+                    continue;
+                v->lo = isnan(v->lo) || cell.mean < v->lo ? cell.mean : v->lo;
+                v->hi = isnan(v->hi) || cell.mean > v->hi ? cell.mean : v->hi;
+            }
+}
+
+/* The board's phases and rows; 1 when anything changed. A run the board
+ * has not touched keeps what the view knows (a row from before). */
+static int copy_board(sweepview *v, sv_board *b)
+{
+    int changed = 0;
+    pthread_mutex_lock(&b->mu);
+    if (b->seq != v->seq) {
+        v->seq = b->seq;
+        v->finished = b->finished;
+        v->status = b->status;
+        for (long k = 0; k < v->n_runs && k < b->n; k++) {
+            sv_run *r = &v->runs[k];
+            sv_phase bp = (sv_phase)b->phase[k];
+            if (bp == SV_ENDED && r->phase != SV_ENDED)
+                run_row(v, k, b->row[k]);
+            else if (bp == SV_RUNNING && r->phase != SV_RUNNING)
+                r->phase = SV_RUNNING, r->pid = b->pid[k], r->step = 0, r->loss = NAN;
+            else if (bp == SV_PENDING && r->phase == SV_RUNNING)
+                r->phase = SV_PENDING, run_untail(r);
+        }
+        changed = 1;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return changed;
+}
+
+/* Where run k's CSV is now: DIR/run-ID.csv.tmp.PID while it runs (the
+ * temporary file atomicio.h renames into place at the end: the same
+ * file, so a reader's offset stays right), else DIR/run-ID.csv. */
+static void run_path(const sweepview *v, long k, char *path, size_t n)
+{
+    sweep_run_csv(v->spec, v->dir, k, path, n);
+    size_t l = strlen(path);
+    if (v->runs[k].phase == SV_RUNNING && l < n)
+        snprintf(path + l, n - l, ".tmp.%ld", v->runs[k].pid);
+}
+
+/* The running runs' CSVs: what is new. */
+static int read_running(sweepview *v)
+{
+    int changed = 0;
+    char path[4400];
+    for (long k = 0; k < v->n_runs; k++) {
+        sv_run *r = &v->runs[k];
+        if (r->phase != SV_RUNNING)
+            continue;
+        if (!r->tail && (r->tail = malloc(sizeof *r->tail)) != NULL)
+            sv_tail_init(r->tail);
+        if (!r->tail)
+            continue;
+        run_path(v, k, path, sizeof path);
+        if (sv_tail_poll(r->tail, path) && sv_tail_last(r->tail, &r->step, &r->loss) == 0)
+            changed = 1;
+    }
+    return changed;
+}
+
+/* The open run as a snapshot the chart and heatmap draw: its loss
+ * history and its per-layer gradient norms (sqrt(attn^2+mlp^2+ln^2)). */
+static void open_snapshot(sweepview *v)
+{
+    trainer_snapshot *s = v->snap;
+    const plot_run *r = &v->open_tail.d.run[0];
+    memset(&s->s, 0, sizeof s->s);
+    s->s.diverged_run = -1;
+    s->s.last_val = NAN;
+    s->s.hist_total = r->n;
+    int L = r->L < NS_MAX_LAYERS ? r->L : NS_MAX_LAYERS;
+    s->s.n_layer = L;
+    for (long i = r->n > TRAINER_HIST ? r->n - TRAINER_HIST : 0; i < r->n; i++) {
+        trainer_point *pt = &s->hist[i % TRAINER_HIST];
+        memset(pt, 0, sizeof *pt);
+        pt->step = r->step[i];
+        pt->loss = r->loss[i];
+        pt->val_loss = isinf(r->val[i]) && r->val[i] < 0 ? NAN : r->val[i];
+        pt->lr = NAN;
+        pt->loss_b = pt->val_loss_b = NAN;
+        pt->nonfinite = !isfinite(r->loss[i]);
+        for (int l = 0; l < L; l++)
+            s->heat[i % TRAINER_HIST][l] = r->gn[i * r->L + l];
+        if (!isnan(pt->val_loss)) {
+            s->s.last_val = pt->val_loss;
+            s->s.last_val_step = pt->step;
+        }
+    }
+    if (r->n > 0) {
+        s->s.steps_done = r->step[r->n - 1];
+        s->s.have_loss = 1;
+        s->s.loss = r->loss[r->n - 1];
+    }
+}
+
+static void open_path(const sweepview *v, char *path, size_t n)
+{
+    run_path(v, v->open_run, path, n);
+}
+
+int sv_update(sweepview *v, sv_board *b)
+{
+    int changed = b ? copy_board(v, b) : 0;
+    if (v->rescale) {
+        view_scale(v);
+        v->rescale = 0;
+        changed = 1;
+    }
+    changed |= read_running(v);
+    if (v->open) {
+        char path[4400];
+        open_path(v, path, sizeof path);
+        if (sv_tail_poll(&v->open_tail, path)) {
+            open_snapshot(v);
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
+/* ---- keys ----------------------------------------------------------------------------- */
+
+/* Show run seed s of the selected cell. */
+static void open_run(sweepview *v, int s)
+{
+    v->open = 1;
+    v->open_seed = s;
+    v->open_run = run_at(v, v->page, v->sel_r, v->sel_c, s);
+    sv_tail_free(&v->open_tail);
+    sv_tail_init(&v->open_tail);
+    v->ui.selected = -1; /* the heatmap selects the top layer */
+    v->ui.scroll = 0;
+    char path[4400];
+    open_path(v, path, sizeof path);
+    sv_tail_poll(&v->open_tail, path);
+    open_snapshot(v);
+}
+
+/* Enter: the cell's first run that has started (else its first). */
+static void open_cell(sweepview *v)
+{
+    int first = 0;
+    for (int s = n_seeds(v) - 1; s >= 0; s--)
+        if (v->runs[run_at(v, v->page, v->sel_r, v->sel_c, s)].phase != SV_PENDING)
+            first = s;
+    open_run(v, first);
+}
+
+/* The next axis after a (cyclic) that may be rows or columns, not
+ * `other`; a when there is none. */
+static int next_axis(const sweep_map *m, int a, int other)
+{
+    for (int i = 1; i <= m->n_axes; i++) {
+        int b = ((a < 0 ? -1 : a) + i) % m->n_axes;
+        if (b != m->seed && b != other)
+            return b;
+    }
+    return a;
+}
+
+/* New rows and columns; the selection stays on the cell it was on. */
+static void relayout(sweepview *v, int row, int col)
+{
+    int idx[SWEEP_MAX_AXES];
+    sweep_run_index(v->spec, run_at(v, v->page, v->sel_r, v->sel_c, 0), idx);
+    view_map(v, row, col);
+    sweep_map_place(&v->map, idx, &v->page, &v->sel_r, &v->sel_c);
+}
+
+static int map_key(sweepview *v, int key)
+{
+    sweep_map *m = &v->map;
+    switch (key) {
+    case TUI_KEY_UP: v->sel_r -= v->sel_r > 0; break;
+    case TUI_KEY_DOWN: v->sel_r += v->sel_r < m->rows - 1; break;
+    case TUI_KEY_LEFT: v->sel_c -= v->sel_c > 0; break;
+    case TUI_KEY_RIGHT: v->sel_c += v->sel_c < m->cols - 1; break;
+    case TUI_KEY_PGUP: v->page = (v->page + m->pages - 1) % m->pages; break;
+    case TUI_KEY_PGDN: v->page = (v->page + 1) % m->pages; break;
+    case TUI_KEY_HOME: v->sel_r = v->sel_c = 0; break;
+    case TUI_KEY_END: v->sel_r = m->rows - 1, v->sel_c = m->cols - 1; break;
+    case '\r': case '\n': open_cell(v); break;
+    case 'x': if (m->col >= 0) relayout(v, m->col, m->row); break;
+    case 'r': if (m->row >= 0) relayout(v, next_axis(m, m->row, m->col), m->col); break;
+    case 'c': if (m->col >= 0) relayout(v, m->row, next_axis(m, m->col, m->row)); break;
+    default: return 0;
+    }
+    return 1;
+}
+
+static int run_key(sweepview *v, int key)
+{
+    switch (key) {
+    case '\r': case '\n': case TUI_KEY_ESC: case SV_KEY_BACKSPACE: case 8:
+        v->open = 0;
+        return 1;
+    case TUI_KEY_TAB:
+        open_run(v, (v->open_seed + 1) % n_seeds(v));
+        return 1;
+    case TUI_KEY_UP: v->ui.selected++; return 1; /* the heatmap's layers: top first */
+    case TUI_KEY_DOWN: v->ui.selected -= v->ui.selected > 0; return 1;
+    default: return 0;
+    }
+}
+
+int sv_key(sweepview *v, int key)
+{
+    if (key == 'q' || key == TUI_KEY_F10) {
+        v->quit = 1;
+        return 1;
+    }
+    if (v->help) { /* any key closes the help */
+        v->help = 0;
+        return 1;
+    }
+    if (key == '?' || key == TUI_KEY_F1) {
+        v->help = 1;
+        return 1;
+    }
+    return v->open ? run_key(v, key) : map_key(v, key);
+}
+
+/* ---- drawing --------------------------------------------------------------------------- */
+
+/* The keys, for the help overlay (normscope(1) lists the same). */
+static const char *const sv_help[][2] = {
+    {"arrows", "select a cell (the grid scrolls to keep it on screen)"},
+    {"Enter", "open the cell's run: its loss curve, its layers' gradient norms"},
+    {"Enter, Esc, Backspace", "back from a run to the map"},
+    {"Tab", "in a run: the cell's next seed"},
+    {"PgUp, PgDn", "the previous or next page (the values of the other axes)"},
+    {"Home, End", "the first or the last cell of the page"},
+    {"x", "swap the rows' and the columns' axes"},
+    {"r, c", "the next axis for the rows, for the columns"},
+    {"?, F1", "this help (any key closes it)"},
+    {"q, F10", "quit: the running runs are stopped, finished rows stay"},
+};
+enum { SV_N_HELP = sizeof sv_help / sizeof sv_help[0] };
+
+static const char *const sv_legend[] = {
+    "X diverged: a non-finite loss or gradient   ! failed: see DIR/run-ID.log",
+    "S stalled: final loss (val, else train) not 0.1 nats below unigram entropy",
+    "~ running: loss@step now   . pending   final loss: mean+-spread of seeds",
+};
+enum { SV_N_LEGEND = sizeof sv_legend / sizeof sv_legend[0] };
+
+static tui_style mark_style(char m)
+{
+    return m == 'X' || m == '!' ? TUI_S_BAD : m == 'S' ? TUI_S_WARN : m == '~' ? TUI_S_LABEL
+                                                                             : TUI_S_TEXT;
+}
+
+void sv_cell_text(const sweepview *v, const sv_cell *c, int w, char *buf, size_t n,
+                  tui_style *st)
+{
+    const char *pm = v->ui.unicode ? "\xc2\xb1" : "+-";
+    *st = TUI_S_DIM;
+    if (c->ended == c->runs && c->n > 0) {
+        char m = c->diverged ? 'X' : c->stalled ? 'S' : c->failed ? '!' : ' ';
+        int k = snprintf(buf, n, "%c %.3f", m, c->mean);
+        if (c->n > 1 && k + 2 + 4 <= w)
+            snprintf(buf + k, n - (size_t)k, "%s%.*f", pm, k + 2 + 5 <= w ? 3 : 2,
+                     (c->hi - c->lo) / 2);
+        *st = (tui_style)(TUI_S_HEAT0 + sv_level(c->mean, v->lo, v->hi));
+    } else if (c->ended == c->runs) {
+        snprintf(buf, n, c->diverged ? "X diverged" : "! failed");
+        *st = TUI_S_BAD;
+    } else if (c->n_live > 0) {
+        snprintf(buf, n, "~ %.3f@%ld", c->live_loss, c->live_step);
+        *st = TUI_S_LABEL;
+    } else if (c->running > 0) {
+        snprintf(buf, n, "~ starting");
+    } else {
+        snprintf(buf, n, c->ended ? ". %d/%d" : ".", c->ended, c->runs);
+    }
+}
+
+/* "name=value" of axis a at value index i. */
+static void axis_text(const sweepview *v, int a, int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s=%s", v->spec->axis[a].name, v->spec->axis[a].v[i]);
+}
+
+/* Row 0: the sweep's progress; row 1: the axes and the page. */
+static void draw_head(tui_grid *g, const sweepview *v)
+{
+    long n[3] = {0, 0, 0}, failed = 0;
+    for (long k = 0; k < v->n_runs; k++) {
+        n[v->runs[k].phase]++;
+        failed += v->runs[k].phase == SV_ENDED && (!v->runs[k].have || v->runs[k].res.failed);
+    }
+    char b[512];
+    snprintf(b, sizeof b, " %ld/%ld ended, %ld running, %ld failed%s   sweep %.300s",
+             n[SV_ENDED], v->n_runs, n[SV_RUNNING], failed,
+             v->finished ? "  - none left to run (q: leave, the table stays)" : "", v->dir);
+    tui_fill(g, 0, 0, 1, g->cols, ' ', TUI_S_STATUS);
+    tui_puts(g, 0, 0, g->cols, TUI_S_TITLE, b);
+    const sweep_map *m = &v->map;
+    int c = tui_puts(g, 1, 0, g->cols, TUI_S_LABEL, " rows ");
+    c += tui_puts(g, 1, c, g->cols - c, TUI_S_TEXT, m->row >= 0 ? v->spec->axis[m->row].name : "-");
+    c += tui_puts(g, 1, c, g->cols - c, TUI_S_LABEL, "  columns ");
+    c += tui_puts(g, 1, c, g->cols - c, TUI_S_TEXT, m->col >= 0 ? v->spec->axis[m->col].name : "-");
+    if (m->seed >= 0) {
+        snprintf(b, sizeof b, "  %d seeds a cell", m->count[m->seed]);
+        c += tui_puts(g, 1, c, g->cols - c, TUI_S_DIM, b);
+    }
+    if (m->pages > 1) {
+        int idx[SWEEP_MAX_AXES] = {0};
+        sweep_map_page_values(m, v->page, idx);
+        snprintf(b, sizeof b, "  page %ld/%ld:", v->page + 1, m->pages);
+        c += tui_puts(g, 1, c, g->cols - c, TUI_S_LABEL, b);
+        for (int j = 0; j < m->n_page; j++) {
+            char t[300];
+            axis_text(v, m->page_axis[j], idx[m->page_axis[j]], t, sizeof t);
+            snprintf(b, sizeof b, " %s", t);
+            c += tui_puts(g, 1, c, g->cols - c, TUI_S_TEXT, b);
+        }
+    }
+}
+
+enum { SV_CELL_W = 14 }; /* a cell's columns, with the gap after it */
+
+/* The first column of cells: the row axis's values. */
+static int label_width(const sweepview *v)
+{
+    const sweep_map *m = &v->map;
+    int a = m->row, w = (a >= 0 ? (int)strlen(v->spec->axis[a].name) : 0) + 1 +
+                        (m->col >= 0 ? (int)strlen(v->spec->axis[m->col].name) : 0);
+    for (int i = 0; a >= 0 && i < v->spec->axis[a].n; i++) {
+        int l = (int)strlen(v->spec->axis[a].v[i]);
+        w = l > w ? l : w;
+    }
+    return (w > 12 ? 12 : w) + 2;
+}
+
+static void draw_cell(tui_grid *g, const sweepview *v, int row, int col, int r, int c)
+{
+    sv_cell cell;
+    char buf[64];
+    tui_style st;
+    int sel = r == v->sel_r && c == v->sel_c;
+    sv_cell_of(v, v->page, r, c, &cell);
+    sv_cell_text(v, &cell, SV_CELL_W - 1, buf, sizeof buf, &st);
+    if (sel)
+        tui_fill(g, row, col, 1, SV_CELL_W - 1, ' ', TUI_S_SELECT);
+    tui_put(g, row, col, (uint32_t)(unsigned char)buf[0], mark_style(buf[0]));
+    if (buf[0] == '.' && v->ui.unicode)
+        tui_put(g, row, col, G_MIDDOT, sel ? TUI_S_SELECT : TUI_S_DIM);
+    tui_puts(g, row, col + 1, SV_CELL_W - 2, sel ? TUI_S_SELECT : st, buf + 1);
+}
+
+/* The cells: a header row of the columns' values, then a row per row
+ * value, scrolled to keep the selection on screen. */
+static void draw_cells(tui_grid *g, sweepview *v, int top, int h)
+{
+    const sweep_map *m = &v->map;
+    int lw = label_width(v);
+    v->vis_rows = h - 1 > 1 ? h - 1 : 1;
+    v->vis_cols = (g->cols - lw) / SV_CELL_W > 1 ? (g->cols - lw) / SV_CELL_W : 1;
+    v->top = tui_scroll_fit(v->top, v->vis_rows, v->sel_r, m->rows);
+    v->left = tui_scroll_fit(v->left, v->vis_cols, v->sel_c, m->cols);
+    char b[300];
+    snprintf(b, sizeof b, "%s%s%s", m->row >= 0 ? v->spec->axis[m->row].name : "",
+             m->col >= 0 ? "\\" : "", m->col >= 0 ? v->spec->axis[m->col].name : "");
+    tui_puts(g, top, 0, lw - 1, TUI_S_LABEL, b);
+    for (int j = 0; j < v->vis_cols && v->left + j < m->cols; j++)
+        tui_puts(g, top, lw + j * SV_CELL_W, SV_CELL_W - 1, TUI_S_LABEL,
+                 m->col >= 0 ? v->spec->axis[m->col].v[v->left + j] : "");
+    if (v->left > 0)
+        tui_put(g, top, lw - 1, '<', TUI_S_KEY);
+    if (v->left + v->vis_cols < m->cols)
+        tui_put(g, top, g->cols - 1, '>', TUI_S_KEY);
+    for (int i = 0; i < v->vis_rows && v->top + i < m->rows; i++) {
+        int r = v->top + i, row = top + 1 + i;
+        tui_puts(g, row, 0, lw - 1, r == v->sel_r ? TUI_S_SELECT : TUI_S_LABEL,
+                 m->row >= 0 ? v->spec->axis[m->row].v[r] : "");
+        for (int j = 0; j < v->vis_cols && v->left + j < m->cols; j++)
+            draw_cell(g, v, row, lw + j * SV_CELL_W, r, v->left + j);
+    }
+    if (v->top > 0)
+        tui_put(g, top + 1, lw - 1, '^', TUI_S_KEY);
+    if (v->top + v->vis_rows < m->rows)
+        tui_put(g, top + v->vis_rows, lw - 1, 'v', TUI_S_KEY);
+}
+
+/* The selected cell in words. */
+static void draw_info(tui_grid *g, const sweepview *v, int row)
+{
+    const sweep_map *m = &v->map;
+    sv_cell c;
+    sv_cell_of(v, v->page, v->sel_r, v->sel_c, &c);
+    char b[600], t[300];
+    int k = 0;
+    b[0] = 0;
+    if (m->row >= 0) {
+        axis_text(v, m->row, v->sel_r, t, sizeof t);
+        k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
+    }
+    if (m->col >= 0) {
+        axis_text(v, m->col, v->sel_c, t, sizeof t);
+        k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
+    }
+    k += snprintf(b + k, sizeof b - (size_t)k, ": %d run%s, %d ended", c.runs,
+                  c.runs == 1 ? "" : "s", c.ended);
+    if (c.n)
+        k += snprintf(b + k, sizeof b - (size_t)k, " (final %.3f, %.3f..%.3f)", c.mean, c.lo,
+                      c.hi);
+    const int count[4] = {c.diverged, c.stalled, c.failed, c.running};
+    static const char *const what[4] = {"diverged", "stalled", "failed", "running"};
+    for (int i = 0; i < 4 && k < (int)sizeof b; i++)
+        if (count[i])
+            k += snprintf(b + k, sizeof b - (size_t)k, ", %d %s", count[i], what[i]);
+    tui_puts(g, row, 0, g->cols, TUI_S_TEXT, b);
+}
+
+/* The color scale, then what the marks mean, as far as rows allow. */
+static void draw_legend(tui_grid *g, const sweepview *v, int row, int h)
+{
+    char b[96];
+    int c = tui_puts(g, row, 0, g->cols, TUI_S_LABEL, " final loss ");
+    if (isnan(v->lo)) {
+        tui_puts(g, row, c, g->cols - c, TUI_S_DIM, "(no cell finished yet)");
+    } else {
+        snprintf(b, sizeof b, "%.3f ", v->lo);
+        c += tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
+        for (int lv = 0; lv < SV_LEVELS; lv++)
+            tui_put(g, row, c++, v->ui.unicode ? G_FULL : '0' + (uint32_t)lv,
+                    (tui_style)(TUI_S_HEAT0 + lv));
+        snprintf(b, sizeof b, " %.3f  (one scale for every page)", v->hi);
+        tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
+    }
+    for (int i = 0; i < SV_N_LEGEND && i + 1 < h; i++)
+        tui_puts(g, row + 1 + i, 1, g->cols - 1, TUI_S_DIM, sv_legend[i]);
+}
+
+static void draw_footer(tui_grid *g, int row, const char *const (*keys)[2], int n)
+{
+    int c = 0;
+    tui_fill(g, row, 0, 1, g->cols, ' ', TUI_S_STATUS);
+    for (int i = 0; i < n && c < g->cols; i++) {
+        c += tui_puts(g, row, c, g->cols - c, TUI_S_KEY, keys[i][0]);
+        c += tui_puts(g, row, c, g->cols - c, TUI_S_STATUS, keys[i][1]);
+    }
+}
+
+static const char *const map_foot[][2] = {
+    {"arrows", " select "}, {"Enter", " run "}, {"PgDn", " page "}, {"x", " swap "},
+    {"r", "/"}, {"c", " axes "}, {"?", " help "}, {"q", " quit"}};
+static const char *const run_foot[][2] = {
+    {"Enter", "/"}, {"Esc", " map "}, {"Tab", " next seed "}, {"up/down", " layer "},
+    {"?", " help "}, {"q", " quit"}};
+
+static void draw_help(tui_grid *g)
+{
+    int w = g->cols - 4, h = g->rows - 4;
+    if (w < 20 || h < 4)
+        return;
+    tui_fill(g, 2, 2, h, w, ' ', TUI_S_TEXT);
+    tui_puts(g, 2, 4, w - 2, TUI_S_TITLE, "keys of the sweep's view (any key closes this)");
+    int r = 4;
+    for (int i = 0; i < SV_N_HELP && r < 2 + h; i++, r++) {
+        tui_puts(g, r, 4, 22, TUI_S_KEY, sv_help[i][0]);
+        tui_puts(g, r, 27, w - 25, TUI_S_TEXT, sv_help[i][1]);
+    }
+    for (int i = 0; i < SV_N_LEGEND && ++r < 2 + h; i++)
+        tui_puts(g, r, 4, w - 2, TUI_S_DIM, sv_legend[i]);
+}
+
+static void draw_map(tui_grid *g, sweepview *v)
+{
+    int legend = g->rows >= 20 ? 1 + SV_N_LEGEND : 1;
+    int cells = g->rows - 2 - 1 - legend - 1; /* head, info, legend, footer */
+    draw_head(g, v);
+    draw_cells(g, v, 2, cells);
+    draw_info(g, v, 2 + cells);
+    draw_legend(g, v, 3 + cells, legend);
+    draw_footer(g, g->rows - 1, map_foot, (int)(sizeof map_foot / sizeof map_foot[0]));
+}
+
+/* The layer profile of the open run's last step: each layer's gradient
+ * norm, the top layer first (as the heatmap's rows). */
+static void draw_profile(tui_grid *g, const sweepview *v, int row)
+{
+    const trainer_snapshot *s = v->snap;
+    long last = s->s.hist_total - 1;
+    char b[64];
+    snprintf(b, sizeof b, " step %ld, top first:", s->hist[last % TRAINER_HIST].step);
+    int c = tui_puts(g, row, 0, g->cols, TUI_S_LABEL, b);
+    for (int l = s->s.n_layer - 1; l >= 0 && c < g->cols; l--) {
+        snprintf(b, sizeof b, "  %d:%.3g", l, s->heat[last % TRAINER_HIST][l]);
+        c += tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
+    }
+}
+
+/* The open run: its settings and state, the loss chart, the heatmap. */
+static void draw_run(tui_grid *g, sweepview *v)
+{
+    const sv_run *r = &v->runs[v->open_run];
+    int idx[SWEEP_MAX_AXES];
+    char id[13], b[1024], t[300];
+    sweep_run_index(v->spec, v->open_run, idx);
+    sweep_run_id(v->spec, idx, id);
+    int k = snprintf(b, sizeof b, " run %s:", id);
+    for (int i = 0; i < v->spec->n_axes && k < (int)sizeof b; i++) {
+        axis_text(v, i, idx[i], t, sizeof t);
+        k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
+    }
+    tui_fill(g, 0, 0, 1, g->cols, ' ', TUI_S_STATUS);
+    tui_puts(g, 0, 0, g->cols, TUI_S_TITLE, b);
+    const sweep_result *res = &r->res;
+    if (r->phase == SV_PENDING)
+        snprintf(b, sizeof b, " pending: not started yet");
+    else if (r->phase == SV_RUNNING)
+        snprintf(b, sizeof b, " running: step %ld, loss %.4f", r->step, r->loss);
+    else if (!r->have || res->failed)
+        snprintf(b, sizeof b, " failed: no results; see %.300s/run-%s.log", v->dir, id);
+    else if (res->diverged)
+        snprintf(b, sizeof b, " DIVERGED at step %ld", res->div_step);
+    else
+        snprintf(b, sizeof b, " ended at step %ld: final loss %.4f%s", res->steps, res->final,
+                 res->stalled ? "  STALLED (not 0.1 nats below the unigram entropy)" : "");
+    tui_style st = r->phase == SV_ENDED && (!r->have || res->failed || res->diverged) ? TUI_S_BAD
+                   : r->phase == SV_ENDED && res->stalled                            ? TUI_S_WARN
+                                                                                     : TUI_S_TEXT;
+    tui_puts(g, 1, 0, g->cols, st, b);
+    int body = g->rows - 4, ch = body / 2;
+    if (v->snap->s.hist_total == 0) {
+        sweep_run_csv(v->spec, v->dir, v->open_run, t, sizeof t);
+        snprintf(b, sizeof b, " no rows yet in %s", t);
+        tui_puts(g, 3, 0, g->cols, TUI_S_DIM, b);
+    } else {
+        tui_draw_chart(g, (tui_rect){2, 0, ch, g->cols}, v->snap, &v->ui);
+        tui_draw_heatmap(g, (tui_rect){2 + ch, 0, body - ch, g->cols}, v->snap, &v->ui);
+        draw_profile(g, v, g->rows - 2);
+    }
+    draw_footer(g, g->rows - 1, run_foot, (int)(sizeof run_foot / sizeof run_foot[0]));
+}
+
+void sv_draw(tui_grid *g, sweepview *v)
+{
+    tui_grid_clear(g);
+    v->ui.n_hits = 0;
+    if (g->rows < TUI_MIN_ROWS || g->cols < TUI_MIN_COLS) {
+        tui_draw_too_small(g, g->rows, g->cols);
+        return;
+    }
+    if (v->open)
+        draw_run(g, v);
+    else
+        draw_map(g, v);
+    if (v->help)
+        draw_help(g);
+}

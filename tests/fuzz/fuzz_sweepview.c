@@ -1,0 +1,59 @@
+/* fuzz_sweepview.c - libFuzzer harness for what the live view of a sweep
+ * parses: a run's CSV read while it grows (sv_tail_feed: the bytes in
+ * chunks whose sizes the input chooses, complete lines only, then
+ * plot_data) and rows of results.csv (sweep_row_parse). The same bytes fed
+ * whole and in chunks must give the same rows. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui_sweep.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static sweep_spec spec;
+    static int have_spec;
+    char err[256];
+    if (!have_spec)
+        have_spec = sweep_spec_parse("norm=pre,post lr=1e-3,1e-2 seed=1,2", &spec, err,
+                                     sizeof err) == 0;
+    if (size < 1 || !have_spec)
+        return 0;
+    /* the first byte: the chunk size (1..256) */
+    size_t chunk = (size_t)data[0] + 1;
+    const char *p = (const char *)data + 1;
+    size_t n = size - 1;
+    sv_tail whole, parts;
+    sv_tail_init(&whole);
+    sv_tail_init(&parts);
+    sv_tail_feed(&whole, p, n);
+    for (size_t a = 0; a < n; a += chunk)
+        sv_tail_feed(&parts, p + a, n - a < chunk ? n - a : chunk);
+    if (!whole.bad && !parts.bad && whole.d.run[0].n != parts.d.run[0].n)
+        abort(); /* chunking changed what was read */
+    if (whole.off != parts.off || whole.off != (long)n)
+        abort();
+    long step;
+    double loss;
+    if ((sv_tail_last(&whole, &step, &loss) == 0) != (whole.d.run[0].n > 0))
+        abort();
+    sv_tail_free(&whole);
+    sv_tail_free(&parts);
+    /* each line as a results.csv row */
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return 0;
+    memcpy(copy, p, n);
+    copy[n] = 0;
+    for (char *line = copy; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        sweep_result r;
+        if (sweep_row_parse(&spec, line, &r) == 0 && r.ok + r.diverged + r.failed != 1)
+            abort(); /* one status */
+        line = nl ? nl + 1 : NULL;
+    }
+    free(copy);
+    return 0;
+}

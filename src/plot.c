@@ -23,6 +23,7 @@
 
 #include "atomicio.h"
 #include "tui.h"
+#include "tui_sweep.h"
 
 #include <errno.h>
 #include <math.h>
@@ -979,9 +980,11 @@ static int fig_view(svg *v, const plot_data *d)
 
 /* ---- the map of a sweep ---------------------------------------------------------- */
 
-/* Which axes are the rows and the columns: --rows/--cols, else the two
- * with the most values (the first in the file on a tie), rows first. -1:
- * none (a grid of one axis is one row). 0, or -1 with one line in err. */
+/* Which axes are the rows and the columns: --rows/--cols, else the live
+ * view's rule (sweep_map_make: the two with the most values, the first of
+ * equals, rows first). -1: none. A grid of one axis is drawn as one row of
+ * columns, the wide way of a slide (the terminal stacks it). 0, or -1 with
+ * one line in err. */
 static int map_find_axis(const plot_map *m, const char *flag, const char *name, int *a, char *err,
                          size_t errlen)
 {
@@ -998,15 +1001,6 @@ static int map_find_axis(const plot_map *m, const char *flag, const char *name, 
     return -1;
 }
 
-static int map_widest(const plot_map *m, int not1, int not2)
-{
-    int best = -1;
-    for (int i = 0; i < m->n_axes; i++)
-        if (i != not1 && i != not2 && (best < 0 || m->axis[i].n > m->axis[best].n))
-            best = i;
-    return best;
-}
-
 static int map_choose_axes(const plot_map *m, const plot_opts *o, int *ra, int *ca, char *err,
                            size_t errlen)
 {
@@ -1019,10 +1013,16 @@ static int map_choose_axes(const plot_map *m, const plot_opts *o, int *ra, int *
         snprintf(err, errlen, "--rows and --cols name the same axis '%s'", o->rows);
         return -1;
     }
-    if (!o->rows && (!o->cols || m->n_axes > 1))
-        *ra = map_widest(m, *ca, -1);
-    if (!o->cols)
-        *ca = map_widest(m, *ra, -1);
+    const char *names[PLOT_MAP_AXES];
+    int count[PLOT_MAP_AXES];
+    for (int i = 0; i < m->n_axes; i++) {
+        names[i] = m->axis[i].name;
+        count[i] = m->axis[i].n;
+    }
+    sweep_map sm;
+    sweep_map_make(&sm, m->n_axes, names, count, *ra, *ca);
+    *ra = sm.row;
+    *ca = sm.col;
     if (*ca < 0 && *ra >= 0 && !o->rows) { /* one axis: one row of columns */
         *ca = *ra;
         *ra = -1;

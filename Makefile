@@ -11,7 +11,8 @@
 #   make fuzz       each libFuzzer harness in tests/fuzz/ for FUZZ_SECONDS (clang)
 #   make valgrind   memcheck on headless and live runs (tests/valgrind.sh)
 #   make bench      speed against a PyTorch peer when python3-torch is present,
-#                   and the live view's training speed against --headless
+#                   the live view's training speed against --headless, and
+#                   speed and peak memory as the model grows (scaling.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Never -ffast-math or -Ofast: finding NaN and Inf depends on IEEE semantics.
@@ -123,6 +124,7 @@ bench: $(BIN)
 	sh tests/bench/bench.sh ./$(BIN)
 	sh tests/bench/ui_overhead.sh ./$(BIN)
 	sh tests/bench/schemes.sh ./$(BIN)
+	sh tests/bench/scaling.sh ./$(BIN)
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1

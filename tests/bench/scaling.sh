@@ -42,7 +42,8 @@ run() { # L d: one run; sets RATE (steps/s), EST and RSS (MiB)
 
 echo "scaling: -T $T -B $B -H 4, $STEPS steps a run, $THREADS thread(s);" \
     "peak memory from $(peak_source)"
-[ -n "$SCALE_ALL" ] || echo "subset: every L at d = 64, 128, 256; L = 6, 12 at d = 512 (SCALE_ALL=1: all 16)"
+[ -n "$SCALE_ALL" ] || echo "subset: every L at d = 64, 128, 256; L = 6, 12 at d = 512" \
+    "(L = 24, 48 there: a minute a step, 3-6 GiB; SCALE_ALL=1 runs all 16)"
 printf '%4s %4s %10s %10s %8s %9s %8s %9s %9s %6s\n' L d params "GFLOP/st" "st/s" \
     "tokens/s" "GFLOP/s" "est MiB" "RSS MiB" ratio
 worst=0

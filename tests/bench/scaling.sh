@@ -8,7 +8,7 @@
 #
 # The subset: every L at d = 64, 128 and 256, and L = 6 and 12 at d = 512.
 # L = 24 and 48 at d = 512 are 476 and 951 model GFLOP a step (24 and 48 s
-# at the 20 GFLOP/s one busy core gave) and about 3.2 and 4.7 GiB of
+# at the 20 GFLOP/s one busy core gave) and about 2.9 and 4.0 GiB of
 # memory, so the default table leaves them out (it ran in 3 minutes on a
 # busy 2-core machine); SCALE_ALL=1 runs the whole grid.
 #
@@ -43,7 +43,7 @@ run() { # L d: one run; sets RATE (steps/s), EST and RSS (MiB)
 echo "scaling: -T $T -B $B -H 4, $STEPS steps a run, $THREADS thread(s);" \
     "peak memory from $(peak_source)"
 [ -n "$SCALE_ALL" ] || echo "subset: every L at d = 64, 128, 256; L = 6, 12 at d = 512" \
-    "(L = 24, 48 there: 476, 951 GFLOP a step, 3.2, 4.7 GiB; SCALE_ALL=1 runs all 16)"
+    "(L = 24, 48 there: 476, 951 GFLOP a step, 2.9, 4.0 GiB; SCALE_ALL=1 runs all 16)"
 printf '%4s %4s %10s %10s %8s %9s %8s %9s %9s %6s\n' L d params "GFLOP/st" "st/s" \
     "tokens/s" "GFLOP/s" "est MiB" "RSS MiB" ratio
 worst=0

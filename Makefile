@@ -11,7 +11,8 @@
 #   make fuzz       each libFuzzer harness in tests/fuzz/ for FUZZ_SECONDS (clang)
 #   make valgrind   memcheck on headless and live runs (tests/valgrind.sh)
 #   make bench      speed against a PyTorch peer when python3-torch is present,
-#                   and the live view's training speed against --headless
+#                   the live view's training speed against --headless, and
+#                   speed and peak memory as the model grows (scaling.sh)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Never -ffast-math or -Ofast: finding NaN and Inf depends on IEEE semantics.
@@ -94,6 +95,7 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/harden.sh"; NS_BIN=./$(BIN) sh tests/harden.sh || fail=1; \
 	echo "== tests/diagnose.sh"; NS_BIN=./$(BIN) sh tests/diagnose.sh || fail=1; \
 	echo "== tests/settings.sh"; NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
+	echo "== tests/memory.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/memory.sh || fail=1; \
 	echo "== tests/sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/sweep.sh || fail=1; \
 	echo "== tests/tui_sweep.sh"; NS_BIN=./$(BIN) sh tests/tui_sweep.sh || fail=1; \
 	echo "== tests/plot.sh"; NS_BIN=./$(BIN) sh tests/plot.sh || fail=1; \
@@ -123,6 +125,7 @@ bench: $(BIN)
 	sh tests/bench/bench.sh ./$(BIN)
 	sh tests/bench/ui_overhead.sh ./$(BIN)
 	sh tests/bench/schemes.sh ./$(BIN)
+	sh tests/bench/scaling.sh ./$(BIN)
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1

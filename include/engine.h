@@ -95,6 +95,13 @@ void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 co
  * as settings_get gives it. Logged as an event. */
 void engine_set_setting(engine *e, const ns_setting *s, double x);
 
+/* Resident bytes of one run of cfg once it has taken cfg->steps steps
+ * (0: until stopped): weights, gradients, the bf16/fp16 copy, AdamW's
+ * moments, activations, backward scratch and the snapshots held. Each term
+ * is one line of the sum (man page, MEMORY); trainer_bytes_needed adds
+ * the program's own. */
+double engine_bytes_needed(const ns_config *cfg);
+
 /* Snapshots: every cfg.snapshot_every steps the engine copies weights,
  * Adam moments, step, RNG and schedule into a ring of cfg.snapshots; step 0
  * is always taken. engine_snapshot takes one now (replacing the oldest):

@@ -1,7 +1,7 @@
 /* model.h - the byte-level decoder-only Transformer: parameters, forward,
  * backward, and the per-layer statistics the dashboard shows.
- * Engine-internal but for model_bytes_needed, which main.c asks before
- * making a run (README, Layout).
+ * Engine-internal; engine_bytes_needed asks model_param_count and
+ * model_buffer_floats for its sizes (README, Layout).
  *
  * All parameters live in one float array carved into named tensors by a
  * size table (as in llm.c); the gradients use the same layout, so zeroing
@@ -151,9 +151,11 @@ typedef struct {
     ns_pool *pool;
 } model;
 
-/* Bytes the model would need (params, grads, activations, scratch);
- * lets the caller refuse a size that does not fit before allocating. */
-double model_bytes_needed(const ns_config *cfg);
+/* The sizes behind engine_bytes_needed, before anything is allocated:
+ * the parameters of the model cfg describes (model_create's n_params), and
+ * the floats of its activations and backward scratch together. */
+size_t model_param_count(const ns_config *cfg);
+size_t model_buffer_floats(const ns_config *cfg);
 
 /* Allocate for the shape in cfg. Returns 0, or -1 if memory ran out. */
 int model_create(model *m, const ns_config *cfg);

@@ -246,6 +246,14 @@ int trainer_start(trainer *t, char *err, size_t errlen);
  * *o.interrupt and a failed row write. Returns then, with the events of
  * both runs and the diagnosis' findings (run a) reported to o.log. Use trainer_start or trainer_run, once. */
 void trainer_run(trainer *t);
+/* Peak resident bytes of a run of a (with its --compare twin b, or NULL)
+ * over a->steps steps (0: until stopped), headless or in the live view:
+ * the program itself, the histories of the chart and heatmap, and each
+ * run's engine_bytes_needed. The man page's MEMORY formula; main refuses a
+ * run it finds bigger than the machine, and the summary line sets it
+ * beside the measured peak. */
+double trainer_bytes_needed(const ns_config *a, const ns_config *b, int live);
+
 /* The run's summary on f, as both front ends end: "N steps in S s (...);
  * loss L, val V; settings", with a twin a "b (label_b): loss, val" line,
  * after non-finite steps not applied (--on-diverge continue) how many,

@@ -138,7 +138,7 @@ static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err
         !(e->layer_sq = calloc(2 * (size_t)cfg->n_layer, sizeof(double))) ||
         !(e->grad_sq = calloc((size_t)cfg->n_layer + 1, sizeof(double)))) {
         snprintf(err, errlen, "out of memory: this model needs about %.1f MiB",
-                 model_bytes_needed(cfg) / 1048576.0);
+                 engine_bytes_needed(cfg) / 1048576.0);
         engine_free(e);
         return NULL;
     }
@@ -472,21 +472,62 @@ int engine_step(engine *e, step_metrics *out)
 
 /* ---- snapshots --------------------------------------------------------- */
 
+/* The rewind ring's cap: a big model keeps fewer snapshots, and one whose
+ * single snapshot would pass it keeps none. */
+#define SNAPS_CAP_BYTES 1073741824.0
+
+/* One snapshot: the weights and Adam's two moments. */
+static double snapshot_bytes(size_t n_params) { return 3.0 * (double)n_params * sizeof(float); }
+
+/* Slots of the ring for a model of n_params: --snapshots, fewer to keep
+ * the ring under the cap, 0 when one alone would pass it. */
+static int snapshot_slots(const ns_config *c, size_t n_params)
+{
+    double per = snapshot_bytes(n_params);
+    if (c->snapshots <= 0 || per > SNAPS_CAP_BYTES)
+        return 0;
+    int k = c->snapshots;
+    while (k > 1 && per * k > SNAPS_CAP_BYTES)
+        k--;
+    return k;
+}
+
+/* Snapshots held after a run of c->steps (0: until stopped, so the ring
+ * fills): step 0's, then one every --snapshot-every steps. */
+static long snapshots_held(const ns_config *c, size_t n_params)
+{
+    long k = snapshot_slots(c, n_params);
+    if (c->steps <= 0 && c->snapshot_every > 0)
+        return k;
+    long taken = 1 + (c->snapshot_every > 0 ? c->steps / c->snapshot_every : 0);
+    return taken < k ? taken : k;
+}
+
+double engine_bytes_needed(const ns_config *c)
+{
+    size_t n = model_param_count(c);
+    double p = (double)n, f = sizeof(float);
+    double bytes = 0;
+    bytes += p * f;                                   /* weights */
+    bytes += p * f;                                   /* gradients */
+    bytes += c->precision != FMT_FP32 ? p * f : 0;    /* the bf16/fp16 rounded weights */
+    bytes += 2.0 * p * f;                             /* AdamW's m and v */
+    bytes += (double)model_buffer_floats(c) * f;      /* activations, backward scratch */
+    bytes += (double)snapshots_held(c, n) * snapshot_bytes(n); /* the rewind ring */
+    return bytes;
+}
+
 static int snaps_alloc(engine *e)
 {
     if (e->snaps || e->cfg.snapshots <= 0 || e->snaps_off)
         return e->snaps ? 0 : -1;
-    int k = e->cfg.snapshots;
-    /* keep the ring under 1 GiB: a big model keeps fewer snapshots, and a
-     * model whose one snapshot would pass it keeps none (and says so) */
-    double per = 3.0 * (double)e->m.n_params * sizeof(float);
-    if (per > 1073741824.0) {
+    double per = snapshot_bytes(e->m.n_params);
+    int k = snapshot_slots(&e->cfg, e->m.n_params);
+    if (k == 0) {
         e->snaps_off = 1;
         event(e, "no snapshots: one would take %.1f GiB (rewind is off)", per / 1073741824.0);
         return -1;
     }
-    while (k > 1 && per * k > 1073741824.0)
-        k--;
     e->snaps = calloc((size_t)k, sizeof *e->snaps);
     if (!e->snaps)
         return -1;

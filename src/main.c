@@ -29,7 +29,6 @@
 #include "diagnose.h"
 #include "engine.h"
 #include "metrics.h"
-#include "model.h"
 #include "stopsig.h"
 #include "resume.h"
 #include "stream.h"
@@ -181,7 +180,7 @@ static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
             cfg->steps = 0;
         return 0;
     }
-    double need = model_bytes_needed(cfg);
+    double need = trainer_bytes_needed(cfg, NULL, live);
     double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (have > 0 && need > have) {
         fprintf(stderr,

@@ -49,11 +49,18 @@ static size_t param_count(size_t L, size_t C, size_t T, size_t V)
     return V * C + T * C + L * per + 2 * C + 1 + V * C + V;
 }
 
+/* Which buffers a placement writes: the block's input (or post) norm's,
+ * Sandwich-LN's output norm's, the final norm's. A buffer no step writes
+ * stays out of memory (the zeroing calloc maps no page), so the memory
+ * estimate counts only the written ones. */
+enum { USE_ALWAYS = 0, USE_IN_NORM = 1, USE_OUT_NORM = 2, USE_FINAL_NORM = 4 };
+
 /* One buffer of the activations or of the backward scratch: where its
- * pointer goes and how many floats it takes. */
+ * pointer goes, how many floats it takes, and which USE_ writes it. */
 typedef struct {
     float **dst;
     size_t n;
+    int use;
 } buf_spec;
 enum { N_ACT_BUFS = 1 + 2 * 7 + 13, N_SCRATCH_BUFS = 9 };
 
@@ -65,29 +72,29 @@ static void act_table(model *m, size_t L, size_t B, size_t T, size_t C, size_t N
 {
     size_t BT = B * T;
     int k = 0;
-    t[k++] = (buf_spec){&m->encoded, BT * C}; /* (B, T, C) */
-    for (int s = 0; s < 2; s++) {             /* sublayer 1 (attention), 2 (MLP) */
-        t[k++] = (buf_spec){&m->nin[s], L * BT * C};  /* (L, B, T, C) */
-        t[k++] = (buf_spec){&m->nin_mean[s], L * BT}; /* (L, B, T) */
-        t[k++] = (buf_spec){&m->nin_rstd[s], L * BT};
-        t[k++] = (buf_spec){&m->nout[s], L * BT * C};
-        t[k++] = (buf_spec){&m->nout_mean[s], L * BT};
-        t[k++] = (buf_spec){&m->nout_rstd[s], L * BT};
-        t[k++] = (buf_spec){&m->res[s], L * BT * C};
+    t[k++] = (buf_spec){&m->encoded, BT * C, USE_ALWAYS}; /* (B, T, C) */
+    for (int s = 0; s < 2; s++) { /* sublayer 1 (attention), 2 (MLP) */
+        t[k++] = (buf_spec){&m->nin[s], L * BT * C, USE_IN_NORM}; /* (L, B, T, C) */
+        t[k++] = (buf_spec){&m->nin_mean[s], L * BT, USE_IN_NORM}; /* (L, B, T) */
+        t[k++] = (buf_spec){&m->nin_rstd[s], L * BT, USE_IN_NORM};
+        t[k++] = (buf_spec){&m->nout[s], L * BT * C, USE_OUT_NORM};
+        t[k++] = (buf_spec){&m->nout_mean[s], L * BT, USE_OUT_NORM};
+        t[k++] = (buf_spec){&m->nout_rstd[s], L * BT, USE_OUT_NORM};
+        t[k++] = (buf_spec){&m->res[s], L * BT * C, USE_ALWAYS};
     }
-    t[k++] = (buf_spec){&m->qkv, L * BT * 3 * C};      /* (L, B, T, 3C) */
-    t[k++] = (buf_spec){&m->atty, L * BT * C};
-    t[k++] = (buf_spec){&m->att, L * B * NH * T * T};  /* (L, B, NH, T, T) */
-    t[k++] = (buf_spec){&m->attproj, L * BT * C};
-    t[k++] = (buf_spec){&m->fch, L * BT * 4 * C};      /* (L, B, T, 4C) */
-    t[k++] = (buf_spec){&m->fch_gelu, L * BT * 4 * C};
-    t[k++] = (buf_spec){&m->fcproj, L * BT * C};
-    t[k++] = (buf_spec){&m->lnf, BT * C};
-    t[k++] = (buf_spec){&m->lnf_mean, BT};
-    t[k++] = (buf_spec){&m->lnf_rstd, BT};
-    t[k++] = (buf_spec){&m->logits, BT * V};           /* (B, T, V) */
-    t[k++] = (buf_spec){&m->probs, BT * V};
-    t[k++] = (buf_spec){&m->losses, BT};
+    t[k++] = (buf_spec){&m->qkv, L * BT * 3 * C, USE_ALWAYS};     /* (L, B, T, 3C) */
+    t[k++] = (buf_spec){&m->atty, L * BT * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->att, L * B * NH * T * T, USE_ALWAYS}; /* (L, B, NH, T, T) */
+    t[k++] = (buf_spec){&m->attproj, L * BT * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->fch, L * BT * 4 * C, USE_ALWAYS};     /* (L, B, T, 4C) */
+    t[k++] = (buf_spec){&m->fch_gelu, L * BT * 4 * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->fcproj, L * BT * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->lnf, BT * C, USE_FINAL_NORM};
+    t[k++] = (buf_spec){&m->lnf_mean, BT, USE_FINAL_NORM};
+    t[k++] = (buf_spec){&m->lnf_rstd, BT, USE_FINAL_NORM};
+    t[k++] = (buf_spec){&m->logits, BT * V, USE_ALWAYS}; /* (B, T, V) */
+    t[k++] = (buf_spec){&m->probs, BT * V, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->losses, BT, USE_ALWAYS};
 }
 
 /* The backward pass's scratch, in its order in m->scratch (one layer at a
@@ -97,22 +104,24 @@ static void scratch_table(model *m, size_t B, size_t T, size_t C, size_t V,
 {
     size_t BT = B * T;
     int k = 0;
-    t[k++] = (buf_spec){&m->dresid, BT * C};
-    t[k++] = (buf_spec){&m->dtmp, BT * C};
-    t[k++] = (buf_spec){&m->dtmp2, BT * C};
-    t[k++] = (buf_spec){&m->datty, BT * C};
-    t[k++] = (buf_spec){&m->dqkv, BT * 3 * C};
-    t[k++] = (buf_spec){&m->dfch, BT * 4 * C};
-    t[k++] = (buf_spec){&m->dfch_gelu, BT * 4 * C};
-    t[k++] = (buf_spec){&m->dlogits, BT * V};
-    t[k++] = (buf_spec){&m->drow, T};
+    t[k++] = (buf_spec){&m->dresid, BT * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->dtmp, BT * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->dtmp2, BT * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->datty, BT * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->dqkv, BT * 3 * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->dfch, BT * 4 * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->dfch_gelu, BT * 4 * C, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->dlogits, BT * V, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->drow, T, USE_ALWAYS};
 }
 
-static size_t bufs_total(const buf_spec *t, int n)
+/* Floats of the buffers in t that some USE_ in used writes (all: -1). */
+static size_t bufs_total(const buf_spec *t, int n, int used)
 {
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        total += t[i].n;
+        if (t[i].use == USE_ALWAYS || (t[i].use & used))
+            total += t[i].n;
     return total;
 }
 
@@ -125,17 +134,35 @@ static void bufs_carve(const buf_spec *t, int n, float *base)
     }
 }
 
-double model_bytes_needed(const ns_config *c)
+size_t model_param_count(const ns_config *c)
+{
+    return param_count((size_t)c->n_layer, (size_t)c->dim, (size_t)c->context, NS_VOCAB);
+}
+
+/* The USE_ buffers the config's norms write: an input or post norm in
+ * every placement but ReZero and none, Sandwich-LN's output norm, the
+ * final norm when on. */
+static int buffers_used(const ns_config *c)
+{
+    int used = 0;
+    if (c->norm != NORM_REZERO && c->norm != NORM_NONE)
+        used |= USE_IN_NORM;
+    if (c->norm == NORM_SANDWICH)
+        used |= USE_OUT_NORM;
+    if (config_final_norm(c))
+        used |= USE_FINAL_NORM;
+    return used;
+}
+
+size_t model_buffer_floats(const ns_config *c)
 {
     size_t L = c->n_layer, C = c->dim, T = c->context, B = c->batch, NH = c->n_head;
-    double p = (double)param_count(L, C, T, NS_VOCAB);
     model sizes; /* only its buffer pointers' addresses are used */
     buf_spec acts[N_ACT_BUFS], scratch[N_SCRATCH_BUFS];
     act_table(&sizes, L, B, T, C, NH, NS_VOCAB, acts);
     scratch_table(&sizes, B, T, C, NS_VOCAB, scratch);
-    /* params + grads + two Adam moments (the optimizer's) */
-    return 4.0 * (4.0 * p + (double)bufs_total(acts, N_ACT_BUFS) +
-                  (double)bufs_total(scratch, N_SCRATCH_BUFS));
+    int used = buffers_used(c);
+    return bufs_total(acts, N_ACT_BUFS, used) + bufs_total(scratch, N_SCRATCH_BUFS, used);
 }
 
 double model_deepnorm_alpha(int L) { return pow(2.0 * L, 0.25); }
@@ -210,16 +237,17 @@ static int alloc_buffers(model *m)
     m->grads = calloc(m->n_params, sizeof(float));
     m->wlow = calloc(m->n_params, sizeof(float));
     m->counts = calloc(L + 1, sizeof *m->counts);
-    m->n_acts = bufs_total(acts, N_ACT_BUFS);
-    m->acts = malloc(m->n_acts * sizeof(float));
-    m->n_scratch = bufs_total(scratch, N_SCRATCH_BUFS);
+    m->n_acts = bufs_total(acts, N_ACT_BUFS, -1);
+    /* zeroed, so reading a buffer that was never written is defined; and
+     * calloc's fresh pages cost no memory until a step writes them (the
+     * buffers of norms the placement has not) */
+    m->acts = calloc(m->n_acts, sizeof(float));
+    m->n_scratch = bufs_total(scratch, N_SCRATCH_BUFS, -1);
     m->scratch = malloc(m->n_scratch * sizeof(float));
     m->stats = calloc(L, sizeof *m->stats);
     if (!m->params || !m->grads || !m->wlow || !m->counts || !m->acts || !m->scratch ||
         !m->stats)
         return -1;
-    /* zero once so reading a buffer that was never written is defined */
-    memset(m->acts, 0, m->n_acts * sizeof(float));
     bufs_carve(acts, N_ACT_BUFS, m->acts);
     bufs_carve(scratch, N_SCRATCH_BUFS, m->scratch);
     return 0;

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "diagnose.h"
@@ -158,6 +159,35 @@ const char *trainer_state_name(trainer_state s)
 {
     static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE", "STALLED"};
     return (unsigned)s < 5 ? names[s] : "?";
+}
+
+/* The program before any model: code and data of the binary and its
+ * libraries, the built-in corpus, the first pages of each heap and stack
+ * (measured: the peak resident size of a one-step run of a model of a few
+ * thousand parameters). */
+#define TRAINER_BASE_BYTES (3.2 * 1048576.0)
+/* What the live view adds: curses and the terminal's buffers, its own
+ * copy of the history (measured: 3 to 5 MiB over the same run headless). */
+#define TRAINER_LIVE_BYTES (5.0 * 1048576.0)
+
+/* The history that steps fill: the published ring (a point and two
+ * heatmap rows a step, each NS_MAX_LAYERS wide in memory whatever L) and
+ * the copy the end of a run reads (a point and a's row, and b's too). */
+static double history_bytes(long steps, int twin)
+{
+    long n = steps <= 0 || steps > TRAINER_HIST ? TRAINER_HIST : steps;
+    double row = NS_MAX_LAYERS * sizeof(float);
+    return (double)n * (2.0 * sizeof(trainer_point) + (3.0 + twin) * row);
+}
+
+double trainer_bytes_needed(const ns_config *a, const ns_config *b, int live)
+{
+    double bytes = TRAINER_BASE_BYTES + history_bytes(a->steps, b != NULL);
+    bytes += live ? TRAINER_LIVE_BYTES : 0;
+    bytes += engine_bytes_needed(a);
+    if (b)
+        bytes += engine_bytes_needed(b);
+    return bytes;
 }
 
 trainer_snapshot *trainer_snapshot_new(void)
@@ -1066,6 +1096,13 @@ void trainer_run(trainer *t)
         fputc('\n', log);
 }
 
+/* The process's peak resident size so far (getrusage's, in KiB on Linux). */
+static double peak_resident_bytes(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? 1024.0 * (double)ru.ru_maxrss : 0.0;
+}
+
 void trainer_summary(trainer *t, FILE *f)
 {
     publish_status(t); /* the run is over: this thread may (run_seconds is newer) */
@@ -1083,11 +1120,14 @@ void trainer_summary(trainer *t, FILE *f)
     /* scripts and the bench read this line */
     fprintf(f,
             "normscope: %ld steps in %.1f s (%.1f steps/s, %.0f tokens/s); loss %s, "
-            "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d\n",
+            "val %s; %s, %s, %s, L=%d d=%d H=%d T=%d B=%d threads=%d; "
+            "memory %.1f MiB, estimated %.1f MiB\n",
             done, secs, secs > 0 ? done / secs : 0.0,
             secs > 0 ? done * (double)c->batch * c->context / secs : 0.0, losstxt, valtxt,
             norm_place_name(c->norm), norm_kind_name(c->norm_kind), numfmt_name(c->precision),
-            c->n_layer, c->dim, c->n_head, c->context, c->batch, s.threads);
+            c->n_layer, c->dim, c->n_head, c->context, c->batch, s.threads,
+            peak_resident_bytes() / 1048576.0,
+            trainer_bytes_needed(c, s.compare ? &s.cfg_b : NULL, !t->sync) / 1048576.0);
     if (s.compare) {
         snprintf(valtxt, sizeof valtxt, "-");
         if (!isnan(s.last_val_b))

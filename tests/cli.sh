@@ -116,7 +116,7 @@ cut -d, -f"6,${bcol:-6}" --complement "$T/t3.csv" >"$T/t3.cut"
 cut -d, -f"6,${bcol:-6}" --complement "$T/t4.csv" >"$T/t4.cut"
 [ -s "$T/t3.cut" ] && cmp -s "$T/t3.cut" "$T/t4.cut" && ok || no "--threads 3 changed the --compare CSV"
 "$BIN" --headless $SMALL --steps 2 --threads 2 2>&1 >/dev/null | grep -q . && no "-q printed" || ok
-"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 2 --threads 2 2>&1 | grep -q 'threads=2$' && ok || no "summary lacks threads=2"
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 2 --threads 2 2>&1 | grep -q 'threads=2; memory ' && ok || no "summary lacks threads=2"
 expect_bad 2 "--threads" --headless --threads 0
 expect_bad 2 "1..64" --headless --threads 65
 expect_bad 2 "--threads" --headless --threads x

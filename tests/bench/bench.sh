@@ -14,11 +14,10 @@
 # with torch is found (Debian: python3-torch, plus libopenblas0-pthread so
 # torch does not use the slow reference BLAS).
 #
-# Model FLOPs per step: 6 x parameters x tokens (forward + backward of every
-# weight) + 12 x L x T x d x tokens for attention (PaLM's convention: both
-# attention matmuls, forward and backward, counted without the causal
-# half). GFLOP/s = that x steps/s; "% peak" divides by the peak below
-# times the thread count (one core's peak per thread).
+# Model FLOPs per step as tests/bench/flops.sh counts them (6 x parameters
+# x tokens + PaLM's attention term). GFLOP/s = that x steps/s; "% peak"
+# divides by the peak below times the thread count (one core's peak per
+# thread).
 #
 # Peak: tests/bench/sgemm.c times normscope's own matmul kernel on a
 # 1024 x 1024 x 1024 product (one thread, best of several; CPU time of the
@@ -96,16 +95,8 @@ torch_rate() { # threads args...
     done | median
 }
 
-# parameters of the model (as src/model.c and torch_peer.py count them:
-# embeddings, L blocks of 12 d^2 + 13 d, final norm, head with bias)
-params() { # L d T
-    awk -v L="$1" -v d="$2" -v T="$3" 'BEGIN {V = 256; printf "%d", V*d + T*d + L*(12*d*d + 13*d) + 2*d + V*d + V}'
-}
-
-gflop() { # L d T B: model GFLOP per step
-    awk -v p="$(params "$1" "$2" "$3")" -v L="$1" -v d="$2" -v T="$3" -v B="$4" \
-        'BEGIN {n = B * T; printf "%.4f", (6 * p * n + 12 * L * T * d * n) / 1e9}'
-}
+# params and gflop: the model's size and FLOPs per step
+. "$DIR/flops.sh"
 
 printf '%-40s %4s %9s %9s %7s %8s %7s\n' configuration thr "st/s" "torch" ratio "GFLOP/s" "% peak"
 row() { # threads rate L d H T B steps [normscope extra args]: one row of the table

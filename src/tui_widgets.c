@@ -221,8 +221,8 @@ static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
  * divergence. */
 static trainer_state run_state(const trainer_status *s, int run)
 {
-    if (s->state == TRAINER_STALLED && run == 1)
-        return TRAINER_RUNNING; /* the stall rule watches run a only */
+    if (run == 1 && (s->state == TRAINER_RUNNING || s->state == TRAINER_STALLED))
+        return s->last_b.stalled ? TRAINER_STALLED : TRAINER_RUNNING; /* b's own */
     if (s->state != TRAINER_DIVERGED || !s->compare)
         return s->state;
     int d = trainer_diverged_run(s);
@@ -254,6 +254,8 @@ static void status_run_values(items *l, const trainer_status *s, int run)
                  (int)(100.0 * next / peak));
     else
         add_item(l, TUI_S_STATUS, 1, "lr %.2e", (double)next);
+    if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
+        add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
     if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
         /* where it started, not the last symptom: the first thing to look at */
         add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
@@ -273,8 +275,6 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
     if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
     status_run_values(l, s, 0);
-    if (s->alert[0]) /* the diagnosis' mark: its lines are in the event log */
-        add_item(l, TUI_S_WARN, 1, "! %s", s->alert);
     double tok = s->steps_per_s * s->cfg.batch * s->cfg.context;
     if (tok >= 1e6)
         add_item(l, TUI_S_STATUS, 4, "%.2fM tok/s", tok / 1e6);

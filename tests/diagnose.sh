@@ -69,6 +69,37 @@ sd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/scale.err")
 grep -q "nan" "$T/scale.err" && ! grep -q -- "-nan" "$T/scale.err" && ok ||
     no "NaN spelled with a sign, or not at all: $(grep -i nan "$T/scale.err")"
 
+# no norm, fp16, validation every step: the residual of the held-out
+# batches reaches fp16's limit first, and the validation loss is NaN ten
+# steps before a training step's forward is (validated at 197, diverged at 207)
+run valnan $F --precision fp16 --norm none --lr 3e-2 --steps 300 --val-every 1 --val-batches 2
+vn=$(sed -n 's/.*warning at step \([0-9]*\): validation loss is nan at step \([0-9]*\) while.*/\1 \2/p' \
+    "$T/valnan.err")
+vd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/valnan.err")
+set -- $vn
+[ -n "$vn" ] && [ "$1" = "$2" ] && [ -n "$vd" ] && [ $((vd - $1)) -ge 2 ] && ok ||
+    no "validation NaN warning '$vn', divergence at '$vd': $(cat "$T/valnan.err")"
+# on the log before the divergence, once
+vl=$(grep -n 'warning at step .*: validation loss is nan' "$T/valnan.err" | cut -d: -f1)
+dl=$(grep -n 'diverged at step' "$T/valnan.err" | head -1 | cut -d: -f1)
+[ "$(echo "$vl" | wc -w)" -eq 1 ] && [ -n "$dl" ] && [ "$vl" -lt "$dl" ] && ok ||
+    no "validation NaN warning at line '$vl', divergence at line '$dl'"
+
+# ---- --compare: each run has its own diagnosis, named like its events ----
+# run a at a tenth of b's LR stays finite; only b's norm variance overflows
+run cmpb $F --precision fp16 --fp32-norms off --lr 2e-3 --steps 600 --compare lr=2e-2
+cd_=$(sed -n 's/.*run b diverged at step \([0-9]*\) (first.*/\1/p' "$T/cmpb.err")
+[ "$(rc cmpb)" -eq 3 ] && [ -n "$cd_" ] && ok || no "--compare b: exit $(rc cmpb): $(cat "$T/cmpb.err")"
+bl=$(sed -n 's/.*b: cause: forward, final norm variance overflowed in fp16: act max .* (layer \([0-9]\)).*/\1/p' \
+    "$T/cmpb.err")
+[ -n "$bl" ] && grep -q "b: diagnosis at step $cd_: layer $bl act max" "$T/cmpb.err" &&
+    has cmpb "b: warning at step" && ok || no "run b's diagnosis: $(cat "$T/cmpb.err")"
+! grep -q "a: warning at\|a: diagnosis\|a: cause\|^normscope: cause" "$T/cmpb.err" && ok ||
+    no "run a reported: $(grep 'a: \|^normscope: cause' "$T/cmpb.err")"
+run cmpok $F --warmup 20 --steps 200 --compare norm=post
+[ "$(rc cmpok)" -eq 0 ] && ! grep -q "warning\|diagnosis\|cause:" "$T/cmpok.err" && ok ||
+    no "--compare healthy: exit $(rc cmpok): $(cat "$T/cmpok.err")"
+
 # ---- 3. the deep Post-LN stall, within 200 steps; Pre-LN does not ----
 POST="$F -L 24 --lr 3e-3 --steps 300 --on-stall stop"
 run stall $POST --norm post --csv "$T/stall.csv"

@@ -114,6 +114,14 @@ run prestall $POST --norm pre --csv "$T/pre.csv"
     ! cut -d, -f2- "$T/pre.csv" | grep -q stalled && ok ||
     no "Pre-LN reported: exit $(rc prestall): $(cat "$T/prestall.err")"
 
+# --compare: run b (Post-LN) stalls and stops the run; a (Pre-LN) is not named
+run cmpstall $POST --norm pre --compare norm=post --csv "$T/cmpstall.csv"
+[ "$(rc cmpstall)" -eq 4 ] && has cmpstall "b: stalled at step" &&
+    has cmpstall "b: cause: stalled: loss" && ! has cmpstall "a: cause" && ok ||
+    no "--compare Post-LN b stall: exit $(rc cmpstall): $(cat "$T/cmpstall.err")"
+[ "$(last_col "$T/cmpstall.csv" b_state)" = stalled ] &&
+    [ "$(last_col "$T/cmpstall.csv" state)" != stalled ] && ok || no "CSV states of the b stall"
+
 # ---- 4. the checkpoint written at the divergence, and a --load recovery ----
 [ -s "$T/div.ck" ] && has fp16 "the run diverged; wrote the snapshot of step 100" && ok ||
     no "no checkpoint at the divergence: $(cat "$T/fp16.err")"

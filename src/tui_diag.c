@@ -263,10 +263,13 @@ void tui_draw_diag(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
     tui_box(g, r, ui->unicode, TUI_S_BORDER);
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " diagnosis ");
-    int rr = r.r + 1, last = r.r + r.h - 1;
-    for (int i = 0; i < n && rr < last; i++)
+    int rr = r.r + 1, last = r.r + r.h - 1, i = 0;
+    for (; i < n && rr < last; i++)
         rr += lines[i][0] ? draw_wrapped(g, rr, r.c + 2, r.w - 4, last, line_style(lines[i]),
                                          lines[i])
                           : 1;
-    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL, " any key closes this; q quits ");
+    /* the warnings come last: on a short screen they are what is cut */
+    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL,
+             i < n ? " more on a taller terminal; any key closes this "
+                   : " any key closes this; q quits ");
 }

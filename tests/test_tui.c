@@ -728,6 +728,19 @@ static void test_diag_panel(void)
     for (int r = 0; r < g.rows; r++)
         shown |= strstr(row(&g, r), "b's overflow") != NULL;
     CHECK(shown);
+    /* more than an 80x24 screen holds: the bottom border says so */
+    while (db->n < TRAINER_FINDINGS)
+        db->f[db->n++] = finding(DIAG_WARNING, DIAG_R_HEADROOM, 1, 7, hv,
+                                 "a long warning line that takes two rows of the panel at "
+                                 "eighty columns, with its numbers", "lower the LR");
+    int more = 0, before = 0;
+    tui_grid_resize(&g, 24, 80);
+    tui_draw(&g, s, &ui);
+    for (int r = 0; r < g.rows; r++) {
+        more |= strstr(row(&g, r), "more on a taller terminal") != NULL;
+        before |= strstr(row(&g, r), "b's overflow") != NULL; /* diagnoses first */
+    }
+    CHECK(more && before);
     CHECK(tui_apply(&ui, TUI_ACT_NORM, 3, &c) == 0 && !ui.diag);
     tui_apply(&ui, TUI_ACT_DIAG, 3, &c);
     CHECK(tui_apply(&ui, TUI_ACT_DIAG, 3, &c) == 0 && !ui.diag); /* D again closes it */

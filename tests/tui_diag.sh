@@ -65,6 +65,11 @@ panel 'a: ' && panel 'no warnings; the run is healthy' && ok || no "D --compare:
 panel 'b: ' && panel 'DIAGNOSIS at step' && panel '(layer 3)' && ok ||
     no "D --compare: run b: $(screen)"
 panel 'Tab until it reads b' && ok || no "D --compare: no target hint: $(screen)"
+key x
+wait_gone 'DIAGNOSIS at step' 10 && ok || no "D --compare: x did not close the panel"
+# the alert mark on run b's status row, none on a's
+screen | sed -n 2p | grep -qF '! ' && ! screen | sed -n 1p | grep -qF '! ' && ok ||
+    no "D --compare: the alert marks: $(screen | head -n 2)"
 key q
 check_exited "the compare run" 3
 check_reports 40

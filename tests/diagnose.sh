@@ -180,6 +180,13 @@ run spike $F --warmup 20 --steps 200 --script "$T/spike.script"
 grep -q "warning: gradient norm spike at step 15[0-9]: .* sd, .*x the median of .*), then" "$T/spike.err" &&
     ok || no "no spike warning after lr x1000: $(cat "$T/spike.err")"
 
+# ---- a rewind to step 0 replays an untrained start: no spike ----
+# (the spike windows held the abandoned steps' losses, near a third of it)
+printf 'at 200: rewind\n' >"$T/rw0.script"
+run rw0 $F --warmup 20 --steps 260 --snapshot-every 0 --script "$T/rw0.script"
+has rw0 "rewound from step 200 to the snapshot at step 0" && ! has rw0 "spike" && ok ||
+    no "spike warning after a rewind to step 0: $(cat "$T/rw0.err")"
+
 # ---- healthy runs: no warning, no spike, no diagnosis ----
 run healthy $F --warmup 20 --steps 200
 run healthy16 $F --precision fp16 --lr 1e-3 --steps 200

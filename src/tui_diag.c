@@ -86,8 +86,11 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
         say(t, "    keys: %s pauses; %s halves the LR, then %s rewinds", sp, lr, rw);
         break;
     case DIAG_R_SCALE:
-        say(t, "    keys: %s halves the LR; or %s pressed %d time%s: bf16", lr,
-            key(TUI_ACT_PRECISION), bf, bf == 1 ? "" : "s");
+        if (bf)
+            say(t, "    keys: %s halves the LR; or %s pressed %d time%s: bf16", lr,
+                key(TUI_ACT_PRECISION), bf, bf == 1 ? "" : "s");
+        else
+            say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_UPDATE:
         if (post_like(v->cfg->norm))
@@ -107,8 +110,12 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
             say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_NORM_VAR:
-        say(t, "    keys: %s (fp32 norms) or %s x%d (bf16), and %s halves the LR; then %s rewinds",
-            key(TUI_ACT_FP32_NORMS), key(TUI_ACT_PRECISION), bf, lr, rw);
+        if (bf)
+            say(t, "    keys: %s (fp32 norms) or %s x%d (bf16), and %s halves the LR; then %s "
+                   "rewinds", key(TUI_ACT_FP32_NORMS), key(TUI_ACT_PRECISION), bf, lr, rw);
+        else
+            say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
+                key(TUI_ACT_FP32_NORMS), lr, rw);
         break;
     case DIAG_R_GROWTH:
         say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr, rw,

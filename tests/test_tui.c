@@ -698,6 +698,12 @@ static void test_diag_panel(void)
     d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_LR, -1, 7, rv, "LR raised", "set lr 0.002");
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "keys: - pressed 4 times (LR back to 0.002 or below), then b"));
+    /* in bf16 already: no presses of f toward it */
+    s->s.cfg.precision = FMT_BF16;
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: i (fp32 norms) and - halves the LR; then b rewinds") &&
+          !has_line(lines, n, "f x"));
+    s->s.cfg.precision = FMT_FP16;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */
     memset(d, 0, sizeof *d);

@@ -151,13 +151,19 @@ void trainer_clock_release(trainer *t)
     pthread_mutex_unlock(&t->clock_lock);
 }
 
-void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
+/* A summary number: "%.4f", "nan" without the sign printf may give it,
+ * or "-" when there is none (have 0). */
+static void summary_num(int have, float x, char *buf, size_t n)
 {
-    float x = b ? s->loss_b : s->loss;
-    if (s->have_loss) /* "nan" without the sign printf may give it */
+    if (have)
         snprintf(buf, n, isnan(x) ? "nan" : "%.4f", (double)x);
     else
         snprintf(buf, n, "-");
+}
+
+void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
+{
+    summary_num(s->have_loss, b ? s->loss_b : s->loss, buf, n);
 }
 
 const char *trainer_state_name(trainer_state s)
@@ -1141,9 +1147,10 @@ void trainer_summary(trainer *t, FILE *f)
     const ns_config *c = &s.cfg;
     double secs = s.run_seconds;
     long done = s.run_steps;
-    char valtxt[32] = "-", losstxt[32]; /* "-": none (no step yet, a re-init) */
-    if (!isnan(s.last_val))
-        snprintf(valtxt, sizeof valtxt, "%.4f", (double)s.last_val);
+    /* a validation is "-" before the first (the runs validate together);
+     * a NaN one is "nan", not "none" */
+    char valtxt[32], losstxt[32];
+    summary_num(s.last_val_step > 0, s.last_val, valtxt, sizeof valtxt);
     trainer_loss_text(&s, 0, losstxt, sizeof losstxt);
     /* scripts and the bench read this line */
     fprintf(f,
@@ -1154,9 +1161,7 @@ void trainer_summary(trainer *t, FILE *f)
             norm_place_name(c->norm), norm_kind_name(c->norm_kind), numfmt_name(c->precision),
             c->n_layer, c->dim, c->n_head, c->context, c->batch, s.threads);
     if (s.compare) {
-        snprintf(valtxt, sizeof valtxt, "-");
-        if (!isnan(s.last_val_b))
-            snprintf(valtxt, sizeof valtxt, "%.4f", (double)s.last_val_b);
+        summary_num(s.last_val_step > 0, s.last_val_b, valtxt, sizeof valtxt);
         trainer_loss_text(&s, 1, losstxt, sizeof losstxt);
         fprintf(f, "normscope: b (%s): loss %s, val %s\n", t->o.label_b ? t->o.label_b : "twin",
                 losstxt, valtxt);

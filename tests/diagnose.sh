@@ -79,6 +79,8 @@ vd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/valnan.err")
 set -- $vn
 [ -n "$vn" ] && [ "$1" = "$2" ] && [ -n "$vd" ] && [ $((vd - $1)) -ge 2 ] && ok ||
     no "validation NaN warning '$vn', divergence at '$vd': $(cat "$T/valnan.err")"
+# the summary says the last validation was NaN, not that there was none
+has valnan "loss nan, val nan;" && ok || no "summary of the NaN validation: $(tail -n 3 "$T/valnan.err")"
 # on the log before the divergence, once
 vl=$(grep -n 'warning at step .*: validation loss is nan' "$T/valnan.err" | cut -d: -f1)
 dl=$(grep -n 'diverged at step' "$T/valnan.err" | head -1 | cut -d: -f1)

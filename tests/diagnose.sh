@@ -54,6 +54,14 @@ h=$(awk -F, -v d="$div" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "l3_headr
     $1 == d - 1 { print $k }' "$T/fp16.csv")
 awk -v h="$h" 'BEGIN { exit !(h != "" && h < 1) }' && ok || no "headroom before the overflow: $h"
 
+# clipping at 0.1 diverges sooner (step 91 against 141: Adam's step does
+# not shrink with the gradient), and the diagnosis says clipping is no fix
+run clip $FP16 --clip 0.1
+cdiv=$(sed -n 's/.*diverged at step \([0-9]*\) (first non-finite.*/\1/p' "$T/clip.err")
+[ -n "$cdiv" ] && [ -n "$div" ] && [ "$cdiv" -lt "$div" ] &&
+    has clip "clipping does not bound Adam's step, it can make this sooner" && ok ||
+    no "--clip 0.1: diverged at '$cdiv' (unclipped $div): $(cat "$T/clip.err")"
+
 # ---- 2. an early warning at least 20 steps before the divergence ----
 w=$(sed -n 's/.*warning at step \([0-9]*\): layer [0-9] headroom.*/\1/p' "$T/fp16.err" | head -1)
 [ -n "$w" ] && [ $((div - w)) -ge 20 ] && ok ||

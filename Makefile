@@ -101,6 +101,7 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/plot.sh"; NS_BIN=./$(BIN) sh tests/plot.sh || fail=1; \
 	echo "== tests/twin.sh"; NS_BIN=./$(BIN) sh tests/twin.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
+	echo "== tests/tui_diag.sh"; NS_BIN=./$(BIN) sh tests/tui_diag.sh || fail=1; \
 	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
 	echo "== tests/follow.sh"; NS_BIN=./$(BIN) sh tests/follow.sh || fail=1; \
 	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \

@@ -117,6 +117,9 @@ double diag_unigram_entropy(const uint8_t *b, size_t n);
 int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max);
 /* Is the run on the stall plateau now? (the STALLED state) */
 int diag_stalled(const diag *d);
+/* Does a finding of this episode still hold (a warning given, a divergence
+ * diagnosed)? 0 after a rewind or a setting change, until the next one. */
+int diag_episode_open(const diag *d);
 /* The rule's short name, for tests and exports ("headroom", "stall", ...). */
 const char *diag_rule_name(diag_rule r);
 

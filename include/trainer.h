@@ -32,6 +32,7 @@
 #include "atomicio.h"
 
 #include "command.h"
+#include "diagnose.h"
 #include "engine.h"
 #include "metrics.h"
 
@@ -50,12 +51,26 @@ typedef enum {
     TRAINER_DIVERGED = 2, /* a step was not finite: paused until told */
     TRAINER_DONE = 3,     /* reached --steps, or a script said stop: paused;
                            * resuming trains on */
-    TRAINER_STALLED = 4   /* running, and the diagnosis (diagnose.c) finds the run
-                           * stalled on the unigram plateau; published only:
-                           * the trainer itself is RUNNING */
+    TRAINER_STALLED = 4   /* running, and the diagnosis (diagnose.c) finds run a
+                           * stalled on the unigram plateau (b's: its
+                           * last_b.stalled); published only: the trainer
+                           * itself is RUNNING */
 } trainer_state;
 
 const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
+
+/* One run's diagnosis as the D panel shows it: the warnings and diagnoses
+ * of its current episode (from the first finding until a rewind or a
+ * setting change ends it, diagnose.h), oldest first; past
+ * TRAINER_FINDINGS the oldest warning makes room. alert is the status
+ * line's mark: the rule of the latest ("headroom", "stall":
+ * diag_rule_name), "" for none. */
+#define TRAINER_FINDINGS 6
+typedef struct {
+    char alert[16];
+    int n;
+    diag_finding f[TRAINER_FINDINGS];
+} trainer_diagnosis;
 
 /* A line of the event log: the engine's (ns_event, typed where it is
  * made) and the trainer's own (pause, resume, validation, DIVERGED, a
@@ -119,9 +134,8 @@ typedef struct {
     long hist_first;       /* no point before this one is kept (see trainer_hist_first) */
     long ev_total;         /* events since the start */
     int n_layer;
-    /* the status line's mark: the rule of the latest warning or diagnosis
-     * of this episode ("headroom", "stall": diag_rule_name), "" for none */
-    char alert[16];
+    /* each run's diagnosis: run a's, and with --compare run b's */
+    trainer_diagnosis diag[2];
     /* --compare: the twin run b, stepped in lockstep after a */
     int compare;
     step_metrics last_b;   /* b's latest step (valid with have_metrics) */
@@ -221,8 +235,9 @@ typedef struct {
     /* the data's unigram entropy (diag_unigram_entropy), the stall rule's
      * plateau; 0 leaves the stall rule silent */
     double plateau;
-    /* --on-stall stop: trainer_run ends when the diagnosis finds the run
-     * stalled (trainer_status.stall_stopped); the live view goes on */
+    /* --on-stall stop: trainer_run ends when the diagnosis finds a run
+     * (a, or the twin b) stalled (trainer_status.stall_stopped); the live
+     * view goes on */
     int on_stall;
 } trainer_opts;
 
@@ -244,7 +259,7 @@ int trainer_start(trainer *t, char *err, size_t errlen);
  * and step are noted and skipped and its stop ends the run, as do the
  * step limit, a divergence (on_div pause or stop), a stall (o.on_stall),
  * *o.interrupt and a failed row write. Returns then, with the events of
- * both runs and the diagnosis' findings (run a) reported to o.log. Use trainer_start or trainer_run, once. */
+ * both runs and the diagnosis' findings (each run's) reported to o.log. Use trainer_start or trainer_run, once. */
 void trainer_run(trainer *t);
 /* Peak resident bytes of a run of a (with its --compare twin b, or NULL)
  * over a->steps steps (0: until stopped), headless or in the live view:

@@ -117,6 +117,8 @@ int tui_utf8_encode(uint32_t cp, char out[4]);
 typedef struct {
     int r, c, h, w; /* top row, left column, height, width; h or w 0 = absent */
 } tui_rect;
+/* A border around r: line glyphs with unicode, else -, | and +. */
+void tui_box(tui_grid *g, tui_rect r, int unicode, tui_style s);
 
 typedef struct {
     int too_small; /* below TUI_MIN_ROWS x TUI_MIN_COLS: only the message is drawn */
@@ -278,6 +280,7 @@ typedef enum {
     TUI_ACT_DUMP_FIGURE,
     TUI_ACT_LESSON,
     TUI_ACT_HELP,
+    TUI_ACT_DIAG,       /* the runs' diagnosis (tui_diag.c) */
     TUI_ACT_QUIT,
     TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
     TUI_ACT_STEP_FWD,
@@ -298,6 +301,8 @@ typedef struct {
 extern const tui_key tui_keys[];
 extern const int tui_n_keys;
 tui_action tui_key_action(int key);
+/* The key that does a, from the key table: "p", "space", "Tab" ("?" if none). */
+void tui_key_name(tui_action a, char *b, size_t n);
 /* Does the action change the lab's model or its training (placement,
  * precision, warmup, LR schedule, rewind, re-init, a step)? Those keys are
  * not available while following a stream (--follow). */
@@ -320,6 +325,7 @@ typedef struct {
     int selected; /* layer index */
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
+    int diag;     /* the diagnosis overlay (D) is shown */
     int target;   /* --compare: the run(s) a key acts on (a twin_target) */
     int bars_rel; /* gradient bars relative to each run's largest layer */
     int dump;     /* files the front end writes after the next frame:
@@ -382,6 +388,15 @@ void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui 
 int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
 /* The projector layout's one-row stand-in for the side box (tui_fold.c). */
 void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+/* The D overlay (tui_diag.c), in the help's place: each run's findings of
+ * its episode, the newest first, each with the layer's numbers now, what
+ * to try and the keys that do it; "no warnings; the run is healthy" and
+ * the least headroom when there are none; both runs under --compare.
+ * tui_diag_lines writes its logical lines (unwrapped) and returns how many. */
+#define TUI_DIAG_LINE 192
+#define TUI_DIAG_MAX 64
+int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max);
+void tui_draw_diag(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 #define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
 void tui_draw_too_small(tui_grid *g, int rows, int cols);
 

@@ -57,6 +57,8 @@ double diag_unigram_entropy(const uint8_t *b, size_t n)
 
 int diag_stalled(const diag *d) { return d->stalled; }
 
+int diag_episode_open(const diag *d) { return d->warned || d->div_seen; }
+
 /* ---- the history -------------------------------------------------------- */
 
 static long kept(const diag *d) { return d->n < DIAG_WINDOW ? d->n : DIAG_WINDOW; }
@@ -200,6 +202,7 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
         new_episode(d);
         d->div_seen = 0;
         if (d->diverged_at >= m->step && settings_equal(&s, &d->diverged_set)) {
+            d->warned |= 1u << DIAG_R_RESUMED; /* it holds until a change */
             double v[4] = {(double)m->step - 1, (double)d->diverged_at, 0, 0};
             add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, m->step, v,
                 "pause, change a setting (LR, warmup, precision, norm), rewind again",
@@ -258,13 +261,9 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
 
 static void rule_val_nan(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
-    if (!m->has_val)
-        return;
-    if (isfinite(m->val_loss)) {
-        d->warned &= ~(1u << DIAG_R_VAL_NAN);
-        return;
-    }
-    if (d->warned & (1u << DIAG_R_VAL_NAN))
+    /* once per episode: the weights near the limit give NaN on some
+     * validations and not on others, and the first one is the news */
+    if (!m->has_val || isfinite(m->val_loss) || (d->warned & (1u << DIAG_R_VAL_NAN)))
         return;
     d->warned |= 1u << DIAG_R_VAL_NAN;
     double v[4] = {m->val_loss, 0, 0, 0};
@@ -420,7 +419,8 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
         l, (double)old->act[l], (double)now->act[l], now->step - old->step, rate, cross);
 }
 
-/* The LR was raised, or warmup turned off, shortly before. */
+/* The LR was raised, or warmup turned off, shortly before: value
+ * {tolerated, peak now, raised at, 0} or {peak, off since, 0, 1}. */
 static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     char hint[DIAG_TEXT];
@@ -434,7 +434,7 @@ static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, 
             m->step - d->lr_raised_at);
     } else if (!m->warmup_on && d->warmup_off_at >= 0 &&
                m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY) {
-        double v[4] = {m->lr_peak, (double)d->warmup_off_at, 0, 0};
+        double v[4] = {m->lr_peak, (double)d->warmup_off_at, 0, 1}; /* 1: no warmup */
         add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v,
             "rewind to step 0 and turn warmup on, or lower the LR",
             "no warmup: peak LR %g in force from step %ld, %ld steps before", (double)m->lr_peak,

@@ -613,6 +613,10 @@ long engine_rewind(engine *e)
     e->scale = best->scale;
     e->good = best->good;
     e->last = best->metrics; /* the snapshot's step's numbers, when it has them */
+    /* the spike windows hold the abandoned steps: the replay is judged
+     * afresh, as after a re-init (an untrained step 1 is no spike) */
+    metrics_spike_reset(&e->spike_loss, METRICS_SPIKE_LOSS);
+    metrics_spike_reset(&e->spike_gnorm, METRICS_SPIKE_GNORM);
     /* snapshots after this point belong to the abandoned future */
     for (int i = 0; i < e->n_snaps; i++)
         if (e->snaps[i].step > best->step)

@@ -44,6 +44,15 @@ static const char default_prompt[] = "The model ";
 /* steps/s is measured over windows of this many seconds */
 #define RATE_WINDOW 0.5
 
+/* One run's diagnosis (diagnose.c): its rules' state, the latest step's
+ * findings until reported, and what the status shows of it. */
+typedef struct {
+    diag d;
+    diag_finding found[DIAG_MAX_FINDINGS];
+    int n_found;
+    trainer_diagnosis view;
+} run_diag;
+
 struct trainer {
     engine *e;
     trainer_opts o;
@@ -105,11 +114,8 @@ struct trainer {
     int sample_len;
     long sample_step;
     unsigned generation;
-    diag *dg;        /* the diagnosis of run a (diagnose.c) */
-    diag_finding found[DIAG_MAX_FINDINGS]; /* the latest step's, until reported */
-    int n_found;
+    run_diag *rd;    /* [2]: the diagnosis of run a and of the twin b */
     int stall_stopped; /* --on-stall stop ended the run (headless) */
-    char alert[16];  /* the status line's mark (trainer_status.alert) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
 };
@@ -146,13 +152,19 @@ void trainer_clock_release(trainer *t)
     pthread_mutex_unlock(&t->clock_lock);
 }
 
-void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
+/* A summary number: "%.4f", "nan" without the sign printf may give it,
+ * or "-" when there is none (have 0). */
+static void summary_num(int have, float x, char *buf, size_t n)
 {
-    float x = b ? s->loss_b : s->loss;
-    if (s->have_loss) /* "nan" without the sign printf may give it */
+    if (have)
         snprintf(buf, n, isnan(x) ? "nan" : "%.4f", (double)x);
     else
         snprintf(buf, n, "-");
+}
+
+void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
+{
+    summary_num(s->have_loss, b ? s->loss_b : s->loss, buf, n);
 }
 
 const char *trainer_state_name(trainer_state s)
@@ -210,7 +222,8 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     trainer_status *s = &p->s;
     const ns_config *c = engine_config(t->e);
     s->state = t->state == TRAINER_RUNNING && t->m.stalled ? TRAINER_STALLED : t->state;
-    memcpy(s->alert, t->alert, sizeof s->alert);
+    s->diag[0] = t->rd[0].view;
+    s->diag[1] = t->rd[1].view;
     s->steps_done = engine_steps_done(t->e);
     s->have_metrics = t->have_metrics;
     s->last = t->m;
@@ -796,61 +809,118 @@ static void report_events(trainer *t)
     }
 }
 
-/* ---- the diagnosis of run a (diagnose.c), each step -------------------- */
+/* ---- each run's diagnosis (diagnose.c), each step ------------------------ */
 
-/* The step's findings, kept until reported; the stalled mark on the row. */
+/* Runs there are: a, and b with a twin. */
+static int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
+
+/* A run's metrics (1 = b). */
+static step_metrics *run_metrics(trainer *t, int run) { return run ? &t->mb : &t->m; }
+
+/* What names a run's lines, as its engine events are named: "b: ", and
+ * "a: " beside a twin; "" alone. */
+static const char *run_prefix(const trainer *t, int run)
+{
+    return !t->o.twin ? "" : run ? "b: " : "a: ";
+}
+
+/* The step's findings, kept until reported; the stalled mark on each row. */
 static void diagnosis_observe(trainer *t)
 {
-    t->n_found = diag_observe(t->dg, &t->m, t->found, DIAG_MAX_FINDINGS);
-    t->m.stalled = diag_stalled(t->dg);
+    for (int r = 0; r < n_runs(t); r++) {
+        run_diag *d = &t->rd[r];
+        step_metrics *m = run_metrics(t, r);
+        d->n_found = diag_observe(&d->d, m, d->found, DIAG_MAX_FINDINGS);
+        m->stalled = diag_stalled(&d->d);
+    }
 }
 
-/* The step's findings as events, after the engine's; the latest one's rule
- * is the status line's mark until the episode ends. */
+/* Keep f in the episode's list; when it is full the oldest warning (or,
+ * with none, the oldest finding) makes room. */
+static void view_add(trainer_diagnosis *v, const diag_finding *f)
+{
+    if (v->n == TRAINER_FINDINGS) {
+        int drop = 0;
+        while (drop < v->n - 1 && v->f[drop].kind != DIAG_WARNING)
+            drop++;
+        memmove(&v->f[drop], &v->f[drop + 1], (size_t)(v->n - 1 - drop) * sizeof *v->f);
+        v->n--;
+    }
+    v->f[v->n++] = *f;
+    snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(f->rule));
+}
+
+/* The step's findings as events, after the engine's, named by run like
+ * its other events; the episode's list and the status line's mark follow
+ * them until the episode ends. */
 static void diagnosis_events(trainer *t)
 {
-    if (!t->dg->warned && !t->dg->div_seen)
-        t->alert[0] = 0; /* a new episode: a rewind or a setting change */
-    for (int i = 0; i < t->n_found; i++) {
-        const diag_finding *f = &t->found[i];
-        add_event(t, NS_EV_WARNING, f->layer, "%s", f->text);
-        add_event(t, NS_EV_WARNING, f->layer, "  try: %s", f->hint);
-        snprintf(t->alert, sizeof t->alert, "%s", diag_rule_name(f->rule));
+    for (int r = 0; r < n_runs(t); r++) {
+        run_diag *d = &t->rd[r];
+        if (!diag_episode_open(&d->d))
+            memset(&d->view, 0, sizeof d->view); /* a rewind or a setting change */
+        for (int i = 0; i < d->n_found; i++) {
+            const diag_finding *f = &d->found[i];
+            add_event(t, NS_EV_WARNING, f->layer, "%s%s", run_prefix(t, r), f->text);
+            add_event(t, NS_EV_WARNING, f->layer, "%s  try: %s", run_prefix(t, r), f->hint);
+            view_add(&d->view, f);
+        }
     }
 }
 
-/* Headless: the findings on the log, after the step's engine events; and
- * --on-stall stop ends a stalled run (trainer_status.stall_stopped). */
-static void diagnosis_report(trainer *t)
+/* Headless, --on-stall stop: a stalled run (a's first) ends the run
+ * (trainer_status.stall_stopped). */
+static void stop_if_stalled(trainer *t)
 {
-    FILE *log = t->o.log;
-    const char *cr = t->o.progress ? "\r\033[K" : "";
-    for (int i = 0; log && !t->o.quiet && i < t->n_found; i++) {
-        const diag_finding *f = &t->found[i];
-        fprintf(log, "%snormscope: %s at step %ld: %s\nnormscope:   try: %s\n", cr,
-                f->kind == DIAG_WARNING ? "warning" : "diagnosis", f->step, f->text, f->hint);
-    }
-    t->n_found = 0;
-    if (!t->sync || !t->o.on_stall || !t->m.stalled || t->state != TRAINER_RUNNING)
+    int r = 0;
+    while (r < n_runs(t) && !run_metrics(t, r)->stalled)
+        r++;
+    if (!t->sync || !t->o.on_stall || r == n_runs(t) || t->state != TRAINER_RUNNING)
         return;
     set_state(t, TRAINER_DONE);
     t->budget = 0;
     t->stall_stopped = 1;
-    add_event(t, NS_EV_INFO, -1, "stalled at step %ld; stopping (--on-stall stop)", t->m.step);
-    if (log)
-        fprintf(log, "%snormscope: stalled at step %ld; stopping (--on-stall stop)\n", cr,
-                t->m.step);
+    long step = run_metrics(t, r)->step;
+    add_event(t, NS_EV_INFO, -1, "%sstalled at step %ld; stopping (--on-stall stop)",
+              run_prefix(t, r), step);
+    if (t->o.log)
+        fprintf(t->o.log, "%snormscope: %sstalled at step %ld; stopping (--on-stall stop)\n",
+                t->o.progress ? "\r\033[K" : "", run_prefix(t, r), step);
     publish_status(t);
 }
 
-/* Headless, after the summary line: the cause of a run that ended diverged
- * or stalled, and what to try. */
+/* Headless: the findings on the log, after the step's engine events, a's
+ * then b's; then --on-stall stop. */
+static void diagnosis_report(trainer *t)
+{
+    FILE *log = t->o.log;
+    const char *cr = t->o.progress ? "\r\033[K" : "";
+    for (int r = 0; r < n_runs(t); r++) {
+        run_diag *d = &t->rd[r];
+        for (int i = 0; log && !t->o.quiet && i < d->n_found; i++) {
+            const diag_finding *f = &d->found[i];
+            fprintf(log, "%snormscope: %s%s at step %ld: %s\nnormscope: %s  try: %s\n", cr,
+                    run_prefix(t, r), f->kind == DIAG_WARNING ? "warning" : "diagnosis",
+                    f->step, f->text, run_prefix(t, r), f->hint);
+        }
+        d->n_found = 0;
+    }
+    stop_if_stalled(t);
+}
+
+/* Headless, after the summary line: for each run that ended diverged or
+ * stalled, the cause and what to try. */
 static void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
 {
-    int ended_bad = trainer_ended_diverged(s) || (s->have_metrics && s->last.stalled);
-    if (t->sync && ended_bad && t->dg->last_diagnosis.step > 0)
-        fprintf(f, "normscope: cause: %s\nnormscope: try: %s\n", t->dg->last_diagnosis.text,
-                t->dg->last_diagnosis.hint);
+    for (int r = 0; t->sync && s->have_metrics && r < n_runs(t); r++) {
+        const step_metrics *m = r ? &s->last_b : &s->last;
+        const diag_finding *c = &t->rd[r].d.last_diagnosis;
+        int ended_bad = m->nonfinite || m->stalled ||
+                        (s->state == TRAINER_DIVERGED && trainer_diverged_run(s) == r);
+        if (ended_bad && c->step > 0)
+            fprintf(f, "normscope: %scause: %s\nnormscope: %stry: %s\n", run_prefix(t, r),
+                    c->text, run_prefix(t, r), c->hint);
+    }
 }
 
 /* A validation result of run (1 = b) as an event: "b: validation loss
@@ -1009,7 +1079,7 @@ static void *trainer_main(void *arg)
 trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen)
 {
     trainer *t = calloc(1, sizeof *t);
-    if (!t || !(t->pub = trainer_snapshot_new()) || !(t->dg = malloc(sizeof *t->dg))) {
+    if (!t || !(t->pub = trainer_snapshot_new()) || !(t->rd = calloc(2, sizeof *t->rd))) {
         if (t)
             free(t->pub);
         free(t);
@@ -1019,7 +1089,8 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->e = e;
     if (o)
         t->o = *o;
-    diag_init(t->dg, t->o.plateau);
+    diag_init(&t->rd[0].d, t->o.plateau);
+    diag_init(&t->rd[1].d, t->o.plateau);
     if (!t->o.prompt)
         t->o.prompt = default_prompt;
     pthread_mutex_init(&t->qlock, NULL);
@@ -1113,9 +1184,10 @@ void trainer_summary(trainer *t, FILE *f)
     const ns_config *c = &s.cfg;
     double secs = s.run_seconds;
     long done = s.run_steps;
-    char valtxt[32] = "-", losstxt[32]; /* "-": none (no step yet, a re-init) */
-    if (!isnan(s.last_val))
-        snprintf(valtxt, sizeof valtxt, "%.4f", (double)s.last_val);
+    /* a validation is "-" before the first (the runs validate together);
+     * a NaN one is "nan", not "none" */
+    char valtxt[32], losstxt[32];
+    summary_num(s.last_val_step > 0, s.last_val, valtxt, sizeof valtxt);
     trainer_loss_text(&s, 0, losstxt, sizeof losstxt);
     /* scripts and the bench read this line */
     fprintf(f,
@@ -1129,9 +1201,7 @@ void trainer_summary(trainer *t, FILE *f)
             peak_resident_bytes() / 1048576.0,
             trainer_bytes_needed(c, s.compare ? &s.cfg_b : NULL, !t->sync) / 1048576.0);
     if (s.compare) {
-        snprintf(valtxt, sizeof valtxt, "-");
-        if (!isnan(s.last_val_b))
-            snprintf(valtxt, sizeof valtxt, "%.4f", (double)s.last_val_b);
+        summary_num(s.last_val_step > 0, s.last_val_b, valtxt, sizeof valtxt);
         trainer_loss_text(&s, 1, losstxt, sizeof losstxt);
         fprintf(f, "normscope: b (%s): loss %s, val %s\n", t->o.label_b ? t->o.label_b : "twin",
                 losstxt, valtxt);
@@ -1252,6 +1322,6 @@ void trainer_free(trainer *t)
     pthread_cond_destroy(&t->scond);
     pthread_mutex_destroy(&t->clock_lock);
     free(t->pub);
-    free(t->dg);
+    free(t->rd);
     free(t);
 }

@@ -349,8 +349,8 @@ static int handle_input(run_state *rs, int ch)
         tui_action a = tui_key_action(translate_key(ch));
         if (a != TUI_ACT_NONE)
             send_action(rs, a);
-        else if (rs->ui.help)
-            rs->ui.help = 0; /* "any key closes this help": unbound ones too */
+        else if (rs->ui.help || rs->ui.diag) /* "any key closes": unbound ones too */
+            rs->ui.help = rs->ui.diag = 0;
         break;
     }
     }

@@ -113,6 +113,11 @@ int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a)
     ns_command unused;
     if (ui->help || a == TUI_ACT_NONE) /* the key that closes help does nothing else */
         return tui_apply(ui, a, stream_snapshot(f->r)->s.n_layer, &unused), 0;
+    if (a == TUI_ACT_DIAG) { /* the rules run in the lab's own runs */
+        stream_note(f->r, NS_EV_NOTE, "D: the diagnosis is the lab's; the stream's warnings "
+                                      "are in its event log");
+        return 0;
+    }
     if (tui_action_changes_model(a)) {
         char t[NS_EVENT_TEXT];
         const char *what = "that key";

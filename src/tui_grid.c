@@ -190,3 +190,22 @@ size_t tui_escape(const uint8_t *b, int n, char *out, size_t cap)
     out[k] = 0;
     return k;
 }
+
+void tui_box(tui_grid *g, tui_rect r, int unicode, tui_style s)
+{
+    if (r.h < 2 || r.w < 2)
+        return;
+    uint32_t h = unicode ? G_HLINE : '-', v = unicode ? G_VLINE : '|';
+    for (int c = 1; c < r.w - 1; c++) {
+        tui_put(g, r.r, r.c + c, h, s);
+        tui_put(g, r.r + r.h - 1, r.c + c, h, s);
+    }
+    for (int i = 1; i < r.h - 1; i++) {
+        tui_put(g, r.r + i, r.c, v, s);
+        tui_put(g, r.r + i, r.c + r.w - 1, v, s);
+    }
+    tui_put(g, r.r, r.c, unicode ? G_TL : '+', s);
+    tui_put(g, r.r, r.c + r.w - 1, unicode ? G_TR : '+', s);
+    tui_put(g, r.r + r.h - 1, r.c, unicode ? G_BL : '+', s);
+    tui_put(g, r.r + r.h - 1, r.c + r.w - 1, unicode ? G_BR : '+', s);
+}

@@ -49,7 +49,9 @@ const tui_key tui_keys[] = {
      TUI_ACT_DUMP_SCREEN},
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS},
     {{'g'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_FIGURE},
-    {{'?', 'h', TUI_KEY_F1}, "?/h/F1", "F1", "Help", "this help (any key closes it)", TUI_ACT_HELP},
+    {{'?', 'h', TUI_KEY_F1}, "?/h/F1/D", "F1", "Help",
+     "this help / the runs' diagnosis and what to try (D); any key closes", TUI_ACT_HELP},
+    {{'D'}, NULL, NULL, NULL, NULL, TUI_ACT_DIAG},
     {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT},
     /* --follow only (the help shows them there, in the rows of the keys
      * that change the lab's model, which it sums up in one line) */
@@ -68,6 +70,23 @@ tui_action tui_key_action(int key)
             if (tui_keys[i].keys[k] == key)
                 return tui_keys[i].act;
     return TUI_ACT_NONE;
+}
+
+void tui_key_name(tui_action a, char *b, size_t n)
+{
+    snprintf(b, n, "?");
+    for (int i = 0; i < tui_n_keys; i++) {
+        int k = tui_keys[i].keys[0];
+        if (tui_keys[i].act != a)
+            continue;
+        if (k == ' ')
+            snprintf(b, n, "space");
+        else if (k == TUI_KEY_TAB)
+            snprintf(b, n, "Tab");
+        else if (k > ' ' && k < 127)
+            snprintf(b, n, "%c", k);
+        return;
+    }
 }
 
 int tui_action_changes_model(tui_action a)
@@ -101,8 +120,8 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
         n_layer = 1;
     if (ui->selected < 0 || ui->selected >= n_layer)
         ui->selected = n_layer - 1;
-    if (ui->help && a != TUI_ACT_QUIT && a != TUI_ACT_NONE) {
-        ui->help = 0; /* the key that closes help does nothing else */
+    if ((ui->help || ui->diag) && a != TUI_ACT_QUIT && a != TUI_ACT_NONE) {
+        ui->help = ui->diag = 0; /* the key that closes an overlay does nothing else */
         return 0;
     }
     /* a page: the layers visible last frame, less one for context */
@@ -139,6 +158,7 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
     case TUI_ACT_DUMP_FIGURE: ui->dump |= TUI_DUMP_FIGURE; return 0;
     case TUI_ACT_HELP: ui->help = 1; return 0;
+    case TUI_ACT_DIAG: ui->diag = 1; return 0;
     case TUI_ACT_QUIT: ui->quit = 1; return 0;
     case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_CHECKPOINT:
         snprintf(ui->note, sizeof ui->note, "only while following a stream (--follow) ");

@@ -21,25 +21,6 @@
 /* Left-aligned eighth blocks: index k = k/8 of a cell (k = 1..7). */
 static uint32_t eighth(int k) { return (uint32_t)(0x2590 - k); /* ▏=258F .. ▉=2589 */ }
 
-static void box(tui_grid *g, tui_rect r, int unicode, tui_style s)
-{
-    if (r.h < 2 || r.w < 2)
-        return;
-    uint32_t h = unicode ? G_HLINE : '-', v = unicode ? G_VLINE : '|';
-    for (int c = 1; c < r.w - 1; c++) {
-        tui_put(g, r.r, r.c + c, h, s);
-        tui_put(g, r.r + r.h - 1, r.c + c, h, s);
-    }
-    for (int i = 1; i < r.h - 1; i++) {
-        tui_put(g, r.r + i, r.c, v, s);
-        tui_put(g, r.r + i, r.c + r.w - 1, v, s);
-    }
-    tui_put(g, r.r, r.c, unicode ? G_TL : '+', s);
-    tui_put(g, r.r, r.c + r.w - 1, unicode ? G_TR : '+', s);
-    tui_put(g, r.r + r.h - 1, r.c, unicode ? G_BL : '+', s);
-    tui_put(g, r.r + r.h - 1, r.c + r.w - 1, unicode ? G_BR : '+', s);
-}
-
 static void add_hit(tui_ui *ui, int r, int c0, int c1, tui_action a, int layer)
 {
     if (ui->n_hits < TUI_MAX_HITS && c1 > c0)
@@ -221,8 +202,8 @@ static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
  * divergence. */
 static trainer_state run_state(const trainer_status *s, int run)
 {
-    if (s->state == TRAINER_STALLED && run == 1)
-        return TRAINER_RUNNING; /* the stall rule watches run a only */
+    if (run == 1 && (s->state == TRAINER_RUNNING || s->state == TRAINER_STALLED))
+        return s->last_b.stalled ? TRAINER_STALLED : TRAINER_RUNNING; /* b's own */
     if (s->state != TRAINER_DIVERGED || !s->compare)
         return s->state;
     int d = trainer_diverged_run(s);
@@ -254,6 +235,8 @@ static void status_run_values(items *l, const trainer_status *s, int run)
                  (int)(100.0 * next / peak));
     else
         add_item(l, TUI_S_STATUS, 1, "lr %.2e", (double)next);
+    if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
+        add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
     if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
         /* where it started, not the last symptom: the first thing to look at */
         add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
@@ -273,8 +256,6 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
     if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
     status_run_values(l, s, 0);
-    if (s->alert[0]) /* the diagnosis' mark: its lines are in the event log */
-        add_item(l, TUI_S_WARN, 1, "! %s", s->alert);
     double tok = s->steps_per_s * s->cfg.batch * s->cfg.context;
     if (tok >= 1e6)
         add_item(l, TUI_S_STATUS, 4, "%.2fM tok/s", tok / 1e6);
@@ -328,24 +309,6 @@ static int status_state(tui_grid *g, tui_rect r, int row, trainer_state st, int 
         sc += tui_puts(g, row, sc, 9, TUI_S_FROZEN, " FROZEN ") + 1;
     tui_puts(g, row, sc, (int)strlen(state), state_style(st), state);
     return r.w - right - 1;
-}
-
-/* The key that does a, from the key table: "p", "space", "Tab". */
-static void key_name(tui_action a, char *b, size_t n)
-{
-    snprintf(b, n, "?");
-    for (int i = 0; i < tui_n_keys; i++) {
-        int k = tui_keys[i].keys[0];
-        if (tui_keys[i].act != a)
-            continue;
-        if (k == ' ')
-            snprintf(b, n, "space");
-        else if (k == TUI_KEY_TAB)
-            snprintf(b, n, "Tab");
-        else if (k > ' ' && k < 127)
-            snprintf(b, n, "%c", k);
-        return;
-    }
 }
 
 /* One clickable toggle of the toggles row. */
@@ -429,7 +392,7 @@ static void status_toggles(tui_grid *g, tui_rect r, int row, const trainer_statu
     int c = r.c + 1;
     for (int i = 0; i < l.n; i++) {
         char name[8], k[16];
-        key_name(l.t[i].act, name, sizeof name);
+        tui_key_name(l.t[i].act, name, sizeof name);
         int kl = snprintf(k, sizeof k, "[%s]", name);
         int len = kl + 1 + (int)strlen(l.t[i].text);
         if (c + len > r.c + r.w - 1)
@@ -913,7 +876,7 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
     const trainer_status *s = &snap->s;
     int L = s->n_layer > 0 ? s->n_layer : 1;
     int l = clampi(ui->selected, 0, L - 1);
-    box(g, r, ui->unicode, TUI_S_BORDER);
+    tui_box(g, r, ui->unicode, TUI_S_BORDER);
     char t[48];
     snprintf(t, sizeof t, " layer %d of %d ", l, L);
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, t);
@@ -1053,7 +1016,7 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
     if (r.w < 20 || r.h < 4)
         return;
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
-    box(g, r, ui->unicode, TUI_S_BORDER);
+    tui_box(g, r, ui->unicode, TUI_S_BORDER);
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
     /* the closing hint sits on the bottom border, as the title on the top */
     int rr = r.r + 1, last = r.r + r.h - 1;
@@ -1135,5 +1098,9 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui)
     if (ui->help) {
         ui->n_hits = 0; /* the overlay covers what was clickable */
         tui_draw_help(g, L.help, ui);
+    }
+    if (ui->diag && !ui->help) {
+        ui->n_hits = 0;
+        tui_draw_diag(g, L.help, s, ui);
     }
 }

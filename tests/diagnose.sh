@@ -54,6 +54,14 @@ h=$(awk -F, -v d="$div" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "l3_headr
     $1 == d - 1 { print $k }' "$T/fp16.csv")
 awk -v h="$h" 'BEGIN { exit !(h != "" && h < 1) }' && ok || no "headroom before the overflow: $h"
 
+# clipping at 0.1 diverges sooner (step 91 against 141: Adam's step does
+# not shrink with the gradient), and the diagnosis says clipping is no fix
+run clip $FP16 --clip 0.1
+cdiv=$(sed -n 's/.*diverged at step \([0-9]*\) (first non-finite.*/\1/p' "$T/clip.err")
+[ -n "$cdiv" ] && [ -n "$div" ] && [ "$cdiv" -lt "$div" ] &&
+    has clip "clipping does not bound Adam's step, it can make this sooner" && ok ||
+    no "--clip 0.1: diverged at '$cdiv' (unclipped $div): $(cat "$T/clip.err")"
+
 # ---- 2. an early warning at least 20 steps before the divergence ----
 w=$(sed -n 's/.*warning at step \([0-9]*\): layer [0-9] headroom.*/\1/p' "$T/fp16.err" | head -1)
 [ -n "$w" ] && [ $((div - w)) -ge 20 ] && ok ||
@@ -69,6 +77,39 @@ sd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/scale.err")
 grep -q "nan" "$T/scale.err" && ! grep -q -- "-nan" "$T/scale.err" && ok ||
     no "NaN spelled with a sign, or not at all: $(grep -i nan "$T/scale.err")"
 
+# no norm, fp16, validation every step: the residual of the held-out
+# batches reaches fp16's limit first, and the validation loss is NaN ten
+# steps before a training step's forward is (validated at 197, diverged at 207)
+run valnan $F --precision fp16 --norm none --lr 3e-2 --steps 300 --val-every 1 --val-batches 2
+vn=$(sed -n 's/.*warning at step \([0-9]*\): validation loss is nan at step \([0-9]*\) while.*/\1 \2/p' \
+    "$T/valnan.err")
+vd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/valnan.err")
+set -- $vn
+[ -n "$vn" ] && [ "$1" = "$2" ] && [ -n "$vd" ] && [ $((vd - $1)) -ge 2 ] && ok ||
+    no "validation NaN warning '$vn', divergence at '$vd': $(cat "$T/valnan.err")"
+# the summary says the last validation was NaN, not that there was none
+has valnan "loss nan, val nan;" && ok || no "summary of the NaN validation: $(tail -n 3 "$T/valnan.err")"
+# on the log before the divergence, once
+vl=$(grep -n 'warning at step .*: validation loss is nan' "$T/valnan.err" | cut -d: -f1)
+dl=$(grep -n 'diverged at step' "$T/valnan.err" | head -1 | cut -d: -f1)
+[ "$(echo "$vl" | wc -w)" -eq 1 ] && [ -n "$dl" ] && [ "$vl" -lt "$dl" ] && ok ||
+    no "validation NaN warning at line '$vl', divergence at line '$dl'"
+
+# ---- --compare: each run has its own diagnosis, named like its events ----
+# run a at a tenth of b's LR stays finite; only b's norm variance overflows
+run cmpb $F --precision fp16 --fp32-norms off --lr 2e-3 --steps 600 --compare lr=2e-2
+cd_=$(sed -n 's/.*run b diverged at step \([0-9]*\) (first.*/\1/p' "$T/cmpb.err")
+[ "$(rc cmpb)" -eq 3 ] && [ -n "$cd_" ] && ok || no "--compare b: exit $(rc cmpb): $(cat "$T/cmpb.err")"
+bl=$(sed -n 's/.*b: cause: forward, final norm variance overflowed in fp16: act max .* (layer \([0-9]\)).*/\1/p' \
+    "$T/cmpb.err")
+[ -n "$bl" ] && grep -q "b: diagnosis at step $cd_: layer $bl act max" "$T/cmpb.err" &&
+    has cmpb "b: warning at step" && ok || no "run b's diagnosis: $(cat "$T/cmpb.err")"
+! grep -q "a: warning at\|a: diagnosis\|a: cause\|^normscope: cause" "$T/cmpb.err" && ok ||
+    no "run a reported: $(grep 'a: \|^normscope: cause' "$T/cmpb.err")"
+run cmpok $F --warmup 20 --steps 200 --compare norm=post
+[ "$(rc cmpok)" -eq 0 ] && ! grep -q "warning\|diagnosis\|cause:" "$T/cmpok.err" && ok ||
+    no "--compare healthy: exit $(rc cmpok): $(cat "$T/cmpok.err")"
+
 # ---- 3. the deep Post-LN stall, within 200 steps; Pre-LN does not ----
 POST="$F -L 24 --lr 3e-3 --steps 300 --on-stall stop"
 run stall $POST --norm post --csv "$T/stall.csv"
@@ -82,6 +123,14 @@ run prestall $POST --norm pre --csv "$T/pre.csv"
 [ "$(rc prestall)" -eq 0 ] && ! grep -q "stalled\|diagnosis\|warning at" "$T/prestall.err" &&
     ! cut -d, -f2- "$T/pre.csv" | grep -q stalled && ok ||
     no "Pre-LN reported: exit $(rc prestall): $(cat "$T/prestall.err")"
+
+# --compare: run b (Post-LN) stalls and stops the run; a (Pre-LN) is not named
+run cmpstall $POST --norm pre --compare norm=post --csv "$T/cmpstall.csv"
+[ "$(rc cmpstall)" -eq 4 ] && has cmpstall "b: stalled at step" &&
+    has cmpstall "b: cause: stalled: loss" && ! has cmpstall "a: cause" && ok ||
+    no "--compare Post-LN b stall: exit $(rc cmpstall): $(cat "$T/cmpstall.err")"
+[ "$(last_col "$T/cmpstall.csv" b_state)" = stalled ] &&
+    [ "$(last_col "$T/cmpstall.csv" state)" != stalled ] && ok || no "CSV states of the b stall"
 
 # ---- 4. the checkpoint written at the divergence, and a --load recovery ----
 [ -s "$T/div.ck" ] && has fp16 "the run diverged; wrote the snapshot of step 100" && ok ||
@@ -140,6 +189,13 @@ printf 'at 150: lr x1000\n' >"$T/spike.script"
 run spike $F --warmup 20 --steps 200 --script "$T/spike.script"
 grep -q "warning: gradient norm spike at step 15[0-9]: .* sd, .*x the median of .*), then" "$T/spike.err" &&
     ok || no "no spike warning after lr x1000: $(cat "$T/spike.err")"
+
+# ---- a rewind to step 0 replays an untrained start: no spike ----
+# (the spike windows held the abandoned steps' losses, near a third of it)
+printf 'at 200: rewind\n' >"$T/rw0.script"
+run rw0 $F --warmup 20 --steps 260 --snapshot-every 0 --script "$T/rw0.script"
+has rw0 "rewound from step 200 to the snapshot at step 0" && ! has rw0 "spike" && ok ||
+    no "spike warning after a rewind to step 0: $(cat "$T/rw0.err")"
 
 # ---- healthy runs: no warning, no spike, no diagnosis ----
 run healthy $F --warmup 20 --steps 200

@@ -851,10 +851,10 @@ static void test_stall(void)
         for (int i = 0; i < rec.n; i++)
             stalled_rows += rec.m[i].stalled;
         if (pre) {
-            CHECK(S->s.alert[0] == 0 && stalled_rows == 0);
+            CHECK(S->s.diag[0].alert[0] == 0 && stalled_rows == 0);
             CHECK(!find_event(S, NS_EV_WARNING, "stalled"));
         } else {
-            CHECK(strcmp(S->s.alert, "stall") == 0);
+            CHECK(strcmp(S->s.diag[0].alert, "stall") == 0);
             CHECK(find_event(S, NS_EV_WARNING, "stalled: loss"));
             CHECK(find_event(S, NS_EV_WARNING, "Pre-LN first"));
             CHECK(stalled_rows > 0);

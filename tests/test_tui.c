@@ -631,6 +631,129 @@ static void test_keys(void)
     CHECK(tui_apply(&ui, TUI_ACT_QUIT, 6, &c) == 0 && ui.quit);
 }
 
+/* A finding as the trainer keeps it for the D panel. */
+static diag_finding finding(diag_kind kind, diag_rule rule, int layer, long step,
+                            const double v[4], const char *text, const char *hint)
+{
+    diag_finding f;
+    memset(&f, 0, sizeof f);
+    f.kind = kind;
+    f.rule = rule;
+    f.layer = layer;
+    f.step = step;
+    memcpy(f.value, v, sizeof f.value);
+    snprintf(f.text, sizeof f.text, "%s", text);
+    snprintf(f.hint, sizeof f.hint, "%s", hint);
+    return f;
+}
+
+/* Does one of lines[0..n) contain want? */
+static int has_line(char (*lines)[TUI_DIAG_LINE], int n, const char *want)
+{
+    for (int i = 0; i < n; i++)
+        if (strstr(lines[i], want))
+            return i + 1;
+    return 0;
+}
+
+/* The D panel: healthy says so with the lowest headroom; findings come
+ * diagnoses first, each with its layer's numbers now, what to try and the
+ * keys for it; under --compare both runs; D opens it, any key closes it. */
+static void test_diag_panel(void)
+{
+    static char lines[TUI_DIAG_MAX][TUI_DIAG_LINE];
+    trainer_snapshot *s = snap_new(3);
+    s->s.have_metrics = 1;
+    s->s.last.step = 7;
+    s->s.last.loss_scale = 1024;
+    for (int l = 0; l < 3; l++) {
+        s->s.last.layer[l].headroom = 4.0f - (float)l;
+        s->s.last.layer[l].act_max = 10.0f * (float)(l + 1);
+    }
+    int n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(n == 1 && has_line(lines, n, "no warnings; the run is healthy: headroom 2.00 "
+                                       "doublings at its lowest (layer 2, act max 30)"));
+
+    s->s.cfg.precision = FMT_FP16;
+    s->s.cfg.fp32_norms = 0;
+    trainer_diagnosis *d = &s->s.diag[0];
+    double hv[4] = {0.9, 120, 256, 44}, nv[4] = {261, 256, 65504, 2}, lv[4] = {0.02, 0, 0, 1};
+    d->f[d->n++] = finding(DIAG_WARNING, DIAG_R_HEADROOM, 2, 5, hv, "layer 2 headroom 0.90",
+                           "lower the LR");
+    d->f[d->n++] = finding(DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, 2, 7, nv, "final norm variance",
+                           "fp32-norms on");
+    d->f[d->n++] = finding(DIAG_DIAGNOSIS, DIAG_R_LR, -1, 7, lv, "no warmup", "warmup on");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    int cause = has_line(lines, n, "DIAGNOSIS at step 7: final norm variance");
+    int warn = has_line(lines, n, "warning at step 5: layer 2 headroom 0.90");
+    CHECK(cause && warn && cause < warn);
+    CHECK(has_line(lines, n, "now (step 7): layer 2 act max 30, headroom 2 doublings"));
+    CHECK(has_line(lines, n, "try: fp32-norms on"));
+    /* fp16 -> fp32 -> bf16: two presses of f */
+    CHECK(has_line(lines, n, "keys: i (fp32 norms) or f x2 (bf16), and - halves the LR"));
+    CHECK(has_line(lines, n, "keys: press w then b: warmup on, rewind"));
+    CHECK(has_line(lines, n, "keys: - halves the LR; i puts the norms in fp32"));
+    CHECK(!has_line(lines, n, "the run is healthy"));
+    double rv[4] = {0.002, 0.02, 60, 0};
+    d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_LR, -1, 7, rv, "LR raised", "set lr 0.002");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: - pressed 4 times (LR back to 0.002 or below), then b"));
+    /* in bf16 already: no presses of f toward it */
+    s->s.cfg.precision = FMT_BF16;
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: i (fp32 norms) and - halves the LR; then b rewinds") &&
+          !has_line(lines, n, "f x"));
+    s->s.cfg.precision = FMT_FP16;
+
+    /* --compare: run a healthy, run b diagnosed; each under its label */
+    memset(d, 0, sizeof *d);
+    s->s.compare = 1;
+    s->s.last_b = s->s.last;
+    s->s.cfg_b = s->s.cfg;
+    snprintf(s->s.label_a, sizeof s->s.label_a, "a: lr=0.002");
+    snprintf(s->s.label_b, sizeof s->s.label_b, "b: lr=0.02");
+    trainer_diagnosis *db = &s->s.diag[1];
+    db->f[db->n++] = finding(DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, 2, 7, nv, "b's overflow", "fp32");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    int la = has_line(lines, n, "a: lr=0.002"), ha = has_line(lines, n, "the run is healthy");
+    int lb = has_line(lines, n, "b: lr=0.02"), hb = has_line(lines, n, "b's overflow");
+    CHECK(la && ha && lb && hb && la < ha && ha < lb && lb < hb);
+    CHECK(has_line(lines, n, "Tab until it reads b"));
+
+    /* D opens it over the frame; any key closes it and does nothing else */
+    tui_ui ui;
+    ns_command c;
+    tui_ui_init(&ui, 0, 0);
+    CHECK(tui_key_action('D') == TUI_ACT_DIAG);
+    tui_apply(&ui, tui_key_action('D'), 3, &c);
+    CHECK(ui.diag);
+    tui_grid g = {0};
+    tui_grid_resize(&g, 30, 100);
+    tui_draw(&g, s, &ui);
+    int shown = 0;
+    for (int r = 0; r < g.rows; r++)
+        shown |= strstr(row(&g, r), "b's overflow") != NULL;
+    CHECK(shown);
+    /* more than an 80x24 screen holds: the bottom border says so */
+    while (db->n < TRAINER_FINDINGS)
+        db->f[db->n++] = finding(DIAG_WARNING, DIAG_R_HEADROOM, 1, 7, hv,
+                                 "a long warning line that takes two rows of the panel at "
+                                 "eighty columns, with its numbers", "lower the LR");
+    int more = 0, before = 0;
+    tui_grid_resize(&g, 24, 80);
+    tui_draw(&g, s, &ui);
+    for (int r = 0; r < g.rows; r++) {
+        more |= strstr(row(&g, r), "more on a taller terminal") != NULL;
+        before |= strstr(row(&g, r), "b's overflow") != NULL; /* diagnoses first */
+    }
+    CHECK(more && before);
+    CHECK(tui_apply(&ui, TUI_ACT_NORM, 3, &c) == 0 && !ui.diag);
+    tui_apply(&ui, TUI_ACT_DIAG, 3, &c);
+    CHECK(tui_apply(&ui, TUI_ACT_DIAG, 3, &c) == 0 && !ui.diag); /* D again closes it */
+    tui_grid_free(&g);
+    free(s);
+}
+
 /* The help overlay lists every key even on the smallest screen. */
 static void test_help(void)
 {
@@ -1022,6 +1145,7 @@ int main(void)
     test_status_stalled_twin();
     test_keys();
     test_help();
+    test_diag_panel();
     test_man_keys();
     test_frame();
     test_prec_columns();

@@ -110,6 +110,16 @@ wait_for() {
     done
     return 1
 }
+# wait_gone TEXT SECONDS: until the screen no longer shows TEXT
+wait_gone() {
+    i=0
+    while [ "$i" -lt $(($2 * 10)) ]; do
+        screen | grep -qF -- "$1" || return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    return 1
+}
 # the step counter on the status line
 counter() { screen | sed -n '1s/.*step \([0-9][0-9]*\).*/\1/p'; }
 # wait_counter OP N SECONDS: until the step counter is OP (-gt, -eq) N

@@ -25,15 +25,6 @@ sanitizer_env
 SMALL="-L 4 -d 32 -H 2 -T 32 -B 8 --val-every 20 --val-batches 1"
 
 W=e2e # the session that screen, key and new_session use
-wait_gone() {
-    i=0
-    while [ "$i" -lt $(($2 * 10)) ]; do
-        screen | grep -qF -- "$1" || return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
 # run ARGS...: start normscope in the pane's shell, its status echoed after
 run() {
     rm -f "$T/err"

@@ -20,15 +20,6 @@ run() {
     rm -f "$T/err"
     key "clear; $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter
 }
-wait_gone() {
-    i=0
-    while [ "$i" -lt $(($2 * 10)) ]; do
-        screen | grep -qF -- "$1" || return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
 new_session
 
 # --- a lesson pauses at its prompt; the panel shows it and the text --------

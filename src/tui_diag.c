@@ -1,0 +1,282 @@
+/* tui_diag.c - the D overlay: each run's diagnosis in words. For every
+ * finding of the run's current episode (trainer_diagnosis): what was
+ * found, with its numbers; the layer's numbers now; what to try, and the
+ * keys of this view that make those changes. With nothing found, that the
+ * run is healthy and how much headroom it has. The text is built apart
+ * from the drawing (tui_diag_lines), so the tests read it without a grid;
+ * no curses here either.
+ */
+#include "tui.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "twin.h"
+
+typedef struct {
+    char (*line)[TUI_DIAG_LINE];
+    int n, max;
+} text;
+
+static void say(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(text *t, const char *fmt, ...)
+{
+    if (t->n >= t->max)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->line[t->n++], TUI_DIAG_LINE, fmt, ap);
+    va_end(ap);
+}
+
+/* A run's settings, metrics and findings, as the status holds them. */
+typedef struct {
+    const ns_config *cfg;
+    const step_metrics *m;
+    const trainer_diagnosis *d;
+    int warmup_on;
+} run_view;
+
+static run_view view_of(const trainer_status *s, int run)
+{
+    run_view v = {run ? &s->cfg_b : &s->cfg, run ? &s->last_b : &s->last, &s->diag[run],
+                  run ? s->warmup_on_b : s->warmup_on};
+    return v;
+}
+
+static const char *key(tui_action a)
+{
+    static char b[8][8];
+    static int next;
+    char *k = b[next++ % 8];
+    tui_key_name(a, k, sizeof b[0]);
+    return k;
+}
+
+/* The Post-LN family: the norms sit after the residual sum. */
+static int post_like(int norm)
+{
+    return norm == NORM_POST || norm == NORM_DEEPNORM || norm == NORM_MIX;
+}
+
+/* Presses of the precision key from the format in force to bf16 (the
+ * cycle is fp32 bf16 fp16). */
+static int presses_to_bf16(numfmt p)
+{
+    return ((int)FMT_BF16 - (int)p + FMT_COUNT) % FMT_COUNT;
+}
+
+/* The keys that make the finding's suggested changes, as one line. */
+static void keys_line(text *t, const diag_finding *f, const run_view *v)
+{
+    int low = v->cfg->precision != FMT_FP32;
+    const char *lr = key(TUI_ACT_LR_DOWN), *rw = key(TUI_ACT_REWIND), *sp = key(TUI_ACT_PAUSE);
+    int bf = presses_to_bf16(v->cfg->precision);
+    switch (f->rule) {
+    case DIAG_R_HEADROOM:
+        if (low && !v->cfg->fp32_norms)
+            say(t, "    keys: %s halves the LR; %s puts the norms in fp32", lr,
+                key(TUI_ACT_FP32_NORMS));
+        else
+            say(t, "    keys: %s halves the LR", lr);
+        break;
+    case DIAG_R_VAL_NAN:
+        say(t, "    keys: %s pauses; %s halves the LR, then %s rewinds", sp, lr, rw);
+        break;
+    case DIAG_R_SCALE:
+        if (bf)
+            say(t, "    keys: %s halves the LR; or %s pressed %d time%s: bf16", lr,
+                key(TUI_ACT_PRECISION), bf, bf == 1 ? "" : "s");
+        else
+            say(t, "    keys: %s halves the LR", lr);
+        break;
+    case DIAG_R_UPDATE:
+        if (post_like(v->cfg->norm))
+            say(t, "    keys: %s switches to Pre-LN", key(TUI_ACT_NORM));
+        else
+            say(t, "    keys: %s halves the LR", lr);
+        break;
+    case DIAG_R_RESUMED:
+        say(t, "    keys: %s pauses; %s halves the LR or %s turns warmup on; then %s rewinds", sp,
+            lr, key(TUI_ACT_WARMUP), rw);
+        break;
+    case DIAG_R_STALL:
+        if (post_like(v->cfg->norm))
+            say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
+                key(TUI_ACT_NORM), key(TUI_ACT_REINIT), key(TUI_ACT_WARMUP));
+        else
+            say(t, "    keys: %s halves the LR", lr);
+        break;
+    case DIAG_R_NORM_VAR:
+        if (bf)
+            say(t, "    keys: %s (fp32 norms) or %s x%d (bf16), and %s halves the LR; then %s "
+                   "rewinds", key(TUI_ACT_FP32_NORMS), key(TUI_ACT_PRECISION), bf, lr, rw);
+        else
+            say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
+                key(TUI_ACT_FP32_NORMS), lr, rw);
+        break;
+    case DIAG_R_GROWTH:
+        say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr, rw,
+            key(TUI_ACT_CLIP));
+        break;
+    case DIAG_R_LR:
+        if (f->value[3] == 1) {
+            say(t, "    keys: press %s then %s: warmup on, rewind", key(TUI_ACT_WARMUP), rw);
+        } else {
+            int n = f->value[0] > 0 ? (int)ceil(log2(f->value[1] / f->value[0]) - 1e-9) : 1;
+            say(t, "    keys: %s pressed %d time%s (LR back to %g or below), then %s rewinds", lr,
+                n, n == 1 ? "" : "s", f->value[0], rw);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* The layer with the least headroom now (finite), or -1. */
+static int least_headroom(const step_metrics *m)
+{
+    int lo = -1;
+    for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++)
+        if (isfinite(m->layer[l].headroom) && (lo < 0 || m->layer[l].headroom < m->layer[lo].headroom))
+            lo = l;
+    return lo;
+}
+
+/* "%.4g", or "nan"/"inf" without a sign */
+static const char *num(double x)
+{
+    static char b[8][24];
+    static int next;
+    char *p = b[next++ % 8];
+    if (isnan(x))
+        snprintf(p, sizeof b[0], "nan");
+    else if (isinf(x))
+        snprintf(p, sizeof b[0], "inf");
+    else
+        snprintf(p, sizeof b[0], "%.4g", x);
+    return p;
+}
+
+/* The evidence in the latest step: the finding's layer as it is now. */
+static void layer_now(text *t, int l, const run_view *v, int have)
+{
+    if (!have || l < 0 || l >= v->m->n_layer || l >= NS_MAX_LAYERS)
+        return;
+    const layer_metrics *lm = &v->m->layer[l];
+    say(t, "    now (step %ld): layer %d act max %s, headroom %s doublings, gradient %s, "
+           "update ratio %s",
+        v->m->step, l, num(lm->act_max), num(lm->headroom), num(metrics_layer_gnorm(lm)),
+        num(lm->update_ratio));
+}
+
+static void run_lines(text *t, const trainer_status *s, int run)
+{
+    run_view v = view_of(s, run);
+    if (s->compare)
+        say(t, "%s", run ? s->label_b : s->label_a);
+    const char *ind = s->compare ? "  " : "";
+    if (!s->have_metrics) {
+        say(t, "%sno steps yet: nothing to report", ind);
+        return;
+    }
+    if (v.d->n == 0) {
+        int lo = least_headroom(v.m);
+        if (lo >= 0)
+            say(t, "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
+                   "(layer %d, act max %s); loss scale %g",
+                ind, (double)v.m->layer[lo].headroom, lo, num(v.m->layer[lo].act_max),
+                (double)v.m->loss_scale);
+        else
+            say(t, "%sno warnings; the run is healthy", ind);
+        return;
+    }
+    /* the diagnoses first (the first of a divergence is its cause), then
+     * the warnings that came before; each kind oldest first */
+    for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
+        for (int i = 0; i < v.d->n; i++) {
+            const diag_finding *f = &v.d->f[i];
+            if ((int)f->kind != kind)
+                continue;
+            say(t, "%s%s at step %ld: %s", ind, kind == DIAG_WARNING ? "warning" : "DIAGNOSIS",
+                f->step, f->text);
+            layer_now(t, f->layer, &v, s->have_metrics);
+            say(t, "    try: %s", f->hint);
+            keys_line(t, f, &v);
+        }
+    if (s->compare && run == 1)
+        say(t, "    (keys act on the target: Tab until it reads b, or both)");
+}
+
+int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max)
+{
+    text t = {line, 0, max};
+    run_lines(&t, s, 0);
+    if (s->compare) {
+        say(&t, "%s", "");
+        run_lines(&t, s, 1);
+    }
+    return t.n;
+}
+
+/* Draw one logical line wrapped at word boundaries to w columns, the
+ * continuation indented 6; returns the rows used (at most to row `last`). */
+static int draw_wrapped(tui_grid *g, int r, int c, int w, int last, tui_style st, const char *s)
+{
+    int rows = 0, first = 1;
+    size_t len = strlen(s);
+    while (len > 0 && r + rows < last) {
+        int ind = first ? 0 : 6, room = w - ind;
+        size_t take = len;
+        if ((int)take > room) {
+            take = (size_t)room;
+            while (take > 0 && s[take] != ' ')
+                take--;
+            if (take == 0)
+                take = (size_t)room;
+        }
+        char part[TUI_DIAG_LINE];
+        snprintf(part, sizeof part, "%.*s", (int)take, s);
+        tui_puts(g, r + rows, c + ind, room, st, part);
+        rows++;
+        s += take;
+        len -= take;
+        while (*s == ' ')
+            s++, len--;
+        first = 0;
+    }
+    return rows;
+}
+
+static tui_style line_style(const char *l)
+{
+    if (strstr(l, "DIAGNOSIS at"))
+        return TUI_S_BAD;
+    if (strstr(l, "warning at"))
+        return TUI_S_WARN;
+    if (strncmp(l, "    keys:", 9) == 0)
+        return TUI_S_KEY;
+    return TUI_S_TEXT;
+}
+
+void tui_draw_diag(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui)
+{
+    if (r.w < 20 || r.h < 4)
+        return;
+    static char lines[TUI_DIAG_MAX][TUI_DIAG_LINE];
+    int n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
+    tui_box(g, r, ui->unicode, TUI_S_BORDER);
+    tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " diagnosis ");
+    int rr = r.r + 1, last = r.r + r.h - 1, i = 0;
+    for (; i < n && rr < last; i++)
+        rr += lines[i][0] ? draw_wrapped(g, rr, r.c + 2, r.w - 4, last, line_style(lines[i]),
+                                         lines[i])
+                          : 1;
+    /* the warnings come last: on a short screen they are what is cut */
+    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL,
+             i < n ? " more on a taller terminal; any key closes this "
+                   : " any key closes this; q quits ");
+}

@@ -177,7 +177,7 @@ valgrind:
 # than max(2 MiB, 5%) above its value at 60 s (30 s for runs under 5
 # minutes), counted from when the history ring is full. It stays flat
 # because every history is bounded: TRAINER_HIST = 4096 steps of chart and
-# heatmap (a ring), TRAINER_EVENTS = 128 log lines, TRAINER_QUEUE = 64
+# heatmap (a ring), TRAINER_EVENTS = 1024 log lines, TRAINER_QUEUE = 64
 # commands, NS_EVENT_RING = 256 engine events, --snapshots (8) rewind copies.
 # soak-san runs the same against the ASan+UBSan and TSan binaries for
 # SOAK_SAN_SECONDS each, checking crashes and reports only (ASan's

@@ -37,9 +37,11 @@
 
 /* Every history is bounded; these are the bounds (a snapshot is about
  * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
- * each), 16 KiB of events). */
+ * each), 128 KiB of events). */
 #define TRAINER_HIST 4096 /* steps kept for the loss chart and the heatmap (a ring) */
-#define TRAINER_EVENTS 128 /* log lines kept (a ring) */
+/* log lines kept (a ring), for scrolling back: a lesson's text and, with a
+ * validation line every 50 steps, some 25,000 steps of a run's events */
+#define TRAINER_EVENTS 1024
 #define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
 #define TRAINER_SAMPLE 64 /* bytes of each sample continuation */
 #define TRAINER_MARK 16 /* label of a chart marker, with its NUL */
@@ -158,7 +160,7 @@ static inline int trainer_diverged_run(const trainer_status *s)
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
  * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
- * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.3 MiB:
+ * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.4 MiB:
  * allocate it (trainer_snapshot_new), do not put it on a stack. */
 typedef struct {
     trainer_status s;

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "command.h"
 #include "engine.h"
+#include "plot.h"
 #include "testengine.h"
 #include "testutil.h"
 #include "diagnose.h"
@@ -545,6 +547,19 @@ static void test_rewind_ghost(void)
             dim_dots += cell && cell->ch == '.' && cell->style == TUI_S_DIM;
         }
     CHECK(dim_dots == 2);
+    /* g's figure draws it too: a dashed series under the replay */
+    char path[64], perr[256];
+    snprintf(path, sizeof path, "/tmp/ns_ghost_%d.svg", (int)getpid());
+    CHECK(plot_write_snapshot(S, 0, path, perr, sizeof perr) == 0);
+    FILE *f = fopen(path, "r");
+    static char svg[1 << 20];
+    size_t got = f ? fread(svg, 1, sizeof svg - 1, f) : 0;
+    svg[got] = 0;
+    if (f)
+        fclose(f);
+    remove(path);
+    const char *gs = strstr(svg, "data-name=\"train loss before rewind\"");
+    CHECK(gs != NULL && strstr(gs, "stroke-dasharray") != NULL);
     /* again: to step 5, the ghost is what this rewind cut (6..10) */
     send(t, CMD_REWIND, 0);
     CHECK(wait_for(t, steps_equal, 5, 10.0));

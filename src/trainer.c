@@ -672,6 +672,7 @@ static void apply_command(trainer *t, const ns_command *c, int target)
                           (!t->o.twin || engine_last_metrics(t->o.twin, &t->mb));
         t->generation++;
         t->hist_cut = after;
+        t->alert[0] = 0; /* a new episode: the mark waits for its next finding */
         t->mark[0] = 0;
         t->mark_b[0] = 0;
         t->mark_kinds[0] = t->mark_kinds[1] = 0;

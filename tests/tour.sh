@@ -113,6 +113,7 @@ tour_warmup() {
     # the question is asked where the run is: step 0, after the rewind
     at_question 0 'Both runs went back to step 0' 120 || { finish_lesson; return; }
     row 1 | grep -qF 'step 0/700' && ok || no "$CUR: not back at step 0: $(row 1)"
+    row 1 | grep -qF '! stall' && no "$CUR: the replay is marked stalled before its first step" || ok
     screen | grep -qF 'before rewind' && ok || no "$CUR: the chart lost the curve before the rewind"
     screen | grep -qF 'steps 1-200' && ok || no "$CUR: the chart does not reach step 200 after the rewind"
     in_log 'rewind to step 0 and replay both runs with warmup on'

@@ -6,7 +6,7 @@
 # a --script's prompt shows without a lesson; at 80x24 the panel leaves the
 # layer panel its rows; the projector layout keeps layer 0 of a 12-layer run
 # on an 80x24 screen and of a 24-layer run on 100x30; the event log scrolls
-# back with [ and { and returns with ] and }.
+# back with [ and { and returns with ] and }, and with the wheel over it.
 # Usage: NS_BIN=./normscope sh tests/tui_lesson.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 # shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
@@ -87,8 +87,6 @@ key q
 check_exited "-L 24 q" 0
 
 # --- the event log scrolls back: [ and { older, ] and } newer ----------------
-# (the mouse wheel does the same over the log; tmux cannot send a wheel
-# event from outside, so the keys are what is tested here)
 $TM resize-window -t "$W" -x 120 -y 40 2>/dev/null
 printf 'at 1: note FIRSTLINE of the run\nevery 2: note tick\nat 40: pause look back\n' >"$T/log.txt"
 run "LC_ALL=C $BIN $SMALL --script $T/log.txt"
@@ -109,6 +107,25 @@ i=0
 while [ "$i" -lt 40 ] && screen | grep -qE -- '-- [0-9]+ newer'; do key '}'; sleep 0.1; i=$((i + 1)); done
 screen | grep -qE -- '-- [0-9]+ newer' && no "log: } did not return to the newest" || ok
 screen | grep -qF FIRSTLINE && no "log: following again, yet the first line still shows" || ok
+# the wheel: tmux passes a raw X10 mouse report (ESC [ M, button+32,
+# column+33, row+33; 64 wheel up, 65 down) to the pane as the terminal would
+wheel() { # wheel ROW(0-based) up|down
+    b=$([ "$2" = up ] && echo 96 || echo 97)
+    key -l "$(printf '\033[M%b%b%b' "\\0$(printf %o "$b")" "\\0$(printf %o 43)" \
+        "\\0$(printf %o $(($1 + 33)))")"
+}
+key Space
+wait_for PAUSED 10
+log_row=$(($(screen | grep -n -- '-- events' | head -1 | cut -d: -f1) + 1)) # 0-based: title + 1
+wheel "$log_row" up
+wheel "$log_row" up
+wait_for ' newer: ' 10 && ok || no "log: the wheel over the log did not scroll it back"
+for _ in 1 2 3 4 5 6 7 8; do wheel "$log_row" down; done
+wait_gone ' newer: ' 10 && ok || no "log: the wheel down did not return to the newest"
+sel=$(screen | grep -o 'layer [0-9] of 4' | head -1)
+wheel 6 down
+wait_gone "$sel" 10 && ok || no "the wheel over the layers did not move the selection ($sel)"
+screen | grep -qF ' newer: ' && no "the wheel over the layers scrolled the log" || ok
 key q
 check_exited "log q" 0
 

@@ -587,7 +587,7 @@ static void draw_ghost(svg *v, const axis *ax, const axis *ay, const plot_data *
         return;
     for (int r = 0; r < d->nruns; r++) {
         char name[96];
-        snprintf(name, sizeof name, "train loss before rewind%s%s", d->nruns > 1 ? " " : "",
+        snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
                  d->nruns > 1 ? d->run[r].label : "");
         if (draw_series(v, ax, ay, d->ghost_step, d->ghost_loss[r], d->ghost_n, 1, name, v->p->dim,
                         "8 6", 2 * v->s) > 0 && r == 0)

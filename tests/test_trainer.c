@@ -558,7 +558,7 @@ static void test_rewind_ghost(void)
     if (f)
         fclose(f);
     remove(path);
-    const char *gs = strstr(svg, "data-name=\"train loss before rewind\"");
+    const char *gs = strstr(svg, "data-name=\"before the rewind: train loss\"");
     CHECK(gs != NULL && strstr(gs, "stroke-dasharray") != NULL);
     /* again: to step 5, the ghost is what this rewind cut (6..10) */
     send(t, CMD_REWIND, 0);

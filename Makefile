@@ -2,9 +2,9 @@
 #
 #   make            build ./normscope
 #   make test       build and run every test (the live view's needs tmux);
-#                   the lessons' end-to-end checks (lessons.sh, tui_twin.sh)
-#                   and the PyTorch probe's run here, not under the
-#                   sanitizers, where they would take too long
+#                   the lessons' end-to-end checks (lessons.sh, tour.sh,
+#                   tui_twin.sh) and the PyTorch probe's run here, not under
+#                   the sanitizers, where they would take too long
 #   make asan       the test suite under AddressSanitizer + UBSan (build/asan)
 #   make tsan       the test suite under ThreadSanitizer (build/tsan), which
 #                   includes the live view driven by scripted key presses
@@ -107,6 +107,7 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \
 	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
+	  echo "== tests/tour.sh"; NS_BIN=./$(BIN) sh tests/tour.sh || fail=1; \
 	  echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
 	  echo "== tests/probe.sh"; NS_BIN=./$(BIN) sh tests/probe.sh || fail=1; \
 	  echo "== tests/follow_probe.sh"; NS_BIN=./$(BIN) sh tests/follow_probe.sh || fail=1; \
@@ -182,7 +183,7 @@ valgrind:
 # than max(2 MiB, 5%) above its value at 60 s (30 s for runs under 5
 # minutes), counted from when the history ring is full. It stays flat
 # because every history is bounded: TRAINER_HIST = 4096 steps of chart and
-# heatmap (a ring), TRAINER_EVENTS = 128 log lines, TRAINER_QUEUE = 64
+# heatmap (a ring), TRAINER_EVENTS = 1024 log lines, TRAINER_QUEUE = 64
 # commands, NS_EVENT_RING = 256 engine events, --snapshots (8) rewind copies.
 # soak-san runs the same against the ASan+UBSan and TSan binaries for
 # SOAK_SAN_SECONDS each, checking crashes and reports only (ASan's

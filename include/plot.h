@@ -51,6 +51,12 @@ typedef struct {
     short *col_run, *col_field, *col_layer;
     long lineno;
     int skipped;           /* lines that were neither a header nor a row */
+    /* from a live view's snapshot after a rewind: the curve the rewind
+     * abandoned (trainer_status's ghost), steps ghost_step[0..ghost_n),
+     * each run's loss; drawn dashed grey. ghost_n = 0: none */
+    long ghost_n;
+    long *ghost_step;
+    float *ghost_loss[2];
 } plot_data;
 
 void plot_data_init(plot_data *d);

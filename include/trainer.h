@@ -38,9 +38,11 @@
 
 /* Every history is bounded; these are the bounds (a snapshot is about
  * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
- * each), 16 KiB of events). */
+ * each), 128 KiB of events). */
 #define TRAINER_HIST 4096 /* steps kept for the loss chart and the heatmap (a ring) */
-#define TRAINER_EVENTS 128 /* log lines kept (a ring) */
+/* log lines kept (a ring), for scrolling back: a lesson's text and, with a
+ * validation line every 50 steps, some 25,000 steps of a run's events */
+#define TRAINER_EVENTS 1024
 #define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
 #define TRAINER_SAMPLE 64 /* bytes of each sample continuation */
 #define TRAINER_MARK 16 /* label of a chart marker, with its NUL */
@@ -158,6 +160,13 @@ typedef struct {
     long ask_step;
     unsigned ask_seq;
     int stall_stopped;   /* headless, --on-stall stop ended the stalled run */
+    /* The curve the latest rewind abandoned, so the chart can keep it grey
+     * behind the replay: the losses (a's, b's) of steps ghost_first ..
+     * ghost_first + ghost_n - 1, in the snapshot's ghost arrays; ghost_seq
+     * changes when it is replaced (a rewind) or dropped (a re-init). */
+    long ghost_first;
+    int ghost_n;
+    unsigned ghost_seq;
 } trainer_status;
 
 /* The run ended diverged: stopped on it (DIVERGED), or its latest step (a's
@@ -172,7 +181,7 @@ static inline int trainer_diverged_run(const trainer_status *s)
 
 /* A front end's copy. Point i of this generation (0-based) is kept at
  * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
- * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.3 MiB:
+ * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.5 MiB:
  * allocate it (trainer_snapshot_new), do not put it on a stack. */
 typedef struct {
     trainer_status s;
@@ -180,6 +189,7 @@ typedef struct {
     float heat[TRAINER_HIST][NS_MAX_LAYERS]; /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
     float heat_b[TRAINER_HIST][NS_MAX_LAYERS]; /* the same for the twin (0 without one) */
     trainer_event ev[TRAINER_EVENTS];
+    float ghost[TRAINER_HIST], ghost_b[TRAINER_HIST]; /* (ghost_n): see trainer_status */
 } trainer_snapshot;
 
 /* The oldest point kept: the newest TRAINER_HIST points at most, and after

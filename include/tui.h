@@ -279,6 +279,10 @@ typedef enum {
     TUI_ACT_DUMP_METRICS,
     TUI_ACT_DUMP_FIGURE,
     TUI_ACT_LESSON,
+    TUI_ACT_LOG_OLDER, /* the event log: a line older / newer, a page */
+    TUI_ACT_LOG_NEWER,
+    TUI_ACT_LOG_PGOLDER,
+    TUI_ACT_LOG_PGNEWER,
     TUI_ACT_HELP,
     TUI_ACT_DIAG,       /* the runs' diagnosis (tui_diag.c) */
     TUI_ACT_QUIT,
@@ -338,6 +342,12 @@ typedef struct {
     const char *lesson_title, *lesson_text;
     int lesson_hidden;
     unsigned lesson_seen;
+    /* the event log's scroll state (tui_logview.c): the newest event shown,
+     * -1 = following; and what the last frame showed, which the keys and
+     * the wheel act on: its event count, event rows and their screen rows */
+    long log_newest;
+    long log_total;
+    int log_rows, log_top;
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
     int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
     tui_hit hits[TUI_MAX_HITS];
@@ -357,6 +367,23 @@ void tui_ui_init(tui_ui *ui, int unicode, int color);
  *            and b_val_loss with --compare (run b's own columns). */
 int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen);
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen);
+
+/* The event log's scroll state (tui_logview.c, pure). The newest event
+ * index to show of total in a window of nrows rows (-1 when there is
+ * none): the newest while following, else the one scrolled back to,
+ * clamped to what the ring still holds; and how many events are newer
+ * than it (0 while following). */
+long tui_log_newest(const tui_ui *ui, long total, int nrows);
+long tui_log_newer(const tui_ui *ui, long total, int nrows);
+/* Scroll by delta events (negative: older) from what the last frame
+ * showed; newer than the newest follows again. A page: tui_log_page. */
+void tui_log_scroll(tui_ui *ui, long delta);
+long tui_log_page(const tui_ui *ui);
+/* Is screen row r one of the event log's rows in the last frame (the
+ * mouse wheel scrolls the log there)? */
+int tui_log_at_row(const tui_ui *ui, int r);
+/* A frame records its event log (the rect, the snapshot's event count). */
+void tui_log_frame(tui_ui *ui, tui_rect events, long total);
 
 /* Apply an action to the UI state. Returns 1 and fills *cmd when the
  * trainer must be told (the same ns_command a --script line gives). While

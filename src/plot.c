@@ -528,6 +528,15 @@ static void loss_range(const plot_data *d, int logy, long *x0, long *x1, double 
                     *y1 = fmax(*y1, ys[k]);
                 }
         }
+        for (long i = 0; i < d->ghost_n; i++) { /* the curve a rewind left: in range */
+            float y = d->ghost_loss[r][i];
+            if (d->ghost_step[i] > *x1)
+                *x1 = d->ghost_step[i];
+            if (isfinite(y) && (!logy || y > 0)) {
+                *y0 = fmin(*y0, y);
+                *y1 = fmax(*y1, y);
+            }
+        }
     }
 }
 
@@ -591,6 +600,22 @@ static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_run *r)
     return any;
 }
 
+/* The curve the latest rewind abandoned (a live view's figure), dashed
+ * grey under the replay, as the live chart keeps it. */
+static void draw_ghost(svg *v, const axis *ax, const axis *ay, const plot_data *d, legend *lg)
+{
+    if (d->ghost_n <= 0)
+        return;
+    for (int r = 0; r < d->nruns; r++) {
+        char name[96];
+        snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
+                 d->nruns > 1 ? d->run[r].label : "");
+        if (draw_series(v, ax, ay, d->ghost_step, d->ghost_loss[r], d->ghost_n, 1, name, v->p->dim,
+                        "8 6", 2 * v->s) > 0 && r == 0)
+            legend_add(lg, v->p->dim, "8 6", SH_NONE, 0, 1, "before the rewind");
+    }
+}
+
 static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
 {
     long x0, x1;
@@ -601,6 +626,7 @@ static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
     ax_fit(&ay, y0, y1, v->o->logy, 0.05);
     draw_axes(v, b, &ax, &ay, "step (optimizer updates)",
               v->o->logy ? "loss (nats, log scale)" : "loss (nats per byte)");
+    draw_ghost(v, &ax, &ay, d, lg);
     for (int r = 0; r < d->nruns; r++) {
         const plot_run *p = &d->run[r];
         const char *tc = r ? v->p->twin : v->p->train, *vc = r ? v->p->twin_val : v->p->val;

@@ -55,6 +55,9 @@ void plot_data_free(plot_data *d)
     free(d->col_run);
     free(d->col_field);
     free(d->col_layer);
+    free(d->ghost_step);
+    free(d->ghost_loss[0]);
+    free(d->ghost_loss[1]);
     memset(d, 0, sizeof *d);
 }
 
@@ -488,8 +491,30 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
     return p->mark[0] && !which ? run_mark(r, p->step, p->mark) : 0;
 }
 
+/* The curve the snapshot's latest rewind abandoned. 0, or -1 (out of memory). */
+static int snap_ghost(plot_data *d, const trainer_snapshot *s)
+{
+    long n = s->s.ghost_n < TRAINER_HIST ? s->s.ghost_n : TRAINER_HIST;
+    if (n <= 0)
+        return 0;
+    d->ghost_step = malloc((size_t)n * sizeof *d->ghost_step);
+    d->ghost_loss[0] = malloc((size_t)n * sizeof(float));
+    d->ghost_loss[1] = malloc((size_t)n * sizeof(float));
+    if (!d->ghost_step || !d->ghost_loss[0] || !d->ghost_loss[1])
+        return -1;
+    for (long i = 0; i < n; i++) {
+        d->ghost_step[i] = s->s.ghost_first + i;
+        d->ghost_loss[0][i] = s->ghost[i];
+        d->ghost_loss[1][i] = s->ghost_b[i];
+    }
+    d->ghost_n = n;
+    return 0;
+}
+
 int plot_data_snapshot(plot_data *d, const trainer_snapshot *s)
 {
+    if (snap_ghost(d, s) != 0)
+        return -1;
     stage st;
     int runs = s->s.compare ? 2 : 1;
     for (int w = 0; w < runs; w++) {

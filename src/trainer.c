@@ -215,6 +215,28 @@ trainer_snapshot *trainer_snapshot_new(void)
 
 /* ---- publishing (trainer thread) ---------------------------------------- */
 
+/* A rewind is about to cut the newest `drop` points: they become the
+ * ghost, the abandoned curve the chart keeps grey behind the replay (the
+ * newest TRAINER_HIST of them; the previous ghost is replaced). */
+static void keep_ghost(trainer_snapshot *p, long drop)
+{
+    trainer_status *s = &p->s;
+    long total = s->hist_total, from = total - drop, first = trainer_hist_first(s);
+    if (from < first)
+        from = first;
+    if (total - from > TRAINER_HIST)
+        from = total - TRAINER_HIST;
+    s->ghost_n = 0;
+    s->ghost_seq++;
+    if (from >= total)
+        return;
+    s->ghost_first = p->hist[from % TRAINER_HIST].step;
+    for (long i = from; i < total; i++, s->ghost_n++) {
+        p->ghost[s->ghost_n] = p->hist[i % TRAINER_HIST].loss;
+        p->ghost_b[s->ghost_n] = p->hist[i % TRAINER_HIST].loss_b;
+    }
+}
+
 /* Bring the published header up to date; apply a pending cut of the
  * history. slock held. */
 static void fill_status(trainer *t, trainer_snapshot *p)
@@ -271,6 +293,8 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     if (t->hist_reset) {
         s->hist_total = 0;
         s->hist_first = 0;
+        s->ghost_n = 0; /* a re-init: nothing was abandoned, all starts over */
+        s->ghost_seq++;
         t->hist_reset = 0;
     }
     if (t->hist_cut >= 0) {
@@ -282,6 +306,7 @@ static void fill_status(trainer *t, trainer_snapshot *p)
             long last = p->hist[(s->hist_total - 1) % TRAINER_HIST].step;
             long drop = last - t->hist_cut;
             if (drop > 0) {
+                keep_ghost(p, drop);
                 long lost = s->hist_total - TRAINER_HIST;
                 s->hist_total = drop >= s->hist_total ? 0 : s->hist_total - drop;
                 if (lost > s->hist_first)
@@ -690,6 +715,7 @@ static void apply_command(trainer *t, const ns_command *c, int target)
                           (!t->o.twin || engine_last_metrics(t->o.twin, &t->mb));
         t->generation++;
         t->hist_cut = after;
+        t->alert[0] = 0; /* a new episode: the mark waits for its next finding */
         t->mark[0] = 0;
         t->mark_b[0] = 0;
         t->mark_kinds[0] = t->mark_kinds[1] = 0;
@@ -1275,6 +1301,10 @@ int trainer_snapshot_copy(trainer *t, trainer_snapshot *d)
         ev_from = p->s.ev_total - TRAINER_EVENTS;
     for (long i = ev_from; i < p->s.ev_total; i++)
         d->ev[i % TRAINER_EVENTS] = p->ev[i % TRAINER_EVENTS];
+    if (old.ghost_seq != p->s.ghost_seq && p->s.ghost_n > 0) { /* once per rewind */
+        memcpy(d->ghost, p->ghost, (size_t)p->s.ghost_n * sizeof(float));
+        memcpy(d->ghost_b, p->ghost_b, (size_t)p->s.ghost_n * sizeof(float));
+    }
     pthread_mutex_unlock(&t->slock);
     return 1;
 }

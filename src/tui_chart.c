@@ -9,7 +9,8 @@
  * labelled on the bottom row. x: one dot per step while they fit, else the window
  * squeezed; y: fitted to the window's values from the lowest to the 98th
  * percentile, so one spike cannot flatten the rest (values above it ride
- * the top edge).
+ * the top edge). After a rewind the curve it abandoned stays, grey, under
+ * the replay (a's as dots, b's as '+'), the window stretched to its end.
  *
  * Heatmap: one row per layer, one column per step (or per bucket of steps
  * when they do not fit, showing the bucket's largest norm), cells colored
@@ -72,6 +73,15 @@ tui_chart_geom tui_chart_geometry(tui_rect r, const trainer_snapshot *s, int uni
     if (n > 0) {
         g.first = point(s, total - n)->step;
         g.last = point(s, total - 1)->step;
+    }
+    /* the abandoned curve of a rewind reaches past the replay: the window
+     * takes it in, so the class sees where the run was */
+    if (s->s.ghost_n > 0) {
+        long gl = s->s.ghost_first + s->s.ghost_n - 1;
+        if (n <= 0)
+            g.first = s->s.ghost_first;
+        if (n <= 0 || gl > g.last)
+            g.last = gl;
     }
     return g;
 }
@@ -170,10 +180,10 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         trim_label(lb, 24);
     }
     char range[64] = "";
-    if (c->total > c->first)
+    if (c->total > c->first || st->ghost_n > 0)
         snprintf(range, sizeof range, " steps %ld-%ld ", c->cg.first, c->cg.last);
     int right = r.c + r.w - (int)strlen(range);
-    const int uni = c->uni;
+    const int uni = c->uni, ghost = st->ghost_n > 0;
     struct {
         const char *text;
         int cols; /* columns it takes (a glyph of 3 bytes is 1) */
@@ -187,6 +197,8 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         {lb, (int)strlen(lb), TUI_S_LABEL},
         {c->cmp ? "* " : "", c->cmp ? 2 : 0, TUI_S_TITLE},
         {c->cmp ? "both  " : "", c->cmp ? 6 : 0, TUI_S_LABEL},
+        {ghost ? (uni ? "\xc2\xb7 " : ". ") : "", ghost ? 2 : 0, TUI_S_DIM}, /* · */
+        {ghost ? "before rewind  " : "", ghost ? 15 : 0, TUI_S_LABEL},
         {uni ? "\xe2\x80\xa2 " : "o ", 2, TUI_S_VAL},
         {"validation  ", 12, TUI_S_LABEL},
         {uni ? "\xe2\x94\x8a " : ": ", 2, TUI_S_MARK},
@@ -210,11 +222,17 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
 static int chart_range(chart_ctx *c)
 {
     static const chart_series all[] = {SER_LOSS_A, SER_VAL_A, SER_LOSS_B, SER_VAL_B};
-    float vals[4 * TRAINER_HIST];
+    float vals[6 * TRAINER_HIST];
     int k = 0, nser = c->cmp ? 4 : 2;
     for (long i = c->first; i < c->total && k + 4 <= (int)(sizeof vals / sizeof vals[0]); i++)
         for (int j = 0; j < nser; j++) {
             float v = plotted(series_value(point(c->s, i), all[j]), c->logy);
+            if (!isnan(v))
+                vals[k++] = v;
+        }
+    for (int i = 0; i < c->s->s.ghost_n && i < TRAINER_HIST; i++)
+        for (int run = 0; run < 1 + c->cmp; run++) {
+            float v = plotted(run ? c->s->ghost_b[i] : c->s->ghost[i], c->logy);
             if (!isnan(v))
                 vals[k++] = v;
         }
@@ -230,6 +248,24 @@ static int chart_range(chart_ctx *c)
     if (!c->logy && c->lo < 0 && c->lo + pad >= 0)
         c->lo = 0; /* a loss is never negative: do not pad below 0 */
     return 0;
+}
+
+/* The curve the latest rewind abandoned, grey, under everything else:
+ * run a's as dots, run b's as '+' (the shapes of their live curves), one
+ * per cell, within the window. */
+static void chart_ghost(tui_grid *g, const chart_ctx *c)
+{
+    const trainer_status *st = &c->s->s;
+    for (int run = 0; run < 1 + c->cmp; run++)
+        for (int i = 0; i < st->ghost_n && i < TRAINER_HIST; i++) {
+            long step = st->ghost_first + i;
+            float v = plotted(run ? c->s->ghost_b[i] : c->s->ghost[i], c->logy);
+            if (isnan(v) || step < c->cg.first || step > c->cg.last)
+                continue;
+            uint32_t ch = run ? '+' : c->uni ? G_MIDDOT : '.';
+            tui_put(g, c->cg.top + ydot(c, v) / c->dpr,
+                    c->cg.left + (int)(xdot(&c->cg, step) / c->dpc), ch, TUI_S_DIM);
+        }
 }
 
 /* One run's markers: a dotted line down the plot at every step where
@@ -387,7 +423,7 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
         return;
     for (int i = 0; i < c.cg.h; i++)
         tui_put(g, c.cg.top + i, c.cg.left - 1, c.uni ? G_VLINE : '|', TUI_S_DIM);
-    if (c.first >= c.total) {
+    if (c.first >= c.total && s->s.ghost_n <= 0) {
         tui_puts(g, c.cg.top + c.cg.h / 2, c.cg.left + 2, c.cg.w - 2, TUI_S_DIM,
                  "waiting for the first step...");
         return;
@@ -401,6 +437,7 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
     c.dpr = c.cg.ydots / c.cg.h;
     /* under the data: the markers; then b's points, a's line over them
      * ('*' where both pass), the validation points, the marker labels */
+    chart_ghost(g, &c);
     if (c.cmp)
         chart_marker_lines(g, &c, 1);
     chart_marker_lines(g, &c, 0);

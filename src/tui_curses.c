@@ -313,6 +313,20 @@ static void write_dump(run_state *rs)
         write_one_dump(rs, TUI_DUMP_FIGURE);
 }
 
+/* The mouse wheel: over the event log it scrolls the log, WHEEL_LINES a
+ * notch (as terminals scroll text); elsewhere it moves the selected
+ * layer (up = away from you = a layer up, or older events). */
+#define WHEEL_LINES 3
+static void wheel(run_state *rs, int row, int up)
+{
+    if (!tui_log_at_row(&rs->ui, row)) {
+        send_action(rs, up ? TUI_ACT_UP : TUI_ACT_DOWN);
+        return;
+    }
+    for (int i = 0; i < WHEEL_LINES; i++)
+        send_action(rs, up ? TUI_ACT_LOG_OLDER : TUI_ACT_LOG_NEWER);
+}
+
 /* One input event. Returns -1 when the grid could not be resized. */
 static int handle_input(run_state *rs, int ch)
 {
@@ -331,10 +345,10 @@ static int handle_input(run_state *rs, int ch)
         if (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))
             a = tui_click(&rs->ui, ev.y, ev.x, &sel);
 #ifdef BUTTON5_PRESSED
-        else if (ev.bstate & BUTTON4_PRESSED) /* the wheel moves the selection */
-            a = TUI_ACT_UP;
-        else if (ev.bstate & BUTTON5_PRESSED)
-            a = TUI_ACT_DOWN;
+        else if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
+            wheel(rs, ev.y, (ev.bstate & BUTTON4_PRESSED) != 0);
+            break;
+        }
 #endif
         if (a != TUI_ACT_NONE)
             send_action(rs, a);

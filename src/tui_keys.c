@@ -36,15 +36,21 @@ const tui_key tui_keys[] = {
     {{TUI_KEY_UP}, "up/down", NULL, NULL, "select a layer (its numbers in the box at the right)",
      TUI_ACT_UP},
     {{TUI_KEY_DOWN}, NULL, NULL, NULL, NULL, TUI_ACT_DOWN},
-    {{TUI_KEY_PGUP}, "PgUp/PgDn", NULL, NULL, "select a page of layers up / down", TUI_ACT_PGUP},
+    /* one help line for both pairs: the overlay is full at 24 rows */
+    {{TUI_KEY_PGUP}, "PgUp/PgDn", NULL, NULL, "a page of layers up / down; Home/End: top / layer 0",
+     TUI_ACT_PGUP},
     {{TUI_KEY_PGDN}, NULL, NULL, NULL, NULL, TUI_ACT_PGDN},
-    {{TUI_KEY_HOME}, "Home/End", NULL, NULL, "select the top layer / layer 0 (embeddings side)",
-     TUI_ACT_TOP},
+    {{TUI_KEY_HOME}, NULL, NULL, NULL, NULL, TUI_ACT_TOP},
     {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM},
-    {{'y'}, "y/z/L", "y", "Log-y", "chart log-y / linear (y); freeze display (z); lesson panel (L)",
+    {{'y'}, "y/z/L", "y", "Log-y", "chart log-y / linear (y); freeze (z); lesson panel (L)",
      TUI_ACT_LOGY},
     {{'z'}, NULL, "z", "Freeze", NULL, TUI_ACT_FREEZE},
     {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON},
+    {{'['}, "[/]", NULL, NULL, "event log: a line older / newer ({ }: a page; the wheel)",
+     TUI_ACT_LOG_OLDER},
+    {{']'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_NEWER},
+    {{'{'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_PGOLDER},
+    {{'}'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_PGNEWER},
     {{'d'}, "d/e/g", NULL, NULL, "write the screen as text / the loss as CSV / the view as SVG",
      TUI_ACT_DUMP_SCREEN},
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS},
@@ -112,6 +118,19 @@ void tui_ui_init(tui_ui *ui, int unicode, int color)
     ui->unicode = unicode;
     ui->color = color;
     ui->selected = -1; /* the top layer, once the layer count is known */
+    ui->log_newest = -1; /* the event log follows the newest */
+}
+
+/* [ ] { }: the event log scrolls, and shows (the lesson panel covers it) */
+static int log_key(tui_ui *ui, long delta)
+{
+    if (ui->log_rows <= 0) {
+        snprintf(ui->note, sizeof ui->note, "no event log at this size (projector layout) ");
+        return 0;
+    }
+    ui->lesson_hidden = 1;
+    tui_log_scroll(ui, delta);
+    return 0;
 }
 
 int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
@@ -154,6 +173,10 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_LOGY: ui->logy = !ui->logy; return 0;
     case TUI_ACT_FREEZE: ui->frozen = !ui->frozen; return 0;
     case TUI_ACT_LESSON: ui->lesson_hidden = !ui->lesson_hidden; return 0;
+    case TUI_ACT_LOG_OLDER: return log_key(ui, -1);
+    case TUI_ACT_LOG_NEWER: return log_key(ui, 1);
+    case TUI_ACT_LOG_PGOLDER: return log_key(ui, -tui_log_page(ui));
+    case TUI_ACT_LOG_PGNEWER: return log_key(ui, tui_log_page(ui));
     case TUI_ACT_DUMP_SCREEN: ui->dump |= TUI_DUMP_SCREEN; return 0; /* both, if d and e */
     case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
     case TUI_ACT_DUMP_FIGURE: ui->dump |= TUI_DUMP_FIGURE; return 0;

@@ -950,13 +950,21 @@ void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *snap, cons
     tui_fill(g, r.r, r.c, 1, r.w, h, TUI_S_BORDER);
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " events ");
     int lines = r.h - 1;
-    long first = s->ev_total - lines;
+    long newest = tui_log_newest(ui, s->ev_total, lines), newer = tui_log_newer(ui, s->ev_total, lines);
+    long first = newest - lines + 1;
     if (first < 0)
         first = 0;
     if (first < s->ev_total - TRAINER_EVENTS)
         first = s->ev_total - TRAINER_EVENTS;
+    if (newer > 0) { /* scrolled back: new events wait below, and say so */
+        char b[64];
+        snprintf(b, sizeof b, " -- %ld newer: ] or } -- ", newer);
+        int len = (int)strlen(b);
+        if (r.w > len + 12)
+            tui_puts(g, r.r, r.c + r.w - len - 2, len, TUI_S_EV_NOTE, b);
+    }
     int rr = r.r + 1;
-    for (long i = first; i < s->ev_total; i++, rr++) {
+    for (long i = first; i <= newest; i++, rr++) {
         const trainer_event *e = &snap->ev[i % TRAINER_EVENTS];
         char b[24];
         snprintf(b, sizeof b, "%8ld  ", e->step);
@@ -1091,6 +1099,7 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui)
     tui_draw_chart(g, L.chart, s, ui);
     tui_draw_side(g, L.side, s, ui);
     tui_draw_sample(g, L.sample, s);
+    tui_log_frame(ui, L.events, s->s.ev_total);
     tui_draw_events(g, L.events, s, ui);
     tui_draw_footer(g, L.footer, ui);
     tui_draw_lesson(g, L.lesson, s, ui);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "numfmt.h"
+#include "schedule.h"
 #include "settings.h"
 
 const char *twin_target_name(twin_target t)
@@ -123,8 +124,8 @@ static int runtime_setting(twin_run r, int i, char *b, size_t n)
                      (double)c->loss_scale);
         return 1;
     case 5:
-        if (r.warmup_on)
-            snprintf(b, n, "warmup=%d", c->warmup);
+        if (r.warmup_on) /* the ramp in force: 100 steps when --warmup was 0 */
+            snprintf(b, n, "warmup=%d", schedule_ramp_steps(c));
         else
             snprintf(b, n, "warmup=off");
         return 1;

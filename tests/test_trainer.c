@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "command.h"
 #include "engine.h"
+#include "plot.h"
 #include "testengine.h"
 #include "testutil.h"
 #include "diagnose.h"
@@ -472,15 +474,25 @@ static void test_script_prompt(void)
     }
 }
 
-/* Rewind cuts the history back to the snapshot's step and marks it. */
-static void test_rewind(void)
+/* The small model trained 12 steps (validation every 4, a snapshot every
+ * 5) and stopped there: what the rewind tests start from. */
+static trainer *twelve_steps(engine **e)
 {
     ns_config c = small_cfg();
     c.snapshot_every = 5;
-    engine *e = make(&c);
-    trainer_opts o = {.limit = 12};
-    trainer *t = start(e, &o);
+    *e = make(&c);
+    static trainer_opts o;
+    o = (trainer_opts){.limit = 12};
+    trainer *t = start(*e, &o);
     CHECK(wait_for(t, state_is, TRAINER_DONE, 20.0));
+    return t;
+}
+
+/* Rewind cuts the history back to the snapshot's step and marks it. */
+static void test_rewind(void)
+{
+    engine *e;
+    trainer *t = twelve_steps(&e);
     unsigned gen = S->s.generation;
     send(t, CMD_REWIND, 0);
     CHECK(wait_for(t, steps_equal, 10, 10.0));
@@ -496,6 +508,65 @@ static void test_rewind(void)
     CHECK(wait_for(t, steps_at_least, 11, 10.0));
     CHECK(S->s.hist_total == 11 && S->hist[10].step == 11);
     CHECK(strcmp(S->hist[10].mark, "rewind,lr 4e-03") == 0);
+    trainer_free(t);
+    engine_free(e);
+}
+
+/* A rewind keeps the curve it abandons (the ghost): the losses of the
+ * steps cut, which the chart draws grey behind the replay with its window
+ * stretched to their end; the next rewind replaces it, a re-init drops it. */
+static int ghost_is(const trainer_status *s, long n) { return s->ghost_n == n; }
+
+static void test_rewind_ghost(void)
+{
+    engine *e;
+    trainer *t = twelve_steps(&e);
+    CHECK(S->s.ghost_n == 0);
+    float at11 = S->hist[10].loss, at12 = S->hist[11].loss;
+    send(t, CMD_REWIND, 0);
+    CHECK(wait_for(t, steps_equal, 10, 10.0));
+    CHECK(S->s.ghost_n == 2 && S->s.ghost_first == 11);
+    CHECK(S->ghost[0] == at11 && S->ghost[1] == at12);
+    /* the chart: its window reaches step 12, past the run's step 10 */
+    tui_grid g = {0};
+    CHECK(tui_grid_resize(&g, 12, 100) == 0);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_rect r = {0, 0, 12, 100};
+    tui_draw_chart(&g, r, S, &ui);
+    tui_chart_geom cg = tui_chart_geometry(r, S, 0);
+    CHECK(cg.last == 12 && S->s.steps_done == 10);
+    char row0[512];
+    tui_row_utf8(&g, 0, row0, sizeof row0);
+    CHECK(strstr(row0, "before rewind") != NULL && strstr(row0, "steps 1-12") != NULL);
+    int dim_dots = 0; /* the ghost's two points, grey, right of step 10 */
+    int col10 = tui_chart_col(&cg, 10);
+    for (int y = cg.top; y < cg.top + cg.h; y++)
+        for (int x = col10 + 1; x < cg.left + cg.w; x++) {
+            const tui_cell *cell = tui_at(&g, y, x);
+            dim_dots += cell && cell->ch == '.' && cell->style == TUI_S_DIM;
+        }
+    CHECK(dim_dots == 2);
+    /* g's figure draws it too: a dashed series under the replay */
+    char path[64], perr[256];
+    snprintf(path, sizeof path, "/tmp/ns_ghost_%d.svg", (int)getpid());
+    CHECK(plot_write_snapshot(S, 0, path, perr, sizeof perr) == 0);
+    FILE *f = fopen(path, "r");
+    static char svg[1 << 20];
+    size_t got = f ? fread(svg, 1, sizeof svg - 1, f) : 0;
+    svg[got] = 0;
+    if (f)
+        fclose(f);
+    remove(path);
+    const char *gs = strstr(svg, "data-name=\"before the rewind: train loss\"");
+    CHECK(gs != NULL && strstr(gs, "stroke-dasharray") != NULL);
+    /* again: to step 5, the ghost is what this rewind cut (6..10) */
+    send(t, CMD_REWIND, 0);
+    CHECK(wait_for(t, steps_equal, 5, 10.0));
+    CHECK(S->s.ghost_n == 5 && S->s.ghost_first == 6);
+    send(t, CMD_REINIT, 0); /* it trains on from step 0: wait for the drop itself */
+    CHECK(wait_for(t, ghost_is, 0, 10.0));
+    tui_grid_free(&g);
     trainer_free(t);
     engine_free(e);
 }
@@ -568,12 +639,8 @@ static const char *status_row(void)
  * loss at all, not a made-up one. */
 static void test_rewind_loss(void)
 {
-    ns_config c = small_cfg(); /* validation every 4 steps */
-    c.snapshot_every = 5;
-    engine *e = make(&c);
-    trainer_opts o = {.limit = 12};
-    trainer *t = start(e, &o);
-    CHECK(wait_for(t, state_is, TRAINER_DONE, 20.0));
+    engine *e; /* validation every 4 steps */
+    trainer *t = twelve_steps(&e);
     CHECK(S->s.hist_total == 12);
     float at5 = S->hist[4].loss, at10 = S->hist[9].loss, at12 = S->hist[11].loss;
     float val8 = S->hist[7].val_loss;
@@ -880,6 +947,7 @@ int main(void)
     test_script_prompt();
     test_rewind();
     test_rewind_wrapped();
+    test_rewind_ghost();
     test_rewind_loss();
     test_reinit_loss();
     test_stopped_time();

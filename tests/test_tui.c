@@ -1103,6 +1103,91 @@ static void test_lesson_panel(void)
 
 /* At 80x24 a 12-layer run shows layer 11 down to layer 0, the selected
  * layer's numbers folded into the status line's second row. */
+/* The event log's scroll state: [ ] { } move it, new events do not, newer
+ * than the newest follows again, and it stays inside what the ring holds. */
+static void add_events(trainer_snapshot *s, long upto)
+{
+    for (long i = s->s.ev_total; i < upto; i++) {
+        trainer_event *e = &s->ev[i % TRAINER_EVENTS];
+        memset(e, 0, sizeof *e);
+        e->step = i;
+        snprintf(e->text, sizeof e->text, "event number %ld", i);
+    }
+    s->s.ev_total = upto;
+}
+
+static void test_log_scroll(void)
+{
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_rect ev = {10, 0, 5, 80}; /* a title row and 4 event rows */
+    tui_log_frame(&ui, ev, 30);
+    CHECK(ui.log_rows == 4 && tui_log_at_row(&ui, 10) && tui_log_at_row(&ui, 14) &&
+          !tui_log_at_row(&ui, 15) && !tui_log_at_row(&ui, 9));
+    CHECK(tui_log_newest(&ui, 30, 4) == 29 && tui_log_newer(&ui, 30, 4) == 0);
+    ns_command c;
+    CHECK(tui_key_action('[') == TUI_ACT_LOG_OLDER && tui_key_action(']') == TUI_ACT_LOG_NEWER &&
+          tui_key_action('{') == TUI_ACT_LOG_PGOLDER && tui_key_action('}') == TUI_ACT_LOG_PGNEWER);
+    CHECK(tui_apply(&ui, TUI_ACT_LOG_OLDER, 6, &c) == 0);
+    CHECK(tui_log_newest(&ui, 30, 4) == 28 && tui_log_newer(&ui, 30, 4) == 1);
+    CHECK(ui.lesson_hidden); /* the lesson panel over the log gives way */
+    /* new events arrive: the view stays on what it showed */
+    tui_log_frame(&ui, ev, 35);
+    CHECK(tui_log_newest(&ui, 35, 4) == 28 && tui_log_newer(&ui, 35, 4) == 6);
+    tui_apply(&ui, TUI_ACT_LOG_PGOLDER, 6, &c); /* a page: rows less one */
+    CHECK(tui_log_newest(&ui, 35, 4) == 25);
+    tui_apply(&ui, TUI_ACT_LOG_PGNEWER, 6, &c);
+    tui_apply(&ui, TUI_ACT_LOG_NEWER, 6, &c);
+    CHECK(tui_log_newest(&ui, 35, 4) == 29);
+    for (int i = 0; i < 5; i++) /* newer than the newest: following again */
+        tui_apply(&ui, TUI_ACT_LOG_NEWER, 6, &c);
+    CHECK(ui.log_newest == -1 && tui_log_newest(&ui, 40, 4) == 39);
+    /* the oldest page is as far as it goes */
+    for (int i = 0; i < 50; i++)
+        tui_apply(&ui, TUI_ACT_LOG_OLDER, 6, &c);
+    CHECK(tui_log_newest(&ui, 35, 4) == 3);
+    /* the ring overwrote the events held: the oldest page it still keeps */
+    long big = TRAINER_EVENTS + 500;
+    CHECK(tui_log_newest(&ui, big, 4) == big - TRAINER_EVENTS + 3);
+    /* everything fits: nothing to scroll, still following */
+    tui_ui_init(&ui, 0, 0);
+    tui_log_frame(&ui, ev, 3);
+    tui_apply(&ui, TUI_ACT_LOG_OLDER, 6, &c);
+    CHECK(ui.log_newest == -1 && tui_log_newer(&ui, 3, 4) == 0);
+    /* no log on the screen (the projector layout): a note, no change */
+    tui_log_frame(&ui, (tui_rect){0, 0, 0, 0}, 30);
+    tui_apply(&ui, TUI_ACT_LOG_OLDER, 6, &c);
+    CHECK(ui.log_newest == -1 && strstr(ui.note, "no event log") != NULL);
+
+    /* drawn: a frame at 120x40 scrolled back one page shows older events
+     * and the count of newer ones in the log's title */
+    tui_grid g = {0};
+    tui_grid_resize(&g, 40, 120);
+    trainer_snapshot *s = snap_new(6);
+    fill_history(s, 50);
+    add_events(s, 60);
+    tui_ui_init(&ui, 0, 0);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "event number 59") == 1 && rows_with(&g, 0, "newer") == 0);
+    int rows = ui.log_rows;
+    CHECK(rows >= 2);
+    tui_apply(&ui, TUI_ACT_LOG_PGOLDER, 6, &c);
+    add_events(s, 70); /* arriving meanwhile */
+    tui_draw(&g, s, &ui);
+    char want[32];
+    snprintf(want, sizeof want, "event number %d", 59 - (rows - 1));
+    CHECK(rows_with(&g, 0, want) == 1);
+    CHECK(rows_with(&g, 0, "event number 59") == 0 && rows_with(&g, 0, "event number 69") == 0);
+    snprintf(want, sizeof want, "-- %d newer", 10 + rows - 1);
+    CHECK(rows_with(&g, 0, want) == 1);
+    for (int i = 0; i < 20; i++)
+        tui_apply(&ui, TUI_ACT_LOG_PGNEWER, 6, &c);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "event number 69") == 1 && rows_with(&g, 0, "newer") == 0);
+    free(s);
+    tui_grid_free(&g);
+}
+
 static void test_projector_frame(void)
 {
     trainer_snapshot *s = snap_new(12);
@@ -1154,5 +1239,6 @@ int main(void)
     test_dumps();
     test_lesson_panel();
     test_projector_frame();
+    test_log_scroll();
     return test_summary();
 }

@@ -439,6 +439,24 @@ static void test_trainer_targets(void)
     engine_free(b);
 }
 
+/* A run whose warmup was turned on mid-run (--warmup 0, then w or a
+ * script's "warmup on") ramps over 100 steps: its label says so, not 0. */
+static void test_label_warmup(void)
+{
+    ns_config a, b;
+    config_defaults(&a);
+    config_defaults(&b);
+    a.warmup = b.warmup = 0;
+    char la[160];
+    twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);
+    CHECK(strstr(la, "warmup=100") != NULL);
+    a.warmup = 40;
+    twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);
+    CHECK(strstr(la, "warmup=40") != NULL);
+    twin_label("a", (twin_run){&a, 0, 1e-3f}, (twin_run){&b, 1, 1e-3f}, la, sizeof la);
+    CHECK(strstr(la, "warmup=off") != NULL);
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -448,5 +466,6 @@ int main(void)
     test_drop_order();
     test_script_prefix();
     test_trainer_targets();
+    test_label_warmup();
     return test_summary();
 }

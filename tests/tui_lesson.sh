@@ -5,7 +5,8 @@
 # space goes on; --no-pause runs straight through with the prompt logged;
 # a --script's prompt shows without a lesson; at 80x24 the panel leaves the
 # layer panel its rows; the projector layout keeps layer 0 of a 12-layer run
-# on an 80x24 screen and of a 24-layer run on 100x30.
+# on an 80x24 screen and of a 24-layer run on 100x30; the event log scrolls
+# back with [ and { and returns with ] and }, and with the wheel over it.
 # Usage: NS_BIN=./normscope sh tests/tui_lesson.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 # shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
@@ -75,6 +76,49 @@ wait_counter -gt 0 60
 screen | grep -Eq '^>23( |$)' && screen | grep -Eq '^  0( |$)' && ok || no "100x30 -L 24: not every layer on the screen"
 key q
 check_exited "-L 24 q" 0
+
+# --- the event log scrolls back: [ and { older, ] and } newer ----------------
+$TM resize-window -t "$W" -x 120 -y 40 2>/dev/null
+printf 'at 1: note FIRSTLINE of the run\nevery 2: note tick\nat 40: pause look back\n' >"$T/log.txt"
+run "LC_ALL=C $BIN $SMALL --script $T/log.txt"
+wait_for 'step 40: look back' 60 && ok || no "log: the run did not stop at step 40"
+key L
+wait_gone 'FIRSTLINE' 10 && ok || no "log: the first line is still on the screen (nothing to scroll)"
+key '{'
+i=0
+while [ "$i" -lt 20 ] && ! screen | grep -qF FIRSTLINE; do key '['; sleep 0.1; i=$((i + 1)); done
+screen | grep -qF FIRSTLINE && ok || no "log: [ did not bring the first line back"
+screen | grep -qE -- '-- [0-9]+ newer' && ok || no "log: no 'newer' marker while scrolled back"
+# new events do not move the view
+key Space
+wait_counter -gt 46 60
+screen | grep -qF FIRSTLINE && ok || no "log: new events moved the view off the first line"
+key Space
+i=0
+while [ "$i" -lt 40 ] && screen | grep -qE -- '-- [0-9]+ newer'; do key '}'; sleep 0.1; i=$((i + 1)); done
+screen | grep -qE -- '-- [0-9]+ newer' && no "log: } did not return to the newest" || ok
+screen | grep -qF FIRSTLINE && no "log: following again, yet the first line still shows" || ok
+# the wheel: tmux passes a raw X10 mouse report (ESC [ M, button+32,
+# column+33, row+33; 64 wheel up, 65 down) to the pane as the terminal would
+wheel() { # wheel ROW(0-based) up|down
+    b=$([ "$2" = up ] && echo 96 || echo 97)
+    key -l "$(printf '\033[M%b%b%b' "\\0$(printf %o "$b")" "\\0$(printf %o 43)" \
+        "\\0$(printf %o $(($1 + 33)))")"
+}
+key Space
+wait_for PAUSED 10
+log_row=$(($(screen | grep -n -- '-- events' | head -1 | cut -d: -f1) + 1)) # 0-based: title + 1
+wheel "$log_row" up
+wheel "$log_row" up
+wait_for ' newer: ' 10 && ok || no "log: the wheel over the log did not scroll it back"
+for _ in 1 2 3 4 5 6 7 8; do wheel "$log_row" down; done
+wait_gone ' newer: ' 10 && ok || no "log: the wheel down did not return to the newest"
+sel=$(screen | grep -o 'layer [0-9] of 4' | head -1)
+wheel 6 down
+wait_gone "$sel" 10 && ok || no "the wheel over the layers did not move the selection ($sel)"
+screen | grep -qF ' newer: ' && no "the wheel over the layers scrolled the log" || ok
+key q
+check_exited "log q" 0
 
 check_reports 60
 

@@ -715,7 +715,9 @@ static void apply_command(trainer *t, const ns_command *c, int target)
                           (!t->o.twin || engine_last_metrics(t->o.twin, &t->mb));
         t->generation++;
         t->hist_cut = after;
-        t->alert[0] = 0; /* a new episode: the mark waits for its next finding */
+        /* a new episode: the marks and the D panel wait for their next finding */
+        memset(&t->rd[0].view, 0, sizeof t->rd[0].view);
+        memset(&t->rd[1].view, 0, sizeof t->rd[1].view);
         t->mark[0] = 0;
         t->mark_b[0] = 0;
         t->mark_kinds[0] = t->mark_kinds[1] = 0;

@@ -761,7 +761,7 @@ static int diverged_run_of(const step_metrics *a, const step_metrics *b)
     return b && b->nonfinite ? 1 : -1;
 }
 
-/* The step's CSV row and JSONL line(s). A failed write (a full disk) is
+/* The step's CSV row and JSONL line(s), flushed. A failed write (a full disk) is
  * noted now, while errno holds its cause; the file reports it when
  * committed, and a headless run stops (no one would see the rest). */
 static void write_rows(trainer *t)
@@ -784,6 +784,12 @@ static void write_rows(trainer *t)
         if (b)
             metrics_jsonl_run(js, b, "b");
     }
+    /* whole rows reach the file as they are made, for whoever reads it
+     * while it grows (a sweep's live view, tail -f): one write a step */
+    if (csv)
+        fflush(csv);
+    if (js)
+        fflush(js);
     if ((csv && atomic_failed(t->o.csv)) | (js && atomic_failed(t->o.jsonl)))
         t->write_failed = 1;
 }

@@ -80,6 +80,24 @@ void ops_axpy(float *restrict y, float a, const float *restrict x, int n);
 /* max |x| over n values; NaN if any value is NaN */
 float ops_absmax(const float *x, long n);
 
+/* out (n) = a x + g f: each product rounded, then their sum (no fused
+ * multiply-add, so both paths give the same bits); returns max |out|
+ * (NaN if any is NaN), taken while writing it */
+float ops_residual(float *out, const float *x, float a, const float *f, float g, long n);
+
+/* Fused forms for the forward's and backward's watch (the largest |x| of
+ * an output, whether it holds inf or NaN), taken while the kernel writes
+ * the output instead of in another pass over it. Each gives the bits of
+ * its plain kernel and, for the maximum, of ops_absmax on the same path:
+ *   layernorm_forward_absmax, gelu_forward_absmax: the plain forward,
+ *     returning max |out| (NaN if any is NaN);
+ *   gelu_backward_set: dinp = dout * gelu'(inp) (set, not accumulated),
+ *     returning whether any of it is infinite or NaN. */
+float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
+                               const float *w, const float *b, int N, int C, float eps);
+float gelu_forward_absmax(float *out, const float *inp, int n);
+int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n);
+
 /* Is any of x (n) infinite or NaN? */
 int ops_any_nonfinite(const float *x, size_t n);
 
@@ -133,5 +151,17 @@ void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *do
 void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n);
 void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
 float ops_absmax_mt(ns_pool *p, const float *x, long n);
+/* dinp set to dout @ w (each element the same chain of products as
+ * matmul_backward's, started from 0 rather than added to dinp), dw and db
+ * accumulated: saves zeroing dinp first */
+void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, int N, int C, int OC);
+float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
+                                  const float *inp, const float *w, const float *b, int N, int C,
+                                  float eps);
+float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n);
+int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
+float ops_residual_mt(ns_pool *p, float *out, const float *x, float a, const float *f, float g,
+                      long n);
 
 #endif

@@ -458,6 +458,29 @@ static float qmax(model *m, int l, const char *op, float *x, size_t n, float *am
     return a;
 }
 
+/* qmax for an output whose kernel took its largest |x| (a) while writing
+ * it: in fp32 rounding does nothing, so no pass over x is left */
+static float qmax_taken(model *m, int l, const char *op, float *x, size_t n, float a,
+                        float *amax)
+{
+    if (m->fmt != FMT_FP32)
+        return qmax(m, l, op, x, n, amax);
+    if (!m->fault.set && !isfinite(a))
+        note_fault(m, 0, l, op);
+    *amax = max2(*amax, a);
+    return a;
+}
+
+/* q for an output whose kernel told, while writing it, whether any of it
+ * is infinite or NaN (bad) */
+static void q_taken(model *m, int backward, int l, const char *op, float *x, size_t n, int bad)
+{
+    if (m->fmt != FMT_FP32)
+        q(m, backward, l, op, x, n);
+    else if (bad)
+        note_fault(m, backward, l, op);
+}
+
 double model_l2(const float *x, size_t n) { return sqrt(ops_sumsq(x, n)); }
 
 void model_group_slice(const model *m, int l, model_group g, size_t *off, size_t *n)
@@ -567,11 +590,21 @@ static int norm_fwd_lowp(const model *m, norm_params p, float *out, float *mean,
 }
 
 /* Norm N of sublayer s (out = 0) or N_out (out = 1) of layer l, or the
- * final norm (l < 0): its output rounded and watched. */
-static void norm_fwd(model *m, norm_params p, float *out, float *mean, float *rstd,
-                     const float *inp, int N, int l, int s, int out_norm)
+ * final norm (l < 0): its output rounded and watched; returns its largest
+ * |x|. An fp32 LayerNorm takes that maximum (which is the watch too: inf
+ * or NaN) as it writes the output. */
+static float norm_fwd(model *m, norm_params p, float *out, float *mean, float *rstd,
+                      const float *inp, int N, int l, int s, int out_norm)
 {
     const char *op = l < 0 ? "final norm" : norm_op[s][out_norm];
+    size_t n = (size_t)N * m->C;
+    if (m->fmt == FMT_FP32 && m->kind == NORMK_LAYERNORM) {
+        float a = layernorm_forward_absmax_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C,
+                                              m->eps);
+        if (!m->fault.set && !isfinite(a))
+            note_fault(m, 0, l, op);
+        return a;
+    }
     if (m->fmt != FMT_FP32 && !m->fp32_norms && m->kind != NORMK_DYT) {
         if (norm_fwd_lowp(m, p, out, mean, rstd, inp, N))
             note_fault(m, 0, l, l < 0 ? "final norm variance" : var_op[s][out_norm]);
@@ -584,7 +617,8 @@ static void norm_fwd(model *m, norm_params p, float *out, float *mean, float *rs
             break;
         }
     }
-    q(m, 0, l, op, out, (size_t)N * m->C);
+    q(m, 0, l, op, out, n);
+    return ops_absmax_mt(m->pool, out, (long)n);
 }
 
 static void norm_bwd(model *m, norm_params p, norm_params g, float *dinp, const float *dout,
@@ -688,8 +722,8 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         matmul_forward_mt(m->pool, fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
         qmax(m, l, "MLP fc1", fch, nC * 4, amax);
-        gelu_forward_mt(m->pool, fcg, fch, N * 4 * C);
-        qmax(m, l, "GELU", fcg, nC * 4, amax);
+        float gm = gelu_forward_absmax_mt(m->pool, fcg, fch, N * 4 * C);
+        qmax_taken(m, l, "GELU", fcg, nC * 4, gm, amax);
         matmul_forward_mt(m->pool, f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                        w + m->layer_off[PT_FCPROJB], N, 4 * C, C);
         qmax(m, l, "MLP fc2", f_out(m, l, 1), nC, amax);
@@ -710,24 +744,26 @@ static float sublayer_forward(model *m, int l, int s, int B, float *amax)
     const float *x = sub_in(m, l, s);
     const float *h = x;
     if (r.pre) {
-        norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N, l, s, 0);
+        float nm =
+            norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N, l, s, 0);
         h = a.nin;
-        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nin, nC));
+        *amax = max2(*amax, nm);
     }
     F_forward(m, l, s, h, B, amax);
     const float *f = f_out(m, l, s);
     if (r.out) {
-        norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N, l, s, 1);
+        float nm = norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N,
+                            l, s, 1);
         f = a.nout;
-        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nout, nC));
+        *amax = max2(*amax, nm);
     }
     float g = r.gate ? layer_base(m, m->W, l)[m->layer_off[PT_RZG]] : 1.0f;
-    for (long i = 0; i < nC; i++)
-        a.res[i] = r.a * x[i] + g * f[i];
-    float out_max = qmax(m, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC, amax);
+    float rm = ops_residual_mt(m->pool, a.res, x, r.a, f, g, nC);
+    float out_max =
+        qmax_taken(m, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC, rm, amax);
     if (r.post) {
-        norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
-        out_max = ops_absmax_mt(m->pool, a.nin, nC);
+        out_max =
+            norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
         *amax = max2(*amax, out_max);
     }
     return out_max;
@@ -830,8 +866,7 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
-        memset(m->datty, 0, nC * sizeof(float));
-        matmul_backward_mt(m->pool, m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
+        matmul_backward_set_mt(m->pool, m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
                         atty, w + m->layer_off[PT_ATTPROJW], N, C, C);
         q(m, 1, l, "attn proj", m->datty, nC);
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
@@ -842,13 +877,11 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
         q(m, 1, l, "attn qkv", dh, nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
-        memset(m->dfch_gelu, 0, nC * 4 * sizeof(float));
-        matmul_backward_mt(m->pool, m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
+        matmul_backward_set_mt(m->pool, m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
                         df, fcg, w + m->layer_off[PT_FCPROJW], N, 4 * C, C);
         q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
-        memset(m->dfch, 0, nC * 4 * sizeof(float));
-        gelu_backward_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
-        q(m, 1, l, "GELU", m->dfch, nC * 4);
+        int bad = gelu_backward_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad);
         matmul_backward_mt(m->pool, dh, g + m->layer_off[PT_FCW], g + m->layer_off[PT_FCB], m->dfch, h,
                         w + m->layer_off[PT_FCW], N, C, 4 * C);
         q(m, 1, l, "MLP fc1", dh, nC);

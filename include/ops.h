@@ -74,6 +74,10 @@ void crossentropy_forward(float *losses, const float *logits, const uint8_t *tar
 /* dlogits (N, V) += (probs - onehot(target)) * scale */
 void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
                                    int N, int V, float scale);
+/* the same set (=) instead of accumulated; returns whether any of dlogits
+ * is inf or NaN, each row checked as it is written */
+int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
+                                      const uint8_t *targets, int N, int V, float scale);
 
 /* y (n) += a * x (n) */
 void ops_axpy(float *restrict y, float a, const float *restrict x, int n);
@@ -96,6 +100,11 @@ float ops_residual(float *out, const float *x, float a, const float *f, float g,
 float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
                                const float *w, const float *b, int N, int C, float eps);
 float gelu_forward_absmax(float *out, const float *inp, int n);
+/* layernorm_backward, returning whether any of dinp is inf or NaN after
+ * it (each row checked as it is written) */
+int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
+                             const float *inp, const float *w, const float *mean,
+                             const float *rstd, int N, int C);
 int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n);
 
 /* Is any of x (n) infinite or NaN? */
@@ -160,6 +169,9 @@ float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rs
                                   const float *inp, const float *w, const float *b, int N, int C,
                                   float eps);
 float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n);
+int layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
+                                const float *dout, const float *inp, const float *w,
+                                const float *mean, const float *rstd, int N, int C);
 int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
 float ops_residual_mt(ns_pool *p, float *out, const float *x, float a, const float *f, float g,
                       long n);

@@ -625,14 +625,18 @@ static void norm_bwd(model *m, norm_params p, norm_params g, float *dinp, const 
                      const float *inp, const float *mean, const float *rstd, int N, int l, int s,
                      int out_norm)
 {
+    const char *op = l < 0 ? "final norm" : norm_op[s][out_norm];
+    size_t n = (size_t)N * m->C;
     switch (m->kind) {
     case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, m->C); break;
     case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, m->C); break;
     default:
-        layernorm_backward_mt(m->pool, dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, m->C);
-        break;
+        q_taken(m, 1, l, op, dinp, n,
+                layernorm_backward_watch_mt(m->pool, dinp, g.w, g.b, dout, inp, p.w, mean, rstd,
+                                            N, m->C));
+        return;
     }
-    q(m, 1, l, l < 0 ? "final norm" : norm_op[s][out_norm], dinp, (size_t)N * m->C);
+    q(m, 1, l, op, dinp, n);
 }
 
 static float *layer_base(const model *m, float *base, int l)
@@ -857,33 +861,35 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
 
 /* ---- backward --------------------------------------------------------- */
 
-/* dh (N, C) += d F / d h for the gradient df of F's output. */
-static void F_backward(model *m, int l, int s, const float *h, const float *df, float *dh, int B)
+/* dh (N, C) += d F / d h for the gradient df of F's output (dh_set: =) */
+static void F_backward(model *m, int l, int s, const float *h, const float *df, float *dh, int B,
+                       int dh_set)
 {
     int T = m->T, C = m->C, N = B * T;
     size_t BT = (size_t)m->B * T, nC = (size_t)N * C;
     float *w = layer_base(m, m->W, l), *g = layer_base(m, m->grads, l);
+    const size_t *o = m->layer_off;
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
-        matmul_backward_set_mt(m->pool, m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
-                        atty, w + m->layer_off[PT_ATTPROJW], N, C, C);
+        matmul_backward_set_mt(m->pool, m->datty, g + o[PT_ATTPROJW], g + o[PT_ATTPROJB], df,
+                               atty, w + o[PT_ATTPROJW], N, C, C);
         q(m, 1, l, "attn proj", m->datty, nC);
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
         attention_backward_mt(m->pool, m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
         q(m, 1, l, "attention", m->dqkv, nC * 3);
-        matmul_backward_mt(m->pool, dh, g + m->layer_off[PT_QKVW], g + m->layer_off[PT_QKVB], m->dqkv, h,
-                        w + m->layer_off[PT_QKVW], N, C, 3 * C);
+        (dh_set ? matmul_backward_set_mt : matmul_backward_mt)(
+            m->pool, dh, g + o[PT_QKVW], g + o[PT_QKVB], m->dqkv, h, w + o[PT_QKVW], N, C, 3 * C);
         q(m, 1, l, "attn qkv", dh, nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
-        matmul_backward_set_mt(m->pool, m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
-                        df, fcg, w + m->layer_off[PT_FCPROJW], N, 4 * C, C);
+        matmul_backward_set_mt(m->pool, m->dfch_gelu, g + o[PT_FCPROJW], g + o[PT_FCPROJB], df,
+                               fcg, w + o[PT_FCPROJW], N, 4 * C, C);
         q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
         int bad = gelu_backward_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
         q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad);
-        matmul_backward_mt(m->pool, dh, g + m->layer_off[PT_FCW], g + m->layer_off[PT_FCB], m->dfch, h,
-                        w + m->layer_off[PT_FCW], N, C, 4 * C);
+        (dh_set ? matmul_backward_set_mt : matmul_backward_mt)(
+            m->pool, dh, g + o[PT_FCW], g + o[PT_FCB], m->dfch, h, w + o[PT_FCW], N, C, 4 * C);
         q(m, 1, l, "MLP fc1", dh, nC);
     }
 }
@@ -930,8 +936,7 @@ static void sublayer_backward(model *m, int l, int s, int B)
         /* no placement has both a pre and a post norm, so dr is dx: the
          * residual path (a = 1) is already in place; dh goes to dtmp */
         float *dh = m->dtmp;
-        memset(dh, 0, nC * sizeof(float));
-        F_backward(m, l, s, a.nin, df, dh, B);
+        F_backward(m, l, s, a.nin, df, dh, B, 1);
         norm_bwd(m, norm_of(m, m->W, l, s, 0), norm_of(m, m->grads, l, s, 0), dx, dh, x,
                  a.nin_mean, a.nin_rstd, N, l, s, 0);
     } else {
@@ -943,11 +948,11 @@ static void sublayer_backward(model *m, int l, int s, int B)
                     dx[i] *= r.a;
             /* F_backward reads df while writing dx: give it a copy */
             memcpy(m->dtmp2, dr, nC * sizeof(float));
-            F_backward(m, l, s, x, m->dtmp2, dx, B);
+            F_backward(m, l, s, x, m->dtmp2, dx, B, 0);
         } else {
             for (size_t i = 0; i < nC; i++)
                 dx[i] = r.a * dr[i];
-            F_backward(m, l, s, x, df, dx, B);
+            F_backward(m, l, s, x, df, dx, B, 0);
         }
     }
 }
@@ -960,17 +965,15 @@ void model_backward(model *m)
     memset(G, 0, m->n_params * sizeof(float));
 
     /* loss = mean over N positions, times the loss scale */
-    memset(m->dlogits, 0, (size_t)N * V * sizeof(float));
-    crossentropy_softmax_backward(m->dlogits, m->probs, m->last_targets, N, V,
-                                  m->loss_scale / (float)N);
-    q(m, 1, -1, "loss", m->dlogits, (size_t)N * V);
+    int bad = crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N, V,
+                                                m->loss_scale / (float)N);
+    q_taken(m, 1, -1, "loss", m->dlogits, (size_t)N * V, bad);
 
     const float *top = block_in(m, m->L);
     memset(m->dresid, 0, nC * sizeof(float));
     if (m->final_norm) {
-        memset(m->dtmp, 0, nC * sizeof(float));
-        matmul_backward_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf, P + m->headw, N,
-                        C, V);
+        matmul_backward_set_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf,
+                               P + m->headw, N, C, V);
         q(m, 1, -1, "head", m->dtmp, nC);
         norm_bwd(m, final_norm_of(m, P), final_norm_of(m, G), m->dresid, m->dtmp, top,
                  m->lnf_mean, m->lnf_rstd, N, -1, 0, 0);

@@ -169,17 +169,17 @@ float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float
 
 /* dinp's rows, and dw and db's columns [c0, c1) summed over the rows in
  * order; dinp NULL: only dw and db, dw NULL: only dinp (see
- * layernorm_backward_mt) */
-static void ln_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                        const float *w, const float *mean, const float *rstd, int N, int C,
-                        int c0, int c1)
+ * layernorm_backward_mt). Returns whether any of dinp is inf or NaN
+ * afterwards (0 without dinp). */
+static int ln_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                       const float *w, const float *mean, const float *rstd, int N, int C, int c0,
+                       int c1)
 {
 #if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
-        return;
-    }
+    if (use_avx2())
+        return ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
 #endif
+    int bad = 0;
     if (dinp)
         c0 = 0, c1 = C;
     for (int n = 0; n < N; n++) {
@@ -209,13 +209,23 @@ static void ln_backward(float *dinp, float *dw, float *db, const float *dout, co
                 dinp[(long)n * C + i] += s * (dxhat - dmean - xhat * dnorm_mean);
             }
         }
+        /* the row just written, while it is in the cache */
+        bad = bad || (dinp && ops_any_nonfinite(dinp + (long)n * C, (size_t)C));
     }
+    return bad;
 }
 
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C)
 {
     ln_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, 0, C);
+}
+
+int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
+                             const float *inp, const float *w, const float *mean,
+                             const float *rstd, int N, int C)
+{
+    return ln_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, 0, C);
 }
 
 void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
@@ -814,6 +824,22 @@ void crossentropy_forward(float *losses, const float *logits, const uint8_t *tar
     }
 }
 
+int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
+                                      const uint8_t *targets, int N, int V, float scale)
+{
+    int bad = 0;
+    for (int n = 0; n < N; n++) {
+        const float *p = probs + (long)n * V;
+        float *d = dlogits + (long)n * V;
+        for (int i = 0; i < V; i++)
+            d[i] = p[i] * scale; /* (p - 0) * scale */
+        d[targets[n]] = (p[targets[n]] - 1.0f) * scale;
+        /* the row just written, while it is in the cache */
+        bad = bad || ops_any_nonfinite(d, (size_t)V);
+    }
+    return bad;
+}
+
 void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
                                    int N, int V, float scale)
 {
@@ -1304,6 +1330,7 @@ typedef struct {
     float *dinp, *dw, *db;
     const float *dout, *inp, *w, *mean, *rstd;
     int N, C, parts; /* of each kind */
+    int bad[POOL_MAX_THREADS]; /* of the dinp parts */
 } ln_bwd_job;
 
 /* tasks 0..parts-1: dinp by rows; parts..2 parts-1: dw and db by columns
@@ -1311,12 +1338,12 @@ typedef struct {
 static void ln_bwd_task(void *ctx, int task, int thread)
 {
     (void)thread;
-    const ln_bwd_job *j = ctx;
+    ln_bwd_job *j = ctx;
     int lo, hi;
     if (task < j->parts) {
         pool_split(j->N, j->parts, 1, task, &lo, &hi);
         long o = (long)lo * j->C;
-        ln_backward(j->dinp + o, NULL, NULL, j->dout + o, j->inp + o, j->w, j->mean + lo,
+        j->bad[task] = ln_backward(j->dinp + o, NULL, NULL, j->dout + o, j->inp + o, j->w, j->mean + lo,
                     j->rstd + lo, hi - lo, j->C, 0, j->C);
     } else {
         pool_split(j->C, j->parts, 8, task - j->parts, &lo, &hi);
@@ -1326,15 +1353,21 @@ static void ln_bwd_task(void *ctx, int task, int thread)
     }
 }
 
+int layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
+                                const float *dout, const float *inp, const float *w,
+                                const float *mean, const float *rstd, int N, int C)
+{
+    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : pool_threads(p);
+    if (parts == 1)
+        return layernorm_backward_watch(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    ln_bwd_job j = {dinp, dw, db, dout, inp, w, mean, rstd, N, C, parts, {0}};
+    pool_run(p, 2 * parts, ln_bwd_task, &j);
+    return any_of_parts(j.bad, parts);
+}
+
 void layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                            const float *inp, const float *w, const float *mean, const float *rstd,
                            int N, int C)
 {
-    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : pool_threads(p);
-    if (parts == 1) {
-        layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-        return;
-    }
-    ln_bwd_job j = {dinp, dw, db, dout, inp, w, mean, rstd, N, C, parts};
-    pool_run(p, 2 * parts, ln_bwd_task, &j);
+    layernorm_backward_watch_mt(p, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }

@@ -1028,10 +1028,11 @@ NS_AVX2 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, co
  * dinp. Each value gets the same operations whichever parts a call
  * does, so a split over rows (dinp) and columns (dw, db) gives the bits
  * of one whole call. */
-NS_AVX2 void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                                         const float *inp, const float *w, const float *mean,
-                                         const float *rstd, int N, int C, int c0, int c1)
+NS_AVX2 int ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                                        const float *inp, const float *w, const float *mean,
+                                        const float *rstd, int N, int C, int c0, int c1)
 {
+    __m256 bad = _mm256_setzero_ps(); /* or of dx - dx: +0 while every dx is finite */
     if (dinp)
         c0 = 0, c1 = C;
     for (int n = 0; n < N; n++) {
@@ -1072,10 +1073,16 @@ NS_AVX2 void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, cons
                 float *dx = dinp + (long)n * C;
                 __m256 dxh = _mm256_mul_ps(dv, load_n(w + i, k));
                 __m256 g = _mm256_fnmadd_ps(xh, dnm, _mm256_sub_ps(dxh, dmean));
-                store_n(dx + i, _mm256_fmadd_ps(vs, g, load_n(dx + i, k)), k);
+                __m256 y = _mm256_fmadd_ps(vs, g, load_n(dx + i, k));
+                store_n(dx + i, y, k);
+                y = _mm256_sub_ps(y, y);
+                if (k < 8)
+                    y = _mm256_and_ps(y, _mm256_castsi256_ps(lanes(k)));
+                bad = _mm256_or_ps(bad, y);
             }
         }
     }
+    return !_mm256_testz_si256(_mm256_castps_si256(bad), _mm256_castps_si256(bad));
 }
 
 /* ---- absmax ------------------------------------------------------------- */

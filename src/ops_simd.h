@@ -67,10 +67,11 @@ float ops_avx2_sumexp(const float *l, int n, float *maxv);
 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                                 const float *w, const float *b, int N, int C, float eps,
                                 float *amax);
-/* dinp NULL: only dw, db for columns [c0, c1); dw NULL: only dinp */
-void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                                 const float *inp, const float *w, const float *mean,
-                                 const float *rstd, int N, int C, int c0, int c1);
+/* dinp NULL: only dw, db for columns [c0, c1); dw NULL: only dinp;
+ * returns whether any of dinp is inf or NaN afterwards */
+int ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                                const float *inp, const float *w, const float *mean,
+                                const float *rstd, int N, int C, int c0, int c1);
 float ops_avx2_absmax(const float *x, long n);
 float ops_avx2_residual(float *out, const float *x, float a, const float *f, float g, long n);
 int ops_avx2_any_nonfinite(const float *x, size_t n);

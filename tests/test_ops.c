@@ -1078,6 +1078,58 @@ static void test_residual(void)
     CHECK(bad == 0);
 }
 
+/* the LayerNorm backward's watch: its plain bits, and whether dinp holds
+ * inf or NaN afterwards, with one planted in dout (or in the dinp it adds
+ * to) at places across the rows and the vector tails */
+static void test_layernorm_backward_watch(void)
+{
+    int bad = 0;
+    static const int cols[] = {3, 8, 13, 64};
+    for (size_t s = 0; s < sizeof cols / sizeof *cols; s++) {
+        int N = 4, C = cols[s], n = N * C;
+        float *x = rndf(n, 2), *w = rndf(C, 1), *b = rndf(C, 1), *o = rndf(n, 1);
+        float *dout = rndf(n, 1), *d0 = rndf(n, 1), mean[4], rstd[4];
+        layernorm_forward(o, mean, rstd, x, w, b, N, C, 1e-5f);
+        for (int at = -1; at < n; at += 1 + C / 4) {
+            for (int into = 0; into < 2; into++) {
+                float *planted = into ? d0 : dout, keep = at >= 0 ? planted[at] : 0;
+                if (at >= 0)
+                    planted[at] = at % 2 ? NAN : INFINITY;
+                float *d1 = dupf(d0, n), *d2 = dupf(d0, n);
+                float *w1 = calloc((size_t)C, 4), *b1 = calloc((size_t)C, 4);
+                float *w2 = calloc((size_t)C, 4), *b2 = calloc((size_t)C, 4);
+                layernorm_backward(d1, w1, b1, dout, x, w, mean, rstd, N, C);
+                int got = layernorm_backward_watch(d2, w2, b2, dout, x, w, mean, rstd, N, C);
+                bad += memcmp(d1, d2, sizeof(float) * (size_t)n) != 0;
+                bad += memcmp(w1, w2, sizeof(float) * (size_t)C) != 0;
+                bad += got != ops_any_nonfinite(d1, (size_t)n) || got != (at >= 0);
+                if (at >= 0)
+                    planted[at] = keep;
+                free(d1), free(d2), free(w1), free(b1), free(w2), free(b2);
+            }
+        }
+        free(x), free(w), free(b), free(o), free(dout), free(d0);
+    }
+    CHECK(bad == 0);
+}
+
+/* the loss gradient set equals it zeroed and accumulated, and its watch
+ * finds a NaN probability or scale */
+static void test_crossentropy_backward_set(void)
+{
+    enum { N = 5, V = 37 };
+    float *probs = rndf(N * V, 1), *d1 = calloc(N * V, 4), *d2 = rndf(N * V, 1);
+    uint8_t tg[N] = {0, 36, 7, 8, 7};
+    crossentropy_softmax_backward(d1, probs, tg, N, V, 0.2f);
+    int got = crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f);
+    CHECK(!memcmp(d1, d2, sizeof(float) * N * V) && got == 0);
+    probs[3 * V + 20] = NAN;
+    CHECK(crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f) == 1);
+    probs[3 * V + 20] = 0.5f;
+    CHECK(crossentropy_softmax_backward_set(d2, probs, tg, N, V, INFINITY) == 1);
+    free(probs), free(d1), free(d2);
+}
+
 /* dinp set equals dinp zeroed and accumulated; dw and db still accumulate */
 static void test_matmul_backward_set(void)
 {
@@ -1142,6 +1194,8 @@ static void run_kernel_suite(void)
     test_fused_layernorm();
     test_residual();
     test_matmul_backward_set();
+    test_layernorm_backward_watch();
+    test_crossentropy_backward_set();
 }
 
 int main(void)

@@ -96,7 +96,10 @@ float ops_residual(float *out, const float *x, float a, const float *f, float g,
  *   layernorm_forward_absmax, gelu_forward_absmax: the plain forward,
  *     returning max |out| (NaN if any is NaN);
  *   gelu_backward_set: dinp = dout * gelu'(inp) (set, not accumulated),
- *     returning whether any of it is infinite or NaN. */
+ *     returning GELU_BAD_DINP if any of dinp is infinite or NaN, or'd
+ *     with GELU_BAD_DOUT if any of dout is (the watch of the op that made
+ *     dout, which the kernel reads anyway). */
+enum { GELU_BAD_DINP = 1, GELU_BAD_DOUT = 2 };
 float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
                                const float *w, const float *b, int N, int C, float eps);
 float gelu_forward_absmax(float *out, const float *inp, int n);

@@ -885,9 +885,15 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         matmul_backward_set_mt(m->pool, m->dfch_gelu, g + o[PT_FCPROJW], g + o[PT_FCPROJB], df,
                                fcg, w + o[PT_FCPROJW], N, 4 * C, C);
-        q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
+        /* fp32: the GELU's backward watches its input (fc2's output) too;
+         * a low format rounds that input before the GELU reads it */
+        int fp32 = m->fmt == FMT_FP32;
+        if (!fp32)
+            q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
         int bad = gelu_backward_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
-        q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad);
+        if (fp32)
+            q_taken(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4, bad & GELU_BAD_DOUT);
+        q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad & GELU_BAD_DINP);
         (dh_set ? matmul_backward_set_mt : matmul_backward_mt)(
             m->pool, dh, g + o[PT_FCW], g + o[PT_FCB], m->dfch, h, w + o[PT_FCW], N, C, 4 * C);
         q(m, 1, l, "MLP fc1", dh, nC);

@@ -733,15 +733,15 @@ float gelu_forward_absmax(float *out, const float *inp, int n)
 
 /* d/dx = s + 2 x s (1 - s) u', s = sigmoid(2u), 1 - s = e s with
  * e = exp(-2u) held finite (<= exp(88)) so e s s is 0, not inf * 0.
- * set: dinp = the product (else +=); returns whether any of the values
- * written is infinite or NaN */
+ * set: dinp = the product (else +=); returns GELU_BAD_DINP when a value
+ * written is infinite or NaN, | GELU_BAD_DOUT when one of dout is */
 static int gelu_bwd(float *dinp, const float *inp, const float *dout, int n, int set)
 {
 #if NS_OPS_X86
     if (use_avx2())
         return ops_avx2_gelu_backward(dinp, inp, dout, n, set);
 #endif
-    float bad = 0.0f;
+    float bad = 0.0f, bad_d = 0.0f;
     for (int i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
@@ -752,8 +752,9 @@ static int gelu_bwd(float *dinp, const float *inp, const float *dout, int n, int
         float d = dout[i] * (s + 2.0f * x * du * (e * s) * s);
         dinp[i] = set ? d : dinp[i] + d;
         bad += dinp[i] - dinp[i]; /* 0 for finite values, NaN otherwise */
+        bad_d += dout[i] - dout[i];
     }
-    return bad != bad;
+    return (bad != bad ? GELU_BAD_DINP : 0) | (bad_d != bad_d ? GELU_BAD_DOUT : 0);
 }
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n)

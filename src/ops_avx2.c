@@ -906,7 +906,7 @@ NS_AVX2 int ops_avx2_gelu_backward(float *dinp, const float *inp, const float *d
     const __m256 m2s = _mm256_set1_ps(-2.0f * GELU_S), c = _mm256_set1_ps(GELU_C),
                  one = _mm256_set1_ps(1.0f), s0 = _mm256_set1_ps(GELU_S),
                  s3c = _mm256_set1_ps(3.0f * GELU_C * GELU_S), two = _mm256_set1_ps(2.0f);
-    __m256 bad = _mm256_setzero_ps();
+    __m256 bad = _mm256_setzero_ps(), bad_d = bad;
     for (int i = 0; i < n; i += 8) {
         int m = n - i;
         __m256 x = load_n(inp + i, m);
@@ -916,13 +916,18 @@ NS_AVX2 int ops_avx2_gelu_backward(float *dinp, const float *inp, const float *d
         __m256 du = _mm256_fmadd_ps(s3c, x2, s0);
         __m256 q = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(two, x), du), _mm256_mul_ps(e, s));
         __m256 g = _mm256_fmadd_ps(q, s, s);
-        __m256 d = set ? _mm256_mul_ps(load_n(dout + i, m), g)
-                       : _mm256_fmadd_ps(load_n(dout + i, m), g, load_n(dinp + i, m));
+        __m256 dy = load_n(dout + i, m);
+        __m256 d = set ? _mm256_mul_ps(dy, g) : _mm256_fmadd_ps(dy, g, load_n(dinp + i, m));
         store_n(dinp + i, d, m);
         /* d - d is +0 for finite d, NaN otherwise (masked lanes: 0) */
         bad = _mm256_or_ps(bad, _mm256_sub_ps(d, d));
+        bad_d = _mm256_or_ps(bad_d, _mm256_sub_ps(dy, dy));
     }
-    return !_mm256_testz_si256(_mm256_castps_si256(bad), _mm256_castps_si256(bad));
+    return (_mm256_testz_si256(_mm256_castps_si256(bad), _mm256_castps_si256(bad)) ? 0
+                                                                                   : GELU_BAD_DINP) |
+           (_mm256_testz_si256(_mm256_castps_si256(bad_d), _mm256_castps_si256(bad_d))
+                ? 0
+                : GELU_BAD_DOUT);
 }
 
 /* ---- softmax and the cross-entropy's sum -------------------------------- */

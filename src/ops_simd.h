@@ -56,8 +56,8 @@ void ops_avx2_attention_backward(float *dqkv, const float *dout, const float *qk
 /* largest T the AVX2 attention backward takes (its scratch is on the stack) */
 enum { OPS_AVX2_ATT_TMAX = 1024 };
 
-/* amax NULL or *amax = max |out|; set: dinp = (else +=), returns whether
- * any value written is inf or NaN */
+/* amax NULL or *amax = max |out|; set: dinp = (else +=), returns the
+ * GELU_BAD_ flags of gelu_backward_set */
 void ops_avx2_gelu_forward(float *out, const float *inp, int n, float *amax);
 int ops_avx2_gelu_backward(float *dinp, const float *inp, const float *dout, int n, int set);
 void ops_avx2_softmax_forward(float *probs, const float *logits, int N, int V);

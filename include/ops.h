@@ -74,11 +74,41 @@ void crossentropy_forward(float *losses, const float *logits, const uint8_t *tar
 /* dlogits (N, V) += (probs - onehot(target)) * scale */
 void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
                                    int N, int V, float scale);
+/* the same set (=) instead of accumulated; returns whether any of dlogits
+ * is inf or NaN, each row checked as it is written */
+int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
+                                      const uint8_t *targets, int N, int V, float scale);
 
 /* y (n) += a * x (n) */
 void ops_axpy(float *restrict y, float a, const float *restrict x, int n);
 /* max |x| over n values; NaN if any value is NaN */
 float ops_absmax(const float *x, long n);
+
+/* out (n) = a x + g f: each product rounded, then their sum (no fused
+ * multiply-add, so both paths give the same bits); returns max |out|
+ * (NaN if any is NaN), taken while writing it */
+float ops_residual(float *out, const float *x, float a, const float *f, float g, long n);
+
+/* Fused forms for the forward's and backward's watch (the largest |x| of
+ * an output, whether it holds inf or NaN), taken while the kernel writes
+ * the output instead of in another pass over it. Each gives the bits of
+ * its plain kernel and, for the maximum, of ops_absmax on the same path:
+ *   layernorm_forward_absmax, gelu_forward_absmax: the plain forward,
+ *     returning max |out| (NaN if any is NaN);
+ *   gelu_backward_set: dinp = dout * gelu'(inp) (set, not accumulated),
+ *     returning GELU_BAD_DINP if any of dinp is infinite or NaN, or'd
+ *     with GELU_BAD_DOUT if any of dout is (the watch of the op that made
+ *     dout, which the kernel reads anyway). */
+enum { GELU_BAD_DINP = 1, GELU_BAD_DOUT = 2 };
+float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
+                               const float *w, const float *b, int N, int C, float eps);
+float gelu_forward_absmax(float *out, const float *inp, int n);
+/* layernorm_backward, returning whether any of dinp is inf or NaN after
+ * it (each row checked as it is written) */
+int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
+                             const float *inp, const float *w, const float *mean,
+                             const float *rstd, int N, int C);
+int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n);
 
 /* Is any of x (n) infinite or NaN? */
 int ops_any_nonfinite(const float *x, size_t n);
@@ -133,5 +163,20 @@ void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *do
 void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n);
 void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
 float ops_absmax_mt(ns_pool *p, const float *x, long n);
+/* dinp set to dout @ w (each element the same chain of products as
+ * matmul_backward's, started from 0 rather than added to dinp), dw and db
+ * accumulated: saves zeroing dinp first */
+void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, int N, int C, int OC);
+float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
+                                  const float *inp, const float *w, const float *b, int N, int C,
+                                  float eps);
+float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n);
+int layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
+                                const float *dout, const float *inp, const float *w,
+                                const float *mean, const float *rstd, int N, int C);
+int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
+float ops_residual_mt(ns_pool *p, float *out, const float *x, float a, const float *f, float g,
+                      long n);
 
 #endif

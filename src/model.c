@@ -486,6 +486,29 @@ static float qmax(model *m, int l, const char *op, float *x, size_t n, float *am
     return a;
 }
 
+/* qmax for an output whose kernel took its largest |x| (a) while writing
+ * it: in fp32 rounding does nothing, so no pass over x is left */
+static float qmax_taken(model *m, int l, const char *op, float *x, size_t n, float a,
+                        float *amax)
+{
+    if (m->fmt != FMT_FP32)
+        return qmax(m, l, op, x, n, amax);
+    if (!m->fault.set && !isfinite(a))
+        note_fault(m, 0, l, op);
+    *amax = max2(*amax, a);
+    return a;
+}
+
+/* q for an output whose kernel told, while writing it, whether any of it
+ * is infinite or NaN (bad) */
+static void q_taken(model *m, int backward, int l, const char *op, float *x, size_t n, int bad)
+{
+    if (m->fmt != FMT_FP32)
+        q(m, backward, l, op, x, n);
+    else if (bad)
+        note_fault(m, backward, l, op);
+}
+
 double model_l2(const float *x, size_t n) { return sqrt(ops_sumsq(x, n)); }
 
 void model_group_slice(const model *m, int l, model_group g, size_t *off, size_t *n)
@@ -595,11 +618,21 @@ static int norm_fwd_lowp(const model *m, norm_params p, float *out, float *mean,
 }
 
 /* Norm N of sublayer s (out = 0) or N_out (out = 1) of layer l, or the
- * final norm (l < 0): its output rounded and watched. */
-static void norm_fwd(model *m, norm_params p, float *out, float *mean, float *rstd,
-                     const float *inp, int N, int l, int s, int out_norm)
+ * final norm (l < 0): its output rounded and watched; returns its largest
+ * |x|. An fp32 LayerNorm takes that maximum (which is the watch too: inf
+ * or NaN) as it writes the output. */
+static float norm_fwd(model *m, norm_params p, float *out, float *mean, float *rstd,
+                      const float *inp, int N, int l, int s, int out_norm)
 {
     const char *op = l < 0 ? "final norm" : norm_op[s][out_norm];
+    size_t n = (size_t)N * m->C;
+    if (m->fmt == FMT_FP32 && m->kind == NORMK_LAYERNORM) {
+        float a = layernorm_forward_absmax_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C,
+                                              m->eps);
+        if (!m->fault.set && !isfinite(a))
+            note_fault(m, 0, l, op);
+        return a;
+    }
     if (m->fmt != FMT_FP32 && !m->fp32_norms && m->kind != NORMK_DYT) {
         if (norm_fwd_lowp(m, p, out, mean, rstd, inp, N))
             note_fault(m, 0, l, l < 0 ? "final norm variance" : var_op[s][out_norm]);
@@ -612,21 +645,26 @@ static void norm_fwd(model *m, norm_params p, float *out, float *mean, float *rs
             break;
         }
     }
-    q(m, 0, l, op, out, (size_t)N * m->C);
+    q(m, 0, l, op, out, n);
+    return ops_absmax_mt(m->pool, out, (long)n);
 }
 
 static void norm_bwd(model *m, norm_params p, norm_params g, float *dinp, const float *dout,
                      const float *inp, const float *mean, const float *rstd, int N, int l, int s,
                      int out_norm)
 {
+    const char *op = l < 0 ? "final norm" : norm_op[s][out_norm];
+    size_t n = (size_t)N * m->C;
     switch (m->kind) {
     case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, m->C); break;
     case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, m->C); break;
     default:
-        layernorm_backward_mt(m->pool, dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, m->C);
-        break;
+        q_taken(m, 1, l, op, dinp, n,
+                layernorm_backward_watch_mt(m->pool, dinp, g.w, g.b, dout, inp, p.w, mean, rstd,
+                                            N, m->C));
+        return;
     }
-    q(m, 1, l, l < 0 ? "final norm" : norm_op[s][out_norm], dinp, (size_t)N * m->C);
+    q(m, 1, l, op, dinp, n);
 }
 
 static float *layer_base(const model *m, float *base, int l)
@@ -716,8 +754,8 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         matmul_forward_mt(m->pool, fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
         qmax(m, l, "MLP fc1", fch, nC * 4, amax);
-        gelu_forward_mt(m->pool, fcg, fch, N * 4 * C);
-        qmax(m, l, "GELU", fcg, nC * 4, amax);
+        float gm = gelu_forward_absmax_mt(m->pool, fcg, fch, N * 4 * C);
+        qmax_taken(m, l, "GELU", fcg, nC * 4, gm, amax);
         matmul_forward_mt(m->pool, f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                        w + m->layer_off[PT_FCPROJB], N, 4 * C, C);
         qmax(m, l, "MLP fc2", f_out(m, l, 1), nC, amax);
@@ -738,24 +776,26 @@ static float sublayer_forward(model *m, int l, int s, int B, float *amax)
     const float *x = sub_in(m, l, s);
     const float *h = x;
     if (r.pre) {
-        norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N, l, s, 0);
+        float nm =
+            norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N, l, s, 0);
         h = a.nin;
-        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nin, nC));
+        *amax = max2(*amax, nm);
     }
     F_forward(m, l, s, h, B, amax);
     const float *f = f_out(m, l, s);
     if (r.out) {
-        norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N, l, s, 1);
+        float nm = norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N,
+                            l, s, 1);
         f = a.nout;
-        *amax = max2(*amax, ops_absmax_mt(m->pool, a.nout, nC));
+        *amax = max2(*amax, nm);
     }
     float g = r.gate ? layer_base(m, m->W, l)[m->layer_off[PT_RZG]] : 1.0f;
-    for (long i = 0; i < nC; i++)
-        a.res[i] = r.a * x[i] + g * f[i];
-    float out_max = qmax(m, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC, amax);
+    float rm = ops_residual_mt(m->pool, a.res, x, r.a, f, g, nC);
+    float out_max =
+        qmax_taken(m, l, r.gate ? gate_op[s] : res_op[s], a.res, (size_t)nC, rm, amax);
     if (r.post) {
-        norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
-        out_max = ops_absmax_mt(m->pool, a.nin, nC);
+        out_max =
+            norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
         *amax = max2(*amax, out_max);
     }
     return out_max;
@@ -849,36 +889,41 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
 
 /* ---- backward --------------------------------------------------------- */
 
-/* dh (N, C) += d F / d h for the gradient df of F's output. */
-static void F_backward(model *m, int l, int s, const float *h, const float *df, float *dh, int B)
+/* dh (N, C) += d F / d h for the gradient df of F's output (dh_set: =) */
+static void F_backward(model *m, int l, int s, const float *h, const float *df, float *dh, int B,
+                       int dh_set)
 {
     int T = m->T, C = m->C, N = B * T;
     size_t BT = (size_t)m->B * T, nC = (size_t)N * C;
     float *w = layer_base(m, m->W, l), *g = layer_base(m, m->grads, l);
+    const size_t *o = m->layer_off;
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
-        memset(m->datty, 0, nC * sizeof(float));
-        matmul_backward_mt(m->pool, m->datty, g + m->layer_off[PT_ATTPROJW], g + m->layer_off[PT_ATTPROJB], df,
-                        atty, w + m->layer_off[PT_ATTPROJW], N, C, C);
+        matmul_backward_set_mt(m->pool, m->datty, g + o[PT_ATTPROJW], g + o[PT_ATTPROJB], df,
+                               atty, w + o[PT_ATTPROJW], N, C, C);
         q(m, 1, l, "attn proj", m->datty, nC);
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
         attention_backward_mt(m->pool, m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
         q(m, 1, l, "attention", m->dqkv, nC * 3);
-        matmul_backward_mt(m->pool, dh, g + m->layer_off[PT_QKVW], g + m->layer_off[PT_QKVB], m->dqkv, h,
-                        w + m->layer_off[PT_QKVW], N, C, 3 * C);
+        (dh_set ? matmul_backward_set_mt : matmul_backward_mt)(
+            m->pool, dh, g + o[PT_QKVW], g + o[PT_QKVB], m->dqkv, h, w + o[PT_QKVW], N, C, 3 * C);
         q(m, 1, l, "attn qkv", dh, nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
-        memset(m->dfch_gelu, 0, nC * 4 * sizeof(float));
-        matmul_backward_mt(m->pool, m->dfch_gelu, g + m->layer_off[PT_FCPROJW], g + m->layer_off[PT_FCPROJB],
-                        df, fcg, w + m->layer_off[PT_FCPROJW], N, 4 * C, C);
-        q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
-        memset(m->dfch, 0, nC * 4 * sizeof(float));
-        gelu_backward_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
-        q(m, 1, l, "GELU", m->dfch, nC * 4);
-        matmul_backward_mt(m->pool, dh, g + m->layer_off[PT_FCW], g + m->layer_off[PT_FCB], m->dfch, h,
-                        w + m->layer_off[PT_FCW], N, C, 4 * C);
+        matmul_backward_set_mt(m->pool, m->dfch_gelu, g + o[PT_FCPROJW], g + o[PT_FCPROJB], df,
+                               fcg, w + o[PT_FCPROJW], N, 4 * C, C);
+        /* fp32: the GELU's backward watches its input (fc2's output) too;
+         * a low format rounds that input before the GELU reads it */
+        int fp32 = m->fmt == FMT_FP32;
+        if (!fp32)
+            q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
+        int bad = gelu_backward_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        if (fp32)
+            q_taken(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4, bad & GELU_BAD_DOUT);
+        q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad & GELU_BAD_DINP);
+        (dh_set ? matmul_backward_set_mt : matmul_backward_mt)(
+            m->pool, dh, g + o[PT_FCW], g + o[PT_FCB], m->dfch, h, w + o[PT_FCW], N, C, 4 * C);
         q(m, 1, l, "MLP fc1", dh, nC);
     }
 }
@@ -925,8 +970,7 @@ static void sublayer_backward(model *m, int l, int s, int B)
         /* no placement has both a pre and a post norm, so dr is dx: the
          * residual path (a = 1) is already in place; dh goes to dtmp */
         float *dh = m->dtmp;
-        memset(dh, 0, nC * sizeof(float));
-        F_backward(m, l, s, a.nin, df, dh, B);
+        F_backward(m, l, s, a.nin, df, dh, B, 1);
         norm_bwd(m, norm_of(m, m->W, l, s, 0), norm_of(m, m->grads, l, s, 0), dx, dh, x,
                  a.nin_mean, a.nin_rstd, N, l, s, 0);
     } else {
@@ -938,11 +982,11 @@ static void sublayer_backward(model *m, int l, int s, int B)
                     dx[i] *= r.a;
             /* F_backward reads df while writing dx: give it a copy */
             memcpy(m->dtmp2, dr, nC * sizeof(float));
-            F_backward(m, l, s, x, m->dtmp2, dx, B);
+            F_backward(m, l, s, x, m->dtmp2, dx, B, 0);
         } else {
             for (size_t i = 0; i < nC; i++)
                 dx[i] = r.a * dr[i];
-            F_backward(m, l, s, x, df, dx, B);
+            F_backward(m, l, s, x, df, dx, B, 0);
         }
     }
 }
@@ -955,17 +999,15 @@ void model_backward(model *m)
     memset(G, 0, m->n_params * sizeof(float));
 
     /* loss = mean over N positions, times the loss scale */
-    memset(m->dlogits, 0, (size_t)N * V * sizeof(float));
-    crossentropy_softmax_backward(m->dlogits, m->probs, m->last_targets, N, V,
-                                  m->loss_scale / (float)N);
-    q(m, 1, -1, "loss", m->dlogits, (size_t)N * V);
+    int bad = crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N, V,
+                                                m->loss_scale / (float)N);
+    q_taken(m, 1, -1, "loss", m->dlogits, (size_t)N * V, bad);
 
     const float *top = block_in(m, m->L);
     memset(m->dresid, 0, nC * sizeof(float));
     if (m->final_norm) {
-        memset(m->dtmp, 0, nC * sizeof(float));
-        matmul_backward_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf, P + m->headw, N,
-                        C, V);
+        matmul_backward_set_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf,
+                               P + m->headw, N, C, V);
         q(m, 1, -1, "head", m->dtmp, nC);
         norm_bwd(m, final_norm_of(m, P), final_norm_of(m, G), m->dresid, m->dtmp, top,
                  m->lnf_mean, m->lnf_rstd, N, -1, 0, 0);

@@ -99,15 +99,34 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t
     }
 }
 
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
-                       const float *b, int N, int C, float eps)
+/* max |x| over a run of values, kept as the largest so far and whether a
+ * NaN was seen: the state ops_absmax keeps, so a kernel can take the
+ * maximum of what it writes while it writes it */
+typedef struct {
+    float m;
+    int nan;
+} absmax_acc;
+
+static inline void absmax_add(absmax_acc *a, float x)
+{
+    float v = fabsf(x);
+    a->nan |= v != v;
+    a->m = v > a->m ? v : a->m;
+}
+
+static inline float absmax_result(absmax_acc a) { return a.nan ? NAN : a.m; }
+
+/* layernorm_forward; with amax, *amax = max |out| (NaN if any is NaN) */
+static void ln_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                       const float *b, int N, int C, float eps, float *amax)
 {
 #if NS_OPS_X86
     if (use_avx2()) {
-        ops_avx2_layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
+        ops_avx2_layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps, amax);
         return;
     }
 #endif
+    absmax_acc acc = {0.0f, 0};
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         float *o = out + (long)n * C;
@@ -124,24 +143,43 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
         float s = 1.0f / sqrtf(v + eps);
         for (int i = 0; i < C; i++)
             o[i] = (x[i] - m) * s * w[i] + b[i];
+        if (amax)
+            for (int i = 0; i < C; i++)
+                absmax_add(&acc, o[i]);
         mean[n] = m;
         rstd[n] = s;
     }
+    if (amax)
+        *amax = absmax_result(acc);
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                       const float *b, int N, int C, float eps)
+{
+    ln_forward(out, mean, rstd, inp, w, b, N, C, eps, NULL);
+}
+
+float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
+                               const float *w, const float *b, int N, int C, float eps)
+{
+    float a = 0.0f;
+    ln_forward(out, mean, rstd, inp, w, b, N, C, eps, &a);
+    return a;
 }
 
 /* dinp's rows, and dw and db's columns [c0, c1) summed over the rows in
  * order; dinp NULL: only dw and db, dw NULL: only dinp (see
- * layernorm_backward_mt) */
-static void ln_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                        const float *w, const float *mean, const float *rstd, int N, int C,
-                        int c0, int c1)
+ * layernorm_backward_mt). Returns whether any of dinp is inf or NaN
+ * afterwards (0 without dinp). */
+static int ln_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                       const float *w, const float *mean, const float *rstd, int N, int C, int c0,
+                       int c1)
 {
 #if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
-        return;
-    }
+    if (use_avx2())
+        return ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
 #endif
+    int bad = 0;
     if (dinp)
         c0 = 0, c1 = C;
     for (int n = 0; n < N; n++) {
@@ -171,13 +209,23 @@ static void ln_backward(float *dinp, float *dw, float *db, const float *dout, co
                 dinp[(long)n * C + i] += s * (dxhat - dmean - xhat * dnorm_mean);
             }
         }
+        /* the row just written, while it is in the cache */
+        bad = bad || (dinp && ops_any_nonfinite(dinp + (long)n * C, (size_t)C));
     }
+    return bad;
 }
 
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C)
 {
     ln_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, 0, C);
+}
+
+int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
+                             const float *inp, const float *w, const float *mean,
+                             const float *rstd, int N, int C)
+{
+    return ln_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, 0, C);
 }
 
 void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
@@ -530,17 +578,26 @@ static void colsum(float *db, const float *d, long ld, int N, int n)
     }
 }
 
-void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                     const float *w, int N, int C, int OC)
+/* matmul_backward; set: dinp = dout @ w instead of += (each element the
+ * same chain of products, started from 0 instead of added to the old
+ * value) */
+static void mm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *w, int N, int C, int OC, int set)
 {
     /* dinp (N, C) += dout (N, OC) @ w (OC, C) */
     if (dinp)
-        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, 1);
+        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set);
     /* dw (OC, C) += dout^T (OC, N) @ inp (N, C): A(j, n) = dout[n * OC + j] */
     gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1);
     /* db (OC) += sum over n of dout, each column in order of n */
     if (db)
         colsum(db, dout, OC, N, OC);
+}
+
+void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                     const float *w, int N, int C, int OC)
+{
+    mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, 0);
 }
 
 /* ---- attention ---------------------------------------------------------- */
@@ -645,31 +702,46 @@ void attention_backward(float *dqkv, float *drow, const float *dout, const float
  * expm1f made GELU a quarter of a step) and no cancellation in 1 + tanh. */
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 
-void gelu_forward(float *out, const float *inp, int n)
+/* gelu_forward; with amax, *amax = max |out| (NaN if any is NaN) */
+static void gelu_fwd(float *out, const float *inp, int n, float *amax)
 {
 #if NS_OPS_X86
     if (use_avx2()) {
-        ops_avx2_gelu_forward(out, inp, n);
+        ops_avx2_gelu_forward(out, inp, n, amax);
         return;
     }
 #endif
+    absmax_acc acc = {0.0f, 0};
     for (int i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
         out[i] = x / (1.0f + expf(-2.0f * u));
+        absmax_add(&acc, out[i]);
     }
+    if (amax)
+        *amax = absmax_result(acc);
+}
+
+void gelu_forward(float *out, const float *inp, int n) { gelu_fwd(out, inp, n, NULL); }
+
+float gelu_forward_absmax(float *out, const float *inp, int n)
+{
+    float a = 0.0f;
+    gelu_fwd(out, inp, n, &a);
+    return a;
 }
 
 /* d/dx = s + 2 x s (1 - s) u', s = sigmoid(2u), 1 - s = e s with
- * e = exp(-2u) held finite (<= exp(88)) so e s s is 0, not inf * 0 */
-void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
+ * e = exp(-2u) held finite (<= exp(88)) so e s s is 0, not inf * 0.
+ * set: dinp = the product (else +=); returns GELU_BAD_DINP when a value
+ * written is infinite or NaN, | GELU_BAD_DOUT when one of dout is */
+static int gelu_bwd(float *dinp, const float *inp, const float *dout, int n, int set)
 {
 #if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_gelu_backward(dinp, inp, dout, n);
-        return;
-    }
+    if (use_avx2())
+        return ops_avx2_gelu_backward(dinp, inp, dout, n, set);
 #endif
+    float bad = 0.0f, bad_d = 0.0f;
     for (int i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
@@ -677,8 +749,22 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
         float e = expf(t > 88.0f ? 88.0f : t);
         float s = 1.0f / (1.0f + e);
         float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += dout[i] * (s + 2.0f * x * du * (e * s) * s);
+        float d = dout[i] * (s + 2.0f * x * du * (e * s) * s);
+        dinp[i] = set ? d : dinp[i] + d;
+        bad += dinp[i] - dinp[i]; /* 0 for finite values, NaN otherwise */
+        bad_d += dout[i] - dout[i];
     }
+    return (bad != bad ? GELU_BAD_DINP : 0) | (bad_d != bad_d ? GELU_BAD_DOUT : 0);
+}
+
+void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
+{
+    gelu_bwd(dinp, inp, dout, n, 0);
+}
+
+int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n)
+{
+    return gelu_bwd(dinp, inp, dout, n, 1);
 }
 
 /* ---- softmax and cross-entropy ------------------------------------------ */
@@ -739,6 +825,22 @@ void crossentropy_forward(float *losses, const float *logits, const uint8_t *tar
     }
 }
 
+int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
+                                      const uint8_t *targets, int N, int V, float scale)
+{
+    int bad = 0;
+    for (int n = 0; n < N; n++) {
+        const float *p = probs + (long)n * V;
+        float *d = dlogits + (long)n * V;
+        for (int i = 0; i < V; i++)
+            d[i] = p[i] * scale; /* (p - 0) * scale */
+        d[targets[n]] = (p[targets[n]] - 1.0f) * scale;
+        /* the row just written, while it is in the cache */
+        bad = bad || ops_any_nonfinite(d, (size_t)V);
+    }
+    return bad;
+}
+
 void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
                                    int N, int V, float scale)
 {
@@ -770,6 +872,20 @@ float ops_absmax(const float *x, long n)
         m = a > m ? a : m;
     }
     return nan ? NAN : m;
+}
+
+float ops_residual(float *out, const float *x, float a, const float *f, float g, long n)
+{
+#if NS_OPS_X86
+    if (use_avx2())
+        return ops_avx2_residual(out, x, a, f, g, n);
+#endif
+    absmax_acc acc = {0.0f, 0};
+    for (long i = 0; i < n; i++) {
+        out[i] = a * x[i] + g * f[i];
+        absmax_add(&acc, out[i]);
+    }
+    return absmax_result(acc);
 }
 
 /* x - x is 0 for finite x and NaN otherwise; eight partial sums keep it
@@ -947,15 +1063,15 @@ static void db_task(void *ctx, int part, int thread)
         colsum(j->db + lo, j->dout + lo, j->OC, j->N, hi - lo);
 }
 
-void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
-                        const float *inp, const float *w, int N, int C, int OC)
+static void mm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                           const float *inp, const float *w, int N, int C, int OC, int set)
 {
     if (pool_threads(p) == 1) {
-        matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+        mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, set);
         return;
     }
     if (dinp)
-        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, 1);
+        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set);
     gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1);
     if (db) {
         int units = (OC + MT_ELEM_ALIGN - 1) / MT_ELEM_ALIGN;
@@ -963,6 +1079,18 @@ void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const flo
         colsum_job j = {db, dout, N, OC, parts};
         pool_run(p, parts, db_task, &j);
     }
+}
+
+void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                        const float *inp, const float *w, int N, int C, int OC)
+{
+    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, 0);
+}
+
+void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, int N, int C, int OC)
+{
+    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, 1);
 }
 
 /* attention: one task per sequence b, which touches only its own slices
@@ -1024,9 +1152,13 @@ void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *do
 typedef struct {
     float *out;
     const float *in, *in2;
+    float a, g;   /* the residual's scales */
     long n;
     int parts;
+    int want_max; /* res[part] = max |out| of the part */
+    int set;      /* gelu backward: dinp = (else +=) */
     float res[MT_ELEM_PARTS * POOL_MAX_THREADS];
+    int bad[MT_ELEM_PARTS * POOL_MAX_THREADS];
 } elem_job;
 
 static int elem_parts(ns_pool *p, long n)
@@ -1047,13 +1179,34 @@ static void elem_range(const elem_job *j, int part, long *lo, long *hi)
     *hi = b < j->n ? b : j->n;
 }
 
+/* the maximum of n parts' maxima: exact whatever the grouping; a NaN
+ * anywhere wins */
+static float max_of_parts(const float *res, int n)
+{
+    float m = 0.0f;
+    for (int i = 0; i < n; i++) {
+        if (res[i] != res[i])
+            return NAN;
+        m = res[i] > m ? res[i] : m;
+    }
+    return m;
+}
+
+static int any_of_parts(const int *bad, int n)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= bad[i];
+    return any;
+}
+
 static void gelu_fwd_task(void *ctx, int part, int thread)
 {
     (void)thread;
-    const elem_job *j = ctx;
+    elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    gelu_forward(j->out + lo, j->in + lo, (int)(hi - lo));
+    gelu_fwd(j->out + lo, j->in + lo, (int)(hi - lo), j->want_max ? &j->res[part] : NULL);
 }
 
 void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
@@ -1062,19 +1215,53 @@ void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
     pool_run(p, j.parts, gelu_fwd_task, &j);
 }
 
+float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n)
+{
+    elem_job j = {.out = out, .in = inp, .n = n, .parts = elem_parts(p, n), .want_max = 1};
+    pool_run(p, j.parts, gelu_fwd_task, &j);
+    return max_of_parts(j.res, j.parts);
+}
+
 static void gelu_bwd_task(void *ctx, int part, int thread)
 {
     (void)thread;
-    const elem_job *j = ctx;
+    elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    gelu_backward(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo));
+    j->bad[part] = gelu_bwd(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo), j->set);
 }
 
 void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
 {
     elem_job j = {.out = dinp, .in = inp, .in2 = dout, .n = n, .parts = elem_parts(p, n)};
     pool_run(p, j.parts, gelu_bwd_task, &j);
+}
+
+int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
+{
+    elem_job j = {.out = dinp, .in = inp, .in2 = dout, .n = n, .parts = elem_parts(p, n), .set = 1};
+    pool_run(p, j.parts, gelu_bwd_task, &j);
+    return any_of_parts(j.bad, j.parts);
+}
+
+static void residual_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    elem_job *j = ctx;
+    long lo, hi;
+    elem_range(j, part, &lo, &hi);
+    j->res[part] = ops_residual(j->out + lo, j->in + lo, j->a, j->in2 + lo, j->g, hi - lo);
+}
+
+float ops_residual_mt(ns_pool *p, float *out, const float *x, float a, const float *f, float g,
+                      long n)
+{
+    elem_job j = {.out = out, .in = x, .in2 = f, .a = a, .g = g, .n = n,
+                  .parts = elem_parts(p, n)};
+    if (j.parts == 1)
+        return ops_residual(out, x, a, f, g, n);
+    pool_run(p, j.parts, residual_task, &j);
+    return max_of_parts(j.res, j.parts);
 }
 
 static void absmax_task(void *ctx, int part, int thread)
@@ -1086,20 +1273,13 @@ static void absmax_task(void *ctx, int part, int thread)
     j->res[part] = ops_absmax(j->in + lo, hi - lo);
 }
 
-/* the maximum is exact whatever the grouping; a NaN anywhere wins */
 float ops_absmax_mt(ns_pool *p, const float *x, long n)
 {
     elem_job j = {.in = x, .n = n, .parts = elem_parts(p, n)};
     if (j.parts == 1)
         return ops_absmax(x, n);
     pool_run(p, j.parts, absmax_task, &j);
-    float m = 0.0f;
-    for (int i = 0; i < j.parts; i++) {
-        if (j.res[i] != j.res[i])
-            return NAN;
-        m = j.res[i] > m ? j.res[i] : m;
-    }
-    return m;
+    return max_of_parts(j.res, j.parts);
 }
 
 typedef struct {
@@ -1107,33 +1287,51 @@ typedef struct {
     const float *inp, *w, *b;
     int N, C, parts;
     float eps;
+    int want_max; /* amax[part] = max |out| of the part's rows */
+    float amax[POOL_MAX_THREADS];
 } ln_job;
 
 static void ln_fwd_task(void *ctx, int part, int thread)
 {
     (void)thread;
-    const ln_job *j = ctx;
+    ln_job *j = ctx;
     int lo, hi;
     pool_split(j->N, j->parts, 1, part, &lo, &hi);
     long o = (long)lo * j->C;
-    layernorm_forward(j->out + o, j->mean + lo, j->rstd + lo, j->inp + o, j->w, j->b, hi - lo,
-                      j->C, j->eps);
+    j->amax[part] = 0.0f; /* no rows: nothing to take the maximum of */
+    ln_forward(j->out + o, j->mean + lo, j->rstd + lo, j->inp + o, j->w, j->b, hi - lo, j->C,
+               j->eps, j->want_max && lo < hi ? &j->amax[part] : NULL);
 }
 
 /* rows are independent in the forward (the backward sums dw and db over
  * rows, so it stays whole) */
+static float ln_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
+                           const float *w, const float *b, int N, int C, float eps, int want_max)
+{
+    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : imin(pool_threads(p), N);
+    ln_job j = {out, mean, rstd, inp, w, b, N, C, parts, eps, want_max, {0}};
+    pool_run(p, parts, ln_fwd_task, &j);
+    return max_of_parts(j.amax, parts);
+}
+
 void layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
                           const float *w, const float *b, int N, int C, float eps)
 {
-    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : imin(pool_threads(p), N);
-    ln_job j = {out, mean, rstd, inp, w, b, N, C, parts, eps};
-    pool_run(p, parts, ln_fwd_task, &j);
+    ln_forward_mt(p, out, mean, rstd, inp, w, b, N, C, eps, 0);
+}
+
+float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
+                                  const float *inp, const float *w, const float *b, int N, int C,
+                                  float eps)
+{
+    return ln_forward_mt(p, out, mean, rstd, inp, w, b, N, C, eps, 1);
 }
 
 typedef struct {
     float *dinp, *dw, *db;
     const float *dout, *inp, *w, *mean, *rstd;
     int N, C, parts; /* of each kind */
+    int bad[POOL_MAX_THREADS]; /* of the dinp parts */
 } ln_bwd_job;
 
 /* tasks 0..parts-1: dinp by rows; parts..2 parts-1: dw and db by columns
@@ -1141,12 +1339,12 @@ typedef struct {
 static void ln_bwd_task(void *ctx, int task, int thread)
 {
     (void)thread;
-    const ln_bwd_job *j = ctx;
+    ln_bwd_job *j = ctx;
     int lo, hi;
     if (task < j->parts) {
         pool_split(j->N, j->parts, 1, task, &lo, &hi);
         long o = (long)lo * j->C;
-        ln_backward(j->dinp + o, NULL, NULL, j->dout + o, j->inp + o, j->w, j->mean + lo,
+        j->bad[task] = ln_backward(j->dinp + o, NULL, NULL, j->dout + o, j->inp + o, j->w, j->mean + lo,
                     j->rstd + lo, hi - lo, j->C, 0, j->C);
     } else {
         pool_split(j->C, j->parts, 8, task - j->parts, &lo, &hi);
@@ -1156,15 +1354,21 @@ static void ln_bwd_task(void *ctx, int task, int thread)
     }
 }
 
+int layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
+                                const float *dout, const float *inp, const float *w,
+                                const float *mean, const float *rstd, int N, int C)
+{
+    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : pool_threads(p);
+    if (parts == 1)
+        return layernorm_backward_watch(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    ln_bwd_job j = {dinp, dw, db, dout, inp, w, mean, rstd, N, C, parts, {0}};
+    pool_run(p, 2 * parts, ln_bwd_task, &j);
+    return any_of_parts(j.bad, parts);
+}
+
 void layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                            const float *inp, const float *w, const float *mean, const float *rstd,
                            int N, int C)
 {
-    int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : pool_threads(p);
-    if (parts == 1) {
-        layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-        return;
-    }
-    ln_bwd_job j = {dinp, dw, db, dout, inp, w, mean, rstd, N, C, parts};
-    pool_run(p, 2 * parts, ln_bwd_task, &j);
+    layernorm_backward_watch_mt(p, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }

@@ -67,6 +67,27 @@ NS_AVX2_INLINE float hmax(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* A maximum of |x| taken while a kernel writes x: the largest so far in
+ * each lane and the lanes that saw a NaN. The maximum is exact whatever
+ * the order, so it equals ops_avx2_absmax over what was written. */
+typedef struct {
+    __m256 m, bad;
+} amax8;
+
+NS_AVX2_INLINE amax8 amax_init(void) { return (amax8){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+
+/* take in the first k (1..8) lanes of v */
+NS_AVX2_INLINE void amax_add(amax8 *a, __m256 v, int k)
+{
+    __m256 x = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+    if (k < 8)
+        x = _mm256_and_ps(x, _mm256_castsi256_ps(lanes(k)));
+    a->bad = _mm256_or_ps(a->bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    a->m = _mm256_max_ps(a->m, x);
+}
+
+NS_AVX2_INLINE float amax_result(amax8 a) { return _mm256_movemask_ps(a.bad) ? NAN : hmax(a.m); }
+
 /* exp(x) within about 2 ulp (Cephes expf: x = n ln2 + r, its degree-7
  * polynomial in r, times 2^n). Below -87 it returns 0 (the true value is
  * under the smallest normal float); above 88.3 it returns exp(88.3), a
@@ -861,25 +882,31 @@ NS_AVX2_INLINE __m256 recip(__m256 y)
 #define GELU_S 0.7978845608028654f
 #define GELU_C 0.044715f
 
-NS_AVX2 void ops_avx2_gelu_forward(float *out, const float *inp, int n)
+NS_AVX2 void ops_avx2_gelu_forward(float *out, const float *inp, int n, float *amax)
 {
     const __m256 m2s = _mm256_set1_ps(-2.0f * GELU_S), c = _mm256_set1_ps(GELU_C),
                  one = _mm256_set1_ps(1.0f);
+    amax8 mx = amax_init();
     for (int i = 0; i < n; i += 8) {
         int m = n - i;
         __m256 x = load_n(inp + i, m);
         __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
         __m256 e = exp256(_mm256_mul_ps(_mm256_fmadd_ps(c, x3, x), m2s));
-        store_n(out + i, _mm256_mul_ps(x, recip(_mm256_add_ps(one, e))), m);
+        __m256 y = _mm256_mul_ps(x, recip(_mm256_add_ps(one, e)));
+        store_n(out + i, y, m);
+        amax_add(&mx, y, m);
     }
+    if (amax)
+        *amax = amax_result(mx);
 }
 
 /* d/dx = s + 2 x s (1 - s) u', s = 1 / (1 + e), e = exp(-2u), 1 - s = e s */
-NS_AVX2 void ops_avx2_gelu_backward(float *dinp, const float *inp, const float *dout, int n)
+NS_AVX2 int ops_avx2_gelu_backward(float *dinp, const float *inp, const float *dout, int n, int set)
 {
     const __m256 m2s = _mm256_set1_ps(-2.0f * GELU_S), c = _mm256_set1_ps(GELU_C),
                  one = _mm256_set1_ps(1.0f), s0 = _mm256_set1_ps(GELU_S),
                  s3c = _mm256_set1_ps(3.0f * GELU_C * GELU_S), two = _mm256_set1_ps(2.0f);
+    __m256 bad = _mm256_setzero_ps(), bad_d = bad;
     for (int i = 0; i < n; i += 8) {
         int m = n - i;
         __m256 x = load_n(inp + i, m);
@@ -889,8 +916,18 @@ NS_AVX2 void ops_avx2_gelu_backward(float *dinp, const float *inp, const float *
         __m256 du = _mm256_fmadd_ps(s3c, x2, s0);
         __m256 q = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(two, x), du), _mm256_mul_ps(e, s));
         __m256 g = _mm256_fmadd_ps(q, s, s);
-        store_n(dinp + i, _mm256_fmadd_ps(load_n(dout + i, m), g, load_n(dinp + i, m)), m);
+        __m256 dy = load_n(dout + i, m);
+        __m256 d = set ? _mm256_mul_ps(dy, g) : _mm256_fmadd_ps(dy, g, load_n(dinp + i, m));
+        store_n(dinp + i, d, m);
+        /* d - d is +0 for finite d, NaN otherwise (masked lanes: 0) */
+        bad = _mm256_or_ps(bad, _mm256_sub_ps(d, d));
+        bad_d = _mm256_or_ps(bad_d, _mm256_sub_ps(dy, dy));
     }
+    return (_mm256_testz_si256(_mm256_castps_si256(bad), _mm256_castps_si256(bad)) ? 0
+                                                                                   : GELU_BAD_DINP) |
+           (_mm256_testz_si256(_mm256_castps_si256(bad_d), _mm256_castps_si256(bad_d))
+                ? 0
+                : GELU_BAD_DOUT);
 }
 
 /* ---- softmax and the cross-entropy's sum -------------------------------- */
@@ -939,8 +976,10 @@ NS_AVX2_INLINE __m256 row_sum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
 }
 
 NS_AVX2 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                                        const float *w, const float *b, int N, int C, float eps)
+                                        const float *w, const float *b, int N, int C, float eps,
+                                        float *amax)
 {
+    amax8 mx = amax_init();
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
         float *o = out + (long)n * C;
@@ -977,11 +1016,16 @@ NS_AVX2 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, co
         for (i = 0; i < C; i += 8) {
             int k = C - i;
             __m256 xh = _mm256_mul_ps(_mm256_sub_ps(load_n(x + i, k), vm), vs);
-            store_n(o + i, _mm256_fmadd_ps(xh, load_n(w + i, k), load_n(b + i, k)), k);
+            __m256 y = _mm256_fmadd_ps(xh, load_n(w + i, k), load_n(b + i, k));
+            store_n(o + i, y, k);
+            if (amax)
+                amax_add(&mx, y, k);
         }
         mean[n] = m;
         rstd[n] = s;
     }
+    if (amax)
+        *amax = amax_result(mx);
 }
 
 /* dinp's rows, and dw and db's columns [c0, c1) summed over the N rows in
@@ -989,10 +1033,11 @@ NS_AVX2 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, co
  * dinp. Each value gets the same operations whichever parts a call
  * does, so a split over rows (dinp) and columns (dw, db) gives the bits
  * of one whole call. */
-NS_AVX2 void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                                         const float *inp, const float *w, const float *mean,
-                                         const float *rstd, int N, int C, int c0, int c1)
+NS_AVX2 int ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                                        const float *inp, const float *w, const float *mean,
+                                        const float *rstd, int N, int C, int c0, int c1)
 {
+    __m256 bad = _mm256_setzero_ps(); /* or of dx - dx: +0 while every dx is finite */
     if (dinp)
         c0 = 0, c1 = C;
     for (int n = 0; n < N; n++) {
@@ -1033,10 +1078,16 @@ NS_AVX2 void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, cons
                 float *dx = dinp + (long)n * C;
                 __m256 dxh = _mm256_mul_ps(dv, load_n(w + i, k));
                 __m256 g = _mm256_fnmadd_ps(xh, dnm, _mm256_sub_ps(dxh, dmean));
-                store_n(dx + i, _mm256_fmadd_ps(vs, g, load_n(dx + i, k)), k);
+                __m256 y = _mm256_fmadd_ps(vs, g, load_n(dx + i, k));
+                store_n(dx + i, y, k);
+                y = _mm256_sub_ps(y, y);
+                if (k < 8)
+                    y = _mm256_and_ps(y, _mm256_castsi256_ps(lanes(k)));
+                bad = _mm256_or_ps(bad, y);
             }
         }
     }
+    return !_mm256_testz_si256(_mm256_castps_si256(bad), _mm256_castps_si256(bad));
 }
 
 /* ---- absmax ------------------------------------------------------------- */
@@ -1062,6 +1113,23 @@ NS_AVX2 float ops_avx2_absmax(const float *x, long n)
     if (_mm256_movemask_ps(bad))
         return NAN;
     return hmax(_mm256_max_ps(m0, m1));
+}
+
+/* ---- the residual sum -----------------------------------------------------
+ * a x + g f as two products and a sum, no FMA: the portable loop's bits */
+NS_AVX2 float ops_avx2_residual(float *out, const float *x, float a, const float *f, float g,
+                                long n)
+{
+    const __m256 va = _mm256_set1_ps(a), vg = _mm256_set1_ps(g);
+    amax8 mx = amax_init();
+    for (long i = 0; i < n; i += 8) {
+        int k = n - i < 8 ? (int)(n - i) : 8;
+        __m256 y = _mm256_add_ps(_mm256_mul_ps(va, load_n(x + i, k)),
+                                 _mm256_mul_ps(vg, load_n(f + i, k)));
+        store_n(out + i, y, k);
+        amax_add(&mx, y, k);
+    }
+    return amax_result(mx);
 }
 
 /* ---- sums of squares and AdamW -------------------------------------------

@@ -56,18 +56,24 @@ void ops_avx2_attention_backward(float *dqkv, const float *dout, const float *qk
 /* largest T the AVX2 attention backward takes (its scratch is on the stack) */
 enum { OPS_AVX2_ATT_TMAX = 1024 };
 
-void ops_avx2_gelu_forward(float *out, const float *inp, int n);
-void ops_avx2_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+/* amax NULL or *amax = max |out|; set: dinp = (else +=), returns the
+ * GELU_BAD_ flags of gelu_backward_set */
+void ops_avx2_gelu_forward(float *out, const float *inp, int n, float *amax);
+int ops_avx2_gelu_backward(float *dinp, const float *inp, const float *dout, int n, int set);
 void ops_avx2_softmax_forward(float *probs, const float *logits, int N, int V);
 /* sum_i exp(l[i] - max) over a row of n, and its max in *maxv */
 float ops_avx2_sumexp(const float *l, int n, float *maxv);
+/* amax NULL or *amax = max |out| */
 void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                                const float *w, const float *b, int N, int C, float eps);
-/* dinp NULL: only dw, db for columns [c0, c1); dw NULL: only dinp */
-void ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                                 const float *inp, const float *w, const float *mean,
-                                 const float *rstd, int N, int C, int c0, int c1);
+                                const float *w, const float *b, int N, int C, float eps,
+                                float *amax);
+/* dinp NULL: only dw, db for columns [c0, c1); dw NULL: only dinp;
+ * returns whether any of dinp is inf or NaN afterwards */
+int ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                                const float *inp, const float *w, const float *mean,
+                                const float *rstd, int N, int C, int c0, int c1);
 float ops_avx2_absmax(const float *x, long n);
+float ops_avx2_residual(float *out, const float *x, float a, const float *f, float g, long n);
 int ops_avx2_any_nonfinite(const float *x, size_t n);
 double ops_avx2_sumsq(const float *x, size_t n);
 void ops_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,

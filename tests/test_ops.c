@@ -962,6 +962,210 @@ static void test_db_paths_agree(void)
     free(x), free(w), free(dout), free(dw), free(db1), free(db2);
 }
 
+/* ---- the fused kernels ----
+ * Each promises the bits of its plain kernel and of ops_absmax (or of
+ * ops_any_nonfinite) on the same path; checked for sizes around the
+ * vector widths, and with a NaN or an inf planted at each place. */
+
+/* a == b for every value (-0 and +0 alike: a product started from +0
+ * may keep a -0 the old sum turned to +0) */
+static int same_values(const float *a, const float *b, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (a[i] != b[i] && !(a[i] != a[i] && b[i] != b[i]))
+            return 0;
+    return 1;
+}
+
+/* max |x| the slow way (NaN if any) */
+static float ref_absmax(const float *x, long n)
+{
+    float m = 0;
+    for (long i = 0; i < n; i++) {
+        if (x[i] != x[i])
+            return NAN;
+        m = fmaxf(m, fabsf(x[i]));
+    }
+    return m;
+}
+
+static int same_max(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+
+static void test_fused_gelu(void)
+{
+    int bad = 0;
+    static const int sizes[] = {1, 5, 8, 9, 16, 31, 64, 257};
+    static const float specials[2] = {NAN, INFINITY};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int n = sizes[s];
+        float *x = rndf(n, 3), *d = rndf(n, 1), *y1 = rndf(n, 1), *y2 = rndf(n, 1);
+        float *g1 = calloc((size_t)n, 4), *g2 = rndf(n, 1);
+        for (int at = -1; at < n; at++) {
+            for (int k = 0; k < 2; k++) {
+                float keep = at >= 0 ? x[at] : 0, keepd = at >= 0 ? d[at] : 0;
+                if (at >= 0 && k == 0)
+                    x[at] = specials[at % 2];
+                else if (at >= 0)
+                    d[at] = specials[at % 2];
+                gelu_forward(y1, x, n);
+                float a = gelu_forward_absmax(y2, x, n);
+                bad += !same_values(y1, y2, n) || !same_max(a, ops_absmax(y1, n)) ||
+                       !same_max(a, ref_absmax(y1, n));
+                memset(g1, 0, sizeof(float) * (size_t)n);
+                gelu_backward(g1, x, d, n);
+                int nf = gelu_backward_set(g2, x, d, n);
+                bad += !same_values(g1, g2, n);
+                bad += !(nf & GELU_BAD_DINP) != !ops_any_nonfinite(g1, (size_t)n);
+                bad += !(nf & GELU_BAD_DOUT) != !ops_any_nonfinite(d, (size_t)n);
+                if (at >= 0)
+                    x[at] = keep, d[at] = keepd;
+            }
+        }
+        free(x), free(d), free(y1), free(y2), free(g1), free(g2);
+    }
+    CHECK(bad == 0);
+}
+
+static void test_fused_layernorm(void)
+{
+    int bad = 0;
+    static const int cols[] = {1, 7, 8, 13, 32, 64, 100};
+    for (size_t s = 0; s < sizeof cols / sizeof *cols; s++) {
+        int N = 5, C = cols[s];
+        float *x = rndf(N * C, 2), *w = rndf(C, 1), *b = rndf(C, 1);
+        float *o1 = rndf(N * C, 1), *o2 = rndf(N * C, 1);
+        float m1[5], r1[5], m2[5], r2[5];
+        for (int at = -1; at < N * C; at += 1 + C / 3) {
+            float keep = at >= 0 ? x[at] : 0;
+            if (at >= 0)
+                x[at] = at % 2 ? NAN : -INFINITY;
+            layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
+            float a = layernorm_forward_absmax(o2, m2, r2, x, w, b, N, C, 1e-5f);
+            bad += memcmp(o1, o2, sizeof(float) * (size_t)(N * C)) != 0;
+            bad += memcmp(m1, m2, sizeof m1) != 0 || memcmp(r1, r2, sizeof r1) != 0;
+            bad += !same_max(a, ops_absmax(o1, N * C)) || !same_max(a, ref_absmax(o1, N * C));
+            bad += at >= 0 && !isnan(a); /* a non-finite input: its row is NaN */
+            if (at >= 0)
+                x[at] = keep;
+        }
+        free(x), free(w), free(b), free(o1), free(o2);
+    }
+    CHECK(bad == 0);
+}
+
+/* the residual against the loop written out (two products, then the sum:
+ * the same floats on both paths) */
+static void test_residual(void)
+{
+    int bad = 0;
+    for (int n = 1; n < 70; n++) {
+        float *x = rndf(n, 2), *f = rndf(n, 2), *o = rndf(n, 1), *r = rndf(n, 1);
+        for (int at = -1; at < n; at += 4) {
+            float keep = at >= 0 ? f[at] : 0;
+            if (at >= 0)
+                f[at] = at % 8 ? INFINITY : NAN;
+            float a = 1.4142135f, g = 0.3f;
+            for (int i = 0; i < n; i++) {
+                float p = a * x[i], q2 = g * f[i];
+                r[i] = p + q2;
+            }
+            float got = ops_residual(o, x, a, f, g, n);
+            bad += memcmp(o, r, sizeof(float) * (size_t)n) != 0;
+            bad += !same_max(got, ref_absmax(r, n));
+            if (at >= 0)
+                f[at] = keep;
+        }
+        free(x), free(f), free(o), free(r);
+    }
+    CHECK(bad == 0);
+}
+
+/* the LayerNorm backward's watch: its plain bits, and whether dinp holds
+ * inf or NaN afterwards, with one planted in dout (or in the dinp it adds
+ * to) at places across the rows and the vector tails */
+static void test_layernorm_backward_watch(void)
+{
+    int bad = 0;
+    static const int cols[] = {3, 8, 13, 64};
+    for (size_t s = 0; s < sizeof cols / sizeof *cols; s++) {
+        int N = 4, C = cols[s], n = N * C;
+        float *x = rndf(n, 2), *w = rndf(C, 1), *b = rndf(C, 1), *o = rndf(n, 1);
+        float *dout = rndf(n, 1), *d0 = rndf(n, 1), mean[4], rstd[4];
+        layernorm_forward(o, mean, rstd, x, w, b, N, C, 1e-5f);
+        for (int at = -1; at < n; at += 1 + C / 4) {
+            for (int into = 0; into < 2; into++) {
+                float *planted = into ? d0 : dout, keep = at >= 0 ? planted[at] : 0;
+                if (at >= 0)
+                    planted[at] = at % 2 ? NAN : INFINITY;
+                float *d1 = dupf(d0, n), *d2 = dupf(d0, n);
+                float *w1 = calloc((size_t)C, 4), *b1 = calloc((size_t)C, 4);
+                float *w2 = calloc((size_t)C, 4), *b2 = calloc((size_t)C, 4);
+                layernorm_backward(d1, w1, b1, dout, x, w, mean, rstd, N, C);
+                int got = layernorm_backward_watch(d2, w2, b2, dout, x, w, mean, rstd, N, C);
+                bad += memcmp(d1, d2, sizeof(float) * (size_t)n) != 0;
+                bad += memcmp(w1, w2, sizeof(float) * (size_t)C) != 0;
+                bad += got != ops_any_nonfinite(d1, (size_t)n) || got != (at >= 0);
+                if (at >= 0)
+                    planted[at] = keep;
+                free(d1), free(d2), free(w1), free(b1), free(w2), free(b2);
+            }
+        }
+        free(x), free(w), free(b), free(o), free(dout), free(d0);
+    }
+    CHECK(bad == 0);
+}
+
+/* the loss gradient set equals it zeroed and accumulated, and its watch
+ * finds a NaN probability or scale */
+static void test_crossentropy_backward_set(void)
+{
+    enum { N = 5, V = 37 };
+    float *probs = rndf(N * V, 1), *d1 = calloc(N * V, 4), *d2 = rndf(N * V, 1);
+    uint8_t tg[N] = {0, 36, 7, 8, 7};
+    crossentropy_softmax_backward(d1, probs, tg, N, V, 0.2f);
+    int got = crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f);
+    CHECK(!memcmp(d1, d2, sizeof(float) * N * V) && got == 0);
+    probs[3 * V + 20] = NAN;
+    CHECK(crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f) == 1);
+    probs[3 * V + 20] = 0.5f;
+    CHECK(crossentropy_softmax_backward_set(d2, probs, tg, N, V, INFINITY) == 1);
+    free(probs), free(d1), free(d2);
+}
+
+/* dinp set equals dinp zeroed and accumulated; dw and db still accumulate */
+static void test_matmul_backward_set(void)
+{
+    static const int shapes[][3] = {{7, 5, 3}, {64, 64, 192}, {33, 256, 64}};
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        float *x = rndf((long)N * C, 1), *w = rndf((long)OC * C, 1), *dout = rndf((long)N * OC, 1);
+        float *d1 = calloc((size_t)N * C, 4), *d2 = rndf((long)N * C, 5);
+        float *w1 = rndf((long)OC * C, 1), *w2 = dupf(w1, (long)OC * C);
+        float *b1 = rndf(OC, 1), *b2 = dupf(b1, OC);
+        matmul_backward_mt(NULL, d1, w1, b1, dout, x, w, N, C, OC);
+        matmul_backward_set_mt(NULL, d2, w2, b2, dout, x, w, N, C, OC);
+        bad += !same_values(d1, d2, (long)N * C);
+        bad += memcmp(w1, w2, sizeof(float) * (size_t)(OC * C)) != 0;
+        bad += memcmp(b1, b2, sizeof(float) * (size_t)OC) != 0;
+        free(x), free(w), free(dout), free(d1), free(d2), free(w1), free(w2), free(b1), free(b2);
+    }
+    CHECK(bad == 0);
+}
+
+/* the residual has no FMA: the portable and AVX2 paths give the same bits */
+static void test_residual_paths_agree(void)
+{
+    enum { N = 1003 };
+    float *x = rndf(N, 3), *f = rndf(N, 3), *o1 = rndf(N, 1), *o2 = rndf(N, 1);
+    float a1 = ops_residual(o1, x, 1.6817928f, f, 0.25f, N);
+    ops_force_generic(1);
+    float a2 = ops_residual(o2, x, 1.6817928f, f, 0.25f, N);
+    ops_force_generic(0);
+    CHECK(!memcmp(o1, o2, sizeof(float) * N) && a1 == a2);
+    free(x), free(f), free(o1), free(o2);
+}
+
 /* every test above, once per path */
 static void run_kernel_suite(void)
 {
@@ -988,6 +1192,12 @@ static void run_kernel_suite(void)
     test_any_nonfinite();
     test_sumsq();
     test_adamw();
+    test_fused_gelu();
+    test_fused_layernorm();
+    test_residual();
+    test_matmul_backward_set();
+    test_layernorm_backward_watch();
+    test_crossentropy_backward_set();
 }
 
 int main(void)
@@ -1001,6 +1211,7 @@ int main(void)
         ops_force_generic(0);
         test_db_paths_agree();
         test_sumsq_adamw_paths_agree();
+        test_residual_paths_agree();
     }
     return test_summary();
 }

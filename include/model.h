@@ -80,6 +80,7 @@ typedef struct {
     int backward;   /* 0 forward, 1 backward */
     int layer;      /* -1: embeddings, final norm, head or loss */
     const char *op; /* static string, e.g. "MLP fc2" */
+    int seq;        /* the pass's fault point it was seen at (row blocks) */
 } model_fault;
 
 typedef struct {
@@ -138,7 +139,7 @@ typedef struct {
     float *scratch;
     size_t n_scratch;
     float *dresid, *dtmp, *dtmp2, *datty, *dqkv, *dfch, *dfch_gelu, *dlogits; /* (B, T, *) */
-    float *drow; /* (T) */
+    float *drow; /* (B, T): a row block's attention scratch at its rows */
 
     const uint8_t *last_tokens;  /* inputs of the last forward (B*T) */
     const uint8_t *last_targets; /* NULL when the forward had no targets */
@@ -149,9 +150,26 @@ typedef struct {
     /* threads for the kernels (pool.h): the engine's, NULL = the caller
      * alone; results are the same bits either way */
     ns_pool *pool;
+    /* row blocks: the batch is cut into n_blocks blocks of whole sequences
+     * (a function of the shape only, model_row_blocks); each block's
+     * forward and backward runs on one thread over its own rows, and its
+     * parameter gradients go to its own partial (block 0: grads), summed
+     * into grads in block order. n_blocks = 1: one pass over every row,
+     * its kernels split over the pool instead. */
+    int n_blocks;
+    float *partials;             /* (n_blocks - 1, n_params) */
+    numfmt_counts *blk_counts;   /* (n_blocks, L + 1) */
+    model_layer_stats *blk_stats; /* (n_blocks, L) */
+    int fault_seq;               /* fault points passed in this pass */
 } model;
 
-/* Bytes the model would need (params, grads, activations, scratch);
+/* Row blocks of a model of n_params parameters and a batch of B: up to
+ * 8, at most B, and 1 when fewer than 4 gradient partials would fit in
+ * 32 MB (a wide model, whose kernels are large enough to split). */
+int model_row_blocks(size_t n_params, int B);
+
+/* Bytes the model would need (params, grads, the row blocks' gradient
+ * partials, activations, scratch);
  * lets the caller refuse a size that does not fit before allocating. */
 double model_bytes_needed(const ns_config *cfg);
 

@@ -34,6 +34,7 @@
 #include "command.h"
 #include "engine.h"
 #include "metrics.h"
+#include "pool.h"
 
 /* Every history is bounded; these are the bounds (a snapshot is about
  * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
@@ -122,7 +123,7 @@ typedef struct {
     /* the status line's mark: the rule of the latest warning or diagnosis
      * of this episode ("headroom", "stall": diag_rule_name), "" for none */
     char alert[16];
-    /* --compare: the twin run b, stepped in lockstep after a */
+    /* --compare: the twin run b, stepped in lockstep with a */
     int compare;
     step_metrics last_b;   /* b's latest step (valid with have_metrics) */
     float last_val_b;      /* b's latest validation loss (NaN before the first) */
@@ -206,10 +207,15 @@ typedef struct {
     void (*on_step)(void *ctx, const step_metrics *m);
     void *ctx;
     /* --compare: a second engine the trainer owns too and steps in
-     * lockstep (a, then b, each step); settings commands go to the runs
+     * lockstep (both, each step); settings commands go to the runs
      * their target names (twin.h), flow commands and notes to the
      * trainer / a only. NULL = one run. */
     engine *twin;
+    /* with a twin: a pool of two threads that step a and b at the same
+     * time, each engine on its own share of the cores (engine_set_threads)
+     * and still in lockstep: both steps end before anything else happens.
+     * The steps are the same whoever runs them. NULL = a, then b. */
+    ns_pool *pair;
     /* the --compare words, "norm=pre": label_b names b in the summary; the
      * panels' labels come from each run's state (trainer_status) */
     const char *label_a, *label_b;

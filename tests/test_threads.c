@@ -3,7 +3,8 @@
  * awkward sizes, on the AVX2 and the portable path; whole training runs
  * give the same losses, metrics and weights for 1 to 5 threads, in every
  * precision, on shapes cut into row blocks and shapes whose kernels are
- * split. */
+ * split; and a --compare pair stepped side by side gives what one thread
+ * stepping a then b gives. */
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "pool.h"
 #include "rng.h"
 #include "testutil.h"
+#include "trainer.h"
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -485,6 +487,59 @@ static void test_row_blocks(void)
     }
 }
 
+/* --compare: a and b stepped side by side on a pair pool, each on its
+ * share of the threads, give what one thread stepping a then b gives. */
+typedef struct {
+    step_metrics a[RUN_STEPS], b[RUN_STEPS];
+    int n;
+} pair_rec;
+
+static void on_pair(void *ctx, const step_metrics *a, const step_metrics *b)
+{
+    pair_rec *r = ctx;
+    if (r->n < RUN_STEPS) {
+        r->a[r->n] = *a, r->b[r->n] = *b;
+        r->a[r->n].tokens_per_s = r->b[r->n].tokens_per_s = 0;
+        r->n++;
+    }
+}
+
+static int compare_run(int threads, pair_rec *r)
+{
+    ns_config ca = shape_cfg((shape){2, 64, 4, 32, 6}, FMT_FP32), cb = ca;
+    cb.norm = NORM_POST;
+    int ta = threads > 1 ? (threads + 1) / 2 : 1, tb = threads > 1 ? threads / 2 : 1;
+    engine *a = make_engine(&ca, ta), *b = make_engine(&cb, tb);
+    ns_pool *pair = threads > 1 ? pool_create(2, NULL) : NULL;
+    char err[256];
+    trainer_opts o = {.limit = RUN_STEPS, .twin = b, .pair = pair, .on_pair = on_pair, .ctx = r};
+    trainer *t = a && b && (threads == 1 || pair) ? trainer_create(a, &o, err, sizeof err) : NULL;
+    int ran = t != NULL;
+    r->n = 0;
+    if (t) {
+        trainer_run(t);
+        trainer_free(t);
+    }
+    pool_free(pair);
+    engine_free(a);
+    engine_free(b);
+    return ran && r->n == RUN_STEPS ? 0 : -1;
+}
+
+static void test_compare(void)
+{
+    static pair_rec one, many;
+    if (!CHECK(compare_run(1, &one) == 0))
+        return;
+    CHECK(one.a[0].loss != one.b[0].loss); /* the runs differ */
+    for (int nt = 2; nt <= 5; nt++) {
+        if (!CHECK(compare_run(nt, &many) == 0))
+            continue;
+        if (!CHECK(memcmp(one.a, many.a, sizeof one.a) == 0 && memcmp(one.b, many.b, sizeof one.b) == 0))
+            fprintf(stderr, "  --compare, %d threads: differs\n", nt);
+    }
+}
+
 int main(void)
 {
     rng_seed(&R, 6);
@@ -496,5 +551,6 @@ int main(void)
     test_kernels();
     test_row_blocks();
     test_training();
+    test_compare();
     return test_summary();
 }

@@ -163,10 +163,12 @@ typedef struct {
     int fault_seq;               /* fault points passed in this pass */
 } model;
 
-/* Row blocks of a model of n_params parameters and a batch of B: up to
- * 8, at most B, and 1 when fewer than 4 gradient partials would fit in
- * 32 MB (a wide model, whose kernels are large enough to split). */
-int model_row_blocks(size_t n_params, int B);
+/* Row blocks of a model of n_params parameters and a batch of B
+ * sequences of T: up to 8, at most B, each of at least 128 rows (B x T /
+ * 128 blocks), and 1 when fewer than 2 blocks are left or 3 gradient
+ * partials would not fit in 32 MiB (a wide model, whose kernels are large
+ * enough to split). */
+int model_row_blocks(size_t n_params, int B, int T);
 
 /* Bytes the model would need (params, grads, the row blocks' gradient
  * partials, activations, scratch);

@@ -135,22 +135,27 @@ double model_bytes_needed(const ns_config *c)
     scratch_table(&sizes, B, T, C, NS_VOCAB, scratch);
     /* params + grads + two Adam moments (the optimizer's) + the row
      * blocks' gradient partials */
-    double partials = (double)(model_row_blocks((size_t)p, (int)B) - 1) * p;
+    double partials = (double)(model_row_blocks((size_t)p, (int)B, (int)T) - 1) * p;
     return 4.0 * (4.0 * p + partials + (double)bufs_total(acts, N_ACT_BUFS) +
                   (double)bufs_total(scratch, N_SCRATCH_BUFS));
 }
 
-enum { RB_MAX = 8, RB_MIN = 4 };
+/* RB_ROWS: the fewest rows (tokens) a block takes; on fewer, packing the
+ * weights for each block's matrix products costs more than it splits */
+enum { RB_MAX = 8, RB_MIN = 4, RB_ROWS = 128 };
 #define RB_PARTIAL_BYTES (32.0 * 1048576.0)
 
-int model_row_blocks(size_t n_params, int B)
+int model_row_blocks(size_t n_params, int B, int T)
 {
     /* block 0 writes grads itself: fit partials for the others */
     double fit = 1.0 + floor(RB_PARTIAL_BYTES / (4.0 * (double)n_params));
     if (fit < RB_MIN)
         return 1;
     int k = B < RB_MAX ? B : RB_MAX;
-    return fit < k ? (int)fit : k;
+    int rows = (int)((long)B * T / RB_ROWS);
+    k = rows < k ? rows : k;
+    k = fit < k ? (int)fit : k;
+    return k < 2 ? 1 : k;
 }
 
 double model_deepnorm_alpha(int L) { return pow(2.0 * L, 0.25); }
@@ -230,7 +235,7 @@ static int alloc_buffers(model *m)
     m->n_scratch = bufs_total(scratch, N_SCRATCH_BUFS);
     m->scratch = malloc(m->n_scratch * sizeof(float));
     m->stats = calloc(L, sizeof *m->stats);
-    m->n_blocks = model_row_blocks(m->n_params, m->B);
+    m->n_blocks = model_row_blocks(m->n_params, m->B, m->T);
     size_t K = (size_t)m->n_blocks;
     m->partials = K > 1 ? malloc((K - 1) * m->n_params * sizeof(float)) : NULL;
     m->blk_counts = calloc(K * (L + 1), sizeof *m->blk_counts);

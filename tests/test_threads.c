@@ -422,15 +422,15 @@ static int same_run(const run_result *a, const run_result *b)
 }
 
 /* Shapes on both sides of the row-block rule: a batch cut into row blocks
- * (8 of several sequences, an odd batch, blocks of unequal size), a batch
+ * (of several sequences, an odd batch, blocks of unequal size), a batch
  * of one (one block, the kernels split) and a model too wide for the
  * partials (the kernels split); every precision on the first. */
 static void test_training(void)
 {
     static const shape shapes[] = {
-        {2, 128, 4, 64, 8}, {1, 32, 2, 16, 5}, {2, 48, 3, 24, 11}, {1, 32, 2, 16, 1}, {1, 512, 8, 16, 2},
+        {2, 128, 4, 64, 8}, {1, 32, 2, 128, 5}, {2, 48, 3, 96, 11}, {1, 32, 2, 16, 1}, {1, 512, 8, 16, 2},
     };
-    static const int blocks[] = {8, 5, 8, 1, 1};
+    static const int blocks[] = {4, 5, 8, 1, 1};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         shape sh = shapes[i];
         ns_config c0 = shape_cfg(sh, FMT_FP32);
@@ -458,25 +458,28 @@ static void test_training(void)
     }
 }
 
-/* The row-block rule is the shape's: at most the batch, 1 for a wide
- * model, and the partials it costs fit the bound. */
+/* The row-block rule is the shape's: at most the batch, 128 rows or more
+ * a block, 1 for a wide model, and the partials it costs fit the bound. */
 static void test_row_blocks(void)
 {
-    CHECK(model_row_blocks(330000, 16) == 8);
-    CHECK(model_row_blocks(330000, 3) == 3);
-    CHECK(model_row_blocks(330000, 1) == 1);
-    CHECK(model_row_blocks(9500000, 8) == 1);
+    CHECK(model_row_blocks(330000, 16, 64) == 8);
+    CHECK(model_row_blocks(330000, 16, 32) == 4);
+    CHECK(model_row_blocks(330000, 3, 128) == 3);
+    CHECK(model_row_blocks(330000, 8, 16) == 1);
+    CHECK(model_row_blocks(330000, 1, 1024) == 1);
+    CHECK(model_row_blocks(9500000, 8, 128) == 1);
     int ok = 1;
     for (size_t p = 1000; p < 20000000; p = p * 3 / 2)
-        for (int B = 1; B <= 20; B++) {
-            int k = model_row_blocks(p, B);
-            ok &= k >= 1 && k <= B && k <= 8;
-            ok &= k == 1 || (double)(k - 1) * p * 4 <= 32.0 * 1048576;
-        }
+        for (int B = 1; B <= 20; B++)
+            for (int T = 8; T <= 1024; T *= 2) {
+                int k = model_row_blocks(p, B, T);
+                ok &= k >= 1 && k <= B && k <= 8;
+                ok &= k == 1 || (k * 128 <= B * T && (double)(k - 1) * p * 4 <= 32.0 * 1048576);
+            }
     CHECK(ok);
     /* the estimate counts the partials: two shapes that differ only in
      * the batch rule's outcome differ by at least their bytes */
-    ns_config a = shape_cfg((shape){2, 64, 4, 16, 1}, FMT_FP32);
+    ns_config a = shape_cfg((shape){2, 64, 4, 128, 1}, FMT_FP32);
     ns_config b = a;
     b.batch = 2; /* one more row block, and twice the activations */
     model m;
@@ -506,7 +509,7 @@ static void on_pair(void *ctx, const step_metrics *a, const step_metrics *b)
 
 static int compare_run(int threads, pair_rec *r)
 {
-    ns_config ca = shape_cfg((shape){2, 64, 4, 32, 6}, FMT_FP32), cb = ca;
+    ns_config ca = shape_cfg((shape){2, 64, 4, 64, 6}, FMT_FP32), cb = ca;
     cb.norm = NORM_POST;
     int ta = threads > 1 ? (threads + 1) / 2 : 1, tb = threads > 1 ? threads / 2 : 1;
     engine *a = make_engine(&ca, ta), *b = make_engine(&cb, tb);

@@ -80,6 +80,7 @@ typedef struct {
     int backward;   /* 0 forward, 1 backward */
     int layer;      /* -1: embeddings, final norm, head or loss */
     const char *op; /* static string, e.g. "MLP fc2" */
+    int seq;        /* the pass's fault point it was seen at (row blocks) */
 } model_fault;
 
 typedef struct {
@@ -138,7 +139,7 @@ typedef struct {
     float *scratch;
     size_t n_scratch;
     float *dresid, *dtmp, *dtmp2, *datty, *dqkv, *dfch, *dfch_gelu, *dlogits; /* (B, T, *) */
-    float *drow; /* (T) */
+    float *drow; /* (B, T): a row block's attention scratch at its rows */
 
     const uint8_t *last_tokens;  /* inputs of the last forward (B*T) */
     const uint8_t *last_targets; /* NULL when the forward had no targets */
@@ -149,6 +150,17 @@ typedef struct {
     /* threads for the kernels (pool.h): the engine's, NULL = the caller
      * alone; results are the same bits either way */
     ns_pool *pool;
+    /* row blocks: the batch is cut into n_blocks blocks of whole sequences
+     * (a function of the shape only, model_row_blocks); each block's
+     * forward and backward runs on one thread over its own rows, and its
+     * parameter gradients go to its own partial (block 0: grads), summed
+     * into grads in block order. n_blocks = 1: one pass over every row,
+     * its kernels split over the pool instead. */
+    int n_blocks;
+    float *partials;             /* (n_blocks - 1, n_params) */
+    numfmt_counts *blk_counts;   /* (n_blocks, L + 1) */
+    model_layer_stats *blk_stats; /* (n_blocks, L) */
+    int fault_seq;               /* fault points passed in this pass */
 } model;
 
 /* The sizes behind engine_bytes_needed, before anything is allocated:
@@ -156,6 +168,13 @@ typedef struct {
  * the floats of its activations and backward scratch together. */
 size_t model_param_count(const ns_config *cfg);
 size_t model_buffer_floats(const ns_config *cfg);
+
+/* Row blocks of a model of n_params parameters and a batch of B
+ * sequences of T: up to 8, at most B, each of at least 128 rows (B x T /
+ * 128 blocks), and 1 when fewer than 2 blocks are left or 3 gradient
+ * partials would not fit in 32 MiB (a wide model, whose kernels are large
+ * enough to split). */
+int model_row_blocks(size_t n_params, int B, int T);
 
 /* Allocate for the shape in cfg. Returns 0, or -1 if memory ran out. */
 int model_create(model *m, const ns_config *cfg);

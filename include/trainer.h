@@ -35,6 +35,7 @@
 #include "diagnose.h"
 #include "engine.h"
 #include "metrics.h"
+#include "pool.h"
 
 /* Every history is bounded; these are the bounds (a snapshot is about
  * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
@@ -138,7 +139,7 @@ typedef struct {
     int n_layer;
     /* each run's diagnosis: run a's, and with --compare run b's */
     trainer_diagnosis diag[2];
-    /* --compare: the twin run b, stepped in lockstep after a */
+    /* --compare: the twin run b, stepped in lockstep with a */
     int compare;
     step_metrics last_b;   /* b's latest step (valid with have_metrics) */
     float last_val_b;      /* b's latest validation loss (NaN before the first) */
@@ -230,10 +231,15 @@ typedef struct {
     void (*on_step)(void *ctx, const step_metrics *m);
     void *ctx;
     /* --compare: a second engine the trainer owns too and steps in
-     * lockstep (a, then b, each step); settings commands go to the runs
+     * lockstep (both, each step); settings commands go to the runs
      * their target names (twin.h), flow commands and notes to the
      * trainer / a only. NULL = one run. */
     engine *twin;
+    /* with a twin: a pool of two threads that step a and b at the same
+     * time, each engine on its own share of the cores (engine_set_threads)
+     * and still in lockstep: both steps end before anything else happens.
+     * The steps are the same whoever runs them. NULL = a, then b. */
+    ns_pool *pair;
     /* the --compare words, "norm=pre": label_b names b in the summary; the
      * panels' labels come from each run's state (trainer_status) */
     const char *label_a, *label_b;

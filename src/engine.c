@@ -510,6 +510,8 @@ double engine_bytes_needed(const ns_config *c)
     double bytes = 0;
     bytes += p * f;                                   /* weights */
     bytes += p * f;                                   /* gradients */
+    /* the row blocks' gradient partials (model.h: block 0 writes the gradients) */
+    bytes += (double)(model_row_blocks(n, c->batch, c->context) - 1) * p * f;
     bytes += c->precision != FMT_FP32 ? p * f : 0;    /* the bf16/fp16 rounded weights */
     bytes += 2.0 * p * f;                             /* AdamW's m and v */
     bytes += (double)model_buffer_floats(c) * f;      /* activations, backward scratch */

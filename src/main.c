@@ -144,6 +144,7 @@ static int check_against_checkpoint(const cli_opts *o, const ns_config *c)
 typedef struct {
     ns_config cfg; /* the settings, with steps resolved */
     engine *e, *twin;
+    ns_pool *pair; /* steps a and the twin side by side (trainer_opts.pair) */
     outfile csv, jsonl;
 } run_setup;
 
@@ -153,7 +154,9 @@ static void setup_free(run_setup *r, int keep_files)
     out_close(&r->jsonl, keep_files);
     engine_free(r->e);
     engine_free(r->twin);
+    pool_free(r->pair);
     r->e = r->twin = NULL;
+    r->pair = NULL;
 }
 
 /* live: a loaded run trains until stopped unless --steps says; headless, it
@@ -227,12 +230,19 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
     int bad = open_engine(o, data, live, r);
     if (!bad && o->compare)
         bad = open_twin(o, data, r);
-    /* --threads: each run (the twin too) gets its own pool, made here,
-     * on this (the UI) thread, before any training thread starts */
+    /* --threads: each run gets its own pool, made here, on this (the UI)
+     * thread, before any training thread starts. With a twin and more
+     * than one thread, a and b step side by side, each on its share */
     sigset_t ui;
     trainer_ui_signals(&ui);
-    if (!bad && (engine_set_threads(r->e, o->threads, &ui) != 0 ||
-                 (r->twin && engine_set_threads(r->twin, o->threads, &ui) != 0))) {
+    int ta = o->threads, tb = o->threads, pair = r->twin && o->threads > 1;
+    if (pair) {
+        ta = (o->threads + 1) / 2;
+        tb = o->threads / 2;
+    }
+    if (!bad && ((pair && !(r->pair = pool_create(2, &ui))) ||
+                 engine_set_threads(r->e, ta, &ui) != 0 ||
+                 (r->twin && engine_set_threads(r->twin, tb, &ui) != 0))) {
         fprintf(stderr, "normscope: --threads %d: cannot start the worker threads\n", o->threads);
         bad = 1;
     }
@@ -277,6 +287,7 @@ static trainer_opts run_options(cli_opts *o, const dataset *data, run_setup *rs,
     to.plateau = diag_unigram_entropy(data->bytes, data->n_train);
     to.script = o->script_loaded ? &o->script_s : NULL;
     to.twin = rs->twin;
+    to.pair = rs->pair;
     to.csv = rs->csv.a;
     to.jsonl = rs->jsonl.a;
     to.label_b = o->compare;

@@ -112,7 +112,7 @@ static void scratch_table(model *m, size_t B, size_t T, size_t C, size_t V,
     t[k++] = (buf_spec){&m->dfch, BT * 4 * C, USE_ALWAYS};
     t[k++] = (buf_spec){&m->dfch_gelu, BT * 4 * C, USE_ALWAYS};
     t[k++] = (buf_spec){&m->dlogits, BT * V, USE_ALWAYS};
-    t[k++] = (buf_spec){&m->drow, T, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->drow, BT, USE_ALWAYS};
 }
 
 /* Floats of the buffers in t that some USE_ in used writes (all: -1). */
@@ -163,6 +163,24 @@ size_t model_buffer_floats(const ns_config *c)
     scratch_table(&sizes, B, T, C, NS_VOCAB, scratch);
     int used = buffers_used(c);
     return bufs_total(acts, N_ACT_BUFS, used) + bufs_total(scratch, N_SCRATCH_BUFS, used);
+}
+
+/* RB_ROWS: the fewest rows (tokens) a block takes; on fewer, packing the
+ * weights for each block's matrix products costs more than it splits */
+enum { RB_MAX = 8, RB_MIN = 4, RB_ROWS = 128 };
+#define RB_PARTIAL_BYTES (32.0 * 1048576.0)
+
+int model_row_blocks(size_t n_params, int B, int T)
+{
+    /* block 0 writes grads itself: fit partials for the others */
+    double fit = 1.0 + floor(RB_PARTIAL_BYTES / (4.0 * (double)n_params));
+    if (fit < RB_MIN)
+        return 1;
+    int k = B < RB_MAX ? B : RB_MAX;
+    int rows = (int)((long)B * T / RB_ROWS);
+    k = rows < k ? rows : k;
+    k = fit < k ? (int)fit : k;
+    return k < 2 ? 1 : k;
 }
 
 double model_deepnorm_alpha(int L) { return pow(2.0 * L, 0.25); }
@@ -245,8 +263,13 @@ static int alloc_buffers(model *m)
     m->n_scratch = bufs_total(scratch, N_SCRATCH_BUFS, -1);
     m->scratch = malloc(m->n_scratch * sizeof(float));
     m->stats = calloc(L, sizeof *m->stats);
+    m->n_blocks = model_row_blocks(m->n_params, m->B, m->T);
+    size_t K = (size_t)m->n_blocks;
+    m->partials = K > 1 ? malloc((K - 1) * m->n_params * sizeof(float)) : NULL;
+    m->blk_counts = calloc(K * (L + 1), sizeof *m->blk_counts);
+    m->blk_stats = calloc(K * L, sizeof *m->blk_stats);
     if (!m->params || !m->grads || !m->wlow || !m->counts || !m->acts || !m->scratch ||
-        !m->stats)
+        !m->stats || (K > 1 && !m->partials) || !m->blk_counts || !m->blk_stats)
         return -1;
     bufs_carve(acts, N_ACT_BUFS, m->acts);
     bufs_carve(scratch, N_SCRATCH_BUFS, m->scratch);
@@ -288,6 +311,9 @@ void model_free(model *m)
     free(m->acts);
     free(m->scratch);
     free(m->stats);
+    free(m->partials);
+    free(m->blk_counts);
+    free(m->blk_stats);
     memset(m, 0, sizeof *m);
 }
 
@@ -398,11 +424,17 @@ void model_set_precision(model *m, numfmt f, int fp32_norms)
 
 /* ---- rounding and the non-finite watch -------------------------------- */
 
+/* A fault point: an op whose output the watch may find non-finite. Each
+ * row block passes the same points in the same order, so the earliest
+ * point of any block is the pass's first. */
+static void fault_point(model *m) { m->fault_seq++; }
+
 static void note_fault(model *m, int backward, int l, const char *op)
 {
     if (m->fault.set)
         return;
     m->fault.set = 1;
+    m->fault.seq = m->fault_seq;
     m->fault.backward = backward;
     m->fault.layer = l;
     m->fault.op = op;
@@ -467,6 +499,7 @@ static int round_watch(model *m, float *x, size_t n, numfmt_counts *c, int watch
 
 static void q(model *m, int backward, int l, const char *op, float *x, size_t n)
 {
+    fault_point(m);
     if (round_watch(m, x, n, &m->counts[l < 0 ? m->L : l], !m->fault.set))
         note_fault(m, backward, l, op);
 }
@@ -478,6 +511,7 @@ static float max2(float a, float b) { return (a != a || b != b) ? NAN : (a > b ?
  * NaN or inf maximum is the watch, so x is read once more, not twice */
 static float qmax(model *m, int l, const char *op, float *x, size_t n, float *amax)
 {
+    fault_point(m);
     round_watch(m, x, n, &m->counts[l], 0);
     float a = ops_absmax_mt(m->pool, x, (long)n);
     if (!m->fault.set && !isfinite(a))
@@ -493,6 +527,7 @@ static float qmax_taken(model *m, int l, const char *op, float *x, size_t n, flo
 {
     if (m->fmt != FMT_FP32)
         return qmax(m, l, op, x, n, amax);
+    fault_point(m);
     if (!m->fault.set && !isfinite(a))
         note_fault(m, 0, l, op);
     *amax = max2(*amax, a);
@@ -503,9 +538,12 @@ static float qmax_taken(model *m, int l, const char *op, float *x, size_t n, flo
  * is infinite or NaN (bad) */
 static void q_taken(model *m, int backward, int l, const char *op, float *x, size_t n, int bad)
 {
-    if (m->fmt != FMT_FP32)
+    if (m->fmt != FMT_FP32) {
         q(m, backward, l, op, x, n);
-    else if (bad)
+        return;
+    }
+    fault_point(m);
+    if (bad)
         note_fault(m, backward, l, op);
 }
 
@@ -626,6 +664,7 @@ static float norm_fwd(model *m, norm_params p, float *out, float *mean, float *r
 {
     const char *op = l < 0 ? "final norm" : norm_op[s][out_norm];
     size_t n = (size_t)N * m->C;
+    fault_point(m);
     if (m->fmt == FMT_FP32 && m->kind == NORMK_LAYERNORM) {
         float a = layernorm_forward_absmax_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C,
                                               m->eps);
@@ -824,10 +863,145 @@ static void loss_lowp(model *m, const uint8_t *targets, int N)
     }
 }
 
-float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int B)
+/* The forward over the rows of m (the whole batch, or one row block's
+ * view of it): fills the activations, m->stats' maxima, m->counts and
+ * m->fault; with targets, the rows' losses. */
+static void forward_rows(model *m, const uint8_t *tokens, const uint8_t *targets, int B)
 {
     int T = m->T, C = m->C, V = m->V, N = B * T;
     long nC = (long)N * C;
+    float *P = m->W;
+    encoder_forward(m->encoded, tokens, P + m->wte, P + m->wpe, B, T, C);
+    q(m, 0, -1, "embedding", m->encoded, (size_t)nC);
+
+    for (int l = 0; l < m->L; l++) {
+        float am = 0.0f;
+        sublayer_forward(m, l, 0, B, &am);
+        float out_max = sublayer_forward(m, l, 1, B, &am);
+        /* am has taken in F's inner activations (q, k, v, attention output,
+         * projection, MLP hidden before and after GELU, MLP output), the
+         * norms' outputs and the residual sums, as they were made */
+        m->stats[l].act_max = am;
+        m->stats[l].resid_max = out_max;
+    }
+
+    const float *h = block_in(m, m->L);
+    if (m->final_norm) {
+        norm_fwd(m, final_norm_of(m, P), m->lnf, m->lnf_mean, m->lnf_rstd, h, N, -1, 0, 0);
+        h = m->lnf;
+    }
+    matmul_forward_mt(m->pool, m->logits, h, P + m->headw, P + m->headb, N, C, V);
+    q(m, 0, -1, "head", m->logits, (size_t)N * V);
+    int lowp = m->fmt != FMT_FP32 && !m->fp32_norms;
+    if (!targets || !lowp)
+        softmax_forward(m->probs, m->logits, N, V);
+    if (targets && lowp)
+        loss_lowp(m, targets, N);
+    else if (targets)
+        crossentropy_forward(m->losses, m->logits, targets, N, V);
+}
+
+/* ---- row blocks ------------------------------------------------------- */
+
+/* Blocks of a pass over B rows: the model's, fewer when B is smaller. */
+static int pass_blocks(const model *m, int B) { return m->n_blocks < B ? m->n_blocks : B; }
+
+/* v: block k of K of a pass over B rows, a copy of m whose buffers start
+ * at the block's first row (their layer strides stay m's), whose
+ * gradients, counts and statistics are the block's own, and whose kernels
+ * run on the calling thread (K > 1) or split over the pool (K = 1). */
+static void block_view(const model *m, model *v, int K, int k, int B)
+{
+    int b0 = B * k / K, b1 = B * (k + 1) / K;
+    size_t r = (size_t)b0 * m->T, C = m->C;
+    *v = *m;
+    v->encoded += r * C;
+    for (int s = 0; s < 2; s++) {
+        v->nin[s] += r * C, v->nin_mean[s] += r, v->nin_rstd[s] += r;
+        v->nout[s] += r * C, v->nout_mean[s] += r, v->nout_rstd[s] += r;
+        v->res[s] += r * C;
+    }
+    v->qkv += r * 3 * C, v->atty += r * C, v->attproj += r * C;
+    v->att += (size_t)b0 * m->NH * m->T * m->T;
+    v->fch += r * 4 * C, v->fch_gelu += r * 4 * C, v->fcproj += r * C;
+    v->lnf += r * C, v->lnf_mean += r, v->lnf_rstd += r;
+    v->logits += r * m->V, v->probs += r * m->V, v->losses += r;
+    v->dresid += r * C, v->dtmp += r * C, v->dtmp2 += r * C, v->datty += r * C;
+    v->dqkv += r * 3 * C, v->dfch += r * 4 * C, v->dfch_gelu += r * 4 * C;
+    v->dlogits += r * m->V, v->drow += r;
+    v->last_tokens = m->last_tokens + r;
+    v->last_targets = m->last_targets ? m->last_targets + r : NULL;
+    v->last_B = b1 - b0;
+    v->grads = k == 0 ? m->grads : m->partials + (size_t)(k - 1) * m->n_params;
+    v->counts = m->blk_counts + (size_t)k * (m->L + 1);
+    v->stats = m->blk_stats + (size_t)k * m->L;
+    v->fault_seq = 0;
+    if (K > 1)
+        v->pool = NULL;
+}
+
+typedef struct {
+    model *m;
+    int K, B, backward;
+    float dscale;                /* backward: d loss / d mean loss */
+    model_fault fault[RB_MAX];   /* each block's first non-finite */
+} rows_job;
+
+static void backward_rows(model *m, float dscale);
+
+static void rows_task(void *ctx, int k, int thread)
+{
+    (void)thread;
+    rows_job *j = ctx;
+    model v;
+    block_view(j->m, &v, j->K, k, j->B);
+    if (j->backward)
+        backward_rows(&v, j->dscale);
+    else
+        forward_rows(&v, v.last_tokens, v.last_targets, v.last_B);
+    j->fault[k] = v.fault;
+}
+
+/* Run the pass's blocks (on the pool when there are several), then take
+ * in their counts, and their first fault if the pass had none yet. */
+static void run_blocks(model *m, rows_job *j)
+{
+    for (int k = 0; k < j->K; k++)
+        memset(m->blk_counts + (size_t)k * (m->L + 1), 0, (size_t)(m->L + 1) * sizeof *m->counts);
+    pool_run(j->K > 1 ? m->pool : NULL, j->K, rows_task, j);
+    const model_fault *first = NULL;
+    for (int k = 0; k < j->K; k++) {
+        const numfmt_counts *c = m->blk_counts + (size_t)k * (m->L + 1);
+        for (int l = 0; l <= m->L; l++) {
+            m->counts[l].overflow += c[l].overflow;
+            m->counts[l].underflow += c[l].underflow;
+        }
+        if (j->fault[k].set && (!first || j->fault[k].seq < first->seq))
+            first = &j->fault[k];
+    }
+    if (!m->fault.set && first)
+        m->fault = *first;
+}
+
+/* The layers' statistics of the whole batch: the blocks' maxima, and the
+ * RMS of each layer's output over every row. */
+static void merge_stats(model *m, int K, int B)
+{
+    long nC = (long)B * m->T * m->C;
+    for (int l = 0; l < m->L; l++) {
+        model_layer_stats *st = &m->stats[l];
+        st->act_max = st->resid_max = 0.0f;
+        for (int k = 0; k < K; k++) {
+            st->act_max = max2(st->act_max, m->blk_stats[(size_t)k * m->L + l].act_max);
+            st->resid_max = max2(st->resid_max, m->blk_stats[(size_t)k * m->L + l].resid_max);
+        }
+        st->resid_rms = (float)sqrt(ops_sumsq(sub_out(m, l, 1), (size_t)nC) / (double)nC);
+    }
+}
+
+float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int B)
+{
+    int N = B * m->T;
     m->last_tokens = tokens;
     m->last_targets = targets;
     m->last_B = B;
@@ -841,43 +1015,11 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
         round_watch(m, m->wlow, m->n_params, NULL, 0);
         m->W = m->wlow;
     }
-    float *P = m->W;
-    encoder_forward(m->encoded, tokens, P + m->wte, P + m->wpe, B, T, C);
-    q(m, 0, -1, "embedding", m->encoded, (size_t)nC);
-
-    for (int l = 0; l < m->L; l++) {
-        float am = 0.0f;
-        sublayer_forward(m, l, 0, B, &am);
-        float out_max = sublayer_forward(m, l, 1, B, &am);
-        /* am has taken in F's inner activations (q, k, v, attention output,
-         * projection, MLP hidden before and after GELU, MLP output), the
-         * norms' outputs and the residual sums, as they were made */
-        const float *out = sub_out(m, l, 1);
-        double ss = ops_sumsq(out, (size_t)nC);
-        m->stats[l].act_max = am;
-        m->stats[l].resid_max = out_max;
-        m->stats[l].resid_rms = (float)sqrt(ss / (double)nC);
-    }
-
-    const float *h = block_in(m, m->L);
-    if (m->final_norm) {
-        norm_fwd(m, final_norm_of(m, P), m->lnf, m->lnf_mean, m->lnf_rstd, h, N, -1, 0, 0);
-        h = m->lnf;
-    }
-    matmul_forward_mt(m->pool, m->logits, h, P + m->headw, P + m->headb, N, C, V);
-    q(m, 0, -1, "head", m->logits, (size_t)N * V);
-    int lowp = m->fmt != FMT_FP32 && !m->fp32_norms;
-    if (!lowp)
-        softmax_forward(m->probs, m->logits, N, V);
-    if (!targets) {
-        if (lowp)
-            softmax_forward(m->probs, m->logits, N, V);
+    rows_job j = {.m = m, .K = pass_blocks(m, B), .B = B, .backward = 0};
+    run_blocks(m, &j);
+    merge_stats(m, j.K, B);
+    if (!targets)
         return 0.0f;
-    }
-    if (lowp)
-        loss_lowp(m, targets, N);
-    else
-        crossentropy_forward(m->losses, m->logits, targets, N, V);
     double sum = 0.0;
     for (int i = 0; i < N; i++)
         sum += m->losses[i];
@@ -991,16 +1133,18 @@ static void sublayer_backward(model *m, int l, int s, int B)
     }
 }
 
-void model_backward(model *m)
+/* The backward over the rows of m (the whole batch, or one row block's
+ * view of it) into m->grads, which it zeroes first; dscale is d loss /
+ * d (a row's loss), the loss scale over the whole batch's rows. */
+static void backward_rows(model *m, float dscale)
 {
     int B = m->last_B, T = m->T, C = m->C, V = m->V, N = B * T;
     size_t nC = (size_t)N * C;
     float *P = m->W, *G = m->grads;
     memset(G, 0, m->n_params * sizeof(float));
 
-    /* loss = mean over N positions, times the loss scale */
     int bad = crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N, V,
-                                                m->loss_scale / (float)N);
+                                                dscale);
     q_taken(m, 1, -1, "loss", m->dlogits, (size_t)N * V, bad);
 
     const float *top = block_in(m, m->L);
@@ -1021,6 +1165,44 @@ void model_backward(model *m)
         sublayer_backward(m, l, 0, B);
     }
     encoder_backward(G + m->wte, G + m->wpe, m->dresid, m->last_tokens, B, T, C);
+}
+
+/* grads += the blocks' partials, each element summed in block order, so
+ * the parts the pool cuts the array into do not change a bit */
+enum { SUM_PART = 1 << 15 };
+typedef struct {
+    float *g;
+    const float *p;
+    size_t n;
+    int K;
+} sum_job;
+
+static void sum_task(void *ctx, int part, int thread)
+{
+    (void)thread;
+    const sum_job *j = ctx;
+    size_t lo = (size_t)part * SUM_PART, hi = lo + SUM_PART < j->n ? lo + SUM_PART : j->n;
+    for (int k = 1; k < j->K; k++) {
+        const float *p = j->p + (size_t)(k - 1) * j->n;
+        for (size_t i = lo; i < hi; i++)
+            j->g[i] += p[i];
+    }
+}
+
+void model_backward(model *m)
+{
+    int B = m->last_B, N = B * m->T;
+    float *G = m->grads;
+    /* the blocks start from the forward's verdict: once a pass has a
+     * fault, the watch is off, as it is in one pass over every row */
+    rows_job j = {.m = m, .K = pass_blocks(m, B), .B = B, .backward = 1};
+    /* loss = mean over N positions, times the loss scale */
+    j.dscale = m->loss_scale / (float)N;
+    run_blocks(m, &j);
+    if (j.K > 1) {
+        sum_job sj = {G, m->partials, m->n_params, j.K};
+        pool_run(m->pool, (int)((m->n_params + SUM_PART - 1) / SUM_PART), sum_task, &sj);
+    }
     /* parameter gradients are rounded to the format too (the caller
      * unscales them into fp32 for the optimizer); a non-finite one is
      * reported as the backward of its layer's weights */

@@ -259,7 +259,8 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->lr_peak = engine_current_peak(t->e);
     s->lr_next = engine_current_lr(t->e);
     s->steps_per_s = t->state == TRAINER_RUNNING ? t->rate : 0.0;
-    s->threads = engine_threads(t->e);
+    /* the twin's share counts when it steps beside a */
+    s->threads = engine_threads(t->e) + (t->o.twin && t->o.pair ? engine_threads(t->o.twin) : 0);
     s->run_seconds = t->run_seconds;
     s->run_steps = t->run_steps;
     s->limit = t->limit;
@@ -975,11 +976,33 @@ static void validation_event(trainer *t, int run, const step_metrics *m)
               "%svalidation loss %s (train %s)", t->o.twin ? (run ? "b: " : "a: ") : "", v, l);
 }
 
+/* Both runs' steps, side by side on the pair pool (trainer_opts.pair). */
+typedef struct {
+    engine *e[2];
+    step_metrics *m[2];
+    int bad[2];
+} pair_job;
+
+static void pair_task(void *ctx, int run, int thread)
+{
+    (void)thread;
+    pair_job *j = ctx;
+    j->bad[run] = engine_step(j->e[run], j->m[run]);
+}
+
+/* Step a, and b with it under --compare; nonzero when either diverged. */
+static int step_runs(trainer *t)
+{
+    if (!t->o.twin)
+        return engine_step(t->e, &t->m);
+    pair_job j = {{t->e, t->o.twin}, {&t->m, &t->mb}, {0, 0}};
+    pool_run(t->o.pair, 2, pair_task, &j);
+    return j.bad[0] | j.bad[1];
+}
+
 static void do_step(trainer *t)
 {
-    int bad = engine_step(t->e, &t->m);
-    if (t->o.twin)
-        bad |= engine_step(t->o.twin, &t->mb);
+    int bad = step_runs(t);
     diagnosis_observe(t); /* before the row is written: its state column */
     t->have_metrics = 1;
     t->have_loss = 1;

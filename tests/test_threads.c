@@ -1,8 +1,10 @@
 /* test_threads.c - the thread pool and the threaded step: every task runs
  * exactly once; the split kernels give the same bytes as one thread for
  * awkward sizes, on the AVX2 and the portable path; whole training runs
- * give the same losses, metrics and weights for 1, 2 and 3 threads in
- * every precision. */
+ * give the same losses, metrics and weights for 1 to 5 threads, in every
+ * precision, on shapes cut into row blocks and shapes whose kernels are
+ * split; and a --compare pair stepped side by side gives what one thread
+ * stepping a then b gives. */
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,10 +14,12 @@
 #include <time.h>
 
 #include "engine.h"
+#include "model.h"
 #include "ops.h"
 #include "pool.h"
 #include "rng.h"
 #include "testutil.h"
+#include "trainer.h"
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -340,73 +344,202 @@ static void test_kernels(void)
     ops_force_generic(0);
 }
 
-/* ---- whole runs: 1, 2 and 3 threads train the same bits -------------------- */
+/* ---- whole runs: every thread count trains the same bits ------------------ */
 
 static dataset D;
 
+enum { RUN_STEPS = 12 };
+
 typedef struct {
-    step_metrics m[20];
+    step_metrics m[RUN_STEPS];
     float *params;
     size_t n;
 } run_result;
 
-/* big enough that every split kernel takes its threaded path (the
- * elementwise ones on the (B, T, 4C) tensors of the MLP) */
-static int train(numfmt f, int threads, run_result *r)
+/* a model shape and the batch */
+typedef struct {
+    int L, d, H, T, B;
+} shape;
+
+static ns_config shape_cfg(shape sh, numfmt f)
 {
     ns_config c;
     config_defaults(&c);
-    c.n_layer = 2;
-    c.dim = 128;
-    c.n_head = 4;
-    c.context = 64;
-    c.batch = 8;
+    c.n_layer = sh.L;
+    c.dim = sh.d;
+    c.n_head = sh.H;
+    c.context = sh.T;
+    c.batch = sh.B;
     c.warmup = 3;
     c.val_every = 0;
     c.precision = f;
     c.clip = 1.0f;
     c.weight_decay = 0.1f;
+    return c;
+}
+
+static engine *make_engine(const ns_config *c, int threads)
+{
     char err[256];
-    engine *e = engine_create(&c, &D, err, sizeof err);
+    engine *e = engine_create(c, &D, err, sizeof err);
     if (!e) {
         fprintf(stderr, "engine_create: %s\n", err);
-        return -1;
+        return NULL;
     }
     if (engine_set_threads(e, threads, NULL) != 0 || engine_threads(e) != threads) {
         engine_free(e);
-        return -1;
+        return NULL;
     }
-    for (int s = 0; s < 20; s++) {
-        engine_step(e, &r->m[s]);
-        r->m[s].tokens_per_s = 0; /* timing: the one thing that may differ */
-    }
+    return e;
+}
+
+static void keep_params(engine *e, run_result *r)
+{
     float *p = engine_params(e, &r->n);
     r->params = malloc(r->n * sizeof(float));
     memcpy(r->params, p, r->n * sizeof(float));
+}
+
+static int train(shape sh, numfmt f, int threads, run_result *r)
+{
+    ns_config c = shape_cfg(sh, f);
+    engine *e = make_engine(&c, threads);
+    if (!e)
+        return -1;
+    for (int s = 0; s < RUN_STEPS; s++) {
+        engine_step(e, &r->m[s]);
+        r->m[s].tokens_per_s = 0; /* timing: the one thing that may differ */
+    }
+    keep_params(e, r);
     engine_free(e);
     return 0;
 }
 
+static int same_run(const run_result *a, const run_result *b)
+{
+    return memcmp(a->m, b->m, sizeof a->m) == 0 && a->n == b->n &&
+           memcmp(a->params, b->params, a->n * sizeof(float)) == 0;
+}
+
+/* Shapes on both sides of the row-block rule: a batch cut into row blocks
+ * (of several sequences, an odd batch, blocks of unequal size), a batch
+ * of one (one block, the kernels split) and a model too wide for the
+ * partials (the kernels split); every precision on the first. */
 static void test_training(void)
 {
-    for (int f = 0; f < FMT_COUNT; f++) {
-        static run_result one, many;
-        if (!CHECK(train((numfmt)f, 1, &one) == 0))
+    static const shape shapes[] = {
+        {2, 128, 4, 64, 8}, {1, 32, 2, 128, 5}, {2, 48, 3, 96, 11}, {1, 32, 2, 16, 1}, {1, 512, 8, 16, 2},
+    };
+    static const int blocks[] = {4, 5, 8, 1, 1};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        shape sh = shapes[i];
+        ns_config c0 = shape_cfg(sh, FMT_FP32);
+        model probe;
+        if (!CHECK(model_create(&probe, &c0) == 0))
             continue;
-        CHECK(isfinite(one.m[19].loss) && one.m[19].loss < one.m[0].loss);
-        for (int nt = 2; nt <= 3; nt++) {
-            if (!CHECK(train((numfmt)f, nt, &many) == 0))
+        if (!CHECK(probe.n_blocks == blocks[i]))
+            fprintf(stderr, "  L=%d d=%d B=%d: %d row blocks\n", sh.L, sh.d, sh.B, probe.n_blocks);
+        model_free(&probe);
+        for (int f = 0; f < (i == 0 ? FMT_COUNT : 1); f++) {
+            static run_result one, many;
+            if (!CHECK(train(sh, (numfmt)f, 1, &one) == 0))
                 continue;
-            int losses = 1;
-            for (int s = 0; s < 20; s++)
-                losses &= memcmp(&one.m[s].loss, &many.m[s].loss, sizeof(float)) == 0;
-            if (!CHECK(losses))
-                fprintf(stderr, "  %s, %d threads: losses differ\n", numfmt_name((numfmt)f), nt);
-            CHECK(memcmp(one.m, many.m, sizeof one.m) == 0);
-            CHECK(one.n == many.n && memcmp(one.params, many.params, one.n * sizeof(float)) == 0);
-            free(many.params);
+            CHECK(isfinite(one.m[RUN_STEPS - 1].loss) && one.m[RUN_STEPS - 1].loss < one.m[0].loss);
+            for (int nt = 2; nt <= 5; nt++) {
+                if (!CHECK(train(sh, (numfmt)f, nt, &many) == 0))
+                    continue;
+                if (!CHECK(same_run(&one, &many)))
+                    fprintf(stderr, "  L=%d d=%d B=%d %s, %d threads: differs\n", sh.L, sh.d, sh.B,
+                            numfmt_name((numfmt)f), nt);
+                free(many.params);
+            }
+            free(one.params);
         }
-        free(one.params);
+    }
+}
+
+/* The row-block rule is the shape's: at most the batch, 128 rows or more
+ * a block, 1 for a wide model, and the partials it costs fit the bound. */
+static void test_row_blocks(void)
+{
+    CHECK(model_row_blocks(330000, 16, 64) == 8);
+    CHECK(model_row_blocks(330000, 16, 32) == 4);
+    CHECK(model_row_blocks(330000, 3, 128) == 3);
+    CHECK(model_row_blocks(330000, 8, 16) == 1);
+    CHECK(model_row_blocks(330000, 1, 1024) == 1);
+    CHECK(model_row_blocks(9500000, 8, 128) == 1);
+    int ok = 1;
+    for (size_t p = 1000; p < 20000000; p = p * 3 / 2)
+        for (int B = 1; B <= 20; B++)
+            for (int T = 8; T <= 1024; T *= 2) {
+                int k = model_row_blocks(p, B, T);
+                ok &= k >= 1 && k <= B && k <= 8;
+                ok &= k == 1 || (k * 128 <= B * T && (double)(k - 1) * p * 4 <= 32.0 * 1048576);
+            }
+    CHECK(ok);
+    /* the estimate counts the partials: two shapes that differ only in
+     * the batch rule's outcome differ by at least their bytes */
+    ns_config a = shape_cfg((shape){2, 64, 4, 128, 1}, FMT_FP32);
+    ns_config b = a;
+    b.batch = 2; /* one more row block, and twice the activations */
+    model m;
+    if (CHECK(model_create(&m, &b) == 0)) {
+        double per_row = model_bytes_needed(&b) - model_bytes_needed(&a);
+        CHECK(m.n_blocks == 2 && per_row > 4.0 * (double)m.n_params);
+        model_free(&m);
+    }
+}
+
+/* --compare: a and b stepped side by side on a pair pool, each on its
+ * share of the threads, give what one thread stepping a then b gives. */
+typedef struct {
+    step_metrics a[RUN_STEPS], b[RUN_STEPS];
+    int n;
+} pair_rec;
+
+static void on_pair(void *ctx, const step_metrics *a, const step_metrics *b)
+{
+    pair_rec *r = ctx;
+    if (r->n < RUN_STEPS) {
+        r->a[r->n] = *a, r->b[r->n] = *b;
+        r->a[r->n].tokens_per_s = r->b[r->n].tokens_per_s = 0;
+        r->n++;
+    }
+}
+
+static int compare_run(int threads, pair_rec *r)
+{
+    ns_config ca = shape_cfg((shape){2, 64, 4, 64, 6}, FMT_FP32), cb = ca;
+    cb.norm = NORM_POST;
+    int ta = threads > 1 ? (threads + 1) / 2 : 1, tb = threads > 1 ? threads / 2 : 1;
+    engine *a = make_engine(&ca, ta), *b = make_engine(&cb, tb);
+    ns_pool *pair = threads > 1 ? pool_create(2, NULL) : NULL;
+    char err[256];
+    trainer_opts o = {.limit = RUN_STEPS, .twin = b, .pair = pair, .on_pair = on_pair, .ctx = r};
+    trainer *t = a && b && (threads == 1 || pair) ? trainer_create(a, &o, err, sizeof err) : NULL;
+    int ran = t != NULL;
+    r->n = 0;
+    if (t) {
+        trainer_run(t);
+        trainer_free(t);
+    }
+    pool_free(pair);
+    engine_free(a);
+    engine_free(b);
+    return ran && r->n == RUN_STEPS ? 0 : -1;
+}
+
+static void test_compare(void)
+{
+    static pair_rec one, many;
+    if (!CHECK(compare_run(1, &one) == 0))
+        return;
+    CHECK(one.a[0].loss != one.b[0].loss); /* the runs differ */
+    for (int nt = 2; nt <= 5; nt++) {
+        if (!CHECK(compare_run(nt, &many) == 0))
+            continue;
+        if (!CHECK(memcmp(one.a, many.a, sizeof one.a) == 0 && memcmp(one.b, many.b, sizeof one.b) == 0))
+            fprintf(stderr, "  --compare, %d threads: differs\n", nt);
     }
 }
 
@@ -419,6 +552,8 @@ int main(void)
     test_pool_back_to_back();
     test_pool_split();
     test_kernels();
+    test_row_blocks();
     test_training();
+    test_compare();
     return test_summary();
 }

@@ -167,3 +167,24 @@ awk -v a="$fp32" -v b="$bf16" -v c="$fp16" 'BEGIN {if (b > 0 && c > 0)
     printf "step time of the emulated formats (default model): bf16 %.2fx fp32, fp16 %.2fx fp32\n", a / b, a / c}'
 [ -n "$PY" ] || echo "(PyTorch peer skipped: no python3 with torch; apt-get install python3-torch libopenblas0-pthread)"
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1); medians of $REPS runs"
+
+# ---- a lesson's two runs: wall seconds of `--lesson warmup --headless`
+# with 1 and with 2 threads, in REPS alternating pairs; with more than one
+# thread the two runs step side by side (man page, --threads)
+lesson_s() { # threads: wall seconds of one run of the lesson
+    s=$(date +%s.%N)
+    "$BIN" --headless -q --lesson warmup --threads "$1" >/dev/null 2>&1
+    awk -v s="$s" -v e="$(date +%s.%N)" 'BEGIN {printf "%.3f\n", e - s}'
+}
+: >"$TMP/l1"
+: >"$TMP/l2"
+: >"$TMP/lp"
+for i in $(seq "$REPS"); do
+    a=$(lesson_s 1)
+    b=$(lesson_s 2)
+    echo "$a" >>"$TMP/l1"
+    echo "$b" >>"$TMP/l2"
+    awk -v a="$a" -v b="$b" 'BEGIN {if (a > 0) printf "%.4f\n", b / a}' >>"$TMP/lp"
+done
+awk -v a="$(median <"$TMP/l1")" -v b="$(median <"$TMP/l2")" -v r="$(median <"$TMP/lp")" \
+    'BEGIN {printf "lesson warmup (two runs in lockstep), wall: 1 thread %.2f s, 2 threads %.2f s; 2 threads %.2fx the time of 1 (median of the pairs)\n", a, b, r}'

@@ -484,7 +484,7 @@ static void test_row_blocks(void)
     b.batch = 2; /* one more row block, and twice the activations */
     model m;
     if (CHECK(model_create(&m, &b) == 0)) {
-        double per_row = model_bytes_needed(&b) - model_bytes_needed(&a);
+        double per_row = engine_bytes_needed(&b) - engine_bytes_needed(&a);
         CHECK(m.n_blocks == 2 && per_row > 4.0 * (double)m.n_params);
         model_free(&m);
     }

@@ -97,7 +97,7 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/settings.sh"; NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
 	echo "== tests/memory.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/memory.sh || fail=1; \
 	echo "== tests/sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/sweep.sh || fail=1; \
-	echo "== tests/tui_sweep.sh"; NS_BIN=./$(BIN) sh tests/tui_sweep.sh || fail=1; \
+	echo "== tests/tui_sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/tui_sweep.sh || fail=1; \
 	echo "== tests/plot.sh"; NS_BIN=./$(BIN) sh tests/plot.sh || fail=1; \
 	echo "== tests/twin.sh"; NS_BIN=./$(BIN) sh tests/twin.sh || fail=1; \
 	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \

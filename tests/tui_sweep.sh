@@ -80,7 +80,11 @@ results "$T/headless" >"$T/b"
 cmp -s "$T/a" "$T/b" && ok || { no "live and headless results.csv differ"; diff "$T/a" "$T/b" >&2; }
 
 # --- q while runs are running: stopped, whole rows, resumable -------------
-LONG="-L 2 -d 16 -H 2 -T 8 -B 2 --steps 1500 --val-every 50 --val-batches 1"
+# runs long enough that q comes while they run on a free machine (about 4 s
+# each; 1500 steps took under a second), and the sanitizers' slower builds
+# fewer of them, as the resume and its reference below run them to the end
+if [ -n "${NS_SANITIZED:-}" ]; then N=3000; else N=50000; fi
+LONG="-L 2 -d 16 -H 2 -T 8 -B 2 --steps $N --val-every 50 --val-batches 1"
 run "LC_ALL=C $BIN --sweep 'lr=1e-3,2e-3,3e-3' $LONG --jobs 2 --sweep-out $T/stop"
 wait_for '2 running' 60 && ok || no "no runs running: $(screen | head -1)"
 wait_for '~ [0-9.]*@[0-9]' 60 && ok || no "no loss@step of a running run: $(screen | sed -n 4,6p)"

@@ -170,8 +170,8 @@ size_t model_param_count(const ns_config *cfg);
 size_t model_buffer_floats(const ns_config *cfg);
 
 /* Row blocks of a model of n_params parameters and a batch of B
- * sequences of T: up to 8, at most B, each of at least 128 rows (B x T /
- * 128 blocks), and 1 when fewer than 2 blocks are left or 3 gradient
+ * sequences of T: up to 8, at most B, each of at least 256 rows (B x T /
+ * 256 blocks), and 1 when fewer than 2 blocks are left or 3 gradient
  * partials would not fit in 32 MiB (a wide model, whose kernels are large
  * enough to split). */
 int model_row_blocks(size_t n_params, int B, int T);

@@ -428,7 +428,7 @@ static int same_run(const run_result *a, const run_result *b)
 static void test_training(void)
 {
     static const shape shapes[] = {
-        {2, 128, 4, 64, 8}, {1, 32, 2, 128, 5}, {2, 48, 3, 96, 11}, {1, 32, 2, 16, 1}, {1, 512, 8, 16, 2},
+        {2, 128, 4, 128, 8}, {1, 32, 2, 256, 5}, {2, 48, 3, 192, 11}, {1, 32, 2, 16, 1}, {1, 512, 8, 16, 2},
     };
     static const int blocks[] = {4, 5, 8, 1, 1};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -458,13 +458,15 @@ static void test_training(void)
     }
 }
 
-/* The row-block rule is the shape's: at most the batch, 128 rows or more
+/* The row-block rule is the shape's: at most the batch, 256 rows or more
  * a block, 1 for a wide model, and the partials it costs fit the bound. */
 static void test_row_blocks(void)
 {
-    CHECK(model_row_blocks(330000, 16, 64) == 8);
-    CHECK(model_row_blocks(330000, 16, 32) == 4);
-    CHECK(model_row_blocks(330000, 3, 128) == 3);
+    CHECK(model_row_blocks(330000, 16, 64) == 4);
+    CHECK(model_row_blocks(330000, 32, 128) == 8);
+    CHECK(model_row_blocks(330000, 16, 32) == 2);
+    CHECK(model_row_blocks(330000, 8, 32) == 1); /* the lessons' twins: one thread each */
+    CHECK(model_row_blocks(330000, 3, 256) == 3);
     CHECK(model_row_blocks(330000, 8, 16) == 1);
     CHECK(model_row_blocks(330000, 1, 1024) == 1);
     CHECK(model_row_blocks(9500000, 8, 128) == 1);
@@ -474,12 +476,12 @@ static void test_row_blocks(void)
             for (int T = 8; T <= 1024; T *= 2) {
                 int k = model_row_blocks(p, B, T);
                 ok &= k >= 1 && k <= B && k <= 8;
-                ok &= k == 1 || (k * 128 <= B * T && (double)(k - 1) * p * 4 <= 32.0 * 1048576);
+                ok &= k == 1 || (k * 256 <= B * T && (double)(k - 1) * p * 4 <= 32.0 * 1048576);
             }
     CHECK(ok);
     /* the estimate counts the partials: two shapes that differ only in
      * the batch rule's outcome differ by at least their bytes */
-    ns_config a = shape_cfg((shape){2, 64, 4, 128, 1}, FMT_FP32);
+    ns_config a = shape_cfg((shape){2, 64, 4, 256, 1}, FMT_FP32);
     ns_config b = a;
     b.batch = 2; /* one more row block, and twice the activations */
     model m;

@@ -105,8 +105,8 @@ wheel() { # wheel ROW(0-based) up|down
     key -l "$(printf '\033[M%b%b%b' "\\0$(printf %o "$b")" "\\0$(printf %o 43)" \
         "\\0$(printf %o $(($1 + 33)))")"
 }
-key Space
-wait_for PAUSED 10
+# still paused (the second space above): no new events race the wheel
+wait_for PAUSED 10 && ok || no "log: not paused before the wheel"
 log_row=$(($(screen | grep -n -- '-- events' | head -1 | cut -d: -f1) + 1)) # 0-based: title + 1
 wheel "$log_row" up
 wheel "$log_row" up

@@ -376,6 +376,15 @@ static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrup
 /* Headless: the trainer on this thread; live: the trainer thread
  * (trainer.c) while the dashboard (tui_curses.c) runs. Either way the
  * trainer writes the rows; --save and the summary come after it stopped. */
+/* The live view's options from the flags (and a lesson's panel text):
+ * one place, whichever view (a run, a followed stream, a sweep) they go to */
+static tui_options ui_options(const cli_opts *o, const ns_lesson *lesson)
+{
+    tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
+                      lesson ? lesson->text : NULL, o->bars_rel};
+    return uo;
+}
+
 static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesson)
 {
     char err[512], label_a[32];
@@ -400,8 +409,7 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
         trainer_run(t);
         interrupted = stopsig_requested;
     } else {
-        tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
-                          lesson ? lesson->text : NULL, o->bars_rel};
+        tui_options uo = ui_options(o, lesson);
         tui_end end = tui_run(t, &uo, err, sizeof err); /* starts the trainer */
         trainer_stop(t); /* the engine is ours again */
         if (end == TUI_END_ERROR) {
@@ -433,7 +441,7 @@ static int run_follow(const cli_opts *o)
         fprintf(stderr, "normscope: --follow needs a terminal; add --headless for a summary\n");
         return 2;
     }
-    tui_options uo = {o->ascii, o->no_color, NULL, NULL, o->bars_rel};
+    tui_options uo = ui_options(o, NULL);
     char err[512];
     tui_end end = tui_follow(o->follow, &uo, err, sizeof err);
     if (end == TUI_END_ERROR)
@@ -488,7 +496,7 @@ static void lesson_notes(const ns_lesson *l)
 /* A sweep, live on a terminal unless --headless (sweep.c decides) */
 static int run_sweep(const cli_opts *o, int argc, char **argv)
 {
-    tui_options uo = {o->ascii, o->no_color, NULL, NULL, o->bars_rel};
+    tui_options uo = ui_options(o, NULL);
     return sweep_main(o, argc, argv, tui_sweep_live, &uo);
 }
 

@@ -31,6 +31,12 @@ CFLAGS  += $(VECFLAGS)
 # those use no FMA (ops.h: ops_sumsq, ops_adamw)
 CFLAGS  += -ffp-contract=off
 CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
+# include/ holds the public headers, one per module; the engine's own
+# (model, ops, optim, schedule) are in src/internal/, on the include path
+# of the engine's objects, the unit tests and the fuzzers only, so a front
+# end that includes one does not build (tests/layers.sh checks the rest).
+INTERNAL := -Isrc/internal
+ENGINE_INTERNAL := engine model ops ops_avx2 optim schedule
 SANFLAGS ?=
 LDLIBS  += -lm -lpthread
 # curses for the binary only: the engine library (and so every unit test)
@@ -64,6 +70,7 @@ $(BUILD)/libnormscope.a: $(LIB_OBJS)
 
 $(BUILD)/%.o: src/%.c | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+$(ENGINE_INTERNAL:%=$(BUILD)/%.o): CPPFLAGS += $(INTERNAL)
 
 # the built-in corpus, compiled in so the binary runs from anywhere
 $(BUILD)/embed: src/tools/embed.c | $(BUILD)
@@ -79,7 +86,7 @@ $(BUILD)/lessons.o: $(BUILD)/lessons.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/test_%: tests/test_%.c tests/testutil.h $(BUILD)/libnormscope.a
-	$(CC) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libnormscope.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(INTERNAL) -Itests -MMD -MP -o $@ $< $(BUILD)/libnormscope.a $(LDFLAGS) $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $@
@@ -91,6 +98,7 @@ test: $(BIN) $(TEST_BINS)
 	for t in $(TEST_BINS); do \
 	  echo "== $$t"; NS_FIXTURES=tests/fixtures $$t || fail=1; \
 	done; \
+	echo "== tests/layers.sh"; sh tests/layers.sh || fail=1; \
 	echo "== tests/cli.sh"; NS_BIN=./$(BIN) sh tests/cli.sh || fail=1; \
 	echo "== tests/harden.sh"; NS_BIN=./$(BIN) sh tests/harden.sh || fail=1; \
 	echo "== tests/diagnose.sh"; NS_BIN=./$(BIN) sh tests/diagnose.sh || fail=1; \
@@ -160,7 +168,7 @@ FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=al
 fuzz: $(BUILD)/corpus.c $(BUILD)/lessons.c
 	@mkdir -p build/fuzz
 	@set -e; for f in $(FUZZERS); do \
-	  clang $(FUZZ_FLAGS) $(CPPFLAGS) -std=c11 -o build/fuzz/$$f tests/fuzz/fuzz_$$f.c \
+	  clang $(FUZZ_FLAGS) $(CPPFLAGS) $(INTERNAL) -std=c11 -o build/fuzz/$$f tests/fuzz/fuzz_$$f.c \
 	    $(LIB_SRCS) $(BUILD)/corpus.c $(BUILD)/lessons.c -lm -lpthread; \
 	done
 	sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)

@@ -103,7 +103,7 @@ typedef struct {
     ns_command cmd;
 } script_entry;
 
-typedef struct {
+typedef struct ns_script {
     int n;
     script_entry *e;
     long high; /* the most steps done at which the script ran (-1: never) */

@@ -63,9 +63,6 @@ typedef struct {
     int ckpt;          /* position in the checkpoint header, 1.. ; 0 = not stored */
 } ns_setting;
 
-/* The most rows the table may have (cli_opts keeps one byte per row). */
-#define NS_SETTINGS_MAX 96
-
 int settings_count(void);
 const ns_setting *settings_row(int i);
 int settings_index(const ns_setting *s);
@@ -95,6 +92,11 @@ double settings_get(const ns_setting *s, const ns_config *c);
 void *settings_field(const ns_setting *s, ns_config *c);
 /* Store x (already range-checked) into the row's field of c. */
 void settings_put(const ns_setting *s, ns_config *c, double x);
+
+/* "SETTING=VALUE" with c's value of the setting named in spec (the
+ * value "?" when no row has that name): the label of the first run of a
+ * --compare pair, and a twin's fixed settings. */
+void settings_label(const ns_config *c, const char *spec, char *buf, size_t len);
 
 /* The value names joined, "a|b|c" (sep "|") or "a, b or c" (sep ", "). */
 void settings_names(const ns_setting *s, const char *sep, char *buf, size_t len);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scale.h"
 #include "trainer.h"
 
 /* ---- shared by the drawing files -----------------------------------------
@@ -187,28 +188,7 @@ tui_twin_cols tui_twin_columns(int width, int prec);
  * little as possible. */
 int tui_scroll_fit(int first, int visible, int pos, int count);
 
-/* ---- scales and states (pure) -------------------------------------------- */
-/* Gradient bars share one fixed log scale, 1e-5 .. 1e+2: a vanishing 1e-4
- * and an exploding 1e+1 are both visible and comparable across frames. */
-#define TUI_GRAD_LO (-5)
-#define TUI_GRAD_HI 2
-/* Activation bars: 1 .. 1e+6, with marks at 256 (its square overflows fp16
- * in the LN variance) and 65504 (fp16's largest finite value). */
-#define TUI_AMAX_LO 0
-#define TUI_AMAX_HI 6
-#define TUI_MARK_LNVAR 256.0
-#define TUI_MARK_FP16 65504.0
-/* A gradient is "exploding" from here; "vanishing" below 1e-3 of the
- * largest layer's. */
-#define TUI_EXPLODE 10.0
-#define TUI_VANISH_RATIO 1e-3
-
-typedef enum { TUI_G_NORMAL, TUI_G_VANISH, TUI_G_EXPLODE, TUI_G_NONFINITE } tui_grad_state;
-tui_grad_state tui_grad_state_of(double v, double layer_max);
-/* The heatmap's level of a gradient norm: 0 below 1e-4, 1..5 for one
- * decade each up to 10, 6 from 10; -1 when not finite. */
-int tui_heat_level(double v);
-
+/* ---- bars (pure) --------------------------------------------------------- */
 /* Eighths of a cell filled by a bar of value v on a log scale lo..hi
  * decades over w cells: round(8 w (log10 v - lo) / (hi - lo)), clamped to
  * 0..8w; 0 for v <= 0 or not finite. */

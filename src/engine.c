@@ -994,7 +994,7 @@ static void put_header(wbuf *b, const engine *e)
 
 static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
 {
-    config_defaults(c);
+    settings_defaults(c);
     for (int pos = 1; pos <= ckpt_fields[ver]; pos++)
         get_setting(b, ckpt_row(pos), c);
     r->step = (long)get_u64(b);

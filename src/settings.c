@@ -5,7 +5,7 @@
  * writer (engine.c): those call in here for every row. */
 #include "settings.h"
 
-#include "cli.h"
+#include "cli_opts.h"
 
 #include <errno.h>
 #include <math.h>
@@ -593,4 +593,14 @@ int settings_check(const ns_setting *s, const ns_config *c)
         return x >= (float)s->lo && x <= (float)s->hi ? 0 : -1;
     default: return 0;
     }
+}
+
+void settings_label(const ns_config *c, const char *spec, char *buf, size_t len)
+{
+    size_t n = strcspn(spec, "=");
+    const ns_setting *s = settings_find(spec, n);
+    char v[64] = "?";
+    if (s)
+        settings_format(s, c, v, sizeof v);
+    snprintf(buf, len, "%.*s=%s", (int)(n < 32 ? n : 31), spec, v);
 }

@@ -34,7 +34,6 @@
 #include "twin.h"
 
 /* The sample prompt: the room watches this turn from noise into words. */
-static const char default_prompt[] = "The model ";
 
 /* Samples may take at most 1/SAMPLE_BUDGET of the running time, however
  * slow the model: a sample is TRAINER_SAMPLE forward passes of one
@@ -167,12 +166,6 @@ void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
     summary_num(s->have_loss, b ? s->loss_b : s->loss, buf, n);
 }
 
-const char *trainer_state_name(trainer_state s)
-{
-    static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE", "STALLED"};
-    return (unsigned)s < 5 ? names[s] : "?";
-}
-
 /* The program before any model: code and data of the binary and its
  * libraries, the built-in corpus, the first pages of each heap and stack
  * (measured: the peak resident size of a one-step run of a model of a few
@@ -200,17 +193,6 @@ double trainer_bytes_needed(const ns_config *a, const ns_config *b, int live)
     if (b)
         bytes += engine_bytes_needed(b);
     return bytes;
-}
-
-trainer_snapshot *trainer_snapshot_new(void)
-{
-    trainer_snapshot *s = calloc(1, sizeof *s);
-    if (s) {
-        s->s.last_val = NAN;
-        s->s.last_val_b = NAN;
-        s->s.prompt = default_prompt;
-    }
-    return s;
 }
 
 /* ---- publishing (trainer thread) ---------------------------------------- */
@@ -335,21 +317,6 @@ static void publish_status(trainer *t)
     pthread_mutex_lock(&t->slock);
     fill_status(t, t->pub);
     publish_end(t);
-}
-
-/* A layer's gradient norm as the heatmap shows it. */
-void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
-                       const char *mark, const char *mark_b)
-{
-    pt->step = a->step;
-    pt->loss = a->loss;
-    pt->val_loss = a->has_val ? a->val_loss : NAN;
-    pt->lr = a->lr;
-    pt->nonfinite = a->nonfinite;
-    pt->loss_b = b ? b->loss : NAN;
-    pt->val_loss_b = b && b->has_val ? b->val_loss : NAN;
-    snprintf(pt->mark, sizeof pt->mark, "%s", mark ? mark : "");
-    snprintf(pt->mark_b, sizeof pt->mark_b, "%s", mark_b ? mark_b : "");
 }
 
 /* Publish the header and append the step just taken to the history. */
@@ -1149,7 +1116,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     diag_init(&t->rd[0].d, t->o.plateau);
     diag_init(&t->rd[1].d, t->o.plateau);
     if (!t->o.prompt)
-        t->o.prompt = default_prompt;
+        t->o.prompt = trainer_default_prompt;
     pthread_mutex_init(&t->qlock, NULL);
     pthread_cond_init(&t->qcond, NULL);
     pthread_mutex_init(&t->slock, NULL);
@@ -1269,12 +1236,6 @@ void trainer_summary(trainer *t, FILE *f)
                 "diverged in --csv)\n",
                 s.diverged_steps);
     diagnosis_summary(t, &s, f);
-}
-
-int trainer_ended_diverged(const trainer_status *s)
-{
-    return s->state == TRAINER_DIVERGED ||
-           (s->have_metrics && (s->last.nonfinite || (s->compare && s->last_b.nonfinite)));
 }
 
 int trainer_send(trainer *t, const ns_command *c)

@@ -196,17 +196,6 @@ int tui_scroll_fit(int first, int visible, int pos, int count)
     return clampi(first, 0, max_first);
 }
 
-tui_grad_state tui_grad_state_of(double v, double layer_max)
-{
-    if (!isfinite(v))
-        return TUI_G_NONFINITE;
-    if (v >= TUI_EXPLODE)
-        return TUI_G_EXPLODE;
-    if (layer_max > 0 && v < TUI_VANISH_RATIO * layer_max)
-        return TUI_G_VANISH;
-    return TUI_G_NORMAL;
-}
-
 int tui_log_eighths(double v, int lo, int hi, int w)
 {
     return (int)tui_log_eighths_d(v, lo, hi, w);
@@ -227,8 +216,8 @@ double tui_log_eighths_d(double v, double lo, double hi, int w)
 
 void tui_bar_axis(int relative, double gmax, double *lo, double *hi)
 {
-    *lo = TUI_GRAD_LO;
-    *hi = TUI_GRAD_HI;
+    *lo = SCALE_GRAD_LO;
+    *hi = SCALE_GRAD_HI;
     if (relative && gmax > 0 && isfinite(gmax)) {
         *hi = log10(gmax);
         *lo = *hi - TUI_REL_DECADES;

@@ -52,17 +52,17 @@ static void fmt_e(char *b, size_t n, double v)
         snprintf(b, n, "%7.1e", v);
 }
 
-static tui_style grad_style(tui_grad_state st)
+static tui_style grad_style(scale_grad_state st)
 {
     switch (st) {
-    case TUI_G_VANISH: return TUI_S_VANISH;
-    case TUI_G_EXPLODE: return TUI_S_EXPLODE;
-    case TUI_G_NONFINITE: return TUI_S_BAD;
+    case SCALE_G_VANISH: return TUI_S_VANISH;
+    case SCALE_G_EXPLODE: return TUI_S_EXPLODE;
+    case SCALE_G_NONFINITE: return TUI_S_BAD;
     default: return TUI_S_NORMAL;
     }
 }
 
-static const char *grad_state_name(tui_grad_state st)
+static const char *grad_state_name(scale_grad_state st)
 {
     static const char *const n[] = {"normal", "vanishing", "exploding", "not finite"};
     return n[st];
@@ -485,16 +485,16 @@ static double layer_gnorm(const layer_metrics *lm)
  * (r, c), with the marks at 256 and 65504 under it. */
 static tui_style act_style(double am)
 {
-    return !isfinite(am) || am >= TUI_MARK_FP16 ? TUI_S_BAD
-           : am >= TUI_MARK_LNVAR               ? TUI_S_WARN
+    return !isfinite(am) || am >= SCALE_MARK_FP16 ? TUI_S_BAD
+           : am >= SCALE_MARK_LNVAR               ? TUI_S_WARN
                                                 : TUI_S_NORMAL;
 }
 
 /* The cells of the 256 and 65504 marks inside an activation bar of w. */
 static void act_marks(int w, int *m256, int *m16)
 {
-    int e256 = tui_log_eighths(TUI_MARK_LNVAR, TUI_AMAX_LO, TUI_AMAX_HI, w);
-    int e16 = tui_log_eighths(TUI_MARK_FP16, TUI_AMAX_LO, TUI_AMAX_HI, w);
+    int e256 = tui_log_eighths(SCALE_MARK_LNVAR, SCALE_AMAX_LO, SCALE_AMAX_HI, w);
+    int e16 = tui_log_eighths(SCALE_MARK_FP16, SCALE_AMAX_LO, SCALE_AMAX_HI, w);
     *m256 = (e256 + 7) / 8 - 1;
     *m16 = (e16 + 7) / 8 - 1;
 }
@@ -511,7 +511,7 @@ static void act_bar(tui_grid *g, int r, int c, int w, double am, const tui_ui *u
         tui_puts(g, r, c, w, TUI_S_BAD, isnan(am) ? "NaN" : "Inf");
         return;
     }
-    int e = tui_log_eighths(am, TUI_AMAX_LO, TUI_AMAX_HI, w);
+    int e = tui_log_eighths(am, SCALE_AMAX_LO, SCALE_AMAX_HI, w);
     int full = e / 8, part = e % 8;
     uint32_t fg = ui->unicode ? (ui->color || as == TUI_S_NORMAL ? G_FULL : G_DARK)
                               : (as == TUI_S_NORMAL ? '#' : (as == TUI_S_WARN ? '%' : '!'));
@@ -541,7 +541,7 @@ static void act_scale(tui_grid *g, int r, int c, int w)
 static void grad_scale(tui_grid *g, int r, int c, int w, int relative)
 {
     if (!relative) {
-        scale_row(g, r, c, w, TUI_GRAD_LO, TUI_GRAD_HI);
+        scale_row(g, r, c, w, SCALE_GRAD_LO, SCALE_GRAD_HI);
         return;
     }
     tui_puts(g, r, c, w, TUI_S_DIM, "max/10");
@@ -603,8 +603,8 @@ static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
 {
     double lo, hi;
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
-    tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
-    tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
+    scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+    scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
     log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
     log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
     char b[32];
@@ -650,8 +650,8 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
             break;
         int rr = r.r + 2 + i, sel = l == ui->selected;
         const layer_metrics *lm = &m->layer[l];
-        tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
-        tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
+        scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+        scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
         char b[16];
         snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
         tui_puts(g, rr, r.c, 4,
@@ -739,8 +739,8 @@ static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
     /* the relative view's axis ends at the largest layer's gradient */
     double lo, hi;
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
-    tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
-    tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
+    scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+    scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
     char b[32];
     log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
     log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
@@ -789,8 +789,8 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
             break;
         int rr = r.r + 2 + i, sel = l == ui->selected;
         const layer_metrics *lm = &m->layer[l];
-        tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
-        tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
+        scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+        scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
         char b[16];
         snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
         tui_puts(g, rr, r.c + k.idx, 4,
@@ -818,8 +818,8 @@ static void side_rows(const layer_metrics *lm, double gmax, side_row out[SIDE_RO
 {
     const side_row rows[SIDE_ROWS] = {
         {"grad attn", "|g|attn", lm->grad_attn, 1,
-         grad_style(tui_grad_state_of(lm->grad_attn, gmax))},
-        {"grad mlp", "|g|mlp", lm->grad_ffn, 1, grad_style(tui_grad_state_of(lm->grad_ffn, gmax))},
+         grad_style(scale_grad_state_of(lm->grad_attn, gmax))},
+        {"grad mlp", "|g|mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
         {"grad norm", "|g|norm", lm->grad_ln, 1, TUI_S_TEXT},
         {"act max", "act max", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
                                                                           : act_style(lm->act_max)},
@@ -888,9 +888,9 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
     double gmax = largest_grad(&s->last, L), gmax_b = largest_grad(&s->last_b, L);
     int rr = side_numbers(g, r, s, l, gmax, gmax_b);
     if (rr < r.r + r.h - 1 && !s->compare) {
-        tui_grad_state sa = tui_grad_state_of(lm->grad_attn, gmax);
-        tui_grad_state sf = tui_grad_state_of(lm->grad_ffn, gmax);
-        tui_grad_state w = sa > sf ? sa : sf;
+        scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+        scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
+        scale_grad_state w = sa > sf ? sa : sf;
         tui_puts(g, rr, r.c + 2, 11, TUI_S_LABEL, "gradients");
         tui_puts(g, rr, r.c + 13, r.w - 15, grad_style(w), grad_state_name(w));
         rr++;

@@ -7,9 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include "numfmt.h"
-#include "schedule.h"
 #include "settings.h"
 
 const char *twin_target_name(twin_target t)
@@ -125,7 +123,7 @@ static int runtime_setting(twin_run r, int i, char *b, size_t n)
         return 1;
     case 5:
         if (r.warmup_on) /* the ramp in force: 100 steps when --warmup was 0 */
-            snprintf(b, n, "warmup=%d", schedule_ramp_steps(c));
+            snprintf(b, n, "warmup=%d", config_ramp_steps(c));
         else
             snprintf(b, n, "warmup=off");
         return 1;
@@ -170,8 +168,8 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
             append(buf, n, &used, mine);
     }
     for (size_t i = 0; other.cfg && i < sizeof fixed_names / sizeof fixed_names[0]; i++) {
-        cli_setting_label(self.cfg, fixed_names[i], mine, sizeof mine);
-        cli_setting_label(other.cfg, fixed_names[i], theirs, sizeof theirs);
+        settings_label(self.cfg, fixed_names[i], mine, sizeof mine);
+        settings_label(other.cfg, fixed_names[i], theirs, sizeof theirs);
         if (strcmp(mine, theirs) != 0)
             append(buf, n, &used, mine);
     }

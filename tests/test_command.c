@@ -124,7 +124,7 @@ static void test_apply(void)
     dataset d;
     data_builtin(&d);
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 2;
     c.dim = 16;
     c.n_head = 2;

@@ -24,7 +24,7 @@ static dataset D;
 static ns_config small_cfg(int layers)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = layers;
     c.dim = 16;
     c.n_head = 2;
@@ -306,7 +306,7 @@ static int survives_checkpoint(const ns_setting *s, const ns_config *base)
     if (settings_set(s, &c, NULL, v, why, sizeof why) != 0 || roundtrip(&c, &back) != 0)
         return 0;
     ns_config def;
-    config_defaults(&def);
+    settings_defaults(&def);
     settings_format(s, &c, a, sizeof a);
     settings_format(s, &back, b, sizeof b);
     settings_format(s, &def, d, sizeof d);

@@ -26,7 +26,7 @@ static trainer_snapshot *S; /* the test's copy, as a front end keeps one */
 static ns_config small_cfg(void)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 2;
     c.dim = 16;
     c.n_head = 2;

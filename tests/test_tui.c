@@ -185,12 +185,12 @@ static void test_scales(void)
     CHECK(tui_decade_col(-5, -5, 2, 14) == 0);
     CHECK(tui_decade_col(2, -5, 2, 14) == 13);
 
-    CHECK(tui_grad_state_of(0.5, 1.0) == TUI_G_NORMAL);
-    CHECK(tui_grad_state_of(0.9e-3, 1.0) == TUI_G_VANISH);
-    CHECK(tui_grad_state_of(1.1e-3, 1.0) == TUI_G_NORMAL);
-    CHECK(tui_grad_state_of(12.0, 12.0) == TUI_G_EXPLODE);
-    CHECK(tui_grad_state_of(NAN, 1.0) == TUI_G_NONFINITE);
-    CHECK(tui_grad_state_of(INFINITY, 1.0) == TUI_G_NONFINITE);
+    CHECK(scale_grad_state_of(0.5, 1.0) == SCALE_G_NORMAL);
+    CHECK(scale_grad_state_of(0.9e-3, 1.0) == SCALE_G_VANISH);
+    CHECK(scale_grad_state_of(1.1e-3, 1.0) == SCALE_G_NORMAL);
+    CHECK(scale_grad_state_of(12.0, 12.0) == SCALE_G_EXPLODE);
+    CHECK(scale_grad_state_of(NAN, 1.0) == SCALE_G_NONFINITE);
+    CHECK(scale_grad_state_of(INFINITY, 1.0) == SCALE_G_NONFINITE);
 }
 
 static void test_grid(void)
@@ -220,7 +220,7 @@ static void test_grid(void)
 static trainer_snapshot *snap_new(int L)
 {
     trainer_snapshot *s = trainer_snapshot_new();
-    config_defaults(&s->s.cfg);
+    settings_defaults(&s->s.cfg);
     s->s.cfg.n_layer = L;
     s->s.n_layer = L;
     s->s.last.n_layer = L;
@@ -296,7 +296,7 @@ static void test_layer_bars(void)
     CHECK(!strncmp(row(&g, 4) + k.attn, "NaN", 3));
     CHECK(style_at(&g, 4, k.attn) == TUI_S_BAD);
     /* activation 300: past the 256 mark, before 65504; warned */
-    int e256 = tui_log_eighths(256, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
+    int e256 = tui_log_eighths(256, SCALE_AMAX_LO, SCALE_AMAX_HI, k.act_w);
     CHECK(col_of(&g, 1, "256") == k.act + (e256 + 7) / 8 - 1);
     CHECK(style_at(&g, 2, k.act) == TUI_S_WARN);
 
@@ -318,7 +318,7 @@ static void test_layer_bars(void)
     s->s.last.layer[0].grad_attn = 0.5f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
-    int e = tui_log_eighths(0.5, TUI_GRAD_LO, TUI_GRAD_HI, 14);
+    int e = tui_log_eighths(0.5, SCALE_GRAD_LO, SCALE_GRAD_HI, 14);
     CHECK(e % 8 != 0);
     CHECK(ch_at(&g, 4, k.attn + e / 8) == (uint32_t)(0x2590 - e % 8));
     CHECK(ch_at(&g, 4, k.attn + e / 8 + 1) == ' ');

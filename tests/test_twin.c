@@ -56,7 +56,7 @@ static const char *span(const tui_grid *g, int r, int c0, int w)
 static ns_config small_cfg(void)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 3;
     c.dim = 16;
     c.n_head = 2;
@@ -348,7 +348,7 @@ static void test_relative_bars(void)
     /* not finite, or no gradient yet: the absolute axis */
     double lo, hi;
     tui_bar_axis(1, NAN, &lo, &hi);
-    CHECK(lo == TUI_GRAD_LO && hi == TUI_GRAD_HI);
+    CHECK(lo == SCALE_GRAD_LO && hi == SCALE_GRAD_HI);
 }
 
 /* The panels drop columns in the stated order as the width shrinks: rms,
@@ -444,8 +444,8 @@ static void test_trainer_targets(void)
 static void test_label_warmup(void)
 {
     ns_config a, b;
-    config_defaults(&a);
-    config_defaults(&b);
+    settings_defaults(&a);
+    settings_defaults(&b);
     a.warmup = b.warmup = 0;
     char la[160];
     twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);

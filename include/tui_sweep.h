@@ -48,7 +48,8 @@ void sv_board_done(sv_board *b, int status); /* the scheduler returned */
 
 /* ---- a growing CSV, read by complete lines ----------------------------------
  * The bytes after the last newline wait for the rest of their line; each
- * complete line goes to plot_data (plot.h), the one CSV reader. */
+ * complete line goes to plot_data (plot.h), which reads the rows of a
+ * run's CSV as it does for --plot. */
 typedef struct {
     long off;        /* bytes of the file consumed (complete lines + part) */
     unsigned long long ino; /* the file's, when first read (another: reset) */

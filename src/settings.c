@@ -6,6 +6,7 @@
 #include "settings.h"
 
 #include "cli_opts.h"
+#include "pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -126,7 +127,7 @@ static const ns_setting table[] = {
      OPT(save), 0},
     {"load", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
      "resume from a checkpoint (its shape and settings)", 0, NULL, OPT(load), 0},
-    {"threads", 0, SET_INT, "N", 1, 64, NULL, 0, 0, 0, "online cores",
+    {"threads", 0, SET_INT, "N", 1, POOL_MAX_THREADS, NULL, 0, 0, 0, "online cores",
      "threads of the step (a --compare twin shares them); same results", 0, NULL, OPT(threads), 0},
     {"sweep", 0, SET_PATH, "SPEC", 0, 0, NULL, 0, 0, 0, NULL,
      "run a grid of headless runs, e.g. 'norm=post,pre layers=2,6 seed=1..3', shown live on a "

@@ -834,7 +834,7 @@ static void test_stopped_time(void)
 /* The steps/s window restarts when a rewind (or a re-init) takes the step
  * count back: otherwise the window that spans it reads negative. Steps
  * are held to at most ~200/s, so a window holds at most ~100 of them and
- * a rewind of 220 steps would show below zero in the old code. */
+ * a rewind of 220 steps would show below zero without the restart. */
 static void slow_step(void *ctx, const step_metrics *m)
 {
     (void)ctx;

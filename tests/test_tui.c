@@ -107,7 +107,7 @@ static void test_layout(void)
     CHECK(bad_cover == 0);
     CHECK(bad_rows == 0);
 
-    /* the sizes the issue names */
+    /* a common terminal, a large one and a deep model at a middling one */
     tui_layout a = tui_layout_compute(30, 100, 6);
     CHECK(!a.too_small && a.layer_rows >= 6); /* every layer of the default model */
     tui_layout b = tui_layout_compute(60, 200, 6);
@@ -582,7 +582,7 @@ static void test_keys(void)
         missing += !has[a];
     CHECK(missing == 0);
     CHECK(dup == 0);
-    /* the issue's keys */
+    /* the keys the man page gives these actions */
     CHECK(tui_key_action('p') == TUI_ACT_NORM);
     CHECK(tui_key_action('w') == TUI_ACT_WARMUP);
     CHECK(tui_key_action('f') == TUI_ACT_PRECISION);
@@ -1014,7 +1014,7 @@ static void test_frame(void)
     }
     CHECK(need && now);
     CHECK(ui.n_hits == 0);
-    /* 20x5 (the issue's size): the short form, whole words */
+    /* 20x5: the short form, whole words */
     tui_grid_resize(&g, 5, 20);
     tui_draw(&g, s, &ui);
     need = now = 0;

@@ -230,19 +230,9 @@ enum {
 
 typedef enum {
     TUI_ACT_NONE = 0,
-    TUI_ACT_NORM,
-    TUI_ACT_NORM_CYCLE,
-    TUI_ACT_KIND_CYCLE,
-    TUI_ACT_WARMUP,
-    TUI_ACT_PRECISION,
-    TUI_ACT_FP32_NORMS,
-    TUI_ACT_LOSS_SCALE,
     TUI_ACT_REWIND,
     TUI_ACT_PAUSE,
     TUI_ACT_STEP,
-    TUI_ACT_LR_UP,
-    TUI_ACT_LR_DOWN,
-    TUI_ACT_CLIP,
     TUI_ACT_REINIT,
     TUI_ACT_VIEW,
     TUI_ACT_TARGET,   /* --compare: the run(s) keys act on: both -> a -> b */
@@ -269,10 +259,16 @@ typedef enum {
     TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
     TUI_ACT_STEP_FWD,
     TUI_ACT_CHECKPOINT, /* --follow: ask the followed run for a checkpoint */
-    TUI_ACT_COUNT
+    TUI_ACT_COUNT,
+    /* TUI_ACT_BIND + i: the i-th key bound to a settings row's command
+     * (the rows' keys in table order: tui_bind_*) */
+    TUI_ACT_BIND = TUI_ACT_COUNT
 } tui_action;
 
-/* The key table: drives input, the help overlay and the footer. */
+/* The key table: drives input, the help overlay and the footer. The keys
+ * of the settings come from the settings table (a row's keys, bound to
+ * its command text, as tmux binds keys to commands); tui_keys.c places
+ * them among the view's own keys. */
 typedef struct {
     int keys[3];      /* 0-terminated when fewer */
     const char *name; /* as shown in the help: "space", "up/down"; NULL: the
@@ -281,12 +277,23 @@ typedef struct {
     const char *hint; /* the footer's word for it */
     const char *help; /* one line in the help overlay (NULL with name) */
     tui_action act;
+    /* a place for a settings row's key: its command word and how ("norm",
+     * "toggle"); keys, name, help and act come from the row */
+    const char *row, *how;
 } tui_key;
-extern const tui_key tui_keys[];
-extern const int tui_n_keys;
+/* The table, settings keys resolved, in the help's order; n its length. */
+const tui_key *tui_key_table(int *n);
 tui_action tui_key_action(int key);
 /* The key that does a, from the key table: "p", "space", "Tab" ("?" if none). */
 void tui_key_name(tui_action a, char *b, size_t n);
+/* The action of the key bound to "WORD HOW" ("norm", "toggle"), or
+ * TUI_ACT_NONE. */
+tui_action tui_bind_action(const char *word, const char *how);
+/* A bound key's command text ("lr x2") into buf: 0, or -1 when a is no
+ * bound key. */
+int tui_bind_command(tui_action a, char *buf, size_t n);
+/* Its settings row, or NULL. */
+const ns_setting *tui_bind_row(tui_action a);
 /* Does the action change the lab's model or its training (placement,
  * precision, warmup, LR schedule, rewind, re-init, a step)? Those keys are
  * not available while following a stream (--follow). */

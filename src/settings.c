@@ -42,14 +42,20 @@ static const ns_setting table[] = {
      .help = "sequences per step", CFG(batch), .ckpt = 5},
     {.name = "norm", .type = SET_ENUM, NAMES(norm_place_names), .def = NORM_PRE,
      .help = "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ...", .flags = SETF_COMPARE,
-     .cmd = "norm", CFG(norm), .ckpt = 6},
+     .cmd = "norm", CFG(norm), .ckpt = 6, .live = SETL_TOGGLE | SETL_CYCLE,
+     .toggle = {NORM_PRE, NORM_POST}, .hook = SETH_NORM, .mark = {.names = 1},
+     .keys = {{'p', 0, "toggle", "Pre-LN / Post-LN placement (weights untouched)"},
+              {'P', 0, "next", "next placement: post pre sandwich deepnorm rezero none mix"}}},
     {.name = "norm-kind", .type = SET_ENUM, NAMES(norm_kind_names), .def = NORMK_LAYERNORM,
-     .help = "normalization", .flags = SETF_COMPARE, .cmd = "kind", CFG(norm_kind), .ckpt = 7},
+     .help = "normalization", .flags = SETF_COMPARE, .cmd = "kind", CFG(norm_kind), .ckpt = 7,
+     .live = SETL_CYCLE, .hook = SETH_NORM_KIND, .mark = {.names = 1},
+     .keys = {{'k', 0, "next", "next norm kind: layernorm rmsnorm dyt"}}},
     {.name = "eps", .type = SET_REAL, .arg = "X", .lo = 1e-12, .hi = 1, .def = 1e-5,
      .help = "norm epsilon", .flags = SETF_COMPARE, CFG(eps), .ckpt = 8},
     {.name = "final-norm", .type = SET_AUTO, .def = -1,
      .help = "norm before the head; auto = on for pre, sandwich, mix", .flags = SETF_COMPARE,
-     .cmd = "final-norm", CFG(final_norm), .ckpt = 9},
+     .cmd = "final-norm", CFG(final_norm), .ckpt = 9, .hook = SETH_FINAL_NORM,
+     .mark = {.zero = "final off", .one = "final on"}},
     {.name = "mix-k", .type = SET_INT, .arg = "N", .hi = 64, .def = -1, .def_text = "L/4",
      .help = "Post-LN blocks at the bottom under --norm mix", .flags = SETF_COMPARE, CFG(mix_k),
      .ckpt = 10},
@@ -68,7 +74,10 @@ static const ns_setting table[] = {
      .help = "std of normal init and of the embeddings", .flags = SETF_COMPARE, CFG(init_std),
      .ckpt = 21},
     {.name = "lr", .type = SET_REAL, .arg = "X", .lo = 1e-9, .hi = 10, .def = 1e-3,
-     .help = "peak learning rate", .flags = SETF_COMPARE, .cmd = "lr", CFG(lr), .ckpt = 22},
+     .help = "peak learning rate", .flags = SETF_COMPARE, .cmd = "lr", CFG(lr), .ckpt = 22,
+     .live = SETL_SCALE | SETL_UNBOUNDED | SETL_REMOTE, .hook = SETH_LR,
+     .mark = {.fmt = "lr %.0e"},
+     .keys = {{'+', '=', "x2", "peak learning rate x2 / /2"}, {'-', '_', "x0.5", NULL}}},
     {.name = "lr-layer-decay", .type = SET_REAL, .arg = "X", .lo = 0.1, .hi = 10, .def = 1,
      .help = "peak LR of block i of L times X^(L-1-i), embeddings X^L, final norm and head 1; 1 = "
          "off", .flags = SETF_COMPARE, .cmd = "lr-layer-decay", CFG(lr_layer_decay), .ckpt = 33},
@@ -81,9 +90,17 @@ static const ns_setting table[] = {
      CFG(weight_decay), .ckpt = 25},
     {.name = "clip", .type = SET_REAL, .arg = "X", .hi = 1e6,
      .help = "clip the global gradient norm to X, 0 = off", .flags = SETF_COMPARE, .cmd = "clip",
-     CFG(clip), .ckpt = 26},
+     CFG(clip), .ckpt = 26, .live = SETL_TOGGLE | SETL_OFF | SETL_UNBOUNDED,
+     .toggle = {0, 1}, .hook = SETH_CLIP, .mark = {.zero = "no clip", .fmt = "clip %g"},
+     .keys = {{'c', 0, "toggle", "gradient clipping at 1.0 on / off"}}},
     {.name = "warmup", .type = SET_INT, .arg = "N", .hi = 1e7, .def = 100,
      .help = "linear LR warmup steps, 0 = none", .flags = SETF_COMPARE, CFG(warmup), .ckpt = 27},
+    /* the ramp itself, on or off mid-run (a key, a script): not a flag; a
+     * fresh ramp of --warmup steps, or 100 when --warmup is 0 */
+    {.name = "warmup-ramp", .type = SET_ONOFF, .help = "LR warmup on (a fresh ramp) or off",
+     .flags = SETF_NOFLAG, .cmd = "warmup", NOWHERE, .live = SETL_TOGGLE, .toggle = {1, 0},
+     .hook = SETH_WARMUP, .mark = {.zero = "no warmup", .one = "warmup"},
+     .keys = {{'w', 0, "toggle", "LR warmup on (a fresh ramp from now) / off"}}},
     {.name = "schedule", .type = SET_ENUM, NAMES(sched_kind_names), .def = SCHED_CONSTANT,
      .help = "LR after warmup; noam = d^-0.5*min(s^-0.5, s*w^-1.5)", .flags = SETF_COMPARE,
      CFG(schedule), .ckpt = 28},
@@ -91,13 +108,21 @@ static const ns_setting table[] = {
      .help = "steps to train; 0 = until stopped", CFG(steps), .ckpt = 29},
     {.name = "precision", .type = SET_ENUM, NAMES(numfmt_names), .def = FMT_FP32,
      .help = "arithmetic format, emulated exactly; fp32 master weights", .flags = SETF_COMPARE,
-     .cmd = "precision", CFG(precision), .ckpt = 15},
+     .cmd = "precision", CFG(precision), .ckpt = 15, .live = SETL_CYCLE,
+     .hook = SETH_PRECISION, .mark = {.names = 1},
+     .keys = {{'f', 0, "next", "next precision: fp32 bf16 fp16"}}},
     {.name = "fp32-norms", .type = SET_ONOFF, .def = 1,
      .help = "norms, softmax and loss in fp32 (on, as autocast) or in the format",
-     .flags = SETF_COMPARE, .cmd = "fp32-norms", CFG(fp32_norms), .ckpt = 16},
+     .flags = SETF_COMPARE, .cmd = "fp32-norms", CFG(fp32_norms), .ckpt = 16,
+     .live = SETL_TOGGLE, .toggle = {1, 0}, .hook = SETH_FP32_NORMS,
+     .mark = {.zero = "low norms", .one = "fp32 norms"},
+     .keys = {{'i', 0, "toggle", "norms, softmax and loss in fp32 / in the low format"}}},
     {.name = "loss-scale", .type = SET_LOSS_SCALE, .arg = "dynamic|off|X", .lo = 1e-30, .hi = 1e30,
      .help = "loss scaling in bf16/fp16: GradScaler rule from 65536, none, or X",
-     .flags = SETF_COMPARE, .cmd = "loss-scale", CFG(loss_scale), .ckpt = 17},
+     .flags = SETF_COMPARE, .cmd = "loss-scale", CFG(loss_scale), .ckpt = 17,
+     .live = SETL_TOGGLE | SETL_UNBOUNDED, .toggle = {0, -1}, .hook = SETH_LOSS_SCALE,
+     .mark = {.zero = "scale dyn", .neg = "scale off", .fmt = "scale %g"},
+     .keys = {{'l', 0, "toggle", "loss scaling dynamic / off (bf16, fp16)"}}},
     {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
      .def_text = "pause live, stop headless: exit 3", .help = "on a non-finite loss or gradient",
      CFG(on_div)},
@@ -202,10 +227,13 @@ int settings_count(void) { return N_ROWS; }
 const ns_setting *settings_row(int i) { return i >= 0 && i < N_ROWS ? &table[i] : NULL; }
 int settings_index(const ns_setting *s) { return (int)(s - table); }
 
+/* Flags are looked up by name; a row that is no flag is found by its
+ * command word only. */
 const ns_setting *settings_find(const char *name, size_t len)
 {
     for (int i = 0; i < N_ROWS; i++)
-        if (strlen(table[i].name) == len && !strncmp(table[i].name, name, len))
+        if (!(table[i].flags & SETF_NOFLAG) && strlen(table[i].name) == len &&
+            !strncmp(table[i].name, name, len))
             return &table[i];
     return NULL;
 }
@@ -223,6 +251,26 @@ const ns_setting *settings_find_cmd(const char *word)
     for (int i = 0; i < N_ROWS; i++)
         if (table[i].cmd && !strcmp(table[i].cmd, word))
             return &table[i];
+    return NULL;
+}
+
+const ns_setting *settings_find_hook(setting_hook h)
+{
+    for (int i = 0; h != SETH_NONE && i < N_ROWS; i++)
+        if (table[i].hook == h)
+            return &table[i];
+    return NULL;
+}
+
+const ns_setting *settings_find_key(int key, const setting_key **k)
+{
+    for (int i = 0; key && i < N_ROWS; i++)
+        for (int j = 0; j < SET_KEYS; j++)
+            if (table[i].keys[j].key == key || table[i].keys[j].alt == key) {
+                if (k)
+                    *k = &table[i].keys[j];
+                return &table[i];
+            }
     return NULL;
 }
 
@@ -548,6 +596,8 @@ void settings_help(FILE *f)
     for (int i = 0; i < N_ROWS; i++) {
         const ns_setting *s = &table[i];
         char left[128], arg[96], tail[192]; /* room for the longest row */
+        if (s->flags & SETF_NOFLAG)
+            continue;
         if (s->arg)
             snprintf(arg, sizeof arg, " %s", s->arg);
         else if (s->type == SET_ENUM || s->type == SET_ONOFF || s->type == SET_AUTO)
@@ -607,4 +657,20 @@ void settings_label(const ns_config *c, const char *spec, char *buf, size_t len)
     if (s)
         settings_format(s, c, v, sizeof v);
     snprintf(buf, len, "%.*s=%s", (int)(n < 32 ? n : 31), spec, v);
+}
+
+void settings_mark(const ns_setting *s, double x, char *buf, size_t len)
+{
+    const setting_mark *m = &s->mark;
+    buf[0] = 0;
+    if (x < 0 && m->neg)
+        snprintf(buf, len, "%s", m->neg);
+    else if (x == 0 && m->zero)
+        snprintf(buf, len, "%s", m->zero);
+    else if (x == 1 && m->one)
+        snprintf(buf, len, "%s", m->one);
+    else if (m->fmt)
+        snprintf(buf, len, m->fmt, x);
+    else if (m->names && s->names && x >= 0 && x < s->n_names)
+        snprintf(buf, len, "%s", s->names[(int)x]);
 }

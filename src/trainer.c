@@ -95,7 +95,7 @@ struct trainer {
     long ask_step;
     unsigned ask_seq;
     char mark_b[TRAINER_MARK]; /* the same on run b's curve */
-    unsigned mark_kinds[2];  /* a's and b's: a bit per command kind in the label */
+    unsigned mark_bits[2];   /* a's and b's: what the label names (mark_for) */
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -336,7 +336,7 @@ static void publish_step(trainer *t)
     publish_end(t);
     t->mark[0] = 0;
     t->mark_b[0] = 0;
-    t->mark_kinds[0] = t->mark_kinds[1] = 0;
+    t->mark_bits[0] = t->mark_bits[1] = 0;
 }
 
 static void push_event(trainer *t, const trainer_event *ev)
@@ -461,79 +461,42 @@ static void pause_ask(trainer *t, const ns_command *c)
         pause_run(t, c->text[0] ? ": space goes on" : "");
 }
 
-/* The chart marker's label for a kind of change on run e's curve, from
- * e's state now. */
-static void mark_label(const engine *e, char *mark, command_kind kind)
-{
-    const ns_config *cfg = engine_config(e);
-    char b[32];
-    switch (kind) {
-    case CMD_NORM:
-        add_mark(mark, norm_place_name(cfg->norm));
-        break;
-    case CMD_KIND:
-        add_mark(mark, norm_kind_name(cfg->norm_kind));
-        break;
-    case CMD_FINAL_NORM:
-        add_mark(mark, config_final_norm(cfg) ? "final on" : "final off");
-        break;
-    case CMD_WARMUP:
-        add_mark(mark, engine_warmup_on(e) ? "warmup" : "no warmup");
-        break;
-    case CMD_PRECISION:
-        add_mark(mark, numfmt_name(cfg->precision));
-        break;
-    case CMD_FP32_NORMS:
-        add_mark(mark, cfg->fp32_norms ? "fp32 norms" : "low norms");
-        break;
-    case CMD_LOSS_SCALE:
-        if (cfg->loss_scale == 0)
-            add_mark(mark, "scale dyn");
-        else if (cfg->loss_scale < 0)
-            add_mark(mark, "scale off");
-        else
-            snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(mark, b);
-        break;
-    case CMD_LR:
-        snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(e));
-        add_mark(mark, b);
-        break;
-    case CMD_CLIP:
-        if (cfg->clip > 0)
-            snprintf(b, sizeof b, "clip %g", (double)cfg->clip), add_mark(mark, b);
-        else
-            add_mark(mark, "no clip");
-        break;
-    case CMD_REWIND:
-        add_mark(mark, "rewind");
-        break;
-    case CMD_REINIT:
-        add_mark(mark, "reinit");
-        break;
-    default: /* snapshots and notes change no setting */
-        break;
-    }
-}
-
-_Static_assert(CMD_COUNT <= 32, "mark_kinds keeps a bit per command kind");
+/* What a run's marker names (mark_bits): a re-init, a rewind, and each
+ * mid-run setting by its hook, in the hooks' order. */
+enum { MARK_REINIT = 1u << 0, MARK_REWIND = 1u << 1, MARK_HOOK0 = 2 };
+_Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
 
 /* The chart marker of the changes before the next step on one run's curve
  * (run 1 = b), rebuilt from that run's state after the latest one:
  * "rewind,lr 4e-03" after a rewind and two LR changes shows the LR in
- * force, not the first change's. */
+ * force, not the first change's. Each setting says itself (its row's
+ * marker, settings_mark). */
 static void mark_for(trainer *t, int run, const ns_command *c)
 {
-    static const command_kind order[] = {CMD_REINIT,     CMD_REWIND,     CMD_NORM,
-                                         CMD_KIND,       CMD_FINAL_NORM, CMD_WARMUP,
-                                         CMD_PRECISION,  CMD_FP32_NORMS, CMD_LOSS_SCALE,
-                                         CMD_LR,         CMD_CLIP};
     const engine *e = run ? t->o.twin : t->e;
     char *mark = run ? t->mark_b : t->mark;
-    t->mark_kinds[run] |= 1u << c->kind;
+    const ns_setting *row = command_row(c);
+    unsigned *bits = &t->mark_bits[run];
+    if (c->kind == CMD_REINIT)
+        *bits |= MARK_REINIT;
+    else if (c->kind == CMD_REWIND)
+        *bits |= MARK_REWIND;
+    else if (row && row->hook != SETH_NONE)
+        *bits |= 1u << (MARK_HOOK0 + row->hook);
     mark[0] = 0;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (t->mark_kinds[run] & (1u << order[i]))
-            mark_label(e, mark, order[i]);
+    if (*bits & MARK_REINIT)
+        add_mark(mark, "reinit");
+    if (*bits & MARK_REWIND)
+        add_mark(mark, "rewind");
+    for (int h = SETH_NONE + 1; h < SETH_COUNT; h++) {
+        const ns_setting *s = settings_find_hook((setting_hook)h);
+        char b[32];
+        if (!s || !(*bits & (1u << (MARK_HOOK0 + h))))
+            continue;
+        settings_mark(s, engine_setting_shown(e, s), b, sizeof b);
+        if (b[0])
+            add_mark(mark, b);
+    }
 }
 
 /* A rewind to step `to`: the loss (and the validation loss) shown are
@@ -592,7 +555,7 @@ static void reinited(trainer *t)
     t->diverged_run = -1;
     t->mark[0] = 0;
     t->mark_b[0] = 0;
-    t->mark_kinds[0] = t->mark_kinds[1] = 0;
+    t->mark_bits[0] = t->mark_bits[1] = 0;
     t->budget = 0;
     /* a diverged or finished run starts over; a paused one stays paused */
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
@@ -688,7 +651,7 @@ static void apply_command(trainer *t, const ns_command *c, int target)
         memset(&t->rd[1].view, 0, sizeof t->rd[1].view);
         t->mark[0] = 0;
         t->mark_b[0] = 0;
-        t->mark_kinds[0] = t->mark_kinds[1] = 0;
+        t->mark_bits[0] = t->mark_bits[1] = 0;
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }

@@ -28,9 +28,10 @@
  * legend, and the border (with the closing hint on it). */
 static int help_height(void)
 {
-    int lines = 0;
-    for (int i = 0; i < tui_n_keys; i++)
-        lines += tui_keys[i].name != NULL;
+    int lines = 0, n;
+    const tui_key *keys = tui_key_table(&n);
+    for (int i = 0; i < n; i++)
+        lines += keys[i].name != NULL;
     return lines + 1 + TUI_HELP_LEGEND + 2; /* the hint is on the bottom border */
 }
 

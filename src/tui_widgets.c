@@ -346,25 +346,25 @@ static void status_setting_toggles(toggles *l, const trainer_status *s, const tu
     int b = s->compare && ui->target == TWIN_B;
     const ns_config *cf = b ? &s->cfg_b : &s->cfg;
     int warm = b ? s->warmup_on_b : s->warmup_on;
-    add_toggle(l, TUI_ACT_NORM, 1, "%s", place_label(cf->norm));
-    add_toggle(l, TUI_ACT_KIND_CYCLE, 1, "%s", norm_kind_name(cf->norm_kind));
-    add_toggle(l, TUI_ACT_WARMUP, warm, "warmup %s", warm ? "on" : "off");
-    add_toggle(l, TUI_ACT_PRECISION, 1, "%s", numfmt_name(cf->precision));
+    add_toggle(l, tui_bind_action("norm", "toggle"), 1, "%s", place_label(cf->norm));
+    add_toggle(l, tui_bind_action("kind", "next"), 1, "%s", norm_kind_name(cf->norm_kind));
+    add_toggle(l, tui_bind_action("warmup", "toggle"), warm, "warmup %s", warm ? "on" : "off");
+    add_toggle(l, tui_bind_action("precision", "next"), 1, "%s", numfmt_name(cf->precision));
     if (cf->precision != FMT_FP32) { /* these two only matter in bf16 and fp16 */
-        add_toggle(l, TUI_ACT_FP32_NORMS, cf->fp32_norms, "%s norms",
+        add_toggle(l, tui_bind_action("fp32-norms", "toggle"), cf->fp32_norms, "%s norms",
                    cf->fp32_norms ? "fp32" : "low");
         const step_metrics *m = b ? &s->last_b : &s->last;
         if (cf->loss_scale == 0)
-            add_toggle(l, TUI_ACT_LOSS_SCALE, 1, "scale dyn %g", (double)m->loss_scale);
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn %g", (double)m->loss_scale);
         else if (cf->loss_scale < 0)
-            add_toggle(l, TUI_ACT_LOSS_SCALE, 0, "scale off");
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 0, "scale off");
         else
-            add_toggle(l, TUI_ACT_LOSS_SCALE, 1, "scale %g", (double)cf->loss_scale);
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale %g", (double)cf->loss_scale);
     }
     if (cf->clip > 0)
-        add_toggle(l, TUI_ACT_CLIP, 1, "clip %g", (double)cf->clip);
+        add_toggle(l, tui_bind_action("clip", "toggle"), 1, "clip %g", (double)cf->clip);
     else
-        add_toggle(l, TUI_ACT_CLIP, 0, "clip off");
+        add_toggle(l, tui_bind_action("clip", "toggle"), 0, "clip off");
 }
 
 /* The toggles of the run and the view. */
@@ -975,9 +975,10 @@ void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *snap, cons
 
 void tui_draw_footer(tui_grid *g, tui_rect r, tui_ui *ui)
 {
-    int c = r.c;
-    for (int i = 0; i < tui_n_keys; i++) {
-        const tui_key *k = &tui_keys[i];
+    int c = r.c, n;
+    const tui_key *keys = tui_key_table(&n);
+    for (int i = 0; i < n; i++) {
+        const tui_key *k = &keys[i];
         if (!k->foot)
             continue;
         int kl = (int)strlen(k->foot), hl = (int)strlen(k->hint);
@@ -1012,9 +1013,11 @@ static void help_off_line(tui_grid *g, tui_rect r, int rr)
 {
     char names[64] = "";
     size_t n = 0;
-    for (int i = 0; i < tui_n_keys; i++)
-        if (tui_keys[i].name && tui_action_changes_model(tui_keys[i].act) && n + 8 < sizeof names)
-            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? " " : "", tui_keys[i].name);
+    int nk;
+    const tui_key *keys = tui_key_table(&nk);
+    for (int i = 0; i < nk; i++)
+        if (keys[i].name && tui_action_changes_model(keys[i].act) && n + 8 < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? " " : "", keys[i].name);
     int c = r.c + 2 + tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, names);
     tui_puts(g, rr, c, r.c + r.w - 2 - c, TUI_S_DIM, ": not available while following");
 }
@@ -1028,18 +1031,19 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
     /* the closing hint sits on the bottom border, as the title on the top */
     int rr = r.r + 1, last = r.r + r.h - 1;
-    int off_said = 0;
-    for (int i = 0; i < tui_n_keys && rr < last; i++) {
-        if (!tui_keys[i].name || (!ui->follow && tui_action_follow_only(tui_keys[i].act)))
+    int off_said = 0, n;
+    const tui_key *keys = tui_key_table(&n);
+    for (int i = 0; i < n && rr < last; i++) {
+        if (!keys[i].name || (!ui->follow && tui_action_follow_only(keys[i].act)))
             continue;
-        if (ui->follow && tui_action_changes_model(tui_keys[i].act)) {
+        if (ui->follow && tui_action_changes_model(keys[i].act)) {
             /* --follow: the lab's model is not there to change; one line */
             if (!off_said++)
                 help_off_line(g, r, rr++);
             continue;
         }
-        tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, tui_keys[i].name);
-        tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, tui_keys[i].help);
+        tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, keys[i].name);
+        tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, keys[i].help);
         rr++;
     }
     /* the legend only when all of it fits: half a legend misleads */

@@ -340,6 +340,9 @@ typedef struct {
     tui_hit hits[TUI_MAX_HITS];
     int n_hits;
 } tui_ui;
+/* Record a clickable place (row r, columns [c0, c1)) while drawing; past
+ * TUI_MAX_HITS, or empty, it is not kept. */
+void tui_add_hit(tui_ui *ui, int r, int c0, int c1, tui_action a, int layer);
 
 enum { TUI_DUMP_SCREEN = 1, TUI_DUMP_METRICS = 2, TUI_DUMP_FIGURE = 4 };
 

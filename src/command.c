@@ -131,9 +131,32 @@ static int row_value(const ns_setting *s, const char *arg, double *x, char *why,
     why[0] = 0;
     int number = s->type == SET_REAL ||
                  (s->type == SET_LOSS_SCALE && strcmp(arg, "dynamic") && strcmp(arg, "off"));
-    if ((s->live & SETL_UNBOUNDED) && number)
-        return num(arg, x) || *x < s->lo ? -1 : 0;
+    if ((s->live & SETL_UNBOUNDED) && number) {
+        if (num(arg, x) == 0 && *x >= s->lo)
+            return 0;
+        snprintf(why, whylen, "expected %sa number of at least %g",
+                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo);
+        return -1;
+    }
     return settings_parse_number(s, arg, x, why, whylen);
+}
+
+/* The words a row's command takes besides a value, "; or toggle, next",
+ * for its error line; "" for none. */
+static void live_words(const ns_setting *s, char *buf, size_t len)
+{
+    static const struct {
+        unsigned flag;
+        const char *word;
+    } words[] = {{SETL_TOGGLE, "toggle"}, {SETL_CYCLE, "next"}, {SETL_SCALE, "xF, /F"},
+                 {SETL_OFF, "off"}};
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof words / sizeof words[0] && at < len; i++)
+        if (s->live & words[i].flag) {
+            int k = snprintf(buf + at, len - at, "%s%s", at ? ", " : "; or ", words[i].word);
+            at += k > 0 ? (size_t)k : 0;
+        }
 }
 
 /* "WORD ARG" for the settings row s into c. 0, or -1 with the reason. */
@@ -155,14 +178,14 @@ static int parse_setting(const ns_setting *s, const char *verb, const char *arg,
     if ((s->live & SETL_SCALE) && (arg[0] == 'x' || arg[0] == '*' || arg[0] == '/')) {
         if (num(arg + 1, &x) == 0 && x > 0)
             return *c = command_setting(s, CMDH_SCALE, arg[0] == '/' ? 1.0 / x : x), 0;
-        why[0] = 0;
-    } else if (row_value(s, arg, &x, why, sizeof why) == 0) {
-        return *c = command_setting(s, CMDH_SET, x), 0;
+        snprintf(err, errlen, "'%s %s': expected a factor above 0", verb, arg);
+        return -1;
     }
-    if (why[0])
-        snprintf(err, errlen, "'%s %s': %s", verb, arg, why);
-    else
-        snprintf(err, errlen, "'%s %s': bad value (see normscope(1), SCRIPTS)", verb, arg);
+    if (row_value(s, arg, &x, why, sizeof why) == 0)
+        return *c = command_setting(s, CMDH_SET, x), 0;
+    char more[64];
+    live_words(s, more, sizeof more);
+    snprintf(err, errlen, "'%s %s': %s%s", verb, arg, why, more);
     return -1;
 }
 

@@ -58,6 +58,15 @@ static void test_parse(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         refused &= command_parse(bad[i], &c, err, sizeof err) != 0 && err[0];
     CHECK(refused);
+    /* a refused value says what the row takes, and the words of its
+     * mid-run behaviour */
+    CHECK(command_parse("norm sideways", &c, err, sizeof err) != 0 && strstr(err, "post") &&
+          strstr(err, "or toggle, next"));
+    CHECK(command_parse("clip -3", &c, err, sizeof err) != 0 && strstr(err, "at least 0") &&
+          strstr(err, "toggle, off"));
+    CHECK(command_parse("lr x0", &c, err, sizeof err) != 0 && strstr(err, "factor above 0"));
+    CHECK(command_parse("kind toggle", &c, err, sizeof err) != 0 && strstr(err, "or next") &&
+          !strstr(err, "toggle,"));
 }
 
 static void test_script_errors(void)

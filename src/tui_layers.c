@@ -304,6 +304,20 @@ static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
     }
 }
 
+/* A layer row's index cell, 4 columns: ">12!" (selected, the first
+ * non-finite), styled by the worse of its two gradients' states. */
+static void layer_index(tui_grid *g, int rr, int c, int l, int fault_l, const layer_metrics *lm,
+                        double gmax, const tui_ui *ui)
+{
+    int sel = l == ui->selected;
+    scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+    scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
+    char b[16];
+    snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
+    tui_puts(g, rr, c, 4,
+             l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(sa > sf ? sa : sf), b);
+}
+
 /* --compare: one run's layers, the single view's columns compacted so two
  * panels fit side by side; tui_twin_columns drops what does not fit. */
 void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
@@ -330,14 +344,9 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
         int l = L - 1 - (ui->scroll + i);
         if (l < 0)
             break;
-        int rr = r.r + 2 + i, sel = l == ui->selected;
+        int rr = r.r + 2 + i;
         const layer_metrics *lm = &m->layer[l];
-        scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
-        scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
-        char b[16];
-        snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
-        tui_puts(g, rr, r.c, 4,
-                 l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(sa > sf ? sa : sf), b);
+        layer_index(g, rr, r.c, l, fault_l, lm, gmax, ui);
         tui_add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
         if (s->have_metrics)
             twin_row(g, r, rr, lm, &k, gmax, ui);
@@ -469,14 +478,9 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         int l = L - 1 - (ui->scroll + i);
         if (l < 0)
             break;
-        int rr = r.r + 2 + i, sel = l == ui->selected;
+        int rr = r.r + 2 + i;
         const layer_metrics *lm = &m->layer[l];
-        scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
-        scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
-        char b[16];
-        snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
-        tui_puts(g, rr, r.c + k.idx, 4,
-                 l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(sa > sf ? sa : sf), b);
+        layer_index(g, rr, r.c + k.idx, l, fault_l, lm, gmax, ui);
         tui_add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
         if (s->have_metrics)
             layer_row(g, r, rr, lm, &k, gmax, ui);

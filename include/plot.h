@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "trainer.h"
+#include "snapshot.h"
 
 enum { PLOT_NSET = 6, PLOT_SETLEN = 24, PLOT_MARKLEN = 48, PLOT_MAX_STEPS = 8 };
 

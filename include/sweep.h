@@ -5,14 +5,14 @@
  * binary (--headless --threads 1), so a run's numbers are those of the same
  * settings run alone, and a crash of one run stays in that run. Settings
  * are checked by the command line's own parser (cli_parse), never here.
- * Not here: training (main.c, engine.c), the flag table (cli.c).
+ * Not here: training (main.c, engine.c), the flag table (settings.c).
  */
 #ifndef NS_SWEEP_H
 #define NS_SWEEP_H
 
 #include <stddef.h>
 
-#include "cli.h"
+#include "cli_opts.h"
 
 enum {
     SWEEP_MAX_AXES = 16,

@@ -14,6 +14,7 @@
 #include "sweep.h"
 
 #include "atomicio.h"
+#include "cli.h"
 #include "data.h"
 #include "nstime.h"
 #include "stopsig.h"

@@ -5,6 +5,7 @@
 # Usage: NS_BIN=./normscope sh tests/lessons.sh [NAME...]
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
+MAN7=$(dirname "$0")/../man/normscope-lessons.7
 . "$(dirname "$0")/claims_lib.sh"
 T=$(mktemp -d /tmp/ns_lessons.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -92,6 +93,9 @@ lesson_fp16_layernorm() {
     [ -n "$named" ] && ok "the report names a norm's variance: $named" || no "first non-finite not a norm variance: $(tail -2 "$T/f.err")"
     s=$(tail -1 "$T/f.csv" | cut -d, -f1)
     cmpv "the residual stream first grew for a while (diverged at step)" "$s" ">=" 100
+    # the step normscope-lessons(7) quotes: exact, the same bits on every CPU
+    quoted=$(sed -n 's/.*(step \([0-9]*\), the same on every machine).*/\1/p' "$MAN7")
+    cmpv "run a diverges at the step the lessons page quotes ($quoted)" "$s" "==" "${quoted:-0}"
     top=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[0-9]+_resid_max$/) c = i } END { print $c }' "$T/f.csv")
     cmpv "run a: the top block's residual max at the divergence passed 256" "$top" ">" 256
     bad=$(awk -F, -v c="$(col "$T/f.csv" b_loss)" 'NR > 1 && ($c == "nan" || $c == "inf") { n++ } END { print n + 0 }' "$T/f.csv")

@@ -132,6 +132,23 @@ run cmpstall $POST --norm pre --compare norm=post --csv "$T/cmpstall.csv"
 [ "$(last_col "$T/cmpstall.csv" b_state)" = stalled ] &&
     [ "$(last_col "$T/cmpstall.csv" state)" != stalled ] && ok || no "CSV states of the b stall"
 
+# ---- the README's example prints what the README quotes ----
+README=$(dirname "$0")/../README.md
+run readme --headless -L 4 -d 32 -T 16 -B 4 --precision fp16 --fp32-norms off --lr 2e-2 \
+    --warmup 0 --save "$T/readme.ck"
+quoted=$(awk '/--fp32-norms off --lr 2e-2 --warmup 0 --save run.ckpt/ { on = 1; next }
+    on && /^    \.\.\./ { sub(/^    \.\.\./, ""); sub(/ \.\.\.$/, ""); sub(/run\.ckpt/, "RUNCK"); print; next }
+    on { exit }' "$README")
+nq=0
+echo "$quoted" | {
+    bad=0
+    while IFS= read -r q; do
+        [ -n "$q" ] || continue
+        sed "s|$T/readme.ck|RUNCK|" "$T/readme.err" | grep -qF -- "$q" || { echo "FAIL: README quotes '$q'" >&2; bad=1; }
+    done
+    exit $bad
+} && [ "$(echo "$quoted" | wc -l)" -eq 3 ] && ok || no "the README's diagnosis example: $(cat "$T/readme.err")"
+
 # ---- 4. the checkpoint written at the divergence, and a --load recovery ----
 # the last snapshot before the divergence (one every 50 steps)
 snap=$(( (${div:-1} - 1) / 50 * 50 ))

@@ -291,7 +291,7 @@ class Probe:
             getattr(opt.step, "_wrapped_by_lr_sched", False)
         if has:
             warnings.warn("normscope_probe: the optimizer has an LR scheduler that was not passed "
-                          "to attach(scheduler=...): an lr x2 / x0.5 from the follow view will be "
+                          "to attach(scheduler=...): an lr x2 / x0.5 from the follow view may be "
                           "undone by its next step (the stream will say so)", stacklevel=4)
 
     def _chain_exit(self):

@@ -13,13 +13,16 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomicio.h"
 #include "config.h"
 #include "metrics.h"
+#include "nstime.h"
 #include "numfmt.h"
 
 /* ---- JSON: one flat object per line ---------------------------------------- */
@@ -229,7 +232,13 @@ static int jscalar(jcur *c, stream_jvalue *v)
     case 't': v->type = STREAM_J_BOOL, v->num = 1; return jword(c, "true");
     case 'f': v->type = STREAM_J_BOOL, v->num = 0; return jword(c, "false");
     case 'n': v->type = STREAM_J_NULL, v->num = NAN; return jword(c, "null");
-    default: v->type = STREAM_J_NUM; return jnumber(c, &v->num);
+    default:
+        v->type = STREAM_J_NUM;
+        v->raw = c->p;
+        if (jnumber(c, &v->num))
+            return -1;
+        v->rawlen = (size_t)(c->p - v->raw);
+        return 0;
     }
 }
 
@@ -384,12 +393,19 @@ typedef struct {
     char bad[80];  /* a known field of the wrong type */
     char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8];
     char norm[16], norm_kind[16], precision[16];
-    char source[32], model[64], dtype[16];
-    double version, world_size, every;
+    char source[32], model[64], dtype[16], host[64], reason[16], norm_class[32];
+    double version, world_size, every, pid;
+    double t;          /* the writer's clock (Unix seconds), NaN if not said */
+    long nf_step;      /* first_nonfinite_step: 0 = not said */
+    int nf_layer;      /* first_nonfinite_layer: -1 = not said or none */
+    long seq;          /* an ack's command sequence number: 0 = none */
+    int lr_undone;
     step_metrics m;
     /* the header's block names, [0, blocks) of this line (not cleared
      * between lines: only a header's are used) */
     char block[NS_MAX_LAYERS][STREAM_NAME];
+    metrics_digits dig; /* each number's token; cleared up to dig_layers */
+    int dig_layers;
 } row_state;
 
 struct stream_reader {
@@ -414,6 +430,15 @@ struct stream_reader {
     char cur_norm[16], cur_kind[16], cur_prec[16]; /* settings strings in force */
     int paused, beyond_said;
     metrics_spike spike_loss, spike_gnorm;
+    char host[64];          /* the writer's, from the header ("" = not said) */
+    long pid;
+    double last_step_at;    /* nstime_now() when the last step line was read; 0 = none */
+    double step_gap;        /* mean seconds between step lines, as they arrived */
+    double quiet_min;       /* "no new step" needs at least this many seconds */
+    long acked[STREAM_ACKS]; /* the sequence numbers of the newest acks */
+    int n_acked;
+    char run_fault[64];     /* the run's first non-finite: where, its layer */
+    int run_fault_layer;
     stream_summary sum;
     void (*on_step)(void *ctx, const step_metrics *m);
     void *on_ctx;
@@ -470,7 +495,11 @@ static void reset_run(stream_reader *r)
     r->sum.truncations = keep.truncations;
     r->sum.replacements = keep.replacements;
     r->sum.restarts = keep.restarts;
+    r->sum.recognized = keep.recognized;
     r->sum.last_val = NAN;
+    r->run_fault[0] = 0;
+    r->run_fault_layer = -1;
+    r->last_step_at = r->step_gap = 0;
     metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
     metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
     r->mark[0] = r->cur_norm[0] = r->cur_kind[0] = r->cur_prec[0] = 0;
@@ -524,6 +553,8 @@ stream_reader *stream_open(const char *path)
     s->last_val = NAN;
     s->prompt = "";
     r->sum.last_val = NAN;
+    r->run_fault_layer = -1;
+    r->quiet_min = STREAM_QUIET_MIN;
     metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
     metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
     return r;
@@ -551,6 +582,8 @@ const char *stream_block_name(const stream_reader *r, int layer)
 {
     return layer >= 0 && layer < r->n_block ? r->block[layer] : "";
 }
+
+const metrics_digits *stream_digits(const stream_reader *r) { return &r->row.dig; }
 
 void stream_on_step(stream_reader *r, void (*fn)(void *ctx, const step_metrics *m), void *ctx)
 {
@@ -589,6 +622,66 @@ static void str_field(row_state *w, const char *key, const stream_jvalue *v, cha
         bad_type(w, key, "a string");
 }
 
+/* The token of a number, for a conversion that keeps its digits */
+static void keep_digits(char *dst, const stream_jvalue *v)
+{
+    if (v->type == STREAM_J_NUM && v->rawlen < METRICS_DIGITS) {
+        memcpy(dst, v->raw, v->rawlen);
+        dst[v->rawlen] = 0;
+    }
+}
+
+/* A column of metrics_step_cols. null is a value for what is measured
+ * (loss, grad_norm: not finite; val_loss: not measured) and unknown for
+ * the rest; a column not on the line stays unknown. */
+static void step_col(row_state *w, int k, const stream_jvalue *v)
+{
+    step_metrics *m = &w->m;
+    const char *name = metrics_step_cols[k].name;
+    if (k == METRICS_COL_STEP) {
+        if (v->type != STREAM_J_NUM || !(v->num >= 0 && v->num < 1e15) || v->num != floor(v->num))
+            bad_type(w, "step", "a whole number >= 0");
+        else
+            w->has_step = 1, w->step = (long)v->num, m->unknown &= ~1u;
+        return;
+    }
+    if (k == METRICS_COL_LOSS) {
+        w->has_loss = 1;
+        w->loss_null = v->type == STREAM_J_NULL;
+    }
+    int measured = k == METRICS_COL_LOSS || k == METRICS_COL_GNORM || k == METRICS_COL_VAL;
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_PLACE: case METRICS_T_KIND: case METRICS_T_PREC: case METRICS_T_ONOFF:
+        if (v->type == STREAM_J_STR) {
+            if (metrics_step_col_set_name(m, k, v->str) == 0)
+                m->unknown &= ~(1u << k);
+            if (k == METRICS_COL_NORM)
+                snprintf(w->norm, sizeof w->norm, "%s", v->str);
+            else if (k == METRICS_COL_KIND)
+                snprintf(w->norm_kind, sizeof w->norm_kind, "%s", v->str);
+            else if (k == METRICS_COL_PREC)
+                snprintf(w->precision, sizeof w->precision, "%s", v->str);
+        } else if (v->type != STREAM_J_NULL) {
+            bad_type(w, name, "a string");
+        }
+        return;
+    default:
+        if (v->type == STREAM_J_NUM || (v->type == STREAM_J_BOOL && k == METRICS_COL_SKIPPED)) {
+            metrics_step_col_set_num(m, k, v->num);
+            keep_digits(w->dig.step[k], v);
+            m->unknown &= ~(1u << k);
+        } else if (v->type == STREAM_J_NULL) {
+            metrics_step_col_set_num(m, k, NAN);
+            if (k == METRICS_COL_VAL)
+                m->has_val = 0;
+            if (measured)
+                m->unknown &= ~(1u << k);
+        } else {
+            bad_type(w, name, "a number or null");
+        }
+    }
+}
+
 /* "l<i>_<column>": a layer's number; unknown columns are ignored */
 static void layer_field(row_state *w, const char *key, size_t kl, const stream_jvalue *v)
 {
@@ -604,8 +697,12 @@ static void layer_field(row_state *w, const char *key, size_t kl, const stream_j
     float x = num_field(w, "l<i>_ column", v);
     if (idx > w->max_layer)
         w->max_layer = (int)idx;
-    if (idx < NS_MAX_LAYERS)
+    if (idx < NS_MAX_LAYERS) {
         metrics_layer_col_set(&w->m.layer[idx], col, x);
+        keep_digits(w->dig.layer[idx][col], v);
+        if (idx + 1 > w->dig_layers)
+            w->dig_layers = (int)idx + 1;
+    }
 }
 
 static void header_field(row_state *w, const char *key, size_t kl, const stream_jvalue *v)
@@ -624,6 +721,12 @@ static void header_field(row_state *w, const char *key, size_t kl, const stream_
         w->world_size = num_field(w, "world_size", v);
     else if (keyis(key, kl, "every"))
         w->every = num_field(w, "every", v);
+    else if (keyis(key, kl, "host"))
+        str_field(w, "host", v, w->host, sizeof w->host);
+    else if (keyis(key, kl, "pid"))
+        w->pid = v->type == STREAM_J_NUM ? v->num : 0;
+    else if (keyis(key, kl, "norm_class"))
+        str_field(w, "norm_class", v, w->norm_class, sizeof w->norm_class);
 }
 
 static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue *v)
@@ -643,44 +746,26 @@ static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue
         return;
     }
     step_metrics *m = &w->m;
-    if (keyis(key, kl, "step")) {
-        if (v->type != STREAM_J_NUM || !(v->num >= 0 && v->num < 1e15) || v->num != floor(v->num))
-            bad_type(w, "step", "a whole number >= 0");
-        else
-            w->has_step = 1, w->step = (long)v->num;
-    } else if (keyis(key, kl, "loss")) {
-        w->has_loss = 1;
-        w->loss_null = v->type == STREAM_J_NULL;
-        m->loss = num_field(w, "loss", v);
-    } else if (keyis(key, kl, "val_loss")) {
-        m->val_loss = num_field(w, "val_loss", v);
-        m->has_val = v->type == STREAM_J_NUM;
-    } else if (keyis(key, kl, "lr")) {
-        m->lr = num_field(w, "lr", v);
-    } else if (keyis(key, kl, "grad_norm")) {
-        m->grad_norm = num_field(w, "grad_norm", v);
-    } else if (keyis(key, kl, "loss_scale")) {
-        m->loss_scale = num_field(w, "loss_scale", v);
-    } else if (keyis(key, kl, "tokens_per_s")) {
-        m->tokens_per_s = num_field(w, "tokens_per_s", v);
-    } else if (keyis(key, kl, "skipped")) {
-        m->skipped = (v->type == STREAM_J_NUM || v->type == STREAM_J_BOOL) && v->num != 0;
-    } else if (keyis(key, kl, "clip")) {
-        m->clip = num_field(w, "clip", v);
-    } else if (keyis(key, kl, "warmup")) {
-        m->warmup_on = v->type == STREAM_J_STR && !strcmp(v->str, "on");
-    } else if (keyis(key, kl, "fp32_norms")) {
-        m->fp32_norms = v->type == STREAM_J_STR && !strcmp(v->str, "on");
+    int k = metrics_step_col_find(key, kl);
+    if (k >= 0) {
+        step_col(w, k, v);
+    } else if (keyis(key, kl, "t")) {
+        w->t = v->type == STREAM_J_NUM ? v->num : NAN;
+    } else if (keyis(key, kl, "first_nonfinite_step")) {
+        w->nf_step = v->type == STREAM_J_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
+    } else if (keyis(key, kl, "first_nonfinite_layer")) {
+        w->nf_layer = v->type == STREAM_J_NUM && v->num >= 0 && v->num < NS_MAX_LAYERS
+                          ? (int)v->num : -1;
+    } else if (keyis(key, kl, "seq")) {
+        w->seq = v->type == STREAM_J_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
+    } else if (keyis(key, kl, "reason")) {
+        str_field(w, "reason", v, w->reason, sizeof w->reason);
+    } else if (keyis(key, kl, "lr_undone")) {
+        w->lr_undone = v->type == STREAM_J_NUM && v->num != 0;
     } else if (keyis(key, kl, "loss_nonfinite")) {
         str_field(w, "loss_nonfinite", v, w->loss_nonfinite, sizeof w->loss_nonfinite);
     } else if (keyis(key, kl, "first_nonfinite")) {
         str_field(w, "first_nonfinite", v, m->fault, sizeof m->fault);
-    } else if (keyis(key, kl, "norm")) {
-        str_field(w, "norm", v, w->norm, sizeof w->norm);
-    } else if (keyis(key, kl, "norm_kind")) {
-        str_field(w, "norm_kind", v, w->norm_kind, sizeof w->norm_kind);
-    } else if (keyis(key, kl, "precision")) {
-        str_field(w, "precision", v, w->precision, sizeof w->precision);
     } else if (keyis(key, kl, "event")) {
         w->is_event = 1;
         str_field(w, "event", v, w->event, sizeof w->event);
@@ -699,10 +784,18 @@ static void row_reset(row_state *w)
 {
     memset(w, 0, offsetof(row_state, m));
     w->max_layer = -1;
+    w->nf_layer = -1;
+    w->t = NAN;
     step_metrics *m = &w->m;
     memset(m, 0, offsetof(step_metrics, layer));
     m->loss = m->val_loss = m->lr = m->grad_norm = NAN;
     m->loss_scale = 1;
+    m->fault_layer = -1;
+    m->unknown = (1u << METRICS_STEP_COLS) - 1;
+    memset(w->dig.step, 0, sizeof w->dig.step);
+    for (int l = 0; l < w->dig_layers && l < NS_MAX_LAYERS; l++)
+        memset(w->dig.layer[l], 0, sizeof w->dig.layer[l]);
+    w->dig_layers = 0;
     /* a layer column the row does not have is not measured */
     layer_metrics none;
     for (int k = 0; k < METRICS_LAYER_COLS; k++)
@@ -747,11 +840,37 @@ static void header_line(stream_reader *r)
               u->world_size, u->dtype[0] ? u->dtype : "float32");
     r->n_block = w->blocks < NS_MAX_LAYERS ? w->blocks : NS_MAX_LAYERS;
     memcpy(r->block, w->block, sizeof r->block[0] * (size_t)r->n_block);
+    snprintf(r->host, sizeof r->host, "%s", w->host);
+    r->pid = w->pid >= 1 && w->pid < 1e9 ? (long)w->pid : 0;
+    snprintf(u->norm_class, sizeof u->norm_class, "%s", w->norm_class);
     if (w->version > 1)
         add_event(r, 0, NS_EV_NOTE, "stream format version %g (this reader knows 1): "
                   "unknown fields are ignored", w->version);
     if (n > 0)
         set_layers(r, n);
+}
+
+/* The writer's end line: how the run ended, and a first non-finite the
+ * watch saw after the last step line. */
+static void end_line(stream_reader *r, long step)
+{
+    row_state *w = &r->row;
+    stream_summary *u = &r->sum;
+    u->ended = 1;
+    u->end_step = step;
+    snprintf(u->end_reason, sizeof u->end_reason, "%s", w->reason[0] ? w->reason : "close");
+    snprintf(u->end_text, sizeof u->end_text, "%s", w->text);
+    r->snap->s.state = TRAINER_DONE;
+    add_event(r, step, !strcmp(u->end_reason, "close") || !strcmp(u->end_reason, "exit")
+                            ? NS_EV_INFO : NS_EV_WARNING,
+              "%s", w->text[0] ? w->text : "the run ended");
+    if (w->m.fault[0] && !u->nonfinite_step) {
+        u->nonfinite_step = w->nf_step ? w->nf_step : step;
+        snprintf(u->nonfinite_where, sizeof u->nonfinite_where, "%s", w->m.fault);
+        add_event(r, u->nonfinite_step, NS_EV_DIVERGED, "first non-finite: step %ld, %s",
+                  u->nonfinite_step, w->m.fault);
+    }
+    r->snap->s.seq++;
 }
 
 static void event_line(stream_reader *r)
@@ -763,6 +882,16 @@ static void event_line(stream_reader *r)
     if (!strcmp(w->event, "setting")) {
         add_event(r, step, NS_EV_SETTING, "%s", t[0] ? t : "a setting changed");
         snprintf(r->mark, sizeof r->mark, "%.*s", TRAINER_MARK - 1, t[0] ? t : "setting");
+        return;
+    }
+    if (!strcmp(w->event, "end")) {
+        end_line(r, step);
+        return;
+    }
+    if (!strcmp(w->event, "ack") && w->seq > 0) {
+        r->acked[r->n_acked++ % STREAM_ACKS] = w->seq;
+        add_event(r, step, NS_EV_INFO, "%s", t[0] ? t : "a command was applied");
+        s->seq++;
         return;
     }
     ns_event_kind k = !strcmp(w->event, "note") ? NS_EV_NOTE : NS_EV_INFO;
@@ -860,10 +989,17 @@ static void step_events(stream_reader *r, const step_metrics *m, int was_nonfini
             snprintf(loss, sizeof loss, "%s", lt);
         else
             snprintf(loss, sizeof loss, "%.4g", (double)m->loss);
-        add_event(r, m->step, NS_EV_DIVERGED, "non-finite at step %ld: loss %s; first non-finite: %s",
-                  m->step, loss, m->fault[0] ? m->fault : "not named");
+        long first = r->row.nf_step ? r->row.nf_step : m->step;
+        if (first != m->step)
+            add_event(r, m->step, NS_EV_DIVERGED,
+                      "non-finite at step %ld: loss %s; first non-finite: step %ld, %s", m->step,
+                      loss, first, m->fault[0] ? m->fault : "not named");
+        else
+            add_event(r, m->step, NS_EV_DIVERGED,
+                      "non-finite at step %ld: loss %s; first non-finite: %s", m->step, loss,
+                      m->fault[0] ? m->fault : "not named");
         if (!u->nonfinite_step) {
-            u->nonfinite_step = m->step;
+            u->nonfinite_step = first;
             snprintf(u->nonfinite_where, sizeof u->nonfinite_where, "%s", m->fault);
             snprintf(u->nonfinite_loss, sizeof u->nonfinite_loss, "%s", lt ? lt : "");
         }
@@ -917,6 +1053,40 @@ static void keep_header(stream_summary *u, const stream_summary *h)
     u->n_layer_stream = h->n_layer_stream;
 }
 
+/* Where the run first went non-finite: the row's own first_nonfinite
+ * (its layer from first_nonfinite_layer or the block names), kept for the
+ * later non-finite rows, whose status then still names it. */
+static void fault_of(stream_reader *r, step_metrics *m)
+{
+    row_state *w = &r->row;
+    if (m->fault[0] && !r->run_fault[0]) {
+        snprintf(r->run_fault, sizeof r->run_fault, "%s", m->fault);
+        r->run_fault_layer = w->nf_layer;
+        for (int b = 0; b < r->n_block && r->run_fault_layer < 0; b++) {
+            size_t n = strlen(r->block[b]);
+            if (n && !strncmp(m->fault, r->block[b], n) &&
+                (m->fault[n] == '.' || m->fault[n] == ','))
+                r->run_fault_layer = b;
+        }
+    }
+    if (m->nonfinite && r->run_fault[0]) {
+        if (!m->fault[0])
+            snprintf(m->fault, sizeof m->fault, "%s", r->run_fault);
+        m->fault_layer = r->run_fault_layer;
+    }
+}
+
+/* When step lines arrive: the liveness check's clock */
+static void step_timing(stream_reader *r)
+{
+    double now = nstime_now();
+    if (r->last_step_at > 0) {
+        double gap = now - r->last_step_at;
+        r->step_gap = r->step_gap > 0 ? 0.8 * r->step_gap + 0.2 * gap : gap;
+    }
+    r->last_step_at = now;
+}
+
 static void step_line(stream_reader *r)
 {
     row_state *w = &r->row;
@@ -949,6 +1119,10 @@ static void step_line(stream_reader *r)
                    (w->has_loss && !isfinite(m->loss));
     int was_nonfinite = r->snap->s.have_metrics && r->snap->s.last.nonfinite;
     apply_settings(r, m->step);
+    if (!metrics_known(m, METRICS_COL_PREC) && u->have_header && u->dtype[0])
+        m->unknown &= ~(1u << METRICS_COL_PREC); /* the header's dtype says it */
+    fault_of(r, m);
+    step_timing(r);
     push_point(r, m);
     update_status(r, m);
     step_events(r, m, was_nonfinite);
@@ -974,11 +1148,11 @@ static void process_line(stream_reader *r, char *line, size_t n)
     else if (w->bad[0])
         malformed(r, w->bad);
     else if (w->is_event)
-        event_line(r);
+        r->sum.recognized++, event_line(r);
     else if (w->is_header)
-        header_line(r);
+        r->sum.recognized++, header_line(r);
     else if (w->has_step)
-        step_line(r);
+        r->sum.recognized++, step_line(r);
     else
         malformed(r, "not a step, an event or a header");
 }
@@ -1135,6 +1309,74 @@ int stream_poll(stream_reader *r, size_t max_bytes, int *eof)
     return changed;
 }
 
+/* ---- is it a stream, and is its writer there --------------------------------------- */
+
+int stream_is_stream(const stream_reader *r)
+{
+    if (r->sum.recognized > 0)
+        return 1;
+    size_t i = 0;
+    while (i < r->len && (r->buf[i] == ' ' || r->buf[i] == '\t'))
+        i++;
+    /* a first line still being written may yet be one; anything else is not */
+    int partial_bad = r->len > 0 && (i == r->len || r->buf[i] != '{');
+    return !(r->sum.malformed > 0 || partial_bad);
+}
+
+void stream_set_quiet(stream_reader *r, double seconds) { r->quiet_min = seconds; }
+
+int stream_acked(const stream_reader *r, long seq)
+{
+    int n = r->n_acked < STREAM_ACKS ? r->n_acked : STREAM_ACKS;
+    for (int i = 0; i < n; i++)
+        if (r->acked[i] == seq)
+            return 1;
+    return 0;
+}
+
+/* The header's writer runs no more: its host is this one, and its pid is
+ * not a process (a pid reused since would read as alive: never a false
+ * "gone"). */
+static int writer_gone(const stream_reader *r)
+{
+    char host[256];
+    if (!r->host[0] || r->pid <= 0 || gethostname(host, sizeof host) != 0)
+        return 0;
+    host[sizeof host - 1] = 0;
+    if (strcmp(host, r->host))
+        return 0;
+    return kill((pid_t)r->pid, 0) != 0 && errno == ESRCH;
+}
+
+stream_live stream_liveness(const stream_reader *r, double now, char *text, size_t n)
+{
+    const stream_summary *u = &r->sum;
+    if (!r->found) {
+        snprintf(text, n, "waiting for %s to appear", base_name(r->path));
+        return STREAM_LIVE_WAITING;
+    }
+    if (!stream_is_stream(r)) {
+        snprintf(text, n, "not a normscope stream");
+        return STREAM_LIVE_NOT_STREAM;
+    }
+    if (u->ended) {
+        snprintf(text, n, "ended at step %ld (%s)", u->end_step, u->end_reason);
+        return STREAM_LIVE_ENDED;
+    }
+    if (u->have_header && writer_gone(r)) {
+        snprintf(text, n, "writer gone (pid %ld ended without an end line)", r->pid);
+        return STREAM_LIVE_GONE;
+    }
+    double since = r->last_step_at > 0 ? now - r->last_step_at : 0;
+    double bound = 4 * r->step_gap > r->quiet_min ? 4 * r->step_gap : r->quiet_min;
+    if (r->last_step_at > 0 && since > bound && r->snap->s.state != TRAINER_PAUSED) {
+        snprintf(text, n, "no new step for %.0f s", since);
+        return STREAM_LIVE_QUIET;
+    }
+    text[0] = 0;
+    return STREAM_LIVE_RUNNING;
+}
+
 /* ---- the replay ------------------------------------------------------------------ */
 
 void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst)
@@ -1243,6 +1485,10 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
     if (u->partial_bytes)
         fprintf(f, "unfinished last line: %ld bytes without a newline, not read\n",
                 u->partial_bytes);
+    if (u->ended)
+        fprintf(f, "end: %s\n", u->end_text[0] ? u->end_text : u->end_reason);
+    else if (u->have_header)
+        fputs("end: no end line (the run is still writing, or its writer was killed)\n", f);
 }
 
 /* ---- the control file ------------------------------------------------------------- */
@@ -1317,6 +1563,7 @@ int stream_control_send(const char *stream_path, const char *command, long *seq,
 typedef struct {
     atomic_file af;
     int header_done;
+    const stream_reader *r;
 } csv_out;
 
 static void csv_row(void *ctx, const step_metrics *m)
@@ -1326,7 +1573,7 @@ static void csv_row(void *ctx, const step_metrics *m)
         metrics_csv_header(c->af.f, m->n_layer);
         c->header_done = 1;
     }
-    metrics_csv_row(c->af.f, m);
+    metrics_csv_row_as_read(c->af.f, m, stream_digits(c->r));
 }
 
 static void nap_ms(int ms)
@@ -1338,7 +1585,7 @@ static void nap_ms(int ms)
 /* Read to the end; with steps > 0, follow until that step is read. */
 static int read_stream(stream_reader *r, const char *path, long steps, volatile sig_atomic_t *stop)
 {
-    int eof = 0;
+    int eof = 0, said = 0;
     for (;;) {
         stream_poll(r, 0, &eof);
         if (stop && *stop)
@@ -1351,10 +1598,22 @@ static int read_stream(stream_reader *r, const char *path, long steps, volatile 
                     missing ? " (with --steps N it waits for the file)" : "");
             return 2;
         }
+        if (stream_found(r) && eof && !stream_is_stream(r)) {
+            fprintf(stderr, "normscope: --follow %s: not a normscope stream", path);
+            if (r->sum.first_malformed_line)
+                fprintf(stderr, " (line %ld is not a JSON object of the format)",
+                        r->sum.first_malformed_line);
+            fputc('\n', stderr);
+            return 2;
+        }
         if (steps <= 0)
             return 0;
         if (r->sum.rows > 0 && r->sum.last_step >= steps)
             return 0;
+        if (!stream_found(r) && !said) {
+            fprintf(stderr, "normscope: --follow %s: waiting for the file to appear\n", path);
+            said = 1;
+        }
         nap_ms(100);
     }
 }
@@ -1376,6 +1635,7 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
             stream_free(r);
             return 2;
         }
+        csv.r = r;
         stream_on_step(r, csv_row, &csv);
     }
     int status = read_stream(r, path, steps, stop);
@@ -1390,7 +1650,11 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
     if (status != 2 && !quiet)
         stream_print_summary(stdout, r, path);
     if (status == 0 && r->sum.nonfinite_step)
-        status = 3;
+        status = STREAM_EXIT_DIVERGED;
+    else if (status == 0 && steps <= 0 && r->sum.have_header)
+        status = !r->sum.ended ? STREAM_EXIT_NO_END
+                 : strcmp(r->sum.end_reason, "close") && strcmp(r->sum.end_reason, "exit")
+                     ? STREAM_EXIT_ABNORMAL : 0;
     if (status == 130)
         fprintf(stderr, "normscope: interrupted at step %ld\n", r->sum.last_step);
     stream_free(r);

@@ -532,6 +532,40 @@ static void test_follow_help(void)
     tui_grid_free(&g);
 }
 
+/* A probe stream's end: 0 only for an end line saying close or exit; 4
+ * without one, 5 for an exception; random bytes or text are refused. */
+static void test_headless_ends(const char *path)
+{
+    const char *head = "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3}\n";
+    append(path, head);
+    append(path, row3(1, 2.0));
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == STREAM_EXIT_NO_END);
+    CHECK(stream_headless(path, 1, NULL, 1, NULL) == 0); /* --steps 1 reached */
+    append(path, "{\"event\":\"end\",\"step\":1,\"reason\":\"exception\",\"text\":\"x\"}\n");
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == STREAM_EXIT_ABNORMAL);
+    unlink(path);
+    append(path, head);
+    append(path, row3(1, 2.0));
+    append(path, "{\"event\":\"end\",\"step\":1,\"reason\":\"close\",\"text\":\"done\"}\n");
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 0);
+    unlink(path);
+    append(path, "just some text\nof two lines\n");
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 2);
+    CHECK(stream_headless(path, 5, NULL, 1, NULL) == 2); /* not waited for either */
+    unlink(path);
+    char junk[300];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)(i * 37 + 11) ? (char)(i * 37 + 11) : 1;
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(junk, 1, sizeof junk, f);
+        fclose(f);
+    }
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 2);
+    unlink(path);
+}
+
 static void test_headless(void)
 {
     char path[128], csv[128];
@@ -544,12 +578,15 @@ static void test_headless(void)
     append(path, row3(2, 1.9));
     CHECK(stream_headless(path, 0, csv, 1, NULL) == 0);
     const char *c = slurp(csv);
-    CHECK(!strncmp(c, "step,loss,val_loss,lr", 21) && strstr(c, "\n2,1.89999998,"));
+    /* the numbers keep the digits they had (0.001, not 0.00100000005);
+     * what the rows do not say (tokens/s, the settings, loss_scale) is empty */
+    CHECK(!strncmp(c, "step,loss,val_loss,lr", 21) && strstr(c, "\n2,1.9,,0.001,1.5,,,,,,,,,,0.1,"));
     append(path, "{\"step\":3,\"loss\":null,\"first_nonfinite\":\"h.1.attn, backward\"}\n");
     CHECK(stream_headless(path, 0, NULL, 1, NULL) == 3);
     CHECK(stream_headless(path, 3, NULL, 1, NULL) == 3); /* step 3 is there: no wait */
     unlink(path);
     unlink(csv);
+    test_headless_ends(path);
 }
 
 int main(void)

@@ -54,16 +54,18 @@ def main():
     ap.add_argument("--wall", action="store_true", help="time the wall clock, not CPU time")
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--dim", type=int, default=320)
+    ap.add_argument("--seq", type=int, default=64, help="tokens per sequence (T)")
+    ap.add_argument("--batch", type=int, default=8, help="sequences per batch (B)")
     a = ap.parse_args()
     if a.wall:
         CLOCK = time.perf_counter
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     # 8 layers of width 320: 12 C^2 L = 9.8M in the blocks, ~10M in all
-    model = models.GPT(n_layer=a.layers, c=a.dim, nh=a.dim // 64, t=64, v=256)
+    model = models.GPT(n_layer=a.layers, c=a.dim, nh=max(1, a.dim // 64), t=a.seq, v=256)
     n = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x, y = models.batch(torch.Generator().manual_seed(1), b=8, t=64)
+    x, y = models.batch(torch.Generator().manual_seed(1), b=a.batch, t=a.seq)
     tmp = tempfile.mkdtemp(prefix="nsbench.")
     steps(model, opt, x, y, 3, None)  # warm up
     res = {"off": [], "every=1": [], "every=10": []}
@@ -74,8 +76,9 @@ def main():
             with normscope_probe.attach(model, opt, path=path, every=every) as p:
                 res["every=%d" % every] += steps(model, opt, x, y, a.steps, p)
     base = statistics.median(res["off"])
-    print("model: %.1fM parameters, batch 8 x 64, %d thread(s), %d rounds x %d steps, %s time"
-          % (n / 1e6, a.threads, a.rounds, a.steps, "wall" if a.wall else "CPU"))
+    print("model: L%d d%d, %.2fM parameters, batch %d x %d, %d thread(s), %d rounds x %d steps, "
+          "%s time" % (a.layers, a.dim, n / 1e6, a.batch, a.seq, a.threads, a.rounds, a.steps,
+                       "wall" if a.wall else "CPU"))
     mbase = statistics.mean(res["off"])
     for k, v in res.items():
         m, mean = statistics.median(v), statistics.mean(v)

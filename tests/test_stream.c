@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "metrics.h"
@@ -465,13 +467,17 @@ static void test_control(void)
     CHECK(stream_control_send(path, "checkpoint", &seq, err, sizeof err) == 0 && seq == 18);
     CHECK(stream_control_send("/nonexistent/dir/x", "pause", &seq, err, sizeof err) != 0 &&
           strstr(err, "/nonexistent/dir/x.ctl"));
-    /* the keys of follow mode */
+    /* the keys of follow mode, once the run's header is there */
     unlink(ctl);
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3}\n");
     tui_follow_state fw;
     CHECK(tui_follow_init(&fw, path) == 0);
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     ui.follow = 1;
+    trainer_snapshot *d = trainer_snapshot_new();
+    tui_follow_update(&fw, d, &ui);
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
     tui_follow_action(&fw, &ui, TUI_ACT_LR_UP);
     tui_follow_action(&fw, &ui, TUI_ACT_LR_DOWN);
@@ -494,7 +500,6 @@ static void test_control(void)
     CHECK(strlen(slurp(ctl)) == strlen("1 pause\n2 lr x2\n3 lr x0.5\n4 checkpoint\n5 resume\n"));
     /* the stream's paused event decides what space sends next */
     append(path, "{\"event\":\"paused\",\"step\":3}\n");
-    trainer_snapshot *d = trainer_snapshot_new();
     tui_follow_update(&fw, d, &ui);
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
     CHECK(strstr(slurp(ctl), "6 resume\n") != NULL);
@@ -502,6 +507,121 @@ static void test_control(void)
     tui_follow_free(&fw);
     unlink(ctl);
     unlink(path);
+}
+
+/* The row text of a grid, all rows */
+static void grid_text(const tui_grid *g, char *all, size_t n)
+{
+    char row[400];
+    all[0] = 0;
+    for (int i = 0; i < g->rows; i++) {
+        tui_row_utf8(g, i, row, sizeof row);
+        if (strlen(all) + strlen(row) + 2 < n) {
+            strcat(all, row);
+            strcat(all, "\n");
+        }
+    }
+}
+
+/* Commands are pending until the run acknowledges them; one sent before
+ * the run began is marked for it; the status line says ENDED, "no new
+ * step for N s" and "writer gone"; nothing is sent to a run that ended. */
+static void test_pending_and_liveness(void)
+{
+    char path[128], ctl[160], all[24 * 400];
+    snprintf(path, sizeof path, "%s/p.nsj", dir);
+    stream_control_path(path, ctl, sizeof ctl);
+    unlink(path);
+    unlink(ctl);
+    tui_follow_state fw;
+    CHECK(tui_follow_init(&fw, path) == 0);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.follow = 1;
+    trainer_snapshot *d = trainer_snapshot_new();
+    tui_grid g = {0};
+    tui_grid_resize(&g, 30, 100);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(fw.live == STREAM_LIVE_WAITING);
+    tui_follow_action(&fw, &ui, TUI_ACT_PAUSE); /* before the run: for the run to come */
+    CHECK(!strcmp(slurp(ctl), "1 at-start pause\n") && fw.n_pending == 1);
+    /* the run starts (its pid is this process: alive), acknowledges */
+    char head[256], host[128] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(head, sizeof head, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3,"
+             "\"host\":\"%s\",\"pid\":%ld}\n", host, (long)getpid());
+    append(path, head);
+    append(path, row3(1, 2.0));
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(strstr(all, "pending: pause") != NULL && strstr(all, "RUNNING") != NULL);
+    CHECK(strstr(all, "rule       -") != NULL); /* the stream says no placement */
+    append(path, "{\"event\":\"ack\",\"step\":2,\"seq\":1,\"text\":\"pause applied at step 2\"}\n");
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(fw.n_pending == 0 && strstr(all, "pending:") == NULL);
+    CHECK(has_event(stream_snapshot(fw.r), NS_EV_INFO, "pause applied at step 2"));
+    /* quiet: no new step for longer than the (shortened) bound */
+    stream_set_quiet(fw.r, 0.2);
+    struct timespec ts = {0, 400 * 1000000L};
+    nanosleep(&ts, NULL);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(fw.live == STREAM_LIVE_QUIET && strstr(fw.live_text, "no new step for") != NULL);
+    tui_follow_free(&fw);
+    /* a writer that died without an end line: a child's pid, reaped */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    unlink(path);
+    snprintf(head, sizeof head, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3,"
+             "\"host\":\"%s\",\"pid\":%ld}\n", host, (long)child);
+    append(path, head);
+    append(path, row3(1, 2.0));
+    CHECK(tui_follow_init(&fw, path) == 0);
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(fw.live == STREAM_LIVE_GONE && strstr(all, "writer gone") && strstr(all, " GONE "));
+    size_t before = strlen(slurp(ctl));
+    tui_follow_action(&fw, &ui, TUI_ACT_LR_UP); /* no one to read it */
+    CHECK(strlen(slurp(ctl)) == before && strstr(ui.note, "writer gone"));
+    append(path, "{\"event\":\"end\",\"step\":1,\"reason\":\"close\",\"text\":\"run ended\"}\n");
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(fw.live == STREAM_LIVE_ENDED && strstr(all, " ENDED ") != NULL);
+    tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
+    CHECK(strlen(slurp(ctl)) == before && strstr(ui.note, "the run ended"));
+    tui_follow_free(&fw);
+    /* the fault mark goes on the named module's layer */
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3,"
+                 "\"blocks\":[\"h.0\",\"h.1\",\"h.2\"]}\n");
+    append(path, row3(1, 2.0));
+    append(path, "{\"step\":11,\"loss\":null,\"loss_nonfinite\":\"nan\","
+                 "\"first_nonfinite\":\"h.2.attn.qkv, forward\",\"first_nonfinite_step\":7}\n");
+    append(path, "{\"step\":21,\"loss\":null,\"loss_nonfinite\":\"nan\"}\n");
+    CHECK(tui_follow_init(&fw, path) == 0);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(d->s.last.fault_layer == 2 && !strcmp(d->s.last.fault, "h.2.attn.qkv, forward"));
+    CHECK(stream_summary_of(fw.r)->nonfinite_step == 7);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(strstr(all, "first non-finite: h.2.attn.qkv") != NULL && strstr(all, "not named") == NULL);
+    CHECK(strstr(all, " 2!") != NULL && strstr(all, " 0!") == NULL);
+    tui_follow_free(&fw);
+    tui_grid_free(&g);
+    free(d);
+    unlink(path);
+    unlink(ctl);
 }
 
 /* The help of follow mode: its keys, and the lab's model keys summed up,
@@ -608,6 +728,7 @@ int main(void)
     test_follow_file();
     test_control();
     test_follow_help();
+    test_pending_and_liveness();
     test_headless();
     rmdir(dir);
     return test_summary();

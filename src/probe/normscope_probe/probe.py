@@ -57,6 +57,14 @@ MAX_COMMANDS = 8  # commands carried by one broadcast; the rest wait a step
 # what the watch's record codes say besides a module: code = 4 * module + pass
 PASS_FORWARD, PASS_BACKWARD, PASS_LOSS, PASS_GRADS = 0, 1, 2, 3
 END_SIGNALS = ("SIGTERM", "SIGHUP")  # ended by the default action: the end line first
+# Modules that cannot make a non-finite value from finite ones, forward or
+# backward (elementwise activations, dropout, identity): on unmeasured
+# steps the watch skips one whose input is the output just checked (what
+# it passes on was checked where it was made), so the answer is the same.
+# They are measured on measured steps.
+PASSIVE = (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh, torch.nn.Sigmoid,
+           torch.nn.Dropout, torch.nn.Identity, torch.nn.LeakyReLU, torch.nn.ELU,
+           torch.nn.Hardtanh, torch.nn.ReLU6)
 
 
 def _first_tensor(x):
@@ -271,15 +279,15 @@ class Probe:
         self.orig_step = self.optimizer.step
         orig, probe = self.orig_step, self
 
-        def step(opt, *a, **kw):
+        def stepped(opt, *a, **kw):
             out = orig(*a, **kw)
             probe._after_optimizer_step()
             return out
         for attr in ("_with_counter", "_wrapped_by_lr_sched"):
             if getattr(orig, attr, False):
-                setattr(step, attr, True)
-        self.step_fn = step
-        self.optimizer.step = types.MethodType(step, self.optimizer)
+                setattr(stepped, attr, True)
+        self.step_fn = stepped
+        self.optimizer.step = types.MethodType(stepped, self.optimizer)
 
     def _warn_scheduler(self):
         """An LR scheduler sets the LR at every step from its own base: an
@@ -353,6 +361,7 @@ class Probe:
 
     def _forward_hook(self, idx, is_block, mod):
         leaf0 = id(mod) in self.block0_leaves
+        passive = isinstance(mod, PASSIVE)
 
         def hook(m, inp, out):
             if is_block >= 0 and self.stack and self.stack[-1] == is_block:
@@ -368,6 +377,10 @@ class Probe:
                 rec.order.append(m)
             if t is rec.last_out:  # a container handing on its child's output
                 k = rec.last_rec
+            elif passive and not rec.measuring and _first_tensor(inp) is rec.last_out and \
+                    rec.last_out is not None:
+                rec.last_out, rec.last_rec = t, -1  # its input was the record just made
+                return
             else:
                 k = self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, t)
                 rec.last_out, rec.last_rec = t, k

@@ -13,8 +13,8 @@
  * One thread: the caller polls (the UI once per frame, the headless loop
  * until the end). Reads are non-blocking, so a poll never waits.
  *
- * Also here: the small JSON-object-line parser the reader uses (no
- * dependency), and the viewer's half of the control file "<stream>.ctl".
+ * Also here: the viewer's half of the control file "<stream>.ctl". The
+ * lines are parsed by jsonl.h.
  * Not here: drawing or keys (tui_follow.c), flags (cli.c).
  */
 #ifndef NS_STREAM_H
@@ -25,30 +25,6 @@
 #include <stdio.h>
 
 #include "trainer.h"
-
-/* ---- one JSON object on a line ------------------------------------------- */
-typedef enum { STREAM_J_NUM, STREAM_J_STR, STREAM_J_NULL, STREAM_J_BOOL } stream_jtype;
-
-typedef struct {
-    stream_jtype type;
-    double num;      /* NUM (NaN, Infinity, -Infinity accepted), BOOL 0/1 */
-    const char *str; /* STR: decoded UTF-8, NUL-terminated; valid during the call */
-    size_t len;
-    const char *raw; /* NUM: the token as written (not NUL-terminated), rawlen bytes */
-    size_t rawlen;
-    int index;       /* -1: the key's own value; >= 0: that element of an array */
-} stream_jvalue;
-
-typedef void (*stream_jfield)(void *ctx, const char *key, size_t keylen, const stream_jvalue *v);
-
-/* Parse line[0..n) as one JSON object whose values are numbers, strings,
- * true/false/null or arrays of those; nested objects and arrays deeper
- * down are checked and skipped (the format may grow). Strings are decoded
- * in place, so line is modified. cb sees each field as it is read: a line
- * that fails may have shown some fields first. Returns 0, or -1 with the
- * reason and its column (1-based) in err. */
-int stream_json_parse(char *line, size_t n, stream_jfield cb, void *ctx, char *err,
-                      size_t errlen);
 
 /* ---- the reader ------------------------------------------------------------ */
 #define STREAM_LINE_MAX (1 << 20) /* a longer line is malformed (and skipped) */

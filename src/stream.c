@@ -20,358 +20,13 @@
 #include <unistd.h>
 
 #include "atomicio.h"
+#include "jsonl.h"
 #include "config.h"
 #include "metrics.h"
 #include "nstime.h"
 #include "numfmt.h"
 
-/* ---- JSON: one flat object per line ---------------------------------------- */
-
-typedef struct {
-    char *p, *end, *base;
-    char *err;
-    size_t errlen;
-} jcur;
-
-static int jfail(jcur *c, const char *what)
-{
-    snprintf(c->err, c->errlen, "%s at column %ld", what, (long)(c->p - c->base) + 1);
-    return -1;
-}
-
-static int at(const jcur *c, char ch) { return c->p < c->end && *c->p == ch; }
 static int dig(char ch) { return ch >= '0' && ch <= '9'; }
-
-static void jws(jcur *c)
-{
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n'))
-        c->p++;
-}
-
-static int hex4(jcur *c, unsigned *out)
-{
-    if (c->end - c->p < 4)
-        return jfail(c, "short \\u escape");
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char h = c->p[i];
-        int d = dig(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                                 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-        if (d < 0)
-            return jfail(c, "bad \\u escape");
-        v = v * 16 + (unsigned)d;
-    }
-    c->p += 4;
-    *out = v;
-    return 0;
-}
-
-static size_t put_utf8(char *o, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* \uXXXX (and a surrogate pair); what cannot be a character becomes '?',
- * NUL included, so a decoded string is one C string */
-static int junicode(jcur *c, unsigned *cp)
-{
-    if (hex4(c, cp))
-        return -1;
-    if (*cp >= 0xD800 && *cp < 0xDC00) {
-        unsigned lo = 0;
-        if (c->end - c->p >= 6 && c->p[0] == '\\' && c->p[1] == 'u') {
-            c->p += 2;
-            if (hex4(c, &lo))
-                return -1;
-        }
-        *cp = lo >= 0xDC00 && lo < 0xE000 ? 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00) : '?';
-    } else if ((*cp >= 0xDC00 && *cp < 0xE000) || *cp == 0) {
-        *cp = '?';
-    }
-    return 0;
-}
-
-/* The string at c->p, decoded in place: never longer than its escaped
- * form, so the NUL fits where the closing quote was at the latest. */
-static int jstring(jcur *c, char **out, size_t *len)
-{
-    if (!at(c, '"'))
-        return jfail(c, "expected a string");
-    char *o = ++c->p, *start = o;
-    for (;;) {
-        if (c->p >= c->end)
-            return jfail(c, "unterminated string");
-        unsigned char ch = (unsigned char)*c->p;
-        if (ch == '"')
-            break;
-        if (ch < 0x20)
-            return jfail(c, "control character in a string");
-        if (ch != '\\') {
-            *o++ = *c->p++;
-            continue;
-        }
-        if (c->end - c->p < 2)
-            return jfail(c, "unterminated string");
-        char e = c->p[1];
-        c->p += 2;
-        static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-        const char *k = e ? strchr(from, e) : NULL;
-        if (k) {
-            *o++ = to[k - from];
-        } else if (e == 'u') {
-            unsigned cp;
-            if (junicode(c, &cp))
-                return -1;
-            o += put_utf8(o, cp);
-        } else {
-            c->p--;
-            return jfail(c, "bad escape in a string");
-        }
-    }
-    *o = 0;
-    c->p++;
-    *out = start;
-    *len = (size_t)(o - start);
-    return 0;
-}
-
-/* A JSON number, or NaN / Infinity / -Infinity (what Python's json module
- * writes unless told not to: read rather than refused). */
-static int jnumber(jcur *c, double *out)
-{
-    static const struct {
-        const char *w;
-        double v;
-    } lit[] = {{"NaN", NAN}, {"Infinity", INFINITY}, {"-Infinity", -INFINITY}};
-    for (int i = 0; i < 3; i++) {
-        size_t n = strlen(lit[i].w);
-        if ((size_t)(c->end - c->p) >= n && !memcmp(c->p, lit[i].w, n)) {
-            c->p += n;
-            *out = lit[i].v;
-            return 0;
-        }
-    }
-    char *q = c->p;
-    if (q < c->end && *q == '-')
-        q++;
-    if (q >= c->end || !dig(*q))
-        return jfail(c, "expected a value");
-    if (*q == '0')
-        q++;
-    else
-        while (q < c->end && dig(*q))
-            q++;
-    if (q < c->end && *q == '.') {
-        if (++q >= c->end || !dig(*q))
-            return jfail(c, "bad number");
-        while (q < c->end && dig(*q))
-            q++;
-    }
-    if (q < c->end && (*q == 'e' || *q == 'E')) {
-        q++;
-        if (q < c->end && (*q == '+' || *q == '-'))
-            q++;
-        if (q >= c->end || !dig(*q))
-            return jfail(c, "bad number");
-        while (q < c->end && dig(*q))
-            q++;
-    }
-    char buf[64];
-    size_t n = (size_t)(q - c->p);
-    if (n >= sizeof buf)
-        return jfail(c, "number too long");
-    memcpy(buf, c->p, n);
-    buf[n] = 0;
-    *out = strtod(buf, NULL); /* 1e999 is inf: data, as NaN is */
-    c->p = q;
-    return 0;
-}
-
-static int jword(jcur *c, const char *w)
-{
-    size_t n = strlen(w);
-    if ((size_t)(c->end - c->p) < n || memcmp(c->p, w, n))
-        return jfail(c, "expected a value");
-    c->p += n;
-    return 0;
-}
-
-static int jscalar(jcur *c, stream_jvalue *v)
-{
-    memset(v, 0, sizeof *v);
-    if (c->p >= c->end)
-        return jfail(c, "expected a value");
-    switch (*c->p) {
-    case '"': {
-        char *s;
-        v->type = STREAM_J_STR;
-        if (jstring(c, &s, &v->len))
-            return -1;
-        v->str = s;
-        return 0;
-    }
-    case 't': v->type = STREAM_J_BOOL, v->num = 1; return jword(c, "true");
-    case 'f': v->type = STREAM_J_BOOL, v->num = 0; return jword(c, "false");
-    case 'n': v->type = STREAM_J_NULL, v->num = NAN; return jword(c, "null");
-    default:
-        v->type = STREAM_J_NUM;
-        v->raw = c->p;
-        if (jnumber(c, &v->num))
-            return -1;
-        v->rawlen = (size_t)(c->p - v->raw);
-        return 0;
-    }
-}
-
-/* A nested object or array: checked, not reported */
-static int jskip(jcur *c, int depth)
-{
-    if (depth > 32)
-        return jfail(c, "nested too deeply");
-    char open = *c->p, close = open == '{' ? '}' : ']';
-    c->p++;
-    jws(c);
-    if (at(c, close)) {
-        c->p++;
-        return 0;
-    }
-    for (;;) {
-        jws(c);
-        if (open == '{') {
-            char *k;
-            size_t kl;
-            if (jstring(c, &k, &kl))
-                return -1;
-            jws(c);
-            if (!at(c, ':'))
-                return jfail(c, "expected ':'");
-            c->p++;
-            jws(c);
-        }
-        stream_jvalue v;
-        if (at(c, '{') || at(c, '[')) {
-            if (jskip(c, depth + 1))
-                return -1;
-        } else if (jscalar(c, &v)) {
-            return -1;
-        }
-        jws(c);
-        if (at(c, ',')) {
-            c->p++;
-            continue;
-        }
-        if (at(c, close)) {
-            c->p++;
-            return 0;
-        }
-        return jfail(c, open == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-
-/* A top-level field's value: a scalar, or an array of them (each reported
- * with its index); anything deeper is skipped. */
-static int jfield(jcur *c, const char *key, size_t kl, stream_jfield cb, void *ctx)
-{
-    stream_jvalue v;
-    if (at(c, '{'))
-        return jskip(c, 1);
-    if (!at(c, '[')) {
-        if (jscalar(c, &v))
-            return -1;
-        v.index = -1;
-        cb(ctx, key, kl, &v);
-        return 0;
-    }
-    c->p++;
-    jws(c);
-    if (at(c, ']')) {
-        c->p++;
-        return 0;
-    }
-    for (int idx = 0;; idx++) {
-        jws(c);
-        if (at(c, '{') || at(c, '[')) {
-            if (jskip(c, 2))
-                return -1;
-        } else {
-            if (jscalar(c, &v))
-                return -1;
-            v.index = idx;
-            cb(ctx, key, kl, &v);
-        }
-        jws(c);
-        if (at(c, ',')) {
-            c->p++;
-            continue;
-        }
-        if (at(c, ']')) {
-            c->p++;
-            return 0;
-        }
-        return jfail(c, "expected ',' or ']'");
-    }
-}
-
-int stream_json_parse(char *line, size_t n, stream_jfield cb, void *ctx, char *err,
-                      size_t errlen)
-{
-    jcur c = {line, line + n, line, err, errlen};
-    jws(&c);
-    if (!at(&c, '{'))
-        return jfail(&c, "expected '{'");
-    c.p++;
-    jws(&c);
-    if (at(&c, '}'))
-        c.p++;
-    else
-        for (;;) {
-            char *key;
-            size_t kl;
-            jws(&c);
-            if (jstring(&c, &key, &kl))
-                return -1;
-            jws(&c);
-            if (!at(&c, ':'))
-                return jfail(&c, "expected ':'");
-            c.p++;
-            jws(&c);
-            if (jfield(&c, key, kl, cb, ctx))
-                return -1;
-            jws(&c);
-            if (at(&c, ',')) {
-                c.p++;
-                continue;
-            }
-            if (at(&c, '}')) {
-                c.p++;
-                break;
-            }
-            return jfail(&c, "expected ',' or '}'");
-        }
-    jws(&c);
-    if (c.p != c.end)
-        return jfail(&c, "text after the object");
-    return 0;
-}
 
 /* ---- the reader's state ------------------------------------------------------ */
 
@@ -605,27 +260,27 @@ static void bad_type(row_state *w, const char *key, const char *want)
 }
 
 /* A number field: a number, or null (not measured, or not finite) */
-static float num_field(row_state *w, const char *key, const stream_jvalue *v)
+static float num_field(row_state *w, const char *key, const jsonl_value *v)
 {
-    if (v->type == STREAM_J_NUM)
+    if (v->type == JSONL_NUM)
         return (float)v->num;
-    if (v->type != STREAM_J_NULL)
+    if (v->type != JSONL_NULL)
         bad_type(w, key, "a number or null");
     return NAN;
 }
 
-static void str_field(row_state *w, const char *key, const stream_jvalue *v, char *dst, size_t n)
+static void str_field(row_state *w, const char *key, const jsonl_value *v, char *dst, size_t n)
 {
-    if (v->type == STREAM_J_STR)
+    if (v->type == JSONL_STR)
         snprintf(dst, n, "%s", v->str);
-    else if (v->type != STREAM_J_NULL)
+    else if (v->type != JSONL_NULL)
         bad_type(w, key, "a string");
 }
 
 /* The token of a number, for a conversion that keeps its digits */
-static void keep_digits(char *dst, const stream_jvalue *v)
+static void keep_digits(char *dst, const jsonl_value *v)
 {
-    if (v->type == STREAM_J_NUM && v->rawlen < METRICS_DIGITS) {
+    if (v->type == JSONL_NUM && v->rawlen < METRICS_DIGITS) {
         memcpy(dst, v->raw, v->rawlen);
         dst[v->rawlen] = 0;
     }
@@ -634,12 +289,12 @@ static void keep_digits(char *dst, const stream_jvalue *v)
 /* A column of metrics_step_cols. null is a value for what is measured
  * (loss, grad_norm: not finite; val_loss: not measured) and unknown for
  * the rest; a column not on the line stays unknown. */
-static void step_col(row_state *w, int k, const stream_jvalue *v)
+static void step_col(row_state *w, int k, const jsonl_value *v)
 {
     step_metrics *m = &w->m;
     const char *name = metrics_step_cols[k].name;
     if (k == METRICS_COL_STEP) {
-        if (v->type != STREAM_J_NUM || !(v->num >= 0 && v->num < 1e15) || v->num != floor(v->num))
+        if (v->type != JSONL_NUM || !(v->num >= 0 && v->num < 1e15) || v->num != floor(v->num))
             bad_type(w, "step", "a whole number >= 0");
         else
             w->has_step = 1, w->step = (long)v->num, m->unknown &= ~1u;
@@ -647,12 +302,12 @@ static void step_col(row_state *w, int k, const stream_jvalue *v)
     }
     if (k == METRICS_COL_LOSS) {
         w->has_loss = 1;
-        w->loss_null = v->type == STREAM_J_NULL;
+        w->loss_null = v->type == JSONL_NULL;
     }
     int measured = k == METRICS_COL_LOSS || k == METRICS_COL_GNORM || k == METRICS_COL_VAL;
     switch (metrics_step_cols[k].type) {
     case METRICS_T_PLACE: case METRICS_T_KIND: case METRICS_T_PREC: case METRICS_T_ONOFF:
-        if (v->type == STREAM_J_STR) {
+        if (v->type == JSONL_STR) {
             if (metrics_step_col_set_name(m, k, v->str) == 0)
                 m->unknown &= ~(1u << k);
             if (k == METRICS_COL_NORM)
@@ -661,16 +316,16 @@ static void step_col(row_state *w, int k, const stream_jvalue *v)
                 snprintf(w->norm_kind, sizeof w->norm_kind, "%s", v->str);
             else if (k == METRICS_COL_PREC)
                 snprintf(w->precision, sizeof w->precision, "%s", v->str);
-        } else if (v->type != STREAM_J_NULL) {
+        } else if (v->type != JSONL_NULL) {
             bad_type(w, name, "a string");
         }
         return;
     default:
-        if (v->type == STREAM_J_NUM || (v->type == STREAM_J_BOOL && k == METRICS_COL_SKIPPED)) {
+        if (v->type == JSONL_NUM || (v->type == JSONL_BOOL && k == METRICS_COL_SKIPPED)) {
             metrics_step_col_set_num(m, k, v->num);
             keep_digits(w->dig.step[k], v);
             m->unknown &= ~(1u << k);
-        } else if (v->type == STREAM_J_NULL) {
+        } else if (v->type == JSONL_NULL) {
             metrics_step_col_set_num(m, k, NAN);
             if (k == METRICS_COL_VAL)
                 m->has_val = 0;
@@ -683,7 +338,7 @@ static void step_col(row_state *w, int k, const stream_jvalue *v)
 }
 
 /* "l<i>_<column>": a layer's number; unknown columns are ignored */
-static void layer_field(row_state *w, const char *key, size_t kl, const stream_jvalue *v)
+static void layer_field(row_state *w, const char *key, size_t kl, const jsonl_value *v)
 {
     size_t i = 1;
     long idx = 0;
@@ -705,7 +360,7 @@ static void layer_field(row_state *w, const char *key, size_t kl, const stream_j
     }
 }
 
-static void header_field(row_state *w, const char *key, size_t kl, const stream_jvalue *v)
+static void header_field(row_state *w, const char *key, size_t kl, const jsonl_value *v)
 {
     if (keyis(key, kl, "source"))
         str_field(w, "source", v, w->source, sizeof w->source);
@@ -716,7 +371,7 @@ static void header_field(row_state *w, const char *key, size_t kl, const stream_
     else if (keyis(key, kl, "version"))
         w->version = num_field(w, "version", v);
     else if (keyis(key, kl, "n_layer"))
-        w->header_layers = v->type == STREAM_J_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : 0;
+        w->header_layers = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : 0;
     else if (keyis(key, kl, "world_size"))
         w->world_size = num_field(w, "world_size", v);
     else if (keyis(key, kl, "every"))
@@ -724,12 +379,12 @@ static void header_field(row_state *w, const char *key, size_t kl, const stream_
     else if (keyis(key, kl, "host"))
         str_field(w, "host", v, w->host, sizeof w->host);
     else if (keyis(key, kl, "pid"))
-        w->pid = v->type == STREAM_J_NUM ? v->num : 0;
+        w->pid = v->type == JSONL_NUM ? v->num : 0;
     else if (keyis(key, kl, "norm_class"))
         str_field(w, "norm_class", v, w->norm_class, sizeof w->norm_class);
 }
 
-static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue *v)
+static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *v)
 {
     row_state *w = ctx;
     if (v->index >= 0) { /* arrays: only the header's block names are kept */
@@ -737,7 +392,7 @@ static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue
             w->blocks = v->index + 1;
             if (v->index < NS_MAX_LAYERS)
                 snprintf(w->block[v->index], STREAM_NAME, "%s",
-                         v->type == STREAM_J_STR ? v->str : "");
+                         v->type == JSONL_STR ? v->str : "");
         }
         return;
     }
@@ -750,18 +405,18 @@ static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue
     if (k >= 0) {
         step_col(w, k, v);
     } else if (keyis(key, kl, "t")) {
-        w->t = v->type == STREAM_J_NUM ? v->num : NAN;
+        w->t = v->type == JSONL_NUM ? v->num : NAN;
     } else if (keyis(key, kl, "first_nonfinite_step")) {
-        w->nf_step = v->type == STREAM_J_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
+        w->nf_step = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
     } else if (keyis(key, kl, "first_nonfinite_layer")) {
-        w->nf_layer = v->type == STREAM_J_NUM && v->num >= 0 && v->num < NS_MAX_LAYERS
+        w->nf_layer = v->type == JSONL_NUM && v->num >= 0 && v->num < NS_MAX_LAYERS
                           ? (int)v->num : -1;
     } else if (keyis(key, kl, "seq")) {
-        w->seq = v->type == STREAM_J_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
+        w->seq = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
     } else if (keyis(key, kl, "reason")) {
         str_field(w, "reason", v, w->reason, sizeof w->reason);
     } else if (keyis(key, kl, "lr_undone")) {
-        w->lr_undone = v->type == STREAM_J_NUM && v->num != 0;
+        w->lr_undone = v->type == JSONL_NUM && v->num != 0;
     } else if (keyis(key, kl, "loss_nonfinite")) {
         str_field(w, "loss_nonfinite", v, w->loss_nonfinite, sizeof w->loss_nonfinite);
     } else if (keyis(key, kl, "first_nonfinite")) {
@@ -772,9 +427,9 @@ static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue
     } else if (keyis(key, kl, "text")) {
         str_field(w, "text", v, w->text, sizeof w->text);
     } else if (keyis(key, kl, "run")) {
-        w->run_b = v->type == STREAM_J_STR && strcmp(v->str, "a") != 0;
+        w->run_b = v->type == JSONL_STR && strcmp(v->str, "a") != 0;
     } else if (keyis(key, kl, "format")) {
-        w->is_header = v->type == STREAM_J_STR && !strcmp(v->str, "normscope-stream");
+        w->is_header = v->type == JSONL_STR && !strcmp(v->str, "normscope-stream");
     } else {
         header_field(w, key, kl, v);
     }
@@ -1143,7 +798,7 @@ static void process_line(stream_reader *r, char *line, size_t n)
     row_state *w = &r->row;
     row_reset(w);
     char err[96];
-    if (stream_json_parse(line, n, row_field, w, err, sizeof err) != 0)
+    if (jsonl_parse(line, n, row_field, w, err, sizeof err) != 0)
         malformed(r, err);
     else if (w->bad[0])
         malformed(r, w->bad);

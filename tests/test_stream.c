@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonl.h"
 #include "metrics.h"
 #include "stream.h"
 #include "testutil.h"
@@ -24,18 +25,18 @@
 typedef struct {
     int n;
     char keys[16][32];
-    stream_jvalue v[16];
+    jsonl_value v[16];
     char strs[16][64];
 } fields;
 
-static void collect(void *ctx, const char *key, size_t kl, const stream_jvalue *v)
+static void collect(void *ctx, const char *key, size_t kl, const jsonl_value *v)
 {
     fields *f = ctx;
     if (f->n >= 16)
         return;
     snprintf(f->keys[f->n], sizeof f->keys[f->n], "%.*s", (int)kl, key);
     f->v[f->n] = *v;
-    if (v->type == STREAM_J_STR)
+    if (v->type == JSONL_STR)
         snprintf(f->strs[f->n], sizeof f->strs[f->n], "%s", v->str);
     f->n++;
 }
@@ -45,7 +46,7 @@ static int parse(const char *text, fields *f, char *err, size_t errlen)
     char buf[512];
     snprintf(buf, sizeof buf, "%s", text);
     memset(f, 0, sizeof *f);
-    return stream_json_parse(buf, strlen(buf), collect, f, err, errlen);
+    return jsonl_parse(buf, strlen(buf), collect, f, err, errlen);
 }
 
 static void test_json(void)
@@ -56,10 +57,10 @@ static void test_json(void)
                 "\"f\":{\"g\":[1,{\"h\":2}]},\"i\":-2e3,\"j\":NaN,\"k\":-Infinity}",
                 &f, err, sizeof err) == 0);
     CHECK(f.n == 9); /* a b c d e[0] e[1] i j k: the object f is skipped */
-    CHECK(!strcmp(f.keys[0], "a") && f.v[0].type == STREAM_J_NUM && f.v[0].num == 1.5);
-    CHECK(f.v[1].type == STREAM_J_STR && !strcmp(f.strs[1], "x\xc3\xa9\n"));
-    CHECK(f.v[2].type == STREAM_J_NULL && f.v[2].index == -1);
-    CHECK(f.v[3].type == STREAM_J_BOOL && f.v[3].num == 1);
+    CHECK(!strcmp(f.keys[0], "a") && f.v[0].type == JSONL_NUM && f.v[0].num == 1.5);
+    CHECK(f.v[1].type == JSONL_STR && !strcmp(f.strs[1], "x\xc3\xa9\n"));
+    CHECK(f.v[2].type == JSONL_NULL && f.v[2].index == -1);
+    CHECK(f.v[3].type == JSONL_BOOL && f.v[3].num == 1);
     CHECK(!strcmp(f.keys[4], "e") && f.v[4].index == 0 && !strcmp(f.strs[4], "p"));
     CHECK(f.v[5].index == 1 && !strcmp(f.strs[5], "q"));
     CHECK(!strcmp(f.keys[6], "i") && f.v[6].num == -2000);

@@ -21,6 +21,7 @@
 
 #include "atomicio.h"
 #include "jsonl.h"
+#include "tail.h"
 #include "config.h"
 #include "metrics.h"
 #include "nstime.h"
@@ -65,13 +66,7 @@ typedef struct {
 
 struct stream_reader {
     char path[ATOMIC_PATH_MAX];
-    int fd, found, open_err, gone_said;
-    dev_t dev;
-    ino_t ino;
-    off_t pos;
-    char *buf; /* the unterminated tail: never read until its newline */
-    size_t len, cap;
-    int skipping; /* inside a line longer than STREAM_LINE_MAX */
+    tail tl;      /* the file, followed; its lines come to process_line */
     long line_no;
     row_state row;
     trainer_snapshot *snap;
@@ -189,6 +184,46 @@ static void set_layers(stream_reader *r, int n)
     r->snap->s.seq++;
 }
 
+static void process_line(stream_reader *r, char *line, size_t n);
+static void malformed(stream_reader *r, const char *why);
+
+/* A file rewritten or replaced: its lines are counted from the start, and
+ * the run read so far is forgotten. */
+static void restart_file(stream_reader *r)
+{
+    r->line_no = 0;
+    reset_run(r);
+}
+
+static void tail_line(void *ctx, char *line, size_t n) { process_line(ctx, line, n); }
+
+/* What the tail saw happen to the file, as events and counters */
+static void tail_said(void *ctx, tail_event ev, const char *text)
+{
+    stream_reader *r = ctx;
+    long step = r->snap->s.steps_done;
+    switch (ev) {
+    case TAIL_WAITING: case TAIL_BACK: add_event(r, step, NS_EV_INFO, "%s", text); break;
+    case TAIL_TRUNCATED:
+        add_event(r, step, NS_EV_NOTE, "%s", text);
+        r->sum.truncations++;
+        restart_file(r);
+        break;
+    case TAIL_REPLACED:
+        add_event(r, step, NS_EV_NOTE, "%s", text);
+        r->sum.replacements++;
+        restart_file(r);
+        break;
+    case TAIL_TOO_LONG:
+        r->line_no++;
+        r->sum.n_lines++;
+        malformed(r, "longer than 1 MiB: skipped");
+        break;
+    case TAIL_NOMEM: malformed(r, text); break;
+    default: add_event(r, step, NS_EV_NOTE, "%s", text);
+    }
+}
+
 stream_reader *stream_open(const char *path)
 {
     stream_reader *r = calloc(1, sizeof *r);
@@ -200,7 +235,8 @@ stream_reader *stream_open(const char *path)
         return NULL;
     }
     snprintf(r->path, sizeof r->path, "%s", path);
-    r->fd = -1;
+    tail_sink sink = {tail_line, tail_said, r};
+    tail_init(&r->tl, path, STREAM_LINE_MAX, &sink);
     trainer_status *s = &r->snap->s;
     config_defaults(&s->cfg);
     s->cfg.n_layer = 0;
@@ -219,9 +255,7 @@ void stream_free(stream_reader *r)
 {
     if (!r)
         return;
-    if (r->fd >= 0)
-        close(r->fd);
-    free(r->buf);
+    tail_free(&r->tl);
     free(r->rows);
     free(r->snap);
     free(r);
@@ -231,7 +265,7 @@ const trainer_snapshot *stream_snapshot(const stream_reader *r) { return r->snap
 const stream_summary *stream_summary_of(const stream_reader *r) { return &r->sum; }
 long stream_hist_first(const stream_reader *r) { return trainer_hist_first(&r->snap->s); }
 long stream_hist_total(const stream_reader *r) { return r->snap->s.hist_total; }
-int stream_found(const stream_reader *r) { return r->found; }
+int stream_found(const stream_reader *r) { return tail_found(&r->tl); }
 
 const char *stream_block_name(const stream_reader *r, int layer)
 {
@@ -812,156 +846,21 @@ static void process_line(stream_reader *r, char *line, size_t n)
         malformed(r, "not a step, an event or a header");
 }
 
-/* Split into lines; the unterminated tail waits for its newline. */
-static void feed(stream_reader *r, const char *p, size_t n)
-{
-    while (n > 0) {
-        const char *nl = memchr(p, '\n', n);
-        size_t take = nl ? (size_t)(nl - p) : n, used = take + (nl != NULL);
-        if (r->skipping) {
-            r->skipping = !nl;
-        } else if (r->len + take > STREAM_LINE_MAX) {
-            r->line_no++;
-            r->sum.n_lines++;
-            malformed(r, "longer than 1 MiB: skipped");
-            r->len = 0;
-            r->skipping = !nl;
-        } else {
-            if (r->len + take + 1 > r->cap) {
-                size_t cap = r->cap ? r->cap : 4096;
-                while (cap < r->len + take + 1)
-                    cap *= 2;
-                char *nb = realloc(r->buf, cap);
-                if (!nb) {
-                    malformed(r, "out of memory for a line");
-                    r->len = 0;
-                    r->skipping = !nl;
-                    p += used, n -= used;
-                    continue;
-                }
-                r->buf = nb;
-                r->cap = cap;
-            }
-            memcpy(r->buf + r->len, p, take);
-            r->len += take;
-            if (nl) {
-                process_line(r, r->buf, r->len);
-                r->len = 0;
-            }
-        }
-        p += used, n -= used;
-    }
-    r->sum.partial_bytes = (long)r->len;
-}
-
 int stream_feed(stream_reader *r, const char *data, size_t n)
 {
-    feed(r, data, n);
+    tail_feed(&r->tl, data, n);
+    size_t partial;
+    tail_partial(&r->tl, &partial);
+    r->sum.partial_bytes = (long)partial;
     int changed = r->snap->s.seq != r->seen_seq;
     r->seen_seq = r->snap->s.seq;
     return changed;
-}
-
-/* ---- following the file ---------------------------------------------------------- */
-
-static int open_file(stream_reader *r)
-{
-    int fd = open(r->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        close(fd);
-        fd = -1;
-        errno = EISDIR;
-    }
-    if (fd < 0) {
-        if (errno != r->open_err) /* say it once, not every frame */
-            add_event(r, r->snap->s.steps_done, errno == ENOENT ? NS_EV_INFO : NS_EV_NOTE,
-                      errno == ENOENT ? "waiting for %s to appear" : "%s: %s",
-                      base_name(r->path), strerror(errno));
-        r->open_err = errno;
-        return -1;
-    }
-    if (r->found)
-        add_event(r, r->snap->s.steps_done, NS_EV_INFO, "%s is back: reading it from the start",
-                  base_name(r->path));
-    r->fd = fd;
-    r->dev = st.st_dev;
-    r->ino = st.st_ino;
-    r->pos = 0;
-    r->found = 1;
-    r->open_err = 0;
-    r->gone_said = 0;
-    return 0;
-}
-
-static void restart_file(stream_reader *r)
-{
-    r->len = 0;
-    r->skipping = 0;
-    r->line_no = 0;
-    reset_run(r);
-}
-
-/* A file cut shorter than what was read was rewritten: read it again. A
- * different file under the name (a new run, a rename over it) is opened
- * from its start. A removed file is kept open until a new one appears. */
-static void check_file(stream_reader *r)
-{
-    struct stat fs, ps;
-    const char *name = base_name(r->path);
-    if (fstat(r->fd, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size < r->pos) {
-        add_event(r, r->snap->s.steps_done, NS_EV_NOTE,
-                  "%s was truncated (%lld bytes, %lld read): reading it from the start", name,
-                  (long long)fs.st_size, (long long)r->pos);
-        r->sum.truncations++;
-        lseek(r->fd, 0, SEEK_SET);
-        r->pos = 0;
-        restart_file(r);
-    }
-    if (stat(r->path, &ps) != 0) {
-        if (!r->gone_said)
-            add_event(r, r->snap->s.steps_done, NS_EV_NOTE, "%s was removed: waiting for a new one",
-                      name);
-        r->gone_said = 1;
-        return;
-    }
-    if (ps.st_ino == r->ino && ps.st_dev == r->dev)
-        return;
-    add_event(r, r->snap->s.steps_done, NS_EV_NOTE,
-              "%s was replaced by a new file: reading that from the start", name);
-    r->sum.replacements++;
-    close(r->fd);
-    r->fd = -1;
-    r->found = 0; /* not "is back": the replacement is said */
-    restart_file(r);
-    open_file(r);
 }
 
 int stream_poll(stream_reader *r, size_t max_bytes, int *eof)
 {
-    if (eof)
-        *eof = 1;
-    if (r->fd >= 0)
-        check_file(r);
-    if (r->fd < 0)
-        open_file(r);
-    size_t got = 0;
-    while (r->fd >= 0 && (max_bytes == 0 || got < max_bytes)) {
-        char chunk[1 << 16];
-        ssize_t k = read(r->fd, chunk, sizeof chunk);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        r->pos += k;
-        got += (size_t)k;
-        feed(r, chunk, (size_t)k);
-        if (eof && max_bytes && got >= max_bytes)
-            *eof = 0;
-    }
-    int changed = r->snap->s.seq != r->seen_seq;
-    r->seen_seq = r->snap->s.seq;
-    return changed;
+    tail_poll(&r->tl, max_bytes, eof);
+    return stream_feed(r, NULL, 0);
 }
 
 /* ---- is it a stream, and is its writer there --------------------------------------- */
@@ -970,11 +869,12 @@ int stream_is_stream(const stream_reader *r)
 {
     if (r->sum.recognized > 0)
         return 1;
-    size_t i = 0;
-    while (i < r->len && (r->buf[i] == ' ' || r->buf[i] == '\t'))
+    size_t i = 0, len;
+    const char *p = tail_partial(&r->tl, &len);
+    while (i < len && (p[i] == ' ' || p[i] == '\t'))
         i++;
     /* a first line still being written may yet be one; anything else is not */
-    int partial_bad = r->len > 0 && (i == r->len || r->buf[i] != '{');
+    int partial_bad = len > 0 && (i == len || p[i] != '{');
     return !(r->sum.malformed > 0 || partial_bad);
 }
 
@@ -1006,7 +906,7 @@ static int writer_gone(const stream_reader *r)
 stream_live stream_liveness(const stream_reader *r, double now, char *text, size_t n)
 {
     const stream_summary *u = &r->sum;
-    if (!r->found) {
+    if (!stream_found(r)) {
         snprintf(text, n, "waiting for %s to appear", base_name(r->path));
         return STREAM_LIVE_WAITING;
     }
@@ -1245,11 +1145,11 @@ static int read_stream(stream_reader *r, const char *path, long steps, volatile 
         stream_poll(r, 0, &eof);
         if (stop && *stop)
             return 130;
-        int missing = !stream_found(r) && (r->open_err == ENOENT || !r->open_err);
+        int err = tail_open_err(&r->tl);
+        int missing = !stream_found(r) && (err == ENOENT || !err);
         if (!stream_found(r) && (steps <= 0 || !missing)) {
             /* only a file yet to come is waited for */
-            fprintf(stderr, "normscope: --follow %s: %s%s\n", path,
-                    strerror(missing ? ENOENT : r->open_err),
+            fprintf(stderr, "normscope: --follow %s: %s%s\n", path, strerror(missing ? ENOENT : err),
                     missing ? " (with --steps N it waits for the file)" : "");
             return 2;
         }

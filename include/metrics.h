@@ -106,6 +106,8 @@ int metrics_step_col_find(const char *name, size_t len);
  * enums, on/off): 0, or -1 when the name is not one the column takes. */
 int metrics_step_col_set_num(step_metrics *m, int k, double v);
 int metrics_step_col_set_name(step_metrics *m, int k, const char *s);
+/* Column k of m as the CSV spells it ("" for val_loss not measured). */
+void metrics_step_col_text(const step_metrics *m, int k, char *buf, size_t n);
 
 /* The text each number had where it was read (a stream's JSON token), so a
  * conversion keeps its digits: "0.001" stays 0.001, not the float nearest

@@ -68,6 +68,8 @@ void metrics_layer_col_set(layer_metrics *l, int k, float v)
         memcpy((char *)l + metrics_layer_cols[k].offset, &v, sizeof v);
 }
 
+static void num_text(char *b, size_t n, double x);
+
 static void *field_of(step_metrics *m, int k) { return (char *)m + metrics_step_cols[k].offset; }
 static const void *cfield_of(const step_metrics *m, int k)
 {
@@ -250,7 +252,12 @@ void metrics_print_num(FILE *f, double x, int digits)
         fprintf(f, "%.*g", digits, x);
 }
 
-void metrics_csv_float(FILE *f, double x) { metrics_print_num(f, x, 9); }
+void metrics_csv_float(FILE *f, double x)
+{
+    char b[32];
+    num_text(b, sizeof b, x);
+    fputs(b, f);
+}
 
 void metrics_csv_row(FILE *f, const step_metrics *m)
 {
@@ -259,25 +266,44 @@ void metrics_csv_row(FILE *f, const step_metrics *m)
     fputc('\n', f);
 }
 
-/* One step column as a CSV cell (no separator) */
-static void csv_cell(FILE *f, const step_metrics *m, int k)
+/* A number as the CSV writes it, into b */
+static void num_text(char *b, size_t n, double x)
+{
+    if (isnan(x))
+        snprintf(b, n, "nan");
+    else if (isinf(x))
+        snprintf(b, n, "%s", x > 0 ? "inf" : "-inf");
+    else
+        snprintf(b, n, "%.9g", x);
+}
+
+void metrics_step_col_text(const step_metrics *m, int k, char *b, size_t n)
 {
     const void *p = cfield_of(m, k);
     const char *name = col_name_value(m, k);
+    b[0] = 0;
     if (name) {
-        fputs(name, f);
+        snprintf(b, n, "%s", name);
         return;
     }
     switch (metrics_step_cols[k].type) {
-    case METRICS_T_LONG: fprintf(f, "%ld", *(const long *)p); break;
+    case METRICS_T_LONG: snprintf(b, n, "%ld", *(const long *)p); break;
     case METRICS_T_VAL:
         if (m->has_val)
-            metrics_csv_float(f, *(const float *)p);
+            num_text(b, n, *(const float *)p);
         break;
-    case METRICS_T_RATE: fprintf(f, "%.1f", *(const double *)p); break;
-    case METRICS_T_INT: fprintf(f, "%d", *(const int *)p); break;
-    default: metrics_csv_float(f, *(const float *)p);
+    case METRICS_T_RATE: snprintf(b, n, "%.1f", *(const double *)p); break;
+    case METRICS_T_INT: snprintf(b, n, "%d", *(const int *)p); break;
+    default: num_text(b, n, *(const float *)p);
     }
+}
+
+/* One step column as a CSV cell (no separator) */
+static void csv_cell(FILE *f, const step_metrics *m, int k)
+{
+    char b[64];
+    metrics_step_col_text(m, k, b, sizeof b);
+    fputs(b, f);
 }
 
 static void csv_cells(FILE *f, const step_metrics *m, const metrics_digits *d)

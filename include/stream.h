@@ -145,10 +145,11 @@ int stream_control_send(const char *stream_path, const char *command, long *seq,
  * CSV when csv_path; returns the exit status: 0 (a run that ended
  * normally, step `steps` reached, or the lab's own rows, which have no
  * end line), 2 (a missing file without steps, not a stream, an unwritable
- * CSV), 3 (the run diverged), 4 (a stream without its end line: the run
- * is still writing, or its writer was killed), 5 (the run ended by an
- * exception or a signal), 130 (stopped by a signal: *stop became nonzero). */
-enum { STREAM_EXIT_DIVERGED = 3, STREAM_EXIT_NO_END = 4, STREAM_EXIT_ABNORMAL = 5 };
+ * CSV), 3 (the run diverged), 5 (a stream without its end line: the run
+ * is still writing, or its writer was killed), 6 (the run ended by an
+ * exception or a signal), 130 (stopped by a signal: *stop became nonzero).
+ * (4 is the lab's stalled run.) */
+enum { STREAM_EXIT_DIVERGED = 3, STREAM_EXIT_NO_END = 5, STREAM_EXIT_ABNORMAL = 6 };
 int stream_headless(const char *path, long steps, const char *csv_path, int quiet,
                     volatile sig_atomic_t *stop);
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import check
 import models
@@ -223,7 +224,10 @@ def known_settings():
          rows[0].get("norm") == "post" and rows[0].get("norm_kind") == "layernorm" and
          rows[0].get("precision") == "fp32", "Post-LN from the module order, the norm class, "
          "fp32 (%s)" % {k: rows[0].get(k) for k in ("norm", "norm_kind", "precision")})
-    C.ok(all(isinstance(r.get("t"), float) for r in rows), "every step line has a timestamp")
+    now = time.time()
+    C.ok(all(isinstance(r.get("t"), float) and 0 <= now - r["t"] < 120 for r in rows) and
+         rows[-1]["t"] > rows[0]["t"], "every step line has a timestamp, to the millisecond (%s)"
+         % [r.get("t") for r in rows])
     path = os.path.join(TMP, "pre.nsj")
     _, rows, _ = train(models.EncoderLM(norm_first=True), path, 3, 1)
     C.ok(rows[0].get("norm") == "pre" and "tokens_per_s" not in rows[0] and

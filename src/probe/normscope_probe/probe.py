@@ -45,7 +45,7 @@ import torch
 
 from . import control, layout
 from .control import Code
-from .stream import FORMAT, VERSION, Writer, nonfinite_word
+from .stream import FORMAT, VERSION, Clock, Writer, nonfinite_word
 from .version import __version__
 
 LOWP = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38}
@@ -680,7 +680,7 @@ class Probe:
         fmax = LOWP.get(row["lowp"])
         gsq, loss = v["gsq"], v["loss"]
         gnorm = math.sqrt(gsq[3 * nb]) if math.isfinite(gsq[3 * nb]) else float("nan")
-        pairs = [("step", row["step"]), ("t", round(row["time"], 3)), ("loss", loss),
+        pairs = [("step", row["step"]), ("t", Clock(row["time"])), ("loss", loss),
                  ("val_loss", row["val_loss"]), ("lr", row["lr"]), ("grad_norm", gnorm),
                  ("loss_scale", 1.0 if v["scale"] is None else v["scale"]), ("skipped", skipped),
                  ("precision", PRECISION.get(row["lowp"] or self._param_dtype(), "fp32"))]

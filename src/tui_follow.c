@@ -214,6 +214,17 @@ static void fmt_num(char *b, size_t n, const char *what, double v)
         snprintf(b, n, "%s %.3e", what, v);
 }
 
+/* A step column's value, or "-" when the stream did not say it */
+static void fmt_col(char *b, size_t n, const char *what, const step_metrics *m, int k)
+{
+    float v;
+    memcpy(&v, (const char *)m + metrics_step_cols[k].offset, sizeof v);
+    if (metrics_known(m, k))
+        fmt_num(b, n, what, v);
+    else
+        snprintf(b, n, "%s -", what);
+}
+
 /* Row 0: the step shown, its loss, validation, LR, gradient norm, state */
 static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
                         const tui_follow_state *f)
@@ -258,12 +269,9 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
                 st[n++] = TUI_S_BAD;
         if (s->last_val_step > 0)
             fmt_num(it[n], sizeof it[n], "val", s->last_val), st[n++] = TUI_S_STATUS;
-        if (metrics_known(m, METRICS_COL_LR))
-            fmt_num(it[n], sizeof it[n], "lr", m->lr), st[n++] = TUI_S_STATUS;
-        else
-            snprintf(it[n], sizeof it[n], "lr -"), st[n++] = TUI_S_STATUS;
+        fmt_col(it[n], sizeof it[n], "lr", m, METRICS_COL_LR), st[n++] = TUI_S_STATUS;
         if (!m->nonfinite)
-            fmt_num(it[n], sizeof it[n], "|g|", m->grad_norm), st[n++] = TUI_S_STATUS;
+            fmt_col(it[n], sizeof it[n], "|g|", m, METRICS_COL_GNORM), st[n++] = TUI_S_STATUS;
     }
     int c = r.c + 1;
     for (int i = 0; i < n; i++) { /* whole items only: a cut number misleads */

@@ -618,6 +618,7 @@ static void test_pending_and_liveness(void)
     grid_text(&g, all, sizeof all);
     CHECK(strstr(all, "first non-finite: h.2.attn.qkv") != NULL && strstr(all, "not named") == NULL);
     CHECK(strstr(all, " 2!") != NULL && strstr(all, " 0!") == NULL);
+    CHECK(strstr(all, "lr -") != NULL); /* the row says no LR: none is made up */
     tui_follow_free(&fw);
     tui_grid_free(&g);
     free(d);

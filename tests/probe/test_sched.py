@@ -133,5 +133,49 @@ def early_pause():
     p.close()
 
 
+class HookedSGD(torch.optim.SGD):
+    """An optimizer with torch 2's register_step_post_hook (this torch may
+    not have it): the probe must use it and leave step() alone."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.post = []
+
+    def register_step_post_hook(self, fn):
+        self.post.append(fn)
+
+        class Handle:
+            def remove(h):
+                self.post.remove(fn)
+        return Handle()
+
+    def step(self, closure=None):
+        out = super().step(closure)
+        for fn in list(self.post):
+            fn(self, (), {})
+        return out
+
+
+def post_hook():
+    m = models.GPT(n_layer=1)
+    opt = HookedSGD(m.parameters(), lr=0.1)
+    path = os.path.join(TMP, "hooked.nsj")
+    p = normscope_probe.attach(m, opt, path=path)
+    C.ok("step" not in opt.__dict__ and len(opt.post) == 1,
+         "register_step_post_hook used where it exists: step() not wrapped")
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(3):
+        x, y = models.batch(gen)
+        m(x, y).backward()
+        p.step(0.0)
+        opt.step()
+    p.close()
+    rows = check.read_stream(path)[1]
+    C.ok([r["step"] for r in rows] == [1, 2, 3] and all(r["skipped"] == 0 for r in rows) and
+         rows[0]["l0_update_ratio"] is not None and not opt.post,
+         "rows after each optimizer step, the update ratio measured, the hook removed at close")
+
+
 early_pause()
+post_hook()
 C.close()

@@ -14,13 +14,15 @@
 #   make fuzz       each libFuzzer harness in tests/fuzz/ for FUZZ_SECONDS (clang)
 #   make valgrind   memcheck on headless and live runs (tests/valgrind.sh)
 #   make bench      speed against a PyTorch peer when python3-torch is present,
-#                   the live view's training speed against --headless, and
-#                   speed and peak memory as the model grows (scaling.sh)
+#                   the live view's training speed against --headless,
+#                   speed and peak memory as the model grows (scaling.sh),
+#                   and the PyTorch probe's overhead (probe_overhead.py)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Never -ffast-math or -Ofast: finding NaN and Inf depends on IEEE semantics.
 
 CC      ?= cc
+PYTHON  ?= /usr/bin/python3
 OPT     ?= -O2
 CFLAGS  ?= $(OPT)
 CFLAGS  += -std=c11 -Wall -Wextra
@@ -156,6 +158,9 @@ bench: $(BIN)
 	sh tests/bench/ui_overhead.sh ./$(BIN)
 	sh tests/bench/schemes.sh ./$(BIN)
 	sh tests/bench/scaling.sh ./$(BIN)
+	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
+	    for s in L4d64 L6d256; do $(PYTHON) tests/bench/probe_overhead.py --shape $$s; done; \
+	else echo "probe overhead: skipped ($(PYTHON) has no torch)"; fi
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1

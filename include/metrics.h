@@ -58,9 +58,65 @@ typedef struct {
                            not set by the engine */
     int fault_layer;    /* the block of that first non-finite op, or -1 (none,
                          * or outside the blocks: embeddings, head, loss) */
+    unsigned unknown;   /* bit k: metrics_step_cols[k] was not said (a followed
+                           stream's); 0 for the lab's own rows */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;
+
+/* ---- the step columns: one table --------------------------------------------
+ * Every column of a step row, in the order the CSV and JSONL write them,
+ * with where it lives in step_metrics and how it is spelled. The writers
+ * below and every reader (stream.c, plot_data.c) walk this table, so a
+ * column is added in one place. */
+typedef enum {
+    METRICS_T_LONG,  /* long: step */
+    METRICS_T_FLOAT, /* float: %.9g; nan/inf/-inf in CSV, null in JSON */
+    METRICS_T_VAL,   /* float measured when has_val; empty (CSV) / null (JSON) else */
+    METRICS_T_RATE,  /* double: %.1f */
+    METRICS_T_PLACE, /* norm_place by name */
+    METRICS_T_KIND,  /* norm_kind by name */
+    METRICS_T_PREC,  /* numfmt by name */
+    METRICS_T_ONOFF, /* int: "on" / "off" */
+    METRICS_T_INT    /* int */
+} metrics_type;
+
+typedef struct {
+    const char *name;
+    size_t offset;     /* in step_metrics, or in layer_metrics for a layer column */
+    metrics_type type;
+    int setting;       /* a setting in force: a change marks the loss chart */
+} metrics_col;
+
+/* The step columns' indices in metrics_step_cols (and bits of unknown). */
+enum {
+    METRICS_COL_STEP, METRICS_COL_LOSS, METRICS_COL_VAL, METRICS_COL_LR, METRICS_COL_GNORM,
+    METRICS_COL_TPS, METRICS_COL_NORM, METRICS_COL_KIND, METRICS_COL_WARMUP, METRICS_COL_CLIP,
+    METRICS_COL_PREC, METRICS_COL_FP32N, METRICS_COL_SCALE, METRICS_COL_SKIPPED,
+    METRICS_STEP_COLS
+};
+enum { METRICS_LAYER_COLS = 10 };
+/* Is column k known in m (said by its row)? */
+static inline int metrics_known(const step_metrics *m, int k) { return !(m->unknown & (1u << k)); }
+extern const metrics_col metrics_step_cols[METRICS_STEP_COLS];
+extern const metrics_col metrics_layer_cols[METRICS_LAYER_COLS];
+/* The index of a step column's name (len bytes), or -1. */
+int metrics_step_col_find(const char *name, size_t len);
+/* Set column k of m from a number (the numeric types) or a name (the
+ * enums, on/off): 0, or -1 when the name is not one the column takes. */
+int metrics_step_col_set_num(step_metrics *m, int k, double v);
+int metrics_step_col_set_name(step_metrics *m, int k, const char *s);
+/* Column k of m as the CSV spells it ("" for val_loss not measured). */
+void metrics_step_col_text(const step_metrics *m, int k, char *buf, size_t n);
+
+/* The text each number had where it was read (a stream's JSON token), so a
+ * conversion keeps its digits: "0.001" stays 0.001, not the float nearest
+ * to it printed to 9 digits. "" = format the value. */
+#define METRICS_DIGITS 24
+typedef struct {
+    char step[METRICS_STEP_COLS][METRICS_DIGITS];
+    char layer[NS_MAX_LAYERS][METRICS_LAYER_COLS][METRICS_DIGITS];
+} metrics_digits;
 
 /* CSV header and one row (with the state columns); floats with enough digits to round-trip,
  * non-finite values as nan, inf, -inf; val_loss empty when not measured. */
@@ -90,11 +146,13 @@ void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run);
  * put "b_" columns after the first run's on the same row. */
 void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix);
 void metrics_csv_fields(FILE *f, const step_metrics *m);
+/* A row as read from a stream: the numbers with the digits they had (d may
+ * be NULL), the columns the stream did not say (m->unknown) empty. */
+void metrics_csv_row_as_read(FILE *f, const step_metrics *m, const metrics_digits *d);
 
 /* The per-layer columns by name ("grad_attn", ... "headroom", as the CSV and
  * JSONL call them after "l<i>_"): the index of a name (len bytes), or -1;
  * and a column set by index, so a reader fills what the writers wrote. */
-enum { METRICS_LAYER_COLS = 10 };
 int metrics_layer_col_find(const char *name, size_t len);
 void metrics_layer_col_set(layer_metrics *l, int k, float v);
 

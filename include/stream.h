@@ -13,8 +13,8 @@
  * One thread: the caller polls (the UI once per frame, the headless loop
  * until the end). Reads are non-blocking, so a poll never waits.
  *
- * Also here: the small JSON-object-line parser the reader uses (no
- * dependency), and the viewer's half of the control file "<stream>.ctl".
+ * Also here: the viewer's half of the control file "<stream>.ctl". The
+ * lines are parsed by jsonl.h.
  * Not here: drawing or keys (tui_follow.c), flags (cli.c).
  */
 #ifndef NS_STREAM_H
@@ -26,31 +26,11 @@
 
 #include "snapshot.h"
 
-/* ---- one JSON object on a line ------------------------------------------- */
-typedef enum { STREAM_J_NUM, STREAM_J_STR, STREAM_J_NULL, STREAM_J_BOOL } stream_jtype;
-
-typedef struct {
-    stream_jtype type;
-    double num;      /* NUM (NaN, Infinity, -Infinity accepted), BOOL 0/1 */
-    const char *str; /* STR: decoded UTF-8, NUL-terminated; valid during the call */
-    size_t len;
-    int index;       /* -1: the key's own value; >= 0: that element of an array */
-} stream_jvalue;
-
-typedef void (*stream_jfield)(void *ctx, const char *key, size_t keylen, const stream_jvalue *v);
-
-/* Parse line[0..n) as one JSON object whose values are numbers, strings,
- * true/false/null or arrays of those; nested objects and arrays deeper
- * down are checked and skipped (the format may grow). Strings are decoded
- * in place, so line is modified. cb sees each field as it is read: a line
- * that fails may have shown some fields first. Returns 0, or -1 with the
- * reason and its column (1-based) in err. */
-int stream_json_parse(char *line, size_t n, stream_jfield cb, void *ctx, char *err,
-                      size_t errlen);
-
 /* ---- the reader ------------------------------------------------------------ */
 #define STREAM_LINE_MAX (1 << 20) /* a longer line is malformed (and skipped) */
 #define STREAM_SPIKES 8           /* spike steps the summary lists */
+#define STREAM_ACKS 64            /* acknowledged commands remembered */
+#define STREAM_QUIET_MIN 10.0     /* seconds without a step before "no new step" */
 
 /* What --follow --headless prints (stream_print_summary). */
 typedef struct {
@@ -76,6 +56,12 @@ typedef struct {
     long first_malformed_line;
     long truncations, replacements, restarts;
     long partial_bytes;   /* an unterminated last line (not read) */
+    long recognized;      /* lines that were a header, a step or an event */
+    int ended;            /* the writer's end line was read */
+    long end_step;
+    char end_reason[16];  /* "close", "exit", "exception", "signal" */
+    char end_text[NS_EVENT_TEXT];
+    char norm_class[32];  /* the header's norm_class, or "" */
     int have_finite;      /* last_finite holds a step with finite gradients */
     step_metrics last_finite;
 } stream_summary;
@@ -100,6 +86,27 @@ const char *stream_block_name(const stream_reader *r, int layer);
 /* Does the file exist (has it ever been opened)? */
 int stream_found(const stream_reader *r);
 
+/* Is it a stream? 0 once bytes were read and not one line was a header, a
+ * step or an event (random bytes, a text file). */
+int stream_is_stream(const stream_reader *r);
+
+/* How the writer is doing, now (nstime_now()): */
+typedef enum {
+    STREAM_LIVE_WAITING,    /* no file yet */
+    STREAM_LIVE_RUNNING,    /* steps arrive */
+    STREAM_LIVE_QUIET,      /* "no new step for N s": more than 4 mean gaps, and
+                             * at least the quiet minimum (STREAM_QUIET_MIN) */
+    STREAM_LIVE_GONE,       /* "writer gone": the header's pid runs no more on this host */
+    STREAM_LIVE_ENDED,      /* the end line was read */
+    STREAM_LIVE_NOT_STREAM  /* stream_is_stream said no */
+} stream_live;
+/* The state, and in text a phrase for it ("no new step for 12 s"). */
+stream_live stream_liveness(const stream_reader *r, double now, char *text, size_t n);
+/* The quiet minimum in seconds (tests shorten it). */
+void stream_set_quiet(stream_reader *r, double seconds);
+/* Was command seq acknowledged ("ack" event) by the run? */
+int stream_acked(const stream_reader *r, long seq);
+
 /* The snapshot as read (the newest step), and the summary. */
 const trainer_snapshot *stream_snapshot(const stream_reader *r);
 const stream_summary *stream_summary_of(const stream_reader *r);
@@ -114,6 +121,8 @@ void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst);
 
 /* Called with every step read, in order (the --csv converter). */
 void stream_on_step(stream_reader *r, void (*fn)(void *ctx, const step_metrics *m), void *ctx);
+/* During that call: each number's token as the line had it. */
+const metrics_digits *stream_digits(const stream_reader *r);
 
 /* An event in the log, as the reader's own (a sent command, a note). */
 void stream_note(stream_reader *r, ns_event_kind kind, const char *text);
@@ -133,9 +142,14 @@ int stream_control_send(const char *stream_path, const char *command, long *seq,
 
 /* --follow FILE --headless: read to the end (or, with steps > 0, follow
  * until step `steps` is read), print the summary unless quiet, write the
- * CSV when csv_path; returns the exit status: 0, 2 (a missing file
- * without steps, an unwritable CSV), 3 (the run diverged), 130 (stopped
- * by a signal: *stop became nonzero). */
+ * CSV when csv_path; returns the exit status: 0 (a run that ended
+ * normally, step `steps` reached, or the lab's own rows, which have no
+ * end line), 2 (a missing file without steps, not a stream, an unwritable
+ * CSV), 3 (the run diverged), 5 (a stream without its end line: the run
+ * is still writing, or its writer was killed), 6 (the run ended by an
+ * exception or a signal), 130 (stopped by a signal: *stop became nonzero).
+ * (4 is the lab's stalled run.) */
+enum { STREAM_EXIT_DIVERGED = 3, STREAM_EXIT_NO_END = 5, STREAM_EXIT_ABNORMAL = 6 };
 int stream_headless(const char *path, long steps, const char *csv_path, int quiet,
                     volatile sig_atomic_t *stop);
 

@@ -5,9 +5,11 @@
  *
  * The keys that would change the lab's model are refused with a note and
  * an event; space, + and - and C append to the run's control file
- * (stream_control_send) and show "sent: ..." as an event; the run's own
- * setting event then confirms it. Left/Right (Home/End) move the view's
- * step through the history: the replay.
+ * (stream_control_send), show "sent: ..." as an event and the command as
+ * pending until the run acknowledges it ("applied at step N"); a run that
+ * ended or whose writer is gone is sent nothing. Left/Right (Home/End)
+ * move the view's step through the history: the replay. The status line
+ * says ENDED, "no new step for N s" or "writer gone" (stream_liveness).
  *
  * No curses (tui_curses.c calls these), so the tests drive it whole.
  */
@@ -21,6 +23,8 @@
                                    * file loads over a few frames, keys
                                    * stay answered */
 
+#define TUI_FOLLOW_PENDING 8 /* commands shown as pending at once */
+
 typedef struct {
     stream_reader *r;
     const char *path;
@@ -30,6 +34,13 @@ typedef struct {
     int paused;              /* what space sends next: resume when 1 */
     trainer_state last_state; /* the stream's, when paused was last synced */
     int n_layer;             /* the stream's, when the selection was last set */
+    struct {
+        long seq;
+        char cmd[16];
+    } pending[TUI_FOLLOW_PENDING]; /* sent, not yet acknowledged by the run */
+    int n_pending;
+    stream_live live;        /* the writer's state at the last update */
+    char live_text[96];      /* and its phrase ("no new step for 12 s") */
 } tui_follow_state;
 
 /* 0, or -1 when out of memory. */

@@ -1,49 +1,129 @@
 /* metrics.c - CSV and JSONL forms of a step's metrics, the per-layer
- * column names, and the loss-spike rule shared by the engine and the
+ * column table (metrics_step_cols, metrics_layer_cols) every writer and
+ * reader walks, and the loss-spike rule shared by the engine and the
  * stream reader. */
 #include "metrics.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const layer_cols[] = {"grad_attn", "grad_ffn",     "grad_ln",  "act_max",
-                                         "resid_max", "resid_rms",    "update_ratio",
-                                         "overflow",  "underflow",    "headroom"};
-enum { N_LAYER_COLS = METRICS_LAYER_COLS };
+#define STEP(n, field, t, set) {n, offsetof(step_metrics, field), t, set}
+const metrics_col metrics_step_cols[METRICS_STEP_COLS] = {
+    [METRICS_COL_STEP] = STEP("step", step, METRICS_T_LONG, 0),
+    [METRICS_COL_LOSS] = STEP("loss", loss, METRICS_T_FLOAT, 0),
+    [METRICS_COL_VAL] = STEP("val_loss", val_loss, METRICS_T_VAL, 0),
+    [METRICS_COL_LR] = STEP("lr", lr, METRICS_T_FLOAT, 0),
+    [METRICS_COL_GNORM] = STEP("grad_norm", grad_norm, METRICS_T_FLOAT, 0),
+    [METRICS_COL_TPS] = STEP("tokens_per_s", tokens_per_s, METRICS_T_RATE, 0),
+    [METRICS_COL_NORM] = STEP("norm", norm, METRICS_T_PLACE, 1),
+    [METRICS_COL_KIND] = STEP("norm_kind", norm_kind, METRICS_T_KIND, 1),
+    [METRICS_COL_WARMUP] = STEP("warmup", warmup_on, METRICS_T_ONOFF, 1),
+    [METRICS_COL_CLIP] = STEP("clip", clip, METRICS_T_FLOAT, 1),
+    [METRICS_COL_PREC] = STEP("precision", precision, METRICS_T_PREC, 1),
+    [METRICS_COL_FP32N] = STEP("fp32_norms", fp32_norms, METRICS_T_ONOFF, 1),
+    [METRICS_COL_SCALE] = STEP("loss_scale", loss_scale, METRICS_T_FLOAT, 0),
+    [METRICS_COL_SKIPPED] = STEP("skipped", skipped, METRICS_T_INT, 0),
+};
+#undef STEP
+
+#define LAYER(n, field) {n, offsetof(layer_metrics, field), METRICS_T_FLOAT, 0}
+const metrics_col metrics_layer_cols[METRICS_LAYER_COLS] = {
+    LAYER("grad_attn", grad_attn), LAYER("grad_ffn", grad_ffn), LAYER("grad_ln", grad_ln),
+    LAYER("act_max", act_max),     LAYER("resid_max", resid_max),
+    LAYER("resid_rms", resid_rms), LAYER("update_ratio", update_ratio),
+    LAYER("overflow", overflow),   LAYER("underflow", underflow), LAYER("headroom", headroom),
+};
+#undef LAYER
 
 static float layer_col(const layer_metrics *l, int k)
 {
-    switch (k) {
-    case 0: return l->grad_attn;
-    case 1: return l->grad_ffn;
-    case 2: return l->grad_ln;
-    case 3: return l->act_max;
-    case 4: return l->resid_max;
-    case 5: return l->resid_rms;
-    case 6: return l->update_ratio;
-    case 7: return l->overflow;
-    case 8: return l->underflow;
-    default: return l->headroom;
-    }
+    float v;
+    memcpy(&v, (const char *)l + metrics_layer_cols[k].offset, sizeof v);
+    return v;
 }
 
-int metrics_layer_col_find(const char *name, size_t len)
+static int col_find(const metrics_col *t, int n, const char *name, size_t len)
 {
-    for (int k = 0; k < N_LAYER_COLS; k++)
-        if (strlen(layer_cols[k]) == len && !memcmp(layer_cols[k], name, len))
+    for (int k = 0; k < n; k++)
+        if (strlen(t[k].name) == len && !memcmp(t[k].name, name, len))
             return k;
     return -1;
 }
 
+int metrics_layer_col_find(const char *name, size_t len)
+{
+    return col_find(metrics_layer_cols, METRICS_LAYER_COLS, name, len);
+}
+
+int metrics_step_col_find(const char *name, size_t len)
+{
+    return col_find(metrics_step_cols, METRICS_STEP_COLS, name, len);
+}
+
 void metrics_layer_col_set(layer_metrics *l, int k, float v)
 {
-    float *const field[N_LAYER_COLS] = {&l->grad_attn, &l->grad_ffn,     &l->grad_ln,
-                                        &l->act_max,   &l->resid_max,    &l->resid_rms,
-                                        &l->update_ratio, &l->overflow,  &l->underflow,
-                                        &l->headroom};
-    if (k >= 0 && k < N_LAYER_COLS)
-        *field[k] = v;
+    if (k >= 0 && k < METRICS_LAYER_COLS)
+        memcpy((char *)l + metrics_layer_cols[k].offset, &v, sizeof v);
+}
+
+static void num_text(char *b, size_t n, double x);
+
+static void *field_of(step_metrics *m, int k) { return (char *)m + metrics_step_cols[k].offset; }
+static const void *cfield_of(const step_metrics *m, int k)
+{
+    return (const char *)m + metrics_step_cols[k].offset;
+}
+
+int metrics_step_col_set_num(step_metrics *m, int k, double v)
+{
+    void *p = field_of(m, k);
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_LONG: *(long *)p = isfinite(v) && fabs(v) < 1e15 ? (long)v : 0; return 0;
+    case METRICS_T_VAL: m->has_val = !isnan(v); /* fall through */
+    case METRICS_T_FLOAT: *(float *)p = (float)v; return 0;
+    case METRICS_T_RATE: *(double *)p = v; return 0;
+    case METRICS_T_INT: *(int *)p = isfinite(v) && v != 0; return 0;
+    default: return -1;
+    }
+}
+
+int metrics_step_col_set_name(step_metrics *m, int k, const char *s)
+{
+    void *p = field_of(m, k);
+    int v;
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_PLACE: v = norm_place_parse(s); break;
+    case METRICS_T_KIND: v = norm_kind_parse(s); break;
+    case METRICS_T_PREC: v = numfmt_parse(s); break;
+    case METRICS_T_ONOFF: v = !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1; break;
+    default: return -1;
+    }
+    if (v < 0)
+        return -1;
+    if (metrics_step_cols[k].type == METRICS_T_PLACE)
+        *(norm_place *)p = (norm_place)v;
+    else if (metrics_step_cols[k].type == METRICS_T_KIND)
+        *(norm_kind *)p = (norm_kind)v;
+    else if (metrics_step_cols[k].type == METRICS_T_PREC)
+        *(numfmt *)p = (numfmt)v;
+    else
+        *(int *)p = v;
+    return 0;
+}
+
+/* A column's name value (the enums, on/off), or NULL for a number */
+static const char *col_name_value(const step_metrics *m, int k)
+{
+    const void *p = cfield_of(m, k);
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_PLACE: return norm_place_name(*(const norm_place *)p);
+    case METRICS_T_KIND: return norm_kind_name(*(const norm_kind *)p);
+    case METRICS_T_PREC: return numfmt_name(*(const numfmt *)p);
+    case METRICS_T_ONOFF: return *(const int *)p ? "on" : "off";
+    default: return NULL;
+    }
 }
 
 float metrics_layer_gnorm(const layer_metrics *l)
@@ -129,17 +209,13 @@ int metrics_spike_check(metrics_spike *w, long step, double x, const char *what,
     return spike;
 }
 
-static const char *const main_cols[] = {
-    "step",      "loss",  "val_loss", "lr",   "grad_norm",  "tokens_per_s", "norm",
-    "norm_kind", "warmup", "clip",    "precision", "fp32_norms", "loss_scale", "skipped"};
-
 void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix)
 {
-    for (size_t k = 0; k < sizeof main_cols / sizeof main_cols[0]; k++)
-        fprintf(f, "%s%s%s", k ? "," : "", prefix, main_cols[k]);
+    for (int k = 0; k < METRICS_STEP_COLS; k++)
+        fprintf(f, "%s%s%s", k ? "," : "", prefix, metrics_step_cols[k].name);
     for (int i = 0; i < n_layer; i++)
-        for (int k = 0; k < N_LAYER_COLS; k++)
-            fprintf(f, ",%sl%d_%s", prefix, i, layer_cols[k]);
+        for (int k = 0; k < METRICS_LAYER_COLS; k++)
+            fprintf(f, ",%sl%d_%s", prefix, i, metrics_layer_cols[k].name);
 }
 
 void metrics_csv_header(FILE *f, int n_layer)
@@ -176,7 +252,12 @@ void metrics_print_num(FILE *f, double x, int digits)
         fprintf(f, "%.*g", digits, x);
 }
 
-void metrics_csv_float(FILE *f, double x) { metrics_print_num(f, x, 9); }
+void metrics_csv_float(FILE *f, double x)
+{
+    char b[32];
+    num_text(b, sizeof b, x);
+    fputs(b, f);
+}
 
 void metrics_csv_row(FILE *f, const step_metrics *m)
 {
@@ -185,28 +266,75 @@ void metrics_csv_row(FILE *f, const step_metrics *m)
     fputc('\n', f);
 }
 
-void metrics_csv_fields(FILE *f, const step_metrics *m)
+/* A number as the CSV writes it, into b */
+static void num_text(char *b, size_t n, double x)
 {
-    fprintf(f, "%ld,", m->step);
-    metrics_csv_float(f, m->loss);
-    fputc(',', f);
-    if (m->has_val)
-        metrics_csv_float(f, m->val_loss);
-    fputc(',', f);
-    metrics_csv_float(f, m->lr);
-    fputc(',', f);
-    metrics_csv_float(f, m->grad_norm);
-    fprintf(f, ",%.1f,%s,%s,%s,", m->tokens_per_s, norm_place_name(m->norm),
-            norm_kind_name(m->norm_kind), m->warmup_on ? "on" : "off");
-    metrics_csv_float(f, m->clip);
-    fprintf(f, ",%s,%s,", numfmt_name(m->precision), m->fp32_norms ? "on" : "off");
-    metrics_csv_float(f, m->loss_scale);
-    fprintf(f, ",%d", m->skipped);
-    for (int i = 0; i < m->n_layer; i++)
-        for (int k = 0; k < N_LAYER_COLS; k++) {
+    if (isnan(x))
+        snprintf(b, n, "nan");
+    else if (isinf(x))
+        snprintf(b, n, "%s", x > 0 ? "inf" : "-inf");
+    else
+        snprintf(b, n, "%.9g", x);
+}
+
+void metrics_step_col_text(const step_metrics *m, int k, char *b, size_t n)
+{
+    const void *p = cfield_of(m, k);
+    const char *name = col_name_value(m, k);
+    b[0] = 0;
+    if (name) {
+        snprintf(b, n, "%s", name);
+        return;
+    }
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_LONG: snprintf(b, n, "%ld", *(const long *)p); break;
+    case METRICS_T_VAL:
+        if (m->has_val)
+            num_text(b, n, *(const float *)p);
+        break;
+    case METRICS_T_RATE: snprintf(b, n, "%.1f", *(const double *)p); break;
+    case METRICS_T_INT: snprintf(b, n, "%d", *(const int *)p); break;
+    default: num_text(b, n, *(const float *)p);
+    }
+}
+
+/* One step column as a CSV cell (no separator) */
+static void csv_cell(FILE *f, const step_metrics *m, int k)
+{
+    char b[64];
+    metrics_step_col_text(m, k, b, sizeof b);
+    fputs(b, f);
+}
+
+static void csv_cells(FILE *f, const step_metrics *m, const metrics_digits *d)
+{
+    for (int k = 0; k < METRICS_STEP_COLS; k++) {
+        if (k)
             fputc(',', f);
-            metrics_csv_float(f, layer_col(&m->layer[i], k));
+        if (m->unknown & (1u << k))
+            continue;
+        if (d && d->step[k][0])
+            fputs(d->step[k], f);
+        else
+            csv_cell(f, m, k);
+    }
+    for (int i = 0; i < m->n_layer; i++)
+        for (int k = 0; k < METRICS_LAYER_COLS; k++) {
+            fputc(',', f);
+            if (d && d->layer[i][k][0])
+                fputs(d->layer[i][k], f);
+            else
+                metrics_csv_float(f, layer_col(&m->layer[i], k));
         }
+}
+
+void metrics_csv_fields(FILE *f, const step_metrics *m) { csv_cells(f, m, NULL); }
+
+void metrics_csv_row_as_read(FILE *f, const step_metrics *m, const metrics_digits *d)
+{
+    csv_cells(f, m, d);
+    metrics_csv_state_fields(f, m);
+    fputc('\n', f);
 }
 
 static void put_json_float(FILE *f, double x)
@@ -219,35 +347,48 @@ static void put_json_float(FILE *f, double x)
 
 void metrics_jsonl_row(FILE *f, const step_metrics *m) { metrics_jsonl_run(f, m, NULL); }
 
+/* One step column as a JSON value */
+static void json_cell(FILE *f, const step_metrics *m, int k)
+{
+    const void *p = cfield_of(m, k);
+    const char *name = col_name_value(m, k);
+    if (name) {
+        fprintf(f, "\"%s\"", name);
+        return;
+    }
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_LONG: fprintf(f, "%ld", *(const long *)p); break;
+    case METRICS_T_VAL:
+        if (m->has_val)
+            put_json_float(f, *(const float *)p);
+        else
+            fputs("null", f);
+        break;
+    case METRICS_T_RATE: fprintf(f, "%.1f", *(const double *)p); break;
+    case METRICS_T_INT: fprintf(f, "%d", *(const int *)p); break;
+    default: put_json_float(f, *(const float *)p);
+    }
+}
+
 void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run)
 {
     fputc('{', f);
     if (run)
         fprintf(f, "\"run\":\"%s\",", run);
-    fprintf(f, "\"step\":%ld,\"loss\":", m->step);
-    put_json_float(f, m->loss);
-    fputs(",\"val_loss\":", f);
-    if (m->has_val)
-        put_json_float(f, m->val_loss);
-    else
-        fputs("null", f);
-    fputs(",\"lr\":", f);
-    put_json_float(f, m->lr);
-    fputs(",\"grad_norm\":", f);
-    put_json_float(f, m->grad_norm);
-    fprintf(f, ",\"tokens_per_s\":%.1f,\"norm\":\"%s\",\"norm_kind\":\"%s\",\"warmup\":\"%s\",\"clip\":",
-            m->tokens_per_s, norm_place_name(m->norm), norm_kind_name(m->norm_kind),
-            m->warmup_on ? "on" : "off");
-    put_json_float(f, m->clip);
-    fprintf(f, ",\"precision\":\"%s\",\"fp32_norms\":\"%s\",\"loss_scale\":",
-            numfmt_name(m->precision), m->fp32_norms ? "on" : "off");
-    put_json_float(f, m->loss_scale);
-    fprintf(f, ",\"skipped\":%d,\"state\":\"%s\"", m->skipped, metrics_state_name(m));
+    int first = 1;
+    for (int k = 0; k < METRICS_STEP_COLS; k++) {
+        if (m->unknown & (1u << k))
+            continue;
+        fprintf(f, "%s\"%s\":", first ? "" : ",", metrics_step_cols[k].name);
+        json_cell(f, m, k);
+        first = 0;
+    }
+    fprintf(f, ",\"state\":\"%s\"", metrics_state_name(m));
     if (m->fault[0])
         fprintf(f, ",\"first_nonfinite\":\"%s\"", m->fault);
     for (int i = 0; i < m->n_layer; i++)
-        for (int k = 0; k < N_LAYER_COLS; k++) {
-            fprintf(f, ",\"l%d_%s\":", i, layer_cols[k]);
+        for (int k = 0; k < METRICS_LAYER_COLS; k++) {
+            fprintf(f, ",\"l%d_%s\":", i, metrics_layer_cols[k].name);
             put_json_float(f, layer_col(&m->layer[i], k));
         }
     fputs("}\n", f);

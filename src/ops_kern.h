@@ -48,7 +48,8 @@ KERN_INLINE float amax_result(amax8 a) { return v8_any_sign(a.bad) ? NAN : v8_hm
  * polynomial in r, times 2^n). Below -87 it returns 0 (the true value is
  * under the smallest normal float); above 88.3 it returns exp(88.3), a
  * finite 2.2e38, not inf (softmax never gets there; GELU's backward relies
- * on it: it multiplies e by a vanishing s^2); NaN stays NaN. */
+ * on it: it multiplies e by a vanishing s^2); NaN stays NaN. ns_expf
+ * (nsmath.c) is its scalar twin, bit for bit. */
 #define EXP8_HI 88.3f
 KERN_INLINE v8 exp8(v8 x)
 {

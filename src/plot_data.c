@@ -8,6 +8,8 @@
  * skipped and counted, never fatal: a followed stream's "event" and
  * "format" lines are skipped on purpose.
  *
+ * Column names come from the table the writers walk (metrics.h), JSON
+ * lines through the one JSONL reader (jsonl.h).
  * Not here: drawing (plot.c), the writers of these files (metrics.c).
  */
 #include "plot.h"
@@ -15,11 +17,24 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
-/* Settings whose change between two rows is marked on the loss chart. */
-static const char *const set_names[PLOT_NSET] = {"norm",  "norm_kind", "warmup",
-                                                 "clip",  "precision", "fp32_norms"};
+#include "jsonl.h"
+#include "metrics.h"
+
+/* Settings whose change between two rows is marked on the loss chart: the
+ * step columns of metrics.h marked as settings, in their order; set_col[k]
+ * is the column of setting k. */
+static int set_col(int k)
+{
+    for (int c = 0, n = 0; c < METRICS_STEP_COLS; c++)
+        if (metrics_step_cols[c].setting && n++ == k)
+            return c;
+    return -1;
+}
+
+static const char *set_name(int k) { return metrics_step_cols[set_col(k)].name; }
 
 enum { FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SET0 };
 
@@ -71,7 +86,8 @@ static void stage_reset(stage *s)
     memset(s->has_set, 0, sizeof s->has_set);
 }
 
-/* "b_loss" -> run 1, FLD_LOSS; "l3_grad_ffn" -> FLD_GF, layer 3. */
+/* "b_loss" -> run 1, FLD_LOSS; "l3_grad_ffn" -> FLD_GF, layer 3: by the
+ * column table the writers walk (metrics.h). */
 static void map_name(const char *name, size_t len, int *run, int *field, int *layer)
 {
     *run = 0;
@@ -82,29 +98,29 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
         name += 2;
         len -= 2;
     }
-    static const struct { const char *n; int f; } main_cols[] = {
-        {"step", FLD_STEP}, {"loss", FLD_LOSS}, {"val_loss", FLD_VAL}};
-    for (size_t i = 0; i < sizeof main_cols / sizeof main_cols[0]; i++)
-        if (strlen(main_cols[i].n) == len && !strncmp(name, main_cols[i].n, len))
-            *field = main_cols[i].f;
-    for (int k = 0; k < PLOT_NSET; k++)
-        if (strlen(set_names[k]) == len && !strncmp(name, set_names[k], len))
-            *field = FLD_SET0 + k;
+    int k = metrics_step_col_find(name, len);
+    if (k == METRICS_COL_STEP || k == METRICS_COL_LOSS || k == METRICS_COL_VAL) {
+        *field = k == METRICS_COL_STEP ? FLD_STEP : k == METRICS_COL_LOSS ? FLD_LOSS : FLD_VAL;
+        return;
+    }
+    for (int j = 0; k >= 0 && j < PLOT_NSET; j++)
+        if (set_col(j) == k)
+            *field = FLD_SET0 + j;
     if (*field != FLD_NONE || len < 3 || name[0] != 'l' || name[1] < '0' || name[1] > '9')
         return;
     int l = 0;
     size_t i = 1;
     while (i < len && name[i] >= '0' && name[i] <= '9' && l < 1000)
         l = l * 10 + (name[i++] - '0');
-    if (l >= NS_MAX_LAYERS)
+    if (l >= NS_MAX_LAYERS || i >= len || name[i] != '_')
         return;
-    static const struct { const char *n; int f; } layer_cols[] = {
-        {"_grad_attn", FLD_GA}, {"_grad_ffn", FLD_GF}, {"_grad_ln", FLD_GL}};
-    for (size_t k = 0; k < 3; k++)
-        if (strlen(layer_cols[k].n) == len - i && !strncmp(name + i, layer_cols[k].n, len - i)) {
-            *field = layer_cols[k].f;
-            *layer = l;
-        }
+    int c = metrics_layer_col_find(name + i + 1, len - i - 1);
+    size_t off = c >= 0 ? metrics_layer_cols[c].offset : (size_t)-1;
+    *field = off == offsetof(layer_metrics, grad_attn)  ? FLD_GA
+             : off == offsetof(layer_metrics, grad_ffn) ? FLD_GF
+             : off == offsetof(layer_metrics, grad_ln)  ? FLD_GL
+                                                        : FLD_NONE;
+    *layer = l;
 }
 
 /* A number as the writers spell it: %.9g, nan, inf, -inf; empty or null
@@ -205,7 +221,7 @@ static int run_changes(plot_run *r, const stage *s)
             continue;
         if (r->have_set && strcmp(r->cur[k], s->set[k])) {
             size_t used = strlen(text);
-            snprintf(text + used, sizeof text - used, "%s%s=%s", used ? ", " : "", set_names[k],
+            snprintf(text + used, sizeof text - used, "%s%s=%s", used ? ", " : "", set_name(k),
                      s->set[k]);
         }
         if (!r->have_set)
@@ -283,23 +299,6 @@ static void csv_row(plot_data *d, const char *p, size_t len, stage st[2])
     }
 }
 
-/* A JSON string at *p (past the opening quote) into out (truncated);
- * returns the position past the closing quote, or NULL. */
-static const char *json_str(const char *p, const char *e, char *out, size_t cap, size_t *outlen)
-{
-    size_t n = 0;
-    while (p < e && *p != '"') {
-        if (*p == '\\' && p + 1 < e)
-            p++;
-        if (n + 1 < cap)
-            out[n++] = *p;
-        p++;
-    }
-    out[n] = 0;
-    *outlen = n;
-    return p < e ? p + 1 : NULL;
-}
-
 static const char *skip_ws(const char *p, const char *e)
 {
     while (p < e && (*p == ' ' || *p == '\t'))
@@ -307,52 +306,50 @@ static const char *skip_ws(const char *p, const char *e)
     return p;
 }
 
-/* One flat JSON object: numbers, strings, null, true/false. Returns 1 for a
- * row, 0 for a line to skip quietly (an event), -1 for one that is not read. */
-static int json_row(const char *p, const char *e, stage st[2], int *run_b)
+/* One JSON line's fields into the stages (jsonl.h, the one JSONL reader) */
+typedef struct {
+    stage *st;
+    int run_b, skip;
+} json_ctx;
+
+static void json_field(void *ctx, const char *key, size_t kl, const jsonl_value *v)
 {
-    p = skip_ws(p, e);
-    if (p == e || *p++ != '{')
-        return -1;
-    for (;;) {
-        char key[64], val[64];
-        size_t klen, vlen;
-        p = skip_ws(p, e);
-        if (p < e && *p == '}')
-            return 1;
-        if (p == e || *p != '"' || !(p = json_str(p + 1, e, key, sizeof key, &klen)))
-            return -1;
-        p = skip_ws(p, e);
-        if (p == e || *p++ != ':')
-            return -1;
-        p = skip_ws(p, e);
-        if (p == e)
-            return -1;
-        if (*p == '"') {
-            if (!(p = json_str(p + 1, e, val, sizeof val, &vlen)))
-                return -1;
-        } else {
-            const char *q = p;
-            while (q < e && *q != ',' && *q != '}' && *q != ' ')
-                q++;
-            if (q == p || *p == '{' || *p == '[' || (size_t)(q - p) >= sizeof val)
-                return -1;
-            vlen = (size_t)(q - p);
-            memcpy(val, p, vlen);
-            val[vlen] = 0;
-            p = q;
-        }
-        if (!strcmp(key, "event") || !strcmp(key, "format"))
-            return 0;
-        if (!strcmp(key, "run"))
-            *run_b = !strcmp(val, "b");
-        int run, field, layer;
-        map_name(key, klen, &run, &field, &layer);
-        stage_put(&st[run], field, layer, val, vlen);
-        p = skip_ws(p, e);
-        if (p < e && *p == ',')
-            p++;
+    json_ctx *c = ctx;
+    if (v->index >= 0 || c->skip)
+        return;
+    if ((kl == 5 && !memcmp(key, "event", 5)) || (kl == 6 && !memcmp(key, "format", 6))) {
+        c->skip = 1; /* a followed stream's event and header lines */
+        return;
     }
+    if (kl == 3 && !memcmp(key, "run", 3)) {
+        c->run_b = v->type == JSONL_STR && !strcmp(v->str, "b");
+        return;
+    }
+    int run, field, layer;
+    map_name(key, kl, &run, &field, &layer);
+    if (field == FLD_NONE)
+        return;
+    const char *t = v->type == JSONL_STR ? v->str : v->type == JSONL_NUM ? v->raw
+                    : v->type == JSONL_BOOL ? (v->num ? "1" : "0") : "null";
+    size_t n = v->type == JSONL_STR ? v->len : v->type == JSONL_NUM ? v->rawlen : strlen(t);
+    stage_put(&c->st[run], field, layer, t, n);
+}
+
+/* Returns 1 for a row, 0 for a line to skip quietly (an event, a header),
+ * -1 for one that is not read. */
+static int json_row(const char *p, size_t len, stage st[2], int *run_b)
+{
+    char *line = malloc(len + 1);
+    if (!line)
+        return -1;
+    memcpy(line, p, len);
+    line[len] = 0;
+    json_ctx c = {st, 0, 0};
+    char err[96];
+    int rc = jsonl_parse(line, len, json_field, &c, err, sizeof err);
+    free(line);
+    *run_b = c.run_b;
+    return rc != 0 ? -1 : c.skip ? 0 : 1;
 }
 
 int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t errlen)
@@ -368,7 +365,7 @@ int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t
     stage_reset(&st[1]);
     int run_b = 0;
     if (*p == '{') {
-        int r = json_row(p, line + len, st, &run_b);
+        int r = json_row(p, (size_t)(line + len - p), st, &run_b);
         if (r <= 0) {
             d->skipped += r < 0;
             return 0;
@@ -404,8 +401,8 @@ void plot_data_finish(plot_data *d)
     snprintf(b->label, sizeof b->label, "b");
     for (int k = 0; k < PLOT_NSET; k++)
         if (strcmp(a->set[k], b->set[k])) {
-            snprintf(a->label, sizeof a->label, "a: %s=%s", set_names[k], a->set[k]);
-            snprintf(b->label, sizeof b->label, "b: %s=%s", set_names[k], b->set[k]);
+            snprintf(a->label, sizeof a->label, "a: %s=%s", set_name(k), a->set[k]);
+            snprintf(b->label, sizeof b->label, "b: %s=%s", set_name(k), b->set[k]);
             break;
         }
 }
@@ -449,14 +446,8 @@ int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen)
 /* The settings a step ran with, as the writers spell them. */
 static void stage_settings(stage *s, const step_metrics *m)
 {
-    const char *v[PLOT_NSET] = {norm_place_name(m->norm), norm_kind_name(m->norm_kind),
-                                m->warmup_on ? "on" : "off", NULL,
-                                numfmt_name(m->precision), m->fp32_norms ? "on" : "off"};
     for (int k = 0; k < PLOT_NSET; k++) {
-        if (v[k])
-            snprintf(s->set[k], PLOT_SETLEN, "%s", v[k]);
-        else
-            snprintf(s->set[k], PLOT_SETLEN, "%g", (double)m->clip);
+        metrics_step_col_text(m, set_col(k), s->set[k], PLOT_SETLEN);
         s->has_set[k] = 1;
     }
 }

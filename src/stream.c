@@ -13,356 +13,21 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomicio.h"
+#include "jsonl.h"
+#include "tail.h"
 #include "config.h"
 #include "metrics.h"
+#include "nstime.h"
 #include "numfmt.h"
 
-/* ---- JSON: one flat object per line ---------------------------------------- */
-
-typedef struct {
-    char *p, *end, *base;
-    char *err;
-    size_t errlen;
-} jcur;
-
-static int jfail(jcur *c, const char *what)
-{
-    snprintf(c->err, c->errlen, "%s at column %ld", what, (long)(c->p - c->base) + 1);
-    return -1;
-}
-
-static int at(const jcur *c, char ch) { return c->p < c->end && *c->p == ch; }
 static int dig(char ch) { return ch >= '0' && ch <= '9'; }
-
-static void jws(jcur *c)
-{
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n'))
-        c->p++;
-}
-
-static int hex4(jcur *c, unsigned *out)
-{
-    if (c->end - c->p < 4)
-        return jfail(c, "short \\u escape");
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char h = c->p[i];
-        int d = dig(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                                 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-        if (d < 0)
-            return jfail(c, "bad \\u escape");
-        v = v * 16 + (unsigned)d;
-    }
-    c->p += 4;
-    *out = v;
-    return 0;
-}
-
-static size_t put_utf8(char *o, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* \uXXXX (and a surrogate pair); what cannot be a character becomes '?',
- * NUL included, so a decoded string is one C string */
-static int junicode(jcur *c, unsigned *cp)
-{
-    if (hex4(c, cp))
-        return -1;
-    if (*cp >= 0xD800 && *cp < 0xDC00) {
-        unsigned lo = 0;
-        if (c->end - c->p >= 6 && c->p[0] == '\\' && c->p[1] == 'u') {
-            c->p += 2;
-            if (hex4(c, &lo))
-                return -1;
-        }
-        *cp = lo >= 0xDC00 && lo < 0xE000 ? 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00) : '?';
-    } else if ((*cp >= 0xDC00 && *cp < 0xE000) || *cp == 0) {
-        *cp = '?';
-    }
-    return 0;
-}
-
-/* The string at c->p, decoded in place: never longer than its escaped
- * form, so the NUL fits where the closing quote was at the latest. */
-static int jstring(jcur *c, char **out, size_t *len)
-{
-    if (!at(c, '"'))
-        return jfail(c, "expected a string");
-    char *o = ++c->p, *start = o;
-    for (;;) {
-        if (c->p >= c->end)
-            return jfail(c, "unterminated string");
-        unsigned char ch = (unsigned char)*c->p;
-        if (ch == '"')
-            break;
-        if (ch < 0x20)
-            return jfail(c, "control character in a string");
-        if (ch != '\\') {
-            *o++ = *c->p++;
-            continue;
-        }
-        if (c->end - c->p < 2)
-            return jfail(c, "unterminated string");
-        char e = c->p[1];
-        c->p += 2;
-        static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-        const char *k = e ? strchr(from, e) : NULL;
-        if (k) {
-            *o++ = to[k - from];
-        } else if (e == 'u') {
-            unsigned cp;
-            if (junicode(c, &cp))
-                return -1;
-            o += put_utf8(o, cp);
-        } else {
-            c->p--;
-            return jfail(c, "bad escape in a string");
-        }
-    }
-    *o = 0;
-    c->p++;
-    *out = start;
-    *len = (size_t)(o - start);
-    return 0;
-}
-
-/* A JSON number, or NaN / Infinity / -Infinity (what Python's json module
- * writes unless told not to: read rather than refused). */
-static int jnumber(jcur *c, double *out)
-{
-    static const struct {
-        const char *w;
-        double v;
-    } lit[] = {{"NaN", NAN}, {"Infinity", INFINITY}, {"-Infinity", -INFINITY}};
-    for (int i = 0; i < 3; i++) {
-        size_t n = strlen(lit[i].w);
-        if ((size_t)(c->end - c->p) >= n && !memcmp(c->p, lit[i].w, n)) {
-            c->p += n;
-            *out = lit[i].v;
-            return 0;
-        }
-    }
-    char *q = c->p;
-    if (q < c->end && *q == '-')
-        q++;
-    if (q >= c->end || !dig(*q))
-        return jfail(c, "expected a value");
-    if (*q == '0')
-        q++;
-    else
-        while (q < c->end && dig(*q))
-            q++;
-    if (q < c->end && *q == '.') {
-        if (++q >= c->end || !dig(*q))
-            return jfail(c, "bad number");
-        while (q < c->end && dig(*q))
-            q++;
-    }
-    if (q < c->end && (*q == 'e' || *q == 'E')) {
-        q++;
-        if (q < c->end && (*q == '+' || *q == '-'))
-            q++;
-        if (q >= c->end || !dig(*q))
-            return jfail(c, "bad number");
-        while (q < c->end && dig(*q))
-            q++;
-    }
-    char buf[64];
-    size_t n = (size_t)(q - c->p);
-    if (n >= sizeof buf)
-        return jfail(c, "number too long");
-    memcpy(buf, c->p, n);
-    buf[n] = 0;
-    *out = strtod(buf, NULL); /* 1e999 is inf: data, as NaN is */
-    c->p = q;
-    return 0;
-}
-
-static int jword(jcur *c, const char *w)
-{
-    size_t n = strlen(w);
-    if ((size_t)(c->end - c->p) < n || memcmp(c->p, w, n))
-        return jfail(c, "expected a value");
-    c->p += n;
-    return 0;
-}
-
-static int jscalar(jcur *c, stream_jvalue *v)
-{
-    memset(v, 0, sizeof *v);
-    if (c->p >= c->end)
-        return jfail(c, "expected a value");
-    switch (*c->p) {
-    case '"': {
-        char *s;
-        v->type = STREAM_J_STR;
-        if (jstring(c, &s, &v->len))
-            return -1;
-        v->str = s;
-        return 0;
-    }
-    case 't': v->type = STREAM_J_BOOL, v->num = 1; return jword(c, "true");
-    case 'f': v->type = STREAM_J_BOOL, v->num = 0; return jword(c, "false");
-    case 'n': v->type = STREAM_J_NULL, v->num = NAN; return jword(c, "null");
-    default: v->type = STREAM_J_NUM; return jnumber(c, &v->num);
-    }
-}
-
-/* A nested object or array: checked, not reported */
-static int jskip(jcur *c, int depth)
-{
-    if (depth > 32)
-        return jfail(c, "nested too deeply");
-    char open = *c->p, close = open == '{' ? '}' : ']';
-    c->p++;
-    jws(c);
-    if (at(c, close)) {
-        c->p++;
-        return 0;
-    }
-    for (;;) {
-        jws(c);
-        if (open == '{') {
-            char *k;
-            size_t kl;
-            if (jstring(c, &k, &kl))
-                return -1;
-            jws(c);
-            if (!at(c, ':'))
-                return jfail(c, "expected ':'");
-            c->p++;
-            jws(c);
-        }
-        stream_jvalue v;
-        if (at(c, '{') || at(c, '[')) {
-            if (jskip(c, depth + 1))
-                return -1;
-        } else if (jscalar(c, &v)) {
-            return -1;
-        }
-        jws(c);
-        if (at(c, ',')) {
-            c->p++;
-            continue;
-        }
-        if (at(c, close)) {
-            c->p++;
-            return 0;
-        }
-        return jfail(c, open == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-
-/* A top-level field's value: a scalar, or an array of them (each reported
- * with its index); anything deeper is skipped. */
-static int jfield(jcur *c, const char *key, size_t kl, stream_jfield cb, void *ctx)
-{
-    stream_jvalue v;
-    if (at(c, '{'))
-        return jskip(c, 1);
-    if (!at(c, '[')) {
-        if (jscalar(c, &v))
-            return -1;
-        v.index = -1;
-        cb(ctx, key, kl, &v);
-        return 0;
-    }
-    c->p++;
-    jws(c);
-    if (at(c, ']')) {
-        c->p++;
-        return 0;
-    }
-    for (int idx = 0;; idx++) {
-        jws(c);
-        if (at(c, '{') || at(c, '[')) {
-            if (jskip(c, 2))
-                return -1;
-        } else {
-            if (jscalar(c, &v))
-                return -1;
-            v.index = idx;
-            cb(ctx, key, kl, &v);
-        }
-        jws(c);
-        if (at(c, ',')) {
-            c->p++;
-            continue;
-        }
-        if (at(c, ']')) {
-            c->p++;
-            return 0;
-        }
-        return jfail(c, "expected ',' or ']'");
-    }
-}
-
-int stream_json_parse(char *line, size_t n, stream_jfield cb, void *ctx, char *err,
-                      size_t errlen)
-{
-    jcur c = {line, line + n, line, err, errlen};
-    jws(&c);
-    if (!at(&c, '{'))
-        return jfail(&c, "expected '{'");
-    c.p++;
-    jws(&c);
-    if (at(&c, '}'))
-        c.p++;
-    else
-        for (;;) {
-            char *key;
-            size_t kl;
-            jws(&c);
-            if (jstring(&c, &key, &kl))
-                return -1;
-            jws(&c);
-            if (!at(&c, ':'))
-                return jfail(&c, "expected ':'");
-            c.p++;
-            jws(&c);
-            if (jfield(&c, key, kl, cb, ctx))
-                return -1;
-            jws(&c);
-            if (at(&c, ',')) {
-                c.p++;
-                continue;
-            }
-            if (at(&c, '}')) {
-                c.p++;
-                break;
-            }
-            return jfail(&c, "expected ',' or '}'");
-        }
-    jws(&c);
-    if (c.p != c.end)
-        return jfail(&c, "text after the object");
-    return 0;
-}
 
 /* ---- the reader's state ------------------------------------------------------ */
 
@@ -384,23 +49,24 @@ typedef struct {
     char bad[80];  /* a known field of the wrong type */
     char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8];
     char norm[16], norm_kind[16], precision[16];
-    char source[32], model[64], dtype[16];
-    double version, world_size, every;
+    char source[32], model[64], dtype[16], host[64], reason[16], norm_class[32];
+    double version, world_size, every, pid;
+    double t;          /* the writer's clock (Unix seconds), NaN if not said */
+    long nf_step;      /* first_nonfinite_step: 0 = not said */
+    int nf_layer;      /* first_nonfinite_layer: -1 = not said or none */
+    long seq;          /* an ack's command sequence number: 0 = none */
+    int lr_undone;
     step_metrics m;
     /* the header's block names, [0, blocks) of this line (not cleared
      * between lines: only a header's are used) */
     char block[NS_MAX_LAYERS][STREAM_NAME];
+    metrics_digits dig; /* each number's token; cleared up to dig_layers */
+    int dig_layers;
 } row_state;
 
 struct stream_reader {
     char path[ATOMIC_PATH_MAX];
-    int fd, found, open_err, gone_said;
-    dev_t dev;
-    ino_t ino;
-    off_t pos;
-    char *buf; /* the unterminated tail: never read until its newline */
-    size_t len, cap;
-    int skipping; /* inside a line longer than STREAM_LINE_MAX */
+    tail tl;      /* the file, followed; its lines come to process_line */
     long line_no;
     row_state row;
     trainer_snapshot *snap;
@@ -414,6 +80,15 @@ struct stream_reader {
     char cur_norm[16], cur_kind[16], cur_prec[16]; /* settings strings in force */
     int paused, beyond_said;
     metrics_spike spike_loss, spike_gnorm;
+    char host[64];          /* the writer's, from the header ("" = not said) */
+    long pid;
+    double last_step_at;    /* nstime_now() when the last step line was read; 0 = none */
+    double step_gap;        /* mean seconds between step lines, as they arrived */
+    double quiet_min;       /* "no new step" needs at least this many seconds */
+    long acked[STREAM_ACKS]; /* the sequence numbers of the newest acks */
+    int n_acked;
+    char run_fault[64];     /* the run's first non-finite: where, its layer */
+    int run_fault_layer;
     stream_summary sum;
     void (*on_step)(void *ctx, const step_metrics *m);
     void *on_ctx;
@@ -470,7 +145,11 @@ static void reset_run(stream_reader *r)
     r->sum.truncations = keep.truncations;
     r->sum.replacements = keep.replacements;
     r->sum.restarts = keep.restarts;
+    r->sum.recognized = keep.recognized;
     r->sum.last_val = NAN;
+    r->run_fault[0] = 0;
+    r->run_fault_layer = -1;
+    r->last_step_at = r->step_gap = 0;
     metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
     metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
     r->mark[0] = r->cur_norm[0] = r->cur_kind[0] = r->cur_prec[0] = 0;
@@ -505,6 +184,46 @@ static void set_layers(stream_reader *r, int n)
     r->snap->s.seq++;
 }
 
+static void process_line(stream_reader *r, char *line, size_t n);
+static void malformed(stream_reader *r, const char *why);
+
+/* A file rewritten or replaced: its lines are counted from the start, and
+ * the run read so far is forgotten. */
+static void restart_file(stream_reader *r)
+{
+    r->line_no = 0;
+    reset_run(r);
+}
+
+static void tail_line(void *ctx, char *line, size_t n) { process_line(ctx, line, n); }
+
+/* What the tail saw happen to the file, as events and counters */
+static void tail_said(void *ctx, tail_event ev, const char *text)
+{
+    stream_reader *r = ctx;
+    long step = r->snap->s.steps_done;
+    switch (ev) {
+    case TAIL_WAITING: case TAIL_BACK: add_event(r, step, NS_EV_INFO, "%s", text); break;
+    case TAIL_TRUNCATED:
+        add_event(r, step, NS_EV_NOTE, "%s", text);
+        r->sum.truncations++;
+        restart_file(r);
+        break;
+    case TAIL_REPLACED:
+        add_event(r, step, NS_EV_NOTE, "%s", text);
+        r->sum.replacements++;
+        restart_file(r);
+        break;
+    case TAIL_TOO_LONG:
+        r->line_no++;
+        r->sum.n_lines++;
+        malformed(r, "longer than 1 MiB: skipped");
+        break;
+    case TAIL_NOMEM: malformed(r, text); break;
+    default: add_event(r, step, NS_EV_NOTE, "%s", text);
+    }
+}
+
 stream_reader *stream_open(const char *path)
 {
     stream_reader *r = calloc(1, sizeof *r);
@@ -516,7 +235,8 @@ stream_reader *stream_open(const char *path)
         return NULL;
     }
     snprintf(r->path, sizeof r->path, "%s", path);
-    r->fd = -1;
+    tail_sink sink = {tail_line, tail_said, r};
+    tail_init(&r->tl, path, STREAM_LINE_MAX, &sink);
     trainer_status *s = &r->snap->s;
     settings_defaults(&s->cfg);
     s->cfg.n_layer = 0;
@@ -524,6 +244,8 @@ stream_reader *stream_open(const char *path)
     s->last_val = NAN;
     s->prompt = "";
     r->sum.last_val = NAN;
+    r->run_fault_layer = -1;
+    r->quiet_min = STREAM_QUIET_MIN;
     metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
     metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
     return r;
@@ -533,9 +255,7 @@ void stream_free(stream_reader *r)
 {
     if (!r)
         return;
-    if (r->fd >= 0)
-        close(r->fd);
-    free(r->buf);
+    tail_free(&r->tl);
     free(r->rows);
     free(r->snap);
     free(r);
@@ -545,12 +265,14 @@ const trainer_snapshot *stream_snapshot(const stream_reader *r) { return r->snap
 const stream_summary *stream_summary_of(const stream_reader *r) { return &r->sum; }
 long stream_hist_first(const stream_reader *r) { return trainer_hist_first(&r->snap->s); }
 long stream_hist_total(const stream_reader *r) { return r->snap->s.hist_total; }
-int stream_found(const stream_reader *r) { return r->found; }
+int stream_found(const stream_reader *r) { return tail_found(&r->tl); }
 
 const char *stream_block_name(const stream_reader *r, int layer)
 {
     return layer >= 0 && layer < r->n_block ? r->block[layer] : "";
 }
+
+const metrics_digits *stream_digits(const stream_reader *r) { return &r->row.dig; }
 
 void stream_on_step(stream_reader *r, void (*fn)(void *ctx, const step_metrics *m), void *ctx)
 {
@@ -572,25 +294,85 @@ static void bad_type(row_state *w, const char *key, const char *want)
 }
 
 /* A number field: a number, or null (not measured, or not finite) */
-static float num_field(row_state *w, const char *key, const stream_jvalue *v)
+static float num_field(row_state *w, const char *key, const jsonl_value *v)
 {
-    if (v->type == STREAM_J_NUM)
+    if (v->type == JSONL_NUM)
         return (float)v->num;
-    if (v->type != STREAM_J_NULL)
+    if (v->type != JSONL_NULL)
         bad_type(w, key, "a number or null");
     return NAN;
 }
 
-static void str_field(row_state *w, const char *key, const stream_jvalue *v, char *dst, size_t n)
+static void str_field(row_state *w, const char *key, const jsonl_value *v, char *dst, size_t n)
 {
-    if (v->type == STREAM_J_STR)
+    if (v->type == JSONL_STR)
         snprintf(dst, n, "%s", v->str);
-    else if (v->type != STREAM_J_NULL)
+    else if (v->type != JSONL_NULL)
         bad_type(w, key, "a string");
 }
 
+/* The token of a number, for a conversion that keeps its digits */
+static void keep_digits(char *dst, const jsonl_value *v)
+{
+    if (v->type == JSONL_NUM && v->rawlen < METRICS_DIGITS) {
+        memcpy(dst, v->raw, v->rawlen);
+        dst[v->rawlen] = 0;
+    }
+}
+
+/* A column of metrics_step_cols. null is a value for what is measured
+ * (loss, grad_norm: not finite; val_loss: not measured) and unknown for
+ * the rest; a column not on the line stays unknown. */
+static void step_col(row_state *w, int k, const jsonl_value *v)
+{
+    step_metrics *m = &w->m;
+    const char *name = metrics_step_cols[k].name;
+    if (k == METRICS_COL_STEP) {
+        if (v->type != JSONL_NUM || !(v->num >= 0 && v->num < 1e15) || v->num != floor(v->num))
+            bad_type(w, "step", "a whole number >= 0");
+        else
+            w->has_step = 1, w->step = (long)v->num, m->unknown &= ~1u;
+        return;
+    }
+    if (k == METRICS_COL_LOSS) {
+        w->has_loss = 1;
+        w->loss_null = v->type == JSONL_NULL;
+    }
+    int measured = k == METRICS_COL_LOSS || k == METRICS_COL_GNORM || k == METRICS_COL_VAL;
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_PLACE: case METRICS_T_KIND: case METRICS_T_PREC: case METRICS_T_ONOFF:
+        if (v->type == JSONL_STR) {
+            if (metrics_step_col_set_name(m, k, v->str) == 0)
+                m->unknown &= ~(1u << k);
+            if (k == METRICS_COL_NORM)
+                snprintf(w->norm, sizeof w->norm, "%s", v->str);
+            else if (k == METRICS_COL_KIND)
+                snprintf(w->norm_kind, sizeof w->norm_kind, "%s", v->str);
+            else if (k == METRICS_COL_PREC)
+                snprintf(w->precision, sizeof w->precision, "%s", v->str);
+        } else if (v->type != JSONL_NULL) {
+            bad_type(w, name, "a string");
+        }
+        return;
+    default:
+        if (v->type == JSONL_NUM || (v->type == JSONL_BOOL && k == METRICS_COL_SKIPPED)) {
+            metrics_step_col_set_num(m, k, v->num);
+            keep_digits(w->dig.step[k], v);
+            m->unknown &= ~(1u << k);
+        } else if (v->type == JSONL_NULL) {
+            metrics_step_col_set_num(m, k, NAN);
+            if (k == METRICS_COL_VAL)
+                m->has_val = 0;
+            if (measured)
+                m->unknown &= ~(1u << k);
+        } else {
+            bad_type(w, name, "a number or null");
+        }
+    }
+}
+
 /* "l<i>_<column>": a layer's number; unknown columns are ignored */
-static void layer_field(row_state *w, const char *key, size_t kl, const stream_jvalue *v)
+static void layer_field(row_state *w, const char *key, size_t kl, const jsonl_value *v)
 {
     size_t i = 1;
     long idx = 0;
@@ -604,11 +386,15 @@ static void layer_field(row_state *w, const char *key, size_t kl, const stream_j
     float x = num_field(w, "l<i>_ column", v);
     if (idx > w->max_layer)
         w->max_layer = (int)idx;
-    if (idx < NS_MAX_LAYERS)
+    if (idx < NS_MAX_LAYERS) {
         metrics_layer_col_set(&w->m.layer[idx], col, x);
+        keep_digits(w->dig.layer[idx][col], v);
+        if (idx + 1 > w->dig_layers)
+            w->dig_layers = (int)idx + 1;
+    }
 }
 
-static void header_field(row_state *w, const char *key, size_t kl, const stream_jvalue *v)
+static void header_field(row_state *w, const char *key, size_t kl, const jsonl_value *v)
 {
     if (keyis(key, kl, "source"))
         str_field(w, "source", v, w->source, sizeof w->source);
@@ -619,14 +405,20 @@ static void header_field(row_state *w, const char *key, size_t kl, const stream_
     else if (keyis(key, kl, "version"))
         w->version = num_field(w, "version", v);
     else if (keyis(key, kl, "n_layer"))
-        w->header_layers = v->type == STREAM_J_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : 0;
+        w->header_layers = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : 0;
     else if (keyis(key, kl, "world_size"))
         w->world_size = num_field(w, "world_size", v);
     else if (keyis(key, kl, "every"))
         w->every = num_field(w, "every", v);
+    else if (keyis(key, kl, "host"))
+        str_field(w, "host", v, w->host, sizeof w->host);
+    else if (keyis(key, kl, "pid"))
+        w->pid = v->type == JSONL_NUM ? v->num : 0;
+    else if (keyis(key, kl, "norm_class"))
+        str_field(w, "norm_class", v, w->norm_class, sizeof w->norm_class);
 }
 
-static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue *v)
+static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *v)
 {
     row_state *w = ctx;
     if (v->index >= 0) { /* arrays: only the header's block names are kept */
@@ -634,7 +426,7 @@ static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue
             w->blocks = v->index + 1;
             if (v->index < NS_MAX_LAYERS)
                 snprintf(w->block[v->index], STREAM_NAME, "%s",
-                         v->type == STREAM_J_STR ? v->str : "");
+                         v->type == JSONL_STR ? v->str : "");
         }
         return;
     }
@@ -643,53 +435,35 @@ static void row_field(void *ctx, const char *key, size_t kl, const stream_jvalue
         return;
     }
     step_metrics *m = &w->m;
-    if (keyis(key, kl, "step")) {
-        if (v->type != STREAM_J_NUM || !(v->num >= 0 && v->num < 1e15) || v->num != floor(v->num))
-            bad_type(w, "step", "a whole number >= 0");
-        else
-            w->has_step = 1, w->step = (long)v->num;
-    } else if (keyis(key, kl, "loss")) {
-        w->has_loss = 1;
-        w->loss_null = v->type == STREAM_J_NULL;
-        m->loss = num_field(w, "loss", v);
-    } else if (keyis(key, kl, "val_loss")) {
-        m->val_loss = num_field(w, "val_loss", v);
-        m->has_val = v->type == STREAM_J_NUM;
-    } else if (keyis(key, kl, "lr")) {
-        m->lr = num_field(w, "lr", v);
-    } else if (keyis(key, kl, "grad_norm")) {
-        m->grad_norm = num_field(w, "grad_norm", v);
-    } else if (keyis(key, kl, "loss_scale")) {
-        m->loss_scale = num_field(w, "loss_scale", v);
-    } else if (keyis(key, kl, "tokens_per_s")) {
-        m->tokens_per_s = num_field(w, "tokens_per_s", v);
-    } else if (keyis(key, kl, "skipped")) {
-        m->skipped = (v->type == STREAM_J_NUM || v->type == STREAM_J_BOOL) && v->num != 0;
-    } else if (keyis(key, kl, "clip")) {
-        m->clip = num_field(w, "clip", v);
-    } else if (keyis(key, kl, "warmup")) {
-        m->warmup_on = v->type == STREAM_J_STR && !strcmp(v->str, "on");
-    } else if (keyis(key, kl, "fp32_norms")) {
-        m->fp32_norms = v->type == STREAM_J_STR && !strcmp(v->str, "on");
+    int k = metrics_step_col_find(key, kl);
+    if (k >= 0) {
+        step_col(w, k, v);
+    } else if (keyis(key, kl, "t")) {
+        w->t = v->type == JSONL_NUM ? v->num : NAN;
+    } else if (keyis(key, kl, "first_nonfinite_step")) {
+        w->nf_step = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
+    } else if (keyis(key, kl, "first_nonfinite_layer")) {
+        w->nf_layer = v->type == JSONL_NUM && v->num >= 0 && v->num < NS_MAX_LAYERS
+                          ? (int)v->num : -1;
+    } else if (keyis(key, kl, "seq")) {
+        w->seq = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
+    } else if (keyis(key, kl, "reason")) {
+        str_field(w, "reason", v, w->reason, sizeof w->reason);
+    } else if (keyis(key, kl, "lr_undone")) {
+        w->lr_undone = v->type == JSONL_NUM && v->num != 0;
     } else if (keyis(key, kl, "loss_nonfinite")) {
         str_field(w, "loss_nonfinite", v, w->loss_nonfinite, sizeof w->loss_nonfinite);
     } else if (keyis(key, kl, "first_nonfinite")) {
         str_field(w, "first_nonfinite", v, m->fault, sizeof m->fault);
-    } else if (keyis(key, kl, "norm")) {
-        str_field(w, "norm", v, w->norm, sizeof w->norm);
-    } else if (keyis(key, kl, "norm_kind")) {
-        str_field(w, "norm_kind", v, w->norm_kind, sizeof w->norm_kind);
-    } else if (keyis(key, kl, "precision")) {
-        str_field(w, "precision", v, w->precision, sizeof w->precision);
     } else if (keyis(key, kl, "event")) {
         w->is_event = 1;
         str_field(w, "event", v, w->event, sizeof w->event);
     } else if (keyis(key, kl, "text")) {
         str_field(w, "text", v, w->text, sizeof w->text);
     } else if (keyis(key, kl, "run")) {
-        w->run_b = v->type == STREAM_J_STR && strcmp(v->str, "a") != 0;
+        w->run_b = v->type == JSONL_STR && strcmp(v->str, "a") != 0;
     } else if (keyis(key, kl, "format")) {
-        w->is_header = v->type == STREAM_J_STR && !strcmp(v->str, "normscope-stream");
+        w->is_header = v->type == JSONL_STR && !strcmp(v->str, "normscope-stream");
     } else {
         header_field(w, key, kl, v);
     }
@@ -699,10 +473,18 @@ static void row_reset(row_state *w)
 {
     memset(w, 0, offsetof(row_state, m));
     w->max_layer = -1;
+    w->nf_layer = -1;
+    w->t = NAN;
     step_metrics *m = &w->m;
     memset(m, 0, offsetof(step_metrics, layer));
     m->loss = m->val_loss = m->lr = m->grad_norm = NAN;
     m->loss_scale = 1;
+    m->fault_layer = -1;
+    m->unknown = (1u << METRICS_STEP_COLS) - 1;
+    memset(w->dig.step, 0, sizeof w->dig.step);
+    for (int l = 0; l < w->dig_layers && l < NS_MAX_LAYERS; l++)
+        memset(w->dig.layer[l], 0, sizeof w->dig.layer[l]);
+    w->dig_layers = 0;
     /* a layer column the row does not have is not measured */
     layer_metrics none;
     for (int k = 0; k < METRICS_LAYER_COLS; k++)
@@ -747,11 +529,37 @@ static void header_line(stream_reader *r)
               u->world_size, u->dtype[0] ? u->dtype : "float32");
     r->n_block = w->blocks < NS_MAX_LAYERS ? w->blocks : NS_MAX_LAYERS;
     memcpy(r->block, w->block, sizeof r->block[0] * (size_t)r->n_block);
+    snprintf(r->host, sizeof r->host, "%s", w->host);
+    r->pid = w->pid >= 1 && w->pid < 1e9 ? (long)w->pid : 0;
+    snprintf(u->norm_class, sizeof u->norm_class, "%s", w->norm_class);
     if (w->version > 1)
         add_event(r, 0, NS_EV_NOTE, "stream format version %g (this reader knows 1): "
                   "unknown fields are ignored", w->version);
     if (n > 0)
         set_layers(r, n);
+}
+
+/* The writer's end line: how the run ended, and a first non-finite the
+ * watch saw after the last step line. */
+static void end_line(stream_reader *r, long step)
+{
+    row_state *w = &r->row;
+    stream_summary *u = &r->sum;
+    u->ended = 1;
+    u->end_step = step;
+    snprintf(u->end_reason, sizeof u->end_reason, "%s", w->reason[0] ? w->reason : "close");
+    snprintf(u->end_text, sizeof u->end_text, "%s", w->text);
+    r->snap->s.state = TRAINER_DONE;
+    add_event(r, step, !strcmp(u->end_reason, "close") || !strcmp(u->end_reason, "exit")
+                            ? NS_EV_INFO : NS_EV_WARNING,
+              "%s", w->text[0] ? w->text : "the run ended");
+    if (w->m.fault[0] && !u->nonfinite_step) {
+        u->nonfinite_step = w->nf_step ? w->nf_step : step;
+        snprintf(u->nonfinite_where, sizeof u->nonfinite_where, "%s", w->m.fault);
+        add_event(r, u->nonfinite_step, NS_EV_DIVERGED, "first non-finite: step %ld, %s",
+                  u->nonfinite_step, w->m.fault);
+    }
+    r->snap->s.seq++;
 }
 
 static void event_line(stream_reader *r)
@@ -763,6 +571,16 @@ static void event_line(stream_reader *r)
     if (!strcmp(w->event, "setting")) {
         add_event(r, step, NS_EV_SETTING, "%s", t[0] ? t : "a setting changed");
         snprintf(r->mark, sizeof r->mark, "%.*s", TRAINER_MARK - 1, t[0] ? t : "setting");
+        return;
+    }
+    if (!strcmp(w->event, "end")) {
+        end_line(r, step);
+        return;
+    }
+    if (!strcmp(w->event, "ack") && w->seq > 0) {
+        r->acked[r->n_acked++ % STREAM_ACKS] = w->seq;
+        add_event(r, step, NS_EV_INFO, "%s", t[0] ? t : "a command was applied");
+        s->seq++;
         return;
     }
     ns_event_kind k = !strcmp(w->event, "note") ? NS_EV_NOTE : NS_EV_INFO;
@@ -860,10 +678,17 @@ static void step_events(stream_reader *r, const step_metrics *m, int was_nonfini
             snprintf(loss, sizeof loss, "%s", lt);
         else
             snprintf(loss, sizeof loss, "%.4g", (double)m->loss);
-        add_event(r, m->step, NS_EV_DIVERGED, "non-finite at step %ld: loss %s; first non-finite: %s",
-                  m->step, loss, m->fault[0] ? m->fault : "not named");
+        long first = r->row.nf_step ? r->row.nf_step : m->step;
+        if (first != m->step)
+            add_event(r, m->step, NS_EV_DIVERGED,
+                      "non-finite at step %ld: loss %s; first non-finite: step %ld, %s", m->step,
+                      loss, first, m->fault[0] ? m->fault : "not named");
+        else
+            add_event(r, m->step, NS_EV_DIVERGED,
+                      "non-finite at step %ld: loss %s; first non-finite: %s", m->step, loss,
+                      m->fault[0] ? m->fault : "not named");
         if (!u->nonfinite_step) {
-            u->nonfinite_step = m->step;
+            u->nonfinite_step = first;
             snprintf(u->nonfinite_where, sizeof u->nonfinite_where, "%s", m->fault);
             snprintf(u->nonfinite_loss, sizeof u->nonfinite_loss, "%s", lt ? lt : "");
         }
@@ -917,6 +742,40 @@ static void keep_header(stream_summary *u, const stream_summary *h)
     u->n_layer_stream = h->n_layer_stream;
 }
 
+/* Where the run first went non-finite: the row's own first_nonfinite
+ * (its layer from first_nonfinite_layer or the block names), kept for the
+ * later non-finite rows, whose status then still names it. */
+static void fault_of(stream_reader *r, step_metrics *m)
+{
+    row_state *w = &r->row;
+    if (m->fault[0] && !r->run_fault[0]) {
+        snprintf(r->run_fault, sizeof r->run_fault, "%s", m->fault);
+        r->run_fault_layer = w->nf_layer;
+        for (int b = 0; b < r->n_block && r->run_fault_layer < 0; b++) {
+            size_t n = strlen(r->block[b]);
+            if (n && !strncmp(m->fault, r->block[b], n) &&
+                (m->fault[n] == '.' || m->fault[n] == ','))
+                r->run_fault_layer = b;
+        }
+    }
+    if (m->nonfinite && r->run_fault[0]) {
+        if (!m->fault[0])
+            snprintf(m->fault, sizeof m->fault, "%s", r->run_fault);
+        m->fault_layer = r->run_fault_layer;
+    }
+}
+
+/* When step lines arrive: the liveness check's clock */
+static void step_timing(stream_reader *r)
+{
+    double now = nstime_now();
+    if (r->last_step_at > 0) {
+        double gap = now - r->last_step_at;
+        r->step_gap = r->step_gap > 0 ? 0.8 * r->step_gap + 0.2 * gap : gap;
+    }
+    r->last_step_at = now;
+}
+
 static void step_line(stream_reader *r)
 {
     row_state *w = &r->row;
@@ -949,6 +808,10 @@ static void step_line(stream_reader *r)
                    (w->has_loss && !isfinite(m->loss));
     int was_nonfinite = r->snap->s.have_metrics && r->snap->s.last.nonfinite;
     apply_settings(r, m->step);
+    if (!metrics_known(m, METRICS_COL_PREC) && u->have_header && u->dtype[0])
+        m->unknown &= ~(1u << METRICS_COL_PREC); /* the header's dtype says it */
+    fault_of(r, m);
+    step_timing(r);
     push_point(r, m);
     update_status(r, m);
     step_events(r, m, was_nonfinite);
@@ -969,170 +832,104 @@ static void process_line(stream_reader *r, char *line, size_t n)
     row_state *w = &r->row;
     row_reset(w);
     char err[96];
-    if (stream_json_parse(line, n, row_field, w, err, sizeof err) != 0)
+    if (jsonl_parse(line, n, row_field, w, err, sizeof err) != 0)
         malformed(r, err);
     else if (w->bad[0])
         malformed(r, w->bad);
     else if (w->is_event)
-        event_line(r);
+        r->sum.recognized++, event_line(r);
     else if (w->is_header)
-        header_line(r);
+        r->sum.recognized++, header_line(r);
     else if (w->has_step)
-        step_line(r);
+        r->sum.recognized++, step_line(r);
     else
         malformed(r, "not a step, an event or a header");
 }
 
-/* Split into lines; the unterminated tail waits for its newline. */
-static void feed(stream_reader *r, const char *p, size_t n)
-{
-    while (n > 0) {
-        const char *nl = memchr(p, '\n', n);
-        size_t take = nl ? (size_t)(nl - p) : n, used = take + (nl != NULL);
-        if (r->skipping) {
-            r->skipping = !nl;
-        } else if (r->len + take > STREAM_LINE_MAX) {
-            r->line_no++;
-            r->sum.n_lines++;
-            malformed(r, "longer than 1 MiB: skipped");
-            r->len = 0;
-            r->skipping = !nl;
-        } else {
-            if (r->len + take + 1 > r->cap) {
-                size_t cap = r->cap ? r->cap : 4096;
-                while (cap < r->len + take + 1)
-                    cap *= 2;
-                char *nb = realloc(r->buf, cap);
-                if (!nb) {
-                    malformed(r, "out of memory for a line");
-                    r->len = 0;
-                    r->skipping = !nl;
-                    p += used, n -= used;
-                    continue;
-                }
-                r->buf = nb;
-                r->cap = cap;
-            }
-            memcpy(r->buf + r->len, p, take);
-            r->len += take;
-            if (nl) {
-                process_line(r, r->buf, r->len);
-                r->len = 0;
-            }
-        }
-        p += used, n -= used;
-    }
-    r->sum.partial_bytes = (long)r->len;
-}
-
 int stream_feed(stream_reader *r, const char *data, size_t n)
 {
-    feed(r, data, n);
+    tail_feed(&r->tl, data, n);
+    size_t partial;
+    tail_partial(&r->tl, &partial);
+    r->sum.partial_bytes = (long)partial;
     int changed = r->snap->s.seq != r->seen_seq;
     r->seen_seq = r->snap->s.seq;
     return changed;
-}
-
-/* ---- following the file ---------------------------------------------------------- */
-
-static int open_file(stream_reader *r)
-{
-    int fd = open(r->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        close(fd);
-        fd = -1;
-        errno = EISDIR;
-    }
-    if (fd < 0) {
-        if (errno != r->open_err) /* say it once, not every frame */
-            add_event(r, r->snap->s.steps_done, errno == ENOENT ? NS_EV_INFO : NS_EV_NOTE,
-                      errno == ENOENT ? "waiting for %s to appear" : "%s: %s",
-                      base_name(r->path), strerror(errno));
-        r->open_err = errno;
-        return -1;
-    }
-    if (r->found)
-        add_event(r, r->snap->s.steps_done, NS_EV_INFO, "%s is back: reading it from the start",
-                  base_name(r->path));
-    r->fd = fd;
-    r->dev = st.st_dev;
-    r->ino = st.st_ino;
-    r->pos = 0;
-    r->found = 1;
-    r->open_err = 0;
-    r->gone_said = 0;
-    return 0;
-}
-
-static void restart_file(stream_reader *r)
-{
-    r->len = 0;
-    r->skipping = 0;
-    r->line_no = 0;
-    reset_run(r);
-}
-
-/* A file cut shorter than what was read was rewritten: read it again. A
- * different file under the name (a new run, a rename over it) is opened
- * from its start. A removed file is kept open until a new one appears. */
-static void check_file(stream_reader *r)
-{
-    struct stat fs, ps;
-    const char *name = base_name(r->path);
-    if (fstat(r->fd, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size < r->pos) {
-        add_event(r, r->snap->s.steps_done, NS_EV_NOTE,
-                  "%s was truncated (%lld bytes, %lld read): reading it from the start", name,
-                  (long long)fs.st_size, (long long)r->pos);
-        r->sum.truncations++;
-        lseek(r->fd, 0, SEEK_SET);
-        r->pos = 0;
-        restart_file(r);
-    }
-    if (stat(r->path, &ps) != 0) {
-        if (!r->gone_said)
-            add_event(r, r->snap->s.steps_done, NS_EV_NOTE, "%s was removed: waiting for a new one",
-                      name);
-        r->gone_said = 1;
-        return;
-    }
-    if (ps.st_ino == r->ino && ps.st_dev == r->dev)
-        return;
-    add_event(r, r->snap->s.steps_done, NS_EV_NOTE,
-              "%s was replaced by a new file: reading that from the start", name);
-    r->sum.replacements++;
-    close(r->fd);
-    r->fd = -1;
-    r->found = 0; /* not "is back": the replacement is said */
-    restart_file(r);
-    open_file(r);
 }
 
 int stream_poll(stream_reader *r, size_t max_bytes, int *eof)
 {
-    if (eof)
-        *eof = 1;
-    if (r->fd >= 0)
-        check_file(r);
-    if (r->fd < 0)
-        open_file(r);
-    size_t got = 0;
-    while (r->fd >= 0 && (max_bytes == 0 || got < max_bytes)) {
-        char chunk[1 << 16];
-        ssize_t k = read(r->fd, chunk, sizeof chunk);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        r->pos += k;
-        got += (size_t)k;
-        feed(r, chunk, (size_t)k);
-        if (eof && max_bytes && got >= max_bytes)
-            *eof = 0;
+    tail_poll(&r->tl, max_bytes, eof);
+    return stream_feed(r, NULL, 0);
+}
+
+/* ---- is it a stream, and is its writer there --------------------------------------- */
+
+int stream_is_stream(const stream_reader *r)
+{
+    if (r->sum.recognized > 0)
+        return 1;
+    size_t i = 0, len;
+    const char *p = tail_partial(&r->tl, &len);
+    while (i < len && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    /* a first line still being written may yet be one; anything else is not */
+    int partial_bad = len > 0 && (i == len || p[i] != '{');
+    return !(r->sum.malformed > 0 || partial_bad);
+}
+
+void stream_set_quiet(stream_reader *r, double seconds) { r->quiet_min = seconds; }
+
+int stream_acked(const stream_reader *r, long seq)
+{
+    int n = r->n_acked < STREAM_ACKS ? r->n_acked : STREAM_ACKS;
+    for (int i = 0; i < n; i++)
+        if (r->acked[i] == seq)
+            return 1;
+    return 0;
+}
+
+/* The header's writer runs no more: its host is this one, and its pid is
+ * not a process (a pid reused since would read as alive: never a false
+ * "gone"). */
+static int writer_gone(const stream_reader *r)
+{
+    char host[256];
+    if (!r->host[0] || r->pid <= 0 || gethostname(host, sizeof host) != 0)
+        return 0;
+    host[sizeof host - 1] = 0;
+    if (strcmp(host, r->host))
+        return 0;
+    return kill((pid_t)r->pid, 0) != 0 && errno == ESRCH;
+}
+
+stream_live stream_liveness(const stream_reader *r, double now, char *text, size_t n)
+{
+    const stream_summary *u = &r->sum;
+    if (!stream_found(r)) {
+        snprintf(text, n, "waiting for %s to appear", base_name(r->path));
+        return STREAM_LIVE_WAITING;
     }
-    int changed = r->snap->s.seq != r->seen_seq;
-    r->seen_seq = r->snap->s.seq;
-    return changed;
+    if (!stream_is_stream(r)) {
+        snprintf(text, n, "not a normscope stream");
+        return STREAM_LIVE_NOT_STREAM;
+    }
+    if (u->ended) {
+        snprintf(text, n, "ended at step %ld (%s)", u->end_step, u->end_reason);
+        return STREAM_LIVE_ENDED;
+    }
+    if (u->have_header && writer_gone(r)) {
+        snprintf(text, n, "writer gone (pid %ld ended without an end line)", r->pid);
+        return STREAM_LIVE_GONE;
+    }
+    double since = r->last_step_at > 0 ? now - r->last_step_at : 0;
+    double bound = 4 * r->step_gap > r->quiet_min ? 4 * r->step_gap : r->quiet_min;
+    if (r->last_step_at > 0 && since > bound && r->snap->s.state != TRAINER_PAUSED) {
+        snprintf(text, n, "no new step for %.0f s", since);
+        return STREAM_LIVE_QUIET;
+    }
+    text[0] = 0;
+    return STREAM_LIVE_RUNNING;
 }
 
 /* ---- the replay ------------------------------------------------------------------ */
@@ -1243,6 +1040,10 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
     if (u->partial_bytes)
         fprintf(f, "unfinished last line: %ld bytes without a newline, not read\n",
                 u->partial_bytes);
+    if (u->ended)
+        fprintf(f, "end: %s\n", u->end_text[0] ? u->end_text : u->end_reason);
+    else if (u->have_header)
+        fputs("end: no end line (the run is still writing, or its writer was killed)\n", f);
 }
 
 /* ---- the control file ------------------------------------------------------------- */
@@ -1317,6 +1118,7 @@ int stream_control_send(const char *stream_path, const char *command, long *seq,
 typedef struct {
     atomic_file af;
     int header_done;
+    const stream_reader *r;
 } csv_out;
 
 static void csv_row(void *ctx, const step_metrics *m)
@@ -1326,7 +1128,7 @@ static void csv_row(void *ctx, const step_metrics *m)
         metrics_csv_header(c->af.f, m->n_layer);
         c->header_done = 1;
     }
-    metrics_csv_row(c->af.f, m);
+    metrics_csv_row_as_read(c->af.f, m, stream_digits(c->r));
 }
 
 static void nap_ms(int ms)
@@ -1338,23 +1140,35 @@ static void nap_ms(int ms)
 /* Read to the end; with steps > 0, follow until that step is read. */
 static int read_stream(stream_reader *r, const char *path, long steps, volatile sig_atomic_t *stop)
 {
-    int eof = 0;
+    int eof = 0, said = 0;
     for (;;) {
         stream_poll(r, 0, &eof);
         if (stop && *stop)
             return 130;
-        int missing = !stream_found(r) && (r->open_err == ENOENT || !r->open_err);
+        int err = tail_open_err(&r->tl);
+        int missing = !stream_found(r) && (err == ENOENT || !err);
         if (!stream_found(r) && (steps <= 0 || !missing)) {
             /* only a file yet to come is waited for */
-            fprintf(stderr, "normscope: --follow %s: %s%s\n", path,
-                    strerror(missing ? ENOENT : r->open_err),
+            fprintf(stderr, "normscope: --follow %s: %s%s\n", path, strerror(missing ? ENOENT : err),
                     missing ? " (with --steps N it waits for the file)" : "");
+            return 2;
+        }
+        if (stream_found(r) && eof && !stream_is_stream(r)) {
+            fprintf(stderr, "normscope: --follow %s: not a normscope stream", path);
+            if (r->sum.first_malformed_line)
+                fprintf(stderr, " (line %ld is not a JSON object of the format)",
+                        r->sum.first_malformed_line);
+            fputc('\n', stderr);
             return 2;
         }
         if (steps <= 0)
             return 0;
         if (r->sum.rows > 0 && r->sum.last_step >= steps)
             return 0;
+        if (!stream_found(r) && !said) {
+            fprintf(stderr, "normscope: --follow %s: waiting for the file to appear\n", path);
+            said = 1;
+        }
         nap_ms(100);
     }
 }
@@ -1376,6 +1190,7 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
             stream_free(r);
             return 2;
         }
+        csv.r = r;
         stream_on_step(r, csv_row, &csv);
     }
     int status = read_stream(r, path, steps, stop);
@@ -1390,7 +1205,11 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
     if (status != 2 && !quiet)
         stream_print_summary(stdout, r, path);
     if (status == 0 && r->sum.nonfinite_step)
-        status = 3;
+        status = STREAM_EXIT_DIVERGED;
+    else if (status == 0 && steps <= 0 && r->sum.have_header)
+        status = !r->sum.ended ? STREAM_EXIT_NO_END
+                 : strcmp(r->sum.end_reason, "close") && strcmp(r->sum.end_reason, "exit")
+                     ? STREAM_EXIT_ABNORMAL : 0;
     if (status == 130)
         fprintf(stderr, "normscope: interrupted at step %ld\n", r->sum.last_step);
     stream_free(r);

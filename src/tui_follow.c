@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nstime.h"
+
 int tui_follow_init(tui_follow_state *f, const char *path)
 {
     memset(f, 0, sizeof *f);
@@ -35,11 +37,31 @@ static void sync_paused(tui_follow_state *f, const trainer_status *s)
     f->last_state = s->state;
 }
 
+/* The commands the run acknowledged leave the pending list. */
+static void drop_acked(tui_follow_state *f)
+{
+    int n = 0;
+    for (int i = 0; i < f->n_pending; i++)
+        if (!stream_acked(f->r, f->pending[i].seq))
+            f->pending[n++] = f->pending[i];
+    if (n != f->n_pending)
+        f->changed = 1;
+    f->n_pending = n;
+}
+
 int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui)
 {
     int changed = stream_poll(f->r, TUI_FOLLOW_READ, NULL);
     const trainer_status *s = &stream_snapshot(f->r)->s;
     sync_paused(f, s);
+    drop_acked(f);
+    char live[96];
+    stream_live st = stream_liveness(f->r, nstime_now(), live, sizeof live);
+    if (st != f->live || strcmp(live, f->live_text)) { /* "no new step for N s" counts up */
+        f->live = st;
+        snprintf(f->live_text, sizeof f->live_text, "%s", live);
+        f->changed = 1;
+    }
     if (s->n_layer != f->n_layer) { /* the top layer, as the lab starts */
         f->n_layer = s->n_layer;
         ui->selected = -1;
@@ -73,19 +95,43 @@ static const char *base_name(const char *p)
     return b && b[1] ? b + 1 : p;
 }
 
-/* Append a command to the control file; the event log says it was sent. */
-static void send_command(tui_follow_state *f, tui_ui *ui, const char *cmd)
+/* Append a command to the control file; the event log says it was sent,
+ * and it is pending until the run acknowledges it. Nothing is sent to a
+ * run that has ended or whose writer is gone: no one would read it. A
+ * command sent before any run began is marked for the run to come. */
+static int send_command(tui_follow_state *f, tui_ui *ui, const char *cmd)
 {
     long seq = 0;
-    char err[160], t[NS_EVENT_TEXT];
-    if (stream_control_send(f->path, cmd, &seq, err, sizeof err) == 0) {
-        snprintf(t, sizeof t, "sent: %s (command %ld in %.60s.ctl)", cmd, seq, base_name(f->path));
+    char err[160], t[NS_EVENT_TEXT], live[96];
+    stream_live st = stream_liveness(f->r, nstime_now(), live, sizeof live);
+    if (st == STREAM_LIVE_ENDED || st == STREAM_LIVE_GONE || st == STREAM_LIVE_NOT_STREAM) {
+        snprintf(t, sizeof t, "not sent: %s (%s)", cmd, live);
+        stream_note(f->r, NS_EV_NOTE, t);
+        snprintf(ui->note, sizeof ui->note, "not sent: %s ", st == STREAM_LIVE_ENDED ? "the run ended"
+                                                           : st == STREAM_LIVE_GONE ? "writer gone"
+                                                                                    : "not a stream");
+        return -1;
+    }
+    char line[32];
+    int early = !stream_summary_of(f->r)->have_header;
+    snprintf(line, sizeof line, "%s%s", early ? "at-start " : "", cmd);
+    if (stream_control_send(f->path, line, &seq, err, sizeof err) == 0) {
+        snprintf(t, sizeof t, "sent: %s (command %ld in %.40s.ctl)%s; pending", cmd, seq,
+                 base_name(f->path), early ? " for the run to come" : "");
         stream_note(f->r, NS_EV_INFO, t);
         snprintf(ui->note, sizeof ui->note, "sent: %s ", cmd);
+        if (f->n_pending == TUI_FOLLOW_PENDING) /* the oldest goes from view, not from the run */
+            memmove(f->pending, f->pending + 1, sizeof f->pending[0] * (TUI_FOLLOW_PENDING - 1)),
+                f->n_pending--;
+        f->pending[f->n_pending].seq = seq;
+        snprintf(f->pending[f->n_pending].cmd, sizeof f->pending[0].cmd, "%s", cmd);
+        f->n_pending++;
+        return 0;
     } else {
         snprintf(t, sizeof t, "could not send %s: %.80s", cmd, err);
         stream_note(f->r, NS_EV_NOTE, t);
         snprintf(ui->note, sizeof ui->note, "could not send %s ", cmd);
+        return -1;
     }
 }
 
@@ -140,8 +186,8 @@ int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a)
     }
     switch (a) {
     case TUI_ACT_PAUSE:
-        send_command(f, ui, f->paused ? "resume" : "pause");
-        f->paused = !f->paused;
+        if (send_command(f, ui, f->paused ? "resume" : "pause") == 0)
+            f->paused = !f->paused;
         return 1;
     case TUI_ACT_CHECKPOINT: send_command(f, ui, "checkpoint"); return 1;
     case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_TOP: case TUI_ACT_BOTTOM:
@@ -173,6 +219,17 @@ static void fmt_num(char *b, size_t n, const char *what, double v)
         snprintf(b, n, "%s %.3e", what, v);
 }
 
+/* A step column's value, or "-" when the stream did not say it */
+static void fmt_col(char *b, size_t n, const char *what, const step_metrics *m, int k)
+{
+    float v;
+    memcpy(&v, (const char *)m + metrics_step_cols[k].offset, sizeof v);
+    if (metrics_known(m, k))
+        fmt_num(b, n, what, v);
+    else
+        snprintf(b, n, "%s -", what);
+}
+
 /* Row 0: the step shown, its loss, validation, LR, gradient norm, state */
 static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
                         const tui_follow_state *f)
@@ -181,14 +238,30 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     const step_metrics *m = &s->last;
     tui_fill(g, r.r, r.c, 1, r.w, ' ', TUI_S_STATUS);
     char state[32];
-    snprintf(state, sizeof state, " %s ", trainer_state_name(s->state));
+    const char *word = f->live == STREAM_LIVE_ENDED       ? "ENDED"
+                       : f->live == STREAM_LIVE_GONE      ? "GONE"
+                       : f->live == STREAM_LIVE_WAITING   ? "WAITING"
+                       : f->live == STREAM_LIVE_NOT_STREAM ? "NOT A STREAM"
+                                                          : trainer_state_name(s->state);
+    snprintf(state, sizeof state, " %s ", word);
     int sw = (int)strlen(state), end = r.c + r.w - sw - 1;
-    tui_puts(g, r.r, end, sw, state_style(s->state), state);
-    char it[6][96];
-    tui_style st[6];
+    tui_puts(g, r.r, end, sw,
+             f->live == STREAM_LIVE_GONE || f->live == STREAM_LIVE_NOT_STREAM ? TUI_S_BAD
+             : f->live == STREAM_LIVE_ENDED ? TUI_S_DONE : state_style(s->state), state);
+    char it[8][96];
+    tui_style st[8];
     int n = 0;
-    if (!(s->have_metrics && m->nonfinite)) /* the module's name matters more */
+    if (f->live == STREAM_LIVE_QUIET || f->live == STREAM_LIVE_GONE ||
+        f->live == STREAM_LIVE_NOT_STREAM) /* said first: it is why the numbers stand still */
+        snprintf(it[n], sizeof it[n], "%.90s", f->live_text), st[n++] = TUI_S_WARN;
+    if (f->n_pending > 0) { /* sent, not applied yet: said before the numbers */
+        snprintf(it[n], sizeof it[n], "pending:");
+        for (int i = 0; i < f->n_pending && strlen(it[n]) < 60; i++)
+            snprintf(it[n] + strlen(it[n]), sizeof it[n] - strlen(it[n]), " %s", f->pending[i].cmd);
+        st[n++] = TUI_S_WARN;
+    } else if (!(s->have_metrics && m->nonfinite)) { /* the module's name matters more */
         snprintf(it[n], sizeof it[n], "normscope follow"), st[n++] = TUI_S_TITLE;
+    }
     if (f->view >= 0)
         snprintf(it[n], sizeof it[n], "replay step %ld", m->step);
     else
@@ -201,9 +274,9 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
                 st[n++] = TUI_S_BAD;
         if (s->last_val_step > 0)
             fmt_num(it[n], sizeof it[n], "val", s->last_val), st[n++] = TUI_S_STATUS;
-        fmt_num(it[n], sizeof it[n], "lr", m->lr), st[n++] = TUI_S_STATUS;
+        fmt_col(it[n], sizeof it[n], "lr", m, METRICS_COL_LR), st[n++] = TUI_S_STATUS;
         if (!m->nonfinite)
-            fmt_num(it[n], sizeof it[n], "|g|", m->grad_norm), st[n++] = TUI_S_STATUS;
+            fmt_col(it[n], sizeof it[n], "|g|", m, METRICS_COL_GNORM), st[n++] = TUI_S_STATUS;
     }
     int c = r.c + 1;
     for (int i = 0; i < n; i++) { /* whole items only: a cut number misleads */
@@ -272,6 +345,12 @@ static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap, int
     if (!stream_found(f->r)) {
         snprintf(b, sizeof b, "waiting for %s to appear", f->path);
         tui_puts(g, r.r, c, r.w - 2, TUI_S_DIM, b);
+        return;
+    }
+    if (f->live == STREAM_LIVE_NOT_STREAM) {
+        snprintf(b, sizeof b, "%s is not a normscope stream (line %ld is not a JSON object of "
+                 "the format)", f->path, u->first_malformed_line ? u->first_malformed_line : 1L);
+        tui_puts(g, r.r, c, r.w - 2, TUI_S_BAD, b);
         return;
     }
     snprintf(b, sizeof b, "following %s: %ld lines, %ld steps, %ld malformed; ", f->path, u->n_lines,

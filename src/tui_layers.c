@@ -585,7 +585,11 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
         tui_puts(g, rr, r.c + 2, 11, TUI_S_LABEL, "rule");
         int post = s->cfg.norm == NORM_POST || s->cfg.norm == NORM_DEEPNORM ||
                    (s->cfg.norm == NORM_MIX && l < (s->cfg.mix_k >= 0 ? s->cfg.mix_k : L / 4));
-        tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, post ? "x=N(x+F(x))" : "x=x+F(N(x))");
+        /* a followed stream that does not say its placement: no rule is made up */
+        const char *rule = !metrics_known(&s->last, METRICS_COL_NORM) ? "-"
+                           : post                                     ? "x=N(x+F(x))"
+                                                                      : "x=x+F(N(x))";
+        tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, rule);
         rr++;
     }
     if (rr < r.r + r.h - 1)

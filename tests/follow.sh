@@ -7,7 +7,7 @@
 # the control file; that a model key is refused; that a truncated file is
 # said and survived, and 100 lines at once are read; then the headless
 # summary and its exit status (3 on a diverged stream, 2 on a missing
-# file), normscope's own --jsonl output replayed (Left, Home) and converted
+# file or one that is not a stream, 0 / 5 / 6 by the end line), normscope's own --jsonl output replayed (Left, Home) and converted
 # back to the same CSV, and a 96-layer stream whose panel scrolls.
 #
 # Usage: NS_BIN=./normscope sh tests/follow.sh
@@ -125,10 +125,34 @@ echo "$out" | grep -q 'first non-finite: step 101, h.3.attn.c_attn, backward' &&
 code=$?
 [ "$code" = 2 ] && grep -q 'missing.nsj' "$T/e" && ok || no "a missing file: exit $code, $(cat "$T/e")"
 # with --steps it waits: the step comes later
-(sleep 1; row 1 2.5 null; row 2 2.4 null) >"$T/late.nsj" &
+(sleep 1; { row 1 2.5 null; row 2 2.4 null; } >"$T/late.nsj") &
 out=$("$BIN" --follow "$T/late.nsj" --headless --steps 2 2>&1)
 code=$?
 [ "$code" = 0 ] && echo "$out" | grep -q '^steps: 2' && ok || no "--steps 2 waiting: exit $code: $out"
+echo "$out" | grep -q 'waiting for the file to appear' && ok || no "the wait is not said: $out"
+# not a stream: random bytes, a text file
+head -c 3000 /dev/urandom >"$T/rand.bin"
+printf 'hello\nthis is a text file\n' >"$T/text.txt"
+for f in rand.bin text.txt; do
+    out=$("$BIN" --follow "$T/$f" --headless 2>&1)
+    code=$?
+    [ "$code" = 2 ] && echo "$out" | grep -q "$f: not a normscope stream" &&
+        ! echo "$out" | grep -q '^steps:' && ok || no "$f: exit $code: $out"
+done
+# the end of a probe stream: 0 only for an end line saying close or exit
+{ header; row 1 2.5 null; } >"$T/end.nsj"
+out=$("$BIN" --follow "$T/end.nsj" --headless 2>&1)
+code=$?
+[ "$code" = 5 ] && echo "$out" | grep -q '^end: no end line' && ok || no "no end line: exit $code: $out"
+printf '{"event":"end","step":1,"reason":"signal","text":"run ended at step 1: signal: SIGTERM"}\n' >>"$T/end.nsj"
+out=$("$BIN" --follow "$T/end.nsj" --headless 2>&1)
+code=$?
+[ "$code" = 6 ] && echo "$out" | grep -q '^end: run ended at step 1: signal: SIGTERM' && ok ||
+    no "ended by a signal: exit $code: $out"
+{ header; row 1 2.5 null; printf '{"event":"end","step":1,"reason":"close","text":"run ended at step 1: close"}\n'; } >"$T/end.nsj"
+"$BIN" --follow "$T/end.nsj" --headless -q
+code=$?
+[ "$code" = 0 ] && ok || no "a run that ended normally: exit $code"
 
 # --- normscope's own --jsonl: the same CSV, and a replay -------------------------------
 SMALL="-L 3 -d 32 -H 2 -T 32 -B 4 --val-every 10 --val-batches 1 --steps 30"

@@ -4,7 +4,7 @@
 # a lower one:
 #
 #   1 engine    the numbers (model, ops, optim, schedule, data, metrics,
-#               engine), its formats and files (numfmt, atomicio, nstime,
+#               engine), its formats and files (numfmt, atomicio, jsonl, tail, nstime,
 #               pool, rng), the settings table and the command line's loop
 #               over it (settings, cli_opts, cli), commands and lessons,
 #               the diagnosis' rules
@@ -30,8 +30,8 @@ cd "$ROOT" || exit 2
 layer_of() {
     case $1 in
     atomicio | cli | cli_opts | command | config | data | diagnose | engine | lesson | \
-        metrics | model | nsmath | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
-        ops_simd | ops_v8 | optim | pool | rng | \
+        jsonl | metrics | model | nsmath | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
+        ops_simd | ops_v8 | optim | pool | rng | tail | \
         schedule | settings) echo 1 ;;
     resume | snapshot | stopsig | trainer | twin) echo 2 ;;
     stream | sweep | sweep_map) echo 3 ;;

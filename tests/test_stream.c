@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "jsonl.h"
 #include "metrics.h"
 #include "stream.h"
 #include "testutil.h"
@@ -22,18 +25,18 @@
 typedef struct {
     int n;
     char keys[16][32];
-    stream_jvalue v[16];
+    jsonl_value v[16];
     char strs[16][64];
 } fields;
 
-static void collect(void *ctx, const char *key, size_t kl, const stream_jvalue *v)
+static void collect(void *ctx, const char *key, size_t kl, const jsonl_value *v)
 {
     fields *f = ctx;
     if (f->n >= 16)
         return;
     snprintf(f->keys[f->n], sizeof f->keys[f->n], "%.*s", (int)kl, key);
     f->v[f->n] = *v;
-    if (v->type == STREAM_J_STR)
+    if (v->type == JSONL_STR)
         snprintf(f->strs[f->n], sizeof f->strs[f->n], "%s", v->str);
     f->n++;
 }
@@ -43,7 +46,7 @@ static int parse(const char *text, fields *f, char *err, size_t errlen)
     char buf[512];
     snprintf(buf, sizeof buf, "%s", text);
     memset(f, 0, sizeof *f);
-    return stream_json_parse(buf, strlen(buf), collect, f, err, errlen);
+    return jsonl_parse(buf, strlen(buf), collect, f, err, errlen);
 }
 
 static void test_json(void)
@@ -54,10 +57,10 @@ static void test_json(void)
                 "\"f\":{\"g\":[1,{\"h\":2}]},\"i\":-2e3,\"j\":NaN,\"k\":-Infinity}",
                 &f, err, sizeof err) == 0);
     CHECK(f.n == 9); /* a b c d e[0] e[1] i j k: the object f is skipped */
-    CHECK(!strcmp(f.keys[0], "a") && f.v[0].type == STREAM_J_NUM && f.v[0].num == 1.5);
-    CHECK(f.v[1].type == STREAM_J_STR && !strcmp(f.strs[1], "x\xc3\xa9\n"));
-    CHECK(f.v[2].type == STREAM_J_NULL && f.v[2].index == -1);
-    CHECK(f.v[3].type == STREAM_J_BOOL && f.v[3].num == 1);
+    CHECK(!strcmp(f.keys[0], "a") && f.v[0].type == JSONL_NUM && f.v[0].num == 1.5);
+    CHECK(f.v[1].type == JSONL_STR && !strcmp(f.strs[1], "x\xc3\xa9\n"));
+    CHECK(f.v[2].type == JSONL_NULL && f.v[2].index == -1);
+    CHECK(f.v[3].type == JSONL_BOOL && f.v[3].num == 1);
     CHECK(!strcmp(f.keys[4], "e") && f.v[4].index == 0 && !strcmp(f.strs[4], "p"));
     CHECK(f.v[5].index == 1 && !strcmp(f.strs[5], "q"));
     CHECK(!strcmp(f.keys[6], "i") && f.v[6].num == -2000);
@@ -465,13 +468,17 @@ static void test_control(void)
     CHECK(stream_control_send(path, "checkpoint", &seq, err, sizeof err) == 0 && seq == 18);
     CHECK(stream_control_send("/nonexistent/dir/x", "pause", &seq, err, sizeof err) != 0 &&
           strstr(err, "/nonexistent/dir/x.ctl"));
-    /* the keys of follow mode */
+    /* the keys of follow mode, once the run's header is there */
     unlink(ctl);
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3}\n");
     tui_follow_state fw;
     CHECK(tui_follow_init(&fw, path) == 0);
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     ui.follow = 1;
+    trainer_snapshot *d = trainer_snapshot_new();
+    tui_follow_update(&fw, d, &ui);
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
     tui_follow_action(&fw, &ui, tui_bind_action("lr", "x2"));
     tui_follow_action(&fw, &ui, tui_bind_action("lr", "x0.5"));
@@ -496,7 +503,6 @@ static void test_control(void)
     CHECK(strlen(slurp(ctl)) == strlen("1 pause\n2 lr x2\n3 lr x0.5\n4 checkpoint\n5 resume\n"));
     /* the stream's paused event decides what space sends next */
     append(path, "{\"event\":\"paused\",\"step\":3}\n");
-    trainer_snapshot *d = trainer_snapshot_new();
     tui_follow_update(&fw, d, &ui);
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
     CHECK(strstr(slurp(ctl), "6 resume\n") != NULL);
@@ -504,6 +510,122 @@ static void test_control(void)
     tui_follow_free(&fw);
     unlink(ctl);
     unlink(path);
+}
+
+/* The row text of a grid, all rows */
+static void grid_text(const tui_grid *g, char *all, size_t n)
+{
+    char row[400];
+    all[0] = 0;
+    for (int i = 0; i < g->rows; i++) {
+        tui_row_utf8(g, i, row, sizeof row);
+        if (strlen(all) + strlen(row) + 2 < n) {
+            strcat(all, row);
+            strcat(all, "\n");
+        }
+    }
+}
+
+/* Commands are pending until the run acknowledges them; one sent before
+ * the run began is marked for it; the status line says ENDED, "no new
+ * step for N s" and "writer gone"; nothing is sent to a run that ended. */
+static void test_pending_and_liveness(void)
+{
+    char path[128], ctl[160], all[24 * 400];
+    snprintf(path, sizeof path, "%s/p.nsj", dir);
+    stream_control_path(path, ctl, sizeof ctl);
+    unlink(path);
+    unlink(ctl);
+    tui_follow_state fw;
+    CHECK(tui_follow_init(&fw, path) == 0);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.follow = 1;
+    trainer_snapshot *d = trainer_snapshot_new();
+    tui_grid g = {0};
+    tui_grid_resize(&g, 30, 100);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(fw.live == STREAM_LIVE_WAITING);
+    tui_follow_action(&fw, &ui, TUI_ACT_PAUSE); /* before the run: for the run to come */
+    CHECK(!strcmp(slurp(ctl), "1 at-start pause\n") && fw.n_pending == 1);
+    /* the run starts (its pid is this process: alive), acknowledges */
+    char head[256], host[128] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(head, sizeof head, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3,"
+             "\"host\":\"%s\",\"pid\":%ld}\n", host, (long)getpid());
+    append(path, head);
+    append(path, row3(1, 2.0));
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(strstr(all, "pending: pause") != NULL && strstr(all, "RUNNING") != NULL);
+    CHECK(strstr(all, "rule       -") != NULL); /* the stream says no placement */
+    append(path, "{\"event\":\"ack\",\"step\":2,\"seq\":1,\"text\":\"pause applied at step 2\"}\n");
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(fw.n_pending == 0 && strstr(all, "pending:") == NULL);
+    CHECK(has_event(stream_snapshot(fw.r), NS_EV_INFO, "pause applied at step 2"));
+    /* quiet: no new step for longer than the (shortened) bound */
+    stream_set_quiet(fw.r, 0.2);
+    struct timespec ts = {0, 400 * 1000000L};
+    nanosleep(&ts, NULL);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(fw.live == STREAM_LIVE_QUIET && strstr(fw.live_text, "no new step for") != NULL);
+    tui_follow_free(&fw);
+    /* a writer that died without an end line: a child's pid, reaped */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    unlink(path);
+    snprintf(head, sizeof head, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3,"
+             "\"host\":\"%s\",\"pid\":%ld}\n", host, (long)child);
+    append(path, head);
+    append(path, row3(1, 2.0));
+    CHECK(tui_follow_init(&fw, path) == 0);
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(fw.live == STREAM_LIVE_GONE && strstr(all, "writer gone") && strstr(all, " GONE "));
+    size_t before = strlen(slurp(ctl));
+    tui_follow_action(&fw, &ui, tui_bind_action("lr", "x2")); /* no one to read it */
+    CHECK(strlen(slurp(ctl)) == before && strstr(ui.note, "writer gone"));
+    append(path, "{\"event\":\"end\",\"step\":1,\"reason\":\"close\",\"text\":\"run ended\"}\n");
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(fw.live == STREAM_LIVE_ENDED && strstr(all, " ENDED ") != NULL);
+    tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
+    CHECK(strlen(slurp(ctl)) == before && strstr(ui.note, "the run ended"));
+    tui_follow_free(&fw);
+    /* the fault mark goes on the named module's layer */
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3,"
+                 "\"blocks\":[\"h.0\",\"h.1\",\"h.2\"]}\n");
+    append(path, row3(1, 2.0));
+    append(path, "{\"step\":11,\"loss\":null,\"loss_nonfinite\":\"nan\","
+                 "\"first_nonfinite\":\"h.2.attn.qkv, forward\",\"first_nonfinite_step\":7}\n");
+    append(path, "{\"step\":21,\"loss\":null,\"loss_nonfinite\":\"nan\"}\n");
+    CHECK(tui_follow_init(&fw, path) == 0);
+    tui_follow_update(&fw, d, &ui);
+    CHECK(d->s.last.fault_layer == 2 && !strcmp(d->s.last.fault, "h.2.attn.qkv, forward"));
+    CHECK(stream_summary_of(fw.r)->nonfinite_step == 7);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(strstr(all, "first non-finite: h.2.attn.qkv") != NULL && strstr(all, "not named") == NULL);
+    CHECK(strstr(all, " 2!") != NULL && strstr(all, " 0!") == NULL);
+    CHECK(strstr(all, "lr -") != NULL); /* the row says no LR: none is made up */
+    tui_follow_free(&fw);
+    tui_grid_free(&g);
+    free(d);
+    unlink(path);
+    unlink(ctl);
 }
 
 /* The help of follow mode: its keys, and the lab's model keys summed up,
@@ -534,6 +656,40 @@ static void test_follow_help(void)
     tui_grid_free(&g);
 }
 
+/* A probe stream's end: 0 only for an end line saying close or exit; 4
+ * without one, 5 for an exception; random bytes or text are refused. */
+static void test_headless_ends(const char *path)
+{
+    const char *head = "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":3}\n";
+    append(path, head);
+    append(path, row3(1, 2.0));
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == STREAM_EXIT_NO_END);
+    CHECK(stream_headless(path, 1, NULL, 1, NULL) == 0); /* --steps 1 reached */
+    append(path, "{\"event\":\"end\",\"step\":1,\"reason\":\"exception\",\"text\":\"x\"}\n");
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == STREAM_EXIT_ABNORMAL);
+    unlink(path);
+    append(path, head);
+    append(path, row3(1, 2.0));
+    append(path, "{\"event\":\"end\",\"step\":1,\"reason\":\"close\",\"text\":\"done\"}\n");
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 0);
+    unlink(path);
+    append(path, "just some text\nof two lines\n");
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 2);
+    CHECK(stream_headless(path, 5, NULL, 1, NULL) == 2); /* not waited for either */
+    unlink(path);
+    char junk[300];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)(i * 37 + 11) ? (char)(i * 37 + 11) : 1;
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(junk, 1, sizeof junk, f);
+        fclose(f);
+    }
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 2);
+    unlink(path);
+}
+
 static void test_headless(void)
 {
     char path[128], csv[128];
@@ -546,12 +702,15 @@ static void test_headless(void)
     append(path, row3(2, 1.9));
     CHECK(stream_headless(path, 0, csv, 1, NULL) == 0);
     const char *c = slurp(csv);
-    CHECK(!strncmp(c, "step,loss,val_loss,lr", 21) && strstr(c, "\n2,1.89999998,"));
+    /* the numbers keep the digits they had (0.001, not 0.00100000005);
+     * what the rows do not say (tokens/s, the settings, loss_scale) is empty */
+    CHECK(!strncmp(c, "step,loss,val_loss,lr", 21) && strstr(c, "\n2,1.9,,0.001,1.5,,,,,,,,,,0.1,"));
     append(path, "{\"step\":3,\"loss\":null,\"first_nonfinite\":\"h.1.attn, backward\"}\n");
     CHECK(stream_headless(path, 0, NULL, 1, NULL) == 3);
     CHECK(stream_headless(path, 3, NULL, 1, NULL) == 3); /* step 3 is there: no wait */
     unlink(path);
     unlink(csv);
+    test_headless_ends(path);
 }
 
 int main(void)
@@ -573,6 +732,7 @@ int main(void)
     test_follow_file();
     test_control();
     test_follow_help();
+    test_pending_and_liveness();
     test_headless();
     rmdir(dir);
     return test_summary();

@@ -35,11 +35,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--single", action="store_true")
+    ap.add_argument("--early", action="store_true",
+                    help="attach() before init_process_group (the stream opens at step 1)")
     a = ap.parse_args()
     # a worker stuck for minutes prints where, and ends, rather than hang the test
     stuck = open(os.path.join(a.out, "stuck%s.txt" % os.environ.get("LOCAL_RANK", "")), "w")
     faulthandler.dump_traceback_later(60, exit=True, file=stuck)
     torch.set_num_threads(1)
+    if a.early:
+        torch.manual_seed(0)
+        early = models.GPT(n_layer=2)
+        probe = normscope_probe.attach(early, torch.optim.AdamW(early.parameters()),
+                                       path=os.path.join(a.out, "early.nsj"))
     if not a.single:
         dist.init_process_group("gloo")
     rank = dist.get_rank() if not a.single else 0
@@ -50,7 +57,13 @@ def main():
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(9)
     path = os.path.join(a.out, "single.nsj" if a.single else "ddp.nsj")
-    probe = normscope_probe.attach(net, opt, path=path)
+    if a.early:  # the same model, hooked before the group existed
+        model = early
+        net = torch.nn.parallel.DistributedDataParallel(model)
+        opt = probe.optimizer
+        path = os.path.join(a.out, "early.nsj")
+    else:
+        probe = normscope_probe.attach(net, opt, path=path)
     per = GLOBAL_B // world
     for step in range(1, STEPS + 1):
         x, y = models.batch(gen, b=GLOBAL_B)  # every rank draws the global batch

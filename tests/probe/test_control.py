@@ -101,10 +101,12 @@ def checkpoint_and_bad_line():
     send("4 checkpoint\nnonsense\n5 lr x-3\n")
     wait_for(lambda: len(events("note")) >= 2 and events("checkpoint"), "checkpoint and notes")
     ck = events("checkpoint")[0]
-    path = "%s.step%d.pt" % (PATH, ck["step"])
+    # applied at probe.step of step N, before its optimizer.step: N - 1 updates done
+    path = "%s.step%d.pt" % (PATH, ck["step"] - 1)
     state = torch.load(path) if os.path.exists(path) else {}
-    C.ok(set(state) >= {"model", "optimizer", "step"} and state["step"] == ck["step"],
-         "checkpoint saved next to the stream with model and optimizer state")
+    C.ok(set(state) >= {"model", "optimizer", "updates"} and state["updates"] == ck["step"] - 1,
+         "checkpoint saved next to the stream with model and optimizer state, named and "
+         "stamped with the updates done")
     C.ok(len(events("note")) == 2 and len(events("setting")) == 1,
          "bad lines are notes and change nothing")
 

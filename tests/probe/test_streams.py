@@ -115,10 +115,10 @@ class Odd(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.attn = torch.nn.Linear(8, 8)
-        self.gate = torch.nn.Linear(8, 8)  # no rule knows 'gate'
+        self.mystery = torch.nn.Parameter(torch.ones(8))  # no name, no module, no shape says
 
     def forward(self, x):
-        return self.gate(self.attn(x))
+        return self.attn(x) * self.mystery
 
 
 def unclassified():
@@ -128,12 +128,24 @@ def unclassified():
         p = normscope_probe.attach(m, path=os.path.join(TMP, "odd.nsj"))
         p.close()
     msgs = [str(x.message) for x in w if "normscope_probe" in str(x.message)]
-    C.ok(len(msgs) == 1 and "0.0.gate.weight" in msgs[0], "unclassified parameters warned once")
+    C.ok(len(msgs) == 1 and "0.0.mystery" in msgs[0], "unclassified parameters warned once")
+    path = os.path.join(TMP, "odd2.nsj")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = normscope_probe.attach(m, path=path)
+    x = torch.randn(2, 8, requires_grad=True)
+    m[0][1](m[0][0](x)).sum().backward()
+    p.step(0.0)
+    p.close()
+    row = check.read_stream(path)[1][0]
+    C.ok(row["l0_grad_attn"] > 0 and row["l0_grad_ffn"] is None and row["l0_grad_ln"] is None,
+         "groups with no parameter are null, not 0 (%s, %s, %s)"
+         % (row["l0_grad_attn"], row["l0_grad_ffn"], row["l0_grad_ln"]))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         p = normscope_probe.attach(m, path=os.path.join(TMP, "odd.nsj"), overwrite=True,
-                                   mapping={"gate.*": "ffn"})
-        C.ok(len(p.groups[1]["ffn"]) == 2, "mapping= places them")
+                                   mapping={"mystery": "ffn"})
+        C.ok(len(p.groups[1]["ffn"]) == 1, "mapping= places them")
         p.close()
     C.ok(not [x for x in w if "normscope_probe" in str(x.message)], "mapping= silences the warning")
 

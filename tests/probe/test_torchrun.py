@@ -49,4 +49,15 @@ C.ok([(e["event"], e["step"]) for e in ev if e["event"] in ("paused", "resumed")
      [("paused", 5), ("resumed", 5)], "paused and resumed at step 5")
 C.ok(r0["held"] >= 0.9 and r1["held"] >= 0.9,
      "both ranks held at the step boundary (%.2f s, %.2f s)" % (r0["held"], r1["held"]))
+
+# attach() before init_process_group: the stream opens at the first step,
+# once the group exists: one writer, every step, world size 2
+run(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+     "--redirects", "1", "--tee", "1", "--log_dir", os.path.join(TMP, "logs2"),
+     WORKER, "--early", "--out", TMP])
+head, early, _ = check.read_stream(os.path.join(TMP, "early.nsj"))  # raises on a bad line
+C.ok(head["world_size"] == 2 and [r["step"] for r in early] == list(range(1, 7)),
+     "early attach: world_size 2, steps 1..6 (%s)" % [r["step"] for r in early])
+worst = max(check.rel(a[k], b[k]) for a, b in zip(early, ddp) for k in keys)
+C.ok(worst < 1e-6, "early attach: the same numbers as attach after init (worst %.2g)" % worst)
 C.close()

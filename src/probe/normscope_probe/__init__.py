@@ -10,31 +10,43 @@
 
 The probe writes a normscope stream (normscope(1), STREAM FORMAT): per block
 and step the lab's metrics, appended and flushed line by line, for
-`normscope --follow run.nsj` to show live. The follow view's commands
-(pause, LR x2 / x0.5, checkpoint) come back through run.nsj.ctl and are
-applied inside probe.step, at a step boundary. Pure Python; needs only torch.
-"""
-from .probe import Probe
+`normscope --follow run.nsj` to show live, and an end line when the run
+ends (close(), normal exit, an uncaught exception, SIGTERM). The follow
+view's commands (pause, LR x2 / x0.5, checkpoint) come back through
+run.nsj.ctl, are applied inside probe.step, at a step boundary, and are
+acknowledged in the stream. Pure Python; needs only torch.
 
-__all__ = ["attach", "Probe"]
-__version__ = "1.0"
+attach() is the one entry point.
+"""
+from .version import __version__
+
+__all__ = ["attach", "__version__"]
 
 
 def attach(model, optimizer=None, path="run.nsj", every=1, blocks=None, **options):
-    """Hook model and start the stream at path.
+    """Hook model and start the stream at path; returns the probe (also a
+    context manager: leaving the block closes it).
 
-    optimizer: its LR is reported and scaled by the controls; its step()
-        is wrapped so the update ratio and the skipped flag can be measured.
-    every: write a step line every `every` steps (1, 1+every, ...).
+    optimizer: its LR is reported and scaled by the controls; its steps are
+        followed (register_step_post_hook, or a wrapper on older torch) so
+        the update ratio and the skipped flag can be measured.
+    every: write a step line every `every` steps (1, 1+every, ...). The
+        non-finite watch runs on every step whatever `every` is.
     blocks: None to find the stack of blocks, or a ModuleList, its name,
         or a list of block module names.
     Options: mapping ({'fnmatch pattern': 'attn'|'ffn'|'ln'} on parameter
     names relative to their block, or a function name -> group or None),
-    overwrite (replace an existing stream; else ValueError), update_every
-    (steps between update-ratio measurements, default 10), scaler (a
-    torch.cuda.amp.GradScaler, for loss_scale), scheduler (its base_lrs are
-    scaled with the LR), on_checkpoint (called with a path on every rank
-    instead of the default save), sharded (all-reduce squared gradient sums:
-    default on for FSDP).
+    norm ('pre', 'post', ...: the placement, when neither norm_first nor
+    the module order says it), overwrite (replace an existing stream; else
+    ValueError), update_every (steps between update-ratio measurements,
+    default 10), scaler (a torch.cuda.amp.GradScaler, for loss_scale),
+    scheduler (scaled with the LR, so it keeps an lr x2; attach() warns
+    when the optimizer has one that was not passed), on_checkpoint (called
+    with a path on every rank instead of the default save), sharded
+    (all-reduce squared gradient sums: default on for FSDP).
+
+    Under torchrun, attach() may come before init_process_group(): the
+    stream is opened at the first step, once the process group exists.
     """
+    from .probe import Probe
     return Probe(model, optimizer, path, every, blocks, **options)

@@ -2,9 +2,13 @@
 
 Finds the stack of identical blocks (a ModuleList whose children share one
 class) and sorts each block's parameters into attention, MLP and norm by the
-names of the modules that hold them. It does not guess: a parameter no rule
-and no user mapping claims is reported once and left out of the per-layer
-groups (it still counts in the global gradient norm).
+names of the modules that hold them and, when the names say nothing, by
+their structure (a norm or attention class, a Linear's shape). A parameter
+no rule and no user mapping claims is reported once and left out of the
+per-layer groups (it still counts in the global gradient norm); a group
+with no parameter is not measured (null), never 0.
+Also here: what the module order says of the norm placement (Pre-LN or
+Post-LN) and the norm's class.
 """
 import fnmatch
 import warnings
@@ -17,7 +21,16 @@ GROUPS = ("attn", "ffn", "ln")
 KNOWN_STACKS = ("transformer.h", "model.layers", "model.decoder.layers", "encoder.layer",
                 "bert.encoder.layer", "layers", "h", "blocks", "encoder.layers")
 
-_FFN_COMPONENTS = {"mlp", "ffn", "feed_forward", "feedforward", "linear1", "linear2"}
+# Module names common codebases give the parts of a block (nanoGPT, GPT-2,
+# LLaMA, BERT, fairseq, torch.nn): matched as whole names or "_"-separated
+# tokens (digits dropped: fc1 -> fc), so "c_attn" and "q_proj" are attention.
+_ATTN_NAMES = {"attn", "attention", "self_attn", "qkv", "q_proj", "k_proj", "v_proj", "o_proj",
+               "out_proj", "c_attn", "query", "key", "value", "wq", "wk", "wv", "wo",
+               "in_proj", "in_proj_weight", "in_proj_bias"}
+_FFN_NAMES = {"mlp", "ffn", "feed_forward", "feedforward", "linear1", "linear2", "fc1", "fc2",
+              "up", "down", "gate", "up_proj", "down_proj", "gate_proj", "w1", "w2", "w3",
+              "c_fc", "fc", "intermediate"}
+_NORM_TOKENS = {"ln", "rms", "norm", "rmsnorm", "layernorm"}
 
 
 def unwrap(model):
@@ -83,20 +96,72 @@ def _tokens(component):
     return [t.rstrip("0123456789") for t in component.lower().split("_")]
 
 
+def _is_norm_token(t):
+    return t in _NORM_TOKENS or t.endswith("norm")
+
+
 def classify_name(rel):
     """'attn', 'ffn', 'ln' or None for a parameter name relative to its
     block (e.g. 'mlp.c_fc.weight', 'self_attn.in_proj_weight', 'norm1.bias').
     Norms win over the rest, since norms often live inside an attention or
-    MLP module (BERT's attention.output.LayerNorm)."""
+    MLP module (BERT's attention.output.LayerNorm); then the innermost
+    module whose name says attention or MLP."""
     parts = rel.split(".")
     modules, last = parts[:-1], parts[-1]
     comps = modules if modules else [last]
-    toks = [t for c in comps for t in _tokens(c)]
-    if any(t == "ln" or t.endswith("norm") for t in toks):
+    if any(_is_norm_token(t) for c in comps for t in _tokens(c)):
         return "ln"
-    if any(t in ("attn", "attention") for t in toks):
+    if last in ("in_proj_weight", "in_proj_bias"):  # nn.MultiheadAttention's own
         return "attn"
-    if any(c.lower() in _FFN_COMPONENTS for c in comps) or any(t in ("mlp", "ffn") for t in toks):
+    for c in reversed(comps):
+        low = c.lower()
+        toks = set(_tokens(c)) | {low.rstrip("0123456789")}
+        if low in _ATTN_NAMES or toks & {"attn", "attention", "qkv"}:
+            return "attn"
+        if low in _FFN_NAMES or toks & {"mlp", "ffn"}:
+            return "ffn"
+    return None
+
+
+def _norm_module(mod):
+    """Is mod a normalization layer, by its class (nn.LayerNorm, a
+    hand-written RMSNorm, GroupNorm...)?"""
+    return "norm" in type(mod).__name__.lower()
+
+
+def _attn_module(mod):
+    n = type(mod).__name__.lower()
+    return isinstance(mod, torch.nn.MultiheadAttention) or "attention" in n or "attn" in n
+
+
+def classify_structure(bmod, rel):
+    """When the names say nothing: the group of parameter rel by the
+    modules that hold it. A norm class or an attention class among its
+    owners decides; a Linear alone goes by its shape against the block's
+    width d (the most common in_features of its Linears): d -> d, d -> 3d
+    and d -> less than d are attention projections (q, k, v, out, fused
+    qkv, grouped k/v); d -> h and h -> d with another h are the MLP."""
+    parts = rel.split(".")[:-1]
+    owners, m = [], bmod
+    for p in parts:
+        m = getattr(m, p, None)
+        if m is None:
+            return None
+        owners.append(m)
+    for o in reversed(owners):
+        if _norm_module(o):
+            return "ln"
+        if _attn_module(o):
+            return "attn"
+    lin = owners[-1] if owners else None
+    if not isinstance(lin, torch.nn.Linear):
+        return None
+    ins = [x.in_features for x in bmod.modules() if isinstance(x, torch.nn.Linear)]
+    d = max(set(ins), key=ins.count)
+    i, o = lin.in_features, lin.out_features
+    if i == d and (o == d or o == 3 * d or o < d):
+        return "attn"
+    if (i == d and o > d) or (o == d and i > d):
         return "ffn"
     return None
 
@@ -124,7 +189,7 @@ def classify(blocks, mapping=None):
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            g = _mapped(mapping, rel) or classify_name(rel)
+            g = _mapped(mapping, rel) or classify_name(rel) or classify_structure(bmod, rel)
             if g is None:
                 unclassified.append("%s.%s" % (bname, rel))
             else:
@@ -133,8 +198,44 @@ def classify(blocks, mapping=None):
     if unclassified:
         shown = ", ".join(unclassified[:6]) + (" ..." if len(unclassified) > 6 else "")
         warnings.warn("normscope_probe: %d block parameter%s not classified as attention, MLP "
-                      "or norm (%s); they count in grad_norm only. Pass mapping={'pattern': "
+                      "or norm (%s); they count in grad_norm only, and a group left with no parameter is written as null. Pass mapping={'pattern': "
                       "'attn'|'ffn'|'ln'} to attach() to place them."
                       % (len(unclassified), "" if len(unclassified) == 1 else "s", shown),
                       stacklevel=3)
     return out, unclassified
+
+
+def norm_modules(bmod):
+    """The block's normalization layers, in registration order."""
+    return [m for m in bmod.modules() if m is not bmod and _norm_module(m)]
+
+
+def placement(bmod, order):
+    """'pre', 'post' or None for a block, from its norm_first attribute
+    (nn.TransformerEncoderLayer) or the order its leaf modules ran in
+    (order: the leaves of one forward, first to last): Pre-LN runs a norm
+    first, Post-LN ends with one. Anything else is not said."""
+    nf = getattr(bmod, "norm_first", None)
+    if isinstance(nf, bool):
+        return "pre" if nf else "post"
+    if not order:
+        return None
+    first, last = _norm_module(order[0]), _norm_module(order[-1])
+    if first and not last:
+        return "pre"
+    if last and not first:
+        return "post"
+    return None
+
+
+def norm_kind(mods):
+    """(class name, the lab's norm kind or None) of the first norm layer."""
+    if not mods:
+        return None, None
+    m = mods[0]
+    name = type(m).__name__
+    if isinstance(m, torch.nn.LayerNorm):
+        return name, "layernorm"
+    if "rms" in name.lower():
+        return name, "rmsnorm"
+    return name, None

@@ -3,38 +3,68 @@
 What it measures, per block and measured step (every `every` steps), with
 the lab's names (normscope(1), METRICS):
   - grad_attn / grad_ffn / grad_ln: L2 norms of the gradients of the
-    block's parameters, sorted by layout.classify;
-  - act_max: the largest |x| among the outputs of the block's modules
-    (every submodule whose forward runs, and the block itself);
+    block's parameters, sorted by layout.classify (null for a group with
+    no parameter);
+  - act_max: the largest |x| among the outputs of the modules that ran
+    while the block ran (a module shared by all blocks is booked to the
+    block calling it), and the block's own output;
   - resid_max / resid_rms: max |x| and RMS of the block's output;
   - update_ratio: ||W_after - W_before|| / ||W_after|| over the block's
     parameters, every `update_every` steps (it needs a copy of the block
     parameters between probe.step and optimizer.step);
   - overflow / underflow / headroom when the modules compute in fp16/bf16.
-All of a step's numbers are stacked on the device and read with one
-.tolist(): one host synchronization per measured step. Hooks keep their
-values on the device, so a healthy step never waits on them; the per-module
-records are read back only on the step whose loss or gradient norm is not
-finite, to name the first module that went non-finite.
+
+The non-finite watch runs on every step, measured or not: each module's
+output and input gradient gets one reduction (a sum on unmeasured steps,
+the aminmax the measurement needs on measured ones), and a small tensor on
+the device keeps the first (step, module) that was not finite. It is read
+with the next measured step's numbers and at close(), so `every` only
+thins the per-layer numbers: the step and module reported are the true
+first ones.
+
+Costs are kept to the cheapest reductions: aminmax for maxima, foreach
+norms for gradient sums, and one concatenated tensor read to the host per
+measured step (none on the others).
 
 It is not a trainer: it never changes the model, except the learning rate
 and pauses asked for through the control file (control.py).
 """
+import atexit
 import datetime
 import math
 import os
+import signal
+import socket
+import sys
+import threading
 import time
 import types
+import warnings
 
 import torch
 
 from . import control, layout
-from .stream import FORMAT, VERSION, Writer, nonfinite_word
+from .control import Code
+from .stream import FORMAT, VERSION, Clock, Writer, nonfinite_word
+from .version import __version__
 
 LOWP = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38}
 DTYPE_NAME = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
               torch.float64: "float64"}
+PRECISION = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+             torch.float64: "fp32"}
 MAX_COMMANDS = 8  # commands carried by one broadcast; the rest wait a step
+# what the watch's record codes say besides a module: code = 4 * module + pass
+PASS_FORWARD, PASS_BACKWARD, PASS_LOSS, PASS_GRADS = 0, 1, 2, 3
+END_SIGNALS = ("SIGTERM", "SIGHUP")  # ended by the default action: the end line first
+# Modules that cannot make a non-finite value from finite ones, forward or
+# backward (elementwise activations, dropout, identity): on unmeasured
+# steps the watch skips one whose input is the output just checked (what
+# it passes on was checked where it was made), so the answer is the same.
+# They are measured on measured steps.
+PASSIVE = (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh, torch.nn.Sigmoid,
+           torch.nn.Dropout, torch.nn.Identity, torch.nn.LeakyReLU, torch.nn.ELU,
+           torch.nn.Hardtanh, torch.nn.ReLU6)
 
 
 def _first_tensor(x):
@@ -45,9 +75,22 @@ def _first_tensor(x):
     return None
 
 
-def _amax(t):
-    """max |t| as a float32 0-d tensor on t's device; NaN if t holds NaN."""
-    return torch.linalg.vector_norm(t.detach(), float("inf")).float()
+def _minmax(t):
+    """(min, max) of t as 0-d tensors on its device; NaN when t holds one.
+    CPU aminmax has no half kernels in older torch: those go through float."""
+    t = t.detach()
+    if t.dtype in LOWP and t.device.type == "cpu":
+        t = t.float()
+    return torch.aminmax(t)
+
+
+def _watch_sum(t):
+    """The cheapest reduction that is not finite when t holds an inf or a
+    NaN: its sum (in float32 for fp16/bf16, whose range a sum would leave).
+    A finite fp32 tensor whose sum passes 3.4e38 also trips it: values that
+    large are a divergence in all but name."""
+    t = t.detach()
+    return t.sum(dtype=torch.float32) if t.dtype in LOWP else t.sum()
 
 
 def _lowp_counts(t):
@@ -60,53 +103,81 @@ def _lowp_counts(t):
 
 
 class _Records:
-    """What the hooks saw during one measured step, all on the device."""
+    """What the hooks saw during one step, all on the device. Measured
+    steps keep (min, max) per record; the others one watch sum."""
 
-    def __init__(self, n_blocks):
-        self.fwd = []  # [(module index, max |output|)] in completion order
-        self.bwd = []  # [(module index, max |grad of input|)] in backward order
-        self.act = [[] for _ in range(n_blocks)]
-        self.resid_max = [None] * n_blocks
-        self.resid_sq = [None] * n_blocks
-        self.resid_n = [0] * n_blocks
-        self.ovf = [[] for _ in range(n_blocks)]
-        self.udf = [[] for _ in range(n_blocks)]
+    def __init__(self, measuring):
+        self.measuring = measuring
+        self.fwd_lo, self.fwd_hi, self.fwd_val, self.fwd_code, self.fwd_block = [], [], [], [], []
+        self.bwd_lo, self.bwd_hi, self.bwd_val, self.bwd_code, self.bwd_block = [], [], [], [], []
+        self.resid = []  # [(block, record index, sum of squares, numel)]
+        self.lowp_cnt, self.lowp_block = [], []
         self.lowp = None  # the lowest-precision dtype seen inside a block
         self.hooked = {}
-        self.last_out, self.last_amax = None, None
+        self.last_out, self.last_rec = None, -1
+        self.order = []  # leaf modules of block 0, in the order they ran (first step)
+        self.tokens = None
 
 
 class Probe:
+    """Made by normscope_probe.attach(), whose docstring says the arguments."""
+
     def __init__(self, model, optimizer=None, path="run.nsj", every=1, blocks=None, *,
                  mapping=None, overwrite=False, update_every=10, scaler=None, scheduler=None,
-                 on_checkpoint=None, sharded=None):
+                 on_checkpoint=None, sharded=None, norm=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("normscope_probe: model must be a torch.nn.Module")
         if int(every) < 1 or int(update_every) < 1:
             raise ValueError("normscope_probe: every and update_every must be >= 1")
+        if norm not in (None, "pre", "post", "sandwich", "deepnorm", "rezero", "none"):
+            raise ValueError("normscope_probe: norm=%r: allowed pre, post, sandwich, deepnorm, "
+                             "rezero, none" % (norm,))
         self.model = layout.unwrap(model)
         self.optimizer, self.scaler, self.scheduler = optimizer, scaler, scheduler
         self.path, self.every, self.update_every = path, int(every), int(update_every)
-        self.on_checkpoint = on_checkpoint
+        self.on_checkpoint, self.norm_arg, self.overwrite = on_checkpoint, norm, overwrite
         self.sharded = (type(model).__name__ == "FullyShardedDataParallel") if sharded is None \
             else bool(sharded)
-        self._init_dist()
         self.blocks = layout.find_blocks(self.model, blocks)
         self.groups, self.unclassified = layout.classify(self.blocks, mapping)
+        self.shared = self._shared_modules()
         self._index_params()
-        self._open(overwrite)
+        self.writer, self.ctl, self.dist, self.rank, self.world = None, None, False, 0, 1
+        self.deferred = self._torchrun_waiting()
+        if not self.deferred:
+            self._init_dist()
+            self._open(overwrite)
         self.n = 0
         self.paused = False
         self.pending = None
         self.reported_nonfinite = False
         self.header_written = False
-        self.rec = _Records(len(self.blocks))
-        self.armed = True
+        self.stack = []  # the blocks running now, innermost last
+        self.rec = _Records(True)
+        self.first = None  # the watch: [step, code] of the first non-finite, on the device
+        self.code_cache = {}
+        self.lr_check = None  # (step, lr before, lr after, text) of the last LR change
+        self.t_prev = None
         self.closed = False
+        self.end_reason = None
         self._install_hooks()
-        self._wrap_optimizer()
+        self._hook_optimizer()
+        self._warn_scheduler()
+        self._chain_exit()
 
     # -- setup ---------------------------------------------------------------
+    @staticmethod
+    def _torchrun_waiting():
+        """torchrun started this process but the process group is not there
+        yet: opening now would make every rank write the file as rank 0.
+        The stream is opened at the first step, when the group exists."""
+        d = torch.distributed
+        try:
+            world = int(os.environ.get("WORLD_SIZE", "1"))
+        except ValueError:
+            world = 1
+        return world > 1 and not (d.is_available() and d.is_initialized())
+
     def _init_dist(self):
         d = torch.distributed
         self.dist = d.is_available() and d.is_initialized()
@@ -116,14 +187,43 @@ class Probe:
         if self.dist and d.get_backend() == "nccl":
             self.cdev = torch.device("cuda", torch.cuda.current_device())
 
+    def _undefer(self):
+        if not self._torchrun_waiting():
+            self.deferred = False
+            self._init_dist()
+            self._open(self.overwrite)
+            return
+        raise RuntimeError(
+            "normscope_probe: torchrun started this process (WORLD_SIZE=%s, RANK=%s) but "
+            "torch.distributed is not initialized at the first probe.step(): call "
+            "torch.distributed.init_process_group() before training (attach() may come before "
+            "it; the stream opens at the first step)"
+            % (os.environ.get("WORLD_SIZE"), os.environ.get("RANK", "?")))
+
+    def _shared_modules(self):
+        """Modules reached from more than one block (one nn.Dropout used by
+        all): their calls are booked to the block running at the time."""
+        owner, shared = {}, []
+        for b, (_, bm) in enumerate(self.blocks):
+            for n, m in bm.named_modules():
+                if m is bm:
+                    continue
+                if id(m) in owner and owner[id(m)] != b:
+                    shared.append(m)
+                owner.setdefault(id(m), b)
+        return shared
+
     def _index_params(self):
-        """Group id per parameter: 3 * block + (0 attn, 1 ffn, 2 ln), or -1."""
+        """Group id per parameter: 3 * block + (0 attn, 1 ffn, 2 ln), or -1;
+        and which groups hold no parameter (not measured: null)."""
         self.params = list(self.model.parameters())  # shared ones once
         self.gid = {}
+        self.empty = []
         for b, groups in enumerate(self.groups):
             for g, name in enumerate(layout.GROUPS):
                 for p in groups[name]:
                     self.gid[id(p)] = 3 * b + g
+                self.empty.append(not groups[name])
         # every parameter of a block, classified or not: the update ratio's set
         self.block_params = [list({id(p): p for p in bm.parameters()}.values())
                              for _, bm in self.blocks]
@@ -148,87 +248,176 @@ class Probe:
 
     def _install_hooks(self):
         """A forward hook on every module (a module reached under two names
-        once), knowing its index, its block and whether it is a block."""
+        once), knowing its index and whether it is a block; a pre-hook on
+        each block, so calls are booked to the block that runs them."""
         names = dict((m, n) for n, m in self.model.named_modules())
-        block_of = {}
-        for b, (_, bmod) in enumerate(self.blocks):
-            for m in bmod.modules():
-                block_of.setdefault(id(m), b)
         self.block_ids = {id(bm): b for b, (_, bm) in enumerate(self.blocks)}
+        self.block0_leaves = {id(m) for m in self.blocks[0][1].modules()
+                              if not list(m.children())} if self.blocks else set()
         self.mod_names, self.handles = [], []
         for m, n in names.items():
             idx = len(self.mod_names)
             self.mod_names.append(n or type(self.model).__name__)
-            fn = self._forward_hook(idx, block_of.get(id(m), -1), self.block_ids.get(id(m), -1))
+            fn = self._forward_hook(idx, self.block_ids.get(id(m), -1), m)
             self.handles.append(m.register_forward_hook(fn))
+        for b, (_, bm) in enumerate(self.blocks):
+            self.handles.append(bm.register_forward_pre_hook(self._block_enter(b)))
+        self.handles.append(self.model.register_forward_pre_hook(self._model_enter))
 
-    def _wrap_optimizer(self):
-        self.orig_step = None
+    def _hook_optimizer(self):
+        """After optimizer.step: register_step_post_hook where torch has it
+        (2.0 on), else a wrapper that keeps the LR scheduler's step counter
+        attribute, so schedulers made earlier do not warn."""
+        self.orig_step, self.post_handle = None, None
         if self.optimizer is None:
+            return
+        if hasattr(self.optimizer, "register_step_post_hook"):
+            self.post_handle = self.optimizer.register_step_post_hook(
+                lambda opt, args, kwargs: self._after_optimizer_step())
             return
         self.had_step_attr = "step" in self.optimizer.__dict__
         self.orig_step = self.optimizer.step
         orig, probe = self.orig_step, self
 
-        def step(opt, *a, **kw):
+        def stepped(opt, *a, **kw):
             out = orig(*a, **kw)
             probe._after_optimizer_step()
             return out
-        self.step_fn = step
-        self.optimizer.step = types.MethodType(step, self.optimizer)
+        for attr in ("_with_counter", "_wrapped_by_lr_sched"):
+            if getattr(orig, attr, False):
+                setattr(stepped, attr, True)
+        self.step_fn = stepped
+        self.optimizer.step = types.MethodType(stepped, self.optimizer)
+
+    def _warn_scheduler(self):
+        """An LR scheduler sets the LR at every step from its own base: an
+        lr x2 it does not know about is undone at its next step."""
+        opt = self.optimizer
+        if opt is None or self.scheduler is not None:
+            return
+        has = hasattr(opt, "_step_count") or getattr(opt.step, "_with_counter", False) or \
+            getattr(opt.step, "_wrapped_by_lr_sched", False)
+        if has:
+            warnings.warn("normscope_probe: the optimizer has an LR scheduler that was not passed "
+                          "to attach(scheduler=...): an lr x2 / x0.5 from the follow view may be "
+                          "undone by its next step (the stream will say so)", stacklevel=4)
+
+    def _chain_exit(self):
+        """The end line at normal exit, on an uncaught exception and on
+        SIGTERM/SIGHUP: atexit and sys.excepthook are chained, and a signal
+        handler is installed only where the default one was (the user's
+        own handlers are left alone)."""
+        atexit.register(self._atexit)
+        self.prev_excepthook = sys.excepthook
+        probe = self
+
+        def excepthook(tp, value, tb):
+            if not probe.closed:
+                probe._end("exception", "%s: %s" % (tp.__name__, str(value)[:200]))
+            probe.prev_excepthook(tp, value, tb)
+        self.excepthook = excepthook
+        sys.excepthook = excepthook
+        self.sig_handlers = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in END_SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, self._on_signal)
+                self.sig_handlers[sig] = self._on_signal
+
+    def _on_signal(self, signum, frame):
+        self._end("signal", signal.Signals(signum).name)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    def _atexit(self):
+        if not self.closed:
+            self._end("exit", "")
+
+    def _unchain_exit(self):
+        atexit.unregister(self._atexit)
+        if sys.excepthook is self.excepthook:
+            sys.excepthook = self.prev_excepthook
+        if threading.current_thread() is threading.main_thread():
+            for sig, h in self.sig_handlers.items():
+                if signal.getsignal(sig) == h:
+                    signal.signal(sig, signal.SIG_DFL)
 
     # -- hooks -----------------------------------------------------------------
-    def _forward_hook(self, idx, block, is_block):
-        def hook(mod, inp, out):
-            if not self.armed or not torch.is_grad_enabled():
+    def _block_enter(self, b):
+        def pre(mod, inp):
+            self.stack.append(b)
+        return pre
+
+    def _model_enter(self, mod, inp):
+        """A new forward: no block runs yet (an exception may have left one
+        on the stack); the batch's token count, from its shape."""
+        self.stack = []
+        x = _first_tensor(inp)
+        if x is not None and x.dim() >= 1:
+            n = x.numel() if not x.is_floating_point() else x.numel() // max(1, x.shape[-1])
+            self.rec.tokens = n
+
+    def _forward_hook(self, idx, is_block, mod):
+        leaf0 = id(mod) in self.block0_leaves
+        passive = isinstance(mod, PASSIVE)
+
+        def hook(m, inp, out):
+            if is_block >= 0 and self.stack and self.stack[-1] == is_block:
+                self.stack.pop()
+            if not torch.is_grad_enabled():
                 return
             t = _first_tensor(out)
             if t is None or not t.is_floating_point():
                 return
             rec = self.rec
+            block = is_block if is_block >= 0 else (self.stack[-1] if self.stack else -1)
+            if leaf0 and block == 0 and self.n == 0:
+                rec.order.append(m)
             if t is rec.last_out:  # a container handing on its child's output
-                a = rec.last_amax
+                k = rec.last_rec
+            elif passive and not rec.measuring and _first_tensor(inp) is rec.last_out and \
+                    rec.last_out is not None:
+                rec.last_out, rec.last_rec = t, -1  # its input was the record just made
+                return
             else:
-                a = _amax(t)
-                rec.fwd.append((idx, a))
-                rec.last_out, rec.last_amax = t, a
-                if block >= 0:
-                    rec.act[block].append(a)
-                    self._count_lowp(rec, block, t)
-            if is_block >= 0:
-                self._resid(rec, is_block, t, a)
+                k = self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, t)
+                rec.last_out, rec.last_rec = t, k
+            if is_block >= 0 and rec.measuring:
+                sq = torch.linalg.vector_norm(t.detach(), 2, dtype=torch.float32) ** 2
+                rec.resid.append((is_block, k, sq, t.numel()))
             x = _first_tensor(inp)
             if x is not None and x.requires_grad and id(x) not in rec.hooked:
                 rec.hooked[id(x)] = x  # kept, so its id is not reused this step
-                x.register_hook(self._backward_hook(idx, block))
+                x.register_hook(self._backward_hook(idx, block, rec))
         return hook
 
-    def _backward_hook(self, idx, block):
+    def _backward_hook(self, idx, block, rec):
         def hook(g):
-            if not self.armed or g is None:
-                return None
-            rec = self.rec
-            rec.bwd.append((idx, _amax(g)))
-            if block >= 0:
-                self._count_lowp(rec, block, g)
+            if g is not None and rec is self.rec:
+                self._record(rec, "bwd", 4 * idx + PASS_BACKWARD, block, g)
             return None
         return hook
 
     @staticmethod
-    def _count_lowp(rec, block, t):
-        if t.dtype in LOWP:
-            if rec.lowp is None or t.dtype == torch.float16:
-                rec.lowp = t.dtype
-            o, u = _lowp_counts(t)
-            rec.ovf[block].append(o)
-            rec.udf[block].append(u)
-
-    @staticmethod
-    def _resid(rec, b, t, a):
-        sq = torch.linalg.vector_norm(t.detach(), 2, dtype=torch.float32) ** 2
-        rec.resid_max[b] = a if rec.resid_max[b] is None else torch.maximum(rec.resid_max[b], a)
-        rec.resid_sq[b] = sq if rec.resid_sq[b] is None else rec.resid_sq[b] + sq
-        rec.resid_n[b] += t.numel()
+    def _record(rec, side, code, block, t):
+        """One record: its code and block, (min, max) when measuring, else
+        the watch's sum. Returns its index."""
+        if rec.measuring:
+            lo, hi = _minmax(t)
+            getattr(rec, side + "_lo").append(lo)
+            getattr(rec, side + "_hi").append(hi)
+            if t.dtype in LOWP and block >= 0:
+                if rec.lowp is None or t.dtype == torch.float16:
+                    rec.lowp = t.dtype
+                rec.lowp_cnt.extend(_lowp_counts(t))
+                rec.lowp_block.append(block)
+        else:
+            getattr(rec, side + "_val").append(_watch_sum(t))
+        getattr(rec, side + "_code").append(code)
+        getattr(rec, side + "_block").append(block)
+        return len(getattr(rec, side + "_code")) - 1
 
     # -- the step ----------------------------------------------------------------
     def step(self, loss, val_loss=None):
@@ -237,24 +426,67 @@ class Probe:
         on measured steps records the step's numbers."""
         if self.closed:
             raise RuntimeError("normscope_probe: step() after close()")
+        if self.deferred:
+            self._undefer()
         self.n += 1
+        now = time.time()
         if self.pending is not None:  # optimizer.step was not called: skipped
             row, self.pending = self.pending, None
             self._write(row, skipped=1)
         if self.rank == 0 and not self.header_written:
             self._header()
+        lossv = self._loss_tensor(loss)
+        gsq = self._grad_sums(total_only=not self.rec.measuring)
+        self._watch(lossv, gsq)
         self._controls()
-        if self._measured(self.n):
-            row = self._collect(loss, val_loss)
+        if self.rec.measuring:
+            row = self._collect(lossv, gsq, val_loss, now)
             if self.optimizer is not None:
                 self.pending = row
             else:
                 self._write(row, skipped=0)
-        self.rec = _Records(len(self.blocks))
-        self.armed = self._measured(self.n + 1)
+        self.t_prev = now
+        self.rec = _Records(self._measured(self.n + 1))
 
     def _measured(self, step):
         return (step - 1) % self.every == 0
+
+    def _loss_tensor(self, loss):
+        dev = self._device()
+        if isinstance(loss, torch.Tensor):
+            return loss.detach().float().reshape(-1)[0].to(dev)
+        return torch.tensor(float(loss), device=dev)
+
+    def _watch(self, lossv, gsq):
+        """Fold this step's records into the device flag: the first record,
+        in execution order (forward, the loss, backward, the parameters'
+        gradients), that is not finite, if no earlier step had one."""
+        rec, dev = self.rec, lossv.device
+        vecs = []
+        for side in ("fwd", "bwd"):
+            if rec.measuring and getattr(rec, side + "_lo"):
+                lo = torch.stack(getattr(rec, side + "_lo"))
+                hi = torch.stack(getattr(rec, side + "_hi"))
+                setattr(rec, side + "_lohi", torch.cat([lo, hi]).float())
+                vecs.append(torch.maximum(-lo, hi).float())
+            elif getattr(rec, side + "_val"):
+                vecs.append(torch.stack(getattr(rec, side + "_val")).float())
+            if side == "fwd":
+                vecs.append(lossv.reshape(1).float())
+        vecs.append(gsq[-1:].float())
+        codes = tuple(rec.fwd_code) + (PASS_LOSS,) + tuple(rec.bwd_code) + (PASS_GRADS,)
+        ct = self.code_cache.get(codes)
+        if ct is None:
+            ct = torch.tensor(codes, dtype=torch.float64, device=dev)
+            if len(self.code_cache) < 64:
+                self.code_cache[codes] = ct
+        bad = ~torch.isfinite(torch.cat(vecs))
+        at = torch.argmax(bad.to(torch.uint8))
+        cand = torch.stack([torch.full((), float(self.n), dtype=torch.float64, device=dev),
+                            ct[at]])
+        if self.first is None:
+            self.first = torch.zeros(2, dtype=torch.float64, device=dev)
+        self.first = torch.where(bad.any() & (self.first[0] == 0), cand, self.first)
 
     def _after_optimizer_step(self):
         row, self.pending = self.pending, None
@@ -271,28 +503,32 @@ class Probe:
             if not ps:
                 out.append(torch.tensor(float("nan")))
                 continue
-            d = torch.stack([torch.linalg.vector_norm(p.detach().float() - b.float()) for p, b in
-                             zip(ps, bs)])
-            w = torch.stack([torch.linalg.vector_norm(p.detach().float()) for p in ps])
-            out.append(d.pow(2).sum().sqrt() / w.pow(2).sum().sqrt())
-        return out
+            cur = [p.detach().float() for p in ps]
+            d = torch._foreach_sub(cur, [b.float() for b in bs])
+            dn = torch.stack(torch._foreach_norm(d)).pow(2).sum()
+            wn = torch.stack(torch._foreach_norm(cur)).pow(2).sum()
+            out.append((dn / wn).sqrt())
+        return torch.stack([o.to(self._device()) for o in out])
 
     # -- collecting ----------------------------------------------------------------
-    def _grad_sums(self):
-        """Squared gradient norms: 3 per block, then the total (device)."""
+    def _grad_sums(self, total_only=False):
+        """Squared gradient norms: 3 per block, then the total (device);
+        with total_only, the total alone (the watch's unmeasured steps)."""
         gs = [(p.grad, self.gid.get(id(p), -1)) for p in self.params if p.grad is not None]
         dev = self._device()
         nb = 3 * len(self.blocks)
         if not gs:
-            return torch.zeros(nb + 1, device=dev)
+            return torch.zeros(1 if total_only else nb + 1, device=dev)
         grads = [g.detach() for g, _ in gs]
-        if all(g.dtype == torch.float32 and not g.is_sparse for g in grads) and \
-                hasattr(torch, "_foreach_norm"):
+        if all(g.dtype == torch.float32 and not g.is_sparse and g.device == dev
+               for g in grads) and hasattr(torch, "_foreach_norm"):
             norms = torch._foreach_norm(grads)
         else:
             norms = [torch.linalg.vector_norm(g.coalesce().values() if g.is_sparse else g, 2,
                                               dtype=torch.float32) for g in grads]
         sq = torch.stack([n.to(dev) for n in norms]).float() ** 2
+        if total_only:
+            return sq.sum().reshape(1)
         idx = torch.tensor([gid if gid >= 0 else nb for _, gid in gs], device=dev)
         sums = torch.zeros(nb + 1, device=dev).index_add_(0, idx, sq)
         sums[nb] = sq.sum()
@@ -305,49 +541,117 @@ class Probe:
             return p.device
         return torch.device("cpu")
 
-    def _collect(self, loss, val_loss):
-        """Every number of the step as device tensors, plus the module
-        records kept for naming a non-finite."""
-        dev, rec = self._device(), self.rec
-        nan = torch.tensor(float("nan"), device=dev)
-        zero = torch.zeros((), device=dev)
-        lossv = loss.detach().float().reshape(-1)[0].to(dev) if isinstance(loss, torch.Tensor) \
-            else torch.tensor(float(loss), device=dev)
-        act = [torch.stack(a).max() if a else nan for a in rec.act]
-        rmax = [r if r is not None else nan for r in rec.resid_max]
-        rsq = [s if s is not None else nan for s in rec.resid_sq]
-        rn = [float(n) for n in rec.resid_n]
-        ovf = [torch.stack(o).sum().float() if o else zero for o in rec.ovf]
-        udf = [torch.stack(u).sum().float() if u else zero for u in rec.udf]
-        lossv, act, rmax, rsq, rn, ovf, udf = self._reduce(lossv, act, rmax, rsq, rn, ovf, udf)
-        rms = [(s / n).sqrt() if n > 0 else nan for s, n in zip(rsq, rn)]
+    def _collect(self, lossv, gsq, val_loss, now):
+        """The step's numbers as one flat device tensor, and how to read it."""
+        rec, dev = self.rec, lossv.device
+        parts = [lossv.reshape(1), gsq.float()]
+        scale = self._scale()
+        if isinstance(scale, torch.Tensor):
+            parts.append(scale.reshape(1).to(dev))
+        for side in ("fwd", "bwd"):
+            if getattr(rec, side + "_lo"):
+                parts.append(rec.__dict__[side + "_lohi"])
+        if rec.resid:
+            parts.append(torch.stack([sq for _, _, sq, _ in rec.resid]).to(dev))
+        if rec.lowp_cnt:
+            parts.append(torch.stack(rec.lowp_cnt).float().to(dev))
         before = None
         if (self.n - 1) % self.update_every == 0 and self.optimizer is not None:
             before = [[p.detach().clone() for p in ps] for ps in self.block_params]
-        return {"step": self.n, "loss": lossv, "gsq": self._grad_sums(), "scale": self._scale(),
-                "act": act, "rmax": rmax, "rms": rms, "ovf": ovf, "udf": udf,
-                "lr": self._lr(), "val_loss": val_loss, "before": before, "ratio": None,
-                "fwd": rec.fwd, "bwd": rec.bwd, "lowp": rec.lowp}
+        dt = now - self.t_prev if self.t_prev is not None else None
+        tps = rec.tokens * self.world / dt if rec.tokens and dt and dt > 0 else None
+        return {"step": self.n, "parts": parts, "scale": scale, "val_loss": val_loss,
+                "lr": self._lr(), "before": before, "ratio": None, "time": now, "tps": tps,
+                "nf": len(rec.fwd_lo), "nb": len(rec.bwd_lo),
+                "fwd_block": rec.fwd_block, "bwd_block": rec.bwd_block, "resid": rec.resid,
+                "lowp_block": rec.lowp_block, "lowp": rec.lowp}
 
-    def _reduce(self, lossv, act, rmax, rsq, rn, ovf, udf):
-        """Under torch.distributed the activation statistics and the loss are
-        those of the global batch: means and sums all-reduced, maxima too
-        (ranks hold equal-size shards, as DDP's sampler gives them)."""
-        if not self.dist:
-            return lossv, act, rmax, rsq, rn, ovf, udf
+    def _read(self, row):
+        """The one host read of a measured step: every number, the update
+        ratios and the watch, concatenated; then split on the host."""
+        dev = row["parts"][0].device
+        parts = list(row["parts"])
+        if row["ratio"] is not None:
+            parts.append(row["ratio"].float().to(dev))
+        parts.append(self.first.to(dev).float() if self.first is not None
+                     else torch.zeros(2, device=dev))
+        first = self.first.to(dev) if self.first is not None else None
+        vals = torch.cat(parts).tolist()
+        if first is not None:  # float32 holds steps exactly only to 2^24
+            vals = vals[:-2] + first.tolist() if row["step"] >= 1 << 24 else vals
+        return vals
+
+    def _split(self, row, vals):
+        """Per-block lists from the flat values (Python, on a few hundred
+        floats): maxima over each block's records, sums of squares, counts."""
         nb = len(self.blocks)
-        s = torch.stack([lossv] + rsq + ovf + udf).to(self.cdev)
-        m = torch.stack(act + rmax).to(self.cdev)
-        torch.distributed.all_reduce(s)
-        torch.distributed.all_reduce(m, op=torch.distributed.ReduceOp.MAX)
-        s = s.to(lossv.device)
-        m = m.to(lossv.device)
-        lossv = s[0] / self.world
-        rsq = list(s[1:1 + nb])
-        ovf = list(s[1 + nb:1 + 2 * nb])
-        udf = list(s[1 + 2 * nb:1 + 3 * nb])
-        rn = [n * self.world for n in rn]
-        return lossv, list(m[:nb]), list(m[nb:]), rsq, rn, ovf, udf
+        nan = float("nan")
+        pos = 0
+
+        def take(k):
+            nonlocal pos
+            out = vals[pos:pos + k]
+            pos += k
+            return out
+        loss, = take(1)
+        gsq = take(3 * nb + 1)
+        scale = take(1)[0] if isinstance(row["scale"], torch.Tensor) else row["scale"]
+        act = [None] * nb
+        rmax = [None] * nb
+        for side, blocks_of in (("fwd", row["fwd_block"]), ("bwd", row["bwd_block"])):
+            n = row["nf" if side == "fwd" else "nb"]
+            if not n:
+                continue
+            lo, hi = take(n), take(n)
+            amax = [max(-a, b) if a == a and b == b else nan for a, b in zip(lo, hi)]
+            if side == "fwd":
+                fwd_amax = amax
+                for k, b in enumerate(blocks_of):
+                    if b >= 0:
+                        act[b] = amax[k] if act[b] is None else _nanmax(act[b], amax[k])
+        rsq, rn = [None] * nb, [0] * nb
+        for b, k, _, numel in row["resid"]:
+            v = take(1)[0]
+            rsq[b] = v if rsq[b] is None else rsq[b] + v
+            rn[b] += numel
+            rmax[b] = fwd_amax[k] if rmax[b] is None else _nanmax(rmax[b], fwd_amax[k])
+        ovf, udf = [0.0] * nb, [0.0] * nb
+        for b in row["lowp_block"]:
+            o, u = take(2)
+            ovf[b] += o
+            udf[b] += u
+        ratio = take(nb) if row["ratio"] is not None else [None] * nb
+        first = take(2)
+        return {"loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
+                "rsq": rsq, "rn": rn, "ovf": ovf, "udf": udf, "ratio": ratio, "first": first}
+
+    def _reduce(self, v):
+        """Under torch.distributed the statistics are those of the global
+        batch: the loss and sums all-reduced, maxima too (ranks hold
+        equal-size shards, as DDP's sampler gives them); the watch takes the
+        earliest step any rank saw."""
+        if not self.dist:
+            return v
+        nb, nan = len(self.blocks), float("nan")
+        f = lambda x: nan if x is None else x  # noqa: E731
+        s = torch.tensor([v["loss"]] + [f(x) for x in v["rsq"]] + v["ovf"] + v["udf"] +
+                         [float(n) for n in v["rn"]], dtype=torch.float64, device=self.cdev)
+        m = torch.tensor([f(x) for x in v["act"]] + [f(x) for x in v["rmax"]],
+                         dtype=torch.float64, device=self.cdev)
+        step, code = v["first"]
+        key = torch.tensor([step * 2.0 ** 24 + code if step > 0 else float("inf")],
+                           dtype=torch.float64, device=self.cdev)
+        d = torch.distributed
+        d.all_reduce(s)
+        d.all_reduce(m, op=d.ReduceOp.MAX)
+        d.all_reduce(key, op=d.ReduceOp.MIN)
+        s, m, k = s.tolist(), m.tolist(), key.item()
+        v["loss"] = s[0] / self.world
+        v["rsq"], v["ovf"], v["udf"] = s[1:1 + nb], s[1 + nb:1 + 2 * nb], s[1 + 2 * nb:1 + 3 * nb]
+        v["rn"] = s[1 + 3 * nb:1 + 4 * nb]
+        v["act"], v["rmax"] = m[:nb], m[nb:]
+        v["first"] = [0.0, 0.0] if math.isinf(k) else [float(int(k // 2 ** 24)), k % 2 ** 24]
+        return v
 
     def _scale(self):
         s = self.scaler
@@ -364,86 +668,108 @@ class Probe:
 
     # -- writing ---------------------------------------------------------------------
     def _write(self, row, skipped):
-        """The step's one host synchronization: stack, .tolist(), format."""
-        if self.rank != 0:  # the others took part in the collectives already
+        """Read (every rank: the collectives need them all), reduce, and on
+        rank 0 format the step line."""
+        v = self._reduce(self._split(row, self._read(row)))
+        if self.rank != 0:
             return
-        nb = len(self.blocks)
-        parts = [row["loss"].reshape(1), row["gsq"].float()]
-        scale = row["scale"]
-        if isinstance(scale, torch.Tensor):
-            parts.append(scale.reshape(1).to(row["loss"].device))
-        per = [row["act"], row["rmax"], row["rms"], row["ovf"], row["udf"]]
-        if row["ratio"] is not None:
-            per.append([r.to(row["loss"].device) for r in row["ratio"]])
-        parts.append(torch.stack([torch.as_tensor(v, device=row["loss"].device).float()
-                                  for col in per for v in col]))
-        vals = torch.cat([p.to(row["loss"].device) for p in parts]).tolist()
-        loss, gsq = vals[0], vals[1:1 + 3 * nb + 1]
-        rest = vals[2 + 3 * nb:]
-        if isinstance(scale, torch.Tensor):
-            scale, rest = rest[0], rest[1:]
-        cols = [rest[k * nb:(k + 1) * nb] for k in range(len(per))]
-        gnorm = math.sqrt(gsq[3 * nb]) if math.isfinite(gsq[3 * nb]) else float("nan")
-        self.writer.line(self._row_pairs(row, skipped, loss, gnorm, scale, gsq, cols))
+        self.writer.line(self._row_pairs(row, v, skipped))
 
-    def _row_pairs(self, row, skipped, loss, gnorm, scale, gsq, cols):
+    def _row_pairs(self, row, v, skipped):
         nb = len(self.blocks)
         fmax = LOWP.get(row["lowp"])
-        act, rmax, rms, ovf, udf = cols[:5]
-        ratio = cols[5] if len(cols) > 5 else [None] * nb
-        pairs = [("step", row["step"]), ("loss", loss), ("val_loss", row["val_loss"]),
-                 ("lr", row["lr"]), ("grad_norm", gnorm),
-                 ("loss_scale", 1.0 if scale is None else scale), ("skipped", skipped)]
+        gsq, loss = v["gsq"], v["loss"]
+        gnorm = math.sqrt(gsq[3 * nb]) if math.isfinite(gsq[3 * nb]) else float("nan")
+        pairs = [("step", row["step"]), ("t", Clock(row["time"])), ("loss", loss),
+                 ("val_loss", row["val_loss"]), ("lr", row["lr"]), ("grad_norm", gnorm),
+                 ("loss_scale", 1.0 if v["scale"] is None else v["scale"]), ("skipped", skipped),
+                 ("precision", PRECISION.get(row["lowp"] or self._param_dtype(), "fp32"))]
+        if self.placement is not None:
+            pairs.append(("norm", self.placement))
+        if self.kind is not None:
+            pairs.append(("norm_kind", self.kind))
+        if row["tps"] is not None:
+            pairs.append(("tokens_per_s", round(row["tps"], 1)))
         for i in range(nb):
-            gn = [math.sqrt(v) if v >= 0 else v for v in gsq[3 * i:3 * i + 3]]
+            gn = [None if self.empty[3 * i + g] else
+                  (math.sqrt(x) if x >= 0 else x) for g, x in enumerate(gsq[3 * i:3 * i + 3])]
+            act = v["act"][i]
             head = None
-            if fmax is not None and act[i] > 0 and math.isfinite(act[i]):
-                head = math.log2(fmax / act[i])
+            if fmax is not None and act is not None and act > 0 and math.isfinite(act):
+                head = math.log2(fmax / act)
+            rms = None
+            if v["rsq"][i] is not None and v["rn"][i] > 0:
+                rms = math.sqrt(v["rsq"][i] / v["rn"][i]) if v["rsq"][i] >= 0 else v["rsq"][i]
             pairs += [("l%d_grad_attn" % i, gn[0]), ("l%d_grad_ffn" % i, gn[1]),
-                      ("l%d_grad_ln" % i, gn[2]), ("l%d_act_max" % i, act[i]),
-                      ("l%d_resid_max" % i, rmax[i]), ("l%d_resid_rms" % i, rms[i]),
-                      ("l%d_update_ratio" % i, ratio[i]),
-                      ("l%d_overflow" % i, int(ovf[i]) if math.isfinite(ovf[i]) else None),
-                      ("l%d_underflow" % i, int(udf[i]) if math.isfinite(udf[i]) else None),
+                      ("l%d_grad_ln" % i, gn[2]), ("l%d_act_max" % i, act),
+                      ("l%d_resid_max" % i, v["rmax"][i]), ("l%d_resid_rms" % i, rms),
+                      ("l%d_update_ratio" % i, v["ratio"][i]),
+                      ("l%d_overflow" % i, _count(v["ovf"][i])),
+                      ("l%d_underflow" % i, _count(v["udf"][i])),
                       ("l%d_headroom" % i, head)]
         word = nonfinite_word(loss)
         if word:
             pairs.append(("loss_nonfinite", word))
-        if (word or not math.isfinite(gnorm)) and not self.reported_nonfinite:
-            self.reported_nonfinite = True
-            pairs.append(("first_nonfinite", self._first_nonfinite(row)))
+        pairs += self._first_pairs(v["first"])
         return pairs
 
-    def _first_nonfinite(self, row):
-        """'<module>, forward|backward': the first module, in execution
-        order, whose output and then whose input gradient held an inf or a
-        NaN. Read back only on this (unhealthy) step."""
-        for key, pass_ in (("fwd", "forward"), ("bwd", "backward")):
-            recs = row[key]
-            if recs:
-                vals = torch.stack([a.to(recs[0][1].device) for _, a in recs]).tolist()
-                for (idx, _), v in zip(recs, vals):
-                    if not math.isfinite(v):
-                        return "%s, %s" % (self.mod_names[idx], pass_)
-        names = {id(p): n for n, p in self.model.named_parameters()}
-        for p in reversed(self.params):  # backward meets the last parameters first
-            if p.grad is not None and not torch.isfinite(p.grad).all():
-                return "%s, backward" % names.get(id(p), "?").rsplit(".", 1)[0]
-        return "unknown, forward"
+    def _first_pairs(self, first):
+        """first_nonfinite (where) and first_nonfinite_step, once: the
+        watch's record, named."""
+        step, code = int(first[0]), int(first[1])
+        if step <= 0 or self.reported_nonfinite:
+            return []
+        self.reported_nonfinite = True
+        mod, pass_ = divmod(code, 4)
+        if pass_ == PASS_LOSS:
+            where = "loss"
+        elif pass_ == PASS_GRADS:
+            where = "parameter gradients, backward"
+        else:
+            where = "%s, %s" % (self.mod_names[mod], "forward" if pass_ == PASS_FORWARD
+                                else "backward")
+        return [("first_nonfinite", where), ("first_nonfinite_step", step),
+                ("first_nonfinite_layer", self._layer_of(mod) if pass_ < PASS_LOSS else None)]
+
+    def _layer_of(self, mod):
+        """The block a module's name lies in, or None (embeddings, head)."""
+        name = self.mod_names[mod]
+        for b, (bn, _) in enumerate(self.blocks):
+            if name == bn or name.startswith(bn + "."):
+                return b
+        return None
+
+    def _param_dtype(self):
+        for p in self.params:
+            if p.is_floating_point():
+                return p.dtype
+        return torch.float32
 
     def _header(self):
         self.header_written = True
-        first = self.block_params[0][0] if self.block_params and self.block_params[0] else None
-        dtype = self.rec.lowp or (first.dtype if first is not None else torch.float32)
-        self.writer.line([
+        dtype = self.rec.lowp or self._param_dtype()
+        self.placement = self.norm_arg or (layout.placement(self.blocks[0][1], self.rec.order)
+                                           if self.blocks else None)
+        self.norm_class, self.kind = layout.norm_kind(layout.norm_modules(self.blocks[0][1])) \
+            if self.blocks else (None, None)
+        pairs = [
             ("format", FORMAT), ("version", VERSION), ("source", "pytorch"),
+            ("probe", __version__),
             ("model", type(self.model).__name__), ("blocks", [n for n, _ in self.blocks]),
             ("n_layer", len(self.blocks)), ("params", sum(p.numel() for p in self.params)),
             ("block_params", [sum(p.numel() for p in ps) for ps in self.block_params]),
             ("world_size", self.world), ("dtype", DTYPE_NAME.get(dtype, str(dtype))),
             ("every", self.every), ("update_every", self.update_every),
             ("start", datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")),
-            ("torch", torch.__version__)])
+            ("torch", torch.__version__), ("host", socket.gethostname()), ("pid", os.getpid())]
+        if self.placement is not None:
+            pairs.append(("norm", self.placement))
+        if self.norm_class is not None:
+            pairs.append(("norm_class", self.norm_class))
+        if self.shared:
+            pairs.append(("shared_modules", sorted({n for n, m in self.model.named_modules()
+                                                    if any(m is s for s in self.shared)})))
+        self.writer.line(pairs)
 
     # -- controls ------------------------------------------------------------------------
     def _commands(self):
@@ -456,14 +782,15 @@ class Probe:
         if self.rank == 0:
             buf[0] = len(cmds)
             for k, (_, code, f, _) in enumerate(cmds):
-                buf[1 + 2 * k], buf[2 + 2 * k] = code, f
+                buf[1 + 2 * k], buf[2 + 2 * k] = int(code), f
         torch.distributed.broadcast(buf, 0)
         if self.rank == 0:
             return cmds
         v = buf.tolist()
-        return [(None, int(v[1 + 2 * k]), v[2 + 2 * k], "") for k in range(int(v[0]))]
+        return [(None, Code(int(v[1 + 2 * k])), v[2 + 2 * k], "") for k in range(int(v[0]))]
 
     def _controls(self):
+        self._lr_undone()
         for cmd in self._commands():
             self._apply(cmd)
         while self.paused:
@@ -471,69 +798,131 @@ class Probe:
             for cmd in self._commands():
                 self._apply(cmd)
 
-    def _event(self, kind, text):
+    def _event(self, kind, text, extra=()):
         if self.rank == 0:
-            self.writer.event(kind, self.n, text)
+            self.writer.line([("event", kind), ("step", self.n), ("text", text)] + list(extra))
+
+    def _ack(self, seq, what):
+        """The view shows a command as pending until this: an ack event
+        with its sequence number, and an ack line in the control file."""
+        if self.rank != 0 or seq is None:
+            return
+        self._event("ack", "%s at step %d" % (what, self.n), [("seq", seq)])
+        self.ctl.ack(seq, self.n)
 
     def _apply(self, cmd):
         seq, code, f, text = cmd
-        if code == control.BAD:
+        if code == Code.BAD:
             self._event("note", "ignored: " + text)
-        elif code == control.PAUSE:
+            self._ack(seq, "ignored")
+        elif code == Code.PAUSE:
             if not self.paused:
                 self.paused = True
                 self._event("paused", "paused before step %d" % self.n)
-        elif code == control.RESUME:
+            self._ack(seq, "pause applied")
+        elif code == Code.RESUME:
             if self.paused:
                 self.paused = False
                 self._event("resumed", "resumed at step %d" % self.n)
-        elif code == control.LR:
-            self._scale_lr(f, text)
-        elif code == control.CHECKPOINT:
-            self._checkpoint()
+            self._ack(seq, "resume applied")
+        elif code == Code.LR:
+            ok = self._scale_lr(f, text)
+            self._ack(seq, ("%s applied" % (text or "lr x%g" % f)) if ok else "ignored")
+        elif code == Code.CHECKPOINT:
+            self._ack(seq, "checkpoint %s written" % os.path.basename(self._checkpoint()))
 
     def _scale_lr(self, f, text):
+        """Scale the LR and every base a schedule computes it from: the
+        groups' initial_lr / max_lr / min_lr (OneCycleLR, CyclicLR keep
+        theirs there) and a passed scheduler's base_lrs / max_lrs / min_lrs."""
         if self.optimizer is None:
             self._event("note", "ignored: %s (attach() was given no optimizer)" % text)
-            return
+            return False
+        before = self._lr()
         for g in self.optimizer.param_groups:
-            g["lr"] *= f
-            if "initial_lr" in g:
-                g["initial_lr"] *= f
-        if self.scheduler is not None and hasattr(self.scheduler, "base_lrs"):
-            self.scheduler.base_lrs = [b * f for b in self.scheduler.base_lrs]
-        self._event("setting", "%s (lr %.3g)" % (text or "lr x%g" % f, self._lr()))
+            for k in ("lr", "initial_lr", "max_lr", "min_lr"):
+                if isinstance(g.get(k), (int, float)):
+                    g[k] *= f
+        sch = self.scheduler
+        for attr in ("base_lrs", "max_lrs", "min_lrs"):
+            if sch is not None and isinstance(getattr(sch, attr, None), list):
+                setattr(sch, attr, [b * f for b in getattr(sch, attr)])
+        if sch is not None and isinstance(getattr(sch, "_last_lr", None), list):
+            sch._last_lr = [b * f for b in sch._last_lr]
+        self.lr_check = (self.n, before, self._lr(), text or "lr x%g" % f)
+        self._event("setting", "%s (lr %.6g)" % (text or "lr x%g" % f, self._lr()))
+        return True
+
+    def _lr_undone(self):
+        """After an LR change, the next step's LR: back near the old value
+        means something (a scheduler attach() was not given) set it again."""
+        if self.lr_check is None or self.optimizer is None:
+            return
+        step, old, new, text = self.lr_check
+        self.lr_check = None
+        now = self._lr()
+        if old is None or new is None or now is None or old == new:
+            return
+        if abs(now - old) < abs(now - new):
+            self._event("setting", "lr changed back: %s at step %d was undone, lr %.6g "
+                        "(an LR scheduler sets it: pass scheduler= to attach())"
+                        % (text, step, now), [("lr_undone", 1)])
 
     def _checkpoint(self):
-        path = "%s.step%d.pt" % (self.path, self.n)
+        """Named and stamped with the optimizer updates done: controls are
+        applied before this step's optimizer.step, so n - 1."""
+        updates = self.n - 1
+        path = "%s.step%d.pt" % (self.path, updates)
         if self.on_checkpoint is not None:
             self.on_checkpoint(path)
         elif self.rank == 0:
-            state = {"step": self.n, "model": self.model.state_dict()}
+            state = {"step": updates, "updates": updates, "model": self.model.state_dict()}
             if self.optimizer is not None:
                 state["optimizer"] = self.optimizer.state_dict()
             tmp = "%s.tmp.%d" % (path, os.getpid())
             torch.save(state, tmp)
             os.replace(tmp, path)
-        self._event("checkpoint", "checkpoint %s" % os.path.basename(path))
+        self._event("checkpoint", "checkpoint %s after %d updates" % (os.path.basename(path),
+                                                                         updates))
+        return path
 
     # -- extras and the end -------------------------------------------------------------
     def note(self, text):
         """Write a note event (shown in the follow view's events)."""
         self._event("note", str(text))
 
-    def close(self):
+    def _end(self, reason, detail):
+        """The end line: how the run ended, and the watch's first
+        non-finite when no step line carried it yet."""
+        if self.end_reason is not None or not self.header_written and self.rank == 0:
+            return  # a run that made no step leaves its file empty
+        self.end_reason = reason
+        extra = [("reason", reason)]
+        if self.first is not None and not self.reported_nonfinite:
+            extra += self._first_pairs(self.first.tolist())
+        text = "run ended at step %d: %s%s" % (self.n, reason, ": " + detail if detail else "")
+        try:
+            self._event("end", text, extra)
+        except (OSError, ValueError):
+            pass  # a closed or broken file: nothing more can be said
+
+    def close(self, reason="close"):
         if self.closed:
             return
         if self.pending is not None:
             row, self.pending = self.pending, None
             self._write(row, skipped=1)
+        if not self.deferred:
+            self._end(reason, "")
         self.closed = True
+        self._unchain_exit()
         for h in self.handles:
             h.remove()
+        if self.post_handle is not None:
+            self.post_handle.remove()
         # put optimizer.step back unless something (an LR scheduler made after
         # attach) wrapped it since: then the wrapper stays and passes through
-        if self.optimizer is not None and \
+        elif self.optimizer is not None and \
                 getattr(self.optimizer.step, "__func__", None) is self.step_fn:
             if self.had_step_attr:
                 self.optimizer.step = self.orig_step
@@ -545,6 +934,16 @@ class Probe:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, tp, value, tb):
+        if tp is not None and not self.closed and not self.deferred:
+            self._end("exception", "%s: %s" % (tp.__name__, str(value)[:200]))
         self.close()
         return False
+
+
+def _nanmax(a, b):
+    return a if a != a else b if b != b else max(a, b)
+
+
+def _count(x):
+    return int(x) if x is not None and math.isfinite(x) else None

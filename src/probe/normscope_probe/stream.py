@@ -36,12 +36,19 @@ def nonfinite_word(v):
     return "inf" if v > 0 else "-inf"
 
 
+class Clock(float):
+    """A Unix time in seconds: written with its milliseconds (9 significant
+    digits would round a 2026 time to 10 s)."""
+
+
 def encode(pairs):
     """One line from (key, value) pairs, in order. Strings, lists and dicts
     go through json.dumps; numbers through number()."""
     out = []
     for k, v in pairs:
-        if isinstance(v, (str, list, dict)):
+        if isinstance(v, Clock):
+            tok = "%.3f" % v if math.isfinite(v) else "null"
+        elif isinstance(v, (str, list, dict)):
             tok = json.dumps(v, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         else:
             tok = number(v)

@@ -1,0 +1,39 @@
+"""test_install.py - `pip install ./src/probe` as a user does it: into a
+virtualenv made with --system-site-packages (to see the system's torch),
+with no package index at all (PIP_NO_INDEX), then the installed package
+imports, says the version written in normscope_probe/version.py, and
+writes a stream."""
+import os
+import re
+import subprocess
+import sys
+
+import check
+
+C = check.Check("probe install")
+TMP = C.tmpdir()
+SRC = os.path.join(check.HERE, "..", "..", "src", "probe")
+venv = os.path.join(TMP, "venv")
+r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                   capture_output=True, text=True, timeout=120)
+C.ok(r.returncode == 0, "venv made (%s)" % r.stderr[-300:])
+py = os.path.join(venv, "bin", "python")
+env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+env.pop("PYTHONPATH", None)
+r = subprocess.run([py, "-m", "pip", "install", SRC], capture_output=True, text=True, env=env,
+                   timeout=300, cwd=TMP)
+C.ok(r.returncode == 0, "pip install ./src/probe with no index (%s)" % (r.stdout + r.stderr)[-600:])
+with open(os.path.join(SRC, "normscope_probe", "version.py")) as f:
+    want = re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
+code = ("import torch, normscope_probe as n; m = torch.nn.Sequential(torch.nn.ModuleList("
+        "[torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)])); p = n.attach(m, path=%r); "
+        "x = m[0][1](m[0][0](torch.randn(2, 4))); x.sum().backward(); p.step(0.0); p.close(); "
+        "print(n.__version__, n.__file__)" % os.path.join(TMP, "i.nsj"))
+r = subprocess.run([py, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                   cwd=TMP)
+out = r.stdout.split()
+C.ok(r.returncode == 0 and out[:1] == [want] and venv in (out[1] if len(out) > 1 else ""),
+     "the installed probe imports from the venv, version %s (%s%s)" % (want, r.stdout, r.stderr[-300:]))
+head, rows, _ = check.read_stream(os.path.join(TMP, "i.nsj"))
+C.ok(head.get("probe") == want and len(rows) == 1, "and writes a stream with its version")
+C.close()

@@ -1,0 +1,181 @@
+"""test_sched.py - controls that stick: lr x2 under OneCycleLR (passed or
+not) and LambdaLR (passed) stays doubled through the schedule; a LambdaLR
+not passed warns at attach and the stream says when the LR changed back;
+no PyTorch "optimizer.step() has been overridden" warning; commands are
+acknowledged with their step; a pause sent before the run started is
+applied at its first step."""
+import os
+import threading
+import time
+import warnings
+
+import check
+import models
+import torch
+
+import normscope_probe
+
+C = check.Check("probe sched")
+torch.set_num_threads(1)
+TMP = C.tmpdir()
+STEPS, AT = 8, 3
+
+
+def run(name, make_sched, passed):
+    """lrs of every step with lr x2 sent before step AT, and of the same run
+    without it; the stream's events; the warnings."""
+    out = []
+    for send in (False, True):
+        torch.manual_seed(0)
+        m = models.GPT(n_layer=1)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        sch = make_sched(opt)
+        path = os.path.join(TMP, "%s_%d.nsj" % (name, send))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            p = normscope_probe.attach(m, opt, path=path, scheduler=sch if passed else None)
+            gen = torch.Generator().manual_seed(1)
+            lrs = []
+            for s in range(1, STEPS + 1):
+                if send and s == AT:
+                    with open(path + ".ctl", "a") as f:
+                        f.write("1 lr x2\n")
+                x, y = models.batch(gen)
+                m(x, y).backward()
+                p.step(0.0)
+                lrs.append(opt.param_groups[0]["lr"])
+                opt.step()
+                opt.zero_grad()
+                sch.step()
+            p.close()
+        ev = check.read_stream(path)[2]
+        out.append((lrs, ev, [str(x.message) for x in w]))
+    return out
+
+
+def onecycle(opt):
+    return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=STEPS + 1)
+
+
+def lam(opt):
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s))
+
+
+def sticks(name, make, passed):
+    (base, _, _), (lrs, ev, warns) = run(name, make, passed)
+    ok = all(check.rel(a, 2 * b) < 1e-9 for a, b in zip(lrs[AT - 1:], base[AT - 1:])) and \
+        lrs[:AT - 1] == base[:AT - 1]
+    C.ok(ok, "%s: lr x2 holds through the schedule (%s vs %s)" % (name, lrs, base))
+    C.ok(not [e for e in ev if e.get("lr_undone")], "%s: no 'changed back' event" % name)
+    C.ok(not [x for x in warns if "overridden" in x] and
+         len([x for x in warns if "normscope_probe" in x]) == (0 if passed else 1),
+         "%s: no PyTorch warning; the probe's only when not passed (%s)" % (name, warns))
+    acks = [e for e in ev if e["event"] == "ack"]
+    C.ok([(a["seq"], a["step"]) for a in acks] == [(1, AT)] and
+         acks[0]["text"] == "lr x2 applied at step %d" % AT, "%s: acknowledged (%s)" % (name, acks))
+
+
+sticks("onecycle passed", onecycle, True)
+sticks("onecycle not passed", onecycle, False)
+sticks("lambda passed", lam, True)
+(base, _, _), (lrs, ev, warns) = run("lambda", lam, False)
+C.ok(len([x for x in warns if "scheduler" in x and "normscope_probe" in x]) == 1,
+     "LambdaLR not passed: attach() warns (%s)" % warns)
+undone = [e for e in ev if e.get("lr_undone")]
+C.ok(len(undone) == 1 and undone[0]["step"] == AT + 1 and "changed back" in undone[0]["text"],
+     "LambdaLR not passed: the stream says the LR changed back (%s)" % undone)
+C.ok(all(check.rel(a, b) < 1e-9 for a, b in zip(lrs[AT:], base[AT:])),
+     "and it did change back (%s vs %s)" % (lrs, base))
+
+
+def early_pause():
+    """Space pressed while the view waited for the run: the command is
+    written "at-start"; the run pauses before its first step."""
+    path = os.path.join(TMP, "early.nsj")
+    with open(path + ".ctl", "w") as f:
+        f.write("1 at-start pause\n")
+    m = models.GPT(n_layer=1)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    done = []
+
+    def train():
+        with normscope_probe.attach(m, opt, path=path) as p:
+            gen = torch.Generator().manual_seed(1)
+            for _ in range(3):
+                x, y = models.batch(gen)
+                m(x, y).backward()
+                p.step(0.0)
+                opt.step()
+        done.append(1)
+    th = threading.Thread(target=train, daemon=True)
+    th.start()
+    t0 = time.time()
+    while '"paused"' not in (open(path).read() if os.path.exists(path) else "") and \
+            time.time() - t0 < 30:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    C.ok(not done, "the run is held by the pause sent before it started")
+    with open(path + ".ctl", "a") as f:
+        f.write("2 resume\n")
+    th.join(30)
+    _, rows, ev = check.read_stream(path)
+    C.ok(done and len(rows) == 3, "resumed, the run finished")
+    C.ok([(e["event"], e["step"]) for e in ev if e["event"] in ("paused", "resumed")] ==
+         [("paused", 1), ("resumed", 1)], "paused before step 1, resumed there")
+    ctl = open(path + ".ctl").read().split("\n")
+    C.ok("ack 1 1" in ctl and "ack 2 1" in ctl, "the control file records both acks (%s)" % ctl)
+    # a later run to the same path does not replay the acknowledged pause
+    p = normscope_probe.attach(m, opt, path=path, overwrite=True)
+    x, y = models.batch(torch.Generator().manual_seed(1))
+    m(x, y).backward()
+    p.step(0.0)
+    C.ok(not p.paused, "an acknowledged at-start command is not replayed")
+    p.close()
+
+
+class HookedSGD(torch.optim.SGD):
+    """An optimizer with torch 2's register_step_post_hook (this torch may
+    not have it): the probe must use it and leave step() alone."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.post = []
+
+    def register_step_post_hook(self, fn):
+        self.post.append(fn)
+
+        class Handle:
+            def remove(h):
+                self.post.remove(fn)
+        return Handle()
+
+    def step(self, closure=None):
+        out = super().step(closure)
+        for fn in list(self.post):
+            fn(self, (), {})
+        return out
+
+
+def post_hook():
+    m = models.GPT(n_layer=1)
+    opt = HookedSGD(m.parameters(), lr=0.1)
+    path = os.path.join(TMP, "hooked.nsj")
+    p = normscope_probe.attach(m, opt, path=path)
+    C.ok("step" not in opt.__dict__ and len(opt.post) == 1,
+         "register_step_post_hook used where it exists: step() not wrapped")
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(3):
+        x, y = models.batch(gen)
+        m(x, y).backward()
+        p.step(0.0)
+        opt.step()
+    p.close()
+    rows = check.read_stream(path)[1]
+    C.ok([r["step"] for r in rows] == [1, 2, 3] and all(r["skipped"] == 0 for r in rows) and
+         rows[0]["l0_update_ratio"] is not None and not opt.post,
+         "rows after each optimizer step, the update ratio measured, the hook removed at close")
+
+
+early_pause()
+post_hook()
+C.close()

@@ -1,0 +1,242 @@
+"""test_watch.py - what a run's stream says when it goes wrong or ends:
+with every=10 an inf injected at step 15 is named at its true step and
+module (in the next measured step, or in the end line at close); a module
+shared by all blocks books each call to the block running it; the end line
+at close, at normal exit, on an uncaught exception and on SIGTERM, none
+when the writer is killed; and the placement, norm class, precision and
+tokens/s the probe can know."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import check
+import models
+import torch
+
+import normscope_probe
+
+C = check.Check("probe watch")
+torch.set_num_threads(1)
+TMP = C.tmpdir()
+BAD = 15
+
+
+class Faulty(torch.nn.Linear):
+    """A Linear whose output holds one inf while `armed`."""
+    armed = False
+
+    def forward(self, x):
+        y = super().forward(x)
+        if self.armed:
+            y = y.clone()
+            y[0, 0, 0] = float("inf")
+        return y
+
+
+def faulty_gpt():
+    torch.manual_seed(0)
+    m = models.GPT(n_layer=4)
+    ca = m.transformer.h[2].attn.c_attn
+    f = Faulty(ca.in_features, ca.out_features)
+    f.load_state_dict(ca.state_dict())
+    m.transformer.h[2].attn.c_attn = f
+    return m, f
+
+
+def train(m, path, steps, every, arm=None, opt=True):
+    o = torch.optim.SGD(m.parameters(), lr=1e-3) if opt else None
+    gen = torch.Generator().manual_seed(3)
+    with normscope_probe.attach(m, o, path=path, every=every) as probe:
+        for s in range(1, steps + 1):
+            if arm:
+                arm(s)
+            x, y = models.batch(gen)
+            loss = m(x, y)
+            loss.backward()
+            probe.step(loss)
+            if o:
+                o.step()
+                o.zero_grad()
+    return check.read_stream(path)
+
+
+def every_ten():
+    m, f = faulty_gpt()
+
+    def arm(s):
+        f.armed = s == BAD
+    _, rows, ev = train(m, os.path.join(TMP, "e10.nsj"), 25, 10, arm)
+    C.ok([r["step"] for r in rows] == [1, 11, 21], "every=10 writes steps 1, 11, 21")
+    got = [(r["step"], r.get("first_nonfinite_step"), r["first_nonfinite"]) for r in rows
+           if "first_nonfinite" in r]
+    C.ok(got == [(21, BAD, "transformer.h.2.attn.c_attn, forward")],
+         "step 21's line names the true first: step 15, h.2.attn.c_attn (%s)" % got)
+    C.ok([r.get("first_nonfinite_layer") for r in rows if "first_nonfinite" in r] == [2],
+         "and its layer, 2")
+    end = [e for e in ev if e["event"] == "end"]
+    C.ok(len(end) == 1 and end[0]["reason"] == "close" and "first_nonfinite" not in end[0],
+         "one end line, reason close, nothing left to say")
+    # closed at step 18: no measured step after 15, the end line says it
+    m, f = faulty_gpt()
+    _, rows, ev = train(m, os.path.join(TMP, "e10b.nsj"), 18, 10, arm)
+    end = [e for e in ev if e["event"] == "end"]
+    C.ok(not any("first_nonfinite" in r for r in rows) and len(end) == 1 and
+         end[0].get("first_nonfinite_step") == BAD and
+         end[0].get("first_nonfinite") == "transformer.h.2.attn.c_attn, forward",
+         "a run closed before the next measured step: the end line names step 15 (%s)" % end)
+    # healthy: nothing is named
+    torch.manual_seed(0)
+    _, rows, ev = train(models.GPT(n_layer=2), os.path.join(TMP, "ok.nsj"), 12, 5)
+    C.ok(not any("first_nonfinite" in x for x in rows + ev), "a healthy run names nothing")
+
+
+class Block(torch.nn.Module):
+    def __init__(self, c, act, gain):
+        super().__init__()
+        self.lin = torch.nn.Linear(c, c)
+        self.act = act  # one module object in every block
+        with torch.no_grad():
+            self.lin.weight.mul_(gain)
+
+    def forward(self, x):
+        return x + self.act(self.lin(x))
+
+
+class Shared(torch.nn.Module):
+    def __init__(self, c=16):
+        super().__init__()
+        act = torch.nn.GELU()
+        self.blocks = torch.nn.ModuleList([Block(c, act, g) for g in (0.1, 1.0, 30.0)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x.pow(2).mean()
+
+
+def shared_module():
+    torch.manual_seed(0)
+    m = Shared()
+    x = torch.randn(4, 16)
+    want, h = [], x
+    with torch.no_grad():  # the independent computation: every output made in block b
+        for b in m.blocks:
+            z = b.lin(h)
+            a = torch.nn.functional.gelu(z)
+            h2 = h + a
+            want.append(max(z.abs().max().item(), a.abs().max().item(), h2.abs().max().item()))
+            h = h2
+    path = os.path.join(TMP, "shared.nsj")
+    p = normscope_probe.attach(m, path=path)
+    m(x).backward()
+    p.step(0.0)
+    p.close()
+    head, rows, _ = check.read_stream(path)
+    got = [rows[0]["l%d_act_max" % i] for i in range(3)]
+    C.ok(all(check.rel(a, b) < 1e-6 for a, b in zip(got, want)),
+         "a shared module's calls go to the block running them (%s, want %s)" % (got, want))
+    C.ok(head.get("shared_modules") == ["blocks.0.act"], "the header names the shared module (%s)"
+         % head.get("shared_modules"))
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, os, signal, time
+    sys.path[:0] = [%r, %r]
+    import torch, models, normscope_probe
+    torch.set_num_threads(1)
+    how, path = sys.argv[1], sys.argv[2]
+    m = models.GPT(n_layer=1)
+    opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+    p = normscope_probe.attach(m, opt, path=path)
+    gen = torch.Generator().manual_seed(0)
+    for s in range(3):
+        x, y = models.batch(gen)
+        m(x, y).backward()
+        p.step(0.0)
+        opt.step()
+    if how == "raise":
+        raise ValueError("bad batch")
+    if how in ("term", "kill"):
+        print("ready", flush=True)
+        time.sleep(60)
+    if how == "handler":  # the user's own handler is theirs: the probe leaves it
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))
+        print("ready", flush=True)
+        time.sleep(60)
+""") % (os.path.join(check.HERE, "..", "..", "src", "probe"), check.HERE)
+
+
+def ends():
+    script = os.path.join(TMP, "end.py")
+    with open(script, "w") as f:
+        f.write(SCRIPT)
+    for how, want in (("exit", "exit"), ("raise", "exception"), ("term", "signal"),
+                      ("kill", None), ("handler", "exit")):
+        path = os.path.join(TMP, "end_%s.nsj" % how)
+        pr = subprocess.Popen([sys.executable, script, how, path], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        if how in ("term", "kill", "handler"):
+            pr.stdout.readline()
+            pr.send_signal(signal.SIGKILL if how == "kill" else signal.SIGTERM)
+        out, err = pr.communicate(timeout=120)
+        _, rows, ev = check.read_stream(path)
+        end = [e for e in ev if e["event"] == "end"]
+        C.ok(len(rows) == 3 and [e.get("reason") for e in end] == ([want] if want else []),
+             "%s: end line %s (%s)" % (how, want, end))
+        if how == "raise":
+            C.ok("ValueError" in end[0]["text"] and "bad batch" in err,
+                 "the exception is named and still reaches the user (%s)" % end[0]["text"])
+        if how == "term":
+            C.ok(pr.returncode == -signal.SIGTERM, "SIGTERM still ends the process by it (%d)"
+                 % pr.returncode)
+        if how == "handler":
+            C.ok(pr.returncode == 7, "the user's SIGTERM handler ran (exit %d)" % pr.returncode)
+
+
+class PostLN(torch.nn.Module):
+    def __init__(self, c=16):
+        super().__init__()
+        self.attn, self.mlp, self.norm = (torch.nn.Linear(c, c), torch.nn.Linear(c, c),
+                                          torch.nn.LayerNorm(c))
+
+    def forward(self, x):
+        return self.norm(x + self.mlp(self.attn(x)))
+
+
+def known_settings():
+    m = torch.nn.Sequential(torch.nn.ModuleList([PostLN(), PostLN()]))
+
+    def fwd(x):
+        for b in m[0]:
+            x = b(x)
+        return x.sum()
+    path = os.path.join(TMP, "post.nsj")
+    p = normscope_probe.attach(m, path=path)
+    for _ in range(3):
+        fwd(torch.randn(4, 16)).backward()
+        p.step(0.0)
+    p.close()
+    head, rows, _ = check.read_stream(path)
+    C.ok(head.get("norm") == "post" and head.get("norm_class") == "LayerNorm" and
+         rows[0].get("norm") == "post" and rows[0].get("norm_kind") == "layernorm" and
+         rows[0].get("precision") == "fp32", "Post-LN from the module order, the norm class, "
+         "fp32 (%s)" % {k: rows[0].get(k) for k in ("norm", "norm_kind", "precision")})
+    now = time.time()
+    C.ok(all(isinstance(r.get("t"), float) and 0 <= now - r["t"] < 120 for r in rows) and
+         rows[-1]["t"] > rows[0]["t"], "every step line has a timestamp, to the millisecond (%s)"
+         % [r.get("t") for r in rows])
+    path = os.path.join(TMP, "pre.nsj")
+    _, rows, _ = train(models.EncoderLM(norm_first=True), path, 3, 1)
+    C.ok(rows[0].get("norm") == "pre" and "tokens_per_s" not in rows[0] and
+         rows[1].get("tokens_per_s", 0) > 0 and "warmup" not in rows[1],
+         "norm_first=True is pre; tokens/s from the batch shape from step 2; warmup unsaid")
+
+
+every_ten()
+shared_module()
+ends()
+known_settings()
+C.close()

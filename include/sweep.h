@@ -5,7 +5,10 @@
  * binary (--headless --threads 1), so a run's numbers are those of the same
  * settings run alone, and a crash of one run stays in that run. Settings
  * are checked by the command line's own parser (cli_parse), never here.
- * Not here: training (main.c, engine.c), the flag table (cli.c).
+ * Files: the SPEC grammar and run IDs (sweep_spec.c), a run's CSV and
+ * results.csv (sweep_results.c), spawning and reaping (sweep_run.c), the
+ * sweep's directory, --list and --sweep-collect (sweep.c).
+ * Not here: training (main.c, engine.c), the flag table (settings.c).
  */
 #ifndef NS_SWEEP_H
 #define NS_SWEEP_H
@@ -80,7 +83,47 @@ typedef struct {
     double final;    /* val, or train without it: the number stalled judges */
     long div_step;   /* 0 = none */
     int stalled;
+    int has_ratio;   /* the ratio fields are not empty (a run with a summary) */
+    double ratio_first, ratio_last;
 } sweep_result;
+
+/* results.csv's columns, found by name in its header: "id", the axes but
+ * seed (in name order), then the result columns. */
+enum { SWEEP_COL_SEED, SWEEP_COL_STEPS, SWEEP_COL_TRAIN, SWEEP_COL_VAL, SWEEP_COL_DIV,
+       SWEEP_COL_STALLED, SWEEP_COL_R1, SWEEP_COL_RN, SWEEP_COL_WALL, SWEEP_COL_STATUS,
+       SWEEP_COLS };
+typedef struct {
+    int n;               /* the header's fields: a row has as many */
+    int n_axes;          /* the axes: fields 1 .. n_axes */
+    int col[SWEEP_COLS]; /* each result column's field */
+} sweep_cols;
+
+/* The columns of a header split into f[0..n) (csv.h). 0, or -1 with the
+ * name of the first column missing in *missing ("id" when f[0] is not). */
+int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing);
+/* A row split into f[0..c->n), as a result. */
+void sweep_result_fields(const sweep_cols *c, char *const *f, sweep_result *r);
+
+/* The runs of a cell (every axis value the same but the seed) folded:
+ * counts, and the losses of the runs that neither diverged nor failed. */
+typedef struct {
+    int n;               /* finite values */
+    double sum, lo, hi;
+} sweep_stat;
+
+typedef struct {
+    int runs, diverged, stalled, failed;
+    sweep_stat final, train, val;
+    long div_step;       /* the earliest divergence, 0 = none */
+    int n_ratio;         /* runs with gradient ratios */
+    double ratio[2];     /* their sums: at step 1, at the end */
+} sweep_cell;
+
+void sweep_cell_add(sweep_cell *c, const sweep_result *r);
+/* A stat's mean, NaN without a value. */
+double sweep_stat_mean(const sweep_stat *s);
+/* Axis values in order: numbers as numbers, anything else as text. */
+int sweep_value_cmp(const char *a, const char *b);
 
 const sweep_spec *sweep_ctx_spec(const sweep_ctx *c);
 const char *sweep_ctx_dir(const sweep_ctx *c);

@@ -3,13 +3,13 @@
  * states and numbers, the cells they fold into, the color scale, the
  * selection and paging, and the frames drawn into the cell grid (tui.h).
  *
- * Threads: the sweep's scheduler (sweep.c, its own thread) reports a run
+ * Threads: the sweep's scheduler (sweep_run.c, its own thread) reports a run
  * starting and ending on the board (a mutex held to copy a few numbers);
  * the UI thread copies the board once per frame and reads the running
  * runs' CSVs itself, complete lines only. Only tui_curses.c calls curses.
  *
- * Not here: spawning and reaping the runs, results.csv (sweep.c), the
- * terminal (tui_curses.c).
+ * Not here: spawning and reaping the runs (sweep_run.c), results.csv
+ * (sweep_results.c), the terminal (tui_curses.c).
  */
 #ifndef NS_TUI_SWEEP_H
 #define NS_TUI_SWEEP_H
@@ -78,7 +78,7 @@ void sv_board_done(sv_board *b, int status); /* the scheduler returned */
 
 /* ---- a growing CSV, read by complete lines ----------------------------------
  * The bytes after the last newline wait for the rest of their line; each
- * complete line goes to plot_data (plot.h), the one CSV reader. */
+ * complete line goes to plot_data (plot.h), the run CSV's reader. */
 typedef struct {
     long off;        /* bytes of the file consumed (complete lines + part) */
     unsigned long long ino; /* the file's, when first read (another: reset) */
@@ -116,9 +116,8 @@ typedef struct {
 /* A cell: the runs with the same values on every axis but seed. */
 typedef struct {
     int runs, pending, running, ended;
-    int diverged, stalled, failed;
-    int n;             /* finished runs with a finite final loss */
-    double mean, lo, hi; /* of those */
+    sweep_cell fold;   /* the ended runs folded (a row that cannot be read: failed) */
+    double mean;       /* their final loss, NaN without one */
     int n_live;        /* running runs that have a row */
     double live_loss;  /* their mean loss */
     long live_step;    /* their smallest step */

@@ -1062,8 +1062,8 @@ static void map_range(const plot_map *m, double *lo, double *hi)
     *lo = INFINITY;
     *hi = -INFINITY;
     for (long i = 0; i < m->ncells; i++)
-        if (m->cell[i].n) {
-            double x = m->cell[i].sum / m->cell[i].n;
+        if (m->cell[i].final.n) {
+            double x = sweep_stat_mean(&m->cell[i].final);
             *lo = fmin(*lo, x);
             *hi = fmax(*hi, x);
         }
@@ -1111,8 +1111,9 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
     for (int a = 0; a < g->m->n_axes && k < sizeof key; a++)
         k += (size_t)snprintf(key + k, sizeof key - k, "%s%s=%s", a ? "," : "", g->m->axis[a].name,
                               g->m->axis[a].val[idx[a]]);
-    double mean = cl->n ? cl->sum / cl->n : NAN;
-    int bin = cl->n ? map_bin(mean, g->lo, g->hi) : -1;
+    const sweep_stat *fin = &cl->final;
+    double mean = sweep_stat_mean(fin);
+    int bin = fin->n ? map_bin(mean, g->lo, g->hi) : -1;
     const char *fill = !cl->runs ? v->p->bg : bin < 0 ? "url(#nan)" : v->p->map[bin];
     const char *ink = bin >= v->p->map_dark ? "#ffffff" : bin < 0 ? v->p->fg : "#000000";
     fprintf(v->f, "<g class=\"map-cell\"><rect class=\"cell\" data-key=\"");
@@ -1123,7 +1124,7 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
             mean, bin, cl->runs, cl->diverged, cl->stalled, cl->failed, c.x, c.y, c.w, c.h, fill,
             v->p->bg);
     double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
-    int lines = (cl->n ? 1 : 0) + (cl->n > 1) + (cl->diverged || cl->stalled || cl->failed);
+    int lines = (fin->n ? 1 : 0) + (fin->n > 1) + (cl->diverged || cl->stalled || cl->failed);
     double y = c.y + c.h / 2 - (lines - 1) * fs * 0.6 + fs * 0.35;
     if (cl->diverged) {
         fprintf(v->f, "<path class=\"diverged-mark\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" "
@@ -1135,13 +1136,13 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
         fprintf(v->f, "<rect class=\"stalled-mark\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                       "fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-dasharray=\"8 5\"/>\n",
                 c.x + 5, c.y + 5, c.w - 10, c.h - 10, ink, 2.5 * v->s);
-    if (cl->n) {
+    if (fin->n) {
         text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%.3f", mean);
         y += fs * 1.2;
     }
-    if (cl->n > 1) {
+    if (fin->n > 1) {
         text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "+-%.3f (%d)",
-             (cl->hi - cl->lo) / 2, cl->n);
+             (fin->hi - fin->lo) / 2, fin->n);
         y += fs * 1.2;
     }
     char tag[96] = "";

@@ -385,18 +385,10 @@ void sv_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out)
         }
         if (run->phase != SV_ENDED)
             continue;
-        const sweep_result *res = &run->res;
-        out->failed += !run->have || res->failed;
-        out->diverged += run->have && res->diverged;
-        out->stalled += run->have && res->stalled;
-        if (run->have && !res->diverged && isfinite(res->final)) {
-            out->lo = out->n && out->lo < res->final ? out->lo : res->final;
-            out->hi = out->n && out->hi > res->final ? out->hi : res->final;
-            out->mean += res->final;
-            out->n++;
-        }
+        static const sweep_result unread = {.failed = 1};
+        sweep_cell_add(&out->fold, run->have ? &run->res : &unread);
     }
-    out->mean = out->n ? out->mean / out->n : NAN;
+    out->mean = sweep_stat_mean(&out->fold.final);
     out->live_loss = out->n_live ? live / out->n_live : NAN;
 }
 
@@ -411,7 +403,7 @@ static void view_scale(sweepview *v)
             for (int c = 0; c < m->cols; c++) {
                 sv_cell cell;
                 sv_cell_of(v, p, r, c, &cell);
-                if (cell.ended < cell.runs || !cell.n)
+                if (cell.ended < cell.runs || !cell.fold.final.n)
                     continue;
                 v->lo = isnan(v->lo) || cell.mean < v->lo ? cell.mean : v->lo;
                 v->hi = isnan(v->hi) || cell.mean > v->hi ? cell.mean : v->hi;
@@ -672,15 +664,16 @@ void sv_cell_text(const sweepview *v, const sv_cell *c, int w, char *buf, size_t
 {
     const char *pm = v->ui.unicode ? "\xc2\xb1" : "+-";
     *st = TUI_S_DIM;
-    if (c->ended == c->runs && c->n > 0) {
-        char m = c->diverged ? 'X' : c->stalled ? 'S' : c->failed ? '!' : ' ';
+    const sweep_cell *f = &c->fold;
+    if (c->ended == c->runs && f->final.n > 0) {
+        char m = f->diverged ? 'X' : f->stalled ? 'S' : f->failed ? '!' : ' ';
         int k = snprintf(buf, n, "%c %.3f", m, c->mean);
-        if (c->n > 1 && k + 2 + 4 <= w)
+        if (f->final.n > 1 && k + 2 + 4 <= w)
             snprintf(buf + k, n - (size_t)k, "%s%.*f", pm, k + 2 + 5 <= w ? 3 : 2,
-                     (c->hi - c->lo) / 2);
+                     (f->final.hi - f->final.lo) / 2);
         *st = (tui_style)(TUI_S_HEAT0 + sv_level(c->mean, v->lo, v->hi));
     } else if (c->ended == c->runs) {
-        snprintf(buf, n, c->diverged ? "X diverged" : "! failed");
+        snprintf(buf, n, f->diverged ? "X diverged" : "! failed");
         *st = TUI_S_BAD;
     } else if (c->n_live > 0) {
         snprintf(buf, n, "~ %.3f@%ld", c->live_loss, c->live_step);
@@ -819,10 +812,10 @@ static void draw_info(tui_grid *g, const sweepview *v, int row)
     }
     k += snprintf(b + k, sizeof b - (size_t)k, ": %d run%s, %d ended", c.runs,
                   c.runs == 1 ? "" : "s", c.ended);
-    if (c.n)
-        k += snprintf(b + k, sizeof b - (size_t)k, " (final %.3f, %.3f..%.3f)", c.mean, c.lo,
-                      c.hi);
-    const int count[4] = {c.diverged, c.stalled, c.failed, c.running};
+    if (c.fold.final.n)
+        k += snprintf(b + k, sizeof b - (size_t)k, " (final %.3f, %.3f..%.3f)", c.mean,
+                      c.fold.final.lo, c.fold.final.hi);
+    const int count[4] = {c.fold.diverged, c.fold.stalled, c.fold.failed, c.running};
     static const char *const what[4] = {"diverged", "stalled", "failed", "running"};
     for (int i = 0; i < 4 && k < (int)sizeof b; i++)
         if (count[i])

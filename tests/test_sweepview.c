@@ -174,13 +174,13 @@ static void test_cells(void)
     CHECK(v.map.row == 0 && v.map.col == 1 && v.map.seed == 2); /* rows lr, columns norm */
     sv_cell c;
     sv_cell_of(&v, 0, 0, 1, &c); /* lr=1e-3 norm=post */
-    CHECK(c.runs == 2 && c.ended == 2 && c.n == 2);
-    CHECK(fabs(c.mean - 2.6) < 1e-12 && c.lo == 2.5 && c.hi == 2.7);
-    CHECK(c.stalled == 0 && c.diverged == 0);
+    CHECK(c.runs == 2 && c.ended == 2 && c.fold.final.n == 2);
+    CHECK(fabs(c.mean - 2.6) < 1e-12 && c.fold.final.lo == 2.5 && c.fold.final.hi == 2.7);
+    CHECK(c.fold.stalled == 0 && c.fold.diverged == 0);
     sv_cell_of(&v, 0, 0, 0, &c); /* lr=1e-3 norm=pre */
-    CHECK(c.n == 2 && c.stalled == 1 && fabs(c.mean - 3.0) < 1e-12);
+    CHECK(c.fold.final.n == 2 && c.fold.stalled == 1 && fabs(c.mean - 3.0) < 1e-12);
     sv_cell_of(&v, 0, 1, 1, &c); /* lr=1e-2 norm=post */
-    CHECK(c.diverged == 2 && c.n == 0);
+    CHECK(c.fold.diverged == 2 && c.fold.final.n == 0);
     sv_cell_of(&v, 0, 1, 0, &c);
     CHECK(c.pending == 2 && c.ended == 0);
     /* one scale: from the lowest finished cell to the highest */

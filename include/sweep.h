@@ -47,6 +47,17 @@ typedef struct {
  * in err and s left empty. */
 int sweep_spec_parse(const char *text, sweep_spec *s, char *err, size_t errlen);
 void sweep_spec_free(sweep_spec *s);
+/* How a value of an axis is spelled once: integers in decimal, float
+ * settings as the shortest %.Pg (P >= 6) that reads back as the same
+ * float, anything else as written. */
+typedef enum { SWEEP_KIND_TEXT, SWEEP_KIND_INT, SWEEP_KIND_F32 } sweep_kind;
+/* Respell every value in its one spelling (kind(name) says how), so that
+ * a run's ID depends on its settings, not their spelling: 1e-3 and 0.001
+ * are one run. Values the kind cannot read are left as written (the flag
+ * parser refuses them). Two spellings of one value on an axis: -1 with one
+ * line starting "--sweep" in err (s is kept, the caller frees it). */
+int sweep_spec_canon(sweep_spec *s, sweep_kind (*kind)(const char *name), char *err,
+                     size_t errlen);
 /* Runs in the grid (the product of the axes' sizes), or -1 past
  * SWEEP_MAX_RUNS. */
 long sweep_spec_runs(const sweep_spec *s);

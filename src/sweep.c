@@ -15,8 +15,11 @@
 #include "sweep_int.h"
 
 #include "atomicio.h"
+#include "settings.h"
 
+#include <ctype.h>
 #include <dirent.h>
+#include <sys/file.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -36,7 +39,8 @@ static const struct {
     const char *name;
     int value;
 } own_flags[] = {{"sweep", 1}, {"sweep-out", 1}, {"sweep-collect", 1}, {"jobs", 1},
-                 {"list", 0},  {"yes", 0},       {"headless", 0},      {"quiet", 0}};
+                 {"list", 0},  {"list-range", 1}, {"retry", 1},        {"yes", 0},
+                 {"headless", 0}, {"quiet", 0}};
 enum { N_OWN = sizeof own_flags / sizeof own_flags[0] };
 
 /* Settings the sweep sets for every run, so they cannot be an axis. */
@@ -258,6 +262,9 @@ static void ctx_free(sweep_ctx *c)
         free(c->rows[k]);
     free(c->rows);
     free(c->done);
+    free(c->failed);
+    if (c->lock_fd >= 0)
+        close(c->lock_fd); /* the lock goes with it */
 }
 
 /* ---- DIR: sweep.spec says which sweep it holds ------------------------- */
@@ -322,8 +329,9 @@ static int dir_check(const sweep_ctx *c)
         DIR *d = opendir(c->dir);
         struct dirent *e;
         int empty = d != NULL;
-        while (d && (e = readdir(d)))
-            empty &= !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+        while (d && (e = readdir(d))) /* a lock left by a sweep killed before sweep.spec */
+            empty &= !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+                     !strcmp(e->d_name, "sweep.lock");
         if (d)
             closedir(d);
         if (empty)
@@ -350,14 +358,50 @@ static int dir_check(const sweep_ctx *c)
     return 0;
 }
 
-/* Make DIR and write sweep.spec (atomically). 0, or 1 after one line. */
+/* Make DIR (a missing parent is bad input: 2). 0, or 2 after one line. */
+static int dir_make(const sweep_ctx *c)
+{
+    if (mkdir(c->dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "normscope: --sweep-out %s: %s\n", c->dir, strerror(errno));
+        return 2;
+    }
+    return 0;
+}
+
+/* Hold DIR/sweep.lock for as long as this process lives: flock, so the
+ * kernel releases it when the holder dies (kill -9 included), and two
+ * sweeps never write one directory. The file holds the holder's pid, for
+ * the message. 0, or 1 after one line. */
+static int dir_lock(sweep_ctx *c, const char *flag)
+{
+    char path[4300], pid[32] = "";
+    snprintf(path, sizeof path, "%s/sweep.lock", c->dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "normscope: %s %s: %s: %s\n", flag, c->dir, path, strerror(errno));
+        return 1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        fprintf(stderr, "normscope: %s %s: another sweep (pid %s) is using this directory; wait "
+                        "for it or stop it\n", flag, c->dir, pid[0] ? pid : "unknown");
+        close(fd);
+        return 1;
+    }
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+        fprintf(stderr, "normscope: %s: %s (the lock holds; only its pid is not written)\n", path,
+                strerror(errno));
+    c->lock_fd = fd;
+    return 0;
+}
+
+/* Write DIR/sweep.spec (atomically). 0, or 1 after one line. */
 static int dir_write_spec(const sweep_ctx *c)
 {
     char path[4300], err[ATOMIC_PATH_MAX + 128];
-    if (mkdir(c->dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "normscope: --sweep-out %s: %s\n", c->dir, strerror(errno));
-        return 1;
-    }
     char *text = malloc(SPEC_FILE_MAX);
     if (!text) {
         fprintf(stderr, "normscope: out of memory\n");
@@ -375,9 +419,17 @@ static int dir_write_spec(const sweep_ctx *c)
 
 /* ---- DIR/results.csv: what it holds ---------------------------------------- */
 
-/* The runs DIR/results.csv has rows for: done[k] = 1. Creates the file
- * with its header when it is missing. 0, or 1 after one line. */
-static int results_load(sweep_ctx *c, unsigned char *done)
+/* Is this results.csv row a failed run's (exit N, signal N)? */
+static int row_failed(const sweep_ctx *c, const char *row)
+{
+    sweep_result r;
+    return sweep_row_parse(&c->spec, row, &r) == 0 && r.failed;
+}
+
+/* The runs DIR/results.csv has rows for: done[k] = 1, and failed[k] = 1
+ * when that row records a failure. Creates the file with its header when
+ * it is missing. 0, or 1 after one line. */
+static int results_load(sweep_ctx *c)
 {
     char path[4300], header[4096];
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
@@ -394,13 +446,73 @@ static int results_load(sweep_ctx *c, unsigned char *done)
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
         long k = strlen(line) > 12 && line[12] == ',' ? ctx_find(c, line) : -1;
+        if (k >= 0 && !c->done[k])
+            c->failed[k] = (unsigned char)row_failed(c, line);
         if (k >= 0)
-            done[k] = 1;
+            c->done[k] = 1;
         if (k >= 0 && c->rows && !c->rows[k])
             c->rows[k] = strdup(line);
     }
     free(line);
     fclose(f);
+    return 0;
+}
+
+/* Append n bytes to a growing buffer. 0, or -1 out of memory. */
+static int buf_add(char **text, size_t *len, size_t *cap, const char *p, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = 2 * *cap + n + 1;
+        char *g = realloc(*text, nc);
+        if (!g)
+            return -1;
+        *text = g;
+        *cap = nc;
+    }
+    memcpy(*text + *len, p, n);
+    *len += n;
+    return 0;
+}
+
+/* --retry failed: the failed runs' rows leave results.csv (rewritten
+ * atomically, under the lock), so that they run again and their new rows
+ * are the only ones. 0, or 1 after one line. */
+static int results_drop_failed(sweep_ctx *c)
+{
+    char path[4300], err[ATOMIC_PATH_MAX + 128], *line = NULL, *text = NULL;
+    size_t cap = 0, len = 0, tcap = 0;
+    long n = 0;
+    for (long k = 0; k < c->n_runs; k++)
+        n += c->failed[k];
+    if (n == 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/results.csv", c->dir);
+    FILE *f = fopen(path, "r");
+    int bad = !f;
+    for (long nr = 0; f && !bad && getline(&line, &cap, f) > 0; nr++) {
+        long k = nr > 0 && strlen(line) > 12 && line[12] == ',' ? ctx_find(c, line) : -1;
+        if (k < 0 || !c->failed[k])
+            bad = buf_add(&text, &len, &tcap, line, strlen(line));
+    }
+    if (f)
+        fclose(f);
+    free(line);
+    int r = bad ? -1 : atomic_write_file(path, text ? text : "", len, err, sizeof err);
+    free(text);
+    if (r) {
+        fprintf(stderr, "normscope: --retry: %s\n", bad ? "cannot rewrite results.csv" : err);
+        return 1;
+    }
+    for (long k = 0; k < c->n_runs; k++)
+        if (c->failed[k]) {
+            c->done[k] = c->failed[k] = 0;
+            if (c->rows) {
+                free(c->rows[k]);
+                c->rows[k] = NULL;
+            }
+        }
+    if (!c->quiet)
+        fprintf(stderr, "normscope: --retry failed: %ld run%s to run again\n", n, n == 1 ? "" : "s");
     return 0;
 }
 
@@ -436,26 +548,66 @@ static void put_word(FILE *out, const char *w)
     fputc('\'', out);
 }
 
-/* One command line per run, in grid order (line k+1 is run k, for a Slurm
- * array's index). Each writes DIR/run-ID.csv; --sweep-collect makes the
- * rows. */
-static int sweep_list(const sweep_ctx *c)
+/* --list-range A..B: lines A to B of the list, 1-based, both included
+ * (B past the end: to the end). 0, or 2 after one line. */
+static int list_range_parse(sweep_ctx *c, const char *text)
 {
-    for (long k = 0; k < c->n_runs; k++) {
-        sweep_args ra;
-        if (sweep_args_make(c, k, &ra) != 0) {
-            fprintf(stderr, "normscope: out of memory\n");
-            return 1;
-        }
-        for (int i = 0; i < ra.argc; i++) {
-            if (i)
-                fputc(' ', stdout);
-            put_word(stdout, ra.argv[i]);
-        }
-        fputc('\n', stdout);
-        free(ra.argv);
+    char *end, *dots = text ? strstr(text, "..") : NULL;
+    c->list_lo = 1;
+    c->list_hi = SWEEP_MAX_RUNS;
+    if (!text)
+        return 0;
+    errno = 0;
+    long lo = dots ? strtol(text, &end, 10) : 0, hi = 0;
+    int ok = dots && end == dots && isdigit((unsigned char)text[0]) &&
+             isdigit((unsigned char)dots[2]);
+    if (ok) {
+        hi = strtol(dots + 2, &end, 10);
+        ok = !*end && errno != ERANGE && lo >= 1 && lo <= hi;
     }
-    return fflush(stdout) == 0 ? 0 : 1;
+    if (!ok) {
+        fprintf(stderr, "normscope: --list-range '%s': expected A..B, lines of the list with "
+                        "1 <= A <= B (e.g. 1..1000, 1001..2000)\n", text);
+        return 2;
+    }
+    c->list_lo = lo;
+    c->list_hi = hi;
+    return 0;
+}
+
+/* Run k's command line, as sh reads it, then " # note" when note is not
+ * NULL. 0, or 1 after one line. */
+static int list_line(const sweep_ctx *c, long k, const char *note, FILE *out)
+{
+    sweep_args ra;
+    if (sweep_args_make(c, k, &ra) != 0) {
+        fprintf(stderr, "normscope: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < ra.argc; i++) {
+        if (i)
+            fputc(' ', out);
+        put_word(out, ra.argv[i]);
+    }
+    fprintf(out, "%s%s\n", note ? "  # " : "", note ? note : "");
+    free(ra.argv);
+    return 0;
+}
+
+/* One command line per run, in grid order, of the runs pick[k] (NULL:
+ * every run): line i (1-based) is the i-th of them, for a job array's
+ * index; only lines --list-range allows. Each writes DIR/run-ID.csv;
+ * --sweep-collect makes the rows. 0, or 1 after one line. */
+static int sweep_list(const sweep_ctx *c, const unsigned char *pick, FILE *out)
+{
+    long line = 0;
+    for (long k = 0; k < c->n_runs && line < c->list_hi; k++) {
+        if (pick && !pick[k])
+            continue;
+        if (++line >= c->list_lo && list_line(c, k, NULL, out) != 0)
+            return 1;
+    }
+    return fflush(out) == 0 ? 0 : 1;
 }
 
 static int results_print(const sweep_ctx *c)
@@ -466,22 +618,6 @@ static int results_print(const sweep_ctx *c)
         fprintf(stderr, "normscope: %s: cannot read the results\n", path);
         return 1;
     }
-    return 0;
-}
-
-/* Append n bytes to a growing buffer. 0, or -1 out of memory. */
-static int buf_add(char **text, size_t *len, size_t *cap, const char *p, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t nc = 2 * *cap + n + 1;
-        char *g = realloc(*text, nc);
-        if (!g)
-            return -1;
-        *text = g;
-        *cap = nc;
-    }
-    memcpy(*text + *len, p, n);
-    *len += n;
     return 0;
 }
 
@@ -509,39 +645,86 @@ static char **old_rows(const sweep_ctx *c, char **others, size_t *n_others, size
     return rows;
 }
 
+/* What --sweep-collect found of a run. */
+enum { RUN_COMPLETE, RUN_MISSING, RUN_TRUNCATED, RUN_FAILED, RUN_STATES };
+static const char *const run_state_name[RUN_STATES] = {"complete", "missing", "truncated",
+                                                       "failed"};
+
+/* tmp[k] = 1 when DIR holds run k's CSV in the making (run-ID.csv.tmp.PID:
+ * a run killed, or cancelled, before it ended). One pass over DIR. */
+static void runs_in_making(const sweep_ctx *c, unsigned char *tmp)
+{
+    DIR *d = opendir(c->dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (!strncmp(e->d_name, "run-", 4) && strlen(e->d_name) > 4 + 12 + 9 &&
+            !strncmp(e->d_name + 16, ".csv.tmp.", 9)) {
+            long k = ctx_find(c, e->d_name + 4);
+            if (k >= 0)
+                tmp[k] = 1;
+        }
+    if (d)
+        closedir(d);
+}
+
+/* Run k's row (into row, n: its length) and its state: complete when its
+ * CSV has every step (or it diverged), or its old row says ok/diverged;
+ * failed when its old row says so; truncated when its CSV stops short or
+ * is still a temporary file; else missing. */
+static int collect_run(sweep_ctx *c, long k, const char *old, int in_making, char *row,
+                       size_t *n)
+{
+    sweep_args ra;
+    sweep_summary s;
+    sweep_facts rf = {0, 0, NAN};
+    *n = 0;
+    if (sweep_args_make(c, k, &ra) != 0)
+        return -1;
+    sweep_run_parse(c, k, 0, &rf);
+    int have = sweep_summary_read(ra.csv, &s) == 0;
+    struct stat st;
+    int csv = stat(ra.csv, &st) == 0;
+    free(ra.argv);
+    const char *status = have ? sweep_summary_status(&s, rf.steps) : NULL;
+    if (status) {
+        *n = sweep_results_row(&c->spec, k, &rf, &s, old ? sweep_row_wall(&c->spec, old) : NAN,
+                               status, row, SWEEP_ROW_MAX);
+        return RUN_COMPLETE;
+    }
+    if (old) {
+        *n = (size_t)snprintf(row, SWEEP_ROW_MAX, "%s", old);
+        return row_failed(c, old) ? RUN_FAILED : RUN_COMPLETE;
+    }
+    return csv || in_making ? RUN_TRUNCATED : RUN_MISSING;
+}
+
 /* Rebuild results.csv from the runs' CSVs (in grid order); a run without
- * a finished CSV keeps the row it had (a crash's). Written atomically. */
-static int collect_write(sweep_ctx *c)
+ * a finished CSV keeps the row it had (a crash's). Written atomically.
+ * state[k]: what was found of run k. 0, or 1 after one line. */
+static int collect_write(sweep_ctx *c, unsigned char *state)
 {
     char header[4096], path[4300], err[ATOMIC_PATH_MAX + 128], *others = NULL;
+    char *row = malloc(SWEEP_ROW_MAX);
     size_t cap = 1 << 16, len = 0, n_others = 0, cap_others = 0;
     char **old = old_rows(c, &others, &n_others, &cap_others), *text = malloc(cap);
-    if (!old || !text) {
+    unsigned char *tmp = calloc((size_t)c->n_runs, 1);
+    if (!old || !text || !tmp || !row) {
         free(old);
         free(text);
         free(others);
+        free(tmp);
+        free(row);
         fprintf(stderr, "normscope: out of memory\n");
         return 1;
     }
+    runs_in_making(c, tmp);
     sweep_results_header(&c->spec, header, sizeof header);
     int bad = buf_add(&text, &len, &cap, header, strlen(header));
     for (long k = 0; k < c->n_runs && !bad; k++) {
-        sweep_args ra;
-        sweep_summary s;
-        sweep_facts rf = {0, 0, NAN};
-        char row[8192];
-        size_t n = 0;
-        if ((bad = sweep_args_make(c, k, &ra)) != 0)
-            break;
-        sweep_run_parse(c, k, 0, &rf);
-        const char *st = sweep_summary_read(ra.csv, &s) == 0 ? sweep_summary_status(&s, rf.steps)
-                                                            : NULL;
-        if (st)
-            n = sweep_results_row(&c->spec, k, &rf, &s, old[k] ? sweep_row_wall(&c->spec, old[k]) : NAN, st, row, sizeof row);
-        else if (old[k])
-            n = (size_t)snprintf(row, sizeof row, "%s", old[k]);
-        free(ra.argv);
-        bad = buf_add(&text, &len, &cap, row, n);
+        size_t n;
+        int st = collect_run(c, k, old[k], tmp[k], row, &n);
+        bad = st < 0 || buf_add(&text, &len, &cap, row, n);
+        state[k] = (unsigned char)(st < 0 ? RUN_MISSING : st);
     }
     if (!bad && n_others)
         bad = buf_add(&text, &len, &cap, others, n_others);
@@ -549,6 +732,8 @@ static int collect_write(sweep_ctx *c)
         free(old[k]);
     free(others);
     free(old);
+    free(tmp);
+    free(row);
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
     int r = bad ? -1 : atomic_write_file(path, text, len, err, sizeof err);
     if (bad)
@@ -557,6 +742,33 @@ static int collect_write(sweep_ctx *c)
         fprintf(stderr, "normscope: --sweep-collect %s\n", err);
     free(text);
     return r ? 1 : 0;
+}
+
+enum { COLLECT_SHOW = 20 }; /* not-complete runs listed on standard error */
+
+/* The counts on standard error, and the first runs not complete as their
+ * --list lines; pick[k] = 1 for those runs. Returns how many are not
+ * complete. */
+static long collect_report(const sweep_ctx *c, const unsigned char *state, unsigned char *pick)
+{
+    long count[RUN_STATES] = {0};
+    for (long k = 0; k < c->n_runs; k++) {
+        count[state[k]]++;
+        pick[k] = state[k] != RUN_COMPLETE;
+    }
+    long bad = c->n_runs - count[RUN_COMPLETE];
+    fprintf(stderr, "normscope: --sweep-collect %s: %ld expected, %ld complete, %ld missing, "
+                    "%ld truncated, %ld failed\n", c->dir, c->n_runs, count[RUN_COMPLETE],
+            count[RUN_MISSING], count[RUN_TRUNCATED], count[RUN_FAILED]);
+    if (bad == 0)
+        return 0;
+    fprintf(stderr, "normscope: not complete (%s), as --list lines to run again%s:\n",
+            bad > COLLECT_SHOW ? "the first 20" : "all", bad > COLLECT_SHOW
+            ? "; --sweep-collect DIR --list prints them all" : "");
+    for (long k = 0, shown = 0; k < c->n_runs && shown < COLLECT_SHOW; k++)
+        if (pick[k] && !list_line(c, k, run_state_name[state[k]], stderr))
+            shown++;
+    return bad;
 }
 
 /* This binary, by its absolute path: the children run it, and --list's
@@ -568,6 +780,17 @@ static void find_exe(sweep_ctx *c, const char *argv0)
         c->exe[n] = 0;
     else
         snprintf(c->exe, sizeof c->exe, "%s", argv0);
+}
+
+/* How the flag named name spells a value once (sweep_spec_canon). */
+static sweep_kind axis_kind(const char *name)
+{
+    const ns_setting *s = settings_find(name, strlen(name));
+    switch (s ? s->type : SET_PATH) {
+    case SET_INT: case SET_LONG: case SET_U64: return SWEEP_KIND_INT;
+    case SET_REAL: case SET_LOSS_SCALE: return SWEEP_KIND_F32;
+    default: return SWEEP_KIND_TEXT;
+    }
 }
 
 /* Parse and check everything (the spec, every run's flags, the data,
@@ -584,7 +807,8 @@ static int ctx_prepare(sweep_ctx *c, const char *spec, int yes)
     for (char *p = c->spec_text; *p; p++)
         if (*p == '\n' || *p == '\r' || *p == '\t')
             *p = ' ';
-    if (sweep_spec_parse(spec, &c->spec, err, sizeof err) != 0) {
+    if (sweep_spec_parse(spec, &c->spec, err, sizeof err) != 0 ||
+        sweep_spec_canon(&c->spec, axis_kind, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: %s\n", err);
         return 2;
     }
@@ -614,17 +838,53 @@ static int live_wanted(const cli_opts *o, sweep_live_fn live)
     return live && !o->headless && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 }
 
-/* What results.csv holds: done[k], and with rows (for a view) the rows.
- * 0, or 1 after one line. */
+/* What results.csv holds: done[k] and failed[k], and with rows (for a
+ * view) the rows. 0, or 1 after one line. */
 static int ctx_results(sweep_ctx *c, int rows)
 {
     c->done = calloc((size_t)c->n_runs, 1);
+    c->failed = calloc((size_t)c->n_runs, 1);
     c->rows = rows ? calloc((size_t)c->n_runs, sizeof *c->rows) : NULL;
-    if (!c->done || (rows && !c->rows)) {
+    if (!c->done || !c->failed || (rows && !c->rows)) {
         fprintf(stderr, "normscope: out of memory\n");
         return 1;
     }
-    return results_load(c, c->done);
+    return results_load(c);
+}
+
+/* The sweep's own flags that go together. 0, or 2 after one line. */
+static int check_own_flags(sweep_ctx *c, const cli_opts *o)
+{
+    if (o->retry && strcmp(o->retry, "failed") != 0) {
+        fprintf(stderr, "normscope: --retry '%s': expected 'failed' (the runs results.csv records "
+                        "as failed: exit N, signal N)\n", o->retry);
+        return 2;
+    }
+    if (o->retry && (o->list || o->sweep_collect)) {
+        fprintf(stderr, "normscope: --retry runs the failed runs again: it goes with --sweep, "
+                        "not --list or --sweep-collect (--sweep-collect DIR --list prints them)\n");
+        return 2;
+    }
+    if (o->list_range && !o->list) {
+        fprintf(stderr, "normscope: --list-range goes with --list\n");
+        return 2;
+    }
+    return list_range_parse(c, o->list_range);
+}
+
+/* After a run of the grid that went well: runs results.csv records as
+ * failed, and not run again, leave the grid incomplete. The exit status. */
+static int earlier_failures(const sweep_ctx *c, int status)
+{
+    long n = 0;
+    for (long k = 0; k < c->n_runs; k++)
+        n += c->failed[k];
+    if (status != 0 || n == 0)
+        return status;
+    fprintf(stderr, "normscope: sweep %s: %ld run%s failed in an earlier attempt (results.csv); "
+                    "--retry failed runs %s again\n", c->dir, n, n == 1 ? "" : "s",
+            n == 1 ? "it" : "them");
+    return 1;
 }
 
 static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, sweep_live_fn live,
@@ -642,11 +902,17 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, swee
     if (!r)
         r = ctx_prepare(c, o->sweep, o->yes);
     if (!r)
+        r = dir_make(c);
+    if (!r)
+        r = dir_lock(c, "--sweep-out");
+    if (!r)
         r = dir_write_spec(c);
     if (r || o->list)
-        return r ? r : sweep_list(c);
+        return r ? r : sweep_list(c, NULL, stdout);
     int show = live_wanted(o, live);
     r = ctx_results(c, show);
+    if (!r && o->retry)
+        r = results_drop_failed(c);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     c->jobs = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
     if (!r)
@@ -654,7 +920,7 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, swee
     /* after a live view too: the terminal keeps the table (as htop's) */
     if ((r != 130 || show) && results_print(c) != 0)
         r = 1;
-    return r;
+    return c->failed ? earlier_failures(c, r) : r;
 }
 
 /* sweep.spec's spec and common flags; the strings are owned by *store. */
@@ -687,33 +953,52 @@ static int collect_read_spec(sweep_ctx *c, char **store, const char **spec)
     return 0;
 }
 
-/* Rebuild DIR/results.csv, show it (live, on a terminal: the view of a
- * sweep with nothing left to run), print the table. */
+/* Rebuild DIR/results.csv, say what is not complete, show it (live, on a
+ * terminal: the view of a sweep with nothing left to run), print the
+ * table; with --list, print the not-complete runs' lines instead. Exit 1
+ * when a run is not complete. */
 static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, void *live_arg)
 {
     char *store = NULL;
     const char *spec = NULL;
+    unsigned char *state = NULL, *pick = NULL;
+    long incomplete = 0;
     snprintf(c->dir, sizeof c->dir, "%s", o->sweep_collect);
     int r = collect_read_spec(c, &store, &spec);
     if (!r)
         r = ctx_prepare(c, spec, 1);
     if (!r)
-        r = collect_write(c);
-    if (!r && live_wanted(o, live)) {
-        c->view_only = 1;
-        r = ctx_results(c, 1);
-        if (!r)
-            r = live(c, live_arg);
+        r = dir_lock(c, "--sweep-collect");
+    if (!r && (!(state = calloc((size_t)c->n_runs, 1)) || !(pick = calloc((size_t)c->n_runs, 1)))) {
+        fprintf(stderr, "normscope: out of memory\n");
+        r = 1;
     }
     if (!r)
-        r = results_print(c);
+        r = collect_write(c, state);
+    if (!r)
+        incomplete = collect_report(c, state, pick);
+    if (!r && o->list) {
+        r = sweep_list(c, pick, stdout);
+    } else {
+        if (!r && live_wanted(o, live)) {
+            c->view_only = 1;
+            r = ctx_results(c, 1);
+            if (!r)
+                r = live(c, live_arg);
+        }
+        if (!r)
+            r = results_print(c);
+    }
     free(store);
-    return r;
+    free(state);
+    free(pick);
+    return r ? r : incomplete ? 1 : 0;
 }
 
 int sweep_requested(const cli_opts *o)
 {
-    return o->sweep || o->sweep_collect || o->sweep_out || o->jobs || o->list || o->yes;
+    return o->sweep || o->sweep_collect || o->sweep_out || o->jobs || o->list || o->yes ||
+           o->list_range || o->retry;
 }
 
 int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, void *live_arg)
@@ -726,14 +1011,18 @@ int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, voi
     int r;
     find_exe(c, argv[0]);
     c->quiet = o->quiet;
-    if (o->sweep_collect && (o->sweep || o->sweep_out || o->list)) {
+    c->lock_fd = -1;
+    if (o->sweep_collect && (o->sweep || o->sweep_out)) {
         fprintf(stderr, "normscope: --sweep-collect DIR reads DIR/sweep.spec: it takes no "
-                        "--sweep, --sweep-out or --list\n");
+                        "--sweep or --sweep-out\n");
         r = 2;
+    } else if ((r = check_own_flags(c, o)) != 0) {
+        /* said */
     } else if (o->sweep_collect) {
         r = sweep_collect(c, o, live, live_arg);
     } else if (!o->sweep) {
-        fprintf(stderr, "normscope: --sweep-out, --jobs, --list and --yes go with --sweep SPEC\n");
+        fprintf(stderr, "normscope: --sweep-out, --jobs, --list, --retry and --yes go with "
+                        "--sweep SPEC\n");
         r = 2;
     } else {
         r = sweep_go(c, o, argc, argv, live, live_arg);

@@ -35,6 +35,9 @@ struct sweep_ctx {
     double entropy;  /* unigram entropy of data's training bytes, nats */
     int quiet;
     unsigned char *done; /* done[k]: run k has a row in results.csv */
+    unsigned char *failed; /* failed[k]: that row says it failed (exit N, signal N) */
+    int lock_fd;     /* DIR/sweep.lock, flocked while this process lives; -1 none */
+    long list_lo, list_hi; /* --list-range: lines lo..hi (1-based) of a list */
     char **rows;     /* for a live view: that row (as read at the start), else NULL */
     int jobs;
     int view_only;   /* --sweep-collect's view: nothing to run */

@@ -1,12 +1,12 @@
 /* sweep_run.c - running a sweep's grid here: each run a child process of
- * this binary, --jobs at a time, started with posix_spawn and reaped with
- * waitpid; its row appended to DIR/results.csv as it ends; progress on
+ * this binary, --jobs at a time, started with fork and exec (so that it
+ * can be tied to the sweep's life) and reaped with waitpid; its row appended to DIR/results.csv as it ends; progress on
  * standard error, or told to a watcher (the live view).
  *
  * Not here: what a run's command line is (sweep.c), what its row says
  * (sweep_results.c), other schedulers (--list).
  */
-#define _GNU_SOURCE /* posix_spawn file actions */
+#define _GNU_SOURCE /* prctl */
 #include "sweep_int.h"
 
 #include "nstime.h"
@@ -16,7 +16,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +33,29 @@ typedef struct {
     double t0;
 } slot;
 
-/* Start run k: stdout to /dev/null, stderr to DIR/run-ID.log. An old CSV
- * of the run (an interrupted attempt) is removed first, so what is read
- * afterwards is this attempt's. Returns the pid, or -1. */
+/* In the child, between fork and exec (async-signal-safe calls only):
+ * it dies with the sweep (PR_SET_PDEATHSIG: SIGTERM when the thread that
+ * started it ends, kill -9 of the sweep included, so no orphan runs on
+ * beside a resumed sweep), with no signal blocked, stdin and stdout on
+ * /dev/null and stderr to its log. */
+static void child_exec(const char *exe, char **argv, const char *log, pid_t parent)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        _exit(127); /* the sweep is already gone */
+    int in = open("/dev/null", O_RDONLY), out = open("/dev/null", O_WRONLY),
+        err = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        _exit(127);
+    execve(exe, argv, environ);
+    _exit(127);
+}
+
+/* Start run k. An old CSV of the run (an interrupted attempt) is removed
+ * first, so what is read afterwards is this attempt's. Returns the pid,
+ * or -1 (errno). */
 static pid_t run_spawn(const sweep_ctx *c, long k)
 {
     sweep_args ra;
@@ -44,16 +64,13 @@ static pid_t run_spawn(const sweep_ctx *c, long k)
         return -1;
     unlink(ra.csv);
     snprintf(log, sizeof log, "%s/run-%s.log", c->dir, ra.id);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    pid_t pid;
-    int r = posix_spawn(&pid, c->exe, &fa, NULL, ra.argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0)
+        child_exec(c->exe, ra.argv, log, parent);
+    int e = errno;
     free(ra.argv);
-    return r == 0 ? pid : -1;
+    errno = e;
+    return pid;
 }
 
 /* A child has ended: its row (also into row[SWEEP_ROW_MAX], "" when

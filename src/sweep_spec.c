@@ -232,6 +232,106 @@ void sweep_spec_free(sweep_spec *s)
     memset(s, 0, sizeof *s);
 }
 
+/* ---- one spelling per value ------------------------------------------------ */
+
+/* An integer's one spelling: decimal, no sign for >= 0, no leading zeros.
+ * 0, or -1 when v is not wholly an integer (the flag parser says why). */
+static int canon_int(const char *v, char *out, size_t n)
+{
+    char *end;
+    errno = 0;
+    if (*v == '-') {
+        long long x = strtoll(v, &end, 10);
+        if (end == v || *end || errno == ERANGE)
+            return -1;
+        snprintf(out, n, "%lld", x);
+    } else {
+        unsigned long long x = strtoull(v + (*v == '+'), &end, 10);
+        if (end == v + (*v == '+') || *end || errno == ERANGE || !isdigit((unsigned char)v[*v == '+']))
+            return -1;
+        snprintf(out, n, "%llu", x);
+    }
+    return 0;
+}
+
+/* A float setting's one spelling: the shortest "%.Pg" (P >= 6, the
+ * spelling geometric ranges use) that reads back as the same float, the
+ * type the setting is stored in. 0, or -1 when v is not a finite number. */
+static int canon_f32(const char *v, char *out, size_t n)
+{
+    double x;
+    if (num_full(v, &x))
+        return -1;
+    float f = (float)x;
+    for (int p = 6; p <= 9; p++) {
+        snprintf(out, n, "%.*g", p, (double)f);
+        if ((float)strtod(out, NULL) == f)
+            break;
+    }
+    if (!strcmp(out, "-0"))
+        snprintf(out, n, "0");
+    return 0;
+}
+
+static int cmp_canon(const void *x, const void *y)
+{
+    return strcmp(((char *const *)x)[0], ((char *const *)y)[0]);
+}
+
+/* Axis a's values respelled; two spellings of one value are refused. */
+static int axis_canon(sweep_axis *a, sweep_kind kind, char *err, size_t errlen)
+{
+    char *(*pairs)[2] = calloc((size_t)a->n, sizeof *pairs); /* {canonical, as written} */
+    if (!pairs)
+        return spec_fail(err, errlen, "out of memory");
+    int r = 0;
+    for (int i = 0; i < a->n && !r; i++) {
+        char buf[SWEEP_VALUE_MAX];
+        int ok = kind == SWEEP_KIND_INT ? canon_int(a->v[i], buf, sizeof buf) == 0
+                 : kind == SWEEP_KIND_F32 ? canon_f32(a->v[i], buf, sizeof buf) == 0
+                                          : 0;
+        pairs[i][0] = strdup(ok ? buf : a->v[i]);
+        pairs[i][1] = a->v[i];
+        if (!pairs[i][0])
+            r = spec_fail(err, errlen, "out of memory");
+    }
+    if (!r) {
+        char *(*sorted)[2] = malloc((size_t)a->n * sizeof *sorted);
+        if (!sorted)
+            r = spec_fail(err, errlen, "out of memory");
+        else
+            memcpy(sorted, pairs, (size_t)a->n * sizeof *sorted);
+        if (sorted)
+            qsort(sorted, (size_t)a->n, sizeof *sorted, cmp_canon);
+        for (int i = 1; sorted && i < a->n && !r; i++)
+            if (!strcmp(sorted[i - 1][0], sorted[i][0]))
+                r = spec_fail(err, errlen, "axis %s: '%s' and '%s' are one value (%s): give it once",
+                              a->name, sorted[i - 1][1], sorted[i][1], sorted[i][0]);
+        free(sorted);
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (!r) {
+            free(a->v[i]);
+            a->v[i] = pairs[i][0];
+        } else {
+            free(pairs[i][0]);
+        }
+    }
+    free(pairs);
+    return r;
+}
+
+int sweep_spec_canon(sweep_spec *s, sweep_kind (*kind)(const char *name), char *err,
+                     size_t errlen)
+{
+    for (int i = 0; i < s->n_axes; i++) {
+        sweep_kind k = kind(s->axis[i].name);
+        if (k != SWEEP_KIND_TEXT && axis_canon(&s->axis[i], k, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
 long sweep_spec_runs(const sweep_spec *s)
 {
     long n = 1;

@@ -220,7 +220,7 @@ cp "$T/s2/results.csv" "$T/s2.before"
 expect_bad "another sweep" --sweep 'lr=1e-3,1e-2' $C --sweep-out "$T/s2"
 expect_bad "another sweep" --sweep "$SPEC" $C --seed 7 --sweep-out "$T/s2"
 cmp -s "$T/s2.before" "$T/s2/results.csv" && ok || no "a refused sweep changed another's results"
-[ -z "$(ls "$T/s2" | grep -v -e '^run-[0-9a-f]*\.csv$' -e '^results.csv$' -e '^sweep.spec$')" ] \
+[ -z "$(ls "$T/s2" | grep -v -e '^run-[0-9a-f]*\.csv$' -e '^results.csv$' -e '^sweep.spec$' -e '^sweep.lock$')" ] \
     && ok || no "stray files in a sweep dir: $(ls "$T/s2")"
 
 echo "$pass passed, $fail failed"

@@ -155,6 +155,106 @@ rc=$?
 [ $rc -eq 130 ] && ok || no "SIGTERM: sweep exit $rc, want 130"
 grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" || ok
 
+# --- collect counts what the spec expects: a deleted CSV is missing, a CSV
+# cut short or left as .tmp is truncated, a failure row is failed; each is
+# listed as its --list line and the exit status is 1 until all are complete
+collect() { "$BIN" --sweep-collect "$1" >"$T/ctable" 2>"$T/cerr"; crc=$?; }
+counts() { grep -o '[0-9]* expected, [0-9]* complete, [0-9]* missing, [0-9]* truncated, [0-9]* failed' "$T/cerr"; }
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --list >"$T/clist" 2>/dev/null
+collect "$T/c"
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 0 complete, 12 missing, 0 truncated, 0 failed" ] \
+    && ok || no "collect of 0 CSVs: exit $crc, $(cat "$T/cerr")"
+[ "$(grep -c '  # missing$' "$T/cerr")" -eq 12 ] && ok || no "collect: the 12 missing runs not listed"
+xargs -P 2 -I{} sh -c '{}' <"$T/clist"
+csv_of() { sed -n "$1p" "$T/clist" | grep -o "$T/c/run-[0-9a-f]*\.csv"; }
+rm "$(csv_of 3)"                                               # never ran
+head -n 8 "$(csv_of 5)" >"$T/part" && mv "$T/part" "$(csv_of 5)" # cancelled at step 7
+mv "$(csv_of 7)" "$(csv_of 7).tmp.99999"                         # killed before its end
+collect "$T/c"
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 9 complete, 1 missing, 2 truncated, 0 failed" ] \
+    && ok || no "collect after damage: exit $crc, $(cat "$T/cerr")"
+grep -qxF "$(sed -n 3p "$T/clist")  # missing" "$T/cerr" && grep -qxF "$(sed -n 5p "$T/clist")  # truncated" "$T/cerr" \
+    && ok || no "collect: the not-complete runs not listed as their --list lines: $(cat "$T/cerr")"
+"$BIN" --sweep-collect "$T/c" --list >"$T/again" 2>/dev/null
+[ $? -eq 1 ] && sed -n '3p;5p;7p' "$T/clist" | cmp -s - "$T/again" && ok \
+    || no "collect --list: not the 3 runs' lines: $(cat "$T/again")"
+sh "$T/again"
+collect "$T/c"
+[ $crc -eq 0 ] && [ "$(counts)" = "12 expected, 12 complete, 0 missing, 0 truncated, 0 failed" ] \
+    && ok || no "collect after running its list: exit $crc, $(cat "$T/cerr")"
+cut -d, -f13 --complement "$T/c/results.csv" | sort >"$T/rc"
+cmp -s "$T/r1" "$T/rc" && ok || no "collect after a resubmission differs from --sweep"
+# a row that records a failure (as an in-process sweep writes it) is failed
+fid=$(csv_of 9 | sed 's/.*run-\(.*\)\.csv/\1/')
+fail_row() {
+    sed "s/^\($fid,[^,]*,[^,]*,[^,]*,[^,]*\),.*/\1,,,,,,,,,signal 9/" "$T/c/results.csv" >"$T/cr" \
+        && mv "$T/cr" "$T/c/results.csv"
+}
+fail_row
+rm "$(csv_of 9)"
+collect "$T/c"
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 11 complete, 0 missing, 0 truncated, 1 failed" ] \
+    && grep -qxF "$(sed -n 9p "$T/clist")  # failed" "$T/cerr" \
+    && ok || no "collect of a failure row: exit $crc, $(cat "$T/cerr")"
+
+# --- --list-range: lines A..B of the list, for an array size limit
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --list --list-range 5..8 >"$T/lr" 2>/dev/null
+sed -n 5,8p "$T/clist" | cmp -s - "$T/lr" && ok || no "--list-range 5..8: $(cat "$T/lr")"
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --list --list-range 11..2000 >"$T/lr" 2>/dev/null
+sed -n 11,12p "$T/clist" | cmp -s - "$T/lr" && ok || no "--list-range past the end: $(cat "$T/lr")"
+
+# --- a failure stays a failure: a resume exits 1 and says so; --retry
+# failed runs it again, once, and the grid is complete
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q '1 run failed in an earlier attempt.*--retry failed' "$T/err" \
+    && ok || no "resume over a failed row: exit $rc, $(cat "$T/err")"
+"$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --retry failed >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q '1 run to run again' "$T/err" && grep -q '12 runs, 1 to do' "$T/err" \
+    && ok || no "--retry failed: exit $rc, $(cat "$T/err")"
+[ "$(grep -c "^$fid," "$T/c/results.csv")" -eq 1 ] && [ "$(rows "$T/c")" -eq 12 ] \
+    && ok || no "--retry failed: $(grep -c "^$fid," "$T/c/results.csv") rows of the run, $(rows "$T/c") in all"
+cut -d, -f13 --complement "$T/c/results.csv" | sort >"$T/rc"
+cmp -s "$T/r1" "$T/rc" && ok || no "--retry failed: the rows differ from a sweep that never failed"
+
+# --- one value, one spelling, one ID: widening lr=1e-3 keeps its run
+"$BIN" --sweep 'lr=1e-3' $C --sweep-out "$T/v" -q >/dev/null 2>&1
+"$BIN" --sweep 'lr=1e-3..1e-2*10' $C --sweep-out "$T/v" >"$T/vt" 2>"$T/err"
+grep -q '2 runs, 1 to do' "$T/err" && [ "$(rows "$T/v")" -eq 2 ] && ok || no "widen lr=1e-3: $(cat "$T/err")"
+[ "$(cut -d, -f2 "$T/v/results.csv" | tail -n +2 | sort | tr '\n' ' ')" = "0.001 0.01 " ] \
+    && ok || no "widen: lr spelled $(cut -d, -f2 "$T/v/results.csv" | tr '\n' ' ')"
+"$BIN" --sweep 'seed=01,2' $C --sweep-out "$T/v2" --list | grep -c -- '--seed=1 ' | grep -qx 1 \
+    && ok || no "seed=01 not spelled 1"
+
+# --- one sweep per directory: a second is refused with the holder's pid;
+# kill -9 of the sweep takes its runs with it and frees the directory
+"$BIN" --sweep 'steps=1000000000' -L 1 $C --sweep-out "$T/lk" --jobs 1 -q >/dev/null 2>&1 &
+sweep_pid=$!
+run=
+for i in $(seq 1 100); do
+    run=$(find_pid "--steps=1000000000 --csv $T/lk/")
+    [ -n "$run" ] && break
+    sleep 0.1
+done
+"$BIN" --sweep 'steps=1000000000' -L 1 $C --sweep-out "$T/lk" -q >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "another sweep (pid $sweep_pid) is using this directory" "$T/err" \
+    && ok || no "a second sweep on one directory: exit $rc, $(cat "$T/err")"
+"$BIN" --sweep-collect "$T/lk" >/dev/null 2>"$T/err"
+grep -q "pid $sweep_pid" "$T/err" && ok || no "--sweep-collect beside a sweep: $(cat "$T/err")"
+kill -9 "$sweep_pid"
+wait "$sweep_pid" 2>/dev/null
+# gone, or a zombie nobody reaps (PID 1 in a container may not)
+alive() { [ -d "/proc/$1" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+for i in $(seq 1 100); do
+    alive "$run" || break
+    sleep 0.1
+done
+[ -n "$run" ] && ! alive "$run" && ok || no "a run outlived its sweep's kill -9 (pid $run)"
+"$BIN" --sweep-collect "$T/lk" >/dev/null 2>"$T/err"
+grep -q 'another sweep' "$T/err" && no "the lock outlived its sweep: $(cat "$T/err")" || ok
+
 # --- the papers, in direction (Xiong et al. 2020; Liu et al. 2020): at a
 # fixed learning rate without warmup, the Post-LN minus Pre-LN validation
 # loss gap grows with depth. Measured on this grid: -0.10 nats at 2 layers,
@@ -195,6 +295,16 @@ expect_bad "no axes" --sweep '  ' $C --sweep-out "$T/bad"
 expect_bad "expected NAME=" --sweep 'layers' $C --sweep-out "$T/bad"
 expect_bad "given twice" --sweep 'lr=1e-3,1e-3' $C --sweep-out "$T/bad"
 expect_bad "given twice" --sweep 'lr=1e-3 lr=1e-2' $C --sweep-out "$T/bad"
+expect_bad "'1e-3' and '0.001' are one value" --sweep 'lr=1e-3,0.001' $C --sweep-out "$T/bad"
+expect_bad "are one value" --sweep 'lr=1e-3,1e-3..1e-2*10' $C --sweep-out "$T/bad"
+expect_bad "are one value" --sweep 'seed=1,01' $C --sweep-out "$T/bad"
+expect_bad "No such file" --sweep 'lr=1e-3' $C --sweep-out "$T/bad/sub"
+expect_bad "--retry 'all'" --sweep 'lr=1e-3' $C --retry all --sweep-out "$T/bad"
+expect_bad "--retry runs" --sweep 'lr=1e-3' $C --retry failed --list --sweep-out "$T/bad"
+expect_bad "--list-range '0..3'" --sweep 'lr=1e-3' $C --list --list-range 0..3 --sweep-out "$T/bad"
+expect_bad "--list-range '5..2'" --sweep 'lr=1e-3' $C --list --list-range 5..2 --sweep-out "$T/bad"
+expect_bad "--list-range 'x'" --sweep 'lr=1e-3' $C --list --list-range x --sweep-out "$T/bad"
+expect_bad "goes with --list" --sweep 'lr=1e-3' $C --list-range 1..2 --sweep-out "$T/bad"
 expect_bad "factor above 1" --sweep 'lr=1e-4..1e-2*1' $C --sweep-out "$T/bad"
 expect_bad "A <= B" --sweep 'seed=3..1' $C --sweep-out "$T/bad"
 expect_bad "cannot vary" --sweep 'csv=a,b' $C --sweep-out "$T/bad"

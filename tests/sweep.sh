@@ -39,6 +39,14 @@ find_pid() {
         case "$c" in *"$1"*) echo "${d#/proc/}"; return ;; esac
     done
 }
+# the pid of a run whose command line holds $1, once it has started (10 s)
+wait_run() {
+    for i in $(seq 1 100); do
+        p=$(find_pid "$1")
+        [ -n "$p" ] && { echo "$p"; return; }
+        sleep 0.1
+    done
+}
 
 # --- the grid: 2 x 2 x 3 (1e-3, 3.16e-3, 1e-2), in every listing and row set
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/l" --list >"$T/list" 2>"$T/err"
@@ -128,12 +136,7 @@ fi
 # a child killed by a signal: steps=... 1e9 never ends on its own
 "$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/k" --jobs 2 -q >/dev/null 2>&1 &
 sweep_pid=$!
-victim=
-for i in $(seq 1 100); do
-    victim=$(find_pid "--steps=1000000000 --csv $T/k/")
-    [ -n "$victim" ] && break
-    sleep 0.1
-done
+victim=$(wait_run "--steps=1000000000 --csv $T/k/")
 [ -n "$victim" ] && kill -9 "$victim"
 wait $sweep_pid
 rc=$?
@@ -144,10 +147,7 @@ grep -q ',5,1337,5,.*,ok$' "$T/k/results.csv" && ok || no "the other run did not
 # --- interrupted: exit 130, no row for the run cut short; a resume finishes it
 "$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/i" --jobs 2 -q >/dev/null 2>&1 &
 sweep_pid=$!
-for i in $(seq 1 100); do
-    [ -n "$(find_pid "--steps=1000000000 --csv $T/i/")" ] && break
-    sleep 0.1
-done
+wait_run "--steps=1000000000 --csv $T/i/" >/dev/null
 sleep 0.3
 kill -TERM $sweep_pid
 wait $sweep_pid
@@ -231,12 +231,7 @@ grep -q '2 runs, 1 to do' "$T/err" && [ "$(rows "$T/v")" -eq 2 ] && ok || no "wi
 # kill -9 of the sweep takes its runs with it and frees the directory
 "$BIN" --sweep 'steps=1000000000' -L 1 $C --sweep-out "$T/lk" --jobs 1 -q >/dev/null 2>&1 &
 sweep_pid=$!
-run=
-for i in $(seq 1 100); do
-    run=$(find_pid "--steps=1000000000 --csv $T/lk/")
-    [ -n "$run" ] && break
-    sleep 0.1
-done
+run=$(wait_run "--steps=1000000000 --csv $T/lk/")
 "$BIN" --sweep 'steps=1000000000' -L 1 $C --sweep-out "$T/lk" -q >/dev/null 2>"$T/err"
 rc=$?
 [ $rc -eq 1 ] && grep -q "another sweep (pid $sweep_pid) is using this directory" "$T/err" \

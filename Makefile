@@ -107,6 +107,7 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \
 	if [ -z "$(SANFLAGS)" ]; then \
 	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
+	  echo "== tests/sched.sh"; NS_BIN=./$(BIN) sh tests/sched.sh || fail=1; \
 	  echo "== tests/tour.sh"; NS_BIN=./$(BIN) sh tests/tour.sh || fail=1; \
 	  echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
 	  echo "== tests/probe.sh"; NS_BIN=./$(BIN) sh tests/probe.sh || fail=1; \

@@ -94,6 +94,7 @@ typedef struct {
     double final;    /* val, or train without it: the number stalled judges */
     long div_step;   /* 0 = none */
     int stalled;
+    int exploded;    /* finite, but ended above its first step's loss */
     int has_ratio;   /* the ratio fields are not empty (a run with a summary) */
     double ratio_first, ratio_last;
 } sweep_result;
@@ -101,12 +102,13 @@ typedef struct {
 /* results.csv's columns, found by name in its header: "id", the axes but
  * seed (in name order), then the result columns. */
 enum { SWEEP_COL_SEED, SWEEP_COL_STEPS, SWEEP_COL_TRAIN, SWEEP_COL_VAL, SWEEP_COL_DIV,
-       SWEEP_COL_STALLED, SWEEP_COL_R1, SWEEP_COL_RN, SWEEP_COL_WALL, SWEEP_COL_STATUS,
-       SWEEP_COLS };
+       SWEEP_COL_STALLED, SWEEP_COL_EXPLODED, SWEEP_COL_R1, SWEEP_COL_RN, SWEEP_COL_WALL,
+       SWEEP_COL_STATUS, SWEEP_COLS };
 typedef struct {
     int n;               /* the header's fields: a row has as many */
     int n_axes;          /* the axes: fields 1 .. n_axes */
-    int col[SWEEP_COLS]; /* each result column's field */
+    int col[SWEEP_COLS]; /* each result column's field (exploded: -1 in a file
+                            written before it had one, read as 0) */
 } sweep_cols;
 
 /* The columns of a header split into f[0..n) (csv.h). 0, or -1 with the
@@ -123,7 +125,7 @@ typedef struct {
 } sweep_stat;
 
 typedef struct {
-    int runs, diverged, stalled, failed;
+    int runs, diverged, stalled, exploded, failed;
     sweep_stat final, train, val;
     long div_step;       /* the earliest divergence, 0 = none */
     int n_ratio;         /* runs with gradient ratios */
@@ -133,6 +135,9 @@ typedef struct {
 void sweep_cell_add(sweep_cell *c, const sweep_result *r);
 /* A stat's mean, NaN without a value. */
 double sweep_stat_mean(const sweep_stat *s);
+/* A loss in at most width characters (width >= 5): "%.3f" when it fits,
+ * else the most significant digits that fit ("2.8e+12"); "nan", "inf". */
+void sweep_fmt_loss(char *buf, size_t n, double x, int width);
 /* Axis values in order: numbers as numbers, anything else as text. */
 int sweep_value_cmp(const char *a, const char *b);
 

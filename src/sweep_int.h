@@ -70,6 +70,7 @@ int sweep_run_parse(sweep_ctx *c, long k, int check, sweep_facts *f);
 /* ---- a run's CSV, summarized (sweep_results.c) ---------------------------- */
 typedef struct {
     long first_step, last_step;
+    double first_loss; /* the first step's loss: where a run starts */
     double train;    /* mean loss of the last SWEEP_LAST_K steps */
     double val;      /* the validation losses of the last K steps, else the last */
     int has_val;

@@ -96,6 +96,7 @@ static void summary_row(sweep_summary *s, summary_acc *acc, char **fl, const ste
     int skipped = atoi(fl[h->skipped]);
     if (acc->rows == 0) {
         s->first_step = step;
+        s->first_loss = loss;
         s->ratio_first = grad_ratio(fl, h);
     }
     s->last_step = step;
@@ -166,8 +167,8 @@ const char *sweep_summary_status(const sweep_summary *s, long steps)
 
 /* The result columns, in the order written (SWEEP_COL_*). */
 static const char *const result_names[SWEEP_COLS] = {
-    "seed", "steps", "train_loss", "val_loss", "diverged_step", "stalled", "ratio_first",
-    "ratio_last", "wall_s", "status"};
+    "seed", "steps", "train_loss", "val_loss", "diverged_step", "stalled", "exploded",
+    "ratio_first", "ratio_last", "wall_s", "status"};
 
 static int is_seed_axis(const sweep_axis *a) { return !strcmp(a->name, "seed"); }
 
@@ -193,40 +194,54 @@ static void fmt_num(char *buf, size_t n, double x)
         snprintf(buf, n, "%.6g", x);
 }
 
+void sweep_fmt_loss(char *buf, size_t n, double x, int width)
+{
+    if (!isfinite(x)) {
+        fmt_num(buf, n, x);
+        return;
+    }
+    snprintf(buf, n, "%.3f", x);
+    for (int p = 3; p >= 1 && (int)strlen(buf) > width; p--)
+        snprintf(buf, n, "%.*g", p, x);
+}
+
 size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
                          const sweep_summary *s, double wall, const char *status, char *buf,
                          size_t n)
 {
     int idx[SWEEP_MAX_AXES];
     sweep_run_index(sp, k, idx);
-    char id[13], num[7][32];
+    char id[13], num[8][32];
     sweep_run_id(sp, idx, id);
     size_t len = (size_t)snprintf(buf, n, "%s", id);
     for (int i = 0; i < sp->n_axes && len < n; i++)
         if (!is_seed_axis(&sp->axis[i]))
             len += (size_t)snprintf(buf + len, n - len, ",%s", sp->axis[i].v[idx[i]]);
-    for (int j = 0; j < 7; j++)
+    for (int j = 0; j < 8; j++)
         num[j][0] = 0;
     if (s) {
         double final = s->has_val ? s->val : s->train;
+        /* exploded: a finite blow-up, not the plateau; stalled: the plateau
+         * rule (see SWEEPS in normscope(1)) */
+        int exploded = !s->div_step && isfinite(final) && final > s->first_loss;
         snprintf(num[0], 32, "%ld", s->last_step);
         fmt_num(num[1], 32, s->train);
         if (s->has_val)
             fmt_num(num[2], 32, s->val);
         if (s->div_step)
             snprintf(num[3], 32, "%ld", s->div_step);
-        /* stalled: the plateau rule (see SWEEPS in normscope(1)) */
-        snprintf(num[4], 32, "%d", !s->div_step && !(final < f->entropy - 0.1));
-        fmt_num(num[5], 32, s->ratio_first);
-        fmt_num(num[6], 32, s->ratio_last);
+        snprintf(num[4], 32, "%d", !s->div_step && !exploded && !(final < f->entropy - 0.1));
+        snprintf(num[5], 32, "%d", exploded);
+        fmt_num(num[6], 32, s->ratio_first);
+        fmt_num(num[7], 32, s->ratio_last);
     }
     char w[32] = "";
     if (!isnan(wall))
         snprintf(w, sizeof w, "%.2f", wall);
     if (len < n)
-        len += (size_t)snprintf(buf + len, n - len, ",%llu,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        len += (size_t)snprintf(buf + len, n - len, ",%llu,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
                                 (unsigned long long)f->seed, num[0], num[1], num[2], num[3],
-                                num[4], num[5], num[6], w, status);
+                                num[4], num[5], num[6], num[7], w, status);
     return len < n ? len : n - 1;
 }
 
@@ -251,7 +266,7 @@ int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing)
         return -1;
     }
     for (int j = 0; j < SWEEP_COLS; j++)
-        if ((c->col[j] = csv_find(f, n, result_names[j])) < 0) {
+        if ((c->col[j] = csv_find(f, n, result_names[j])) < 0 && j != SWEEP_COL_EXPLODED) {
             *missing = result_names[j];
             return -1;
         }
@@ -276,6 +291,7 @@ void sweep_result_fields(const sweep_cols *c, char *const *f, sweep_result *r)
     r->final = *val ? r->val : r->train;
     r->div_step = strtol(f[c->col[SWEEP_COL_DIV]], NULL, 10);
     r->stalled = !strcmp(f[c->col[SWEEP_COL_STALLED]], "1");
+    r->exploded = c->col[SWEEP_COL_EXPLODED] >= 0 && !strcmp(f[c->col[SWEEP_COL_EXPLODED]], "1");
     r->has_ratio = *f[c->col[SWEEP_COL_R1]] != 0;
     r->ratio_first = csv_num(f[c->col[SWEEP_COL_R1]]);
     r->ratio_last = csv_num(f[c->col[SWEEP_COL_RN]]);
@@ -342,6 +358,7 @@ void sweep_cell_add(sweep_cell *c, const sweep_result *r)
     c->diverged += r->diverged;
     c->failed += r->failed;
     c->stalled += r->stalled;
+    c->exploded += r->exploded;
     if (r->diverged && (!c->div_step || (r->div_step > 0 && r->div_step < c->div_step)))
         c->div_step = r->div_step;
     if (!r->diverged && !r->failed) { /* a diverged run's last losses describe no trained model */
@@ -390,13 +407,18 @@ static int cmp_cell(const void *x, const void *y)
     return 0;
 }
 
-/* "mean+-spread" (spread: half the range), or "-" without a value. */
+/* "mean+-spread" (spread: half the range), each in at most 7 characters,
+ * or "-" without a value. */
 static void fmt_stat(char *buf, size_t n, const sweep_stat *s)
 {
-    if (!s->n)
+    char m[32], h[32];
+    if (!s->n) {
         snprintf(buf, n, "-");
-    else
-        snprintf(buf, n, "%.3f+-%.3f", sweep_stat_mean(s), (s->hi - s->lo) / 2);
+        return;
+    }
+    sweep_fmt_loss(m, sizeof m, sweep_stat_mean(s), 7);
+    sweep_fmt_loss(h, sizeof h, (s->hi - s->lo) / 2, 7);
+    snprintf(buf, n, "%s+-%s", m, h);
 }
 
 /* Print rows of strings with each column as wide as its widest entry. */
@@ -416,13 +438,16 @@ static void print_aligned(FILE *out, char **text, int rows, int cols)
                 fprintf(out, "%s\n", text[r * cols + j]);
 }
 
-/* The cells' lines: the header row, then one row per cell. */
+/* The cells' lines: the header row, then one row per cell. The columns
+ * are few and short, so that a grid of three axes fits 80 columns: the
+ * final loss (val_loss, else train_loss) of the runs that trained, the
+ * counts of the states, and the gradient ratio at the end. */
 static void table_print(FILE *out, char **names, const table_cell *cells, int n_cells, int n_axes)
 {
-    static const char *const tail[] = {"runs", "train", "val", "diverged", "stalled",
-                                       "failed", "ratio@1", "ratio@end"};
-    enum { W = SWEEP_VALUE_MAX };
-    int cols = n_axes + 8, rows = n_cells + 1;
+    static const char *const tail[] = {"runs", "final", "div", "stall", "expl", "fail",
+                                       "ratio@end"};
+    enum { W = SWEEP_VALUE_MAX, N_TAIL = sizeof tail / sizeof tail[0] };
+    int cols = n_axes + N_TAIL, rows = n_cells + 1;
     char **text = calloc((size_t)rows * (size_t)cols, sizeof *text);
     char *store = malloc((size_t)rows * (size_t)cols * W);
     if (!text || !store) {
@@ -444,16 +469,15 @@ static void table_print(FILE *out, char **names, const table_cell *cells, int n_
         }
         char **v = text + r * cols + n_axes;
         snprintf(v[0], W, "%d", c->runs);
-        fmt_stat(v[1], W, &c->train);
-        fmt_stat(v[2], W, &c->val);
-        snprintf(v[3], W, "%d", c->diverged);
-        snprintf(v[4], W, "%d", c->stalled);
+        fmt_stat(v[1], W, &c->final);
+        snprintf(v[2], W, "%d", c->diverged);
+        snprintf(v[3], W, "%d", c->stalled);
+        snprintf(v[4], W, "%d", c->exploded);
         snprintf(v[5], W, "%d", c->failed);
-        for (int j = 0; j < 2; j++)
-            if (c->n_ratio)
-                snprintf(v[6 + j], W, "%.3g", c->ratio[j] / c->n_ratio);
-            else
-                snprintf(v[6 + j], W, "-");
+        if (c->n_ratio)
+            snprintf(v[6], W, "%.2g", c->ratio[1] / c->n_ratio);
+        else
+            snprintf(v[6], W, "-");
     }
     print_aligned(out, text, rows, cols);
     free(text);

@@ -36,7 +36,8 @@ C="-d 16 -H 2 -T 8 -B 2 --steps 20 --val-every 5 --val-batches 1"
 SPEC='norm=post,pre layers=1..2 lr=1e-3..1e-2*10^0.5'
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/ref" --jobs 2 -q --headless >/dev/null 2>&1
 # results.csv without wall_s (empty when collected), sorted
-rows_of() { cut -d, -f13 --complement "$1/results.csv" | sort; }
+rows_of() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_s") w = i }
+                               { $w = ""; print }' "$1/results.csv" | sort; }
 rows_of "$T/ref" >"$T/ref.rows"
 [ "$(wc -l <"$T/ref.rows")" -eq 13 ] && ok || no "the in-process sweep: $(wc -l <"$T/ref.rows") lines"
 

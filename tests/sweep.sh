@@ -32,6 +32,9 @@ expect_bad() {
 # csv of the run whose results row matches the pattern (id is column 1)
 run_csv() { echo "$1/run-$(grep -E -- "$2" "$1/results.csv" | cut -d, -f1).csv"; }
 rows() { tail -n +2 "$1/results.csv" | wc -l; }
+# results.csv without its wall_s column (empty when collected), sorted
+nowall() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_s") w = i }
+                              { $w = ""; print }' "$1" | sort; }
 # pid of a process whose command line holds $1 (procps's pgrep may be absent)
 find_pid() {
     for d in /proc/[0-9]*; do
@@ -65,7 +68,7 @@ for j in 1 2; do
     [ "$(rows "$T/s$j")" -eq 12 ] && ok || no "--jobs $j: $(rows "$T/s$j") rows, want 12"
     # the table: a header and one line per cell (no seed axis: 12 cells)
     [ "$(wc -l <"$T/table$j")" -eq 13 ] && ok || no "--jobs $j: table of $(wc -l <"$T/table$j") lines"
-    head -1 "$T/table$j" | grep -Eq '^layers +lr +norm +runs +train +val ' && ok || no "table header: $(head -1 "$T/table$j")"
+    head -1 "$T/table$j" | grep -Eq '^layers +lr +norm +runs +final +div +stall +expl +fail +ratio@end$' && ok || no "table header: $(head -1 "$T/table$j")"
     # determinism: each run's CSV is the same run alone, bytes apart from tokens_per_s
     for r in "1,0.001,post" "2,0.00316228,pre" "2,0.01,post"; do
         set -- $(echo "$r" | tr , ' ')
@@ -76,14 +79,14 @@ for j in 1 2; do
         [ -s "$T/a.cut" ] && cmp -s "$T/a.cut" "$T/b.cut" && ok || no "--jobs $j: run $r differs from the run alone"
     done
 done
-head -1 "$T/s1/results.csv" | grep -qx 'id,layers,lr,norm,seed,steps,train_loss,val_loss,diverged_step,stalled,ratio_first,ratio_last,wall_s,status' \
+head -1 "$T/s1/results.csv" | grep -qx 'id,layers,lr,norm,seed,steps,train_loss,val_loss,diverged_step,stalled,exploded,ratio_first,ratio_last,wall_s,status' \
     && ok || no "results.csv header: $(head -1 "$T/s1/results.csv")"
 # --jobs 1 and 2: the same rows apart from the wall time
-cut -d, -f13 --complement "$T/s1/results.csv" | sort >"$T/r1"
-cut -d, -f13 --complement "$T/s2/results.csv" | sort >"$T/r2"
+nowall "$T/s1/results.csv" >"$T/r1"
+nowall "$T/s2/results.csv" >"$T/r2"
 cmp -s "$T/r1" "$T/r2" && ok || no "results differ between --jobs 1 and 2"
 # every run finished its 20 steps, and ratios of a 1-layer model are 1
-[ "$(cut -d, -f6,14 "$T/s1/results.csv" | grep -cx '20,ok')" -eq 12 ] && ok || no "not all runs 20 steps, ok"
+[ "$(cut -d, -f6,15 "$T/s1/results.csv" | grep -cx '20,ok')" -eq 12 ] && ok || no "not all runs 20 steps, ok"
 [ "$(grep -c '^[0-9a-f]*,1,.*,1,1,[0-9.]*,ok$' "$T/s1/results.csv")" -eq 6 ] && ok || no "1-layer ratios not 1"
 
 # --- resume: nothing to do; a lost row is run again, only it
@@ -95,7 +98,7 @@ touch -d '2001-01-01' "$keep"
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/s1" --jobs 2 -q >/dev/null 2>"$T/err"
 [ "$(rows "$T/s1")" -eq 12 ] && ok || no "resume: $(rows "$T/s1") rows, want 12"
 [ -n "$(find "$keep" ! -newermt '2002-01-01')" ] && ok || no "resume ran a finished run again"
-cut -d, -f13 --complement "$T/s1/results.csv" | sort >"$T/r1b"
+nowall "$T/s1/results.csv" >"$T/r1b"
 cmp -s "$T/r1" "$T/r1b" && ok || no "resume: the rerun run's row differs"
 
 # --- widening: the same axes with other values share DIR; the shared run
@@ -112,7 +115,7 @@ cmp -s "$T/w1" "$T/w2" && ok || no "--sweep-collect dropped another grid's rows"
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/x" --list | xargs -P 2 -I{} sh -c '{}'
 "$BIN" --sweep-collect "$T/x" >"$T/tablex" 2>"$T/err"
 [ $? -eq 0 ] && ok || no "--sweep-collect: $(cat "$T/err")"
-cut -d, -f13 --complement "$T/x/results.csv" | sort >"$T/rx"
+nowall "$T/x/results.csv" >"$T/rx"
 cmp -s "$T/r1" "$T/rx" && ok || { no "--list | xargs + --sweep-collect differs from --sweep"; diff "$T/r1" "$T/rx" >&2; }
 cmp -s "$T/table2" "$T/tablex" && ok || no "--sweep-collect's table differs"
 # collecting an in-process sweep again keeps its rows and wall times
@@ -182,12 +185,12 @@ sh "$T/again"
 collect "$T/c"
 [ $crc -eq 0 ] && [ "$(counts)" = "12 expected, 12 complete, 0 missing, 0 truncated, 0 failed" ] \
     && ok || no "collect after running its list: exit $crc, $(cat "$T/cerr")"
-cut -d, -f13 --complement "$T/c/results.csv" | sort >"$T/rc"
+nowall "$T/c/results.csv" >"$T/rc"
 cmp -s "$T/r1" "$T/rc" && ok || no "collect after a resubmission differs from --sweep"
 # a row that records a failure (as an in-process sweep writes it) is failed
 fid=$(csv_of 9 | sed 's/.*run-\(.*\)\.csv/\1/')
 fail_row() {
-    sed "s/^\($fid,[^,]*,[^,]*,[^,]*,[^,]*\),.*/\1,,,,,,,,,signal 9/" "$T/c/results.csv" >"$T/cr" \
+    sed "s/^\($fid,[^,]*,[^,]*,[^,]*,[^,]*\),.*/\1,,,,,,,,,,signal 9/" "$T/c/results.csv" >"$T/cr" \
         && mv "$T/cr" "$T/c/results.csv"
 }
 fail_row
@@ -215,7 +218,7 @@ rc=$?
     && ok || no "--retry failed: exit $rc, $(cat "$T/err")"
 [ "$(grep -c "^$fid," "$T/c/results.csv")" -eq 1 ] && [ "$(rows "$T/c")" -eq 12 ] \
     && ok || no "--retry failed: $(grep -c "^$fid," "$T/c/results.csv") rows of the run, $(rows "$T/c") in all"
-cut -d, -f13 --complement "$T/c/results.csv" | sort >"$T/rc"
+nowall "$T/c/results.csv" >"$T/rc"
 cmp -s "$T/r1" "$T/rc" && ok || no "--retry failed: the rows differ from a sweep that never failed"
 
 # --- one value, one spelling, one ID: widening lr=1e-3 keeps its run
@@ -250,6 +253,23 @@ done
 "$BIN" --sweep-collect "$T/lk" >/dev/null 2>"$T/err"
 grep -q 'another sweep' "$T/err" && no "the lock outlived its sweep: $(cat "$T/err")" || ok
 
+# --- outliers: without normalization at lr 1 the loss blows up (finite, to
+# 1e+12 on this grid) or diverges; such a run is exploded (above its first
+# step's loss), never stalled; at lr 1e-2 none explodes. The table keeps
+# its numbers short and its lines within 80 columns.
+"$BIN" --sweep 'norm=none,pre lr=1e-2,1 seed=1,2' -L 2 $C --steps 60 --warmup 0 \
+    --sweep-out "$T/ex" -q >"$T/ext" 2>/dev/null
+# the rows where awk condition $2 holds, fields by name as c["NAME"]
+where() { awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2" "$1"; }
+[ "$(where "$T/ex/results.csv" '$c["lr"] == 1 && $c["norm"] == "none" && ($c["exploded"] == 1 || $c["status"] == "diverged") && $c["stalled"] == 0' | wc -l)" -eq 2 ] \
+    && ok || no "norm=none lr=1: not exploded or diverged: $(cat "$T/ex/results.csv")"
+[ "$(where "$T/ex/results.csv" '$c["lr"] == 0.01 && $c["exploded"] == 1' | wc -l)" -eq 0 ] \
+    && ok || no "lr=1e-2 exploded: $(cat "$T/ex/results.csv")"
+[ "$(where "$T/ex/results.csv" '$c["exploded"] == 1' | wc -l)" -ge 2 ] && ok || no "no exploded run: $(cat "$T/ex/results.csv")"
+awk 'length($0) > 80 { bad = 1 } END { exit bad }' "$T/ext" && ok || no "the table is wider than 80 columns: $(cat "$T/ext")"
+grep -Eq '[0-9]{8}' "$T/ext" && no "the table prints a long number: $(cat "$T/ext")" || ok
+grep -Eq '^1 +none +2 +[^ ]+ +[0-9] +0 +[12] ' "$T/ext" && ok || no "the lr=1 none cell's counts: $(cat "$T/ext")"
+
 # --- the papers, in direction (Xiong et al. 2020; Liu et al. 2020): at a
 # fixed learning rate without warmup, the Post-LN minus Pre-LN validation
 # loss gap grows with depth. Measured on this grid: -0.10 nats at 2 layers,
@@ -263,9 +283,9 @@ g2=$(claim_gap "$T/claim/results.csv" 2 2)
 g8=$(claim_gap "$T/claim/results.csv" 8 2)
 awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' \
     && ok || no "Post-LN - Pre-LN gap: $g2 at 2 layers, $g8 at 8; want it to grow by > 0.2 nats"
-[ "$(grep -c ',8,post,[12],120,.*,1,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+[ "$(grep -c ',8,post,[12],120,.*,1,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
     && ok || no "8-layer Post-LN runs not stalled"
-[ "$(grep -c ',8,pre,[12],120,.*,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+[ "$(grep -c ',8,pre,[12],120,.*,0,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
     && ok || no "8-layer Pre-LN runs stalled"
 # The largest learning rate that trains (every seed neither diverged nor
 # stalled) is larger for Pre-LN than for Post-LN (Xiong et al. 2020).

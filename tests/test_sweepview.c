@@ -106,7 +106,7 @@ static long run_k(int i, int j, int s) { return (i * 2 + j) * 2 + s; }
 static void make_row(char *b, size_t n, const char *status, const char *train, const char *val,
                      const char *div, const char *stalled)
 {
-    snprintf(b, n, "0123456789ab,1e-3,pre,1,30,%s,%s,%s,%s,1.5,1.2,0.40,%s\n", train, val, div,
+    snprintf(b, n, "0123456789ab,1e-3,pre,1,30,%s,%s,%s,%s,0,1.5,1.2,0.40,%s\n", train, val, div,
              stalled, status);
 }
 
@@ -124,10 +124,28 @@ static void test_row_parse(void)
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.final == 3.05 && r.stalled && isnan(r.val));
     make_row(b, sizeof b, "diverged", "nan", "", "7", "0");
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.diverged && r.div_step == 7 && isnan(r.final));
-    snprintf(b, sizeof b, "0123456789ab,1e-3,pre,1,,,,,,,,0.1,exit 1\n");
+    snprintf(b, sizeof b, "0123456789ab,1e-3,pre,1,,,,,,,,,0.1,exit 1\n");
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.failed && !r.ok);
     CHECK(sweep_row_parse(&sp, "0123456789ab,1e-3,pre,1,30\n", &r) == -1); /* short */
     sweep_spec_free(&sp);
+}
+
+/* Numbers fit their column: fewer digits, never a wider field. */
+static void test_fmt_loss(void)
+{
+    char b[64];
+    sweep_fmt_loss(b, sizeof b, 2.3456, 7);
+    CHECK(!strcmp(b, "2.346"));
+    sweep_fmt_loss(b, sizeof b, 74.0, 7);
+    CHECK(!strcmp(b, "74.000"));
+    sweep_fmt_loss(b, sizeof b, 2794610000000.0, 7);
+    CHECK(!strcmp(b, "2.8e+12"));
+    sweep_fmt_loss(b, sizeof b, 4.4e7, 7);
+    CHECK(!strcmp(b, "4.4e+07"));
+    sweep_fmt_loss(b, sizeof b, 2.8e18, 5);
+    CHECK(!strcmp(b, "3e+18"));
+    sweep_fmt_loss(b, sizeof b, NAN, 5);
+    CHECK(!strcmp(b, "nan"));
 }
 
 static void test_level(void)
@@ -437,6 +455,7 @@ int main(void)
     test_map_pages();
     test_map_choose();
     test_row_parse();
+    test_fmt_loss();
     test_level();
     test_cells();
     test_tail();

@@ -136,7 +136,8 @@ void sweep_cell_add(sweep_cell *c, const sweep_result *r);
 /* A stat's mean, NaN without a value. */
 double sweep_stat_mean(const sweep_stat *s);
 /* A loss in at most width characters (width >= 5): "%.3f" when it fits,
- * else the most significant digits that fit ("2.8e+12"); "nan", "inf". */
+ * else fewer decimals, else the most significant digits that fit
+ * ("2.8e+12"); "nan", "inf". */
 void sweep_fmt_loss(char *buf, size_t n, double x, int width);
 /* Axis values in order: numbers as numbers, anything else as text. */
 int sweep_value_cmp(const char *a, const char *b);

@@ -201,7 +201,9 @@ void sweep_fmt_loss(char *buf, size_t n, double x, int width)
         return;
     }
     snprintf(buf, n, "%.3f", x);
-    for (int p = 3; p >= 1 && (int)strlen(buf) > width; p--)
+    for (int d = 2; d >= 1 && (int)strlen(buf) > width; d--) /* fewer decimals */
+        snprintf(buf, n, "%.*f", d, x);
+    for (int p = 3; p >= 1 && (int)strlen(buf) > width; p--) /* fewer digits */
         snprintf(buf, n, "%.*g", p, x);
 }
 

@@ -66,6 +66,13 @@ int engine_step(engine *e, step_metrics *out);
  * is out of range or a thread could not be started (the old count
  * stays). */
 int engine_set_threads(engine *e, int n, const sigset_t *block);
+
+/* Which build of the kernels every engine runs: "generic" (portable C),
+ * "avx2", or NULL / "" for AVX2 where the CPU has it. Both give the same
+ * bits. Returns 0, -1 for an unknown name, -2 for avx2 on a CPU without
+ * it. Call before any engine steps. engine_kernels names the build. */
+int engine_select_kernels(const char *name);
+const char *engine_kernels(void);
 int engine_threads(const engine *e);
 
 /* Mean validation loss over cfg.val_batches fixed batches. */

@@ -110,6 +110,10 @@ int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dou
                              const float *rstd, int N, int C);
 int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n);
 
+/* out (n) = exp(x) by the kernels' vector exp, whose bits ns_expf
+ * (nsmath.h) gives one value at a time */
+void ops_exp(float *out, const float *x, long n);
+
 /* Is any of x (n) infinite or NaN? */
 int ops_any_nonfinite(const float *x, size_t n);
 
@@ -136,11 +140,19 @@ typedef struct {
 void ops_adamw(float *p, const float *g, float *m, float *v, size_t n, const ops_adamw_args *a,
                double sums[2]);
 
-/* The kernels run on x86 AVX2+FMA when the CPU has both (checked at run
- * time) and as portable C otherwise; the two agree to rounding. ops_isa
- * names the path in use ("avx2+fma" or "generic"); ops_force_generic(1)
- * makes every kernel take the portable path (tests compare the two; not
- * meant to be flipped while another thread is inside a kernel). */
+/* The hot kernels come in two builds with the same bits on every CPU:
+ * x86 AVX2+FMA, and portable C. By default the AVX2 one runs where the
+ * CPU has AVX2 and FMA. ops_select_kernels(name) chooses: "generic",
+ * "avx2", or NULL / "" for that default; it returns 0, or -1 for an
+ * unknown name, -2 for "avx2" on a CPU without it. Until something
+ * chooses, the first kernel call reads NORMSCOPE_KERNELS. ops_isa names
+ * the build in use ("avx2+fma" or "generic"); ops_force_generic(1) makes
+ * every kernel take the portable build whatever was chosen (tests compare
+ * the two; neither is meant to be flipped while another thread is inside
+ * a kernel). */
+enum { OPS_KERNELS_GENERIC, OPS_KERNELS_AVX2 };
+int ops_select_kernels(const char *name);
+int ops_avx2_available(void);
 const char *ops_isa(void);
 void ops_force_generic(int on);
 

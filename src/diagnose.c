@@ -4,6 +4,7 @@
  * named constant in diagnose.h and is documented in man/normscope.1.
  */
 #include "diagnose.h"
+#include "nsmath.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -50,7 +51,7 @@ double diag_unigram_entropy(const uint8_t *b, size_t n)
     for (int k = 0; k < 256; k++)
         if (count[k]) {
             double p = (double)count[k] / (double)total;
-            h -= p * log(p);
+            h -= p * ns_log(p);
         }
     return h;
 }
@@ -100,7 +101,7 @@ static double slope(const diag *d, int layer, int which)
     int k = 0;
     for (long a = 0; a < kept(d); a++) {
         const diag_point *p = point(d, a);
-        double y = which ? p->head[layer] : log2(p->act[layer]);
+        double y = which ? p->head[layer] : ns_log2(p->act[layer]);
         if (!isfinite(y) || !p->updated)
             continue;
         double x = (double)p->step;
@@ -249,7 +250,7 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
         (d->warned & (1u << DIAG_R_HEADROOM)))
         return;
     d->warned |= 1u << DIAG_R_HEADROOM;
-    double act = m->layer[lo].act_max, limit = act * exp2(h);
+    double act = m->layer[lo].act_max, limit = act * ns_exp2(h);
     long cross = m->step + (long)ceil(h / -rate);
     double v[4] = {h, act, limit, (double)cross};
     add(out, max, k, DIAG_WARNING, DIAG_R_HEADROOM, lo, m->step, v,

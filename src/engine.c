@@ -4,6 +4,7 @@
  * calls; no I/O except checkpoint files.
  */
 #include "engine.h"
+#include "nsmath.h"
 
 #include <errno.h>
 #include <math.h>
@@ -192,6 +193,10 @@ void engine_free(engine *e)
     pool_free(e->pool);
     free(e);
 }
+
+int engine_select_kernels(const char *name) { return ops_select_kernels(name); }
+
+const char *engine_kernels(void) { return ops_isa(); }
 
 int engine_set_threads(engine *e, int n, const sigset_t *block)
 {
@@ -794,7 +799,7 @@ void engine_sample(engine *e, const char *prompt, int n, uint8_t *out)
             mx = lg[i] > mx ? lg[i] : mx;
         double sum = 0, pr[NS_VOCAB];
         for (int i = 0; i < V; i++)
-            sum += pr[i] = isfinite(lg[i]) ? exp((lg[i] - mx) / 0.8) : 0.0;
+            sum += pr[i] = isfinite(lg[i]) ? ns_exp((lg[i] - mx) / 0.8) : 0.0;
         double u = rng_uniform(&r) * sum, c = 0;
         int tok = V - 1;
         for (int i = 0; i < V; i++) {

@@ -572,13 +572,27 @@ static int is_sweep_lesson(const char *name, ns_lesson *l)
     return 0;
 }
 
+/* NORMSCOPE_KERNELS: which build of the kernels runs (engine.h); both give
+ * the same bits, so this only trades speed for a check of the portable
+ * one. A bad value is refused, not ignored. */
+static int select_kernels(void)
+{
+    const char *k = getenv("NORMSCOPE_KERNELS");
+    int r = engine_select_kernels(k);
+    if (r == -1)
+        fprintf(stderr, "normscope: NORMSCOPE_KERNELS=%s: use generic or avx2\n", k);
+    else if (r == -2)
+        fprintf(stderr, "normscope: NORMSCOPE_KERNELS=avx2: this CPU lacks AVX2 or FMA\n");
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     cli_opts o;
     int r = cli_parse(&o, argc, argv, stdout, stderr);
     if (r == 1)
         return 0;
-    if (r)
+    if (r || select_kernels())
         return 2;
     if (o.plot) {
         plot_args pa = {o.plot, o.out, o.kind, o.size, o.step, o.rows, o.cols, o.mono, o.logy};

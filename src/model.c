@@ -11,6 +11,7 @@
  *   y  = post ? N(r) : r
  */
 #include "model.h"
+#include "nsmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -186,8 +187,9 @@ int model_row_blocks(size_t n_params, int B, int T)
     return k < 2 ? 1 : k;
 }
 
-double model_deepnorm_alpha(int L) { return pow(2.0 * L, 0.25); }
-double model_deepnorm_beta(int L) { return pow(8.0 * L, -0.25); }
+/* (2L)^(1/4) and (8L)^(-1/4) as square roots: exact operations */
+double model_deepnorm_alpha(int L) { return sqrt(sqrt(2.0 * L)); }
+double model_deepnorm_beta(int L) { return 1.0 / sqrt(sqrt(8.0 * L)); }
 
 static int is_matrix_tensor(int i)
 {
@@ -858,11 +860,11 @@ static void loss_lowp(model *m, const uint8_t *targets, int N)
             mx = l[i] > mx ? l[i] : mx;
         float sum = 0.0f;
         for (int i = 0; i < V; i++)
-            sum += p[i] = numfmt_round1(f, expf(numfmt_round1(f, l[i] - mx)));
+            sum += p[i] = numfmt_round1(f, ns_expf(numfmt_round1(f, l[i] - mx)));
         sum = numfmt_round1(f, sum);
         for (int i = 0; i < V; i++)
             p[i] = numfmt_round1(f, p[i] / sum);
-        m->losses[n] = numfmt_round1(f, -logf(p[targets[n]]));
+        m->losses[n] = numfmt_round1(f, -ns_logf(p[targets[n]]));
     }
 }
 

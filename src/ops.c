@@ -1,20 +1,22 @@
 /* ops.c - forward and backward of each Transformer operation, in fp32.
  *
- * Two implementations of the hot kernels, chosen per call at run time:
- * the x86 AVX2+FMA ones of ops_avx2.c when the CPU has both features, and
- * the portable C here otherwise (any CPU, any compiler; GCC's -O2
- * vectorizer does what it can with it). ops_force_generic() makes tests
- * take the portable path on an AVX2 machine too. Neither reassociates
- * anything behind the code's back (no -ffast-math): every sum has an
- * order written in the code, so the same inputs give the same bits on
- * every run. The two paths agree to rounding (FMA vs multiply-then-add),
- * not bit for bit.
+ * The hot kernels are written once (ops_kern.h) and built twice: over
+ * AVX2+FMA registers (ops_avx2.c) and over plain C (ops_generic.c). Both
+ * builds run the same IEEE 754 operations in the same order, so they give
+ * the same bits, and so does every CPU: no hardware estimate (rcp,
+ * rsqrt) and no libm routine that glibc picks per CPU (exp, log, pow,
+ * tanh: nsmath.h has the project's own). Which build runs is chosen at
+ * run time (ops_select_kernels, NORMSCOPE_KERNELS); the rest of this file
+ * (the gemm's blocking, the norms without a vector kernel, the thread
+ * splits) is shared by both. Nothing reassociates anything behind the
+ * code's back (no -ffast-math, -ffp-contract=off): every sum has an order
+ * written in the code, so the same inputs give the same bits on every run.
  *
  * The matmuls are one blocked gemm (below) with a register-tiled
  * micro-kernel of OPS_MR x OPS_NR outputs. Nothing here allocates: the
  * scratch is on the stack, fixed in size -- the gemm's packed panels
  * (64 KB + 48 KB) and the tiled attention's (at most 100 KB, in
- * ops_avx2.c), one at a time.
+ * ops_kern.h), one at a time.
  *
  * The _mt functions at the bottom split the work over a thread pool
  * (pool.c), and that must not change a bit of the results, so every
@@ -44,32 +46,69 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "nsmath.h"
 #include "ops_simd.h"
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-/* Set only by tests (ops_force_generic); atomic so a reader on another
- * thread is not a data race. */
-static atomic_int force_generic;
+/* The chosen build: 0 not chosen yet, else 1 + OPS_KERNELS_*. Atomic, as
+ * are the tests' override, so a reader on another thread is no data race;
+ * every thread that chooses chooses the same. */
+static atomic_int chosen, force_generic;
 
 void ops_force_generic(int on)
 {
     atomic_store_explicit(&force_generic, on != 0, memory_order_relaxed);
 }
 
-static int use_avx2(void)
+int ops_avx2_available(void)
 {
 #if NS_OPS_X86
-    return !atomic_load_explicit(&force_generic, memory_order_relaxed) &&
-           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return 0;
 #endif
 }
 
-const char *ops_isa(void) { return use_avx2() ? "avx2+fma" : "generic"; }
+int ops_select_kernels(const char *name)
+{
+    int k;
+    if (!name || !*name)
+        k = ops_avx2_available() ? OPS_KERNELS_AVX2 : OPS_KERNELS_GENERIC;
+    else if (!strcmp(name, "generic"))
+        k = OPS_KERNELS_GENERIC;
+    else if (!strcmp(name, "avx2"))
+        k = OPS_KERNELS_AVX2;
+    else
+        return -1;
+    if (k == OPS_KERNELS_AVX2 && !ops_avx2_available())
+        return -2;
+    atomic_store_explicit(&chosen, 1 + k, memory_order_relaxed);
+    return 0;
+}
+
+static const ops_kernels *kernels(void)
+{
+    int c = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (!c) {
+        /* not chosen by the program (a unit test): the environment, else
+         * the CPU; a bad name here falls back to the CPU's choice, the
+         * program itself refuses it (main.c) */
+        if (ops_select_kernels(getenv("NORMSCOPE_KERNELS")) != 0)
+            ops_select_kernels(NULL);
+        c = atomic_load_explicit(&chosen, memory_order_relaxed);
+    }
+#if NS_OPS_X86
+    if (c == 1 + OPS_KERNELS_AVX2 && !atomic_load_explicit(&force_generic, memory_order_relaxed))
+        return &ops_kernels_avx2;
+#endif
+    return &ops_kernels_generic;
+}
+
+const char *ops_isa(void) { return kernels() == &ops_kernels_generic ? "generic" : "avx2+fma"; }
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
@@ -102,68 +141,18 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t
 /* max |x| over a run of values, kept as the largest so far and whether a
  * NaN was seen: the state ops_absmax keeps, so a kernel can take the
  * maximum of what it writes while it writes it */
-typedef struct {
-    float m;
-    int nan;
-} absmax_acc;
-
-static inline void absmax_add(absmax_acc *a, float x)
-{
-    float v = fabsf(x);
-    a->nan |= v != v;
-    a->m = v > a->m ? v : a->m;
-}
-
-static inline float absmax_result(absmax_acc a) { return a.nan ? NAN : a.m; }
-
-/* layernorm_forward; with amax, *amax = max |out| (NaN if any is NaN) */
-static void ln_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
-                       const float *b, int N, int C, float eps, float *amax)
-{
-#if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps, amax);
-        return;
-    }
-#endif
-    absmax_acc acc = {0.0f, 0};
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (long)n * C;
-        float *o = out + (long)n * C;
-        float m = 0.0f;
-        for (int i = 0; i < C; i++)
-            m += x[i];
-        m /= (float)C;
-        float v = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float d = x[i] - m;
-            v += d * d;
-        }
-        v /= (float)C;
-        float s = 1.0f / sqrtf(v + eps);
-        for (int i = 0; i < C; i++)
-            o[i] = (x[i] - m) * s * w[i] + b[i];
-        if (amax)
-            for (int i = 0; i < C; i++)
-                absmax_add(&acc, o[i]);
-        mean[n] = m;
-        rstd[n] = s;
-    }
-    if (amax)
-        *amax = absmax_result(acc);
-}
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                        const float *b, int N, int C, float eps)
 {
-    ln_forward(out, mean, rstd, inp, w, b, N, C, eps, NULL);
+    kernels()->layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps, NULL);
 }
 
 float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
                                const float *w, const float *b, int N, int C, float eps)
 {
     float a = 0.0f;
-    ln_forward(out, mean, rstd, inp, w, b, N, C, eps, &a);
+    kernels()->layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps, &a);
     return a;
 }
 
@@ -175,44 +164,7 @@ static int ln_backward(float *dinp, float *dw, float *db, const float *dout, con
                        const float *w, const float *mean, const float *rstd, int N, int C, int c0,
                        int c1)
 {
-#if NS_OPS_X86
-    if (use_avx2())
-        return ops_avx2_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
-#endif
-    int bad = 0;
-    if (dinp)
-        c0 = 0, c1 = C;
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (long)n * C;
-        const float *d = dout + (long)n * C;
-        float m = mean[n], s = rstd[n];
-        /* dxhat = d * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
-        float dmean = 0.0f, dnorm_mean = 0.0f;
-        if (dinp) {
-            for (int i = 0; i < C; i++) {
-                float xhat = (x[i] - m) * s;
-                float dxhat = d[i] * w[i];
-                dmean += dxhat;
-                dnorm_mean += dxhat * xhat;
-            }
-            dmean /= (float)C;
-            dnorm_mean /= (float)C;
-        }
-        for (int i = c0; i < c1; i++) {
-            float xhat = (x[i] - m) * s;
-            if (dw) {
-                db[i] += d[i];
-                dw[i] += xhat * d[i];
-            }
-            if (dinp) {
-                float dxhat = d[i] * w[i];
-                dinp[(long)n * C + i] += s * (dxhat - dmean - xhat * dnorm_mean);
-            }
-        }
-        /* the row just written, while it is in the cache */
-        bad = bad || (dinp && ops_any_nonfinite(dinp + (long)n * C, (size_t)C));
-    }
-    return bad;
+    return kernels()->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
 }
 
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -273,7 +225,7 @@ void dyt_forward(float *out, const float *inp, const float *w, const float *b, f
         const float *x = inp + (long)n * C;
         float *o = out + (long)n * C;
         for (int i = 0; i < C; i++)
-            o[i] = w[i] * tanhf(a * x[i]) + b[i];
+            o[i] = w[i] * ns_tanhf(a * x[i]) + b[i];
     }
 }
 
@@ -286,7 +238,7 @@ void dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dou
         const float *d = dout + (long)n * C;
         float *dx = dinp + (long)n * C;
         for (int i = 0; i < C; i++) {
-            float t = tanhf(a * x[i]);
+            float t = ns_tanhf(a * x[i]);
             float g = d[i] * w[i] * (1.0f - t * t); /* d out / d (a x) */
             dw[i] += d[i] * t;
             db[i] += d[i];
@@ -297,20 +249,6 @@ void dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dou
     *da += (float)dsum;
 }
 
-/* Dot product with 8 independent partial sums: a fixed summation order
- * (so results do not depend on the compiler) that still pipelines. */
-static inline float dot8(const float *a, const float *b, int n)
-{
-    float acc[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++)
-            acc[k] += a[i + k] * b[i + k];
-    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
 
 /* ---- gemm ---------------------------------------------------------------
  *
@@ -336,75 +274,8 @@ enum {
     GEMM_PF = 32,           /* rows ahead to prefetch when packing */
 };
 
-typedef void (*gemm_ukr_fn)(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
-                            float *c, long ldc, int nr, const float *bias, int accumulate);
-
-/* The portable micro-kernel: the same contract and the same order of
- * terms as ops_avx2_gemm_ukr (ops_simd.h), with a multiply and an add
- * per term. It works on half the tile's columns at a time: 6 x 8
- * accumulators, as 12 vectors of 4 with GCC's or clang's vector types
- * (SSE2 on any x86-64, NEON on arm64, scalar code elsewhere), which fit in
- * 16 registers; other compilers get the same loops on plain floats. */
-#if defined(__GNUC__) || defined(__clang__)
-typedef float v4f __attribute__((vector_size(16)));
-#else
-typedef struct {
-    float v[4];
-} v4f;
-#endif
-
-static inline v4f v4_load(const float *p)
-{
-    v4f r;
-    memcpy(&r, p, sizeof r);
-    return r;
-}
-
-static inline v4f v4_muladd(v4f acc, float a, v4f b)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return acc + a * b;
-#else
-    for (int i = 0; i < 4; i++)
-        acc.v[i] += a * b.v[i];
-    return acc;
-#endif
-}
-
-static void gemm_ukr_generic(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
-                             float *c, long ldc, int nr, const float *bias, int accumulate)
-{
-    const float *ar[OPS_MR];
-    for (int i = 0; i < OPS_MR; i++)
-        ar[i] = a + (i < mr ? i : 0) * rsa; /* rows past mr: computed, not stored */
-    for (int h = 0; h < nr; h += 8) {
-        float init[8] = {0};
-        for (int j = 0; j < 8 && h + j < nr; j++)
-            init[j] = !accumulate && bias ? bias[h + j] : 0.0f;
-        v4f acc[OPS_MR][2];
-        for (int i = 0; i < OPS_MR; i++)
-            acc[i][0] = v4_load(init), acc[i][1] = v4_load(init + 4);
-        for (int k = 0; k < kc; k++) {
-            v4f b0 = v4_load(bp + k * OPS_NR + h), b1 = v4_load(bp + k * OPS_NR + h + 4);
-#pragma GCC unroll 6
-            for (int i = 0; i < OPS_MR; i++) {
-                float av = ar[i][k * csa];
-                acc[i][0] = v4_muladd(acc[i][0], av, b0);
-                acc[i][1] = v4_muladd(acc[i][1], av, b1);
-            }
-        }
-        for (int i = 0; i < mr; i++) {
-            float out[8];
-            memcpy(out, &acc[i][0], sizeof acc[i][0]);
-            memcpy(out + 4, &acc[i][1], sizeof acc[i][1]);
-            for (int j = 0; j < 8 && h + j < nr; j++)
-                c[i * ldc + h + j] = accumulate ? c[i * ldc + h + j] + out[j] : out[j];
-        }
-    }
-}
-
 /* bp = B's kc x nc block as panels of kc x OPS_NR, zero past nc */
-static void gemm_pack_b(float *bp, const float *b, long rsb, long csb, int kc, int nc)
+void ops_generic_pack_b(float *bp, const float *b, long rsb, long csb, int kc, int nc)
 {
     if (csb == 1) {
         /* rows of B contiguous (w for dinp, x for dw): copy row by row, so
@@ -493,11 +364,9 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
                     c[i * ldc + j] = bias ? bias[j] : 0.0f;
         return;
     }
+    const ops_kernels *k = kernels();
 #if NS_OPS_X86
-    int simd = use_avx2();
-    gemm_ukr_fn ukr = simd ? ops_avx2_gemm_ukr : gemm_ukr_generic;
-#else
-    gemm_ukr_fn ukr = gemm_ukr_generic;
+    int simd = k == &ops_kernels_avx2;
 #endif
     _Alignas(64) float bp[GEMM_PANEL];
     _Alignas(64) float ap[GEMM_MC_PACKED / OPS_MR * (GEMM_KC_PACKED * OPS_MR + OPS_APAD)];
@@ -518,7 +387,7 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
                 ops_avx2_gemm_pack_b(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
             else
 #endif
-                gemm_pack_b(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
+                ops_generic_pack_b(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
             for (int ic = 0; ic < M; ic += MC) {
                 int mc = imin(MC, M - ic);
                 const float *ablk = a + ic * rsa + pc * csa;
@@ -537,13 +406,14 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
                     const float *bias_j = !acc && bias ? bias + jc + jr : NULL;
                     const float *panel = bp + (long)jr * kc;
                     for (int ir = 0; ir < mc; ir += OPS_MR)
-                        ukr(kc, ablk + ir / OPS_MR * astep, ars, acs, imin(OPS_MR, mc - ir), panel,
+                        k->gemm_ukr(kc, ablk + ir / OPS_MR * astep, ars, acs, imin(OPS_MR, mc - ir), panel,
                             c + (ic + ir) * ldc + jc + jr, ldc, nr, bias_j, acc);
                 }
             }
         }
     }
 }
+
 
 void matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
                     int OC)
@@ -552,30 +422,12 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
     gemm(out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0);
 }
 
+
 /* db (n) += column sums of d (N rows of n, row stride ld), each column
- * summed over the rows in order with plain adds: the same bits on both
- * paths, and for any split over columns */
+ * summed over the rows in order: the same bits for any split over columns */
 static void colsum(float *db, const float *d, long ld, int N, int n)
 {
-#if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_colsum(db, d, ld, N, n);
-        return;
-    }
-#endif
-    enum { CHUNK = 256 };
-    float acc[CHUNK];
-    for (int j0 = 0; j0 < n; j0 += CHUNK) {
-        int nj = imin(CHUNK, n - j0);
-        memset(acc, 0, sizeof acc);
-        for (int r = 0; r < N; r++) {
-            const float *row = d + r * ld + j0;
-            for (int j = 0; j < nj; j++)
-                acc[j] += row[j];
-        }
-        for (int j = 0; j < nj; j++)
-            db[j0 + j] += acc[j];
-    }
+    kernels()->colsum(db, d, ld, N, n);
 }
 
 /* matmul_backward; set: dinp = dout @ w instead of += (each element the
@@ -600,227 +452,56 @@ void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const
     mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, 0);
 }
 
-/* ---- attention ---------------------------------------------------------- */
 
-static void attention_forward_generic(float *out, float *att, const float *qkv, int B, int T, int C,
-                                      int NH)
-{
-    int hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((long)b * T + t) * 3 * C + h * hs;
-                float *a = att + (((long)b * NH + h) * T + t) * T;
-                float maxv = -INFINITY;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((long)b * T + t2) * 3 * C + C + h * hs;
-                    float s = dot8(q, k, hs) * scale;
-                    a[t2] = s;
-                    if (s > maxv)
-                        maxv = s;
-                }
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    float e = expf(a[t2] - maxv);
-                    a[t2] = e;
-                    sum += e;
-                }
-                float inv = 1.0f / sum;
-                float *o = out + ((long)b * T + t) * C + h * hs;
-                memset(o, 0, sizeof(float) * hs);
-                for (int t2 = 0; t2 <= t; t2++) {
-                    a[t2] *= inv;
-                    const float *v = qkv + ((long)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    ops_axpy(o, a[t2], v, hs);
-                }
-            }
-        }
-    }
-}
+/* ---- attention ---------------------------------------------------------- */
 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
-#if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_attention_forward(out, att, qkv, B, T, C, NH);
-        return;
-    }
-#endif
-    attention_forward_generic(out, att, qkv, B, T, C, NH);
-}
-
-static void attention_backward_generic(float *dqkv, float *drow, const float *dout,
-                                       const float *qkv, const float *att, int B, int T, int C,
-                                       int NH)
-{
-    int hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            for (int t = 0; t < T; t++) {
-                const float *a = att + (((long)b * NH + h) * T + t) * T;
-                const float *dy = dout + ((long)b * T + t) * C + h * hs;
-                const float *q = qkv + ((long)b * T + t) * 3 * C + h * hs;
-                float *dq = dqkv + ((long)b * T + t) * 3 * C + h * hs;
-                /* datt[t2] = dy . v[t2]; dv[t2] += a[t2] * dy */
-                float dsum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    long row = ((long)b * T + t2) * 3 * C;
-                    drow[t2] = dot8(dy, qkv + row + 2 * C + h * hs, hs);
-                    ops_axpy(dqkv + row + 2 * C + h * hs, a[t2], dy, hs);
-                    dsum += a[t2] * drow[t2];
-                }
-                /* softmax backward, then the scaled dot product */
-                for (int t2 = 0; t2 <= t; t2++) {
-                    long row = ((long)b * T + t2) * 3 * C;
-                    float ds = a[t2] * (drow[t2] - dsum) * scale;
-                    ops_axpy(dq, ds, qkv + row + C + h * hs, hs);
-                    ops_axpy(dqkv + row + C + h * hs, ds, q, hs);
-                }
-            }
-        }
-    }
+    kernels()->attention_forward(out, att, qkv, B, T, C, NH);
 }
 
 void attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
                         const float *att, int B, int T, int C, int NH)
 {
-#if NS_OPS_X86
-    if (T <= OPS_AVX2_ATT_TMAX && use_avx2()) {
-        ops_avx2_attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
-        return;
-    }
-#endif
-    attention_backward_generic(dqkv, drow, dout, qkv, att, B, T, C, NH);
+    (void)drow; /* the kernels keep their scratch on the stack (T <= OPS_ATT_TMAX) */
+    kernels()->attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
 }
 
-/* ---- GELU ----------------------------------------------------------------
- * The tanh form, computed as 0.5 x (1 + tanh(u)) = x sigmoid(2u) =
- * x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3): the same function
- * as torch's approximate='tanh', with one exp instead of tanhf (whose
- * expm1f made GELU a quarter of a step) and no cancellation in 1 + tanh. */
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
+/* ---- GELU, softmax and cross-entropy ------------------------------------ */
 
-/* gelu_forward; with amax, *amax = max |out| (NaN if any is NaN) */
-static void gelu_fwd(float *out, const float *inp, int n, float *amax)
-{
-#if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_gelu_forward(out, inp, n, amax);
-        return;
-    }
-#endif
-    absmax_acc acc = {0.0f, 0};
-    for (int i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        out[i] = x / (1.0f + expf(-2.0f * u));
-        absmax_add(&acc, out[i]);
-    }
-    if (amax)
-        *amax = absmax_result(acc);
-}
-
-void gelu_forward(float *out, const float *inp, int n) { gelu_fwd(out, inp, n, NULL); }
+void gelu_forward(float *out, const float *inp, int n) { kernels()->gelu_forward(out, inp, n, NULL); }
 
 float gelu_forward_absmax(float *out, const float *inp, int n)
 {
     float a = 0.0f;
-    gelu_fwd(out, inp, n, &a);
+    kernels()->gelu_forward(out, inp, n, &a);
     return a;
-}
-
-/* d/dx = s + 2 x s (1 - s) u', s = sigmoid(2u), 1 - s = e s with
- * e = exp(-2u) held finite (<= exp(88)) so e s s is 0, not inf * 0.
- * set: dinp = the product (else +=); returns GELU_BAD_DINP when a value
- * written is infinite or NaN, | GELU_BAD_DOUT when one of dout is */
-static int gelu_bwd(float *dinp, const float *inp, const float *dout, int n, int set)
-{
-#if NS_OPS_X86
-    if (use_avx2())
-        return ops_avx2_gelu_backward(dinp, inp, dout, n, set);
-#endif
-    float bad = 0.0f, bad_d = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        float t = -2.0f * u;
-        float e = expf(t > 88.0f ? 88.0f : t);
-        float s = 1.0f / (1.0f + e);
-        float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        float d = dout[i] * (s + 2.0f * x * du * (e * s) * s);
-        dinp[i] = set ? d : dinp[i] + d;
-        bad += dinp[i] - dinp[i]; /* 0 for finite values, NaN otherwise */
-        bad_d += dout[i] - dout[i];
-    }
-    return (bad != bad ? GELU_BAD_DINP : 0) | (bad_d != bad_d ? GELU_BAD_DOUT : 0);
 }
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
 {
-    gelu_bwd(dinp, inp, dout, n, 0);
+    kernels()->gelu_backward(dinp, inp, dout, n, 0);
 }
 
 int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n)
 {
-    return gelu_bwd(dinp, inp, dout, n, 1);
+    return kernels()->gelu_backward(dinp, inp, dout, n, 1);
 }
-
-/* ---- softmax and cross-entropy ------------------------------------------ */
 
 void softmax_forward(float *probs, const float *logits, int N, int V)
 {
-#if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_softmax_forward(probs, logits, N, V);
-        return;
-    }
-#endif
-    for (int n = 0; n < N; n++) {
-        const float *l = logits + (long)n * V;
-        float *p = probs + (long)n * V;
-        float maxv = -INFINITY;
-        for (int i = 0; i < V; i++)
-            if (l[i] > maxv)
-                maxv = l[i];
-        float sum = 0.0f;
-        for (int i = 0; i < V; i++) {
-            p[i] = expf(l[i] - maxv);
-            sum += p[i];
-        }
-        float inv = 1.0f / sum;
-        for (int i = 0; i < V; i++)
-            p[i] *= inv;
-    }
+    kernels()->softmax_forward(probs, logits, N, V);
 }
 
 void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
                           int V)
 {
-#if NS_OPS_X86
-    int simd = use_avx2();
-#endif
+    const ops_kernels *k = kernels();
     for (int n = 0; n < N; n++) {
         const float *l = logits + (long)n * V;
-        double lse;
-#if NS_OPS_X86
-        if (simd) {
-            float mx;
-            float s = ops_avx2_sumexp(l, V, &mx); /* >= 1: the max's own term */
-            lse = log((double)s) + mx;
-        } else
-#endif
-        {
-            float maxv = -INFINITY;
-            for (int i = 0; i < V; i++)
-                if (l[i] > maxv)
-                    maxv = l[i];
-            double sum = 0.0;
-            for (int i = 0; i < V; i++)
-                sum += exp((double)l[i] - maxv);
-            lse = log(sum) + maxv;
-        }
+        float mx;
+        float s = k->sumexp(l, V, &mx); /* >= 1: the max's own term */
+        double lse = ns_log((double)s) + mx;
         losses[n] = (float)(lse - l[targets[n]]);
     }
 }
@@ -858,104 +539,24 @@ void ops_axpy(float *restrict y, float a, const float *restrict x, int n)
         y[i] += a * x[i];
 }
 
-float ops_absmax(const float *x, long n)
-{
-#if NS_OPS_X86
-    if (use_avx2())
-        return ops_avx2_absmax(x, n);
-#endif
-    float m = 0.0f;
-    int nan = 0;
-    for (long i = 0; i < n; i++) {
-        float a = fabsf(x[i]);
-        nan |= a != a;
-        m = a > m ? a : m;
-    }
-    return nan ? NAN : m;
-}
+float ops_absmax(const float *x, long n) { return kernels()->absmax(x, n); }
 
 float ops_residual(float *out, const float *x, float a, const float *f, float g, long n)
 {
-#if NS_OPS_X86
-    if (use_avx2())
-        return ops_avx2_residual(out, x, a, f, g, n);
-#endif
-    absmax_acc acc = {0.0f, 0};
-    for (long i = 0; i < n; i++) {
-        out[i] = a * x[i] + g * f[i];
-        absmax_add(&acc, out[i]);
-    }
-    return absmax_result(acc);
+    return kernels()->residual(out, x, a, f, g, n);
 }
 
-/* x - x is 0 for finite x and NaN otherwise; eight partial sums keep it
- * one vectorizable pass */
-int ops_any_nonfinite(const float *x, size_t n)
-{
-#if NS_OPS_X86
-    if (use_avx2())
-        return ops_avx2_any_nonfinite(x, n);
-#endif
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++)
-            acc[k] += x[i + k] - x[i + k];
-    float s = 0.0f;
-    for (int k = 0; k < 8; k++)
-        s += acc[k];
-    for (; i < n; i++)
-        s += x[i] - x[i];
-    return s != s;
-}
+int ops_any_nonfinite(const float *x, size_t n) { return kernels()->any_nonfinite(x, n); }
 
-double ops_sumsq(const float *x, size_t n)
-{
-#if NS_OPS_X86
-    if (use_avx2())
-        return ops_avx2_sumsq(x, n);
-#endif
-    double acc[16] = {0};
-    for (size_t i = 0; i < n; i += 16) {
-        size_t k = n - i < 16 ? n - i : 16;
-        for (size_t j = 0; j < k; j++)
-            acc[j] += (double)x[i + j] * x[i + j];
-    }
-    double t[4];
-    for (int j = 0; j < 4; j++)
-        t[j] = (acc[j] + acc[j + 4]) + (acc[j + 8] + acc[j + 12]);
-    return (t[0] + t[2]) + (t[1] + t[3]);
-}
+double ops_sumsq(const float *x, size_t n) { return kernels()->sumsq(x, n); }
 
 void ops_adamw(float *p, const float *g, float *m, float *v, size_t n, const ops_adamw_args *a,
                double sums[2])
 {
-#if NS_OPS_X86
-    if (use_avx2()) {
-        ops_avx2_adamw(p, g, m, v, n, a, sums);
-        return;
-    }
-#endif
-    const float b1 = a->beta1, b2 = a->beta2, c1 = 1.0f - a->beta1, c2 = 1.0f - a->beta2;
-    double usq[8] = {0}, psq[8] = {0};
-    for (size_t i = 0; i < n; i++) {
-        float gi = g[i] * a->grad_scale;
-        float mi = b1 * m[i] + c1 * gi;
-        float vi = b2 * v[i] + c2 * gi * gi;
-        float old = p[i];
-        float np = old * a->decay;
-        np -= a->step * mi / (sqrtf(vi) / a->bc2_sqrt + a->eps);
-        m[i] = mi, v[i] = vi, p[i] = np;
-        double d = (double)np - old;
-        usq[i & 7] += d * d;
-        psq[i & 7] += (double)np * np;
-    }
-    double u[4], w[4];
-    for (int j = 0; j < 4; j++)
-        u[j] = usq[j] + usq[j + 4], w[j] = psq[j] + psq[j + 4];
-    sums[0] += (u[0] + u[2]) + (u[1] + u[3]);
-    sums[1] += (w[0] + w[2]) + (w[1] + w[3]);
+    kernels()->adamw(p, g, m, v, n, a, sums);
 }
+
+void ops_exp(float *out, const float *x, long n) { kernels()->exp(out, x, n); }
 
 /* ---- the same, split over a thread pool ---------------------------------
  *
@@ -1123,23 +724,19 @@ void attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, 
     pool_run(p, B, att_fwd_task, &j);
 }
 
-enum { MT_ATT_TMAX = 1024 }; /* T of the per-thread drow on the stack */
-
 static void att_bwd_task(void *ctx, int b, int thread)
 {
+    (void)thread;
     const att_job *j = ctx;
     long T = j->T, C = j->C;
-    float own[MT_ATT_TMAX];
-    attention_backward(j->dqkv + b * T * 3 * C, thread == 0 ? j->drow : own,
-                       j->dout + b * T * C, j->qkv + b * T * 3 * C,
+    attention_backward(j->dqkv + b * T * 3 * C, NULL, j->dout + b * T * C, j->qkv + b * T * 3 * C,
                        j->att_c + b * j->NH * T * T, 1, j->T, j->C, j->NH);
 }
 
 void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
                            const float *qkv, const float *att, int B, int T, int C, int NH)
 {
-    if (pool_threads(p) == 1 || B == 1 || T > MT_ATT_TMAX ||
-        (double)B * T * T * C < MT_GEMM_MIN) {
+    if (pool_threads(p) == 1 || B == 1 || (double)B * T * T * C < MT_GEMM_MIN) {
         attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
         return;
     }
@@ -1206,7 +803,7 @@ static void gelu_fwd_task(void *ctx, int part, int thread)
     elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    gelu_fwd(j->out + lo, j->in + lo, (int)(hi - lo), j->want_max ? &j->res[part] : NULL);
+    kernels()->gelu_forward(j->out + lo, j->in + lo, (int)(hi - lo), j->want_max ? &j->res[part] : NULL);
 }
 
 void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
@@ -1228,7 +825,7 @@ static void gelu_bwd_task(void *ctx, int part, int thread)
     elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    j->bad[part] = gelu_bwd(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo), j->set);
+    j->bad[part] = kernels()->gelu_backward(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo), j->set);
 }
 
 void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
@@ -1299,7 +896,7 @@ static void ln_fwd_task(void *ctx, int part, int thread)
     pool_split(j->N, j->parts, 1, part, &lo, &hi);
     long o = (long)lo * j->C;
     j->amax[part] = 0.0f; /* no rows: nothing to take the maximum of */
-    ln_forward(j->out + o, j->mean + lo, j->rstd + lo, j->inp + o, j->w, j->b, hi - lo, j->C,
+    kernels()->layernorm_forward(j->out + o, j->mean + lo, j->rstd + lo, j->inp + o, j->w, j->b, hi - lo, j->C,
                j->eps, j->want_max && lo < hi ? &j->amax[part] : NULL);
 }
 

@@ -1,9 +1,11 @@
-/* ops_simd.h - private to ops.c: the x86 AVX2+FMA kernels of ops_avx2.c.
+/* ops_simd.h - private to the ops sources: the table of hot kernels.
  *
- * ops.c chooses, per call, between these and its own portable C at run
- * time (__builtin_cpu_supports), so one binary runs on any x86-64 and the
- * portable C alone builds on anything else. Contracts are those of ops.h;
- * the gemm micro-kernel's is below. Not a public header.
+ * The kernels of ops_kern.h are built twice, with the same bits: over
+ * AVX2+FMA registers (ops_avx2.c, x86 only) and over plain C
+ * (ops_generic.c, any CPU). ops.c picks one table at run time: the
+ * environment's NORMSCOPE_KERNELS (generic or avx2), else AVX2 when the
+ * CPU has it (__builtin_cpu_supports). Contracts are those of ops.h; the
+ * gemm micro-kernel's is below. Not a public header.
  */
 #ifndef NS_OPS_SIMD_H
 #define NS_OPS_SIMD_H
@@ -24,60 +26,68 @@
  * so micro-panel p starts at p * (kc * OPS_MR + OPS_APAD). */
 enum { OPS_MR = 6, OPS_NR = 16, OPS_APAD = 8 };
 
-/* The gemm micro-kernel. C (mr x nr, row stride ldc; mr <= OPS_MR,
- * nr <= OPS_NR) gets, with each sum taken in increasing k, one fused
- * multiply-add per term,
- *     accumulate:  C[i][j] = C[i][j] + (sum_{k < kc} A(i, k) * bp[k * OPS_NR + j])
- *     otherwise:   C[i][j] = bias[j] + A(i, 0) B(0, j) + A(i, 1) B(1, j) + ...
- * (bias may be NULL: 0). The accumulating form adds C last, so the old
- * C is read only after the products (its cache misses overlap them).
- * A(i, k) = a[i * rsa + k * csa]; bp is a packed panel of kc rows of
- * OPS_NR floats, zero past column nr. Rows i >= mr are never read or
- * written. */
-#if NS_OPS_X86
-void ops_avx2_gemm_ukr(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
-                       float *c, long ldc, int nr, const float *bias, int accumulate);
+/* largest T the attention backward takes (its scratch is on the stack;
+ * --context allows no more) */
+enum { OPS_ATT_TMAX = 1024 };
 
-/* B's kc x nc block (B(k, j) = b[k * rsb + j * csb], csb == 1 or
- * rsb == 1) as panels of kc x OPS_NR, panel p at bp + p * OPS_NR * kc,
- * zero past nc */
+typedef struct {
+    /* The gemm micro-kernel. C (mr x nr, row stride ldc; mr <= OPS_MR,
+     * nr <= OPS_NR) gets, with each sum taken in increasing k, one fused
+     * multiply-add per term,
+     *     accumulate:  C[i][j] = C[i][j] + (sum_{k < kc} A(i, k) * bp[k * OPS_NR + j])
+     *     otherwise:   C[i][j] = bias[j] + A(i, 0) B(0, j) + A(i, 1) B(1, j) + ...
+     * (bias may be NULL: 0). The accumulating form adds C last, so the old
+     * C is read only after the products (its cache misses overlap them).
+     * A(i, k) = a[i * rsa + k * csa]; bp is a packed panel of kc rows of
+     * OPS_NR floats, zero past column nr. Rows i >= mr are never read or
+     * written. */
+    void (*gemm_ukr)(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
+                     float *c, long ldc, int nr, const float *bias, int accumulate);
+    /* db (n) += the column sums of d (N rows, row stride ld), each in row order */
+    void (*colsum)(float *db, const float *d, long ld, int N, int n);
+    void (*attention_forward)(float *out, float *att, const float *qkv, int B, int T, int C,
+                              int NH);
+    void (*attention_backward)(float *dqkv, const float *dout, const float *qkv,
+                               const float *att, int B, int T, int C, int NH);
+    /* amax NULL or *amax = max |out| */
+    void (*gelu_forward)(float *out, const float *inp, int n, float *amax);
+    /* set: dinp = (else +=); returns the GELU_BAD_ flags of gelu_backward_set */
+    int (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n, int set);
+    void (*softmax_forward)(float *probs, const float *logits, int N, int V);
+    /* sum_i exp(l[i] - max) over a row of n, and its max in *maxv */
+    float (*sumexp)(const float *l, int n, float *maxv);
+    /* amax NULL or *amax = max |out| */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp,
+                              const float *w, const float *b, int N, int C, float eps,
+                              float *amax);
+    /* dinp NULL: only dw, db for columns [c0, c1) (c0 a multiple of 8);
+     * dw NULL: only dinp; returns whether any of dinp is inf or NaN */
+    int (*layernorm_backward)(float *dinp, float *dw, float *db, const float *dout,
+                              const float *inp, const float *w, const float *mean,
+                              const float *rstd, int N, int C, int c0, int c1);
+    float (*absmax)(const float *x, long n);
+    float (*residual)(float *out, const float *x, float a, const float *f, float g, long n);
+    int (*any_nonfinite)(const float *x, size_t n);
+    double (*sumsq)(const float *x, size_t n);
+    void (*adamw)(float *p, const float *g, float *m, float *v, size_t n,
+                  const ops_adamw_args *a, double sums[2]);
+    void (*exp)(float *out, const float *x, long n);
+} ops_kernels;
+
+extern const ops_kernels ops_kernels_generic;
+
+/* B's kc x nc block (B(k, j) = b[k * rsb + j * csb]) as panels of
+ * kc x OPS_NR, panel p at bp + p * OPS_NR * kc, zero past nc */
+void ops_generic_pack_b(float *bp, const float *b, long rsb, long csb, int kc, int nc);
+
+#if NS_OPS_X86
+extern const ops_kernels ops_kernels_avx2;
+
+/* the same packing for csb == 1 or rsb == 1 */
 void ops_avx2_gemm_pack_b(float *bp, const float *b, long rsb, long csb, int kc, int nc);
 /* A's mc x kc block, A(i, k) = a[i + k * csa], packed as above; rows past
  * mc repeat their micro-panel's first row */
 void ops_avx2_gemm_pack_a(float *ap, const float *a, long csa, int mc, int kc);
-
-/* db (n) += the column sums of d (N rows, row stride ld) */
-void ops_avx2_colsum(float *db, const float *d, long ld, int N, int n);
-
-void ops_avx2_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C,
-                                int NH);
-void ops_avx2_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
-                                 int B, int T, int C, int NH);
-/* largest T the AVX2 attention backward takes (its scratch is on the stack) */
-enum { OPS_AVX2_ATT_TMAX = 1024 };
-
-/* amax NULL or *amax = max |out|; set: dinp = (else +=), returns the
- * GELU_BAD_ flags of gelu_backward_set */
-void ops_avx2_gelu_forward(float *out, const float *inp, int n, float *amax);
-int ops_avx2_gelu_backward(float *dinp, const float *inp, const float *dout, int n, int set);
-void ops_avx2_softmax_forward(float *probs, const float *logits, int N, int V);
-/* sum_i exp(l[i] - max) over a row of n, and its max in *maxv */
-float ops_avx2_sumexp(const float *l, int n, float *maxv);
-/* amax NULL or *amax = max |out| */
-void ops_avx2_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                                const float *w, const float *b, int N, int C, float eps,
-                                float *amax);
-/* dinp NULL: only dw, db for columns [c0, c1); dw NULL: only dinp;
- * returns whether any of dinp is inf or NaN afterwards */
-int ops_avx2_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                                const float *inp, const float *w, const float *mean,
-                                const float *rstd, int N, int C, int c0, int c1);
-float ops_avx2_absmax(const float *x, long n);
-float ops_avx2_residual(float *out, const float *x, float a, const float *f, float g, long n);
-int ops_avx2_any_nonfinite(const float *x, size_t n);
-double ops_avx2_sumsq(const float *x, size_t n);
-void ops_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,
-                    const ops_adamw_args *a, double sums[2]);
 #endif
 
 #endif

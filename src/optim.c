@@ -1,6 +1,7 @@
 /* optim.c - AdamW (Loshchilov & Hutter 2019), matching torch.optim.AdamW's
  * arithmetic: decay first, then the bias-corrected Adam step. */
 #include "optim.h"
+#include "nsmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ static float layer_factor(const model *m, const model_tensor *t, float x)
     if (x <= 0.0f || x == 1.0f)
         return 1.0f;
     int depth = t->layer >= 0 ? m->L - 1 - t->layer : t->offset < m->layer0 ? m->L : 0;
-    return (float)pow((double)x, (double)depth);
+    return (float)ns_powi((double)x, depth);
 }
 
 /* Tensors k0..k1-1 of the update, in order. */
@@ -109,8 +110,8 @@ void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_sq)
 {
     o->t++;
     /* scalars in double, as torch computes them in Python floats */
-    double bc1 = 1.0 - pow((double)h->beta1, (double)o->t);
-    double bc2 = 1.0 - pow((double)h->beta2, (double)o->t);
+    double bc1 = 1.0 - ns_powi((double)h->beta1, o->t);
+    double bc2 = 1.0 - ns_powi((double)h->beta2, o->t);
     adamw_job j = {o, m, h, layer_sq, (float)((double)h->lr / bc1), (float)sqrt(bc2)};
     if (layer_sq)
         memset(layer_sq, 0, 2 * (size_t)m->L * sizeof(double));

@@ -1,5 +1,6 @@
 /* schedule.c - learning-rate schedules; see schedule.h for the formulas. */
 #include "schedule.h"
+#include "nsmath.h"
 
 #include <math.h>
 
@@ -34,7 +35,7 @@ float schedule_lr(const schedule *s, long step)
         double span = (double)(s->total - s->cos_start);
         double p = span > 0 ? (double)(step - s->cos_start) / span : 1.0;
         p = p < 0.0 ? 0.0 : (p > 1.0 ? 1.0 : p);
-        decay = 0.5 * (1.0 + cos(3.14159265358979323846 * p));
+        decay = 0.5 * (1.0 + ns_cospi(p));
         break;
     }
     case SCHED_INVSQRT:

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsmath.h"
 #include "ops.h"
 #include "rng.h"
 #include "testutil.h"
@@ -1166,6 +1167,194 @@ static void test_residual_paths_agree(void)
     free(x), free(f), free(o1), free(o2);
 }
 
+
+/* ---- the two builds give the same bits ----
+ * Every kernel on shapes that reach its tails and block edges (the tiled
+ * attention and its row-at-a-time fallback, the gemm's packed and
+ * unpacked A, dinp set and accumulated) and on inputs with inf, NaN,
+ * huge and tiny values, once per build, compared with memcmp: the
+ * portable build is the same computation as the AVX2 one, not an
+ * approximation of it. */
+typedef struct {
+    float *p;
+    long n, cap;
+} outbuf;
+
+/* IEEE 754 fixes every result's bits but a NaN's sign and payload (which
+ * operand's NaN an x86 instruction passes on depends on the order the
+ * compiler put them in): equal bits, or both NaN */
+static int same_float(float a, float b) { return !memcmp(&a, &b, sizeof a) || (a != a && b != b); }
+
+/* n more floats of o, zeroed; o never moves, so earlier takes stay valid */
+static float *take(outbuf *o, long n)
+{
+    if (o->n + n > o->cap) {
+        fprintf(stderr, "test_ops: outbuf too small\n");
+        exit(1);
+    }
+    float *r = o->p + o->n;
+    memset(r, 0, sizeof(float) * (size_t)n);
+    o->n += n;
+    return r;
+}
+
+static float *wild(long n, float scale)
+{
+    float *x = rndf(n, scale);
+    for (long i = 7; i < n; i += 97)
+        x[i] = (i / 97) % 4 == 0 ? ldexpf(x[i], 40) : (i / 97) % 4 == 1 ? ldexpf(x[i], -40) : x[i];
+    return x;
+}
+
+static void outputs_matmul(outbuf *o, int N, int C, int OC)
+{
+    float *x = wild((long)N * C, 1), *w = rndf((long)OC * C, 0.3f), *b = rndf(OC, 1);
+    float *dy = wild((long)N * OC, 1);
+    matmul_forward(take(o, (long)N * OC), x, w, b, N, C, OC);
+    float *dx = take(o, (long)N * C), *dw = take(o, (long)OC * C), *db = take(o, OC);
+    matmul_backward(dx, dw, db, dy, x, w, N, C, OC);
+    matmul_backward_set_mt(NULL, take(o, (long)N * C), dw, db, dy, x, w, N, C, OC);
+    free(x), free(w), free(b), free(dy);
+}
+
+static void outputs_attention(outbuf *o, int B, int T, int C, int NH)
+{
+    long nq = (long)B * T * 3 * C, no = (long)B * T * C, na = (long)B * NH * T * T;
+    float *qkv = wild(nq, 1), *dy = wild(no, 1);
+    float *out = take(o, no), *att = take(o, na);
+    attention_forward(out, att, qkv, B, T, C, NH);
+    attention_backward(take(o, nq), NULL, dy, qkv, att, B, T, C, NH);
+    free(qkv), free(dy);
+}
+
+static void outputs_elementwise(outbuf *o, int n)
+{
+    float *x = wild(n, 3), *d = wild(n, 1);
+    x[1] = NAN, x[2] = INFINITY, x[3] = -INFINITY, x[4] = -90.0f, x[5] = 1e-30f, x[6] = -0.0f;
+    *take(o, 1) = gelu_forward_absmax(take(o, n), x, n);
+    float *g = take(o, n);
+    gelu_backward(g, x, d, n);
+    *take(o, 1) = (float)gelu_backward_set(take(o, n), x, d, n);
+    ops_exp(take(o, n), x, n);
+    softmax_forward(take(o, n), x + 3, 1, n - 3);
+    *take(o, 1) = ops_absmax(d, n);
+    *take(o, 1) = ops_residual(take(o, n), x, 0.7f, d, 1.3f, n);
+    *take(o, 1) = (float)ops_any_nonfinite(d, (size_t)n);
+    double q = ops_sumsq(d, (size_t)n);
+    memcpy(take(o, 2), &q, sizeof q);
+    free(x), free(d);
+}
+
+static void outputs_norms(outbuf *o, int N, int C)
+{
+    float *x = wild((long)N * C, 2), *w = rndf(C, 1), *b = rndf(C, 1), *dy = wild((long)N * C, 1);
+    float *y = take(o, (long)N * C), *mean = take(o, N), *rstd = take(o, N);
+    *take(o, 1) = layernorm_forward_absmax(y, mean, rstd, x, w, b, N, C, 1e-5f);
+    float *dx = take(o, (long)N * C), *dw = take(o, C), *db = take(o, C);
+    *take(o, 1) = (float)layernorm_backward_watch(dx, dw, db, dy, x, w, mean, rstd, N, C);
+    float *l = take(o, N);
+    uint8_t tg[64];
+    for (int i = 0; i < N && i < 64; i++)
+        tg[i] = (uint8_t)(i * 37 % C);
+    crossentropy_forward(l, x, tg, N < 64 ? N : 64, C);
+    ops_adamw_args a = {0.5f, 0.9f, 0.98f, 0.9999f, 1e-3f, 0.3f, 1e-8f};
+    float *p = take(o, (long)N * C), *m = take(o, (long)N * C), *v = take(o, (long)N * C);
+    memcpy(p, x, sizeof(float) * (size_t)N * C);
+    double sums[2] = {0, 0};
+    ops_adamw(p, dy, m, v, (size_t)N * C, &a, sums);
+    memcpy(take(o, 4), sums, sizeof sums);
+    free(x), free(w), free(b), free(dy);
+}
+
+static outbuf all_outputs(void)
+{
+    outbuf o = {malloc(sizeof(float) << 21), 0, 1L << 21};
+    rng_seed(&R, 7);
+    outputs_matmul(&o, 13, 7, 19);
+    outputs_matmul(&o, 150, 300, 40);  /* depth past 256, rows past 144 */
+    outputs_matmul(&o, 130, 70, 200);  /* dw: N past 128 (packed A), OC past 96 */
+    outputs_attention(&o, 2, 37, 24, 2);   /* tiled, tails */
+    outputs_attention(&o, 1, 140, 32, 2);  /* T past 128: row at a time */
+    outputs_elementwise(&o, 1003);
+    outputs_norms(&o, 21, 45);
+    outputs_norms(&o, 5, 256);
+    return o;
+}
+
+static void test_builds_same_bits(void)
+{
+    outbuf a = all_outputs();
+    ops_force_generic(1);
+    outbuf g = all_outputs();
+    ops_force_generic(0);
+    long off = 0;
+    for (long i = 0; i < a.n && !off; i++)
+        if (!same_float(a.p[i], g.p[i]))
+            off = i + 1;
+    if (off)
+        fprintf(stderr, "  builds differ first at output %ld: %a vs %a\n", off - 1, a.p[off - 1],
+                g.p[off - 1]);
+    CHECK(a.n == g.n && a.n > 100000 && off == 0);
+    free(a.p), free(g.p);
+}
+
+/* ns_expf is the scalar twin of the kernels' exp: the same bits for
+ * every 1021st float bit pattern (all signs, exponents, NaN and inf), on
+ * both builds */
+static void test_expf_twin(void)
+{
+    enum { CHUNK = 4096 };
+    static float x[CHUNK], y[CHUNK];
+    long off = 0, tried = 0;
+    for (int generic = 0; generic < 2; generic++) {
+        ops_force_generic(generic);
+        uint64_t u = 0;
+        while (u < 0x100000000ull) {
+            int n = 0;
+            for (; n < CHUNK && u < 0x100000000ull; n++, u += 1021) {
+                uint32_t b = (uint32_t)u;
+                memcpy(&x[n], &b, sizeof b);
+            }
+            ops_exp(y, x, n);
+            for (int i = 0; i < n; i++)
+                off += !same_float(ns_expf(x[i]), y[i]);
+            tried += n;
+        }
+    }
+    ops_force_generic(0);
+    if (off)
+        fprintf(stderr, "  ns_expf differs from the kernels' exp at %ld of %ld\n", off, tried);
+    CHECK(off == 0 && tried > 8000000);
+    /* and it is exp: within 2 ulp over the normal range */
+    int bad = 0;
+    for (float v = -86.0f; v < 88.0f; v += 0.01173f) {
+        double r = exp((double)v), e = ns_expf(v);
+        bad += fabs(e - r) > 2.5 * 0x1p-24 * r;
+    }
+    CHECK(bad == 0);
+}
+
+/* the other nsmath functions against libm's, to a few ulp */
+static void test_nsmath_accuracy(void)
+{
+    int bad = 0;
+    for (double v = 1e-300; v < 1e300; v *= 1.37)
+        bad += fabs(ns_log(v) - log(v)) > 4e-16 * fabs(log(v)) + 1e-300;
+    for (double v = -700; v < 700; v += 0.731)
+        bad += fabs(ns_exp(v) - exp(v)) > 4e-16 * exp(v);
+    for (double v = -3; v < 3; v += 0.000937)
+        bad += fabs(ns_cospi(v) - cos(3.14159265358979323846 * v)) > 2e-15; /* pi v rounds */
+    for (float v = -20; v < 20; v += 0.00371f)
+        bad += fabsf(ns_tanhf(v) - (float)tanh(v)) > 2.5f * 0x1p-24f * fmaxf(fabsf((float)tanh(v)), 0x1p-10f);
+    /* squaring doubles a relative error: n ulp at most */
+    for (int n = 0; n < 2000; n++)
+        bad += fabs(ns_powi(0.999, n) - pow(0.999, n)) > (n + 1) * 0x1p-52 * pow(0.999, n);
+    CHECK(bad == 0);
+    CHECK(isnan(ns_log(-1)) && ns_log(0) == -INFINITY && ns_exp(1000) == INFINITY &&
+          ns_exp(-1000) == 0 && isnan(ns_tanhf(NAN)) && ns_tanhf(100) == 1.0f &&
+          ns_expf(-100) == 0 && isnan(ns_expf(NAN)) && ns_cospi(1) == -1 && ns_powi(3, 0) == 1);
+}
+
 /* every test above, once per path */
 static void run_kernel_suite(void)
 {
@@ -1212,6 +1401,9 @@ int main(void)
         test_db_paths_agree();
         test_sumsq_adamw_paths_agree();
         test_residual_paths_agree();
+        test_builds_same_bits();
+        test_expf_twin();
     }
+    test_nsmath_accuracy();
     return test_summary();
 }

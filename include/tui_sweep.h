@@ -131,7 +131,8 @@ typedef struct {
 } sv_cell;
 
 /* The color scale: one for the whole sweep (every page), from the lowest
- * to the highest final loss of the finished cells. */
+ * to the highest final loss of the finished cells but the exploded ones
+ * (drawn off the scale, so an outlier cannot flatten it). */
 #define SV_LEVELS 7
 int sv_level(double x, double lo, double hi); /* 0 .. SV_LEVELS-1, -1 when not finite */
 

@@ -5,6 +5,7 @@
 #                   the lessons' end-to-end checks (lessons.sh, tour.sh,
 #                   tui_twin.sh) and the PyTorch probe's run here, not under
 #                   the sanitizers, where they would take too long
+#   make test-generic  the numeric suites again on the portable kernels
 #   make asan       the test suite under AddressSanitizer + UBSan (build/asan)
 #   make tsan       the test suite under ThreadSanitizer (build/tsan), which
 #                   includes the live view driven by scripted key presses
@@ -52,7 +53,7 @@ DEPS      := $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(BUILD)/tui_curses.d $(TEST_BINS
 
 ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SANFLAGS)
 
-.PHONY: all test asan tsan bench install uninstall clean lint
+.PHONY: all test test-generic asan tsan bench install uninstall clean lint
 all: $(BIN)
 
 $(BIN): $(BUILD)/main.o $(BUILD)/tui_curses.o $(BUILD)/libnormscope.a
@@ -95,6 +96,7 @@ test: $(BIN) $(TEST_BINS)
 	echo "== tests/harden.sh"; NS_BIN=./$(BIN) sh tests/harden.sh || fail=1; \
 	echo "== tests/diagnose.sh"; NS_BIN=./$(BIN) sh tests/diagnose.sh || fail=1; \
 	echo "== tests/settings.sh"; NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
+	echo "== tests/kernels.sh"; NS_BIN=./$(BIN) sh tests/kernels.sh || fail=1; \
 	echo "== tests/memory.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/memory.sh || fail=1; \
 	echo "== tests/sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/sweep.sh || fail=1; \
 	echo "== tests/tui_sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/tui_sweep.sh || fail=1; \
@@ -115,6 +117,20 @@ test: $(BIN) $(TEST_BINS)
 	fi; \
 	if [ $$fail -ne 0 ]; then echo "make test: FAILED"; exit 1; fi; \
 	echo "make test: all suites passed"
+
+# The numeric suites once more on the portable kernels (both builds give
+# the same bits; this keeps the portable one tested on an AVX2 machine).
+GENERIC_TESTS := test_parity test_engine test_precision test_norms test_threads test_trainer
+test-generic: $(BIN) $(GENERIC_TESTS:%=$(BUILD)/%)
+	@fail=0; \
+	for t in $(GENERIC_TESTS); do \
+	  echo "== $$t (NORMSCOPE_KERNELS=generic)"; \
+	  NORMSCOPE_KERNELS=generic NS_FIXTURES=tests/fixtures $(BUILD)/$$t || fail=1; \
+	done; \
+	echo "== tests/settings.sh (NORMSCOPE_KERNELS=generic)"; \
+	NORMSCOPE_KERNELS=generic NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
+	if [ $$fail -ne 0 ]; then echo "make test-generic: FAILED"; exit 1; fi; \
+	echo "make test-generic: all suites passed"
 
 SAN_TEST = $(MAKE) --no-print-directory BUILD=$(1) BIN=$(1)/normscope OPT="-O1 -g" SANFLAGS="$(2)" test
 

@@ -10,6 +10,14 @@
  */
 #include "ops_simd.h"
 
+/* GCC on x86-64 builds each kernel twice, for CPUs with FMA (where fmaf
+ * is one instruction and the lanes vectorize) and for the rest (libm's
+ * fmaf), chosen when the program loads: the same C, the same exact
+ * operations, so the same bits; only the speed differs. */
+#if NS_OPS_X86 && defined(__GNUC__) && !defined(__clang__)
+#define KERN_FN __attribute__((target_clones("fma", "default")))
+#endif
+
 #include "ops_v8.h"
 
 static void pack_tr(float *dst, const float *src, long rs, int kc, int nc)

@@ -19,6 +19,9 @@
  */
 
 #define KERN_INLINE V8_INLINE
+#ifndef KERN_FN
+#define KERN_FN
+#endif
 
 /* A maximum of |x| taken while a kernel writes x: the largest so far in
  * each lane and the lanes that saw a NaN. The maximum is exact whatever
@@ -71,7 +74,7 @@ KERN_INLINE v8 exp8(v8 x)
 }
 
 /* out (n) = exp8 of x (n): the kernels' exp, for tests and scalar twins */
-static void kern_exp(float *out, const float *x, long n)
+KERN_FN static void kern_exp(float *out, const float *x, long n)
 {
     for (long i = 0; i < n; i += 8) {
         int k = n - i < 8 ? (int)(n - i) : 8;
@@ -81,7 +84,7 @@ static void kern_exp(float *out, const float *x, long n)
 
 /* ---- gemm micro-kernel ------------------------------------------------ */
 
-static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
+KERN_FN static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
                                float *c, long ldc, int nr, const float *bias, int accumulate)
 {
     /* rows past mr repeat row 0: computed, never stored */
@@ -161,7 +164,7 @@ static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, int mr, co
 /* db (n) += column sums of d (N rows of n, row stride ld), each column
  * summed over the rows in order with plain adds: the same bits as the
  * portable loop in ops.c. 64 columns at a time stay in registers. */
-static void kern_colsum(float *db, const float *d, long ld, int N, int n)
+KERN_FN static void kern_colsum(float *db, const float *d, long ld, int N, int n)
 {
     for (int j0 = 0; j0 < n; j0 += 64) {
         int m = n - j0 < 64 ? n - j0 : 64;
@@ -284,7 +287,7 @@ KERN_INLINE void pv_rows(float *out, long os, const float *const p[4], const flo
 
 /* The row-at-a-time forward: for shapes whose (b, h) panels do not fit
  * the stack buffers of the tiled one below. */
-static void attention_forward_rows(float *out, float *att, const float *qkv, int B, int T,
+KERN_FN static void attention_forward_rows(float *out, float *att, const float *qkv, int B, int T,
                                            int C, int NH)
 {
     int hs = C / NH;
@@ -391,7 +394,7 @@ KERN_INLINE void attn_bwd_rows(float *dq0, float *dk0, float *dv0, const float *
     }
 }
 
-static void attention_backward_rows(float *dqkv, const float *dout, const float *qkv,
+KERN_FN static void attention_backward_rows(float *dqkv, const float *dout, const float *qkv,
                                             const float *att, int B, int T, int C, int NH)
 {
     int hs = C / NH;
@@ -457,7 +460,7 @@ enum { ATT_T = 128, ATT_PANEL = 8192 };
 
 static inline int up16(int n) { return (n + 15) & ~15; }
 
-static int att_tiled_fits(int T, int hs) { return T <= ATT_T && up16(hs) * up16(T) <= ATT_PANEL; }
+KERN_FN static int att_tiled_fits(int T, int hs) { return T <= ATT_T && up16(hs) * up16(T) <= ATT_PANEL; }
 
 /* z (n) += sum_{j < m} c[j * cs] y(j), y rows ys apart: each element one
  * FMA chain over j in order, kept in a register */
@@ -565,7 +568,7 @@ KERN_INLINE void att_scores(float *sb, long ss, const float *x, long xs, const f
         kern_gemm_ukr(hs, x, xs, 1, mr, yp + (long)k0 * hs, sb + k0, ss, 16, NULL, 0);
 }
 
-static void attention_forward_tiled(float *out, float *att, const float *qkv, int B, int T,
+KERN_FN static void attention_forward_tiled(float *out, float *att, const float *qkv, int B, int T,
                                             int C, int NH)
 {
     int hs = C / NH;
@@ -633,7 +636,7 @@ KERN_INLINE void prefetch_head(const float *q0, long C3, long C, const float *dy
         }
 }
 
-static void attention_backward_tiled(float *dqkv, const float *dout, const float *qkv,
+KERN_FN static void attention_backward_tiled(float *dqkv, const float *dout, const float *qkv,
                                              const float *att, int B, int T, int C, int NH)
 {
     int hs = C / NH;
@@ -704,7 +707,7 @@ static void attention_backward_tiled(float *dqkv, const float *dout, const float
     }
 }
 
-static void kern_attention_forward(float *out, float *att, const float *qkv, int B, int T,
+KERN_FN static void kern_attention_forward(float *out, float *att, const float *qkv, int B, int T,
                                         int C, int NH)
 {
     if (att_tiled_fits(T, C / NH))
@@ -713,7 +716,7 @@ static void kern_attention_forward(float *out, float *att, const float *qkv, int
         attention_forward_rows(out, att, qkv, B, T, C, NH);
 }
 
-static void kern_attention_backward(float *dqkv, const float *dout, const float *qkv,
+KERN_FN static void kern_attention_backward(float *dqkv, const float *dout, const float *qkv,
                                          const float *att, int B, int T, int C, int NH)
 {
     if (att_tiled_fits(T, C / NH))
@@ -732,7 +735,7 @@ static void kern_attention_backward(float *dqkv, const float *dout, const float 
 #define GELU_S 0.7978845608028654f
 #define GELU_C 0.044715f
 
-static void kern_gelu_forward(float *out, const float *inp, int n, float *amax)
+KERN_FN static void kern_gelu_forward(float *out, const float *inp, int n, float *amax)
 {
     const v8 m2s = v8_set1(-2.0f * GELU_S), c = v8_set1(GELU_C), one = v8_set1(1.0f),
              cap = v8_set1(EXP8_HI);
@@ -754,7 +757,7 @@ static void kern_gelu_forward(float *out, const float *inp, int n, float *amax)
 }
 
 /* d/dx = s + 2 x s (1 - s) u', s = 1 / (1 + e), e = exp(-2u), 1 - s = e s */
-static int kern_gelu_backward(float *dinp, const float *inp, const float *dout, int n, int set)
+KERN_FN static int kern_gelu_backward(float *dinp, const float *inp, const float *dout, int n, int set)
 {
     const v8 m2s = v8_set1(-2.0f * GELU_S), c = v8_set1(GELU_C),
                  one = v8_set1(1.0f), s0 = v8_set1(GELU_S),
@@ -781,7 +784,7 @@ static int kern_gelu_backward(float *dinp, const float *inp, const float *dout, 
 
 /* ---- softmax and the cross-entropy's sum -------------------------------- */
 
-static void kern_softmax_forward(float *probs, const float *logits, int N, int V)
+KERN_FN static void kern_softmax_forward(float *probs, const float *logits, int N, int V)
 {
     for (int n = 0; n < N; n++) {
         const float *l = logits + (long)n * V;
@@ -792,7 +795,7 @@ static void kern_softmax_forward(float *probs, const float *logits, int N, int V
     }
 }
 
-static float kern_sumexp(const float *l, int n, float *maxv)
+KERN_FN static float kern_sumexp(const float *l, int n, float *maxv)
 {
     v8 vm = v8_set1(-INFINITY);
     for (int i = 0; i < n; i += 8) {
@@ -824,7 +827,7 @@ KERN_INLINE v8 row_sum4(v8 a0, v8 a1, v8 a2, v8 a3)
     return v8_add(v8_add(a0, a1), v8_add(a2, a3));
 }
 
-static void kern_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+KERN_FN static void kern_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                                         const float *w, const float *b, int N, int C, float eps,
                                         float *amax)
 {
@@ -882,7 +885,7 @@ static void kern_layernorm_forward(float *out, float *mean, float *rstd, const f
  * dinp. Each value gets the same operations whichever parts a call
  * does, so a split over rows (dinp) and columns (dw, db) gives the bits
  * of one whole call. */
-static int kern_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+KERN_FN static int kern_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                                         const float *inp, const float *w, const float *mean,
                                         const float *rstd, int N, int C, int c0, int c1)
 {
@@ -941,7 +944,7 @@ static int kern_layernorm_backward(float *dinp, float *dw, float *db, const floa
 
 /* ---- absmax ------------------------------------------------------------- */
 
-static float kern_absmax(const float *x, long n)
+KERN_FN static float kern_absmax(const float *x, long n)
 {
     v8 m0 = v8_zero(), m1 = m0, bad = m0;
     long i = 0;
@@ -965,7 +968,7 @@ static float kern_absmax(const float *x, long n)
 
 /* ---- the residual sum -----------------------------------------------------
  * a x + g f as two products and a sum, no FMA: the portable loop's bits */
-static float kern_residual(float *out, const float *x, float a, const float *f, float g,
+KERN_FN static float kern_residual(float *out, const float *x, float a, const float *f, float g,
                                 long n)
 {
     const v8 va = v8_set1(a), vg = v8_set1(g);
@@ -986,7 +989,7 @@ static float kern_residual(float *out, const float *x, float a, const float *f, 
 
 /* x - x is +0 (all bits clear) for finite x and NaN otherwise: or the
  * differences together, four vectors at a time */
-static int kern_any_nonfinite(const float *x, size_t n)
+KERN_FN static int kern_any_nonfinite(const float *x, size_t n)
 {
     v8 o0 = v8_zero(), o1 = o0, o2 = o0, o3 = o0;
     size_t i = 0;
@@ -1015,7 +1018,7 @@ KERN_INLINE void sumsq16(v4d a[4], v8 lo, v8 hi)
         a[j] = v4d_fma(d[j], d[j], a[j]);
 }
 
-static double kern_sumsq(const float *x, size_t n)
+KERN_FN static double kern_sumsq(const float *x, size_t n)
 {
     v4d a[4] = {v4d_zero(), v4d_zero(), v4d_zero(), v4d_zero()};
     size_t i = 0;
@@ -1029,7 +1032,7 @@ static double kern_sumsq(const float *x, size_t n)
     return v4d_hsum2(v4d_add(a[0], a[1]), v4d_add(a[2], a[3]));
 }
 
-static void kern_adamw(float *p, const float *g, float *m, float *v, size_t n,
+KERN_FN static void kern_adamw(float *p, const float *g, float *m, float *v, size_t n,
                             const ops_adamw_args *a, double sums[2])
 {
     const v8 gs = v8_set1(a->grad_scale), b1 = v8_set1(a->beta1),

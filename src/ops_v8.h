@@ -133,8 +133,12 @@ V4D_INLINE double v4d_hsum2(v4d lo, v4d hi)
 
 #else /* portable */
 
+#if defined(__GNUC__) || defined(__clang__)
+#define V8_INLINE __attribute__((always_inline)) static inline
+#else
 #define V8_INLINE static inline
-#define V4D_INLINE static inline
+#endif
+#define V4D_INLINE V8_INLINE
 
 typedef struct {
     float f[8];

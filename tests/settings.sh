@@ -13,9 +13,11 @@ ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 # --- a version-1 checkpoint (made by 0.1.0 after 3 steps) resumes exactly ---
-# v1_resume.csv is what 0.1.0 itself wrote resuming it to step 6, without
-# the tokens_per_s column (a wall-clock rate) and the state columns that
-# came after 0.1.0, last (state, first_nonfinite: empty on a finite run).
+# v1_resume.csv is the CSV of resuming it to step 6 with the kernels that
+# give the same bits on every CPU (made with NORMSCOPE_KERNELS=generic;
+# the AVX2 build gives these bits too), in 0.1.0's columns: without
+# tokens_per_s (a wall-clock rate) and the state columns that came after
+# 0.1.0, last (state, first_nonfinite: empty on a finite run).
 if "$BIN" --headless -q --load "$FIX/v1.ckpt" --steps 6 --csv "$T/r.csv" 2>"$T/err"; then
     cut -d, -f1-5,7- "$T/r.csv" | sed -e '1s/,state,first_nonfinite$//' -e '2,$s/,,$//' >"$T/r6.csv"
     if cmp -s "$T/r6.csv" "$FIX/v1_resume.csv"; then ok; else

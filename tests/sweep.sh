@@ -1,7 +1,10 @@
 #!/bin/sh
 # sweep.sh - --sweep, --list and --sweep-collect from the outside: the grid,
-# determinism against runs alone, resume, a run that dies, bad input, and
-# the --list | xargs path against the in-process sweep.
+# determinism against runs alone, resume, a run that dies, bad input, the
+# --list | xargs path against the in-process sweep, what collect counts and
+# lists, --list-range, --retry failed, one spelling per value, the
+# directory lock and runs that die with their sweep, exploded runs and the
+# table's width, and the papers' claims over several seeds.
 # Usage: NS_BIN=./normscope sh tests/sweep.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}

@@ -133,21 +133,18 @@ static void test_row_parse(void)
 /* Numbers fit their column: fewer digits, never a wider field. */
 static void test_fmt_loss(void)
 {
-    char b[64];
-    sweep_fmt_loss(b, sizeof b, 2.3456, 7);
-    CHECK(!strcmp(b, "2.346"));
-    sweep_fmt_loss(b, sizeof b, 74.0, 7);
-    CHECK(!strcmp(b, "74.000"));
-    sweep_fmt_loss(b, sizeof b, 0.1, 4);
-    CHECK(!strcmp(b, "0.10"));
-    sweep_fmt_loss(b, sizeof b, 2794610000000.0, 7);
-    CHECK(!strcmp(b, "2.8e+12"));
-    sweep_fmt_loss(b, sizeof b, 4.4e7, 7);
-    CHECK(!strcmp(b, "4.4e+07"));
-    sweep_fmt_loss(b, sizeof b, 2.8e18, 5);
-    CHECK(!strcmp(b, "3e+18"));
-    sweep_fmt_loss(b, sizeof b, NAN, 5);
-    CHECK(!strcmp(b, "nan"));
+    static const struct {
+        double x;
+        int width;
+        const char *want;
+    } cases[] = {{2.3456, 7, "2.346"},     {74.0, 7, "74.000"},  {0.1, 4, "0.10"},
+                 {2794610000000.0, 7, "2.8e+12"}, {4.4e7, 7, "4.4e+07"}, {2.8e18, 5, "3e+18"},
+                 {NAN, 5, "nan"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char b[64];
+        sweep_fmt_loss(b, sizeof b, cases[i].x, cases[i].width);
+        CHECK(!strcmp(b, cases[i].want));
+    }
 }
 
 static void test_level(void)

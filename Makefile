@@ -2,6 +2,8 @@
 #
 #   make            build ./normscope
 #   make test       build and run every test (the live view's needs tmux);
+#                   make test-NAME runs tests/NAME.sh, make test-unit-NAME
+#                   tests/test_NAME.c, make list-tests names them all;
 #                   the lessons' end-to-end checks (lessons.sh, tour.sh,
 #                   tui_twin.sh) and the PyTorch probe's run here, not under
 #                   the sanitizers, where they would take too long
@@ -32,6 +34,12 @@ CFLAGS  += $(VECFLAGS)
 # those use no FMA (ops.h: ops_sumsq, ops_adamw)
 CFLAGS  += -ffp-contract=off
 CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
+# include/ holds the public headers, one per module; the engine's own
+# (model, ops, optim, schedule) are in src/internal/, on the include path
+# of the engine's objects, the unit tests and the fuzzers only, so a front
+# end that includes one does not build (tests/layers.sh checks the rest).
+INTERNAL := -Isrc/internal
+ENGINE_INTERNAL := engine model ops ops_avx2 ops_generic optim schedule
 SANFLAGS ?=
 LDLIBS  += -lm -lpthread
 # curses for the binary only: the engine library (and so every unit test)
@@ -65,6 +73,7 @@ $(BUILD)/libnormscope.a: $(LIB_OBJS)
 
 $(BUILD)/%.o: src/%.c | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+$(ENGINE_INTERNAL:%=$(BUILD)/%.o): CPPFLAGS += $(INTERNAL)
 
 # the built-in corpus, compiled in so the binary runs from anywhere
 $(BUILD)/embed: src/tools/embed.c | $(BUILD)
@@ -80,55 +89,57 @@ $(BUILD)/lessons.o: $(BUILD)/lessons.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/test_%: tests/test_%.c tests/testutil.h $(BUILD)/libnormscope.a
-	$(CC) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(BUILD)/libnormscope.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(INTERNAL) -Itests -MMD -MP -o $@ $< $(BUILD)/libnormscope.a $(LDFLAGS) $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $@
 
-# Unit tests are C binaries; the cli tests drive the real binary. Each
-# prints "N passed, N failed" and exits non-zero on a failure.
+# The suites. A C suite is tests/test_NAME.c (the binary build/test_NAME,
+# target test-unit-NAME); a shell suite is tests/NAME.sh (target
+# test-NAME), but for the shell libraries (*_lib.sh) and the scripts of
+# other targets (soak, valgrind). Both lists are read from the tree, as
+# tmux's regress does: a new file is a new suite. SH_ORDER only orders
+# them (shell suites it does not name run last, by name); SH_SLOW run
+# only without sanitizers, where they would take too long. Each suite
+# prints "N passed, N failed" and exits non-zero on a failure; make test
+# runs every one, in this order, and then fails if any did.
+TEST_C_DIR  := tests
+TEST_SH_DIR := tests
+C_SUITES  := $(patsubst $(TEST_C_DIR)/test_%.c,%,$(sort $(wildcard $(TEST_C_DIR)/test_*.c)))
+SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$(sort $(wildcard $(TEST_SH_DIR)/*.sh))))
+SH_ORDER  := layers cli harden diagnose settings kernels memory sweep tui_sweep plot twin tui_e2e \
+             tui_diag tui_signals follow tui_lesson lessons sched tour tui_twin probe follow_probe
+SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe
+SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
+SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW),$(SH_SUITES)),$(SH_SUITES))
+
+RUN_C  = echo "== $(BUILD)/test_$(1)"; NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1)
+RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh $(TEST_SH_DIR)/$(1).sh
+
 test: $(BIN) $(TEST_BINS)
 	@fail=0; \
-	for t in $(TEST_BINS); do \
-	  echo "== $$t"; NS_FIXTURES=tests/fixtures $$t || fail=1; \
-	done; \
-	echo "== tests/cli.sh"; NS_BIN=./$(BIN) sh tests/cli.sh || fail=1; \
-	echo "== tests/harden.sh"; NS_BIN=./$(BIN) sh tests/harden.sh || fail=1; \
-	echo "== tests/diagnose.sh"; NS_BIN=./$(BIN) sh tests/diagnose.sh || fail=1; \
-	echo "== tests/settings.sh"; NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
-	echo "== tests/kernels.sh"; NS_BIN=./$(BIN) sh tests/kernels.sh || fail=1; \
-	echo "== tests/memory.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/memory.sh || fail=1; \
-	echo "== tests/sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/sweep.sh || fail=1; \
-	echo "== tests/tui_sweep.sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh tests/tui_sweep.sh || fail=1; \
-	echo "== tests/plot.sh"; NS_BIN=./$(BIN) sh tests/plot.sh || fail=1; \
-	echo "== tests/twin.sh"; NS_BIN=./$(BIN) sh tests/twin.sh || fail=1; \
-	echo "== tests/tui_e2e.sh"; NS_BIN=./$(BIN) sh tests/tui_e2e.sh || fail=1; \
-	echo "== tests/tui_diag.sh"; NS_BIN=./$(BIN) sh tests/tui_diag.sh || fail=1; \
-	echo "== tests/tui_signals.sh"; NS_BIN=./$(BIN) sh tests/tui_signals.sh || fail=1; \
-	echo "== tests/follow.sh"; NS_BIN=./$(BIN) sh tests/follow.sh || fail=1; \
-	echo "== tests/tui_lesson.sh"; NS_BIN=./$(BIN) sh tests/tui_lesson.sh || fail=1; \
-	if [ -z "$(SANFLAGS)" ]; then \
-	  echo "== tests/lessons.sh"; NS_BIN=./$(BIN) sh tests/lessons.sh || fail=1; \
-	  echo "== tests/sched.sh"; NS_BIN=./$(BIN) sh tests/sched.sh || fail=1; \
-	  echo "== tests/tour.sh"; NS_BIN=./$(BIN) sh tests/tour.sh || fail=1; \
-	  echo "== tests/tui_twin.sh"; NS_BIN=./$(BIN) sh tests/tui_twin.sh || fail=1; \
-	  echo "== tests/probe.sh"; NS_BIN=./$(BIN) sh tests/probe.sh || fail=1; \
-	  echo "== tests/follow_probe.sh"; NS_BIN=./$(BIN) sh tests/follow_probe.sh || fail=1; \
-	fi; \
+	$(foreach s,$(C_SUITES),$(call RUN_C,$(s)) || fail=1;) \
+	$(foreach s,$(SH_RUN),$(call RUN_SH,$(s)) || fail=1;) \
 	if [ $$fail -ne 0 ]; then echo "make test: FAILED"; exit 1; fi; \
 	echo "make test: all suites passed"
 
+$(C_SUITES:%=test-unit-%): test-unit-%: $(BUILD)/test_%
+	@$(call RUN_C,$*)
+$(SH_SUITES:%=test-%): test-%: $(BIN)
+	@$(call RUN_SH,$*)
+# the names of the suites, one a line (make list-tests)
+list-tests:
+	@for s in $(C_SUITES); do echo "test-unit-$$s"; done; for s in $(SH_SUITES); do echo "test-$$s"; done
+.PHONY: list-tests $(C_SUITES:%=test-unit-%) $(SH_SUITES:%=test-%)
+
 # The numeric suites once more on the portable kernels (both builds give
 # the same bits; this keeps the portable one tested on an AVX2 machine).
-GENERIC_TESTS := test_parity test_engine test_precision test_norms test_threads test_trainer
-test-generic: $(BIN) $(GENERIC_TESTS:%=$(BUILD)/%)
-	@fail=0; \
-	for t in $(GENERIC_TESTS); do \
-	  echo "== $$t (NORMSCOPE_KERNELS=generic)"; \
-	  NORMSCOPE_KERNELS=generic NS_FIXTURES=tests/fixtures $(BUILD)/$$t || fail=1; \
-	done; \
-	echo "== tests/settings.sh (NORMSCOPE_KERNELS=generic)"; \
-	NORMSCOPE_KERNELS=generic NS_BIN=./$(BIN) sh tests/settings.sh || fail=1; \
+GENERIC_C  := parity engine precision norms threads trainer
+GENERIC_SH := settings
+test-generic: $(BIN) $(GENERIC_C:%=$(BUILD)/test_%)
+	@fail=0; export NORMSCOPE_KERNELS=generic; \
+	$(foreach s,$(GENERIC_C),$(call RUN_C,$(s)) || fail=1;) \
+	$(foreach s,$(GENERIC_SH),$(call RUN_SH,$(s)) || fail=1;) \
 	if [ $$fail -ne 0 ]; then echo "make test-generic: FAILED"; exit 1; fi; \
 	echo "make test-generic: all suites passed"
 
@@ -177,7 +188,7 @@ FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=al
 fuzz: $(BUILD)/corpus.c $(BUILD)/lessons.c
 	@mkdir -p build/fuzz
 	@set -e; for f in $(FUZZERS); do \
-	  clang $(FUZZ_FLAGS) $(CPPFLAGS) -std=c11 -o build/fuzz/$$f tests/fuzz/fuzz_$$f.c \
+	  clang $(FUZZ_FLAGS) $(CPPFLAGS) $(INTERNAL) -std=c11 -o build/fuzz/$$f tests/fuzz/fuzz_$$f.c \
 	    $(LIB_SRCS) $(BUILD)/corpus.c $(BUILD)/lessons.c -lm -lpthread; \
 	done
 	sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)

@@ -15,18 +15,9 @@
 
 typedef enum {
     CMD_NONE = 0,
-    /* settings (engine); the value each takes is the settings row's */
-    CMD_NORM,         /* set a norm_place; toggle pre <-> post (others -> pre); cycle */
-    CMD_KIND,         /* set a norm_kind; cycle */
-    CMD_FINAL_NORM,   /* set 1, 0, -1 (by placement) */
-    CMD_WARMUP,       /* set 1 on (a fresh ramp), 0 off; toggle */
-    CMD_PRECISION,    /* set a numfmt; cycle fp32 -> bf16 -> fp16 */
-    CMD_FP32_NORMS,   /* set 1, 0; toggle */
-    CMD_LOSS_SCALE,   /* set 0 dynamic, < 0 off, > 0 constant; toggle dynamic <-> off */
-    CMD_LR,           /* set the peak LR; scale it by a factor */
-    CMD_CLIP,         /* set the threshold, 0 = off; toggle off <-> 1.0 */
-    CMD_SETTING,      /* set the settings row `setting` (a row with a command word
-                       * and no command of its own: engine_set_setting) */
+    /* engine */
+    CMD_SETTING,      /* the settings row `setting`, changed as `how` says (a row
+                       * with a command word: norm, lr, warmup, ...) */
     CMD_REINIT,
     CMD_SNAPSHOT,
     CMD_REWIND,
@@ -40,10 +31,10 @@ typedef enum {
     CMD_COUNT
 } command_kind;
 
-/* How a command changes its setting. */
+/* How a command changes its setting (the row's SETL_* allow all but SET). */
 typedef enum {
     CMDH_SET = 0, /* to the value */
-    CMDH_TOGGLE,  /* between its two states (no value) */
+    CMDH_TOGGLE,  /* between the row's two toggle values (no value) */
     CMDH_CYCLE,   /* to the next of its names (no value) */
     CMDH_SCALE,   /* multiply by the value (a real factor) */
 } command_how;
@@ -68,18 +59,15 @@ typedef struct {
     char text[NS_CMD_TEXT]; /* CMD_NOTE; CMD_PAUSE's prompt ("" = none) */
 } ns_command;
 
-/* Commands as values: no value (flow, reinit, ...), set to an int or a
- * real, toggle, cycle, scale by a factor. */
+/* Commands as values: one with no value (flow, reinit, ...); one that
+ * changes the settings row s as how says, with x the value (CMDH_SET,
+ * tagged an int for the rows of whole values) or the factor (CMDH_SCALE). */
 ns_command command_make(command_kind k);
-ns_command command_set_int(command_kind k, int i);
-ns_command command_set_real(command_kind k, double x);
-ns_command command_toggle(command_kind k);
-ns_command command_cycle(command_kind k);
-ns_command command_scale(command_kind k, double factor);
-/* Set the settings row s (CMD_SETTING) to x. */
-ns_command command_set_setting(const ns_setting *s, double x);
+ns_command command_setting(const ns_setting *s, command_how how, double x);
 /* The value as a double, whatever its tag (0 without one). */
 double command_number(const ns_command *c);
+/* The row a setting command changes (NULL for the others). */
+const ns_setting *command_row(const ns_command *c);
 
 /* What command_apply did. */
 enum { CMD_APPLIED = 0, CMD_FLOW = 1, CMD_FAILED = 2 };
@@ -89,8 +77,10 @@ enum { CMD_APPLIED = 0, CMD_FLOW = 1, CMD_FAILED = 2 };
 int command_apply(engine *e, const ns_command *c);
 
 /* Parse one command ("norm post", "lr x2", "snapshot", ...). A command
- * that sets a setting takes the word and the values of its settings row
- * (settings.h). 0, or -1 with the reason in err. */
+ * that sets a setting takes its settings row's command word, the row's
+ * values and the words of its mid-run behaviour (toggle, next, xF, off:
+ * settings.h). The live view's keys send such text. 0, or -1 with the
+ * reason in err. */
 int command_parse(const char *s, ns_command *c, char *err, size_t errlen);
 
 /* A script: lines "at N: COMMAND" (after N steps, before step N+1) and
@@ -103,7 +93,7 @@ typedef struct {
     ns_command cmd;
 } script_entry;
 
-typedef struct {
+typedef struct ns_script {
     int n;
     script_entry *e;
     long high; /* the most steps done at which the script ran (-1: never) */

@@ -94,8 +94,11 @@ typedef struct {
     uint64_t seed;
 } ns_config;
 
-/* Fill with the documented defaults (the settings table's, settings.h). */
-void config_defaults(ns_config *c);
+/* The documented defaults are the settings table's: settings_defaults
+ * (settings.h). */
+
+/* The most rows that table may have (cli_opts keeps one byte per row). */
+#define NS_SETTINGS_MAX 96
 
 /* The value names of the enums, index = value, as used on the command
  * line, in the CSV and in scripts. */
@@ -121,6 +124,9 @@ int sched_kind_parse(const char *s);
 int config_final_norm(const ns_config *c);
 /* The number of Post-LN blocks at the bottom under mix. */
 int config_mix_k(const ns_config *c);
+/* The warmup ramp's length: --warmup, or 100 when it is 0 (warmup turned
+ * on mid-run by a key or a script). */
+int config_ramp_steps(const ns_config *c);
 
 /* Check cross-field constraints (ranges are checked by the parser).
  * Returns NULL when valid, else a one-line reason (static storage). */

@@ -97,10 +97,16 @@ void engine_set_clip(engine *e, float clip); /* 0 = off */
 void engine_set_precision(engine *e, numfmt f);
 void engine_set_fp32_norms(engine *e, int on);
 void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 constant */
-/* Any mid-run setting the engine reads from its config each step, by its
- * settings row (one without a setter of its own above); x is the value
- * as settings_get gives it. Logged as an event. */
+/* Any mid-run setting by its settings row: x is the value as
+ * settings_get gives it. The row's hook (settings.h: SETH_NORM is
+ * engine_set_norm, ...) does what else changes with it; a row without one
+ * has its field set. Logged as an event. */
 void engine_set_setting(engine *e, const ns_setting *s, double x);
+/* The value of the row in the run now: its field, or what its hook keeps
+ * (the LR's current peak, whether the warmup ramp is on). */
+double engine_setting_value(const engine *e, const ns_setting *s);
+/* The same as the run uses it: an auto value resolved (the final norm). */
+double engine_setting_shown(const engine *e, const ns_setting *s);
 
 /* Resident bytes of one run of cfg once it has taken cfg->steps steps
  * (0: until stopped): weights, gradients, the bf16/fp16 copy, AdamW's

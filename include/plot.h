@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "snapshot.h"
 #include "sweep.h"
-#include "trainer.h"
 
 enum { PLOT_NSET = 6, PLOT_SETLEN = 24, PLOT_MARKLEN = 48, PLOT_MAX_STEPS = 8 };
 

@@ -1,6 +1,7 @@
 /* pool.h - a small persistent thread pool for the kernels of one step.
- * Engine-internal but for POOL_MAX_THREADS and pool_default_threads,
- * --threads' range and default in cli.c (README, Layout).
+ * Public for the runtime (trainer.h: the --compare pair's pool) and for
+ * POOL_MAX_THREADS and pool_default_threads, --threads' range in the
+ * settings table (settings.c) and its default (cli.c).
  *
  * Made once per engine (never inside a step): n - 1 worker threads plus
  * the caller, which always takes tasks too. pool_run hands out task

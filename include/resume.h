@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli_opts.h"
 #include "engine.h"
 
 /* e was loaded with its settings in *ckpt (engine_load's cfg_out). Apply

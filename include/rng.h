@@ -1,5 +1,6 @@
 /* rng.h - a small seeded random generator (SplitMix64).
- * Engine-internal: only the engine's sources include it (README, Layout).
+ * Public because the data's batch draws take one (data.h); the engine
+ * owns each run's.
  *
  * One 64-bit word of state, so checkpoints store it exactly and a given seed
  * gives the same stream on every machine. Not for cryptography.

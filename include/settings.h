@@ -1,12 +1,15 @@
 /* settings.h - the one table of normscope's settings and flags.
  *
  * Every command-line flag is one row: its names, value type, range,
- * default, help words, whether it can change mid-run (and its command
- * word), whether --compare may vary it, where it lives (a field of
- * ns_config or of cli_opts) and its place in the checkpoint header. The
- * defaults, flag parsing and range errors, --help, the --compare names,
- * the command words and the checkpoint header are loops over this table,
- * so they cannot drift apart. Adding a setting is adding a row.
+ * default, help words, whether it can change mid-run (its command word,
+ * how the command may change it, the engine's hook for what else
+ * changes, its chart marker and its keys in the live view), whether
+ * --compare may vary it, where it lives (a field of ns_config or of
+ * cli_opts) and its place in the checkpoint header. The defaults, flag
+ * parsing and range errors, --help, the --compare names, the command
+ * words, the keys and their help, and the checkpoint header are loops
+ * over this table, so they cannot drift apart. Adding a setting, or a
+ * mid-run setting with its key, is adding a row.
  *
  * This is data and value conversion only: no I/O but the FILE given to
  * settings_help, no engine, no allocation.
@@ -43,7 +46,57 @@ typedef enum { SET_IN_CFG, SET_IN_OPTS, SET_IN_NONE } setting_home;
 enum {
     SETF_COMPARE = 1 << 0, /* --compare may vary it (it leaves the shape alone) */
     SETF_PLOT = 1 << 1,    /* a --plot option: refused without --plot */
+    SETF_NOFLAG = 1 << 2,  /* a mid-run setting only: no flag, no --help line */
 };
+
+/* How a row's command may change it mid-run (the row has a command word):
+ * to a value is always allowed; these add the words after it. */
+enum {
+    SETL_TOGGLE = 1 << 0, /* "WORD toggle": to toggle[1] from toggle[0], else to toggle[0] */
+    SETL_CYCLE = 1 << 1,  /* "WORD next": to the next of its names */
+    SETL_SCALE = 1 << 2,  /* "WORD xF", "*F", "/F": times a factor */
+    SETL_OFF = 1 << 3,    /* "WORD off": 0 (a number whose 0 means off) */
+    SETL_UNBOUNDED = 1 << 4, /* a number may pass the flag's upper bound (lr x2 by
+                              * lr x2 is what a class watches) */
+    SETL_REMOTE = 1 << 5,    /* a followed run takes its keys' commands too (the
+                              * probe's control file, --follow) */
+};
+
+/* The engine's hook of a mid-run row: what else changes with the value
+ * (engine.c, one function each). A row without one only has its field
+ * set. Their order is the order of a chart marker's labels. */
+typedef enum {
+    SETH_NONE = 0,
+    SETH_NORM,
+    SETH_NORM_KIND,
+    SETH_FINAL_NORM,
+    SETH_WARMUP,
+    SETH_PRECISION,
+    SETH_FP32_NORMS,
+    SETH_LOSS_SCALE,
+    SETH_LR,
+    SETH_CLIP,
+    SETH_COUNT
+} setting_hook;
+
+/* The chart marker's label of a row's value (settings_mark): the words
+ * of the values 0, 1 and below 0 when given, else fmt of the value, else
+ * (names) the value's name. A row without any has no marker. */
+typedef struct {
+    const char *zero, *one, *neg;
+    const char *fmt;
+    int names;
+} setting_mark;
+
+/* A key of the live view bound to a row's command: the key sends
+ * "WORD how" ("norm toggle", "lr x2"), as the command parser reads it. */
+#define SET_KEYS 2
+typedef struct {
+    int key;           /* the key, 0 = none */
+    int alt;           /* another key for the same, 0 = none ('=' for '+') */
+    const char *how;   /* the words after the command word */
+    const char *help;  /* the help overlay's line; NULL: shares the line before */
+} setting_key;
 
 typedef struct {
     const char *name;  /* long flag, --compare SETTING, checkpoint field name */
@@ -61,10 +114,13 @@ typedef struct {
     setting_home home;
     size_t off;        /* offsetof into ns_config (SET_IN_CFG) or cli_opts (SET_IN_OPTS) */
     int ckpt;          /* position in the checkpoint header, 1.. ; 0 = not stored */
+    /* mid-run (rows with a command word) */
+    unsigned live;     /* SETL_*: how the command may change it besides to a value */
+    double toggle[2];  /* SETL_TOGGLE's two values */
+    setting_hook hook; /* the engine's side effects; SETH_NONE: the field alone */
+    setting_mark mark; /* its chart marker's label */
+    setting_key keys[SET_KEYS]; /* the live view's keys for it */
 } ns_setting;
-
-/* The most rows the table may have (cli_opts keeps one byte per row). */
-#define NS_SETTINGS_MAX 96
 
 int settings_count(void);
 const ns_setting *settings_row(int i);
@@ -95,6 +151,19 @@ double settings_get(const ns_setting *s, const ns_config *c);
 void *settings_field(const ns_setting *s, ns_config *c);
 /* Store x (already range-checked) into the row's field of c. */
 void settings_put(const ns_setting *s, ns_config *c, double x);
+
+/* "SETTING=VALUE" with c's value of the setting named in spec (the
+ * value "?" when no row has that name): the label of the first run of a
+ * --compare pair, and a twin's fixed settings. */
+void settings_label(const ns_config *c, const char *spec, char *buf, size_t len);
+
+/* The row's mid-run value x as its chart marker says it ("lr 1e-03",
+ * "no clip", "post"); "" for a row without a marker. */
+void settings_mark(const ns_setting *s, double x, char *buf, size_t len);
+/* The row whose engine hook is h, or NULL. */
+const ns_setting *settings_find_hook(setting_hook h);
+/* The row and binding of a live-view key, or NULL. */
+const ns_setting *settings_find_key(int key, const setting_key **k);
 
 /* The value names joined, "a|b|c" (sep "|") or "a, b or c" (sep ", "). */
 void settings_names(const ns_setting *s, const char *sep, char *buf, size_t len);

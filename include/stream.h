@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "trainer.h"
+#include "snapshot.h"
 
 /* ---- one JSON object on a line ------------------------------------------- */
 typedef enum { STREAM_J_NUM, STREAM_J_STR, STREAM_J_NULL, STREAM_J_BOOL } stream_jtype;

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "cli.h"
+#include "cli_opts.h"
 
 enum {
     SWEEP_MAX_AXES = 16,

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scale.h"
 #include "trainer.h"
 
 /* ---- shared by the drawing files -----------------------------------------
@@ -187,28 +188,7 @@ tui_twin_cols tui_twin_columns(int width, int prec);
  * little as possible. */
 int tui_scroll_fit(int first, int visible, int pos, int count);
 
-/* ---- scales and states (pure) -------------------------------------------- */
-/* Gradient bars share one fixed log scale, 1e-5 .. 1e+2: a vanishing 1e-4
- * and an exploding 1e+1 are both visible and comparable across frames. */
-#define TUI_GRAD_LO (-5)
-#define TUI_GRAD_HI 2
-/* Activation bars: 1 .. 1e+6, with marks at 256 (its square overflows fp16
- * in the LN variance) and 65504 (fp16's largest finite value). */
-#define TUI_AMAX_LO 0
-#define TUI_AMAX_HI 6
-#define TUI_MARK_LNVAR 256.0
-#define TUI_MARK_FP16 65504.0
-/* A gradient is "exploding" from here; "vanishing" below 1e-3 of the
- * largest layer's. */
-#define TUI_EXPLODE 10.0
-#define TUI_VANISH_RATIO 1e-3
-
-typedef enum { TUI_G_NORMAL, TUI_G_VANISH, TUI_G_EXPLODE, TUI_G_NONFINITE } tui_grad_state;
-tui_grad_state tui_grad_state_of(double v, double layer_max);
-/* The heatmap's level of a gradient norm: 0 below 1e-4, 1..5 for one
- * decade each up to 10, 6 from 10; -1 when not finite. */
-int tui_heat_level(double v);
-
+/* ---- bars (pure) --------------------------------------------------------- */
 /* Eighths of a cell filled by a bar of value v on a log scale lo..hi
  * decades over w cells: round(8 w (log10 v - lo) / (hi - lo)), clamped to
  * 0..8w; 0 for v <= 0 or not finite. */
@@ -250,19 +230,9 @@ enum {
 
 typedef enum {
     TUI_ACT_NONE = 0,
-    TUI_ACT_NORM,
-    TUI_ACT_NORM_CYCLE,
-    TUI_ACT_KIND_CYCLE,
-    TUI_ACT_WARMUP,
-    TUI_ACT_PRECISION,
-    TUI_ACT_FP32_NORMS,
-    TUI_ACT_LOSS_SCALE,
     TUI_ACT_REWIND,
     TUI_ACT_PAUSE,
     TUI_ACT_STEP,
-    TUI_ACT_LR_UP,
-    TUI_ACT_LR_DOWN,
-    TUI_ACT_CLIP,
     TUI_ACT_REINIT,
     TUI_ACT_VIEW,
     TUI_ACT_TARGET,   /* --compare: the run(s) keys act on: both -> a -> b */
@@ -289,10 +259,16 @@ typedef enum {
     TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
     TUI_ACT_STEP_FWD,
     TUI_ACT_CHECKPOINT, /* --follow: ask the followed run for a checkpoint */
-    TUI_ACT_COUNT
+    TUI_ACT_COUNT,
+    /* TUI_ACT_BIND + i: the i-th key bound to a settings row's command
+     * (the rows' keys in table order: tui_bind_*) */
+    TUI_ACT_BIND = TUI_ACT_COUNT
 } tui_action;
 
-/* The key table: drives input, the help overlay and the footer. */
+/* The key table: drives input, the help overlay and the footer. The keys
+ * of the settings come from the settings table (a row's keys, bound to
+ * its command text, as tmux binds keys to commands); tui_keys.c places
+ * them among the view's own keys. */
 typedef struct {
     int keys[3];      /* 0-terminated when fewer */
     const char *name; /* as shown in the help: "space", "up/down"; NULL: the
@@ -301,12 +277,23 @@ typedef struct {
     const char *hint; /* the footer's word for it */
     const char *help; /* one line in the help overlay (NULL with name) */
     tui_action act;
+    /* a place for a settings row's key: its command word and how ("norm",
+     * "toggle"); keys, name, help and act come from the row */
+    const char *row, *how;
 } tui_key;
-extern const tui_key tui_keys[];
-extern const int tui_n_keys;
+/* The table, settings keys resolved, in the help's order; n its length. */
+const tui_key *tui_key_table(int *n);
 tui_action tui_key_action(int key);
 /* The key that does a, from the key table: "p", "space", "Tab" ("?" if none). */
 void tui_key_name(tui_action a, char *b, size_t n);
+/* The action of the key bound to "WORD HOW" ("norm", "toggle"), or
+ * TUI_ACT_NONE. */
+tui_action tui_bind_action(const char *word, const char *how);
+/* A bound key's command text ("lr x2") into buf: 0, or -1 when a is no
+ * bound key. */
+int tui_bind_command(tui_action a, char *buf, size_t n);
+/* Its settings row, or NULL. */
+const ns_setting *tui_bind_row(tui_action a);
 /* Does the action change the lab's model or its training (placement,
  * precision, warmup, LR schedule, rewind, re-init, a step)? Those keys are
  * not available while following a stream (--follow). */
@@ -353,6 +340,9 @@ typedef struct {
     tui_hit hits[TUI_MAX_HITS];
     int n_hits;
 } tui_ui;
+/* Record a clickable place (row r, columns [c0, c1)) while drawing; past
+ * TUI_MAX_HITS, or empty, it is not kept. */
+void tui_add_hit(tui_ui *ui, int r, int c0, int c1, tui_action a, int layer);
 
 enum { TUI_DUMP_SCREEN = 1, TUI_DUMP_METRICS = 2, TUI_DUMP_FIGURE = 4 };
 

@@ -1,5 +1,4 @@
-/* tui_sweep.h - the live view of a sweep, without curses: where each run
- * of the grid goes on the map (shared with the map figure), the runs'
+/* tui_sweep.h - the live view of a sweep, without curses: the runs'
  * states and numbers, the cells they fold into, the color scale, the
  * selection and paging, and the frames drawn into the cell grid (tui.h).
  *
@@ -19,44 +18,8 @@
 
 #include "plot.h"
 #include "sweep.h"
+#include "sweep_map.h"
 #include "tui.h"
-
-/* ---- the map: which axis goes where ---------------------------------------
- * One cell per combination of the axes but "seed" (the seeds fold into
- * their cell: mean and spread). Two axes are the rows and the columns; by
- * default the axis with the most values is the rows and the next the
- * columns (ties: name order, so the first two). Any other axis is paged:
- * one page per combination of their values, the first such axis varying
- * slowest. With one axis (but seed) there is one column; with none, one
- * cell. */
-typedef struct {
-    int n_axes;
-    int count[SWEEP_MAX_AXES]; /* values per axis */
-    int row, col;              /* the axes of the rows and columns, -1 = none */
-    int seed;                  /* the folded axis, -1 = none */
-    int n_page;
-    int page_axis[SWEEP_MAX_AXES]; /* the paged axes, slowest first */
-    long pages;                /* >= 1 */
-    int rows, cols;            /* cells on a page, >= 1 each */
-    int group;                 /* -1, or a paged axis drawn instead as blocks of
-                                  columns side by side: column c is the group's
-                                  value c / count[col], col's value c % count[col] */
-} sweep_map;
-
-/* The layout of axes named names[0..n) with count[i] values each, row and
- * col the axes asked for (-1 = the default; a seed axis or row == col is
- * refused). 0, or -1 (then the default is used). */
-int sweep_map_make(sweep_map *m, int n_axes, const char *const *names, const int *count,
-                   int row, int col);
-/* Draw the paged axis with the fewest values (Post-LN and Pre-LN) as
- * blocks of columns side by side when all of them fit in max_cols cells,
- * so that they share a page; m fresh from sweep_map_make. */
-void sweep_map_group(sweep_map *m, int max_cols);
-/* Where the run with value indices idx[0..n_axes) goes. */
-void sweep_map_place(const sweep_map *m, const int *idx, long *page, int *r, int *c);
-/* The value indices of the paged axes on page p (into idx; the others
- * are left as they are). */
-void sweep_map_page_values(const sweep_map *m, long p, int *idx);
 
 /* ---- the board: what the scheduler reports ---------------------------------
  * Written by the scheduler's thread through sweep_watch, copied by the UI
@@ -85,7 +48,8 @@ void sv_board_done(sv_board *b, int status); /* the scheduler returned */
 
 /* ---- a growing CSV, read by complete lines ----------------------------------
  * The bytes after the last newline wait for the rest of their line; each
- * complete line goes to plot_data (plot.h), the run CSV's reader. */
+ * complete line goes to plot_data (plot.h), which reads the rows of a
+ * run's CSV as it does for --plot. */
 typedef struct {
     long off;        /* bytes of the file consumed (complete lines + part) */
     unsigned long long ino; /* the file's, when first read (another: reset) */

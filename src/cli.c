@@ -47,16 +47,6 @@ static int apply(cli_opts *o, const ns_setting *s, const char *v, FILE *out, FIL
     return 0;
 }
 
-void cli_setting_label(const ns_config *c, const char *spec, char *buf, size_t len)
-{
-    size_t n = strcspn(spec, "=");
-    const ns_setting *s = settings_find(spec, n);
-    char v[64] = "?";
-    if (s)
-        settings_format(s, c, v, sizeof v);
-    snprintf(buf, len, "%.*s=%s", (int)(n < 32 ? n : 31), spec, v);
-}
-
 int cli_apply_setting(ns_config *c, const char *spec, FILE *err)
 {
     const char *eq = strchr(spec, '=');
@@ -151,7 +141,7 @@ static int refuse_plot_options(const cli_opts *o, FILE *err)
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
     memset(o, 0, sizeof *o);
-    config_defaults(&o->cfg);
+    settings_defaults(&o->cfg);
     o->threads = pool_default_threads();
     for (int i = 1; i < argc; i++) {
         const ns_setting *s;

@@ -19,47 +19,23 @@ ns_command command_make(command_kind k)
     return c;
 }
 
-ns_command command_set_int(command_kind k, int i)
+static int whole_values(setting_type t)
 {
-    ns_command c = command_make(k);
-    c.v.type = CMDV_INT;
-    c.v.u.i = i;
-    return c;
+    return t == SET_INT || t == SET_ENUM || t == SET_ONOFF || t == SET_AUTO || t == SET_PRESENCE;
 }
 
-ns_command command_set_real(command_kind k, double x)
+ns_command command_setting(const ns_setting *s, command_how how, double x)
 {
-    ns_command c = command_make(k);
-    c.v.type = CMDV_REAL;
-    c.v.u.x = x;
-    return c;
-}
-
-ns_command command_toggle(command_kind k)
-{
-    ns_command c = command_make(k);
-    c.how = CMDH_TOGGLE;
-    return c;
-}
-
-ns_command command_cycle(command_kind k)
-{
-    ns_command c = command_make(k);
-    c.how = CMDH_CYCLE;
-    return c;
-}
-
-ns_command command_scale(command_kind k, double factor)
-{
-    ns_command c = command_set_real(k, factor);
-    c.how = CMDH_SCALE;
-    return c;
-}
-
-ns_command command_set_setting(const ns_setting *s, double x)
-{
-    ns_command c = command_set_real(CMD_SETTING, x);
+    ns_command c = command_make(CMD_SETTING);
     c.setting = settings_index(s);
+    c.how = how;
+    if (how == CMDH_SET && whole_values(s->type)) {
+        c.v.type = CMDV_INT;
+        c.v.u.i = (int)x;
+    } else if (how == CMDH_SET || how == CMDH_SCALE) {
+        c.v.type = CMDV_REAL;
+        c.v.u.x = x;
+    }
     return c;
 }
 
@@ -68,65 +44,32 @@ double command_number(const ns_command *c)
     return c->v.type == CMDV_INT ? c->v.u.i : c->v.type == CMDV_REAL ? c->v.u.x : 0.0;
 }
 
-static int cmd_int(const ns_command *c) { return (int)command_number(c); }
-
-/* Peak LRs stay finite and positive whatever a script or a key asks:
- * no cap at 10, since pressing + many times is how a class sees the LR
- * blow a run up, and the numbers must stay something to show. */
-static float lr_clamp(double lr) { return (float)(lr < 1e-9 ? 1e-9 : lr > 1e30 ? 1e30 : lr); }
-
-/* The settings commands whose new value depends on the one in force. */
-static int apply_relative(engine *e, const ns_command *c)
+const ns_setting *command_row(const ns_command *c)
 {
-    const ns_config *cfg = engine_config(e);
-    int toggle = c->how == CMDH_TOGGLE;
-    switch (c->kind) {
-    case CMD_NORM:
-        if (toggle)
-            engine_set_norm(e, cfg->norm == NORM_PRE ? NORM_POST : NORM_PRE);
-        else
-            engine_set_norm(e, (norm_place)((cfg->norm + 1) % NORM_PLACE_COUNT));
-        return 0;
-    case CMD_KIND:
-        engine_set_norm_kind(e, (norm_kind)((cfg->norm_kind + 1) % NORM_KIND_COUNT));
-        return 0;
-    case CMD_WARMUP: engine_set_warmup(e, !engine_warmup_on(e)); return 0;
-    case CMD_PRECISION:
-        engine_set_precision(e, (numfmt)(((int)cfg->precision + 1) % (int)FMT_COUNT));
-        return 0;
-    case CMD_FP32_NORMS: engine_set_fp32_norms(e, !cfg->fp32_norms); return 0;
-    case CMD_LOSS_SCALE: engine_set_loss_scale(e, cfg->loss_scale == 0.0f ? -1.0f : 0.0f); return 0;
-    case CMD_CLIP: engine_set_clip(e, cfg->clip > 0.0f ? 0.0f : 1.0f); return 0;
-    case CMD_LR:
-        if (c->how == CMDH_SCALE) {
-            engine_set_lr(e, lr_clamp((double)engine_current_peak(e) * command_number(c)));
-            return 0;
-        }
-        break;
-    default:
-        break;
+    const ns_setting *s = c->kind == CMD_SETTING ? settings_row(c->setting) : NULL;
+    return s && s->cmd ? s : NULL;
+}
+
+/* The value c gives its row in e, from the one in force: a toggle's other
+ * value, the next name, a factor times the value, or the value itself. */
+static double new_value(const engine *e, const ns_setting *s, const ns_command *c)
+{
+    double now = engine_setting_value(e, s);
+    switch (c->how) {
+    case CMDH_TOGGLE: return now == s->toggle[0] ? s->toggle[1] : s->toggle[0];
+    case CMDH_CYCLE: return s->n_names > 0 ? (double)(((int)now + 1) % s->n_names) : now;
+    case CMDH_SCALE: return now * command_number(c);
+    default: return command_number(c);
     }
-    return -1;
 }
 
 int command_apply(engine *e, const ns_command *c)
 {
-    if (c->how != CMDH_SET && apply_relative(e, c) == 0)
-        return CMD_APPLIED;
     switch (c->kind) {
-    case CMD_NORM: engine_set_norm(e, (norm_place)cmd_int(c)); return CMD_APPLIED;
-    case CMD_KIND: engine_set_norm_kind(e, (norm_kind)cmd_int(c)); return CMD_APPLIED;
-    case CMD_FINAL_NORM: engine_set_final_norm(e, cmd_int(c)); return CMD_APPLIED;
-    case CMD_WARMUP: engine_set_warmup(e, cmd_int(c) > 0); return CMD_APPLIED;
-    case CMD_PRECISION: engine_set_precision(e, (numfmt)cmd_int(c)); return CMD_APPLIED;
-    case CMD_FP32_NORMS: engine_set_fp32_norms(e, cmd_int(c) > 0); return CMD_APPLIED;
-    case CMD_LOSS_SCALE: engine_set_loss_scale(e, (float)command_number(c)); return CMD_APPLIED;
-    case CMD_LR: engine_set_lr(e, lr_clamp(command_number(c))); return CMD_APPLIED;
-    case CMD_CLIP: engine_set_clip(e, (float)command_number(c)); return CMD_APPLIED;
     case CMD_SETTING:
-        if (!settings_row(c->setting))
+        if (!command_row(c))
             return CMD_FAILED;
-        engine_set_setting(e, settings_row(c->setting), command_number(c));
+        engine_set_setting(e, command_row(c), new_value(e, command_row(c), c));
         return CMD_APPLIED;
     case CMD_REINIT:
         engine_reinit(e);
@@ -150,54 +93,27 @@ int command_apply(engine *e, const ns_command *c)
 
 /* What a command's word may be followed by. */
 enum {
-    TAKES_VALUE = 1 << 0,  /* its settings row's value */
-    TAKES_TOGGLE = 1 << 1, /* "toggle" */
-    TAKES_NEXT = 1 << 2,   /* "next" */
-    TAKES_SCALE = 1 << 3,  /* "xF", "*F", "/F" */
-    TAKES_OFF = 1 << 4,    /* "off" = 0 (a number whose 0 means off) */
-    TAKES_ONOFF = 1 << 5,  /* "on", "off" (no settings row) */
-    TAKES_TEXT = 1 << 6,   /* the rest of the line */
-    TAKES_MAYBE = 1 << 7,  /* ... or nothing: the value may be left out */
+    TAKES_TEXT = 1 << 0,  /* the rest of the line */
+    TAKES_MAYBE = 1 << 1, /* ... or nothing: the value may be left out */
 };
 
-/* Every command once. A command that sets a setting names its row, and
- * its word is the row's command word; the others carry their own word. */
+/* The commands that are no setting; a setting's command is its row's
+ * (settings.h: the row's command word and mid-run behaviour). */
 static const struct {
     command_kind kind;
-    const char *row;  /* settings row, or NULL */
-    const char *word; /* when row is NULL */
+    const char *word;
     unsigned takes;
 } commands[] = {
-    {CMD_NORM, "norm", NULL, TAKES_VALUE | TAKES_TOGGLE | TAKES_NEXT},
-    {CMD_KIND, "norm-kind", NULL, TAKES_VALUE | TAKES_NEXT},
-    {CMD_FINAL_NORM, "final-norm", NULL, TAKES_VALUE},
-    {CMD_WARMUP, NULL, "warmup", TAKES_ONOFF | TAKES_TOGGLE},
-    {CMD_PRECISION, "precision", NULL, TAKES_VALUE | TAKES_NEXT},
-    {CMD_FP32_NORMS, "fp32-norms", NULL, TAKES_VALUE | TAKES_TOGGLE},
-    {CMD_LOSS_SCALE, "loss-scale", NULL, TAKES_VALUE | TAKES_TOGGLE},
-    {CMD_LR, "lr", NULL, TAKES_VALUE | TAKES_SCALE},
-    {CMD_CLIP, "clip", NULL, TAKES_VALUE | TAKES_TOGGLE | TAKES_OFF},
-    {CMD_REINIT, NULL, "reinit", 0},
-    {CMD_SNAPSHOT, NULL, "snapshot", 0},
-    {CMD_REWIND, NULL, "rewind", 0},
-    {CMD_NOTE, NULL, "note", TAKES_TEXT},
-    {CMD_PAUSE, NULL, "pause", TAKES_TEXT | TAKES_MAYBE}, /* a lesson's question, or none */
-    {CMD_RESUME, NULL, "resume", 0},
-    {CMD_STEP, NULL, "step", 0},
-    {CMD_STOP, NULL, "stop", 0},
+    {CMD_REINIT, "reinit", 0},
+    {CMD_SNAPSHOT, "snapshot", 0},
+    {CMD_REWIND, "rewind", 0},
+    {CMD_NOTE, "note", TAKES_TEXT},
+    {CMD_PAUSE, "pause", TAKES_TEXT | TAKES_MAYBE}, /* a lesson's question, or none */
+    {CMD_RESUME, "resume", 0},
+    {CMD_STEP, "step", 0},
+    {CMD_STOP, "stop", 0},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
-
-static const ns_setting *command_row(int i)
-{
-    return commands[i].row ? settings_find(commands[i].row, strlen(commands[i].row)) : NULL;
-}
-
-static const char *command_word(int i)
-{
-    const ns_setting *s = command_row(i);
-    return s ? s->cmd : commands[i].word;
-}
 
 static int num(const char *s, double *x)
 {
@@ -207,50 +123,70 @@ static int num(const char *s, double *x)
     return end != s && !*end && errno != ERANGE && isfinite(*x) ? 0 : -1;
 }
 
-/* A setting's value after its word. Mid-run numbers have the row's lower
- * bound but no upper one (pushing a setting past the flag's range, lr x2
- * by lr x2, is what a class watches). 0 or -1. */
-static int row_value(const ns_setting *s, const char *arg, ns_command *c)
+/* A setting's value after its word: the flag's values and range, but
+ * for SETL_UNBOUNDED numbers the lower bound only. 0, or -1 with what is
+ * allowed in why ("" when the row does not say). */
+static int row_value(const ns_setting *s, const char *arg, double *x, char *why, size_t whylen)
+{
+    why[0] = 0;
+    int number = s->type == SET_REAL ||
+                 (s->type == SET_LOSS_SCALE && strcmp(arg, "dynamic") && strcmp(arg, "off"));
+    if ((s->live & SETL_UNBOUNDED) && number) {
+        if (num(arg, x) == 0 && *x >= s->lo)
+            return 0;
+        snprintf(why, whylen, "expected %sa number of at least %g",
+                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo);
+        return -1;
+    }
+    return settings_parse_number(s, arg, x, why, whylen);
+}
+
+/* The words a row's command takes besides a value, "; or toggle, next",
+ * for its error line; "" for none. */
+static void live_words(const ns_setting *s, char *buf, size_t len)
+{
+    static const struct {
+        unsigned flag;
+        const char *word;
+    } words[] = {{SETL_TOGGLE, "toggle"}, {SETL_CYCLE, "next"}, {SETL_SCALE, "xF, /F"},
+                 {SETL_OFF, "off"}};
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof words / sizeof words[0] && at < len; i++)
+        if (s->live & words[i].flag) {
+            int k = snprintf(buf + at, len - at, "%s%s", at ? ", " : "; or ", words[i].word);
+            at += k > 0 ? (size_t)k : 0;
+        }
+}
+
+/* "WORD ARG" for the settings row s into c. 0, or -1 with the reason. */
+static int parse_setting(const ns_setting *s, const char *verb, const char *arg, ns_command *c,
+                         char *err, size_t errlen)
 {
     double x;
     char why[160];
-    if (s->type == SET_REAL || (s->type == SET_LOSS_SCALE && strcmp(arg, "dynamic") &&
-                                strcmp(arg, "off"))) {
-        if (num(arg, &x) || x < s->lo)
-            return -1;
-        *c = command_set_real(c->kind, x);
-        return 0;
-    }
-    if (settings_parse_number(s, arg, &x, why, sizeof why) != 0)
+    if (!arg[0]) {
+        snprintf(err, errlen, "'%s' needs a value", verb);
         return -1;
-    if (s->type == SET_LOSS_SCALE)
-        *c = command_set_real(c->kind, x);
-    else
-        *c = command_set_int(c->kind, (int)x);
-    return 0;
-}
-
-/* The value after command i's word into c. 0 or -1. */
-static int command_value_of(int i, const char *arg, ns_command *c)
-{
-    unsigned t = commands[i].takes;
-    double x;
-    if ((t & TAKES_TOGGLE) && !strcmp(arg, "toggle"))
-        return *c = command_toggle(c->kind), 0;
-    if ((t & TAKES_NEXT) && !strcmp(arg, "next"))
-        return *c = command_cycle(c->kind), 0;
-    if ((t & (TAKES_OFF | TAKES_ONOFF)) && !strcmp(arg, "off"))
-        return *c = (t & TAKES_OFF) ? command_set_real(c->kind, 0) : command_set_int(c->kind, 0), 0;
-    if ((t & TAKES_ONOFF) && !strcmp(arg, "on"))
-        return *c = command_set_int(c->kind, 1), 0;
-    if ((t & TAKES_SCALE) && (arg[0] == 'x' || arg[0] == '*' || arg[0] == '/')) {
-        if (num(arg + 1, &x) || !(x > 0))
-            return -1;
-        return *c = command_scale(c->kind, arg[0] == '/' ? 1.0 / x : x), 0;
     }
-    if (t & TAKES_TEXT)
-        return snprintf(c->text, sizeof c->text, "%s", arg), 0;
-    return (t & TAKES_VALUE) ? row_value(command_row(i), arg, c) : -1;
+    if ((s->live & SETL_TOGGLE) && !strcmp(arg, "toggle"))
+        return *c = command_setting(s, CMDH_TOGGLE, 0), 0;
+    if ((s->live & SETL_CYCLE) && !strcmp(arg, "next"))
+        return *c = command_setting(s, CMDH_CYCLE, 0), 0;
+    if ((s->live & SETL_OFF) && !strcmp(arg, "off"))
+        return *c = command_setting(s, CMDH_SET, 0), 0;
+    if ((s->live & SETL_SCALE) && (arg[0] == 'x' || arg[0] == '*' || arg[0] == '/')) {
+        if (num(arg + 1, &x) == 0 && x > 0)
+            return *c = command_setting(s, CMDH_SCALE, arg[0] == '/' ? 1.0 / x : x), 0;
+        snprintf(err, errlen, "'%s %s': expected a factor above 0", verb, arg);
+        return -1;
+    }
+    if (row_value(s, arg, &x, why, sizeof why) == 0)
+        return *c = command_setting(s, CMDH_SET, x), 0;
+    char more[64];
+    live_words(s, more, sizeof more);
+    snprintf(err, errlen, "'%s %s': %s%s", verb, arg, why, more);
+    return -1;
 }
 
 /* Split "verb arg" (blanks trimmed). 0, or -1 with the reason in err. */
@@ -281,52 +217,20 @@ static int split(const char *line, char *verb, size_t vl, char *arg, size_t al, 
     return 0;
 }
 
-/* A settings row with a command word but no command of its own above:
- * set by CMD_SETTING. */
-static const ns_setting *generic_row(const char *word)
-{
-    const ns_setting *s = settings_find_cmd(word);
-    for (int i = 0; s && i < N_COMMANDS; i++)
-        if (command_row(i) == s)
-            return NULL;
-    return s;
-}
-
 static void unknown(const char *verb, char *err, size_t errlen)
 {
     char list[600];
     size_t at = 0;
-    for (int i = 0; i < N_COMMANDS && at < sizeof list; i++) {
-        int k = snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", command_word(i));
-        at += k > 0 ? (size_t)k : 0;
-    }
     for (int i = 0; i < settings_count() && at < sizeof list; i++) {
         const ns_setting *s = settings_row(i);
-        int k = 0;
-        if (s->cmd && generic_row(s->cmd))
-            k = snprintf(list + at, sizeof list - at, ", %s", s->cmd);
+        int k = s->cmd ? snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", s->cmd) : 0;
+        at += k > 0 ? (size_t)k : 0;
+    }
+    for (int i = 0; i < N_COMMANDS && at < sizeof list; i++) {
+        int k = snprintf(list + at, sizeof list - at, ", %s", commands[i].word);
         at += k > 0 ? (size_t)k : 0;
     }
     snprintf(err, errlen, "unknown command '%s' (expected one of %s)", verb, list);
-}
-
-/* "WORD VALUE" for a settings row set by CMD_SETTING: the flag's values
- * and range. 0 or -1. */
-static int parse_generic(const ns_setting *s, const char *verb, const char *arg, ns_command *c,
-                         char *err, size_t errlen)
-{
-    double x;
-    char why[160];
-    if (!arg[0]) {
-        snprintf(err, errlen, "'%s' needs a value", verb);
-        return -1;
-    }
-    if (settings_parse_number(s, arg, &x, why, sizeof why) != 0) {
-        snprintf(err, errlen, "'%s %s': %s", verb, arg, why);
-        return -1;
-    }
-    *c = command_set_setting(s, x);
-    return 0;
 }
 
 int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
@@ -335,13 +239,13 @@ int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
     memset(c, 0, sizeof *c);
     if (split(line, verb, sizeof verb, arg, sizeof arg, err, errlen) != 0)
         return -1;
+    const ns_setting *s = settings_find_cmd(verb);
+    if (s)
+        return parse_setting(s, verb, arg, c, err, errlen);
     int i = 0;
-    while (i < N_COMMANDS && strcmp(command_word(i), verb))
+    while (i < N_COMMANDS && strcmp(commands[i].word, verb))
         i++;
     if (i == N_COMMANDS) {
-        const ns_setting *s = generic_row(verb);
-        if (s)
-            return parse_generic(s, verb, arg, c, err, errlen);
         unknown(verb, err, errlen);
         return -1;
     }
@@ -354,10 +258,8 @@ int command_parse(const char *line, ns_command *c, char *err, size_t errlen)
         return -1;
     }
     c->kind = commands[i].kind;
-    if (commands[i].takes && command_value_of(i, arg, c) != 0) {
-        snprintf(err, errlen, "'%s %s': bad value (see normscope(1), SCRIPTS)", verb, arg);
-        return -1;
-    }
+    if (commands[i].takes & TAKES_TEXT)
+        snprintf(c->text, sizeof c->text, "%s", arg);
     return 0;
 }
 

@@ -1,12 +1,8 @@
 /* config.c - names and cross-field checks of ns_config; its defaults are
- * the settings table's (settings.c). */
+ * the settings table's (settings_defaults, settings.c). */
 #include "config.h"
 
-#include "settings.h"
-
 #include <string.h>
-
-void config_defaults(ns_config *c) { settings_defaults(c); }
 
 const char *const norm_place_names[NORM_PLACE_COUNT] = {"post",     "pre",    "sandwich",
                                                        "deepnorm", "rezero", "none",
@@ -49,6 +45,8 @@ int config_final_norm(const ns_config *c)
         return c->final_norm;
     return c->norm == NORM_PRE || c->norm == NORM_SANDWICH || c->norm == NORM_MIX;
 }
+
+int config_ramp_steps(const ns_config *c) { return c->warmup > 0 ? c->warmup : 100; }
 
 int config_mix_k(const ns_config *c)
 {

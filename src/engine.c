@@ -751,13 +751,70 @@ void engine_set_loss_scale(engine *e, float mode)
     }
 }
 
+/* ---- the settings rows' hooks ------------------------------------------ */
+
+/* Peak LRs stay finite and positive whatever a script or a key asks:
+ * no cap at 10, since pressing + many times is how a class sees the LR
+ * blow a run up, and the numbers must stay something to show. */
+static float lr_clamp(double lr) { return (float)(lr < 1e-9 ? 1e-9 : lr > 1e30 ? 1e30 : lr); }
+
+static void hook_norm(engine *e, double x) { engine_set_norm(e, (norm_place)(int)x); }
+static void hook_norm_kind(engine *e, double x) { engine_set_norm_kind(e, (norm_kind)(int)x); }
+static void hook_final_norm(engine *e, double x) { engine_set_final_norm(e, (int)x); }
+static void hook_warmup(engine *e, double x) { engine_set_warmup(e, x > 0); }
+static void hook_precision(engine *e, double x) { engine_set_precision(e, (numfmt)(int)x); }
+static void hook_fp32_norms(engine *e, double x) { engine_set_fp32_norms(e, x > 0); }
+static void hook_loss_scale(engine *e, double x) { engine_set_loss_scale(e, (float)x); }
+static void hook_lr(engine *e, double x) { engine_set_lr(e, lr_clamp(x)); }
+static void hook_clip(engine *e, double x) { engine_set_clip(e, (float)x); }
+
+static double get_warmup(const engine *e) { return engine_warmup_on(e); }
+static double get_lr(const engine *e) { return engine_current_peak(e); }
+static double shown_final_norm(const engine *e) { return config_final_norm(&e->cfg); }
+
+/* Per hook: the setter, and where the value is not the row's field (get)
+ * or not as the run uses it (shown), their readers. */
+static const struct {
+    void (*set)(engine *e, double x);
+    double (*get)(const engine *e);
+    double (*shown)(const engine *e);
+} hooks[SETH_COUNT] = {
+    [SETH_NORM] = {.set = hook_norm},
+    [SETH_NORM_KIND] = {.set = hook_norm_kind},
+    [SETH_FINAL_NORM] = {.set = hook_final_norm, .shown = shown_final_norm},
+    [SETH_WARMUP] = {.set = hook_warmup, .get = get_warmup},
+    [SETH_PRECISION] = {.set = hook_precision},
+    [SETH_FP32_NORMS] = {.set = hook_fp32_norms},
+    [SETH_LOSS_SCALE] = {.set = hook_loss_scale},
+    [SETH_LR] = {.set = hook_lr, .get = get_lr},
+    [SETH_CLIP] = {.set = hook_clip},
+};
+
 void engine_set_setting(engine *e, const ns_setting *s, double x)
 {
+    if (s->hook > SETH_NONE && s->hook < SETH_COUNT && hooks[s->hook].set) {
+        hooks[s->hook].set(e, x);
+        return;
+    }
     char was[48], now[48];
     settings_format(s, &e->cfg, was, sizeof was);
     settings_put(s, &e->cfg, x);
     settings_format(s, &e->cfg, now, sizeof now);
     event(e, "%s %s -> %s", s->name, was, now);
+}
+
+double engine_setting_value(const engine *e, const ns_setting *s)
+{
+    if (s->hook > SETH_NONE && s->hook < SETH_COUNT && hooks[s->hook].get)
+        return hooks[s->hook].get(e);
+    return settings_get(s, &e->cfg);
+}
+
+double engine_setting_shown(const engine *e, const ns_setting *s)
+{
+    if (s->hook > SETH_NONE && s->hook < SETH_COUNT && hooks[s->hook].shown)
+        return hooks[s->hook].shown(e);
+    return engine_setting_value(e, s);
 }
 
 void engine_reinit(engine *e)
@@ -999,7 +1056,7 @@ static void put_header(wbuf *b, const engine *e)
 
 static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
 {
-    config_defaults(c);
+    settings_defaults(c);
     for (int pos = 1; pos <= ckpt_fields[ver]; pos++)
         get_setting(b, ckpt_row(pos), c);
     r->step = (long)get_u64(b);

@@ -285,14 +285,14 @@ static trainer_opts run_options(cli_opts *o, const dataset *data, run_setup *rs,
     to.on_stall = o->on_stall;
     /* the stall rule's plateau: a model that knows only byte frequencies */
     to.plateau = diag_unigram_entropy(data->bytes, data->n_train);
-    to.script = o->script_loaded ? &o->script_s : NULL;
+    to.script = o->script_run;
     to.twin = rs->twin;
     to.pair = rs->pair;
     to.csv = rs->csv.a;
     to.jsonl = rs->jsonl.a;
     to.label_b = o->compare;
     if (o->compare) {
-        cli_setting_label(&rs->cfg, o->compare, label_a, n);
+        settings_label(&rs->cfg, o->compare, label_a, n);
         to.label_a = label_a;
     }
     if (o->headless) {
@@ -655,9 +655,10 @@ static int run(cli_opts *o_, const ns_lesson *lesson)
         data_free(&data);
         return 2;
     }
-    memset(&o.script_s, 0, sizeof o.script_s);
-    o.script_s.high = -1;
-    if (lesson && merge_scripts(&o.script_s, &lesson->script) != 0) {
+    ns_script script;
+    memset(&script, 0, sizeof script);
+    script.high = -1;
+    if (lesson && merge_scripts(&script, &lesson->script) != 0) {
         fprintf(stderr, "normscope: out of memory\n");
         data_free(&data);
         return 2;
@@ -666,24 +667,24 @@ static int run(cli_opts *o_, const ns_lesson *lesson)
         ns_script user;
         if (script_load(o.script, &user, err, sizeof err) != 0) {
             fprintf(stderr, "normscope: %s\n", err);
-            script_free(&o.script_s);
+            script_free(&script);
             data_free(&data);
             return 2;
         }
-        int bad = merge_scripts(&o.script_s, &user);
+        int bad = merge_scripts(&script, &user);
         script_free(&user);
         if (bad) {
             fprintf(stderr, "normscope: out of memory\n");
-            script_free(&o.script_s);
+            script_free(&script);
             data_free(&data);
             return 2;
         }
     }
-    o.script_loaded = o.script_s.n > 0;
+    o.script_run = script.n > 0 ? &script : NULL;
     if (lesson && !o.quiet)
         lesson_notes(lesson);
     int status = run_training(&o, &data, lesson);
-    script_free(&o.script_s);
+    script_free(&script);
     data_free(&data);
     return status;
 }

@@ -22,8 +22,8 @@
 #include "plot.h"
 
 #include "atomicio.h"
-#include "tui.h"
-#include "tui_sweep.h"
+#include "scale.h"
+#include "sweep_map.h"
 
 #include <errno.h>
 #include <math.h>
@@ -673,10 +673,10 @@ static long row_of(const plot_run *r, long step)
 
 static const char *state_color(const svg *v, double x, double gmax)
 {
-    switch (tui_grad_state_of(x, gmax)) {
-    case TUI_G_VANISH: return v->p->vanish;
-    case TUI_G_EXPLODE: return v->p->explode;
-    case TUI_G_NONFINITE: return v->p->nan;
+    switch (scale_grad_state_of(x, gmax)) {
+    case SCALE_G_VANISH: return v->p->vanish;
+    case SCALE_G_EXPLODE: return v->p->explode;
+    case SCALE_G_NONFINITE: return v->p->nan;
     default: return v->p->normal;
     }
 }
@@ -684,7 +684,7 @@ static const char *state_color(const svg *v, double x, double gmax)
 /* The decades the bars span: at least the live view's 1e-5 .. 1e+2. */
 static void bars_axis(const plot_run *r, long row, axis *a)
 {
-    double lo = TUI_GRAD_LO, hi = TUI_GRAD_HI;
+    double lo = SCALE_GRAD_LO, hi = SCALE_GRAD_HI;
     for (int l = 0; l < r->L; l++) {
         float g[2] = {r->ga[row * r->L + l], r->gf[row * r->L + l]};
         for (int k = 0; k < 2; k++)
@@ -843,7 +843,7 @@ static void draw_heat_panel(svg *v, box b, const plot_run *r, const char *title,
             e = a + 1;
         for (int l = 0; l < r->L; l++) {
             double g = heat_bucket(r, a, e, l);
-            int lv = tui_heat_level(g);
+            int lv = scale_heat_level(g);
             fprintf(v->f, "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s%s%s\"/>\n",
                     b.x + j * cw, b.y + (r->L - 1 - l) * rh, cw + 0.3, rh + 0.3, lv < 0 ? "url(#nan)" : "",
                     lv < 0 ? "" : v->p->heat[lv], "");

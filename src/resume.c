@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "cli.h"
 #include "command.h"
 
 /* Rows a resumed run handles elsewhere: the shape and --steps (main.c

@@ -4,12 +4,10 @@
 
 #include <math.h>
 
-int schedule_ramp_steps(const ns_config *c) { return c->warmup > 0 ? c->warmup : 100; }
-
 void schedule_init(schedule *s, const ns_config *c)
 {
     s->kind = c->schedule;
-    s->warmup = schedule_ramp_steps(c);
+    s->warmup = config_ramp_steps(c);
     s->warmup_on = c->warmup > 0;
     s->ramp_start = 0;
     s->total = c->steps;

@@ -5,7 +5,8 @@
  * writer (engine.c): those call in here for every row. */
 #include "settings.h"
 
-#include "cli.h"
+#include "cli_opts.h"
+#include "pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CFG(f) SET_IN_CFG, offsetof(ns_config, f)
-#define OPT(f) SET_IN_OPTS, offsetof(cli_opts, f)
-#define NOWHERE SET_IN_NONE, 0
-#define NAMES(a) a, (int)(sizeof a / sizeof a[0])
+/* A row's home and the offset of its field; its value names and their
+ * count. */
+#define CFG(f) .home = SET_IN_CFG, .off = offsetof(ns_config, f)
+#define OPT(f) .home = SET_IN_OPTS, .off = offsetof(cli_opts, f)
+#define NOWHERE .home = SET_IN_NONE
+#define NAMES(a) .names = a, .n_names = (int)(sizeof a / sizeof a[0])
 
 /* --on-stall's values, index = cli_opts.on_stall */
 static const char *const on_stall_names[] = {"continue", "stop"};
@@ -27,173 +30,202 @@ static const char *const bars_names[] = {"absolute", "relative"};
  * version 1 holds fields 1..32, version 2 adds 33, and a new field takes
  * the next number. */
 static const ns_setting table[] = {
-    {"layers", 'L', SET_INT, "N", 1, 64, NULL, 0, 6, 0, NULL, "Transformer blocks", 0, NULL,
-     CFG(n_layer), 1},
-    {"dim", 'd', SET_INT, "N", 16, 1024, NULL, 0, 64, 0, NULL, "model width, divisible by --heads",
-     0, NULL, CFG(dim), 2},
-    {"heads", 'H', SET_INT, "N", 1, 1024, NULL, 0, 4, 0, NULL, "attention heads, at most --dim", 0,
-     NULL, CFG(n_head), 3},
-    {"context", 'T', SET_INT, "N", 8, 1024, NULL, 0, 64, 0, NULL, "context length in bytes", 0,
-     NULL, CFG(context), 4},
-    {"batch", 'B', SET_INT, "N", 1, 512, NULL, 0, 16, 0, NULL, "sequences per step", 0, NULL,
-     CFG(batch), 5},
-    {"norm", 0, SET_ENUM, NULL, 0, 0, NAMES(norm_place_names), NORM_PRE, 0, NULL,
-     "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ...", SETF_COMPARE, "norm", CFG(norm),
-     6},
-    {"norm-kind", 0, SET_ENUM, NULL, 0, 0, NAMES(norm_kind_names), NORMK_LAYERNORM, 0, NULL,
-     "normalization", SETF_COMPARE, "kind", CFG(norm_kind), 7},
-    {"eps", 0, SET_REAL, "X", 1e-12, 1, NULL, 0, 1e-5, 0, NULL, "norm epsilon", SETF_COMPARE, NULL,
-     CFG(eps), 8},
-    {"final-norm", 0, SET_AUTO, NULL, 0, 0, NULL, 0, -1, 0, NULL,
-     "norm before the head; auto = on for pre, sandwich, mix", SETF_COMPARE, "final-norm",
-     CFG(final_norm), 9},
-    {"mix-k", 0, SET_INT, "N", 0, 64, NULL, 0, -1, 0, "L/4",
-     "Post-LN blocks at the bottom under --norm mix", SETF_COMPARE, NULL, CFG(mix_k), 10},
-    {"dyt-alpha", 0, SET_REAL, "X", 1e-6, 100, NULL, 0, 0.5, 0, NULL, "initial a of DyT norms",
-     SETF_COMPARE, NULL, CFG(dyt_alpha), 11},
-    {"ln-gamma-init", 0, SET_REAL, "X", -100, 100, NULL, 0, 1, 0, NULL, "initial norm gains",
-     SETF_COMPARE, NULL, CFG(ln_gamma_init), 12},
-    {"ln-beta-init", 0, SET_REAL, "X", -100, 100, NULL, 0, 0, 0, NULL, "initial norm biases",
-     SETF_COMPARE, NULL, CFG(ln_beta_init), 13},
-    {"post-init-scale", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
-     "scale block output weights by 1/sqrt(2L) at init", 0, NULL, CFG(post_init_scale), 14},
-    {"init", 0, SET_ENUM, NULL, 0, 0, NAMES(init_kind_names), INIT_XAVIER, 0, NULL,
-     "block weights: uniform Glorot, or normal(--init-std) as GPT-2", SETF_COMPARE, NULL,
-     CFG(init), 20},
-    {"init-std", 0, SET_REAL, "X", 1e-6, 10, NULL, 0, 0.02, 0, NULL,
-     "std of normal init and of the embeddings", SETF_COMPARE, NULL, CFG(init_std), 21},
-    {"lr", 0, SET_REAL, "X", 1e-9, 10, NULL, 0, 1e-3, 0, NULL, "peak learning rate", SETF_COMPARE,
-     "lr", CFG(lr), 22},
-    {"lr-layer-decay", 0, SET_REAL, "X", 0.1, 10, NULL, 0, 1, 0, NULL,
-     "peak LR of block i of L times X^(L-1-i), embeddings X^L, final norm and head 1; 1 = off",
-     SETF_COMPARE, "lr-layer-decay", CFG(lr_layer_decay), 33},
-    {"betas", 0, SET_BETAS, "B1,B2", 0, 0.999999, NULL, 0, 0.9, 0.98, NULL, "AdamW betas",
-     SETF_COMPARE, NULL, CFG(beta1), 23},
-    {"adam-eps", 0, SET_REAL, "X", 1e-30, 1, NULL, 0, 1e-8, 0, NULL, "AdamW epsilon",
-     SETF_COMPARE, NULL, CFG(adam_eps), 24},
-    {"weight-decay", 0, SET_REAL, "X", 0, 10, NULL, 0, 0, 0, NULL,
-     "decoupled weight decay on matrices and embeddings", SETF_COMPARE, NULL,
-     CFG(weight_decay), 25},
-    {"clip", 0, SET_REAL, "X", 0, 1e6, NULL, 0, 0, 0, NULL,
-     "clip the global gradient norm to X, 0 = off", SETF_COMPARE, "clip", CFG(clip), 26},
-    {"warmup", 0, SET_INT, "N", 0, 1e7, NULL, 0, 100, 0, NULL, "linear LR warmup steps, 0 = none",
-     SETF_COMPARE, NULL, CFG(warmup), 27},
-    {"schedule", 0, SET_ENUM, NULL, 0, 0, NAMES(sched_kind_names), SCHED_CONSTANT, 0, NULL,
-     "LR after warmup; noam = d^-0.5*min(s^-0.5, s*w^-1.5)", SETF_COMPARE, NULL, CFG(schedule),
-     28},
-    {"steps", 0, SET_LONG, "N", 0, 1e9, NULL, 0, 0, 0, "1000 headless, 0 live",
-     "steps to train; 0 = until stopped", 0, NULL, CFG(steps), 29},
-    {"precision", 0, SET_ENUM, NULL, 0, 0, NAMES(numfmt_names), FMT_FP32, 0, NULL,
-     "arithmetic format, emulated exactly; fp32 master weights", SETF_COMPARE, "precision",
-     CFG(precision), 15},
-    {"fp32-norms", 0, SET_ONOFF, NULL, 0, 0, NULL, 0, 1, 0, NULL,
-     "norms, softmax and loss in fp32 (on, as autocast) or in the format", SETF_COMPARE,
-     "fp32-norms", CFG(fp32_norms), 16},
-    {"loss-scale", 0, SET_LOSS_SCALE, "dynamic|off|X", 1e-30, 1e30, NULL, 0, 0, 0, NULL,
-     "loss scaling in bf16/fp16: GradScaler rule from 65536, none, or X", SETF_COMPARE,
-     "loss-scale", CFG(loss_scale), 17},
-    {"on-diverge", 0, SET_ENUM, NULL, 0, 0, NAMES(on_diverge_names), ONDIV_DEFAULT, 0,
-     "pause live, stop headless: exit 3", "on a non-finite loss or gradient", 0, NULL,
-     CFG(on_div), 0},
-    {"on-stall", 0, SET_ENUM, NULL, 0, 0, NAMES(on_stall_names), 0, 0, "continue",
-     "on a stall (see DIAGNOSIS in the man page): go on, or stop: exit 4", 0, NULL,
-     OPT(on_stall), 0},
-    {"snapshot-every", 0, SET_INT, "N", 0, 1e9, NULL, 0, 50, 0, NULL,
-     "keep an in-memory snapshot every N steps, 0 = none", 0, NULL, CFG(snapshot_every), 18},
-    {"snapshots", 0, SET_INT, "K", 1, 1000, NULL, 0, 8, 0, NULL, "snapshots kept for rewinding", 0,
-     NULL, CFG(snapshots), 19},
-    {"val-every", 0, SET_INT, "N", 0, 1e9, NULL, 0, 50, 0, NULL,
-     "validation loss every N steps, 0 = never", 0, NULL, CFG(val_every), 30},
-    {"val-batches", 0, SET_INT, "N", 1, 1000, NULL, 0, 4, 0, NULL, "batches per validation", 0,
-     NULL, CFG(val_batches), 31},
-    {"seed", 0, SET_U64, "N", 0, 0, NULL, 0, 1337, 0, NULL, "seed of weights and batches",
-     SETF_COMPARE, NULL, CFG(seed), 32},
-    {"data", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, "the built-in corpus",
-     "train on this file's bytes", 0, NULL, OPT(data), 0},
-    {"lesson", 0, SET_PATH, "NAME|list", 0, 0, NULL, 0, 0, 0, NULL,
-     "run a classroom lesson (its settings, script and notes); list names them", 0, NULL,
-     OPT(lesson), 0},
-    {"compare", 0, SET_ASSIGN, "SETTING=VALUE", 0, 0, NULL, 0, 0, 0, NULL,
-     "train a twin run in lockstep that differs in one setting, e.g. norm=post", 0, NULL,
-     OPT(compare), 0},
-    {"follow", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
-     "show a metrics stream (a PyTorch run's probe, a --jsonl file) instead of training", 0, NULL,
-     OPT(follow), 0},
-    {"script", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
-     "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'", 0, NULL, OPT(script), 0},
-    {"save", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
-     "write a checkpoint at the end (atomically); diverged: the last good snapshot", 0, NULL,
-     OPT(save), 0},
-    {"load", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
-     "resume from a checkpoint (its shape and settings)", 0, NULL, OPT(load), 0},
-    {"threads", 0, SET_INT, "N", 1, 64, NULL, 0, 0, 0, "online cores",
-     "threads of the step (a --compare twin shares them); same results", 0, NULL, OPT(threads), 0},
-    {"sweep", 0, SET_PATH, "SPEC", 0, 0, NULL, 0, 0, 0, NULL,
-     "run a grid of headless runs, e.g. 'norm=post,pre layers=2,6 seed=1..3', shown live on a "
-     "terminal unless --headless (see SWEEPS; keys: arrows Enter Esc Tab PgUp PgDn x r c ? q)", 0,
-     NULL, OPT(sweep), 0},
-    {"sweep-out", 0, SET_PATH, "DIR", 0, 0, NULL, 0, 0, 0, "sweep-YYYYmmdd-HHMMSS",
-     "the sweep's directory: run CSVs, results.csv", 0, NULL, OPT(sweep_out), 0},
-    {"jobs", 0, SET_INT, "N", 1, 1024, NULL, 0, 0, 0, "online cores", "sweep runs at once", 0,
-     NULL, OPT(jobs), 0},
-    {"list", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
-     "with --sweep: print one command line per run, run none; with --sweep-collect: those of "
-     "the runs not complete", 0, NULL, OPT(list), 0},
-    {"list-range", 0, SET_PATH, "A..B", 0, 0, NULL, 0, 0, 0, "all",
-     "with --list: only its lines A to B (1-based), e.g. to fit a job array's size limit", 0,
-     NULL, OPT(list_range), 0},
-    {"sweep-collect", 0, SET_PATH, "DIR", 0, 0, NULL, 0, 0, 0, NULL,
-     "build DIR/results.csv and the table from the run CSVs in DIR; exit 1 unless every run "
-     "is complete", 0, NULL, OPT(sweep_collect), 0},
-    {"retry", 0, SET_PATH, "failed", 0, 0, NULL, 0, 0, 0, NULL,
-     "with --sweep: run again the runs results.csv records as failed (exit N, signal N)", 0,
-     NULL, OPT(retry), 0},
-    {"yes", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL, "allow a sweep of more than 10000 runs",
-     0, NULL, OPT(yes), 0},
-    {"headless", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL, "train without the terminal UI",
-     0, NULL, OPT(headless), 0},
-    {"ascii", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
-     "live view in plain ASCII: no braille or block glyphs", 0, NULL, OPT(ascii), 0},
-    {"no-color", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
-     "live view without colors (as NO_COLOR=1 does)", 0, NULL, OPT(no_color), 0},
-    {"bars", 0, SET_ENUM, NULL, 0, 0, NAMES(bars_names), 0, 0, "absolute",
-     "gradient bars on 1e-5..1e+2, or each run's own top decade (key v)", 0, NULL,
-     OPT(bars_rel), 0},
-    {"csv", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
-     "write one CSV row of metrics per step (- = stdout)", 0, NULL, OPT(csv), 0},
-    {"jsonl", 0, SET_PATH, "FILE", 0, 0, NULL, 0, 0, 0, NULL,
-     "write one JSON object of metrics per step (- = stdout)", 0, NULL, OPT(jsonl), 0},
-    {"no-pause", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
-     "run a lesson's or --script's pauses straight through (their prompts are logged)", 0, NULL,
-     OPT(no_pause), 0},
-    {"plot", 0, SET_PATH, "INPUT", 0, 0, NULL, 0, 0, 0, NULL,
-     "draw an SVG figure from a run's --csv/--jsonl (- = stdin) or a sweep's DIR and exit; needs --out", 0, NULL,
-     OPT(plot), 0},
-    {"out", 0, SET_PATH, "FILE.svg", 0, 0, NULL, 0, 0, 0, NULL,
-     "where --plot writes its figure (atomically)", SETF_PLOT, NULL, OPT(out), 0},
-    {"kind", 0, SET_PATH, "loss|layers|profile|heatmap|map", 0, 0, NULL, 0, 0, 0, "loss",
-     "the --plot figure", SETF_PLOT, NULL, OPT(kind), 0},
-    {"size", 0, SET_PATH, "WxH", 0, 0, NULL, 0, 0, 0, "1600x900", "--plot figure size in pixels",
-     SETF_PLOT, NULL, OPT(size), 0},
-    {"step", 0, SET_PATH, "N[,N...]", 0, 0, NULL, 0, 0, 0, NULL,
-     "--plot steps: layers at N (default last), profile lines at each (up to 8)", SETF_PLOT, NULL,
-     OPT(step), 0},
-    {"rows", 0, SET_PATH, "AXIS", 0, 0, NULL, 0, 0, 0, NULL,
-     "--kind map: the sweep axis drawn as rows (default: the one with the most values)",
-     SETF_PLOT, NULL, OPT(rows), 0},
-    {"cols", 0, SET_PATH, "AXIS", 0, 0, NULL, 0, 0, 0, NULL,
-     "--kind map: the axis drawn as columns (default: the next most values)", SETF_PLOT,
-     NULL, OPT(cols), 0},
-    {"mono", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
-     "--plot in black and white: dashes and marker shapes", SETF_PLOT, NULL, OPT(mono), 0},
-    {"log", 0, SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL, "--plot the loss on a log axis",
-     SETF_PLOT, NULL, OPT(logy), 0},
-    {"quiet", 'q', SET_PRESENCE, NULL, 0, 0, NULL, 0, 0, 0, NULL,
-     "no progress line or summary on stderr", 0, NULL, OPT(quiet), 0},
-    {"help", 'h', SET_ACTION, NULL, 0, 0, NULL, 0, 0, 0, NULL, "show this help and exit", 0, NULL,
-     NOWHERE, 0},
-    {"version", 'V', SET_ACTION, NULL, 0, 0, NULL, 0, 0, 0, NULL, "print the version and exit", 0,
-     NULL, NOWHERE, 0},
+    {.name = "layers", .short_name = 'L', .type = SET_INT, .arg = "N", .lo = 1, .hi = 64, .def = 6,
+     .help = "Transformer blocks", CFG(n_layer), .ckpt = 1},
+    {.name = "dim", .short_name = 'd', .type = SET_INT, .arg = "N", .lo = 16, .hi = 1024, .def = 64,
+     .help = "model width, divisible by --heads", CFG(dim), .ckpt = 2},
+    {.name = "heads", .short_name = 'H', .type = SET_INT, .arg = "N", .lo = 1, .hi = 1024, .def = 4,
+     .help = "attention heads, at most --dim", CFG(n_head), .ckpt = 3},
+    {.name = "context", .short_name = 'T', .type = SET_INT, .arg = "N", .lo = 8, .hi = 1024,
+     .def = 64, .help = "context length in bytes", CFG(context), .ckpt = 4},
+    {.name = "batch", .short_name = 'B', .type = SET_INT, .arg = "N", .lo = 1, .hi = 512, .def = 16,
+     .help = "sequences per step", CFG(batch), .ckpt = 5},
+    {.name = "norm", .type = SET_ENUM, NAMES(norm_place_names), .def = NORM_PRE,
+     .help = "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ...", .flags = SETF_COMPARE,
+     .cmd = "norm", CFG(norm), .ckpt = 6, .live = SETL_TOGGLE | SETL_CYCLE,
+     .toggle = {NORM_PRE, NORM_POST}, .hook = SETH_NORM, .mark = {.names = 1},
+     .keys = {{'p', 0, "toggle", "Pre-LN / Post-LN placement (weights untouched)"},
+              {'P', 0, "next", "next placement: post pre sandwich deepnorm rezero none mix"}}},
+    {.name = "norm-kind", .type = SET_ENUM, NAMES(norm_kind_names), .def = NORMK_LAYERNORM,
+     .help = "normalization", .flags = SETF_COMPARE, .cmd = "kind", CFG(norm_kind), .ckpt = 7,
+     .live = SETL_CYCLE, .hook = SETH_NORM_KIND, .mark = {.names = 1},
+     .keys = {{'k', 0, "next", "next norm kind: layernorm rmsnorm dyt"}}},
+    {.name = "eps", .type = SET_REAL, .arg = "X", .lo = 1e-12, .hi = 1, .def = 1e-5,
+     .help = "norm epsilon", .flags = SETF_COMPARE, CFG(eps), .ckpt = 8},
+    {.name = "final-norm", .type = SET_AUTO, .def = -1,
+     .help = "norm before the head; auto = on for pre, sandwich, mix", .flags = SETF_COMPARE,
+     .cmd = "final-norm", CFG(final_norm), .ckpt = 9, .hook = SETH_FINAL_NORM,
+     .mark = {.zero = "final off", .one = "final on"}},
+    {.name = "mix-k", .type = SET_INT, .arg = "N", .hi = 64, .def = -1, .def_text = "L/4",
+     .help = "Post-LN blocks at the bottom under --norm mix", .flags = SETF_COMPARE, CFG(mix_k),
+     .ckpt = 10},
+    {.name = "dyt-alpha", .type = SET_REAL, .arg = "X", .lo = 1e-6, .hi = 100, .def = 0.5,
+     .help = "initial a of DyT norms", .flags = SETF_COMPARE, CFG(dyt_alpha), .ckpt = 11},
+    {.name = "ln-gamma-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100, .def = 1,
+     .help = "initial norm gains", .flags = SETF_COMPARE, CFG(ln_gamma_init), .ckpt = 12},
+    {.name = "ln-beta-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100,
+     .help = "initial norm biases", .flags = SETF_COMPARE, CFG(ln_beta_init), .ckpt = 13},
+    {.name = "post-init-scale", .type = SET_PRESENCE,
+     .help = "scale block output weights by 1/sqrt(2L) at init", CFG(post_init_scale), .ckpt = 14},
+    {.name = "init", .type = SET_ENUM, NAMES(init_kind_names), .def = INIT_XAVIER,
+     .help = "block weights: uniform Glorot, or normal(--init-std) as GPT-2", .flags = SETF_COMPARE,
+     CFG(init), .ckpt = 20},
+    {.name = "init-std", .type = SET_REAL, .arg = "X", .lo = 1e-6, .hi = 10, .def = 0.02,
+     .help = "std of normal init and of the embeddings", .flags = SETF_COMPARE, CFG(init_std),
+     .ckpt = 21},
+    {.name = "lr", .type = SET_REAL, .arg = "X", .lo = 1e-9, .hi = 10, .def = 1e-3,
+     .help = "peak learning rate", .flags = SETF_COMPARE, .cmd = "lr", CFG(lr), .ckpt = 22,
+     .live = SETL_SCALE | SETL_UNBOUNDED | SETL_REMOTE, .hook = SETH_LR,
+     .mark = {.fmt = "lr %.0e"},
+     .keys = {{'+', '=', "x2", "peak learning rate x2 / /2"}, {'-', '_', "x0.5", NULL}}},
+    {.name = "lr-layer-decay", .type = SET_REAL, .arg = "X", .lo = 0.1, .hi = 10, .def = 1,
+     .help = "peak LR of block i of L times X^(L-1-i), embeddings X^L, final norm and head 1; 1 = "
+         "off", .flags = SETF_COMPARE, .cmd = "lr-layer-decay", CFG(lr_layer_decay), .ckpt = 33},
+    {.name = "betas", .type = SET_BETAS, .arg = "B1,B2", .hi = 0.999999, .def = 0.9, .def2 = 0.98,
+     .help = "AdamW betas", .flags = SETF_COMPARE, CFG(beta1), .ckpt = 23},
+    {.name = "adam-eps", .type = SET_REAL, .arg = "X", .lo = 1e-30, .hi = 1, .def = 1e-8,
+     .help = "AdamW epsilon", .flags = SETF_COMPARE, CFG(adam_eps), .ckpt = 24},
+    {.name = "weight-decay", .type = SET_REAL, .arg = "X", .hi = 10,
+     .help = "decoupled weight decay on matrices and embeddings", .flags = SETF_COMPARE,
+     CFG(weight_decay), .ckpt = 25},
+    {.name = "clip", .type = SET_REAL, .arg = "X", .hi = 1e6,
+     .help = "clip the global gradient norm to X, 0 = off", .flags = SETF_COMPARE, .cmd = "clip",
+     CFG(clip), .ckpt = 26, .live = SETL_TOGGLE | SETL_OFF | SETL_UNBOUNDED,
+     .toggle = {0, 1}, .hook = SETH_CLIP, .mark = {.zero = "no clip", .fmt = "clip %g"},
+     .keys = {{'c', 0, "toggle", "gradient clipping at 1.0 on / off"}}},
+    {.name = "warmup", .type = SET_INT, .arg = "N", .hi = 1e7, .def = 100,
+     .help = "linear LR warmup steps, 0 = none", .flags = SETF_COMPARE, CFG(warmup), .ckpt = 27},
+    /* the ramp itself, on or off mid-run (a key, a script): not a flag; a
+     * fresh ramp of --warmup steps, or 100 when --warmup is 0 */
+    {.name = "warmup-ramp", .type = SET_ONOFF, .help = "LR warmup on (a fresh ramp) or off",
+     .flags = SETF_NOFLAG, .cmd = "warmup", NOWHERE, .live = SETL_TOGGLE, .toggle = {1, 0},
+     .hook = SETH_WARMUP, .mark = {.zero = "no warmup", .one = "warmup"},
+     .keys = {{'w', 0, "toggle", "LR warmup on (a fresh ramp from now) / off"}}},
+    {.name = "schedule", .type = SET_ENUM, NAMES(sched_kind_names), .def = SCHED_CONSTANT,
+     .help = "LR after warmup; noam = d^-0.5*min(s^-0.5, s*w^-1.5)", .flags = SETF_COMPARE,
+     CFG(schedule), .ckpt = 28},
+    {.name = "steps", .type = SET_LONG, .arg = "N", .hi = 1e9, .def_text = "1000 headless, 0 live",
+     .help = "steps to train; 0 = until stopped", CFG(steps), .ckpt = 29},
+    {.name = "precision", .type = SET_ENUM, NAMES(numfmt_names), .def = FMT_FP32,
+     .help = "arithmetic format, emulated exactly; fp32 master weights", .flags = SETF_COMPARE,
+     .cmd = "precision", CFG(precision), .ckpt = 15, .live = SETL_CYCLE,
+     .hook = SETH_PRECISION, .mark = {.names = 1},
+     .keys = {{'f', 0, "next", "next precision: fp32 bf16 fp16"}}},
+    {.name = "fp32-norms", .type = SET_ONOFF, .def = 1,
+     .help = "norms, softmax and loss in fp32 (on, as autocast) or in the format",
+     .flags = SETF_COMPARE, .cmd = "fp32-norms", CFG(fp32_norms), .ckpt = 16,
+     .live = SETL_TOGGLE, .toggle = {1, 0}, .hook = SETH_FP32_NORMS,
+     .mark = {.zero = "low norms", .one = "fp32 norms"},
+     .keys = {{'i', 0, "toggle", "norms, softmax and loss in fp32 / in the low format"}}},
+    {.name = "loss-scale", .type = SET_LOSS_SCALE, .arg = "dynamic|off|X", .lo = 1e-30, .hi = 1e30,
+     .help = "loss scaling in bf16/fp16: GradScaler rule from 65536, none, or X",
+     .flags = SETF_COMPARE, .cmd = "loss-scale", CFG(loss_scale), .ckpt = 17,
+     .live = SETL_TOGGLE | SETL_UNBOUNDED, .toggle = {0, -1}, .hook = SETH_LOSS_SCALE,
+     .mark = {.zero = "scale dyn", .neg = "scale off", .fmt = "scale %g"},
+     .keys = {{'l', 0, "toggle", "loss scaling dynamic / off (bf16, fp16)"}}},
+    {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
+     .def_text = "pause live, stop headless: exit 3", .help = "on a non-finite loss or gradient",
+     CFG(on_div)},
+    {.name = "on-stall", .type = SET_ENUM, NAMES(on_stall_names), .def_text = "continue",
+     .help = "on a stall (see DIAGNOSIS in the man page): go on, or stop: exit 4", OPT(on_stall)},
+    {.name = "snapshot-every", .type = SET_INT, .arg = "N", .hi = 1e9, .def = 50,
+     .help = "keep an in-memory snapshot every N steps, 0 = none", CFG(snapshot_every), .ckpt = 18},
+    {.name = "snapshots", .type = SET_INT, .arg = "K", .lo = 1, .hi = 1000, .def = 8,
+     .help = "snapshots kept for rewinding", CFG(snapshots), .ckpt = 19},
+    {.name = "val-every", .type = SET_INT, .arg = "N", .hi = 1e9, .def = 50,
+     .help = "validation loss every N steps, 0 = never", CFG(val_every), .ckpt = 30},
+    {.name = "val-batches", .type = SET_INT, .arg = "N", .lo = 1, .hi = 1000, .def = 4,
+     .help = "batches per validation", CFG(val_batches), .ckpt = 31},
+    {.name = "seed", .type = SET_U64, .arg = "N", .def = 1337,
+     .help = "seed of weights and batches", .flags = SETF_COMPARE, CFG(seed), .ckpt = 32},
+    {.name = "data", .type = SET_PATH, .arg = "FILE", .def_text = "the built-in corpus",
+     .help = "train on this file's bytes", OPT(data)},
+    {.name = "lesson", .type = SET_PATH, .arg = "NAME|list",
+     .help = "run a classroom lesson (its settings, script and notes); list names them",
+     OPT(lesson)},
+    {.name = "compare", .type = SET_ASSIGN, .arg = "SETTING=VALUE",
+     .help = "train a twin run in lockstep that differs in one setting, e.g. norm=post",
+     OPT(compare)},
+    {.name = "follow", .type = SET_PATH, .arg = "FILE",
+     .help = "show a metrics stream (a PyTorch run's probe, a --jsonl file) instead of training",
+     OPT(follow)},
+    {.name = "script", .type = SET_PATH, .arg = "FILE",
+     .help = "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'", OPT(script)},
+    {.name = "save", .type = SET_PATH, .arg = "FILE",
+     .help = "write a checkpoint at the end (atomically); diverged: the last good snapshot",
+     OPT(save)},
+    {.name = "load", .type = SET_PATH, .arg = "FILE",
+     .help = "resume from a checkpoint (its shape and settings)", OPT(load)},
+    {.name = "threads", .type = SET_INT, .arg = "N", .lo = 1, .hi = POOL_MAX_THREADS,
+     .def_text = "online cores",
+     .help = "threads of the step (a --compare twin shares them); same results", OPT(threads)},
+    {.name = "sweep", .type = SET_PATH, .arg = "SPEC",
+     .help = "run a grid of headless runs, e.g. 'norm=post,pre layers=2,6 seed=1..3', shown live "
+         "on a terminal unless --headless (see SWEEPS; keys: arrows Enter Esc Tab PgUp PgDn x r c "
+         "? q)", OPT(sweep)},
+    {.name = "sweep-out", .type = SET_PATH, .arg = "DIR", .def_text = "sweep-YYYYmmdd-HHMMSS",
+     .help = "the sweep's directory: run CSVs, results.csv", OPT(sweep_out)},
+    {.name = "jobs", .type = SET_INT, .arg = "N", .lo = 1, .hi = 1024, .def_text = "online cores",
+     .help = "sweep runs at once", OPT(jobs)},
+    {.name = "list", .type = SET_PRESENCE,
+     .help = "with --sweep: print one command line per run, run none; with --sweep-collect: "
+             "those of the runs not complete",
+     OPT(list)},
+    {.name = "list-range", .type = SET_PATH, .arg = "A..B", .def_text = "all",
+     .help = "with --list: only its lines A to B (1-based), e.g. to fit a job array's size limit",
+     OPT(list_range)},
+    {.name = "sweep-collect", .type = SET_PATH, .arg = "DIR",
+     .help = "build DIR/results.csv and the table from the run CSVs in DIR; exit 1 unless every "
+             "run is complete",
+     OPT(sweep_collect)},
+    {.name = "retry", .type = SET_PATH, .arg = "failed",
+     .help = "with --sweep: run again the runs results.csv records as failed (exit N, signal N)",
+     OPT(retry)},
+    {.name = "yes", .type = SET_PRESENCE, .help = "allow a sweep of more than 10000 runs",
+     OPT(yes)},
+    {.name = "headless", .type = SET_PRESENCE, .help = "train without the terminal UI",
+     OPT(headless)},
+    {.name = "ascii", .type = SET_PRESENCE,
+     .help = "live view in plain ASCII: no braille or block glyphs", OPT(ascii)},
+    {.name = "no-color", .type = SET_PRESENCE,
+     .help = "live view without colors (as NO_COLOR=1 does)", OPT(no_color)},
+    {.name = "bars", .type = SET_ENUM, NAMES(bars_names), .def_text = "absolute",
+     .help = "gradient bars on 1e-5..1e+2, or each run's own top decade (key v)", OPT(bars_rel)},
+    {.name = "csv", .type = SET_PATH, .arg = "FILE",
+     .help = "write one CSV row of metrics per step (- = stdout)", OPT(csv)},
+    {.name = "jsonl", .type = SET_PATH, .arg = "FILE",
+     .help = "write one JSON object of metrics per step (- = stdout)", OPT(jsonl)},
+    {.name = "no-pause", .type = SET_PRESENCE,
+     .help = "run a lesson's or --script's pauses straight through (their prompts are logged)",
+     OPT(no_pause)},
+    {.name = "plot", .type = SET_PATH, .arg = "INPUT",
+     .help = "draw an SVG figure from a run's --csv/--jsonl (- = stdin) or a sweep's DIR and "
+         "exit; needs --out", OPT(plot)},
+    {.name = "out", .type = SET_PATH, .arg = "FILE.svg",
+     .help = "where --plot writes its figure (atomically)", .flags = SETF_PLOT, OPT(out)},
+    {.name = "kind", .type = SET_PATH, .arg = "loss|layers|profile|heatmap|map", .def_text = "loss",
+     .help = "the --plot figure", .flags = SETF_PLOT, OPT(kind)},
+    {.name = "size", .type = SET_PATH, .arg = "WxH", .def_text = "1600x900",
+     .help = "--plot figure size in pixels", .flags = SETF_PLOT, OPT(size)},
+    {.name = "step", .type = SET_PATH, .arg = "N[,N...]",
+     .help = "--plot steps: layers at N (default last), profile lines at each (up to 8)",
+     .flags = SETF_PLOT, OPT(step)},
+    {.name = "rows", .type = SET_PATH, .arg = "AXIS",
+     .help = "--kind map: the sweep axis drawn as rows (default: the one with the most values)",
+     .flags = SETF_PLOT, OPT(rows)},
+    {.name = "cols", .type = SET_PATH, .arg = "AXIS",
+     .help = "--kind map: the axis drawn as columns (default: the next most values)",
+     .flags = SETF_PLOT, OPT(cols)},
+    {.name = "mono", .type = SET_PRESENCE,
+     .help = "--plot in black and white: dashes and marker shapes", .flags = SETF_PLOT, OPT(mono)},
+    {.name = "log", .type = SET_PRESENCE, .help = "--plot the loss on a log axis",
+     .flags = SETF_PLOT, OPT(logy)},
+    {.name = "quiet", .short_name = 'q', .type = SET_PRESENCE,
+     .help = "no progress line or summary on stderr", OPT(quiet)},
+    {.name = "help", .short_name = 'h', .type = SET_ACTION, .help = "show this help and exit",
+     NOWHERE},
+    {.name = "version", .short_name = 'V', .type = SET_ACTION, .help = "print the version and exit",
+     NOWHERE},
 };
 enum { N_ROWS = sizeof table / sizeof table[0] };
 /* SET_BETAS stores two floats: beta1, then beta2 right after it */
@@ -205,10 +237,13 @@ int settings_count(void) { return N_ROWS; }
 const ns_setting *settings_row(int i) { return i >= 0 && i < N_ROWS ? &table[i] : NULL; }
 int settings_index(const ns_setting *s) { return (int)(s - table); }
 
+/* Flags are looked up by name; a row that is no flag is found by its
+ * command word only. */
 const ns_setting *settings_find(const char *name, size_t len)
 {
     for (int i = 0; i < N_ROWS; i++)
-        if (strlen(table[i].name) == len && !strncmp(table[i].name, name, len))
+        if (!(table[i].flags & SETF_NOFLAG) && strlen(table[i].name) == len &&
+            !strncmp(table[i].name, name, len))
             return &table[i];
     return NULL;
 }
@@ -226,6 +261,26 @@ const ns_setting *settings_find_cmd(const char *word)
     for (int i = 0; i < N_ROWS; i++)
         if (table[i].cmd && !strcmp(table[i].cmd, word))
             return &table[i];
+    return NULL;
+}
+
+const ns_setting *settings_find_hook(setting_hook h)
+{
+    for (int i = 0; h != SETH_NONE && i < N_ROWS; i++)
+        if (table[i].hook == h)
+            return &table[i];
+    return NULL;
+}
+
+const ns_setting *settings_find_key(int key, const setting_key **k)
+{
+    for (int i = 0; key && i < N_ROWS; i++)
+        for (int j = 0; j < SET_KEYS; j++)
+            if (table[i].keys[j].key == key || table[i].keys[j].alt == key) {
+                if (k)
+                    *k = &table[i].keys[j];
+                return &table[i];
+            }
     return NULL;
 }
 
@@ -551,6 +606,8 @@ void settings_help(FILE *f)
     for (int i = 0; i < N_ROWS; i++) {
         const ns_setting *s = &table[i];
         char left[128], arg[96], tail[192]; /* room for the longest row */
+        if (s->flags & SETF_NOFLAG)
+            continue;
         if (s->arg)
             snprintf(arg, sizeof arg, " %s", s->arg);
         else if (s->type == SET_ENUM || s->type == SET_ONOFF || s->type == SET_AUTO)
@@ -600,4 +657,30 @@ int settings_check(const ns_setting *s, const ns_config *c)
         return x >= (float)s->lo && x <= (float)s->hi ? 0 : -1;
     default: return 0;
     }
+}
+
+void settings_label(const ns_config *c, const char *spec, char *buf, size_t len)
+{
+    size_t n = strcspn(spec, "=");
+    const ns_setting *s = settings_find(spec, n);
+    char v[64] = "?";
+    if (s)
+        settings_format(s, c, v, sizeof v);
+    snprintf(buf, len, "%.*s=%s", (int)(n < 32 ? n : 31), spec, v);
+}
+
+void settings_mark(const ns_setting *s, double x, char *buf, size_t len)
+{
+    const setting_mark *m = &s->mark;
+    buf[0] = 0;
+    if (x < 0 && m->neg)
+        snprintf(buf, len, "%s", m->neg);
+    else if (x == 0 && m->zero)
+        snprintf(buf, len, "%s", m->zero);
+    else if (x == 1 && m->one)
+        snprintf(buf, len, "%s", m->one);
+    else if (m->fmt)
+        snprintf(buf, len, m->fmt, x);
+    else if (m->names && s->names && x >= 0 && x < s->n_names)
+        snprintf(buf, len, "%s", s->names[(int)x]);
 }

@@ -518,7 +518,7 @@ stream_reader *stream_open(const char *path)
     snprintf(r->path, sizeof r->path, "%s", path);
     r->fd = -1;
     trainer_status *s = &r->snap->s;
-    config_defaults(&s->cfg);
+    settings_defaults(&s->cfg);
     s->cfg.n_layer = 0;
     s->state = TRAINER_RUNNING;
     s->last_val = NAN;

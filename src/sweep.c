@@ -15,6 +15,7 @@
 #include "sweep_int.h"
 
 #include "atomicio.h"
+#include "cli.h"
 #include "settings.h"
 
 #include <ctype.h>

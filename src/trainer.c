@@ -34,7 +34,6 @@
 #include "twin.h"
 
 /* The sample prompt: the room watches this turn from noise into words. */
-static const char default_prompt[] = "The model ";
 
 /* Samples may take at most 1/SAMPLE_BUDGET of the running time, however
  * slow the model: a sample is TRAINER_SAMPLE forward passes of one
@@ -96,7 +95,7 @@ struct trainer {
     long ask_step;
     unsigned ask_seq;
     char mark_b[TRAINER_MARK]; /* the same on run b's curve */
-    unsigned mark_kinds[2];  /* a's and b's: a bit per command kind in the label */
+    unsigned mark_bits[2];   /* a's and b's: what the label names (mark_for) */
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -167,12 +166,6 @@ void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
     summary_num(s->have_loss, b ? s->loss_b : s->loss, buf, n);
 }
 
-const char *trainer_state_name(trainer_state s)
-{
-    static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE", "STALLED"};
-    return (unsigned)s < 5 ? names[s] : "?";
-}
-
 /* The program before any model: code and data of the binary and its
  * libraries, the built-in corpus, the first pages of each heap and stack
  * (measured: the peak resident size of a one-step run of a model of a few
@@ -200,17 +193,6 @@ double trainer_bytes_needed(const ns_config *a, const ns_config *b, int live)
     if (b)
         bytes += engine_bytes_needed(b);
     return bytes;
-}
-
-trainer_snapshot *trainer_snapshot_new(void)
-{
-    trainer_snapshot *s = calloc(1, sizeof *s);
-    if (s) {
-        s->s.last_val = NAN;
-        s->s.last_val_b = NAN;
-        s->s.prompt = default_prompt;
-    }
-    return s;
 }
 
 /* ---- publishing (trainer thread) ---------------------------------------- */
@@ -337,21 +319,6 @@ static void publish_status(trainer *t)
     publish_end(t);
 }
 
-/* A layer's gradient norm as the heatmap shows it. */
-void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
-                       const char *mark, const char *mark_b)
-{
-    pt->step = a->step;
-    pt->loss = a->loss;
-    pt->val_loss = a->has_val ? a->val_loss : NAN;
-    pt->lr = a->lr;
-    pt->nonfinite = a->nonfinite;
-    pt->loss_b = b ? b->loss : NAN;
-    pt->val_loss_b = b && b->has_val ? b->val_loss : NAN;
-    snprintf(pt->mark, sizeof pt->mark, "%s", mark ? mark : "");
-    snprintf(pt->mark_b, sizeof pt->mark_b, "%s", mark_b ? mark_b : "");
-}
-
 /* Publish the header and append the step just taken to the history. */
 static void publish_step(trainer *t)
 {
@@ -369,7 +336,7 @@ static void publish_step(trainer *t)
     publish_end(t);
     t->mark[0] = 0;
     t->mark_b[0] = 0;
-    t->mark_kinds[0] = t->mark_kinds[1] = 0;
+    t->mark_bits[0] = t->mark_bits[1] = 0;
 }
 
 static void push_event(trainer *t, const trainer_event *ev)
@@ -494,79 +461,42 @@ static void pause_ask(trainer *t, const ns_command *c)
         pause_run(t, c->text[0] ? ": space goes on" : "");
 }
 
-/* The chart marker's label for a kind of change on run e's curve, from
- * e's state now. */
-static void mark_label(const engine *e, char *mark, command_kind kind)
-{
-    const ns_config *cfg = engine_config(e);
-    char b[32];
-    switch (kind) {
-    case CMD_NORM:
-        add_mark(mark, norm_place_name(cfg->norm));
-        break;
-    case CMD_KIND:
-        add_mark(mark, norm_kind_name(cfg->norm_kind));
-        break;
-    case CMD_FINAL_NORM:
-        add_mark(mark, config_final_norm(cfg) ? "final on" : "final off");
-        break;
-    case CMD_WARMUP:
-        add_mark(mark, engine_warmup_on(e) ? "warmup" : "no warmup");
-        break;
-    case CMD_PRECISION:
-        add_mark(mark, numfmt_name(cfg->precision));
-        break;
-    case CMD_FP32_NORMS:
-        add_mark(mark, cfg->fp32_norms ? "fp32 norms" : "low norms");
-        break;
-    case CMD_LOSS_SCALE:
-        if (cfg->loss_scale == 0)
-            add_mark(mark, "scale dyn");
-        else if (cfg->loss_scale < 0)
-            add_mark(mark, "scale off");
-        else
-            snprintf(b, sizeof b, "scale %g", (double)cfg->loss_scale), add_mark(mark, b);
-        break;
-    case CMD_LR:
-        snprintf(b, sizeof b, "lr %.0e", (double)engine_current_peak(e));
-        add_mark(mark, b);
-        break;
-    case CMD_CLIP:
-        if (cfg->clip > 0)
-            snprintf(b, sizeof b, "clip %g", (double)cfg->clip), add_mark(mark, b);
-        else
-            add_mark(mark, "no clip");
-        break;
-    case CMD_REWIND:
-        add_mark(mark, "rewind");
-        break;
-    case CMD_REINIT:
-        add_mark(mark, "reinit");
-        break;
-    default: /* snapshots and notes change no setting */
-        break;
-    }
-}
-
-_Static_assert(CMD_COUNT <= 32, "mark_kinds keeps a bit per command kind");
+/* What a run's marker names (mark_bits): a re-init, a rewind, and each
+ * mid-run setting by its hook, in the hooks' order. */
+enum { MARK_REINIT = 1u << 0, MARK_REWIND = 1u << 1, MARK_HOOK0 = 2 };
+_Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
 
 /* The chart marker of the changes before the next step on one run's curve
  * (run 1 = b), rebuilt from that run's state after the latest one:
  * "rewind,lr 4e-03" after a rewind and two LR changes shows the LR in
- * force, not the first change's. */
+ * force, not the first change's. Each setting says itself (its row's
+ * marker, settings_mark). */
 static void mark_for(trainer *t, int run, const ns_command *c)
 {
-    static const command_kind order[] = {CMD_REINIT,     CMD_REWIND,     CMD_NORM,
-                                         CMD_KIND,       CMD_FINAL_NORM, CMD_WARMUP,
-                                         CMD_PRECISION,  CMD_FP32_NORMS, CMD_LOSS_SCALE,
-                                         CMD_LR,         CMD_CLIP};
     const engine *e = run ? t->o.twin : t->e;
     char *mark = run ? t->mark_b : t->mark;
-    t->mark_kinds[run] |= 1u << c->kind;
+    const ns_setting *row = command_row(c);
+    unsigned *bits = &t->mark_bits[run];
+    if (c->kind == CMD_REINIT)
+        *bits |= MARK_REINIT;
+    else if (c->kind == CMD_REWIND)
+        *bits |= MARK_REWIND;
+    else if (row && row->hook != SETH_NONE)
+        *bits |= 1u << (MARK_HOOK0 + row->hook);
     mark[0] = 0;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (t->mark_kinds[run] & (1u << order[i]))
-            mark_label(e, mark, order[i]);
+    if (*bits & MARK_REINIT)
+        add_mark(mark, "reinit");
+    if (*bits & MARK_REWIND)
+        add_mark(mark, "rewind");
+    for (int h = SETH_NONE + 1; h < SETH_COUNT; h++) {
+        const ns_setting *s = settings_find_hook((setting_hook)h);
+        char b[32];
+        if (!s || !(*bits & (1u << (MARK_HOOK0 + h))))
+            continue;
+        settings_mark(s, engine_setting_shown(e, s), b, sizeof b);
+        if (b[0])
+            add_mark(mark, b);
+    }
 }
 
 /* A rewind to step `to`: the loss (and the validation loss) shown are
@@ -625,7 +555,7 @@ static void reinited(trainer *t)
     t->diverged_run = -1;
     t->mark[0] = 0;
     t->mark_b[0] = 0;
-    t->mark_kinds[0] = t->mark_kinds[1] = 0;
+    t->mark_bits[0] = t->mark_bits[1] = 0;
     t->budget = 0;
     /* a diverged or finished run starts over; a paused one stays paused */
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
@@ -721,7 +651,7 @@ static void apply_command(trainer *t, const ns_command *c, int target)
         memset(&t->rd[1].view, 0, sizeof t->rd[1].view);
         t->mark[0] = 0;
         t->mark_b[0] = 0;
-        t->mark_kinds[0] = t->mark_kinds[1] = 0;
+        t->mark_bits[0] = t->mark_bits[1] = 0;
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }
@@ -1149,7 +1079,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     diag_init(&t->rd[0].d, t->o.plateau);
     diag_init(&t->rd[1].d, t->o.plateau);
     if (!t->o.prompt)
-        t->o.prompt = default_prompt;
+        t->o.prompt = trainer_default_prompt;
     pthread_mutex_init(&t->qlock, NULL);
     pthread_cond_init(&t->qcond, NULL);
     pthread_mutex_init(&t->slock, NULL);
@@ -1269,12 +1199,6 @@ void trainer_summary(trainer *t, FILE *f)
                 "diverged in --csv)\n",
                 s.diverged_steps);
     diagnosis_summary(t, &s, f);
-}
-
-int trainer_ended_diverged(const trainer_status *s)
-{
-    return s->state == TRAINER_DIVERGED ||
-           (s->have_metrics && (s->last.nonfinite || (s->compare && s->last_b.nonfinite)));
 }
 
 int trainer_send(trainer *t, const ns_command *c)

@@ -455,20 +455,6 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
 
 /* ---- heatmap -------------------------------------------------------------------- */
 
-/* Decade levels: 0 below 1e-4, 1..5 for [1e-4,1e-3) .. [1,10), 6 from 10
- * (exploding); -1 when not finite. */
-static int heat_level(double v)
-{
-    if (!isfinite(v))
-        return -1;
-    if (!(v > 0))
-        return 0;
-    return clampi((int)floor(log10(v)) + 5, 0, 6);
-}
-
-/* The same levels for the figures (plot.c). */
-int tui_heat_level(double v) { return heat_level(v); }
-
 static void heat_glyph(int lv, const tui_ui *ui, uint32_t *ch, tui_style *st)
 {
     static const char ascii[] = " .:-=#@";
@@ -554,7 +540,7 @@ void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui
             }
             uint32_t ch;
             tui_style st;
-            heat_glyph(bad ? -1 : heat_level(mx), ui, &ch, &st);
+            heat_glyph(bad ? -1 : scale_heat_level(mx), ui, &ch, &st);
             tui_put(g, rr, left + (int)j, ch, st);
         }
     }

@@ -5,9 +5,10 @@
  * Not in libnormscope.a (the engine library stays curses-free); linked
  * into the binary only. The UI thread is the only caller of curses.
  *
- * Frames: every FRAME_MS the UI copies what changed in the trainer's
- * snapshot (unless frozen); when anything changed (or a key came) it draws
- * the whole grid and lets curses send only the changed cells.
+ * Frames: every FRAME_MS the UI asks its source (the trainer, a followed
+ * stream or a sweep: a ui_source, as tmux's window modes) for what
+ * changed; when anything changed (or a key came) the source draws the
+ * whole grid and curses sends only the changed cells.
  *
  * The terminal is restored on q/F10, on SIGINT/SIGTERM/SIGHUP (handled
  * here, outside the handler, by the normal path), on a crash signal (the
@@ -238,25 +239,45 @@ static int translate_key(int ch)
     }
 }
 
+typedef struct run_state run_state;
+
+/* What the frame loop shows: a snapshot source, as tmux's window modes
+ * are (one implementation each: the trainer, a followed stream, a sweep).
+ * The loop asks it for news, has it draw, and hands it the keys; it
+ * never asks which one it is. */
 typedef struct {
-    trainer *t;
-    tui_follow_state *fw; /* --follow: a stream instead of t (NULL otherwise) */
-    sweepview *sv;        /* --sweep: a grid of runs instead of t (NULL otherwise) */
-    sv_board *board;      /* what the sweep's scheduler reports, for sv */
+    int (*update)(run_state *rs);  /* take what is new: 1 when the frame changed */
+    void (*draw)(run_state *rs);   /* the frame, into rs->grid */
+    void (*key)(run_state *rs, int key);      /* a key (TUI_KEY_* codes) */
+    void (*act)(run_state *rs, tui_action a); /* a click or the wheel's action */
+    void (*note)(run_state *rs, const char *text); /* a line for its event log */
+    int clicks;                    /* takes the mouse */
+} ui_source;
+
+struct run_state {
+    const ui_source *src;
+    trainer *t;           /* the trainer's source; its clock stops with Ctrl-Z */
+    tui_follow_state *fw; /* the followed stream's */
+    sweepview *sv;        /* the sweep's, and the board its scheduler reports on */
+    sv_board *board;
     trainer_snapshot *snap;
     tui_ui ui;
     tui_grid grid;
     double note_until;
-} run_state;
+};
 
-static void send_action(run_state *rs, tui_action a)
+/* ---- the trainer ---------------------------------------------------------------- */
+
+static int trainer_src_update(run_state *rs)
+{
+    return !rs->ui.frozen && trainer_snapshot_copy(rs->t, rs->snap);
+}
+
+static void snapshot_draw(run_state *rs) { tui_draw(&rs->grid, rs->snap, &rs->ui); }
+
+static void trainer_src_act(run_state *rs, tui_action a)
 {
     ns_command cmd;
-    if (rs->fw) { /* follow mode's keys: tui_follow.c */
-        if (tui_follow_action(rs->fw, &rs->ui, a) && rs->ui.note[0])
-            rs->note_until = nstime_now() + NOTE_S;
-        return;
-    }
     if (!tui_apply(&rs->ui, a, rs->snap->s.n_layer, &cmd))
         return;
     /* the target goes alongside the command (twin.h: the two-run rule) */
@@ -266,6 +287,83 @@ static void send_action(run_state *rs, tui_action a)
         rs->note_until = nstime_now() + NOTE_S;
     }
 }
+
+/* The view's keys (the key table's), for the trainer and a followed run. */
+static void table_key(run_state *rs, int key)
+{
+    tui_action a = tui_key_action(key);
+    if (a != TUI_ACT_NONE)
+        rs->src->act(rs, a);
+    else if (rs->ui.help || rs->ui.diag) /* "any key closes": unbound ones too */
+        rs->ui.help = rs->ui.diag = 0;
+}
+
+/* A note goes through the queue, so the trainer records it between steps. */
+static void trainer_src_note(run_state *rs, const char *text)
+{
+    ns_command cmd = command_make(CMD_NOTE);
+    snprintf(cmd.text, sizeof cmd.text, "%s", text);
+    trainer_send(rs->t, &cmd);
+}
+
+static const ui_source trainer_source = {
+    .update = trainer_src_update, .draw = snapshot_draw, .key = table_key,
+    .act = trainer_src_act, .note = trainer_src_note, .clicks = 1,
+};
+
+/* ---- a followed stream (tui_follow.c) ------------------------------------------------ */
+
+static int follow_src_update(run_state *rs)
+{
+    return !rs->ui.frozen && tui_follow_update(rs->fw, rs->snap, &rs->ui);
+}
+
+static void follow_src_draw(run_state *rs)
+{
+    if (rs->fw->changed && !rs->ui.frozen) /* a replay key: the step it shows */
+        tui_follow_update(rs->fw, rs->snap, &rs->ui);
+    tui_draw(&rs->grid, rs->snap, &rs->ui);
+    tui_follow_draw(&rs->grid, rs->snap, &rs->ui, rs->fw);
+}
+
+static void follow_src_act(run_state *rs, tui_action a)
+{
+    if (tui_follow_action(rs->fw, &rs->ui, a) && rs->ui.note[0])
+        rs->note_until = nstime_now() + NOTE_S;
+}
+
+static void follow_src_note(run_state *rs, const char *text)
+{
+    stream_note(rs->fw->r, NS_EV_INFO, text);
+}
+
+static const ui_source follow_source = {
+    .update = follow_src_update, .draw = follow_src_draw, .key = table_key,
+    .act = follow_src_act, .note = follow_src_note, .clicks = 1,
+};
+
+/* ---- a sweep (tui_sweep.c): its own keys, no mouse, no event log ------------------- */
+
+static int sweep_src_update(run_state *rs) { return sv_update(rs->sv, rs->board); }
+static void sweep_src_draw(run_state *rs) { sv_draw(&rs->grid, rs->sv); }
+
+static void sweep_src_key(run_state *rs, int key)
+{
+    sv_key(rs->sv, key);
+    rs->ui.quit = rs->sv->quit;
+}
+
+static void sweep_src_act(run_state *rs, tui_action a) { (void)rs, (void)a; }
+static void sweep_src_note(run_state *rs, const char *text) { (void)rs, (void)text; }
+
+static const ui_source sweep_source = {
+    .update = sweep_src_update, .draw = sweep_src_draw, .key = sweep_src_key,
+    .act = sweep_src_act, .note = sweep_src_note, .clicks = 0,
+};
+
+/* ---- the frame loop ------------------------------------------------------------------ */
+
+static void send_action(run_state *rs, tui_action a) { rs->src->act(rs, a); }
 
 /* d and e: the file is written here, on the UI thread, from the frame just
  * drawn and the snapshot copy it shows; its name goes to the event log
@@ -285,19 +383,14 @@ static void write_one_dump(run_state *rs, int what)
         snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
         r = tui_write_metrics(rs->snap, path, err, sizeof err);
     }
-    ns_command cmd;
-    memset(&cmd, 0, sizeof cmd);
-    cmd.kind = CMD_NOTE;
+    char text[NS_CMD_TEXT];
     if (r == 0)
-        snprintf(cmd.text, sizeof cmd.text, "wrote %s", path);
+        snprintf(text, sizeof text, "wrote %s", path);
     else
-        snprintf(cmd.text, sizeof cmd.text, "could not write %.70s", err);
-    snprintf(rs->ui.note, sizeof rs->ui.note, "%.70s ", cmd.text);
+        snprintf(text, sizeof text, "could not write %.70s", err);
+    snprintf(rs->ui.note, sizeof rs->ui.note, "%.70s ", text);
     rs->note_until = nstime_now() + NOTE_S;
-    if (rs->fw)
-        stream_note(rs->fw->r, NS_EV_INFO, cmd.text);
-    else
-        trainer_send(rs->t, &cmd);
+    rs->src->note(rs, text);
 }
 
 /* d and e pressed within one frame: both files */
@@ -338,7 +431,7 @@ static int handle_input(run_state *rs, int ch)
         break;
     case KEY_MOUSE: {
         MEVENT ev;
-        if (getmouse(&ev) != OK || rs->sv)
+        if (getmouse(&ev) != OK || !rs->src->clicks)
             break;
         tui_action a = TUI_ACT_NONE;
         int sel;
@@ -354,19 +447,9 @@ static int handle_input(run_state *rs, int ch)
             send_action(rs, a);
         break;
     }
-    default: {
-        if (rs->sv) { /* the sweep's view has its own keys (tui_sweep.c) */
-            sv_key(rs->sv, translate_key(ch));
-            rs->ui.quit = rs->sv->quit;
-            break;
-        }
-        tui_action a = tui_key_action(translate_key(ch));
-        if (a != TUI_ACT_NONE)
-            send_action(rs, a);
-        else if (rs->ui.help || rs->ui.diag) /* "any key closes": unbound ones too */
-            rs->ui.help = rs->ui.diag = 0;
+    default:
+        rs->src->key(rs, translate_key(ch));
         break;
-    }
     }
     return 0;
 }
@@ -509,11 +592,11 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     mouseinterval(0); /* report presses at once, not after a click delay */
     int color = setup_colors(want_color);
     tui_ui_init(&rs->ui, utf8 && !o->ascii, color);
-    rs->ui.follow = rs->fw != NULL;
+    rs->ui.follow = rs->src == &follow_source;
     rs->ui.lesson_title = o->lesson_title;
     rs->ui.lesson_text = o->lesson_text;
     rs->ui.bars_rel = o->bars_rel;
-    if (rs->sv)
+    if (rs->src == &sweep_source)
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -572,9 +655,7 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         double now = nstime_now();
         if (now >= next_frame) {
             next_frame = now + FRAME_MS / 1000.0;
-            if (rs->sv ? sv_update(rs->sv, rs->board)
-                       : !rs->ui.frozen && (rs->fw ? tui_follow_update(rs->fw, rs->snap, &rs->ui)
-                                                   : trainer_snapshot_copy(rs->t, rs->snap)))
+            if (rs->src->update(rs))
                 dirty = 1;
             if (rs->ui.note[0] && now > rs->note_until) {
                 rs->ui.note[0] = 0;
@@ -584,14 +665,7 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         if (!dirty)
             continue;
         dirty = 0;
-        if (rs->fw && rs->fw->changed && !rs->ui.frozen) /* a replay key: the step it shows */
-            tui_follow_update(rs->fw, rs->snap, &rs->ui);
-        if (rs->sv)
-            sv_draw(&rs->grid, rs->sv);
-        else
-            tui_draw(&rs->grid, rs->snap, &rs->ui);
-        if (rs->fw)
-            tui_follow_draw(&rs->grid, rs->snap, &rs->ui, rs->fw);
+        rs->src->draw(rs);
         blit(&rs->grid);
         if (rs->ui.dump)
             write_dump(rs);
@@ -611,6 +685,7 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, sweepview *sv, sv_board 
     rs.fw = fw;
     rs.sv = sv;
     rs.board = board;
+    rs.src = sv ? &sweep_source : fw ? &follow_source : &trainer_source;
     rs.snap = trainer_snapshot_new();
     if (!rs.snap) {
         snprintf(err, errlen, "out of memory");

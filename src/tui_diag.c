@@ -55,6 +55,12 @@ static const char *key(tui_action a)
     return k;
 }
 
+/* The key of a setting's command ("norm", "toggle"): the settings row's. */
+static const char *bkey(const char *word, const char *how)
+{
+    return key(tui_bind_action(word, how));
+}
+
 /* The Post-LN family: the norms sit after the residual sum. */
 static int post_like(int norm)
 {
@@ -72,13 +78,13 @@ static int presses_to_bf16(numfmt p)
 static void keys_line(text *t, const diag_finding *f, const run_view *v)
 {
     int low = v->cfg->precision != FMT_FP32;
-    const char *lr = key(TUI_ACT_LR_DOWN), *rw = key(TUI_ACT_REWIND), *sp = key(TUI_ACT_PAUSE);
+    const char *lr = bkey("lr", "x0.5"), *rw = key(TUI_ACT_REWIND), *sp = key(TUI_ACT_PAUSE);
     int bf = presses_to_bf16(v->cfg->precision);
     switch (f->rule) {
     case DIAG_R_HEADROOM:
         if (low && !v->cfg->fp32_norms)
             say(t, "    keys: %s halves the LR; %s puts the norms in fp32", lr,
-                key(TUI_ACT_FP32_NORMS));
+                bkey("fp32-norms", "toggle"));
         else
             say(t, "    keys: %s halves the LR", lr);
         break;
@@ -88,42 +94,42 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
     case DIAG_R_SCALE:
         if (bf)
             say(t, "    keys: %s halves the LR; or %s pressed %d time%s: bf16", lr,
-                key(TUI_ACT_PRECISION), bf, bf == 1 ? "" : "s");
+                bkey("precision", "next"), bf, bf == 1 ? "" : "s");
         else
             say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_UPDATE:
         if (post_like(v->cfg->norm))
-            say(t, "    keys: %s switches to Pre-LN", key(TUI_ACT_NORM));
+            say(t, "    keys: %s switches to Pre-LN", bkey("norm", "toggle"));
         else
             say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_RESUMED:
         say(t, "    keys: %s pauses; %s halves the LR or %s turns warmup on; then %s rewinds", sp,
-            lr, key(TUI_ACT_WARMUP), rw);
+            lr, bkey("warmup", "toggle"), rw);
         break;
     case DIAG_R_STALL:
         if (post_like(v->cfg->norm))
             say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
-                key(TUI_ACT_NORM), key(TUI_ACT_REINIT), key(TUI_ACT_WARMUP));
+                bkey("norm", "toggle"), key(TUI_ACT_REINIT), bkey("warmup", "toggle"));
         else
             say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_NORM_VAR:
         if (bf)
             say(t, "    keys: %s (fp32 norms) or %s x%d (bf16), and %s halves the LR; then %s "
-                   "rewinds", key(TUI_ACT_FP32_NORMS), key(TUI_ACT_PRECISION), bf, lr, rw);
+                   "rewinds", bkey("fp32-norms", "toggle"), bkey("precision", "next"), bf, lr, rw);
         else
             say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
-                key(TUI_ACT_FP32_NORMS), lr, rw);
+                bkey("fp32-norms", "toggle"), lr, rw);
         break;
     case DIAG_R_GROWTH:
         say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr, rw,
-            key(TUI_ACT_CLIP));
+            bkey("clip", "toggle"));
         break;
     case DIAG_R_LR:
         if (f->value[3] == 1) {
-            say(t, "    keys: press %s then %s: warmup on, rewind", key(TUI_ACT_WARMUP), rw);
+            say(t, "    keys: press %s then %s: warmup on, rewind", bkey("warmup", "toggle"), rw);
         } else {
             int n = f->value[0] > 0 ? (int)ceil(log2(f->value[1] / f->value[0]) - 1e-9) : 1;
             say(t, "    keys: %s pressed %d time%s (LR back to %g or below), then %s rewinds", lr,

@@ -5,7 +5,7 @@
  *   layer 5/12  attn 1.2e-01  mlp 3.4e-02  act max 4.12  rms 0.85  [headroom 12.3  under 1234]
  *
  * Numbers that do not fit the width are left off from the right. Not here:
- * when the fold is used (tui_layout.c), the full box (tui_widgets.c).
+ * when the fold is used (tui_layout.c), the full box (tui_layers.c).
  */
 #include "tui.h"
 

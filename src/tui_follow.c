@@ -121,9 +121,11 @@ int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a)
     if (tui_action_changes_model(a)) {
         char t[NS_EVENT_TEXT];
         const char *what = "that key";
-        for (int i = 0; i < tui_n_keys; i++)
-            if (tui_keys[i].act == a && tui_keys[i].help) {
-                what = tui_keys[i].help;
+        int n;
+        const tui_key *keys = tui_key_table(&n);
+        for (int i = 0; i < n; i++)
+            if (keys[i].act == a && keys[i].help) {
+                what = keys[i].help;
                 break;
             }
         snprintf(t, sizeof t, "not available while following: %.80s", what);
@@ -131,13 +133,16 @@ int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a)
         snprintf(ui->note, sizeof ui->note, "not available while following ");
         return 1;
     }
+    char text[64];
+    if (tui_bind_command(a, text, sizeof text) == 0) { /* lr x2, lr x0.5: the followed run's */
+        send_command(f, ui, text);
+        return 1;
+    }
     switch (a) {
     case TUI_ACT_PAUSE:
         send_command(f, ui, f->paused ? "resume" : "pause");
         f->paused = !f->paused;
         return 1;
-    case TUI_ACT_LR_UP: send_command(f, ui, "lr x2"); return 1;
-    case TUI_ACT_LR_DOWN: send_command(f, ui, "lr x0.5"); return 1;
     case TUI_ACT_CHECKPOINT: send_command(f, ui, "checkpoint"); return 1;
     case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_TOP: case TUI_ACT_BOTTOM:
         move_view(f, a);
@@ -226,7 +231,7 @@ static void draw_keys(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui
         char text[24];
         tui_action act;
     } k[] = {
-        {"[space]", "", TUI_ACT_PAUSE},  {"[+-]", " lr x2 / x0.5", TUI_ACT_LR_UP},
+        {"[space]", "", TUI_ACT_PAUSE},  {"[+-]", " lr x2 / x0.5", tui_bind_action("lr", "x2")},
         {"[C]", " checkpoint", TUI_ACT_CHECKPOINT}, {"[<>]", " replay", TUI_ACT_STEP_BACK},
         {"[m]", "", TUI_ACT_VIEW},       {"[y]", "", TUI_ACT_LOGY},
         {"[z]", "", TUI_ACT_FREEZE},
@@ -289,11 +294,11 @@ static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap, int
 /* The footer: follow mode's keys, and a passing note at the right */
 static void draw_footer(tui_grid *g, tui_rect r, tui_ui *ui)
 {
-    static const struct {
+    const struct {
         const char *key, *hint;
         tui_action act;
     } k[] = {
-        {"Spc", "Pause", TUI_ACT_PAUSE}, {"+-", "LR", TUI_ACT_LR_UP},
+        {"Spc", "Pause", TUI_ACT_PAUSE}, {"+-", "LR", tui_bind_action("lr", "x2")},
         {"C", "Checkpoint", TUI_ACT_CHECKPOINT}, {"Left", "Replay", TUI_ACT_STEP_BACK},
         {"m", "View", TUI_ACT_VIEW}, {"y", "Log-y", TUI_ACT_LOGY},
         {"z", "Freeze", TUI_ACT_FREEZE}, {"F1", "Help", TUI_ACT_HELP},

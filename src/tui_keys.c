@@ -1,89 +1,212 @@
 /* tui_keys.c - the key table (htop's habit: keys map to actions, actions
  * change state and return what to do; none of them draws) and the UI
  * state the actions change. The same table prints the help overlay and
- * the footer, so a key cannot be bound without being documented.
+ * the footer, so a key cannot be bound without being documented. The
+ * settings' keys are the settings table's: each is bound to its row's
+ * command text ("norm toggle"), which the command parser reads, as tmux
+ * binds keys to commands; here they only get their place.
  * No curses: the curses layer translates its key codes to TUI_KEY_*. */
 #include "tui.h"
 #include "twin.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-const tui_key tui_keys[] = {
-    {{'p'}, "p", "p", "Norm", "Pre-LN / Post-LN placement (weights untouched)", TUI_ACT_NORM},
-    {{'P'}, "P", NULL, NULL, "next placement: post pre sandwich deepnorm rezero none mix",
-     TUI_ACT_NORM_CYCLE},
-    {{'k'}, "k", NULL, NULL, "next norm kind: layernorm rmsnorm dyt", TUI_ACT_KIND_CYCLE},
-    {{'w'}, "w", "w", "Warmup", "LR warmup on (a fresh ramp from now) / off", TUI_ACT_WARMUP},
-    {{'f'}, "f", "f", "Prec", "next precision: fp32 bf16 fp16", TUI_ACT_PRECISION},
-    {{'i'}, "i", NULL, NULL, "norms, softmax and loss in fp32 / in the low format",
-     TUI_ACT_FP32_NORMS},
-    {{'l'}, "l", NULL, NULL, "loss scaling dynamic / off (bf16, fp16)", TUI_ACT_LOSS_SCALE},
-    {{' '}, "space", "Spc", "Pause", "pause / resume training", TUI_ACT_PAUSE},
-    {{'n'}, "n", "n", "Step", "one step while paused (pauses a running trainer)", TUI_ACT_STEP},
-    {{'+', '='}, "+/-", "+-", "LR", "peak learning rate x2 / /2", TUI_ACT_LR_UP},
-    {{'-', '_'}, NULL, NULL, NULL, NULL, TUI_ACT_LR_DOWN},
-    {{'c'}, "c", "c", "Clip", "gradient clipping at 1.0 on / off", TUI_ACT_CLIP},
+/* The keys in the help's order. A settings row's key has its place here
+ * (row, how: its command word and the words after it) and nothing else:
+ * the key, its help line and its command are the row's (settings.c). A
+ * row's key without a place here is shown after these. */
+static const tui_key layout[] = {
+    {.row = "norm", .how = "toggle", .hint = "Norm"},
+    {.row = "norm", .how = "next"},
+    {.row = "kind", .how = "next"},
+    {.row = "warmup", .how = "toggle", .hint = "Warmup"},
+    {.row = "precision", .how = "next", .hint = "Prec"},
+    {.row = "fp32-norms", .how = "toggle"},
+    {.row = "loss-scale", .how = "toggle"},
+    {{' '}, "space", "Spc", "Pause", "pause / resume training", TUI_ACT_PAUSE, NULL, NULL},
+    {{'n'}, "n", "n", "Step", "one step while paused (pauses a running trainer)",
+     TUI_ACT_STEP, NULL, NULL},
+    {.row = "lr", .how = "x2", .hint = "LR"},
+    {.row = "lr", .how = "x0.5"},
+    {.row = "clip", .how = "toggle", .hint = "Clip"},
     {{'b'}, "b", "b", "Rewind", "rewind to the newest snapshot before now (again: older)",
-     TUI_ACT_REWIND},
-    {{'r'}, "r", "r", "Reinit", "re-initialize: step 0, fresh weights, same seed", TUI_ACT_REINIT},
+     TUI_ACT_REWIND, NULL, NULL},
+    {{'r'}, "r", "r", "Reinit", "re-initialize: step 0, fresh weights, same seed",
+     TUI_ACT_REINIT, NULL, NULL},
     {{TUI_KEY_TAB, TUI_KEY_BTAB}, "Tab", NULL, NULL,
-     "--compare: keys act on both runs -> run a -> run b", TUI_ACT_TARGET},
+     "--compare: keys act on both runs -> run a -> run b", TUI_ACT_TARGET, NULL, NULL},
     {{'m'}, "m/v", "m", "View", "view bars / heatmap (m); bars absolute / relative (v)",
-     TUI_ACT_VIEW},
-    {{'v'}, NULL, NULL, NULL, NULL, TUI_ACT_BARS},
+     TUI_ACT_VIEW, NULL, NULL},
+    {{'v'}, NULL, NULL, NULL, NULL, TUI_ACT_BARS, NULL, NULL},
     {{TUI_KEY_UP}, "up/down", NULL, NULL, "select a layer (its numbers in the box at the right)",
-     TUI_ACT_UP},
-    {{TUI_KEY_DOWN}, NULL, NULL, NULL, NULL, TUI_ACT_DOWN},
+     TUI_ACT_UP, NULL, NULL},
+    {{TUI_KEY_DOWN}, NULL, NULL, NULL, NULL, TUI_ACT_DOWN, NULL, NULL},
     /* one help line for both pairs: the overlay is full at 24 rows */
     {{TUI_KEY_PGUP}, "PgUp/PgDn", NULL, NULL, "a page of layers up / down; Home/End: top / layer 0",
-     TUI_ACT_PGUP},
-    {{TUI_KEY_PGDN}, NULL, NULL, NULL, NULL, TUI_ACT_PGDN},
-    {{TUI_KEY_HOME}, NULL, NULL, NULL, NULL, TUI_ACT_TOP},
-    {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM},
+     TUI_ACT_PGUP, NULL, NULL},
+    {{TUI_KEY_PGDN}, NULL, NULL, NULL, NULL, TUI_ACT_PGDN, NULL, NULL},
+    {{TUI_KEY_HOME}, NULL, NULL, NULL, NULL, TUI_ACT_TOP, NULL, NULL},
+    {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM, NULL, NULL},
     {{'y'}, "y/z/L", "y", "Log-y", "chart log-y / linear (y); freeze (z); lesson panel (L)",
-     TUI_ACT_LOGY},
-    {{'z'}, NULL, "z", "Freeze", NULL, TUI_ACT_FREEZE},
-    {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON},
+     TUI_ACT_LOGY, NULL, NULL},
+    {{'z'}, NULL, "z", "Freeze", NULL, TUI_ACT_FREEZE, NULL, NULL},
+    {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON, NULL, NULL},
     {{'['}, "[/]", NULL, NULL, "event log: a line older / newer ({ }: a page; the wheel)",
-     TUI_ACT_LOG_OLDER},
-    {{']'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_NEWER},
-    {{'{'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_PGOLDER},
-    {{'}'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_PGNEWER},
+     TUI_ACT_LOG_OLDER, NULL, NULL},
+    {{']'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_NEWER, NULL, NULL},
+    {{'{'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_PGOLDER, NULL, NULL},
+    {{'}'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_PGNEWER, NULL, NULL},
     {{'d'}, "d/e/g", NULL, NULL, "write the screen as text / the loss as CSV / the view as SVG",
-     TUI_ACT_DUMP_SCREEN},
-    {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS},
-    {{'g'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_FIGURE},
+     TUI_ACT_DUMP_SCREEN, NULL, NULL},
+    {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS, NULL, NULL},
+    {{'g'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_FIGURE, NULL, NULL},
     {{'?', 'h', TUI_KEY_F1}, "?/h/F1/D", "F1", "Help",
-     "this help / the runs' diagnosis and what to try (D); any key closes", TUI_ACT_HELP},
-    {{'D'}, NULL, NULL, NULL, NULL, TUI_ACT_DIAG},
-    {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT},
+     "this help / the runs' diagnosis and what to try (D); any key closes",
+     TUI_ACT_HELP, NULL, NULL},
+    {{'D'}, NULL, NULL, NULL, NULL, TUI_ACT_DIAG, NULL, NULL},
+    {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT, NULL, NULL},
     /* --follow only (the help shows them there, in the rows of the keys
      * that change the lab's model, which it sums up in one line) */
     {{TUI_KEY_LEFT}, "Left/Right", NULL, NULL,
-     "replay: the view's step back / forward (Home/End: the ends)", TUI_ACT_STEP_BACK},
-    {{TUI_KEY_RIGHT}, NULL, NULL, NULL, NULL, TUI_ACT_STEP_FWD},
+     "replay: the view's step back / forward (Home/End: the ends)", TUI_ACT_STEP_BACK, NULL, NULL},
+    {{TUI_KEY_RIGHT}, NULL, NULL, NULL, NULL, TUI_ACT_STEP_FWD, NULL, NULL},
     {{'C'}, "C", NULL, NULL, "ask the followed run for a checkpoint (space, +/-: pause, LR)",
-     TUI_ACT_CHECKPOINT},
+     TUI_ACT_CHECKPOINT, NULL, NULL},
 };
-const int tui_n_keys = (int)(sizeof tui_keys / sizeof tui_keys[0]);
+enum { N_LAYOUT = sizeof layout / sizeof layout[0] };
+
+/* ---- keys bound to the settings' commands ------------------------------------ */
+
+/* The i-th bound key (a settings row's key, in table order): its row and
+ * binding. NULL past the last. */
+static const ns_setting *bound(int i, const setting_key **k)
+{
+    for (int r = 0; r < settings_count(); r++) {
+        const ns_setting *s = settings_row(r);
+        for (int j = 0; s->cmd && j < SET_KEYS; j++)
+            if (s->keys[j].key && i-- == 0) {
+                *k = &s->keys[j];
+                return s;
+            }
+    }
+    return NULL;
+}
+
+const ns_setting *tui_bind_row(tui_action a)
+{
+    const setting_key *k;
+    return a >= TUI_ACT_BIND ? bound((int)a - TUI_ACT_BIND, &k) : NULL;
+}
+
+tui_action tui_bind_action(const char *word, const char *how)
+{
+    const setting_key *k;
+    const ns_setting *s;
+    for (int i = 0; (s = bound(i, &k)) != NULL; i++)
+        if (!strcmp(s->cmd, word) && !strcmp(k->how, how))
+            return (tui_action)(TUI_ACT_BIND + i);
+    return TUI_ACT_NONE;
+}
+
+int tui_bind_command(tui_action a, char *buf, size_t n)
+{
+    const setting_key *k;
+    const ns_setting *s = a >= TUI_ACT_BIND ? bound((int)a - TUI_ACT_BIND, &k) : NULL;
+    if (!s)
+        return -1;
+    snprintf(buf, n, "%s %s", s->cmd, k->how);
+    return 0;
+}
+
+/* ---- the table ----------------------------------------------------------------- */
+
+#define TUI_MAX_KEYS (N_LAYOUT + 2 * NS_SETTINGS_MAX)
+static tui_key table[TUI_MAX_KEYS];
+static char names[TUI_MAX_KEYS][2][8]; /* a bound key's name and footer label */
+static int n_table;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+/* The entry of bound key i; hint: its footer word, NULL = not there. A
+ * binding without a help line is the second of a pair ("+/-"): the
+ * first's line names both. */
+static tui_key bound_entry(int i, const char *hint)
+{
+    const setting_key *k, *next = NULL;
+    const ns_setting *s = bound(i, &k);
+    tui_key e;
+    memset(&e, 0, sizeof e);
+    e.keys[0] = k->key;
+    e.keys[1] = k->alt;
+    e.act = (tui_action)(TUI_ACT_BIND + i);
+    e.help = k->help;
+    if (k + 1 < s->keys + SET_KEYS && k[1].key && !k[1].help)
+        next = &k[1];
+    char *name = names[n_table][0], *foot = names[n_table][1];
+    if (k->help) {
+        if (next)
+            snprintf(name, 8, "%c/%c", k->key, next->key), snprintf(foot, 8, "%c%c", k->key, next->key);
+        else
+            snprintf(name, 8, "%c", k->key), snprintf(foot, 8, "%c", k->key);
+        e.name = name;
+        e.foot = hint ? foot : NULL;
+        e.hint = hint;
+    }
+    return e;
+}
+
+static void table_build(void)
+{
+    unsigned char placed[TUI_MAX_KEYS] = {0};
+    for (int i = 0; i < N_LAYOUT; i++) {
+        const tui_key *l = &layout[i];
+        if (!l->row) {
+            table[n_table++] = *l;
+            continue;
+        }
+        tui_action a = tui_bind_action(l->row, l->how);
+        if (a == TUI_ACT_NONE)
+            continue;
+        table[n_table] = bound_entry((int)a - TUI_ACT_BIND, l->hint);
+        n_table++;
+        placed[a - TUI_ACT_BIND] = 1;
+    }
+    const setting_key *k;
+    for (int i = 0; bound(i, &k) && n_table < TUI_MAX_KEYS; i++)
+        if (!placed[i]) {
+            table[n_table] = bound_entry(i, NULL);
+            n_table++;
+        }
+}
+
+const tui_key *tui_key_table(int *n)
+{
+    pthread_once(&table_once, table_build);
+    *n = n_table;
+    return table;
+}
 
 tui_action tui_key_action(int key)
 {
-    for (int i = 0; i < tui_n_keys; i++)
-        for (int k = 0; k < 3 && tui_keys[i].keys[k]; k++)
-            if (tui_keys[i].keys[k] == key)
-                return tui_keys[i].act;
+    int n;
+    const tui_key *t = tui_key_table(&n);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 3 && t[i].keys[k]; k++)
+            if (t[i].keys[k] == key)
+                return t[i].act;
     return TUI_ACT_NONE;
 }
 
 void tui_key_name(tui_action a, char *b, size_t n)
 {
+    int nk;
+    const tui_key *t = tui_key_table(&nk);
     snprintf(b, n, "?");
-    for (int i = 0; i < tui_n_keys; i++) {
-        int k = tui_keys[i].keys[0];
-        if (tui_keys[i].act != a)
+    for (int i = 0; i < nk; i++) {
+        int k = t[i].keys[0];
+        if (t[i].act != a)
             continue;
         if (k == ' ')
             snprintf(b, n, "space");
@@ -97,14 +220,10 @@ void tui_key_name(tui_action a, char *b, size_t n)
 
 int tui_action_changes_model(tui_action a)
 {
-    switch (a) {
-    case TUI_ACT_NORM: case TUI_ACT_NORM_CYCLE: case TUI_ACT_KIND_CYCLE: case TUI_ACT_WARMUP:
-    case TUI_ACT_PRECISION: case TUI_ACT_FP32_NORMS: case TUI_ACT_LOSS_SCALE:
-    case TUI_ACT_REWIND: case TUI_ACT_STEP: case TUI_ACT_CLIP: case TUI_ACT_REINIT:
-        return 1;
-    default:
-        return 0;
-    }
+    const ns_setting *s = tui_bind_row(a);
+    if (s) /* a followed run takes some commands itself (its control file) */
+        return !(s->live & SETL_REMOTE);
+    return a == TUI_ACT_REWIND || a == TUI_ACT_STEP || a == TUI_ACT_REINIT;
 }
 
 int tui_action_follow_only(tui_action a)
@@ -146,20 +265,13 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     /* a page: the layers visible last frame, less one for context */
     int page = ui->layer_rows > 1 ? ui->layer_rows - 1 : 1;
     memset(cmd, 0, sizeof *cmd);
+    char text[64], err[200];
+    if (tui_bind_command(a, text, sizeof text) == 0) /* a settings row's key */
+        return command_parse(text, cmd, err, sizeof err) == 0;
     switch (a) {
-    case TUI_ACT_NORM: *cmd = command_toggle(CMD_NORM); return 1;
-    case TUI_ACT_NORM_CYCLE: *cmd = command_cycle(CMD_NORM); return 1;
-    case TUI_ACT_KIND_CYCLE: *cmd = command_cycle(CMD_KIND); return 1;
-    case TUI_ACT_WARMUP: *cmd = command_toggle(CMD_WARMUP); return 1;
-    case TUI_ACT_PRECISION: *cmd = command_cycle(CMD_PRECISION); return 1;
-    case TUI_ACT_FP32_NORMS: *cmd = command_toggle(CMD_FP32_NORMS); return 1;
-    case TUI_ACT_LOSS_SCALE: *cmd = command_toggle(CMD_LOSS_SCALE); return 1;
     case TUI_ACT_REWIND: cmd->kind = CMD_REWIND; return 1;
     case TUI_ACT_PAUSE: cmd->kind = CMD_PAUSE_TOGGLE; return 1;
     case TUI_ACT_STEP: cmd->kind = CMD_STEP; return 1;
-    case TUI_ACT_LR_UP: *cmd = command_scale(CMD_LR, 2.0); return 1;
-    case TUI_ACT_LR_DOWN: *cmd = command_scale(CMD_LR, 0.5); return 1;
-    case TUI_ACT_CLIP: *cmd = command_toggle(CMD_CLIP); return 1;
     case TUI_ACT_REINIT: cmd->kind = CMD_REINIT; return 1;
     case TUI_ACT_VIEW: ui->view = (ui->view + 1) % TUI_VIEW_COUNT; return 0;
     case TUI_ACT_TARGET: ui->target = (ui->target + 1) % TWIN_TARGET_COUNT; return 0;

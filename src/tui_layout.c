@@ -28,9 +28,10 @@
  * legend, and the border (with the closing hint on it). */
 static int help_height(void)
 {
-    int lines = 0;
-    for (int i = 0; i < tui_n_keys; i++)
-        lines += tui_keys[i].name != NULL;
+    int lines = 0, n;
+    const tui_key *keys = tui_key_table(&n);
+    for (int i = 0; i < n; i++)
+        lines += keys[i].name != NULL;
     return lines + 1 + TUI_HELP_LEGEND + 2; /* the hint is on the bottom border */
 }
 
@@ -196,17 +197,6 @@ int tui_scroll_fit(int first, int visible, int pos, int count)
     return clampi(first, 0, max_first);
 }
 
-tui_grad_state tui_grad_state_of(double v, double layer_max)
-{
-    if (!isfinite(v))
-        return TUI_G_NONFINITE;
-    if (v >= TUI_EXPLODE)
-        return TUI_G_EXPLODE;
-    if (layer_max > 0 && v < TUI_VANISH_RATIO * layer_max)
-        return TUI_G_VANISH;
-    return TUI_G_NORMAL;
-}
-
 int tui_log_eighths(double v, int lo, int hi, int w)
 {
     return (int)tui_log_eighths_d(v, lo, hi, w);
@@ -227,8 +217,8 @@ double tui_log_eighths_d(double v, double lo, double hi, int w)
 
 void tui_bar_axis(int relative, double gmax, double *lo, double *hi)
 {
-    *lo = TUI_GRAD_LO;
-    *hi = TUI_GRAD_HI;
+    *lo = SCALE_GRAD_LO;
+    *hi = SCALE_GRAD_HI;
     if (relative && gmax > 0 && isfinite(gmax)) {
         *hi = log10(gmax);
         *lo = *hi - TUI_REL_DECADES;

@@ -1,5 +1,4 @@
-/* tui_sweep.c - the live view of a sweep, without curses: the map's
- * layout (which axis goes to rows, columns, pages; the seeds folded), the
+/* tui_sweep.c - the live view of a sweep, without curses: the
  * board the scheduler reports on, the cells and their color scale, the
  * keys, and the frames drawn into the cell grid.
  *
@@ -16,109 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- the map's layout ------------------------------------------------------ */
-
 enum {
     SV_CELL_W = 14,     /* a cell's columns, with the gap after it */
     SV_FIT_DEFAULT = 4, /* cells across before a frame says (80 columns) */
 };
-
-/* The axis, not seed and not `not`, with the most values (the first of
- * equals), or -1. */
-static int widest_axis(const sweep_map *m, int not)
-{
-    int best = -1;
-    for (int i = 0; i < m->n_axes; i++)
-        if (i != m->seed && i != not && (best < 0 || m->count[i] > m->count[best]))
-            best = i;
-    return best;
-}
-
-static int axis_ok(const sweep_map *m, int a)
-{
-    return a >= 0 && a < m->n_axes && a != m->seed;
-}
-
-int sweep_map_make(sweep_map *m, int n_axes, const char *const *names, const int *count,
-                   int row, int col)
-{
-    memset(m, 0, sizeof *m);
-    m->n_axes = n_axes < 0 ? 0 : n_axes > SWEEP_MAX_AXES ? SWEEP_MAX_AXES : n_axes;
-    m->seed = -1;
-    m->group = -1;
-    for (int i = 0; i < m->n_axes; i++) {
-        m->count[i] = count[i] > 0 ? count[i] : 1;
-        if (!strcmp(names[i], "seed"))
-            m->seed = i;
-    }
-    int asked = row >= 0 || col >= 0;
-    int bad = (row >= 0 && !axis_ok(m, row)) || (col >= 0 && !axis_ok(m, col)) ||
-              (row >= 0 && row == col);
-    if (bad || !asked) {
-        row = widest_axis(m, -1);
-        col = widest_axis(m, row);
-    } else if (row < 0) {
-        row = widest_axis(m, col);
-    } else if (col < 0) {
-        col = widest_axis(m, row);
-    }
-    m->row = row;
-    m->col = col;
-    m->rows = row >= 0 ? m->count[row] : 1;
-    m->cols = col >= 0 ? m->count[col] : 1;
-    m->pages = 1;
-    for (int i = 0; i < m->n_axes; i++)
-        if (i != m->seed && i != row && i != col) {
-            m->page_axis[m->n_page++] = i;
-            m->pages *= m->count[i];
-        }
-    return bad ? -1 : 0;
-}
-
-void sweep_map_group(sweep_map *m, int max_cols)
-{
-    int best = -1, at = -1;
-    for (int j = 0; j < m->n_page; j++)
-        if (best < 0 || m->count[m->page_axis[j]] < m->count[best]) {
-            best = m->page_axis[j];
-            at = j;
-        }
-    if (m->col < 0 || best < 0 || m->group >= 0 || (long)m->cols * m->count[best] > max_cols)
-        return;
-    m->group = best;
-    m->cols *= m->count[best];
-    m->pages /= m->count[best];
-    for (int j = at; j + 1 < m->n_page; j++)
-        m->page_axis[j] = m->page_axis[j + 1];
-    m->n_page--;
-}
-
-void sweep_map_place(const sweep_map *m, const int *idx, long *page, int *r, int *c)
-{
-    long p = 0;
-    for (int j = 0; j < m->n_page; j++)
-        p = p * m->count[m->page_axis[j]] + idx[m->page_axis[j]];
-    *page = p;
-    *r = m->row >= 0 ? idx[m->row] : 0;
-    *c = m->col >= 0 ? idx[m->col] : 0;
-    if (m->group >= 0)
-        *c += idx[m->group] * m->count[m->col];
-}
-
-/* Column c's value index on the columns' axis. */
-static int col_value(const sweep_map *m, int c)
-{
-    return m->group >= 0 ? c % m->count[m->col] : c;
-}
-
-void sweep_map_page_values(const sweep_map *m, long p, int *idx)
-{
-    for (int j = m->n_page - 1; j >= 0; j--) {
-        int a = m->page_axis[j];
-        idx[a] = (int)(p % m->count[a]);
-        p /= m->count[a];
-    }
-}
 
 /* ---- the board ------------------------------------------------------------------ */
 
@@ -388,7 +288,7 @@ static long run_at(const sweepview *v, long p, int r, int c, int s)
     if (m->row >= 0)
         idx[m->row] = r;
     if (m->col >= 0)
-        idx[m->col] = col_value(m, c);
+        idx[m->col] = sweep_map_col_value(m, c);
     if (m->group >= 0)
         idx[m->group] = c / m->count[m->col];
     if (m->seed >= 0)
@@ -858,7 +758,7 @@ static void draw_cells(tui_grid *g, sweepview *v, int top, int h)
         int c = v->left + j;
         if (m->group >= 0) /* "pre 6": the group's value, then the column's */
             snprintf(b, sizeof b, "%s %s", v->spec->axis[m->group].v[c / m->count[m->col]],
-                     v->spec->axis[m->col].v[col_value(m, c)]);
+                     v->spec->axis[m->col].v[sweep_map_col_value(m, c)]);
         else
             snprintf(b, sizeof b, "%s", m->col >= 0 ? v->spec->axis[m->col].v[c] : "");
         tui_puts(g, top, lw + j * SV_CELL_W, SV_CELL_W - 1, TUI_S_LABEL, b);
@@ -894,7 +794,7 @@ static void draw_info(tui_grid *g, const sweepview *v, int row)
         k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
     }
     if (m->col >= 0) {
-        axis_text(v, m->col, col_value(m, v->sel_c), t, sizeof t);
+        axis_text(v, m->col, sweep_map_col_value(m, v->sel_c), t, sizeof t);
         k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
     }
     if (m->group >= 0) {

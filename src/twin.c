@@ -7,9 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include "numfmt.h"
-#include "schedule.h"
 #include "settings.h"
 
 const char *twin_target_name(twin_target t)
@@ -37,43 +35,9 @@ int twin_acts_on(const ns_command *c, twin_target t, int run)
 /* Set dst's setting that c changes to src's value (src already changed). */
 static void sync_setting(engine *dst, const engine *src, const ns_command *c)
 {
-    const ns_config *s = engine_config(src);
-    switch (c->kind) {
-    case CMD_NORM:
-        engine_set_norm(dst, s->norm);
-        break;
-    case CMD_KIND:
-        engine_set_norm_kind(dst, s->norm_kind);
-        break;
-    case CMD_FINAL_NORM:
-        engine_set_final_norm(dst, s->final_norm);
-        break;
-    case CMD_WARMUP:
-        engine_set_warmup(dst, engine_warmup_on(src));
-        break;
-    case CMD_PRECISION:
-        engine_set_precision(dst, s->precision);
-        break;
-    case CMD_FP32_NORMS:
-        engine_set_fp32_norms(dst, s->fp32_norms);
-        break;
-    case CMD_LOSS_SCALE:
-        engine_set_loss_scale(dst, s->loss_scale);
-        break;
-    case CMD_LR:
-        engine_set_lr(dst, engine_current_peak(src));
-        break;
-    case CMD_CLIP:
-        engine_set_clip(dst, s->clip);
-        break;
-    case CMD_SETTING:
-        if (settings_row(c->setting))
-            engine_set_setting(dst, settings_row(c->setting),
-                               settings_get(settings_row(c->setting), s));
-        break;
-    default:
-        break;
-    }
+    const ns_setting *s = command_row(c);
+    if (s)
+        engine_set_setting(dst, s, engine_setting_value(src, s));
 }
 
 int twin_apply(engine *a, engine *b, const ns_command *c, twin_target t)
@@ -125,7 +89,7 @@ static int runtime_setting(twin_run r, int i, char *b, size_t n)
         return 1;
     case 5:
         if (r.warmup_on) /* the ramp in force: 100 steps when --warmup was 0 */
-            snprintf(b, n, "warmup=%d", schedule_ramp_steps(c));
+            snprintf(b, n, "warmup=%d", config_ramp_steps(c));
         else
             snprintf(b, n, "warmup=off");
         return 1;
@@ -170,8 +134,8 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
             append(buf, n, &used, mine);
     }
     for (size_t i = 0; other.cfg && i < sizeof fixed_names / sizeof fixed_names[0]; i++) {
-        cli_setting_label(self.cfg, fixed_names[i], mine, sizeof mine);
-        cli_setting_label(other.cfg, fixed_names[i], theirs, sizeof theirs);
+        settings_label(self.cfg, fixed_names[i], mine, sizeof mine);
+        settings_label(other.cfg, fixed_names[i], theirs, sizeof theirs);
         if (strcmp(mine, theirs) != 0)
             append(buf, n, &used, mine);
     }

@@ -40,7 +40,7 @@ VERSION = 1
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
-# Per-layer tensors in layout order (include/model.h), with their shapes.
+# Per-layer tensors in layout order (src/internal/model.h), with their shapes.
 LAYER_TENSORS = [
     ("ln1w", (C,)), ("ln1b", (C,)), ("ln2w", (C,)), ("ln2b", (C,)),
     ("ln1ow", (C,)), ("ln1ob", (C,)), ("ln2ow", (C,)), ("ln2ob", (C,)),

@@ -1,5 +1,5 @@
 #!/bin/sh
-# harden.sh - bad inputs and hostile outputs from the outside (issue #7):
+# harden.sh - bad inputs and hostile outputs from the outside:
 # --data files that are empty, short, binary, 1 GiB, a FIFO, a directory,
 # unreadable or missing; --csv, --jsonl and --save into missing or
 # unwritable places and onto a full device; a checkpoint saved over while

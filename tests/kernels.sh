@@ -18,10 +18,12 @@ skip=0
 ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
-# csv_without_rate IN OUT: IN without its tokens_per_s column
+# csv_without_rate IN OUT: IN without its wall-clock rate columns
+# (tokens_per_s, and b_tokens_per_s of a --compare twin)
 csv_without_rate() {
-    awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "tokens_per_s") c = i }
-        { if (c) { for (i = c; i < NF; i++) $i = $(i + 1); NF-- } print }' "$1" >"$2"
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) drop[i] = $i ~ /(^|_)tokens_per_s$/ }
+        { o = ""; for (i = 1; i <= NF; i++) if (!drop[i]) o = o (o == "" ? "" : ",") $i; print o }' \
+        "$1" >"$2"
 }
 
 # same NAME ARGS...: the run's CSV is the same under both builds

@@ -14,30 +14,33 @@ static void test_parse(void)
     struct {
         const char *s;
         command_kind k;
+        const char *row; /* a setting's command word */
         int how, vtype;
         double arg;
     } ok[] = {
-        {"norm post", CMD_NORM, S, I, NORM_POST},   {"norm deepnorm", CMD_NORM, S, I, NORM_DEEPNORM},
-        {"norm toggle", CMD_NORM, T, N, 0},         {"norm next", CMD_NORM, C, N, 0},
-        {"kind rmsnorm", CMD_KIND, S, I, NORMK_RMSNORM}, {"warmup on", CMD_WARMUP, S, I, 1},
-        {"warmup off", CMD_WARMUP, S, I, 0},        {"warmup toggle", CMD_WARMUP, T, N, 0},
-        {"precision fp16", CMD_PRECISION, S, I, FMT_FP16}, {"precision next", CMD_PRECISION, C, N, 0},
-        {"fp32-norms off", CMD_FP32_NORMS, S, I, 0}, {"loss-scale dynamic", CMD_LOSS_SCALE, S, R, 0},
-        {"loss-scale off", CMD_LOSS_SCALE, S, R, -1}, {"loss-scale 128", CMD_LOSS_SCALE, S, R, 128},
-        {"loss-scale toggle", CMD_LOSS_SCALE, T, N, 0}, {"lr 3e-3", CMD_LR, S, R, 3e-3},
-        {"lr x2", CMD_LR, X, R, 2},                 {"lr /2", CMD_LR, X, R, 0.5},
-        {"lr 20", CMD_LR, S, R, 20},                {"clip 1.0", CMD_CLIP, S, R, 1},
-        {"clip off", CMD_CLIP, S, R, 0},            {"clip toggle", CMD_CLIP, T, N, 0},
-        {"final-norm auto", CMD_FINAL_NORM, S, I, -1}, {"  snapshot  ", CMD_SNAPSHOT, S, N, 0},
-        {"rewind", CMD_REWIND, S, N, 0},            {"reinit", CMD_REINIT, S, N, 0},
-        {"pause", CMD_PAUSE, S, N, 0},              {"stop", CMD_STOP, S, N, 0},
+        {"norm post", CMD_SETTING, "norm", S, I, NORM_POST},   {"norm deepnorm", CMD_SETTING, "norm", S, I, NORM_DEEPNORM},
+        {"norm toggle", CMD_SETTING, "norm", T, N, 0},         {"norm next", CMD_SETTING, "norm", C, N, 0},
+        {"kind rmsnorm", CMD_SETTING, "kind", S, I, NORMK_RMSNORM}, {"warmup on", CMD_SETTING, "warmup", S, I, 1},
+        {"warmup off", CMD_SETTING, "warmup", S, I, 0},        {"warmup toggle", CMD_SETTING, "warmup", T, N, 0},
+        {"precision fp16", CMD_SETTING, "precision", S, I, FMT_FP16}, {"precision next", CMD_SETTING, "precision", C, N, 0},
+        {"fp32-norms off", CMD_SETTING, "fp32-norms", S, I, 0}, {"loss-scale dynamic", CMD_SETTING, "loss-scale", S, R, 0},
+        {"loss-scale off", CMD_SETTING, "loss-scale", S, R, -1}, {"loss-scale 128", CMD_SETTING, "loss-scale", S, R, 128},
+        {"loss-scale toggle", CMD_SETTING, "loss-scale", T, N, 0}, {"lr 3e-3", CMD_SETTING, "lr", S, R, 3e-3},
+        {"lr x2", CMD_SETTING, "lr", X, R, 2},                 {"lr /2", CMD_SETTING, "lr", X, R, 0.5},
+        {"lr 20", CMD_SETTING, "lr", S, R, 20},                {"clip 1.0", CMD_SETTING, "clip", S, R, 1},
+        {"clip off", CMD_SETTING, "clip", S, R, 0},            {"clip toggle", CMD_SETTING, "clip", T, N, 0},
+        {"final-norm auto", CMD_SETTING, "final-norm", S, I, -1}, {"  snapshot  ", CMD_SNAPSHOT, NULL, S, N, 0},
+        {"rewind", CMD_REWIND, NULL, S, N, 0},            {"reinit", CMD_REINIT, NULL, S, N, 0},
+        {"pause", CMD_PAUSE, NULL, S, N, 0},              {"stop", CMD_STOP, NULL, S, N, 0},
     };
     char err[256];
     int good = 1;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         ns_command c;
         int r = command_parse(ok[i].s, &c, err, sizeof err);
-        if (r != 0 || c.kind != ok[i].k || (int)c.how != ok[i].how ||
+        if (r != 0 || c.kind != ok[i].k ||
+            (ok[i].row && command_row(&c) != settings_find_cmd(ok[i].row)) ||
+            (int)c.how != ok[i].how ||
             (int)c.v.type != ok[i].vtype || command_number(&c) != ok[i].arg) {
             fprintf(stderr, "  '%s': r=%d kind=%d how=%d arg=%g (%s)\n", ok[i].s, r, c.kind,
                     c.how, command_number(&c), r ? err : "");
@@ -55,6 +58,15 @@ static void test_parse(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         refused &= command_parse(bad[i], &c, err, sizeof err) != 0 && err[0];
     CHECK(refused);
+    /* a refused value says what the row takes, and the words of its
+     * mid-run behaviour */
+    CHECK(command_parse("norm sideways", &c, err, sizeof err) != 0 && strstr(err, "post") &&
+          strstr(err, "or toggle, next"));
+    CHECK(command_parse("clip -3", &c, err, sizeof err) != 0 && strstr(err, "at least 0") &&
+          strstr(err, "toggle, off"));
+    CHECK(command_parse("lr x0", &c, err, sizeof err) != 0 && strstr(err, "factor above 0"));
+    CHECK(command_parse("kind toggle", &c, err, sizeof err) != 0 && strstr(err, "or next") &&
+          !strstr(err, "toggle,"));
 }
 
 static void test_script_errors(void)
@@ -112,7 +124,7 @@ static void test_due(void)
     }
     /* 0: norm; 3: snapshot; 6: snapshot + rewind; the second pass over
      * 3..6 is silent; 9: snapshot */
-    CHECK(counts[0] == 1 && fired[0] == CMD_NORM);
+    CHECK(counts[0] == 1 && fired[0] == CMD_SETTING);
     CHECK(counts[3] == 1 && counts[6] == 2);
     CHECK(counts[7] == 0 && counts[8] == 0 && counts[9] == 0 && counts[10] == 0);
     CHECK(counts[13] == 1 && n_fired == 5);
@@ -124,7 +136,7 @@ static void test_apply(void)
     dataset d;
     data_builtin(&d);
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 2;
     c.dim = 16;
     c.n_head = 2;

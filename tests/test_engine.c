@@ -16,7 +16,7 @@
 static ns_config small_cfg(void)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 2;
     c.dim = 16;
     c.n_head = 2;
@@ -189,7 +189,7 @@ static void test_switch_placement(void)
 static void test_schedule(void)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.lr = 1e-3f;
     c.warmup = 100;
     schedule s;

@@ -15,7 +15,7 @@
 static ns_config small(norm_place p)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 3;
     c.dim = 16;
     c.n_head = 2;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "settings.h"
 #include "optim.h"
 #include "testutil.h"
 
@@ -103,7 +104,7 @@ static int all_close(const char *what, const float *c, const float *ref, size_t 
 static ns_config fixture_config(const float *cf)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = (int)cf[0];
     c.dim = (int)cf[1];
     c.n_head = (int)cf[2];

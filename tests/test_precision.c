@@ -15,7 +15,7 @@ static dataset D;
 static ns_config tiny(void)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 2;
     c.dim = 16;
     c.n_head = 2;
@@ -245,7 +245,7 @@ static void test_low_precision_learns(void)
 {
     for (int f = FMT_BF16; f <= FMT_FP16; f++) {
         ns_config c;
-        config_defaults(&c);
+        settings_defaults(&c);
         c.n_layer = 2;
         c.dim = 32;
         c.context = 32;

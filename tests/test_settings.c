@@ -24,7 +24,7 @@ static dataset D;
 static ns_config small_cfg(int layers)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = layers;
     c.dim = 16;
     c.n_head = 2;
@@ -306,7 +306,7 @@ static int survives_checkpoint(const ns_setting *s, const ns_config *base)
     if (settings_set(s, &c, NULL, v, why, sizeof why) != 0 || roundtrip(&c, &back) != 0)
         return 0;
     ns_config def;
-    config_defaults(&def);
+    settings_defaults(&def);
     settings_format(s, &c, a, sizeof a);
     settings_format(s, &back, b, sizeof b);
     settings_format(s, &def, d, sizeof d);
@@ -354,8 +354,11 @@ static void test_table(void)
         const ns_setting *s = settings_row(i);
         char line[400], key[80];
         snprintf(key, sizeof key, "Fl -%s", s->name);
-        int in_help = help_of(s, help, line, sizeof line) == 0 && help_states(s, line);
-        int checks[5] = {in_help, strstr(man, key) != NULL, bounds_hold(s),
+        /* a mid-run setting that is no flag: its command only */
+        int flag = !(s->flags & SETF_NOFLAG);
+        line[0] = 0;
+        int in_help = !flag || (help_of(s, help, line, sizeof line) == 0 && help_states(s, line));
+        int checks[5] = {in_help, !flag || strstr(man, key) != NULL, !flag || bounds_hold(s),
                          !s->cmd || script_sets(s, &base),
                          !s->ckpt || survives_checkpoint(s, &base)};
         static const char *what[5] = {"--help with its range and default", "the man page",
@@ -369,10 +372,84 @@ static void test_table(void)
     free(help);
 }
 
+/* man[from, to): the text of a man page section, from its heading to the
+ * next heading of the same or a higher level (NULL when not found). */
+static const char *man_section(const char *man, const char *heading, const char **end)
+{
+    const char *at = strstr(man, heading);
+    if (!at)
+        return NULL;
+    const char *sh = strstr(at + 1, "\n.Sh "), *ss = strstr(at + 1, "\n.Ss ");
+    if (!strncmp(heading, "\n.Sh", 5) || (sh && ss && sh < ss) || !ss)
+        ss = NULL; /* a section ends at the next section; a subsection at either */
+    *end = ss ? ss : sh ? sh : at + strlen(at);
+    return at;
+}
+
+/* Is there a line in [from, to) that starts with `lead` and has the token
+ * `word` (followed by a blank, a comma or the line's end)? */
+static int man_item(const char *from, const char *to, const char *lead, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *l = from; l && l < to; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *eol = strchr(l, '\n');
+        if (strncmp(l, lead, strlen(lead)))
+            continue;
+        for (const char *w = l; (w = strstr(w, word)) && (!eol || w < eol); w++)
+            if ((w[-1] == ' ') && (w[n] == ' ' || w[n] == ',' || w[n] == '\n'))
+                return 1;
+    }
+    return 0;
+}
+
+/* The man page's key table (LIVE VIEW, Keys) has each settings row's keys,
+ * and SCRIPTS each row's command word: both follow from the table. */
+static void test_man_keys(void)
+{
+    const char *fix = getenv("NS_FIXTURES");
+    char manp[512];
+    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
+    char *man = slurp(manp);
+    CHECK(man != NULL);
+    if (!man)
+        return;
+    const char *kend, *send;
+    const char *keys = man_section(man, "\n.Ss Keys\n", &kend);
+    const char *scripts = man_section(man, "\n.Sh SCRIPTS\n", &send);
+    CHECK(keys && scripts);
+    int n_keys = 0, n_cmds = 0, bad = 0;
+    for (int i = 0; keys && scripts && i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        if (!s->cmd)
+            continue;
+        n_cmds++;
+        if (!man_item(scripts, send, ".It Cm ", s->cmd)) {
+            fprintf(stderr, "  SCRIPTS has no '.It Cm %s'\n", s->cmd);
+            bad++;
+        }
+        for (int k = 0; k < SET_KEYS; k++) {
+            char tok[8];
+            if (!s->keys[k].key)
+                continue;
+            n_keys++;
+            snprintf(tok, sizeof tok, "Ic %c", s->keys[k].key);
+            if (!man_item(keys, kend, ".It ", tok)) {
+                fprintf(stderr, "  Keys has no '.It Ic %c' (--%s %s)\n", s->keys[k].key, s->name,
+                        s->keys[k].how);
+                bad++;
+            }
+        }
+    }
+    CHECK(n_keys >= 10 && n_cmds >= 10);
+    CHECK(bad == 0);
+    free(man);
+}
+
 int main(void)
 {
     data_builtin(&D);
     test_lr_layer_decay();
     test_table();
+    test_man_keys();
     return test_summary();
 }

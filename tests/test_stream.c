@@ -473,16 +473,18 @@ static void test_control(void)
     tui_ui_init(&ui, 0, 0);
     ui.follow = 1;
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
-    tui_follow_action(&fw, &ui, TUI_ACT_LR_UP);
-    tui_follow_action(&fw, &ui, TUI_ACT_LR_DOWN);
+    tui_follow_action(&fw, &ui, tui_bind_action("lr", "x2"));
+    tui_follow_action(&fw, &ui, tui_bind_action("lr", "x0.5"));
     tui_follow_action(&fw, &ui, TUI_ACT_CHECKPOINT);
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
     CHECK(!strcmp(slurp(ctl), "1 pause\n2 lr x2\n3 lr x0.5\n4 checkpoint\n5 resume\n"));
     const trainer_snapshot *s = stream_snapshot(fw.r);
     CHECK(has_event(s, NS_EV_INFO, "sent: lr x2"));
     /* keys that change the lab's model: refused, said, nothing sent */
-    static const tui_action lab[] = {TUI_ACT_NORM, TUI_ACT_PRECISION, TUI_ACT_WARMUP,
-                                     TUI_ACT_REWIND, TUI_ACT_REINIT, TUI_ACT_STEP};
+    const tui_action lab[] = {tui_bind_action("norm", "toggle"),
+                              tui_bind_action("precision", "next"),
+                              tui_bind_action("warmup", "toggle"), TUI_ACT_REWIND, TUI_ACT_REINIT,
+                              TUI_ACT_STEP};
     int said = 0;
     for (size_t i = 0; i < sizeof lab / sizeof lab[0]; i++) {
         ui.note[0] = 0;

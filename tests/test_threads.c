@@ -364,7 +364,7 @@ typedef struct {
 static ns_config shape_cfg(shape sh, numfmt f)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = sh.L;
     c.dim = sh.d;
     c.n_head = sh.H;

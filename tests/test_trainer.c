@@ -26,7 +26,7 @@ static trainer_snapshot *S; /* the test's copy, as a front end keeps one */
 static ns_config small_cfg(void)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 2;
     c.dim = 16;
     c.n_head = 2;
@@ -73,15 +73,18 @@ static int steps_at_least(const trainer_status *s, long n) { return s->steps_don
 static int steps_equal(const trainer_status *s, long n) { return s->steps_done == n; }
 static int state_is(const trainer_status *s, long st) { return s->state == (trainer_state)st; }
 
-/* CMD_LR: scale the peak LR by arg; the others: set to arg (an index). */
-static ns_command cmd(command_kind k, double arg)
+static ns_command cmd(const char *text) { return test_command(text); }
+
+static int send(trainer *t, const char *text)
 {
-    return k == CMD_LR ? command_scale(k, arg) : command_set_int(k, (int)arg);
+    ns_command c = cmd(text);
+    return trainer_send(t, &c);
 }
 
-static int send(trainer *t, command_kind k, double arg)
+/* A command without a value (step, rewind, ...). */
+static int send_kind(trainer *t, command_kind k)
 {
-    ns_command c = cmd(k, arg);
+    ns_command c = command_make(k);
     return trainer_send(t, &c);
 }
 
@@ -133,11 +136,11 @@ static void test_between_steps(void)
     CHECK(t != NULL);
     /* queued before the thread runs: they wait, in order */
     for (int i = 0; i < 5; i++)
-        CHECK(send(t, CMD_STEP, 0) == 0);
-    CHECK(send(t, CMD_NORM, NORM_POST) == 0);
-    CHECK(send(t, CMD_LR, 2.0) == 0);
+        CHECK(send_kind(t, CMD_STEP) == 0);
+    CHECK(send(t, "norm post") == 0);
+    CHECK(send(t, "lr x2") == 0);
     for (int i = 0; i < 5; i++)
-        CHECK(send(t, CMD_STEP, 0) == 0);
+        CHECK(send_kind(t, CMD_STEP) == 0);
     CHECK(trainer_start(t, err, sizeof err) == 0);
     CHECK(wait_for(t, steps_at_least, 10, 20.0));
     sleep_s(0.1); /* no more: the n presses were exactly ten */
@@ -151,7 +154,7 @@ static void test_between_steps(void)
     int same = rec.n == 10;
     for (int i = 0; i < 10 && same; i++) {
         if (i == 5) {
-            ns_command a = cmd(CMD_NORM, NORM_POST), b = cmd(CMD_LR, 2.0);
+            ns_command a = cmd("norm post"), b = cmd("lr x2");
             command_apply(ref, &a);
             command_apply(ref, &b);
         }
@@ -200,10 +203,10 @@ static void test_twin(void)
     trainer *t = trainer_create(e, &o, err, sizeof err);
     CHECK(t != NULL);
     for (int i = 0; i < 4; i++)
-        CHECK(send(t, CMD_STEP, 0) == 0);
-    CHECK(send(t, CMD_LR, 2.0) == 0);
+        CHECK(send_kind(t, CMD_STEP) == 0);
+    CHECK(send(t, "lr x2") == 0);
     for (int i = 0; i < 4; i++)
-        CHECK(send(t, CMD_STEP, 0) == 0);
+        CHECK(send_kind(t, CMD_STEP) == 0);
     CHECK(trainer_start(t, err, sizeof err) == 0);
     CHECK(wait_for(t, steps_at_least, 8, 20.0));
     sleep_s(0.1);
@@ -217,7 +220,7 @@ static void test_twin(void)
     step_metrics ma, mb;
     for (int i = 0; i < 8 && same; i++) {
         if (i == 4) {
-            ns_command k = cmd(CMD_LR, 2.0);
+            ns_command k = cmd("lr x2");
             command_apply(ra, &k);
             command_apply(rb, &k);
         }
@@ -246,9 +249,9 @@ static void test_queue_bound(void)
     trainer *t = trainer_create(e, &o, err, sizeof err);
     int ok = 1;
     for (int i = 0; i < TRAINER_QUEUE; i++)
-        ok &= send(t, CMD_NOTE, 0) == 0;
+        ok &= send_kind(t, CMD_NOTE) == 0;
     CHECK(ok);
-    CHECK(send(t, CMD_STEP, 0) == -1); /* full: refused, not blocking */
+    CHECK(send_kind(t, CMD_STEP) == -1); /* full: refused, not blocking */
     trainer_free(t);                   /* never started: nothing to join */
     engine_free(e);
 }
@@ -261,30 +264,30 @@ static void test_pause_step_resume(void)
     trainer_opts o = {0};
     trainer *t = start(e, &o);
     CHECK(wait_for(t, steps_at_least, 3, 20.0));
-    CHECK(send(t, CMD_PAUSE_TOGGLE, 0) == 0);
+    CHECK(send_kind(t, CMD_PAUSE_TOGGLE) == 0);
     CHECK(wait_for(t, state_is, TRAINER_PAUSED, 10.0));
     long s1 = S->s.steps_done;
     sleep_s(0.15);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == s1);
     CHECK(S->s.steps_per_s == 0.0);
-    CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(send_kind(t, CMD_STEP) == 0);
     CHECK(wait_for(t, steps_at_least, s1 + 1, 10.0));
     sleep_s(0.15);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == s1 + 1);
     CHECK(S->s.state == TRAINER_PAUSED);
     for (int i = 0; i < 3; i++)
-        send(t, CMD_STEP, 0);
+        send_kind(t, CMD_STEP);
     CHECK(wait_for(t, steps_at_least, s1 + 4, 10.0));
     sleep_s(0.1);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == s1 + 4);
     /* n while running pauses (a debugger's single-step) */
-    CHECK(send(t, CMD_PAUSE_TOGGLE, 0) == 0);
+    CHECK(send_kind(t, CMD_PAUSE_TOGGLE) == 0);
     CHECK(wait_for(t, steps_at_least, s1 + 10, 20.0));
     CHECK(S->s.state == TRAINER_RUNNING);
-    CHECK(send(t, CMD_STEP, 0) == 0);
+    CHECK(send_kind(t, CMD_STEP) == 0);
     CHECK(wait_for(t, state_is, TRAINER_PAUSED, 10.0));
     trainer_free(t);
     engine_free(e);
@@ -374,11 +377,11 @@ static void test_divergence(void)
     sleep_s(0.1);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == 1); /* paused, not stepping on */
-    send(t, CMD_STEP, 0);
+    send_kind(t, CMD_STEP);
     CHECK(wait_for(t, steps_at_least, 2, 10.0));
     CHECK(S->s.state == TRAINER_DIVERGED);
     unsigned gen = S->s.generation;
-    send(t, CMD_REINIT, 0); /* fresh weights from the seed: finite again */
+    send_kind(t, CMD_REINIT); /* fresh weights from the seed: finite again */
     CHECK(wait_for(t, state_is, TRAINER_RUNNING, 10.0));
     CHECK(wait_for(t, steps_at_least, 3, 20.0));
     CHECK(S->s.generation != gen);
@@ -413,7 +416,7 @@ static void test_limit(void)
     CHECK(S->s.steps_done == 6);
     CHECK(S->s.run_steps == 6);
     CHECK(S->s.run_seconds > 0);
-    send(t, CMD_PAUSE_TOGGLE, 0);
+    send_kind(t, CMD_PAUSE_TOGGLE);
     CHECK(wait_for(t, steps_at_least, 9, 20.0));
     CHECK(S->s.limit == 0);
     trainer_free(t);
@@ -494,17 +497,17 @@ static void test_rewind(void)
     engine *e;
     trainer *t = twelve_steps(&e);
     unsigned gen = S->s.generation;
-    send(t, CMD_REWIND, 0);
+    send_kind(t, CMD_REWIND);
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(S->s.hist_total == 10);
     CHECK(S->s.generation != gen);
     /* the layer panel's numbers are the snapshot's step's */
     CHECK(S->s.have_metrics && S->s.last.step == 10);
     /* two LR changes after the rewind: the marker shows the LR in force */
-    ns_command set = command_set_real(CMD_LR, 0.02), scale = command_scale(CMD_LR, 0.2);
+    ns_command set = cmd("lr 0.02"), scale = cmd("lr x0.2");
     trainer_send(t, &set);
     trainer_send(t, &scale);
-    send(t, CMD_STEP, 0);
+    send_kind(t, CMD_STEP);
     CHECK(wait_for(t, steps_at_least, 11, 10.0));
     CHECK(S->s.hist_total == 11 && S->hist[10].step == 11);
     CHECK(strcmp(S->hist[10].mark, "rewind,lr 4e-03") == 0);
@@ -523,7 +526,7 @@ static void test_rewind_ghost(void)
     trainer *t = twelve_steps(&e);
     CHECK(S->s.ghost_n == 0);
     float at11 = S->hist[10].loss, at12 = S->hist[11].loss;
-    send(t, CMD_REWIND, 0);
+    send_kind(t, CMD_REWIND);
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(S->s.ghost_n == 2 && S->s.ghost_first == 11);
     CHECK(S->ghost[0] == at11 && S->ghost[1] == at12);
@@ -561,10 +564,10 @@ static void test_rewind_ghost(void)
     const char *gs = strstr(svg, "data-name=\"before the rewind: train loss\"");
     CHECK(gs != NULL && strstr(gs, "stroke-dasharray") != NULL);
     /* again: to step 5, the ghost is what this rewind cut (6..10) */
-    send(t, CMD_REWIND, 0);
+    send_kind(t, CMD_REWIND);
     CHECK(wait_for(t, steps_equal, 5, 10.0));
     CHECK(S->s.ghost_n == 5 && S->s.ghost_first == 6);
-    send(t, CMD_REINIT, 0); /* it trains on from step 0: wait for the drop itself */
+    send_kind(t, CMD_REINIT); /* it trains on from step 0: wait for the drop itself */
     CHECK(wait_for(t, ghost_is, 0, 10.0));
     tui_grid_free(&g);
     trainer_free(t);
@@ -586,7 +589,7 @@ static void test_rewind_wrapped(void)
     trainer_opts o = {.limit = steps};
     trainer *t = start(e, &o);
     CHECK(wait_for(t, state_is, TRAINER_DONE, 600.0));
-    send(t, CMD_REWIND, 0);
+    send_kind(t, CMD_REWIND);
     long snap = steps / 500 * 500;
     CHECK(wait_for(t, steps_equal, snap, 20.0));
     const trainer_status *s = &S->s;
@@ -601,7 +604,7 @@ static void test_rewind_wrapped(void)
     CHECK(consecutive);
     CHECK(S->hist[(s->hist_total - 1) % TRAINER_HIST].step == snap);
     /* new steps go on from there, and the window grows back */
-    send(t, CMD_STEP, 0);
+    send_kind(t, CMD_STEP);
     CHECK(wait_for(t, steps_at_least, snap + 1, 10.0));
     CHECK(trainer_hist_first(&S->s) == first);
     CHECK(S->hist[(S->s.hist_total - 1) % TRAINER_HIST].step == snap + 1);
@@ -651,7 +654,7 @@ static void test_rewind_loss(void)
     CHECK(strstr(status_row(), stale) != NULL); /* before: the latest step's */
     CHECK(S->s.last_val_step == 12 && !isnan(val8));
 
-    send(t, CMD_REWIND, 0);
+    send_kind(t, CMD_REWIND);
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(strstr(status_row(), want) != NULL);
     CHECK(strstr(status_row(), stale) == NULL);
@@ -661,18 +664,18 @@ static void test_rewind_loss(void)
     /* validation at 12 is gone with the step; 8's is the latest now */
     CHECK(S->s.last_val_step == 8 && S->s.last_val == val8);
 
-    send(t, CMD_REWIND, 0); /* again: an older snapshot */
+    send_kind(t, CMD_REWIND); /* again: an older snapshot */
     CHECK(wait_for(t, steps_equal, 5, 10.0));
     snprintf(want, sizeof want, "loss %.4f", (double)at5);
     CHECK(strstr(status_row(), want) != NULL);
     CHECK(S->s.last_val_step == 4);
 
-    send(t, CMD_STEP, 0); /* a new step: its own loss */
+    send_kind(t, CMD_STEP); /* a new step: its own loss */
     CHECK(wait_for(t, steps_equal, 6, 10.0));
     CHECK(S->s.have_loss && S->s.loss == S->s.last.loss && S->s.last.step == 6);
-    send(t, CMD_REWIND, 0);
+    send_kind(t, CMD_REWIND);
     CHECK(wait_for(t, steps_equal, 5, 10.0));
-    send(t, CMD_REWIND, 0); /* to step 0: no step, no loss */
+    send_kind(t, CMD_REWIND); /* to step 0: no step, no loss */
     CHECK(wait_for(t, steps_equal, 0, 10.0));
     CHECK(strstr(status_row(), "loss -") != NULL);
     CHECK(!S->s.have_loss);
@@ -694,14 +697,14 @@ static void test_reinit_loss(void)
     trainer_opts o = {.start_paused = 1, .twin = tw};
     trainer *t = start(e, &o);
     for (int i = 0; i < 3; i++)
-        send(t, CMD_STEP, 0);
+        send_kind(t, CMD_STEP);
     CHECK(wait_for(t, steps_equal, 3, 20.0));
     char txt[32], want[32];
     CHECK(S->s.have_loss && S->s.loss == S->s.last.loss && S->s.loss_b == S->s.last_b.loss);
     trainer_loss_text(&S->s, 1, txt, sizeof txt);
     snprintf(want, sizeof want, "%.4f", (double)S->s.last_b.loss);
     CHECK(!strcmp(txt, want));
-    send(t, CMD_REINIT, 0);
+    send_kind(t, CMD_REINIT);
     CHECK(wait_for(t, steps_equal, 0, 10.0));
     trainer_stop(t); /* as main.c: quit, then the final snapshot */
     trainer_snapshot_copy(t, S);
@@ -811,7 +814,7 @@ static void test_stopped_time(void)
     atomic_store(&stall_go, 0);
     trainer_opts o = {.start_paused = 1, .on_step = stall_step};
     trainer *t = start(e, &o);
-    send(t, CMD_STEP, 0);
+    send_kind(t, CMD_STEP);
     double end = now_s() + 20;
     while (!atomic_load(&stall_in) && now_s() < end)
         sleep_s(0.001);
@@ -834,7 +837,7 @@ static void test_stopped_time(void)
 /* The steps/s window restarts when a rewind (or a re-init) takes the step
  * count back: otherwise the window that spans it reads negative. Steps
  * are held to at most ~200/s, so a window holds at most ~100 of them and
- * a rewind of 220 steps would show below zero in the old code. */
+ * a rewind of 220 steps would show below zero without the restart. */
 static void slow_step(void *ctx, const step_metrics *m)
 {
     (void)ctx;
@@ -850,8 +853,8 @@ static void test_rate_after_rewind(void)
     trainer_opts o = {.on_step = slow_step};
     trainer *t = start(e, &o);
     CHECK(wait_for(t, steps_at_least, 420, 60.0));
-    send(t, CMD_REWIND, 0); /* to 400 */
-    send(t, CMD_REWIND, 0); /* to 200 */
+    send_kind(t, CMD_REWIND); /* to 400 */
+    send_kind(t, CMD_REWIND); /* to 200 */
     double lowest = 0, end = now_s() + 1.5;
     int seen = 0;
     while (now_s() < end) {

@@ -107,7 +107,7 @@ static void test_layout(void)
     CHECK(bad_cover == 0);
     CHECK(bad_rows == 0);
 
-    /* the sizes the issue names */
+    /* a common terminal, a large one and a deep model at a middling one */
     tui_layout a = tui_layout_compute(30, 100, 6);
     CHECK(!a.too_small && a.layer_rows >= 6); /* every layer of the default model */
     tui_layout b = tui_layout_compute(60, 200, 6);
@@ -185,12 +185,12 @@ static void test_scales(void)
     CHECK(tui_decade_col(-5, -5, 2, 14) == 0);
     CHECK(tui_decade_col(2, -5, 2, 14) == 13);
 
-    CHECK(tui_grad_state_of(0.5, 1.0) == TUI_G_NORMAL);
-    CHECK(tui_grad_state_of(0.9e-3, 1.0) == TUI_G_VANISH);
-    CHECK(tui_grad_state_of(1.1e-3, 1.0) == TUI_G_NORMAL);
-    CHECK(tui_grad_state_of(12.0, 12.0) == TUI_G_EXPLODE);
-    CHECK(tui_grad_state_of(NAN, 1.0) == TUI_G_NONFINITE);
-    CHECK(tui_grad_state_of(INFINITY, 1.0) == TUI_G_NONFINITE);
+    CHECK(scale_grad_state_of(0.5, 1.0) == SCALE_G_NORMAL);
+    CHECK(scale_grad_state_of(0.9e-3, 1.0) == SCALE_G_VANISH);
+    CHECK(scale_grad_state_of(1.1e-3, 1.0) == SCALE_G_NORMAL);
+    CHECK(scale_grad_state_of(12.0, 12.0) == SCALE_G_EXPLODE);
+    CHECK(scale_grad_state_of(NAN, 1.0) == SCALE_G_NONFINITE);
+    CHECK(scale_grad_state_of(INFINITY, 1.0) == SCALE_G_NONFINITE);
 }
 
 static void test_grid(void)
@@ -220,7 +220,7 @@ static void test_grid(void)
 static trainer_snapshot *snap_new(int L)
 {
     trainer_snapshot *s = trainer_snapshot_new();
-    config_defaults(&s->s.cfg);
+    settings_defaults(&s->s.cfg);
     s->s.cfg.n_layer = L;
     s->s.n_layer = L;
     s->s.last.n_layer = L;
@@ -296,7 +296,7 @@ static void test_layer_bars(void)
     CHECK(!strncmp(row(&g, 4) + k.attn, "NaN", 3));
     CHECK(style_at(&g, 4, k.attn) == TUI_S_BAD);
     /* activation 300: past the 256 mark, before 65504; warned */
-    int e256 = tui_log_eighths(256, TUI_AMAX_LO, TUI_AMAX_HI, k.act_w);
+    int e256 = tui_log_eighths(256, SCALE_AMAX_LO, SCALE_AMAX_HI, k.act_w);
     CHECK(col_of(&g, 1, "256") == k.act + (e256 + 7) / 8 - 1);
     CHECK(style_at(&g, 2, k.act) == TUI_S_WARN);
 
@@ -318,7 +318,7 @@ static void test_layer_bars(void)
     s->s.last.layer[0].grad_attn = 0.5f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
-    int e = tui_log_eighths(0.5, TUI_GRAD_LO, TUI_GRAD_HI, 14);
+    int e = tui_log_eighths(0.5, SCALE_GRAD_LO, SCALE_GRAD_HI, 14);
     CHECK(e % 8 != 0);
     CHECK(ch_at(&g, 4, k.attn + e / 8) == (uint32_t)(0x2590 - e % 8));
     CHECK(ch_at(&g, 4, k.attn + e / 8 + 1) == ' ');
@@ -489,8 +489,8 @@ static void test_status_and_clicks(void)
     CHECK(strstr(row(&g, 1), "[space] resume") != NULL);
     /* the toggles are clickable like their keys */
     int sel, c = col_of(&g, 1, "[w]");
-    CHECK(tui_click(&ui, 1, c + 2, &sel) == TUI_ACT_WARMUP && !sel);
-    CHECK(tui_click(&ui, 1, col_of(&g, 1, "Pre-LN"), &sel) == TUI_ACT_NORM);
+    CHECK(tui_click(&ui, 1, c + 2, &sel) == tui_bind_action("warmup", "toggle") && !sel);
+    CHECK(tui_click(&ui, 1, col_of(&g, 1, "Pre-LN"), &sel) == tui_bind_action("norm", "toggle"));
     CHECK(tui_click(&ui, 0, 3, &sel) == TUI_ACT_NONE);
     s->s.cfg.norm = NORM_POST;
     s->s.state = TRAINER_DIVERGED;
@@ -566,30 +566,49 @@ static void test_status_loss(void)
     tui_grid_free(&g);
 }
 
+/* A setting command of the row with command word w. */
+static int is_setting(const ns_command *c, const char *w)
+{
+    return c->kind == CMD_SETTING && command_row(c) == settings_find_cmd(w);
+}
+
 static void test_keys(void)
 {
-    /* every action has a key, no key has two actions */
-    int has[TUI_ACT_COUNT] = {0}, dup = 0;
-    for (int i = 0; i < tui_n_keys; i++) {
-        has[tui_keys[i].act] = 1;
+    /* every action has a key, and so has every settings row's key; no key
+     * has two actions */
+    enum { MAX_ACT = TUI_ACT_BIND + 64 };
+    int has[MAX_ACT] = {0}, dup = 0, n_keys, n_bound = 0;
+    const tui_key *tui_keys = tui_key_table(&n_keys);
+    for (int i = 0; i < n_keys; i++) {
+        if ((int)tui_keys[i].act < (int)MAX_ACT)
+            has[tui_keys[i].act] = 1;
         for (int k = 0; k < 3 && tui_keys[i].keys[k]; k++)
-            for (int j = 0; j < tui_n_keys; j++)
+            for (int j = 0; j < n_keys; j++)
                 for (int m = 0; m < 3 && tui_keys[j].keys[m]; m++)
                     dup += (i != j || k != m) && tui_keys[i].keys[k] == tui_keys[j].keys[m];
     }
+    while (tui_bind_row((tui_action)(TUI_ACT_BIND + n_bound)))
+        n_bound++;
+    CHECK(n_bound >= 10); /* p P k w f i l + - c */
     int missing = 0;
-    for (int a = 1; a < TUI_ACT_COUNT; a++)
-        missing += !has[a];
+    for (int a = 1; a < TUI_ACT_BIND + n_bound && a < MAX_ACT; a++)
+        missing += a != (int)TUI_ACT_COUNT && !has[a];
+    for (int r = 0; r < settings_count(); r++) /* each row's key is its own */
+        for (int k = 0; k < SET_KEYS; k++) {
+            const setting_key *sk = &settings_row(r)->keys[k];
+            const ns_setting *s = tui_bind_row(tui_key_action(sk->key));
+            missing += sk->key && s != settings_row(r);
+        }
     CHECK(missing == 0);
     CHECK(dup == 0);
-    /* the issue's keys */
-    CHECK(tui_key_action('p') == TUI_ACT_NORM);
-    CHECK(tui_key_action('w') == TUI_ACT_WARMUP);
-    CHECK(tui_key_action('f') == TUI_ACT_PRECISION);
+    /* the keys the man page gives these actions */
+    CHECK(tui_key_action('p') == tui_bind_action("norm", "toggle"));
+    CHECK(tui_key_action('w') == tui_bind_action("warmup", "toggle"));
+    CHECK(tui_key_action('f') == tui_bind_action("precision", "next"));
     CHECK(tui_key_action(' ') == TUI_ACT_PAUSE);
     CHECK(tui_key_action('n') == TUI_ACT_STEP);
-    CHECK(tui_key_action('+') == TUI_ACT_LR_UP && tui_key_action('-') == TUI_ACT_LR_DOWN);
-    CHECK(tui_key_action('c') == TUI_ACT_CLIP && tui_key_action('r') == TUI_ACT_REINIT);
+    CHECK(tui_key_action('+') == tui_bind_action("lr", "x2") && tui_key_action('-') == tui_bind_action("lr", "x0.5"));
+    CHECK(tui_key_action('c') == tui_bind_action("clip", "toggle") && tui_key_action('r') == TUI_ACT_REINIT);
     CHECK(tui_key_action(TUI_KEY_TAB) == TUI_ACT_TARGET && tui_key_action('m') == TUI_ACT_VIEW);
     CHECK(tui_key_action('v') == TUI_ACT_BARS);
     CHECK(tui_key_action(TUI_KEY_UP) == TUI_ACT_UP && tui_key_action(TUI_KEY_DOWN) == TUI_ACT_DOWN);
@@ -603,14 +622,16 @@ static void test_keys(void)
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     ns_command c;
-    CHECK(tui_apply(&ui, TUI_ACT_NORM, 6, &c) == 1 && c.kind == CMD_NORM && c.how == CMDH_TOGGLE);
-    CHECK(tui_apply(&ui, TUI_ACT_LR_UP, 6, &c) == 1 && c.kind == CMD_LR && c.how == CMDH_SCALE &&
-          command_number(&c) == 2.0);
-    CHECK(tui_apply(&ui, TUI_ACT_LR_DOWN, 6, &c) == 1 && command_number(&c) == 0.5);
+    CHECK(tui_apply(&ui, tui_bind_action("norm", "toggle"), 6, &c) == 1 && is_setting(&c, "norm") &&
+          c.how == CMDH_TOGGLE);
+    CHECK(tui_apply(&ui, tui_bind_action("lr", "x2"), 6, &c) == 1 && is_setting(&c, "lr") &&
+          c.how == CMDH_SCALE && command_number(&c) == 2.0);
+    CHECK(tui_apply(&ui, tui_bind_action("lr", "x0.5"), 6, &c) == 1 && command_number(&c) == 0.5);
     CHECK(tui_apply(&ui, TUI_ACT_PAUSE, 6, &c) == 1 && c.kind == CMD_PAUSE_TOGGLE);
     CHECK(tui_apply(&ui, TUI_ACT_STEP, 6, &c) == 1 && c.kind == CMD_STEP);
-    CHECK(tui_apply(&ui, TUI_ACT_CLIP, 6, &c) == 1 && c.kind == CMD_CLIP && c.how == CMDH_TOGGLE);
-    CHECK(tui_apply(&ui, TUI_ACT_PRECISION, 6, &c) == 1 && c.kind == CMD_PRECISION &&
+    CHECK(tui_apply(&ui, tui_bind_action("clip", "toggle"), 6, &c) == 1 && is_setting(&c, "clip") &&
+          c.how == CMDH_TOGGLE);
+    CHECK(tui_apply(&ui, tui_bind_action("precision", "next"), 6, &c) == 1 && is_setting(&c, "precision") &&
           c.how == CMDH_CYCLE);
     /* UI-only actions */
     CHECK(ui.selected == 5);
@@ -626,7 +647,7 @@ static void test_keys(void)
     /* help: any key closes it and does nothing else; q still quits */
     tui_apply(&ui, TUI_ACT_HELP, 6, &c);
     CHECK(ui.help);
-    CHECK(tui_apply(&ui, TUI_ACT_NORM, 6, &c) == 0 && !ui.help);
+    CHECK(tui_apply(&ui, tui_bind_action("norm", "toggle"), 6, &c) == 0 && !ui.help);
     tui_apply(&ui, TUI_ACT_HELP, 6, &c);
     CHECK(tui_apply(&ui, TUI_ACT_QUIT, 6, &c) == 0 && ui.quit);
 }
@@ -747,7 +768,7 @@ static void test_diag_panel(void)
         before |= strstr(row(&g, r), "b's overflow") != NULL; /* diagnoses first */
     }
     CHECK(more && before);
-    CHECK(tui_apply(&ui, TUI_ACT_NORM, 3, &c) == 0 && !ui.diag);
+    CHECK(tui_apply(&ui, tui_bind_action("norm", "toggle"), 3, &c) == 0 && !ui.diag);
     tui_apply(&ui, TUI_ACT_DIAG, 3, &c);
     CHECK(tui_apply(&ui, TUI_ACT_DIAG, 3, &c) == 0 && !ui.diag); /* D again closes it */
     tui_grid_free(&g);
@@ -767,7 +788,9 @@ static void test_help(void)
         ui.help = 1;
         tui_draw(&g, s, &ui);
         int missing = 0;
-        for (int i = 0; i < tui_n_keys; i++) {
+        int n_keys;
+        const tui_key *tui_keys = tui_key_table(&n_keys);
+        for (int i = 0; i < n_keys; i++) {
             if (!tui_keys[i].name || tui_action_follow_only(tui_keys[i].act))
                 continue; /* --follow's keys: its help (test_stream.c) */
             char want[80];
@@ -808,7 +831,9 @@ static void test_man_keys(void)
     if (end)
         *end = 0;
     int missing = 0;
-    for (int i = 0; i < tui_n_keys; i++) {
+    int n_keys;
+    const tui_key *tui_keys = tui_key_table(&n_keys);
+    for (int i = 0; i < n_keys; i++) {
         if (!tui_keys[i].name)
             continue;
         char names[32];
@@ -1014,7 +1039,7 @@ static void test_frame(void)
     }
     CHECK(need && now);
     CHECK(ui.n_hits == 0);
-    /* 20x5 (the issue's size): the short form, whole words */
+    /* 20x5: the short form, whole words */
     tui_grid_resize(&g, 5, 20);
     tui_draw(&g, s, &ui);
     need = now = 0;

@@ -56,7 +56,7 @@ static const char *span(const tui_grid *g, int r, int c0, int w)
 static ns_config small_cfg(void)
 {
     ns_config c;
-    config_defaults(&c);
+    settings_defaults(&c);
     c.n_layer = 3;
     c.dim = 16;
     c.n_head = 2;
@@ -87,20 +87,20 @@ static void settings_of(const engine *e, double v[N_SET])
 }
 
 /* The setting a settings command changes, or -1. */
-static int setting_of(command_kind k)
+static int setting_of(const ns_command *c)
 {
-    switch (k) {
-    case CMD_NORM: return S_NORM;
-    case CMD_KIND: return S_KIND;
-    case CMD_WARMUP: return S_WARM;
-    case CMD_PRECISION: return S_PREC;
-    case CMD_FP32_NORMS: return S_FP32N;
-    case CMD_LOSS_SCALE: return S_SCALE;
-    case CMD_CLIP: return S_CLIP;
-    case CMD_LR: return S_LR;
-    default: return -1;
-    }
+    static const char *const words[N_SET] = {
+        [S_NORM] = "norm",        [S_KIND] = "kind",         [S_WARM] = "warmup",
+        [S_PREC] = "precision",   [S_FP32N] = "fp32-norms",  [S_SCALE] = "loss-scale",
+        [S_CLIP] = "clip",        [S_LR] = "lr"};
+    const ns_setting *s = command_row(c);
+    for (int i = 0; s && i < N_SET; i++)
+        if (words[i] && !strcmp(s->cmd, words[i]))
+            return i;
+    return -1;
 }
+
+static ns_command cmd(const char *text) { return test_command(text); }
 
 /* A snapshot as the trainer publishes it, from the two engines. */
 static void fill(trainer_snapshot *s, engine *a, engine *b)
@@ -234,10 +234,11 @@ static void test_keys_in_turn(void)
     trainer_snapshot *s = trainer_snapshot_new();
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
-    int swaps = 0, both_unequal = 0, leaked = 0, applied = 0, frames = 0;
+    int swaps = 0, both_unequal = 0, leaked = 0, applied = 0, frames = 0, n_keys;
+    const tui_key *keys = tui_key_table(&n_keys);
     for (int pass = 0; pass < 3; pass++)
-        for (int i = 0; i < tui_n_keys; i++) {
-            tui_action act = tui_keys[i].act;
+        for (int i = 0; i < n_keys; i++) {
+            tui_action act = keys[i].act;
             if (act == TUI_ACT_QUIT || act == TUI_ACT_HELP || act == TUI_ACT_DIAG ||
                 act == TUI_ACT_REINIT || act == TUI_ACT_REWIND || act == TUI_ACT_DUMP_SCREEN ||
                 act == TUI_ACT_DUMP_METRICS || act == TUI_ACT_VIEW)
@@ -253,7 +254,7 @@ static void test_keys_in_turn(void)
             }
             settings_of(a, wa);
             settings_of(b, wb);
-            int k = sent ? setting_of(c.kind) : -1;
+            int k = sent ? setting_of(&c) : -1;
             for (int j = 0; j < N_SET; j++)
                 swaps += va[j] != vb[j] && wa[j] == vb[j] && wb[j] == va[j];
             if (k >= 0) {
@@ -290,7 +291,7 @@ static void test_rule(void)
     engine *a = make(&ca), *b = make(&cb);
     if (!a || !b)
         return;
-    ns_command c = command_toggle(CMD_FP32_NORMS);
+    ns_command c = cmd("fp32-norms toggle");
     twin_apply(a, b, &c, TWIN_BOTH);
     CHECK(engine_config(a)->fp32_norms == 1 && engine_config(b)->fp32_norms == 1);
     twin_apply(a, b, &c, TWIN_B);
@@ -298,9 +299,9 @@ static void test_rule(void)
     twin_apply(a, b, &c, TWIN_A);
     CHECK(engine_config(a)->fp32_norms == 0 && engine_config(b)->fp32_norms == 0);
     /* a ratio scales each run's own rate */
-    ns_command lr = command_set_real(CMD_LR, 1e-3);
+    ns_command lr = cmd("lr 1e-3");
     twin_apply(a, b, &lr, TWIN_B);
-    ns_command x2 = command_scale(CMD_LR, 2.0);
+    ns_command x2 = cmd("lr x2");
     float pa = engine_current_peak(a);
     twin_apply(a, b, &x2, TWIN_BOTH);
     CHECK(t_close(engine_current_peak(a), 2 * pa, 1e-6, 0));
@@ -311,7 +312,7 @@ static void test_rule(void)
     CHECK(t_close(engine_current_peak(b), 2e-3, 1e-6, 0));
     CHECK(twin_acts_on(&x2, TWIN_A, 0) && !twin_acts_on(&x2, TWIN_A, 1));
     /* the target set: a cycle under both is computed from a */
-    ns_command p = command_cycle(CMD_NORM);
+    ns_command p = cmd("norm next");
     twin_apply(a, b, &p, TWIN_B);
     twin_apply(a, b, &p, TWIN_BOTH);
     CHECK(engine_config(a)->norm == engine_config(b)->norm);
@@ -348,7 +349,7 @@ static void test_relative_bars(void)
     /* not finite, or no gradient yet: the absolute axis */
     double lo, hi;
     tui_bar_axis(1, NAN, &lo, &hi);
-    CHECK(lo == TUI_GRAD_LO && hi == TUI_GRAD_HI);
+    CHECK(lo == SCALE_GRAD_LO && hi == SCALE_GRAD_HI);
 }
 
 /* The panels drop columns in the stated order as the width shrinks: rms,
@@ -384,7 +385,7 @@ static void test_script_prefix(void)
                        err, sizeof err) == 0);
     CHECK(sc.n == 3 && sc.e[0].target == TWIN_B && sc.e[1].target == TWIN_A &&
           sc.e[2].target == TWIN_BOTH);
-    CHECK(sc.e[0].cmd.kind == CMD_LR && sc.e[1].cmd.kind == CMD_FP32_NORMS);
+    CHECK(setting_of(&sc.e[0].cmd) == S_LR && setting_of(&sc.e[1].cmd) == S_FP32N);
     script_free(&sc);
     CHECK(script_parse("at 2: c: lr 1e-3\n", "t", &sc, err, sizeof err) != 0);
 }
@@ -413,7 +414,7 @@ static void test_trainer_targets(void)
     CHECK(t && s);
     if (!t || !s)
         return;
-    ns_command fp = command_toggle(CMD_FP32_NORMS), step = command_make(CMD_STEP);
+    ns_command fp = cmd("fp32-norms toggle"), step = command_make(CMD_STEP);
     CHECK(trainer_send_to(t, &fp, TWIN_B) == 0); /* b: on -> off */
     CHECK(trainer_send(t, &step) == 0);
     CHECK(trainer_send_to(t, &fp, TWIN_BOTH) == 0); /* from a: off -> on, both */
@@ -444,8 +445,8 @@ static void test_trainer_targets(void)
 static void test_label_warmup(void)
 {
     ns_config a, b;
-    config_defaults(&a);
-    config_defaults(&b);
+    settings_defaults(&a);
+    settings_defaults(&b);
     a.warmup = b.warmup = 0;
     char la[160];
     twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);

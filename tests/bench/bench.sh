@@ -60,7 +60,7 @@ done
 
 # ---- the peak ----
 PEAK=
-if [ -f "$LIB" ] && $CC -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I"$DIR/../../include" \
+if [ -f "$LIB" ] && $CC -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I"$DIR/../../include" -I"$DIR/../../src/internal" \
     -o "$TMP/sgemm" "$DIR/sgemm.c" "$LIB" -lm -lpthread 2>"$TMP/cc.err"; then
     line=$("$TMP/sgemm" -n 1024)
     PEAK=$(echo "$line" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')

@@ -6,7 +6,7 @@
 # Each run of a setting is paired with a run of the reference just before
 # it, and the median of the REPS pairs' ratios is the figure, so a drift
 # in the machine's speed hits both sides of a pair.
-# The targets (issues [norms] and [precision]): no placement costs more
+# The targets: no placement costs more
 # than 15% over Pre-LN, except Sandwich-LN (two more norms per block) at
 # most 30%; bf16 and fp16 emulation at most 2x the fp32 step time. A miss
 # is printed as such; the script exits non-zero when a target is missed.

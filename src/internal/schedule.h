@@ -28,9 +28,6 @@ typedef struct {
 } schedule;
 
 void schedule_init(schedule *s, const ns_config *c);
-/* The ramp's length under c: --warmup, or 100 when it is 0 (warmup
- * turned on mid-run by a key or a script) */
-int schedule_ramp_steps(const ns_config *c);
 float schedule_lr(const schedule *s, long step);
 /* ramp(s) < 1 at this step */
 int schedule_in_warmup(const schedule *s, long step);

@@ -1,0 +1,195 @@
+/* snapshot.h - what every snapshot source publishes and every front end
+ * draws: the run's status, its history of points and heatmap rows, its
+ * event log and the curve a rewind abandoned. The trainer fills one after
+ * each step (trainer.h); a stream reader (stream.h) and a sweep's run view
+ * fill the same types from what they read, so the dashboard, the figures
+ * and the headless writers draw one type whatever the source. The names
+ * keep the trainer_ prefix: the trainer was the first source.
+ *
+ * Not here: the thread that fills it (trainer.c), the readers (stream.c,
+ * plot_data.c), the drawing (tui_*.c, plot.c). No threads, no I/O.
+ */
+#ifndef NS_SNAPSHOT_H
+#define NS_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "command.h"
+#include "config.h"
+#include "diagnose.h"
+#include "engine.h"
+#include "metrics.h"
+
+/* Every history is bounded; these are the bounds (a snapshot is about
+ * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
+ * each), 128 KiB of events). */
+#define TRAINER_HIST 4096 /* steps kept for the loss chart and the heatmap (a ring) */
+/* log lines kept (a ring), for scrolling back: a lesson's text and, with a
+ * validation line every 50 steps, some 25,000 steps of a run's events */
+#define TRAINER_EVENTS 1024
+#define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
+#define TRAINER_SAMPLE 64 /* bytes of each sample continuation */
+#define TRAINER_MARK 16 /* label of a chart marker, with its NUL */
+
+typedef enum {
+    TRAINER_RUNNING = 0,
+    TRAINER_PAUSED = 1,
+    TRAINER_DIVERGED = 2, /* a step was not finite: paused until told */
+    TRAINER_DONE = 3,     /* reached --steps, or a script said stop: paused;
+                           * resuming trains on */
+    TRAINER_STALLED = 4   /* running, and the diagnosis (diagnose.c) finds run a
+                           * stalled on the unigram plateau (b's: its
+                           * last_b.stalled); published only: the trainer
+                           * itself is RUNNING */
+} trainer_state;
+
+const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
+
+/* One run's diagnosis as the D panel shows it: the warnings and diagnoses
+ * of its current episode (from the first finding until a rewind or a
+ * setting change ends it, diagnose.h), oldest first; past
+ * TRAINER_FINDINGS the oldest warning makes room. alert is the status
+ * line's mark: the rule of the latest ("headroom", "stall":
+ * diag_rule_name), "" for none. */
+#define TRAINER_FINDINGS 6
+typedef struct {
+    char alert[16];
+    int n;
+    diag_finding f[TRAINER_FINDINGS];
+} trainer_diagnosis;
+
+/* A line of the event log: the engine's (ns_event, typed where it is
+ * made) and the trainer's own (pause, resume, validation, DIVERGED, a
+ * refused command), one type, so a front end reads the kind and the
+ * layer and never the words. */
+typedef ns_event trainer_event;
+
+/* One step of the history. */
+typedef struct {
+    long step;
+    float loss;
+    float val_loss; /* NaN when not measured at this step */
+    float lr;
+    int nonfinite;
+    float loss_b; /* the --compare twin's loss at this step (NaN without one) */
+    float val_loss_b; /* the twin's validation loss (NaN when not measured) */
+    char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
+    char mark_b[TRAINER_MARK]; /* the same for the twin (run b) */
+} trainer_point;
+
+/* Point from a step of run a and, with a twin, run b's (NULL without
+ * one); mark and mark_b are the markers' labels (NULL or "" = none). Any
+ * snapshot source (the trainer, a followed stream) fills its points so. */
+void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
+                       const char *mark, const char *mark_b);
+
+/* The small part of a snapshot, copied whole each time it changed. */
+typedef struct {
+    unsigned long seq; /* publications so far; unchanged seq = nothing new */
+    trainer_state state;
+    long steps_done;
+    int have_metrics;  /* last is a real step of this generation */
+    step_metrics last; /* the latest step taken; after a rewind the snapshot's
+                        * step's (engine_last_metrics), have_metrics 0 when the
+                        * engine has none (a rewind to step 0) */
+    /* The loss of the step the run is at (steps_done): the latest step's,
+     * or after a rewind the step rewound to's, from the history. 0 when
+     * there is none: before the first step, after a re-init, after a
+     * rewind to step 0 or to a step the history no longer holds. */
+    int have_loss;
+    float loss;
+    float loss_b;      /* --compare: b's at that step */
+    float last_val;    /* the latest validation loss (NaN before the first) */
+    long last_val_step;
+    ns_config cfg;     /* the settings in force now (after any command) */
+    int warmup_on;
+    float lr_peak;
+    float lr_next;         /* the LR the next step will use */
+    double steps_per_s;    /* over the last ~0.5 s of running; 0 while paused */
+    int threads;           /* --threads of the run (engine_threads) */
+    double run_seconds;    /* time spent running this session (pauses and
+                            * stops, see trainer_clock_hold, excluded) */
+    long run_steps;        /* steps taken this session */
+    long limit;            /* pause at this step (--steps); 0 = never */
+    uint8_t sample[TRAINER_SAMPLE]; /* raw bytes; a front end escapes them */
+    int sample_len;
+    long sample_step;
+    const char *prompt;    /* the sample's fixed prompt (static string) */
+    unsigned generation;   /* bumped when the history is cut (re-init, rewind) */
+    long hist_total;       /* points in the history of this generation */
+    long hist_first;       /* no point before this one is kept (see trainer_hist_first) */
+    long ev_total;         /* events since the start */
+    int n_layer;
+    /* each run's diagnosis: run a's, and with --compare run b's */
+    trainer_diagnosis diag[2];
+    /* --compare: the twin run b, stepped in lockstep with a */
+    int compare;
+    step_metrics last_b;   /* b's latest step (valid with have_metrics) */
+    float last_val_b;      /* b's latest validation loss (NaN before the first) */
+    ns_config cfg_b;       /* b's settings in force now, as cfg is a's */
+    int warmup_on_b;
+    float lr_peak_b, lr_next_b;
+    /* each run's current settings, differences first (twin_label):
+     * "a: fp32-norms=off  norm=pre ..." */
+    char label_a[160], label_b[160];
+    /* The run whose latest step was not finite: 0 = a, 1 = b, -1 = none.
+     * Decided once, by the trainer (a first: a steps first); front ends
+     * read it through trainer_diverged_run, never from the metrics. */
+    int diverged_run;
+    long diverged_steps; /* steps not finite this session (a or b) */
+    int write_failed;    /* a --csv/--jsonl row could not be written */
+    /* a script's "pause PROMPT": the latest prompt, its step, and a count
+     * that changes with each (the lesson panel shows it again) */
+    char ask[NS_CMD_TEXT];
+    long ask_step;
+    unsigned ask_seq;
+    int stall_stopped;   /* headless, --on-stall stop ended the stalled run */
+    /* The curve the latest rewind abandoned, so the chart can keep it grey
+     * behind the replay: the losses (a's, b's) of steps ghost_first ..
+     * ghost_first + ghost_n - 1, in the snapshot's ghost arrays; ghost_seq
+     * changes when it is replaced (a rewind) or dropped (a re-init). */
+    long ghost_first;
+    int ghost_n;
+    unsigned ghost_seq;
+} trainer_status;
+
+/* The run ended diverged: stopped on it (DIVERGED), or its latest step (a's
+ * or b's) was not finite, as --on-diverge continue leaves it. */
+int trainer_ended_diverged(const trainer_status *s);
+
+/* Which run diverged (0 = a, 1 = b), or -1: none, or no step yet. */
+static inline int trainer_diverged_run(const trainer_status *s)
+{
+    return s->have_metrics ? s->diverged_run : -1;
+}
+
+/* A front end's copy. Point i of this generation (0-based) is kept at
+ * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
+ * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.5 MiB:
+ * allocate it (trainer_snapshot_new), do not put it on a stack. */
+typedef struct {
+    trainer_status s;
+    trainer_point hist[TRAINER_HIST];
+    float heat[TRAINER_HIST][NS_MAX_LAYERS]; /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
+    float heat_b[TRAINER_HIST][NS_MAX_LAYERS]; /* the same for the twin (0 without one) */
+    trainer_event ev[TRAINER_EVENTS];
+    float ghost[TRAINER_HIST], ghost_b[TRAINER_HIST]; /* (ghost_n): see trainer_status */
+} trainer_snapshot;
+
+/* The oldest point kept: the newest TRAINER_HIST points at most, and after
+ * a rewind cut the history, none whose ring slot a cut point had reused. */
+static inline long trainer_hist_first(const trainer_status *s)
+{
+    long lo = s->hist_total - TRAINER_HIST;
+    if (lo < s->hist_first)
+        lo = s->hist_first;
+    return lo > 0 ? lo : 0;
+}
+
+trainer_snapshot *trainer_snapshot_new(void); /* zeroed; free() it */
+
+/* The prompt a sample continues when none was given. */
+extern const char trainer_default_prompt[];
+
+#endif

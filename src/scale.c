@@ -1,0 +1,32 @@
+/* scale.c - the shared scales' functions (scale.h): a gradient's state
+ * and the heatmap's level of a norm.
+ *
+ * Not here: the bars' geometry (tui_layout.c), drawing (tui_*.c, plot.c).
+ */
+#include "scale.h"
+
+#include <math.h>
+
+scale_grad_state scale_grad_state_of(double v, double layer_max)
+{
+    if (!isfinite(v))
+        return SCALE_G_NONFINITE;
+    if (v >= SCALE_EXPLODE)
+        return SCALE_G_EXPLODE;
+    if (layer_max > 0 && v < SCALE_VANISH_RATIO * layer_max)
+        return SCALE_G_VANISH;
+    return SCALE_G_NORMAL;
+}
+
+/* Decade levels: 0 below 1e-4, 1..5 for [1e-4,1e-3) .. [1,10), 6 from 10
+ * (exploding); -1 when not finite. */
+int scale_heat_level(double v)
+{
+    if (!isfinite(v))
+        return -1;
+    if (!(v > 0))
+        return 0;
+    int lv = (int)floor(log10(v)) + 5;
+    return lv < 0 ? 0 : lv > 6 ? 6 : lv;
+}
+

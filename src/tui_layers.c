@@ -1,0 +1,596 @@
+/* tui_layers.c - the layer panels, drawn into the cell grid from a
+ * snapshot: one row per layer of gradient bars and activation maxima (a
+ * run, or a --compare pair side by side with their ratio), and the
+ * selected layer's numbers in the box beside the chart.
+ *
+ * Only draws: it reads the snapshot and the UI state, and records
+ * clickable places in ui->hits. No curses, no trainer calls.
+ */
+#include "tui.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "numfmt.h"
+#include "twin.h"
+
+/* ---- glyphs (the code points: tui.h) ------------------------------------ */
+/* Left-aligned eighth blocks: index k = k/8 of a cell (k = 1..7). */
+static uint32_t eighth(int k) { return (uint32_t)(0x2590 - k); /* ▏=258F .. ▉=2589 */ }
+
+/* A number in 7 columns: fixed point while it reads well, else e-notation. */
+static void fmt7(char *b, size_t n, double v)
+{
+    if (isnan(v))
+        snprintf(b, n, "%7s", "nan");
+    else if (isinf(v))
+        snprintf(b, n, "%7s", v > 0 ? "inf" : "-inf");
+    else if (fabs(v) >= 0.01 && fabs(v) < 1000)
+        snprintf(b, n, "%7.3f", v);
+    else if (v == 0)
+        snprintf(b, n, "%7s", "0");
+    else
+        snprintf(b, n, "%7.1e", v);
+}
+
+static void fmt_e(char *b, size_t n, double v)
+{
+    if (isnan(v))
+        snprintf(b, n, "%7s", "nan");
+    else if (isinf(v))
+        snprintf(b, n, "%7s", v > 0 ? "inf" : "-inf");
+    else
+        snprintf(b, n, "%7.1e", v);
+}
+
+static tui_style grad_style(scale_grad_state st)
+{
+    switch (st) {
+    case SCALE_G_VANISH: return TUI_S_VANISH;
+    case SCALE_G_EXPLODE: return TUI_S_EXPLODE;
+    case SCALE_G_NONFINITE: return TUI_S_BAD;
+    default: return TUI_S_NORMAL;
+    }
+}
+
+static const char *grad_state_name(scale_grad_state st)
+{
+    static const char *const n[] = {"normal", "vanishing", "exploding", "not finite"};
+    return n[st];
+}
+
+/* A bar of v on the log scale lo..hi over w cells at (r, c). Colors name
+ * the state; without color the glyph does (htop's monochrome scheme), and
+ * ASCII has its own distinct glyphs. */
+static void log_bar(tui_grid *g, int r, int c, int w, double v, double lo, double hi,
+                    tui_style s, const tui_ui *ui)
+{
+    if (w <= 0)
+        return;
+    if (!isfinite(v)) {
+        tui_puts(g, r, c, w, TUI_S_BAD, isnan(v) ? "NaN" : "Inf");
+        return;
+    }
+    int e = (int)tui_log_eighths_d(v, lo, hi, w);
+    int full = e / 8, part = e % 8;
+    uint32_t fullg, partg;
+    if (ui->unicode) {
+        int distinct = !ui->color && s != TUI_S_NORMAL;
+        fullg = distinct ? (s == TUI_S_VANISH ? G_LIGHT : G_DARK) : G_FULL;
+        partg = distinct ? fullg : eighth(part);
+    } else {
+        fullg = s == TUI_S_VANISH ? '.' : (s == TUI_S_NORMAL ? '#' : '!');
+        partg = s == TUI_S_NORMAL ? ':' : fullg;
+    }
+    for (int i = 0; i < full; i++)
+        tui_put(g, r, c + i, fullg, s);
+    if (part)
+        tui_put(g, r, c + full, partg, s);
+    if (v > pow(10.0, hi)) /* off the scale: say so at the end */
+        tui_put(g, r, c + w - 1, ui->unicode ? G_RIGHT : '>', TUI_S_EXPLODE);
+}
+
+static void decade_label(char *b, size_t n, int d)
+{
+    if (d == 0)
+        snprintf(b, n, "1");
+    else
+        snprintf(b, n, "1e%+d", d);
+}
+
+/* Decade labels under a bar area; each label starts at its decade's tick
+ * (where a bar of exactly that value ends). Labels that would overlap the
+ * previous one, or run past the bar area, are left out. */
+static void scale_row(tui_grid *g, int r, int c, int w, int lo, int hi)
+{
+    int next_free = 0;
+    for (int d = lo; d <= hi; d++) {
+        char b[16];
+        decade_label(b, sizeof b, d);
+        int col = tui_decade_col(d, lo, hi, w), len = (int)strlen(b);
+        if (col < next_free || col + len > w)
+            continue;
+        tui_puts(g, r, c + col, len, TUI_S_DIM, b);
+        next_free = col + len + 1;
+    }
+}
+
+/* ---- the layer panel ---------------------------------------------------------- */
+
+/* The precision counter of a layer, 8 columns: overflows this step
+ * ("ovf 12"), else the headroom log2(format max / act max) in doublings,
+ * warned below 3 and bad below 1, so a layer about to overflow shows in
+ * its row before it does. */
+static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
+{
+    char b[32];
+    tui_style st = TUI_S_TEXT;
+    if (lm->overflow > 0) {
+        snprintf(b, sizeof b, "ovf%5.0f", (double)lm->overflow);
+        st = TUI_S_BAD;
+    } else if (!isfinite(lm->headroom)) {
+        snprintf(b, sizeof b, "%8s", isnan(lm->headroom) ? "-" : "inf");
+        st = isnan(lm->headroom) ? TUI_S_BAD : TUI_S_DIM;
+    } else {
+        snprintf(b, sizeof b, "%8.1f", (double)lm->headroom);
+        st = lm->headroom < 1 ? TUI_S_BAD : lm->headroom < 3 ? TUI_S_WARN : TUI_S_TEXT;
+    }
+    tui_puts(g, r, c, 8, st, b);
+}
+
+/* The largest finite attention or MLP gradient norm of any layer:
+ * "vanishing" is relative to it. */
+static double largest_grad(const step_metrics *m, int L)
+{
+    double gmax = 0;
+    for (int l = 0; l < L; l++) {
+        double a = m->layer[l].grad_attn, f = m->layer[l].grad_ffn;
+        if (isfinite(a) && a > gmax)
+            gmax = a;
+        if (isfinite(f) && f > gmax)
+            gmax = f;
+    }
+    return gmax;
+}
+
+/* The per-layer gradient norm the --compare ratio uses. */
+static double layer_gnorm(const layer_metrics *lm)
+{
+    double a = lm->grad_attn, f = lm->grad_ffn, n = lm->grad_ln;
+    return sqrt(a * a + f * f + n * n);
+}
+
+/* The activation-max bar of one layer on 1 .. 1e+6 over w cells at
+ * (r, c), with the marks at 256 and 65504 under it. */
+static tui_style act_style(double am)
+{
+    return !isfinite(am) || am >= SCALE_MARK_FP16 ? TUI_S_BAD
+           : am >= SCALE_MARK_LNVAR               ? TUI_S_WARN
+                                                : TUI_S_NORMAL;
+}
+
+/* The cells of the 256 and 65504 marks inside an activation bar of w. */
+static void act_marks(int w, int *m256, int *m16)
+{
+    int e256 = tui_log_eighths(SCALE_MARK_LNVAR, SCALE_AMAX_LO, SCALE_AMAX_HI, w);
+    int e16 = tui_log_eighths(SCALE_MARK_FP16, SCALE_AMAX_LO, SCALE_AMAX_HI, w);
+    *m256 = (e256 + 7) / 8 - 1;
+    *m16 = (e16 + 7) / 8 - 1;
+}
+
+static void act_bar(tui_grid *g, int r, int c, int w, double am, const tui_ui *ui)
+{
+    tui_style as = act_style(am);
+    int m256, m16;
+    act_marks(w, &m256, &m16);
+    uint32_t mark = ui->unicode ? G_DOTV : '|';
+    tui_put(g, r, c + m256, mark, TUI_S_WARN);
+    tui_put(g, r, c + m16, mark, TUI_S_BAD);
+    if (!isfinite(am)) {
+        tui_puts(g, r, c, w, TUI_S_BAD, isnan(am) ? "NaN" : "Inf");
+        return;
+    }
+    int e = tui_log_eighths(am, SCALE_AMAX_LO, SCALE_AMAX_HI, w);
+    int full = e / 8, part = e % 8;
+    uint32_t fg = ui->unicode ? (ui->color || as == TUI_S_NORMAL ? G_FULL : G_DARK)
+                              : (as == TUI_S_NORMAL ? '#' : (as == TUI_S_WARN ? '%' : '!'));
+    for (int j = 0; j < full; j++)
+        tui_put(g, r, c + j, fg, as);
+    if (part)
+        tui_put(g, r, c + full,
+                ui->unicode ? (fg == G_FULL ? eighth(part) : fg) : (fg == '#' ? ':' : fg), as);
+}
+
+/* The scale labels over an activation bar: 1, 256, 65504 where they fit. */
+static void act_scale(tui_grid *g, int r, int c, int w)
+{
+    int m256, m16;
+    act_marks(w, &m256, &m16);
+    tui_puts(g, r, c, 1, TUI_S_DIM, "1");
+    if (m256 > 1)
+        tui_puts(g, r, c + m256, 3, TUI_S_WARN, "256");
+    if (m16 > m256 + 3 && m16 + 5 <= w)
+        tui_puts(g, r, c + m16, 5, TUI_S_BAD, "65504");
+    else if (m16 > m256 + 3 && m16 + 3 <= w)
+        tui_puts(g, r, c + m16, 3, TUI_S_BAD, "65k");
+}
+
+/* The labels under (or over) a gradient bar area: the decades on the
+ * absolute axis; on the relative one, its two ends. */
+static void grad_scale(tui_grid *g, int r, int c, int w, int relative)
+{
+    if (!relative) {
+        scale_row(g, r, c, w, SCALE_GRAD_LO, SCALE_GRAD_HI);
+        return;
+    }
+    tui_puts(g, r, c, w, TUI_S_DIM, "max/10");
+    if (w >= 11)
+        tui_puts(g, r, c + w - 3, 3, TUI_S_DIM, "max");
+}
+
+/* A gradient bar column's title: which sublayer, and which axis. */
+static void grad_title(char *b, size_t n, const char *what, int w, int relative)
+{
+    if (relative)
+        snprintf(b, n, w >= 16 ? "%s, own max/10..max" : "%s rel", what);
+    else
+        snprintf(b, n, w >= 16 ? "%s 1e-5..1e+2" : "%s abs", what);
+}
+
+/* One run's label as the panel header shows it (twin_label). */
+static void run_label(const trainer_status *s, int which, char *b, size_t n)
+{
+    twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
+    twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+    twin_label(which ? "b" : "a", which ? rb : ra, which ? ra : rb, b, n);
+}
+
+/* The two header rows of a run's panel: its settings now, and the column
+ * titles (the bars' axes and the activation marks). */
+static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const tui_ui *ui,
+                        int which, const tui_twin_cols *k)
+{
+    char b[160];
+    run_label(s, which, b, sizeof b);
+    if ((int)strlen(b) > r.w) { /* whole words: half of "fp32-norms" reads as a precision */
+        b[r.w] = 0;
+        char *sp = strrchr(b, ' ');
+        if (sp)
+            *sp = 0;
+    }
+    tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
+             b);
+    int rr = r.r + 1;
+    tui_puts(g, rr, r.c + k->idx, 4, TUI_S_LABEL, "lyr");
+    grad_title(b, sizeof b, "attn", k->bar, ui->bars_rel);
+    tui_puts(g, rr, r.c + k->attn, k->bar, TUI_S_LABEL, b);
+    grad_title(b, sizeof b, "mlp", k->bar, ui->bars_rel);
+    tui_puts(g, rr, r.c + k->ffn, k->bar, TUI_S_LABEL, b);
+    if (k->act >= 0)
+        act_scale(g, rr, r.c + k->act, k->act_w);
+    if (k->act_num >= 0)
+        tui_puts(g, rr, r.c + k->act_num, 8, TUI_S_LABEL, " act max");
+    if (k->prec >= 0)
+        tui_puts(g, rr, r.c + k->prec, 9, TUI_S_LABEL, " headroom");
+    if (k->rms >= 0)
+        tui_puts(g, rr, r.c + k->rms, 8, TUI_S_LABEL, "   rms");
+}
+
+/* One layer's row of a run's panel. */
+static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
+                     const tui_twin_cols *k, double gmax, const tui_ui *ui)
+{
+    double lo, hi;
+    tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
+    scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+    scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
+    log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
+    log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
+    char b[32];
+    if (k->act >= 0)
+        act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
+    if (k->act_num >= 0) {
+        fmt7(b, sizeof b, lm->act_max);
+        tui_puts(g, rr, r.c + k->act_num + 1, 7, act_style(lm->act_max), b);
+    }
+    if (k->prec >= 0)
+        prec_cell(g, rr, r.c + k->prec + 1, lm);
+    if (k->rms >= 0) {
+        fmt7(b, sizeof b, lm->resid_rms);
+        tui_puts(g, rr, r.c + k->rms + 1, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
+    }
+}
+
+/* A layer row's index cell, 4 columns: ">12!" (selected, the first
+ * non-finite), styled by the worse of its two gradients' states. */
+static void layer_index(tui_grid *g, int rr, int c, int l, int fault_l, const layer_metrics *lm,
+                        double gmax, const tui_ui *ui)
+{
+    int sel = l == ui->selected;
+    scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+    scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
+    char b[16];
+    snprintf(b, sizeof b, "%c%2d%c", sel ? '>' : ' ', l, l == fault_l ? '!' : ' ');
+    tui_puts(g, rr, c, 4,
+             l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(sa > sf ? sa : sf), b);
+}
+
+/* --compare: one run's layers, the single view's columns compacted so two
+ * panels fit side by side; tui_twin_columns drops what does not fit. */
+void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
+                          int which)
+{
+    const trainer_status *s = &snap->s;
+    const step_metrics *m = which ? &s->last_b : &s->last;
+    const ns_config *cfg = which ? &s->cfg_b : &s->cfg;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    int rows = r.h - 2;
+    if (rows < 1 || r.w < 4 + 2 * TUI_TWIN_BAR_MIN + 1)
+        return;
+    ui->layer_rows = rows;
+    if (ui->selected < 0 || ui->selected >= L)
+        ui->selected = L - 1;
+    ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
+    tui_twin_cols k = tui_twin_columns(r.w, cfg->precision != FMT_FP32);
+    twin_header(g, r, s, ui, which, &k);
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
+    double gmax = s->have_metrics ? largest_grad(m, L) : 0;
+    for (int i = 0; i < rows; i++) {
+        int l = L - 1 - (ui->scroll + i);
+        if (l < 0)
+            break;
+        int rr = r.r + 2 + i;
+        const layer_metrics *lm = &m->layer[l];
+        layer_index(g, rr, r.c, l, fault_l, lm, gmax, ui);
+        tui_add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
+        if (s->have_metrics)
+            twin_row(g, r, rr, lm, &k, gmax, ui);
+        else if (i == 0)
+            tui_puts(g, rr, r.c + 4, r.w - 4, TUI_S_DIM, "waiting...");
+    }
+}
+
+/* --compare: a/b of each layer's gradient norm, on the rows of the panels. */
+void tui_draw_ratio(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const tui_ui *ui)
+{
+    const trainer_status *s = &snap->s;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    int rows = r.h - 2;
+    if (rows < 1 || r.w < 8)
+        return;
+    tui_puts(g, r.r, r.c + 1, r.w - 1, TUI_S_TITLE, "a/b");
+    tui_puts(g, r.r + 1, r.c + 1, r.w - 1, TUI_S_LABEL, "|grad|");
+    if (!s->have_metrics)
+        return;
+    for (int i = 0; i < rows; i++) {
+        int l = L - 1 - (ui->scroll + i);
+        if (l < 0)
+            break;
+        double a = layer_gnorm(&s->last.layer[l]), b = layer_gnorm(&s->last_b.layer[l]);
+        char t[32];
+        tui_style st = TUI_S_TEXT;
+        if (!isfinite(a) || !isfinite(b)) {
+            snprintf(t, sizeof t, "%7s", "nan");
+            st = TUI_S_BAD;
+        } else if (b <= 0) {
+            snprintf(t, sizeof t, "%7s", a > 0 ? "inf" : "-");
+            st = TUI_S_DIM;
+        } else {
+            double q = a / b;
+            snprintf(t, sizeof t, q >= 1e4 || q < 1e-3 ? "%7.1e" : "%7.3g", q);
+            st = q > 10 || q < 0.1 ? TUI_S_WARN : TUI_S_TEXT;
+        }
+        tui_puts(g, r.r + 2 + i, r.c + 1, 7, st, t);
+    }
+}
+
+/* The single view's two header rows: titles over the columns (and which
+ * layers show when they scroll), then the scales. */
+static void layers_header(tui_grid *g, tui_rect r, const tui_layer_cols *k, int L, int rows,
+                          const tui_ui *ui)
+{
+    int top_shown = L - 1 - ui->scroll, bottom_shown = top_shown - rows + 1;
+    if (bottom_shown < 0)
+        bottom_shown = 0;
+    tui_puts(g, r.r, r.c + k->idx, 4, TUI_S_TITLE, "lyr");
+    tui_puts(g, r.r, r.c + k->attn, k->bar, TUI_S_TITLE,
+             k->bar >= 17 ? "attention |grad|" : "attn |grad|");
+    tui_puts(g, r.r, r.c + k->ffn, k->bar, TUI_S_TITLE, "MLP |grad|");
+    tui_puts(g, r.r, r.c + k->nums, 16, TUI_S_TITLE, "   attn     mlp");
+    tui_puts(g, r.r, r.c + k->act, k->act_w + 9, TUI_S_TITLE, "activation max");
+    tui_puts(g, r.r, r.c + k->rms, 10, TUI_S_TITLE, " resid rms");
+    if (k->prec >= 0)
+        tui_puts(g, r.r, r.c + k->prec, 9, TUI_S_TITLE, " headroom");
+    if (k->extra >= 0) {
+        tui_puts(g, r.r, r.c + k->extra, 9, TUI_S_TITLE, " upd/w");
+        tui_puts(g, r.r, r.c + k->extra + 9, 9, TUI_S_TITLE, " norm|g|");
+    }
+    if (L > rows) { /* scrolling: say which layers are shown */
+        char b[48];
+        snprintf(b, sizeof b, " %d-%d of %d ", top_shown, bottom_shown, L);
+        int len = (int)strlen(b);
+        tui_puts(g, r.r, r.c + r.w - len, len, TUI_S_DIM, b);
+    }
+    grad_scale(g, r.r + 1, r.c + k->attn, k->bar, ui->bars_rel);
+    grad_scale(g, r.r + 1, r.c + k->ffn, k->bar, ui->bars_rel);
+    act_scale(g, r.r + 1, r.c + k->act, k->act_w);
+}
+
+/* One layer's row of the single view, after its index. */
+static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
+                      const tui_layer_cols *k, double gmax, const tui_ui *ui)
+{
+    /* the relative view's axis ends at the largest layer's gradient */
+    double lo, hi;
+    tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
+    scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+    scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
+    char b[32];
+    log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
+    log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
+    fmt_e(b, sizeof b, lm->grad_attn);
+    tui_puts(g, rr, r.c + k->nums, 7, grad_style(sa), b);
+    fmt_e(b, sizeof b, lm->grad_ffn);
+    tui_puts(g, rr, r.c + k->nums + 8, 7, grad_style(sf), b);
+    /* activation max, with the two fp16 marks */
+    act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
+    fmt7(b, sizeof b, lm->act_max);
+    tui_puts(g, rr, r.c + k->act_num, 7, act_style(lm->act_max), b);
+    fmt7(b, sizeof b, lm->resid_rms);
+    tui_puts(g, rr, r.c + k->rms + 2, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
+    if (k->prec >= 0)
+        prec_cell(g, rr, r.c + k->prec + 1, lm);
+    if (k->extra >= 0) {
+        fmt_e(b, sizeof b, lm->update_ratio);
+        tui_puts(g, rr, r.c + k->extra + 1, 7, TUI_S_TEXT, b);
+        fmt_e(b, sizeof b, lm->grad_ln);
+        tui_puts(g, rr, r.c + k->extra + 10, 7, TUI_S_TEXT, b);
+    }
+}
+
+void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
+{
+    const trainer_status *s = &snap->s;
+    const step_metrics *m = &s->last;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    tui_layer_cols k = tui_layer_columns_prec(r.w, s->cfg.precision != FMT_FP32);
+    int rows = r.h - 2;
+    if (rows < 1)
+        return;
+    ui->layer_rows = rows;
+    int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
+    if (ui->selected < 0 || ui->selected >= L)
+        ui->selected = L - 1;
+    ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
+    layers_header(g, r, &k, L, rows, ui);
+    /* the largest layer gradient: "vanishing" is relative to it */
+    double gmax = s->have_metrics ? largest_grad(m, L) : 0;
+    for (int i = 0; i < rows; i++) {
+        int l = L - 1 - (ui->scroll + i);
+        if (l < 0)
+            break;
+        int rr = r.r + 2 + i;
+        const layer_metrics *lm = &m->layer[l];
+        layer_index(g, rr, r.c + k.idx, l, fault_l, lm, gmax, ui);
+        tui_add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
+        if (s->have_metrics)
+            layer_row(g, r, rr, lm, &k, gmax, ui);
+        else if (i == 0)
+            tui_puts(g, rr, r.c + k.attn, r.w - k.attn, TUI_S_DIM, "waiting for the first step...");
+    }
+}
+
+/* ---- the selected layer's numbers -------------------------------------------- */
+
+/* The selected layer's rows: name, value, format and style. */
+typedef struct {
+    const char *name, *brief; /* brief: 7 columns, for two runs in a narrow box */
+    double v;
+    int fmt; /* 0 fixed, 1 e-notation, 2 a count */
+    tui_style st;
+} side_row;
+enum { SIDE_ROWS = 10 };
+
+static void side_rows(const layer_metrics *lm, double gmax, side_row out[SIDE_ROWS])
+{
+    const side_row rows[SIDE_ROWS] = {
+        {"grad attn", "|g|attn", lm->grad_attn, 1,
+         grad_style(scale_grad_state_of(lm->grad_attn, gmax))},
+        {"grad mlp", "|g|mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
+        {"grad norm", "|g|norm", lm->grad_ln, 1, TUI_S_TEXT},
+        {"act max", "act max", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
+                                                                          : act_style(lm->act_max)},
+        {"resid max", "res max", lm->resid_max, 0, TUI_S_TEXT},
+        {"resid rms", "res rms", lm->resid_rms, 0, TUI_S_TEXT},
+        {"upd/weight", "upd/w", lm->update_ratio, 1, TUI_S_TEXT},
+        {"headroom", "headrm", lm->headroom, 0, lm->headroom < 1 ? TUI_S_WARN : TUI_S_TEXT},
+        {"overflows", "ovf", lm->overflow, 2, lm->overflow > 0 ? TUI_S_BAD : TUI_S_TEXT},
+        {"underflows", "unf", lm->underflow, 2, TUI_S_TEXT},
+    };
+    memcpy(out, rows, sizeof rows);
+}
+
+static void side_value(tui_grid *g, int r, int c, int w, const side_row *row)
+{
+    char b[32];
+    if (row->fmt == 1)
+        fmt_e(b, sizeof b, row->v);
+    else if (row->fmt == 2)
+        snprintf(b, sizeof b, "%7.0f", row->v);
+    else
+        fmt7(b, sizeof b, row->v);
+    tui_puts(g, r, c, w, row->st, b);
+}
+
+/* The rows of numbers; with --compare a column per run (a, then b).
+ * Returns the next free row. */
+static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l, double gmax,
+                        double gmax_b)
+{
+    side_row a[SIDE_ROWS], b[SIDE_ROWS];
+    side_rows(&s->last.layer[l], gmax, a);
+    side_rows(&s->last_b.layer[l], gmax_b, b);
+    /* two runs: the names take what two 7-column values and a gap leave */
+    int rr = r.r + 1, two = s->compare, namew = two ? clampi(r.w - 4 - 15, 7, 11) : 11;
+    if (two && rr < r.r + r.h - 1) {
+        tui_puts(g, rr, r.c + 2 + namew + 6, 1, TUI_S_TITLE, "a");
+        tui_puts(g, rr, r.c + 2 + namew + 14, 1, TUI_S_TWIN, "b");
+        rr++;
+    }
+    for (int i = 0; i < SIDE_ROWS && rr < r.r + r.h - 1; i++, rr++) {
+        tui_puts(g, rr, r.c + 2, namew, TUI_S_LABEL, namew < 10 ? a[i].brief : a[i].name);
+        side_value(g, rr, r.c + 2 + namew, 7, &a[i]);
+        if (two)
+            side_value(g, rr, r.c + 2 + namew + 8, 7, &b[i]);
+    }
+    return rr;
+}
+
+void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const tui_ui *ui)
+{
+    if (r.w < 12 || r.h < 3)
+        return;
+    const trainer_status *s = &snap->s;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    int l = clampi(ui->selected, 0, L - 1);
+    tui_box(g, r, ui->unicode, TUI_S_BORDER);
+    char t[48];
+    snprintf(t, sizeof t, " layer %d of %d ", l, L);
+    tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, t);
+    if (!s->have_metrics) {
+        tui_puts(g, r.r + 1, r.c + 2, r.w - 4, TUI_S_DIM, "no step yet");
+        return;
+    }
+    const layer_metrics *lm = &s->last.layer[l];
+    double gmax = largest_grad(&s->last, L), gmax_b = largest_grad(&s->last_b, L);
+    int rr = side_numbers(g, r, s, l, gmax, gmax_b);
+    if (rr < r.r + r.h - 1 && !s->compare) {
+        scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
+        scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
+        scale_grad_state w = sa > sf ? sa : sf;
+        tui_puts(g, rr, r.c + 2, 11, TUI_S_LABEL, "gradients");
+        tui_puts(g, rr, r.c + 13, r.w - 15, grad_style(w), grad_state_name(w));
+        rr++;
+    }
+    if (rr < r.r + r.h - 1 && !s->compare) {
+        tui_puts(g, rr, r.c + 2, 11, TUI_S_LABEL, "rule");
+        int post = s->cfg.norm == NORM_POST || s->cfg.norm == NORM_DEEPNORM ||
+                   (s->cfg.norm == NORM_MIX && l < (s->cfg.mix_k >= 0 ? s->cfg.mix_k : L / 4));
+        tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, post ? "x=N(x+F(x))" : "x=x+F(N(x))");
+        rr++;
+    }
+    if (rr < r.r + r.h - 1)
+        tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, l == 0 ? "next to the embeddings"
+                                                     : l == L - 1 ? "next to the output"
+                                                                  : "");
+}
+

@@ -1,0 +1,330 @@
+/* tui_status.c - the status line, drawn into the cell grid from a
+ * snapshot: the run's state, step, loss, rates and memory, and the row of
+ * toggles ("[p] Pre-LN"), each clickable like its key.
+ *
+ * Only draws: it reads the snapshot and the UI state, and records
+ * clickable places in ui->hits. No curses, no trainer calls.
+ */
+#include "tui.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "numfmt.h"
+#include "twin.h"
+
+/* ---- status line ------------------------------------------------------------ */
+
+typedef struct {
+    char text[96];
+    tui_style style;
+    int prio; /* lower = dropped last */
+} item;
+
+static const char *place_label(norm_place p)
+{
+    switch (p) {
+    case NORM_POST: return "Post-LN";
+    case NORM_PRE: return "Pre-LN";
+    case NORM_SANDWICH: return "Sandwich-LN";
+    case NORM_DEEPNORM: return "DeepNorm";
+    case NORM_REZERO: return "ReZero";
+    case NORM_NONE: return "no norm";
+    case NORM_MIX: return "Mix-LN";
+    default: return "?";
+    }
+}
+
+static tui_style state_style(trainer_state st)
+{
+    switch (st) {
+    case TRAINER_RUNNING: return TUI_S_RUN;
+    case TRAINER_PAUSED: return TUI_S_PAUSE;
+    case TRAINER_DIVERGED: return TUI_S_DIVERGED;
+    case TRAINER_STALLED: return TUI_S_WARN;
+    default: return TUI_S_DONE;
+    }
+}
+
+/* A loss as the headless summary prints it, unless it blew up: 1e30 with
+ * "%.4f" is 35 digits that push the rest of the status line off. */
+typedef struct {
+    char t[32];
+} loss_text;
+static loss_text fmt_loss_text(float v)
+{
+    loss_text r;
+    if (isnan(v))
+        snprintf(r.t, sizeof r.t, "nan"); /* no sign: a NaN has none to show */
+    else if (fabsf(v) < 1e5f || !isfinite(v))
+        snprintf(r.t, sizeof r.t, "%.4f", (double)v);
+    else
+        snprintf(r.t, sizeof r.t, "%.3e", (double)v);
+    return r;
+}
+
+/* The items of one status row, in order; the least important are dropped
+ * first when the row is narrow. Bounded: an item past the end is left out. */
+#define STATUS_ITEMS 12
+typedef struct {
+    item it[STATUS_ITEMS];
+    int n;
+} items;
+
+static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
+{
+    if (l->n >= STATUS_ITEMS)
+        return;
+    item *it = &l->it[l->n++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(it->text, sizeof it->text, fmt, ap);
+    va_end(ap);
+    it->style = st;
+    it->prio = prio;
+}
+
+/* A run's own state: with --compare, the run that did not diverge (the
+ * trainer's word, trainer_diverged_run) is only paused by the other's
+ * divergence. */
+static trainer_state run_state(const trainer_status *s, int run)
+{
+    if (run == 1 && (s->state == TRAINER_RUNNING || s->state == TRAINER_STALLED))
+        return s->last_b.stalled ? TRAINER_STALLED : TRAINER_RUNNING; /* b's own */
+    if (s->state != TRAINER_DIVERGED || !s->compare)
+        return s->state;
+    int d = trainer_diverged_run(s);
+    return run == (d < 0 ? 0 : d) ? TRAINER_DIVERGED : TRAINER_PAUSED;
+}
+
+/* A run's loss, validation loss and first non-finite (run 1 = b). */
+static void status_run_values(items *l, const trainer_status *s, int run)
+{
+    float loss = run ? s->loss_b : s->loss;
+    float val = run ? s->last_val_b : s->last_val;
+    /* the loss at the step the run is at: after a rewind, the step
+     * rewound to's, not the (diverged) step taken last */
+    if (s->have_loss)
+        add_item(l, isfinite(loss) ? TUI_S_STATUS : TUI_S_BAD, 1, "loss %s",
+                 fmt_loss_text(loss).t);
+    else
+        add_item(l, TUI_S_STATUS, 1, "loss -");
+    int have_val = run ? !isnan(s->last_val_b) : s->last_val_step > 0;
+    if (have_val)
+        add_item(l, TUI_S_STATUS, 2, "val %s", fmt_loss_text(val).t);
+    else
+        add_item(l, TUI_S_STATUS, 2, "val -");
+    int warm_on = run ? s->warmup_on_b : s->warmup_on;
+    float next = run ? s->lr_next_b : s->lr_next, peak = run ? s->lr_peak_b : s->lr_peak;
+    const step_metrics *m = run ? &s->last_b : &s->last;
+    if (warm_on && s->have_metrics && m->in_warmup && peak > 0)
+        add_item(l, TUI_S_STATUS, 1, "lr %.2e (warmup %d%%)", (double)next,
+                 (int)(100.0 * next / peak));
+    else
+        add_item(l, TUI_S_STATUS, 1, "lr %.2e", (double)next);
+    if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
+        add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
+    if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
+        /* where it started, not the last symptom: the first thing to look at */
+        add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
+                 m->fault[0] ? m->fault : "the loss");
+}
+
+/* Row 0: the step, run a's values, the speed and (--compare) the target. */
+static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
+{
+    add_item(l, TUI_S_TITLE, 6, "normscope");
+    if (s->limit > 0)
+        add_item(l, TUI_S_STATUS, 0, "step %ld/%ld", s->steps_done, s->limit);
+    else
+        add_item(l, TUI_S_STATUS, 0, "step %ld", s->steps_done);
+    if (s->compare)
+        add_item(l, TUI_S_TOGGLE, 0, "TARGET %s", twin_target_name((twin_target)ui->target));
+    if (s->compare)
+        add_item(l, TUI_S_LABEL, 0, "a:");
+    status_run_values(l, s, 0);
+    double tok = s->steps_per_s * s->cfg.batch * s->cfg.context;
+    if (tok >= 1e6)
+        add_item(l, TUI_S_STATUS, 4, "%.2fM tok/s", tok / 1e6);
+    else if (tok >= 1e3)
+        add_item(l, TUI_S_STATUS, 4, "%.1fk tok/s", tok / 1e3);
+    else
+        add_item(l, TUI_S_STATUS, 4, "%.0f tok/s", tok);
+    if (s->threads > 1)
+        add_item(l, TUI_S_STATUS, 3, "%.1f steps/s (%d threads)", s->steps_per_s, s->threads);
+    else
+        add_item(l, TUI_S_STATUS, 3, "%.1f steps/s", s->steps_per_s);
+}
+
+/* Draw a row of items from column c, dropping the least important
+ * (highest prio, never prio 0) until the rest fit in avail columns. */
+static void status_items(tui_grid *g, int row, int c0, int avail, const items *l)
+{
+    int keep[STATUS_ITEMS];
+    for (int i = 0; i < l->n; i++)
+        keep[i] = 1;
+    for (;;) {
+        int need = 0, worst = -1;
+        for (int i = 0; i < l->n; i++)
+            if (keep[i]) {
+                need += (int)strlen(l->it[i].text) + 2;
+                if (worst < 0 || l->it[i].prio > l->it[worst].prio)
+                    worst = i;
+            }
+        if (need <= avail || worst < 0 || l->it[worst].prio == 0)
+            break;
+        keep[worst] = 0;
+    }
+    int c = c0;
+    for (int i = 0; i < l->n; i++) {
+        if (!keep[i])
+            continue;
+        c += tui_puts(g, row, c, c0 + avail - c, l->it[i].style, l->it[i].text);
+        c += 2;
+    }
+}
+
+/* The state at the row's right end (and FROZEN before it on row 0);
+ * returns the columns left for the values. */
+static int status_state(tui_grid *g, tui_rect r, int row, trainer_state st, int frozen)
+{
+    char state[32];
+    snprintf(state, sizeof state, " %s ", trainer_state_name(st));
+    int right = (int)strlen(state) + (frozen ? 9 : 0) + 1;
+    int sc = r.c + r.w - right;
+    if (frozen)
+        sc += tui_puts(g, row, sc, 9, TUI_S_FROZEN, " FROZEN ") + 1;
+    tui_puts(g, row, sc, (int)strlen(state), state_style(st), state);
+    return r.w - right - 1;
+}
+
+/* One clickable toggle of the toggles row. */
+typedef struct {
+    tui_action act;
+    int on;
+    char text[40];
+} toggle;
+#define STATUS_TOGGLES 16
+typedef struct {
+    toggle t[STATUS_TOGGLES];
+    int n;
+} toggles;
+
+static void add_toggle(toggles *l, tui_action act, int on, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_toggle(toggles *l, tui_action act, int on, const char *fmt, ...)
+{
+    if (l->n >= STATUS_TOGGLES)
+        return;
+    toggle *t = &l->t[l->n++];
+    t->act = act;
+    t->on = on;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->text, sizeof t->text, fmt, ap);
+    va_end(ap);
+}
+
+/* The settings toggles, showing the run the keys act on: run b's values
+ * under target b, else run a's (under `both` a toggle computes the new
+ * value from run a's and sets both: twin.h). */
+static void status_setting_toggles(toggles *l, const trainer_status *s, const tui_ui *ui)
+{
+    int b = s->compare && ui->target == TWIN_B;
+    const ns_config *cf = b ? &s->cfg_b : &s->cfg;
+    int warm = b ? s->warmup_on_b : s->warmup_on;
+    add_toggle(l, tui_bind_action("norm", "toggle"), 1, "%s", place_label(cf->norm));
+    add_toggle(l, tui_bind_action("kind", "next"), 1, "%s", norm_kind_name(cf->norm_kind));
+    add_toggle(l, tui_bind_action("warmup", "toggle"), warm, "warmup %s", warm ? "on" : "off");
+    add_toggle(l, tui_bind_action("precision", "next"), 1, "%s", numfmt_name(cf->precision));
+    if (cf->precision != FMT_FP32) { /* these two only matter in bf16 and fp16 */
+        add_toggle(l, tui_bind_action("fp32-norms", "toggle"), cf->fp32_norms, "%s norms",
+                   cf->fp32_norms ? "fp32" : "low");
+        const step_metrics *m = b ? &s->last_b : &s->last;
+        if (cf->loss_scale == 0)
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn %g", (double)m->loss_scale);
+        else if (cf->loss_scale < 0)
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 0, "scale off");
+        else
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale %g", (double)cf->loss_scale);
+    }
+    if (cf->clip > 0)
+        add_toggle(l, tui_bind_action("clip", "toggle"), 1, "clip %g", (double)cf->clip);
+    else
+        add_toggle(l, tui_bind_action("clip", "toggle"), 0, "clip off");
+}
+
+/* The toggles of the run and the view. */
+static void status_view_toggles(toggles *l, const trainer_status *s, const tui_ui *ui)
+{
+    add_toggle(l, TUI_ACT_PAUSE, 1, "%s", s->state == TRAINER_RUNNING || s->state == TRAINER_STALLED ? "pause" : "resume");
+    add_toggle(l, TUI_ACT_STEP, 1, "step");
+    if (s->compare)
+        add_toggle(l, TUI_ACT_TARGET, 1, "keys: %s",
+                   ui->target == TWIN_BOTH ? "both" : ui->target == TWIN_A ? "run a" : "run b");
+    add_toggle(l, TUI_ACT_VIEW, 1, "%s", ui->view == TUI_VIEW_HEATMAP ? "heatmap" : "bars");
+    add_toggle(l, TUI_ACT_BARS, ui->bars_rel, "bars %s", ui->bars_rel ? "relative" : "absolute");
+    add_toggle(l, TUI_ACT_LOGY, 1, "%s", ui->logy ? "log-y" : "linear");
+    add_toggle(l, TUI_ACT_FREEZE, 1, "%s", ui->frozen ? "frozen" : "live");
+}
+
+/* The toggles row: "[key] value", each clickable like its key, then the
+ * fixed shape at the right as room allows. */
+static void status_toggles(tui_grid *g, tui_rect r, int row, const trainer_status *s, tui_ui *ui)
+{
+    toggles l;
+    l.n = 0;
+    status_setting_toggles(&l, s, ui);
+    status_view_toggles(&l, s, ui);
+    int c = r.c + 1;
+    for (int i = 0; i < l.n; i++) {
+        char name[8], k[16];
+        tui_key_name(l.t[i].act, name, sizeof name);
+        int kl = snprintf(k, sizeof k, "[%s]", name);
+        int len = kl + 1 + (int)strlen(l.t[i].text);
+        if (c + len > r.c + r.w - 1)
+            break;
+        tui_puts(g, row, c, kl, TUI_S_KEY, k);
+        tui_puts(g, row, c + kl + 1, len - kl - 1, l.t[i].on ? TUI_S_TOGGLE : TUI_S_STATUS,
+                 l.t[i].text);
+        tui_add_hit(ui, row, c, c + len, l.t[i].act, -1);
+        c += len + 2;
+    }
+    const ns_config *cf = &s->cfg;
+    char b[64];
+    int len = snprintf(b, sizeof b, "L=%d d=%d H=%d T=%d B=%d", cf->n_layer, cf->dim, cf->n_head,
+                       cf->context, cf->batch);
+    if (c + len <= r.c + r.w - 1)
+        tui_puts(g, row, r.c + r.w - 1 - len, len, TUI_S_LABEL, b);
+}
+
+/* Rows: run a's values (and the step, speed and target), with --compare
+ * run b's values, then the toggles. */
+void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
+{
+    const trainer_status *s = &snap->s;
+    tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_STATUS);
+    items a;
+    a.n = 0;
+    status_values_a(&a, s, ui);
+    int avail = status_state(g, r, r.r, run_state(s, 0), ui->frozen);
+    status_items(g, r.r, r.c + 1, avail, &a);
+    int row = r.r + 1;
+    if (s->compare && r.h >= 3) {
+        items b;
+        b.n = 0;
+        add_item(&b, TUI_S_LABEL, 0, "b:");
+        status_run_values(&b, s, 1);
+        avail = status_state(g, r, row, run_state(s, 1), 0);
+        status_items(g, row, r.c + 1, avail, &b);
+        row++;
+    }
+    if (row < r.r + r.h)
+        status_toggles(g, r, row, s, ui);
+}
+

@@ -34,8 +34,8 @@ typedef struct {
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     const char *follow; /* --follow FILE: show a metrics stream, train nothing */
     /* sweeps (sweep.c): the SPEC, --sweep-out, --sweep-collect, --jobs
-     * (0 = online cores), --list, --yes */
-    const char *sweep, *sweep_out, *sweep_collect;
+     * (0 = online cores), --list, --list-range A..B, --retry, --yes */
+    const char *sweep, *sweep_out, *sweep_collect, *list_range, *retry;
     int jobs, list, yes;
     /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --log] */
     const char *plot, *out, *kind, *size, *step, *rows, *cols;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "snapshot.h"
+#include "sweep.h"
 
 enum { PLOT_NSET = 6, PLOT_SETLEN = 24, PLOT_MARKLEN = 48, PLOT_MAX_STEPS = 8 };
 
@@ -87,18 +88,12 @@ typedef struct {
 
 typedef struct {
     int idx[PLOT_MAP_AXES]; /* its value on each axis */
-    double loss;            /* final validation loss (train where none was measured) */
-    int val_missing, diverged, stalled, failed;
-    long div_step;
+    sweep_result res;       /* what its row says */
 } plot_map_row;
 
-/* One combination of axis values, its seeds folded. */
-typedef struct {
-    int runs, diverged, stalled, failed;
-    int n;                  /* runs with a finite loss */
-    double sum, lo, hi;     /* of their losses */
-    long div_step;          /* the earliest divergence, 0 = none */
-} plot_map_cell;
+/* One combination of axis values, its seeds folded (final: the final
+ * validation loss, the train loss where none was measured). */
+typedef sweep_cell plot_map_cell;
 
 typedef struct {
     int n_axes;             /* the columns between id and seed */
@@ -111,7 +106,8 @@ typedef struct {
     int val_missing;        /* a loss is a train loss */
     char common[1024];      /* the flags common to every run (DIR/sweep.spec) */
     /* reader state */
-    int have_header, ncol, col[6];
+    int have_header;
+    sweep_cols cols;
     long skipped;
     char bad[256];          /* the first reason the file cannot be drawn */
 } plot_map;

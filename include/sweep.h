@@ -5,6 +5,9 @@
  * binary (--headless --threads 1), so a run's numbers are those of the same
  * settings run alone, and a crash of one run stays in that run. Settings
  * are checked by the command line's own parser (cli_parse), never here.
+ * Files: the SPEC grammar and run IDs (sweep_spec.c), a run's CSV and
+ * results.csv (sweep_results.c), spawning and reaping (sweep_run.c), the
+ * sweep's directory, --list and --sweep-collect (sweep.c).
  * Not here: training (main.c, engine.c), the flag table (settings.c).
  */
 #ifndef NS_SWEEP_H
@@ -44,6 +47,17 @@ typedef struct {
  * in err and s left empty. */
 int sweep_spec_parse(const char *text, sweep_spec *s, char *err, size_t errlen);
 void sweep_spec_free(sweep_spec *s);
+/* How a value of an axis is spelled once: integers in decimal, float
+ * settings as the shortest %.Pg (P >= 6) that reads back as the same
+ * float, anything else as written. */
+typedef enum { SWEEP_KIND_TEXT, SWEEP_KIND_INT, SWEEP_KIND_F32 } sweep_kind;
+/* Respell every value in its one spelling (kind(name) says how), so that
+ * a run's ID depends on its settings, not their spelling: 1e-3 and 0.001
+ * are one run. Values the kind cannot read are left as written (the flag
+ * parser refuses them). Two spellings of one value on an axis: -1 with one
+ * line starting "--sweep" in err (s is kept, the caller frees it). */
+int sweep_spec_canon(sweep_spec *s, sweep_kind (*kind)(const char *name), char *err,
+                     size_t errlen);
 /* Runs in the grid (the product of the axes' sizes), or -1 past
  * SWEEP_MAX_RUNS. */
 long sweep_spec_runs(const sweep_spec *s);
@@ -80,7 +94,53 @@ typedef struct {
     double final;    /* val, or train without it: the number stalled judges */
     long div_step;   /* 0 = none */
     int stalled;
+    int exploded;    /* finite, but ended above its first step's loss */
+    int has_ratio;   /* the ratio fields are not empty (a run with a summary) */
+    double ratio_first, ratio_last;
 } sweep_result;
+
+/* results.csv's columns, found by name in its header: "id", the axes but
+ * seed (in name order), then the result columns. */
+enum { SWEEP_COL_SEED, SWEEP_COL_STEPS, SWEEP_COL_TRAIN, SWEEP_COL_VAL, SWEEP_COL_DIV,
+       SWEEP_COL_STALLED, SWEEP_COL_EXPLODED, SWEEP_COL_R1, SWEEP_COL_RN, SWEEP_COL_WALL,
+       SWEEP_COL_STATUS, SWEEP_COLS };
+typedef struct {
+    int n;               /* the header's fields: a row has as many */
+    int n_axes;          /* the axes: fields 1 .. n_axes */
+    int col[SWEEP_COLS]; /* each result column's field (exploded: -1 in a file
+                            written before it had one, read as 0) */
+} sweep_cols;
+
+/* The columns of a header split into f[0..n) (csv.h). 0, or -1 with the
+ * name of the first column missing in *missing ("id" when f[0] is not). */
+int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing);
+/* A row split into f[0..c->n), as a result. */
+void sweep_result_fields(const sweep_cols *c, char *const *f, sweep_result *r);
+
+/* The runs of a cell (every axis value the same but the seed) folded:
+ * counts, and the losses of the runs that neither diverged nor failed. */
+typedef struct {
+    int n;               /* finite values */
+    double sum, lo, hi;
+} sweep_stat;
+
+typedef struct {
+    int runs, diverged, stalled, exploded, failed;
+    sweep_stat final, train, val;
+    long div_step;       /* the earliest divergence, 0 = none */
+    int n_ratio;         /* runs with gradient ratios */
+    double ratio[2];     /* their sums: at step 1, at the end */
+} sweep_cell;
+
+void sweep_cell_add(sweep_cell *c, const sweep_result *r);
+/* A stat's mean, NaN without a value. */
+double sweep_stat_mean(const sweep_stat *s);
+/* A loss in at most width characters (width >= 5): "%.3f" when it fits,
+ * else fewer decimals, else the most significant digits that fit
+ * ("2.8e+12"); "nan", "inf". */
+void sweep_fmt_loss(char *buf, size_t n, double x, int width);
+/* Axis values in order: numbers as numbers, anything else as text. */
+int sweep_value_cmp(const char *a, const char *b);
 
 const sweep_spec *sweep_ctx_spec(const sweep_ctx *c);
 const char *sweep_ctx_dir(const sweep_ctx *c);

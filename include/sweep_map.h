@@ -26,6 +26,9 @@ typedef struct {
     int page_axis[SWEEP_MAX_AXES]; /* the paged axes, slowest first */
     long pages;                /* >= 1 */
     int rows, cols;            /* cells on a page, >= 1 each */
+    int group;                 /* -1, or a paged axis drawn instead as blocks of
+                                  columns side by side: column c is the group's
+                                  value c / count[col], col's value c % count[col] */
 } sweep_map;
 
 /* The layout of axes named names[0..n) with count[i] values each, row and
@@ -33,6 +36,12 @@ typedef struct {
  * refused). 0, or -1 (then the default is used). */
 int sweep_map_make(sweep_map *m, int n_axes, const char *const *names, const int *count,
                    int row, int col);
+/* Draw the paged axis with the fewest values (Post-LN and Pre-LN) as
+ * blocks of columns side by side when all of them fit in max_cols cells,
+ * so that they share a page; m fresh from sweep_map_make. */
+void sweep_map_group(sweep_map *m, int max_cols);
+/* Column c's value index on the columns' axis (c itself without a group). */
+int sweep_map_col_value(const sweep_map *m, int c);
 /* Where the run with value indices idx[0..n_axes) goes. */
 void sweep_map_place(const sweep_map *m, const int *idx, long *page, int *r, int *c);
 /* The value indices of the paged axes on page p (into idx; the others

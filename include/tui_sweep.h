@@ -2,13 +2,13 @@
  * states and numbers, the cells they fold into, the color scale, the
  * selection and paging, and the frames drawn into the cell grid (tui.h).
  *
- * Threads: the sweep's scheduler (sweep.c, its own thread) reports a run
+ * Threads: the sweep's scheduler (sweep_run.c, its own thread) reports a run
  * starting and ending on the board (a mutex held to copy a few numbers);
  * the UI thread copies the board once per frame and reads the running
  * runs' CSVs itself, complete lines only. Only tui_curses.c calls curses.
  *
- * Not here: spawning and reaping the runs, results.csv (sweep.c), the
- * terminal (tui_curses.c).
+ * Not here: spawning and reaping the runs (sweep_run.c), results.csv
+ * (sweep_results.c), the terminal (tui_curses.c).
  */
 #ifndef NS_TUI_SWEEP_H
 #define NS_TUI_SWEEP_H
@@ -87,16 +87,16 @@ typedef struct {
 /* A cell: the runs with the same values on every axis but seed. */
 typedef struct {
     int runs, pending, running, ended;
-    int diverged, stalled, failed;
-    int n;             /* finished runs with a finite final loss */
-    double mean, lo, hi; /* of those */
+    sweep_cell fold;   /* the ended runs folded (a row that cannot be read: failed) */
+    double mean;       /* their final loss, NaN without one */
     int n_live;        /* running runs that have a row */
     double live_loss;  /* their mean loss */
     long live_step;    /* their smallest step */
 } sv_cell;
 
 /* The color scale: one for the whole sweep (every page), from the lowest
- * to the highest final loss of the finished cells. */
+ * to the highest final loss of the finished cells but the exploded ones
+ * (drawn off the scale, so an outlier cannot flatten it). */
 #define SV_LEVELS 7
 int sv_level(double x, double lo, double hi); /* 0 .. SV_LEVELS-1, -1 when not finite */
 
@@ -106,6 +106,7 @@ typedef struct {
     long n_runs;
     sv_run *runs;
     sweep_map map;
+    int fit_cols;          /* cells across the last frame (0: none drawn yet) */
     unsigned long seq;     /* the board's, when copied */
     int finished, status;  /* the board's */
     /* the map */

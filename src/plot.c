@@ -178,9 +178,14 @@ static void svg_begin(svg *v)
             "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
             "<defs><pattern id=\"nan\" width=\"10\" height=\"10\" patternUnits=\"userSpaceOnUse\">"
             "<rect width=\"10\" height=\"10\" fill=\"%s\"/><path d=\"M0 10L10 0\" stroke=\"%s\" "
-            "stroke-width=\"3\"/></pattern></defs>\n"
+            "stroke-width=\"3\"/></pattern>"
+            /* a map's exploded cell: off the loss scale, cross-hatched */
+            "<pattern id=\"exploded\" width=\"12\" height=\"12\" patternUnits=\"userSpaceOnUse\">"
+            "<rect width=\"12\" height=\"12\" fill=\"%s\"/><path d=\"M0 12L12 0M0 0L12 12\" "
+            "stroke=\"%s\" stroke-width=\"2\"/></pattern></defs>\n"
             "<rect class=\"background\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-            o->w, o->h, o->w, o->h, v->p->bg, v->p->nan, o->w, o->h, v->p->bg);
+            o->w, o->h, o->w, o->h, v->p->bg, v->p->nan, v->p->bg, v->p->explode, o->w, o->h,
+            v->p->bg);
 }
 
 /* ---- axes ------------------------------------------------------------------------ */
@@ -1056,14 +1061,17 @@ static int map_choose_axes(const plot_map *m, const plot_opts *o, int *ra, int *
     return 0;
 }
 
-/* The loss scale: the cells' means, lo..hi. */
+/* The loss scale: the cells' means, lo..hi, but for cells with an
+ * exploded run: an outlier (a loss of 1e12) would make every other cell
+ * one color. So the scale runs from the best trained cell to the plateau
+ * where the stalled cells sit. */
 static void map_range(const plot_map *m, double *lo, double *hi)
 {
     *lo = INFINITY;
     *hi = -INFINITY;
     for (long i = 0; i < m->ncells; i++)
-        if (m->cell[i].n) {
-            double x = m->cell[i].sum / m->cell[i].n;
+        if (m->cell[i].final.n && !m->cell[i].exploded) {
+            double x = sweep_stat_mean(&m->cell[i].final);
             *lo = fmin(*lo, x);
             *hi = fmax(*hi, x);
         }
@@ -1111,19 +1119,23 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
     for (int a = 0; a < g->m->n_axes && k < sizeof key; a++)
         k += (size_t)snprintf(key + k, sizeof key - k, "%s%s=%s", a ? "," : "", g->m->axis[a].name,
                               g->m->axis[a].val[idx[a]]);
-    double mean = cl->n ? cl->sum / cl->n : NAN;
-    int bin = cl->n ? map_bin(mean, g->lo, g->hi) : -1;
-    const char *fill = !cl->runs ? v->p->bg : bin < 0 ? "url(#nan)" : v->p->map[bin];
+    const sweep_stat *fin = &cl->final;
+    double mean = sweep_stat_mean(fin);
+    int bin = fin->n && !cl->exploded ? map_bin(mean, g->lo, g->hi) : -1;
+    const char *fill = !cl->runs ? v->p->bg : cl->exploded ? "url(#exploded)"
+                       : bin < 0 ? "url(#nan)" : v->p->map[bin];
     const char *ink = bin >= v->p->map_dark ? "#ffffff" : bin < 0 ? v->p->fg : "#000000";
     fprintf(v->f, "<g class=\"map-cell\"><rect class=\"cell\" data-key=\"");
     esc(v->f, key);
     fprintf(v->f, "\" data-value=\"%.6g\" data-bin=\"%d\" data-runs=\"%d\" data-diverged=\"%d\" "
-                  "data-stalled=\"%d\" data-failed=\"%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                  "height=\"%.1f\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
-            mean, bin, cl->runs, cl->diverged, cl->stalled, cl->failed, c.x, c.y, c.w, c.h, fill,
-            v->p->bg);
+                  "data-stalled=\"%d\" data-exploded=\"%d\" data-failed=\"%d\" x=\"%.1f\" "
+                  "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
+                  "stroke-width=\"1.5\"/>\n",
+            mean, bin, cl->runs, cl->diverged, cl->stalled, cl->exploded, cl->failed, c.x, c.y,
+            c.w, c.h, fill, v->p->bg);
     double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
-    int lines = (cl->n ? 1 : 0) + (cl->n > 1) + (cl->diverged || cl->stalled || cl->failed);
+    int lines = (fin->n ? 1 : 0) + (fin->n > 1) +
+                (cl->diverged || cl->exploded || cl->stalled || cl->failed);
     double y = c.y + c.h / 2 - (lines - 1) * fs * 0.6 + fs * 0.35;
     if (cl->diverged) {
         fprintf(v->f, "<path class=\"diverged-mark\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" "
@@ -1135,13 +1147,16 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
         fprintf(v->f, "<rect class=\"stalled-mark\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                       "fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-dasharray=\"8 5\"/>\n",
                 c.x + 5, c.y + 5, c.w - 10, c.h - 10, ink, 2.5 * v->s);
-    if (cl->n) {
-        text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%.3f", mean);
+    char num[32];
+    if (fin->n) { /* as many digits as fit the cell: 2.8e+12, not 2794610000000.000 */
+        sweep_fmt_loss(num, sizeof num, mean, (int)fmax(5, c.w / (fs * 0.62)));
+        text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%s", num);
         y += fs * 1.2;
     }
-    if (cl->n > 1) {
-        text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "+-%.3f (%d)",
-             (cl->hi - cl->lo) / 2, cl->n);
+    if (fin->n > 1) {
+        sweep_fmt_loss(num, sizeof num, (fin->hi - fin->lo) / 2, (int)fmax(5, c.w / (fs * 0.5)) - 6);
+        text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "+-%s (%d)", num,
+             fin->n);
         y += fs * 1.2;
     }
     char tag[96] = "";
@@ -1149,6 +1164,8 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
         snprintf(tag, sizeof tag, "diverged @%ld", cl->div_step);
     else if (cl->diverged)
         snprintf(tag, sizeof tag, "%d/%d diverged", cl->diverged, cl->runs);
+    else if (cl->exploded)
+        snprintf(tag, sizeof tag, cl->runs > 1 ? "%d/%d exploded" : "exploded", cl->exploded, cl->runs);
     else if (cl->stalled)
         snprintf(tag, sizeof tag, cl->runs > 1 ? "%d/%d stalled" : "stalled", cl->stalled, cl->runs);
     else if (cl->failed)
@@ -1171,11 +1188,17 @@ static void map_panel(svg *v, const map_layout *g, box b, int *idx)
     int nr = g->ra >= 0 ? m->axis[g->ra].n : 1, nc = g->ca >= 0 ? m->axis[g->ca].n : 1;
     char title[256];
     map_panel_title(g, idx, title, sizeof title);
+    size_t wide = 0; /* the rows' widest value */
+    for (int r = 0; r < nr && g->ra >= 0; r++)
+        wide = strlen(m->axis[g->ra].val[r]) > wide ? strlen(m->axis[g->ra].val[r]) : wide;
+    if (g->ra >= 0) { /* room inside b for the values and the rows' name: never off the
+                       * canvas, never over the panel to the left */
+        double inset = v->fs * (1.8 + 0.6 * (double)wide);
+        b.x += inset;
+        b.w -= inset;
+    }
     draw_axes(v, b, NULL, NULL, g->ca >= 0 ? m->axis[g->ca].name : NULL, NULL);
     if (g->ra >= 0) { /* the rows' name, left of their widest value */
-        size_t wide = 0;
-        for (int r = 0; r < nr; r++)
-            wide = strlen(m->axis[g->ra].val[r]) > wide ? strlen(m->axis[g->ra].val[r]) : wide;
         char rot[96];
         double x = b.x - v->fs * (1.2 + 0.6 * (double)wide), y = b.y + b.h / 2;
         snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
@@ -1213,16 +1236,25 @@ static void map_colorbar(svg *v, const map_layout *g, box b, const char *what)
         fprintf(v->f, "<rect class=\"colorbar-bin\" data-bin=\"%d\" data-lo=\"%.6g\" data-hi=\"%.6g\" "
                       "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\"/>\n",
                 k, lo, hi, x, y, bw, step, v->p->map[k], v->p->dim);
+        char num[32]; /* the bar's width left of the canvas edge: 7 characters */
+        sweep_fmt_loss(num, sizeof num, lo, 7);
         if (k % 2 == 0 && k + 2 < MAP_BINS)
-            text(v, x + bw + v->fs * 0.4, y + step, v->fs_small, 's', v->p->fg, "class=\"tick\"", "%.3f", lo);
+            text(v, x + bw + v->fs * 0.4, y + step, v->fs_small, 's', v->p->fg, "class=\"tick\"", "%s", num);
     }
+    char num[32];
+    sweep_fmt_loss(num, sizeof num, g->hi, 7);
     text(v, x + bw + v->fs * 0.4, y0 + v->fs_small * 0.35, v->fs_small, 's', v->p->fg, "class=\"tick\"",
-         "%.3f", g->hi);
+         "%s", num);
     fputs("</g>\n", v->f);
     double ly = y0 + bh + v->fs * 2;
     fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#nan)\"/>\n", x,
             ly - v->fs, bw, v->fs);
     text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "no finite loss");
+    ly += v->fs * 1.6;
+    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#exploded)\"/>\n",
+            x, ly - v->fs, bw, v->fs);
+    text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL,
+         "exploded");
     ly += v->fs * 1.6;
     line(v, x, ly, x + bw, ly - v->fs, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);
     line(v, x, ly - v->fs, x + bw, ly, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);

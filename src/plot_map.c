@@ -5,27 +5,23 @@
  * the half range of the runs' final validation loss (the train loss where
  * a run has none), and how many of its runs diverged, stalled or failed.
  *
- * The columns are those sweep.c writes; a row with another number of
- * fields is skipped and counted, never fatal. What the file cannot give
+ * The columns are found by name and a row read and folded as the sweep's
+ * own table does it (sweep.h); a row with another number of fields is
+ * skipped and counted, never fatal. What the file cannot give
  * (no header, a missing column, too many values to draw) is kept as one
  * line for plot_map_finish to report.
  *
- * Not here: drawing (plot.c), writing the file (sweep.c).
+ * Not here: drawing (plot.c), writing the file (sweep_results.c).
  */
 #include "plot.h"
 
+#include "csv.h"
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* Result columns a map needs, as sweep.c names them. */
-static const char *const need[] = {"seed", "train_loss", "val_loss", "diverged_step", "stalled",
-                                   "status"};
-enum { N_NEED = sizeof need / sizeof need[0], F_SEED = 0, F_TRAIN, F_VAL, F_DIV, F_STALLED,
-       F_STATUS };
 
 void plot_map_init(plot_map *m) { memset(m, 0, sizeof *m); }
 
@@ -46,42 +42,19 @@ static void map_fail(plot_map *m, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Split a line at commas in place; at most max fields. */
-static int split(char *p, char **f, int max)
-{
-    int n = 0;
-    for (;;) {
-        if (n == max)
-            return max + 1;
-        f[n++] = p;
-        char *c = strchr(p, ',');
-        if (!c)
-            return n;
-        *c = 0;
-        p = c + 1;
-    }
-}
-
-/* The header: axes from column 1 up to "seed", then the result columns. */
+/* The header: axes from column 1 up to "seed", then the result columns
+ * (found by name: sweep.h). */
 static void map_header(plot_map *m, char **f, int n)
 {
-    m->ncol = n;
-    for (int k = 0; k < N_NEED; k++)
-        m->col[k] = -1;
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < N_NEED; k++)
-            if (!strcmp(f[i], need[k]) && m->col[k] < 0)
-                m->col[k] = i;
-    if (strcmp(f[0], "id") || m->col[F_SEED] < 1) {
-        map_fail(m, "not a sweep's results.csv (expected a header id,AXES...,seed,...)");
+    const char *missing;
+    if (sweep_cols_find(&m->cols, f, n, &missing) != 0) {
+        if (!strcmp(missing, "id") || !strcmp(missing, "seed"))
+            map_fail(m, "not a sweep's results.csv (expected a header id,AXES...,seed,...)");
+        else
+            map_fail(m, "no '%s' column: not a sweep's results.csv", missing);
         return;
     }
-    for (int k = 0; k < N_NEED; k++)
-        if (m->col[k] < 0) {
-            map_fail(m, "no '%s' column: not a sweep's results.csv", need[k]);
-            return;
-        }
-    m->n_axes = m->col[F_SEED] - 1;
+    m->n_axes = m->cols.n_axes;
     if (m->n_axes > PLOT_MAP_AXES) {
         map_fail(m, "%d axes: a map draws at most %d", m->n_axes, PLOT_MAP_AXES);
         return;
@@ -107,15 +80,6 @@ static int value_id(plot_map *m, int a, const char *v)
     return x->n++;
 }
 
-static double num_or_nan(const char *s)
-{
-    char *end;
-    if (!*s)
-        return NAN;
-    double x = strtod(s, &end);
-    return end == s || *end ? NAN : x;
-}
-
 static int map_row(plot_map *m, char **f)
 {
     if (m->nrows == m->caprows) {
@@ -130,13 +94,7 @@ static int map_row(plot_map *m, char **f)
     for (int a = 0; a < m->n_axes; a++)
         if ((r->idx[a] = value_id(m, a, f[1 + a])) < 0)
             return 0;
-    double val = num_or_nan(f[m->col[F_VAL]]);
-    r->val_missing = !*f[m->col[F_VAL]];
-    r->loss = r->val_missing ? num_or_nan(f[m->col[F_TRAIN]]) : val;
-    r->diverged = !strcmp(f[m->col[F_STATUS]], "diverged");
-    r->failed = !r->diverged && strcmp(f[m->col[F_STATUS]], "ok") != 0;
-    r->stalled = !strcmp(f[m->col[F_STALLED]], "1");
-    r->div_step = strtol(f[m->col[F_DIV]], NULL, 10);
+    sweep_result_fields(&m->cols, f, &r->res);
     m->nrows++;
     return 0;
 }
@@ -154,7 +112,7 @@ int plot_map_line(plot_map *m, const char *line, size_t len, char *err, size_t e
     }
     memcpy(buf, line, len);
     buf[len] = 0;
-    int n = split(buf, f, (int)(sizeof f / sizeof f[0]));
+    int n = csv_split(buf, f, (int)(sizeof f / sizeof f[0]));
     if (!m->have_header) {
         if (n > (int)(sizeof f / sizeof f[0]))
             map_fail(m, "a header of more than %d columns: not a sweep's results.csv",
@@ -163,7 +121,7 @@ int plot_map_line(plot_map *m, const char *line, size_t len, char *err, size_t e
             map_header(m, f, n);
         return 0;
     }
-    if (n != m->ncol) {
+    if (n != m->cols.n) {
         m->skipped++;
         return 0;
     }
@@ -174,16 +132,7 @@ int plot_map_line(plot_map *m, const char *line, size_t len, char *err, size_t e
     return 0;
 }
 
-/* Numbers compare as numbers, anything else as text (as the sweep's table). */
-static int cmp_value(const void *x, const void *y)
-{
-    const char *a = x, *b = y;
-    char *ea, *eb;
-    double p = strtod(a, &ea), q = strtod(b, &eb);
-    if (ea != a && !*ea && eb != b && !*eb && p != q)
-        return p < q ? -1 : 1;
-    return strcmp(a, b);
-}
+static int cmp_value(const void *x, const void *y) { return sweep_value_cmp(x, y); }
 
 /* Sort each axis's values; the rows' indices follow. */
 static void sort_axes(plot_map *m)
@@ -228,20 +177,8 @@ static int fold(plot_map *m)
         return -1;
     for (long r = 0; r < m->nrows; r++) {
         const plot_map_row *w = &m->row[r];
-        plot_map_cell *c = &m->cell[plot_map_cell_of(m, w->idx)];
-        c->runs++;
-        c->diverged += w->diverged;
-        c->stalled += w->stalled;
-        c->failed += w->failed;
-        m->val_missing |= w->val_missing && isfinite(w->loss);
-        if (w->diverged && (!c->div_step || (w->div_step > 0 && w->div_step < c->div_step)))
-            c->div_step = w->div_step;
-        if (!isfinite(w->loss))
-            continue;
-        c->lo = c->n && c->lo < w->loss ? c->lo : w->loss;
-        c->hi = c->n && c->hi > w->loss ? c->hi : w->loss;
-        c->sum += w->loss;
-        c->n++;
+        sweep_cell_add(&m->cell[plot_map_cell_of(m, w->idx)], &w->res);
+        m->val_missing |= isnan(w->res.val) && isfinite(w->res.final);
     }
     for (long i = 0; i < m->ncells; i++)
         m->seeds = m->cell[i].runs > m->seeds ? m->cell[i].runs : m->seeds;

@@ -29,6 +29,7 @@ int sweep_map_make(sweep_map *m, int n_axes, const char *const *names, const int
     memset(m, 0, sizeof *m);
     m->n_axes = n_axes < 0 ? 0 : n_axes > SWEEP_MAX_AXES ? SWEEP_MAX_AXES : n_axes;
     m->seed = -1;
+    m->group = -1;
     for (int i = 0; i < m->n_axes; i++) {
         m->count[i] = count[i] > 0 ? count[i] : 1;
         if (!strcmp(names[i], "seed"))
@@ -58,6 +59,29 @@ int sweep_map_make(sweep_map *m, int n_axes, const char *const *names, const int
     return bad ? -1 : 0;
 }
 
+void sweep_map_group(sweep_map *m, int max_cols)
+{
+    int best = -1, at = -1;
+    for (int j = 0; j < m->n_page; j++)
+        if (best < 0 || m->count[m->page_axis[j]] < m->count[best]) {
+            best = m->page_axis[j];
+            at = j;
+        }
+    if (m->col < 0 || best < 0 || m->group >= 0 || (long)m->cols * m->count[best] > max_cols)
+        return;
+    m->group = best;
+    m->cols *= m->count[best];
+    m->pages /= m->count[best];
+    for (int j = at; j + 1 < m->n_page; j++)
+        m->page_axis[j] = m->page_axis[j + 1];
+    m->n_page--;
+}
+
+int sweep_map_col_value(const sweep_map *m, int c)
+{
+    return m->group >= 0 ? c % m->count[m->col] : c;
+}
+
 void sweep_map_place(const sweep_map *m, const int *idx, long *page, int *r, int *c)
 {
     long p = 0;
@@ -66,6 +90,8 @@ void sweep_map_place(const sweep_map *m, const int *idx, long *page, int *r, int
     *page = p;
     *r = m->row >= 0 ? idx[m->row] : 0;
     *c = m->col >= 0 ? idx[m->col] : 0;
+    if (m->group >= 0)
+        *c += idx[m->group] * m->count[m->col];
 }
 
 void sweep_map_page_values(const sweep_map *m, long p, int *idx)

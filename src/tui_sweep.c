@@ -6,6 +6,7 @@
  */
 #include "tui_sweep.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+enum {
+    SV_CELL_W = 14,     /* a cell's columns, with the gap after it */
+    SV_FIT_DEFAULT = 4, /* cells across before a frame says (80 columns) */
+};
 
 /* ---- the board ------------------------------------------------------------------ */
 
@@ -212,6 +218,7 @@ static void view_map(sweepview *v, int row, int col)
         count[i] = v->spec->axis[i].n;
     }
     sweep_map_make(&v->map, v->spec->n_axes, names, count, row, col);
+    sweep_map_group(&v->map, v->fit_cols ? v->fit_cols : SV_FIT_DEFAULT);
 }
 
 int sv_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, int color)
@@ -281,7 +288,9 @@ static long run_at(const sweepview *v, long p, int r, int c, int s)
     if (m->row >= 0)
         idx[m->row] = r;
     if (m->col >= 0)
-        idx[m->col] = c;
+        idx[m->col] = sweep_map_col_value(m, c);
+    if (m->group >= 0)
+        idx[m->group] = c / m->count[m->col];
     if (m->seed >= 0)
         idx[m->seed] = s;
     long k = 0;
@@ -312,22 +321,16 @@ void sv_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out)
         }
         if (run->phase != SV_ENDED)
             continue;
-        const sweep_result *res = &run->res;
-        out->failed += !run->have || res->failed;
-        out->diverged += run->have && res->diverged;
-        out->stalled += run->have && res->stalled;
-        if (run->have && !res->diverged && isfinite(res->final)) {
-            out->lo = out->n && out->lo < res->final ? out->lo : res->final;
-            out->hi = out->n && out->hi > res->final ? out->hi : res->final;
-            out->mean += res->final;
-            out->n++;
-        }
+        static const sweep_result unread = {.failed = 1};
+        sweep_cell_add(&out->fold, run->have ? &run->res : &unread);
     }
-    out->mean = out->n ? out->mean / out->n : NAN;
+    out->mean = sweep_stat_mean(&out->fold.final);
     out->live_loss = out->n_live ? live / out->n_live : NAN;
 }
 
-/* The color scale over every finished cell of every page. */
+/* The color scale over every finished cell of every page but the
+ * exploded ones: from the best trained cell to the plateau, where stalled
+ * cells sit, whatever an outlier reached. */
 static void view_scale(sweepview *v)
 {
     /* (every cell: O(runs), once per frame in which runs ended) */
@@ -338,8 +341,8 @@ static void view_scale(sweepview *v)
             for (int c = 0; c < m->cols; c++) {
                 sv_cell cell;
                 sv_cell_of(v, p, r, c, &cell);
-                if (cell.ended < cell.runs || !cell.n)
-                    continue;
+                if (cell.ended < cell.runs || !cell.fold.final.n || cell.fold.exploded)
+                    continue; /* an exploded cell is off the scale: it would flatten it */
                 v->lo = isnan(v->lo) || cell.mean < v->lo ? cell.mean : v->lo;
                 v->hi = isnan(v->hi) || cell.mean > v->hi ? cell.mean : v->hi;
             }
@@ -584,14 +587,49 @@ enum { SV_N_HELP = sizeof sv_help / sizeof sv_help[0] };
 static const char *const sv_legend[] = {
     "X diverged: a non-finite loss or gradient   ! failed: see DIR/run-ID.log",
     "S stalled: final loss (val, else train) not 0.1 nats below unigram entropy",
+    "E exploded: finite, above its first loss (off the scale)   1/2 S: 1 of 2 seeds",
     "~ running: loss@step now   . pending   final loss: mean+-spread of seeds",
 };
 enum { SV_N_LEGEND = sizeof sv_legend / sizeof sv_legend[0] };
 
 static tui_style mark_style(char m)
 {
-    return m == 'X' || m == '!' ? TUI_S_BAD : m == 'S' ? TUI_S_WARN : m == '~' ? TUI_S_LABEL
-                                                                             : TUI_S_TEXT;
+    return m == 'X' || m == '!' || m == 'E' ? TUI_S_BAD : m == 'S' ? TUI_S_WARN
+           : m == '~'                       ? TUI_S_LABEL
+                                            : TUI_S_TEXT;
+}
+
+/* A finished cell's mark, the worst state first, and how many of its runs
+ * are in that state. */
+static char cell_mark(const sweep_cell *f, int *count)
+{
+    *count = f->diverged ? f->diverged : f->exploded ? f->exploded : f->stalled ? f->stalled
+                                                                                : f->failed;
+    return f->diverged ? 'X' : f->exploded ? 'E' : f->stalled ? 'S' : f->failed ? '!' : ' ';
+}
+
+/* Where a cell's text has its mark: after "k/n " when only some seeds are
+ * in that state, else first. */
+static int mark_at(const char *text)
+{
+    return isdigit((unsigned char)text[0]) && strchr(text, ' ') ? (int)(strchr(text, ' ') - text) + 1
+                                                                : 0;
+}
+
+/* The number of a finished cell in what is left of w (at least 5). */
+static int cell_number(char *buf, size_t n, int w, const sweep_cell *f, double mean,
+                       const char *pm)
+{
+    char m[32], h[32];
+    sweep_fmt_loss(m, sizeof m, mean, w < 5 ? 5 : w);
+    int k = snprintf(buf, n, "%s", m);
+    if (f->final.n > 1) {
+        int room = w - k - (int)strlen("+-");
+        sweep_fmt_loss(h, sizeof h, (f->final.hi - f->final.lo) / 2, room);
+        if (room >= 4 && (int)strlen(h) <= room)
+            k += snprintf(buf + k, n - (size_t)k, "%s%s", pm, h);
+    }
+    return k;
 }
 
 void sv_cell_text(const sweepview *v, const sv_cell *c, int w, char *buf, size_t n,
@@ -599,18 +637,22 @@ void sv_cell_text(const sweepview *v, const sv_cell *c, int w, char *buf, size_t
 {
     const char *pm = v->ui.unicode ? "\xc2\xb1" : "+-";
     *st = TUI_S_DIM;
-    if (c->ended == c->runs && c->n > 0) {
-        char m = c->diverged ? 'X' : c->stalled ? 'S' : c->failed ? '!' : ' ';
-        int k = snprintf(buf, n, "%c %.3f", m, c->mean);
-        if (c->n > 1 && k + 2 + 4 <= w)
-            snprintf(buf + k, n - (size_t)k, "%s%.*f", pm, k + 2 + 5 <= w ? 3 : 2,
-                     (c->hi - c->lo) / 2);
-        *st = (tui_style)(TUI_S_HEAT0 + sv_level(c->mean, v->lo, v->hi));
+    const sweep_cell *f = &c->fold;
+    int count;
+    char mark = cell_mark(f, &count);
+    if (c->ended == c->runs && f->final.n > 0) {
+        int k = count && count < c->runs ? snprintf(buf, n, "%d/%d %c ", count, c->runs, mark)
+                                         : snprintf(buf, n, "%c ", mark);
+        cell_number(buf + k, n - (size_t)k, w - k, f, c->mean, pm);
+        *st = f->exploded ? TUI_S_BAD
+                          : (tui_style)(TUI_S_HEAT0 + sv_level(c->mean, v->lo, v->hi));
     } else if (c->ended == c->runs) {
-        snprintf(buf, n, c->diverged ? "X diverged" : "! failed");
+        snprintf(buf, n, f->diverged ? "X diverged" : "! failed");
         *st = TUI_S_BAD;
     } else if (c->n_live > 0) {
-        snprintf(buf, n, "~ %.3f@%ld", c->live_loss, c->live_step);
+        char l[32];
+        sweep_fmt_loss(l, sizeof l, c->live_loss, 6);
+        snprintf(buf, n, "~ %s@%ld", l, c->live_step);
         *st = TUI_S_LABEL;
     } else if (c->running > 0) {
         snprintf(buf, n, "~ starting");
@@ -644,6 +686,10 @@ static void draw_head(tui_grid *g, const sweepview *v)
     c += tui_puts(g, 1, c, g->cols - c, TUI_S_TEXT, m->row >= 0 ? v->spec->axis[m->row].name : "-");
     c += tui_puts(g, 1, c, g->cols - c, TUI_S_LABEL, "  columns ");
     c += tui_puts(g, 1, c, g->cols - c, TUI_S_TEXT, m->col >= 0 ? v->spec->axis[m->col].name : "-");
+    if (m->group >= 0) {
+        c += tui_puts(g, 1, c, g->cols - c, TUI_S_LABEL, " by ");
+        c += tui_puts(g, 1, c, g->cols - c, TUI_S_TEXT, v->spec->axis[m->group].name);
+    }
     if (m->seed >= 0) {
         snprintf(b, sizeof b, "  %d seeds a cell", m->count[m->seed]);
         c += tui_puts(g, 1, c, g->cols - c, TUI_S_DIM, b);
@@ -662,7 +708,6 @@ static void draw_head(tui_grid *g, const sweepview *v)
     }
 }
 
-enum { SV_CELL_W = 14 }; /* a cell's columns, with the gap after it */
 
 /* The first column of cells: the row axis's values. */
 static int label_width(const sweepview *v)
@@ -685,12 +730,14 @@ static void draw_cell(tui_grid *g, const sweepview *v, int row, int col, int r, 
     int sel = r == v->sel_r && c == v->sel_c;
     sv_cell_of(v, v->page, r, c, &cell);
     sv_cell_text(v, &cell, SV_CELL_W - 1, buf, sizeof buf, &st);
+    int at = mark_at(buf);
     if (sel)
         tui_fill(g, row, col, 1, SV_CELL_W - 1, ' ', TUI_S_SELECT);
-    tui_put(g, row, col, (uint32_t)(unsigned char)buf[0], mark_style(buf[0]));
+    tui_puts(g, row, col, at, sel ? TUI_S_SELECT : mark_style(buf[at]), buf);
+    tui_put(g, row, col + at, (uint32_t)(unsigned char)buf[at], mark_style(buf[at]));
     if (buf[0] == '.' && v->ui.unicode)
         tui_put(g, row, col, G_MIDDOT, sel ? TUI_S_SELECT : TUI_S_DIM);
-    tui_puts(g, row, col + 1, SV_CELL_W - 2, sel ? TUI_S_SELECT : st, buf + 1);
+    tui_puts(g, row, col + at + 1, SV_CELL_W - 2 - at, sel ? TUI_S_SELECT : st, buf + at + 1);
 }
 
 /* The cells: a header row of the columns' values, then a row per row
@@ -707,9 +754,15 @@ static void draw_cells(tui_grid *g, sweepview *v, int top, int h)
     snprintf(b, sizeof b, "%s%s%s", m->row >= 0 ? v->spec->axis[m->row].name : "",
              m->col >= 0 ? "\\" : "", m->col >= 0 ? v->spec->axis[m->col].name : "");
     tui_puts(g, top, 0, lw - 1, TUI_S_LABEL, b);
-    for (int j = 0; j < v->vis_cols && v->left + j < m->cols; j++)
-        tui_puts(g, top, lw + j * SV_CELL_W, SV_CELL_W - 1, TUI_S_LABEL,
-                 m->col >= 0 ? v->spec->axis[m->col].v[v->left + j] : "");
+    for (int j = 0; j < v->vis_cols && v->left + j < m->cols; j++) {
+        int c = v->left + j;
+        if (m->group >= 0) /* "pre 6": the group's value, then the column's */
+            snprintf(b, sizeof b, "%s %s", v->spec->axis[m->group].v[c / m->count[m->col]],
+                     v->spec->axis[m->col].v[sweep_map_col_value(m, c)]);
+        else
+            snprintf(b, sizeof b, "%s", m->col >= 0 ? v->spec->axis[m->col].v[c] : "");
+        tui_puts(g, top, lw + j * SV_CELL_W, SV_CELL_W - 1, TUI_S_LABEL, b);
+    }
     if (v->left > 0)
         tui_put(g, top, lw - 1, '<', TUI_S_KEY);
     if (v->left + v->vis_cols < m->cols)
@@ -741,17 +794,26 @@ static void draw_info(tui_grid *g, const sweepview *v, int row)
         k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
     }
     if (m->col >= 0) {
-        axis_text(v, m->col, v->sel_c, t, sizeof t);
+        axis_text(v, m->col, sweep_map_col_value(m, v->sel_c), t, sizeof t);
+        k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
+    }
+    if (m->group >= 0) {
+        axis_text(v, m->group, v->sel_c / m->count[m->col], t, sizeof t);
         k += snprintf(b + k, sizeof b - (size_t)k, " %s", t);
     }
     k += snprintf(b + k, sizeof b - (size_t)k, ": %d run%s, %d ended", c.runs,
                   c.runs == 1 ? "" : "s", c.ended);
-    if (c.n)
-        k += snprintf(b + k, sizeof b - (size_t)k, " (final %.3f, %.3f..%.3f)", c.mean, c.lo,
-                      c.hi);
-    const int count[4] = {c.diverged, c.stalled, c.failed, c.running};
-    static const char *const what[4] = {"diverged", "stalled", "failed", "running"};
-    for (int i = 0; i < 4 && k < (int)sizeof b; i++)
+    if (c.fold.final.n) {
+        char x[3][32];
+        sweep_fmt_loss(x[0], sizeof x[0], c.mean, 9);
+        sweep_fmt_loss(x[1], sizeof x[1], c.fold.final.lo, 9);
+        sweep_fmt_loss(x[2], sizeof x[2], c.fold.final.hi, 9);
+        k += snprintf(b + k, sizeof b - (size_t)k, " (final %s, %s..%s)", x[0], x[1], x[2]);
+    }
+    const int count[5] = {c.fold.diverged, c.fold.exploded, c.fold.stalled, c.fold.failed,
+                          c.running};
+    static const char *const what[5] = {"diverged", "exploded", "stalled", "failed", "running"};
+    for (int i = 0; i < 5 && k < (int)sizeof b; i++)
         if (count[i])
             k += snprintf(b + k, sizeof b - (size_t)k, ", %d %s", count[i], what[i]);
     tui_puts(g, row, 0, g->cols, TUI_S_TEXT, b);
@@ -765,12 +827,15 @@ static void draw_legend(tui_grid *g, const sweepview *v, int row, int h)
     if (isnan(v->lo)) {
         tui_puts(g, row, c, g->cols - c, TUI_S_DIM, "(no cell finished yet)");
     } else {
-        snprintf(b, sizeof b, "%.3f ", v->lo);
+        char x[32];
+        sweep_fmt_loss(x, sizeof x, v->lo, 9);
+        snprintf(b, sizeof b, "%s ", x);
         c += tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
         for (int lv = 0; lv < SV_LEVELS; lv++)
             tui_put(g, row, c++, v->ui.unicode ? G_FULL : '0' + (uint32_t)lv,
                     (tui_style)(TUI_S_HEAT0 + lv));
-        snprintf(b, sizeof b, " %.3f  (one scale for every page)", v->hi);
+        sweep_fmt_loss(x, sizeof x, v->hi, 9);
+        snprintf(b, sizeof b, " %s  (one scale for every page; E: off it)", x);
         tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
     }
     for (int i = 0; i < SV_N_LEGEND && i + 1 < h; i++)
@@ -814,6 +879,11 @@ static void draw_map(tui_grid *g, sweepview *v)
 {
     int legend = g->rows >= 20 ? 1 + SV_N_LEGEND : 1;
     int cells = g->rows - 2 - 1 - legend - 1; /* head, info, legend, footer */
+    int fit = (g->cols - label_width(v)) / SV_CELL_W;
+    if (fit != v->fit_cols) { /* a page of groups side by side, when they fit */
+        v->fit_cols = fit;
+        relayout(v, v->map.row, v->map.col);
+    }
     draw_head(g, v);
     draw_cells(g, v, 2, cells);
     draw_info(g, v, 2 + cells);

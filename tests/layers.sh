@@ -4,8 +4,8 @@
 # a lower one:
 #
 #   1 engine    the numbers (model, ops, optim, schedule, data, metrics,
-#               engine), its formats and files (numfmt, atomicio, jsonl, tail, nstime,
-#               pool, rng), the settings table and the command line's loop
+#               engine), its formats and files (numfmt, atomicio, csv,
+#               jsonl, tail, nstime, pool, rng), the settings table and the command line's loop
 #               over it (settings, cli_opts, cli), commands and lessons,
 #               the diagnosis' rules
 #   2 runtime   the trainer thread, the snapshot it publishes, the --compare
@@ -19,7 +19,8 @@
 # engine's own headers (src/internal/) are included by the engine's files
 # only; and no two modules include each other, directly or through others
 # (a module: a header and the source named after it; ops_simd.h,
-# ops_kern.h, ops_v8.h, ops_avx2.c and ops_generic.c are ops'). A file in no layer
+# ops_kern.h, ops_v8.h, ops_avx2.c and ops_generic.c are ops'; sweep_int.h,
+# sweep_spec.c, sweep_results.c and sweep_run.c are sweep's). A file in no layer
 # fails the test: a new module is placed here.
 # Usage: sh tests/layers.sh (from the top of the tree, or ROOT=DIR)
 # Prints "N passed, N failed"; exits non-zero on any failure.
@@ -29,12 +30,12 @@ cd "$ROOT" || exit 2
 # module -> layer; tui_* and plot_* are the front end's files
 layer_of() {
     case $1 in
-    atomicio | cli | cli_opts | command | config | data | diagnose | engine | lesson | \
+    atomicio | cli | cli_opts | command | config | csv | data | diagnose | engine | lesson | \
         jsonl | metrics | model | nsmath | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
         ops_simd | ops_v8 | optim | pool | rng | tail | \
         schedule | settings) echo 1 ;;
     resume | snapshot | stopsig | trainer | twin) echo 2 ;;
-    stream | sweep | sweep_map) echo 3 ;;
+    stream | sweep | sweep_int | sweep_map | sweep_results | sweep_run | sweep_spec) echo 3 ;;
     plot | plot_* | scale | tui | tui_*) echo 4 ;;
     main) echo 5 ;;
     *) echo 0 ;;
@@ -101,6 +102,9 @@ cycles=$(echo "$EDGES" | awk '
         # both builds of the kernels and their private headers are part of ops
         if (a ~ /^ops_(simd|avx2|generic|kern|v8)$/) a = "ops"
         if (b ~ /^ops_(simd|avx2|generic|kern|v8)$/) b = "ops"
+        # the sweep is one module in four files and their private header
+        if (a ~ /^sweep_(int|spec|results|run)$/) a = "sweep"
+        if (b ~ /^sweep_(int|spec|results|run)$/) b = "sweep"
         if (a != b) { e[a, b] = 1; m[a] = 1; m[b] = 1 }
     }
     END {

@@ -170,7 +170,7 @@ lesson_stability_map() {
     grep -q '^arg: 200$' "$S/sweep.spec" && ok "the user's --steps 200 reached the runs" || no "--steps 200 not passed"
     [ "$(tail -n +2 "$S/results.csv" | grep -c ',200,.*,ok$')" -eq 18 ] && ok "18 runs of 200 steps, all ok" \
         || no "results: $(tail -n +2 "$S/results.csv" | wc -l) rows: $(cat "$S/results.csv")"
-    head -1 "$T/map.table" | grep -Eq '^layers +lr +norm +runs +train +val ' && [ "$(wc -l <"$T/map.table")" -eq 19 ] \
+    head -1 "$T/map.table" | grep -Eq '^layers +lr +norm +runs +final +div +stall +expl +fail ' && [ "$(wc -l <"$T/map.table")" -eq 19 ] \
         && ok "the table: a header and 18 cells" || no "table: $(cat "$T/map.table")"
     g2=$(claim_gap "$S/results.csv" 2 1 1e-3)
     g18=$(claim_gap "$S/results.csv" 18 1 1e-3)

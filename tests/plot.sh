@@ -158,6 +158,29 @@ cut -d, -f1,3,5- "$M/results.csv" >"$T/lr_only.csv"
 plot map_one_axis.svg "$T/lr_only.csv" --kind map &&
     check "map of one axis (lr), the others folded" $CHECK map "$T/map_one_axis.svg" "$T/lr_only.csv" - lr
 
+# --- an outlier and long tick labels: a cell exploded to 2.8e12 is marked
+# and hatched, and the scale still runs from the trained cells to the
+# plateau (3.09); numbers are cut to their cell; the rows' title (lr, with
+# values like 0.00316228) stays on the canvas and off the other panel
+awk 'BEGIN {
+    OFS = ","
+    print "id,layers,lr,norm,seed,steps,train_loss,val_loss,diverged_step,stalled,exploded,ratio_first,ratio_last,wall_s,status"
+    split("0.001 0.00316228 0.01", lr, " ")
+    n = 0
+    for (l = 2; l <= 6; l += 4) for (i = 1; i <= 3; i++) for (j = 1; j <= 2; j++) for (s = 1; s <= 2; s++) {
+        norm = j == 1 ? "post" : "pre"
+        loss = 2.4 + 0.05 * i + 0.02 * s; st = 0; ex = 0
+        if (norm == "post" && l == 6 && i == 3) { loss = 3.09; st = 1 }
+        if (norm == "post" && l == 2 && i == 3 && s == 2) { loss = 2794610000000; ex = 1 }
+        printf "%012x,%d,%s,%s,%d,100,%s,%s,,%d,%d,1,1,,ok\n", ++n, l, lr[i], norm, s, loss, loss, st, ex
+    } }' >"$T/outlier.csv"
+plot map_outlier.svg "$T/outlier.csv" --kind map &&
+    check "map with an outlier and 2 panels of long tick labels" $CHECK map "$T/map_outlier.svg" "$T/outlier.csv" lr layers
+hi=$(grep -o 'class="colorbar-bin" data-bin="8" data-lo="[^"]*" data-hi="[^"]*"' "$T/map_outlier.svg" | sed 's/.*data-hi="//; s/"//')
+awk -v h="$hi" 'BEGIN { exit !(h != "" && h < 3.2) }' && ok || no "the outlier set the scale: top $hi"
+grep -c 'class="cell-tag">1/2 exploded<' "$T/map_outlier.svg" | grep -qx 1 && ok || no "the exploded cell's tag"
+grep -Eq '>[^<]*[1-9][0-9]{6}[^<]*</text>' "$T/map_outlier.svg" && no "a long number in the figure: $(grep -Eo '>[^<]*[1-9][0-9]{6}[^<]*<' "$T/map_outlier.svg" | head -2)" || ok
+
 # --- bad input: one line, exit 2, nothing written ---
 head -1 "$M/results.csv" >"$T/header_only.csv"
 expect_bad "no rows" --plot "$T/header_only.csv" --kind map --out "$T/bad.svg"

@@ -10,11 +10,15 @@ what it found and exits 1 when the figure disagrees with the input.
   profile SVG CSV S1,S2..       one line per step (and run), one point per layer
   heatmap SVG CSV               layers x rows cells per run
   map SVG RESULTS ROWS COLS     (ROWS - : one row) one cell per combination of the sweep's axes,
-                                seeds folded (runs, mean, diverged, stalled),
-                                each cell's fill the color bar's bin of its
-                                value (lower loss = the scale's low end),
-                                diverged and stalled cells marked, rows and
-                                columns laid out in the axes' value order
+                                seeds folded (runs, mean over the runs that
+                                neither diverged nor failed, diverged,
+                                stalled, exploded), each cell's fill the
+                                color bar's bin of its value (lower loss =
+                                the scale's low end; exploded cells off the
+                                scale, hatched), diverged and stalled cells
+                                marked, rows and columns laid out in the
+                                axes' value order, every axis title on the
+                                canvas and over no cell
   decimated SVG                 no line has more than 2 points per pixel column
   png FILE.png                  decodes, and is not one flat color
 
@@ -230,7 +234,7 @@ def sort_key(v):
 
 
 def map_cells_of(path):
-    """results.csv folded as the map folds it: {key: (runs, losses, div, stalled)}."""
+    """results.csv folded as the map folds it: {key: (runs, losses, div, stalled, exploded)}."""
     with open(path) as f:
         rows = list(csv.DictReader(f))
     head = list(rows[0].keys())
@@ -238,13 +242,14 @@ def map_cells_of(path):
     cells = {}
     for r in rows:
         key = ",".join("%s=%s" % (a, r[a]) for a in axes)
-        c = cells.setdefault(key, [0, [], 0, 0])
+        c = cells.setdefault(key, [0, [], 0, 0, 0])
         c[0] += 1
         loss = num(r["val_loss"] if r["val_loss"] != "" else r["train_loss"])
-        if loss is not None and math.isfinite(loss):
+        if loss is not None and math.isfinite(loss) and r["status"] == "ok":
             c[1].append(loss)
         c[2] += r["status"] == "diverged"
         c[3] += r["stalled"] == "1"
+        c[4] += r.get("exploded") == "1"
     values = {a: sorted(set(r[a] for r in rows), key=sort_key) for a in axes}
     return axes, values, cells
 
@@ -267,7 +272,7 @@ def cmd_map(svg, path, rows_axis, cols_axis):
         fail("no color bar")
     marks = 0
     finite = []
-    for key, (runs, losses, div, stalled) in want.items():
+    for key, (runs, losses, div, stalled, exploded) in want.items():
         c, g = got[key]
         if int(c.get("data-runs")) != runs or int(c.get("data-diverged")) != div \
                 or int(c.get("data-stalled")) != stalled:
@@ -278,6 +283,12 @@ def cmd_map(svg, path, rows_axis, cols_axis):
         if has_x != (div > 0) or has_dash != (stalled > 0):
             fail("%s: marked diverged %s stalled %s, want %s %s" % (key, has_x, has_dash, div > 0, stalled > 0))
         marks += has_x + has_dash
+        if int(c.get("data-exploded")) != exploded:
+            fail("%s: exploded %s, want %d" % (key, c.get("data-exploded"), exploded))
+        if exploded:
+            if c.get("fill") != "url(#exploded)":
+                fail("%s: exploded but filled %s" % (key, c.get("fill")))
+            continue
         if not losses:
             if c.get("fill") != "url(#nan)":
                 fail("%s: no finite loss but filled %s" % (key, c.get("fill")))
@@ -310,6 +321,20 @@ def cmd_map(svg, path, rows_axis, cols_axis):
             pk = ",".join("%s=%s" % (a, prev[a]) for a in axes)
             if float(got[pk][0].get(coord)) >= float(c.get(coord)):
                 fail("%s: not after %s along %s (%s)" % (key, pk, axis, coord))
+    # every axis title on the canvas, and over no cell (of any panel)
+    width = float(root.get("width"))
+    rects = [(float(c.get("x")), float(c.get("y")), float(c.get("width")), float(c.get("height")))
+             for c in cells]
+    for t in by_class(root, "text", "axis-label"):
+        x, y, fs = float(t.get("x")), float(t.get("y")), float(t.get("font-size") or 0)
+        rotated = "rotate" in (t.get("transform") or "")
+        half = 0.6 * fs if rotated else 0.3 * fs * len(t.text or "")  # its extent across x
+        if x - half < 0 or x + half > width:
+            fail("axis title '%s' at x=%.1f: off the canvas" % (t.text, x))
+        if rotated:
+            for rx, ry, rw, rh in rects:
+                if rx - half < x < rx + rw + half and ry < y < ry + rh:
+                    fail("axis title '%s' at x=%.1f over a cell at x=%.1f..%.1f" % (t.text, x, rx, rx + rw))
     per_panel = 1
     for a in (rows_axis, cols_axis):
         per_panel *= len(values[a]) if a != "-" else 1

@@ -106,7 +106,7 @@ static long run_k(int i, int j, int s) { return (i * 2 + j) * 2 + s; }
 static void make_row(char *b, size_t n, const char *status, const char *train, const char *val,
                      const char *div, const char *stalled)
 {
-    snprintf(b, n, "0123456789ab,1e-3,pre,1,30,%s,%s,%s,%s,1.5,1.2,0.40,%s\n", train, val, div,
+    snprintf(b, n, "0123456789ab,1e-3,pre,1,30,%s,%s,%s,%s,0,1.5,1.2,0.40,%s\n", train, val, div,
              stalled, status);
 }
 
@@ -124,10 +124,27 @@ static void test_row_parse(void)
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.final == 3.05 && r.stalled && isnan(r.val));
     make_row(b, sizeof b, "diverged", "nan", "", "7", "0");
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.diverged && r.div_step == 7 && isnan(r.final));
-    snprintf(b, sizeof b, "0123456789ab,1e-3,pre,1,,,,,,,,0.1,exit 1\n");
+    snprintf(b, sizeof b, "0123456789ab,1e-3,pre,1,,,,,,,,,0.1,exit 1\n");
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.failed && !r.ok);
     CHECK(sweep_row_parse(&sp, "0123456789ab,1e-3,pre,1,30\n", &r) == -1); /* short */
     sweep_spec_free(&sp);
+}
+
+/* Numbers fit their column: fewer digits, never a wider field. */
+static void test_fmt_loss(void)
+{
+    static const struct {
+        double x;
+        int width;
+        const char *want;
+    } cases[] = {{2.3456, 7, "2.346"},     {74.0, 7, "74.000"},  {0.1, 4, "0.10"},
+                 {2794610000000.0, 7, "2.8e+12"}, {4.4e7, 7, "4.4e+07"}, {2.8e18, 5, "3e+18"},
+                 {NAN, 5, "nan"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char b[64];
+        sweep_fmt_loss(b, sizeof b, cases[i].x, cases[i].width);
+        CHECK(!strcmp(b, cases[i].want));
+    }
 }
 
 static void test_level(void)
@@ -166,6 +183,81 @@ static void view_with_rows(sweepview *v, sweep_spec *sp)
     sv_update(v, NULL);
 }
 
+/* An outlier (a finite blow-up to 2.8e12) is exploded: marked E, in few
+ * enough digits for its cell, and off the color scale, which stays from
+ * the best cell to the plateau. */
+static void test_outliers(void)
+{
+    sweepview v;
+    sweep_spec sp;
+    char b[512];
+    view_with_rows(&v, &sp);
+    snprintf(b, sizeof b, "0123456789ab,1e-2,pre,1,30,2.8e12,2.8e12,,0,1,1.5,1.2,0.40,ok\n");
+    sv_set_row(&v, run_k(1, 0, 0), b);
+    make_row(b, sizeof b, "ok", "2.8", "2.9", "", "0");
+    sv_set_row(&v, run_k(1, 0, 1), b);
+    sv_update(&v, NULL);
+    sv_cell c;
+    sv_cell_of(&v, 0, 1, 0, &c); /* lr=1e-2 norm=pre */
+    CHECK(c.fold.exploded == 1 && c.fold.stalled == 0);
+    CHECK(fabs(v.lo - 2.6) < 1e-12 && fabs(v.hi - 3.0) < 1e-12);
+    tui_style st;
+    sv_cell_text(&v, &c, 13, b, sizeof b, &st);
+    CHECK(!strncmp(b, "1/2 E ", 6) && strstr(b, "e+12") && strlen(b) <= 13 && st == TUI_S_BAD);
+    tui_grid g = {0};
+    CHECK(tui_grid_resize(&g, 24, 80) == 0);
+    sv_draw(&g, &v);
+    int marked = 0, legend = 0;
+    for (int r = 0; r < 24; r++) {
+        marked += strstr(row(&g, r), "1/2 E 1.4e+12") != NULL;
+        legend += strstr(row(&g, r), "E exploded") != NULL;
+    }
+    CHECK(marked == 1 && legend == 1);
+    tui_grid_free(&g);
+    sv_free(&v);
+    sweep_spec_free(&sp);
+}
+
+/* Three axes at 80 columns: the placements share a page, as blocks of
+ * columns ("post 2 .. pre 6"), when they fit; else they are pages. */
+static void test_groups(void)
+{
+    sweepview v;
+    sweep_spec sp;
+    char err[256], b[512];
+    CHECK(sweep_spec_parse("norm=post,pre layers=2,6 lr=1e-3,1e-2,3e-2 seed=1,2", &sp, err,
+                           sizeof err) == 0);
+    CHECK(sv_init(&v, &sp, "/nonexistent", 0, 1) == 0);
+    /* axes in name order: layers, lr, norm, seed; lr=1e-3 layers=6 norm=pre seed 1 */
+    long k = ((1 * 3 + 0) * 2 + 1) * 2 + 0;
+    snprintf(b, sizeof b, "0123456789ab,6,1e-3,pre,1,30,2.5,2.75,,0,0,1.5,1.2,0.40,ok\n");
+    sv_set_row(&v, k, b);
+    sv_update(&v, NULL);
+    tui_grid g = {0};
+    CHECK(tui_grid_resize(&g, 24, 80) == 0);
+    sv_draw(&g, &v);
+    CHECK(strstr(row(&g, 1), "rows lr  columns layers by norm") && !strstr(row(&g, 1), "page"));
+    const char *h = row(&g, 2);
+    CHECK(strstr(h, "post 2") && strstr(h, "post 6") && strstr(h, "pre 2") && strstr(h, "pre 6"));
+    CHECK(strstr(h, "pre 6") - h == strstr(row(&g, 3), ". 1/2") - row(&g, 3)); /* under its head */
+    long page;
+    int r, c, idx[SWEEP_MAX_AXES];
+    sweep_run_index(&sp, k, idx);
+    sweep_map_place(&v.map, idx, &page, &r, &c);
+    CHECK(page == 0 && r == 0 && c == 3);
+    sweep_map m;
+    const char *names[4] = {"layers", "lr", "norm", "seed"};
+    int count[4] = {2, 3, 2, 2};
+    sweep_map_make(&m, 4, names, count, -1, -1);
+    sweep_map_group(&m, 3); /* 4 columns do not fit 3: pages */
+    CHECK(m.group < 0 && m.pages == 2 && m.cols == 2);
+    sweep_map_group(&m, 4);
+    CHECK(m.group == 2 && m.pages == 1 && m.cols == 4 && m.n_page == 0);
+    tui_grid_free(&g);
+    sv_free(&v);
+    sweep_spec_free(&sp);
+}
+
 static void test_cells(void)
 {
     sweepview v;
@@ -174,13 +266,13 @@ static void test_cells(void)
     CHECK(v.map.row == 0 && v.map.col == 1 && v.map.seed == 2); /* rows lr, columns norm */
     sv_cell c;
     sv_cell_of(&v, 0, 0, 1, &c); /* lr=1e-3 norm=post */
-    CHECK(c.runs == 2 && c.ended == 2 && c.n == 2);
-    CHECK(fabs(c.mean - 2.6) < 1e-12 && c.lo == 2.5 && c.hi == 2.7);
-    CHECK(c.stalled == 0 && c.diverged == 0);
+    CHECK(c.runs == 2 && c.ended == 2 && c.fold.final.n == 2);
+    CHECK(fabs(c.mean - 2.6) < 1e-12 && c.fold.final.lo == 2.5 && c.fold.final.hi == 2.7);
+    CHECK(c.fold.stalled == 0 && c.fold.diverged == 0);
     sv_cell_of(&v, 0, 0, 0, &c); /* lr=1e-3 norm=pre */
-    CHECK(c.n == 2 && c.stalled == 1 && fabs(c.mean - 3.0) < 1e-12);
+    CHECK(c.fold.final.n == 2 && c.fold.stalled == 1 && fabs(c.mean - 3.0) < 1e-12);
     sv_cell_of(&v, 0, 1, 1, &c); /* lr=1e-2 norm=post */
-    CHECK(c.diverged == 2 && c.n == 0);
+    CHECK(c.fold.diverged == 2 && c.fold.final.n == 0);
     sv_cell_of(&v, 0, 1, 0, &c);
     CHECK(c.pending == 2 && c.ended == 0);
     /* one scale: from the lowest finished cell to the highest */
@@ -194,7 +286,8 @@ static void test_cells(void)
     CHECK(st == TUI_S_HEAT0);
     sv_cell_of(&v, 0, 0, 0, &c);
     sv_cell_text(&v, &c, 13, b, sizeof b, &st);
-    CHECK(b[0] == 'S' && strstr(b, "3.000") && st == TUI_S_HEAT0 + SV_LEVELS - 1);
+    /* one of two seeds stalled: "1/2 S", as the figure's "1/2 stalled" */
+    CHECK(!strncmp(b, "1/2 S 3.000", 11) && st == TUI_S_HEAT0 + SV_LEVELS - 1);
     sv_cell_of(&v, 0, 1, 1, &c);
     sv_cell_text(&v, &c, 13, b, sizeof b, &st);
     CHECK(!strcmp(b, "X diverged") && st == TUI_S_BAD);
@@ -303,7 +396,7 @@ static void test_frames(void)
     CHECK(strstr(row(&g, 1), "2 seeds a cell") != NULL);
     CHECK(strstr(row(&g, 2), "post") && strstr(row(&g, 2), "pre"));
     const char *r3 = row(&g, 3);
-    CHECK(!strncmp(r3, "1e-3", 4) && strstr(r3, "S 3.000") && strstr(r3, "2.600+-0.10"));
+    CHECK(!strncmp(r3, "1e-3", 4) && strstr(r3, "1/2 S 3.000") && strstr(r3, "2.600+-0.10"));
     CHECK(strstr(row(&g, 4), "X diverged") != NULL);
     int legend = 0;
     for (int r = 5; r < 24; r++)
@@ -437,8 +530,11 @@ int main(void)
     test_map_pages();
     test_map_choose();
     test_row_parse();
+    test_fmt_loss();
     test_level();
     test_cells();
+    test_outliers();
+    test_groups();
     test_tail();
     test_board();
     test_frames();

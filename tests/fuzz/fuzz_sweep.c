@@ -1,12 +1,20 @@
-/* fuzz_sweep.c - libFuzzer harness for --sweep SPECs: parse, then walk the
- * grid's first runs. A refusal must start "--sweep"; an accepted spec has
- * sorted, distinct axis names, non-empty values, distinct values per axis,
- * and run indexes inside every axis. */
+/* fuzz_sweep.c - libFuzzer harness for --sweep SPECs: parse, respell the
+ * values one way (integers for seed and layers, floats for lr and eps,
+ * text for the rest), then walk the grid's first runs. A refusal must
+ * start "--sweep"; an accepted spec has sorted, distinct axis names,
+ * non-empty values, distinct values per axis, and run indexes inside
+ * every axis; respelling keeps that and a second respelling changes
+ * nothing. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sweep.h"
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
 
 static void check_axes(const sweep_spec *s)
 {
@@ -21,7 +29,41 @@ static void check_axes(const sweep_spec *s)
         for (int k = 0; k < a->n; k++)
             if (!a->v[k][0] || strchr(a->v[k], ',') || strchr(a->v[k], ' '))
                 abort();
+        char **v = malloc((size_t)a->n * sizeof *v);
+        memcpy(v, a->v, (size_t)a->n * sizeof *v);
+        qsort(v, (size_t)a->n, sizeof *v, cmp_str);
+        for (int k = 1; k < a->n; k++)
+            if (!strcmp(v[k - 1], v[k]))
+                abort(); /* one value twice: two runs with one ID */
+        free(v);
     }
+}
+
+static sweep_kind kind_of(const char *name)
+{
+    if (!strcmp(name, "seed") || !strcmp(name, "layers"))
+        return SWEEP_KIND_INT;
+    return !strcmp(name, "lr") || !strcmp(name, "eps") ? SWEEP_KIND_F32 : SWEEP_KIND_TEXT;
+}
+
+/* Respelling is a fixed point: a second pass changes no value. */
+static void check_canon_again(const sweep_spec *s)
+{
+    sweep_spec t = {.n_axes = s->n_axes};
+    char err[256];
+    for (int i = 0; i < s->n_axes; i++) {
+        t.axis[i] = s->axis[i];
+        t.axis[i].v = malloc((size_t)s->axis[i].n * sizeof *t.axis[i].v);
+        for (int k = 0; k < s->axis[i].n; k++)
+            t.axis[i].v[k] = strdup(s->axis[i].v[k]);
+    }
+    if (sweep_spec_canon(&t, kind_of, err, sizeof err) != 0)
+        abort();
+    for (int i = 0; i < s->n_axes; i++)
+        for (int k = 0; k < s->axis[i].n; k++)
+            if (strcmp(t.axis[i].v[k], s->axis[i].v[k]))
+                abort();
+    sweep_spec_free(&t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -31,8 +73,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = 0;
     sweep_spec s;
     char err[256];
-    if (sweep_spec_parse(text, &s, err, sizeof err) == 0) {
+    int parsed = sweep_spec_parse(text, &s, err, sizeof err) == 0;
+    if (parsed && sweep_spec_canon(&s, kind_of, err, sizeof err) != 0) {
+        if (strncmp(err, "--sweep", 7) != 0)
+            abort();
+        sweep_spec_free(&s);
+        parsed = 0;
+        s.n_axes = 0;
+    }
+    if (parsed) {
         check_axes(&s);
+        check_canon_again(&s);
         long n = sweep_spec_runs(&s);
         if (n == 0 || n < -1)
             abort();

@@ -1,8 +1,10 @@
 /* fuzz_sweepview.c - libFuzzer harness for what the live view of a sweep
  * parses: a run's CSV read while it grows (sv_tail_feed: the bytes in
  * chunks whose sizes the input chooses, complete lines only, then
- * plot_data) and rows of results.csv (sweep_row_parse). The same bytes fed
- * whole and in chunks must give the same rows. */
+ * plot_data) and rows of results.csv (sweep_row_parse), folded into one
+ * cell (sweep_cell_add). The same bytes fed whole and in chunks must give
+ * the same rows; a row has one status; the cell's counts add up and its
+ * losses' range is ordered. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,15 +47,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(copy, p, n);
     copy[n] = 0;
+    sweep_cell cell = {0};
+    int oks = 0;
     for (char *line = copy; line && *line;) {
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = 0;
         sweep_result r;
-        if (sweep_row_parse(&spec, line, &r) == 0 && r.ok + r.diverged + r.failed != 1)
-            abort(); /* one status */
+        if (sweep_row_parse(&spec, line, &r) == 0) {
+            if (r.ok + r.diverged + r.failed != 1)
+                abort(); /* one status */
+            sweep_cell_add(&cell, &r);
+            oks += r.ok;
+        }
         line = nl ? nl + 1 : NULL;
     }
     free(copy);
+    if (cell.runs != oks + cell.diverged + cell.failed || cell.final.n > oks)
+        abort();
+    if (cell.final.n && !(cell.final.lo <= cell.final.hi))
+        abort();
     return 0;
 }

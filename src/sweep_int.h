@@ -1,0 +1,113 @@
+/* sweep_int.h - what the sweep's own files share, and nothing else
+ * includes: the sweep being run (sweep.c), a run's command line and the
+ * facts the flag parser gives of it, a run's CSV summarized and the rows
+ * of DIR/results.csv (sweep_results.c), spawning and reaping the runs
+ * (sweep_run.c).
+ *
+ * Not here: the SPEC grammar and the run IDs (sweep.h, sweep_spec.c).
+ */
+#ifndef NS_SWEEP_INT_H
+#define NS_SWEEP_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "data.h"
+#include "sweep.h"
+
+typedef struct {
+    char id[13];
+    long k;
+} sweep_key;
+
+struct sweep_ctx {
+    sweep_spec spec;
+    char spec_text[8192]; /* as given, newlines made spaces */
+    char exe[4096];       /* this binary, for the children and --list */
+    char dir[4096];
+    int n_common;
+    char **common; /* the flags outside SPEC, as given */
+    long n_runs;
+    sweep_key *keys; /* sorted by id */
+    dataset data;    /* the last --data loaded, for checks and the entropy */
+    char data_name[4096];
+    int have_data;
+    double entropy;  /* unigram entropy of data's training bytes, nats */
+    int quiet;
+    unsigned char *done; /* done[k]: run k has a row in results.csv */
+    unsigned char *failed; /* failed[k]: that row says it failed (exit N, signal N) */
+    int lock_fd;     /* DIR/sweep.lock, flocked while this process lives; -1 none */
+    long list_lo, list_hi; /* --list-range: lines lo..hi (1-based) of a list */
+    char **rows;     /* for a live view: that row (as read at the start), else NULL */
+    int jobs;
+    int view_only;   /* --sweep-collect's view: nothing to run */
+};
+
+/* A run's command line: this binary, --headless --threads 1 --quiet, the
+ * common flags (a --threads there wins), one --NAME=VALUE per axis, and
+ * --csv DIR/run-ID.csv. One allocation; free(r->argv). */
+typedef struct {
+    char **argv;
+    int argc;
+    char id[13];
+    char csv[4200];
+} sweep_args;
+
+/* 0, or -1 when out of memory. */
+int sweep_args_make(const sweep_ctx *c, long k, sweep_args *r);
+
+/* What a row needs to know of a run's settings, from the flag parser. */
+typedef struct {
+    uint64_t seed;
+    long steps;
+    double entropy;
+} sweep_facts;
+
+/* Parse run k's command line as the run itself will; with check, also its
+ * data (as main does before training). 0, or 2 after one line. */
+int sweep_run_parse(sweep_ctx *c, long k, int check, sweep_facts *f);
+
+/* ---- a run's CSV, summarized (sweep_results.c) ---------------------------- */
+typedef struct {
+    long first_step, last_step;
+    double first_loss; /* the first step's loss: where a run starts */
+    double train;    /* mean loss of the last SWEEP_LAST_K steps */
+    double val;      /* the validation losses of the last K steps, else the last */
+    int has_val;
+    long div_step;   /* first non-finite loss or (unskipped) gradient; 0 = none */
+    double ratio_first, ratio_last; /* block 0 / top block gradient norm */
+} sweep_summary;
+
+/* Read a run's CSV. 0, or -1 when it is missing, unreadable or has no
+ * step rows. */
+int sweep_summary_read(const char *path, sweep_summary *s);
+/* The status a run's CSV shows: diverged, ok (all steps of the run's
+ * --steps), or NULL (it stopped short: interrupted, not finished). */
+const char *sweep_summary_status(const sweep_summary *s, long steps);
+
+/* ---- DIR/results.csv (sweep_results.c) ------------------------------------- */
+/* Its header line, with its newline. */
+void sweep_results_header(const sweep_spec *s, char *buf, size_t n);
+/* The row of run k. f: what the flag parser says of it; s: its CSV's
+ * summary (NULL when it left none); wall: seconds (NAN: unknown, the
+ * field is empty); status: "ok", "diverged", or how it failed. Returns
+ * the row's length (with its newline). */
+size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
+                         const sweep_summary *s, double wall, const char *status, char *buf,
+                         size_t n);
+/* Append one row to DIR/results.csv with one write(): O_APPEND puts it
+ * whole at the end, so a sweep killed at any point leaves whole rows. 0,
+ * or -1 (errno). */
+int sweep_results_append(const char *dir, const char *row, size_t len);
+/* The wall time a row of a sweep over s holds (NAN: none). */
+double sweep_row_wall(const sweep_spec *s, const char *row);
+/* Read results.csv and print its table, one line per cell with the seeds
+ * folded. 0, or -1 (unreadable, not a results.csv). */
+int sweep_table_print(const char *path, FILE *out);
+
+/* ---- running the grid (sweep_run.c) ------------------------------------------ */
+/* Run the runs not done, jobs at a time; w (NULL: none) watches. Returns
+ * the exit status. */
+int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs, const sweep_watch *w);
+
+#endif

@@ -1,0 +1,245 @@
+/* sweep_run.c - running a sweep's grid here: each run a child process of
+ * this binary, --jobs at a time, started with fork and exec (so that it
+ * can be tied to the sweep's life) and reaped with waitpid; its row appended to DIR/results.csv as it ends; progress on
+ * standard error, or told to a watcher (the live view).
+ *
+ * Not here: what a run's command line is (sweep.c), what its row says
+ * (sweep_results.c), other schedulers (--list).
+ */
+#define _GNU_SOURCE /* prctl */
+#include "sweep_int.h"
+
+#include "nstime.h"
+#include "stopsig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef struct {
+    pid_t pid;
+    long k;
+    double t0;
+} slot;
+
+/* In the child, between fork and exec (async-signal-safe calls only):
+ * it dies with the sweep (PR_SET_PDEATHSIG: SIGTERM when the thread that
+ * started it ends, kill -9 of the sweep included, so no orphan runs on
+ * beside a resumed sweep), with no signal blocked, stdin and stdout on
+ * /dev/null and stderr to its log. */
+static void child_exec(const char *exe, char **argv, const char *log, pid_t parent)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        _exit(127); /* the sweep is already gone */
+    int in = open("/dev/null", O_RDONLY), out = open("/dev/null", O_WRONLY),
+        err = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        _exit(127);
+    execve(exe, argv, environ);
+    _exit(127);
+}
+
+/* Start run k. An old CSV of the run (an interrupted attempt) is removed
+ * first, so what is read afterwards is this attempt's. Returns the pid,
+ * or -1 (errno). */
+static pid_t run_spawn(const sweep_ctx *c, long k)
+{
+    sweep_args ra;
+    char log[4300];
+    if (sweep_args_make(c, k, &ra) != 0)
+        return -1;
+    unlink(ra.csv);
+    snprintf(log, sizeof log, "%s/run-%s.log", c->dir, ra.id);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0)
+        child_exec(c->exe, ra.argv, log, parent);
+    int e = errno;
+    free(ra.argv);
+    errno = e;
+    return pid;
+}
+
+/* A child has ended: its row (also into row[SWEEP_ROW_MAX], "" when
+ * none), unless it was interrupted. Returns 1 when it failed (no CSV, or
+ * an exit other than 0 and 3), else 0. */
+static int run_finish(sweep_ctx *c, long k, int wstatus, double wall, int *recorded, char *row)
+{
+    sweep_args ra;
+    sweep_summary s;
+    sweep_facts rf = {0, 0, NAN};
+    char why[32];
+    *recorded = 0;
+    row[0] = 0;
+    if (sweep_args_make(c, k, &ra) != 0)
+        return 1;
+    int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+    sweep_run_parse(c, k, 0, &rf);
+    int have = (code == 0 || code == 3) && sweep_summary_read(ra.csv, &s) == 0;
+    const char *status = have ? sweep_summary_status(&s, rf.steps) : NULL;
+    size_t len = 0;
+    if (have && status) {
+        len = sweep_results_row(&c->spec, k, &rf, &s, wall, status, row, SWEEP_ROW_MAX);
+    } else if (WIFSIGNALED(wstatus) || (code != 130 && !have)) {
+        if (WIFSIGNALED(wstatus))
+            snprintf(why, sizeof why, "signal %d", WTERMSIG(wstatus));
+        else
+            snprintf(why, sizeof why, "exit %d", code);
+        len = sweep_results_row(&c->spec, k, &rf, NULL, wall, why, row, SWEEP_ROW_MAX);
+    }
+    if (code == 0) { /* a quiet run that went well leaves an empty log */
+        char log[4300];
+        snprintf(log, sizeof log, "%s/run-%s.log", c->dir, ra.id);
+        struct stat st;
+        if (stat(log, &st) == 0 && st.st_size == 0)
+            unlink(log);
+    }
+    free(ra.argv);
+    if (len && sweep_results_append(c->dir, row, len) == 0)
+        *recorded = 1;
+    else
+        row[0] = 0;
+    return len && !have;
+}
+
+static void progress(const sweep_ctx *c, const sweep_watch *w, long done, long total,
+                     int running, long failed, double t0, int final)
+{
+    if (c->quiet || w || !isatty(2))
+        return;
+    double t = nstime_now() - t0, eta = done ? t / done * (total - done) : 0;
+    fprintf(stderr, "\rsweep: %ld/%ld runs done, %d running, %ld failed, ETA %d:%02d   %s",
+            done, total, running, failed, (int)eta / 60, (int)eta % 60, final ? "\n" : "");
+}
+
+/* Stop now: a stop signal (headless), or the watcher says so. */
+static int want_stop(const sweep_watch *w)
+{
+    return stopsig_requested || (w && w->stop(w->ctx));
+}
+
+/* Start runs in the free slots while there are runs to do. Returns how
+ * many started; *failed = 1 when one could not be (then the sweep stops:
+ * stopsig_requested). */
+static int fill_slots(const sweep_ctx *c, const sweep_watch *w, slot *run, int jobs,
+                      const long *todo, long n_todo, long *next, int *failed)
+{
+    int started = 0;
+    for (int j = 0; j < jobs && *next < n_todo && !want_stop(w); j++) {
+        if (run[j].pid != 0)
+            continue;
+        run[j].k = todo[(*next)++];
+        run[j].t0 = nstime_now();
+        run[j].pid = run_spawn(c, run[j].k);
+        if (run[j].pid < 0) {
+            fprintf(stderr, "normscope: cannot start %s: %s\n", c->exe, strerror(errno));
+            run[j].pid = 0;
+            stopsig_requested = 1;
+            *failed = 1;
+            break;
+        }
+        if (w)
+            w->started(w->ctx, run[j].k, (long)run[j].pid);
+        started++;
+    }
+    return started;
+}
+
+/* Ask every running child to stop (once). */
+static void stop_runs(const slot *run, int jobs)
+{
+    for (int j = 0; j < jobs; j++)
+        if (run[j].pid > 0)
+            kill(run[j].pid, SIGTERM);
+}
+
+/* The next child that ended, or 0 when none has yet and a watcher needs
+ * the thread back (it polls: its stop comes from another thread, not as
+ * a signal), or -1 (errno EINTR: a stop signal). */
+static pid_t wait_child(const sweep_watch *w, int *ws)
+{
+    if (!w)
+        return waitpid(-1, ws, 0);
+    pid_t p = waitpid(-1, ws, WNOHANG);
+    if (p == 0)
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL); /* 20 ms */
+    return p;
+}
+
+/* A child ended: its slot freed, its row recorded and told to w. */
+static void reap(sweep_ctx *c, const sweep_watch *w, slot *run, int jobs, pid_t p, int ws,
+                 long *finished, long *failed, int *n_running)
+{
+    char row[SWEEP_ROW_MAX];
+    for (int j = 0; j < jobs; j++)
+        if (run[j].pid == p) {
+            int rec;
+            *failed += run_finish(c, run[j].k, ws, nstime_now() - run[j].t0, &rec, row);
+            *finished += rec;
+            run[j].pid = 0;
+            (*n_running)--;
+            if (w)
+                w->ended(w->ctx, run[j].k, row[0] ? row : NULL);
+        }
+}
+
+int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs, const sweep_watch *w)
+{
+    long *todo = malloc((size_t)c->n_runs * sizeof *todo), n_todo = 0, next = 0;
+    slot *run = calloc((size_t)jobs, sizeof *run);
+    if (!todo || !run) {
+        free(todo);
+        free(run);
+        fprintf(stderr, "normscope: out of memory\n");
+        return 1;
+    }
+    for (long k = 0; k < c->n_runs; k++)
+        if (!done[k])
+            todo[n_todo++] = k;
+    if (!c->quiet && !w)
+        fprintf(stderr, "normscope: sweep %s: %ld runs, %ld to do, %d at a time\n", c->dir,
+                c->n_runs, n_todo, jobs);
+    if (!w) /* a watcher's front end has its own handlers */
+        stopsig_catch();
+    int n_running = 0, status = 0, signalled = 0;
+    long finished = 0, failed = 0;
+    double t0 = nstime_now();
+    while (n_running > 0 || (next < n_todo && !want_stop(w))) {
+        n_running += fill_slots(c, w, run, jobs, todo, n_todo, &next, &status);
+        progress(c, w, finished, n_todo, n_running, failed, t0, 0);
+        if (n_running == 0)
+            break;
+        int ws;
+        pid_t p = wait_child(w, &ws);
+        if (!signalled && want_stop(w)) {
+            stop_runs(run, jobs);
+            signalled = 1;
+        }
+        if (p > 0)
+            reap(c, w, run, jobs, p, ws, &finished, &failed, &n_running);
+        else if (p < 0 && errno != EINTR)
+            break;
+    }
+    progress(c, w, finished, n_todo, 0, failed, t0, 1);
+    free(todo);
+    free(run);
+    if (want_stop(w) && status == 0 && (signalled || next < n_todo)) {
+        fprintf(stderr, "normscope: sweep interrupted: %ld of %ld runs recorded; run the same "
+                        "command again to resume\n", finished, n_todo);
+        return 130;
+    }
+    return status ? status : failed ? 1 : 0;
+}

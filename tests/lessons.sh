@@ -162,13 +162,12 @@ lesson_rmsnorm_swap() {
 # reads them from a --sweep.
 lesson_stability_map() {
     S=$T/map
-    "$BIN" --headless --lesson stability-map --steps 200 --sweep-out "$S" >"$T/map.table" 2>"$T/map.err" \
+    "$BIN" --headless --lesson stability-map --sweep-out "$S" >"$T/map.table" 2>"$T/map.err" \
         || { no "stability-map run: $(tail -3 "$T/map.err")"; return; }
     grep -q '^lesson stability-map: ' "$T/map.err" && ok "the lesson's notes on stderr" || no "no lesson notes"
     [ -f "$S/sweep.spec" ] && grep -qx 'spec: norm=post,pre layers=2,6,18 lr=1e-3,3e-3,1e-2' "$S/sweep.spec" \
         && ok "a sweep's directory (sweep.spec)" || no "no sweep.spec in $S"
-    grep -q '^arg: 200$' "$S/sweep.spec" && ok "the user's --steps 200 reached the runs" || no "--steps 200 not passed"
-    [ "$(tail -n +2 "$S/results.csv" | grep -c ',200,.*,ok$')" -eq 18 ] && ok "18 runs of 200 steps, all ok" \
+    [ "$(tail -n +2 "$S/results.csv" | grep -c ',300,.*,ok$')" -eq 18 ] && ok "18 runs of 300 steps, all ok" \
         || no "results: $(tail -n +2 "$S/results.csv" | wc -l) rows: $(cat "$S/results.csv")"
     head -1 "$T/map.table" | grep -Eq '^layers +lr +norm +runs +final +div +stall +expl +fail ' && [ "$(wc -l <"$T/map.table")" -eq 19 ] \
         && ok "the table: a header and 18 cells" || no "table: $(cat "$T/map.table")"
@@ -180,6 +179,18 @@ lesson_stability_map() {
     bpre=$(claim_best "$S/results.csv" pre 1 6)
     cmpv "6 layers: the largest lr that trains, Pre-LN's above Post-LN's" "$bpre" ">" "$bpost"
     cmpv "6 layers: Post-LN trains at some lr" "$bpost" ">" 0
+    # every cell of normscope-lessons(7)'s table, to the hundredth it
+    # quotes (the same bits on every CPU), S where the run stalled
+    table=$(awk '/^\.It Sy layers Ta Sy post 1e-3/ { on = 1; next } on && /^\.El/ { exit }
+        on && /^\.It / { sub(/^\.It /, ""); gsub(/ Ta /, "|"); print }' "$MAN7")
+    bad=$(echo "$table" | awk -F'|' -v csv="$S/results.csv" '
+        BEGIN { FS = "|"; split("post post post pre pre pre", nm, " "); split("1e-3 3e-3 1e-2 1e-3 3e-3 1e-2", lr, " ")
+            while ((getline line < csv) > 0) { n = split(line, f, ","); if (!h) { for (i = 1; i <= n; i++) c[f[i]] = i; h = 1; continue }
+                k = f[c["layers"]] SUBSEP f[c["norm"]] SUBSEP f[c["lr"]]; v[k] = f[c["val_loss"]]; st[k] = f[c["stalled"]] } }
+        { for (j = 1; j <= 6; j++) { q = $(j + 1); s = q ~ / S$/; sub(/ S$/, "", q); k = $1 SUBSEP nm[j] SUBSEP lr[j]; cells++
+              if (!(k in v) || sprintf("%.2f", v[k]) != q || (s != (st[k] == "1"))) { print $1 " " nm[j] " " lr[j] ": page " $(j + 1) ", run " v[k] (st[k] == "1" ? " S" : ""); badn++ } } }
+        END { if (cells != 18) print "table has " cells " cells, not 18" }')
+    [ -z "$bad" ] && ok "the page's table of 18 cells matches the run to the hundredth" || no "stability-map table: $bad"
     "$BIN" --plot "$S" --kind map --out "$T/map.svg" 2>"$T/map.err" && grep -c 'class="cell"' "$T/map.svg" | grep -qx 18 \
         && ok "its map: 18 cells" || no "--plot $S --kind map: $(cat "$T/map.err")"
 }

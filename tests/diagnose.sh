@@ -87,6 +87,11 @@ vd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/valnan.err")
 set -- $vn
 [ -n "$vn" ] && [ "$1" = "$2" ] && [ -n "$vd" ] && [ $((vd - $1)) -ge 1 ] && ok ||
     no "validation NaN warning '$vn', divergence at '$vd': $(cat "$T/valnan.err")"
+# the step normscope(1) quotes for this run
+MAN1=$(dirname "$0")/../man/normscope.1
+mq=$(sed -n 's/^it at step \([0-9]*\), the step before its divergence$/\1/p' "$MAN1")
+[ -n "$mq" ] && [ "$mq" = "$1" ] && [ $((vd - 1)) = "$mq" ] && ok ||
+    no "normscope(1) quotes the validation NaN at step '$mq'; the run: '$1', divergence '$vd'"
 # the summary says the last validation was NaN, not that there was none
 has valnan "loss nan, val nan;" && ok || no "summary of the NaN validation: $(tail -n 3 "$T/valnan.err")"
 # on the log before the divergence, once

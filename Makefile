@@ -190,11 +190,24 @@ clean:
 FUZZ_SECONDS ?= 60
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-fuzz: $(BUILD)/corpus.c $(BUILD)/lessons.c
-	@mkdir -p build/fuzz
+# the library once, instrumented for coverage (fuzzer-no-link), shared by
+# every harness
+FUZZ_LIB_FLAGS = -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_OBJS := $(LIB_SRCS:src/%.c=build/fuzz/obj/%.o) build/fuzz/obj/corpus.o build/fuzz/obj/lessons.o
+build/fuzz/obj/%.o: src/%.c
+	@mkdir -p build/fuzz/obj
+	clang $(FUZZ_LIB_FLAGS) $(CPPFLAGS) $(INTERNAL) -std=c11 -MMD -MP -c -o $@ $<
+build/fuzz/obj/%.o: $(BUILD)/%.c
+	@mkdir -p build/fuzz/obj
+	clang $(FUZZ_LIB_FLAGS) $(CPPFLAGS) -std=c11 -c -o $@ $<
+-include $(FUZZ_OBJS:.o=.d)
+build/fuzz/libnormscope.a: $(FUZZ_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+fuzz: build/fuzz/libnormscope.a
 	@set -e; for f in $(FUZZERS); do \
 	  clang $(FUZZ_FLAGS) $(CPPFLAGS) $(INTERNAL) -std=c11 -o build/fuzz/$$f tests/fuzz/fuzz_$$f.c \
-	    $(LIB_SRCS) $(BUILD)/corpus.c $(BUILD)/lessons.c -lm -lpthread; \
+	    build/fuzz/libnormscope.a -lm -lpthread; \
 	done
 	sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
 .PHONY: fuzz

@@ -133,7 +133,11 @@ V4D_INLINE double v4d_hsum2(v4d lo, v4d hi)
 
 #else /* portable */
 
-#if defined(__GNUC__) || defined(__clang__)
+/* forced inline, so every lane loop lands in the kernel (and in each of
+ * its clones, ops_generic.c); not under the sanitizers, whose checks on
+ * so many inlined loops make one file take minutes to compile */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(NS_SANITIZED)
 #define V8_INLINE __attribute__((always_inline)) static inline
 #else
 #define V8_INLINE static inline

@@ -186,8 +186,8 @@ lesson_stability_map() {
     bad=$(echo "$table" | awk -F'|' -v csv="$S/results.csv" '
         BEGIN { FS = "|"; split("post post post pre pre pre", nm, " "); split("1e-3 3e-3 1e-2 1e-3 3e-3 1e-2", lr, " ")
             while ((getline line < csv) > 0) { n = split(line, f, ","); if (!h) { for (i = 1; i <= n; i++) c[f[i]] = i; h = 1; continue }
-                k = f[c["layers"]] SUBSEP f[c["norm"]] SUBSEP f[c["lr"]]; v[k] = f[c["val_loss"]]; st[k] = f[c["stalled"]] } }
-        { for (j = 1; j <= 6; j++) { q = $(j + 1); s = q ~ / S$/; sub(/ S$/, "", q); k = $1 SUBSEP nm[j] SUBSEP lr[j]; cells++
+                k = f[c["layers"]] SUBSEP f[c["norm"]] SUBSEP sprintf("%g", f[c["lr"]]); v[k] = f[c["val_loss"]]; st[k] = f[c["stalled"]] } }
+        { for (j = 1; j <= 6; j++) { q = $(j + 1); s = q ~ / S$/; sub(/ S$/, "", q); k = $1 SUBSEP nm[j] SUBSEP sprintf("%g", lr[j]); cells++
               if (!(k in v) || sprintf("%.2f", v[k]) != q || (s != (st[k] == "1"))) { print $1 " " nm[j] " " lr[j] ": page " $(j + 1) ", run " v[k] (st[k] == "1" ? " S" : ""); badn++ } } }
         END { if (cells != 18) print "table has " cells " cells, not 18" }')
     [ -z "$bad" ] && ok "the page's table of 18 cells matches the run to the hundredth" || no "stability-map table: $bad"

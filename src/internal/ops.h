@@ -56,7 +56,8 @@ void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const
 
 /* Causal multi-head self-attention. qkv (B, T, 3C) holds q, k, v side by
  * side; out (B, T, C); att (B, NH, T, T) keeps the softmax probabilities
- * (only t2 <= t is written and read). drow is scratch of T floats. */
+ * (only t2 <= t is written and read). drow is no longer read (the kernels
+ * keep their scratch on the stack; T <= 1024) and may be NULL. */
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
 void attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
                         const float *att, int B, int T, int C, int NH);
@@ -168,8 +169,7 @@ void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const flo
                         const float *inp, const float *w, int N, int C, int OC);
 void attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,
                           int C, int NH);
-/* drow: scratch of T floats for the caller's share; the other threads
- * use their own, on their stacks */
+/* drow: as attention_backward's, unread */
 void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
                            const float *qkv, const float *att, int B, int T, int C, int NH);
 void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n);

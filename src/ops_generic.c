@@ -14,7 +14,10 @@
  * is one instruction and the lanes vectorize) and for the rest (libm's
  * fmaf), chosen when the program loads: the same C, the same exact
  * operations, so the same bits; only the speed differs. */
-#if NS_OPS_X86 && defined(__GNUC__) && !defined(__clang__)
+/* Not under the sanitizers: the clones' ifunc resolvers run while the
+ * program is being loaded, before ThreadSanitizer's runtime is up. */
+#if NS_OPS_X86 && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define KERN_FN __attribute__((target_clones("fma", "default")))
 #endif
 

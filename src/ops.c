@@ -64,7 +64,7 @@ void ops_force_generic(int on)
     atomic_store_explicit(&force_generic, on != 0, memory_order_relaxed);
 }
 
-int ops_avx2_available(void)
+static int avx2_available(void)
 {
 #if NS_OPS_X86
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -77,14 +77,14 @@ int ops_select_kernels(const char *name)
 {
     int k;
     if (!name || !*name)
-        k = ops_avx2_available() ? OPS_KERNELS_AVX2 : OPS_KERNELS_GENERIC;
+        k = avx2_available() ? OPS_KERNELS_AVX2 : OPS_KERNELS_GENERIC;
     else if (!strcmp(name, "generic"))
         k = OPS_KERNELS_GENERIC;
     else if (!strcmp(name, "avx2"))
         k = OPS_KERNELS_AVX2;
     else
         return -1;
-    if (k == OPS_KERNELS_AVX2 && !ops_avx2_available())
+    if (k == OPS_KERNELS_AVX2 && !avx2_available())
         return -2;
     atomic_store_explicit(&chosen, 1 + k, memory_order_relaxed);
     return 0;

@@ -153,7 +153,6 @@ void ops_adamw(float *p, const float *g, float *m, float *v, size_t n, const ops
  * a kernel). */
 enum { OPS_KERNELS_GENERIC, OPS_KERNELS_AVX2 };
 int ops_select_kernels(const char *name);
-int ops_avx2_available(void);
 const char *ops_isa(void);
 void ops_force_generic(int on);
 

@@ -89,6 +89,18 @@ class EncoderLM(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 
+class Faulty(torch.nn.Linear):
+    """A Linear whose output holds one inf while `armed`."""
+    armed = False
+
+    def forward(self, x):
+        y = super().forward(x)
+        if self.armed:
+            y = y.clone()
+            y[0, 0, 0] = float("inf")
+        return y
+
+
 def batch(gen, b=4, t=16, v=256):
     """A random batch: targets are the inputs shifted, so the loss falls."""
     seq = torch.randint(0, v, (b, t + 1), generator=gen)

@@ -115,8 +115,12 @@ SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe
 SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
 SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW),$(SH_SUITES)),$(SH_SUITES))
 
-RUN_C  = echo "== $(BUILD)/test_$(1)"; NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1)
-RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh $(TEST_SH_DIR)/$(1).sh
+# each suite's wall time is printed after it ("-- NAME: 12 s"), so the CI
+# budget can be read off any log; a failing suite makes the line FAILED
+SUITE_TIMED = t0=$$(date +%s); if $(2); then r=0; else r=1; fi; \
+	echo "-- $(1): $$(( $$(date +%s) - t0 )) s$$([ $$r -eq 0 ] || echo ', FAILED')"; [ $$r -eq 0 ]
+RUN_C  = echo "== $(BUILD)/test_$(1)"; $(call SUITE_TIMED,test_$(1),NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1))
+RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh $(TEST_SH_DIR)/$(1).sh)
 
 test: $(BIN) $(TEST_BINS)
 	@fail=0; \

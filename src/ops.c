@@ -40,7 +40,7 @@
  *    column a sum over the rows in order, over columns (whole vectors).
  * The _mt functions split at those boundaries (row blocks at multiples of
  * OPS_MR, column panels at multiples of OPS_NR) and get the same bits as
- * one thread; tests/test_threads.c checks it with memcmp.
+ * one thread; tests/unit/test_threads.c checks it with memcmp.
  */
 #include "ops.h"
 

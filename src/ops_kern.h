@@ -9,7 +9,7 @@
  * (panels of kc x OPS_NR, zero past nc: see ops_simd.h), and
  * OPS_KERN_TABLE, the name of the ops_kernels table this file fills in.
  * Both builds run the same operations in the same order on every lane,
- * so they give the same bits (tests/test_ops.c, tests/kernels.sh).
+ * so they give the same bits (tests/unit/test_ops.c, tests/sh/kernels.sh).
  *
  * Every sum has an order fixed by the code (lanes, then a fixed
  * reduction tree), so the same inputs give the same bits on every run.

@@ -1,0 +1,162 @@
+#!/bin/sh
+# cli.sh - the real binary from the outside: flags, bad input, outputs,
+# determinism and checkpoints. Usage: NS_BIN=./normscope sh tests/sh/cli.sh
+# Prints "N passed, N failed"; exits non-zero on any failure.
+BIN=${NS_BIN:-./normscope}
+T=$(mktemp -d /tmp/ns_cli.XXXXXX)
+trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+SMALL="-L 2 -d 16 -H 2 -T 16 -B 4 --val-every 5 --val-batches 2 -q"
+
+# expect_bad CODE NEEDLE ARGS...: exit CODE, exactly one stderr line containing NEEDLE
+expect_bad() {
+    code=$1 needle=$2
+    shift 2
+    "$BIN" "$@" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    lines=$(wc -l <"$T/err")
+    if [ "$rc" -ne "$code" ]; then no "$*: exit $rc, want $code"; return; fi
+    if [ "$lines" -ne 1 ]; then no "$*: $lines lines on stderr, want 1"; cat "$T/err" >&2; return; fi
+    if ! grep -q -- "$needle" "$T/err"; then no "$*: stderr lacks '$needle': $(cat "$T/err")"; return; fi
+    ok
+}
+
+# --- help and version ---
+"$BIN" --help >"$T/help" 2>&1 && ok || no "--help exit status"
+"$BIN" --version | grep -Eq '^normscope [0-9]+\.[0-9]+\.[0-9]+$' && ok || no "--version"
+# every long flag in --help is in the man page, and every flag of the man page in --help
+MAN=$(dirname "$0")/../../man/normscope.1
+grep -o -- '--[a-z0-9-]*' "$T/help" | sort -u >"$T/help_flags"
+grep -o 'Fl -[a-z0-9-]*' "$MAN" | sed 's/^Fl /-/' | sort -u >"$T/man_flags"
+if [ -s "$T/help_flags" ] && diff "$T/help_flags" "$T/man_flags" >"$T/flagdiff"; then ok; else no "flags in --help and man page differ:"; cat "$T/flagdiff" >&2; fi
+
+# --- bad flags: exit 2, one line naming the flag and the range ---
+expect_bad 2 "--layers" --headless -L 0
+expect_bad 2 "1..64" --headless -L 65
+expect_bad 2 "--dim" --headless --dim 15
+expect_bad 2 "--heads" --headless --dim 64 --heads 3
+expect_bad 2 "post, pre, sandwich" --headless --norm sideways
+expect_bad 2 "--norm-kind" --headless --norm-kind batchnorm
+expect_bad 2 "--lr" --headless --lr abc
+expect_bad 2 "--lr" --headless --lr nan
+expect_bad 2 "--lr" --headless --lr 1e-3x
+expect_bad 2 "--betas" --headless --betas 0.9
+expect_bad 2 "--steps" --headless --steps -1
+expect_bad 2 "--context" --headless -T 4
+expect_bad 2 "--batch" --headless -B 513
+expect_bad 2 "--seed" --headless --seed -3
+expect_bad 2 "unknown option" --headless --frobnicate
+expect_bad 2 "needs a value" --headless --lr
+expect_bad 2 "takes no value" --headless=yes
+expect_bad 2 "cosine" --headless --schedule cosine --steps 0
+expect_bad 2 "noam" --headless --schedule noam --warmup 0
+
+# --- bad data ---
+: >"$T/empty"
+printf 'short' >"$T/short"
+expect_bad 2 "No such file" --headless --data "$T/missing"
+expect_bad 2 "empty" --headless --data "$T/empty"
+expect_bad 2 "directory" --headless --data "$T"
+expect_bad 2 "too short" --headless --data "$T/short"
+
+# --- outputs ---
+"$BIN" --headless $SMALL --steps 12 --csv "$T/a.csv" --jsonl "$T/a.jsonl" 2>"$T/err"
+[ $? -eq 0 ] && ok || no "small headless run: $(cat "$T/err")"
+head -1 "$T/a.csv" | grep -q '^step,loss,val_loss,lr,grad_norm,tokens_per_s,norm,norm_kind,warmup,clip,precision,fp32_norms,loss_scale,skipped,l0_grad_attn,l0_grad_ffn,l0_grad_ln,l0_act_max,l0_resid_max,l0_resid_rms,l0_update_ratio,l0_overflow,l0_underflow,l0_headroom,l1_grad_attn,' && ok || no "csv header: $(head -1 "$T/a.csv")"
+[ "$(wc -l <"$T/a.csv")" -eq 13 ] && ok || no "csv rows"
+# 14 run columns, 10 per layer, then state and first_nonfinite
+[ "$(head -1 "$T/a.csv" | tr ',' '\n' | wc -l)" -eq $((14 + 2 * 10 + 2)) ] && ok || no "csv column count"
+head -1 "$T/a.csv" | grep -q ',l1_headroom,state,first_nonfinite$' && ok || no "csv state columns last"
+awk -F, 'NR>1 && NF!=36 {bad=1} END {exit bad}' "$T/a.csv" && ok || no "csv rows have the header's column count"
+awk -F, 'NR==6 && $3=="" {exit 1} NR==5 && $3!="" {exit 1}' "$T/a.csv" && ok || no "val_loss only every --val-every steps"
+[ "$(wc -l <"$T/a.jsonl")" -eq 12 ] && ok || no "jsonl rows"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1])]
+assert rows[0]["step"]==1 and "l1_update_ratio" in rows[-1] and rows[4]["val_loss"] is not None' "$T/a.jsonl" && ok || no "jsonl parses"
+fi
+expect_bad 1 "--csv" --headless $SMALL --steps 2 --csv "$T/nodir/x.csv"
+expect_bad 1 "--csv" --headless $SMALL --steps 2 --csv /dev/full
+expect_bad 1 "--jsonl" --headless $SMALL --steps 2 --jsonl "$T"
+# a read-only directory: error, and the old file there is untouched
+mkdir "$T/ro" && echo old >"$T/ro/x.csv" && chmod a-w "$T/ro"
+if [ "$(id -u)" -ne 0 ]; then
+    expect_bad 1 "--csv" --headless $SMALL --steps 2 --csv "$T/ro/x.csv"
+fi
+[ "$(cat "$T/ro/x.csv")" = old ] && ok || no "old file changed"
+chmod u+w "$T/ro"
+ls "$T"/*.tmp.* >/dev/null 2>&1 && no "temp files left behind" || ok
+
+# --- determinism: same seed, same bytes apart from tokens_per_s ---
+"$BIN" --headless $SMALL --steps 12 --csv "$T/b.csv" 2>/dev/null
+cut -d, -f6 --complement "$T/a.csv" >"$T/a.cut"
+cut -d, -f6 --complement "$T/b.csv" >"$T/b.cut"
+cmp -s "$T/a.cut" "$T/b.cut" && ok || no "same seed gave different CSV"
+"$BIN" --headless $SMALL --steps 12 --seed 9 --csv "$T/c.csv" 2>/dev/null
+cut -d, -f6 --complement "$T/c.csv" >"$T/c.cut"
+cmp -s "$T/a.cut" "$T/c.cut" && no "different seeds gave the same CSV" || ok
+
+# --- --threads: the same bytes apart from tokens_per_s (a model big
+# enough that the kernels really split), bad counts refused ---
+MID="-L 2 -d 64 -H 4 -T 32 -B 8 --val-every 5 --val-batches 2 -q --steps 12"
+for prec in fp32 bf16; do
+    "$BIN" --headless $MID --precision $prec --threads 1 --csv "$T/t1.csv" 2>/dev/null
+    "$BIN" --headless $MID --precision $prec --threads 2 --csv "$T/t2.csv" 2>/dev/null
+    cut -d, -f6 --complement "$T/t1.csv" >"$T/t1.cut"
+    cut -d, -f6 --complement "$T/t2.csv" >"$T/t2.cut"
+    [ -s "$T/t1.cut" ] && cmp -s "$T/t1.cut" "$T/t2.cut" && ok || no "--threads 2 changed the $prec CSV"
+done
+"$BIN" --headless $MID --threads 3 --compare norm=post --csv "$T/t3.csv" 2>/dev/null
+"$BIN" --headless $MID --threads 1 --compare norm=post --csv "$T/t4.csv" 2>/dev/null
+bcol=$(head -1 "$T/t3.csv" | tr , '\n' | grep -n '^b_tokens_per_s$' | cut -d: -f1)
+cut -d, -f"6,${bcol:-6}" --complement "$T/t3.csv" >"$T/t3.cut"
+cut -d, -f"6,${bcol:-6}" --complement "$T/t4.csv" >"$T/t4.cut"
+[ -s "$T/t3.cut" ] && cmp -s "$T/t3.cut" "$T/t4.cut" && ok || no "--threads 3 changed the --compare CSV"
+"$BIN" --headless $SMALL --steps 2 --threads 2 2>&1 >/dev/null | grep -q . && no "-q printed" || ok
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 2 --threads 2 2>&1 | grep -q 'threads=2; memory ' && ok || no "summary lacks threads=2"
+expect_bad 2 "--threads" --headless --threads 0
+expect_bad 2 "1..64" --headless --threads 65
+expect_bad 2 "--threads" --headless --threads x
+expect_bad 2 "--threads" --headless --threads 2.5
+
+# --- checkpoints: 20 steps == 10 + save + load + 10 ---
+"$BIN" --headless $SMALL --steps 20 --csv "$T/full.csv" 2>/dev/null
+"$BIN" --headless $SMALL --steps 10 --save "$T/ck" 2>/dev/null && ok || no "--save"
+"$BIN" --headless -q --load "$T/ck" --steps 20 --csv "$T/resumed.csv" 2>"$T/err" && ok || no "--load: $(cat "$T/err")"
+sed -n '12,21p' "$T/full.csv" | cut -d, -f6 --complement >"$T/full.tail"
+sed -n '2,11p' "$T/resumed.csv" | cut -d, -f6 --complement >"$T/resumed.tail"
+[ -s "$T/resumed.tail" ] && cmp -s "$T/full.tail" "$T/resumed.tail" && ok || no "resumed run differs from the straight run"
+expect_bad 2 "checkpoint has --layers 2" --headless --load "$T/ck" -L 3 --steps 30
+expect_bad 2 "nothing to do" --headless --load "$T/ck" --steps 5
+head -c 1000 "$T/ck" >"$T/ck.trunc"
+expect_bad 2 "truncated" --headless --load "$T/ck.trunc" --steps 30
+cp "$T/ck" "$T/ck.flip"
+printf 'X' | dd of="$T/ck.flip" bs=1 seek=3000 conv=notrunc 2>/dev/null
+expect_bad 2 "checksum" --headless --load "$T/ck.flip" --steps 30
+expect_bad 2 "magic" --headless --load "$T/a.csv" --steps 30
+# saving over an existing checkpoint into a missing directory fails cleanly
+expect_bad 1 "--save" --headless $SMALL --steps 2 --save "$T/nodir/ck"
+
+# --- a run that takes no step (a script stopping it at step 0) says so:
+# its summary's loss is "-", a's and b's, never a made-up 0.0000 ---
+printf 'at 0: stop\n' >"$T/stop0"
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 5 --script "$T/stop0" --compare norm=post 2>"$T/err"
+[ $? -eq 0 ] && ok || no "script stop at 0: exit status"
+grep -q '^normscope: 0 steps in .*; loss -, val -;' "$T/err" && ok || no "no step, loss -: $(cat "$T/err")"
+grep -q '^normscope: b (norm=post): loss -, val -$' "$T/err" && ok || no "b: no step, loss -: $(cat "$T/err")"
+
+# --- a script that changes a setting and stops at the same step: the
+# events of both runs are reported, b's too, after the loop ended ---
+printf 'at 2: lr 0.01\nat 2: stop\n' >"$T/stop2"
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 5 --script "$T/stop2" --compare norm=post 2>"$T/err"
+grep -q '^normscope: a: peak LR 0.001 -> 0.01$' "$T/err" && grep -q '^normscope: b: peak LR 0.001 -> 0.01$' "$T/err" &&
+    ok || no "the drain after a script stop: a's and b's events: $(cat "$T/err")"
+
+# --- without a terminal the live view refuses and points to --headless ---
+expect_bad 2 "headless" $SMALL
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

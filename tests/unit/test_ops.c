@@ -1027,6 +1027,43 @@ static void test_fused_gelu(void)
     CHECK(bad == 0);
 }
 
+/* The matmul's max |out| from the micro-kernel's registers: the plain
+ * forward's bits, ops_absmax's value, on one thread and on a pool of 2
+ * (whose parts fold their maxima), with a NaN, an inf or a value whose
+ * products overflow planted in the input, and shapes with row and column
+ * tails (mr < 6, nr < 16) and depths past one block. */
+static void test_fused_matmul(void)
+{
+    static const int shapes[][3] = {{7, 5, 3}, {13, 7, 19}, {64, 64, 192}, {150, 300, 40},
+                                    {512, 64, 256}};
+    static const float specials[3] = {NAN, INFINITY, 3e38f};
+    ns_pool *pool = pool_create(2, NULL);
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        long nx = (long)N * C, ny = (long)N * OC;
+        float *x = rndf(nx, 1), *w = rndf((long)OC * C, 1), *b = rndf(OC, 1);
+        float *y1 = rndf(ny, 1), *y2 = rndf(ny, 1), *y3 = rndf(ny, 1);
+        for (int k = -1; k < 3; k++) {
+            long at = k < 0 ? 0 : (nx - 1) * k / 2; /* first, middle, last */
+            float keep = x[at];
+            if (k >= 0)
+                x[at] = specials[k];
+            matmul_forward(y1, x, w, b, N, C, OC);
+            float a = matmul_forward_absmax(y2, x, w, b, N, C, OC);
+            float a2 = matmul_forward_absmax_mt(pool, y3, x, w, b, N, C, OC);
+            bad += memcmp(y1, y2, sizeof(float) * (size_t)ny) != 0 && !same_values(y1, y2, ny);
+            bad += !same_values(y1, y3, ny);
+            bad += !same_max(a, ops_absmax(y1, ny)) || !same_max(a, ref_absmax(y1, ny));
+            bad += !same_max(a2, a);
+            x[at] = keep;
+        }
+        free(x), free(w), free(b), free(y1), free(y2), free(y3);
+    }
+    pool_free(pool);
+    CHECK(pool != NULL && bad == 0);
+}
+
 static void test_fused_layernorm(void)
 {
     int bad = 0;
@@ -1211,6 +1248,9 @@ static void outputs_matmul(outbuf *o, int N, int C, int OC)
     float *x = wild((long)N * C, 1), *w = rndf((long)OC * C, 0.3f), *b = rndf(OC, 1);
     float *dy = wild((long)N * OC, 1);
     matmul_forward(take(o, (long)N * OC), x, w, b, N, C, OC);
+    x[3] = INFINITY; /* an inf product in the output's max */
+    *take(o, 1) = matmul_forward_absmax(take(o, (long)N * OC), x, w, b, N, C, OC);
+    x[3] = 0.5f;
     float *dx = take(o, (long)N * C), *dw = take(o, (long)OC * C), *db = take(o, OC);
     matmul_backward(dx, dw, db, dy, x, w, N, C, OC);
     matmul_backward_set_mt(NULL, take(o, (long)N * C), dw, db, dy, x, w, N, C, OC);
@@ -1378,6 +1418,7 @@ static void run_kernel_suite(void)
     test_softmax_ce_reference();
     test_layernorm_reference();
     test_absmax_sizes();
+    test_fused_matmul();
     test_any_nonfinite();
     test_sumsq();
     test_adamw();

@@ -240,6 +240,11 @@ static int matmul_same(ns_pool *p, int N, int C, int OC)
     matmul_backward(NULL, dw1, NULL, dout, inp, w, N, C, OC);
     matmul_backward_mt(p, NULL, dw2, NULL, dout, inp, w, N, C, OC);
     ok = ok && same(o1, o2, (long)N * OC) && same(dw1, dw2, (long)OC * C);
+    /* the forward's max |out| taken in the kernel: the parts' maxima fold
+     * to one call's */
+    float m1 = matmul_forward_absmax(o1, inp, w, b, N, C, OC);
+    float m2 = matmul_forward_absmax_mt(p, o2, inp, w, b, N, C, OC);
+    ok = ok && same(o1, o2, (long)N * OC) && m1 == m2 && m1 == ops_absmax(o1, (long)N * OC);
     free(inp), free(w), free(b), free(dout), free(o1), free(o2);
     free(di1), free(di2), free(dw1), free(dw2), free(db1), free(db2);
     return ok;

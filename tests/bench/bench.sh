@@ -115,7 +115,17 @@ torch_rate() { # threads args...
 # params and gflop: the model's size and FLOPs per step
 . "$DIR/flops.sh"
 
-printf '%-40s %4s %9s %9s %7s %8s %7s\n' configuration thr "st/s" "torch" ratio "GFLOP/s" "% peak"
+# "% bound": the step's own bound, measured in this run for each shape:
+# every matmul of the step (forward and backward of each linear and the
+# head, the attention's products as full squares) timed alone with the
+# same kernel at its best on that shape (sgemm --step), summed; the share
+# is that time over the step's (per thread: two threads halve the bound).
+# What the bound leaves out (norms, GELU, softmax, AdamW, the statistics)
+# is what keeps a step under 100%.
+bound_ms() { # L d H T B: the step's bound in ms, or empty
+    [ -x "$TMP/sgemm" ] && "$TMP/sgemm" --step "$@" | sed -n 's/.*bound_ms=\([0-9.]*\).*/\1/p'
+}
+printf '%-40s %4s %9s %9s %7s %8s %7s %7s\n' configuration thr "st/s" "torch" ratio "GFLOP/s" "% peak" "% bound"
 row() { # threads rate L d H T B steps [normscope extra args]: one row of the table
     thr=$1 r=$2 L=$3 d=$4 H=$5 T=$6 B=$7 steps=$8
     shift 8
@@ -127,8 +137,9 @@ row() { # threads rate L d H T B steps [normscope extra args]: one row of the ta
     fi
     g=$(awk -v r="$r" -v f="$(gflop "$L" "$d" "$T" "$B")" 'BEGIN {printf "%.1f", r * f}')
     pk=$(awk -v g="$g" -v p="$PEAK" -v n="$thr" 'BEGIN {if (p > 0) printf "%.0f%%", 100 * g / (p * n); else print "-"}')
+    bd=$(awk -v r="$r" -v b="${BOUND:-0}" -v n="$thr" 'BEGIN {if (b > 0 && r > 0) printf "%.0f%%", 100 * r * b / 1000 / n; else print "-"}')
     label="L=$L d=$d H=$H T=$T B=$B${*:+ $*}"
-    printf '%-40s %4s %9s %9s %7s %8s %7s\n' "$label" "$thr" "$r" "$t" "$ratio" "$g" "$pk"
+    printf '%-40s %4s %9s %9s %7s %8s %7s %7s\n' "$label" "$thr" "$r" "$t" "$ratio" "$g" "$pk" "$bd"
 }
 
 # each configuration with 1 thread, then 2, in REPS alternating pairs (a
@@ -138,6 +149,8 @@ row() { # threads rate L d H T B steps [normscope extra args]: one row of the ta
 both() { # L d H T B steps [normscope extra args]
     L=$1 d=$2 H=$3 T=$4 B=$5 steps=$6
     shift 6
+    BOUND=
+    [ $# -eq 0 ] && BOUND=$(bound_ms "$L" "$d" "$H" "$T" "$B") # fp32 only: the kernels are fp32
     : >"$TMP/one"
     : >"$TMP/two"
     : >"$TMP/pair"

@@ -7,6 +7,13 @@
  *                              (forward, dinp + dw, dw + db) at these sizes
  *         [--one KIND N C OC]  only that one (KIND 0 forward, 1 dinp + dw,
  *                              2 dw + db)
+ *         [--step L d H T B]   the bound of one training step of that model:
+ *                              every matmul of the step (each block's four
+ *                              linears and the head, forward and dinp + dw;
+ *                              the attention's two products per sequence
+ *                              and head as full T x T squares, PaLM's
+ *                              count) at the kernel's best rate on its own
+ *                              shape, summed: "step bound_ms=... gflop=..."
  *         [--cold]             evict the caches before each timed call
  *         [--generic]          the portable kernels, not AVX2
  *
@@ -84,9 +91,33 @@ static double rate(int kind, int N, int C, int OC, double min_s)
     return best * 1e-9;
 }
 
+/* seconds of count products of shape (N, C, OC), forward and dinp + dw,
+ * at the kernel's best rate on that shape; *flop takes in their FLOPs */
+static double shape_s(long count, int N, int C, int OC, double *flop)
+{
+    double f = 2.0 * N * C * OC;
+    *flop += 3 * f * (double)count;
+    return (double)count * (f / (rate(0, N, C, OC, 0.2) * 1e9) + 2 * f / (rate(1, N, C, OC, 0.2) * 1e9));
+}
+
+/* the step's matmuls at their shapes' best rates (--step) */
+static void step_bound(int L, int d, int H, int T, int B)
+{
+    int N = B * T, hs = d / H, V = 256;
+    double flop = 0, t = 0;
+    static const int lin[4][2] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}}; /* C, OC in units of d */
+    for (int s = 0; s < 4; s++)
+        t += shape_s(L, N, lin[s][0] * d, lin[s][1] * d, &flop);
+    t += shape_s(1, N, d, V, &flop);                       /* the head */
+    t += shape_s((long)L * B * H, T, hs, T, &flop);       /* scores q k^T */
+    t += shape_s((long)L * B * H, T, T, hs, &flop);       /* mix p v */
+    printf("step L=%d d=%d H=%d T=%d B=%d bound_ms=%.4f gflop=%.4f isa=%s\n", L, d, H, T, B,
+           t * 1e3, flop * 1e-9, ops_isa());
+}
+
 int main(int argc, char **argv)
 {
-    int n = 1024, sN = 0, sC = 0, one[4] = {-1, 0, 0, 0};
+    int n = 1024, sN = 0, sC = 0, one[4] = {-1, 0, 0, 0}, step[5] = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-n") && i + 1 < argc)
             n = atoi(argv[++i]);
@@ -95,6 +126,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--one") && i + 4 < argc) /* kind N C OC: only that */
             for (int k = 0; k < 4; k++)
                 one[k] = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--step") && i + 5 < argc)
+            for (int k = 0; k < 5; k++)
+                step[k] = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cold"))
             cold = 1;
         else if (!strcmp(argv[i], "--generic"))
@@ -102,7 +136,8 @@ int main(int argc, char **argv)
         else {
             fprintf(
                 stderr,
-                "usage: sgemm [-n SIZE] [--shapes N C] [--one KIND N C OC] [--cold] [--generic]\n");
+                "usage: sgemm [-n SIZE] [--shapes N C] [--one KIND N C OC] [--step L d H T B] "
+                "[--cold] [--generic]\n");
             return 2;
         }
     }
@@ -113,6 +148,14 @@ int main(int argc, char **argv)
     if (one[0] >= 0 && one[0] <= 2 && one[1] > 0 && one[2] > 0 && one[3] > 0) {
         printf("kind %d N=%d C=%d OC=%d %.1f GFLOP/s\n", one[0], one[1], one[2], one[3],
                rate(one[0], one[1], one[2], one[3], 1.0));
+        return 0;
+    }
+    if (step[0] > 0) {
+        if (step[1] < 1 || step[2] < 1 || step[1] % step[2] || step[3] < 1 || step[4] < 1) {
+            fprintf(stderr, "sgemm: --step needs L d H T B, d divisible by H\n");
+            return 2;
+        }
+        step_bound(step[0], step[1], step[2], step[3], step[4]);
         return 0;
     }
     printf("sgemm n=%d gflops=%.1f isa=%s\n", n, rate(0, n, n, n, 1.0), ops_isa());

@@ -175,7 +175,11 @@ void settings_help(FILE *f);
 void settings_compare_names(char *buf, size_t len);
 
 /* Range check of a loaded value: 0 when c's value of the row is allowed
- * (inside the range, a valid enum index, or the row's default). */
+ * (inside the range, a valid enum index, or the row's default; never a
+ * NaN or an infinity; a row whose command may pass the flag's upper bound,
+ * SETL_UNBOUNDED, only its lower bound). */
 int settings_check(const ns_setting *s, const ns_config *c);
+/* What settings_check allows, "expected ...", for its error line. */
+void settings_allowed(const ns_setting *s, char *buf, size_t len);
 
 #endif

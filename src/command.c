@@ -134,8 +134,7 @@ static int row_value(const ns_setting *s, const char *arg, double *x, char *why,
     if ((s->live & SETL_UNBOUNDED) && number) {
         if (num(arg, x) == 0 && *x >= s->lo)
             return 0;
-        snprintf(why, whylen, "expected %sa number of at least %g",
-                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo);
+        settings_allowed(s, why, whylen);
         return -1;
     }
     return settings_parse_number(s, arg, x, why, whylen);

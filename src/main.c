@@ -174,7 +174,7 @@ static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, cfg) != 0 ||
+        if (check_against_checkpoint(o, cfg) != 0 || resume_check_data(o, r->e, data, stderr) ||
             resume_apply_flags(o, cfg, r->e, o->quiet ? NULL : stderr, stderr) != 0)
             return 2;
         if (o->set & CLI_SET_STEPS)

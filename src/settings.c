@@ -639,24 +639,42 @@ void settings_compare_names(char *buf, size_t len)
 
 /* ---- checks of loaded values ------------------------------------------- */
 
+/* A stored float of the row: finite (a NaN never passes), at least lo,
+ * and at most hi unless a command may pass it (SETL_UNBOUNDED: lr x2
+ * pressed often), compared in float as it was stored. */
+static int real_ok(const ns_setting *s, double x)
+{
+    if (!isfinite(x) || x < (float)s->lo)
+        return -1;
+    return (s->live & SETL_UNBOUNDED) || x <= (float)s->hi ? 0 : -1;
+}
+
 int settings_check(const ns_setting *s, const ns_config *c)
 {
     double x = settings_get(s, c);
-    if (x == s->def)
+    const float *b = field(s, (ns_config *)c, NULL);
+    if (x == s->def && s->type != SET_BETAS)
         return 0;
     switch (s->type) {
     case SET_INT: case SET_LONG: return x >= s->lo && x <= s->hi ? 0 : -1;
     case SET_ENUM: return x >= 0 && x < s->n_names ? 0 : -1;
     case SET_ONOFF: case SET_PRESENCE: return x == 0 || x == 1 ? 0 : -1;
     case SET_AUTO: return x >= -1 && x <= 1 ? 0 : -1;
-    case SET_REAL:
-        /* a mid-run setting may have left the flag's range (lr x2 pressed
-         * often); the others are compared in float, as they were stored */
-        if (s->cmd)
-            return 0;
-        return x >= (float)s->lo && x <= (float)s->hi ? 0 : -1;
+    case SET_REAL: return real_ok(s, x);
+    case SET_BETAS: return real_ok(s, b[0]) || real_ok(s, b[1]) ? -1 : 0;
+    case SET_LOSS_SCALE: return x == 0 || x == -1 ? 0 : real_ok(s, x);
     default: return 0;
     }
+}
+
+void settings_allowed(const ns_setting *s, char *buf, size_t len)
+{
+    int number = s->type == SET_REAL || s->type == SET_LOSS_SCALE;
+    if ((s->live & SETL_UNBOUNDED) && number)
+        snprintf(buf, len, "expected %sa number of at least %g",
+                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo);
+    else
+        expected(s, buf, len);
 }
 
 void settings_label(const ns_config *c, const char *spec, char *buf, size_t len)

@@ -137,6 +137,34 @@ cp "$T/ck" "$T/ck.flip"
 printf 'X' | dd of="$T/ck.flip" bs=1 seek=3000 conv=notrunc 2>/dev/null
 expect_bad 2 "checksum" --headless --load "$T/ck.flip" --steps 30
 expect_bad 2 "magic" --headless --load "$T/a.csv" --steps 30
+# the data a checkpoint trained on is in it: left out, the run is refused;
+# other bytes given with --data are said in one line and used
+head -c 20000 "$(dirname "$0")/../README.md" >"$T/d1"
+head -c 20000 "$(dirname "$0")/../man/normscope.1" >"$T/d2"
+"$BIN" --headless $SMALL --steps 10 --data "$T/d1" --save "$T/ckd" 2>/dev/null && ok || no "--save with --data"
+expect_bad 2 "the run trained on $T/d1 (20000 bytes); give --data $T/d1" --headless -q --load "$T/ckd" --steps 12
+"$BIN" --headless -q --load "$T/ckd" --steps 12 --data "$T/d1" 2>"$T/err" && [ ! -s "$T/err" ] && ok || no "--load with its own --data: $(cat "$T/err")"
+cp "$T/d1" "$T/d1.moved"
+"$BIN" --headless -q --load "$T/ckd" --steps 12 --data "$T/d1.moved" 2>"$T/err" && [ ! -s "$T/err" ] && ok || no "--load with the same bytes under another name: $(cat "$T/err")"
+"$BIN" --headless -q --load "$T/ckd" --steps 12 --data "$T/d2" 2>"$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+    grep -q "from step 10 it trains on $T/d2 (20000 bytes), not on $T/d1 (20000 bytes) as before" "$T/err" && ok ||
+    no "--load with other --data: $(cat "$T/err")"
+"$BIN" --headless -q --load "$T/ck" --steps 12 --data "$T/d2" 2>"$T/err" &&
+    grep -q "not on the built-in corpus (" "$T/err" && ok || no "--load of a built-in run with --data: $(cat "$T/err")"
+# --warmup N on a resumed warmup-0 run: a fresh ramp of N steps from there
+"$BIN" --headless $SMALL --steps 10 --warmup 0 --save "$T/ckw" 2>/dev/null
+for w in 100 40; do
+    "$BIN" --headless -q --load "$T/ckw" --steps 12 --warmup $w --csv "$T/w.csv" 2>"$T/err" &&
+        awk -F, -v w=$w 'NR==2 {ok = $1 == 11 && $4 > 0.9e-3 / w && $4 < 1.1e-3 / w} NR==3 {ok = ok && $4 > 1.9e-3 / w && $4 < 2.1e-3 / w} END {exit !ok}' "$T/w.csv" &&
+        ok || no "--load --warmup $w: $(cat "$T/err"); $(cut -d, -f1,4 "$T/w.csv" | tr '\n' ' ')"
+done
+"$BIN" --headless $SMALL --steps 10 --warmup 0 --schedule invsqrt --save "$T/cki" 2>/dev/null
+expect_bad 2 "under --schedule invsqrt the ramp's length also sets the decay" --headless -q --load "$T/cki" --steps 12 --warmup 40
+# an LR a mid-run change took past --lr's range loads, and is said
+printf 'at 2: lr 100\n' >"$T/lr100"
+"$BIN" --headless $SMALL --steps 4 --script "$T/lr100" --on-diverge continue --save "$T/ck100" 2>/dev/null
+"$BIN" --headless -q --load "$T/ck100" --steps 5 2>"$T/err"
+[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "lr 100 is above --lr's range (at most 10)" "$T/err" && ok || no "--load of lr 100: $(cat "$T/err")"
 # saving over an existing checkpoint into a missing directory fails cleanly
 expect_bad 1 "--save" --headless $SMALL --steps 2 --save "$T/nodir/ck"
 

@@ -1285,8 +1285,9 @@ static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const
     }
     char bad[320];
     if (header_bad(c, rs, bad, sizeof bad)) {
-        snprintf(err, errlen, "--load %s: header field %s (the header at bytes %zu-%zu is corrupt?)",
-                 path, bad, hlen_at, hend - 1);
+        snprintf(err, errlen,
+                 "--load %s: header field %s (the header at bytes %zu-%zu is corrupt?)", path, bad,
+                 hlen_at, hend - 1);
         return -1;
     }
     return 0;

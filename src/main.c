@@ -246,6 +246,11 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
         fprintf(stderr, "normscope: --threads %d: cannot start the worker threads\n", o->threads);
         bad = 1;
     }
+    if (!bad) { /* the settings in force: a resumed run's are the checkpoint's */
+        ns_config now = *engine_config(r->e);
+        now.on_div = r->cfg.on_div;
+        bad = cli_check_applies(o, &now, stderr);
+    }
     long start = r->e ? engine_steps_done(r->e) : 0;
     if (!bad && (!live || r->cfg.steps > 0) && r->cfg.steps <= start) {
         fprintf(stderr, "normscope: nothing to do: the run is at step %ld and --steps is %ld\n",

@@ -165,6 +165,17 @@ printf 'at 2: lr 100\n' >"$T/lr100"
 "$BIN" --headless $SMALL --steps 4 --script "$T/lr100" --on-diverge continue --save "$T/ck100" 2>/dev/null
 "$BIN" --headless -q --load "$T/ck100" --steps 5 2>"$T/err"
 [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "lr 100 is above --lr's range (at most 10)" "$T/err" && ok || no "--load of lr 100: $(cat "$T/err")"
+# a flag that does nothing with the settings in force: one warning line,
+# the run goes on; judged on a resumed run's settings, not the defaults
+"$BIN" --headless $SMALL --steps 2 --loss-scale 128 2>"$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+    grep -q "^normscope: warning: --loss-scale 128 does nothing with --precision fp32 (it applies with bf16 or fp16" "$T/err" &&
+    ok || no "--loss-scale in fp32: $(cat "$T/err")"
+"$BIN" --headless $SMALL --steps 2 --precision fp16 --save "$T/ck16" 2>/dev/null
+"$BIN" --headless -q --load "$T/ck16" --steps 3 --loss-scale 128 2>"$T/err" && [ ! -s "$T/err" ] &&
+    ok || no "--loss-scale on a resumed fp16 run: $(cat "$T/err")"
+"$BIN" --headless -q --load "$T/ck" --steps 12 --loss-scale 128 --precision bf16 2>"$T/err" && [ ! -s "$T/err" ] &&
+    ok || no "--loss-scale with --precision bf16 on a resumed fp32 run: $(cat "$T/err")"
+expect_bad 2 "--lr does nothing with --follow" --follow "$T/none.nsj" --headless --lr 0.1
 # saving over an existing checkpoint into a missing directory fails cleanly
 expect_bad 1 "--save" --headless $SMALL --steps 2 --save "$T/nodir/ck"
 

@@ -138,6 +138,10 @@ int engine_scaler_update(float *scale, long *good, int overflowed);
  * goes further back), bit for bit, keeping the settings now in force.
  * Returns the step it went back to, or -1 if there is none. */
 long engine_rewind(engine *e);
+/* The newest kept snapshot before step `before`: its step in *step and
+ * its step's metrics in *m; 1, or 0 when its metrics are not kept (a
+ * loaded run's first), -1 when there is none. */
+int engine_snapshot_before(const engine *e, long before, long *step, step_metrics *m);
 /* The metrics of the step the run is at (after a rewind: the snapshot's
  * step's, which the snapshot keeps). 1 and fills out, or 0 when the engine
  * has none for it (step 0, a loaded run before its first step). */

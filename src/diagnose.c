@@ -505,3 +505,36 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
     d->last_step = m->step;
     return k;
 }
+
+/* ---- rewind targets -------------------------------------------------------- */
+
+double diag_least_headroom(const step_metrics *m, int *layer)
+{
+    double lo = NAN;
+    *layer = -1;
+    for (int l = 0; m && l < m->n_layer; l++)
+        if (isfinite(m->layer[l].headroom) && !(m->layer[l].headroom >= lo)) {
+            lo = m->layer[l].headroom;
+            *layer = l;
+        }
+    return lo;
+}
+
+int diag_snapshot_text(long step, const step_metrics *m, long step2, const step_metrics *m2,
+                       const char *again, char *buf, size_t len)
+{
+    int l, l2;
+    double h = diag_least_headroom(m, &l), h2 = diag_least_headroom(m2, &l2);
+    if (isnan(h)) {
+        snprintf(buf, len, "step %ld (its headroom is not known)", step);
+        return 0;
+    }
+    int offer = h < DIAG_SNAP_NEAR && step2 > 0 && !(h2 <= h);
+    char earlier[96] = "";
+    if (offer && isnan(h2))
+        snprintf(earlier, sizeof earlier, "; step %ld is earlier (%s)", step2, again);
+    else if (offer)
+        snprintf(earlier, sizeof earlier, "; step %ld had %.2g (%s)", step2, h2, again);
+    snprintf(buf, len, "step %ld, headroom %.2g (layer %d)%s", step, h, l, earlier);
+    return offer;
+}

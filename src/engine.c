@@ -591,14 +591,33 @@ int engine_last_metrics(const engine *e, step_metrics *out)
     return 1;
 }
 
-long engine_rewind(engine *e)
+/* The newest kept snapshot before step `before`, or NULL. */
+static snapshot *newest_before(const engine *e, long before)
 {
     snapshot *best = NULL;
     for (int i = 0; i < e->n_snaps; i++) {
         snapshot *sn = &e->snaps[i];
-        if (sn->step >= 0 && sn->step < e->step && (!best || sn->step > best->step))
+        if (sn->step >= 0 && sn->step < before && (!best || sn->step > best->step))
             best = sn;
     }
+    return best;
+}
+
+int engine_snapshot_before(const engine *e, long before, long *step, step_metrics *m)
+{
+    const snapshot *best = newest_before(e, before);
+    if (!best)
+        return -1;
+    *step = best->step;
+    if (best->metrics.step != best->step)
+        return 0;
+    *m = best->metrics;
+    return 1;
+}
+
+long engine_rewind(engine *e)
+{
+    snapshot *best = newest_before(e, e->step);
     if (!best) {
         event_of(e, NS_EV_REFUSED, -1, "rewind: no snapshot before step %ld", e->step);
         return -1;

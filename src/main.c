@@ -327,8 +327,11 @@ static int save_diverged(engine *e, const char *path)
         fprintf(stderr, "normscope: %s\n", err);
         return 1;
     }
-    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of step %ld\n",
-            path, good);
+    /* how close it is to the limit, and an earlier one clear of it */
+    char room[320];
+    trainer_rewind_note(e, at, 0, room, sizeof room);
+    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of %s\n", path,
+            room);
     return 0;
 }
 

@@ -176,6 +176,27 @@ printf 'at 2: lr 100\n' >"$T/lr100"
 "$BIN" --headless -q --load "$T/ck" --steps 12 --loss-scale 128 --precision bf16 2>"$T/err" && [ ! -s "$T/err" ] &&
     ok || no "--loss-scale with --precision bf16 on a resumed fp32 run: $(cat "$T/err")"
 expect_bad 2 "--lr does nothing with --follow" --follow "$T/none.nsj" --headless --lr 0.1
+# a diverged run's --save says how close its snapshot is to the limit and
+# offers an earlier one clear of it (or the roomiest), each number the
+# CSV's least l*_headroom at that step; the offer is true: that command
+# saves that step
+FP16="--headless -q -L 4 -d 32 -T 16 -B 4 --precision fp16 --fp32-norms off --lr 2e-2 --warmup 0"
+"$BIN" $FP16 --save "$T/ckdiv" --csv "$T/div.csv" 2>"$T/err"
+line=$(grep "wrote the snapshot of step" "$T/err")
+set -- $(echo "$line" | sed -n 's/.*snapshot of step \([0-9]*\), headroom \([0-9.e+-]*\) (layer \([0-9]*\)); step \([0-9]*\) had \([0-9.e+-]*\) (the same run with --steps \([0-9]*\) saves it)$/\1 \2 \3 \4 \5 \6/p')
+least() { # least headroom of CSV row step $1, "%.2g"
+    awk -F, -v s="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[0-9]+_headroom$/) h[i] = 1; next }
+        $1 == s { lo = ""; for (i in h) if (lo == "" || $i + 0 < lo) lo = $i + 0; printf "%.2g\n", lo }' "$T/div.csv"
+}
+if [ $# -eq 6 ] && [ "$(least "$1")" = "$2" ] && [ "$(least "$4")" = "$5" ] && [ "$4" -eq "$6" ] &&
+    [ "$4" -lt "$1" ] && awk -v h="$2" -v h2="$5" 'BEGIN { exit !(h < 2 && h2 > h) }'; then
+    ok
+    "$BIN" $FP16 --steps "$4" --save "$T/ckearly" 2>/dev/null &&
+        "$BIN" --headless -q --load "$T/ckearly" --steps $(($4 + 1)) --csv "$T/early.csv" 2>/dev/null &&
+        [ "$(sed -n 2p "$T/early.csv" | cut -d, -f1)" -eq $(($4 + 1)) ] && ok || no "the offered --steps $4 does not save step $4"
+else
+    no "the diverged --save line: $line (CSV least headroom at those steps: $(least "${1:-0}") $(least "${4:-0}"))"
+fi
 # saving over an existing checkpoint into a missing directory fails cleanly
 expect_bad 1 "--save" --headless $SMALL --steps 2 --save "$T/nodir/ck"
 

@@ -438,6 +438,34 @@ static void test_resumed_after_a_change(void)
     CHECK(f && strstr(f->text, "will diverge again at step 90") && f->value[1] == 90);
 }
 
+/* A rewind target's closeness to the limit: its least headroom and layer;
+ * an earlier snapshot offered only when it is near and the earlier has
+ * more room; unknown metrics said as unknown. */
+static void test_snapshot_text(void)
+{
+    step_metrics a, b;
+    char buf[200];
+    healthy(&a, 150);
+    healthy(&b, 100);
+    for (int l = 0; l < L; l++)
+        a.layer[l].headroom = 5.0f, b.layer[l].headroom = 6.0f;
+    a.layer[2].headroom = 0.17f;
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 1);
+    CHECK(!strcmp(buf, "step 150, headroom 0.17 (layer 2); step 100 had 6 (b twice)"));
+    b.layer[1].headroom = 0.1f; /* less room than the newest: not offered */
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150, headroom 0.17 (layer 2)"));
+    a.layer[2].headroom = 3.0f; /* clear of the limit: nothing offered */
+    b.layer[1].headroom = 6.0f;
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150, headroom 3 (layer 2)"));
+    CHECK(diag_snapshot_text(150, NULL, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150 (its headroom is not known)"));
+    a.layer[2].headroom = 0.5f;
+    CHECK(diag_snapshot_text(150, &a, 100, NULL, "b twice", buf, sizeof buf) == 1);
+    CHECK(!strcmp(buf, "step 150, headroom 0.5 (layer 2); step 100 is earlier (b twice)"));
+}
+
 int main(void)
 {
     dg = malloc(sizeof *dg);
@@ -453,6 +481,7 @@ int main(void)
     test_update_vanish();
     test_resumed();
     test_resumed_after_a_change();
+    test_snapshot_text();
     test_val_nan();
     test_entropy();
     free(dg);

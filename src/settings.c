@@ -102,7 +102,7 @@ static const ns_setting table[] = {
      .help = "std of normal init and of the embeddings", .flags = SETF_COMPARE, CFG(init_std),
      .ckpt = 21},
     {.name = "lr", .type = SET_REAL, .arg = "X", .lo = 1e-9, .hi = 10, .def = 1e-3,
-     .help = "peak learning rate (noam sets its own)", .flags = SETF_COMPARE, .cmd = "lr",
+     .help = "peak learning rate; noam sets its own", .flags = SETF_COMPARE, .cmd = "lr",
      CFG(lr), .ckpt = 22,
      .applies = {lr_in_force, "schedule", "constant, cosine or invsqrt; noam's peak is "
                  "d^-0.5*warmup^-0.5"},

@@ -9,6 +9,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -709,8 +710,8 @@ void settings_allowed(const ns_setting *s, char *buf, size_t len)
 {
     int number = s->type == SET_REAL || s->type == SET_LOSS_SCALE;
     if ((s->live & SETL_UNBOUNDED) && number)
-        snprintf(buf, len, "expected %sa number of at least %g",
-                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo);
+        snprintf(buf, len, "expected %sa number of at least %g (a float: at most %.3g)",
+                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo, (double)FLT_MAX);
     else
         expected(s, buf, len);
 }

@@ -64,6 +64,12 @@ static void test_parse(void)
           strstr(err, "or toggle, next"));
     CHECK(command_parse("clip -3", &c, err, sizeof err) != 0 && strstr(err, "at least 0") &&
           strstr(err, "toggle, off"));
+    /* past a float, the value would be stored as inf, which no checkpoint
+     * header takes back */
+    CHECK(command_parse("clip 1e300", &c, err, sizeof err) != 0 &&
+          strstr(err, "at most 3.4e+38"));
+    CHECK(command_parse("loss-scale 1e39", &c, err, sizeof err) != 0);
+    CHECK(command_parse("clip 1e38", &c, err, sizeof err) == 0);
     CHECK(command_parse("lr x0", &c, err, sizeof err) != 0 && strstr(err, "factor above 0"));
     CHECK(command_parse("kind toggle", &c, err, sizeof err) != 0 && strstr(err, "or next") &&
           !strstr(err, "toggle,"));

@@ -403,6 +403,69 @@ static void test_entropy(void)
     CHECK(strcmp(diag_rule_name(DIAG_R_STALL), "stall") == 0);
 }
 
+/* The LR raised at step 70, a divergence at 100, a rewind to 50 with the
+ * raised LR still in force: the replay is another run (the raise acts from
+ * 51 now), so no step is claimed. That replay diverging at 90 and rewound
+ * to 50 again is replayed exactly: then step 90 is claimed. */
+static void test_resumed_after_a_change(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 100; s++) {
+        healthy(&m, s);
+        if (s > 70)
+            m.lr = m.lr_peak = 4e-3f;
+        m.nonfinite = s == 100;
+        feed(&m);
+    }
+    for (long s = 51; s <= 90; s++) {
+        healthy(&m, s);
+        m.lr = m.lr_peak = 4e-3f;
+        m.nonfinite = s == 90;
+        feed(&m);
+        const diag_finding *f = first(DIAG_R_RESUMED);
+        if (s == 51) {
+            CHECK(f && strstr(f->text, "from step 50") && strstr(f->text, "step 70") &&
+                  strstr(f->text, "may diverge again") && !strstr(f->text, "step 100"));
+            CHECK(f && f->value[1] == -1);
+        }
+    }
+    healthy(&m, 51);
+    m.lr = m.lr_peak = 4e-3f;
+    n_found = 0; /* the second rewind's findings only */
+    feed(&m);
+    const diag_finding *f = first(DIAG_R_RESUMED);
+    CHECK(f && strstr(f->text, "will diverge again at step 90") && f->value[1] == 90);
+}
+
+/* A rewind target's closeness to the limit: its least headroom and layer;
+ * an earlier snapshot offered only when it is near and the earlier has
+ * more room; unknown metrics said as unknown. */
+static void test_snapshot_text(void)
+{
+    step_metrics a, b;
+    char buf[200];
+    healthy(&a, 150);
+    healthy(&b, 100);
+    for (int l = 0; l < L; l++)
+        a.layer[l].headroom = 5.0f, b.layer[l].headroom = 6.0f;
+    a.layer[2].headroom = 0.17f;
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 1);
+    CHECK(!strcmp(buf, "step 150, headroom 0.17 (layer 2); step 100 had 6 (b twice)"));
+    b.layer[1].headroom = 0.1f; /* less room than the newest: not offered */
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150, headroom 0.17 (layer 2)"));
+    a.layer[2].headroom = 3.0f; /* clear of the limit: nothing offered */
+    b.layer[1].headroom = 6.0f;
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150, headroom 3 (layer 2)"));
+    CHECK(diag_snapshot_text(150, NULL, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150 (its headroom is not known)"));
+    a.layer[2].headroom = 0.5f;
+    CHECK(diag_snapshot_text(150, &a, 100, NULL, "b twice", buf, sizeof buf) == 1);
+    CHECK(!strcmp(buf, "step 150, headroom 0.5 (layer 2); step 100 is earlier (b twice)"));
+}
+
 int main(void)
 {
     dg = malloc(sizeof *dg);
@@ -417,6 +480,8 @@ int main(void)
     test_stall();
     test_update_vanish();
     test_resumed();
+    test_resumed_after_a_change();
+    test_snapshot_text();
     test_val_nan();
     test_entropy();
     free(dg);

@@ -70,7 +70,7 @@ plot profile.svg "$F/run.csv" --kind profile --step 1,12,30 &&
 plot heatmap.svg "$F/run.csv" --kind heatmap &&
     check "heatmap cells" $CHECK heatmap "$T/heatmap.svg" "$F/run.csv"
 plot profile_default.svg "$F/run.csv" --kind profile
-grep -c 'class="series"' "$T/profile_default.svg" | grep -qx 4 && ok || no "profile: not 4 default steps"
+grep -c 'class="profile"' "$T/profile_default.svg" | grep -qx 8 && ok || no "profile: not 4 default steps (MLP and attention each)"
 
 # --- a comparison: both runs, one marker for a change sent to both ---
 plot cmp_loss.svg "$F/compare.csv" && {
@@ -85,6 +85,47 @@ plot cmp_profile.svg "$F/compare.csv" --kind profile --step 5,20 &&
 plot cmp_heat.svg "$F/compare.csv" --kind heatmap &&
     check "compare heatmap" $CHECK heatmap "$T/cmp_heat.svg" "$F/compare.csv"
 grep -q 'b: norm=post' "$T/cmp_loss.svg" && ok || no "compare: run b not named by its setting"
+# each panel titled by the setting its run differs in
+check "compare bars: panel titles" $CHECK titles "$T/cmp_layers.svg" "a: norm=pre" "b: norm=post"
+check "compare heatmap: panel titles" $CHECK titles "$T/cmp_heat.svg" "a: norm=pre" "b: norm=post"
+# --mono: the runs of a profile apart by their dashes, the heatmap grey
+plot cmp_profile_mono.svg "$F/compare.csv" --kind profile --step 5,20 --mono &&
+    check "compare profile --mono" $CHECK profile "$T/cmp_profile_mono.svg" "$F/compare.csv" 5,20
+plot cmp_heat_mono.svg "$F/compare.csv" --kind heatmap --mono &&
+    check "compare heatmap --mono" $CHECK heatmap "$T/cmp_heat_mono.svg" "$F/compare.csv"
+# runs that differ in no recorded setting: said so, not left as a bare "a";
+# differing only in the loss scale in force: named by it
+$PY - "$F/compare.csv" "$T/same.csv" "$T/scale.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for out, scale in ((sys.argv[2], None), (sys.argv[3], "65536")):
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            r = dict(r)
+            r["b_norm"] = r["norm"]
+            if scale:
+                r["b_loss_scale"] = scale
+            w.writerow(r)
+EOF
+plot same_layers.svg "$T/same.csv" --kind layers &&
+    check "unrecorded difference: said in the titles" $CHECK titles "$T/same_layers.svg" \
+        "a: differs from b in a setting the file does not record" "b: differs from a"
+plot scale_heat.svg "$T/scale.csv" --kind heatmap &&
+    check "a loss-scale pair: titled by the scale" $CHECK titles "$T/scale_heat.svg" "a: loss scale 1" "b: loss scale 65536"
+# a run that goes non-finite mid-run: a gap and red ticks, each run's
+# its own, named in the legend
+printf 'at 10: lr 30\n' >"$T/s.txt"
+"$BIN" --headless -q -L 2 -d 32 -T 16 -B 4 --steps 24 --warmup 0 --precision fp16 --fp32-norms off \
+    --loss-scale off --compare fp32-norms=on --script "$T/s.txt" --on-diverge continue --val-every 10 \
+    --csv "$T/div.csv" 2>/dev/null
+plot div.svg "$T/div.csv" && check "non-finite ticks of each run" $CHECK loss "$T/div.svg" "$T/div.csv"
+for r in a b; do
+    n=$([ $r = a ] && echo 0 || echo 1)
+    grep -q "class=\"nonfinite\" data-run=\"$n\"" "$T/div.svg" && ok || no "run $r's non-finite ticks missing"
+    grep -q "$r: loss not finite" "$T/div.svg" && ok || no "run $r's non-finite ticks not in the legend"
+done
 
 # --- JSONL, and a followed stream's lines, draw the same figure as the CSV ---
 for k in loss layers profile heatmap; do

@@ -835,6 +835,9 @@ static void draw_bar(svg *v, box b, const axis *ax, int l, const char *part, dou
     double x1 = g > 0 ? ax_map(ax, g) : b.x;
     if (x1 < b.x)
         x1 = b.x;
+    if (g == 0) /* no bar on a log axis: say it is exactly 0, not missing */
+        text(v, b.x + v->fs * 0.3, y + h * 0.5 + v->fs * 0.3, v->fs * 0.8, 's', v->p->dim,
+             "class=\"zero\"", "0");
     fprintf(v->f, "<rect class=\"bar\" data-layer=\"%d\" data-part=\"%s\" data-value=\"%.6g\" "
                   "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%.2f\"",
             l, part, g, b.x, y, x1 - b.x, h, v->o->mono && opacity < 1 ? v->p->bg : color, opacity);
@@ -1179,19 +1182,19 @@ static int fig_view(svg *v, const plot_data *d)
     snprintf(title, sizeof title, "normscope at step %ld", a->step[a->n - 1]);
     draw_frame(v, d, title);
     box all = content(v);
-    double gap = v->fs * 4.2; /* a bar panel's layer numbers and axis title */
-    box chart = {all.x, all.y, all.w * 0.5, all.h};
+    double gap = v->fs * 5.5; /* a bar panel's layer numbers and axis title */
+    box chart = {all.x, all.y, all.w * 0.52, all.h};
     box bars = {chart.x + chart.w + gap, all.y + v->fs * 2.4, all.w - chart.w - gap,
                 all.h - v->fs * 2.4};
     legend lg = {0}, lb = {0};
     draw_loss_panel(v, chart, d, &lg);
     draw_legend(v, chart, &lg);
-    text_fit(v, bars.x - gap + v->fs, all.y + v->fs * 0.6, bars.w + gap - v->fs, v->fs_small, v->p->dim,
-             "class=\"panel-note\"", "layer bars at the last step: upper attention, lower MLP");
-    for (int r = 0; r < d->nruns; r++) {
+    text_fit(v, bars.x - gap + v->fs * 1.5, all.y + v->fs * 0.6, bars.w + gap - v->fs * 1.5, v->fs_small,
+             v->p->dim, "class=\"panel-note\"", "layer bars at the last step: upper attention, lower MLP");
+    for (int r = 0; r < d->nruns; r++) { /* stacked: side by side they would be too narrow */
         char t[128];
         run_title(d, r, t, sizeof t);
-        draw_layers_panel(v, part(bars, r, d->nruns, 1, gap), &d->run[r], d->run[r].n - 1, t, &lb);
+        draw_layers_panel(v, part(bars, r, d->nruns, 0, v->fs * 4.6), &d->run[r], d->run[r].n - 1, t, &lb);
     }
     return 0; /* the bars' legend would cover them: their colors are the live view's */
 }

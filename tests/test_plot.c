@@ -1,0 +1,143 @@
+/* test_plot.c - the live view's g figures drawn from a snapshot (no
+ * trainer: a snapshot filled as the trainer fills one), read back as text:
+ * both runs' history (loss, validation, heatmap rows), both runs' layer
+ * bars, panel titles naming what the runs differ in, nothing drawn as not
+ * finite where the snapshot is finite and a hatched cell where it is not.
+ *
+ * Not here: figures from files (tests/plot.sh), the trainer's own ghost
+ * (test_trainer.c).
+ */
+#include "plot.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { L = 4, N = 60 };
+
+static trainer_snapshot *S;
+static char svg[1 << 21];
+
+/* A --compare pair at step N: run a's blocks silenced (gain 0: zero
+ * gradients below the top), run b's training; validation every 10 steps. */
+static void fill(void)
+{
+    memset(S, 0, sizeof *S);
+    trainer_status *s = &S->s;
+    s->compare = 1;
+    s->n_layer = L;
+    s->have_metrics = 1;
+    s->hist_total = N;
+    snprintf(s->label_a, sizeof s->label_a, "a: ln-gamma-init=0  post layernorm fp32 warmup=100");
+    snprintf(s->label_b, sizeof s->label_b, "b: ln-gamma-init=1  post layernorm fp32 warmup=100");
+    for (long i = 0; i < N; i++) {
+        trainer_point *p = &S->hist[i];
+        p->step = i + 1;
+        p->loss = 5.5f - 0.01f * (float)i;
+        p->loss_b = 5.5f - 0.04f * (float)i;
+        p->val_loss = p->val_loss_b = NAN;
+        if ((i + 1) % 10 == 0) {
+            p->val_loss = p->loss + 0.02f;
+            p->val_loss_b = p->loss_b + 0.05f;
+        }
+        for (int l = 0; l < L; l++) {
+            S->heat[i][l] = l == L - 1 ? 0.3f : 0.0f;
+            S->heat_b[i][l] = 0.5f + 0.1f * (float)l;
+        }
+    }
+    s->last.step = s->last_b.step = N;
+    for (int l = 0; l < L; l++) {
+        s->last.layer[l].grad_attn = s->last.layer[l].grad_ffn = l == L - 1 ? 0.2f : 0.0f;
+        s->last_b.layer[l].grad_attn = 0.4f + 0.1f * (float)l;
+        s->last_b.layer[l].grad_ffn = 0.3f + 0.1f * (float)l;
+    }
+}
+
+/* Draw the snapshot (heatmap or bars view) into svg[]; 0 on success. */
+static int draw(int heatmap)
+{
+    char path[64], err[256];
+    snprintf(path, sizeof path, "/tmp/ns_test_plot_%d.svg", (int)getpid());
+    if (plot_write_snapshot(S, heatmap, path, err, sizeof err)) {
+        fprintf(stderr, "plot_write_snapshot: %s\n", err);
+        return -1;
+    }
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(svg, 1, sizeof svg - 1, f) : 0;
+    svg[got] = 0;
+    if (f)
+        fclose(f);
+    remove(path);
+    return got ? 0 : -1;
+}
+
+static int count(const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(svg, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The number in attribute attr of the element holding `at`. */
+static long attr_after(const char *at, const char *attr)
+{
+    const char *p = strstr(svg, at);
+    p = p ? strstr(p, attr) : NULL;
+    return p ? strtol(p + strlen(attr), NULL, 10) : -1;
+}
+
+static void test_heatmap_both_runs(void)
+{
+    fill();
+    CHECK(draw(1) == 0);
+    /* every cell of both runs, none hatched: the snapshot is finite */
+    CHECK(count("class=\"cell\"") == 2 * L * N);
+    CHECK(count("fill=\"url(#nan)\"/>") == 0);
+    /* the panels name the setting, not the rest of the label */
+    CHECK(strstr(svg, "class=\"panel-title\">a: ln-gamma-init=0<") != NULL);
+    CHECK(strstr(svg, "class=\"panel-title\">b: ln-gamma-init=1<") != NULL);
+    /* a step of b that was not finite: its cells, and only those, hatched */
+    S->heat_b[30][2] = NAN;
+    CHECK(draw(1) == 0);
+    CHECK(count("fill=\"url(#nan)\"/>") == 1);
+    CHECK(strstr(svg, "data-step=\"31\" data-layer=\"2\" data-value=\"nan\"") != NULL);
+}
+
+static void test_view_both_runs(void)
+{
+    fill();
+    CHECK(draw(0) == 0);
+    /* both runs' bars: two a layer, each run */
+    CHECK(count("class=\"bar\"") == 2 * 2 * L);
+    /* a's zero gradients said as 0, not left blank */
+    CHECK(count("class=\"zero\"") == 2 * (L - 1));
+    /* both runs' loss and validation, b's measured points as a's */
+    CHECK(attr_after("data-name=\"validation loss a: ln-gamma-init=0\"", "data-points=\"") == N / 10);
+    CHECK(attr_after("data-name=\"validation loss b: ln-gamma-init=1\"", "data-points=\"") == N / 10);
+    CHECK(attr_after("data-name=\"train loss b: ln-gamma-init=1\"", "data-points=\"") == N);
+    CHECK(count("class=\"nonfinite\"") == 0);
+    /* each bar panel titled by its run */
+    CHECK(strstr(svg, "class=\"panel-title\">a: ln-gamma-init=0<") != NULL);
+    CHECK(strstr(svg, "class=\"panel-title\">b: ln-gamma-init=1<") != NULL);
+    /* the legend starts on the canvas (a long label once pushed it off the left) */
+    const char *lg = strstr(svg, "<g class=\"legend\"><rect x=\"");
+    CHECK(lg && strtod(lg + strlen("<g class=\"legend\"><rect x=\""), NULL) >= 0);
+    /* a loss b did not finish: its tick, on b's (top) edge */
+    S->hist[40].loss_b = NAN;
+    CHECK(draw(0) == 0);
+    CHECK(count("class=\"nonfinite\" data-run=\"1\" data-step=\"41\"") == 1);
+    CHECK(count("class=\"nonfinite\" data-run=\"0\"") == 0);
+}
+
+int main(void)
+{
+    S = trainer_snapshot_new();
+    if (!S)
+        return 1;
+    test_heatmap_both_runs();
+    test_view_both_runs();
+    free(S);
+    return test_summary();
+}

@@ -542,6 +542,15 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
         for (int l = 0; l < r->L; l++)
             r->gn[(r->n - 1) * r->L + l] = (which ? s->heat_b : s->heat)[i % TRAINER_HIST][l];
     const char *mark = which ? p->mark_b : p->mark;
+    if (!strncmp(mark, "rewind", 6) && s->s.ghost_n > 0 && p->step == s->s.ghost_first) {
+        /* the latest rewind: marked where the curve it abandoned ends, as a
+         * file's rewind is (the replay's first step may be the axis) */
+        long at = s->s.ghost_first + s->s.ghost_n - 1, to = p->step - 1;
+        char text[PLOT_MARKLEN];
+        snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld%s%s", at, to, mark[6] ? ", " : "",
+                 mark[6] ? mark + 7 : "");
+        return run_mark(r, at, to, text);
+    }
     return mark[0] ? run_mark(r, p->step, -1, mark) : 0;
 }
 

@@ -131,6 +131,31 @@ static void test_view_both_runs(void)
     CHECK(count("class=\"nonfinite\" data-run=\"0\"") == 0);
 }
 
+/* After a rewind to step 0: the abandoned curve grey and dashed, the
+ * rewind marked where it ends, inside the plot, not on the y axis. */
+static void test_view_rewind(void)
+{
+    fill();
+    S->s.ghost_first = 1;
+    S->s.ghost_n = 30;
+    for (int i = 0; i < 30; i++)
+        S->ghost[i] = S->ghost_b[i] = 3.0f;
+    snprintf(S->hist[0].mark, sizeof S->hist[0].mark, "rewind,warmup");
+    snprintf(S->hist[0].mark_b, sizeof S->hist[0].mark_b, "rewind,warmup");
+    CHECK(draw(0) == 0);
+    CHECK(count("data-name=\"before the rewind: train loss") == 2);
+    CHECK(count("class=\"marker\"") == 1); /* the same change of both runs: once */
+    const char *m = strstr(svg, "<g class=\"marker\" data-step=\"30\"><line x1=\"");
+    const char *area = strstr(svg, "class=\"plot-area\" x=\"");
+    CHECK(m && area);
+    if (m && area) {
+        double x = strtod(m + strlen("<g class=\"marker\" data-step=\"30\"><line x1=\""), NULL);
+        double x0 = strtod(area + strlen("class=\"plot-area\" x=\""), NULL);
+        CHECK(x > x0 + 10);
+    }
+    CHECK(strstr(svg, "rewind 30 \xe2\x86\x92 0, warmup<") != NULL);
+}
+
 int main(void)
 {
     S = trainer_snapshot_new();
@@ -138,6 +163,7 @@ int main(void)
         return 1;
     test_heatmap_both_runs();
     test_view_both_runs();
+    test_view_rewind();
     free(S);
     return test_summary();
 }

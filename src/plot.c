@@ -321,7 +321,8 @@ static void draw_axes(svg *v, box b, const axis *ax, const axis *ay, const char 
         char rot[96];
         double x = b.x - v->fs * 3.2, y = b.y + b.h / 2;
         snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
-        text(v, x, y, v->fs, 'm', v->p->fg, rot, "%s", ylabel);
+        double fit = b.h / (0.56 * (double)strlen(ylabel)); /* along a short panel's side */
+        text(v, x, y, fit < v->fs ? fit : v->fs, 'm', v->p->fg, rot, "%s", ylabel);
     }
 }
 
@@ -377,16 +378,6 @@ static void draw_legend_at(svg *v, double x, double y, double fs, const legend *
         text(v, lx + sw + fs * 0.5, cy + fs * 0.35, fs, 's', v->p->fg, NULL, "%s", e->text);
     }
     fputs("</g>\n", v->f);
-}
-
-/* In the panel's top right corner. */
-static void draw_legend(svg *v, box b, const legend *lg)
-{
-    if (lg->n == 0)
-        return;
-    double w, h;
-    legend_size(lg, v->fs, &w, &h);
-    draw_legend_at(v, b.x + b.w - w - v->fs * 0.5, b.y + v->fs * 0.5, v->fs, lg);
 }
 
 /* In a column of its own beside the panels (col): its left edge at the
@@ -738,6 +729,48 @@ static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_da
     free(y);
 }
 
+/* Points of the loss lines inside the box (x0, y0, w, h). */
+static long loss_points_in(const plot_data *d, const axis *ax, const axis *ay, double x0, double y0,
+                           double w, double h)
+{
+    long n = 0;
+    for (int r = 0; r < d->nruns; r++)
+        for (long i = 0; i < d->run[r].n; i++) {
+            const plot_run *p = &d->run[r];
+            float ys[2] = {p->loss[i], p->val[i]};
+            for (int k = 0; k < 2; k++) {
+                if (!isfinite(ys[k]))
+                    continue;
+                double x = ax_map(ax, (double)p->step[i]), y = ax_map(ay, ys[k]);
+                n += x >= x0 && x <= x0 + w && y >= y0 && y <= y0 + h;
+            }
+        }
+    return n;
+}
+
+/* The loss panel's legend in the corner that hides the fewest points
+ * (top right on a tie: a loss falls, so that corner is mostly empty). */
+static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, const axis *ay,
+                             const legend *lg)
+{
+    if (lg->n == 0)
+        return;
+    double w, h, m = v->fs * 0.5;
+    legend_size(lg, v->fs, &w, &h);
+    double xs[4] = {b.x + b.w - w - m, b.x + m, b.x + b.w - w - m, b.x + m};
+    double ys[4] = {b.y + m, b.y + m, b.y + b.h - h - m, b.y + b.h - h - m};
+    int best = 0;
+    long least = -1;
+    for (int c = 0; c < 4; c++) {
+        long n = loss_points_in(d, ax, ay, xs[c], ys[c], w, h);
+        if (least < 0 || n < least) {
+            least = n;
+            best = c;
+        }
+    }
+    draw_legend_at(v, xs[best], ys[best], v->fs, lg);
+}
+
 static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
 {
     long x0, x1;
@@ -781,6 +814,7 @@ static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
         draw_marks(v, b, &ax, d, r, ends);
     if (d->run[0].nmark || (d->nruns > 1 && d->run[1].nmark))
         legend_add(lg, v->p->mark, "6 5", SH_NONE, 0, 1, "a setting changed");
+    draw_loss_legend(v, b, d, &ax, &ay, lg);
 }
 
 /* ---- per-layer bars at one step -------------------------------------------------- */
@@ -1101,7 +1135,6 @@ static int fig_loss(svg *v, const plot_data *d)
     legend lg = {0};
     draw_frame(v, d, d->nruns > 1 ? "Training loss of two runs" : "Training loss");
     draw_loss_panel(v, b, d, &lg);
-    draw_legend(v, b, &lg);
     return 0;
 }
 
@@ -1188,7 +1221,6 @@ static int fig_view(svg *v, const plot_data *d)
                 all.h - v->fs * 2.4};
     legend lg = {0}, lb = {0};
     draw_loss_panel(v, chart, d, &lg);
-    draw_legend(v, chart, &lg);
     text_fit(v, bars.x - gap + v->fs * 1.5, all.y + v->fs * 0.6, bars.w + gap - v->fs * 1.5, v->fs_small,
              v->p->dim, "class=\"panel-note\"", "layer bars at the last step: upper attention, lower MLP");
     for (int r = 0; r < d->nruns; r++) { /* stacked: side by side they would be too narrow */

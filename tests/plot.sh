@@ -155,6 +155,22 @@ grep -q 'width="800" height="450"' "$T/small.svg" && ok || no "--size 800x450"
 plot log.svg "$F/run.csv" --log
 grep -q 'log scale' "$T/log.svg" && ok || no "--log: axis not labelled log"
 
+# --- a loss that rises and stays up: the legend leaves the top right for an
+# empty corner ---
+$PY - "$F/run.csv" "$T/rising.csv" <<'EOF'
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(row.keys()), lineterminator="\n")
+    w.writeheader()
+    for i in range(100):
+        row["step"] = str(i + 1)
+        row["loss"] = repr(min(2.0 + 0.2 * i, 5.0))  # up, then flat along the top
+        row["val_loss"] = ""
+        w.writerow(row)
+EOF
+plot rising.svg "$T/rising.csv" && check "rising loss: points and the legend's corner" $CHECK loss "$T/rising.svg" "$T/rising.csv"
+
 # --- one row makes a figure of each kind ---
 for k in loss layers profile heatmap; do
     plot one_$k.svg "$F/one.csv" --kind $k

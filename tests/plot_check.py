@@ -178,8 +178,31 @@ def cmd_loss(svg, path):
     got_nf = sorted(set(int(p.get("data-step")) for p in by_class(root, "path", "nonfinite")))
     if got_nf != want_nf:
         fail("non-finite ticks at %s, want %s" % (got_nf, want_nf))
+    legend_corner(root)
     ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s), %d abandoned"
        % (len(runs), want_nf, len(ghosts)))
+
+
+def legend_corner(root):
+    """The loss legend hides no more of the lines' points than it would in
+    any other corner of the plot."""
+    area = by_class(root, "rect", "plot-area")[0]
+    ax, ay, aw, ah = (float(area.get(k)) for k in ("x", "y", "width", "height"))
+    r = by_class(root, "g", "legend")[0].find(NS + "rect")
+    x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+    pts = []
+    for p in by_class(root, "path", "series"):
+        c = p.get("d").replace("M", " ").replace("L", " ").split()
+        pts += [(float(c[i]), float(c[i + 1])) for i in range(0, len(c) - 1, 2)]
+    def inside(x0, y0):
+        return sum(1 for px, py in pts if x0 <= px <= x0 + w and y0 <= py <= y0 + h)
+    m = min(x - ax, y - ay, ax + aw - x - w, ay + ah - y - h)
+    corners = [(ax + m, ay + m), (ax + aw - w - m, ay + m), (ax + m, ay + ah - h - m),
+               (ax + aw - w - m, ay + ah - h - m)]
+    here = inside(x, y)
+    best = min(inside(cx, cy) for cx, cy in corners)
+    if here > best + 2:  # the decimated line's points, not the C's, are counted
+        fail("the legend hides %d points where another corner would hide %d" % (here, best))
 
 
 def expected_marks(rows):

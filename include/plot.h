@@ -46,6 +46,10 @@ typedef struct {
     char label[64];        /* "a: norm=pre" in a comparison (every setting
                             * the runs differ in); "a" when the file records
                             * none that differs; "" alone */
+    char *bad;             /* (n) 1 for a row whose state says diverged (a step
+                            * not finite, even where its loss is) */
+    char fault[64];        /* the first such row's first_nonfinite ("" = none) */
+    long fault_step;
     char *live;            /* (n) after finish: 1 for a row on the timeline the
                             * run ended on, 0 for one a later rewind abandoned */
     long abandoned;        /* rows with live 0 */

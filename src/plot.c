@@ -647,15 +647,30 @@ static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int wh
     }
 }
 
-/* A red tick at each pixel column where the train loss was not finite:
- * the gap in the line says where, this says why. Run a's stand on the
- * bottom edge, a comparison's run b's hang from the top one. */
-static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_run *r, int which)
+/* A red tick at each pixel column where the train loss was not finite or
+ * the row's state says the step diverged (a non-finite inside the step,
+ * such as a norm's variance, can leave the loss finite): the gap in the
+ * line says where, this says why, and the first divergence is labelled
+ * with the operation the run named. Run a's stand on the bottom edge, a
+ * comparison's run b's hang from the top one. */
+static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which)
 {
+    const plot_run *r = &d->run[which];
     long last_px = -1;
     int any = 0;
+    if (r->fault[0]) {
+        char what[80];
+        snprintf(what, sizeof what, "%s", r->fault);
+        for (char *c = what; *c; c++)
+            *c = *c == ';' ? ',' : *c; /* a CSV field spells its commas so */
+        double x = ax_map(ax, (double)r->fault_step), y = which ? b.y + v->fs * 1.5 : b.y + b.h - v->fs * 0.9;
+        int right = x > b.x + b.w / 2;
+        text(v, right ? x - v->fs * 0.5 : x + v->fs * 0.5, y, v->fs_small, right ? 'e' : 's', v->p->explode,
+             "class=\"nonfinite-label\"", "%s%sdiverged at step %ld: %s", d->nruns > 1 ? (which ? "b" : "a") : "",
+             d->nruns > 1 ? " " : "", r->fault_step, what);
+    }
     for (long i = 0; i < r->n; i++) {
-        if (isfinite(r->loss[i]))
+        if (isfinite(r->loss[i]) && !r->bad[i])
             continue;
         double x = ax_map(ax, (double)r->step[i]);
         if ((long)x == last_px)
@@ -805,9 +820,9 @@ static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
         free(val);
     }
     for (int r = 0; r < d->nruns; r++)
-        if (draw_nonfinite(v, b, &ax, &d->run[r], r))
+        if (draw_nonfinite(v, b, &ax, d, r))
             legend_add(lg, v->p->explode, NULL, r ? SH_TRIANGLE_DOWN : SH_TRIANGLE, 0, 1,
-                       "%s%sloss not finite (a gap)", d->nruns > 1 ? (r ? "b" : "a") : "",
+                       "%s%sa step not finite", d->nruns > 1 ? (r ? "b" : "a") : "",
                        d->nruns > 1 ? ": " : "");
     double ends[3] = {-1e9, -1e9, -1e9};
     for (int r = 0; r < d->nruns; r++)

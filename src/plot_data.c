@@ -36,7 +36,10 @@ static int set_col(int k)
 
 static const char *set_name(int k) { return metrics_step_cols[set_col(k)].name; }
 
-enum { FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SCALE, FLD_SET0 };
+enum {
+    FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SCALE, FLD_STATE, FLD_FAULT,
+    FLD_SET0
+};
 
 /* One line's values for one run, before they become a row. */
 typedef struct {
@@ -48,6 +51,8 @@ typedef struct {
     char set[PLOT_NSET][PLOT_SETLEN];
     int has_set[PLOT_NSET];
     char scale[PLOT_SETLEN]; /* loss_scale as written; "" = none */
+    int bad;                 /* state: diverged */
+    char fault[64];          /* first_nonfinite */
     int seen_loss, seen_val;
 } stage;
 
@@ -63,6 +68,7 @@ static void run_free(plot_run *r)
     free(r->gn);
     free(r->mark);
     free(r->live);
+    free(r->bad);
 }
 
 void plot_data_free(plot_data *d)
@@ -87,6 +93,8 @@ static void stage_reset(stage *s)
         s->ga[l] = s->gf[l] = s->gl[l] = NAN;
     memset(s->has_set, 0, sizeof s->has_set);
     s->scale[0] = 0;
+    s->bad = 0;
+    s->fault[0] = 0;
 }
 
 /* "b_loss" -> run 1, FLD_LOSS; "l3_grad_ffn" -> FLD_GF, layer 3: by the
@@ -108,6 +116,15 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
     }
     if (k == METRICS_COL_SCALE) {
         *field = FLD_SCALE;
+        return;
+    }
+    /* the state columns the writers put after all others (metrics.h) */
+    if (len == 5 && !strncmp(name, "state", 5)) {
+        *field = FLD_STATE;
+        return;
+    }
+    if (len == 15 && !strncmp(name, "first_nonfinite", 15)) {
+        *field = FLD_FAULT;
         return;
     }
     for (int j = 0; k >= 0 && j < PLOT_NSET; j++)
@@ -168,6 +185,13 @@ static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
         break;
     }
     case FLD_NONE: break;
+    case FLD_STATE: s->bad = len == 8 && !strncmp(v, "diverged", 8); break;
+    case FLD_FAULT: {
+        size_t n = len < sizeof s->fault - 1 ? len : sizeof s->fault - 1;
+        memcpy(s->fault, v, n);
+        s->fault[n] = 0;
+        break;
+    }
     case FLD_SCALE: {
         size_t n = len < PLOT_SETLEN - 1 ? len : PLOT_SETLEN - 1;
         memcpy(s->scale, v, n);
@@ -202,7 +226,7 @@ static int run_reserve(plot_run *r)
     if (grow((void **)&r->step, sizeof(long), cap) || grow((void **)&r->loss, sizeof(float), cap) ||
         grow((void **)&r->val, sizeof(float), cap) || grow((void **)&r->ga, sizeof(float) * per, cap) ||
         grow((void **)&r->gf, sizeof(float) * per, cap) ||
-        grow((void **)&r->gn, sizeof(float) * per, cap))
+        grow((void **)&r->gn, sizeof(float) * per, cap) || grow((void **)&r->bad, 1, cap))
         return -1;
     r->cap = cap;
     return 0;
@@ -264,6 +288,11 @@ static int run_add(plot_run *r, const stage *s)
     r->step[i] = s->step;
     r->loss[i] = s->loss;
     r->val[i] = s->val;
+    r->bad[i] = (char)s->bad;
+    if (s->bad && !r->fault[0]) {
+        snprintf(r->fault, sizeof r->fault, "%s", s->fault[0] ? s->fault : "not finite");
+        r->fault_step = s->step;
+    }
     r->has_loss |= s->seen_loss;
     r->has_val |= s->seen_val;
     for (int l = 0; l < r->L; l++) {
@@ -528,6 +557,9 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
     st->seen_loss = st->seen_val = 1;
     st->maxl = s->s.n_layer - 1;
     int is_last = s->s.have_metrics && last->step == p->step;
+    st->bad = which ? is_last && last->nonfinite : p->nonfinite;
+    if (st->bad)
+        snprintf(st->fault, sizeof st->fault, "%s", last->step == p->step ? last->fault : "");
     if (is_last)
         for (int l = 0; l < s->s.n_layer; l++) {
             st->ga[l] = last->layer[l].grad_attn;

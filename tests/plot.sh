@@ -124,8 +124,25 @@ plot div.svg "$T/div.csv" && check "non-finite ticks of each run" $CHECK loss "$
 for r in a b; do
     n=$([ $r = a ] && echo 0 || echo 1)
     grep -q "class=\"nonfinite\" data-run=\"$n\"" "$T/div.svg" && ok || no "run $r's non-finite ticks missing"
-    grep -q "$r: loss not finite" "$T/div.svg" && ok || no "run $r's non-finite ticks not in the legend"
+    grep -q "$r: a step not finite" "$T/div.svg" && ok || no "run $r's non-finite ticks not in the legend"
 done
+# a step that diverged inside (a norm's variance) with its loss still
+# finite: ticked and labelled with the operation the row names
+$PY - "$F/compare.csv" "$T/inside.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+names = list(rows[0].keys()) + [k for k in ("state", "first_nonfinite") if k not in rows[0]]
+rows[-1]["state"], rows[-1]["first_nonfinite"] = "diverged", "forward; final norm variance"
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=names, restval="", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+EOF
+last=$(tail -1 "$F/compare.csv" | cut -d, -f1)
+plot inside.svg "$T/inside.csv" && check "a divergence with a finite loss" $CHECK loss "$T/inside.svg" "$T/inside.csv"
+grep -q "class=\"nonfinite\" data-run=\"0\" data-step=\"$last\"" "$T/inside.svg" && ok || no "no tick where the state says diverged"
+grep -q ">a diverged at step $last: forward, final norm variance<" "$T/inside.svg" && ok ||
+    no "the divergence not labelled with its operation"
 
 # --- JSONL, and a followed stream's lines, draw the same figure as the CSV ---
 for k in loss layers profile heatmap; do

@@ -173,8 +173,11 @@ def cmd_loss(svg, path):
             coords = d.replace("M", " ").replace("L", " ").split()
             if len(coords) != 2 * pts:
                 fail("%s: %d coordinates for %d points" % (prefix, len(coords), pts))
+    # a tick where the loss is not finite, or where the row's state says the
+    # step diverged (a non-finite inside the step can leave the loss finite)
     want_nf = sorted(set(int(r["step"]) for rows in runs for r in rows
-                         if not math.isfinite(num(r["loss"]) or float("nan"))))
+                         if not math.isfinite(num(r["loss"]) or float("nan"))
+                         or r.get("state") == "diverged"))
     got_nf = sorted(set(int(p.get("data-step")) for p in by_class(root, "path", "nonfinite")))
     if got_nf != want_nf:
         fail("non-finite ticks at %s, want %s" % (got_nf, want_nf))

@@ -129,6 +129,10 @@ static void test_view_both_runs(void)
     CHECK(draw(0) == 0);
     CHECK(count("class=\"nonfinite\" data-run=\"1\" data-step=\"41\"") == 1);
     CHECK(count("class=\"nonfinite\" data-run=\"0\"") == 0);
+    /* a step of a that went non-finite inside, its loss finite: ticked too */
+    S->hist[20].nonfinite = 1;
+    CHECK(draw(0) == 0);
+    CHECK(count("class=\"nonfinite\" data-run=\"0\" data-step=\"21\"") == 1);
 }
 
 /* After a rewind to step 0: the abandoned curve grey and dashed, the

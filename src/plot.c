@@ -1,12 +1,14 @@
 /* plot.c - draw a figure for a slide as SVG, written by the program itself.
  *
  * Kinds: the loss (train and validation, both runs of a comparison, a
- * marker where a setting changed), the per-layer gradient norms at one step
- * as bars (output at the top, log axis, as the live view shows them), the
- * gradient norm against depth at chosen steps (the picture of Xiong et al.
- * 2020, "On Layer Normalization in the Transformer Architecture", Fig. 3),
- * a layers x steps heatmap, the live view's chart + layer panel (g), and
- * a sweep's grid as a map of cells colored by final loss.
+ * marker where a setting changed, the rows a rewind abandoned grey), the
+ * per-layer gradient norms at one step as bars (output at the top, log
+ * axis, as the live view shows them), the MLP and attention gradient norms
+ * against depth at chosen steps (the picture of Xiong et al. 2020, "On
+ * Layer Normalization in the Transformer Architecture", Fig. 3), a layers x
+ * steps heatmap on a viridis ramp, the live view's chart + each run's
+ * layer panel (g), and a sweep's grid as a map of cells colored by final
+ * loss. A comparison's panels are titled by what their runs differ in.
  *
  * Sized for a slide (1600x900 by default), type >= 20 px at 1600 wide, the
  * live view's colors on its dark ground; --mono is black on white with
@@ -1028,7 +1030,7 @@ static long *heat_rows(const plot_run *r, long *n)
     long *rows = malloc(sizeof(long) * (size_t)(r->n > 0 ? r->n : 1));
     *n = 0;
     for (long i = 0; rows && i < r->n; i++)
-        if (r->live[i])
+        if (!r->live || r->live[i]) /* no timeline (never finished): every row */
             rows[(*n)++] = i;
     return rows;
 }

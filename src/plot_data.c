@@ -247,18 +247,23 @@ static int run_mark(plot_run *r, long step, long rewind_to, const char *text)
     return 0;
 }
 
+/* Where a rewind from step `from` back to step `to` is marked, inside a
+ * plot whose steps start at `first`: at the step the replay branches off
+ * the abandoned curve, or where that curve ends when the branch is the
+ * axis itself (a rewind to step 0). */
+static long rewind_at(long from, long to, long first) { return to > first ? to : from; }
+
 /* A setting that differs from the previous row's becomes a marker at this
  * row's step; a step that went back (a rewind, to the step before this
- * row's) a marker at the step it left, where the abandoned curve ends,
- * inside the plot (the replay's first step may be the axis itself). */
+ * row's) a marker at rewind_at. */
 static int run_changes(plot_run *r, const stage *s)
 {
     char text[PLOT_MARKLEN] = "";
     long at = s->step, to = -1;
     if (r->n > 0 && s->step <= r->step[r->n - 1]) {
-        at = r->step[r->n - 1];
         to = s->step - 1;
-        snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld", at, to);
+        at = rewind_at(r->step[r->n - 1], to, r->step[0]);
+        snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld", r->step[r->n - 1], to);
     }
     for (int k = 0; k < PLOT_NSET; k++) {
         if (!s->has_set[k])
@@ -575,11 +580,11 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
             r->gn[(r->n - 1) * r->L + l] = (which ? s->heat_b : s->heat)[i % TRAINER_HIST][l];
     const char *mark = which ? p->mark_b : p->mark;
     if (!strncmp(mark, "rewind", 6) && s->s.ghost_n > 0 && p->step == s->s.ghost_first) {
-        /* the latest rewind: marked where the curve it abandoned ends, as a
-         * file's rewind is (the replay's first step may be the axis) */
-        long at = s->s.ghost_first + s->s.ghost_n - 1, to = p->step - 1;
+        /* the latest rewind: marked as a file's rewind is */
+        long from = s->s.ghost_first + s->s.ghost_n - 1, to = p->step - 1;
+        long at = rewind_at(from, to, r->step[0]);
         char text[PLOT_MARKLEN];
-        snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld%s%s", at, to, mark[6] ? ", " : "",
+        snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld%s%s", from, to, mark[6] ? ", " : "",
                  mark[6] ? mark + 7 : "");
         return run_mark(r, at, to, text);
     }

@@ -8,8 +8,10 @@ what it found and exits 1 when the figure disagrees with the input.
                                 of their own, distinct colors (dashes in
                                 --mono) per run
   markers SVG CSV               a marker at each step where a setting changed
-                                (a rewind: at the step it left), at that
-                                step's x, inside the plot area
+                                (a rewind: where the replay branches off, or
+                                where the abandoned rows end when that is
+                                the axis), at that step's x, inside the plot
+                                area
   layers SVG CSV STEP           2 bars per layer per run, each the CSV's value;
                                 the legend over no panel, on the canvas
   profile SVG CSV S1,S2..       an MLP and an attention line per step (and
@@ -209,10 +211,15 @@ def legend_corner(root):
 
 
 def expected_marks(rows):
+    """A setting's change at its row; a rewind from step F to T at T, where
+    the replay branches off, or at F when T is left of the plot's first step
+    (a rewind to step 0)."""
     marks = []
+    first = int(rows[0]["step"])
     for prev, r in zip(rows, rows[1:]):
         if int(r["step"]) <= int(prev["step"]):
-            marks.append(int(prev["step"]))  # a rewind: where the abandoned rows end
+            to = int(r["step"]) - 1
+            marks.append(to if to > first else int(prev["step"]))
         elif any(r[k] != prev[k] for k in SETTINGS):
             marks.append(int(r["step"]))
     return marks

@@ -136,7 +136,8 @@ static void test_view_both_runs(void)
 }
 
 /* After a rewind to step 0: the abandoned curve grey and dashed, the
- * rewind marked where it ends, inside the plot, not on the y axis. */
+ * rewind marked where it ends, inside the plot, not on the y axis; after
+ * one to a later step, where the replay branches off. */
 static void test_view_rewind(void)
 {
     fill();
@@ -158,6 +159,16 @@ static void test_view_rewind(void)
         CHECK(x > x0 + 10);
     }
     CHECK(strstr(svg, "rewind 30 \xe2\x86\x92 0, warmup<") != NULL);
+    /* a rewind from 40 to 20: marked where the replay branches off (20) */
+    fill();
+    S->s.ghost_first = 21;
+    S->s.ghost_n = 20;
+    for (int i = 0; i < 20; i++)
+        S->ghost[i] = S->ghost_b[i] = 3.0f;
+    snprintf(S->hist[20].mark, sizeof S->hist[20].mark, "rewind");
+    CHECK(draw(0) == 0);
+    CHECK(strstr(svg, "<g class=\"marker\" data-step=\"20\">") != NULL);
+    CHECK(strstr(svg, ">a: rewind 40 \xe2\x86\x92 20<") != NULL);
 }
 
 int main(void)

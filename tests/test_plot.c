@@ -135,16 +135,23 @@ static void test_view_both_runs(void)
     CHECK(count("class=\"nonfinite\" data-run=\"0\" data-step=\"21\"") == 1);
 }
 
+/* fill(), then a rewind that abandoned steps first .. first + n - 1 (the
+ * snapshot's ghost) */
+static void rewound(long first, int n)
+{
+    fill();
+    S->s.ghost_first = first;
+    S->s.ghost_n = n;
+    for (int i = 0; i < n; i++)
+        S->ghost[i] = S->ghost_b[i] = 3.0f;
+}
+
 /* After a rewind to step 0: the abandoned curve grey and dashed, the
  * rewind marked where it ends, inside the plot, not on the y axis; after
  * one to a later step, where the replay branches off. */
 static void test_view_rewind(void)
 {
-    fill();
-    S->s.ghost_first = 1;
-    S->s.ghost_n = 30;
-    for (int i = 0; i < 30; i++)
-        S->ghost[i] = S->ghost_b[i] = 3.0f;
+    rewound(1, 30);
     snprintf(S->hist[0].mark, sizeof S->hist[0].mark, "rewind,warmup");
     snprintf(S->hist[0].mark_b, sizeof S->hist[0].mark_b, "rewind,warmup");
     CHECK(draw(0) == 0);
@@ -160,11 +167,7 @@ static void test_view_rewind(void)
     }
     CHECK(strstr(svg, "rewind 30 \xe2\x86\x92 0, warmup<") != NULL);
     /* a rewind from 40 to 20: marked where the replay branches off (20) */
-    fill();
-    S->s.ghost_first = 21;
-    S->s.ghost_n = 20;
-    for (int i = 0; i < 20; i++)
-        S->ghost[i] = S->ghost_b[i] = 3.0f;
+    rewound(21, 20);
     snprintf(S->hist[20].mark, sizeof S->hist[20].mark, "rewind");
     CHECK(draw(0) == 0);
     CHECK(strstr(svg, "<g class=\"marker\" data-step=\"20\">") != NULL);

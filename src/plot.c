@@ -741,7 +741,10 @@ static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_da
     char name[96];
     snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
              d->nruns > 1 ? p->label : "");
-    if (draw_series(v, ax, ay, p->step, y, p->n, 1, name, v->p->dim, ghost_dash[r], 2 * v->s) > 0)
+    long drawn = draw_series(v, ax, ay, p->step, y, p->n, 1, name, v->p->dim, ghost_dash[r], 2 * v->s);
+    if (drawn > 0 && drawn < 5) /* a point or two: no line to see, so marked */
+        draw_points(v, ax, ay, p->step, y, p->n, SH_CIRCLE, v->p->dim);
+    if (drawn > 0)
         ghost_legend(lg, v, d, r);
     free(y);
 }

@@ -567,7 +567,8 @@ static void draw_frame(svg *v, const plot_data *d, const char *title)
     run_settings(&d->run[0], a, sizeof a);
     if (d->nruns > 1) {
         run_settings(&d->run[1], b, sizeof b);
-        snprintf(cap, sizeof cap, "%s; %s  |  %s; %s%s", d->run[0].label, a, d->run[1].label, b,
+        const char *sep = d->unnamed ? ": " : "; "; /* "a: norm=post; post layernorm, ..." */
+        snprintf(cap, sizeof cap, "%s%s%s  |  %s%s%s%s", d->run[0].label, sep, a, d->run[1].label, sep, b,
                  d->unnamed ? "  |  the setting a and b differ in is not in the file" : "");
     } else {
         snprintf(cap, sizeof cap, "%s", a);

@@ -776,8 +776,12 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
 {
     if (lg->n == 0)
         return;
-    double w, h, m = v->fs * 0.5;
-    legend_size(lg, v->fs, &w, &h);
+    double w, h, m = v->fs * 0.5, fs = v->fs;
+    legend_size(lg, fs, &w, &h);
+    if (w > b.w - 2 * m) { /* long run labels: smaller type, never past the panel */
+        fs *= (b.w - 2 * m) / w;
+        legend_size(lg, fs, &w, &h);
+    }
     double xs[4] = {b.x + b.w - w - m, b.x + m, b.x + b.w - w - m, b.x + m};
     double ys[4] = {b.y + m, b.y + m, b.y + b.h - h - m, b.y + b.h - h - m};
     int best = 0;
@@ -789,7 +793,7 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
             best = c;
         }
     }
-    draw_legend_at(v, xs[best], ys[best], v->fs, lg);
+    draw_legend_at(v, xs[best], ys[best], fs, lg);
 }
 
 static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)

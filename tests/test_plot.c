@@ -124,6 +124,19 @@ static void test_view_both_runs(void)
     /* the legend starts on the canvas (a long label once pushed it off the left) */
     const char *lg = strstr(svg, "<g class=\"legend\"><rect x=\"");
     CHECK(lg && strtod(lg + strlen("<g class=\"legend\"><rect x=\""), NULL) >= 0);
+    /* runs apart in many settings: the legend shrinks to the chart, its
+     * left edge inside the chart's */
+    snprintf(S->s.label_a, sizeof S->s.label_a,
+             "a: fp32-norms=off norm=pre precision=fp16 warmup=0 clip=1 lr=0.01  rest");
+    CHECK(draw(0) == 0);
+    lg = strstr(svg, "<g class=\"legend\"><rect x=\"");
+    const char *area = strstr(svg, "class=\"plot-area\" x=\"");
+    double lx = 0, lw = 0, ax = 0, aw = 0;
+    CHECK(lg && area &&
+          sscanf(lg, "<g class=\"legend\"><rect x=\"%lf\" y=\"%*f\" width=\"%lf\"", &lx, &lw) == 2 &&
+          sscanf(area, "class=\"plot-area\" x=\"%lf\" y=\"%*f\" width=\"%lf\"", &ax, &aw) == 2);
+    CHECK(lx >= ax && lx + lw <= ax + aw);
+    fill();
     /* a loss b did not finish: its tick, on b's (top) edge */
     S->hist[40].loss_b = NAN;
     CHECK(draw(0) == 0);

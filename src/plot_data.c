@@ -475,7 +475,11 @@ static int run_name(const plot_run *r, const plot_run *o, const char *who, char 
     size_t used = w > 0 && (size_t)w < n ? (size_t)w : n - 1;
     for (int k = 0; k < PLOT_NSET && used < n - 1; k++)
         if (strcmp(r->set[k], o->set[k])) {
-            w = snprintf(b + used, n - used, "%s%s=%s", any ? ", " : ": ", set_name(k), r->set[k]);
+            char flag[32]; /* spelled as the flag and the live view's label: fp32-norms */
+            snprintf(flag, sizeof flag, "%s", set_name(k));
+            for (char *c = flag; *c; c++)
+                *c = *c == '_' ? '-' : *c;
+            w = snprintf(b + used, n - used, "%s%s=%s", any ? ", " : ": ", flag, r->set[k]);
             used = w > 0 && used + (size_t)w < n ? used + (size_t)w : n - 1;
             any = 1;
         }

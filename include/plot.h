@@ -169,11 +169,12 @@ int plot_write_map(const char *path, const plot_map *m, const plot_opts *o, char
  * error in err. */
 int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen);
 
-/* The live view's g key: the loss chart and the last step's layer panel
- * (or the heatmap) of a snapshot, to path atomically. 0, or -1 with a
- * reason in err. */
-int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
-                        size_t errlen);
+/* The live view's g key: the loss chart (on a log axis when the view's is,
+ * logy) and each run's layer panel at the last step, or each run's
+ * heatmap, of a snapshot, to path atomically. 0, or -1 with a reason in
+ * err. */
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, const char *path,
+                        char *err, size_t errlen);
 
 /* --plot INPUT: read, render, write --out. Returns the exit status (0, or
  * 2 after one line on err). */

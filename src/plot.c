@@ -1778,10 +1778,10 @@ int plot_main(const plot_args *a, FILE *err)
     return rc;
 }
 
-int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
-                        size_t errlen)
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, const char *path,
+                        char *err, size_t errlen)
 {
-    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900};
+    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900, .logy = logy};
     plot_data d;
     plot_data_init(&d);
     int rc = -1;

@@ -54,12 +54,13 @@ static void fill(void)
     }
 }
 
-/* Draw the snapshot (heatmap or bars view) into svg[]; 0 on success. */
-static int draw(int heatmap)
+/* Draw the snapshot into svg[]: how bit 0 the heatmap (else the bars
+ * view), bit 1 the loss on a log axis (the view's y key). 0 on success. */
+static int draw(int how)
 {
     char path[64], err[256];
     snprintf(path, sizeof path, "/tmp/ns_test_plot_%d.svg", (int)getpid());
-    if (plot_write_snapshot(S, heatmap, path, err, sizeof err)) {
+    if (plot_write_snapshot(S, how & 1, how >> 1, path, err, sizeof err)) {
         fprintf(stderr, "plot_write_snapshot: %s\n", err);
         return -1;
     }
@@ -142,6 +143,9 @@ static void test_view_both_runs(void)
     CHECK(draw(0) == 0);
     CHECK(count("class=\"nonfinite\" data-run=\"1\" data-step=\"41\"") == 1);
     CHECK(count("class=\"nonfinite\" data-run=\"0\"") == 0);
+    /* the view's log-y: the figure's loss axis too */
+    CHECK(draw(0) == 0 && strstr(svg, "loss (nats per byte)") != NULL);
+    CHECK(draw(2) == 0 && strstr(svg, "loss (nats, log scale)") != NULL);
     /* a step of a that went non-finite inside, its loss finite: ticked too */
     S->hist[20].nonfinite = 1;
     CHECK(draw(0) == 0);

@@ -378,7 +378,8 @@ static void write_one_dump(run_state *rs, int what)
         r = tui_write_screen(&rs->grid, path, err, sizeof err);
     } else if (what == TUI_DUMP_FIGURE) {
         snprintf(path, sizeof path, "normscope-%ld.svg", step);
-        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, path, err, sizeof err);
+        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, rs->ui.logy, path, err,
+                                sizeof err);
     } else {
         snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
         r = tui_write_metrics(rs->snap, path, err, sizeof err);

@@ -139,6 +139,9 @@ typedef struct {
     int projector;
     tui_rect fold;
     int layer_rows;  /* layers visible at once (the rest scroll) */
+    /* the layers in this many columns side by side in each panel (1, or 2
+     * when one column of full rows would not leave the lesson its rows) */
+    int layer_cols;
     /* --compare: layers holds run a (left), layers_b run b (right) and
      * ratio the a/b gradient-norm column between them; else w = 0 */
     tui_rect ratio, layers_b;
@@ -148,6 +151,17 @@ tui_layout tui_layout_compute(int rows, int cols, int n_layer);
 /* The same with the side-by-side panels of --compare when compare != 0. */
 #define TUI_RATIO_W 9
 tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare);
+/* The same with a lesson panel that needs lesson_min rows (its title and
+ * the question: 0 = no panel) and would use lesson_want (its text too).
+ * What a lesson's moment needs is ranked first: the question, each run's
+ * values row (loss, val), every layer (in two columns of compact rows when
+ * one column of full rows does not fit), a chart of TUI_CHART_MIN rows;
+ * then the toggles or the selected layer's numbers, the lesson's text, and
+ * the rest to the chart. Taller screens keep the classic layout while it
+ * holds every layer and the question. */
+#define TUI_CHART_MIN 4
+tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compare, int lesson_min,
+                                     int lesson_want);
 
 /* Columns of one layer row, from its width (pure, like the layout). */
 typedef struct {
@@ -322,6 +336,7 @@ typedef struct {
     int dump;     /* files the front end writes after the next frame:
                    * TUI_DUMP_SCREEN | TUI_DUMP_METRICS | TUI_DUMP_FIGURE */
     int layer_rows; /* layer rows visible in the last frame (a page) */
+    int layer_cols; /* columns of layers in this frame's panels (the layout's) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int follow;   /* --follow: the help marks the keys that change the lab's model */
     /* --lesson: its title and text for the lesson panel (NULL = none), L
@@ -403,6 +418,10 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
  * shown (a new prompt of the script un-hides it)? */
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
+/* The rows the panel needs at cols columns (its title and the question,
+ * or before a question the title and the text's first line; 0 when it is
+ * not shown) and, in *want, the rows of all of it. */
+int tui_lesson_rows(tui_ui *ui, const trainer_snapshot *s, int cols, int *want);
 /* The projector layout's one-row stand-in for the side box (tui_fold.c). */
 void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 /* The D overlay (tui_diag.c), in the help's place: each run's findings of

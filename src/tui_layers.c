@@ -234,7 +234,9 @@ static void grad_scale(tui_grid *g, int r, int c, int w, int relative)
 /* A gradient bar column's title: which sublayer, and which axis. */
 static void grad_title(char *b, size_t n, const char *what, int w, int relative)
 {
-    if (relative)
+    if (w < 8) /* a compact column: the header row above names the axis */
+        snprintf(b, n, "%s", what);
+    else if (relative)
         snprintf(b, n, w >= 16 ? "%s, own max/10..max" : "%s rel", what);
     else
         snprintf(b, n, w >= 16 ? "%s 1e-5..1e+2" : "%s abs", what);
@@ -245,24 +247,32 @@ static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
     twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
     twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+    if (!s->compare) { /* one run (compact rows): its settings, no other to differ from */
+        twin_label("run", ra, (twin_run){0}, b, n);
+        return;
+    }
     twin_label(which ? "b" : "a", which ? rb : ra, which ? ra : rb, b, n);
 }
 
 /* The two header rows of a run's panel: its settings now, and the column
  * titles (the bars' axes and the activation marks). */
 static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const tui_ui *ui,
-                        int which, const tui_twin_cols *k)
+                        int which, const tui_twin_cols *k, int label_w)
 {
     char b[160];
     run_label(s, which, b, sizeof b);
+    if (k->bar < 8 && strlen(b) + 12 < sizeof b) /* compact: the bars' axis said once */
+        strcat(b, ui->bars_rel ? "  bars rel" : "  bars abs");
+    r.w = label_w;
     if ((int)strlen(b) > r.w) { /* whole words: half of "fp32-norms" reads as a precision */
         b[r.w] = 0;
         char *sp = strrchr(b, ' ');
         if (sp)
             *sp = 0;
     }
-    tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
-             b);
+    if (label_w > 0)
+        tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
+                 b);
     int rr = r.r + 1;
     tui_puts(g, rr, r.c + k->idx, 4, TUI_S_LABEL, "lyr");
     grad_title(b, sizeof b, "attn", k->bar, ui->bars_rel);
@@ -318,30 +328,22 @@ static void layer_index(tui_grid *g, int rr, int c, int l, int fault_l, const la
              l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(sa > sf ? sa : sf), b);
 }
 
-/* --compare: one run's layers, the single view's columns compacted so two
- * panels fit side by side; tui_twin_columns drops what does not fit. */
-void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
-                          int which)
+/* One column of a run's compact panel: its header and the display rows
+ * first..first+rows-1 (display row 0 = the top layer). */
+static void twin_column(tui_grid *g, tui_rect r, const trainer_status *s, tui_ui *ui, int which,
+                        int first, int rows, int label_w)
 {
-    const trainer_status *s = &snap->s;
     const step_metrics *m = which ? &s->last_b : &s->last;
     const ns_config *cfg = which ? &s->cfg_b : &s->cfg;
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
-    int rows = r.h - 2;
-    if (rows < 1 || r.w < 4 + 2 * TUI_TWIN_BAR_MIN + 1)
-        return;
-    ui->layer_rows = rows;
-    if (ui->selected < 0 || ui->selected >= L)
-        ui->selected = L - 1;
-    ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
     tui_twin_cols k = tui_twin_columns(r.w, cfg->precision != FMT_FP32);
-    twin_header(g, r, s, ui, which, &k);
+    twin_header(g, r, s, ui, which, &k, label_w);
     int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
-        int l = L - 1 - (ui->scroll + i);
+        int l = L - 1 - (first + i);
         if (l < 0)
             break;
         int rr = r.r + 2 + i;
@@ -352,6 +354,31 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
             twin_row(g, r, rr, lm, &k, gmax, ui);
         else if (i == 0)
             tui_puts(g, rr, r.c + 4, r.w - 4, TUI_S_DIM, "waiting...");
+    }
+}
+
+/* --compare: one run's layers, the single view's columns compacted so two
+ * panels fit side by side; tui_twin_columns drops what does not fit. In
+ * the ranked layout's two columns (ui->layer_cols) the top half of the
+ * layers is at the left, the bottom half at the right, every one shown. */
+void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
+                          int which)
+{
+    const trainer_status *s = &snap->s;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    int rows = r.h - 2, ncol = ui->layer_cols == 2 ? 2 : 1;
+    int colw = ncol == 2 ? (r.w - 1) / 2 : r.w;
+    if (rows < 1 || colw < (ncol == 2 ? 4 + 3 : 4 + 2 * TUI_TWIN_BAR_MIN + 1))
+        return;
+    ui->layer_rows = rows * ncol;
+    if (ui->selected < 0 || ui->selected >= L)
+        ui->selected = L - 1;
+    ui->scroll = tui_scroll_fit(ui->scroll, rows * ncol, L - 1 - ui->selected, L);
+    for (int c = 0; c < ncol; c++) {
+        tui_rect cr = {r.r, r.c + c * (colw + 1), r.h, c == ncol - 1 ? r.w - c * (colw + 1) : colw};
+        twin_column(g, cr, s, ui, which, ui->scroll + c * rows, rows, c == 0 ? r.w - 1 : 0);
     }
 }
 
@@ -458,6 +485,10 @@ static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
 void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
 {
     const trainer_status *s = &snap->s;
+    if (ui->layer_cols == 2) { /* the ranked layout: two columns of compact rows */
+        tui_draw_layers_twin(g, r, snap, ui, 0);
+        return;
+    }
     const step_metrics *m = &s->last;
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)

@@ -50,28 +50,71 @@ static void split_compare(tui_layout *L, int cols)
     L->layers_b = (tui_rect){p.r, aw + TUI_RATIO_W, p.h, cols - aw - TUI_RATIO_W};
 }
 
-/* Every layer on screen at the cost of the sample, events, side box and
- * toggles row; 0 when even that does not hold them (they scroll). */
-static int projector(tui_layout *L, int rows, int cols, int n_layer, int compare)
+/* The ranked layout (the projector: a class's large font leaves 80x24 or
+ * 100x30, and a lesson's moment needs its question, both runs' values and
+ * the layers it names). Top to bottom: the values rows (and the toggles,
+ * or the fold), the layers, the chart (| side), the lesson, the footer.
+ * Rows go out in rank order: the question, the values rows, every layer
+ * (two columns of compact rows before any of them scrolls), a chart of
+ * TUI_CHART_MIN rows; then two more chart rows, the third status row,
+ * the lesson's text, and the rest to the chart. 0 when even one layer row
+ * does not fit. */
+static int ranked(tui_layout *L, int rows, int cols, int n_layer, int compare, int lmin, int lwant)
 {
-    int panel_h = n_layer + 2, top = 2;
-    if (top + panel_h + 1 > rows)
+    int vals = compare ? 2 : 1;
+    int avail = rows - 1 - vals - lmin;
+    int lcols = 1, lrows = n_layer;
+    if (n_layer + 2 + TUI_CHART_MIN > avail) {
+        int half = (n_layer + 1) / 2;
+        if (n_layer > 1 && half + 2 + TUI_CHART_MIN <= avail)
+            lcols = 2, lrows = half;
+        else
+            lrows = avail - 2 - TUI_CHART_MIN; /* even compact rows scroll */
+    }
+    if (lrows < 1)
         return 0;
+    int left = avail - lrows - 2 - TUI_CHART_MIN, chart_h = TUI_CHART_MIN;
+    int grow = left < 2 ? left : 2;
+    chart_h += grow, left -= grow;
+    int third = left > 0; /* the toggles, or the selected layer's numbers */
+    left -= third;
+    int text = lwant - lmin < left ? lwant - lmin : left;
+    if (text < 0)
+        text = 0;
+    left -= text;
+    chart_h += left;
+    /* the side box needs its title, the a/b row and a few numbers */
+    int side_w = chart_h >= 8 ? (cols < 100 ? 26 : (cols < 140 ? 30 : 36)) : 0;
     L->projector = 1;
-    L->status = (tui_rect){0, 0, 1, cols};
-    L->fold = (tui_rect){1, 0, 1, cols};
-    L->layers = (tui_rect){top, 0, panel_h, cols};
-    L->layer_rows = n_layer;
-    if (compare)
+    L->layer_cols = lcols;
+    L->status = (tui_rect){0, 0, vals + (third && side_w), cols};
+    int top = L->status.h;
+    if (third && !side_w)
+        L->fold = (tui_rect){top++, 0, 1, cols};
+    L->layers = (tui_rect){top, 0, lrows + 2, cols};
+    L->layer_rows = lrows;
+    if (compare && lcols == 1)
         split_compare(L, cols);
-    L->chart = (tui_rect){top + panel_h, 0, rows - 1 - top - panel_h, cols};
-    if (L->chart.h == 0)
-        L->chart = (tui_rect){0, 0, 0, 0};
-    L->side = L->sample = L->events = L->lesson = (tui_rect){0, 0, 0, 0};
+    else if (compare) { /* two columns each: the ratio gives its columns up */
+        L->layers.w = cols / 2;
+        L->layers_b = (tui_rect){top, cols / 2, lrows + 2, cols - cols / 2};
+    }
+    top += lrows + 2;
+    L->chart = (tui_rect){top, 0, chart_h, cols - side_w};
+    L->side = side_w ? (tui_rect){top, cols - side_w, chart_h, side_w} : (tui_rect){0, 0, 0, 0};
+    top += chart_h;
+    L->lesson = lmin + text > 0 ? (tui_rect){top, 0, lmin + text, cols} : (tui_rect){0, 0, 0, 0};
+    L->sample = L->events = (tui_rect){0, 0, 0, 0};
     return 1;
 }
 
 tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
+{
+    return tui_layout_compute_lesson(rows, cols, n_layer, compare, 0, 0);
+}
+
+tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compare, int lesson_min,
+                                     int lesson_want)
 {
     tui_layout L = {0};
     if (rows < TUI_MIN_ROWS || cols < TUI_MIN_COLS) {
@@ -80,6 +123,11 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
     }
     if (n_layer < 1)
         n_layer = 1;
+    if (lesson_min < 0)
+        lesson_min = 0;
+    if (lesson_want < lesson_min)
+        lesson_want = lesson_min;
+    L.layer_cols = 1;
     /* --compare: a second values row, run b's */
     L.status = (tui_rect){0, 0, compare ? 3 : 2, cols};
     L.footer = (tui_rect){rows - 1, 0, 1, cols};
@@ -99,8 +147,15 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
     int chart_r = mid_top + panel_h, chart_h = mid_h - panel_h;
     L.chart = (tui_rect){chart_r, 0, chart_h, cols - side_w};
     L.side = (tui_rect){chart_r, cols - side_w, chart_h, side_w};
-    if (L.layer_rows < n_layer && rows <= TUI_PROJECTOR_ROWS)
-        projector(&L, rows, cols, n_layer, compare);
+    /* a lesson's moment, or a projector-sized screen, ranks its rows when
+     * this layout would scroll the layers or cut the question */
+    int short_of = L.layer_rows < n_layer || L.lesson.h < lesson_min;
+    if (short_of && (lesson_min > 0 || rows <= TUI_PROJECTOR_ROWS)) {
+        tui_layout R = L;
+        R.ratio = R.layers_b = R.fold = (tui_rect){0, 0, 0, 0};
+        if (ranked(&R, rows, cols, n_layer, compare, lesson_min, lesson_want))
+            L = R;
+    }
     /* on a short screen the help takes every row: the keys come first */
     int hw = cols - 4 < 76 ? cols - 4 : 76;
     int hh = rows < help_height() ? rows : help_height();
@@ -163,8 +218,10 @@ tui_twin_cols tui_twin_columns(int width, int prec)
     if (want[3]) {
         c.bar = clampi(avail * 3 / 10, TUI_TWIN_BAR_MIN, 40);
         c.act_w = clampi(avail - 2 * c.bar, 0, 30);
-    } else {
+    } else if (avail >= 2 * TUI_TWIN_BAR_MIN) {
         c.bar = clampi(avail / 2, TUI_TWIN_BAR_MIN, 48);
+    } else { /* a column of the ranked layout's two: the bars alone, shorter */
+        c.bar = avail / 2 > 1 ? avail / 2 : 1;
     }
     c.ffn = c.attn + c.bar + 1;
     int col = c.ffn + c.bar + 1;

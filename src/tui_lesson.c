@@ -2,10 +2,11 @@
  * text from the start, and the question of its latest "pause PROMPT" (in
  * the lesson's script) while the run waits for the teacher's space.
  *
- * It takes the rows of the sample line and the event log (layout.lesson),
- * where the lesson's words went before, so it never takes a row from the
- * layers or the chart: on a small terminal it yields to the dashboard. L
- * hides it; the next prompt shows it again.
+ * It takes the rows of the sample line and the event log (layout.lesson).
+ * When those do not hold its title and question, or the layers would
+ * scroll, the layout ranks the rows (tui_layout_compute_lesson): the
+ * question first, so a projector-sized screen still shows it. L hides it
+ * and gives its rows back; L again, or the next prompt, shows it.
  *
  * Not here: the pause itself (trainer.c), the key table (tui_keys.c).
  */
@@ -35,7 +36,8 @@ static size_t wrap(const char *t, size_t len, int w, size_t *next)
 }
 
 /* Draw text (lines split at '\n') wrapped to width, from row *r while
- * *r < end; returns 0 when it did not all fit. */
+ * *r < end; returns 0 when it did not all fit. With g NULL it only counts
+ * the rows (*r advances as if drawn). */
 static int put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text)
 {
     const char *p = text;
@@ -51,7 +53,9 @@ static int put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, 
                                   &next);
             memcpy(line, p + off, n);
             line[n] = 0;
-            tui_puts(g, (*r)++, c, w, s, line);
+            if (g)
+                tui_puts(g, *r, c, w, s, line);
+            (*r)++;
             off += next;
         } while (off < len);
         p += len + (nl != NULL);
@@ -70,6 +74,31 @@ int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s)
     return !ui->lesson_hidden;
 }
 
+/* The question as the panel shows it: "step N: ...". */
+static void question(char *q, size_t n, const trainer_snapshot *s)
+{
+    snprintf(q, n, "step %ld: %s", s->s.ask_step, s->s.ask);
+}
+
+int tui_lesson_rows(tui_ui *ui, const trainer_snapshot *s, int cols, int *want)
+{
+    *want = 0;
+    if (cols < 20 || !tui_lesson_visible(ui, s))
+        return 0;
+    int w = cols - 2, row = 1; /* the title row */
+    if (s->s.ask_seq) {
+        char q[NS_CMD_TEXT + 32];
+        question(q, sizeof q, s);
+        put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, q);
+    }
+    /* before the first question: the title and the text's first line */
+    int need = s->s.ask_seq ? row : (ui->lesson_text ? 2 : 1);
+    if (ui->lesson_text)
+        put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, ui->lesson_text);
+    *want = row;
+    return need;
+}
+
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui)
 {
     if (r.h < 2 || r.w < 20 || !tui_lesson_visible(ui, s))
@@ -86,7 +115,7 @@ void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui 
     int row = r.r + 1, end = r.r + r.h, w = r.w - 2;
     if (s->s.ask_seq) {
         char q[NS_CMD_TEXT + 32];
-        snprintf(q, sizeof q, "step %ld: %s", s->s.ask_step, s->s.ask);
+        question(q, sizeof q, s);
         put_wrapped(g, &row, end, r.c + 1, w, TUI_S_EV_NOTE, q);
     }
     if (ui->lesson_text)

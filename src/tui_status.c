@@ -315,7 +315,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     int avail = status_state(g, r, r.r, run_state(s, 0), ui->frozen);
     status_items(g, r.r, r.c + 1, avail, &a);
     int row = r.r + 1;
-    if (s->compare && r.h >= 3) {
+    if (s->compare && r.h >= 2) {
         items b;
         b.n = 0;
         add_item(&b, TUI_S_LABEL, 0, "b:");

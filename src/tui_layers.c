@@ -524,7 +524,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 
 /* The selected layer's rows: name, value, format and style. */
 typedef struct {
-    const char *name, *brief; /* brief: 7 columns, for two runs in a narrow box */
+    const char *name, *brief; /* brief: 6 columns and a gap, for two runs in a narrow box */
     double v;
     int fmt; /* 0 fixed, 1 e-notation, 2 a count */
     tui_style st;
@@ -534,14 +534,14 @@ enum { SIDE_ROWS = 10 };
 static void side_rows(const layer_metrics *lm, double gmax, side_row out[SIDE_ROWS])
 {
     const side_row rows[SIDE_ROWS] = {
-        {"grad attn", "|g|attn", lm->grad_attn, 1,
+        {"grad attn", "g attn", lm->grad_attn, 1,
          grad_style(scale_grad_state_of(lm->grad_attn, gmax))},
-        {"grad mlp", "|g|mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
-        {"grad norm", "|g|norm", lm->grad_ln, 1, TUI_S_TEXT},
-        {"act max", "act max", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
+        {"grad mlp", "g mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
+        {"grad norm", "g norm", lm->grad_ln, 1, TUI_S_TEXT},
+        {"act max", "act mx", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
                                                                           : act_style(lm->act_max)},
-        {"resid max", "res max", lm->resid_max, 0, TUI_S_TEXT},
-        {"resid rms", "res rms", lm->resid_rms, 0, TUI_S_TEXT},
+        {"resid max", "res mx", lm->resid_max, 0, TUI_S_TEXT},
+        {"resid rms", "rms", lm->resid_rms, 0, TUI_S_TEXT},
         {"upd/weight", "upd/w", lm->update_ratio, 1, TUI_S_TEXT},
         {"headroom", "headrm", lm->headroom, 0, lm->headroom < 1 ? TUI_S_WARN : TUI_S_TEXT},
         {"overflows", "ovf", lm->overflow, 2, lm->overflow > 0 ? TUI_S_BAD : TUI_S_TEXT},
@@ -578,7 +578,7 @@ static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l,
         rr++;
     }
     for (int i = 0; i < SIDE_ROWS && rr < r.r + r.h - 1; i++, rr++) {
-        tui_puts(g, rr, r.c + 2, namew, TUI_S_LABEL, namew < 10 ? a[i].brief : a[i].name);
+        tui_puts(g, rr, r.c + 2, namew - 1, TUI_S_LABEL, namew < 11 ? a[i].brief : a[i].name);
         side_value(g, rr, r.c + 2 + namew, 7, &a[i]);
         if (two)
             side_value(g, rr, r.c + 2 + namew + 8, 7, &b[i]);

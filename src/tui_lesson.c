@@ -105,13 +105,23 @@ void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui 
         return;
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
     tui_fill(g, r.r, r.c, 1, r.w, ui->unicode ? 0x2500 : '-', TUI_S_BORDER);
-    char title[160];
-    snprintf(title, sizeof title, " %s ", ui->lesson_title ? ui->lesson_title : "lesson");
-    tui_puts(g, r.r, r.c + 1, r.w - 2, TUI_S_TITLE, title);
     const char *hint = s->s.state == TRAINER_PAUSED ? " space goes on, L hides " : " L hides ";
     int hl = (int)strlen(hint);
-    if (r.w > hl + 24)
+    if (r.w <= hl + 24)
+        hl = 0;
+    else
         tui_puts(g, r.r, r.c + r.w - hl - 1, hl, TUI_S_KEY, hint);
+    /* the title in whole words before the hint: a word cut in half misreads */
+    char title[160];
+    int tw = r.w - 2 - (hl ? hl + 1 : 0);
+    snprintf(title, sizeof title, " %s ", ui->lesson_title ? ui->lesson_title : "lesson");
+    if ((int)strlen(title) > tw && tw > 4 && tw < (int)sizeof title) {
+        title[tw - 1] = 0;
+        char *sp = strrchr(title + 1, ' ');
+        if (sp && sp > title + 1)
+            strcpy(sp, " ~ ");
+    }
+    tui_puts(g, r.r, r.c + 1, tw, TUI_S_TITLE, title);
     int row = r.r + 1, end = r.r + r.h, w = r.w - 2;
     if (s->s.ask_seq) {
         char q[NS_CMD_TEXT + 32];

@@ -115,18 +115,19 @@ static void status_run_values(items *l, const trainer_status *s, int run)
     else
         add_item(l, TUI_S_STATUS, 1, "loss -");
     int have_val = run ? !isnan(s->last_val_b) : s->last_val_step > 0;
+    /* val ranks with the loss: a lesson compares both runs' (lr goes first) */
     if (have_val)
-        add_item(l, TUI_S_STATUS, 2, "val %s", fmt_loss_text(val).t);
+        add_item(l, TUI_S_STATUS, 1, "val %s", fmt_loss_text(val).t);
     else
-        add_item(l, TUI_S_STATUS, 2, "val -");
+        add_item(l, TUI_S_STATUS, 1, "val -");
     int warm_on = run ? s->warmup_on_b : s->warmup_on;
     float next = run ? s->lr_next_b : s->lr_next, peak = run ? s->lr_peak_b : s->lr_peak;
     const step_metrics *m = run ? &s->last_b : &s->last;
     if (warm_on && s->have_metrics && m->in_warmup && peak > 0)
-        add_item(l, TUI_S_STATUS, 1, "lr %.2e (warmup %d%%)", (double)next,
+        add_item(l, TUI_S_STATUS, 2, "lr %.2e (warmup %d%%)", (double)next,
                  (int)(100.0 * next / peak));
     else
-        add_item(l, TUI_S_STATUS, 1, "lr %.2e", (double)next);
+        add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
     if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
         add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
     if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)

@@ -181,10 +181,11 @@ tui_layer_cols tui_layer_columns(int width);
 tui_layer_cols tui_layer_columns_prec(int width, int prec);
 /* Columns of one run's panel in the two-run view (--compare), from its
  * width: the single view's per-layer columns, compact. What does not fit
- * is dropped (-1), in this order: resid rms first, then the precision
- * counter (bf16, fp16), then the activation-max number, then the
- * activation bar with its 256 and 65504 marks; the attention and MLP
- * gradient bars always stay. */
+ * is dropped (-1), in this order: resid rms first, then the activation
+ * bar with its 256 and 65504 marks, then the precision counter (bf16,
+ * fp16: headroom, or the underflow count when a run does not scale its
+ * loss), then the activation-max number: the numbers a lesson names
+ * stay longest. The attention and MLP gradient bars always stay. */
 typedef struct {
     int idx;            /* 4 columns */
     int attn, ffn, bar; /* the two gradient bars and their width */
@@ -194,7 +195,7 @@ typedef struct {
     int rms;            /* resid rms, 8 columns, or -1 */
 } tui_twin_cols;
 tui_twin_cols tui_twin_columns(int width, int prec);
-#define TUI_TWIN_BAR_MIN 8 /* gradient bars keep this many cells */
+#define TUI_TWIN_BAR_MIN 6 /* gradient bars keep this many cells */
 #define TUI_TWIN_ACT_MIN 10 /* the activation bar needs this for its two marks */
 
 /* The first display row (0 = the top layer) that keeps display row `pos`

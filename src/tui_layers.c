@@ -141,6 +141,29 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
     tui_puts(g, r, c, 8, st, b);
 }
 
+/* The underflow count of a layer this step, 8 columns: the gradient
+ * values that fell to zero or to subnormals. */
+static void under_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
+{
+    char b[32];
+    double u = lm->underflow;
+    if (!isfinite(u))
+        snprintf(b, sizeof b, "%8s", "-");
+    else
+        snprintf(b, sizeof b, u < 1e8 ? "%8.0f" : "%8.1e", u);
+    tui_puts(g, r, c, 8, isfinite(u) ? TUI_S_TEXT : TUI_S_BAD, b);
+}
+
+/* Which precision counter the compact panels show: the underflow count
+ * when a low-precision run does not scale its loss (its gradients fall
+ * below fp16's smallest normal), else the headroom. */
+static int shows_underflow(const trainer_status *s)
+{
+    int a_off = s->cfg.precision != FMT_FP32 && s->cfg.loss_scale < 0;
+    int b_off = s->compare && s->cfg_b.precision != FMT_FP32 && s->cfg_b.loss_scale < 0;
+    return a_off || b_off;
+}
+
 /* The largest finite attention or MLP gradient norm of any layer:
  * "vanishing" is relative to it. */
 static double largest_grad(const step_metrics *m, int L)
@@ -284,14 +307,14 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
     if (k->act_num >= 0)
         tui_puts(g, rr, r.c + k->act_num, 8, TUI_S_LABEL, " act max");
     if (k->prec >= 0)
-        tui_puts(g, rr, r.c + k->prec, 9, TUI_S_LABEL, " headroom");
+        tui_puts(g, rr, r.c + k->prec, 9, TUI_S_LABEL, shows_underflow(s) ? "    under" : " headroom");
     if (k->rms >= 0)
         tui_puts(g, rr, r.c + k->rms, 8, TUI_S_LABEL, "   rms");
 }
 
 /* One layer's row of a run's panel. */
 static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
-                     const tui_twin_cols *k, double gmax, const tui_ui *ui)
+                     const tui_twin_cols *k, double gmax, const tui_ui *ui, int under)
 {
     double lo, hi;
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
@@ -306,7 +329,9 @@ static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
         fmt7(b, sizeof b, lm->act_max);
         tui_puts(g, rr, r.c + k->act_num + 1, 7, act_style(lm->act_max), b);
     }
-    if (k->prec >= 0)
+    if (k->prec >= 0 && under)
+        under_cell(g, rr, r.c + k->prec + 1, lm);
+    else if (k->prec >= 0)
         prec_cell(g, rr, r.c + k->prec + 1, lm);
     if (k->rms >= 0) {
         fmt7(b, sizeof b, lm->resid_rms);
@@ -351,7 +376,7 @@ static void twin_column(tui_grid *g, tui_rect r, const trainer_status *s, tui_ui
         layer_index(g, rr, r.c, l, fault_l, lm, gmax, ui);
         tui_add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
         if (s->have_metrics)
-            twin_row(g, r, rr, lm, &k, gmax, ui);
+            twin_row(g, r, rr, lm, &k, gmax, ui, shows_underflow(s));
         else if (i == 0)
             tui_puts(g, rr, r.c + 4, r.w - 4, TUI_S_DIM, "waiting...");
     }

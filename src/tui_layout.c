@@ -201,11 +201,16 @@ tui_layer_cols tui_layer_columns_prec(int width, int prec)
 tui_twin_cols tui_twin_columns(int width, int prec)
 {
     tui_twin_cols c = {0, 4, 0, TUI_TWIN_BAR_MIN, -1, 0, -1, -1, -1};
-    /* optional columns with their widths, in the order they are dropped */
-    int want[4] = {8, prec ? 9 : 0, 8, TUI_TWIN_ACT_MIN + 1};
-    int base = 4 + 2 * TUI_TWIN_BAR_MIN + 1, n = 4;
+    /* optional columns with their widths, in the order they are dropped:
+     * resid rms, the activation bar, then the numbers a lesson names (the
+     * precision counter, the activation max) */
+    int want[4] = {8, TUI_TWIN_ACT_MIN, prec ? 9 : 0, 8};
+    int n = 4;
     for (;;) {
-        int need = base;
+        /* the bars keep 8 cells beside rms or the act bar; only the
+         * numbers take them down to TUI_TWIN_BAR_MIN */
+        int bar_min = n >= 3 ? 8 : TUI_TWIN_BAR_MIN;
+        int need = 4 + 2 * bar_min + 2; /* the gap between the bars and after them */
         for (int i = 0; i < 4; i++)
             need += i >= 4 - n ? want[i] : 0;
         if (need <= width || n == 0)
@@ -213,10 +218,10 @@ tui_twin_cols tui_twin_columns(int width, int prec)
         want[4 - n] = 0; /* drop the first still kept */
         n--;
     }
-    int fixed = want[0] + want[1] + want[2] + (want[3] ? 1 : 0);
+    int fixed = want[0] + want[2] + want[3] + 1; /* and the gap after the MLP bar */
     int avail = width - 4 - 1 - fixed; /* bars, their gap, the act bar */
-    if (want[3]) {
-        c.bar = clampi(avail * 3 / 10, TUI_TWIN_BAR_MIN, 40);
+    if (want[1]) {
+        c.bar = clampi(avail * 3 / 10, 8, 40);
         c.act_w = clampi(avail - 2 * c.bar, 0, 30);
     } else if (avail >= 2 * TUI_TWIN_BAR_MIN) {
         c.bar = clampi(avail / 2, TUI_TWIN_BAR_MIN, 48);
@@ -225,15 +230,15 @@ tui_twin_cols tui_twin_columns(int width, int prec)
     }
     c.ffn = c.attn + c.bar + 1;
     int col = c.ffn + c.bar + 1;
-    if (want[3]) {
+    if (want[1]) {
         c.act = col;
         col += c.act_w;
     }
-    if (want[2]) {
+    if (want[3]) {
         c.act_num = col;
         col += 8;
     }
-    if (want[1]) {
+    if (want[2]) {
         c.prec = col;
         col += 9;
     }

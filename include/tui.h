@@ -198,6 +198,12 @@ tui_twin_cols tui_twin_columns(int width, int prec);
 #define TUI_TWIN_BAR_MIN 6 /* gradient bars keep this many cells */
 #define TUI_TWIN_ACT_MIN 10 /* the activation bar needs this for its two marks */
 
+/* Fit a run's label (twin_label: "b: norm=pre precision=bf16  ...") to w
+ * columns in place: the named kinds by their value alone ("pre", "bf16"),
+ * then whole words, with " +N" when N of the settings that differ were
+ * left out. Returns N. */
+int tui_label_fit(char *b, int w);
+
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as
  * little as possible. */

@@ -26,21 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Cut a run's label for the legend: to what differs from the other run
- * (before twin_label's two spaces; the panel headers show the rest), at
- * most w columns (ASCII: labels are), at a space when there is one; then
- * two spaces. */
+/* Fit a run's label for the legend to w columns (tui_label_fit: what
+ * differs first, " +N" for the settings left out), then two spaces. */
 static void trim_label(char *b, int w)
 {
-    char *rest = strstr(b, "  ");
-    if (rest)
-        *rest = 0;
-    if ((int)strlen(b) > w) {
-        b[w] = 0;
-        char *sp = strrchr(b, ' ');
-        if (sp && sp - b > 2)
-            *sp = 0;
-    }
+    tui_label_fit(b, w);
     size_t n = strlen(b);
     b[n] = ' ', b[n + 1] = ' ', b[n + 2] = 0;
 }
@@ -170,14 +160,22 @@ static long xdot_of(const chart_ctx *c, const trainer_point *p)
 static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_ui *ui)
 {
     const trainer_status *st = &c->s->s;
-    char la[48] = "train  ", lb[48] = "";
+    char la[160] = "train  ", lb[160] = "";
     if (c->cmp) {
         twin_run ra = {&st->cfg, st->warmup_on, st->lr_peak};
         twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b};
         twin_label("a", ra, rb, la, sizeof la - 2);
         twin_label("b", rb, ra, lb, sizeof lb - 2);
-        trim_label(la, 24);
-        trim_label(lb, 24);
+        /* only what differs (the panel headers show the rest), in the
+         * columns the other legend items leave */
+        char *rest = strstr(la, "  ");
+        if (rest)
+            *rest = 0;
+        if ((rest = strstr(lb, "  ")))
+            *rest = 0;
+        int w = clampi((r.w - 64) / 2, 20, 60);
+        trim_label(la, w);
+        trim_label(lb, w);
     }
     char range[64] = "";
     if (c->total > c->first || st->ghost_n > 0)

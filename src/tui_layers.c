@@ -265,6 +265,63 @@ static void grad_title(char *b, size_t n, const char *what, int w, int relative)
         snprintf(b, n, w >= 16 ? "%s 1e-5..1e+2" : "%s abs", what);
 }
 
+/* Replace every `from` in b (of size n) by `to` (not longer). */
+static void label_replace(char *b, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to);
+    for (char *p = strstr(b, from); p; p = strstr(p + tl, from)) {
+        memmove(p + tl, p + fl, strlen(p + fl) + 1);
+        memcpy(p, to, tl);
+    }
+}
+
+int tui_label_fit(char *b, int w)
+{
+    if (w < 1 || (int)strlen(b) <= w)
+        return 0;
+    char *two = strstr(b, "  ");
+    if (two && two - b <= w) { /* what differs fits: the rest in whole words */
+        b[w] = 0;
+        char *sp = strrchr(b, ' ');
+        if (sp && sp >= two)
+            *sp = 0;
+        for (size_t n = strlen(b); n > 0 && b[n - 1] == ' '; n--)
+            b[n - 1] = 0;
+        return 0;
+    }
+    if (two)
+        *two = 0;
+    if ((int)strlen(b) <= w)
+        return 0;
+    /* the values of the named kinds say what they are: "pre", "bf16" */
+    static const char *const brief[][2] = {
+        {" norm=", " "},         {" norm-kind=", " "}, {" precision=", " "},
+        {"loss-scale=dynamic", "scale=dyn"},
+        {"loss-scale=", "scale="},
+    };
+    for (size_t i = 0; i < sizeof brief / sizeof brief[0]; i++)
+        label_replace(b, brief[i][0], brief[i][1]);
+    if ((int)strlen(b) <= w)
+        return 0;
+    /* whole words, and how many of the differing settings were left out
+     * (those before twin_label's two spaces): " +2" says so */
+    char orig[192];
+    snprintf(orig, sizeof orig, "%s", b);
+    char *rest = strstr(orig, "  ");
+    int diff_end = rest ? (int)(rest - orig) : (int)strlen(orig);
+    int cut = w > 6 ? w - 3 : w;
+    b[cut] = 0;
+    char *sp = strrchr(b, ' ');
+    if (sp && sp > b + 2)
+        *sp = 0;
+    int kept = (int)strlen(b), dropped = 0;
+    for (int i = kept; i < diff_end; i++)
+        dropped += (i == kept || orig[i - 1] == ' ') && orig[i] != ' ';
+    if (dropped > 0 && dropped < 10 && w > 6)
+        snprintf(b + kept, 4, " +%d", dropped);
+    return dropped;
+}
+
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
@@ -287,12 +344,7 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
     if (k->bar < 8 && strlen(b) + 12 < sizeof b) /* compact: the bars' axis said once */
         strcat(b, ui->bars_rel ? "  bars rel" : "  bars abs");
     r.w = label_w;
-    if ((int)strlen(b) > r.w) { /* whole words: half of "fp32-norms" reads as a precision */
-        b[r.w] = 0;
-        char *sp = strrchr(b, ' ');
-        if (sp)
-            *sp = 0;
-    }
+    tui_label_fit(b, r.w); /* whole words: half of "fp32-norms" reads as a precision */
     if (label_w > 0)
         tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
                  b);

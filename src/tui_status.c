@@ -247,8 +247,13 @@ static void status_setting_toggles(toggles *l, const trainer_status *s, const tu
         add_toggle(l, tui_bind_action("fp32-norms", "toggle"), cf->fp32_norms, "%s norms",
                    cf->fp32_norms ? "fp32" : "low");
         const step_metrics *m = b ? &s->last_b : &s->last;
-        if (cf->loss_scale == 0)
+        /* the scale of the last step, when it ran in this precision with the
+         * dynamic scaler: until then (a switch from fp32) it is not known */
+        if (cf->loss_scale == 0 && s->have_metrics && m->precision == cf->precision &&
+            m->loss_scale_dynamic)
             add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn %g", (double)m->loss_scale);
+        else if (cf->loss_scale == 0)
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn");
         else if (cf->loss_scale < 0)
             add_toggle(l, tui_bind_action("loss-scale", "toggle"), 0, "scale off");
         else

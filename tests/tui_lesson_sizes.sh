@@ -25,19 +25,6 @@ run() {
 new_session
 DEFAULT_L=$($BIN --help | sed -n 's/.*--layers N .*default \([0-9]*\).*/\1/p')
 
-# layers_seen: the layer indices of the panels, one a line, as often as
-# they show: the index cells sit under each "lyr" title of the header row
-# (ASCII: LC_ALL=C, so a column is a byte)
-layers_seen() {
-    screen | awk '
-        !hdr && /lyr/ { hdr = 1; n = 0; s = $0; off = 0
-            while ((i = index(s, "lyr")) > 0) { pos[++n] = off + i; off += i + 2; s = substr(s, i + 3) }
-            next }
-        hdr && /^ loss \[/ { exit }
-        hdr { for (k = 1; k <= n; k++) { c = substr($0, pos[k], 4)
-                if (c ~ /^[> ] ?[0-9]+[ !]?$/) { gsub(/[^0-9]/, "", c); print c } } }'
-}
-
 # check_pause LESSON COLS ROWS: the lesson at its first pause at that size
 check_pause() {
     name=$1 cols=$2 rows=$3 f=$LESSONS/$1.lesson

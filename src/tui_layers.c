@@ -303,6 +303,20 @@ int tui_label_fit(char *b, int w)
         label_replace(b, brief[i][0], brief[i][1]);
     if ((int)strlen(b) <= w)
         return 0;
+    /* the defaults of low precision, which differ from an fp32 run's only
+     * as not applying there, go before a setting changed by hand */
+    int gone = 0;
+    static const char *const defaults[] = {" fp32-norms=on", " scale=dyn"};
+    for (size_t i = 0; i < 2 && (int)strlen(b) > w; i++)
+        if (strstr(b, defaults[i])) {
+            label_replace(b, defaults[i], "");
+            gone++;
+        }
+    if ((int)strlen(b) <= w - 3 || (gone == 0 && (int)strlen(b) <= w)) {
+        if (gone)
+            snprintf(b + strlen(b), 4, " +%d", gone);
+        return gone;
+    }
     /* whole words, and how many of the differing settings were left out
      * (those before twin_label's two spaces): " +2" says so */
     char orig[192];
@@ -314,7 +328,7 @@ int tui_label_fit(char *b, int w)
     char *sp = strrchr(b, ' ');
     if (sp && sp > b + 2)
         *sp = 0;
-    int kept = (int)strlen(b), dropped = 0;
+    int kept = (int)strlen(b), dropped = gone;
     for (int i = kept; i < diff_end; i++)
         dropped += (i == kept || orig[i - 1] == ' ') && orig[i] != ' ';
     if (dropped > 0 && dropped < 10 && w > 6)

@@ -1296,6 +1296,66 @@ static void test_projector_frame(void)
     free(s);
 }
 
+/* A two-run frame's small things: the side box keeps a gap between a
+ * name and its value at 80 columns; a run without loss scaling in fp16
+ * puts its underflow count in each layer's row; the scale toggle shows no
+ * number until a step ran in the new precision; the legend and the
+ * headers say how many differing settings they left out. */
+static void test_compare_details(void)
+{
+    trainer_snapshot *s = snap_new(6);
+    fill_history(s, 20);
+    s->s.have_metrics = 1;
+    s->s.have_loss = 1;
+    s->s.compare = 1;
+    s->s.cfg.precision = FMT_FP16;
+    s->s.cfg.loss_scale = -1; /* off */
+    s->s.cfg_b = s->s.cfg;
+    s->s.cfg_b.loss_scale = 0; /* dynamic */
+    s->s.last.precision = FMT_FP32; /* the last step ran before the switch */
+    s->s.last.loss_scale = 1;
+    s->s.last_b = s->s.last;
+    for (int l = 0; l < 6; l++) {
+        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.086f, .grad_ffn = 0.05f, .act_max = 3,
+                                             .underflow = 1072280 + l};
+        s->s.last_b.layer[l] = s->s.last.layer[l];
+        s->s.last_b.layer[l].underflow = 4136;
+    }
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.target = 2; /* the toggles show run b's (dynamic) scale */
+    tui_grid_resize(&g, 24, 80);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "g attn 8.6e-02") == 1 && rows_with(&g, 0, "|g|attn") == 0);
+    CHECK(rows_with(&g, 0, " under") == 1);       /* the column, in both panels' header row */
+    CHECK(rows_with(&g, 0, "1072285") == 1 && rows_with(&g, 0, "4136") == 6);
+    tui_grid_resize(&g, 30, 100); /* the toggles row holds the scale at 100 columns */
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "scale dyn ") == 1 && rows_with(&g, 0, "scale dyn 1") == 0);
+    s->s.last_b.precision = FMT_FP16, s->s.last_b.loss_scale = 32768, s->s.last_b.loss_scale_dynamic = 1;
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
+    /* labels: what differs first, the rest cut, " +N" for what was left out */
+    char b[160];
+    snprintf(b, sizeof b, "a: norm=post  layernorm fp32 warmup=100 lr=0.001");
+    CHECK(tui_label_fit(b, 24) == 0 && strcmp(b, "a: norm=post  layernorm") == 0);
+    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=on loss-scale=dynamic warmup=off  x");
+    CHECK(tui_label_fit(b, 40) == 1 && strcmp(b, "b: pre fp16 scale=dyn warmup=off +1") == 0);
+    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=off warmup=off clip=1  x");
+    CHECK(tui_label_fit(b, 22) == 3 && strcmp(b, "b: pre fp16 +3") == 0);
+    /* the legend of a 120-column chart: run b's differing settings, and
+     * how many it left out */
+    s->s.cfg = s->s.cfg_b;
+    s->s.cfg.precision = FMT_FP32;
+    s->s.cfg_b.norm = NORM_POST;
+    tui_grid_resize(&g, 40, 120);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "+ b: post fp16 +2  ") == 1); /* fp32-norms=on, loss-scale=dynamic */
+    tui_grid_free(&g);
+    free(s);
+}
+
 int main(void)
 {
     test_layout();
@@ -1321,6 +1381,7 @@ int main(void)
     test_dumps();
     test_lesson_panel();
     test_projector_frame();
+    test_compare_details();
     test_log_scroll();
     return test_summary();
 }

@@ -429,6 +429,10 @@ int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
  * or before a question the title and the text's first line; 0 when it is
  * not shown) and, in *want, the rows of all of it. */
 int tui_lesson_rows(tui_ui *ui, const trainer_snapshot *s, int cols, int *want);
+/* Draw text (lines split at '\n') wrapped at spaces to w columns, from
+ * row *r while *r < end; returns 0 when it did not all fit. With g NULL
+ * it only counts the rows (*r advances as if drawn). */
+int tui_put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text);
 /* The projector layout's one-row stand-in for the side box (tui_fold.c). */
 void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 /* The D overlay (tui_diag.c), in the help's place: each run's findings of

@@ -35,11 +35,20 @@ static size_t wrap(const char *t, size_t len, int w, size_t *next)
     return cut;
 }
 
-/* Draw text (lines split at '\n') wrapped to width, from row *r while
- * *r < end; returns 0 when it did not all fit. With g NULL it only counts
- * the rows (*r advances as if drawn). */
-static int put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text)
+int tui_put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text)
 {
+    /* a lesson's lines are prose broken near 80 columns: one paragraph,
+     * rewrapped to the width (a narrower panel would leave a word alone on
+     * every second line); a blank line still parts two */
+    char flow[4096];
+    size_t tl = strlen(text);
+    if (tl < sizeof flow) {
+        memcpy(flow, text, tl + 1);
+        for (size_t i = 0; i < tl; i++)
+            if (flow[i] == '\n' && (i + 1 == tl || flow[i + 1] != '\n') && (i == 0 || flow[i - 1] != '\n'))
+                flow[i] = ' ';
+        text = flow;
+    }
     const char *p = text;
     while (*p) {
         const char *nl = strchr(p, '\n');
@@ -89,12 +98,12 @@ int tui_lesson_rows(tui_ui *ui, const trainer_snapshot *s, int cols, int *want)
     if (s->s.ask_seq) {
         char q[NS_CMD_TEXT + 32];
         question(q, sizeof q, s);
-        put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, q);
+        tui_put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, q);
     }
     /* before the first question: the title and the text's first line */
     int need = s->s.ask_seq ? row : (ui->lesson_text ? 2 : 1);
     if (ui->lesson_text)
-        put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, ui->lesson_text);
+        tui_put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, ui->lesson_text);
     *want = row;
     return need;
 }
@@ -126,8 +135,8 @@ void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui 
     if (s->s.ask_seq) {
         char q[NS_CMD_TEXT + 32];
         question(q, sizeof q, s);
-        put_wrapped(g, &row, end, r.c + 1, w, TUI_S_EV_NOTE, q);
+        tui_put_wrapped(g, &row, end, r.c + 1, w, TUI_S_EV_NOTE, q);
     }
     if (ui->lesson_text)
-        put_wrapped(g, &row, end, r.c + 1, w, TUI_S_TEXT, ui->lesson_text);
+        tui_put_wrapped(g, &row, end, r.c + 1, w, TUI_S_TEXT, ui->lesson_text);
 }

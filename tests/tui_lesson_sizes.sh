@@ -5,6 +5,7 @@
 # the question, both runs' loss and val, every layer of both runs (the
 # lessons name the bottom, the middle and the top ones) and a loss chart.
 # At 80x24, L hides the question and gives its rows back, L shows it again.
+# The sweep lesson (stability-map) shows its title and text under its grid.
 # The lessons run with a tiny model (-d 16 -T 8 -B 2): the layout depends
 # on the layer count and the texts, which the lessons keep, not on the width.
 # Usage: NS_BIN=./normscope sh tests/tui_lesson_sizes.sh
@@ -69,6 +70,21 @@ for size in "80 24" "100 30" "120 40"; do
         # shellcheck disable=SC2086
         check_pause "$(basename "$f" .lesson)" $size
     done
+done
+
+# a sweep's lesson: its title and text under the grid of cells, at the
+# projector's size too
+for size in "80 24" "120 40"; do
+    # shellcheck disable=SC2086
+    $TM resize-window -t "$W" -x ${size% *} -y ${size#* } 2>/dev/null
+    title=$(sed -n 's/^title: //p' "$LESSONS/stability-map.lesson")
+    run "LC_ALL=C $BIN --lesson stability-map --jobs 1 --sweep-out $T/map"
+    wait_for "layers\\lr" 30 && ok || no "stability-map at $size: no grid of cells: $(cat "$T/err" 2>/dev/null)"
+    wait_for "${title%%:*}:" 10 && ok || no "stability-map at $size: the lesson's title is not on the screen"
+    screen | grep -qF 'one per cell' && ok || no "stability-map at $size: the lesson's text is not on the screen"
+    key q
+    check_exited "stability-map at $size q" 130 # stopped before its end
+    rm -rf "$T/map"
 done
 
 check_reports 60

@@ -110,9 +110,10 @@ int tui_utf8_encode(uint32_t cp, char out[4]);
 /* ---- layout: a pure function of (rows, cols, layers) ---------------------- */
 #define TUI_MIN_ROWS 24
 #define TUI_MIN_COLS 80
-/* Up to this many rows, layers that would scroll take the rows of the
- * sample, events and side box instead, when that holds them all (80x24:
- * 19 layers; 100x30: 25). Taller screens keep the event log. */
+/* Up to this many rows, layers that would scroll get the ranked layout
+ * (tui_layout_compute_lesson): every layer, in two columns when need be,
+ * before the sample and the event log. Taller screens keep the event log
+ * unless a lesson's question needs the rows. */
 #define TUI_PROJECTOR_ROWS 32
 
 typedef struct {
@@ -132,10 +133,12 @@ typedef struct {
     tui_rect footer; /* 1 row of key hints */
     tui_rect help;   /* the help overlay: drawn over the others when shown */
     tui_rect lesson; /* the lesson panel: the sample and event rows, when shown */
-    /* the projector (a large font on 80x24 or 100x30): every layer stays on
-     * screen when they fit without the sample, events, side box and toggles;
-     * then fold is the status line's second row, holding the selected
-     * layer's numbers, and sample, events, side and lesson are absent */
+    /* the ranked layout (a large font on 80x24 or 100x30, or a lesson's
+     * question that would not fit): every layer stays on screen when they
+     * fit, in two columns if need be; sample and events are absent, the
+     * lesson has its own rows above the footer, side is absent when the
+     * chart is too short for it, and then fold (a row under the values
+     * rows) holds the selected layer's numbers */
     int projector;
     tui_rect fold;
     int layer_rows;  /* layers visible at once (the rest scroll) */

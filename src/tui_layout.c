@@ -11,12 +11,15 @@
  *   lesson       (--lesson, when shown) over the sample and events rows
  *   footer       the last row: key hints
  *
- * The projector: a class's large font leaves a small terminal (80x24,
- * 100x30), and the layers are the lesson (Post-LN's frozen bottom ones).
- * When they would scroll but all fit once the sample line, the event log,
- * the side box and the toggles row give up theirs, those yield: the status
- * line's second row holds the selected layer's numbers (fold), the chart
- * keeps what is left (a chart under 4 rows is not drawn).
+ * The ranked layout (the projector): a class's large font leaves a small
+ * terminal (80x24, 100x30), and a lesson's moment needs its question, both
+ * runs' loss and val and the layers it names (Post-LN's vanishing bottom
+ * ones). When the layout above would scroll the layers (on up to 32 rows)
+ * or cut the lesson's question (at any size), the rows go out by rank:
+ * the question, the values rows, every layer (two columns of compact rows
+ * before any of them scrolls), a chart of TUI_CHART_MIN rows; then the
+ * toggles or the selected layer's numbers (fold), the lesson's text, and
+ * the rest to the chart. The sample line and the event log give theirs up.
  */
 #include "tui.h"
 

@@ -31,6 +31,9 @@
 static void trim_label(char *b, int w)
 {
     tui_label_fit(b, w);
+    char *rest = strstr(b, "  "); /* only what differs: the panel headers show the rest */
+    if (rest)
+        *rest = 0;
     size_t n = strlen(b);
     b[n] = ' ', b[n + 1] = ' ', b[n + 2] = 0;
 }
@@ -166,13 +169,7 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b};
         twin_label("a", ra, rb, la, sizeof la - 2);
         twin_label("b", rb, ra, lb, sizeof lb - 2);
-        /* only what differs (the panel headers show the rest), in the
-         * columns the other legend items leave */
-        char *rest = strstr(la, "  ");
-        if (rest)
-            *rest = 0;
-        if ((rest = strstr(lb, "  ")))
-            *rest = 0;
+        /* in the columns the other legend items leave */
         int w = clampi((r.w - 64) / 2, 20, 60);
         trim_label(la, w);
         trim_label(lb, w);

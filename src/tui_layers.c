@@ -279,18 +279,18 @@ int tui_label_fit(char *b, int w)
 {
     if (w < 1 || (int)strlen(b) <= w)
         return 0;
+    /* twin_label's two spaces end what differs; without them nothing does */
     char *two = strstr(b, "  ");
-    if (two && two - b <= w) { /* what differs fits: the rest in whole words */
+    if (!two || two - b <= w) { /* what differs fits: the rest in whole words */
         b[w] = 0;
         char *sp = strrchr(b, ' ');
-        if (sp && sp >= two)
+        if (sp && (two ? sp >= two : sp > b + 2))
             *sp = 0;
         for (size_t n = strlen(b); n > 0 && b[n - 1] == ' '; n--)
             b[n - 1] = 0;
         return 0;
     }
-    if (two)
-        *two = 0;
+    *two = 0;
     if ((int)strlen(b) <= w)
         return 0;
     /* the values of the named kinds say what they are: "pre", "bf16" */

@@ -1342,6 +1342,9 @@ static void test_compare_details(void)
     CHECK(tui_label_fit(b, 24) == 0 && strcmp(b, "a: norm=post  layernorm") == 0);
     snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=on loss-scale=dynamic warmup=off  x");
     CHECK(tui_label_fit(b, 40) == 1 && strcmp(b, "b: pre fp16 scale=dyn warmup=off +1") == 0);
+    /* the runs agree (no two spaces): the settings alone, cut, nothing left out */
+    snprintf(b, sizeof b, "a: pre layernorm fp16 fp32-norms=on loss-scale=dynamic warmup=off");
+    CHECK(tui_label_fit(b, 40) == 0 && strcmp(b, "a: pre layernorm fp16 fp32-norms=on") == 0);
     snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=off warmup=off clip=1  x");
     CHECK(tui_label_fit(b, 22) == 3 && strcmp(b, "b: pre fp16 +3") == 0);
     /* the legend of a 120-column chart: run b's differing settings, and

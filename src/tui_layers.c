@@ -355,10 +355,13 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
 {
     char b[160];
     run_label(s, which, b, sizeof b);
-    if (k->bar < 8 && strlen(b) + 12 < sizeof b) /* compact: the bars' axis said once */
-        strcat(b, ui->bars_rel ? "  bars rel" : "  bars abs");
     r.w = label_w;
-    tui_label_fit(b, r.w); /* whole words: half of "fp32-norms" reads as a precision */
+    /* compact bars: their axis said once, after the label */
+    const char *axis = k->bar >= 8 ? "" : ui->bars_rel ? "  bars rel" : "  bars abs";
+    int aw = (int)strlen(axis);
+    tui_label_fit(b, r.w - aw > 20 ? r.w - aw : r.w); /* whole words: half of "fp32-norms" reads as a precision */
+    if ((int)strlen(b) + aw <= r.w && strlen(b) + (size_t)aw < sizeof b)
+        strcat(b, axis);
     if (label_w > 0)
         tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
                  b);
@@ -468,7 +471,7 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
         ui->selected = L - 1;
     ui->scroll = tui_scroll_fit(ui->scroll, rows * ncol, L - 1 - ui->selected, L);
     for (int c = 0; c < ncol; c++) {
-        tui_rect cr = {r.r, r.c + c * (colw + 1), r.h, c == ncol - 1 ? r.w - c * (colw + 1) : colw};
+        tui_rect cr = {r.r, r.c + c * (colw + 1), r.h, colw}; /* the same columns in both */
         twin_column(g, cr, s, ui, which, ui->scroll + c * rows, rows, c == 0 ? r.w - 1 : 0);
     }
 }

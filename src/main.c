@@ -544,7 +544,8 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
     if (r == 0) {
         if (!so.quiet)
             lesson_notes(l);
-        r = run_sweep(&so, n, av);
+        tui_options uo = ui_options(&so, l); /* the live view shows its notes too */
+        r = sweep_main(&so, n, av, tui_sweep_live, &uo);
     } else {
         r = r == 1 ? 0 : 2;
     }

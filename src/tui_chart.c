@@ -26,21 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Cut a run's label for the legend: to what differs from the other run
- * (before twin_label's two spaces; the panel headers show the rest), at
- * most w columns (ASCII: labels are), at a space when there is one; then
- * two spaces. */
+/* Fit a run's label for the legend to w columns (tui_label_fit: what
+ * differs first, " +N" for the settings left out), then two spaces. */
 static void trim_label(char *b, int w)
 {
-    char *rest = strstr(b, "  ");
+    tui_label_fit(b, w);
+    char *rest = strstr(b, "  "); /* only what differs: the panel headers show the rest */
     if (rest)
         *rest = 0;
-    if ((int)strlen(b) > w) {
-        b[w] = 0;
-        char *sp = strrchr(b, ' ');
-        if (sp && sp - b > 2)
-            *sp = 0;
-    }
     size_t n = strlen(b);
     b[n] = ' ', b[n + 1] = ' ', b[n + 2] = 0;
 }
@@ -170,14 +163,16 @@ static long xdot_of(const chart_ctx *c, const trainer_point *p)
 static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_ui *ui)
 {
     const trainer_status *st = &c->s->s;
-    char la[48] = "train  ", lb[48] = "";
+    char la[160] = "train  ", lb[160] = "";
     if (c->cmp) {
         twin_run ra = {&st->cfg, st->warmup_on, st->lr_peak};
         twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b};
         twin_label("a", ra, rb, la, sizeof la - 2);
         twin_label("b", rb, ra, lb, sizeof lb - 2);
-        trim_label(la, 24);
-        trim_label(lb, 24);
+        /* in the columns the other legend items leave */
+        int w = clampi((r.w - 64) / 2, 20, 60);
+        trim_label(la, w);
+        trim_label(lb, w);
     }
     char range[64] = "";
     if (c->total > c->first || st->ghost_n > 0)
@@ -471,62 +466,26 @@ static void heat_glyph(int lv, const tui_ui *ui, uint32_t *ch, tui_style *st)
         *ch = ui->unicode ? uni[lv] : (uint32_t)ascii[lv];
 }
 
-void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui)
+/* One column of the heatmap's layer rows: display rows first..first+rows-1
+ * from row top, columns c..c+w-1 (4 of them the index), per steps a cell. */
+static void heat_rows(tui_grid *g, int top, int c0, int w, const trainer_snapshot *s, tui_ui *ui,
+                      int first, int rows, long per, int run_b)
 {
     int L = s->s.n_layer > 0 ? s->s.n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
-    int rows = r.h - 2;
-    if (rows < 1 || r.w < 20)
-        return;
-    ui->layer_rows = rows;
-    if (ui->selected < 0 || ui->selected >= L)
-        ui->selected = L - 1;
-    ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
-
     long n = window_points(s), total = s->s.hist_total;
-    int left = r.c + 4, W = r.w - 5;
-    long per = n > W ? (n + W - 1) / W : 1; /* steps per column */
-    char b[96];
-    /* --compare: the run the keys target (Tab), run a under both */
-    int run_b = s->s.compare && ui->target == TWIN_B;
-    int c = r.c + tui_puts(g, r.r, r.c, r.w, TUI_S_TITLE, "lyr gradient norm per layer over time");
-    if (s->s.compare)
-        c += tui_puts(g, r.r, c, r.c + r.w - c, run_b ? TUI_S_TWIN : TUI_S_TITLE,
-                      run_b ? ", run b" : ", run a");
-    if (n > 0) {
-        snprintf(b, sizeof b, "  steps %ld-%ld, %ld per column (max)", point(s, total - n)->step,
-                 point(s, total - 1)->step, per);
-        tui_puts(g, r.r, c, r.c + r.w - c, TUI_S_DIM, b);
-    }
-    /* legend */
-    static const char *const lab[] = {"<1e-4", "1e-4", "1e-3", "0.01", "0.1", "1", ">=10"};
-    c = left;
-    for (int lv = 0; lv <= 6; lv++) {
-        uint32_t ch;
-        tui_style st;
-        heat_glyph(lv, ui, &ch, &st);
-        if (c + 3 + (int)strlen(lab[lv]) > r.c + r.w)
-            break;
-        tui_put(g, r.r + 1, c, ch, st);
-        tui_put(g, r.r + 1, c + 1, ch, st);
-        c += 3;
-        c += tui_puts(g, r.r + 1, c, 6, TUI_S_DIM, lab[lv]) + 2;
-    }
-    if (c + 12 < r.c + r.w) {
-        tui_put(g, r.r + 1, c, 'X', TUI_S_BAD);
-        tui_puts(g, r.r + 1, c + 2, 10, TUI_S_DIM, "not finite");
-    }
-
+    int left = c0 + 4, W = w - 5;
+    char b[16];
     for (int i = 0; i < rows; i++) {
-        int l = L - 1 - (ui->scroll + i);
+        int l = L - 1 - (first + i);
         if (l < 0)
             break;
-        int rr = r.r + 2 + i;
+        int rr = top + i;
         snprintf(b, sizeof b, "%c%2d ", l == ui->selected ? '>' : ' ', l);
-        tui_puts(g, rr, r.c, 4, l == ui->selected ? TUI_S_SELECT : TUI_S_TEXT, b);
+        tui_puts(g, rr, c0, 4, l == ui->selected ? TUI_S_SELECT : TUI_S_TEXT, b);
         if (ui->n_hits < TUI_MAX_HITS)
-            ui->hits[ui->n_hits++] = (tui_hit){rr, r.c, r.c + r.w, TUI_ACT_NONE, l};
+            ui->hits[ui->n_hits++] = (tui_hit){rr, c0, c0 + w, TUI_ACT_NONE, l};
         for (long j = 0; j * per < n && j < W; j++) {
             double mx = 0;
             int bad = 0;
@@ -544,4 +503,58 @@ void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui
             tui_put(g, rr, left + (int)j, ch, st);
         }
     }
+}
+
+void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui)
+{
+    int L = s->s.n_layer > 0 ? s->s.n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    int rows = r.h - 2;
+    /* the ranked layout's two columns: the top half of the layers at the
+     * left, the bottom half at the right, each with half the width of time */
+    int ncol = ui->layer_cols == 2 ? 2 : 1, colw = ncol == 2 ? (r.w - 1) / 2 : r.w;
+    if (rows < 1 || colw < 20)
+        return;
+    ui->layer_rows = rows * ncol;
+    if (ui->selected < 0 || ui->selected >= L)
+        ui->selected = L - 1;
+    ui->scroll = tui_scroll_fit(ui->scroll, rows * ncol, L - 1 - ui->selected, L);
+
+    long n = window_points(s), total = s->s.hist_total;
+    int W = colw - 5;
+    long per = n > W ? (n + W - 1) / W : 1; /* steps per column */
+    char b[96];
+    /* --compare: the run the keys target (Tab), run a under both */
+    int run_b = s->s.compare && ui->target == TWIN_B;
+    int c = r.c + tui_puts(g, r.r, r.c, r.w, TUI_S_TITLE, "lyr gradient norm per layer over time");
+    if (s->s.compare)
+        c += tui_puts(g, r.r, c, r.c + r.w - c, run_b ? TUI_S_TWIN : TUI_S_TITLE,
+                      run_b ? ", run b" : ", run a");
+    if (n > 0) {
+        snprintf(b, sizeof b, "  steps %ld-%ld, %ld per column (max)", point(s, total - n)->step,
+                 point(s, total - 1)->step, per);
+        tui_puts(g, r.r, c, r.c + r.w - c, TUI_S_DIM, b);
+    }
+    /* legend */
+    static const char *const lab[] = {"<1e-4", "1e-4", "1e-3", "0.01", "0.1", "1", ">=10"};
+    c = r.c + 4;
+    for (int lv = 0; lv <= 6; lv++) {
+        uint32_t ch;
+        tui_style st;
+        heat_glyph(lv, ui, &ch, &st);
+        if (c + 3 + (int)strlen(lab[lv]) > r.c + r.w)
+            break;
+        tui_put(g, r.r + 1, c, ch, st);
+        tui_put(g, r.r + 1, c + 1, ch, st);
+        c += 3;
+        c += tui_puts(g, r.r + 1, c, 6, TUI_S_DIM, lab[lv]) + 2;
+    }
+    if (c + 12 < r.c + r.w) {
+        tui_put(g, r.r + 1, c, 'X', TUI_S_BAD);
+        tui_puts(g, r.r + 1, c + 2, 10, TUI_S_DIM, "not finite");
+    }
+    for (int k = 0; k < ncol; k++)
+        heat_rows(g, r.r + 2, r.c + k * (colw + 1), k == ncol - 1 ? r.w - k * (colw + 1) : colw, s,
+                  ui, ui->scroll + k * rows, rows, per, run_b);
 }

@@ -597,8 +597,11 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.lesson_title = o->lesson_title;
     rs->ui.lesson_text = o->lesson_text;
     rs->ui.bars_rel = o->bars_rel;
-    if (rs->src == &sweep_source)
+    if (rs->src == &sweep_source) {
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
+        rs->sv->ui.lesson_title = o->lesson_title; /* a sweep lesson's notes (main.c) */
+        rs->sv->ui.lesson_text = o->lesson_text;
+    }
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -115,18 +115,19 @@ static void status_run_values(items *l, const trainer_status *s, int run)
     else
         add_item(l, TUI_S_STATUS, 1, "loss -");
     int have_val = run ? !isnan(s->last_val_b) : s->last_val_step > 0;
+    /* val ranks with the loss: a lesson compares both runs' (lr goes first) */
     if (have_val)
-        add_item(l, TUI_S_STATUS, 2, "val %s", fmt_loss_text(val).t);
+        add_item(l, TUI_S_STATUS, 1, "val %s", fmt_loss_text(val).t);
     else
-        add_item(l, TUI_S_STATUS, 2, "val -");
+        add_item(l, TUI_S_STATUS, 1, "val -");
     int warm_on = run ? s->warmup_on_b : s->warmup_on;
     float next = run ? s->lr_next_b : s->lr_next, peak = run ? s->lr_peak_b : s->lr_peak;
     const step_metrics *m = run ? &s->last_b : &s->last;
     if (warm_on && s->have_metrics && m->in_warmup && peak > 0)
-        add_item(l, TUI_S_STATUS, 1, "lr %.2e (warmup %d%%)", (double)next,
+        add_item(l, TUI_S_STATUS, 2, "lr %.2e (warmup %d%%)", (double)next,
                  (int)(100.0 * next / peak));
     else
-        add_item(l, TUI_S_STATUS, 1, "lr %.2e", (double)next);
+        add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
     if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
         add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
     if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
@@ -246,8 +247,13 @@ static void status_setting_toggles(toggles *l, const trainer_status *s, const tu
         add_toggle(l, tui_bind_action("fp32-norms", "toggle"), cf->fp32_norms, "%s norms",
                    cf->fp32_norms ? "fp32" : "low");
         const step_metrics *m = b ? &s->last_b : &s->last;
-        if (cf->loss_scale == 0)
+        /* the scale of the last step, when it ran in this precision with the
+         * dynamic scaler: until then (a switch from fp32) it is not known */
+        if (cf->loss_scale == 0 && s->have_metrics && m->precision == cf->precision &&
+            m->loss_scale_dynamic)
             add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn %g", (double)m->loss_scale);
+        else if (cf->loss_scale == 0)
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn");
         else if (cf->loss_scale < 0)
             add_toggle(l, tui_bind_action("loss-scale", "toggle"), 0, "scale off");
         else
@@ -315,7 +321,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     int avail = status_state(g, r, r.r, run_state(s, 0), ui->frozen);
     status_items(g, r.r, r.c + 1, avail, &a);
     int row = r.r + 1;
-    if (s->compare && r.h >= 3) {
+    if (s->compare && r.h >= 2) {
         items b;
         b.n = 0;
         add_item(&b, TUI_S_LABEL, 0, "b:");

@@ -861,10 +861,45 @@ static void draw_help(tui_grid *g)
         tui_puts(g, r, 4, w - 2, TUI_S_DIM, sv_legend[i]);
 }
 
+/* A sweep lesson's title and text (ui.lesson_*), in the rows under the
+ * cells: the class reads what the grid is asking while it fills. */
+static void draw_lesson(tui_grid *g, const sweepview *v, int row, int h)
+{
+    if (h < 2)
+        return;
+    tui_fill(g, row, 0, 1, g->cols, v->ui.unicode ? G_HLINE : '-', TUI_S_BORDER);
+    char t[160];
+    snprintf(t, sizeof t, " %s ", v->ui.lesson_title ? v->ui.lesson_title : "lesson");
+    tui_puts(g, row, 1, g->cols - 2, TUI_S_TITLE, t);
+    int r = row + 1;
+    tui_put_wrapped(g, &r, row + h, 1, g->cols - 2, TUI_S_TEXT, v->ui.lesson_text);
+}
+
+/* The rows of a sweep lesson's panel: its title and all its text. */
+static int lesson_rows(const tui_grid *g, const sweepview *v)
+{
+    if (!v->ui.lesson_text || g->cols < 20)
+        return 0;
+    int r = 1;
+    tui_put_wrapped(NULL, &r, 1 << 20, 0, g->cols - 2, TUI_S_TEXT, v->ui.lesson_text);
+    return r;
+}
+
 static void draw_map(tui_grid *g, sweepview *v)
 {
     int legend = g->rows >= 20 ? 1 + SV_N_LEGEND : 1;
     int cells = g->rows - 2 - 1 - legend - 1; /* head, info, legend, footer */
+    /* a lesson: the cells take the rows they need, its text the rest (and
+     * the legend's lines when the text needs them) */
+    int lesson = lesson_rows(g, v), need = v->map.rows + 1;
+    if (lesson > 0) {
+        int avail = g->rows - 2 - 1 - 1 - 1; /* head, info, footer, the legend's scale */
+        cells = need < avail - 2 ? need : (avail - 2 > 2 ? avail - 2 : 2);
+        int rest = avail - cells;
+        lesson = lesson < rest ? lesson : rest;
+        legend = 1 + clampi(rest - lesson, 0, SV_N_LEGEND);
+        cells = g->rows - 2 - 1 - legend - lesson - 1;
+    }
     int fit = (g->cols - label_width(v)) / SV_CELL_W;
     if (fit != v->fit_cols) { /* a page of groups side by side, when they fit */
         v->fit_cols = fit;
@@ -873,7 +908,8 @@ static void draw_map(tui_grid *g, sweepview *v)
     draw_head(g, v);
     draw_cells(g, v, 2, cells);
     draw_info(g, v, 2 + cells);
-    draw_legend(g, v, 3 + cells, legend);
+    draw_lesson(g, v, 3 + cells, lesson);
+    draw_legend(g, v, 3 + cells + lesson, legend);
     draw_footer(g, g->rows - 1, map_foot, (int)(sizeof map_foot / sizeof map_foot[0]));
 }
 

@@ -50,37 +50,50 @@ static int overlap(tui_rect a, tui_rect b)
     return a.r < b.r + b.h && b.r < a.r + a.h && a.c < b.c + b.w && b.c < a.c + a.w;
 }
 
+/* Bounds, overlap and cover of one layout; the rects that may be absent
+ * (h or w 0) are skipped. Returns the faults. */
+static int layout_faults(const tui_layout *l, int rows, int cols, int cmp, long *area_out)
+{
+    tui_rect p[11] = {l->status, l->layers, l->chart, l->footer, l->layers_b,
+                      l->side,   l->sample, l->events, l->fold,  l->ratio, l->lesson};
+    int required = cmp && l->layer_cols == 1 ? 5 : 4, bad = 0;
+    if (cmp && l->layer_cols == 2)
+        bad += l->layers_b.w == 0; /* two columns each: b still has its panel */
+    /* the classic layout's lesson lies over the sample and events */
+    int np = l->projector ? 11 : 10;
+    long area = 0;
+    for (int i = 0; i < np; i++) {
+        if (i >= required && (p[i].h == 0 || p[i].w == 0))
+            continue;
+        bad += !inside(p[i], rows, cols);
+        area += (long)p[i].h * p[i].w;
+        for (int j = i + 1; j < np; j++)
+            if (p[j].h && p[j].w)
+                bad += overlap(p[i], p[j]);
+    }
+    *area_out = area;
+    return bad;
+}
+
 static void test_layout(void)
 {
     static const int layers[] = {1, 2, 6, 12, 24, 64};
-    int bad_inside = 0, bad_overlap = 0, bad_cover = 0, bad_rows = 0, cases = 0;
+    int bad_inside = 0, bad_cover = 0, bad_rows = 0, cases = 0;
     for (int rows = TUI_MIN_ROWS; rows <= 90; rows += 3)
         for (int cols = TUI_MIN_COLS; cols <= 300; cols += 7)
             for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++) {
                 int L = layers[k];
               for (int cmp = 0; cmp < 2; cmp++) {
                 tui_layout l = tui_layout_compute_cmp(rows, cols, L, cmp);
-                tui_rect p[10] = {l.status, l.layers, l.chart, l.side,  l.sample,
-                                  l.events, l.footer, l.fold,  l.ratio, l.layers_b};
-                int np = cmp ? 10 : 8;
                 cases++;
-                long area = 0;
-                for (int i = 0; i < np; i++) {
-                    /* the projector leaves some out (h, w 0) */
-                    if (p[i].h == 0 && l.projector && i >= 2 && i <= 5)
-                        continue;
-                    if (p[i].h == 0 && !l.projector && i == 7)
-                        continue;
-                    bad_inside += !inside(p[i], rows, cols);
-                    area += (long)p[i].h * p[i].w;
-                    for (int j = i + 1; j < np; j++)
-                        bad_overlap += overlap(p[i], p[j]);
-                }
+                long area;
+                bad_inside += layout_faults(&l, rows, cols, cmp, &area);
                 /* side by side: the same rows, a at the left, b at the right */
                 if (cmp)
-                    bad_rows += l.layers_b.h != l.layers.h || l.ratio.r != l.layers.r ||
+                    bad_rows += l.layers_b.h != l.layers.h || l.layers_b.r != l.layers.r ||
                                 l.layers.c != 0 || l.layers_b.c + l.layers_b.w != cols ||
-                                l.layers.w < 35 || l.layers_b.w < 35;
+                                l.layers.w < 35 || l.layers_b.w < 35 ||
+                                (l.layer_cols == 1 && l.ratio.r != l.layers.r);
                 else
                     bad_rows += l.ratio.w != 0 || l.layers_b.w != 0;
                 bad_inside += !inside(l.help, rows, cols);
@@ -89,21 +102,23 @@ static void test_layout(void)
                 /* all layers when they fit with a readable chart, else a window */
                 int want = L < l.layer_rows ? L : l.layer_rows;
                 bad_rows += l.too_small || l.layer_rows < 1 || l.layers.h != want + 2;
-                /* or, on a projector-sized screen, all layers at the cost of
-                 * the sample, events, side box and toggles; else a chart to
-                 * read and the event log */
+                /* or, on a projector-sized screen, all layers (in two columns
+                 * when one does not hold them) at the cost of the sample,
+                 * events and side box; else a chart to read and the event log */
+                int vals = cmp ? 2 : 1;
                 if (l.projector)
-                    bad_rows += rows > TUI_PROJECTOR_ROWS || l.layer_rows != L || l.status.h != 1 ||
-                                l.fold.r != 1 || l.fold.h != 1 || l.events.h || l.sample.h ||
-                                l.side.w || l.lesson.h;
+                    bad_rows += rows > TUI_PROJECTOR_ROWS || l.status.h < vals ||
+                                l.status.h > vals + 1 || l.events.h || l.sample.h || l.lesson.h ||
+                                l.chart.h < TUI_CHART_MIN ||
+                                ((L + 1) / 2 + 2 + TUI_CHART_MIN <= rows - 1 - vals &&
+                                 l.layer_rows * l.layer_cols < L);
                 else
-                    bad_rows += l.chart.h < 8 || l.events.h < 3 || l.fold.h ||
-                                (rows <= TUI_PROJECTOR_ROWS && L + 5 <= rows && l.layer_rows < L);
+                    bad_rows += l.chart.h < 8 || l.events.h < 3 || l.fold.h || l.layer_cols != 1 ||
+                                (rows <= TUI_PROJECTOR_ROWS && l.layer_rows < L);
               }
             }
     CHECK(cases > 1000);
     CHECK(bad_inside == 0);
-    CHECK(bad_overlap == 0);
     CHECK(bad_cover == 0);
     CHECK(bad_rows == 0);
 
@@ -115,20 +130,61 @@ static void test_layout(void)
     tui_layout c = tui_layout_compute(40, 120, 64);
     CHECK(c.layer_rows < 64 && c.layer_rows >= 10); /* scrolls */
     /* the projector: every layer of 12 at 80x24 (a chart of a few rows), of
-     * 24 at 100x30, one run or two; beyond that the panel scrolls */
+     * 24 at 100x30, of 32 in two columns, one run or two; beyond that the
+     * panel scrolls */
     for (int cmp = 0; cmp < 2; cmp++) {
         tui_layout p = tui_layout_compute_cmp(24, 80, 12, cmp);
-        CHECK(p.projector && p.layer_rows == 12 && p.chart.h >= 4 && p.events.h == 0);
+        CHECK(p.projector && p.layer_rows * p.layer_cols >= 12 && p.chart.h >= 4 && p.events.h == 0);
         p = tui_layout_compute_cmp(30, 100, 24, cmp);
-        CHECK(p.projector && p.layer_rows == 24);
+        CHECK(p.projector && p.layer_rows * p.layer_cols >= 24 && p.chart.h >= TUI_CHART_MIN);
         p = tui_layout_compute_cmp(30, 100, 32, cmp);
-        CHECK(!p.projector && p.layer_rows < 32 && p.events.h >= 3);
+        CHECK(p.projector && p.layer_rows == 16 && p.layer_cols == 2);
+        p = tui_layout_compute_cmp(30, 100, 64, cmp);
+        CHECK(p.projector && p.layer_rows < 64 && p.layer_cols == 1); /* scrolls */
     }
     CHECK(!tui_layout_compute(60, 200, 24).projector); /* a tall screen keeps its event log */
     /* below the minimum: only the message */
     CHECK(tui_layout_compute(TUI_MIN_ROWS - 1, 200, 6).too_small);
     CHECK(tui_layout_compute(60, TUI_MIN_COLS - 1, 6).too_small);
     CHECK(tui_layout_compute(0, 0, 6).too_small);
+}
+
+/* A lesson's moment ranks its rows: at every size its question, both
+ * runs' values rows and every layer (two columns of compact rows when
+ * need be) before the chart grows or the text shows. */
+static void test_layout_lesson(void)
+{
+    static const int layers[] = {6, 12, 24};
+    int bad = 0, ranked = 0, two = 0, cases = 0;
+    for (int rows = TUI_MIN_ROWS; rows <= 60; rows += 2)
+        for (int cols = TUI_MIN_COLS; cols <= 200; cols += 9)
+            for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++)
+                for (int q = 2; q <= 3; q++) {
+                    int L = layers[k];
+                    tui_layout l = tui_layout_compute_lesson(rows, cols, L, 1, q, q + 6);
+                    long area;
+                    cases++;
+                    bad += layout_faults(&l, rows, cols, 1, &area);
+                    if (l.projector)
+                        bad += area != (long)rows * cols;
+                    bad += l.lesson.h < q || l.lesson.w != cols || l.status.h < 2;
+                    bad += l.layer_rows * l.layer_cols < L;
+                    bad += l.chart.h < TUI_CHART_MIN;
+                    ranked += l.projector;
+                    two += l.layer_cols == 2;
+                }
+    CHECK(cases > 500);
+    CHECK(bad == 0);
+    CHECK(ranked > 0 && two > 0);
+    /* the sizes of a classroom: 24 layers at 80x24 in two columns, at
+     * 100x30 and 120x40 the question and every layer too */
+    tui_layout l = tui_layout_compute_lesson(24, 80, 24, 1, 3, 10);
+    CHECK(l.layer_cols == 2 && l.layer_rows == 12 && l.lesson.h == 3 && l.status.h == 2);
+    l = tui_layout_compute_lesson(40, 120, 24, 1, 2, 10);
+    CHECK(l.layer_cols == 1 && l.layer_rows == 24 && l.lesson.h >= 2);
+    /* hidden (L), the panel gives its rows back */
+    tui_layout h = tui_layout_compute_lesson(40, 120, 24, 1, 0, 0);
+    CHECK(h.lesson.h == 0 || !h.projector);
 }
 
 static void test_layer_columns(void)
@@ -1240,9 +1296,73 @@ static void test_projector_frame(void)
     free(s);
 }
 
+/* A two-run frame's small things: the side box keeps a gap between a
+ * name and its value at 80 columns; a run without loss scaling in fp16
+ * puts its underflow count in each layer's row; the scale toggle shows no
+ * number until a step ran in the new precision; the legend and the
+ * headers say how many differing settings they left out. */
+static void test_compare_details(void)
+{
+    trainer_snapshot *s = snap_new(6);
+    fill_history(s, 20);
+    s->s.have_metrics = 1;
+    s->s.have_loss = 1;
+    s->s.compare = 1;
+    s->s.cfg.precision = FMT_FP16;
+    s->s.cfg.loss_scale = -1; /* off */
+    s->s.cfg_b = s->s.cfg;
+    s->s.cfg_b.loss_scale = 0; /* dynamic */
+    s->s.last.precision = FMT_FP32; /* the last step ran before the switch */
+    s->s.last.loss_scale = 1;
+    s->s.last_b = s->s.last;
+    for (int l = 0; l < 6; l++) {
+        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.086f, .grad_ffn = 0.05f, .act_max = 3,
+                                             .underflow = 1072280 + l};
+        s->s.last_b.layer[l] = s->s.last.layer[l];
+        s->s.last_b.layer[l].underflow = 4136;
+    }
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.target = 2; /* the toggles show run b's (dynamic) scale */
+    tui_grid_resize(&g, 24, 80);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "g attn 8.6e-02") == 1 && rows_with(&g, 0, "|g|attn") == 0);
+    CHECK(rows_with(&g, 0, " under") == 1);       /* the column, in both panels' header row */
+    CHECK(rows_with(&g, 0, "1072285") == 1 && rows_with(&g, 0, "4136") == 6);
+    tui_grid_resize(&g, 30, 100); /* the toggles row holds the scale at 100 columns */
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "scale dyn ") == 1 && rows_with(&g, 0, "scale dyn 1") == 0);
+    s->s.last_b.precision = FMT_FP16, s->s.last_b.loss_scale = 32768, s->s.last_b.loss_scale_dynamic = 1;
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
+    /* labels: what differs first, the rest cut, " +N" for what was left out */
+    char b[160];
+    snprintf(b, sizeof b, "a: norm=post  layernorm fp32 warmup=100 lr=0.001");
+    CHECK(tui_label_fit(b, 24) == 0 && strcmp(b, "a: norm=post  layernorm") == 0);
+    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=on loss-scale=dynamic warmup=off  x");
+    CHECK(tui_label_fit(b, 40) == 1 && strcmp(b, "b: pre fp16 scale=dyn warmup=off +1") == 0);
+    /* the runs agree (no two spaces): the settings alone, cut, nothing left out */
+    snprintf(b, sizeof b, "a: pre layernorm fp16 fp32-norms=on loss-scale=dynamic warmup=off");
+    CHECK(tui_label_fit(b, 40) == 0 && strcmp(b, "a: pre layernorm fp16 fp32-norms=on") == 0);
+    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=off warmup=off clip=1  x");
+    CHECK(tui_label_fit(b, 22) == 3 && strcmp(b, "b: pre fp16 +3") == 0);
+    /* the legend of a 120-column chart: run b's differing settings, and
+     * how many it left out */
+    s->s.cfg = s->s.cfg_b;
+    s->s.cfg.precision = FMT_FP32;
+    s->s.cfg_b.norm = NORM_POST;
+    tui_grid_resize(&g, 40, 120);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "+ b: post fp16 +2  ") == 1); /* fp32-norms=on, loss-scale=dynamic */
+    tui_grid_free(&g);
+    free(s);
+}
+
 int main(void)
 {
     test_layout();
+    test_layout_lesson();
     test_layer_columns();
     test_scroll();
     test_scales();
@@ -1264,6 +1384,7 @@ int main(void)
     test_dumps();
     test_lesson_panel();
     test_projector_frame();
+    test_compare_details();
     test_log_scroll();
     return test_summary();
 }

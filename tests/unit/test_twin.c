@@ -353,27 +353,30 @@ static void test_relative_bars(void)
 }
 
 /* The panels drop columns in the stated order as the width shrinks: rms,
- * then the headroom, then the activation number, then its bar; the two
- * gradient bars always stay, and nothing runs past the width. */
+ * then the activation bar, then the headroom, then the activation number;
+ * the two gradient bars always stay, and nothing runs past the width. */
 static void test_drop_order(void)
 {
     int bad = 0;
     for (int w = 120; w >= 21; w--) {
         tui_twin_cols k = tui_twin_columns(w, 1);
-        int kept[4] = {k.rms >= 0, k.prec >= 0, k.act_num >= 0, k.act >= 0};
+        int kept[4] = {k.rms >= 0, k.act >= 0, k.prec >= 0, k.act_num >= 0};
         int rank = 0; /* how many of the drop order are gone */
         while (rank < 4 && !kept[rank])
             rank++;
         for (int i = rank; i < 4; i++)
             bad += !kept[i]; /* a later one gone before an earlier */
         int end = k.rms >= 0 ? k.rms + 8 : k.prec >= 0 ? k.prec + 9 : k.act_num >= 0 ? k.act_num + 8
-                  : k.act >= 0 ? k.act + k.act_w : k.ffn + k.bar;
+                  : k.ffn + k.bar;
         bad += end > w || k.bar < TUI_TWIN_BAR_MIN || k.ffn != k.attn + k.bar + 1;
         bad += k.act >= 0 && k.act_w < TUI_TWIN_ACT_MIN;
     }
     CHECK(bad == 0);
     CHECK(tui_twin_columns(120, 1).rms >= 0);  /* all of them at 120 */
-    CHECK(tui_twin_columns(45, 0).rms < 0 && tui_twin_columns(45, 0).act >= 0);
+    CHECK(tui_twin_columns(40, 0).rms < 0 && tui_twin_columns(40, 0).act >= 0);
+    /* at 80 columns (35 a panel) the numbers stay, the bar goes */
+    CHECK(tui_twin_columns(35, 1).prec >= 0 && tui_twin_columns(35, 1).act_num >= 0 &&
+          tui_twin_columns(35, 1).act < 0);
 }
 
 /* Scripts: "b:" and "a:" name the run; no prefix is both. */

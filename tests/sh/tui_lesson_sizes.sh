@@ -8,15 +8,15 @@
 # The sweep lesson (stability-map) shows its title and text under its grid.
 # The lessons run with a tiny model (-d 16 -T 8 -B 2): the layout depends
 # on the layer count and the texts, which the lessons keep, not on the width.
-# Usage: NS_BIN=./normscope sh tests/tui_lesson_sizes.sh
+# Usage: NS_BIN=./normscope sh tests/sh/tui_lesson_sizes.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
-# shellcheck source-path=SCRIPTDIR source=tmux_lib.sh
-. "$(dirname "$0")/tmux_lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/tmux_lib.sh
+. "$(dirname "$0")/../lib/tmux_lib.sh"
 tmux_init tui_lesson_sizes.sh lsizes
 watchdog "${NS_E2E_LIMIT:-600}"
 need_tmux_bin
 sanitizer_env
-LESSONS=$(dirname "$0")/../assets/lessons
+LESSONS=$(dirname "$0")/../../assets/lessons
 TINY="-d 16 -H 2 -T 8 -B 2 --val-batches 1"
 W=lsizes
 run() {

@@ -4,7 +4,7 @@
  * bars, panel titles naming what the runs differ in, nothing drawn as not
  * finite where the snapshot is finite and a hatched cell where it is not.
  *
- * Not here: figures from files (tests/plot.sh), the trainer's own ghost
+ * Not here: figures from files (tests/sh/plot.sh), the trainer's own ghost
  * (test_trainer.c).
  */
 #include "plot.h"

@@ -132,6 +132,13 @@ int engine_scaler_update(float *scale, long *good, int overflowed);
  * goes further back), bit for bit, keeping the settings now in force.
  * Returns the step it went back to, or -1 if there is none. */
 long engine_rewind(engine *e);
+/* The same to the newest snapshot at or before step `at` (a fix goes back
+ * to before what it fixes began). */
+long engine_rewind_before(engine *e, long at);
+/* Doublings from act_max to limit: log2(limit / act_max), in double (the
+ * float quotient overflows to inf for fp32's max over an act max below
+ * 1); NaN when act_max is not a number, inf when it is 0. */
+float engine_headroom(float limit, float act_max);
 /* The metrics of the step the run is at (after a rewind: the snapshot's
  * step's, which the snapshot keeps). 1 and fills out, or 0 when the engine
  * has none for it (step 0, a loaded run before its first step). */

@@ -46,5 +46,6 @@ void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metr
 int trainer_ended_diverged(const trainer_status *s)
 {
     return s->state == TRAINER_DIVERGED ||
-           (s->have_metrics && (s->last.nonfinite || (s->compare && s->last_b.nonfinite)));
+           (s->have_metrics && (s->last.nonfinite || s->last.exploded ||
+                                (s->compare && (s->last_b.nonfinite || s->last_b.exploded))));
 }

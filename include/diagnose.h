@@ -38,8 +38,8 @@
 #define DIAG_WARMUP_EARLY 100   /* without warmup, a divergence this early counts
                                    (the ramp's length: later, warmup only delays it) */
 #define DIAG_GROWTH_MIN 0.05    /* doublings per 100 steps that count as growth */
-#define DIAG_BLOWUP_FACTOR 2.0  /* a finite blow-up: the loss this many times ... */
-#define DIAG_BLOWUP_STEPS 8     /* ... the larger of its start and the plateau, on
+#define DIAG_BLOWUP_FACTOR 4.0  /* a finite blow-up: the loss this many times ... */
+#define DIAG_BLOWUP_STEPS 32    /* ... the larger of its start and the plateau, on
                                    average over this many steps */
 #define DIAG_STALL_ACT 100.0    /* a plateau with act max above this: the LR's */
 #define DIAG_STALL_ABOVE 0.4    /* nats above the plateau still on it, when ... */

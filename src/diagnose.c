@@ -389,17 +389,34 @@ static void rule_update(diag *d, const step_metrics *m, diag_finding *out, int m
 /* The layer whose act max was largest (finite) in act[0..L). */
 static int top_act_layer(const float *act, int L);
 
-/* Means over the window's updated points of the top layer's update ratio. */
-static double mean_top_update(const diag *d, int L, int *cnt)
+/* The mean of the top layer's update ratio over the newest `span` updated
+ * points kept (DIAG_WINDOW: the window's). */
+static double mean_top_update_over(const diag *d, int L, int *cnt, long span)
 {
     double sum = 0;
     *cnt = 0;
-    for (long a = 0; a < kept(d); a++)
+    for (long a = 0; a < kept(d) && a < span; a++)
         if (point(d, a)->updated && isfinite(point(d, a)->upd[L - 1])) {
             sum += point(d, a)->upd[L - 1];
             ++*cnt;
         }
     return *cnt ? sum / *cnt : NAN;
+}
+
+static double mean_top_update(const diag *d, int L, int *cnt)
+{
+    return mean_top_update_over(d, L, cnt, DIAG_WINDOW);
+}
+
+/* The LR's factor that brings an update ratio upd to DIAG_UPDATE_GOAL or
+ * below: a power of ten, 0.1 at most (Adam's step is about the LR per
+ * weight, so the ratio scales with it). */
+static double lr_factor(double upd)
+{
+    double f = 0.1;
+    while (upd * f > DIAG_UPDATE_GOAL && f > 1e-4)
+        f /= 10;
+    return f;
 }
 
 /* A stall: the mean loss over DIAG_STALL_STEPS steps on the unigram
@@ -446,7 +463,7 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
                  isfinite(grow) ? grow : 0.0, upd);
-        hint = "re-init with the LR a tenth (lr x0.1): the grown weights stay on the plateau";
+        hint = "re-init with a lower LR: the grown weights stay on the plateau";
     } else if (vanish) {
         snprintf(why, sizeof why, "depth: bottom layers' gradient %.2g of the top's", v[3]);
         hint = post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
@@ -465,7 +482,7 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
             m->step, v, hint, "stalled: loss %.3f on the unigram plateau %.3f for %ld steps; %s",
             mean, d->plateau, d->stall_run + DIAG_STALL_STEPS - 1, why);
     if (act > DIAG_STALL_ACT)
-        set_fix(f, DIAG_FROM_START, 0, "lr x0.1");
+        set_fix(f, DIAG_FROM_START, 0, "lr x%g", lr_factor(upd));
     else if (vanish && post)
         set_fix(f, DIAG_FROM_HERE, 0, "norm pre");
     else if (vanish)
@@ -546,10 +563,18 @@ static void rule_lr_high(diag *d, const step_metrics *m, diag_finding *out, int 
     double v[4] = {upd, m->lr_peak, (double)cnt, 0};
     const diag_point *old = point(d, kept(d) - 1);
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR_HIGH, m->n_layer - 1, m->step,
-        v, "rewind and lower the LR tenfold (lr x0.1)",
+        v, "rewind and lower the LR, to bring the update ratio near 2e-3",
         "LR %g too high: the top layer's weights move %.2g of their norm a step (mean of %d "
         "steps; above %g)", (double)m->lr_peak, upd, cnt, DIAG_UPDATE_HIGH);
-    set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x0.1");
+    set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x%g", lr_factor(upd));
+}
+
+/* Is the top layer's mean update ratio above DIAG_UPDATE_HIGH? Then the
+ * LR itself is the cause, and a warmup only delays the divergence. */
+static int lr_too_high(const diag *d, const step_metrics *m)
+{
+    int cnt;
+    return m->n_layer > 0 && mean_top_update(d, m->n_layer, &cnt) > DIAG_UPDATE_HIGH && cnt >= 4;
 }
 
 /* The LR was raised, or warmup turned off, shortly before: value
@@ -567,7 +592,7 @@ static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, 
             m->step - d->lr_raised_at);
         set_fix(f, DIAG_FROM_SNAPSHOT, d->lr_raised_at, "lr %g", (double)d->lr_tolerated);
     } else if (!m->warmup_on && d->warmup_off_at >= 0 &&
-               m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY) {
+               m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY && !lr_too_high(d, m)) {
         double v[4] = {m->lr_peak, (double)d->warmup_off_at, 0, 1}; /* 1: no warmup */
         diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v,
             "rewind to step 0 and turn warmup on, or lower the LR",
@@ -619,13 +644,14 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
         a++;
     d->blow_from = point(d, a)->step;
     int first = *k, ucnt;
-    double upd = mean_top_update(d, m->n_layer, &ucnt);
+    double upd = mean_top_update_over(d, m->n_layer, &ucnt, a + 1); /* over the rise */
     double v[4] = {mean, ref, (double)d->blow_from, upd};
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_BLOWUP, -1, m->step, v,
-        "rewind to before the rise and lower the LR tenfold (lr x0.1)",
+        "rewind to before the rise and lower the LR, to bring the update ratio near 2e-3",
         "blew up, finite: loss %.4g (mean of %d steps) is %.1fx its start %.3g, rising since "
         "step %ld; update ratio %.2g a step", mean, cnt, mean / ref, ref, d->blow_from, upd);
-    set_fix(f, DIAG_FROM_SNAPSHOT, d->blow_from - 1, "lr x0.1");
+    set_fix(f, DIAG_FROM_SNAPSHOT, d->blow_from - 1, "lr x%g",
+            lr_factor(isfinite(upd) ? upd : 1.0));
     /* a raise is the cause when there was one; the growth is evidence */
     if (d->lr_raised_at >= 0 && m->step - d->lr_raised_at <= DIAG_LR_RECENT)
         rule_lr(d, m, out, max, k);

@@ -363,7 +363,7 @@ static void test_stall(void)
         CHECK(count(DIAG_R_STALL) == 1);
         if (variant == 0)
             CHECK(f && strstr(f->text, "the LR 0.001: act max") && strstr(f->text, "+1.00") &&
-                  !strcmp(f->fix, "lr x0.1") && f->fix_from == DIAG_FROM_START);
+                  !strcmp(f->fix, "lr x0.1") && f->fix_from == DIAG_FROM_START); /* 1e-3 */
         else
             CHECK(f && strstr(f->text, "too low: update ratio 1e-06") &&
                   !strcmp(f->fix, "lr x10"));
@@ -454,7 +454,7 @@ static void test_blowup(void)
     CHECK(at > 100 && at <= 100 + DIAG_BLOWUP_STEPS);
     CHECK(f && f->kind == DIAG_DIAGNOSIS && strstr(f->text, "rising since step 101") &&
           strstr(f->text, "update ratio"));
-    CHECK(f && !strcmp(f->fix, "lr x0.1") && f->fix_before == 100);
+    CHECK(f && !strcmp(f->fix, "lr x0.1") && f->fix_before == 100); /* ratio 2e-2 -> 2e-3 */
     CHECK(dg->last_diagnosis.rule == DIAG_R_BLOWUP);
     healthy(&m, 90); /* a rewind */
     feed(&m);
@@ -471,22 +471,30 @@ static void test_blowup(void)
 }
 
 /* A divergence at step 60 without warmup is warmup's; with the top
- * layer's update ratio 3e-2 the LR is named too, by its number. */
+ * layer's update ratio 3e-2 it is the LR's, named by its number, and the
+ * fix brings the ratio to 2e-3 or below (x0.01). */
 static void test_warmup_early(void)
 {
-    reset();
-    step_metrics m;
-    for (long s = 1; s <= 60; s++) {
-        healthy(&m, s);
-        m.warmup_on = 0;
-        m.lr = m.lr_peak = 3e-2f;
-        m.layer[L - 1].update_ratio = 3e-2f;
-        m.nonfinite = s == 60;
-        feed(&m);
+    for (int high = 0; high < 2; high++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 60; s++) {
+            healthy(&m, s);
+            m.warmup_on = 0;
+            m.lr = m.lr_peak = 3e-2f;
+            m.layer[L - 1].update_ratio = high ? 3e-2f : 1e-3f;
+            m.nonfinite = s == 60;
+            feed(&m);
+        }
+        const diag_finding *w = first(DIAG_R_LR), *h = first(DIAG_R_LR_HIGH);
+        if (!high) {
+            CHECK(w && strstr(w->text, "no warmup") && !strcmp(w->fix, "warmup on") && !h);
+        } else {
+            CHECK(!w);
+            CHECK(h && strstr(h->text, "LR 0.03 too high") && !strcmp(h->fix, "lr x0.01"));
+            CHECK(dg->last_diagnosis.rule == DIAG_R_LR_HIGH);
+        }
     }
-    const diag_finding *w = first(DIAG_R_LR), *h = first(DIAG_R_LR_HIGH);
-    CHECK(w && strstr(w->text, "no warmup") && !strcmp(w->fix, "warmup on"));
-    CHECK(h && strstr(h->text, "LR 0.03 too high") && !strcmp(h->fix, "lr x0.1"));
 }
 
 static void test_val_nan(void)

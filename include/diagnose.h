@@ -41,7 +41,8 @@
 #define DIAG_BLOWUP_FACTOR 4.0  /* a finite blow-up: the loss this many times ... */
 #define DIAG_BLOWUP_STEPS 32    /* ... the larger of its start and the plateau, on
                                    average over this many steps */
-#define DIAG_STALL_ACT 100.0    /* a plateau with act max above this: the LR's */
+#define DIAG_STALL_ACT 100.0    /* a plateau with act max above this ... */
+#define DIAG_STALL_UPD 3e-3     /* ... and the top's update ratio above this: the LR's */
 #define DIAG_STALL_ABOVE 0.4    /* nats above the plateau still on it, when ... */
 #define DIAG_STALL_LONG 200     /* ... it lasts this many steps (a healthy run passes
                                    the plateau sooner; a vanishing bottom gradient

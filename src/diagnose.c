@@ -424,8 +424,9 @@ static double lr_factor(double upd)
  * DIAG_STALL_LONG steps, or at once when the bottom quarter's gradient is
  * below DIAG_STALL_GRAD of the top layer's (Xiong et al. 2020 show the
  * gradient of Post-LN's lower layers shrinking with depth). The cause is
- * chosen from the numbers: activations grown past DIAG_STALL_ACT are the
- * LR's (Adam's fixed-size steps inflate the weights); a vanishing bottom
+ * chosen from the numbers: activations grown past DIAG_STALL_ACT while the
+ * weights move more than DIAG_STALL_UPD a step are the LR's (Adam's
+ * fixed-size steps inflate the weights); a vanishing bottom
  * gradient is the depth's; an update ratio below DIAG_UPDATE_LOW is an LR
  * too low. */
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -459,7 +460,8 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     char why[DIAG_TEXT];
     const char *hint;
     diag_finding *f;
-    if (act > DIAG_STALL_ACT) {
+    int lr_cause = act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD;
+    if (lr_cause) {
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
                  isfinite(grow) ? grow : 0.0, upd);
@@ -478,13 +480,13 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
                  "update ratio %.2g", act, v[3], upd);
         hint = "no rule names a cause: compare a run with another LR or norm (--compare)";
     }
-    f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, vanish && act <= DIAG_STALL_ACT ? 0 : la,
+    f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, vanish && !lr_cause ? 0 : la,
             m->step, v, hint, "stalled: loss %.3f on the unigram plateau %.3f for %ld steps; %s",
             mean, d->plateau, d->stall_run + DIAG_STALL_STEPS - 1, why);
-    if (act > DIAG_STALL_ACT)
+    if (lr_cause)
         set_fix(f, DIAG_FROM_START, 0, "lr x%g", lr_factor(upd));
-    else if (vanish && post)
-        set_fix(f, DIAG_FROM_HERE, 0, "norm pre");
+    else if (vanish && post) /* a fresh Pre-LN start learns sooner than a switch */
+        set_fix(f, DIAG_FROM_START, 0, "norm pre");
     else if (vanish)
         set_fix(f, DIAG_FROM_START, 0, "lr x0.5");
     else if (upd < DIAG_UPDATE_LOW)

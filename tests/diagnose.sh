@@ -207,6 +207,33 @@ printf 'at %d: lr 0.01\nat %d: rewind\n' "$rwat" "$rwat" >"$T/rw2.script"
 run rw2 $FP16 --steps $((rwat + 10)) --on-diverge continue --script "$T/rw2.script"
 ! has rw2 "resumed from" && ok || no "resumed warning after a change: $(cat "$T/rw2.err")"
 
+# ---- w then b: warmup turned on, then a rewind, ramps the replay's LR ----
+# (the ramp started at the abandoned step, which the replay would reach
+# only after its ramp had ended: the LR stayed at its peak)
+printf 'at 170: warmup on\nat 170: rewind\n' >"$T/wb.script"
+run wb $FP16 --steps 200 --script "$T/wb.script" --csv "$T/wb.csv"
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "lr") k = i; if ($i == "warmup") w = i }; next }
+    $1 <= prev { replay = 1 } { prev = $1 }
+    replay && !seen { seen = 1; ok = $k < 0.002 && $w == "on" }
+    END { exit !ok }' "$T/wb.csv" && ok ||
+    no "w then b: the replay's first LR is not ramped: $(grep -A1 'rewound' "$T/wb.err")"
+
+# ---- a finite blow-up: its own state, exit 3, and a cause with numbers ----
+run blow $F --lr 1.0 --steps 400 --csv "$T/blow.csv"
+[ "$(rc blow)" -eq 3 ] && has blow "blew up at step" && has blow "cause: blew up, finite: loss" &&
+    has blow "update ratio" && has blow "try: rewind to before the rise and lower the LR" && ok ||
+    no "blow-up: exit $(rc blow): $(cat "$T/blow.err")"
+[ "$(last_col "$T/blow.csv" state)" = exploded ] && ok || no "blow-up: CSV state $(last_col "$T/blow.csv" state)"
+# under --on-diverge continue it trains on, marked, and still exits 3
+run blowc $F --lr 1.0 --steps 100 --on-diverge continue --csv "$T/blowc.csv"
+[ "$(rc blowc)" -eq 3 ] && [ "$(last_col "$T/blowc.csv" step)" -eq 100 ] &&
+    [ "$(grep -c ',exploded,' "$T/blowc.csv")" -gt 10 ] && ok ||
+    no "blow-up, continue: exit $(rc blowc), last step $(last_col "$T/blowc.csv" step)"
+# the loss plateau at a high LR is a stall, and its cause is the LR
+run lrstall $F --lr 0.1 --steps 300 --on-stall stop
+[ "$(rc lrstall)" -eq 4 ] && has lrstall "cause: stalled: loss" && has lrstall "; the LR 0.1: act max" &&
+    ! has lrstall "Pre-LN first" && ok || no "LR plateau: exit $(rc lrstall): $(cat "$T/lrstall.err")"
+
 # ---- an LR raised 10x at step 60 is named, with the LR to go back to ----
 printf 'at 60: lr x10\n' >"$T/lr.script"
 run lr $F --precision fp16 --fp32-norms off --lr 2e-3 --steps 400 --script "$T/lr.script"

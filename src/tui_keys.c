@@ -64,11 +64,11 @@ static const tui_key layout[] = {
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS, NULL, NULL},
     {{'g'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_FIGURE, NULL, NULL},
     {{'?', 'h', TUI_KEY_F1}, "?/h/F1/D", "F1", "Help",
-     "this help / the runs' diagnosis and what to try (D); any key closes",
+     "this help / the diagnosis (D; a there applies its fix); any key closes",
      TUI_ACT_HELP, NULL, NULL},
     {{'D'}, NULL, NULL, NULL, NULL, TUI_ACT_DIAG, NULL, NULL},
-    {{'a'}, "a", NULL, NULL, "in the D panel: rewind and apply its first next step (3 at most)",
-     TUI_ACT_FIX, NULL, NULL},
+    /* in the D panel only: rewind and apply its first next step (3 at most) */
+    {{'a'}, NULL, NULL, NULL, NULL, TUI_ACT_FIX, NULL, NULL},
     {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT, NULL, NULL},
     /* --follow only (the help shows them there, in the rows of the keys
      * that change the lab's model, which it sums up in one line) */

@@ -124,7 +124,7 @@ static const ns_setting table[] = {
      .mark = {.zero = "scale dyn", .neg = "scale off", .fmt = "scale %g"},
      .keys = {{'l', 0, "toggle", "loss scaling dynamic / off (bf16, fp16)"}}},
     {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
-     .def_text = "pause live, stop headless: exit 3", .help = "on a non-finite loss or gradient",
+     .def_text = "pause live, stop headless: exit 3", .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' fix",
      CFG(on_div)},
     {.name = "on-stall", .type = SET_ENUM, NAMES(on_stall_names), .def_text = "continue",
      .help = "on a stall (see DIAGNOSIS in the man page): go on, stop (exit 4), or apply the "

@@ -937,6 +937,31 @@ static void view_add(trainer_diagnosis *v, const diag_finding *f)
     snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
 }
 
+/* A finding's line as events of at most NS_EVENT_TEXT - 1 characters, cut
+ * at spaces (a finding is longer than an event: never cut a number); the
+ * continuations are indented under the first line's text. */
+static void add_event_wrapped(trainer *t, int layer, const char *prefix, const char *text)
+{
+    size_t room = NS_EVENT_TEXT - 1 - strlen(prefix), len = strlen(text);
+    const char *ind = "";
+    while (len > 0) {
+        size_t take = len, cap = room - strlen(ind);
+        if (take > cap) {
+            take = cap;
+            while (take > 0 && text[take] != ' ')
+                take--;
+            if (take == 0)
+                take = cap; /* one word longer than an event */
+        }
+        add_event(t, NS_EV_WARNING, layer, "%s%s%.*s", prefix, ind, (int)take, text);
+        text += take;
+        len -= take;
+        while (*text == ' ')
+            text++, len--;
+        ind = "    ";
+    }
+}
+
 /* The step's findings as events, after the engine's, named by run like
  * its other events; the episode's list and the status line's mark follow
  * them until the episode ends. */
@@ -948,8 +973,10 @@ static void diagnosis_events(trainer *t)
             memset(&d->view, 0, sizeof d->view); /* a rewind or a setting change */
         for (int i = 0; i < d->n_found; i++) {
             const diag_finding *f = &d->found[i];
-            add_event(t, NS_EV_WARNING, f->layer, "%s%s", run_prefix(t, r), f->text);
-            add_event(t, NS_EV_WARNING, f->layer, "%s  try: %s", run_prefix(t, r), f->hint);
+            char hint[DIAG_TEXT + 8];
+            snprintf(hint, sizeof hint, "  try: %s", f->hint);
+            add_event_wrapped(t, f->layer, run_prefix(t, r), f->text);
+            add_event_wrapped(t, f->layer, run_prefix(t, r), hint);
             view_add(&d->view, f);
         }
     }

@@ -68,6 +68,9 @@ wait_for 'fix,rewind' 30 && screen | grep -qF '[i] fp32 norms' && ok ||
     no "a: no fix mark on the chart, or norms not in fp32: $(screen)"
 key q
 check_exited "the fixed run" 0
+# the diverged step the fix went back from is no --on-diverge continue's
+! grep -q -- "--on-diverge continue" "$T/err" && ok ||
+    no "a fixed run's exit cites --on-diverge continue: $(cat "$T/err")"
 
 # ---- a healthy run: nothing to report, with its headroom -----------------
 open_d DONE "$BIN -L 2 -d 32 -T 16 -B 4 --val-every 25 --steps 30"

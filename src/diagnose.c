@@ -259,7 +259,13 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
         track_lr(d, s.lr_peak, m->step - 1);
         if (d->set.warmup_on && !s.warmup_on)
             d->warmup_off_at = m->step - 1;
+        /* a blow-up stays diagnosed: the weights are as blown as before,
+         * and only a rewind (or the loss coming down) ends it */
+        unsigned blown = d->warned & (1u << DIAG_R_BLOWUP);
+        int exploded = d->exploded;
         new_episode(d);
+        d->warned |= blown;
+        d->exploded = exploded;
     }
     d->set = s;
     d->have_set = 1;

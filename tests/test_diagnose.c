@@ -457,6 +457,14 @@ static void test_blowup(void)
           strstr(f->text, "update ratio"));
     CHECK(f && !strcmp(f->fix, "lr x0.1") && f->fix_before == 100); /* ratio 2e-2 -> 2e-3 */
     CHECK(dg->last_diagnosis.rule == DIAG_R_BLOWUP);
+    /* the LR halved without a rewind: still blown up, no news */
+    for (long s = 201; s <= 210; s++) {
+        healthy(&m, s);
+        m.loss = 60.0f;
+        m.lr = m.lr_peak = 5e-4f;
+        feed(&m);
+    }
+    CHECK(count(DIAG_R_BLOWUP) == 1 && diag_exploded(dg) && diag_episode_open(dg));
     healthy(&m, 90); /* a rewind */
     feed(&m);
     CHECK(!diag_exploded(dg));

@@ -740,6 +740,10 @@ static void apply_fix(trainer *t, const char *how)
     if (!found) {
         engine_note(t->e, "fix (%s): no finding names a next step to apply", how);
         pull_engine_events(t);
+        if (t->diverged_run >= 0 && strcmp(how, "--on-diverge fix") == 0) {
+            set_state(t, TRAINER_DIVERGED); /* nothing to fix it with: as stop */
+            t->budget = 0;
+        }
         return;
     }
     if (t->fixes >= TRAINER_FIX_MAX) {

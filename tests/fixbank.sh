@@ -61,6 +61,18 @@ scenario deep stall "stalled: loss .* depth: bottom layers' gradient" 2.9 \
 scenario gamma0 stall "stalled: loss .* depth: bottom layers' gradient 0 of" 2.75 \
     --norm post --ln-gamma-init 0 --ln-beta-init 0 --steps 400
 
+# ---- the headroom warnings close in on the divergence ----
+# each has fewer steps left than the one before; the last one's range
+# (crosses between step A and B) holds the divergence within 20 steps
+for name in normvar clip; do
+    d=$(sed -n 's/.*fix 1 of 3 .*(cause: norm-variance at step \([0-9]*\)).*/\1/p' "$T/$name.err")
+    sed -n '/fix 1 of 3/q; s/.*warning at step \([0-9]*\): layer [0-9] headroom.*crosses between step \([0-9]*\) and \([0-9]*\)$/\1 \2 \3/p' \
+        "$T/$name.err" >"$T/$name.hw"
+    awk -v d="${d:-0}" '{ left = $3 - $1; if (NR > 1 && left >= prev) bad = 1; prev = left; lo = $2; hi = $3 }
+        END { exit !(NR >= 2 && !bad && d >= lo - 20 && d <= hi + 20) }' "$T/$name.hw" && ok ||
+        no "$name: headroom warnings (step, range) do not close in on $d: $(cat "$T/$name.hw")"
+done
+
 # ---- what a fix leaves in the outputs ----
 # the row after the fix says so; the settings columns show the change
 row=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "state") k = i; if ($i == "fp32_norms") p = i }; next }
@@ -72,6 +84,17 @@ snap=$(sed -n 's/.*fix 1 of 3 (--on-diverge fix): went back to step \([0-9]*\),.
 # a finite blow-up's rows are "exploded" until the fix
 n=$(grep -c ',exploded,' "$T/fp32hi.csv")
 [ "$n" -ge 1 ] && ok || no "fp32hi: no exploded row"
+
+# ---- at most 3 fixes: an LR raised 1000x every 40 steps beats them ----
+printf 'every 40: lr x1000\n' >"$T/every.script"
+timeout $TO "$BIN" $F --lr 1e-3 --steps 600 --script "$T/every.script" >/dev/null \
+    2>"$T/most.err" </dev/null
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "fix 3 of 3" "$T/most.err" && ! grep -q "fix 4 of" "$T/most.err" &&
+    grep -q "fix: 3 applied, the most (--on-diverge fix); stopping with the diagnosis" "$T/most.err" &&
+    grep -q "blew up at step [0-9]* (loss .*, finite); stopping" "$T/most.err" &&
+    grep -q "^normscope: cause: LR raised" "$T/most.err" && ok ||
+    no "3 fixes at most: exit $rc: $(grep 'fix\|blew\|cause' "$T/most.err")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -654,10 +654,14 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
     int first = *k, ucnt;
     double upd = mean_top_update_over(d, m->n_layer, &ucnt, a + 1); /* over the rise */
     double v[4] = {mean, ref, (double)d->blow_from, upd};
+    int la = top_act_layer(point(d, 0)->act, m->n_layer);
+    double grow = slope(d, la, 0) * 100;
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_BLOWUP, -1, m->step, v,
         "rewind to before the rise and lower the LR, to bring the update ratio near 2e-3",
-        "blew up, finite: loss %.4g (mean of %d steps) is %.1fx its start %.3g, rising since "
-        "step %ld; update ratio %.2g a step", mean, cnt, mean / ref, ref, d->blow_from, upd);
+        "blew up, finite: loss %.4g (mean of %d steps) is %.1fx %s %.3g, rising since step "
+        "%ld; update ratio %.2g a step, act max %+.2f doublings/100 steps (layer %d)", mean, cnt,
+        mean / ref, ref > d->plateau ? "its start" : "the plateau", ref, d->blow_from, upd,
+        isfinite(grow) ? grow : 0.0, la);
     set_fix(f, DIAG_FROM_SNAPSHOT, d->blow_from - 1, "lr x%g",
             lr_factor(isfinite(upd) ? upd : 1.0));
     /* a raise is the cause when there was one; the growth is evidence */

@@ -431,8 +431,9 @@ static double lr_factor(double upd)
  * below DIAG_STALL_GRAD of the top layer's (Xiong et al. 2020 show the
  * gradient of Post-LN's lower layers shrinking with depth). The cause is
  * chosen from the numbers: activations grown past DIAG_STALL_ACT while the
- * weights move more than DIAG_STALL_UPD a step are the LR's (Adam's
- * fixed-size steps inflate the weights); a vanishing bottom
+ * weights move more than DIAG_STALL_UPD a step, or weights moving more than
+ * DIAG_UPDATE_HIGH a step, are the LR's (Adam's fixed-size steps inflate
+ * the weights); a vanishing bottom
  * gradient is the depth's; an update ratio below DIAG_UPDATE_LOW is an LR
  * too low. */
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -466,7 +467,7 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     char why[DIAG_TEXT];
     const char *hint;
     diag_finding *f;
-    int lr_cause = act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD;
+    int lr_cause = (act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH;
     if (lr_cause) {
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,

@@ -57,6 +57,12 @@ grep -q "warning at step [0-9]*: loss scale collapsed 65536" "$T/scale.err" && o
 # deep Post-LN without warmup: the stall, its bottom gradient vanished
 scenario deep stall "stalled: loss .* depth: bottom layers' gradient" 2.9 \
     -L 24 --norm post --lr 3e-3 --steps 300
+# Post-LN at LR 0.1 with warmup on: the plateau is the LR's (its update
+# ratio), not the placement's: Pre-LN would stall there too
+scenario postlr stall "stalled: loss .* the LR 0.1: act max" 2.8 \
+    --norm post --lr 0.1 --warmup 100 --steps 500
+grep -q "fix 1 of 3 .*then lr x0.1 (cause: stall" "$T/postlr.err" && ok ||
+    no "postlr: the fix is not the LR's: $(grep 'fix' "$T/postlr.err")"
 # norm gains of 0 (Post-LN): the bottom layer gets no gradient
 scenario gamma0 stall "stalled: loss .* depth: bottom layers' gradient 0 of" 2.75 \
     --norm post --ln-gamma-init 0 --ln-beta-init 0 --steps 400

@@ -601,7 +601,8 @@ static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, 
             m->step - d->lr_raised_at);
         set_fix(f, DIAG_FROM_SNAPSHOT, d->lr_raised_at, "lr %g", (double)d->lr_tolerated);
     } else if (!m->warmup_on && d->warmup_off_at >= 0 &&
-               m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY && !lr_too_high(d, m)) {
+               m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY && !lr_too_high(d, m) &&
+               !strstr(m->fault, "loss")) { /* the loss in the format: the format's */
         double v[4] = {m->lr_peak, (double)d->warmup_off_at, 0, 1}; /* 1: no warmup */
         diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v,
             "rewind to step 0 and turn warmup on, or lower the LR",

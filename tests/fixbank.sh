@@ -24,7 +24,8 @@ printf 'at 150: lr x1000\n' >"$T/x1000.script"
 scenario() {
     name=$1 cause=$2 text=$3 bound=$4
     shift 4
-    timeout $TO "$BIN" $F "$@" --csv "$T/$name.csv" >/dev/null 2>"$T/$name.err" </dev/null
+    timeout $TO "$BIN" $F "$@" --csv "$T/$name.csv" --jsonl "$T/$name.jsonl" >/dev/null \
+        2>"$T/$name.err" </dev/null
     rc=$?
     err=$T/$name.err
     grep -q "fix 1 of 3 (--on-[a-z]* fix): .*(cause: $cause at step" "$err" &&
@@ -87,6 +88,10 @@ set -- $row
 snap=$(sed -n 's/.*fix 1 of 3 (--on-diverge fix): went back to step \([0-9]*\),.*/\1/p' "$T/normvar.err")
 [ -n "$snap" ] && [ "${1:-}" = $((snap + 1)) ] && [ "${2:-}" = on ] && [ "$(echo "$row" | wc -l)" -eq 1 ] && ok ||
     no "normvar: the 'fixed' row '$row', the fix went back to '$snap'"
+# and the JSON line of that step
+[ "$(grep -c '"state":"fixed"' "$T/normvar.jsonl")" -eq 1 ] &&
+    grep '"state":"fixed"' "$T/normvar.jsonl" | grep -q "\"step\":$((snap + 1))," && ok ||
+    no "normvar: the JSONL's fixed line: $(grep -c '"state":"fixed"' "$T/normvar.jsonl")"
 # a finite blow-up's rows are "exploded" until the fix
 n=$(grep -c ',exploded,' "$T/fp32hi.csv")
 [ "$n" -ge 1 ] && ok || no "fp32hi: no exploded row"

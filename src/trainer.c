@@ -747,11 +747,14 @@ static void apply_fix(trainer *t, const char *how)
         return;
     }
     if (t->fixes >= TRAINER_FIX_MAX) {
-        engine_note(t->e, "fix (%s): %d applied already, the most; stopping with the diagnosis",
-                    how, t->fixes);
+        int stall = strcmp(how, "--on-stall fix") == 0; /* a stall is no divergence */
+        engine_note(t->e, "fix (%s): %d applied already, the most; %s", how, t->fixes,
+                    stall ? "the run goes on" : "stopping with the diagnosis");
         pull_engine_events(t);
-        set_state(t, TRAINER_DIVERGED);
-        t->budget = 0;
+        if (!stall) {
+            set_state(t, TRAINER_DIVERGED);
+            t->budget = 0;
+        }
         return;
     }
     diag_finding f = *found; /* a rewind clears the episode's list */
@@ -1108,7 +1111,7 @@ static void do_step(trainer *t)
         validation_event(t, 1, &t->mb);
     long done = engine_steps_done(t->e);
     int blown = found_rule(t, DIAG_R_BLOWUP); /* a finite blow-up counts as a divergence */
-    if ((bad || blown >= 0) && t->o.on_div == ONDIV_FIX && t->fixes < TRAINER_FIX_MAX) {
+    if ((bad || blown >= 0) && t->o.on_div == ONDIV_FIX) {
         t->fix_due = "--on-diverge fix"; /* after the step's findings are reported */
     } else if (found_rule(t, DIAG_R_STALL) >= 0 && t->o.on_stall == TRAINER_STALL_FIX &&
                t->fixes < TRAINER_FIX_MAX) {
@@ -1137,9 +1140,6 @@ static void do_step(trainer *t)
         t->rate_t0 = now;
         t->rate_s0 = done;
     }
-    if (t->state == TRAINER_DIVERGED && t->o.on_div == ONDIV_FIX)
-        engine_note(t->e, "fix: %d applied, the most (--on-diverge fix); stopping with the "
-                    "diagnosis", t->fixes);
     print_progress(t);
     publish_step(t);
 }

@@ -102,7 +102,7 @@ timeout $TO "$BIN" $F --lr 1e-3 --steps 600 --script "$T/every.script" >/dev/nul
     2>"$T/most.err" </dev/null
 rc=$?
 [ "$rc" -eq 3 ] && grep -q "fix 3 of 3" "$T/most.err" && ! grep -q "fix 4 of" "$T/most.err" &&
-    grep -q "fix: 3 applied, the most (--on-diverge fix); stopping with the diagnosis" "$T/most.err" &&
+    grep -q "fix (--on-diverge fix): 3 applied already, the most; stopping with the diagnosis" "$T/most.err" &&
     grep -q "blew up at step [0-9]* (loss .*, finite); stopping" "$T/most.err" &&
     grep -q "^normscope: cause: LR raised" "$T/most.err" && ok ||
     no "3 fixes at most: exit $rc: $(grep 'fix\|blew\|cause' "$T/most.err")"

@@ -63,6 +63,11 @@ typedef struct {
     diag_finding f[TRAINER_FINDINGS];
 } trainer_diagnosis;
 
+/* The finding whose fix the a key and --on-diverge fix apply: the first
+ * diagnosis with one (the cause), else the first warning with one; NULL
+ * for none. */
+const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
+
 /* A line of the event log: the engine's (ns_event, typed where it is
  * made) and the trainer's own (pause, resume, validation, DIVERGED, a
  * refused command), one type, so a front end reads the kind and the

@@ -689,21 +689,18 @@ static void apply_command(trainer *t, const ns_command *c, int target)
 
 /* ---- the diagnosis' fix (the a key, --on-diverge fix) ------------------- */
 
-/* The finding whose fix applies, and its run: the first diagnosis of the
- * episode with one (the cause), a's before b's, the run that diverged
- * first; else the first warning with one. NULL for none. */
+/* The finding whose fix applies (trainer_diagnosis_fix), and its run:
+ * the run that diverged first, else a before b. NULL for none. */
 static const diag_finding *fix_finding(const trainer *t, int *run)
 {
     int order[2] = {t->diverged_run == 1 ? 1 : 0, t->diverged_run == 1 ? 0 : 1};
-    for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
-        for (int k = 0; k < n_runs(t); k++) {
-            const trainer_diagnosis *v = &t->rd[order[k]].view;
-            for (int i = 0; i < v->n; i++)
-                if ((int)v->f[i].kind == kind && v->f[i].fix[0]) {
-                    *run = order[k];
-                    return &v->f[i];
-                }
+    for (int k = 0; k < n_runs(t); k++) {
+        const diag_finding *f = trainer_diagnosis_fix(&t->rd[order[k]].view);
+        if (f) {
+            *run = order[k];
+            return f;
         }
+    }
     return NULL;
 }
 
@@ -727,6 +724,22 @@ static long fix_go_back(trainer *t, const diag_finding *f)
         apply_command(t, &c, TWIN_BOTH);
     }
     return engine_steps_done(t->e);
+}
+
+/* Run a fix's commands (';'-separated script commands) on target, as
+ * keys are run. */
+static void fix_commands(trainer *t, const char *fix, int target)
+{
+    char list[DIAG_FIX_TEXT], *save = NULL;
+    snprintf(list, sizeof list, "%s", fix);
+    for (char *w = strtok_r(list, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
+        ns_command c;
+        char err[128];
+        while (*w == ' ')
+            w++;
+        if (command_parse(w, &c, err, sizeof err) == 0)
+            apply_command(t, &c, target);
+    }
 }
 
 /* Apply the diagnosis' first next step (diag_finding.fix): go back, run
@@ -762,16 +775,7 @@ static void apply_fix(trainer *t, const char *how)
     long at = fix_go_back(t, &f);
     int target = !t->o.twin ? TWIN_BOTH : run ? TWIN_B : TWIN_A;
     t->mark_bits[run] |= MARK_FIX; /* the commands' marks name it first */
-    char list[DIAG_FIX_TEXT], *save = NULL;
-    snprintf(list, sizeof list, "%s", f.fix);
-    for (char *w = strtok_r(list, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
-        ns_command c;
-        char err[128];
-        while (*w == ' ')
-            w++;
-        if (command_parse(w, &c, err, sizeof err) == 0)
-            apply_command(t, &c, target);
-    }
+    fix_commands(t, f.fix, target);
     t->fixes++;
     t->fixed_row = 1;
     engine_note(t->e, "fix %d of %d (%s): %s%s step %ld, then %s (cause: %s at step %ld)",

@@ -146,17 +146,6 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
     }
 }
 
-/* The finding the fix key applies (trainer.c's order: the first
- * diagnosis with a fix, else the first warning with one), or NULL. */
-static const diag_finding *fix_of(const trainer_diagnosis *d)
-{
-    for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
-        for (int i = 0; i < d->n; i++)
-            if ((int)d->f[i].kind == kind && d->f[i].fix[0])
-                return &d->f[i];
-    return NULL;
-}
-
 /* What the fix key does for finding f, as one line. */
 static void fix_line(text *t, const diag_finding *f, const trainer_status *s)
 {
@@ -247,7 +236,7 @@ static void run_lines(text *t, const trainer_status *s, int run)
             layer_now(t, f->layer, &v, s->have_metrics);
             say(t, "    try: %s", f->hint);
             keys_line(t, f, &v);
-            if (f == fix_of(v.d))
+            if (f == trainer_diagnosis_fix(v.d))
                 fix_line(t, f, s);
         }
 }

@@ -959,6 +959,13 @@ static void test_prec_and_fault(void)
     CHECK(strncmp(row(&g, L.layers.r + 3), "  1!", 4) == 0);
     CHECK(style_at(&g, L.layers.r + 3, 3) == TUI_S_BAD);
     CHECK(strncmp(row(&g, L.layers.r + 4), "  0 ", 4) == 0);
+    /* an act max of 0 (headroom inf) or NaN: "-", never "inf" */
+    s->s.last.layer[0].headroom = INFINITY;
+    s->s.last.layer[2].headroom = NAN;
+    tui_draw(&g, s, &ui);
+    CHECK(strstr(row(&g, L.layers.r + 4), "       -") && !strstr(row(&g, L.layers.r + 4), "inf"));
+    CHECK(strstr(row(&g, L.layers.r + 2), "       -") != NULL);
+    CHECK(style_at(&g, L.layers.r + 2, k.prec + 7) == TUI_S_BAD);
     /* fp32: no column */
     s->s.cfg.precision = FMT_FP32;
     tui_draw(&g, s, &ui);

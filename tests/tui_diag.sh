@@ -72,6 +72,18 @@ check_exited "the fixed run" 0
 ! grep -q -- "--on-diverge continue" "$T/err" && ok ||
     no "a fixed run's exit cites --on-diverge continue: $(cat "$T/err")"
 
+# ---- a finite blow-up pauses the live view as a divergence does ----------
+open_d DIVERGED "$BIN -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --lr 1.0"
+panel 'DIAGNOSIS at step' && panel 'blew up, finite: loss' && panel 'update ratio' && ok ||
+    no "D on a blow-up: $(screen)"
+key x
+wait_gone 'DIAGNOSIS at step' 10
+screen | head -n 1 | grep -qF 'blew up, finite' && screen | head -n 1 | grep -qF '! blowup' &&
+    ! screen | head -n 1 | grep -qF 'first non-finite' && ok ||
+    no "status line of a blow-up: $(screen | head -n 1)"
+key q
+check_exited "the blown-up run" 3
+
 # ---- a healthy run: nothing to report, with its headroom -----------------
 open_d DONE "$BIN -L 2 -d 32 -T 16 -B 4 --val-every 25 --steps 30"
 panel 'no warnings; the run is healthy: headroom' && ok || no "D on a healthy run: $(screen)"

@@ -1,11 +1,11 @@
 #!/bin/sh
 # tui_diag.sh - the D overlay in a tmux pane: an fp16 run whose norm
-# variance overflows (near step 140) pauses DIVERGED; D shows the
+# variance overflows (near step 176) pauses DIVERGED; D shows the
 # diagnosis with its numbers, the layer's numbers now, what to try and the
 # keys for it; any key closes it, D again too; a applies its fix and the
 # run trains on, marked "fix" on the chart; q on a diverged run prints
-# its cause. A healthy run's D says so
-# with its headroom; under --compare, where only run b diverges, it gives
+# its cause. A finite blow-up (LR 1.0) pauses DIVERGED too and says it is
+# finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
 # both runs' diagnoses, b's naming its layer.
 #
 # Usage: NS_BIN=./normscope sh tests/tui_diag.sh

@@ -17,7 +17,7 @@ watchdog "${NS_E2E_LIMIT:-600}"
 need_tmux_bin
 sanitizer_env
 W=diag
-# 4 blocks of width 32: the final norm's variance overflows fp16 near step 140
+# 4 blocks of width 32: the final norm's variance overflows fp16 near step 176
 F="-L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --precision fp16 --fp32-norms off"
 run() {
     key "clear; LC_ALL=C $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter

@@ -119,6 +119,7 @@ struct trainer {
     const char *fix_due; /* --on-diverge/--on-stall fix: apply one after this
                             step's report; the flag that asked */
     int fixed_row;     /* the next step's rows say "fixed" */
+    int in_script;     /* applying a --script command (apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
 };
@@ -613,7 +614,7 @@ static void apply_command(trainer *t, const ns_command *c, int target)
     long before = engine_steps_done(e);
     t->applied++;
     if (c->kind == CMD_FIX) {
-        apply_fix(t, "the a key");
+        apply_fix(t, t->in_script ? "the script" : "the a key");
         return;
     }
     if (t->sync && is_flow(c)) {
@@ -790,7 +791,10 @@ static void apply_fix(trainer *t, const char *how)
 /* Script commands are applied exactly as keys are. */
 static void script_cmd(void *ctx, const ns_command *c, int target)
 {
-    apply_command(ctx, c, target);
+    trainer *t = ctx;
+    t->in_script = 1; /* for the log: who asked for a fix */
+    apply_command(t, c, target);
+    t->in_script = 0;
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */

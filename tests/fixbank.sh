@@ -96,6 +96,16 @@ snap=$(sed -n 's/.*fix 1 of 3 (--on-diverge fix): went back to step \([0-9]*\),.
 n=$(grep -c ',exploded,' "$T/fp32hi.csv")
 [ "$n" -ge 1 ] && ok || no "fp32hi: no exploded row"
 
+# ---- the script's fix command: as the a key, from a script ----
+printf 'at 20: lr x1000\nat 100: fix\n' >"$T/fix.script"
+timeout $TO "$BIN" --headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50 --steps 300 \
+    --on-diverge continue --script "$T/fix.script" >/dev/null 2>"$T/cmd.err" </dev/null
+rc=$?
+val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/cmd.err")
+[ "$rc" -eq 0 ] && grep -q "fix 1 of 3 (the script): went back to step 0, then lr 0.001 (cause: lr at" \
+    "$T/cmd.err" && awk -v v="$val" 'BEGIN { exit !(v != "" && v < 2.9) }' && ok ||
+    no "the fix command: exit $rc, val '$val': $(grep 'fix\|steps in' "$T/cmd.err")"
+
 # ---- at most 3 fixes: an LR raised 1000x every 40 steps beats them ----
 printf 'every 40: lr x1000\n' >"$T/every.script"
 timeout $TO "$BIN" $F --lr 1e-3 --steps 600 --script "$T/every.script" >/dev/null \

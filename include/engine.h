@@ -142,6 +142,13 @@ long engine_rewind(engine *e);
  * its step's metrics in *m; 1, or 0 when its metrics are not kept (a
  * loaded run's first), -1 when there is none. */
 int engine_snapshot_before(const engine *e, long before, long *step, step_metrics *m);
+/* The same to the newest snapshot at or before step `at` (a fix goes back
+ * to before what it fixes began). */
+long engine_rewind_before(engine *e, long at);
+/* Doublings from act_max to limit: log2(limit / act_max), in double (the
+ * float quotient overflows to inf for fp32's max over an act max below
+ * 1); NaN when act_max is not a number, inf when it is 0. */
+float engine_headroom(float limit, float act_max);
 /* The metrics of the step the run is at (after a rewind: the snapshot's
  * step's, which the snapshot keeps). 1 and fills out, or 0 when the engine
  * has none for it (step 0, a loaded run before its first step). */

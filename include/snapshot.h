@@ -53,11 +53,20 @@ const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
  * line's mark: the rule of the latest ("headroom", "stall":
  * diag_rule_name), "" for none. */
 #define TRAINER_FINDINGS 6
+/* A run applies its diagnosis' fix (the a key, --on-diverge fix) at most
+ * this many times; then it stops with the diagnosis. */
+#define TRAINER_FIX_MAX 3
+#define TRAINER_STALL_FIX 2 /* trainer_opts.on_stall: --on-stall fix */
 typedef struct {
     char alert[16];
     int n;
     diag_finding f[TRAINER_FINDINGS];
 } trainer_diagnosis;
+
+/* The finding whose fix the a key and --on-diverge fix apply: the first
+ * diagnosis with one (the cause), else the first warning with one; NULL
+ * for none. */
+const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
 
 /* A line of the event log: the engine's (ns_event, typed where it is
  * made) and the trainer's own (pause, resume, validation, DIVERGED, a
@@ -145,6 +154,7 @@ typedef struct {
     long ask_step;
     unsigned ask_seq;
     int stall_stopped;   /* headless, --on-stall stop ended the stalled run */
+    int fixes;           /* fixes applied so far (at most TRAINER_FIX_MAX) */
     /* The curve the latest rewind abandoned, so the chart can keep it grey
      * behind the replay: the losses (a's, b's) of steps ghost_first ..
      * ghost_first + ghost_n - 1, in the snapshot's ghost arrays; ghost_seq

@@ -41,7 +41,9 @@
 
 typedef struct {
     long limit;          /* pause (state DONE) when this many steps are done; 0 = never */
-    on_diverge on_div;   /* a non-finite step: pause (default) or stop -> DIVERGED; continue */
+    on_diverge on_div;   /* a non-finite step or a finite blow-up (diagnose.h): pause
+                          * (default) or stop -> DIVERGED; continue; fix: rewind and
+                          * apply the diagnosis' next step, TRAINER_FIX_MAX times */
     ns_script *script;   /* commands at set steps, or NULL; used by the running thread only */
     int start_paused;    /* begin in PAUSED (tests, scripted demos) */
     double sample_every; /* seconds between samples; 0 = never */
@@ -85,9 +87,10 @@ typedef struct {
     /* the data's unigram entropy (diag_unigram_entropy), the stall rule's
      * plateau; 0 leaves the stall rule silent */
     double plateau;
-    /* --on-stall stop: trainer_run ends when the diagnosis finds a run
+    /* --on-stall stop (1): trainer_run ends when the diagnosis finds a run
      * (a, or the twin b) stalled (trainer_status.stall_stopped); the live
-     * view goes on */
+     * view goes on. TRAINER_STALL_FIX: the stall's fix is applied, as
+     * --on-diverge fix applies a divergence's */
     int on_stall;
 } trainer_opts;
 

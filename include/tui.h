@@ -279,6 +279,7 @@ typedef enum {
     TUI_ACT_LOG_PGNEWER,
     TUI_ACT_HELP,
     TUI_ACT_DIAG,       /* the runs' diagnosis (tui_diag.c) */
+    TUI_ACT_FIX,        /* in the D panel: apply the diagnosis' first next step */
     TUI_ACT_QUIT,
     TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
     TUI_ACT_STEP_FWD,

@@ -16,8 +16,8 @@ void cli_usage(FILE *f)
           "activation maxima and the loss while it trains.\n\noptions:\n",
           f);
     settings_help(f);
-    fputs("\nexit status: 0 done, 1 runtime error, 2 bad usage or input, 3 diverged,\n"
-          "4 stalled (--on-stall stop)\n"
+    fputs("\nexit status: 0 done, 1 runtime error, 2 bad usage or input, 3 diverged or\n"
+          "blew up (finite), 4 stalled (--on-stall stop)\n"
           "See normscope(1) for the metrics columns and the checkpoint format.\n",
           f);
 }

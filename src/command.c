@@ -81,7 +81,10 @@ int command_apply(engine *e, const ns_command *c)
         engine_note(e, "snapshot at step %ld", engine_steps_done(e));
         return CMD_APPLIED;
     case CMD_REWIND:
-        return engine_rewind(e) < 0 ? CMD_FAILED : CMD_APPLIED;
+        return (c->v.type == CMDV_REAL ? engine_rewind_before(e, (long)c->v.u.x)
+                                       : engine_rewind(e)) < 0
+                   ? CMD_FAILED
+                   : CMD_APPLIED;
     case CMD_NOTE:
         engine_note(e, "%s", c->text);
         return CMD_APPLIED;
@@ -108,6 +111,7 @@ static const struct {
     {CMD_REINIT, "reinit", 0},
     {CMD_SNAPSHOT, "snapshot", 0},
     {CMD_REWIND, "rewind", 0},
+    {CMD_FIX, "fix", 0},
     {CMD_NOTE, "note", TAKES_TEXT},
     {CMD_PAUSE, "pause", TAKES_TEXT | TAKES_MAYBE}, /* a lesson's question, or none */
     {CMD_RESUME, "resume", 0},

@@ -303,6 +303,15 @@ static void grad_norms_task(void *ctx, int l, int thread)
     j->grad_sq[l] = (sq[0] + sq[1]) + sq[2];
 }
 
+float engine_headroom(float limit, float act_max)
+{
+    if (isnan(act_max))
+        return NAN;
+    if (!(act_max > 0))
+        return INFINITY;
+    return (float)(ns_log2((double)limit) - ns_log2((double)act_max));
+}
+
 /* Per-layer statistics of the step just computed into out (gradient
  * norms over the pool, activation maxima, headroom, the first non-finite
  * op); returns the global gradient norm. */
@@ -325,7 +334,7 @@ static float step_stats(engine *e, step_metrics *out, ns_pool *pool, norms_job *
         lm->resid_rms = m->stats[l].resid_rms;
         lm->overflow = (float)m->counts[l].overflow;
         lm->underflow = (float)m->counts[l].underflow;
-        lm->headroom = lm->act_max > 0 ? log2f(fmax / lm->act_max) : INFINITY;
+        lm->headroom = engine_headroom(fmax, lm->act_max);
     }
     /* the global norm from the parts, in layer order whatever the count */
     double gsq = e->grad_sq[m->L];
@@ -615,11 +624,15 @@ int engine_snapshot_before(const engine *e, long before, long *step, step_metric
     return 1;
 }
 
-long engine_rewind(engine *e)
+long engine_rewind(engine *e) { return engine_rewind_before(e, e->step - 1); }
+
+long engine_rewind_before(engine *e, long at)
 {
-    snapshot *best = newest_before(e, e->step);
+    if (at >= e->step)
+        at = e->step - 1;
+    snapshot *best = newest_before(e, at + 1);
     if (!best) {
-        event_of(e, NS_EV_REFUSED, -1, "rewind: no snapshot before step %ld", e->step);
+        event_of(e, NS_EV_REFUSED, -1, "rewind: no snapshot at or before step %ld", at);
         return -1;
     }
     size_t n = e->m.n_params;
@@ -633,10 +646,16 @@ long engine_rewind(engine *e)
     /* the schedule comes back, but the settings in force stay as they are
      * now, so a change made before rewinding applies to the replay */
     int warm_on = e->sched.warmup_on;
+    long ramp_start = e->sched.ramp_start;
     float peak = e->sched.peak;
     e->sched = best->sched;
     e->sched.warmup_on = warm_on;
     e->sched.peak = peak;
+    /* warmup turned on after the snapshot: its ramp starts where the
+     * replay does (it started at the abandoned step, which the replay
+     * reaches only after its ramp would have ended) */
+    if (warm_on && (!best->sched.warmup_on || ramp_start > best->step))
+        e->sched.ramp_start = best->step;
     e->scale = best->scale;
     e->good = best->good;
     e->last = best->metrics; /* the snapshot's step's numbers, when it has them */

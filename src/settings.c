@@ -23,7 +23,7 @@
 #define NAMES(a) .names = a, .n_names = (int)(sizeof a / sizeof a[0])
 
 /* --on-stall's values, index = cli_opts.on_stall */
-static const char *const on_stall_names[] = {"continue", "stop"};
+static const char *const on_stall_names[] = {"continue", "stop", "fix"};
 /* The live view's gradient bars (cli_opts.bars_rel is the index). */
 static const char *const bars_names[] = {"absolute", "relative"};
 
@@ -158,11 +158,13 @@ static const ns_setting table[] = {
      .keys = {{'l', 0, "toggle", "loss scaling dynamic / off (bf16, fp16)"}},
      IN_LOW_PRECISION},
     {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
-     .def_text = "pause live, stop headless: exit 3", .help = "on a non-finite loss or gradient",
+     .def_text = "pause live, stop headless: exit 3",
+     .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' fix",
      CFG(on_div), .applies = {pause_resumable, "headless", "the live view; headless, a "
                               "divergence stops the run as stop does: exit 3"}},
     {.name = "on-stall", .type = SET_ENUM, NAMES(on_stall_names), .def_text = "continue",
-     .help = "on a stall (see DIAGNOSIS in the man page): go on, or stop: exit 4", OPT(on_stall)},
+     .help = "on a stall (see DIAGNOSIS in the man page): go on, stop (exit 4), or apply the "
+             "diagnosis' fix", OPT(on_stall)},
     {.name = "snapshot-every", .type = SET_INT, .arg = "N", .hi = 1e9, .def = 50,
      .help = "keep an in-memory snapshot every N steps, 0 = none", CFG(snapshot_every), .ckpt = 18},
     {.name = "snapshots", .type = SET_INT, .arg = "K", .lo = 1, .hi = 1000, .def = 8,

@@ -43,8 +43,18 @@ void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metr
     snprintf(pt->mark_b, sizeof pt->mark_b, "%s", mark_b ? mark_b : "");
 }
 
+const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d)
+{
+    for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
+        for (int i = 0; i < d->n; i++)
+            if ((int)d->f[i].kind == kind && d->f[i].fix[0])
+                return &d->f[i];
+    return NULL;
+}
+
 int trainer_ended_diverged(const trainer_status *s)
 {
     return s->state == TRAINER_DIVERGED ||
-           (s->have_metrics && (s->last.nonfinite || (s->compare && s->last_b.nonfinite)));
+           (s->have_metrics && (s->last.nonfinite || s->last.exploded ||
+                                (s->compare && (s->last_b.nonfinite || s->last_b.exploded))));
 }

@@ -115,6 +115,11 @@ struct trainer {
     unsigned generation;
     run_diag *rd;    /* [2]: the diagnosis of run a and of the twin b */
     int stall_stopped; /* --on-stall stop ended the run (headless) */
+    int fixes;         /* fixes applied (TRAINER_FIX_MAX at most) */
+    const char *fix_due; /* --on-diverge/--on-stall fix: apply one after this
+                            step's report; the flag that asked */
+    int fixed_row;     /* the next step's rows say "fixed" */
+    int in_script;     /* applying a --script command (apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
 };
@@ -259,6 +264,7 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->ask_step = t->ask_step;
     s->ask_seq = t->ask_seq;
     s->stall_stopped = t->stall_stopped;
+    s->fixes = t->fixes;
     if (t->o.twin) {
         engine *b = t->o.twin;
         s->last_b = t->mb;
@@ -406,6 +412,19 @@ static void add_mark(char *mark, const char *label)
     mark[used + n] = 0;
 }
 
+/* Runs there are: a, and b with a twin. */
+static int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
+
+/* A run's metrics (1 = b). */
+static step_metrics *run_metrics(trainer *t, int run) { return run ? &t->mb : &t->m; }
+
+/* What names a run's lines, as its engine events are named: "b: ", and
+ * "a: " beside a twin; "" alone. */
+static const char *run_prefix(const trainer *t, int run)
+{
+    return !t->o.twin ? "" : run ? "b: " : "a: ";
+}
+
 /* ---- commands (trainer thread, between steps) -------------------------- */
 
 static void set_state(trainer *t, trainer_state s)
@@ -463,7 +482,7 @@ static void pause_ask(trainer *t, const ns_command *c)
 
 /* What a run's marker names (mark_bits): a re-init, a rewind, and each
  * mid-run setting by its hook, in the hooks' order. */
-enum { MARK_REINIT = 1u << 0, MARK_REWIND = 1u << 1, MARK_HOOK0 = 2 };
+enum { MARK_REINIT = 1u << 0, MARK_REWIND = 1u << 1, MARK_FIX = 1u << 2, MARK_HOOK0 = 3 };
 _Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
 
 /* The chart marker of the changes before the next step on one run's curve
@@ -484,6 +503,8 @@ static void mark_for(trainer *t, int run, const ns_command *c)
     else if (row && row->hook != SETH_NONE)
         *bits |= 1u << (MARK_HOOK0 + row->hook);
     mark[0] = 0;
+    if (*bits & MARK_FIX)
+        add_mark(mark, "fix");
     if (*bits & MARK_REINIT)
         add_mark(mark, "reinit");
     if (*bits & MARK_REWIND)
@@ -584,12 +605,18 @@ static int is_flow(const ns_command *c)
            c->kind == CMD_STEP || c->kind == CMD_STOP;
 }
 
+static void apply_fix(trainer *t, const char *how);
+
 /* target: the run(s) a settings command acts on under --compare (twin.h). */
 static void apply_command(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;
     long before = engine_steps_done(e);
     t->applied++;
+    if (c->kind == CMD_FIX) {
+        apply_fix(t, t->in_script ? "the script" : "the a key");
+        return;
+    }
     if (t->sync && is_flow(c)) {
         apply_flow_sync(t, c);
         return;
@@ -661,10 +688,113 @@ static void apply_command(trainer *t, const ns_command *c, int target)
         mark_for(t, 1, c);
 }
 
+/* ---- the diagnosis' fix (the a key, --on-diverge fix) ------------------- */
+
+/* The finding whose fix applies (trainer_diagnosis_fix), and its run:
+ * the run that diverged first, else a before b. NULL for none. */
+static const diag_finding *fix_finding(const trainer *t, int *run)
+{
+    int order[2] = {t->diverged_run == 1 ? 1 : 0, t->diverged_run == 1 ? 0 : 1};
+    for (int k = 0; k < n_runs(t); k++) {
+        const diag_finding *f = trainer_diagnosis_fix(&t->rd[order[k]].view);
+        if (f) {
+            *run = order[k];
+            return f;
+        }
+    }
+    return NULL;
+}
+
+/* Go back as the fix says: a rewind to the newest snapshot at or before
+ * its step (a re-init when there is none that old), a re-init, or
+ * nothing. Returns the step the run is at then. */
+static long fix_go_back(trainer *t, const diag_finding *f)
+{
+    long before = engine_steps_done(t->e);
+    ns_command c;
+    if (f->fix_from == DIAG_FROM_SNAPSHOT) {
+        c = command_make(CMD_REWIND);
+        c.v.type = CMDV_REAL;
+        c.v.u.x = (double)(f->fix_before > 0 ? f->fix_before : 0);
+        apply_command(t, &c, TWIN_BOTH);
+        if (engine_steps_done(t->e) < before || before == 0)
+            return engine_steps_done(t->e);
+    }
+    if (f->fix_from != DIAG_FROM_HERE && before > 0) {
+        c = command_make(CMD_REINIT);
+        apply_command(t, &c, TWIN_BOTH);
+    }
+    return engine_steps_done(t->e);
+}
+
+/* Run a fix's commands (';'-separated script commands) on target, as
+ * keys are run. */
+static void fix_commands(trainer *t, const char *fix, int target)
+{
+    char list[DIAG_FIX_TEXT], *save = NULL;
+    snprintf(list, sizeof list, "%s", fix);
+    for (char *w = strtok_r(list, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
+        ns_command c;
+        char err[128];
+        while (*w == ' ')
+            w++;
+        if (command_parse(w, &c, err, sizeof err) == 0)
+            apply_command(t, &c, target);
+    }
+}
+
+/* Apply the diagnosis' first next step (diag_finding.fix): go back, run
+ * its commands on its run, note it (the log, a "fix" mark, the next row's
+ * state "fixed") and train on; at most TRAINER_FIX_MAX times, then the run
+ * stops with its diagnosis. how: what asked for it, for the log. */
+static void apply_fix(trainer *t, const char *how)
+{
+    int run = 0;
+    const diag_finding *found = fix_finding(t, &run);
+    if (!found) {
+        engine_note(t->e, "fix (%s): no finding names a next step to apply", how);
+        pull_engine_events(t);
+        if (t->diverged_run >= 0 && strcmp(how, "--on-diverge fix") == 0) {
+            set_state(t, TRAINER_DIVERGED); /* nothing to fix it with: as stop */
+            t->budget = 0;
+        }
+        return;
+    }
+    if (t->fixes >= TRAINER_FIX_MAX) {
+        int stall = strcmp(how, "--on-stall fix") == 0; /* a stall is no divergence */
+        engine_note(t->e, "fix (%s): %d applied already, the most; %s", how, t->fixes,
+                    stall ? "the run goes on" : "stopping with the diagnosis");
+        pull_engine_events(t);
+        if (!stall) {
+            set_state(t, TRAINER_DIVERGED);
+            t->budget = 0;
+        }
+        return;
+    }
+    diag_finding f = *found; /* a rewind clears the episode's list */
+    long from = engine_steps_done(t->e);
+    long at = fix_go_back(t, &f);
+    int target = !t->o.twin ? TWIN_BOTH : run ? TWIN_B : TWIN_A;
+    t->mark_bits[run] |= MARK_FIX; /* the commands' marks name it first */
+    fix_commands(t, f.fix, target);
+    t->fixes++;
+    t->fixed_row = 1;
+    engine_note(t->e, "fix %d of %d (%s): %s%s step %ld, then %s (cause: %s at step %ld)",
+                t->fixes, TRAINER_FIX_MAX, how, run_prefix(t, run),
+                at < from ? "went back to" : "stayed at", at, f.fix, diag_rule_name(f.rule), f.step);
+    pull_engine_events(t);
+    if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)
+        set_state(t, TRAINER_RUNNING);
+    t->budget = 0;
+}
+
 /* Script commands are applied exactly as keys are. */
 static void script_cmd(void *ctx, const ns_command *c, int target)
 {
-    apply_command(ctx, c, target);
+    trainer *t = ctx;
+    t->in_script = 1; /* for the log: who asked for a fix */
+    apply_command(t, c, target);
+    t->in_script = 0;
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */
@@ -687,9 +817,9 @@ static void take_sample(trainer *t, double now)
  * when both were finite. The one place this is decided. */
 static int diverged_run_of(const step_metrics *a, const step_metrics *b)
 {
-    if (a->nonfinite)
+    if (a->nonfinite || a->exploded)
         return 0;
-    return b && b->nonfinite ? 1 : -1;
+    return b && (b->nonfinite || b->exploded) ? 1 : -1;
 }
 
 /* The step's CSV row and JSONL line(s), flushed. A failed write (a full disk) is
@@ -776,19 +906,6 @@ static void report_events(trainer *t)
 
 /* ---- each run's diagnosis (diagnose.c), each step ------------------------ */
 
-/* Runs there are: a, and b with a twin. */
-static int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
-
-/* A run's metrics (1 = b). */
-static step_metrics *run_metrics(trainer *t, int run) { return run ? &t->mb : &t->m; }
-
-/* What names a run's lines, as its engine events are named: "b: ", and
- * "a: " beside a twin; "" alone. */
-static const char *run_prefix(const trainer *t, int run)
-{
-    return !t->o.twin ? "" : run ? "b: " : "a: ";
-}
-
 /* The step's findings, kept until reported; the stalled mark on each row. */
 static void diagnosis_observe(trainer *t)
 {
@@ -797,7 +914,21 @@ static void diagnosis_observe(trainer *t)
         step_metrics *m = run_metrics(t, r);
         d->n_found = diag_observe(&d->d, m, d->found, DIAG_MAX_FINDINGS);
         m->stalled = diag_stalled(&d->d);
+        m->exploded = diag_exploded(&d->d);
+        m->fixed = t->fixed_row;
     }
+    t->fixed_row = 0;
+}
+
+/* Did this step find rule's diagnosis in a run (once an episode: a
+ * finite blow-up, a stall)? The run, or -1. */
+static int found_rule(const trainer *t, diag_rule rule)
+{
+    for (int r = 0; r < n_runs(t); r++)
+        for (int i = 0; i < t->rd[r].n_found; i++)
+            if (t->rd[r].found[i].rule == rule && t->rd[r].found[i].kind == DIAG_DIAGNOSIS)
+                return r;
+    return -1;
 }
 
 /* Keep f in the episode's list; when it is full the oldest warning (or,
@@ -812,7 +943,38 @@ static void view_add(trainer_diagnosis *v, const diag_finding *f)
         v->n--;
     }
     v->f[v->n++] = *f;
-    snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(f->rule));
+    /* the status line's mark is the cause the panel and the summary give
+     * first: the episode's first diagnosis; else the latest warning */
+    const diag_finding *shown = f;
+    for (int i = v->n - 1; i >= 0; i--)
+        if (v->f[i].kind == DIAG_DIAGNOSIS)
+            shown = &v->f[i];
+    snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
+}
+
+/* A finding's line as events of at most NS_EVENT_TEXT - 1 characters, cut
+ * at spaces (a finding is longer than an event: never cut a number); the
+ * continuations are indented under the first line's text. */
+static void add_event_wrapped(trainer *t, int layer, const char *prefix, const char *text)
+{
+    size_t room = NS_EVENT_TEXT - 1 - strlen(prefix), len = strlen(text);
+    const char *ind = "";
+    while (len > 0) {
+        size_t take = len, cap = room - strlen(ind);
+        if (take > cap) {
+            take = cap;
+            while (take > 0 && text[take] != ' ')
+                take--;
+            if (take == 0)
+                take = cap; /* one word longer than an event */
+        }
+        add_event(t, NS_EV_WARNING, layer, "%s%s%.*s", prefix, ind, (int)take, text);
+        text += take;
+        len -= take;
+        while (*text == ' ')
+            text++, len--;
+        ind = "    ";
+    }
 }
 
 /* The step's findings as events, after the engine's, named by run like
@@ -826,21 +988,24 @@ static void diagnosis_events(trainer *t)
             memset(&d->view, 0, sizeof d->view); /* a rewind or a setting change */
         for (int i = 0; i < d->n_found; i++) {
             const diag_finding *f = &d->found[i];
-            add_event(t, NS_EV_WARNING, f->layer, "%s%s", run_prefix(t, r), f->text);
-            add_event(t, NS_EV_WARNING, f->layer, "%s  try: %s", run_prefix(t, r), f->hint);
+            char hint[DIAG_TEXT + 8];
+            snprintf(hint, sizeof hint, "  try: %s", f->hint);
+            add_event_wrapped(t, f->layer, run_prefix(t, r), f->text);
+            add_event_wrapped(t, f->layer, run_prefix(t, r), hint);
             view_add(&d->view, f);
         }
     }
 }
 
 /* Headless, --on-stall stop: a stalled run (a's first) ends the run
- * (trainer_status.stall_stopped). */
+ * (trainer_status.stall_stopped); --on-stall fix (live too): a stall
+ * found this step has its fix applied after the report. */
 static void stop_if_stalled(trainer *t)
 {
     int r = 0;
     while (r < n_runs(t) && !run_metrics(t, r)->stalled)
         r++;
-    if (!t->sync || !t->o.on_stall || r == n_runs(t) || t->state != TRAINER_RUNNING)
+    if (!t->sync || t->o.on_stall != 1 || r == n_runs(t) || t->state != TRAINER_RUNNING)
         return;
     set_state(t, TRAINER_DONE);
     t->budget = 0;
@@ -877,10 +1042,10 @@ static void diagnosis_report(trainer *t)
  * stalled, the cause and what to try. */
 static void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
 {
-    for (int r = 0; t->sync && s->have_metrics && r < n_runs(t); r++) {
+    for (int r = 0; s->have_metrics && r < n_runs(t); r++) {
         const step_metrics *m = r ? &s->last_b : &s->last;
         const diag_finding *c = &t->rd[r].d.last_diagnosis;
-        int ended_bad = m->nonfinite || m->stalled ||
+        int ended_bad = m->nonfinite || m->stalled || m->exploded ||
                         (s->state == TRAINER_DIVERGED && trainer_diverged_run(s) == r);
         if (ended_bad && c->step > 0)
             fprintf(f, "normscope: %scause: %s\nnormscope: %stry: %s\n", run_prefix(t, r),
@@ -965,15 +1130,28 @@ static void do_step(trainer *t)
     if (t->o.twin && t->mb.has_val)
         validation_event(t, 1, &t->mb);
     long done = engine_steps_done(t->e);
-    if (bad && t->o.on_div != ONDIV_CONTINUE) {
+    int blown = found_rule(t, DIAG_R_BLOWUP); /* a finite blow-up counts as a divergence */
+    if ((bad || blown >= 0) && t->o.on_div == ONDIV_FIX) {
+        t->fix_due = "--on-diverge fix"; /* after the step's findings are reported */
+    } else if (found_rule(t, DIAG_R_STALL) >= 0 && t->o.on_stall == TRAINER_STALL_FIX &&
+               t->fixes < TRAINER_FIX_MAX) {
+        t->fix_due = "--on-stall fix";
+    } else if (bad && t->o.on_div != ONDIV_CONTINUE) {
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
         const step_metrics *d = t->diverged_run == 1 ? &t->mb : &t->m;
         add_event(t, NS_EV_DIVERGED, d->fault_layer,
-                  "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
+                  "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds, D a fixes",
                   done, d == &t->mb ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
         rewind_target_event(t, d == &t->mb ? t->o.twin : t->e);
+    } else if (blown >= 0 && t->o.on_div != ONDIV_CONTINUE) {
+        set_state(t, TRAINER_DIVERGED);
+        t->budget = 0;
+        add_event(t, NS_EV_DIVERGED, -1,
+                  "BLEW UP at step %ld (%sloss %.4g, finite): paused; b rewinds, D a fixes", done,
+                  blown ? "run b, " : "", (double)run_metrics(t, blown)->loss);
+        rewind_target_event(t, blown ? t->o.twin : t->e);
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
         add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);
@@ -1065,6 +1243,11 @@ static void run_loop(trainer *t)
             step_once(t);
         report_events(t);
         diagnosis_report(t);
+        if (t->fix_due) {
+            apply_fix(t, t->fix_due);
+            t->fix_due = NULL;
+            report_events(t);
+        }
     }
 }
 
@@ -1158,9 +1341,14 @@ void trainer_run(trainer *t)
         const step_metrics *d = t->diverged_run == 1 ? &t->mb : &t->m;
         if (t->o.progress)
             fputc('\n', log);
-        fprintf(log, "normscope: %sdiverged at step %ld (first non-finite: %s); stopping\n",
-                !t->o.twin ? "" : d == &t->m ? "run a " : "run b ", d->step,
-                d->fault[0] ? d->fault : "loss");
+        if (d->nonfinite || !d->exploded)
+            fprintf(log, "normscope: %sdiverged at step %ld (first non-finite: %s); stopping\n",
+                    !t->o.twin ? "" : d == &t->m ? "run a " : "run b ", d->step,
+                    d->fault[0] ? d->fault : "loss");
+        else
+            fprintf(log, "normscope: %sblew up at step %ld (loss %.4g, finite); stopping\n",
+                    !t->o.twin ? "" : d == &t->m ? "run a " : "run b ", d->step,
+                    (double)d->loss);
     }
     report_events(t); /* the drain: both runs */
     if (log && t->o.progress)
@@ -1238,7 +1426,8 @@ void trainer_summary(trainer *t, FILE *f)
         fprintf(f, "normscope: b (%s): loss %s, val %s\n", t->o.label_b ? t->o.label_b : "twin",
                 losstxt, valtxt);
     }
-    if (s.diverged_steps > 0 && s.state != TRAINER_DIVERGED && !s.write_failed)
+    if (s.diverged_steps > 0 && s.state != TRAINER_DIVERGED && !s.write_failed &&
+        t->o.on_div == ONDIV_CONTINUE)
         fprintf(f,
                 "normscope: %ld diverged steps were not applied (--on-diverge continue; state "
                 "diverged in --csv)\n",

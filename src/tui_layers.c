@@ -132,7 +132,9 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
         snprintf(b, sizeof b, "ovf%5.0f", (double)lm->overflow);
         st = TUI_S_BAD;
     } else if (!isfinite(lm->headroom)) {
-        snprintf(b, sizeof b, "%8s", isnan(lm->headroom) ? "-" : "inf");
+        /* NaN: the act max was not a number; inf: it was 0 (a block a
+         * norm gain of 0 switched off), nothing to measure against */
+        snprintf(b, sizeof b, "%8s", "-");
         st = isnan(lm->headroom) ? TUI_S_BAD : TUI_S_DIM;
     } else {
         snprintf(b, sizeof b, "%8.1f", (double)lm->headroom);

@@ -130,7 +130,9 @@ static void status_run_values(items *l, const trainer_status *s, int run)
         add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
     if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
         add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
-    if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
+    if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics && m->exploded && !m->nonfinite)
+        add_item(l, TUI_S_BAD, 0, "blew up%s, finite", run ? " (b)" : "");
+    else if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
         /* where it started, not the last symptom: the first thing to look at */
         add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
                  m->fault[0] ? m->fault : "the loss");

@@ -9,6 +9,7 @@
 
 #include "engine.h"
 #include "model.h"
+#include "numfmt.h"
 #include "rng.h"
 #include "schedule.h"
 #include "testengine.h"
@@ -570,6 +571,37 @@ static void test_event_steps_and_rewind_metrics(void)
     engine_free(e);
 }
 
+/* Headroom in doublings: a number for an act max below 1 against fp32's
+ * max (the float quotient would be inf), NaN for NaN, inf for 0. */
+static void test_headroom(void)
+{
+    float fmax = numfmt_max(FMT_FP32);
+    float h = engine_headroom(fmax, 0.12f);
+    CHECK(isfinite(h) && fabs(h - (log2(3.40282347e38) - log2(0.12))) < 1e-3);
+    CHECK(isnan(engine_headroom(fmax, NAN)));
+    CHECK(isinf(engine_headroom(fmax, 0.0f)) && engine_headroom(fmax, 0.0f) > 0);
+    CHECK(fabs(engine_headroom(256.0f, 128.0f) - 1.0f) < 1e-6);
+}
+
+/* A rewind to at or before a step: the newest snapshot that old. */
+static void test_rewind_before(void)
+{
+    ns_config c = small_cfg();
+    c.snapshot_every = 5;
+    char err[256];
+    engine *e = engine_create(&c, &D, err, sizeof err);
+    if (!CHECK(e != NULL))
+        return;
+    step_metrics m;
+    for (int i = 0; i < 17; i++)
+        engine_step(e, &m);
+    CHECK(engine_rewind_before(e, 12) == 10);
+    CHECK(engine_rewind_before(e, 100) == 5); /* before now, whatever was asked */
+    CHECK(engine_rewind_before(e, 3) == 0);
+    CHECK(engine_rewind_before(e, -1) == -1 && engine_steps_done(e) == 0);
+    engine_free(e);
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -584,5 +616,7 @@ int main(void)
     test_metric_slices();
     test_data();
     test_event_steps_and_rewind_metrics();
+    test_headroom();
+    test_rewind_before();
     return test_summary();
 }

@@ -827,6 +827,22 @@ static void test_diag_panel(void)
     CHECK(tui_apply(&ui, tui_bind_action("norm", "toggle"), 3, &c) == 0 && !ui.diag);
     tui_apply(&ui, TUI_ACT_DIAG, 3, &c);
     CHECK(tui_apply(&ui, TUI_ACT_DIAG, 3, &c) == 0 && !ui.diag); /* D again closes it */
+    /* a: in the panel it sends the fix and closes the panel; outside it,
+     * only a note saying where it works */
+    CHECK(tui_key_action('a') == TUI_ACT_FIX);
+    tui_apply(&ui, TUI_ACT_DIAG, 3, &c);
+    CHECK(tui_apply(&ui, TUI_ACT_FIX, 3, &c) == 1 && c.kind == CMD_FIX && !ui.diag);
+    ui.note[0] = 0;
+    CHECK(tui_apply(&ui, TUI_ACT_FIX, 3, &c) == 0 && strstr(ui.note, "press D"));
+    /* the panel's fix line: the first diagnosis' fix, where from, n of 3 */
+    snprintf(db->f[0].fix, sizeof db->f[0].fix, "fp32-norms on");
+    db->f[0].fix_from = DIAG_FROM_SNAPSHOT;
+    db->f[0].fix_before = 150;
+    int nl = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX), fl = 0;
+    for (int i = 0; i < nl; i++)
+        fl += strstr(lines[i], "a applies the fix: rewinds to the snapshot at or before step 150, "
+                               "then fp32-norms on, and trains on (fix 1 of 3)") != NULL;
+    CHECK(fl == 1);
     tui_grid_free(&g);
     free(s);
 }
@@ -999,6 +1015,13 @@ static void test_prec_and_fault(void)
     CHECK(strncmp(row(&g, L.layers.r + 3), "  1!", 4) == 0);
     CHECK(style_at(&g, L.layers.r + 3, 3) == TUI_S_BAD);
     CHECK(strncmp(row(&g, L.layers.r + 4), "  0 ", 4) == 0);
+    /* an act max of 0 (headroom inf) or NaN: "-", never "inf" */
+    s->s.last.layer[0].headroom = INFINITY;
+    s->s.last.layer[2].headroom = NAN;
+    tui_draw(&g, s, &ui);
+    CHECK(strstr(row(&g, L.layers.r + 4), "       -") && !strstr(row(&g, L.layers.r + 4), "inf"));
+    CHECK(strstr(row(&g, L.layers.r + 2), "       -") != NULL);
+    CHECK(style_at(&g, L.layers.r + 2, k.prec + 7) == TUI_S_BAD);
     /* fp32: no column */
     s->s.cfg.precision = FMT_FP32;
     tui_draw(&g, s, &ui);

@@ -243,8 +243,8 @@ static void grad_title(char *b, size_t n, const char *what, int w, int relative)
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
-    twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
-    twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+    twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak, s->joined};
+    twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b, s->joined};
     twin_label(which ? "b" : "a", which ? rb : ra, which ? ra : rb, b, n);
 }
 

@@ -474,9 +474,14 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
     for (int i = 1; i < argc; i++)
         (*argv2)[n++] = argv[i];
     int r = cli_parse(o, n, *argv2, stdout, stderr);
-    if (r) {
-        lesson_free(l);
+    lesson_free(l);
+    if (r)
         return r == 1 ? 1 : 2;
+    /* again, with the lines that hold for the run's settings: a question
+     * written for 24 layers is not asked of -L 6 */
+    if (lesson_load_for(o->lesson, &o->cfg, l, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 2;
     }
     if (!o->compare && l->compare[0])
         o->compare = l->compare;

@@ -6,6 +6,7 @@
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
 MAN7=$(dirname "$0")/../man/normscope-lessons.7
+LESSONS=$(dirname "$0")/../assets/lessons
 . "$(dirname "$0")/claims_lib.sh"
 T=$(mktemp -d /tmp/ns_lessons.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -52,9 +53,13 @@ lesson_warmup() {
     cmpv "with warmup: Post-LN trains (below 2.6)" "$a" "<" 2.6
 }
 
+# the question a lesson file asks at step N when SETTING=VALUE ("if
+# SETTING=VALUE: at N: pause ..."), from the file itself
+question_for() { sed -n "s/^if $2=$3: at $4: pause //p" "$LESSONS/$1.lesson"; }
+
 lesson_depth() {
     for L in 2 6 24; do
-        "$BIN" --headless -q --lesson depth -L "$L" --csv "$T/d$L.csv" 2>"$T/d.err" || { no "depth -L $L: $(cat "$T/d.err")"; return; }
+        "$BIN" --headless --lesson depth -L "$L" --csv "$T/d$L.csv" >/dev/null 2>"$T/d$L.err" || { no "depth -L $L: $(cat "$T/d$L.err")"; return; }
     done
     a2=$(last "$T/d2.csv" val_loss); b2=$(last "$T/d2.csv" b_val_loss)
     a6=$(last "$T/d6.csv" val_loss); b6=$(last "$T/d6.csv" b_val_loss)
@@ -63,6 +68,67 @@ lesson_depth() {
     cmpv "2 layers: |Post - Pre| validation gap small" "$d2" "<" 0.1
     cmpv "6 layers: Post-LN no worse than Pre-LN + 0.15" "$a6" "<=" "$b6" 0.15
     cmpv "24 layers: Post-LN at least 0.3 above Pre-LN" "$a24" ">=" "$b24" 0.3
+    # the question at step 150 follows -L: each depth asks its own, which
+    # holds for that depth's run at step 150, and no other depth's
+    for L in 2 6 24; do
+        q=$(question_for depth layers "$L" 150)
+        [ -n "$q" ] && grep -qF -- "$q" "$T/d$L.err" && ok "-L $L asks its question: $q" || no "-L $L: question '$q' not asked: $(grep '^normscope: a:' "$T/d$L.err")"
+        n=$(grep -c '^normscope: a: .*?$' "$T/d$L.err")
+        cmpv "-L $L: one question asked, no other depth's" "$n" "==" 1
+        a=$(at "$T/d$L.csv" val_loss 150); b=$(at "$T/d$L.csv" b_val_loss 150)
+        case $L:$q in
+        24:*"Post-LN is stuck on the plateau, Pre-LN trains"*)
+            cmpv "-L 24 at step 150: Post-LN on the plateau (val)" "$a" ">" 2.9
+            cmpv "-L 24 at step 150: Pre-LN trains, 0.3 below" "$b" "<=" "$a" -0.3 ;;
+        2:*"both train, Post-LN ahead for now"*)
+            cmpv "-L 2 at step 150: Post-LN trains" "$a" "<" 2.9
+            cmpv "-L 2 at step 150: Pre-LN trains" "$b" "<" 2.9
+            cmpv "-L 2 at step 150: Post-LN ahead" "$a" "<" "$b" ;;
+        6:*"Post-LN trains and is ahead"*)
+            cmpv "-L 6 at step 150: Post-LN trains" "$a" "<" 2.9
+            cmpv "-L 6 at step 150: Post-LN ahead" "$a" "<" "$b" ;;
+        *) no "-L $L: the question '$q' is not one this test knows how to check: measure it and add it" ;;
+        esac
+    done
+    # a depth the file has no question for gets one that claims nothing
+    "$BIN" --headless --lesson depth -L 3 --steps 151 >/dev/null 2>"$T/d3.err"
+    q=$(sed -n 's/^if layers!=[0-9,]*: at 150: pause //p' "$LESSONS/depth.lesson")
+    grep -qF -- "$q" "$T/d3.err" && ! grep "^normscope: a:" "$T/d3.err" | grep -q "[0-9] layers" \
+        && ok "-L 3: the depth-neutral question" || no "-L 3: $(grep '^normscope: a:' "$T/d3.err")"
+}
+
+# The keys the texts tell a teacher to press do what the texts say. A key
+# sends its settings row's command (settings.c; the key table's tests check
+# the binding): f "precision next", i "fp32-norms toggle", P "norm next",
+# and Tab makes the next ones act on run a alone (a script's "a:").
+# key_run LESSON SCRIPT-LINE: one step of the lesson after the command
+key_run() {
+    printf 'at 0: %s\n' "$2" >"$T/k.script"
+    "$BIN" --headless -q --lesson "$1" --steps 1 --no-pause --script "$T/k.script" --csv "$T/k.csv" 2>"$T/k.err" \
+        || no "$1 with '$2': $(cat "$T/k.err")"
+}
+lesson_keys() {
+    f=$LESSONS/fp16-layernorm.lesson
+    to=$(sed -n 's/.*f (fp16 to \([a-z0-9]*\), both runs).*/\1/p' "$f")
+    key_run fp16-layernorm "precision next"
+    [ -n "$to" ] && [ "$(at "$T/k.csv" precision 1)" = "$to" ] && [ "$(at "$T/k.csv" b_precision 1)" = "$to" ] \
+        && ok "fp16-layernorm: f goes from fp16 to $to in both runs, as its text says" \
+        || no "fp16-layernorm: the text says f goes to '$to'; the run: $(at "$T/k.csv" precision 1), b $(at "$T/k.csv" b_precision 1)"
+    key_run fp16-layernorm "fp32-norms toggle"
+    grep -q "i (fp32 norms on, both runs)" "$f" && grep -q "turns fp32 norms on in run a and leaves them on in run b" "$MAN7" \
+        && [ "$(at "$T/k.csv" fp32_norms 1)" = on ] && [ "$(at "$T/k.csv" b_fp32_norms 1)" = on ] \
+        && ok "fp16-layernorm: i turns fp32 norms on in both runs, as the lesson and the page say" \
+        || no "fp16-layernorm: i gave a $(at "$T/k.csv" fp32_norms 1), b $(at "$T/k.csv" b_fp32_norms 1); the texts' claim changed or is wrong"
+    f=$LESSONS/deep-stable.lesson
+    key_run deep-stable "a: norm next"
+    grep -q "Press Tab (the keys act on run a alone), then P to move run a on to Pre-LN" "$f" \
+        && [ "$(at "$T/k.csv" norm 1)" = pre ] && [ "$(at "$T/k.csv" b_norm 1)" = deepnorm ] \
+        && ok "deep-stable: Tab then P moves run a alone, to Pre-LN" \
+        || no "deep-stable: Tab, P gave a $(at "$T/k.csv" norm 1), b $(at "$T/k.csv" b_norm 1)"
+    key_run deep-stable "norm next"
+    grep -q "without Tab, P gives" "$f" && [ "$(at "$T/k.csv" norm 1)" = pre ] && [ "$(at "$T/k.csv" b_norm 1)" = pre ] \
+        && ok "deep-stable: P alone gives both runs a's next placement" \
+        || no "deep-stable: P alone gave a $(at "$T/k.csv" norm 1), b $(at "$T/k.csv" b_norm 1)"
 }
 
 # ratio FILE PREFIX SUFFIX FIRST LAST: value of layer LAST over layer FIRST at step 1
@@ -197,6 +263,7 @@ lesson_stability_map() {
 
 run warmup lesson_warmup
 run depth lesson_depth
+run keys lesson_keys
 run gradient-profile lesson_gradient_profile
 run fp16-layernorm lesson_fp16_layernorm
 run loss-scaling lesson_loss_scaling

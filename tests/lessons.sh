@@ -8,8 +8,14 @@ BIN=${NS_BIN:-./normscope}
 MAN7=$(dirname "$0")/../man/normscope-lessons.7
 LESSONS=$(dirname "$0")/../assets/lessons
 . "$(dirname "$0")/claims_lib.sh"
-T=$(mktemp -d /tmp/ns_lessons.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+# NS_LESSONS_DIR: keep the runs' files there (to look at them afterwards)
+if [ -n "${NS_LESSONS_DIR:-}" ]; then
+    T=$NS_LESSONS_DIR
+    mkdir -p "$T" || exit 2
+else
+    T=$(mktemp -d /tmp/ns_lessons.XXXXXX)
+    trap 'rm -rf "$T"' EXIT
+fi
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "  ok: $*"; }
@@ -166,6 +172,16 @@ lesson_fp16_layernorm() {
     cmpv "run a: the top block's residual max at the divergence passed 256" "$top" ">" 256
     bad=$(awk -F, -v c="$(col "$T/f.csv" b_loss)" 'NR > 1 && ($c == "nan" || $c == "inf") { n++ } END { print n + 0 }' "$T/f.csv")
     cmpv "run b (fp32 norms) stays finite to that step" "$bad" "==" 0
+    # the page's slide command is this run (it stops where run a diverged,
+    # exit 3), and the loss it draws is finite to the end, as its caption says
+    slide=$(grep -o '^\$ normscope --headless --lesson fp16-layernorm [^|]*' "$MAN7" | head -1)
+    [ "$slide" = '$ normscope --headless --lesson fp16-layernorm --csv fp16-layernorm.csv' ] \
+        && ok "the page's slide command is the run checked here" || no "the page's fp16-layernorm slide command changed: '$slide'; check what it draws"
+    la=$(tail -1 "$T/f.csv" | cut -d, -f2)
+    case $la in
+    *nan* | *inf* | "") no "the loss at the divergence is '$la', the page says finite" ;;
+    *) ok "the loss at the divergence is finite ($la): the inf is inside the final norm" ;;
+    esac
     # the same run in bf16: fp32's range, so no overflow
     "$BIN" --headless -q --lesson fp16-layernorm --precision bf16 --compare precision=bf16 --csv "$T/fb.csv" 2>"$T/fb.err"
     rc=$?
@@ -173,7 +189,7 @@ lesson_fp16_layernorm() {
 }
 
 lesson_loss_scaling() {
-    "$BIN" --headless -q --lesson loss-scaling --steps 100 --csv "$T/l.csv" 2>"$T/l.err" || { no "loss-scaling: $(cat "$T/l.err")"; return; }
+    "$BIN" --headless --lesson loss-scaling --steps 100 --csv "$T/l.csv" 2>"$T/l.err" || { no "loss-scaling: $(cat "$T/l.err")"; return; }
     sums=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i ~ /^l[0-9]+_underflow$/) a[i] = 1; if ($i ~ /^b_l[0-9]+_underflow$/) b[i] = 1 } next }
         { for (i in a) sa += $i; for (i in b) sb += $i } END { print sa, sb }' "$T/l.csv")
     sa=${sums% *}; sb=${sums#* }

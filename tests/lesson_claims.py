@@ -104,8 +104,35 @@ def cell(layers, lr, norm):
     raise KeyError("map: no cell %d %g %s" % (layers, lr, norm))
 
 
+def best(norm, layers):
+    """The largest lr at which the cell trained (finished, no stall), or 0."""
+    good = [float(r["lr"]) for r in rows("map/results.csv") if r["norm"] == norm and int(r["layers"]) == layers
+            and r["status"] == "ok" and r["stalled"] == "0"]
+    return max(good) if good else 0
+
+
+def first_stall(norm, layers):
+    """The smallest lr at which the cell stalled, or 0."""
+    bad = [float(r["lr"]) for r in rows("map/results.csv") if r["norm"] == norm and int(r["layers"]) == layers
+           and r["stalled"] == "1"]
+    return min(bad) if bad else 0
+
+
 def gap(layers, lr):
     return cell(layers, lr, "post") - cell(layers, lr, "pre")
+
+
+def positions(err):
+    """Tokens a step, B x T, from the run's summary line."""
+    with open(os.path.join(DIR, err)) as f:
+        m = re.search(r" T=(\d+) B=(\d+)", f.read())
+    return int(m.group(1)) * int(m.group(2))
+
+
+def rewound_at(name):
+    """The step after which the step column starts again (a rewind)."""
+    steps = [int(r["step"]) for r in rows(name)]
+    return next(a for a, b in zip(steps, steps[1:]) if b <= a)
 
 
 def mean_underflow(prefix):
@@ -122,6 +149,17 @@ LF = "assets/lessons/%s.lesson"
 MAN = "man/normscope-lessons.7"
 STALLED_POST = [(6, 1e-2), (18, 1e-3), (18, 3e-3), (18, 1e-2)]
 CLAIMS = [
+    # the lessons compiled in (DIR/list.txt: --lesson list)
+    ("", ["README.md"], r"(Nine) classroom lessons", lambda: [len(open(os.path.join(DIR, "list.txt")).readlines())],
+     "exact", 0),
+    ("", [MAN], r"walks a teacher through the (nine) lessons",
+     lambda: [len(open(os.path.join(DIR, "list.txt")).readlines())], "exact", 0),
+    ("", [MAN], r"the (nine) files there are the examples",
+     lambda: [len(open(os.path.join(DIR, "list.txt")).readlines())], "exact", 0),
+    ("stability-map", ["README.md"], r"a lesson that is a grid: (\d+) runs", lambda: [len(rows("map/results.csv"))],
+     "exact", 0),
+    ("stability-map", ["README.md"], r"three\s+learning rates \((\d+) runs", lambda: [len(rows("map/results.csv"))],
+     "exact", 0),
     # warmup
     ("warmup", [LF % "warmup"], r"plateau \(validation ~(\d\.\d+) nats\) by step 150",
      lambda: [at("w.csv", "val_loss", 150)], "about", 0.01),
@@ -134,6 +172,10 @@ CLAIMS = [
     ("warmup", [LF % "warmup"], r"Post-LN stops near (\d\.\d+) nats", lambda: [at("w.csv", "val_loss", 150)], "about", 0.03),
     ("warmup", [MAN], r"which bytes are common sits near (\d\.\d+)", lambda: [at("w.csv", "val_loss", 150)], "about", 0.03),
     ("warmup", [LF % "warmup"], r"Post-LN sits near (\d\.\d+) nats", lambda: [at("w.csv", "val_loss", 150)], "about", 0.03),
+    ("warmup", [LF % "warmup"], r"At step (\d+) both runs rewind to step 0", lambda: [rewound_at("w.csv")], "exact", 0),
+    ("warmup", [MAN], r"At step (\d+) the script rewinds both runs to step 0", lambda: [rewound_at("w.csv")],
+     "exact", 0),
+    ("warmup", ["README.md"], r"both runs rewind at step (\d+)", lambda: [rewound_at("w.csv")], "exact", 0),
     ("warmup", [MAN], r"A uniform guess over 256 bytes costs (\d\.\d+) nats", lambda: [math.log(256)], "round", 0),
     # depth
     ("depth", [LF % "depth", MAN], r"(?:differ|losses differ) by (\d\.\d+) nats",
@@ -176,6 +218,12 @@ CLAIMS = [
     ("rmsnorm-swap", [LF % "rmsnorm-swap", MAN], r"both end within (\d\.\d+) of each\s+other",
      lambda: [abs(at("r.csv", "val_loss") - at("r.csv", "b_val_loss"))], "le", 0),
     # loss-scaling: per step, over every layer
+    ("loss-scaling", [LF % "loss-scaling", MAN], r"[Rr]un a loses (millions) of\s+gradient values a step",
+     lambda: [mean_underflow("")], "in", 0),
+    ("loss-scaling", [LF % "loss-scaling", MAN], r"to subnormals, run b (a few thousand)",
+     lambda: [mean_underflow("b_")], "in", 0),
+    ("loss-scaling", [LF % "loss-scaling", MAN], r"(?:mean loss over|a mean over) (\d+) positions",
+     lambda: [positions("l.err")], "exact", 0),
     ("loss-scaling", [LF % "loss-scaling"], r"with dynamic scaling \(from\s+(\d+)\)", lambda: [65536], "exact", 0),
     # fp16-layernorm: the step run a diverges at
     ("fp16-layernorm", [LF % "fp16-layernorm"], r"passes 256 after a few hundred steps \(step (\d+);",
@@ -195,6 +243,17 @@ CLAIMS = [
               max(cell(L, lr, "pre") for L in (2, 6, 18) for lr in (1e-3, 3e-3, 1e-2))], "round", 0),
     ("stability-map", [LF % "stability-map"], r"plateau \(about (\d\.\d+)\s+text: nats",
      lambda: [sum(cell(L, lr, "post") for L, lr in STALLED_POST) / 4], "about", 0.01),
+    ("stability-map", [LF % "stability-map"], r"at 6 layers up to (\d+e-\d+), and stalls on the unigram plateau",
+     lambda: [best("post", 6)], "exact", 0),
+    ("stability-map", [LF % "stability-map"], r"\(\d\.\d+-\s+\d\.\d+\) at 6 layers and (\d+e-\d+) and at 18",
+     lambda: [first_stall("post", 6)], "exact", 0),
+    ("stability-map", [LF % "stability-map"], r"Post-LN stalls at 6 layers with (\d+e-\d+)",
+     lambda: [first_stall("post", 6)], "exact", 0),
+    ("stability-map", [MAN], r"At 6 layers Post-LN trains up to (\d+e-\d+) and stalls at (\d+e-\d+)",
+     lambda: [best("post", 6), first_stall("post", 6)], "exact", 0),
+    ("stability-map", [MAN], r"larger for Pre-LN \((\d+e-\d+) against (\d+e-\d+) at 6 layers, and none at 18\)",
+     lambda: [best("pre", 6), best("post", 6)], "exact", 0),
+    ("stability-map", [MAN], r"and none at (18)\)", lambda: [18 if best("post", 18) == 0 else -1], "exact", 0),
     ("stability-map", [MAN], r"Post-LN a little ahead \((\d\.\d+) to (\d\.\d+) nats\)",
      lambda: [min(-gap(2, lr) for lr in (1e-3, 3e-3, 1e-2)), max(-gap(2, lr) for lr in (1e-3, 3e-3, 1e-2))],
      "round", 0),
@@ -210,6 +269,7 @@ NOT_MEASURED = [
     (r"std 0\.02|\(std 0\.02", "a flag's value: --init normal's standard deviation"),
     (r"init-std 0\.02", "a flag's value"),
     (r"(?:lr|rate|rates) \d(?:\.\d+)?e-\d+", "a flag's value (--lr)"),
+    (r"rates \d+e-\d+, \d+e-\d+ and \d+e-\d+", "the sweep's values of --lr"),
     (r"smallest normal \((6\.1e-5)\)|smallest normal number, (6\.1e-5)", "fp16's smallest normal, 2^-14"),
     (r"\d\.\d+-\d\.\d+|\(\d\.\d+ S\b", "checked above, as a range"),
 ]
@@ -227,7 +287,11 @@ def spaced(pat):
     return pat.replace(r"\s+", " ").replace(" ", ws)
 
 
-WORDS = {"two": 2, "three": 3, "five": 5, "ten": 10, "a hundred": 100}
+WORDS = {"two": 2, "three": 3, "five": 5, "eight": 8, "nine": 9, "Nine": 9, "ten": 10}
+
+
+# words for a size, as the ranges they claim
+RANGES = {"millions": (1e6, 1e9), "a few thousand": (1e3, 1e4)}
 
 
 def quoted_decimal(s):
@@ -265,7 +329,7 @@ def cover(src, m):
 def check_claims():
     global skipped
     for lesson, sources, pat, measure, rule, tol in CLAIMS:
-        if ONLY and lesson not in ONLY:
+        if ONLY and lesson and lesson not in ONLY:
             skipped += 1
             continue
         for src in sources:
@@ -277,15 +341,18 @@ def check_claims():
             cover(src, m)
             try:
                 values = measure()
-            except (KeyError, TypeError, IndexError, ValueError, ZeroDivisionError) as e:
+            except (KeyError, TypeError, IndexError, ValueError, ZeroDivisionError, OSError, StopIteration) as e:
                 no("%s: %s: the run lessons.sh made has no such value (%s)" % (src, lesson, e))
                 continue
             groups = [g for g in m.groups()]
             for g, got in zip(groups, values):
                 if g is None:
                     continue
-                want = quoted_decimal(g)
-                good, how = verdict(rule, tol, want, got, g)
+                if rule == "in":
+                    lo, hi = RANGES[g]
+                    good, how = lo <= got < hi, "in %g..%g" % (lo, hi)
+                else:
+                    good, how = verdict(rule, tol, quoted_decimal(g), got, g)
                 msg = "%s: %s quotes %s, the run gives %.4g (%s)" % (src, lesson, g, got, how)
                 ok(msg) if good else no(msg)
 
@@ -294,7 +361,7 @@ def check_complete():
     """Every decimal in the texts' claims parts is found by a claim or a
     reason above."""
     parts = [(LF % n, None) for n in sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "assets/lessons")))]
-    parts.append((MAN, ("Sh LESSONS", ".Sh A LARGER MAP")))
+    parts.append((MAN, ("\nLESSONS\n", "\nA LARGER MAP\n")))  # its .Sh lines, read as text_of reads them
     dec = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:e[-+]?\d+)?|\b\d(?:\.\d+)?e-\d+")
     for src, sec in parts:
         if ONLY and os.path.basename(src).split(".")[0] not in ONLY and src != MAN:
@@ -307,6 +374,9 @@ def check_complete():
         if sec:
             lo = t.find(sec[0])
             hi = t.find(sec[1], lo)
+            if lo < 0 or hi < 0:
+                no("%s: no section from %r to %r" % (src, sec[0], sec[1]))
+                continue
             # the stability map's table is lessons.sh's own check, cell by cell
             tb = t.find("Bl -column", lo)
             te = t.find(".El", tb)

@@ -292,5 +292,14 @@ for l in $("$BIN" --lesson list | cut -d' ' -f1); do
     grep -q "^run $l " "$0" && ok "lesson $l has a check" || no "lesson $l has no check in tests/lessons.sh"
 done
 
+# the numbers the texts quote, read from the texts, against these runs
+"$BIN" --lesson list >"$T/list.txt"
+python3 "$(dirname "$0")/lesson_claims.py" "$T" $ONLY >"$T/claims.out" 2>&1
+sed -n '/passed, .* failed$/!p' "$T/claims.out"
+n=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$T/claims.out")
+[ -n "$n" ] || { no "lesson_claims.py did not finish: $(tail -3 "$T/claims.out")"; n="0 0"; }
+pass=$((pass + ${n% *}))
+fail=$((fail + ${n#* }))
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

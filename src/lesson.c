@@ -81,11 +81,17 @@ static int cond_value(const ns_setting *s, const ns_config *cfg, double v)
     return s->type == SET_REAL ? (float)now == (float)v : now == v;
 }
 
-/* "SETTING=V1,V2" or "SETTING!=V1,V2" (c, NUL-ended, blanks trimmed):
- * 1 when it holds for cfg (cfg NULL: 0, the lesson's lines without a
- * condition alone), 0 when not, -1 with the reason in why. */
-static int cond_holds(char *c, const ns_config *cfg, char *why, size_t whylen)
+/* "SETTING=V1,V2" or "SETTING!=V1,V2" (c, NUL-ended, blanks trimmed),
+ * "b.SETTING..." for run b's: 1 when it holds for run[0] (run a) or
+ * run[1] (b), 0 when not (and when that run's settings are NULL: the
+ * lesson's lines without a condition alone), -1 with the reason in why. */
+static int cond_holds(char *c, const ns_config *const run[2], char *why, size_t whylen)
 {
+    const ns_config *cfg = run[0];
+    if (!strncmp(c, "b.", 2)) {
+        cfg = run[1];
+        c += 2;
+    }
     char *eq = strchr(c, '=');
     if (!eq || eq == c) {
         snprintf(why, whylen, "'if %s': expected 'if SETTING=VALUE[,VALUE...]: '", c);
@@ -126,8 +132,8 @@ static int cond_holds(char *c, const ns_config *cfg, char *why, size_t whylen)
 /* A line "if COND: ITEM" (t, blanks trimmed at its start): *item is set
  * to ITEM and the result is cond_holds's; a line without "if " is 1. Only
  * text and script lines may depend on a setting: the flags make it. */
-static int line_cond(char *t, char **item, const ns_config *cfg, const char *name, int lineno,
-                     char *err, size_t errlen)
+static int line_cond(char *t, char **item, const ns_config *const run[2], const char *name,
+                     int lineno, char *err, size_t errlen)
 {
     *item = t;
     if (strncmp(t, "if ", 3))
@@ -147,7 +153,7 @@ static int line_cond(char *t, char **item, const ns_config *cfg, const char *nam
         return -1;
     }
     char why[256];
-    int r = cond_holds(t + 3, cfg, why, sizeof why);
+    int r = cond_holds(t + 3, run, why, sizeof why);
     if (r < 0)
         snprintf(err, errlen, "%s:%d: %s", name, lineno, why);
     *item = rest;
@@ -156,12 +162,13 @@ static int line_cond(char *t, char **item, const ns_config *cfg, const char *nam
 
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen)
 {
-    return lesson_parse_for(text, name, NULL, l, err, errlen);
+    return lesson_parse_for(text, name, NULL, NULL, l, err, errlen);
 }
 
-int lesson_parse_for(const char *text, const char *name, const ns_config *cfg, ns_lesson *l,
-                     char *err, size_t errlen)
+int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
+                     const ns_config *cfg_b, ns_lesson *l, char *err, size_t errlen)
 {
+    const ns_config *const run[2] = {cfg, cfg_b};
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", name);
     /* the script lines go to the script parser together, keeping their
@@ -197,7 +204,7 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg, n
         char *t = line;
         while (isspace((unsigned char)*t))
             t++;
-        int keep = *t == '#' ? 1 : line_cond(t, &t, cfg, name, lineno, err, errlen);
+        int keep = *t == '#' ? 1 : line_cond(t, &t, run, name, lineno, err, errlen);
         int is_script = !strncmp(t, "at ", 3) || !strncmp(t, "every ", 6);
         if (keep < 0 || (keep && !is_script && *t && *t != '#' &&
                          lesson_key(l, t, name, lineno, err, errlen) != 0)) {
@@ -243,18 +250,19 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg, n
 
 int lesson_load(const char *name, ns_lesson *l, char *err, size_t errlen)
 {
-    return lesson_load_for(name, NULL, l, err, errlen);
+    return lesson_load_for(name, NULL, NULL, l, err, errlen);
 }
 
-int lesson_load_for(const char *name, const ns_config *cfg, ns_lesson *l, char *err,
-                    size_t errlen)
+int lesson_load_for(const char *name, const ns_config *cfg, const ns_config *cfg_b, ns_lesson *l,
+                    char *err, size_t errlen)
 {
     for (int i = 0; i < ns_lessons_count; i++) {
         if (strcmp(ns_lessons[i].name, name))
             continue;
         char path[64];
         snprintf(path, sizeof path, "lessons/%s.lesson", name);
-        int r = lesson_parse_for((const char *)ns_lessons[i].data, path, cfg, l, err, errlen);
+        int r = lesson_parse_for((const char *)ns_lessons[i].data, path, cfg, cfg_b, l, err,
+                                 errlen);
         snprintf(l->name, sizeof l->name, "%s", name);
         return r;
     }

@@ -54,6 +54,8 @@ def text_of(src):
     words (".Ic f ," reads "f ,") so a pattern can span its lines."""
     with open(os.path.join(ROOT, src), encoding="utf-8") as f:
         t = f.read()
+    if src.endswith(".lesson"):  # a line for some settings reads as any other
+        t = re.sub(r"^if [^:]*: ", "", t, flags=re.M)
     if src.endswith(".7"):
         t = re.sub(r"^\.(?:Ic|Fl|Cm|Ql|Em|Sy|It|Dl|Pa|Ar|Xr|Ss|Sh|No|Pp)\b ?", "", t, flags=re.M)
         t = re.sub(r"\b(?:No|Ic|Cm|Fl) ", "", t)
@@ -209,11 +211,10 @@ CLAIMS = [
     ("deep-stable", [MAN], r"Pre-LN reaches (\d\.\d+), ReZero (\d\.\d+)",
      lambda: [at("sp.csv", "b_val_loss"), at("sr.csv", "b_val_loss")], "round", 0),
     # gamma-zero (lessons.sh runs 200 steps)
-    ("gamma-zero", [LF % "gamma-zero"], r"the loss stays near (\d\.\d+) nats", lambda: [at("z.csv", "val_loss")], "about", 0.03),
-    ("gamma-zero", [MAN], r"the loss sits on the byte-frequency plateau near (\d\.\d+) nats",
-     lambda: [at("z.csv", "val_loss")], "about", 0.03),
-    ("gamma-zero", [MAN], r"\(its act max grows to about (\d\.\d+)\)",
-     lambda: [at("z.csv", "l5_act_max")], "about", 0.25),
+    ("gamma-zero", [LF % "gamma-zero"], r"last block learns \(act max (\d\.\d+) at step 200\), and the validation loss, (\d\.\d+) at step 200",
+     lambda: [at("z.csv", "l5_act_max", 200), at("z.csv", "val_loss", 200)], "round", 0),
+    ("gamma-zero", [MAN], r"at step 200 its act max is (\d\.\d+) and the validation loss (\d\.\d+) nats",
+     lambda: [at("z.csv", "l5_act_max", 200), at("z.csv", "val_loss", 200)], "round", 0),
     # rmsnorm-swap
     ("rmsnorm-swap", [LF % "rmsnorm-swap", MAN], r"both end within (\d\.\d+) of each\s+other",
      lambda: [abs(at("r.csv", "val_loss") - at("r.csv", "b_val_loss"))], "le", 0),
@@ -277,6 +278,7 @@ NOT_MEASURED = [
 # with the reason; reported (not passed) so that the gap stays visible.
 NOT_RERUN = [
     (r"gradient is about (1e-6)", "arithmetic on the loss's mean, not a run's output"),
+    (r"settles near 3\.1 nats|near 3\.1 by step 1,500", "gamma-zero at step 1,500: lessons.sh runs 200 steps"),
 ]
 
 

@@ -59,9 +59,20 @@ lesson_warmup() {
     cmpv "with warmup: Post-LN trains (below 2.6)" "$a" "<" 2.6
 }
 
-# the question a lesson file asks at step N when SETTING=VALUE ("if
-# SETTING=VALUE: at N: pause ..."), from the file itself
-question_for() { sed -n "s/^if $2=$3: at $4: pause //p" "$LESSONS/$1.lesson"; }
+# question_for LESSON COND N: the question a lesson file asks at step N
+# when COND holds ("if COND: at N: pause ..."), from the file itself
+question_for() { sed -n "s/^if $2: at $3: pause //p" "$LESSONS/$1.lesson"; }
+# asks ERRFILE LESSON COND N [OTHER-COND]: the run whose stderr is ERRFILE
+# asked that question (a headless run prints it), and not OTHER-COND's
+asks() {
+    q=$(question_for "$2" "$3" "$4")
+    [ -n "$q" ] && grep -qF -- "normscope: a: $q" "$1" && ok "$2 ($3) asks: $q" \
+        || no "$2: the question for $3 ('$q') was not asked: $(grep '^normscope: a:' "$1")"
+    [ -z "${5:-}" ] && return 0
+    q=$(question_for "$2" "$5" "$4")
+    [ -n "$q" ] && ! grep -qF -- "normscope: a: $q" "$1" && ok "$2 ($3) does not ask $5's question" \
+        || no "$2 ($3): asked the question for $5: '$q'"
+}
 
 lesson_depth() {
     for L in 2 6 24; do
@@ -77,7 +88,7 @@ lesson_depth() {
     # the question at step 150 follows -L: each depth asks its own, which
     # holds for that depth's run at step 150, and no other depth's
     for L in 2 6 24; do
-        q=$(question_for depth layers "$L" 150)
+        q=$(question_for depth "layers=$L" 150)
         [ -n "$q" ] && grep -qF -- "$q" "$T/d$L.err" && ok "-L $L asks its question: $q" || no "-L $L: question '$q' not asked: $(grep '^normscope: a:' "$T/d$L.err")"
         n=$(grep -c '^normscope: a: .*?$' "$T/d$L.err")
         cmpv "-L $L: one question asked, no other depth's" "$n" "==" 1
@@ -144,8 +155,11 @@ layer_ratio() {
 }
 
 lesson_gradient_profile() {
-    "$BIN" --headless -q --lesson gradient-profile --steps 1 --csv "$T/g.csv" 2>"$T/g.err" || { no "gradient-profile: $(cat "$T/g.err")"; return; }
-    "$BIN" --headless -q --lesson gradient-profile --steps 1 --init normal --csv "$T/gn.csv" 2>"$T/g.err" || { no "gradient-profile normal: $(cat "$T/g.err")"; return; }
+    "$BIN" --headless --lesson gradient-profile --steps 1 --csv "$T/g.csv" 2>"$T/g.err" || { no "gradient-profile: $(cat "$T/g.err")"; return; }
+    "$BIN" --headless --lesson gradient-profile --steps 1 --init normal --csv "$T/gn.csv" 2>"$T/gn.err" || { no "gradient-profile normal: $(cat "$T/gn.err")"; return; }
+    # the question follows --init: the rising profile is Xavier's alone
+    asks "$T/g.err" gradient-profile init=xavier 1
+    asks "$T/gn.err" gradient-profile init!=xavier 1 init=xavier
     up=$(layer_ratio "$T/g.csv" "" grad_ffn 0 11)
     cmpv "Xavier, Post-LN: MLP gradient norm of the top layer over the bottom's" "$up" ">=" 1.25
     down=$(layer_ratio "$T/g.csv" b_ grad_ffn 11 0)
@@ -183,9 +197,14 @@ lesson_fp16_layernorm() {
     *) ok "the loss at the divergence is finite ($la): the inf is inside the final norm" ;;
     esac
     # the same run in bf16: fp32's range, so no overflow
-    "$BIN" --headless -q --lesson fp16-layernorm --precision bf16 --compare precision=bf16 --csv "$T/fb.csv" 2>"$T/fb.err"
+    "$BIN" --headless --lesson fp16-layernorm --precision bf16 --compare precision=bf16 --csv "$T/fb.csv" >/dev/null 2>"$T/fb.err"
     rc=$?
     [ $rc -eq 0 ] && ok "bf16 with norms in bf16 trains past that step (exit 0)" || no "bf16 run exit $rc: $(tail -1 "$T/fb.err")"
+    # the questions follow --precision; in bf16 the top act max does grow
+    asks "$T/f.err" fp16-layernorm precision=fp16 200
+    asks "$T/fb.err" fp16-layernorm precision!=fp16 200 precision=fp16
+    top=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[0-9]+_act_max$/) c = i; next } $1 == 1 { a = $c } $1 == 200 { b = $c } END { print b / a }' "$T/fb.csv")
+    cmpv "bf16: the top layer's act max grows by step 200 (times its step-1 value)" "$top" ">" 1.5
 }
 
 lesson_loss_scaling() {
@@ -201,7 +220,15 @@ lesson_loss_scaling() {
 }
 
 lesson_gamma_zero() {
-    "$BIN" --headless -q --lesson gamma-zero --steps 200 --csv "$T/z.csv" 2>"$T/z.err" || { no "gamma-zero: $(cat "$T/z.err")"; return; }
+    "$BIN" --headless --lesson gamma-zero --steps 200 --csv "$T/z.csv" 2>"$T/z.err" || { no "gamma-zero: $(cat "$T/z.err")"; return; }
+    asks "$T/z.err" gamma-zero norm=post 100
+    # the text's other experiment, --norm pre: the residual path keeps the
+    # layers alive, and the question asked there claims nothing else
+    "$BIN" --headless --lesson gamma-zero --norm pre --steps 101 --csv "$T/zp.csv" 2>"$T/zp.err" || { no "gamma-zero pre: $(cat "$T/zp.err")"; return; }
+    asks "$T/zp.err" gamma-zero norm!=post 100 norm=post
+    live=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[1-4]_act_max$/) c[i] = 1; next }
+        $1 == 100 { for (i in c) if ($i > 0.1) n++ } END { print n + 0 }' "$T/zp.csv")
+    cmpv "gain 0 under Pre-LN: layers 1-4 are not at 0 at step 100" "$live" "==" 4
     dead=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[1-4]_act_max$/) c[i] = 1; next }
         { for (i in c) if ($i != 0) n++ } END { print n + 0 }' "$T/z.csv")
     cmpv "gain 0: act max of layers 1-4 exactly 0 at every one of 200 steps (nonzero values)" "$dead" "==" 0
@@ -213,9 +240,13 @@ lesson_gamma_zero() {
 }
 
 lesson_deep_stable() {
-    "$BIN" --headless -q --lesson deep-stable --csv "$T/s.csv" 2>"$T/s.err" || { no "deep-stable: $(cat "$T/s.err")"; return; }
-    "$BIN" --headless -q --lesson deep-stable --compare norm=rezero --csv "$T/sr.csv" 2>"$T/s.err" || { no "deep-stable rezero: $(cat "$T/s.err")"; return; }
-    "$BIN" --headless -q --lesson deep-stable --compare norm=pre --csv "$T/sp.csv" 2>"$T/s.err" || { no "deep-stable pre: $(cat "$T/s.err")"; return; }
+    "$BIN" --headless --lesson deep-stable --csv "$T/s.csv" 2>"$T/s.err" || { no "deep-stable: $(cat "$T/s.err")"; return; }
+    "$BIN" --headless --lesson deep-stable --compare norm=rezero --csv "$T/sr.csv" 2>"$T/sr.err" || { no "deep-stable rezero: $(cat "$T/sr.err")"; return; }
+    "$BIN" --headless --lesson deep-stable --compare norm=pre --csv "$T/sp.csv" 2>"$T/sp.err" || { no "deep-stable pre: $(cat "$T/sp.err")"; return; }
+    # the question follows the twin: DeepNorm's is not asked of the others
+    asks "$T/s.err" deep-stable b.norm=deepnorm 150
+    asks "$T/sr.err" deep-stable b.norm!=deepnorm 150 b.norm=deepnorm
+    asks "$T/sp.err" deep-stable b.norm!=deepnorm 150 b.norm=deepnorm
     post=$(last "$T/s.csv" val_loss)
     cmpv "24 layers: Post-LN stays on the plateau" "$post" ">" 2.9
     for f in s:DeepNorm sr:ReZero sp:Pre-LN; do

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ns_config c;
     settings_defaults(&c);
     for (int k = 0; k < 2; k++) {
-        if (lesson_parse_for(text, "x.lesson", k ? &c : NULL, &l, err, sizeof err) == 0)
+        if (lesson_parse_for(text, "x.lesson", k ? &c : NULL, k ? &c : NULL, &l, err, sizeof err) == 0)
             lesson_free(&l);
         else if (strncmp(err, "x.lesson", 8) != 0)
             abort();

@@ -160,6 +160,17 @@ static int line_cond(char *t, char **item, const ns_config *const run[2], const 
     return r;
 }
 
+/* Every script line checked (all), the kept ones (kept) parsed into s. */
+static int lesson_scripts(const char *all, const char *kept, const char *name, ns_script *s,
+                          char *err, size_t errlen)
+{
+    ns_script check;
+    if (script_parse(all, name, &check, err, errlen) != 0)
+        return -1;
+    script_free(&check);
+    return script_parse(kept, name, s, err, errlen);
+}
+
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen)
 {
     return lesson_parse_for(text, name, NULL, NULL, l, err, errlen);
@@ -231,12 +242,7 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
     for (char *f = l->flags; *f; f++)
         if (*f == '\n')
             *f = ' ';
-    ns_script check;
-    int r = script_parse(all, name, &check, err, errlen);
-    if (r == 0) {
-        script_free(&check);
-        r = script_parse(script, name, &l->script, err, errlen);
-    }
+    int r = lesson_scripts(all, script, name, &l->script, err, errlen);
     free(script);
     free(all);
     if (r == 0 && (!l->title[0] || lesson_sweep_mixed(l, name, err, errlen))) {

@@ -155,8 +155,9 @@ layer_ratio() {
 }
 
 lesson_gradient_profile() {
-    "$BIN" --headless --lesson gradient-profile --steps 1 --csv "$T/g.csv" 2>"$T/g.err" || { no "gradient-profile: $(cat "$T/g.err")"; return; }
-    "$BIN" --headless --lesson gradient-profile --steps 1 --init normal --csv "$T/gn.csv" 2>"$T/gn.err" || { no "gradient-profile normal: $(cat "$T/gn.err")"; return; }
+    # two steps: the question at step 1 is asked before step 2
+    "$BIN" --headless --lesson gradient-profile --steps 2 --csv "$T/g.csv" 2>"$T/g.err" || { no "gradient-profile: $(cat "$T/g.err")"; return; }
+    "$BIN" --headless --lesson gradient-profile --steps 2 --init normal --csv "$T/gn.csv" 2>"$T/gn.err" || { no "gradient-profile normal: $(cat "$T/gn.err")"; return; }
     # the question follows --init: the rising profile is Xavier's alone
     asks "$T/g.err" gradient-profile init=xavier 1
     asks "$T/gn.err" gradient-profile init!=xavier 1 init=xavier

@@ -2,8 +2,8 @@
 #
 #   make            build ./normscope
 #   make test       build and run every test (the live view's needs tmux);
-#                   make test-NAME runs tests/NAME.sh, make test-unit-NAME
-#                   tests/test_NAME.c, make list-tests names them all;
+#                   make test-NAME runs tests/sh/NAME.sh, make test-unit-NAME
+#                   tests/unit/test_NAME.c, make list-tests names them all;
 #                   the lessons' end-to-end checks (lessons.sh, tour.sh,
 #                   tui_twin.sh) and the PyTorch probe's run here, not under
 #                   the sanitizers, where they would take too long
@@ -12,7 +12,7 @@
 #   make tsan       the test suite under ThreadSanitizer (build/tsan), which
 #                   includes the live view driven by scripted key presses
 #   make fuzz       each libFuzzer harness in tests/fuzz/ for FUZZ_SECONDS (clang)
-#   make valgrind   memcheck on headless and live runs (tests/valgrind.sh)
+#   make valgrind   memcheck on headless and live runs (tests/sh/valgrind.sh)
 #   make bench      speed against a PyTorch peer when python3-torch is present,
 #                   the live view's training speed against --headless,
 #                   speed and peak memory as the model grows (scaling.sh),
@@ -39,7 +39,7 @@ CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
 # include/ holds the public headers, one per module; the engine's own
 # (model, ops, optim, schedule) are in src/internal/, on the include path
 # of the engine's objects, the unit tests and the fuzzers only, so a front
-# end that includes one does not build (tests/layers.sh checks the rest).
+# end that includes one does not build (tests/sh/layers.sh checks the rest).
 INTERNAL := -Isrc/internal
 ENGINE_INTERNAL := engine model ops ops_avx2 ops_generic optim schedule
 SANFLAGS ?=
@@ -57,8 +57,8 @@ MANDIR  ?= $(PREFIX)/share/man
 LIB_SRCS  := $(filter-out src/main.c src/tui_curses.c,$(wildcard src/*.c))
 LIB_OBJS  := $(LIB_SRCS:src/%.c=$(BUILD)/%.o) $(BUILD)/corpus.o $(BUILD)/lessons.o
 LESSONS   := $(sort $(wildcard assets/lessons/*.lesson))
-TEST_SRCS := $(wildcard tests/test_*.c)
-TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/%)
+TEST_SRCS := $(wildcard tests/unit/test_*.c)
+TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/%)
 DEPS      := $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(BUILD)/tui_curses.d $(TEST_BINS:=.d)
 
 ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SANFLAGS)
@@ -90,14 +90,14 @@ $(BUILD)/lessons.c: $(LESSONS) $(BUILD)/embed
 $(BUILD)/lessons.o: $(BUILD)/lessons.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/test_%: tests/test_%.c tests/testutil.h $(BUILD)/libnormscope.a
+$(BUILD)/test_%: tests/unit/test_%.c tests/unit/testutil.h tests/unit/testengine.h $(BUILD)/libnormscope.a
 	$(CC) $(ALL_CFLAGS) $(INTERNAL) -Itests -MMD -MP -o $@ $< $(BUILD)/libnormscope.a $(LDFLAGS) $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $@
 
-# The suites. A C suite is tests/test_NAME.c (the binary build/test_NAME,
-# target test-unit-NAME); a shell suite is tests/NAME.sh (target
+# The suites. A C suite is tests/unit/test_NAME.c (the binary build/test_NAME,
+# target test-unit-NAME); a shell suite is tests/sh/NAME.sh (target
 # test-NAME), but for the shell libraries (*_lib.sh) and the scripts of
 # other targets (soak, valgrind). Both lists are read from the tree, as
 # tmux's regress does: a new file is a new suite. SH_ORDER only orders
@@ -105,8 +105,8 @@ $(BUILD):
 # only without sanitizers, where they would take too long. Each suite
 # prints "N passed, N failed" and exits non-zero on a failure; make test
 # runs every one, in this order, and then fails if any did.
-TEST_C_DIR  := tests
-TEST_SH_DIR := tests
+TEST_C_DIR  := tests/unit
+TEST_SH_DIR := tests/sh
 C_SUITES  := $(patsubst $(TEST_C_DIR)/test_%.c,%,$(sort $(wildcard $(TEST_C_DIR)/test_*.c)))
 SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$(sort $(wildcard $(TEST_SH_DIR)/*.sh))))
 SH_ORDER  := layers cli harden diagnose settings kernels memory sweep tui_sweep plot twin tui_e2e \
@@ -115,12 +115,16 @@ SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe
 SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
 SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW),$(SH_SUITES)),$(SH_SUITES))
 
-RUN_C  = echo "== $(BUILD)/test_$(1)"; NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1)
-RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh $(TEST_SH_DIR)/$(1).sh
+# each suite's wall time is printed after it ("-- NAME: 12 s"), so the CI
+# budget can be read off any log; a failing suite makes the line FAILED
+SUITE_TIMED = t0=$$(date +%s); if $(2); then r=0; else r=1; fi; \
+	echo "-- $(1): $$(( $$(date +%s) - t0 )) s$$([ $$r -eq 0 ] || echo ', FAILED')"; [ $$r -eq 0 ]
+RUN_C  = echo "== $(BUILD)/test_$(1)"; $(call SUITE_TIMED,test_$(1),NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1))
+RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh $(TEST_SH_DIR)/$(1).sh)
 
 test: $(BIN) $(TEST_BINS)
 	@fail=0; \
-	$(foreach s,$(C_SUITES),$(call RUN_C,$(s)) || fail=1;) \
+	$(foreach s,$(filter-out $(SAN_SKIP_C),$(C_SUITES)),$(call RUN_C,$(s)) || fail=1;) \
 	$(foreach s,$(SH_RUN),$(call RUN_SH,$(s)) || fail=1;) \
 	if [ $$fail -ne 0 ]; then echo "make test: FAILED"; exit 1; fi; \
 	echo "make test: all suites passed"
@@ -145,12 +149,17 @@ test-generic: $(BIN) $(GENERIC_C:%=$(BUILD)/test_%)
 	if [ $$fail -ne 0 ]; then echo "make test-generic: FAILED"; exit 1; fi; \
 	echo "make test-generic: all suites passed"
 
-SAN_TEST = $(MAKE) --no-print-directory BUILD=$(1) BIN=$(1)/normscope OPT="-O1 -g" SANFLAGS="$(2)" test
+# $(3): C suites the run leaves out. TSan leaves out test_ops: it checks
+# the kernels' numbers one thread at a time (ASan and UBSan run it), which
+# TSan cannot fault and takes minutes over; test_threads runs the same
+# kernels split over the pool, under TSan too.
+SAN_TEST = $(MAKE) --no-print-directory BUILD=$(1) BIN=$(1)/normscope OPT="-O1 -g" SANFLAGS="$(2)" \
+	SAN_SKIP_C="$(3)" test
 
 asan:
 	$(call SAN_TEST,build/asan,-fsanitize=address$(comma)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 tsan:
-	$(call SAN_TEST,build/tsan,-fsanitize=thread)
+	$(call SAN_TEST,build/tsan,-fsanitize=thread,ops)
 comma := ,
 
 bench: $(BIN)
@@ -212,17 +221,17 @@ fuzz: build/fuzz/libnormscope.a
 	sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
 .PHONY: fuzz
 
-# valgrind's memcheck on the real binary (tests/valgrind.sh): headless runs
+# valgrind's memcheck on the real binary (tests/sh/valgrind.sh): headless runs
 # with --csv, --jsonl, --save and --load, refused inputs and outputs, and the
 # live view driven in tmux. Needs valgrind (apt-get install valgrind) and
 # tmux. -O1 -g: readable stacks, without sanitizer instrumentation, which
 # valgrind cannot run under.
 valgrind:
 	$(MAKE) --no-print-directory BUILD=build/valgrind BIN=build/valgrind/normscope OPT="-O1 -g" build/valgrind/normscope
-	NS_BIN=build/valgrind/normscope sh tests/valgrind.sh
+	NS_BIN=build/valgrind/normscope sh tests/sh/valgrind.sh
 .PHONY: valgrind
 
-# Soak (tests/soak.sh): the live view in tmux for SOAK_SECONDS (20 minutes;
+# Soak (tests/sh/soak.sh): the live view in tmux for SOAK_SECONDS (20 minutes;
 # CI runs SOAK_SECONDS=120) with random keys, clicks and resizes every
 # 100-500 ms. Fails on a crash, on q not quitting at the end, on a sanitizer
 # report, or when resident memory, sampled at 120x40 every 5 s, rises more
@@ -237,13 +246,13 @@ valgrind:
 SOAK_SECONDS ?= 1200
 SOAK_SAN_SECONDS ?= 120
 soak: $(BIN)
-	SOAK_SECONDS=$(SOAK_SECONDS) NS_BIN=./$(BIN) sh tests/soak.sh
+	SOAK_SECONDS=$(SOAK_SECONDS) NS_BIN=./$(BIN) sh tests/sh/soak.sh
 soak-san:
 	$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/normscope OPT="-O1 -g" \
 	  SANFLAGS="-fsanitize=address$(comma)undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  build/asan/normscope
 	$(MAKE) --no-print-directory BUILD=build/tsan BIN=build/tsan/normscope OPT="-O1 -g" \
 	  SANFLAGS=-fsanitize=thread build/tsan/normscope
-	SOAK_SECONDS=$(SOAK_SAN_SECONDS) SOAK_RSS=0 NS_BIN=build/asan/normscope sh tests/soak.sh
-	SOAK_SECONDS=$(SOAK_SAN_SECONDS) SOAK_RSS=0 NS_BIN=build/tsan/normscope sh tests/soak.sh
+	SOAK_SECONDS=$(SOAK_SAN_SECONDS) SOAK_RSS=0 NS_BIN=build/asan/normscope sh tests/sh/soak.sh
+	SOAK_SECONDS=$(SOAK_SAN_SECONDS) SOAK_RSS=0 NS_BIN=build/tsan/normscope sh tests/sh/soak.sh
 .PHONY: soak soak-san

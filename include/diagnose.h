@@ -123,4 +123,19 @@ int diag_episode_open(const diag *d);
 /* The rule's short name, for tests and exports ("headroom", "stall", ...). */
 const char *diag_rule_name(diag_rule r);
 
+/* A rewind target near the format's limit: a run resumed from it with a
+ * lower LR can stay stuck there, so an earlier snapshot is offered. */
+#define DIAG_SNAP_NEAR 2.0 /* doublings of headroom at the snapshot's step */
+/* The least headroom over m's layers, and its layer; NAN without layers
+ * or metrics (m NULL). */
+double diag_least_headroom(const step_metrics *m, int *layer);
+/* How close the snapshot of `step` is to the limit, from its step's
+ * metrics m (NULL: not kept), and, when it is near and an earlier one is
+ * kept (step2 > 0; m2 NULL when its metrics are not), that one with how to
+ * reach it (`again`: "b twice"): "step 150, headroom 1.3 (layer 3); step
+ * 100 had 2.9 (b twice)", headroom in doublings below the limit. 1 when
+ * the earlier is offered. */
+int diag_snapshot_text(long step, const step_metrics *m, long step2, const step_metrics *m2,
+                       const char *again, char *buf, size_t len);
+
 #endif

@@ -11,7 +11,7 @@
  * libm: it computes nothing a run depends on.
  *
  * Not here: the vector exp of the kernels (ops_kern.h); ns_expf is its
- * scalar twin and gives its bits (tests/test_ops.c checks).
+ * scalar twin and gives its bits (tests/unit/test_ops.c checks).
  */
 #ifndef NS_NSMATH_H
 #define NS_NSMATH_H

@@ -126,6 +126,14 @@ double trainer_bytes_needed(const ns_config *a, const ns_config *b, int live);
  * cause and what to try.
  * Call once the run is over (trainer_stop, or trainer_run returned). */
 void trainer_summary(trainer *t, FILE *f);
+
+/* Where a rewind from step `from` of e goes and how close that snapshot is
+ * to the format's limit; when near (DIAG_SNAP_NEAR), the newest earlier
+ * snapshot clear of it (else the one with the most room), with how to
+ * reach it: live, b pressed k times; headless, the same run stopped at its
+ * step (the run is deterministic). "" when there is no snapshot. Call it
+ * on the thread that owns e. */
+void trainer_rewind_note(const engine *e, long from, int live, char *buf, size_t len);
 /* Queue a command. 0, or -1 when TRAINER_QUEUE commands are waiting.
  * Settings go through command_apply; pause, resume, step and stop are the
  * trainer's: step takes one step while paused (and pauses a running

@@ -19,6 +19,7 @@
 #include "plot.h"
 #include "sweep.h"
 #include "sweep_map.h"
+#include "tail.h"
 #include "tui.h"
 
 /* ---- the board: what the scheduler reports ---------------------------------
@@ -47,14 +48,14 @@ void sv_board_stop(sv_board *b);
 void sv_board_done(sv_board *b, int status); /* the scheduler returned */
 
 /* ---- a growing CSV, read by complete lines ----------------------------------
- * The bytes after the last newline wait for the rest of their line; each
- * complete line goes to plot_data (plot.h), which reads the rows of a
- * run's CSV as it does for --plot. */
+ * The file is followed by tail.h (complete lines only; a run's next
+ * attempt, which cuts or replaces the file, starts the rows anew); each
+ * line goes to plot_data (plot.h), which reads the rows of a run's CSV
+ * as it does for --plot. */
 typedef struct {
-    long off;        /* bytes of the file consumed (complete lines + part) */
-    unsigned long long ino; /* the file's, when first read (another: reset) */
-    char *part;      /* an unterminated last line so far */
-    size_t n_part, cap_part;
+    tail tl;         /* the follower (open once a path is polled or bytes fed) */
+    int open;
+    int restarted;   /* this poll began the rows anew */
     plot_data d;
     int bad;         /* out of memory, or a line over SV_LINE_MAX: stopped */
 } sv_tail;
@@ -66,7 +67,7 @@ void sv_tail_init(sv_tail *t);
 void sv_tail_free(sv_tail *t);
 /* Bytes as appended to the file. Returns 1 when a row was added. */
 int sv_tail_feed(sv_tail *t, const char *bytes, size_t n);
-/* Read what path has past t->off (at most SV_READ_MAX). Returns 1 when a
+/* Read what path has that is new (at most SV_READ_MAX). Returns 1 when a
  * row was added. A missing file is not an error (the run has not made
  * it yet). */
 int sv_tail_poll(sv_tail *t, const char *path);

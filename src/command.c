@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,10 +133,9 @@ static int row_value(const ns_setting *s, const char *arg, double *x, char *why,
     int number = s->type == SET_REAL ||
                  (s->type == SET_LOSS_SCALE && strcmp(arg, "dynamic") && strcmp(arg, "off"));
     if ((s->live & SETL_UNBOUNDED) && number) {
-        if (num(arg, x) == 0 && *x >= s->lo)
+        if (num(arg, x) == 0 && *x >= s->lo && *x <= FLT_MAX) /* stored as a float */
             return 0;
-        snprintf(why, whylen, "expected %sa number of at least %g",
-                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo);
+        settings_allowed(s, why, whylen);
         return -1;
     }
     return settings_parse_number(s, arg, x, why, whylen);

@@ -193,6 +193,30 @@ static void track_lr(diag *d, float peak, long at)
     d->lr_raised_at = peak > d->lr_tolerated ? at : -1;
 }
 
+/* Resumed at step `from` after a rewind, with the settings the run
+ * diverged with. The replay is the same run, and diverges at the same step,
+ * only when no setting changed after the snapshot: a change made later (an
+ * LR raised at 700 when the snapshot is of 650) is in force from the
+ * snapshot now, so the step is not claimed. The replay's settings hold from
+ * `from` on: a change before it is past for the new timeline. */
+static void warn_resumed(diag *d, long from, diag_finding *out, int max, int *k)
+{
+    const char *hint = "pause, change a setting (LR, warmup, precision, norm), rewind again";
+    d->warned |= 1u << DIAG_R_RESUMED; /* it holds until a change */
+    double v[4] = {(double)from, (double)d->diverged_at, (double)d->changed_at, 0};
+    if (d->changed_at <= from) {
+        add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, from + 1, v, hint,
+            "resumed from step %ld with nothing changed: it will diverge again at step %ld", from,
+            d->diverged_at);
+    } else {
+        v[1] = -1; /* no step claimed */
+        add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, from + 1, v, hint,
+            "resumed from step %ld, the change made at step %ld in force from here: it may "
+            "diverge again", from, d->changed_at);
+        d->changed_at = from;
+    }
+}
+
 /* Rewinds (a step number that goes back) and setting changes; the
  * "resumed with nothing changed" warning. */
 static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -202,14 +226,8 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
         d->n = 0; /* the ring's points are from the future now */
         new_episode(d);
         d->div_seen = 0;
-        if (d->diverged_at >= m->step && settings_equal(&s, &d->diverged_set)) {
-            d->warned |= 1u << DIAG_R_RESUMED; /* it holds until a change */
-            double v[4] = {(double)m->step - 1, (double)d->diverged_at, 0, 0};
-            add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, m->step, v,
-                "pause, change a setting (LR, warmup, precision, norm), rewind again",
-                "resumed from step %ld with nothing changed: it will diverge again at step %ld",
-                m->step - 1, d->diverged_at);
-        }
+        if (d->diverged_at >= m->step && settings_equal(&s, &d->diverged_set))
+            warn_resumed(d, m->step - 1, out, max, k);
         d->diverged_at = 0;
         d->finite_run = 0;
     }
@@ -486,4 +504,37 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
     }
     d->last_step = m->step;
     return k;
+}
+
+/* ---- rewind targets -------------------------------------------------------- */
+
+double diag_least_headroom(const step_metrics *m, int *layer)
+{
+    double lo = NAN;
+    *layer = -1;
+    for (int l = 0; m && l < m->n_layer; l++)
+        if (isfinite(m->layer[l].headroom) && !(m->layer[l].headroom >= lo)) {
+            lo = m->layer[l].headroom;
+            *layer = l;
+        }
+    return lo;
+}
+
+int diag_snapshot_text(long step, const step_metrics *m, long step2, const step_metrics *m2,
+                       const char *again, char *buf, size_t len)
+{
+    int l, l2;
+    double h = diag_least_headroom(m, &l), h2 = diag_least_headroom(m2, &l2);
+    if (isnan(h)) {
+        snprintf(buf, len, "step %ld (its headroom is not known)", step);
+        return 0;
+    }
+    int offer = h < DIAG_SNAP_NEAR && step2 > 0 && !(h2 <= h);
+    char earlier[96] = "";
+    if (offer && isnan(h2))
+        snprintf(earlier, sizeof earlier, "; step %ld is earlier (%s)", step2, again);
+    else if (offer)
+        snprintf(earlier, sizeof earlier, "; step %ld had %.2g (%s)", step2, h2, again);
+    snprintf(buf, len, "step %ld, headroom %.2g (layer %d)%s", step, h, l, earlier);
+    return offer;
 }

@@ -174,7 +174,7 @@ static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, cfg) != 0 ||
+        if (check_against_checkpoint(o, cfg) != 0 || resume_check_data(o, r->e, data, stderr) ||
             resume_apply_flags(o, cfg, r->e, o->quiet ? NULL : stderr, stderr) != 0)
             return 2;
         if (o->set & CLI_SET_STEPS)
@@ -245,6 +245,11 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
                  (r->twin && engine_set_threads(r->twin, tb, &ui) != 0))) {
         fprintf(stderr, "normscope: --threads %d: cannot start the worker threads\n", o->threads);
         bad = 1;
+    }
+    if (!bad) { /* the settings in force: a resumed run's are the checkpoint's */
+        ns_config now = *engine_config(r->e);
+        now.on_div = r->cfg.on_div;
+        bad = cli_check_applies(o, &now, stderr);
     }
     long start = r->e ? engine_steps_done(r->e) : 0;
     if (!bad && (!live || r->cfg.steps > 0) && r->cfg.steps <= start) {
@@ -322,8 +327,11 @@ static int save_diverged(engine *e, const char *path)
         fprintf(stderr, "normscope: %s\n", err);
         return 1;
     }
-    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of step %ld\n",
-            path, good);
+    /* how close it is to the limit, and an earlier one clear of it */
+    char room[320];
+    trainer_rewind_note(e, at, 0, room, sizeof room);
+    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of %s\n", path,
+            room);
     return 0;
 }
 

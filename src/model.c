@@ -777,6 +777,22 @@ static const float *sub_in(const model *m, int l, int s)
 /* ---- forward ---------------------------------------------------------- */
 
 /* F of sublayer s; *amax takes in the largest |x| of its outputs */
+/* out (N, OC) = in (N, C) @ w^T + b, layer l's op: rounded, watched and
+ * its max |x| taken in (*amax) as qmax does. In fp32 the micro-kernel
+ * takes the maximum as it stores out, so no pass over out is left. */
+static void linear_fwd(model *m, int l, const char *op, float *out, const float *in,
+                       const float *w, const float *b, int N, int C, int OC, float *amax)
+{
+    size_t n = (size_t)N * OC;
+    if (m->fmt == FMT_FP32) {
+        float a = matmul_forward_absmax_mt(m->pool, out, in, w, b, N, C, OC);
+        qmax_taken(m, l, op, out, n, a, amax);
+    } else {
+        matmul_forward_mt(m->pool, out, in, w, b, N, C, OC);
+        qmax(m, l, op, out, n, amax);
+    }
+}
+
 static void F_forward(model *m, int l, int s, const float *h, int B, float *amax)
 {
     int T = m->T, C = m->C, N = B * T;
@@ -785,24 +801,22 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
-        matmul_forward_mt(m->pool, qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB], N, C, 3 * C);
-        qmax(m, l, "attn qkv", qkv, nC * 3, amax);
+        linear_fwd(m, l, "attn qkv", qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB],
+                   N, C, 3 * C, amax);
         /* scores and softmax accumulate in fp32 inside the fused kernel, as
          * fused attention kernels do; the output is stored in the format */
         attention_forward_mt(m->pool, atty, att, qkv, B, T, C, m->NH);
         qmax(m, l, "attention", atty, nC, amax);
-        matmul_forward_mt(m->pool, f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
-                       w + m->layer_off[PT_ATTPROJB], N, C, C);
-        qmax(m, l, "attn proj", f_out(m, l, 0), nC, amax);
+        linear_fwd(m, l, "attn proj", f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
+                   w + m->layer_off[PT_ATTPROJB], N, C, C, amax);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
-        matmul_forward_mt(m->pool, fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N, C, 4 * C);
-        qmax(m, l, "MLP fc1", fch, nC * 4, amax);
+        linear_fwd(m, l, "MLP fc1", fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N,
+                   C, 4 * C, amax);
         float gm = gelu_forward_absmax_mt(m->pool, fcg, fch, N * 4 * C);
         qmax_taken(m, l, "GELU", fcg, nC * 4, gm, amax);
-        matmul_forward_mt(m->pool, f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
-                       w + m->layer_off[PT_FCPROJB], N, 4 * C, C);
-        qmax(m, l, "MLP fc2", f_out(m, l, 1), nC, amax);
+        linear_fwd(m, l, "MLP fc2", f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
+                   w + m->layer_off[PT_FCPROJB], N, 4 * C, C, amax);
     }
 }
 

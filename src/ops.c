@@ -40,7 +40,7 @@
  *    column a sum over the rows in order, over columns (whole vectors).
  * The _mt functions split at those boundaries (row blocks at multiples of
  * OPS_MR, column panels at multiples of OPS_NR) and get the same bits as
- * one thread; tests/test_threads.c checks it with memcmp.
+ * one thread; tests/unit/test_threads.c checks it with memcmp.
  */
 #include "ops.h"
 
@@ -352,18 +352,46 @@ static int gemm_nc(int K, long csa)
     return GEMM_PANEL / kc_max / OPS_NR * OPS_NR;
 }
 
+/* max |x| of the lanes a micro-kernel took in (ops_simd.h: 8 maxima, 8
+ * NaN marks): NaN if a lane saw one. The lanes hold the maxima of parts
+ * of the same values, so the fold is exact whatever the split. */
+static float ops_amax_lanes(const float *lanes)
+{
+    float m = 0.0f;
+    for (int i = 0; i < 8; i++) {
+        uint32_t bad;
+        memcpy(&bad, lanes + 8 + i, sizeof bad);
+        if (bad)
+            return NAN;
+        m = lanes[i] > m ? lanes[i] : m;
+    }
+    return m;
+}
+
+/* a and b as the forward's max |x| folds them: NaN wins */
+static float amax_fold(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
+
+/* C (M x Nc, row stride ldc) = or += A (M x K) B (K x Nc) (+ bias), A(i,
+ * k) = a[i rsa + k csa], B(k, j) = b[k rsb + j csb]. With amax, *amax
+ * takes in max |C| as written (amax_fold), from the micro-kernel's
+ * registers on the last block of K. */
 static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long rsa, long csa,
-                 const float *b, long rsb, long csb, const float *bias, int accumulate)
+                 const float *b, long rsb, long csb, const float *bias, int accumulate,
+                 float *amax)
 {
     if (M <= 0 || Nc <= 0)
         return;
     if (K <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < Nc; j++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < Nc; j++) {
+                if (!accumulate)
                     c[i * ldc + j] = bias ? bias[j] : 0.0f;
+                if (amax)
+                    *amax = amax_fold(*amax, fabsf(c[i * ldc + j]));
+            }
         return;
     }
+    _Alignas(32) float lanes[16] = {0};
     const ops_kernels *k = kernels();
 #if NS_OPS_X86
     int simd = k == &ops_kernels_avx2;
@@ -407,11 +435,14 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
                     const float *panel = bp + (long)jr * kc;
                     for (int ir = 0; ir < mc; ir += OPS_MR)
                         k->gemm_ukr(kc, ablk + ir / OPS_MR * astep, ars, acs, imin(OPS_MR, mc - ir), panel,
-                            c + (ic + ir) * ldc + jc + jr, ldc, nr, bias_j, acc);
+                            c + (ic + ir) * ldc + jc + jr, ldc, nr, bias_j, acc,
+                            amax && pc + kc == K ? lanes : NULL);
                 }
             }
         }
     }
+    if (amax)
+        *amax = amax_fold(*amax, ops_amax_lanes(lanes));
 }
 
 
@@ -419,7 +450,15 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
                     int OC)
 {
     /* out (N, OC) = inp (N, C) @ W^T: B(k, j) = w[j * C + k] */
-    gemm(out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0);
+    gemm(out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0, NULL);
+}
+
+float matmul_forward_absmax(float *out, const float *inp, const float *w, const float *b, int N,
+                            int C, int OC)
+{
+    float m = 0.0f;
+    gemm(out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0, &m);
+    return m;
 }
 
 
@@ -438,9 +477,9 @@ static void mm_backward(float *dinp, float *dw, float *db, const float *dout, co
 {
     /* dinp (N, C) += dout (N, OC) @ w (OC, C) */
     if (dinp)
-        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set);
+        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set, NULL);
     /* dw (OC, C) += dout^T (OC, N) @ inp (N, C): A(j, n) = dout[n * OC + j] */
-    gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1);
+    gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1, NULL);
     /* db (OC) += sum over n of dout, each column in order of n */
     if (db)
         colsum(db, dout, OC, N, OC);
@@ -586,6 +625,7 @@ typedef struct {
     const float *bias;
     int accumulate;
     int by_cols, parts, align;
+    float *amax; /* with a maximum: one a part (NULL: none) */
 } gemm_job;
 
 /* one part of C: a row block (i0..i1) or a column block (j0..j1), cut at
@@ -595,35 +635,40 @@ static void gemm_task(void *ctx, int part, int thread)
     (void)thread;
     const gemm_job *g = ctx;
     int lo, hi;
+    float *amax = g->amax ? g->amax + part : NULL;
     if (g->by_cols) {
         pool_split(g->Nc, g->parts, g->align, part, &lo, &hi);
         if (lo < hi)
             gemm(g->c + lo, g->ldc, g->M, hi - lo, g->K, g->a, g->rsa, g->csa, g->b + lo * g->csb,
-                 g->rsb, g->csb, g->bias ? g->bias + lo : NULL, g->accumulate);
+                 g->rsb, g->csb, g->bias ? g->bias + lo : NULL, g->accumulate, amax);
     } else {
         pool_split(g->M, g->parts, OPS_MR, part, &lo, &hi);
         if (lo < hi)
             gemm(g->c + lo * g->ldc, g->ldc, hi - lo, g->Nc, g->K, g->a + lo * g->rsa, g->rsa,
-                 g->csa, g->b, g->rsb, g->csb, g->bias, g->accumulate);
+                 g->csa, g->b, g->rsb, g->csb, g->bias, g->accumulate, amax);
     }
 }
 
+/* gemm over the pool; with amax, as gemm's (each part takes its own
+ * maximum, folded after: the same value as one call's) */
 static void gemm_mt(ns_pool *p, float *c, long ldc, int M, int Nc, int K, const float *a,
                     long rsa, long csa, const float *b, long rsb, long csb, const float *bias,
-                    int accumulate)
+                    int accumulate, float *amax)
 {
     int nt = pool_threads(p);
     if (nt == 1 || (double)M * Nc * K < MT_GEMM_MIN) {
-        gemm(c, ldc, M, Nc, K, a, rsa, csa, b, rsb, csb, bias, accumulate);
+        gemm(c, ldc, M, Nc, K, a, rsa, csa, b, rsb, csb, bias, accumulate, amax);
         return;
     }
+    float part_max[MT_GEMM_PARTS * POOL_MAX_THREADS] = {0};
     /* Cut at the gemm's own blocks of NC columns, the parts do the same
      * work as one call (each block packs its B and, when A is strided,
      * repacks A anyway), so make several parts per thread: taken
      * first-come, they even out threads that run at different speeds. */
     int NC = gemm_nc(K, csa);
     int blocks = (Nc + NC - 1) / NC;
-    gemm_job g = {c, ldc, M, Nc, K, a, rsa, csa, b, rsb, csb, bias, accumulate, 1, 0, NC};
+    gemm_job g = {c, ldc, M, Nc, K, a, rsa, csa, b, rsb, csb, bias, accumulate, 1, 0, NC,
+                  amax ? part_max : NULL};
     if (blocks >= nt) {
         g.parts = imin(blocks, MT_GEMM_PARTS * nt);
     } else {
@@ -639,12 +684,22 @@ static void gemm_mt(ns_pool *p, float *c, long ldc, int M, int Nc, int K, const 
         g.parts = imin(nt, g.by_cols ? col_units : row_units);
     }
     pool_run(p, g.parts, gemm_task, &g);
+    for (int i = 0; amax && i < g.parts; i++)
+        *amax = amax_fold(*amax, part_max[i]);
 }
 
 void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
                        int N, int C, int OC)
 {
-    gemm_mt(p, out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0);
+    gemm_mt(p, out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0, NULL);
+}
+
+float matmul_forward_absmax_mt(ns_pool *p, float *out, const float *inp, const float *w,
+                               const float *b, int N, int C, int OC)
+{
+    float m = 0.0f;
+    gemm_mt(p, out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0, &m);
+    return m;
 }
 
 typedef struct {
@@ -672,8 +727,8 @@ static void mm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const 
         return;
     }
     if (dinp)
-        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set);
-    gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1);
+        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set, NULL);
+    gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1, NULL);
     if (db) {
         int units = (OC + MT_ELEM_ALIGN - 1) / MT_ELEM_ALIGN;
         int parts = (long)N * OC < MT_ELEM_MIN ? 1 : imin(pool_threads(p), units);

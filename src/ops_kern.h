@@ -9,7 +9,7 @@
  * (panels of kc x OPS_NR, zero past nc: see ops_simd.h), and
  * OPS_KERN_TABLE, the name of the ops_kernels table this file fills in.
  * Both builds run the same operations in the same order on every lane,
- * so they give the same bits (tests/test_ops.c, tests/kernels.sh).
+ * so they give the same bits (tests/unit/test_ops.c, tests/sh/kernels.sh).
  *
  * Every sum has an order fixed by the code (lanes, then a fixed
  * reduction tree), so the same inputs give the same bits on every run.
@@ -85,8 +85,26 @@ KERN_FN static void kern_exp(float *out, const float *x, long n)
 
 /* ---- gemm micro-kernel ------------------------------------------------ */
 
+/* lanes (m: 8 maxima, then 8 NaN marks) take in the tile's rows 0..mr-1,
+ * columns 0..nr-1 (the rest of the registers is never stored) */
+KERN_INLINE void tile_amax(float *lanes, int mr, int nr, v8 c00, v8 c01, v8 c10, v8 c11, v8 c20,
+                           v8 c21, v8 c30, v8 c31, v8 c40, v8 c41, v8 c50, v8 c51)
+{
+    amax8 a = {v8_loadu(lanes), v8_loadu(lanes + 8)};
+    const v8 r[OPS_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                             {c30, c31}, {c40, c41}, {c50, c51}};
+    for (int i = 0; i < mr; i++) {
+        amax_add(&a, r[i][0], nr < 8 ? nr : 8);
+        if (nr > 8)
+            amax_add(&a, r[i][1], nr - 8);
+    }
+    v8_storeu(lanes, a.m);
+    v8_storeu(lanes + 8, a.bad);
+}
+
 KERN_FN static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
-                               float *c, long ldc, int nr, const float *bias, int accumulate)
+                               float *c, long ldc, int nr, const float *bias, int accumulate,
+                               float *amax)
 {
     /* rows past mr repeat row 0: computed, never stored */
     const float *a0 = a, *a1 = mr > 1 ? a + rsa : a, *a2 = mr > 2 ? a + 2 * rsa : a,
@@ -151,6 +169,8 @@ KERN_FN static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, in
         c50 = v8_add(v8_loadu(src + 5 * ld), c50);
         c51 = v8_add(v8_loadu(src + 5 * ld + 8), c51);
     }
+    if (amax)
+        tile_amax(amax, mr, nr, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
     v8_storeu(dst, c00), v8_storeu(dst + 8, c01);
     v8_storeu(dst + ld, c10), v8_storeu(dst + ld + 8, c11);
     v8_storeu(dst + 2 * ld, c20), v8_storeu(dst + 2 * ld + 8, c21);
@@ -515,7 +535,7 @@ KERN_INLINE void att_rowmix(float *z, long zs, const float *P, long ps, int T, c
     /* keys 0..t0 are visible to every row of the tile */
     for (int d0 = 0; d0 < hs; d0 += 16)
         kern_gemm_ukr(t0 + 1, P + t0 * ps, ps, 1, mr, yp + (long)d0 * T, z + t0 * zs + d0, zs,
-                          hs - d0 < 16 ? hs - d0 : 16, NULL, accumulate);
+                          hs - d0 < 16 ? hs - d0 : 16, NULL, accumulate, NULL);
     /* the triangle: row t0+r also sees keys t0+1..t0+r, continuing each chain */
     if (mr == 6)
         tri6(z + t0 * zs, zs, P + t0 * ps + t0 + 1, ps, 1, y + (t0 + 1) * ys, ys, hs, 1);
@@ -555,7 +575,7 @@ KERN_INLINE void att_colmix(float *z, long zs, const float *P, long ps, int T, c
     }
     for (int d0 = 0; d0 < hs; d0 += 16)
         kern_gemm_ukr(kc, ap, 1, OPS_MR, mr, yp + (long)d0 * T + last * 16, z + k0 * zs + d0,
-                          zs, hs - d0 < 16 ? hs - d0 : 16, NULL, 1);
+                          zs, hs - d0 < 16 ? hs - d0 : 16, NULL, 1, NULL);
 }
 
 /* rows 0..mr-1 of sb (ss apart, room for up16(nk)) = X(r) . Y(k) for all
@@ -566,7 +586,7 @@ KERN_INLINE void att_scores(float *sb, long ss, const float *x, long xs, const f
                                int nk, int mr)
 {
     for (int k0 = 0; k0 < nk; k0 += 16)
-        kern_gemm_ukr(hs, x, xs, 1, mr, yp + (long)k0 * hs, sb + k0, ss, 16, NULL, 0);
+        kern_gemm_ukr(hs, x, xs, 1, mr, yp + (long)k0 * hs, sb + k0, ss, 16, NULL, 0, NULL);
 }
 
 KERN_FN static void attention_forward_tiled(float *out, float *att, const float *qkv, int B, int T,

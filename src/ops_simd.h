@@ -40,9 +40,14 @@ typedef struct {
      * C is read only after the products (its cache misses overlap them).
      * A(i, k) = a[i * rsa + k * csa]; bp is a packed panel of kc rows of
      * OPS_NR floats, zero past column nr. Rows i >= mr are never read or
-     * written. */
+     * written.
+     * With amax (not NULL: 16 floats, zero to start), the tile's max |C|
+     * as stored is taken in while C is in registers: amax[0..7] the lanes'
+     * maxima, amax[8..15] nonzero bits in a lane that saw a NaN
+     * (ops_amax_lanes folds them), so no pass over C is left for it. */
     void (*gemm_ukr)(int kc, const float *a, long rsa, long csa, int mr, const float *bp,
-                     float *c, long ldc, int nr, const float *bias, int accumulate);
+                     float *c, long ldc, int nr, const float *bias, int accumulate,
+                     float *amax);
     /* db (n) += the column sums of d (N rows, row stride ld), each in row order */
     void (*colsum)(float *db, const float *d, long ld, int N, int n);
     void (*attention_forward)(float *out, float *att, const float *qkv, int B, int T, int C,

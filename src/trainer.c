@@ -944,6 +944,18 @@ static void pair_task(void *ctx, int run, int thread)
     j->bad[run] = engine_step(j->e[run], j->m[run]);
 }
 
+/* Live, at a divergence: where b goes and how close that snapshot is to
+ * the limit (trainer_rewind_note), as a line of the log. */
+static void rewind_target_event(trainer *t, const engine *e)
+{
+    char note[NS_EVENT_TEXT];
+    if (t->o.log)
+        return; /* headless: --save says it */
+    trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof note);
+    if (note[0])
+        add_event(t, NS_EV_INFO, -1, "b: %s", note);
+}
+
 /* Step a, and b with it under --compare; nonzero when either diverged. */
 static int step_runs(trainer *t)
 {
@@ -985,6 +997,7 @@ static void do_step(trainer *t)
                   "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
                   done, d == &t->mb ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
+        rewind_target_event(t, d == &t->mb ? t->o.twin : t->e);
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
         add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);
@@ -1183,6 +1196,38 @@ static double peak_resident_bytes(void)
 {
     struct rusage ru;
     return getrusage(RUSAGE_SELF, &ru) == 0 ? 1024.0 * (double)ru.ru_maxrss : 0.0;
+}
+
+void trainer_rewind_note(const engine *e, long from, int live, char *buf, size_t len)
+{
+    step_metrics m, m2, cand;
+    long at, pick = 0, s, k = 1, pick_k = 0;
+    double best = -1;
+    int l, known = engine_snapshot_before(e, from, &at, &m), known2 = 0;
+    buf[0] = 0;
+    if (known < 0)
+        return;
+    /* walk back: the newest snapshot clear of the limit, else the roomiest */
+    for (s = at; known > 0 && diag_least_headroom(&m, &l) < DIAG_SNAP_NEAR;) {
+        int r = engine_snapshot_before(e, s, &s, &cand);
+        if (r < 0)
+            break;
+        k++;
+        double h = r > 0 ? diag_least_headroom(&cand, &l) : NAN;
+        if (r > 0 && h > best) {
+            best = h, pick = s, pick_k = k, m2 = cand, known2 = 1;
+            if (h >= DIAG_SNAP_NEAR)
+                break;
+        }
+    }
+    char again[64];
+    if (live && pick_k == 2)
+        snprintf(again, sizeof again, "b twice");
+    else if (live)
+        snprintf(again, sizeof again, "b %ld times", pick_k);
+    else
+        snprintf(again, sizeof again, "the same run with --steps %ld saves it", pick);
+    diag_snapshot_text(at, known > 0 ? &m : NULL, pick, known2 ? &m2 : NULL, again, buf, len);
 }
 
 void trainer_summary(trainer *t, FILE *f)

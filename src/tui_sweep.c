@@ -105,58 +105,60 @@ void sv_board_done(sv_board *b, int status)
 
 /* ---- a growing CSV ----------------------------------------------------------------- */
 
+/* The lines come from tail.h, the one line follower; what they mean is
+ * plot_data's (the rows of a run's CSV, read as --plot reads them). */
+static void csv_line(void *ctx, char *line, size_t n)
+{
+    sv_tail *t = ctx;
+    char err[64];
+    if (!t->bad)
+        t->bad = plot_data_line(&t->d, line, n, err, sizeof err) != 0;
+}
+
+/* Another attempt of the run (its CSV cut, replaced or back after being
+ * removed) starts its rows anew; a line no CSV row is that long stops. */
+static void csv_event(void *ctx, tail_event ev, const char *text)
+{
+    sv_tail *t = ctx;
+    (void)text;
+    if (ev == TAIL_TRUNCATED || ev == TAIL_REPLACED || ev == TAIL_BACK) {
+        plot_data_free(&t->d);
+        plot_data_init(&t->d);
+        t->bad = 0;
+        t->restarted = 1;
+    } else if (ev == TAIL_TOO_LONG || ev == TAIL_NOMEM) {
+        t->bad = 1;
+    }
+}
+
+static void follow_path(sv_tail *t, const char *path)
+{
+    tail_free(&t->tl);
+    tail_init(&t->tl, path, SV_LINE_MAX, &(tail_sink){csv_line, csv_event, t});
+    t->open = 1;
+}
+
 void sv_tail_init(sv_tail *t)
 {
     memset(t, 0, sizeof *t);
+    t->tl.fd = -1;
     plot_data_init(&t->d);
 }
 
 void sv_tail_free(sv_tail *t)
 {
     plot_data_free(&t->d);
-    free(t->part);
+    tail_free(&t->tl);
     memset(t, 0, sizeof *t);
-}
-
-/* Each complete line of t->part to the reader; the rest stays. */
-static void tail_lines(sv_tail *t)
-{
-    char err[64];
-    size_t a = 0;
-    for (size_t i = 0; i < t->n_part && !t->bad; i++)
-        if (t->part[i] == '\n') {
-            t->bad = plot_data_line(&t->d, t->part + a, i - a, err, sizeof err) != 0;
-            a = i + 1;
-        }
-    memmove(t->part, t->part + a, t->n_part - a);
-    t->n_part -= a;
+    t->tl.fd = -1;
 }
 
 int sv_tail_feed(sv_tail *t, const char *bytes, size_t n)
 {
+    if (!t->open)
+        follow_path(t, "");
     long rows = t->d.run[0].n;
-    t->off += (long)n;
-    while (n > 0 && !t->bad) {
-        size_t room = SV_LINE_MAX - t->n_part, take = n < room ? n : room;
-        if (t->n_part + take > t->cap_part) {
-            size_t cap = t->cap_part ? t->cap_part : 4096;
-            while (cap < t->n_part + take)
-                cap *= 2;
-            char *p = realloc(t->part, cap);
-            if (!p) {
-                t->bad = 1;
-                break;
-            }
-            t->part = p;
-            t->cap_part = cap;
-        }
-        memcpy(t->part + t->n_part, bytes, take);
-        t->n_part += take;
-        bytes += take;
-        n -= take;
-        tail_lines(t);
-        t->bad |= t->n_part >= SV_LINE_MAX; /* a line longer than any CSV row */
-    }
+    tail_feed(&t->tl, bytes, n);
     return t->d.run[0].n > rows;
 }
 
@@ -172,28 +174,12 @@ int sv_tail_last(const sv_tail *t, long *step, double *loss)
 
 int sv_tail_poll(sv_tail *t, const char *path)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return 0;
-    struct stat st;
-    int changed = 0;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return 0;
-    }
-    if (st.st_size < t->off || (t->off && (unsigned long long)st.st_ino != t->ino)) {
-        sv_tail_free(t); /* replaced or cut: a new attempt of the run */
-        sv_tail_init(t);
-        changed = 1;
-    }
-    t->ino = (unsigned long long)st.st_ino;
-    char buf[1 << 16];
-    ssize_t n = 1;
-    for (long total = 0; n > 0 && !t->bad && total < SV_READ_MAX; total += n)
-        if ((n = pread(fd, buf, sizeof buf, t->off)) > 0)
-            changed |= sv_tail_feed(t, buf, (size_t)n);
-    close(fd);
-    return changed;
+    if (!t->open || strcmp(t->tl.path, path) != 0)
+        follow_path(t, path);
+    long rows = t->d.run[0].n;
+    t->restarted = 0;
+    tail_poll(&t->tl, SV_READ_MAX, NULL);
+    return t->restarted || t->d.run[0].n > rows;
 }
 
 /* ---- the view's model --------------------------------------------------------------- */

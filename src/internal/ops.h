@@ -53,6 +53,11 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
                     int OC);
 void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                      const float *w, int N, int C, int OC);
+/* matmul_forward, returning max |out| (NaN if any is NaN), taken from the
+ * micro-kernel's registers as it stores out: ops_absmax's value, without
+ * another pass over out */
+float matmul_forward_absmax(float *out, const float *inp, const float *w, const float *b, int N,
+                            int C, int OC);
 
 /* Causal multi-head self-attention. qkv (B, T, 3C) holds q, k, v side by
  * side; out (B, T, C); att (B, NH, T, T) keeps the softmax probabilities
@@ -164,6 +169,8 @@ void layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const 
                            int N, int C);
 void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
                        int N, int C, int OC);
+float matmul_forward_absmax_mt(ns_pool *p, float *out, const float *inp, const float *w,
+                               const float *b, int N, int C, int OC);
 void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                         const float *inp, const float *w, int N, int C, int OC);
 void attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,

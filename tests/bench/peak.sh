@@ -1,5 +1,5 @@
 # peak.sh - one headless run's peak memory beside the man page's MEMORY
-# estimate, for tests/memory.sh and tests/bench/scaling.sh (sourced:
+# estimate, for tests/sh/memory.sh and tests/bench/scaling.sh (sourced:
 # . tests/bench/peak.sh). The peak resident set size comes from
 # /usr/bin/time -v (Debian's time package) or, without it, from the
 # summary line's own getrusage figure; the estimate from the summary line.

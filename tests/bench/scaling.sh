@@ -19,7 +19,7 @@
 # (tests/bench/peak.sh: /usr/bin/time -v, from Debian's time package, or
 # the summary line's own getrusage figure without it). "ratio" is measured
 # over estimated; the formula promises it within 10%, and the script exits
-# non-zero past that (tests/memory.sh checks four small models in make
+# non-zero past that (tests/sh/memory.sh checks four small models in make
 # test).
 BIN=${1:-./normscope}
 STEPS=${STEPS:-3}

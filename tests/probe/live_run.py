@@ -1,5 +1,5 @@
 """live_run.py - a small PyTorch run with the probe attached, for
-tests/follow_probe.sh: trains STEPS steps of a nanoGPT-style model (gpt) or
+tests/sh/follow_probe.sh: trains STEPS steps of a nanoGPT-style model (gpt) or
 a torch.nn.TransformerEncoder (post, or pre for norm_first=True), slowly
 enough that a person (or tmux) can pause it from `normscope --follow`.
 Usage: live_run.py STREAM STEPS gpt|post|pre"""

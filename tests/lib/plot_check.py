@@ -1,0 +1,376 @@
+"""plot_check.py - read a --plot SVG back and compare it with the rows it
+was drawn from. Used by tests/sh/plot.sh; each command prints one line saying
+what it found and exits 1 when the figure disagrees with the input.
+
+  svg FILE                      parses as XML with an <svg> root
+  loss SVG CSV                  series, points and gaps of each loss line
+  markers SVG CSV               a marker at each step where a setting changed
+                                or the step went back, at that step's x
+  layers SVG CSV STEP           2 bars per layer per run, each the CSV's value
+  profile SVG CSV S1,S2..       one line per step (and run), one point per layer
+  heatmap SVG CSV               layers x rows cells per run
+  map SVG RESULTS ROWS COLS     (ROWS - : one row) one cell per combination of the sweep's axes,
+                                seeds folded (runs, mean over the runs that
+                                neither diverged nor failed, diverged,
+                                stalled, exploded), each cell's fill the
+                                color bar's bin of its value (lower loss =
+                                the scale's low end; exploded cells off the
+                                scale, hatched), diverged and stalled cells
+                                marked, rows and columns laid out in the
+                                axes' value order, every axis title on the
+                                canvas and over no cell
+  decimated SVG                 no line has more than 2 points per pixel column
+  png FILE.png                  decodes, and is not one flat color
+
+Only the standard library (xml.etree, csv, zlib, struct).
+"""
+import csv
+import math
+import struct
+import sys
+import xml.etree.ElementTree as ET
+import zlib
+
+NS = "{http://www.w3.org/2000/svg}"
+SETTINGS = ["norm", "norm_kind", "warmup", "clip", "precision", "fp32_norms"]
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def ok(msg):
+    print("ok: " + msg)
+
+
+def root_of(path):
+    try:
+        return ET.parse(path).getroot()
+    except ET.ParseError as e:
+        fail("%s does not parse: %s" % (path, e))
+
+
+def by_class(root, tag, cls):
+    return [e for e in root.iter(NS + tag) if cls in (e.get("class") or "").split()]
+
+
+def num(s):
+    try:
+        return float(s) if s != "" else None
+    except ValueError:
+        return None
+
+
+def runs_of(path):
+    """The CSV's rows per run: run a, and run b from the b_ columns."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    runs = [[{k: v for k, v in r.items() if not k.startswith("b_")} for r in rows]]
+    if rows and "b_step" in rows[0]:
+        runs.append([{k[2:]: v for k, v in r.items() if k.startswith("b_")} for r in rows])
+    return runs
+
+
+def subpaths(d):
+    return d.count("M")
+
+
+def expected_line(rows, col, skip_empty):
+    """(points, subpaths) of a column drawn with gaps at non-finite values."""
+    points = subs = 0
+    pen = False
+    prev = None
+    for r in rows:
+        if skip_empty and r[col] == "":
+            continue
+        step = int(r["step"])
+        if prev is not None and step <= prev:
+            pen = False
+        prev = step
+        v = num(r[col])
+        if v is None or not math.isfinite(v):
+            pen = False
+            continue
+        if not pen:
+            subs += 1
+            pen = True
+        points += 1
+    return points, subs
+
+
+def cmd_svg(path):
+    root = root_of(path)
+    if root.tag != NS + "svg":
+        fail("root is %s, not svg" % root.tag)
+    ok("%s is SVG %sx%s" % (path, root.get("width"), root.get("height")))
+
+
+def series_named(root, prefix):
+    return [p for p in by_class(root, "path", "series") if p.get("data-name").startswith(prefix)]
+
+
+def cmd_loss(svg, path):
+    root = root_of(svg)
+    runs = runs_of(path)
+    for i, rows in enumerate(runs):
+        for prefix, col, skip in (("train loss", "loss", False), ("validation loss", "val_loss", True)):
+            want_pts, want_subs = expected_line(rows, col, skip)
+            found = series_named(root, prefix)
+            if len(found) != len(runs):
+                fail("%d '%s' lines, want %d" % (len(found), prefix, len(runs)))
+            p = found[i]
+            pts, d = int(p.get("data-points")), p.get("d")
+            if pts != want_pts or subpaths(d) != want_subs:
+                fail("%s run %d: %d points in %d pieces, want %d in %d"
+                     % (prefix, i, pts, subpaths(d), want_pts, want_subs))
+            if "nan" in d.lower() or "inf" in d.lower():
+                fail("%s: a non-finite coordinate in the path" % prefix)
+            coords = d.replace("M", " ").replace("L", " ").split()
+            if len(coords) != 2 * pts:
+                fail("%s: %d coordinates for %d points" % (prefix, len(coords), pts))
+    want_nf = sorted(set(int(r["step"]) for rows in runs for r in rows
+                         if not math.isfinite(num(r["loss"]) or float("nan"))))
+    got_nf = sorted(set(int(p.get("data-step")) for p in by_class(root, "path", "nonfinite")))
+    if got_nf != want_nf:
+        fail("non-finite ticks at %s, want %s" % (got_nf, want_nf))
+    ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s)" % (len(runs), want_nf))
+
+
+def expected_marks(rows):
+    marks = []
+    for prev, r in zip(rows, rows[1:]):
+        if int(r["step"]) <= int(prev["step"]) or any(r[k] != prev[k] for k in SETTINGS):
+            marks.append(int(r["step"]))
+    return marks
+
+
+def cmd_markers(svg, path):
+    root = root_of(svg)
+    runs = runs_of(path)
+    want = sorted(set(s for rows in runs for s in expected_marks(rows)))
+    groups = by_class(root, "g", "marker")
+    got = sorted(set(int(g.get("data-step")) for g in groups))
+    if got != want:
+        fail("markers at %s, want %s" % (got, want))
+    area = by_class(root, "rect", "plot-area")[0]
+    x, w = float(area.get("x")), float(area.get("width"))
+    x0, x1 = float(area.get("data-x0")), float(area.get("data-x1"))
+    for g in groups:
+        step = int(g.get("data-step"))
+        lx = float(g.find(NS + "line").get("x1"))
+        want_x = x + (step - x0) / (x1 - x0) * w
+        if abs(lx - want_x) > 0.2:
+            fail("marker at step %d drawn at x=%.1f, want %.1f" % (step, lx, want_x))
+    ok("markers at steps %s, each at its step's x" % got)
+
+
+def gnorm(r, l):
+    a, f, n = (num(r["l%d_grad_%s" % (l, k)]) for k in ("attn", "ffn", "ln"))
+    return math.sqrt(a * a + f * f + n * n)
+
+
+def layers_of(rows):
+    return len([k for k in rows[0] if k.endswith("_grad_attn")])
+
+
+def cmd_layers(svg, path, step):
+    root = root_of(svg)
+    runs = runs_of(path)
+    bars = [e for e in root.iter(NS + "rect") if e.get("class") in ("bar", "nan")]
+    L = layers_of(runs[0])
+    if len(bars) != 2 * L * len(runs):
+        fail("%d bars, want %d (2 per layer per run)" % (len(bars), 2 * L * len(runs)))
+    for i, rows in enumerate(runs):
+        row = [r for r in rows if r["step"] == step][-1]
+        mine = bars[i * 2 * L:(i + 1) * 2 * L]
+        for b in mine:
+            col = "l%s_grad_%s" % (b.get("data-layer"), "attn" if b.get("data-part") == "attn" else "ffn")
+            want = num(row[col])
+            got = num(b.get("data-value") or "nan")
+            if math.isfinite(want) and abs(got - want) > 1e-5 * abs(want):
+                fail("run %d %s: bar of %g, want %g" % (i, col, got, want))
+    ok("%d bars with the values of step %s" % (len(bars), step))
+
+
+def cmd_profile(svg, path, steps):
+    root = root_of(svg)
+    runs = runs_of(path)
+    steps = steps.split(",")
+    lines = by_class(root, "path", "series")
+    if len(lines) != len(steps) * len(runs):
+        fail("%d lines, want %d" % (len(lines), len(steps) * len(runs)))
+    L = layers_of(runs[0])
+    k = 0
+    for rows in runs:
+        for s in steps:
+            row = [r for r in rows if r["step"] == s][-1]
+            want = sum(1 for l in range(L) if math.isfinite(gnorm(row, l)))
+            if int(lines[k].get("data-points")) != want:
+                fail("line %s: %s points, want %d" % (lines[k].get("data-name"),
+                                                      lines[k].get("data-points"), want))
+            k += 1
+    ok("%d lines, one point per finite layer" % len(lines))
+
+
+def cmd_heatmap(svg, path):
+    root = root_of(svg)
+    runs = runs_of(path)
+    cells = by_class(root, "rect", "cell")
+    want = sum(layers_of(rows) * len(rows) for rows in runs)
+    if len(cells) != want:
+        fail("%d cells, want %d" % (len(cells), want))
+    nan = [c for c in cells if c.get("fill") == "url(#nan)"]
+    want_nan = sum(1 for rows in runs for r in rows for l in range(layers_of(rows))
+                   if not math.isfinite(gnorm(r, l)))
+    if len(nan) != want_nan:
+        fail("%d non-finite cells, want %d" % (len(nan), want_nan))
+    ok("%d cells, %d of them non-finite" % (len(cells), len(nan)))
+
+
+def sort_key(v):
+    f = num(v)
+    return (0, f, "") if f is not None else (1, 0.0, v)
+
+
+def map_cells_of(path):
+    """results.csv folded as the map folds it: {key: (runs, losses, div, stalled, exploded)}."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    head = list(rows[0].keys())
+    axes = head[1:head.index("seed")]
+    cells = {}
+    for r in rows:
+        key = ",".join("%s=%s" % (a, r[a]) for a in axes)
+        c = cells.setdefault(key, [0, [], 0, 0, 0])
+        c[0] += 1
+        loss = num(r["val_loss"] if r["val_loss"] != "" else r["train_loss"])
+        if loss is not None and math.isfinite(loss) and r["status"] == "ok":
+            c[1].append(loss)
+        c[2] += r["status"] == "diverged"
+        c[3] += r["stalled"] == "1"
+        c[4] += r.get("exploded") == "1"
+    values = {a: sorted(set(r[a] for r in rows), key=sort_key) for a in axes}
+    return axes, values, cells
+
+
+def cmd_map(svg, path, rows_axis, cols_axis):
+    root = root_of(svg)
+    axes, values, want = map_cells_of(path)
+    combos = 1
+    for a in axes:
+        combos *= len(values[a])
+    groups = by_class(root, "g", "map-cell")
+    cells = [g.find(NS + "rect") for g in groups]
+    got = {c.get("data-key"): (c, g) for c, g in zip(cells, groups)}
+    if len(cells) != combos or len(got) != combos:
+        fail("%d cells (%d distinct), want one per combination: %d" % (len(cells), len(got), combos))
+    if set(got) != set(want):
+        fail("cells %s, want %s" % (sorted(got), sorted(want)))
+    bins = {int(b.get("data-bin")): b.get("fill") for b in by_class(root, "rect", "colorbar-bin")}
+    if len(bins) < 2:
+        fail("no color bar")
+    marks = 0
+    finite = []
+    for key, (runs, losses, div, stalled, exploded) in want.items():
+        c, g = got[key]
+        if int(c.get("data-runs")) != runs or int(c.get("data-diverged")) != div \
+                or int(c.get("data-stalled")) != stalled:
+            fail("%s: runs/diverged/stalled %s/%s/%s, want %d/%d/%d" % (
+                key, c.get("data-runs"), c.get("data-diverged"), c.get("data-stalled"), runs, div, stalled))
+        has_x = bool(by_class(g, "path", "diverged-mark"))
+        has_dash = bool(by_class(g, "rect", "stalled-mark"))
+        if has_x != (div > 0) or has_dash != (stalled > 0):
+            fail("%s: marked diverged %s stalled %s, want %s %s" % (key, has_x, has_dash, div > 0, stalled > 0))
+        marks += has_x + has_dash
+        if int(c.get("data-exploded")) != exploded:
+            fail("%s: exploded %s, want %d" % (key, c.get("data-exploded"), exploded))
+        if exploded:
+            if c.get("fill") != "url(#exploded)":
+                fail("%s: exploded but filled %s" % (key, c.get("fill")))
+            continue
+        if not losses:
+            if c.get("fill") != "url(#nan)":
+                fail("%s: no finite loss but filled %s" % (key, c.get("fill")))
+            continue
+        mean = sum(losses) / len(losses)
+        if abs(float(c.get("data-value")) - mean) > 1e-4 * abs(mean):
+            fail("%s: value %s, want the mean %g" % (key, c.get("data-value"), mean))
+        b = int(c.get("data-bin"))
+        if c.get("fill") != bins[b]:
+            fail("%s: fill %s is not its bin's %s" % (key, c.get("fill"), bins[b]))
+        finite.append((mean, b, key))
+    finite.sort()
+    for (m1, b1, k1), (m2, b2, k2) in zip(finite, finite[1:]):
+        if b2 < b1:
+            fail("%s (%g) in bin %d below %s (%g) in bin %d" % (k2, m2, b2, k1, m1, b1))
+    if finite[0][1] != 0 or finite[-1][1] != max(bins):
+        fail("lowest loss in bin %d, highest in %d: want the scale's ends" % (finite[0][1], finite[-1][1]))
+    # layout: within a panel, rows go down and columns right in value order
+    others = [a for a in axes if a not in (rows_axis, cols_axis)]
+    for key, (c, g) in got.items():
+        kv = dict(p.split("=", 1) for p in key.split(","))
+        for axis, coord in ((rows_axis, "y"), (cols_axis, "x")):
+            if axis == "-":
+                continue
+            i = values[axis].index(kv[axis])
+            if i == 0:
+                continue
+            prev = dict(kv)
+            prev[axis] = values[axis][i - 1]
+            pk = ",".join("%s=%s" % (a, prev[a]) for a in axes)
+            if float(got[pk][0].get(coord)) >= float(c.get(coord)):
+                fail("%s: not after %s along %s (%s)" % (key, pk, axis, coord))
+    # every axis title on the canvas, and over no cell (of any panel)
+    width = float(root.get("width"))
+    rects = [(float(c.get("x")), float(c.get("y")), float(c.get("width")), float(c.get("height")))
+             for c in cells]
+    for t in by_class(root, "text", "axis-label"):
+        x, y, fs = float(t.get("x")), float(t.get("y")), float(t.get("font-size") or 0)
+        rotated = "rotate" in (t.get("transform") or "")
+        half = 0.6 * fs if rotated else 0.3 * fs * len(t.text or "")  # its extent across x
+        if x - half < 0 or x + half > width:
+            fail("axis title '%s' at x=%.1f: off the canvas" % (t.text, x))
+        if rotated:
+            for rx, ry, rw, rh in rects:
+                if rx - half < x < rx + rw + half and ry < y < ry + rh:
+                    fail("axis title '%s' at x=%.1f over a cell at x=%.1f..%.1f" % (t.text, x, rx, rx + rw))
+    per_panel = 1
+    for a in (rows_axis, cols_axis):
+        per_panel *= len(values[a]) if a != "-" else 1
+    ok("%d cells (%d panels over %s), fills in loss order, %d marks" % (
+        combos, combos // per_panel, others or "none", marks))
+
+
+def cmd_decimated(svg):
+    root = root_of(svg)
+    area = by_class(root, "rect", "plot-area")[0]
+    width = float(area.get("width"))
+    for p in by_class(root, "path", "series"):
+        if int(p.get("data-points")) > 2 * (width + 2):
+            fail("%s: %s points over %d pixels" % (p.get("data-name"), p.get("data-points"), width))
+    ok("every line within 2 points per pixel column")
+
+
+def cmd_png(path):
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        fail("%s is not a PNG" % path)
+    pos, idat = 8, b""
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IDAT":
+            idat += data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    distinct = len(set(raw))
+    if distinct < 16:
+        fail("%s looks blank: %d distinct byte values" % (path, distinct))
+    ok("%s renders: %d distinct byte values" % (path, distinct))
+
+
+if __name__ == "__main__":
+    cmd = globals().get("cmd_" + sys.argv[1])
+    if not cmd:
+        fail("unknown command " + sys.argv[1])
+    cmd(*sys.argv[2:])

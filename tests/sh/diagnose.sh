@@ -1,0 +1,234 @@
+#!/bin/sh
+# diagnose.sh - the diagnosis (diagnose.c) and headless recovery, replayed
+# on the real binary with small, fast models (each run takes a second or
+# two): the cause line of a divergence, an early warning well before it, the
+# Post-LN stall, a --load recovery with a lower LR, the checkpoint written at
+# a divergence, the exit codes, and healthy runs that stay silent.
+# Usage: NS_BIN=./normscope sh tests/sh/diagnose.sh
+BIN=${NS_BIN:-./normscope}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+TO=300 # seconds: generous, for the sanitizer builds
+# small and fast: 4 blocks of width 32 over 16 bytes, 4 sequences a step
+F="--headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25"
+# fp16, norms in fp16, LR 2e-2 without warmup: the top of the residual
+# stream grows until the final norm's variance overflows (near step 180)
+FP16="$F --precision fp16 --fp32-norms off --lr 2e-2 --steps 600"
+
+run() { # run NAME ARGS...: stderr in $T/NAME.err, exit status in $T/NAME.rc
+    name=$1
+    shift
+    timeout $TO "$BIN" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null
+    echo $? >"$T/$name.rc"
+}
+rc() { cat "$T/$1.rc"; }
+has() { grep -qF -- "$2" "$T/$1.err"; }
+# the value of column NAME in the last row of a CSV
+last_col() {
+    awk -F, -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+                      { v = $k } END { print v }' "$1"
+}
+
+# ---- 1. the cause of an fp16 norm-variance divergence, and its fix ----
+run fp16 $FP16 --csv "$T/fp16.csv" --save "$T/div.ck"
+[ "$(rc fp16)" -eq 3 ] && ok || no "fp16 run: exit $(rc fp16), want 3: $(cat "$T/fp16.err")"
+div=$(sed -n 's/.*diverged at step \([0-9]*\) (first non-finite.*/\1/p' "$T/fp16.err")
+[ -n "$div" ] && ok || no "fp16 run did not diverge: $(cat "$T/fp16.err")"
+# the cause line names the op, the format, the act max and the real limit
+has fp16 "cause: forward, final norm variance overflowed in fp16: act max" &&
+    has fp16 "(limit 256)" && has fp16 "try: fp32-norms on or precision bf16" && ok ||
+    no "no cause line: $(cat "$T/fp16.err")"
+# and the growth behind it, with its layer and rate, and the missing warmup
+grep -q "diagnosis at step $div: layer [0-9] act max .* doublings/100 steps" "$T/fp16.err" &&
+    has fp16 "no warmup: peak LR 0.02" && ok || no "no growth or LR diagnosis: $(cat "$T/fp16.err")"
+# the CSV marks the step and names the op (commas as ';')
+[ "$(last_col "$T/fp16.csv" state)" = diverged ] &&
+    [ "$(last_col "$T/fp16.csv" first_nonfinite)" = "forward; final norm variance" ] && ok ||
+    no "CSV state/first_nonfinite: $(tail -1 "$T/fp16.csv" | rev | cut -d, -f1-2 | rev)"
+# headroom against 256, not 65504: under 1 doubling before the overflow
+h=$(awk -F, -v d="$div" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "l3_headroom") k = i; next }
+    $1 == d - 1 { print $k }' "$T/fp16.csv")
+awk -v h="$h" 'BEGIN { exit !(h != "" && h < 1) }' && ok || no "headroom before the overflow: $h"
+
+# clipping at 0.1 diverges sooner (step 91 against 141: Adam's step does
+# not shrink with the gradient), and the diagnosis says clipping is no fix
+run clip $FP16 --clip 0.1
+cdiv=$(sed -n 's/.*diverged at step \([0-9]*\) (first non-finite.*/\1/p' "$T/clip.err")
+[ -n "$cdiv" ] && [ -n "$div" ] && [ "$cdiv" -lt "$div" ] &&
+    has clip "clipping does not bound Adam's step, it can make this sooner" && ok ||
+    no "--clip 0.1: diverged at '$cdiv' (unclipped $div): $(cat "$T/clip.err")"
+
+# ---- 2. an early warning at least 20 steps before the divergence ----
+w=$(sed -n 's/.*warning at step \([0-9]*\): layer [0-9] headroom.*/\1/p' "$T/fp16.err" | head -1)
+[ -n "$w" ] && [ $((div - w)) -ge 20 ] && ok ||
+    no "headroom warning at step '$w', divergence at $div: $(cat "$T/fp16.err")"
+[ "$(grep -c 'warning at step .* headroom' "$T/fp16.err")" -eq 1 ] && ok ||
+    no "the headroom warning repeats: $(grep headroom "$T/fp16.err")"
+# no norm, fp16: the loss scale collapses long before the divergence
+run scale $F --precision fp16 --norm none --lr 3e-2 --steps 400
+sw=$(sed -n 's/.*warning at step \([0-9]*\): loss scale collapsed 65536 -> .*/\1/p' "$T/scale.err")
+sd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/scale.err")
+[ -n "$sw" ] && [ -n "$sd" ] && [ $((sd - sw)) -ge 20 ] && ok ||
+    no "loss-scale warning at '$sw', divergence at '$sd': $(cat "$T/scale.err")"
+grep -q "nan" "$T/scale.err" && ! grep -q -- "-nan" "$T/scale.err" && ok ||
+    no "NaN spelled with a sign, or not at all: $(grep -i nan "$T/scale.err")"
+
+# no norm, fp16, validation every step: the residual of the held-out
+# batches reaches fp16's limit first, and the validation loss is NaN
+# before a training step's forward is (validated at 115, diverged at 116)
+run valnan $F --precision fp16 --norm none --lr 3e-2 --steps 300 --val-every 1 --val-batches 2
+vn=$(sed -n 's/.*warning at step \([0-9]*\): validation loss is nan at step \([0-9]*\) while.*/\1 \2/p' \
+    "$T/valnan.err")
+vd=$(sed -n 's/.*diverged at step \([0-9]*\) (first.*/\1/p' "$T/valnan.err")
+set -- $vn
+[ -n "$vn" ] && [ "$1" = "$2" ] && [ -n "$vd" ] && [ $((vd - $1)) -ge 1 ] && ok ||
+    no "validation NaN warning '$vn', divergence at '$vd': $(cat "$T/valnan.err")"
+# the step normscope(1) quotes for this run
+MAN1=$(dirname "$0")/../../man/normscope.1
+mq=$(sed -n 's/^it at step \([0-9]*\), the step before its divergence$/\1/p' "$MAN1")
+[ -n "$mq" ] && [ "$mq" = "$1" ] && [ $((vd - 1)) = "$mq" ] && ok ||
+    no "normscope(1) quotes the validation NaN at step '$mq'; the run: '$1', divergence '$vd'"
+# the summary says the last validation was NaN, not that there was none
+has valnan "loss nan, val nan;" && ok || no "summary of the NaN validation: $(tail -n 3 "$T/valnan.err")"
+# on the log before the divergence, once
+vl=$(grep -n 'warning at step .*: validation loss is nan' "$T/valnan.err" | cut -d: -f1)
+dl=$(grep -n 'diverged at step' "$T/valnan.err" | head -1 | cut -d: -f1)
+[ "$(echo "$vl" | wc -w)" -eq 1 ] && [ -n "$dl" ] && [ "$vl" -lt "$dl" ] && ok ||
+    no "validation NaN warning at line '$vl', divergence at line '$dl'"
+
+# ---- --compare: each run has its own diagnosis, named like its events ----
+# run a at a tenth of b's LR stays finite; only b's norm variance overflows
+run cmpb $F --precision fp16 --fp32-norms off --lr 2e-3 --steps 600 --compare lr=2e-2
+cd_=$(sed -n 's/.*run b diverged at step \([0-9]*\) (first.*/\1/p' "$T/cmpb.err")
+[ "$(rc cmpb)" -eq 3 ] && [ -n "$cd_" ] && ok || no "--compare b: exit $(rc cmpb): $(cat "$T/cmpb.err")"
+bl=$(sed -n 's/.*b: cause: forward, final norm variance overflowed in fp16: act max .* (layer \([0-9]\)).*/\1/p' \
+    "$T/cmpb.err")
+[ -n "$bl" ] && grep -q "b: diagnosis at step $cd_: layer $bl act max" "$T/cmpb.err" &&
+    has cmpb "b: warning at step" && ok || no "run b's diagnosis: $(cat "$T/cmpb.err")"
+! grep -q "a: warning at\|a: diagnosis\|a: cause\|^normscope: cause" "$T/cmpb.err" && ok ||
+    no "run a reported: $(grep 'a: \|^normscope: cause' "$T/cmpb.err")"
+run cmpok $F --warmup 20 --steps 200 --compare norm=post
+[ "$(rc cmpok)" -eq 0 ] && ! grep -q "warning\|diagnosis\|cause:" "$T/cmpok.err" && ok ||
+    no "--compare healthy: exit $(rc cmpok): $(cat "$T/cmpok.err")"
+
+# ---- 3. the deep Post-LN stall, within 200 steps; Pre-LN does not ----
+POST="$F -L 24 --lr 3e-3 --steps 300 --on-stall stop"
+run stall $POST --norm post --csv "$T/stall.csv"
+st=$(sed -n 's/.*stalled at step \([0-9]*\); stopping.*/\1/p' "$T/stall.err")
+[ "$(rc stall)" -eq 4 ] && [ -n "$st" ] && [ "$st" -le 200 ] && ok ||
+    no "Post-LN stall: exit $(rc stall), at step '$st': $(cat "$T/stall.err")"
+has stall "on the unigram plateau 3.0" && has stall "Pre-LN first" && ok ||
+    no "stall diagnosis: $(cat "$T/stall.err")"
+[ "$(last_col "$T/stall.csv" state)" = stalled ] && ok || no "CSV state of the stall"
+run prestall $POST --norm pre --csv "$T/pre.csv"
+[ "$(rc prestall)" -eq 0 ] && ! grep -q "stalled\|diagnosis\|warning at" "$T/prestall.err" &&
+    ! cut -d, -f2- "$T/pre.csv" | grep -q stalled && ok ||
+    no "Pre-LN reported: exit $(rc prestall): $(cat "$T/prestall.err")"
+
+# --compare: run b (Post-LN) stalls and stops the run; a (Pre-LN) is not named
+run cmpstall $POST --norm pre --compare norm=post --csv "$T/cmpstall.csv"
+[ "$(rc cmpstall)" -eq 4 ] && has cmpstall "b: stalled at step" &&
+    has cmpstall "b: cause: stalled: loss" && ! has cmpstall "a: cause" && ok ||
+    no "--compare Post-LN b stall: exit $(rc cmpstall): $(cat "$T/cmpstall.err")"
+[ "$(last_col "$T/cmpstall.csv" b_state)" = stalled ] &&
+    [ "$(last_col "$T/cmpstall.csv" state)" != stalled ] && ok || no "CSV states of the b stall"
+
+# ---- the README's example prints what the README quotes ----
+README=$(dirname "$0")/../../README.md
+run readme --headless -L 4 -d 32 -T 16 -B 4 --precision fp16 --fp32-norms off --lr 2e-2 \
+    --warmup 0 --save "$T/readme.ck"
+quoted=$(awk '/--fp32-norms off --lr 2e-2 --warmup 0 --save run.ckpt/ { on = 1; next }
+    on && /^    \.\.\./ { sub(/^    \.\.\./, ""); sub(/ \.\.\.$/, ""); sub(/run\.ckpt/, "RUNCK"); print; next }
+    on { exit }' "$README")
+nq=0
+echo "$quoted" | {
+    bad=0
+    while IFS= read -r q; do
+        [ -n "$q" ] || continue
+        sed "s|$T/readme.ck|RUNCK|" "$T/readme.err" | grep -qF -- "$q" || { echo "FAIL: README quotes '$q'" >&2; bad=1; }
+    done
+    exit $bad
+} && [ "$(echo "$quoted" | wc -l)" -eq 3 ] && ok || no "the README's diagnosis example: $(cat "$T/readme.err")"
+
+# ---- 4. the checkpoint written at the divergence, and a --load recovery ----
+# the last snapshot before the divergence (one every 50 steps)
+snap=$(( (${div:-1} - 1) / 50 * 50 ))
+[ -s "$T/div.ck" ] && has fp16 "the run diverged; wrote the snapshot of step $snap" && ok ||
+    no "no checkpoint at the divergence: $(cat "$T/fp16.err")"
+# unchanged it diverges at the same step; the --load flags apply from the snapshot
+run same $FP16 --load "$T/div.ck" --csv "$T/same.csv"
+[ "$(rc same)" -eq 3 ] && has same "diverged at step $div " && ok ||
+    no "unchanged resume: exit $(rc same): $(cat "$T/same.err")"
+run fixed $FP16 --load "$T/div.ck" --lr 0.01 --steps $((snap + 20)) --csv "$T/fixed.csv"
+has fixed "lr=0.01 from step $snap (the checkpoint had 0.02)" && ok ||
+    no "--load --lr 0.01: exit $(rc fixed): $(cat "$T/fixed.err")"
+awk -F, -v s="$snap" 'NR == 2 { exit !($1 == s + 1 && $4 > 0.0099 && $4 < 0.0101) }' "$T/fixed.csv" && ok ||
+    no "the resumed run's first row: $(sed -n 2p "$T/fixed.csv" | cut -d, -f1-4)"
+# the diagnosis' own fix (bf16 has fp32's range) trains on to step 300 finite
+run bf16 $FP16 --load "$T/div.ck" --precision bf16 --steps 300 --csv "$T/bf16.csv"
+[ "$(rc bf16)" -eq 0 ] && [ "$(last_col "$T/bf16.csv" precision)" = bf16 ] &&
+    [ "$(last_col "$T/bf16.csv" step)" -eq 300 ] && ! grep -q diverged "$T/bf16.csv" && ok ||
+    no "--load --precision bf16 did not train on to step 300: $(cat "$T/bf16.err")"
+# precision and warmup apply too; a setting no command changes is refused
+run eps $FP16 --load "$T/div.ck" --eps 1e-3
+[ "$(rc eps)" -eq 2 ] && [ "$(wc -l <"$T/eps.err")" -eq 1 ] && has eps "--eps" && ok ||
+    no "--load --eps: exit $(rc eps): $(cat "$T/eps.err")"
+run shape $FP16 --load "$T/div.ck" -L 5
+[ "$(rc shape)" -eq 2 ] && has shape "--layers" && ok || no "--load -L 5: $(cat "$T/shape.err")"
+
+# ---- 5. --on-diverge continue ending in NaN exits 3, the CSV says so ----
+run cont $F --lr 10 --precision fp16 --loss-scale off --steps 30 --on-diverge continue \
+    --csv "$T/cont.csv"
+n=$(grep -c ',diverged,' "$T/cont.csv")
+[ "$(rc cont)" -eq 3 ] && [ "$n" -gt 0 ] && has cont "$n diverged steps were not applied" && ok ||
+    no "--on-diverge continue: exit $(rc cont), $n diverged rows: $(cat "$T/cont.err")"
+
+# ---- 6. resumed after a rewind with nothing changed ----
+rwat=$((${div:-0} + 10)) # a rewind after the divergence (the run goes on, steps not applied)
+printf 'at %d: rewind\n' "$rwat" >"$T/rw.script"
+run rw $FP16 --steps $((rwat + 10)) --on-diverge continue --script "$T/rw.script"
+has rw "resumed from step $snap with nothing changed: it will diverge again at step $div" && ok ||
+    no "no resumed warning: $(cat "$T/rw.err")"
+printf 'at %d: lr 0.01\nat %d: rewind\n' "$rwat" "$rwat" >"$T/rw2.script"
+run rw2 $FP16 --steps $((rwat + 10)) --on-diverge continue --script "$T/rw2.script"
+! has rw2 "resumed from" && ok || no "resumed warning after a change: $(cat "$T/rw2.err")"
+
+# ---- an LR raised 10x at step 60 is named, with the LR to go back to ----
+printf 'at 60: lr x10\n' >"$T/lr.script"
+run lr $F --precision fp16 --fp32-norms off --lr 2e-3 --steps 400 --script "$T/lr.script"
+[ "$(rc lr)" -eq 3 ] && has lr "LR raised 0.002 -> 0.02 at step 60" &&
+    has lr "try: rewind and set lr 0.002" && ok || no "LR raise not named: $(cat "$T/lr.err")"
+
+# ---- vanishing updates: norm gains of 0 leave the bottom layer still ----
+run gain0 $F --norm post --ln-gamma-init 0 --ln-beta-init 0 --steps 150
+has gain0 "layer 0 update ratio 0 (top layer" && ok || no "no vanishing update: $(cat "$T/gain0.err")"
+run gain1 $F --norm post --steps 150
+! has gain1 "update ratio" && ok || no "vanishing update on a healthy run: $(cat "$T/gain1.err")"
+
+# ---- the spike warning: an LR raised 1000x at step 150 spikes at once ----
+printf 'at 150: lr x1000\n' >"$T/spike.script"
+run spike $F --warmup 20 --steps 200 --script "$T/spike.script"
+grep -q "warning: gradient norm spike at step 15[0-9]: .* sd, .*x the median of .*), then" "$T/spike.err" &&
+    ok || no "no spike warning after lr x1000: $(cat "$T/spike.err")"
+
+# ---- a rewind to step 0 replays an untrained start: no spike ----
+# (the spike windows held the abandoned steps' losses, near a third of it)
+printf 'at 200: rewind\n' >"$T/rw0.script"
+run rw0 $F --warmup 20 --steps 260 --snapshot-every 0 --script "$T/rw0.script"
+has rw0 "rewound from step 200 to the snapshot at step 0" && ! has rw0 "spike" && ok ||
+    no "spike warning after a rewind to step 0: $(cat "$T/rw0.err")"
+
+# ---- healthy runs: no warning, no spike, no diagnosis ----
+run healthy $F --warmup 20 --steps 200
+run healthy16 $F --precision fp16 --lr 1e-3 --steps 200
+for h in healthy healthy16; do
+    [ "$(rc $h)" -eq 0 ] && ! grep -q "warning\|diagnosis\|cause:" "$T/$h.err" && ok ||
+        no "$h: exit $(rc $h): $(cat "$T/$h.err")"
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,217 @@
+#!/bin/sh
+# plot.sh - --plot from the outside: each kind drawn from the committed
+# inputs in tests/fixtures/plot/ and, for the map, tests/fixtures/sweepmap/
+# (made by the program: see make.sh there),
+# read back as XML and compared with the rows (tests/lib/plot_check.py), and
+# rendered to PNG with rsvg-convert; gaps, one row, 10^5 rows, bad input.
+# Usage: NS_BIN=./normscope sh tests/sh/plot.sh
+# Prints "N passed, N failed"; exits non-zero on any failure.
+BIN=${NS_BIN:-./normscope}
+PY=${PYTHON:-/usr/bin/python3}
+D=$(dirname "$0")/..
+F=$D/fixtures/plot
+CHECK="$PY $D/lib/plot_check.py"
+T=$(mktemp -d /tmp/ns_plot.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# check DESC CMD...: the command succeeds (its output shown on failure)
+check() {
+    desc=$1
+    shift
+    if "$@" >"$T/log" 2>&1; then ok; else no "$desc: $(cat "$T/log")"; fi
+}
+
+# plot OUT ARGS...: draw, then it must parse as SVG and render to a PNG
+# that is not blank
+plot() {
+    out=$1
+    shift
+    if ! "$BIN" --plot "$@" --out "$T/$out" 2>"$T/err"; then
+        no "--plot $*: exit $?: $(cat "$T/err")"
+        return 1
+    fi
+    check "$out is SVG" $CHECK svg "$T/$out"
+    if rsvg-convert "$T/$out" -o "$T/$out.png" 2>"$T/err"; then
+        check "$out renders" $CHECK png "$T/$out.png"
+    else
+        no "rsvg-convert $out: $(cat "$T/err")"
+    fi
+}
+
+# expect_bad NEEDLE ARGS...: exit 2, one line on stderr naming NEEDLE, no file
+expect_bad() {
+    needle=$1
+    shift
+    rm -f "$T/bad.svg"
+    "$BIN" "$@" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    if [ "$rc" -ne 2 ]; then no "$*: exit $rc, want 2"; return; fi
+    if [ "$(wc -l <"$T/err")" -ne 1 ]; then no "$*: not one line on stderr: $(cat "$T/err")"; return; fi
+    if ! grep -q -- "$needle" "$T/err"; then no "$*: stderr lacks '$needle': $(cat "$T/err")"; return; fi
+    if [ -e "$T/bad.svg" ]; then no "$*: left $T/bad.svg behind"; return; fi
+    ok
+}
+
+# --- each kind from one run: NaN rows (gaps), a rewind, settings changed ---
+plot loss.svg "$F/run.csv" && {
+    check "loss lines: points and gaps" $CHECK loss "$T/loss.svg" "$F/run.csv"
+    check "loss markers" $CHECK markers "$T/loss.svg" "$F/run.csv"
+}
+plot layers.svg "$F/run.csv" --kind layers --step 20 &&
+    check "layer bars" $CHECK layers "$T/layers.svg" "$F/run.csv" 20
+plot layers_nan.svg "$F/run.csv" --kind layers --step 12 &&
+    check "layer bars at a NaN step" $CHECK layers "$T/layers_nan.svg" "$F/run.csv" 12
+plot profile.svg "$F/run.csv" --kind profile --step 1,12,30 &&
+    check "profile lines" $CHECK profile "$T/profile.svg" "$F/run.csv" 1,12,30
+plot heatmap.svg "$F/run.csv" --kind heatmap &&
+    check "heatmap cells" $CHECK heatmap "$T/heatmap.svg" "$F/run.csv"
+plot profile_default.svg "$F/run.csv" --kind profile
+grep -c 'class="series"' "$T/profile_default.svg" | grep -qx 4 && ok || no "profile: not 4 default steps"
+
+# --- a comparison: both runs, one marker for a change sent to both ---
+plot cmp_loss.svg "$F/compare.csv" && {
+    check "compare loss lines" $CHECK loss "$T/cmp_loss.svg" "$F/compare.csv"
+    check "compare markers" $CHECK markers "$T/cmp_loss.svg" "$F/compare.csv"
+}
+[ "$(grep -c 'class="marker"' "$T/cmp_loss.svg")" -eq 1 ] && ok || no "compare: a shared change marked twice"
+plot cmp_layers.svg "$F/compare.csv" --kind layers &&
+    check "compare bars" $CHECK layers "$T/cmp_layers.svg" "$F/compare.csv" 20
+plot cmp_profile.svg "$F/compare.csv" --kind profile --step 5,20 &&
+    check "compare profile" $CHECK profile "$T/cmp_profile.svg" "$F/compare.csv" 5,20
+plot cmp_heat.svg "$F/compare.csv" --kind heatmap &&
+    check "compare heatmap" $CHECK heatmap "$T/cmp_heat.svg" "$F/compare.csv"
+grep -q 'b: norm=post' "$T/cmp_loss.svg" && ok || no "compare: run b not named by its setting"
+
+# --- JSONL, and a followed stream's lines, draw the same figure as the CSV ---
+for k in loss layers profile heatmap; do
+    "$BIN" --plot "$F/run.csv" --kind $k --out "$T/c_$k.svg" 2>/dev/null
+    for j in run.jsonl stream.jsonl; do
+        "$BIN" --plot "$F/$j" --kind $k --out "$T/j_$k.svg" 2>"$T/err" || no "$j $k: $(cat "$T/err")"
+        grep -v 'class="caption"' "$T/c_$k.svg" >"$T/a"
+        grep -v 'class="caption"' "$T/j_$k.svg" >"$T/b"
+        cmp -s "$T/a" "$T/b" && ok || no "$j --kind $k differs from the CSV's figure"
+    done
+done
+"$BIN" --plot "$F/compare.jsonl" --out "$T/cj.svg" 2>/dev/null
+grep -v 'class="caption"' "$T/cj.svg" >"$T/a"
+grep -v 'class="caption"' "$T/cmp_loss.svg" >"$T/b"
+cmp -s "$T/a" "$T/b" && ok || no "compare.jsonl differs from compare.csv"
+cat "$F/run.csv" | "$BIN" --plot - --out "$T/stdin.svg" 2>/dev/null && $CHECK svg "$T/stdin.svg" >/dev/null && ok ||
+    no "--plot - (standard input)"
+
+# --- --mono: dashes, no color; --size; --log ---
+plot mono.svg "$F/compare.csv" --mono
+grep 'class="series"' "$T/mono.svg" | grep -c 'stroke-dasharray' | grep -qx 3 && ok ||
+    no "--mono: the 3 lines after the first are not dashed"
+grep -Eo '(stroke|fill)="#[0-9a-f]{6}"' "$T/mono.svg" | grep -Eqv '#([0-9a-f]{2})\1\1"' &&
+    no "--mono: a color that is not grey" || ok
+plot small.svg "$F/run.csv" --size 800x450
+grep -q 'width="800" height="450"' "$T/small.svg" && ok || no "--size 800x450"
+plot log.svg "$F/run.csv" --log
+grep -q 'log scale' "$T/log.svg" && ok || no "--log: axis not labelled log"
+
+# --- one row makes a figure of each kind ---
+for k in loss layers profile heatmap; do
+    plot one_$k.svg "$F/one.csv" --kind $k
+done
+grep 'class="series"' "$T/one_loss.svg" | grep -q 'data-points="1"' && ok || no "one row: not one point"
+
+# --- 10^5 rows: decimated to the pixel width, under 1 MB ---
+$PY - "$F/run.csv" "$T/big.csv" <<'EOF'
+import csv, math, sys
+src, dst = sys.argv[1], sys.argv[2]
+with open(src) as f:
+    r = csv.reader(f)
+    head = next(r)
+    row = next(r)
+with open(dst, "w") as f:
+    f.write(",".join(head) + "\n")
+    for i in range(1, 100001):
+        row[0] = str(i)
+        row[1] = repr(3 + math.sin(i / 500.0) + (i % 7) * 0.01)
+        f.write(",".join(row) + "\n")
+EOF
+for k in loss heatmap; do
+    plot big_$k.svg "$T/big.csv" --kind $k
+    size=$(wc -c <"$T/big_$k.svg")
+    [ "$size" -lt 1000000 ] && ok || no "10^5 rows --kind $k: $size bytes"
+done
+check "10^5 rows decimated" $CHECK decimated "$T/big_loss.svg"
+
+# --- a sweep's map (tests/fixtures/sweepmap: a real 24-run sweep, seeds 1-2) ---
+M=$D/fixtures/sweepmap
+plot map.svg "$M" --kind map &&
+    check "map: cells, fills, marks (default rows lr, columns layers)" $CHECK map "$T/map.svg" "$M/results.csv" lr layers
+plot map_rc.svg "$M/results.csv" --kind map --rows norm --cols lr &&
+    check "map --rows norm --cols lr" $CHECK map "$T/map_rc.svg" "$M/results.csv" norm lr
+grep -c 'class="panel-title"' "$T/map_rc.svg" | grep -qx 2 && ok || no "map: not one panel per layers value"
+grep -q 'common: -d 16 -H 2' "$T/map.svg" && ok || no "map: the common flags not in the caption"
+plot map_mono.svg "$M" --kind map --mono &&
+    check "map --mono" $CHECK map "$T/map_mono.svg" "$M/results.csv" lr layers
+grep -Eo '(stroke|fill)="#[0-9a-f]{6}"' "$T/map_mono.svg" | grep -Eqv '#([0-9a-f]{2})\1\1"' &&
+    no "map --mono: a color that is not grey" || ok
+cut -d, -f1,3,5- "$M/results.csv" >"$T/lr_only.csv"
+plot map_one_axis.svg "$T/lr_only.csv" --kind map &&
+    check "map of one axis (lr), the others folded" $CHECK map "$T/map_one_axis.svg" "$T/lr_only.csv" - lr
+
+# --- an outlier and long tick labels: a cell exploded to 2.8e12 is marked
+# and hatched, and the scale still runs from the trained cells to the
+# plateau (3.09); numbers are cut to their cell; the rows' title (lr, with
+# values like 0.00316228) stays on the canvas and off the other panel
+awk 'BEGIN {
+    OFS = ","
+    print "id,layers,lr,norm,seed,steps,train_loss,val_loss,diverged_step,stalled,exploded,ratio_first,ratio_last,wall_s,status"
+    split("0.001 0.00316228 0.01", lr, " ")
+    n = 0
+    for (l = 2; l <= 6; l += 4) for (i = 1; i <= 3; i++) for (j = 1; j <= 2; j++) for (s = 1; s <= 2; s++) {
+        norm = j == 1 ? "post" : "pre"
+        loss = 2.4 + 0.05 * i + 0.02 * s; st = 0; ex = 0
+        if (norm == "post" && l == 6 && i == 3) { loss = 3.09; st = 1 }
+        if (norm == "post" && l == 2 && i == 3 && s == 2) { loss = 2794610000000; ex = 1 }
+        printf "%012x,%d,%s,%s,%d,100,%s,%s,,%d,%d,1,1,,ok\n", ++n, l, lr[i], norm, s, loss, loss, st, ex
+    } }' >"$T/outlier.csv"
+plot map_outlier.svg "$T/outlier.csv" --kind map &&
+    check "map with an outlier and 2 panels of long tick labels" $CHECK map "$T/map_outlier.svg" "$T/outlier.csv" lr layers
+hi=$(grep -o 'class="colorbar-bin" data-bin="8" data-lo="[^"]*" data-hi="[^"]*"' "$T/map_outlier.svg" | sed 's/.*data-hi="//; s/"//')
+awk -v h="$hi" 'BEGIN { exit !(h != "" && h < 3.2) }' && ok || no "the outlier set the scale: top $hi"
+grep -c 'class="cell-tag">1/2 exploded<' "$T/map_outlier.svg" | grep -qx 1 && ok || no "the exploded cell's tag"
+grep -Eq '>[^<]*[1-9][0-9]{6}[^<]*</text>' "$T/map_outlier.svg" && no "a long number in the figure: $(grep -Eo '>[^<]*[1-9][0-9]{6}[^<]*<' "$T/map_outlier.svg" | head -2)" || ok
+
+# --- bad input: one line, exit 2, nothing written ---
+head -1 "$M/results.csv" >"$T/header_only.csv"
+expect_bad "no rows" --plot "$T/header_only.csv" --kind map --out "$T/bad.svg"
+cut -d, -f1-9 "$M/results.csv" >"$T/short.csv"
+expect_bad "no 'stalled' column" --plot "$T/short.csv" --kind map --out "$T/bad.svg"
+expect_bad "--rows 'frob': not an axis" --plot "$M" --kind map --rows frob --out "$T/bad.svg"
+expect_bad "--cols 'seed': not an axis" --plot "$M" --kind map --cols seed --out "$T/bad.svg"
+expect_bad "the same axis" --plot "$M" --kind map --rows lr --cols lr --out "$T/bad.svg"
+expect_bad "go with --kind map" --plot "$F/run.csv" --rows lr --out "$T/bad.svg"
+expect_bad "results.csv: No such file" --plot "$T" --kind map --out "$T/bad.svg"
+cut -d, -f1,3- "$F/run.csv" >"$T/noloss.csv"
+expect_bad "loss" --plot "$T/noloss.csv" --out "$T/bad.svg"
+cut -d, -f1-14 "$F/run.csv" >"$T/nolayers.csv"
+expect_bad "per-layer" --plot "$T/nolayers.csv" --kind profile --out "$T/bad.svg"
+expect_bad "No such file" --plot "$T/missing.csv" --out "$T/bad.svg"
+expect_bad "Is a directory" --plot "$T" --out "$T/bad.svg"
+: >"$T/empty.csv"
+expect_bad "no rows" --plot "$T/empty.csv" --out "$T/bad.svg"
+printf 'hello\nworld\n' >"$T/junk.csv"
+expect_bad "no rows" --plot "$T/junk.csv" --out "$T/bad.svg"
+expect_bad "--out" --plot "$F/run.csv"
+expect_bad "--kind" --plot "$F/run.csv" --kind pie --out "$T/bad.svg"
+expect_bad "sweep" --plot "$F/run.csv" --kind map --out "$T/bad.svg"
+expect_bad "--size" --plot "$F/run.csv" --size 16x9 --out "$T/bad.svg"
+expect_bad "--step" --plot "$F/run.csv" --step 1,x --out "$T/bad.svg"
+expect_bad "--step 99" --plot "$F/run.csv" --kind layers --step 99 --out "$T/bad.svg"
+expect_bad "No such file" --plot "$F/run.csv" --out "$T/nodir/bad.svg"
+# a figure's options without --plot would shape nothing: refused, not dropped
+expect_bad "--out is a --plot option" --headless --steps 2 --out "$T/bad.svg"
+expect_bad "--mono is a --plot option" --headless --steps 2 --mono
+ls "$T" | grep -q '\.tmp\.' && no "a temporary file left behind" || ok
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,78 @@
+#!/bin/sh
+# tui_diag.sh - the D overlay in a tmux pane: an fp16 run whose norm
+# variance overflows (near step 140) pauses DIVERGED; D shows the
+# diagnosis with its numbers, the layer's numbers now, what to try and the
+# keys for it; any key closes it, D again too. A healthy run's D says so
+# with its headroom; under --compare, where only run b diverges, it gives
+# both runs' diagnoses, b's naming its layer.
+#
+# Usage: NS_BIN=./normscope sh tests/sh/tui_diag.sh
+# Prints "N passed, N failed"; exits non-zero on any failure.
+# shellcheck source-path=SCRIPTDIR source=../lib/tmux_lib.sh
+. "$(dirname "$0")/../lib/tmux_lib.sh"
+tmux_init tui_diag.sh diag
+watchdog "${NS_E2E_LIMIT:-600}"
+need_tmux_bin
+sanitizer_env
+W=diag
+# 4 blocks of width 32: the final norm's variance overflows fp16 near step 140
+F="-L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --precision fp16 --fp32-norms off"
+run() {
+    key "clear; LC_ALL=C $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter
+}
+# panel TEXT: the overlay's rows (between its border lines) hold TEXT
+panel() { screen | grep -qF -- "$1"; }
+# open_d STATE ARGS...: run normscope until the status line shows STATE,
+# then press D and wait for the panel
+open_d() {
+    state=$1
+    shift
+    run "$*"
+    wait_for "$state" 120 && ok || no "$*: no $state: $(cat "$T/err")"
+    key D
+    wait_for ' diagnosis ' 10 && ok || no "$*: D shows no panel: $(screen)"
+}
+new_session
+
+# ---- a diverged run: the diagnosis, its evidence, the keys -------------
+open_d DIVERGED "$BIN $F --lr 2e-2"
+screen | grep -qF '! ' && ok || no "no alert mark on the status line: $(screen | head -2)"
+panel 'DIAGNOSIS at step' && panel 'overflowed in fp16' && panel '(limit 256)' && ok ||
+    no "D: no cause line: $(screen)"
+panel 'now (step' && panel 'headroom' && ok || no "D: no evidence: $(screen)"
+panel 'keys: press w then b: warmup on, rewind' && ok || no "D: no warmup keys: $(screen)"
+panel 'i (fp32 norms)' && ok || no "D: no fp32-norms key: $(screen)"
+panel 'warning at step' && ok || no "D: the early warning is missing: $(screen)"
+key x # unbound: closes it, does nothing else
+wait_gone 'DIAGNOSIS at step' 10 && ok || no "x did not close the panel"
+key D
+wait_for 'DIAGNOSIS at step' 10 && ok || no "D: the panel did not open again"
+key D
+wait_gone 'DIAGNOSIS at step' 10 && ok || no "D again did not close it"
+screen | grep -q DIVERGED && ok || no "closing the panel changed the state: $(screen | head -1)"
+key q
+check_exited "the diverged run" 3
+
+# ---- a healthy run: nothing to report, with its headroom -----------------
+open_d DONE "$BIN -L 2 -d 32 -T 16 -B 4 --val-every 25 --steps 30"
+panel 'no warnings; the run is healthy: headroom' && ok || no "D on a healthy run: $(screen)"
+key q
+check_exited "the healthy run" 0
+
+# ---- --compare where only b diverges: both runs' diagnoses ---------------
+open_d DIVERGED "$BIN $F --lr 2e-3 --compare lr=2e-2"
+panel 'a: ' && panel 'no warnings; the run is healthy' && ok || no "D --compare: run a: $(screen)"
+panel 'b: ' && panel 'DIAGNOSIS at step' && panel '(layer 3)' && ok ||
+    no "D --compare: run b: $(screen)"
+panel 'Tab until it reads b' && ok || no "D --compare: no target hint: $(screen)"
+key x
+wait_gone 'DIAGNOSIS at step' 10 && ok || no "D --compare: x did not close the panel"
+# the alert mark on run b's status row, none on a's
+screen | sed -n 2p | grep -qF '! ' && ! screen | sed -n 1p | grep -qF '! ' && ok ||
+    no "D --compare: the alert marks: $(screen | head -n 2)"
+key q
+check_exited "the compare run" 3
+check_reports 40
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,196 @@
+/* test_atomicio.c - the one implementation of temp file + fsync + rename:
+ * a committed file replaces the old one whole, an aborted or failed one
+ * leaves it as it was and no temp file behind, devices are written in
+ * place (never renamed over), symlinks are written through, the startup
+ * probe finds unwritable places, and stale temp files of dead processes are
+ * swept. Kill -9 in the middle of a save is tests/sh/harden.sh's job. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "atomicio.h"
+#include "testutil.h"
+
+static char dir[] = "/tmp/ns_test_atomicio_XXXXXX";
+
+static const char *at(const char *name)
+{
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* The whole file, or "" (a static buffer). */
+static const char *get_text(const char *path)
+{
+    static char buf[256];
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose(f);
+    }
+    return buf;
+}
+
+/* Any temp file of ours (NAME.tmp.PID) in dir? */
+static int tmp_exists(const char *name)
+{
+    char p[300];
+    snprintf(p, sizeof p, "%s/%s.tmp.%ld", dir, name, (long)getpid());
+    return access(p, F_OK) == 0;
+}
+
+static void test_commit_abort(void)
+{
+    char err[512];
+    atomic_file a;
+    put_text(at("x"), "old\n");
+    CHECK(atomic_open(&a, at("x"), err, sizeof err) == 0);
+    fputs("new\n", a.f);
+    CHECK(tmp_exists("x"));
+    CHECK(strcmp(get_text(at("x")), "old\n") == 0); /* untouched until commit */
+    CHECK(atomic_commit(&a, err, sizeof err) == 0);
+    CHECK(strcmp(get_text(at("x")), "new\n") == 0);
+    CHECK(!tmp_exists("x"));
+
+    CHECK(atomic_open(&a, at("x"), err, sizeof err) == 0);
+    fputs("half", a.f);
+    atomic_abort(&a);
+    CHECK(strcmp(get_text(at("x")), "new\n") == 0);
+    CHECK(!tmp_exists("x"));
+
+    /* a replaced file keeps its mode */
+    chmod(at("x"), 0640);
+    CHECK(atomic_write_file(at("x"), "m\n", 2, err, sizeof err) == 0);
+    struct stat st;
+    CHECK(stat(at("x"), &st) == 0 && (st.st_mode & 0777) == 0640);
+}
+
+static void test_refusals(void)
+{
+    char err[512];
+    atomic_file a;
+    put_text(at("file"), "f\n");
+    CHECK(atomic_open(&a, at("nodir/x"), err, sizeof err) == -1 && strstr(err, "nodir/x") &&
+          strstr(err, "No such file"));
+    CHECK(atomic_open(&a, at("file/x"), err, sizeof err) == -1 && strstr(err, "Not a directory"));
+    CHECK(atomic_open(&a, dir, err, sizeof err) == -1 && strstr(err, "is a directory"));
+    CHECK(atomic_probe(at("nodir/x"), err, sizeof err) == -1 && strstr(err, "nodir/x"));
+    CHECK(atomic_probe(at("file/x"), err, sizeof err) == -1);
+    CHECK(atomic_probe(dir, err, sizeof err) == -1 && strstr(err, "is a directory"));
+    CHECK(atomic_probe(at("fresh"), err, sizeof err) == 0);
+    CHECK(access(at("fresh"), F_OK) != 0 && !tmp_exists("fresh")); /* the probe leaves nothing */
+    CHECK(atomic_probe("-", err, sizeof err) == 0);
+}
+
+/* A character device to write to: as root a private node in dir (made by
+ * mknod(1)), so that a regression renaming over it cannot replace the
+ * system's /dev/null or /dev/full; otherwise the system's, which a process
+ * that is not root cannot replace. NULL when neither is possible. */
+static const char *device(const char *name, int major, int minor)
+{
+    static char path[2][300];
+    static int k;
+    k ^= 1;
+    char cmd[400];
+    struct stat st;
+    if (geteuid() != 0) {
+        snprintf(path[k], sizeof path[k], "/dev/%s", name);
+    } else {
+        snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
+        snprintf(cmd, sizeof cmd, "mknod '%s' c %d %d 2>/dev/null", path[k], major, minor);
+        if (system(cmd) != 0)
+            return NULL;
+    }
+    return stat(path[k], &st) == 0 && S_ISCHR(st.st_mode) ? path[k] : NULL;
+}
+
+/* Devices are written in place: null takes it, full reports ENOSPC at
+ * commit, and both stay devices. */
+static void test_devices(void)
+{
+    char err[512];
+    struct stat st;
+    const char *null = device("null", 1, 3), *full = device("full", 1, 7);
+    if (null) {
+        CHECK(atomic_write_file(null, "x", 1, err, sizeof err) == 0);
+        CHECK(stat(null, &st) == 0 && S_ISCHR(st.st_mode));
+        CHECK(atomic_probe(null, err, sizeof err) == 0);
+    } else {
+        fprintf(stderr, "test_atomicio: skipped a null device: mknod failed\n");
+    }
+    if (full) {
+        CHECK(atomic_write_file(full, "x", 1, err, sizeof err) == -1 &&
+              strstr(err, "full: No space left"));
+        CHECK(stat(full, &st) == 0 && S_ISCHR(st.st_mode));
+    } else {
+        fprintf(stderr, "test_atomicio: skipped a full device: mknod failed\n");
+    }
+}
+
+static void test_symlink(void)
+{
+    char err[512];
+    put_text(at("target"), "t0\n");
+    CHECK(symlink("target", at("link")) == 0);
+    CHECK(atomic_write_file(at("link"), "t1\n", 3, err, sizeof err) == 0);
+    struct stat st;
+    CHECK(lstat(at("link"), &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(strcmp(get_text(at("target")), "t1\n") == 0);
+}
+
+/* A temp file of a dead process is swept by the next commit; one of a live
+ * process (ours, here under another name) is left alone. */
+static void test_sweep(void)
+{
+    char err[512], p[300];
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0); /* now surely not running */
+    snprintf(p, sizeof p, "%s/s.tmp.%ld", dir, (long)child);
+    put_text(p, "stale");
+    char live[300];
+    snprintf(live, sizeof live, "%s/s.tmp.%ld", dir, (long)getppid());
+    put_text(live, "alive");
+    CHECK(atomic_write_file(at("s"), "s\n", 2, err, sizeof err) == 0);
+    CHECK(access(p, F_OK) != 0);
+    CHECK(access(live, F_OK) == 0);
+    unlink(live);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_commit_abort();
+    test_refusals();
+    test_devices();
+    test_symlink();
+    test_sweep();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return test_summary();
+}

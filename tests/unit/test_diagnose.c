@@ -1,0 +1,489 @@
+/* test_diagnose.c - each rule of diagnose.c on a synthetic metric sequence
+ * that triggers it, and on a healthy one that must stay silent. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "numfmt.h"
+#include "testutil.h"
+
+#define L 8
+#define PLATEAU 3.08
+
+static diag *dg;
+static diag_finding found[64];
+static int n_found;
+
+/* A healthy fp32 step: loss going down, every layer alike. */
+static void healthy(step_metrics *m, long step)
+{
+    memset(m, 0, sizeof *m);
+    m->step = step;
+    m->loss = 2.5f - 0.001f * (float)step;
+    m->lr = m->lr_peak = 1e-3f;
+    m->warmup_on = 1;
+    m->precision = FMT_FP32;
+    m->fp32_norms = 1;
+    m->loss_scale = 1;
+    m->norm = NORM_PRE;
+    m->n_layer = L;
+    for (int l = 0; l < L; l++) {
+        layer_metrics *lm = &m->layer[l];
+        lm->grad_attn = lm->grad_ffn = lm->grad_ln = 0.1f;
+        lm->act_max = 10;
+        lm->headroom = log2f(numfmt_max(FMT_FP32) / 10);
+        lm->update_ratio = 1e-3f;
+    }
+}
+
+static void reset(void)
+{
+    diag_init(dg, PLATEAU);
+    n_found = 0;
+}
+
+/* Observe m; keep what was found. */
+static int feed(const step_metrics *m)
+{
+    diag_finding f[DIAG_MAX_FINDINGS];
+    int k = diag_observe(dg, m, f, DIAG_MAX_FINDINGS);
+    for (int i = 0; i < k && n_found < 64; i++)
+        found[n_found++] = f[i];
+    return k;
+}
+
+static int count(diag_rule r)
+{
+    int c = 0;
+    for (int i = 0; i < n_found; i++)
+        c += found[i].rule == r;
+    return c;
+}
+
+static const diag_finding *first(diag_rule r)
+{
+    for (int i = 0; i < n_found; i++)
+        if (found[i].rule == r)
+            return &found[i];
+    return NULL;
+}
+
+static void test_healthy_is_silent(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 400; s++) {
+        healthy(&m, s);
+        m.has_val = s % 50 == 0;
+        m.val_loss = m.loss;
+        feed(&m);
+    }
+    CHECK(n_found == 0);
+    CHECK(!diag_stalled(dg));
+}
+
+/* fp16 with norms in the format: layer 2's act max grows 2x per 100 steps
+ * toward 256 from 40; the warning comes once, well before the crossing. */
+static void test_headroom(void)
+{
+    reset();
+    step_metrics m;
+    long crossed = 0, warned = 0;
+    for (long s = 1; s <= 300; s++) {
+        healthy(&m, s);
+        m.precision = FMT_FP16;
+        m.fp32_norms = 0;
+        for (int l = 0; l < L; l++) {
+            float a = l == 2 ? 40.0f * exp2f((float)s / 100) : 20.0f;
+            m.layer[l].act_max = a;
+            m.layer[l].headroom = log2f(256 / a);
+        }
+        if (!crossed && m.layer[2].act_max > 256)
+            crossed = s;
+        if (feed(&m) && !warned && first(DIAG_R_HEADROOM))
+            warned = s;
+    }
+    const diag_finding *f = first(DIAG_R_HEADROOM);
+    CHECK(count(DIAG_R_HEADROOM) == 1);
+    CHECK(f && f->layer == 2 && f->kind == DIAG_WARNING);
+    CHECK(crossed > 0 && warned > 0 && crossed - warned >= 20);
+    /* the predicted crossing (value[3]) within 10 steps of the true one */
+    CHECK(f && fabs(f->value[3] - (double)crossed) <= 10);
+    CHECK(f && strstr(f->text, "layer 2") && strstr(f->text, "256"));
+
+    /* low but steady: not falling, no warning */
+    reset();
+    for (long s = 1; s <= 300; s++) {
+        healthy(&m, s);
+        for (int l = 0; l < L; l++) {
+            m.layer[l].act_max = 200 + (float)(s % 3);
+            m.layer[l].headroom = log2f(256 / m.layer[l].act_max);
+        }
+        feed(&m);
+    }
+    CHECK(count(DIAG_R_HEADROOM) == 0);
+}
+
+/* fp16, norms in fp16, no warmup: the final norm's variance overflows at
+ * step 141 after the top layer grew; three causes are named. */
+static void test_norm_variance_divergence(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 141; s++) {
+        healthy(&m, s);
+        m.precision = FMT_FP16;
+        m.fp32_norms = 0;
+        m.warmup_on = 0;
+        m.lr = m.lr_peak = 2e-2f;
+        m.loss_scale = 32768;
+        m.loss_scale_dynamic = 1;
+        for (int l = 0; l < L; l++) {
+            m.layer[l].act_max = (float)(l + 1) * 4 * expf((float)s / 100);
+            m.layer[l].headroom = log2f(256 / m.layer[l].act_max);
+        }
+        if (s == 141) {
+            m.nonfinite = 1;
+            m.loss = NAN;
+            m.layer[L - 1].act_max = 262;
+            strcpy(m.fault, "forward, final norm variance");
+        }
+        feed(&m);
+    }
+    const diag_finding *nv = first(DIAG_R_NORM_VAR), *gr = first(DIAG_R_GROWTH),
+                       *lr = first(DIAG_R_LR);
+    CHECK(nv && nv->kind == DIAG_DIAGNOSIS && strstr(nv->text, "262") &&
+          strstr(nv->text, "layer 7") && strstr(nv->text, "256"));
+    CHECK(nv && strstr(nv->hint, "fp32-norms") && strstr(nv->hint, "growth"));
+    CHECK(gr && gr->layer == L - 1 && gr->value[2] > 1.0 && gr->value[2] < 2.0);
+    CHECK(lr && strstr(lr->text, "no warmup") && strstr(lr->text, "0.02"));
+    CHECK(dg->last_diagnosis.rule == DIAG_R_NORM_VAR);
+    /* --on-diverge continue: later non-finite steps say nothing new */
+    int before = n_found;
+    m.step = 142;
+    feed(&m);
+    CHECK(n_found == before);
+    /* a setting changed while diverged, resumed without a rewind: no news */
+    m.step = 143;
+    m.lr = m.lr_peak = 1e-3f;
+    feed(&m);
+    CHECK(n_found == before);
+
+    /* every act max NaN (the overflow spread): "nan", never "-nan" */
+    reset();
+    healthy(&m, 1);
+    m.precision = FMT_FP16;
+    m.nonfinite = 1;
+    strcpy(m.fault, "forward, layer 2, MLP norm variance");
+    for (int l = 0; l < L; l++)
+        m.layer[l].act_max = -NAN;
+    feed(&m);
+    nv = first(DIAG_R_NORM_VAR);
+    CHECK(nv && nv->layer == 2 && strstr(nv->text, "act max nan") && !strstr(nv->text, "-nan"));
+
+    /* an fp32 divergence with nothing growing and warmup on: none of them */
+    reset();
+    for (long s = 1; s <= 141; s++) {
+        healthy(&m, s);
+        if (s == 141) {
+            m.nonfinite = 1;
+            strcpy(m.fault, "forward, layer 1, MLP residual");
+        }
+        feed(&m);
+    }
+    CHECK(n_found == 0);
+}
+
+/* The dynamic scale halving every 4 steps: one warning when it has fallen
+ * 8x within the window; a single halving says nothing. */
+static void test_scale_collapse(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 60; s++) {
+        healthy(&m, s);
+        m.precision = FMT_FP16;
+        m.loss_scale_dynamic = 1;
+        m.loss_scale = 65536.0f / exp2f((float)(s / 4));
+        m.skipped = s % 4 == 0;
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_SCALE);
+    CHECK(count(DIAG_R_SCALE) == 1);
+    CHECK(f && f->kind == DIAG_WARNING && f->value[0] == 65536 && f->value[1] <= 8192);
+    CHECK(f && f->step <= 16);
+
+    reset();
+    for (long s = 1; s <= 60; s++) {
+        healthy(&m, s);
+        m.precision = FMT_FP16;
+        m.loss_scale_dynamic = 1;
+        m.loss_scale = s < 10 ? 65536 : 32768;
+        feed(&m);
+    }
+    CHECK(count(DIAG_R_SCALE) == 0);
+}
+
+/* LR raised 10x at step 100, divergence at 150: named with the old LR. The
+ * same raise 600 steps before a divergence is not blamed. */
+static void test_lr_raise(void)
+{
+    for (int far = 0; far < 2; far++) {
+        reset();
+        step_metrics m;
+        long div = far ? 700 : 150;
+        for (long s = 1; s <= div; s++) {
+            healthy(&m, s);
+            if (s > 100)
+                m.lr = m.lr_peak = 1e-2f;
+            if (s == div) {
+                m.nonfinite = 1;
+                strcpy(m.fault, "forward, layer 3, MLP residual");
+            }
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_LR);
+        if (!far) {
+            CHECK(f && strstr(f->text, "0.001 -> 0.01") && strstr(f->text, "step 100"));
+            CHECK(f && strstr(f->hint, "lr 0.001"));
+        } else {
+            CHECK(f == NULL);
+        }
+    }
+}
+
+/* Raised twice in a row: the LR the run trained at for a while is the one
+ * named, not the short-lived step between. */
+static void test_lr_tolerated(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 120; s++) {
+        healthy(&m, s);
+        if (s > 100)
+            m.lr = m.lr_peak = 2e-3f;
+        if (s > 105)
+            m.lr = m.lr_peak = 1e-2f;
+        m.nonfinite = s == 120;
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_LR);
+    CHECK(f && strstr(f->text, "0.001 -> 0.01 at step 105") && strstr(f->hint, "lr 0.001,"));
+}
+
+/* Post-LN on the plateau with the bottom layers' gradient 1e-8 of the
+ * top's: STALLED, one diagnosis suggesting Pre-LN first. */
+static void test_stall(void)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        reset();
+        step_metrics m;
+        long stalled_at = 0;
+        for (long s = 1; s <= 200; s++) {
+            healthy(&m, s);
+            m.norm = NORM_POST;
+            m.loss = (float)(PLATEAU + 0.05 * sin((double)s)); /* noisy, on the plateau */
+            if (variant == 2)
+                m.loss = 2.4f; /* learning: not on the plateau */
+            for (int l = 0; l < L; l++) {
+                float g = variant == 1 ? 0.1f : 0.2f * powf(1e-3f, (float)(L - 1 - l));
+                m.layer[l].grad_attn = m.layer[l].grad_ffn = m.layer[l].grad_ln = g;
+            }
+            feed(&m);
+            if (!stalled_at && diag_stalled(dg))
+                stalled_at = s;
+        }
+        const diag_finding *f = first(DIAG_R_STALL);
+        if (variant == 0) {
+            CHECK(stalled_at == DIAG_STALL_STEPS);
+            CHECK(count(DIAG_R_STALL) == 1);
+            CHECK(f && f->kind == DIAG_DIAGNOSIS && strstr(f->text, "3.080") &&
+                  strstr(f->hint, "Pre-LN first") && strstr(f->hint, "warmup"));
+            CHECK(f && f->value[3] < DIAG_STALL_GRAD);
+        } else {
+            CHECK(stalled_at == 0 && f == NULL); /* gradients alive, or loss below */
+        }
+    }
+    /* a setting change (norm pre) ends the stall and judges anew */
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 120; s++) {
+        healthy(&m, s);
+        m.norm = s <= 60 ? NORM_POST : NORM_PRE;
+        m.loss = (float)PLATEAU;
+        for (int l = 0; l < L; l++)
+            m.layer[l].grad_attn = m.layer[l].grad_ffn = m.layer[l].grad_ln =
+                s <= 60 && l < 2 ? 1e-9f : 0.1f;
+        feed(&m);
+        if (s == 60)
+            CHECK(diag_stalled(dg));
+    }
+    CHECK(!diag_stalled(dg));
+}
+
+static void test_update_vanish(void)
+{
+    for (int alive = 0; alive < 2; alive++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 100; s++) {
+            healthy(&m, s);
+            m.layer[0].update_ratio = alive ? 5e-4f : 1e-9f;
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_UPDATE);
+        if (alive) {
+            CHECK(f == NULL);
+        } else {
+            CHECK(count(DIAG_R_UPDATE) == 1);
+            CHECK(f && f->layer == 0 && strstr(f->text, "layer 0"));
+        }
+    }
+}
+
+/* Diverge at 100, rewind to 50, resume unchanged: it says step 100. With
+ * the LR lowered before resuming, it says nothing. */
+static void test_resumed(void)
+{
+    for (int change = 0; change < 2; change++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 100; s++) {
+            healthy(&m, s);
+            m.nonfinite = s == 100;
+            feed(&m);
+        }
+        healthy(&m, 51);
+        if (change)
+            m.lr = m.lr_peak = 5e-4f;
+        feed(&m);
+        const diag_finding *f = first(DIAG_R_RESUMED);
+        if (change) {
+            CHECK(f == NULL);
+        } else {
+            CHECK(f && strstr(f->text, "step 50") && strstr(f->text, "step 100"));
+        }
+    }
+}
+
+static void test_val_nan(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 10; s++) {
+        healthy(&m, s);
+        m.has_val = s >= 5;
+        /* NaN, then finite at step 7, then NaN again: one warning */
+        m.val_loss = s >= 5 && s != 7 ? NAN : 2.0f;
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_VAL_NAN);
+    CHECK(count(DIAG_R_VAL_NAN) == 1);
+    CHECK(f && f->step == 5 && strstr(f->text, "nan") && !strstr(f->text, "-nan"));
+}
+
+static void test_entropy(void)
+{
+    uint8_t b[512];
+    for (int i = 0; i < 512; i++)
+        b[i] = (uint8_t)i;
+    CHECK(t_close(diag_unigram_entropy(b, 512), log(256.0), 1e-12, 0));
+    memset(b, 'a', sizeof b);
+    CHECK(diag_unigram_entropy(b, 512) == 0);
+    /* sampled past 4 MiB: a periodic 8 MiB buffer still gives log(256) */
+    size_t big = (size_t)8 << 20;
+    uint8_t *p = malloc(big);
+    if (p) {
+        for (size_t i = 0; i < big; i++)
+            p[i] = (uint8_t)i;
+        CHECK(t_close(diag_unigram_entropy(p, big), log(256.0), 1e-9, 0));
+        free(p);
+    }
+    CHECK(strcmp(diag_rule_name(DIAG_R_STALL), "stall") == 0);
+}
+
+/* The LR raised at step 70, a divergence at 100, a rewind to 50 with the
+ * raised LR still in force: the replay is another run (the raise acts from
+ * 51 now), so no step is claimed. That replay diverging at 90 and rewound
+ * to 50 again is replayed exactly: then step 90 is claimed. */
+static void test_resumed_after_a_change(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 100; s++) {
+        healthy(&m, s);
+        if (s > 70)
+            m.lr = m.lr_peak = 4e-3f;
+        m.nonfinite = s == 100;
+        feed(&m);
+    }
+    for (long s = 51; s <= 90; s++) {
+        healthy(&m, s);
+        m.lr = m.lr_peak = 4e-3f;
+        m.nonfinite = s == 90;
+        feed(&m);
+        const diag_finding *f = first(DIAG_R_RESUMED);
+        if (s == 51) {
+            CHECK(f && strstr(f->text, "from step 50") && strstr(f->text, "step 70") &&
+                  strstr(f->text, "may diverge again") && !strstr(f->text, "step 100"));
+            CHECK(f && f->value[1] == -1);
+        }
+    }
+    healthy(&m, 51);
+    m.lr = m.lr_peak = 4e-3f;
+    n_found = 0; /* the second rewind's findings only */
+    feed(&m);
+    const diag_finding *f = first(DIAG_R_RESUMED);
+    CHECK(f && strstr(f->text, "will diverge again at step 90") && f->value[1] == 90);
+}
+
+/* A rewind target's closeness to the limit: its least headroom and layer;
+ * an earlier snapshot offered only when it is near and the earlier has
+ * more room; unknown metrics said as unknown. */
+static void test_snapshot_text(void)
+{
+    step_metrics a, b;
+    char buf[200];
+    healthy(&a, 150);
+    healthy(&b, 100);
+    for (int l = 0; l < L; l++)
+        a.layer[l].headroom = 5.0f, b.layer[l].headroom = 6.0f;
+    a.layer[2].headroom = 0.17f;
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 1);
+    CHECK(!strcmp(buf, "step 150, headroom 0.17 (layer 2); step 100 had 6 (b twice)"));
+    b.layer[1].headroom = 0.1f; /* less room than the newest: not offered */
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150, headroom 0.17 (layer 2)"));
+    a.layer[2].headroom = 3.0f; /* clear of the limit: nothing offered */
+    b.layer[1].headroom = 6.0f;
+    CHECK(diag_snapshot_text(150, &a, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150, headroom 3 (layer 2)"));
+    CHECK(diag_snapshot_text(150, NULL, 100, &b, "b twice", buf, sizeof buf) == 0);
+    CHECK(!strcmp(buf, "step 150 (its headroom is not known)"));
+    a.layer[2].headroom = 0.5f;
+    CHECK(diag_snapshot_text(150, &a, 100, NULL, "b twice", buf, sizeof buf) == 1);
+    CHECK(!strcmp(buf, "step 150, headroom 0.5 (layer 2); step 100 is earlier (b twice)"));
+}
+
+int main(void)
+{
+    dg = malloc(sizeof *dg);
+    if (!dg)
+        return 1;
+    test_healthy_is_silent();
+    test_headroom();
+    test_norm_variance_divergence();
+    test_scale_collapse();
+    test_lr_raise();
+    test_lr_tolerated();
+    test_stall();
+    test_update_vanish();
+    test_resumed();
+    test_resumed_after_a_change();
+    test_snapshot_text();
+    test_val_nan();
+    test_entropy();
+    free(dg);
+    return test_summary();
+}

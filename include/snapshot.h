@@ -139,6 +139,8 @@ typedef struct {
     ns_config cfg_b;       /* b's settings in force now, as cfg is a's */
     int warmup_on_b;
     float lr_peak_b, lr_next_b;
+    long joined; /* the step since which a's settings equal b's, after they
+                  * differed (twin_run.joined); 0 = they differ */
     /* each run's current settings, differences first (twin_label):
      * "a: fp32-norms=off  norm=pre ..." */
     char label_a[160], label_b[160];

@@ -482,9 +482,22 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
     for (int i = 1; i < argc; i++)
         (*argv2)[n++] = argv[i];
     int r = cli_parse(o, n, *argv2, stdout, stderr);
-    if (r) {
-        lesson_free(l);
+    char spec[sizeof l->compare];
+    snprintf(spec, sizeof spec, "%s", o->compare ? o->compare : l->compare);
+    lesson_free(l);
+    if (r)
         return r == 1 ? 1 : 2;
+    /* again, with the lines that hold for the runs' settings: a question
+     * written for 24 layers is not asked of -L 6, one about DeepNorm not of
+     * --compare norm=pre (a bad spec is the twin's to report, once) */
+    ns_config cb = o->cfg;
+    FILE *quiet = fopen("/dev/null", "w");
+    int have_b = spec[0] && quiet && cli_apply_setting(&cb, spec, quiet) == 0;
+    if (quiet)
+        fclose(quiet);
+    if (lesson_load_for(o->lesson, &o->cfg, have_b ? &cb : NULL, l, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 2;
     }
     if (!o->compare && l->compare[0])
         o->compare = l->compare;

@@ -96,6 +96,7 @@ struct trainer {
     unsigned ask_seq;
     char mark_b[TRAINER_MARK]; /* the same on run b's curve */
     unsigned mark_bits[2];   /* a's and b's: what the label names (mark_for) */
+    long joined;             /* trainer_status.joined */
     step_metrics m;
     step_metrics mb; /* the twin's latest step (o.twin) */
     float last_val_b;
@@ -274,8 +275,9 @@ static void fill_status(trainer *t, trainer_snapshot *p)
         s->lr_peak_b = engine_current_peak(b);
         s->lr_next_b = engine_current_lr(b);
         /* from each run's state now, never from the --compare words */
-        twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
-        twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+        s->joined = t->joined;
+        twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak, s->joined};
+        twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b, s->joined};
         twin_label("a", ra, rb, s->label_a, sizeof s->label_a);
         twin_label("b", rb, ra, s->label_b, sizeof s->label_b);
     }
@@ -607,6 +609,20 @@ static int is_flow(const ns_command *c)
 
 static void apply_fix(trainer *t, const char *how);
 
+/* Since when the runs' settings are the same (trainer_status.joined): a
+ * change that made them equal starts it, one that split them ends it; a
+ * rewind before it brings it back to the snapshot's step. */
+static void joined_after(trainer *t, long step)
+{
+    twin_run ra = {engine_config(t->e), engine_warmup_on(t->e), engine_current_peak(t->e), 0};
+    twin_run rb = {engine_config(t->o.twin), engine_warmup_on(t->o.twin),
+                   engine_current_peak(t->o.twin), 0};
+    if (twin_differ(ra, rb))
+        t->joined = 0;
+    else if (t->joined == 0 || t->joined > step)
+        t->joined = step;
+}
+
 /* target: the run(s) a settings command acts on under --compare (twin.h). */
 static void apply_command(trainer *t, const ns_command *c, int target)
 {
@@ -647,7 +663,13 @@ static void apply_command(trainer *t, const ns_command *c, int target)
         break;
     }
     twin_target tg = (twin_target)target;
+    long ev_a = engine_event_count(e), ev_b = t->o.twin ? engine_event_count(t->o.twin) : 0;
     int r = twin_apply(e, t->o.twin, c, tg);
+    /* a setting marks the runs it changed: the engine logs a change and
+     * stays silent on a no-op ("kind rmsnorm" on a run already on RMSNorm,
+     * which under both a lesson's command also reaches) */
+    int moved_a = c->kind != CMD_SETTING || engine_event_count(e) > ev_a;
+    int moved_b = c->kind != CMD_SETTING || (t->o.twin && engine_event_count(t->o.twin) > ev_b);
     long ev_before = t->engine_events_seen + t->engine_events_seen_b;
     pull_engine_events(t);
     if (r == CMD_FAILED) {
@@ -682,9 +704,11 @@ static void apply_command(trainer *t, const ns_command *c, int target)
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }
-    if (twin_acts_on(c, tg, 0) || !t->o.twin)
+    if (t->o.twin)
+        joined_after(t, after);
+    if ((twin_acts_on(c, tg, 0) || !t->o.twin) && moved_a)
         mark_for(t, 0, c);
-    if (t->o.twin && twin_acts_on(c, tg, 1))
+    if (t->o.twin && twin_acts_on(c, tg, 1) && moved_b)
         mark_for(t, 1, c);
 }
 

@@ -165,8 +165,8 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
     const trainer_status *st = &c->s->s;
     char la[160] = "train  ", lb[160] = "";
     if (c->cmp) {
-        twin_run ra = {&st->cfg, st->warmup_on, st->lr_peak};
-        twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b};
+        twin_run ra = {&st->cfg, st->warmup_on, st->lr_peak, st->joined};
+        twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b, st->joined};
         twin_label("a", ra, rb, la, sizeof la - 2);
         twin_label("b", rb, ra, lb, sizeof lb - 2);
         /* in the columns the other legend items leave */

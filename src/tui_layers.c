@@ -341,8 +341,8 @@ int tui_label_fit(char *b, int w)
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
-    twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
-    twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+    twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak, s->joined};
+    twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b, s->joined};
     if (!s->compare) { /* one run (compact rows): its settings, no other to differ from */
         twin_label("run", ra, (twin_run){0}, b, n);
         return;

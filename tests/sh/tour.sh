@@ -178,6 +178,8 @@ tour_rmsnorm_swap() {
     key n
     wait_counter -eq 301 30 && ok || no "$CUR: n did not take step 301"
     screen | grep -qF 'a:rmsnorm' && ok || no "$CUR: no marker for the switch on the chart"
+    # run b was on RMSNorm already: the switch did not change it, no marker
+    screen | grep -qF 'b:rmsnorm' && no "$CUR: a marker on run b, which did not change" || ok
     la=$(loss_of 1) lb=$(loss_of 2)
     claim "run a's loss ($la) is not within a few hundredths of b's ($lb)" \
         "$(calc "$la - $lb < 0.05 && $lb - $la < 0.05")"

@@ -188,8 +188,8 @@ static void check_frame(int rows, int cols, trainer_snapshot *s, tui_ui *ui)
     ok &= strncmp(row(&g, 1), " b: ", 4) == 0;
     /* the whole label's length says whether the header was cut */
     char la[160], lb[160];
-    twin_run ra = {&s->s.cfg, s->s.warmup_on, s->s.lr_peak};
-    twin_run rb = {&s->s.cfg_b, s->s.warmup_on_b, s->s.lr_peak_b};
+    twin_run ra = {&s->s.cfg, s->s.warmup_on, s->s.lr_peak, s->s.joined};
+    twin_run rb = {&s->s.cfg_b, s->s.warmup_on_b, s->s.lr_peak_b, s->s.joined};
     twin_label("a", ra, rb, la, sizeof la);
     twin_label("b", rb, ra, lb, sizeof lb);
     check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.cfg, &s->s.cfg_b,
@@ -403,33 +403,55 @@ static int has_event(const trainer_snapshot *s, const char *text)
     return 0;
 }
 
+/* One twin command sequence through the trainer thread: each of the n
+ * commands (to its target) followed by one step, then the snapshot after
+ * those n steps in s. 0, or -1 when the pair could not be made. */
+typedef struct {
+    const char *cmd;
+    twin_target to;
+} twin_send;
+
+static int run_pair(ns_config ca, ns_config cb, const twin_send *c, int n, trainer_snapshot *s)
+{
+    engine *a = make(&ca), *b = make(&cb);
+    trainer_opts o = {.start_paused = 1, .twin = b};
+    char err[256];
+    trainer *t = a && b ? trainer_create(a, &o, err, sizeof err) : NULL;
+    CHECK(t != NULL);
+    if (t) {
+        ns_command step = command_make(CMD_STEP);
+        for (int i = 0; i < n; i++) {
+            ns_command k = cmd(c[i].cmd);
+            CHECK(trainer_send_to(t, &k, c[i].to) == 0);
+            CHECK(trainer_send(t, &step) == 0);
+        }
+        CHECK(trainer_start(t, err, sizeof err) == 0);
+        for (int i = 0; i < 400 && s->s.steps_done < n; i++) {
+            trainer_snapshot_copy(t, s);
+            trainer_wait(t, s->s.seq, 0.05);
+        }
+        trainer_stop(t);
+        trainer_snapshot_copy(t, s);
+        CHECK(s->s.steps_done == n);
+        trainer_free(t);
+    }
+    engine_free(a);
+    engine_free(b);
+    return t ? 0 : -1;
+}
+
 static void test_trainer_targets(void)
 {
     ns_config ca = small_cfg(), cb = small_cfg();
     cb.fp32_norms = 1;
-    engine *a = make(&ca), *b = make(&cb);
-    if (!a || !b)
-        return;
-    trainer_opts o = {.start_paused = 1, .twin = b};
-    char err[256];
-    trainer *t = trainer_create(a, &o, err, sizeof err);
     trainer_snapshot *s = trainer_snapshot_new();
-    CHECK(t && s);
-    if (!t || !s)
+    /* b: on -> off; then from a: off -> on, both */
+    const twin_send c[] = {{"fp32-norms toggle", TWIN_B}, {"fp32-norms toggle", TWIN_BOTH}};
+    CHECK(s != NULL);
+    if (!s || run_pair(ca, cb, c, 2, s) != 0) {
+        free(s);
         return;
-    ns_command fp = cmd("fp32-norms toggle"), step = command_make(CMD_STEP);
-    CHECK(trainer_send_to(t, &fp, TWIN_B) == 0); /* b: on -> off */
-    CHECK(trainer_send(t, &step) == 0);
-    CHECK(trainer_send_to(t, &fp, TWIN_BOTH) == 0); /* from a: off -> on, both */
-    CHECK(trainer_send(t, &step) == 0);
-    CHECK(trainer_start(t, err, sizeof err) == 0);
-    for (int i = 0; i < 400 && s->s.steps_done < 2; i++) {
-        trainer_snapshot_copy(t, s);
-        trainer_wait(t, s->s.seq, 0.05);
     }
-    trainer_stop(t);
-    trainer_snapshot_copy(t, s);
-    CHECK(s->s.steps_done == 2);
     CHECK(s->s.cfg.fp32_norms == 1 && s->s.cfg_b.fp32_norms == 1);
     CHECK(has_event(s, "b: norms, softmax and loss in the low format"));
     CHECK(has_event(s, "a: norms, softmax and loss in fp32"));
@@ -437,10 +459,29 @@ static void test_trainer_targets(void)
     CHECK(!s->hist[0].mark[0] && !strcmp(s->hist[0].mark_b, "low norms"));
     CHECK(!strcmp(s->hist[1].mark, "fp32 norms") && !strcmp(s->hist[1].mark_b, "fp32 norms"));
     CHECK(!strncmp(s->s.label_a, "a: ", 3) && strstr(s->s.label_a, "fp32-norms=on"));
-    trainer_free(t);
     free(s);
-    engine_free(a);
-    engine_free(b);
+}
+
+/* A switch under `both` that only run a needed ("kind rmsnorm" when b is
+ * on RMSNorm already, as the rmsnorm-swap lesson's script does): a marker
+ * on a's curve alone, and labels that still tell the runs apart. */
+static void test_switch_joins(void)
+{
+    ns_config ca = small_cfg(), cb = small_cfg();
+    cb.norm_kind = NORMK_RMSNORM;
+    trainer_snapshot *s = trainer_snapshot_new();
+    const twin_send c[] = {{"note warm", TWIN_BOTH}, {"kind rmsnorm", TWIN_BOTH}};
+    CHECK(s != NULL);
+    if (!s || run_pair(ca, cb, c, 2, s) != 0) {
+        free(s);
+        return;
+    }
+    CHECK(s->s.cfg.norm_kind == NORMK_RMSNORM && s->s.cfg_b.norm_kind == NORMK_RMSNORM);
+    CHECK(!strcmp(s->hist[1].mark, "rmsnorm") && s->hist[1].mark_b[0] == 0);
+    CHECK(s->s.joined == 1);
+    CHECK(!strncmp(s->s.label_a, "a: as b since step 1  ", 22));
+    CHECK(!strncmp(s->s.label_b, "b: as a since step 1  ", 22));
+    free(s);
 }
 
 /* A run whose warmup was turned on mid-run (--warmup 0, then w or a
@@ -452,12 +493,12 @@ static void test_label_warmup(void)
     settings_defaults(&b);
     a.warmup = b.warmup = 0;
     char la[160];
-    twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 1, 1e-3f, 0}, (twin_run){&b, 0, 1e-3f, 0}, la, sizeof la);
     CHECK(strstr(la, "warmup=100") != NULL);
     a.warmup = 40;
-    twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 1, 1e-3f, 0}, (twin_run){&b, 0, 1e-3f, 0}, la, sizeof la);
     CHECK(strstr(la, "warmup=40") != NULL);
-    twin_label("a", (twin_run){&a, 0, 1e-3f}, (twin_run){&b, 1, 1e-3f}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 0, 1e-3f, 0}, (twin_run){&b, 1, 1e-3f, 0}, la, sizeof la);
     CHECK(strstr(la, "warmup=off") != NULL);
 }
 
@@ -470,6 +511,7 @@ int main(void)
     test_drop_order();
     test_script_prefix();
     test_trainer_targets();
+    test_switch_joins();
     test_label_warmup();
     return test_summary();
 }

@@ -556,12 +556,12 @@ static void stage_settings(stage *s, const step_metrics *m)
 static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which, stage *st)
 {
     const trainer_point *p = &s->hist[i % TRAINER_HIST];
-    const step_metrics *last = which ? &s->s.last_b : &s->s.last;
+    const step_metrics *last = &s->s.run[which].last;
     stage_reset(st);
     st->has_step = 1;
     st->step = p->step;
-    float val = which ? p->val_loss_b : p->val_loss;
-    st->loss = which ? p->loss_b : p->loss;
+    float val = p->run[which].val_loss;
+    st->loss = p->run[which].loss;
     st->val = isnan(val) ? -INFINITY : val; /* -inf: not measured */
     st->seen_loss = st->seen_val = 1;
     st->maxl = s->s.n_layer - 1;
@@ -581,8 +581,8 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
         return -1;
     if (!is_last) /* the heatmap's history: sqrt(attn^2 + mlp^2 + ln^2) of each run */
         for (int l = 0; l < r->L; l++)
-            r->gn[(r->n - 1) * r->L + l] = (which ? s->heat_b : s->heat)[i % TRAINER_HIST][l];
-    const char *mark = which ? p->mark_b : p->mark;
+            r->gn[(r->n - 1) * r->L + l] = (s->run[which].heat)[i % TRAINER_HIST][l];
+    const char *mark = p->run[which].mark;
     if (!strncmp(mark, "rewind", 6) && s->s.ghost_n > 0 && p->step == s->s.ghost_first) {
         /* the latest rewind: marked as a file's rewind is */
         long from = s->s.ghost_first + s->s.ghost_n - 1, to = p->step - 1;
@@ -608,8 +608,8 @@ static int snap_ghost(plot_data *d, const trainer_snapshot *s)
         return -1;
     for (long i = 0; i < n; i++) {
         d->ghost_step[i] = s->s.ghost_first + i;
-        d->ghost_loss[0][i] = s->ghost[i];
-        d->ghost_loss[1][i] = s->ghost_b[i];
+        d->ghost_loss[0][i] = s->run[0].ghost[i];
+        d->ghost_loss[1][i] = s->run[1].ghost[i];
     }
     d->ghost_n = n;
     return 0;
@@ -626,7 +626,7 @@ int plot_data_snapshot(plot_data *d, const trainer_snapshot *s)
             if (snap_point(&d->run[w], s, i, w, &st))
                 return -1;
         /* what differs comes first, the rest after two spaces (twin_label) */
-        const char *label = w ? s->s.label_b : s->s.label_a, *rest = strstr(label, "  ");
+        const char *label = s->s.run[w].label, *rest = strstr(label, "  ");
         int len = rest ? (int)(rest - label) : (int)strlen(label);
         snprintf(d->run[w].label, sizeof d->run[w].label, "%.*s", len < 63 ? len : 63, label);
         if (run_timeline(&d->run[w]))

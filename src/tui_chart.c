@@ -125,10 +125,10 @@ typedef enum { SER_LOSS_A, SER_LOSS_B, SER_VAL_A, SER_VAL_B, SER_COUNT } chart_s
 static float series_value(const trainer_point *p, chart_series k)
 {
     switch (k) {
-    case SER_LOSS_A: return p->loss;
-    case SER_LOSS_B: return p->loss_b;
-    case SER_VAL_A: return p->val_loss;
-    default: return p->val_loss_b;
+    case SER_LOSS_A: return p->run[0].loss;
+    case SER_LOSS_B: return p->run[1].loss;
+    case SER_VAL_A: return p->run[0].val_loss;
+    default: return p->run[1].val_loss;
     }
 }
 
@@ -165,8 +165,8 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
     const trainer_status *st = &c->s->s;
     char la[160] = "train  ", lb[160] = "";
     if (c->cmp) {
-        twin_run ra = {&st->cfg, st->warmup_on, st->lr_peak, st->joined};
-        twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b, st->joined};
+        twin_run ra = {&st->run[0].cfg, st->run[0].warmup_on, st->run[0].lr_peak, st->joined};
+        twin_run rb = {&st->run[1].cfg, st->run[1].warmup_on, st->run[1].lr_peak, st->joined};
         twin_label("a", ra, rb, la, sizeof la - 2);
         twin_label("b", rb, ra, lb, sizeof lb - 2);
         /* in the columns the other legend items leave */
@@ -227,7 +227,7 @@ static int chart_range(chart_ctx *c)
         }
     for (int i = 0; i < c->s->s.ghost_n && i < TRAINER_HIST; i++)
         for (int run = 0; run < 1 + c->cmp; run++) {
-            float v = plotted(run ? c->s->ghost_b[i] : c->s->ghost[i], c->logy);
+            float v = plotted(c->s->run[run].ghost[i], c->logy);
             if (!isnan(v))
                 vals[k++] = v;
         }
@@ -254,7 +254,7 @@ static void chart_ghost(tui_grid *g, const chart_ctx *c)
     for (int run = 0; run < 1 + c->cmp; run++)
         for (int i = 0; i < st->ghost_n && i < TRAINER_HIST; i++) {
             long step = st->ghost_first + i;
-            float v = plotted(run ? c->s->ghost_b[i] : c->s->ghost[i], c->logy);
+            float v = plotted(c->s->run[run].ghost[i], c->logy);
             if (isnan(v) || step < c->cg.first || step > c->cg.last)
                 continue;
             uint32_t ch = run ? '+' : c->uni ? G_MIDDOT : '.';
@@ -270,7 +270,7 @@ static void chart_marker_lines(tui_grid *g, const chart_ctx *c, int run)
     tui_style st = run ? TUI_S_TWIN : TUI_S_MARK;
     for (long i = c->first; i < c->total; i++) {
         const trainer_point *p = point(c->s, i);
-        if (!(run ? p->mark_b : p->mark)[0])
+        if (!(p->run[run].mark)[0])
             continue;
         int col = tui_chart_col(&c->cg, p->step);
         for (int y = 0; y < c->cg.h; y++)
@@ -321,7 +321,7 @@ static void chart_line_a(tui_grid *g, const chart_ctx *c)
     int prev_y = -1;
     for (long i = c->first; i < c->total; i++) {
         const trainer_point *p = point(c->s, i);
-        float v = plotted(p->loss, c->logy);
+        float v = plotted(p->run[0].loss, c->logy);
         long x = xdot_of(c, p);
         if (isnan(v)) {
             tui_put(g, c->cg.top, c->cg.left + (int)(x / c->dpc), '!', TUI_S_BAD);
@@ -360,7 +360,7 @@ static void chart_marker_labels(tui_grid *g, const chart_ctx *c, int run)
     tui_style st = run ? TUI_S_TWIN : TUI_S_MARK;
     for (long i = c->first; i < c->total; i++) {
         const trainer_point *p = point(c->s, i);
-        const char *mark = run ? p->mark_b : p->mark;
+        const char *mark = p->run[run].mark;
         if (!mark[0])
             continue;
         char label[TRAINER_MARK + 4];
@@ -491,7 +491,7 @@ static void heat_rows(tui_grid *g, int top, int c0, int w, const trainer_snapsho
             int bad = 0;
             for (long q = j * per; q < (j + 1) * per && q < n; q++) {
                 long k = (total - n + q) % TRAINER_HIST;
-                float v = run_b ? s->heat_b[k][l] : s->heat[k][l];
+                float v = s->run[run_b].heat[k][l];
                 if (!isfinite(v))
                     bad = 1;
                 else if (v > mx)

@@ -41,8 +41,8 @@ typedef struct {
 
 static run_view view_of(const trainer_status *s, int run)
 {
-    run_view v = {run ? &s->cfg_b : &s->cfg, run ? &s->last_b : &s->last, &s->diag[run],
-                  run ? s->warmup_on_b : s->warmup_on};
+    run_view v = {&s->run[run].cfg, &s->run[run].last, &s->diag[run],
+                  s->run[run].warmup_on};
     return v;
 }
 
@@ -205,7 +205,7 @@ static void run_lines(text *t, const trainer_status *s, int run)
 {
     run_view v = view_of(s, run);
     if (s->compare)
-        say(t, "%s", run ? s->label_b : s->label_a);
+        say(t, "%s", s->run[run].label);
     if (s->compare && run == 1) /* before b's findings: a short screen cuts the last */
         say(t, "    (keys act on the target: Tab until it reads b, or both)");
     const char *ind = s->compare ? "  " : "";

@@ -44,8 +44,8 @@ void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui
         tui_puts(g, r.r, c, r.r + r.w - c, TUI_S_DIM, "no step yet");
         return;
     }
-    const layer_metrics *lm = &s->last.layer[l], *lb = &s->last_b.layer[l];
-    int lowp = s->cfg.precision != FMT_FP32 || (s->compare && s->cfg_b.precision != FMT_FP32);
+    const layer_metrics *lm = &s->run[0].last.layer[l], *lb = &s->run[1].last.layer[l];
+    int lowp = s->run[0].cfg.precision != FMT_FP32 || (s->compare && s->run[1].cfg.precision != FMT_FP32);
     struct { const char *name; double v, vb; int sci; } it[] = {
         {"attn", lm->grad_attn, lb->grad_attn, 1},     {"mlp", lm->grad_ffn, lb->grad_ffn, 1},
         {"act max", lm->act_max, lb->act_max, 0},      {"rms", lm->resid_rms, lb->resid_rms, 0},

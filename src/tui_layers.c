@@ -161,8 +161,8 @@ static void under_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
  * below fp16's smallest normal), else the headroom. */
 static int shows_underflow(const trainer_status *s)
 {
-    int a_off = s->cfg.precision != FMT_FP32 && s->cfg.loss_scale < 0;
-    int b_off = s->compare && s->cfg_b.precision != FMT_FP32 && s->cfg_b.loss_scale < 0;
+    int a_off = s->run[0].cfg.precision != FMT_FP32 && s->run[0].cfg.loss_scale < 0;
+    int b_off = s->compare && s->run[1].cfg.precision != FMT_FP32 && s->run[1].cfg.loss_scale < 0;
     return a_off || b_off;
 }
 
@@ -341,8 +341,8 @@ int tui_label_fit(char *b, int w)
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
-    twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak, s->joined};
-    twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b, s->joined};
+    twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined};
+    twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined};
     if (!s->compare) { /* one run (compact rows): its settings, no other to differ from */
         twin_label("run", ra, (twin_run){0}, b, n);
         return;
@@ -429,8 +429,8 @@ static void layer_index(tui_grid *g, int rr, int c, int l, int fault_l, const la
 static void twin_column(tui_grid *g, tui_rect r, const trainer_status *s, tui_ui *ui, int which,
                         int first, int rows, int label_w)
 {
-    const step_metrics *m = which ? &s->last_b : &s->last;
-    const ns_config *cfg = which ? &s->cfg_b : &s->cfg;
+    const step_metrics *m = &s->run[which].last;
+    const ns_config *cfg = &s->run[which].cfg;
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
@@ -496,7 +496,7 @@ void tui_draw_ratio(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const
         int l = L - 1 - (ui->scroll + i);
         if (l < 0)
             break;
-        double a = layer_gnorm(&s->last.layer[l]), b = layer_gnorm(&s->last_b.layer[l]);
+        double a = layer_gnorm(&s->run[0].last.layer[l]), b = layer_gnorm(&s->run[1].last.layer[l]);
         char t[32];
         tui_style st = TUI_S_TEXT;
         if (!isfinite(a) || !isfinite(b)) {
@@ -585,11 +585,11 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         tui_draw_layers_twin(g, r, snap, ui, 0);
         return;
     }
-    const step_metrics *m = &s->last;
+    const step_metrics *m = &s->run[0].last;
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
-    tui_layer_cols k = tui_layer_columns_prec(r.w, s->cfg.precision != FMT_FP32);
+    tui_layer_cols k = tui_layer_columns_prec(r.w, s->run[0].cfg.precision != FMT_FP32);
     int rows = r.h - 2;
     if (rows < 1)
         return;
@@ -664,8 +664,8 @@ static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l,
                         double gmax_b)
 {
     side_row a[SIDE_ROWS], b[SIDE_ROWS];
-    side_rows(&s->last.layer[l], gmax, a);
-    side_rows(&s->last_b.layer[l], gmax_b, b);
+    side_rows(&s->run[0].last.layer[l], gmax, a);
+    side_rows(&s->run[1].last.layer[l], gmax_b, b);
     /* two runs: the names take what two 7-column values and a gap leave */
     int rr = r.r + 1, two = s->compare, namew = two ? clampi(r.w - 4 - 15, 7, 11) : 11;
     if (two && rr < r.r + r.h - 1) {
@@ -697,8 +697,8 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
         tui_puts(g, r.r + 1, r.c + 2, r.w - 4, TUI_S_DIM, "no step yet");
         return;
     }
-    const layer_metrics *lm = &s->last.layer[l];
-    double gmax = largest_grad(&s->last, L), gmax_b = largest_grad(&s->last_b, L);
+    const layer_metrics *lm = &s->run[0].last.layer[l];
+    double gmax = largest_grad(&s->run[0].last, L), gmax_b = largest_grad(&s->run[1].last, L);
     int rr = side_numbers(g, r, s, l, gmax, gmax_b);
     if (rr < r.r + r.h - 1 && !s->compare) {
         scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
@@ -710,10 +710,10 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
     }
     if (rr < r.r + r.h - 1 && !s->compare) {
         tui_puts(g, rr, r.c + 2, 11, TUI_S_LABEL, "rule");
-        int post = s->cfg.norm == NORM_POST || s->cfg.norm == NORM_DEEPNORM ||
-                   (s->cfg.norm == NORM_MIX && l < (s->cfg.mix_k >= 0 ? s->cfg.mix_k : L / 4));
+        int post = s->run[0].cfg.norm == NORM_POST || s->run[0].cfg.norm == NORM_DEEPNORM ||
+                   (s->run[0].cfg.norm == NORM_MIX && l < (s->run[0].cfg.mix_k >= 0 ? s->run[0].cfg.mix_k : L / 4));
         /* a followed stream that does not say its placement: no rule is made up */
-        const char *rule = !metrics_known(&s->last, METRICS_COL_NORM) ? "-"
+        const char *rule = !metrics_known(&s->run[0].last, METRICS_COL_NORM) ? "-"
                            : post                                     ? "x=N(x+F(x))"
                                                                       : "x=x+F(N(x))";
         tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, rule);

@@ -399,7 +399,7 @@ static void open_snapshot(sweepview *v)
     const plot_run *r = &v->open_tail.d.run[0];
     memset(&s->s, 0, sizeof s->s);
     s->s.diverged_run = -1;
-    s->s.last_val = NAN;
+    s->s.run[0].last_val = NAN;
     s->s.hist_total = r->n;
     int L = r->L < NS_MAX_LAYERS ? r->L : NS_MAX_LAYERS;
     s->s.n_layer = L;
@@ -407,22 +407,22 @@ static void open_snapshot(sweepview *v)
         trainer_point *pt = &s->hist[i % TRAINER_HIST];
         memset(pt, 0, sizeof *pt);
         pt->step = r->step[i];
-        pt->loss = r->loss[i];
-        pt->val_loss = isinf(r->val[i]) && r->val[i] < 0 ? NAN : r->val[i];
+        pt->run[0].loss = r->loss[i];
+        pt->run[0].val_loss = isinf(r->val[i]) && r->val[i] < 0 ? NAN : r->val[i];
         pt->lr = NAN;
-        pt->loss_b = pt->val_loss_b = NAN;
+        pt->run[1].loss = pt->run[1].val_loss = NAN;
         pt->nonfinite = !isfinite(r->loss[i]);
         for (int l = 0; l < L; l++)
-            s->heat[i % TRAINER_HIST][l] = r->gn[i * r->L + l];
-        if (!isnan(pt->val_loss)) {
-            s->s.last_val = pt->val_loss;
+            s->run[0].heat[i % TRAINER_HIST][l] = r->gn[i * r->L + l];
+        if (!isnan(pt->run[0].val_loss)) {
+            s->s.run[0].last_val = pt->run[0].val_loss;
             s->s.last_val_step = pt->step;
         }
     }
     if (r->n > 0) {
         s->s.steps_done = r->step[r->n - 1];
         s->s.have_loss = 1;
-        s->s.loss = r->loss[r->n - 1];
+        s->s.run[0].loss = r->loss[r->n - 1];
     }
 }
 
@@ -923,7 +923,7 @@ static void draw_profile(tui_grid *g, const sweepview *v, int row)
     snprintf(b, sizeof b, " step %ld, top first:", s->hist[last % TRAINER_HIST].step);
     int c = tui_puts(g, row, 0, g->cols, TUI_S_LABEL, b);
     for (int l = s->s.n_layer - 1; l >= 0 && c < g->cols; l--) {
-        snprintf(b, sizeof b, "  %d:%.3g", l, s->heat[last % TRAINER_HIST][l]);
+        snprintf(b, sizeof b, "  %d:%.3g", l, s->run[0].heat[last % TRAINER_HIST][l]);
         c += tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
     }
 }

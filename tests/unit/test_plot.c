@@ -29,28 +29,28 @@ static void fill(void)
     s->n_layer = L;
     s->have_metrics = 1;
     s->hist_total = N;
-    snprintf(s->label_a, sizeof s->label_a, "a: ln-gamma-init=0  post layernorm fp32 warmup=100");
-    snprintf(s->label_b, sizeof s->label_b, "b: ln-gamma-init=1  post layernorm fp32 warmup=100");
+    snprintf(s->run[0].label, sizeof s->run[0].label, "a: ln-gamma-init=0  post layernorm fp32 warmup=100");
+    snprintf(s->run[1].label, sizeof s->run[1].label, "b: ln-gamma-init=1  post layernorm fp32 warmup=100");
     for (long i = 0; i < N; i++) {
         trainer_point *p = &S->hist[i];
         p->step = i + 1;
-        p->loss = 5.5f - 0.01f * (float)i;
-        p->loss_b = 5.5f - 0.04f * (float)i;
-        p->val_loss = p->val_loss_b = NAN;
+        p->run[0].loss = 5.5f - 0.01f * (float)i;
+        p->run[1].loss = 5.5f - 0.04f * (float)i;
+        p->run[0].val_loss = p->run[1].val_loss = NAN;
         if ((i + 1) % 10 == 0) {
-            p->val_loss = p->loss + 0.02f;
-            p->val_loss_b = p->loss_b + 0.05f;
+            p->run[0].val_loss = p->run[0].loss + 0.02f;
+            p->run[1].val_loss = p->run[1].loss + 0.05f;
         }
         for (int l = 0; l < L; l++) {
-            S->heat[i][l] = l == L - 1 ? 0.3f : 0.0f;
-            S->heat_b[i][l] = 0.5f + 0.1f * (float)l;
+            S->run[0].heat[i][l] = l == L - 1 ? 0.3f : 0.0f;
+            S->run[1].heat[i][l] = 0.5f + 0.1f * (float)l;
         }
     }
-    s->last.step = s->last_b.step = N;
+    s->run[0].last.step = s->run[1].last.step = N;
     for (int l = 0; l < L; l++) {
-        s->last.layer[l].grad_attn = s->last.layer[l].grad_ffn = l == L - 1 ? 0.2f : 0.0f;
-        s->last_b.layer[l].grad_attn = 0.4f + 0.1f * (float)l;
-        s->last_b.layer[l].grad_ffn = 0.3f + 0.1f * (float)l;
+        s->run[0].last.layer[l].grad_attn = s->run[0].last.layer[l].grad_ffn = l == L - 1 ? 0.2f : 0.0f;
+        s->run[1].last.layer[l].grad_attn = 0.4f + 0.1f * (float)l;
+        s->run[1].last.layer[l].grad_ffn = 0.3f + 0.1f * (float)l;
     }
 }
 
@@ -100,7 +100,7 @@ static void test_heatmap_both_runs(void)
     CHECK(strstr(svg, "class=\"panel-title\">a: ln-gamma-init=0<") != NULL);
     CHECK(strstr(svg, "class=\"panel-title\">b: ln-gamma-init=1<") != NULL);
     /* a step of b that was not finite: its cells, and only those, hatched */
-    S->heat_b[30][2] = NAN;
+    S->run[1].heat[30][2] = NAN;
     CHECK(draw(1) == 0);
     CHECK(count("fill=\"url(#nan)\"/>") == 1);
     CHECK(strstr(svg, "data-step=\"31\" data-layer=\"2\" data-value=\"nan\"") != NULL);
@@ -127,7 +127,7 @@ static void test_view_both_runs(void)
     CHECK(lg && strtod(lg + strlen("<g class=\"legend\"><rect x=\""), NULL) >= 0);
     /* runs apart in many settings: the legend shrinks to the chart, its
      * left edge inside the chart's */
-    snprintf(S->s.label_a, sizeof S->s.label_a,
+    snprintf(S->s.run[0].label, sizeof S->s.run[0].label,
              "a: fp32-norms=off norm=pre precision=fp16 warmup=0 clip=1 lr=0.01  rest");
     CHECK(draw(0) == 0);
     lg = strstr(svg, "<g class=\"legend\"><rect x=\"");
@@ -139,7 +139,7 @@ static void test_view_both_runs(void)
     CHECK(lx >= ax && lx + lw <= ax + aw);
     fill();
     /* a loss b did not finish: its tick, on b's (top) edge */
-    S->hist[40].loss_b = NAN;
+    S->hist[40].run[1].loss = NAN;
     CHECK(draw(0) == 0);
     CHECK(count("class=\"nonfinite\" data-run=\"1\" data-step=\"41\"") == 1);
     CHECK(count("class=\"nonfinite\" data-run=\"0\"") == 0);
@@ -160,7 +160,7 @@ static void rewound(long first, int n)
     S->s.ghost_first = first;
     S->s.ghost_n = n;
     for (int i = 0; i < n; i++)
-        S->ghost[i] = S->ghost_b[i] = 3.0f;
+        S->run[0].ghost[i] = S->run[1].ghost[i] = 3.0f;
 }
 
 /* After a rewind to step 0: the abandoned curve grey and dashed, the
@@ -169,8 +169,8 @@ static void rewound(long first, int n)
 static void test_view_rewind(void)
 {
     rewound(1, 30);
-    snprintf(S->hist[0].mark, sizeof S->hist[0].mark, "rewind,warmup");
-    snprintf(S->hist[0].mark_b, sizeof S->hist[0].mark_b, "rewind,warmup");
+    snprintf(S->hist[0].run[0].mark, sizeof S->hist[0].run[0].mark, "rewind,warmup");
+    snprintf(S->hist[0].run[1].mark, sizeof S->hist[0].run[1].mark, "rewind,warmup");
     CHECK(draw(0) == 0);
     CHECK(count("data-name=\"before the rewind: train loss") == 2);
     CHECK(count("class=\"marker\"") == 1); /* the same change of both runs: once */
@@ -185,7 +185,7 @@ static void test_view_rewind(void)
     CHECK(strstr(svg, "rewind 30 \xe2\x86\x92 0, warmup<") != NULL);
     /* a rewind from 40 to 20: marked where the replay branches off (20) */
     rewound(21, 20);
-    snprintf(S->hist[20].mark, sizeof S->hist[20].mark, "rewind");
+    snprintf(S->hist[20].run[0].mark, sizeof S->hist[20].run[0].mark, "rewind");
     CHECK(draw(0) == 0);
     CHECK(strstr(svg, "<g class=\"marker\" data-step=\"20\">") != NULL);
     CHECK(strstr(svg, ">a: rewind 40 \xe2\x86\x92 20<") != NULL);

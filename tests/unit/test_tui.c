@@ -276,10 +276,10 @@ static void test_grid(void)
 static trainer_snapshot *snap_new(int L)
 {
     trainer_snapshot *s = trainer_snapshot_new();
-    settings_defaults(&s->s.cfg);
-    s->s.cfg.n_layer = L;
+    settings_defaults(&s->s.run[0].cfg);
+    s->s.run[0].cfg.n_layer = L;
     s->s.n_layer = L;
-    s->s.last.n_layer = L;
+    s->s.run[0].last.n_layer = L;
     s->s.generation = 1;
     return s;
 }
@@ -291,10 +291,10 @@ static void fill_history(trainer_snapshot *s, long n)
         trainer_point *p = &s->hist[i % TRAINER_HIST];
         memset(p, 0, sizeof *p);
         p->step = i + 1;
-        p->loss = (float)(5.0 - 3.0 * (double)i / (double)(n > 1 ? n - 1 : 1));
-        p->val_loss = NAN;
+        p->run[0].loss = (float)(5.0 - 3.0 * (double)i / (double)(n > 1 ? n - 1 : 1));
+        p->run[0].val_loss = NAN;
         for (int l = 0; l < s->s.n_layer; l++)
-            s->heat[i % TRAINER_HIST][l] = 0.1f;
+            s->run[0].heat[i % TRAINER_HIST][l] = 0.1f;
     }
     s->s.hist_total = n;
     s->s.steps_done = n;
@@ -306,14 +306,14 @@ static void test_layer_bars(void)
 {
     trainer_snapshot *s = snap_new(3);
     s->s.have_metrics = 1;
-    s->s.last.layer[2].grad_attn = 1e-2f;
-    s->s.last.layer[2].grad_ffn = 1.0f;   /* the largest */
-    s->s.last.layer[1].grad_attn = 1e-4f; /* vanishing: below 1e-3 of 1.0 */
-    s->s.last.layer[1].grad_ffn = 1.0f;
-    s->s.last.layer[0].grad_attn = NAN;
-    s->s.last.layer[0].grad_ffn = 0.5f;
+    s->s.run[0].last.layer[2].grad_attn = 1e-2f;
+    s->s.run[0].last.layer[2].grad_ffn = 1.0f;   /* the largest */
+    s->s.run[0].last.layer[1].grad_attn = 1e-4f; /* vanishing: below 1e-3 of 1.0 */
+    s->s.run[0].last.layer[1].grad_ffn = 1.0f;
+    s->s.run[0].last.layer[0].grad_attn = NAN;
+    s->s.run[0].last.layer[0].grad_ffn = 0.5f;
     for (int l = 0; l < 3; l++)
-        s->s.last.layer[l].act_max = 300.0f, s->s.last.layer[l].resid_rms = 1.0f;
+        s->s.run[0].last.layer[l].act_max = 300.0f, s->s.run[0].last.layer[l].resid_rms = 1.0f;
     tui_grid g = {0};
     tui_grid_resize(&g, 5, 80);
     tui_ui ui;
@@ -339,13 +339,13 @@ static void test_layer_bars(void)
     CHECK(style_at(&g, 3, k.attn) == TUI_S_VANISH);
     CHECK(style_at(&g, 3, k.ffn) == TUI_S_NORMAL);
     /* 1e+1 is an exploding bar: 12 cells of '!' */
-    s->s.last.layer[2].grad_ffn = 1e+1f;
+    s->s.run[0].last.layer[2].grad_ffn = 1e+1f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     CHECK(!strncmp(row(&g, 2) + k.ffn, "!!!!!!!!!!!!  ", 14));
     CHECK(style_at(&g, 2, k.ffn) == TUI_S_EXPLODE);
     CHECK(strstr(row(&g, 2), "1.0e-02 1.0e+01") != NULL);
-    s->s.last.layer[2].grad_ffn = 1.0f;
+    s->s.run[0].last.layer[2].grad_ffn = 1.0f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     /* not finite: said in words */
@@ -363,15 +363,15 @@ static void test_layer_bars(void)
     CHECK(ch_at(&g, 3, k.attn) == 0x2591); /* ░ vanishing */
     CHECK(ch_at(&g, 2, k.attn) == 0x2588); /* █ normal */
     CHECK(ch_at(&g, 3, k.ffn) == 0x2588);
-    s->s.last.layer[2].grad_ffn = 1e+1f;
+    s->s.run[0].last.layer[2].grad_ffn = 1e+1f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     CHECK(ch_at(&g, 2, k.ffn) == 0x2593); /* ▓ exploding */
-    s->s.last.layer[2].grad_ffn = 1.0f;
+    s->s.run[0].last.layer[2].grad_ffn = 1.0f;
     /* with color the normal glyphs carry eighths: 1e-2 on 14 cells is
      * exactly 6 cells, 10^-1.5 is 7 cells: no partial; 0.5 has one */
     tui_ui_init(&ui, 1, 1);
-    s->s.last.layer[0].grad_attn = 0.5f;
+    s->s.run[0].last.layer[0].grad_attn = 0.5f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     int e = tui_log_eighths(0.5, SCALE_GRAD_LO, SCALE_GRAD_HI, 14);
@@ -404,8 +404,8 @@ static void test_chart(void)
 {
     trainer_snapshot *s = snap_new(2);
     fill_history(s, 100);
-    snprintf(s->hist[39].mark, TRAINER_MARK, "post"); /* step 40 */
-    s->hist[79].val_loss = s->hist[79].loss;          /* step 80 */
+    snprintf(s->hist[39].run[0].mark, TRAINER_MARK, "post"); /* step 40 */
+    s->hist[79].run[0].val_loss = s->hist[79].run[0].loss;          /* step 80 */
     tui_grid g = {0};
     tui_grid_resize(&g, 12, 60);
     tui_rect r = {0, 0, 12, 60};
@@ -454,8 +454,8 @@ static void test_chart(void)
     trainer_snapshot *sp = snap_new(2);
     fill_history(sp, 200);
     for (int i = 0; i < 200; i++)
-        sp->hist[i].loss = 2.0f + 0.001f * (float)(i % 7);
-    sp->hist[100].loss = 1000.0f;
+        sp->hist[i].run[0].loss = 2.0f + 0.001f * (float)(i % 7);
+    sp->hist[100].run[0].loss = 1000.0f;
     tui_grid_clear(&g);
     tui_draw_chart(&g, r, sp, &ui);
     double top = atof(row(&g, 1));
@@ -491,9 +491,9 @@ static void test_heatmap(void)
     trainer_snapshot *s = snap_new(3);
     fill_history(s, 30);
     for (int i = 0; i < 30; i++) {
-        s->heat[i][2] = 50.0f; /* exploding top */
-        s->heat[i][1] = 0.05f;
-        s->heat[i][0] = i == 20 ? NAN : 1e-6f; /* frozen bottom, one NaN */
+        s->run[0].heat[i][2] = 50.0f; /* exploding top */
+        s->run[0].heat[i][1] = 0.05f;
+        s->run[0].heat[i][0] = i == 20 ? NAN : 1e-6f; /* frozen bottom, one NaN */
     }
     tui_grid g = {0};
     tui_grid_resize(&g, 5, 80);
@@ -510,7 +510,7 @@ static void test_heatmap(void)
     /* more steps than columns: buckets of several steps, newest included */
     fill_history(s, 300);
     for (int i = 0; i < 300; i++)
-        s->heat[i][2] = i == 299 ? 50.0f : 0.05f;
+        s->run[0].heat[i][2] = i == 299 ? 50.0f : 0.05f;
     tui_grid_clear(&g);
     tui_draw_heatmap(&g, r, s, &ui);
     long per = (300 + 75 - 1) / 75; /* 75 columns */
@@ -528,8 +528,8 @@ static void test_status_and_clicks(void)
     trainer_snapshot *s = snap_new(6);
     s->s.state = TRAINER_PAUSED;
     s->s.steps_done = 1234;
-    s->s.cfg.norm = NORM_PRE;
-    s->s.warmup_on = 1;
+    s->s.run[0].cfg.norm = NORM_PRE;
+    s->s.run[0].warmup_on = 1;
     tui_grid g = {0};
     tui_grid_resize(&g, 2, 120);
     tui_ui ui;
@@ -548,10 +548,10 @@ static void test_status_and_clicks(void)
     CHECK(tui_click(&ui, 1, c + 2, &sel) == tui_bind_action("warmup", "toggle") && !sel);
     CHECK(tui_click(&ui, 1, col_of(&g, 1, "Pre-LN"), &sel) == tui_bind_action("norm", "toggle"));
     CHECK(tui_click(&ui, 0, 3, &sel) == TUI_ACT_NONE);
-    s->s.cfg.norm = NORM_POST;
+    s->s.run[0].cfg.norm = NORM_POST;
     s->s.state = TRAINER_DIVERGED;
     s->s.have_metrics = 1;
-    snprintf(s->s.last.fault, sizeof s->s.last.fault, "backward, layer 3, MLP fc2");
+    snprintf(s->s.run[0].last.fault, sizeof s->s.run[0].last.fault, "backward, layer 3, MLP fc2");
     tui_draw_status(&g, r, s, &ui);
     CHECK(strstr(row(&g, 1), "[p] Post-LN") != NULL);
     CHECK(strstr(row(&g, 0), "DIVERGED") != NULL);
@@ -560,7 +560,7 @@ static void test_status_and_clicks(void)
     tui_grid_resize(&g, 2, 80);
     r.w = 80;
     s->s.state = TRAINER_RUNNING;
-    s->s.last.fault[0] = 0;
+    s->s.run[0].last.fault[0] = 0;
     s->s.steps_per_s = 123.4;
     tui_draw_status(&g, r, s, &ui);
     CHECK(strstr(row(&g, 0), "RUNNING") != NULL && strstr(row(&g, 0), "step 1234") != NULL);
@@ -597,10 +597,10 @@ static void test_status_loss(void)
     s->s.state = TRAINER_PAUSED;
     s->s.steps_done = 10;
     s->s.have_metrics = 1;
-    s->s.last.step = 12;
-    s->s.last.loss = NAN; /* the diverged step, rewound from */
+    s->s.run[0].last.step = 12;
+    s->s.run[0].last.loss = NAN; /* the diverged step, rewound from */
     s->s.have_loss = 1;
-    s->s.loss = 2.5f;
+    s->s.run[0].loss = 2.5f;
     tui_grid g = {0};
     tui_grid_resize(&g, 2, 120);
     tui_ui ui;
@@ -615,7 +615,7 @@ static void test_status_loss(void)
     tui_draw_status(&g, r, s, &ui);
     CHECK(strstr(row(&g, 0), "loss -") != NULL);
     s->s.have_loss = 1; /* a non-finite loss now: marked */
-    s->s.loss = INFINITY;
+    s->s.run[0].loss = INFINITY;
     tui_draw_status(&g, r, s, &ui);
     CHECK(style_at(&g, 0, col_of(&g, 0, "loss inf")) == TUI_S_BAD);
     free(s);
@@ -741,18 +741,18 @@ static void test_diag_panel(void)
     static char lines[TUI_DIAG_MAX][TUI_DIAG_LINE];
     trainer_snapshot *s = snap_new(3);
     s->s.have_metrics = 1;
-    s->s.last.step = 7;
-    s->s.last.loss_scale = 1024;
+    s->s.run[0].last.step = 7;
+    s->s.run[0].last.loss_scale = 1024;
     for (int l = 0; l < 3; l++) {
-        s->s.last.layer[l].headroom = 4.0f - (float)l;
-        s->s.last.layer[l].act_max = 10.0f * (float)(l + 1);
+        s->s.run[0].last.layer[l].headroom = 4.0f - (float)l;
+        s->s.run[0].last.layer[l].act_max = 10.0f * (float)(l + 1);
     }
     int n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(n == 1 && has_line(lines, n, "no warnings; the run is healthy: headroom 2.00 "
                                        "doublings at its lowest (layer 2, act max 30)"));
 
-    s->s.cfg.precision = FMT_FP16;
-    s->s.cfg.fp32_norms = 0;
+    s->s.run[0].cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.fp32_norms = 0;
     trainer_diagnosis *d = &s->s.diag[0];
     double hv[4] = {0.9, 120, 256, 44}, nv[4] = {261, 256, 65504, 2}, lv[4] = {0.02, 0, 0, 1};
     d->f[d->n++] = finding(DIAG_WARNING, DIAG_R_HEADROOM, 2, 5, hv, "layer 2 headroom 0.90",
@@ -776,19 +776,19 @@ static void test_diag_panel(void)
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "keys: - pressed 4 times (LR back to 0.002 or below), then b"));
     /* in bf16 already: no presses of f toward it */
-    s->s.cfg.precision = FMT_BF16;
+    s->s.run[0].cfg.precision = FMT_BF16;
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "keys: i (fp32 norms) and - halves the LR; then b rewinds") &&
           !has_line(lines, n, "f x"));
-    s->s.cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.precision = FMT_FP16;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */
     memset(d, 0, sizeof *d);
     s->s.compare = 1;
-    s->s.last_b = s->s.last;
-    s->s.cfg_b = s->s.cfg;
-    snprintf(s->s.label_a, sizeof s->s.label_a, "a: lr=0.002");
-    snprintf(s->s.label_b, sizeof s->s.label_b, "b: lr=0.02");
+    s->s.run[1].last = s->s.run[0].last;
+    s->s.run[1].cfg = s->s.run[0].cfg;
+    snprintf(s->s.run[0].label, sizeof s->s.run[0].label, "a: lr=0.002");
+    snprintf(s->s.run[1].label, sizeof s->s.run[1].label, "b: lr=0.02");
     trainer_diagnosis *db = &s->s.diag[1];
     db->f[db->n++] = finding(DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, 2, 7, nv, "b's overflow", "fp32");
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
@@ -937,18 +937,18 @@ static void test_compare_frame(void)
     trainer_snapshot *s = snap_new(3);
     fill_history(s, 40);
     for (long i = 0; i < 40; i++)
-        s->hist[i].loss_b = s->hist[i].loss + 0.5f;
+        s->hist[i].run[1].loss = s->hist[i].run[0].loss + 0.5f;
     s->s.have_metrics = 1;
     s->s.compare = 1;
-    s->s.cfg_b = s->s.cfg;
-    s->s.cfg_b.norm = NORM_POST; /* the labels come from each run's settings */
-    s->s.last_b.n_layer = 3;
+    s->s.run[1].cfg = s->s.run[0].cfg;
+    s->s.run[1].cfg.norm = NORM_POST; /* the labels come from each run's settings */
+    s->s.run[1].last.n_layer = 3;
     for (int l = 0; l < 3; l++) {
-        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.3f, .grad_ffn = 0.4f, .act_max = 2};
-        s->s.last_b.layer[l] = (layer_metrics){.grad_attn = 0.03f, .grad_ffn = 0.04f,
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.3f, .grad_ffn = 0.4f, .act_max = 2};
+        s->s.run[1].last.layer[l] = (layer_metrics){.grad_attn = 0.03f, .grad_ffn = 0.04f,
                                                .act_max = 4};
     }
-    s->s.last_b.layer[0].grad_attn = 0.6f, s->s.last_b.layer[0].grad_ffn = 0.8f;
+    s->s.run[1].last.layer[0].grad_attn = 0.6f, s->s.run[1].last.layer[0].grad_ffn = 0.8f;
     tui_grid g = {0};
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
@@ -991,15 +991,15 @@ static void test_prec_and_fault(void)
 {
     trainer_snapshot *s = snap_new(3);
     s->s.have_metrics = 1;
-    s->s.cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.precision = FMT_FP16;
     for (int l = 0; l < 3; l++)
-        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.1f, .grad_ffn = 0.1f,
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.1f, .grad_ffn = 0.1f,
                                              .act_max = 2, .headroom = 14.5f};
-    s->s.last.layer[1].overflow = 7;
-    s->s.last.nonfinite = 1;
+    s->s.run[0].last.layer[1].overflow = 7;
+    s->s.run[0].last.nonfinite = 1;
     /* the layer comes from the engine's number, not from the words */
-    snprintf(s->s.last.fault, sizeof s->s.last.fault, "backward, layer 2, MLP fc2");
-    s->s.last.fault_layer = 1;
+    snprintf(s->s.run[0].last.fault, sizeof s->s.run[0].last.fault, "backward, layer 2, MLP fc2");
+    s->s.run[0].last.fault_layer = 1;
     tui_grid g = {0};
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
@@ -1016,14 +1016,14 @@ static void test_prec_and_fault(void)
     CHECK(style_at(&g, L.layers.r + 3, 3) == TUI_S_BAD);
     CHECK(strncmp(row(&g, L.layers.r + 4), "  0 ", 4) == 0);
     /* an act max of 0 (headroom inf) or NaN: "-", never "inf" */
-    s->s.last.layer[0].headroom = INFINITY;
-    s->s.last.layer[2].headroom = NAN;
+    s->s.run[0].last.layer[0].headroom = INFINITY;
+    s->s.run[0].last.layer[2].headroom = NAN;
     tui_draw(&g, s, &ui);
     CHECK(strstr(row(&g, L.layers.r + 4), "       -") && !strstr(row(&g, L.layers.r + 4), "inf"));
     CHECK(strstr(row(&g, L.layers.r + 2), "       -") != NULL);
     CHECK(style_at(&g, L.layers.r + 2, k.prec + 7) == TUI_S_BAD);
     /* fp32: no column */
-    s->s.cfg.precision = FMT_FP32;
+    s->s.run[0].cfg.precision = FMT_FP32;
     tui_draw(&g, s, &ui);
     CHECK(col_of(&g, L.layers.r, "headroom") < 0);
     free(s);
@@ -1035,7 +1035,7 @@ static void test_dumps(void)
 {
     trainer_snapshot *s = snap_new(2);
     fill_history(s, 5);
-    s->hist[3].val_loss = 2.5f;
+    s->hist[3].run[0].val_loss = 2.5f;
     for (int i = 0; i < 5; i++)
         s->hist[i].lr = 0.001f;
     tui_grid g = {0};
@@ -1298,9 +1298,9 @@ static void test_projector_frame(void)
     fill_history(s, 20);
     s->s.have_metrics = 1;
     for (int l = 0; l < 12; l++)
-        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.5f, .grad_ffn = 0.25f, .act_max = 3,
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.5f, .grad_ffn = 0.25f, .act_max = 3,
                                              .resid_rms = 1};
-    s->s.last.layer[11].grad_attn = NAN;
+    s->s.run[0].last.layer[11].grad_attn = NAN;
     tui_grid g = {0};
     tui_grid_resize(&g, 24, 80);
     tui_ui ui;
@@ -1331,18 +1331,18 @@ static void test_compare_details(void)
     s->s.have_metrics = 1;
     s->s.have_loss = 1;
     s->s.compare = 1;
-    s->s.cfg.precision = FMT_FP16;
-    s->s.cfg.loss_scale = -1; /* off */
-    s->s.cfg_b = s->s.cfg;
-    s->s.cfg_b.loss_scale = 0; /* dynamic */
-    s->s.last.precision = FMT_FP32; /* the last step ran before the switch */
-    s->s.last.loss_scale = 1;
-    s->s.last_b = s->s.last;
+    s->s.run[0].cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.loss_scale = -1; /* off */
+    s->s.run[1].cfg = s->s.run[0].cfg;
+    s->s.run[1].cfg.loss_scale = 0; /* dynamic */
+    s->s.run[0].last.precision = FMT_FP32; /* the last step ran before the switch */
+    s->s.run[0].last.loss_scale = 1;
+    s->s.run[1].last = s->s.run[0].last;
     for (int l = 0; l < 6; l++) {
-        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.086f, .grad_ffn = 0.05f, .act_max = 3,
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.086f, .grad_ffn = 0.05f, .act_max = 3,
                                              .underflow = 1072280 + l};
-        s->s.last_b.layer[l] = s->s.last.layer[l];
-        s->s.last_b.layer[l].underflow = 4136;
+        s->s.run[1].last.layer[l] = s->s.run[0].last.layer[l];
+        s->s.run[1].last.layer[l].underflow = 4136;
     }
     tui_grid g = {0};
     tui_ui ui;
@@ -1356,7 +1356,7 @@ static void test_compare_details(void)
     tui_grid_resize(&g, 30, 100); /* the toggles row holds the scale at 100 columns */
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn ") == 1 && rows_with(&g, 0, "scale dyn 1") == 0);
-    s->s.last_b.precision = FMT_FP16, s->s.last_b.loss_scale = 32768, s->s.last_b.loss_scale_dynamic = 1;
+    s->s.run[1].last.precision = FMT_FP16, s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
     /* labels: what differs first, the rest cut, " +N" for what was left out */
@@ -1372,9 +1372,9 @@ static void test_compare_details(void)
     CHECK(tui_label_fit(b, 22) == 3 && strcmp(b, "b: pre fp16 +3") == 0);
     /* the legend of a 120-column chart: run b's differing settings, and
      * how many it left out */
-    s->s.cfg = s->s.cfg_b;
-    s->s.cfg.precision = FMT_FP32;
-    s->s.cfg_b.norm = NORM_POST;
+    s->s.run[0].cfg = s->s.run[1].cfg;
+    s->s.run[0].cfg.precision = FMT_FP32;
+    s->s.run[1].cfg.norm = NORM_POST;
     tui_grid_resize(&g, 40, 120);
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "+ b: post fp16 +2  ") == 1); /* fp32-norms=on, loss-scale=dynamic */

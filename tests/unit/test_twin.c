@@ -107,15 +107,15 @@ static void fill(trainer_snapshot *s, engine *a, engine *b)
 {
     trainer_status *st = &s->s;
     st->compare = 1;
-    st->cfg = *engine_config(a);
-    st->cfg_b = *engine_config(b);
-    st->n_layer = st->cfg.n_layer;
-    st->warmup_on = engine_warmup_on(a);
-    st->warmup_on_b = engine_warmup_on(b);
-    st->lr_peak = engine_current_peak(a);
-    st->lr_peak_b = engine_current_peak(b);
-    st->lr_next = engine_current_lr(a);
-    st->lr_next_b = engine_current_lr(b);
+    st->run[0].cfg = *engine_config(a);
+    st->run[1].cfg = *engine_config(b);
+    st->n_layer = st->run[0].cfg.n_layer;
+    st->run[0].warmup_on = engine_warmup_on(a);
+    st->run[1].warmup_on = engine_warmup_on(b);
+    st->run[0].lr_peak = engine_current_peak(a);
+    st->run[1].lr_peak = engine_current_peak(b);
+    st->run[0].lr_next = engine_current_lr(a);
+    st->run[1].lr_next = engine_current_lr(b);
     st->generation = 1;
 }
 
@@ -188,16 +188,16 @@ static void check_frame(int rows, int cols, trainer_snapshot *s, tui_ui *ui)
     ok &= strncmp(row(&g, 1), " b: ", 4) == 0;
     /* the whole label's length says whether the header was cut */
     char la[160], lb[160];
-    twin_run ra = {&s->s.cfg, s->s.warmup_on, s->s.lr_peak, s->s.joined};
-    twin_run rb = {&s->s.cfg_b, s->s.warmup_on_b, s->s.lr_peak_b, s->s.joined};
+    twin_run ra = {&s->s.run[0].cfg, s->s.run[0].warmup_on, s->s.run[0].lr_peak, s->s.joined};
+    twin_run rb = {&s->s.run[1].cfg, s->s.run[1].warmup_on, s->s.run[1].lr_peak, s->s.joined};
     twin_label("a", ra, rb, la, sizeof la);
     twin_label("b", rb, ra, lb, sizeof lb);
-    check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.cfg, &s->s.cfg_b,
+    check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.run[0].cfg, &s->s.run[1].cfg,
                  L.layers.w, (int)strlen(la));
-    check_header(span(&g, L.layers_b.r, L.layers_b.c, L.layers_b.w), &s->s.cfg_b, &s->s.cfg,
+    check_header(span(&g, L.layers_b.r, L.layers_b.c, L.layers_b.w), &s->s.run[1].cfg, &s->s.run[0].cfg,
                  L.layers_b.w, (int)strlen(lb));
-    const ns_config *t = ui->target == TWIN_B ? &s->s.cfg_b : &s->s.cfg;
-    int warm = ui->target == TWIN_B ? s->s.warmup_on_b : s->s.warmup_on;
+    const ns_config *t = &s->s.run[ui->target == TWIN_B].cfg;
+    int warm = s->s.run[ui->target == TWIN_B].warmup_on;
     const char *tg = row(&g, 2);
     snprintf(want, sizeof want, "[p] %s ", place_label(t->norm));
     ok &= strstr(tg, want) != NULL;
@@ -452,13 +452,13 @@ static void test_trainer_targets(void)
         free(s);
         return;
     }
-    CHECK(s->s.cfg.fp32_norms == 1 && s->s.cfg_b.fp32_norms == 1);
+    CHECK(s->s.run[0].cfg.fp32_norms == 1 && s->s.run[1].cfg.fp32_norms == 1);
     CHECK(has_event(s, "b: norms, softmax and loss in the low format"));
     CHECK(has_event(s, "a: norms, softmax and loss in fp32"));
     /* the markers: b's alone on the first step, both on the second */
-    CHECK(!s->hist[0].mark[0] && !strcmp(s->hist[0].mark_b, "low norms"));
-    CHECK(!strcmp(s->hist[1].mark, "fp32 norms") && !strcmp(s->hist[1].mark_b, "fp32 norms"));
-    CHECK(!strncmp(s->s.label_a, "a: ", 3) && strstr(s->s.label_a, "fp32-norms=on"));
+    CHECK(!s->hist[0].run[0].mark[0] && !strcmp(s->hist[0].run[1].mark, "low norms"));
+    CHECK(!strcmp(s->hist[1].run[0].mark, "fp32 norms") && !strcmp(s->hist[1].run[1].mark, "fp32 norms"));
+    CHECK(!strncmp(s->s.run[0].label, "a: ", 3) && strstr(s->s.run[0].label, "fp32-norms=on"));
     free(s);
 }
 
@@ -476,11 +476,11 @@ static void test_switch_joins(void)
         free(s);
         return;
     }
-    CHECK(s->s.cfg.norm_kind == NORMK_RMSNORM && s->s.cfg_b.norm_kind == NORMK_RMSNORM);
-    CHECK(!strcmp(s->hist[1].mark, "rmsnorm") && s->hist[1].mark_b[0] == 0);
+    CHECK(s->s.run[0].cfg.norm_kind == NORMK_RMSNORM && s->s.run[1].cfg.norm_kind == NORMK_RMSNORM);
+    CHECK(!strcmp(s->hist[1].run[0].mark, "rmsnorm") && s->hist[1].run[1].mark[0] == 0);
     CHECK(s->s.joined == 1);
-    CHECK(!strncmp(s->s.label_a, "a: as b since step 1  ", 22));
-    CHECK(!strncmp(s->s.label_b, "b: as a since step 1  ", 22));
+    CHECK(!strncmp(s->s.run[0].label, "a: as b since step 1  ", 22));
+    CHECK(!strncmp(s->s.run[1].label, "b: as a since step 1  ", 22));
     free(s);
 }
 

@@ -29,17 +29,25 @@ DEFAULT_L=$($BIN --help | sed -n 's/.*--layers N .*default \([0-9]*\).*/\1/p')
 # check_pause LESSON COLS ROWS: the lesson at its first pause at that size
 check_pause() {
     name=$1 cols=$2 rows=$3 f=$LESSONS/$1.lesson
-    # the first pause by step, its prompt's first three words
-    first=$(sed -n 's/^at \([0-9]*\): pause \(.*\)/\1 \2/p' "$f" | sort -n | head -1)
-    step=${first%% *}
-    words=$(echo "${first#* }" | cut -d' ' -f1-3)
+    # the first pause by step (a line may be one of a question's variants,
+    # "if SETTING=V: at N: pause ..."), and the first three words of each
+    # variant asked at that step: the lesson asks one of them
+    pauses=$(sed -n 's/^\(if [^:]*: \)\{0,1\}at \([0-9]*\): pause \(.*\)/\2 \3/p' "$f" | sort -n)
+    step=$(echo "$pauses" | head -1 | cut -d' ' -f1)
+    variants=$(echo "$pauses" | awk -v s="$step" '$1 == s {print $2, $3, $4}')
     nl=$(sed -n 's/^flags:.*-L \([0-9]*\).*/\1/p' "$f" | head -1)
     nl=${nl:-$DEFAULT_L}
     what="$name at ${cols}x$rows"
     $TM resize-window -t "$W" -x "$cols" -y "$rows" 2>/dev/null
     run "LC_ALL=C $BIN --lesson $name $TINY"
-    if ! wait_for "step $step: $words" 60; then
-        no "$what: the question (step $step: $words) is not on the screen: $(cat "$T/err" 2>/dev/null)"
+    words=
+    if wait_for "step $step: " 60; then
+        words=$(echo "$variants" | while read -r v; do
+            screen | grep -qF -- "step $step: $v" && { echo "$v"; break; }
+        done)
+    fi
+    if [ -z "$words" ]; then
+        no "$what: no question of step $step ($(echo "$variants" | tr '\n' '/')) on the screen: $(cat "$T/err" 2>/dev/null)"
         screen >&2
         key q
         check_exited "$what q" 0
@@ -66,7 +74,7 @@ check_pause() {
 
 for size in "80 24" "100 30" "120 40"; do
     for f in "$LESSONS"/*.lesson; do
-        grep -q '^at [0-9]*: pause' "$f" || continue # a sweep's lesson has no pause
+        grep -Eq '^(if [^:]*: )?at [0-9]+: pause' "$f" || continue # a sweep's lesson has no pause
         # shellcheck disable=SC2086
         check_pause "$(basename "$f" .lesson)" $size
     done

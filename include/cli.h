@@ -18,6 +18,12 @@ int cli_given(const cli_opts *o, const char *long_name);
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err);
 void cli_usage(FILE *f);
 
+/* The flags given that do nothing with the settings c in force (a resumed
+ * run's: after its flags are applied), from the settings table's "applies"
+ * of each row: one warning line each on err, 0; or 2 after one line for a
+ * refused one. */
+int cli_check_applies(const cli_opts *o, const ns_config *c, FILE *err);
+
 /* Apply "SETTING=VALUE" (a flag's long name and value) to c, as --compare
  * does for its twin. 0, or 2 after printing one line to err. */
 int cli_apply_setting(ns_config *c, const char *spec, FILE *err);

@@ -30,7 +30,7 @@ typedef struct {
     int bars_rel; /* live view: --bars relative */
     int quiet;    /* no progress line */
     int threads;  /* --threads: per run (each --compare run has its own) */
-    int on_stall; /* --on-stall: 0 continue, 1 stop (headless exit 4) */
+    int on_stall; /* --on-stall: 0 continue, 1 stop (headless exit 4), 2 fix */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     const char *follow; /* --follow FILE: show a metrics stream, train nothing */
     /* sweeps (sweep.c): the SPEC, --sweep-out, --sweep-collect, --jobs

@@ -20,8 +20,10 @@ typedef enum {
                        * with a command word: norm, lr, warmup, ...) */
     CMD_REINIT,
     CMD_SNAPSHOT,
-    CMD_REWIND,
+    CMD_REWIND,       /* to the newest snapshot before now; with a value (CMDV_REAL),
+                       * to the newest at or before that step */
     CMD_NOTE,         /* text: a line for the event log */
+    CMD_FIX,          /* the diagnosis' first next step (the runtime's: trainer.c) */
     /* flow (runtime) */
     CMD_PAUSE,
     CMD_RESUME,

@@ -46,6 +46,7 @@ typedef enum {
     ONDIV_PAUSE = 0,
     ONDIV_STOP = 1,
     ONDIV_CONTINUE = 2,
+    ONDIV_FIX = 3, /* rewind and apply the diagnosis' first next step (trainer.c) */
     ONDIV_COUNT
 } on_diverge;
 

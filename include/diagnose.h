@@ -21,7 +21,8 @@
 #include "metrics.h"
 
 #define DIAG_WINDOW 64          /* steps of history the rules look at */
-#define DIAG_TEXT 112           /* a finding's line, with its NUL (an event's size) */
+#define DIAG_TEXT 192           /* a finding's line, with its NUL (an event's size) */
+#define DIAG_FIX_TEXT 48        /* a finding's fix: script commands, ';'-separated */
 #define DIAG_MAX_FINDINGS 8     /* at most this many from one step */
 
 /* Thresholds (man/normscope.1, DIAGNOSIS). */
@@ -34,8 +35,26 @@
 #define DIAG_UPDATE_ALIVE 1e-4  /* ... while the top's is above this */
 #define DIAG_LR_RECENT 500      /* an LR raise this many steps before counts */
 #define DIAG_LR_HELD 50         /* steps at an LR that make it tolerated */
-#define DIAG_WARMUP_EARLY 1000  /* without warmup, a divergence this early counts */
+#define DIAG_WARMUP_EARLY 100   /* without warmup, a divergence this early counts
+                                   (the ramp's length: later, warmup only delays it) */
 #define DIAG_GROWTH_MIN 0.05    /* doublings per 100 steps that count as growth */
+#define DIAG_BLOWUP_FACTOR 4.0  /* a finite blow-up: the loss this many times ... */
+#define DIAG_BLOWUP_STEPS 32    /* ... the larger of its start and the plateau, on
+                                   average over this many steps */
+#define DIAG_STALL_ACT 100.0    /* a plateau with act max above this ... */
+#define DIAG_STALL_UPD 3e-3     /* ... and the top's update ratio above this: the LR's */
+#define DIAG_STALL_ABOVE 0.4    /* nats above the plateau still on it, when ... */
+#define DIAG_STALL_LONG 200     /* ... it lasts this many steps (a healthy run passes
+                                   the plateau sooner; a vanishing bottom gradient
+                                   says stall after DIAG_STALL_STEPS) */
+#define DIAG_UPDATE_LOW 1e-4    /* top layer's mean update ratio below this on the
+                                   plateau: the LR is too low */
+#define DIAG_UPDATE_HIGH 5e-3   /* mean update ratio of the top layer above this:
+                                   the LR is too high (healthy runs: about the LR) */
+#define DIAG_UPDATE_GOAL 2e-3   /* an LR fix divides the LR by the power of ten that
+                                   brings the update ratio to this or below */
+#define DIAG_REWARN 0.5         /* a headroom warning again when the steps left
+                                   fell to this fraction of the last warning's */
 
 typedef enum { DIAG_WARNING = 0, DIAG_DIAGNOSIS = 1 } diag_kind;
 
@@ -49,6 +68,8 @@ typedef enum {
     DIAG_R_NORM_VAR,     /* diagnosis: a norm's variance overflowed the format */
     DIAG_R_GROWTH,       /* diagnosis: activations grew toward the limit */
     DIAG_R_LR,           /* diagnosis: LR above what the run tolerated */
+    DIAG_R_BLOWUP,       /* diagnosis: the loss rose far above its start, finite */
+    DIAG_R_LR_HIGH,      /* diagnosis: the weights move too far a step for the LR */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -60,7 +81,16 @@ typedef struct {
     double value[4];  /* the rule's numbers (see each rule in diagnose.c) */
     char text[DIAG_TEXT]; /* the finding, one line */
     char hint[DIAG_TEXT]; /* what to try, one line */
+    /* the first next step as script commands ("lr 0.002", "fp32-norms on;
+     * lr x0.5"), "" for none; applied (the a key, --on-diverge fix) after
+     * going back as fix_from says: a rewind to the latest snapshot at or
+     * before fix_before, a re-init, or nothing */
+    char fix[DIAG_FIX_TEXT];
+    int fix_from;
+    long fix_before;
 } diag_finding;
+
+enum { DIAG_FROM_SNAPSHOT = 0, DIAG_FROM_START = 1, DIAG_FROM_HERE = 2 };
 
 /* One step as the rules keep it. */
 typedef struct {
@@ -102,6 +132,10 @@ typedef struct {
                               a rewind diverges again from the same weights) */
     long stall_run;        /* consecutive steps meeting the stall condition */
     int stalled;
+    int exploded;          /* the blow-up holds now (the EXPLODED state) */
+    double first_loss;     /* the first finite loss observed (0: none yet) */
+    long blow_from;        /* the first step of the blow-up's window (0: none) */
+    long head_left;        /* steps left at the last headroom warning */
     unsigned warned;       /* bit per rule: warned this episode */
     diag_finding last_diagnosis; /* the latest diagnosis (kind DIAG_DIAGNOSIS); step 0 = none */
 } diag;
@@ -117,10 +151,27 @@ double diag_unigram_entropy(const uint8_t *b, size_t n);
 int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max);
 /* Is the run on the stall plateau now? (the STALLED state) */
 int diag_stalled(const diag *d);
+/* Has the loss blown up, finite, now? (the exploded state) */
+int diag_exploded(const diag *d);
 /* Does a finding of this episode still hold (a warning given, a divergence
  * diagnosed)? 0 after a rewind or a setting change, until the next one. */
 int diag_episode_open(const diag *d);
 /* The rule's short name, for tests and exports ("headroom", "stall", ...). */
 const char *diag_rule_name(diag_rule r);
+
+/* A rewind target near the format's limit: a run resumed from it with a
+ * lower LR can stay stuck there, so an earlier snapshot is offered. */
+#define DIAG_SNAP_NEAR 2.0 /* doublings of headroom at the snapshot's step */
+/* The least headroom over m's layers, and its layer; NAN without layers
+ * or metrics (m NULL). */
+double diag_least_headroom(const step_metrics *m, int *layer);
+/* How close the snapshot of `step` is to the limit, from its step's
+ * metrics m (NULL: not kept), and, when it is near and an earlier one is
+ * kept (step2 > 0; m2 NULL when its metrics are not), that one with how to
+ * reach it (`again`: "b twice"): "step 150, headroom 1.3 (layer 3); step
+ * 100 had 2.9 (b twice)", headroom in doublings below the limit. 1 when
+ * the earlier is offered. */
+int diag_snapshot_text(long step, const step_metrics *m, long step2, const step_metrics *m2,
+                       const char *again, char *buf, size_t len);
 
 #endif

@@ -84,6 +84,8 @@ const ns_config *engine_config(const engine *e);
 float engine_current_lr(const engine *e);
 float engine_current_peak(const engine *e);
 int engine_warmup_on(const engine *e);
+/* The warmup ramp's length in steps (--warmup, or 100 when it was 0). */
+int engine_warmup_steps(const engine *e);
 /* Add a line to the event log (NS_EV_NOTE: notes of scripts and lessons). */
 void engine_note(engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -92,6 +94,10 @@ void engine_set_norm(engine *e, norm_place p);
 void engine_set_norm_kind(engine *e, norm_kind k);
 void engine_set_final_norm(engine *e, int on); /* -1: by placement */
 void engine_set_warmup(engine *e, int on); /* on: a fresh ramp from this step */
+/* The ramp's length for the next engine_set_warmup(e, 1): with a constant
+ * or cosine schedule only (invsqrt and noam decay by it too); 0, or -1 and
+ * nothing changed. */
+int engine_set_warmup_steps(engine *e, int n);
 void engine_set_lr(engine *e, float peak);
 void engine_set_clip(engine *e, float clip); /* 0 = off */
 void engine_set_precision(engine *e, numfmt f);
@@ -132,6 +138,17 @@ int engine_scaler_update(float *scale, long *good, int overflowed);
  * goes further back), bit for bit, keeping the settings now in force.
  * Returns the step it went back to, or -1 if there is none. */
 long engine_rewind(engine *e);
+/* The newest kept snapshot before step `before`: its step in *step and
+ * its step's metrics in *m; 1, or 0 when its metrics are not kept (a
+ * loaded run's first), -1 when there is none. */
+int engine_snapshot_before(const engine *e, long before, long *step, step_metrics *m);
+/* The same to the newest snapshot at or before step `at` (a fix goes back
+ * to before what it fixes began). */
+long engine_rewind_before(engine *e, long at);
+/* Doublings from act_max to limit: log2(limit / act_max), in double (the
+ * float quotient overflows to inf for fp32's max over an act max below
+ * 1); NaN when act_max is not a number, inf when it is 0. */
+float engine_headroom(float limit, float act_max);
 /* The metrics of the step the run is at (after a rewind: the snapshot's
  * step's, which the snapshot keeps). 1 and fills out, or 0 when the engine
  * has none for it (step 0, a loaded run before its first step). */
@@ -152,6 +169,26 @@ int engine_event_get(const engine *e, long i, ns_event *ev);
 int engine_save(const engine *e, const char *path, char *err, size_t errlen);
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
                     size_t errlen);
+
+/* The data a run trains on, as a checkpoint records it (format version 3
+ * on): where it came from, its length, and a CRC-32 of its bytes (all of
+ * them up to 16 MiB; beyond that, 256 windows of 64 KiB spread evenly, so a
+ * save of a huge mapped file stays quick). Two datasets with the same
+ * length and print are taken to be the same bytes. */
+typedef struct {
+    int known;     /* 0: a new run, or a checkpoint older than version 3 */
+    int from_file; /* --data FILE; else the built-in corpus */
+    uint64_t n;    /* bytes */
+    uint32_t print;
+    char name[1024]; /* the --data path as given, for messages */
+} engine_data_id;
+void engine_data_id_of(const dataset *d, engine_data_id *id);
+/* What the loaded checkpoint's run trained on (known 0 when the file does
+ * not say, and for a run not loaded). */
+const engine_data_id *engine_loaded_data(const engine *e);
+/* The checkpoint's checksum, CRC-32 (IEEE) of n bytes: for tests that
+ * write checkpoints of their own. */
+uint32_t engine_crc32(const void *p, size_t n);
 
 /* Continue prompt by n bytes with the current weights (between steps; it
  * reuses the activation buffers). Sampling uses temperature 0.8 from a

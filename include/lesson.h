@@ -11,6 +11,10 @@
  *   text: a line of what to watch (repeatable)
  *   cite: a line of what the literature says (repeatable)
  *   at N: COMMAND / every N: COMMAND   script lines, as in --script
+ *   if SETTING=V[,V...]: ITEM   (or !=) a text or script line that holds
+ *                    only for those values of run a's setting ("if
+ *                    b.SETTING=...": run b's): a question about 24 layers
+ *                    is not asked at -L 6
  */
 #ifndef NS_LESSON_H
 #define NS_LESSON_H
@@ -18,6 +22,7 @@
 #include <stdio.h>
 
 #include "command.h"
+#include "config.h"
 
 typedef struct {
     char name[32];
@@ -33,8 +38,16 @@ typedef struct {
 /* Find a compiled-in lesson by name and parse it. 0, or -1 with a reason
  * (an unknown name lists the known ones). */
 int lesson_load(const char *name, ns_lesson *l, char *err, size_t errlen);
-/* Parse lesson text; name is used in messages. */
+/* The same, keeping the "if" lines whose condition holds for cfg (run
+ * a's settings, the user's flags applied) and cfg_b (run b's, with the
+ * compare applied; NULL: none); lesson_load keeps none. */
+int lesson_load_for(const char *name, const ns_config *cfg, const ns_config *cfg_b, ns_lesson *l,
+                    char *err, size_t errlen);
+/* Parse lesson text; name is used in messages. Every "if" line is checked
+ * (its setting, values and item); with cfg NULL none is kept. */
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen);
+int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
+                     const ns_config *cfg_b, ns_lesson *l, char *err, size_t errlen);
 void lesson_free(ns_lesson *l);
 /* Print "NAME  title" for every lesson. */
 void lesson_list(FILE *f);

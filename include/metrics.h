@@ -56,6 +56,10 @@ typedef struct {
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
     int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
                            not set by the engine */
+    int exploded;       /* the run loop's diagnosis says the loss blew up, finite
+                           (state "exploded"); not set by the engine */
+    int fixed;          /* the first step after the run loop applied a fix
+                           (state "fixed"); not set by the engine */
     int fault_layer;    /* the block of that first non-finite op, or -1 (none,
                          * or outside the blocks: embeddings, head, loss) */
     unsigned unknown;   /* bit k: metrics_step_cols[k] was not said (a followed
@@ -131,12 +135,12 @@ void metrics_csv_float(FILE *f, double x);
 void metrics_print_num(FILE *f, double x, int digits);
 /* The state columns, written after all the others (so every older column
  * keeps its place): ",state,first_nonfinite" with the prefix on each name;
- * state is "diverged", "stalled" or empty, first_nonfinite the fault with
+ * state is "diverged", "exploded", "stalled", "fixed" or empty, first_nonfinite the fault with
  * its commas written as ';' (no CSV field is quoted), or empty. Headless
  * and --compare rows put a's and b's after both runs' other columns. */
 void metrics_csv_state_header(FILE *f, const char *prefix);
 void metrics_csv_state_fields(FILE *f, const step_metrics *m);
-/* "diverged", "stalled" or "" */
+/* "diverged", "exploded", "stalled", "fixed" or "" */
 const char *metrics_state_name(const step_metrics *m);
 /* One JSON object per line with the same names; non-finite as null. */
 void metrics_jsonl_row(FILE *f, const step_metrics *m);

@@ -21,11 +21,12 @@
 #include "snapshot.h"
 #include "sweep.h"
 
-enum { PLOT_NSET = 6, PLOT_SETLEN = 24, PLOT_MARKLEN = 48, PLOT_MAX_STEPS = 8 };
+enum { PLOT_NSET = 6, PLOT_SETLEN = 24, PLOT_MARKLEN = 96, PLOT_MAX_STEPS = 8 };
 
 typedef struct {
-    long step;
-    char text[PLOT_MARKLEN]; /* "warmup=off", "rewind" */
+    long step;               /* where it is drawn: a rewind at the step it left */
+    long rewind_to;          /* a rewind: the step it went back to; -1 = none */
+    char text[PLOT_MARKLEN]; /* "warmup=off", "rewind 200 -> 0, warmup=on" */
 } plot_mark;
 
 /* One run's rows, in file order. Per-layer arrays are (n, L). */
@@ -41,7 +42,17 @@ typedef struct {
     char set[PLOT_NSET][PLOT_SETLEN]; /* settings of the first row */
     char cur[PLOT_NSET][PLOT_SETLEN]; /* of the last row (to see changes) */
     int have_set;
-    char label[64];        /* "a: norm=pre" in a comparison; "" alone */
+    char scale0[PLOT_SETLEN]; /* the first row's loss_scale ("" = no column) */
+    char label[64];        /* "a: norm=pre" in a comparison (every setting
+                            * the runs differ in); "a" when the file records
+                            * none that differs; "" alone */
+    char *bad;             /* (n) 1 for a row whose state says diverged (a step
+                            * not finite, even where its loss is) */
+    char fault[64];        /* the first such row's first_nonfinite ("" = none) */
+    long fault_step;
+    char *live;            /* (n) after finish: 1 for a row on the timeline the
+                            * run ended on, 0 for one a later rewind abandoned */
+    long abandoned;        /* rows with live 0 */
 } plot_run;
 
 typedef struct {
@@ -52,6 +63,7 @@ typedef struct {
     short *col_run, *col_field, *col_layer;
     long lineno;
     int skipped;           /* lines that were neither a header nor a row */
+    int unnamed;           /* a comparison whose runs differ in no recorded setting */
     /* from a live view's snapshot after a rewind: the curve the rewind
      * abandoned (trainer_status's ghost), steps ghost_step[0..ghost_n),
      * each run's loss; drawn dashed grey. ghost_n = 0: none */
@@ -157,11 +169,12 @@ int plot_write_map(const char *path, const plot_map *m, const plot_opts *o, char
  * error in err. */
 int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen);
 
-/* The live view's g key: the loss chart and the last step's layer panel
- * (or the heatmap) of a snapshot, to path atomically. 0, or -1 with a
- * reason in err. */
-int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
-                        size_t errlen);
+/* The live view's g key: the loss chart (on a log axis when the view's is,
+ * logy) and each run's layer panel at the last step, or each run's
+ * heatmap, of a snapshot, to path atomically. 0, or -1 with a reason in
+ * err. */
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, const char *path,
+                        char *err, size_t errlen);
 
 /* --plot INPUT: read, render, write --out. Returns the exit status (0, or
  * 2 after one line on err). */

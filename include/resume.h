@@ -21,4 +21,11 @@
  * err naming the flag that cannot change. */
 int resume_apply_flags(const cli_opts *o, ns_config *ckpt, engine *e, FILE *out, FILE *err);
 
+/* The data given (d) against the data the checkpoint says its run trained
+ * on: other bytes than a --data file's, because --data was left out, are
+ * refused (2, after one line on err); other bytes given with --data, or a
+ * built-in corpus that changed, are said in one line and used (0). Silent
+ * when they match or the checkpoint does not record its data. */
+int resume_check_data(const cli_opts *o, const engine *e, const dataset *d, FILE *err);
+
 #endif

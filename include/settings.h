@@ -47,6 +47,8 @@ enum {
     SETF_COMPARE = 1 << 0, /* --compare may vary it (it leaves the shape alone) */
     SETF_PLOT = 1 << 1,    /* a --plot option: refused without --plot */
     SETF_NOFLAG = 1 << 2,  /* a mid-run setting only: no flag, no --help line */
+    SETF_FOLLOW = 1 << 3,  /* applies to --follow, which trains nothing: the others are
+                            * refused with it */
 };
 
 /* How a row's command may change it mid-run (the row has a command word):
@@ -98,6 +100,18 @@ typedef struct {
     const char *help;  /* the help overlay's line; NULL: shares the line before */
 } setting_key;
 
+/* When a row's flag does anything. Given where holds() says it does
+ * nothing, the flag is said in one line (a warning: the deciding setting
+ * may change mid-run, or the case is a sweep's), or refused (exit 2). */
+typedef struct {
+    /* c: the settings in force (a resumed run's: the checkpoint's with the
+     * flags applied); opts: the command line's cli_opts */
+    int (*holds)(const ns_config *c, const void *opts);
+    const char *under; /* the deciding flag ("precision") */
+    const char *when;  /* where it applies, after "it applies with " */
+    int refuse;
+} setting_applies;
+
 typedef struct {
     const char *name;  /* long flag, --compare SETTING, checkpoint field name */
     char short_name;   /* 0 = none */
@@ -120,6 +134,7 @@ typedef struct {
     setting_hook hook; /* the engine's side effects; SETH_NONE: the field alone */
     setting_mark mark; /* its chart marker's label */
     setting_key keys[SET_KEYS]; /* the live view's keys for it */
+    setting_applies applies; /* holds NULL: wherever it is given */
 } ns_setting;
 
 int settings_count(void);
@@ -165,6 +180,13 @@ const ns_setting *settings_find_hook(setting_hook h);
 /* The row and binding of a live-view key, or NULL. */
 const ns_setting *settings_find_key(int key, const setting_key **k);
 
+/* 0 when the row's flag does something with the settings c in force and
+ * the command line opts (a cli_opts *); else 1 (a warning) or 2 (refused),
+ * the line saying so in buf: "--X V does nothing with --Y W (it applies
+ * with ...)". The flag's value is opts'; the deciding one c's. */
+int settings_applies(const ns_setting *s, const ns_config *c, const void *opts, char *buf,
+                     size_t len);
+
 /* The value names joined, "a|b|c" (sep "|") or "a, b or c" (sep ", "). */
 void settings_names(const ns_setting *s, const char *sep, char *buf, size_t len);
 
@@ -175,7 +197,11 @@ void settings_help(FILE *f);
 void settings_compare_names(char *buf, size_t len);
 
 /* Range check of a loaded value: 0 when c's value of the row is allowed
- * (inside the range, a valid enum index, or the row's default). */
+ * (inside the range, a valid enum index, or the row's default; never a
+ * NaN or an infinity; a row whose command may pass the flag's upper bound,
+ * SETL_UNBOUNDED, only its lower bound). */
 int settings_check(const ns_setting *s, const ns_config *c);
+/* What settings_check allows, "expected ...", for its error line. */
+void settings_allowed(const ns_setting *s, char *buf, size_t len);
 
 #endif

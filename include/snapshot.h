@@ -40,7 +40,7 @@ typedef enum {
                            * resuming trains on */
     TRAINER_STALLED = 4   /* running, and the diagnosis (diagnose.c) finds run a
                            * stalled on the unigram plateau (b's: its
-                           * last_b.stalled); published only: the trainer
+                           * run[1].last.stalled); published only: the trainer
                            * itself is RUNNING */
 } trainer_state;
 
@@ -53,11 +53,20 @@ const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
  * line's mark: the rule of the latest ("headroom", "stall":
  * diag_rule_name), "" for none. */
 #define TRAINER_FINDINGS 6
+/* A run applies its diagnosis' fix (the a key, --on-diverge fix) at most
+ * this many times; then it stops with the diagnosis. */
+#define TRAINER_FIX_MAX 3
+#define TRAINER_STALL_FIX 2 /* trainer_opts.on_stall: --on-stall fix */
 typedef struct {
     char alert[16];
     int n;
     diag_finding f[TRAINER_FINDINGS];
 } trainer_diagnosis;
+
+/* The finding whose fix the a key and --on-diverge fix apply: the first
+ * diagnosis with one (the cause), else the first warning with one; NULL
+ * for none. */
+const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
 
 /* A line of the event log: the engine's (ns_event, typed where it is
  * made) and the trainer's own (pause, resume, validation, DIVERGED, a
@@ -68,14 +77,14 @@ typedef ns_event trainer_event;
 /* One step of the history. */
 typedef struct {
     long step;
-    float loss;
-    float val_loss; /* NaN when not measured at this step */
     float lr;
     int nonfinite;
-    float loss_b; /* the --compare twin's loss at this step (NaN without one) */
-    float val_loss_b; /* the twin's validation loss (NaN when not measured) */
-    char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
-    char mark_b[TRAINER_MARK]; /* the same for the twin (run b) */
+    /* run a's at [0]; the --compare twin b's at [1] (NaN losses without one) */
+    struct {
+        float loss;
+        float val_loss;          /* NaN when not measured at this step */
+        char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
+    } run[2];
 } trainer_point;
 
 /* Point from a step of run a and, with a twin, run b's (NULL without
@@ -84,12 +93,8 @@ typedef struct {
 void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
                        const char *mark, const char *mark_b);
 
-/* The small part of a snapshot, copied whole each time it changed. */
+/* One run's part of the status: run a at [0], --compare's twin b at [1]. */
 typedef struct {
-    unsigned long seq; /* publications so far; unchanged seq = nothing new */
-    trainer_state state;
-    long steps_done;
-    int have_metrics;  /* last is a real step of this generation */
     step_metrics last; /* the latest step taken; after a rewind the snapshot's
                         * step's (engine_last_metrics), have_metrics 0 when the
                         * engine has none (a rewind to step 0) */
@@ -97,15 +102,27 @@ typedef struct {
      * or after a rewind the step rewound to's, from the history. 0 when
      * there is none: before the first step, after a re-init, after a
      * rewind to step 0 or to a step the history no longer holds. */
-    int have_loss;
     float loss;
-    float loss_b;      /* --compare: b's at that step */
     float last_val;    /* the latest validation loss (NaN before the first) */
-    long last_val_step;
     ns_config cfg;     /* the settings in force now (after any command) */
     int warmup_on;
     float lr_peak;
-    float lr_next;         /* the LR the next step will use */
+    float lr_next;     /* the LR the next step will use */
+    /* the run's current settings, differences first (twin_label):
+     * "a: fp32-norms=off  norm=pre ..." */
+    char label[160];
+} trainer_run_status;
+
+/* The small part of a snapshot, copied whole each time it changed. */
+typedef struct {
+    unsigned long seq; /* publications so far; unchanged seq = nothing new */
+    trainer_state state;
+    long steps_done;
+    int have_metrics;  /* run[].last is a real step of this generation */
+    int have_loss;     /* run[].loss is (see trainer_run) */
+    long last_val_step;
+    /* run a at [0]; --compare's twin b at [1], stepped in lockstep with a */
+    trainer_run_status run[2];
     double steps_per_s;    /* over the last ~0.5 s of running; 0 while paused */
     int threads;           /* --threads of the run (engine_threads) */
     double run_seconds;    /* time spent running this session (pauses and
@@ -123,16 +140,9 @@ typedef struct {
     int n_layer;
     /* each run's diagnosis: run a's, and with --compare run b's */
     trainer_diagnosis diag[2];
-    /* --compare: the twin run b, stepped in lockstep with a */
-    int compare;
-    step_metrics last_b;   /* b's latest step (valid with have_metrics) */
-    float last_val_b;      /* b's latest validation loss (NaN before the first) */
-    ns_config cfg_b;       /* b's settings in force now, as cfg is a's */
-    int warmup_on_b;
-    float lr_peak_b, lr_next_b;
-    /* each run's current settings, differences first (twin_label):
-     * "a: fp32-norms=off  norm=pre ..." */
-    char label_a[160], label_b[160];
+    int compare;       /* --compare: run[1] is the twin b */
+    long joined; /* the step since which a's settings equal b's, after they
+                  * differed (twin_run.joined); 0 = they differ */
     /* The run whose latest step was not finite: 0 = a, 1 = b, -1 = none.
      * Decided once, by the trainer (a first: a steps first); front ends
      * read it through trainer_diverged_run, never from the metrics. */
@@ -145,6 +155,7 @@ typedef struct {
     long ask_step;
     unsigned ask_seq;
     int stall_stopped;   /* headless, --on-stall stop ended the stalled run */
+    int fixes;           /* fixes applied so far (at most TRAINER_FIX_MAX) */
     /* The curve the latest rewind abandoned, so the chart can keep it grey
      * behind the replay: the losses (a's, b's) of steps ghost_first ..
      * ghost_first + ghost_n - 1, in the snapshot's ghost arrays; ghost_seq
@@ -171,10 +182,13 @@ static inline int trainer_diverged_run(const trainer_status *s)
 typedef struct {
     trainer_status s;
     trainer_point hist[TRAINER_HIST];
-    float heat[TRAINER_HIST][NS_MAX_LAYERS]; /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
-    float heat_b[TRAINER_HIST][NS_MAX_LAYERS]; /* the same for the twin (0 without one) */
     trainer_event ev[TRAINER_EVENTS];
-    float ghost[TRAINER_HIST], ghost_b[TRAINER_HIST]; /* (ghost_n): see trainer_status */
+    /* run a at [0], the twin b at [1] (zeros without one) */
+    struct {
+        /* per-layer gradient norm sqrt(attn^2+mlp^2+ln^2) */
+        float heat[TRAINER_HIST][NS_MAX_LAYERS];
+        float ghost[TRAINER_HIST]; /* (ghost_n): see trainer_status */
+    } run[2];
 } trainer_snapshot;
 
 /* The oldest point kept: the newest TRAINER_HIST points at most, and after

@@ -41,7 +41,9 @@
 
 typedef struct {
     long limit;          /* pause (state DONE) when this many steps are done; 0 = never */
-    on_diverge on_div;   /* a non-finite step: pause (default) or stop -> DIVERGED; continue */
+    on_diverge on_div;   /* a non-finite step or a finite blow-up (diagnose.h): pause
+                          * (default) or stop -> DIVERGED; continue; fix: rewind and
+                          * apply the diagnosis' next step, TRAINER_FIX_MAX times */
     ns_script *script;   /* commands at set steps, or NULL; used by the running thread only */
     int start_paused;    /* begin in PAUSED (tests, scripted demos) */
     double sample_every; /* seconds between samples; 0 = never */
@@ -85,9 +87,10 @@ typedef struct {
     /* the data's unigram entropy (diag_unigram_entropy), the stall rule's
      * plateau; 0 leaves the stall rule silent */
     double plateau;
-    /* --on-stall stop: trainer_run ends when the diagnosis finds a run
+    /* --on-stall stop (1): trainer_run ends when the diagnosis finds a run
      * (a, or the twin b) stalled (trainer_status.stall_stopped); the live
-     * view goes on */
+     * view goes on. TRAINER_STALL_FIX: the stall's fix is applied, as
+     * --on-diverge fix applies a divergence's */
     int on_stall;
 } trainer_opts;
 
@@ -126,6 +129,14 @@ double trainer_bytes_needed(const ns_config *a, const ns_config *b, int live);
  * cause and what to try.
  * Call once the run is over (trainer_stop, or trainer_run returned). */
 void trainer_summary(trainer *t, FILE *f);
+
+/* Where a rewind from step `from` of e goes and how close that snapshot is
+ * to the format's limit; when near (DIAG_SNAP_NEAR), the newest earlier
+ * snapshot clear of it (else the one with the most room), with how to
+ * reach it: live, b pressed k times; headless, the same run stopped at its
+ * step (the run is deterministic). "" when there is no snapshot. Call it
+ * on the thread that owns e. */
+void trainer_rewind_note(const engine *e, long from, int live, char *buf, size_t len);
 /* Queue a command. 0, or -1 when TRAINER_QUEUE commands are waiting.
  * Settings go through command_apply; pause, resume, step and stop are the
  * trainer's: step takes one step while paused (and pauses a running

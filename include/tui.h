@@ -110,9 +110,10 @@ int tui_utf8_encode(uint32_t cp, char out[4]);
 /* ---- layout: a pure function of (rows, cols, layers) ---------------------- */
 #define TUI_MIN_ROWS 24
 #define TUI_MIN_COLS 80
-/* Up to this many rows, layers that would scroll take the rows of the
- * sample, events and side box instead, when that holds them all (80x24:
- * 19 layers; 100x30: 25). Taller screens keep the event log. */
+/* Up to this many rows, layers that would scroll get the ranked layout
+ * (tui_layout_compute_lesson): every layer, in two columns when need be,
+ * before the sample and the event log. Taller screens keep the event log
+ * unless a lesson's question needs the rows. */
 #define TUI_PROJECTOR_ROWS 32
 
 typedef struct {
@@ -132,13 +133,18 @@ typedef struct {
     tui_rect footer; /* 1 row of key hints */
     tui_rect help;   /* the help overlay: drawn over the others when shown */
     tui_rect lesson; /* the lesson panel: the sample and event rows, when shown */
-    /* the projector (a large font on 80x24 or 100x30): every layer stays on
-     * screen when they fit without the sample, events, side box and toggles;
-     * then fold is the status line's second row, holding the selected
-     * layer's numbers, and sample, events, side and lesson are absent */
+    /* the ranked layout (a large font on 80x24 or 100x30, or a lesson's
+     * question that would not fit): every layer stays on screen when they
+     * fit, in two columns if need be; sample and events are absent, the
+     * lesson has its own rows above the footer, side is absent when the
+     * chart is too short for it, and then fold (a row under the values
+     * rows) holds the selected layer's numbers */
     int projector;
     tui_rect fold;
     int layer_rows;  /* layers visible at once (the rest scroll) */
+    /* the layers in this many columns side by side in each panel (1, or 2
+     * when one column of full rows would not leave the lesson its rows) */
+    int layer_cols;
     /* --compare: layers holds run a (left), layers_b run b (right) and
      * ratio the a/b gradient-norm column between them; else w = 0 */
     tui_rect ratio, layers_b;
@@ -148,6 +154,17 @@ tui_layout tui_layout_compute(int rows, int cols, int n_layer);
 /* The same with the side-by-side panels of --compare when compare != 0. */
 #define TUI_RATIO_W 9
 tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare);
+/* The same with a lesson panel that needs lesson_min rows (its title and
+ * the question: 0 = no panel) and would use lesson_want (its text too).
+ * What a lesson's moment needs is ranked first: the question, each run's
+ * values row (loss, val), every layer (in two columns of compact rows when
+ * one column of full rows does not fit), a chart of TUI_CHART_MIN rows;
+ * then the toggles or the selected layer's numbers, the lesson's text, and
+ * the rest to the chart. Taller screens keep the classic layout while it
+ * holds every layer and the question. */
+#define TUI_CHART_MIN 4
+tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compare, int lesson_min,
+                                     int lesson_want);
 
 /* Columns of one layer row, from its width (pure, like the layout). */
 typedef struct {
@@ -167,10 +184,11 @@ tui_layer_cols tui_layer_columns(int width);
 tui_layer_cols tui_layer_columns_prec(int width, int prec);
 /* Columns of one run's panel in the two-run view (--compare), from its
  * width: the single view's per-layer columns, compact. What does not fit
- * is dropped (-1), in this order: resid rms first, then the precision
- * counter (bf16, fp16), then the activation-max number, then the
- * activation bar with its 256 and 65504 marks; the attention and MLP
- * gradient bars always stay. */
+ * is dropped (-1), in this order: resid rms first, then the activation
+ * bar with its 256 and 65504 marks, then the precision counter (bf16,
+ * fp16: headroom, or the underflow count when a run does not scale its
+ * loss), then the activation-max number: the numbers a lesson names
+ * stay longest. The attention and MLP gradient bars always stay. */
 typedef struct {
     int idx;            /* 4 columns */
     int attn, ffn, bar; /* the two gradient bars and their width */
@@ -180,8 +198,14 @@ typedef struct {
     int rms;            /* resid rms, 8 columns, or -1 */
 } tui_twin_cols;
 tui_twin_cols tui_twin_columns(int width, int prec);
-#define TUI_TWIN_BAR_MIN 8 /* gradient bars keep this many cells */
+#define TUI_TWIN_BAR_MIN 6 /* gradient bars keep this many cells */
 #define TUI_TWIN_ACT_MIN 10 /* the activation bar needs this for its two marks */
+
+/* Fit a run's label (twin_label: "b: norm=pre precision=bf16  ...") to w
+ * columns in place: the named kinds by their value alone ("pre", "bf16"),
+ * then whole words, with " +N" when N of the settings that differ were
+ * left out. Returns N. */
+int tui_label_fit(char *b, int w);
 
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as
@@ -255,6 +279,7 @@ typedef enum {
     TUI_ACT_LOG_PGNEWER,
     TUI_ACT_HELP,
     TUI_ACT_DIAG,       /* the runs' diagnosis (tui_diag.c) */
+    TUI_ACT_FIX,        /* in the D panel: apply the diagnosis' first next step */
     TUI_ACT_QUIT,
     TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
     TUI_ACT_STEP_FWD,
@@ -322,6 +347,7 @@ typedef struct {
     int dump;     /* files the front end writes after the next frame:
                    * TUI_DUMP_SCREEN | TUI_DUMP_METRICS | TUI_DUMP_FIGURE */
     int layer_rows; /* layer rows visible in the last frame (a page) */
+    int layer_cols; /* columns of layers in this frame's panels (the layout's) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int follow;   /* --follow: the help marks the keys that change the lab's model */
     /* --lesson: its title and text for the lesson panel (NULL = none), L
@@ -403,6 +429,14 @@ void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
  * shown (a new prompt of the script un-hides it)? */
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
+/* The rows the panel needs at cols columns (its title and the question,
+ * or before a question the title and the text's first line; 0 when it is
+ * not shown) and, in *want, the rows of all of it. */
+int tui_lesson_rows(tui_ui *ui, const trainer_snapshot *s, int cols, int *want);
+/* Draw text (lines split at '\n') wrapped at spaces to w columns, from
+ * row *r while *r < end; returns 0 when it did not all fit. With g NULL
+ * it only counts the rows (*r advances as if drawn). */
+int tui_put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text);
 /* The projector layout's one-row stand-in for the side box (tui_fold.c). */
 void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 /* The D overlay (tui_diag.c), in the help's place: each run's findings of

@@ -42,12 +42,20 @@ typedef struct {
     const ns_config *cfg;
     int warmup_on;
     float lr_peak;
+    /* the step since which the runs' settings have been the same, after
+     * they differed (a switch that made a equal to b); 0 = they differ */
+    long joined;
 } twin_run;
+
+/* Whether a and b differ in any setting a label names. */
+int twin_differ(twin_run a, twin_run b);
 
 /* "a: fp32-norms=off  norm=pre layernorm fp16 ... warmup=off lr=0.01":
  * the run's name, the settings in which it differs from `other` (as
  * name=value, the way --compare spells them), then the rest of the
- * mid-run settings. With other.cfg == NULL, no difference is looked for. */
+ * mid-run settings. With other.cfg == NULL, no difference is looked for.
+ * Runs that no longer differ ("a" and "b" only) say since when, "a: as b
+ * since step 300", so a legend still tells them apart. */
 void twin_label(const char *name, twin_run self, twin_run other, char *buf, size_t n);
 
 #endif

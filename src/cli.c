@@ -16,8 +16,8 @@ void cli_usage(FILE *f)
           "activation maxima and the loss while it trains.\n\noptions:\n",
           f);
     settings_help(f);
-    fputs("\nexit status: 0 done, 1 runtime error, 2 bad usage or input, 3 diverged,\n"
-          "4 stalled (--on-stall stop)\n"
+    fputs("\nexit status: 0 done, 1 runtime error, 2 bad usage or input, 3 diverged or\n"
+          "blew up (finite), 4 stalled (--on-stall stop)\n"
           "See normscope(1) for the metrics columns and the checkpoint format.\n",
           f);
 }
@@ -138,6 +138,50 @@ static int refuse_plot_options(const cli_opts *o, FILE *err)
     return 0;
 }
 
+/* --follow shows a stream that another run writes: a training flag given
+ * with it would be dropped without a word, so it is refused */
+static int refuse_follow_options(const cli_opts *o, FILE *err)
+{
+    if (!o->follow)
+        return 0;
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        if (o->given[i] && !(s->flags & (SETF_FOLLOW | SETF_PLOT))) {
+            fprintf(err, "normscope: --%s does nothing with --follow, which shows a stream and "
+                         "trains nothing (give it to the run that writes the stream)\n",
+                    s->name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Does the --compare twin differ in the setting named under? Then a flag
+ * it decides may apply to one run of the two. */
+static int twin_varies(const cli_opts *o, const char *under)
+{
+    size_t n = under ? strlen(under) : 0;
+    return o->compare && n && !strncmp(o->compare, under, n) && o->compare[n] == '=';
+}
+
+int cli_check_applies(const cli_opts *o, const ns_config *c, FILE *err)
+{
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        char line[400];
+        int r = o->given[i] && !twin_varies(o, s->applies.under)
+                    ? settings_applies(s, c, o, line, sizeof line)
+                    : 0;
+        if (r == 2) {
+            fprintf(err, "normscope: %s\n", line);
+            return 2;
+        }
+        if (r == 1)
+            fprintf(err, "normscope: warning: %s\n", line);
+    }
+    return 0;
+}
+
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
     memset(o, 0, sizeof *o);
@@ -159,7 +203,7 @@ int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
              (cli_given(o, "context") ? CLI_SET_CONTEXT : 0u) |
              (cli_given(o, "batch") ? CLI_SET_BATCH : 0u) |
              (cli_given(o, "steps") ? CLI_SET_STEPS : 0u);
-    if (refuse_plot_options(o, err))
+    if (refuse_plot_options(o, err) || refuse_follow_options(o, err))
         return 2;
     if (o->cfg.n_head > o->cfg.dim || o->cfg.dim % o->cfg.n_head) {
         fprintf(err, "normscope: --heads %d: must divide --dim %d\n", o->cfg.n_head, o->cfg.dim);

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +81,10 @@ int command_apply(engine *e, const ns_command *c)
         engine_note(e, "snapshot at step %ld", engine_steps_done(e));
         return CMD_APPLIED;
     case CMD_REWIND:
-        return engine_rewind(e) < 0 ? CMD_FAILED : CMD_APPLIED;
+        return (c->v.type == CMDV_REAL ? engine_rewind_before(e, (long)c->v.u.x)
+                                       : engine_rewind(e)) < 0
+                   ? CMD_FAILED
+                   : CMD_APPLIED;
     case CMD_NOTE:
         engine_note(e, "%s", c->text);
         return CMD_APPLIED;
@@ -107,6 +111,7 @@ static const struct {
     {CMD_REINIT, "reinit", 0},
     {CMD_SNAPSHOT, "snapshot", 0},
     {CMD_REWIND, "rewind", 0},
+    {CMD_FIX, "fix", 0},
     {CMD_NOTE, "note", TAKES_TEXT},
     {CMD_PAUSE, "pause", TAKES_TEXT | TAKES_MAYBE}, /* a lesson's question, or none */
     {CMD_RESUME, "resume", 0},
@@ -132,10 +137,9 @@ static int row_value(const ns_setting *s, const char *arg, double *x, char *why,
     int number = s->type == SET_REAL ||
                  (s->type == SET_LOSS_SCALE && strcmp(arg, "dynamic") && strcmp(arg, "off"));
     if ((s->live & SETL_UNBOUNDED) && number) {
-        if (num(arg, x) == 0 && *x >= s->lo)
+        if (num(arg, x) == 0 && *x >= s->lo && *x <= FLT_MAX) /* stored as a float */
             return 0;
-        snprintf(why, whylen, "expected %sa number of at least %g",
-                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo);
+        settings_allowed(s, why, whylen);
         return -1;
     }
     return settings_parse_number(s, arg, x, why, whylen);

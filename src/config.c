@@ -10,7 +10,7 @@ const char *const norm_place_names[NORM_PLACE_COUNT] = {"post",     "pre",    "s
 const char *const norm_kind_names[NORM_KIND_COUNT] = {"layernorm", "rmsnorm", "dyt"};
 const char *const init_kind_names[INIT_KIND_COUNT] = {"xavier", "normal"};
 const char *const sched_kind_names[SCHED_KIND_COUNT] = {"constant", "cosine", "invsqrt", "noam"};
-const char *const on_diverge_names[ONDIV_COUNT] = {"pause", "stop", "continue"};
+const char *const on_diverge_names[ONDIV_COUNT] = {"pause", "stop", "continue", "fix"};
 
 static int lookup(const char *const *names, int n, const char *s)
 {

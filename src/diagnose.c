@@ -15,7 +15,8 @@
 #include "numfmt.h"
 
 static const char *const rule_names[DIAG_R_COUNT] = {
-    "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr"};
+    "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
+    "blowup", "lr-high"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -58,6 +59,8 @@ double diag_unigram_entropy(const uint8_t *b, size_t n)
 
 int diag_stalled(const diag *d) { return d->stalled; }
 
+int diag_exploded(const diag *d) { return d->exploded; }
+
 int diag_episode_open(const diag *d) { return d->warned || d->div_seen; }
 
 /* ---- the history -------------------------------------------------------- */
@@ -84,6 +87,8 @@ static void push(diag *d, const step_metrics *m)
     p->loss = m->loss;
     p->lr = m->lr;
     p->scale = m->loss_scale;
+    if (d->first_loss == 0 && p->updated && isfinite(m->loss))
+        d->first_loss = m->loss;
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
         p->grad[l] = layer_grad(&m->layer[l]);
         p->act[l] = m->layer[l].act_max;
@@ -93,13 +98,14 @@ static void push(diag *d, const step_metrics *m)
     d->n++;
 }
 
-/* Least-squares slope per step of y over the points kept (finite y only);
- * which = 0 log2(act max), 1 headroom. NaN with fewer than 8 points. */
-static double slope(const diag *d, int layer, int which)
+/* Least-squares slope per step of y over the newest `span` points kept
+ * (finite y only); which = 0 log2(act max), 1 headroom. NaN with fewer
+ * than 8 points. */
+static double slope_over(const diag *d, int layer, int which, long span)
 {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     int k = 0;
-    for (long a = 0; a < kept(d); a++) {
+    for (long a = 0; a < kept(d) && a < span; a++) {
         const diag_point *p = point(d, a);
         double y = which ? p->head[layer] : ns_log2(p->act[layer]);
         if (!isfinite(y) || !p->updated)
@@ -111,6 +117,11 @@ static double slope(const diag *d, int layer, int which)
     if (k < 8 || den <= 0)
         return NAN;
     return (k * sxy - sx * sy) / den;
+}
+
+static double slope(const diag *d, int layer, int which)
+{
+    return slope_over(d, layer, which, DIAG_WINDOW);
 }
 
 /* The largest loss scale in the window, and how many steps back it was. */
@@ -154,19 +165,23 @@ static int settings_equal(const diag_settings *a, const diag_settings *b)
 static void new_episode(diag *d)
 {
     d->warned = 0;
+    d->head_left = 0;
+    d->exploded = 0;
     d->stall_run = 0;
     d->stalled = 0;
 }
 
-static void add(diag_finding *out, int max, int *k, diag_kind kind, diag_rule rule, int layer,
-                long step, const double v[4], const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 10, 11)));
+static diag_finding *add(diag_finding *out, int max, int *k, diag_kind kind, diag_rule rule,
+                         int layer, long step, const double v[4], const char *hint,
+                         const char *fmt, ...) __attribute__((format(printf, 10, 11)));
 
-static void add(diag_finding *out, int max, int *k, diag_kind kind, diag_rule rule, int layer,
-                long step, const double v[4], const char *hint, const char *fmt, ...)
+/* The finding added (NULL when out is full), for its fix (set_fix). */
+static diag_finding *add(diag_finding *out, int max, int *k, diag_kind kind, diag_rule rule,
+                         int layer, long step, const double v[4], const char *hint,
+                         const char *fmt, ...)
 {
     if (*k >= max)
-        return;
+        return NULL;
     diag_finding *f = &out[(*k)++];
     memset(f, 0, sizeof *f);
     f->kind = kind;
@@ -179,6 +194,25 @@ static void add(diag_finding *out, int max, int *k, diag_kind kind, diag_rule ru
     vsnprintf(f->text, sizeof f->text, fmt, ap);
     va_end(ap);
     snprintf(f->hint, sizeof f->hint, "%s", hint);
+    f->fix_from = DIAG_FROM_HERE;
+    return f;
+}
+
+static void set_fix(diag_finding *f, int from, long before, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The finding's first next step (diag_finding.fix): commands, and where
+ * they apply from. */
+static void set_fix(diag_finding *f, int from, long before, const char *fmt, ...)
+{
+    if (!f)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->fix, sizeof f->fix, fmt, ap);
+    va_end(ap);
+    f->fix_from = from;
+    f->fix_before = before;
 }
 
 /* A peak LR change at step `at`: the old one is tolerated if the run
@@ -193,6 +227,30 @@ static void track_lr(diag *d, float peak, long at)
     d->lr_raised_at = peak > d->lr_tolerated ? at : -1;
 }
 
+/* Resumed at step `from` after a rewind, with the settings the run
+ * diverged with. The replay is the same run, and diverges at the same step,
+ * only when no setting changed after the snapshot: a change made later (an
+ * LR raised at 700 when the snapshot is of 650) is in force from the
+ * snapshot now, so the step is not claimed. The replay's settings hold from
+ * `from` on: a change before it is past for the new timeline. */
+static void warn_resumed(diag *d, long from, diag_finding *out, int max, int *k)
+{
+    const char *hint = "pause, change a setting (LR, warmup, precision, norm), rewind again";
+    d->warned |= 1u << DIAG_R_RESUMED; /* it holds until a change */
+    double v[4] = {(double)from, (double)d->diverged_at, (double)d->changed_at, 0};
+    if (d->changed_at <= from) {
+        add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, from + 1, v, hint,
+            "resumed from step %ld with nothing changed: it will diverge again at step %ld", from,
+            d->diverged_at);
+    } else {
+        v[1] = -1; /* no step claimed */
+        add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, from + 1, v, hint,
+            "resumed from step %ld, the change made at step %ld in force from here: it may "
+            "diverge again", from, d->changed_at);
+        d->changed_at = from;
+    }
+}
+
 /* Rewinds (a step number that goes back) and setting changes; the
  * "resumed with nothing changed" warning. */
 static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -202,20 +260,16 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
         d->n = 0; /* the ring's points are from the future now */
         new_episode(d);
         d->div_seen = 0;
-        if (d->diverged_at >= m->step && settings_equal(&s, &d->diverged_set)) {
-            d->warned |= 1u << DIAG_R_RESUMED; /* it holds until a change */
-            double v[4] = {(double)m->step - 1, (double)d->diverged_at, 0, 0};
-            add(out, max, k, DIAG_WARNING, DIAG_R_RESUMED, -1, m->step, v,
-                "pause, change a setting (LR, warmup, precision, norm), rewind again",
-                "resumed from step %ld with nothing changed: it will diverge again at step %ld",
-                m->step - 1, d->diverged_at);
-        }
+        if (d->diverged_at >= m->step && settings_equal(&s, &d->diverged_set))
+            warn_resumed(d, m->step - 1, out, max, k);
         d->diverged_at = 0;
         d->finite_run = 0;
     }
     if (!d->have_set) {
+        /* a run loaded at step N had its peak LR from step 0, as far as
+         * anyone knows: its warmup was not just turned off */
         if (!s.warmup_on)
-            d->warmup_off_at = m->step - 1;
+            d->warmup_off_at = 0;
         d->lr_tolerated = s.lr_peak;
         d->lr_since = m->step - 1;
     } else if (!settings_equal(&s, &d->set)) {
@@ -223,7 +277,13 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
         track_lr(d, s.lr_peak, m->step - 1);
         if (d->set.warmup_on && !s.warmup_on)
             d->warmup_off_at = m->step - 1;
+        /* a blow-up stays diagnosed: the weights are as blown as before,
+         * and only a rewind (or the loss coming down) ends it */
+        unsigned blown = d->warned & (1u << DIAG_R_BLOWUP);
+        int exploded = d->exploded;
         new_episode(d);
+        d->warned |= blown;
+        d->exploded = exploded;
     }
     d->set = s;
     d->have_set = 1;
@@ -231,8 +291,18 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
 
 /* ---- warnings ------------------------------------------------------------ */
 
+/* The step at which h doublings of headroom are gone, falling at rate
+ * (doublings per step, negative). */
+static long crossing(long step, double h, double rate)
+{
+    return step + (long)ceil(h / -rate);
+}
+
 /* Headroom below DIAG_HEADROOM_WARN doublings and falling (the layer with
- * the least): where it is and when it crosses at this rate. */
+ * the least): where it is and when it crosses, as a range: the rate over
+ * the whole window and over its newest quarter (a growth that speeds up
+ * crosses sooner than the window's mean says). Warned again when the
+ * steps left fell to DIAG_REWARN of the last warning's. */
 static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int lo = -1;
@@ -246,18 +316,28 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
     double h = m->layer[lo].headroom;
     double rate = slope(d, lo, 1); /* doublings per step, negative when falling */
     /* falling: at least DIAG_GROWTH_MIN doublings per 100 steps, not noise */
-    if (h >= DIAG_HEADROOM_WARN || !(-rate * 100 > DIAG_GROWTH_MIN) ||
-        (d->warned & (1u << DIAG_R_HEADROOM)))
+    if (h >= DIAG_HEADROOM_WARN || !(-rate * 100 > DIAG_GROWTH_MIN))
+        return;
+    double recent = slope_over(d, lo, 1, DIAG_WINDOW / 4);
+    long a = crossing(m->step, h, rate), b = a;
+    if (-recent * 100 > DIAG_GROWTH_MIN) {
+        long c = crossing(m->step, h, recent);
+        a = c < a ? c : a;
+        b = c > b ? c : b;
+    }
+    long left = b - m->step;
+    if ((d->warned & (1u << DIAG_R_HEADROOM)) && !(left <= DIAG_REWARN * d->head_left))
         return;
     d->warned |= 1u << DIAG_R_HEADROOM;
+    d->head_left = left > 0 ? left : 1;
     double act = m->layer[lo].act_max, limit = act * ns_exp2(h);
-    long cross = m->step + (long)ceil(h / -rate);
-    double v[4] = {h, act, limit, (double)cross};
-    add(out, max, k, DIAG_WARNING, DIAG_R_HEADROOM, lo, m->step, v,
+    double v[4] = {h, act, (double)a, (double)b};
+    diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_HEADROOM, lo, m->step, v,
         "lower the LR, or fp32 norms / bf16 if the limit is a norm's variance",
         "layer %d headroom %.2f doublings (act max %.4g of %.3g), falling %.2f/100 steps: "
-        "crosses near step %ld",
-        lo, h, act, limit, -rate * 100, cross);
+        "crosses between step %ld and %ld",
+        lo, h, act, limit, -rate * 100, a, b);
+    set_fix(f, DIAG_FROM_HERE, 0, "lr x0.5");
 }
 
 static void rule_val_nan(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -286,10 +366,12 @@ static int rule_scale(diag *d, const step_metrics *m, diag_kind kind, diag_findi
     if (!(m->loss_scale > 0) || mx / m->loss_scale < DIAG_SCALE_DROP)
         return 0;
     double v[4] = {mx, m->loss_scale, (double)(age + 1), 0};
-    add(out, max, k, kind, DIAG_R_SCALE, -1, m->step, v,
+    diag_finding *f = add(out, max, k, kind, DIAG_R_SCALE, -1, m->step, v,
         "values grow toward fp16's limit: lower the LR, or train in bf16 (fp32's range)",
         "loss scale collapsed %g -> %g (%gx) within %ld steps: gradients overflow ever more",
         (double)mx, (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1);
+    set_fix(f, kind == DIAG_DIAGNOSIS ? DIAG_FROM_SNAPSHOT : DIAG_FROM_HERE, m->step,
+            m->precision == FMT_FP16 ? "precision bf16" : "lr x0.5");
     return 1;
 }
 
@@ -328,10 +410,50 @@ static void rule_update(diag *d, const step_metrics *m, diag_finding *out, int m
         low, top, cnt);
 }
 
-/* The Post-LN stall: the mean loss over DIAG_STALL_STEPS steps within
- * DIAG_STALL_TOL of the unigram plateau, and the bottom quarter's gradient
+/* The layer whose act max was largest (finite) in act[0..L). */
+static int top_act_layer(const float *act, int L);
+
+/* The mean of the top layer's update ratio over the newest `span` updated
+ * points kept (DIAG_WINDOW: the window's). */
+static double mean_top_update_over(const diag *d, int L, int *cnt, long span)
+{
+    double sum = 0;
+    *cnt = 0;
+    for (long a = 0; a < kept(d) && a < span; a++)
+        if (point(d, a)->updated && isfinite(point(d, a)->upd[L - 1])) {
+            sum += point(d, a)->upd[L - 1];
+            ++*cnt;
+        }
+    return *cnt ? sum / *cnt : NAN;
+}
+
+static double mean_top_update(const diag *d, int L, int *cnt)
+{
+    return mean_top_update_over(d, L, cnt, DIAG_WINDOW);
+}
+
+/* The LR's factor that brings an update ratio upd to DIAG_UPDATE_GOAL or
+ * below: a power of ten, 0.1 at most (Adam's step is about the LR per
+ * weight, so the ratio scales with it). */
+static double lr_factor(double upd)
+{
+    double f = 0.1;
+    while (upd * f > DIAG_UPDATE_GOAL && f > 1e-4)
+        f /= 10;
+    return f;
+}
+
+/* A stall: the mean loss over DIAG_STALL_STEPS steps on the unigram
+ * plateau (from DIAG_STALL_TOL below to DIAG_STALL_ABOVE above), for
+ * DIAG_STALL_LONG steps, or at once when the bottom quarter's gradient is
  * below DIAG_STALL_GRAD of the top layer's (Xiong et al. 2020 show the
- * gradient of Post-LN's lower layers shrinking with depth). */
+ * gradient of Post-LN's lower layers shrinking with depth). The cause is
+ * chosen from the numbers: activations grown past DIAG_STALL_ACT while the
+ * weights move more than DIAG_STALL_UPD a step, or weights moving more than
+ * DIAG_UPDATE_HIGH a step, are the LR's (Adam's fixed-size steps inflate
+ * the weights); a vanishing bottom
+ * gradient is the depth's; an update ratio below DIAG_UPDATE_LOW is an LR
+ * too low. */
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int L = m->n_layer, nb = L / 4 > 0 ? L / 4 : 1;
@@ -346,22 +468,55 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
             b = p->grad[l] > b ? p->grad[l] : b;
         loss += p->loss, bottom += b, top += p->grad[L - 1], cnt++;
     }
-    d->stalled = L >= 2 && cnt >= DIAG_STALL_STEPS &&
-                 fabs(loss / cnt - d->plateau) < DIAG_STALL_TOL && bottom < DIAG_STALL_GRAD * top;
+    double mean = cnt ? loss / cnt : NAN, off = mean - d->plateau;
+    int on = L >= 2 && cnt >= DIAG_STALL_STEPS && off > -DIAG_STALL_TOL && off < DIAG_STALL_ABOVE;
+    d->stall_run = on ? d->stall_run + 1 : 0;
+    int vanish = bottom < DIAG_STALL_GRAD * top;
+    d->stalled = on && ((vanish && off < DIAG_STALL_TOL) ||
+                        d->stall_run + DIAG_STALL_STEPS >= DIAG_STALL_LONG);
     if (!d->stalled || (d->warned & (1u << DIAG_R_STALL)))
         return;
     d->warned |= 1u << DIAG_R_STALL;
-    double v[4] = {loss / cnt, d->plateau, bottom / cnt, top > 0 ? bottom / top : 0};
+    const diag_point *now = point(d, 0);
+    int la = top_act_layer(now->act, L), ucnt;
+    double act = now->act[la], grow = slope(d, la, 0) * 100, upd = mean_top_update(d, L, &ucnt);
+    double v[4] = {mean, d->plateau, act, top > 0 ? bottom / top : 0};
     int post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
-    diag_finding *f = out + *k;
-    add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, 0, m->step, v,
-        post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
-               "(warmup alone stays stuck)"
-             : "the bottom layers get no gradient: lower the LR or the depth",
-        "stalled: loss %.3f on the unigram plateau %.3f for %d steps; bottom layers' gradient "
-        "%.2g of the top's",
-        loss / cnt, d->plateau, cnt, v[3]);
-    if (*k > 0 && f < out + *k)
+    char why[DIAG_TEXT];
+    const char *hint;
+    diag_finding *f;
+    int lr_cause = (act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH;
+    if (lr_cause) {
+        snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
+                 "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
+                 isfinite(grow) ? grow : 0.0, upd);
+        hint = "re-init with a lower LR: the grown weights stay on the plateau";
+    } else if (vanish) {
+        snprintf(why, sizeof why, "depth: bottom layers' gradient %.2g of the top's", v[3]);
+        hint = post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
+                      "(warmup alone stays stuck)"
+                    : "the bottom layers get no gradient: lower the LR or the depth";
+    } else if (upd < DIAG_UPDATE_LOW) {
+        snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
+                 (double)m->lr_peak, upd);
+        hint = "raise the LR (lr x10)";
+    } else {
+        snprintf(why, sizeof why, "cause unknown: act max %.4g, bottom/top gradient %.2g, "
+                 "update ratio %.2g", act, v[3], upd);
+        hint = "no rule names a cause: compare a run with another LR or norm (--compare)";
+    }
+    f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, vanish && !lr_cause ? 0 : la,
+            m->step, v, hint, "stalled: loss %.3f on the unigram plateau %.3f for %ld steps; %s",
+            mean, d->plateau, d->stall_run + DIAG_STALL_STEPS - 1, why);
+    if (lr_cause)
+        set_fix(f, DIAG_FROM_START, 0, "lr x%g", lr_factor(upd));
+    else if (vanish && post) /* a fresh Pre-LN start learns sooner than a switch */
+        set_fix(f, DIAG_FROM_START, 0, "norm pre");
+    else if (vanish)
+        set_fix(f, DIAG_FROM_START, 0, "lr x0.5");
+    else if (upd < DIAG_UPDATE_LOW)
+        set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
+    if (f)
         d->last_diagnosis = *f;
 }
 
@@ -393,10 +548,11 @@ static void rule_norm_var(const step_metrics *m, diag_finding *out, int max, int
     double v[4] = {act, sqrt(fmax), fmax, (double)top};
     char at[24]; /* "nan" without the sign printf may give it */
     snprintf(at, sizeof at, isnan(act) ? "nan" : "%.4g", act);
-    add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, layer, m->step, v,
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, layer, m->step, v,
         "fp32-norms on or precision bf16 fix the overflow; the growth remains: lower the LR too",
         "%s overflowed in %s: act max %s (layer %d) squares past %g (limit %.3g)", m->fault,
         numfmt_name(m->precision), at, top, fmax, sqrt(fmax));
+    set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "fp32-norms on");
 }
 
 /* The largest activation grew over the window: how fast, and when it
@@ -413,11 +569,39 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
     double h = now->head[l];
     long cross = h > 0 && isfinite(h) ? now->step + (long)ceil(h / rate * 100) : m->step;
     double v[4] = {old->act[l], now->act[l], rate, (double)cross};
-    add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_GROWTH, l, m->step, v,
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_GROWTH, l, m->step, v,
         "lower the LR (clipping does not bound Adam's step, it can make this sooner)",
         "layer %d act max %.4g -> %.4g in %ld steps (+%.2f doublings/100 steps): at the "
         "limit by step %ld",
         l, (double)old->act[l], (double)now->act[l], now->step - old->step, rate, cross);
+    set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x0.25");
+}
+
+/* The top layer's weights move more than DIAG_UPDATE_HIGH of their norm
+ * a step, on average over the window: Adam's step is about the LR per
+ * weight, so a healthy run's update ratio is near its LR (1.4e-3 at lr
+ * 1e-3 in the lab's small models); far above it the LR is too high. */
+static void rule_lr_high(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    int cnt;
+    double upd = m->n_layer > 0 ? mean_top_update(d, m->n_layer, &cnt) : NAN;
+    if (!(upd > DIAG_UPDATE_HIGH) || cnt < 4)
+        return;
+    double v[4] = {upd, m->lr_peak, (double)cnt, 0};
+    const diag_point *old = point(d, kept(d) - 1);
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR_HIGH, m->n_layer - 1, m->step,
+        v, "rewind and lower the LR, to bring the update ratio near 2e-3",
+        "LR %g too high: the top layer's weights move %.2g of their norm a step (mean of %d "
+        "steps; above %g)", (double)m->lr_peak, upd, cnt, DIAG_UPDATE_HIGH);
+    set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x%g", lr_factor(upd));
+}
+
+/* Is the top layer's mean update ratio above DIAG_UPDATE_HIGH? Then the
+ * LR itself is the cause, and a warmup only delays the divergence. */
+static int lr_too_high(const diag *d, const step_metrics *m)
+{
+    int cnt;
+    return m->n_layer > 0 && mean_top_update(d, m->n_layer, &cnt) > DIAG_UPDATE_HIGH && cnt >= 4;
 }
 
 /* The LR was raised, or warmup turned off, shortly before: value
@@ -429,17 +613,20 @@ static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, 
         double v[4] = {d->lr_tolerated, m->lr_peak, (double)d->lr_raised_at, 0};
         snprintf(hint, sizeof hint, "rewind and set lr %g, which the run tolerated",
                  (double)d->lr_tolerated);
-        add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v, hint,
+        diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v, hint,
             "LR raised %g -> %g at step %ld, %ld steps before: above what the run tolerated",
             (double)d->lr_tolerated, (double)m->lr_peak, d->lr_raised_at,
             m->step - d->lr_raised_at);
+        set_fix(f, DIAG_FROM_SNAPSHOT, d->lr_raised_at, "lr %g", (double)d->lr_tolerated);
     } else if (!m->warmup_on && d->warmup_off_at >= 0 &&
-               m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY) {
+               m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY && !lr_too_high(d, m) &&
+               !strstr(m->fault, "loss")) { /* the loss in the format: the format's */
         double v[4] = {m->lr_peak, (double)d->warmup_off_at, 0, 1}; /* 1: no warmup */
-        add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v,
+        diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v,
             "rewind to step 0 and turn warmup on, or lower the LR",
             "no warmup: peak LR %g in force from step %ld, %ld steps before", (double)m->lr_peak,
             d->warmup_off_at, m->step - d->warmup_off_at);
+        set_fix(f, DIAG_FROM_SNAPSHOT, d->warmup_off_at, "warmup on");
     }
 }
 
@@ -452,10 +639,60 @@ static void diagnose_divergence(diag *d, const step_metrics *m, diag_finding *ou
         d->diverged_at = m->step;
         d->diverged_set = settings_of(m);
     }
+    /* the first is the cause: the specific ones (an op, a raise), then
+     * the LR by its update ratio, then the symptoms */
     rule_norm_var(m, out, max, k);
-    rule_growth(d, m, out, max, k);
-    rule_scale(d, m, DIAG_DIAGNOSIS, out, max, k);
     rule_lr(d, m, out, max, k);
+    rule_lr_high(d, m, out, max, k);
+    rule_scale(d, m, DIAG_DIAGNOSIS, out, max, k);
+    rule_growth(d, m, out, max, k);
+    if (*k > first)
+        d->last_diagnosis = out[first];
+}
+
+/* A finite blow-up: the mean loss of the newest DIAG_BLOWUP_STEPS points
+ * above DIAG_BLOWUP_FACTOR times the larger of the first loss and the
+ * plateau. Where it began (the oldest point of the rise kept), so that a
+ * fix goes back before it; then the causes, as at a divergence. */
+static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    double ref = d->first_loss > d->plateau ? d->first_loss : d->plateau, sum = 0;
+    double bar = DIAG_BLOWUP_FACTOR * ref;
+    int cnt = 0;
+    for (long a = 0; a < kept(d) && cnt < DIAG_BLOWUP_STEPS; a++)
+        if (point(d, a)->updated)
+            sum += point(d, a)->loss, cnt++;
+    double mean = cnt ? sum / cnt : NAN;
+    d->exploded = cnt >= DIAG_BLOWUP_STEPS && mean > bar;
+    if (!d->exploded || (d->warned & (1u << DIAG_R_BLOWUP)))
+        return;
+    d->warned |= 1u << DIAG_R_BLOWUP;
+    long a = 0;
+    while (a + 1 < kept(d) && !(point(d, a + 1)->loss <= bar))
+        a++;
+    d->blow_from = point(d, a)->step;
+    int first = *k, ucnt;
+    double upd = mean_top_update_over(d, m->n_layer, &ucnt, a + 1); /* over the rise */
+    double v[4] = {mean, ref, (double)d->blow_from, upd};
+    int la = top_act_layer(point(d, 0)->act, m->n_layer);
+    double grow = slope(d, la, 0) * 100;
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_BLOWUP, -1, m->step, v,
+        "rewind to before the rise and lower the LR, to bring the update ratio near 2e-3",
+        "blew up, finite: loss %.4g (mean of %d steps) is %.1fx %s %.3g, rising since step "
+        "%ld; update ratio %.2g a step, act max %+.2f doublings/100 steps (layer %d)", mean, cnt,
+        mean / ref, ref > d->plateau ? "its start" : "the plateau", ref, d->blow_from, upd,
+        isfinite(grow) ? grow : 0.0, la);
+    set_fix(f, DIAG_FROM_SNAPSHOT, d->blow_from - 1, "lr x%g",
+            lr_factor(isfinite(upd) ? upd : 1.0));
+    /* a raise is the cause when there was one; the growth is evidence */
+    if (d->lr_raised_at >= 0 && m->step - d->lr_raised_at <= DIAG_LR_RECENT)
+        rule_lr(d, m, out, max, k);
+    rule_growth(d, m, out, max, k);
+    if (*k > first + 1 && out[first + 1].rule == DIAG_R_LR) { /* the raise first */
+        diag_finding t = out[first];
+        out[first] = out[first + 1];
+        out[first + 1] = t;
+    }
     if (*k > first)
         d->last_diagnosis = out[first];
 }
@@ -482,8 +719,45 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
     push(d, m);
     if (!m->nonfinite) {
         rule_update(d, m, out, max, &k);
-        rule_stall(d, m, out, max, &k);
+        rule_blowup(d, m, out, max, &k);
+        if (!d->exploded)
+            rule_stall(d, m, out, max, &k);
+        else
+            d->stalled = 0;
     }
     d->last_step = m->step;
     return k;
+}
+
+/* ---- rewind targets -------------------------------------------------------- */
+
+double diag_least_headroom(const step_metrics *m, int *layer)
+{
+    double lo = NAN;
+    *layer = -1;
+    for (int l = 0; m && l < m->n_layer; l++)
+        if (isfinite(m->layer[l].headroom) && !(m->layer[l].headroom >= lo)) {
+            lo = m->layer[l].headroom;
+            *layer = l;
+        }
+    return lo;
+}
+
+int diag_snapshot_text(long step, const step_metrics *m, long step2, const step_metrics *m2,
+                       const char *again, char *buf, size_t len)
+{
+    int l, l2;
+    double h = diag_least_headroom(m, &l), h2 = diag_least_headroom(m2, &l2);
+    if (isnan(h)) {
+        snprintf(buf, len, "step %ld (its headroom is not known)", step);
+        return 0;
+    }
+    int offer = h < DIAG_SNAP_NEAR && step2 > 0 && !(h2 <= h);
+    char earlier[96] = "";
+    if (offer && isnan(h2))
+        snprintf(earlier, sizeof earlier, "; step %ld is earlier (%s)", step2, again);
+    else if (offer)
+        snprintf(earlier, sizeof earlier, "; step %ld had %.2g (%s)", step2, h2, again);
+    snprintf(buf, len, "step %ld, headroom %.2g (layer %d)%s", step, h, l, earlier);
+    return offer;
 }

@@ -83,6 +83,7 @@ struct engine {
     metrics_spike spike_loss, spike_gnorm; /* metrics.h: the spike rule */
     step_metrics last; /* the latest step's metrics; a snapshot keeps its step's */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
+    engine_data_id loaded; /* the data its checkpoint says it trained on */
 };
 
 static void event_v(engine *e, ns_event_kind kind, int layer, const char *fmt, va_list ap)
@@ -302,6 +303,15 @@ static void grad_norms_task(void *ctx, int l, int thread)
     j->grad_sq[l] = (sq[0] + sq[1]) + sq[2];
 }
 
+float engine_headroom(float limit, float act_max)
+{
+    if (isnan(act_max))
+        return NAN;
+    if (!(act_max > 0))
+        return INFINITY;
+    return (float)(ns_log2((double)limit) - ns_log2((double)act_max));
+}
+
 /* Per-layer statistics of the step just computed into out (gradient
  * norms over the pool, activation maxima, headroom, the first non-finite
  * op); returns the global gradient norm. */
@@ -324,7 +334,7 @@ static float step_stats(engine *e, step_metrics *out, ns_pool *pool, norms_job *
         lm->resid_rms = m->stats[l].resid_rms;
         lm->overflow = (float)m->counts[l].overflow;
         lm->underflow = (float)m->counts[l].underflow;
-        lm->headroom = lm->act_max > 0 ? log2f(fmax / lm->act_max) : INFINITY;
+        lm->headroom = engine_headroom(fmax, lm->act_max);
     }
     /* the global norm from the parts, in layer order whatever the count */
     double gsq = e->grad_sq[m->L];
@@ -590,16 +600,39 @@ int engine_last_metrics(const engine *e, step_metrics *out)
     return 1;
 }
 
-long engine_rewind(engine *e)
+/* The newest kept snapshot before step `before`, or NULL. */
+static snapshot *newest_before(const engine *e, long before)
 {
     snapshot *best = NULL;
     for (int i = 0; i < e->n_snaps; i++) {
         snapshot *sn = &e->snaps[i];
-        if (sn->step >= 0 && sn->step < e->step && (!best || sn->step > best->step))
+        if (sn->step >= 0 && sn->step < before && (!best || sn->step > best->step))
             best = sn;
     }
+    return best;
+}
+
+int engine_snapshot_before(const engine *e, long before, long *step, step_metrics *m)
+{
+    const snapshot *best = newest_before(e, before);
+    if (!best)
+        return -1;
+    *step = best->step;
+    if (best->metrics.step != best->step)
+        return 0;
+    *m = best->metrics;
+    return 1;
+}
+
+long engine_rewind(engine *e) { return engine_rewind_before(e, e->step - 1); }
+
+long engine_rewind_before(engine *e, long at)
+{
+    if (at >= e->step)
+        at = e->step - 1;
+    snapshot *best = newest_before(e, at + 1);
     if (!best) {
-        event_of(e, NS_EV_REFUSED, -1, "rewind: no snapshot before step %ld", e->step);
+        event_of(e, NS_EV_REFUSED, -1, "rewind: no snapshot at or before step %ld", at);
         return -1;
     }
     size_t n = e->m.n_params;
@@ -613,10 +646,16 @@ long engine_rewind(engine *e)
     /* the schedule comes back, but the settings in force stay as they are
      * now, so a change made before rewinding applies to the replay */
     int warm_on = e->sched.warmup_on;
+    long ramp_start = e->sched.ramp_start;
     float peak = e->sched.peak;
     e->sched = best->sched;
     e->sched.warmup_on = warm_on;
     e->sched.peak = peak;
+    /* warmup turned on after the snapshot: its ramp starts where the
+     * replay does (it started at the abandoned step, which the replay
+     * reaches only after its ramp would have ended) */
+    if (warm_on && (!best->sched.warmup_on || ramp_start > best->step))
+        e->sched.ramp_start = best->step;
     e->scale = best->scale;
     e->good = best->good;
     e->last = best->metrics; /* the snapshot's step's numbers, when it has them */
@@ -646,6 +685,15 @@ float engine_validate(engine *e)
 
 long engine_steps_done(const engine *e) { return e->step; }
 int engine_warmup_on(const engine *e) { return e->sched.warmup_on; }
+int engine_warmup_steps(const engine *e) { return e->sched.warmup; }
+
+int engine_set_warmup_steps(engine *e, int n)
+{
+    if (n < 1 || (e->sched.kind != SCHED_CONSTANT && e->sched.kind != SCHED_COSINE))
+        return -1;
+    e->sched.warmup = n;
+    return 0;
+}
 float engine_current_peak(const engine *e) { return e->sched.peak; }
 
 void engine_note(engine *e, const char *fmt, ...)
@@ -889,7 +937,7 @@ float *engine_params(engine *e, size_t *n)
  *   u32 CRC-32 (IEEE) of every byte before it.
  */
 #define CKPT_MAGIC "NSCKPT\0\1"
-#define CKPT_VERSION 2u
+#define CKPT_VERSION 3u
 
 typedef struct {
     uint8_t *p;
@@ -973,7 +1021,8 @@ static float get_f32(rbuf *b)
     return f;
 }
 
-static uint32_t crc32_ieee(const uint8_t *p, size_t n)
+/* CRC-32 continued over n more bytes (crc: the running value, 0 to start). */
+static uint32_t crc32_more(uint32_t crc, const uint8_t *p, size_t n)
 {
     /* built per call: 256 entries cost nothing next to the file, and no
      * static state means no race between threads */
@@ -984,15 +1033,38 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
             c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         table[i] = c;
     }
-    uint32_t c = 0xFFFFFFFFu;
+    uint32_t c = crc ^ 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++)
         c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
 }
 
+uint32_t engine_crc32(const void *p, size_t n) { return crc32_more(0, p, n); }
+
+/* engine.h: all the bytes up to 16 MiB, else 256 windows of 64 KiB */
+void engine_data_id_of(const dataset *d, engine_data_id *id)
+{
+    enum { WHOLE = 16 << 20, WINDOWS = 256, WINDOW = 64 << 10 };
+    memset(id, 0, sizeof *id);
+    id->known = 1;
+    id->from_file = d->from_file;
+    id->n = d->n;
+    snprintf(id->name, sizeof id->name, "%.1023s", d->from_file ? d->name : "");
+    if (d->n <= WHOLE) {
+        id->print = crc32_more(0, d->bytes, d->n);
+        return;
+    }
+    uint32_t c = 0;
+    for (size_t k = 0; k < WINDOWS; k++)
+        c = crc32_more(c, d->bytes + (d->n - WINDOW) / (WINDOWS - 1) * k, WINDOW);
+    id->print = c;
+}
+
+const engine_data_id *engine_loaded_data(const engine *e) { return &e->loaded; }
+
 /* The header's settings are the settings table's checkpoint fields, in
  * their order (settings.c); version v holds the first ckpt_fields[v]. */
-static const int ckpt_fields[] = {0, 32, 33};
+static const int ckpt_fields[] = {0, 32, 33, 33};
 
 static const ns_setting *ckpt_row(int pos)
 {
@@ -1029,13 +1101,27 @@ static void get_setting(rbuf *b, const ns_setting *s, ns_config *c)
     }
 }
 
-/* The run state after the settings: where the run is, not how it is set. */
+/* The run state after the settings: where the run is, not how it is set;
+ * from version 3, the data it trained on. */
 typedef struct {
     long step, opt_t, good;
     uint64_t rng_s;
     schedule sc;
     float dyn_scale;
+    engine_data_id data;
 } run_state;
+
+static void put_data_id(wbuf *b, const dataset *d)
+{
+    engine_data_id id;
+    engine_data_id_of(d, &id);
+    size_t len = strlen(id.name);
+    put_u32(b, (uint32_t)id.from_file);
+    put_u64(b, id.n);
+    put_u32(b, id.print);
+    put_u32(b, (uint32_t)len);
+    put(b, id.name, len);
+}
 
 static void put_header(wbuf *b, const engine *e)
 {
@@ -1052,11 +1138,31 @@ static void put_header(wbuf *b, const engine *e)
     put_u32(b, (uint32_t)e->sched.cos_start);
     put_f32(b, e->scale);
     put_u64(b, (uint64_t)e->good);
+    put_data_id(b, e->data);
+}
+
+/* The data's record; a name longer than the field is left unread, for
+ * read_header to refuse. */
+static void get_data_id(rbuf *b, engine_data_id *id)
+{
+    id->known = 1;
+    id->from_file = (int)get_u32(b);
+    id->n = get_u64(b);
+    id->print = get_u32(b);
+    uint32_t len = get_u32(b);
+    if (len >= sizeof id->name || b->at + len > b->n) {
+        id->known = -1; /* malformed */
+        return;
+    }
+    memcpy(id->name, b->p + b->at, len);
+    id->name[len] = 0;
+    b->at += len;
 }
 
 static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
 {
     settings_defaults(c);
+    memset(r, 0, sizeof *r);
     for (int pos = 1; pos <= ckpt_fields[ver]; pos++)
         get_setting(b, ckpt_row(pos), c);
     r->step = (long)get_u64(b);
@@ -1071,25 +1177,60 @@ static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
     r->sc.kind = c->schedule;
     r->dyn_scale = get_f32(b);
     r->good = (long)get_u64(b);
+    if (ver >= 3)
+        get_data_id(b, &r->data);
 }
 
-/* The first header field out of range, or NULL. Sizes come first (table
- * order): a corrupt size must not drive a huge allocation. */
-static const char *header_bad(const ns_config *c, const run_state *r)
+/* The first header field out of range, its value and what is allowed, in
+ * bad (NULL: none). The settings go through the table's range check, sizes
+ * first (table order): a corrupt size must not drive a huge allocation.
+ * Then the run state, whose fields have no row. */
+static const char *header_bad(const ns_config *c, const run_state *r, char *bad, size_t len)
 {
+    char v[64], allowed[160];
     for (int pos = 1; pos <= ckpt_fields[CKPT_VERSION]; pos++) {
         const ns_setting *s = ckpt_row(pos);
-        if (settings_check(s, c) != 0)
-            return s->name;
-        if (!strcmp(s->name, "heads") && c->dim % c->n_head)
-            return s->name;
+        if (settings_check(s, c) != 0) {
+            settings_format(s, c, v, sizeof v);
+            settings_allowed(s, allowed, sizeof allowed);
+            snprintf(bad, len, "'%s' out of range: %s, %s", s->name, v, allowed);
+            return bad;
+        }
+        if (!strcmp(s->name, "heads") && c->dim % c->n_head) {
+            snprintf(bad, len, "'heads' out of range: %d does not divide dim %d", c->n_head,
+                     c->dim);
+            return bad;
+        }
     }
-    if (c->mix_k > c->n_layer)
-        return "mix-k";
-    if (!(r->dyn_scale > 0))
-        return "loss scale";
-    if (r->step < 0 || r->opt_t < 0)
-        return "step";
+    const struct {
+        int ok;
+        const char *what;
+        double x;
+        const char *allowed;
+    } state[] = {
+        {c->mix_k <= c->n_layer, "mix-k", c->mix_k, "at most layers"},
+        {r->step >= 0 && r->step <= 1e12, "step", (double)r->step, "0..1e12"},
+        {r->opt_t >= 0 && r->opt_t <= 1e12, "optimizer step", (double)r->opt_t, "0..1e12"},
+        {isfinite(r->sc.peak) && r->sc.peak > 0, "peak LR", r->sc.peak, "a number above 0"},
+        {r->sc.warmup >= 1 && r->sc.warmup <= 1e7, "warmup ramp", r->sc.warmup, "1..1e7"},
+        {r->sc.warmup_on == 0 || r->sc.warmup_on == 1, "warmup on", r->sc.warmup_on, "0 or 1"},
+        {r->sc.ramp_start >= 0 && r->sc.ramp_start <= 1e12, "ramp start",
+         (double)r->sc.ramp_start, "0..1e12"},
+        {r->sc.total >= 0 && r->sc.total <= 1e9, "schedule steps", (double)r->sc.total, "0..1e9"},
+        {r->sc.cos_start >= 0 && r->sc.cos_start <= 1e7, "cosine start", r->sc.cos_start,
+         "0..1e7"},
+        {isfinite(r->dyn_scale) && r->dyn_scale > 0, "loss scale", r->dyn_scale,
+         "a number above 0"},
+        {r->good >= 0 && r->good <= 1e12, "clean steps", (double)r->good, "0..1e12"},
+        {r->data.known >= 0 && (r->data.from_file == 0 || r->data.from_file == 1), "data",
+         r->data.from_file, "a name under 1024 bytes, from_file 0 or 1"},
+    };
+    for (size_t i = 0; i < sizeof state / sizeof state[0]; i++)
+        if (!state[i].ok) {
+            snprintf(bad, len, "'%s' out of range: %g, expected %s", state[i].what, state[i].x,
+                     state[i].allowed);
+            return bad;
+        }
     return NULL;
 }
 
@@ -1108,7 +1249,7 @@ int engine_save(const engine *e, const char *path, char *err, size_t errlen)
     put_f32s(&b, e->opt.m, e->m.n_params);
     put_f32s(&b, e->opt.v, e->m.n_params);
     if (!b.oom)
-        put_u32(&b, crc32_ieee(b.p, b.n));
+        put_u32(&b, engine_crc32(b.p, b.n));
     if (b.oom || h.oom) {
         free(b.p);
         snprintf(err, errlen, "--save %s: out of memory", path);
@@ -1180,12 +1321,11 @@ static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const
                  path, hlen_at, hlen, b->at - hlen_at - 4);
         return -1;
     }
-    const char *bad = header_bad(c, rs);
-    if (bad) {
+    char bad[320];
+    if (header_bad(c, rs, bad, sizeof bad)) {
         snprintf(err, errlen,
-                 "--load %s: header field '%s' out of range (the header at bytes %zu-%zu "
-                 "is corrupt?)",
-                 path, bad, hlen_at, hend - 1);
+                 "--load %s: header field %s (the header at bytes %zu-%zu is corrupt?)", path, bad,
+                 hlen_at, hend - 1);
         return -1;
     }
     return 0;
@@ -1225,20 +1365,20 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
                  n, need);
         goto out;
     }
-    if (crc32_ieee(p, n - 4) != crc_stored) {
+    if (engine_crc32(p, n - 4) != crc_stored) {
         snprintf(err, errlen, "--load %s: checksum mismatch (the file is corrupt)", path);
+        goto out;
+    }
+    /* before any allocation: a header that passed its checks may still
+     * describe a large model that this file does not hold */
+    if (model_param_count(&c) != np) {
+        snprintf(err, errlen, "--load %s: %llu parameters, the model it describes has %zu", path,
+                 (unsigned long long)np, model_param_count(&c));
         goto out;
     }
     e = engine_alloc(&c, data, err, errlen);
     if (!e)
         goto out;
-    if (e->m.n_params != np) {
-        snprintf(err, errlen, "--load %s: %llu parameters, the model it describes has %zu", path,
-                 (unsigned long long)np, e->m.n_params);
-        engine_free(e);
-        e = NULL;
-        goto out;
-    }
     for (size_t i = 0; i < np; i++)
         e->m.params[i] = get_f32(&b);
     for (size_t i = 0; i < np; i++)
@@ -1251,6 +1391,7 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     e->sched = rs.sc;
     e->scale = rs.dyn_scale;
     e->good = rs.good;
+    e->loaded = rs.data;
     if (c.snapshot_every > 0)
         engine_snapshot(e);
     event(e, "resumed from %s at step %ld", path, rs.step);

@@ -174,7 +174,7 @@ static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, cfg) != 0 ||
+        if (check_against_checkpoint(o, cfg) != 0 || resume_check_data(o, r->e, data, stderr) ||
             resume_apply_flags(o, cfg, r->e, o->quiet ? NULL : stderr, stderr) != 0)
             return 2;
         if (o->set & CLI_SET_STEPS)
@@ -245,6 +245,11 @@ static int setup_run(cli_opts *o, const dataset *data, int live, run_setup *r)
                  (r->twin && engine_set_threads(r->twin, tb, &ui) != 0))) {
         fprintf(stderr, "normscope: --threads %d: cannot start the worker threads\n", o->threads);
         bad = 1;
+    }
+    if (!bad) { /* the settings in force: a resumed run's are the checkpoint's */
+        ns_config now = *engine_config(r->e);
+        now.on_div = r->cfg.on_div;
+        bad = cli_check_applies(o, &now, stderr);
     }
     long start = r->e ? engine_steps_done(r->e) : 0;
     if (!bad && (!live || r->cfg.steps > 0) && r->cfg.steps <= start) {
@@ -322,8 +327,11 @@ static int save_diverged(engine *e, const char *path)
         fprintf(stderr, "normscope: %s\n", err);
         return 1;
     }
-    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of step %ld\n",
-            path, good);
+    /* how close it is to the limit, and an earlier one clear of it */
+    char room[320];
+    trainer_rewind_note(e, at, 0, room, sizeof room);
+    fprintf(stderr, "normscope: --save %s: the run diverged; wrote the snapshot of %s\n", path,
+            room);
     return 0;
 }
 
@@ -474,9 +482,22 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
     for (int i = 1; i < argc; i++)
         (*argv2)[n++] = argv[i];
     int r = cli_parse(o, n, *argv2, stdout, stderr);
-    if (r) {
-        lesson_free(l);
+    char spec[sizeof l->compare];
+    snprintf(spec, sizeof spec, "%s", o->compare ? o->compare : l->compare);
+    lesson_free(l);
+    if (r)
         return r == 1 ? 1 : 2;
+    /* again, with the lines that hold for the runs' settings: a question
+     * written for 24 layers is not asked of -L 6, one about DeepNorm not of
+     * --compare norm=pre (a bad spec is the twin's to report, once) */
+    ns_config cb = o->cfg;
+    FILE *quiet = fopen("/dev/null", "w");
+    int have_b = spec[0] && quiet && cli_apply_setting(&cb, spec, quiet) == 0;
+    if (quiet)
+        fclose(quiet);
+    if (lesson_load_for(o->lesson, &o->cfg, have_b ? &cb : NULL, l, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 2;
     }
     if (!o->compare && l->compare[0])
         o->compare = l->compare;
@@ -536,7 +557,8 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
     if (r == 0) {
         if (!so.quiet)
             lesson_notes(l);
-        r = run_sweep(&so, n, av);
+        tui_options uo = ui_options(&so, l); /* the live view shows its notes too */
+        r = sweep_main(&so, n, av, tui_sweep_live, &uo);
     } else {
         r = r == 1 ? 0 : 2;
     }

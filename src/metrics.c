@@ -232,7 +232,11 @@ void metrics_csv_state_header(FILE *f, const char *prefix)
 
 const char *metrics_state_name(const step_metrics *m)
 {
-    return m->nonfinite ? "diverged" : m->stalled ? "stalled" : "";
+    return m->nonfinite  ? "diverged"
+           : m->exploded ? "exploded"
+           : m->stalled  ? "stalled"
+           : m->fixed    ? "fixed"
+                         : "";
 }
 
 void metrics_csv_state_fields(FILE *f, const step_metrics *m)

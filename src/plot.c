@@ -1,12 +1,14 @@
 /* plot.c - draw a figure for a slide as SVG, written by the program itself.
  *
  * Kinds: the loss (train and validation, both runs of a comparison, a
- * marker where a setting changed), the per-layer gradient norms at one step
- * as bars (output at the top, log axis, as the live view shows them), the
- * gradient norm against depth at chosen steps (the picture of Xiong et al.
- * 2020, "On Layer Normalization in the Transformer Architecture", Fig. 3),
- * a layers x steps heatmap, the live view's chart + layer panel (g), and
- * a sweep's grid as a map of cells colored by final loss.
+ * marker where a setting changed, the rows a rewind abandoned grey), the
+ * per-layer gradient norms at one step as bars (output at the top, log
+ * axis, as the live view shows them), the MLP and attention gradient norms
+ * against depth at chosen steps (the picture of Xiong et al. 2020, "On
+ * Layer Normalization in the Transformer Architecture", Fig. 3), a layers x
+ * steps heatmap on a viridis ramp, the live view's chart + each run's
+ * layer panel (g), and a sweep's grid as a map of cells colored by final
+ * loss. A comparison's panels are titled by what their runs differ in.
  *
  * Sized for a slide (1600x900 by default), type >= 20 px at 1600 wide, the
  * live view's colors on its dark ground; --mono is black on white with
@@ -46,7 +48,9 @@ typedef struct {
 static const palette pal_screen = {
     "#121417", "#e6e6e6", "#33383d", "#9aa0a6", "#2ec4d6", "#e05ad8", "#5fd35f", "#b7f29b",
     "#f0c419", "#4caf50", "#5c7cfa", "#ff4d4d", "#ff4d4d",
-    {"#1b2a5e", "#3b5bdb", "#22b8cf", "#40c057", "#fab005", "#f03e3e", "#e64980"},
+    /* viridis (van der Walt and Smith 2015) at 7 even steps: lightness rises
+     * with the value, so the order reads in any color vision and in grey */
+    {"#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743", "#fde725"},
     {"#2ec4d6", "#f0c419", "#e05ad8", "#5fd35f", "#ff4d4d", "#5c7cfa", "#e6e6e6", "#ff922b"},
     /* viridis, bright for a low loss */
     {"#fde725", "#addc30", "#5ec962", "#28ae80", "#21918c", "#2c728e", "#3b528b", "#472d7b",
@@ -63,7 +67,7 @@ static const palette pal_mono = {
 /* --mono: series told apart by dashes and marker shapes */
 static const char *const mono_dash[] = {"", "14 7", "4 5", "14 5 3 5", "24 6", "2 3", "8 3 8 9",
                                         "18 4 4 4 4 4"};
-enum { SH_NONE, SH_CIRCLE, SH_SQUARE, SH_TRIANGLE, SH_DIAMOND };
+enum { SH_NONE, SH_CIRCLE, SH_SQUARE, SH_TRIANGLE, SH_DIAMOND, SH_TRIANGLE_DOWN };
 
 typedef struct {
     FILE *f;
@@ -156,9 +160,13 @@ static void shape(svg *v, int sh, double x, double y, double r, const char *colo
                 x - r, y - r, 2 * r, 2 * r, fill, color);
         break;
     case SH_TRIANGLE:
+    case SH_TRIANGLE_DOWN:
     case SH_DIAMOND:
-        if (sh == SH_TRIANGLE)
-            fprintf(v->f, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"", x, y - r, x + r, y + r, x - r, y + r);
+        if (sh != SH_DIAMOND) {
+            double k = sh == SH_TRIANGLE ? 1 : -1;
+            fprintf(v->f, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"", x, y - k * r, x + r, y + k * r,
+                    x - r, y + k * r);
+        }
         else
             fprintf(v->f, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"", x, y - r, x + r, y, x,
                     y + r, x - r, y);
@@ -186,6 +194,14 @@ static void svg_begin(svg *v)
             "<rect class=\"background\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
             o->w, o->h, o->w, o->h, v->p->bg, v->p->nan, v->p->bg, v->p->explode, o->w, o->h,
             v->p->bg);
+}
+
+/* Text of at most maxw pixels: the type made smaller for a long one. */
+static void text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
+                     const char *extra, const char *t)
+{
+    double fit = maxw / (0.56 * (double)(strlen(t) > 0 ? strlen(t) : 1));
+    text(v, x, y, fit < size ? fit : size, 's', fill, extra, "%s", t);
 }
 
 /* ---- axes ------------------------------------------------------------------------ */
@@ -229,6 +245,10 @@ static void ax_fit(axis *a, double lo, double hi, int log_, double pad)
     a->hi = hi + m;
 }
 
+/* A log axis spanning enough decades to be ticked at whole ones; a
+ * shorter one gets 1-2-5 ticks (two decade ticks or fewer say little). */
+static int ax_decades(const axis *a) { return a->log && a->hi - a->lo >= 1.5; }
+
 /* The decade label "10^k" with a raised exponent. */
 static void decade_label(svg *v, double x, double y, char anchor, int k)
 {
@@ -244,7 +264,7 @@ static void decade_label(svg *v, double x, double y, char anchor, int k)
 static int ax_ticks(const axis *a, double *t, int max)
 {
     int n = 0;
-    if (a->log && a->hi - a->lo >= 1) {
+    if (ax_decades(a)) {
         int step = (int)ceil((a->hi - a->lo) / 10);
         for (int k = (int)ceil(a->lo); k <= (int)floor(a->hi) && n < max; k += step)
             t[n++] = k;
@@ -261,7 +281,7 @@ static int ax_ticks(const axis *a, double *t, int max)
 
 static void ax_tick_label(svg *v, const axis *a, double t, double x, double y, char anchor)
 {
-    if (a->log && a->hi - a->lo >= 1)
+    if (ax_decades(a))
         decade_label(v, x, y, anchor, (int)t);
     else
         text(v, x, y, v->fs, anchor, v->p->fg, "class=\"tick\"", "%g", t);
@@ -269,7 +289,7 @@ static void ax_tick_label(svg *v, const axis *a, double t, double x, double y, c
 
 static double ax_tick_pos(const axis *a, double t)
 {
-    return a->log && a->hi - a->lo >= 1 ? ax_map(a, pow(10, t)) : ax_map(a, t);
+    return ax_decades(a) ? ax_map(a, pow(10, t)) : ax_map(a, t);
 }
 
 /* Frame, grid lines, tick labels and axis titles of one panel. */
@@ -303,7 +323,8 @@ static void draw_axes(svg *v, box b, const axis *ax, const axis *ay, const char 
         char rot[96];
         double x = b.x - v->fs * 3.2, y = b.y + b.h / 2;
         snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
-        text(v, x, y, v->fs, 'm', v->p->fg, rot, "%s", ylabel);
+        double fit = b.h / (0.56 * (double)strlen(ylabel)); /* along a short panel's side */
+        text(v, x, y, fit < v->fs ? fit : v->fs, 'm', v->p->fg, rot, "%s", ylabel);
     }
 }
 
@@ -326,35 +347,53 @@ static void legend_add(legend *lg, const char *color, const char *dash, int shap
     e->opacity = opacity;
 }
 
-/* In the panel's top right corner, on a box that hides the grid. */
-static void draw_legend(svg *v, box b, const legend *lg)
+/* A legend's box at type size fs: w, h. */
+static void legend_size(const legend *lg, double fs, double *w, double *h)
 {
-    if (lg->n == 0)
-        return;
     size_t longest = 0;
     for (int i = 0; i < lg->n; i++)
         if (strlen(lg->e[i].text) > longest)
             longest = strlen(lg->e[i].text);
-    double rowh = v->fs * 1.35, sw = v->fs * 2.2;
-    double w = sw + v->fs * 0.8 + (double)longest * v->fs * 0.56 + v->fs;
-    double h = rowh * lg->n + v->fs * 0.6;
-    double x = b.x + b.w - w - v->fs * 0.5, y = b.y + v->fs * 0.5;
+    *w = fs * 2.2 + fs * 0.8 + (double)longest * fs * 0.56 + fs;
+    *h = fs * 1.35 * lg->n + fs * 0.6;
+}
+
+/* The legend with its box's top left at x, y, type size fs, on a box that
+ * hides the grid. */
+static void draw_legend_at(svg *v, double x, double y, double fs, const legend *lg)
+{
+    double rowh = fs * 1.35, sw = fs * 2.2, w, h;
+    legend_size(lg, fs, &w, &h);
     fprintf(v->f, "<g class=\"legend\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                   "fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\"/>\n",
             x, y, w, h, v->p->bg, v->p->dim);
     for (int i = 0; i < lg->n; i++) {
         const legend_entry *e = &lg->e[i];
-        double cy = y + v->fs * 0.3 + rowh * (i + 0.5), lx = x + v->fs * 0.5;
+        double cy = y + fs * 0.3 + rowh * (i + 0.5), lx = x + fs * 0.5;
         if (e->swatch)
             fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
                           "fill-opacity=\"%.2f\" stroke=\"%s\"/>\n",
-                    lx, cy - v->fs * 0.4, sw, v->fs * 0.8, e->color, e->opacity, v->p->fg);
+                    lx, cy - fs * 0.4, sw, fs * 0.8, e->color, e->opacity, v->p->fg);
         else
             line(v, lx, cy, lx + sw, cy, e->color, 3 * v->s, e->dash);
-        shape(v, e->shape, lx + sw / 2, cy, v->fs * 0.25, e->color);
-        text(v, lx + sw + v->fs * 0.5, cy + v->fs * 0.35, v->fs, 's', v->p->fg, NULL, "%s", e->text);
+        shape(v, e->shape, lx + sw / 2, cy, fs * 0.25, e->color);
+        text(v, lx + sw + fs * 0.5, cy + fs * 0.35, fs, 's', v->p->fg, NULL, "%s", e->text);
     }
     fputs("</g>\n", v->f);
+}
+
+/* In a column of its own beside the panels (col): its left edge at the
+ * column's, the type made smaller when the longest entry would reach past
+ * the column (over a panel, or off the canvas). */
+static void draw_legend_beside(svg *v, box col, const legend *lg)
+{
+    if (lg->n == 0)
+        return;
+    double fs = v->fs, w, h;
+    legend_size(lg, fs, &w, &h);
+    if (w > col.w)
+        fs *= col.w / w;
+    draw_legend_at(v, col.x, col.y + v->fs * 0.5, fs, lg);
 }
 
 /* ---- a line series, with gaps and decimation -------------------------------------- */
@@ -464,18 +503,44 @@ static void draw_points(svg *v, const axis *ax, const axis *ay, const long *x, c
 
 /* ---- captions -------------------------------------------------------------------- */
 
-/* "pre layernorm, warmup on, clip 0, fp32, 6 layers" */
+/* Setting k as the run had it: "on", or "off \u2192 on" when the last row's
+ * differs from the first's (a change by key or script, a rewind's replay). */
+static const char *run_setting(const plot_run *r, int k, char *b, size_t n)
+{
+    if (strcmp(r->set[k], r->cur[k]))
+        snprintf(b, n, "%s \xe2\x86\x92 %s", r->set[k], r->cur[k]);
+    else
+        snprintf(b, n, "%s", r->set[k]);
+    return b;
+}
+
+/* "pre layernorm, warmup off -> on, clip 0, fp32, 6 layers" */
 static void run_settings(const plot_run *r, char *b, size_t n)
 {
     if (!r->have_set) {
         snprintf(b, n, "%d layers", r->L);
         return;
     }
-    snprintf(b, n, "%s %s, warmup %s, clip %s, %s%s, %d layers", r->set[0], r->set[1], r->set[2],
-             r->set[3], r->set[4],
-             strcmp(r->set[4], "fp32") ? (strcmp(r->set[5], "on") ? " (norms too)" : " (fp32 norms)")
+    char s[PLOT_NSET][2 * PLOT_SETLEN + 8];
+    for (int k = 0; k < PLOT_NSET; k++)
+        run_setting(r, k, s[k], sizeof s[k]);
+    snprintf(b, n, "%s %s, warmup %s, clip %s, %s%s, %d layers", s[0], s[1], s[2], s[3], s[4],
+             strcmp(r->cur[4], "fp32") ? (strcmp(r->cur[5], "on") ? " (norms too)" : " (fp32 norms)")
                                        : "",
              r->L);
+}
+
+/* A comparison's panel title: the run and the settings it differs in, or
+ * that the file does not say what they are. */
+static void run_title(const plot_data *d, int r, char *b, size_t n)
+{
+    if (d->nruns < 2)
+        snprintf(b, n, "%s", "");
+    else if (d->unnamed)
+        snprintf(b, n, "%s: differs from %s in a setting the file does not record", r ? "b" : "a",
+                 r ? "a" : "b");
+    else
+        snprintf(b, n, "%s", d->run[r].label);
 }
 
 /* The title at the top and the caption line at the bottom (cap, with the
@@ -498,11 +563,13 @@ static void frame_text(svg *v, const char *title, char *cap, size_t capn)
 
 static void draw_frame(svg *v, const plot_data *d, const char *title)
 {
-    char cap[640], a[200], b[200];
+    char cap[1200], a[400], b[400];
     run_settings(&d->run[0], a, sizeof a);
     if (d->nruns > 1) {
         run_settings(&d->run[1], b, sizeof b);
-        snprintf(cap, sizeof cap, "a: %s  |  b: %s", a, b);
+        const char *sep = d->unnamed ? ": " : "; "; /* "a: norm=post; post layernorm, ..." */
+        snprintf(cap, sizeof cap, "%s%s%s  |  %s%s%s%s", d->run[0].label, sep, a, d->run[1].label, sep, b,
+                 d->unnamed ? "  |  the setting a and b differ in is not in the file" : "");
     } else {
         snprintf(cap, sizeof cap, "%s", a);
     }
@@ -583,26 +650,54 @@ static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int wh
     }
 }
 
-/* A red tick under the axis at each pixel column where the train loss was
- * not finite: the gap in the line says where, this says why. */
-static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_run *r)
+/* A red tick at each pixel column where the train loss was not finite or
+ * the row's state says the step diverged (a non-finite inside the step,
+ * such as a norm's variance, can leave the loss finite): the gap in the
+ * line says where, this says why, and the first divergence is labelled
+ * with the operation the run named. Run a's stand on the bottom edge, a
+ * comparison's run b's hang from the top one. */
+static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which)
 {
+    const plot_run *r = &d->run[which];
     long last_px = -1;
     int any = 0;
+    if (r->fault[0]) {
+        char what[80];
+        snprintf(what, sizeof what, "%s", r->fault);
+        for (char *c = what; *c; c++)
+            *c = *c == ';' ? ',' : *c; /* a CSV field spells its commas so */
+        double x = ax_map(ax, (double)r->fault_step), y = which ? b.y + v->fs * 1.5 : b.y + b.h - v->fs * 0.9;
+        int right = x > b.x + b.w / 2;
+        text(v, right ? x - v->fs * 0.5 : x + v->fs * 0.5, y, v->fs_small, right ? 'e' : 's', v->p->explode,
+             "class=\"nonfinite-label\"", "%s%sdiverged at step %ld: %s", d->nruns > 1 ? (which ? "b" : "a") : "",
+             d->nruns > 1 ? " " : "", r->fault_step, what);
+    }
     for (long i = 0; i < r->n; i++) {
-        if (isfinite(r->loss[i]))
+        if (isfinite(r->loss[i]) && !r->bad[i])
             continue;
         double x = ax_map(ax, (double)r->step[i]);
         if ((long)x == last_px)
             continue;
         last_px = (long)x;
         any = 1;
-        fprintf(v->f, "<path class=\"nonfinite\" data-step=\"%ld\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" "
-                      "fill=\"%s\"/>\n",
-                r->step[i], x, b.y + b.h - v->fs * 0.6, x - v->fs * 0.3, b.y + b.h - 1,
-                x + v->fs * 0.3, b.y + b.h - 1, v->p->explode);
+        double base = which ? b.y + 1 : b.y + b.h - 1, tip = which ? b.y + v->fs * 0.6 : b.y + b.h - v->fs * 0.6;
+        fprintf(v->f, "<path class=\"nonfinite\" data-run=\"%d\" data-step=\"%ld\" "
+                      "d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\"/>\n",
+                which, r->step[i], x, tip, x - v->fs * 0.3, base, x + v->fs * 0.3, base, v->p->explode);
     }
     return any;
+}
+
+/* The abandoned curves are grey, a's and b's told apart by their dashes. */
+static const char *const ghost_dash[2] = {"8 6", "2 4"};
+
+static void ghost_legend(legend *lg, svg *v, const plot_data *d, int r)
+{
+    if (d->nruns > 1)
+        legend_add(lg, v->p->dim, ghost_dash[r], SH_NONE, 0, 1, "before the rewind: %s",
+                   d->run[r].label);
+    else
+        legend_add(lg, v->p->dim, ghost_dash[r], SH_NONE, 0, 1, "before the rewind");
 }
 
 /* The curve the latest rewind abandoned (a live view's figure), dashed
@@ -616,9 +711,89 @@ static void draw_ghost(svg *v, const axis *ax, const axis *ay, const plot_data *
         snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
                  d->nruns > 1 ? d->run[r].label : "");
         if (draw_series(v, ax, ay, d->ghost_step, d->ghost_loss[r], d->ghost_n, 1, name, v->p->dim,
-                        "8 6", 2 * v->s) > 0 && r == 0)
-            legend_add(lg, v->p->dim, "8 6", SH_NONE, 0, 1, "before the rewind");
+                        ghost_dash[r], 2 * v->s) > 0)
+            ghost_legend(lg, v, d, r);
     }
+}
+
+/* y of run p's rows on the timeline it ended on (live 1) or of the rows a
+ * rewind abandoned (live 0), the others -inf (skipped, as a validation
+ * loss not measured). NULL when out of memory. */
+static float *timeline_rows(const plot_run *p, const float *y, int live)
+{
+    float *m = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
+    for (long i = 0; m && i < p->n; i++)
+        m[i] = p->live[i] == live ? y[i] : -INFINITY;
+    return m;
+}
+
+/* The train loss of the rows a rewind abandoned (read from a file: the
+ * steps before a step that went back), dashed grey as the live chart
+ * keeps them, under the replay. */
+static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_data *d, int r,
+                           legend *lg)
+{
+    const plot_run *p = &d->run[r];
+    if (p->abandoned == 0)
+        return;
+    float *y = timeline_rows(p, p->loss, 0);
+    if (!y)
+        return;
+    char name[96];
+    snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
+             d->nruns > 1 ? p->label : "");
+    long drawn = draw_series(v, ax, ay, p->step, y, p->n, 1, name, v->p->dim, ghost_dash[r], 2 * v->s);
+    if (drawn > 0 && drawn < 5) /* a point or two: no line to see, so marked */
+        draw_points(v, ax, ay, p->step, y, p->n, SH_CIRCLE, v->p->dim);
+    if (drawn > 0)
+        ghost_legend(lg, v, d, r);
+    free(y);
+}
+
+/* Points of the loss lines inside the box (x0, y0, w, h). */
+static long loss_points_in(const plot_data *d, const axis *ax, const axis *ay, double x0, double y0,
+                           double w, double h)
+{
+    long n = 0;
+    for (int r = 0; r < d->nruns; r++)
+        for (long i = 0; i < d->run[r].n; i++) {
+            const plot_run *p = &d->run[r];
+            float ys[2] = {p->loss[i], p->val[i]};
+            for (int k = 0; k < 2; k++) {
+                if (!isfinite(ys[k]))
+                    continue;
+                double x = ax_map(ax, (double)p->step[i]), y = ax_map(ay, ys[k]);
+                n += x >= x0 && x <= x0 + w && y >= y0 && y <= y0 + h;
+            }
+        }
+    return n;
+}
+
+/* The loss panel's legend in the corner that hides the fewest points
+ * (top right on a tie: a loss falls, so that corner is mostly empty). */
+static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, const axis *ay,
+                             const legend *lg)
+{
+    if (lg->n == 0)
+        return;
+    double w, h, m = v->fs * 0.5, fs = v->fs;
+    legend_size(lg, fs, &w, &h);
+    if (w > b.w - 2 * m) { /* long run labels: smaller type, never past the panel */
+        fs *= (b.w - 2 * m) / w;
+        legend_size(lg, fs, &w, &h);
+    }
+    double xs[4] = {b.x + b.w - w - m, b.x + m, b.x + b.w - w - m, b.x + m};
+    double ys[4] = {b.y + m, b.y + m, b.y + b.h - h - m, b.y + b.h - h - m};
+    int best = 0;
+    long least = -1;
+    for (int c = 0; c < 4; c++) {
+        long n = loss_points_in(d, ax, ay, xs[c], ys[c], w, h);
+        if (least < 0 || n < least) {
+            least = n;
+            best = c;
+        }
+    }
+    draw_legend_at(v, xs[best], ys[best], fs, lg);
 }
 
 static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
@@ -632,32 +807,39 @@ static void draw_loss_panel(svg *v, box b, const plot_data *d, legend *lg)
     draw_axes(v, b, &ax, &ay, "step (optimizer updates)",
               v->o->logy ? "loss (nats, log scale)" : "loss (nats per byte)");
     draw_ghost(v, &ax, &ay, d, lg);
+    for (int r = 0; r < d->nruns; r++)
+        draw_abandoned(v, &ax, &ay, d, r, lg);
     for (int r = 0; r < d->nruns; r++) {
         const plot_run *p = &d->run[r];
         const char *tc = r ? v->p->twin : v->p->train, *vc = r ? v->p->twin_val : v->p->val;
         const char *td = v->o->mono ? mono_dash[r * 2] : "", *vd = v->o->mono ? mono_dash[r * 2 + 1] : "";
         const char *who = d->nruns > 1 ? p->label : "";
+        float *loss = p->abandoned ? timeline_rows(p, p->loss, 1) : NULL;
+        float *val = p->abandoned ? timeline_rows(p, p->val, 1) : NULL;
         char name[96];
         snprintf(name, sizeof name, "train loss%s%s", who[0] ? " " : "", who);
-        draw_series(v, &ax, &ay, p->step, p->loss, p->n, 1, name, tc, td, 2.5 * v->s);
+        draw_series(v, &ax, &ay, p->step, loss ? loss : p->loss, p->n, 1, name, tc, td, 2.5 * v->s);
         legend_add(lg, tc, td, SH_NONE, 0, 1, "%s", name);
         if (p->has_val) {
             snprintf(name, sizeof name, "validation loss%s%s", who[0] ? " " : "", who);
-            if (draw_series(v, &ax, &ay, p->step, p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)
+            if (draw_series(v, &ax, &ay, p->step, val ? val : p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)
                 legend_add(lg, vc, vd, r ? SH_SQUARE : SH_CIRCLE, 0, 1, "%s", name);
-            draw_points(v, &ax, &ay, p->step, p->val, p->n, r ? SH_SQUARE : SH_CIRCLE, vc);
+            draw_points(v, &ax, &ay, p->step, val ? val : p->val, p->n, r ? SH_SQUARE : SH_CIRCLE, vc);
         }
+        free(loss);
+        free(val);
     }
-    int nonfinite = 0;
     for (int r = 0; r < d->nruns; r++)
-        nonfinite |= draw_nonfinite(v, b, &ax, &d->run[r]);
-    if (nonfinite)
-        legend_add(lg, v->p->explode, NULL, SH_TRIANGLE, 0, 1, "loss not finite (a gap)");
+        if (draw_nonfinite(v, b, &ax, d, r))
+            legend_add(lg, v->p->explode, NULL, r ? SH_TRIANGLE_DOWN : SH_TRIANGLE, 0, 1,
+                       "%s%sa step not finite", d->nruns > 1 ? (r ? "b" : "a") : "",
+                       d->nruns > 1 ? ": " : "");
     double ends[3] = {-1e9, -1e9, -1e9};
     for (int r = 0; r < d->nruns; r++)
         draw_marks(v, b, &ax, d, r, ends);
     if (d->run[0].nmark || (d->nruns > 1 && d->run[1].nmark))
         legend_add(lg, v->p->mark, "6 5", SH_NONE, 0, 1, "a setting changed");
+    draw_loss_legend(v, b, d, &ax, &ay, lg);
 }
 
 /* ---- per-layer bars at one step -------------------------------------------------- */
@@ -712,6 +894,9 @@ static void draw_bar(svg *v, box b, const axis *ax, int l, const char *part, dou
     double x1 = g > 0 ? ax_map(ax, g) : b.x;
     if (x1 < b.x)
         x1 = b.x;
+    if (g == 0) /* no bar on a log axis: say it is exactly 0, not missing */
+        text(v, b.x + v->fs * 0.3, y + h * 0.5 + v->fs * 0.3, v->fs * 0.8, 's', v->p->dim,
+             "class=\"zero\"", "0");
     fprintf(v->f, "<rect class=\"bar\" data-layer=\"%d\" data-part=\"%s\" data-value=\"%.6g\" "
                   "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%.2f\"",
             l, part, g, b.x, y, x1 - b.x, h, v->o->mono && opacity < 1 ? v->p->bg : color, opacity);
@@ -728,7 +913,7 @@ static void draw_layers_panel(svg *v, box b, const plot_run *r, long row, const 
     axis ax = {.p0 = b.x, .p1 = b.x + b.w};
     bars_axis(r, row, &ax);
     draw_axes(v, b, &ax, NULL, "gradient norm ||dL/dW|| (log scale)", "layer (0 = next to the input)");
-    text(v, b.x, b.y - v->fs * 0.5, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
+    text_fit(v, b.x, b.y - v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"panel-title\"", title);
     double gmax = 0;
     for (int l = 0; l < r->L; l++) {
         float g[2] = {r->ga[row * r->L + l], r->gf[row * r->L + l]};
@@ -759,6 +944,11 @@ static void draw_layers_panel(svg *v, box b, const plot_run *r, long row, const 
 
 /* ---- gradient norm against depth ------------------------------------------------- */
 
+/* The two parts of a block the lessons speak of, drawn as their own
+ * lines: a block's total would hide an MLP profile under the attention's
+ * (Post-LN's layer 0 attention at initialization is several times its MLP). */
+static const float *profile_part(const plot_run *p, int part) { return part ? p->ga : p->gf; }
+
 static void profile_range(const plot_data *d, const long *rows, int nrows, double *lo, double *hi)
 {
     *lo = INFINITY;
@@ -767,16 +957,21 @@ static void profile_range(const plot_data *d, const long *rows, int nrows, doubl
         for (int k = 0; k < nrows; k++) {
             long i = rows[r * PLOT_MAX_STEPS + k];
             const plot_run *p = &d->run[r];
-            for (int l = 0; l < p->L && i >= 0; l++) {
-                double g = p->gn[i * p->L + l];
-                if (isfinite(g) && g > 0) {
-                    *lo = fmin(*lo, g);
-                    *hi = fmax(*hi, g);
+            for (int part = 0; part < 2; part++)
+                for (int l = 0; l < p->L && i >= 0; l++) {
+                    double g = profile_part(p, part)[i * p->L + l];
+                    if (isfinite(g) && g > 0) {
+                        *lo = fmin(*lo, g);
+                        *hi = fmax(*hi, g);
+                    }
                 }
-            }
         }
 }
 
+/* One color per run and step (runs apart first), MLP solid and attention
+ * dashed; in --mono one dash per run and step, the parts told apart by
+ * marker shape (MLP circle / square, attention triangle / diamond for a / b)
+ * and width. */
 static void draw_profile_panel(svg *v, box b, const plot_data *d, const long *steps, int nsteps,
                                const long *rows, legend *lg)
 {
@@ -788,37 +983,46 @@ static void draw_profile_panel(svg *v, box b, const plot_data *d, const long *st
     axis ay = {.p0 = b.y + b.h, .p1 = b.y};
     ax_fit(&ay, lo, hi, 1, 0.05);
     draw_axes(v, b, &ax, &ay, "layer (depth: 0 = next to the input, right = output)",
-              "gradient norm ||dL/dW|| of the layer (log)");
+              "gradient norm ||dL/dW|| (log)");
     long xs[NS_MAX_LAYERS]; /* each run's own depth: a file may give b fewer layers */
     for (int l = 0; l < NS_MAX_LAYERS; l++)
         xs[l] = l;
+    static const char *const part_name[2] = {"MLP", "attention"};
     for (int r = 0; r < d->nruns; r++)
         for (int k = 0; k < nsteps; k++) {
             const plot_run *p = &d->run[r];
             long i = rows[r * PLOT_MAX_STEPS + k];
-            const char *c = v->p->step[k];
-            const char *dash = v->o->mono ? mono_dash[k] : r ? "10 6" : "";
-            int sh = v->o->mono ? 1 + k % 4 : r ? SH_SQUARE : SH_CIRCLE;
-            char name[96];
-            snprintf(name, sizeof name, "step %ld%s%s", steps[k], d->nruns > 1 ? " " : "",
-                     d->nruns > 1 ? p->label : "");
-            draw_series(v, &ax, &ay, xs, p->gn + i * p->L, p->L, 1, name, c, dash, 3 * v->s);
-            for (int l = 0; l < p->L && L <= 32; l++)
-                if (isfinite(p->gn[i * p->L + l]) && p->gn[i * p->L + l] > 0)
-                    shape(v, sh, ax_map(&ax, l), ax_map(&ay, p->gn[i * p->L + l]), v->fs * 0.25, c);
-            legend_add(lg, c, dash, sh, 0, 1, "%s", name);
+            int g = (r * nsteps + k) % PLOT_MAX_STEPS;
+            const char *c = v->p->step[g];
+            for (int part = 0; part < 2; part++) {
+                const float *y = profile_part(p, part) + i * p->L;
+                const char *dash = v->o->mono ? mono_dash[g] : part ? "10 6" : "";
+                int sh = part ? (r ? SH_DIAMOND : SH_TRIANGLE) : (r ? SH_SQUARE : SH_CIRCLE);
+                char name[128];
+                snprintf(name, sizeof name, "%s, step %ld%s%s", part_name[part], steps[k],
+                         d->nruns > 1 ? ", " : "", d->nruns > 1 ? p->label : "");
+                fprintf(v->f, "<g class=\"profile\" data-run=\"%d\" data-step=\"%ld\" data-part=\"%s\">\n",
+                        r, steps[k], part ? "attn" : "mlp");
+                draw_series(v, &ax, &ay, xs, y, p->L, 1, name, c, dash,
+                            (part && v->o->mono ? 2 : 3) * v->s);
+                for (int l = 0; l < p->L && L <= 32; l++)
+                    if (isfinite(y[l]) && y[l] > 0)
+                        shape(v, sh, ax_map(&ax, l), ax_map(&ay, y[l]), v->fs * 0.25, c);
+                fputs("</g>\n", v->f);
+                legend_add(lg, c, dash, sh, 0, 1, "%s", name);
+            }
         }
 }
 
 /* ---- heatmap --------------------------------------------------------------------- */
 
 /* A bucket's value: non-finite if any row was (a divergence must show),
- * else the largest. */
-static double heat_bucket(const plot_run *r, long a, long b, int l)
+ * else the largest. rows: the indices of the timeline's rows. */
+static double heat_bucket(const plot_run *r, const long *rows, long a, long b, int l)
 {
     double m = 0;
     for (long i = a; i < b; i++) {
-        double g = r->gn[i * r->L + l];
+        double g = r->gn[rows[i] * r->L + l];
         if (!isfinite(g))
             return g;
         m = fmax(m, g);
@@ -826,40 +1030,68 @@ static double heat_bucket(const plot_run *r, long a, long b, int l)
     return m;
 }
 
+/* The steps the heatmap draws: the rows on the timeline the run ended on
+ * (a rewind's abandoned rows are left out, so the steps run forward).
+ * NULL when out of memory. */
+static long *heat_rows(const plot_run *r, long *n)
+{
+    long *rows = malloc(sizeof(long) * (size_t)(r->n > 0 ? r->n : 1));
+    *n = 0;
+    for (long i = 0; rows && i < r->n; i++)
+        if (!r->live || r->live[i]) /* no timeline (never finished): every row */
+            rows[(*n)++] = i;
+    return rows;
+}
+
 /* cells: the most rects this panel may draw (the file's size) */
 static void draw_heat_panel(svg *v, box b, const plot_run *r, const char *title, long cells)
 {
+    long n;
+    long *rows = heat_rows(r, &n);
+    if (!rows)
+        return;
     draw_axes(v, b, NULL, NULL, "step", "layer (0 = next to the input)");
-    text(v, b.x, b.y - v->fs * 0.4, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
-    long C = r->n, maxc = (long)(b.w / 3), cellcap = cells / (r->L > 0 ? r->L : 1);
+    text_fit(v, b.x, b.y - v->fs * 0.4, r->abandoned ? b.w * 0.45 : b.w, v->fs, v->p->fg,
+             "class=\"panel-title\"", title);
+    long C = n, maxc = (long)(b.w / 3), cellcap = cells / (r->L > 0 ? r->L : 1);
     C = C < maxc ? C : maxc;
     C = C < cellcap ? C : cellcap;
     if (C < 1)
         C = 1;
     double cw = b.w / (double)C, rh = b.h / (r->L > 0 ? r->L : 1);
     for (long j = 0; j < C; j++) {
-        long a = j * r->n / C, e = (j + 1) * r->n / C;
+        long a = j * n / C, e = (j + 1) * n / C;
         if (e <= a)
             e = a + 1;
-        for (int l = 0; l < r->L; l++) {
-            double g = heat_bucket(r, a, e, l);
+        if (e > n)
+            e = n;
+        for (int l = 0; l < r->L && a < e; l++) {
+            double g = heat_bucket(r, rows, a, e, l);
             int lv = scale_heat_level(g);
-            fprintf(v->f, "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s%s%s\"/>\n",
-                    b.x + j * cw, b.y + (r->L - 1 - l) * rh, cw + 0.3, rh + 0.3, lv < 0 ? "url(#nan)" : "",
-                    lv < 0 ? "" : v->p->heat[lv], "");
+            fprintf(v->f, "<rect class=\"cell\" data-step=\"%ld\" data-layer=\"%d\" data-value=\"%.6g\" "
+                          "data-level=\"%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
+                    r->step[rows[a]], l, g, lv, b.x + j * cw, b.y + (r->L - 1 - l) * rh, cw + 0.3, rh + 0.3,
+                    lv < 0 ? "url(#nan)" : v->p->heat[lv]);
         }
     }
     int every = (int)ceil(v->fs * 1.1 / rh);
     for (int l = 0; l < r->L; l += every > 0 ? every : 1)
         text(v, b.x - v->fs * 0.4, b.y + (r->L - 1 - l) * rh + rh / 2 + v->fs * 0.35, v->fs, 'e', v->p->fg,
              "class=\"tick\"", "%d", l);
-    for (int k = 0; k < 5 && r->n > 0; k++) {
-        long j = k * (C - 1) / 4, i = j * r->n / C;
+    fputs("<g class=\"heat-ticks\">\n", v->f);
+    for (int k = 0; k < 5 && n > 0; k++) {
+        long j = k * (C - 1) / 4, i = j * n / C;
         text(v, b.x + (j + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"", "%ld",
-             r->step[i]);
+             r->step[rows[i]]);
         if (C < 5)
             break;
     }
+    fputs("</g>\n", v->f);
+    if (r->abandoned) /* what a rewind replaced is not drawn: say so in the panel */
+        text(v, b.x + b.w, b.y - v->fs * 0.4, v->fs_small, 'e', v->p->dim, "class=\"panel-note\"",
+             "%ld step%s a rewind abandoned not drawn (their replay is)", r->abandoned,
+             r->abandoned == 1 ? "" : "s");
+    free(rows);
 }
 
 /* The color scale, in decades, under the panels' right edge. */
@@ -928,8 +1160,22 @@ static int fig_loss(svg *v, const plot_data *d)
     legend lg = {0};
     draw_frame(v, d, d->nruns > 1 ? "Training loss of two runs" : "Training loss");
     draw_loss_panel(v, b, d, &lg);
-    draw_legend(v, b, &lg);
     return 0;
+}
+
+/* Panels side by side in the left part of the content area, and a
+ * column right of them for the legend, apart from the last panel. */
+static void split_legend(const svg *v, double share, box *panels, box *leg)
+{
+    box all = content(v);
+    *panels = all;
+    panels->w = all.w * share;
+    panels->y += v->fs * 1.2;
+    panels->h -= v->fs * 1.2;
+    leg->x = panels->x + panels->w + v->fs;
+    leg->y = panels->y;
+    leg->w = v->o->w - leg->x - v->fs * 0.5;
+    leg->h = panels->h;
 }
 
 static int fig_layers(svg *v, const plot_data *d, char *err, size_t errlen)
@@ -940,19 +1186,16 @@ static int fig_layers(svg *v, const plot_data *d, char *err, size_t errlen)
     char title[128];
     snprintf(title, sizeof title, "Gradient norm of each layer at step %ld", steps[0]);
     draw_frame(v, d, title);
-    box all = content(v), leg = all;
-    all.w *= 0.74;
-    leg.x = all.x + all.w;
-    leg.w -= all.w;
-    all.y += v->fs * 1.2;
-    all.h -= v->fs * 1.2;
+    box all, leg;
+    split_legend(v, 0.74, &all, &leg);
     legend lg = {0};
     for (int r = 0; r < d->nruns; r++) {
         box b = part(all, r, d->nruns, 1, v->fs * 5.5);
-        draw_layers_panel(v, b, &d->run[r], rows[r * PLOT_MAX_STEPS],
-                          d->nruns > 1 ? d->run[r].label : "", &lg);
+        char t[128];
+        run_title(d, r, t, sizeof t);
+        draw_layers_panel(v, b, &d->run[r], rows[r * PLOT_MAX_STEPS], t, &lg);
     }
-    draw_legend(v, leg, &lg);
+    draw_legend_beside(v, leg, &lg);
     return 0;
 }
 
@@ -962,33 +1205,34 @@ static int fig_profile(svg *v, const plot_data *d, char *err, size_t errlen)
     int n = pick_steps(d, v->o, 1, steps, rows, err, errlen);
     if (n < 0)
         return -1;
-    draw_frame(v, d, "Gradient norm against depth");
-    box b = content(v);
+    draw_frame(v, d, "Gradient norm against depth: MLP and attention of each block");
+    box b, leg;
+    split_legend(v, 0.7, &b, &leg);
     legend lg = {0};
     draw_profile_panel(v, b, d, steps, n, rows, &lg);
-    draw_legend(v, b, &lg);
+    draw_legend_beside(v, leg, &lg);
     return 0;
 }
 
 static int fig_heatmap(svg *v, const plot_data *d)
 {
     draw_frame(v, d, "Gradient norm of each layer over the run");
-    box all = content(v), leg = all;
-    all.w *= 0.76;
-    leg.x = all.x + all.w;
-    leg.w = leg.w - all.w;
-    all.y += v->fs * 1.2;
-    all.h -= v->fs * 1.2;
-    for (int r = 0; r < d->nruns; r++)
-        draw_heat_panel(v, part(all, r, d->nruns, 0, v->fs * 3.2), &d->run[r],
-                        d->nruns > 1 ? d->run[r].label : "", 9000 / d->nruns); /* < 1 MB */
+    box all, leg;
+    split_legend(v, 0.76, &all, &leg);
+    for (int r = 0; r < d->nruns; r++) {
+        char t[128];
+        run_title(d, r, t, sizeof t);
+        draw_heat_panel(v, part(all, r, d->nruns, 0, v->fs * 4.4), &d->run[r], t,
+                        9000 / d->nruns); /* < 1 MB */
+    }
     legend lg = {0};
     heat_legend(v, &lg);
-    draw_legend(v, leg, &lg);
+    draw_legend_beside(v, leg, &lg);
     return 0;
 }
 
-/* The live view's g: the loss chart and the last step's layer panel. */
+/* The live view's g: the loss chart, and the last step's layer panel of
+ * each run, as the bars view shows them side by side. */
 static int fig_view(svg *v, const plot_data *d)
 {
     char title[96];
@@ -996,17 +1240,20 @@ static int fig_view(svg *v, const plot_data *d)
     snprintf(title, sizeof title, "normscope at step %ld", a->step[a->n - 1]);
     draw_frame(v, d, title);
     box all = content(v);
-    box chart = {all.x, all.y, all.w * 0.55, all.h};
-    box bars = {all.x + all.w * 0.55 + v->fs * 5.5, all.y + v->fs * 1.2, all.w * 0.45 - v->fs * 5.5,
-                all.h - v->fs * 1.2};
+    double gap = v->fs * 5.5; /* a bar panel's layer numbers and axis title */
+    box chart = {all.x, all.y, all.w * 0.52, all.h};
+    box bars = {chart.x + chart.w + gap, all.y + v->fs * 2.4, all.w - chart.w - gap,
+                all.h - v->fs * 2.4};
     legend lg = {0}, lb = {0};
     draw_loss_panel(v, chart, d, &lg);
-    draw_legend(v, chart, &lg);
-    char t[96];
-    snprintf(t, sizeof t, "%s%supper bar attention, lower MLP", d->nruns > 1 ? a->label : "",
-             d->nruns > 1 ? ": " : "");
-    draw_layers_panel(v, bars, a, a->n - 1, t, &lb); /* its legend would cover the bars */
-    return 0;
+    text_fit(v, bars.x - gap + v->fs * 1.5, all.y + v->fs * 0.6, bars.w + gap - v->fs * 1.5, v->fs_small,
+             v->p->dim, "class=\"panel-note\"", "layer bars at the last step: upper attention, lower MLP");
+    for (int r = 0; r < d->nruns; r++) { /* stacked: side by side they would be too narrow */
+        char t[128];
+        run_title(d, r, t, sizeof t);
+        draw_layers_panel(v, part(bars, r, d->nruns, 0, v->fs * 4.6), &d->run[r], d->run[r].n - 1, t, &lb);
+    }
+    return 0; /* the bars' legend would cover them: their colors are the live view's */
 }
 
 /* ---- the map of a sweep ---------------------------------------------------------- */
@@ -1531,10 +1778,10 @@ int plot_main(const plot_args *a, FILE *err)
     return rc;
 }
 
-int plot_write_snapshot(const trainer_snapshot *s, int heatmap, const char *path, char *err,
-                        size_t errlen)
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, const char *path,
+                        char *err, size_t errlen)
 {
-    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900};
+    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900, .logy = logy};
     plot_data d;
     plot_data_init(&d);
     int rc = -1;

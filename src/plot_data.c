@@ -36,7 +36,10 @@ static int set_col(int k)
 
 static const char *set_name(int k) { return metrics_step_cols[set_col(k)].name; }
 
-enum { FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SET0 };
+enum {
+    FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SCALE, FLD_STATE, FLD_FAULT,
+    FLD_SET0
+};
 
 /* One line's values for one run, before they become a row. */
 typedef struct {
@@ -47,6 +50,9 @@ typedef struct {
     float ga[NS_MAX_LAYERS], gf[NS_MAX_LAYERS], gl[NS_MAX_LAYERS];
     char set[PLOT_NSET][PLOT_SETLEN];
     int has_set[PLOT_NSET];
+    char scale[PLOT_SETLEN]; /* loss_scale as written; "" = none */
+    int bad;                 /* state: diverged */
+    char fault[64];          /* first_nonfinite */
     int seen_loss, seen_val;
 } stage;
 
@@ -61,6 +67,8 @@ static void run_free(plot_run *r)
     free(r->gf);
     free(r->gn);
     free(r->mark);
+    free(r->live);
+    free(r->bad);
 }
 
 void plot_data_free(plot_data *d)
@@ -84,6 +92,9 @@ static void stage_reset(stage *s)
     for (int l = 0; l < NS_MAX_LAYERS; l++)
         s->ga[l] = s->gf[l] = s->gl[l] = NAN;
     memset(s->has_set, 0, sizeof s->has_set);
+    s->scale[0] = 0;
+    s->bad = 0;
+    s->fault[0] = 0;
 }
 
 /* "b_loss" -> run 1, FLD_LOSS; "l3_grad_ffn" -> FLD_GF, layer 3: by the
@@ -101,6 +112,19 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
     int k = metrics_step_col_find(name, len);
     if (k == METRICS_COL_STEP || k == METRICS_COL_LOSS || k == METRICS_COL_VAL) {
         *field = k == METRICS_COL_STEP ? FLD_STEP : k == METRICS_COL_LOSS ? FLD_LOSS : FLD_VAL;
+        return;
+    }
+    if (k == METRICS_COL_SCALE) {
+        *field = FLD_SCALE;
+        return;
+    }
+    /* the state columns the writers put after all others (metrics.h) */
+    if (len == 5 && !strncmp(name, "state", 5)) {
+        *field = FLD_STATE;
+        return;
+    }
+    if (len == 15 && !strncmp(name, "first_nonfinite", 15)) {
+        *field = FLD_FAULT;
         return;
     }
     for (int j = 0; k >= 0 && j < PLOT_NSET; j++)
@@ -161,6 +185,19 @@ static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
         break;
     }
     case FLD_NONE: break;
+    case FLD_STATE: s->bad = len == 8 && !strncmp(v, "diverged", 8); break;
+    case FLD_FAULT: {
+        size_t n = len < sizeof s->fault - 1 ? len : sizeof s->fault - 1;
+        memcpy(s->fault, v, n);
+        s->fault[n] = 0;
+        break;
+    }
+    case FLD_SCALE: {
+        size_t n = len < PLOT_SETLEN - 1 ? len : PLOT_SETLEN - 1;
+        memcpy(s->scale, v, n);
+        s->scale[n] = 0;
+        break;
+    }
     default: {
         int k = field - FLD_SET0;
         size_t n = len < PLOT_SETLEN - 1 ? len : PLOT_SETLEN - 1;
@@ -189,13 +226,13 @@ static int run_reserve(plot_run *r)
     if (grow((void **)&r->step, sizeof(long), cap) || grow((void **)&r->loss, sizeof(float), cap) ||
         grow((void **)&r->val, sizeof(float), cap) || grow((void **)&r->ga, sizeof(float) * per, cap) ||
         grow((void **)&r->gf, sizeof(float) * per, cap) ||
-        grow((void **)&r->gn, sizeof(float) * per, cap))
+        grow((void **)&r->gn, sizeof(float) * per, cap) || grow((void **)&r->bad, 1, cap))
         return -1;
     r->cap = cap;
     return 0;
 }
 
-static int run_mark(plot_run *r, long step, const char *text)
+static int run_mark(plot_run *r, long step, long rewind_to, const char *text)
 {
     if (r->nmark == r->capmark) {
         int cap = r->capmark ? r->capmark * 2 : 16;
@@ -205,17 +242,29 @@ static int run_mark(plot_run *r, long step, const char *text)
     }
     plot_mark *m = &r->mark[r->nmark++];
     m->step = step;
+    m->rewind_to = rewind_to;
     snprintf(m->text, sizeof m->text, "%s", text);
     return 0;
 }
 
-/* A setting that differs from the previous row's, or a step that went
- * back (a rewind), becomes a marker at this row's step. */
+/* Where a rewind from step `from` back to step `to` is marked, inside a
+ * plot whose steps start at `first`: at the step the replay branches off
+ * the abandoned curve, or where that curve ends when the branch is the
+ * axis itself (a rewind to step 0). */
+static long rewind_at(long from, long to, long first) { return to > first ? to : from; }
+
+/* A setting that differs from the previous row's becomes a marker at this
+ * row's step; a step that went back (a rewind, to the step before this
+ * row's) a marker at rewind_at. */
 static int run_changes(plot_run *r, const stage *s)
 {
     char text[PLOT_MARKLEN] = "";
-    if (r->n > 0 && s->step <= r->step[r->n - 1])
-        snprintf(text, sizeof text, "rewind from %ld", r->step[r->n - 1]);
+    long at = s->step, to = -1;
+    if (r->n > 0 && s->step <= r->step[r->n - 1]) {
+        to = s->step - 1;
+        at = rewind_at(r->step[r->n - 1], to, r->step[0]);
+        snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld", r->step[r->n - 1], to);
+    }
     for (int k = 0; k < PLOT_NSET; k++) {
         if (!s->has_set[k])
             continue;
@@ -228,8 +277,10 @@ static int run_changes(plot_run *r, const stage *s)
             memcpy(r->set[k], s->set[k], PLOT_SETLEN);
         memcpy(r->cur[k], s->set[k], PLOT_SETLEN);
     }
+    if (!r->have_set)
+        memcpy(r->scale0, s->scale, PLOT_SETLEN);
     r->have_set = 1;
-    return text[0] ? run_mark(r, s->step, text) : 0;
+    return text[0] ? run_mark(r, at, to, text) : 0;
 }
 
 static int run_add(plot_run *r, const stage *s)
@@ -242,6 +293,11 @@ static int run_add(plot_run *r, const stage *s)
     r->step[i] = s->step;
     r->loss[i] = s->loss;
     r->val[i] = s->val;
+    r->bad[i] = (char)s->bad;
+    if (s->bad && !r->fault[0]) {
+        snprintf(r->fault, sizeof r->fault, "%s", s->fault[0] ? s->fault : "not finite");
+        r->fault_step = s->step;
+    }
     r->has_loss |= s->seen_loss;
     r->has_val |= s->seen_val;
     for (int l = 0; l < r->L; l++) {
@@ -390,21 +446,64 @@ int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t
     return 0;
 }
 
-/* A comparison's runs are named by the first setting they differ in. */
+/* Which rows are on the timeline the run ended on: a row is abandoned
+ * when a later row has the same or an earlier step (a rewind replayed
+ * it). 0, or -1 when out of memory. */
+static int run_timeline(plot_run *r)
+{
+    free(r->live);
+    r->live = malloc((size_t)(r->n > 0 ? r->n : 1));
+    if (!r->live)
+        return -1;
+    r->abandoned = 0;
+    long lo = 0;
+    for (long i = r->n - 1; i >= 0; i--) {
+        r->live[i] = i == r->n - 1 || r->step[i] < lo;
+        r->abandoned += !r->live[i];
+        if (i == r->n - 1 || r->step[i] < lo)
+            lo = r->step[i];
+    }
+    return 0;
+}
+
+/* "a: " and what run r's first row says for each recorded setting the
+ * runs differ in ("norm=pre, warmup=on"); the loss scale in force when no
+ * setting differs (the loss-scale setting itself is not a column). */
+static int run_name(const plot_run *r, const plot_run *o, const char *who, char *b, size_t n)
+{
+    int w = snprintf(b, n, "%s", who), any = 0;
+    size_t used = w > 0 && (size_t)w < n ? (size_t)w : n - 1;
+    for (int k = 0; k < PLOT_NSET && used < n - 1; k++)
+        if (strcmp(r->set[k], o->set[k])) {
+            char flag[32]; /* spelled as the flag and the live view's label: fp32-norms */
+            snprintf(flag, sizeof flag, "%s", set_name(k));
+            for (char *c = flag; *c; c++)
+                *c = *c == '_' ? '-' : *c;
+            w = snprintf(b + used, n - used, "%s%s=%s", any ? ", " : ": ", flag, r->set[k]);
+            used = w > 0 && used + (size_t)w < n ? used + (size_t)w : n - 1;
+            any = 1;
+        }
+    if (!any && strcmp(r->scale0, o->scale0)) {
+        snprintf(b + used, n - used, ": loss scale %s", r->scale0);
+        any = 1;
+    }
+    return any;
+}
+
+/* Each run's timeline; a comparison's runs named by the settings they
+ * differ in. */
 void plot_data_finish(plot_data *d)
 {
     d->nruns = d->run[1].n > 0 ? 2 : 1;
+    for (int r = 0; r < d->nruns; r++)
+        if (run_timeline(&d->run[r]))
+            d->run[r].n = 0; /* out of memory: no rows to draw, said as such */
     if (d->nruns < 2)
         return;
     plot_run *a = &d->run[0], *b = &d->run[1];
-    snprintf(a->label, sizeof a->label, "a");
-    snprintf(b->label, sizeof b->label, "b");
-    for (int k = 0; k < PLOT_NSET; k++)
-        if (strcmp(a->set[k], b->set[k])) {
-            snprintf(a->label, sizeof a->label, "a: %s=%s", set_name(k), a->set[k]);
-            snprintf(b->label, sizeof b->label, "b: %s=%s", set_name(k), b->set[k]);
-            break;
-        }
+    int named = run_name(a, b, "a", a->label, sizeof a->label);
+    run_name(b, a, "b", b->label, sizeof b->label);
+    d->unnamed = !named;
 }
 
 int plot_read_lines(const char *path, plot_line_fn fn, void *r, char *err, size_t errlen)
@@ -457,15 +556,19 @@ static void stage_settings(stage *s, const step_metrics *m)
 static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which, stage *st)
 {
     const trainer_point *p = &s->hist[i % TRAINER_HIST];
-    const step_metrics *last = which ? &s->s.last_b : &s->s.last;
+    const step_metrics *last = &s->s.run[which].last;
     stage_reset(st);
     st->has_step = 1;
     st->step = p->step;
-    st->loss = which ? p->loss_b : p->loss;
-    st->val = which || isnan(p->val_loss) ? -INFINITY : p->val_loss; /* -inf: not measured */
+    float val = p->run[which].val_loss;
+    st->loss = p->run[which].loss;
+    st->val = isnan(val) ? -INFINITY : val; /* -inf: not measured */
     st->seen_loss = st->seen_val = 1;
     st->maxl = s->s.n_layer - 1;
     int is_last = s->s.have_metrics && last->step == p->step;
+    st->bad = which ? is_last && last->nonfinite : p->nonfinite;
+    if (st->bad)
+        snprintf(st->fault, sizeof st->fault, "%s", last->step == p->step ? last->fault : "");
     if (is_last)
         for (int l = 0; l < s->s.n_layer; l++) {
             st->ga[l] = last->layer[l].grad_attn;
@@ -476,10 +579,20 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
         stage_settings(st, last);
     if (run_add(r, st))
         return -1;
-    if (!is_last) /* the heatmap's history: sqrt(attn^2 + mlp^2 + ln^2) of run a */
+    if (!is_last) /* the heatmap's history: sqrt(attn^2 + mlp^2 + ln^2) of each run */
         for (int l = 0; l < r->L; l++)
-            r->gn[(r->n - 1) * r->L + l] = which ? NAN : s->heat[i % TRAINER_HIST][l];
-    return p->mark[0] && !which ? run_mark(r, p->step, p->mark) : 0;
+            r->gn[(r->n - 1) * r->L + l] = (s->run[which].heat)[i % TRAINER_HIST][l];
+    const char *mark = p->run[which].mark;
+    if (!strncmp(mark, "rewind", 6) && s->s.ghost_n > 0 && p->step == s->s.ghost_first) {
+        /* the latest rewind: marked as a file's rewind is */
+        long from = s->s.ghost_first + s->s.ghost_n - 1, to = p->step - 1;
+        long at = rewind_at(from, to, r->step[0]);
+        char text[PLOT_MARKLEN];
+        snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld%s%s", from, to, mark[6] ? ", " : "",
+                 mark[6] ? mark + 7 : "");
+        return run_mark(r, at, to, text);
+    }
+    return mark[0] ? run_mark(r, p->step, -1, mark) : 0;
 }
 
 /* The curve the snapshot's latest rewind abandoned. 0, or -1 (out of memory). */
@@ -495,8 +608,8 @@ static int snap_ghost(plot_data *d, const trainer_snapshot *s)
         return -1;
     for (long i = 0; i < n; i++) {
         d->ghost_step[i] = s->s.ghost_first + i;
-        d->ghost_loss[0][i] = s->ghost[i];
-        d->ghost_loss[1][i] = s->ghost_b[i];
+        d->ghost_loss[0][i] = s->run[0].ghost[i];
+        d->ghost_loss[1][i] = s->run[1].ghost[i];
     }
     d->ghost_n = n;
     return 0;
@@ -512,8 +625,12 @@ int plot_data_snapshot(plot_data *d, const trainer_snapshot *s)
         for (long i = trainer_hist_first(&s->s); i < s->s.hist_total; i++)
             if (snap_point(&d->run[w], s, i, w, &st))
                 return -1;
-        snprintf(d->run[w].label, sizeof d->run[w].label, "%.63s",
-                 w ? s->s.label_b : s->s.label_a);
+        /* what differs comes first, the rest after two spaces (twin_label) */
+        const char *label = s->s.run[w].label, *rest = strstr(label, "  ");
+        int len = rest ? (int)(rest - label) : (int)strlen(label);
+        snprintf(d->run[w].label, sizeof d->run[w].label, "%.*s", len < 63 ? len : 63, label);
+        if (run_timeline(&d->run[w]))
+            return -1;
     }
     d->nruns = d->run[1].n > 0 ? 2 : 1;
     if (d->nruns == 1)

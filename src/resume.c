@@ -38,24 +38,29 @@ static int run_command(const cli_opts *o, engine *e, const char *flag, const cha
     return 0;
 }
 
-/* --warmup N on a resumed run: 0 turns warmup off; the checkpoint's own
- * length turns it on again (a fresh ramp); another length cannot be had. */
+/* --warmup N on a resumed run: 0 turns warmup off; N > 0 turns it on, a
+ * fresh ramp of N steps from the resumed step. A ramp of another length
+ * than the run's cannot be had under invsqrt and noam, whose decay the
+ * length sets too. */
 static int apply_warmup(const cli_opts *o, const ns_config *ckpt, engine *e, FILE *out,
                         FILE *err)
 {
-    int n = o->cfg.warmup, on = engine_warmup_on(e);
-    if (n > 0 && n != ckpt->warmup) {
+    int n = o->cfg.warmup, on = engine_warmup_on(e), ramp = engine_warmup_steps(e);
+    if (n > 0 && n != ramp && engine_set_warmup_steps(e, n) != 0) {
         fprintf(err,
-                "normscope: --load %s: --warmup %d: the checkpoint's warmup is %d steps; a "
-                "resumed run can only turn it off (--warmup 0) or on (--warmup %d)\n",
-                o->load, n, ckpt->warmup, ckpt->warmup);
+                "normscope: --load %s: --warmup %d: under --schedule %s the ramp's length also "
+                "sets the decay, and this run's is %d steps: a resumed run can turn warmup off "
+                "(--warmup 0) or on (--warmup %d)\n",
+                o->load, n, sched_kind_names[ckpt->schedule], ramp, ramp);
         return -1;
     }
-    if ((n == 0) != on)
+    if ((n == 0) != on && (n == 0 || n == ramp))
         return 0; /* already so */
-    if (out)
-        fprintf(out, "normscope: --load: warmup %s from step %ld\n", n ? "on" : "off",
-                engine_steps_done(e));
+    if (out && n)
+        fprintf(out, "normscope: --load: warmup on from step %ld, a fresh ramp of %d steps\n",
+                engine_steps_done(e), n);
+    else if (out)
+        fprintf(out, "normscope: --load: warmup off from step %ld\n", engine_steps_done(e));
     return run_command(o, e, "warmup", n ? "warmup on" : "warmup off", err);
 }
 
@@ -92,8 +97,58 @@ static int apply_settable(const cli_opts *o, const ns_setting *s, engine *e, FIL
     return run_command(o, e, s->name, line, err);
 }
 
+/* "FILE (N bytes)" or "the built-in corpus (N bytes)" */
+static void data_words(const engine_data_id *id, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s (%llu bytes)", id->from_file ? "" : "the built-in corpus",
+             id->from_file ? id->name : "", (unsigned long long)id->n);
+}
+
+int resume_check_data(const cli_opts *o, const engine *e, const dataset *d, FILE *err)
+{
+    const engine_data_id *was = engine_loaded_data(e);
+    engine_data_id now;
+    char theirs[1200], mine[1200];
+    if (was->known != 1)
+        return 0; /* a checkpoint from before the data was recorded */
+    engine_data_id_of(d, &now);
+    if (now.n == was->n && now.print == was->print)
+        return 0;
+    data_words(was, theirs, sizeof theirs);
+    data_words(&now, mine, sizeof mine);
+    if (was->from_file && !o->data) {
+        fprintf(err, "normscope: --load %s: the run trained on %s; give --data %s to resume it "
+                     "(or --data with the bytes it should train on now)\n",
+                o->load, theirs, was->name);
+        return 2;
+    }
+    fprintf(err, "normscope: --load %s: from step %ld it trains on %s, not on %s as before\n",
+            o->load, engine_steps_done(e), mine, theirs);
+    return 0;
+}
+
+/* A value a mid-run command took past its flag's range (lr x2 pressed
+ * often) loads, as the run had it; a resumed run is told so, once, unless
+ * the flag given replaces it. */
+static void note_past_range(const cli_opts *o, const ns_config *ckpt, FILE *err)
+{
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        double x = settings_get(s, ckpt);
+        char v[48], hi[32];
+        if (!(s->live & SETL_UNBOUNDED) || !s->ckpt || o->given[i] || x <= (float)s->hi)
+            continue;
+        settings_format(s, ckpt, v, sizeof v);
+        snprintf(hi, sizeof hi, "%g", s->hi);
+        fprintf(err, "normscope: --load %s: %s %s is above --%s's range (at most %s): a mid-run "
+                     "change made it; the run resumes with it\n",
+                o->load, s->name, v, s->name, hi);
+    }
+}
+
 int resume_apply_flags(const cli_opts *o, ns_config *ckpt, engine *e, FILE *out, FILE *err)
 {
+    note_past_range(o, ckpt, err);
     /* every row of the checkpoint's the user gave: the table says which a
      * command changes (its command word) and which are fixed */
     for (int i = 0; i < settings_count(); i++) {

@@ -9,6 +9,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,9 +23,36 @@
 #define NAMES(a) .names = a, .n_names = (int)(sizeof a / sizeof a[0])
 
 /* --on-stall's values, index = cli_opts.on_stall */
-static const char *const on_stall_names[] = {"continue", "stop"};
+static const char *const on_stall_names[] = {"continue", "stop", "fix"};
 /* The live view's gradient bars (cli_opts.bars_rel is the index). */
 static const char *const bars_names[] = {"absolute", "relative"};
+
+/* Where a row's flag does something (setting_applies). Most are warnings:
+ * the deciding setting can change mid-run (keys f, k; a script), and a
+ * sweep may cross them on purpose. */
+static int in_low_precision(const ns_config *c, const void *o)
+{
+    (void)o;
+    return c->precision != FMT_FP32;
+}
+static int with_dyt(const ns_config *c, const void *o)
+{
+    (void)o;
+    return c->norm_kind == NORMK_DYT;
+}
+/* noam's peak is d^-0.5 w^-0.5; a resumed run's --lr is a mid-run change
+ * of the peak, which noam takes as any schedule does */
+static int lr_in_force(const ns_config *c, const void *o)
+{
+    return c->schedule != SCHED_NOAM || ((const cli_opts *)o)->load;
+}
+/* headless, nothing can resume a paused run: it stops, as stop does */
+static int pause_resumable(const ns_config *c, const void *o)
+{
+    return c->on_div != ONDIV_PAUSE || !((const cli_opts *)o)->headless;
+}
+#define IN_LOW_PRECISION .applies = {in_low_precision, "precision", "bf16 or fp16, also when "\
+                                     "switched to mid-run"}
 
 /* Order is --help's. ckpt is the field's place in the checkpoint header:
  * version 1 holds fields 1..32, version 2 adds 33, and a new field takes
@@ -60,7 +88,8 @@ static const ns_setting table[] = {
      .help = "Post-LN blocks at the bottom under --norm mix", .flags = SETF_COMPARE, CFG(mix_k),
      .ckpt = 10},
     {.name = "dyt-alpha", .type = SET_REAL, .arg = "X", .lo = 1e-6, .hi = 100, .def = 0.5,
-     .help = "initial a of DyT norms", .flags = SETF_COMPARE, CFG(dyt_alpha), .ckpt = 11},
+     .help = "initial a of DyT norms", .flags = SETF_COMPARE, CFG(dyt_alpha), .ckpt = 11,
+     .applies = {with_dyt, "norm-kind", "dyt, also when switched to mid-run"}},
     {.name = "ln-gamma-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100, .def = 1,
      .help = "initial norm gains", .flags = SETF_COMPARE, CFG(ln_gamma_init), .ckpt = 12},
     {.name = "ln-beta-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100,
@@ -74,7 +103,10 @@ static const ns_setting table[] = {
      .help = "std of normal init and of the embeddings", .flags = SETF_COMPARE, CFG(init_std),
      .ckpt = 21},
     {.name = "lr", .type = SET_REAL, .arg = "X", .lo = 1e-9, .hi = 10, .def = 1e-3,
-     .help = "peak learning rate", .flags = SETF_COMPARE, .cmd = "lr", CFG(lr), .ckpt = 22,
+     .help = "peak learning rate; noam sets its own", .flags = SETF_COMPARE, .cmd = "lr",
+     CFG(lr), .ckpt = 22,
+     .applies = {lr_in_force, "schedule", "constant, cosine or invsqrt; noam's peak is "
+                 "d^-0.5*warmup^-0.5"},
      .live = SETL_SCALE | SETL_UNBOUNDED | SETL_REMOTE, .hook = SETH_LR,
      .mark = {.fmt = "lr %.0e"},
      .keys = {{'+', '=', "x2", "peak learning rate x2 / /2"}, {'-', '_', "x0.5", NULL}}},
@@ -105,29 +137,34 @@ static const ns_setting table[] = {
      .help = "LR after warmup; noam = d^-0.5*min(s^-0.5, s*w^-1.5)", .flags = SETF_COMPARE,
      CFG(schedule), .ckpt = 28},
     {.name = "steps", .type = SET_LONG, .arg = "N", .hi = 1e9, .def_text = "1000 headless, 0 live",
-     .help = "steps to train; 0 = until stopped", CFG(steps), .ckpt = 29},
+     .help = "steps to train; 0 = until stopped", .flags = SETF_FOLLOW, CFG(steps), .ckpt = 29},
     {.name = "precision", .type = SET_ENUM, NAMES(numfmt_names), .def = FMT_FP32,
      .help = "arithmetic format, emulated exactly; fp32 master weights", .flags = SETF_COMPARE,
      .cmd = "precision", CFG(precision), .ckpt = 15, .live = SETL_CYCLE,
      .hook = SETH_PRECISION, .mark = {.names = 1},
      .keys = {{'f', 0, "next", "next precision: fp32 bf16 fp16"}}},
     {.name = "fp32-norms", .type = SET_ONOFF, .def = 1,
-     .help = "norms, softmax and loss in fp32 (on, as autocast) or in the format",
+     .help = "bf16/fp16: norms, softmax and loss in fp32 (on, as autocast) or in the format",
      .flags = SETF_COMPARE, .cmd = "fp32-norms", CFG(fp32_norms), .ckpt = 16,
      .live = SETL_TOGGLE, .toggle = {1, 0}, .hook = SETH_FP32_NORMS,
      .mark = {.zero = "low norms", .one = "fp32 norms"},
-     .keys = {{'i', 0, "toggle", "norms, softmax and loss in fp32 / in the low format"}}},
+     .keys = {{'i', 0, "toggle", "norms, softmax and loss in fp32 / in the low format"}},
+     IN_LOW_PRECISION},
     {.name = "loss-scale", .type = SET_LOSS_SCALE, .arg = "dynamic|off|X", .lo = 1e-30, .hi = 1e30,
      .help = "loss scaling in bf16/fp16: GradScaler rule from 65536, none, or X",
      .flags = SETF_COMPARE, .cmd = "loss-scale", CFG(loss_scale), .ckpt = 17,
      .live = SETL_TOGGLE | SETL_UNBOUNDED, .toggle = {0, -1}, .hook = SETH_LOSS_SCALE,
      .mark = {.zero = "scale dyn", .neg = "scale off", .fmt = "scale %g"},
-     .keys = {{'l', 0, "toggle", "loss scaling dynamic / off (bf16, fp16)"}}},
+     .keys = {{'l', 0, "toggle", "loss scaling dynamic / off (bf16, fp16)"}},
+     IN_LOW_PRECISION},
     {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
-     .def_text = "pause live, stop headless: exit 3", .help = "on a non-finite loss or gradient",
-     CFG(on_div)},
+     .def_text = "pause live, stop headless: exit 3",
+     .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' fix",
+     CFG(on_div), .applies = {pause_resumable, "headless", "the live view; headless, a "
+                              "divergence stops the run as stop does: exit 3"}},
     {.name = "on-stall", .type = SET_ENUM, NAMES(on_stall_names), .def_text = "continue",
-     .help = "on a stall (see DIAGNOSIS in the man page): go on, or stop: exit 4", OPT(on_stall)},
+     .help = "on a stall (see DIAGNOSIS in the man page): go on, stop (exit 4), or apply the "
+             "diagnosis' fix", OPT(on_stall)},
     {.name = "snapshot-every", .type = SET_INT, .arg = "N", .hi = 1e9, .def = 50,
      .help = "keep an in-memory snapshot every N steps, 0 = none", CFG(snapshot_every), .ckpt = 18},
     {.name = "snapshots", .type = SET_INT, .arg = "K", .lo = 1, .hi = 1000, .def = 8,
@@ -148,7 +185,7 @@ static const ns_setting table[] = {
      OPT(compare)},
     {.name = "follow", .type = SET_PATH, .arg = "FILE",
      .help = "show a metrics stream (a PyTorch run's probe, a --jsonl file) instead of training",
-     OPT(follow)},
+     .flags = SETF_FOLLOW, OPT(follow)},
     {.name = "script", .type = SET_PATH, .arg = "FILE",
      .help = "apply commands at set steps: lines 'at N: CMD' or 'every N: CMD'", OPT(script)},
     {.name = "save", .type = SET_PATH, .arg = "FILE",
@@ -184,15 +221,19 @@ static const ns_setting table[] = {
     {.name = "yes", .type = SET_PRESENCE, .help = "allow a sweep of more than 10000 runs",
      OPT(yes)},
     {.name = "headless", .type = SET_PRESENCE, .help = "train without the terminal UI",
-     OPT(headless)},
+     .flags = SETF_FOLLOW, OPT(headless)},
     {.name = "ascii", .type = SET_PRESENCE,
-     .help = "live view in plain ASCII: no braille or block glyphs", OPT(ascii)},
+     .help = "live view in plain ASCII: no braille or block glyphs", .flags = SETF_FOLLOW,
+     OPT(ascii)},
     {.name = "no-color", .type = SET_PRESENCE,
-     .help = "live view without colors (as NO_COLOR=1 does)", OPT(no_color)},
+     .help = "live view without colors (as NO_COLOR=1 does)", .flags = SETF_FOLLOW,
+     OPT(no_color)},
     {.name = "bars", .type = SET_ENUM, NAMES(bars_names), .def_text = "absolute",
-     .help = "gradient bars on 1e-5..1e+2, or each run's own top decade (key v)", OPT(bars_rel)},
+     .help = "gradient bars on 1e-5..1e+2, or each run's own top decade (key v)",
+     .flags = SETF_FOLLOW, OPT(bars_rel)},
     {.name = "csv", .type = SET_PATH, .arg = "FILE",
-     .help = "write one CSV row of metrics per step (- = stdout)", OPT(csv)},
+     .help = "write one CSV row of metrics per step (- = stdout)", .flags = SETF_FOLLOW,
+     OPT(csv)},
     {.name = "jsonl", .type = SET_PATH, .arg = "FILE",
      .help = "write one JSON object of metrics per step (- = stdout)", OPT(jsonl)},
     {.name = "no-pause", .type = SET_PRESENCE,
@@ -221,7 +262,7 @@ static const ns_setting table[] = {
     {.name = "log", .type = SET_PRESENCE, .help = "--plot the loss on a log axis",
      .flags = SETF_PLOT, OPT(logy)},
     {.name = "quiet", .short_name = 'q', .type = SET_PRESENCE,
-     .help = "no progress line or summary on stderr", OPT(quiet)},
+     .help = "no progress line or summary on stderr", .flags = SETF_FOLLOW, OPT(quiet)},
     {.name = "help", .short_name = 'h', .type = SET_ACTION, .help = "show this help and exit",
      NOWHERE},
     {.name = "version", .short_name = 'V', .type = SET_ACTION, .help = "print the version and exit",
@@ -639,24 +680,42 @@ void settings_compare_names(char *buf, size_t len)
 
 /* ---- checks of loaded values ------------------------------------------- */
 
+/* A stored float of the row: finite (a NaN never passes), at least lo,
+ * and at most hi unless a command may pass it (SETL_UNBOUNDED: lr x2
+ * pressed often), compared in float as it was stored. */
+static int real_ok(const ns_setting *s, double x)
+{
+    if (!isfinite(x) || x < (float)s->lo)
+        return -1;
+    return (s->live & SETL_UNBOUNDED) || x <= (float)s->hi ? 0 : -1;
+}
+
 int settings_check(const ns_setting *s, const ns_config *c)
 {
     double x = settings_get(s, c);
-    if (x == s->def)
+    const float *b = field(s, (ns_config *)c, NULL);
+    if (x == s->def && s->type != SET_BETAS)
         return 0;
     switch (s->type) {
     case SET_INT: case SET_LONG: return x >= s->lo && x <= s->hi ? 0 : -1;
     case SET_ENUM: return x >= 0 && x < s->n_names ? 0 : -1;
     case SET_ONOFF: case SET_PRESENCE: return x == 0 || x == 1 ? 0 : -1;
     case SET_AUTO: return x >= -1 && x <= 1 ? 0 : -1;
-    case SET_REAL:
-        /* a mid-run setting may have left the flag's range (lr x2 pressed
-         * often); the others are compared in float, as they were stored */
-        if (s->cmd)
-            return 0;
-        return x >= (float)s->lo && x <= (float)s->hi ? 0 : -1;
+    case SET_REAL: return real_ok(s, x);
+    case SET_BETAS: return real_ok(s, b[0]) || real_ok(s, b[1]) ? -1 : 0;
+    case SET_LOSS_SCALE: return x == 0 || x == -1 ? 0 : real_ok(s, x);
     default: return 0;
     }
+}
+
+void settings_allowed(const ns_setting *s, char *buf, size_t len)
+{
+    int number = s->type == SET_REAL || s->type == SET_LOSS_SCALE;
+    if ((s->live & SETL_UNBOUNDED) && number)
+        snprintf(buf, len, "expected %sa number of at least %g (a float: at most %.3g)",
+                 s->type == SET_LOSS_SCALE ? "dynamic, off or " : "", s->lo, (double)FLT_MAX);
+    else
+        expected(s, buf, len);
 }
 
 void settings_label(const ns_config *c, const char *spec, char *buf, size_t len)
@@ -667,6 +726,40 @@ void settings_label(const ns_config *c, const char *spec, char *buf, size_t len)
     if (s)
         settings_format(s, c, v, sizeof v);
     snprintf(buf, len, "%.*s=%s", (int)(n < 32 ? n : 31), spec, v);
+}
+
+/* "--NAME VALUE" of the row in c, or "--NAME" for a flag without a value */
+static void flag_text(const ns_setting *s, const ns_config *c, const void *opts, char *buf,
+                      size_t len)
+{
+    char v[64] = "";
+    if (s->type == SET_PRESENCE) {
+        snprintf(buf, len, "--%s", s->name);
+        return;
+    }
+    if (s->home == SET_IN_CFG)
+        settings_format(s, c, v, sizeof v);
+    else if (s->home == SET_IN_OPTS && s->type == SET_PATH && opts)
+        snprintf(v, sizeof v, "%s", *(const char *const *)field(s, NULL, (void *)opts));
+    snprintf(buf, len, "--%s %s", s->name, v);
+}
+
+int settings_applies(const ns_setting *s, const ns_config *c, const void *opts, char *buf,
+                     size_t len)
+{
+    const setting_applies *a = &s->applies;
+    if (!a->holds || a->holds(c, opts))
+        return 0;
+    const ns_setting *u = settings_find(a->under, strlen(a->under));
+    const cli_opts *o = opts;
+    char mine[96], theirs[96];
+    flag_text(s, &o->cfg, opts, mine, sizeof mine);
+    if (u)
+        flag_text(u, c, opts, theirs, sizeof theirs);
+    else
+        snprintf(theirs, sizeof theirs, "--%s", a->under);
+    snprintf(buf, len, "%s does nothing with %s (it applies with %s)", mine, theirs, a->when);
+    return a->refuse ? 2 : 1;
 }
 
 void settings_mark(const ns_setting *s, double x, char *buf, size_t len)

@@ -22,8 +22,8 @@ trainer_snapshot *trainer_snapshot_new(void)
 {
     trainer_snapshot *s = calloc(1, sizeof *s);
     if (s) {
-        s->s.last_val = NAN;
-        s->s.last_val_b = NAN;
+        s->s.run[0].last_val = NAN;
+        s->s.run[1].last_val = NAN;
         s->s.prompt = trainer_default_prompt;
     }
     return s;
@@ -33,18 +33,28 @@ void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metr
                        const char *mark, const char *mark_b)
 {
     pt->step = a->step;
-    pt->loss = a->loss;
-    pt->val_loss = a->has_val ? a->val_loss : NAN;
+    pt->run[0].loss = a->loss;
+    pt->run[0].val_loss = a->has_val ? a->val_loss : NAN;
     pt->lr = a->lr;
     pt->nonfinite = a->nonfinite;
-    pt->loss_b = b ? b->loss : NAN;
-    pt->val_loss_b = b && b->has_val ? b->val_loss : NAN;
-    snprintf(pt->mark, sizeof pt->mark, "%s", mark ? mark : "");
-    snprintf(pt->mark_b, sizeof pt->mark_b, "%s", mark_b ? mark_b : "");
+    pt->run[1].loss = b ? b->loss : NAN;
+    pt->run[1].val_loss = b && b->has_val ? b->val_loss : NAN;
+    snprintf(pt->run[0].mark, sizeof pt->run[0].mark, "%s", mark ? mark : "");
+    snprintf(pt->run[1].mark, sizeof pt->run[1].mark, "%s", mark_b ? mark_b : "");
+}
+
+const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d)
+{
+    for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
+        for (int i = 0; i < d->n; i++)
+            if ((int)d->f[i].kind == kind && d->f[i].fix[0])
+                return &d->f[i];
+    return NULL;
 }
 
 int trainer_ended_diverged(const trainer_status *s)
 {
     return s->state == TRAINER_DIVERGED ||
-           (s->have_metrics && (s->last.nonfinite || (s->compare && s->last_b.nonfinite)));
+           (s->have_metrics && (s->run[0].last.nonfinite || s->run[0].last.exploded ||
+                                (s->compare && (s->run[1].last.nonfinite || s->run[1].last.exploded))));
 }

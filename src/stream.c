@@ -133,7 +133,7 @@ static void reset_run(stream_reader *r)
     s->hist_first = s->hist_total;
     s->have_metrics = s->have_loss = 0;
     s->steps_done = 0;
-    s->last_val = NAN;
+    s->run[0].last_val = NAN;
     s->last_val_step = 0;
     s->state = TRAINER_RUNNING;
     s->seq++;
@@ -180,7 +180,7 @@ static void set_layers(stream_reader *r, int n)
     }
     r->sum.n_layer = n;
     r->snap->s.n_layer = n;
-    r->snap->s.cfg.n_layer = n;
+    r->snap->s.run[0].cfg.n_layer = n;
     r->snap->s.seq++;
 }
 
@@ -238,10 +238,10 @@ stream_reader *stream_open(const char *path)
     tail_sink sink = {tail_line, tail_said, r};
     tail_init(&r->tl, path, STREAM_LINE_MAX, &sink);
     trainer_status *s = &r->snap->s;
-    settings_defaults(&s->cfg);
-    s->cfg.n_layer = 0;
+    settings_defaults(&s->run[0].cfg);
+    s->run[0].cfg.n_layer = 0;
     s->state = TRAINER_RUNNING;
-    s->last_val = NAN;
+    s->run[0].last_val = NAN;
     s->prompt = "";
     r->sum.last_val = NAN;
     r->run_fault_layer = -1;
@@ -523,7 +523,7 @@ static void header_line(stream_reader *r)
     /* the format's dtype names torch's; the lab's precision names ours */
     int f = numfmt_parse(!strcmp(w->dtype, "bfloat16") ? "bf16"
                          : !strcmp(w->dtype, "float16") ? "fp16" : "fp32");
-    r->snap->s.cfg.precision = f >= 0 ? (numfmt)f : FMT_FP32;
+    r->snap->s.run[0].cfg.precision = f >= 0 ? (numfmt)f : FMT_FP32;
     add_event(r, 0, NS_EV_INFO, "stream: %s %s, %d layers, world size %d, %s",
               u->source[0] ? u->source : "?", u->model[0] ? u->model : "model", n,
               u->world_size, u->dtype[0] ? u->dtype : "float32");
@@ -608,7 +608,7 @@ static void settings_change(stream_reader *r, long step, const char *name, char 
 static void apply_settings(stream_reader *r, long step)
 {
     row_state *w = &r->row;
-    ns_config *cfg = &r->snap->s.cfg;
+    ns_config *cfg = &r->snap->s.run[0].cfg;
     settings_change(r, step, "norm", r->cur_norm, w->norm);
     settings_change(r, step, "norm_kind", r->cur_kind, w->norm_kind);
     settings_change(r, step, "precision", r->cur_prec, w->precision);
@@ -633,7 +633,7 @@ static void push_point(stream_reader *r, const step_metrics *m)
     trainer_point_set(&p->hist[i], m, NULL, r->mark, NULL);
     r->mark[0] = 0;
     for (int l = 0; l < m->n_layer; l++) {
-        p->heat[i][l] = metrics_layer_gnorm(&m->layer[l]);
+        p->run[0].heat[i][l] = metrics_layer_gnorm(&m->layer[l]);
         r->rows[(size_t)i * (size_t)r->n_alloc + (size_t)l] = m->layer[l];
     }
     step_extra *x = &r->extra[i];
@@ -649,14 +649,14 @@ static void update_status(stream_reader *r, const step_metrics *m)
     trainer_status *s = &r->snap->s;
     s->steps_done = m->step;
     s->have_metrics = 1;
-    s->last = *m;
+    s->run[0].last = *m;
     s->have_loss = 1;
-    s->loss = m->loss;
+    s->run[0].loss = m->loss;
     if (m->has_val) {
-        s->last_val = m->val_loss;
+        s->run[0].last_val = m->val_loss;
         s->last_val_step = m->step;
     }
-    s->lr_next = s->lr_peak = m->lr;
+    s->run[0].lr_next = s->run[0].lr_peak = m->lr;
     s->state = m->nonfinite ? TRAINER_DIVERGED : r->paused ? TRAINER_PAUSED : TRAINER_RUNNING;
     s->seq++;
 }
@@ -806,7 +806,7 @@ static void step_line(stream_reader *r)
                   : !strcmp(w->loss_nonfinite, "-inf") ? -INFINITY : NAN;
     m->nonfinite = (w->has_loss && w->loss_null) || w->loss_nonfinite[0] || m->fault[0] ||
                    (w->has_loss && !isfinite(m->loss));
-    int was_nonfinite = r->snap->s.have_metrics && r->snap->s.last.nonfinite;
+    int was_nonfinite = r->snap->s.have_metrics && r->snap->s.run[0].last.nonfinite;
     apply_settings(r, m->step);
     if (!metrics_known(m, METRICS_COL_PREC) && u->have_header && u->dtype[0])
         m->unknown &= ~(1u << METRICS_COL_PREC); /* the header's dtype says it */
@@ -943,11 +943,11 @@ void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst)
     long i = at % TRAINER_HIST;
     const trainer_point *pt = &r->snap->hist[i];
     const step_extra *x = &r->extra[i];
-    step_metrics *m = &s->last;
+    step_metrics *m = &s->run[0].last;
     m->step = pt->step;
-    m->loss = pt->loss;
-    m->has_val = !isnan(pt->val_loss);
-    m->val_loss = pt->val_loss;
+    m->loss = pt->run[0].loss;
+    m->has_val = !isnan(pt->run[0].val_loss);
+    m->val_loss = pt->run[0].val_loss;
     m->lr = pt->lr;
     m->nonfinite = pt->nonfinite;
     m->grad_norm = x->grad_norm;
@@ -958,8 +958,8 @@ void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst)
     for (int l = 0; l < L; l++)
         m->layer[l] = r->rows[(size_t)i * (size_t)r->n_alloc + (size_t)l];
     s->steps_done = pt->step;
-    s->loss = pt->loss;
-    s->lr_next = s->lr_peak = pt->lr;
+    s->run[0].loss = pt->run[0].loss;
+    s->run[0].lr_next = s->run[0].lr_peak = pt->lr;
     s->state = pt->nonfinite ? TRAINER_DIVERGED : s->state == TRAINER_DIVERGED ? TRAINER_RUNNING
                                                                                : s->state;
 }

@@ -75,6 +75,8 @@ typedef struct {
     double val;      /* the validation losses of the last K steps, else the last */
     int has_val;
     long div_step;   /* first non-finite loss or (unskipped) gradient; 0 = none */
+    long blown_step; /* the last row's state is "exploded": the run stopped at a
+                        finite blow-up (--on-diverge stop) at this step; 0 = none */
     double ratio_first, ratio_last; /* block 0 / top block gradient norm */
 } sweep_summary;
 

@@ -24,7 +24,7 @@
 
 /* Column positions in a run's CSV header (metrics.c). */
 typedef struct {
-    int step, loss, val, gnorm, skipped, n;
+    int step, loss, val, gnorm, skipped, state, n; /* state: -1 in older CSVs */
     int g0[3], gtop[3]; /* grad_attn, grad_ffn, grad_ln of layer 0 and L-1 */
 } step_cols;
 
@@ -47,6 +47,7 @@ static char **step_header(char *line, step_cols *h)
     h->val = csv_find(f, h->n, "val_loss");
     h->gnorm = csv_find(f, h->n, "grad_norm");
     h->skipped = csv_find(f, h->n, "skipped");
+    h->state = csv_find(f, h->n, "state");
     for (int i = 0; i < h->n; i++) {
         int layer, off;
         if (sscanf(f[i], "l%d_%n", &layer, &off) == 1 && off > 0)
@@ -103,6 +104,7 @@ static void summary_row(sweep_summary *s, summary_acc *acc, char **fl, const ste
     s->ratio_last = grad_ratio(fl, h);
     if (!s->div_step && (!isfinite(loss) || (!isfinite(gn) && !skipped)))
         s->div_step = step;
+    s->blown_step = h->state >= 0 && !strcmp(fl[h->state], "exploded") ? step : 0;
     acc->loss[acc->rows++ % SWEEP_LAST_K] = loss;
     if (*fl[h->val]) {
         acc->val[acc->vals % SWEEP_LAST_K] = csv_num(fl[h->val]);
@@ -160,7 +162,9 @@ const char *sweep_summary_status(const sweep_summary *s, long steps)
 {
     if (s->div_step)
         return "diverged";
-    return s->last_step >= steps ? "ok" : NULL;
+    /* a run stopped at its finite blow-up ran what it could: its row says
+     * exploded (sweep_results_row) */
+    return s->last_step >= steps || s->blown_step ? "ok" : NULL;
 }
 
 /* ---- DIR/results.csv ----------------------------------------------------- */
@@ -225,7 +229,8 @@ size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
         double final = s->has_val ? s->val : s->train;
         /* exploded: a finite blow-up, not the plateau; stalled: the plateau
          * rule (see SWEEPS in normscope(1)) */
-        int exploded = !s->div_step && isfinite(final) && final > s->first_loss;
+        int exploded = !s->div_step &&
+                       (s->blown_step || (isfinite(final) && final > s->first_loss));
         snprintf(num[0], 32, "%ld", s->last_step);
         fmt_num(num[1], 32, s->train);
         if (s->has_val)

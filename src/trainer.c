@@ -81,8 +81,6 @@ struct trainer {
     trainer_state state;
     long limit;
     long budget; /* steps still to take while paused (n presses) */
-    long engine_events_seen;
-    long engine_events_seen_b; /* the twin's */
     int sync;            /* run by trainer_run on the caller's thread */
     long reported[2];    /* events of a and b written to o.log so far */
     double log_t0, last_print; /* the progress line's clock */
@@ -90,19 +88,21 @@ struct trainer {
     long diverged_steps;
     int write_failed;
     unsigned long applied; /* commands applied so far (a script's show up) */
-    char mark[TRAINER_MARK]; /* marker label for the next step's point */
     char ask[NS_CMD_TEXT];   /* a script pause's prompt (trainer_status.ask) */
     long ask_step;
     unsigned ask_seq;
-    char mark_b[TRAINER_MARK]; /* the same on run b's curve */
     unsigned mark_bits[2];   /* a's and b's: what the label names (mark_for) */
-    step_metrics m;
-    step_metrics mb; /* the twin's latest step (o.twin) */
-    float last_val_b;
+    long joined;             /* trainer_status.joined */
+    /* run a at [0], the twin b (o.twin) at [1] */
+    struct {
+        step_metrics m;          /* the latest step */
+        float loss;              /* at the step the run is at (trainer_status) */
+        float last_val;
+        char mark[TRAINER_MARK]; /* marker label for the next step's point */
+        long events_seen;        /* the engine's events pulled so far */
+    } run[2];
     int have_metrics;
-    int have_loss; /* loss, loss_b: at the step the run is at (trainer_status) */
-    float loss, loss_b;
-    float last_val;
+    int have_loss; /* run[].loss is set */
     long last_val_step;
     double rate, rate_t0;
     long rate_s0;
@@ -115,6 +115,11 @@ struct trainer {
     unsigned generation;
     run_diag *rd;    /* [2]: the diagnosis of run a and of the twin b */
     int stall_stopped; /* --on-stall stop ended the run (headless) */
+    int fixes;         /* fixes applied (TRAINER_FIX_MAX at most) */
+    const char *fix_due; /* --on-diverge/--on-stall fix: apply one after this
+                            step's report; the flag that asked */
+    int fixed_row;     /* the next step's rows say "fixed" */
+    int in_script;     /* applying a --script command (apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
 };
@@ -163,7 +168,7 @@ static void summary_num(int have, float x, char *buf, size_t n)
 
 void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
 {
-    summary_num(s->have_loss, b ? s->loss_b : s->loss, buf, n);
+    summary_num(s->have_loss, s->run[b].loss, buf, n);
 }
 
 /* The program before any model: code and data of the binary and its
@@ -214,32 +219,42 @@ static void keep_ghost(trainer_snapshot *p, long drop)
         return;
     s->ghost_first = p->hist[from % TRAINER_HIST].step;
     for (long i = from; i < total; i++, s->ghost_n++) {
-        p->ghost[s->ghost_n] = p->hist[i % TRAINER_HIST].loss;
-        p->ghost_b[s->ghost_n] = p->hist[i % TRAINER_HIST].loss_b;
+        p->run[0].ghost[s->ghost_n] = p->hist[i % TRAINER_HIST].run[0].loss;
+        p->run[1].ghost[s->ghost_n] = p->hist[i % TRAINER_HIST].run[1].loss;
     }
 }
 
 /* Bring the published header up to date; apply a pending cut of the
  * history. slock held. */
+/* Run r's part of the status, from its engine e and the trainer's copy of
+ * its latest step */
+static void fill_run(const trainer *t, trainer_status *s, int r, const engine *e)
+{
+    trainer_run_status *rs = &s->run[r];
+    rs->last = t->run[r].m;
+    rs->loss = t->run[r].loss;
+    rs->last_val = t->run[r].last_val;
+    rs->cfg = *engine_config(e);
+    rs->warmup_on = engine_warmup_on(e);
+    rs->lr_peak = engine_current_peak(e);
+    rs->lr_next = engine_current_lr(e);
+}
+
+static void cut_history(trainer *t, trainer_snapshot *p);
+
 static void fill_status(trainer *t, trainer_snapshot *p)
 {
     trainer_status *s = &p->s;
     const ns_config *c = engine_config(t->e);
-    s->state = t->state == TRAINER_RUNNING && t->m.stalled ? TRAINER_STALLED : t->state;
+    s->state = t->state == TRAINER_RUNNING && t->run[0].m.stalled ? TRAINER_STALLED : t->state;
     s->diag[0] = t->rd[0].view;
     s->diag[1] = t->rd[1].view;
     s->steps_done = engine_steps_done(t->e);
     s->have_metrics = t->have_metrics;
-    s->last = t->m;
     s->have_loss = t->have_loss;
-    s->loss = t->loss;
-    s->loss_b = t->loss_b;
-    s->last_val = t->last_val;
     s->last_val_step = t->last_val_step;
-    s->cfg = *c;
-    s->warmup_on = engine_warmup_on(t->e);
-    s->lr_peak = engine_current_peak(t->e);
-    s->lr_next = engine_current_lr(t->e);
+    s->run[1].loss = t->run[1].loss; /* NaN without a twin */
+    fill_run(t, s, 0, t->e);
     s->steps_per_s = t->state == TRAINER_RUNNING ? t->rate : 0.0;
     /* the twin's share counts when it steps beside a */
     s->threads = engine_threads(t->e) + (t->o.twin && t->o.pair ? engine_threads(t->o.twin) : 0);
@@ -259,19 +274,15 @@ static void fill_status(trainer *t, trainer_snapshot *p)
     s->ask_step = t->ask_step;
     s->ask_seq = t->ask_seq;
     s->stall_stopped = t->stall_stopped;
+    s->fixes = t->fixes;
     if (t->o.twin) {
-        engine *b = t->o.twin;
-        s->last_b = t->mb;
-        s->last_val_b = t->last_val_b;
-        s->cfg_b = *engine_config(b);
-        s->warmup_on_b = engine_warmup_on(b);
-        s->lr_peak_b = engine_current_peak(b);
-        s->lr_next_b = engine_current_lr(b);
+        fill_run(t, s, 1, t->o.twin);
         /* from each run's state now, never from the --compare words */
-        twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
-        twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
-        twin_label("a", ra, rb, s->label_a, sizeof s->label_a);
-        twin_label("b", rb, ra, s->label_b, sizeof s->label_b);
+        s->joined = t->joined;
+        twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined};
+        twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined};
+        twin_label("a", ra, rb, s->run[0].label, sizeof s->run[0].label);
+        twin_label("b", rb, ra, s->run[1].label, sizeof s->run[1].label);
     }
     if (t->hist_reset) {
         s->hist_total = 0;
@@ -280,28 +291,34 @@ static void fill_status(trainer *t, trainer_snapshot *p)
         s->ghost_seq++;
         t->hist_reset = 0;
     }
-    if (t->hist_cut >= 0) {
-        /* points are consecutive steps, so the ones after the cut are the
-         * newest (last - cut) of them. Their ring slots held the oldest
-         * points of the full ring, which stay lost: the window now starts
-         * after those. */
-        if (s->hist_total > 0) {
-            long last = p->hist[(s->hist_total - 1) % TRAINER_HIST].step;
-            long drop = last - t->hist_cut;
-            if (drop > 0) {
-                keep_ghost(p, drop);
-                long lost = s->hist_total - TRAINER_HIST;
-                s->hist_total = drop >= s->hist_total ? 0 : s->hist_total - drop;
-                if (lost > s->hist_first)
-                    s->hist_first = lost;
-                if (s->hist_first > s->hist_total)
-                    s->hist_first = s->hist_total;
-            }
-        }
-        t->hist_cut = -1;
-    }
+    if (t->hist_cut >= 0)
+        cut_history(t, p);
     /* a front end's incremental copy is only valid within one generation */
     s->generation = t->generation;
+}
+
+/* After a rewind to step t->hist_cut: the points after it go (to the
+ * ghost, which keeps the abandoned curve). Points are consecutive steps,
+ * so the ones after the cut are the newest (last - cut) of them. Their
+ * ring slots held the oldest points of the full ring, which stay lost:
+ * the window now starts after those. */
+static void cut_history(trainer *t, trainer_snapshot *p)
+{
+    trainer_status *s = &p->s;
+    if (s->hist_total > 0) {
+        long last = p->hist[(s->hist_total - 1) % TRAINER_HIST].step;
+        long drop = last - t->hist_cut;
+        if (drop > 0) {
+            keep_ghost(p, drop);
+            long lost = s->hist_total - TRAINER_HIST;
+            s->hist_total = drop >= s->hist_total ? 0 : s->hist_total - drop;
+            if (lost > s->hist_first)
+                s->hist_first = lost;
+            if (s->hist_first > s->hist_total)
+                s->hist_first = s->hist_total;
+        }
+    }
+    t->hist_cut = -1;
 }
 
 static void publish_end(trainer *t)
@@ -322,20 +339,20 @@ static void publish_status(trainer *t)
 /* Publish the header and append the step just taken to the history. */
 static void publish_step(trainer *t)
 {
-    const step_metrics *m = &t->m;
+    const step_metrics *m = &t->run[0].m;
     pthread_mutex_lock(&t->slock);
     trainer_snapshot *p = t->pub;
     fill_status(t, p);
     long i = p->s.hist_total % TRAINER_HIST;
-    trainer_point_set(&p->hist[i], m, t->o.twin ? &t->mb : NULL, t->mark, t->mark_b);
+    trainer_point_set(&p->hist[i], m, t->o.twin ? &t->run[1].m : NULL, t->run[0].mark, t->run[1].mark);
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
-        p->heat[i][l] = metrics_layer_gnorm(&m->layer[l]);
-        p->heat_b[i][l] = t->o.twin ? metrics_layer_gnorm(&t->mb.layer[l]) : 0.0f;
+        p->run[0].heat[i][l] = metrics_layer_gnorm(&m->layer[l]);
+        p->run[1].heat[i][l] = t->o.twin ? metrics_layer_gnorm(&t->run[1].m.layer[l]) : 0.0f;
     }
     p->s.hist_total++;
     publish_end(t);
-    t->mark[0] = 0;
-    t->mark_b[0] = 0;
+    t->run[0].mark[0] = 0;
+    t->run[1].mark[0] = 0;
     t->mark_bits[0] = t->mark_bits[1] = 0;
 }
 
@@ -384,9 +401,9 @@ static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefi
 /* Both runs' new lines; with a twin each names its run. */
 static void pull_engine_events(trainer *t)
 {
-    pull_run_events(t, t->e, &t->engine_events_seen, t->o.twin ? "a: " : "");
+    pull_run_events(t, t->e, &t->run[0].events_seen, t->o.twin ? "a: " : "");
     if (t->o.twin)
-        pull_run_events(t, t->o.twin, &t->engine_events_seen_b, "b: ");
+        pull_run_events(t, t->o.twin, &t->run[1].events_seen, "b: ");
 }
 
 /* Label the next step's point (mark: a run's TRAINER_MARK buffer):
@@ -404,6 +421,19 @@ static void add_mark(char *mark, const char *label)
         n = room;
     memcpy(mark + used, label, n);
     mark[used + n] = 0;
+}
+
+/* Runs there are: a, and b with a twin. */
+static int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
+
+/* A run's metrics (1 = b). */
+static step_metrics *run_metrics(trainer *t, int run) { return &t->run[run].m; }
+
+/* What names a run's lines, as its engine events are named: "b: ", and
+ * "a: " beside a twin; "" alone. */
+static const char *run_prefix(const trainer *t, int run)
+{
+    return !t->o.twin ? "" : run ? "b: " : "a: ";
 }
 
 /* ---- commands (trainer thread, between steps) -------------------------- */
@@ -463,7 +493,7 @@ static void pause_ask(trainer *t, const ns_command *c)
 
 /* What a run's marker names (mark_bits): a re-init, a rewind, and each
  * mid-run setting by its hook, in the hooks' order. */
-enum { MARK_REINIT = 1u << 0, MARK_REWIND = 1u << 1, MARK_HOOK0 = 2 };
+enum { MARK_REINIT = 1u << 0, MARK_REWIND = 1u << 1, MARK_FIX = 1u << 2, MARK_HOOK0 = 3 };
 _Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
 
 /* The chart marker of the changes before the next step on one run's curve
@@ -474,7 +504,7 @@ _Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
 static void mark_for(trainer *t, int run, const ns_command *c)
 {
     const engine *e = run ? t->o.twin : t->e;
-    char *mark = run ? t->mark_b : t->mark;
+    char *mark = t->run[run].mark;
     const ns_setting *row = command_row(c);
     unsigned *bits = &t->mark_bits[run];
     if (c->kind == CMD_REINIT)
@@ -484,6 +514,8 @@ static void mark_for(trainer *t, int run, const ns_command *c)
     else if (row && row->hook != SETH_NONE)
         *bits |= 1u << (MARK_HOOK0 + row->hook);
     mark[0] = 0;
+    if (*bits & MARK_FIX)
+        add_mark(mark, "fix");
     if (*bits & MARK_REINIT)
         add_mark(mark, "reinit");
     if (*bits & MARK_REWIND)
@@ -508,8 +540,8 @@ static void rewound_to(trainer *t, long to)
     t->have_loss = 0;
     int val_gone = t->last_val_step > to;
     if (val_gone) {
-        t->last_val = NAN;
-        t->last_val_b = NAN; /* found below with a's: the runs validate together */
+        t->run[0].last_val = NAN;
+        t->run[1].last_val = NAN; /* found below with a's: the runs validate together */
         t->last_val_step = 0;
     }
     if (t->hist_reset)
@@ -524,14 +556,14 @@ static void rewound_to(trainer *t, long to)
         if (i >= first && i < total && p->hist[i % TRAINER_HIST].step == to) {
             const trainer_point *pt = &p->hist[i % TRAINER_HIST];
             t->have_loss = 1;
-            t->loss = pt->loss;
-            t->loss_b = pt->loss_b;
+            t->run[0].loss = pt->run[0].loss;
+            t->run[1].loss = pt->run[1].loss;
         }
         for (; val_gone && i >= first && i < total; i--) {
             const trainer_point *pt = &p->hist[i % TRAINER_HIST];
-            if (!isnan(pt->val_loss)) {
-                t->last_val = pt->val_loss;
-                t->last_val_b = pt->val_loss_b;
+            if (!isnan(pt->run[0].val_loss)) {
+                t->run[0].last_val = pt->run[0].val_loss;
+                t->run[1].last_val = pt->run[1].val_loss;
                 t->last_val_step = pt->step;
                 break;
             }
@@ -547,14 +579,14 @@ static void reinited(trainer *t)
     t->hist_reset = 1;
     t->have_metrics = 0;
     t->have_loss = 0;
-    memset(&t->m, 0, sizeof t->m);
-    memset(&t->mb, 0, sizeof t->mb);
-    t->last_val = NAN;
-    t->last_val_b = NAN;
+    memset(&t->run[0].m, 0, sizeof t->run[0].m);
+    memset(&t->run[1].m, 0, sizeof t->run[1].m);
+    t->run[0].last_val = NAN;
+    t->run[1].last_val = NAN;
     t->last_val_step = 0;
     t->diverged_run = -1;
-    t->mark[0] = 0;
-    t->mark_b[0] = 0;
+    t->run[0].mark[0] = 0;
+    t->run[1].mark[0] = 0;
     t->mark_bits[0] = t->mark_bits[1] = 0;
     t->budget = 0;
     /* a diverged or finished run starts over; a paused one stays paused */
@@ -584,12 +616,32 @@ static int is_flow(const ns_command *c)
            c->kind == CMD_STEP || c->kind == CMD_STOP;
 }
 
+static void apply_fix(trainer *t, const char *how);
+
+/* Since when the runs' settings are the same (trainer_status.joined): a
+ * change that made them equal starts it, one that split them ends it; a
+ * rewind before it brings it back to the snapshot's step. */
+static void joined_after(trainer *t, long step)
+{
+    twin_run ra = {engine_config(t->e), engine_warmup_on(t->e), engine_current_peak(t->e), 0};
+    twin_run rb = {engine_config(t->o.twin), engine_warmup_on(t->o.twin),
+                   engine_current_peak(t->o.twin), 0};
+    if (twin_differ(ra, rb))
+        t->joined = 0;
+    else if (t->joined == 0 || t->joined > step)
+        t->joined = step;
+}
+
 /* target: the run(s) a settings command acts on under --compare (twin.h). */
 static void apply_command(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;
     long before = engine_steps_done(e);
     t->applied++;
+    if (c->kind == CMD_FIX) {
+        apply_fix(t, t->in_script ? "the script" : "the a key");
+        return;
+    }
     if (t->sync && is_flow(c)) {
         apply_flow_sync(t, c);
         return;
@@ -620,11 +672,17 @@ static void apply_command(trainer *t, const ns_command *c, int target)
         break;
     }
     twin_target tg = (twin_target)target;
+    long ev_a = engine_event_count(e), ev_b = t->o.twin ? engine_event_count(t->o.twin) : 0;
     int r = twin_apply(e, t->o.twin, c, tg);
-    long ev_before = t->engine_events_seen + t->engine_events_seen_b;
+    /* a setting marks the runs it changed: the engine logs a change and
+     * stays silent on a no-op ("kind rmsnorm" on a run already on RMSNorm,
+     * which under both a lesson's command also reaches) */
+    int moved_a = c->kind != CMD_SETTING || engine_event_count(e) > ev_a;
+    int moved_b = c->kind != CMD_SETTING || (t->o.twin && engine_event_count(t->o.twin) > ev_b);
+    long ev_before = t->run[0].events_seen + t->run[1].events_seen;
     pull_engine_events(t);
     if (r == CMD_FAILED) {
-        if (t->engine_events_seen + t->engine_events_seen_b == ev_before)
+        if (t->run[0].events_seen + t->run[1].events_seen == ev_before)
             add_event(t, NS_EV_REFUSED, -1, "command %d could not be applied", (int)c->kind);
         return;
     }
@@ -642,29 +700,134 @@ static void apply_command(trainer *t, const ns_command *c, int target)
          * the loss shown is the snapshot's step's again */
         rewound_to(t, after);
         /* the layer panel shows the snapshot's step, not the abandoned one */
-        t->have_metrics = engine_last_metrics(e, &t->m) &&
-                          (!t->o.twin || engine_last_metrics(t->o.twin, &t->mb));
+        t->have_metrics = engine_last_metrics(e, &t->run[0].m) &&
+                          (!t->o.twin || engine_last_metrics(t->o.twin, &t->run[1].m));
         t->generation++;
         t->hist_cut = after;
         /* a new episode: the marks and the D panel wait for their next finding */
         memset(&t->rd[0].view, 0, sizeof t->rd[0].view);
         memset(&t->rd[1].view, 0, sizeof t->rd[1].view);
-        t->mark[0] = 0;
-        t->mark_b[0] = 0;
+        t->run[0].mark[0] = 0;
+        t->run[1].mark[0] = 0;
         t->mark_bits[0] = t->mark_bits[1] = 0;
         if (t->state == TRAINER_DIVERGED)
             set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
     }
-    if (twin_acts_on(c, tg, 0) || !t->o.twin)
+    if (t->o.twin)
+        joined_after(t, after);
+    if ((twin_acts_on(c, tg, 0) || !t->o.twin) && moved_a)
         mark_for(t, 0, c);
-    if (t->o.twin && twin_acts_on(c, tg, 1))
+    if (t->o.twin && twin_acts_on(c, tg, 1) && moved_b)
         mark_for(t, 1, c);
+}
+
+/* ---- the diagnosis' fix (the a key, --on-diverge fix) ------------------- */
+
+/* The finding whose fix applies (trainer_diagnosis_fix), and its run:
+ * the run that diverged first, else a before b. NULL for none. */
+static const diag_finding *fix_finding(const trainer *t, int *run)
+{
+    int order[2] = {t->diverged_run == 1 ? 1 : 0, t->diverged_run == 1 ? 0 : 1};
+    for (int k = 0; k < n_runs(t); k++) {
+        const diag_finding *f = trainer_diagnosis_fix(&t->rd[order[k]].view);
+        if (f) {
+            *run = order[k];
+            return f;
+        }
+    }
+    return NULL;
+}
+
+/* Go back as the fix says: a rewind to the newest snapshot at or before
+ * its step (a re-init when there is none that old), a re-init, or
+ * nothing. Returns the step the run is at then. */
+static long fix_go_back(trainer *t, const diag_finding *f)
+{
+    long before = engine_steps_done(t->e);
+    ns_command c;
+    if (f->fix_from == DIAG_FROM_SNAPSHOT) {
+        c = command_make(CMD_REWIND);
+        c.v.type = CMDV_REAL;
+        c.v.u.x = (double)(f->fix_before > 0 ? f->fix_before : 0);
+        apply_command(t, &c, TWIN_BOTH);
+        if (engine_steps_done(t->e) < before || before == 0)
+            return engine_steps_done(t->e);
+    }
+    if (f->fix_from != DIAG_FROM_HERE && before > 0) {
+        c = command_make(CMD_REINIT);
+        apply_command(t, &c, TWIN_BOTH);
+    }
+    return engine_steps_done(t->e);
+}
+
+/* Run a fix's commands (';'-separated script commands) on target, as
+ * keys are run. */
+static void fix_commands(trainer *t, const char *fix, int target)
+{
+    char list[DIAG_FIX_TEXT], *save = NULL;
+    snprintf(list, sizeof list, "%s", fix);
+    for (char *w = strtok_r(list, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
+        ns_command c;
+        char err[128];
+        while (*w == ' ')
+            w++;
+        if (command_parse(w, &c, err, sizeof err) == 0)
+            apply_command(t, &c, target);
+    }
+}
+
+/* Apply the diagnosis' first next step (diag_finding.fix): go back, run
+ * its commands on its run, note it (the log, a "fix" mark, the next row's
+ * state "fixed") and train on; at most TRAINER_FIX_MAX times, then the run
+ * stops with its diagnosis. how: what asked for it, for the log. */
+static void apply_fix(trainer *t, const char *how)
+{
+    int run = 0;
+    const diag_finding *found = fix_finding(t, &run);
+    if (!found) {
+        engine_note(t->e, "fix (%s): no finding names a next step to apply", how);
+        pull_engine_events(t);
+        if (t->diverged_run >= 0 && strcmp(how, "--on-diverge fix") == 0) {
+            set_state(t, TRAINER_DIVERGED); /* nothing to fix it with: as stop */
+            t->budget = 0;
+        }
+        return;
+    }
+    if (t->fixes >= TRAINER_FIX_MAX) {
+        int stall = strcmp(how, "--on-stall fix") == 0; /* a stall is no divergence */
+        engine_note(t->e, "fix (%s): %d applied already, the most; %s", how, t->fixes,
+                    stall ? "the run goes on" : "stopping with the diagnosis");
+        pull_engine_events(t);
+        if (!stall) {
+            set_state(t, TRAINER_DIVERGED);
+            t->budget = 0;
+        }
+        return;
+    }
+    diag_finding f = *found; /* a rewind clears the episode's list */
+    long from = engine_steps_done(t->e);
+    long at = fix_go_back(t, &f);
+    int target = !t->o.twin ? TWIN_BOTH : run ? TWIN_B : TWIN_A;
+    t->mark_bits[run] |= MARK_FIX; /* the commands' marks name it first */
+    fix_commands(t, f.fix, target);
+    t->fixes++;
+    t->fixed_row = 1;
+    engine_note(t->e, "fix %d of %d (%s): %s%s step %ld, then %s (cause: %s at step %ld)",
+                t->fixes, TRAINER_FIX_MAX, how, run_prefix(t, run),
+                at < from ? "went back to" : "stayed at", at, f.fix, diag_rule_name(f.rule), f.step);
+    pull_engine_events(t);
+    if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)
+        set_state(t, TRAINER_RUNNING);
+    t->budget = 0;
 }
 
 /* Script commands are applied exactly as keys are. */
 static void script_cmd(void *ctx, const ns_command *c, int target)
 {
-    apply_command(ctx, c, target);
+    trainer *t = ctx;
+    t->in_script = 1; /* for the log: who asked for a fix */
+    apply_command(t, c, target);
+    t->in_script = 0;
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */
@@ -687,9 +850,9 @@ static void take_sample(trainer *t, double now)
  * when both were finite. The one place this is decided. */
 static int diverged_run_of(const step_metrics *a, const step_metrics *b)
 {
-    if (a->nonfinite)
+    if (a->nonfinite || a->exploded)
         return 0;
-    return b && b->nonfinite ? 1 : -1;
+    return b && (b->nonfinite || b->exploded) ? 1 : -1;
 }
 
 /* The step's CSV row and JSONL line(s), flushed. A failed write (a full disk) is
@@ -697,21 +860,21 @@ static int diverged_run_of(const step_metrics *a, const step_metrics *b)
  * committed, and a headless run stops (no one would see the rest). */
 static void write_rows(trainer *t)
 {
-    const step_metrics *b = t->o.twin ? &t->mb : NULL;
+    const step_metrics *b = t->o.twin ? &t->run[1].m : NULL;
     FILE *csv = t->o.csv ? t->o.csv->f : NULL, *js = t->o.jsonl ? t->o.jsonl->f : NULL;
     if (csv) {
-        metrics_csv_fields(csv, &t->m);
+        metrics_csv_fields(csv, &t->run[0].m);
         if (b) {
             fputc(',', csv);
             metrics_csv_fields(csv, b);
         }
-        metrics_csv_state_fields(csv, &t->m);
+        metrics_csv_state_fields(csv, &t->run[0].m);
         if (b)
             metrics_csv_state_fields(csv, b);
         fputc('\n', csv);
     }
     if (js) {
-        metrics_jsonl_run(js, &t->m, b ? "a" : NULL);
+        metrics_jsonl_run(js, &t->run[0].m, b ? "a" : NULL);
         if (b)
             metrics_jsonl_run(js, b, "b");
     }
@@ -747,14 +910,14 @@ static void write_csv_header(trainer *t)
 /* The headless progress line, redrawn at most every 0.1 s and at the end. */
 static void print_progress(trainer *t)
 {
-    const step_metrics *m = &t->m;
+    const step_metrics *m = &t->run[0].m;
     double now = nstime_now();
     if (!t->o.log || !t->o.progress || (now - t->last_print <= 0.1 && m->step != t->limit))
         return;
     double rate = t->run_steps / (now - t->log_t0);
     double eta = rate > 0 ? (t->limit - m->step) / rate : 0;
     fprintf(t->o.log, "\rstep %ld/%ld  loss %.4f  val %.4f  %.1f steps/s  ETA %d:%02d   ", m->step,
-            t->limit, (double)m->loss, (double)t->last_val, rate, (int)eta / 60, (int)eta % 60);
+            t->limit, (double)m->loss, (double)t->run[0].last_val, rate, (int)eta / 60, (int)eta % 60);
     t->last_print = now;
 }
 
@@ -776,19 +939,6 @@ static void report_events(trainer *t)
 
 /* ---- each run's diagnosis (diagnose.c), each step ------------------------ */
 
-/* Runs there are: a, and b with a twin. */
-static int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
-
-/* A run's metrics (1 = b). */
-static step_metrics *run_metrics(trainer *t, int run) { return run ? &t->mb : &t->m; }
-
-/* What names a run's lines, as its engine events are named: "b: ", and
- * "a: " beside a twin; "" alone. */
-static const char *run_prefix(const trainer *t, int run)
-{
-    return !t->o.twin ? "" : run ? "b: " : "a: ";
-}
-
 /* The step's findings, kept until reported; the stalled mark on each row. */
 static void diagnosis_observe(trainer *t)
 {
@@ -797,7 +947,21 @@ static void diagnosis_observe(trainer *t)
         step_metrics *m = run_metrics(t, r);
         d->n_found = diag_observe(&d->d, m, d->found, DIAG_MAX_FINDINGS);
         m->stalled = diag_stalled(&d->d);
+        m->exploded = diag_exploded(&d->d);
+        m->fixed = t->fixed_row;
     }
+    t->fixed_row = 0;
+}
+
+/* Did this step find rule's diagnosis in a run (once an episode: a
+ * finite blow-up, a stall)? The run, or -1. */
+static int found_rule(const trainer *t, diag_rule rule)
+{
+    for (int r = 0; r < n_runs(t); r++)
+        for (int i = 0; i < t->rd[r].n_found; i++)
+            if (t->rd[r].found[i].rule == rule && t->rd[r].found[i].kind == DIAG_DIAGNOSIS)
+                return r;
+    return -1;
 }
 
 /* Keep f in the episode's list; when it is full the oldest warning (or,
@@ -812,7 +976,38 @@ static void view_add(trainer_diagnosis *v, const diag_finding *f)
         v->n--;
     }
     v->f[v->n++] = *f;
-    snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(f->rule));
+    /* the status line's mark is the cause the panel and the summary give
+     * first: the episode's first diagnosis; else the latest warning */
+    const diag_finding *shown = f;
+    for (int i = v->n - 1; i >= 0; i--)
+        if (v->f[i].kind == DIAG_DIAGNOSIS)
+            shown = &v->f[i];
+    snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
+}
+
+/* A finding's line as events of at most NS_EVENT_TEXT - 1 characters, cut
+ * at spaces (a finding is longer than an event: never cut a number); the
+ * continuations are indented under the first line's text. */
+static void add_event_wrapped(trainer *t, int layer, const char *prefix, const char *text)
+{
+    size_t room = NS_EVENT_TEXT - 1 - strlen(prefix), len = strlen(text);
+    const char *ind = "";
+    while (len > 0) {
+        size_t take = len, cap = room - strlen(ind);
+        if (take > cap) {
+            take = cap;
+            while (take > 0 && text[take] != ' ')
+                take--;
+            if (take == 0)
+                take = cap; /* one word longer than an event */
+        }
+        add_event(t, NS_EV_WARNING, layer, "%s%s%.*s", prefix, ind, (int)take, text);
+        text += take;
+        len -= take;
+        while (*text == ' ')
+            text++, len--;
+        ind = "    ";
+    }
 }
 
 /* The step's findings as events, after the engine's, named by run like
@@ -826,21 +1021,24 @@ static void diagnosis_events(trainer *t)
             memset(&d->view, 0, sizeof d->view); /* a rewind or a setting change */
         for (int i = 0; i < d->n_found; i++) {
             const diag_finding *f = &d->found[i];
-            add_event(t, NS_EV_WARNING, f->layer, "%s%s", run_prefix(t, r), f->text);
-            add_event(t, NS_EV_WARNING, f->layer, "%s  try: %s", run_prefix(t, r), f->hint);
+            char hint[DIAG_TEXT + 8];
+            snprintf(hint, sizeof hint, "  try: %s", f->hint);
+            add_event_wrapped(t, f->layer, run_prefix(t, r), f->text);
+            add_event_wrapped(t, f->layer, run_prefix(t, r), hint);
             view_add(&d->view, f);
         }
     }
 }
 
 /* Headless, --on-stall stop: a stalled run (a's first) ends the run
- * (trainer_status.stall_stopped). */
+ * (trainer_status.stall_stopped); --on-stall fix (live too): a stall
+ * found this step has its fix applied after the report. */
 static void stop_if_stalled(trainer *t)
 {
     int r = 0;
     while (r < n_runs(t) && !run_metrics(t, r)->stalled)
         r++;
-    if (!t->sync || !t->o.on_stall || r == n_runs(t) || t->state != TRAINER_RUNNING)
+    if (!t->sync || t->o.on_stall != 1 || r == n_runs(t) || t->state != TRAINER_RUNNING)
         return;
     set_state(t, TRAINER_DONE);
     t->budget = 0;
@@ -877,10 +1075,10 @@ static void diagnosis_report(trainer *t)
  * stalled, the cause and what to try. */
 static void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
 {
-    for (int r = 0; t->sync && s->have_metrics && r < n_runs(t); r++) {
-        const step_metrics *m = r ? &s->last_b : &s->last;
+    for (int r = 0; s->have_metrics && r < n_runs(t); r++) {
+        const step_metrics *m = &s->run[r].last;
         const diag_finding *c = &t->rd[r].d.last_diagnosis;
-        int ended_bad = m->nonfinite || m->stalled ||
+        int ended_bad = m->nonfinite || m->stalled || m->exploded ||
                         (s->state == TRAINER_DIVERGED && trainer_diverged_run(s) == r);
         if (ended_bad && c->step > 0)
             fprintf(f, "normscope: %scause: %s\nnormscope: %stry: %s\n", run_prefix(t, r),
@@ -897,9 +1095,9 @@ static void validation_event(trainer *t, int run, const step_metrics *m)
     snprintf(v, sizeof v, isnan(m->val_loss) ? "nan" : "%.4f", (double)m->val_loss);
     snprintf(l, sizeof l, isnan(m->loss) ? "nan" : "%.4f", (double)m->loss);
     if (run) {
-        t->last_val_b = m->val_loss;
+        t->run[1].last_val = m->val_loss;
     } else {
-        t->last_val = m->val_loss;
+        t->run[0].last_val = m->val_loss;
         t->last_val_step = m->step;
     }
     add_event(t, isfinite(m->val_loss) ? NS_EV_VAL : NS_EV_WARNING, -1,
@@ -920,12 +1118,24 @@ static void pair_task(void *ctx, int run, int thread)
     j->bad[run] = engine_step(j->e[run], j->m[run]);
 }
 
+/* Live, at a divergence: where b goes and how close that snapshot is to
+ * the limit (trainer_rewind_note), as a line of the log. */
+static void rewind_target_event(trainer *t, const engine *e)
+{
+    char note[NS_EVENT_TEXT];
+    if (t->o.log)
+        return; /* headless: --save says it */
+    trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof note);
+    if (note[0])
+        add_event(t, NS_EV_INFO, -1, "b: %s", note);
+}
+
 /* Step a, and b with it under --compare; nonzero when either diverged. */
 static int step_runs(trainer *t)
 {
     if (!t->o.twin)
-        return engine_step(t->e, &t->m);
-    pair_job j = {{t->e, t->o.twin}, {&t->m, &t->mb}, {0, 0}};
+        return engine_step(t->e, &t->run[0].m);
+    pair_job j = {{t->e, t->o.twin}, {&t->run[0].m, &t->run[1].m}, {0, 0}};
     pool_run(t->o.pair, 2, pair_task, &j);
     return j.bad[0] | j.bad[1];
 }
@@ -936,31 +1146,45 @@ static void do_step(trainer *t)
     diagnosis_observe(t); /* before the row is written: its state column */
     t->have_metrics = 1;
     t->have_loss = 1;
-    t->loss = t->m.loss;
-    t->loss_b = t->o.twin ? t->mb.loss : NAN;
+    t->run[0].loss = t->run[0].m.loss;
+    t->run[1].loss = t->o.twin ? t->run[1].m.loss : NAN;
     t->run_steps++;
-    t->diverged_run = diverged_run_of(&t->m, t->o.twin ? &t->mb : NULL);
+    t->diverged_run = diverged_run_of(&t->run[0].m, t->o.twin ? &t->run[1].m : NULL);
     t->diverged_steps += bad;
     write_rows(t);
     if (t->o.twin && t->o.on_pair)
-        t->o.on_pair(t->o.ctx, &t->m, &t->mb);
+        t->o.on_pair(t->o.ctx, &t->run[0].m, &t->run[1].m);
     else if (t->o.on_step)
-        t->o.on_step(t->o.ctx, &t->m);
+        t->o.on_step(t->o.ctx, &t->run[0].m);
     pull_engine_events(t);
     diagnosis_events(t);
-    if (t->m.has_val)
-        validation_event(t, 0, &t->m);
-    if (t->o.twin && t->mb.has_val)
-        validation_event(t, 1, &t->mb);
+    if (t->run[0].m.has_val)
+        validation_event(t, 0, &t->run[0].m);
+    if (t->o.twin && t->run[1].m.has_val)
+        validation_event(t, 1, &t->run[1].m);
     long done = engine_steps_done(t->e);
-    if (bad && t->o.on_div != ONDIV_CONTINUE) {
+    int blown = found_rule(t, DIAG_R_BLOWUP); /* a finite blow-up counts as a divergence */
+    if ((bad || blown >= 0) && t->o.on_div == ONDIV_FIX) {
+        t->fix_due = "--on-diverge fix"; /* after the step's findings are reported */
+    } else if (found_rule(t, DIAG_R_STALL) >= 0 && t->o.on_stall == TRAINER_STALL_FIX &&
+               t->fixes < TRAINER_FIX_MAX) {
+        t->fix_due = "--on-stall fix";
+    } else if (bad && t->o.on_div != ONDIV_CONTINUE) {
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
-        const step_metrics *d = t->diverged_run == 1 ? &t->mb : &t->m;
+        const step_metrics *d = &t->run[t->diverged_run == 1].m;
         add_event(t, NS_EV_DIVERGED, d->fault_layer,
-                  "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds",
-                  done, d == &t->mb ? "run b, " : "",
+                  "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds, D a fixes",
+                  done, d == &t->run[1].m ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
+        rewind_target_event(t, d == &t->run[1].m ? t->o.twin : t->e);
+    } else if (blown >= 0 && t->o.on_div != ONDIV_CONTINUE) {
+        set_state(t, TRAINER_DIVERGED);
+        t->budget = 0;
+        add_event(t, NS_EV_DIVERGED, -1,
+                  "BLEW UP at step %ld (%sloss %.4g, finite): paused; b rewinds, D a fixes", done,
+                  blown ? "run b, " : "", (double)run_metrics(t, blown)->loss);
+        rewind_target_event(t, blown ? t->o.twin : t->e);
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
         add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);
@@ -1052,6 +1276,11 @@ static void run_loop(trainer *t)
             step_once(t);
         report_events(t);
         diagnosis_report(t);
+        if (t->fix_due) {
+            apply_fix(t, t->fix_due);
+            t->fix_due = NULL;
+            report_events(t);
+        }
     }
 }
 
@@ -1089,8 +1318,8 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
 
     t->state = t->o.start_paused ? TRAINER_PAUSED : TRAINER_RUNNING;
     t->limit = t->o.limit;
-    t->last_val = NAN;
-    t->last_val_b = NAN;
+    t->run[0].last_val = NAN;
+    t->run[1].last_val = NAN;
     t->generation = 1;
     t->diverged_run = -1;
     t->hist_cut = -1;
@@ -1142,12 +1371,17 @@ void trainer_run(trainer *t)
     run_loop(t);
     FILE *log = t->o.log;
     if (log && t->state == TRAINER_DIVERGED) {
-        const step_metrics *d = t->diverged_run == 1 ? &t->mb : &t->m;
+        const step_metrics *d = &t->run[t->diverged_run == 1].m;
         if (t->o.progress)
             fputc('\n', log);
-        fprintf(log, "normscope: %sdiverged at step %ld (first non-finite: %s); stopping\n",
-                !t->o.twin ? "" : d == &t->m ? "run a " : "run b ", d->step,
-                d->fault[0] ? d->fault : "loss");
+        if (d->nonfinite || !d->exploded)
+            fprintf(log, "normscope: %sdiverged at step %ld (first non-finite: %s); stopping\n",
+                    !t->o.twin ? "" : d == &t->run[0].m ? "run a " : "run b ", d->step,
+                    d->fault[0] ? d->fault : "loss");
+        else
+            fprintf(log, "normscope: %sblew up at step %ld (loss %.4g, finite); stopping\n",
+                    !t->o.twin ? "" : d == &t->run[0].m ? "run a " : "run b ", d->step,
+                    (double)d->loss);
     }
     report_events(t); /* the drain: both runs */
     if (log && t->o.progress)
@@ -1161,6 +1395,38 @@ static double peak_resident_bytes(void)
     return getrusage(RUSAGE_SELF, &ru) == 0 ? 1024.0 * (double)ru.ru_maxrss : 0.0;
 }
 
+void trainer_rewind_note(const engine *e, long from, int live, char *buf, size_t len)
+{
+    step_metrics m, m2, cand;
+    long at, pick = 0, s, k = 1, pick_k = 0;
+    double best = -1;
+    int l, known = engine_snapshot_before(e, from, &at, &m), known2 = 0;
+    buf[0] = 0;
+    if (known < 0)
+        return;
+    /* walk back: the newest snapshot clear of the limit, else the roomiest */
+    for (s = at; known > 0 && diag_least_headroom(&m, &l) < DIAG_SNAP_NEAR;) {
+        int r = engine_snapshot_before(e, s, &s, &cand);
+        if (r < 0)
+            break;
+        k++;
+        double h = r > 0 ? diag_least_headroom(&cand, &l) : NAN;
+        if (r > 0 && h > best) {
+            best = h, pick = s, pick_k = k, m2 = cand, known2 = 1;
+            if (h >= DIAG_SNAP_NEAR)
+                break;
+        }
+    }
+    char again[64];
+    if (live && pick_k == 2)
+        snprintf(again, sizeof again, "b twice");
+    else if (live)
+        snprintf(again, sizeof again, "b %ld times", pick_k);
+    else
+        snprintf(again, sizeof again, "the same run with --steps %ld saves it", pick);
+    diag_snapshot_text(at, known > 0 ? &m : NULL, pick, known2 ? &m2 : NULL, again, buf, len);
+}
+
 void trainer_summary(trainer *t, FILE *f)
 {
     publish_status(t); /* the run is over: this thread may (run_seconds is newer) */
@@ -1168,13 +1434,13 @@ void trainer_summary(trainer *t, FILE *f)
     pthread_mutex_lock(&t->slock);
     s = t->pub->s;
     pthread_mutex_unlock(&t->slock);
-    const ns_config *c = &s.cfg;
+    const ns_config *c = &s.run[0].cfg;
     double secs = s.run_seconds;
     long done = s.run_steps;
     /* a validation is "-" before the first (the runs validate together);
      * a NaN one is "nan", not "none" */
     char valtxt[32], losstxt[32];
-    summary_num(s.last_val_step > 0, s.last_val, valtxt, sizeof valtxt);
+    summary_num(s.last_val_step > 0, s.run[0].last_val, valtxt, sizeof valtxt);
     trainer_loss_text(&s, 0, losstxt, sizeof losstxt);
     /* scripts and the bench read this line */
     fprintf(f,
@@ -1186,14 +1452,15 @@ void trainer_summary(trainer *t, FILE *f)
             norm_place_name(c->norm), norm_kind_name(c->norm_kind), numfmt_name(c->precision),
             c->n_layer, c->dim, c->n_head, c->context, c->batch, s.threads,
             peak_resident_bytes() / 1048576.0,
-            trainer_bytes_needed(c, s.compare ? &s.cfg_b : NULL, !t->sync) / 1048576.0);
+            trainer_bytes_needed(c, s.compare ? &s.run[1].cfg : NULL, !t->sync) / 1048576.0);
     if (s.compare) {
-        summary_num(s.last_val_step > 0, s.last_val_b, valtxt, sizeof valtxt);
+        summary_num(s.last_val_step > 0, s.run[1].last_val, valtxt, sizeof valtxt);
         trainer_loss_text(&s, 1, losstxt, sizeof losstxt);
         fprintf(f, "normscope: b (%s): loss %s, val %s\n", t->o.label_b ? t->o.label_b : "twin",
                 losstxt, valtxt);
     }
-    if (s.diverged_steps > 0 && s.state != TRAINER_DIVERGED && !s.write_failed)
+    if (s.diverged_steps > 0 && s.state != TRAINER_DIVERGED && !s.write_failed &&
+        t->o.on_div == ONDIV_CONTINUE)
         fprintf(f,
                 "normscope: %ld diverged steps were not applied (--on-diverge continue; state "
                 "diverged in --csv)\n",
@@ -1245,9 +1512,9 @@ int trainer_snapshot_copy(trainer *t, trainer_snapshot *d)
     for (long i = from; i < total; i++) {
         long k = i % TRAINER_HIST;
         d->hist[k] = p->hist[k];
-        memcpy(d->heat[k], p->heat[k], (size_t)L * sizeof(float));
+        memcpy(d->run[0].heat[k], p->run[0].heat[k], (size_t)L * sizeof(float));
         if (p->s.compare)
-            memcpy(d->heat_b[k], p->heat_b[k], (size_t)L * sizeof(float));
+            memcpy(d->run[1].heat[k], p->run[1].heat[k], (size_t)L * sizeof(float));
     }
     long ev_from = old.ev_total;
     if (ev_from > p->s.ev_total)
@@ -1257,8 +1524,8 @@ int trainer_snapshot_copy(trainer *t, trainer_snapshot *d)
     for (long i = ev_from; i < p->s.ev_total; i++)
         d->ev[i % TRAINER_EVENTS] = p->ev[i % TRAINER_EVENTS];
     if (old.ghost_seq != p->s.ghost_seq && p->s.ghost_n > 0) { /* once per rewind */
-        memcpy(d->ghost, p->ghost, (size_t)p->s.ghost_n * sizeof(float));
-        memcpy(d->ghost_b, p->ghost_b, (size_t)p->s.ghost_n * sizeof(float));
+        memcpy(d->run[0].ghost, p->run[0].ghost, (size_t)p->s.ghost_n * sizeof(float));
+        memcpy(d->run[1].ghost, p->run[1].ghost, (size_t)p->s.ghost_n * sizeof(float));
     }
     pthread_mutex_unlock(&t->slock);
     return 1;

@@ -26,21 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Cut a run's label for the legend: to what differs from the other run
- * (before twin_label's two spaces; the panel headers show the rest), at
- * most w columns (ASCII: labels are), at a space when there is one; then
- * two spaces. */
+/* Fit a run's label for the legend to w columns (tui_label_fit: what
+ * differs first, " +N" for the settings left out), then two spaces. */
 static void trim_label(char *b, int w)
 {
-    char *rest = strstr(b, "  ");
+    tui_label_fit(b, w);
+    char *rest = strstr(b, "  "); /* only what differs: the panel headers show the rest */
     if (rest)
         *rest = 0;
-    if ((int)strlen(b) > w) {
-        b[w] = 0;
-        char *sp = strrchr(b, ' ');
-        if (sp && sp - b > 2)
-            *sp = 0;
-    }
     size_t n = strlen(b);
     b[n] = ' ', b[n + 1] = ' ', b[n + 2] = 0;
 }
@@ -132,10 +125,10 @@ typedef enum { SER_LOSS_A, SER_LOSS_B, SER_VAL_A, SER_VAL_B, SER_COUNT } chart_s
 static float series_value(const trainer_point *p, chart_series k)
 {
     switch (k) {
-    case SER_LOSS_A: return p->loss;
-    case SER_LOSS_B: return p->loss_b;
-    case SER_VAL_A: return p->val_loss;
-    default: return p->val_loss_b;
+    case SER_LOSS_A: return p->run[0].loss;
+    case SER_LOSS_B: return p->run[1].loss;
+    case SER_VAL_A: return p->run[0].val_loss;
+    default: return p->run[1].val_loss;
     }
 }
 
@@ -170,14 +163,16 @@ static long xdot_of(const chart_ctx *c, const trainer_point *p)
 static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_ui *ui)
 {
     const trainer_status *st = &c->s->s;
-    char la[48] = "train  ", lb[48] = "";
+    char la[160] = "train  ", lb[160] = "";
     if (c->cmp) {
-        twin_run ra = {&st->cfg, st->warmup_on, st->lr_peak};
-        twin_run rb = {&st->cfg_b, st->warmup_on_b, st->lr_peak_b};
+        twin_run ra = {&st->run[0].cfg, st->run[0].warmup_on, st->run[0].lr_peak, st->joined};
+        twin_run rb = {&st->run[1].cfg, st->run[1].warmup_on, st->run[1].lr_peak, st->joined};
         twin_label("a", ra, rb, la, sizeof la - 2);
         twin_label("b", rb, ra, lb, sizeof lb - 2);
-        trim_label(la, 24);
-        trim_label(lb, 24);
+        /* in the columns the other legend items leave */
+        int w = clampi((r.w - 64) / 2, 20, 60);
+        trim_label(la, w);
+        trim_label(lb, w);
     }
     char range[64] = "";
     if (c->total > c->first || st->ghost_n > 0)
@@ -232,7 +227,7 @@ static int chart_range(chart_ctx *c)
         }
     for (int i = 0; i < c->s->s.ghost_n && i < TRAINER_HIST; i++)
         for (int run = 0; run < 1 + c->cmp; run++) {
-            float v = plotted(run ? c->s->ghost_b[i] : c->s->ghost[i], c->logy);
+            float v = plotted(c->s->run[run].ghost[i], c->logy);
             if (!isnan(v))
                 vals[k++] = v;
         }
@@ -259,7 +254,7 @@ static void chart_ghost(tui_grid *g, const chart_ctx *c)
     for (int run = 0; run < 1 + c->cmp; run++)
         for (int i = 0; i < st->ghost_n && i < TRAINER_HIST; i++) {
             long step = st->ghost_first + i;
-            float v = plotted(run ? c->s->ghost_b[i] : c->s->ghost[i], c->logy);
+            float v = plotted(c->s->run[run].ghost[i], c->logy);
             if (isnan(v) || step < c->cg.first || step > c->cg.last)
                 continue;
             uint32_t ch = run ? '+' : c->uni ? G_MIDDOT : '.';
@@ -275,7 +270,7 @@ static void chart_marker_lines(tui_grid *g, const chart_ctx *c, int run)
     tui_style st = run ? TUI_S_TWIN : TUI_S_MARK;
     for (long i = c->first; i < c->total; i++) {
         const trainer_point *p = point(c->s, i);
-        if (!(run ? p->mark_b : p->mark)[0])
+        if (!(p->run[run].mark)[0])
             continue;
         int col = tui_chart_col(&c->cg, p->step);
         for (int y = 0; y < c->cg.h; y++)
@@ -326,7 +321,7 @@ static void chart_line_a(tui_grid *g, const chart_ctx *c)
     int prev_y = -1;
     for (long i = c->first; i < c->total; i++) {
         const trainer_point *p = point(c->s, i);
-        float v = plotted(p->loss, c->logy);
+        float v = plotted(p->run[0].loss, c->logy);
         long x = xdot_of(c, p);
         if (isnan(v)) {
             tui_put(g, c->cg.top, c->cg.left + (int)(x / c->dpc), '!', TUI_S_BAD);
@@ -365,7 +360,7 @@ static void chart_marker_labels(tui_grid *g, const chart_ctx *c, int run)
     tui_style st = run ? TUI_S_TWIN : TUI_S_MARK;
     for (long i = c->first; i < c->total; i++) {
         const trainer_point *p = point(c->s, i);
-        const char *mark = run ? p->mark_b : p->mark;
+        const char *mark = p->run[run].mark;
         if (!mark[0])
             continue;
         char label[TRAINER_MARK + 4];
@@ -471,21 +466,63 @@ static void heat_glyph(int lv, const tui_ui *ui, uint32_t *ch, tui_style *st)
         *ch = ui->unicode ? uni[lv] : (uint32_t)ascii[lv];
 }
 
+/* One column of the heatmap's layer rows: display rows first..first+rows-1
+ * from row top, columns c..c+w-1 (4 of them the index), per steps a cell. */
+static void heat_rows(tui_grid *g, int top, int c0, int w, const trainer_snapshot *s, tui_ui *ui,
+                      int first, int rows, long per, int run_b)
+{
+    int L = s->s.n_layer > 0 ? s->s.n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    long n = window_points(s), total = s->s.hist_total;
+    int left = c0 + 4, W = w - 5;
+    char b[16];
+    for (int i = 0; i < rows; i++) {
+        int l = L - 1 - (first + i);
+        if (l < 0)
+            break;
+        int rr = top + i;
+        snprintf(b, sizeof b, "%c%2d ", l == ui->selected ? '>' : ' ', l);
+        tui_puts(g, rr, c0, 4, l == ui->selected ? TUI_S_SELECT : TUI_S_TEXT, b);
+        if (ui->n_hits < TUI_MAX_HITS)
+            ui->hits[ui->n_hits++] = (tui_hit){rr, c0, c0 + w, TUI_ACT_NONE, l};
+        for (long j = 0; j * per < n && j < W; j++) {
+            double mx = 0;
+            int bad = 0;
+            for (long q = j * per; q < (j + 1) * per && q < n; q++) {
+                long k = (total - n + q) % TRAINER_HIST;
+                float v = s->run[run_b].heat[k][l];
+                if (!isfinite(v))
+                    bad = 1;
+                else if (v > mx)
+                    mx = v;
+            }
+            uint32_t ch;
+            tui_style st;
+            heat_glyph(bad ? -1 : scale_heat_level(mx), ui, &ch, &st);
+            tui_put(g, rr, left + (int)j, ch, st);
+        }
+    }
+}
+
 void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui)
 {
     int L = s->s.n_layer > 0 ? s->s.n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
     int rows = r.h - 2;
-    if (rows < 1 || r.w < 20)
+    /* the ranked layout's two columns: the top half of the layers at the
+     * left, the bottom half at the right, each with half the width of time */
+    int ncol = ui->layer_cols == 2 ? 2 : 1, colw = ncol == 2 ? (r.w - 1) / 2 : r.w;
+    if (rows < 1 || colw < 20)
         return;
-    ui->layer_rows = rows;
+    ui->layer_rows = rows * ncol;
     if (ui->selected < 0 || ui->selected >= L)
         ui->selected = L - 1;
-    ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
+    ui->scroll = tui_scroll_fit(ui->scroll, rows * ncol, L - 1 - ui->selected, L);
 
     long n = window_points(s), total = s->s.hist_total;
-    int left = r.c + 4, W = r.w - 5;
+    int W = colw - 5;
     long per = n > W ? (n + W - 1) / W : 1; /* steps per column */
     char b[96];
     /* --compare: the run the keys target (Tab), run a under both */
@@ -501,7 +538,7 @@ void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui
     }
     /* legend */
     static const char *const lab[] = {"<1e-4", "1e-4", "1e-3", "0.01", "0.1", "1", ">=10"};
-    c = left;
+    c = r.c + 4;
     for (int lv = 0; lv <= 6; lv++) {
         uint32_t ch;
         tui_style st;
@@ -517,31 +554,7 @@ void tui_draw_heatmap(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui
         tui_put(g, r.r + 1, c, 'X', TUI_S_BAD);
         tui_puts(g, r.r + 1, c + 2, 10, TUI_S_DIM, "not finite");
     }
-
-    for (int i = 0; i < rows; i++) {
-        int l = L - 1 - (ui->scroll + i);
-        if (l < 0)
-            break;
-        int rr = r.r + 2 + i;
-        snprintf(b, sizeof b, "%c%2d ", l == ui->selected ? '>' : ' ', l);
-        tui_puts(g, rr, r.c, 4, l == ui->selected ? TUI_S_SELECT : TUI_S_TEXT, b);
-        if (ui->n_hits < TUI_MAX_HITS)
-            ui->hits[ui->n_hits++] = (tui_hit){rr, r.c, r.c + r.w, TUI_ACT_NONE, l};
-        for (long j = 0; j * per < n && j < W; j++) {
-            double mx = 0;
-            int bad = 0;
-            for (long q = j * per; q < (j + 1) * per && q < n; q++) {
-                long k = (total - n + q) % TRAINER_HIST;
-                float v = run_b ? s->heat_b[k][l] : s->heat[k][l];
-                if (!isfinite(v))
-                    bad = 1;
-                else if (v > mx)
-                    mx = v;
-            }
-            uint32_t ch;
-            tui_style st;
-            heat_glyph(bad ? -1 : scale_heat_level(mx), ui, &ch, &st);
-            tui_put(g, rr, left + (int)j, ch, st);
-        }
-    }
+    for (int k = 0; k < ncol; k++)
+        heat_rows(g, r.r + 2, r.c + k * (colw + 1), k == ncol - 1 ? r.w - k * (colw + 1) : colw, s,
+                  ui, ui->scroll + k * rows, rows, per, run_b);
 }

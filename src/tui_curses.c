@@ -378,7 +378,8 @@ static void write_one_dump(run_state *rs, int what)
         r = tui_write_screen(&rs->grid, path, err, sizeof err);
     } else if (what == TUI_DUMP_FIGURE) {
         snprintf(path, sizeof path, "normscope-%ld.svg", step);
-        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, path, err, sizeof err);
+        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, rs->ui.logy, path, err,
+                                sizeof err);
     } else {
         snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
         r = tui_write_metrics(rs->snap, path, err, sizeof err);
@@ -596,8 +597,11 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.lesson_title = o->lesson_title;
     rs->ui.lesson_text = o->lesson_text;
     rs->ui.bars_rel = o->bars_rel;
-    if (rs->src == &sweep_source)
+    if (rs->src == &sweep_source) {
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
+        rs->sv->ui.lesson_title = o->lesson_title; /* a sweep lesson's notes (main.c) */
+        rs->sv->ui.lesson_text = o->lesson_text;
+    }
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

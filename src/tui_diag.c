@@ -41,8 +41,8 @@ typedef struct {
 
 static run_view view_of(const trainer_status *s, int run)
 {
-    run_view v = {run ? &s->cfg_b : &s->cfg, run ? &s->last_b : &s->last, &s->diag[run],
-                  run ? s->warmup_on_b : s->warmup_on};
+    run_view v = {&s->run[run].cfg, &s->run[run].last, &s->diag[run],
+                  s->run[run].warmup_on};
     return v;
 }
 
@@ -123,6 +123,11 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
             say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
                 bkey("fp32-norms", "toggle"), lr, rw);
         break;
+    case DIAG_R_BLOWUP:
+    case DIAG_R_LR_HIGH:
+        say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both", lr, rw,
+            key(TUI_ACT_FIX));
+        break;
     case DIAG_R_GROWTH:
         say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr, rw,
             bkey("clip", "toggle"));
@@ -139,6 +144,24 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
     default:
         break;
     }
+}
+
+/* What the fix key does for finding f, as one line. */
+static void fix_line(text *t, const diag_finding *f, const trainer_status *s)
+{
+    char back[64];
+    if (f->fix_from == DIAG_FROM_SNAPSHOT)
+        snprintf(back, sizeof back, "rewinds to the snapshot at or before step %ld",
+                 f->fix_before > 0 ? f->fix_before : 0);
+    else if (f->fix_from == DIAG_FROM_START)
+        snprintf(back, sizeof back, "re-inits (step 0)");
+    else
+        snprintf(back, sizeof back, "stays at this step");
+    if (s->fixes >= TRAINER_FIX_MAX)
+        say(t, "    %s: %d fixes applied, the most: no more", key(TUI_ACT_FIX), s->fixes);
+    else
+        say(t, "    %s applies the fix: %s, then %s, and trains on (fix %d of %d)",
+            key(TUI_ACT_FIX), back, f->fix, s->fixes + 1, TRAINER_FIX_MAX);
 }
 
 /* The layer with the least headroom now (finite), or -1. */
@@ -182,7 +205,9 @@ static void run_lines(text *t, const trainer_status *s, int run)
 {
     run_view v = view_of(s, run);
     if (s->compare)
-        say(t, "%s", run ? s->label_b : s->label_a);
+        say(t, "%s", s->run[run].label);
+    if (s->compare && run == 1) /* before b's findings: a short screen cuts the last */
+        say(t, "    (keys act on the target: Tab until it reads b, or both)");
     const char *ind = s->compare ? "  " : "";
     if (!s->have_metrics) {
         say(t, "%sno steps yet: nothing to report", ind);
@@ -211,9 +236,9 @@ static void run_lines(text *t, const trainer_status *s, int run)
             layer_now(t, f->layer, &v, s->have_metrics);
             say(t, "    try: %s", f->hint);
             keys_line(t, f, &v);
+            if (f == trainer_diagnosis_fix(v.d))
+                fix_line(t, f, s);
         }
-    if (s->compare && run == 1)
-        say(t, "    (keys act on the target: Tab until it reads b, or both)");
 }
 
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max)

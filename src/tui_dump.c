@@ -70,18 +70,18 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
     for (long i = trainer_hist_first(&s->s); i < total; i++) {
         const trainer_point *p = &s->hist[i % TRAINER_HIST];
         fprintf(f, "%ld,", p->step);
-        metrics_csv_float(f, p->loss);
+        metrics_csv_float(f, p->run[0].loss);
         fputc(',', f);
-        if (!isnan(p->val_loss))
-            metrics_csv_float(f, p->val_loss);
+        if (!isnan(p->run[0].val_loss))
+            metrics_csv_float(f, p->run[0].val_loss);
         fputc(',', f);
         metrics_csv_float(f, p->lr);
         if (cmp) { /* run b's, as --csv's b_ columns */
             fputc(',', f);
-            metrics_csv_float(f, p->loss_b);
+            metrics_csv_float(f, p->run[1].loss);
             fputc(',', f);
-            if (!isnan(p->val_loss_b))
-                metrics_csv_float(f, p->val_loss_b);
+            if (!isnan(p->run[1].val_loss))
+                metrics_csv_float(f, p->run[1].val_loss);
         }
         fputc('\n', f);
     }

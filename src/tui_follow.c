@@ -81,7 +81,7 @@ int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui)
     f->changed = 0;
     stream_snapshot_at(f->r, f->view, dst);
     if (f->view >= 0) { /* the chart's marker shows which step the panels show */
-        char *mk = dst->hist[f->view % TRAINER_HIST].mark;
+        char *mk = dst->hist[f->view % TRAINER_HIST].run[0].mark;
         char old[TRAINER_MARK];
         memcpy(old, mk, sizeof old);
         snprintf(mk, TRAINER_MARK, ">%.*s", TRAINER_MARK - 2, old[0] ? old : "view");
@@ -235,7 +235,7 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
                         const tui_follow_state *f)
 {
     const trainer_status *s = &snap->s;
-    const step_metrics *m = &s->last;
+    const step_metrics *m = &s->run[0].last;
     tui_fill(g, r.r, r.c, 1, r.w, ' ', TUI_S_STATUS);
     char state[32];
     const char *word = f->live == STREAM_LIVE_ENDED       ? "ENDED"
@@ -273,7 +273,7 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
             snprintf(it[n], sizeof it[n], "first non-finite: %s", m->fault[0] ? m->fault : "not named"),
                 st[n++] = TUI_S_BAD;
         if (s->last_val_step > 0)
-            fmt_num(it[n], sizeof it[n], "val", s->last_val), st[n++] = TUI_S_STATUS;
+            fmt_num(it[n], sizeof it[n], "val", s->run[0].last_val), st[n++] = TUI_S_STATUS;
         fmt_col(it[n], sizeof it[n], "lr", m, METRICS_COL_LR), st[n++] = TUI_S_STATUS;
         if (!m->nonfinite)
             fmt_col(it[n], sizeof it[n], "|g|", m, METRICS_COL_GNORM), st[n++] = TUI_S_STATUS;
@@ -326,7 +326,7 @@ static void draw_keys(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui
     const stream_summary *u = stream_summary_of(f->r);
     char b[96];
     snprintf(b, sizeof b, "%.24s L=%d %s", u->have_header && u->model[0] ? u->model : "--jsonl",
-             snap->s.n_layer, u->have_header && u->dtype[0] ? u->dtype : numfmt_name(snap->s.cfg.precision));
+             snap->s.n_layer, u->have_header && u->dtype[0] ? u->dtype : numfmt_name(snap->s.run[0].cfg.precision));
     int len = (int)strlen(b);
     if (c + len <= r.c + r.w - 1)
         tui_puts(g, rr, r.c + r.w - 1 - len, len, TUI_S_LABEL, b);
@@ -364,7 +364,7 @@ static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap, int
     long first = stream_hist_first(f->r), total = stream_hist_total(f->r);
     if (f->view >= 0)
         snprintf(b, sizeof b, "replay: step %ld, %ld of %ld (Left/Right, End: newest)",
-                 snap->s.last.step, f->view - first + 1, total - first);
+                 snap->s.run[0].last.step, f->view - first + 1, total - first);
     else
         snprintf(b, sizeof b, "newest step (Left: replay)");
     tui_puts(g, r.r, c, r.c + r.w - 1 - c, f->view >= 0 ? TUI_S_WARN : TUI_S_DIM, b);

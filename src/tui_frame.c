@@ -199,7 +199,10 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui)
     tui_grid_clear(g);
     ui->n_hits = 0;
     int cmp = s->s.compare && ui->view == TUI_VIEW_LAYERS;
-    tui_layout L = tui_layout_compute_cmp(g->rows, g->cols, s->s.n_layer, s->s.compare);
+    int lesson_want, lesson_min = tui_lesson_rows(ui, s, g->cols, &lesson_want);
+    tui_layout L = tui_layout_compute_lesson(g->rows, g->cols, s->s.n_layer, s->s.compare,
+                                             lesson_min, lesson_want);
+    ui->layer_cols = L.layer_cols;
     if (s->s.compare && !cmp) /* the heatmap takes the panels' whole width */
         L.layers.w = g->cols;
     if (L.too_small) {

@@ -64,9 +64,11 @@ static const tui_key layout[] = {
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS, NULL, NULL},
     {{'g'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_FIGURE, NULL, NULL},
     {{'?', 'h', TUI_KEY_F1}, "?/h/F1/D", "F1", "Help",
-     "this help / the runs' diagnosis and what to try (D); any key closes",
+     "this help / the diagnosis (D; a there applies its fix); any key closes",
      TUI_ACT_HELP, NULL, NULL},
     {{'D'}, NULL, NULL, NULL, NULL, TUI_ACT_DIAG, NULL, NULL},
+    /* in the D panel only: rewind and apply its first next step (3 at most) */
+    {{'a'}, NULL, NULL, NULL, NULL, TUI_ACT_FIX, NULL, NULL},
     {{'q', TUI_KEY_F10}, "q/F10", "F10", "Quit", "quit (asks nothing)", TUI_ACT_QUIT, NULL, NULL},
     /* --follow only (the help shows them there, in the rows of the keys
      * that change the lab's model, which it sums up in one line) */
@@ -223,7 +225,7 @@ int tui_action_changes_model(tui_action a)
     const ns_setting *s = tui_bind_row(a);
     if (s) /* a followed run takes some commands itself (its control file) */
         return !(s->live & SETL_REMOTE);
-    return a == TUI_ACT_REWIND || a == TUI_ACT_STEP || a == TUI_ACT_REINIT;
+    return a == TUI_ACT_REWIND || a == TUI_ACT_STEP || a == TUI_ACT_REINIT || a == TUI_ACT_FIX;
 }
 
 int tui_action_follow_only(tui_action a)
@@ -258,6 +260,12 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
         n_layer = 1;
     if (ui->selected < 0 || ui->selected >= n_layer)
         ui->selected = n_layer - 1;
+    if (ui->diag && !ui->help && a == TUI_ACT_FIX) { /* the panel's own key */
+        ui->diag = 0;
+        memset(cmd, 0, sizeof *cmd);
+        cmd->kind = CMD_FIX;
+        return 1;
+    }
     if ((ui->help || ui->diag) && a != TUI_ACT_QUIT && a != TUI_ACT_NONE) {
         ui->help = ui->diag = 0; /* the key that closes an overlay does nothing else */
         return 0;
@@ -294,6 +302,9 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_DUMP_FIGURE: ui->dump |= TUI_DUMP_FIGURE; return 0;
     case TUI_ACT_HELP: ui->help = 1; return 0;
     case TUI_ACT_DIAG: ui->diag = 1; return 0;
+    case TUI_ACT_FIX:
+        snprintf(ui->note, sizeof ui->note, "a applies a fix from the diagnosis: press D first ");
+        return 0;
     case TUI_ACT_QUIT: ui->quit = 1; return 0;
     case TUI_ACT_STEP_BACK: case TUI_ACT_STEP_FWD: case TUI_ACT_CHECKPOINT:
         snprintf(ui->note, sizeof ui->note, "only while following a stream (--follow) ");

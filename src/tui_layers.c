@@ -132,13 +132,38 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
         snprintf(b, sizeof b, "ovf%5.0f", (double)lm->overflow);
         st = TUI_S_BAD;
     } else if (!isfinite(lm->headroom)) {
-        snprintf(b, sizeof b, "%8s", isnan(lm->headroom) ? "-" : "inf");
+        /* NaN: the act max was not a number; inf: it was 0 (a block a
+         * norm gain of 0 switched off), nothing to measure against */
+        snprintf(b, sizeof b, "%8s", "-");
         st = isnan(lm->headroom) ? TUI_S_BAD : TUI_S_DIM;
     } else {
         snprintf(b, sizeof b, "%8.1f", (double)lm->headroom);
         st = lm->headroom < 1 ? TUI_S_BAD : lm->headroom < 3 ? TUI_S_WARN : TUI_S_TEXT;
     }
     tui_puts(g, r, c, 8, st, b);
+}
+
+/* The underflow count of a layer this step, 8 columns: the gradient
+ * values that fell to zero or to subnormals. */
+static void under_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
+{
+    char b[32];
+    double u = lm->underflow;
+    if (!isfinite(u))
+        snprintf(b, sizeof b, "%8s", "-");
+    else
+        snprintf(b, sizeof b, u < 1e8 ? "%8.0f" : "%8.1e", u);
+    tui_puts(g, r, c, 8, isfinite(u) ? TUI_S_TEXT : TUI_S_BAD, b);
+}
+
+/* Which precision counter the compact panels show: the underflow count
+ * when a low-precision run does not scale its loss (its gradients fall
+ * below fp16's smallest normal), else the headroom. */
+static int shows_underflow(const trainer_status *s)
+{
+    int a_off = s->run[0].cfg.precision != FMT_FP32 && s->run[0].cfg.loss_scale < 0;
+    int b_off = s->compare && s->run[1].cfg.precision != FMT_FP32 && s->run[1].cfg.loss_scale < 0;
+    return a_off || b_off;
 }
 
 /* The largest finite attention or MLP gradient norm of any layer:
@@ -234,35 +259,114 @@ static void grad_scale(tui_grid *g, int r, int c, int w, int relative)
 /* A gradient bar column's title: which sublayer, and which axis. */
 static void grad_title(char *b, size_t n, const char *what, int w, int relative)
 {
-    if (relative)
+    if (w < 8) /* a compact column: the header row above names the axis */
+        snprintf(b, n, "%s", what);
+    else if (relative)
         snprintf(b, n, w >= 16 ? "%s, own max/10..max" : "%s rel", what);
     else
         snprintf(b, n, w >= 16 ? "%s 1e-5..1e+2" : "%s abs", what);
 }
 
+/* Replace every `from` in b (of size n) by `to` (not longer). */
+static void label_replace(char *b, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to);
+    for (char *p = strstr(b, from); p; p = strstr(p + tl, from)) {
+        memmove(p + tl, p + fl, strlen(p + fl) + 1);
+        memcpy(p, to, tl);
+    }
+}
+
+int tui_label_fit(char *b, int w)
+{
+    if (w < 1 || (int)strlen(b) <= w)
+        return 0;
+    /* twin_label's two spaces end what differs; without them nothing does */
+    char *two = strstr(b, "  ");
+    if (!two || two - b <= w) { /* what differs fits: the rest in whole words */
+        b[w] = 0;
+        char *sp = strrchr(b, ' ');
+        if (sp && (two ? sp >= two : sp > b + 2))
+            *sp = 0;
+        for (size_t n = strlen(b); n > 0 && b[n - 1] == ' '; n--)
+            b[n - 1] = 0;
+        return 0;
+    }
+    *two = 0;
+    if ((int)strlen(b) <= w)
+        return 0;
+    /* the values of the named kinds say what they are: "pre", "bf16" */
+    static const char *const brief[][2] = {
+        {" norm=", " "},         {" norm-kind=", " "}, {" precision=", " "},
+        {"loss-scale=dynamic", "scale=dyn"},
+        {"loss-scale=", "scale="},
+    };
+    for (size_t i = 0; i < sizeof brief / sizeof brief[0]; i++)
+        label_replace(b, brief[i][0], brief[i][1]);
+    if ((int)strlen(b) <= w)
+        return 0;
+    /* the defaults of low precision, which differ from an fp32 run's only
+     * as not applying there, go before a setting changed by hand */
+    int gone = 0;
+    static const char *const defaults[] = {" fp32-norms=on", " scale=dyn"};
+    for (size_t i = 0; i < 2 && (int)strlen(b) > w; i++)
+        if (strstr(b, defaults[i])) {
+            label_replace(b, defaults[i], "");
+            gone++;
+        }
+    if ((int)strlen(b) <= w - 3 || (gone == 0 && (int)strlen(b) <= w)) {
+        if (gone)
+            snprintf(b + strlen(b), 4, " +%d", gone);
+        return gone;
+    }
+    /* whole words, and how many of the differing settings were left out
+     * (those before twin_label's two spaces): " +2" says so */
+    char orig[192];
+    snprintf(orig, sizeof orig, "%s", b);
+    char *rest = strstr(orig, "  ");
+    int diff_end = rest ? (int)(rest - orig) : (int)strlen(orig);
+    int cut = w > 6 ? w - 3 : w;
+    b[cut] = 0;
+    char *sp = strrchr(b, ' ');
+    if (sp && sp > b + 2)
+        *sp = 0;
+    int kept = (int)strlen(b), dropped = gone;
+    for (int i = kept; i < diff_end; i++)
+        dropped += (i == kept || orig[i - 1] == ' ') && orig[i] != ' ';
+    if (dropped > 0 && dropped < 10 && w > 6)
+        snprintf(b + kept, 4, " +%d", dropped);
+    return dropped;
+}
+
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
-    twin_run ra = {&s->cfg, s->warmup_on, s->lr_peak};
-    twin_run rb = {&s->cfg_b, s->warmup_on_b, s->lr_peak_b};
+    twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined};
+    twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined};
+    if (!s->compare) { /* one run (compact rows): its settings, no other to differ from */
+        twin_label("run", ra, (twin_run){0}, b, n);
+        return;
+    }
     twin_label(which ? "b" : "a", which ? rb : ra, which ? ra : rb, b, n);
 }
 
 /* The two header rows of a run's panel: its settings now, and the column
  * titles (the bars' axes and the activation marks). */
 static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const tui_ui *ui,
-                        int which, const tui_twin_cols *k)
+                        int which, const tui_twin_cols *k, int label_w)
 {
     char b[160];
     run_label(s, which, b, sizeof b);
-    if ((int)strlen(b) > r.w) { /* whole words: half of "fp32-norms" reads as a precision */
-        b[r.w] = 0;
-        char *sp = strrchr(b, ' ');
-        if (sp)
-            *sp = 0;
-    }
-    tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
-             b);
+    r.w = label_w;
+    /* compact bars: their axis said once, after the label */
+    const char *axis = k->bar >= 8 ? "" : ui->bars_rel ? "  bars rel" : "  bars abs";
+    int aw = (int)strlen(axis);
+    tui_label_fit(b, r.w - aw > 20 ? r.w - aw : r.w); /* whole words: half of "fp32-norms" reads as a precision */
+    if ((int)strlen(b) + aw <= r.w && strlen(b) + (size_t)aw < sizeof b)
+        strcat(b, axis);
+    if (label_w > 0)
+        tui_puts(g, r.r, r.c, r.w, ui->target == (which ? TWIN_B : TWIN_A) ? TUI_S_SELECT : TUI_S_TITLE,
+                 b);
     int rr = r.r + 1;
     tui_puts(g, rr, r.c + k->idx, 4, TUI_S_LABEL, "lyr");
     grad_title(b, sizeof b, "attn", k->bar, ui->bars_rel);
@@ -274,14 +378,14 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
     if (k->act_num >= 0)
         tui_puts(g, rr, r.c + k->act_num, 8, TUI_S_LABEL, " act max");
     if (k->prec >= 0)
-        tui_puts(g, rr, r.c + k->prec, 9, TUI_S_LABEL, " headroom");
+        tui_puts(g, rr, r.c + k->prec, 9, TUI_S_LABEL, shows_underflow(s) ? "    under" : " headroom");
     if (k->rms >= 0)
         tui_puts(g, rr, r.c + k->rms, 8, TUI_S_LABEL, "   rms");
 }
 
 /* One layer's row of a run's panel. */
 static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
-                     const tui_twin_cols *k, double gmax, const tui_ui *ui)
+                     const tui_twin_cols *k, double gmax, const tui_ui *ui, int under)
 {
     double lo, hi;
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
@@ -296,7 +400,9 @@ static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
         fmt7(b, sizeof b, lm->act_max);
         tui_puts(g, rr, r.c + k->act_num + 1, 7, act_style(lm->act_max), b);
     }
-    if (k->prec >= 0)
+    if (k->prec >= 0 && under)
+        under_cell(g, rr, r.c + k->prec + 1, lm);
+    else if (k->prec >= 0)
         prec_cell(g, rr, r.c + k->prec + 1, lm);
     if (k->rms >= 0) {
         fmt7(b, sizeof b, lm->resid_rms);
@@ -318,30 +424,22 @@ static void layer_index(tui_grid *g, int rr, int c, int l, int fault_l, const la
              l == fault_l ? TUI_S_BAD : sel ? TUI_S_SELECT : grad_style(sa > sf ? sa : sf), b);
 }
 
-/* --compare: one run's layers, the single view's columns compacted so two
- * panels fit side by side; tui_twin_columns drops what does not fit. */
-void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
-                          int which)
+/* One column of a run's compact panel: its header and the display rows
+ * first..first+rows-1 (display row 0 = the top layer). */
+static void twin_column(tui_grid *g, tui_rect r, const trainer_status *s, tui_ui *ui, int which,
+                        int first, int rows, int label_w)
 {
-    const trainer_status *s = &snap->s;
-    const step_metrics *m = which ? &s->last_b : &s->last;
-    const ns_config *cfg = which ? &s->cfg_b : &s->cfg;
+    const step_metrics *m = &s->run[which].last;
+    const ns_config *cfg = &s->run[which].cfg;
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
-    int rows = r.h - 2;
-    if (rows < 1 || r.w < 4 + 2 * TUI_TWIN_BAR_MIN + 1)
-        return;
-    ui->layer_rows = rows;
-    if (ui->selected < 0 || ui->selected >= L)
-        ui->selected = L - 1;
-    ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
     tui_twin_cols k = tui_twin_columns(r.w, cfg->precision != FMT_FP32);
-    twin_header(g, r, s, ui, which, &k);
+    twin_header(g, r, s, ui, which, &k, label_w);
     int fault_l = s->have_metrics && m->nonfinite ? m->fault_layer : -1;
     double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
-        int l = L - 1 - (ui->scroll + i);
+        int l = L - 1 - (first + i);
         if (l < 0)
             break;
         int rr = r.r + 2 + i;
@@ -349,9 +447,34 @@ void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
         layer_index(g, rr, r.c, l, fault_l, lm, gmax, ui);
         tui_add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
         if (s->have_metrics)
-            twin_row(g, r, rr, lm, &k, gmax, ui);
+            twin_row(g, r, rr, lm, &k, gmax, ui, shows_underflow(s));
         else if (i == 0)
             tui_puts(g, rr, r.c + 4, r.w - 4, TUI_S_DIM, "waiting...");
+    }
+}
+
+/* --compare: one run's layers, the single view's columns compacted so two
+ * panels fit side by side; tui_twin_columns drops what does not fit. In
+ * the ranked layout's two columns (ui->layer_cols) the top half of the
+ * layers is at the left, the bottom half at the right, every one shown. */
+void tui_draw_layers_twin(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui,
+                          int which)
+{
+    const trainer_status *s = &snap->s;
+    int L = s->n_layer > 0 ? s->n_layer : 1;
+    if (L > NS_MAX_LAYERS)
+        L = NS_MAX_LAYERS;
+    int rows = r.h - 2, ncol = ui->layer_cols == 2 ? 2 : 1;
+    int colw = ncol == 2 ? (r.w - 1) / 2 : r.w;
+    if (rows < 1 || colw < (ncol == 2 ? 4 + 3 : 4 + 2 * TUI_TWIN_BAR_MIN + 1))
+        return;
+    ui->layer_rows = rows * ncol;
+    if (ui->selected < 0 || ui->selected >= L)
+        ui->selected = L - 1;
+    ui->scroll = tui_scroll_fit(ui->scroll, rows * ncol, L - 1 - ui->selected, L);
+    for (int c = 0; c < ncol; c++) {
+        tui_rect cr = {r.r, r.c + c * (colw + 1), r.h, colw}; /* the same columns in both */
+        twin_column(g, cr, s, ui, which, ui->scroll + c * rows, rows, c == 0 ? r.w - 1 : 0);
     }
 }
 
@@ -373,7 +496,7 @@ void tui_draw_ratio(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const
         int l = L - 1 - (ui->scroll + i);
         if (l < 0)
             break;
-        double a = layer_gnorm(&s->last.layer[l]), b = layer_gnorm(&s->last_b.layer[l]);
+        double a = layer_gnorm(&s->run[0].last.layer[l]), b = layer_gnorm(&s->run[1].last.layer[l]);
         char t[32];
         tui_style st = TUI_S_TEXT;
         if (!isfinite(a) || !isfinite(b)) {
@@ -458,11 +581,15 @@ static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
 void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
 {
     const trainer_status *s = &snap->s;
-    const step_metrics *m = &s->last;
+    if (ui->layer_cols == 2) { /* the ranked layout: two columns of compact rows */
+        tui_draw_layers_twin(g, r, snap, ui, 0);
+        return;
+    }
+    const step_metrics *m = &s->run[0].last;
     int L = s->n_layer > 0 ? s->n_layer : 1;
     if (L > NS_MAX_LAYERS)
         L = NS_MAX_LAYERS;
-    tui_layer_cols k = tui_layer_columns_prec(r.w, s->cfg.precision != FMT_FP32);
+    tui_layer_cols k = tui_layer_columns_prec(r.w, s->run[0].cfg.precision != FMT_FP32);
     int rows = r.h - 2;
     if (rows < 1)
         return;
@@ -493,7 +620,7 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 
 /* The selected layer's rows: name, value, format and style. */
 typedef struct {
-    const char *name, *brief; /* brief: 7 columns, for two runs in a narrow box */
+    const char *name, *brief; /* brief: 6 columns and a gap, for two runs in a narrow box */
     double v;
     int fmt; /* 0 fixed, 1 e-notation, 2 a count */
     tui_style st;
@@ -503,14 +630,14 @@ enum { SIDE_ROWS = 10 };
 static void side_rows(const layer_metrics *lm, double gmax, side_row out[SIDE_ROWS])
 {
     const side_row rows[SIDE_ROWS] = {
-        {"grad attn", "|g|attn", lm->grad_attn, 1,
+        {"grad attn", "g attn", lm->grad_attn, 1,
          grad_style(scale_grad_state_of(lm->grad_attn, gmax))},
-        {"grad mlp", "|g|mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
-        {"grad norm", "|g|norm", lm->grad_ln, 1, TUI_S_TEXT},
-        {"act max", "act max", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
+        {"grad mlp", "g mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
+        {"grad norm", "g norm", lm->grad_ln, 1, TUI_S_TEXT},
+        {"act max", "act mx", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
                                                                           : act_style(lm->act_max)},
-        {"resid max", "res max", lm->resid_max, 0, TUI_S_TEXT},
-        {"resid rms", "res rms", lm->resid_rms, 0, TUI_S_TEXT},
+        {"resid max", "res mx", lm->resid_max, 0, TUI_S_TEXT},
+        {"resid rms", "rms", lm->resid_rms, 0, TUI_S_TEXT},
         {"upd/weight", "upd/w", lm->update_ratio, 1, TUI_S_TEXT},
         {"headroom", "headrm", lm->headroom, 0, lm->headroom < 1 ? TUI_S_WARN : TUI_S_TEXT},
         {"overflows", "ovf", lm->overflow, 2, lm->overflow > 0 ? TUI_S_BAD : TUI_S_TEXT},
@@ -537,8 +664,8 @@ static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l,
                         double gmax_b)
 {
     side_row a[SIDE_ROWS], b[SIDE_ROWS];
-    side_rows(&s->last.layer[l], gmax, a);
-    side_rows(&s->last_b.layer[l], gmax_b, b);
+    side_rows(&s->run[0].last.layer[l], gmax, a);
+    side_rows(&s->run[1].last.layer[l], gmax_b, b);
     /* two runs: the names take what two 7-column values and a gap leave */
     int rr = r.r + 1, two = s->compare, namew = two ? clampi(r.w - 4 - 15, 7, 11) : 11;
     if (two && rr < r.r + r.h - 1) {
@@ -547,7 +674,7 @@ static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l,
         rr++;
     }
     for (int i = 0; i < SIDE_ROWS && rr < r.r + r.h - 1; i++, rr++) {
-        tui_puts(g, rr, r.c + 2, namew, TUI_S_LABEL, namew < 10 ? a[i].brief : a[i].name);
+        tui_puts(g, rr, r.c + 2, namew - 1, TUI_S_LABEL, namew < 11 ? a[i].brief : a[i].name);
         side_value(g, rr, r.c + 2 + namew, 7, &a[i]);
         if (two)
             side_value(g, rr, r.c + 2 + namew + 8, 7, &b[i]);
@@ -570,8 +697,8 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
         tui_puts(g, r.r + 1, r.c + 2, r.w - 4, TUI_S_DIM, "no step yet");
         return;
     }
-    const layer_metrics *lm = &s->last.layer[l];
-    double gmax = largest_grad(&s->last, L), gmax_b = largest_grad(&s->last_b, L);
+    const layer_metrics *lm = &s->run[0].last.layer[l];
+    double gmax = largest_grad(&s->run[0].last, L), gmax_b = largest_grad(&s->run[1].last, L);
     int rr = side_numbers(g, r, s, l, gmax, gmax_b);
     if (rr < r.r + r.h - 1 && !s->compare) {
         scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
@@ -583,10 +710,10 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
     }
     if (rr < r.r + r.h - 1 && !s->compare) {
         tui_puts(g, rr, r.c + 2, 11, TUI_S_LABEL, "rule");
-        int post = s->cfg.norm == NORM_POST || s->cfg.norm == NORM_DEEPNORM ||
-                   (s->cfg.norm == NORM_MIX && l < (s->cfg.mix_k >= 0 ? s->cfg.mix_k : L / 4));
+        int post = s->run[0].cfg.norm == NORM_POST || s->run[0].cfg.norm == NORM_DEEPNORM ||
+                   (s->run[0].cfg.norm == NORM_MIX && l < (s->run[0].cfg.mix_k >= 0 ? s->run[0].cfg.mix_k : L / 4));
         /* a followed stream that does not say its placement: no rule is made up */
-        const char *rule = !metrics_known(&s->last, METRICS_COL_NORM) ? "-"
+        const char *rule = !metrics_known(&s->run[0].last, METRICS_COL_NORM) ? "-"
                            : post                                     ? "x=N(x+F(x))"
                                                                       : "x=x+F(N(x))";
         tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, rule);

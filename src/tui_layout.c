@@ -11,12 +11,15 @@
  *   lesson       (--lesson, when shown) over the sample and events rows
  *   footer       the last row: key hints
  *
- * The projector: a class's large font leaves a small terminal (80x24,
- * 100x30), and the layers are the lesson (Post-LN's frozen bottom ones).
- * When they would scroll but all fit once the sample line, the event log,
- * the side box and the toggles row give up theirs, those yield: the status
- * line's second row holds the selected layer's numbers (fold), the chart
- * keeps what is left (a chart under 4 rows is not drawn).
+ * The ranked layout (the projector): a class's large font leaves a small
+ * terminal (80x24, 100x30), and a lesson's moment needs its question, both
+ * runs' loss and val and the layers it names (Post-LN's vanishing bottom
+ * ones). When the layout above would scroll the layers (on up to 32 rows)
+ * or cut the lesson's question (at any size), the rows go out by rank:
+ * the question, the values rows, every layer (two columns of compact rows
+ * before any of them scrolls), a chart of TUI_CHART_MIN rows; then the
+ * toggles or the selected layer's numbers (fold), the lesson's text, and
+ * the rest to the chart. The sample line and the event log give theirs up.
  */
 #include "tui.h"
 
@@ -50,28 +53,71 @@ static void split_compare(tui_layout *L, int cols)
     L->layers_b = (tui_rect){p.r, aw + TUI_RATIO_W, p.h, cols - aw - TUI_RATIO_W};
 }
 
-/* Every layer on screen at the cost of the sample, events, side box and
- * toggles row; 0 when even that does not hold them (they scroll). */
-static int projector(tui_layout *L, int rows, int cols, int n_layer, int compare)
+/* The ranked layout (the projector: a class's large font leaves 80x24 or
+ * 100x30, and a lesson's moment needs its question, both runs' values and
+ * the layers it names). Top to bottom: the values rows (and the toggles,
+ * or the fold), the layers, the chart (| side), the lesson, the footer.
+ * Rows go out in rank order: the question, the values rows, every layer
+ * (two columns of compact rows before any of them scrolls), a chart of
+ * TUI_CHART_MIN rows; then two more chart rows, the third status row,
+ * the lesson's text, and the rest to the chart. 0 when even one layer row
+ * does not fit. */
+static int ranked(tui_layout *L, int rows, int cols, int n_layer, int compare, int lmin, int lwant)
 {
-    int panel_h = n_layer + 2, top = 2;
-    if (top + panel_h + 1 > rows)
+    int vals = compare ? 2 : 1;
+    int avail = rows - 1 - vals - lmin;
+    int lcols = 1, lrows = n_layer;
+    if (n_layer + 2 + TUI_CHART_MIN > avail) {
+        int half = (n_layer + 1) / 2;
+        if (n_layer > 1 && half + 2 + TUI_CHART_MIN <= avail)
+            lcols = 2, lrows = half;
+        else
+            lrows = avail - 2 - TUI_CHART_MIN; /* even compact rows scroll */
+    }
+    if (lrows < 1)
         return 0;
+    int left = avail - lrows - 2 - TUI_CHART_MIN, chart_h = TUI_CHART_MIN;
+    int grow = left < 2 ? left : 2;
+    chart_h += grow, left -= grow;
+    int third = left > 0; /* the toggles, or the selected layer's numbers */
+    left -= third;
+    int text = lwant - lmin < left ? lwant - lmin : left;
+    if (text < 0)
+        text = 0;
+    left -= text;
+    chart_h += left;
+    /* the side box needs its title, the a/b row and a few numbers */
+    int side_w = chart_h >= 8 ? (cols < 100 ? 26 : (cols < 140 ? 30 : 36)) : 0;
     L->projector = 1;
-    L->status = (tui_rect){0, 0, 1, cols};
-    L->fold = (tui_rect){1, 0, 1, cols};
-    L->layers = (tui_rect){top, 0, panel_h, cols};
-    L->layer_rows = n_layer;
-    if (compare)
+    L->layer_cols = lcols;
+    L->status = (tui_rect){0, 0, vals + (third && side_w), cols};
+    int top = L->status.h;
+    if (third && !side_w)
+        L->fold = (tui_rect){top++, 0, 1, cols};
+    L->layers = (tui_rect){top, 0, lrows + 2, cols};
+    L->layer_rows = lrows;
+    if (compare && lcols == 1)
         split_compare(L, cols);
-    L->chart = (tui_rect){top + panel_h, 0, rows - 1 - top - panel_h, cols};
-    if (L->chart.h == 0)
-        L->chart = (tui_rect){0, 0, 0, 0};
-    L->side = L->sample = L->events = L->lesson = (tui_rect){0, 0, 0, 0};
+    else if (compare) { /* two columns each: the ratio gives its columns up */
+        L->layers.w = cols / 2;
+        L->layers_b = (tui_rect){top, cols / 2, lrows + 2, cols - cols / 2};
+    }
+    top += lrows + 2;
+    L->chart = (tui_rect){top, 0, chart_h, cols - side_w};
+    L->side = side_w ? (tui_rect){top, cols - side_w, chart_h, side_w} : (tui_rect){0, 0, 0, 0};
+    top += chart_h;
+    L->lesson = lmin + text > 0 ? (tui_rect){top, 0, lmin + text, cols} : (tui_rect){0, 0, 0, 0};
+    L->sample = L->events = (tui_rect){0, 0, 0, 0};
     return 1;
 }
 
 tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
+{
+    return tui_layout_compute_lesson(rows, cols, n_layer, compare, 0, 0);
+}
+
+tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compare, int lesson_min,
+                                     int lesson_want)
 {
     tui_layout L = {0};
     if (rows < TUI_MIN_ROWS || cols < TUI_MIN_COLS) {
@@ -80,6 +126,11 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
     }
     if (n_layer < 1)
         n_layer = 1;
+    if (lesson_min < 0)
+        lesson_min = 0;
+    if (lesson_want < lesson_min)
+        lesson_want = lesson_min;
+    L.layer_cols = 1;
     /* --compare: a second values row, run b's */
     L.status = (tui_rect){0, 0, compare ? 3 : 2, cols};
     L.footer = (tui_rect){rows - 1, 0, 1, cols};
@@ -99,8 +150,15 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare)
     int chart_r = mid_top + panel_h, chart_h = mid_h - panel_h;
     L.chart = (tui_rect){chart_r, 0, chart_h, cols - side_w};
     L.side = (tui_rect){chart_r, cols - side_w, chart_h, side_w};
-    if (L.layer_rows < n_layer && rows <= TUI_PROJECTOR_ROWS)
-        projector(&L, rows, cols, n_layer, compare);
+    /* a lesson's moment, or a projector-sized screen, ranks its rows when
+     * this layout would scroll the layers or cut the question */
+    int short_of = L.layer_rows < n_layer || L.lesson.h < lesson_min;
+    if (short_of && (lesson_min > 0 || rows <= TUI_PROJECTOR_ROWS)) {
+        tui_layout R = L;
+        R.ratio = R.layers_b = R.fold = (tui_rect){0, 0, 0, 0};
+        if (ranked(&R, rows, cols, n_layer, compare, lesson_min, lesson_want))
+            L = R;
+    }
     /* on a short screen the help takes every row: the keys come first */
     int hw = cols - 4 < 76 ? cols - 4 : 76;
     int hh = rows < help_height() ? rows : help_height();
@@ -146,11 +204,16 @@ tui_layer_cols tui_layer_columns_prec(int width, int prec)
 tui_twin_cols tui_twin_columns(int width, int prec)
 {
     tui_twin_cols c = {0, 4, 0, TUI_TWIN_BAR_MIN, -1, 0, -1, -1, -1};
-    /* optional columns with their widths, in the order they are dropped */
-    int want[4] = {8, prec ? 9 : 0, 8, TUI_TWIN_ACT_MIN + 1};
-    int base = 4 + 2 * TUI_TWIN_BAR_MIN + 1, n = 4;
+    /* optional columns with their widths, in the order they are dropped:
+     * resid rms, the activation bar, then the numbers a lesson names (the
+     * precision counter, the activation max) */
+    int want[4] = {8, TUI_TWIN_ACT_MIN, prec ? 9 : 0, 8};
+    int n = 4;
     for (;;) {
-        int need = base;
+        /* the bars keep 8 cells beside rms or the act bar; only the
+         * numbers take them down to TUI_TWIN_BAR_MIN */
+        int bar_min = n >= 3 ? 8 : TUI_TWIN_BAR_MIN;
+        int need = 4 + 2 * bar_min + 2; /* the gap between the bars and after them */
         for (int i = 0; i < 4; i++)
             need += i >= 4 - n ? want[i] : 0;
         if (need <= width || n == 0)
@@ -158,25 +221,27 @@ tui_twin_cols tui_twin_columns(int width, int prec)
         want[4 - n] = 0; /* drop the first still kept */
         n--;
     }
-    int fixed = want[0] + want[1] + want[2] + (want[3] ? 1 : 0);
+    int fixed = want[0] + want[2] + want[3] + 1; /* and the gap after the MLP bar */
     int avail = width - 4 - 1 - fixed; /* bars, their gap, the act bar */
-    if (want[3]) {
-        c.bar = clampi(avail * 3 / 10, TUI_TWIN_BAR_MIN, 40);
+    if (want[1]) {
+        c.bar = clampi(avail * 3 / 10, 8, 40);
         c.act_w = clampi(avail - 2 * c.bar, 0, 30);
-    } else {
+    } else if (avail >= 2 * TUI_TWIN_BAR_MIN) {
         c.bar = clampi(avail / 2, TUI_TWIN_BAR_MIN, 48);
+    } else { /* a column of the ranked layout's two: the bars alone, shorter */
+        c.bar = avail / 2 > 1 ? avail / 2 : 1;
     }
     c.ffn = c.attn + c.bar + 1;
     int col = c.ffn + c.bar + 1;
-    if (want[3]) {
+    if (want[1]) {
         c.act = col;
         col += c.act_w;
     }
-    if (want[2]) {
+    if (want[3]) {
         c.act_num = col;
         col += 8;
     }
-    if (want[1]) {
+    if (want[2]) {
         c.prec = col;
         col += 9;
     }

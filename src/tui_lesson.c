@@ -2,10 +2,11 @@
  * text from the start, and the question of its latest "pause PROMPT" (in
  * the lesson's script) while the run waits for the teacher's space.
  *
- * It takes the rows of the sample line and the event log (layout.lesson),
- * where the lesson's words went before, so it never takes a row from the
- * layers or the chart: on a small terminal it yields to the dashboard. L
- * hides it; the next prompt shows it again.
+ * It takes the rows of the sample line and the event log (layout.lesson).
+ * When those do not hold its title and question, or the layers would
+ * scroll, the layout ranks the rows (tui_layout_compute_lesson): the
+ * question first, so a projector-sized screen still shows it. L hides it
+ * and gives its rows back; L again, or the next prompt, shows it.
  *
  * Not here: the pause itself (trainer.c), the key table (tui_keys.c).
  */
@@ -34,10 +35,20 @@ static size_t wrap(const char *t, size_t len, int w, size_t *next)
     return cut;
 }
 
-/* Draw text (lines split at '\n') wrapped to width, from row *r while
- * *r < end; returns 0 when it did not all fit. */
-static int put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text)
+int tui_put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, const char *text)
 {
+    /* a lesson's lines are prose broken near 80 columns: one paragraph,
+     * rewrapped to the width (a narrower panel would leave a word alone on
+     * every second line); a blank line still parts two */
+    char flow[4096];
+    size_t tl = strlen(text);
+    if (tl < sizeof flow) {
+        memcpy(flow, text, tl + 1);
+        for (size_t i = 0; i < tl; i++)
+            if (flow[i] == '\n' && (i + 1 == tl || flow[i + 1] != '\n') && (i == 0 || flow[i - 1] != '\n'))
+                flow[i] = ' ';
+        text = flow;
+    }
     const char *p = text;
     while (*p) {
         const char *nl = strchr(p, '\n');
@@ -51,7 +62,9 @@ static int put_wrapped(tui_grid *g, int *r, int end, int c, int w, tui_style s, 
                                   &next);
             memcpy(line, p + off, n);
             line[n] = 0;
-            tui_puts(g, (*r)++, c, w, s, line);
+            if (g)
+                tui_puts(g, *r, c, w, s, line);
+            (*r)++;
             off += next;
         } while (off < len);
         p += len + (nl != NULL);
@@ -70,25 +83,60 @@ int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s)
     return !ui->lesson_hidden;
 }
 
+/* The question as the panel shows it: "step N: ...". */
+static void question(char *q, size_t n, const trainer_snapshot *s)
+{
+    snprintf(q, n, "step %ld: %s", s->s.ask_step, s->s.ask);
+}
+
+int tui_lesson_rows(tui_ui *ui, const trainer_snapshot *s, int cols, int *want)
+{
+    *want = 0;
+    if (cols < 20 || !tui_lesson_visible(ui, s))
+        return 0;
+    int w = cols - 2, row = 1; /* the title row */
+    if (s->s.ask_seq) {
+        char q[NS_CMD_TEXT + 32];
+        question(q, sizeof q, s);
+        tui_put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, q);
+    }
+    /* before the first question: the title and the text's first line */
+    int need = s->s.ask_seq ? row : (ui->lesson_text ? 2 : 1);
+    if (ui->lesson_text)
+        tui_put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, ui->lesson_text);
+    *want = row;
+    return need;
+}
+
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui)
 {
     if (r.h < 2 || r.w < 20 || !tui_lesson_visible(ui, s))
         return;
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
     tui_fill(g, r.r, r.c, 1, r.w, ui->unicode ? 0x2500 : '-', TUI_S_BORDER);
-    char title[160];
-    snprintf(title, sizeof title, " %s ", ui->lesson_title ? ui->lesson_title : "lesson");
-    tui_puts(g, r.r, r.c + 1, r.w - 2, TUI_S_TITLE, title);
     const char *hint = s->s.state == TRAINER_PAUSED ? " space goes on, L hides " : " L hides ";
     int hl = (int)strlen(hint);
-    if (r.w > hl + 24)
+    if (r.w <= hl + 24)
+        hl = 0;
+    else
         tui_puts(g, r.r, r.c + r.w - hl - 1, hl, TUI_S_KEY, hint);
+    /* the title in whole words before the hint: a word cut in half misreads */
+    char title[160];
+    int tw = r.w - 2 - (hl ? hl + 1 : 0);
+    snprintf(title, sizeof title, " %s ", ui->lesson_title ? ui->lesson_title : "lesson");
+    if ((int)strlen(title) > tw && tw > 4 && tw < (int)sizeof title) {
+        title[tw - 1] = 0;
+        char *sp = strrchr(title + 1, ' ');
+        if (sp && sp > title + 1)
+            strcpy(sp, " ~ ");
+    }
+    tui_puts(g, r.r, r.c + 1, tw, TUI_S_TITLE, title);
     int row = r.r + 1, end = r.r + r.h, w = r.w - 2;
     if (s->s.ask_seq) {
         char q[NS_CMD_TEXT + 32];
-        snprintf(q, sizeof q, "step %ld: %s", s->s.ask_step, s->s.ask);
-        put_wrapped(g, &row, end, r.c + 1, w, TUI_S_EV_NOTE, q);
+        question(q, sizeof q, s);
+        tui_put_wrapped(g, &row, end, r.c + 1, w, TUI_S_EV_NOTE, q);
     }
     if (ui->lesson_text)
-        put_wrapped(g, &row, end, r.c + 1, w, TUI_S_TEXT, ui->lesson_text);
+        tui_put_wrapped(g, &row, end, r.c + 1, w, TUI_S_TEXT, ui->lesson_text);
 }

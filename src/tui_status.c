@@ -95,7 +95,7 @@ static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
 static trainer_state run_state(const trainer_status *s, int run)
 {
     if (run == 1 && (s->state == TRAINER_RUNNING || s->state == TRAINER_STALLED))
-        return s->last_b.stalled ? TRAINER_STALLED : TRAINER_RUNNING; /* b's own */
+        return s->run[1].last.stalled ? TRAINER_STALLED : TRAINER_RUNNING; /* b's own */
     if (s->state != TRAINER_DIVERGED || !s->compare)
         return s->state;
     int d = trainer_diverged_run(s);
@@ -105,8 +105,8 @@ static trainer_state run_state(const trainer_status *s, int run)
 /* A run's loss, validation loss and first non-finite (run 1 = b). */
 static void status_run_values(items *l, const trainer_status *s, int run)
 {
-    float loss = run ? s->loss_b : s->loss;
-    float val = run ? s->last_val_b : s->last_val;
+    float loss = s->run[run].loss;
+    float val = s->run[run].last_val;
     /* the loss at the step the run is at: after a rewind, the step
      * rewound to's, not the (diverged) step taken last */
     if (s->have_loss)
@@ -114,22 +114,25 @@ static void status_run_values(items *l, const trainer_status *s, int run)
                  fmt_loss_text(loss).t);
     else
         add_item(l, TUI_S_STATUS, 1, "loss -");
-    int have_val = run ? !isnan(s->last_val_b) : s->last_val_step > 0;
+    int have_val = run ? !isnan(s->run[1].last_val) : s->last_val_step > 0;
+    /* val ranks with the loss: a lesson compares both runs' (lr goes first) */
     if (have_val)
-        add_item(l, TUI_S_STATUS, 2, "val %s", fmt_loss_text(val).t);
+        add_item(l, TUI_S_STATUS, 1, "val %s", fmt_loss_text(val).t);
     else
-        add_item(l, TUI_S_STATUS, 2, "val -");
-    int warm_on = run ? s->warmup_on_b : s->warmup_on;
-    float next = run ? s->lr_next_b : s->lr_next, peak = run ? s->lr_peak_b : s->lr_peak;
-    const step_metrics *m = run ? &s->last_b : &s->last;
+        add_item(l, TUI_S_STATUS, 1, "val -");
+    int warm_on = s->run[run].warmup_on;
+    float next = s->run[run].lr_next, peak = s->run[run].lr_peak;
+    const step_metrics *m = &s->run[run].last;
     if (warm_on && s->have_metrics && m->in_warmup && peak > 0)
-        add_item(l, TUI_S_STATUS, 1, "lr %.2e (warmup %d%%)", (double)next,
+        add_item(l, TUI_S_STATUS, 2, "lr %.2e (warmup %d%%)", (double)next,
                  (int)(100.0 * next / peak));
     else
-        add_item(l, TUI_S_STATUS, 1, "lr %.2e", (double)next);
+        add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
     if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
         add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
-    if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
+    if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics && m->exploded && !m->nonfinite)
+        add_item(l, TUI_S_BAD, 0, "blew up%s, finite", run ? " (b)" : "");
+    else if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
         /* where it started, not the last symptom: the first thing to look at */
         add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
                  m->fault[0] ? m->fault : "the loss");
@@ -148,7 +151,7 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
     if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
     status_run_values(l, s, 0);
-    double tok = s->steps_per_s * s->cfg.batch * s->cfg.context;
+    double tok = s->steps_per_s * s->run[0].cfg.batch * s->run[0].cfg.context;
     if (tok >= 1e6)
         add_item(l, TUI_S_STATUS, 4, "%.2fM tok/s", tok / 1e6);
     else if (tok >= 1e3)
@@ -236,8 +239,8 @@ static void add_toggle(toggles *l, tui_action act, int on, const char *fmt, ...)
 static void status_setting_toggles(toggles *l, const trainer_status *s, const tui_ui *ui)
 {
     int b = s->compare && ui->target == TWIN_B;
-    const ns_config *cf = b ? &s->cfg_b : &s->cfg;
-    int warm = b ? s->warmup_on_b : s->warmup_on;
+    const ns_config *cf = &s->run[b].cfg;
+    int warm = s->run[b].warmup_on;
     add_toggle(l, tui_bind_action("norm", "toggle"), 1, "%s", place_label(cf->norm));
     add_toggle(l, tui_bind_action("kind", "next"), 1, "%s", norm_kind_name(cf->norm_kind));
     add_toggle(l, tui_bind_action("warmup", "toggle"), warm, "warmup %s", warm ? "on" : "off");
@@ -245,9 +248,14 @@ static void status_setting_toggles(toggles *l, const trainer_status *s, const tu
     if (cf->precision != FMT_FP32) { /* these two only matter in bf16 and fp16 */
         add_toggle(l, tui_bind_action("fp32-norms", "toggle"), cf->fp32_norms, "%s norms",
                    cf->fp32_norms ? "fp32" : "low");
-        const step_metrics *m = b ? &s->last_b : &s->last;
-        if (cf->loss_scale == 0)
+        const step_metrics *m = &s->run[b].last;
+        /* the scale of the last step, when it ran in this precision with the
+         * dynamic scaler: until then (a switch from fp32) it is not known */
+        if (cf->loss_scale == 0 && s->have_metrics && m->precision == cf->precision &&
+            m->loss_scale_dynamic)
             add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn %g", (double)m->loss_scale);
+        else if (cf->loss_scale == 0)
+            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn");
         else if (cf->loss_scale < 0)
             add_toggle(l, tui_bind_action("loss-scale", "toggle"), 0, "scale off");
         else
@@ -295,7 +303,7 @@ static void status_toggles(tui_grid *g, tui_rect r, int row, const trainer_statu
         tui_add_hit(ui, row, c, c + len, l.t[i].act, -1);
         c += len + 2;
     }
-    const ns_config *cf = &s->cfg;
+    const ns_config *cf = &s->run[0].cfg;
     char b[64];
     int len = snprintf(b, sizeof b, "L=%d d=%d H=%d T=%d B=%d", cf->n_layer, cf->dim, cf->n_head,
                        cf->context, cf->batch);
@@ -315,7 +323,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     int avail = status_state(g, r, r.r, run_state(s, 0), ui->frozen);
     status_items(g, r.r, r.c + 1, avail, &a);
     int row = r.r + 1;
-    if (s->compare && r.h >= 3) {
+    if (s->compare && r.h >= 2) {
         items b;
         b.n = 0;
         add_item(&b, TUI_S_LABEL, 0, "b:");

@@ -399,7 +399,7 @@ static void open_snapshot(sweepview *v)
     const plot_run *r = &v->open_tail.d.run[0];
     memset(&s->s, 0, sizeof s->s);
     s->s.diverged_run = -1;
-    s->s.last_val = NAN;
+    s->s.run[0].last_val = NAN;
     s->s.hist_total = r->n;
     int L = r->L < NS_MAX_LAYERS ? r->L : NS_MAX_LAYERS;
     s->s.n_layer = L;
@@ -407,22 +407,22 @@ static void open_snapshot(sweepview *v)
         trainer_point *pt = &s->hist[i % TRAINER_HIST];
         memset(pt, 0, sizeof *pt);
         pt->step = r->step[i];
-        pt->loss = r->loss[i];
-        pt->val_loss = isinf(r->val[i]) && r->val[i] < 0 ? NAN : r->val[i];
+        pt->run[0].loss = r->loss[i];
+        pt->run[0].val_loss = isinf(r->val[i]) && r->val[i] < 0 ? NAN : r->val[i];
         pt->lr = NAN;
-        pt->loss_b = pt->val_loss_b = NAN;
+        pt->run[1].loss = pt->run[1].val_loss = NAN;
         pt->nonfinite = !isfinite(r->loss[i]);
         for (int l = 0; l < L; l++)
-            s->heat[i % TRAINER_HIST][l] = r->gn[i * r->L + l];
-        if (!isnan(pt->val_loss)) {
-            s->s.last_val = pt->val_loss;
+            s->run[0].heat[i % TRAINER_HIST][l] = r->gn[i * r->L + l];
+        if (!isnan(pt->run[0].val_loss)) {
+            s->s.run[0].last_val = pt->run[0].val_loss;
             s->s.last_val_step = pt->step;
         }
     }
     if (r->n > 0) {
         s->s.steps_done = r->step[r->n - 1];
         s->s.have_loss = 1;
-        s->s.loss = r->loss[r->n - 1];
+        s->s.run[0].loss = r->loss[r->n - 1];
     }
 }
 
@@ -861,10 +861,45 @@ static void draw_help(tui_grid *g)
         tui_puts(g, r, 4, w - 2, TUI_S_DIM, sv_legend[i]);
 }
 
+/* A sweep lesson's title and text (ui.lesson_*), in the rows under the
+ * cells: the class reads what the grid is asking while it fills. */
+static void draw_lesson(tui_grid *g, const sweepview *v, int row, int h)
+{
+    if (h < 2)
+        return;
+    tui_fill(g, row, 0, 1, g->cols, v->ui.unicode ? G_HLINE : '-', TUI_S_BORDER);
+    char t[160];
+    snprintf(t, sizeof t, " %s ", v->ui.lesson_title ? v->ui.lesson_title : "lesson");
+    tui_puts(g, row, 1, g->cols - 2, TUI_S_TITLE, t);
+    int r = row + 1;
+    tui_put_wrapped(g, &r, row + h, 1, g->cols - 2, TUI_S_TEXT, v->ui.lesson_text);
+}
+
+/* The rows of a sweep lesson's panel: its title and all its text. */
+static int lesson_rows(const tui_grid *g, const sweepview *v)
+{
+    if (!v->ui.lesson_text || g->cols < 20)
+        return 0;
+    int r = 1;
+    tui_put_wrapped(NULL, &r, 1 << 20, 0, g->cols - 2, TUI_S_TEXT, v->ui.lesson_text);
+    return r;
+}
+
 static void draw_map(tui_grid *g, sweepview *v)
 {
     int legend = g->rows >= 20 ? 1 + SV_N_LEGEND : 1;
     int cells = g->rows - 2 - 1 - legend - 1; /* head, info, legend, footer */
+    /* a lesson: the cells take the rows they need, its text the rest (and
+     * the legend's lines when the text needs them) */
+    int lesson = lesson_rows(g, v), need = v->map.rows + 1;
+    if (lesson > 0) {
+        int avail = g->rows - 2 - 1 - 1 - 1; /* head, info, footer, the legend's scale */
+        cells = need < avail - 2 ? need : (avail - 2 > 2 ? avail - 2 : 2);
+        int rest = avail - cells;
+        lesson = lesson < rest ? lesson : rest;
+        legend = 1 + clampi(rest - lesson, 0, SV_N_LEGEND);
+        cells = g->rows - 2 - 1 - legend - lesson - 1;
+    }
     int fit = (g->cols - label_width(v)) / SV_CELL_W;
     if (fit != v->fit_cols) { /* a page of groups side by side, when they fit */
         v->fit_cols = fit;
@@ -873,7 +908,8 @@ static void draw_map(tui_grid *g, sweepview *v)
     draw_head(g, v);
     draw_cells(g, v, 2, cells);
     draw_info(g, v, 2 + cells);
-    draw_legend(g, v, 3 + cells, legend);
+    draw_lesson(g, v, 3 + cells, lesson);
+    draw_legend(g, v, 3 + cells + lesson, legend);
     draw_footer(g, g->rows - 1, map_foot, (int)(sizeof map_foot / sizeof map_foot[0]));
 }
 
@@ -887,7 +923,7 @@ static void draw_profile(tui_grid *g, const sweepview *v, int row)
     snprintf(b, sizeof b, " step %ld, top first:", s->hist[last % TRAINER_HIST].step);
     int c = tui_puts(g, row, 0, g->cols, TUI_S_LABEL, b);
     for (int l = s->s.n_layer - 1; l >= 0 && c < g->cols; l--) {
-        snprintf(b, sizeof b, "  %d:%.3g", l, s->heat[last % TRAINER_HIST][l]);
+        snprintf(b, sizeof b, "  %d:%.3g", l, s->run[0].heat[last % TRAINER_HIST][l]);
         c += tui_puts(g, row, c, g->cols - c, TUI_S_TEXT, b);
     }
 }

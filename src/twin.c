@@ -119,6 +119,23 @@ static void append(char *buf, size_t n, size_t *used, const char *s)
         *used = *used + (size_t)w < n ? *used + (size_t)w : n - 1;
 }
 
+int twin_differ(twin_run a, twin_run b)
+{
+    char x[64], y[64];
+    for (int i = 0; runtime_setting(a, i, x, sizeof x); i++) {
+        runtime_setting(b, i, y, sizeof y);
+        if (strcmp(x, y) != 0)
+            return 1;
+    }
+    for (size_t i = 0; i < sizeof fixed_names / sizeof fixed_names[0]; i++) {
+        settings_label(a.cfg, fixed_names[i], x, sizeof x);
+        settings_label(b.cfg, fixed_names[i], y, sizeof y);
+        if (strcmp(x, y) != 0)
+            return 1;
+    }
+    return 0;
+}
+
 void twin_label(const char *name, twin_run self, twin_run other, char *buf, size_t n)
 {
     if (n == 0)
@@ -138,6 +155,12 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
         settings_label(other.cfg, fixed_names[i], theirs, sizeof theirs);
         if (strcmp(mine, theirs) != 0)
             append(buf, n, &used, mine);
+    }
+    if (other.cfg && self.joined > 0 && used == strlen(name) + 1 && !twin_differ(self, other)) {
+        char since[48];
+        snprintf(since, sizeof since, "as %s since step %ld", strcmp(name, "a") ? "a" : "b",
+                 self.joined);
+        append(buf, n, &used, since);
     }
     if (used + 3 < n && used > strlen(name) + 1) { /* two spaces: the rest */
         buf[used++] = ' ';

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lesson.h"
+#include "settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -12,10 +13,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = 0;
     ns_lesson l;
     char err[256];
-    if (lesson_parse(text, "x.lesson", &l, err, sizeof err) == 0)
-        lesson_free(&l);
-    else if (strncmp(err, "x.lesson", 8) != 0)
-        abort();
+    /* without a run's settings, then with the defaults' ("if" lines kept) */
+    ns_config c;
+    settings_defaults(&c);
+    for (int k = 0; k < 2; k++) {
+        if (lesson_parse_for(text, "x.lesson", k ? &c : NULL, k ? &c : NULL, &l, err, sizeof err) == 0)
+            lesson_free(&l);
+        else if (strncmp(err, "x.lesson", 8) != 0)
+            abort();
+    }
     free(text);
     return 0;
 }

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ua->partial_bytes != ub->partial_bytes)
         abort(); /* where a line was split must not matter */
     const trainer_snapshot *s = stream_snapshot(a);
-    if (s->s.n_layer < 0 || s->s.n_layer > NS_MAX_LAYERS || s->s.last.n_layer > NS_MAX_LAYERS)
+    if (s->s.n_layer < 0 || s->s.n_layer > NS_MAX_LAYERS || s->s.run[0].last.n_layer > NS_MAX_LAYERS)
         abort();
     /* the ends and a few between (each view copies a whole snapshot) */
     long first = stream_hist_first(a), total = stream_hist_total(a);

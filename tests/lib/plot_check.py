@@ -3,12 +3,25 @@ was drawn from. Used by tests/sh/plot.sh; each command prints one line saying
 what it found and exits 1 when the figure disagrees with the input.
 
   svg FILE                      parses as XML with an <svg> root
-  loss SVG CSV                  series, points and gaps of each loss line
+  loss SVG CSV                  series, points and gaps of each loss line: the
+                                rows a rewind abandoned as a grey dashed line
+                                of their own, distinct colors (dashes in
+                                --mono) per run
   markers SVG CSV               a marker at each step where a setting changed
-                                or the step went back, at that step's x
-  layers SVG CSV STEP           2 bars per layer per run, each the CSV's value
-  profile SVG CSV S1,S2..       one line per step (and run), one point per layer
-  heatmap SVG CSV               layers x rows cells per run
+                                (a rewind: where the replay branches off, or
+                                where the abandoned rows end when that is
+                                the axis), at that step's x, inside the plot
+                                area
+  layers SVG CSV STEP           2 bars per layer per run, each the CSV's value;
+                                the legend over no panel, on the canvas
+  profile SVG CSV S1,S2..       an MLP and an attention line per step (and
+                                run), one point per finite layer, each run and
+                                step its own color (its own dash in --mono)
+  heatmap SVG CSV               layers x rows cells per run (the rows on the
+                                timeline the run ended on), fills from one
+                                ramp whose lightness rises with the value,
+                                step ticks in order
+  titles SVG WORD...            the panel titles, in order, hold the words
   map SVG RESULTS ROWS COLS     (ROWS - : one row) one cell per combination of the sweep's axes,
                                 seeds folded (runs, mean over the runs that
                                 neither diverged nor failed, diverged,
@@ -72,6 +85,19 @@ def runs_of(path):
     return runs
 
 
+def live_rows(rows):
+    """The rows on the timeline a run ended on: a row is abandoned when a
+    later row has the same or an earlier step (a rewind replayed it)."""
+    keep, lo = [], None
+    for r in reversed(rows):
+        s = int(r["step"])
+        keep.append(lo is None or s < lo)
+        if lo is None or s < lo:
+            lo = s
+    keep.reverse()
+    return [r for r, k in zip(rows, keep) if k], [r for r, k in zip(rows, keep) if not k]
+
+
 def subpaths(d):
     return d.count("M")
 
@@ -113,7 +139,27 @@ def series_named(root, prefix):
 def cmd_loss(svg, path):
     root = root_of(svg)
     runs = runs_of(path)
-    for i, rows in enumerate(runs):
+    ghosts = series_named(root, "before the rewind: train loss")
+    want_ghosts = [i for i, rows in enumerate(runs) if live_rows(rows)[1]]
+    if len(ghosts) != len(want_ghosts):
+        fail("%d lines of abandoned rows, want %d" % (len(ghosts), len(want_ghosts)))
+    for g in ghosts:
+        if not g.get("stroke-dasharray"):
+            fail("the abandoned rows' line is not dashed")
+    series = [p for p in by_class(root, "path", "series") if not p.get("data-name").startswith("before")]
+    colors = set((p.get("stroke"), p.get("stroke-dasharray") or "") for p in series)
+    if len(colors) != len(series):
+        fail("%d loss lines in %d distinct strokes (color, dash)" % (len(series), len(colors)))
+    if ghosts and set(g.get("stroke") for g in ghosts) & set(p.get("stroke") for p in series) \
+            and root.find(NS + "rect").get("fill") != "#ffffff":
+        fail("the abandoned rows drawn in a run's color")
+    for n, i in enumerate(want_ghosts):
+        dead = live_rows(runs[i])[1]
+        want_pts, want_subs = expected_line(dead, "loss", False)
+        if int(ghosts[n].get("data-points")) != want_pts:
+            fail("abandoned rows of run %d: %s points, want %d" % (i, ghosts[n].get("data-points"), want_pts))
+    for i, all_rows in enumerate(runs):
+        rows = live_rows(all_rows)[0]
         for prefix, col, skip in (("train loss", "loss", False), ("validation loss", "val_loss", True)):
             want_pts, want_subs = expected_line(rows, col, skip)
             found = series_named(root, prefix)
@@ -129,18 +175,52 @@ def cmd_loss(svg, path):
             coords = d.replace("M", " ").replace("L", " ").split()
             if len(coords) != 2 * pts:
                 fail("%s: %d coordinates for %d points" % (prefix, len(coords), pts))
+    # a tick where the loss is not finite, or where the row's state says the
+    # step diverged (a non-finite inside the step can leave the loss finite)
     want_nf = sorted(set(int(r["step"]) for rows in runs for r in rows
-                         if not math.isfinite(num(r["loss"]) or float("nan"))))
+                         if not math.isfinite(num(r["loss"]) or float("nan"))
+                         or r.get("state") == "diverged"))
     got_nf = sorted(set(int(p.get("data-step")) for p in by_class(root, "path", "nonfinite")))
     if got_nf != want_nf:
         fail("non-finite ticks at %s, want %s" % (got_nf, want_nf))
-    ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s)" % (len(runs), want_nf))
+    legend_corner(root)
+    ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s), %d abandoned"
+       % (len(runs), want_nf, len(ghosts)))
+
+
+def legend_corner(root):
+    """The loss legend hides no more of the lines' points than it would in
+    any other corner of the plot."""
+    area = by_class(root, "rect", "plot-area")[0]
+    ax, ay, aw, ah = (float(area.get(k)) for k in ("x", "y", "width", "height"))
+    r = by_class(root, "g", "legend")[0].find(NS + "rect")
+    x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+    pts = []
+    for p in by_class(root, "path", "series"):
+        c = p.get("d").replace("M", " ").replace("L", " ").split()
+        pts += [(float(c[i]), float(c[i + 1])) for i in range(0, len(c) - 1, 2)]
+    def inside(x0, y0):
+        return sum(1 for px, py in pts if x0 <= px <= x0 + w and y0 <= py <= y0 + h)
+    m = min(x - ax, y - ay, ax + aw - x - w, ay + ah - y - h)
+    corners = [(ax + m, ay + m), (ax + aw - w - m, ay + m), (ax + m, ay + ah - h - m),
+               (ax + aw - w - m, ay + ah - h - m)]
+    here = inside(x, y)
+    best = min(inside(cx, cy) for cx, cy in corners)
+    if here > best + 2:  # the decimated line's points, not the C's, are counted
+        fail("the legend hides %d points where another corner would hide %d" % (here, best))
 
 
 def expected_marks(rows):
+    """A setting's change at its row; a rewind from step F to T at T, where
+    the replay branches off, or at F when T is left of the plot's first step
+    (a rewind to step 0)."""
     marks = []
+    first = int(rows[0]["step"])
     for prev, r in zip(rows, rows[1:]):
-        if int(r["step"]) <= int(prev["step"]) or any(r[k] != prev[k] for k in SETTINGS):
+        if int(r["step"]) <= int(prev["step"]):
+            to = int(r["step"]) - 1
+            marks.append(to if to > first else int(prev["step"]))
+        elif any(r[k] != prev[k] for k in SETTINGS):
             marks.append(int(r["step"]))
     return marks
 
@@ -162,6 +242,8 @@ def cmd_markers(svg, path):
         want_x = x + (step - x0) / (x1 - x0) * w
         if abs(lx - want_x) > 0.2:
             fail("marker at step %d drawn at x=%.1f, want %.1f" % (step, lx, want_x))
+        if not x + 1 < lx < x + w - 1:
+            fail("marker at step %d on the plot area's edge (x=%.1f, area %.1f..%.1f)" % (step, lx, x, x + w))
     ok("markers at steps %s, each at its step's x" % got)
 
 
@@ -190,32 +272,71 @@ def cmd_layers(svg, path, step):
             got = num(b.get("data-value") or "nan")
             if math.isfinite(want) and abs(got - want) > 1e-5 * abs(want):
                 fail("run %d %s: bar of %g, want %g" % (i, col, got, want))
-    ok("%d bars with the values of step %s" % (len(bars), step))
+    legend_clear(root)
+    ok("%d bars with the values of step %s, the legend clear of them" % (len(bars), step))
+
+
+def legend_clear(root):
+    """Each legend's box overlaps no plot area and stays on the canvas."""
+    width = float(root.get("width"))
+    areas = [tuple(float(a.get(k)) for k in ("x", "y", "width", "height"))
+             for a in by_class(root, "rect", "plot-area")]
+    for g in by_class(root, "g", "legend"):
+        r = g.find(NS + "rect")
+        x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+        if x < 0 or x + w > width:
+            fail("legend at x=%.1f..%.1f: off the canvas (width %g)" % (x, x + w, width))
+        for ax, ay, aw, ah in areas:
+            if x < ax + aw and ax < x + w and y < ay + ah and ay < y + h:
+                fail("legend %.1f..%.1f over the panel %.1f..%.1f" % (x, x + w, ax, ax + aw))
 
 
 def cmd_profile(svg, path, steps):
     root = root_of(svg)
     runs = runs_of(path)
     steps = steps.split(",")
-    lines = by_class(root, "path", "series")
-    if len(lines) != len(steps) * len(runs):
-        fail("%d lines, want %d" % (len(lines), len(steps) * len(runs)))
+    groups = by_class(root, "g", "profile")
+    if len(groups) != 2 * len(steps) * len(runs):
+        fail("%d lines, want %d (MLP and attention per step per run)" % (len(groups), 2 * len(steps) * len(runs)))
     L = layers_of(runs[0])
+    mono = root.find(NS + "rect").get("fill") == "#ffffff"
     k = 0
-    for rows in runs:
+    looks = {}
+    for i, rows in enumerate(runs):
         for s in steps:
             row = [r for r in rows if r["step"] == s][-1]
-            want = sum(1 for l in range(L) if math.isfinite(gnorm(row, l)))
-            if int(lines[k].get("data-points")) != want:
-                fail("line %s: %s points, want %d" % (lines[k].get("data-name"),
-                                                      lines[k].get("data-points"), want))
-            k += 1
-    ok("%d lines, one point per finite layer" % len(lines))
+            for part, col in (("mlp", "ffn"), ("attn", "attn")):
+                g = groups[k]
+                k += 1
+                line = g.find(NS + "path")
+                if (g.get("data-run"), g.get("data-step"), g.get("data-part")) != (str(i), s, part):
+                    fail("line %d is run %s step %s %s, want run %d step %s %s" % (
+                        k, g.get("data-run"), g.get("data-step"), g.get("data-part"), i, s, part))
+                vals = [num(row["l%d_grad_%s" % (l, col)]) for l in range(L)]
+                want = sum(1 for v in vals if v is not None and math.isfinite(v) and v > 0)
+                if int(line.get("data-points")) != want:
+                    fail("line %s: %s points, want %d" % (line.get("data-name"), line.get("data-points"), want))
+                looks.setdefault((i, s), set()).add(
+                    line.get("stroke-dasharray") or "" if mono else line.get("stroke"))
+    if len(set(frozenset(v) for v in looks.values())) != len(looks):
+        fail("two runs or steps drawn alike: %s" % looks)
+    ok("%d lines, one point per finite layer, each run and step apart by %s"
+       % (len(groups), "dash" if mono else "color"))
+
+
+def lightness(color):
+    """CIE L* of an sRGB "#rrggbb"."""
+    lin = []
+    for i in (1, 3, 5):
+        c = int(color[i:i + 2], 16) / 255.0
+        lin.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return 116 * y ** (1 / 3.0) - 16 if y > 0.008856 else 903.3 * y
 
 
 def cmd_heatmap(svg, path):
     root = root_of(svg)
-    runs = runs_of(path)
+    runs = [live_rows(rows)[0] for rows in runs_of(path)]
     cells = by_class(root, "rect", "cell")
     want = sum(layers_of(rows) * len(rows) for rows in runs)
     if len(cells) != want:
@@ -225,7 +346,41 @@ def cmd_heatmap(svg, path):
                    if not math.isfinite(gnorm(r, l)))
     if len(nan) != want_nan:
         fail("%d non-finite cells, want %d" % (len(nan), want_nan))
-    ok("%d cells, %d of them non-finite" % (len(cells), len(nan)))
+    mono = root.find(NS + "rect").get("fill") == "#ffffff"
+    ramp = {}
+    for c in cells:
+        if c.get("fill") == "url(#nan)":
+            continue
+        lv = int(c.get("data-level"))
+        if ramp.setdefault(lv, c.get("fill")) != c.get("fill"):
+            fail("level %d drawn as %s and %s" % (lv, ramp[lv], c.get("fill")))
+    finite = sorted((float(c.get("data-value")), lightness(c.get("fill"))) for c in cells
+                    if c.get("fill") != "url(#nan)")
+    for (v1, l1), (v2, l2) in zip(finite, finite[1:]):
+        if (l2 < l1 - 1e-9) if not mono else (l2 > l1 + 1e-9):
+            fail("a gradient norm of %g is %s than one of %g" % (v2, "darker" if not mono else "lighter", v1))
+    swatches = [e.get("fill") for g in by_class(root, "g", "legend") for e in g.iter(NS + "rect")][1:]
+    scale = [lightness(f) for f in swatches if f.startswith("#")]
+    if len(scale) != 7 or any(abs(a - b) < 5 for a, b in zip(scale, scale[1:])) or \
+            sorted(scale, reverse=not mono) != scale:
+        fail("the legend's 7 steps are not one ramp of lightness: %s" % ["%.0f" % l for l in scale])
+    for t in by_class(root, "g", "heat-ticks"):
+        steps = [int(x.text) for x in t.iter(NS + "text")]
+        if steps != sorted(steps):
+            fail("step ticks out of order: %s" % steps)
+    ok("%d cells, %d of them non-finite, lightness rising with the value (%d levels)"
+       % (len(cells), len(nan), len(ramp)))
+
+
+def cmd_titles(svg, *words):
+    root = root_of(svg)
+    titles = [t.text for t in by_class(root, "text", "panel-title")]
+    if len(titles) != len(words):
+        fail("panel titles %s, want %d" % (titles, len(words)))
+    for t, w in zip(titles, words):
+        if w not in t:
+            fail("panel title '%s' lacks '%s'" % (t, w))
+    ok("panel titles %s" % titles)
 
 
 def sort_key(v):

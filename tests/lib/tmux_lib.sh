@@ -151,3 +151,17 @@ check_modes() {
         no "$what: terminal modes not restored: $(screen | grep -B1 STTY_DONE | head -1)"
     fi
 }
+
+# layers_seen: the layer indices of the live view's panels, one a line, as
+# often as they show (twice with --compare: run a's and run b's): the index
+# cells sit under each "lyr" title of the header row, down to the chart's
+# title. Needs an ASCII screen (LC_ALL=C), so that a column is a byte.
+layers_seen() {
+    screen | awk '
+        !hdr && /lyr/ { hdr = 1; n = 0; s = $0; off = 0
+            while ((i = index(s, "lyr")) > 0) { pos[++n] = off + i; off += i + 2; s = substr(s, i + 3) }
+            next }
+        hdr && /^ loss \[/ { exit }
+        hdr { for (k = 1; k <= n; k++) { c = substr($0, pos[k], 4)
+                if (c ~ /^[> ] ?[0-9]+[ !]?$/) { gsub(/[^0-9]/, "", c); print c } } }'
+}

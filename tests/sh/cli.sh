@@ -137,6 +137,66 @@ cp "$T/ck" "$T/ck.flip"
 printf 'X' | dd of="$T/ck.flip" bs=1 seek=3000 conv=notrunc 2>/dev/null
 expect_bad 2 "checksum" --headless --load "$T/ck.flip" --steps 30
 expect_bad 2 "magic" --headless --load "$T/a.csv" --steps 30
+# the data a checkpoint trained on is in it: left out, the run is refused;
+# other bytes given with --data are said in one line and used
+head -c 20000 "$(dirname "$0")/../../README.md" >"$T/d1"
+head -c 20000 "$(dirname "$0")/../../man/normscope.1" >"$T/d2"
+"$BIN" --headless $SMALL --steps 10 --data "$T/d1" --save "$T/ckd" 2>/dev/null && ok || no "--save with --data"
+expect_bad 2 "the run trained on $T/d1 (20000 bytes); give --data $T/d1" --headless -q --load "$T/ckd" --steps 12
+"$BIN" --headless -q --load "$T/ckd" --steps 12 --data "$T/d1" 2>"$T/err" && [ ! -s "$T/err" ] && ok || no "--load with its own --data: $(cat "$T/err")"
+cp "$T/d1" "$T/d1.moved"
+"$BIN" --headless -q --load "$T/ckd" --steps 12 --data "$T/d1.moved" 2>"$T/err" && [ ! -s "$T/err" ] && ok || no "--load with the same bytes under another name: $(cat "$T/err")"
+"$BIN" --headless -q --load "$T/ckd" --steps 12 --data "$T/d2" 2>"$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+    grep -q "from step 10 it trains on $T/d2 (20000 bytes), not on $T/d1 (20000 bytes) as before" "$T/err" && ok ||
+    no "--load with other --data: $(cat "$T/err")"
+"$BIN" --headless -q --load "$T/ck" --steps 12 --data "$T/d2" 2>"$T/err" &&
+    grep -q "not on the built-in corpus (" "$T/err" && ok || no "--load of a built-in run with --data: $(cat "$T/err")"
+# --warmup N on a resumed warmup-0 run: a fresh ramp of N steps from there
+"$BIN" --headless $SMALL --steps 10 --warmup 0 --save "$T/ckw" 2>/dev/null
+for w in 100 40; do
+    "$BIN" --headless -q --load "$T/ckw" --steps 12 --warmup $w --csv "$T/w.csv" 2>"$T/err" &&
+        awk -F, -v w=$w 'NR==2 {ok = $1 == 11 && $4 > 0.9e-3 / w && $4 < 1.1e-3 / w} NR==3 {ok = ok && $4 > 1.9e-3 / w && $4 < 2.1e-3 / w} END {exit !ok}' "$T/w.csv" &&
+        ok || no "--load --warmup $w: $(cat "$T/err"); $(cut -d, -f1,4 "$T/w.csv" | tr '\n' ' ')"
+done
+"$BIN" --headless $SMALL --steps 10 --warmup 0 --schedule invsqrt --save "$T/cki" 2>/dev/null
+expect_bad 2 "under --schedule invsqrt the ramp's length also sets the decay" --headless -q --load "$T/cki" --steps 12 --warmup 40
+# an LR a mid-run change took past --lr's range loads, and is said
+printf 'at 2: lr 100\n' >"$T/lr100"
+"$BIN" --headless $SMALL --steps 4 --script "$T/lr100" --on-diverge continue --save "$T/ck100" 2>/dev/null
+"$BIN" --headless -q --load "$T/ck100" --steps 5 2>"$T/err"
+[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "lr 100 is above --lr's range (at most 10)" "$T/err" && ok || no "--load of lr 100: $(cat "$T/err")"
+# a flag that does nothing with the settings in force: one warning line,
+# the run goes on; judged on a resumed run's settings, not the defaults
+"$BIN" --headless $SMALL --steps 2 --loss-scale 128 2>"$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+    grep -q "^normscope: warning: --loss-scale 128 does nothing with --precision fp32 (it applies with bf16 or fp16" "$T/err" &&
+    ok || no "--loss-scale in fp32: $(cat "$T/err")"
+"$BIN" --headless $SMALL --steps 2 --precision fp16 --save "$T/ck16" 2>/dev/null
+"$BIN" --headless -q --load "$T/ck16" --steps 3 --loss-scale 128 2>"$T/err" && [ ! -s "$T/err" ] &&
+    ok || no "--loss-scale on a resumed fp16 run: $(cat "$T/err")"
+"$BIN" --headless -q --load "$T/ck" --steps 12 --loss-scale 128 --precision bf16 2>"$T/err" && [ ! -s "$T/err" ] &&
+    ok || no "--loss-scale with --precision bf16 on a resumed fp32 run: $(cat "$T/err")"
+expect_bad 2 "--lr does nothing with --follow" --follow "$T/none.nsj" --headless --lr 0.1
+# a diverged run's --save says how close its snapshot is to the limit and
+# offers an earlier one clear of it (or the roomiest), each number the
+# CSV's least l*_headroom at that step; the offer is true: that command
+# saves that step
+FP16="--headless -q -L 4 -d 32 -T 16 -B 4 --precision fp16 --fp32-norms off --lr 2e-2 --warmup 0"
+"$BIN" $FP16 --save "$T/ckdiv" --csv "$T/div.csv" 2>"$T/err"
+line=$(grep "wrote the snapshot of step" "$T/err")
+set -- $(echo "$line" | sed -n 's/.*snapshot of step \([0-9]*\), headroom \([0-9.e+-]*\) (layer \([0-9]*\)); step \([0-9]*\) had \([0-9.e+-]*\) (the same run with --steps \([0-9]*\) saves it)$/\1 \2 \3 \4 \5 \6/p')
+least() { # least headroom of CSV row step $1, "%.2g"
+    awk -F, -v s="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[0-9]+_headroom$/) h[i] = 1; next }
+        $1 == s { lo = ""; for (i in h) if (lo == "" || $i + 0 < lo) lo = $i + 0; printf "%.2g\n", lo }' "$T/div.csv"
+}
+if [ $# -eq 6 ] && [ "$(least "$1")" = "$2" ] && [ "$(least "$4")" = "$5" ] && [ "$4" -eq "$6" ] &&
+    [ "$4" -lt "$1" ] && awk -v h="$2" -v h2="$5" 'BEGIN { exit !(h < 2 && h2 > h) }'; then
+    ok
+    "$BIN" $FP16 --steps "$4" --save "$T/ckearly" 2>/dev/null &&
+        "$BIN" --headless -q --load "$T/ckearly" --steps $(($4 + 1)) --csv "$T/early.csv" 2>/dev/null &&
+        [ "$(sed -n 2p "$T/early.csv" | cut -d, -f1)" -eq $(($4 + 1)) ] && ok || no "the offered --steps $4 does not save step $4"
+else
+    no "the diverged --save line: $line (CSV least headroom at those steps: $(least "${1:-0}") $(least "${4:-0}"))"
+fi
 # saving over an existing checkpoint into a missing directory fails cleanly
 expect_bad 1 "--save" --headless $SMALL --steps 2 --save "$T/nodir/ck"
 

@@ -301,9 +301,10 @@ expect_ok --headless $SMALL --steps 2 --save "$T/ck"
 ls "$T"/ck.tmp.* >/dev/null 2>&1 && no "stale temp files not removed: $(ls "$T" | grep tmp)" || ok
 
 # ===================== non-finite numbers =====================
-# fp16 without loss scaling at lr 10 overflows within a few steps; with
-# --on-diverge continue every step is still written
-DIV="--headless $SMALL --lr 10 --warmup 0 --precision fp16 --loss-scale off --steps 40 --val-every 2"
+# fp16 without norms at a fixed loss scale of 65536 and lr 1 overflows at
+# step 2, and its cells are nan, inf and -inf; with --on-diverge continue
+# every step is still written
+DIV="--headless $SMALL --lr 1 --warmup 0 --precision fp16 --norm none --loss-scale 65536 --steps 40 --val-every 2"
 # the run ends diverged: exit 3 (see tests/sh/diagnose.sh)
 timeout $TO "$BIN" $DIV --on-diverge continue --csv "$T/div.csv" --jsonl "$T/div.jsonl" \
     >"$T/out" 2>"$T/err" </dev/null

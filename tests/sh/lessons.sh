@@ -6,9 +6,16 @@
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
 MAN7=$(dirname "$0")/../../man/normscope-lessons.7
+LESSONS=$(dirname "$0")/../../assets/lessons
 . "$(dirname "$0")/../lib/claims_lib.sh"
-T=$(mktemp -d /tmp/ns_lessons.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+# NS_LESSONS_DIR: keep the runs' files there (to look at them afterwards)
+if [ -n "${NS_LESSONS_DIR:-}" ]; then
+    T=$NS_LESSONS_DIR
+    mkdir -p "$T" || exit 2
+else
+    T=$(mktemp -d /tmp/ns_lessons.XXXXXX)
+    trap 'rm -rf "$T"' EXIT
+fi
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "  ok: $*"; }
@@ -52,9 +59,24 @@ lesson_warmup() {
     cmpv "with warmup: Post-LN trains (below 2.6)" "$a" "<" 2.6
 }
 
+# question_for LESSON COND N: the question a lesson file asks at step N
+# when COND holds ("if COND: at N: pause ..."), from the file itself
+question_for() { sed -n "s/^if $2: at $3: pause //p" "$LESSONS/$1.lesson"; }
+# asks ERRFILE LESSON COND N [OTHER-COND]: the run whose stderr is ERRFILE
+# asked that question (a headless run prints it), and not OTHER-COND's
+asks() {
+    q=$(question_for "$2" "$3" "$4")
+    [ -n "$q" ] && grep -qF -- "normscope: a: $q" "$1" && ok "$2 ($3) asks: $q" \
+        || no "$2: the question for $3 ('$q') was not asked: $(grep '^normscope: a:' "$1")"
+    [ -z "${5:-}" ] && return 0
+    q=$(question_for "$2" "$5" "$4")
+    [ -n "$q" ] && ! grep -qF -- "normscope: a: $q" "$1" && ok "$2 ($3) does not ask $5's question" \
+        || no "$2 ($3): asked the question for $5: '$q'"
+}
+
 lesson_depth() {
     for L in 2 6 24; do
-        "$BIN" --headless -q --lesson depth -L "$L" --csv "$T/d$L.csv" 2>"$T/d.err" || { no "depth -L $L: $(cat "$T/d.err")"; return; }
+        "$BIN" --headless --lesson depth -L "$L" --csv "$T/d$L.csv" >/dev/null 2>"$T/d$L.err" || { no "depth -L $L: $(cat "$T/d$L.err")"; return; }
     done
     a2=$(last "$T/d2.csv" val_loss); b2=$(last "$T/d2.csv" b_val_loss)
     a6=$(last "$T/d6.csv" val_loss); b6=$(last "$T/d6.csv" b_val_loss)
@@ -63,6 +85,67 @@ lesson_depth() {
     cmpv "2 layers: |Post - Pre| validation gap small" "$d2" "<" 0.1
     cmpv "6 layers: Post-LN no worse than Pre-LN + 0.15" "$a6" "<=" "$b6" 0.15
     cmpv "24 layers: Post-LN at least 0.3 above Pre-LN" "$a24" ">=" "$b24" 0.3
+    # the question at step 150 follows -L: each depth asks its own, which
+    # holds for that depth's run at step 150, and no other depth's
+    for L in 2 6 24; do
+        q=$(question_for depth "layers=$L" 150)
+        [ -n "$q" ] && grep -qF -- "$q" "$T/d$L.err" && ok "-L $L asks its question: $q" || no "-L $L: question '$q' not asked: $(grep '^normscope: a:' "$T/d$L.err")"
+        n=$(grep -c '^normscope: a: .*?$' "$T/d$L.err")
+        cmpv "-L $L: one question asked, no other depth's" "$n" "==" 1
+        a=$(at "$T/d$L.csv" val_loss 150); b=$(at "$T/d$L.csv" b_val_loss 150)
+        case $L:$q in
+        24:*"Post-LN is stuck on the plateau, Pre-LN trains"*)
+            cmpv "-L 24 at step 150: Post-LN on the plateau (val)" "$a" ">" 2.9
+            cmpv "-L 24 at step 150: Pre-LN trains, 0.3 below" "$b" "<=" "$a" -0.3 ;;
+        2:*"both train, Post-LN ahead for now"*)
+            cmpv "-L 2 at step 150: Post-LN trains" "$a" "<" 2.9
+            cmpv "-L 2 at step 150: Pre-LN trains" "$b" "<" 2.9
+            cmpv "-L 2 at step 150: Post-LN ahead" "$a" "<" "$b" ;;
+        6:*"Post-LN trains and is ahead"*)
+            cmpv "-L 6 at step 150: Post-LN trains" "$a" "<" 2.9
+            cmpv "-L 6 at step 150: Post-LN ahead" "$a" "<" "$b" ;;
+        *) no "-L $L: the question '$q' is not one this test knows how to check: measure it and add it" ;;
+        esac
+    done
+    # a depth the file has no question for gets one that claims nothing
+    "$BIN" --headless --lesson depth -L 3 --steps 151 >/dev/null 2>"$T/d3.err"
+    q=$(sed -n 's/^if layers!=[0-9,]*: at 150: pause //p' "$LESSONS/depth.lesson")
+    grep -qF -- "$q" "$T/d3.err" && ! grep "^normscope: a:" "$T/d3.err" | grep -q "[0-9] layers" \
+        && ok "-L 3: the depth-neutral question" || no "-L 3: $(grep '^normscope: a:' "$T/d3.err")"
+}
+
+# The keys the texts tell a teacher to press do what the texts say. A key
+# sends its settings row's command (settings.c; the key table's tests check
+# the binding): f "precision next", i "fp32-norms toggle", P "norm next",
+# and Tab makes the next ones act on run a alone (a script's "a:").
+# key_run LESSON SCRIPT-LINE: one step of the lesson after the command
+key_run() {
+    printf 'at 0: %s\n' "$2" >"$T/k.script"
+    "$BIN" --headless -q --lesson "$1" --steps 1 --no-pause --script "$T/k.script" --csv "$T/k.csv" 2>"$T/k.err" \
+        || no "$1 with '$2': $(cat "$T/k.err")"
+}
+lesson_keys() {
+    f=$LESSONS/fp16-layernorm.lesson
+    to=$(sed -n 's/.*f (fp16 to \([a-z0-9]*\), both runs).*/\1/p' "$f")
+    key_run fp16-layernorm "precision next"
+    [ -n "$to" ] && [ "$(at "$T/k.csv" precision 1)" = "$to" ] && [ "$(at "$T/k.csv" b_precision 1)" = "$to" ] \
+        && ok "fp16-layernorm: f goes from fp16 to $to in both runs, as its text says" \
+        || no "fp16-layernorm: the text says f goes to '$to'; the run: $(at "$T/k.csv" precision 1), b $(at "$T/k.csv" b_precision 1)"
+    key_run fp16-layernorm "fp32-norms toggle"
+    grep -q "i (fp32 norms on, both runs)" "$f" && grep -q "turns fp32 norms on in run a and leaves them on in run b" "$MAN7" \
+        && [ "$(at "$T/k.csv" fp32_norms 1)" = on ] && [ "$(at "$T/k.csv" b_fp32_norms 1)" = on ] \
+        && ok "fp16-layernorm: i turns fp32 norms on in both runs, as the lesson and the page say" \
+        || no "fp16-layernorm: i gave a $(at "$T/k.csv" fp32_norms 1), b $(at "$T/k.csv" b_fp32_norms 1); the texts' claim changed or is wrong"
+    f=$LESSONS/deep-stable.lesson
+    key_run deep-stable "a: norm next"
+    grep -q "Press Tab (the keys act on run a alone), then P to move run a on to Pre-LN" "$f" \
+        && [ "$(at "$T/k.csv" norm 1)" = pre ] && [ "$(at "$T/k.csv" b_norm 1)" = deepnorm ] \
+        && ok "deep-stable: Tab then P moves run a alone, to Pre-LN" \
+        || no "deep-stable: Tab, P gave a $(at "$T/k.csv" norm 1), b $(at "$T/k.csv" b_norm 1)"
+    key_run deep-stable "norm next"
+    grep -q "without Tab, P gives" "$f" && [ "$(at "$T/k.csv" norm 1)" = pre ] && [ "$(at "$T/k.csv" b_norm 1)" = pre ] \
+        && ok "deep-stable: P alone gives both runs a's next placement" \
+        || no "deep-stable: P alone gave a $(at "$T/k.csv" norm 1), b $(at "$T/k.csv" b_norm 1)"
 }
 
 # ratio FILE PREFIX SUFFIX FIRST LAST: value of layer LAST over layer FIRST at step 1
@@ -72,8 +155,12 @@ layer_ratio() {
 }
 
 lesson_gradient_profile() {
-    "$BIN" --headless -q --lesson gradient-profile --steps 1 --csv "$T/g.csv" 2>"$T/g.err" || { no "gradient-profile: $(cat "$T/g.err")"; return; }
-    "$BIN" --headless -q --lesson gradient-profile --steps 1 --init normal --csv "$T/gn.csv" 2>"$T/g.err" || { no "gradient-profile normal: $(cat "$T/g.err")"; return; }
+    # two steps: the question at step 1 is asked before step 2
+    "$BIN" --headless --lesson gradient-profile --steps 2 --csv "$T/g.csv" 2>"$T/g.err" || { no "gradient-profile: $(cat "$T/g.err")"; return; }
+    "$BIN" --headless --lesson gradient-profile --steps 2 --init normal --csv "$T/gn.csv" 2>"$T/gn.err" || { no "gradient-profile normal: $(cat "$T/gn.err")"; return; }
+    # the question follows --init: the rising profile is Xavier's alone
+    asks "$T/g.err" gradient-profile init=xavier 1
+    asks "$T/gn.err" gradient-profile init!=xavier 1 init=xavier
     up=$(layer_ratio "$T/g.csv" "" grad_ffn 0 11)
     cmpv "Xavier, Post-LN: MLP gradient norm of the top layer over the bottom's" "$up" ">=" 1.25
     down=$(layer_ratio "$T/g.csv" b_ grad_ffn 11 0)
@@ -100,14 +187,29 @@ lesson_fp16_layernorm() {
     cmpv "run a: the top block's residual max at the divergence passed 256" "$top" ">" 256
     bad=$(awk -F, -v c="$(col "$T/f.csv" b_loss)" 'NR > 1 && ($c == "nan" || $c == "inf") { n++ } END { print n + 0 }' "$T/f.csv")
     cmpv "run b (fp32 norms) stays finite to that step" "$bad" "==" 0
+    # the page's slide command is this run (it stops where run a diverged,
+    # exit 3), and the loss it draws is finite to the end, as its caption says
+    slide=$(grep -o '^\$ normscope --headless --lesson fp16-layernorm [^|]*' "$MAN7" | head -1)
+    [ "$slide" = '$ normscope --headless --lesson fp16-layernorm --csv fp16-layernorm.csv' ] \
+        && ok "the page's slide command is the run checked here" || no "the page's fp16-layernorm slide command changed: '$slide'; check what it draws"
+    la=$(tail -1 "$T/f.csv" | cut -d, -f2)
+    case $la in
+    *nan* | *inf* | "") no "the loss at the divergence is '$la', the page says finite" ;;
+    *) ok "the loss at the divergence is finite ($la): the inf is inside the final norm" ;;
+    esac
     # the same run in bf16: fp32's range, so no overflow
-    "$BIN" --headless -q --lesson fp16-layernorm --precision bf16 --compare precision=bf16 --csv "$T/fb.csv" 2>"$T/fb.err"
+    "$BIN" --headless --lesson fp16-layernorm --precision bf16 --compare precision=bf16 --csv "$T/fb.csv" >/dev/null 2>"$T/fb.err"
     rc=$?
     [ $rc -eq 0 ] && ok "bf16 with norms in bf16 trains past that step (exit 0)" || no "bf16 run exit $rc: $(tail -1 "$T/fb.err")"
+    # the questions follow --precision; in bf16 the top act max does grow
+    asks "$T/f.err" fp16-layernorm precision=fp16 200
+    asks "$T/fb.err" fp16-layernorm precision!=fp16 200 precision=fp16
+    top=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[0-9]+_act_max$/) c = i; next } $1 == 1 { a = $c } $1 == 200 { b = $c } END { print b / a }' "$T/fb.csv")
+    cmpv "bf16: the top layer's act max grows by step 200 (times its step-1 value)" "$top" ">" 1.5
 }
 
 lesson_loss_scaling() {
-    "$BIN" --headless -q --lesson loss-scaling --steps 100 --csv "$T/l.csv" 2>"$T/l.err" || { no "loss-scaling: $(cat "$T/l.err")"; return; }
+    "$BIN" --headless --lesson loss-scaling --steps 100 --csv "$T/l.csv" 2>"$T/l.err" || { no "loss-scaling: $(cat "$T/l.err")"; return; }
     sums=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i ~ /^l[0-9]+_underflow$/) a[i] = 1; if ($i ~ /^b_l[0-9]+_underflow$/) b[i] = 1 } next }
         { for (i in a) sa += $i; for (i in b) sb += $i } END { print sa, sb }' "$T/l.csv")
     sa=${sums% *}; sb=${sums#* }
@@ -119,7 +221,15 @@ lesson_loss_scaling() {
 }
 
 lesson_gamma_zero() {
-    "$BIN" --headless -q --lesson gamma-zero --steps 200 --csv "$T/z.csv" 2>"$T/z.err" || { no "gamma-zero: $(cat "$T/z.err")"; return; }
+    "$BIN" --headless --lesson gamma-zero --steps 200 --csv "$T/z.csv" 2>"$T/z.err" || { no "gamma-zero: $(cat "$T/z.err")"; return; }
+    asks "$T/z.err" gamma-zero norm=post 100
+    # the text's other experiment, --norm pre: the residual path keeps the
+    # layers alive, and the question asked there claims nothing else
+    "$BIN" --headless --lesson gamma-zero --norm pre --steps 101 --csv "$T/zp.csv" 2>"$T/zp.err" || { no "gamma-zero pre: $(cat "$T/zp.err")"; return; }
+    asks "$T/zp.err" gamma-zero norm!=post 100 norm=post
+    live=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[1-4]_act_max$/) c[i] = 1; next }
+        $1 == 100 { for (i in c) if ($i > 0.1) n++ } END { print n + 0 }' "$T/zp.csv")
+    cmpv "gain 0 under Pre-LN: layers 1-4 are not at 0 at step 100" "$live" "==" 4
     dead=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[1-4]_act_max$/) c[i] = 1; next }
         { for (i in c) if ($i != 0) n++ } END { print n + 0 }' "$T/z.csv")
     cmpv "gain 0: act max of layers 1-4 exactly 0 at every one of 200 steps (nonzero values)" "$dead" "==" 0
@@ -131,9 +241,13 @@ lesson_gamma_zero() {
 }
 
 lesson_deep_stable() {
-    "$BIN" --headless -q --lesson deep-stable --csv "$T/s.csv" 2>"$T/s.err" || { no "deep-stable: $(cat "$T/s.err")"; return; }
-    "$BIN" --headless -q --lesson deep-stable --compare norm=rezero --csv "$T/sr.csv" 2>"$T/s.err" || { no "deep-stable rezero: $(cat "$T/s.err")"; return; }
-    "$BIN" --headless -q --lesson deep-stable --compare norm=pre --csv "$T/sp.csv" 2>"$T/s.err" || { no "deep-stable pre: $(cat "$T/s.err")"; return; }
+    "$BIN" --headless --lesson deep-stable --csv "$T/s.csv" 2>"$T/s.err" || { no "deep-stable: $(cat "$T/s.err")"; return; }
+    "$BIN" --headless --lesson deep-stable --compare norm=rezero --csv "$T/sr.csv" 2>"$T/sr.err" || { no "deep-stable rezero: $(cat "$T/sr.err")"; return; }
+    "$BIN" --headless --lesson deep-stable --compare norm=pre --csv "$T/sp.csv" 2>"$T/sp.err" || { no "deep-stable pre: $(cat "$T/sp.err")"; return; }
+    # the question follows the twin: DeepNorm's is not asked of the others
+    asks "$T/s.err" deep-stable b.norm=deepnorm 150
+    asks "$T/sr.err" deep-stable b.norm!=deepnorm 150 b.norm=deepnorm
+    asks "$T/sp.err" deep-stable b.norm!=deepnorm 150 b.norm=deepnorm
     post=$(last "$T/s.csv" val_loss)
     cmpv "24 layers: Post-LN stays on the plateau" "$post" ">" 2.9
     for f in s:DeepNorm sr:ReZero sp:Pre-LN; do
@@ -197,6 +311,7 @@ lesson_stability_map() {
 
 run warmup lesson_warmup
 run depth lesson_depth
+run keys lesson_keys
 run gradient-profile lesson_gradient_profile
 run fp16-layernorm lesson_fp16_layernorm
 run loss-scaling lesson_loss_scaling
@@ -208,6 +323,15 @@ run stability-map lesson_stability_map
 for l in $("$BIN" --lesson list | cut -d' ' -f1); do
     grep -q "^run $l " "$0" && ok "lesson $l has a check" || no "lesson $l has no check in tests/sh/lessons.sh"
 done
+
+# the numbers the texts quote, read from the texts, against these runs
+"$BIN" --lesson list >"$T/list.txt"
+python3 "$(dirname "$0")/../lib/lesson_claims.py" "$T" $ONLY >"$T/claims.out" 2>&1
+sed -n '/passed, .* failed$/!p' "$T/claims.out"
+n=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$T/claims.out")
+[ -n "$n" ] || { no "lesson_claims.py did not finish: $(tail -3 "$T/claims.out")"; n="0 0"; }
+pass=$((pass + ${n% *}))
+fail=$((fail + ${n#* }))
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -70,7 +70,7 @@ plot profile.svg "$F/run.csv" --kind profile --step 1,12,30 &&
 plot heatmap.svg "$F/run.csv" --kind heatmap &&
     check "heatmap cells" $CHECK heatmap "$T/heatmap.svg" "$F/run.csv"
 plot profile_default.svg "$F/run.csv" --kind profile
-grep -c 'class="series"' "$T/profile_default.svg" | grep -qx 4 && ok || no "profile: not 4 default steps"
+grep -c 'class="profile"' "$T/profile_default.svg" | grep -qx 8 && ok || no "profile: not 4 default steps (MLP and attention each)"
 
 # --- a comparison: both runs, one marker for a change sent to both ---
 plot cmp_loss.svg "$F/compare.csv" && {
@@ -85,6 +85,65 @@ plot cmp_profile.svg "$F/compare.csv" --kind profile --step 5,20 &&
 plot cmp_heat.svg "$F/compare.csv" --kind heatmap &&
     check "compare heatmap" $CHECK heatmap "$T/cmp_heat.svg" "$F/compare.csv"
 grep -q 'b: norm=post' "$T/cmp_loss.svg" && ok || no "compare: run b not named by its setting"
+# each panel titled by the setting its run differs in
+check "compare bars: panel titles" $CHECK titles "$T/cmp_layers.svg" "a: norm=pre" "b: norm=post"
+check "compare heatmap: panel titles" $CHECK titles "$T/cmp_heat.svg" "a: norm=pre" "b: norm=post"
+# --mono: the runs of a profile apart by their dashes, the heatmap grey
+plot cmp_profile_mono.svg "$F/compare.csv" --kind profile --step 5,20 --mono &&
+    check "compare profile --mono" $CHECK profile "$T/cmp_profile_mono.svg" "$F/compare.csv" 5,20
+plot cmp_heat_mono.svg "$F/compare.csv" --kind heatmap --mono &&
+    check "compare heatmap --mono" $CHECK heatmap "$T/cmp_heat_mono.svg" "$F/compare.csv"
+# runs that differ in no recorded setting: said so, not left as a bare "a";
+# differing only in the loss scale in force: named by it
+$PY - "$F/compare.csv" "$T/same.csv" "$T/scale.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for out, scale in ((sys.argv[2], None), (sys.argv[3], "65536")):
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            r = dict(r)
+            r["b_norm"] = r["norm"]
+            if scale:
+                r["b_loss_scale"] = scale
+            w.writerow(r)
+EOF
+plot same_layers.svg "$T/same.csv" --kind layers &&
+    check "unrecorded difference: said in the titles" $CHECK titles "$T/same_layers.svg" \
+        "a: differs from b in a setting the file does not record" "b: differs from a"
+plot scale_heat.svg "$T/scale.csv" --kind heatmap &&
+    check "a loss-scale pair: titled by the scale" $CHECK titles "$T/scale_heat.svg" "a: loss scale 1" "b: loss scale 65536"
+# a run that goes non-finite mid-run: a gap and red ticks, each run's
+# its own, named in the legend
+printf 'at 10: lr 30\n' >"$T/s.txt"
+"$BIN" --headless -q -L 2 -d 32 -T 16 -B 4 --steps 24 --warmup 0 --precision fp16 --fp32-norms off \
+    --loss-scale off --compare fp32-norms=on --script "$T/s.txt" --on-diverge continue --val-every 10 \
+    --csv "$T/div.csv" 2>/dev/null
+plot div.svg "$T/div.csv" && check "non-finite ticks of each run" $CHECK loss "$T/div.svg" "$T/div.csv"
+grep -q '>train loss a: fp32-norms=off<' "$T/div.svg" && ok || no "run a not named as its flag spells the setting"
+for r in a b; do
+    n=$([ $r = a ] && echo 0 || echo 1)
+    grep -q "class=\"nonfinite\" data-run=\"$n\"" "$T/div.svg" && ok || no "run $r's non-finite ticks missing"
+    grep -q "$r: a step not finite" "$T/div.svg" && ok || no "run $r's non-finite ticks not in the legend"
+done
+# a step that diverged inside (a norm's variance) with its loss still
+# finite: ticked and labelled with the operation the row names
+$PY - "$F/compare.csv" "$T/inside.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+names = list(rows[0].keys()) + [k for k in ("state", "first_nonfinite") if k not in rows[0]]
+rows[-1]["state"], rows[-1]["first_nonfinite"] = "diverged", "forward; final norm variance"
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=names, restval="", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+EOF
+last=$(tail -1 "$F/compare.csv" | cut -d, -f1)
+plot inside.svg "$T/inside.csv" && check "a divergence with a finite loss" $CHECK loss "$T/inside.svg" "$T/inside.csv"
+grep -q "class=\"nonfinite\" data-run=\"0\" data-step=\"$last\"" "$T/inside.svg" && ok || no "no tick where the state says diverged"
+grep -q ">a diverged at step $last: forward, final norm variance<" "$T/inside.svg" && ok ||
+    no "the divergence not labelled with its operation"
 
 # --- JSONL, and a followed stream's lines, draw the same figure as the CSV ---
 for k in loss layers profile heatmap; do
@@ -113,6 +172,22 @@ plot small.svg "$F/run.csv" --size 800x450
 grep -q 'width="800" height="450"' "$T/small.svg" && ok || no "--size 800x450"
 plot log.svg "$F/run.csv" --log
 grep -q 'log scale' "$T/log.svg" && ok || no "--log: axis not labelled log"
+
+# --- a loss that rises and stays up: the legend leaves the top right for an
+# empty corner ---
+$PY - "$F/run.csv" "$T/rising.csv" <<'EOF'
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(row.keys()), lineterminator="\n")
+    w.writeheader()
+    for i in range(100):
+        row["step"] = str(i + 1)
+        row["loss"] = repr(min(2.0 + 0.2 * i, 5.0))  # up, then flat along the top
+        row["val_loss"] = ""
+        w.writerow(row)
+EOF
+plot rising.svg "$T/rising.csv" && check "rising loss: points and the legend's corner" $CHECK loss "$T/rising.svg" "$T/rising.csv"
 
 # --- one row makes a figure of each kind ---
 for k in loss layers profile heatmap; do

@@ -122,13 +122,14 @@ tour_warmup() {
 }
 
 # --- 3. depth -----------------------------------------------------------------
-# 24 layers: Post-LN stays on the plateau at 3.09 nats, Pre-LN trains; the
-# layer panel scrolls with the selection.
+# 24 layers: Post-LN stays on the plateau at 3.09 nats, Pre-LN trains; all
+# 24 layers are on screen (the vanishing bottom is the lesson's point), and
+# End selects layer 0.
 tour_depth() {
     start depth
     at_question 150 '24 layers: Post-LN is stuck on the plateau' 300 || { finish_lesson; return; }
     plateau 3.09 0.2 Pre-LN
-    screen | grep -Eq '^  0( |$)' && no "$CUR: layer 0 shows before scrolling (nothing to scroll)" || ok
+    screen | grep -Eq '^  0( |$)' && ok || no "$CUR: layer 0 is not on screen at the question"
     key End
     wait_for 'layer 0 of 24' 10
     screen | grep -Eq '^> 0( |$)' && ok || no "$CUR: End did not scroll the panel to layer 0"
@@ -177,6 +178,8 @@ tour_rmsnorm_swap() {
     key n
     wait_counter -eq 301 30 && ok || no "$CUR: n did not take step 301"
     screen | grep -qF 'a:rmsnorm' && ok || no "$CUR: no marker for the switch on the chart"
+    # run b was on RMSNorm already: the switch did not change it, no marker
+    screen | grep -qF 'b:rmsnorm' && no "$CUR: a marker on run b, which did not change" || ok
     la=$(loss_of 1) lb=$(loss_of 2)
     claim "run a's loss ($la) is not within a few hundredths of b's ($lb)" \
         "$(calc "$la - $lb < 0.05 && $lb - $la < 0.05")"

@@ -1,9 +1,11 @@
 #!/bin/sh
 # tui_diag.sh - the D overlay in a tmux pane: an fp16 run whose norm
-# variance overflows (near step 140) pauses DIVERGED; D shows the
+# variance overflows (near step 176) pauses DIVERGED; D shows the
 # diagnosis with its numbers, the layer's numbers now, what to try and the
-# keys for it; any key closes it, D again too. A healthy run's D says so
-# with its headroom; under --compare, where only run b diverges, it gives
+# keys for it; any key closes it, D again too; a applies its fix and the
+# run trains on, marked "fix" on the chart; q on a diverged run prints
+# its cause. A finite blow-up (LR 1.0) pauses DIVERGED too and says it is
+# finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
 # both runs' diagnoses, b's naming its layer.
 #
 # Usage: NS_BIN=./normscope sh tests/sh/tui_diag.sh
@@ -15,7 +17,7 @@ watchdog "${NS_E2E_LIMIT:-600}"
 need_tmux_bin
 sanitizer_env
 W=diag
-# 4 blocks of width 32: the final norm's variance overflows fp16 near step 140
+# 4 blocks of width 32: the final norm's variance overflows fp16 near step 176
 F="-L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --precision fp16 --fp32-norms off"
 run() {
     key "clear; LC_ALL=C $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter
@@ -36,11 +38,14 @@ new_session
 
 # ---- a diverged run: the diagnosis, its evidence, the keys -------------
 open_d DIVERGED "$BIN $F --lr 2e-2"
-screen | grep -qF '! ' && ok || no "no alert mark on the status line: $(screen | head -2)"
+# the status line's mark is the panel's first cause
+screen | grep -qF '! norm-variance' && ok || no "no cause mark on the status line: $(screen | head -2)"
 panel 'DIAGNOSIS at step' && panel 'overflowed in fp16' && panel '(limit 256)' && ok ||
     no "D: no cause line: $(screen)"
 panel 'now (step' && panel 'headroom' && ok || no "D: no evidence: $(screen)"
-panel 'keys: press w then b: warmup on, rewind' && ok || no "D: no warmup keys: $(screen)"
+# past the ramp's length warmup is not blamed; the fix key's line is there
+! panel 'no warmup' && panel 'a applies the fix: rewinds to the snapshot at or before' &&
+    panel 'then fp32-norms on' && ok || no "D: the fix line, or warmup blamed: $(screen)"
 panel 'i (fp32 norms)' && ok || no "D: no fp32-norms key: $(screen)"
 panel 'warning at step' && ok || no "D: the early warning is missing: $(screen)"
 key x # unbound: closes it, does nothing else
@@ -52,6 +57,32 @@ wait_gone 'DIAGNOSIS at step' 10 && ok || no "D again did not close it"
 screen | grep -q DIVERGED && ok || no "closing the panel changed the state: $(screen | head -1)"
 key q
 check_exited "the diverged run" 3
+grep -q "^normscope: cause: forward, final norm variance overflowed" "$T/err" &&
+    grep -q "^normscope: try: " "$T/err" && ok || no "q on a diverged run: no cause line: $(cat "$T/err")"
+
+# ---- a in the panel: the fix applied, the run trains on -------------------
+open_d DIVERGED "$BIN $F --lr 2e-2"
+key a
+wait_for 'RUNNING' 30 && ok || no "a: the run does not train on: $(screen | head -n 2)"
+wait_for 'fix,rewind' 30 && screen | grep -qF '[i] fp32 norms' && ok ||
+    no "a: no fix mark on the chart, or norms not in fp32: $(screen)"
+key q
+check_exited "the fixed run" 0
+# the diverged step the fix went back from is no --on-diverge continue's
+! grep -q -- "--on-diverge continue" "$T/err" && ok ||
+    no "a fixed run's exit cites --on-diverge continue: $(cat "$T/err")"
+
+# ---- a finite blow-up pauses the live view as a divergence does ----------
+open_d DIVERGED "$BIN -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --lr 1.0"
+panel 'DIAGNOSIS at step' && panel 'blew up, finite: loss' && panel 'update ratio' && ok ||
+    no "D on a blow-up: $(screen)"
+key x
+wait_gone 'DIAGNOSIS at step' 10
+screen | head -n 1 | grep -qF 'blew up, finite' && screen | head -n 1 | grep -qF '! blowup' &&
+    ! screen | head -n 1 | grep -qF 'first non-finite' && ok ||
+    no "status line of a blow-up: $(screen | head -n 1)"
+key q
+check_exited "the blown-up run" 3
 
 # ---- a healthy run: nothing to report, with its headroom -----------------
 open_d DONE "$BIN -L 2 -d 32 -T 16 -B 4 --val-every 25 --steps 30"

@@ -144,7 +144,7 @@ while [ $i -lt 100 ] && ! { ls "$T"/normscope-screen-*.txt && ls "$T"/normscope-
 done
 ls "$T"/normscope-screen-*.txt >/dev/null 2>&1 && ls "$T"/normscope-metrics-*.csv >/dev/null 2>&1 &&
     ok || no "d e in one burst: not both files: $(ls "$T")"
-# g: the view as an SVG figure, from the snapshot: both loss lines, run a's 4 x 2 bars
+# g: the view as an SVG figure, from the snapshot: both loss lines, each run's 4 x 2 bars
 key g
 i=0
 while [ $i -lt 100 ] && ! ls "$T"/normscope-[0-9]*.svg >/dev/null 2>&1; do
@@ -154,7 +154,8 @@ done
 f=$(ls "$T"/normscope-[0-9]*.svg 2>/dev/null | head -1)
 [ -n "$f" ] && ${PYTHON:-/usr/bin/python3} "$(dirname "$0")/../lib/plot_check.py" svg "$f" >/dev/null &&
     [ "$(grep -c 'class="series" data-name="train loss' "$f")" -eq 2 ] &&
-    [ "$(grep -c 'class="bar"' "$f")" -eq 8 ] && ok || no "g: no figure with both runs' loss and 2 bars for each of 4 layers: $f"
+    [ "$(grep -c 'class="bar"' "$f")" -eq 16 ] && ok ||
+    no "g: no figure with both runs' loss and 2 bars for each of 4 layers of each run: $f"
 wait_for 'wrote normscope-' 20 && ok || no "g: no event naming the figure"
 key q
 check_restored compare 0

@@ -4,7 +4,7 @@
 #     b, space) under the default target (both) turn fp32 norms on for run
 #     a and leave run b's on (no swap), both runs train on past the
 #     divergence with run b never diverging, and run b's validation loss is
-#     on its own status row;
+#     on its own status row; the headers, now alike, say since which step;
 #  2. --lesson gradient-profile at step 1 in the relative view (v): the
 #     Pre-LN run's (b's) bottom and top MLP bars differ by at least a third
 #     of the bar's width;
@@ -44,8 +44,9 @@ if wait_for 'DIVERGED' 900 && wait_for 'first non-finite: ' 10; then
     key i
     wait_for 'b: norms, softmax and loss in fp32' 20 && ok || no "i: no event naming run b"
     wait_for 'a: norms, softmax and loss in fp32' 20 && ok || no "i: no event naming run a"
-    # the runs now agree: each header lists the settings alone, fp32 norms on
-    wait_for 'a: pre layernorm fp16 fp32-norms=on' 20 && ok || no "i: run a's header: $(screen | grep '^a: ')"
+    # the runs now agree: each header says since when, then the settings
+    # (fp32 norms on: below, no run says fp32-norms=off)
+    wait_for "a: as b since step $at  pre layernorm fp16" 20 && ok || no "i: run a's header: $(screen | grep '^a: ')"
     key b
     wait_for 'rewound' 30 && ok || no "b: no rewind: $(screen | tail -12)"
     key Space

@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "lesson.h"
+#include "settings.h"
 #include "testutil.h"
 
 static void test_parse(void)
@@ -64,6 +65,12 @@ static void test_parse(void)
           strstr(err, "or toggle, next"));
     CHECK(command_parse("clip -3", &c, err, sizeof err) != 0 && strstr(err, "at least 0") &&
           strstr(err, "toggle, off"));
+    /* past a float, the value would be stored as inf, which no checkpoint
+     * header takes back */
+    CHECK(command_parse("clip 1e300", &c, err, sizeof err) != 0 &&
+          strstr(err, "at most 3.4e+38"));
+    CHECK(command_parse("loss-scale 1e39", &c, err, sizeof err) != 0);
+    CHECK(command_parse("clip 1e38", &c, err, sizeof err) == 0);
     CHECK(command_parse("lr x0", &c, err, sizeof err) != 0 && strstr(err, "factor above 0"));
     CHECK(command_parse("kind toggle", &c, err, sizeof err) != 0 && strstr(err, "or next") &&
           !strstr(err, "toggle,"));
@@ -209,6 +216,45 @@ static void test_lesson_parse(void)
           strstr(err, "x.lesson: a sweep lesson takes no compare") == err);
     CHECK(lesson_parse("title: t\nsweep: lr=1e-3\nat 5: stop\n", "x.lesson", &l, err, sizeof err) != 0 &&
           strstr(err, "takes no at or every"));
+    /* lines that depend on a setting: kept when it holds for the run's
+     * settings, checked always, refused on what makes the settings */
+    ns_config c;
+    settings_defaults(&c);
+    c.n_layer = 2;
+    c.lr = 3e-3f;
+    const char *cond = "title: t\nif layers=2,6: at 1: stop\nif layers!=2: text: deep\n"
+                       "if lr=1e-3: text: slow\n";
+    CHECK(lesson_parse_for(cond, "x", &c, NULL, &l, err, sizeof err) == 0 && l.script.n == 1 &&
+          l.text[0] == 0);
+    lesson_free(&l);
+    c.n_layer = 3;
+    c.lr = 1e-3f;
+    CHECK(lesson_parse_for(cond, "x", &c, NULL, &l, err, sizeof err) == 0 && l.script.n == 0 &&
+          !strcmp(l.text, "deep\nslow"));
+    lesson_free(&l);
+    CHECK(lesson_parse(cond, "x", &l, err, sizeof err) == 0 && l.script.n == 0 && !l.text[0]);
+    lesson_free(&l);
+    /* run b's settings: "b." */
+    ns_config cb = c;
+    cb.norm = NORM_DEEPNORM;
+    const char *twin = "title: t\nif b.norm=deepnorm: text: dn\nif b.norm!=deepnorm: text: other\n";
+    CHECK(lesson_parse_for(twin, "x", &c, &cb, &l, err, sizeof err) == 0 && !strcmp(l.text, "dn"));
+    lesson_free(&l);
+    cb.norm = NORM_REZERO;
+    CHECK(lesson_parse_for(twin, "x", &c, &cb, &l, err, sizeof err) == 0 && !strcmp(l.text, "other"));
+    lesson_free(&l);
+    CHECK(lesson_parse_for(twin, "x", &c, NULL, &l, err, sizeof err) == 0 && !l.text[0]);
+    lesson_free(&l);
+    CHECK(lesson_parse_for("title: t\nif layrs=2: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+          strstr(err, "x:2: 'if layrs'") == err);
+    CHECK(lesson_parse_for("title: t\nif layers=two: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+          strstr(err, "x:2: 'if layers=two'") == err);
+    CHECK(lesson_parse_for("title: t\nif layers=3: flags: -L 4\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+          strstr(err, "only text, at and every"));
+    CHECK(lesson_parse_for("title: t\nif layers=2: at 1: nrom post\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+          strstr(err, "x:2:") == err); /* not kept for -L 3, yet checked */
+    CHECK(lesson_parse_for("title: t\nif layers 2: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+          strstr(err, "expected 'if SETTING=VALUE"));
     /* every compiled-in lesson parses */
     int all = lesson_count() > 0;
     for (int i = 0; i < lesson_count(); i++) {

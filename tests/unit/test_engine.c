@@ -2,12 +2,14 @@
  * trip bit for bit, refusal of bad checkpoints, schedules, mid-run changes
  * that must not touch the weights, and non-finite steps that skip the
  * update instead of corrupting the model. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "model.h"
+#include "numfmt.h"
 #include "rng.h"
 #include "schedule.h"
 #include "testengine.h"
@@ -153,6 +155,164 @@ static void test_checkpoint_roundtrip(void)
     /* an unwritable place is an error, not a crash */
     CHECK(engine_save(ref, "/nonexistent-dir/x.ckpt", err, sizeof err) != 0);
     engine_free(ref);
+}
+
+/* ---- checkpoints whose checksum is right but whose header is not ------
+ * The offsets follow the format in man/normscope.1 (written out here, not
+ * asked of the engine, so the test checks the format too): 16 bytes of
+ * magic, version and header length; the settings table's checkpoint fields
+ * in their order, 8 bytes for a long, a seed or the two betas, 4 for the
+ * others; then the run state. */
+static size_t field_size(const ns_setting *s)
+{
+    return s->type == SET_LONG || s->type == SET_U64 || s->type == SET_BETAS ? 8 : 4;
+}
+
+static const ns_setting *row_at(int pos)
+{
+    for (int i = 0; i < settings_count(); i++)
+        if (settings_row(i)->ckpt == pos)
+            return settings_row(i);
+    return NULL;
+}
+
+enum { V3_FIELDS = 33 };
+
+static size_t field_offset(int pos)
+{
+    size_t at = 16;
+    for (int p = 1; p < pos; p++)
+        at += field_size(row_at(p));
+    return at;
+}
+
+static void put_le(unsigned char *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_float(unsigned char *p, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put_le(p, u, 4);
+}
+
+/* Write buf with one field changed and the checksum made right again;
+ * load it: refused, with the field named. */
+static void expect_refused(const unsigned char *buf, size_t len, size_t at, const void *val,
+                           size_t n, const char *path, const char *field, const char *what)
+{
+    unsigned char *cp = malloc(len);
+    memcpy(cp, buf, len);
+    memcpy(cp + at, val, n);
+    put_le(cp + len - 4, engine_crc32(cp, len - 4), 4);
+    FILE *f = fopen(path, "wb");
+    fwrite(cp, 1, len, f);
+    fclose(f);
+    char err[512] = "", want[96];
+    ns_config lc;
+    snprintf(want, sizeof want, "header field '%s' out of range", field);
+    engine *e = engine_load(path, &D, &lc, err, sizeof err);
+    int ok = e == NULL && strstr(err, want) != NULL && !strchr(err, '\n');
+    if (!t_check(ok, __FILE__, __LINE__, what))
+        fprintf(stderr, "  %s: got: %s\n", field, e ? "(loaded)" : err);
+    engine_free(e);
+    free(cp);
+}
+
+static void test_checkpoint_bad_header(void)
+{
+    ns_config c = small_cfg();
+    engine *e = make(&c);
+    char path[] = "/tmp/ns_test_hdr_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    char err[512];
+    CHECK(engine_save(e, path, err, sizeof err) == 0);
+    engine_free(e);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    size_t len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(len);
+    CHECK(fread(buf, 1, len, f) == len);
+    fclose(f);
+    CHECK(buf[8] == 3); /* these offsets are version 3's */
+    CHECK(row_at(V3_FIELDS) && !row_at(V3_FIELDS + 1));
+
+    /* every setting of the header: a value its row does not allow */
+    int tried = 0;
+    for (int pos = 1; pos <= V3_FIELDS; pos++) {
+        const ns_setting *s = row_at(pos);
+        size_t at = field_offset(pos);
+        unsigned char v[8];
+        float nan = NAN;
+        switch (s->type) {
+        case SET_INT: case SET_LONG:
+            put_le(v, (uint64_t)(long)(s->hi + 1), field_size(s));
+            expect_refused(buf, len, at, v, field_size(s), path, s->name, "above the range");
+            put_le(v, (uint64_t)(long)(s->lo - 1 > -1 ? s->lo - 1 : -2), field_size(s));
+            expect_refused(buf, len, at, v, field_size(s), path, s->name, "below the range");
+            break;
+        case SET_ENUM: case SET_ONOFF: case SET_AUTO: case SET_PRESENCE:
+            put_le(v, s->type == SET_ENUM ? (uint64_t)s->n_names : 2, 4);
+            expect_refused(buf, len, at, v, 4, path, s->name, "not a value of the row");
+            break;
+        case SET_REAL: case SET_LOSS_SCALE: case SET_BETAS:
+            put_float(v, nan);
+            expect_refused(buf, len, at, v, 4, path, s->name, "NaN");
+            put_float(v, s->type == SET_LOSS_SCALE ? -2.0f : (float)(s->lo - 1));
+            expect_refused(buf, len, at, v, 4, path, s->name, "below the range");
+            if (!(s->live & SETL_UNBOUNDED) && s->type == SET_REAL) {
+                put_float(v, (float)(s->hi * 2 + 1));
+                expect_refused(buf, len, at, v, 4, path, s->name, "above the range");
+            }
+            if (s->type == SET_BETAS) { /* the second beta */
+                put_float(v, 1.5f);
+                expect_refused(buf, len, at + 4, v, 4, path, s->name, "beta2 above 1");
+            }
+            break;
+        default: /* the seed: any 64 bits */
+            tried--;
+            break;
+        }
+        tried++;
+    }
+    CHECK(tried == V3_FIELDS - 1);
+
+    /* the run state after the settings */
+    size_t st = field_offset(V3_FIELDS + 1);
+    unsigned char v[8];
+    put_le(v, (uint64_t)-1, 8);
+    expect_refused(buf, len, st, v, 8, path, "step", "step -1");
+    put_float(v, NAN);
+    expect_refused(buf, len, st + 24, v, 4, path, "peak LR", "peak LR NaN");
+    put_le(v, 0, 4);
+    expect_refused(buf, len, st + 28, v, 4, path, "warmup ramp", "ramp of 0 steps");
+    put_le(v, 2, 4);
+    expect_refused(buf, len, st + 32, v, 4, path, "warmup on", "warmup on 2");
+    put_float(v, 0.0f);
+    expect_refused(buf, len, st + 56, v, 4, path, "loss scale", "loss scale 0");
+    put_le(v, 7, 4);
+    expect_refused(buf, len, st + 68, v, 4, path, "data", "data from_file 7");
+    put_le(v, 5000, 4);
+    expect_refused(buf, len, st + 84, v, 4, path, "data", "a data name past the file");
+
+    /* and unchanged, with the checksum rewritten the same way, it loads:
+     * the refusals above are the fields', not the rewriting's */
+    put_le(buf + len - 4, engine_crc32(buf, len - 4), 4);
+    f = fopen(path, "wb");
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    ns_config lc;
+    e = engine_load(path, &D, &lc, err, sizeof err);
+    CHECK(e != NULL);
+    engine_free(e);
+    free(buf);
+    unlink(path);
 }
 
 /* Placement and kind switch without touching a weight, and change the
@@ -411,11 +571,43 @@ static void test_event_steps_and_rewind_metrics(void)
     engine_free(e);
 }
 
+/* Headroom in doublings: a number for an act max below 1 against fp32's
+ * max (the float quotient would be inf), NaN for NaN, inf for 0. */
+static void test_headroom(void)
+{
+    float fmax = numfmt_max(FMT_FP32);
+    float h = engine_headroom(fmax, 0.12f);
+    CHECK(isfinite(h) && fabs(h - (log2(3.40282347e38) - log2(0.12))) < 1e-3);
+    CHECK(isnan(engine_headroom(fmax, NAN)));
+    CHECK(isinf(engine_headroom(fmax, 0.0f)) && engine_headroom(fmax, 0.0f) > 0);
+    CHECK(fabs(engine_headroom(256.0f, 128.0f) - 1.0f) < 1e-6);
+}
+
+/* A rewind to at or before a step: the newest snapshot that old. */
+static void test_rewind_before(void)
+{
+    ns_config c = small_cfg();
+    c.snapshot_every = 5;
+    char err[256];
+    engine *e = engine_create(&c, &D, err, sizeof err);
+    if (!CHECK(e != NULL))
+        return;
+    step_metrics m;
+    for (int i = 0; i < 17; i++)
+        engine_step(e, &m);
+    CHECK(engine_rewind_before(e, 12) == 10);
+    CHECK(engine_rewind_before(e, 100) == 5); /* before now, whatever was asked */
+    CHECK(engine_rewind_before(e, 3) == 0);
+    CHECK(engine_rewind_before(e, -1) == -1 && engine_steps_done(e) == 0);
+    engine_free(e);
+}
+
 int main(void)
 {
     data_builtin(&D);
     test_determinism();
     test_checkpoint_roundtrip();
+    test_checkpoint_bad_header();
     test_switch_placement();
     test_schedule();
     test_warmup_toggle();
@@ -424,5 +616,7 @@ int main(void)
     test_metric_slices();
     test_data();
     test_event_steps_and_rewind_metrics();
+    test_headroom();
+    test_rewind_before();
     return test_summary();
 }

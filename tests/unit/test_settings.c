@@ -445,11 +445,103 @@ static void test_man_keys(void)
     free(man);
 }
 
+/* The command line words (blank-separated) parsed, then checked for flags
+ * that do nothing against its own settings: the exit value (0, or 2 when
+ * refused by the parser or the check), the lines on stderr in *lines and
+ * the first in line. */
+static int applies_case(const char *words, int *lines, char *line, size_t len)
+{
+    char buf[256], *argv[24] = {"normscope"};
+    int argc = 1;
+    snprintf(buf, sizeof buf, "%s", words);
+    for (char *t = strtok(buf, " "); t && argc < 23; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    FILE *err = tmpfile();
+    cli_opts o;
+    int r = cli_parse(&o, argc, argv, stdout, err);
+    if (r == 0)
+        r = cli_check_applies(&o, &o.cfg, err);
+    rewind(err);
+    char more[400];
+    line[0] = 0;
+    *lines = fgets(line, (int)len, err) != NULL;
+    while (fgets(more, sizeof more, err))
+        (*lines)++;
+    fclose(err);
+    return r;
+}
+
+/* Flags that do nothing where they are given: said in one line (a
+ * warning, the run goes on) or refused (exit 2, one line), from each
+ * row's "applies"; and where they do something, not a word. */
+static void test_applies(void)
+{
+    static const struct {
+        const char *words;
+        int exit, lines;
+        const char *says;
+    } cases[] = {
+        {"--headless --loss-scale 128", 0, 1,
+         "--loss-scale 128 does nothing with --precision fp32"},
+        {"--headless --loss-scale 128 --precision fp16", 0, 0, ""},
+        {"--headless --loss-scale 128 --compare precision=bf16", 0, 0, ""},
+        {"--headless --fp32-norms off", 0, 1,
+         "--fp32-norms off does nothing with --precision fp32"},
+        {"--headless --fp32-norms off --precision bf16", 0, 0, ""},
+        {"--headless --dyt-alpha 0.3", 0, 1,
+         "--dyt-alpha 0.3 does nothing with --norm-kind layernorm"},
+        {"--headless --dyt-alpha 0.3 --norm-kind dyt", 0, 0, ""},
+        {"--headless --lr 0.01 --schedule noam", 0, 1,
+         "--lr 0.01 does nothing with --schedule noam"},
+        {"--headless --lr 0.01 --schedule cosine", 0, 0, ""},
+        {"--headless --lr 0.01 --schedule noam --load ck", 0, 0, ""}, /* a mid-run change */
+        {"--headless --on-diverge pause", 0, 1, "--on-diverge pause does nothing with --headless"},
+        {"--on-diverge pause", 0, 0, ""},
+        {"--headless --on-diverge stop", 0, 0, ""},
+        {"--headless --loss-scale 128 --dyt-alpha 0.3", 0, 2, "--dyt-alpha"},
+        {"--follow x.nsj --lr 0.1", 2, 1, "--lr does nothing with --follow"},
+        {"--follow x.nsj --load ck", 2, 1, "--load does nothing with --follow"},
+        {"--follow x.nsj --headless --steps 3 --csv - -q", 0, 0, ""},
+        {"--follow x.nsj --ascii --no-color --bars relative", 0, 0, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char line[400];
+        int lines, r = applies_case(cases[i].words, &lines, line, sizeof line);
+        int ok = r == cases[i].exit && lines == cases[i].lines && strstr(line, cases[i].says);
+        if (!t_check(ok, __FILE__, __LINE__, cases[i].words))
+            fprintf(stderr, "  exit %d, %d lines: %s\n", r, lines, line);
+    }
+    /* each such row's OPTIONS entry in the man page names the flag that
+     * decides, as the warning does */
+    const char *fix = getenv("NS_FIXTURES");
+    char manp[512];
+    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
+    char *man = slurp(manp);
+    CHECK(man != NULL);
+    int rows = 0;
+    for (int i = 0; man && i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        char item[80], under[80];
+        if (!s->applies.holds)
+            continue;
+        rows++;
+        snprintf(item, sizeof item, "\n.It Fl -%s ", s->name);
+        snprintf(under, sizeof under, "Fl -%s", s->applies.under);
+        const char *at = strstr(man, item), *next = at ? strstr(at + 1, "\n.It Fl ") : NULL;
+        const char *u = at ? strstr(at + 1, under) : NULL;
+        if (!t_check(at && u && (!next || u < next), __FILE__, __LINE__, "man names the decider"))
+            fprintf(stderr, "  --%s: its entry lacks '%s'\n", s->name, under);
+    }
+    CHECK(rows >= 5);
+    free(man);
+}
+
 int main(void)
 {
     data_builtin(&D);
     test_lr_layer_decay();
     test_table();
     test_man_keys();
+    test_applies();
     return test_summary();
 }

@@ -126,10 +126,10 @@ static void test_partial_lines(void)
     CHECK(stream_feed(r, l + n / 2, n - n / 2) == 1);
     const trainer_snapshot *s = stream_snapshot(r);
     CHECK(stream_summary_of(r)->rows == 1 && s->s.n_layer == 3);
-    CHECK(s->s.have_metrics && s->s.last.step == 1 && s->s.last.loss == 2.5f);
-    CHECK(s->s.last.layer[2].act_max == 7.0f && isnan(s->s.last.layer[0].act_max));
+    CHECK(s->s.have_metrics && s->s.run[0].last.step == 1 && s->s.run[0].last.loss == 2.5f);
+    CHECK(s->s.run[0].last.layer[2].act_max == 7.0f && isnan(s->s.run[0].last.layer[0].act_max));
     CHECK(s->hist[0].step == 1 && s->s.hist_total == 1);
-    CHECK(t_close(s->heat[0][1], sqrt(0.09 + 0.16 + 0.0004), 1e-6, 0));
+    CHECK(t_close(s->run[0].heat[0][1], sqrt(0.09 + 0.16 + 0.0004), 1e-6, 0));
     /* byte by byte gives the same as at once */
     stream_reader *b = stream_open("/nonexistent/y.nsj");
     char many[8192] = "";
@@ -139,8 +139,8 @@ static void test_partial_lines(void)
         stream_feed(b, many + i, 1);
     feed_str(r, many);
     CHECK(stream_summary_of(b)->rows == 8 && stream_summary_of(r)->rows == 9);
-    CHECK(stream_snapshot(b)->s.last.loss == stream_snapshot(r)->s.last.loss);
-    CHECK(stream_snapshot(b)->s.last.layer[2].grad_attn == stream_snapshot(r)->s.last.layer[2].grad_attn);
+    CHECK(stream_snapshot(b)->s.run[0].last.loss == stream_snapshot(r)->s.run[0].last.loss);
+    CHECK(stream_snapshot(b)->s.run[0].last.layer[2].grad_attn == stream_snapshot(r)->s.run[0].last.layer[2].grad_attn);
     /* CRLF lines and blank lines are fine */
     feed_str(b, "\r\n\n{\"step\":10,\"loss\":1}\r\n");
     CHECK(stream_summary_of(b)->rows == 9 && stream_summary_of(b)->malformed == 0);
@@ -159,7 +159,7 @@ static void test_hundred_at_once(void)
     const trainer_snapshot *s = stream_snapshot(r);
     CHECK(stream_summary_of(r)->rows == 100 && s->s.hist_total == 100);
     CHECK(s->hist[99].step == 100 && s->s.steps_done == 100);
-    CHECK(t_close(s->hist[49].loss, 2.5, 1e-6, 0));
+    CHECK(t_close(s->hist[49].run[0].loss, 2.5, 1e-6, 0));
     free(all);
     stream_free(r);
 }
@@ -180,8 +180,8 @@ static void test_malformed(void)
     CHECK(has_event(s, NS_EV_NOTE, "line 3: malformed"));
     CHECK(has_event(s, NS_EV_NOTE, "line 4: malformed"));
     CHECK(has_event(s, NS_EV_NOTE, "line 5: malformed (\"loss\""));
-    CHECK(u->rows == 2 && s->s.last.step == 3 && s->s.last.loss == 1.5f); /* unknowns ignored */
-    CHECK(s->s.last.layer[0].grad_attn == 0.5f);
+    CHECK(u->rows == 2 && s->s.run[0].last.step == 3 && s->s.run[0].last.loss == 1.5f); /* unknowns ignored */
+    CHECK(s->s.run[0].last.layer[0].grad_attn == 0.5f);
     /* a line over STREAM_LINE_MAX is malformed, the next one is read */
     size_t big = STREAM_LINE_MAX + 100;
     char *huge = malloc(big + 1);
@@ -190,7 +190,7 @@ static void test_malformed(void)
     stream_feed(r, huge, big);
     feed_str(r, "{\"step\":4,\"loss\":1.25}\n");
     CHECK(u->malformed == 5 && has_event(s, NS_EV_NOTE, "line 7: malformed (longer"));
-    CHECK(s->s.last.step == 4 && u->rows == 3);
+    CHECK(s->s.run[0].last.step == 4 && u->rows == 3);
     free(huge);
     stream_free(r);
 }
@@ -207,8 +207,8 @@ static void test_nonfinite(void)
     CHECK(u->nonfinite_step == 2 && u->nonfinite_rows == 2);
     CHECK(!strcmp(u->nonfinite_where, "transformer.h.3.mlp.c_proj, forward"));
     CHECK(!strcmp(u->nonfinite_loss, "inf"));
-    CHECK(s->hist[1].nonfinite && isinf(s->hist[1].loss) && s->hist[1].loss > 0);
-    CHECK(s->s.state == TRAINER_DIVERGED && isnan(s->s.last.loss));
+    CHECK(s->hist[1].nonfinite && isinf(s->hist[1].run[0].loss) && s->hist[1].run[0].loss > 0);
+    CHECK(s->s.state == TRAINER_DIVERGED && isnan(s->s.run[0].last.loss));
     CHECK(has_event(s, NS_EV_DIVERGED, "transformer.h.3.mlp.c_proj, forward"));
     CHECK(u->have_finite && u->last_finite.step == 1); /* the last finite layer norms */
     feed_str(r, row3(4, 2.0));
@@ -245,11 +245,11 @@ static void test_jsonl_roundtrip(void)
     stream_reader *r = stream_open("/nonexistent/j.nsj");
     feed_str(r, buf);
     const trainer_snapshot *s = stream_snapshot(r);
-    const step_metrics *g = &s->s.last;
+    const step_metrics *g = &s->s.run[0].last;
     CHECK(s->s.n_layer == 5 && g->n_layer == 5 && g->step == 8);
     CHECK(g->loss == m.loss && g->lr == m.lr && g->grad_norm == m.grad_norm);
     CHECK(g->has_val && g->val_loss == m.val_loss && g->clip == 1 && g->warmup_on);
-    CHECK(g->precision == FMT_BF16 && s->s.cfg.precision == FMT_BF16);
+    CHECK(g->precision == FMT_BF16 && s->s.run[0].cfg.precision == FMT_BF16);
     int same = 0;
     for (int l = 0; l < 5; l++)
         same += !memcmp(&g->layer[l], &m.layer[l], sizeof m.layer[l]) || l == 3;
@@ -276,12 +276,12 @@ static void test_many_layers(void)
     CHECK(u->have_header && !strcmp(u->model, "GPT") && u->world_size == 2);
     CHECK(!strcmp(stream_block_name(r, 1), "h.1") && !stream_block_name(r, 2)[0]);
     CHECK(!stream_block_name(r, -1)[0]);
-    CHECK(s->s.n_layer == 96 && s->s.last.layer[95].grad_attn == 96.0f);
-    CHECK(s->s.cfg.precision == FMT_BF16);
+    CHECK(s->s.n_layer == 96 && s->s.run[0].last.layer[95].grad_attn == 96.0f);
+    CHECK(s->s.run[0].cfg.precision == FMT_BF16);
     CHECK(u->malformed == 0 && u->rows == 1);
     feed_str(r, line); /* step 1 again: the history restarts, the header holds */
     CHECK(u->restarts == 1 && u->have_header && !strcmp(u->model, "GPT"));
-    CHECK(s->s.n_layer == 96 && s->s.last.layer[95].grad_attn == 96.0f && u->rows == 1);
+    CHECK(s->s.n_layer == 96 && s->s.run[0].last.layer[95].grad_attn == 96.0f && u->rows == 1);
     /* the layer panel scrolls: the top layer is drawn, not all */
     tui_grid g = {0};
     tui_grid_resize(&g, 40, 120);
@@ -303,7 +303,7 @@ static void test_many_layers(void)
     CHECK(stream_snapshot(c)->s.n_layer == NS_MAX_LAYERS);
     CHECK(has_event(stream_snapshot(c), NS_EV_NOTE, "the stream has 200 layers"));
     feed_str(c, "{\"step\":1,\"loss\":2,\"l199_grad_attn\":1,\"l127_grad_attn\":3}\n");
-    CHECK(stream_snapshot(c)->s.last.layer[127].grad_attn == 3.0f);
+    CHECK(stream_snapshot(c)->s.run[0].last.layer[127].grad_attn == 3.0f);
     free(line);
     stream_free(r);
     stream_free(c);
@@ -322,22 +322,22 @@ static void test_events_and_spikes(void)
     feed_str(r, "{\"event\":\"resumed\",\"step\":40}\n");
     CHECK(s->s.state == TRAINER_RUNNING);
     feed_str(r, row3(41, 9.0)); /* a spike, by the lab's rule */
-    CHECK(!strcmp(s->hist[40].mark, "lr x2")); /* the marker on the next point */
+    CHECK(!strcmp(s->hist[40].run[0].mark, "lr x2")); /* the marker on the next point */
     CHECK(stream_summary_of(r)->spikes == 1 && stream_summary_of(r)->spike_step[0] == 41);
     CHECK(has_event(s, NS_EV_WARNING, "warning: loss spike at step 41"));
     /* the lab's rows: a setting changed between rows is an event and a marker */
     feed_str(r, "{\"step\":42,\"loss\":2,\"norm\":\"pre\"}\n{\"step\":43,\"loss\":2,\"norm\":\"post\"}\n");
-    CHECK(has_event(s, NS_EV_SETTING, "norm pre -> post") && !strcmp(s->hist[42].mark, "norm=post"));
-    CHECK(s->s.cfg.norm == NORM_POST);
+    CHECK(has_event(s, NS_EV_SETTING, "norm pre -> post") && !strcmp(s->hist[42].run[0].mark, "norm=post"));
+    CHECK(s->s.run[0].cfg.norm == NORM_POST);
     /* a step lower than the last: the history starts again */
     unsigned gen = s->s.generation;
     feed_str(r, row3(5, 2.0));
     CHECK(s->s.generation == gen + 1 && trainer_hist_first(&s->s) == 43);
-    CHECK(s->s.n_layer == 3 && s->s.last.n_layer == 3);
+    CHECK(s->s.n_layer == 3 && s->s.run[0].last.n_layer == 3);
     CHECK(has_event(s, NS_EV_INFO, "the run went back") && stream_summary_of(r)->rows == 1);
     /* --compare's run b is skipped */
     feed_str(r, "{\"run\":\"b\",\"step\":6,\"loss\":1}\n{\"run\":\"a\",\"step\":6,\"loss\":1.75}\n");
-    CHECK(s->s.last.loss == 1.75f && stream_summary_of(r)->rows == 2);
+    CHECK(s->s.run[0].last.loss == 1.75f && stream_summary_of(r)->rows == 2);
     stream_free(r);
 }
 
@@ -348,11 +348,11 @@ static void test_replay(void)
         feed_str(r, row3(i, 3.0 - 0.1 * i));
     trainer_snapshot *d = trainer_snapshot_new();
     stream_snapshot_at(r, 4, d); /* the fifth point: step 5 */
-    CHECK(d->s.last.step == 5 && d->s.steps_done == 5);
-    CHECK(t_close(d->s.last.layer[2].grad_attn, 0.505, 1e-6, 0));
-    CHECK(t_close(d->s.last.loss, 2.5, 1e-6, 0) && d->s.last.grad_norm == 1.5f);
+    CHECK(d->s.run[0].last.step == 5 && d->s.steps_done == 5);
+    CHECK(t_close(d->s.run[0].last.layer[2].grad_attn, 0.505, 1e-6, 0));
+    CHECK(t_close(d->s.run[0].last.loss, 2.5, 1e-6, 0) && d->s.run[0].last.grad_norm == 1.5f);
     stream_snapshot_at(r, -1, d);
-    CHECK(d->s.last.step == 20);
+    CHECK(d->s.run[0].last.step == 20);
     /* the view's keys */
     tui_follow_state fw;
     CHECK(tui_follow_init(&fw, "/nonexistent/r.nsj") == 0);
@@ -363,16 +363,16 @@ static void test_replay(void)
     ui.follow = 1;
     tui_follow_action(&fw, &ui, TUI_ACT_STEP_BACK);
     tui_follow_update(&fw, d, &ui);
-    CHECK(fw.view == 18 && d->s.last.step == 19 && d->hist[18].mark[0] == '>');
+    CHECK(fw.view == 18 && d->s.run[0].last.step == 19 && d->hist[18].run[0].mark[0] == '>');
     tui_follow_action(&fw, &ui, TUI_ACT_TOP);
     tui_follow_update(&fw, d, &ui);
-    CHECK(d->s.last.step == 1);
+    CHECK(d->s.run[0].last.step == 1);
     tui_follow_action(&fw, &ui, TUI_ACT_STEP_FWD);
     tui_follow_update(&fw, d, &ui);
-    CHECK(d->s.last.step == 2);
+    CHECK(d->s.run[0].last.step == 2);
     tui_follow_action(&fw, &ui, TUI_ACT_BOTTOM);
     tui_follow_update(&fw, d, &ui);
-    CHECK(fw.view == -1 && d->s.last.step == 20);
+    CHECK(fw.view == -1 && d->s.run[0].last.step == 20);
     tui_follow_free(&fw);
     free(d);
 }
@@ -404,15 +404,15 @@ static void test_follow_file(void)
     CHECK(stream_found(r) && stream_summary_of(r)->rows == 1); /* the half line waits */
     append(path, "ss\":1.9}\n");
     stream_poll(r, 0, &eof);
-    CHECK(stream_summary_of(r)->rows == 2 && s->s.last.loss == 1.9f);
+    CHECK(stream_summary_of(r)->rows == 2 && s->s.run[0].last.loss == 1.9f);
     /* truncated and rewritten: said, read again from the start, layers too */
     FILE *f = fopen(path, "w");
     fputs(row3(1, 5.0), f);
     fclose(f);
     stream_poll(r, 0, &eof);
     CHECK(stream_summary_of(r)->truncations == 1 && has_event(s, NS_EV_NOTE, "was truncated"));
-    CHECK(stream_summary_of(r)->rows == 1 && s->s.last.loss == 5.0f);
-    CHECK(s->s.n_layer == 3 && s->s.last.n_layer == 3 && s->s.last.layer[2].act_max == 7.0f);
+    CHECK(stream_summary_of(r)->rows == 1 && s->s.run[0].last.loss == 5.0f);
+    CHECK(s->s.n_layer == 3 && s->s.run[0].last.n_layer == 3 && s->s.run[0].last.layer[2].act_max == 7.0f);
     /* replaced by another file (a rename over it) */
     f = fopen(other, "w");
     fputs(row3(1, 6.0), f);
@@ -421,14 +421,14 @@ static void test_follow_file(void)
     rename(other, path);
     stream_poll(r, 0, &eof);
     CHECK(stream_summary_of(r)->replacements == 1 && has_event(s, NS_EV_NOTE, "was replaced"));
-    CHECK(stream_summary_of(r)->rows == 2 && s->s.last.loss == 5.5f);
+    CHECK(stream_summary_of(r)->rows == 2 && s->s.run[0].last.loss == 5.5f);
     /* removed: said once, and a new file is read when it comes */
     unlink(path);
     stream_poll(r, 0, &eof);
     CHECK(has_event(s, NS_EV_NOTE, "was removed"));
     append(path, row3(1, 7.0));
     stream_poll(r, 0, &eof);
-    CHECK(s->s.last.loss == 7.0f && stream_summary_of(r)->rows == 1);
+    CHECK(s->s.run[0].last.loss == 7.0f && stream_summary_of(r)->rows == 1);
     /* a poll reads at most what it is allowed; the rest comes next time */
     char many[4096] = "";
     for (int i = 2; i <= 8; i++)
@@ -613,7 +613,7 @@ static void test_pending_and_liveness(void)
     append(path, "{\"step\":21,\"loss\":null,\"loss_nonfinite\":\"nan\"}\n");
     CHECK(tui_follow_init(&fw, path) == 0);
     tui_follow_update(&fw, d, &ui);
-    CHECK(d->s.last.fault_layer == 2 && !strcmp(d->s.last.fault, "h.2.attn.qkv, forward"));
+    CHECK(d->s.run[0].last.fault_layer == 2 && !strcmp(d->s.run[0].last.fault, "h.2.attn.qkv, forward"));
     CHECK(stream_summary_of(fw.r)->nonfinite_step == 7);
     tui_draw(&g, d, &ui);
     tui_follow_draw(&g, d, &ui, &fw);

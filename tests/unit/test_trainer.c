@@ -147,7 +147,7 @@ static void test_between_steps(void)
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == 10);
     CHECK(S->s.state == TRAINER_PAUSED);
-    CHECK(S->s.cfg.norm == NORM_POST);
+    CHECK(S->s.run[0].cfg.norm == NORM_POST);
     trainer_stop(t);
 
     step_metrics m;
@@ -165,9 +165,9 @@ static void test_between_steps(void)
     CHECK(rec.m[4].norm == NORM_PRE && rec.m[5].norm == NORM_POST);
     /* the chart's marker sits on the first step under the new setting */
     CHECK(S->s.hist_total == 10);
-    CHECK(S->hist[5].step == 6 && strstr(S->hist[5].mark, "post") != NULL);
-    CHECK(strstr(S->hist[5].mark, "lr") != NULL); /* two changes, one marker */
-    CHECK(S->hist[4].mark[0] == 0 && S->hist[6].mark[0] == 0);
+    CHECK(S->hist[5].step == 6 && strstr(S->hist[5].run[0].mark, "post") != NULL);
+    CHECK(strstr(S->hist[5].run[0].mark, "lr") != NULL); /* two changes, one marker */
+    CHECK(S->hist[4].run[0].mark[0] == 0 && S->hist[6].run[0].mark[0] == 0);
     trainer_free(t);
     engine_free(e);
     engine_free(ref);
@@ -214,8 +214,8 @@ static void test_twin(void)
     trainer_stop(t);
     CHECK(S->s.steps_done == 8 && S->s.compare);
     /* labels from each run's settings, what differs first */
-    CHECK(!strncmp(S->s.label_b, "b: norm=post ", 13) && !strncmp(S->s.label_a, "a: norm=pre ", 12));
-    CHECK(S->s.cfg_b.norm == NORM_POST && S->s.cfg.norm == NORM_PRE);
+    CHECK(!strncmp(S->s.run[1].label, "b: norm=post ", 13) && !strncmp(S->s.run[0].label, "a: norm=pre ", 12));
+    CHECK(S->s.run[1].cfg.norm == NORM_POST && S->s.run[0].cfg.norm == NORM_PRE);
     int same = rec.n == 8;
     step_metrics ma, mb;
     for (int i = 0; i < 8 && same; i++) {
@@ -229,10 +229,10 @@ static void test_twin(void)
         same = same_metrics(&ma, &rec.a[i]) && same_metrics(&mb, &rec.b[i]);
     }
     CHECK(same);
-    CHECK(same_metrics(&mb, &S->s.last_b) && same_metrics(&ma, &S->s.last));
-    CHECK(S->s.hist_total == 8 && S->hist[7].loss_b == mb.loss && S->hist[7].loss == ma.loss);
+    CHECK(same_metrics(&mb, &S->s.run[1].last) && same_metrics(&ma, &S->s.run[0].last));
+    CHECK(S->s.hist_total == 8 && S->hist[7].run[1].loss == mb.loss && S->hist[7].run[0].loss == ma.loss);
     CHECK(rec.a[0].loss != rec.b[0].loss); /* the runs differ */
-    CHECK(S->s.last_val_b == rec.b[7].val_loss && rec.b[7].has_val); /* val_every 4 */
+    CHECK(S->s.run[1].last_val == rec.b[7].val_loss && rec.b[7].has_val); /* val_every 4 */
     trainer_free(t);
     engine_free(e);
     engine_free(tw);
@@ -316,14 +316,14 @@ static void test_snapshot_consistency(void)
         if (!s->have_metrics)
             continue;
         const trainer_point *newest = &S->hist[(s->hist_total - 1) % TRAINER_HIST];
-        consistent &= s->last.step == s->steps_done && newest->step == s->last.step &&
+        consistent &= s->run[0].last.step == s->steps_done && newest->step == s->run[0].last.step &&
                       s->hist_total == s->steps_done;
         for (long i = trainer_hist_first(s) + 1; i < s->hist_total; i++)
             consecutive &= S->hist[i % TRAINER_HIST].step == S->hist[(i - 1) % TRAINER_HIST].step + 1;
-        const layer_metrics *lm = &s->last.layer[1];
+        const layer_metrics *lm = &s->run[0].last.layer[1];
         double want = sqrt((double)lm->grad_attn * lm->grad_attn +
                            (double)lm->grad_ffn * lm->grad_ffn + (double)lm->grad_ln * lm->grad_ln);
-        heat_ok &= t_close(S->heat[(s->hist_total - 1) % TRAINER_HIST][1], want, 1e-6, 0);
+        heat_ok &= t_close(S->run[0].heat[(s->hist_total - 1) % TRAINER_HIST][1], want, 1e-6, 0);
         if (now_s() > end + 20)
             break;
     }
@@ -338,7 +338,7 @@ static void test_snapshot_consistency(void)
     for (long i = trainer_hist_first(&S->s); i < S->s.hist_total && same; i++) {
         long k = i % TRAINER_HIST;
         same = !memcmp(&S->hist[k], &full->hist[k], sizeof S->hist[k]) &&
-               !memcmp(S->heat[k], full->heat[k], 2 * sizeof(float));
+               !memcmp(S->run[0].heat[k], full->run[0].heat[k], 2 * sizeof(float));
     }
     CHECK(same);
     CHECK(trainer_snapshot_copy(t, S) == 0); /* nothing new after the stop */
@@ -370,10 +370,10 @@ static void test_divergence(void)
     trainer *t = start(e, &o);
     CHECK(wait_for(t, state_is, TRAINER_DIVERGED, 20.0));
     CHECK(S->s.steps_done == 1);
-    CHECK(S->s.last.nonfinite);
+    CHECK(S->s.run[0].last.nonfinite);
     CHECK(find_event(S, NS_EV_DIVERGED, "DIVERGED at step 1"));
     CHECK(find_event(S, NS_EV_DIVERGED, "diverged at step 1")); /* the engine's, kind kept */
-    CHECK(S->ev[(S->s.ev_total - 1) % TRAINER_EVENTS].layer == S->s.last.fault_layer);
+    CHECK(S->ev[(S->s.ev_total - 1) % TRAINER_EVENTS].layer == S->s.run[0].last.fault_layer);
     sleep_s(0.1);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == 1); /* paused, not stepping on */
@@ -385,8 +385,8 @@ static void test_divergence(void)
     CHECK(wait_for(t, state_is, TRAINER_RUNNING, 10.0));
     CHECK(wait_for(t, steps_at_least, 3, 20.0));
     CHECK(S->s.generation != gen);
-    CHECK(!S->s.last.nonfinite);
-    CHECK(S->hist[0].step == 1 && strstr(S->hist[0].mark, "reinit") != NULL);
+    CHECK(!S->s.run[0].last.nonfinite);
+    CHECK(S->hist[0].step == 1 && strstr(S->hist[0].run[0].mark, "reinit") != NULL);
     trainer_free(t);
     engine_free(e);
 
@@ -502,7 +502,7 @@ static void test_rewind(void)
     CHECK(S->s.hist_total == 10);
     CHECK(S->s.generation != gen);
     /* the layer panel's numbers are the snapshot's step's */
-    CHECK(S->s.have_metrics && S->s.last.step == 10);
+    CHECK(S->s.have_metrics && S->s.run[0].last.step == 10);
     /* two LR changes after the rewind: the marker shows the LR in force */
     ns_command set = cmd("lr 0.02"), scale = cmd("lr x0.2");
     trainer_send(t, &set);
@@ -510,7 +510,7 @@ static void test_rewind(void)
     send_kind(t, CMD_STEP);
     CHECK(wait_for(t, steps_at_least, 11, 10.0));
     CHECK(S->s.hist_total == 11 && S->hist[10].step == 11);
-    CHECK(strcmp(S->hist[10].mark, "rewind,lr 4e-03") == 0);
+    CHECK(strcmp(S->hist[10].run[0].mark, "rewind,lr 4e-03") == 0);
     trainer_free(t);
     engine_free(e);
 }
@@ -525,11 +525,11 @@ static void test_rewind_ghost(void)
     engine *e;
     trainer *t = twelve_steps(&e);
     CHECK(S->s.ghost_n == 0);
-    float at11 = S->hist[10].loss, at12 = S->hist[11].loss;
+    float at11 = S->hist[10].run[0].loss, at12 = S->hist[11].run[0].loss;
     send_kind(t, CMD_REWIND);
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(S->s.ghost_n == 2 && S->s.ghost_first == 11);
-    CHECK(S->ghost[0] == at11 && S->ghost[1] == at12);
+    CHECK(S->run[0].ghost[0] == at11 && S->run[0].ghost[1] == at12);
     /* the chart: its window reaches step 12, past the run's step 10 */
     tui_grid g = {0};
     CHECK(tui_grid_resize(&g, 12, 100) == 0);
@@ -553,7 +553,7 @@ static void test_rewind_ghost(void)
     /* g's figure draws it too: a dashed series under the replay */
     char path[64], perr[256];
     snprintf(path, sizeof path, "/tmp/ns_ghost_%d.svg", (int)getpid());
-    CHECK(plot_write_snapshot(S, 0, path, perr, sizeof perr) == 0);
+    CHECK(plot_write_snapshot(S, 0, 0, path, perr, sizeof perr) == 0);
     FILE *f = fopen(path, "r");
     static char svg[1 << 20];
     size_t got = f ? fread(svg, 1, sizeof svg - 1, f) : 0;
@@ -645,8 +645,8 @@ static void test_rewind_loss(void)
     engine *e; /* validation every 4 steps */
     trainer *t = twelve_steps(&e);
     CHECK(S->s.hist_total == 12);
-    float at5 = S->hist[4].loss, at10 = S->hist[9].loss, at12 = S->hist[11].loss;
-    float val8 = S->hist[7].val_loss;
+    float at5 = S->hist[4].run[0].loss, at10 = S->hist[9].run[0].loss, at12 = S->hist[11].run[0].loss;
+    float val8 = S->hist[7].run[0].val_loss;
     char want[64], stale[64], txt[32];
     snprintf(want, sizeof want, "loss %.4f", (double)at10);
     snprintf(stale, sizeof stale, "loss %.4f", (double)at12);
@@ -658,11 +658,11 @@ static void test_rewind_loss(void)
     CHECK(wait_for(t, steps_equal, 10, 10.0));
     CHECK(strstr(status_row(), want) != NULL);
     CHECK(strstr(status_row(), stale) == NULL);
-    CHECK(S->s.have_loss && S->s.loss == at10);
+    CHECK(S->s.have_loss && S->s.run[0].loss == at10);
     trainer_loss_text(&S->s, 0, txt, sizeof txt);
     CHECK(!strcmp(txt, want + 5));
     /* validation at 12 is gone with the step; 8's is the latest now */
-    CHECK(S->s.last_val_step == 8 && S->s.last_val == val8);
+    CHECK(S->s.last_val_step == 8 && S->s.run[0].last_val == val8);
 
     send_kind(t, CMD_REWIND); /* again: an older snapshot */
     CHECK(wait_for(t, steps_equal, 5, 10.0));
@@ -672,7 +672,7 @@ static void test_rewind_loss(void)
 
     send_kind(t, CMD_STEP); /* a new step: its own loss */
     CHECK(wait_for(t, steps_equal, 6, 10.0));
-    CHECK(S->s.have_loss && S->s.loss == S->s.last.loss && S->s.last.step == 6);
+    CHECK(S->s.have_loss && S->s.run[0].loss == S->s.run[0].last.loss && S->s.run[0].last.step == 6);
     send_kind(t, CMD_REWIND);
     CHECK(wait_for(t, steps_equal, 5, 10.0));
     send_kind(t, CMD_REWIND); /* to step 0: no step, no loss */
@@ -700,9 +700,9 @@ static void test_reinit_loss(void)
         send_kind(t, CMD_STEP);
     CHECK(wait_for(t, steps_equal, 3, 20.0));
     char txt[32], want[32];
-    CHECK(S->s.have_loss && S->s.loss == S->s.last.loss && S->s.loss_b == S->s.last_b.loss);
+    CHECK(S->s.have_loss && S->s.run[0].loss == S->s.run[0].last.loss && S->s.run[1].loss == S->s.run[1].last.loss);
     trainer_loss_text(&S->s, 1, txt, sizeof txt);
-    snprintf(want, sizeof want, "%.4f", (double)S->s.last_b.loss);
+    snprintf(want, sizeof want, "%.4f", (double)S->s.run[1].last.loss);
     CHECK(!strcmp(txt, want));
     send_kind(t, CMD_REINIT);
     CHECK(wait_for(t, steps_equal, 0, 10.0));
@@ -928,6 +928,26 @@ static void test_stall(void)
             CHECK(find_event(S, NS_EV_WARNING, "stalled: loss"));
             CHECK(find_event(S, NS_EV_WARNING, "Pre-LN first"));
             CHECK(stalled_rows > 0);
+            /* the finding longer than an event is wrapped at spaces into
+             * events, whole: joined they give its text */
+            const diag_finding *f = NULL;
+            for (int i = 0; i < S->s.diag[0].n; i++)
+                if (S->s.diag[0].f[i].rule == DIAG_R_STALL)
+                    f = &S->s.diag[0].f[i];
+            char joined[2 * DIAG_TEXT] = "";
+            long k = 0;
+            while (k < S->s.ev_total && !strstr(S->ev[k % TRAINER_EVENTS].text, "stalled: loss"))
+                k++;
+            for (long j = k; j < S->s.ev_total; j++) {
+                const char *x = S->ev[j % TRAINER_EVENTS].text;
+                if (j > k && strncmp(x, "    ", 4) != 0)
+                    break;
+                CHECK(strlen(x) < NS_EVENT_TEXT);
+                if (j > k)
+                    strcat(joined, " ");
+                strncat(joined, j > k ? x + 4 : x, sizeof joined - strlen(joined) - 1);
+            }
+            CHECK(f && strlen(f->text) >= NS_EVENT_TEXT - 1 && strcmp(joined, f->text) == 0);
             CHECK(strcmp(trainer_state_name(TRAINER_STALLED), "STALLED") == 0);
         }
         trainer_free(t);

@@ -50,37 +50,50 @@ static int overlap(tui_rect a, tui_rect b)
     return a.r < b.r + b.h && b.r < a.r + a.h && a.c < b.c + b.w && b.c < a.c + a.w;
 }
 
+/* Bounds, overlap and cover of one layout; the rects that may be absent
+ * (h or w 0) are skipped. Returns the faults. */
+static int layout_faults(const tui_layout *l, int rows, int cols, int cmp, long *area_out)
+{
+    tui_rect p[11] = {l->status, l->layers, l->chart, l->footer, l->layers_b,
+                      l->side,   l->sample, l->events, l->fold,  l->ratio, l->lesson};
+    int required = cmp && l->layer_cols == 1 ? 5 : 4, bad = 0;
+    if (cmp && l->layer_cols == 2)
+        bad += l->layers_b.w == 0; /* two columns each: b still has its panel */
+    /* the classic layout's lesson lies over the sample and events */
+    int np = l->projector ? 11 : 10;
+    long area = 0;
+    for (int i = 0; i < np; i++) {
+        if (i >= required && (p[i].h == 0 || p[i].w == 0))
+            continue;
+        bad += !inside(p[i], rows, cols);
+        area += (long)p[i].h * p[i].w;
+        for (int j = i + 1; j < np; j++)
+            if (p[j].h && p[j].w)
+                bad += overlap(p[i], p[j]);
+    }
+    *area_out = area;
+    return bad;
+}
+
 static void test_layout(void)
 {
     static const int layers[] = {1, 2, 6, 12, 24, 64};
-    int bad_inside = 0, bad_overlap = 0, bad_cover = 0, bad_rows = 0, cases = 0;
+    int bad_inside = 0, bad_cover = 0, bad_rows = 0, cases = 0;
     for (int rows = TUI_MIN_ROWS; rows <= 90; rows += 3)
         for (int cols = TUI_MIN_COLS; cols <= 300; cols += 7)
             for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++) {
                 int L = layers[k];
               for (int cmp = 0; cmp < 2; cmp++) {
                 tui_layout l = tui_layout_compute_cmp(rows, cols, L, cmp);
-                tui_rect p[10] = {l.status, l.layers, l.chart, l.side,  l.sample,
-                                  l.events, l.footer, l.fold,  l.ratio, l.layers_b};
-                int np = cmp ? 10 : 8;
                 cases++;
-                long area = 0;
-                for (int i = 0; i < np; i++) {
-                    /* the projector leaves some out (h, w 0) */
-                    if (p[i].h == 0 && l.projector && i >= 2 && i <= 5)
-                        continue;
-                    if (p[i].h == 0 && !l.projector && i == 7)
-                        continue;
-                    bad_inside += !inside(p[i], rows, cols);
-                    area += (long)p[i].h * p[i].w;
-                    for (int j = i + 1; j < np; j++)
-                        bad_overlap += overlap(p[i], p[j]);
-                }
+                long area;
+                bad_inside += layout_faults(&l, rows, cols, cmp, &area);
                 /* side by side: the same rows, a at the left, b at the right */
                 if (cmp)
-                    bad_rows += l.layers_b.h != l.layers.h || l.ratio.r != l.layers.r ||
+                    bad_rows += l.layers_b.h != l.layers.h || l.layers_b.r != l.layers.r ||
                                 l.layers.c != 0 || l.layers_b.c + l.layers_b.w != cols ||
-                                l.layers.w < 35 || l.layers_b.w < 35;
+                                l.layers.w < 35 || l.layers_b.w < 35 ||
+                                (l.layer_cols == 1 && l.ratio.r != l.layers.r);
                 else
                     bad_rows += l.ratio.w != 0 || l.layers_b.w != 0;
                 bad_inside += !inside(l.help, rows, cols);
@@ -89,21 +102,23 @@ static void test_layout(void)
                 /* all layers when they fit with a readable chart, else a window */
                 int want = L < l.layer_rows ? L : l.layer_rows;
                 bad_rows += l.too_small || l.layer_rows < 1 || l.layers.h != want + 2;
-                /* or, on a projector-sized screen, all layers at the cost of
-                 * the sample, events, side box and toggles; else a chart to
-                 * read and the event log */
+                /* or, on a projector-sized screen, all layers (in two columns
+                 * when one does not hold them) at the cost of the sample,
+                 * events and side box; else a chart to read and the event log */
+                int vals = cmp ? 2 : 1;
                 if (l.projector)
-                    bad_rows += rows > TUI_PROJECTOR_ROWS || l.layer_rows != L || l.status.h != 1 ||
-                                l.fold.r != 1 || l.fold.h != 1 || l.events.h || l.sample.h ||
-                                l.side.w || l.lesson.h;
+                    bad_rows += rows > TUI_PROJECTOR_ROWS || l.status.h < vals ||
+                                l.status.h > vals + 1 || l.events.h || l.sample.h || l.lesson.h ||
+                                l.chart.h < TUI_CHART_MIN ||
+                                ((L + 1) / 2 + 2 + TUI_CHART_MIN <= rows - 1 - vals &&
+                                 l.layer_rows * l.layer_cols < L);
                 else
-                    bad_rows += l.chart.h < 8 || l.events.h < 3 || l.fold.h ||
-                                (rows <= TUI_PROJECTOR_ROWS && L + 5 <= rows && l.layer_rows < L);
+                    bad_rows += l.chart.h < 8 || l.events.h < 3 || l.fold.h || l.layer_cols != 1 ||
+                                (rows <= TUI_PROJECTOR_ROWS && l.layer_rows < L);
               }
             }
     CHECK(cases > 1000);
     CHECK(bad_inside == 0);
-    CHECK(bad_overlap == 0);
     CHECK(bad_cover == 0);
     CHECK(bad_rows == 0);
 
@@ -115,20 +130,61 @@ static void test_layout(void)
     tui_layout c = tui_layout_compute(40, 120, 64);
     CHECK(c.layer_rows < 64 && c.layer_rows >= 10); /* scrolls */
     /* the projector: every layer of 12 at 80x24 (a chart of a few rows), of
-     * 24 at 100x30, one run or two; beyond that the panel scrolls */
+     * 24 at 100x30, of 32 in two columns, one run or two; beyond that the
+     * panel scrolls */
     for (int cmp = 0; cmp < 2; cmp++) {
         tui_layout p = tui_layout_compute_cmp(24, 80, 12, cmp);
-        CHECK(p.projector && p.layer_rows == 12 && p.chart.h >= 4 && p.events.h == 0);
+        CHECK(p.projector && p.layer_rows * p.layer_cols >= 12 && p.chart.h >= 4 && p.events.h == 0);
         p = tui_layout_compute_cmp(30, 100, 24, cmp);
-        CHECK(p.projector && p.layer_rows == 24);
+        CHECK(p.projector && p.layer_rows * p.layer_cols >= 24 && p.chart.h >= TUI_CHART_MIN);
         p = tui_layout_compute_cmp(30, 100, 32, cmp);
-        CHECK(!p.projector && p.layer_rows < 32 && p.events.h >= 3);
+        CHECK(p.projector && p.layer_rows == 16 && p.layer_cols == 2);
+        p = tui_layout_compute_cmp(30, 100, 64, cmp);
+        CHECK(p.projector && p.layer_rows < 64 && p.layer_cols == 1); /* scrolls */
     }
     CHECK(!tui_layout_compute(60, 200, 24).projector); /* a tall screen keeps its event log */
     /* below the minimum: only the message */
     CHECK(tui_layout_compute(TUI_MIN_ROWS - 1, 200, 6).too_small);
     CHECK(tui_layout_compute(60, TUI_MIN_COLS - 1, 6).too_small);
     CHECK(tui_layout_compute(0, 0, 6).too_small);
+}
+
+/* A lesson's moment ranks its rows: at every size its question, both
+ * runs' values rows and every layer (two columns of compact rows when
+ * need be) before the chart grows or the text shows. */
+static void test_layout_lesson(void)
+{
+    static const int layers[] = {6, 12, 24};
+    int bad = 0, ranked = 0, two = 0, cases = 0;
+    for (int rows = TUI_MIN_ROWS; rows <= 60; rows += 2)
+        for (int cols = TUI_MIN_COLS; cols <= 200; cols += 9)
+            for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++)
+                for (int q = 2; q <= 3; q++) {
+                    int L = layers[k];
+                    tui_layout l = tui_layout_compute_lesson(rows, cols, L, 1, q, q + 6);
+                    long area;
+                    cases++;
+                    bad += layout_faults(&l, rows, cols, 1, &area);
+                    if (l.projector)
+                        bad += area != (long)rows * cols;
+                    bad += l.lesson.h < q || l.lesson.w != cols || l.status.h < 2;
+                    bad += l.layer_rows * l.layer_cols < L;
+                    bad += l.chart.h < TUI_CHART_MIN;
+                    ranked += l.projector;
+                    two += l.layer_cols == 2;
+                }
+    CHECK(cases > 500);
+    CHECK(bad == 0);
+    CHECK(ranked > 0 && two > 0);
+    /* the sizes of a classroom: 24 layers at 80x24 in two columns, at
+     * 100x30 and 120x40 the question and every layer too */
+    tui_layout l = tui_layout_compute_lesson(24, 80, 24, 1, 3, 10);
+    CHECK(l.layer_cols == 2 && l.layer_rows == 12 && l.lesson.h == 3 && l.status.h == 2);
+    l = tui_layout_compute_lesson(40, 120, 24, 1, 2, 10);
+    CHECK(l.layer_cols == 1 && l.layer_rows == 24 && l.lesson.h >= 2);
+    /* hidden (L), the panel gives its rows back */
+    tui_layout h = tui_layout_compute_lesson(40, 120, 24, 1, 0, 0);
+    CHECK(h.lesson.h == 0 || !h.projector);
 }
 
 static void test_layer_columns(void)
@@ -220,10 +276,10 @@ static void test_grid(void)
 static trainer_snapshot *snap_new(int L)
 {
     trainer_snapshot *s = trainer_snapshot_new();
-    settings_defaults(&s->s.cfg);
-    s->s.cfg.n_layer = L;
+    settings_defaults(&s->s.run[0].cfg);
+    s->s.run[0].cfg.n_layer = L;
     s->s.n_layer = L;
-    s->s.last.n_layer = L;
+    s->s.run[0].last.n_layer = L;
     s->s.generation = 1;
     return s;
 }
@@ -235,10 +291,10 @@ static void fill_history(trainer_snapshot *s, long n)
         trainer_point *p = &s->hist[i % TRAINER_HIST];
         memset(p, 0, sizeof *p);
         p->step = i + 1;
-        p->loss = (float)(5.0 - 3.0 * (double)i / (double)(n > 1 ? n - 1 : 1));
-        p->val_loss = NAN;
+        p->run[0].loss = (float)(5.0 - 3.0 * (double)i / (double)(n > 1 ? n - 1 : 1));
+        p->run[0].val_loss = NAN;
         for (int l = 0; l < s->s.n_layer; l++)
-            s->heat[i % TRAINER_HIST][l] = 0.1f;
+            s->run[0].heat[i % TRAINER_HIST][l] = 0.1f;
     }
     s->s.hist_total = n;
     s->s.steps_done = n;
@@ -250,14 +306,14 @@ static void test_layer_bars(void)
 {
     trainer_snapshot *s = snap_new(3);
     s->s.have_metrics = 1;
-    s->s.last.layer[2].grad_attn = 1e-2f;
-    s->s.last.layer[2].grad_ffn = 1.0f;   /* the largest */
-    s->s.last.layer[1].grad_attn = 1e-4f; /* vanishing: below 1e-3 of 1.0 */
-    s->s.last.layer[1].grad_ffn = 1.0f;
-    s->s.last.layer[0].grad_attn = NAN;
-    s->s.last.layer[0].grad_ffn = 0.5f;
+    s->s.run[0].last.layer[2].grad_attn = 1e-2f;
+    s->s.run[0].last.layer[2].grad_ffn = 1.0f;   /* the largest */
+    s->s.run[0].last.layer[1].grad_attn = 1e-4f; /* vanishing: below 1e-3 of 1.0 */
+    s->s.run[0].last.layer[1].grad_ffn = 1.0f;
+    s->s.run[0].last.layer[0].grad_attn = NAN;
+    s->s.run[0].last.layer[0].grad_ffn = 0.5f;
     for (int l = 0; l < 3; l++)
-        s->s.last.layer[l].act_max = 300.0f, s->s.last.layer[l].resid_rms = 1.0f;
+        s->s.run[0].last.layer[l].act_max = 300.0f, s->s.run[0].last.layer[l].resid_rms = 1.0f;
     tui_grid g = {0};
     tui_grid_resize(&g, 5, 80);
     tui_ui ui;
@@ -283,13 +339,13 @@ static void test_layer_bars(void)
     CHECK(style_at(&g, 3, k.attn) == TUI_S_VANISH);
     CHECK(style_at(&g, 3, k.ffn) == TUI_S_NORMAL);
     /* 1e+1 is an exploding bar: 12 cells of '!' */
-    s->s.last.layer[2].grad_ffn = 1e+1f;
+    s->s.run[0].last.layer[2].grad_ffn = 1e+1f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     CHECK(!strncmp(row(&g, 2) + k.ffn, "!!!!!!!!!!!!  ", 14));
     CHECK(style_at(&g, 2, k.ffn) == TUI_S_EXPLODE);
     CHECK(strstr(row(&g, 2), "1.0e-02 1.0e+01") != NULL);
-    s->s.last.layer[2].grad_ffn = 1.0f;
+    s->s.run[0].last.layer[2].grad_ffn = 1.0f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     /* not finite: said in words */
@@ -307,15 +363,15 @@ static void test_layer_bars(void)
     CHECK(ch_at(&g, 3, k.attn) == 0x2591); /* ░ vanishing */
     CHECK(ch_at(&g, 2, k.attn) == 0x2588); /* █ normal */
     CHECK(ch_at(&g, 3, k.ffn) == 0x2588);
-    s->s.last.layer[2].grad_ffn = 1e+1f;
+    s->s.run[0].last.layer[2].grad_ffn = 1e+1f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     CHECK(ch_at(&g, 2, k.ffn) == 0x2593); /* ▓ exploding */
-    s->s.last.layer[2].grad_ffn = 1.0f;
+    s->s.run[0].last.layer[2].grad_ffn = 1.0f;
     /* with color the normal glyphs carry eighths: 1e-2 on 14 cells is
      * exactly 6 cells, 10^-1.5 is 7 cells: no partial; 0.5 has one */
     tui_ui_init(&ui, 1, 1);
-    s->s.last.layer[0].grad_attn = 0.5f;
+    s->s.run[0].last.layer[0].grad_attn = 0.5f;
     tui_grid_clear(&g);
     tui_draw_layers(&g, r, s, &ui);
     int e = tui_log_eighths(0.5, SCALE_GRAD_LO, SCALE_GRAD_HI, 14);
@@ -348,8 +404,8 @@ static void test_chart(void)
 {
     trainer_snapshot *s = snap_new(2);
     fill_history(s, 100);
-    snprintf(s->hist[39].mark, TRAINER_MARK, "post"); /* step 40 */
-    s->hist[79].val_loss = s->hist[79].loss;          /* step 80 */
+    snprintf(s->hist[39].run[0].mark, TRAINER_MARK, "post"); /* step 40 */
+    s->hist[79].run[0].val_loss = s->hist[79].run[0].loss;          /* step 80 */
     tui_grid g = {0};
     tui_grid_resize(&g, 12, 60);
     tui_rect r = {0, 0, 12, 60};
@@ -398,8 +454,8 @@ static void test_chart(void)
     trainer_snapshot *sp = snap_new(2);
     fill_history(sp, 200);
     for (int i = 0; i < 200; i++)
-        sp->hist[i].loss = 2.0f + 0.001f * (float)(i % 7);
-    sp->hist[100].loss = 1000.0f;
+        sp->hist[i].run[0].loss = 2.0f + 0.001f * (float)(i % 7);
+    sp->hist[100].run[0].loss = 1000.0f;
     tui_grid_clear(&g);
     tui_draw_chart(&g, r, sp, &ui);
     double top = atof(row(&g, 1));
@@ -435,9 +491,9 @@ static void test_heatmap(void)
     trainer_snapshot *s = snap_new(3);
     fill_history(s, 30);
     for (int i = 0; i < 30; i++) {
-        s->heat[i][2] = 50.0f; /* exploding top */
-        s->heat[i][1] = 0.05f;
-        s->heat[i][0] = i == 20 ? NAN : 1e-6f; /* frozen bottom, one NaN */
+        s->run[0].heat[i][2] = 50.0f; /* exploding top */
+        s->run[0].heat[i][1] = 0.05f;
+        s->run[0].heat[i][0] = i == 20 ? NAN : 1e-6f; /* frozen bottom, one NaN */
     }
     tui_grid g = {0};
     tui_grid_resize(&g, 5, 80);
@@ -454,7 +510,7 @@ static void test_heatmap(void)
     /* more steps than columns: buckets of several steps, newest included */
     fill_history(s, 300);
     for (int i = 0; i < 300; i++)
-        s->heat[i][2] = i == 299 ? 50.0f : 0.05f;
+        s->run[0].heat[i][2] = i == 299 ? 50.0f : 0.05f;
     tui_grid_clear(&g);
     tui_draw_heatmap(&g, r, s, &ui);
     long per = (300 + 75 - 1) / 75; /* 75 columns */
@@ -472,8 +528,8 @@ static void test_status_and_clicks(void)
     trainer_snapshot *s = snap_new(6);
     s->s.state = TRAINER_PAUSED;
     s->s.steps_done = 1234;
-    s->s.cfg.norm = NORM_PRE;
-    s->s.warmup_on = 1;
+    s->s.run[0].cfg.norm = NORM_PRE;
+    s->s.run[0].warmup_on = 1;
     tui_grid g = {0};
     tui_grid_resize(&g, 2, 120);
     tui_ui ui;
@@ -492,10 +548,10 @@ static void test_status_and_clicks(void)
     CHECK(tui_click(&ui, 1, c + 2, &sel) == tui_bind_action("warmup", "toggle") && !sel);
     CHECK(tui_click(&ui, 1, col_of(&g, 1, "Pre-LN"), &sel) == tui_bind_action("norm", "toggle"));
     CHECK(tui_click(&ui, 0, 3, &sel) == TUI_ACT_NONE);
-    s->s.cfg.norm = NORM_POST;
+    s->s.run[0].cfg.norm = NORM_POST;
     s->s.state = TRAINER_DIVERGED;
     s->s.have_metrics = 1;
-    snprintf(s->s.last.fault, sizeof s->s.last.fault, "backward, layer 3, MLP fc2");
+    snprintf(s->s.run[0].last.fault, sizeof s->s.run[0].last.fault, "backward, layer 3, MLP fc2");
     tui_draw_status(&g, r, s, &ui);
     CHECK(strstr(row(&g, 1), "[p] Post-LN") != NULL);
     CHECK(strstr(row(&g, 0), "DIVERGED") != NULL);
@@ -504,7 +560,7 @@ static void test_status_and_clicks(void)
     tui_grid_resize(&g, 2, 80);
     r.w = 80;
     s->s.state = TRAINER_RUNNING;
-    s->s.last.fault[0] = 0;
+    s->s.run[0].last.fault[0] = 0;
     s->s.steps_per_s = 123.4;
     tui_draw_status(&g, r, s, &ui);
     CHECK(strstr(row(&g, 0), "RUNNING") != NULL && strstr(row(&g, 0), "step 1234") != NULL);
@@ -541,10 +597,10 @@ static void test_status_loss(void)
     s->s.state = TRAINER_PAUSED;
     s->s.steps_done = 10;
     s->s.have_metrics = 1;
-    s->s.last.step = 12;
-    s->s.last.loss = NAN; /* the diverged step, rewound from */
+    s->s.run[0].last.step = 12;
+    s->s.run[0].last.loss = NAN; /* the diverged step, rewound from */
     s->s.have_loss = 1;
-    s->s.loss = 2.5f;
+    s->s.run[0].loss = 2.5f;
     tui_grid g = {0};
     tui_grid_resize(&g, 2, 120);
     tui_ui ui;
@@ -559,7 +615,7 @@ static void test_status_loss(void)
     tui_draw_status(&g, r, s, &ui);
     CHECK(strstr(row(&g, 0), "loss -") != NULL);
     s->s.have_loss = 1; /* a non-finite loss now: marked */
-    s->s.loss = INFINITY;
+    s->s.run[0].loss = INFINITY;
     tui_draw_status(&g, r, s, &ui);
     CHECK(style_at(&g, 0, col_of(&g, 0, "loss inf")) == TUI_S_BAD);
     free(s);
@@ -685,18 +741,18 @@ static void test_diag_panel(void)
     static char lines[TUI_DIAG_MAX][TUI_DIAG_LINE];
     trainer_snapshot *s = snap_new(3);
     s->s.have_metrics = 1;
-    s->s.last.step = 7;
-    s->s.last.loss_scale = 1024;
+    s->s.run[0].last.step = 7;
+    s->s.run[0].last.loss_scale = 1024;
     for (int l = 0; l < 3; l++) {
-        s->s.last.layer[l].headroom = 4.0f - (float)l;
-        s->s.last.layer[l].act_max = 10.0f * (float)(l + 1);
+        s->s.run[0].last.layer[l].headroom = 4.0f - (float)l;
+        s->s.run[0].last.layer[l].act_max = 10.0f * (float)(l + 1);
     }
     int n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(n == 1 && has_line(lines, n, "no warnings; the run is healthy: headroom 2.00 "
                                        "doublings at its lowest (layer 2, act max 30)"));
 
-    s->s.cfg.precision = FMT_FP16;
-    s->s.cfg.fp32_norms = 0;
+    s->s.run[0].cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.fp32_norms = 0;
     trainer_diagnosis *d = &s->s.diag[0];
     double hv[4] = {0.9, 120, 256, 44}, nv[4] = {261, 256, 65504, 2}, lv[4] = {0.02, 0, 0, 1};
     d->f[d->n++] = finding(DIAG_WARNING, DIAG_R_HEADROOM, 2, 5, hv, "layer 2 headroom 0.90",
@@ -720,19 +776,19 @@ static void test_diag_panel(void)
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "keys: - pressed 4 times (LR back to 0.002 or below), then b"));
     /* in bf16 already: no presses of f toward it */
-    s->s.cfg.precision = FMT_BF16;
+    s->s.run[0].cfg.precision = FMT_BF16;
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "keys: i (fp32 norms) and - halves the LR; then b rewinds") &&
           !has_line(lines, n, "f x"));
-    s->s.cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.precision = FMT_FP16;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */
     memset(d, 0, sizeof *d);
     s->s.compare = 1;
-    s->s.last_b = s->s.last;
-    s->s.cfg_b = s->s.cfg;
-    snprintf(s->s.label_a, sizeof s->s.label_a, "a: lr=0.002");
-    snprintf(s->s.label_b, sizeof s->s.label_b, "b: lr=0.02");
+    s->s.run[1].last = s->s.run[0].last;
+    s->s.run[1].cfg = s->s.run[0].cfg;
+    snprintf(s->s.run[0].label, sizeof s->s.run[0].label, "a: lr=0.002");
+    snprintf(s->s.run[1].label, sizeof s->s.run[1].label, "b: lr=0.02");
     trainer_diagnosis *db = &s->s.diag[1];
     db->f[db->n++] = finding(DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, 2, 7, nv, "b's overflow", "fp32");
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
@@ -771,6 +827,22 @@ static void test_diag_panel(void)
     CHECK(tui_apply(&ui, tui_bind_action("norm", "toggle"), 3, &c) == 0 && !ui.diag);
     tui_apply(&ui, TUI_ACT_DIAG, 3, &c);
     CHECK(tui_apply(&ui, TUI_ACT_DIAG, 3, &c) == 0 && !ui.diag); /* D again closes it */
+    /* a: in the panel it sends the fix and closes the panel; outside it,
+     * only a note saying where it works */
+    CHECK(tui_key_action('a') == TUI_ACT_FIX);
+    tui_apply(&ui, TUI_ACT_DIAG, 3, &c);
+    CHECK(tui_apply(&ui, TUI_ACT_FIX, 3, &c) == 1 && c.kind == CMD_FIX && !ui.diag);
+    ui.note[0] = 0;
+    CHECK(tui_apply(&ui, TUI_ACT_FIX, 3, &c) == 0 && strstr(ui.note, "press D"));
+    /* the panel's fix line: the first diagnosis' fix, where from, n of 3 */
+    snprintf(db->f[0].fix, sizeof db->f[0].fix, "fp32-norms on");
+    db->f[0].fix_from = DIAG_FROM_SNAPSHOT;
+    db->f[0].fix_before = 150;
+    int nl = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX), fl = 0;
+    for (int i = 0; i < nl; i++)
+        fl += strstr(lines[i], "a applies the fix: rewinds to the snapshot at or before step 150, "
+                               "then fp32-norms on, and trains on (fix 1 of 3)") != NULL;
+    CHECK(fl == 1);
     tui_grid_free(&g);
     free(s);
 }
@@ -865,18 +937,18 @@ static void test_compare_frame(void)
     trainer_snapshot *s = snap_new(3);
     fill_history(s, 40);
     for (long i = 0; i < 40; i++)
-        s->hist[i].loss_b = s->hist[i].loss + 0.5f;
+        s->hist[i].run[1].loss = s->hist[i].run[0].loss + 0.5f;
     s->s.have_metrics = 1;
     s->s.compare = 1;
-    s->s.cfg_b = s->s.cfg;
-    s->s.cfg_b.norm = NORM_POST; /* the labels come from each run's settings */
-    s->s.last_b.n_layer = 3;
+    s->s.run[1].cfg = s->s.run[0].cfg;
+    s->s.run[1].cfg.norm = NORM_POST; /* the labels come from each run's settings */
+    s->s.run[1].last.n_layer = 3;
     for (int l = 0; l < 3; l++) {
-        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.3f, .grad_ffn = 0.4f, .act_max = 2};
-        s->s.last_b.layer[l] = (layer_metrics){.grad_attn = 0.03f, .grad_ffn = 0.04f,
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.3f, .grad_ffn = 0.4f, .act_max = 2};
+        s->s.run[1].last.layer[l] = (layer_metrics){.grad_attn = 0.03f, .grad_ffn = 0.04f,
                                                .act_max = 4};
     }
-    s->s.last_b.layer[0].grad_attn = 0.6f, s->s.last_b.layer[0].grad_ffn = 0.8f;
+    s->s.run[1].last.layer[0].grad_attn = 0.6f, s->s.run[1].last.layer[0].grad_ffn = 0.8f;
     tui_grid g = {0};
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
@@ -919,15 +991,15 @@ static void test_prec_and_fault(void)
 {
     trainer_snapshot *s = snap_new(3);
     s->s.have_metrics = 1;
-    s->s.cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.precision = FMT_FP16;
     for (int l = 0; l < 3; l++)
-        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.1f, .grad_ffn = 0.1f,
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.1f, .grad_ffn = 0.1f,
                                              .act_max = 2, .headroom = 14.5f};
-    s->s.last.layer[1].overflow = 7;
-    s->s.last.nonfinite = 1;
+    s->s.run[0].last.layer[1].overflow = 7;
+    s->s.run[0].last.nonfinite = 1;
     /* the layer comes from the engine's number, not from the words */
-    snprintf(s->s.last.fault, sizeof s->s.last.fault, "backward, layer 2, MLP fc2");
-    s->s.last.fault_layer = 1;
+    snprintf(s->s.run[0].last.fault, sizeof s->s.run[0].last.fault, "backward, layer 2, MLP fc2");
+    s->s.run[0].last.fault_layer = 1;
     tui_grid g = {0};
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
@@ -943,8 +1015,15 @@ static void test_prec_and_fault(void)
     CHECK(strncmp(row(&g, L.layers.r + 3), "  1!", 4) == 0);
     CHECK(style_at(&g, L.layers.r + 3, 3) == TUI_S_BAD);
     CHECK(strncmp(row(&g, L.layers.r + 4), "  0 ", 4) == 0);
+    /* an act max of 0 (headroom inf) or NaN: "-", never "inf" */
+    s->s.run[0].last.layer[0].headroom = INFINITY;
+    s->s.run[0].last.layer[2].headroom = NAN;
+    tui_draw(&g, s, &ui);
+    CHECK(strstr(row(&g, L.layers.r + 4), "       -") && !strstr(row(&g, L.layers.r + 4), "inf"));
+    CHECK(strstr(row(&g, L.layers.r + 2), "       -") != NULL);
+    CHECK(style_at(&g, L.layers.r + 2, k.prec + 7) == TUI_S_BAD);
     /* fp32: no column */
-    s->s.cfg.precision = FMT_FP32;
+    s->s.run[0].cfg.precision = FMT_FP32;
     tui_draw(&g, s, &ui);
     CHECK(col_of(&g, L.layers.r, "headroom") < 0);
     free(s);
@@ -956,7 +1035,7 @@ static void test_dumps(void)
 {
     trainer_snapshot *s = snap_new(2);
     fill_history(s, 5);
-    s->hist[3].val_loss = 2.5f;
+    s->hist[3].run[0].val_loss = 2.5f;
     for (int i = 0; i < 5; i++)
         s->hist[i].lr = 0.001f;
     tui_grid g = {0};
@@ -1219,9 +1298,9 @@ static void test_projector_frame(void)
     fill_history(s, 20);
     s->s.have_metrics = 1;
     for (int l = 0; l < 12; l++)
-        s->s.last.layer[l] = (layer_metrics){.grad_attn = 0.5f, .grad_ffn = 0.25f, .act_max = 3,
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.5f, .grad_ffn = 0.25f, .act_max = 3,
                                              .resid_rms = 1};
-    s->s.last.layer[11].grad_attn = NAN;
+    s->s.run[0].last.layer[11].grad_attn = NAN;
     tui_grid g = {0};
     tui_grid_resize(&g, 24, 80);
     tui_ui ui;
@@ -1240,9 +1319,73 @@ static void test_projector_frame(void)
     free(s);
 }
 
+/* A two-run frame's small things: the side box keeps a gap between a
+ * name and its value at 80 columns; a run without loss scaling in fp16
+ * puts its underflow count in each layer's row; the scale toggle shows no
+ * number until a step ran in the new precision; the legend and the
+ * headers say how many differing settings they left out. */
+static void test_compare_details(void)
+{
+    trainer_snapshot *s = snap_new(6);
+    fill_history(s, 20);
+    s->s.have_metrics = 1;
+    s->s.have_loss = 1;
+    s->s.compare = 1;
+    s->s.run[0].cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.loss_scale = -1; /* off */
+    s->s.run[1].cfg = s->s.run[0].cfg;
+    s->s.run[1].cfg.loss_scale = 0; /* dynamic */
+    s->s.run[0].last.precision = FMT_FP32; /* the last step ran before the switch */
+    s->s.run[0].last.loss_scale = 1;
+    s->s.run[1].last = s->s.run[0].last;
+    for (int l = 0; l < 6; l++) {
+        s->s.run[0].last.layer[l] = (layer_metrics){.grad_attn = 0.086f, .grad_ffn = 0.05f, .act_max = 3,
+                                             .underflow = 1072280 + l};
+        s->s.run[1].last.layer[l] = s->s.run[0].last.layer[l];
+        s->s.run[1].last.layer[l].underflow = 4136;
+    }
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.target = 2; /* the toggles show run b's (dynamic) scale */
+    tui_grid_resize(&g, 24, 80);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "g attn 8.6e-02") == 1 && rows_with(&g, 0, "|g|attn") == 0);
+    CHECK(rows_with(&g, 0, " under") == 1);       /* the column, in both panels' header row */
+    CHECK(rows_with(&g, 0, "1072285") == 1 && rows_with(&g, 0, "4136") == 6);
+    tui_grid_resize(&g, 30, 100); /* the toggles row holds the scale at 100 columns */
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "scale dyn ") == 1 && rows_with(&g, 0, "scale dyn 1") == 0);
+    s->s.run[1].last.precision = FMT_FP16, s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
+    /* labels: what differs first, the rest cut, " +N" for what was left out */
+    char b[160];
+    snprintf(b, sizeof b, "a: norm=post  layernorm fp32 warmup=100 lr=0.001");
+    CHECK(tui_label_fit(b, 24) == 0 && strcmp(b, "a: norm=post  layernorm") == 0);
+    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=on loss-scale=dynamic warmup=off  x");
+    CHECK(tui_label_fit(b, 40) == 1 && strcmp(b, "b: pre fp16 scale=dyn warmup=off +1") == 0);
+    /* the runs agree (no two spaces): the settings alone, cut, nothing left out */
+    snprintf(b, sizeof b, "a: pre layernorm fp16 fp32-norms=on loss-scale=dynamic warmup=off");
+    CHECK(tui_label_fit(b, 40) == 0 && strcmp(b, "a: pre layernorm fp16 fp32-norms=on") == 0);
+    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=off warmup=off clip=1  x");
+    CHECK(tui_label_fit(b, 22) == 3 && strcmp(b, "b: pre fp16 +3") == 0);
+    /* the legend of a 120-column chart: run b's differing settings, and
+     * how many it left out */
+    s->s.run[0].cfg = s->s.run[1].cfg;
+    s->s.run[0].cfg.precision = FMT_FP32;
+    s->s.run[1].cfg.norm = NORM_POST;
+    tui_grid_resize(&g, 40, 120);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "+ b: post fp16 +2  ") == 1); /* fp32-norms=on, loss-scale=dynamic */
+    tui_grid_free(&g);
+    free(s);
+}
+
 int main(void)
 {
     test_layout();
+    test_layout_lesson();
     test_layer_columns();
     test_scroll();
     test_scales();
@@ -1264,6 +1407,7 @@ int main(void)
     test_dumps();
     test_lesson_panel();
     test_projector_frame();
+    test_compare_details();
     test_log_scroll();
     return test_summary();
 }

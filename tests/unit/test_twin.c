@@ -107,15 +107,15 @@ static void fill(trainer_snapshot *s, engine *a, engine *b)
 {
     trainer_status *st = &s->s;
     st->compare = 1;
-    st->cfg = *engine_config(a);
-    st->cfg_b = *engine_config(b);
-    st->n_layer = st->cfg.n_layer;
-    st->warmup_on = engine_warmup_on(a);
-    st->warmup_on_b = engine_warmup_on(b);
-    st->lr_peak = engine_current_peak(a);
-    st->lr_peak_b = engine_current_peak(b);
-    st->lr_next = engine_current_lr(a);
-    st->lr_next_b = engine_current_lr(b);
+    st->run[0].cfg = *engine_config(a);
+    st->run[1].cfg = *engine_config(b);
+    st->n_layer = st->run[0].cfg.n_layer;
+    st->run[0].warmup_on = engine_warmup_on(a);
+    st->run[1].warmup_on = engine_warmup_on(b);
+    st->run[0].lr_peak = engine_current_peak(a);
+    st->run[1].lr_peak = engine_current_peak(b);
+    st->run[0].lr_next = engine_current_lr(a);
+    st->run[1].lr_next = engine_current_lr(b);
     st->generation = 1;
 }
 
@@ -188,16 +188,16 @@ static void check_frame(int rows, int cols, trainer_snapshot *s, tui_ui *ui)
     ok &= strncmp(row(&g, 1), " b: ", 4) == 0;
     /* the whole label's length says whether the header was cut */
     char la[160], lb[160];
-    twin_run ra = {&s->s.cfg, s->s.warmup_on, s->s.lr_peak};
-    twin_run rb = {&s->s.cfg_b, s->s.warmup_on_b, s->s.lr_peak_b};
+    twin_run ra = {&s->s.run[0].cfg, s->s.run[0].warmup_on, s->s.run[0].lr_peak, s->s.joined};
+    twin_run rb = {&s->s.run[1].cfg, s->s.run[1].warmup_on, s->s.run[1].lr_peak, s->s.joined};
     twin_label("a", ra, rb, la, sizeof la);
     twin_label("b", rb, ra, lb, sizeof lb);
-    check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.cfg, &s->s.cfg_b,
+    check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.run[0].cfg, &s->s.run[1].cfg,
                  L.layers.w, (int)strlen(la));
-    check_header(span(&g, L.layers_b.r, L.layers_b.c, L.layers_b.w), &s->s.cfg_b, &s->s.cfg,
+    check_header(span(&g, L.layers_b.r, L.layers_b.c, L.layers_b.w), &s->s.run[1].cfg, &s->s.run[0].cfg,
                  L.layers_b.w, (int)strlen(lb));
-    const ns_config *t = ui->target == TWIN_B ? &s->s.cfg_b : &s->s.cfg;
-    int warm = ui->target == TWIN_B ? s->s.warmup_on_b : s->s.warmup_on;
+    const ns_config *t = &s->s.run[ui->target == TWIN_B].cfg;
+    int warm = s->s.run[ui->target == TWIN_B].warmup_on;
     const char *tg = row(&g, 2);
     snprintf(want, sizeof want, "[p] %s ", place_label(t->norm));
     ok &= strstr(tg, want) != NULL;
@@ -353,27 +353,30 @@ static void test_relative_bars(void)
 }
 
 /* The panels drop columns in the stated order as the width shrinks: rms,
- * then the headroom, then the activation number, then its bar; the two
- * gradient bars always stay, and nothing runs past the width. */
+ * then the activation bar, then the headroom, then the activation number;
+ * the two gradient bars always stay, and nothing runs past the width. */
 static void test_drop_order(void)
 {
     int bad = 0;
     for (int w = 120; w >= 21; w--) {
         tui_twin_cols k = tui_twin_columns(w, 1);
-        int kept[4] = {k.rms >= 0, k.prec >= 0, k.act_num >= 0, k.act >= 0};
+        int kept[4] = {k.rms >= 0, k.act >= 0, k.prec >= 0, k.act_num >= 0};
         int rank = 0; /* how many of the drop order are gone */
         while (rank < 4 && !kept[rank])
             rank++;
         for (int i = rank; i < 4; i++)
             bad += !kept[i]; /* a later one gone before an earlier */
         int end = k.rms >= 0 ? k.rms + 8 : k.prec >= 0 ? k.prec + 9 : k.act_num >= 0 ? k.act_num + 8
-                  : k.act >= 0 ? k.act + k.act_w : k.ffn + k.bar;
+                  : k.ffn + k.bar;
         bad += end > w || k.bar < TUI_TWIN_BAR_MIN || k.ffn != k.attn + k.bar + 1;
         bad += k.act >= 0 && k.act_w < TUI_TWIN_ACT_MIN;
     }
     CHECK(bad == 0);
     CHECK(tui_twin_columns(120, 1).rms >= 0);  /* all of them at 120 */
-    CHECK(tui_twin_columns(45, 0).rms < 0 && tui_twin_columns(45, 0).act >= 0);
+    CHECK(tui_twin_columns(40, 0).rms < 0 && tui_twin_columns(40, 0).act >= 0);
+    /* at 80 columns (35 a panel) the numbers stay, the bar goes */
+    CHECK(tui_twin_columns(35, 1).prec >= 0 && tui_twin_columns(35, 1).act_num >= 0 &&
+          tui_twin_columns(35, 1).act < 0);
 }
 
 /* Scripts: "b:" and "a:" name the run; no prefix is both. */
@@ -400,44 +403,85 @@ static int has_event(const trainer_snapshot *s, const char *text)
     return 0;
 }
 
+/* One twin command sequence through the trainer thread: each of the n
+ * commands (to its target) followed by one step, then the snapshot after
+ * those n steps in s. 0, or -1 when the pair could not be made. */
+typedef struct {
+    const char *cmd;
+    twin_target to;
+} twin_send;
+
+static int run_pair(ns_config ca, ns_config cb, const twin_send *c, int n, trainer_snapshot *s)
+{
+    engine *a = make(&ca), *b = make(&cb);
+    trainer_opts o = {.start_paused = 1, .twin = b};
+    char err[256];
+    trainer *t = a && b ? trainer_create(a, &o, err, sizeof err) : NULL;
+    CHECK(t != NULL);
+    if (t) {
+        ns_command step = command_make(CMD_STEP);
+        for (int i = 0; i < n; i++) {
+            ns_command k = cmd(c[i].cmd);
+            CHECK(trainer_send_to(t, &k, c[i].to) == 0);
+            CHECK(trainer_send(t, &step) == 0);
+        }
+        CHECK(trainer_start(t, err, sizeof err) == 0);
+        for (int i = 0; i < 400 && s->s.steps_done < n; i++) {
+            trainer_snapshot_copy(t, s);
+            trainer_wait(t, s->s.seq, 0.05);
+        }
+        trainer_stop(t);
+        trainer_snapshot_copy(t, s);
+        CHECK(s->s.steps_done == n);
+        trainer_free(t);
+    }
+    engine_free(a);
+    engine_free(b);
+    return t ? 0 : -1;
+}
+
 static void test_trainer_targets(void)
 {
     ns_config ca = small_cfg(), cb = small_cfg();
     cb.fp32_norms = 1;
-    engine *a = make(&ca), *b = make(&cb);
-    if (!a || !b)
-        return;
-    trainer_opts o = {.start_paused = 1, .twin = b};
-    char err[256];
-    trainer *t = trainer_create(a, &o, err, sizeof err);
     trainer_snapshot *s = trainer_snapshot_new();
-    CHECK(t && s);
-    if (!t || !s)
+    /* b: on -> off; then from a: off -> on, both */
+    const twin_send c[] = {{"fp32-norms toggle", TWIN_B}, {"fp32-norms toggle", TWIN_BOTH}};
+    CHECK(s != NULL);
+    if (!s || run_pair(ca, cb, c, 2, s) != 0) {
+        free(s);
         return;
-    ns_command fp = cmd("fp32-norms toggle"), step = command_make(CMD_STEP);
-    CHECK(trainer_send_to(t, &fp, TWIN_B) == 0); /* b: on -> off */
-    CHECK(trainer_send(t, &step) == 0);
-    CHECK(trainer_send_to(t, &fp, TWIN_BOTH) == 0); /* from a: off -> on, both */
-    CHECK(trainer_send(t, &step) == 0);
-    CHECK(trainer_start(t, err, sizeof err) == 0);
-    for (int i = 0; i < 400 && s->s.steps_done < 2; i++) {
-        trainer_snapshot_copy(t, s);
-        trainer_wait(t, s->s.seq, 0.05);
     }
-    trainer_stop(t);
-    trainer_snapshot_copy(t, s);
-    CHECK(s->s.steps_done == 2);
-    CHECK(s->s.cfg.fp32_norms == 1 && s->s.cfg_b.fp32_norms == 1);
+    CHECK(s->s.run[0].cfg.fp32_norms == 1 && s->s.run[1].cfg.fp32_norms == 1);
     CHECK(has_event(s, "b: norms, softmax and loss in the low format"));
     CHECK(has_event(s, "a: norms, softmax and loss in fp32"));
     /* the markers: b's alone on the first step, both on the second */
-    CHECK(!s->hist[0].mark[0] && !strcmp(s->hist[0].mark_b, "low norms"));
-    CHECK(!strcmp(s->hist[1].mark, "fp32 norms") && !strcmp(s->hist[1].mark_b, "fp32 norms"));
-    CHECK(!strncmp(s->s.label_a, "a: ", 3) && strstr(s->s.label_a, "fp32-norms=on"));
-    trainer_free(t);
+    CHECK(!s->hist[0].run[0].mark[0] && !strcmp(s->hist[0].run[1].mark, "low norms"));
+    CHECK(!strcmp(s->hist[1].run[0].mark, "fp32 norms") && !strcmp(s->hist[1].run[1].mark, "fp32 norms"));
+    CHECK(!strncmp(s->s.run[0].label, "a: ", 3) && strstr(s->s.run[0].label, "fp32-norms=on"));
     free(s);
-    engine_free(a);
-    engine_free(b);
+}
+
+/* A switch under `both` that only run a needed ("kind rmsnorm" when b is
+ * on RMSNorm already, as the rmsnorm-swap lesson's script does): a marker
+ * on a's curve alone, and labels that still tell the runs apart. */
+static void test_switch_joins(void)
+{
+    ns_config ca = small_cfg(), cb = small_cfg();
+    cb.norm_kind = NORMK_RMSNORM;
+    trainer_snapshot *s = trainer_snapshot_new();
+    const twin_send c[] = {{"note warm", TWIN_BOTH}, {"kind rmsnorm", TWIN_BOTH}};
+    CHECK(s != NULL);
+    if (!s || run_pair(ca, cb, c, 2, s) != 0) {
+        free(s);
+        return;
+    }
+    CHECK(s->s.run[0].cfg.norm_kind == NORMK_RMSNORM && s->s.run[1].cfg.norm_kind == NORMK_RMSNORM);
+    CHECK(!strcmp(s->hist[1].run[0].mark, "rmsnorm") && s->hist[1].run[1].mark[0] == 0);
+    CHECK(s->s.joined == 1);
+    CHECK(!strncmp(s->s.run[0].label, "a: as b since step 1  ", 22));
+    CHECK(!strncmp(s->s.run[1].label, "b: as a since step 1  ", 22));
+    free(s);
 }
 
 /* A run whose warmup was turned on mid-run (--warmup 0, then w or a
@@ -449,12 +493,12 @@ static void test_label_warmup(void)
     settings_defaults(&b);
     a.warmup = b.warmup = 0;
     char la[160];
-    twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 1, 1e-3f, 0}, (twin_run){&b, 0, 1e-3f, 0}, la, sizeof la);
     CHECK(strstr(la, "warmup=100") != NULL);
     a.warmup = 40;
-    twin_label("a", (twin_run){&a, 1, 1e-3f}, (twin_run){&b, 0, 1e-3f}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 1, 1e-3f, 0}, (twin_run){&b, 0, 1e-3f, 0}, la, sizeof la);
     CHECK(strstr(la, "warmup=40") != NULL);
-    twin_label("a", (twin_run){&a, 0, 1e-3f}, (twin_run){&b, 1, 1e-3f}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 0, 1e-3f, 0}, (twin_run){&b, 1, 1e-3f, 0}, la, sizeof la);
     CHECK(strstr(la, "warmup=off") != NULL);
 }
 
@@ -467,6 +511,7 @@ int main(void)
     test_drop_order();
     test_script_prefix();
     test_trainer_targets();
+    test_switch_joins();
     test_label_warmup();
     return test_summary();
 }

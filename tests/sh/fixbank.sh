@@ -1,0 +1,121 @@
+#!/bin/sh
+# fixbank.sh - a bank of small runs that go wrong, one for each way the
+# diagnosis knows; each runs with --on-diverge fix --on-stall fix and must
+# (1) name the cause its scenario is about, as the first fix's cause, and
+# (2) train on after the fix: exit 0 and a final validation loss under a
+# stated bound (the unigram plateau of the built-in corpus is 3.09; each
+# bound leaves 0.1 to 0.2 nats of margin over what the fixed run reaches).
+# A rule whose advice fails in its own scenario fails here.
+# Usage: NS_BIN=./normscope sh tests/sh/fixbank.sh
+BIN=${NS_BIN:-./normscope}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+TO=300 # seconds: generous, for the sanitizer builds
+F="--headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50 --on-diverge fix --on-stall fix"
+FP16="--precision fp16 --fp32-norms off --lr 2e-2"
+printf 'at 150: lr x1000\n' >"$T/x1000.script"
+
+# scenario NAME CAUSE TEXT BOUND ARGS...: the first fix names CAUSE (a rule's
+# short name), a diagnosis says TEXT, and the run ends with val < BOUND
+scenario() {
+    name=$1 cause=$2 text=$3 bound=$4
+    shift 4
+    timeout $TO "$BIN" $F "$@" --csv "$T/$name.csv" --jsonl "$T/$name.jsonl" >/dev/null \
+        2>"$T/$name.err" </dev/null
+    rc=$?
+    err=$T/$name.err
+    grep -q "fix 1 of 3 (--on-[a-z]* fix): .*(cause: $cause at step" "$err" &&
+        grep -q "diagnosis at step [0-9]*: $text" "$err" && ok ||
+        no "$name: first fix's cause is not $cause / '$text': $(grep 'fix\|diagnosis' "$err")"
+    val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$err")
+    [ "$rc" -eq 0 ] && awk -v v="$val" -v b="$bound" 'BEGIN { exit !(v != "" && v < b) }' && ok ||
+        no "$name: exit $rc, val '$val', want under $bound: $(tail -n 3 "$err")"
+}
+
+# fp16 with the norms in fp16: the final norm's variance overflows
+scenario normvar norm-variance "forward, final norm variance overflowed in fp16" 2.85 \
+    $FP16 --steps 600
+# the same, clipped at 0.1: sooner (Adam's step is not bounded by clipping)
+scenario clip norm-variance "forward, final norm variance overflowed in fp16" 2.85 \
+    $FP16 --clip 0.1 --steps 600
+# an LR raised 1000x mid-run: back to before the raise, the LR it tolerated
+scenario raise lr "LR raised 0.001 -> 1 at step 150" 2.75 \
+    --warmup 20 --lr 1e-3 --steps 400 --script "$T/x1000.script"
+# an LR too high from the start: fp32 and bf16 blow up finite, fp16 diverges
+scenario fp32hi blowup "blew up, finite: loss" 2.75 --lr 1.0 --steps 400
+scenario bf16hi blowup "blew up, finite: loss" 2.75 --precision bf16 --lr 1.0 --steps 400
+scenario fp16hi lr-high "LR 1 too high: the top layer's weights move" 2.75 \
+    --precision fp16 --lr 1.0 --steps 400
+# no norm in fp16: the loss scale collapses, then the loss blows up
+scenario scale blowup "blew up, finite: loss" 2.85 --precision fp16 --norm none --lr 3e-2 \
+    --steps 600
+grep -q "warning at step [0-9]*: loss scale collapsed 65536" "$T/scale.err" && ok ||
+    no "scale: no loss-scale warning: $(grep warning "$T/scale.err")"
+# deep Post-LN without warmup: the stall, its bottom gradient vanished
+scenario deep stall "stalled: loss .* depth: bottom layers' gradient" 2.9 \
+    -L 24 --norm post --lr 3e-3 --steps 300
+# Post-LN at LR 0.1 with warmup on: the plateau is the LR's (its update
+# ratio), not the placement's: Pre-LN would stall there too
+scenario postlr stall "stalled: loss .* the LR 0.1: act max" 2.8 \
+    --norm post --lr 0.1 --warmup 100 --steps 500
+grep -q "fix 1 of 3 .*then lr x0.1 (cause: stall" "$T/postlr.err" && ok ||
+    no "postlr: the fix is not the LR's: $(grep 'fix' "$T/postlr.err")"
+# norm gains of 0 (Post-LN): the bottom layer gets no gradient
+scenario gamma0 stall "stalled: loss .* depth: bottom layers' gradient 0 of" 2.75 \
+    --norm post --ln-gamma-init 0 --ln-beta-init 0 --steps 400
+
+# ---- the headroom warnings close in on the divergence ----
+# each has fewer steps left than the one before; the last one's range
+# (crosses between step A and B) holds the divergence within 20 steps
+for name in normvar clip; do
+    d=$(sed -n 's/.*fix 1 of 3 .*(cause: norm-variance at step \([0-9]*\)).*/\1/p' "$T/$name.err")
+    sed -n '/fix 1 of 3/q; s/.*warning at step \([0-9]*\): layer [0-9] headroom.*crosses between step \([0-9]*\) and \([0-9]*\)$/\1 \2 \3/p' \
+        "$T/$name.err" >"$T/$name.hw"
+    awk -v d="${d:-0}" '{ left = $3 - $1; if (NR > 1 && left >= prev) bad = 1; prev = left; lo = $2; hi = $3 }
+        END { exit !(NR >= 2 && !bad && d >= lo - 20 && d <= hi + 20) }' "$T/$name.hw" && ok ||
+        no "$name: headroom warnings (step, range) do not close in on $d: $(cat "$T/$name.hw")"
+done
+
+# ---- what a fix leaves in the outputs ----
+# the row after the fix says so; the settings columns show the change
+row=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "state") k = i; if ($i == "fp32_norms") p = i }; next }
+    $k == "fixed" { print $1, $p }' "$T/normvar.csv")
+set -- $row
+snap=$(sed -n 's/.*fix 1 of 3 (--on-diverge fix): went back to step \([0-9]*\),.*/\1/p' "$T/normvar.err")
+[ -n "$snap" ] && [ "${1:-}" = $((snap + 1)) ] && [ "${2:-}" = on ] && [ "$(echo "$row" | wc -l)" -eq 1 ] && ok ||
+    no "normvar: the 'fixed' row '$row', the fix went back to '$snap'"
+# and the JSON line of that step
+[ "$(grep -c '"state":"fixed"' "$T/normvar.jsonl")" -eq 1 ] &&
+    grep '"state":"fixed"' "$T/normvar.jsonl" | grep -q "\"step\":$((snap + 1))," && ok ||
+    no "normvar: the JSONL's fixed line: $(grep -c '"state":"fixed"' "$T/normvar.jsonl")"
+# a finite blow-up's rows are "exploded" until the fix
+n=$(grep -c ',exploded,' "$T/fp32hi.csv")
+[ "$n" -ge 1 ] && ok || no "fp32hi: no exploded row"
+
+# ---- the script's fix command: as the a key, from a script ----
+printf 'at 20: lr x1000\nat 100: fix\n' >"$T/fix.script"
+timeout $TO "$BIN" --headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50 --steps 300 \
+    --on-diverge continue --script "$T/fix.script" >/dev/null 2>"$T/cmd.err" </dev/null
+rc=$?
+val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/cmd.err")
+[ "$rc" -eq 0 ] && grep -q "fix 1 of 3 (the script): went back to step 0, then lr 0.001 (cause: lr at" \
+    "$T/cmd.err" && awk -v v="$val" 'BEGIN { exit !(v != "" && v < 2.9) }' && ok ||
+    no "the fix command: exit $rc, val '$val': $(grep 'fix\|steps in' "$T/cmd.err")"
+
+# ---- at most 3 fixes: an LR raised 1000x every 40 steps beats them ----
+printf 'every 40: lr x1000\n' >"$T/every.script"
+timeout $TO "$BIN" $F --lr 1e-3 --steps 600 --script "$T/every.script" >/dev/null \
+    2>"$T/most.err" </dev/null
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "fix 3 of 3" "$T/most.err" && ! grep -q "fix 4 of" "$T/most.err" &&
+    grep -q "fix (--on-diverge fix): 3 applied already, the most; stopping with the diagnosis" "$T/most.err" &&
+    grep -q "blew up at step [0-9]* (loss .*, finite); stopping" "$T/most.err" &&
+    grep -q "^normscope: cause: LR raised" "$T/most.err" && ok ||
+    no "3 fixes at most: exit $rc: $(grep 'fix\|blew\|cause' "$T/most.err")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,101 @@
+#!/bin/sh
+# tui_lesson_sizes.sh - every lesson at the sizes of a classroom's
+# projector (80x24, 100x30) and of a laptop (120x40), from the outside
+# (tmux, as tui_lesson.sh): at the lesson's first pause the screen shows
+# the question, both runs' loss and val, every layer of both runs (the
+# lessons name the bottom, the middle and the top ones) and a loss chart.
+# At 80x24, L hides the question and gives its rows back, L shows it again.
+# The sweep lesson (stability-map) shows its title and text under its grid.
+# The lessons run with a tiny model (-d 16 -T 8 -B 2): the layout depends
+# on the layer count and the texts, which the lessons keep, not on the width.
+# Usage: NS_BIN=./normscope sh tests/sh/tui_lesson_sizes.sh
+# Prints "N passed, N failed"; exits non-zero on any failure.
+# shellcheck source-path=SCRIPTDIR source=../lib/tmux_lib.sh
+. "$(dirname "$0")/../lib/tmux_lib.sh"
+tmux_init tui_lesson_sizes.sh lsizes
+watchdog "${NS_E2E_LIMIT:-600}"
+need_tmux_bin
+sanitizer_env
+LESSONS=$(dirname "$0")/../../assets/lessons
+TINY="-d 16 -H 2 -T 8 -B 2 --val-batches 1"
+W=lsizes
+run() {
+    rm -f "$T/err"
+    key "clear; $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter
+}
+new_session
+DEFAULT_L=$($BIN --help | sed -n 's/.*--layers N .*default \([0-9]*\).*/\1/p')
+
+# check_pause LESSON COLS ROWS: the lesson at its first pause at that size
+check_pause() {
+    name=$1 cols=$2 rows=$3 f=$LESSONS/$1.lesson
+    # the first pause by step (a line may be one of a question's variants,
+    # "if SETTING=V: at N: pause ..."), and the first three words of each
+    # variant asked at that step: the lesson asks one of them
+    pauses=$(sed -n 's/^\(if [^:]*: \)\{0,1\}at \([0-9]*\): pause \(.*\)/\2 \3/p' "$f" | sort -n)
+    step=$(echo "$pauses" | head -1 | cut -d' ' -f1)
+    variants=$(echo "$pauses" | awk -v s="$step" '$1 == s {print $2, $3, $4}')
+    nl=$(sed -n 's/^flags:.*-L \([0-9]*\).*/\1/p' "$f" | head -1)
+    nl=${nl:-$DEFAULT_L}
+    what="$name at ${cols}x$rows"
+    $TM resize-window -t "$W" -x "$cols" -y "$rows" 2>/dev/null
+    run "LC_ALL=C $BIN --lesson $name $TINY"
+    words=
+    if wait_for "step $step: " 60; then
+        words=$(echo "$variants" | while read -r v; do
+            screen | grep -qF -- "step $step: $v" && { echo "$v"; break; }
+        done)
+    fi
+    if [ -z "$words" ]; then
+        no "$what: no question of step $step ($(echo "$variants" | tr '\n' '/')) on the screen: $(cat "$T/err" 2>/dev/null)"
+        screen >&2
+        key q
+        check_exited "$what q" 0
+        return
+    fi
+    ok
+    screen | sed -n 1p | grep -qF PAUSED && ok || no "$what: not paused at the question"
+    screen | sed -n 1p | grep -Eq 'a: +loss [0-9.]+ +val ' && ok || no "$what: run a's loss and val: $(screen | sed -n 1p)"
+    screen | sed -n 2p | grep -Eq '^ b: +loss [0-9.]+ +val ' && ok || no "$what: run b's loss and val: $(screen | sed -n 2p)"
+    [ "$step" -gt 50 ] && { screen | sed -n 2p | grep -Eq 'val [0-9]' && ok || no "$what: run b's val is not measured"; }
+    screen | grep -q '^ loss \[' && ok || no "$what: no loss chart"
+    # every layer twice: in run a's panel and in run b's
+    seen=$(layers_seen | sort -n | uniq -c | awk '$1 >= 2' | wc -l)
+    [ "$seen" -eq "$nl" ] && ok || { no "$what: $seen of $nl layers on the screen in both panels"; screen >&2; }
+    if [ "$cols" = 80 ] && [ "$name" = depth ]; then # L hides, and L shows again
+        key L
+        wait_gone "step $step: $words" 10 && ok || no "$what: L did not hide the question"
+        key L
+        wait_for "step $step: $words" 10 && ok || no "$what: L did not bring the question back"
+    fi
+    key q
+    check_exited "$what q" 0
+}
+
+for size in "80 24" "100 30" "120 40"; do
+    for f in "$LESSONS"/*.lesson; do
+        grep -Eq '^(if [^:]*: )?at [0-9]+: pause' "$f" || continue # a sweep's lesson has no pause
+        # shellcheck disable=SC2086
+        check_pause "$(basename "$f" .lesson)" $size
+    done
+done
+
+# a sweep's lesson: its title and text under the grid of cells, at the
+# projector's size too
+for size in "80 24" "120 40"; do
+    # shellcheck disable=SC2086
+    $TM resize-window -t "$W" -x ${size% *} -y ${size#* } 2>/dev/null
+    title=$(sed -n 's/^title: //p' "$LESSONS/stability-map.lesson")
+    run "LC_ALL=C $BIN --lesson stability-map --jobs 1 --sweep-out $T/map"
+    wait_for "layers\\lr" 30 && ok || no "stability-map at $size: no grid of cells: $(cat "$T/err" 2>/dev/null)"
+    wait_for "${title%%:*}:" 10 && ok || no "stability-map at $size: the lesson's title is not on the screen"
+    screen | grep -qF 'one per cell' && ok || no "stability-map at $size: the lesson's text is not on the screen"
+    key q
+    check_exited "stability-map at $size q" 130 # stopped before its end
+    rm -rf "$T/map"
+done
+
+check_reports 60
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -633,6 +633,58 @@ static void joined_after(trainer *t, long step)
 }
 
 /* target: the run(s) a settings command acts on under --compare (twin.h). */
+/* The run's flow (pause, resume, step, stop), on the trainer's thread:
+ * 1 when c was one */
+static int apply_flow(trainer *t, const ns_command *c, long before)
+{
+    switch (c->kind) {
+    case CMD_PAUSE: pause_ask(t, c); return 1;
+    case CMD_RESUME: resume_run(t); return 1;
+    case CMD_PAUSE_TOGGLE:
+        if (t->state == TRAINER_RUNNING)
+            pause_run(t, "");
+        else
+            resume_run(t);
+        return 1;
+    case CMD_STEP:
+        if (t->state == TRAINER_RUNNING)
+            pause_run(t, ": n steps once, space resumes");
+        else
+            t->budget++;
+        return 1;
+    case CMD_STOP:
+        if (t->state != TRAINER_DONE) {
+            set_state(t, TRAINER_DONE);
+            t->budget = 0;
+            add_event(t, NS_EV_INFO, -1, "stopped at step %ld (space trains on)", before);
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A rewind went back to step `after`: the steps after the snapshot are
+ * gone, so are their points, and the loss shown is the snapshot's step's
+ * again */
+static void after_rewind(trainer *t, long after)
+{
+    rewound_to(t, after);
+    /* the layer panel shows the snapshot's step, not the abandoned one */
+    t->have_metrics = engine_last_metrics(t->e, &t->run[0].m) &&
+                      (!t->o.twin || engine_last_metrics(t->o.twin, &t->run[1].m));
+    t->generation++;
+    t->hist_cut = after;
+    /* a new episode: the marks and the D panel wait for their next finding */
+    memset(&t->rd[0].view, 0, sizeof t->rd[0].view);
+    memset(&t->rd[1].view, 0, sizeof t->rd[1].view);
+    t->run[0].mark[0] = 0;
+    t->run[1].mark[0] = 0;
+    t->mark_bits[0] = t->mark_bits[1] = 0;
+    if (t->state == TRAINER_DIVERGED)
+        set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
+}
+
 static void apply_command(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;
@@ -646,31 +698,8 @@ static void apply_command(trainer *t, const ns_command *c, int target)
         apply_flow_sync(t, c);
         return;
     }
-    switch (c->kind) {
-    case CMD_PAUSE: pause_ask(t, c); return;
-    case CMD_RESUME: resume_run(t); return;
-    case CMD_PAUSE_TOGGLE:
-        if (t->state == TRAINER_RUNNING)
-            pause_run(t, "");
-        else
-            resume_run(t);
+    if (apply_flow(t, c, before))
         return;
-    case CMD_STEP:
-        if (t->state == TRAINER_RUNNING)
-            pause_run(t, ": n steps once, space resumes");
-        else
-            t->budget++;
-        return;
-    case CMD_STOP:
-        if (t->state != TRAINER_DONE) {
-            set_state(t, TRAINER_DONE);
-            t->budget = 0;
-            add_event(t, NS_EV_INFO, -1, "stopped at step %ld (space trains on)", before);
-        }
-        return;
-    default:
-        break;
-    }
     twin_target tg = (twin_target)target;
     long ev_a = engine_event_count(e), ev_b = t->o.twin ? engine_event_count(t->o.twin) : 0;
     int r = twin_apply(e, t->o.twin, c, tg);
@@ -696,22 +725,7 @@ static void apply_command(trainer *t, const ns_command *c, int target)
     if (c->kind == CMD_REINIT) {
         reinited(t);
     } else if (c->kind == CMD_REWIND && after < before) {
-        /* the steps after the snapshot are gone: so are their points, and
-         * the loss shown is the snapshot's step's again */
-        rewound_to(t, after);
-        /* the layer panel shows the snapshot's step, not the abandoned one */
-        t->have_metrics = engine_last_metrics(e, &t->run[0].m) &&
-                          (!t->o.twin || engine_last_metrics(t->o.twin, &t->run[1].m));
-        t->generation++;
-        t->hist_cut = after;
-        /* a new episode: the marks and the D panel wait for their next finding */
-        memset(&t->rd[0].view, 0, sizeof t->rd[0].view);
-        memset(&t->rd[1].view, 0, sizeof t->rd[1].view);
-        t->run[0].mark[0] = 0;
-        t->run[1].mark[0] = 0;
-        t->mark_bits[0] = t->mark_bits[1] = 0;
-        if (t->state == TRAINER_DIVERGED)
-            set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
+        after_rewind(t, after);
     }
     if (t->o.twin)
         joined_after(t, after);

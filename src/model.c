@@ -509,8 +509,6 @@ static void q(model *m, int backward, int l, const char *op, float *x, size_t n)
         note_fault(m, backward, l, op);
 }
 
-static float max2(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
-
 /* q for a forward output of layer l whose largest |x| the layer's
  * statistics need anyway: *amax takes it in (and it is returned), and a
  * NaN or inf maximum is the watch, so x is read once more, not twice */
@@ -521,7 +519,7 @@ static float qmax(model *m, int l, const char *op, float *x, size_t n, float *am
     float a = ops_absmax_mt(m->pool, x, (long)n);
     if (!m->fault.set && !isfinite(a))
         note_fault(m, 0, l, op);
-    *amax = max2(*amax, a);
+    *amax = ops_max_nan(*amax, a);
     return a;
 }
 
@@ -535,7 +533,7 @@ static float qmax_taken(model *m, int l, const char *op, float *x, size_t n, flo
     fault_point(m);
     if (!m->fault.set && !isfinite(a))
         note_fault(m, 0, l, op);
-    *amax = max2(*amax, a);
+    *amax = ops_max_nan(*amax, a);
     return a;
 }
 
@@ -837,7 +835,7 @@ static float sublayer_forward(model *m, int l, int s, int B, float *amax)
         float nm =
             norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, x, N, l, s, 0);
         h = a.nin;
-        *amax = max2(*amax, nm);
+        *amax = ops_max_nan(*amax, nm);
     }
     F_forward(m, l, s, h, B, amax);
     const float *f = f_out(m, l, s);
@@ -845,7 +843,7 @@ static float sublayer_forward(model *m, int l, int s, int B, float *amax)
         float nm = norm_fwd(m, norm_of(m, m->W, l, s, 1), a.nout, a.nout_mean, a.nout_rstd, f, N,
                             l, s, 1);
         f = a.nout;
-        *amax = max2(*amax, nm);
+        *amax = ops_max_nan(*amax, nm);
     }
     float g = r.gate ? layer_base(m, m->W, l)[m->layer_off[PT_RZG]] : 1.0f;
     float rm = ops_residual_mt(m->pool, a.res, x, r.a, f, g, nC);
@@ -854,7 +852,7 @@ static float sublayer_forward(model *m, int l, int s, int B, float *amax)
     if (r.post) {
         out_max =
             norm_fwd(m, norm_of(m, m->W, l, s, 0), a.nin, a.nin_mean, a.nin_rstd, a.res, N, l, s, 0);
-        *amax = max2(*amax, out_max);
+        *amax = ops_max_nan(*amax, out_max);
     }
     return out_max;
 }
@@ -1011,8 +1009,8 @@ static void merge_stats(model *m, int K, int B)
         model_layer_stats *st = &m->stats[l];
         st->act_max = st->resid_max = 0.0f;
         for (int k = 0; k < K; k++) {
-            st->act_max = max2(st->act_max, m->blk_stats[(size_t)k * m->L + l].act_max);
-            st->resid_max = max2(st->resid_max, m->blk_stats[(size_t)k * m->L + l].resid_max);
+            st->act_max = ops_max_nan(st->act_max, m->blk_stats[(size_t)k * m->L + l].act_max);
+            st->resid_max = ops_max_nan(st->resid_max, m->blk_stats[(size_t)k * m->L + l].resid_max);
         }
         st->resid_rms = (float)sqrt(ops_sumsq(sub_out(m, l, 1), (size_t)nC) / (double)nC);
     }

@@ -368,12 +368,9 @@ static float ops_amax_lanes(const float *lanes)
     return m;
 }
 
-/* a and b as the forward's max |x| folds them: NaN wins */
-static float amax_fold(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
-
 /* C (M x Nc, row stride ldc) = or += A (M x K) B (K x Nc) (+ bias), A(i,
  * k) = a[i rsa + k csa], B(k, j) = b[k rsb + j csb]. With amax, *amax
- * takes in max |C| as written (amax_fold), from the micro-kernel's
+ * takes in max |C| as written (ops_max_nan), from the micro-kernel's
  * registers on the last block of K. */
 static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long rsa, long csa,
                  const float *b, long rsb, long csb, const float *bias, int accumulate,
@@ -387,7 +384,7 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
                 if (!accumulate)
                     c[i * ldc + j] = bias ? bias[j] : 0.0f;
                 if (amax)
-                    *amax = amax_fold(*amax, fabsf(c[i * ldc + j]));
+                    *amax = ops_max_nan(*amax, fabsf(c[i * ldc + j]));
             }
         return;
     }
@@ -442,7 +439,7 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
         }
     }
     if (amax)
-        *amax = amax_fold(*amax, ops_amax_lanes(lanes));
+        *amax = ops_max_nan(*amax, ops_amax_lanes(lanes));
 }
 
 
@@ -685,7 +682,7 @@ static void gemm_mt(ns_pool *p, float *c, long ldc, int M, int Nc, int K, const 
     }
     pool_run(p, g.parts, gemm_task, &g);
     for (int i = 0; amax && i < g.parts; i++)
-        *amax = amax_fold(*amax, part_max[i]);
+        *amax = ops_max_nan(*amax, part_max[i]);
 }
 
 void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,

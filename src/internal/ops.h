@@ -15,6 +15,7 @@
 #ifndef NS_OPS_H
 #define NS_OPS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,6 +90,12 @@ int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
 void ops_axpy(float *restrict y, float a, const float *restrict x, int n);
 /* max |x| over n values; NaN if any value is NaN */
 float ops_absmax(const float *x, long n);
+/* the larger of two such maxima, NaN if either is NaN: how the maxima of
+ * parts fold into the whole's */
+static inline float ops_max_nan(float a, float b)
+{
+    return (a != a || b != b) ? NAN : (a > b ? a : b);
+}
 
 /* out (n) = a x + g f: each product rounded, then their sum (no fused
  * multiply-add, so both paths give the same bits); returns max |out|

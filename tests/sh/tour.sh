@@ -50,10 +50,14 @@ at_question() {
 }
 # events: the lesson panel hidden, scroll the log back until TEXT shows
 in_log() {
-    key L
+    # L toggles the lesson panel: press it only while the panel is up
+    if screen | grep -qF 'L hides'; then
+        key L
+        wait_gone 'L hides' 5
+    fi
     i=0
     while [ "$i" -lt 30 ] && ! screen | grep -qF -- "$1"; do key '['; sleep 0.1; i=$((i + 1)); done
-    screen | grep -qF -- "$1" && ok || no "$CUR: '$1' not in the event log"
+    screen | grep -qF -- "$1" && ok || no "$CUR: '$1' not in the event log: $(screen | grep -A8 -- '-- events')"
     key '}' '}' '}' '}' '}' '}'
 }
 # plateau WANT BY NAME: run a (Post-LN) on the plateau at the validation

@@ -30,7 +30,7 @@
 #define TRAINER_EVENTS 1024
 #define TRAINER_QUEUE 64 /* commands waiting; trainer_send refuses more */
 #define TRAINER_SAMPLE 64 /* bytes of each sample continuation */
-#define TRAINER_MARK 16 /* label of a chart marker, with its NUL */
+#define TRAINER_MARK 32 /* label of a chart marker, with its NUL */
 
 typedef enum {
     TRAINER_RUNNING = 0,

@@ -407,18 +407,19 @@ static void pull_engine_events(trainer *t)
 }
 
 /* Label the next step's point (mark: a run's TRAINER_MARK buffer):
- * several changes before one step share it, comma-separated and cut to
- * the label's size. */
+ * several changes before one step share it, comma-separated. A label
+ * that does not fit whole is left out and the mark ends in ",+" (more
+ * changed than it says), never a label cut short ("no warmu"). */
 static void add_mark(char *mark, const char *label)
 {
-    size_t used = strlen(mark), room = TRAINER_MARK - 1 - used;
-    if (used && room > 0) {
+    size_t used = strlen(mark), n = strlen(label), sep = used > 0;
+    if (used && mark[used - 1] == '+')
+        return; /* already full */
+    /* a label goes in only with room to spare for the ",+" */
+    if (used + sep + n > TRAINER_MARK - 3)
+        label = "+", n = 1;
+    if (sep)
         mark[used++] = ',';
-        room--;
-    }
-    size_t n = strlen(label);
-    if (n > room)
-        n = room;
     memcpy(mark + used, label, n);
     mark[used + n] = 0;
 }

@@ -511,6 +511,29 @@ static void test_rewind(void)
     CHECK(wait_for(t, steps_at_least, 11, 10.0));
     CHECK(S->s.hist_total == 11 && S->hist[10].step == 11);
     CHECK(strcmp(S->hist[10].run[0].mark, "rewind,lr 4e-03") == 0);
+    /* more changes than the label holds: whole labels, then "+" */
+    const char *many[] = {"norm post", "kind rmsnorm", "warmup off", "precision bf16",
+                          "clip 0.5", "lr 0.003"};
+    send_kind(t, CMD_REWIND);
+    CHECK(wait_for(t, steps_equal, 10, 10.0));
+    for (size_t i = 0; i < sizeof many / sizeof *many; i++) {
+        ns_command c = cmd(many[i]);
+        trainer_send(t, &c);
+    }
+    send_kind(t, CMD_STEP);
+    CHECK(wait_for(t, steps_at_least, 11, 10.0));
+    const char *mk = S->hist[10].run[0].mark;
+    size_t ml = strlen(mk);
+    CHECK(ml > 2 && !strcmp(mk + ml - 2, ",+") && strncmp(mk, "rewind,", 7) == 0);
+    for (const char *p = mk; *p && *p != '+';) { /* every piece is a whole label */
+        size_t n = strcspn(p, ",");
+        char piece[TRAINER_MARK];
+        snprintf(piece, sizeof piece, "%.*s", (int)n, p);
+        CHECK(!strcmp(piece, "rewind") || !strcmp(piece, "post") || !strcmp(piece, "rmsnorm") ||
+              !strcmp(piece, "no warmup") || !strcmp(piece, "bf16") || !strncmp(piece, "clip ", 5) ||
+              !strncmp(piece, "lr ", 3));
+        p += n + (p[n] == ',');
+    }
     trainer_free(t);
     engine_free(e);
 }

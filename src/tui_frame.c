@@ -8,6 +8,7 @@
  */
 #include "tui.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -56,6 +57,29 @@ static tui_style event_style(ns_event_kind k)
     }
 }
 
+enum { EV_STEP_W = 10 }; /* "%8ld  ": an event's step, then its text */
+
+/* The oldest event the log shows with `newest` at its bottom: events wrap
+ * at the text's width (a long one takes rows and never loses its end),
+ * so as many as fit in `lines` rows, and at least the newest. */
+static long first_shown(const trainer_snapshot *snap, long newest, int lines, int tw)
+{
+    long lo = snap->s.ev_total - TRAINER_EVENTS, first = newest;
+    int used = 0;
+    if (lo < 0)
+        lo = 0;
+    for (long i = newest; i >= lo; i--) {
+        int n = 0;
+        if (tw > 0)
+            tui_put_wrapped(NULL, &n, INT_MAX, 0, tw, TUI_S_DIM, snap->ev[i % TRAINER_EVENTS].text);
+        n = n > 0 ? n : 1;
+        if (used + n > lines && used > 0)
+            break;
+        used += n, first = i;
+    }
+    return first;
+}
+
 void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const tui_ui *ui)
 {
     const trainer_status *s = &snap->s;
@@ -64,13 +88,9 @@ void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *snap, cons
     uint32_t h = ui->unicode ? G_HLINE : '-';
     tui_fill(g, r.r, r.c, 1, r.w, h, TUI_S_BORDER);
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " events ");
-    int lines = r.h - 1;
+    int lines = r.h - 1, tw = r.w - EV_STEP_W;
     long newest = tui_log_newest(ui, s->ev_total, lines), newer = tui_log_newer(ui, s->ev_total, lines);
-    long first = newest - lines + 1;
-    if (first < 0)
-        first = 0;
-    if (first < s->ev_total - TRAINER_EVENTS)
-        first = s->ev_total - TRAINER_EVENTS;
+    long first = first_shown(snap, newest, lines, tw);
     if (newer > 0) { /* scrolled back: new events wait below, and say so */
         char b[64];
         snprintf(b, sizeof b, " -- %ld newer: ] or } -- ", newer);
@@ -78,13 +98,17 @@ void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *snap, cons
         if (r.w > len + 12)
             tui_puts(g, r.r, r.c + r.w - len - 2, len, TUI_S_EV_NOTE, b);
     }
-    int rr = r.r + 1;
-    for (long i = first; i <= newest; i++, rr++) {
+    int rr = r.r + 1, end = r.r + r.h;
+    for (long i = first; i >= 0 && i <= newest && rr < end; i++) {
         const trainer_event *e = &snap->ev[i % TRAINER_EVENTS];
         char b[24];
         snprintf(b, sizeof b, "%8ld  ", e->step);
-        int c = r.c + tui_puts(g, rr, r.c, r.w, TUI_S_DIM, b);
-        tui_puts(g, rr, c, r.c + r.w - c, event_style(e->kind), e->text);
+        tui_puts(g, rr, r.c, r.w, TUI_S_DIM, b);
+        int r0 = rr;
+        if (tw > 0)
+            tui_put_wrapped(g, &rr, end, r.c + EV_STEP_W, tw, event_style(e->kind), e->text);
+        if (rr == r0)
+            rr++;
     }
 }
 

@@ -1288,6 +1288,20 @@ static void test_log_scroll(void)
         tui_apply(&ui, TUI_ACT_LOG_PGNEWER, 6, &c);
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "event number 69") == 1 && rows_with(&g, 0, "newer") == 0);
+    /* at 80 columns a long event wraps under its text: its last number is
+     * on the screen, the event before it still shows */
+    tui_grid_resize(&g, 30, 80);
+    trainer_event *e = &s->ev[s->s.ev_total % TRAINER_EVENTS];
+    memset(e, 0, sizeof *e);
+    e->step = 70;
+    snprintf(e->text, sizeof e->text, "layer 1 act max 3.178 -> 2.652e+06 in 31 steps (+33.32 "
+             "doublings/100 steps): at the limit by step 98765");
+    s->s.ev_total++;
+    tui_ui_init(&ui, 0, 0);
+    tui_draw(&g, s, &ui);
+    CHECK(ui.log_rows >= 3);
+    CHECK(rows_with(&g, 0, "by step 98765") == 1 && rows_with(&g, 0, "layer 1 act max") == 1);
+    CHECK(rows_with(&g, 0, "event number 69") == 1);
     free(s);
     tui_grid_free(&g);
 }

@@ -38,7 +38,7 @@ typedef enum {
     NS_EV_COUNT
 } ns_event_kind;
 
-#define NS_EVENT_TEXT 112
+#define NS_EVENT_TEXT 256 /* a finding (DIAG_TEXT) and its run prefix fit in one */
 typedef struct {
     long step; /* steps completed when it happened */
     ns_event_kind kind;

@@ -1001,8 +1001,10 @@ static void view_add(trainer_diagnosis *v, const diag_finding *f)
 }
 
 /* A finding's line as events of at most NS_EVENT_TEXT - 1 characters, cut
- * at spaces (a finding is longer than an event: never cut a number); the
- * continuations are indented under the first line's text. */
+ * at spaces, never inside a number (an event holds a finding whole today;
+ * this keeps it so if either grows); the continuations are indented under
+ * the first line's text. The log's view wraps each event to its width. */
+_Static_assert(NS_EVENT_TEXT >= DIAG_TEXT + 16, "an event holds a finding, its run and \"  try: \"");
 static void add_event_wrapped(trainer *t, int layer, const char *prefix, const char *text)
 {
     size_t room = NS_EVENT_TEXT - 1 - strlen(prefix), len = strlen(text);

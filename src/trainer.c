@@ -1144,7 +1144,7 @@ static void rewind_target_event(trainer *t, const engine *e)
         return; /* headless: --save says it */
     trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof note);
     if (note[0])
-        add_event(t, NS_EV_INFO, -1, "b: %s", note);
+        add_event(t, NS_EV_INFO, -1, "b goes back to %s", note);
 }
 
 /* Step a, and b with it under --compare; nonzero when either diverged. */

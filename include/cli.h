@@ -23,6 +23,11 @@ void cli_usage(FILE *f);
  * of each row: one warning line each on err, 0; or 2 after one line for a
  * refused one. */
 int cli_check_applies(const cli_opts *o, const ns_config *c, FILE *err);
+/* The same check, each flag given that does nothing passed to each: its
+ * settings row's index, 1 (a warning) or 2 (refused), and the line
+ * ("--X V does nothing with --Y W (it applies with ...)"). */
+typedef void cli_applies_fn(void *ctx, int row, int verdict, const char *line);
+void cli_each_inapplicable(const cli_opts *o, const ns_config *c, cli_applies_fn *each, void *ctx);
 
 /* Apply "SETTING=VALUE" (a flag's long name and value) to c, as --compare
  * does for its twin. 0, or 2 after printing one line to err. */

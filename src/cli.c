@@ -164,7 +164,7 @@ static int twin_varies(const cli_opts *o, const char *under)
     return o->compare && n && !strncmp(o->compare, under, n) && o->compare[n] == '=';
 }
 
-int cli_check_applies(const cli_opts *o, const ns_config *c, FILE *err)
+void cli_each_inapplicable(const cli_opts *o, const ns_config *c, cli_applies_fn *each, void *ctx)
 {
     for (int i = 0; i < settings_count(); i++) {
         const ns_setting *s = settings_row(i);
@@ -172,14 +172,36 @@ int cli_check_applies(const cli_opts *o, const ns_config *c, FILE *err)
         int r = o->given[i] && !twin_varies(o, s->applies.under)
                     ? settings_applies(s, c, o, line, sizeof line)
                     : 0;
-        if (r == 2) {
-            fprintf(err, "normscope: %s\n", line);
-            return 2;
-        }
-        if (r == 1)
-            fprintf(err, "normscope: warning: %s\n", line);
+        if (r)
+            each(ctx, i, r, line);
     }
-    return 0;
+}
+
+typedef struct {
+    FILE *err;
+    int refused;
+} applies_print;
+
+/* A warning line each; the first refusal ends the list */
+static void print_applies(void *ctx, int row, int verdict, const char *line)
+{
+    applies_print *p = ctx;
+    (void)row;
+    if (p->refused)
+        return;
+    if (verdict == 2) {
+        fprintf(p->err, "normscope: %s\n", line);
+        p->refused = 1;
+    } else {
+        fprintf(p->err, "normscope: warning: %s\n", line);
+    }
+}
+
+int cli_check_applies(const cli_opts *o, const ns_config *c, FILE *err)
+{
+    applies_print p = {err, 0};
+    cli_each_inapplicable(o, c, print_applies, &p);
+    return p.refused ? 2 : 0;
 }
 
 int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)

@@ -174,6 +174,54 @@ static int ctx_data(sweep_ctx *c, const char *path)
     return 0;
 }
 
+/* A flag (a settings row) that does nothing in some of the grid's runs
+ * (the table's "applies"): in how many, the first one's ID and its line.
+ * The runs are --quiet children: said once here, or nobody sees it. */
+struct sweep_inapp {
+    long runs;
+    int verdict; /* 2: refused in a run */
+    char first_id[13];
+    char line[400];
+};
+
+typedef struct {
+    struct sweep_inapp *rows;
+    const char *id;
+} inapp_run;
+
+static void inapp_add(void *ctx, int row, int verdict, const char *line)
+{
+    inapp_run *ir = ctx;
+    struct sweep_inapp *a = &ir->rows[row];
+    if (!a->runs++) {
+        snprintf(a->first_id, sizeof a->first_id, "%s", ir->id);
+        snprintf(a->line, sizeof a->line, "%s", line);
+    }
+    if (verdict > a->verdict)
+        a->verdict = verdict;
+}
+
+/* Say each flag that does nothing, once: 0, or 2 when a run refuses one
+ * (its child would exit 2 at its start). */
+static int inapp_report(const sweep_ctx *c)
+{
+    for (int i = 0; c->inapp && i < settings_count(); i++) {
+        const struct sweep_inapp *a = &c->inapp[i];
+        if (!a->runs)
+            continue;
+        if (a->verdict == 2) {
+            fprintf(stderr, "normscope: --sweep: run %s: %s\n", a->first_id, a->line);
+            return 2;
+        }
+        if (a->runs == c->n_runs)
+            fprintf(stderr, "normscope: warning: --sweep: in every run, %s\n", a->line);
+        else
+            fprintf(stderr, "normscope: warning: --sweep: in %ld of %ld runs (%s first), %s\n",
+                    a->runs, c->n_runs, a->first_id, a->line);
+    }
+    return 0;
+}
+
 int sweep_run_parse(sweep_ctx *c, long k, int check, sweep_facts *f)
 {
     sweep_args ra;
@@ -194,6 +242,10 @@ int sweep_run_parse(sweep_ctx *c, long k, int check, sweep_facts *f)
     if (!r && check && !ro.load && data_check(&c->data, ro.cfg.context, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: %s\n", err);
         r = 2;
+    }
+    if (!r && check && c->inapp && !ro.load) { /* a resumed run's settings are its checkpoint's */
+        inapp_run ir = {c->inapp, ra.id};
+        cli_each_inapplicable(&ro, &ro.cfg, inapp_add, &ir);
     }
     if (!r && f) {
         f->seed = ro.cfg.seed;
@@ -234,6 +286,8 @@ static int ctx_expand(sweep_ctx *c, int yes)
         sweep_run_id(&c->spec, idx, c->keys[k].id);
         c->keys[k].k = k;
     }
+    if (inapp_report(c) != 0)
+        return 2;
     qsort(c->keys, (size_t)c->n_runs, sizeof *c->keys, cmp_key);
     for (long k = 1; k < c->n_runs; k++)
         if (!strcmp(c->keys[k - 1].id, c->keys[k].id)) {
@@ -264,6 +318,7 @@ static void ctx_free(sweep_ctx *c)
     free(c->rows);
     free(c->done);
     free(c->failed);
+    free(c->inapp);
     if (c->lock_fd >= 0)
         close(c->lock_fd); /* the lock goes with it */
 }
@@ -899,6 +954,10 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, swee
     } else if (!r) {
         time_t t = time(NULL);
         strftime(c->dir, sizeof c->dir, "sweep-%Y%m%d-%H%M%S", localtime(&t));
+    }
+    if (!r && !(c->inapp = calloc((size_t)settings_count(), sizeof *c->inapp))) {
+        fprintf(stderr, "normscope: out of memory\n");
+        r = 2;
     }
     if (!r)
         r = ctx_prepare(c, o->sweep, o->yes);

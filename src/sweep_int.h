@@ -41,6 +41,7 @@ struct sweep_ctx {
     char **rows;     /* for a live view: that row (as read at the start), else NULL */
     int jobs;
     int view_only;   /* --sweep-collect's view: nothing to run */
+    struct sweep_inapp *inapp; /* per settings row: runs where the flag does nothing (--sweep) */
 };
 
 /* A run's command line: this binary, --headless --threads 1 --quiet, the

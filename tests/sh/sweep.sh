@@ -66,6 +66,25 @@ n=$(grep -c -- '--lr=0.00316228 ' "$T/list")
 [ "$(grep -o 'run-[0-9a-f]*\.csv' "$T/list" | sort -u | wc -l)" -eq 12 ] && ok || no "12 distinct run IDs"
 [ -f "$T/l/sweep.spec" ] && [ ! -f "$T/l/results.csv" ] && ok || no "--list writes sweep.spec only"
 
+# --- a flag that does nothing is said once, by the sweep (its runs are quiet
+# children): in how many runs, the first one's ID; the runs still run
+"$BIN" --sweep 'precision=fp32,fp16 seed=1,2' $C --loss-scale 128 --sweep-out "$T/na" \
+    >/dev/null 2>"$T/err"
+rc=$?
+[ "$rc" -eq 0 ] && [ "$(grep -c 'does nothing' "$T/err")" -eq 1 ] &&
+    grep -q -- 'warning: --sweep: in 2 of 4 runs ([0-9a-f]* first), --loss-scale 128 does nothing with --precision fp32' "$T/err" &&
+    ok || no "an axis value where a flag does nothing: exit $rc, $(cat "$T/err")"
+first=$(sed -n 's/.*runs (\([0-9a-f]*\) first).*/\1/p' "$T/err")
+[ -n "$first" ] && grep -q "^$first,fp32," "$T/na/results.csv" && [ "$(rows "$T/na")" -eq 4 ] &&
+    ok || no "the run named first ($first) is not an fp32 one of 4: $(cat "$T/na/results.csv")"
+"$BIN" --sweep 'seed=1,2' $C --dyt-alpha 0.3 --sweep-out "$T/na2" --list >/dev/null 2>"$T/err"
+grep -q -- '^normscope: warning: --sweep: in every run, --dyt-alpha 0.3 does nothing with --norm-kind layernorm' "$T/err" &&
+    ok || no "a common flag that does nothing: $(cat "$T/err")"
+"$BIN" --sweep 'norm-kind=layernorm,dyt' $C --dyt-alpha 0.3 --sweep-out "$T/na3" --list >/dev/null 2>"$T/err"
+grep -q 'in 1 of 2 runs' "$T/err" && ok || no "dyt-alpha under a norm-kind axis: $(cat "$T/err")"
+"$BIN" --sweep 'norm-kind=dyt seed=1,2' $C --dyt-alpha 0.3 --sweep-out "$T/na4" --list >/dev/null 2>"$T/err"
+[ ! -s "$T/err" ] && ok || no "a flag that applies in every run is warned: $(cat "$T/err")"
+
 for j in 1 2; do
     "$BIN" --sweep "$SPEC" $C --sweep-out "$T/s$j" --jobs $j >"$T/table$j" 2>"$T/err$j"
     rc=$?

@@ -109,7 +109,9 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
             lr, bkey("warmup", "toggle"), rw);
         break;
     case DIAG_R_STALL:
-        if (post_like(v->cfg->norm))
+        if (!strcmp(f->fix, "clip 0"))
+            say(t, "    keys: %s turns clipping off", bkey("clip", "toggle"));
+        else if (post_like(v->cfg->norm))
             say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
                 bkey("norm", "toggle"), key(TUI_ACT_REINIT), bkey("warmup", "toggle"));
         else
@@ -122,6 +124,10 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
         else
             say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
                 bkey("fp32-norms", "toggle"), lr, rw);
+        break;
+    case DIAG_R_LOSS:
+        say(t, "    keys: %s (softmax and loss in fp32), then %s rewinds",
+            bkey("fp32-norms", "toggle"), rw);
         break;
     case DIAG_R_BLOWUP:
     case DIAG_R_LR_HIGH:

@@ -61,6 +61,10 @@ typedef struct {
     char alert[16];
     int n;
     diag_finding f[TRAINER_FINDINGS];
+    /* live, from a divergence or a blow-up until the episode ends: the
+     * snapshot b rewinds to and how close it is to the limit, as the
+     * event log says it (trainer_rewind_note); "" otherwise */
+    char rewind[NS_EVENT_TEXT];
 } trainer_diagnosis;
 
 /* The finding whose fix the a key and --on-diverge fix apply: the first

@@ -1132,14 +1132,16 @@ static void pair_task(void *ctx, int run, int thread)
     j->bad[run] = engine_step(j->e[run], j->m[run]);
 }
 
-/* Live, at a divergence: where b goes and how close that snapshot is to
- * the limit (trainer_rewind_note), as a line of the log. */
-static void rewind_target_event(trainer *t, const engine *e)
+/* Live, at a divergence of run (1 = b): where b goes and how close that
+ * snapshot is to the limit (trainer_rewind_note), as a line of the log and
+ * in the run's diagnosis (the D panel's), which a rewind clears. */
+static void rewind_target_event(trainer *t, int run)
 {
-    char note[NS_EVENT_TEXT];
+    const engine *e = run ? t->o.twin : t->e;
+    char *note = t->rd[run].view.rewind;
     if (t->o.log)
         return; /* headless: --save says it */
-    trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof note);
+    trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof t->rd[run].view.rewind);
     if (note[0])
         add_event(t, NS_EV_INFO, -1, "b: %s", note);
 }
@@ -1191,14 +1193,14 @@ static void do_step(trainer *t)
                   "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds, D a fixes",
                   done, d == &t->run[1].m ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
-        rewind_target_event(t, d == &t->run[1].m ? t->o.twin : t->e);
+        rewind_target_event(t, d == &t->run[1].m);
     } else if (blown >= 0 && t->o.on_div != ONDIV_CONTINUE) {
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
         add_event(t, NS_EV_DIVERGED, -1,
                   "BLEW UP at step %ld (%sloss %.4g, finite): paused; b rewinds, D a fixes", done,
                   blown ? "run b, " : "", (double)run_metrics(t, blown)->loss);
-        rewind_target_event(t, blown ? t->o.twin : t->e);
+        rewind_target_event(t, blown == 1);
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
         add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);

@@ -207,6 +207,14 @@ static void layer_now(text *t, int l, const run_view *v, int have)
         num(lm->update_ratio));
 }
 
+/* Where b goes and how close that snapshot is to the limit, the words
+ * the event log gave at the divergence (trainer_diagnosis.rewind). */
+static void rewind_line(text *t, const run_view *v)
+{
+    if (v->d->rewind[0])
+        say(t, "    %s rewinds to %s", key(TUI_ACT_REWIND), v->d->rewind);
+}
+
 static void run_lines(text *t, const trainer_status *s, int run)
 {
     run_view v = view_of(s, run);
@@ -217,6 +225,11 @@ static void run_lines(text *t, const trainer_status *s, int run)
     const char *ind = s->compare ? "  " : "";
     if (!s->have_metrics) {
         say(t, "%sno steps yet: nothing to report", ind);
+        return;
+    }
+    if (v.d->n == 0 && v.d->rewind[0]) { /* diverged, and no rule named it */
+        say(t, "%sdiverged at step %ld: no rule names a cause", ind, v.m->step);
+        rewind_line(t, &v);
         return;
     }
     if (v.d->n == 0) {
@@ -230,8 +243,10 @@ static void run_lines(text *t, const trainer_status *s, int run)
             say(t, "%sno warnings; the run is healthy", ind);
         return;
     }
-    /* the diagnoses first (the first of a divergence is its cause), then
-     * the warnings that came before; each kind oldest first */
+    /* the diagnoses first (the first of a divergence is its cause, and
+     * where b goes follows it), then the warnings that came before; each
+     * kind oldest first */
+    int rewind_said = 0;
     for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
         for (int i = 0; i < v.d->n; i++) {
             const diag_finding *f = &v.d->f[i];
@@ -244,6 +259,8 @@ static void run_lines(text *t, const trainer_status *s, int run)
             keys_line(t, f, &v);
             if (f == trainer_diagnosis_fix(v.d))
                 fix_line(t, f, s);
+            if (!rewind_said++)
+                rewind_line(t, &v);
         }
 }
 

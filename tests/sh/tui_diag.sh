@@ -4,8 +4,9 @@
 # diagnosis with its numbers, the layer's numbers now, what to try and the
 # keys for it; any key closes it, D again too; a applies its fix and the
 # run trains on, marked "fix" on the chart; q on a diverged run prints
-# its cause. A finite blow-up (LR 1.0) pauses DIVERGED too and says it is
-# finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
+# its cause. At 80x24 the panel says where b rewinds to and how close that
+# snapshot is to the limit, as --save does. A finite blow-up (LR 1.0)
+# pauses DIVERGED too and says it is finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
 # both runs' diagnoses, b's naming its layer.
 #
 # Usage: NS_BIN=./normscope sh tests/sh/tui_diag.sh
@@ -59,6 +60,22 @@ key q
 check_exited "the diverged run" 3
 grep -q "^normscope: cause: forward, final norm variance overflowed" "$T/err" &&
     grep -q "^normscope: try: " "$T/err" && ok || no "q on a diverged run: no cause line: $(cat "$T/err")"
+
+# ---- at 80x24: where b goes and its headroom, as --save says it ----------
+# the headless run's --save line and the panel come from one source: the
+# same snapshot, the same headroom, the same earlier one offered
+$BIN --headless $F --lr 2e-2 --save "$T/ck" >/dev/null 2>"$T/save.err" </dev/null
+room=$(sed -n 's/.*wrote the snapshot of \(step [0-9]*, headroom [0-9.]* (layer [0-9]*)\).*/\1/p' "$T/save.err")
+had=$(sed -n 's/.*wrote the snapshot of step.*; \(step [0-9]* had [0-9.]*\) .*/\1/p' "$T/save.err")
+$TM resize-window -t "$W" -x 80 -y 24 2>/dev/null
+open_d DIVERGED "$BIN $F --lr 2e-2"
+[ -n "$room" ] && [ -n "$had" ] && panel "b rewinds to $room" && screen | tr -s ' \n' ' ' | grep -qF "$had (b " &&
+    ok || no "D at 80x24: no 'b rewinds to $room', '$had' ($(cat "$T/save.err")): $(screen)"
+key x
+wait_gone 'DIAGNOSIS at step' 10
+key q
+check_exited "the diverged run at 80x24" 3
+$TM resize-window -t "$W" -x 120 -y 40 2>/dev/null
 
 # ---- a in the panel: the fix applied, the run trains on -------------------
 open_d DIVERGED "$BIN $F --lr 2e-2"

@@ -781,6 +781,24 @@ static void test_diag_panel(void)
     CHECK(has_line(lines, n, "keys: i (fp32 norms) and - halves the LR; then b rewinds") &&
           !has_line(lines, n, "f x"));
     s->s.run[0].cfg.precision = FMT_FP16;
+    /* at a divergence: where b goes and its headroom, right after the
+     * cause (a short screen keeps it), before the next diagnosis */
+    snprintf(d->rewind, sizeof d->rewind, "step 150, headroom 1.3 (layer 2); step 100 had 2.9 "
+             "(b twice)");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    int rw = has_line(lines, n, "    b rewinds to step 150, headroom 1.3 (layer 2); step 100 had "
+                                "2.9 (b twice)");
+    int next = has_line(lines, n, "DIAGNOSIS at step 7: LR raised");
+    cause = has_line(lines, n, "DIAGNOSIS at step 7: final norm variance");
+    CHECK(rw && cause < rw && rw < next);
+    /* a divergence no rule names: said so, never "healthy" */
+    int kept_n = d->n;
+    d->n = 0;
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "diverged at step 7: no rule names a cause") &&
+          has_line(lines, n, "b rewinds to step 150") && !has_line(lines, n, "healthy"));
+    d->n = kept_n;
+    d->rewind[0] = 0;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */
     memset(d, 0, sizeof *d);

@@ -387,9 +387,10 @@ static int rule_scale(diag *d, const step_metrics *m, diag_kind kind, diag_findi
                  "their true size pass %s's max %g", m->fault[0] ? m->fault : "gradients",
                  numfmt_name(m->precision), (double)numfmt_max(m->precision));
     diag_finding *f = add(out, max, k, kind, DIAG_R_SCALE, -1, m->step, v,
-        gave ? "no loss scale helps: train in bf16, which has fp32's range (lower the LR too if "
-               "the values grow)"
-             : "values grow toward fp16's limit: lower the LR, or train in bf16 (fp32's range)",
+        !gave ? "values grow toward fp16's limit: lower the LR, or train in bf16 (fp32's range)"
+        : m->precision == FMT_FP16 ? "no loss scale helps: train in bf16, which has fp32's range "
+                                     "(lower the LR too if the values grow)"
+                                   : "no loss scale helps: lower the LR",
         "loss scale collapsed %g -> %g (%gx) within %ld steps%s", (double)mx,
         (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1,
         gave ? at_one : ": gradients overflow ever more");
@@ -593,43 +594,6 @@ static void rule_norm_var(const step_metrics *m, diag_finding *out, int max, int
     set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "fp32-norms on");
 }
 
-/* The least positive value format f holds (a subnormal): the smallest
- * normal halved while the format keeps the half. */
-static double format_least(numfmt f)
-{
-    float x = numfmt_min_normal(f);
-    while (numfmt_round1(f, x * 0.5f) > 0.0f)
-        x *= 0.5f;
-    return x;
-}
-
-/* The loss computed in the format (fp32 norms off) is the step's first
- * non-finite value: a token's probability rounded to 0, so its loss, -ln
- * 0, is inf. In fp32 that token's loss is large but finite: the softmax
- * and the loss in fp32 (as autocast keeps them) remove it. value {mean
- * loss before, the largest token loss the format holds, its least
- * probability, steps}. */
-static void rule_loss(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
-{
-    if (m->precision == FMT_FP32 || m->fp32_norms || strcmp(m->fault, "forward, loss") != 0)
-        return;
-    double least = format_least(m->precision), cap = -ns_log(least), sum = 0;
-    int cnt = 0;
-    for (long a = 0; a < kept(d); a++)
-        if (point(d, a)->updated && isfinite(point(d, a)->loss))
-            sum += point(d, a)->loss, cnt++;
-    double v[4] = {cnt ? sum / cnt : NAN, cap, least, (double)cnt};
-    char before[64] = "";
-    if (cnt)
-        snprintf(before, sizeof before, "; mean loss %.3f over the %d steps before", v[0], cnt);
-    const char *fmt = numfmt_name(m->precision);
-    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LOSS, -1, m->step, v,
-        "fp32-norms on computes the softmax and the loss in fp32, as autocast does",
-        "forward, loss is inf in %s: a token's probability rounded to 0 (the least %s holds is "
-        "%.3g: a loss of %.1f nats)%s", fmt, fmt, least, cap, before);
-    set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "fp32-norms on");
-}
-
 /* The largest activation grew over the window: how fast, and when it
  * meets the limit at that rate (at once, when it already has). */
 static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -677,6 +641,47 @@ static int lr_too_high(const diag *d, const step_metrics *m)
 {
     int cnt;
     return m->n_layer > 0 && mean_top_update(d, m->n_layer, &cnt) > DIAG_UPDATE_HIGH && cnt >= 4;
+}
+
+/* The least positive value format f holds (a subnormal): the smallest
+ * normal halved while the format keeps the half. */
+static double format_least(numfmt f)
+{
+    float x = numfmt_min_normal(f);
+    while (numfmt_round1(f, x * 0.5f) > 0.0f)
+        x *= 0.5f;
+    return x;
+}
+
+/* The loss computed in the format (fp32 norms off) is the step's first
+ * non-finite value: a token's probability rounded to 0, so its loss, -ln
+ * 0, is inf. In fp32 that token's loss is large but finite: the softmax
+ * and the loss in fp32 (as autocast keeps them) remove it. value {mean
+ * loss before, the largest token loss the format holds, its least
+ * probability, steps}. */
+static void rule_loss(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    if (m->precision == FMT_FP32 || m->fp32_norms || strcmp(m->fault, "forward, loss") != 0)
+        return;
+    double least = format_least(m->precision), cap = -ns_log(least), sum = 0;
+    int cnt = 0;
+    for (long a = 0; a < kept(d); a++)
+        if (point(d, a)->updated && isfinite(point(d, a)->loss))
+            sum += point(d, a)->loss, cnt++;
+    double v[4] = {cnt ? sum / cnt : NAN, cap, least, (double)cnt};
+    char before[64] = "";
+    if (cnt)
+        snprintf(before, sizeof before, "; mean loss %.3f over the %d steps before", v[0], cnt);
+    const char *fmt = numfmt_name(m->precision);
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LOSS, -1, m->step, v,
+        lr_too_high(d, m) ? "fp32-norms on computes the softmax and the loss in fp32, as "
+                            "autocast does; the update ratio says the LR is high too: lower it "
+                            "if the loss grows"
+                          : "fp32-norms on computes the softmax and the loss in fp32, as "
+                            "autocast does",
+        "forward, loss is inf in %s: a token's probability rounded to 0 (the least %s holds is "
+        "%.3g: a loss of %.1f nats)%s", fmt, fmt, least, cap, before);
+    set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "fp32-norms on");
 }
 
 /* Steps kept that changed the weights. */

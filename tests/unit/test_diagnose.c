@@ -654,6 +654,7 @@ static void test_loss_overflow(void)
         CHECK(f && f->value[2] == ldexp(1.0, -24) && fabs(f->value[1] - 24 * log(2.0)) < 1e-9);
         CHECK(f && !strcmp(f->fix, "fp32-norms on") && f->fix_from == DIAG_FROM_SNAPSHOT);
         CHECK(first(DIAG_R_LR_HIGH) != NULL && first(DIAG_R_LR) == NULL);
+        CHECK(f && strstr(f->hint, "in fp32") && strstr(f->hint, "the LR is high too"));
     }
 }
 

@@ -799,6 +799,16 @@ static void test_diag_panel(void)
           has_line(lines, n, "b rewinds to step 150") && !has_line(lines, n, "healthy"));
     d->n = kept_n;
     d->rewind[0] = 0;
+    /* the loss in fp16 and a stall of the clip's: their keys */
+    diag_finding kept_f = d->f[2];
+    d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_LOSS, -1, 7, rv, "forward, loss is inf", "fp32");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: i (softmax and loss in fp32), then b rewinds"));
+    d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_STALL, 2, 7, rv, "stalled: the clip", "clip 0");
+    snprintf(d->f[2].fix, sizeof d->f[2].fix, "clip 0");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: c turns clipping off"));
+    d->f[2] = kept_f;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */
     memset(d, 0, sizeof *d);

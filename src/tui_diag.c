@@ -131,8 +131,11 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
         break;
     case DIAG_R_BLOWUP:
     case DIAG_R_LR_HIGH:
-        say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both", lr, rw,
-            key(TUI_ACT_FIX));
+        if (f == trainer_diagnosis_fix(v->d)) /* its fix line follows */
+            say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both", lr,
+                rw, key(TUI_ACT_FIX));
+        else
+            say(t, "    keys: %s halves the LR, then %s rewinds", lr, rw);
         break;
     case DIAG_R_GROWTH:
         say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr, rw,

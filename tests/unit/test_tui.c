@@ -799,6 +799,22 @@ static void test_diag_panel(void)
           has_line(lines, n, "b rewinds to step 150") && !has_line(lines, n, "healthy"));
     d->n = kept_n;
     d->rewind[0] = 0;
+    /* an LR too high after the cause: its keys, and no "fix below" (the
+     * cause's fix line is above it) */
+    double uv[4] = {0.02, 0.02, 64, 0};
+    diag_finding kept_h = d->f[2];
+    d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_LR_HIGH, 2, 7, uv, "LR 0.02 too high", "lower");
+    snprintf(d->f[1].fix, sizeof d->f[1].fix, "fp32-norms on");
+    snprintf(d->f[2].fix, sizeof d->f[2].fix, "lr x0.1");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: - halves the LR, then b rewinds") &&
+          !has_line(lines, n, "the fix below"));
+    d->f[1].fix[0] = 0; /* now the LR's is the fix */
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "then b rewinds; a (the fix below) does both") &&
+          has_line(lines, n, "a applies the fix: rewinds") >
+              has_line(lines, n, "the fix below"));
+    d->f[2] = kept_h;
     /* the loss in fp16 and a stall of the clip's: their keys */
     diag_finding kept_f = d->f[2];
     d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_LOSS, -1, 7, rv, "forward, loss is inf", "fp32");

@@ -68,8 +68,9 @@ grep -q "fix 1 of 3 .*then fp32-norms on (cause: loss-overflow at step \([1-9]\|
 # size, the dynamic scale halves to 1 and gives up; bf16 trains (val 2.85)
 scenario scale1 scale "loss scale collapsed 65536 -> 1 (65536x) within [0-9]* steps, and at 1 the backward, .* still overflowed: gradients at their true size pass fp16's max 65504" \
     3.0 --precision fp16 --norm sandwich --init normal --init-std 1e-6 --eps 1e-12 --steps 600
-# (the man page: within its first 20 steps)
-grep -q "fix 1 of 3 .*then precision bf16 (cause: scale at step \([1-9]\|1[0-9]\))" "$T/scale1.err" &&
+# (the man page: within its first 20 steps, every step before it skipped)
+d=$(sed -n 's/.*fix 1 of 3 .*then precision bf16 (cause: scale at step \([0-9]*\)).*/\1/p' "$T/scale1.err")
+[ -n "$d" ] && [ "$d" -lt 20 ] && [ "$(sed -n '/fix 1 of 3/q; /step [0-9]* skipped: /p' "$T/scale1.err" | wc -l)" -eq $((d - 1)) ] &&
     ! grep -q "no warmup" "$T/scale1.err" && ok ||
     no "scale1: the fix is not bf16, or warmup is blamed: $(grep 'fix\|warmup' "$T/scale1.err")"
 # clipping at 1e-7: every step clipped to 5e-8 of its norm, Adam's step

@@ -65,6 +65,9 @@ typedef struct {
      * snapshot b rewinds to and how close it is to the limit, as the
      * event log says it (trainer_rewind_note); "" otherwise */
     char rewind[NS_EVENT_TEXT];
+    /* the same for the snapshot the a key's fix rewinds to, when that is
+     * another than b's ("step 50, headroom 3.2 (layer 3)"); "" otherwise */
+    char fix_rewind[NS_EVENT_TEXT];
 } trainer_diagnosis;
 
 /* The finding whose fix the a key and --on-diverge fix apply: the first

@@ -1132,9 +1132,30 @@ static void pair_task(void *ctx, int run, int thread)
     j->bad[run] = engine_step(j->e[run], j->m[run]);
 }
 
+/* The snapshot the fix of v's cause rewinds to (fix_go_back's, as
+ * engine_rewind_before picks it) and how close it is to the limit, in the
+ * words of b's line, into v->fix_rewind; "" when the fix does not rewind
+ * or goes where b goes. */
+static void fix_target_note(const engine *e, trainer_diagnosis *v)
+{
+    const diag_finding *f = trainer_diagnosis_fix(v);
+    long done = engine_steps_done(e), at, b_at;
+    step_metrics m, mb;
+    v->fix_rewind[0] = 0;
+    if (!f || f->fix_from != DIAG_FROM_SNAPSHOT)
+        return;
+    long before = f->fix_before < done - 1 ? f->fix_before : done - 1;
+    int known = engine_snapshot_before(e, (before > 0 ? before : 0) + 1, &at, &m);
+    if (known < 0 || (engine_snapshot_before(e, done, &b_at, &mb) >= 0 && b_at == at))
+        return;
+    diag_snapshot_text(at, known > 0 ? &m : NULL, 0, NULL, "", v->fix_rewind,
+                       sizeof v->fix_rewind);
+}
+
 /* Live, at a divergence of run (1 = b): where b goes and how close that
  * snapshot is to the limit (trainer_rewind_note), as a line of the log and
- * in the run's diagnosis (the D panel's), which a rewind clears. */
+ * in the run's diagnosis (the D panel's, with the fix's own target), which
+ * a rewind clears. */
 static void rewind_target_event(trainer *t, int run)
 {
     const engine *e = run ? t->o.twin : t->e;
@@ -1144,6 +1165,7 @@ static void rewind_target_event(trainer *t, int run)
     trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof t->rd[run].view.rewind);
     if (note[0])
         add_event(t, NS_EV_INFO, -1, "b: %s", note);
+    fix_target_note(e, &t->rd[run].view);
 }
 
 /* Step a, and b with it under --compare; nonzero when either diverged. */

@@ -155,11 +155,15 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
     }
 }
 
-/* What the fix key does for finding f, as one line. */
-static void fix_line(text *t, const diag_finding *f, const trainer_status *s)
+/* What the fix key does for finding f, as one line: where it goes back
+ * to (with that snapshot's headroom when the trainer gave it). */
+static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
+                     const run_view *v)
 {
-    char back[64];
-    if (f->fix_from == DIAG_FROM_SNAPSHOT)
+    char back[NS_EVENT_TEXT + 16];
+    if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_rewind[0])
+        snprintf(back, sizeof back, "rewinds to %s", v->d->fix_rewind);
+    else if (f->fix_from == DIAG_FROM_SNAPSHOT)
         snprintf(back, sizeof back, "rewinds to the snapshot at or before step %ld",
                  f->fix_before > 0 ? f->fix_before : 0);
     else if (f->fix_from == DIAG_FROM_START)
@@ -261,7 +265,7 @@ static void run_lines(text *t, const trainer_status *s, int run)
             say(t, "    try: %s", f->hint);
             keys_line(t, f, &v);
             if (f == trainer_diagnosis_fix(v.d))
-                fix_line(t, f, s);
+                fix_line(t, f, s, &v);
             if (!rewind_said++)
                 rewind_line(t, &v);
         }

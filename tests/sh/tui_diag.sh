@@ -90,9 +90,17 @@ check_exited "the fixed run" 0
     no "a fixed run's exit cites --on-diverge continue: $(cat "$T/err")"
 
 # ---- a finite blow-up pauses the live view as a divergence does ----------
-open_d DIVERGED "$BIN -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --lr 1.0"
+# (a snapshot every 5 steps: the fix goes back to before the rise, b to
+# the newest, and the panel says where each goes)
+open_d DIVERGED "$BIN -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --lr 1.0 --snapshot-every 5"
 panel 'DIAGNOSIS at step' && panel 'blew up, finite: loss' && panel 'update ratio' && ok ||
     no "D on a blow-up: $(screen)"
+rise=$(screen | sed -n 's/.*rising since step \([0-9]*\).*/\1/p' | head -n 1)
+fa=$(screen | sed -n 's/.*a applies the fix: rewinds to step \([0-9]*\)[ ,].*/\1/p' | head -n 1)
+fb=$(screen | sed -n 's/.*b rewinds to step \([0-9]*\), headroom .*/\1/p' | head -n 1)
+[ -n "$rise" ] && [ -n "$fa" ] && [ -n "$fb" ] && [ "$fa" -lt "$rise" ] && [ "$fa" -lt "$fb" ] &&
+    [ $((fa % 5)) -eq 0 ] && [ $((fb % 5)) -eq 0 ] && ok ||
+    no "D on a blow-up: the fix's snapshot '$fa' (rise '$rise'), b's '$fb': $(screen)"
 key x
 wait_gone 'DIAGNOSIS at step' 10
 screen | head -n 1 | grep -qF 'blew up, finite' && screen | head -n 1 | grep -qF '! blowup' &&

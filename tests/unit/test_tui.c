@@ -791,6 +791,20 @@ static void test_diag_panel(void)
     int next = has_line(lines, n, "DIAGNOSIS at step 7: LR raised");
     cause = has_line(lines, n, "DIAGNOSIS at step 7: final norm variance");
     CHECK(rw && cause < rw && rw < next);
+    /* the fix's own snapshot, when it is another than b's: on its line */
+    d->f[1].fix_from = DIAG_FROM_SNAPSHOT;
+    d->f[1].fix_before = 60;
+    snprintf(d->f[1].fix, sizeof d->f[1].fix, "fp32-norms on");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "a applies the fix: rewinds to the snapshot at or before step 60, "
+                             "then fp32-norms on"));
+    snprintf(d->fix_rewind, sizeof d->fix_rewind, "step 50, headroom 3.2 (layer 2)");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "a applies the fix: rewinds to step 50, headroom 3.2 (layer 2), "
+                             "then fp32-norms on, and trains on (fix 1 of 3)"));
+    d->fix_rewind[0] = 0;
+    d->f[1].fix[0] = 0;
+    d->f[1].fix_before = 0;
     /* a divergence no rule names: said so, never "healthy" */
     int kept_n = d->n;
     d->n = 0;

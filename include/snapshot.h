@@ -68,6 +68,7 @@ typedef struct {
     /* the same for the snapshot the a key's fix rewinds to, when that is
      * another than b's ("step 50, headroom 3.2 (layer 3)"); "" otherwise */
     char fix_rewind[NS_EVENT_TEXT];
+    int fix_reinit; /* no snapshot that old is kept: the fix re-inits */
 } trainer_diagnosis;
 
 /* The finding whose fix the a key and --on-diverge fix apply: the first

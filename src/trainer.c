@@ -1135,17 +1135,19 @@ static void pair_task(void *ctx, int run, int thread)
 /* The snapshot the fix of v's cause rewinds to (fix_go_back's, as
  * engine_rewind_before picks it) and how close it is to the limit, in the
  * words of b's line, into v->fix_rewind; "" when the fix does not rewind
- * or goes where b goes. */
+ * or goes where b goes; v->fix_reinit when no snapshot is that old. */
 static void fix_target_note(const engine *e, trainer_diagnosis *v)
 {
     const diag_finding *f = trainer_diagnosis_fix(v);
     long done = engine_steps_done(e), at, b_at;
     step_metrics m, mb;
     v->fix_rewind[0] = 0;
+    v->fix_reinit = 0;
     if (!f || f->fix_from != DIAG_FROM_SNAPSHOT)
         return;
     long before = f->fix_before < done - 1 ? f->fix_before : done - 1;
     int known = engine_snapshot_before(e, (before > 0 ? before : 0) + 1, &at, &m);
+    v->fix_reinit = known < 0 && done > 0;
     if (known < 0 || (engine_snapshot_before(e, done, &b_at, &mb) >= 0 && b_at == at))
         return;
     diag_snapshot_text(at, known > 0 ? &m : NULL, 0, NULL, "", v->fix_rewind,

@@ -161,7 +161,10 @@ static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
                      const run_view *v)
 {
     char back[NS_EVENT_TEXT + 16];
-    if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_rewind[0])
+    if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_reinit)
+        snprintf(back, sizeof back, "re-inits (no snapshot at or before step %ld is kept)",
+                 f->fix_before > 0 ? f->fix_before : 0);
+    else if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_rewind[0])
         snprintf(back, sizeof back, "rewinds to %s", v->d->fix_rewind);
     else if (f->fix_from == DIAG_FROM_SNAPSHOT)
         snprintf(back, sizeof back, "rewinds to the snapshot at or before step %ld",

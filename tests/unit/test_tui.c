@@ -803,6 +803,11 @@ static void test_diag_panel(void)
     CHECK(has_line(lines, n, "a applies the fix: rewinds to step 50, headroom 3.2 (layer 2), "
                              "then fp32-norms on, and trains on (fix 1 of 3)"));
     d->fix_rewind[0] = 0;
+    d->fix_reinit = 1; /* none that old kept */
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "a applies the fix: re-inits (no snapshot at or before step 60 is "
+                             "kept), then fp32-norms on"));
+    d->fix_reinit = 0;
     d->f[1].fix[0] = 0;
     d->f[1].fix_before = 0;
     /* a divergence no rule names: said so, never "healthy" */

@@ -55,6 +55,9 @@
                                    brings the update ratio to this or below */
 #define DIAG_REWARN 0.5         /* a headroom warning again when the steps left
                                    fell to this fraction of the last warning's */
+#define DIAG_CLIP_SHARE 0.9     /* a stall is the clip's when at least this share
+                                   of its steps were clipped and the update ratio
+                                   is below DIAG_UPDATE_LOW */
 
 typedef enum { DIAG_WARNING = 0, DIAG_DIAGNOSIS = 1 } diag_kind;
 
@@ -70,6 +73,7 @@ typedef enum {
     DIAG_R_LR,           /* diagnosis: LR above what the run tolerated */
     DIAG_R_BLOWUP,       /* diagnosis: the loss rose far above its start, finite */
     DIAG_R_LR_HIGH,      /* diagnosis: the weights move too far a step for the LR */
+    DIAG_R_LOSS,         /* diagnosis: the loss computed in the format is inf */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -97,6 +101,7 @@ typedef struct {
     long step;
     int updated;               /* the step changed the weights (finite, not skipped) */
     float loss, lr, scale;
+    float gnorm, clip;         /* global gradient norm (before clipping), --clip */
     float grad[NS_MAX_LAYERS]; /* per-layer gradient norm */
     float act[NS_MAX_LAYERS];  /* act_max */
     float upd[NS_MAX_LAYERS];  /* update_ratio */

@@ -61,6 +61,14 @@ typedef struct {
     char alert[16];
     int n;
     diag_finding f[TRAINER_FINDINGS];
+    /* live, from a divergence or a blow-up until the episode ends: the
+     * snapshot b rewinds to and how close it is to the limit, as the
+     * event log says it (trainer_rewind_note); "" otherwise */
+    char rewind[NS_EVENT_TEXT];
+    /* the same for the snapshot the a key's fix rewinds to, when that is
+     * another than b's ("step 50, headroom 3.2 (layer 3)"); "" otherwise */
+    char fix_rewind[NS_EVENT_TEXT];
+    int fix_reinit; /* no snapshot that old is kept: the fix re-inits */
 } trainer_diagnosis;
 
 /* The finding whose fix the a key and --on-diverge fix apply: the first

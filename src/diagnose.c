@@ -16,7 +16,7 @@
 
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
-    "blowup", "lr-high"};
+    "blowup", "lr-high", "loss-overflow"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -87,6 +87,8 @@ static void push(diag *d, const step_metrics *m)
     p->loss = m->loss;
     p->lr = m->lr;
     p->scale = m->loss_scale;
+    p->gnorm = m->grad_norm;
+    p->clip = m->clip;
     if (d->first_loss == 0 && p->updated && isfinite(m->loss))
         d->first_loss = m->loss;
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
@@ -354,8 +356,20 @@ static void rule_val_nan(diag *d, const step_metrics *m, diag_finding *out, int 
         isnan(m->val_loss) ? "nan" : "inf", m->step);
 }
 
+/* The dynamic scaler gave up (engine_scaler_update): the step's
+ * gradients overflowed even at loss scale 1, while its forward and loss
+ * were finite. No scale helps then: the gradients at their true size pass
+ * the format's max. */
+static int scale_gave_up(const step_metrics *m)
+{
+    return m->nonfinite && m->loss_scale_dynamic && m->loss_scale <= 1.0f && isfinite(m->loss) &&
+           strncmp(m->fault, "forward", 7) != 0;
+}
+
 /* The dynamic loss scale fell DIAG_SCALE_DROP-fold or more within the
- * window. kind: a warning on the way, a diagnosis at a divergence. */
+ * window, or gave up (scale_gave_up, at any drop). kind: a warning on the
+ * way, a diagnosis at a divergence. value {largest in the window, now,
+ * steps, 1 when it gave up}. */
 static int rule_scale(diag *d, const step_metrics *m, diag_kind kind, diag_finding *out, int max,
                       int *k)
 {
@@ -363,13 +377,23 @@ static int rule_scale(diag *d, const step_metrics *m, diag_kind kind, diag_findi
         return 0;
     long age = 0;
     float mx = window_max_scale(d, &age);
-    if (!(m->loss_scale > 0) || mx / m->loss_scale < DIAG_SCALE_DROP)
+    int gave = kind == DIAG_DIAGNOSIS && scale_gave_up(m);
+    if (!(m->loss_scale > 0) || (mx / m->loss_scale < DIAG_SCALE_DROP && !gave))
         return 0;
-    double v[4] = {mx, m->loss_scale, (double)(age + 1), 0};
+    double v[4] = {mx, m->loss_scale, (double)(age + 1), gave};
+    char at_one[DIAG_TEXT] = "";
+    if (gave)
+        snprintf(at_one, sizeof at_one, ", and at 1 the %s still overflowed: gradients at "
+                 "their true size pass %s's max %g", m->fault[0] ? m->fault : "gradients",
+                 numfmt_name(m->precision), (double)numfmt_max(m->precision));
     diag_finding *f = add(out, max, k, kind, DIAG_R_SCALE, -1, m->step, v,
-        "values grow toward fp16's limit: lower the LR, or train in bf16 (fp32's range)",
-        "loss scale collapsed %g -> %g (%gx) within %ld steps: gradients overflow ever more",
-        (double)mx, (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1);
+        !gave ? "values grow toward fp16's limit: lower the LR, or train in bf16 (fp32's range)"
+        : m->precision == FMT_FP16 ? "no loss scale helps: train in bf16, which has fp32's range "
+                                     "(lower the LR too if the values grow)"
+                                   : "no loss scale helps: lower the LR",
+        "loss scale collapsed %g -> %g (%gx) within %ld steps%s", (double)mx,
+        (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1,
+        gave ? at_one : ": gradients overflow ever more");
     set_fix(f, kind == DIAG_DIAGNOSIS ? DIAG_FROM_SNAPSHOT : DIAG_FROM_HERE, m->step,
             m->precision == FMT_FP16 ? "precision bf16" : "lr x0.5");
     return 1;
@@ -452,13 +476,15 @@ static double lr_factor(double upd)
  * weights move more than DIAG_STALL_UPD a step, or weights moving more than
  * DIAG_UPDATE_HIGH a step, are the LR's (Adam's fixed-size steps inflate
  * the weights); a vanishing bottom
- * gradient is the depth's; an update ratio below DIAG_UPDATE_LOW is an LR
- * too low. */
+ * gradient is the depth's; an update ratio below DIAG_UPDATE_LOW on steps
+ * clipped (DIAG_CLIP_SHARE of them or more) is the clip's (Adam's step does
+ * not depend on the gradient's size until the clipped gradient nears its
+ * epsilon; then it shrinks with it); else it is an LR too low. */
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int L = m->n_layer, nb = L / 4 > 0 ? L / 4 : 1;
-    double loss = 0, bottom = 0, top = 0;
-    int cnt = 0;
+    double loss = 0, bottom = 0, top = 0, gnorm = 0;
+    int cnt = 0, clipped = 0;
     for (long a = 0; a < kept(d) && cnt < DIAG_STALL_STEPS; a++) {
         const diag_point *p = point(d, a);
         if (p->step <= d->changed_at)
@@ -467,6 +493,8 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
         for (int l = 0; l < nb; l++)
             b = p->grad[l] > b ? p->grad[l] : b;
         loss += p->loss, bottom += b, top += p->grad[L - 1], cnt++;
+        clipped += p->clip > 0 && p->gnorm > p->clip;
+        gnorm += isfinite(p->gnorm) ? p->gnorm : 0;
     }
     double mean = cnt ? loss / cnt : NAN, off = mean - d->plateau;
     int on = L >= 2 && cnt >= DIAG_STALL_STEPS && off > -DIAG_STALL_TOL && off < DIAG_STALL_ABOVE;
@@ -486,11 +514,20 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     const char *hint;
     diag_finding *f;
     int lr_cause = (act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH;
+    int clip_cause = !lr_cause && m->clip > 0 && clipped >= DIAG_CLIP_SHARE * cnt &&
+                     upd < DIAG_UPDATE_LOW;
     if (lr_cause) {
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
                  isfinite(grow) ? grow : 0.0, upd);
         hint = "re-init with a lower LR: the grown weights stay on the plateau";
+    } else if (clip_cause) {
+        gnorm /= cnt;
+        snprintf(why, sizeof why, "the clip %g: %d of %d steps clipped, the gradient norm %.3g "
+                 "(mean) cut to %.2g of it; update ratio %.2g a step", (double)m->clip, clipped,
+                 cnt, gnorm, gnorm > 0 ? (double)m->clip / gnorm : 0.0, upd);
+        hint = "raise the clip or turn it off (clip 0): Adam's step shrinks once the clipped "
+               "gradient nears its epsilon";
     } else if (vanish) {
         snprintf(why, sizeof why, "depth: bottom layers' gradient %.2g of the top's", v[3]);
         hint = post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
@@ -505,11 +542,13 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
                  "update ratio %.2g", act, v[3], upd);
         hint = "no rule names a cause: compare a run with another LR or norm (--compare)";
     }
-    f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, vanish && !lr_cause ? 0 : la,
+    f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, vanish && !lr_cause && !clip_cause ? 0 : la,
             m->step, v, hint, "stalled: loss %.3f on the unigram plateau %.3f for %ld steps; %s",
             mean, d->plateau, d->stall_run + DIAG_STALL_STEPS - 1, why);
     if (lr_cause)
         set_fix(f, DIAG_FROM_START, 0, "lr x%g", lr_factor(upd));
+    else if (clip_cause)
+        set_fix(f, DIAG_FROM_HERE, 0, "clip 0");
     else if (vanish && post) /* a fresh Pre-LN start learns sooner than a switch */
         set_fix(f, DIAG_FROM_START, 0, "norm pre");
     else if (vanish)
@@ -604,8 +643,60 @@ static int lr_too_high(const diag *d, const step_metrics *m)
     return m->n_layer > 0 && mean_top_update(d, m->n_layer, &cnt) > DIAG_UPDATE_HIGH && cnt >= 4;
 }
 
+/* The least positive value format f holds (a subnormal): the smallest
+ * normal halved while the format keeps the half. */
+static double format_least(numfmt f)
+{
+    float x = numfmt_min_normal(f);
+    while (numfmt_round1(f, x * 0.5f) > 0.0f)
+        x *= 0.5f;
+    return x;
+}
+
+/* The loss computed in the format (fp32 norms off) is the step's first
+ * non-finite value: a token's probability rounded to 0, so its loss, -ln
+ * 0, is inf. In fp32 that token's loss is large but finite: the softmax
+ * and the loss in fp32 (as autocast keeps them) remove it. value {mean
+ * loss before, the largest token loss the format holds, its least
+ * probability, steps}. */
+static void rule_loss(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    if (m->precision == FMT_FP32 || m->fp32_norms || strcmp(m->fault, "forward, loss") != 0)
+        return;
+    double least = format_least(m->precision), cap = -ns_log(least), sum = 0;
+    int cnt = 0;
+    for (long a = 0; a < kept(d); a++)
+        if (point(d, a)->updated && isfinite(point(d, a)->loss))
+            sum += point(d, a)->loss, cnt++;
+    double v[4] = {cnt ? sum / cnt : NAN, cap, least, (double)cnt};
+    char before[64] = "";
+    if (cnt)
+        snprintf(before, sizeof before, "; mean loss %.3f over the %d steps before", v[0], cnt);
+    const char *fmt = numfmt_name(m->precision);
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LOSS, -1, m->step, v,
+        lr_too_high(d, m) ? "fp32-norms on computes the softmax and the loss in fp32, as "
+                            "autocast does; the update ratio says the LR is high too: lower it "
+                            "if the loss grows"
+                          : "fp32-norms on computes the softmax and the loss in fp32, as "
+                            "autocast does",
+        "forward, loss is inf in %s: a token's probability rounded to 0 (the least %s holds is "
+        "%.3g: a loss of %.1f nats)%s", fmt, fmt, least, cap, before);
+    set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "fp32-norms on");
+}
+
+/* Steps kept that changed the weights. */
+static int updates_kept(const diag *d)
+{
+    int n = 0;
+    for (long a = 0; a < kept(d); a++)
+        n += point(d, a)->updated;
+    return n;
+}
+
 /* The LR was raised, or warmup turned off, shortly before: value
- * {tolerated, peak now, raised at, 0} or {peak, off since, 0, 1}. */
+ * {tolerated, peak now, raised at, 0} or {peak, off since, 0, 1}. Not
+ * warmup when no step changed the weights yet (every one skipped, or the
+ * first diverged): the LR has not acted. */
 static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     char hint[DIAG_TEXT];
@@ -620,6 +711,7 @@ static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, 
         set_fix(f, DIAG_FROM_SNAPSHOT, d->lr_raised_at, "lr %g", (double)d->lr_tolerated);
     } else if (!m->warmup_on && d->warmup_off_at >= 0 &&
                m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY && !lr_too_high(d, m) &&
+               updates_kept(d) > 0 &&
                !strstr(m->fault, "loss")) { /* the loss in the format: the format's */
         double v[4] = {m->lr_peak, (double)d->warmup_off_at, 0, 1}; /* 1: no warmup */
         diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR, -1, m->step, v,
@@ -639,12 +731,17 @@ static void diagnose_divergence(diag *d, const step_metrics *m, diag_finding *ou
         d->diverged_at = m->step;
         d->diverged_set = settings_of(m);
     }
-    /* the first is the cause: the specific ones (an op, a raise), then
-     * the LR by its update ratio, then the symptoms */
+    /* the first is the cause: the specific ones (the scaler gave up, an
+     * op, a raise), then the LR by its update ratio, then the symptoms */
+    int gave = scale_gave_up(m);
+    if (gave)
+        rule_scale(d, m, DIAG_DIAGNOSIS, out, max, k);
     rule_norm_var(m, out, max, k);
+    rule_loss(d, m, out, max, k);
     rule_lr(d, m, out, max, k);
     rule_lr_high(d, m, out, max, k);
-    rule_scale(d, m, DIAG_DIAGNOSIS, out, max, k);
+    if (!gave)
+        rule_scale(d, m, DIAG_DIAGNOSIS, out, max, k);
     rule_growth(d, m, out, max, k);
     if (*k > first)
         d->last_diagnosis = out[first];

@@ -1135,16 +1135,42 @@ static void pair_task(void *ctx, int run, int thread)
     j->bad[run] = engine_step(j->e[run], j->m[run]);
 }
 
-/* Live, at a divergence: where b goes and how close that snapshot is to
- * the limit (trainer_rewind_note), as a line of the log. */
-static void rewind_target_event(trainer *t, const engine *e)
+/* The snapshot the fix of v's cause rewinds to (fix_go_back's, as
+ * engine_rewind_before picks it) and how close it is to the limit, in the
+ * words of b's line, into v->fix_rewind; "" when the fix does not rewind
+ * or goes where b goes; v->fix_reinit when no snapshot is that old. */
+static void fix_target_note(const engine *e, trainer_diagnosis *v)
 {
-    char note[NS_EVENT_TEXT];
+    const diag_finding *f = trainer_diagnosis_fix(v);
+    long done = engine_steps_done(e), at, b_at;
+    step_metrics m, mb;
+    v->fix_rewind[0] = 0;
+    v->fix_reinit = 0;
+    if (!f || f->fix_from != DIAG_FROM_SNAPSHOT)
+        return;
+    long before = f->fix_before < done - 1 ? f->fix_before : done - 1;
+    int known = engine_snapshot_before(e, (before > 0 ? before : 0) + 1, &at, &m);
+    v->fix_reinit = known < 0 && done > 0;
+    if (known < 0 || (engine_snapshot_before(e, done, &b_at, &mb) >= 0 && b_at == at))
+        return;
+    diag_snapshot_text(at, known > 0 ? &m : NULL, 0, NULL, "", v->fix_rewind,
+                       sizeof v->fix_rewind);
+}
+
+/* Live, at a divergence of run (1 = b): where b goes and how close that
+ * snapshot is to the limit (trainer_rewind_note), as a line of the log and
+ * in the run's diagnosis (the D panel's, with the fix's own target), which
+ * a rewind clears. */
+static void rewind_target_event(trainer *t, int run)
+{
+    const engine *e = run ? t->o.twin : t->e;
+    char *note = t->rd[run].view.rewind;
     if (t->o.log)
         return; /* headless: --save says it */
-    trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof note);
+    trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof t->rd[run].view.rewind);
     if (note[0])
-        add_event(t, NS_EV_INFO, -1, "b goes back to %s", note);
+        add_event(t, NS_EV_INFO, -1, "b rewinds to %s", note);
+    fix_target_note(e, &t->rd[run].view);
 }
 
 /* Step a, and b with it under --compare; nonzero when either diverged. */
@@ -1194,14 +1220,14 @@ static void do_step(trainer *t)
                   "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds, D a fixes",
                   done, d == &t->run[1].m ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
-        rewind_target_event(t, d == &t->run[1].m ? t->o.twin : t->e);
+        rewind_target_event(t, d == &t->run[1].m);
     } else if (blown >= 0 && t->o.on_div != ONDIV_CONTINUE) {
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
         add_event(t, NS_EV_DIVERGED, -1,
                   "BLEW UP at step %ld (%sloss %.4g, finite): paused; b rewinds, D a fixes", done,
                   blown ? "run b, " : "", (double)run_metrics(t, blown)->loss);
-        rewind_target_event(t, blown ? t->o.twin : t->e);
+        rewind_target_event(t, blown == 1);
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
         set_state(t, TRAINER_DONE);
         add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);

@@ -109,7 +109,9 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
             lr, bkey("warmup", "toggle"), rw);
         break;
     case DIAG_R_STALL:
-        if (post_like(v->cfg->norm))
+        if (!strcmp(f->fix, "clip 0"))
+            say(t, "    keys: %s turns clipping off", bkey("clip", "toggle"));
+        else if (post_like(v->cfg->norm))
             say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
                 bkey("norm", "toggle"), key(TUI_ACT_REINIT), bkey("warmup", "toggle"));
         else
@@ -123,10 +125,17 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
             say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
                 bkey("fp32-norms", "toggle"), lr, rw);
         break;
+    case DIAG_R_LOSS:
+        say(t, "    keys: %s (softmax and loss in fp32), then %s rewinds",
+            bkey("fp32-norms", "toggle"), rw);
+        break;
     case DIAG_R_BLOWUP:
     case DIAG_R_LR_HIGH:
-        say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both", lr, rw,
-            key(TUI_ACT_FIX));
+        if (f == trainer_diagnosis_fix(v->d)) /* its fix line follows */
+            say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both", lr,
+                rw, key(TUI_ACT_FIX));
+        else
+            say(t, "    keys: %s halves the LR, then %s rewinds", lr, rw);
         break;
     case DIAG_R_GROWTH:
         say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr, rw,
@@ -146,11 +155,18 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
     }
 }
 
-/* What the fix key does for finding f, as one line. */
-static void fix_line(text *t, const diag_finding *f, const trainer_status *s)
+/* What the fix key does for finding f, as one line: where it goes back
+ * to (with that snapshot's headroom when the trainer gave it). */
+static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
+                     const run_view *v)
 {
-    char back[64];
-    if (f->fix_from == DIAG_FROM_SNAPSHOT)
+    char back[NS_EVENT_TEXT + 16];
+    if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_reinit)
+        snprintf(back, sizeof back, "re-inits (no snapshot at or before step %ld is kept)",
+                 f->fix_before > 0 ? f->fix_before : 0);
+    else if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_rewind[0])
+        snprintf(back, sizeof back, "rewinds to %s", v->d->fix_rewind);
+    else if (f->fix_from == DIAG_FROM_SNAPSHOT)
         snprintf(back, sizeof back, "rewinds to the snapshot at or before step %ld",
                  f->fix_before > 0 ? f->fix_before : 0);
     else if (f->fix_from == DIAG_FROM_START)
@@ -201,6 +217,14 @@ static void layer_now(text *t, int l, const run_view *v, int have)
         num(lm->update_ratio));
 }
 
+/* Where b goes and how close that snapshot is to the limit, the words
+ * the event log gave at the divergence (trainer_diagnosis.rewind). */
+static void rewind_line(text *t, const run_view *v)
+{
+    if (v->d->rewind[0])
+        say(t, "    %s rewinds to %s", key(TUI_ACT_REWIND), v->d->rewind);
+}
+
 static void run_lines(text *t, const trainer_status *s, int run)
 {
     run_view v = view_of(s, run);
@@ -211,6 +235,11 @@ static void run_lines(text *t, const trainer_status *s, int run)
     const char *ind = s->compare ? "  " : "";
     if (!s->have_metrics) {
         say(t, "%sno steps yet: nothing to report", ind);
+        return;
+    }
+    if (v.d->n == 0 && v.d->rewind[0]) { /* diverged, and no rule named it */
+        say(t, "%sdiverged at step %ld: no rule names a cause", ind, v.m->step);
+        rewind_line(t, &v);
         return;
     }
     if (v.d->n == 0) {
@@ -224,8 +253,10 @@ static void run_lines(text *t, const trainer_status *s, int run)
             say(t, "%sno warnings; the run is healthy", ind);
         return;
     }
-    /* the diagnoses first (the first of a divergence is its cause), then
-     * the warnings that came before; each kind oldest first */
+    /* the diagnoses first (the first of a divergence is its cause, and
+     * where b goes follows it), then the warnings that came before; each
+     * kind oldest first */
+    int rewind_said = 0;
     for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
         for (int i = 0; i < v.d->n; i++) {
             const diag_finding *f = &v.d->f[i];
@@ -237,7 +268,9 @@ static void run_lines(text *t, const trainer_status *s, int run)
             say(t, "    try: %s", f->hint);
             keys_line(t, f, &v);
             if (f == trainer_diagnosis_fix(v.d))
-                fix_line(t, f, s);
+                fix_line(t, f, s, &v);
+            if (!rewind_said++)
+                rewind_line(t, &v);
         }
 }
 

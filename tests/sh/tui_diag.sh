@@ -4,8 +4,9 @@
 # diagnosis with its numbers, the layer's numbers now, what to try and the
 # keys for it; any key closes it, D again too; a applies its fix and the
 # run trains on, marked "fix" on the chart; q on a diverged run prints
-# its cause. A finite blow-up (LR 1.0) pauses DIVERGED too and says it is
-# finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
+# its cause. At 80x24 the panel says where b rewinds to and how close that
+# snapshot is to the limit, as --save does. A finite blow-up (LR 1.0)
+# pauses DIVERGED too and says it is finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
 # both runs' diagnoses, b's naming its layer.
 #
 # Usage: NS_BIN=./normscope sh tests/sh/tui_diag.sh
@@ -60,6 +61,22 @@ check_exited "the diverged run" 3
 grep -q "^normscope: cause: forward, final norm variance overflowed" "$T/err" &&
     grep -q "^normscope: try: " "$T/err" && ok || no "q on a diverged run: no cause line: $(cat "$T/err")"
 
+# ---- at 80x24: where b goes and its headroom, as --save says it ----------
+# the headless run's --save line and the panel come from one source: the
+# same snapshot, the same headroom, the same earlier one offered
+$BIN --headless $F --lr 2e-2 --save "$T/ck" >/dev/null 2>"$T/save.err" </dev/null
+room=$(sed -n 's/.*wrote the snapshot of \(step [0-9]*, headroom [0-9.]* (layer [0-9]*)\).*/\1/p' "$T/save.err")
+had=$(sed -n 's/.*wrote the snapshot of step.*; \(step [0-9]* had [0-9.]*\) .*/\1/p' "$T/save.err")
+$TM resize-window -t "$W" -x 80 -y 24 2>/dev/null
+open_d DIVERGED "$BIN $F --lr 2e-2"
+[ -n "$room" ] && [ -n "$had" ] && panel "b rewinds to $room" && screen | tr -s ' \n' ' ' | grep -qF "$had (b " &&
+    ok || no "D at 80x24: no 'b rewinds to $room', '$had' ($(cat "$T/save.err")): $(screen)"
+key x
+wait_gone 'DIAGNOSIS at step' 10
+key q
+check_exited "the diverged run at 80x24" 3
+$TM resize-window -t "$W" -x 120 -y 40 2>/dev/null
+
 # ---- a in the panel: the fix applied, the run trains on -------------------
 open_d DIVERGED "$BIN $F --lr 2e-2"
 key a
@@ -73,9 +90,17 @@ check_exited "the fixed run" 0
     no "a fixed run's exit cites --on-diverge continue: $(cat "$T/err")"
 
 # ---- a finite blow-up pauses the live view as a divergence does ----------
-open_d DIVERGED "$BIN -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --lr 1.0"
+# (a snapshot every 5 steps: the fix goes back to before the rise, b to
+# the newest, and the panel says where each goes)
+open_d DIVERGED "$BIN -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 25 --lr 1.0 --snapshot-every 5"
 panel 'DIAGNOSIS at step' && panel 'blew up, finite: loss' && panel 'update ratio' && ok ||
     no "D on a blow-up: $(screen)"
+rise=$(screen | sed -n 's/.*rising since step \([0-9]*\).*/\1/p' | head -n 1)
+fa=$(screen | sed -n 's/.*a applies the fix: rewinds to step \([0-9]*\)[ ,].*/\1/p' | head -n 1)
+fb=$(screen | sed -n 's/.*b rewinds to step \([0-9]*\), headroom .*/\1/p' | head -n 1)
+[ -n "$rise" ] && [ -n "$fa" ] && [ -n "$fb" ] && [ "$fa" -lt "$rise" ] && [ "$fa" -lt "$fb" ] &&
+    [ $((fa % 5)) -eq 0 ] && [ $((fb % 5)) -eq 0 ] && ok ||
+    no "D on a blow-up: the fix's snapshot '$fa' (rise '$rise'), b's '$fb': $(screen)"
 key x
 wait_gone 'DIAGNOSIS at step' 10
 screen | head -n 1 | grep -qF 'blew up, finite' && screen | head -n 1 | grep -qF '! blowup' &&

@@ -344,13 +344,19 @@ static void test_stall(void)
         }
     }
     /* Pre-LN on the plateau with act max grown to 5000 (the LR's), or with
-     * an update ratio of 1e-6 (an LR too low): each cause and its fix */
-    for (int variant = 0; variant < 2; variant++) {
+     * an update ratio of 1e-6 (an LR too low); the same clipped at 1e-7 on
+     * every step (the clip's), or on every other step only (the LR's
+     * still): each cause and its fix */
+    for (int variant = 0; variant < 4; variant++) {
         reset();
         step_metrics m;
         for (long s = 1; s <= 260; s++) {
             healthy(&m, s);
             m.loss = (float)(PLATEAU + 0.3 + 0.05 * sin((double)s)); /* 0.3 above */
+            m.grad_norm = 2.0f;
+            m.clip = variant >= 2 ? 1e-7f : 0.0f;
+            if (variant == 3 && s % 2)
+                m.grad_norm = 1e-8f; /* under the clip */
             for (int l = 0; l < L; l++) {
                 if (variant == 0) {
                     m.layer[l].act_max = 5000.0f * exp2f((float)s / 100);
@@ -365,6 +371,11 @@ static void test_stall(void)
         if (variant == 0)
             CHECK(f && strstr(f->text, "the LR 0.001: act max") && strstr(f->text, "+1.00") &&
                   !strcmp(f->fix, "lr x0.1") && f->fix_from == DIAG_FROM_START); /* 8e-4 */
+        else if (variant == 2)
+            CHECK(f && strstr(f->text, "the clip 1e-07: 48 of 48 steps clipped, the gradient "
+                                       "norm 2 (mean) cut to 5e-08 of it; update ratio 1e-06") &&
+                  strstr(f->hint, "clip 0") && !strcmp(f->fix, "clip 0") &&
+                  f->fix_from == DIAG_FROM_HERE);
         else
             CHECK(f && strstr(f->text, "too low: update ratio 1e-06") &&
                   !strcmp(f->fix, "lr x10"));
@@ -609,6 +620,90 @@ static void test_snapshot_text(void)
     CHECK(!strcmp(buf, "step 150, headroom 0.5 (layer 2); step 100 is earlier (b twice)"));
 }
 
+/* fp16 with the loss in fp16: the first non-finite value is the loss;
+ * named first (before the LR's ratio), with fp16's least value and the
+ * mean loss before; fp32 norms on is its fix. In fp32 norms, no. */
+static void test_loss_overflow(void)
+{
+    for (int on = 0; on < 2; on++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 40; s++) {
+            healthy(&m, s);
+            m.precision = FMT_FP16;
+            m.fp32_norms = on;
+            m.loss = 3.5f;
+            m.warmup_on = 0;
+            m.layer[L - 1].update_ratio = 2e-2f; /* the LR's ratio high too */
+            if (s == 40) {
+                m.nonfinite = 1;
+                m.loss = INFINITY;
+                strcpy(m.fault, "forward, loss");
+            }
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_LOSS);
+        if (on) {
+            CHECK(f == NULL);
+            continue;
+        }
+        CHECK(f && dg->last_diagnosis.rule == DIAG_R_LOSS && f->kind == DIAG_DIAGNOSIS);
+        CHECK(f && strstr(f->text, "forward, loss is inf in fp16: a token's probability rounded "
+                                   "to 0 (the least fp16 holds is 5.96e-08: a loss of 16.6 "
+                                   "nats); mean loss 3.500 over the 39 steps before"));
+        CHECK(f && f->value[2] == ldexp(1.0, -24) && fabs(f->value[1] - 24 * log(2.0)) < 1e-9);
+        CHECK(f && !strcmp(f->fix, "fp32-norms on") && f->fix_from == DIAG_FROM_SNAPSHOT);
+        CHECK(first(DIAG_R_LR_HIGH) != NULL && first(DIAG_R_LR) == NULL);
+        CHECK(f && strstr(f->hint, "in fp32") && strstr(f->hint, "the LR is high too"));
+    }
+}
+
+/* The dynamic scale halving on every step, each skipped, from 65536 to 1,
+ * then the gradients overflow at 1 (the scaler gives up): the scale is the
+ * cause, named first, not the warmup (no step changed the weights); bf16
+ * is its fix. The same at scale 2 (a divergence from the forward) is not
+ * the scaler's giving up. */
+static void test_scale_gave_up(void)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 17; s++) {
+            healthy(&m, s);
+            m.precision = FMT_FP16;
+            m.warmup_on = 0;
+            m.loss = 5.5f;
+            m.loss_scale_dynamic = 1;
+            m.loss_scale = 65536.0f / exp2f((float)(s - 1));
+            m.skipped = s < 17;
+            if (s == 17) {
+                m.nonfinite = 1;
+                m.grad_norm = NAN;
+                strcpy(m.fault, variant ? "forward, layer 1, attn proj" :
+                                          "backward, layer 3, attn out norm");
+                if (variant)
+                    m.loss = NAN;
+            }
+            feed(&m);
+        }
+        CHECK(first(DIAG_R_LR) == NULL); /* warmup: the LR never acted */
+        const diag_finding *d = NULL;
+        for (int i = 0; i < n_found; i++)
+            if (found[i].rule == DIAG_R_SCALE && found[i].kind == DIAG_DIAGNOSIS)
+                d = &found[i];
+        if (variant) {
+            CHECK(d && d->value[3] == 0 && !strstr(d->text, "at 1"));
+            continue;
+        }
+        CHECK(d && dg->last_diagnosis.rule == DIAG_R_SCALE && d->value[3] == 1);
+        CHECK(d && strstr(d->text, "loss scale collapsed 65536 -> 1 (65536x) within 16 steps, "
+                                   "and at 1 the backward, layer 3, attn out norm still "
+                                   "overflowed: gradients at their true size pass fp16's max "
+                                   "65504"));
+        CHECK(d && strstr(d->hint, "bf16") && !strcmp(d->fix, "precision bf16"));
+    }
+}
+
 int main(void)
 {
     dg = malloc(sizeof *dg);
@@ -628,6 +723,8 @@ int main(void)
     test_val_nan();
     test_blowup();
     test_warmup_early();
+    test_loss_overflow();
+    test_scale_gave_up();
     test_entropy();
     /* the checks in feed ran */
     CHECK(texts_checked > 20 && fixes_checked > 8);

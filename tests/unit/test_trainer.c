@@ -373,8 +373,8 @@ static void test_divergence(void)
     CHECK(S->s.run[0].last.nonfinite);
     CHECK(find_event(S, NS_EV_DIVERGED, "DIVERGED at step 1"));
     CHECK(find_event(S, NS_EV_DIVERGED, "diverged at step 1")); /* the engine's, kind kept */
-    /* where b goes, said as a key's effect (not "b: ", which names run b) */
-    CHECK(find_event(S, NS_EV_INFO, "b goes back to step 0 (its headroom is not known)"));
+    /* where the b key goes (not "b: ", which names run b's lines) */
+    CHECK(find_event(S, NS_EV_INFO, "b rewinds to step 0 (its headroom is not known)"));
     CHECK(S->ev[(S->s.ev_total - 1) % TRAINER_EVENTS].layer == S->s.run[0].last.fault_layer);
     sleep_s(0.1);
     trainer_snapshot_copy(t, S);

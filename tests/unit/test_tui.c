@@ -781,6 +781,69 @@ static void test_diag_panel(void)
     CHECK(has_line(lines, n, "keys: i (fp32 norms) and - halves the LR; then b rewinds") &&
           !has_line(lines, n, "f x"));
     s->s.run[0].cfg.precision = FMT_FP16;
+    /* at a divergence: where b goes and its headroom, right after the
+     * cause (a short screen keeps it), before the next diagnosis */
+    snprintf(d->rewind, sizeof d->rewind, "step 150, headroom 1.3 (layer 2); step 100 had 2.9 "
+             "(b twice)");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    int rw = has_line(lines, n, "    b rewinds to step 150, headroom 1.3 (layer 2); step 100 had "
+                                "2.9 (b twice)");
+    int next = has_line(lines, n, "DIAGNOSIS at step 7: LR raised");
+    cause = has_line(lines, n, "DIAGNOSIS at step 7: final norm variance");
+    CHECK(rw && cause < rw && rw < next);
+    /* the fix's own snapshot, when it is another than b's: on its line */
+    d->f[1].fix_from = DIAG_FROM_SNAPSHOT;
+    d->f[1].fix_before = 60;
+    snprintf(d->f[1].fix, sizeof d->f[1].fix, "fp32-norms on");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "a applies the fix: rewinds to the snapshot at or before step 60, "
+                             "then fp32-norms on"));
+    snprintf(d->fix_rewind, sizeof d->fix_rewind, "step 50, headroom 3.2 (layer 2)");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "a applies the fix: rewinds to step 50, headroom 3.2 (layer 2), "
+                             "then fp32-norms on, and trains on (fix 1 of 3)"));
+    d->fix_rewind[0] = 0;
+    d->fix_reinit = 1; /* none that old kept */
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "a applies the fix: re-inits (no snapshot at or before step 60 is "
+                             "kept), then fp32-norms on"));
+    d->fix_reinit = 0;
+    d->f[1].fix[0] = 0;
+    d->f[1].fix_before = 0;
+    /* a divergence no rule names: said so, never "healthy" */
+    int kept_n = d->n;
+    d->n = 0;
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "diverged at step 7: no rule names a cause") &&
+          has_line(lines, n, "b rewinds to step 150") && !has_line(lines, n, "healthy"));
+    d->n = kept_n;
+    d->rewind[0] = 0;
+    /* an LR too high after the cause: its keys, and no "fix below" (the
+     * cause's fix line is above it) */
+    double uv[4] = {0.02, 0.02, 64, 0};
+    diag_finding kept_h = d->f[2];
+    d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_LR_HIGH, 2, 7, uv, "LR 0.02 too high", "lower");
+    snprintf(d->f[1].fix, sizeof d->f[1].fix, "fp32-norms on");
+    snprintf(d->f[2].fix, sizeof d->f[2].fix, "lr x0.1");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: - halves the LR, then b rewinds") &&
+          !has_line(lines, n, "the fix below"));
+    d->f[1].fix[0] = 0; /* now the LR's is the fix */
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "then b rewinds; a (the fix below) does both") &&
+          has_line(lines, n, "a applies the fix: rewinds") >
+              has_line(lines, n, "the fix below"));
+    d->f[2] = kept_h;
+    /* the loss in fp16 and a stall of the clip's: their keys */
+    diag_finding kept_f = d->f[2];
+    d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_LOSS, -1, 7, rv, "forward, loss is inf", "fp32");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: i (softmax and loss in fp32), then b rewinds"));
+    d->f[2] = finding(DIAG_DIAGNOSIS, DIAG_R_STALL, 2, 7, rv, "stalled: the clip", "clip 0");
+    snprintf(d->f[2].fix, sizeof d->f[2].fix, "clip 0");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "keys: c turns clipping off"));
+    d->f[2] = kept_f;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */
     memset(d, 0, sizeof *d);

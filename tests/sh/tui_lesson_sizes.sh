@@ -3,7 +3,8 @@
 # projector (80x24, 100x30) and of a laptop (120x40), from the outside
 # (tmux, as tui_lesson.sh): at the lesson's first pause the screen shows
 # the question, both runs' loss and val, every layer of both runs (the
-# lessons name the bottom, the middle and the top ones) and a loss chart.
+# lessons name the bottom, the middle and the top ones) and a loss chart
+# whose legend names a setting of each run.
 # At 80x24, L hides the question and gives its rows back, L shows it again.
 # The sweep lesson (stability-map) shows its title and text under its grid.
 # The lessons run with a tiny model (-d 16 -T 8 -B 2): the layout depends
@@ -58,7 +59,11 @@ check_pause() {
     screen | sed -n 1p | grep -Eq 'a: +loss [0-9.]+ +val ' && ok || no "$what: run a's loss and val: $(screen | sed -n 1p)"
     screen | sed -n 2p | grep -Eq '^ b: +loss [0-9.]+ +val ' && ok || no "$what: run b's loss and val: $(screen | sed -n 2p)"
     [ "$step" -gt 50 ] && { screen | sed -n 2p | grep -Eq 'val [0-9]' && ok || no "$what: run b's val is not measured"; }
-    screen | grep -q '^ loss \[' && ok || no "$what: no loss chart"
+    screen | grep -q '^ loss ' && ok || no "$what: no loss chart"
+    # both runs' entries in the chart's legend, a setting named in each
+    # (never a bare " +N"), whatever the width leaves
+    screen | grep '^ loss ' | grep -Eq -- '- a: [a-z].*  \+ b: [a-z]' && ok ||
+        no "$what: the legend lacks a run's entry: $(screen | grep '^ loss ')"
     # every layer twice: in run a's panel and in run b's
     seen=$(layers_seen | sort -n | uniq -c | awk '$1 >= 2' | wc -l)
     [ "$seen" -eq "$nl" ] && ok || { no "$what: $seen of $nl layers on the screen in both panels"; screen >&2; }

@@ -476,6 +476,7 @@ typedef struct {
     int no_color; /* --no-color (NO_COLOR is read too) */
     const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
     int bars_rel; /* --bars relative */
+    const ns_script *lesson_lines; /* a sweep lesson's notes and questions; or NULL */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

@@ -19,7 +19,7 @@ A text edited without a new run fails here: its pattern no longer finds
 the number, or the number no longer matches the run.
 
 Completeness: every decimal number (one with a point) in a lesson file's
-comment and text lines, and in the LESSONS section of the page, must be
+comment, text and script (at, every) lines, and in the LESSONS section of the page, must be
 found by a claim or be listed below as not a measurement (a flag's value,
 a constant of the number formats), with the reason. A new decimal in a
 text without a check fails the suite.
@@ -387,7 +387,7 @@ def check_complete():
         pos = 0
         missing = []
         for ln in lines:
-            claimable = ln.startswith("#") or ln.startswith("text:") or src == MAN
+            claimable = ln.startswith(("#", "text:", "at ", "every ")) or src == MAN
             if claimable and lo <= pos < hi:
                 for m in dec.finditer(ln):
                     a = pos + m.start()

@@ -7,7 +7,10 @@
  *   compare: SETTING=VALUE   a twin run differing in one setting (optional)
  *   sweep: SPEC      the lesson is a grid of headless runs, SPEC as --sweep
  *                    takes it, flags common to every run (optional; such a
- *                    lesson has no compare and no script lines)
+ *                    lesson has no compare, and its only script lines are
+ *                    "at N: note TEXT" and "at N: pause QUESTION", shown by
+ *                    the sweep's view once N of its runs have ended; a
+ *                    question there stops no run)
  *   text: a line of what to watch (repeatable)
  *   cite: a line of what the literature says (repeatable)
  *   at N: COMMAND / every N: COMMAND   script lines, as in --script

@@ -53,6 +53,8 @@ typedef struct {
     float loss_scale;   /* in force for this step; 1 in fp32 or when off */
     int loss_scale_dynamic;
     int skipped;        /* the dynamic loss scaler skipped this step */
+    float ln_gamma_init; /* the norms' initial gain (--ln-gamma-init), fixed at the
+                            start: the gamma-zero lesson's difference */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
     int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
                            not set by the engine */
@@ -97,6 +99,7 @@ enum {
     METRICS_COL_STEP, METRICS_COL_LOSS, METRICS_COL_VAL, METRICS_COL_LR, METRICS_COL_GNORM,
     METRICS_COL_TPS, METRICS_COL_NORM, METRICS_COL_KIND, METRICS_COL_WARMUP, METRICS_COL_CLIP,
     METRICS_COL_PREC, METRICS_COL_FP32N, METRICS_COL_SCALE, METRICS_COL_SKIPPED,
+    METRICS_COL_GAMMA0, /* after the others: every older step column keeps its place */
     METRICS_STEP_COLS
 };
 enum { METRICS_LAYER_COLS = 10 };

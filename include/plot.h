@@ -21,7 +21,7 @@
 #include "snapshot.h"
 #include "sweep.h"
 
-enum { PLOT_NSET = 6, PLOT_SETLEN = 24, PLOT_MARKLEN = 96, PLOT_MAX_STEPS = 8 };
+enum { PLOT_NSET = 7, PLOT_SETLEN = 24, PLOT_MARKLEN = 96, PLOT_MAX_STEPS = 8 };
 
 typedef struct {
     long step;               /* where it is drawn: a rewind at the step it left */

@@ -202,10 +202,16 @@ tui_twin_cols tui_twin_columns(int width, int prec);
 #define TUI_TWIN_ACT_MIN 10 /* the activation bar needs this for its two marks */
 
 /* Fit a run's label (twin_label: "b: norm=pre precision=bf16  ...") to w
- * columns in place: the named kinds by their value alone ("pre", "bf16"),
- * then whole words, with " +N" when N of the settings that differ were
- * left out. Returns N. */
+ * columns in place: the named kinds by their value alone ("pre", "bf16")
+ * and long names shortened ("gamma=0"), then low precision's defaults
+ * left out (fp32-norms=on, scale=dyn: they say only "not fp32"), then
+ * whole words, with " +N" when N of the settings that differ were left
+ * out. Returns how many of those N were not low precision's defaults:
+ * 0 when the label still says every setting that matters. */
 int tui_label_fit(char *b, int w);
+/* The short forms of tui_label_fit, in place, whatever the width: the
+ * values of the named kinds alone, the long names shortened. */
+void tui_label_brief(char *b);
 
 /* The first display row (0 = the top layer) that keeps display row `pos`
  * visible in a window of `visible` rows over `count`, moving `first` as
@@ -470,6 +476,7 @@ typedef struct {
     int no_color; /* --no-color (NO_COLOR is read too) */
     const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
     int bars_rel; /* --bars relative */
+    const ns_script *lesson_lines; /* a sweep lesson's notes and questions; or NULL */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

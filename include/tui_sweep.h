@@ -124,6 +124,9 @@ typedef struct {
     sv_tail open_tail;
     trainer_snapshot *snap; /* what the chart and heatmap draw */
     tui_ui ui;             /* glyphs, colors, chart and heatmap state */
+    /* a sweep lesson's at lines (notes, questions), each shown once as
+     * many runs have ended as its N says; NULL: none */
+    const ns_script *lesson_lines;
     int help, quit;
 } sweepview;
 

@@ -413,6 +413,7 @@ static void step_fields(engine *e, step_metrics *out, float loss, float lr, floa
     out->lr_peak = e->sched.peak;
     out->precision = c->precision;
     out->fp32_norms = c->fp32_norms;
+    out->ln_gamma_init = c->ln_gamma_init;
     out->loss_scale = scale;
     out->loss_scale_dynamic = scaler_dynamic(e);
     out->n_layer = e->m.L;

@@ -63,14 +63,28 @@ static int lesson_key(ns_lesson *l, char *t, const char *name, int lineno, char 
     return 0;
 }
 
-/* A sweep's runs are headless children: no twin, no script to drive. */
+/* A sweep's runs are headless children: no twin, and no command reaches
+ * them. Its at lines are what its view shows, "at N" once N of its runs
+ * have ended: notes, and questions (pause PROMPT), which stop nothing. */
 static int lesson_sweep_mixed(const ns_lesson *l, const char *name, char *err, size_t errlen)
 {
-    if (!l->sweep[0] || (!l->compare[0] && l->script.n == 0))
+    if (!l->sweep[0])
         return 0;
-    snprintf(err, errlen, "%s: a sweep lesson takes no %s (its runs are headless, one per cell)",
-             name, l->compare[0] ? "compare line" : "at or every lines");
-    return -1;
+    if (l->compare[0]) {
+        snprintf(err, errlen, "%s: a sweep lesson takes no compare line (its runs are headless, "
+                 "one per cell)", name);
+        return -1;
+    }
+    for (int i = 0; i < l->script.n; i++) {
+        const script_entry *e = &l->script.e[i];
+        int shown = e->cmd.kind == CMD_NOTE || (e->cmd.kind == CMD_PAUSE && e->cmd.text[0]);
+        if (e->every > 0 || e->target != 0 || !shown) {
+            snprintf(err, errlen, "%s: a sweep lesson's lines are 'at N: note TEXT' and 'at N: "
+                     "pause QUESTION' (N: runs ended), shown by its view", name);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Does the run's value of a row equal the value v? A real is compared as

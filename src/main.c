@@ -389,7 +389,8 @@ static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrup
 static tui_options ui_options(const cli_opts *o, const ns_lesson *lesson)
 {
     tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
-                      lesson ? lesson->text : NULL, o->bars_rel};
+                      lesson ? lesson->text : NULL, o->bars_rel,
+                      lesson && lesson->sweep[0] ? &lesson->script : NULL};
     return uo;
 }
 

@@ -25,6 +25,7 @@ const metrics_col metrics_step_cols[METRICS_STEP_COLS] = {
     [METRICS_COL_FP32N] = STEP("fp32_norms", fp32_norms, METRICS_T_ONOFF, 1),
     [METRICS_COL_SCALE] = STEP("loss_scale", loss_scale, METRICS_T_FLOAT, 0),
     [METRICS_COL_SKIPPED] = STEP("skipped", skipped, METRICS_T_INT, 0),
+    [METRICS_COL_GAMMA0] = STEP("ln_gamma_init", ln_gamma_init, METRICS_T_FLOAT, 1),
 };
 #undef STEP
 

@@ -561,9 +561,24 @@ static void frame_text(svg *v, const char *title, char *cap, size_t capn)
     text(v, o->w / 2.0, o->h - v->fs * 0.7, size, 'm', v->p->dim, "class=\"caption\"", "%s", cap);
 }
 
-static void draw_frame(svg *v, const plot_data *d, const char *title)
+/* A comparison's title says what the runs differ in, when the file
+ * names it and it fits a slide's line: "...: ln-gamma-init=0 against
+ * ln-gamma-init=1". */
+static void frame_title(const plot_data *d, const char *title, char *t, size_t n)
 {
-    char cap[1200], a[400], b[400];
+    snprintf(t, n, "%s", title);
+    if (d->nruns < 2 || d->unnamed)
+        return;
+    const char *a = strchr(d->run[0].label, ':'), *b = strchr(d->run[1].label, ':');
+    if (!a || !b || strlen(title) + strlen(a) + strlen(b) + 8 > 90)
+        return;
+    snprintf(t, n, "%s: %s against %s", title, a + 2, b + 2);
+}
+
+static void draw_frame(svg *v, const plot_data *d, const char *title_in)
+{
+    char cap[1200], a[400], b[400], title[256];
+    frame_title(d, title_in, title, sizeof title);
     run_settings(&d->run[0], a, sizeof a);
     if (d->nruns > 1) {
         run_settings(&d->run[1], b, sizeof b);

@@ -27,15 +27,44 @@
 #include <string.h>
 
 /* Fit a run's label for the legend to w columns (tui_label_fit: what
- * differs first, " +N" for the settings left out), then two spaces. */
-static void trim_label(char *b, int w)
+ * differs first, shortened, " +N" for the settings left out), then two
+ * spaces. Returns how many settings that matter it left out. */
+static int trim_label(char *b, int w)
 {
-    tui_label_fit(b, w);
+    int lost = tui_label_fit(b, w);
     char *rest = strstr(b, "  "); /* only what differs: the panel headers show the rest */
     if (rest)
         *rest = 0;
     size_t n = strlen(b);
     b[n] = ' ', b[n + 1] = ' ', b[n + 2] = 0;
+    return lost;
+}
+
+/* Both runs' labels (twin_label, in buffers of 160) fitted into room
+ * columns together, two spaces after each, neither over cap columns:
+ * both in their short forms when either needs it (the two read alike),
+ * and a short label gives its spare columns to the other. Returns how
+ * many settings that matter they left out. */
+static int fit_label_pair(char *la, char *lb, const char *fa, const char *fb, int room, int cap)
+{
+    char sa[160], sb[160];
+    snprintf(sa, sizeof sa, "%s", fa);
+    snprintf(sb, sizeof sb, "%s", fb);
+    snprintf(la, 160, "%s", sa);
+    snprintf(lb, 160, "%s", sb);
+    trim_label(la, 160);
+    trim_label(lb, 160);
+    int na = (int)strlen(la), nb = (int)strlen(lb);
+    if (na + nb <= room && na <= cap + 2 && nb <= cap + 2)
+        return 0;
+    tui_label_brief(sa);
+    tui_label_brief(sb);
+    snprintf(la, 160, "%s", sa);
+    trim_label(la, clampi(room / 2 - 2, 1, cap));
+    snprintf(lb, 160, "%s", sb);
+    int lost = trim_label(lb, clampi(room - (int)strlen(la) - 2, 1, cap));
+    snprintf(la, 160, "%s", sa);
+    return lost + trim_label(la, clampi(room - (int)strlen(lb) - 2, 1, cap));
 }
 
 static long window_points(const trainer_snapshot *s)
@@ -159,56 +188,67 @@ static long xdot_of(const chart_ctx *c, const trainer_point *p)
 }
 
 /* The legend's labels: "train", or with --compare each run's settings
- * now (twin_label), so the legend follows every change. */
+ * now (twin_label), so the legend follows every change. Both runs'
+ * entries come before everything else the row holds: their labels are
+ * shortened first, then the step range and the y scale's name give their
+ * columns; the items after run b's are left out when they do not fit. */
 static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_ui *ui)
 {
     const trainer_status *st = &c->s->s;
     char la[160] = "train  ", lb[160] = "";
+    char range[64] = "", range_all[64] = "";
+    if (c->total > c->first || st->ghost_n > 0)
+        snprintf(range_all, sizeof range_all, " steps %ld-%ld ", c->cg.first, c->cg.last);
+    memcpy(range, range_all, sizeof range);
+    const char *mode = ui->logy ? "[log-y]  " : "[linear]  ";
     if (c->cmp) {
+        char fa[160], fb[160];
         twin_run ra = {&st->run[0].cfg, st->run[0].warmup_on, st->run[0].lr_peak, st->joined};
         twin_run rb = {&st->run[1].cfg, st->run[1].warmup_on, st->run[1].lr_peak, st->joined};
-        twin_label("a", ra, rb, la, sizeof la - 2);
-        twin_label("b", rb, ra, lb, sizeof lb - 2);
-        /* in the columns the other legend items leave */
-        int w = clampi((r.w - 64) / 2, 20, 60);
-        trim_label(la, w);
-        trim_label(lb, w);
+        twin_label("a", ra, rb, fa, sizeof fa - 2);
+        twin_label("b", rb, ra, fb, sizeof fb - 2);
+        /* each at most the columns the other items want, while that
+         * leaves no setting out */
+        const int cap = clampi((r.w - 64) / 2, 20, 60);
+        for (int give = 0, lost = 1; give < 6 && lost; give++) {
+            if (give >= 2)
+                range[0] = 0;
+            if (give >= 4)
+                mode = "";
+            /* less "loss ", the y scale, the two glyphs and the range */
+            int room = r.w - 1 - 5 - (int)strlen(mode) - 2 - 2 - (int)strlen(range);
+            lost = fit_label_pair(la, lb, fa, fb, room, give % 2 ? room : cap);
+        }
     }
-    char range[64] = "";
-    if (c->total > c->first || st->ghost_n > 0)
-        snprintf(range, sizeof range, " steps %ld-%ld ", c->cg.first, c->cg.last);
     int right = r.c + r.w - (int)strlen(range);
     const int uni = c->uni, ghost = st->ghost_n > 0;
     struct {
-        const char *text;
-        int cols; /* columns it takes (a glyph of 3 bytes is 1) */
-        tui_style st;
+        const char *glyph, *text; /* a mark and what it stands for: both, or neither */
+        int glyph_cols;           /* columns the glyph takes (3 bytes of UTF-8 are 1) */
+        tui_style glyph_st;
     } legend[] = {
-        {"loss ", 5, TUI_S_TITLE},
-        {ui->logy ? "[log-y]  " : "[linear]  ", ui->logy ? 9 : 10, TUI_S_DIM},
-        {uni ? "\xe2\xa3\xa4 " : "- ", 2, TUI_S_TRAIN}, /* ⣤ */
-        {la, (int)strlen(la), TUI_S_LABEL},
-        {c->cmp ? "+ " : "", c->cmp ? 2 : 0, TUI_S_TWIN},
-        {lb, (int)strlen(lb), TUI_S_LABEL},
-        {c->cmp ? "* " : "", c->cmp ? 2 : 0, TUI_S_TITLE},
-        {c->cmp ? "both  " : "", c->cmp ? 6 : 0, TUI_S_LABEL},
-        {ghost ? (uni ? "\xc2\xb7 " : ". ") : "", ghost ? 2 : 0, TUI_S_DIM}, /* · */
-        {ghost ? "before rewind  " : "", ghost ? 15 : 0, TUI_S_LABEL},
-        {uni ? "\xe2\x80\xa2 " : "o ", 2, TUI_S_VAL},
-        {"validation  ", 12, TUI_S_LABEL},
-        {uni ? "\xe2\x94\x8a " : ": ", 2, TUI_S_MARK},
-        {"setting changed", 15, TUI_S_LABEL},
+        {"loss ", mode, 5, TUI_S_TITLE},
+        {uni ? "\xe2\xa3\xa4 " : "- ", la, 2, TUI_S_TRAIN}, /* ⣤ */
+        {c->cmp ? "+ " : "", lb, 2, TUI_S_TWIN},
+        {c->cmp ? "* " : "", "both  ", 2, TUI_S_TITLE},
+        {ghost ? (uni ? "\xc2\xb7 " : ". ") : "", "before rewind  ", 2, TUI_S_DIM}, /* · */
+        {uni ? "\xe2\x80\xa2 " : "o ", "validation  ", 2, TUI_S_VAL},
+        {uni ? "\xe2\x94\x8a " : ": ", "setting changed", 2, TUI_S_MARK},
     };
     int col = r.c + 1;
     for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++) {
-        if (legend[i].cols == 0)
+        if (!legend[i].glyph[0])
             continue;
-        if (col + legend[i].cols > right)
+        int tw = (int)strlen(legend[i].text);
+        if (col + legend[i].glyph_cols + tw > right)
             break;
-        col += tui_puts(g, r.r, col, legend[i].cols, legend[i].st, legend[i].text);
+        col += tui_puts(g, r.r, col, legend[i].glyph_cols, legend[i].glyph_st, legend[i].glyph);
+        col += tui_puts(g, r.r, col, tw, i == 0 ? TUI_S_DIM : TUI_S_LABEL, legend[i].text);
     }
-    if (range[0] && right > col)
-        tui_puts(g, r.r, right, (int)strlen(range), TUI_S_DIM, range);
+    /* a range given up for the labels still shows where they left room */
+    int rw = (int)strlen(range_all);
+    if (rw > 0 && col <= r.c + r.w - rw)
+        tui_puts(g, r.r, r.c + r.w - rw, rw, TUI_S_DIM, range_all);
 }
 
 /* The y range: the window's lowest plotted value to its 98th percentile,

@@ -601,6 +601,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
         rs->sv->ui.lesson_title = o->lesson_title; /* a sweep lesson's notes (main.c) */
         rs->sv->ui.lesson_text = o->lesson_text;
+        rs->sv->lesson_lines = o->lesson_lines;
     }
     if (tui_grid_resize(&rs->grid, LINES, COLS) != 0) {
         snprintf(err, errlen, "out of memory");

@@ -277,6 +277,37 @@ static void label_replace(char *b, const char *from, const char *to)
     }
 }
 
+void tui_label_brief(char *b)
+{
+    /* the values of the named kinds say what they are: "pre", "bf16";
+     * the long names of the other settings by a shorter one that still
+     * reads as the setting ("gamma=0"), before any is left out */
+    static const char *const brief[][2] = {
+        {" norm=", " "},         {" norm-kind=", " "}, {" precision=", " "},
+        {"loss-scale=dynamic", "scale=dyn"},
+        {"loss-scale=", "scale="},
+        {" ln-gamma-init=", " gamma="},
+        {" ln-beta-init=", " beta="},
+        {" lr-layer-decay=", " lr-decay="},
+        {" since step ", " since "},
+    };
+    for (size_t i = 0; i < sizeof brief / sizeof brief[0]; i++)
+        label_replace(b, brief[i][0], brief[i][1]);
+}
+
+/* A brief label names a precision (" bf16", a word of its own, not the
+ * start of " fp32-norms"): the runs' precisions differ. */
+static int precision_differs(const char *b)
+{
+    for (int f = 0; f < FMT_COUNT; f++) {
+        size_t n = strlen(numfmt_names[f]);
+        for (const char *p = strstr(b, numfmt_names[f]); p; p = strstr(p + 1, numfmt_names[f]))
+            if (p > b && p[-1] == ' ' && (p[n] == ' ' || p[n] == 0))
+                return 1;
+    }
+    return 0;
+}
+
 int tui_label_fit(char *b, int w)
 {
     if (w < 1 || (int)strlen(b) <= w)
@@ -295,29 +326,23 @@ int tui_label_fit(char *b, int w)
     *two = 0;
     if ((int)strlen(b) <= w)
         return 0;
-    /* the values of the named kinds say what they are: "pre", "bf16" */
-    static const char *const brief[][2] = {
-        {" norm=", " "},         {" norm-kind=", " "}, {" precision=", " "},
-        {"loss-scale=dynamic", "scale=dyn"},
-        {"loss-scale=", "scale="},
-    };
-    for (size_t i = 0; i < sizeof brief / sizeof brief[0]; i++)
-        label_replace(b, brief[i][0], brief[i][1]);
+    tui_label_brief(b);
     if ((int)strlen(b) <= w)
         return 0;
     /* the defaults of low precision, which differ from an fp32 run's only
-     * as not applying there, go before a setting changed by hand */
+     * as not applying there, go before a setting changed by hand; where
+     * the precisions agree they are what differs, and stay */
     int gone = 0;
-    static const char *const defaults[] = {" fp32-norms=on", " scale=dyn"};
-    for (size_t i = 0; i < 2 && (int)strlen(b) > w; i++)
+    static const char *const defaults[] = {" fp32-norms=on", " scale=dyn"}; /* and room for " +N" */
+    for (size_t i = 0; i < 2 && (int)strlen(b) > w - 3 && precision_differs(b); i++)
         if (strstr(b, defaults[i])) {
             label_replace(b, defaults[i], "");
             gone++;
         }
     if ((int)strlen(b) <= w - 3 || (gone == 0 && (int)strlen(b) <= w)) {
         if (gone)
-            snprintf(b + strlen(b), 4, " +%d", gone);
-        return gone;
+            snprintf(b + strlen(b), 4, " +%c", (char)('0' + gone)); /* at most 2 */
+        return 0;
     }
     /* whole words, and how many of the differing settings were left out
      * (those before twin_label's two spaces): " +2" says so */
@@ -335,7 +360,7 @@ int tui_label_fit(char *b, int w)
         dropped += (i == kept || orig[i - 1] == ' ') && orig[i] != ' ';
     if (dropped > 0 && dropped < 10 && w > 6)
         snprintf(b + kept, 4, " +%d", dropped);
-    return dropped;
+    return dropped - gone;
 }
 
 /* One run's label as the panel header shows it (twin_label). */
@@ -355,13 +380,19 @@ static void run_label(const trainer_status *s, int which, char *b, size_t n)
 static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const tui_ui *ui,
                         int which, const tui_twin_cols *k, int label_w)
 {
-    char b[160];
-    run_label(s, which, b, sizeof b);
+    char b[160], full[160];
+    run_label(s, which, full, sizeof full);
     r.w = label_w;
-    /* compact bars: their axis said once, after the label */
+    /* compact bars: their axis said once, after the label, unless the
+     * label needs its columns to say a setting that differs */
     const char *axis = k->bar >= 8 ? "" : ui->bars_rel ? "  bars rel" : "  bars abs";
     int aw = (int)strlen(axis);
-    tui_label_fit(b, r.w - aw > 20 ? r.w - aw : r.w); /* whole words: half of "fp32-norms" reads as a precision */
+    memcpy(b, full, sizeof b);
+    /* whole words: half of "fp32-norms" reads as a precision */
+    if (tui_label_fit(b, r.w - aw > 20 ? r.w - aw : r.w) > 0) {
+        memcpy(b, full, sizeof b);
+        tui_label_fit(b, r.w);
+    }
     if ((int)strlen(b) + aw <= r.w && strlen(b) + (size_t)aw < sizeof b)
         strcat(b, axis);
     if (label_w > 0)

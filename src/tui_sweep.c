@@ -861,8 +861,57 @@ static void draw_help(tui_grid *g)
         tui_puts(g, r, 4, w - 2, TUI_S_DIM, sv_legend[i]);
 }
 
-/* A sweep lesson's title and text (ui.lesson_*), in the rows under the
- * cells: the class reads what the grid is asking while it fills. */
+/* A sweep lesson's at lines that hold now ("at N": N runs have ended),
+ * the latest first, of equals the questions first (then the file's
+ * order), into at most max indices of v->lesson_lines. Returns how many. */
+static int lesson_before(const script_entry *x, const script_entry *y)
+{
+    return x->at != y->at ? x->at > y->at : x->cmd.kind == CMD_PAUSE && y->cmd.kind != CMD_PAUSE;
+}
+
+static int lesson_reached(const sweepview *v, int *idx, int max)
+{
+    if (!v->lesson_lines)
+        return 0;
+    long ended = 0;
+    for (long k = 0; k < v->n_runs; k++)
+        ended += v->runs[k].phase == SV_ENDED;
+    int n = 0;
+    for (int i = 0; i < v->lesson_lines->n && n < max; i++) {
+        if (v->lesson_lines->e[i].at > ended)
+            continue;
+        int j = n++;
+        for (; j > 0 && lesson_before(&v->lesson_lines->e[i], &v->lesson_lines->e[idx[j - 1]]); j--)
+            idx[j] = idx[j - 1];
+        idx[j] = i;
+    }
+    return n;
+}
+
+/* The lesson panel's rows from row to end, w columns: the notes and
+ * questions that hold now, then the text (g NULL: only counted). Returns
+ * the rows used. */
+static int lesson_body(tui_grid *g, const sweepview *v, int row, int end, int w)
+{
+    int r = row, idx[16];
+    int n = lesson_reached(v, idx, 16);
+    for (int i = 0; i < n; i++) {
+        const script_entry *e = &v->lesson_lines->e[idx[i]];
+        char b[NS_CMD_TEXT + 64];
+        if (e->at == 0)
+            snprintf(b, sizeof b, "at the start: %s", e->cmd.text);
+        else
+            snprintf(b, sizeof b, "%ld of %ld ended: %s", e->at, v->n_runs, e->cmd.text);
+        tui_put_wrapped(g, &r, end, 1, w, TUI_S_EV_NOTE, b);
+    }
+    if (v->ui.lesson_text)
+        tui_put_wrapped(g, &r, end, 1, w, TUI_S_TEXT, v->ui.lesson_text);
+    return r - row;
+}
+
+/* A sweep lesson's title, its notes and questions, and its text, in the
+ * rows under the cells: the class reads what the grid is asking while it
+ * fills. A question stops no run (the runs are processes of their own). */
 static void draw_lesson(tui_grid *g, const sweepview *v, int row, int h)
 {
     if (h < 2)
@@ -871,18 +920,15 @@ static void draw_lesson(tui_grid *g, const sweepview *v, int row, int h)
     char t[160];
     snprintf(t, sizeof t, " %s ", v->ui.lesson_title ? v->ui.lesson_title : "lesson");
     tui_puts(g, row, 1, g->cols - 2, TUI_S_TITLE, t);
-    int r = row + 1;
-    tui_put_wrapped(g, &r, row + h, 1, g->cols - 2, TUI_S_TEXT, v->ui.lesson_text);
+    lesson_body(g, v, row + 1, row + h, g->cols - 2);
 }
 
-/* The rows of a sweep lesson's panel: its title and all its text. */
+/* The rows of a sweep lesson's panel: its title and all it says. */
 static int lesson_rows(const tui_grid *g, const sweepview *v)
 {
-    if (!v->ui.lesson_text || g->cols < 20)
+    if ((!v->ui.lesson_text && !v->lesson_lines) || g->cols < 20)
         return 0;
-    int r = 1;
-    tui_put_wrapped(NULL, &r, 1 << 20, 0, g->cols - 2, TUI_S_TEXT, v->ui.lesson_text);
-    return r;
+    return 1 + lesson_body(NULL, v, 0, 1 << 20, g->cols - 2);
 }
 
 static void draw_map(tui_grid *g, sweepview *v)

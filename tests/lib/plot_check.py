@@ -45,7 +45,7 @@ import xml.etree.ElementTree as ET
 import zlib
 
 NS = "{http://www.w3.org/2000/svg}"
-SETTINGS = ["norm", "norm_kind", "warmup", "clip", "precision", "fp32_norms"]
+SETTINGS = ["norm", "norm_kind", "warmup", "clip", "precision", "fp32_norms", "ln_gamma_init"]
 
 
 def fail(msg):
@@ -220,7 +220,7 @@ def expected_marks(rows):
         if int(r["step"]) <= int(prev["step"]):
             to = int(r["step"]) - 1
             marks.append(to if to > first else int(prev["step"]))
-        elif any(r[k] != prev[k] for k in SETTINGS):
+        elif any(r.get(k) != prev.get(k) for k in SETTINGS):  # older files lack ln_gamma_init
             marks.append(int(r["step"]))
     return marks
 

@@ -288,5 +288,23 @@ expect_bad "--out is a --plot option" --headless --steps 2 --out "$T/bad.svg"
 expect_bad "--mono is a --plot option" --headless --steps 2 --mono
 ls "$T" | grep -q '\.tmp\.' && no "a temporary file left behind" || ok
 
+# a difference only a fixed setting makes (gamma-zero's --ln-gamma-init):
+# the rows record it (ln_gamma_init, CSV and JSONL), so the figure's title
+# and its panels name it, from either file
+"$BIN" --headless -q -L 2 -d 16 -H 2 -T 8 -B 2 --steps 4 --norm post --ln-gamma-init 0 \
+    --compare ln-gamma-init=1 --csv "$T/g.csv" --jsonl "$T/g.jsonl" 2>"$T/err" || no "gamma run: $(cat "$T/err")"
+head -1 "$T/g.csv" | tr ',' '\n' | grep -qx ln_gamma_init && ok || no "no ln_gamma_init column: $(head -1 "$T/g.csv")"
+head -1 "$T/g.csv" | tr ',' '\n' | grep -qx b_ln_gamma_init && ok || no "no b_ln_gamma_init column"
+grep -q '"run":"b".*"ln_gamma_init":1[,}]' "$T/g.jsonl" && grep -q '"run":"a".*"ln_gamma_init":0[,}]' "$T/g.jsonl" &&
+    ok || no "the JSONL rows lack ln_gamma_init: $(head -c 300 "$T/g.jsonl")"
+for f in g.csv g.jsonl; do
+    plot "gamma-$f.svg" "$T/$f" --kind heatmap || continue
+    grep -qF 'class="panel-title">a: ln-gamma-init=0<' "$T/gamma-$f.svg" &&
+        grep -qF 'class="panel-title">b: ln-gamma-init=1<' "$T/gamma-$f.svg" && ok ||
+        no "$f: the panels do not name ln-gamma-init: $(grep -o 'class="panel-title">[^<]*' "$T/gamma-$f.svg")"
+    grep -qF 'font-weight="bold">Gradient norm of each layer over the run: ln-gamma-init=0 against ln-gamma-init=1<' \
+        "$T/gamma-$f.svg" && ok || no "$f: the title does not name it: $(grep -o 'class="title"[^<]*<' "$T/gamma-$f.svg")"
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -292,6 +292,38 @@ awk 'length($0) > 80 { bad = 1 } END { exit bad }' "$T/ext" && ok || no "the tab
 grep -Eq '[0-9]{8}' "$T/ext" && no "the table prints a long number: $(cat "$T/ext")" || ok
 grep -Eq '^1 +none +2 +[^ ]+ +[0-9] +0 +[12] ' "$T/ext" && ok || no "the lr=1 none cell's counts: $(cat "$T/ext")"
 
+# The numbers normscope-lessons(7) quotes from these grids (its A LARGER
+# MAP section, read as one line of words) are the runs': a loss to the
+# digits quoted, a learning rate exactly.
+MAN7=$(dirname "$0")/../../man/normscope-lessons.7
+larger_map() { sed -n '/^\.Sh A LARGER MAP/,/^\.Sh AFTER CLASS/p' "$MAN7" | sed 's/^\.[A-Z][a-z] //' | tr '\n' ' '; }
+# page_quotes DESC ERE "GOT1 GOT2": the two numbers ERE's groups catch on
+# the page are GOT1 and GOT2, rounded to the decimals each quotes
+page_quotes() {
+    q=$(larger_map | sed -nE "s/.*$2.*/\1 \2/p")
+    if [ -z "$q" ]; then
+        no "normscope-lessons(7) no longer says /$2/ ($1): measure again and fix the check"
+        return
+    fi
+    # shellcheck disable=SC2016
+    awk -v q="$q" -v g="$3" 'BEGIN {
+        split(q, a, " "); split(g, b, " ")
+        for (i = 1; i <= 2; i++) {
+            w = a[i]; sub(/^\+/, "", w)
+            if (w ~ /e/) { if (w + 0 != b[i] + 0) exit 1; continue }
+            d = index(w, ".") ? length(w) - index(w, ".") : 0
+            if (sprintf("%." d "f", b[i]) + 0 != w + 0) exit 1
+        }
+    }' && ok || no "normscope-lessons(7) quotes $q for $1; the runs give $3"
+}
+# val_range FILE WARMUP: the lowest and highest val_loss of the runs with
+# that warmup
+val_range() {
+    awk -F, -v w="$2" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        $c["warmup"] == w { v = $c["val_loss"] + 0; if (n++ == 0 || v < lo) lo = v; if (n == 1 || v > hi) hi = v }
+        END { print lo, hi }' "$1"
+}
+
 # --- the papers, in direction (Xiong et al. 2020; Liu et al. 2020): at a
 # fixed learning rate without warmup, the Post-LN minus Pre-LN validation
 # loss gap grows with depth. Measured on this grid: -0.13 nats at 2 layers,
@@ -305,6 +337,7 @@ g2=$(claim_gap "$T/claim/results.csv" 2 2)
 g8=$(claim_gap "$T/claim/results.csv" 8 2)
 awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' \
     && ok || no "Post-LN - Pre-LN gap: $g2 at 2 layers, $g8 at 8; want it to grow by > 0.2 nats"
+page_quotes "the gap at 2 and 8 layers" 'gap grows with depth \((-?[0-9.]+) nats at 2 layers, \+?(-?[0-9.]+) at 8' "$g2 $g8"
 [ "$(grep -c ',8,post,[12],120,.*,1,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
     && ok || no "8-layer Post-LN runs not stalled"
 [ "$(grep -c ',8,pre,[12],120,.*,0,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
@@ -320,9 +353,10 @@ bpost=$(claim_best "$T/claim2/results.csv" post 2)
 bpre=$(claim_best "$T/claim2/results.csv" pre 2)
 [ "$(rows "$T/claim2")" -eq 8 ] && awk -v a="$bpost" -v b="$bpre" 'BEGIN { exit !(a > 0 && b > a) }' \
     && ok || no "largest LR that trains: Post-LN $bpost, Pre-LN $bpre; want Pre-LN's larger"
+page_quotes "the largest LRs that train" 'larger for Pre-LN \(([0-9.e-]+)\) than for Post-LN \(([0-9.e-]+)\) at 4' "$bpre $bpost"
 # Warmup takes that stalled cell off the plateau for every seed (Xiong et
 # al. 2020: Post-LN needs warmup). Measured at 4 layers, lr 1e-2, 200
-# steps: without warmup seeds 1-4 stall (3.08-3.11), with 100 warmup steps
+# steps: without warmup seeds 1-3 stall (3.08-3.11), with 100 warmup steps
 # they train (2.54-2.66). Asserted on seeds 1-3: every run without warmup
 # stalled, every run with it ok, not stalled and 0.3 nats below 3.09.
 "$BIN" --sweep 'warmup=0,100 seed=1..3' --norm post -L 4 -d 32 -H 2 -T 32 -B 8 --steps 200 \
@@ -331,6 +365,10 @@ bpre=$(claim_best "$T/claim2/results.csv" pre 2)
     && ok || no "Post-LN at lr 1e-2 without warmup did not stall for every seed: $(cat "$T/claim3/results.csv")"
 [ "$(where "$T/claim3/results.csv" '$c["warmup"] == 100 && $c["stalled"] == 0 && $c["status"] == "ok" && $c["val_loss"] < 2.79' | wc -l)" -eq 3 ] \
     && ok || no "100 warmup steps did not rescue every seed: $(cat "$T/claim3/results.csv")"
+page_quotes "the stalled seeds" 'stalls for every seed \(([0-9.]+) to ([0-9.]+) nats, seeds 1 to 3\)' \
+    "$(val_range "$T/claim3/results.csv" 0)"
+page_quotes "the seeds warmup rescues" 'take every seed off the plateau \(([0-9.]+) to ([0-9.]+)\)' \
+    "$(val_range "$T/claim3/results.csv" 100)"
 fi
 
 # --- bad input: one line, exit 2, nothing written

@@ -3,9 +3,11 @@
 # projector (80x24, 100x30) and of a laptop (120x40), from the outside
 # (tmux, as tui_lesson.sh): at the lesson's first pause the screen shows
 # the question, both runs' loss and val, every layer of both runs (the
-# lessons name the bottom, the middle and the top ones) and a loss chart.
+# lessons name the bottom, the middle and the top ones) and a loss chart
+# whose legend names a setting of each run.
 # At 80x24, L hides the question and gives its rows back, L shows it again.
-# The sweep lesson (stability-map) shows its title and text under its grid.
+# The sweep lesson (stability-map) shows its title, its questions and notes
+# as its runs end, and its text, under its grid.
 # The lessons run with a tiny model (-d 16 -T 8 -B 2): the layout depends
 # on the layer count and the texts, which the lessons keep, not on the width.
 # Usage: NS_BIN=./normscope sh tests/sh/tui_lesson_sizes.sh
@@ -58,7 +60,11 @@ check_pause() {
     screen | sed -n 1p | grep -Eq 'a: +loss [0-9.]+ +val ' && ok || no "$what: run a's loss and val: $(screen | sed -n 1p)"
     screen | sed -n 2p | grep -Eq '^ b: +loss [0-9.]+ +val ' && ok || no "$what: run b's loss and val: $(screen | sed -n 2p)"
     [ "$step" -gt 50 ] && { screen | sed -n 2p | grep -Eq 'val [0-9]' && ok || no "$what: run b's val is not measured"; }
-    screen | grep -q '^ loss \[' && ok || no "$what: no loss chart"
+    screen | grep -q '^ loss ' && ok || no "$what: no loss chart"
+    # both runs' entries in the chart's legend, a setting named in each
+    # (never a bare " +N"), whatever the width leaves
+    screen | grep '^ loss ' | grep -Eq -- '- a: [a-z].*  \+ b: [a-z]' && ok ||
+        no "$what: the legend lacks a run's entry: $(screen | grep '^ loss ')"
     # every layer twice: in run a's panel and in run b's
     seen=$(layers_seen | sort -n | uniq -c | awk '$1 >= 2' | wc -l)
     [ "$seen" -eq "$nl" ] && ok || { no "$what: $seen of $nl layers on the screen in both panels"; screen >&2; }
@@ -74,24 +80,59 @@ check_pause() {
 
 for size in "80 24" "100 30" "120 40"; do
     for f in "$LESSONS"/*.lesson; do
-        grep -Eq '^(if [^:]*: )?at [0-9]+: pause' "$f" || continue # a sweep's lesson has no pause
+        grep -q '^sweep:' "$f" && continue # a sweep's lesson: below
+        grep -Eq '^(if [^:]*: )?at [0-9]+: pause' "$f" || continue
         # shellcheck disable=SC2086
         check_pause "$(basename "$f" .lesson)" $size
     done
 done
 
-# a sweep's lesson: its title and text under the grid of cells, at the
-# projector's size too
-for size in "80 24" "120 40"; do
+# a sweep's lesson: its title, its questions and notes ("at N:" once N
+# runs have ended, the latest first) and its text under the grid of cells,
+# at the projector's sizes too; a question stops no run
+MAP=$LESSONS/stability-map.lesson
+title=$(sed -n 's/^title: //p' "$MAP")
+# "N first three words" of each at line (note or pause) of the lesson
+lines_of() { sed -n 's/^at \([0-9]*\): \(note\|pause\) \([^ ]* [^ ]* [^ ]*\).*/\1 \3/p' "$MAP"; }
+# shown_as N WORDS M: the line as the sweep's view says it
+shown_as() { if [ "$1" = 0 ]; then echo "at the start: $2"; else echo "$1 of $3 ended: $2"; fi; }
+first=$(lines_of | sort -n | head -1)
+last=$(lines_of | sort -n | tail -1 | cut -d' ' -f1)
+for size in "80 24" "100 30" "120 40"; do
     # shellcheck disable=SC2086
     $TM resize-window -t "$W" -x ${size% *} -y ${size#* } 2>/dev/null
-    title=$(sed -n 's/^title: //p' "$LESSONS/stability-map.lesson")
     run "LC_ALL=C $BIN --lesson stability-map --jobs 1 --sweep-out $T/map"
     wait_for "layers\\lr" 30 && ok || no "stability-map at $size: no grid of cells: $(cat "$T/err" 2>/dev/null)"
     wait_for "${title%%:*}:" 10 && ok || no "stability-map at $size: the lesson's title is not on the screen"
+    q=$(shown_as "${first%% *}" "${first#* }" 18)
+    screen | grep -qF "$q" && ok || { no "stability-map at $size: no '$q' at the start"; screen >&2; }
     screen | grep -qF 'one per cell' && ok || no "stability-map at $size: the lesson's text is not on the screen"
     key q
     check_exited "stability-map at $size q" 130 # stopped before its end
+    rm -rf "$T/map"
+done
+# to its end in a few seconds (--steps 20, the user's flags win): every
+# line of its last count on the screen, the question first
+for size in "80 24" "100 30"; do
+    # shellcheck disable=SC2086
+    $TM resize-window -t "$W" -x ${size% *} -y ${size#* } 2>/dev/null
+    run "LC_ALL=C $BIN --lesson stability-map --steps 20 --sweep-out $T/map"
+    if wait_for "none left to run" 90; then
+        m=$(screen | sed -n '1s|^ *[0-9]*/\([0-9]*\) ended.*|\1|p')
+        lines_of | awk -v n="$last" '$1 == n' | while read -r n words; do
+            l=$(shown_as "$n" "$words" "$m")
+            screen | grep -qF "$l" && echo ok || echo "no '$l'"
+        done >"$T/lines"
+        [ -s "$T/lines" ] && ! grep -v '^ok$' "$T/lines" >/dev/null && ok ||
+            { no "stability-map at $size, ended: $(grep -v '^ok$' "$T/lines" | tr '\n' ' ')"; screen >&2; }
+        q=$(sed -n "s/^at $last: pause \([^ ]* [^ ]* [^ ]*\).*/\1/p" "$MAP" | head -1)
+        below=$(screen | grep -n "^ $(shown_as "$last" "" "$m")" | head -1 | cut -d: -f2-)
+        echo "$below" | grep -qF "$q" && ok || no "stability-map at $size: the first line is not its question: $below"
+    else
+        no "stability-map at $size: did not end: $(cat "$T/err" 2>/dev/null)"
+    fi
+    key q
+    check_exited "stability-map at $size, ended, q" 0
     rm -rf "$T/map"
 done
 

@@ -214,8 +214,19 @@ static void test_lesson_parse(void)
     lesson_free(&l);
     CHECK(lesson_parse("title: t\nsweep: lr=1e-3\ncompare: norm=pre\n", "x.lesson", &l, err, sizeof err) != 0 &&
           strstr(err, "x.lesson: a sweep lesson takes no compare") == err);
-    CHECK(lesson_parse("title: t\nsweep: lr=1e-3\nat 5: stop\n", "x.lesson", &l, err, sizeof err) != 0 &&
-          strstr(err, "takes no at or every"));
+    /* its only script lines: notes and questions at a count of ended runs */
+    static const char *const not_for_sweeps[] = {"at 5: stop\n", "every 2: note x\n", "at 1: pause\n",
+                                                 "at 1: b: note x\n", "at 1: warmup on\n"};
+    for (size_t i = 0; i < sizeof not_for_sweeps / sizeof not_for_sweeps[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "title: t\nsweep: lr=1e-3\n%s", not_for_sweeps[i]);
+        CHECK(lesson_parse(text, "x.lesson", &l, err, sizeof err) != 0 &&
+              strstr(err, "x.lesson: a sweep lesson's lines are 'at N: note TEXT'") == err);
+    }
+    CHECK(lesson_parse("title: t\nsweep: lr=1e-3\nat 0: pause Which stalls?\nat 2: note done\n", "x.lesson",
+                       &l, err, sizeof err) == 0 &&
+          l.script.n == 2 && l.script.e[0].cmd.kind == CMD_PAUSE && l.script.e[1].at == 2);
+    lesson_free(&l);
     /* lines that depend on a setting: kept when it holds for the run's
      * settings, checked always, refused on what makes the settings */
     ns_config c;

@@ -703,8 +703,8 @@ static void test_headless(void)
     CHECK(stream_headless(path, 0, csv, 1, NULL) == 0);
     const char *c = slurp(csv);
     /* the numbers keep the digits they had (0.001, not 0.00100000005);
-     * what the rows do not say (tokens/s, the settings, loss_scale) is empty */
-    CHECK(!strncmp(c, "step,loss,val_loss,lr", 21) && strstr(c, "\n2,1.9,,0.001,1.5,,,,,,,,,,0.1,"));
+     * what the rows do not say (tokens/s, the settings, loss_scale, ln_gamma_init) is empty */
+    CHECK(!strncmp(c, "step,loss,val_loss,lr", 21) && strstr(c, "\n2,1.9,,0.001,1.5,,,,,,,,,,,0.1,"));
     append(path, "{\"step\":3,\"loss\":null,\"first_nonfinite\":\"h.1.attn, backward\"}\n");
     CHECK(stream_headless(path, 0, NULL, 1, NULL) == 3);
     CHECK(stream_headless(path, 3, NULL, 1, NULL) == 3); /* step 3 is there: no wait */

@@ -2,13 +2,15 @@
  * map's layout (axes to rows, columns and pages; seeds folded), the cells
  * (mean and spread over seeds, diverged and stalled marks), the color
  * scale, the reading of a growing CSV (complete lines only), and frames
- * drawn into the cell grid compared as strings.
+ * drawn into the cell grid compared as strings, a sweep lesson's lines
+ * under the cells.
  * Not here: the real sweep in a terminal (tui_sweep.sh). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "lesson.h"
 #include "testutil.h"
 #include "tui_sweep.h"
 
@@ -526,6 +528,41 @@ static void test_run_view(void)
     rmdir(dir);
 }
 
+/* A sweep lesson's lines under the cells: those whose count of ended
+ * runs is reached, the latest first and of equals the question first,
+ * then its text; a line not reached yet is not shown. */
+static void test_lesson_lines(void)
+{
+    sweepview v;
+    sweep_spec sp;
+    view_with_rows(&v, &sp); /* 6 of 8 ended */
+    ns_lesson l;
+    char err[256];
+    CHECK(lesson_parse("title: t\nsweep: lr=1e-3\ntext: the text\nat 0: pause first question\n"
+                       "at 6: note six are in\nat 6: pause second question\nat 8: note all are in\n",
+                       "x.lesson", &l, err, sizeof err) == 0);
+    v.lesson_lines = &l.script;
+    v.ui.lesson_title = "the title";
+    v.ui.lesson_text = l.text;
+    tui_grid g = {0};
+    CHECK(tui_grid_resize(&g, 24, 80) == 0);
+    sv_draw(&g, &v);
+    int q6 = -1, n6 = -1, q0 = -1, text = -1, n8 = 0;
+    for (int r = 0; r < 24; r++) {
+        const char *t = row(&g, r);
+        q6 = strstr(t, " 6 of 8 ended: second question") ? r : q6;
+        n6 = strstr(t, " 6 of 8 ended: six are in") ? r : n6;
+        q0 = strstr(t, " at the start: first question") ? r : q0;
+        text = strstr(t, " the text") ? r : text;
+        n8 += strstr(t, "all are in") != NULL;
+    }
+    CHECK(q6 > 0 && n6 == q6 + 1 && q0 == n6 + 1 && text == q0 + 1 && n8 == 0);
+    tui_grid_free(&g);
+    lesson_free(&l);
+    sv_free(&v);
+    sweep_spec_free(&sp);
+}
+
 int main(void)
 {
     test_map_default();
@@ -542,5 +579,6 @@ int main(void)
     test_frames();
     test_small_screen();
     test_run_view();
+    test_lesson_lines();
     return test_summary();
 }

@@ -1396,6 +1396,25 @@ static void test_projector_frame(void)
     free(s);
 }
 
+/* A two-run snapshot of L layers and n steps, measured */
+static trainer_snapshot *twin_snap_new(int L, long n)
+{
+    trainer_snapshot *s = snap_new(L);
+    fill_history(s, n);
+    s->s.have_metrics = 1;
+    s->s.have_loss = 1;
+    s->s.compare = 1;
+    return s;
+}
+
+/* tui_label_fit of label at w columns: does it return lost and read want? */
+static int fits_as(const char *label, int w, int lost, const char *want)
+{
+    char b[160];
+    snprintf(b, sizeof b, "%s", label);
+    return tui_label_fit(b, w) == lost && strcmp(b, want) == 0;
+}
+
 /* A two-run frame's small things: the side box keeps a gap between a
  * name and its value at 80 columns; a run without loss scaling in fp16
  * puts its underflow count in each layer's row; the scale toggle shows no
@@ -1403,11 +1422,7 @@ static void test_projector_frame(void)
  * headers say how many differing settings they left out. */
 static void test_compare_details(void)
 {
-    trainer_snapshot *s = snap_new(6);
-    fill_history(s, 20);
-    s->s.have_metrics = 1;
-    s->s.have_loss = 1;
-    s->s.compare = 1;
+    trainer_snapshot *s = twin_snap_new(6, 20);
     s->s.run[0].cfg.precision = FMT_FP16;
     s->s.run[0].cfg.loss_scale = -1; /* off */
     s->s.run[1].cfg = s->s.run[0].cfg;
@@ -1437,16 +1452,15 @@ static void test_compare_details(void)
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
     /* labels: what differs first, the rest cut, " +N" for what was left out */
-    char b[160];
-    snprintf(b, sizeof b, "a: norm=post  layernorm fp32 warmup=100 lr=0.001");
-    CHECK(tui_label_fit(b, 24) == 0 && strcmp(b, "a: norm=post  layernorm") == 0);
-    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=on loss-scale=dynamic warmup=off  x");
-    CHECK(tui_label_fit(b, 40) == 1 && strcmp(b, "b: pre fp16 scale=dyn warmup=off +1") == 0);
+    CHECK(fits_as("a: norm=post  layernorm fp32 warmup=100 lr=0.001", 24, 0,
+                  "a: norm=post  layernorm"));
+    CHECK(fits_as("b: norm=pre precision=fp16 fp32-norms=on loss-scale=dynamic warmup=off  x", 40, 0,
+                  "b: pre fp16 scale=dyn warmup=off +1"));
     /* the runs agree (no two spaces): the settings alone, cut, nothing left out */
-    snprintf(b, sizeof b, "a: pre layernorm fp16 fp32-norms=on loss-scale=dynamic warmup=off");
-    CHECK(tui_label_fit(b, 40) == 0 && strcmp(b, "a: pre layernorm fp16 fp32-norms=on") == 0);
-    snprintf(b, sizeof b, "b: norm=pre precision=fp16 fp32-norms=off warmup=off clip=1  x");
-    CHECK(tui_label_fit(b, 22) == 3 && strcmp(b, "b: pre fp16 +3") == 0);
+    CHECK(fits_as("a: pre layernorm fp16 fp32-norms=on loss-scale=dynamic warmup=off", 40, 0,
+                  "a: pre layernorm fp16 fp32-norms=on"));
+    CHECK(fits_as("b: norm=pre precision=fp16 fp32-norms=off warmup=off clip=1  x", 22, 3,
+                  "b: pre fp16 +3"));
     /* the legend of a 120-column chart: run b's differing settings, and
      * how many it left out */
     s->s.run[0].cfg = s->s.run[1].cfg;
@@ -1457,6 +1471,78 @@ static void test_compare_details(void)
     CHECK(rows_with(&g, 0, "+ b: post fp16 +2  ") == 1); /* fp32-norms=on, loss-scale=dynamic */
     tui_grid_free(&g);
     free(s);
+}
+
+/* At a projector's 80 columns both runs' legend entries stay on the loss
+ * chart's title row, their labels shortened ("gamma=0") before the step
+ * range or the y scale's name give theirs; the panel headers keep the
+ * settings that differ (warmup), the bars' axis note given up for them. */
+static void test_legend_fit(void)
+{
+    trainer_snapshot *s = twin_snap_new(6, 40);
+    s->s.run[0].cfg.norm = NORM_POST;
+    s->s.run[0].cfg.ln_gamma_init = 0;
+    s->s.run[1].cfg = s->s.run[0].cfg;
+    s->s.run[1].cfg.ln_gamma_init = 1;
+    s->s.run[1].last = s->s.run[0].last;
+    tui_grid g = {0};
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    for (int big = 0; big < 2; big++) {
+        tui_grid_resize(&g, big ? 40 : 24, big ? 120 : 80);
+        tui_draw(&g, s, &ui);
+        /* the chart's title row: the one with "loss " and run a's mark */
+        int legend = -1;
+        for (int r = 0; r < g.rows && legend < 0; r++)
+            if (strncmp(row(&g, r), " loss ", 6) == 0)
+                legend = r;
+        CHECK(legend >= 0);
+        const char *lr = legend >= 0 ? row(&g, legend) : "";
+        CHECK(strstr(lr, big ? "a: ln-gamma-init=0" : "a: gamma=0") != NULL);
+        CHECK(strstr(lr, big ? "b: ln-gamma-init=1" : "b: gamma=1") != NULL);
+    }
+    /* fp16 in both, only b scaling: b's default is what differs, and stays */
+    s->s.run[0].cfg = s->s.run[1].cfg;
+    s->s.run[0].cfg.precision = s->s.run[1].cfg.precision = FMT_FP16;
+    s->s.run[0].cfg.loss_scale = -1;
+    s->s.run[1].cfg.loss_scale = 0;
+    tui_grid_resize(&g, 24, 80);
+    tui_draw(&g, s, &ui);
+    CHECK(rows_with(&g, 0, "- a: scale=off  + b: scale=dyn  ") == 1);
+    /* twelve layers, a in Post-LN bf16 with warmup, b in Pre-LN fp32
+     * without (warmup's lesson after Tab, w, f): headers and legend keep
+     * warmup, and leave out only bf16's defaults (" +2") */
+    trainer_snapshot *t = twin_snap_new(12, 40);
+    t->s.run[1].cfg = t->s.run[0].cfg;
+    t->s.run[0].cfg.norm = NORM_POST;
+    t->s.run[0].cfg.precision = FMT_BF16;
+    t->s.run[0].cfg.warmup = 100;
+    t->s.run[0].warmup_on = 1;
+    t->s.run[1].cfg.warmup = 0;
+    t->s.run[1].warmup_on = 0;
+    t->s.run[0].lr_peak = t->s.run[1].lr_peak = 1e-3f;
+    t->s.run[1].last = t->s.run[0].last;
+    tui_draw(&g, t, &ui);
+    CHECK(rows_with(&g, 0, "a: post bf16 warmup=100 +2 ") >= 1);
+    CHECK(rows_with(&g, 0, "b: pre fp32 warmup=off") >= 1);
+    CHECK(rows_with(&g, 0, "- a: post bf16 warmup=100 +2  + b: pre fp32 warmup=off  ") == 1);
+    /* labels: the long names shortened before any setting is left out,
+     * low precision's defaults before a setting changed by hand */
+    static const struct {
+        const char *label;
+        int w;
+        const char *want;
+    } fits[] = {
+        {"b: norm=pre precision=fp16 fp32-norms=on loss-scale=dynamic warmup=off  x", 26,
+         "b: pre fp16 warmup=off +2"},
+        {"a: ln-gamma-init=0  post layernorm", 12, "a: gamma=0"},
+        {"a: as b since step 300  pre", 17, "a: as b since 300"},
+    };
+    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++)
+        CHECK(fits_as(fits[i].label, fits[i].w, 0, fits[i].want));
+    tui_grid_free(&g);
+    free(s);
+    free(t);
 }
 
 int main(void)
@@ -1485,6 +1571,7 @@ int main(void)
     test_lesson_panel();
     test_projector_frame();
     test_compare_details();
+    test_legend_fit();
     test_log_scroll();
     return test_summary();
 }

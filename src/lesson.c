@@ -145,7 +145,10 @@ static int cond_holds(char *c, const ns_config *const run[2], char *why, size_t 
 
 /* A line "if COND: ITEM" (t, blanks trimmed at its start): *item is set
  * to ITEM and the result is cond_holds's; a line without "if " is 1. Only
- * text and script lines may depend on a setting: the flags make it. */
+ * the title, text and script lines may depend on a setting: the flags
+ * make it. A kept title replaces the one before it, so a lesson gives an
+ * unconditional title (the listing's) and then the ones for settings that
+ * would make it untrue. */
 static int line_cond(char *t, char **item, const ns_config *const run[2], const char *name,
                      int lineno, char *err, size_t errlen)
 {
@@ -161,9 +164,10 @@ static int line_cond(char *t, char **item, const ns_config *const run[2], const 
     char *rest = colon + 1;
     while (isspace((unsigned char)*rest))
         rest++;
-    if (strncmp(rest, "text:", 5) && strncmp(rest, "at ", 3) && strncmp(rest, "every ", 6)) {
-        snprintf(err, errlen, "%s:%d: only text, at and every lines may start with 'if'", name,
-                 lineno);
+    if (strncmp(rest, "text:", 5) && strncmp(rest, "title:", 6) && strncmp(rest, "at ", 3) &&
+        strncmp(rest, "every ", 6)) {
+        snprintf(err, errlen, "%s:%d: only title, text, at and every lines may start with 'if'",
+                 name, lineno);
         return -1;
     }
     char why[256];

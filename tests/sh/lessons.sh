@@ -204,6 +204,11 @@ lesson_fp16_layernorm() {
     # the questions follow --precision; in bf16 the top act max does grow
     asks "$T/f.err" fp16-layernorm precision=fp16 200
     asks "$T/fb.err" fp16-layernorm precision!=fp16 200 precision=fp16
+    # and so does its title: in bf16 it does not say the variance overflows
+    tf=$(sed -n 's/^if precision!=fp16: title: //p' "$LESSONS/fp16-layernorm.lesson")
+    [ -n "$tf" ] && grep -qxF -- "lesson fp16-layernorm: $tf" "$T/fb.err" && ! grep -q '^lesson.*overflows' "$T/fb.err" &&
+        grep -q '^lesson fp16-layernorm: fp16: .*overflows$' "$T/f.err" &&
+        ok "the title follows --precision: '$tf'" || no "fp16-layernorm's title under bf16: $(grep '^lesson ' "$T/fb.err")"
     top=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^l[0-9]+_act_max$/) c = i; next } $1 == 1 { a = $c } $1 == 200 { b = $c } END { print b / a }' "$T/fb.csv")
     cmpv "bf16: the top layer's act max grows by step 200 (times its step-1 value)" "$top" ">" 1.5
 }

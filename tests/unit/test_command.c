@@ -261,7 +261,21 @@ static void test_lesson_parse(void)
     CHECK(lesson_parse_for("title: t\nif layers=two: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
           strstr(err, "x:2: 'if layers=two'") == err);
     CHECK(lesson_parse_for("title: t\nif layers=3: flags: -L 4\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
-          strstr(err, "only text, at and every"));
+          strstr(err, "only title, text, at and every"));
+    /* a title for a setting replaces the one before it; the listing's is
+     * the unconditional one */
+    const char *tt = "title: fp16 overflows\nif precision!=fp16: title: other formats\n";
+    c.precision = FMT_BF16;
+    CHECK(lesson_parse_for(tt, "x", &c, NULL, &l, err, sizeof err) == 0 &&
+          !strcmp(l.title, "other formats"));
+    lesson_free(&l);
+    c.precision = FMT_FP16;
+    CHECK(lesson_parse_for(tt, "x", &c, NULL, &l, err, sizeof err) == 0 &&
+          !strcmp(l.title, "fp16 overflows"));
+    lesson_free(&l);
+    CHECK(lesson_parse(tt, "x", &l, err, sizeof err) == 0 && !strcmp(l.title, "fp16 overflows"));
+    lesson_free(&l);
+    c.precision = FMT_FP32;
     CHECK(lesson_parse_for("title: t\nif layers=2: at 1: nrom post\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
           strstr(err, "x:2:") == err); /* not kept for -L 3, yet checked */
     CHECK(lesson_parse_for("title: t\nif layers 2: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&

@@ -12,6 +12,7 @@
 #include "sweep_int.h"
 
 #include "csv.h"
+#include "diagnose.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -228,16 +229,20 @@ size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
     if (s) {
         double final = s->has_val ? s->val : s->train;
         /* exploded: a finite blow-up, not the plateau; stalled: the plateau
-         * rule (see SWEEPS in normscope(1)) */
+         * rule (see SWEEPS in normscope(1)), for a run that had the steps
+         * the diagnosis needs to call a plateau one (a 20-step run above it
+         * has not stalled: it has barely started) */
         int exploded = !s->div_step &&
                        (s->blown_step || (isfinite(final) && final > s->first_loss));
+        int judged = s->last_step - s->first_step + 1 >= DIAG_STALL_STEPS;
         snprintf(num[0], 32, "%ld", s->last_step);
         fmt_num(num[1], 32, s->train);
         if (s->has_val)
             fmt_num(num[2], 32, s->val);
         if (s->div_step)
             snprintf(num[3], 32, "%ld", s->div_step);
-        snprintf(num[4], 32, "%d", !s->div_step && !exploded && !(final < f->entropy - 0.1));
+        snprintf(num[4], 32, "%d",
+                 judged && !s->div_step && !exploded && !(final < f->entropy - 0.1));
         snprintf(num[5], 32, "%d", exploded);
         fmt_num(num[6], 32, s->ratio_first);
         fmt_num(num[7], 32, s->ratio_last);

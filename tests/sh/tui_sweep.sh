@@ -38,7 +38,7 @@ wait_for '4/4 ended, 0 running' 120 && ok || no "the grid did not fill: $(screen
 n=$(screen | sed -n '4,5p' | grep -o -E '(^| )[ XS!] [0-9]+\.[0-9]{3}|X diverged' | wc -l)
 [ "$n" -eq 4 ] && ok || no "4 finished cells, saw $n: $(screen | sed -n '4,5p')"
 screen | grep -q 'final loss [0-9.]* 0123456 [0-9.]*' && ok || no "no color scale in the legend"
-screen | grep -qF 'S stalled: final loss (val, else train) not 0.1 nats below' && ok ||
+screen | grep -qF 'S stalled: ran 48+ steps, final loss not 0.1 nats below' && ok ||
     no "the stalled rule is not stated"
 # select lr=1e-2 (spelled 0.01), norm=post and open it: its curve and its layers
 key Down Right Enter

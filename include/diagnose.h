@@ -46,7 +46,11 @@
 #define DIAG_STALL_ABOVE 0.4    /* nats above the plateau still on it, when ... */
 #define DIAG_STALL_LONG 200     /* ... it lasts this many steps (a healthy run passes
                                    the plateau sooner; a vanishing bottom gradient
-                                   says stall after DIAG_STALL_STEPS) */
+                                   says stall after DIAG_STALL_STEPS) ... */
+#define DIAG_STALL_BACK 100     /* ... and its mean loss fell less than ... */
+#define DIAG_STALL_FALL 0.03    /* ... this in the last DIAG_STALL_BACK steps (a
+                                   run crossing the plateau slowly is learning:
+                                   gamma-init 8 falls over 0.05 in 100 steps there) */
 #define DIAG_UPDATE_LOW 1e-4    /* top layer's mean update ratio below this on the
                                    plateau: the LR is too low */
 #define DIAG_UPDATE_HIGH 5e-3   /* mean update ratio of the top layer above this:
@@ -136,6 +140,7 @@ typedef struct {
                               setting changed while diverged and resumed without
                               a rewind diverges again from the same weights) */
     long stall_run;        /* consecutive steps meeting the stall condition */
+    double stall_mean[DIAG_STALL_BACK]; /* their mean losses, a ring by stall_run */
     int stalled;
     int exploded;          /* the blow-up holds now (the EXPLODED state) */
     double first_loss;     /* the first finite loss observed (0: none yet) */

@@ -469,7 +469,9 @@ static double lr_factor(double upd)
 
 /* A stall: the mean loss over DIAG_STALL_STEPS steps on the unigram
  * plateau (from DIAG_STALL_TOL below to DIAG_STALL_ABOVE above), for
- * DIAG_STALL_LONG steps, or at once when the bottom quarter's gradient is
+ * DIAG_STALL_LONG steps while falling less than DIAG_STALL_FALL in
+ * DIAG_STALL_BACK (flat: a slow descent through the plateau is learning),
+ * or at once when the bottom quarter's gradient is
  * below DIAG_STALL_GRAD of the top layer's (Xiong et al. 2020 show the
  * gradient of Post-LN's lower layers shrinking with depth). The cause is
  * chosen from the numbers: activations grown past DIAG_STALL_ACT while the
@@ -480,6 +482,17 @@ static double lr_factor(double upd)
  * clipped (DIAG_CLIP_SHARE of them or more) is the clip's (Adam's step does
  * not depend on the gradient's size until the clipped gradient nears its
  * epsilon; then it shrinks with it); else it is an LR too low. */
+/* Keep this step's mean in the ring of the stall run (stall_run > 0);
+ * is it less than DIAG_STALL_FALL below the mean DIAG_STALL_BACK steps
+ * back? (A run not yet that long on the plateau is not judged flat.) */
+static int flat(diag *d, double mean)
+{
+    double *slot = &d->stall_mean[(d->stall_run - 1) % DIAG_STALL_BACK];
+    double back = d->stall_run > DIAG_STALL_BACK ? *slot : NAN;
+    *slot = mean;
+    return back - mean < DIAG_STALL_FALL;
+}
+
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int L = m->n_layer, nb = L / 4 > 0 ? L / 4 : 1;
@@ -499,9 +512,9 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     double mean = cnt ? loss / cnt : NAN, off = mean - d->plateau;
     int on = L >= 2 && cnt >= DIAG_STALL_STEPS && off > -DIAG_STALL_TOL && off < DIAG_STALL_ABOVE;
     d->stall_run = on ? d->stall_run + 1 : 0;
-    int vanish = bottom < DIAG_STALL_GRAD * top;
+    int vanish = bottom < DIAG_STALL_GRAD * top, level = on && flat(d, mean);
     d->stalled = on && ((vanish && off < DIAG_STALL_TOL) ||
-                        d->stall_run + DIAG_STALL_STEPS >= DIAG_STALL_LONG);
+                        (d->stall_run + DIAG_STALL_STEPS >= DIAG_STALL_LONG && level));
     if (!d->stalled || (d->warned & (1u << DIAG_R_STALL)))
         return;
     d->warned |= 1u << DIAG_R_STALL;

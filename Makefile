@@ -172,7 +172,8 @@ bench: $(BIN)
 	sh tests/bench/schemes.sh ./$(BIN)
 	sh tests/bench/scaling.sh ./$(BIN)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
-	    for s in L4d64 L6d256; do $(PYTHON) tests/bench/probe_overhead.py --shape $$s; done; \
+	    $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 && \
+	    $(PYTHON) tests/bench/probe_overhead.py --shape L6d256 --direct --windows 2; \
 	else echo "probe overhead: skipped ($(PYTHON) has no torch)"; fi
 
 install: $(BIN)

@@ -11,7 +11,16 @@ the same window of the copy without the probe, and the median of those
 ratios is the overhead. CPU time of the process by default: on a shared
 machine the wall clock also counts other processes' turns. Not a test.
 
-    /usr/bin/python3 tests/bench/probe_overhead.py [--shape L4d64] [--windows 9]
+A difference of two noisy step times cannot resolve a cost of 1% when
+the machine's noise is 5%. So the probe's own time is also clocked
+directly: every hook it installs and its step() run under a timer (two
+clock reads a call), and "in probe" is that time over the rest of the
+step. What it leaves out is torch's dispatch of the hooks (measured
+alone, and printed as "left out") and any cache the probe's reads evict,
+which the interleaved difference includes. --direct runs only the two
+probed copies and reports only that.
+
+    /usr/bin/python3 tests/bench/probe_overhead.py [--shape L4d64] [--windows 9] [--direct]
 """
 import argparse
 import os
@@ -28,6 +37,7 @@ import models  # noqa: E402
 import torch  # noqa: E402
 
 import normscope_probe  # noqa: E402
+from normscope_probe import probe as probe_mod  # noqa: E402
 
 SHAPES = {"L4d64": (4, 64), "L6d256": (6, 256)}
 WINDOW = 10
@@ -37,6 +47,73 @@ def make(layers, dim, seq):
     torch.manual_seed(0)
     m = models.GPT(n_layer=layers, c=dim, nh=max(1, dim // 64), t=seq, v=256)
     return m, torch.optim.AdamW(m.parameters(), lr=1e-4)
+
+
+KINDS = ("step", "forward hooks", "backward hooks")
+
+
+def clock_the_probe(clock):
+    """Time every call into the probe: its step() (with the optimizer's
+    post-step hook and the model's pre-hook), and each hook it installs
+    (made by factories, so the hooks they return are wrapped). Each probe
+    sums its own time in .bench_spent and, by KINDS, the time and calls in
+    .bench_kind."""
+    P = probe_mod.Probe
+    P.bench_spent = 0.0
+
+    def timed(f, owner, kind):
+        def call(*a, **kw):
+            t0 = clock()
+            try:
+                return f(*a, **kw)
+            finally:
+                dt = clock() - t0
+                owner.bench_spent += dt
+                k = owner.__dict__.setdefault("bench_kind", [[0.0, 0] for _ in KINDS])[kind]
+                k[0] += dt
+                k[1] += 1
+        return call
+
+    for name in ("step", "_after_optimizer_step", "_model_enter"):
+        def method(self, *a, _f=getattr(P, name), **kw):
+            return timed(_f, self, 0)(self, *a, **kw)
+        setattr(P, name, method)
+    for name, kind in (("_forward_hook", 1), ("_backward_hook", 2), ("_block_enter", 1)):
+        def factory(self, *a, _f=getattr(P, name), _k=kind, **kw):
+            return timed(_f(self, *a, **kw), self, _k)
+        setattr(P, name, factory)
+
+
+def dispatch_cost(clock, n=20000):
+    """What the in-probe clock leaves out: torch's dispatch of a module's
+    forward hook (a call with a no-op hook against one without), and of a
+    tensor hook (registered and called in backward, against none), in
+    seconds, each the median of 5 alternating trials."""
+    m = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4, requires_grad=True)
+
+    def forward(k):
+        t0 = clock()
+        for _ in range(k):
+            m(x)
+        return (clock() - t0) / k
+
+    def backward(k, hook):
+        t0 = clock()
+        for _ in range(k):
+            y = m(x)
+            if hook:
+                y.register_hook(lambda g: None)
+            y.sum().backward()
+        return (clock() - t0) / k
+    fwd, bwd = [], []
+    for _ in range(5):
+        base = forward(n)
+        h = m.register_forward_hook(lambda mod, i, o: None)
+        fwd.append(forward(n) - base)
+        h.remove()
+        bwd.append(backward(n // 4, True) - backward(n // 4, False))
+    return statistics.median(fwd), statistics.median(bwd)
 
 
 def one_step(model, opt, x, y, probe, clock):
@@ -58,39 +135,87 @@ def main():
     ap.add_argument("--batch", type=int, default=16, help="sequences per batch (B)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--wall", action="store_true", help="time the wall clock, not CPU time")
+    ap.add_argument("--direct", action="store_true",
+                    help="only the probed copies, and only the probe's own time")
     a = ap.parse_args()
     clock = time.perf_counter if a.wall else time.process_time
+    clock_the_probe(clock)
     torch.set_num_threads(a.threads)
     layers, dim = SHAPES[a.shape]
     tmp = tempfile.mkdtemp(prefix="nsbench.")
     x, y = models.batch(torch.Generator().manual_seed(1), b=a.batch, t=a.seq)
     runs = {}
-    for name, every in (("off", None), ("every=1", 1), ("every=10", 10)):
+    variants = (("off", None), ("every=1", 1), ("every=10", 10))
+    for name, every in variants[1:] if a.direct else variants:
         m, opt = make(layers, dim, a.seq)
         p = None if every is None else normscope_probe.attach(
             m, opt, path=os.path.join(tmp, "%d.nsj" % every), every=every)
         runs[name] = (m, opt, p, [])
-    n_params = sum(q.numel() for q in runs["off"][0].parameters())
+    n_params = sum(q.numel() for q in next(iter(runs.values()))[0].parameters())
     for m, opt, p, _ in runs.values():  # warm up (step 1 of each probe is a measured one)
         one_step(m, opt, x, y, p, clock)
+    spent = {k: [] for k in runs}
     for _ in range(a.windows * WINDOW):
-        for m, opt, p, times in runs.values():
+        for k, (m, opt, p, times) in runs.items():
+            before = p.bench_spent if p is not None else 0.0
             times.append(one_step(m, opt, x, y, p, clock))
+            spent[k].append(p.bench_spent - before if p is not None else 0.0)
     for _, _, p, _ in runs.values():
         if p is not None:
             p.close()
-    win = {k: [sum(v[3][i:i + WINDOW]) for i in range(0, len(v[3]), WINDOW)]
-           for k, v in runs.items()}
+    report(a, n_params, runs, spent)
+    left_out(a, clock, runs)
+
+
+def left_out(a, clock, runs):
+    """Where each probed copy's time went, a step on average (the warm-up
+    step included), and what the in-probe clock did not see: torch's
+    dispatch of the hooks the copy called, a step."""
+    fwd, bwd = dispatch_cost(clock)
+    n = a.windows * WINDOW + 1
+    for k, (_, _, p, times) in runs.items():
+        if p is None:
+            continue
+        kinds = getattr(p, "bench_kind", [[0.0, 0] for _ in KINDS])
+        print("%-9s a step: %s" % (k, ", ".join(
+            "%s %.2f ms (%.0f calls)" % (name, 1e3 * t / n, c / n)
+            for name, (t, c) in zip(KINDS, kinds))))
+        cost = (kinds[1][1] * fwd + kinds[2][1] * bwd) / n
+        print("%-9s left out: torch's dispatch, %.1f us a module hook and %.1f us a tensor "
+              "hook: %.2f ms a step (%.3f%%)" % ("", 1e6 * fwd, 1e6 * bwd, 1e3 * cost,
+                                                 100 * cost / statistics.median(times)))
+
+
+def windows(v):
+    return [sum(v[i:i + WINDOW]) for i in range(0, len(v), WINDOW)]
+
+
+def iqr(v):
+    q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
+    return q[2] - q[0]
+
+
+def report(a, n_params, runs, spent):
+    """A row per copy: its median window, its overhead against the copy
+    without the probe (when run), and the probe's own time over the rest
+    of the step, window by window (median and spread)."""
+    win = {k: windows(v[3]) for k, v in runs.items()}
+    own = {k: windows(v) for k, v in spent.items()}
     print("model %s: %.2fM parameters, batch %d x %d, %d thread(s), %d windows of %d steps, "
           "%s time" % (a.shape, n_params / 1e6, a.batch, a.seq, a.threads, a.windows, WINDOW,
                        "wall" if a.wall else "CPU"))
-    print("%-9s %12s %10s %8s" % ("", "step (ms)", "overhead", "spread"))
+    print("%-9s %12s %10s %8s %10s %8s" % ("", "step (ms)", "overhead", "spread", "in probe",
+                                          "spread"))
     for k, w in win.items():
-        ratios = [t / b for t, b in zip(w, win["off"])]
-        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-        print("%-9s %12.1f %+9.1f%% %7.1f%%" % (k, 1e3 * statistics.median(w) / WINDOW,
-                                               100 * (statistics.median(ratios) - 1),
-                                               100 * (q[2] - q[0])))
+        diff = spread = "-"
+        if "off" in win:
+            ratios = [t / b for t, b in zip(w, win["off"])]
+            diff = "%+.1f%%" % (100 * (statistics.median(ratios) - 1))
+            spread = "%.1f%%" % (100 * iqr(ratios))
+        share = [s / (t - s) for s, t in zip(own[k], w)]
+        print("%-9s %12.1f %10s %8s %+9.2f%% %7.2f%%" % (
+            k, 1e3 * statistics.median(w) / WINDOW, diff, spread,
+            100 * statistics.median(share), 100 * iqr(share)))
 
 
 if __name__ == "__main__":

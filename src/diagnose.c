@@ -496,7 +496,7 @@ static int flat(diag *d, double mean)
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int L = m->n_layer, nb = L / 4 > 0 ? L / 4 : 1;
-    double loss = 0, bottom = 0, top = 0, gnorm = 0;
+    double loss = 0, bottom = 0, top = 0, gnorm = 0, blocks[NS_MAX_LAYERS] = {0};
     int cnt = 0, clipped = 0;
     for (long a = 0; a < kept(d) && cnt < DIAG_STALL_STEPS; a++) {
         const diag_point *p = point(d, a);
@@ -506,6 +506,8 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
         for (int l = 0; l < nb; l++)
             b = p->grad[l] > b ? p->grad[l] : b;
         loss += p->loss, bottom += b, top += p->grad[L - 1], cnt++;
+        for (int l = 0; l < L; l++)
+            blocks[l] += p->grad[l];
         clipped += p->clip > 0 && p->gnorm > p->clip;
         gnorm += isfinite(p->gnorm) ? p->gnorm : 0;
     }
@@ -529,6 +531,13 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     int lr_cause = (act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH;
     int clip_cause = !lr_cause && m->clip > 0 && clipped >= DIAG_CLIP_SHARE * cnt &&
                      upd < DIAG_UPDATE_LOW;
+    /* every block's gradient vanished, the top's too, while the model's
+     * (the embeddings' and the head's) did not: the largest block's mean
+     * over the model's */
+    int lb = 0;
+    for (int l = 1; l < L; l++)
+        lb = blocks[l] > blocks[lb] ? l : lb;
+    double silent = gnorm > 0 ? blocks[lb] / gnorm : 1;
     if (lr_cause) {
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
@@ -546,6 +555,16 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
         hint = post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
                       "(warmup alone stays stuck)"
                     : "the bottom layers get no gradient: lower the LR or the depth";
+    } else if (silent < DIAG_STALL_GRAD && upd < DIAG_UPDATE_LOW) {
+        if (blocks[lb] > 0)
+            snprintf(why, sizeof why, "no gradient reaches the blocks: the largest (layer %d) "
+                     "is %.2g of the whole model's; update ratio %.2g a step", lb, silent, upd);
+        else
+            snprintf(why, sizeof why, "no gradient reaches the blocks: every block's is 0; "
+                     "update ratio %.2g a step", upd);
+        hint = m->norm_kind == NORMK_DYT
+                   ? "a LayerNorm from here (kind layernorm); 10x the LR stalls the same"
+                   : "no rule names a fix: compare a run with another norm (--compare)";
     } else if (upd < DIAG_UPDATE_LOW) {
         snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
                  (double)m->lr_peak, upd);
@@ -566,7 +585,10 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
         set_fix(f, DIAG_FROM_START, 0, "norm pre");
     else if (vanish)
         set_fix(f, DIAG_FROM_START, 0, "lr x0.5");
-    else if (upd < DIAG_UPDATE_LOW)
+    else if (silent < DIAG_STALL_GRAD && upd < DIAG_UPDATE_LOW) {
+        if (m->norm_kind == NORMK_DYT)
+            set_fix(f, DIAG_FROM_HERE, 0, "kind layernorm");
+    } else if (upd < DIAG_UPDATE_LOW)
         set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
     if (f)
         d->last_diagnosis = *f;

@@ -93,6 +93,17 @@ grep -q "fix 1 of 3 .*then lr x0.1 (cause: stall" "$T/postlr.err" && ok ||
 # norm gains of 0 (Post-LN): the bottom layer gets no gradient
 scenario gamma0 stall "stalled: loss .* depth: bottom layers' gradient 0 of" 2.75 \
     --norm post --ln-gamma-init 0 --ln-beta-init 0 --steps 400
+# DyT norms (a = 0.5): the blocks' gradients fall to 1e-4 of the whole
+# model's by step ~40 and the run sits on the plateau; the update ratio is
+# low but the LR is not the cause: at 10x the LR it stalls the same. A
+# LayerNorm from there trains on (val 2.64)
+scenario dyt stall "stalled: loss .* no gradient reaches the blocks: the largest (layer [0-9]) is [0-9.e-]* of the whole model's" \
+    2.8 --norm-kind dyt --steps 600
+grep -q "fix 1 of 3 (--on-stall fix): stayed at step [0-9]*, then kind layernorm (cause: stall" "$T/dyt.err" && ok ||
+    no "dyt: the fix is not kind layernorm: $(grep 'fix' "$T/dyt.err")"
+timeout $TO "$BIN" $F --norm-kind dyt --lr 1e-2 --steps 300 --on-stall stop >/dev/null 2>"$T/dyt10.err" </dev/null
+grep -q "diagnosis at step [0-9]*: stalled: loss .* no gradient reaches the blocks" "$T/dyt10.err" &&
+    ! grep -q "too low" "$T/dyt10.err" && ok || no "dyt at 10x the LR: $(grep 'diagnosis' "$T/dyt10.err")"
 
 # ---- the headroom warnings close in on the divergence ----
 # each has fewer steps left than the one before; the last one's range

@@ -385,6 +385,34 @@ static void test_stall(void)
             CHECK(f && strstr(f->text, "too low: update ratio 1e-06") &&
                   !strcmp(f->fix, "lr x10"));
     }
+    /* every block's gradient 1e-6 of the whole model's (the embeddings'
+     * and the head's alive), the LR in range: no gradient reaches the
+     * blocks, not an LR too low; DyT's fix is a LayerNorm from here (the
+     * bank's dyt scenario trains after it), another kind has none */
+    for (int dyt = 0; dyt < 2; dyt++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 260; s++) {
+            healthy(&m, s);
+            m.norm_kind = dyt ? NORMK_DYT : NORMK_LAYERNORM;
+            m.loss = (float)(PLATEAU + 0.05 * sin((double)s));
+            m.grad_norm = 0.5f;
+            for (int l = 0; l < L; l++) {
+                m.layer[l].grad_attn = m.layer[l].grad_ffn = m.layer[l].grad_ln = 3e-7f;
+                m.layer[l].update_ratio = 1e-6f;
+            }
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_STALL);
+        CHECK(count(DIAG_R_STALL) == 1);
+        CHECK(f && strstr(f->text, "no gradient reaches the blocks: the largest (layer ") &&
+              strstr(f->text, "e-06 of the whole model's; update ratio 1e-06 a step") &&
+              !strstr(f->text, "too low"));
+        if (dyt)
+            CHECK(f && !strcmp(f->fix, "kind layernorm") && f->fix_from == DIAG_FROM_HERE);
+        else
+            CHECK(f && !f->fix[0] && strstr(f->hint, "no rule names a fix"));
+    }
     /* a setting change (norm pre) ends the stall and judges anew */
     reset();
     step_metrics m;

@@ -843,6 +843,29 @@ static void test_diag_panel(void)
     snprintf(d->f[2].fix, sizeof d->f[2].fix, "clip 0");
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "keys: c turns clipping off"));
+    /* the other stalls' keys follow their fixes: an LR too low raises it,
+     * DyT's goes to a LayerNorm, the LR's re-inits lower; a stall with no
+     * fix names no keys */
+    static const struct {
+        const char *fix, *keys;
+    } stall_keys[] = {
+        {"lr x10", "keys: + doubles the LR (3 presses: x8)"},
+        {"kind layernorm", "keys: k goes on to the next norm kind, layernorm"},
+        {"lr x0.1", "keys: r re-inits, then - halves the LR"},
+    };
+    for (size_t i = 0; i < sizeof stall_keys / sizeof stall_keys[0]; i++) {
+        snprintf(d->f[2].fix, sizeof d->f[2].fix, "%s", stall_keys[i].fix);
+        n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+        if (!CHECK(has_line(lines, n, stall_keys[i].keys)))
+            fprintf(stderr, "  stall fix %s: no '%s'\n", stall_keys[i].fix, stall_keys[i].keys);
+    }
+    d->f[2].fix[0] = 0;
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    int st = has_line(lines, n, "stalled: the clip"), keys_after = 0;
+    for (int i = st; st && i < n && !strstr(lines[i], "DIAGNOSIS") && !strstr(lines[i], "warning");
+         i++)
+        keys_after += strstr(lines[i], "keys:") != NULL;
+    CHECK(st && keys_after == 0);
     d->f[2] = kept_f;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */

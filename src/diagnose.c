@@ -513,6 +513,11 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     }
     double mean = cnt ? loss / cnt : NAN, off = mean - d->plateau;
     int on = L >= 2 && cnt >= DIAG_STALL_STEPS && off > -DIAG_STALL_TOL && off < DIAG_STALL_ABOVE;
+    /* a run that learned its way off the plateau, below it, is stalled no
+     * more: its diagnosis ends with it (the status mark clears when no
+     * other finding holds; the log keeps it) */
+    if (cnt >= DIAG_STALL_STEPS && off <= -DIAG_STALL_TOL)
+        d->warned &= ~(1u << DIAG_R_STALL);
     d->stall_run = on ? d->stall_run + 1 : 0;
     int vanish = bottom < DIAG_STALL_GRAD * top, level = on && flat(d, mean);
     d->stalled = on && ((vanish && off < DIAG_STALL_TOL) ||

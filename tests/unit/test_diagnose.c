@@ -335,6 +335,15 @@ static void test_stall(void)
         }
         const diag_finding *f = first(DIAG_R_STALL);
         if (variant == 0) {
+            /* then it learns off the plateau: after a window below it the
+             * stall is over, and nothing else keeps the episode open */
+            CHECK(diag_episode_open(dg));
+            for (long s = 201; s <= 200 + DIAG_STALL_STEPS; s++) {
+                healthy(&m, s);
+                m.loss = (float)(PLATEAU - 0.5);
+                feed(&m);
+            }
+            CHECK(!diag_stalled(dg) && !diag_episode_open(dg));
             CHECK(stalled_at == DIAG_STALL_STEPS);
             CHECK(count(DIAG_R_STALL) == 1);
             CHECK(f && f->kind == DIAG_DIAGNOSIS && strstr(f->text, "3.080") &&

@@ -75,6 +75,10 @@ typedef struct {
  * diagnosis with one (the cause), else the first warning with one; NULL
  * for none. */
 const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
+/* Of runs' diagnoses (n: 1, or 2 under --compare), the run whose fix the
+ * a key applies: the one that diverged (diverged_run), else a before b;
+ * -1 when neither has a fix. */
+int trainer_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run);
 
 /* A line of the event log: the engine's (ns_event, typed where it is
  * made) and the trainer's own (pause, resume, validation, DIVERGED, a

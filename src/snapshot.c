@@ -52,6 +52,15 @@ const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d)
     return NULL;
 }
 
+int trainer_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run)
+{
+    int order[2] = {diverged_run == 1 ? 1 : 0, diverged_run == 1 ? 0 : 1};
+    for (int k = 0; k < n && k < 2; k++)
+        if (order[k] < n && trainer_diagnosis_fix(runs[order[k]]))
+            return order[k];
+    return -1;
+}
+
 int trainer_ended_diverged(const trainer_status *s)
 {
     return s->state == TRAINER_DIVERGED ||

@@ -742,15 +742,9 @@ static void apply_command(trainer *t, const ns_command *c, int target)
  * the run that diverged first, else a before b. NULL for none. */
 static const diag_finding *fix_finding(const trainer *t, int *run)
 {
-    int order[2] = {t->diverged_run == 1 ? 1 : 0, t->diverged_run == 1 ? 0 : 1};
-    for (int k = 0; k < n_runs(t); k++) {
-        const diag_finding *f = trainer_diagnosis_fix(&t->rd[order[k]].view);
-        if (f) {
-            *run = order[k];
-            return f;
-        }
-    }
-    return NULL;
+    const trainer_diagnosis *views[2] = {&t->rd[0].view, &t->rd[1].view};
+    *run = trainer_fix_run(views, n_runs(t), t->diverged_run);
+    return *run >= 0 ? trainer_diagnosis_fix(&t->rd[*run].view) : NULL;
 }
 
 /* Go back as the fix says: a rewind to the newest snapshot at or before

@@ -37,12 +37,13 @@ typedef struct {
     const step_metrics *m;
     const trainer_diagnosis *d;
     int warmup_on;
+    int run; /* 0 = a, 1 = b */
 } run_view;
 
 static run_view view_of(const trainer_status *s, int run)
 {
     run_view v = {&s->run[run].cfg, &s->run[run].last, &s->diag[run],
-                  s->run[run].warmup_on};
+                  s->run[run].warmup_on, run};
     return v;
 }
 
@@ -177,7 +178,12 @@ static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
         snprintf(back, sizeof back, "re-inits (step 0)");
     else
         snprintf(back, sizeof back, "stays at this step");
-    if (s->fixes >= TRAINER_FIX_MAX)
+    const trainer_diagnosis *runs[2] = {&s->diag[0], &s->diag[1]};
+    int fr = trainer_fix_run(runs, s->compare ? 2 : 1, trainer_diverged_run(s));
+    if (s->compare && fr != v->run) /* a takes the other run's: say this one's as what it is */
+        say(t, "    its fix: %s, then %s (%s applies run %c's: the run that diverged, else a)",
+            back, f->fix, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
+    else if (s->fixes >= TRAINER_FIX_MAX)
         say(t, "    %s: %d fixes applied, the most: no more", key(TUI_ACT_FIX), s->fixes);
     else
         say(t, "    %s applies the fix: %s, then %s, and trains on (fix %d of %d)",

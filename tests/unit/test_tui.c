@@ -882,6 +882,30 @@ static void test_diag_panel(void)
     int lb = has_line(lines, n, "b: lr=0.02"), hb = has_line(lines, n, "b's overflow");
     CHECK(la && ha && lb && hb && la < ha && ha < lb && lb < hb);
     CHECK(has_line(lines, n, "Tab until it reads b"));
+    /* both runs with a fix: a applies the diverged run's (else a's), and
+     * only that one's line says a applies it; the other's names whose */
+    trainer_diagnosis *da = &s->s.diag[0];
+    da->f[da->n++] = finding(DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, 2, 7, nv, "a's overflow", "fp32");
+    snprintf(da->f[0].fix, sizeof da->f[0].fix, "fp32-norms on");
+    snprintf(db->f[0].fix, sizeof db->f[0].fix, "precision bf16");
+    for (int div = -1; div <= 1; div += 2) {
+        s->s.diverged_run = div; /* -1: neither, 1: b */
+        n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+        int applies = 0;
+        for (int i = 0; i < n; i++)
+            applies += strstr(lines[i], "a applies the fix") != NULL;
+        int ours = has_line(lines, n, div == 1 ? "then precision bf16, and trains on"
+                                                : "then fp32-norms on, and trains on");
+        int theirs = has_line(lines, n, div == 1 ? "step 0, then fp32-norms on (a applies run "
+                                                   "b's: the run that diverged, else a)"
+                                                 : "step 0, then precision bf16 (a applies run "
+                                                   "a's: the run that diverged, else a)");
+        if (!CHECK(applies == 1 && ours && theirs))
+            fprintf(stderr, "  --compare, diverged run %d: %d 'a applies' lines\n", div, applies);
+    }
+    s->s.diverged_run = -1;
+    da->n = 0;
+    db->f[0].fix[0] = 0;
 
     /* D opens it over the frame; any key closes it and does nothing else */
     tui_ui ui;

@@ -50,8 +50,9 @@ const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
  * of its current episode (from the first finding until a rewind or a
  * setting change ends it, diagnose.h), oldest first; past
  * TRAINER_FINDINGS the oldest warning makes room. alert is the status
- * line's mark: the rule of the latest ("headroom", "stall":
- * diag_rule_name), "" for none. */
+ * line's mark: the rule of the cause (trainer_diagnosis_cause), else of
+ * the latest warning ("headroom", "stall": diag_rule_name), "" for
+ * none. */
 #define TRAINER_FINDINGS 6
 /* A run applies its diagnosis' fix (the a key, --on-diverge fix) at most
  * this many times; then it stops with the diagnosis. */
@@ -71,9 +72,17 @@ typedef struct {
     int fix_reinit; /* no snapshot that old is kept: the fix re-inits */
 } trainer_diagnosis;
 
+/* The order an episode's findings are given in, the cause first: the
+ * diagnoses of a divergence or a blow-up (0), then a stall's (1: a run
+ * that blew up after stalling blew up for the later finding's reason),
+ * then the warnings (2); oldest first within each. */
+enum { TRAINER_RANKS = 3 };
+int trainer_finding_rank(const diag_finding *f);
+/* The cause: the first finding in that order (the status line's mark and
+ * the D panel's first line); NULL for none. */
+const diag_finding *trainer_diagnosis_cause(const trainer_diagnosis *d);
 /* The finding whose fix the a key and --on-diverge fix apply: the first
- * diagnosis with one (the cause), else the first warning with one; NULL
- * for none. */
+ * in that order with one; NULL for none. */
 const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
 /* Of runs' diagnoses (n: 1, or 2 under --compare), the run whose fix the
  * a key applies: the one that diverged (diverged_run), else a before b;

@@ -43,13 +43,29 @@ void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metr
     snprintf(pt->run[1].mark, sizeof pt->run[1].mark, "%s", mark_b ? mark_b : "");
 }
 
-const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d)
+int trainer_finding_rank(const diag_finding *f)
 {
-    for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
+    return f->kind == DIAG_WARNING ? 2 : f->rule == DIAG_R_STALL ? 1 : 0;
+}
+
+/* The first finding in rank order, with a fix when with_fix. */
+static const diag_finding *first_ranked(const trainer_diagnosis *d, int with_fix)
+{
+    for (int rank = 0; rank < TRAINER_RANKS; rank++)
         for (int i = 0; i < d->n; i++)
-            if ((int)d->f[i].kind == kind && d->f[i].fix[0])
+            if (trainer_finding_rank(&d->f[i]) == rank && (!with_fix || d->f[i].fix[0]))
                 return &d->f[i];
     return NULL;
+}
+
+const diag_finding *trainer_diagnosis_cause(const trainer_diagnosis *d)
+{
+    return first_ranked(d, 0);
+}
+
+const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d)
+{
+    return first_ranked(d, 1);
 }
 
 int trainer_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run)

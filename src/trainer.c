@@ -985,12 +985,11 @@ static void view_add(trainer_diagnosis *v, const diag_finding *f)
         v->n--;
     }
     v->f[v->n++] = *f;
-    /* the status line's mark is the cause the panel and the summary give
-     * first: the episode's first diagnosis; else the latest warning */
-    const diag_finding *shown = f;
-    for (int i = v->n - 1; i >= 0; i--)
-        if (v->f[i].kind == DIAG_DIAGNOSIS)
-            shown = &v->f[i];
+    /* the status line's mark is the cause the panel gives first; with
+     * warnings alone, the latest */
+    const diag_finding *shown = trainer_diagnosis_cause(v);
+    if (shown->kind == DIAG_WARNING)
+        shown = f;
     snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
 }
 

@@ -263,16 +263,16 @@ static void run_lines(text *t, const trainer_status *s, int run)
             say(t, "%sno warnings; the run is healthy", ind);
         return;
     }
-    /* the diagnoses first (the first of a divergence is its cause, and
-     * where b goes follows it), then the warnings that came before; each
-     * kind oldest first */
+    /* the cause first (a divergence's or a blow-up's, then a stall's; where
+     * b goes follows it), then the warnings that came before; each rank
+     * oldest first (trainer_finding_rank) */
     int rewind_said = 0;
-    for (int kind = DIAG_DIAGNOSIS; kind >= DIAG_WARNING; kind--)
+    for (int rank = 0; rank < TRAINER_RANKS; rank++)
         for (int i = 0; i < v.d->n; i++) {
             const diag_finding *f = &v.d->f[i];
-            if ((int)f->kind != kind)
+            if (trainer_finding_rank(f) != rank)
                 continue;
-            say(t, "%s%s at step %ld: %s", ind, kind == DIAG_WARNING ? "warning" : "DIAGNOSIS",
+            say(t, "%s%s at step %ld: %s", ind, f->kind == DIAG_WARNING ? "warning" : "DIAGNOSIS",
                 f->step, f->text);
             layer_now(t, f->layer, &v, s->have_metrics);
             say(t, "    try: %s", f->hint);

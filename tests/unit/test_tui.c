@@ -867,6 +867,24 @@ static void test_diag_panel(void)
         keys_after += strstr(lines[i], "keys:") != NULL;
     CHECK(st && keys_after == 0);
     d->f[2] = kept_f;
+    /* a stall, then a blow-up in the same episode: the blow-up is the
+     * cause (the mark, the first line, the fix a applies); the stall
+     * follows it */
+    trainer_diagnosis kept_d = *d;
+    d->n = 2;
+    d->f[0] = finding(DIAG_DIAGNOSIS, DIAG_R_STALL, 2, 5, rv, "stalled: loss 3.1", "raise");
+    d->f[1] = finding(DIAG_DIAGNOSIS, DIAG_R_BLOWUP, -1, 7, rv, "blew up, finite", "lower");
+    snprintf(d->f[0].fix, sizeof d->f[0].fix, "lr x10");
+    snprintf(d->f[1].fix, sizeof d->f[1].fix, "lr x0.1");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    int blow = has_line(lines, n, "DIAGNOSIS at step 7: blew up"),
+        stall = has_line(lines, n, "DIAGNOSIS at step 5: stalled");
+    CHECK(blow && stall && blow < stall && has_line(lines, n, "then lr x0.1, and trains on") &&
+          !has_line(lines, n, "then lr x10, and trains on"));
+    CHECK(trainer_diagnosis_cause(d) == &d->f[1] && trainer_diagnosis_fix(d) == &d->f[1]);
+    d->f[1].kind = DIAG_WARNING; /* a warning after the stall: the stall is the cause */
+    CHECK(trainer_diagnosis_cause(d) == &d->f[0] && trainer_diagnosis_fix(d) == &d->f[0]);
+    *d = kept_d;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */
     memset(d, 0, sizeof *d);

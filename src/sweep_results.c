@@ -228,12 +228,14 @@ size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
         num[j][0] = 0;
     if (s) {
         double final = s->has_val ? s->val : s->train;
-        /* exploded: a finite blow-up, not the plateau; stalled: the plateau
-         * rule (see SWEEPS in normscope(1)), for a run that had the steps
-         * the diagnosis needs to call a plateau one (a 20-step run above it
-         * has not stalled: it has barely started) */
-        int exploded = !s->div_step &&
-                       (s->blown_step || (isfinite(final) && final > s->first_loss));
+        /* exploded: a finite blow-up, not the plateau: more than the
+         * plateau's tolerance above the first step's loss (a 20-step run's
+         * mean 0.02 above its first step is noise, not a blow-up);
+         * stalled: the plateau rule (see SWEEPS in normscope(1)), for a run
+         * that had the steps the diagnosis needs to call a plateau one (a
+         * 20-step run above it has not stalled: it has barely started) */
+        int exploded = !s->div_step && (s->blown_step || (isfinite(final) &&
+                                                          final > s->first_loss + DIAG_STALL_TOL));
         int judged = s->last_step - s->first_step + 1 >= DIAG_STALL_STEPS;
         snprintf(num[0], 32, "%ld", s->last_step);
         fmt_num(num[1], 32, s->train);

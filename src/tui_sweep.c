@@ -573,7 +573,7 @@ enum { SV_N_HELP = sizeof sv_help / sizeof sv_help[0] };
 static const char *const sv_legend[] = {
     "X diverged: a non-finite loss or gradient   ! failed: see DIR/run-ID.log",
     "S stalled: ran 48+ steps, final loss not 0.1 nats below unigram entropy",
-    "E exploded: finite, above its first loss (off the scale)   1/2 S: 1 of 2 seeds",
+    "E exploded: finite, 0.15+ over its first loss   1/2 S: 1 of 2 seeds",
     "~ running: loss@step now   . pending   final loss: mean+-spread of seeds",
 };
 enum { SV_N_LEGEND = sizeof sv_legend / sizeof sv_legend[0] };

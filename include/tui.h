@@ -449,8 +449,10 @@ void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *u
  * its episode, the newest first, each with the layer's numbers now, what
  * to try and the keys that do it; "no warnings; the run is healthy" and
  * the least headroom when there are none; both runs under --compare.
- * tui_diag_lines writes its logical lines (unwrapped) and returns how many. */
-#define TUI_DIAG_LINE 192
+ * tui_diag_lines writes its logical lines (unwrapped) and returns how many.
+ * A line holds a finding whole with its prefix, or a fix with the
+ * snapshot it rewinds to. */
+#define TUI_DIAG_LINE (DIAG_TEXT + NS_EVENT_TEXT)
 #define TUI_DIAG_MAX 64
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max);
 void tui_draw_diag(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);

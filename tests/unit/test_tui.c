@@ -867,6 +867,14 @@ static void test_diag_panel(void)
         keys_after += strstr(lines[i], "keys:") != NULL;
     CHECK(st && keys_after == 0);
     d->f[2] = kept_f;
+    /* a finding as long as a finding gets is shown whole, its last number
+     * too (a DyT stall's line lost "-06 a step" to a 192-byte line) */
+    diag_finding kept_long = d->f[2];
+    memset(d->f[2].text, 'x', DIAG_TEXT - 1);
+    memcpy(d->f[2].text + DIAG_TEXT - 9, " 7.6e-06", 9);
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "xxx 7.6e-06"));
+    d->f[2] = kept_long;
     /* a stall, then a blow-up in the same episode: the blow-up is the
      * cause (the mark, the first line, the fix a applies); the stall
      * follows it */

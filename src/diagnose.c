@@ -467,6 +467,17 @@ static double lr_factor(double upd)
     return f;
 }
 
+/* Keep this step's mean in the ring of the stall run (stall_run > 0);
+ * is it less than DIAG_STALL_FALL below the mean DIAG_STALL_BACK steps
+ * back? (A run not yet that long on the plateau is not judged flat.) */
+static int flat(diag *d, double mean)
+{
+    double *slot = &d->stall_mean[(d->stall_run - 1) % DIAG_STALL_BACK];
+    double back = d->stall_run > DIAG_STALL_BACK ? *slot : NAN;
+    *slot = mean;
+    return back - mean < DIAG_STALL_FALL;
+}
+
 /* A stall: the mean loss over DIAG_STALL_STEPS steps on the unigram
  * plateau (from DIAG_STALL_TOL below to DIAG_STALL_ABOVE above), for
  * DIAG_STALL_LONG steps while falling less than DIAG_STALL_FALL in
@@ -481,18 +492,10 @@ static double lr_factor(double upd)
  * gradient is the depth's; an update ratio below DIAG_UPDATE_LOW on steps
  * clipped (DIAG_CLIP_SHARE of them or more) is the clip's (Adam's step does
  * not depend on the gradient's size until the clipped gradient nears its
- * epsilon; then it shrinks with it); else it is an LR too low. */
-/* Keep this step's mean in the ring of the stall run (stall_run > 0);
- * is it less than DIAG_STALL_FALL below the mean DIAG_STALL_BACK steps
- * back? (A run not yet that long on the plateau is not judged flat.) */
-static int flat(diag *d, double mean)
-{
-    double *slot = &d->stall_mean[(d->stall_run - 1) % DIAG_STALL_BACK];
-    double back = d->stall_run > DIAG_STALL_BACK ? *slot : NAN;
-    *slot = mean;
-    return back - mean < DIAG_STALL_FALL;
-}
-
+ * epsilon; then it shrinks with it); every block's gradient under
+ * DIAG_STALL_GRAD of the whole model's while the weights barely move is
+ * no gradient reaching the blocks (more LR moves nothing: DyT stalls so);
+ * else it is an LR too low. */
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int L = m->n_layer, nb = L / 4 > 0 ? L / 4 : 1;

@@ -496,110 +496,128 @@ static int flat(diag *d, double mean)
  * DIAG_STALL_GRAD of the whole model's while the weights barely move is
  * no gradient reaching the blocks (more LR moves nothing: DyT stalls so);
  * else it is an LR too low. */
-static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+/* The stall rule's window: the DIAG_STALL_STEPS latest steps since the
+ * last change, summed. */
+typedef struct {
+    int cnt, clipped;
+    double loss, bottom, top, gnorm;
+    double blocks[NS_MAX_LAYERS]; /* each layer's gradient norm */
+} stall_window;
+
+static void stall_sums(const diag *d, int L, stall_window *w)
 {
-    int L = m->n_layer, nb = L / 4 > 0 ? L / 4 : 1;
-    double loss = 0, bottom = 0, top = 0, gnorm = 0, blocks[NS_MAX_LAYERS] = {0};
-    int cnt = 0, clipped = 0;
-    for (long a = 0; a < kept(d) && cnt < DIAG_STALL_STEPS; a++) {
+    int nb = L / 4 > 0 ? L / 4 : 1;
+    memset(w, 0, sizeof *w);
+    for (long a = 0; a < kept(d) && w->cnt < DIAG_STALL_STEPS; a++) {
         const diag_point *p = point(d, a);
         if (p->step <= d->changed_at)
             break; /* judged anew after a change */
         float b = 0;
         for (int l = 0; l < nb; l++)
             b = p->grad[l] > b ? p->grad[l] : b;
-        loss += p->loss, bottom += b, top += p->grad[L - 1], cnt++;
+        w->loss += p->loss, w->bottom += b, w->top += p->grad[L - 1], w->cnt++;
         for (int l = 0; l < L; l++)
-            blocks[l] += p->grad[l];
-        clipped += p->clip > 0 && p->gnorm > p->clip;
-        gnorm += isfinite(p->gnorm) ? p->gnorm : 0;
+            w->blocks[l] += p->grad[l];
+        w->clipped += p->clip > 0 && p->gnorm > p->clip;
+        w->gnorm += isfinite(p->gnorm) ? p->gnorm : 0;
     }
-    double mean = cnt ? loss / cnt : NAN, off = mean - d->plateau;
-    int on = L >= 2 && cnt >= DIAG_STALL_STEPS && off > -DIAG_STALL_TOL && off < DIAG_STALL_ABOVE;
-    /* a run that learned its way off the plateau, below it, is stalled no
-     * more: its diagnosis ends with it (the status mark clears when no
-     * other finding holds; the log keeps it) */
-    if (cnt >= DIAG_STALL_STEPS && off <= -DIAG_STALL_TOL)
-        d->warned &= ~(1u << DIAG_R_STALL);
-    d->stall_run = on ? d->stall_run + 1 : 0;
-    int vanish = bottom < DIAG_STALL_GRAD * top, level = on && flat(d, mean);
-    d->stalled = on && ((vanish && off < DIAG_STALL_TOL) ||
-                        (d->stall_run + DIAG_STALL_STEPS >= DIAG_STALL_LONG && level));
-    if (!d->stalled || (d->warned & (1u << DIAG_R_STALL)))
-        return;
-    d->warned |= 1u << DIAG_R_STALL;
+}
+
+/* The stall's finding: its cause from the numbers (see rule_stall), in
+ * one chain that gives the words, the hint, the layer and the fix. */
+static void stall_finding(diag *d, const step_metrics *m, const stall_window *w, double mean,
+                          diag_finding *out, int max, int *k)
+{
+    int L = m->n_layer;
     const diag_point *now = point(d, 0);
-    int la = top_act_layer(now->act, L), ucnt;
+    int la = top_act_layer(now->act, L), ucnt, layer = la, from = DIAG_FROM_HERE;
     double act = now->act[la], grow = slope(d, la, 0) * 100, upd = mean_top_update(d, L, &ucnt);
-    double v[4] = {mean, d->plateau, act, top > 0 ? bottom / top : 0};
+    double v[4] = {mean, d->plateau, act, w->top > 0 ? w->bottom / w->top : 0};
     int post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
-    char why[DIAG_TEXT];
-    const char *hint;
-    diag_finding *f;
-    int lr_cause = (act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH;
-    int clip_cause = !lr_cause && m->clip > 0 && clipped >= DIAG_CLIP_SHARE * cnt &&
-                     upd < DIAG_UPDATE_LOW;
     /* every block's gradient vanished, the top's too, while the model's
      * (the embeddings' and the head's) did not: the largest block's mean
      * over the model's */
     int lb = 0;
     for (int l = 1; l < L; l++)
-        lb = blocks[l] > blocks[lb] ? l : lb;
-    double silent = gnorm > 0 ? blocks[lb] / gnorm : 1;
-    if (lr_cause) {
+        lb = w->blocks[l] > w->blocks[lb] ? l : lb;
+    double silent = w->gnorm > 0 ? w->blocks[lb] / w->gnorm : 1;
+    char why[DIAG_TEXT], fix[DIAG_FIX_TEXT] = "";
+    const char *hint;
+    if ((act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH) {
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
                  isfinite(grow) ? grow : 0.0, upd);
         hint = "re-init with a lower LR: the grown weights stay on the plateau";
-    } else if (clip_cause) {
-        gnorm /= cnt;
+        snprintf(fix, sizeof fix, "lr x%g", lr_factor(upd));
+        from = DIAG_FROM_START;
+    } else if (m->clip > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt && upd < DIAG_UPDATE_LOW) {
+        double gn = w->gnorm / w->cnt;
         snprintf(why, sizeof why, "the clip %g: %d of %d steps clipped, the gradient norm %.3g "
-                 "(mean) cut to %.2g of it; update ratio %.2g a step", (double)m->clip, clipped,
-                 cnt, gnorm, gnorm > 0 ? (double)m->clip / gnorm : 0.0, upd);
+                 "(mean) cut to %.2g of it; update ratio %.2g a step", (double)m->clip,
+                 w->clipped, w->cnt, gn, gn > 0 ? (double)m->clip / gn : 0.0, upd);
         hint = "raise the clip or turn it off (clip 0): Adam's step shrinks once the clipped "
                "gradient nears its epsilon";
-    } else if (vanish) {
+        snprintf(fix, sizeof fix, "clip 0");
+    } else if (w->bottom < DIAG_STALL_GRAD * w->top) {
         snprintf(why, sizeof why, "depth: bottom layers' gradient %.2g of the top's", v[3]);
         hint = post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
                       "(warmup alone stays stuck)"
                     : "the bottom layers get no gradient: lower the LR or the depth";
+        /* a fresh Pre-LN start learns sooner than a switch */
+        snprintf(fix, sizeof fix, "%s", post ? "norm pre" : "lr x0.5");
+        from = DIAG_FROM_START;
+        layer = 0;
     } else if (silent < DIAG_STALL_GRAD && upd < DIAG_UPDATE_LOW) {
-        if (blocks[lb] > 0)
+        if (w->blocks[lb] > 0)
             snprintf(why, sizeof why, "no gradient reaches the blocks: the largest (layer %d) "
                      "is %.2g of the whole model's; update ratio %.2g a step", lb, silent, upd);
         else
             snprintf(why, sizeof why, "no gradient reaches the blocks: every block's is 0; "
                      "update ratio %.2g a step", upd);
-        hint = m->norm_kind == NORMK_DYT
-                   ? "a LayerNorm from here (kind layernorm); 10x the LR stalls the same"
+        int dyt = m->norm_kind == NORMK_DYT;
+        hint = dyt ? "a LayerNorm from here (kind layernorm); 10x the LR stalls the same"
                    : "no rule names a fix: compare a run with another norm (--compare)";
+        snprintf(fix, sizeof fix, "%s", dyt ? "kind layernorm" : "");
     } else if (upd < DIAG_UPDATE_LOW) {
         snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
                  (double)m->lr_peak, upd);
         hint = "raise the LR (lr x10)";
+        snprintf(fix, sizeof fix, "lr x10");
     } else {
         snprintf(why, sizeof why, "cause unknown: act max %.4g, bottom/top gradient %.2g, "
                  "update ratio %.2g", act, v[3], upd);
         hint = "no rule names a cause: compare a run with another LR or norm (--compare)";
     }
-    f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, vanish && !lr_cause && !clip_cause ? 0 : la,
-            m->step, v, hint, "stalled: loss %.3f on the unigram plateau %.3f for %ld steps; %s",
-            mean, d->plateau, d->stall_run + DIAG_STALL_STEPS - 1, why);
-    if (lr_cause)
-        set_fix(f, DIAG_FROM_START, 0, "lr x%g", lr_factor(upd));
-    else if (clip_cause)
-        set_fix(f, DIAG_FROM_HERE, 0, "clip 0");
-    else if (vanish && post) /* a fresh Pre-LN start learns sooner than a switch */
-        set_fix(f, DIAG_FROM_START, 0, "norm pre");
-    else if (vanish)
-        set_fix(f, DIAG_FROM_START, 0, "lr x0.5");
-    else if (silent < DIAG_STALL_GRAD && upd < DIAG_UPDATE_LOW) {
-        if (m->norm_kind == NORMK_DYT)
-            set_fix(f, DIAG_FROM_HERE, 0, "kind layernorm");
-    } else if (upd < DIAG_UPDATE_LOW)
-        set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, layer, m->step, v, hint,
+                          "stalled: loss %.3f on the unigram plateau %.3f for %ld steps; %s",
+                          mean, d->plateau, d->stall_run + DIAG_STALL_STEPS - 1, why);
+    if (fix[0])
+        set_fix(f, from, 0, "%s", fix);
     if (f)
         d->last_diagnosis = *f;
+}
+
+static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    int L = m->n_layer;
+    stall_window w;
+    stall_sums(d, L, &w);
+    double mean = w.cnt ? w.loss / w.cnt : NAN, off = mean - d->plateau;
+    int on = L >= 2 && w.cnt >= DIAG_STALL_STEPS && off > -DIAG_STALL_TOL &&
+             off < DIAG_STALL_ABOVE;
+    /* a run that learned its way off the plateau, below it, is stalled no
+     * more: its diagnosis ends with it (the status mark clears when no
+     * other finding holds; the log keeps it) */
+    if (w.cnt >= DIAG_STALL_STEPS && off <= -DIAG_STALL_TOL)
+        d->warned &= ~(1u << DIAG_R_STALL);
+    d->stall_run = on ? d->stall_run + 1 : 0;
+    int vanish = w.bottom < DIAG_STALL_GRAD * w.top, level = on && flat(d, mean);
+    d->stalled = on && ((vanish && off < DIAG_STALL_TOL) ||
+                        (d->stall_run + DIAG_STALL_STEPS >= DIAG_STALL_LONG && level));
+    if (!d->stalled || (d->warned & (1u << DIAG_R_STALL)))
+        return;
+    d->warned |= 1u << DIAG_R_STALL;
+    stall_finding(d, m, &w, mean, out, max, k);
 }
 
 /* ---- at a divergence ---------------------------------------------------- */

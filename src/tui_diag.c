@@ -76,6 +76,23 @@ static int presses_to_bf16(numfmt p)
 }
 
 /* The keys that make the finding's suggested changes, as one line. */
+/* A stall's keys: those of its own fix; none without one. */
+static void stall_keys(text *t, const diag_finding *f, const run_view *v)
+{
+    if (!strcmp(f->fix, "clip 0"))
+        say(t, "    keys: %s turns clipping off", bkey("clip", "toggle"));
+    else if (!strcmp(f->fix, "kind layernorm"))
+        say(t, "    keys: %s goes on to the next norm kind, layernorm", bkey("kind", "next"));
+    else if (!strcmp(f->fix, "lr x10"))
+        say(t, "    keys: %s doubles the LR (3 presses: x8)", bkey("lr", "x2"));
+    else if (post_like(v->cfg->norm) && f->fix[0])
+        say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
+            bkey("norm", "toggle"), key(TUI_ACT_REINIT), bkey("warmup", "toggle"));
+    else if (f->fix[0])
+        say(t, "    keys: %s re-inits, then %s halves the LR", key(TUI_ACT_REINIT),
+            bkey("lr", "x0.5"));
+}
+
 static void keys_line(text *t, const diag_finding *f, const run_view *v)
 {
     int low = v->cfg->precision != FMT_FP32;
@@ -109,18 +126,8 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
         say(t, "    keys: %s pauses; %s halves the LR or %s turns warmup on; then %s rewinds", sp,
             lr, bkey("warmup", "toggle"), rw);
         break;
-    case DIAG_R_STALL: /* the keys of the stall's own fix; none without one */
-        if (!strcmp(f->fix, "clip 0"))
-            say(t, "    keys: %s turns clipping off", bkey("clip", "toggle"));
-        else if (!strcmp(f->fix, "kind layernorm"))
-            say(t, "    keys: %s goes on to the next norm kind, layernorm", bkey("kind", "next"));
-        else if (!strcmp(f->fix, "lr x10"))
-            say(t, "    keys: %s doubles the LR (3 presses: x8)", bkey("lr", "x2"));
-        else if (post_like(v->cfg->norm) && f->fix[0])
-            say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
-                bkey("norm", "toggle"), key(TUI_ACT_REINIT), bkey("warmup", "toggle"));
-        else if (f->fix[0])
-            say(t, "    keys: %s re-inits, then %s halves the LR", key(TUI_ACT_REINIT), lr);
+    case DIAG_R_STALL:
+        stall_keys(t, f, v);
         break;
     case DIAG_R_NORM_VAR:
         if (bf)

@@ -264,6 +264,7 @@ struct run_state {
     tui_ui ui;
     tui_grid grid;
     double note_until;
+    int repaint; /* the next frame clears the terminal and paints every cell */
 };
 
 /* ---- the trainer ---------------------------------------------------------------- */
@@ -428,7 +429,7 @@ static int handle_input(run_state *rs, int ch)
     case KEY_RESIZE: /* the one place a resize is handled */
         if (tui_grid_resize(&rs->grid, LINES, COLS) != 0)
             return -1;
-        clearok(curscr, TRUE);
+        rs->repaint = 1;
         break;
     case KEY_MOUSE: {
         MEVENT ev;
@@ -494,12 +495,12 @@ static void suspend(trainer *t)
  * alternate screen, keypad, mouse) and repaints every cell; a SIGWINCH to
  * ourselves makes ncurses read the size again, and a change comes back
  * from getch as KEY_RESIZE, handled in the one place that does. */
-static void resume(void)
+static void resume(run_state *rs)
 {
     continued = 0;
     if (!isendwin())
         endwin();
-    clearok(curscr, TRUE);
+    rs->repaint = 1;
     raise(SIGWINCH);
 }
 
@@ -627,6 +628,22 @@ static int take_keys(run_state *rs, double next_frame)
     return any;
 }
 
+/* The frame onto the terminal. After a resize or a stop the terminal may
+ * hold anything (the old frame reflowed, a shell's lines), so the next
+ * frame is painted whole. That is asked for here, just before our own
+ * refresh: asked for at KEY_RESIZE, it was spent by the implicit refresh
+ * of the next getch (which painted the old frame at the new size), and
+ * our refresh then sent the new frame as a diff whose line inserts left
+ * rows blank (seen in tmux: a start at 100x30 resized to 120x40 at once,
+ * tests/sh/tui_lesson_sizes.sh). */
+static void paint(run_state *rs)
+{
+    if (rs->repaint)
+        clearok(curscr, TRUE);
+    rs->repaint = 0;
+    refresh();
+}
+
 /* Frames: a new snapshot is looked at every FRAME_MS; the screen is drawn
  * when something changed (a step, a key, a resize), so a paused run costs
  * no CPU, and a key shows its effect at once. Runs until q, a signal or
@@ -646,7 +663,7 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
             continue;      /* a SIGHUP while stopped is seen first */
         }
         if (continued) {
-            resume();
+            resume(rs);
             dirty = 1;
         }
         int keys = take_keys(rs, next_frame);
@@ -674,7 +691,7 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         blit(&rs->grid);
         if (rs->ui.dump)
             write_dump(rs);
-        refresh();
+        paint(rs);
     }
     return TUI_END_QUIT;
 }

@@ -92,7 +92,7 @@ int stream_is_stream(const stream_reader *r);
 
 /* How the writer is doing, now (nstime_now()): */
 typedef enum {
-    STREAM_LIVE_WAITING,    /* no file yet */
+    STREAM_LIVE_WAITING,    /* no file yet, or not a line in it yet */
     STREAM_LIVE_RUNNING,    /* steps arrive */
     STREAM_LIVE_QUIET,      /* "no new step for N s": more than 4 mean gaps, and
                              * at least the quiet minimum (STREAM_QUIET_MIN) */

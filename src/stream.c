@@ -914,6 +914,10 @@ stream_live stream_liveness(const stream_reader *r, double now, char *text, size
         snprintf(text, n, "not a normscope stream");
         return STREAM_LIVE_NOT_STREAM;
     }
+    if (u->n_lines == 0) { /* a probe's first line comes with its first step */
+        snprintf(text, n, "waiting for the first line of %s", base_name(r->path));
+        return STREAM_LIVE_WAITING;
+    }
     if (u->ended) {
         snprintf(text, n, "ended at step %ld (%s)", u->end_step, u->end_reason);
         return STREAM_LIVE_ENDED;
@@ -997,6 +1001,8 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
         fprintf(f, " (%s %s, world size %d, %s, metrics every %ld steps)",
                 u->source[0] ? u->source : "?", u->model[0] ? u->model : "model", u->world_size,
                 u->dtype[0] ? u->dtype : "float32", u->every);
+    else if (u->n_lines == 0)
+        fputs(" (empty: no line written yet)", f);
     else
         fputs(" (no header: normscope --jsonl rows)", f);
     fputc('\n', f);
@@ -1042,7 +1048,7 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
                 u->partial_bytes);
     if (u->ended)
         fprintf(f, "end: %s\n", u->end_text[0] ? u->end_text : u->end_reason);
-    else if (u->have_header)
+    else if (u->have_header || u->n_lines == 0)
         fputs("end: no end line (the run is still writing, or its writer was killed)\n", f);
 }
 
@@ -1206,7 +1212,7 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
         stream_print_summary(stdout, r, path);
     if (status == 0 && r->sum.nonfinite_step)
         status = STREAM_EXIT_DIVERGED;
-    else if (status == 0 && steps <= 0 && r->sum.have_header)
+    else if (status == 0 && steps <= 0 && (r->sum.have_header || r->sum.n_lines == 0))
         status = !r->sum.ended ? STREAM_EXIT_NO_END
                  : strcmp(r->sum.end_reason, "close") && strcmp(r->sum.end_reason, "exit")
                      ? STREAM_EXIT_ABNORMAL : 0;

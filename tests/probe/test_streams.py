@@ -108,7 +108,10 @@ def refusal():
     C.ok(os.path.getsize(path) == size, "the refused stream is left as it was")
     p = normscope_probe.attach(models.GPT(), path=path, overwrite=True)
     p.close()
-    C.ok(os.path.getsize(path) == 0, "overwrite=True starts the stream again")
+    _, rows, ev = check.read_stream(path)
+    C.ok(not rows and [(e["event"], e["step"], e.get("reason")) for e in ev] == [("end", 0, "close")],
+         "overwrite=True starts the stream again: closed before a step, a header and its end (%s)"
+         % ev)
 
 
 class Odd(torch.nn.Module):

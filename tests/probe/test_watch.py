@@ -140,6 +140,9 @@ SCRIPT = textwrap.dedent("""
     opt = torch.optim.SGD(m.parameters(), lr=1e-3)
     p = normscope_probe.attach(m, opt, path=path)
     gen = torch.Generator().manual_seed(0)
+    if how == "raise0":  # the first forward fails: no step is made
+        x, y = models.batch(gen)
+        m(x, y[:, :-1])
     for s in range(3):
         x, y = models.batch(gen)
         m(x, y).backward()
@@ -182,6 +185,20 @@ def ends():
                  % pr.returncode)
         if how == "handler":
             C.ok(pr.returncode == 7, "the user's SIGTERM handler ran (exit %d)" % pr.returncode)
+    # a run that fails before its first step says so, where an empty file
+    # would read as a run yet to start; the placement, which only a whole
+    # forward shows for this model, is not guessed
+    path = os.path.join(TMP, "end_raise0.nsj")
+    pr = subprocess.run([sys.executable, script, "raise0", path], capture_output=True, text=True,
+                        timeout=120)
+    head, rows, ev = check.read_stream(path)
+    end = [e for e in ev if e["event"] == "end"]
+    C.ok(pr.returncode != 0 and head.get("n_layer") == 1 and not rows and len(end) == 1 and
+         end[0].get("reason") == "exception" and end[0].get("step") == 0 and
+         "run ended at step 0: exception" in end[0]["text"],
+         "an exception before the first step: a header and its end line (%s, %s)" % (head, end))
+    C.ok("norm" not in head and head.get("norm_class") == "LayerNorm",
+         "before a whole forward: no placement guessed, the norm's class said (%s)" % head)
 
 
 class PostLN(torch.nn.Module):

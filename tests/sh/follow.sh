@@ -139,6 +139,13 @@ for f in rand.bin text.txt; do
     [ "$code" = 2 ] && echo "$out" | grep -q "$f: not a normscope stream" &&
         ! echo "$out" | grep -q '^steps:' && ok || no "$f: exit $code: $out"
 done
+# an empty file: nothing written yet (a probe's first line comes with its
+# first step), so no end either: never "ended normally"
+: >"$T/empty.nsj"
+out=$("$BIN" --follow "$T/empty.nsj" --headless 2>&1)
+code=$?
+[ "$code" = 5 ] && echo "$out" | grep -q '(empty: no line written yet)' &&
+    echo "$out" | grep -q '^end: no end line' && ok || no "an empty file: exit $code: $out"
 # the end of a probe stream: 0 only for an end line saying close or exit
 { header; row 1 2.5 null; } >"$T/end.nsj"
 out=$("$BIN" --follow "$T/end.nsj" --headless 2>&1)

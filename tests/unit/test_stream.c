@@ -546,6 +546,12 @@ static void test_pending_and_liveness(void)
     tui_grid_resize(&g, 30, 100);
     tui_follow_update(&fw, d, &ui);
     CHECK(fw.live == STREAM_LIVE_WAITING);
+    append(path, ""); /* the file, empty: still waiting, never RUNNING */
+    tui_follow_update(&fw, d, &ui);
+    tui_draw(&g, d, &ui);
+    tui_follow_draw(&g, d, &ui, &fw);
+    grid_text(&g, all, sizeof all);
+    CHECK(fw.live == STREAM_LIVE_WAITING && strstr(all, " WAITING") && !strstr(all, "RUNNING"));
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE); /* before the run: for the run to come */
     CHECK(!strcmp(slurp(ctl), "1 at-start pause\n") && fw.n_pending == 1);
     /* the run starts (its pid is this process: alive), acknowledges */

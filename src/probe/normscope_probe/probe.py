@@ -754,10 +754,15 @@ class Probe:
                 return p.dtype
         return torch.float32
 
-    def _header(self):
+    def _header(self, first_forward=True):
+        """The header line. Without a whole first forward (first_forward
+        False: the run ended before its first step) the placement comes
+        from norm_first or attach(norm=) alone: the leaves of a forward cut
+        short would say nothing true of the order."""
         self.header_written = True
         dtype = self.rec.lowp or self._param_dtype()
-        self.placement = self.norm_arg or (layout.placement(self.blocks[0][1], self.rec.order)
+        order = self.rec.order if first_forward else []
+        self.placement = self.norm_arg or (layout.placement(self.blocks[0][1], order)
                                            if self.blocks else None)
         self.norm_class, self.kind = layout.norm_kind(layout.norm_modules(self.blocks[0][1])) \
             if self.blocks else (None, None)
@@ -902,9 +907,19 @@ class Probe:
 
     def _end(self, reason, detail):
         """The end line: how the run ended, and the watch's first
-        non-finite when no step line carried it yet."""
-        if self.end_reason is not None or not self.header_written and self.rank == 0:
-            return  # a run that made no step leaves its file empty
+        non-finite when no step line carried it yet. A run that ends before
+        its first step (an exception in its first forward) writes the
+        header first, so a follower learns that it ended and how, where an
+        empty file would read as a run yet to start."""
+        if self.end_reason is not None:
+            return
+        if self.rank == 0 and not self.header_written:
+            if self.writer is None:
+                return
+            try:
+                self._header(first_forward=False)
+            except (OSError, ValueError):
+                return
         self.end_reason = reason
         extra = [("reason", reason)]
         if self.first is not None and not self.reported_nonfinite:

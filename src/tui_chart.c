@@ -252,8 +252,12 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
 }
 
 /* The y range: the window's lowest plotted value to its 98th percentile,
- * padded. 0, or -1 when nothing in the window can be plotted. The values
- * are sorted in a buffer on the stack: no allocation per frame. */
+ * padded: the highest (k - 1) / 50 of k values are left out, so a window
+ * of 50 or fewer keeps its highest (a 2% that is not one whole value
+ * dropped the first step's loss of every short run, and the top label
+ * then named a value below the point drawn there). 0, or -1 when nothing
+ * in the window can be plotted. The values are sorted in a buffer on the
+ * stack: no allocation per frame. */
 static int chart_range(chart_ctx *c)
 {
     static const chart_series all[] = {SER_LOSS_A, SER_VAL_A, SER_LOSS_B, SER_VAL_B};
@@ -274,7 +278,7 @@ static int chart_range(chart_ctx *c)
     if (k == 0)
         return -1;
     qsort(vals, (size_t)k, sizeof *vals, cmp_float);
-    double lo = vals[0], hi = vals[(int)floor(0.98 * (k - 1))];
+    double lo = vals[0], hi = vals[k - 1 - (k - 1) / 50];
     double pad = (hi - lo) * 0.05;
     if (pad < (c->logy ? 0.01 : 1e-3))
         pad = c->logy ? 0.01 : 1e-3;

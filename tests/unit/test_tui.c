@@ -464,6 +464,19 @@ static void test_chart(void)
     cg = tui_chart_geometry(r, sp, 0);
     int col = tui_chart_col(&cg, 101);
     CHECK(ch_at(&g, 1, col) != ' ');
+    /* a short window keeps its highest value in range: three points (a
+     * followed stream at every=10), the first step's loss above the rest:
+     * the top label is at least that loss, not the second's */
+    trainer_snapshot *few = snap_new(2);
+    fill_history(few, 3);
+    few->hist[0].run[0].loss = 5.70f;
+    few->hist[1].run[0].loss = 4.15f;
+    few->hist[2].run[0].loss = 4.10f;
+    tui_grid_clear(&g);
+    tui_draw_chart(&g, r, few, &ui);
+    top = atof(row(&g, 1));
+    CHECK(top >= 5.70 && top < 6.0);
+    free(few);
     /* log-y: the same data, labelled in real values */
     ui.logy = 1;
     tui_grid_clear(&g);

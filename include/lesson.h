@@ -18,6 +18,11 @@
  *                    only for those values of run a's setting ("if
  *                    b.SETTING=...": run b's): a question about 24 layers
  *                    is not asked at -L 6
+ *   if own: ITEM / if !own: ITEM   a line that holds only when the runs'
+ *                    settings are the lesson's own (own: the user's flags
+ *                    change none that a checkpoint records, nor the data),
+ *                    or only when they are not: what a lesson says of its
+ *                    results was measured with its own flags
  */
 #ifndef NS_LESSON_H
 #define NS_LESSON_H
@@ -42,15 +47,16 @@ typedef struct {
  * (an unknown name lists the known ones). */
 int lesson_load(const char *name, ns_lesson *l, char *err, size_t errlen);
 /* The same, keeping the "if" lines whose condition holds for cfg (run
- * a's settings, the user's flags applied) and cfg_b (run b's, with the
- * compare applied; NULL: none); lesson_load keeps none. */
-int lesson_load_for(const char *name, const ns_config *cfg, const ns_config *cfg_b, ns_lesson *l,
-                    char *err, size_t errlen);
+ * a's settings, the user's flags applied), cfg_b (run b's, with the
+ * compare applied; NULL: none) and own (1: those settings are the
+ * lesson's own); lesson_load keeps none. */
+int lesson_load_for(const char *name, const ns_config *cfg, const ns_config *cfg_b, int own,
+                    ns_lesson *l, char *err, size_t errlen);
 /* Parse lesson text; name is used in messages. Every "if" line is checked
  * (its setting, values and item); with cfg NULL none is kept. */
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen);
 int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
-                     const ns_config *cfg_b, ns_lesson *l, char *err, size_t errlen);
+                     const ns_config *cfg_b, int own, ns_lesson *l, char *err, size_t errlen);
 void lesson_free(ns_lesson *l);
 /* Print "NAME  title" for every lesson. */
 void lesson_list(FILE *f);

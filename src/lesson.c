@@ -99,9 +99,12 @@ static int cond_value(const ns_setting *s, const ns_config *cfg, double v)
  * "b.SETTING..." for run b's: 1 when it holds for run[0] (run a) or
  * run[1] (b), 0 when not (and when that run's settings are NULL: the
  * lesson's lines without a condition alone), -1 with the reason in why. */
-static int cond_holds(char *c, const ns_config *const run[2], char *why, size_t whylen)
+static int cond_holds(char *c, const ns_config *const run[2], int own, char *why,
+                      size_t whylen)
 {
     const ns_config *cfg = run[0];
+    if (!strcmp(c, "own") || !strcmp(c, "!own")) /* the lesson's own settings (lesson.h) */
+        return cfg ? own == (c[0] != '!') : 0;
     if (!strncmp(c, "b.", 2)) {
         cfg = run[1];
         c += 2;
@@ -149,8 +152,8 @@ static int cond_holds(char *c, const ns_config *const run[2], char *why, size_t 
  * make it. A kept title replaces the one before it, so a lesson gives an
  * unconditional title (the listing's) and then the ones for settings that
  * would make it untrue. */
-static int line_cond(char *t, char **item, const ns_config *const run[2], const char *name,
-                     int lineno, char *err, size_t errlen)
+static int line_cond(char *t, char **item, const ns_config *const run[2], int own,
+                     const char *name, int lineno, char *err, size_t errlen)
 {
     *item = t;
     if (strncmp(t, "if ", 3))
@@ -171,7 +174,12 @@ static int line_cond(char *t, char **item, const ns_config *const run[2], const 
         return -1;
     }
     char why[256];
-    int r = cond_holds(t + 3, run, why, sizeof why);
+    char *c = t + 3;
+    while (isspace((unsigned char)*c))
+        c++;
+    for (char *e = c + strlen(c); e > c && isspace((unsigned char)e[-1]);)
+        *--e = 0;
+    int r = cond_holds(c, run, own, why, sizeof why);
     if (r < 0)
         snprintf(err, errlen, "%s:%d: %s", name, lineno, why);
     *item = rest;
@@ -191,11 +199,11 @@ static int lesson_scripts(const char *all, const char *kept, const char *name, n
 
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen)
 {
-    return lesson_parse_for(text, name, NULL, NULL, l, err, errlen);
+    return lesson_parse_for(text, name, NULL, NULL, 0, l, err, errlen);
 }
 
 int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
-                     const ns_config *cfg_b, ns_lesson *l, char *err, size_t errlen)
+                     const ns_config *cfg_b, int own, ns_lesson *l, char *err, size_t errlen)
 {
     const ns_config *const run[2] = {cfg, cfg_b};
     memset(l, 0, sizeof *l);
@@ -233,7 +241,7 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
         char *t = line;
         while (isspace((unsigned char)*t))
             t++;
-        int keep = *t == '#' ? 1 : line_cond(t, &t, run, name, lineno, err, errlen);
+        int keep = *t == '#' ? 1 : line_cond(t, &t, run, own, name, lineno, err, errlen);
         int is_script = !strncmp(t, "at ", 3) || !strncmp(t, "every ", 6);
         if (keep < 0 || (keep && !is_script && *t && *t != '#' &&
                          lesson_key(l, t, name, lineno, err, errlen) != 0)) {
@@ -274,19 +282,19 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
 
 int lesson_load(const char *name, ns_lesson *l, char *err, size_t errlen)
 {
-    return lesson_load_for(name, NULL, NULL, l, err, errlen);
+    return lesson_load_for(name, NULL, NULL, 0, l, err, errlen);
 }
 
-int lesson_load_for(const char *name, const ns_config *cfg, const ns_config *cfg_b, ns_lesson *l,
-                    char *err, size_t errlen)
+int lesson_load_for(const char *name, const ns_config *cfg, const ns_config *cfg_b, int own,
+                    ns_lesson *l, char *err, size_t errlen)
 {
     for (int i = 0; i < ns_lessons_count; i++) {
         if (strcmp(ns_lessons[i].name, name))
             continue;
         char path[64];
         snprintf(path, sizeof path, "lessons/%s.lesson", name);
-        int r = lesson_parse_for((const char *)ns_lessons[i].data, path, cfg, cfg_b, l, err,
-                                 errlen);
+        int r = lesson_parse_for((const char *)ns_lessons[i].data, path, cfg, cfg_b, own, l,
+                                 err, errlen);
         snprintf(l->name, sizeof l->name, "%s", name);
         return r;
     }

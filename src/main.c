@@ -31,6 +31,7 @@
 #include "metrics.h"
 #include "stopsig.h"
 #include "resume.h"
+#include "settings.h"
 #include "stream.h"
 #include "sweep.h"
 #include "tui_sweep.h"
@@ -458,6 +459,44 @@ static int run_follow(const cli_opts *o)
     return end == TUI_END_ERROR ? 1 : end == TUI_END_SIGNAL ? 130 : 0;
 }
 
+/* Are the runs' settings the lesson's own? Its flags alone (with the
+ * sweep's SPEC for a sweep lesson) are parsed again, and every setting a
+ * checkpoint records is compared with the run's; data, a checkpoint to
+ * start from, a script or a twin of the user's change the runs too. What
+ * a lesson says of its results ("if own:" lines) was measured with its
+ * own flags: other flags get its "if !own:" lines instead. */
+static int lesson_own(const ns_lesson *l, const cli_opts *run, char *argv0, const char *spec)
+{
+    char *words = strdup(l->flags), *av[sizeof l->flags / 2 + 4];
+    FILE *quiet = fopen("/dev/null", "w");
+    int n = 0;
+    av[n++] = argv0;
+    for (char *t = words ? strtok(words, " \t") : NULL; t; t = strtok(NULL, " \t"))
+        av[n++] = t;
+    if (spec) {
+        av[n++] = "--sweep";
+        av[n++] = (char *)spec;
+    }
+    cli_opts base;
+    int own = words && quiet && cli_parse(&base, n, av, quiet, quiet) == 0 && !run->load &&
+              !run->script && (!run->data) == (!base.data) &&
+              (!run->data || !strcmp(run->data, base.data)) &&
+              (!run->compare || !strcmp(run->compare, l->compare));
+    for (int i = 0; own && i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        char a[96], b[96];
+        if (!s->ckpt)
+            continue;
+        settings_format(s, &run->cfg, a, sizeof a);
+        settings_format(s, &base.cfg, b, sizeof b);
+        own = !strcmp(a, b);
+    }
+    if (quiet)
+        fclose(quiet);
+    free(words);
+    return own;
+}
+
 /* --lesson NAME: the lesson's flags come first and the user's after them,
  * so the user's win; its script joins --script's; its compare is the
  * default of --compare. argv2 and words must live as long as o. */
@@ -485,6 +524,7 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
     int r = cli_parse(o, n, *argv2, stdout, stderr);
     char spec[sizeof l->compare];
     snprintf(spec, sizeof spec, "%s", o->compare ? o->compare : l->compare);
+    int own = r == 0 && lesson_own(l, o, argv[0], NULL);
     lesson_free(l);
     if (r)
         return r == 1 ? 1 : 2;
@@ -496,7 +536,7 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
     int have_b = spec[0] && quiet && cli_apply_setting(&cb, spec, quiet) == 0;
     if (quiet)
         fclose(quiet);
-    if (lesson_load_for(o->lesson, &o->cfg, have_b ? &cb : NULL, l, err, sizeof err) != 0) {
+    if (lesson_load_for(o->lesson, &o->cfg, have_b ? &cb : NULL, own, l, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: %s\n", err);
         return 2;
     }
@@ -520,6 +560,23 @@ static int run_sweep(const cli_opts *o, int argc, char **argv)
 {
     tui_options uo = ui_options(o, NULL);
     return sweep_main(o, argc, argv, tui_sweep_live, &uo);
+}
+
+/* A headless sweep lesson's notes and questions with at in [from, to], as
+ * its live view words them ("at the start: ", "18 of 18 ended: "), on
+ * stderr with its other notes: those at 0 before the runs, the rest once
+ * all n have ended. */
+static void lesson_at_lines(const ns_lesson *l, long from, long to, long n)
+{
+    for (int i = 0; i < l->script.n; i++) {
+        const script_entry *e = &l->script.e[i];
+        if (e->at < from || e->at > to)
+            continue;
+        if (e->at == 0)
+            fprintf(stderr, "at the start: %s\n", e->cmd.text);
+        else
+            fprintf(stderr, "%ld of %ld ended: %s\n", e->at, n, e->cmd.text);
+    }
 }
 
 /* A sweep lesson runs through sweep_main, the one entry point of --sweep:
@@ -554,12 +611,29 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
             av[n++] = argv[i];
     }
     cli_opts so;
+    ns_lesson lo; /* again, with the lines that hold for the runs' common settings */
+    char err[512];
     int r = cli_parse(&so, n, av, stdout, stderr);
-    if (r == 0) {
+    if (r == 0 && lesson_load_for(l->name, &so.cfg, NULL, lesson_own(l, &so, argv[0], l->sweep),
+                                  &lo, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        r = 2;
+    } else if (r == 0) {
+        sweep_spec sp;
+        int parsed = sweep_spec_parse(l->sweep, &sp, err, sizeof err) == 0;
+        long runs = parsed ? sweep_spec_runs(&sp) : 0;
+        if (parsed)
+            sweep_spec_free(&sp);
+        int say = so.headless && !so.quiet;
         if (!so.quiet)
-            lesson_notes(l);
-        tui_options uo = ui_options(&so, l); /* the live view shows its notes too */
+            lesson_notes(&lo);
+        if (say)
+            lesson_at_lines(&lo, 0, 0, runs);
+        tui_options uo = ui_options(&so, &lo); /* the live view shows its notes too */
         r = sweep_main(&so, n, av, tui_sweep_live, &uo);
+        if (say && r == 0)
+            lesson_at_lines(&lo, 1, runs, runs);
+        lesson_free(&lo);
     } else {
         r = r == 1 ? 0 : 2;
     }

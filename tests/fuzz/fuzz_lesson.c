@@ -13,11 +13,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = 0;
     ns_lesson l;
     char err[256];
-    /* without a run's settings, then with the defaults' ("if" lines kept) */
+    /* without a run's settings, then with the defaults' ("if" lines kept),
+     * not the lesson's own and its own */
     ns_config c;
     settings_defaults(&c);
-    for (int k = 0; k < 2; k++) {
-        if (lesson_parse_for(text, "x.lesson", k ? &c : NULL, k ? &c : NULL, &l, err, sizeof err) == 0)
+    for (int k = 0; k < 3; k++) {
+        if (lesson_parse_for(text, "x.lesson", k ? &c : NULL, k ? &c : NULL, k == 2, &l, err,
+                             sizeof err) == 0)
             lesson_free(&l);
         else if (strncmp(err, "x.lesson", 8) != 0)
             abort();

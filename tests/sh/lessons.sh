@@ -275,10 +275,9 @@ lesson_rmsnorm_swap() {
 }
 
 # A sweep lesson: the grid through --sweep's own path (DIR/sweep.spec, one
-# results.csv row per cell, the table on stdout), the user's --steps 200
-# winning over the lesson's 300 (the directions hold there too: 21 s of CPU
-# in all), and the papers' claims read from the grid as tests/sh/sweep.sh
-# reads them from a --sweep.
+# results.csv row per cell, the table on stdout), its notes on the results
+# checked against the grid, and the papers' claims read from the grid as
+# tests/sh/sweep.sh reads them from a --sweep.
 lesson_stability_map() {
     S=$T/map
     "$BIN" --headless --lesson stability-map --sweep-out "$S" >"$T/map.table" 2>"$T/map.err" \
@@ -310,6 +309,21 @@ lesson_stability_map() {
               if (!(k in v) || sprintf("%.2f", v[k]) != q || (s != (st[k] == "1"))) { print $1 " " nm[j] " " lr[j] ": page " $(j + 1) ", run " v[k] (st[k] == "1" ? " S" : ""); badn++ } } }
         END { if (cells != 18) print "table has " cells " cells, not 18" }')
     [ -z "$bad" ] && ok "the page's table of 18 cells matches the run to the hundredth" || no "stability-map table: $bad"
+    # its notes on the results, said once the 18 runs ended (with its own
+    # flags: the "if own" lines), and true of this grid: the stalls where
+    # the second says, Pre-LN nowhere, Post-LN ahead at 2 layers
+    grep -q '^at the start: Before the grid fills' "$T/map.err" &&
+        grep -q '^18 of 18 ended: Post-LN stalls at 6 layers with 1e-2 and at 18 layers at every rate' "$T/map.err" &&
+        ! grep -q '^18 of 18 ended: Your flags' "$T/map.err" && ok "its own flags: its notes on the results" ||
+        no "the notes said: $(grep -E '^(at the|18 of)' "$T/map.err")"
+    stalls=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        $c["stalled"] == 1 { printf "%s/%s/%g\n", $c["norm"], $c["layers"], $c["lr"] }' "$S/results.csv" | sort | tr '\n' ' ')
+    [ "$stalls" = "post/18/0.001 post/18/0.003 post/18/0.01 post/6/0.01 " ] &&
+        ok "the note's stalls: Post-LN at 6 layers and 1e-2, at 18 at every lr; Pre-LN none" || no "stalled: $stalls"
+    ahead=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        $c["layers"] == 2 { v[$c["norm"] "/" $c["lr"]] = $c["val_loss"]; lr[$c["lr"]] = 1 }
+        END { for (r in lr) n += v["post/" r] < v["pre/" r]; print n }' "$S/results.csv")
+    [ "$ahead" = 3 ] && ok "the note's 2 layers: Post-LN ahead at every lr" || no "2 layers: Post-LN ahead at $ahead of 3 lrs"
     "$BIN" --plot "$S" --kind map --out "$T/map.svg" 2>"$T/map.err" && grep -c 'class="cell"' "$T/map.svg" | grep -qx 18 \
         && ok "its map: 18 cells" || no "--plot $S --kind map: $(cat "$T/map.err")"
 }

@@ -235,50 +235,63 @@ static void test_lesson_parse(void)
     c.lr = 3e-3f;
     const char *cond = "title: t\nif layers=2,6: at 1: stop\nif layers!=2: text: deep\n"
                        "if lr=1e-3: text: slow\n";
-    CHECK(lesson_parse_for(cond, "x", &c, NULL, &l, err, sizeof err) == 0 && l.script.n == 1 &&
+    CHECK(lesson_parse_for(cond, "x", &c, NULL, 1, &l, err, sizeof err) == 0 && l.script.n == 1 &&
           l.text[0] == 0);
     lesson_free(&l);
     c.n_layer = 3;
     c.lr = 1e-3f;
-    CHECK(lesson_parse_for(cond, "x", &c, NULL, &l, err, sizeof err) == 0 && l.script.n == 0 &&
+    CHECK(lesson_parse_for(cond, "x", &c, NULL, 1, &l, err, sizeof err) == 0 && l.script.n == 0 &&
           !strcmp(l.text, "deep\nslow"));
     lesson_free(&l);
     CHECK(lesson_parse(cond, "x", &l, err, sizeof err) == 0 && l.script.n == 0 && !l.text[0]);
     lesson_free(&l);
+    /* the lesson's own settings, or others: "if own:", "if !own:" */
+    const char *own = "title: t\nif own: text: measured\nif !own: text: yours\n"
+                      "if  !own : at 2: stop\n";
+    CHECK(lesson_parse_for(own, "x", &c, NULL, 1, &l, err, sizeof err) == 0 &&
+          !strcmp(l.text, "measured") && l.script.n == 0);
+    lesson_free(&l);
+    CHECK(lesson_parse_for(own, "x", &c, NULL, 0, &l, err, sizeof err) == 0 &&
+          !strcmp(l.text, "yours") && l.script.n == 1);
+    lesson_free(&l);
+    CHECK(lesson_parse(own, "x", &l, err, sizeof err) == 0 && !l.text[0] && l.script.n == 0);
+    lesson_free(&l);
+    CHECK(lesson_parse_for("title: t\nif owned: text: x\n", "x", &c, NULL, 1, &l, err,
+                           sizeof err) != 0 && strstr(err, "x:2: 'if owned'") == err);
     /* run b's settings: "b." */
     ns_config cb = c;
     cb.norm = NORM_DEEPNORM;
     const char *twin = "title: t\nif b.norm=deepnorm: text: dn\nif b.norm!=deepnorm: text: other\n";
-    CHECK(lesson_parse_for(twin, "x", &c, &cb, &l, err, sizeof err) == 0 && !strcmp(l.text, "dn"));
+    CHECK(lesson_parse_for(twin, "x", &c, &cb, 1, &l, err, sizeof err) == 0 && !strcmp(l.text, "dn"));
     lesson_free(&l);
     cb.norm = NORM_REZERO;
-    CHECK(lesson_parse_for(twin, "x", &c, &cb, &l, err, sizeof err) == 0 && !strcmp(l.text, "other"));
+    CHECK(lesson_parse_for(twin, "x", &c, &cb, 1, &l, err, sizeof err) == 0 && !strcmp(l.text, "other"));
     lesson_free(&l);
-    CHECK(lesson_parse_for(twin, "x", &c, NULL, &l, err, sizeof err) == 0 && !l.text[0]);
+    CHECK(lesson_parse_for(twin, "x", &c, NULL, 1, &l, err, sizeof err) == 0 && !l.text[0]);
     lesson_free(&l);
-    CHECK(lesson_parse_for("title: t\nif layrs=2: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+    CHECK(lesson_parse_for("title: t\nif layrs=2: text: x\n", "x", &c, NULL, 1, &l, err, sizeof err) != 0 &&
           strstr(err, "x:2: 'if layrs'") == err);
-    CHECK(lesson_parse_for("title: t\nif layers=two: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+    CHECK(lesson_parse_for("title: t\nif layers=two: text: x\n", "x", &c, NULL, 1, &l, err, sizeof err) != 0 &&
           strstr(err, "x:2: 'if layers=two'") == err);
-    CHECK(lesson_parse_for("title: t\nif layers=3: flags: -L 4\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+    CHECK(lesson_parse_for("title: t\nif layers=3: flags: -L 4\n", "x", &c, NULL, 1, &l, err, sizeof err) != 0 &&
           strstr(err, "only title, text, at and every"));
     /* a title for a setting replaces the one before it; the listing's is
      * the unconditional one */
     const char *tt = "title: fp16 overflows\nif precision!=fp16: title: other formats\n";
     c.precision = FMT_BF16;
-    CHECK(lesson_parse_for(tt, "x", &c, NULL, &l, err, sizeof err) == 0 &&
+    CHECK(lesson_parse_for(tt, "x", &c, NULL, 1, &l, err, sizeof err) == 0 &&
           !strcmp(l.title, "other formats"));
     lesson_free(&l);
     c.precision = FMT_FP16;
-    CHECK(lesson_parse_for(tt, "x", &c, NULL, &l, err, sizeof err) == 0 &&
+    CHECK(lesson_parse_for(tt, "x", &c, NULL, 1, &l, err, sizeof err) == 0 &&
           !strcmp(l.title, "fp16 overflows"));
     lesson_free(&l);
     CHECK(lesson_parse(tt, "x", &l, err, sizeof err) == 0 && !strcmp(l.title, "fp16 overflows"));
     lesson_free(&l);
     c.precision = FMT_FP32;
-    CHECK(lesson_parse_for("title: t\nif layers=2: at 1: nrom post\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+    CHECK(lesson_parse_for("title: t\nif layers=2: at 1: nrom post\n", "x", &c, NULL, 1, &l, err, sizeof err) != 0 &&
           strstr(err, "x:2:") == err); /* not kept for -L 3, yet checked */
-    CHECK(lesson_parse_for("title: t\nif layers 2: text: x\n", "x", &c, NULL, &l, err, sizeof err) != 0 &&
+    CHECK(lesson_parse_for("title: t\nif layers 2: text: x\n", "x", &c, NULL, 1, &l, err, sizeof err) != 0 &&
           strstr(err, "expected 'if SETTING=VALUE"));
     /* every compiled-in lesson parses */
     int all = lesson_count() > 0;

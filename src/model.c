@@ -811,7 +811,9 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         linear_fwd(m, l, "MLP fc1", fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N,
                    C, 4 * C, amax);
-        float gm = gelu_forward_absmax_mt(m->pool, fcg, fch, N * 4 * C);
+        /* fch is read by the GELU's backward only: it takes gelu'(x) in
+         * place of x, so the backward need not compute exp again */
+        float gm = gelu_forward_grad_absmax_mt(m->pool, fcg, fch, fch, N * 4 * C);
         qmax_taken(m, l, "GELU", fcg, nC * 4, gm, amax);
         linear_fwd(m, l, "MLP fc2", f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                    w + m->layer_off[PT_FCPROJB], N, 4 * C, C, amax);
@@ -1077,7 +1079,8 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
         int fp32 = m->fmt == FMT_FP32;
         if (!fp32)
             q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
-        int bad = gelu_backward_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        /* fch holds gelu'(x), from the forward (F_forward) */
+        int bad = gelu_backward_grad_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
         if (fp32)
             q_taken(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4, bad & GELU_BAD_DOUT);
         q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad & GELU_BAD_DINP);

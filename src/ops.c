@@ -505,23 +505,38 @@ void attention_backward(float *dqkv, float *drow, const float *dout, const float
 
 /* ---- GELU, softmax and cross-entropy ------------------------------------ */
 
-void gelu_forward(float *out, const float *inp, int n) { kernels()->gelu_forward(out, inp, n, NULL); }
+void gelu_forward(float *out, const float *inp, int n)
+{
+    kernels()->gelu_forward(out, NULL, inp, n, NULL);
+}
 
 float gelu_forward_absmax(float *out, const float *inp, int n)
 {
     float a = 0.0f;
-    kernels()->gelu_forward(out, inp, n, &a);
+    kernels()->gelu_forward(out, NULL, inp, n, &a);
+    return a;
+}
+
+float gelu_forward_grad_absmax(float *out, float *grad, const float *inp, int n)
+{
+    float a = 0.0f;
+    kernels()->gelu_forward(out, grad, inp, n, &a);
     return a;
 }
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
 {
-    kernels()->gelu_backward(dinp, inp, dout, n, 0);
+    kernels()->gelu_backward(dinp, inp, dout, n, 0, 0);
 }
 
 int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n)
 {
-    return kernels()->gelu_backward(dinp, inp, dout, n, 1);
+    return kernels()->gelu_backward(dinp, inp, dout, n, 1, 0);
+}
+
+int gelu_backward_grad_set(float *dinp, const float *grad, const float *dout, int n)
+{
+    return kernels()->gelu_backward(dinp, grad, dout, n, 1, 1);
 }
 
 void softmax_forward(float *probs, const float *logits, int N, int V)
@@ -804,8 +819,10 @@ typedef struct {
     float a, g;   /* the residual's scales */
     long n;
     int parts;
+    float *grad;  /* gelu forward: gelu'(in) goes here too (NULL: not kept) */
     int want_max; /* res[part] = max |out| of the part */
     int set;      /* gelu backward: dinp = (else +=) */
+    int is_grad;  /* gelu backward: in holds gelu'(x), not x */
     float res[MT_ELEM_PARTS * POOL_MAX_THREADS];
     int bad[MT_ELEM_PARTS * POOL_MAX_THREADS];
 } elem_job;
@@ -855,7 +872,8 @@ static void gelu_fwd_task(void *ctx, int part, int thread)
     elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    kernels()->gelu_forward(j->out + lo, j->in + lo, (int)(hi - lo), j->want_max ? &j->res[part] : NULL);
+    kernels()->gelu_forward(j->out + lo, j->grad ? j->grad + lo : NULL, j->in + lo, (int)(hi - lo),
+                            j->want_max ? &j->res[part] : NULL);
 }
 
 void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
@@ -866,7 +884,13 @@ void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
 
 float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n)
 {
-    elem_job j = {.out = out, .in = inp, .n = n, .parts = elem_parts(p, n), .want_max = 1};
+    return gelu_forward_grad_absmax_mt(p, out, NULL, inp, n);
+}
+
+float gelu_forward_grad_absmax_mt(ns_pool *p, float *out, float *grad, const float *inp, int n)
+{
+    elem_job j = {.out = out, .grad = grad, .in = inp, .n = n, .parts = elem_parts(p, n),
+                  .want_max = 1};
     pool_run(p, j.parts, gelu_fwd_task, &j);
     return max_of_parts(j.res, j.parts);
 }
@@ -877,7 +901,8 @@ static void gelu_bwd_task(void *ctx, int part, int thread)
     elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    j->bad[part] = kernels()->gelu_backward(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo), j->set);
+    j->bad[part] = kernels()->gelu_backward(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo),
+                                            j->set, j->is_grad);
 }
 
 void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
@@ -889,6 +914,15 @@ void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *do
 int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
 {
     elem_job j = {.out = dinp, .in = inp, .in2 = dout, .n = n, .parts = elem_parts(p, n), .set = 1};
+    pool_run(p, j.parts, gelu_bwd_task, &j);
+    return any_of_parts(j.bad, j.parts);
+}
+
+int gelu_backward_grad_set_mt(ns_pool *p, float *dinp, const float *grad, const float *dout,
+                              int n)
+{
+    elem_job j = {.out = dinp, .in = grad, .in2 = dout, .n = n, .parts = elem_parts(p, n),
+                  .set = 1, .is_grad = 1};
     pool_run(p, j.parts, gelu_bwd_task, &j);
     return any_of_parts(j.bad, j.parts);
 }

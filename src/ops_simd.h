@@ -54,10 +54,12 @@ typedef struct {
                               int NH);
     void (*attention_backward)(float *dqkv, const float *dout, const float *qkv,
                                const float *att, int B, int T, int C, int NH);
-    /* amax NULL or *amax = max |out| */
-    void (*gelu_forward)(float *out, const float *inp, int n, float *amax);
-    /* set: dinp = (else +=); returns the GELU_BAD_ flags of gelu_backward_set */
-    int (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n, int set);
+    /* grad NULL or gelu'(inp) (may be inp); amax NULL or *amax = max |out| */
+    void (*gelu_forward)(float *out, float *grad, const float *inp, int n, float *amax);
+    /* set: dinp = (else +=); is_grad: inp holds gelu'(x), not x; returns
+     * the GELU_BAD_ flags of gelu_backward_set */
+    int (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n, int set,
+                         int is_grad);
     void (*softmax_forward)(float *probs, const float *logits, int N, int V);
     /* sum_i exp(l[i] - max) over a row of n, and its max in *maxv */
     float (*sumexp)(const float *l, int n, float *maxv);

@@ -1000,7 +1000,7 @@ static void test_fused_gelu(void)
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         int n = sizes[s];
         float *x = rndf(n, 3), *d = rndf(n, 1), *y1 = rndf(n, 1), *y2 = rndf(n, 1);
-        float *g1 = calloc((size_t)n, 4), *g2 = rndf(n, 1);
+        float *g1 = calloc((size_t)n, 4), *g2 = rndf(n, 1), *xg = rndf(n, 1);
         for (int at = -1; at < n; at++) {
             for (int k = 0; k < 2; k++) {
                 float keep = at >= 0 ? x[at] : 0, keepd = at >= 0 ? d[at] : 0;
@@ -1018,11 +1018,17 @@ static void test_fused_gelu(void)
                 bad += !same_values(g1, g2, n);
                 bad += !(nf & GELU_BAD_DINP) != !ops_any_nonfinite(g1, (size_t)n);
                 bad += !(nf & GELU_BAD_DOUT) != !ops_any_nonfinite(d, (size_t)n);
+                /* the derivative made by the forward, in place over a copy
+                 * of x as the model does: the same outputs and flags */
+                memcpy(xg, x, sizeof(float) * (size_t)n);
+                float a2 = gelu_forward_grad_absmax(y2, xg, xg, n);
+                bad += !same_values(y1, y2, n) || !same_max(a, a2);
+                bad += gelu_backward_grad_set(g2, xg, d, n) != nf || !same_values(g1, g2, n);
                 if (at >= 0)
                     x[at] = keep, d[at] = keepd;
             }
         }
-        free(x), free(d), free(y1), free(y2), free(g1), free(g2);
+        free(x), free(d), free(y1), free(y2), free(g1), free(g2), free(xg);
     }
     CHECK(bad == 0);
 }
@@ -1275,6 +1281,9 @@ static void outputs_elementwise(outbuf *o, int n)
     float *g = take(o, n);
     gelu_backward(g, x, d, n);
     *take(o, 1) = (float)gelu_backward_set(take(o, n), x, d, n);
+    float *gx = take(o, n);
+    *take(o, 1) = gelu_forward_grad_absmax(take(o, n), gx, x, n);
+    *take(o, 1) = (float)gelu_backward_grad_set(take(o, n), gx, d, n);
     ops_exp(take(o, n), x, n);
     softmax_forward(take(o, n), x + 3, 1, n - 3);
     *take(o, 1) = ops_absmax(d, n);

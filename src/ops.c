@@ -369,7 +369,8 @@ static float ops_amax_lanes(const float *lanes)
 }
 
 /* C (M x Nc, row stride ldc) = or += A (M x K) B (K x Nc) (+ bias), A(i,
- * k) = a[i rsa + k csa], B(k, j) = b[k rsb + j csb]. With amax, *amax
+ * k) = a[i rsa + k csa], B(k, j) = b[k rsb + j csb]; accumulate 2: +=
+ * onto a C of +0 that is not read (the micro-kernel's). With amax, *amax
  * takes in max |C| as written (ops_max_nan), from the micro-kernel's
  * registers on the last block of K. */
 static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long rsa, long csa,
@@ -381,8 +382,8 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
     if (K <= 0) {
         for (int i = 0; i < M; i++)
             for (int j = 0; j < Nc; j++) {
-                if (!accumulate)
-                    c[i * ldc + j] = bias ? bias[j] : 0.0f;
+                if (accumulate != 1) /* 2: C taken as +0, not read */
+                    c[i * ldc + j] = !accumulate && bias ? bias[j] : 0.0f;
                 if (amax)
                     *amax = ops_max_nan(*amax, fabsf(c[i * ldc + j]));
             }
@@ -406,7 +407,7 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
         int nc = imin(NC, Nc - jc);
         for (int pc = 0; pc < K; pc += KC) {
             int kc = imin(KC, K - pc);
-            int acc = accumulate || pc > 0;
+            int acc = pc > 0 ? 1 : accumulate; /* 2 (C is +0) on the first block only */
 #if NS_OPS_X86
             if (simd && (csb == 1 || rsb == 1))
                 ops_avx2_gemm_pack_b(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
@@ -466,17 +467,18 @@ static void colsum(float *db, const float *d, long ld, int N, int n)
     kernels()->colsum(db, d, ld, N, n);
 }
 
-/* matmul_backward; set: dinp = dout @ w instead of += (each element the
- * same chain of products, started from 0 instead of added to the old
- * value) */
+/* matmul_backward; flags MM_DINP_SET: dinp = dout @ w instead of += (each
+ * element the same chain of products, started from 0 instead of added to
+ * the old value); MM_DW_ZERO: dw's old value is taken as +0, unread (the
+ * bits of += onto a zeroed dw) */
 static void mm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                        const float *w, int N, int C, int OC, int set)
+                        const float *w, int N, int C, int OC, int flags)
 {
     /* dinp (N, C) += dout (N, OC) @ w (OC, C) */
     if (dinp)
-        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set, NULL);
+        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !(flags & MM_DINP_SET), NULL);
     /* dw (OC, C) += dout^T (OC, N) @ inp (N, C): A(j, n) = dout[n * OC + j] */
-    gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1, NULL);
+    gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, flags & MM_DW_ZERO ? 2 : 1, NULL);
     /* db (OC) += sum over n of dout, each column in order of n */
     if (db)
         colsum(db, dout, OC, N, OC);
@@ -732,15 +734,15 @@ static void db_task(void *ctx, int part, int thread)
 }
 
 static void mm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
-                           const float *inp, const float *w, int N, int C, int OC, int set)
+                           const float *inp, const float *w, int N, int C, int OC, int flags)
 {
     if (pool_threads(p) == 1) {
-        mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, set);
+        mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, flags);
         return;
     }
     if (dinp)
-        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set, NULL);
-    gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1, NULL);
+        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !(flags & MM_DINP_SET), NULL);
+    gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, flags & MM_DW_ZERO ? 2 : 1, NULL);
     if (db) {
         int units = (OC + MT_ELEM_ALIGN - 1) / MT_ELEM_ALIGN;
         int parts = (long)N * OC < MT_ELEM_MIN ? 1 : imin(pool_threads(p), units);
@@ -758,7 +760,13 @@ void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const flo
 void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC)
 {
-    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, 1);
+    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, MM_DINP_SET);
+}
+
+void matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                              const float *inp, const float *w, int N, int C, int OC, int flags)
+{
+    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, flags);
 }
 
 /* attention: one task per sequence b, which touches only its own slices

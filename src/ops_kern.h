@@ -114,7 +114,7 @@ KERN_FN static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, in
     int full = mr == OPS_MR && nr == OPS_NR;
     v8 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     v8 i0 = v8_zero(), i1 = v8_zero(); /* initial row */
-    if (accumulate) {
+    if (accumulate == 1) {
         /* C is added after the products: fetch it meanwhile */
         for (int i = 0; i < mr; i++) {
             v8_prefetch((c + i * ldc));
@@ -148,7 +148,15 @@ KERN_FN static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, in
     }
     float *dst = full ? c : tile;
     long ld = full ? ldc : OPS_NR;
-    if (accumulate) {
+    if (accumulate == 2) {
+        /* C is taken as +0 (its memory is not read): +0 + sum, the bits of
+         * accumulating onto a zeroed C (a sum of -0 becomes +0 there too) */
+        const v8 z = v8_zero();
+        c00 = v8_add(z, c00), c01 = v8_add(z, c01), c10 = v8_add(z, c10);
+        c11 = v8_add(z, c11), c20 = v8_add(z, c20), c21 = v8_add(z, c21);
+        c30 = v8_add(z, c30), c31 = v8_add(z, c31), c40 = v8_add(z, c40);
+        c41 = v8_add(z, c41), c50 = v8_add(z, c50), c51 = v8_add(z, c51);
+    } else if (accumulate) {
         const float *src = c;
         if (!full) {
             memset(tile, 0, sizeof tile);

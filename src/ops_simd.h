@@ -38,6 +38,8 @@ typedef struct {
      *     otherwise:   C[i][j] = bias[j] + A(i, 0) B(0, j) + A(i, 1) B(1, j) + ...
      * (bias may be NULL: 0). The accumulating form adds C last, so the old
      * C is read only after the products (its cache misses overlap them).
+     * accumulate == 2 is that form on a C of +0 whose memory is not read
+     * (+0 + sum: the bits of accumulating onto a zeroed C).
      * A(i, k) = a[i * rsa + k * csa]; bp is a packed panel of kc rows of
      * OPS_NR floats, zero past column nr. Rows i >= mr are never read or
      * written.

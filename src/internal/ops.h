@@ -201,6 +201,13 @@ float ops_absmax_mt(ns_pool *p, const float *x, long n);
  * accumulated: saves zeroing dinp first */
 void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC);
+/* matmul_backward_mt with flags: MM_DINP_SET sets dinp as
+ * matmul_backward_set_mt does; MM_DW_ZERO takes dw's old value as +0
+ * without reading it (the bits of += onto a zeroed dw, so dw's memory
+ * need not be zeroed first); db is accumulated either way */
+enum { MM_DINP_SET = 1, MM_DW_ZERO = 2 };
+void matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                              const float *inp, const float *w, int N, int C, int OC, int flags);
 float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
                                   const float *inp, const float *w, const float *b, int N, int C,
                                   float eps);

@@ -811,7 +811,9 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
         linear_fwd(m, l, "MLP fc1", fch, h, w + m->layer_off[PT_FCW], w + m->layer_off[PT_FCB], N,
                    C, 4 * C, amax);
-        float gm = gelu_forward_absmax_mt(m->pool, fcg, fch, N * 4 * C);
+        /* fch is read by the GELU's backward only: it takes gelu'(x) in
+         * place of x, so the backward need not compute exp again */
+        float gm = gelu_forward_grad_absmax_mt(m->pool, fcg, fch, fch, N * 4 * C);
         qmax_taken(m, l, "GELU", fcg, nC * 4, gm, amax);
         linear_fwd(m, l, "MLP fc2", f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                    w + m->layer_off[PT_FCPROJB], N, 4 * C, C, amax);
@@ -1048,7 +1050,10 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
 
 /* ---- backward --------------------------------------------------------- */
 
-/* dh (N, C) += d F / d h for the gradient df of F's output (dh_set: =) */
+/* dh (N, C) += d F / d h for the gradient df of F's output (dh_set: =).
+ * F's weight matrices' gradients are written whole, as if added to zero
+ * (MM_DW_ZERO: backward_rows does not zero them); their biases' are
+ * accumulated. */
 static void F_backward(model *m, int l, int s, const float *h, const float *df, float *dh, int B,
                        int dh_set)
 {
@@ -1056,33 +1061,36 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
     size_t BT = (size_t)m->B * T, nC = (size_t)N * C;
     float *w = layer_base(m, m->W, l), *g = layer_base(m, m->grads, l);
     const size_t *o = m->layer_off;
+    int dh_flags = (dh_set ? MM_DINP_SET : 0) | MM_DW_ZERO;
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
-        matmul_backward_set_mt(m->pool, m->datty, g + o[PT_ATTPROJW], g + o[PT_ATTPROJB], df,
-                               atty, w + o[PT_ATTPROJW], N, C, C);
+        matmul_backward_flags_mt(m->pool, m->datty, g + o[PT_ATTPROJW], g + o[PT_ATTPROJB], df,
+                                 atty, w + o[PT_ATTPROJW], N, C, C, MM_DINP_SET | MM_DW_ZERO);
         q(m, 1, l, "attn proj", m->datty, nC);
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
         attention_backward_mt(m->pool, m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
         q(m, 1, l, "attention", m->dqkv, nC * 3);
-        (dh_set ? matmul_backward_set_mt : matmul_backward_mt)(
-            m->pool, dh, g + o[PT_QKVW], g + o[PT_QKVB], m->dqkv, h, w + o[PT_QKVW], N, C, 3 * C);
+        matmul_backward_flags_mt(m->pool, dh, g + o[PT_QKVW], g + o[PT_QKVB], m->dqkv, h,
+                                 w + o[PT_QKVW], N, C, 3 * C, dh_flags);
         q(m, 1, l, "attn qkv", dh, nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
-        matmul_backward_set_mt(m->pool, m->dfch_gelu, g + o[PT_FCPROJW], g + o[PT_FCPROJB], df,
-                               fcg, w + o[PT_FCPROJW], N, 4 * C, C);
+        matmul_backward_flags_mt(m->pool, m->dfch_gelu, g + o[PT_FCPROJW], g + o[PT_FCPROJB],
+                                 df, fcg, w + o[PT_FCPROJW], N, 4 * C, C,
+                                 MM_DINP_SET | MM_DW_ZERO);
         /* fp32: the GELU's backward watches its input (fc2's output) too;
          * a low format rounds that input before the GELU reads it */
         int fp32 = m->fmt == FMT_FP32;
         if (!fp32)
             q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
-        int bad = gelu_backward_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        /* fch holds gelu'(x), from the forward (F_forward) */
+        int bad = gelu_backward_grad_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
         if (fp32)
             q_taken(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4, bad & GELU_BAD_DOUT);
         q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad & GELU_BAD_DINP);
-        (dh_set ? matmul_backward_set_mt : matmul_backward_mt)(
-            m->pool, dh, g + o[PT_FCW], g + o[PT_FCB], m->dfch, h, w + o[PT_FCW], N, C, 4 * C);
+        matmul_backward_flags_mt(m->pool, dh, g + o[PT_FCW], g + o[PT_FCB], m->dfch, h,
+                                 w + o[PT_FCW], N, C, 4 * C, dh_flags);
         q(m, 1, l, "MLP fc1", dh, nC);
     }
 }
@@ -1150,15 +1158,36 @@ static void sublayer_backward(model *m, int l, int s, int B)
     }
 }
 
+/* Is tensor t's gradient written whole by one matmul backward of the
+ * pass (MM_DW_ZERO), so that nothing need zero it first? The blocks'
+ * matrices and the head's; wte and wpe are accumulated row by row. */
+static int grad_set_by_matmul(const model *m, const model_tensor *t)
+{
+    return (t->layer >= 0 && t->is_matrix) || t->offset == m->headw;
+}
+
 /* The backward over the rows of m (the whole batch, or one row block's
- * view of it) into m->grads, which it zeroes first; dscale is d loss /
- * d (a row's loss), the loss scale over the whole batch's rows. */
+ * view of it) into m->grads, which it zeroes first (the matrices' by
+ * writing them whole); dscale is d loss / d (a row's loss), the loss
+ * scale over the whole batch's rows. */
 static void backward_rows(model *m, float dscale)
 {
     int B = m->last_B, T = m->T, C = m->C, V = m->V, N = B * T;
     size_t nC = (size_t)N * C;
     float *P = m->W, *G = m->grads;
-    memset(G, 0, m->n_params * sizeof(float));
+    /* zero the rest, a run of neighbouring tensors at a time: 90% of the
+     * default model's gradients are matrices, so most of a memset of G
+     * was written again at once */
+    for (int k = 0; k < m->n_tensors;) {
+        if (grad_set_by_matmul(m, &m->tensors[k])) {
+            k++;
+            continue;
+        }
+        size_t lo = m->tensors[k].offset, hi = lo;
+        for (; k < m->n_tensors && !grad_set_by_matmul(m, &m->tensors[k]); k++)
+            hi = m->tensors[k].offset + m->tensors[k].size;
+        memset(G + lo, 0, (hi - lo) * sizeof(float));
+    }
 
     int bad = crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N, V,
                                                 dscale);
@@ -1167,14 +1196,14 @@ static void backward_rows(model *m, float dscale)
     const float *top = block_in(m, m->L);
     memset(m->dresid, 0, nC * sizeof(float));
     if (m->final_norm) {
-        matmul_backward_set_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits, m->lnf,
-                               P + m->headw, N, C, V);
+        matmul_backward_flags_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits,
+                                 m->lnf, P + m->headw, N, C, V, MM_DINP_SET | MM_DW_ZERO);
         q(m, 1, -1, "head", m->dtmp, nC);
         norm_bwd(m, final_norm_of(m, P), final_norm_of(m, G), m->dresid, m->dtmp, top,
                  m->lnf_mean, m->lnf_rstd, N, -1, 0, 0);
     } else {
-        matmul_backward_mt(m->pool, m->dresid, G + m->headw, G + m->headb, m->dlogits, top, P + m->headw, N, C,
-                        V);
+        matmul_backward_flags_mt(m->pool, m->dresid, G + m->headw, G + m->headb, m->dlogits, top,
+                                 P + m->headw, N, C, V, MM_DW_ZERO);
         q(m, 1, -1, "head", m->dresid, nC);
     }
     for (int l = m->L - 1; l >= 0; l--) {

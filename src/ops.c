@@ -369,7 +369,8 @@ static float ops_amax_lanes(const float *lanes)
 }
 
 /* C (M x Nc, row stride ldc) = or += A (M x K) B (K x Nc) (+ bias), A(i,
- * k) = a[i rsa + k csa], B(k, j) = b[k rsb + j csb]. With amax, *amax
+ * k) = a[i rsa + k csa], B(k, j) = b[k rsb + j csb]; accumulate 2: +=
+ * onto a C of +0 that is not read (the micro-kernel's). With amax, *amax
  * takes in max |C| as written (ops_max_nan), from the micro-kernel's
  * registers on the last block of K. */
 static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long rsa, long csa,
@@ -381,8 +382,8 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
     if (K <= 0) {
         for (int i = 0; i < M; i++)
             for (int j = 0; j < Nc; j++) {
-                if (!accumulate)
-                    c[i * ldc + j] = bias ? bias[j] : 0.0f;
+                if (accumulate != 1) /* 2: C taken as +0, not read */
+                    c[i * ldc + j] = !accumulate && bias ? bias[j] : 0.0f;
                 if (amax)
                     *amax = ops_max_nan(*amax, fabsf(c[i * ldc + j]));
             }
@@ -406,7 +407,7 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
         int nc = imin(NC, Nc - jc);
         for (int pc = 0; pc < K; pc += KC) {
             int kc = imin(KC, K - pc);
-            int acc = accumulate || pc > 0;
+            int acc = pc > 0 ? 1 : accumulate; /* 2 (C is +0) on the first block only */
 #if NS_OPS_X86
             if (simd && (csb == 1 || rsb == 1))
                 ops_avx2_gemm_pack_b(bp, b + pc * rsb + jc * csb, rsb, csb, kc, nc);
@@ -466,17 +467,18 @@ static void colsum(float *db, const float *d, long ld, int N, int n)
     kernels()->colsum(db, d, ld, N, n);
 }
 
-/* matmul_backward; set: dinp = dout @ w instead of += (each element the
- * same chain of products, started from 0 instead of added to the old
- * value) */
+/* matmul_backward; flags MM_DINP_SET: dinp = dout @ w instead of += (each
+ * element the same chain of products, started from 0 instead of added to
+ * the old value); MM_DW_ZERO: dw's old value is taken as +0, unread (the
+ * bits of += onto a zeroed dw) */
 static void mm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                        const float *w, int N, int C, int OC, int set)
+                        const float *w, int N, int C, int OC, int flags)
 {
     /* dinp (N, C) += dout (N, OC) @ w (OC, C) */
     if (dinp)
-        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set, NULL);
+        gemm(dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !(flags & MM_DINP_SET), NULL);
     /* dw (OC, C) += dout^T (OC, N) @ inp (N, C): A(j, n) = dout[n * OC + j] */
-    gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1, NULL);
+    gemm(dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, flags & MM_DW_ZERO ? 2 : 1, NULL);
     /* db (OC) += sum over n of dout, each column in order of n */
     if (db)
         colsum(db, dout, OC, N, OC);
@@ -505,23 +507,38 @@ void attention_backward(float *dqkv, float *drow, const float *dout, const float
 
 /* ---- GELU, softmax and cross-entropy ------------------------------------ */
 
-void gelu_forward(float *out, const float *inp, int n) { kernels()->gelu_forward(out, inp, n, NULL); }
+void gelu_forward(float *out, const float *inp, int n)
+{
+    kernels()->gelu_forward(out, NULL, inp, n, NULL);
+}
 
 float gelu_forward_absmax(float *out, const float *inp, int n)
 {
     float a = 0.0f;
-    kernels()->gelu_forward(out, inp, n, &a);
+    kernels()->gelu_forward(out, NULL, inp, n, &a);
+    return a;
+}
+
+float gelu_forward_grad_absmax(float *out, float *grad, const float *inp, int n)
+{
+    float a = 0.0f;
+    kernels()->gelu_forward(out, grad, inp, n, &a);
     return a;
 }
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
 {
-    kernels()->gelu_backward(dinp, inp, dout, n, 0);
+    kernels()->gelu_backward(dinp, inp, dout, n, 0, 0);
 }
 
 int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n)
 {
-    return kernels()->gelu_backward(dinp, inp, dout, n, 1);
+    return kernels()->gelu_backward(dinp, inp, dout, n, 1, 0);
+}
+
+int gelu_backward_grad_set(float *dinp, const float *grad, const float *dout, int n)
+{
+    return kernels()->gelu_backward(dinp, grad, dout, n, 1, 1);
 }
 
 void softmax_forward(float *probs, const float *logits, int N, int V)
@@ -717,15 +734,15 @@ static void db_task(void *ctx, int part, int thread)
 }
 
 static void mm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
-                           const float *inp, const float *w, int N, int C, int OC, int set)
+                           const float *inp, const float *w, int N, int C, int OC, int flags)
 {
     if (pool_threads(p) == 1) {
-        mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, set);
+        mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, flags);
         return;
     }
     if (dinp)
-        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !set, NULL);
-    gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, 1, NULL);
+        gemm_mt(p, dinp, C, N, C, OC, dout, OC, 1, w, C, 1, NULL, !(flags & MM_DINP_SET), NULL);
+    gemm_mt(p, dw, C, OC, C, N, dout, 1, OC, inp, C, 1, NULL, flags & MM_DW_ZERO ? 2 : 1, NULL);
     if (db) {
         int units = (OC + MT_ELEM_ALIGN - 1) / MT_ELEM_ALIGN;
         int parts = (long)N * OC < MT_ELEM_MIN ? 1 : imin(pool_threads(p), units);
@@ -743,7 +760,13 @@ void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const flo
 void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC)
 {
-    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, 1);
+    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, MM_DINP_SET);
+}
+
+void matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                              const float *inp, const float *w, int N, int C, int OC, int flags)
+{
+    mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, flags);
 }
 
 /* attention: one task per sequence b, which touches only its own slices
@@ -804,8 +827,10 @@ typedef struct {
     float a, g;   /* the residual's scales */
     long n;
     int parts;
+    float *grad;  /* gelu forward: gelu'(in) goes here too (NULL: not kept) */
     int want_max; /* res[part] = max |out| of the part */
     int set;      /* gelu backward: dinp = (else +=) */
+    int is_grad;  /* gelu backward: in holds gelu'(x), not x */
     float res[MT_ELEM_PARTS * POOL_MAX_THREADS];
     int bad[MT_ELEM_PARTS * POOL_MAX_THREADS];
 } elem_job;
@@ -855,7 +880,8 @@ static void gelu_fwd_task(void *ctx, int part, int thread)
     elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    kernels()->gelu_forward(j->out + lo, j->in + lo, (int)(hi - lo), j->want_max ? &j->res[part] : NULL);
+    kernels()->gelu_forward(j->out + lo, j->grad ? j->grad + lo : NULL, j->in + lo, (int)(hi - lo),
+                            j->want_max ? &j->res[part] : NULL);
 }
 
 void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
@@ -866,7 +892,13 @@ void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
 
 float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n)
 {
-    elem_job j = {.out = out, .in = inp, .n = n, .parts = elem_parts(p, n), .want_max = 1};
+    return gelu_forward_grad_absmax_mt(p, out, NULL, inp, n);
+}
+
+float gelu_forward_grad_absmax_mt(ns_pool *p, float *out, float *grad, const float *inp, int n)
+{
+    elem_job j = {.out = out, .grad = grad, .in = inp, .n = n, .parts = elem_parts(p, n),
+                  .want_max = 1};
     pool_run(p, j.parts, gelu_fwd_task, &j);
     return max_of_parts(j.res, j.parts);
 }
@@ -877,7 +909,8 @@ static void gelu_bwd_task(void *ctx, int part, int thread)
     elem_job *j = ctx;
     long lo, hi;
     elem_range(j, part, &lo, &hi);
-    j->bad[part] = kernels()->gelu_backward(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo), j->set);
+    j->bad[part] = kernels()->gelu_backward(j->out + lo, j->in + lo, j->in2 + lo, (int)(hi - lo),
+                                            j->set, j->is_grad);
 }
 
 void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
@@ -889,6 +922,15 @@ void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *do
 int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
 {
     elem_job j = {.out = dinp, .in = inp, .in2 = dout, .n = n, .parts = elem_parts(p, n), .set = 1};
+    pool_run(p, j.parts, gelu_bwd_task, &j);
+    return any_of_parts(j.bad, j.parts);
+}
+
+int gelu_backward_grad_set_mt(ns_pool *p, float *dinp, const float *grad, const float *dout,
+                              int n)
+{
+    elem_job j = {.out = dinp, .in = grad, .in2 = dout, .n = n, .parts = elem_parts(p, n),
+                  .set = 1, .is_grad = 1};
     pool_run(p, j.parts, gelu_bwd_task, &j);
     return any_of_parts(j.bad, j.parts);
 }

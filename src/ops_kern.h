@@ -114,7 +114,7 @@ KERN_FN static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, in
     int full = mr == OPS_MR && nr == OPS_NR;
     v8 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     v8 i0 = v8_zero(), i1 = v8_zero(); /* initial row */
-    if (accumulate) {
+    if (accumulate == 1) {
         /* C is added after the products: fetch it meanwhile */
         for (int i = 0; i < mr; i++) {
             v8_prefetch((c + i * ldc));
@@ -148,7 +148,15 @@ KERN_FN static void kern_gemm_ukr(int kc, const float *a, long rsa, long csa, in
     }
     float *dst = full ? c : tile;
     long ld = full ? ldc : OPS_NR;
-    if (accumulate) {
+    if (accumulate == 2) {
+        /* C is taken as +0 (its memory is not read): +0 + sum, the bits of
+         * accumulating onto a zeroed C (a sum of -0 becomes +0 there too) */
+        const v8 z = v8_zero();
+        c00 = v8_add(z, c00), c01 = v8_add(z, c01), c10 = v8_add(z, c10);
+        c11 = v8_add(z, c11), c20 = v8_add(z, c20), c21 = v8_add(z, c21);
+        c30 = v8_add(z, c30), c31 = v8_add(z, c31), c40 = v8_add(z, c40);
+        c41 = v8_add(z, c41), c50 = v8_add(z, c50), c51 = v8_add(z, c51);
+    } else if (accumulate) {
         const float *src = c;
         if (!full) {
             memset(tile, 0, sizeof tile);
@@ -756,7 +764,24 @@ KERN_FN static void kern_attention_backward(float *dqkv, const float *dout, cons
 #define GELU_S 0.7978845608028654f
 #define GELU_C 0.044715f
 
-KERN_FN static void kern_gelu_forward(float *out, const float *inp, int n, float *amax)
+/* gelu'(x) = s + 2 x s (1 - s) u', s = 1 / (1 + e), e = exp(-2u), 1 - s =
+ * e s; x2 = x x. The forward (which has e anyway) and the backward
+ * reach it by this one sequence of operations, so either may make it. */
+KERN_INLINE v8 gelu_grad8(v8 x, v8 x2, v8 e)
+{
+    const v8 one = v8_set1(1.0f), s0 = v8_set1(GELU_S), s3c = v8_set1(3.0f * GELU_C * GELU_S),
+             two = v8_set1(2.0f);
+    v8 s = v8_div(one, v8_add(one, e));
+    v8 du = v8_fma(s3c, x2, s0);
+    v8 q = v8_mul(v8_mul(v8_mul(two, x), du), v8_mul(e, s));
+    return v8_fma(q, s, s);
+}
+
+/* out = gelu(inp); grad NULL, or gelu'(inp) goes there (it may be inp
+ * itself: each value is read before its slot is written), so the backward
+ * need not compute exp again; amax NULL or *amax = max |out| */
+KERN_FN static void kern_gelu_forward(float *out, float *grad, const float *inp, int n,
+                                      float *amax)
 {
     const v8 m2s = v8_set1(-2.0f * GELU_S), c = v8_set1(GELU_C), one = v8_set1(1.0f),
              cap = v8_set1(EXP8_HI);
@@ -764,12 +789,15 @@ KERN_FN static void kern_gelu_forward(float *out, const float *inp, int n, float
     for (int i = 0; i < n; i += 8) {
         int m = n - i;
         v8 x = v8_load_n(inp + i, m);
-        v8 x3 = v8_mul(v8_mul(x, x), x);
-        v8 t = v8_mul(v8_fma(c, x3, x), m2s);
-        v8 y = v8_div(x, v8_add(one, exp8(t)));
+        v8 x2 = v8_mul(x, x);
+        v8 t = v8_mul(v8_fma(c, v8_mul(x2, x), x), m2s);
+        v8 e = exp8(t);
+        v8 y = v8_div(x, v8_add(one, e));
         /* past exp8's cap the true value is below |x| 2^-127: x * 0 (-0
          * for negative x, NaN for -inf), not x over the capped exp */
         y = v8_blend(y, v8_mul(x, v8_zero()), v8_lt(cap, t));
+        if (grad)
+            v8_store_n(grad + i, gelu_grad8(x, x2, e), m);
         v8_store_n(out + i, y, m);
         amax_add(&mx, y, m);
     }
@@ -777,22 +805,23 @@ KERN_FN static void kern_gelu_forward(float *out, const float *inp, int n, float
         *amax = amax_result(mx);
 }
 
-/* d/dx = s + 2 x s (1 - s) u', s = 1 / (1 + e), e = exp(-2u), 1 - s = e s */
-KERN_FN static int kern_gelu_backward(float *dinp, const float *inp, const float *dout, int n, int set)
+/* dinp = (set) or += dout * gelu'(inp); with is_grad, inp already holds
+ * gelu'(x) (kern_gelu_forward's grad): the same bits without the exp */
+KERN_FN static int kern_gelu_backward(float *dinp, const float *inp, const float *dout, int n,
+                                     int set, int is_grad)
 {
-    const v8 m2s = v8_set1(-2.0f * GELU_S), c = v8_set1(GELU_C),
-                 one = v8_set1(1.0f), s0 = v8_set1(GELU_S),
-                 s3c = v8_set1(3.0f * GELU_C * GELU_S), two = v8_set1(2.0f);
+    const v8 m2s = v8_set1(-2.0f * GELU_S), c = v8_set1(GELU_C);
     v8 bad = v8_zero(), bad_d = bad;
     for (int i = 0; i < n; i += 8) {
         int m = n - i;
-        v8 x = v8_load_n(inp + i, m);
-        v8 x2 = v8_mul(x, x);
-        v8 e = exp8(v8_mul(v8_fma(c, v8_mul(x2, x), x), m2s));
-        v8 s = v8_div(one, v8_add(one, e));
-        v8 du = v8_fma(s3c, x2, s0);
-        v8 q = v8_mul(v8_mul(v8_mul(two, x), du), v8_mul(e, s));
-        v8 g = v8_fma(q, s, s);
+        v8 g;
+        if (is_grad) {
+            g = v8_load_n(inp + i, m);
+        } else {
+            v8 x = v8_load_n(inp + i, m);
+            v8 x2 = v8_mul(x, x);
+            g = gelu_grad8(x, x2, exp8(v8_mul(v8_fma(c, v8_mul(x2, x), x), m2s)));
+        }
         v8 dy = v8_load_n(dout + i, m);
         v8 d = set ? v8_mul(dy, g) : v8_fma(dy, g, v8_load_n(dinp + i, m));
         v8_store_n(dinp + i, d, m);

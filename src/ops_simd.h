@@ -38,6 +38,8 @@ typedef struct {
      *     otherwise:   C[i][j] = bias[j] + A(i, 0) B(0, j) + A(i, 1) B(1, j) + ...
      * (bias may be NULL: 0). The accumulating form adds C last, so the old
      * C is read only after the products (its cache misses overlap them).
+     * accumulate == 2 is that form on a C of +0 whose memory is not read
+     * (+0 + sum: the bits of accumulating onto a zeroed C).
      * A(i, k) = a[i * rsa + k * csa]; bp is a packed panel of kc rows of
      * OPS_NR floats, zero past column nr. Rows i >= mr are never read or
      * written.
@@ -54,10 +56,12 @@ typedef struct {
                               int NH);
     void (*attention_backward)(float *dqkv, const float *dout, const float *qkv,
                                const float *att, int B, int T, int C, int NH);
-    /* amax NULL or *amax = max |out| */
-    void (*gelu_forward)(float *out, const float *inp, int n, float *amax);
-    /* set: dinp = (else +=); returns the GELU_BAD_ flags of gelu_backward_set */
-    int (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n, int set);
+    /* grad NULL or gelu'(inp) (may be inp); amax NULL or *amax = max |out| */
+    void (*gelu_forward)(float *out, float *grad, const float *inp, int n, float *amax);
+    /* set: dinp = (else +=); is_grad: inp holds gelu'(x), not x; returns
+     * the GELU_BAD_ flags of gelu_backward_set */
+    int (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n, int set,
+                         int is_grad);
     void (*softmax_forward)(float *probs, const float *logits, int N, int V);
     /* sum_i exp(l[i] - max) over a row of n, and its max in *maxv */
     float (*sumexp)(const float *l, int n, float *maxv);

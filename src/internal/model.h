@@ -128,7 +128,8 @@ typedef struct {
     float *atty;                 /* (L, B, T, C) */
     float *att;                  /* (L, B, NH, T, T) softmax probabilities */
     float *attproj;              /* (L, B, T, C) F of sublayer 0 */
-    float *fch, *fch_gelu;       /* (L, B, T, 4C) */
+    float *fch, *fch_gelu;       /* (L, B, T, 4C); after the forward fch holds
+                                  * gelu'(fc1 output), which the backward reads */
     float *fcproj;               /* (L, B, T, C) F of sublayer 1 */
     float *lnf, *lnf_mean, *lnf_rstd; /* (B, T, C), (B, T), (B, T) */
     float *logits;               /* (B, T, V) */

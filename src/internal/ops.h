@@ -122,6 +122,14 @@ int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dou
                              const float *inp, const float *w, const float *mean,
                              const float *rstd, int N, int C);
 int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n);
+/* The GELU's derivative made once, by the forward: gelu_forward_grad_absmax
+ * is gelu_forward_absmax that also writes grad (n) = gelu'(inp), which may
+ * be inp itself (overwritten in place: the backward needs no more of x);
+ * gelu_backward_grad_set is gelu_backward_set reading that grad instead of
+ * x. Together they give the bits of the plain pair with one exp a value,
+ * not two. */
+float gelu_forward_grad_absmax(float *out, float *grad, const float *inp, int n);
+int gelu_backward_grad_set(float *dinp, const float *grad, const float *dout, int n);
 
 /* out (n) = exp(x) by the kernels' vector exp, whose bits ns_expf
  * (nsmath.h) gives one value at a time */
@@ -193,6 +201,13 @@ float ops_absmax_mt(ns_pool *p, const float *x, long n);
  * accumulated: saves zeroing dinp first */
 void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC);
+/* matmul_backward_mt with flags: MM_DINP_SET sets dinp as
+ * matmul_backward_set_mt does; MM_DW_ZERO takes dw's old value as +0
+ * without reading it (the bits of += onto a zeroed dw, so dw's memory
+ * need not be zeroed first); db is accumulated either way */
+enum { MM_DINP_SET = 1, MM_DW_ZERO = 2 };
+void matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+                              const float *inp, const float *w, int N, int C, int OC, int flags);
 float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
                                   const float *inp, const float *w, const float *b, int N, int C,
                                   float eps);
@@ -201,6 +216,9 @@ int layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
                                 const float *dout, const float *inp, const float *w,
                                 const float *mean, const float *rstd, int N, int C);
 int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
+float gelu_forward_grad_absmax_mt(ns_pool *p, float *out, float *grad, const float *inp, int n);
+int gelu_backward_grad_set_mt(ns_pool *p, float *dinp, const float *grad, const float *dout,
+                              int n);
 float ops_residual_mt(ns_pool *p, float *out, const float *x, float a, const float *f, float g,
                       long n);
 

@@ -1000,7 +1000,7 @@ static void test_fused_gelu(void)
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         int n = sizes[s];
         float *x = rndf(n, 3), *d = rndf(n, 1), *y1 = rndf(n, 1), *y2 = rndf(n, 1);
-        float *g1 = calloc((size_t)n, 4), *g2 = rndf(n, 1);
+        float *g1 = calloc((size_t)n, 4), *g2 = rndf(n, 1), *xg = rndf(n, 1);
         for (int at = -1; at < n; at++) {
             for (int k = 0; k < 2; k++) {
                 float keep = at >= 0 ? x[at] : 0, keepd = at >= 0 ? d[at] : 0;
@@ -1018,11 +1018,17 @@ static void test_fused_gelu(void)
                 bad += !same_values(g1, g2, n);
                 bad += !(nf & GELU_BAD_DINP) != !ops_any_nonfinite(g1, (size_t)n);
                 bad += !(nf & GELU_BAD_DOUT) != !ops_any_nonfinite(d, (size_t)n);
+                /* the derivative made by the forward, in place over a copy
+                 * of x as the model does: the same outputs and flags */
+                memcpy(xg, x, sizeof(float) * (size_t)n);
+                float a2 = gelu_forward_grad_absmax(y2, xg, xg, n);
+                bad += !same_values(y1, y2, n) || !same_max(a, a2);
+                bad += gelu_backward_grad_set(g2, xg, d, n) != nf || !same_values(g1, g2, n);
                 if (at >= 0)
                     x[at] = keep, d[at] = keepd;
             }
         }
-        free(x), free(d), free(y1), free(y2), free(g1), free(g2);
+        free(x), free(d), free(y1), free(y2), free(g1), free(g2), free(xg);
     }
     CHECK(bad == 0);
 }
@@ -1059,6 +1065,43 @@ static void test_fused_matmul(void)
             x[at] = keep;
         }
         free(x), free(w), free(b), free(y1), free(y2), free(y3);
+    }
+    pool_free(pool);
+    CHECK(pool != NULL && bad == 0);
+}
+
+/* MM_DW_ZERO: dw written as if added to a zeroed dw, its old memory
+ * unread (here NaN), on one thread and a pool of 2, with depths past one
+ * block (N > 128) and tiles with row and column tails; MM_DINP_SET as
+ * matmul_backward_set_mt. */
+static void test_matmul_dw_zero(void)
+{
+    static const int shapes[][3] = {{7, 5, 3}, {13, 7, 19}, {300, 64, 64}, {150, 40, 100}};
+    ns_pool *pool = pool_create(2, NULL);
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        long nx = (long)N * C, nw = (long)OC * C;
+        float *x = rndf(nx, 1), *w = rndf(nw, 1), *dy = rndf((long)N * OC, 1);
+        float *dx1 = rndf(nx, 1), *dx2 = rndf(nx, 1), *dw1 = calloc((size_t)nw, 4);
+        float *dw2 = malloc(sizeof(float) * (size_t)nw), *db1 = calloc((size_t)OC, 4);
+        float *db2 = calloc((size_t)OC, 4);
+        for (int t = 0; t < 2; t++) {
+            ns_pool *p = t ? pool : NULL;
+            memset(dw1, 0, sizeof(float) * (size_t)nw);
+            memset(db1, 0, sizeof(float) * (size_t)OC);
+            memset(db2, 0, sizeof(float) * (size_t)OC);
+            for (long i = 0; i < nw; i++)
+                dw2[i] = NAN;
+            matmul_backward_set_mt(p, dx1, dw1, db1, dy, x, w, N, C, OC);
+            matmul_backward_flags_mt(p, dx2, dw2, db2, dy, x, w, N, C, OC,
+                                     MM_DINP_SET | MM_DW_ZERO);
+            bad += memcmp(dx1, dx2, sizeof(float) * (size_t)nx) != 0;
+            bad += memcmp(dw1, dw2, sizeof(float) * (size_t)nw) != 0;
+            bad += memcmp(db1, db2, sizeof(float) * (size_t)OC) != 0;
+        }
+        free(x), free(w), free(dy), free(dx1), free(dx2), free(dw1), free(dw2), free(db1),
+            free(db2);
     }
     pool_free(pool);
     CHECK(pool != NULL && bad == 0);
@@ -1254,6 +1297,8 @@ static void outputs_matmul(outbuf *o, int N, int C, int OC)
     float *dx = take(o, (long)N * C), *dw = take(o, (long)OC * C), *db = take(o, OC);
     matmul_backward(dx, dw, db, dy, x, w, N, C, OC);
     matmul_backward_set_mt(NULL, take(o, (long)N * C), dw, db, dy, x, w, N, C, OC);
+    matmul_backward_flags_mt(NULL, take(o, (long)N * C), take(o, (long)OC * C), db, dy, x, w, N,
+                             C, OC, MM_DINP_SET | MM_DW_ZERO);
     free(x), free(w), free(b), free(dy);
 }
 
@@ -1275,6 +1320,9 @@ static void outputs_elementwise(outbuf *o, int n)
     float *g = take(o, n);
     gelu_backward(g, x, d, n);
     *take(o, 1) = (float)gelu_backward_set(take(o, n), x, d, n);
+    float *gx = take(o, n);
+    *take(o, 1) = gelu_forward_grad_absmax(take(o, n), gx, x, n);
+    *take(o, 1) = (float)gelu_backward_grad_set(take(o, n), gx, d, n);
     ops_exp(take(o, n), x, n);
     softmax_forward(take(o, n), x + 3, 1, n - 3);
     *take(o, 1) = ops_absmax(d, n);
@@ -1419,6 +1467,7 @@ static void run_kernel_suite(void)
     test_layernorm_reference();
     test_absmax_sizes();
     test_fused_matmul();
+    test_matmul_dw_zero();
     test_any_nonfinite();
     test_sumsq();
     test_adamw();

@@ -290,6 +290,14 @@ static int elementwise_same(ns_pool *p, int n)
     gelu_backward(g1, x, d, n);
     gelu_backward_mt(p, g2, x, d, n);
     int ok = same(y1, y2, n) && same(g1, g2, n);
+    /* the derivative kept by the forward (in place, as the model keeps it) */
+    float *x1 = dup(x, n), *x2 = dup(x, n);
+    float a1 = gelu_forward_grad_absmax(y1, x1, x1, n);
+    float a2 = gelu_forward_grad_absmax_mt(p, y2, x2, x2, n);
+    ok = ok && same(y1, y2, n) && same(x1, x2, n) && memcmp(&a1, &a2, sizeof a1) == 0;
+    ok = ok && gelu_backward_grad_set(g1, x1, d, n) == gelu_backward_grad_set_mt(p, g2, x2, d, n);
+    ok = ok && same(g1, g2, n);
+    free(x1), free(x2);
     float m1 = ops_absmax(x, n), m2 = ops_absmax_mt(p, x, n);
     ok = ok && memcmp(&m1, &m2, sizeof m1) == 0;
     x[n - 3] = NAN; /* in the last part */

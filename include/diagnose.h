@@ -142,6 +142,10 @@ typedef struct {
     long stall_run;        /* consecutive steps meeting the stall condition */
     double stall_mean[DIAG_STALL_BACK]; /* their mean losses, a ring by stall_run */
     int stalled;
+    long stall_at;         /* the step the episode's stall was diagnosed (0: none) */
+    long stall_over;       /* this step ended that stall, the run below the
+                              plateau (0: it did not) */
+    double stall_over_loss; /* its mean loss then */
     int exploded;          /* the blow-up holds now (the EXPLODED state) */
     double first_loss;     /* the first finite loss observed (0: none yet) */
     long blow_from;        /* the first step of the blow-up's window (0: none) */
@@ -161,6 +165,12 @@ double diag_unigram_entropy(const uint8_t *b, size_t n);
 int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max);
 /* Is the run on the stall plateau now? (the STALLED state) */
 int diag_stalled(const diag *d);
+/* Did the last step observed end a stall diagnosed earlier, the run having
+ * learned its way below the plateau? Then 1, and its line in buf: "off
+ * the plateau at step 262: mean loss 2.931, 0.155 below it; the stall
+ * diagnosed at step 199 is over" (a stall's hint is a guess that the run
+ * has proved wrong: the log says so). */
+int diag_stall_over(const diag *d, char *buf, size_t len);
 /* Has the loss blown up, finite, now? (the exploded state) */
 int diag_exploded(const diag *d);
 /* Does a finding of this episode still hold (a warning given, a divergence

@@ -59,6 +59,16 @@ double diag_unigram_entropy(const uint8_t *b, size_t n)
 
 int diag_stalled(const diag *d) { return d->stalled; }
 
+int diag_stall_over(const diag *d, char *buf, size_t len)
+{
+    if (!d->stall_over)
+        return 0;
+    snprintf(buf, len, "off the plateau at step %ld: mean loss %.3f, %.3f below it; the stall "
+             "diagnosed at step %ld is over", d->stall_over, d->stall_over_loss,
+             d->plateau - d->stall_over_loss, d->stall_at);
+    return 1;
+}
+
 int diag_exploded(const diag *d) { return d->exploded; }
 
 int diag_episode_open(const diag *d) { return d->warned || d->div_seen; }
@@ -547,7 +557,7 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
                  isfinite(grow) ? grow : 0.0, upd);
-        hint = "re-init with a lower LR: the grown weights stay on the plateau";
+        hint = "re-init with a lower LR: lowering it from here keeps the grown weights";
         snprintf(fix, sizeof fix, "lr x%g", lr_factor(upd));
         from = DIAG_FROM_START;
     } else if (m->clip > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt && upd < DIAG_UPDATE_LOW) {
@@ -595,6 +605,7 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
         set_fix(f, from, 0, "%s", fix);
     if (f)
         d->last_diagnosis = *f;
+    d->stall_at = m->step;
 }
 
 static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -608,8 +619,11 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     /* a run that learned its way off the plateau, below it, is stalled no
      * more: its diagnosis ends with it (the status mark clears when no
      * other finding holds; the log keeps it) */
-    if (w.cnt >= DIAG_STALL_STEPS && off <= -DIAG_STALL_TOL)
+    if (w.cnt >= DIAG_STALL_STEPS && off <= -DIAG_STALL_TOL &&
+        (d->warned & (1u << DIAG_R_STALL))) {
         d->warned &= ~(1u << DIAG_R_STALL);
+        d->stall_over = m->step, d->stall_over_loss = mean;
+    }
     d->stall_run = on ? d->stall_run + 1 : 0;
     int vanish = w.bottom < DIAG_STALL_GRAD * w.top, level = on && flat(d, mean);
     d->stalled = on && ((vanish && off < DIAG_STALL_TOL) ||
@@ -858,6 +872,7 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
 int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
 {
     int k = 0;
+    d->stall_over = 0; /* news of this step only */
     track_changes(d, m, out, max, &k);
     if (m->nonfinite) {
         d->finite_run = 0;

@@ -1037,6 +1037,9 @@ static void diagnosis_events(trainer *t)
             add_event_wrapped(t, f->layer, run_prefix(t, r), hint);
             view_add(&d->view, f);
         }
+        char over[DIAG_TEXT];
+        if (diag_stall_over(&d->d, over, sizeof over))
+            add_event(t, NS_EV_INFO, -1, "%s%s", run_prefix(t, r), over);
     }
 }
 
@@ -1076,6 +1079,9 @@ static void diagnosis_report(trainer *t)
                     run_prefix(t, r), f->kind == DIAG_WARNING ? "warning" : "diagnosis",
                     f->step, f->text, run_prefix(t, r), f->hint);
         }
+        char over[DIAG_TEXT];
+        if (log && !t->o.quiet && diag_stall_over(&d->d, over, sizeof over))
+            fprintf(log, "%snormscope: %s%s\n", cr, run_prefix(t, r), over);
         d->n_found = 0;
     }
     stop_if_stalled(t);

@@ -274,6 +274,20 @@ run rw0 $F --warmup 20 --steps 260 --snapshot-every 0 --script "$T/rw0.script"
 has rw0 "rewound from step 200 to the snapshot at step 0" && ! has rw0 "spike" && ok ||
     no "spike warning after a rewind to step 0: $(cat "$T/rw0.err")"
 
+# ---- a stall the run learns its way out of: fp16 at lr 3e-2 sits on the
+# plateau past 200 steps (diagnosed), then leaves it; the log says the
+# stall is over once the window's mean is 0.15 nats below the plateau,
+# and the run ends there, below it ----
+run over $F --precision fp16 --lr 3e-2 --steps 400
+st=$(sed -n 's/.*diagnosis at step \([0-9]*\): stalled: loss [0-9.]* on the unigram plateau.*/\1/p' "$T/over.err" | head -1)
+pl=$(sed -n 's/.*on the unigram plateau \([0-9.]*\) for.*/\1/p' "$T/over.err" | head -1)
+off=$(sed -n "s/.*off the plateau at step \([0-9]*\): mean loss [0-9.]*, [0-9.]* below it; the stall diagnosed at step $st is over/\1/p" "$T/over.err")
+[ -n "$st" ] && [ -n "$off" ] && [ "$off" -gt "$st" ] && ok || no "a stall then learning: stall at '$st', over at '$off': $(cat "$T/over.err")"
+[ "$(grep -c 'off the plateau' "$T/over.err")" -eq 1 ] && ok || no "the stall's end said more than once"
+fin=$(sed -n 's/.*; loss \([0-9.]*\), val.*/\1/p' "$T/over.err")
+awk -v f="$fin" -v p="$pl" 'BEGIN { exit !(f != "" && p != "" && f < p - 0.15) }' && ! has over "cause: stalled" && ok ||
+    no "after the stall: final loss $fin against the plateau $pl, or still called stalled"
+
 # ---- healthy runs: no warning, no spike, no diagnosis ----
 run healthy $F --warmup 20 --steps 200
 run healthy16 $F --precision fp16 --lr 1e-3 --steps 200

@@ -338,12 +338,26 @@ static void test_stall(void)
             /* then it learns off the plateau: after a window below it the
              * stall is over, and nothing else keeps the episode open */
             CHECK(diag_episode_open(dg));
-            for (long s = 201; s <= 200 + DIAG_STALL_STEPS; s++) {
+            char over[DIAG_TEXT] = "";
+            long over_at = 0;
+            int overs = 0;
+            for (long s = 201; s <= 200 + DIAG_STALL_STEPS + 10; s++) {
                 healthy(&m, s);
+                m.norm = NORM_POST; /* the same settings: no new episode */
                 m.loss = (float)(PLATEAU - 0.5);
                 feed(&m);
+                if (diag_stall_over(dg, over, sizeof over))
+                    over_at = s, overs++;
             }
             CHECK(!diag_stalled(dg) && !diag_episode_open(dg));
+            /* the log says so once, at the step the window's mean passed
+             * 0.15 below the plateau, naming the stall's step (the mean
+             * then: the window's 48 steps, so many of them at -0.5 that it
+             * is 0.15 or more below) */
+            char want[128];
+            snprintf(want, sizeof want, "the stall diagnosed at step %ld is over", stalled_at);
+            CHECK(overs == 1 && over_at > 200 && over_at <= 200 + DIAG_STALL_STEPS);
+            CHECK(strstr(over, want) != NULL && strstr(over, "off the plateau at step ") == over);
             CHECK(stalled_at == DIAG_STALL_STEPS);
             CHECK(count(DIAG_R_STALL) == 1);
             CHECK(f && f->kind == DIAG_DIAGNOSIS && strstr(f->text, "3.080") &&

@@ -58,6 +58,9 @@ int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, si
 int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
                      const ns_config *cfg_b, int own, ns_lesson *l, char *err, size_t errlen);
 void lesson_free(ns_lesson *l);
+/* A sweep lesson's note or question as its views say it, once e->at of
+ * its n runs have ended: "at the start: TEXT", "18 of 18 ended: TEXT". */
+void lesson_sweep_line(const script_entry *e, long n, char *buf, size_t len);
 /* Print "NAME  title" for every lesson. */
 void lesson_list(FILE *f);
 int lesson_count(void);

@@ -280,6 +280,14 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
     return r;
 }
 
+void lesson_sweep_line(const script_entry *e, long n, char *buf, size_t len)
+{
+    if (e->at == 0)
+        snprintf(buf, len, "at the start: %s", e->cmd.text);
+    else
+        snprintf(buf, len, "%ld of %ld ended: %s", e->at, n, e->cmd.text);
+}
+
 int lesson_load(const char *name, ns_lesson *l, char *err, size_t errlen)
 {
     return lesson_load_for(name, NULL, NULL, 0, l, err, errlen);

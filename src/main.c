@@ -459,6 +459,18 @@ static int run_follow(const cli_opts *o)
     return end == TUI_END_ERROR ? 1 : end == TUI_END_SIGNAL ? 130 : 0;
 }
 
+/* av = argv0, then the words of a lesson's flags, cut in place in words
+ * (a copy of its flags that must outlive av); returns the count. av has
+ * room for sizeof flags / 2 + 1 entries besides the caller's own. */
+static int lesson_words(char *argv0, char *words, char **av)
+{
+    int n = 0;
+    av[n++] = argv0;
+    for (char *t = strtok(words, " \t"); t; t = strtok(NULL, " \t"))
+        av[n++] = t;
+    return n;
+}
+
 /* Are the runs' settings the lesson's own? Its flags alone (with the
  * sweep's SPEC for a sweep lesson) are parsed again, and every setting a
  * checkpoint records is compared with the run's; data, a checkpoint to
@@ -469,10 +481,7 @@ static int lesson_own(const ns_lesson *l, const cli_opts *run, char *argv0, cons
 {
     char *words = strdup(l->flags), *av[sizeof l->flags / 2 + 4];
     FILE *quiet = fopen("/dev/null", "w");
-    int n = 0;
-    av[n++] = argv0;
-    for (char *t = words ? strtok(words, " \t") : NULL; t; t = strtok(NULL, " \t"))
-        av[n++] = t;
+    int n = words ? lesson_words(argv0, words, av) : 0;
     if (spec) {
         av[n++] = "--sweep";
         av[n++] = (char *)spec;
@@ -515,10 +524,7 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
         lesson_free(l);
         return 2;
     }
-    int n = 0;
-    (*argv2)[n++] = argv[0];
-    for (char *t = strtok(*words, " \t"); t; t = strtok(NULL, " \t"))
-        (*argv2)[n++] = t;
+    int n = lesson_words(argv[0], *words, *argv2);
     for (int i = 1; i < argc; i++)
         (*argv2)[n++] = argv[i];
     int r = cli_parse(o, n, *argv2, stdout, stderr);
@@ -570,12 +576,11 @@ static void lesson_at_lines(const ns_lesson *l, long from, long to, long n)
 {
     for (int i = 0; i < l->script.n; i++) {
         const script_entry *e = &l->script.e[i];
+        char b[NS_CMD_TEXT + 64];
         if (e->at < from || e->at > to)
             continue;
-        if (e->at == 0)
-            fprintf(stderr, "at the start: %s\n", e->cmd.text);
-        else
-            fprintf(stderr, "%ld of %ld ended: %s\n", e->at, n, e->cmd.text);
+        lesson_sweep_line(e, n, b, sizeof b);
+        fprintf(stderr, "%s\n", b);
     }
 }
 
@@ -598,10 +603,7 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
         fprintf(stderr, "normscope: out of memory\n");
         return 2;
     }
-    int n = 0;
-    av[n++] = argv[0];
-    for (char *t = strtok(words, " \t"); t; t = strtok(NULL, " \t"))
-        av[n++] = t;
+    int n = lesson_words(argv[0], words, av);
     av[n++] = "--sweep";
     av[n++] = (char *)l->sweep;
     for (int i = 1; i < argc; i++) {

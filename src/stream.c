@@ -993,6 +993,14 @@ static void print_gradients(FILE *f, const stream_summary *u)
     fputc('\n', f);
 }
 
+/* Is an end line due? A header's stream (a probe's) has one at its end,
+ * and so will an empty file's (nothing written yet); normscope's own
+ * --jsonl rows have none. */
+static int end_expected(const stream_summary *u)
+{
+    return u->have_header || u->n_lines == 0;
+}
+
 void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
 {
     const stream_summary *u = &r->sum;
@@ -1048,7 +1056,7 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
                 u->partial_bytes);
     if (u->ended)
         fprintf(f, "end: %s\n", u->end_text[0] ? u->end_text : u->end_reason);
-    else if (u->have_header || u->n_lines == 0)
+    else if (end_expected(u))
         fputs("end: no end line (the run is still writing, or its writer was killed)\n", f);
 }
 
@@ -1212,7 +1220,7 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
         stream_print_summary(stdout, r, path);
     if (status == 0 && r->sum.nonfinite_step)
         status = STREAM_EXIT_DIVERGED;
-    else if (status == 0 && steps <= 0 && (r->sum.have_header || r->sum.n_lines == 0))
+    else if (status == 0 && steps <= 0 && end_expected(&r->sum))
         status = !r->sum.ended ? STREAM_EXIT_NO_END
                  : strcmp(r->sum.end_reason, "close") && strcmp(r->sum.end_reason, "exit")
                      ? STREAM_EXIT_ABNORMAL : 0;

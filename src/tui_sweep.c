@@ -6,6 +6,8 @@
  */
 #include "tui_sweep.h"
 
+#include "lesson.h"
+
 #include <ctype.h>
 #include <fcntl.h>
 #include <math.h>
@@ -898,10 +900,7 @@ static int lesson_body(tui_grid *g, const sweepview *v, int row, int end, int w)
     for (int i = 0; i < n; i++) {
         const script_entry *e = &v->lesson_lines->e[idx[i]];
         char b[NS_CMD_TEXT + 64];
-        if (e->at == 0)
-            snprintf(b, sizeof b, "at the start: %s", e->cmd.text);
-        else
-            snprintf(b, sizeof b, "%ld of %ld ended: %s", e->at, v->n_runs, e->cmd.text);
+        lesson_sweep_line(e, v->n_runs, b, sizeof b);
         tui_put_wrapped(g, &r, end, 1, w, TUI_S_EV_NOTE, b);
     }
     if (v->ui.lesson_text)

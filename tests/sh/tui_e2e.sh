@@ -48,11 +48,18 @@ a=$(counter)
 wait_counter -gt "${a:-0}" 30 && ok || no "the step counter did not advance from $a"
 
 screen | grep -qF '[p] Pre-LN' && ok || no "placement label: $(screen | sed -n 2p)"
+# paused around p, so its event stays in the log's four rows: running, at
+# a few hundred steps/s the validation lines push it out within a second,
+# sooner than a loaded machine's capture may come
+key Space
+wait_for PAUSED 20 && ok || no "p: no PAUSED before it"
 key p
 wait_for '[p] Post-LN' 20 && ok || no "p: the placement label did not change"
-# the event first: at a few hundred steps/s the validation lines push it
-# out of the log's four rows within a second
-wait_for 'norm pre -> post' 10 && ok || no "p: no event"
+key n
+wait_for 'norm pre -> post' 20 && ok || no "p: no event"
+key Space
+wait_gone PAUSED 20 && ok || no "p: did not run again after the second space"
+# the chart marks the change once it has drawn steps past it
 wait_for ':post' 30 && ok || no "p: no marker on the chart"
 
 key w

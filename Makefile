@@ -172,8 +172,9 @@ bench: $(BIN)
 	sh tests/bench/schemes.sh ./$(BIN)
 	sh tests/bench/scaling.sh ./$(BIN)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
-	    $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 && \
-	    $(PYTHON) tests/bench/probe_overhead.py --shape L6d256 --direct --windows 2; \
+	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 && \
+	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L6d256 --direct \
+	        --windows 2; \
 	else echo "probe overhead: skipped ($(PYTHON) has no torch)"; fi
 
 install: $(BIN)

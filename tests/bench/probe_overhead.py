@@ -74,11 +74,12 @@ def clock_the_probe(clock):
                 k[1] += 1
         return call
 
-    for name in ("step", "_after_optimizer_step", "_model_enter"):
+    for name in ("step", "_after_optimizer_step", "_model_enter", "_call_begin", "_call_end"):
         def method(self, *a, _f=getattr(P, name), **kw):
             return timed(_f, self, 0)(self, *a, **kw)
         setattr(P, name, method)
-    for name, kind in (("_forward_hook", 1), ("_backward_hook", 2), ("_block_enter", 1)):
+    for name, kind in (("_forward_hook", 1), ("_backward_hook", 2), ("_block_enter", 1),
+                       ("_grad_keeper", 2)):
         def factory(self, *a, _f=getattr(P, name), _k=kind, **kw):
             return timed(_f(self, *a, **kw), self, _k)
         setattr(P, name, factory)

@@ -1,6 +1,9 @@
-"""test_sync.py - at most one host synchronization per measured step, none
-on the others: every way a tensor's value reaches Python (item, tolist,
-bool, float, int, numpy) is counted while the probe's own code runs."""
+"""test_sync.py - under the accelerator's watch, at most one host
+synchronization per measured step and none on the others; under the CPU's
+(where a read costs nothing) one scalar per step on top of that: every way
+a tensor's value reaches Python (item, tolist, bool, float, int, numpy) is
+counted while the probe's own code runs. Both watches run here, on the CPU
+(NORMSCOPE_PROBE_WATCH names one)."""
 import os
 
 import check
@@ -40,7 +43,7 @@ def run(every, autocast):
     m = models.GPT(n_layer=3)
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(1)
-    path = os.path.join(TMP, "s%d%d.nsj" % (every, autocast))
+    path = os.path.join(TMP, "s%d%d%s.nsj" % (every, autocast, os.environ.get("NORMSCOPE_PROBE_WATCH")))
     per_step = []
     with normscope_probe.attach(m, opt, path=path, every=every, update_every=2) as probe:
         probe.step = counted(probe.step)
@@ -65,13 +68,19 @@ for name in READS:
     saved[name], f = counting(name)
     setattr(torch.Tensor, name, f)
 try:
-    got = run(1, False)
-    C.ok(got == [1] * 8, "fp32, every step: one read per step (%s)" % got)
-    got = run(3, False)
-    C.ok(got == [1, 0, 0, 1, 0, 0, 1, 0], "every=3: one read on measured steps only (%s)" % got)
-    got = run(1, True)
-    C.ok(got == [1] * 8, "bf16 autocast: one read per step (%s)" % got)
+    for watch, extra in (("device", 0), ("replay", 1)):
+        os.environ["NORMSCOPE_PROBE_WATCH"] = watch
+        got = run(1, False)
+        C.ok(got == [1 + extra] * 8, "%s watch, fp32, every step: %d read(s) a step (%s)"
+             % (watch, 1 + extra, got))
+        got = run(3, False)
+        want = [1 + extra if k % 3 == 0 else extra for k in range(8)]
+        C.ok(got == want, "%s watch, every=3: %s (%s)" % (watch, want, got))
+        got = run(1, True)
+        C.ok(got == [1 + extra] * 8, "%s watch, bf16 autocast: %d read(s) a step (%s)"
+             % (watch, 1 + extra, got))
 finally:
+    os.environ.pop("NORMSCOPE_PROBE_WATCH", None)
     for name, orig in saved.items():
         setattr(torch.Tensor, name, orig)
 C.close()

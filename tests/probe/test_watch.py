@@ -1,6 +1,11 @@
 """test_watch.py - what a run's stream says when it goes wrong or ends:
-with every=10 an inf injected at step 15 is named at its true step and
-module (in the next measured step, or in the end line at close); a module
+with every=10 an inf injected at step 15, in a module's output or in its
+input gradient, is named at its true step and module (in the next
+measured step, or in the end line at close), by the CPU's watch and by
+the accelerator's (NORMSCOPE_PROBE_WATCH=device); the CPU watch's replay
+of a step leaves the random state, the buffers and the gradients as they
+were, passes keyword arguments, and no module hook runs between measured
+steps; a module
 shared by all blocks books each call to the block running it; the end line
 at close, at normal exit, on an uncaught exception and on SIGTERM, none
 when the writer is killed; and the placement, norm class, precision and
@@ -79,6 +84,119 @@ def every_ten():
     torch.manual_seed(0)
     _, rows, ev = train(models.GPT(n_layer=2), os.path.join(TMP, "ok.nsj"), 12, 5)
     C.ok(not any("first_nonfinite" in x for x in rows + ev), "a healthy run names nothing")
+
+
+class InfGrad(torch.autograd.Function):
+    """The identity, whose backward puts an inf in the gradient."""
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g.clone()
+        g.view(-1)[0] = float("inf")
+        return g
+
+
+class FaultyGrad(torch.nn.Linear):
+    """A Linear whose gradient holds one inf while `armed`: its input
+    gradient is the first thing the backward makes that is not finite."""
+    armed = False
+
+    def forward(self, x):
+        y = super().forward(x)
+        return InfGrad.apply(y) if self.armed else y
+
+
+def backward_fault():
+    """every=10, an inf made in the backward of h.1.mlp.c_fc at step 15:
+    named with its step and module, as the backward's, by both watches."""
+    for watch in ("replay", "device"):
+        os.environ["NORMSCOPE_PROBE_WATCH"] = watch
+        torch.manual_seed(0)
+        m = models.GPT(n_layer=3)
+        fc = m.transformer.h[1].mlp.c_fc
+        f = FaultyGrad(fc.in_features, fc.out_features)
+        f.load_state_dict(fc.state_dict())
+        m.transformer.h[1].mlp.c_fc = f
+
+        def arm(s):
+            f.armed = s == BAD
+        _, rows, _ = train(m, os.path.join(TMP, "bwd_%s.nsj" % watch), 25, 10, arm)
+        got = [(r.get("first_nonfinite_step"), r["first_nonfinite"],
+                r.get("first_nonfinite_layer")) for r in rows if "first_nonfinite" in r]
+        C.ok(got == [(BAD, "transformer.h.1.mlp.c_fc, backward", 1)],
+             "%s watch: an inf made in a backward is named: step 15, h.1.mlp.c_fc, layer 1 (%s)"
+             % (watch, got))
+    os.environ.pop("NORMSCOPE_PROBE_WATCH", None)
+
+
+class NetBlock(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.lin = models.Faulty(c, c)
+        self.drop = torch.nn.Dropout(0.5)
+        self.bn = torch.nn.BatchNorm1d(c)
+
+    def forward(self, x):
+        y = self.drop(self.lin(x))
+        return x + self.bn(y.transpose(1, 2)).transpose(1, 2)
+
+
+class Net(torch.nn.Module):
+    """Dropout (random state), BatchNorm (buffers the forward changes) and
+    a keyword-only argument: what a replay must get right."""
+
+    def __init__(self, c=16):
+        super().__init__()
+        self.emb = torch.nn.Embedding(256, c)
+        self.blocks = torch.nn.ModuleList([NetBlock(c) for _ in range(3)])
+        self.head = torch.nn.Linear(c, 256)
+
+    def forward(self, x, *, targets):
+        h = self.emb(x)
+        for b in self.blocks:
+            h = b(h)
+        return torch.nn.functional.cross_entropy(self.head(h).flatten(0, 1), targets.flatten())
+
+
+def replay_no_trace():
+    """The CPU watch's replay at the faulty step: blocks.1.lin named, and
+    after probe.step the random state, BatchNorm's running statistics and
+    every .grad are what they were before it; between measured steps no
+    module of the model has a hook."""
+    torch.manual_seed(0)
+    m = Net()
+    o = torch.optim.SGD(m.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(5)
+    hooks = []
+    same = True
+    with normscope_probe.attach(m, o, path=os.path.join(TMP, "trace.nsj"), every=4) as probe:
+        for s in range(1, 8):
+            m.blocks[1].lin.armed = s == 6
+            x, y = models.batch(gen)
+            loss = m(x, targets=y)
+            hooks.append(len(m.blocks[0].lin._forward_hooks))
+            loss.backward()
+            torch.rand(3)  # the state at step() is not the forward's
+            before = (torch.get_rng_state(), [b.clone() for b in m.buffers()],
+                      [p.grad.clone() for p in m.parameters()])
+            probe.step(loss)
+            after = (torch.get_rng_state(), list(m.buffers()), [p.grad for p in m.parameters()])
+            same = same and torch.equal(before[0], after[0]) and all(
+                torch.equal(a, b) or (a.isnan() == b.isnan()).all() and
+                torch.equal(a.nan_to_num(), b.nan_to_num())
+                for xs, ys in zip(before[1:], after[1:]) for a, b in zip(xs, ys))
+            o.step()
+            o.zero_grad()
+    _, rows, ev = check.read_stream(os.path.join(TMP, "trace.nsj"))
+    end = [e for e in ev if e["event"] == "end"]
+    C.ok(len(end) == 1 and end[0].get("first_nonfinite_step") == 6 and
+         end[0].get("first_nonfinite") == "blocks.1.lin, forward",
+         "a model called with a keyword argument: step 6, blocks.1.lin (%s)" % end)
+    C.ok(same, "the replay leaves the random state, the buffers and the gradients as they were")
+    C.ok(hooks == [1, 0, 0, 0, 1, 0, 0], "module hooks on measured steps only (%s)" % hooks)
 
 
 class Block(torch.nn.Module):
@@ -272,6 +390,8 @@ def no_leak():
 
 
 every_ten()
+backward_fault()
+replay_no_trace()
 shared_module()
 ends()
 known_settings()

@@ -14,17 +14,30 @@ the lab's names (normscope(1), METRICS):
     parameters between probe.step and optimizer.step);
   - overflow / underflow / headroom when the modules compute in fp16/bf16.
 
-The non-finite watch runs on every step, measured or not: each module's
-output and input gradient gets one reduction (a sum on unmeasured steps,
-the aminmax the measurement needs on measured ones), and a small tensor on
-the device keeps the first (step, module) that was not finite. It is read
-with the next measured step's numbers and at close(), so `every` only
-thins the per-layer numbers: the step and module reported are the true
-first ones.
+The non-finite watch runs on every step, measured or not, and records the
+first (step, module) whose output or input gradient was not finite; it is
+written with the next measured step's numbers and at close(), so `every`
+only thins the per-layer numbers: the step and module reported are the
+true first ones. How it watches depends on where the model is:
+
+  - On the CPU (a host read costs nothing there) it reads only what the
+    step made anyway: the loss and the total of the gradients' squares.
+    Only when one is not finite does it look for the module: it runs the
+    step's forward calls again, from the same inputs, random state and
+    autocast, and their backward from the same output gradients, with a
+    sum on every module's output and input gradient, and takes the first
+    that is not finite (the model's buffers are put back after). Between
+    measured steps no module hook is installed at all. A value that
+    reaches neither the loss nor a gradient is not reported.
+  - On an accelerator (a host read would wait for the device) every
+    module's output and input gradient gets one reduction on every step
+    (a sum on unmeasured steps, the aminmax the measurement needs on
+    measured ones), folded into a small tensor on the device that keeps
+    the first (step, module); it is read only with a measured step.
 
 Costs are kept to the cheapest reductions: aminmax for maxima, foreach
 norms for gradient sums, and one concatenated tensor read to the host per
-measured step (none on the others).
+measured step.
 
 It is not a trainer: it never changes the model, except the learning rate
 and pauses asked for through the control file (control.py).
@@ -62,6 +75,9 @@ END_SIGNALS = ("SIGTERM", "SIGHUP")  # ended by the default action: the end line
 # steps the watch skips one whose input is the output just checked (what
 # it passes on was checked where it was made), so the answer is the same.
 # They are measured on measured steps.
+# NORMSCOPE_PROBE_WATCH=device makes a CPU model use the accelerator's watch
+# (the tests run both on the CPU); replay is the CPU's own
+WATCH_ENV = "NORMSCOPE_PROBE_WATCH"
 PASSIVE = (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh, torch.nn.Sigmoid,
            torch.nn.Dropout, torch.nn.Identity, torch.nn.LeakyReLU, torch.nn.ELU,
            torch.nn.Hardtanh, torch.nn.ReLU6)
@@ -93,6 +109,32 @@ def _watch_sum(t):
     return t.sum(dtype=torch.float32) if t.dtype in LOWP else t.sum()
 
 
+def _float_tensors(x):
+    """The floating-point tensors of a forward's result (a tensor, or a
+    tuple, list or dict of them, one level deep), in order."""
+    if isinstance(x, torch.Tensor):
+        return [x] if x.is_floating_point() else []
+    vals = x.values() if isinstance(x, dict) else x if isinstance(x, (tuple, list)) else ()
+    return [t for t in vals if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+
+def _finite(t):
+    """A 0-d tensor's value (host read) is finite."""
+    return math.isfinite(float(t))
+
+
+class _Call:
+    """One forward of the model with gradients on, as the CPU watch needs
+    it to run it again: its arguments, random state and autocast, and the
+    gradients its outputs got in the backward (Probe._call_end)."""
+
+    def __init__(self, args, kwargs):
+        self.args, self.kwargs = args, kwargs
+        self.rng = torch.get_rng_state()
+        self.autocast = (torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype())
+        self.grads = []
+
+
 def _lowp_counts(t):
     """(overflow, underflow) counts of a fp16/bf16 tensor: infinities, and
     nonzero values below the smallest normal number (subnormals)."""
@@ -106,8 +148,10 @@ class _Records:
     """What the hooks saw during one step, all on the device. Measured
     steps keep (min, max) per record; the others one watch sum."""
 
-    def __init__(self, measuring):
+    def __init__(self, measuring, watching=False):
         self.measuring = measuring
+        self.watching = watching  # the CPU watch's replay: a sum on everything
+        self.calls = []  # the step's forward calls (the CPU watch)
         self.fwd_lo, self.fwd_hi, self.fwd_val, self.fwd_code, self.fwd_block = [], [], [], [], []
         self.bwd_lo, self.bwd_hi, self.bwd_val, self.bwd_code, self.bwd_block = [], [], [], [], []
         self.resid = []  # [(block, record index, sum of squares, numel)]
@@ -125,6 +169,7 @@ class _Records:
         activations stay alive (tens of MB a step on a small GPT)."""
         self.hooked.clear()
         self.last_out = None
+        self.calls = []
 
 
 class Probe:
@@ -168,6 +213,8 @@ class Probe:
         self.t_prev = None
         self.closed = False
         self.end_reason = None
+        self.replay = self._replay_watch()
+        self.replaying = False
         self._install_hooks()
         self._hook_optimizer()
         self._warn_scheduler()
@@ -254,23 +301,97 @@ class Probe:
         if err is not None:
             raise err
 
+    def _replay_watch(self):
+        """The CPU's watch (replay) when every parameter is on the CPU,
+        the accelerator's (device) otherwise; NORMSCOPE_PROBE_WATCH names
+        one."""
+        want = os.environ.get(WATCH_ENV, "")
+        if want in ("device", "replay"):
+            return want == "replay"
+        return all(p.device.type == "cpu" for p in self.params)
+
     def _install_hooks(self):
         """A forward hook on every module (a module reached under two names
-        once), knowing its index and whether it is a block; a pre-hook on
-        each block, so calls are booked to the block that runs them."""
+        once), knowing its index and whether it is a block, and a pre-hook
+        on each block, so calls are booked to the block that runs them:
+        made once, registered while they are needed (_sync_hooks). The
+        model's own pre-hook stays, and under the CPU watch its forward is
+        wrapped to keep each call (_Call)."""
         names = dict((m, n) for n, m in self.model.named_modules())
         self.block_ids = {id(bm): b for b, (_, bm) in enumerate(self.blocks)}
         self.block0_leaves = {id(m) for m in self.blocks[0][1].modules()
                               if not list(m.children())} if self.blocks else set()
-        self.mod_names, self.handles = [], []
+        self.mod_names, self.mod_hooks, self.mod_handles = [], [], None
         for m, n in names.items():
             idx = len(self.mod_names)
             self.mod_names.append(n or type(self.model).__name__)
             fn = self._forward_hook(idx, self.block_ids.get(id(m), -1), m)
-            self.handles.append(m.register_forward_hook(fn))
+            self.mod_hooks.append((m.register_forward_hook, fn))
         for b, (_, bm) in enumerate(self.blocks):
-            self.handles.append(bm.register_forward_pre_hook(self._block_enter(b)))
-        self.handles.append(self.model.register_forward_pre_hook(self._model_enter))
+            self.mod_hooks.append((bm.register_forward_pre_hook, self._block_enter(b)))
+        self.handles = [self.model.register_forward_pre_hook(self._model_enter)]
+        self.fwd_fn = None
+        if self.replay:
+            self._wrap_forward()
+        self._sync_hooks()
+
+    def _hooks_on(self, on):
+        if on and self.mod_handles is None:
+            self.mod_handles = [reg(fn) for reg, fn in self.mod_hooks]
+        elif not on and self.mod_handles is not None:
+            for h in self.mod_handles:
+                h.remove()
+            self.mod_handles = None
+
+    def _sync_hooks(self):
+        """The module hooks are on for a measured step, and always under the
+        accelerator's watch; off between measured steps under the CPU's."""
+        self._hooks_on(self.rec.measuring or not self.replay)
+
+    def _wrap_forward(self):
+        """The model's forward, wrapped on the instance (hooks of this torch
+        may not see keyword arguments): each call with gradients on is kept
+        for the watch to run again."""
+        m, probe = self.model, self
+        self.had_forward_attr = "forward" in m.__dict__
+        orig = m.forward
+
+        def forward(*args, **kwargs):
+            call = probe._call_begin(args, kwargs)
+            out = orig(*args, **kwargs)
+            if call is not None:
+                probe._call_end(call, out)
+            return out
+        self.orig_forward, self.fwd_fn = orig, forward
+        m.forward = forward
+
+    def _call_begin(self, args, kwargs):
+        if not torch.is_grad_enabled() or self.replaying or self.closed:
+            return None
+        call = _Call(args, kwargs)
+        self.rec.calls.append(call)
+        return call
+
+    def _call_end(self, call, out):
+        """Keep each output's gradient as the backward makes it."""
+        for i, t in enumerate(_float_tensors(out)):
+            call.grads.append(None)
+            if t.requires_grad:
+                t.register_hook(self._grad_keeper(call, i))
+
+    def _grad_keeper(self, call, i):
+        def keep(g):
+            call.grads[i] = g
+        return keep
+
+    def _unwrap_forward(self):
+        m = self.model
+        if self.fwd_fn is None or m.__dict__.get("forward") is not self.fwd_fn:
+            return  # not wrapped, or wrapped again since: left as it is
+        if self.had_forward_attr:
+            m.forward = self.orig_forward
+        else:
+            del m.__dict__["forward"]
 
     def _hook_optimizer(self):
         """After optimizer.step: register_step_post_hook where torch has it
@@ -396,7 +517,10 @@ class Probe:
                 sq = torch.linalg.vector_norm(t.detach(), 2, dtype=torch.float32) ** 2
                 rec.resid.append((is_block, k, sq, t.numel()))
             x = _first_tensor(inp)
-            if x is not None and x.requires_grad and id(x) not in rec.hooked:
+            # the backward's records: the watch's (the device's, or the CPU's
+            # replay), and a measured step's low-precision counts
+            want = not self.replay or rec.watching or t.dtype in LOWP
+            if want and x is not None and x.requires_grad and id(x) not in rec.hooked:
                 rec.hooked[id(x)] = x  # kept, so its id is not reused this step
                 x.register_hook(self._backward_hook(idx, block, rec))
         return hook
@@ -445,7 +569,11 @@ class Probe:
             self._header()
         lossv = self._loss_tensor(loss)
         gsq = self._grad_sums(total_only=not self.rec.measuring)
-        self._watch(lossv, gsq)
+        self._stack_lohi(self.rec)
+        if self.replay:
+            self._watch_cpu(lossv, gsq)
+        else:
+            self._watch(lossv, gsq)
         self._controls()
         if self.rec.measuring:
             row = self._collect(lossv, gsq, val_loss, now)
@@ -456,6 +584,7 @@ class Probe:
         self.t_prev = now
         self.rec.release()
         self.rec = _Records(self._measured(self.n + 1))
+        self._sync_hooks()
 
     def _measured(self, step):
         return (step - 1) % self.every == 0
@@ -463,6 +592,8 @@ class Probe:
     def _loss_tensor(self, loss):
         dev = self._device()
         if isinstance(loss, torch.Tensor):
+            if loss.dim() == 0 and loss.dtype == torch.float32 and loss.device == dev:
+                return loss.detach()  # the usual case, in one call
             return loss.detach().float().reshape(-1)[0].to(dev)
         return torch.tensor(float(loss), device=dev)
 
@@ -474,10 +605,8 @@ class Probe:
         vecs = []
         for side in ("fwd", "bwd"):
             if rec.measuring and getattr(rec, side + "_lo"):
-                lo = torch.stack(getattr(rec, side + "_lo"))
-                hi = torch.stack(getattr(rec, side + "_hi"))
-                setattr(rec, side + "_lohi", torch.cat([lo, hi]).float())
-                vecs.append(torch.maximum(-lo, hi).float())
+                lo, hi = getattr(rec, side + "_lohi").chunk(2)
+                vecs.append(torch.maximum(-lo, hi))
             elif getattr(rec, side + "_val"):
                 vecs.append(torch.stack(getattr(rec, side + "_val")).float())
             if side == "fwd":
@@ -496,6 +625,85 @@ class Probe:
         if self.first is None:
             self.first = torch.zeros(2, dtype=torch.float64, device=dev)
         self.first = torch.where(bad.any() & (self.first[0] == 0), cand, self.first)
+
+    @staticmethod
+    def _stack_lohi(rec):
+        """A measured step's (min, max) records, each side as one tensor:
+        the minima, then the maxima."""
+        for side in ("fwd", "bwd"):
+            if rec.measuring and getattr(rec, side + "_lo"):
+                lo = torch.stack(getattr(rec, side + "_lo"))
+                hi = torch.stack(getattr(rec, side + "_hi"))
+                setattr(rec, side + "_lohi", torch.cat([lo, hi]).float())
+
+    def _watch_cpu(self, lossv, gsq):
+        """The CPU's watch: the loss and the gradients' total read on the
+        host; only when one is not finite is the step run again to find
+        the first module (_replay)."""
+        # one read: the sum is not finite when either is
+        if self.first is not None or _finite(lossv.reshape(()).double() + gsq[-1].double()):
+            return
+        code = self._replay(self.rec.calls, lossv) if self.rec.calls else None
+        if code is None:
+            code = PASS_LOSS if not _finite(lossv) else PASS_GRADS
+        self.first = torch.tensor([float(self.n), float(code)], dtype=torch.float64,
+                                  device=lossv.device)
+
+    def _replay(self, calls, lossv):
+        """Run the step's forward calls again with a sum on every module's
+        output, then their backward from the output gradients they got
+        (into the parameters by torch.autograd.grad: their .grad is not
+        touched), with a sum on every input gradient; the first record
+        that is not finite, in the order of the step (forward, the loss,
+        backward), or None. The random state, the model's buffers and the
+        step's records are put back; a replay that fails says nothing."""
+        rec = _Records(False, watching=True)
+        saved = (self.rec, self.stack, self.mod_handles is not None, torch.get_rng_state())
+        bufs = [(b, b.detach().clone()) for b in self.model.buffers()]
+        self.rec, self.replaying = rec, True
+        try:
+            self._hooks_on(True)
+            outs, grads = [], []
+            with torch.enable_grad():
+                for c in calls:
+                    torch.set_rng_state(c.rng)
+                    with torch.autocast("cpu", enabled=c.autocast[0], dtype=c.autocast[1]):
+                        out = self.model(*c.args, **c.kwargs)
+                    for t, g in zip(_float_tensors(out), c.grads):
+                        if g is not None and t.requires_grad:
+                            outs.append(t)
+                            grads.append(g)
+                params = [p for p in self.params if p.requires_grad]
+                if outs and params:
+                    torch.autograd.grad(outs, params, grads, allow_unused=True)
+            return self._first_record(rec, lossv)
+        except Exception:  # noqa: BLE001 - the step is not ours to break
+            return None
+        finally:
+            self.rec, self.stack = saved[0], saved[1]
+            self.replaying = False
+            self._hooks_on(saved[2])
+            torch.set_rng_state(saved[3])
+            with torch.no_grad():
+                for b, v in bufs:
+                    b.copy_(v)
+            rec.release()
+
+    @staticmethod
+    def _first_record(rec, lossv):
+        """The code of the first record of a replay that is not finite, in
+        the step's order (forward, the loss, backward), or None."""
+        fwd = torch.stack(rec.fwd_val).float().tolist() if rec.fwd_val else []
+        bwd = torch.stack(rec.bwd_val).float().tolist() if rec.bwd_val else []
+        for v, code in zip(fwd, rec.fwd_code):
+            if not math.isfinite(v):
+                return code
+        if not _finite(lossv):
+            return PASS_LOSS
+        for v, code in zip(bwd, rec.bwd_code):
+            if not math.isfinite(v):
+                return code
+        return None
 
     def _after_optimizer_step(self):
         row, self.pending = self.pending, None
@@ -943,6 +1151,8 @@ class Probe:
         self._unchain_exit()
         for h in self.handles:
             h.remove()
+        self._hooks_on(False)
+        self._unwrap_forward()
         if self.post_handle is not None:
             self.post_handle.remove()
         # put optimizer.step back unless something (an LR scheduler made after

@@ -248,6 +248,61 @@ def shared_module():
          % head.get("shared_modules"))
 
 
+def contracting():
+    """The modules whose output the measured step skips for act_max (|f(x)|
+    <= |x|): the claim holds on 200001 values over [-1e4, 1e4] and the
+    infinities; modules it does not hold for are not skipped; and a block
+    that ends in one (its output the skipped tensor) still gets its
+    act_max and resid_max, as an independent computation finds them."""
+    from normscope_probe import probe as pm
+    nn = torch.nn
+    x = torch.cat([torch.linspace(-1e4, 1e4, 200001), torch.linspace(-3, 3, 20001),
+                   torch.tensor([float("inf"), -float("inf"), 0.0])])
+    yes = [nn.GELU(), nn.GELU(approximate="tanh"), nn.ReLU(), nn.SiLU(), nn.Tanh(), nn.ReLU6(),
+           nn.Hardtanh(-2, 3), nn.LeakyReLU(0.2), nn.ELU(), nn.Identity(), nn.Dropout(0.5).eval()]
+    no = [nn.Sigmoid(), nn.LeakyReLU(2.0), nn.Hardtanh(0.5, 1.0), nn.ELU(alpha=2.0),
+          nn.Dropout(0.5), nn.Softplus()]
+    # |f(x)| <= |x|, but for GELU and SiLU at -inf (NaN; the stream writes
+    # inf and NaN alike, as null)
+    held = all(bool((m(x).abs() <= x.abs()).all()) or
+               bool(m(x[-2:-1]).isnan().all()) and bool((m(x[:-2]).abs() <= x[:-2].abs()).all())
+               for m in yes)
+    C.ok(held and all(pm._contracting(m) for m in yes), "contracting: |f(x)| <= |x| for %s"
+         % ", ".join(type(m).__name__ for m in yes))
+    C.ok(not any(pm._contracting(m) for m in no), "not claimed: %s"
+         % ", ".join(type(m).__name__ for m in no))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.GELU())
+                                         for _ in range(2)])
+
+        def forward(self, h):
+            for b in self.blocks:
+                h = b(h)
+            return h.square().mean()
+    torch.manual_seed(2)
+    m = Net()
+    x = torch.randn(5, 8) * 3
+    want, h = [], x
+    with torch.no_grad():
+        for b in m.blocks:
+            z = b[0](h)
+            h = torch.nn.functional.gelu(z)
+            want.append((max(z.abs().max().item(), h.abs().max().item()), h.abs().max().item()))
+    path = os.path.join(TMP, "contract.nsj")
+    p = normscope_probe.attach(m, path=path)
+    m(x).backward()
+    p.step(0.0)
+    p.close()
+    _, rows, _ = check.read_stream(path)
+    got = [(rows[0]["l%d_act_max" % i], rows[0]["l%d_resid_max" % i]) for i in range(2)]
+    C.ok(all(check.rel(a, c) < 1e-6 and check.rel(b, d) < 1e-6
+             for (a, b), (c, d) in zip(got, want)),
+         "blocks ending in a GELU: act_max and resid_max (%s, want %s)" % (got, want))
+
+
 SCRIPT = textwrap.dedent("""
     import sys, os, signal, time
     sys.path[:0] = [%r, %r]
@@ -347,8 +402,8 @@ def known_settings():
          rows[0].get("norm") == "post" and rows[0].get("norm_kind") == "layernorm" and
          rows[0].get("precision") == "fp32", "Post-LN from the module order, the norm class, "
          "fp32 (%s)" % {k: rows[0].get(k) for k in ("norm", "norm_kind", "precision")})
-    now = time.time()
-    C.ok(all(isinstance(r.get("t"), float) and 0 <= now - r["t"] < 120 for r in rows) and
+    now = time.time()  # the lines' times are rounded to the millisecond, maybe up
+    C.ok(all(isinstance(r.get("t"), float) and -0.001 <= now - r["t"] < 120 for r in rows) and
          rows[-1]["t"] > rows[0]["t"], "every step line has a timestamp, to the millisecond (%s)"
          % [r.get("t") for r in rows])
     path = os.path.join(TMP, "pre.nsj")
@@ -393,6 +448,7 @@ every_ten()
 backward_fault()
 replay_no_trace()
 shared_module()
+contracting()
 ends()
 known_settings()
 no_leak()

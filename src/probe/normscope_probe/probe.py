@@ -83,6 +83,25 @@ PASSIVE = (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh, torch.nn.
            torch.nn.Hardtanh, torch.nn.ReLU6)
 
 
+def _contracting(mod):
+    """|f(x)| <= |x| for every x, elementwise: its output's largest |x| is
+    never above its input's (GELU and SiLU are x times a factor in [0, 1];
+    ReLU, tanh, clamps; LeakyReLU and ELU with slope and alpha up to 1;
+    dropout only outside training, where it is the identity). One
+    exception: GELU and SiLU take -inf to NaN, where the input's maximum
+    says inf; the stream writes either as null (not finite)."""
+    if isinstance(mod, (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh,
+                        torch.nn.Identity)):
+        return True
+    if isinstance(mod, torch.nn.Hardtanh):  # ReLU6 too: a clamp to bounds around 0
+        return mod.min_val <= 0 <= mod.max_val
+    if isinstance(mod, torch.nn.LeakyReLU):
+        return abs(mod.negative_slope) <= 1
+    if isinstance(mod, torch.nn.ELU):
+        return 0 <= mod.alpha <= 1
+    return isinstance(mod, torch.nn.Dropout) and not mod.training
+
+
 def _first_tensor(x):
     if isinstance(x, torch.Tensor):
         return x
@@ -158,7 +177,7 @@ class _Records:
         self.lowp_cnt, self.lowp_block = [], []
         self.lowp = None  # the lowest-precision dtype seen inside a block
         self.hooked = {}
-        self.last_out, self.last_rec = None, -1
+        self.last_out, self.last_rec, self.last_block = None, -1, -1
         self.order = []  # leaf modules of block 0, in the order they ran (first step)
         self.tokens = None
 
@@ -491,6 +510,7 @@ class Probe:
     def _forward_hook(self, idx, is_block, mod):
         leaf0 = id(mod) in self.block0_leaves
         passive = isinstance(mod, PASSIVE)
+        contracting = _contracting(mod)
 
         def hook(m, inp, out):
             if is_block >= 0 and self.stack and self.stack[-1] == is_block:
@@ -504,15 +524,25 @@ class Probe:
             block = is_block if is_block >= 0 else (self.stack[-1] if self.stack else -1)
             if leaf0 and block == 0 and self.n == 0:
                 rec.order.append(m)
-            if t is rec.last_out:  # a container handing on its child's output
+            if block < 0 and self.replay and not rec.watching:
+                # outside the blocks a written step's numbers take nothing
+                # (the device's watch did; the CPU's replays the step)
+                rec.last_out = None
+                return
+            if t is rec.last_out and rec.last_rec >= 0:  # a container hands on its child's
                 k = rec.last_rec
-            elif passive and not rec.measuring and _first_tensor(inp) is rec.last_out and \
-                    rec.last_out is not None:
-                rec.last_out, rec.last_rec = t, -1  # its input was the record just made
+            elif (passive and not rec.measuring or
+                  contracting and rec.measuring and t.dtype not in LOWP and
+                  block == rec.last_block) and \
+                    _first_tensor(inp) is rec.last_out and rec.last_out is not None:
+                # its input was the record just made: the watch learns
+                # nothing new (it cannot make a non-finite value from finite
+                # ones), nor, when it contracts, the block's largest |x|
+                rec.last_out, rec.last_rec = t, -1
                 return
             else:
                 k = self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, t)
-                rec.last_out, rec.last_rec = t, k
+                rec.last_out, rec.last_rec, rec.last_block = t, k, block
             if is_block >= 0 and rec.measuring:
                 sq = torch.linalg.vector_norm(t.detach(), 2, dtype=torch.float32) ** 2
                 rec.resid.append((is_block, k, sq, t.numel()))
@@ -730,25 +760,28 @@ class Probe:
     # -- collecting ----------------------------------------------------------------
     def _grad_sums(self, total_only=False):
         """Squared gradient norms: 3 per block, then the total (device);
-        with total_only, the total alone (the watch's unmeasured steps)."""
-        gs = [(p.grad, self.gid.get(id(p), -1)) for p in self.params if p.grad is not None]
+        with total_only, the total alone (the watch's unmeasured steps).
+        One foreach call where the gradients allow (dense float32 on the
+        model's device): per-tensor calls are most of its cost."""
+        grads = [p.grad for p in self.params if p.grad is not None]
         dev = self._device()
         nb = 3 * len(self.blocks)
-        if not gs:
+        if not grads:
             return torch.zeros(1 if total_only else nb + 1, device=dev)
-        grads = [g.detach() for g, _ in gs]
-        if all(g.dtype == torch.float32 and not g.is_sparse and g.device == dev
-               for g in grads) and hasattr(torch, "_foreach_norm"):
-            norms = torch._foreach_norm(grads)
-        else:
-            norms = [torch.linalg.vector_norm(g.coalesce().values() if g.is_sparse else g, 2,
-                                              dtype=torch.float32) for g in grads]
-        sq = torch.stack([n.to(dev) for n in norms]).float() ** 2
-        if total_only:
-            return sq.sum().reshape(1)
-        idx = torch.tensor([gid if gid >= 0 else nb for _, gid in gs], device=dev)
-        sums = torch.zeros(nb + 1, device=dev).index_add_(0, idx, sq)
-        sums[nb] = sq.sum()
+        with torch.no_grad():
+            if all(g.dtype == torch.float32 and not g.is_sparse and g.device == dev
+                   for g in grads) and hasattr(torch, "_foreach_norm"):
+                sq = torch.stack(torch._foreach_norm(grads)) ** 2
+            else:
+                sq = torch.stack([torch.linalg.vector_norm(
+                    g.coalesce().values() if g.is_sparse else g, 2, dtype=torch.float32).to(dev)
+                    for g in grads]) ** 2
+            if total_only:
+                return sq.sum().reshape(1)
+            gid = [self.gid.get(id(p), -1) for p in self.params if p.grad is not None]
+            idx = torch.tensor([g if g >= 0 else nb for g in gid], device=dev)
+            sums = torch.zeros(nb + 1, device=dev).index_add_(0, idx, sq)
+            sums[nb] = sq.sum()
         if self.dist and self.sharded:
             torch.distributed.all_reduce(sums)
         return sums

@@ -298,6 +298,35 @@ def contracting():
     p.close()
     _, rows, _ = check.read_stream(path)
     got = [(rows[0]["l%d_act_max" % i], rows[0]["l%d_resid_max" % i]) for i in range(2)]
+
+    # a dropout attached in eval mode, then trained: it scales up, so it counts
+    class Drop(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5),
+                                                       nn.Linear(8, 8))])
+
+        def forward(self, h):
+            return self.blocks[0](h).square().mean()
+    torch.manual_seed(4)
+    d = Drop().eval()
+    pd = normscope_probe.attach(d, path=os.path.join(TMP, "drop.nsj"))
+    d.train()
+    xd = torch.randn(6, 8) * 2
+    torch.manual_seed(7)
+    d(xd).backward()
+    pd.step(0.0)
+    pd.close()
+    torch.manual_seed(7)
+    with torch.no_grad():
+        a = d.blocks[0][0](xd)
+        b = d.blocks[0][1](a)
+        c = d.blocks[0][2](b)
+    want_d = max(a.abs().max().item(), b.abs().max().item(), c.abs().max().item())
+    got_d = check.read_stream(os.path.join(TMP, "drop.nsj"))[1][0]["l0_act_max"]
+    C.ok(check.rel(got_d, want_d) < 1e-6 and b.abs().max() > a.abs().max(),
+         "a dropout attached in eval mode and then trained counts (%s, want %s)"
+         % (got_d, want_d))
     C.ok(all(check.rel(a, c) < 1e-6 and check.rel(b, d) < 1e-6
              for (a, b), (c, d) in zip(got, want)),
          "blocks ending in a GELU: act_max and resid_max (%s, want %s)" % (got, want))

@@ -511,6 +511,7 @@ class Probe:
         leaf0 = id(mod) in self.block0_leaves
         passive = isinstance(mod, PASSIVE)
         contracting = _contracting(mod)
+        dropout = isinstance(mod, torch.nn.Dropout)  # contracting while not training
 
         def hook(m, inp, out):
             if is_block >= 0 and self.stack and self.stack[-1] == is_block:
@@ -532,7 +533,8 @@ class Probe:
             if t is rec.last_out and rec.last_rec >= 0:  # a container hands on its child's
                 k = rec.last_rec
             elif (passive and not rec.measuring or
-                  contracting and rec.measuring and t.dtype not in LOWP and
+                  (not m.training if dropout else contracting) and rec.measuring and
+                  t.dtype not in LOWP and
                   block == rec.last_block) and \
                     _first_tensor(inp) is rec.last_out and rec.last_out is not None:
                 # its input was the record just made: the watch learns

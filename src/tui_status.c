@@ -22,6 +22,7 @@ typedef struct {
     char text[96];
     tui_style style;
     int prio; /* lower = dropped last */
+    int join; /* a note on the item before: one space from it, not two */
 } item;
 
 static const char *place_label(norm_place p)
@@ -87,6 +88,14 @@ static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
     va_end(ap);
     it->style = st;
     it->prio = prio;
+    it->join = 0;
+}
+
+/* The last item's note, dropped before it (prio: higher than its own). */
+static void join_last(items *l)
+{
+    if (l->n > 0)
+        l->it[l->n - 1].join = 1;
 }
 
 /* A run's own state: with --compare, the run that did not diverge (the
@@ -123,11 +132,12 @@ static void status_run_values(items *l, const trainer_status *s, int run)
     int warm_on = s->run[run].warmup_on;
     float next = s->run[run].lr_next, peak = s->run[run].lr_peak;
     const step_metrics *m = &s->run[run].last;
-    if (warm_on && s->have_metrics && m->in_warmup && peak > 0)
-        add_item(l, TUI_S_STATUS, 2, "lr %.2e (warmup %d%%)", (double)next,
-                 (int)(100.0 * next / peak));
-    else
-        add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
+    add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
+    if (warm_on && s->have_metrics && m->in_warmup && peak > 0) {
+        /* a narrow row keeps the rate and gives up how far warmup is */
+        add_item(l, TUI_S_STATUS, 3, "(warmup %d%%)", (int)(100.0 * next / peak));
+        join_last(l);
+    }
     if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
         add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
     if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics && m->exploded && !m->nonfinite)
@@ -175,18 +185,22 @@ static void status_items(tui_grid *g, int row, int c0, int avail, const items *l
         int need = 0, worst = -1;
         for (int i = 0; i < l->n; i++)
             if (keep[i]) {
-                need += (int)strlen(l->it[i].text) + 2;
+                need += (int)strlen(l->it[i].text) + (l->it[i].join ? 1 : 2);
                 if (worst < 0 || l->it[i].prio > l->it[worst].prio)
                     worst = i;
             }
         if (need <= avail || worst < 0 || l->it[worst].prio == 0)
             break;
         keep[worst] = 0;
+        for (int i = worst + 1; i < l->n && l->it[i].join; i++)
+            keep[i] = 0; /* a note goes with its item */
     }
     int c = c0;
     for (int i = 0; i < l->n; i++) {
         if (!keep[i])
             continue;
+        if (l->it[i].join && c > c0)
+            c--; /* one space after the item it notes */
         c += tui_puts(g, row, c, c0 + avail - c, l->it[i].style, l->it[i].text);
         c += 2;
     }

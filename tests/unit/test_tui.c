@@ -581,6 +581,38 @@ static void test_status_and_clicks(void)
     tui_grid_free(&g);
 }
 
+/* --compare at 80 columns in warmup: run a's row, which also holds the
+ * step and the target, keeps its learning rate and gives up how far
+ * warmup is; b's row, with the room, shows both. */
+static void test_status_narrow_lr(void)
+{
+    trainer_snapshot *s = snap_new(2);
+    s->s.state = TRAINER_PAUSED;
+    s->s.compare = 1;
+    s->s.limit = 50;
+    s->s.steps_done = 1;
+    s->s.have_metrics = s->s.have_loss = 1;
+    for (int k = 0; k < 2; k++) {
+        s->s.run[k].loss = 6.0868f;
+        s->s.run[k].last_val = NAN;
+        s->s.run[k].warmup_on = 1;
+        s->s.run[k].last.in_warmup = 1;
+        s->s.run[k].lr_next = 2e-5f;
+        s->s.run[k].lr_peak = 8e-5f;
+    }
+    tui_grid g = {0};
+    tui_grid_resize(&g, 3, 80);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    tui_rect r = {0, 0, 3, 80};
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "TARGET") != NULL && strstr(row(&g, 0), "lr 2.00e-05") != NULL);
+    CHECK(strstr(row(&g, 0), "warmup") == NULL);
+    CHECK(strstr(row(&g, 1), "lr 2.00e-05 (warmup 25%)") != NULL);
+    free(s);
+    tui_grid_free(&g);
+}
+
 /* The stall rule watches run a: a stalled comparison says STALLED on a's
  * row only, not on run b's, which trains on. */
 static void test_status_stalled_twin(void)
@@ -1645,6 +1677,7 @@ int main(void)
     test_status_and_clicks();
     test_status_loss();
     test_status_stalled_twin();
+    test_status_narrow_lr();
     test_keys();
     test_help();
     test_diag_panel();

@@ -89,17 +89,18 @@ def _contracting(mod):
     ReLU, tanh, clamps; LeakyReLU and ELU with slope and alpha up to 1;
     dropout only outside training, where it is the identity). One
     exception: GELU and SiLU take -inf to NaN, where the input's maximum
-    says inf; the stream writes either as null (not finite)."""
-    if isinstance(mod, (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh,
-                        torch.nn.Identity)):
+    says inf; the stream writes either as null (not finite). The classes
+    themselves only: a subclass may compute something else."""
+    nn, kind = torch.nn, type(mod)
+    if kind in (nn.GELU, nn.ReLU, nn.SiLU, nn.Tanh, nn.Identity):
         return True
-    if isinstance(mod, torch.nn.Hardtanh):  # ReLU6 too: a clamp to bounds around 0
+    if kind in (nn.Hardtanh, nn.ReLU6):  # a clamp to bounds around 0
         return mod.min_val <= 0 <= mod.max_val
-    if isinstance(mod, torch.nn.LeakyReLU):
+    if kind is nn.LeakyReLU:
         return abs(mod.negative_slope) <= 1
-    if isinstance(mod, torch.nn.ELU):
+    if kind is nn.ELU:
         return 0 <= mod.alpha <= 1
-    return isinstance(mod, torch.nn.Dropout) and not mod.training
+    return kind is nn.Dropout and not mod.training
 
 
 def _first_tensor(x):
@@ -513,7 +514,7 @@ class Probe:
         leaf0 = id(mod) in self.block0_leaves
         passive = isinstance(mod, PASSIVE)
         contracting = _contracting(mod)
-        dropout = isinstance(mod, torch.nn.Dropout)  # contracting while not training
+        dropout = type(mod) is torch.nn.Dropout  # contracting while not training
 
         def hook(m, inp, out):
             if is_block >= 0 and self.stack and self.stack[-1] == is_block:

@@ -1,7 +1,9 @@
 """ddp_worker.py - run by test_torchrun.py: a tiny GPT trained with DDP over
 gloo on the CPU (or, with --single, in one process on the same global
 batch). Rank 0 asks for "lr x2" through the control file at step LR_STEP,
-as normscope --follow would; each rank saves its final parameters."""
+as normscope --follow would; each rank saves its final parameters. With
+--fault, rank 0's h.1.attn.c_attn makes an inf at step FAULT_STEP (every=4:
+an unwritten step), and nothing is asked through the control file."""
 import argparse
 import faulthandler
 import os
@@ -15,7 +17,7 @@ import torch.distributed as dist
 
 import normscope_probe
 
-STEPS, LR_STEP, PAUSE_STEP, GLOBAL_B = 6, 3, 5, 8
+STEPS, LR_STEP, PAUSE_STEP, GLOBAL_B, FAULT_STEP = 6, 3, 5, 8, 4
 
 
 def append(path, text):
@@ -37,6 +39,8 @@ def main():
     ap.add_argument("--single", action="store_true")
     ap.add_argument("--early", action="store_true",
                     help="attach() before init_process_group (the stream opens at step 1)")
+    ap.add_argument("--fault", action="store_true",
+                    help="an inf on rank 0 at step FAULT_STEP; every=4; no controls")
     a = ap.parse_args()
     # a worker stuck for minutes prints where, and ends, rather than hang the test
     stuck = open(os.path.join(a.out, "stuck%s.txt" % os.environ.get("LOCAL_RANK", "")), "w")
@@ -53,6 +57,12 @@ def main():
     world = dist.get_world_size() if not a.single else 1
     torch.manual_seed(0)
     model = models.GPT(n_layer=2)
+    faulty = None
+    if a.fault:
+        ca = model.transformer.h[1].attn.c_attn
+        faulty = models.Faulty(ca.in_features, ca.out_features)
+        faulty.load_state_dict(ca.state_dict())
+        model.transformer.h[1].attn.c_attn = faulty
     net = torch.nn.parallel.DistributedDataParallel(model) if not a.single else model
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(9)
@@ -62,15 +72,20 @@ def main():
         net = torch.nn.parallel.DistributedDataParallel(model)
         opt = probe.optimizer
         path = os.path.join(a.out, "early.nsj")
+    elif a.fault:
+        path = os.path.join(a.out, "fault%s.nsj" % os.environ.get("NORMSCOPE_PROBE_WATCH", ""))
+        probe = normscope_probe.attach(net, opt, path=path, every=4)
     else:
         probe = normscope_probe.attach(net, opt, path=path)
     per = GLOBAL_B // world
     for step in range(1, STEPS + 1):
         x, y = models.batch(gen, b=GLOBAL_B)  # every rank draws the global batch
         x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
-        if step == LR_STEP and rank == 0:
+        if faulty is not None:
+            faulty.armed = step == FAULT_STEP and rank == 0
+        if step == LR_STEP and rank == 0 and not a.fault:
             append(path + ".ctl", "1 lr x2\n")
-        if step == PAUSE_STEP and rank == 0:  # paused for a second, then resumed
+        if step == PAUSE_STEP and rank == 0 and not a.fault:  # paused, then resumed
             append(path + ".ctl", "2 pause\n")
             threading.Thread(target=resume_later, args=(path,), daemon=True).start()
         opt.zero_grad()

@@ -2,7 +2,8 @@
 with gloo on the CPU: rank 0's stream has the gradient norms of one process
 on the same global batch (1e-5 relative), world_size 2, and an LR change
 from the control file leaves the parameters identical on both ranks, and
-a pause holds both ranks at the same step boundary."""
+a pause holds both ranks at the same step boundary; an inf made on one
+rank is named as that rank's module, under both watches."""
 import os
 import subprocess
 import sys
@@ -60,4 +61,17 @@ C.ok(head["world_size"] == 2 and [r["step"] for r in early] == list(range(1, 7))
      "early attach: world_size 2, steps 1..6 (%s)" % [r["step"] for r in early])
 worst = max(check.rel(a[k], b[k]) for a, b in zip(early, ddp) for k in keys)
 C.ok(worst < 1e-6, "early attach: the same numbers as attach after init (worst %.2g)" % worst)
+# an inf made on rank 0 alone: its all-reduce makes rank 1's gradients
+# non-finite too, but rank 0's forward came first, and is what is named
+for watch in ("replay", "device"):
+    env["NORMSCOPE_PROBE_WATCH"] = watch
+    run(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         "--redirects", "1", "--tee", "1", "--log_dir", os.path.join(TMP, "logs_" + watch),
+         WORKER, "--fault", "--out", TMP])
+    _, rows, _ = check.read_stream(os.path.join(TMP, "fault%s.nsj" % watch))
+    got = [(r["step"], r.get("first_nonfinite_step"), r.get("first_nonfinite")) for r in rows
+           if "first_nonfinite" in r]
+    C.ok(got == [(5, 4, "transformer.h.1.attn.c_attn, forward")],
+         "%s watch, DDP: rank 0's inf at step 4 named at step 5 (%s)" % (watch, got))
+env.pop("NORMSCOPE_PROBE_WATCH")
 C.close()

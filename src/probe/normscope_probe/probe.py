@@ -103,6 +103,14 @@ def _contracting(mod):
     return kind is nn.Dropout and not mod.training
 
 
+def _order(pass_, i):
+    """Where a record lies in its step, as a number ranks can compare (they
+    run the same model): forward, the loss, backward, the parameters'
+    gradients, each record i of its pass in the order it ran."""
+    rank = {PASS_FORWARD: 0, PASS_LOSS: 1, PASS_BACKWARD: 2, PASS_GRADS: 3}[pass_]
+    return float(rank * (1 << 20) + min(i, (1 << 20) - 1))
+
+
 def _first_tensor(x):
     if isinstance(x, torch.Tensor):
         return x
@@ -229,7 +237,9 @@ class Probe:
         self.header_written = False
         self.stack = []  # the blocks running now, innermost last
         self.rec = _Records(True)
-        self.first = None  # the watch: [step, code] of the first non-finite, on the device
+        # the watch: [step, code, order] of the first non-finite, on the device
+        # (order: where in the step, _order; ranks compare it)
+        self.first = None
         self.code_cache = {}
         self.lr_check = None  # (step, lr before, lr after, text) of the last LR change
         self.t_prev = None
@@ -649,16 +659,19 @@ class Probe:
         vecs.append(gsq[-1:].float())
         codes = tuple(rec.fwd_code) + (PASS_LOSS,) + tuple(rec.bwd_code) + (PASS_GRADS,)
         ct = self.code_cache.get(codes)
-        if ct is None:
-            ct = torch.tensor(codes, dtype=torch.float64, device=dev)
+        if ct is None:  # each record's code and order
+            nf, nb = len(rec.fwd_code), len(rec.bwd_code)
+            order = [_order(PASS_FORWARD, i) for i in range(nf)] + [_order(PASS_LOSS, 0)] + \
+                [_order(PASS_BACKWARD, j) for j in range(nb)] + [_order(PASS_GRADS, 0)]
+            ct = torch.tensor([codes, order], dtype=torch.float64, device=dev)
             if len(self.code_cache) < 64:
                 self.code_cache[codes] = ct
         bad = ~torch.isfinite(torch.cat(vecs))
         at = torch.argmax(bad.to(torch.uint8))
-        cand = torch.stack([torch.full((), float(self.n), dtype=torch.float64, device=dev),
-                            ct[at]])
+        cand = torch.cat([torch.full((1,), float(self.n), dtype=torch.float64, device=dev),
+                          ct[:, at]])
         if self.first is None:
-            self.first = torch.zeros(2, dtype=torch.float64, device=dev)
+            self.first = torch.zeros(3, dtype=torch.float64, device=dev)
         self.first = torch.where(bad.any() & (self.first[0] == 0), cand, self.first)
 
     @staticmethod
@@ -678,11 +691,12 @@ class Probe:
         # one read: the sum is not finite when either is
         if self.first is not None or _finite(lossv.reshape(()).double() + gsq[-1].double()):
             return
-        code = self._replay(self.rec.calls, lossv) if self.rec.calls else None
-        if code is None:
+        found = self._replay(self.rec.calls, lossv) if self.rec.calls else None
+        if found is None:
             code = PASS_LOSS if not _finite(lossv) else PASS_GRADS
-        self.first = torch.tensor([float(self.n), float(code)], dtype=torch.float64,
-                                  device=lossv.device)
+            found = (code, _order(code, 0))
+        self.first = torch.tensor([float(self.n), float(found[0]), float(found[1])],
+                                  dtype=torch.float64, device=lossv.device)
 
     def _replay(self, calls, lossv):
         """Run the step's forward calls again with a sum on every module's
@@ -690,7 +704,7 @@ class Probe:
         (into the parameters by torch.autograd.grad: their .grad is not
         touched), with a sum on every input gradient; the first record
         that is not finite, in the order of the step (forward, the loss,
-        backward), or None. The random state, the model's buffers and the
+        backward), as (code, order), or None. The random state, the model's buffers and the
         step's records are put back; a replay that fails says nothing."""
         rec = _Records(False, watching=True)
         saved = (self.rec, self.stack, self.mod_handles is not None, torch.get_rng_state())
@@ -726,18 +740,19 @@ class Probe:
 
     @staticmethod
     def _first_record(rec, lossv):
-        """The code of the first record of a replay that is not finite, in
-        the step's order (forward, the loss, backward), or None."""
+        """(code, order) of the first record of a replay that is not
+        finite, in the step's order (forward, the loss, backward), or
+        None."""
         fwd = torch.stack(rec.fwd_val).float().tolist() if rec.fwd_val else []
         bwd = torch.stack(rec.bwd_val).float().tolist() if rec.bwd_val else []
-        for v, code in zip(fwd, rec.fwd_code):
+        for i, (v, code) in enumerate(zip(fwd, rec.fwd_code)):
             if not math.isfinite(v):
-                return code
+                return code, _order(PASS_FORWARD, i)
         if not _finite(lossv):
-            return PASS_LOSS
-        for v, code in zip(bwd, rec.bwd_code):
+            return PASS_LOSS, _order(PASS_LOSS, 0)
+        for j, (v, code) in enumerate(zip(bwd, rec.bwd_code)):
             if not math.isfinite(v):
-                return code
+                return code, _order(PASS_BACKWARD, j)
         return None
 
     def _after_optimizer_step(self):
@@ -829,11 +844,11 @@ class Probe:
         if row["ratio"] is not None:
             parts.append(row["ratio"].float().to(dev))
         parts.append(self.first.to(dev).float() if self.first is not None
-                     else torch.zeros(2, device=dev))
+                     else torch.zeros(3, device=dev))
         first = self.first.to(dev) if self.first is not None else None
         vals = torch.cat(parts).tolist()
         if first is not None:  # float32 holds steps exactly only to 2^24
-            vals = vals[:-2] + first.tolist() if row["step"] >= 1 << 24 else vals
+            vals = vals[:-3] + first.tolist() if row["step"] >= 1 << 24 else vals
         return vals
 
     def _split(self, row, vals):
@@ -876,7 +891,7 @@ class Probe:
             ovf[b] += o
             udf[b] += u
         ratio = take(nb) if row["ratio"] is not None else [None] * nb
-        first = take(2)
+        first = take(3)
         return {"loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
                 "rsq": rsq, "rn": rn, "ovf": ovf, "udf": udf, "ratio": ratio, "first": first}
 
@@ -884,7 +899,9 @@ class Probe:
         """Under torch.distributed the statistics are those of the global
         batch: the loss and sums all-reduced, maxima too (ranks hold
         equal-size shards, as DDP's sampler gives them); the watch takes the
-        earliest step any rank saw."""
+        earliest any rank saw: by step, then by where in the step (a rank's
+        forward comes before the all-reduce that makes every rank's
+        gradients non-finite), then the lowest code."""
         if not self.dist:
             return v
         nb, nan = len(self.blocks), float("nan")
@@ -893,8 +910,8 @@ class Probe:
                          [float(n) for n in v["rn"]], dtype=torch.float64, device=self.cdev)
         m = torch.tensor([f(x) for x in v["act"]] + [f(x) for x in v["rmax"]],
                          dtype=torch.float64, device=self.cdev)
-        step, code = v["first"]
-        key = torch.tensor([step * 2.0 ** 24 + code if step > 0 else float("inf")],
+        step, code, order = v["first"]
+        key = torch.tensor([step * 2.0 ** 24 + order if step > 0 else float("inf")],
                            dtype=torch.float64, device=self.cdev)
         d = torch.distributed
         d.all_reduce(s)
@@ -905,7 +922,11 @@ class Probe:
         v["rsq"], v["ovf"], v["udf"] = s[1:1 + nb], s[1 + nb:1 + 2 * nb], s[1 + 2 * nb:1 + 3 * nb]
         v["rn"] = s[1 + 3 * nb:1 + 4 * nb]
         v["act"], v["rmax"] = m[:nb], m[nb:]
-        v["first"] = [0.0, 0.0] if math.isinf(k) else [float(int(k // 2 ** 24)), k % 2 ** 24]
+        mine = torch.tensor([code if step > 0 and step * 2.0 ** 24 + order == k
+                             else float("inf")], dtype=torch.float64, device=self.cdev)
+        d.all_reduce(mine, op=d.ReduceOp.MIN)  # the code, of the rank(s) that saw it first
+        v["first"] = [0.0, 0.0, 0.0] if math.isinf(k) else \
+            [float(int(k // 2 ** 24)), mine.item(), k % 2 ** 24]
         return v
 
     def _scale(self):

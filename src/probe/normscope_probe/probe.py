@@ -704,8 +704,9 @@ class Probe:
         (into the parameters by torch.autograd.grad: their .grad is not
         touched), with a sum on every input gradient; the first record
         that is not finite, in the order of the step (forward, the loss,
-        backward), as (code, order), or None. The random state, the model's buffers and the
-        step's records are put back; a replay that fails says nothing."""
+        backward), as (code, order), or None. The random state, the
+        model's buffers and the step's records are put back; a replay that
+        fails says nothing."""
         rec = _Records(False, watching=True)
         saved = (self.rec, self.stack, self.mod_handles is not None, torch.get_rng_state())
         bufs = [(b, b.detach().clone()) for b in self.model.buffers()]

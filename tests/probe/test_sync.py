@@ -43,7 +43,8 @@ def run(every, autocast):
     m = models.GPT(n_layer=3)
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(1)
-    path = os.path.join(TMP, "s%d%d%s.nsj" % (every, autocast, os.environ.get("NORMSCOPE_PROBE_WATCH")))
+    path = os.path.join(TMP, "s%d%d%s.nsj" % (every, autocast,
+                                              os.environ.get("NORMSCOPE_PROBE_WATCH")))
     per_step = []
     with normscope_probe.attach(m, opt, path=path, every=every, update_every=2) as probe:
         probe.step = counted(probe.step)

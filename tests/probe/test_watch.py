@@ -223,6 +223,17 @@ class Shared(torch.nn.Module):
         return x.pow(2).mean()
 
 
+def one_step(m, x, name):
+    """The stream of one probed step: m on x, its output's backward."""
+    path = os.path.join(TMP, name)
+    p = normscope_probe.attach(m, path=path)
+    m(x).backward()
+    p.step(0.0)
+    p.close()
+    head, rows, _ = check.read_stream(path)
+    return head, rows
+
+
 def shared_module():
     torch.manual_seed(0)
     m = Shared()
@@ -235,12 +246,7 @@ def shared_module():
             h2 = h + a
             want.append(max(z.abs().max().item(), a.abs().max().item(), h2.abs().max().item()))
             h = h2
-    path = os.path.join(TMP, "shared.nsj")
-    p = normscope_probe.attach(m, path=path)
-    m(x).backward()
-    p.step(0.0)
-    p.close()
-    head, rows, _ = check.read_stream(path)
+    head, rows = one_step(m, x, "shared.nsj")
     got = [rows[0]["l%d_act_max" % i] for i in range(3)]
     C.ok(all(check.rel(a, b) < 1e-6 for a, b in zip(got, want)),
          "a shared module's calls go to the block running them (%s, want %s)" % (got, want))
@@ -294,12 +300,7 @@ def contracting():
             z = b[0](h)
             h = torch.nn.functional.gelu(z)
             want.append((max(z.abs().max().item(), h.abs().max().item()), h.abs().max().item()))
-    path = os.path.join(TMP, "contract.nsj")
-    p = normscope_probe.attach(m, path=path)
-    m(x).backward()
-    p.step(0.0)
-    p.close()
-    _, rows, _ = check.read_stream(path)
+    _, rows = one_step(m, x, "contract.nsj")
     got = [(rows[0]["l%d_act_max" % i], rows[0]["l%d_resid_max" % i]) for i in range(2)]
 
     # a dropout attached in eval mode, then trained: it scales up, so it counts

@@ -163,15 +163,16 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
     status_run_values(l, s, 0);
     double tok = s->steps_per_s * s->run[0].cfg.batch * s->run[0].cfg.context;
     if (tok >= 1e6)
-        add_item(l, TUI_S_STATUS, 4, "%.2fM tok/s", tok / 1e6);
+        add_item(l, TUI_S_STATUS, 5, "%.2fM tok/s", tok / 1e6);
     else if (tok >= 1e3)
-        add_item(l, TUI_S_STATUS, 4, "%.1fk tok/s", tok / 1e3);
+        add_item(l, TUI_S_STATUS, 5, "%.1fk tok/s", tok / 1e3);
     else
-        add_item(l, TUI_S_STATUS, 4, "%.0f tok/s", tok);
+        add_item(l, TUI_S_STATUS, 5, "%.0f tok/s", tok);
+    /* the speed goes before warmup's progress (3) */
     if (s->threads > 1)
-        add_item(l, TUI_S_STATUS, 3, "%.1f steps/s (%d threads)", s->steps_per_s, s->threads);
+        add_item(l, TUI_S_STATUS, 4, "%.1f steps/s (%d threads)", s->steps_per_s, s->threads);
     else
-        add_item(l, TUI_S_STATUS, 3, "%.1f steps/s", s->steps_per_s);
+        add_item(l, TUI_S_STATUS, 4, "%.1f steps/s", s->steps_per_s);
 }
 
 /* Draw a row of items from column c, dropping the least important

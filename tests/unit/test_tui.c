@@ -583,7 +583,8 @@ static void test_status_and_clicks(void)
 
 /* --compare at 80 columns in warmup: run a's row, which also holds the
  * step and the target, keeps its learning rate and gives up how far
- * warmup is; b's row, with the room, shows both. */
+ * warmup is; b's row, with the room, shows both. One run at 80 columns
+ * gives up the speed first. */
 static void test_status_narrow_lr(void)
 {
     trainer_snapshot *s = snap_new(2);
@@ -609,6 +610,21 @@ static void test_status_narrow_lr(void)
     CHECK(strstr(row(&g, 0), "TARGET") != NULL && strstr(row(&g, 0), "lr 2.00e-05") != NULL);
     CHECK(strstr(row(&g, 0), "warmup") == NULL);
     CHECK(strstr(row(&g, 1), "lr 2.00e-05 (warmup 25%)") != NULL);
+    /* one run at 80 columns: the speed goes first, warmup's progress stays */
+    s->s.compare = 0;
+    s->s.limit = 0;
+    s->s.steps_done = 115;
+    s->s.steps_per_s = 34.6;
+    s->s.threads = 2;
+    s->s.run[0].cfg.batch = 16;
+    s->s.run[0].cfg.context = 64;
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "lr 2.00e-05 (warmup 25%)") != NULL);
+    CHECK(strstr(row(&g, 0), "steps/s") == NULL && strstr(row(&g, 0), "tok/s") == NULL);
+    tui_grid_resize(&g, 3, 120); /* wide: everything */
+    r.w = 120;
+    tui_draw_status(&g, r, s, &ui);
+    CHECK(strstr(row(&g, 0), "(warmup 25%)  ") != NULL && strstr(row(&g, 0), "steps/s") != NULL);
     free(s);
     tui_grid_free(&g);
 }

@@ -54,7 +54,8 @@ KINDS = ("step", "forward hooks", "backward hooks")
 
 def clock_the_probe(clock):
     """Time every call into the probe: its step() (with the optimizer's
-    post-step hook and the model's pre-hook), and each hook it installs
+    post-step hook, the model's pre-hook and its forward wrapper's two
+    calls), and each hook it installs
     (made by factories, so the hooks they return are wrapped). Each probe
     sums its own time in .bench_spent and, by KINDS, the time and calls in
     .bench_kind."""

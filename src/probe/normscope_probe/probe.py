@@ -708,7 +708,8 @@ class Probe:
         model's buffers and the step's records are put back; a replay that
         fails says nothing."""
         rec = _Records(False, watching=True)
-        saved = (self.rec, self.stack, self.mod_handles is not None, torch.get_rng_state())
+        step_rec, stack, hooks_were_on = self.rec, self.stack, self.mod_handles is not None
+        rng = torch.get_rng_state()
         bufs = [(b, b.detach().clone()) for b in self.model.buffers()]
         self.rec, self.replaying = rec, True
         try:
@@ -730,10 +731,10 @@ class Probe:
         except Exception:  # noqa: BLE001 - the step is not ours to break
             return None
         finally:
-            self.rec, self.stack = saved[0], saved[1]
+            self.rec, self.stack = step_rec, stack
             self.replaying = False
-            self._hooks_on(saved[2])
-            torch.set_rng_state(saved[3])
+            self._hooks_on(hooks_were_on)
+            torch.set_rng_state(rng)
             with torch.no_grad():
                 for b, v in bufs:
                     b.copy_(v)

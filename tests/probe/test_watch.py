@@ -39,7 +39,9 @@ def faulty_gpt():
     return m, f
 
 
-def train(m, path, steps, every, arm=None, opt=True):
+def train(m, path, steps, every, arm=None, opt=True, scale=None):
+    """steps of SGD under the probe; arm(s) before step s's forward, and
+    scale(s) multiplies its loss for the backward (as a loss scaler does)."""
     o = torch.optim.SGD(m.parameters(), lr=1e-3) if opt else None
     gen = torch.Generator().manual_seed(3)
     with normscope_probe.attach(m, o, path=path, every=every) as probe:
@@ -48,7 +50,7 @@ def train(m, path, steps, every, arm=None, opt=True):
                 arm(s)
             x, y = models.batch(gen)
             loss = m(x, y)
-            loss.backward()
+            (loss * scale(s) if scale else loss).backward()
             probe.step(loss)
             if o:
                 o.step()
@@ -128,6 +130,47 @@ def backward_fault():
                 r.get("first_nonfinite_layer")) for r in rows if "first_nonfinite" in r]
         C.ok(got == [(BAD, "transformer.h.1.mlp.c_fc, backward", 1)],
              "%s watch: an inf made in a backward is named: step 15, h.1.mlp.c_fc, layer 1 (%s)"
+             % (watch, got))
+    os.environ.pop("NORMSCOPE_PROBE_WATCH", None)
+
+
+class HalfGrad(torch.autograd.Function):
+    """The identity, whose backward rounds the gradient to float16, as a
+    half-precision backward does: beyond 65504 it is inf."""
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.half().float()
+
+
+class HalfGradLinear(torch.nn.Linear):
+    def forward(self, x):
+        return HalfGrad.apply(super().forward(x))
+
+
+def scaled_backward():
+    """every=10, the loss scaled by 2^30 for step 15's backward only (a
+    loss scaler's first step, say) in a model whose h.1.mlp.c_fc has a
+    float16 backward: its gradient overflows there and nowhere else.
+    Named with step and module by both watches: the CPU's replay runs the
+    backward from the gradient the step's loss got, not from 1."""
+    for watch in ("replay", "device"):
+        os.environ["NORMSCOPE_PROBE_WATCH"] = watch
+        torch.manual_seed(0)
+        m = models.GPT(n_layer=3)
+        fc = m.transformer.h[1].mlp.c_fc
+        f = HalfGradLinear(fc.in_features, fc.out_features)
+        f.load_state_dict(fc.state_dict())
+        m.transformer.h[1].mlp.c_fc = f
+        _, rows, _ = train(m, os.path.join(TMP, "scaled_%s.nsj" % watch), 25, 10,
+                           scale=lambda s: 2.0 ** 30 if s == BAD else 1.0)
+        got = [(r.get("first_nonfinite_step"), r["first_nonfinite"]) for r in rows
+               if "first_nonfinite" in r]
+        C.ok(got == [(BAD, "transformer.h.1.mlp.c_fc, backward")],
+             "%s watch: a scaled backward's overflow is named: step 15, h.1.mlp.c_fc (%s)"
              % (watch, got))
     os.environ.pop("NORMSCOPE_PROBE_WATCH", None)
 
@@ -479,6 +522,7 @@ def no_leak():
 
 every_ten()
 backward_fault()
+scaled_backward()
 replay_no_trace()
 shared_module()
 contracting()

@@ -20,9 +20,10 @@ written with the next measured step's numbers and at close(), so `every`
 only thins the per-layer numbers: the step and module reported are the
 true first ones. How it watches depends on where the model is:
 
-  - On the CPU (a host read costs nothing there) it reads only what the
-    step made anyway: the loss and the total of the gradients' squares.
-    Only when one is not finite does it look for the module: it runs the
+  - On the CPU (a host read costs nothing there) it reads one number:
+    the loss plus the sum of every gradient's values (the small
+    gradients summed in one buffer). Only when that is not finite, and an
+    inf or a NaN is really there, does it look for the module: it runs the
     step's forward calls again, from the same inputs, random state and
     autocast, and their backward from the same output gradients, with a
     sum on every module's output and input gradient, and takes the first
@@ -35,9 +36,9 @@ true first ones. How it watches depends on where the model is:
     measured ones), folded into a small tensor on the device that keeps
     the first (step, module); it is read only with a measured step.
 
-Costs are kept to the cheapest reductions: aminmax for maxima, foreach
-norms for gradient sums, and one concatenated tensor read to the host per
-measured step.
+Costs are kept to the cheapest reductions: amin and amax for maxima,
+foreach norms for gradient sums, one buffer per block for the update
+ratio, and one concatenated tensor read to the host per measured step.
 
 It is not a trainer: it never changes the model, except the learning rate
 and pauses asked for through the control file (control.py).
@@ -66,6 +67,9 @@ DTYPE_NAME = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16
               torch.float64: "float64"}
 PRECISION = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
              torch.float64: "fp32"}
+# a gradient smaller than this is summed inside one buffer with the others
+# (_grad_check): 64K values take ~10 us to reduce, a reduction's own cost ~4 us
+FLAT_MAX = 1 << 16
 MAX_COMMANDS = 8  # commands carried by one broadcast; the rest wait a step
 # what the watch's record codes say besides a module: code = 4 * module + pass
 PASS_FORWARD, PASS_BACKWARD, PASS_LOSS, PASS_GRADS = 0, 1, 2, 3
@@ -148,9 +152,28 @@ def _float_tensors(x):
     return [t for t in vals if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
-def _finite(t):
-    """A 0-d tensor's value (host read) is finite."""
-    return math.isfinite(float(t))
+def _flatten(ts):
+    """The tensors' values in one new 1-D buffer, in order (torch's own
+    flattening returns a lone tensor as a view of itself: copied here)."""
+    flat = getattr(torch._utils, "_flatten_dense_tensors", None)
+    if len(ts) == 1 or flat is None:
+        return torch.cat([t.reshape(-1) for t in ts])
+    return flat(ts)
+
+
+def _read_sum(loss, t):
+    """One host read: the loss plus the 0-d tensor t, not finite when
+    either is (or when their sum passes t's range)."""
+    if isinstance(loss, torch.Tensor):
+        return float(torch.add(t, loss.detach().reshape(-1)[0] if loss.dim() else loss.detach()))
+    return float(t) + float(loss)
+
+
+def _loss_value(loss):
+    """The loss as a Python float (a tensor's first value)."""
+    if isinstance(loss, torch.Tensor) and loss.numel() != 1:
+        loss = loss.detach().reshape(-1)[0]
+    return float(loss)
 
 
 class _Call:
@@ -162,7 +185,11 @@ class _Call:
         self.args, self.kwargs = args, kwargs
         self.rng = torch.get_rng_state()
         self.autocast = (torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype())
-        self.grads = []
+        self.grads = []  # each output's gradient, from a hook
+        self.kept = []  # or the output, whose .grad holds it
+
+    def out_grads(self):
+        return [g if t is None else t.grad for g, t in zip(self.grads, self.kept)]
 
 
 def _lowp_counts(t):
@@ -311,6 +338,9 @@ class Probe:
                 for p in groups[name]:
                     self.gid[id(p)] = 3 * b + g
                 self.empty.append(not groups[name])
+        # the watch's gradient check copies the small ones into one buffer
+        self.small_params = [p for p in self.params if p.numel() < FLAT_MAX]
+        self.big_params = [p for p in self.params if p.numel() >= FLAT_MAX]
         # every parameter of a block, classified or not: the update ratio's set
         self.block_params = [list({id(p): p for p in bm.parameters()}.values())
                              for _, bm in self.blocks]
@@ -346,9 +376,9 @@ class Probe:
         """A forward hook on every module (a module reached under two names
         once), knowing its index and whether it is a block, and a pre-hook
         on each block, so calls are booked to the block that runs them:
-        made once, registered while they are needed (_sync_hooks). The
-        model's own pre-hook stays, and under the CPU watch its forward is
-        wrapped to keep each call (_Call)."""
+        made once, registered while they are needed (_sync_hooks), with
+        the model's own pre-hook. Under the CPU watch the model's forward
+        is wrapped to keep each call (_Call)."""
         names = dict((m, n) for n, m in self.model.named_modules())
         self.block_ids = {id(bm): b for b, (_, bm) in enumerate(self.blocks)}
         self.block0_leaves = {id(m) for m in self.blocks[0][1].modules()
@@ -361,7 +391,7 @@ class Probe:
             self.mod_hooks.append((m.register_forward_hook, fn))
         for b, (_, bm) in enumerate(self.blocks):
             self.mod_hooks.append((bm.register_forward_pre_hook, self._block_enter(b)))
-        self.handles = [self.model.register_forward_pre_hook(self._model_enter)]
+        self.mod_hooks.append((self.model.register_forward_pre_hook, self._model_enter))
         self.fwd_fn = None
         if self.replay:
             self._wrap_forward()
@@ -405,10 +435,19 @@ class Probe:
         return call
 
     def _call_end(self, call, out):
-        """Keep each output's gradient as the backward makes it."""
+        """Keep each output's gradient as the backward makes it: a
+        one-value output (a loss) keeps it in its .grad (retain_grad, a
+        hook torch runs without Python); a larger one through a hook (it
+        would be copied there)."""
         for i, t in enumerate(_float_tensors(out)):
             call.grads.append(None)
-            if t.requires_grad:
+            call.kept.append(None)
+            if not t.requires_grad:
+                continue
+            if t.numel() == 1 and t.grad_fn is not None:
+                t.retain_grad()
+                call.kept[i] = t
+            else:
                 t.register_hook(self._grad_keeper(call, i))
 
     def _grad_keeper(self, call, i):
@@ -606,15 +645,18 @@ class Probe:
         if self.deferred:
             self._undefer()
         self.n += 1
-        now = time.time()
+        # the clock is read for a measured step and the one before it (tokens/s)
+        now = time.time() if self.rec.measuring or self._measured(self.n + 1) else None
         if self.pending is not None:  # optimizer.step was not called: skipped
             row, self.pending = self.pending, None
             self._write(row, skipped=1)
         if self.rank == 0 and not self.header_written:
             self._header()
-        lossv = self._loss_tensor(loss)
-        gsq = self._grad_sums(total_only=not self.rec.measuring)
-        self._stack_lohi(self.rec)
+        # the CPU's watch reads an unmeasured step's loss as it is
+        lossv = self._loss_tensor(loss) if self.rec.measuring or not self.replay else loss
+        gsq = self._grad_sums() if self.rec.measuring else self._grad_check()
+        if self.rec.measuring:
+            self._stack_lohi(self.rec)
         if self.replay:
             self._watch_cpu(lossv, gsq)
         else:
@@ -688,17 +730,26 @@ class Probe:
         """The CPU's watch: the loss and the gradients' total read on the
         host; only when one is not finite is the step run again to find
         the first module (_replay)."""
-        # one read: the sum is not finite when either is
-        if self.first is not None or _finite(lossv.reshape(()).double() + gsq[-1].double()):
+        if self.first is not None or math.isfinite(_read_sum(lossv, gsq[-1])):
             return
-        found = self._replay(self.rec.calls, lossv) if self.rec.calls else None
+        lossf = _loss_value(lossv)
+        if math.isfinite(lossf) and self._grads_finite():
+            return  # gradients whose sum passed float32's range: no inf, no NaN
+        found = self._replay(self.rec.calls, lossf) if self.rec.calls else None
         if found is None:
-            code = PASS_LOSS if not _finite(lossv) else PASS_GRADS
+            code = PASS_LOSS if not math.isfinite(lossf) else PASS_GRADS
             found = (code, _order(code, 0))
         self.first = torch.tensor([float(self.n), float(found[0]), float(found[1])],
-                                  dtype=torch.float64, device=lossv.device)
+                                  dtype=torch.float64, device=self._device())
 
-    def _replay(self, calls, lossv):
+    def _grads_finite(self):
+        """Every gradient holds only finite values (each checked alone)."""
+        with torch.no_grad():
+            return all(bool(torch.isfinite(p.grad.coalesce().values() if p.grad.is_sparse
+                                           else p.grad).all())
+                       for p in self.params if p.grad is not None)
+
+    def _replay(self, calls, lossf):
         """Run the step's forward calls again with a sum on every module's
         output, then their backward from the output gradients they got
         (into the parameters by torch.autograd.grad: their .grad is not
@@ -720,14 +771,14 @@ class Probe:
                     torch.set_rng_state(c.rng)
                     with torch.autocast("cpu", enabled=c.autocast[0], dtype=c.autocast[1]):
                         out = self.model(*c.args, **c.kwargs)
-                    for t, g in zip(_float_tensors(out), c.grads):
+                    for t, g in zip(_float_tensors(out), c.out_grads()):
                         if g is not None and t.requires_grad:
                             outs.append(t)
                             grads.append(g)
                 params = [p for p in self.params if p.requires_grad]
                 if outs and params:
                     torch.autograd.grad(outs, params, grads, allow_unused=True)
-            return self._first_record(rec, lossv)
+            return self._first_record(rec, lossf)
         except Exception:  # noqa: BLE001 - the step is not ours to break
             return None
         finally:
@@ -741,7 +792,7 @@ class Probe:
             rec.release()
 
     @staticmethod
-    def _first_record(rec, lossv):
+    def _first_record(rec, lossf):
         """(code, order) of the first record of a replay that is not
         finite, in the step's order (forward, the loss, backward), or
         None."""
@@ -750,7 +801,7 @@ class Probe:
         for i, (v, code) in enumerate(zip(fwd, rec.fwd_code)):
             if not math.isfinite(v):
                 return code, _order(PASS_FORWARD, i)
-        if not _finite(lossv):
+        if not math.isfinite(lossf):
             return PASS_LOSS, _order(PASS_LOSS, 0)
         for j, (v, code) in enumerate(zip(bwd, rec.bwd_code)):
             if not math.isfinite(v):
@@ -767,29 +818,29 @@ class Probe:
         self._write(row, skipped=0)
 
     def _ratios(self, before):
+        """Per block ||W_after - W_before|| / ||W_after||, each block's
+        parameters as one buffer (a block's are on one device)."""
         out = []
-        for ps, bs in zip(self.block_params, before):
-            if not ps:
-                out.append(torch.tensor(float("nan")))
-                continue
-            cur = [p.detach().float() for p in ps]
-            d = torch._foreach_sub(cur, [b.float() for b in bs])
-            dn = torch.stack(torch._foreach_norm(d)).pow(2).sum()
-            wn = torch.stack(torch._foreach_norm(cur)).pow(2).sum()
-            out.append((dn / wn).sqrt())
-        return torch.stack([o.to(self._device()) for o in out])
+        with torch.no_grad():
+            for ps, b in zip(self.block_params, before):
+                if b is None:
+                    out.append(torch.tensor(float("nan"), device=self._device()))
+                    continue
+                after = _flatten([p.detach() for p in ps]).float()
+                wn = torch.linalg.vector_norm(after)
+                out.append((torch.linalg.vector_norm(after.sub_(b)) / wn).to(self._device()))
+        return torch.stack(out)
 
     # -- collecting ----------------------------------------------------------------
-    def _grad_sums(self, total_only=False):
-        """Squared gradient norms: 3 per block, then the total (device);
-        with total_only, the total alone (the watch's unmeasured steps).
+    def _grad_sums(self):
+        """Squared gradient norms: 3 per block, then the total (device).
         One foreach call where the gradients allow (dense float32 on the
         model's device): per-tensor calls are most of its cost."""
         grads = [p.grad for p in self.params if p.grad is not None]
         dev = self._device()
         nb = 3 * len(self.blocks)
         if not grads:
-            return torch.zeros(1 if total_only else nb + 1, device=dev)
+            return torch.zeros(nb + 1, device=dev)
         with torch.no_grad():
             if all(g.dtype == torch.float32 and not g.is_sparse and g.device == dev
                    for g in grads) and hasattr(torch, "_foreach_norm"):
@@ -798,8 +849,6 @@ class Probe:
                 sq = torch.stack([torch.linalg.vector_norm(
                     g.coalesce().values() if g.is_sparse else g, 2, dtype=torch.float32).to(dev)
                     for g in grads]) ** 2
-            if total_only:
-                return sq.sum().reshape(1)
             gid = [self.gid.get(id(p), -1) for p in self.params if p.grad is not None]
             idx = torch.tensor([g if g >= 0 else nb for g in gid], device=dev)
             sums = torch.zeros(nb + 1, device=dev).index_add_(0, idx, sq)
@@ -807,6 +856,27 @@ class Probe:
         if self.dist and self.sharded:
             torch.distributed.all_reduce(sums)
         return sums
+
+    def _grad_check(self):
+        """The watch's unmeasured steps: one value (device) that is not
+        finite when a gradient holds an inf or a NaN, the sum of all their
+        values (a sum past float32's range trips it too: _grads_finite
+        tells the two apart). The small gradients are copied into one
+        buffer first: a reduction's own cost, a few microseconds, is most
+        of the time of one over a few thousand values."""
+        small = [g for g in (p.grad for p in self.small_params) if g is not None]
+        big = [g for g in (p.grad for p in self.big_params) if g is not None]
+        with torch.no_grad():
+            try:
+                vals = ([_watch_sum(_flatten(small))] if small else []) + \
+                    [_watch_sum(g) for g in big]
+                total = vals[0] if len(vals) == 1 else torch.stack(vals).sum() if vals else None
+            except RuntimeError:  # sparse gradients, or on several devices
+                dev = self._device()
+                total = torch.stack([_watch_sum(g.coalesce().values() if g.is_sparse else g)
+                                     .to(dev) for g in small + big]).sum() if small or big \
+                    else None
+        return total.reshape(1) if total is not None else torch.zeros(1, device=self._device())
 
     def _device(self):
         for p in self.params:
@@ -829,7 +899,8 @@ class Probe:
             parts.append(torch.stack(rec.lowp_cnt).float().to(dev))
         before = None
         if (self.n - 1) % self.update_every == 0 and self.optimizer is not None:
-            before = [[p.detach().clone() for p in ps] for ps in self.block_params]
+            before = [_flatten([p.detach() for p in ps]).float() if ps else None
+                      for ps in self.block_params]
         dt = now - self.t_prev if self.t_prev is not None else None
         tps = rec.tokens * self.world / dt if rec.tokens and dt and dt > 0 else None
         return {"step": self.n, "parts": parts, "scale": scale, "val_loss": val_loss,
@@ -1210,8 +1281,6 @@ class Probe:
         self.closed = True
         self.rec.release()
         self._unchain_exit()
-        for h in self.handles:
-            h.remove()
         self._hooks_on(False)
         self._unwrap_forward()
         if self.post_handle is not None:

@@ -175,6 +175,28 @@ def scaled_backward():
     os.environ.pop("NORMSCOPE_PROBE_WATCH", None)
 
 
+def huge_finite():
+    """Gradients whose sum passes float32's range (two values of 3e38 in
+    one tensor at step 5) but hold no inf or NaN: the CPU watch's one
+    read trips, and the stream still names nothing."""
+    torch.manual_seed(0)
+    m = models.GPT(n_layer=2)
+    gen = torch.Generator().manual_seed(3)
+    path = os.path.join(TMP, "huge.nsj")
+    with normscope_probe.attach(m, None, path=path, every=10) as probe:
+        for s in range(1, 9):
+            x, y = models.batch(gen)
+            loss = m(x, y)
+            loss.backward()
+            if s == 5:
+                m.transformer.h[1].mlp.c_fc.weight.grad.view(-1)[:2] = 3e38
+            probe.step(loss)
+            m.zero_grad()
+    _, rows, ev = check.read_stream(path)
+    C.ok(len(rows) == 1 and not any("first_nonfinite" in r for r in rows + ev),
+         "gradients of 3e38 (their sum inf) are not called non-finite")
+
+
 class NetBlock(torch.nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -523,6 +545,7 @@ def no_leak():
 every_ten()
 backward_fault()
 scaled_backward()
+huge_finite()
 replay_no_trace()
 shared_module()
 contracting()

@@ -10,6 +10,7 @@ shared by all blocks books each call to the block running it; the end line
 at close, at normal exit, on an uncaught exception and on SIGTERM, none
 when the writer is killed; and the placement, norm class, precision and
 tokens/s the probe can know; and a long run's memory stays flat."""
+import math
 import os
 import signal
 import subprocess
@@ -176,25 +177,36 @@ def scaled_backward():
 
 
 def huge_finite():
-    """Gradients whose sum passes float32's range (two values of 3e38 in
-    one tensor at step 5) but hold no inf or NaN: the CPU watch's one
-    read trips, and the stream still names nothing."""
+    """Gradients that are finite but past what float32 sums and squares
+    hold: two values of 1e20 in h.1's c_fc at step 1 (written: its norm
+    squared passes 3.4e38) and of 3e38 at step 5 (not written: their sum
+    passes it). The CPU watch's one read trips on both, and the stream
+    names nothing non-finite; step 1's ffn gradient norm of layer 1 and
+    the total are the float64 ones, not inf."""
     torch.manual_seed(0)
     m = models.GPT(n_layer=2)
     gen = torch.Generator().manual_seed(3)
     path = os.path.join(TMP, "huge.nsj")
+    big = {1: 1e20, 5: 3e38}
     with normscope_probe.attach(m, None, path=path, every=10) as probe:
         for s in range(1, 9):
             x, y = models.batch(gen)
             loss = m(x, y)
             loss.backward()
-            if s == 5:
-                m.transformer.h[1].mlp.c_fc.weight.grad.view(-1)[:2] = 3e38
+            if s in big:
+                m.transformer.h[1].mlp.c_fc.weight.grad.view(-1)[:2] = big[s]
+            if s == 1:
+                norm = lambda ps: math.sqrt(sum(float((p.grad.double() ** 2).sum())  # noqa: E731
+                                                for p in ps))
+                want = (norm(m.transformer.h[1].mlp.parameters()), norm(m.parameters()))
             probe.step(loss)
             m.zero_grad()
     _, rows, ev = check.read_stream(path)
     C.ok(len(rows) == 1 and not any("first_nonfinite" in r for r in rows + ev),
-         "gradients of 3e38 (their sum inf) are not called non-finite")
+         "gradients of 1e20 and 3e38 (squares and sum past float32) are not called non-finite")
+    got = (rows[0]["l1_grad_ffn"], rows[0]["grad_norm"]) if rows else (None, None)
+    C.ok(all(g is not None and check.rel(g, w) < 1e-6 for g, w in zip(got, want)),
+         "step 1's gradient norms are the float64 ones: %s (want %s)" % (got, want))
 
 
 class NetBlock(torch.nn.Module):

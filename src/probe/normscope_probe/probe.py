@@ -728,13 +728,22 @@ class Probe:
 
     def _watch_cpu(self, lossv, gsq):
         """The CPU's watch: the loss and the gradients' total read on the
-        host; only when one is not finite is the step run again to find
-        the first module (_replay)."""
-        if self.first is not None or math.isfinite(_read_sum(lossv, gsq[-1])):
+        host; only when one is not finite, and an inf or a NaN is really
+        there, is the step run again to find the first module (_replay).
+        Finite gradients whose squares passed float32's range have their
+        norms computed again in float64, when the step is written."""
+        measuring = self.rec.measuring
+        if self.first is not None and not measuring or \
+                math.isfinite(_read_sum(lossv, gsq[-1])):
             return
         lossf = _loss_value(lossv)
         if math.isfinite(lossf) and self._grads_finite():
-            return  # gradients whose sum passed float32's range: no inf, no NaN
+            # no inf, no NaN: gradients whose sum or squares passed float32's range
+            if measuring and not (self.dist and self.sharded):
+                gsq.copy_(self._grad_sums(exact=True))
+            return
+        if self.first is not None:
+            return
         found = self._replay(self.rec.calls, lossf) if self.rec.calls else None
         if found is None:
             code = PASS_LOSS if not math.isfinite(lossf) else PASS_GRADS
@@ -832,28 +841,33 @@ class Probe:
         return torch.stack(out)
 
     # -- collecting ----------------------------------------------------------------
-    def _grad_sums(self):
-        """Squared gradient norms: 3 per block, then the total (device).
-        One foreach call where the gradients allow (dense float32 on the
-        model's device): per-tensor calls are most of its cost."""
+    def _grad_sums(self, exact=False):
+        """Squared gradient norms: 3 per block, then the total (device,
+        float64). One foreach call where the gradients allow (dense
+        float32 on the model's device): per-tensor calls are most of its
+        cost. Its float32 norms square without scaling, so a norm past
+        1.8e19 comes out inf; exact computes each in float64 (twice the
+        time), for the step where that happened (_watch_cpu)."""
         grads = [p.grad for p in self.params if p.grad is not None]
         dev = self._device()
         nb = 3 * len(self.blocks)
         if not grads:
-            return torch.zeros(nb + 1, device=dev)
+            return torch.zeros(nb + 1, dtype=torch.float64, device=dev)
         with torch.no_grad():
-            if all(g.dtype == torch.float32 and not g.is_sparse and g.device == dev
-                   for g in grads) and hasattr(torch, "_foreach_norm"):
-                sq = torch.stack(torch._foreach_norm(grads)) ** 2
+            if not exact and hasattr(torch, "_foreach_norm") and all(
+                    g.dtype == torch.float32 and not g.is_sparse and g.device == dev
+                    for g in grads):
+                norms = torch.stack(torch._foreach_norm(grads))
             else:
-                sq = torch.stack([torch.linalg.vector_norm(
-                    g.coalesce().values() if g.is_sparse else g, 2, dtype=torch.float32).to(dev)
-                    for g in grads]) ** 2
+                norms = torch.stack([torch.linalg.vector_norm(
+                    g.coalesce().values() if g.is_sparse else g, 2,
+                    dtype=torch.float64 if exact else torch.float32).to(dev) for g in grads])
+            sq = norms.double() ** 2
             gid = [self.gid.get(id(p), -1) for p in self.params if p.grad is not None]
             idx = torch.tensor([g if g >= 0 else nb for g in gid], device=dev)
-            sums = torch.zeros(nb + 1, device=dev).index_add_(0, idx, sq)
+            sums = torch.zeros(nb + 1, dtype=torch.float64, device=dev).index_add_(0, idx, sq)
             sums[nb] = sq.sum()
-        if self.dist and self.sharded:
+        if self.dist and self.sharded and not exact:
             torch.distributed.all_reduce(sums)
         return sums
 
@@ -886,7 +900,7 @@ class Probe:
     def _collect(self, lossv, gsq, val_loss, now):
         """The step's numbers as one flat device tensor, and how to read it."""
         rec, dev = self.rec, lossv.device
-        parts = [lossv.reshape(1), gsq.float()]
+        parts = [lossv.reshape(1), gsq]  # float64: the squares pass float32's range early
         scale = self._scale()
         if isinstance(scale, torch.Tensor):
             parts.append(scale.reshape(1).to(dev))

@@ -112,17 +112,24 @@ class FaultyGrad(torch.nn.Linear):
         return InfGrad.apply(y) if self.armed else y
 
 
+def gpt_fc(cls):
+    """A 3-layer GPT whose h.1.mlp.c_fc is a cls (a Linear) with its
+    weights; the model and that module."""
+    torch.manual_seed(0)
+    m = models.GPT(n_layer=3)
+    fc = m.transformer.h[1].mlp.c_fc
+    f = cls(fc.in_features, fc.out_features)
+    f.load_state_dict(fc.state_dict())
+    m.transformer.h[1].mlp.c_fc = f
+    return m, f
+
+
 def backward_fault():
     """every=10, an inf made in the backward of h.1.mlp.c_fc at step 15:
     named with its step and module, as the backward's, by both watches."""
     for watch in ("replay", "device"):
         os.environ["NORMSCOPE_PROBE_WATCH"] = watch
-        torch.manual_seed(0)
-        m = models.GPT(n_layer=3)
-        fc = m.transformer.h[1].mlp.c_fc
-        f = FaultyGrad(fc.in_features, fc.out_features)
-        f.load_state_dict(fc.state_dict())
-        m.transformer.h[1].mlp.c_fc = f
+        m, f = gpt_fc(FaultyGrad)
 
         def arm(s):
             f.armed = s == BAD
@@ -160,12 +167,7 @@ def scaled_backward():
     backward from the gradient the step's loss got, not from 1."""
     for watch in ("replay", "device"):
         os.environ["NORMSCOPE_PROBE_WATCH"] = watch
-        torch.manual_seed(0)
-        m = models.GPT(n_layer=3)
-        fc = m.transformer.h[1].mlp.c_fc
-        f = HalfGradLinear(fc.in_features, fc.out_features)
-        f.load_state_dict(fc.state_dict())
-        m.transformer.h[1].mlp.c_fc = f
+        m, _ = gpt_fc(HalfGradLinear)
         _, rows, _ = train(m, os.path.join(TMP, "scaled_%s.nsj" % watch), 25, 10,
                            scale=lambda s: 2.0 ** 30 if s == BAD else 1.0)
         got = [(r.get("first_nonfinite_step"), r["first_nonfinite"]) for r in rows

@@ -9,7 +9,10 @@ steps; a module
 shared by all blocks books each call to the block running it; the end line
 at close, at normal exit, on an uncaught exception and on SIGTERM, none
 when the writer is killed; and the placement, norm class, precision and
-tokens/s the probe can know; and a long run's memory stays flat."""
+tokens/s the probe can know; and a long run's memory stays flat. Also:
+a loss scaled for one step's backward (the replay starts from the
+gradient it got), and gradients finite but too large for float32's sums
+and squares (not called non-finite; their norms written as they are)."""
 import math
 import os
 import signal
@@ -178,6 +181,11 @@ def scaled_backward():
     os.environ.pop("NORMSCOPE_PROBE_WATCH", None)
 
 
+def norm64(params):
+    """The L2 norm of the parameters' gradients, in float64."""
+    return math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in params))
+
+
 def huge_finite():
     """Gradients that are finite but past what float32 sums and squares
     hold: two values of 1e20 in h.1's c_fc at step 1 (written: its norm
@@ -198,9 +206,7 @@ def huge_finite():
             if s in big:
                 m.transformer.h[1].mlp.c_fc.weight.grad.view(-1)[:2] = big[s]
             if s == 1:
-                norm = lambda ps: math.sqrt(sum(float((p.grad.double() ** 2).sum())  # noqa: E731
-                                                for p in ps))
-                want = (norm(m.transformer.h[1].mlp.parameters()), norm(m.parameters()))
+                want = (norm64(m.transformer.h[1].mlp.parameters()), norm64(m.parameters()))
             probe.step(loss)
             m.zero_grad()
     _, rows, ev = check.read_stream(path)

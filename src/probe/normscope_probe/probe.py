@@ -161,19 +161,27 @@ def _flatten(ts):
     return flat(ts)
 
 
+def _first_value(loss):
+    """A tensor loss's first value, detached (0-d)."""
+    return loss.detach() if loss.dim() == 0 else loss.detach().reshape(-1)[0]
+
+
 def _read_sum(loss, t):
     """One host read: the loss plus the 0-d tensor t, not finite when
     either is (or when their sum passes t's range)."""
     if isinstance(loss, torch.Tensor):
-        return float(torch.add(t, loss.detach().reshape(-1)[0] if loss.dim() else loss.detach()))
+        return float(torch.add(t, _first_value(loss)))
     return float(t) + float(loss)
 
 
 def _loss_value(loss):
     """The loss as a Python float (a tensor's first value)."""
-    if isinstance(loss, torch.Tensor) and loss.numel() != 1:
-        loss = loss.detach().reshape(-1)[0]
-    return float(loss)
+    return float(_first_value(loss) if isinstance(loss, torch.Tensor) else loss)
+
+
+def _dense(g):
+    """A gradient's values as a dense tensor (a sparse one's stored values)."""
+    return g.coalesce().values() if g.is_sparse else g
 
 
 class _Call:
@@ -754,8 +762,7 @@ class Probe:
     def _grads_finite(self):
         """Every gradient holds only finite values (each checked alone)."""
         with torch.no_grad():
-            return all(bool(torch.isfinite(p.grad.coalesce().values() if p.grad.is_sparse
-                                           else p.grad).all())
+            return all(bool(torch.isfinite(_dense(p.grad)).all())
                        for p in self.params if p.grad is not None)
 
     def _replay(self, calls, lossf):
@@ -829,15 +836,15 @@ class Probe:
     def _ratios(self, before):
         """Per block ||W_after - W_before|| / ||W_after||, each block's
         parameters as one buffer (a block's are on one device)."""
-        out = []
+        out, dev = [], self._device()
         with torch.no_grad():
             for ps, b in zip(self.block_params, before):
                 if b is None:
-                    out.append(torch.tensor(float("nan"), device=self._device()))
+                    out.append(torch.tensor(float("nan"), device=dev))
                     continue
                 after = _flatten([p.detach() for p in ps]).float()
                 wn = torch.linalg.vector_norm(after)
-                out.append((torch.linalg.vector_norm(after.sub_(b)) / wn).to(self._device()))
+                out.append((torch.linalg.vector_norm(after.sub_(b)) / wn).to(dev))
         return torch.stack(out)
 
     # -- collecting ----------------------------------------------------------------
@@ -860,8 +867,8 @@ class Probe:
                 norms = torch.stack(torch._foreach_norm(grads))
             else:
                 norms = torch.stack([torch.linalg.vector_norm(
-                    g.coalesce().values() if g.is_sparse else g, 2,
-                    dtype=torch.float64 if exact else torch.float32).to(dev) for g in grads])
+                    _dense(g), 2, dtype=torch.float64 if exact else torch.float32).to(dev)
+                    for g in grads])
             sq = norms.double() ** 2
             gid = [self.gid.get(id(p), -1) for p in self.params if p.grad is not None]
             idx = torch.tensor([g if g >= 0 else nb for g in gid], device=dev)
@@ -887,9 +894,8 @@ class Probe:
                 total = vals[0] if len(vals) == 1 else torch.stack(vals).sum() if vals else None
             except RuntimeError:  # sparse gradients, or on several devices
                 dev = self._device()
-                total = torch.stack([_watch_sum(g.coalesce().values() if g.is_sparse else g)
-                                     .to(dev) for g in small + big]).sum() if small or big \
-                    else None
+                total = torch.stack([_watch_sum(_dense(g)).to(dev) for g in small + big]).sum() \
+                    if small or big else None
         return total.reshape(1) if total is not None else torch.zeros(1, device=self._device())
 
     def _device(self):

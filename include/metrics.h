@@ -66,6 +66,13 @@ typedef struct {
                          * or outside the blocks: embeddings, head, loss) */
     unsigned unknown;   /* bit k: metrics_step_cols[k] was not said (a followed
                            stream's); 0 for the lab's own rows */
+    /* what the diagnosis needs to know of the data, carried with every
+     * step so the rules never read engine state (diagnose.h): the lab's
+     * trainer and a stream reader fill them alike */
+    int vocab;          /* the output vocabulary's size; 0 = not known */
+    float data_entropy; /* unigram entropy of the training targets, nats (the
+                           loss of a model that knows only which tokens are
+                           common); NaN = not known */
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;

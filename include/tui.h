@@ -347,6 +347,8 @@ typedef struct {
     int selected; /* layer index */
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
+    /* the help's page shown and its page count (the last frame's) */
+    int help_page, help_pages;
     int diag;     /* the diagnosis overlay (D) is shown */
     int target;   /* --compare: the run(s) a key acts on (a twin_target) */
     int bars_rel; /* gradient bars relative to each run's largest layer */
@@ -409,7 +411,9 @@ void tui_log_frame(tui_ui *ui, tui_rect events, long total);
 
 /* Apply an action to the UI state. Returns 1 and fills *cmd when the
  * trainer must be told (the same ns_command a --script line gives). While
- * help is shown, any key but quit closes it and does nothing else.
+ * help is shown, PgDn and Down turn to its next page and PgUp and Up to
+ * the one before while there is one; any other key but quit closes it
+ * and does nothing else.
  * n_layer bounds the selection. */
 int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd);
 /* The action at a click, or TUI_ACT_NONE; a click on a layer row selects
@@ -430,7 +434,12 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui
 void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *s);
 void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 void tui_draw_footer(tui_grid *g, tui_rect r, tui_ui *ui);
-void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
+/* The keys and the legend, in pages of the rows r holds (help_pages and
+ * help_page of ui: PgDn, PgUp turn them). */
+void tui_draw_help(tui_grid *g, tui_rect r, tui_ui *ui);
+/* The rows a help box of w columns needs to show every key and the
+ * legend on one page (its border included). */
+int tui_help_height(int w);
 /* --lesson: the panel over the sample and event rows (tui_lesson.c); is it
  * shown (a new prompt of the script un-hides it)? */
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);

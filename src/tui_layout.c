@@ -27,17 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The help overlay: a line per key (pairs share one), a blank line, the
- * legend, and the border (with the closing hint on it). */
-static int help_height(void)
-{
-    int lines = 0, n;
-    const tui_key *keys = tui_key_table(&n);
-    for (int i = 0; i < n; i++)
-        lines += keys[i].name != NULL;
-    return lines + 1 + TUI_HELP_LEGEND + 2; /* the hint is on the bottom border */
-}
-
 tui_layout tui_layout_compute(int rows, int cols, int n_layer)
 {
     return tui_layout_compute_cmp(rows, cols, n_layer, 0);
@@ -161,7 +150,7 @@ tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compar
     }
     /* on a short screen the help takes every row: the keys come first */
     int hw = cols - 4 < 76 ? cols - 4 : 76;
-    int hh = rows < help_height() ? rows : help_height();
+    int need = tui_help_height(hw), hh = rows < need ? rows : need;
     L.help = (tui_rect){(rows - hh) / 2, (cols - hw) / 2, hh, hw};
     return L;
 }

@@ -548,5 +548,10 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen);
  * no trainer; the keys that would change the lab's model say they are not
  * available, space, + and - and C go to the run through its control file. */
 tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t errlen);
+/* 1 in the usual binary; 0 in a build without curses (make CURSES=0,
+ * tui_none.c), whose live view entry points only say TUI_NO_LIVE. */
+int tui_live_available(void);
+#define TUI_NO_LIVE "this normscope was built without curses (make CURSES=0): no live view; " \
+                    "add --headless"
 
 #endif

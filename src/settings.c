@@ -54,7 +54,8 @@ static int pause_resumable(const ns_config *c, const void *o)
 {
     return c->on_div != ONDIV_PAUSE || !((const cli_opts *)o)->headless;
 }
-#define IN_LOW_PRECISION .applies = {in_low_precision, "precision", "bf16 or fp16, also when "\
+#define IN_LOW_PRECISION .applies = {.holds = in_low_precision, .under = "precision", \
+                                     .when = "bf16 or fp16, also when "\
                                      "switched to mid-run"}
 
 /* Order is --help's. ckpt is the field's place in the checkpoint header:
@@ -93,7 +94,8 @@ static const ns_setting table[] = {
      .ckpt = 10},
     {.name = "dyt-alpha", .type = SET_REAL, .arg = "X", .lo = 1e-6, .hi = 100, .def = 0.5,
      .help = "initial a of DyT norms", .flags = SETF_COMPARE, CFG(dyt_alpha), .ckpt = 11,
-     .applies = {with_dyt, "norm-kind", "dyt, also when switched to mid-run"}},
+     .applies = {.holds = with_dyt, .under = "norm-kind",
+                 .when = "dyt, also when switched to mid-run"}},
     {.name = "ln-gamma-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100, .def = 1,
      .help = "initial norm gains", .flags = SETF_COMPARE, CFG(ln_gamma_init), .ckpt = 12},
     {.name = "ln-beta-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100,
@@ -109,7 +111,8 @@ static const ns_setting table[] = {
     {.name = "lr", .type = SET_REAL, .arg = "X", .lo = 1e-9, .hi = 10, .def = 1e-3,
      .help = "peak learning rate; noam sets its own", .flags = SETF_COMPARE, .cmd = "lr",
      CFG(lr), .ckpt = 22,
-     .applies = {lr_in_force, "schedule", "constant, cosine or invsqrt; noam's peak is "
+     .applies = {.holds = lr_in_force, .under = "schedule",
+                 .when = "constant, cosine or invsqrt; noam's peak is "
                  "d^-0.5*warmup^-0.5"},
      .live = SETL_SCALE | SETL_UNBOUNDED | SETL_REMOTE, .hook = SETH_LR,
      .mark = {.fmt = "lr %.0e"},
@@ -166,7 +169,8 @@ static const ns_setting table[] = {
     {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
      .def_text = "pause live, stop headless: exit 3",
      .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' fix",
-     CFG(on_div), .applies = {pause_resumable, "headless", "the live view; headless, a "
+     CFG(on_div), .applies = {.holds = pause_resumable, .under = "headless",
+                              .when = "the live view; headless, a "
                               "divergence stops the run as stop does: exit 3"}},
     {.name = "on-stall", .type = SET_ENUM, NAMES(on_stall_names), .def_text = "continue",
      .help = "on a stall (see DIAGNOSIS in the man page): go on, stop (exit 4), or apply the "

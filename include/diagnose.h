@@ -79,17 +79,21 @@
                                    confidently wrong (a uniform guess gives ln(vocab)) */
 #define DIAG_START_GNORM 1e3    /* gradient norm at step 1: healthy lab starts have
                                    1-10, norm gains of 8 about 130 */
-#define DIAG_BAND_STEPS 8       /* the run's early steps: the first this many that
-                                   changed the weights (an LR of 1.0 has done its
-                                   damage by step 11) */
+#define DIAG_BAND_STEPS 1       /* the run's early band: its first update, whose
+                                   forward ran on the init's weights (an LR of 1.0
+                                   without warmup has done damage by step 2) */
 #define DIAG_ACT_GROW 32.0      /* act max this many times its largest over the early
                                    steps is growth (LR 3e-2, 8 blocks: 100x by step
-                                   600; LR 1e-2, 4 blocks, training well: 18x) ... */
+                                   600; LR 1e-2, 4 blocks, training well: 18x by
+                                   step 600) ... */
 #define DIAG_BAND_ACT 4.0       /* ... and a snapshot whose act max is within this many
                                    times it (and loss, update ratio in the band) is
-                                   still healthy: the fix goes back to it */
+                                   still healthy: the fix goes back to it (healthy
+                                   runs: 1.5x by step 700) */
 #define DIAG_FIX_CHECK 150      /* a fix must beat the state it replaced within this
-                                   many steps, or "the fix did not help" */
+                                   many steps, or "the fix did not help" ... */
+#define DIAG_FIX_FALL 0.05      /* ... and its mean loss be this far below the loss
+                                   where it went back to (nats) */
 
 typedef enum { DIAG_WARNING = 0, DIAG_DIAGNOSIS = 1 } diag_kind;
 
@@ -256,6 +260,9 @@ enum {
 int diag_checks(const diag *d, diag_check *out, int max);
 /* 1 only when every check answered DIAG_Q_OK. */
 int diag_healthy(const diag *d);
+/* The mean loss of the newest DIAG_LEARN_MEAN finite steps that changed
+ * the weights, since the start or the latest rewind (NaN: none). */
+double diag_recent_loss(const diag *d);
 /* The answer's word: "ok", "no", "not yet known". */
 const char *diag_answer_name(diag_answer a);
 /* Is a snapshot's step (its metrics m) still healthy, by the band of

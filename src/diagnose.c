@@ -1232,8 +1232,8 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
         diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_LR_WARN, m->n_layer - 1,
             m->step, v, "go back to a snapshot still in the early band and lower the LR",
             "LR %g too high for this run: the top layer's weights move %.2g of their norm a "
-            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx its %.3g of the "
-            "first steps", (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer,
+            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx its %.3g at the "
+            "first step", (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer,
             s.grown, (double)d->band_act);
         set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "lr x%g", lr_factor(s.upd));
     } else if (!lr_warns(&s) && s.rate > DIAG_GROWTH_MIN &&
@@ -1241,7 +1241,7 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
         d->warned |= 1u << DIAG_R_GROWTH_WARN;
         diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_GROWTH_WARN, s.layer, m->step,
             v, "lower the LR before the activations meet the format's limit",
-            "layer %d act max %.4g is %.0fx its %.3g of the first steps and growing %.2f "
+            "layer %d act max %.4g is %.0fx its %.3g at the first step and growing %.2f "
             "doublings/100 steps (least-squares rate over the window)", s.layer, s.act,
             s.grown, (double)d->band_act, s.rate);
         set_fix(f, DIAG_FROM_HERE, 0, "lr x0.5");
@@ -1309,6 +1309,12 @@ static void check_set(diag_check *c, const char *q, diag_answer a, const char *f
     va_end(ap);
 }
 
+double diag_recent_loss(const diag *d)
+{
+    int cnt;
+    return recent_loss(d, 0, &cnt);
+}
+
 const char *diag_answer_name(diag_answer a)
 {
     return a == DIAG_Q_OK ? "ok" : a == DIAG_Q_BAD ? "no" : "not yet known";
@@ -1363,7 +1369,7 @@ static void check_learning(const diag *d, diag_check *c)
                   d->learn_from);
     else if (isnan(s.need))
         check_set(c, q, DIAG_Q_OK, "loss %.3f from %.3f at step %ld: started within %g of %s "
-                  "%.3f or below it, where the stall rule judges it", s.now, d->learn_loss,
+                  "%.3f or below it: judged by the plateau rule", s.now, d->learn_loss,
                   d->learn_from + 1, DIAG_STALL_ABOVE, to, s.to);
     else if (s.fell >= s.need)
         check_set(c, q, DIAG_Q_OK, "loss %.3f (mean of %d steps) from %.3f at step %ld: fell "
@@ -1405,10 +1411,10 @@ static void check_lr(const diag *d, diag_check *c)
                   s.cnt, DIAG_WINDOW / 2);
     else if (lr_warns(&s))
         check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step (above %g) and act max %.4g, "
-                  "%.0fx the first steps'", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown);
+                  "%.0fx the first step's", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown);
     else
         check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step (mean of %d), act max %.4g, "
-                  "%.1fx the first steps' (too high: above %g and %gx)", s.upd, s.cnt, s.act,
+                  "%.1fx the first step's (too high: above %g and %gx)", s.upd, s.cnt, s.act,
                   s.grown, DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
 }
 
@@ -1494,15 +1500,15 @@ int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_
     if (m->nonfinite || !isfinite(m->loss))
         snprintf(why, len, "step %ld was not finite", m->step);
     else if (m->loss > d->band_loss + DIAG_STALL_ABOVE)
-        snprintf(why, len, "loss %.3f above the first steps' %.3f", (double)m->loss,
+        snprintf(why, len, "loss %.3f is above the first step's %.3f", (double)m->loss,
                  (double)d->band_loss);
     else if (!(act <= DIAG_BAND_ACT * d->band_act))
-        snprintf(why, len, "act max %.4g (layer %d), %.0fx the first steps' %.3g", act, la,
+        snprintf(why, len, "act max %.4g (layer %d) is %.0fx the first step's %.3g", act, la,
                  act / d->band_act, (double)d->band_act);
     else if (upd > DIAG_UPDATE_HIGH)
-        snprintf(why, len, "update ratio %.2g above %g", upd, DIAG_UPDATE_HIGH);
+        snprintf(why, len, "update ratio %.2g is above %g", upd, DIAG_UPDATE_HIGH);
     else {
-        snprintf(why, len, "loss %.3f, act max %.4g (first steps %.3g), update ratio %.2g: in the "
+        snprintf(why, len, "loss %.3f, act max %.4g (first step %.3g), update ratio %.2g: in the "
                  "band", (double)m->loss, act, (double)d->band_act, upd);
         return 1;
     }

@@ -55,7 +55,7 @@
                                    plateau: the LR is too low */
 #define DIAG_UPDATE_HIGH 5e-3   /* mean update ratio of the top layer above this:
                                    the LR is too high (healthy runs: about the LR) */
-#define DIAG_UPDATE_GOAL 2e-3   /* an LR fix divides the LR by the power of ten that
+#define DIAG_UPDATE_GOAL 3e-3   /* an LR fix divides the LR by the power of ten that
                                    brings the update ratio to this or below */
 #define DIAG_REWARN 0.5         /* a headroom warning again when the steps left
                                    fell to this fraction of the last warning's */

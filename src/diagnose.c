@@ -847,7 +847,7 @@ static void rule_lr_high(diag *d, const step_metrics *m, diag_finding *out, int 
     double v[4] = {upd, m->lr_peak, (double)cnt, 0};
     const diag_point *old = point(d, kept(d) - 1);
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR_HIGH, m->n_layer - 1, m->step,
-        v, "rewind and lower the LR, to bring the update ratio near 2e-3",
+        v, "rewind and lower the LR, to bring the update ratio near 3e-3",
         "LR %g too high: the top layer's weights move %.2g of their norm a step (mean of %d "
         "steps; above %g)", (double)m->lr_peak, upd, cnt, DIAG_UPDATE_HIGH);
     set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x%g", lr_factor(upd));
@@ -994,7 +994,7 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
     int la = top_act_layer(point(d, 0)->act, m->n_layer);
     double grow = slope(d, la, 0) * 100;
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_BLOWUP, -1, m->step, v,
-        "rewind to before the rise and lower the LR, to bring the update ratio near 2e-3",
+        "rewind to before the rise and lower the LR, to bring the update ratio near 3e-3",
         "blew up, finite: loss %.4g (mean of %d steps) is %.1fx %s %.3g, rising since step "
         "%ld; update ratio %.2g a step, act max %+.2f doublings/100 steps (layer %d)", mean, cnt,
         mean / ref, ref > d->plateau ? "its start" : "the plateau", ref, d->blow_from, upd,

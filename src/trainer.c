@@ -904,6 +904,7 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
         set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
         t->fix_failed = t->fix_check_at != 0;
+        publish_status(t);
     }
     t->fix_check_at = 0;
 }
@@ -959,10 +960,12 @@ static void apply_fix(trainer *t, const char *how)
     t->fix_check_at = at + DIAG_FIX_CHECK;
     t->fix_bar = bar;
     t->fix_run = run;
-    engine_note(t->e, "fix %d of %d (%s): %s%s step %ld%s, then %s (cause: %s at step %ld%s); "
-                "it is checked by step %ld: loss below %.3f", t->fixes, TRAINER_FIX_MAX, how,
-                run_prefix(t, run), at < from ? "went back to" : "stayed at", at, where, cmds,
-                diag_rule_name(f.rule), f.step, also, t->fix_check_at, bar);
+    engine_note(t->e, "fix %d of %d (%s): %s%s step %ld%s, then %s (cause: %s at step %ld%s)",
+                t->fixes, TRAINER_FIX_MAX, how, run_prefix(t, run),
+                at < from ? "went back to" : "stayed at", at, where, cmds,
+                diag_rule_name(f.rule), f.step, also);
+    engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
+                "below %.3f", run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN, bar);
     pull_engine_events(t);
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)
         set_state(t, TRAINER_RUNNING);
@@ -1351,20 +1354,28 @@ static void pair_task(void *ctx, int run, int thread)
  * engine_rewind_before picks it) and how close it is to the limit, in the
  * words of b's line, into v->fix_rewind; "" when the fix does not rewind
  * or goes where b goes; v->fix_reinit when no snapshot is that old. */
-static void fix_target_note(const engine *e, trainer_diagnosis *v)
+static void fix_target_note(trainer *t, int run)
 {
-    const diag_finding *f = trainer_diagnosis_fix(v);
-    long done = engine_steps_done(e), at, b_at;
+    const engine *e = run ? t->o.twin : t->e;
+    trainer_diagnosis *v = &t->rd[run].view;
+    const diag_finding *f = trainer_diagnosis_fix(v), *all[TRAINER_FINDINGS];
+    long done = engine_steps_done(e), b_at;
     step_metrics m, mb;
+    char skipped[DIAG_TEXT + 16];
+    double loss;
     v->fix_rewind[0] = 0;
     v->fix_reinit = 0;
+    int n = fix_candidates(t, run, all, TRAINER_FINDINGS);
+    fix_all_commands(all, n, v->fix_cmds, sizeof v->fix_cmds);
     if (!f || f->fix_from != DIAG_FROM_SNAPSHOT)
         return;
     long before = f->fix_before < done - 1 ? f->fix_before : done - 1;
-    int known = engine_snapshot_before(e, (before > 0 ? before : 0) + 1, &at, &m);
-    v->fix_reinit = known < 0 && done > 0;
-    if (known < 0 || (engine_snapshot_before(e, done, &b_at, &mb) >= 0 && b_at == at))
+    long at = fix_healthy_snapshot(t, run, before > 0 ? before : 0, &loss, skipped,
+                                   sizeof skipped);
+    v->fix_reinit = at < 0 && done > 0;
+    if (at < 0 || (engine_snapshot_before(e, done, &b_at, &mb) >= 0 && b_at == at))
         return;
+    int known = engine_snapshot_before(e, at + 1, &at, &m);
     diag_snapshot_text(at, known > 0 ? &m : NULL, 0, NULL, "", v->fix_rewind,
                        sizeof v->fix_rewind);
 }
@@ -1382,7 +1393,7 @@ static void rewind_target_event(trainer *t, int run)
     trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof t->rd[run].view.rewind);
     if (note[0])
         add_event(t, NS_EV_INFO, -1, "b rewinds to %s", note);
-    fix_target_note(e, &t->rd[run].view);
+    fix_target_note(t, run);
 }
 
 /* Step a, and b with it under --compare; nonzero when either diverged. */

@@ -175,7 +175,8 @@ static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
 {
     char back[NS_EVENT_TEXT + 16];
     if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_reinit)
-        snprintf(back, sizeof back, "re-inits (no snapshot at or before step %ld is kept)",
+        snprintf(back, sizeof back, "re-inits (no snapshot at or before step %ld is kept and "
+                 "still healthy)",
                  f->fix_before > 0 ? f->fix_before : 0);
     else if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_rewind[0])
         snprintf(back, sizeof back, "rewinds to %s", v->d->fix_rewind);
@@ -186,16 +187,18 @@ static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
         snprintf(back, sizeof back, "re-inits (step 0)");
     else
         snprintf(back, sizeof back, "stays at this step");
+    const char *cmds = v->d->fix_cmds[0] ? v->d->fix_cmds : f->fix; /* every candidate's */
     const trainer_diagnosis *runs[2] = {&s->diag[0], &s->diag[1]};
     int fr = trainer_fix_run(runs, s->compare ? 2 : 1, trainer_diverged_run(s));
     if (s->compare && fr != v->run) /* a takes the other run's: say this one's as what it is */
         say(t, "    its fix: %s, then %s (%s applies run %c's: the run that diverged, else a)",
-            back, f->fix, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
+            back, cmds, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
     else if (s->fixes >= TRAINER_FIX_MAX)
         say(t, "    %s: %d fixes applied, the most: no more", key(TUI_ACT_FIX), s->fixes);
     else
-        say(t, "    %s applies the fix: %s, then %s, and trains on (fix %d of %d)",
-            key(TUI_ACT_FIX), back, f->fix, s->fixes + 1, TRAINER_FIX_MAX);
+        say(t, "    %s applies the fix: %s, then %s, and trains on (fix %d of %d; it must beat "
+               "this state within %d steps)",
+            key(TUI_ACT_FIX), back, cmds, s->fixes + 1, TRAINER_FIX_MAX, DIAG_FIX_CHECK);
 }
 
 /* The layer with the least headroom now (finite), or -1. */

@@ -574,7 +574,7 @@ static void test_warmup_early(void)
             CHECK(w && strstr(w->text, "no warmup") && !strcmp(w->fix, "warmup on") && !h);
         } else {
             CHECK(!w);
-            CHECK(h && strstr(h->text, "LR 0.03 too high") && !strcmp(h->fix, "lr x0.01"));
+            CHECK(h && strstr(h->text, "LR 0.03 too high") && !strcmp(h->fix, "lr x0.1"));
             CHECK(dg->last_diagnosis.rule == DIAG_R_LR_HIGH);
         }
     }

@@ -879,12 +879,18 @@ static void test_diag_panel(void)
     snprintf(d->fix_rewind, sizeof d->fix_rewind, "step 50, headroom 3.2 (layer 2)");
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "a applies the fix: rewinds to step 50, headroom 3.2 (layer 2), "
-                             "then fp32-norms on, and trains on (fix 1 of 3)"));
+                             "then fp32-norms on, and trains on (fix 1 of 3; it must beat this "
+                             "state within 150 steps)"));
     d->fix_rewind[0] = 0;
     d->fix_reinit = 1; /* none that old kept */
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     CHECK(has_line(lines, n, "a applies the fix: re-inits (no snapshot at or before step 60 is "
-                             "kept), then fp32-norms on"));
+                             "kept and still healthy), then fp32-norms on"));
+    /* every candidate's commands, as the trainer worked them out */
+    snprintf(d->fix_cmds, sizeof d->fix_cmds, "fp32-norms on; lr x0.1");
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "healthy), then fp32-norms on; lr x0.1, and trains on"));
+    d->fix_cmds[0] = 0;
     d->fix_reinit = 0;
     d->f[1].fix[0] = 0;
     d->f[1].fix_before = 0;
@@ -1056,7 +1062,8 @@ static void test_diag_panel(void)
     int nl = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX), fl = 0;
     for (int i = 0; i < nl; i++)
         fl += strstr(lines[i], "a applies the fix: rewinds to the snapshot at or before step 150, "
-                               "then fp32-norms on, and trains on (fix 1 of 3)") != NULL;
+                               "then fp32-norms on, and trains on (fix 1 of 3; it must beat "
+                               "this state within 150 steps)") != NULL;
     CHECK(fl == 1);
     tui_grid_free(&g);
     free(s);

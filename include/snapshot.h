@@ -69,11 +69,20 @@ typedef struct {
     /* the same for the snapshot the a key's fix rewinds to, when that is
      * another than b's ("step 50, headroom 3.2 (layer 3)"); "" otherwise */
     char fix_rewind[NS_EVENT_TEXT];
-    int fix_reinit; /* no snapshot that old is kept: the fix re-inits */
+    int fix_reinit; /* no snapshot that old (and still healthy) is kept: the fix re-inits */
+    /* live, with the fix's target: every candidate finding's commands as
+     * the fix runs them ("fp32-norms on; lr x0.1"); "" when not known */
+    char fix_cmds[160];
+    /* the questions behind a verdict, as of the latest step (diag_checks):
+     * "healthy" is said only when every one answered ok (healthy) */
+    int n_checks;
+    diag_check checks[DIAG_CHECKS];
+    int healthy;
 } trainer_diagnosis;
 
 /* The order an episode's findings are given in, the cause first: the
- * diagnoses of a divergence or a blow-up (0), then a stall's (1: a run
+ * diagnoses of a divergence or a blow-up (0), then a stall's, not
+ * learning's or overfitting's (1: a run
  * that blew up after stalling blew up for the later finding's reason),
  * then the warnings (2); oldest first within each. */
 enum { TRAINER_RANKS = 3 };

@@ -1,8 +1,9 @@
 /* tui_diag.c - the D overlay: each run's diagnosis in words. For every
  * finding of the run's current episode (trainer_diagnosis): what was
  * found, with its numbers; the layer's numbers now; what to try, and the
- * keys of this view that make those changes. With nothing found, that the
- * run is healthy and how much headroom it has. The text is built apart
+ * keys of this view that make those changes. Then the checks behind the
+ * verdict (diag_checks): "healthy" only when every one answered ok, with
+ * how much headroom it has; a question not yet answerable says why. The text is built apart
  * from the drawing (tui_diag_lines), so the tests read it without a grid;
  * no curses here either.
  */
@@ -174,7 +175,8 @@ static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
 {
     char back[NS_EVENT_TEXT + 16];
     if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_reinit)
-        snprintf(back, sizeof back, "re-inits (no snapshot at or before step %ld is kept)",
+        snprintf(back, sizeof back, "re-inits (no snapshot at or before step %ld is kept and "
+                 "still healthy)",
                  f->fix_before > 0 ? f->fix_before : 0);
     else if (f->fix_from == DIAG_FROM_SNAPSHOT && v->d->fix_rewind[0])
         snprintf(back, sizeof back, "rewinds to %s", v->d->fix_rewind);
@@ -185,16 +187,18 @@ static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
         snprintf(back, sizeof back, "re-inits (step 0)");
     else
         snprintf(back, sizeof back, "stays at this step");
+    const char *cmds = v->d->fix_cmds[0] ? v->d->fix_cmds : f->fix; /* every candidate's */
     const trainer_diagnosis *runs[2] = {&s->diag[0], &s->diag[1]};
     int fr = trainer_fix_run(runs, s->compare ? 2 : 1, trainer_diverged_run(s));
     if (s->compare && fr != v->run) /* a takes the other run's: say this one's as what it is */
         say(t, "    its fix: %s, then %s (%s applies run %c's: the run that diverged, else a)",
-            back, f->fix, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
+            back, cmds, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
     else if (s->fixes >= TRAINER_FIX_MAX)
         say(t, "    %s: %d fixes applied, the most: no more", key(TUI_ACT_FIX), s->fixes);
     else
-        say(t, "    %s applies the fix: %s, then %s, and trains on (fix %d of %d)",
-            key(TUI_ACT_FIX), back, f->fix, s->fixes + 1, TRAINER_FIX_MAX);
+        say(t, "    %s applies the fix: %s, then %s, and trains on (fix %d of %d; it must beat "
+               "this state within %d steps)",
+            key(TUI_ACT_FIX), back, cmds, s->fixes + 1, TRAINER_FIX_MAX, DIAG_FIX_CHECK);
 }
 
 /* The layer with the least headroom now (finite), or -1. */
@@ -242,6 +246,47 @@ static void rewind_line(text *t, const run_view *v)
         say(t, "    %s rewinds to %s", key(TUI_ACT_REWIND), v->d->rewind);
 }
 
+/* With no finding: the verdict, which is "healthy" only when every check
+ * answered ok (diag_healthy), with the lowest headroom; else what keeps
+ * it from being said. */
+static void verdict_line(text *t, const run_view *v, const char *ind)
+{
+    int bad = 0, unknown = 0, lo = least_headroom(v->m);
+    for (int i = 0; i < v->d->n_checks; i++) {
+        bad += v->d->checks[i].answer == DIAG_Q_BAD;
+        unknown += v->d->checks[i].answer == DIAG_Q_UNKNOWN;
+    }
+    if (v->d->healthy && lo >= 0)
+        say(t, "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
+               "(layer %d, act max %s); loss scale %g",
+            ind, (double)v->m->layer[lo].headroom, lo, num(v->m->layer[lo].act_max),
+            (double)v->m->loss_scale);
+    else if (v->d->healthy)
+        say(t, "%sno warnings; the run is healthy: every check answered ok", ind);
+    else if (v->d->n_checks == 0)
+        say(t, "%sno warnings; not known to be healthy: no check was made", ind);
+    else if (bad)
+        say(t, "%sno warnings, but not healthy: %d check%s answered no", ind, bad,
+            bad == 1 ? "" : "s");
+    else
+        say(t, "%sno warnings; not yet known to be healthy: %d check%s not yet known", ind,
+            unknown, unknown == 1 ? "" : "s");
+}
+
+/* The questions behind the verdict, each with its answer and numbers. */
+static void check_lines(text *t, const trainer_diagnosis *d, const char *ind)
+{
+    if (d->n_checks > 0)
+        say(t, "%schecks:", ind);
+    for (int i = 0; i < d->n_checks; i++) {
+        const diag_check *c = &d->checks[i];
+        if (c->answer == DIAG_Q_UNKNOWN) /* its text says "not yet known: why" */
+            say(t, "%s  %s? %s", ind, c->question, c->text);
+        else
+            say(t, "%s  %s? %s: %s", ind, c->question, diag_answer_name(c->answer), c->text);
+    }
+}
+
 static void run_lines(text *t, const trainer_status *s, int run)
 {
     run_view v = view_of(s, run);
@@ -260,14 +305,8 @@ static void run_lines(text *t, const trainer_status *s, int run)
         return;
     }
     if (v.d->n == 0) {
-        int lo = least_headroom(v.m);
-        if (lo >= 0)
-            say(t, "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
-                   "(layer %d, act max %s); loss scale %g",
-                ind, (double)v.m->layer[lo].headroom, lo, num(v.m->layer[lo].act_max),
-                (double)v.m->loss_scale);
-        else
-            say(t, "%sno warnings; the run is healthy", ind);
+        verdict_line(t, &v, ind);
+        check_lines(t, v.d, ind);
         return;
     }
     /* the cause first (a divergence's or a blow-up's, then a stall's; where
@@ -289,6 +328,7 @@ static void run_lines(text *t, const trainer_status *s, int run)
             if (!rewind_said++)
                 rewind_line(t, &v);
         }
+    check_lines(t, v.d, ind);
 }
 
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max)
@@ -335,7 +375,7 @@ static tui_style line_style(const char *l)
 {
     if (strstr(l, "DIAGNOSIS at"))
         return TUI_S_BAD;
-    if (strstr(l, "warning at"))
+    if (strstr(l, "warning at") || strstr(l, "? no: "))
         return TUI_S_WARN;
     if (strncmp(l, "    keys:", 9) == 0)
         return TUI_S_KEY;

@@ -110,14 +110,15 @@ key q
 check_exited "the blown-up run" 3
 
 # ---- a healthy run: nothing to report, with its headroom -----------------
-open_d DONE "$BIN -L 2 -d 32 -T 16 -B 4 --val-every 25 --steps 30"
-panel 'no warnings; the run is healthy: headroom' && ok || no "D on a healthy run: $(screen)"
+open_d DONE "$BIN -L 2 -d 32 -T 16 -B 4 --val-every 25 --steps 300"
+panel 'no warnings; the run is healthy: headroom' && panel 'is it learning? ok:' && ok ||
+    no "D on a healthy run: $(screen)"
 key q
 check_exited "the healthy run" 0
 
 # ---- --compare where only b diverges: both runs' diagnoses ---------------
 open_d DIVERGED "$BIN $F --lr 2e-3 --compare lr=2e-2"
-panel 'a: ' && panel 'no warnings; the run is healthy' && ok || no "D --compare: run a: $(screen)"
+panel 'a: ' && panel 'no warnings' && ok || no "D --compare: run a: $(screen)"
 panel 'b: ' && panel 'DIAGNOSIS at step' && panel '(layer 3)' && ok ||
     no "D --compare: run b: $(screen)"
 panel 'Tab until it reads b' && ok || no "D --compare: no target hint: $(screen)"

@@ -79,8 +79,7 @@ def clock_the_probe(clock):
         def method(self, *a, _f=getattr(P, name), **kw):
             return timed(_f, self, 0)(self, *a, **kw)
         setattr(P, name, method)
-    for name, kind in (("_forward_hook", 1), ("_backward_hook", 2), ("_block_enter", 1),
-                       ("_grad_keeper", 2)):
+    for name, kind in (("_forward_hook", 1), ("_backward_hook", 2), ("_block_enter", 1)):
         def factory(self, *a, _f=getattr(P, name), _k=kind, **kw):
             return timed(_f(self, *a, **kw), self, _k)
         setattr(P, name, factory)

@@ -205,6 +205,15 @@ def _loss_value(loss):
     return float(_first_value(loss) if isinstance(loss, torch.Tensor) else loss)
 
 
+def _same_value(a, b):
+    """A replayed one-value output against the step's: equal to a part in
+    1e5, or both not finite."""
+    x, y = float(a.detach().reshape(-1)[0]), float(b.detach().reshape(-1)[0])
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return not math.isfinite(x) and not math.isfinite(y)
+    return abs(x - y) <= 1e-5 * max(abs(x), abs(y), 1e-30)
+
+
 def _dense(g):
     """A gradient's values as a dense tensor (a sparse one's stored values)."""
     return g.coalesce().values() if g.is_sparse else g
@@ -272,6 +281,7 @@ class _Records:
         self.targets = None  # the batch's targets, seen in the model's call (data_entropy)
         self.heads = []  # (Linear outside the blocks, its output): the first step, for vocab
         self.model_out = None  # the model's first output tensor: the first step, for vocab
+        self.block_calls = {}  # block -> calls in the first step (a shared block: several)
 
     def release(self):
         """Drop the step's tensors. Each tensor in hooked carries a backward
@@ -607,6 +617,9 @@ class Probe:
     def _block_enter(self, b):
         def pre(mod, inp):
             self.stack.append(b)
+            if self.n == 0:  # the first forward: how often each block runs
+                calls = self.rec.block_calls
+                calls[b] = calls.get(b, 0) + 1
         return pre
 
     def _model_enter(self, mod, inp):
@@ -927,10 +940,14 @@ class Probe:
                     _set_random_states(c.rng)
                     with torch.autocast("cpu", enabled=c.autocast[0], dtype=c.autocast[1]):
                         out = self.model(*c.args, **c.kwargs)
-                    for t, g in zip(_float_tensors(out), c.out_grads()):
+                    faithful = True
+                    for t, k, g in zip(_float_tensors(out), c.kept, c.out_grads()):
+                        faithful = faithful and (k is None or _same_value(t, k))
                         if g is not None and t.requires_grad:
                             outs.append(t)
                             grads.append(g)
+                    if not faithful:  # not the step's computation: nothing it says is named
+                        return (PASS_LOSS + 4, _order(PASS_LOSS, 0)), []
                 params = [p for p in self.params if p.requires_grad]
                 if outs and params:
                     torch.autograd.grad(outs, params, grads, allow_unused=True)
@@ -1313,7 +1330,10 @@ class Probe:
         """(text, block or None) of a watch record's code."""
         mod, pass_ = divmod(code, 4)
         named = pass_ < PASS_LOSS or (pass_ == PASS_GRADS and mod > 0)
-        if pass_ == PASS_LOSS:
+        if pass_ == PASS_LOSS and mod > 0:
+            where = "not named: the step's replay did not compute what the step did (a hook " \
+                "of the user's, which a replay does not run, or state it does not restore)"
+        elif pass_ == PASS_LOSS:
             where = "loss"
         elif pass_ == PASS_GRADS:
             # a module here: its own parameters' gradient, when the backward
@@ -1371,7 +1391,16 @@ class Probe:
         if self.shared:
             pairs.append(("shared_modules", sorted({n for n, m in self.model.named_modules()
                                                     if any(m is s for s in self.shared)})))
+        calls = [self.rec.block_calls.get(b, 0) for b in range(len(self.blocks))]
+        if first_forward and any(c > 1 for c in calls):
+            pairs.append(("block_calls", calls))
         self.writer.line(pairs)
+        for b, c in enumerate(calls if first_forward else []):
+            if c > 1:  # one block, its weights shared by the layers that call it
+                self._event("note", "block %s ran %d times in a forward (shared weights): its "
+                            "row l%d covers every call (act_max and resid over all of them, its "
+                            "gradients their sum); rows per call are not written"
+                            % (self.blocks[b][0], c, b))
 
     def _find_vocab(self):
         """The output vocabulary's size, from the first forward: the

@@ -65,9 +65,9 @@ def blas():
             libs = {line.split()[-1] for line in f if "blas" in line.lower()}
     except OSError:
         return "unknown"
-    real = sorted({os.path.realpath(x) for x in libs if x.startswith("/")})
-    return ", ".join(os.path.basename(os.path.dirname(x)) + "/" + os.path.basename(x)
-                     for x in real) or "none mapped"
+    real = sorted({os.path.realpath(x) for x in libs if x.startswith("/") and
+                   "lapack" not in os.path.basename(x)})
+    return ", ".join(os.path.basename(x) for x in real) or "none mapped"
 
 
 KINDS = ("step", "forward hooks", "backward hooks")

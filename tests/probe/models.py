@@ -60,12 +60,15 @@ class GPT(nn.Module):
             ln_f=nn.LayerNorm(c)))
         self.lm_head = nn.Linear(c, v, bias=False)
 
-    def forward(self, idx, targets):
+    def logits(self, idx):
         t = idx.shape[1]
         x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
         for blk in self.transformer.h:
             x = blk(x)
-        logits = self.lm_head(self.transformer.ln_f(x))
+        return self.lm_head(self.transformer.ln_f(x))
+
+    def forward(self, idx, targets):
+        logits = self.logits(idx)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 
@@ -101,6 +104,18 @@ class Faulty(torch.nn.Linear):
         return y
 
 
+def train_step(model, opt, probe, x, y):
+    """One step as a training loop writes it, the probe between backward
+    and the optimizer; the loss (of a model returning it or (logits, loss))."""
+    opt.zero_grad()
+    out = model(x, y)
+    loss = out[1] if isinstance(out, tuple) else out
+    loss.backward()
+    probe.step(loss)
+    opt.step()
+    return loss
+
+
 def batch(gen, b=4, t=16, v=256):
     """A random batch: targets are the inputs shifted, so the loss falls."""
     seq = torch.randint(0, v, (b, t + 1), generator=gen)
@@ -113,11 +128,7 @@ class GPTLogits(GPT):
     """nanoGPT's own signature: forward(idx, targets) returns (logits, loss)."""
 
     def forward(self, idx, targets):
-        t = idx.shape[1]
-        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
-        for blk in self.transformer.h:
-            x = blk(x)
-        logits = self.lm_head(self.transformer.ln_f(x))
+        logits = self.logits(idx)
         return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 

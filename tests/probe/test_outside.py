@@ -192,7 +192,36 @@ def logits_loss():
          "(logits, loss): an inf made in a backward is named (%s)" % first)
 
 
+def attention_scores():
+    """act_max covers nn.MultiheadAttention's scores, q.k / sqrt(d_head)
+    before masking and softmax: with q and k projections scaled up, the
+    scores are the block's largest |x|, equal to ones computed here from
+    the attention's inputs."""
+    m = models.EncoderClassifier(n_layer=1)
+    mha = m.encoder.layers[0].self_attn
+    with torch.no_grad():
+        mha.in_proj_weight[:64] *= 6.0
+    seen = []
+    mha.register_forward_pre_hook(lambda mod, inp: seen.append(inp[0].detach()))
+    path = os.path.join(TMP, "scores.nsj")
+    x, y = models.batch(torch.Generator().manual_seed(4))
+    with normscope_probe.attach(m, path=path) as probe:
+        loss = F.cross_entropy(m(x), y[:, 0] % 5)
+        loss.backward()
+        probe.step(loss)
+    q = F.linear(seen[0], mha.in_proj_weight[:32], mha.in_proj_bias[:32])
+    k = F.linear(seen[0], mha.in_proj_weight[32:64], mha.in_proj_bias[32:64])
+    q, k = (z.reshape(4, 16, 2, 16).transpose(1, 2) for z in (q, k))
+    want = float(((q @ k.transpose(-2, -1)) / 4.0).abs().max())
+    outs = float(m.encoder.layers[0](m.emb(x)).abs().max())
+    got = check.read_stream(path)[1][0]["l0_act_max"]
+    C.ok(want > 2 * outs and check.rel(got, want) < 1e-5,
+         "act_max is the attention scores' max when they are the largest (%.4g, want %.4g; "
+         "outputs %.4g)" % (got, want, outs))
+
+
 llama()
+attention_scores()
 seq_heads()
 albert()
 classifier()

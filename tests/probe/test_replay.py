@@ -24,7 +24,7 @@ FAULT = 7
 
 class Drawing(models.GPT):
     """Draws from Python's random and numpy's in its forward (a stochastic
-    depth or augmentation a user wrote), scaling its input by the draws."""
+    depth or augmentation a user wrote), scaling its loss by the draws."""
 
     def forward(self, idx, targets):
         s = 1.0 + 0.01 * random.random() + 0.01 * float(numpy.random.rand())
@@ -128,6 +128,35 @@ def raise_and_pause():
          "on_nonfinite='pause' holds the run at step %d until resumed (%s)" % (FAULT, ev))
 
 
+def counts():
+    """Every step counted, written or not: with every=10 and the loss
+    non-finite from step FAULT on, the line of step 11 says 5 non-finite
+    steps and the end line 6 of 12, under both watches."""
+    for watch in ("replay", "device"):
+        os.environ["NORMSCOPE_PROBE_WATCH"] = watch
+        torch.manual_seed(0)
+        m = models.GPT(n_layer=1)
+        fc = m.transformer.h[0].mlp.c_fc
+        orig = fc.forward
+        step = [0]
+        fc.forward = lambda x: orig(x) * (float("inf") if step[0] >= FAULT else 1.0)
+        opt = torch.optim.SGD(m.parameters(), lr=0.01)
+        gen = torch.Generator().manual_seed(2)
+        path = os.path.join(TMP, "count_%s.nsj" % watch)
+        with normscope_probe.attach(m, opt, path=path, every=10) as probe:
+            for s in range(1, 13):
+                step[0] = s
+                models.train_step(m, opt, probe, *models.batch(gen))
+        del os.environ["NORMSCOPE_PROBE_WATCH"]
+        _, rows, ev = check.read_stream(path)
+        end = [e for e in ev if e["event"] == "end"][0]
+        C.ok([(r["step"], r.get("nonfinite_steps")) for r in rows] == [(1, 0), (11, 5)] and
+             (end.get("steps"), end.get("nonfinite_steps")) == (12, 6),
+             "%s watch: non-finite steps counted on every step (%s; end %s)"
+             % (watch, [(r["step"], r.get("nonfinite_steps")) for r in rows], end))
+
+
 side_effects()
 raise_and_pause()
+counts()
 C.close()

@@ -18,7 +18,15 @@ acknowledged in the stream. Pure Python; needs only torch.
 
 attach() is the one entry point.
 """
+import importlib.util
+import sys
+
 from .version import __version__
+
+if importlib.util.find_spec("torch") is None:  # found at import, not at attach()
+    raise ImportError("normscope_probe needs torch, which %s (Python %d.%d) cannot import: make "
+                      "the venv from a Python that has it, e.g. /usr/bin/python3 -m venv "
+                      "--system-site-packages ~/venv" % ((sys.executable,) + sys.version_info[:2]))
 
 __all__ = ["attach", "__version__"]
 

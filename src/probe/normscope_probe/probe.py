@@ -55,6 +55,7 @@ import threading
 import time
 import types
 import warnings
+import weakref
 
 import torch
 
@@ -205,6 +206,28 @@ def _loss_value(loss):
     return float(_first_value(loss) if isinstance(loss, torch.Tensor) else loss)
 
 
+def _mha_scores(mha, q, k):
+    """(batch, heads, target, source) scores q.k / sqrt(d_head) of an
+    nn.MultiheadAttention for inputs q, k (batch first or not, as the
+    module says), without gradients."""
+    e, h = mha.embed_dim, mha.num_heads
+    with torch.no_grad():
+        if mha._qkv_same_embed_dim:
+            wq, wk = mha.in_proj_weight[:e], mha.in_proj_weight[e:2 * e]
+        else:
+            wq, wk = mha.q_proj_weight, mha.k_proj_weight
+        b = mha.in_proj_bias
+        bq, bk = (b[:e], b[e:2 * e]) if b is not None else (None, None)
+        if not getattr(mha, "batch_first", False):
+            q, k = q.transpose(0, 1), k.transpose(0, 1)
+        qp = torch.nn.functional.linear(q, wq, bq)
+        kp = torch.nn.functional.linear(k, wk, bk)
+        n, t, s = qp.shape[0], qp.shape[1], kp.shape[1]
+        qp = qp.reshape(n, t, h, e // h).transpose(1, 2)
+        kp = kp.reshape(n, s, h, e // h).transpose(1, 2)
+        return (qp @ kp.transpose(-2, -1)) / math.sqrt(e // h)
+
+
 def _same_value(a, b):
     """A replayed one-value output against the step's: equal to a part in
     1e5, or both not finite."""
@@ -279,8 +302,10 @@ class _Records:
         self.order = []  # leaf modules of block 0, in the order they ran (first step)
         self.tokens = None
         self.targets = None  # the batch's targets, seen in the model's call (data_entropy)
-        self.heads = []  # (Linear outside the blocks, its output): the first step, for vocab
-        self.model_out = None  # the model's first output tensor: the first step, for vocab
+        # the first step, for vocab: (Linear outside the blocks, a weak reference
+        # to its output: kept alive here, logits would raise the peak memory),
+        # the one whose output the model returned, and that output's last size
+        self.heads, self.out_head, self.out_width = [], None, None
         self.block_calls = {}  # block -> calls in the first step (a shared block: several)
 
     def release(self):
@@ -291,7 +316,7 @@ class _Records:
         self.hooked.clear()
         self.last_out = None
         self.calls = []
-        self.targets, self.heads, self.model_out = None, [], None
+        self.targets, self.heads, self.out_head, self.out_width = None, [], None, None
 
 
 class Probe:
@@ -325,6 +350,7 @@ class Probe:
         self.shared = self._shared_modules()
         self._index_params()
         self.writer, self.ctl, self.dist, self.rank, self.world = None, None, False, 0, 1
+        self.peers = []
         self.deferred = self._torchrun_waiting()
         if not self.deferred:
             self._init_dist()
@@ -342,6 +368,9 @@ class Probe:
         self.code_cache = {}
         self.lr_check = None  # LR commands watched for a scheduler undoing them (_lr_undone)
         self.val_next = None  # a validation loss for the next step line (validation())
+        # steps whose loss or gradients held an inf or a NaN, every step counted
+        # (written or not): an int, or under the accelerator's watch a device count
+        self.nonfinite_steps = 0
         self.found_scaler, self.scaler_found = None, None  # _scale's search, once
         self.vocab = None  # the output vocabulary's size, once the first forward shows it
         self.tcounts = None  # the written steps' target counts, by token (data_entropy)
@@ -376,6 +405,10 @@ class Probe:
         self.cdev = torch.device("cpu")
         if self.dist and d.get_backend() == "nccl":
             self.cdev = torch.device("cuda", torch.cuda.current_device())
+        # every rank's (host, pid): the end line names a peer that died first
+        self.peers = [None] * self.world
+        if self.dist:
+            d.all_gather_object(self.peers, (socket.gethostname(), os.getpid()))
 
     def _undefer(self):
         if not self._torchrun_waiting():
@@ -466,6 +499,9 @@ class Probe:
             self.mod_list.append(m)
             fn = self._forward_hook(idx, self.block_ids.get(id(m), -1), m)
             self.mod_hooks.append((m.register_forward_hook, fn))
+        for idx, m in enumerate(self.mod_list):
+            if isinstance(m, torch.nn.MultiheadAttention) and self._layer_of(idx) is not None:
+                self.mod_hooks.append((m.register_forward_pre_hook, self._scores_hook(idx, m)))
         for b, (_, bm) in enumerate(self.blocks):
             self.mod_hooks.append((bm.register_forward_pre_hook, self._block_enter(b)))
         self.mod_hooks.append((self.model.register_forward_pre_hook, self._model_enter))
@@ -622,6 +658,25 @@ class Probe:
                 calls[b] = calls.get(b, 0) + 1
         return pre
 
+    def _scores_hook(self, idx, mha):
+        """On a measured step, the attention scores of an
+        nn.MultiheadAttention, q.k / sqrt(d_head) for every head and pair
+        of positions before masking and softmax, computed again from its
+        query and key inputs and its projections, as a record of the
+        module (so act_max covers them): they have no module of their own
+        whose output a hook could read."""
+        def pre(mod, inp):
+            rec = self.rec
+            if not rec.measuring or rec.watching or not torch.is_grad_enabled() or len(inp) < 2:
+                return
+            q, k = inp[0], inp[1]
+            if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor) or \
+                    q.dim() != 3 or k.dim() != 3:
+                return
+            block = self.stack[-1] if self.stack else -1
+            self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, _mha_scores(mha, q, k))
+        return pre
+
     def _model_enter(self, mod, inp):
         """A new forward: no block runs yet (an exception may have left one
         on the stack); the batch's token count, from its shape."""
@@ -691,9 +746,12 @@ class Probe:
         if leaf0 and block == 0:
             rec.order.append(m)
         if block < 0 and isinstance(m, torch.nn.Linear) and not rec.watching:
-            rec.heads.append((m, t))
+            rec.heads.append((m, weakref.ref(t)))
         if m is self.model and not rec.watching:
-            rec.model_out = next((x for x in _float_tensors(out) if x.dim() >= 2), None)
+            outs = [x for x in _float_tensors(out) if x.dim() >= 2]
+            rec.out_width = int(outs[0].shape[-1]) if outs else None
+            rec.out_head = next((h for h, ref in rec.heads
+                                 if any(ref() is x for x in outs)), None)
 
     def _backward_hook(self, idx, block, rec):
         def hook(g):
@@ -841,6 +899,7 @@ class Probe:
             elif getattr(rec, side + "_val"):
                 vecs.append(torch.stack(getattr(rec, side + "_val")).float())
             if side == "fwd":
+                nf_at = sum(len(v) for v in vecs)  # the loss's place
                 vecs.append(lossv.reshape(1).float())
         vecs.append(gsq[-1:].float())
         codes = tuple(rec.fwd_code) + (PASS_LOSS,) + tuple(rec.bwd_code) + (PASS_GRADS,)
@@ -853,6 +912,10 @@ class Probe:
             if len(self.code_cache) < 64:
                 self.code_cache[codes] = ct
         bad = ~torch.isfinite(torch.cat(vecs))
+        # the step counts as non-finite by its loss and gradients, as the CPU's watch counts
+        step_bad = (bad[nf_at] | bad[-1]).to(torch.float64)
+        self.nonfinite_steps = step_bad if isinstance(self.nonfinite_steps, int) else \
+            self.nonfinite_steps + step_bad
         at = torch.argmax(bad.to(torch.uint8))
         cand = torch.cat([torch.full((1,), float(self.n), dtype=torch.float64, device=dev),
                           ct[:, at]])
@@ -877,8 +940,7 @@ class Probe:
         Finite gradients whose squares passed float32's range have their
         norms computed again in float64, when the step is written."""
         measuring = self.rec.measuring
-        if self.first is not None and not measuring or \
-                math.isfinite(_read_sum(lossv, gsq[-1])):
+        if math.isfinite(_read_sum(lossv, gsq[-1])):
             return
         lossf = _loss_value(lossv)
         if math.isfinite(lossf) and self._grads_finite():
@@ -886,6 +948,7 @@ class Probe:
             if measuring and not (self.dist and self.sharded):
                 gsq.copy_(self._grad_sums(exact=True))
             return
+        self.nonfinite_steps += 1
         if self.first is not None:
             return
         found, ran = self._replay(self.rec.calls, lossf) if self.rec.calls else (None, [])
@@ -1115,6 +1178,9 @@ class Probe:
         ent = self._entropy(rec.targets)
         if ent is not None:
             parts.append(ent.reshape(1).to(dev))
+        nfs = self.nonfinite_steps  # an int (the CPU's watch) or a device count
+        if isinstance(nfs, torch.Tensor):
+            parts.append(nfs.reshape(1).float().to(dev))
         before = None
         if (self.n - 1) % self.update_every == 0 and self.optimizer is not None:
             before = [_flatten([p.detach() for p in ps]).float() if ps else None
@@ -1125,7 +1191,8 @@ class Probe:
                 "lr": self._lr(), "before": before, "ratio": None, "time": now, "tps": tps,
                 "nf": len(rec.fwd_lo), "nb": len(rec.bwd_lo),
                 "fwd_block": rec.fwd_block, "bwd_block": rec.bwd_block, "resid": rec.resid,
-                "lowp_block": rec.lowp_block, "lowp": rec.lowp, "ent": ent is not None}
+                "lowp_block": rec.lowp_block, "lowp": rec.lowp, "ent": ent is not None,
+                "nfs": nfs}
 
     def _entropy(self, targets):
         """The unigram entropy (nats, a 0-d tensor) of the targets of every
@@ -1202,12 +1269,13 @@ class Probe:
             ovf[b] += o
             udf[b] += u
         ent = take(1)[0] if row["ent"] else None
+        nfs = take(1)[0] if isinstance(row["nfs"], torch.Tensor) else row["nfs"]
         ratio = take(nb) if row["ratio"] is not None else [None] * nb
         ratio = [None if not ps else r for r, ps in zip(ratio, self.block_params)]
         first = take(3)
         return {"loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
                 "rsq": rsq, "rn": rn, "ovf": ovf, "udf": udf, "ratio": ratio, "first": first,
-                "ent": ent}
+                "ent": ent, "nfs": int(nfs)}
 
     def _reduce(self, v):
         """Under torch.distributed the statistics are those of the global
@@ -1283,7 +1351,7 @@ class Probe:
                  ("val_loss", row["val_loss"]), ("lr", row["lr"]), ("grad_norm", gnorm),
                  ("loss_scale", v["scale"]), ("skipped", skipped),
                  ("precision", PRECISION.get(row["lowp"] or self._param_dtype(), "fp32")),
-                 ("data_entropy", v["ent"])]
+                 ("data_entropy", v["ent"]), ("nonfinite_steps", v["nfs"])]
         if self.placement is not None:
             pairs.append(("norm", self.placement))
         if self.kind is not None:
@@ -1410,16 +1478,14 @@ class Probe:
         tensor's last size when an Embedding of that many rows says it is
         a tied head's logits; None when nothing says."""
         rec = self.rec
-        out = rec.model_out
-        for m, t in rec.heads:
-            if out is not None and t is out:
-                return m.out_features
+        if rec.out_head is not None:
+            return rec.out_head.out_features
         if rec.heads:
             return max(m.out_features for m, _ in rec.heads)
-        if out is not None and any(isinstance(e, torch.nn.Embedding) and
-                                   e.num_embeddings == out.shape[-1]
-                                   for e in self.model.modules()):
-            return int(out.shape[-1])
+        if rec.out_width is not None and any(isinstance(e, torch.nn.Embedding) and
+                                             e.num_embeddings == rec.out_width
+                                             for e in self.model.modules()):
+            return rec.out_width
         return None
 
     # -- controls ------------------------------------------------------------------------
@@ -1606,14 +1672,41 @@ class Probe:
             except (OSError, ValueError):
                 return
         self.end_reason = reason
-        extra = [("reason", reason)]
+        nfs = self.nonfinite_steps
+        extra = [("reason", reason), ("steps", self.n),
+                 ("nonfinite_steps", int(nfs.item()) if isinstance(nfs, torch.Tensor) else nfs)]
         if self.first is not None and not self.reported_nonfinite:
             extra += self._first_pairs(self.first.tolist())
+        dead = self._dead_peers() if reason in ("exception", "signal") else []
+        if dead:
+            extra.append(("dead_ranks", dead))
+            detail = "rank %s ended first (%s)%s" % (
+                ", ".join(str(r) for r in dead),
+                ", ".join("pid %d" % self.peers[r][1] for r in dead),
+                "; " + detail if detail else "")
         text = "run ended at step %d: %s%s" % (self.n, reason, ": " + detail if detail else "")
         try:
             self._event("end", text, extra)
         except (OSError, ValueError):
             pass  # a closed or broken file: nothing more can be said
+
+    def _dead_peers(self):
+        """The ranks on this host whose process is gone or a zombie (killed,
+        or crashed, before this one ended: the collective it left is what
+        failed here). Peers on other hosts cannot be asked."""
+        host = socket.gethostname()
+        dead = []
+        for r, peer in enumerate(getattr(self, "peers", None) or []):
+            if r == self.rank or peer is None or peer[0] != host:
+                continue
+            try:
+                with open("/proc/%d/stat" % peer[1]) as f:
+                    state = f.read().rsplit(")", 1)[-1].split()[0]
+            except OSError:
+                state = "gone"
+            if state in ("gone", "Z", "X"):
+                dead.append(r)
+        return dead
 
     def close(self, reason="close"):
         if self.closed:

@@ -204,8 +204,12 @@ bench: $(BIN)
 	sh tests/bench/scaling.sh ./$(BIN)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 && \
-	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L6d256 --direct \
-	        --windows 2; \
+	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 \
+	        --signature logits && \
+	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L12d384 \
+	        --signature logits --windows 2 && \
+	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 \
+	        --signature logits --vocab 32768 --batch 8 --rss; \
 	else echo "probe overhead: skipped ($(PYTHON) has no torch)"; fi
 
 install: $(BIN)

@@ -21,6 +21,10 @@ which the interleaved difference includes. --direct runs only the two
 probed copies and reports only that.
 
     /usr/bin/python3 tests/bench/probe_overhead.py [--shape L4d64] [--windows 9] [--direct]
+        [--signature loss|logits] [--vocab 256] [--rss]
+
+--signature logits trains nanoGPT's own signature, a forward returning
+(logits, loss); --rss compares peak RSS (each variant in its own process).
 """
 import argparse
 import os
@@ -39,14 +43,31 @@ import torch  # noqa: E402
 import normscope_probe  # noqa: E402
 from normscope_probe import probe as probe_mod  # noqa: E402
 
-SHAPES = {"L4d64": (4, 64), "L6d256": (6, 256)}
+# layers, width, the batch's sequences (T is --seq)
+SHAPES = {"L4d64": (4, 64, 16), "L6d256": (6, 256, 16), "L12d384": (12, 384, 4)}
 WINDOW = 10
 
 
-def make(layers, dim, seq):
+def make(layers, dim, seq, signature="loss", vocab=256):
+    """A nanoGPT-style GPT returning its loss, or (logits, loss) as nanoGPT
+    itself does (signature "logits")."""
     torch.manual_seed(0)
-    m = models.GPT(n_layer=layers, c=dim, nh=max(1, dim // 64), t=seq, v=256)
+    kind = models.GPTLogits if signature == "logits" else models.GPT
+    m = kind(n_layer=layers, c=dim, nh=max(1, dim // 64), t=seq, v=vocab)
     return m, torch.optim.AdamW(m.parameters(), lr=1e-4)
+
+
+def blas():
+    """The BLAS library torch's process mapped (Debian switches it with
+    update-alternatives: the reference one or OpenBLAS)."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "blas" in line.lower()}
+    except OSError:
+        return "unknown"
+    real = sorted({os.path.realpath(x) for x in libs if x.startswith("/") and
+                   "lapack" not in os.path.basename(x)})
+    return ", ".join(os.path.basename(x) for x in real) or "none mapped"
 
 
 KINDS = ("step", "forward hooks", "backward hooks")
@@ -79,8 +100,7 @@ def clock_the_probe(clock):
         def method(self, *a, _f=getattr(P, name), **kw):
             return timed(_f, self, 0)(self, *a, **kw)
         setattr(P, name, method)
-    for name, kind in (("_forward_hook", 1), ("_backward_hook", 2), ("_block_enter", 1),
-                       ("_grad_keeper", 2)):
+    for name, kind in (("_forward_hook", 1), ("_backward_hook", 2), ("_block_enter", 1)):
         def factory(self, *a, _f=getattr(P, name), _k=kind, **kw):
             return timed(_f(self, *a, **kw), self, _k)
         setattr(P, name, factory)
@@ -121,7 +141,8 @@ def dispatch_cost(clock, n=20000):
 def one_step(model, opt, x, y, probe, clock):
     t0 = clock()
     opt.zero_grad(set_to_none=True)
-    loss = model(x, y)
+    out = model(x, y)
+    loss = out[1] if isinstance(out, tuple) else out
     loss.backward()
     if probe is not None:
         probe.step(loss)
@@ -134,22 +155,34 @@ def main():
     ap.add_argument("--shape", choices=sorted(SHAPES), default="L4d64")
     ap.add_argument("--windows", type=int, default=9, help="windows of 10 steps per variant")
     ap.add_argument("--seq", type=int, default=128, help="tokens per sequence (T)")
-    ap.add_argument("--batch", type=int, default=16, help="sequences per batch (B)")
+    ap.add_argument("--batch", type=int, help="sequences per batch (B; default the shape's)")
+    ap.add_argument("--signature", choices=("loss", "logits"), default="loss",
+                    help="the model returns its loss, or (logits, loss) as nanoGPT does")
+    ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--rss", action="store_true",
+                    help="peak RSS of a run without the probe, every=1 and every=10, each "
+                         "in its own process, instead of the time")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--wall", action="store_true", help="time the wall clock, not CPU time")
     ap.add_argument("--direct", action="store_true",
                     help="only the probed copies, and only the probe's own time")
     a = ap.parse_args()
+    layers, dim, batch = SHAPES[a.shape]
+    a.batch = a.batch or batch
+    if a.child is not None:
+        return rss_child(a, layers, dim)
+    if a.rss:
+        return rss(a)
     clock = time.perf_counter if a.wall else time.process_time
     clock_the_probe(clock)
     torch.set_num_threads(a.threads)
-    layers, dim = SHAPES[a.shape]
     tmp = tempfile.mkdtemp(prefix="nsbench.")
-    x, y = models.batch(torch.Generator().manual_seed(1), b=a.batch, t=a.seq)
+    x, y = models.batch(torch.Generator().manual_seed(1), b=a.batch, t=a.seq, v=a.vocab)
     runs = {}
     variants = (("off", None), ("every=1", 1), ("every=10", 10))
     for name, every in variants[1:] if a.direct else variants:
-        m, opt = make(layers, dim, a.seq)
+        m, opt = make(layers, dim, a.seq, a.signature, a.vocab)
         p = None if every is None else normscope_probe.attach(
             m, opt, path=os.path.join(tmp, "%d.nsj" % every), every=every)
         runs[name] = (m, opt, p, [])
@@ -167,6 +200,44 @@ def main():
             p.close()
     report(a, n_params, runs, spent)
     left_out(a, clock, runs)
+
+
+def rss_child(a, layers, dim, steps=6):
+    """One run of the --rss comparison, in this process: steps steps
+    without the probe (--child 0) or with every=N; prints its peak RSS in
+    MB (ru_maxrss)."""
+    import resource
+    torch.set_num_threads(a.threads)
+    m, opt = make(layers, dim, a.seq, a.signature, a.vocab)
+    x, y = models.batch(torch.Generator().manual_seed(1), b=a.batch, t=a.seq, v=a.vocab)
+    every = int(a.child)
+    p = None
+    if every:
+        p = normscope_probe.attach(m, opt, path=os.path.join(tempfile.mkdtemp(prefix="nsbench."),
+                                                             "rss.nsj"), every=every)
+    for _ in range(steps):
+        one_step(m, opt, x, y, p, time.process_time)
+    if p is not None:
+        p.close()
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+
+
+def rss(a):
+    """Peak RSS without the probe, with every=1 and every=10, each in its
+    own process (peak RSS is a process's), and the ratios."""
+    import subprocess
+    got = {}
+    for every in (0, 1, 10):
+        cmd = [sys.executable, os.path.abspath(__file__), "--shape", a.shape, "--seq",
+               str(a.seq), "--batch", str(a.batch), "--signature", a.signature, "--vocab",
+               str(a.vocab), "--threads", str(a.threads), "--child", str(every)]
+        got[every] = float(subprocess.run(cmd, check=True, capture_output=True,
+                                          text=True).stdout.split()[-1])
+    print("model %s, vocab %d, batch %d x %d, returns %s, BLAS %s: peak RSS" % (
+        a.shape, a.vocab, a.batch, a.seq, "(logits, loss)" if a.signature == "logits"
+        else "the loss", blas()))
+    print("  without the probe %.0f MB, every=1 %.0f MB (x%.3f), every=10 %.0f MB (x%.3f)" % (
+        got[0], got[1], got[1] / got[0], got[10], got[10] / got[0]))
 
 
 def left_out(a, clock, runs):
@@ -203,9 +274,11 @@ def report(a, n_params, runs, spent):
     of the step, window by window (median and spread)."""
     win = {k: windows(v[3]) for k, v in runs.items()}
     own = {k: windows(v) for k, v in spent.items()}
-    print("model %s: %.2fM parameters, batch %d x %d, %d thread(s), %d windows of %d steps, "
-          "%s time" % (a.shape, n_params / 1e6, a.batch, a.seq, a.threads, a.windows, WINDOW,
-                       "wall" if a.wall else "CPU"))
+    print("model %s: %.2fM parameters, vocab %d, returns %s, batch %d x %d, %d thread(s), "
+          "BLAS %s, %d windows of %d steps, %s time"
+          % (a.shape, n_params / 1e6, a.vocab, "(logits, loss)" if a.signature == "logits"
+             else "the loss", a.batch, a.seq, a.threads, blas(), a.windows, WINDOW,
+             "wall" if a.wall else "CPU"))
     print("%-9s %12s %10s %8s %10s %8s" % ("", "step (ms)", "overhead", "spread", "in probe",
                                           "spread"))
     for k, w in win.items():

@@ -54,9 +54,11 @@ def read_stream(path):
         [o for o in objs[1:] if "event" in o]
 
 
+# on every step line of a run with an optimizer, in fp32; update_ratio comes
+# on its steps only, headroom in fp16/bf16 only, val_loss when one was given
 LAYER_KEYS = ("grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms",
-              "update_ratio", "overflow", "underflow", "headroom")
-STEP_KEYS = ("step", "loss", "val_loss", "lr", "grad_norm", "loss_scale", "skipped")
+              "overflow", "underflow")
+STEP_KEYS = ("step", "loss", "lr", "grad_norm", "loss_scale", "skipped")
 
 
 def rel(a, b):

@@ -3,10 +3,12 @@ gloo on the CPU (or, with --single, in one process on the same global
 batch). Rank 0 asks for "lr x2" through the control file at step LR_STEP,
 as normscope --follow would; each rank saves its final parameters. With
 --fault, rank 0's h.1.attn.c_attn makes an inf at step FAULT_STEP (every=4:
-an unwritten step), and nothing is asked through the control file."""
+an unwritten step), and nothing is asked through the control file. With
+--die, rank 1 is killed at step DIE_STEP: rank 0's collective fails."""
 import argparse
 import faulthandler
 import os
+import signal
 import threading
 import time
 
@@ -17,7 +19,7 @@ import torch.distributed as dist
 
 import normscope_probe
 
-STEPS, LR_STEP, PAUSE_STEP, GLOBAL_B, FAULT_STEP = 6, 3, 5, 8, 4
+STEPS, LR_STEP, PAUSE_STEP, GLOBAL_B, FAULT_STEP, DIE_STEP = 6, 3, 5, 8, 4, 3
 
 
 def append(path, text):
@@ -41,6 +43,8 @@ def main():
                     help="attach() before init_process_group (the stream opens at step 1)")
     ap.add_argument("--fault", action="store_true",
                     help="an inf on rank 0 at step FAULT_STEP; every=4; no controls")
+    ap.add_argument("--die", action="store_true",
+                    help="rank 1 is killed (SIGKILL) before step DIE_STEP; no controls")
     a = ap.parse_args()
     # a worker stuck for minutes prints where, and ends, rather than hang the test
     stuck = open(os.path.join(a.out, "stuck%s.txt" % os.environ.get("LOCAL_RANK", "")), "w")
@@ -75,6 +79,9 @@ def main():
     elif a.fault:
         path = os.path.join(a.out, "fault%s.nsj" % os.environ.get("NORMSCOPE_PROBE_WATCH", ""))
         probe = normscope_probe.attach(net, opt, path=path, every=4)
+    elif a.die:
+        path = os.path.join(a.out, "die.nsj")
+        probe = normscope_probe.attach(net, opt, path=path)
     else:
         probe = normscope_probe.attach(net, opt, path=path)
     per = GLOBAL_B // world
@@ -83,9 +90,11 @@ def main():
         x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
         if faulty is not None:
             faulty.armed = step == FAULT_STEP and rank == 0
-        if step == LR_STEP and rank == 0 and not a.fault:
+        if a.die and step == DIE_STEP and rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if step == LR_STEP and rank == 0 and not (a.fault or a.die):
             append(path + ".ctl", "1 lr x2\n")
-        if step == PAUSE_STEP and rank == 0 and not a.fault:  # paused, then resumed
+        if step == PAUSE_STEP and rank == 0 and not (a.fault or a.die):  # paused, then resumed
             append(path + ".ctl", "2 pause\n")
             threading.Thread(target=resume_later, args=(path,), daemon=True).start()
         opt.zero_grad()

@@ -36,4 +36,11 @@ C.ok(r.returncode == 0 and out[:1] == [want] and venv in (out[1] if len(out) > 1
      "the installed probe imports from the venv, version %s (%s%s)" % (want, r.stdout, r.stderr[-300:]))
 head, rows, _ = check.read_stream(os.path.join(TMP, "i.nsj"))
 C.ok(head.get("probe") == want and len(rows) == 1, "and writes a stream with its version")
+# a Python that cannot import torch (no site-packages: -S): the import says so in one line
+r = subprocess.run([sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, %r); "
+                    "import normscope_probe" % SRC], capture_output=True, text=True, timeout=60)
+last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+C.ok(r.returncode != 0 and last.startswith("ImportError: normscope_probe needs torch, which ") and
+     "/usr/bin/python3 -m venv" in last,
+     "without torch, the import fails at once with one line naming the fix (%s)" % last)
 C.close()

@@ -88,6 +88,51 @@ C.ok(all(check.rel(a, b) < 1e-9 for a, b in zip(lrs[AT:], base[AT:])),
      "and it did change back (%s vs %s)" % (lrs, base))
 
 
+def far_undo():
+    """A scheduler not passed that steps every 50 steps: the LambdaLR
+    undoes the lr x2 sent at step 61 at step 101, forty steps on, and the
+    stream says so there; an ExponentialLR (which scales the LR it finds)
+    stepped every 10 keeps it, and nothing is said."""
+    for name, make in (("lambda", lambda o: torch.optim.lr_scheduler.LambdaLR(
+            o, lambda k: 1.0 / (1 + k))),
+            ("exponential", lambda o: torch.optim.lr_scheduler.ExponentialLR(o, 0.9))):
+        m = torch.nn.Sequential(torch.nn.ModuleList([torch.nn.Linear(4, 4)]))
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        sch = make(opt)
+        path = os.path.join(TMP, "far_%s.nsj" % name)
+        interval = 50 if name == "lambda" else 10
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = normscope_probe.attach(m, opt, path=path, every=20)
+        x = torch.randn(2, 4)
+        lrs = []
+        for s in range(1, 121):
+            if s == 61:
+                with open(path + ".ctl", "a") as f:
+                    f.write("1 lr x2\n")
+            m[0][0](x).sum().backward()
+            p.step(0.0)
+            lrs.append(opt.param_groups[0]["lr"])
+            opt.step()
+            opt.zero_grad()
+            if s % interval == 0:
+                sch.step()
+        p.close()
+        undone = [(e["step"], e["text"]) for e in check.read_stream(path)[2] if e.get("lr_undone")]
+        if name == "lambda":
+            C.ok(len(undone) == 1 and undone[0][0] == 101 and "at step 61" in undone[0][1] and
+                 "at step 101" in undone[0][1],
+                 "LambdaLR stepped every 50: the undo 40 steps on is said at step 101 (%s)"
+                 % undone)
+        else:
+            C.ok(not undone and check.rel(lrs[-1], 2 * 0.1 * 0.9 ** 11) < 1e-9,
+                 "ExponentialLR keeps lr x2 through its steps: nothing said (%s, lr %g)"
+                 % (undone, lrs[-1]))
+
+
+far_undo()
+
+
 def early_pause():
     """Space pressed while the view waited for the run: the command is
     written "at-start"; the run pauses before its first step."""

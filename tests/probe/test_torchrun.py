@@ -3,7 +3,8 @@ with gloo on the CPU: rank 0's stream has the gradient norms of one process
 on the same global batch (1e-5 relative), world_size 2, and an LR change
 from the control file leaves the parameters identical on both ranks, and
 a pause holds both ranks at the same step boundary; an inf made on one
-rank is named as that rank's module, under both watches."""
+rank is named as that rank's module, under both watches; a peer killed
+mid-run is named by rank 0's end line."""
 import os
 import subprocess
 import sys
@@ -74,4 +75,15 @@ for watch in ("replay", "device"):
     C.ok(got == [(5, 4, "transformer.h.1.attn.c_attn, forward")],
          "%s watch, DDP: rank 0's inf at step 4 named at step 5 (%s)" % (watch, got))
 env.pop("NORMSCOPE_PROBE_WATCH")
+# rank 1 killed at step 3: rank 0's end line names it, by rank and pid
+r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                    "--nproc_per_node", "2", "--redirects", "1", "--tee", "1", "--log_dir",
+                    os.path.join(TMP, "logs_die"), WORKER, "--die", "--out", TMP],
+                   env=env, capture_output=True, text=True, timeout=240)
+_, rows, ev = check.read_stream(os.path.join(TMP, "die.nsj"))
+end = [e for e in ev if e["event"] == "end"]
+C.ok(r.returncode != 0 and [x["step"] for x in rows] == [1, 2] and len(end) == 1 and
+     end[0].get("dead_ranks") == [1] and "rank 1 ended first (pid " in end[0]["text"] and
+     end[0]["reason"] in ("exception", "signal"),
+     "a killed peer: rank 0's end line names rank 1 (%s)" % end)
 C.close()

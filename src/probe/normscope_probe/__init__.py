@@ -18,7 +18,15 @@ acknowledged in the stream. Pure Python; needs only torch.
 
 attach() is the one entry point.
 """
+import importlib.util
+import sys
+
 from .version import __version__
+
+if importlib.util.find_spec("torch") is None:  # found at import, not at attach()
+    raise ImportError("normscope_probe needs torch, which %s (Python %d.%d) cannot import: make "
+                      "the venv from a Python that has it, e.g. /usr/bin/python3 -m venv "
+                      "--system-site-packages ~/venv" % ((sys.executable,) + sys.version_info[:2]))
 
 __all__ = ["attach", "__version__"]
 
@@ -32,8 +40,13 @@ def attach(model, optimizer=None, path="run.nsj", every=1, blocks=None, **option
         the update ratio and the skipped flag can be measured.
     every: write a step line every `every` steps (1, 1+every, ...). The
         non-finite watch runs on every step whatever `every` is.
-    blocks: None to find the stack of blocks, or a ModuleList, its name,
-        or a list of block module names.
+    blocks: None to find the stack of blocks by structure (a ModuleList of
+        alike blocks, or a run of them in an nn.Sequential; a list of
+        unlike modules, such as heads, never), or a ModuleList /
+        nn.Sequential, its name, or a list of block module names (each
+        once; a block shared by every layer and called in a loop is one
+        block, blocks=['shared'], and the stream says how often it ran).
+        Anything else is refused with a ValueError naming it.
     Options: mapping ({'fnmatch pattern': 'attn'|'ffn'|'ln'} on parameter
     names relative to their block, or a function name -> group or None),
     norm ('pre', 'post', ...: the placement, when neither norm_first nor
@@ -43,7 +56,15 @@ def attach(model, optimizer=None, path="run.nsj", every=1, blocks=None, **option
     scheduler (scaled with the LR, so it keeps an lr x2; attach() warns
     when the optimizer has one that was not passed), on_checkpoint (called
     with a path on every rank instead of the default save), sharded
-    (all-reduce squared gradient sums: default on for FSDP).
+    (all-reduce squared gradient sums: default on for FSDP), vocab (the
+    output vocabulary's size, for the header, when the head Linear does
+    not say it), on_nonfinite ('warn', 'pause' or 'raise': what to do at
+    the first step the watch finds non-finite: a RuntimeWarning, a pause
+    the follow view resumes, a FloatingPointError out of probe.step;
+    default None, only the stream says).
+
+    In the loop: probe.step(loss, targets=y) (targets optional: for
+    data_entropy), probe.validation(val_loss) after an evaluation.
 
     Under torchrun, attach() may come before init_process_group(): the
     stream is opened at the first step, once the process group exists.

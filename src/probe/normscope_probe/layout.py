@@ -1,7 +1,8 @@
 """layout.py - where a model's blocks are and what each parameter is.
 
-Finds the stack of identical blocks (a ModuleList whose children share one
-class) and sorts each block's parameters into attention, MLP and norm by the
+Finds the stack of blocks (a ModuleList whose children are alike: one
+class, the same parameter shapes; or a run of such blocks in an
+nn.Sequential) and sorts each block's parameters into attention, MLP and norm by the
 names of the modules that hold them and, when the names say nothing, by
 their structure (a norm or attention class, a Linear's shape). A parameter
 no rule and no user mapping claims is reported once and left out of the
@@ -43,53 +44,144 @@ def unwrap(model):
     return model
 
 
-def _identical_stack(mod):
-    kids = list(mod.children())
-    return (isinstance(mod, torch.nn.ModuleList) and len(kids) > 0 and
-            len({type(k) for k in kids}) == 1)
+def _signature(mod):
+    """What makes two blocks alike: their class and their parameters'
+    names and shapes (two heads Linear(d, V) and Linear(d, 2) are not)."""
+    return type(mod), tuple((n, tuple(p.shape)) for n, p in mod.named_parameters())
+
+
+def _composite(mod):
+    return any(True for _ in mod.children())
+
+
+def _stack_run(mod):
+    """The blocks a container holds, as [(child name, module)], or None: a
+    ModuleList whose children are all alike, or the longest run (two or
+    more) of alike modules that have submodules in an nn.Sequential
+    (Sequential(block, block, ..., LayerNorm) holds a run)."""
+    kids = list(mod.named_children())
+    if isinstance(mod, torch.nn.ModuleList):
+        if kids and len({_signature(k) for _, k in kids}) == 1:
+            return kids
+        return None
+    if not isinstance(mod, torch.nn.Sequential):
+        return None
+    best, i = None, 0
+    while i < len(kids):
+        j = i + 1
+        while j < len(kids) and _signature(kids[j][1]) == _signature(kids[i][1]):
+            j += 1
+        if j - i >= 2 and _composite(kids[i][1]) and (best is None or j - i > len(best)):
+            best = kids[i:j]
+        i = j
+    return best
 
 
 def _n_params(mod):
     return sum(p.numel() for p in mod.parameters())
 
 
+def _describe(mods):
+    """'Linear(32->256), Linear(32->2)': what a refused container holds."""
+    out = []
+    for m in mods[:4]:
+        if isinstance(m, torch.nn.Linear):
+            out.append("Linear(%d->%d)" % (m.in_features, m.out_features))
+        else:
+            out.append(type(m).__name__)
+    return ", ".join(out) + (", ..." if len(mods) > 4 else "")
+
+
 def find_blocks(model, blocks=None):
     """[(qualified name, module)] of the blocks, in order.
 
-    blocks: None (discover), a ModuleList, a qualified name of one, or a list
-    of qualified module names."""
+    blocks: None (discover), a ModuleList or nn.Sequential of the model,
+    its qualified name, or a list of qualified block names. Anything else,
+    or a container whose children are not alike, a name given twice, a
+    block inside another, a container or a module with no submodules in
+    the list, is refused with one line naming what was given."""
     named = dict(model.named_modules())
     if blocks is None:
-        for path in KNOWN_STACKS:
-            if path in named and _identical_stack(named[path]):
-                return _children(path, named[path])
-        stacks = [(n, m) for n, m in named.items() if _identical_stack(m)]
-        if not stacks:
-            raise ValueError("normscope_probe: found no ModuleList of identical blocks in %s; "
-                             "pass blocks= (a ModuleList or module names)" % type(model).__name__)
-        name, mod = max(stacks, key=lambda nm: _n_params(nm[1]))
-        return _children(name, mod)
-    if isinstance(blocks, torch.nn.ModuleList):
-        for n, m in named.items():
-            if m is blocks:
-                return _children(n, m)
-        raise ValueError("normscope_probe: blocks= is a ModuleList that is not part of the model")
+        return _discover(model, named)
+    if isinstance(blocks, torch.nn.Module):
+        path = next((n for n, m in named.items() if m is blocks), None)
+        if path is None:
+            raise ValueError("normscope_probe: blocks= is a %s that is not part of the model"
+                             % type(blocks).__name__)
+        return _given_stack(path, blocks)
     if isinstance(blocks, str):
         if blocks not in named:
             raise ValueError("normscope_probe: blocks=%r names no module of the model" % blocks)
-        return _children(blocks, named[blocks])
-    out = []
-    for n in blocks:
-        if n not in named:
-            raise ValueError("normscope_probe: blocks= entry %r names no module of the model" % n)
-        out.append((n, named[n]))
-    if not out:
+        return _given_stack(blocks, named[blocks])
+    if not isinstance(blocks, (list, tuple)):
+        raise ValueError("normscope_probe: blocks= is a %s; give None, a ModuleList or "
+                         "nn.Sequential of the model, its name, or a list of block names"
+                         % type(blocks).__name__)
+    return _given_list(list(blocks), named)
+
+
+def _discover(model, named):
+    """The blocks by structure: a known path first (nanoGPT's
+    transformer.h, Hugging Face's model.layers, ...), else the container
+    of alike blocks with the most parameters, blocks with submodules
+    before leaves."""
+    for path in KNOWN_STACKS:
+        run = _stack_run(named[path]) if path in named else None
+        if run:
+            return _named(path, run)
+    stacks = [(n, run) for n, m in named.items() for run in [_stack_run(m)] if run]
+    if not stacks:
+        raise ValueError("normscope_probe: found no ModuleList or nn.Sequential of alike blocks "
+                         "in %s; pass blocks= (a container of blocks, or a list of block names; "
+                         "a block shared by every layer, called in a loop: blocks=['its name'])"
+                         % type(model).__name__)
+    name, run = max(stacks, key=lambda nr: (_composite(nr[1][0][1]),
+                                            sum(_n_params(k) for _, k in nr[1])))
+    return _named(name, run)
+
+
+def _named(path, run):
+    return [("%s.%s" % (path, k) if path else k, m) for k, m in run]
+
+
+def _given_stack(path, mod):
+    if not isinstance(mod, (torch.nn.ModuleList, torch.nn.Sequential)):
+        raise ValueError("normscope_probe: blocks=%r is a %s, not a ModuleList or nn.Sequential "
+                         "of blocks; for one block (a block shared by every layer) pass a list: "
+                         "blocks=[%r]" % (path, type(mod).__name__, path))
+    run = _stack_run(mod)
+    if not run:
+        raise ValueError("normscope_probe: blocks=%r holds no run of alike blocks (%s)"
+                         % (path, _describe([m for m in mod.children()]) or "nothing"))
+    return _named(path, run)
+
+
+def _given_list(names, named):
+    if not names:
         raise ValueError("normscope_probe: blocks= is empty")
+    out = []
+    for n in names:
+        if not isinstance(n, str) or n not in named:
+            raise ValueError("normscope_probe: blocks= entry %r names no module of the model" % (n,))
+        m = named[n]
+        if names.count(n) > 1:
+            raise ValueError("normscope_probe: blocks= names %r %d times; a block called several "
+                             "times a forward (shared weights) is given once: blocks=[%r]"
+                             % (n, names.count(n), n))
+        if isinstance(m, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+            raise ValueError("normscope_probe: blocks= entry %r is a %s, a container, not a "
+                             "block: pass it alone, blocks=%r" % (n, type(m).__name__, n))
+        if not _n_params(m) or not _composite(m):
+            raise ValueError("normscope_probe: blocks= entry %r (a %s) is not a block: %s"
+                             % (n, type(m).__name__, "it has no parameters" if not _n_params(m)
+                                else "it has no submodules"))
+        out.append((n, m))
+    for n, _ in out:
+        inner = [o for o, _ in out if o != n and o.startswith(n + ".")]
+        if inner:
+            raise ValueError("normscope_probe: blocks= entry %r holds the entry %r: blocks "
+                             "do not nest" % (n, inner[0]))
     return out
-
-
-def _children(path, mod):
-    return [("%s.%s" % (path, k) if path else k, m) for k, m in mod.named_children()]
 
 
 def _tokens(component):

@@ -47,6 +47,7 @@ import atexit
 import datetime
 import math
 import os
+import random
 import signal
 import socket
 import sys
@@ -54,6 +55,7 @@ import threading
 import time
 import types
 import warnings
+import weakref
 
 import torch
 
@@ -123,6 +125,31 @@ def _first_tensor(x):
     return None
 
 
+def _targets_like(x, y):
+    """Is y the batch's targets, as nanoGPT's forward(idx, targets) takes
+    them: an integer tensor of the inputs' shape, the inputs integers too?"""
+    return isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and \
+        not x.is_floating_point() and not y.is_floating_point() and \
+        y.dtype != torch.bool and y.shape == x.shape
+
+
+def _find_scaler():
+    """The process's one enabled GradScaler (among the objects the
+    collector tracks), or None when there is none or more than one; the
+    second value says which: "none" or "several"."""
+    import gc
+    kinds = tuple(k for k in (getattr(torch.cuda.amp, "GradScaler", None),
+                              getattr(getattr(torch, "amp", None), "GradScaler", None))
+                  if isinstance(k, type))
+    # type(), not isinstance(): a proxy object (torch.distributed.reduce_op) warns
+    # when its __class__ is read
+    found = [o for o in gc.get_objects() if kinds and issubclass(type(o), kinds)]
+    found = [o for o in found if getattr(o, "is_enabled", lambda: False)()]
+    if len(found) == 1:
+        return found[0], None
+    return None, "several" if found else "none"
+
+
 def _minmax(t):
     """(min, max) of t as 0-d tensors on its device; NaN when t holds one.
     amin and amax, two passes: in torch 1.13 on the CPU they take 10% less
@@ -179,25 +206,73 @@ def _loss_value(loss):
     return float(_first_value(loss) if isinstance(loss, torch.Tensor) else loss)
 
 
+def _mha_scores(mha, q, k):
+    """(batch, heads, target, source) scores q.k / sqrt(d_head) of an
+    nn.MultiheadAttention for inputs q, k (batch first or not, as the
+    module says), without gradients."""
+    e, h = mha.embed_dim, mha.num_heads
+    with torch.no_grad():
+        if mha._qkv_same_embed_dim:
+            wq, wk = mha.in_proj_weight[:e], mha.in_proj_weight[e:2 * e]
+        else:
+            wq, wk = mha.q_proj_weight, mha.k_proj_weight
+        b = mha.in_proj_bias
+        bq, bk = (b[:e], b[e:2 * e]) if b is not None else (None, None)
+        if not getattr(mha, "batch_first", False):
+            q, k = q.transpose(0, 1), k.transpose(0, 1)
+        qp = torch.nn.functional.linear(q, wq, bq)
+        kp = torch.nn.functional.linear(k, wk, bk)
+        n, t, s = qp.shape[0], qp.shape[1], kp.shape[1]
+        qp = qp.reshape(n, t, h, e // h).transpose(1, 2)
+        kp = kp.reshape(n, s, h, e // h).transpose(1, 2)
+        return (qp @ kp.transpose(-2, -1)) / math.sqrt(e // h)
+
+
+def _same_value(a, b):
+    """A replayed one-value output against the step's: equal to a part in
+    1e5, or both not finite."""
+    x, y = float(a.detach().reshape(-1)[0]), float(b.detach().reshape(-1)[0])
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return not math.isfinite(x) and not math.isfinite(y)
+    return abs(x - y) <= 1e-5 * max(abs(x), abs(y), 1e-30)
+
+
 def _dense(g):
     """A gradient's values as a dense tensor (a sparse one's stored values)."""
     return g.coalesce().values() if g.is_sparse else g
 
 
+def _random_states():
+    """torch's CPU generator, Python's random and numpy's global one (when
+    numpy is loaded): what a forward may draw from."""
+    np = sys.modules.get("numpy")
+    return (torch.get_rng_state(), random.getstate(),
+            np.random.get_state() if np is not None else None)
+
+
+def _set_random_states(st):
+    torch.set_rng_state(st[0])
+    random.setstate(st[1])
+    np = sys.modules.get("numpy")
+    if st[2] is not None and np is not None:
+        np.random.set_state(st[2])
+
+
 class _Call:
     """One forward of the model with gradients on, as the CPU watch needs
-    it to run it again: its arguments, random state and autocast, and the
-    gradients its outputs got in the backward (Probe._call_end)."""
+    it to run it again: its arguments, random states and autocast, and
+    its one-value outputs (a loss), whose .grad keeps the gradient the
+    backward gave them (Probe._call_end). Nothing the size of an output
+    is kept: the backward is replayed from the loss."""
 
     def __init__(self, args, kwargs):
         self.args, self.kwargs = args, kwargs
-        self.rng = torch.get_rng_state()
+        self.rng = _random_states()
         self.autocast = (torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype())
-        self.grads = []  # each output's gradient, from a hook
-        self.kept = []  # or the output, whose .grad holds it
+        self.kept = []  # per floating output: itself if it is a one-value one, else None
 
     def out_grads(self):
-        return [g if t is None else t.grad for g, t in zip(self.grads, self.kept)]
+        return [None if t is None else t.grad for t in self.kept]
 
 
 def _lowp_counts(t):
@@ -226,6 +301,12 @@ class _Records:
         self.last_out, self.last_rec, self.last_block = None, -1, -1
         self.order = []  # leaf modules of block 0, in the order they ran (first step)
         self.tokens = None
+        self.targets = None  # the batch's targets, seen in the model's call (data_entropy)
+        # the first step, for vocab: (Linear outside the blocks, a weak reference
+        # to its output: kept alive here, logits would raise the peak memory),
+        # the one whose output the model returned, and that output's last size
+        self.heads, self.out_head, self.out_width = [], None, None
+        self.block_calls = {}  # block -> calls in the first step (a shared block: several)
 
     def release(self):
         """Drop the step's tensors. Each tensor in hooked carries a backward
@@ -235,6 +316,7 @@ class _Records:
         self.hooked.clear()
         self.last_out = None
         self.calls = []
+        self.targets, self.heads, self.out_head, self.out_width = None, [], None, None
 
 
 class Probe:
@@ -242,7 +324,7 @@ class Probe:
 
     def __init__(self, model, optimizer=None, path="run.nsj", every=1, blocks=None, *,
                  mapping=None, overwrite=False, update_every=10, scaler=None, scheduler=None,
-                 on_checkpoint=None, sharded=None, norm=None):
+                 on_checkpoint=None, sharded=None, norm=None, vocab=None, on_nonfinite=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("normscope_probe: model must be a torch.nn.Module")
         if int(every) < 1 or int(update_every) < 1:
@@ -250,7 +332,14 @@ class Probe:
         if norm not in (None, "pre", "post", "sandwich", "deepnorm", "rezero", "none"):
             raise ValueError("normscope_probe: norm=%r: allowed pre, post, sandwich, deepnorm, "
                              "rezero, none" % (norm,))
+        if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, int) or
+                                  vocab < 1):
+            raise ValueError("normscope_probe: vocab=%r: a whole number >= 1" % (vocab,))
+        if on_nonfinite not in (None, "warn", "pause", "raise"):
+            raise ValueError("normscope_probe: on_nonfinite=%r: allowed None, 'warn', 'pause', "
+                             "'raise'" % (on_nonfinite,))
         self.model = layout.unwrap(model)
+        self.vocab_arg, self.on_nonfinite, self.acted = vocab, on_nonfinite, False
         self.optimizer, self.scaler, self.scheduler = optimizer, scaler, scheduler
         self.path, self.every, self.update_every = path, int(every), int(update_every)
         self.on_checkpoint, self.norm_arg, self.overwrite = on_checkpoint, norm, overwrite
@@ -261,6 +350,7 @@ class Probe:
         self.shared = self._shared_modules()
         self._index_params()
         self.writer, self.ctl, self.dist, self.rank, self.world = None, None, False, 0, 1
+        self.peers = []
         self.deferred = self._torchrun_waiting()
         if not self.deferred:
             self._init_dist()
@@ -276,7 +366,14 @@ class Probe:
         # (order: where in the step, _order; ranks compare it)
         self.first = None
         self.code_cache = {}
-        self.lr_check = None  # (step, lr before, lr after, text) of the last LR change
+        self.lr_check = None  # LR commands watched for a scheduler undoing them (_lr_undone)
+        self.val_next = None  # a validation loss for the next step line (validation())
+        # steps whose loss or gradients held an inf or a NaN, every step counted
+        # (written or not): an int, or under the accelerator's watch a device count
+        self.nonfinite_steps = 0
+        self.found_scaler, self.scaler_found = None, None  # _scale's search, once
+        self.vocab = None  # the output vocabulary's size, once the first forward shows it
+        self.tcounts = None  # the written steps' target counts, by token (data_entropy)
         self.t_prev = None
         self.closed = False
         self.end_reason = None
@@ -308,6 +405,10 @@ class Probe:
         self.cdev = torch.device("cpu")
         if self.dist and d.get_backend() == "nccl":
             self.cdev = torch.device("cuda", torch.cuda.current_device())
+        # every rank's (host, pid): the end line names a peer that died first
+        self.peers = [None] * self.world
+        if self.dist:
+            d.all_gather_object(self.peers, (socket.gethostname(), os.getpid()))
 
     def _undefer(self):
         if not self._torchrun_waiting():
@@ -391,12 +492,16 @@ class Probe:
         self.block_ids = {id(bm): b for b, (_, bm) in enumerate(self.blocks)}
         self.block0_leaves = {id(m) for m in self.blocks[0][1].modules()
                               if not list(m.children())} if self.blocks else set()
-        self.mod_names, self.mod_hooks, self.mod_handles = [], [], None
+        self.mod_names, self.mod_hooks, self.mod_handles, self.mod_list = [], [], None, []
         for m, n in names.items():
             idx = len(self.mod_names)
             self.mod_names.append(n or type(self.model).__name__)
+            self.mod_list.append(m)
             fn = self._forward_hook(idx, self.block_ids.get(id(m), -1), m)
             self.mod_hooks.append((m.register_forward_hook, fn))
+        for idx, m in enumerate(self.mod_list):
+            if isinstance(m, torch.nn.MultiheadAttention) and self._layer_of(idx) is not None:
+                self.mod_hooks.append((m.register_forward_pre_hook, self._scores_hook(idx, m)))
         for b, (_, bm) in enumerate(self.blocks):
             self.mod_hooks.append((bm.register_forward_pre_hook, self._block_enter(b)))
         self.mod_hooks.append((self.model.register_forward_pre_hook, self._model_enter))
@@ -443,25 +548,17 @@ class Probe:
         return call
 
     def _call_end(self, call, out):
-        """Keep each output's gradient as the backward makes it: a
-        one-value output (a loss) keeps it in its .grad (retain_grad, a
-        hook torch runs without Python); a larger one through a hook (it
-        would be copied there)."""
-        for i, t in enumerate(_float_tensors(out)):
-            call.grads.append(None)
-            call.kept.append(None)
-            if not t.requires_grad:
-                continue
-            if t.numel() == 1 and t.grad_fn is not None:
+        """Keep the gradient a one-value output (a loss) gets in the
+        backward, in its .grad (retain_grad, a hook torch runs without
+        Python). A larger output (logits) keeps nothing: its gradient is
+        the size of the output, and a model that returns (logits, loss)
+        is replayed from the loss. A model whose loss is computed outside
+        it gets its forward replayed, not its backward (_replay)."""
+        for t in _float_tensors(out):
+            keep = t.requires_grad and t.numel() == 1 and t.grad_fn is not None
+            if keep:
                 t.retain_grad()
-                call.kept[i] = t
-            else:
-                t.register_hook(self._grad_keeper(call, i))
-
-    def _grad_keeper(self, call, i):
-        def keep(g):
-            call.grads[i] = g
-        return keep
+            call.kept.append(t if keep else None)
 
     def _unwrap_forward(self):
         m = self.model
@@ -556,6 +653,28 @@ class Probe:
     def _block_enter(self, b):
         def pre(mod, inp):
             self.stack.append(b)
+            if self.n == 0:  # the first forward: how often each block runs
+                calls = self.rec.block_calls
+                calls[b] = calls.get(b, 0) + 1
+        return pre
+
+    def _scores_hook(self, idx, mha):
+        """On a measured step, the attention scores of an
+        nn.MultiheadAttention, q.k / sqrt(d_head) for every head and pair
+        of positions before masking and softmax, computed again from its
+        query and key inputs and its projections, as a record of the
+        module (so act_max covers them): they have no module of their own
+        whose output a hook could read."""
+        def pre(mod, inp):
+            rec = self.rec
+            if not rec.measuring or rec.watching or not torch.is_grad_enabled() or len(inp) < 2:
+                return
+            q, k = inp[0], inp[1]
+            if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor) or \
+                    q.dim() != 3 or k.dim() != 3:
+                return
+            block = self.stack[-1] if self.stack else -1
+            self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, _mha_scores(mha, q, k))
         return pre
 
     def _model_enter(self, mod, inp):
@@ -566,6 +685,9 @@ class Probe:
         if x is not None and x.dim() >= 1:
             n = x.numel() if not x.is_floating_point() else x.numel() // max(1, x.shape[-1])
             self.rec.tokens = n
+        y = inp[1] if isinstance(inp, tuple) and len(inp) > 1 else None
+        if _targets_like(x, y):
+            self.rec.targets = y
 
     def _forward_hook(self, idx, is_block, mod):
         leaf0 = id(mod) in self.block0_leaves
@@ -583,8 +705,8 @@ class Probe:
                 return
             rec = self.rec
             block = is_block if is_block >= 0 else (self.stack[-1] if self.stack else -1)
-            if leaf0 and block == 0 and self.n == 0:
-                rec.order.append(m)
+            if self.n == 0:
+                self._first_forward(rec, m, block, leaf0, t, out)
             if block < 0 and self.replay and not rec.watching:
                 # outside the blocks a written step's numbers take nothing
                 # (the device's watch did; the CPU's replays the step)
@@ -617,6 +739,20 @@ class Probe:
                 x.register_hook(self._backward_hook(idx, block, rec))
         return hook
 
+    def _first_forward(self, rec, m, block, leaf0, t, out):
+        """What the first forward shows of the model: block 0's leaves in
+        the order they ran (the placement), and the Linears outside the
+        blocks with their outputs and the model's output (the vocabulary)."""
+        if leaf0 and block == 0:
+            rec.order.append(m)
+        if block < 0 and isinstance(m, torch.nn.Linear) and not rec.watching:
+            rec.heads.append((m, weakref.ref(t)))
+        if m is self.model and not rec.watching:
+            outs = [x for x in _float_tensors(out) if x.dim() >= 2]
+            rec.out_width = int(outs[0].shape[-1]) if outs else None
+            rec.out_head = next((h for h, ref in rec.heads
+                                 if any(ref() is x for x in outs)), None)
+
     def _backward_hook(self, idx, block, rec):
         def hook(g):
             if g is not None and rec is self.rec:
@@ -644,14 +780,27 @@ class Probe:
         return len(getattr(rec, side + "_code")) - 1
 
     # -- the step ----------------------------------------------------------------
-    def step(self, loss, val_loss=None):
+    def step(self, loss, val_loss=None, targets=None):
         """Call after loss.backward() (and scaler.unscale_(optimizer)) and
         before optimizer.step(). Applies the control file's commands, and
-        on measured steps records the step's numbers."""
+        on measured steps records the step's numbers.
+
+        val_loss: as validation(val_loss), for this step's line.
+        targets: the batch's target token ids (integers; negative ones,
+        an ignore_index, are left out), for data_entropy; without them the
+        model's call is looked at (a second positional argument of the
+        inputs' shape, as nanoGPT's forward(idx, targets))."""
         if self.closed:
             raise RuntimeError("normscope_probe: step() after close()")
         if self.deferred:
             self._undefer()
+        if val_loss is not None:
+            self.validation(val_loss)
+        if targets is not None:
+            if not isinstance(targets, torch.Tensor) or targets.is_floating_point():
+                raise TypeError("normscope_probe: step(targets=...) takes an integer tensor of "
+                                "token ids, not %s" % type(targets).__name__)
+            self.rec.targets = targets
         self.n += 1
         # the clock is read for a measured step and the one before it (tokens/s)
         now = time.time() if self.rec.measuring or self._measured(self.n + 1) else None
@@ -669,9 +818,12 @@ class Probe:
             self._watch_cpu(lossv, gsq)
         else:
             self._watch(lossv, gsq)
-        self._controls()
+        first = self._nonfinite_now()
+        if first is not None and self.on_nonfinite == "raise":
+            self._raise_nonfinite(lossv, gsq, now, first)
+        self._controls()  # before the line: an LR a command set is this step's
         if self.rec.measuring:
-            row = self._collect(lossv, gsq, val_loss, now)
+            row = self._collect(lossv, gsq, now)
             if self.optimizer is not None:
                 self.pending = row
             else:
@@ -680,6 +832,48 @@ class Probe:
         self.rec.release()
         self.rec = _Records(self._measured(self.n + 1))
         self._sync_hooks()
+
+    def _nonfinite_now(self):
+        """With on_nonfinite: at the first step the watch found non-finite,
+        (step, code) of what it found, once; the warning or the pause
+        happen here, the raise in _raise_nonfinite. The accelerator's
+        watch keeps its flag on the device: on_nonfinite reads it every
+        step (a wait for the device a step)."""
+        if self.on_nonfinite is None or self.acted or self.first is None:
+            return None
+        step, code, _ = self.first.tolist()
+        if step <= 0:
+            return None
+        self.acted = True
+        where, _ = self._where(int(code))
+        text = "first non-finite at step %d: %s" % (int(step), where)
+        if self.on_nonfinite == "warn":
+            warnings.warn("normscope_probe: " + text, RuntimeWarning, stacklevel=3)
+            self._event("note", text)
+        elif self.on_nonfinite == "pause":
+            self.paused = True
+            self._event("paused", "paused before the optimizer's step %d: %s (resume from the "
+                        "follow view)" % (self.n, text), [("nonfinite", 1)])
+        return int(step), int(code)
+
+    def _raise_nonfinite(self, lossv, gsq, now, first):
+        """on_nonfinite='raise': the step's line first (its optimizer step
+        will not come: skipped), then FloatingPointError out of step()."""
+        if self.rec.measuring:
+            self._write(self._collect(lossv, gsq, now), skipped=1)
+        self.t_prev = now
+        self.rec.release()
+        self.rec = _Records(self._measured(self.n + 1))
+        self._sync_hooks()
+        raise FloatingPointError("normscope_probe: first non-finite at step %d: %s"
+                                 % (first[0], self._where(first[1])[0]))
+
+    def validation(self, loss):
+        """A validation loss (a number or a tensor's first value), written
+        as val_loss on the next step line (with every > 1, the next one
+        written); a later call before that line replaces it."""
+        v = _loss_value(loss)
+        self.val_next = v
 
     def _measured(self, step):
         return (step - 1) % self.every == 0
@@ -705,6 +899,7 @@ class Probe:
             elif getattr(rec, side + "_val"):
                 vecs.append(torch.stack(getattr(rec, side + "_val")).float())
             if side == "fwd":
+                nf_at = sum(len(v) for v in vecs)  # the loss's place
                 vecs.append(lossv.reshape(1).float())
         vecs.append(gsq[-1:].float())
         codes = tuple(rec.fwd_code) + (PASS_LOSS,) + tuple(rec.bwd_code) + (PASS_GRADS,)
@@ -717,6 +912,10 @@ class Probe:
             if len(self.code_cache) < 64:
                 self.code_cache[codes] = ct
         bad = ~torch.isfinite(torch.cat(vecs))
+        # the step counts as non-finite by its loss and gradients, as the CPU's watch counts
+        step_bad = (bad[nf_at] | bad[-1]).to(torch.float64)
+        self.nonfinite_steps = step_bad if isinstance(self.nonfinite_steps, int) else \
+            self.nonfinite_steps + step_bad
         at = torch.argmax(bad.to(torch.uint8))
         cand = torch.cat([torch.full((1,), float(self.n), dtype=torch.float64, device=dev),
                           ct[:, at]])
@@ -741,8 +940,7 @@ class Probe:
         Finite gradients whose squares passed float32's range have their
         norms computed again in float64, when the step is written."""
         measuring = self.rec.measuring
-        if self.first is not None and not measuring or \
-                math.isfinite(_read_sum(lossv, gsq[-1])):
+        if math.isfinite(_read_sum(lossv, gsq[-1])):
             return
         lossf = _loss_value(lossv)
         if math.isfinite(lossf) and self._grads_finite():
@@ -750,14 +948,30 @@ class Probe:
             if measuring and not (self.dist and self.sharded):
                 gsq.copy_(self._grad_sums(exact=True))
             return
+        self.nonfinite_steps += 1
         if self.first is not None:
             return
-        found = self._replay(self.rec.calls, lossf) if self.rec.calls else None
+        found, ran = self._replay(self.rec.calls, lossf) if self.rec.calls else (None, [])
         if found is None:
-            code = PASS_LOSS if not math.isfinite(lossf) else PASS_GRADS
-            found = (code, _order(code, 0))
+            code = PASS_LOSS if not math.isfinite(lossf) else 4 * self._bad_grad_module(ran) + \
+                PASS_GRADS
+            found = (code, _order(code % 4, 0))
         self.first = torch.tensor([float(self.n), float(found[0]), float(found[1])],
                                   dtype=torch.float64, device=self._device())
+
+    def _bad_grad_module(self, ran):
+        """When the backward could not be replayed (a loss computed outside
+        the model): of the modules whose own parameters got a non-finite
+        gradient, the one that ran last in the forward (ran: module
+        indices in the order the replay's forward ran them), as the
+        backward makes it first; 0 (the model: not named) when none."""
+        bad = set()
+        with torch.no_grad():
+            for idx, m in enumerate(self.mod_list):
+                if any(p.grad is not None and not bool(torch.isfinite(_dense(p.grad)).all())
+                       for p in m.parameters(recurse=False)):
+                    bad.add(idx)
+        return next((idx for idx in reversed(ran) if idx in bad), 0)
 
     def _grads_finite(self):
         """Every gradient holds only finite values (each checked alone)."""
@@ -776,42 +990,85 @@ class Probe:
         fails says nothing."""
         rec = _Records(False, watching=True)
         step_rec, stack, hooks_were_on = self.rec, self.stack, self.mod_handles is not None
-        rng = torch.get_rng_state()
+        rng = _random_states()
         bufs = [(b, b.detach().clone()) for b in self.model.buffers()]
         self.rec, self.replaying = rec, True
+        hidden = None
         try:
             self._hooks_on(True)
+            hidden = self._hide_user_hooks()
             outs, grads = [], []
             with torch.enable_grad():
                 for c in calls:
-                    torch.set_rng_state(c.rng)
+                    _set_random_states(c.rng)
                     with torch.autocast("cpu", enabled=c.autocast[0], dtype=c.autocast[1]):
                         out = self.model(*c.args, **c.kwargs)
-                    for t, g in zip(_float_tensors(out), c.out_grads()):
+                    faithful = True
+                    for t, k, g in zip(_float_tensors(out), c.kept, c.out_grads()):
+                        faithful = faithful and (k is None or _same_value(t, k))
                         if g is not None and t.requires_grad:
                             outs.append(t)
                             grads.append(g)
+                    if not faithful:  # not the step's computation: nothing it says is named
+                        return (PASS_LOSS + 4, _order(PASS_LOSS, 0)), []
                 params = [p for p in self.params if p.requires_grad]
                 if outs and params:
                     torch.autograd.grad(outs, params, grads, allow_unused=True)
-            return self._first_record(rec, lossf)
+            ran = [code // 4 for code in rec.fwd_code]
+            return self._first_record(rec, lossf), ran
         except Exception:  # noqa: BLE001 - the step is not ours to break
-            return None
+            return None, []
         finally:
+            if hidden is not None:
+                self._show_user_hooks(hidden)
             self.rec, self.stack = step_rec, stack
             self.replaying = False
             self._hooks_on(hooks_were_on)
-            torch.set_rng_state(rng)
+            _set_random_states(rng)
             with torch.no_grad():
                 for b, v in bufs:
                     b.copy_(v)
             rec.release()
 
+    _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                   "_backward_pre_hooks", "_forward_hooks_with_kwargs",
+                   "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called")
+    _GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks",
+                     "_global_backward_hooks", "_global_backward_pre_hooks")
+
+    def _hide_user_hooks(self):
+        """For a replay: every module's hook tables hold only the probe's
+        hooks, and torch's global module hooks none, so no hook of the
+        user's runs twice in a step (a counter, a logger, a hook that
+        edits an output would change what the replay names). Returns what
+        to put back (_show_user_hooks)."""
+        ours = {h.id for h in self.mod_handles or ()}
+        saved = []
+        for m in self.mod_list:
+            for name in self._HOOK_DICTS:
+                d = m.__dict__.get(name)
+                if isinstance(d, dict) and d:
+                    saved.append((m.__dict__, name, d))
+                    m.__dict__[name] = type(d)((k, v) for k, v in d.items() if k in ours)
+        mod = torch.nn.modules.module
+        for name in self._GLOBAL_HOOKS:
+            d = getattr(mod, name, None)
+            if isinstance(d, dict) and d:
+                saved.append((mod.__dict__, name, d))
+                setattr(mod, name, type(d)())
+        return saved
+
+    @staticmethod
+    def _show_user_hooks(saved):
+        for owner, name, d in saved:
+            owner[name] = d
+
     @staticmethod
     def _first_record(rec, lossf):
         """(code, order) of the first record of a replay that is not
         finite, in the step's order (forward, the loss, backward), or
-        None."""
+        None (also when the backward was not replayed, and the forward
+        and the loss were finite)."""
         fwd = torch.stack(rec.fwd_val).float().tolist() if rec.fwd_val else []
         bwd = torch.stack(rec.bwd_val).float().tolist() if rec.bwd_val else []
         for i, (v, code) in enumerate(zip(fwd, rec.fwd_code)):
@@ -903,9 +1160,10 @@ class Probe:
             return p.device
         return torch.device("cpu")
 
-    def _collect(self, lossv, gsq, val_loss, now):
+    def _collect(self, lossv, gsq, now):
         """The step's numbers as one flat device tensor, and how to read it."""
         rec, dev = self.rec, lossv.device
+        val_loss, self.val_next = self.val_next, None
         parts = [lossv.reshape(1), gsq]  # float64: the squares pass float32's range early
         scale = self._scale()
         if isinstance(scale, torch.Tensor):
@@ -917,6 +1175,12 @@ class Probe:
             parts.append(torch.stack([sq for _, _, sq, _ in rec.resid]).to(dev))
         if rec.lowp_cnt:
             parts.append(torch.stack(rec.lowp_cnt).float().to(dev))
+        ent = self._entropy(rec.targets)
+        if ent is not None:
+            parts.append(ent.reshape(1).to(dev))
+        nfs = self.nonfinite_steps  # an int (the CPU's watch) or a device count
+        if isinstance(nfs, torch.Tensor):
+            parts.append(nfs.reshape(1).float().to(dev))
         before = None
         if (self.n - 1) % self.update_every == 0 and self.optimizer is not None:
             before = [_flatten([p.detach() for p in ps]).float() if ps else None
@@ -927,7 +1191,28 @@ class Probe:
                 "lr": self._lr(), "before": before, "ratio": None, "time": now, "tps": tps,
                 "nf": len(rec.fwd_lo), "nb": len(rec.bwd_lo),
                 "fwd_block": rec.fwd_block, "bwd_block": rec.bwd_block, "resid": rec.resid,
-                "lowp_block": rec.lowp_block, "lowp": rec.lowp}
+                "lowp_block": rec.lowp_block, "lowp": rec.lowp, "ent": ent is not None,
+                "nfs": nfs}
+
+    def _entropy(self, targets):
+        """The unigram entropy (nats, a 0-d tensor) of the targets of every
+        written step so far, this one's added; None before any. A bincount
+        of the batch's targets into the running counts: a pass over the
+        targets and one over the vocabulary."""
+        if targets is not None and targets.numel():
+            t = targets.detach().reshape(-1).long()
+            keep = t >= 0
+            c = torch.bincount(torch.where(keep, t, torch.zeros_like(t)),
+                               weights=keep.double(), minlength=self.vocab or 0)
+            if self.tcounts is not None and self.tcounts.device == c.device:
+                if len(c) < len(self.tcounts):
+                    c = torch.nn.functional.pad(c, (0, len(self.tcounts) - len(c)))
+                c[:len(self.tcounts)] += self.tcounts
+            self.tcounts = c
+        if self.tcounts is None:
+            return None
+        total = self.tcounts.sum()
+        return torch.special.entr(self.tcounts / total).sum().float()
 
     def _read(self, row):
         """The one host read of a measured step: every number, the update
@@ -983,10 +1268,14 @@ class Probe:
             o, u = take(2)
             ovf[b] += o
             udf[b] += u
+        ent = take(1)[0] if row["ent"] else None
+        nfs = take(1)[0] if isinstance(row["nfs"], torch.Tensor) else row["nfs"]
         ratio = take(nb) if row["ratio"] is not None else [None] * nb
+        ratio = [None if not ps else r for r, ps in zip(ratio, self.block_params)]
         first = take(3)
         return {"loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
-                "rsq": rsq, "rn": rn, "ovf": ovf, "udf": udf, "ratio": ratio, "first": first}
+                "rsq": rsq, "rn": rn, "ovf": ovf, "udf": udf, "ratio": ratio, "first": first,
+                "ent": ent, "nfs": int(nfs)}
 
     def _reduce(self, v):
         """Under torch.distributed the statistics are those of the global
@@ -1023,9 +1312,18 @@ class Probe:
         return v
 
     def _scale(self):
+        """The scaler's scale (a tensor or a float); 1.0 when there is no
+        scaler (the loss is not scaled), None when that is not known
+        (several GradScalers, none passed)."""
         s = self.scaler
-        if s is None or not getattr(s, "is_enabled", lambda: False)():
-            return None
+        if s is None:
+            if self.scaler_found is None:
+                self.found_scaler, self.scaler_found = _find_scaler()
+            s = self.found_scaler
+            if s is None:
+                return 1.0 if self.scaler_found == "none" else None
+        if not getattr(s, "is_enabled", lambda: False)():
+            return 1.0
         t = getattr(s, "_scale", None)
         return t.detach().float().reshape(-1)[0] if isinstance(t, torch.Tensor) \
             else float(s.get_scale())
@@ -1051,8 +1349,9 @@ class Probe:
         gnorm = math.sqrt(gsq[3 * nb]) if math.isfinite(gsq[3 * nb]) else float("nan")
         pairs = [("step", row["step"]), ("t", Clock(row["time"])), ("loss", loss),
                  ("val_loss", row["val_loss"]), ("lr", row["lr"]), ("grad_norm", gnorm),
-                 ("loss_scale", 1.0 if v["scale"] is None else v["scale"]), ("skipped", skipped),
-                 ("precision", PRECISION.get(row["lowp"] or self._param_dtype(), "fp32"))]
+                 ("loss_scale", v["scale"]), ("skipped", skipped),
+                 ("precision", PRECISION.get(row["lowp"] or self._param_dtype(), "fp32")),
+                 ("data_entropy", v["ent"]), ("nonfinite_steps", v["nfs"])]
         if self.placement is not None:
             pairs.append(("norm", self.placement))
         if self.kind is not None:
@@ -1076,11 +1375,13 @@ class Probe:
                       ("l%d_overflow" % i, _count(v["ovf"][i])),
                       ("l%d_underflow" % i, _count(v["udf"][i])),
                       ("l%d_headroom" % i, head)]
-        word = nonfinite_word(loss)
-        if word:
-            pairs.append(("loss_nonfinite", word))
-        pairs += self._first_pairs(v["first"])
-        return pairs
+        for key, x in (("loss_nonfinite", loss), ("val_loss_nonfinite", row["val_loss"])):
+            if nonfinite_word(x):
+                pairs.append((key, nonfinite_word(x)))
+        # not measured is left out (a reader shows it as unknown); null is
+        # a measured value that is not finite
+        pairs = [(k, x) for k, x in pairs if x is not None]
+        return pairs + self._first_pairs(v["first"])
 
     def _first_pairs(self, first):
         """first_nonfinite (where) and first_nonfinite_step, once: the
@@ -1089,16 +1390,28 @@ class Probe:
         if step <= 0 or self.reported_nonfinite:
             return []
         self.reported_nonfinite = True
+        where, layer = self._where(code)
+        return [("first_nonfinite", where), ("first_nonfinite_step", step),
+                ("first_nonfinite_layer", layer)]
+
+    def _where(self, code):
+        """(text, block or None) of a watch record's code."""
         mod, pass_ = divmod(code, 4)
-        if pass_ == PASS_LOSS:
+        named = pass_ < PASS_LOSS or (pass_ == PASS_GRADS and mod > 0)
+        if pass_ == PASS_LOSS and mod > 0:
+            where = "not named: the step's replay did not compute what the step did (a hook " \
+                "of the user's, which a replay does not run, or state it does not restore)"
+        elif pass_ == PASS_LOSS:
             where = "loss"
         elif pass_ == PASS_GRADS:
-            where = "parameter gradients, backward"
+            # a module here: its own parameters' gradient, when the backward
+            # could not be replayed (the loss was computed outside the model)
+            where = "%s, parameter gradient" % self.mod_names[mod] if mod > 0 else \
+                "parameter gradients, backward"
         else:
             where = "%s, %s" % (self.mod_names[mod], "forward" if pass_ == PASS_FORWARD
                                 else "backward")
-        return [("first_nonfinite", where), ("first_nonfinite_step", step),
-                ("first_nonfinite_layer", self._layer_of(mod) if pass_ < PASS_LOSS else None)]
+        return where, self._layer_of(mod) if named else None
 
     def _layer_of(self, mod):
         """The block a module's name lies in, or None (embeddings, head)."""
@@ -1140,10 +1453,40 @@ class Probe:
             pairs.append(("norm", self.placement))
         if self.norm_class is not None:
             pairs.append(("norm_class", self.norm_class))
+        self.vocab = self.vocab_arg or (self._find_vocab() if first_forward else None)
+        if self.vocab is not None:
+            pairs.append(("vocab", self.vocab))
         if self.shared:
             pairs.append(("shared_modules", sorted({n for n, m in self.model.named_modules()
                                                     if any(m is s for s in self.shared)})))
+        calls = [self.rec.block_calls.get(b, 0) for b in range(len(self.blocks))]
+        if first_forward and any(c > 1 for c in calls):
+            pairs.append(("block_calls", calls))
         self.writer.line(pairs)
+        for b, c in enumerate(calls if first_forward else []):
+            if c > 1:  # one block, its weights shared by the layers that call it
+                self._event("note", "block %s ran %d times in a forward (shared weights): its "
+                            "row l%d covers every call (act_max and resid over all of them, its "
+                            "gradients their sum); rows per call are not written"
+                            % (self.blocks[b][0], c, b))
+
+    def _find_vocab(self):
+        """The output vocabulary's size, from the first forward: the
+        out_features of the Linear outside the blocks whose output the
+        model returned (its logits), else the widest Linear outside the
+        blocks that ran (a lm_head among smaller heads), else the returned
+        tensor's last size when an Embedding of that many rows says it is
+        a tied head's logits; None when nothing says."""
+        rec = self.rec
+        if rec.out_head is not None:
+            return rec.out_head.out_features
+        if rec.heads:
+            return max(m.out_features for m, _ in rec.heads)
+        if rec.out_width is not None and any(isinstance(e, torch.nn.Embedding) and
+                                             e.num_embeddings == rec.out_width
+                                             for e in self.model.modules()):
+            return rec.out_width
+        return None
 
     # -- controls ------------------------------------------------------------------------
     def _commands(self):
@@ -1223,24 +1566,72 @@ class Probe:
                 setattr(sch, attr, [b * f for b in getattr(sch, attr)])
         if sch is not None and isinstance(getattr(sch, "_last_lr", None), list):
             sch._last_lr = [b * f for b in sch._last_lr]
-        self.lr_check = (self.n, before, self._lr(), text or "lr x%g" % f)
+        if self.scheduler is None and before:  # watched until undone or superseded
+            f_all = f * (self.lr_check["f"] if self.lr_check is not None else 1.0)
+            self.lr_check = {"step": self.n, "text": text or "lr x%g" % f, "f": f_all,
+                             "seen": self._lr()}
         self._event("setting", "%s (lr %.6g)" % (text or "lr x%g" % f, self._lr()))
         return True
 
     def _lr_undone(self):
-        """After an LR change, the next step's LR: back near the old value
-        means something (a scheduler attach() was not given) set it again."""
-        if self.lr_check is None or self.optimizer is None:
+        """After LR commands (F their product) with no scheduler passed: at
+        every later step, an LR that something else changed (a scheduler
+        attach() was not given, stepped at any interval) by a jump nearer
+        to 1/F than to 1 (within a factor sqrt(F)) undid them; a smaller
+        move is the schedule going on, and is watched from there. The
+        watch lasts until that, or until the next command (which joins
+        it)."""
+        chk = self.lr_check
+        if chk is None or self.optimizer is None:
             return
-        step, old, new, text = self.lr_check
-        self.lr_check = None
         now = self._lr()
-        if old is None or new is None or now is None or old == new:
+        if now is None or now == chk["seen"]:
             return
-        if abs(now - old) < abs(now - new):
-            self._event("setting", "lr changed back: %s at step %d was undone, lr %.6g "
-                        "(an LR scheduler sets it: pass scheduler= to attach())"
-                        % (text, step, now), [("lr_undone", 1)])
+        logf = math.log(chk["f"]) if chk["f"] > 0 else 0.0
+        if now <= 0 or chk["seen"] <= 0 or logf == 0:
+            self.lr_check = None
+            return
+        undone = self._sched_undid(chk["f"], now)
+        if undone is None:  # no scheduler to ask: judged from the jump
+            undone = abs(math.log(now / chk["seen"]) + logf) < 0.5 * abs(logf)
+        if undone:
+            self.lr_check = None
+            self._event("setting", "lr changed back: %s at step %d was undone at step %d, "
+                        "lr %.6g (an LR scheduler sets it: pass scheduler= to attach())"
+                        % (chk["text"], chk["step"], self.n, now), [("lr_undone", 1)])
+        else:
+            chk["seen"] = now
+
+    def _sched_undid(self, f, now):
+        """Did the optimizer's LR scheduler (found among the collector's
+        objects) set the LR from bases the command did not scale? Its
+        get_lr(), a pure function of its state, is asked with its
+        base_lrs scaled by f: a scheduler that computes from them
+        (LambdaLR, StepLR's closed form) then says f times the LR now; one
+        that scales the LR it finds (ExponentialLR) or reads the groups'
+        bases, already scaled (OneCycleLR), says something else. None
+        when no scheduler of this optimizer is found."""
+        import gc
+        base = getattr(torch.optim.lr_scheduler, "LRScheduler",
+                       getattr(torch.optim.lr_scheduler, "_LRScheduler", None))
+        if not isinstance(base, type):
+            return None
+        found = [o for o in gc.get_objects() if issubclass(type(o), base) and
+                 getattr(o, "optimizer", None) is self.optimizer]
+        verdict = None
+        for sch in found:
+            saved = list(sch.base_lrs)
+            try:
+                sch.base_lrs = [b * f for b in saved]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = float(sch.get_lr()[0])
+            except Exception:  # noqa: BLE001 - a scheduler of the user's: no verdict
+                continue
+            finally:
+                sch.base_lrs = saved
+            verdict = bool(verdict) or abs(want - f * now) <= 1e-6 * abs(f * now)
+        return verdict
 
     def _checkpoint(self):
         """Named and stamped with the optimizer updates done: controls are
@@ -1281,14 +1672,41 @@ class Probe:
             except (OSError, ValueError):
                 return
         self.end_reason = reason
-        extra = [("reason", reason)]
+        nfs = self.nonfinite_steps
+        extra = [("reason", reason), ("steps", self.n),
+                 ("nonfinite_steps", int(nfs.item()) if isinstance(nfs, torch.Tensor) else nfs)]
         if self.first is not None and not self.reported_nonfinite:
             extra += self._first_pairs(self.first.tolist())
+        dead = self._dead_peers() if reason in ("exception", "signal") else []
+        if dead:
+            extra.append(("dead_ranks", dead))
+            detail = "rank %s ended first (%s)%s" % (
+                ", ".join(str(r) for r in dead),
+                ", ".join("pid %d" % self.peers[r][1] for r in dead),
+                "; " + detail if detail else "")
         text = "run ended at step %d: %s%s" % (self.n, reason, ": " + detail if detail else "")
         try:
             self._event("end", text, extra)
         except (OSError, ValueError):
             pass  # a closed or broken file: nothing more can be said
+
+    def _dead_peers(self):
+        """The ranks on this host whose process is gone or a zombie (killed,
+        or crashed, before this one ended: the collective it left is what
+        failed here). Peers on other hosts cannot be asked."""
+        host = socket.gethostname()
+        dead = []
+        for r, peer in enumerate(getattr(self, "peers", None) or []):
+            if r == self.rank or peer is None or peer[0] != host:
+                continue
+            try:
+                with open("/proc/%d/stat" % peer[1]) as f:
+                    state = f.read().rsplit(")", 1)[-1].split()[0]
+            except OSError:
+                state = "gone"
+            if state in ("gone", "Z", "X"):
+                dead.append(r)
+        return dead
 
     def close(self, reason="close"):
         if self.closed:

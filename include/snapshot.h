@@ -84,6 +84,9 @@ const diag_finding *trainer_diagnosis_cause(const trainer_diagnosis *d);
 /* The finding whose fix the a key and --on-diverge fix apply: the first
  * in that order with one; NULL for none. */
 const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
+/* Keep f in the episode's list d (oldest first) and set its alert: the
+ * trainer and a stream reader keep their runs' findings so. */
+void trainer_diagnosis_add(trainer_diagnosis *d, const diag_finding *f);
 /* Of runs' diagnoses (n: 1, or 2 under --compare), the run whose fix the
  * a key applies: the one that diverged (diverged_run), else a before b;
  * -1 when neither has a fix. */

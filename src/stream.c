@@ -56,6 +56,8 @@ typedef struct {
     int nf_layer;      /* first_nonfinite_layer: -1 = not said or none */
     long seq;          /* an ack's command sequence number: 0 = none */
     int lr_undone;
+    int vocab;         /* the header's vocabulary size: 0 = not said */
+    int rank;          /* an end line's failed rank: -1 = not said */
     step_metrics m;
     /* the header's block names, [0, blocks) of this line (not cleared
      * between lines: only a header's are used) */
@@ -90,6 +92,19 @@ struct stream_reader {
     char run_fault[64];     /* the run's first non-finite: where, its layer */
     int run_fault_layer;
     stream_summary sum;
+    /* the lab's rules over the steps read (diagnose.h), and what they
+     * need that a stream says once or not at all */
+    diag dg;
+    step_metrics dg_in;     /* the step as the rules get it (diag_input) */
+    float lr_max;           /* the largest LR read: the rules' peak LR */
+    int scale_moved;        /* the loss scale was other than 1: a dynamic scaler */
+    int vocab;              /* the header's; 0 = not said */
+    float entropy;          /* the latest data_entropy said; NaN = none yet */
+    struct {
+        long updates;
+        char name[STREAM_NAME];
+    } ckpt[STREAM_CKPTS];   /* the run's checkpoints, by "checkpoint" events */
+    int n_ckpt;
     void (*on_step)(void *ctx, const step_metrics *m);
     void *on_ctx;
 };
@@ -123,6 +138,18 @@ static const char *base_name(const char *p)
     return b && b[1] ? b + 1 : p;
 }
 
+/* The rules start over (a new run, or the same one gone back) with the
+ * data's unigram plateau when the stream said it. Unsaid, the plateau is
+ * -inf: no loss is on it (no stall is made up), and a blow-up is judged
+ * against the run's first loss alone. */
+static void diag_start(stream_reader *r)
+{
+    diag_init(&r->dg, isfinite(r->entropy) ? (double)r->entropy : -INFINITY);
+    memset(&r->snap->s.diag[0], 0, sizeof r->snap->s.diag[0]);
+    r->lr_max = 0;
+    r->scale_moved = 0;
+}
+
 /* Forget the run read so far (a truncated, replaced or restarted file):
  * the history is cut as a rewind cuts it; events and the file's counters
  * stay. */
@@ -147,6 +174,8 @@ static void reset_run(stream_reader *r)
     r->sum.restarts = keep.restarts;
     r->sum.recognized = keep.recognized;
     r->sum.last_val = NAN;
+    r->sum.data_entropy = keep.data_entropy;
+    r->sum.vocab = keep.vocab;
     r->run_fault[0] = 0;
     r->run_fault_layer = -1;
     r->last_step_at = r->step_gap = 0;
@@ -155,6 +184,8 @@ static void reset_run(stream_reader *r)
     r->mark[0] = r->cur_norm[0] = r->cur_kind[0] = r->cur_prec[0] = 0;
     r->paused = r->beyond_said = 0;
     r->n_block = 0;
+    r->n_ckpt = 0;
+    diag_start(r);
 }
 
 /* The layer count is known (a header, or the first step): the ring of
@@ -244,10 +275,13 @@ stream_reader *stream_open(const char *path)
     s->run[0].last_val = NAN;
     s->prompt = "";
     r->sum.last_val = NAN;
+    r->sum.data_entropy = NAN;
     r->run_fault_layer = -1;
     r->quiet_min = STREAM_QUIET_MIN;
     metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
     metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
+    r->entropy = NAN;
+    diag_start(r);
     return r;
 }
 
@@ -416,6 +450,8 @@ static void header_field(row_state *w, const char *key, size_t kl, const jsonl_v
         w->pid = v->type == JSONL_NUM ? v->num : 0;
     else if (keyis(key, kl, "norm_class"))
         str_field(w, "norm_class", v, w->norm_class, sizeof w->norm_class);
+    else if (keyis(key, kl, "vocab"))
+        w->vocab = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e9 ? (int)v->num : 0;
 }
 
 static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *v)
@@ -449,6 +485,10 @@ static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *
         w->seq = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
     } else if (keyis(key, kl, "reason")) {
         str_field(w, "reason", v, w->reason, sizeof w->reason);
+    } else if (keyis(key, kl, "data_entropy")) {
+        m->data_entropy = num_field(w, "data_entropy", v);
+    } else if (keyis(key, kl, "rank")) {
+        w->rank = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : -1;
     } else if (keyis(key, kl, "lr_undone")) {
         w->lr_undone = v->type == JSONL_NUM && v->num != 0;
     } else if (keyis(key, kl, "loss_nonfinite")) {
@@ -474,12 +514,14 @@ static void row_reset(row_state *w)
     memset(w, 0, offsetof(row_state, m));
     w->max_layer = -1;
     w->nf_layer = -1;
+    w->rank = -1;
     w->t = NAN;
     step_metrics *m = &w->m;
     memset(m, 0, offsetof(step_metrics, layer));
     m->loss = m->val_loss = m->lr = m->grad_norm = NAN;
     m->loss_scale = 1;
     m->fault_layer = -1;
+    m->data_entropy = NAN;
     m->unknown = (1u << METRICS_STEP_COLS) - 1;
     memset(w->dig.step, 0, sizeof w->dig.step);
     for (int l = 0; l < w->dig_layers && l < NS_MAX_LAYERS; l++)
@@ -532,6 +574,9 @@ static void header_line(stream_reader *r)
     snprintf(r->host, sizeof r->host, "%s", w->host);
     r->pid = w->pid >= 1 && w->pid < 1e9 ? (long)w->pid : 0;
     snprintf(u->norm_class, sizeof u->norm_class, "%s", w->norm_class);
+    r->vocab = u->vocab = w->vocab;
+    r->entropy = u->data_entropy = NAN; /* a new run's data says its own */
+    diag_start(r);
     if (w->version > 1)
         add_event(r, 0, NS_EV_NOTE, "stream format version %g (this reader knows 1): "
                   "unknown fields are ignored", w->version);
@@ -562,6 +607,18 @@ static void end_line(stream_reader *r, long step)
     r->snap->s.seq++;
 }
 
+/* "checkpoint NAME after N updates": a checkpoint a fix may resume from */
+static void checkpoint_event(stream_reader *r, const char *t)
+{
+    char name[STREAM_NAME];
+    long n;
+    if (sscanf(t, "checkpoint %63s after %ld updates", name, &n) != 2 || n < 0)
+        return;
+    int i = r->n_ckpt++ % STREAM_CKPTS;
+    r->ckpt[i].updates = n;
+    snprintf(r->ckpt[i].name, sizeof r->ckpt[i].name, "%s", name);
+}
+
 static void event_line(stream_reader *r)
 {
     row_state *w = &r->row;
@@ -577,6 +634,8 @@ static void event_line(stream_reader *r)
         end_line(r, step);
         return;
     }
+    if (!strcmp(w->event, "checkpoint"))
+        checkpoint_event(r, t);
     if (!strcmp(w->event, "ack") && w->seq > 0) {
         r->acked[r->n_acked++ % STREAM_ACKS] = w->seq;
         add_event(r, step, NS_EV_INFO, "%s", t[0] ? t : "a command was applied");
@@ -765,6 +824,78 @@ static void fault_of(stream_reader *r, step_metrics *m)
     }
 }
 
+/* The step as the rules get it: what the stream does not say is what
+ * blames nothing. A probe cannot know warmup (on: a divergence is not
+ * put on a warmup that may be there) nor clipping (off); autocast keeps
+ * norms in fp32, as fp32-norms on does; the peak LR is the largest read
+ * (a scheduler's every step is not a setting change, a raise is); the
+ * scale is dynamic once it moved from 1. */
+static void diag_input(stream_reader *r, const step_metrics *m, step_metrics *in)
+{
+    *in = *m;
+    if (!metrics_known(m, METRICS_COL_WARMUP))
+        in->warmup_on = 1;
+    if (!metrics_known(m, METRICS_COL_FP32N))
+        in->fp32_norms = 1;
+    if (!metrics_known(m, METRICS_COL_CLIP))
+        in->clip = 0;
+    if (isfinite(m->lr) && m->lr > r->lr_max)
+        r->lr_max = m->lr;
+    in->lr_peak = r->lr_max;
+    if (metrics_known(m, METRICS_COL_SCALE) && isfinite(m->loss_scale) && m->loss_scale != 1)
+        r->scale_moved = 1;
+    in->loss_scale_dynamic = r->scale_moved;
+}
+
+/* A finding as the lab's run loop gives it: its line and what to try, as
+ * warnings in the log (on its layer), kept for the D panel and the
+ * summary. */
+static void finding_events(stream_reader *r, const diag_finding *f)
+{
+    trainer_snapshot *p = r->snap;
+    add_event(r, f->step, NS_EV_WARNING, "%s", f->text);
+    p->ev[(p->s.ev_total - 1) % TRAINER_EVENTS].layer = f->layer;
+    add_event(r, f->step, NS_EV_WARNING, "  try: %s", f->hint);
+    trainer_diagnosis_add(&p->s.diag[0], f);
+    stream_summary *u = &r->sum;
+    int diagnosis = f->kind == DIAG_DIAGNOSIS;
+    if ((diagnosis ? u->diagnoses++ : u->warnings++) == 0)
+        *(diagnosis ? &u->cause : &u->first_warning) = *f;
+    if (diagnosis && f->rule == DIAG_R_BLOWUP)
+        u->blew_up = 1;
+}
+
+/* The lab's rules on the step: its findings, and the states they give
+ * the row (exploded, stalled: the CSV's state column). */
+static void diagnose_step(stream_reader *r, step_metrics *m)
+{
+    diag_finding out[DIAG_MAX_FINDINGS];
+    diag_input(r, m, &r->dg_in);
+    int n = diag_observe(&r->dg, &r->dg_in, out, DIAG_MAX_FINDINGS);
+    if (!diag_episode_open(&r->dg)) /* a setting change or a rewind ended it */
+        memset(&r->snap->s.diag[0], 0, sizeof r->snap->s.diag[0]);
+    for (int i = 0; i < n; i++)
+        finding_events(r, &out[i]);
+    char over[DIAG_TEXT];
+    if (diag_stall_over(&r->dg, over, sizeof over))
+        add_event(r, m->step, NS_EV_INFO, "%s", over);
+    m->exploded = diag_exploded(&r->dg);
+    m->stalled = diag_stalled(&r->dg);
+}
+
+/* What the data is, as the stream says it: the header's vocabulary, and
+ * the targets' entropy, which holds until a line says another (the
+ * rules' plateau from then on). */
+static void data_of(stream_reader *r, step_metrics *m)
+{
+    m->vocab = r->vocab;
+    if (isfinite(m->data_entropy) && m->data_entropy >= 0) {
+        r->entropy = r->sum.data_entropy = m->data_entropy;
+        r->dg.plateau = m->data_entropy;
+    }
+    m->data_entropy = r->entropy;
+}
+
 /* When step lines arrive: the liveness check's clock */
 static void step_timing(stream_reader *r)
 {
@@ -811,6 +942,8 @@ static void step_line(stream_reader *r)
     if (!metrics_known(m, METRICS_COL_PREC) && u->have_header && u->dtype[0])
         m->unknown &= ~(1u << METRICS_COL_PREC); /* the header's dtype says it */
     fault_of(r, m);
+    data_of(r, m);
+    diagnose_step(r, m);
     step_timing(r);
     push_point(r, m);
     update_status(r, m);
@@ -993,6 +1126,33 @@ static void print_gradients(FILE *f, const stream_summary *u)
     fputc('\n', f);
 }
 
+/* The rules' word on the run: the cause (the first diagnosis) with what
+ * to try and its fix, and the warnings. No finding is said as that, not
+ * as "healthy": a verdict needs its questions asked. */
+static void print_diagnosis(FILE *f, const stream_reader *r)
+{
+    const stream_summary *u = &r->sum;
+    if (u->diagnoses) {
+        char cmd[64], fix[320];
+        fprintf(f, "diagnosis at step %ld: %s\n  try: %s\n", u->cause.step, u->cause.text,
+                u->cause.hint);
+        stream_fix(r, &u->cause, cmd, sizeof cmd, fix, sizeof fix);
+        if (fix[0])
+            fprintf(f, "  fix: %s\n", fix);
+        if (u->diagnoses > 1)
+            fprintf(f, "  (%ld diagnoses in all)\n", u->diagnoses);
+    } else if (u->nonfinite_step) {
+        fputs("diagnosis: no rule names a cause of the non-finite step\n", f);
+    } else {
+        fputs("diagnosis: none (no rule found a cause to name)\n", f);
+    }
+    if (u->warnings)
+        fprintf(f, "warnings: %ld (the first at step %ld: %s)\n", u->warnings,
+                u->first_warning.step, u->first_warning.text);
+    else
+        fputs("warnings: none\n", f);
+}
+
 /* Is an end line due? A header's stream (a probe's) has one at its end,
  * and so will an empty file's (nothing written yet); normscope's own
  * --jsonl rows have none. */
@@ -1038,8 +1198,10 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
                 u->nonfinite_loss[0] ? "; loss " : "", u->nonfinite_loss, u->nonfinite_rows);
     else
         fputs("first non-finite: none\n", f);
-    if (u->rows > 0)
+    if (u->rows > 0) {
         print_gradients(f, u);
+        print_diagnosis(f, r);
+    }
     fprintf(f, "spikes: %ld", u->spikes);
     for (long i = 0; i < u->spikes && i < STREAM_SPIKES; i++)
         fprintf(f, "%s%ld", i ? ", " : " (steps ", u->spike_step[i]);
@@ -1058,6 +1220,92 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
         fprintf(f, "end: %s\n", u->end_text[0] ? u->end_text : u->end_reason);
     else if (end_expected(u))
         fputs("end: no end line (the run is still writing, or its writer was killed)\n", f);
+}
+
+/* ---- a finding's fix, for a run outside the lab ------------------------------------ */
+
+long stream_checkpoint_at(const stream_reader *r, long step, char *name, size_t n)
+{
+    long best = -1;
+    int k = r->n_ckpt < STREAM_CKPTS ? r->n_ckpt : STREAM_CKPTS;
+    for (int i = 0; i < k; i++)
+        if (r->ckpt[i].updates <= step && r->ckpt[i].updates > best) {
+            best = r->ckpt[i].updates;
+            snprintf(name, n, "%s", r->ckpt[i].name);
+        }
+    return best;
+}
+
+/* The lab's settings a fix names, as a PyTorch script says them */
+static const struct {
+    const char *lab, *torch;
+} fix_words[] = {
+    {"precision bf16", "train in bfloat16 (autocast dtype=torch.bfloat16)"},
+    {"fp32-norms on", "compute the norms and the loss in float32"},
+    {"warmup on", "an LR warmup"},
+    {"norm pre", "Pre-LN (norm_first=True)"},
+    {"clip 0", "no gradient clipping"},
+    {"kind layernorm", "nn.LayerNorm for its norms"},
+};
+
+/* One command of a fix: an LR change becomes the control file's factor
+ * (an absolute LR over the one in force); the rest is the script's. */
+static void fix_part(const stream_reader *r, const char *part, char *cmd, size_t cn, char *words,
+                     size_t wn)
+{
+    double x;
+    float lr = r->snap->s.run[0].last.lr;
+    char tail;
+    if (sscanf(part, "lr x%lf%c", &x, &tail) == 1 && x > 0) {
+        snprintf(cmd + strlen(cmd), cn - strlen(cmd), "%slr x%g", cmd[0] ? ";" : "", x);
+        return;
+    }
+    if (sscanf(part, "lr %lf%c", &x, &tail) == 1 && x > 0 && isfinite(lr) && lr > 0) {
+        snprintf(cmd + strlen(cmd), cn - strlen(cmd), "%slr x%.3g", cmd[0] ? ";" : "", x / lr);
+        return;
+    }
+    const char *say = NULL;
+    for (size_t i = 0; i < sizeof fix_words / sizeof fix_words[0]; i++)
+        if (!strcmp(part, fix_words[i].lab))
+            say = fix_words[i].torch;
+    snprintf(words + strlen(words), wn - strlen(words), "%s%s", words[0] ? ", " : "",
+             say ? say : part);
+}
+
+int stream_fix(const stream_reader *r, const diag_finding *f, char *cmd, size_t cn, char *text,
+               size_t tn)
+{
+    char words[160] = "", parts[DIAG_FIX_TEXT];
+    cmd[0] = text[0] = 0;
+    snprintf(parts, sizeof parts, "%s", f->fix);
+    for (char *save = NULL, *p = strtok_r(parts, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
+        while (*p == ' ')
+            p++;
+        if (*p)
+            fix_part(r, p, cmd, cn, words, sizeof words);
+    }
+    if (!cmd[0] && !words[0])
+        return 0;
+    char what[256];
+    snprintf(what, sizeof what, "%s%s%s%s", cmd[0] ? cmd : "", cmd[0] && words[0] ? "; " : "",
+             words[0] ? "in the training script: " : "", words);
+    if (f->fix_from == DIAG_FROM_HERE) {
+        snprintf(text, tn, "%s, from this step", what);
+        return 0;
+    }
+    char name[STREAM_NAME];
+    long k = f->fix_from == DIAG_FROM_SNAPSHOT ? stream_checkpoint_at(r, f->fix_before, name,
+                                                                      sizeof name) : -1;
+    if (k >= 0)
+        snprintf(text, tn, "needs the weights of step %ld or earlier: stop the run and resume from "
+                 "%s (after %ld updates; torch.load it, then load_state_dict its model and "
+                 "optimizer) with %s", f->fix_before, name, k, what);
+    else if (f->fix_from == DIAG_FROM_SNAPSHOT)
+        snprintf(text, tn, "needs the weights of step %ld or earlier, and the run announced no "
+                 "checkpoint that old: restart from step 0 with %s", f->fix_before, what);
+    else
+        snprintf(text, tn, "restart from step 0 (a fresh init) with %s", what);
+    return 1;
 }
 
 /* ---- the control file ------------------------------------------------------------- */
@@ -1218,7 +1466,7 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
     }
     if (status != 2 && !quiet)
         stream_print_summary(stdout, r, path);
-    if (status == 0 && r->sum.nonfinite_step)
+    if (status == 0 && (r->sum.nonfinite_step || r->sum.blew_up))
         status = STREAM_EXIT_DIVERGED;
     else if (status == 0 && steps <= 0 && end_expected(&r->sum))
         status = !r->sum.ended ? STREAM_EXIT_NO_END

@@ -63,6 +63,7 @@ typedef struct {
     char end_reason[16];  /* "close", "exit", "exception", "signal" */
     char end_text[NS_EVENT_TEXT];
     char norm_class[32];  /* the header's norm_class, or "" */
+    int layer_grads_said; /* a step said some layer's gradient norm */
     int have_finite;      /* last_finite holds a step with finite gradients */
     step_metrics last_finite;
     int vocab;            /* the header's vocabulary size; 0 = not said */

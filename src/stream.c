@@ -24,6 +24,7 @@
 #include "tail.h"
 #include "config.h"
 #include "metrics.h"
+#include "nsmath.h"
 #include "nstime.h"
 #include "numfmt.h"
 
@@ -47,7 +48,7 @@ typedef struct {
     int max_layer; /* highest l<i>_ index seen, -1 = none */
     int header_layers;
     char bad[80];  /* a known field of the wrong type */
-    char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8];
+    char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8], val_nonfinite[8];
     char norm[16], norm_kind[16], precision[16];
     char source[32], model[64], dtype[16], host[64], reason[16], norm_class[32];
     double version, world_size, every, pid;
@@ -57,6 +58,9 @@ typedef struct {
     long seq;          /* an ack's command sequence number: 0 = none */
     int lr_undone;
     int vocab;         /* the header's vocabulary size: 0 = not said */
+    int probe;         /* a header came: null is a value measured and not finite
+                        * (the lab's --jsonl rows also write an unmeasured
+                        * val_loss so) */
     int rank;          /* an end line's failed rank: -1 = not said */
     step_metrics m;
     /* the header's block names, [0, blocks) of this line (not cleared
@@ -354,9 +358,11 @@ static void keep_digits(char *dst, const jsonl_value *v)
     }
 }
 
-/* A column of metrics_step_cols. null is a value for what is measured
- * (loss, grad_norm: not finite; val_loss: not measured) and unknown for
- * the rest; a column not on the line stays unknown. */
+/* A column of metrics_step_cols. In a probe's stream (a header came)
+ * null is a value measured and not finite, and a column not on the line
+ * is unknown. The lab's --jsonl rows write null for a loss or gradient
+ * norm not finite and a val_loss not measured; null is unknown for
+ * their other columns. */
 static void step_col(row_state *w, int k, const jsonl_value *v)
 {
     step_metrics *m = &w->m;
@@ -394,10 +400,10 @@ static void step_col(row_state *w, int k, const jsonl_value *v)
             keep_digits(w->dig.step[k], v);
             m->unknown &= ~(1u << k);
         } else if (v->type == JSONL_NULL) {
+            int value = w->probe && metrics_step_cols[k].type != METRICS_T_INT;
             metrics_step_col_set_num(m, k, NAN);
-            if (k == METRICS_COL_VAL)
-                m->has_val = 0;
-            if (measured)
+            m->has_val = k == METRICS_COL_VAL ? value : m->has_val; /* a NaN validation */
+            if (measured || value)
                 m->unknown &= ~(1u << k);
         } else {
             bad_type(w, name, "a number or null");
@@ -422,6 +428,7 @@ static void layer_field(row_state *w, const char *key, size_t kl, const jsonl_va
         w->max_layer = (int)idx;
     if (idx < NS_MAX_LAYERS) {
         metrics_layer_col_set(&w->m.layer[idx], col, x);
+        w->m.layer[idx].unknown &= ~(1u << col); /* said: a number, or null (not finite) */
         keep_digits(w->dig.layer[idx][col], v);
         if (idx + 1 > w->dig_layers)
             w->dig_layers = (int)idx + 1;
@@ -491,6 +498,8 @@ static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *
         w->rank = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : -1;
     } else if (keyis(key, kl, "lr_undone")) {
         w->lr_undone = v->type == JSONL_NUM && v->num != 0;
+    } else if (keyis(key, kl, "val_loss_nonfinite")) {
+        str_field(w, "val_loss_nonfinite", v, w->val_nonfinite, sizeof w->val_nonfinite);
     } else if (keyis(key, kl, "loss_nonfinite")) {
         str_field(w, "loss_nonfinite", v, w->loss_nonfinite, sizeof w->loss_nonfinite);
     } else if (keyis(key, kl, "first_nonfinite")) {
@@ -527,10 +536,11 @@ static void row_reset(row_state *w)
     for (int l = 0; l < w->dig_layers && l < NS_MAX_LAYERS; l++)
         memset(w->dig.layer[l], 0, sizeof w->dig.layer[l]);
     w->dig_layers = 0;
-    /* a layer column the row does not have is not measured */
+    /* a layer column the row does not have is not known */
     layer_metrics none;
     for (int k = 0; k < METRICS_LAYER_COLS; k++)
         metrics_layer_col_set(&none, k, NAN);
+    none.unknown = (1u << METRICS_LAYER_COLS) - 1;
     for (int l = 0; l < NS_MAX_LAYERS; l++)
         m->layer[l] = none;
 }
@@ -780,10 +790,15 @@ static void update_summary(stream_reader *r, const step_metrics *m)
         u->last_val_step = m->step;
     }
     u->nonfinite_rows += m->nonfinite;
-    int finite = m->n_layer > 0;
-    for (int l = 0; l < m->n_layer && finite; l++)
-        finite = isfinite(metrics_layer_gnorm(&m->layer[l]));
-    if (finite) {
+    /* every layer's norm (over its groups said) known and finite */
+    int finite = m->n_layer > 0, said = 0;
+    for (int l = 0; l < m->n_layer && finite; l++) {
+        said |= metrics_layer_gnorm_known(&m->layer[l]);
+        finite = !metrics_layer_gnorm_known(&m->layer[l]) ||
+                 isfinite(metrics_layer_gnorm(&m->layer[l]));
+    }
+    u->layer_grads_said |= said;
+    if (finite && said) {
         u->have_finite = 1;
         u->last_finite = *m;
     }
@@ -824,6 +839,12 @@ static void fault_of(stream_reader *r, step_metrics *m)
     }
 }
 
+/* "inf", "-inf", else NaN: a loss_nonfinite's value */
+static float nonfinite_value(const char *t)
+{
+    return !strcmp(t, "inf") ? INFINITY : !strcmp(t, "-inf") ? -INFINITY : NAN;
+}
+
 /* The step as the rules get it: what the stream does not say is what
  * blames nothing. A probe cannot know warmup (on: a divergence is not
  * put on a warmup that may be there) nor clipping (off); autocast keeps
@@ -845,6 +866,20 @@ static void diag_input(stream_reader *r, const step_metrics *m, step_metrics *in
     if (metrics_known(m, METRICS_COL_SCALE) && isfinite(m->loss_scale) && m->loss_scale != 1)
         r->scale_moved = 1;
     in->loss_scale_dynamic = r->scale_moved;
+    /* headroom a stream leaves out (the probe's in fp32) is its definition's,
+     * log2(format max / act max), as the lab's engine computes it: a rule's
+     * crossing step is then a forecast, not "at the limit now" */
+    double lim = ns_log2(numfmt_max(m->precision));
+    for (int l = 0; l < m->n_layer; l++) {
+        layer_metrics *lm = &in->layer[l];
+        if (!metrics_layer_known(lm, METRICS_LC_HEADROOM) && isfinite(lm->act_max) &&
+            lm->act_max > 0)
+            lm->headroom = (float)(lim - ns_log2(lm->act_max));
+        /* a group not said adds nothing to the layer's norm (an empty one has none) */
+        for (int k = METRICS_LC_GRAD_ATTN; k <= METRICS_LC_GRAD_LN; k++)
+            if (!metrics_layer_known(lm, k) && metrics_layer_gnorm_known(lm))
+                metrics_layer_col_set(lm, k, 0);
+    }
 }
 
 /* A finding as the lab's run loop gives it: its line and what to try, as
@@ -933,8 +968,9 @@ static void step_line(stream_reader *r)
     m->step = w->step;
     m->n_layer = r->n_alloc < u->n_layer ? r->n_alloc : u->n_layer;
     if (w->loss_nonfinite[0])
-        m->loss = !strcmp(w->loss_nonfinite, "inf") ? INFINITY
-                  : !strcmp(w->loss_nonfinite, "-inf") ? -INFINITY : NAN;
+        m->loss = nonfinite_value(w->loss_nonfinite);
+    if (m->has_val && w->val_nonfinite[0])
+        m->val_loss = nonfinite_value(w->val_nonfinite);
     m->nonfinite = (w->has_loss && w->loss_null) || w->loss_nonfinite[0] || m->fault[0] ||
                    (w->has_loss && !isfinite(m->loss));
     int was_nonfinite = r->snap->s.have_metrics && r->snap->s.run[0].last.nonfinite;
@@ -964,6 +1000,7 @@ static void process_line(stream_reader *r, char *line, size_t n)
         return; /* a blank line: nothing, not malformed */
     row_state *w = &r->row;
     row_reset(w);
+    w->probe = r->sum.have_header;
     char err[96];
     if (jsonl_parse(line, n, row_field, w, err, sizeof err) != 0)
         malformed(r, err);
@@ -1107,16 +1144,22 @@ void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst)
  * whose layer norms were all finite, and their ratio. */
 static void print_gradients(FILE *f, const stream_summary *u)
 {
+    if (!u->layer_grads_said) {
+        fputs("gradient norms: not in the stream (no layer's gradient norm was said)\n", f);
+        return;
+    }
     if (!u->have_finite) {
         fputs("gradient norms: no step with finite layer gradient norms\n", f);
         return;
     }
     const step_metrics *m = &u->last_finite;
-    int lo = 0, hi = 0;
-    for (int l = 1; l < m->n_layer; l++) {
-        if (metrics_layer_gnorm(&m->layer[l]) < metrics_layer_gnorm(&m->layer[lo]))
+    int lo = -1, hi = -1; /* over the layers whose norm is known */
+    for (int l = 0; l < m->n_layer; l++) {
+        if (!metrics_layer_gnorm_known(&m->layer[l]))
+            continue;
+        if (lo < 0 || metrics_layer_gnorm(&m->layer[l]) < metrics_layer_gnorm(&m->layer[lo]))
             lo = l;
-        if (metrics_layer_gnorm(&m->layer[l]) > metrics_layer_gnorm(&m->layer[hi]))
+        if (hi < 0 || metrics_layer_gnorm(&m->layer[l]) > metrics_layer_gnorm(&m->layer[hi]))
             hi = l;
     }
     double a = metrics_layer_gnorm(&m->layer[lo]), b = metrics_layer_gnorm(&m->layer[hi]);

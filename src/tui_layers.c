@@ -135,7 +135,8 @@ static void prec_cell(tui_grid *g, int r, int c, const layer_metrics *lm)
         /* NaN: the act max was not a number; inf: it was 0 (a block a
          * norm gain of 0 switched off), nothing to measure against */
         snprintf(b, sizeof b, "%8s", "-");
-        st = isnan(lm->headroom) ? TUI_S_BAD : TUI_S_DIM;
+        st = isnan(lm->headroom) && metrics_layer_known(lm, METRICS_LC_HEADROOM) ? TUI_S_BAD
+                                                                                : TUI_S_DIM;
     } else {
         snprintf(b, sizeof b, "%8.1f", (double)lm->headroom);
         st = lm->headroom < 1 ? TUI_S_BAD : lm->headroom < 3 ? TUI_S_WARN : TUI_S_TEXT;
@@ -577,6 +578,22 @@ static void layers_header(tui_grid *g, tui_rect r, const tui_layer_cols *k, int 
     act_scale(g, r.r + 1, r.c + k->act, k->act_w);
 }
 
+/* A number of 7 columns, e-notation or not: "-" when a followed stream
+ * did not say layer column k (unknown is not NaN) */
+static void put_num(tui_grid *g, int r, int c, tui_style st, const layer_metrics *lm, int k, int e)
+{
+    char b[32];
+    float v;
+    memcpy(&v, (const char *)lm + metrics_layer_cols[k].offset, sizeof v);
+    if (!metrics_layer_known(lm, k))
+        snprintf(b, sizeof b, "%7s", "-"), st = TUI_S_DIM;
+    else if (e)
+        fmt_e(b, sizeof b, v);
+    else
+        fmt7(b, sizeof b, v);
+    tui_puts(g, r, c, 7, st, b);
+}
+
 /* One layer's row of the single view, after its index. */
 static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
                       const tui_layer_cols *k, double gmax, const tui_ui *ui)
@@ -586,26 +603,23 @@ static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
     scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
     scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
-    char b[32];
-    log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
-    log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
-    fmt_e(b, sizeof b, lm->grad_attn);
-    tui_puts(g, rr, r.c + k->nums, 7, grad_style(sa), b);
-    fmt_e(b, sizeof b, lm->grad_ffn);
-    tui_puts(g, rr, r.c + k->nums + 8, 7, grad_style(sf), b);
+    if (metrics_layer_known(lm, METRICS_LC_GRAD_ATTN)) /* no bar for what was not said */
+        log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
+    if (metrics_layer_known(lm, METRICS_LC_GRAD_FFN))
+        log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
+    put_num(g, rr, r.c + k->nums, grad_style(sa), lm, METRICS_LC_GRAD_ATTN, 1);
+    put_num(g, rr, r.c + k->nums + 8, grad_style(sf), lm, METRICS_LC_GRAD_FFN, 1);
     /* activation max, with the two fp16 marks */
-    act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
-    fmt7(b, sizeof b, lm->act_max);
-    tui_puts(g, rr, r.c + k->act_num, 7, act_style(lm->act_max), b);
-    fmt7(b, sizeof b, lm->resid_rms);
-    tui_puts(g, rr, r.c + k->rms + 2, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
+    if (metrics_layer_known(lm, METRICS_LC_ACT_MAX))
+        act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
+    put_num(g, rr, r.c + k->act_num, act_style(lm->act_max), lm, METRICS_LC_ACT_MAX, 0);
+    put_num(g, rr, r.c + k->rms + 2, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, lm,
+            METRICS_LC_RESID_RMS, 0);
     if (k->prec >= 0)
         prec_cell(g, rr, r.c + k->prec + 1, lm);
     if (k->extra >= 0) {
-        fmt_e(b, sizeof b, lm->update_ratio);
-        tui_puts(g, rr, r.c + k->extra + 1, 7, TUI_S_TEXT, b);
-        fmt_e(b, sizeof b, lm->grad_ln);
-        tui_puts(g, rr, r.c + k->extra + 10, 7, TUI_S_TEXT, b);
+        put_num(g, rr, r.c + k->extra + 1, TUI_S_TEXT, lm, METRICS_LC_UPDATE, 1);
+        put_num(g, rr, r.c + k->extra + 10, TUI_S_TEXT, lm, METRICS_LC_GRAD_LN, 1);
     }
 }
 
@@ -653,8 +667,9 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 typedef struct {
     const char *name, *brief; /* brief: 6 columns and a gap, for two runs in a narrow box */
     double v;
-    int fmt; /* 0 fixed, 1 e-notation, 2 a count */
+    int fmt; /* 0 fixed, 1 e-notation, 2 a count, 3 not said ("-") */
     tui_style st;
+    int col; /* its layer column: "-" when a followed stream did not say it */
 } side_row;
 enum { SIDE_ROWS = 10 };
 
@@ -662,25 +677,34 @@ static void side_rows(const layer_metrics *lm, double gmax, side_row out[SIDE_RO
 {
     const side_row rows[SIDE_ROWS] = {
         {"grad attn", "g attn", lm->grad_attn, 1,
-         grad_style(scale_grad_state_of(lm->grad_attn, gmax))},
-        {"grad mlp", "g mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
-        {"grad norm", "g norm", lm->grad_ln, 1, TUI_S_TEXT},
+         grad_style(scale_grad_state_of(lm->grad_attn, gmax)), METRICS_LC_GRAD_ATTN},
+        {"grad mlp", "g mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax)),
+         METRICS_LC_GRAD_FFN},
+        {"grad norm", "g norm", lm->grad_ln, 1, TUI_S_TEXT, METRICS_LC_GRAD_LN},
         {"act max", "act mx", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
-                                                                          : act_style(lm->act_max)},
-        {"resid max", "res mx", lm->resid_max, 0, TUI_S_TEXT},
-        {"resid rms", "rms", lm->resid_rms, 0, TUI_S_TEXT},
-        {"upd/weight", "upd/w", lm->update_ratio, 1, TUI_S_TEXT},
-        {"headroom", "headrm", lm->headroom, 0, lm->headroom < 1 ? TUI_S_WARN : TUI_S_TEXT},
-        {"overflows", "ovf", lm->overflow, 2, lm->overflow > 0 ? TUI_S_BAD : TUI_S_TEXT},
-        {"underflows", "unf", lm->underflow, 2, TUI_S_TEXT},
+                                                                          : act_style(lm->act_max),
+         METRICS_LC_ACT_MAX},
+        {"resid max", "res mx", lm->resid_max, 0, TUI_S_TEXT, METRICS_LC_RESID_MAX},
+        {"resid rms", "rms", lm->resid_rms, 0, TUI_S_TEXT, METRICS_LC_RESID_RMS},
+        {"upd/weight", "upd/w", lm->update_ratio, 1, TUI_S_TEXT, METRICS_LC_UPDATE},
+        {"headroom", "headrm", lm->headroom, 0, lm->headroom < 1 ? TUI_S_WARN : TUI_S_TEXT,
+         METRICS_LC_HEADROOM},
+        {"overflows", "ovf", lm->overflow, 2, lm->overflow > 0 ? TUI_S_BAD : TUI_S_TEXT,
+         METRICS_LC_OVERFLOW},
+        {"underflows", "unf", lm->underflow, 2, TUI_S_TEXT, METRICS_LC_UNDERFLOW},
     };
     memcpy(out, rows, sizeof rows);
+    for (int i = 0; i < SIDE_ROWS; i++)
+        if (!metrics_layer_known(lm, rows[i].col))
+            out[i].fmt = 3; /* not said */
 }
 
 static void side_value(tui_grid *g, int r, int c, int w, const side_row *row)
 {
     char b[32];
-    if (row->fmt == 1)
+    if (row->fmt == 3)
+        snprintf(b, sizeof b, "%7s", "-");
+    else if (row->fmt == 1)
         fmt_e(b, sizeof b, row->v);
     else if (row->fmt == 2)
         snprintf(b, sizeof b, "%7.0f", row->v);

@@ -696,6 +696,156 @@ static void test_headless_ends(const char *path)
     unlink(path);
 }
 
+/* ---- the lab's rules on a followed stream ---------------------------------------- */
+
+/* A probe's stream of a 2-layer GPT (vocab 256, targets' entropy 3.1
+ * nats): a run that blows up (AdamW at lr 1.0: the loss x e^(s/45), 157
+ * at step 150, act max growing, update ratio 0.05), one that trains (the
+ * loss falls from 5.6 to 2, update ratio 1e-3), or in fp16 one whose
+ * headroom falls from 2 to 0.5 doublings; the update ratio every 10th
+ * step and no headroom in fp32, as the probe writes them (absent); a
+ * checkpoint at step 50; the end line when `end`. */
+enum { RUN_BLOW, RUN_OK, RUN_HEADROOM };
+static void probe_run(const char *path, int kind, int n, int end)
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f, "{\"format\":\"normscope-stream\",\"version\":1,\"source\":\"pytorch\",\"model\":"
+               "\"GPT\",\"blocks\":[\"h.0\",\"h.1\"],\"n_layer\":2,\"world_size\":1,\"dtype\":"
+               "\"%s\",\"every\":1,\"vocab\":256}\n", kind == RUN_HEADROOM ? "float16" : "float32");
+    for (int s = 1; s <= n; s++) {
+        double wig = 0.02 * sin(s * 1.7), loss, act, upd;
+        if (kind == RUN_BLOW)
+            loss = 5.6 * exp(s / 45.0) * (1 + wig), act = 4 * exp(s / 30.0), upd = 0.05;
+        else
+            loss = 2.0 + 3.6 * exp(-s / 40.0) + wig, act = 4 + wig, upd = 1e-3;
+        if (kind == RUN_HEADROOM)
+            act = 65504.0 / pow(2, 2.0 - 1.5 * s / n);
+        fprintf(f, "{\"step\":%d,\"loss\":%.6g,\"lr\":%g,\"grad_norm\":%.4g,\"loss_scale\":1,"
+                   "\"data_entropy\":3.1", s, loss, kind == RUN_BLOW ? 1.0 : 1e-3, 1 + wig);
+        for (int l = 0; l < 2; l++) {
+            fprintf(f, ",\"l%d_grad_attn\":0.1,\"l%d_grad_ffn\":0.2,\"l%d_grad_ln\":0.01,"
+                       "\"l%d_act_max\":%.6g,\"l%d_resid_max\":%.6g,\"l%d_resid_rms\":1,"
+                       "\"l%d_overflow\":0,\"l%d_underflow\":0", l, l, l, l, act, l, act, l, l, l);
+            if (s % 10 == 1)
+                fprintf(f, ",\"l%d_update_ratio\":%g", l, upd);
+            if (kind == RUN_HEADROOM)
+                fprintf(f, ",\"l%d_headroom\":%.6g", l, log2(65504.0 / act));
+        }
+        fputs("}\n", f);
+        if (s == 50)
+            fputs("{\"event\":\"checkpoint\",\"step\":50,\"text\":\"checkpoint run.nsj.step49.pt "
+                  "after 49 updates\"}\n", f);
+    }
+    if (end)
+        fprintf(f, "{\"event\":\"end\",\"step\":%d,\"reason\":\"close\",\"text\":\"run ended at "
+                   "step %d: close\"}\n", n, n);
+    fclose(f);
+}
+
+/* The summary a reader of path prints */
+static const char *summary_of(const char *path)
+{
+    static char out[4096];
+    stream_reader *r = stream_open(path);
+    int eof = 0;
+    while (!eof)
+        stream_poll(r, 0, &eof);
+    memset(out, 0, sizeof out);
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "run.nsj");
+    fclose(f);
+    stream_free(r);
+    return out;
+}
+
+/* A GPT at lr 1.0 whose loss reaches 157 is a blow-up, named with its
+ * cause and fix (from the run's own checkpoint), exit 3; a run that
+ * trains gets no finding and exit 0 */
+static void test_diagnosis(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/run.nsj", dir);
+    probe_run(path, RUN_BLOW, 150, 1);
+    stream_reader *r = stream_open(path);
+    int eof = 0;
+    while (!eof)
+        stream_poll(r, 0, &eof);
+    const trainer_snapshot *s = stream_snapshot(r);
+    const stream_summary *u = stream_summary_of(r);
+    CHECK(s->s.run[0].last.vocab == 256 && t_close(s->s.run[0].last.data_entropy, 3.1, 1e-6, 0));
+    CHECK(u->blew_up && u->diagnoses >= 1 && u->cause.rule == DIAG_R_BLOWUP);
+    CHECK(u->cause.step > 60 && u->cause.step < 100);
+    CHECK(has_event(s, NS_EV_WARNING, "blew up, finite"));
+    CHECK(!strcmp(s->s.diag[0].alert, "blowup") && s->s.run[0].last.exploded);
+    char cmd[64], fix[320];
+    CHECK(stream_fix(r, &u->cause, cmd, sizeof cmd, fix, sizeof fix) == 1);
+    CHECK(strstr(fix, "resume from run.nsj.step49.pt (after 49 updates") && strstr(fix, "lr x0.01"));
+    CHECK(stream_checkpoint_at(r, 48, fix, sizeof fix) == -1); /* none that old */
+    stream_free(r);
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == STREAM_EXIT_DIVERGED);
+    const char *out = summary_of(path);
+    CHECK(strstr(out, "diagnosis at step ") && strstr(out, ": blew up, finite: loss "));
+    CHECK(strstr(out, "  fix: needs the weights of step ") != NULL);
+    probe_run(path, RUN_OK, 400, 1);
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 0);
+    out = summary_of(path);
+    CHECK(strstr(out, "diagnosis: none (no rule found a cause to name)\nwarnings: none\n") != NULL);
+    unlink(path);
+}
+
+/* The D panel of a followed run: the findings, and a sends the fix
+ * through the control file (an LR factor from here; a fix that needs
+ * older weights pauses the run) */
+static void test_follow_diag(void)
+{
+    char path[128], ctl[160];
+    snprintf(path, sizeof path, "%s/d.nsj", dir);
+    snprintf(ctl, sizeof ctl, "%s.ctl", path);
+    static char lines[TUI_DIAG_MAX][TUI_DIAG_LINE];
+    for (int kind = RUN_BLOW; kind <= RUN_HEADROOM; kind++) {
+        unlink(ctl);
+        probe_run(path, kind, kind == RUN_OK ? 300 : 150, 0); /* still running: no end line */
+        tui_follow_state f;
+        tui_ui ui;
+        tui_ui_init(&ui, 0, 0);
+        ui.follow = 1;
+        CHECK(tui_follow_init(&f, path) == 0);
+        trainer_snapshot *dst = trainer_snapshot_new();
+        for (int i = 0; i < 8; i++)
+            tui_follow_update(&f, dst, &ui);
+        tui_follow_action(&f, &ui, TUI_ACT_DIAG);
+        CHECK(ui.diag == 1);
+        int n = tui_follow_diag_lines(&f, lines, TUI_DIAG_MAX);
+        char all[TUI_DIAG_MAX * 64] = "";
+        for (int i = 0; i < n; i++)
+            snprintf(all + strlen(all), sizeof all - strlen(all), "%.300s\n", lines[i]);
+        tui_follow_action(&f, &ui, TUI_ACT_FIX);
+        CHECK(ui.diag == 1); /* the panel stays: it says what comes next */
+        const char *c = slurp(ctl);
+        if (kind == RUN_BLOW) {
+            CHECK(strstr(all, "DIAGNOSIS at step ") && strstr(all, "blew up, finite"));
+            CHECK(strstr(all, "keys: a pauses the run") != NULL);
+            CHECK(!strcmp(c, "1 pause\n"));
+        } else if (kind == RUN_OK) {
+            CHECK(strstr(all, "no finding: no rule named a cause or gave a warning in the 300 "
+                              "steps read") != NULL);
+            CHECK(!strcmp(c, "")); /* nothing to send */
+        } else {
+            CHECK(strstr(all, "warning at step ") && strstr(all, "headroom"));
+            CHECK(strstr(all, "fix: lr x0.5, from this step") != NULL);
+            CHECK(!strcmp(c, "1 lr x0.5\n"));
+        }
+        tui_follow_action(&f, &ui, TUI_ACT_CHECKPOINT); /* the run's own keys act in the panel */
+        CHECK(ui.diag == 1 && strstr(slurp(ctl), " checkpoint\n"));
+        tui_follow_action(&f, &ui, TUI_ACT_VIEW); /* another key closes it */
+        CHECK(ui.diag == 0);
+        free(dst);
+        tui_follow_free(&f);
+    }
+    unlink(ctl);
+    unlink(path);
+}
+
 static void test_headless(void)
 {
     char path[128], csv[128];
@@ -740,6 +890,8 @@ int main(void)
     test_follow_help();
     test_pending_and_liveness();
     test_headless();
+    test_diagnosis();
+    test_follow_diag();
     rmdir(dir);
     return test_summary();
 }

@@ -62,6 +62,34 @@
 #define DIAG_CLIP_SHARE 0.9     /* a stall is the clip's when at least this share
                                    of its steps were clipped and the update ratio
                                    is below DIAG_UPDATE_LOW */
+#define DIAG_FLOOR_MARGIN 0.3   /* nats: a plateau (the data's unigram entropy) this
+                                   close to the floor of 0 is the optimum, or near it:
+                                   a loss there is no stall (one repeated byte: 0) */
+#define DIAG_LEARN_STEPS 200    /* steps after the start (or a change) before "is it
+                                   learning" is answered: a healthy 4-block run falls
+                                   2 nats by step 100, LR 1e-6 0.05 nats by step 200 */
+#define DIAG_LEARN_FRAC 0.1     /* ... it must have fallen this share of the way from
+                                   its first loss to the plateau (to 0 when the
+                                   plateau is not known) */
+#define DIAG_LEARN_MEAN 16      /* steps averaged for the loss "now" */
+#define DIAG_OVERFIT_MARGIN 0.1 /* nats of validation loss above its own minimum ... */
+#define DIAG_OVERFIT_EVALS 3    /* ... on this many evaluations in a row, while the
+                                   training loss fell below its value at that minimum */
+#define DIAG_START_LOSS 1.0     /* nats above ln(vocab) at step 1: an init that predicts
+                                   confidently wrong (a uniform guess gives ln(vocab)) */
+#define DIAG_START_GNORM 1e3    /* gradient norm at step 1: healthy lab starts have
+                                   1-10, norm gains of 8 about 130 */
+#define DIAG_BAND_STEPS 8       /* the run's early steps: the first this many that
+                                   changed the weights (an LR of 1.0 has done its
+                                   damage by step 11) */
+#define DIAG_ACT_GROW 32.0      /* act max this many times its largest over the early
+                                   steps is growth (LR 3e-2, 8 blocks: 100x by step
+                                   600; LR 1e-2, 4 blocks, training well: 18x) ... */
+#define DIAG_BAND_ACT 4.0       /* ... and a snapshot whose act max is within this many
+                                   times it (and loss, update ratio in the band) is
+                                   still healthy: the fix goes back to it */
+#define DIAG_FIX_CHECK 150      /* a fix must beat the state it replaced within this
+                                   many steps, or "the fix did not help" */
 
 typedef enum { DIAG_WARNING = 0, DIAG_DIAGNOSIS = 1 } diag_kind;
 
@@ -78,6 +106,12 @@ typedef enum {
     DIAG_R_BLOWUP,       /* diagnosis: the loss rose far above its start, finite */
     DIAG_R_LR_HIGH,      /* diagnosis: the weights move too far a step for the LR */
     DIAG_R_LOSS,         /* diagnosis: the loss computed in the format is inf */
+    DIAG_R_NOT_LEARNING, /* diagnosis: no real fall from the first loss */
+    DIAG_R_OVERFIT,      /* diagnosis: validation rises from its minimum as train falls */
+    DIAG_R_LR_WARN,      /* warning: update ratio above DIAG_UPDATE_HIGH and the
+                            activations grown, while finite */
+    DIAG_R_GROWTH_WARN,  /* warning: act max grown DIAG_ACT_GROW-fold and growing */
+    DIAG_R_START,        /* warning: step 1's loss or gradient norm is not sane */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -152,10 +186,68 @@ typedef struct {
     long head_left;        /* steps left at the last headroom warning */
     unsigned warned;       /* bit per rule: warned this episode */
     diag_finding last_diagnosis; /* the latest diagnosis (kind DIAG_DIAGNOSIS); step 0 = none */
+    /* what the checks (diag_checks) read: the metrics' own, never engine state */
+    double plateau_given;  /* diag_init's: the plateau when a step says none (NAN: none) */
+    int vocab;             /* the latest step's vocabulary size (0: not known) */
+    int n_layer;           /* the latest step's layers */
+    long start_step;       /* the first step seen since the start or a rewind (0: none) */
+    float start_loss, start_gnorm; /* its loss and gradient norm (NaN: not known) */
+    long learn_from;       /* learning is judged since this step (the start, a change) */
+    double learn_loss;     /* the first finite loss at or after it (NaN: none yet) */
+    long band_n;           /* updated steps in the early band (DIAG_WINDOW at most) */
+    long band_last;        /* the band's last step */
+    float band_act, band_upd, band_loss; /* their largest act max, top update ratio, loss */
+    long val_n;            /* finite validations seen (since the start or a rewind) */
+    float val_min, val_last, val_min_train, val_last_train; /* the train loss then: the
+                                                               mean of DIAG_LEARN_MEAN steps */
+    long val_min_step, val_last_step;
+    int val_above;         /* validations in a row DIAG_OVERFIT_MARGIN above val_min while
+                              train is below val_min_train */
+    int last_nonfinite;    /* the latest step was not finite */
+    long last_fault_step;  /* ... its step, and its fault */
+    char last_fault[64];
 } diag;
 
-/* Start with the data's unigram plateau (diag_unigram_entropy). */
+/* Start with the data's unigram plateau (diag_unigram_entropy), used for
+ * a step whose metrics do not carry one (step_metrics.data_entropy NaN);
+ * NAN: none, the rules that need it say "not known". */
 void diag_init(diag *d, double plateau);
+
+/* ---- the checks behind a verdict ---------------------------------------------
+ * "Healthy" is a finding like any other: each question below is asked of
+ * the metrics seen so far and answered with its numbers, or "not yet
+ * known: why" (too few steps, no validation, a stream that does not say
+ * the value). The order is fixed; the question strings are static. */
+typedef enum { DIAG_Q_UNKNOWN = 0, DIAG_Q_OK, DIAG_Q_BAD } diag_answer;
+typedef struct {
+    const char *question; /* "is it learning", ... (static) */
+    diag_answer answer;
+    char text[DIAG_TEXT]; /* the numbers, or "not yet known: ..." */
+} diag_check;
+enum {
+    DIAG_C_START = 0, /* did it start sane: step 1's loss vs ln(vocab), gradient norm */
+    DIAG_C_FINITE,    /* is every value finite (no divergence, no blow-up) */
+    DIAG_C_LEARNING,  /* is it learning: the fall from the first loss */
+    DIAG_C_VAL,       /* does validation follow training (overfitting) */
+    DIAG_C_LR,        /* is the LR within what the run tolerates (update ratio) */
+    DIAG_C_HEADROOM,  /* is there headroom before the format's limit */
+    DIAG_C_GRADIENT,  /* does the gradient reach the bottom layers */
+    DIAG_CHECKS
+};
+/* The checks of the run as observed so far, in that order: min(max,
+ * DIAG_CHECKS) written, their count returned. */
+int diag_checks(const diag *d, diag_check *out, int max);
+/* 1 only when every check answered DIAG_Q_OK. */
+int diag_healthy(const diag *d);
+/* The answer's word: "ok", "no", "not yet known". */
+const char *diag_answer_name(diag_answer a);
+/* Is a snapshot's step (its metrics m) still healthy, by the band of
+ * the run's early steps: finite, loss at most DIAG_STALL_ABOVE above the
+ * band's largest, act max within DIAG_BAND_ACT times the band's, top
+ * update ratio at most DIAG_UPDATE_HIGH? 1 if so; else 0 with why
+ * ("act max 2e4, 2000x the early 10"). -1 when the band is not known
+ * (fewer than DIAG_BAND_STEPS early steps seen). */
+int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_t len);
 /* Entropy in nats of the byte distribution of b[0..n): the loss of a model
  * that knows only which bytes are common. Past 4 MiB, estimated from 64
  * evenly spaced runs of 64 KiB. */

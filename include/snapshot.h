@@ -70,6 +70,11 @@ typedef struct {
      * another than b's ("step 50, headroom 3.2 (layer 3)"); "" otherwise */
     char fix_rewind[NS_EVENT_TEXT];
     int fix_reinit; /* no snapshot that old is kept: the fix re-inits */
+    /* the questions behind a verdict, as of the latest step (diag_checks):
+     * "healthy" is said only when every one answered ok (healthy) */
+    int n_checks;
+    diag_check checks[DIAG_CHECKS];
+    int healthy;
 } trainer_diagnosis;
 
 /* The order an episode's findings are given in, the cause first: the

@@ -84,8 +84,10 @@ typedef struct {
     /* --no-pause: a script's pause is skipped (its prompt still goes to
      * the event log), so a lesson runs straight through */
     int no_pause;
-    /* the data's unigram entropy (diag_unigram_entropy), the stall rule's
-     * plateau; 0 leaves the stall rule silent */
+    /* the data's unigram entropy (diag_unigram_entropy): every step's
+     * data_entropy, the stall rule's plateau and the floor it sits on; NaN
+     * = not known (the rules that need it say so); 0 (one repeated byte)
+     * leaves the stall rule silent: the plateau is the optimum */
     double plateau;
     /* --on-stall stop (1): trainer_run ends when the diagnosis finds a run
      * (a, or the twin b) stalled (trainer_status.stall_stopped); the live

@@ -16,7 +16,8 @@
 
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
-    "blowup", "lr-high", "loss-overflow"};
+    "blowup", "lr-high", "loss-overflow", "not-learning", "overfit", "lr-warn", "growth-warn",
+    "start"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -27,6 +28,9 @@ void diag_init(diag *d, double plateau)
 {
     memset(d, 0, sizeof *d);
     d->plateau = plateau;
+    d->plateau_given = plateau;
+    d->start_loss = d->start_gnorm = NAN;
+    d->learn_loss = NAN;
     d->changed_at = -1;
     d->lr_raised_at = -1;
     d->warmup_off_at = -1;
@@ -94,13 +98,15 @@ static void push(diag *d, const step_metrics *m)
     diag_point *p = &d->hist[d->n % DIAG_WINDOW];
     p->step = m->step;
     p->updated = !m->nonfinite && !m->skipped;
-    p->loss = m->loss;
-    p->lr = m->lr;
-    p->scale = m->loss_scale;
-    p->gnorm = m->grad_norm;
+    /* a stream's column not said is not known: NaN, which no rule takes
+     * for a value (every comparison with it is false) */
+    p->loss = metrics_known(m, METRICS_COL_LOSS) ? m->loss : NAN;
+    p->lr = metrics_known(m, METRICS_COL_LR) ? m->lr : NAN;
+    p->scale = metrics_known(m, METRICS_COL_SCALE) ? m->loss_scale : NAN;
+    p->gnorm = metrics_known(m, METRICS_COL_GNORM) ? m->grad_norm : NAN;
     p->clip = m->clip;
-    if (d->first_loss == 0 && p->updated && isfinite(m->loss))
-        d->first_loss = m->loss;
+    if (d->first_loss == 0 && p->updated && isfinite(p->loss))
+        d->first_loss = p->loss;
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
         p->grad[l] = layer_grad(&m->layer[l]);
         p->act[l] = m->layer[l].act_max;
@@ -263,6 +269,8 @@ static void warn_resumed(diag *d, long from, diag_finding *out, int max, int *k)
     }
 }
 
+static void rewound_checks(diag *d, long step);
+
 /* Rewinds (a step number that goes back) and setting changes; the
  * "resumed with nothing changed" warning. */
 static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
@@ -270,6 +278,7 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
     diag_settings s = settings_of(m);
     if (d->last_step > 0 && m->step <= d->last_step) {
         d->n = 0; /* the ring's points are from the future now */
+        rewound_checks(d, m->step);
         new_episode(d);
         d->div_seen = 0;
         if (d->diverged_at >= m->step && settings_equal(&s, &d->diverged_set))
@@ -286,6 +295,8 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
         d->lr_since = m->step - 1;
     } else if (!settings_equal(&s, &d->set)) {
         d->changed_at = m->step - 1;
+        d->learn_from = m->step - 1; /* learning is judged anew */
+        d->learn_loss = NAN;
         track_lr(d, s.lr_peak, m->step - 1);
         if (d->set.warmup_on && !s.warmup_on)
             d->warmup_off_at = m->step - 1;
@@ -614,8 +625,10 @@ static void rule_stall(diag *d, const step_metrics *m, diag_finding *out, int ma
     stall_window w;
     stall_sums(d, L, &w);
     double mean = w.cnt ? w.loss / w.cnt : NAN, off = mean - d->plateau;
-    int on = L >= 2 && w.cnt >= DIAG_STALL_STEPS && off > -DIAG_STALL_TOL &&
-             off < DIAG_STALL_ABOVE;
+    /* a plateau near the floor is the optimum, or close to it: a data set
+     * of one repeated byte has entropy 0 and its loss there is right */
+    int on = L >= 2 && w.cnt >= DIAG_STALL_STEPS && d->plateau > DIAG_FLOOR_MARGIN &&
+             off > -DIAG_STALL_TOL && off < DIAG_STALL_ABOVE;
     /* a run that learned its way off the plateau, below it, is stalled no
      * more: its diagnosis ends with it (the status mark clears when no
      * other finding holds; the log keeps it) */
@@ -828,7 +841,8 @@ static void diagnose_divergence(diag *d, const step_metrics *m, diag_finding *ou
  * fix goes back before it; then the causes, as at a divergence. */
 static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
-    double ref = d->first_loss > d->plateau ? d->first_loss : d->plateau, sum = 0;
+    /* the plateau when it is known and above the start, else the start */
+    double ref = d->plateau > d->first_loss ? d->plateau : d->first_loss, sum = 0;
     double bar = DIAG_BLOWUP_FACTOR * ref;
     int cnt = 0;
     for (long a = 0; a < kept(d) && cnt < DIAG_BLOWUP_STEPS; a++)
@@ -869,11 +883,508 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
         d->last_diagnosis = out[first];
 }
 
+/* ---- the start, the early band, validation, learning ---------------------- */
+
+/* The mean loss of the newest DIAG_LEARN_MEAN points kept after step
+ * `after` that changed the weights with a finite loss; their count in
+ * *cnt (NaN with none). */
+static double recent_loss(const diag *d, long after, int *cnt)
+{
+    double sum = 0;
+    *cnt = 0;
+    for (long a = 0; a < kept(d) && *cnt < DIAG_LEARN_MEAN; a++) {
+        const diag_point *p = point(d, a);
+        if (p->step <= after)
+            break;
+        if (p->updated && isfinite(p->loss))
+            sum += p->loss, ++*cnt;
+    }
+    return *cnt ? sum / *cnt : NAN;
+}
+
+/* The largest finite act max of a point's L layers, and its layer. */
+static float point_act_max(const diag_point *p, int L, int *layer)
+{
+    float mx = NAN;
+    *layer = -1;
+    for (int l = 0; l < L; l++)
+        if (isfinite(p->act[l]) && !(p->act[l] <= mx)) {
+            mx = p->act[l];
+            *layer = l;
+        }
+    return mx;
+}
+
+/* After push: the run's first step, the first loss learning is judged
+ * from, and the early band (the first DIAG_BAND_STEPS updates). */
+static void track_start(diag *d, const step_metrics *m)
+{
+    const diag_point *p = point(d, 0);
+    int L = m->n_layer < NS_MAX_LAYERS ? m->n_layer : NS_MAX_LAYERS, la;
+    if (d->start_step == 0) {
+        d->start_step = m->step;
+        d->start_loss = p->loss;
+        d->start_gnorm = p->gnorm;
+    }
+    if (isnan(d->learn_loss) && p->updated && isfinite(p->loss) && m->step > d->learn_from)
+        d->learn_loss = p->loss;
+    if (d->band_n >= DIAG_BAND_STEPS || !p->updated || !isfinite(p->loss) || L < 1)
+        return;
+    float act = point_act_max(p, L, &la), upd = p->upd[L - 1];
+    if (d->band_n == 0 || act > d->band_act)
+        d->band_act = act;
+    if (d->band_n == 0 || upd > d->band_upd)
+        d->band_upd = upd;
+    if (d->band_n == 0 || p->loss > d->band_loss)
+        d->band_loss = p->loss;
+    d->band_n++;
+    d->band_last = m->step;
+}
+
+/* A rewind to before `step`: what was measured after it is of the
+ * abandoned timeline (validation, learning), and so is the start or the
+ * band when the rewind went back into them. */
+static void rewound_checks(diag *d, long step)
+{
+    d->val_n = 0;
+    d->val_above = 0;
+    d->learn_from = step - 1;
+    d->learn_loss = NAN;
+    if (step <= d->band_last)
+        d->band_n = 0, d->band_last = 0;
+    if (step <= 1) {
+        d->start_step = 0;
+        d->first_loss = 0;
+    }
+}
+
+/* A finite validation: its minimum so far, and the evaluations in a row
+ * above it by DIAG_OVERFIT_MARGIN while the training loss (the mean of
+ * DIAG_LEARN_MEAN steps) is below what it was at the minimum. */
+static void track_val(diag *d, const step_metrics *m)
+{
+    if (!m->has_val || !metrics_known(m, METRICS_COL_VAL) || !isfinite(m->val_loss))
+        return;
+    int cnt;
+    float train = (float)recent_loss(d, 0, &cnt);
+    d->val_last = m->val_loss, d->val_last_step = m->step, d->val_last_train = train;
+    if (d->val_n == 0 || m->val_loss < d->val_min) {
+        d->val_min = m->val_loss, d->val_min_step = m->step, d->val_min_train = train;
+        d->val_above = 0;
+    } else if (m->val_loss > d->val_min + DIAG_OVERFIT_MARGIN && train < d->val_min_train) {
+        d->val_above++;
+    } else {
+        d->val_above = 0;
+    }
+    d->val_n++;
+}
+
+/* Validation above its own minimum for DIAG_OVERFIT_EVALS evaluations
+ * while training falls: the model learns its training text by heart.
+ * value {val now, its minimum, the minimum's step, train now}. */
+static void rule_overfit(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    if (d->val_above < DIAG_OVERFIT_EVALS || (d->warned & (1u << DIAG_R_OVERFIT)))
+        return;
+    d->warned |= 1u << DIAG_R_OVERFIT;
+    double v[4] = {d->val_last, d->val_min, (double)d->val_min_step, d->val_last_train};
+    add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_OVERFIT, -1, m->step, v,
+        "more data or a smaller model; the weights of the minimum are those of its step",
+        "overfitting: validation %.3f, %.3f above its minimum %.3f at step %ld, on %d "
+        "evaluations in a row; train %.3f (%.3f at the minimum)",
+        (double)d->val_last, (double)(d->val_last - d->val_min), (double)d->val_min,
+        d->val_min_step, d->val_above, (double)d->val_last_train, (double)d->val_min_train);
+}
+
+/* How far the loss fell since learning is judged (learn_from) and how
+ * far it must: DIAG_LEARN_FRAC of the way from its first loss there to
+ * the plateau (to 0 when the plateau is not known). need is NaN when that
+ * first loss is within DIAG_STALL_ABOVE of the plateau or below it: the
+ * stall rule's ground, or a run past the byte frequencies. */
+typedef struct {
+    long steps;   /* since learn_from */
+    int cnt;      /* points in now's mean */
+    double now, fell, need, to;
+} learn_state;
+
+static learn_state learn_of(const diag *d, long step)
+{
+    learn_state s;
+    s.steps = step - d->learn_from;
+    s.now = recent_loss(d, d->learn_from, &s.cnt);
+    s.fell = d->learn_loss - s.now;
+    s.to = isfinite(d->plateau) ? d->plateau : 0;
+    double gap = d->learn_loss - s.to;
+    s.need = gap > DIAG_STALL_ABOVE ? DIAG_LEARN_FRAC * gap : NAN;
+    return s;
+}
+
+static int not_learning(const learn_state *s)
+{
+    return s->steps >= DIAG_LEARN_STEPS && s->cnt >= DIAG_LEARN_MEAN && s->fell < s->need;
+}
+
+/* No real fall from the first loss after DIAG_LEARN_STEPS steps: the
+ * stall rule's plateau is never reached. The cause from the update ratio:
+ * below DIAG_UPDATE_LOW the LR is too low. value {now, first, fell, need}. */
+static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    learn_state s = learn_of(d, m->step);
+    if ((d->warned & (1u << DIAG_R_NOT_LEARNING)) || !not_learning(&s) || m->n_layer < 1)
+        return;
+    d->warned |= 1u << DIAG_R_NOT_LEARNING;
+    int ucnt;
+    double upd = mean_top_update(d, m->n_layer, &ucnt);
+    int low = upd < DIAG_UPDATE_LOW;
+    char why[96];
+    if (low)
+        snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
+                 (double)m->lr_peak, upd);
+    else
+        snprintf(why, sizeof why, "cause unknown: update ratio %.2g a step", upd);
+    double v[4] = {s.now, d->learn_loss, s.fell, s.need};
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NOT_LEARNING, -1, m->step, v,
+        low ? "raise the LR (lr x10)" : "no rule names a cause: compare a run with another LR",
+        "not learning: loss %.3f (mean of %d steps) from %.3f at step %ld, %ld steps on: fell "
+        "%.3f, under the %.3f that is %g of the way to %s %.3f; %s", s.now, s.cnt,
+        d->learn_loss, d->learn_from + 1, s.steps, s.fell, s.need, DIAG_LEARN_FRAC,
+        isfinite(d->plateau) ? "the plateau" : "0", s.to, why);
+    if (low)
+        set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
+}
+
+/* ---- early warnings while finite: the LR, growth, the start --------------- */
+
+/* The top layer's update ratio and the growth of the largest act max
+ * over the early band's, now. */
+typedef struct {
+    int cnt, layer;
+    double upd, act, grown, rate; /* rate: doublings per 100 steps (least squares) */
+} lr_state;
+
+static lr_state lr_of(const diag *d, int L)
+{
+    lr_state s = {0, -1, NAN, NAN, NAN, NAN};
+    if (L < 1 || kept(d) == 0)
+        return s;
+    s.upd = mean_top_update(d, L, &s.cnt);
+    s.act = point_act_max(point(d, 0), L, &s.layer);
+    s.grown = d->band_n >= DIAG_BAND_STEPS && d->band_act > 0 ? s.act / d->band_act : NAN;
+    s.rate = s.layer >= 0 ? slope(d, s.layer, 0) * 100 : NAN;
+    return s;
+}
+
+static int lr_warns(const lr_state *s)
+{
+    return s->grown > DIAG_ACT_GROW && s->upd > DIAG_UPDATE_HIGH && s->cnt >= DIAG_WINDOW / 2;
+}
+
+/* While finite: the top layer's weights move more than DIAG_UPDATE_HIGH
+ * a step and the activations grew DIAG_ACT_GROW-fold over the early band
+ * (Adam's steps of about the LR per weight inflate them): the LR is too
+ * high, as at a divergence, before one. Growth alone, still rising, is
+ * its own warning. */
+static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    lr_state s = lr_of(d, m->n_layer);
+    if (!(s.grown > DIAG_ACT_GROW))
+        return;
+    double v[4] = {s.upd, s.act, s.grown, s.rate};
+    if (lr_warns(&s) && !(d->warned & (1u << DIAG_R_LR_WARN))) {
+        d->warned |= 1u << DIAG_R_LR_WARN;
+        diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_LR_WARN, m->n_layer - 1,
+            m->step, v, "go back to a snapshot still in the early band and lower the LR",
+            "LR %g too high for this run: the top layer's weights move %.2g of their norm a "
+            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx its %.3g of the "
+            "first steps", (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer,
+            s.grown, (double)d->band_act);
+        set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "lr x%g", lr_factor(s.upd));
+    } else if (!lr_warns(&s) && s.rate > DIAG_GROWTH_MIN &&
+               !(d->warned & ((1u << DIAG_R_GROWTH_WARN) | (1u << DIAG_R_LR_WARN)))) {
+        d->warned |= 1u << DIAG_R_GROWTH_WARN;
+        diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_GROWTH_WARN, s.layer, m->step,
+            v, "lower the LR before the activations meet the format's limit",
+            "layer %d act max %.4g is %.0fx its %.3g of the first steps and growing %.2f "
+            "doublings/100 steps (least-squares rate over the window)", s.layer, s.act,
+            s.grown, (double)d->band_act, s.rate);
+        set_fix(f, DIAG_FROM_HERE, 0, "lr x0.5");
+    }
+}
+
+/* Is step 1 sane: its loss within DIAG_START_LOSS of ln(vocab) (when
+ * the vocabulary is known), its gradient norm under DIAG_START_GNORM?
+ * 1 when not, with why; 0 when sane or not known. */
+static int start_bad(const diag *d, char *why, size_t len)
+{
+    double ln = d->vocab > 0 ? ns_log((double)d->vocab) : NAN;
+    if (d->start_step != 1)
+        return 0;
+    if (d->start_loss > ln + DIAG_START_LOSS) {
+        snprintf(why, len, "step 1's loss %.3f is %.2f nats above ln %d = %.3f, a uniform "
+                 "guess's: the init predicts confidently wrong", (double)d->start_loss,
+                 d->start_loss - ln, d->vocab, ln);
+        return 1;
+    }
+    if (d->start_gnorm > DIAG_START_GNORM) {
+        snprintf(why, len, "step 1's gradient norm %.4g is above %g: the init's scale",
+                 (double)d->start_gnorm, DIAG_START_GNORM);
+        return 1;
+    }
+    return 0;
+}
+
+static void rule_start(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    char why[DIAG_TEXT];
+    if (m->step != 1 || (d->warned & (1u << DIAG_R_START)) || !start_bad(d, why, sizeof why))
+        return;
+    d->warned |= 1u << DIAG_R_START;
+    double v[4] = {d->start_loss, d->start_gnorm, (double)d->vocab, 0};
+    add(out, max, k, DIAG_WARNING, DIAG_R_START, -1, m->step, v,
+        "a smaller init (--init-std, --ln-gamma-init), so the first logits are near 0", "%s",
+        why);
+}
+
+/* After push, on a finite step: the rules of the checks. */
+static void check_rules(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    track_start(d, m);
+    track_val(d, m);
+    rule_start(d, m, out, max, k);
+    rule_not_learning(d, m, out, max, k);
+    rule_overfit(d, m, out, max, k);
+    rule_lr_warn(d, m, out, max, k);
+}
+
+/* ---- the checks ------------------------------------------------------------ */
+
+static void check_set(diag_check *c, const char *q, diag_answer a, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void check_set(diag_check *c, const char *q, diag_answer a, const char *fmt, ...)
+{
+    c->question = q;
+    c->answer = a;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->text, sizeof c->text, fmt, ap);
+    va_end(ap);
+}
+
+const char *diag_answer_name(diag_answer a)
+{
+    return a == DIAG_Q_OK ? "ok" : a == DIAG_Q_BAD ? "no" : "not yet known";
+}
+
+static void check_start(const diag *d, diag_check *c)
+{
+    const char *q = "did it start sane";
+    char why[DIAG_TEXT];
+    if (d->start_step == 0)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no step yet");
+    else if (d->start_step != 1)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: first seen at step %ld, not 1",
+                  d->start_step);
+    else if (start_bad(d, why, sizeof why))
+        check_set(c, q, DIAG_Q_BAD, "%s", why);
+    else if (d->vocab <= 0 || !isfinite(d->start_loss) || !isfinite(d->start_gnorm))
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: step 1's %s not said",
+                  d->vocab <= 0 ? "vocabulary size is" : "loss or gradient norm is");
+    else
+        check_set(c, q, DIAG_Q_OK, "step 1: loss %.3f (ln %d = %.3f), gradient norm %.3g",
+                  (double)d->start_loss, d->vocab, ns_log((double)d->vocab),
+                  (double)d->start_gnorm);
+}
+
+static void check_finite(const diag *d, diag_check *c)
+{
+    const char *q = "is every value finite";
+    if (d->last_step == 0)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no step yet");
+    else if (d->last_nonfinite)
+        check_set(c, q, DIAG_Q_BAD, "step %ld was not finite (%s)", d->last_fault_step,
+                  d->last_fault[0] ? d->last_fault : "the loss");
+    else if (d->exploded)
+        check_set(c, q, DIAG_Q_BAD, "the loss blew up, finite, from step %ld", d->blow_from);
+    else
+        check_set(c, q, DIAG_Q_OK, "every step finite since step %ld, no blow-up",
+                  d->last_step - d->finite_run + 1);
+}
+
+static void check_learning(const diag *d, diag_check *c)
+{
+    const char *q = "is it learning";
+    learn_state s = learn_of(d, d->last_step);
+    const char *to = isfinite(d->plateau) ? "the plateau" : "0";
+    if (d->stalled)
+        check_set(c, q, DIAG_Q_BAD, "stalled on the plateau %.3f since step %ld",
+                  d->plateau, d->stall_at);
+    else if (isnan(d->learn_loss) || s.cnt == 0)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no finite loss since step %ld",
+                  d->learn_from);
+    else if (isnan(s.need))
+        check_set(c, q, DIAG_Q_OK, "loss %.3f from %.3f at step %ld: started within %g of %s "
+                  "%.3f or below it, where the stall rule judges it", s.now, d->learn_loss,
+                  d->learn_from + 1, DIAG_STALL_ABOVE, to, s.to);
+    else if (s.fell >= s.need)
+        check_set(c, q, DIAG_Q_OK, "loss %.3f (mean of %d steps) from %.3f at step %ld: fell "
+                  "%.3f (%.3f needed, %g of the way to %s %.3f)", s.now, s.cnt, d->learn_loss,
+                  d->learn_from + 1, s.fell, s.need, DIAG_LEARN_FRAC, to, s.to);
+    else if (not_learning(&s))
+        check_set(c, q, DIAG_Q_BAD, "loss %.3f from %.3f at step %ld: fell %.3f in %ld steps, "
+                  "under the %.3f needed", s.now, d->learn_loss, d->learn_from + 1, s.fell,
+                  s.steps, s.need);
+    else
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: fell %.3f of %.3f in %ld steps of %d",
+                  s.fell, s.need, s.steps, DIAG_LEARN_STEPS);
+}
+
+static void check_val(const diag *d, diag_check *c)
+{
+    const char *q = "does validation follow training";
+    if (d->val_n < 2)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %s", d->val_n ?
+                  "one validation so far" : "no finite validation yet");
+    else if (d->val_above >= DIAG_OVERFIT_EVALS)
+        check_set(c, q, DIAG_Q_BAD, "val %.3f at step %ld, %.3f above its minimum %.3f at step "
+                  "%ld for %d evaluations; train %.3f (%.3f then)", (double)d->val_last,
+                  d->val_last_step, (double)(d->val_last - d->val_min), (double)d->val_min,
+                  d->val_min_step, d->val_above, (double)d->val_last_train,
+                  (double)d->val_min_train);
+    else
+        check_set(c, q, DIAG_Q_OK, "val %.3f at step %ld (train %.3f); its minimum %.3f at "
+                  "step %ld", (double)d->val_last, d->val_last_step, (double)d->val_last_train,
+                  (double)d->val_min, d->val_min_step);
+}
+
+static void check_lr(const diag *d, diag_check *c)
+{
+    const char *q = "is the LR within what the run tolerates";
+    lr_state s = lr_of(d, d->n_layer);
+    if (s.cnt < DIAG_WINDOW / 2 || isnan(s.upd) || isnan(s.grown))
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %d steps of %d with an update ratio",
+                  s.cnt, DIAG_WINDOW / 2);
+    else if (lr_warns(&s))
+        check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step (above %g) and act max %.4g, "
+                  "%.0fx the first steps'", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown);
+    else
+        check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step (mean of %d), act max %.4g, "
+                  "%.1fx the first steps' (too high: above %g and %gx)", s.upd, s.cnt, s.act,
+                  s.grown, DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
+}
+
+static void check_headroom(const diag *d, diag_check *c)
+{
+    const char *q = "is there headroom";
+    int lo = -1;
+    const diag_point *p = kept(d) ? point(d, 0) : NULL;
+    for (int l = 0; p && l < d->n_layer; l++)
+        if (isfinite(p->head[l]) && (lo < 0 || p->head[l] < p->head[lo]))
+            lo = l;
+    double rate = lo >= 0 ? slope(d, lo, 1) * 100 : NAN;
+    if (lo < 0)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no layer's headroom");
+    else if (p->head[lo] < DIAG_HEADROOM_WARN && -rate > DIAG_GROWTH_MIN)
+        check_set(c, q, DIAG_Q_BAD, "%.2f doublings left (layer %d), falling %.2f/100 steps",
+                  (double)p->head[lo], lo, -rate);
+    else
+        check_set(c, q, DIAG_Q_OK, "%.2f doublings left at the lowest (layer %d)",
+                  (double)p->head[lo], lo);
+}
+
+static void check_gradient(const diag *d, diag_check *c)
+{
+    const char *q = "does the gradient reach the bottom layers";
+    stall_window w;
+    if (d->n_layer < 2) {
+        check_set(c, q, d->n_layer ? DIAG_Q_OK : DIAG_Q_UNKNOWN, "%s", d->n_layer ?
+                  "one block: no layer below the top" : "not yet known: no layers");
+        return;
+    }
+    stall_sums(d, d->n_layer, &w);
+    double ratio = w.top > 0 ? w.bottom / w.top : NAN;
+    if (w.cnt < DIAG_LEARN_MEAN || isnan(ratio))
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %d steps of %d with gradients",
+                  w.cnt, DIAG_LEARN_MEAN);
+    else if (ratio < DIAG_STALL_GRAD || (d->warned & (1u << DIAG_R_UPDATE)))
+        check_set(c, q, DIAG_Q_BAD, "the bottom quarter's gradient is %.2g of the top's (mean "
+                  "of %d steps)%s", ratio, w.cnt, ratio < DIAG_STALL_GRAD ? "" :
+                  "; a layer's update ratio vanished");
+    else
+        check_set(c, q, DIAG_Q_OK, "the bottom quarter's gradient is %.2g of the top's (mean of "
+                  "%d steps)", ratio, w.cnt);
+}
+
+int diag_checks(const diag *d, diag_check *out, int max)
+{
+    diag_check all[DIAG_CHECKS];
+    check_start(d, &all[DIAG_C_START]);
+    check_finite(d, &all[DIAG_C_FINITE]);
+    check_learning(d, &all[DIAG_C_LEARNING]);
+    check_val(d, &all[DIAG_C_VAL]);
+    check_lr(d, &all[DIAG_C_LR]);
+    check_headroom(d, &all[DIAG_C_HEADROOM]);
+    check_gradient(d, &all[DIAG_C_GRADIENT]);
+    int n = max < DIAG_CHECKS ? max : DIAG_CHECKS;
+    memcpy(out, all, (size_t)(n > 0 ? n : 0) * sizeof *out);
+    return n > 0 ? n : 0;
+}
+
+int diag_healthy(const diag *d)
+{
+    diag_check c[DIAG_CHECKS];
+    int n = diag_checks(d, c, DIAG_CHECKS);
+    for (int i = 0; i < n; i++)
+        if (c[i].answer != DIAG_Q_OK)
+            return 0;
+    return n == DIAG_CHECKS;
+}
+
+int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_t len)
+{
+    int L = m ? m->n_layer : 0, la = -1;
+    if (!m || d->band_n < DIAG_BAND_STEPS || L < 1) {
+        snprintf(why, len, "the early band is not known");
+        return -1;
+    }
+    float act = NAN;
+    for (int l = 0; l < L && l < NS_MAX_LAYERS; l++)
+        if (isfinite(m->layer[l].act_max) && !(m->layer[l].act_max <= act))
+            act = m->layer[l].act_max, la = l;
+    double upd = m->layer[L - 1].update_ratio;
+    if (m->nonfinite || !isfinite(m->loss))
+        snprintf(why, len, "step %ld was not finite", m->step);
+    else if (m->loss > d->band_loss + DIAG_STALL_ABOVE)
+        snprintf(why, len, "loss %.3f above the first steps' %.3f", (double)m->loss,
+                 (double)d->band_loss);
+    else if (!(act <= DIAG_BAND_ACT * d->band_act))
+        snprintf(why, len, "act max %.4g (layer %d), %.0fx the first steps' %.3g", act, la,
+                 act / d->band_act, (double)d->band_act);
+    else if (upd > DIAG_UPDATE_HIGH)
+        snprintf(why, len, "update ratio %.2g above %g", upd, DIAG_UPDATE_HIGH);
+    else {
+        snprintf(why, len, "loss %.3f, act max %.4g (first steps %.3g), update ratio %.2g: in the "
+                 "band", (double)m->loss, act, (double)d->band_act, upd);
+        return 1;
+    }
+    return 0;
+}
+
 int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
 {
     int k = 0;
     d->stall_over = 0; /* news of this step only */
+    /* what the data says travels in the metrics: the step's own plateau,
+     * else the one given at init */
+    d->plateau = isfinite(m->data_entropy) ? m->data_entropy : d->plateau_given;
+    if (m->vocab > 0)
+        d->vocab = m->vocab;
+    d->n_layer = m->n_layer < NS_MAX_LAYERS ? m->n_layer : NS_MAX_LAYERS;
     track_changes(d, m, out, max, &k);
+    d->last_nonfinite = m->nonfinite;
+    if (m->nonfinite) {
+        d->last_fault_step = m->step;
+        snprintf(d->last_fault, sizeof d->last_fault, "%s", m->fault);
+    }
     if (m->nonfinite) {
         d->finite_run = 0;
         if (!d->div_seen) /* once: --on-diverge continue repeats it every step */
@@ -891,6 +1402,7 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
     }
     push(d, m);
     if (!m->nonfinite) {
+        check_rules(d, m, out, max, &k);
         rule_update(d, m, out, max, &k);
         rule_blowup(d, m, out, max, &k);
         if (!d->exploded)

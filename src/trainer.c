@@ -954,7 +954,12 @@ static void diagnosis_observe(trainer *t)
     for (int r = 0; r < n_runs(t); r++) {
         run_diag *d = &t->rd[r];
         step_metrics *m = run_metrics(t, r);
+        /* what the rules need of the data travels with the step */
+        m->vocab = NS_VOCAB;
+        m->data_entropy = (float)t->o.plateau;
         d->n_found = diag_observe(&d->d, m, d->found, DIAG_MAX_FINDINGS);
+        d->view.n_checks = diag_checks(&d->d, d->view.checks, DIAG_CHECKS);
+        d->view.healthy = diag_healthy(&d->d);
         m->stalled = diag_stalled(&d->d);
         m->exploded = diag_exploded(&d->d);
         m->fixed = t->fixed_row;
@@ -1007,8 +1012,13 @@ static void diagnosis_events(trainer *t)
 {
     for (int r = 0; r < n_runs(t); r++) {
         run_diag *d = &t->rd[r];
-        if (!diag_episode_open(&d->d))
-            memset(&d->view, 0, sizeof d->view); /* a rewind or a setting change */
+        if (!diag_episode_open(&d->d)) { /* a rewind or a setting change: the checks stay */
+            trainer_diagnosis keep = d->view;
+            memset(&d->view, 0, sizeof d->view);
+            d->view.n_checks = keep.n_checks;
+            d->view.healthy = keep.healthy;
+            memcpy(d->view.checks, keep.checks, sizeof keep.checks);
+        }
         for (int i = 0; i < d->n_found; i++) {
             const diag_finding *f = &d->found[i];
             char hint[DIAG_TEXT + 8];

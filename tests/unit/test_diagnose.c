@@ -30,6 +30,8 @@ static void healthy(step_metrics *m, long step)
     m->loss_scale = 1;
     m->norm = NORM_PRE;
     m->n_layer = L;
+    m->data_entropy = NAN; /* the plateau diag_init was given */
+    m->vocab = 256;
     for (int l = 0; l < L; l++) {
         layer_metrics *lm = &m->layer[l];
         lm->grad_attn = lm->grad_ffn = lm->grad_ln = 0.1f;

@@ -142,13 +142,12 @@ static const char *base_name(const char *p)
     return b && b[1] ? b + 1 : p;
 }
 
-/* The rules start over (a new run, or the same one gone back) with the
- * data's unigram plateau when the stream said it. Unsaid, the plateau is
- * -inf: no loss is on it (no stall is made up), and a blow-up is judged
- * against the run's first loss alone. */
+/* The rules start over (a new run, or the same one gone back). Their
+ * plateau is each step's data_entropy (data_of); a stream that never
+ * says it has none, and the rules that need one say "not known". */
 static void diag_start(stream_reader *r)
 {
-    diag_init(&r->dg, isfinite(r->entropy) ? (double)r->entropy : -INFINITY);
+    diag_init(&r->dg, NAN);
     memset(&r->snap->s.diag[0], 0, sizeof r->snap->s.diag[0]);
     r->lr_max = 0;
     r->scale_moved = 0;
@@ -907,10 +906,13 @@ static void diagnose_step(stream_reader *r, step_metrics *m)
     diag_finding out[DIAG_MAX_FINDINGS];
     diag_input(r, m, &r->dg_in);
     int n = diag_observe(&r->dg, &r->dg_in, out, DIAG_MAX_FINDINGS);
+    trainer_diagnosis *v = &r->snap->s.diag[0];
     if (!diag_episode_open(&r->dg)) /* a setting change or a rewind ended it */
-        memset(&r->snap->s.diag[0], 0, sizeof r->snap->s.diag[0]);
+        memset(v, 0, sizeof *v);
     for (int i = 0; i < n; i++)
         finding_events(r, &out[i]);
+    v->n_checks = diag_checks(&r->dg, v->checks, DIAG_CHECKS);
+    v->healthy = diag_healthy(&r->dg);
     char over[DIAG_TEXT];
     if (diag_stall_over(&r->dg, over, sizeof over))
         add_event(r, m->step, NS_EV_INFO, "%s", over);
@@ -924,10 +926,8 @@ static void diagnose_step(stream_reader *r, step_metrics *m)
 static void data_of(stream_reader *r, step_metrics *m)
 {
     m->vocab = r->vocab;
-    if (isfinite(m->data_entropy) && m->data_entropy >= 0) {
+    if (isfinite(m->data_entropy) && m->data_entropy >= 0)
         r->entropy = r->sum.data_entropy = m->data_entropy;
-        r->dg.plateau = m->data_entropy;
-    }
     m->data_entropy = r->entropy;
 }
 
@@ -1194,6 +1194,39 @@ static void print_diagnosis(FILE *f, const stream_reader *r)
                 u->first_warning.step, u->first_warning.text);
     else
         fputs("warnings: none\n", f);
+    const trainer_diagnosis *v = &r->snap->s.diag[0];
+    char line[DIAG_TEXT + 64];
+    stream_verdict(r, line, sizeof line);
+    fprintf(f, "%s\n", line);
+    for (int i = 0; i < v->n_checks; i++) {
+        stream_check_line(&v->checks[i], line, sizeof line);
+        fprintf(f, "  %s\n", line);
+    }
+}
+
+void stream_check_line(const diag_check *c, char *buf, size_t n)
+{
+    /* "not yet known: why" says its answer itself */
+    if (c->answer == DIAG_Q_UNKNOWN && !strncmp(c->text, "not yet known", 13))
+        snprintf(buf, n, "%s? %s", c->question, c->text);
+    else
+        snprintf(buf, n, "%s? %s: %s", c->question, diag_answer_name(c->answer), c->text);
+}
+
+void stream_verdict(const stream_reader *r, char *buf, size_t n)
+{
+    const trainer_diagnosis *v = &r->snap->s.diag[0];
+    int no = 0, open = 0;
+    for (int i = 0; i < v->n_checks; i++)
+        no += v->checks[i].answer == DIAG_Q_BAD, open += v->checks[i].answer == DIAG_Q_UNKNOWN;
+    if (v->healthy)
+        snprintf(buf, n, "verdict: healthy (each of the %d checks answered ok)", v->n_checks);
+    else if (no)
+        snprintf(buf, n, "verdict: not healthy (%d of the %d checks answered no%s)", no,
+                 v->n_checks, open ? ", others not yet known" : "");
+    else
+        snprintf(buf, n, "verdict: not yet known (%d of the %d checks cannot be answered yet)",
+                 open, v->n_checks);
 }
 
 /* Is an end line due? A header's stream (a probe's) has one at its end,

@@ -271,6 +271,15 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
         say(&t, "no finding: no rule named a cause or gave a warning in the %ld steps read",
             u->rows);
     }
+    if (s->have_metrics) { /* the questions behind a verdict, each with its answer */
+        char l[TUI_DIAG_LINE];
+        stream_verdict(f->r, l, sizeof l);
+        say(&t, "%s", l);
+        for (int i = 0; i < d->n_checks; i++) {
+            stream_check_line(&d->checks[i], l, sizeof l);
+            say(&t, "  %s", l);
+        }
+    }
     say(&t, "%s", "");
     say(&t, "keys: a the fix; space %s, + - the LR x2 / x0.5, C a checkpoint: sent to the run "
             "(%s.ctl); any other key closes this", f->paused ? "resumes" : "pauses",
@@ -280,8 +289,9 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
 
 static tui_style diag_style(const char *l)
 {
-    return !strncmp(l, "DIAGNOSIS", 9) ? TUI_S_BAD
+    return !strncmp(l, "DIAGNOSIS", 9) || strstr(l, "? no:") ? TUI_S_BAD
            : !strncmp(l, "warning", 7) ? TUI_S_WARN
+           : strstr(l, "? not yet known") ? TUI_S_DIM
            : !strncmp(l, "    keys:", 9) || !strncmp(l, "keys:", 5) ? TUI_S_KEY
                                                                    : TUI_S_TEXT;
 }

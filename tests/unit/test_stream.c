@@ -701,9 +701,10 @@ static void test_headless_ends(const char *path)
 /* A probe's stream of a 2-layer GPT (vocab 256, targets' entropy 3.1
  * nats): a run that blows up (AdamW at lr 1.0: the loss x e^(s/45), 157
  * at step 150, act max growing, update ratio 0.05), one that trains (the
- * loss falls from 5.6 to 2, update ratio 1e-3), or in fp16 one whose
- * headroom falls from 2 to 0.5 doublings; the update ratio every 10th
- * step and no headroom in fp32, as the probe writes them (absent); a
+ * loss falls from 5.6 to 2, update ratio 1e-3 on every step, validation
+ * every 50), or in fp16 one whose headroom falls from 2 to 0.5
+ * doublings; the update ratio every 10th step and no headroom in fp32,
+ * as the probe writes them (absent); a
  * checkpoint at step 50; the end line when `end`. */
 enum { RUN_BLOW, RUN_OK, RUN_HEADROOM };
 static void probe_run(const char *path, int kind, int n, int end)
@@ -722,11 +723,13 @@ static void probe_run(const char *path, int kind, int n, int end)
             act = 65504.0 / pow(2, 2.0 - 1.5 * s / n);
         fprintf(f, "{\"step\":%d,\"loss\":%.6g,\"lr\":%g,\"grad_norm\":%.4g,\"loss_scale\":1,"
                    "\"data_entropy\":3.1", s, loss, kind == RUN_BLOW ? 1.0 : 1e-3, 1 + wig);
+        if (kind == RUN_OK && s % 50 == 0) /* probe.validation(): a little above train */
+            fprintf(f, ",\"val_loss\":%.6g", loss + 0.1);
         for (int l = 0; l < 2; l++) {
             fprintf(f, ",\"l%d_grad_attn\":0.1,\"l%d_grad_ffn\":0.2,\"l%d_grad_ln\":0.01,"
                        "\"l%d_act_max\":%.6g,\"l%d_resid_max\":%.6g,\"l%d_resid_rms\":1,"
                        "\"l%d_overflow\":0,\"l%d_underflow\":0", l, l, l, l, act, l, act, l, l, l);
-            if (s % 10 == 1)
+            if (s % 10 == 1 || kind == RUN_OK) /* update_every=10, or 1 */
                 fprintf(f, ",\"l%d_update_ratio\":%g", l, upd);
             if (kind == RUN_HEADROOM)
                 fprintf(f, ",\"l%d_headroom\":%.6g", l, log2(65504.0 / act));
@@ -790,6 +793,12 @@ static void test_diagnosis(void)
     CHECK(stream_headless(path, 0, NULL, 1, NULL) == 0);
     out = summary_of(path);
     CHECK(strstr(out, "diagnosis: none (no rule found a cause to name)\nwarnings: none\n") != NULL);
+    CHECK(strstr(out, "verdict: healthy (each of the 7 checks answered ok)") != NULL);
+    CHECK(strstr(out, "  is it learning? ok: ") != NULL);
+    probe_run(path, RUN_OK, 40, 1); /* 40 steps, no validation yet: not called healthy */
+    out = summary_of(path);
+    CHECK(strstr(out, "verdict: not yet known (") && !strstr(out, "healthy"));
+    CHECK(strstr(out, "  does validation follow training? not yet known: ") != NULL);
     unlink(path);
 }
 
@@ -825,11 +834,13 @@ static void test_follow_diag(void)
         if (kind == RUN_BLOW) {
             CHECK(strstr(all, "DIAGNOSIS at step ") && strstr(all, "blew up, finite"));
             CHECK(strstr(all, "keys: a pauses the run") != NULL);
+            CHECK(strstr(all, "verdict: not healthy") && strstr(all, "is every value finite? no:"));
             CHECK(!strcmp(c, "1 pause\n"));
         } else if (kind == RUN_OK) {
             CHECK(strstr(all, "no finding: no rule named a cause or gave a warning in the 300 "
                               "steps read") != NULL);
             CHECK(!strcmp(c, "")); /* nothing to send */
+            CHECK(strstr(all, "is it learning? ok:") && strstr(all, "verdict: healthy"));
         } else {
             CHECK(strstr(all, "warning at step ") && strstr(all, "headroom"));
             CHECK(strstr(all, "fix: lr x0.5, from this step") != NULL);

@@ -78,7 +78,8 @@ typedef struct {
 } trainer_diagnosis;
 
 /* The order an episode's findings are given in, the cause first: the
- * diagnoses of a divergence or a blow-up (0), then a stall's (1: a run
+ * diagnoses of a divergence or a blow-up (0), then a stall's, not
+ * learning's or overfitting's (1: a run
  * that blew up after stalling blew up for the later finding's reason),
  * then the warnings (2); oldest first within each. */
 enum { TRAINER_RANKS = 3 };

@@ -1045,10 +1045,9 @@ static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out,
     double v[4] = {s.now, d->learn_loss, s.fell, s.need};
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NOT_LEARNING, -1, m->step, v,
         low ? "raise the LR (lr x10)" : "no rule names a cause: compare a run with another LR",
-        "not learning: loss %.3f (mean of %d steps) from %.3f at step %ld, %ld steps on: fell "
-        "%.3f, under the %.3f that is %g of the way to %s %.3f; %s", s.now, s.cnt,
-        d->learn_loss, d->learn_from + 1, s.steps, s.fell, s.need, DIAG_LEARN_FRAC,
-        isfinite(d->plateau) ? "the plateau" : "0", s.to, why);
+        "not learning: loss %.3f from %.3f at step %ld in %ld steps: fell %.3f, under %.3f (%g "
+        "of the way to %s %.3f); %s", s.now, d->learn_loss, d->learn_from + 1, s.steps, s.fell,
+        s.need, DIAG_LEARN_FRAC, isfinite(d->plateau) ? "the plateau" : "0", s.to, why);
     if (low)
         set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
 }

@@ -47,7 +47,11 @@ void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metr
 
 int trainer_finding_rank(const diag_finding *f)
 {
-    return f->kind == DIAG_WARNING ? 2 : f->rule == DIAG_R_STALL ? 1 : 0;
+    /* a run that does not learn, or learns its training text by heart,
+     * is judged as a stall is: after a divergence's cause */
+    int slow = f->rule == DIAG_R_STALL || f->rule == DIAG_R_NOT_LEARNING ||
+               f->rule == DIAG_R_OVERFIT;
+    return f->kind == DIAG_WARNING ? 2 : slow ? 1 : 0;
 }
 
 /* The first finding in rank order, with a fix when with_fix. */

@@ -1092,6 +1092,35 @@ static void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
     }
 }
 
+/* After the summary line, each run's verdict: "healthy" only when every
+ * check answered ok, then the checks, each with its answer and numbers
+ * (diag_checks), as the D panel gives them. */
+static void checks_summary(trainer *t, FILE *f)
+{
+    for (int r = 0; r < n_runs(t); r++) {
+        const trainer_diagnosis *v = &t->rd[r].view;
+        int bad = 0, unknown = 0;
+        for (int i = 0; i < v->n_checks; i++) {
+            bad += v->checks[i].answer == DIAG_Q_BAD;
+            unknown += v->checks[i].answer == DIAG_Q_UNKNOWN;
+        }
+        if (v->n_checks == 0)
+            continue; /* no step: nothing was asked */
+        if (v->healthy)
+            fprintf(f, "normscope: %sverdict: healthy (every check answered ok)\n",
+                    run_prefix(t, r));
+        else
+            fprintf(f, "normscope: %sverdict: not %shealthy (%d answered no, %d not yet known)\n",
+                    run_prefix(t, r), bad ? "" : "known to be ", bad, unknown);
+        for (int i = 0; i < v->n_checks; i++) {
+            const diag_check *c = &v->checks[i];
+            fprintf(f, "normscope: %s  %s? %s%s%s\n", run_prefix(t, r), c->question,
+                    c->answer == DIAG_Q_UNKNOWN ? "" : diag_answer_name(c->answer),
+                    c->answer == DIAG_Q_UNKNOWN ? "" : ": ", c->text);
+        }
+    }
+}
+
 /* A validation result of run (1 = b) as an event: "b: validation loss
  * 2.6200 (train 2.6100)"; a non-finite one is news, not an ordinary
  * validation, and is spelled nan without a sign. */
@@ -1498,6 +1527,7 @@ void trainer_summary(trainer *t, FILE *f)
                 "diverged in --csv)\n",
                 s.diverged_steps);
     diagnosis_summary(t, &s, f);
+    checks_summary(t, f);
 }
 
 int trainer_send(trainer *t, const ns_command *c)

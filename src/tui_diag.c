@@ -1,8 +1,9 @@
 /* tui_diag.c - the D overlay: each run's diagnosis in words. For every
  * finding of the run's current episode (trainer_diagnosis): what was
  * found, with its numbers; the layer's numbers now; what to try, and the
- * keys of this view that make those changes. With nothing found, that the
- * run is healthy and how much headroom it has. The text is built apart
+ * keys of this view that make those changes. Then the checks behind the
+ * verdict (diag_checks): "healthy" only when every one answered ok, with
+ * how much headroom it has; a question not yet answerable says why. The text is built apart
  * from the drawing (tui_diag_lines), so the tests read it without a grid;
  * no curses here either.
  */
@@ -242,6 +243,47 @@ static void rewind_line(text *t, const run_view *v)
         say(t, "    %s rewinds to %s", key(TUI_ACT_REWIND), v->d->rewind);
 }
 
+/* With no finding: the verdict, which is "healthy" only when every check
+ * answered ok (diag_healthy), with the lowest headroom; else what keeps
+ * it from being said. */
+static void verdict_line(text *t, const run_view *v, const char *ind)
+{
+    int bad = 0, unknown = 0, lo = least_headroom(v->m);
+    for (int i = 0; i < v->d->n_checks; i++) {
+        bad += v->d->checks[i].answer == DIAG_Q_BAD;
+        unknown += v->d->checks[i].answer == DIAG_Q_UNKNOWN;
+    }
+    if (v->d->healthy && lo >= 0)
+        say(t, "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
+               "(layer %d, act max %s); loss scale %g",
+            ind, (double)v->m->layer[lo].headroom, lo, num(v->m->layer[lo].act_max),
+            (double)v->m->loss_scale);
+    else if (v->d->healthy)
+        say(t, "%sno warnings; the run is healthy: every check answered ok", ind);
+    else if (v->d->n_checks == 0)
+        say(t, "%sno warnings; not known to be healthy: no check was made", ind);
+    else if (bad)
+        say(t, "%sno warnings, but not healthy: %d check%s answered no", ind, bad,
+            bad == 1 ? "" : "s");
+    else
+        say(t, "%sno warnings; not yet known to be healthy: %d check%s not yet known", ind,
+            unknown, unknown == 1 ? "" : "s");
+}
+
+/* The questions behind the verdict, each with its answer and numbers. */
+static void check_lines(text *t, const trainer_diagnosis *d, const char *ind)
+{
+    if (d->n_checks > 0)
+        say(t, "%schecks:", ind);
+    for (int i = 0; i < d->n_checks; i++) {
+        const diag_check *c = &d->checks[i];
+        if (c->answer == DIAG_Q_UNKNOWN) /* its text says "not yet known: why" */
+            say(t, "%s  %s? %s", ind, c->question, c->text);
+        else
+            say(t, "%s  %s? %s: %s", ind, c->question, diag_answer_name(c->answer), c->text);
+    }
+}
+
 static void run_lines(text *t, const trainer_status *s, int run)
 {
     run_view v = view_of(s, run);
@@ -260,14 +302,8 @@ static void run_lines(text *t, const trainer_status *s, int run)
         return;
     }
     if (v.d->n == 0) {
-        int lo = least_headroom(v.m);
-        if (lo >= 0)
-            say(t, "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
-                   "(layer %d, act max %s); loss scale %g",
-                ind, (double)v.m->layer[lo].headroom, lo, num(v.m->layer[lo].act_max),
-                (double)v.m->loss_scale);
-        else
-            say(t, "%sno warnings; the run is healthy", ind);
+        verdict_line(t, &v, ind);
+        check_lines(t, v.d, ind);
         return;
     }
     /* the cause first (a divergence's or a blow-up's, then a stall's; where
@@ -289,6 +325,7 @@ static void run_lines(text *t, const trainer_status *s, int run)
             if (!rewind_said++)
                 rewind_line(t, &v);
         }
+    check_lines(t, v.d, ind);
 }
 
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max)
@@ -335,7 +372,7 @@ static tui_style line_style(const char *l)
 {
     if (strstr(l, "DIAGNOSIS at"))
         return TUI_S_BAD;
-    if (strstr(l, "warning at"))
+    if (strstr(l, "warning at") || strstr(l, "? no: "))
         return TUI_S_WARN;
     if (strncmp(l, "    keys:", 9) == 0)
         return TUI_S_KEY;

@@ -762,6 +762,236 @@ static void test_scale_gave_up(void)
     }
 }
 
+/* ---- the checks behind a verdict, and the rules they brought --------------- */
+
+/* The check q of the diagnosis now. */
+static diag_check check_of(int q)
+{
+    diag_check c[DIAG_CHECKS];
+    CHECK(diag_checks(dg, c, DIAG_CHECKS) == DIAG_CHECKS);
+    return c[q];
+}
+
+/* A run from ln 256 falling to `to` with rate k a step (loss = to +
+ * (5.6 - to) e^{-k s}), validated every 50 steps at the training loss. */
+static void learning_step(step_metrics *m, long s, double to, double k)
+{
+    healthy(m, s);
+    m->loss = (float)(to + (5.6 - to) * exp(-k * (double)s));
+    m->data_entropy = (float)PLATEAU;
+    m->has_val = s % 50 == 0;
+    m->val_loss = m->loss + 0.02f;
+}
+
+/* "Healthy" is said only once every check is answered: not at step 10
+ * (too few steps, no validation), and at step 400 of a healthy run; each
+ * check's text has its numbers. */
+static void test_checks_healthy(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 400; s++) {
+        learning_step(&m, s, 2.0, 0.02);
+        feed(&m);
+        if (s == 10) {
+            CHECK(!diag_healthy(dg));
+            CHECK(check_of(DIAG_C_VAL).answer == DIAG_Q_UNKNOWN &&
+                  strstr(check_of(DIAG_C_VAL).text, "not yet known: no finite validation"));
+            CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_UNKNOWN);
+            CHECK(check_of(DIAG_C_START).answer == DIAG_Q_OK &&
+                  strstr(check_of(DIAG_C_START).text, "ln 256 = 5.545"));
+        }
+    }
+    CHECK(n_found == 0);
+    CHECK(diag_healthy(dg));
+    diag_check c[DIAG_CHECKS];
+    diag_checks(dg, c, DIAG_CHECKS);
+    for (int i = 0; i < DIAG_CHECKS; i++)
+        CHECK(c[i].answer == DIAG_Q_OK && c[i].question && c[i].text[0]);
+    CHECK(strstr(c[DIAG_C_LEARNING].text, "from 5.529 at step 1"));
+    CHECK(strstr(c[DIAG_C_VAL].text, "at step 400"));
+    /* a divergence makes it not healthy */
+    m.step = 401;
+    m.nonfinite = 1;
+    m.loss = NAN;
+    feed(&m);
+    CHECK(!diag_healthy(dg) && check_of(DIAG_C_FINITE).answer == DIAG_Q_BAD);
+}
+
+/* LR 1e-6: the loss 5.47 after 700 steps from 5.6 (ln 256 5.55), update
+ * ratio 4.6e-6: not learning, the LR too low, lr x10; a run falling
+ * slowly at LR 1e-5 (0.35 by step 200) learns. */
+static void test_not_learning(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 700; s++) {
+        learning_step(&m, s, 5.6, 0);
+        m.loss = 5.6f - 0.13f * (float)s / 700;
+        m.lr = m.lr_peak = 1e-6f;
+        for (int l = 0; l < L; l++)
+            m.layer[l].update_ratio = 4.6e-6f;
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_NOT_LEARNING);
+    CHECK(f && f->kind == DIAG_DIAGNOSIS && f->step == DIAG_LEARN_STEPS);
+    CHECK(f && strstr(f->text, "not learning: loss") && strstr(f->text, "too low") &&
+          !strcmp(f->fix, "lr x10"));
+    CHECK(count(DIAG_R_NOT_LEARNING) == 1 && !diag_stalled(dg));
+    CHECK(check_of(DIAG_C_LEARNING).answer == DIAG_Q_BAD && !diag_healthy(dg));
+    /* the control */
+    reset();
+    for (long s = 1; s <= 700; s++) {
+        learning_step(&m, s, 5.6, 0);
+        m.loss = 5.6f - 1.2f * (float)s / 700; /* LR 1e-5: slow, learning */
+        feed(&m);
+    }
+    CHECK(count(DIAG_R_NOT_LEARNING) == 0 && check_of(DIAG_C_LEARNING).answer == DIAG_Q_OK);
+    /* an LR change starts the count again: no verdict 1 step after it */
+    reset();
+    for (long s = 1; s <= 300; s++) {
+        learning_step(&m, s, 5.6, 0);
+        if (s > 150)
+            m.lr_peak = 1e-2f;
+        feed(&m);
+        if (s == 199)
+            CHECK(count(DIAG_R_NOT_LEARNING) == 0);
+    }
+    CHECK(count(DIAG_R_NOT_LEARNING) == 0 &&
+          check_of(DIAG_C_LEARNING).answer == DIAG_Q_UNKNOWN);
+}
+
+/* A 4 KB data file: validation lowest at step 200 (2.89), then rising
+ * while train falls to 0.16: overfitting, naming the minimum's step; a
+ * validation that follows train (noisy, within the margin) does not. */
+static void test_overfit(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 600; s++) {
+        learning_step(&m, s, 0.1, 0.008);
+        if (m.has_val)
+            m.val_loss = s <= 200 ? 2.89f + 0.01f * (float)(200 - s) / 50
+                                  : 2.89f + 0.3f * (float)(s - 200) / 50;
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_OVERFIT);
+    CHECK(f && f->step == 200 + 50 * DIAG_OVERFIT_EVALS && f->value[2] == 200);
+    CHECK(f && strstr(f->text, "its minimum 2.890 at step 200"));
+    CHECK(check_of(DIAG_C_VAL).answer == DIAG_Q_BAD);
+    reset();
+    for (long s = 1; s <= 600; s++) {
+        learning_step(&m, s, 2.0, 0.008);
+        m.val_loss += (s / 50) % 2 ? 0.08f : 0; /* noise under the margin */
+        feed(&m);
+    }
+    CHECK(count(DIAG_R_OVERFIT) == 0 && check_of(DIAG_C_VAL).answer == DIAG_Q_OK);
+}
+
+/* 12 blocks at LR 3e-2: act max from 10 to 9772, the top layer's update
+ * ratio 0.015, all finite: the LR warning while finite, with its fix;
+ * act max grown with a low update ratio: the growth warning only; a high
+ * update ratio with act max steady (LR 1e-2 training well): neither. */
+static void test_lr_warn(void)
+{
+    step_metrics m;
+    for (int kind = 0; kind < 3; kind++) {
+        reset();
+        for (long s = 1; s <= 500; s++) {
+            learning_step(&m, s, 2.6, 0.02);
+            for (int l = 0; l < L; l++) {
+                m.layer[l].act_max = kind == 2 ? 10.0f : 10.0f * exp2f((float)s / 50);
+                m.layer[l].update_ratio = kind == 1 ? 1e-3f : 1.5e-2f;
+            }
+            feed(&m);
+        }
+        if (kind == 0) {
+            const diag_finding *f = first(DIAG_R_LR_WARN);
+            CHECK(f && f->kind == DIAG_WARNING && strstr(f->text, "too high for this run") &&
+                  f->fix_from == DIAG_FROM_SNAPSHOT && !strcmp(f->fix, "lr x0.1"));
+            CHECK(f && f->step > 250 && f->step <= 270 && count(DIAG_R_GROWTH_WARN) == 0);
+            CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_BAD);
+        } else if (kind == 1) {
+            CHECK(count(DIAG_R_LR_WARN) == 0 && count(DIAG_R_GROWTH_WARN) == 1);
+            CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_OK);
+        } else {
+            CHECK(count(DIAG_R_LR_WARN) + count(DIAG_R_GROWTH_WARN) == 0);
+        }
+    }
+}
+
+/* One repeated byte: the data's entropy is 0, the loss 0.0067 is the
+ * optimum, the bottom gradient small: no stall. The same numbers on the
+ * built-in corpus's plateau (its entropy in the metrics) are one. */
+static void test_floor(void)
+{
+    step_metrics m;
+    for (int k = 0; k < 2; k++) {
+        reset();
+        for (long s = 1; s <= 300; s++) {
+            healthy(&m, s);
+            m.data_entropy = k ? (float)PLATEAU : 0.0f;
+            m.loss = (k ? (float)PLATEAU : 0.0067f) + (s < 20 ? 2.0f : 0.0f);
+            m.norm = NORM_POST;
+            m.layer[0].grad_attn = m.layer[0].grad_ffn = m.layer[0].grad_ln = 1e-5f;
+            m.layer[1].grad_attn = m.layer[1].grad_ffn = m.layer[1].grad_ln = 1e-5f;
+            feed(&m);
+        }
+        CHECK(count(DIAG_R_STALL) == k && diag_stalled(dg) == k);
+    }
+}
+
+/* Step 1's loss far above ln(vocab), or its gradient norm extreme: the
+ * start warning; a start at ln(vocab) with norm 4: none. */
+static void test_start(void)
+{
+    step_metrics m;
+    for (int k = 0; k < 3; k++) {
+        reset();
+        healthy(&m, 1);
+        m.loss = k == 0 ? 15.1f : 5.6f;
+        m.grad_norm = k == 1 ? 5000.0f : 4.0f;
+        feed(&m);
+        CHECK(count(DIAG_R_START) == (k < 2));
+        CHECK(check_of(DIAG_C_START).answer == (k < 2 ? DIAG_Q_BAD : DIAG_Q_OK));
+    }
+    CHECK(strstr(first(DIAG_R_START) ? first(DIAG_R_START)->text : "", "") != NULL);
+    /* a run first seen at step 500 (a checkpoint, a stream joined late) */
+    reset();
+    healthy(&m, 500);
+    feed(&m);
+    CHECK(check_of(DIAG_C_START).answer == DIAG_Q_UNKNOWN &&
+          strstr(check_of(DIAG_C_START).text, "first seen at step 500"));
+}
+
+/* A followed stream that says neither the loss nor the validation nor
+ * the gradient norm, its layers' values NaN: nothing fires, nothing
+ * passes; every check that needs them says "not yet known". */
+static void test_unknown(void)
+{
+    reset();
+    diag_init(dg, NAN);
+    step_metrics m;
+    for (long s = 1; s <= 400; s++) {
+        learning_step(&m, s, 5.6, 0); /* a loss that, if read, is not learning */
+        m.vocab = 0;
+        m.data_entropy = NAN;
+        m.unknown = 1u << METRICS_COL_LOSS | 1u << METRICS_COL_VAL | 1u << METRICS_COL_GNORM;
+        for (int l = 0; l < L; l++) {
+            layer_metrics *lm = &m.layer[l];
+            lm->grad_attn = lm->grad_ffn = lm->grad_ln = NAN;
+            lm->act_max = lm->update_ratio = lm->headroom = NAN;
+        }
+        feed(&m);
+    }
+    CHECK(n_found == 0 && !diag_healthy(dg));
+    int q[] = {DIAG_C_START, DIAG_C_LEARNING, DIAG_C_VAL, DIAG_C_LR, DIAG_C_HEADROOM,
+               DIAG_C_GRADIENT};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+        CHECK(check_of(q[i]).answer == DIAG_Q_UNKNOWN &&
+              !strncmp(check_of(q[i]).text, "not yet known: ", 15));
+}
+
 int main(void)
 {
     dg = malloc(sizeof *dg);
@@ -784,6 +1014,13 @@ int main(void)
     test_loss_overflow();
     test_scale_gave_up();
     test_entropy();
+    test_checks_healthy();
+    test_not_learning();
+    test_overfit();
+    test_lr_warn();
+    test_floor();
+    test_start();
+    test_unknown();
     /* the checks in feed ran */
     CHECK(texts_checked > 20 && fixes_checked > 8);
     free(dg);

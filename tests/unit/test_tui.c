@@ -808,9 +808,26 @@ static void test_diag_panel(void)
         s->s.run[0].last.layer[l].headroom = 4.0f - (float)l;
         s->s.run[0].last.layer[l].act_max = 10.0f * (float)(l + 1);
     }
+    /* no check made: not said to be healthy */
     int n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
-    CHECK(n == 1 && has_line(lines, n, "no warnings; the run is healthy: headroom 2.00 "
-                                       "doublings at its lowest (layer 2, act max 30)"));
+    CHECK(n == 1 && has_line(lines, n, "not known to be healthy: no check was made"));
+    /* a check not yet answerable: not healthy yet, and the list says why */
+    trainer_diagnosis *d0 = &s->s.diag[0];
+    d0->n_checks = 2;
+    d0->checks[0] = (diag_check){"is it learning", DIAG_Q_OK, "loss 2.3 from 5.6 at step 1"};
+    d0->checks[1] = (diag_check){"does validation follow training", DIAG_Q_UNKNOWN,
+                                 "not yet known: no finite validation yet"};
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "not yet known to be healthy: 1 check not yet known") &&
+          has_line(lines, n, "is it learning? ok: loss 2.3 from 5.6 at step 1") &&
+          has_line(lines, n, "does validation follow training? not yet known: no finite"));
+    CHECK(!has_line(lines, n, "the run is healthy"));
+    d0->checks[1].answer = DIAG_Q_OK;
+    d0->healthy = 1;
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    CHECK(has_line(lines, n, "no warnings; the run is healthy: headroom 2.00 "
+                             "doublings at its lowest (layer 2, act max 30)"));
+    memset(d0, 0, sizeof *d0);
 
     s->s.run[0].cfg.precision = FMT_FP16;
     s->s.run[0].cfg.fp32_norms = 0;
@@ -964,6 +981,7 @@ static void test_diag_panel(void)
     snprintf(s->s.run[1].label, sizeof s->s.run[1].label, "b: lr=0.02");
     trainer_diagnosis *db = &s->s.diag[1];
     db->f[db->n++] = finding(DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, 2, 7, nv, "b's overflow", "fp32");
+    s->s.diag[0].healthy = 1; /* every check answered ok */
     n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
     int la = has_line(lines, n, "a: lr=0.002"), ha = has_line(lines, n, "the run is healthy");
     int lb = has_line(lines, n, "b: lr=0.02"), hb = has_line(lines, n, "b's overflow");

@@ -132,12 +132,6 @@ void stream_on_step(stream_reader *r, void (*fn)(void *ctx, const step_metrics *
 /* During that call: each number's token as the line had it. */
 const metrics_digits *stream_digits(const stream_reader *r);
 
-/* The checks behind a verdict (diag_checks) as of the newest step: a
- * check as one line ("is it learning? ok: ..."), and the verdict
- * ("verdict: healthy ..." only when every check answered ok). */
-void stream_check_line(const diag_check *c, char *buf, size_t n);
-void stream_verdict(const stream_reader *r, char *buf, size_t n);
-
 /* A finding's fix (diagnose.h) as the followed run can take it: in cmd
  * the part the control file carries ("lr x0.1"; "" when none), and in
  * text all of it in words. A fix that needs the weights from before the

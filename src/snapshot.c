@@ -94,6 +94,28 @@ void trainer_diagnosis_add(trainer_diagnosis *v, const diag_finding *f)
     snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
 }
 
+void trainer_check_text(const diag_check *c, char *buf, size_t n)
+{
+    if (c->answer == DIAG_Q_UNKNOWN) /* its text says "not yet known: why" */
+        snprintf(buf, n, "%s? %s", c->question, c->text);
+    else
+        snprintf(buf, n, "%s? %s: %s", c->question, diag_answer_name(c->answer), c->text);
+}
+
+void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
+{
+    int bad = 0, unknown = 0;
+    for (int i = 0; i < d->n_checks; i++) {
+        bad += d->checks[i].answer == DIAG_Q_BAD;
+        unknown += d->checks[i].answer == DIAG_Q_UNKNOWN;
+    }
+    if (d->healthy)
+        snprintf(buf, n, "verdict: healthy (every check answered ok)");
+    else
+        snprintf(buf, n, "verdict: not %shealthy (%d answered no, %d not yet known)",
+                 bad ? "" : "known to be ", bad, unknown);
+}
+
 int trainer_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run)
 {
     int order[2] = {diverged_run == 1 ? 1 : 0, diverged_run == 1 ? 0 : 1};

@@ -1196,38 +1196,14 @@ static void print_diagnosis(FILE *f, const stream_reader *r)
         fputs("warnings: none\n", f);
     const trainer_diagnosis *v = &r->snap->s.diag[0];
     char line[DIAG_TEXT + 64];
-    stream_verdict(r, line, sizeof line);
+    trainer_verdict_text(v, line, sizeof line);
     fprintf(f, "%s\n", line);
     for (int i = 0; i < v->n_checks; i++) {
-        stream_check_line(&v->checks[i], line, sizeof line);
+        trainer_check_text(&v->checks[i], line, sizeof line);
         fprintf(f, "  %s\n", line);
     }
 }
 
-void stream_check_line(const diag_check *c, char *buf, size_t n)
-{
-    /* "not yet known: why" says its answer itself */
-    if (c->answer == DIAG_Q_UNKNOWN && !strncmp(c->text, "not yet known", 13))
-        snprintf(buf, n, "%s? %s", c->question, c->text);
-    else
-        snprintf(buf, n, "%s? %s: %s", c->question, diag_answer_name(c->answer), c->text);
-}
-
-void stream_verdict(const stream_reader *r, char *buf, size_t n)
-{
-    const trainer_diagnosis *v = &r->snap->s.diag[0];
-    int no = 0, open = 0;
-    for (int i = 0; i < v->n_checks; i++)
-        no += v->checks[i].answer == DIAG_Q_BAD, open += v->checks[i].answer == DIAG_Q_UNKNOWN;
-    if (v->healthy)
-        snprintf(buf, n, "verdict: healthy (each of the %d checks answered ok)", v->n_checks);
-    else if (no)
-        snprintf(buf, n, "verdict: not healthy (%d of the %d checks answered no%s)", no,
-                 v->n_checks, open ? ", others not yet known" : "");
-    else
-        snprintf(buf, n, "verdict: not yet known (%d of the %d checks cannot be answered yet)",
-                 open, v->n_checks);
-}
 
 /* Is an end line due? A header's stream (a probe's) has one at its end,
  * and so will an empty file's (nothing written yet); normscope's own

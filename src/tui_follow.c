@@ -273,10 +273,10 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
     }
     if (s->have_metrics) { /* the questions behind a verdict, each with its answer */
         char l[TUI_DIAG_LINE];
-        stream_verdict(f->r, l, sizeof l);
+        trainer_verdict_text(d, l, sizeof l);
         say(&t, "%s", l);
         for (int i = 0; i < d->n_checks; i++) {
-            stream_check_line(&d->checks[i], l, sizeof l);
+            trainer_check_text(&d->checks[i], l, sizeof l);
             say(&t, "  %s", l);
         }
     }

@@ -47,7 +47,8 @@ typedef struct {
     float last_loss;
     float last_val;       /* NaN before the first validation */
     long last_val_step;
-    long nonfinite_rows;
+    long nonfinite_rows;  /* step lines that were not finite */
+    long nonfinite_said;  /* the writer's count of non-finite steps (nonfinite_steps), -1 = not said */
     long nonfinite_step;  /* the first non-finite step; 0 = none */
     char nonfinite_where[NS_EVENT_TEXT]; /* "<module>, forward", or "" */
     char nonfinite_loss[8];              /* "nan", "inf", "-inf", or "" */
@@ -62,6 +63,7 @@ typedef struct {
     long end_step;
     char end_reason[16];  /* "close", "exit", "exception", "signal" */
     char end_text[NS_EVENT_TEXT];
+    int end_rank;         /* the rank whose failure ended the run, -1 = not said */
     char norm_class[32];  /* the header's norm_class, or "" */
     int layer_grads_said; /* a step said some layer's gradient norm */
     int have_finite;      /* last_finite holds a step with finite gradients */

@@ -62,6 +62,7 @@ typedef struct {
                         * (the lab's --jsonl rows also write an unmeasured
                         * val_loss so) */
     int rank;          /* an end line's failed rank: -1 = not said */
+    long nf_count;     /* nonfinite_steps: the watch's count so far; -1 = not said */
     step_metrics m;
     /* the header's block names, [0, blocks) of this line (not cleared
      * between lines: only a header's are used) */
@@ -177,6 +178,8 @@ static void reset_run(stream_reader *r)
     r->sum.restarts = keep.restarts;
     r->sum.recognized = keep.recognized;
     r->sum.last_val = NAN;
+    r->sum.nonfinite_said = -1;
+    r->sum.end_rank = -1;
     r->sum.data_entropy = keep.data_entropy;
     r->sum.vocab = keep.vocab;
     r->run_fault[0] = 0;
@@ -278,6 +281,8 @@ stream_reader *stream_open(const char *path)
     s->run[0].last_val = NAN;
     s->prompt = "";
     r->sum.last_val = NAN;
+    r->sum.nonfinite_said = -1;
+    r->sum.end_rank = -1;
     r->sum.data_entropy = NAN;
     r->run_fault_layer = -1;
     r->quiet_min = STREAM_QUIET_MIN;
@@ -493,6 +498,8 @@ static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *
         str_field(w, "reason", v, w->reason, sizeof w->reason);
     } else if (keyis(key, kl, "data_entropy")) {
         m->data_entropy = num_field(w, "data_entropy", v);
+    } else if (keyis(key, kl, "nonfinite_steps")) {
+        w->nf_count = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e15 ? (long)v->num : -1;
     } else if (keyis(key, kl, "rank")) {
         w->rank = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : -1;
     } else if (keyis(key, kl, "lr_undone")) {
@@ -523,6 +530,7 @@ static void row_reset(row_state *w)
     w->max_layer = -1;
     w->nf_layer = -1;
     w->rank = -1;
+    w->nf_count = -1;
     w->t = NAN;
     step_metrics *m = &w->m;
     memset(m, 0, offsetof(step_metrics, layer));
@@ -601,6 +609,9 @@ static void end_line(stream_reader *r, long step)
     stream_summary *u = &r->sum;
     u->ended = 1;
     u->end_step = step;
+    u->end_rank = w->rank;
+    if (w->nf_count > u->nonfinite_said)
+        u->nonfinite_said = w->nf_count;
     snprintf(u->end_reason, sizeof u->end_reason, "%s", w->reason[0] ? w->reason : "close");
     snprintf(u->end_text, sizeof u->end_text, "%s", w->text);
     r->snap->s.state = TRAINER_DONE;
@@ -789,6 +800,8 @@ static void update_summary(stream_reader *r, const step_metrics *m)
         u->last_val_step = m->step;
     }
     u->nonfinite_rows += m->nonfinite;
+    if (r->row.nf_count > u->nonfinite_said)
+        u->nonfinite_said = r->row.nf_count;
     /* every layer's norm (over its groups said) known and finite */
     int finite = m->n_layer > 0, said = 0;
     for (int l = 0; l < m->n_layer && finite; l++) {
@@ -1088,6 +1101,11 @@ stream_live stream_liveness(const stream_reader *r, double now, char *text, size
         snprintf(text, n, "waiting for the first line of %s", base_name(r->path));
         return STREAM_LIVE_WAITING;
     }
+    if (u->ended && u->end_rank >= 0) {
+        snprintf(text, n, "ended at step %ld (%s, rank %d)", u->end_step, u->end_reason,
+                 u->end_rank);
+        return STREAM_LIVE_ENDED;
+    }
     if (u->ended) {
         snprintf(text, n, "ended at step %ld (%s)", u->end_step, u->end_reason);
         return STREAM_LIVE_ENDED;
@@ -1205,6 +1223,24 @@ static void print_diagnosis(FILE *f, const stream_reader *r)
 }
 
 
+/* How many steps were not finite, as counted: the writer's own count
+ * (nonfinite_steps: its watch sees every step), else the steps written,
+ * which with metrics every N steps are not all the steps. */
+static void print_nonfinite_count(FILE *f, const stream_summary *u)
+{
+    long every = u->have_header ? u->every : 1;
+    if (u->nonfinite_said >= 0)
+        fprintf(f, "%ld non-finite step%s", u->nonfinite_said, u->nonfinite_said == 1 ? "" : "s");
+    else if (every <= 1 && u->nonfinite_rows > 0)
+        fprintf(f, "%ld non-finite step%s", u->nonfinite_rows, u->nonfinite_rows == 1 ? "" : "s");
+    else if (u->nonfinite_rows > 0)
+        fprintf(f, "%ld of the %ld steps written were non-finite; metrics every %ld steps",
+                u->nonfinite_rows, u->rows, every);
+    else
+        fprintf(f, "step %ld was not written; none of the %ld steps written was non-finite",
+                u->nonfinite_step, u->rows);
+}
+
 /* Is an end line due? A header's stream (a probe's) has one at its end,
  * and so will an empty file's (nothing written yet); normscope's own
  * --jsonl rows have none. */
@@ -1244,12 +1280,15 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
         metrics_print_num(f, u->last_val, 4);
         fprintf(f, " at step %ld\n", u->last_val_step);
     }
-    if (u->nonfinite_step)
-        fprintf(f, "first non-finite: step %ld, %s%s%s (%ld non-finite steps)\n", u->nonfinite_step,
+    if (u->nonfinite_step) {
+        fprintf(f, "first non-finite: step %ld, %s%s%s (", u->nonfinite_step,
                 u->nonfinite_where[0] ? u->nonfinite_where : "the module is not named",
-                u->nonfinite_loss[0] ? "; loss " : "", u->nonfinite_loss, u->nonfinite_rows);
-    else
+                u->nonfinite_loss[0] ? "; loss " : "", u->nonfinite_loss);
+        print_nonfinite_count(f, u);
+        fputs(")\n", f);
+    } else {
         fputs("first non-finite: none\n", f);
+    }
     if (u->rows > 0) {
         print_gradients(f, u);
         print_diagnosis(f, r);
@@ -1268,7 +1307,10 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
     if (u->partial_bytes)
         fprintf(f, "unfinished last line: %ld bytes without a newline, not read\n",
                 u->partial_bytes);
-    if (u->ended)
+    if (u->ended && u->end_rank >= 0)
+        fprintf(f, "end: %s (rank %d)\n", u->end_text[0] ? u->end_text : u->end_reason,
+                u->end_rank);
+    else if (u->ended)
         fprintf(f, "end: %s\n", u->end_text[0] ? u->end_text : u->end_reason);
     else if (end_expected(u))
         fputs("end: no end line (the run is still writing, or its writer was killed)\n", f);

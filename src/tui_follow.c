@@ -418,7 +418,8 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     tui_style st[10];
     int n = 0;
     if (f->live == STREAM_LIVE_QUIET || f->live == STREAM_LIVE_GONE ||
-        f->live == STREAM_LIVE_NOT_STREAM) /* said first: it is why the numbers stand still */
+        f->live == STREAM_LIVE_NOT_STREAM || /* said first: why the numbers stand still */
+        (f->live == STREAM_LIVE_ENDED && stream_summary_of(f->r)->end_rank >= 0))
         snprintf(it[n], sizeof it[n], "%.90s", f->live_text), st[n++] = TUI_S_WARN;
     if (f->n_pending > 0) { /* sent, not applied yet: said before the numbers */
         snprintf(it[n], sizeof it[n], "pending:");

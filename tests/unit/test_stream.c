@@ -802,6 +802,64 @@ static void test_diagnosis(void)
     unlink(path);
 }
 
+/* The summary's counts count steps: with metrics every 10 steps, the
+ * steps written are said as such, or the writer's own count is; a first
+ * non-finite step that was not written is not "0 non-finite steps"; the
+ * rank that ended a run is named */
+static void test_honest_counts(void)
+{
+    const char *head = "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":1,\"every\":10}\n";
+    stream_reader *r = stream_open("/nonexistent/c10.nsj");
+    feed_str(r, head);
+    for (int s = 1; s <= 41; s += 10) {
+        char l[160];
+        snprintf(l, sizeof l, "{\"step\":%d,\"loss\":%s,\"l0_grad_ffn\":0.5}\n", s,
+                 s >= 31 ? "null" : "2.5");
+        feed_str(r, l);
+    }
+    char out[4096] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "c10.nsj");
+    fclose(f);
+    CHECK(strstr(out, "first non-finite: step 31, the module is not named; loss nan (2 of the 5 "
+                      "steps written were non-finite; metrics every 10 steps)") != NULL);
+    feed_str(r, "{\"step\":51,\"loss\":null,\"nonfinite_steps\":24}\n");
+    f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "c10.nsj");
+    fclose(f);
+    CHECK(strstr(out, "(24 non-finite steps)") != NULL);
+    stream_free(r);
+    /* step 37 not written: the end line names it, every row was finite */
+    char path[128];
+    snprintf(path, sizeof path, "%s/c37.nsj", dir);
+    unlink(path);
+    append(path, head);
+    for (int s = 1; s <= 31; s += 10) {
+        char l[160];
+        snprintf(l, sizeof l, "{\"step\":%d,\"loss\":2.5,\"l0_grad_ffn\":0.5}\n", s);
+        append(path, l);
+    }
+    append(path, "{\"event\":\"end\",\"step\":37,\"reason\":\"exception\",\"rank\":1,\"text\":"
+                "\"rank 1: connection closed by peer\",\"first_nonfinite\":\"h.0.mlp, forward\","
+                "\"first_nonfinite_step\":37}\n");
+    r = stream_open(path);
+    int eof = 0;
+    while (!eof)
+        stream_poll(r, 0, &eof);
+    f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "c37.nsj");
+    fclose(f);
+    CHECK(strstr(out, "first non-finite: step 37, h.0.mlp, forward (step 37 was not written; "
+                      "none of the 4 steps written was non-finite)") != NULL);
+    CHECK(strstr(out, "non-finite steps)") == NULL);
+    CHECK(strstr(out, "end: rank 1: connection closed by peer (rank 1)") != NULL);
+    char live[96];
+    CHECK(stream_liveness(r, 0, live, sizeof live) == STREAM_LIVE_ENDED);
+    CHECK(!strcmp(live, "ended at step 37 (exception, rank 1)"));
+    stream_free(r);
+    unlink(path);
+}
+
 /* The D panel of a followed run: the findings, and a sends the fix
  * through the control file (an LR factor from here; a fix that needs
  * older weights pauses the run) */
@@ -903,6 +961,7 @@ int main(void)
     test_headless();
     test_diagnosis();
     test_follow_diag();
+    test_honest_counts();
     rmdir(dir);
     return test_summary();
 }

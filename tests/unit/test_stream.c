@@ -745,14 +745,21 @@ static void probe_run(const char *path, int kind, int n, int end)
     fclose(f);
 }
 
-/* The summary a reader of path prints */
-static const char *summary_of(const char *path)
+/* A reader of path that read all the file holds */
+static stream_reader *read_file(const char *path)
 {
-    static char out[4096];
     stream_reader *r = stream_open(path);
     int eof = 0;
     while (!eof)
         stream_poll(r, 0, &eof);
+    return r;
+}
+
+/* The summary a reader of path prints */
+static const char *summary_of(const char *path)
+{
+    static char out[4096];
+    stream_reader *r = read_file(path);
     memset(out, 0, sizeof out);
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     stream_print_summary(f, r, "run.nsj");
@@ -769,10 +776,7 @@ static void test_diagnosis(void)
     char path[128];
     snprintf(path, sizeof path, "%s/run.nsj", dir);
     probe_run(path, RUN_BLOW, 150, 1);
-    stream_reader *r = stream_open(path);
-    int eof = 0;
-    while (!eof)
-        stream_poll(r, 0, &eof);
+    stream_reader *r = read_file(path);
     const trainer_snapshot *s = stream_snapshot(r);
     const stream_summary *u = stream_summary_of(r);
     CHECK(s->s.run[0].last.vocab == 256 && t_close(s->s.run[0].last.data_entropy, 3.1, 1e-6, 0));
@@ -842,10 +846,7 @@ static void test_honest_counts(void)
     append(path, "{\"event\":\"end\",\"step\":37,\"reason\":\"exception\",\"rank\":1,\"text\":"
                 "\"rank 1: connection closed by peer\",\"first_nonfinite\":\"h.0.mlp, forward\","
                 "\"first_nonfinite_step\":37}\n");
-    r = stream_open(path);
-    int eof = 0;
-    while (!eof)
-        stream_poll(r, 0, &eof);
+    r = read_file(path);
     f = fmemopen(out, sizeof out - 1, "w");
     stream_print_summary(f, r, "c37.nsj");
     fclose(f);
@@ -858,6 +859,68 @@ static void test_honest_counts(void)
     CHECK(!strcmp(live, "ended at step 37 (exception, rank 1)"));
     stream_free(r);
     unlink(path);
+}
+
+/* Unknown is not NaN: a probe row's absent layer key (an empty group, an
+ * update ratio between measurements, headroom in fp32) is unknown, null a
+ * value not finite. The CSV leaves unknown cells empty and writes nan for
+ * null; the layer panel and the box show '-'; the summary's layer norms
+ * are over the groups said, and say when none was. */
+static void test_unknown_layers(void)
+{
+    char path[128], csv[128];
+    snprintf(path, sizeof path, "%s/u.nsj", dir);
+    snprintf(csv, sizeof csv, "%s/u.csv", dir);
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":2,\"dtype\":\"float32\"}\n");
+    append(path, "{\"step\":1,\"loss\":2.5,\"l0_grad_ffn\":0.3,\"l0_grad_ln\":0.4,\"l0_act_max\":3,"
+                 "\"l1_grad_attn\":0.5,\"l1_grad_ffn\":0.2,\"l1_act_max\":null}\n");
+    stream_reader *r = read_file(path);
+    const step_metrics *m = &stream_snapshot(r)->s.run[0].last;
+    CHECK(!metrics_layer_known(&m->layer[0], METRICS_LC_GRAD_ATTN));
+    CHECK(!metrics_layer_known(&m->layer[0], METRICS_LC_UPDATE));
+    CHECK(metrics_layer_known(&m->layer[1], METRICS_LC_ACT_MAX) && isnan(m->layer[1].act_max));
+    CHECK(t_close(metrics_layer_gnorm(&m->layer[0]), 0.5, 1e-6, 0)); /* 0.3, 0.4: the groups said */
+    char out[4096] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "u.nsj");
+    fclose(f);
+    CHECK(strstr(out, "gradient norms at step 1: smallest layer 0 5.000e-01") != NULL);
+    /* the layer panel and the box: '-' for what was not said, nan for null */
+    tui_grid g = {0};
+    tui_grid_resize(&g, 30, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.selected = 0;
+    trainer_snapshot *dst = trainer_snapshot_new();
+    stream_snapshot_at(r, -1, dst);
+    tui_draw(&g, dst, &ui);
+    char all[30 * 400];
+    grid_text(&g, all, sizeof all);
+    CHECK(strstr(all, "upd/weight       -") && strstr(all, "headroom         -"));
+    CHECK(strstr(all, "grad attn        -") && strstr(all, "grad mlp   3.0e-01"));
+    CHECK(strstr(all, "      - 3.0e-01") != NULL); /* layer 0's row: attn not said */
+    CHECK(strstr(all, "    nan") != NULL); /* layer 1's act max: null, not finite */
+    tui_grid_free(&g);
+    free(dst);
+    stream_free(r);
+    CHECK(stream_headless(path, 0, csv, 1, NULL) == STREAM_EXIT_NO_END);
+    const char *c = slurp(csv);
+    /* l0: grad_attn empty, grad_ffn 0.3, grad_ln 0.4, act_max 3, then 6 empty; l1's act_max nan */
+    CHECK(strstr(c, ",,0.3,0.4,3,,,,,,,0.5,0.2,,nan,,,,,,,") != NULL);
+    /* no layer gradient at all: not "no step with finite layer gradient norms" */
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":1}\n");
+    append(path, "{\"step\":1,\"loss\":2.5,\"l0_act_max\":3}\n");
+    r = read_file(path);
+    f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "u.nsj");
+    fclose(f);
+    CHECK(strstr(out, "gradient norms: not in the stream (no layer's gradient norm was said)"));
+    CHECK(strstr(out, "no step with finite") == NULL);
+    stream_free(r);
+    unlink(path);
+    unlink(csv);
 }
 
 /* The D panel of a followed run: the findings, and a sends the fix
@@ -962,6 +1025,7 @@ int main(void)
     test_diagnosis();
     test_follow_diag();
     test_honest_counts();
+    test_unknown_layers();
     rmdir(dir);
     return test_summary();
 }

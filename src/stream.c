@@ -364,9 +364,10 @@ static void keep_digits(char *dst, const jsonl_value *v)
 
 /* A column of metrics_step_cols. In a probe's stream (a header came)
  * null is a value measured and not finite, and a column not on the line
- * is unknown. The lab's --jsonl rows write null for a loss or gradient
- * norm not finite and a val_loss not measured; null is unknown for
- * their other columns. */
+ * is unknown (val_loss: null is not measured, as the lab's --jsonl rows
+ * and older probes write it, unless val_loss_nonfinite says its value).
+ * The lab's rows write null for a loss or gradient norm not finite; null
+ * is unknown for their other columns. */
 static void step_col(row_state *w, int k, const jsonl_value *v)
 {
     step_metrics *m = &w->m;
@@ -404,9 +405,11 @@ static void step_col(row_state *w, int k, const jsonl_value *v)
             keep_digits(w->dig.step[k], v);
             m->unknown &= ~(1u << k);
         } else if (v->type == JSONL_NULL) {
-            int value = w->probe && metrics_step_cols[k].type != METRICS_T_INT;
+            /* a validation not given was null before probes left it out: a NaN
+             * one says so with val_loss_nonfinite (step_line) */
+            int value = w->probe && metrics_step_cols[k].type != METRICS_T_INT &&
+                        k != METRICS_COL_VAL;
             metrics_step_col_set_num(m, k, NAN);
-            m->has_val = k == METRICS_COL_VAL ? value : m->has_val; /* a NaN validation */
             if (measured || value)
                 m->unknown &= ~(1u << k);
         } else {
@@ -982,8 +985,8 @@ static void step_line(stream_reader *r)
     m->n_layer = r->n_alloc < u->n_layer ? r->n_alloc : u->n_layer;
     if (w->loss_nonfinite[0])
         m->loss = nonfinite_value(w->loss_nonfinite);
-    if (m->has_val && w->val_nonfinite[0])
-        m->val_loss = nonfinite_value(w->val_nonfinite);
+    if (w->val_nonfinite[0]) /* measured, not finite */
+        m->has_val = 1, m->val_loss = nonfinite_value(w->val_nonfinite);
     m->nonfinite = (w->has_loss && w->loss_null) || w->loss_nonfinite[0] || m->fault[0] ||
                    (w->has_loss && !isfinite(m->loss));
     int was_nonfinite = r->snap->s.have_metrics && r->snap->s.run[0].last.nonfinite;

@@ -317,8 +317,10 @@ static void draw_diag(tui_grid *g, tui_rect r, const tui_ui *ui, const tui_follo
         else if (!tui_put_wrapped(g, &rr, last, r.c + 2 + ind, r.w - 4 - ind, diag_style(l), l + ind))
             break;
     }
+    /* the keys on the border too: on a short screen the last lines are cut */
     tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL,
-             i < n ? " more on a taller terminal " : " any key closes this; q quits ");
+             i < n ? " more on a taller terminal; a: the fix; other keys close "
+                   : " a: the fix; space + - C: to the run; other keys close ");
 }
 
 int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a)

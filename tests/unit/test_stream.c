@@ -881,6 +881,8 @@ static void test_unknown_layers(void)
     CHECK(!metrics_layer_known(&m->layer[0], METRICS_LC_UPDATE));
     CHECK(metrics_layer_known(&m->layer[1], METRICS_LC_ACT_MAX) && isnan(m->layer[1].act_max));
     CHECK(t_close(metrics_layer_gnorm(&m->layer[0]), 0.5, 1e-6, 0)); /* 0.3, 0.4: the groups said */
+    /* a validation: null alone is not given (older probes), val_loss_nonfinite says a value */
+    CHECK(!m->has_val && !metrics_known(m, METRICS_COL_GNORM));
     char out[4096] = "";
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     stream_print_summary(f, r, "u.nsj");
@@ -917,6 +919,11 @@ static void test_unknown_layers(void)
     stream_print_summary(f, r, "u.nsj");
     fclose(f);
     CHECK(strstr(out, "gradient norms: not in the stream (no layer's gradient norm was said)"));
+    feed_str(r, "{\"step\":2,\"loss\":2.4,\"val_loss\":null,\"lr\":null}\n");
+    m = &stream_snapshot(r)->s.run[0].last;
+    CHECK(!m->has_val && metrics_known(m, METRICS_COL_LR) && isnan(m->lr));
+    feed_str(r, "{\"step\":3,\"loss\":2.3,\"val_loss\":null,\"val_loss_nonfinite\":\"inf\"}\n");
+    CHECK(m->has_val && isinf(m->val_loss) && m->val_loss > 0);
     CHECK(strstr(out, "no step with finite") == NULL);
     stream_free(r);
     unlink(path);

@@ -919,6 +919,8 @@ static void finding_events(stream_reader *r, const diag_finding *f)
  * the row (exploded, stalled: the CSV's state column). */
 static void diagnose_step(stream_reader *r, step_metrics *m)
 {
+    if (m->n_layer < 1) /* the rules read a top and a bottom layer: none to read */
+        return;
     diag_finding out[DIAG_MAX_FINDINGS];
     diag_input(r, m, &r->dg_in);
     int n = diag_observe(&r->dg, &r->dg_in, out, DIAG_MAX_FINDINGS);
@@ -1196,6 +1198,10 @@ static void print_gradients(FILE *f, const stream_summary *u)
 static void print_diagnosis(FILE *f, const stream_reader *r)
 {
     const stream_summary *u = &r->sum;
+    if (u->n_layer < 1) {
+        fputs("diagnosis: not made (the lab's rules read layers; the stream has none)\n", f);
+        return;
+    }
     if (u->diagnoses) {
         char cmd[64], fix[320];
         fprintf(f, "diagnosis at step %ld: %s\n  try: %s\n", u->cause.step, u->cause.text,

@@ -257,6 +257,8 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
     const trainer_diagnosis *d = &s->diag[0];
     if (!s->have_metrics) {
         say(&t, "no steps yet: nothing to report");
+    } else if (s->n_layer < 1) {
+        say(&t, "no diagnosis: the lab's rules read layers, and the stream has none");
     } else if (d->n > 0) { /* the cause first, then the warnings, oldest first */
         for (int rank = 0; rank < TRAINER_RANKS; rank++)
             for (int i = 0; i < d->n; i++)
@@ -271,7 +273,7 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
         say(&t, "no finding: no rule named a cause or gave a warning in the %ld steps read",
             u->rows);
     }
-    if (s->have_metrics) { /* the questions behind a verdict, each with its answer */
+    if (s->have_metrics && s->n_layer > 0) { /* the questions behind a verdict, with answers */
         char l[TUI_DIAG_LINE];
         trainer_verdict_text(d, l, sizeof l);
         say(&t, "%s", l);

@@ -925,6 +925,15 @@ static void test_unknown_layers(void)
     feed_str(r, "{\"step\":3,\"loss\":2.3,\"val_loss\":null,\"val_loss_nonfinite\":\"inf\"}\n");
     CHECK(m->has_val && isinf(m->val_loss) && m->val_loss > 0);
     CHECK(strstr(out, "no step with finite") == NULL);
+    /* no layer at all: the rules, which read layers, are not run, and say so */
+    stream_reader *bare = stream_open("/nonexistent/bare.nsj");
+    feed_str(bare, "{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.4}\n");
+    f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, bare, "bare.nsj");
+    fclose(f);
+    CHECK(strstr(out, "diagnosis: not made (the lab's rules read layers; the stream has none)"));
+    CHECK(strstr(out, "verdict") == NULL);
+    stream_free(bare);
     stream_free(r);
     unlink(path);
     unlink(csv);

@@ -1,6 +1,8 @@
 /* tui_follow.c - the dashboard's follow mode (tui_follow.h): the replay's
- * view step, the keys while following, and follow mode's status lines.
- * No curses; the frame itself is tui_draw's, from the reader's snapshot.
+ * view step, the keys while following, follow mode's status lines, and
+ * its D panel (the lab's rules on the followed run, their fixes sent
+ * through the control file). No curses; the frame itself is tui_draw's,
+ * from the reader's snapshot.
  */
 #include "tui_follow.h"
 

@@ -94,28 +94,8 @@ done
 # the lab's rules on a real run: the GPT with AdamW at lr 1.0 blows up
 # (finite: its loss passes 60 by step 40), named with its cause, exit 3;
 # at lr 1e-3 no rule fires, exit 0
-cat >"$T/lr.py" <<EOF
-import sys
-sys.path[:0] = ["$(dirname "$RUN")", "$(dirname "$RUN")/../../src/probe"]
-import torch
-import normscope_probe
-from models import GPT, batch
-torch.manual_seed(0)
-torch.set_num_threads(1)
-model = GPT()
-opt = torch.optim.AdamW(model.parameters(), lr=float(sys.argv[2]))
-gen = torch.Generator().manual_seed(1)
-with normscope_probe.attach(model, opt, path=sys.argv[1]) as probe:
-    for _ in range(80):
-        x, y = batch(gen)
-        loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        probe.step(loss)
-        opt.step()
-EOF
 for lr in 1.0 1e-3; do
-    "$PY" "$T/lr.py" "$T/lr$lr.nsj" "$lr" >"$T/py.log" 2>&1 || no "lr $lr: the run failed: $(cat "$T/py.log")"
+    "$PY" "$RUN" "$T/lr$lr.nsj" 80 gpt "$lr" >"$T/py.log" 2>&1 || no "lr $lr: the run failed: $(cat "$T/py.log")"
     "$BIN" --follow "$T/lr$lr.nsj" --headless >"$T/sum" 2>&1
     code=$?
     if [ "$lr" = 1.0 ]; then

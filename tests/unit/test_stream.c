@@ -755,15 +755,22 @@ static stream_reader *read_file(const char *path)
     return r;
 }
 
-/* The summary a reader of path prints */
-static const char *summary_of(const char *path)
+/* The summary r prints (the buffer is reused by the next call) */
+static const char *summary_text(const stream_reader *r)
 {
     static char out[4096];
-    stream_reader *r = read_file(path);
     memset(out, 0, sizeof out);
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     stream_print_summary(f, r, "run.nsj");
     fclose(f);
+    return out;
+}
+
+/* The summary a reader of path prints */
+static const char *summary_of(const char *path)
+{
+    stream_reader *r = read_file(path);
+    const char *out = summary_text(r);
     stream_free(r);
     return out;
 }
@@ -821,16 +828,11 @@ static void test_honest_counts(void)
                  s >= 31 ? "null" : "2.5");
         feed_str(r, l);
     }
-    char out[4096] = "";
-    FILE *f = fmemopen(out, sizeof out - 1, "w");
-    stream_print_summary(f, r, "c10.nsj");
-    fclose(f);
+    const char *out = summary_text(r);
     CHECK(strstr(out, "first non-finite: step 31, the module is not named; loss nan (2 of the 5 "
                       "steps written were non-finite; metrics every 10 steps)") != NULL);
     feed_str(r, "{\"step\":51,\"loss\":null,\"nonfinite_steps\":24}\n");
-    f = fmemopen(out, sizeof out - 1, "w");
-    stream_print_summary(f, r, "c10.nsj");
-    fclose(f);
+    out = summary_text(r);
     CHECK(strstr(out, "(24 non-finite steps)") != NULL);
     stream_free(r);
     /* step 37 not written: the end line names it, every row was finite */
@@ -847,9 +849,7 @@ static void test_honest_counts(void)
                 "\"rank 1: connection closed by peer\",\"first_nonfinite\":\"h.0.mlp, forward\","
                 "\"first_nonfinite_step\":37}\n");
     r = read_file(path);
-    f = fmemopen(out, sizeof out - 1, "w");
-    stream_print_summary(f, r, "c37.nsj");
-    fclose(f);
+    out = summary_text(r);
     CHECK(strstr(out, "first non-finite: step 37, h.0.mlp, forward (step 37 was not written; "
                       "none of the 4 steps written was non-finite)") != NULL);
     CHECK(strstr(out, "non-finite steps)") == NULL);
@@ -883,10 +883,7 @@ static void test_unknown_layers(void)
     CHECK(t_close(metrics_layer_gnorm(&m->layer[0]), 0.5, 1e-6, 0)); /* 0.3, 0.4: the groups said */
     /* a validation: null alone is not given (older probes), val_loss_nonfinite says a value */
     CHECK(!m->has_val && !metrics_known(m, METRICS_COL_GNORM));
-    char out[4096] = "";
-    FILE *f = fmemopen(out, sizeof out - 1, "w");
-    stream_print_summary(f, r, "u.nsj");
-    fclose(f);
+    const char *out = summary_text(r);
     CHECK(strstr(out, "gradient norms at step 1: smallest layer 0 5.000e-01") != NULL);
     /* the layer panel and the box: '-' for what was not said, nan for null */
     tui_grid g = {0};
@@ -915,9 +912,7 @@ static void test_unknown_layers(void)
     append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":1}\n");
     append(path, "{\"step\":1,\"loss\":2.5,\"l0_act_max\":3}\n");
     r = read_file(path);
-    f = fmemopen(out, sizeof out - 1, "w");
-    stream_print_summary(f, r, "u.nsj");
-    fclose(f);
+    out = summary_text(r);
     CHECK(strstr(out, "gradient norms: not in the stream (no layer's gradient norm was said)"));
     feed_str(r, "{\"step\":2,\"loss\":2.4,\"val_loss\":null,\"lr\":null}\n");
     m = &stream_snapshot(r)->s.run[0].last;
@@ -928,9 +923,7 @@ static void test_unknown_layers(void)
     /* no layer at all: the rules, which read layers, are not run, and say so */
     stream_reader *bare = stream_open("/nonexistent/bare.nsj");
     feed_str(bare, "{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.4}\n");
-    f = fmemopen(out, sizeof out - 1, "w");
-    stream_print_summary(f, bare, "bare.nsj");
-    fclose(f);
+    out = summary_text(bare);
     CHECK(strstr(out, "diagnosis: not made (the lab's rules read layers; the stream has none)"));
     CHECK(strstr(out, "verdict") == NULL);
     stream_free(bare);

@@ -49,6 +49,7 @@ typedef struct {
     int header_layers;
     char bad[80];  /* a known field of the wrong type */
     char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8], val_nonfinite[8];
+    char state[16];    /* the lab's rows' own state ("exploded", ...); "" = not said */
     char norm[16], norm_kind[16], precision[16];
     char source[32], model[64], dtype[16], host[64], reason[16], norm_class[32];
     double version, world_size, every, pid;
@@ -102,6 +103,7 @@ struct stream_reader {
     diag dg;
     step_metrics dg_in;     /* the step as the rules get it (diag_input) */
     float lr_max;           /* the largest LR read: the rules' peak LR */
+    int lr_said;            /* a setting event came since the last step */
     int scale_moved;        /* the loss scale was other than 1: a dynamic scaler */
     int vocab;              /* the header's; 0 = not said */
     float entropy;          /* the latest data_entropy said; NaN = none yet */
@@ -507,6 +509,8 @@ static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *
         w->rank = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : -1;
     } else if (keyis(key, kl, "lr_undone")) {
         w->lr_undone = v->type == JSONL_NUM && v->num != 0;
+    } else if (keyis(key, kl, "state")) {
+        str_field(w, "state", v, w->state, sizeof w->state);
     } else if (keyis(key, kl, "val_loss_nonfinite")) {
         str_field(w, "val_loss_nonfinite", v, w->val_nonfinite, sizeof w->val_nonfinite);
     } else if (keyis(key, kl, "loss_nonfinite")) {
@@ -649,6 +653,7 @@ static void event_line(stream_reader *r)
     long step = w->has_step ? w->step : s->steps_done;
     const char *t = w->text;
     if (!strcmp(w->event, "setting")) {
+        r->lr_said = 1;
         add_event(r, step, NS_EV_SETTING, "%s", t[0] ? t : "a setting changed");
         snprintf(r->mark, sizeof r->mark, "%.*s", TRAINER_MARK - 1, t[0] ? t : "setting");
         return;
@@ -915,6 +920,22 @@ static void finding_events(stream_reader *r, const diag_finding *f)
         u->blew_up = 1;
 }
 
+/* The row's state (the CSV's state column): the one the lab's own rows
+ * say (its run loop's diagnosis, so a conversion keeps it), else the
+ * rules' here. */
+static void state_of(stream_reader *r, step_metrics *m)
+{
+    const char *st = r->row.state;
+    if (!st[0]) {
+        m->exploded = diag_exploded(&r->dg);
+        m->stalled = diag_stalled(&r->dg);
+        return;
+    }
+    m->exploded = !strcmp(st, "exploded");
+    m->stalled = !strcmp(st, "stalled");
+    m->fixed = !strcmp(st, "fixed");
+}
+
 /* The lab's rules on the step: its findings, and the states they give
  * the row (exploded, stalled: the CSV's state column). */
 static void diagnose_step(stream_reader *r, step_metrics *m)
@@ -923,6 +944,12 @@ static void diagnose_step(stream_reader *r, step_metrics *m)
         return;
     diag_finding out[DIAG_MAX_FINDINGS];
     diag_input(r, m, &r->dg_in);
+    /* a rise of the largest LR read that no setting event announced is the
+     * schedule's (a warmup ramp): the rules take it as the peak they had,
+     * so it neither starts a new episode nor counts as a raise */
+    if (r->dg.have_set && !r->lr_said)
+        r->dg.set.lr_peak = r->dg_in.lr_peak;
+    r->lr_said = 0;
     int n = diag_observe(&r->dg, &r->dg_in, out, DIAG_MAX_FINDINGS);
     trainer_diagnosis *v = &r->snap->s.diag[0];
     if (!diag_episode_open(&r->dg)) /* a setting change or a rewind ended it */
@@ -934,8 +961,6 @@ static void diagnose_step(stream_reader *r, step_metrics *m)
     char over[DIAG_TEXT];
     if (diag_stall_over(&r->dg, over, sizeof over))
         add_event(r, m->step, NS_EV_INFO, "%s", over);
-    m->exploded = diag_exploded(&r->dg);
-    m->stalled = diag_stalled(&r->dg);
 }
 
 /* What the data is, as the stream says it: the header's vocabulary, and
@@ -998,6 +1023,7 @@ static void step_line(stream_reader *r)
     fault_of(r, m);
     data_of(r, m);
     diagnose_step(r, m);
+    state_of(r, m);
     step_timing(r);
     push_point(r, m);
     update_status(r, m);

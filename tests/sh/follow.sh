@@ -171,6 +171,12 @@ SMALL="-L 3 -d 32 -H 2 -T 32 -B 4 --val-every 10 --val-batches 1 --steps 30"
 code=$?
 [ "$code" = 0 ] && cmp -s "$T/own.csv" "$T/back.csv" && ok ||
     no "--jsonl converted back is not the run's --csv (exit $code)"
+# a run that blows up at lr 1: its rows' own state (exploded) is kept
+"$BIN" --headless $SMALL --steps 100 --lr 1 --on-diverge continue --jsonl "$T/boom.jsonl" --csv "$T/boom.csv" -q
+"$BIN" --follow "$T/boom.jsonl" --headless --csv "$T/boomback.csv" -q
+code=$?
+[ "$code" = 3 ] && grep -q ',exploded,' "$T/boom.csv" && cmp -s "$T/boom.csv" "$T/boomback.csv" && ok ||
+    no "an exploding run's --jsonl converted back: exit $code, $(cmp "$T/boom.csv" "$T/boomback.csv" 2>&1)"
 run "LC_ALL=C $BIN --follow $T/own.jsonl --ascii"
 wait_for 'step 30' 20 && ok || no "own --jsonl: $(screen | head -1)"
 key Left Left

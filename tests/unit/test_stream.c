@@ -706,7 +706,7 @@ static void test_headless_ends(const char *path)
  * doublings; the update ratio every 10th step and no headroom in fp32,
  * as the probe writes them (absent); a
  * checkpoint at step 50; the end line when `end`. */
-enum { RUN_BLOW, RUN_OK, RUN_HEADROOM };
+enum { RUN_BLOW, RUN_OK, RUN_HEADROOM, RUN_RAMP };
 static void probe_run(const char *path, int kind, int n, int end)
 {
     FILE *f = fopen(path, "w");
@@ -715,14 +715,15 @@ static void probe_run(const char *path, int kind, int n, int end)
                "\"%s\",\"every\":1,\"vocab\":256}\n", kind == RUN_HEADROOM ? "float16" : "float32");
     for (int s = 1; s <= n; s++) {
         double wig = 0.02 * sin(s * 1.7), loss, act, upd;
-        if (kind == RUN_BLOW)
+        double lr = kind == RUN_BLOW ? 1.0 : kind == RUN_RAMP ? fmin(1.0, s / 100.0) : 1e-3;
+        if (kind == RUN_BLOW || kind == RUN_RAMP)
             loss = 5.6 * exp(s / 45.0) * (1 + wig), act = 4 * exp(s / 30.0), upd = 0.05;
         else
             loss = 2.0 + 3.6 * exp(-s / 40.0) + wig, act = 4 + wig, upd = 1e-3;
         if (kind == RUN_HEADROOM)
             act = 65504.0 / pow(2, 2.0 - 1.5 * s / n);
         fprintf(f, "{\"step\":%d,\"loss\":%.6g,\"lr\":%g,\"grad_norm\":%.4g,\"loss_scale\":1,"
-                   "\"data_entropy\":3.1", s, loss, kind == RUN_BLOW ? 1.0 : 1e-3, 1 + wig);
+                   "\"data_entropy\":3.1", s, loss, lr, 1 + wig);
         if (kind == RUN_OK && s % 50 == 0) /* probe.validation(): a little above train */
             fprintf(f, ",\"val_loss\":%.6g", loss + 0.1);
         for (int l = 0; l < 2; l++) {
@@ -800,6 +801,17 @@ static void test_diagnosis(void)
     const char *out = summary_of(path);
     CHECK(strstr(out, "diagnosis at step ") && strstr(out, ": blew up, finite: loss "));
     CHECK(strstr(out, "  fix: needs the weights of step ") != NULL);
+    /* the same under a warmup ramp to lr 1.0 (a schedule the probe cannot
+     * know): the ramp is not an LR raise, nor a new episode every step */
+    probe_run(path, RUN_RAMP, 150, 1);
+    r = read_file(path);
+    CHECK(stream_summary_of(r)->cause.rule == DIAG_R_BLOWUP);
+    CHECK(stream_summary_of(r)->warnings <= 2 && !has_event(stream_snapshot(r), NS_EV_WARNING, "LR raised"));
+    /* an LR raise the stream announces (lr x2 from the view) is one */
+    feed_str(r, "{\"event\":\"setting\",\"step\":151,\"text\":\"lr x2 (lr 2)\"}\n"
+                "{\"step\":151,\"loss\":300,\"lr\":2}\n{\"step\":152,\"loss\":null,\"lr\":2}\n");
+    CHECK(has_event(stream_snapshot(r), NS_EV_WARNING, "LR raised 1 -> 2 at step 150"));
+    stream_free(r);
     probe_run(path, RUN_OK, 400, 1);
     CHECK(stream_headless(path, 0, NULL, 1, NULL) == 0);
     out = summary_of(path);

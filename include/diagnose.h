@@ -112,6 +112,7 @@ typedef enum {
                             activations grown, while finite */
     DIAG_R_GROWTH_WARN,  /* warning: act max grown DIAG_ACT_GROW-fold and growing */
     DIAG_R_START,        /* warning: step 1's loss or gradient norm is not sane */
+    DIAG_R_CHANGE,       /* diagnosis: a setting change the run did not survive */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -146,10 +147,16 @@ typedef struct {
     float head[NS_MAX_LAYERS]; /* headroom */
 } diag_point;
 
-/* The settings the rules compare between steps. */
+/* The settings the rules compare between steps: every step column that
+ * is a setting in force (metrics_step_cols[k].setting: norm, its kind,
+ * warmup, clip, precision, fp32 norms, the gains' init), as its text,
+ * with the two a step carries outside the columns (the peak LR, dynamic
+ * loss scaling); the numbers the rules read are kept as numbers too. */
+#define DIAG_SET_TEXT 16
 typedef struct {
     float lr_peak, clip;
     int warmup_on, precision, fp32_norms, norm, norm_kind, scale_dynamic;
+    char col[METRICS_STEP_COLS][DIAG_SET_TEXT]; /* "" for a column not a setting or not said */
 } diag_settings;
 
 typedef struct {
@@ -191,7 +198,9 @@ typedef struct {
     int vocab;             /* the latest step's vocabulary size (0: not known) */
     int n_layer;           /* the latest step's layers */
     long start_step;       /* the first step seen since the start or a rewind (0: none) */
-    float start_loss, start_gnorm; /* its loss and gradient norm (NaN: not known) */
+    float start_loss;      /* its loss (NaN: not known) */
+    float start_gnorm;     /* the first update's gradient norm (NaN: none yet) ... */
+    long start_gnorm_step; /* ... and its step */
     long learn_from;       /* learning is judged since this step (the start, a change) */
     double learn_loss;     /* the first finite loss at or after it (NaN: none yet) */
     long band_n;           /* updated steps in the early band (DIAG_WINDOW at most) */
@@ -206,6 +215,14 @@ typedef struct {
     int last_nonfinite;    /* the latest step was not finite */
     long last_fault_step;  /* ... its step, and its fault */
     char last_fault[64];
+    /* the latest setting change, a candidate cause of what follows it */
+    long change_at;        /* the step before which it took effect (0: none) */
+    long change_held;      /* steps the settings before it were in force */
+    double change_loss;    /* the mean loss just before it (NaN: not known) */
+    char change_what[DIAG_TEXT / 2]; /* "norm pre -> post, lr 0.001 -> 0.01" */
+    char change_undo[DIAG_FIX_TEXT]; /* the commands that undo it ("norm pre"), or "" */
+    long trend_from;       /* trend fits use steps after this one: a change of the
+                              precision or the norm makes the older rows another run's */
 } diag;
 
 /* Start with the data's unigram plateau (diag_unigram_entropy), used for

@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "command.h"
 #include "numfmt.h"
+#include "settings.h"
 
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
     "blowup", "lr-high", "loss-overflow", "not-learning", "overfit", "lr-warn", "growth-warn",
-    "start"};
+    "start", "change"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -125,6 +127,8 @@ static double slope_over(const diag *d, int layer, int which, long span)
     int k = 0;
     for (long a = 0; a < kept(d) && a < span; a++) {
         const diag_point *p = point(d, a);
+        if (p->step <= d->trend_from)
+            break; /* another precision or norm: another run's trend */
         double y = which ? p->head[layer] : ns_log2(p->act[layer]);
         if (!isfinite(y) || !p->updated)
             continue;
@@ -156,6 +160,8 @@ static float window_max_scale(const diag *d, long *age_out)
 
 /* ---- settings and rewinds ---------------------------------------------- */
 
+static double recent_loss(const diag *d, long after, int *cnt);
+
 static diag_settings settings_of(const step_metrics *m)
 {
     diag_settings s;
@@ -168,15 +174,92 @@ static diag_settings settings_of(const step_metrics *m)
     s.norm = (int)m->norm;
     s.norm_kind = (int)m->norm_kind;
     s.scale_dynamic = m->loss_scale_dynamic;
+    for (int k = 0; k < METRICS_STEP_COLS; k++)
+        if (metrics_step_cols[k].setting && metrics_known(m, k))
+            metrics_step_col_text(m, k, s.col[k], sizeof s.col[k]);
     return s;
 }
 
 static int settings_equal(const diag_settings *a, const diag_settings *b)
 {
-    return a->lr_peak == b->lr_peak && a->clip == b->clip && a->warmup_on == b->warmup_on &&
-           a->precision == b->precision && a->fp32_norms == b->fp32_norms &&
-           a->norm == b->norm && a->norm_kind == b->norm_kind &&
-           a->scale_dynamic == b->scale_dynamic;
+    if (a->lr_peak != b->lr_peak || a->scale_dynamic != b->scale_dynamic)
+        return 0;
+    for (int k = 0; k < METRICS_STEP_COLS; k++)
+        if (strcmp(a->col[k], b->col[k]) != 0)
+            return 0;
+    return 1;
+}
+
+/* The command that sets step column k's setting to value text v, or ""
+ * when none can mid-run: the settings table's command word of the row of
+ * that name ("norm_kind" -> the norm-kind row -> "kind"), checked by the
+ * script parser. */
+static void undo_command(int k, const char *v, char *buf, size_t len)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s", metrics_step_cols[k].name);
+    for (char *p = name; *p; p++)
+        *p = *p == '_' ? '-' : *p;
+    const ns_setting *row = settings_find_cmd(name);
+    if (!row)
+        row = settings_find(name, strlen(name));
+    ns_command c;
+    char err[128];
+    buf[0] = 0;
+    if (row && row->cmd) {
+        snprintf(buf, len, "%s %s", row->cmd, v);
+        if (command_parse(buf, &c, err, sizeof err) != 0)
+            buf[0] = 0;
+    }
+}
+
+static void append(char *buf, size_t len, const char *sep, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t len, const char *sep, const char *fmt, ...)
+{
+    size_t at = strlen(buf);
+    if (at && at < len)
+        at += (size_t)snprintf(buf + at, len - at, "%s", sep);
+    if (at >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + at, len - at, fmt, ap);
+    va_end(ap);
+}
+
+/* A change from a to b at step `at`: what changed in the table's words
+ * ("norm pre -> post"), the commands that undo it, and whether it makes
+ * the older rows another run's for a trend (the precision, the norm, its
+ * kind, fp32 norms). */
+static void record_change(diag *d, const diag_settings *a, const diag_settings *b, long at)
+{
+    int cnt;
+    d->change_loss = recent_loss(d, 0, &cnt);
+    d->change_held = at - (d->changed_at >= 0 ? d->changed_at : d->start_step - 1);
+    d->change_at = at;
+    d->change_what[0] = d->change_undo[0] = 0;
+    for (int k = 0; k < METRICS_STEP_COLS; k++) {
+        if (!strcmp(a->col[k], b->col[k]))
+            continue;
+        append(d->change_what, sizeof d->change_what, ", ", "%s %s -> %s",
+               metrics_step_cols[k].name, a->col[k][0] ? a->col[k] : "?", b->col[k]);
+        char undo[DIAG_FIX_TEXT];
+        undo_command(k, a->col[k], undo, sizeof undo);
+        if (undo[0])
+            append(d->change_undo, sizeof d->change_undo, "; ", "%s", undo);
+        if (k == METRICS_COL_NORM || k == METRICS_COL_KIND || k == METRICS_COL_PREC ||
+            k == METRICS_COL_FP32N)
+            d->trend_from = at;
+    }
+    if (a->lr_peak != b->lr_peak) {
+        append(d->change_what, sizeof d->change_what, ", ", "lr %g -> %g", (double)a->lr_peak,
+               (double)b->lr_peak);
+        append(d->change_undo, sizeof d->change_undo, "; ", "lr %g", (double)a->lr_peak);
+    }
+    if (a->scale_dynamic != b->scale_dynamic)
+        append(d->change_what, sizeof d->change_what, ", ", "dynamic loss scaling %s -> %s",
+               a->scale_dynamic ? "on" : "off", b->scale_dynamic ? "on" : "off");
 }
 
 /* A new episode: the warnings may speak again, the stall is judged anew. */
@@ -294,6 +377,7 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
         d->lr_tolerated = s.lr_peak;
         d->lr_since = m->step - 1;
     } else if (!settings_equal(&s, &d->set)) {
+        record_change(d, &d->set, &s, m->step - 1);
         d->changed_at = m->step - 1;
         d->learn_from = m->step - 1; /* learning is judged anew */
         d->learn_loss = NAN;
@@ -412,8 +496,8 @@ static int rule_scale(diag *d, const step_metrics *m, diag_kind kind, diag_findi
         : m->precision == FMT_FP16 ? "no loss scale helps: train in bf16, which has fp32's range "
                                      "(lower the LR too if the values grow)"
                                    : "no loss scale helps: lower the LR",
-        "loss scale collapsed %g -> %g (%gx) within %ld steps%s", (double)mx,
-        (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1,
+        "loss scale collapsed %g -> %g (%gx) within %ld steps (since step %ld)%s", (double)mx,
+        (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1, point(d, age)->step,
         gave ? at_one : ": gradients overflow ever more");
     set_fix(f, kind == DIAG_DIAGNOSIS ? DIAG_FROM_SNAPSHOT : DIAG_FROM_HERE, m->step,
             m->precision == FMT_FP16 ? "precision bf16" : "lr x0.5");
@@ -517,6 +601,33 @@ static int flat(diag *d, double mean)
  * DIAG_STALL_GRAD of the whole model's while the weights barely move is
  * no gradient reaching the blocks (more LR moves nothing: DyT stalls so);
  * else it is an LR too low. */
+/* Is the latest setting change a candidate cause at step `step`: within
+ * DIAG_LR_RECENT steps before it, after the settings before it held for
+ * DIAG_LR_HELD steps or more (a run that had trained at them)? */
+static int change_candidate(const diag *d, long step)
+{
+    return d->change_at > 0 && step - d->change_at <= DIAG_LR_RECENT &&
+           d->change_held >= DIAG_LR_HELD && d->change_what[0];
+}
+
+/* At a divergence or a blow-up: a change the run did not survive, when
+ * no LR raise (rule_lr's) is it. value {change step, steps held, steps
+ * since, 0}. */
+static void rule_change(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    if (!change_candidate(d, m->step) || d->lr_raised_at == d->change_at)
+        return;
+    double v[4] = {(double)d->change_at, (double)d->change_held,
+                   (double)(m->step - d->change_at), 0};
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_CHANGE, -1, m->step, v,
+        d->change_undo[0] ? "go back to before the change and undo it"
+                          : "go back to before the change: no command undoes it",
+        "%ld steps after the change at step %ld (%s), made after %ld steps at the settings "
+        "before it", m->step - d->change_at, d->change_at, d->change_what, d->change_held);
+    if (d->change_undo[0])
+        set_fix(f, DIAG_FROM_SNAPSHOT, d->change_at, "%s", d->change_undo);
+}
+
 /* The stall rule's window: the DIAG_STALL_STEPS latest steps since the
  * last change, summed. */
 typedef struct {
@@ -552,6 +663,7 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
     int L = m->n_layer;
     const diag_point *now = point(d, 0);
     int la = top_act_layer(now->act, L), ucnt, layer = la, from = DIAG_FROM_HERE;
+    long before = 0;
     double act = now->act[la], grow = slope(d, la, 0) * 100, upd = mean_top_update(d, L, &ucnt);
     double v[4] = {mean, d->plateau, act, w->top > 0 ? w->bottom / w->top : 0};
     int post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
@@ -564,7 +676,16 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
     double silent = w->gnorm > 0 ? w->blocks[lb] / w->gnorm : 1;
     char why[DIAG_TEXT], fix[DIAG_FIX_TEXT] = "";
     const char *hint;
-    if ((act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH) {
+    if (change_candidate(d, m->step) && d->change_loss < d->plateau - DIAG_STALL_TOL) {
+        snprintf(why, sizeof why, "the change at step %ld (%.48s): loss %.3f before it, "
+                 "after %ld steps", d->change_at, d->change_what, d->change_loss,
+                 d->change_held);
+        hint = d->change_undo[0] ? "go back to before the change and undo it"
+                                 : "go back to before the change: no command undoes it";
+        snprintf(fix, sizeof fix, "%s", d->change_undo);
+        from = DIAG_FROM_SNAPSHOT;
+        before = d->change_at;
+    } else if ((act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH) {
         snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
                  "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
                  isfinite(grow) ? grow : 0.0, upd);
@@ -579,6 +700,15 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
         hint = "raise the clip or turn it off (clip 0): Adam's step shrinks once the clipped "
                "gradient nears its epsilon";
         snprintf(fix, sizeof fix, "clip 0");
+    } else if (w->bottom < DIAG_STALL_GRAD * w->top && m->ln_gamma_init == 0 &&
+               metrics_known(m, METRICS_COL_GAMMA0) && post) {
+        snprintf(why, sizeof why, "the norms' gains start at 0: each block outputs 0, and the "
+                 "gradient below it is %.2g of the top's", v[3]);
+        hint = "Pre-LN (norm pre) keeps the residual path open and the gains grow back; or "
+               "start again with --ln-gamma-init 1";
+        snprintf(fix, sizeof fix, "norm pre");
+        from = DIAG_FROM_START;
+        layer = 0;
     } else if (w->bottom < DIAG_STALL_GRAD * w->top) {
         snprintf(why, sizeof why, "depth: bottom layers' gradient %.2g of the top's", v[3]);
         hint = post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
@@ -610,10 +740,10 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
         hint = "no rule names a cause: compare a run with another LR or norm (--compare)";
     }
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, layer, m->step, v, hint,
-                          "stalled: loss %.3f on the unigram plateau %.3f for %ld steps; %s",
-                          mean, d->plateau, d->stall_run + DIAG_STALL_STEPS - 1, why);
+                          "stalled: loss %.3f on the unigram plateau %.3f for %ld step%s; %s",
+                          mean, d->plateau, d->stall_run, d->stall_run == 1 ? "" : "s", why);
     if (fix[0])
-        set_fix(f, from, 0, "%s", fix);
+        set_fix(f, from, before, "%s", fix);
     if (f)
         d->last_diagnosis = *f;
     d->stall_at = m->step;
@@ -698,8 +828,8 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
     double v[4] = {old->act[l], now->act[l], rate, (double)cross};
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_GROWTH, l, m->step, v,
         "lower the LR (clipping does not bound Adam's step, it can make this sooner)",
-        "layer %d act max %.4g -> %.4g in %ld steps (+%.2f doublings/100 steps): at the "
-        "limit by step %ld",
+        "layer %d act max %.4g -> %.4g in %ld steps (least-squares rate +%.2f doublings/100 "
+        "steps): at the limit by step %ld",
         l, (double)old->act[l], (double)now->act[l], now->step - old->step, rate, cross);
     set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x0.25");
 }
@@ -827,6 +957,7 @@ static void diagnose_divergence(diag *d, const step_metrics *m, diag_finding *ou
     rule_norm_var(m, out, max, k);
     rule_loss(d, m, out, max, k);
     rule_lr(d, m, out, max, k);
+    rule_change(d, m, out, max, k);
     rule_lr_high(d, m, out, max, k);
     if (!gave)
         rule_scale(d, m, DIAG_DIAGNOSIS, out, max, k);
@@ -924,8 +1055,12 @@ static void track_start(diag *d, const step_metrics *m)
     if (d->start_step == 0) {
         d->start_step = m->step;
         d->start_loss = p->loss;
-        d->start_gnorm = p->gnorm;
+        d->start_gnorm = NAN;
     }
+    /* the first update's gradient norm: a step the loss scaler skipped
+     * has an overflowed one, not the model's */
+    if (isnan(d->start_gnorm) && p->updated && d->band_n == 0)
+        d->start_gnorm = p->gnorm, d->start_gnorm_step = m->step;
     if (isnan(d->learn_loss) && p->updated && isfinite(p->loss) && m->step > d->learn_from)
         d->learn_loss = p->loss;
     if (d->band_n >= DIAG_BAND_STEPS || !p->updated || !isfinite(p->loss) || L < 1)
@@ -956,6 +1091,9 @@ static void rewound_checks(diag *d, long step)
         d->start_step = 0;
         d->first_loss = 0;
     }
+    if (step <= d->change_at) /* the change is in force from the snapshot now, or undone */
+        d->change_at = 0;
+    d->trend_from = 0; /* the ring is empty: every point is of the settings in force */
 }
 
 /* A finite validation: its minimum so far, and the evaluations in a row
@@ -1125,8 +1263,8 @@ static int start_bad(const diag *d, char *why, size_t len)
         return 1;
     }
     if (d->start_gnorm > DIAG_START_GNORM) {
-        snprintf(why, len, "step 1's gradient norm %.4g is above %g: the init's scale",
-                 (double)d->start_gnorm, DIAG_START_GNORM);
+        snprintf(why, len, "the first update's gradient norm %.4g (step %ld) is above %g: the "
+                 "init's scale", (double)d->start_gnorm, d->start_gnorm_step, DIAG_START_GNORM);
         return 1;
     }
     return 0;
@@ -1135,7 +1273,9 @@ static int start_bad(const diag *d, char *why, size_t len)
 static void rule_start(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     char why[DIAG_TEXT];
-    if (m->step != 1 || (d->warned & (1u << DIAG_R_START)) || !start_bad(d, why, sizeof why))
+    /* once: at step 1, or at the first update after it */
+    if ((m->step != 1 && m->step != d->start_gnorm_step) || (d->warned & (1u << DIAG_R_START)) ||
+        !start_bad(d, why, sizeof why))
         return;
     d->warned |= 1u << DIAG_R_START;
     double v[4] = {d->start_loss, d->start_gnorm, (double)d->vocab, 0};
@@ -1186,12 +1326,13 @@ static void check_start(const diag *d, diag_check *c)
     else if (start_bad(d, why, sizeof why))
         check_set(c, q, DIAG_Q_BAD, "%s", why);
     else if (d->vocab <= 0 || !isfinite(d->start_loss) || !isfinite(d->start_gnorm))
-        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: step 1's %s not said",
-                  d->vocab <= 0 ? "vocabulary size is" : "loss or gradient norm is");
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %s", d->vocab <= 0 ?
+                  "the vocabulary size is not said" : !isfinite(d->start_loss) ?
+                  "step 1's loss is not said" : "no update's gradient norm yet");
     else
-        check_set(c, q, DIAG_Q_OK, "step 1: loss %.3f (ln %d = %.3f), gradient norm %.3g",
-                  (double)d->start_loss, d->vocab, ns_log((double)d->vocab),
-                  (double)d->start_gnorm);
+        check_set(c, q, DIAG_Q_OK, "step 1: loss %.3f (ln %d = %.3f); gradient norm %.3g at "
+                  "the first update (step %ld)", (double)d->start_loss, d->vocab,
+                  ns_log((double)d->vocab), (double)d->start_gnorm, d->start_gnorm_step);
 }
 
 static void check_finite(const diag *d, diag_check *c)

@@ -1303,6 +1303,37 @@ static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size
 
 /* The header after the version: its length, settings and run state,
  * checked. 0, or -1 with the reason (by byte and by field) in err. */
+/* The first value of a loaded checkpoint no run could have written from
+ * a finite step: a non-finite weight or moment (a run saved after it
+ * diverged, or a forged file whose CRC was recomputed), or a negative
+ * second moment (its square root is NaN). -1 with the tensor's name, the
+ * array and the element in err; 0 when every value is fit to train on. */
+static int ckpt_values_bad(const engine *e, const char *path, char *err, size_t errlen)
+{
+    const float *arr[3] = {e->m.params, e->opt.m, e->opt.v};
+    const char *what[3] = {"weights", "first moments", "second moments"};
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < e->m.n_tensors; k++) {
+            const model_tensor *t = &e->m.tensors[k];
+            for (size_t i = 0; i < t->size; i++) {
+                float x = arr[a][t->offset + i];
+                if (isfinite(x) && !(a == 2 && x < 0))
+                    continue;
+                char name[48];
+                if (t->layer >= 0)
+                    snprintf(name, sizeof name, "layer %d %s", t->layer, t->name);
+                else
+                    snprintf(name, sizeof name, "%s", t->name);
+                snprintf(err, errlen, "--load %s: the %s of tensor '%s' hold %s at element %zu: "
+                         "not a state a run can train on", path, what[a], name,
+                         isnan(x) ? "nan" : isinf(x) ? (x > 0 ? "inf" : "-inf") : "a negative value",
+                         i);
+                return -1;
+            }
+        }
+    return 0;
+}
+
 static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const char *path,
                        char *err, size_t errlen)
 {
@@ -1386,6 +1417,11 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         e->opt.m[i] = get_f32(&b);
     for (size_t i = 0; i < np; i++)
         e->opt.v[i] = get_f32(&b);
+    if (ckpt_values_bad(e, path, err, errlen) != 0) {
+        engine_free(e);
+        e = NULL;
+        goto out;
+    }
     e->step = rs.step;
     e->opt.t = rs.opt_t;
     e->rng.s = rs.rng_s;

@@ -122,8 +122,13 @@ int resume_check_data(const cli_opts *o, const engine *e, const dataset *d, FILE
                 o->load, theirs, was->name);
         return 2;
     }
-    fprintf(err, "normscope: --load %s: from step %ld it trains on %s, not on %s as before\n",
-            o->load, engine_steps_done(e), mine, theirs);
+    if (!strcmp(mine, theirs)) /* the same name and length: its bytes changed */
+        fprintf(err, "normscope: --load %s: from step %ld it trains on %s, whose bytes differ "
+                     "from those it trained on before (fingerprint %08x, was %08x)\n",
+                o->load, engine_steps_done(e), mine, (unsigned)now.print, (unsigned)was->print);
+    else
+        fprintf(err, "normscope: --load %s: from step %ld it trains on %s, not on %s as before\n",
+                o->load, engine_steps_done(e), mine, theirs);
     return 0;
 }
 

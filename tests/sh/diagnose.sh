@@ -296,5 +296,80 @@ for h in healthy healthy16; do
         no "$h: exit $(rc $h): $(cat "$T/$h.err")"
 done
 
+# ---- the verdict: "healthy" only after every check answered ----
+# (each a small run of a second or two; the numbers are the same bits on
+# every CPU, the bounds leave margin)
+G="--headless -L 4 -d 32 -T 32 -B 8"
+# the control: every check answered ok, each with its numbers
+run vok $G --steps 300
+[ "$(rc vok)" -eq 0 ] && has vok "verdict: healthy (every check answered ok)" &&
+    has vok "is it learning? ok: loss" && has vok "does validation follow training? ok: val" &&
+    has vok "is the LR within what the run tolerates? ok: update ratio" &&
+    ! grep -q "warning\|diagnosis" "$T/vok.err" && ok || no "healthy verdict: $(cat "$T/vok.err")"
+# too short to answer: not said healthy, the open questions say why
+run vshort $G --steps 30
+has vshort "verdict: not known to be healthy" && has vshort "does validation follow training? not yet known:" &&
+    ! has vshort "verdict: healthy" && ok || no "30 steps: $(cat "$T/vshort.err")"
+# not learning: LR 1e-6, the loss barely moves from ln 256
+run vlow $G --lr 1e-6 --steps 300
+[ "$(rc vlow)" -eq 0 ] && has vlow "diagnosis at step 200: not learning: loss" &&
+    has vlow "the LR 1e-06 is too low" && has vlow "is it learning? no:" &&
+    has vlow "verdict: not healthy" && ok || no "LR 1e-6: $(cat "$T/vlow.err")"
+# overfitting: 2000 bytes of data, validation rises from its minimum while
+# train falls; the minimum's step is the CSV's lowest val_loss
+head -c 2000 assets/corpus.txt >"$T/small.txt"
+run vfit --headless -L 2 -d 64 -T 32 -B 16 --lr 3e-3 --data "$T/small.txt" --steps 300 \
+    --val-every 25 --csv "$T/vfit.csv"
+mn=$(awk -F, 'NR > 1 && $3 != "" && (m == "" || $3 < m) { m = $3; s = $1 } END { print s }' "$T/vfit.csv")
+[ -n "$mn" ] && grep -q "diagnosis at step [0-9]*: overfitting: validation .* its minimum [0-9.]* at step $mn," \
+    "$T/vfit.err" && has vfit "does validation follow training? no:" && ok ||
+    no "overfitting (minimum at '$mn'): $(grep -v 'validation loss' "$T/vfit.err")"
+# LR 3e-2 over 8 blocks: the update ratio and the act max past the
+# thresholds, warned while every value is finite; LR 1e-2 over 4 blocks,
+# which trains well, is not warned
+run vhigh $G -L 8 --lr 3e-2 --steps 300
+[ "$(rc vhigh)" -eq 0 ] && grep -q "warning at step [0-9]*: LR 0.03 too high for this run" "$T/vhigh.err" &&
+    has vhigh "is the LR within what the run tolerates? no:" && ok || no "LR 3e-2: $(cat "$T/vhigh.err")"
+run vmid $G --lr 1e-2 --steps 300
+! has vmid "too high" && has vmid "is the LR within what the run tolerates? ok:" && ok ||
+    no "LR 1e-2: $(cat "$T/vmid.err")"
+# one repeated byte: the data's entropy is 0, a loss near 0 is the optimum,
+# no stall even under --on-stall stop
+head -c 3000 /dev/zero | tr '\0' a >"$T/one.txt"
+run vone --headless -L 2 -d 32 -T 32 --data "$T/one.txt" --steps 300 --on-stall stop
+[ "$(rc vone)" -eq 0 ] && ! has vone "stalled" && has vone "plateau 0.000" && ok ||
+    no "one repeated byte: exit $(rc vone): $(cat "$T/vone.err")"
+
+# ---- a checkpoint whose values no finite run wrote is refused ----
+# a NaN weight, an inf first moment, a negative second moment, each with
+# the CRC recomputed so that only the value check can catch it
+PY=$(command -v /usr/bin/python3 || command -v python3)
+if [ -n "$PY" ]; then
+    "$BIN" --headless -q -L 2 -d 16 -H 2 -T 8 -B 2 --steps 5 --save "$T/ok.ck" 2>/dev/null
+    "$PY" - "$T/ok.ck" <<'EOF'
+import struct, sys, zlib
+p = open(sys.argv[1], 'rb').read()
+at = 16 + struct.unpack_from('<I', p, 12)[0]  # magic, version, header length, header
+n = struct.unpack_from('<Q', p, at)[0]         # parameters: weights, m, v, then the CRC
+for name, arr, i, val in [("w", 0, 3, float('nan')), ("m", 1, n - 1, float('inf')),
+                          ("v", 2, 7, -1.0)]:
+    b = bytearray(p[:-4])
+    struct.pack_into('<f', b, at + 8 + 4 * (arr * n + i), val)
+    b += struct.pack('<I', zlib.crc32(bytes(b)) & 0xffffffff)
+    open(sys.argv[1] + "." + name, 'wb').write(b)
+EOF
+    for x in "w:the weights of tensor 'wte' hold nan at element 3" \
+        "m:the first moments of tensor 'headb' hold inf at element 255" \
+        "v:the second moments of tensor 'wte' hold a negative value at element 7"; do
+        k=${x%%:*} want=${x#*:}
+        "$BIN" --headless -q --load "$T/ok.ck.$k" --steps 8 2>"$T/ck.err"
+        r=$?
+        [ "$r" -eq 2 ] && grep -qF "$want" "$T/ck.err" && [ "$(wc -l <"$T/ck.err")" -eq 1 ] && ok ||
+            no "forged checkpoint $k: exit $r: $(cat "$T/ck.err")"
+    done
+    "$BIN" --headless -q --load "$T/ok.ck" --steps 8 2>"$T/ck.err" && ok ||
+        no "the unforged checkpoint: $(cat "$T/ck.err")"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

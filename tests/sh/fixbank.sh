@@ -67,7 +67,7 @@ grep -q "fix 1 of 3 .*then fp32-norms on (cause: loss-overflow at step \([1-9]\|
 # Sandwich-LN with weights of 1e-6 and eps 1e-12: the norms' backward
 # multiplies by 1/sqrt(eps), the gradients pass fp16's max at their true
 # size, the dynamic scale halves to 1 and gives up; bf16 trains (val 2.85)
-scenario scale1 scale "loss scale collapsed 65536 -> 1 (65536x) within [0-9]* steps, and at 1 the backward, .* still overflowed: gradients at their true size pass fp16's max 65504" \
+scenario scale1 scale "loss scale collapsed 65536 -> 1 (65536x) within [0-9]* steps (since step [0-9]*), and at 1 the backward, .* still overflowed: gradients at their true size pass fp16's max 65504" \
     3.0 --precision fp16 --norm sandwich --init normal --init-std 1e-6 --eps 1e-12 --steps 600
 # (the man page: within its first 20 steps, every step before it skipped)
 d=$(sed -n 's/.*fix 1 of 3 .*then precision bf16 (cause: scale at step \([0-9]*\)).*/\1/p' "$T/scale1.err")
@@ -90,9 +90,11 @@ scenario postlr stall "stalled: loss .* the LR 0.1: act max" 2.8 \
     --norm post --lr 0.1 --warmup 100 --steps 500
 grep -q "fix 1 of 3 .*then lr x0.1 (cause: stall" "$T/postlr.err" && ok ||
     no "postlr: the fix is not the LR's: $(grep 'fix' "$T/postlr.err")"
-# norm gains of 0 (Post-LN): the bottom layer gets no gradient
-scenario gamma0 stall "stalled: loss .* depth: bottom layers' gradient 0 of" 2.75 \
+# norm gains of 0 (Post-LN): the bottom layer gets no gradient, and the
+# gains are named, not the depth (warmup would not help)
+scenario gamma0 stall "stalled: loss .* the norms' gains start at 0: each block outputs 0, and the gradient below it is 0 of" 2.75 \
     --norm post --ln-gamma-init 0 --ln-beta-init 0 --steps 400
+! grep -q "warmup on" "$T/gamma0.err" && ok || no "gamma0: warmup suggested: $(grep 'try' "$T/gamma0.err")"
 # DyT norms (a = 0.5): the blocks' gradients fall to 1e-4 of the whole
 # model's by step ~40 and the run sits on the plateau; the update ratio is
 # low but the LR is not the cause: at 10x the LR it stalls the same. A

@@ -32,6 +32,7 @@ static void healthy(step_metrics *m, long step)
     m->n_layer = L;
     m->data_entropy = NAN; /* the plateau diag_init was given */
     m->vocab = 256;
+    m->ln_gamma_init = 1;
     for (int l = 0; l < L; l++) {
         layer_metrics *lm = &m->layer[l];
         lm->grad_attn = lm->grad_ffn = lm->grad_ln = 0.1f;
@@ -754,8 +755,9 @@ static void test_scale_gave_up(void)
             continue;
         }
         CHECK(d && dg->last_diagnosis.rule == DIAG_R_SCALE && d->value[3] == 1);
-        CHECK(d && strstr(d->text, "loss scale collapsed 65536 -> 1 (65536x) within 16 steps, "
-                                   "and at 1 the backward, layer 3, attn out norm still "
+        CHECK(d && strstr(d->text, "loss scale collapsed 65536 -> 1 (65536x) within 16 steps "
+                                   "(since step "));
+        CHECK(d && strstr(d->text, "), and at 1 the backward, layer 3, attn out norm still "
                                    "overflowed: gradients at their true size pass fp16's max "
                                    "65504"));
         CHECK(d && strstr(d->hint, "bf16") && !strcmp(d->fix, "precision bf16"));
@@ -992,6 +994,95 @@ static void test_unknown(void)
               !strncmp(check_of(q[i]).text, "not yet known: ", 15));
 }
 
+/* A setting change is a candidate cause: Pre-LN at LR 1e-2 trained to
+ * 2.4 for 300 steps, then norm post, then the plateau: the change is
+ * named, its fix goes back before it and undoes it; the same plateau
+ * with no change names no change. A precision change that the run
+ * diverges after is named with its undo. */
+static void test_change_cause(void)
+{
+    step_metrics m;
+    for (int changed = 1; changed >= 0; changed--) {
+        reset();
+        for (long s = 1; s <= 560; s++) {
+            learning_step(&m, s, 2.4, 0.03);
+            m.lr = m.lr_peak = 1e-2f;
+            m.norm = !changed || s > 300 ? NORM_POST : NORM_PRE;
+            if (s > 300)
+                m.loss = (float)PLATEAU + 0.01f * (float)(s % 3);
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_STALL);
+        CHECK(f != NULL);
+        if (changed)
+            CHECK(f && strstr(f->text, "the change at step 300 (norm pre -> post): loss 2.4") &&
+                  !strcmp(f->fix, "norm pre") && f->fix_from == DIAG_FROM_SNAPSHOT &&
+                  f->fix_before == 300);
+        else
+            CHECK(f && !strstr(f->text, "change"));
+    }
+    reset();
+    for (long s = 1; s <= 240; s++) {
+        learning_step(&m, s, 2.4, 0.03);
+        if (s > 200)
+            m.precision = FMT_FP16, m.loss_scale = 1024, m.fp32_norms = 0;
+        if (s == 240) {
+            m.nonfinite = 1;
+            m.loss = NAN;
+            strcpy(m.fault, "backward, layer 2, MLP fc");
+        }
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_CHANGE);
+    CHECK(f && f->kind == DIAG_DIAGNOSIS &&
+          strstr(f->text, "40 steps after the change at step 200 (precision fp32 -> fp16, "
+                          "fp32_norms on -> off)") &&
+          !strcmp(f->fix, "precision fp32; fp32-norms on") && f->fix_before == 200);
+}
+
+/* After a change to fp16, the headroom's trend is fitted on fp16 rows
+ * only: fp32's 120 doublings before it are another run's, and a steady
+ * 0.4 doublings after it is no fall (the fit across the change said
+ * "crosses between step 308 and 308"). */
+static void test_trend_restart(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 400; s++) {
+        healthy(&m, s);
+        if (s > 300) {
+            m.precision = FMT_FP16;
+            m.fp32_norms = 0;
+            for (int l = 0; l < L; l++) {
+                m.layer[l].act_max = 190 + (float)(s % 2);
+                m.layer[l].headroom = log2f(256 / m.layer[l].act_max);
+            }
+        }
+        feed(&m);
+    }
+    CHECK(count(DIAG_R_HEADROOM) == 0);
+}
+
+/* Post-LN with norm gains of 0: the gains are the cause, not the depth,
+ * and warmup is not suggested. */
+static void test_gains_zero(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 120; s++) {
+        healthy(&m, s);
+        m.norm = NORM_POST;
+        m.ln_gamma_init = 0;
+        m.loss = (float)PLATEAU;
+        for (int l = 0; l < L - 1; l++)
+            m.layer[l].grad_attn = m.layer[l].grad_ffn = m.layer[l].grad_ln = 0;
+        feed(&m);
+    }
+    const diag_finding *f = first(DIAG_R_STALL);
+    CHECK(f && strstr(f->text, "the norms' gains start at 0") && !strstr(f->hint, "warmup") &&
+          !strcmp(f->fix, "norm pre"));
+}
+
 int main(void)
 {
     dg = malloc(sizeof *dg);
@@ -1021,6 +1112,9 @@ int main(void)
     test_floor();
     test_start();
     test_unknown();
+    test_change_cause();
+    test_trend_restart();
+    test_gains_zero();
     /* the checks in feed ran */
     CHECK(texts_checked > 20 && fixes_checked > 8);
     free(dg);

@@ -29,6 +29,10 @@ typedef struct {
     float headroom;     /* log2(limit / act_max): doublings left; the limit is the
                            format max, or its square root (256 in fp16) when norms
                            square their inputs in the format (--fp32-norms off) */
+    unsigned unknown;   /* bit k: metrics_layer_cols[k] was not said (a followed
+                           stream's: an empty group, an update ratio between its
+                           measurements); 0 for the lab's own rows. Unknown is not
+                           NaN: NaN is a value measured and not finite */
 } layer_metrics;
 
 typedef struct {
@@ -109,7 +113,18 @@ enum {
     METRICS_COL_GAMMA0, /* after the others: every older step column keeps its place */
     METRICS_STEP_COLS
 };
-enum { METRICS_LAYER_COLS = 10 };
+/* The layer columns' indices in metrics_layer_cols (and bits of unknown). */
+enum {
+    METRICS_LC_GRAD_ATTN, METRICS_LC_GRAD_FFN, METRICS_LC_GRAD_LN, METRICS_LC_ACT_MAX,
+    METRICS_LC_RESID_MAX, METRICS_LC_RESID_RMS, METRICS_LC_UPDATE, METRICS_LC_OVERFLOW,
+    METRICS_LC_UNDERFLOW, METRICS_LC_HEADROOM,
+    METRICS_LAYER_COLS
+};
+/* Is layer column k known in l (said by its row)? */
+static inline int metrics_layer_known(const layer_metrics *l, int k)
+{
+    return !(l->unknown & (1u << k));
+}
 /* Is column k known in m (said by its row)? */
 static inline int metrics_known(const step_metrics *m, int k) { return !(m->unknown & (1u << k)); }
 extern const metrics_col metrics_step_cols[METRICS_STEP_COLS];
@@ -173,8 +188,10 @@ void metrics_layer_col_set(layer_metrics *l, int k, float v);
 float metrics_layer_col_get(const layer_metrics *l, int k);
 
 /* A layer's gradient norm over all its parameters, sqrt(attn^2 + mlp^2 +
- * norm^2): the heatmap's value. */
+ * norm^2): the heatmap's value. A group not known (a stream's empty
+ * group) adds nothing; NaN when none is known (metrics_layer_gnorm_known). */
 float metrics_layer_gnorm(const layer_metrics *l);
+int metrics_layer_gnorm_known(const layer_metrics *l);
 
 /* The spike rule, shared by the engine and the stream reader: a value more
  * than METRICS_SPIKE_Z standard deviations above the mean of the last

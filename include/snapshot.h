@@ -93,6 +93,14 @@ const diag_finding *trainer_diagnosis_cause(const trainer_diagnosis *d);
 /* The finding whose fix the a key and --on-diverge fix apply: the first
  * in that order with one; NULL for none. */
 const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
+/* Keep f in the episode's list d (oldest first) and set its alert: the
+ * trainer and a stream reader keep their runs' findings so. */
+void trainer_diagnosis_add(trainer_diagnosis *d, const diag_finding *f);
+/* A check (diag_checks) as one line, "is it learning? ok: loss 2.10 ...",
+ * and the verdict of a diagnosis' checks, "verdict: healthy (every check
+ * answered ok)" only when each did: the summaries and the D panels. */
+void trainer_check_text(const diag_check *c, char *buf, size_t n);
+void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n);
 /* Of runs' diagnoses (n: 1, or 2 under --compare), the run whose fix the
  * a key applies: the one that diverged (diverged_run), else a before b;
  * -1 when neither has a fix. */

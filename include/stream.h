@@ -30,6 +30,7 @@
 #define STREAM_LINE_MAX (1 << 20) /* a longer line is malformed (and skipped) */
 #define STREAM_SPIKES 8           /* spike steps the summary lists */
 #define STREAM_ACKS 64            /* acknowledged commands remembered */
+#define STREAM_CKPTS 16           /* the run's checkpoints remembered (the newest) */
 #define STREAM_QUIET_MIN 10.0     /* seconds without a step before "no new step" */
 
 /* What --follow --headless prints (stream_print_summary). */
@@ -46,7 +47,8 @@ typedef struct {
     float last_loss;
     float last_val;       /* NaN before the first validation */
     long last_val_step;
-    long nonfinite_rows;
+    long nonfinite_rows;  /* step lines that were not finite */
+    long nonfinite_said;  /* the writer's count of non-finite steps (nonfinite_steps), -1 = not said */
     long nonfinite_step;  /* the first non-finite step; 0 = none */
     char nonfinite_where[NS_EVENT_TEXT]; /* "<module>, forward", or "" */
     char nonfinite_loss[8];              /* "nan", "inf", "-inf", or "" */
@@ -61,9 +63,17 @@ typedef struct {
     long end_step;
     char end_reason[16];  /* "close", "exit", "exception", "signal" */
     char end_text[NS_EVENT_TEXT];
+    int end_rank;         /* the rank whose failure ended the run, -1 = not said */
     char norm_class[32];  /* the header's norm_class, or "" */
+    int layer_grads_said; /* a step said some layer's gradient norm */
     int have_finite;      /* last_finite holds a step with finite gradients */
     step_metrics last_finite;
+    int vocab;            /* the header's vocabulary size; 0 = not said */
+    float data_entropy;   /* the targets' unigram entropy, the latest said; NaN = not said */
+    /* the lab's rules (diagnose.h) over the steps read, as the lab runs them */
+    long warnings, diagnoses;          /* findings of each kind */
+    diag_finding first_warning, cause; /* the first of each; step 0 = none */
+    int blew_up;          /* a finite blow-up was diagnosed (exit 3) */
 } stream_summary;
 
 typedef struct stream_reader stream_reader;
@@ -123,6 +133,18 @@ void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst);
 void stream_on_step(stream_reader *r, void (*fn)(void *ctx, const step_metrics *m), void *ctx);
 /* During that call: each number's token as the line had it. */
 const metrics_digits *stream_digits(const stream_reader *r);
+
+/* A finding's fix (diagnose.h) as the followed run can take it: in cmd
+ * the part the control file carries ("lr x0.1"; "" when none), and in
+ * text all of it in words. A fix that needs the weights from before the
+ * trouble says so, with the run's own checkpoint to resume from (the
+ * newest at or before that step the stream announced, or none: from the
+ * start). Returns 1 for such a fix (it is not applied from here), else 0. */
+int stream_fix(const stream_reader *r, const diag_finding *f, char *cmd, size_t cn, char *text,
+               size_t tn);
+/* The newest checkpoint the run announced with at most `step` updates in
+ * it: its updates, and its name in name; -1 when there is none. */
+long stream_checkpoint_at(const stream_reader *r, long step, char *name, size_t n);
 
 /* An event in the log, as the reader's own (a sent command, a note). */
 void stream_note(stream_reader *r, ns_event_kind kind, const char *text);

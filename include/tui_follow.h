@@ -10,6 +10,8 @@
  * ended or whose writer is gone is sent nothing. Left/Right (Home/End)
  * move the view's step through the history: the replay. The status line
  * says ENDED, "no new step for N s" or "writer gone" (stream_liveness).
+ * D shows the lab's rules on the run (the reader runs them), and a there
+ * sends the fix.
  *
  * No curses (tui_curses.c calls these), so the tests drive it whole.
  */
@@ -56,6 +58,14 @@ int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui);
 /* One action in follow mode. Returns 1 when the frame must be redrawn (it
  * always is after a key; the return says whether dst must be copied again). */
 int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a);
+
+/* The D panel's lines (unwrapped): the lab's rules on the followed run
+ * (the stream reader's diag_observe), each finding with what to try and
+ * its fix as the run can take it (an LR factor through the control file,
+ * or how to resume from the run's own checkpoint), and the panel's keys:
+ * a applies the fix, space, + - and C act and leave the panel open.
+ * Returns how many. */
+int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE], int max);
 
 /* Over a frame tui_draw drew from s: follow mode's status lines (its
  * clickable keys replace the lab's toggles) and the row under the chart. */

@@ -31,10 +31,16 @@ const metrics_col metrics_step_cols[METRICS_STEP_COLS] = {
 
 #define LAYER(n, field) {n, offsetof(layer_metrics, field), METRICS_T_FLOAT, 0}
 const metrics_col metrics_layer_cols[METRICS_LAYER_COLS] = {
-    LAYER("grad_attn", grad_attn), LAYER("grad_ffn", grad_ffn), LAYER("grad_ln", grad_ln),
-    LAYER("act_max", act_max),     LAYER("resid_max", resid_max),
-    LAYER("resid_rms", resid_rms), LAYER("update_ratio", update_ratio),
-    LAYER("overflow", overflow),   LAYER("underflow", underflow), LAYER("headroom", headroom),
+    [METRICS_LC_GRAD_ATTN] = LAYER("grad_attn", grad_attn),
+    [METRICS_LC_GRAD_FFN] = LAYER("grad_ffn", grad_ffn),
+    [METRICS_LC_GRAD_LN] = LAYER("grad_ln", grad_ln),
+    [METRICS_LC_ACT_MAX] = LAYER("act_max", act_max),
+    [METRICS_LC_RESID_MAX] = LAYER("resid_max", resid_max),
+    [METRICS_LC_RESID_RMS] = LAYER("resid_rms", resid_rms),
+    [METRICS_LC_UPDATE] = LAYER("update_ratio", update_ratio),
+    [METRICS_LC_OVERFLOW] = LAYER("overflow", overflow),
+    [METRICS_LC_UNDERFLOW] = LAYER("underflow", underflow),
+    [METRICS_LC_HEADROOM] = LAYER("headroom", headroom),
 };
 #undef LAYER
 
@@ -132,10 +138,23 @@ static const char *col_name_value(const step_metrics *m, int k)
     }
 }
 
+int metrics_layer_gnorm_known(const layer_metrics *l)
+{
+    return metrics_layer_known(l, METRICS_LC_GRAD_ATTN) ||
+           metrics_layer_known(l, METRICS_LC_GRAD_FFN) || metrics_layer_known(l, METRICS_LC_GRAD_LN);
+}
+
 float metrics_layer_gnorm(const layer_metrics *l)
 {
-    double a = l->grad_attn, f = l->grad_ffn, n = l->grad_ln;
-    return (float)sqrt(a * a + f * f + n * n);
+    if (!metrics_layer_gnorm_known(l))
+        return NAN;
+    double sq = 0;
+    for (int k = METRICS_LC_GRAD_ATTN; k <= METRICS_LC_GRAD_LN; k++)
+        if (metrics_layer_known(l, k)) {
+            double v = layer_col(l, k);
+            sq += v * v;
+        }
+    return (float)sqrt(sq);
 }
 
 void metrics_spike_reset(metrics_spike *w, metrics_spike_kind kind)
@@ -331,6 +350,8 @@ static void csv_cells(FILE *f, const step_metrics *m, const metrics_digits *d)
     for (int i = 0; i < m->n_layer; i++)
         for (int k = 0; k < METRICS_LAYER_COLS; k++) {
             fputc(',', f);
+            if (!metrics_layer_known(&m->layer[i], k))
+                continue; /* not said: empty, as an unknown step column */
             if (d && d->layer[i][k][0])
                 fputs(d->layer[i][k], f);
             else
@@ -398,6 +419,8 @@ void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run)
         fprintf(f, ",\"first_nonfinite\":\"%s\"", m->fault);
     for (int i = 0; i < m->n_layer; i++)
         for (int k = 0; k < METRICS_LAYER_COLS; k++) {
+            if (!metrics_layer_known(&m->layer[i], k))
+                continue;
             fprintf(f, ",\"l%d_%s\":", i, metrics_layer_cols[k].name);
             put_json_float(f, layer_col(&m->layer[i], k));
         }

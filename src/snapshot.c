@@ -1,6 +1,7 @@
 /* snapshot.c - the snapshot types' few functions (snapshot.h): a state's
  * name, a history point from a step's metrics, a fresh snapshot, and
- * whether a run ended diverged. Shared by every source.
+ * whether a run ended diverged, an episode's findings kept. Shared by
+ * every source.
  *
  * Not here: publishing (trainer.c), reading streams (stream.c).
  */
@@ -9,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char trainer_default_prompt[] = "The model ";
 
@@ -70,6 +72,48 @@ const diag_finding *trainer_diagnosis_cause(const trainer_diagnosis *d)
 const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d)
 {
     return first_ranked(d, 1);
+}
+
+/* When the list is full the oldest warning (or, with none, the oldest
+ * finding) makes room. */
+void trainer_diagnosis_add(trainer_diagnosis *v, const diag_finding *f)
+{
+    if (v->n == TRAINER_FINDINGS) {
+        int drop = 0;
+        while (drop < v->n - 1 && v->f[drop].kind != DIAG_WARNING)
+            drop++;
+        memmove(&v->f[drop], &v->f[drop + 1], (size_t)(v->n - 1 - drop) * sizeof *v->f);
+        v->n--;
+    }
+    v->f[v->n++] = *f;
+    /* the status line's mark is the cause the panel gives first; with
+     * warnings alone, the latest */
+    const diag_finding *shown = trainer_diagnosis_cause(v);
+    if (shown->kind == DIAG_WARNING)
+        shown = f;
+    snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
+}
+
+void trainer_check_text(const diag_check *c, char *buf, size_t n)
+{
+    if (c->answer == DIAG_Q_UNKNOWN) /* its text says "not yet known: why" */
+        snprintf(buf, n, "%s? %s", c->question, c->text);
+    else
+        snprintf(buf, n, "%s? %s: %s", c->question, diag_answer_name(c->answer), c->text);
+}
+
+void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
+{
+    int bad = 0, unknown = 0;
+    for (int i = 0; i < d->n_checks; i++) {
+        bad += d->checks[i].answer == DIAG_Q_BAD;
+        unknown += d->checks[i].answer == DIAG_Q_UNKNOWN;
+    }
+    if (d->healthy)
+        snprintf(buf, n, "verdict: healthy (every check answered ok)");
+    else
+        snprintf(buf, n, "verdict: not %shealthy (%d answered no, %d not yet known)",
+                 bad ? "" : "known to be ", bad, unknown);
 }
 
 int trainer_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run)

@@ -24,6 +24,7 @@
 #include "tail.h"
 #include "config.h"
 #include "metrics.h"
+#include "nsmath.h"
 #include "nstime.h"
 #include "numfmt.h"
 
@@ -47,7 +48,8 @@ typedef struct {
     int max_layer; /* highest l<i>_ index seen, -1 = none */
     int header_layers;
     char bad[80];  /* a known field of the wrong type */
-    char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8];
+    char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8], val_nonfinite[8];
+    char state[16];    /* the lab's rows' own state ("exploded", ...); "" = not said */
     char norm[16], norm_kind[16], precision[16];
     char source[32], model[64], dtype[16], host[64], reason[16], norm_class[32];
     double version, world_size, every, pid;
@@ -56,6 +58,12 @@ typedef struct {
     int nf_layer;      /* first_nonfinite_layer: -1 = not said or none */
     long seq;          /* an ack's command sequence number: 0 = none */
     int lr_undone;
+    int vocab;         /* the header's vocabulary size: 0 = not said */
+    int probe;         /* a header came: null is a value measured and not finite
+                        * (the lab's --jsonl rows also write an unmeasured
+                        * val_loss so) */
+    int rank;          /* an end line's failed rank: -1 = not said */
+    long nf_count;     /* nonfinite_steps: the watch's count so far; -1 = not said */
     step_metrics m;
     /* the header's block names, [0, blocks) of this line (not cleared
      * between lines: only a header's are used) */
@@ -90,6 +98,20 @@ struct stream_reader {
     char run_fault[64];     /* the run's first non-finite: where, its layer */
     int run_fault_layer;
     stream_summary sum;
+    /* the lab's rules over the steps read (diagnose.h), and what they
+     * need that a stream says once or not at all */
+    diag dg;
+    step_metrics dg_in;     /* the step as the rules get it (diag_input) */
+    float lr_max;           /* the largest LR read: the rules' peak LR */
+    int lr_said;            /* a setting event came since the last step */
+    int scale_moved;        /* the loss scale was other than 1: a dynamic scaler */
+    int vocab;              /* the header's; 0 = not said */
+    float entropy;          /* the latest data_entropy said; NaN = none yet */
+    struct {
+        long updates;
+        char name[STREAM_NAME];
+    } ckpt[STREAM_CKPTS];   /* the run's checkpoints, by "checkpoint" events */
+    int n_ckpt;
     void (*on_step)(void *ctx, const step_metrics *m);
     void *on_ctx;
 };
@@ -123,6 +145,17 @@ static const char *base_name(const char *p)
     return b && b[1] ? b + 1 : p;
 }
 
+/* The rules start over (a new run, or the same one gone back). Their
+ * plateau is each step's data_entropy (data_of); a stream that never
+ * says it has none, and the rules that need one say "not known". */
+static void diag_start(stream_reader *r)
+{
+    diag_init(&r->dg, NAN);
+    memset(&r->snap->s.diag[0], 0, sizeof r->snap->s.diag[0]);
+    r->lr_max = 0;
+    r->scale_moved = 0;
+}
+
 /* Forget the run read so far (a truncated, replaced or restarted file):
  * the history is cut as a rewind cuts it; events and the file's counters
  * stay. */
@@ -147,6 +180,10 @@ static void reset_run(stream_reader *r)
     r->sum.restarts = keep.restarts;
     r->sum.recognized = keep.recognized;
     r->sum.last_val = NAN;
+    r->sum.nonfinite_said = -1;
+    r->sum.end_rank = -1;
+    r->sum.data_entropy = keep.data_entropy;
+    r->sum.vocab = keep.vocab;
     r->run_fault[0] = 0;
     r->run_fault_layer = -1;
     r->last_step_at = r->step_gap = 0;
@@ -155,6 +192,8 @@ static void reset_run(stream_reader *r)
     r->mark[0] = r->cur_norm[0] = r->cur_kind[0] = r->cur_prec[0] = 0;
     r->paused = r->beyond_said = 0;
     r->n_block = 0;
+    r->n_ckpt = 0;
+    diag_start(r);
 }
 
 /* The layer count is known (a header, or the first step): the ring of
@@ -244,10 +283,15 @@ stream_reader *stream_open(const char *path)
     s->run[0].last_val = NAN;
     s->prompt = "";
     r->sum.last_val = NAN;
+    r->sum.nonfinite_said = -1;
+    r->sum.end_rank = -1;
+    r->sum.data_entropy = NAN;
     r->run_fault_layer = -1;
     r->quiet_min = STREAM_QUIET_MIN;
     metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
     metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
+    r->entropy = NAN;
+    diag_start(r);
     return r;
 }
 
@@ -320,9 +364,12 @@ static void keep_digits(char *dst, const jsonl_value *v)
     }
 }
 
-/* A column of metrics_step_cols. null is a value for what is measured
- * (loss, grad_norm: not finite; val_loss: not measured) and unknown for
- * the rest; a column not on the line stays unknown. */
+/* A column of metrics_step_cols. In a probe's stream (a header came)
+ * null is a value measured and not finite, and a column not on the line
+ * is unknown (val_loss: null is not measured, as the lab's --jsonl rows
+ * and older probes write it, unless val_loss_nonfinite says its value).
+ * The lab's rows write null for a loss or gradient norm not finite; null
+ * is unknown for their other columns. */
 static void step_col(row_state *w, int k, const jsonl_value *v)
 {
     step_metrics *m = &w->m;
@@ -360,10 +407,12 @@ static void step_col(row_state *w, int k, const jsonl_value *v)
             keep_digits(w->dig.step[k], v);
             m->unknown &= ~(1u << k);
         } else if (v->type == JSONL_NULL) {
+            /* a validation not given was null before probes left it out: a NaN
+             * one says so with val_loss_nonfinite (step_line) */
+            int value = w->probe && metrics_step_cols[k].type != METRICS_T_INT &&
+                        k != METRICS_COL_VAL;
             metrics_step_col_set_num(m, k, NAN);
-            if (k == METRICS_COL_VAL)
-                m->has_val = 0;
-            if (measured)
+            if (measured || value)
                 m->unknown &= ~(1u << k);
         } else {
             bad_type(w, name, "a number or null");
@@ -388,6 +437,7 @@ static void layer_field(row_state *w, const char *key, size_t kl, const jsonl_va
         w->max_layer = (int)idx;
     if (idx < NS_MAX_LAYERS) {
         metrics_layer_col_set(&w->m.layer[idx], col, x);
+        w->m.layer[idx].unknown &= ~(1u << col); /* said: a number, or null (not finite) */
         keep_digits(w->dig.layer[idx][col], v);
         if (idx + 1 > w->dig_layers)
             w->dig_layers = (int)idx + 1;
@@ -416,6 +466,8 @@ static void header_field(row_state *w, const char *key, size_t kl, const jsonl_v
         w->pid = v->type == JSONL_NUM ? v->num : 0;
     else if (keyis(key, kl, "norm_class"))
         str_field(w, "norm_class", v, w->norm_class, sizeof w->norm_class);
+    else if (keyis(key, kl, "vocab"))
+        w->vocab = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e9 ? (int)v->num : 0;
 }
 
 static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *v)
@@ -449,8 +501,18 @@ static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *
         w->seq = v->type == JSONL_NUM && v->num >= 1 && v->num < 1e15 ? (long)v->num : 0;
     } else if (keyis(key, kl, "reason")) {
         str_field(w, "reason", v, w->reason, sizeof w->reason);
+    } else if (keyis(key, kl, "data_entropy")) {
+        m->data_entropy = num_field(w, "data_entropy", v);
+    } else if (keyis(key, kl, "nonfinite_steps")) {
+        w->nf_count = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e15 ? (long)v->num : -1;
+    } else if (keyis(key, kl, "rank")) {
+        w->rank = v->type == JSONL_NUM && v->num >= 0 && v->num < 1e6 ? (int)v->num : -1;
     } else if (keyis(key, kl, "lr_undone")) {
         w->lr_undone = v->type == JSONL_NUM && v->num != 0;
+    } else if (keyis(key, kl, "state")) {
+        str_field(w, "state", v, w->state, sizeof w->state);
+    } else if (keyis(key, kl, "val_loss_nonfinite")) {
+        str_field(w, "val_loss_nonfinite", v, w->val_nonfinite, sizeof w->val_nonfinite);
     } else if (keyis(key, kl, "loss_nonfinite")) {
         str_field(w, "loss_nonfinite", v, w->loss_nonfinite, sizeof w->loss_nonfinite);
     } else if (keyis(key, kl, "first_nonfinite")) {
@@ -474,21 +536,25 @@ static void row_reset(row_state *w)
     memset(w, 0, offsetof(row_state, m));
     w->max_layer = -1;
     w->nf_layer = -1;
+    w->rank = -1;
+    w->nf_count = -1;
     w->t = NAN;
     step_metrics *m = &w->m;
     memset(m, 0, offsetof(step_metrics, layer));
     m->loss = m->val_loss = m->lr = m->grad_norm = NAN;
     m->loss_scale = 1;
     m->fault_layer = -1;
+    m->data_entropy = NAN;
     m->unknown = (1u << METRICS_STEP_COLS) - 1;
     memset(w->dig.step, 0, sizeof w->dig.step);
     for (int l = 0; l < w->dig_layers && l < NS_MAX_LAYERS; l++)
         memset(w->dig.layer[l], 0, sizeof w->dig.layer[l]);
     w->dig_layers = 0;
-    /* a layer column the row does not have is not measured */
+    /* a layer column the row does not have is not known */
     layer_metrics none;
     for (int k = 0; k < METRICS_LAYER_COLS; k++)
         metrics_layer_col_set(&none, k, NAN);
+    none.unknown = (1u << METRICS_LAYER_COLS) - 1;
     for (int l = 0; l < NS_MAX_LAYERS; l++)
         m->layer[l] = none;
 }
@@ -532,6 +598,9 @@ static void header_line(stream_reader *r)
     snprintf(r->host, sizeof r->host, "%s", w->host);
     r->pid = w->pid >= 1 && w->pid < 1e9 ? (long)w->pid : 0;
     snprintf(u->norm_class, sizeof u->norm_class, "%s", w->norm_class);
+    r->vocab = u->vocab = w->vocab;
+    r->entropy = u->data_entropy = NAN; /* a new run's data says its own */
+    diag_start(r);
     if (w->version > 1)
         add_event(r, 0, NS_EV_NOTE, "stream format version %g (this reader knows 1): "
                   "unknown fields are ignored", w->version);
@@ -547,6 +616,9 @@ static void end_line(stream_reader *r, long step)
     stream_summary *u = &r->sum;
     u->ended = 1;
     u->end_step = step;
+    u->end_rank = w->rank;
+    if (w->nf_count > u->nonfinite_said)
+        u->nonfinite_said = w->nf_count;
     snprintf(u->end_reason, sizeof u->end_reason, "%s", w->reason[0] ? w->reason : "close");
     snprintf(u->end_text, sizeof u->end_text, "%s", w->text);
     r->snap->s.state = TRAINER_DONE;
@@ -562,6 +634,18 @@ static void end_line(stream_reader *r, long step)
     r->snap->s.seq++;
 }
 
+/* "checkpoint NAME after N updates": a checkpoint a fix may resume from */
+static void checkpoint_event(stream_reader *r, const char *t)
+{
+    char name[STREAM_NAME];
+    long n;
+    if (sscanf(t, "checkpoint %63s after %ld updates", name, &n) != 2 || n < 0)
+        return;
+    int i = r->n_ckpt++ % STREAM_CKPTS;
+    r->ckpt[i].updates = n;
+    snprintf(r->ckpt[i].name, sizeof r->ckpt[i].name, "%s", name);
+}
+
 static void event_line(stream_reader *r)
 {
     row_state *w = &r->row;
@@ -569,6 +653,7 @@ static void event_line(stream_reader *r)
     long step = w->has_step ? w->step : s->steps_done;
     const char *t = w->text;
     if (!strcmp(w->event, "setting")) {
+        r->lr_said = 1;
         add_event(r, step, NS_EV_SETTING, "%s", t[0] ? t : "a setting changed");
         snprintf(r->mark, sizeof r->mark, "%.*s", TRAINER_MARK - 1, t[0] ? t : "setting");
         return;
@@ -577,6 +662,8 @@ static void event_line(stream_reader *r)
         end_line(r, step);
         return;
     }
+    if (!strcmp(w->event, "checkpoint"))
+        checkpoint_event(r, t);
     if (!strcmp(w->event, "ack") && w->seq > 0) {
         r->acked[r->n_acked++ % STREAM_ACKS] = w->seq;
         add_event(r, step, NS_EV_INFO, "%s", t[0] ? t : "a command was applied");
@@ -721,10 +808,17 @@ static void update_summary(stream_reader *r, const step_metrics *m)
         u->last_val_step = m->step;
     }
     u->nonfinite_rows += m->nonfinite;
-    int finite = m->n_layer > 0;
-    for (int l = 0; l < m->n_layer && finite; l++)
-        finite = isfinite(metrics_layer_gnorm(&m->layer[l]));
-    if (finite) {
+    if (r->row.nf_count > u->nonfinite_said)
+        u->nonfinite_said = r->row.nf_count;
+    /* every layer's norm (over its groups said) known and finite */
+    int finite = m->n_layer > 0, said = 0;
+    for (int l = 0; l < m->n_layer && finite; l++) {
+        said |= metrics_layer_gnorm_known(&m->layer[l]);
+        finite = !metrics_layer_gnorm_known(&m->layer[l]) ||
+                 isfinite(metrics_layer_gnorm(&m->layer[l]));
+    }
+    u->layer_grads_said |= said;
+    if (finite && said) {
         u->have_finite = 1;
         u->last_finite = *m;
     }
@@ -765,6 +859,121 @@ static void fault_of(stream_reader *r, step_metrics *m)
     }
 }
 
+/* "inf", "-inf", else NaN: a loss_nonfinite's value */
+static float nonfinite_value(const char *t)
+{
+    return !strcmp(t, "inf") ? INFINITY : !strcmp(t, "-inf") ? -INFINITY : NAN;
+}
+
+/* The step as the rules get it: what the stream does not say is what
+ * blames nothing. A probe cannot know warmup (on: a divergence is not
+ * put on a warmup that may be there) nor clipping (off); autocast keeps
+ * norms in fp32, as fp32-norms on does; the peak LR is the largest read
+ * (a scheduler's every step is not a setting change, a raise is); the
+ * scale is dynamic once it moved from 1. */
+static void diag_input(stream_reader *r, const step_metrics *m, step_metrics *in)
+{
+    *in = *m;
+    if (!metrics_known(m, METRICS_COL_WARMUP))
+        in->warmup_on = 1;
+    if (!metrics_known(m, METRICS_COL_FP32N))
+        in->fp32_norms = 1;
+    if (!metrics_known(m, METRICS_COL_CLIP))
+        in->clip = 0;
+    if (isfinite(m->lr) && m->lr > r->lr_max)
+        r->lr_max = m->lr;
+    in->lr_peak = r->lr_max;
+    if (metrics_known(m, METRICS_COL_SCALE) && isfinite(m->loss_scale) && m->loss_scale != 1)
+        r->scale_moved = 1;
+    in->loss_scale_dynamic = r->scale_moved;
+    /* headroom a stream leaves out (the probe's in fp32) is its definition's,
+     * log2(format max / act max), as the lab's engine computes it: a rule's
+     * crossing step is then a forecast, not "at the limit now" */
+    double lim = ns_log2(numfmt_max(m->precision));
+    for (int l = 0; l < m->n_layer; l++) {
+        layer_metrics *lm = &in->layer[l];
+        if (!metrics_layer_known(lm, METRICS_LC_HEADROOM) && isfinite(lm->act_max) &&
+            lm->act_max > 0)
+            lm->headroom = (float)(lim - ns_log2(lm->act_max));
+        /* a group not said adds nothing to the layer's norm (an empty one has none) */
+        for (int k = METRICS_LC_GRAD_ATTN; k <= METRICS_LC_GRAD_LN; k++)
+            if (!metrics_layer_known(lm, k) && metrics_layer_gnorm_known(lm))
+                metrics_layer_col_set(lm, k, 0);
+    }
+}
+
+/* A finding as the lab's run loop gives it: its line and what to try, as
+ * warnings in the log (on its layer), kept for the D panel and the
+ * summary. */
+static void finding_events(stream_reader *r, const diag_finding *f)
+{
+    trainer_snapshot *p = r->snap;
+    add_event(r, f->step, NS_EV_WARNING, "%s", f->text);
+    p->ev[(p->s.ev_total - 1) % TRAINER_EVENTS].layer = f->layer;
+    add_event(r, f->step, NS_EV_WARNING, "  try: %s", f->hint);
+    trainer_diagnosis_add(&p->s.diag[0], f);
+    stream_summary *u = &r->sum;
+    int diagnosis = f->kind == DIAG_DIAGNOSIS;
+    if ((diagnosis ? u->diagnoses++ : u->warnings++) == 0)
+        *(diagnosis ? &u->cause : &u->first_warning) = *f;
+    if (diagnosis && f->rule == DIAG_R_BLOWUP)
+        u->blew_up = 1;
+}
+
+/* The row's state (the CSV's state column): the one the lab's own rows
+ * say (its run loop's diagnosis, so a conversion keeps it), else the
+ * rules' here. */
+static void state_of(stream_reader *r, step_metrics *m)
+{
+    const char *st = r->row.state;
+    if (!st[0]) {
+        m->exploded = diag_exploded(&r->dg);
+        m->stalled = diag_stalled(&r->dg);
+        return;
+    }
+    m->exploded = !strcmp(st, "exploded");
+    m->stalled = !strcmp(st, "stalled");
+    m->fixed = !strcmp(st, "fixed");
+}
+
+/* The lab's rules on the step: its findings, and the states they give
+ * the row (exploded, stalled: the CSV's state column). */
+static void diagnose_step(stream_reader *r, step_metrics *m)
+{
+    if (m->n_layer < 1) /* the rules read a top and a bottom layer: none to read */
+        return;
+    diag_finding out[DIAG_MAX_FINDINGS];
+    diag_input(r, m, &r->dg_in);
+    /* a rise of the largest LR read that no setting event announced is the
+     * schedule's (a warmup ramp): the rules take it as the peak they had,
+     * so it neither starts a new episode nor counts as a raise */
+    if (r->dg.have_set && !r->lr_said)
+        r->dg.set.lr_peak = r->dg_in.lr_peak;
+    r->lr_said = 0;
+    int n = diag_observe(&r->dg, &r->dg_in, out, DIAG_MAX_FINDINGS);
+    trainer_diagnosis *v = &r->snap->s.diag[0];
+    if (!diag_episode_open(&r->dg)) /* a setting change or a rewind ended it */
+        memset(v, 0, sizeof *v);
+    for (int i = 0; i < n; i++)
+        finding_events(r, &out[i]);
+    v->n_checks = diag_checks(&r->dg, v->checks, DIAG_CHECKS);
+    v->healthy = diag_healthy(&r->dg);
+    char over[DIAG_TEXT];
+    if (diag_stall_over(&r->dg, over, sizeof over))
+        add_event(r, m->step, NS_EV_INFO, "%s", over);
+}
+
+/* What the data is, as the stream says it: the header's vocabulary, and
+ * the targets' entropy, which holds until a line says another (the
+ * rules' plateau from then on). */
+static void data_of(stream_reader *r, step_metrics *m)
+{
+    m->vocab = r->vocab;
+    if (isfinite(m->data_entropy) && m->data_entropy >= 0)
+        r->entropy = r->sum.data_entropy = m->data_entropy;
+    m->data_entropy = r->entropy;
+}
+
 /* When step lines arrive: the liveness check's clock */
 static void step_timing(stream_reader *r)
 {
@@ -802,8 +1011,9 @@ static void step_line(stream_reader *r)
     m->step = w->step;
     m->n_layer = r->n_alloc < u->n_layer ? r->n_alloc : u->n_layer;
     if (w->loss_nonfinite[0])
-        m->loss = !strcmp(w->loss_nonfinite, "inf") ? INFINITY
-                  : !strcmp(w->loss_nonfinite, "-inf") ? -INFINITY : NAN;
+        m->loss = nonfinite_value(w->loss_nonfinite);
+    if (w->val_nonfinite[0]) /* measured, not finite */
+        m->has_val = 1, m->val_loss = nonfinite_value(w->val_nonfinite);
     m->nonfinite = (w->has_loss && w->loss_null) || w->loss_nonfinite[0] || m->fault[0] ||
                    (w->has_loss && !isfinite(m->loss));
     int was_nonfinite = r->snap->s.have_metrics && r->snap->s.run[0].last.nonfinite;
@@ -811,6 +1021,9 @@ static void step_line(stream_reader *r)
     if (!metrics_known(m, METRICS_COL_PREC) && u->have_header && u->dtype[0])
         m->unknown &= ~(1u << METRICS_COL_PREC); /* the header's dtype says it */
     fault_of(r, m);
+    data_of(r, m);
+    diagnose_step(r, m);
+    state_of(r, m);
     step_timing(r);
     push_point(r, m);
     update_status(r, m);
@@ -831,6 +1044,7 @@ static void process_line(stream_reader *r, char *line, size_t n)
         return; /* a blank line: nothing, not malformed */
     row_state *w = &r->row;
     row_reset(w);
+    w->probe = r->sum.have_header;
     char err[96];
     if (jsonl_parse(line, n, row_field, w, err, sizeof err) != 0)
         malformed(r, err);
@@ -918,6 +1132,11 @@ stream_live stream_liveness(const stream_reader *r, double now, char *text, size
         snprintf(text, n, "waiting for the first line of %s", base_name(r->path));
         return STREAM_LIVE_WAITING;
     }
+    if (u->ended && u->end_rank >= 0) {
+        snprintf(text, n, "ended at step %ld (%s, rank %d)", u->end_step, u->end_reason,
+                 u->end_rank);
+        return STREAM_LIVE_ENDED;
+    }
     if (u->ended) {
         snprintf(text, n, "ended at step %ld (%s)", u->end_step, u->end_reason);
         return STREAM_LIVE_ENDED;
@@ -974,16 +1193,22 @@ void stream_snapshot_at(const stream_reader *r, long at, trainer_snapshot *dst)
  * whose layer norms were all finite, and their ratio. */
 static void print_gradients(FILE *f, const stream_summary *u)
 {
+    if (!u->layer_grads_said) {
+        fputs("gradient norms: not in the stream (no layer's gradient norm was said)\n", f);
+        return;
+    }
     if (!u->have_finite) {
         fputs("gradient norms: no step with finite layer gradient norms\n", f);
         return;
     }
     const step_metrics *m = &u->last_finite;
-    int lo = 0, hi = 0;
-    for (int l = 1; l < m->n_layer; l++) {
-        if (metrics_layer_gnorm(&m->layer[l]) < metrics_layer_gnorm(&m->layer[lo]))
+    int lo = -1, hi = -1; /* over the layers whose norm is known */
+    for (int l = 0; l < m->n_layer; l++) {
+        if (!metrics_layer_gnorm_known(&m->layer[l]))
+            continue;
+        if (lo < 0 || metrics_layer_gnorm(&m->layer[l]) < metrics_layer_gnorm(&m->layer[lo]))
             lo = l;
-        if (metrics_layer_gnorm(&m->layer[l]) > metrics_layer_gnorm(&m->layer[hi]))
+        if (hi < 0 || metrics_layer_gnorm(&m->layer[l]) > metrics_layer_gnorm(&m->layer[hi]))
             hi = l;
     }
     double a = metrics_layer_gnorm(&m->layer[lo]), b = metrics_layer_gnorm(&m->layer[hi]);
@@ -991,6 +1216,64 @@ static void print_gradients(FILE *f, const stream_summary *u)
             m->step, lo, a, hi, b);
     metrics_print_num(f, a > 0 ? b / a : INFINITY, 4);
     fputc('\n', f);
+}
+
+/* The rules' word on the run: the cause (the first diagnosis) with what
+ * to try and its fix, and the warnings. No finding is said as that, not
+ * as "healthy": a verdict needs its questions asked. */
+static void print_diagnosis(FILE *f, const stream_reader *r)
+{
+    const stream_summary *u = &r->sum;
+    if (u->n_layer < 1) {
+        fputs("diagnosis: not made (the lab's rules read layers; the stream has none)\n", f);
+        return;
+    }
+    if (u->diagnoses) {
+        char cmd[64], fix[320];
+        fprintf(f, "diagnosis at step %ld: %s\n  try: %s\n", u->cause.step, u->cause.text,
+                u->cause.hint);
+        stream_fix(r, &u->cause, cmd, sizeof cmd, fix, sizeof fix);
+        if (fix[0])
+            fprintf(f, "  fix: %s\n", fix);
+        if (u->diagnoses > 1)
+            fprintf(f, "  (%ld diagnoses in all)\n", u->diagnoses);
+    } else if (u->nonfinite_step) {
+        fputs("diagnosis: no rule names a cause of the non-finite step\n", f);
+    } else {
+        fputs("diagnosis: none (no rule found a cause to name)\n", f);
+    }
+    if (u->warnings)
+        fprintf(f, "warnings: %ld (the first at step %ld: %s)\n", u->warnings,
+                u->first_warning.step, u->first_warning.text);
+    else
+        fputs("warnings: none\n", f);
+    const trainer_diagnosis *v = &r->snap->s.diag[0];
+    char line[DIAG_TEXT + 64];
+    trainer_verdict_text(v, line, sizeof line);
+    fprintf(f, "%s\n", line);
+    for (int i = 0; i < v->n_checks; i++) {
+        trainer_check_text(&v->checks[i], line, sizeof line);
+        fprintf(f, "  %s\n", line);
+    }
+}
+
+
+/* How many steps were not finite, as counted: the writer's own count
+ * (nonfinite_steps: its watch sees every step), else the steps written,
+ * which with metrics every N steps are not all the steps. */
+static void print_nonfinite_count(FILE *f, const stream_summary *u)
+{
+    long every = u->have_header ? u->every : 1;
+    if (u->nonfinite_said >= 0)
+        fprintf(f, "%ld non-finite step%s", u->nonfinite_said, u->nonfinite_said == 1 ? "" : "s");
+    else if (every <= 1 && u->nonfinite_rows > 0)
+        fprintf(f, "%ld non-finite step%s", u->nonfinite_rows, u->nonfinite_rows == 1 ? "" : "s");
+    else if (u->nonfinite_rows > 0)
+        fprintf(f, "%ld of the %ld steps written were non-finite; metrics every %ld steps",
+                u->nonfinite_rows, u->rows, every);
+    else
+        fprintf(f, "step %ld was not written; none of the %ld steps written was non-finite",
+                u->nonfinite_step, u->rows);
 }
 
 /* Is an end line due? A header's stream (a probe's) has one at its end,
@@ -1032,14 +1315,19 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
         metrics_print_num(f, u->last_val, 4);
         fprintf(f, " at step %ld\n", u->last_val_step);
     }
-    if (u->nonfinite_step)
-        fprintf(f, "first non-finite: step %ld, %s%s%s (%ld non-finite steps)\n", u->nonfinite_step,
+    if (u->nonfinite_step) {
+        fprintf(f, "first non-finite: step %ld, %s%s%s (", u->nonfinite_step,
                 u->nonfinite_where[0] ? u->nonfinite_where : "the module is not named",
-                u->nonfinite_loss[0] ? "; loss " : "", u->nonfinite_loss, u->nonfinite_rows);
-    else
+                u->nonfinite_loss[0] ? "; loss " : "", u->nonfinite_loss);
+        print_nonfinite_count(f, u);
+        fputs(")\n", f);
+    } else {
         fputs("first non-finite: none\n", f);
-    if (u->rows > 0)
+    }
+    if (u->rows > 0) {
         print_gradients(f, u);
+        print_diagnosis(f, r);
+    }
     fprintf(f, "spikes: %ld", u->spikes);
     for (long i = 0; i < u->spikes && i < STREAM_SPIKES; i++)
         fprintf(f, "%s%ld", i ? ", " : " (steps ", u->spike_step[i]);
@@ -1054,10 +1342,99 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path)
     if (u->partial_bytes)
         fprintf(f, "unfinished last line: %ld bytes without a newline, not read\n",
                 u->partial_bytes);
-    if (u->ended)
+    if (u->ended && u->end_rank >= 0)
+        fprintf(f, "end: %s (rank %d)\n", u->end_text[0] ? u->end_text : u->end_reason,
+                u->end_rank);
+    else if (u->ended)
         fprintf(f, "end: %s\n", u->end_text[0] ? u->end_text : u->end_reason);
     else if (end_expected(u))
         fputs("end: no end line (the run is still writing, or its writer was killed)\n", f);
+}
+
+/* ---- a finding's fix, for a run outside the lab ------------------------------------ */
+
+long stream_checkpoint_at(const stream_reader *r, long step, char *name, size_t n)
+{
+    long best = -1;
+    int k = r->n_ckpt < STREAM_CKPTS ? r->n_ckpt : STREAM_CKPTS;
+    for (int i = 0; i < k; i++)
+        if (r->ckpt[i].updates <= step && r->ckpt[i].updates > best) {
+            best = r->ckpt[i].updates;
+            snprintf(name, n, "%s", r->ckpt[i].name);
+        }
+    return best;
+}
+
+/* The lab's settings a fix names, as a PyTorch script says them */
+static const struct {
+    const char *lab, *torch;
+} fix_words[] = {
+    {"precision bf16", "train in bfloat16 (autocast dtype=torch.bfloat16)"},
+    {"fp32-norms on", "compute the norms and the loss in float32"},
+    {"warmup on", "an LR warmup"},
+    {"norm pre", "Pre-LN (norm_first=True)"},
+    {"clip 0", "no gradient clipping"},
+    {"kind layernorm", "nn.LayerNorm for its norms"},
+};
+
+/* One command of a fix: an LR change becomes the control file's factor
+ * (an absolute LR over the one in force); the rest is the script's. */
+static void fix_part(const stream_reader *r, const char *part, char *cmd, size_t cn, char *words,
+                     size_t wn)
+{
+    double x;
+    float lr = r->snap->s.run[0].last.lr;
+    char tail;
+    if (sscanf(part, "lr x%lf%c", &x, &tail) == 1 && x > 0) {
+        snprintf(cmd + strlen(cmd), cn - strlen(cmd), "%slr x%g", cmd[0] ? ";" : "", x);
+        return;
+    }
+    if (sscanf(part, "lr %lf%c", &x, &tail) == 1 && x > 0 && isfinite(lr) && lr > 0) {
+        snprintf(cmd + strlen(cmd), cn - strlen(cmd), "%slr x%.3g", cmd[0] ? ";" : "", x / lr);
+        return;
+    }
+    const char *say = NULL;
+    for (size_t i = 0; i < sizeof fix_words / sizeof fix_words[0]; i++)
+        if (!strcmp(part, fix_words[i].lab))
+            say = fix_words[i].torch;
+    snprintf(words + strlen(words), wn - strlen(words), "%s%s", words[0] ? ", " : "",
+             say ? say : part);
+}
+
+int stream_fix(const stream_reader *r, const diag_finding *f, char *cmd, size_t cn, char *text,
+               size_t tn)
+{
+    char words[160] = "", parts[DIAG_FIX_TEXT];
+    cmd[0] = text[0] = 0;
+    snprintf(parts, sizeof parts, "%s", f->fix);
+    for (char *save = NULL, *p = strtok_r(parts, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
+        while (*p == ' ')
+            p++;
+        if (*p)
+            fix_part(r, p, cmd, cn, words, sizeof words);
+    }
+    if (!cmd[0] && !words[0])
+        return 0;
+    char what[256];
+    snprintf(what, sizeof what, "%s%s%s%s", cmd[0] ? cmd : "", cmd[0] && words[0] ? "; " : "",
+             words[0] ? "in the training script: " : "", words);
+    if (f->fix_from == DIAG_FROM_HERE) {
+        snprintf(text, tn, "%s, from this step", what);
+        return 0;
+    }
+    char name[STREAM_NAME];
+    long k = f->fix_from == DIAG_FROM_SNAPSHOT ? stream_checkpoint_at(r, f->fix_before, name,
+                                                                      sizeof name) : -1;
+    if (k >= 0)
+        snprintf(text, tn, "needs the weights of step %ld or earlier: stop the run and resume from "
+                 "%s (after %ld updates; torch.load it, then load_state_dict its model and "
+                 "optimizer) with %s", f->fix_before, name, k, what);
+    else if (f->fix_from == DIAG_FROM_SNAPSHOT)
+        snprintf(text, tn, "needs the weights of step %ld or earlier, and the run announced no "
+                 "checkpoint that old: restart from step 0 with %s", f->fix_before, what);
+    else
+        snprintf(text, tn, "restart from step 0 (a fresh init) with %s", what);
+    return 1;
 }
 
 /* ---- the control file ------------------------------------------------------------- */
@@ -1218,7 +1595,7 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
     }
     if (status != 2 && !quiet)
         stream_print_summary(stdout, r, path);
-    if (status == 0 && r->sum.nonfinite_step)
+    if (status == 0 && (r->sum.nonfinite_step || r->sum.blew_up))
         status = STREAM_EXIT_DIVERGED;
     else if (status == 0 && steps <= 0 && end_expected(&r->sum))
         status = !r->sum.ended ? STREAM_EXIT_NO_END

@@ -1158,26 +1158,6 @@ static int found_rule(const trainer *t, diag_rule rule)
     return -1;
 }
 
-/* Keep f in the episode's list; when it is full the oldest warning (or,
- * with none, the oldest finding) makes room. */
-static void view_add(trainer_diagnosis *v, const diag_finding *f)
-{
-    if (v->n == TRAINER_FINDINGS) {
-        int drop = 0;
-        while (drop < v->n - 1 && v->f[drop].kind != DIAG_WARNING)
-            drop++;
-        memmove(&v->f[drop], &v->f[drop + 1], (size_t)(v->n - 1 - drop) * sizeof *v->f);
-        v->n--;
-    }
-    v->f[v->n++] = *f;
-    /* the status line's mark is the cause the panel gives first; with
-     * warnings alone, the latest */
-    const diag_finding *shown = trainer_diagnosis_cause(v);
-    if (shown->kind == DIAG_WARNING)
-        shown = f;
-    snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
-}
-
 /* A finding's line as events of at most NS_EVENT_TEXT - 1 characters, cut
  * at spaces, never inside a number (an event holds a finding whole today;
  * this keeps it so if either grows); the continuations are indented under
@@ -1225,7 +1205,7 @@ static void diagnosis_events(trainer *t)
             snprintf(hint, sizeof hint, "  try: %s", f->hint);
             add_event_wrapped(t, f->layer, run_prefix(t, r), f->text);
             add_event_wrapped(t, f->layer, run_prefix(t, r), hint);
-            view_add(&d->view, f);
+            trainer_diagnosis_add(&d->view, f);
         }
         char over[DIAG_TEXT];
         if (diag_stall_over(&d->d, over, sizeof over))

@@ -1,10 +1,13 @@
 /* tui_follow.c - the dashboard's follow mode (tui_follow.h): the replay's
- * view step, the keys while following, and follow mode's status lines.
- * No curses; the frame itself is tui_draw's, from the reader's snapshot.
+ * view step, the keys while following, follow mode's status lines, and
+ * its D panel (the lab's rules on the followed run, their fixes sent
+ * through the control file). No curses; the frame itself is tui_draw's,
+ * from the reader's snapshot.
  */
 #include "tui_follow.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,16 +157,185 @@ static void move_view(tui_follow_state *f, tui_action a)
     f->changed = 1;
 }
 
+/* ---- the D panel: the lab's rules on the followed run ------------------------------ */
+
+/* The finding whose fix a applies: the episode's (trainer_diagnosis_fix),
+ * else the run's first diagnosis once its episode ended. NULL: none. */
+static const diag_finding *fix_finding(const tui_follow_state *f)
+{
+    const diag_finding *x = trainer_diagnosis_fix(&stream_snapshot(f->r)->s.diag[0]);
+    const stream_summary *u = stream_summary_of(f->r);
+    return x ? x : u->diagnoses && u->cause.fix[0] ? &u->cause : NULL;
+}
+
+/* a: the fix through the control file. One from this step is its LR
+ * factor; one that needs older weights pauses the run, which the panel
+ * tells how to resume from its checkpoint. */
+static void apply_fix(tui_follow_state *f, tui_ui *ui)
+{
+    const diag_finding *x = fix_finding(f);
+    char cmd[64], text[TUI_DIAG_LINE];
+    if (!x) {
+        snprintf(ui->note, sizeof ui->note, "no finding has a fix ");
+        return;
+    }
+    if (stream_fix(f->r, x, cmd, sizeof cmd, text, sizeof text)) {
+        if (!f->paused && send_command(f, ui, "pause") == 0)
+            f->paused = 1;
+        return;
+    }
+    if (!cmd[0]) {
+        snprintf(ui->note, sizeof ui->note, "the fix is the training script's (D says it) ");
+        return;
+    }
+    for (char *save = NULL, *p = strtok_r(cmd, ";", &save); p; p = strtok_r(NULL, ";", &save))
+        send_command(f, ui, p);
+}
+
+/* A key while the panel is shown: a applies the fix, and the run's own
+ * keys (space, + -, C) act and leave it open; 0 for the others (they
+ * close it, as in the lab). */
+static int diag_key(tui_follow_state *f, tui_ui *ui, tui_action a)
+{
+    char text[64];
+    if (ui->help)
+        return 0;
+    if (a == TUI_ACT_FIX) {
+        apply_fix(f, ui);
+    } else if (a == TUI_ACT_PAUSE) {
+        if (send_command(f, ui, f->paused ? "resume" : "pause") == 0)
+            f->paused = !f->paused;
+    } else if (a == TUI_ACT_CHECKPOINT) {
+        send_command(f, ui, "checkpoint");
+    } else if (tui_bind_command(a, text, sizeof text) == 0 && !tui_action_changes_model(a)) {
+        send_command(f, ui, text);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    char (*line)[TUI_DIAG_LINE];
+    int n, max;
+} diag_text;
+
+static void say(diag_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(diag_text *t, const char *fmt, ...)
+{
+    if (t->n >= t->max)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->line[t->n++], TUI_DIAG_LINE, fmt, ap);
+    va_end(ap);
+}
+
+/* One finding: what was found, what to try, its fix as the followed run
+ * takes it, and (for the one a applies) what a does. */
+static void finding_lines(diag_text *t, const tui_follow_state *f, const diag_finding *x)
+{
+    say(t, "%s at step %ld: %s", x->kind == DIAG_WARNING ? "warning" : "DIAGNOSIS", x->step,
+        x->text);
+    say(t, "    try: %s", x->hint);
+    char cmd[64], fix[TUI_DIAG_LINE];
+    int rewind = stream_fix(f->r, x, cmd, sizeof cmd, fix, sizeof fix);
+    if (!fix[0])
+        return;
+    say(t, "    fix: %s", fix);
+    if (x != fix_finding(f))
+        return;
+    if (rewind)
+        say(t, "    keys: a pauses the run, to resume it from its checkpoint as the fix says");
+    else if (cmd[0])
+        say(t, "    keys: a sends %s to the run", cmd);
+}
+
+int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE], int max)
+{
+    diag_text t = {line, 0, max};
+    const trainer_status *s = &stream_snapshot(f->r)->s;
+    const stream_summary *u = stream_summary_of(f->r);
+    const trainer_diagnosis *d = &s->diag[0];
+    if (!s->have_metrics) {
+        say(&t, "no steps yet: nothing to report");
+    } else if (s->n_layer < 1) {
+        say(&t, "no diagnosis: the lab's rules read layers, and the stream has none");
+    } else if (d->n > 0) { /* the cause first, then the warnings, oldest first */
+        for (int rank = 0; rank < TRAINER_RANKS; rank++)
+            for (int i = 0; i < d->n; i++)
+                if (trainer_finding_rank(&d->f[i]) == rank)
+                    finding_lines(&t, f, &d->f[i]);
+    } else if (u->diagnoses) { /* a setting change ended its episode: still the cause */
+        finding_lines(&t, f, &u->cause);
+    } else if (u->nonfinite_step) {
+        say(&t, "diverged at step %ld: no rule names a cause (first non-finite: %s)",
+            u->nonfinite_step, u->nonfinite_where[0] ? u->nonfinite_where : "not named");
+    } else {
+        say(&t, "no finding: no rule named a cause or gave a warning in the %ld steps read",
+            u->rows);
+    }
+    if (s->have_metrics && s->n_layer > 0) { /* the questions behind a verdict, with answers */
+        char l[TUI_DIAG_LINE];
+        trainer_verdict_text(d, l, sizeof l);
+        say(&t, "%s", l);
+        for (int i = 0; i < d->n_checks; i++) {
+            trainer_check_text(&d->checks[i], l, sizeof l);
+            say(&t, "  %s", l);
+        }
+    }
+    say(&t, "%s", "");
+    say(&t, "keys: a the fix; space %s, + - the LR x2 / x0.5, C a checkpoint: sent to the run "
+            "(%s.ctl); any other key closes this", f->paused ? "resumes" : "pauses",
+        base_name(f->path));
+    return t.n;
+}
+
+static tui_style diag_style(const char *l)
+{
+    return !strncmp(l, "DIAGNOSIS", 9) || strstr(l, "? no:") ? TUI_S_BAD
+           : !strncmp(l, "warning", 7) ? TUI_S_WARN
+           : strstr(l, "? not yet known") ? TUI_S_DIM
+           : !strncmp(l, "    keys:", 9) || !strncmp(l, "keys:", 5) ? TUI_S_KEY
+                                                                   : TUI_S_TEXT;
+}
+
+/* The panel in the help's place (the lab's D overlay, drawn under it, is
+ * covered whole) */
+static void draw_diag(tui_grid *g, tui_rect r, const tui_ui *ui, const tui_follow_state *f)
+{
+    if (r.w < 20 || r.h < 4)
+        return;
+    static char lines[TUI_DIAG_MAX][TUI_DIAG_LINE];
+    int n = tui_follow_diag_lines(f, lines, TUI_DIAG_MAX), rr = r.r + 1, last = r.r + r.h - 1, i;
+    tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
+    tui_box(g, r, ui->unicode, TUI_S_BORDER);
+    tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " diagnosis of the followed run ");
+    for (i = 0; i < n && rr < last; i++) {
+        const char *l = lines[i];
+        int ind = 0;
+        while (l[ind] == ' ')
+            ind++;
+        if (!l[0])
+            rr++;
+        else if (!tui_put_wrapped(g, &rr, last, r.c + 2 + ind, r.w - 4 - ind, diag_style(l), l + ind))
+            break;
+    }
+    /* the keys on the border too: on a short screen the last lines are cut */
+    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL,
+             i < n ? " more on a taller terminal; a: the fix; other keys close "
+                   : " a: the fix; space + - C: to the run; other keys close ");
+}
+
 int tui_follow_action(tui_follow_state *f, tui_ui *ui, tui_action a)
 {
     ns_command unused;
     if (ui->help || a == TUI_ACT_NONE) /* the key that closes help does nothing else */
         return tui_apply(ui, a, stream_snapshot(f->r)->s.n_layer, &unused), 0;
-    if (a == TUI_ACT_DIAG) { /* the rules run in the lab's own runs */
-        stream_note(f->r, NS_EV_NOTE, "D: the diagnosis is the lab's; the stream's warnings "
-                                      "are in its event log");
-        return 0;
-    }
+    if (ui->diag && diag_key(f, ui, a))
+        return 1;
+    if (a == TUI_ACT_FIX) /* outside the panel: the lab's note ("press D first") */
+        return tui_apply(ui, a, stream_snapshot(f->r)->s.n_layer, &unused), 1;
     if (tui_action_changes_model(a)) {
         char t[NS_EVENT_TEXT];
         const char *what = "that key";
@@ -248,11 +420,12 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     tui_puts(g, r.r, end, sw,
              f->live == STREAM_LIVE_GONE || f->live == STREAM_LIVE_NOT_STREAM ? TUI_S_BAD
              : f->live == STREAM_LIVE_ENDED ? TUI_S_DONE : state_style(s->state), state);
-    char it[8][96];
-    tui_style st[8];
+    char it[10][96];
+    tui_style st[10];
     int n = 0;
     if (f->live == STREAM_LIVE_QUIET || f->live == STREAM_LIVE_GONE ||
-        f->live == STREAM_LIVE_NOT_STREAM) /* said first: it is why the numbers stand still */
+        f->live == STREAM_LIVE_NOT_STREAM || /* said first: why the numbers stand still */
+        (f->live == STREAM_LIVE_ENDED && stream_summary_of(f->r)->end_rank >= 0))
         snprintf(it[n], sizeof it[n], "%.90s", f->live_text), st[n++] = TUI_S_WARN;
     if (f->n_pending > 0) { /* sent, not applied yet: said before the numbers */
         snprintf(it[n], sizeof it[n], "pending:");
@@ -262,6 +435,8 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     } else if (!(s->have_metrics && m->nonfinite)) { /* the module's name matters more */
         snprintf(it[n], sizeof it[n], "normscope follow"), st[n++] = TUI_S_TITLE;
     }
+    if (s->diag[0].alert[0]) /* the rules' mark, as the lab's status line has it */
+        snprintf(it[n], sizeof it[n], "! %s (D)", s->diag[0].alert), st[n++] = TUI_S_WARN;
     if (f->view >= 0)
         snprintf(it[n], sizeof it[n], "replay step %ld", m->step);
     else
@@ -428,5 +603,8 @@ void tui_follow_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui,
     if (ui->help) { /* over the lines just drawn, as tui_draw puts it over its own */
         ui->n_hits = 0;
         tui_draw_help(g, L.help, ui);
+    } else if (ui->diag) {
+        ui->n_hits = 0;
+        draw_diag(g, L.help, ui, f);
     }
 }

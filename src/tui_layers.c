@@ -285,6 +285,15 @@ double tui_layer_col_value(const tui_layer_col *c, const layer_metrics *lm)
     return k < 0 ? NAN : metrics_layer_col_get(lm, k);
 }
 
+/* Did the row say column c's value? A followed stream may not (an empty
+ * group, a ratio between measurements): shown as "-", never as NaN,
+ * which means measured and not finite. */
+static int col_known(const tui_layer_col *c, const layer_metrics *lm)
+{
+    int k = metrics_layer_col_find(c->metric, strlen(c->metric));
+    return k >= 0 && metrics_layer_known(lm, k);
+}
+
 /* A column's value in w columns: fixed point while it reads well, else
  * e-notation; or e-notation; or a count. */
 static void col_text(char *b, size_t n, const tui_layer_col *c, double v, int w)
@@ -301,6 +310,10 @@ static void col_text(char *b, size_t n, const tui_layer_col *c, double v, int w)
 static void col_cell(tui_grid *g, int rr, int x, const tui_col_cell *cell, const tui_layer_col *c,
                      const layer_metrics *lm, double gmax, int under)
 {
+    if (!col_known(c, lm)) {
+        tui_puts(g, rr, x + cell->pad, 7, TUI_S_TEXT, "      -");
+        return;
+    }
     if (c->cell) {
         c->cell(g, rr, x + cell->pad, lm, under);
         return;
@@ -554,9 +567,11 @@ static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
     scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
     scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
-    log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
-    log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
-    if (k->act >= 0)
+    if (metrics_layer_known(lm, METRICS_LC_GRAD_ATTN)) /* no bar for what was not said */
+        log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
+    if (metrics_layer_known(lm, METRICS_LC_GRAD_FFN)) /* no bar for what was not said */
+        log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
+    if (k->act >= 0 && metrics_layer_known(lm, METRICS_LC_ACT_MAX))
         act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
     col_cells(g, rr, r.c, k->x, 1, lm, gmax, under);
 }
@@ -700,10 +715,13 @@ static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
     scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
     scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
-    log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
-    log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
+    if (metrics_layer_known(lm, METRICS_LC_GRAD_ATTN)) /* no bar for what was not said */
+        log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
+    if (metrics_layer_known(lm, METRICS_LC_GRAD_FFN)) /* no bar for what was not said */
+        log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
     /* activation max, with the two fp16 marks */
-    act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
+    if (metrics_layer_known(lm, METRICS_LC_ACT_MAX))
+        act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
     col_cells(g, rr, r.c, k->x, 0, lm, gmax, 0);
 }
 
@@ -750,10 +768,11 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 static void side_value(tui_grid *g, int r, int c, int w, const tui_layer_col *col,
                        const layer_metrics *lm, double gmax)
 {
-    char b[32];
+    char b[32] = "      -";
     double v = tui_layer_col_value(col, lm);
-    tui_style st = col->style(v, gmax);
-    col_text(b, sizeof b, col, v, 7);
+    tui_style st = col_known(col, lm) ? col->style(v, gmax) : TUI_S_TEXT;
+    if (col_known(col, lm))
+        col_text(b, sizeof b, col, v, 7);
     tui_puts(g, r, c, w, st == TUI_S_NORMAL ? TUI_S_TEXT : st, b); /* a bar's colour: text */
 }
 

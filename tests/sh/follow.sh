@@ -8,7 +8,10 @@
 # said and survived, and 100 lines at once are read; then the headless
 # summary and its exit status (3 on a diverged stream, 2 on a missing
 # file or one that is not a stream, 0 / 5 / 6 by the end line), normscope's own --jsonl output replayed (Left, Home) and converted
-# back to the same CSV, and a 96-layer stream whose panel scrolls.
+# back to the same CSV, a 96-layer stream whose panel scrolls, and the
+# lab's rules on a followed run: a blow-up at lr 1.0 said with its cause
+# and exit 3, a healthy run with none, the D panel and its a key at 80x24
+# and 100x30.
 #
 # Usage: NS_BIN=./normscope sh tests/sh/follow.sh
 # Prints "N passed, N failed"; exits non-zero on any failure. Every wait
@@ -168,6 +171,12 @@ SMALL="-L 3 -d 32 -H 2 -T 32 -B 4 --val-every 10 --val-batches 1 --steps 30"
 code=$?
 [ "$code" = 0 ] && cmp -s "$T/own.csv" "$T/back.csv" && ok ||
     no "--jsonl converted back is not the run's --csv (exit $code)"
+# a run that blows up at lr 1: its rows' own state (exploded) is kept
+"$BIN" --headless $SMALL --steps 100 --lr 1 --on-diverge continue --jsonl "$T/boom.jsonl" --csv "$T/boom.csv" -q
+"$BIN" --follow "$T/boom.jsonl" --headless --csv "$T/boomback.csv" -q
+code=$?
+[ "$code" = 3 ] && grep -q ',exploded,' "$T/boom.csv" && cmp -s "$T/boom.csv" "$T/boomback.csv" && ok ||
+    no "an exploding run's --jsonl converted back: exit $code, $(cmp "$T/boom.csv" "$T/boomback.csv" 2>&1)"
 run "LC_ALL=C $BIN --follow $T/own.jsonl --ascii"
 wait_for 'step 30' 20 && ok || no "own --jsonl: $(screen | head -1)"
 key Left Left
@@ -196,6 +205,60 @@ key NPage
 wait_for '> 0 ' 10 && ok || no "96 layers: could not scroll to layer 0"
 key q
 check_exited "96 layers q" 0
+
+# --- the lab's rules on a followed stream -------------------------------------------------
+# a probe's stream of a 2-block GPT (vocab 256, targets' entropy 3.1 nats):
+# AdamW at lr 1.0 whose loss grows x e^(s/45) to 157 at step 150, finite
+# (blow), or one whose loss falls from 5.6 to 2 (ok); no end line: running
+probe_run() { # KIND STEPS
+    awk -v kind="$1" -v n="$2" 'BEGIN {
+        printf "{\"format\":\"normscope-stream\",\"version\":1,\"source\":\"pytorch\",\"model\":\"GPT\",\"blocks\":[\"h.0\",\"h.1\"],\"n_layer\":2,\"dtype\":\"float32\",\"every\":1,\"vocab\":256}\n"
+        for (s = 1; s <= n; s++) {
+            w = 0.02 * sin(s * 1.7)
+            if (kind == "blow") { loss = 5.6 * exp(s / 45) * (1 + w); act = 4 * exp(s / 30); upd = 0.05; lr = 1 }
+            else { loss = 2 + 3.6 * exp(-s / 40) + w; act = 4 + w; upd = 0.001; lr = 0.001 }
+            printf "{\"step\":%d,\"loss\":%.6g,\"lr\":%g,\"grad_norm\":%.4g,\"loss_scale\":1,\"data_entropy\":3.1", s, loss, lr, 1 + w
+            for (l = 0; l < 2; l++)
+                printf ",\"l%d_grad_attn\":0.1,\"l%d_grad_ffn\":0.2,\"l%d_grad_ln\":0.01,\"l%d_act_max\":%.6g,\"l%d_resid_rms\":1,\"l%d_update_ratio\":%g", l, l, l, l, act, l, l, upd
+            printf "}\n"
+        }
+    }'
+}
+probe_run blow 150 >"$T/blow.nsj"
+out=$("$BIN" --follow "$T/blow.nsj" --headless 2>&1)
+code=$?
+# no end line is exit 5; the blow-up is 3, and said with its cause and fix
+[ "$code" = 3 ] && ok || no "a blow-up at lr 1.0: exit $code, not 3: $out"
+echo "$out" | grep -q '^diagnosis at step [0-9]*: blew up, finite: loss ' && ok || no "no cause: $out"
+echo "$out" | grep -q '^  fix: needs the weights of step [0-9]* or earlier' && ok || no "no fix: $out"
+echo "$out" | grep -q '^verdict: not healthy' && ok || no "no verdict: $out"
+probe_run ok 300 >"$T/ok.nsj"
+printf '{"event":"end","step":300,"reason":"close","text":"run ended at step 300: close"}\n' >>"$T/ok.nsj"
+out=$("$BIN" --follow "$T/ok.nsj" --headless 2>&1)
+code=$?
+[ "$code" = 0 ] && echo "$out" | grep -q '^diagnosis: none' && echo "$out" | grep -q '^warnings: none' &&
+    ok || no "a healthy run: exit $code: $out"
+# the D panel at 80x24 and 100x30: the findings, and a sends the fix (a
+# rewind's: pause the run, to resume from its checkpoint)
+for size in 80x24 100x30; do
+    rm -f "$T/blow.nsj.ctl"
+    $TM resize-window -t "$W" -x "${size%x*}" -y "${size#*x}" 2>/dev/null
+    run "LC_ALL=C.UTF-8 $BIN --follow $T/blow.nsj"
+    wait_for '! blowup (D)' 20 && ok || no "$size: no blow-up mark: $(screen | head -2)"
+    key D
+    wait_for 'diagnosis of the followed run' 10 && ok || no "$size: D: $(screen)"
+    screen | grep -q 'DIAGNOSIS at step [0-9]*: blew up, finite' && ok || no "$size: D lacks the cause: $(screen)"
+    screen | grep -qi 'nan' && no "$size: nan on the screen: $(screen)" || ok
+    key a
+    i=0
+    while [ "$i" -lt 50 ] && [ ! -s "$T/blow.nsj.ctl" ]; do sleep 0.1; i=$((i + 1)); done
+    [ "$(cat "$T/blow.nsj.ctl" 2>/dev/null)" = "1 pause" ] && ok || no "$size: a sent: $(cat "$T/blow.nsj.ctl" 2>/dev/null)"
+    key m
+    wait_gone 'diagnosis of the followed run' 10 && ok || no "$size: another key did not close D"
+    key q
+    check_exited "$size D q" 0
+done
+$TM resize-window -t "$W" -x 120 -y 40 2>/dev/null
 check_reports 40
 
 echo "$pass passed, $fail failed"

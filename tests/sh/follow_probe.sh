@@ -7,7 +7,8 @@
 # writes a paused event) and space again resumes it; that + doubles the
 # run's learning rate (a setting event, then steps at twice the LR); and
 # that TransformerEncoder runs, post-norm and norm_first, stream their
-# blocks for the headless summary.
+# blocks for the headless summary; and that the lab's rules name a real
+# run's blow-up at lr 1.0 (exit 3) and find nothing at lr 1e-3.
 #
 # Usage: NS_BIN=./normscope sh tests/sh/follow_probe.sh (needs tmux and a
 # Python with torch: Debian's /usr/bin/python3 with python3-torch, or
@@ -88,6 +89,22 @@ for kind in post pre; do
     "$BIN" --follow "$T/$kind.nsj" --headless >"$T/sum" 2>&1 && ok || no "$kind: summary exit $?: $(cat "$T/sum")"
     grep -q 'EncoderLM' "$T/sum" && grep -q '^layers: 3' "$T/sum" && grep -q '^steps: 12' "$T/sum" &&
         ok || no "$kind: the summary: $(cat "$T/sum")"
+done
+
+# the lab's rules on a real run: the GPT with AdamW at lr 1.0 blows up
+# (finite: its loss passes 60 by step 40), named with its cause, exit 3;
+# at lr 1e-3 no rule fires, exit 0
+for lr in 1.0 1e-3; do
+    "$PY" "$RUN" "$T/lr$lr.nsj" 80 gpt "$lr" >"$T/py.log" 2>&1 || no "lr $lr: the run failed: $(cat "$T/py.log")"
+    "$BIN" --follow "$T/lr$lr.nsj" --headless >"$T/sum" 2>&1
+    code=$?
+    if [ "$lr" = 1.0 ]; then
+        [ "$code" = 3 ] && grep -q '^diagnosis at step [0-9]*: blew up, finite' "$T/sum" && ok ||
+            no "lr 1.0: exit $code: $(cat "$T/sum")"
+    else
+        [ "$code" = 0 ] && grep -q '^diagnosis: none' "$T/sum" && grep -q '^warnings: none' "$T/sum" &&
+            ok || no "lr 1e-3: exit $code: $(cat "$T/sum")"
+    fi
 done
 
 echo "$pass passed, $fail failed"

@@ -696,6 +696,309 @@ static void test_headless_ends(const char *path)
     unlink(path);
 }
 
+/* ---- the lab's rules on a followed stream ---------------------------------------- */
+
+/* A probe's stream of a 2-layer GPT (vocab 256, targets' entropy 3.1
+ * nats): a run that blows up (AdamW at lr 1.0: the loss x e^(s/45), 157
+ * at step 150, act max growing, update ratio 0.05), one that trains (the
+ * loss falls from 5.6 to 2, update ratio 1e-3 on every step, validation
+ * every 50), or in fp16 one whose headroom falls from 2 to 0.5
+ * doublings; the update ratio every 10th step and no headroom in fp32,
+ * as the probe writes them (absent); a
+ * checkpoint at step 50; the end line when `end`. */
+enum { RUN_BLOW, RUN_OK, RUN_HEADROOM, RUN_RAMP };
+static void probe_run(const char *path, int kind, int n, int end)
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f, "{\"format\":\"normscope-stream\",\"version\":1,\"source\":\"pytorch\",\"model\":"
+               "\"GPT\",\"blocks\":[\"h.0\",\"h.1\"],\"n_layer\":2,\"world_size\":1,\"dtype\":"
+               "\"%s\",\"every\":1,\"vocab\":256}\n", kind == RUN_HEADROOM ? "float16" : "float32");
+    for (int s = 1; s <= n; s++) {
+        double wig = 0.02 * sin(s * 1.7), loss, act, upd;
+        double lr = kind == RUN_BLOW ? 1.0 : kind == RUN_RAMP ? fmin(1.0, s / 100.0) : 1e-3;
+        if (kind == RUN_BLOW || kind == RUN_RAMP)
+            loss = 5.6 * exp(s / 45.0) * (1 + wig), act = 4 * exp(s / 30.0), upd = 0.05;
+        else
+            loss = 2.0 + 3.6 * exp(-s / 40.0) + wig, act = 4 + wig, upd = 1e-3;
+        if (kind == RUN_HEADROOM)
+            act = 65504.0 / pow(2, 2.0 - 1.5 * s / n);
+        fprintf(f, "{\"step\":%d,\"loss\":%.6g,\"lr\":%g,\"grad_norm\":%.4g,\"loss_scale\":1,"
+                   "\"data_entropy\":3.1", s, loss, lr, 1 + wig);
+        if (kind == RUN_OK && s % 50 == 0) /* probe.validation(): a little above train */
+            fprintf(f, ",\"val_loss\":%.6g", loss + 0.1);
+        for (int l = 0; l < 2; l++) {
+            fprintf(f, ",\"l%d_grad_attn\":0.1,\"l%d_grad_ffn\":0.2,\"l%d_grad_ln\":0.01,"
+                       "\"l%d_act_max\":%.6g,\"l%d_resid_max\":%.6g,\"l%d_resid_rms\":1,"
+                       "\"l%d_overflow\":0,\"l%d_underflow\":0", l, l, l, l, act, l, act, l, l, l);
+            if (s % 10 == 1 || kind == RUN_OK) /* update_every=10, or 1 */
+                fprintf(f, ",\"l%d_update_ratio\":%g", l, upd);
+            if (kind == RUN_HEADROOM)
+                fprintf(f, ",\"l%d_headroom\":%.6g", l, log2(65504.0 / act));
+        }
+        fputs("}\n", f);
+        if (s == 50)
+            fputs("{\"event\":\"checkpoint\",\"step\":50,\"text\":\"checkpoint run.nsj.step49.pt "
+                  "after 49 updates\"}\n", f);
+    }
+    if (end)
+        fprintf(f, "{\"event\":\"end\",\"step\":%d,\"reason\":\"close\",\"text\":\"run ended at "
+                   "step %d: close\"}\n", n, n);
+    fclose(f);
+}
+
+/* A reader of path that read all the file holds */
+static stream_reader *read_file(const char *path)
+{
+    stream_reader *r = stream_open(path);
+    int eof = 0;
+    while (!eof)
+        stream_poll(r, 0, &eof);
+    return r;
+}
+
+/* The summary r prints (the buffer is reused by the next call) */
+static const char *summary_text(const stream_reader *r)
+{
+    static char out[4096];
+    memset(out, 0, sizeof out);
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    stream_print_summary(f, r, "run.nsj");
+    fclose(f);
+    return out;
+}
+
+/* The summary a reader of path prints */
+static const char *summary_of(const char *path)
+{
+    stream_reader *r = read_file(path);
+    const char *out = summary_text(r);
+    stream_free(r);
+    return out;
+}
+
+/* A GPT at lr 1.0 whose loss reaches 157 is a blow-up, named with its
+ * cause and fix (from the run's own checkpoint), exit 3; a run that
+ * trains gets no finding and exit 0 */
+static void test_diagnosis(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/run.nsj", dir);
+    probe_run(path, RUN_BLOW, 150, 1);
+    stream_reader *r = read_file(path);
+    const trainer_snapshot *s = stream_snapshot(r);
+    const stream_summary *u = stream_summary_of(r);
+    CHECK(s->s.run[0].last.vocab == 256 && t_close(s->s.run[0].last.data_entropy, 3.1, 1e-6, 0));
+    CHECK(u->blew_up && u->diagnoses >= 1 && u->cause.rule == DIAG_R_BLOWUP);
+    CHECK(u->cause.step > 60 && u->cause.step < 100);
+    CHECK(has_event(s, NS_EV_WARNING, "blew up, finite"));
+    CHECK(!strcmp(s->s.diag[0].alert, "blowup") && s->s.run[0].last.exploded);
+    char cmd[64], fix[320];
+    CHECK(stream_fix(r, &u->cause, cmd, sizeof cmd, fix, sizeof fix) == 1);
+    CHECK(strstr(fix, "resume from run.nsj.step49.pt (after 49 updates") && strstr(fix, "lr x0.01"));
+    CHECK(stream_checkpoint_at(r, 48, fix, sizeof fix) == -1); /* none that old */
+    stream_free(r);
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == STREAM_EXIT_DIVERGED);
+    const char *out = summary_of(path);
+    CHECK(strstr(out, "diagnosis at step ") && strstr(out, ": blew up, finite: loss "));
+    CHECK(strstr(out, "  fix: needs the weights of step ") != NULL);
+    /* the same under a warmup ramp to lr 1.0 (a schedule the probe cannot
+     * know): the ramp is not an LR raise, nor a new episode every step */
+    probe_run(path, RUN_RAMP, 150, 1);
+    r = read_file(path);
+    CHECK(stream_summary_of(r)->cause.rule == DIAG_R_BLOWUP);
+    CHECK(stream_summary_of(r)->warnings <= 2 && !has_event(stream_snapshot(r), NS_EV_WARNING, "LR raised"));
+    /* an LR raise the stream announces (lr x2 from the view) is one */
+    feed_str(r, "{\"event\":\"setting\",\"step\":151,\"text\":\"lr x2 (lr 2)\"}\n"
+                "{\"step\":151,\"loss\":300,\"lr\":2}\n{\"step\":152,\"loss\":null,\"lr\":2}\n");
+    CHECK(has_event(stream_snapshot(r), NS_EV_WARNING, "LR raised 1 -> 2 at step 150"));
+    stream_free(r);
+    probe_run(path, RUN_OK, 400, 1);
+    CHECK(stream_headless(path, 0, NULL, 1, NULL) == 0);
+    out = summary_of(path);
+    CHECK(strstr(out, "diagnosis: none (no rule found a cause to name)\nwarnings: none\n") != NULL);
+    CHECK(strstr(out, "verdict: healthy (every check answered ok)") != NULL);
+    CHECK(strstr(out, "  is it learning? ok: ") != NULL);
+    probe_run(path, RUN_OK, 40, 1); /* 40 steps, no validation yet: not called healthy */
+    out = summary_of(path);
+    CHECK(strstr(out, "verdict: not known to be healthy (0 answered no, ") != NULL);
+    CHECK(strstr(out, "  does validation follow training? not yet known: ") != NULL);
+    unlink(path);
+}
+
+/* The summary's counts count steps: with metrics every 10 steps, the
+ * steps written are said as such, or the writer's own count is; a first
+ * non-finite step that was not written is not "0 non-finite steps"; the
+ * rank that ended a run is named */
+static void test_honest_counts(void)
+{
+    const char *head = "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":1,\"every\":10}\n";
+    stream_reader *r = stream_open("/nonexistent/c10.nsj");
+    feed_str(r, head);
+    for (int s = 1; s <= 41; s += 10) {
+        char l[160];
+        snprintf(l, sizeof l, "{\"step\":%d,\"loss\":%s,\"l0_grad_ffn\":0.5}\n", s,
+                 s >= 31 ? "null" : "2.5");
+        feed_str(r, l);
+    }
+    const char *out = summary_text(r);
+    CHECK(strstr(out, "first non-finite: step 31, the module is not named; loss nan (2 of the 5 "
+                      "steps written were non-finite; metrics every 10 steps)") != NULL);
+    feed_str(r, "{\"step\":51,\"loss\":null,\"nonfinite_steps\":24}\n");
+    out = summary_text(r);
+    CHECK(strstr(out, "(24 non-finite steps)") != NULL);
+    stream_free(r);
+    /* step 37 not written: the end line names it, every row was finite */
+    char path[128];
+    snprintf(path, sizeof path, "%s/c37.nsj", dir);
+    unlink(path);
+    append(path, head);
+    for (int s = 1; s <= 31; s += 10) {
+        char l[160];
+        snprintf(l, sizeof l, "{\"step\":%d,\"loss\":2.5,\"l0_grad_ffn\":0.5}\n", s);
+        append(path, l);
+    }
+    append(path, "{\"event\":\"end\",\"step\":37,\"reason\":\"exception\",\"rank\":1,\"text\":"
+                "\"rank 1: connection closed by peer\",\"first_nonfinite\":\"h.0.mlp, forward\","
+                "\"first_nonfinite_step\":37}\n");
+    r = read_file(path);
+    out = summary_text(r);
+    CHECK(strstr(out, "first non-finite: step 37, h.0.mlp, forward (step 37 was not written; "
+                      "none of the 4 steps written was non-finite)") != NULL);
+    CHECK(strstr(out, "non-finite steps)") == NULL);
+    CHECK(strstr(out, "end: rank 1: connection closed by peer (rank 1)") != NULL);
+    char live[96];
+    CHECK(stream_liveness(r, 0, live, sizeof live) == STREAM_LIVE_ENDED);
+    CHECK(!strcmp(live, "ended at step 37 (exception, rank 1)"));
+    stream_free(r);
+    unlink(path);
+}
+
+/* Unknown is not NaN: a probe row's absent layer key (an empty group, an
+ * update ratio between measurements, headroom in fp32) is unknown, null a
+ * value not finite. The CSV leaves unknown cells empty and writes nan for
+ * null; the layer panel and the box show '-'; the summary's layer norms
+ * are over the groups said, and say when none was. */
+static void test_unknown_layers(void)
+{
+    char path[128], csv[128];
+    snprintf(path, sizeof path, "%s/u.nsj", dir);
+    snprintf(csv, sizeof csv, "%s/u.csv", dir);
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":2,\"dtype\":\"float32\"}\n");
+    append(path, "{\"step\":1,\"loss\":2.5,\"l0_grad_ffn\":0.3,\"l0_grad_ln\":0.4,\"l0_act_max\":3,"
+                 "\"l1_grad_attn\":0.5,\"l1_grad_ffn\":0.2,\"l1_act_max\":null}\n");
+    stream_reader *r = read_file(path);
+    const step_metrics *m = &stream_snapshot(r)->s.run[0].last;
+    CHECK(!metrics_layer_known(&m->layer[0], METRICS_LC_GRAD_ATTN));
+    CHECK(!metrics_layer_known(&m->layer[0], METRICS_LC_UPDATE));
+    CHECK(metrics_layer_known(&m->layer[1], METRICS_LC_ACT_MAX) && isnan(m->layer[1].act_max));
+    CHECK(t_close(metrics_layer_gnorm(&m->layer[0]), 0.5, 1e-6, 0)); /* 0.3, 0.4: the groups said */
+    /* a validation: null alone is not given (older probes), val_loss_nonfinite says a value */
+    CHECK(!m->has_val && !metrics_known(m, METRICS_COL_GNORM));
+    const char *out = summary_text(r);
+    CHECK(strstr(out, "gradient norms at step 1: smallest layer 0 5.000e-01") != NULL);
+    /* the layer panel and the box: '-' for what was not said, nan for null */
+    tui_grid g = {0};
+    tui_grid_resize(&g, 30, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 0);
+    ui.selected = 0;
+    trainer_snapshot *dst = trainer_snapshot_new();
+    stream_snapshot_at(r, -1, dst);
+    tui_draw(&g, dst, &ui);
+    char all[30 * 400];
+    grid_text(&g, all, sizeof all);
+    CHECK(strstr(all, "upd/weight       -") && strstr(all, "headroom         -"));
+    CHECK(strstr(all, "grad attn        -") && strstr(all, "grad mlp   3.0e-01"));
+    CHECK(strstr(all, "      - 3.0e-01") != NULL); /* layer 0's row: attn not said */
+    CHECK(strstr(all, "    nan") != NULL); /* layer 1's act max: null, not finite */
+    tui_grid_free(&g);
+    free(dst);
+    stream_free(r);
+    CHECK(stream_headless(path, 0, csv, 1, NULL) == STREAM_EXIT_NO_END);
+    const char *c = slurp(csv);
+    /* l0: grad_attn empty, grad_ffn 0.3, grad_ln 0.4, act_max 3, then 6 empty; l1's act_max nan */
+    CHECK(strstr(c, ",,0.3,0.4,3,,,,,,,0.5,0.2,,nan,,,,,,,") != NULL);
+    /* no layer gradient at all: not "no step with finite layer gradient norms" */
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":1}\n");
+    append(path, "{\"step\":1,\"loss\":2.5,\"l0_act_max\":3}\n");
+    r = read_file(path);
+    out = summary_text(r);
+    CHECK(strstr(out, "gradient norms: not in the stream (no layer's gradient norm was said)"));
+    feed_str(r, "{\"step\":2,\"loss\":2.4,\"val_loss\":null,\"lr\":null}\n");
+    m = &stream_snapshot(r)->s.run[0].last;
+    CHECK(!m->has_val && metrics_known(m, METRICS_COL_LR) && isnan(m->lr));
+    feed_str(r, "{\"step\":3,\"loss\":2.3,\"val_loss\":null,\"val_loss_nonfinite\":\"inf\"}\n");
+    CHECK(m->has_val && isinf(m->val_loss) && m->val_loss > 0);
+    CHECK(strstr(out, "no step with finite") == NULL);
+    /* no layer at all: the rules, which read layers, are not run, and say so */
+    stream_reader *bare = stream_open("/nonexistent/bare.nsj");
+    feed_str(bare, "{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.4}\n");
+    out = summary_text(bare);
+    CHECK(strstr(out, "diagnosis: not made (the lab's rules read layers; the stream has none)"));
+    CHECK(strstr(out, "verdict") == NULL);
+    stream_free(bare);
+    stream_free(r);
+    unlink(path);
+    unlink(csv);
+}
+
+/* The D panel of a followed run: the findings, and a sends the fix
+ * through the control file (an LR factor from here; a fix that needs
+ * older weights pauses the run) */
+static void test_follow_diag(void)
+{
+    char path[128], ctl[160];
+    snprintf(path, sizeof path, "%s/d.nsj", dir);
+    snprintf(ctl, sizeof ctl, "%s.ctl", path);
+    static char lines[TUI_DIAG_MAX][TUI_DIAG_LINE];
+    for (int kind = RUN_BLOW; kind <= RUN_HEADROOM; kind++) {
+        unlink(ctl);
+        probe_run(path, kind, kind == RUN_OK ? 300 : 150, 0); /* still running: no end line */
+        tui_follow_state f;
+        tui_ui ui;
+        tui_ui_init(&ui, 0, 0);
+        ui.follow = 1;
+        CHECK(tui_follow_init(&f, path) == 0);
+        trainer_snapshot *dst = trainer_snapshot_new();
+        for (int i = 0; i < 8; i++)
+            tui_follow_update(&f, dst, &ui);
+        tui_follow_action(&f, &ui, TUI_ACT_DIAG);
+        CHECK(ui.diag == 1);
+        int n = tui_follow_diag_lines(&f, lines, TUI_DIAG_MAX);
+        char all[TUI_DIAG_MAX * 64] = "";
+        for (int i = 0; i < n; i++)
+            snprintf(all + strlen(all), sizeof all - strlen(all), "%.300s\n", lines[i]);
+        tui_follow_action(&f, &ui, TUI_ACT_FIX);
+        CHECK(ui.diag == 1); /* the panel stays: it says what comes next */
+        const char *c = slurp(ctl);
+        if (kind == RUN_BLOW) {
+            CHECK(strstr(all, "DIAGNOSIS at step ") && strstr(all, "blew up, finite"));
+            CHECK(strstr(all, "keys: a pauses the run") != NULL);
+            CHECK(strstr(all, "verdict: not healthy (1 answered no") && strstr(all, "is every value finite? no:"));
+            CHECK(!strcmp(c, "1 pause\n"));
+        } else if (kind == RUN_OK) {
+            CHECK(strstr(all, "no finding: no rule named a cause or gave a warning in the 300 "
+                              "steps read") != NULL);
+            CHECK(!strcmp(c, "")); /* nothing to send */
+            CHECK(strstr(all, "is it learning? ok:") && strstr(all, "verdict: healthy"));
+        } else {
+            CHECK(strstr(all, "warning at step ") && strstr(all, "headroom"));
+            CHECK(strstr(all, "fix: lr x0.5, from this step") != NULL);
+            CHECK(!strcmp(c, "1 lr x0.5\n"));
+        }
+        tui_follow_action(&f, &ui, TUI_ACT_CHECKPOINT); /* the run's own keys act in the panel */
+        CHECK(ui.diag == 1 && strstr(slurp(ctl), " checkpoint\n"));
+        tui_follow_action(&f, &ui, TUI_ACT_VIEW); /* another key closes it */
+        CHECK(ui.diag == 0);
+        free(dst);
+        tui_follow_free(&f);
+    }
+    unlink(ctl);
+    unlink(path);
+}
+
 static void test_headless(void)
 {
     char path[128], csv[128];
@@ -740,6 +1043,10 @@ int main(void)
     test_follow_help();
     test_pending_and_liveness();
     test_headless();
+    test_diagnosis();
+    test_follow_diag();
+    test_honest_counts();
+    test_unknown_layers();
     rmdir(dir);
     return test_summary();
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "csv.h"
 #include "jsonl.h"
 #include "metrics.h"
 
@@ -309,50 +310,66 @@ static int run_add(plot_run *r, const stage *s)
     return 0;
 }
 
-/* The CSV header: where each column goes. */
-static int csv_header(plot_data *d, const char *p, size_t len)
+/* A CSV line's fields (csv_split, the one splitter of normscope's CSV)
+ * in a copy of it: *fields[0..return) point into *copy; the caller frees
+ * both. -1 when out of memory. */
+static int csv_fields(const char *p, size_t len, char **copy, char ***fields)
 {
     int n = 1;
     for (size_t i = 0; i < len; i++)
         n += p[i] == ',';
+    *copy = malloc(len + 1);
+    *fields = malloc(sizeof(char *) * (size_t)n);
+    if (!*copy || !*fields) {
+        free(*copy);
+        free(*fields);
+        return -1;
+    }
+    memcpy(*copy, p, len);
+    (*copy)[len] = 0;
+    return csv_split(*copy, *fields, n);
+}
+
+/* The CSV header: where each column goes. */
+static int csv_header(plot_data *d, const char *p, size_t len)
+{
+    char *copy, **f;
+    int n = csv_fields(p, len, &copy, &f);
+    if (n < 0)
+        return -1;
     d->col_run = malloc(sizeof(short) * (size_t)n);
     d->col_field = malloc(sizeof(short) * (size_t)n);
     d->col_layer = malloc(sizeof(short) * (size_t)n);
-    if (!d->col_run || !d->col_field || !d->col_layer)
-        return -1;
-    d->ncol = n;
-    size_t a = 0;
-    for (int c = 0; c < n; c++) {
-        size_t b = a;
-        while (b < len && p[b] != ',')
-            b++;
+    int rc = !d->col_run || !d->col_field || !d->col_layer ? -1 : 0;
+    for (int c = 0; c < n && rc == 0; c++) {
         int run, field, layer;
-        map_name(p + a, b - a, &run, &field, &layer);
+        map_name(f[c], strlen(f[c]), &run, &field, &layer);
         d->col_run[c] = (short)run;
         d->col_field[c] = (short)field;
         d->col_layer[c] = (short)layer;
-        a = b + 1;
     }
-    return 0;
+    if (rc == 0)
+        d->ncol = n;
+    free(copy);
+    free(f);
+    return rc;
 }
 
-static void csv_row(plot_data *d, const char *p, size_t len, stage st[2])
+/* A row of as many fields as the header into the stages; another is
+ * skipped and counted. -1 when out of memory. */
+static int csv_row(plot_data *d, const char *p, size_t len, stage st[2])
 {
-    int ncells = 1;
-    for (size_t i = 0; i < len; i++)
-        ncells += p[i] == ',';
-    if (ncells != d->ncol) {
+    char *copy, **f;
+    int n = csv_fields(p, len, &copy, &f);
+    if (n < 0)
+        return -1;
+    if (n != d->ncol)
         d->skipped++;
-        return;
-    }
-    size_t a = 0;
-    for (int c = 0; c < d->ncol; c++) {
-        size_t b = a;
-        while (b < len && p[b] != ',')
-            b++;
-        stage_put(&st[d->col_run[c]], d->col_field[c], d->col_layer[c], p + a, b - a);
-        a = b + 1;
-    }
+    for (int c = 0; c < d->ncol && n == d->ncol; c++)
+        stage_put(&st[d->col_run[c]], d->col_field[c], d->col_layer[c], f[c], strlen(f[c]));
+    free(copy);
+    free(f);
+    return 0;
 }
 
 static const char *skip_ws(const char *p, const char *e)
@@ -432,8 +449,9 @@ int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t
             return -1;
         }
         return 0;
-    } else {
-        csv_row(d, p, (size_t)(line + len - p), st);
+    } else if (csv_row(d, p, (size_t)(line + len - p), st)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
     for (int r = 0; r < 2; r++) {
         if (!st[r].has_step)

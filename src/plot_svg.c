@@ -1,0 +1,213 @@
+/* plot_svg.c - the SVG a figure is written in: the palettes (the live
+ * view's colors on its dark ground; --mono black on white), text with its
+ * characters escaped, lines, marker shapes, the document's head, and
+ * legends.
+ *
+ * Not here: what is drawn (plot_fig_*.c), scales (plot_axes.c).
+ */
+#include "plot_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* The live view's curses colors (tui_curses.c), as a terminal shows them. */
+static const palette pal_screen = {
+    "#121417", "#e6e6e6", "#33383d", "#9aa0a6", "#2ec4d6", "#e05ad8", "#5fd35f", "#b7f29b",
+    "#f0c419", "#4caf50", "#5c7cfa", "#ff4d4d", "#ff4d4d",
+    /* viridis (van der Walt and Smith 2015) at 7 even steps: lightness rises
+     * with the value, so the order reads in any color vision and in grey */
+    {"#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743", "#fde725"},
+    {"#2ec4d6", "#f0c419", "#e05ad8", "#5fd35f", "#ff4d4d", "#5c7cfa", "#e6e6e6", "#ff922b"},
+    /* viridis, bright for a low loss */
+    {"#fde725", "#addc30", "#5ec962", "#28ae80", "#21918c", "#2c728e", "#3b528b", "#472d7b",
+     "#440154"},
+    5};
+static const palette pal_mono = {
+    "#ffffff", "#000000", "#d0d0d0", "#555555", "#000000", "#000000", "#000000", "#000000",
+    "#000000", "#000000", "#000000", "#000000", "#000000",
+    {"#f4f4f4", "#d9d9d9", "#bdbdbd", "#969696", "#737373", "#4d4d4d", "#252525"},
+    {"#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000"},
+    {"#ffffff", "#eeeeee", "#dddddd", "#cccccc", "#bbbbbb", "#aaaaaa", "#888888", "#666666",
+     "#444444"},
+    6};
+/* --mono: series told apart by dashes and marker shapes */
+const char *const svg_mono_dash[8] = {"", "14 7", "4 5", "14 5 3 5", "24 6", "2 3", "8 3 8 9",
+                                      "18 4 4 4 4 4"};
+
+/* Type >= 20 px at 1600 wide (24 body, 20 captions), never under 9-10 px. */
+void svg_init(svg *v, FILE *f, const plot_opts *o)
+{
+    *v = (svg){.f = f, .o = o, .p = o->mono ? &pal_mono : &pal_screen, .s = o->w / 1600.0};
+    v->fs = fmax(10, 24 * v->s);
+    v->fs_small = fmax(9, 20 * v->s);
+}
+
+/* ---- SVG primitives -------------------------------------------------------------- */
+
+void svg_esc(FILE *f, const char *t)
+{
+    for (; *t; t++) {
+        switch (*t) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*t >= 0x20 || *t == '\t')
+                fputc(*t, f);
+        }
+    }
+}
+
+/* anchor: 's'tart, 'm'iddle, 'e'nd */
+void svg_text(svg *v, double x, double y, double size, char anchor, const char *fill,
+                 const char *extra, const char *fmt, ...)
+{
+    char b[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    fprintf(v->f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" fill=\"%s\" text-anchor=\"%s\"%s%s>",
+            x, y, size, fill, anchor == 'm' ? "middle" : anchor == 'e' ? "end" : "start",
+            extra ? " " : "", extra ? extra : "");
+    svg_esc(v->f, b);
+    fputs("</text>\n", v->f);
+}
+
+void svg_line(svg *v, double x1, double y1, double x2, double y2, const char *stroke,
+                 double width, const char *dash)
+{
+    fprintf(v->f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%.1f\"",
+            x1, y1, x2, y2, stroke, width);
+    if (dash && dash[0])
+        fprintf(v->f, " stroke-dasharray=\"%s\"", dash);
+    fputs("/>\n", v->f);
+}
+
+void svg_shape(svg *v, int sh, double x, double y, double r, const char *color)
+{
+    const char *fill = v->o->mono ? v->p->bg : color;
+    switch (sh) {
+    case SH_CIRCLE:
+        fprintf(v->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                x, y, r, fill, color);
+        break;
+    case SH_SQUARE:
+        fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                x - r, y - r, 2 * r, 2 * r, fill, color);
+        break;
+    case SH_TRIANGLE:
+    case SH_TRIANGLE_DOWN:
+    case SH_DIAMOND:
+        if (sh != SH_DIAMOND) {
+            double k = sh == SH_TRIANGLE ? 1 : -1;
+            fprintf(v->f, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"", x, y - k * r, x + r, y + k * r,
+                    x - r, y + k * r);
+        }
+        else
+            fprintf(v->f, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"", x, y - r, x + r, y, x,
+                    y + r, x - r, y);
+        fprintf(v->f, " fill=\"%s\" stroke=\"%s\" stroke-width=\"2\"/>\n", fill, color);
+        break;
+    default:
+        break;
+    }
+}
+
+void svg_begin(svg *v)
+{
+    const plot_opts *o = v->o;
+    fprintf(v->f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+            "<defs><pattern id=\"nan\" width=\"10\" height=\"10\" patternUnits=\"userSpaceOnUse\">"
+            "<rect width=\"10\" height=\"10\" fill=\"%s\"/><path d=\"M0 10L10 0\" stroke=\"%s\" "
+            "stroke-width=\"3\"/></pattern>"
+            /* a map's exploded cell: off the loss scale, cross-hatched */
+            "<pattern id=\"exploded\" width=\"12\" height=\"12\" patternUnits=\"userSpaceOnUse\">"
+            "<rect width=\"12\" height=\"12\" fill=\"%s\"/><path d=\"M0 12L12 0M0 0L12 12\" "
+            "stroke=\"%s\" stroke-width=\"2\"/></pattern></defs>\n"
+            "<rect class=\"background\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
+            o->w, o->h, o->w, o->h, v->p->bg, v->p->nan, v->p->bg, v->p->explode, o->w, o->h,
+            v->p->bg);
+}
+
+/* Text of at most maxw pixels: the type made smaller for a long one. */
+void svg_text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
+                     const char *extra, const char *t)
+{
+    double fit = maxw / (0.56 * (double)(strlen(t) > 0 ? strlen(t) : 1));
+    svg_text(v, x, y, fit < size ? fit : size, 's', fill, extra, "%s", t);
+}
+
+/* ---- legend ---------------------------------------------------------------------- */
+
+void legend_add(legend *lg, const char *color, const char *dash, int shape_, int swatch,
+                       double opacity, const char *fmt, ...)
+{
+    if (lg->n >= LEGEND_MAX)
+        return;
+    legend_entry *e = &lg->e[lg->n++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    va_end(ap);
+    e->color = color;
+    e->dash = dash;
+    e->shape = shape_;
+    e->swatch = swatch;
+    e->opacity = opacity;
+}
+
+/* A legend's box at type size fs: w, h. */
+void legend_size(const legend *lg, double fs, double *w, double *h)
+{
+    size_t longest = 0;
+    for (int i = 0; i < lg->n; i++)
+        if (strlen(lg->e[i].text) > longest)
+            longest = strlen(lg->e[i].text);
+    *w = fs * 2.2 + fs * 0.8 + (double)longest * fs * 0.56 + fs;
+    *h = fs * 1.35 * lg->n + fs * 0.6;
+}
+
+/* The legend with its box's top left at x, y, type size fs, on a box that
+ * hides the grid. */
+void legend_draw_at(svg *v, double x, double y, double fs, const legend *lg)
+{
+    double rowh = fs * 1.35, sw = fs * 2.2, w, h;
+    legend_size(lg, fs, &w, &h);
+    fprintf(v->f, "<g class=\"legend\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                  "fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\"/>\n",
+            x, y, w, h, v->p->bg, v->p->dim);
+    for (int i = 0; i < lg->n; i++) {
+        const legend_entry *e = &lg->e[i];
+        double cy = y + fs * 0.3 + rowh * (i + 0.5), lx = x + fs * 0.5;
+        if (e->swatch)
+            fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                          "fill-opacity=\"%.2f\" stroke=\"%s\"/>\n",
+                    lx, cy - fs * 0.4, sw, fs * 0.8, e->color, e->opacity, v->p->fg);
+        else
+            svg_line(v, lx, cy, lx + sw, cy, e->color, 3 * v->s, e->dash);
+        svg_shape(v, e->shape, lx + sw / 2, cy, fs * 0.25, e->color);
+        svg_text(v, lx + sw + fs * 0.5, cy + fs * 0.35, fs, 's', v->p->fg, NULL, "%s", e->text);
+    }
+    fputs("</g>\n", v->f);
+}
+
+/* In a column of its own beside the panels (col): its left edge at the
+ * column's, the type made smaller when the longest entry would reach past
+ * the column (over a panel, or off the canvas). */
+void legend_draw_beside(svg *v, box col, const legend *lg)
+{
+    if (lg->n == 0)
+        return;
+    double fs = v->fs, w, h;
+    legend_size(lg, fs, &w, &h);
+    if (w > col.w)
+        fs *= col.w / w;
+    legend_draw_at(v, col.x, col.y + v->fs * 0.5, fs, lg);
+}

@@ -99,6 +99,20 @@ static double ax_tick_pos(const axis *a, double t)
     return ax_decades(a) ? ax_map(a, pow(10, t)) : ax_map(a, t);
 }
 
+/* An axis title centred at x, y within maxw: whole, else without its
+ * parenthesis ("layer (0 = next to the input)" -> "layer": the ticks say
+ * the rest), and only then in smaller type. */
+static void ax_label(svg *v, double x, double y, double maxw, const char *label, const char *extra)
+{
+    char t[160];
+    snprintf(t, sizeof t, "%s", label);
+    char *paren = strstr(t, " (");
+    if (svg_text_width(t, v->fs, 0) > maxw && paren)
+        *paren = 0;
+    double wide = svg_text_width(t, v->fs, 0);
+    svg_text(v, x, y, wide > maxw ? v->fs * maxw / wide : v->fs, 'm', v->p->fg, extra, "%s", t);
+}
+
 /* Frame, grid lines, tick labels and axis titles of one panel. */
 void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
                       const char *ylabel)
@@ -124,14 +138,12 @@ void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
         ax_tick_label(v, ay, t[i], b.x - v->fs * 0.4, y + v->fs * 0.35, 'e');
     }
     if (xlabel)
-        svg_text(v, b.x + b.w / 2, b.y + b.h + v->fs * 2.5, v->fs, 'm', v->p->fg, "class=\"axis-label\"",
-             "%s", xlabel);
+        ax_label(v, b.x + b.w / 2, b.y + b.h + v->fs * 2.5, b.w, xlabel, "class=\"axis-label\"");
     if (ylabel) {
         char rot[96];
         double x = b.x - v->fs * 3.2, y = b.y + b.h / 2;
         snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
-        double fit = b.h / (0.56 * (double)strlen(ylabel)); /* along a short panel's side */
-        svg_text(v, x, y, fit < v->fs ? fit : v->fs, 'm', v->p->fg, rot, "%s", ylabel);
+        ax_label(v, x, y, b.h, ylabel, rot); /* along a short panel's side */
     }
 }
 
@@ -140,7 +152,7 @@ void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
 /* The area inside the title and caption, with room for axis labels. */
 box frame_content(const svg *v)
 {
-    double l = v->fs * 5.2, t = v->fs * 4.4, r = v->fs * 1.2, bt = v->fs * 4.6;
+    double l = v->fs * 5.2, t = v->fs * 4.4 + v->top, r = v->fs * 1.2, bt = v->fs * 4.6 + v->bottom;
     return (box){l, t, v->o->w - l - r, v->o->h - t - bt};
 }
 
@@ -156,12 +168,17 @@ box frame_part(box b, int i, int n, int cols, double gap)
 }
 
 /* Panels side by side in the left part of the content area, and a
- * column right of them for the legend, apart from the last panel. */
-void frame_split_legend(const svg *v, double share, box *panels, box *leg)
+ * column right of them for the legend, apart from the last panel: as
+ * wide as the legend needs at body type, while the panels keep 55%. */
+void frame_split_legend(const svg *v, double share, const legend *lg, box *panels, box *leg)
 {
     box all = frame_content(v);
+    double lw = 0, lh;
+    if (lg)
+        legend_size(lg, v->fs, &lw, &lh);
+    double need = 1 - (lw + v->fs * 1.5 - (v->o->w - all.x - all.w)) / all.w;
     *panels = all;
-    panels->w = all.w * share;
+    panels->w = all.w * fmax(0.55, fmin(share, need));
     panels->y += v->fs * 1.2;
     panels->h -= v->fs * 1.2;
     leg->x = panels->x + panels->w + v->fs;

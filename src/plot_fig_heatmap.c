@@ -104,7 +104,7 @@ int fig_heatmap(svg *v, const plot_data *d)
 {
     frame_draw(v, d, "Gradient norm of each layer over the run");
     box all, leg;
-    frame_split_legend(v, 0.76, &all, &leg);
+    frame_split_legend(v, 0.76, NULL, &all, &leg);
     for (int r = 0; r < d->nruns; r++) {
         char t[128];
         frame_run_title(d, r, t, sizeof t);

@@ -112,7 +112,7 @@ int fig_layers(svg *v, const plot_data *d, char *err, size_t errlen)
     snprintf(title, sizeof title, "Gradient norm of each layer at step %ld", steps[0]);
     frame_draw(v, d, title);
     box all, leg;
-    frame_split_legend(v, 0.74, &all, &leg);
+    frame_split_legend(v, 0.74, NULL, &all, &leg);
     legend lg = {0};
     for (int r = 0; r < d->nruns; r++) {
         box b = frame_part(all, r, d->nruns, 1, v->fs * 5.5);

@@ -280,9 +280,9 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
 
 int fig_loss(svg *v, const plot_data *d)
 {
-    box b = frame_content(v);
     legend lg = {0};
     frame_draw(v, d, d->nruns > 1 ? "Training loss of two runs" : "Training loss");
+    box b = frame_content(v);
     loss_panel_draw(v, b, d, &lg);
     return 0;
 }

@@ -53,36 +53,45 @@ void frame_run_title(const plot_data *d, int r, char *b, size_t n)
         snprintf(b, n, "%s", d->run[r].label);
 }
 
-/* The title at the top and the caption line at the bottom (cap, with the
- * source file's name added, shrunk to the width when long). */
+/* The title at the top (two lines at most: broken after a colon first)
+ * and the caption at the bottom (cap, with the source file's name added;
+ * three lines at most, broken between runs first, then between settings),
+ * each made smaller only when it cannot fit so. The lines past the first
+ * are taken from the content area (frame_content). */
 void frame_text(svg *v, const char *title, char *cap, size_t capn)
 {
+    static const char *const title_seps[] = {": ", " ", NULL};
+    static const char *const cap_seps[] = {"  |  ", "; ", ", ", " ", NULL};
     const plot_opts *o = v->o;
-    svg_text(v, o->w / 2.0, v->fs * 1.9, v->fs * 1.35, 'm', v->p->fg, "class=\"title\" font-weight=\"bold\"",
-         "%s", title);
     if (o->source) { /* the file's name: its directory says nothing on a slide */
         const char *base = strrchr(o->source, '/');
         size_t used = strlen(cap);
         snprintf(cap + used, capn - used, "  |  %s", base && base[1] ? base + 1 : o->source);
     }
-    double size = v->fs_small, fit = o->w * 0.96 / (0.55 * (double)strlen(cap));
-    if (fit < size)
-        size = fit;
-    svg_text(v, o->w / 2.0, o->h - v->fs * 0.7, size, 'm', v->p->dim, "class=\"caption\"", "%s", cap);
+    svg_wrapped t, c;
+    double maxw = o->w - v->fs;
+    svg_wrap(&t, title, v->fs * 1.35, 1, maxw, 2, title_seps);
+    svg_wrap(&c, cap, v->fs_small, 0, maxw, 3, cap_seps);
+    for (int i = 0; i < t.n; i++)
+        svg_text(v, o->w / 2.0, v->fs * 1.9 + i * t.size * 1.2, t.size, 'm', v->p->fg,
+                 "class=\"title\" font-weight=\"bold\"", "%s", t.line[i]);
+    for (int i = 0; i < c.n; i++)
+        svg_text(v, o->w / 2.0, o->h - v->fs * 0.7 - (c.n - 1 - i) * c.size * 1.25, c.size, 'm',
+                 v->p->dim, "class=\"caption\"", "%s", c.line[i]);
+    v->top = (t.n - 1) * t.size * 1.2;
+    v->bottom = (c.n - 1) * c.size * 1.25;
 }
 
 /* A comparison's title says what the runs differ in, when the file
- * names it and it fits a slide's line: "...: ln-gamma-init=0 against
- * ln-gamma-init=1". */
+ * names it: "...: ln-gamma-init=0 against ln-gamma-init=1". */
 static void frame_title(const plot_data *d, const char *title, char *t, size_t n)
 {
     snprintf(t, n, "%s", title);
     if (d->nruns < 2 || d->unnamed)
         return;
     const char *a = strchr(d->run[0].label, ':'), *b = strchr(d->run[1].label, ':');
-    if (!a || !b || strlen(title) + strlen(a) + strlen(b) + 8 > 90)
-        return;
-    snprintf(t, n, "%s: %s against %s", title, a + 2, b + 2);
+    if (a && b)
+        snprintf(t, n, "%s: %s against %s", title, a + 2, b + 2);
 }
 
 void frame_draw(svg *v, const plot_data *d, const char *title_in)

@@ -37,7 +37,20 @@ typedef struct {
     const palette *p;
     double s;               /* W / 1600 */
     double fs, fs_small;    /* body and caption type, px */
+    double top, bottom;     /* the title's and the caption's lines past their first, px */
 } svg;
+
+/* A text broken into lines (svg_wrap). */
+enum { SVG_LINES = 4, SVG_LINELEN = 512 };
+typedef struct {
+    char line[SVG_LINES][SVG_LINELEN];
+    int n;
+    double size; /* the type they fit at */
+} svg_wrapped;
+
+/* Every width is an estimate this much over the font's advances (kerning
+ * narrows a line, hinting at small sizes may widen it). */
+#define SVG_WIDTH_MARGIN 1.04
 
 typedef struct {
     double x, y, w, h;
@@ -59,7 +72,7 @@ typedef struct {
     double opacity;
 } legend_entry;
 
-enum { LEGEND_MAX = 24 };
+enum { LEGEND_MAX = 4 * PLOT_MAX_STEPS }; /* a profile: 2 runs x steps x 2 parts */
 typedef struct {
     legend_entry e[LEGEND_MAX];
     int n;
@@ -78,6 +91,14 @@ void svg_line(svg *v, double x1, double y1, double x2, double y2, const char *st
               double width, const char *dash);
 void svg_shape(svg *v, int sh, double x, double y, double r, const char *color);
 void svg_begin(svg *v);
+/* t's width at size px in DejaVu Sans (bold or not), over-estimated by
+ * SVG_WIDTH_MARGIN; a character past ASCII counts an em. */
+double svg_text_width(const char *t, double size, int bold);
+/* t in at most maxl lines no wider than maxw: broken at seps[0] (a NULL-
+ * ended list), a piece too wide alone at seps[1], and so on; the type made
+ * smaller until they fit. */
+void svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw, int maxl,
+              const char *const *seps);
 void svg_text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
                   const char *extra, const char *t);
 void legend_add(legend *lg, const char *color, const char *dash, int shape_, int swatch,
@@ -93,7 +114,9 @@ void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
              const char *ylabel);
 box frame_content(const svg *v);
 box frame_part(box b, int i, int n, int cols, double gap);
-void frame_split_legend(const svg *v, double share, box *panels, box *leg);
+/* Panels left, the legend's column right: share of the width for the
+ * panels, less when lg (NULL: any) needs more, down to 55%. */
+void frame_split_legend(const svg *v, double share, const legend *lg, box *panels, box *leg);
 
 /* ---- plot_series.c ---- */
 long series_draw(svg *v, const axis *ax, const axis *ay, const long *x, const float *y, long n,

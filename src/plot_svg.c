@@ -136,12 +136,101 @@ void svg_begin(svg *v)
             v->p->bg);
 }
 
+/* Advance widths of DejaVu Sans (the first font the figures ask for, and
+ * wider than Helvetica or Arial, the fallbacks) for ' '..'~', in 1/1000
+ * em, read from the font's hmtx table: regular, then bold. */
+static const short dejavu_w[2][95] = {{
+    318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636,
+    636, 636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 531, 1000, 684, 686, 698,
+    770, 632, 575, 775, 752, 295, 295, 656, 557, 863, 748, 787, 603, 787, 695, 635, 611, 732,
+    684, 989, 685, 611, 685, 390, 337, 390, 838, 500, 500, 613, 635, 550, 635, 615, 352, 635,
+    634, 278, 278, 579, 278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592,
+    525, 636, 337, 636, 838,
+}, {
+    348, 456, 521, 838, 696, 1002, 872, 306, 457, 457, 523, 838, 380, 415, 380, 365, 696, 696,
+    696, 696, 696, 696, 696, 696, 696, 696, 400, 400, 838, 838, 838, 580, 1000, 774, 762, 734,
+    830, 683, 683, 821, 837, 372, 372, 775, 637, 995, 837, 850, 733, 850, 770, 720, 682, 812,
+    774, 1103, 771, 724, 725, 457, 365, 457, 838, 500, 500, 675, 716, 593, 716, 678, 435, 716,
+    712, 343, 343, 665, 343, 1042, 712, 687, 716, 716, 493, 595, 478, 712, 652, 924, 645, 652,
+    582, 712, 365, 712, 838,
+}};
+
+double svg_text_width(const char *t, double size, int bold)
+{
+    double em = 0;
+    for (const unsigned char *c = (const unsigned char *)t; *c; c++) {
+        if (*c >= 0x20 && *c < 0x7f)
+            em += dejavu_w[bold != 0][*c - 0x20] / 1000.0;
+        else if (*c >= 0xc0) /* a non-ASCII character (its first byte): an em, the widest */
+            em += 1;
+    }
+    return em * size * SVG_WIDTH_MARGIN;
+}
+
 /* Text of at most maxw pixels: the type made smaller for a long one. */
 void svg_text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
-                     const char *extra, const char *t)
+                  const char *extra, const char *t)
 {
-    double fit = maxw / (0.56 * (double)(strlen(t) > 0 ? strlen(t) : 1));
-    svg_text(v, x, y, fit < size ? fit : size, 's', fill, extra, "%s", t);
+    double wide = svg_text_width(t, size, 0);
+    svg_text(v, x, y, wide > maxw ? size * maxw / wide : size, 's', fill, extra, "%s", t);
+}
+
+/* The line being filled, and w's lines so far. */
+static void wrap_emit(svg_wrapped *w, const char *line)
+{
+    if (w->n < SVG_LINES)
+        snprintf(w->line[w->n], SVG_LINELEN, "%s", line);
+    w->n++;
+}
+
+/* Pieces of t[0..len) between seps[0]s, joined again while the line fits;
+ * a piece too wide alone is broken at seps[1] (and so on). A line broken
+ * at a separator keeps its mark ("," of ", "); the last line is left in
+ * cur for what follows. */
+static void wrap_pack(svg_wrapped *w, char *cur, const char *t, size_t len, double size, int bold,
+                      double maxw, const char *const *seps)
+{
+    const char *sep = seps[0];
+    size_t sl = strlen(sep), keep = strcspn(sep, " ");
+    for (const char *p = t, *end = t + len; p < end;) {
+        const char *q = sep ? strstr(p, sep) : NULL;
+        size_t pl = q && q < end ? (size_t)(q - p) : (size_t)(end - p);
+        char cand[SVG_LINELEN];
+        snprintf(cand, sizeof cand, "%s%s%.*s", cur, cur[0] ? sep : "", (int)pl, p);
+        if (!cur[0] || svg_text_width(cand, size, bold) <= maxw) {
+            snprintf(cur, SVG_LINELEN, "%s", cand);
+        } else {
+            snprintf(cand, sizeof cand, "%s%.*s", cur, (int)keep, sep);
+            wrap_emit(w, cand);
+            snprintf(cur, SVG_LINELEN, "%.*s", (int)pl, p);
+        }
+        if (svg_text_width(cur, size, bold) > maxw && seps[1]) { /* too wide alone */
+            char piece[SVG_LINELEN];
+            snprintf(piece, sizeof piece, "%s", cur);
+            cur[0] = 0;
+            wrap_pack(w, cur, piece, strlen(piece), size, bold, maxw, seps + 1);
+        }
+        p += pl + (q && q < end ? sl : 0);
+    }
+}
+
+void svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw, int maxl,
+              const char *const *seps)
+{
+    for (int tries = 0;; tries++, size *= 0.92) {
+        char cur[SVG_LINELEN] = "";
+        w->n = 0;
+        w->size = size;
+        wrap_pack(w, cur, t, strlen(t), size, bold, maxw, seps);
+        wrap_emit(w, cur);
+        int fits = w->n <= maxl;
+        for (int i = 0; i < w->n && i < SVG_LINES && fits; i++)
+            fits = svg_text_width(w->line[i], size, bold) <= maxw;
+        if (fits || tries == 40) {
+            w->n = w->n < maxl ? w->n : maxl;
+            return;
+        }
+    }
 }
 
 /* ---- legend ---------------------------------------------------------------------- */
@@ -166,11 +255,10 @@ void legend_add(legend *lg, const char *color, const char *dash, int shape_, int
 /* A legend's box at type size fs: w, h. */
 void legend_size(const legend *lg, double fs, double *w, double *h)
 {
-    size_t longest = 0;
+    double longest = 0;
     for (int i = 0; i < lg->n; i++)
-        if (strlen(lg->e[i].text) > longest)
-            longest = strlen(lg->e[i].text);
-    *w = fs * 2.2 + fs * 0.8 + (double)longest * fs * 0.56 + fs;
+        longest = fmax(longest, svg_text_width(lg->e[i].text, fs, 0));
+    *w = fs * 2.2 + fs * 0.8 + longest + fs;
     *h = fs * 1.35 * lg->n + fs * 0.6;
 }
 
@@ -200,14 +288,13 @@ void legend_draw_at(svg *v, double x, double y, double fs, const legend *lg)
 
 /* In a column of its own beside the panels (col): its left edge at the
  * column's, the type made smaller when the longest entry would reach past
- * the column (over a panel, or off the canvas). */
+ * the column (over a panel, or off the canvas) or the last below it. */
 void legend_draw_beside(svg *v, box col, const legend *lg)
 {
     if (lg->n == 0)
         return;
     double fs = v->fs, w, h;
     legend_size(lg, fs, &w, &h);
-    if (w > col.w)
-        fs *= col.w / w;
+    fs *= fmin(1, fmin(col.w / w, (col.h - v->fs * 0.5) / h));
     legend_draw_at(v, col.x, col.y + v->fs * 0.5, fs, lg);
 }

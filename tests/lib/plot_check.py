@@ -34,6 +34,14 @@ what it found and exits 1 when the figure disagrees with the input.
                                 canvas and over no cell
   decimated SVG                 no line has more than 2 points per pixel column
   png FILE.png                  decodes, and is not one flat color
+  extents SVG                   every text's box (DejaVu Sans advance widths,
+                                bold where bold, rotations and tspans
+                                applied, 2% wider than the font says) lies
+                                inside the canvas; the title and caption
+                                lines overlap no other text
+  type SVG PX                   every text at least PX px (a decade label's
+                                raised exponent, 75% of its tick label, is
+                                the one exception)
 
 Only the standard library (xml.etree, csv, zlib, struct).
 """
@@ -523,6 +531,106 @@ def cmd_png(path):
         fail("%s looks blank: %d distinct byte values" % (path, distinct))
     ok("%s renders: %d distinct byte values" % (path, distinct))
 
+
+
+# Advance widths of DejaVu Sans, the first font the figures ask for (wider
+# than Helvetica and Arial, the fallbacks), in 1/1000 em, read from the
+# font's hmtx table: ' '..'~' and a few other characters the figures use.
+FONT_CHARS = "".join(chr(i) for i in range(32, 127)) + \
+    "\u2192\u00d7\u2016\u2212\u2026\u00b1\u2264\u2265\u2248\u00b7\u2013\u2014"
+FONT_W = [
+    [int(x) for x in (
+        "318 401 460 838 636 950 780 275 390 390 500 838 318 361 318 337 636 636 636 636 636 636 "
+        "636 636 636 636 337 337 838 838 838 531 1000 684 686 698 770 632 575 775 752 295 295 656 "
+        "557 863 748 787 603 787 695 635 611 732 684 989 685 611 685 390 337 390 838 500 500 613 "
+        "635 550 635 615 352 635 634 278 278 579 278 974 634 612 635 635 411 521 392 634 592 818 "
+        "592 592 525 636 337 636 838 838 838 500 838 1000 838 838 838 838 318 500 1000").split()],
+    [int(x) for x in (
+        "348 456 521 838 696 1002 872 306 457 457 523 838 380 415 380 365 696 696 696 696 696 696 "
+        "696 696 696 696 400 400 838 838 838 580 1000 774 762 734 830 683 683 821 837 372 372 775 "
+        "637 995 837 850 733 850 770 720 682 812 774 1103 771 724 725 457 365 457 838 500 500 675 "
+        "716 593 716 678 435 716 712 343 343 665 343 1042 712 687 716 716 493 595 478 712 652 924 "
+        "645 652 582 712 365 712 838 838 838 500 838 1000 838 838 838 838 380 500 1000").split()],
+]
+ASCENT, DESCENT, SLACK = 0.76, 0.24, 1.02  # of the em; widths 2% over the font's
+
+
+def text_em(t, bold):
+    w = 0.0
+    for ch in t:
+        i = FONT_CHARS.find(ch)
+        w += (FONT_W[bold][i] if i >= 0 else 1000) / 1000.0
+    return w
+
+
+def text_runs(el):
+    """(text, size) of each piece of a <text>: its own and its tspans'."""
+    size = float(el.get("font-size"))
+    runs = [(el.text or "", size)]
+    for t in el:
+        fs = t.get("font-size")
+        sub = size * float(fs[:-1]) / 100 if fs and fs.endswith("%") else float(fs) if fs else size
+        runs.append((t.text or "", sub))
+        runs.append((t.tail or "", size))
+    return runs
+
+
+def text_box(el):
+    """The box (x0, y0, x1, y1) a <text> covers, rotation applied."""
+    bold = 1 if el.get("font-weight") == "bold" else 0
+    runs = text_runs(el)
+    w = sum(text_em(t, bold) * fs for t, fs in runs) * SLACK
+    size = max(fs for t, fs in runs if t) if any(t for t, _ in runs) else float(el.get("font-size"))
+    x, y = float(el.get("x")), float(el.get("y"))
+    anchor = el.get("text-anchor") or "start"
+    x0 = x - w if anchor == "end" else x - w / 2 if anchor == "middle" else x
+    box = (x0, y - ASCENT * size * 1.3 if len(runs) > 1 else y - ASCENT * size, x0 + w, y + DESCENT * size)
+    tr = el.get("transform") or ""
+    if tr.startswith("rotate("):
+        a, cx, cy = (float(v) for v in tr[7:-1].split())
+        c, s = math.cos(math.radians(a)), math.sin(math.radians(a))
+        pts = [(cx + (px - cx) * c - (py - cy) * s, cy + (px - cx) * s + (py - cy) * c)
+               for px in (box[0], box[2]) for py in (box[1], box[3])]
+        box = (min(p[0] for p in pts), min(p[1] for p in pts), max(p[0] for p in pts), max(p[1] for p in pts))
+    return box
+
+
+def texts_of(root):
+    return [e for e in root.iter(NS + "text") if "".join(e.itertext()).strip()]
+
+
+def overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def cmd_extents(svg):
+    root = root_of(svg)
+    W, H = float(root.get("width")), float(root.get("height"))
+    texts = texts_of(root)
+    for e in texts:
+        x0, y0, x1, y1 = text_box(e)
+        if x0 < 0 or y0 < 0 or x1 > W or y1 > H:
+            fail("%s: '%s' (%s, %.1f px) covers %.0f..%.0f x %.0f..%.0f, off the %gx%g canvas"
+                 % (svg, "".join(e.itertext()), e.get("class"), float(e.get("font-size")),
+                    x0, x1, y0, y1, W, H))
+    frame = [e for e in texts if (e.get("class") or "") in ("title", "caption")]
+    for f in frame:
+        for e in texts:
+            if e is not f and overlap(text_box(f), text_box(e)):
+                fail("%s: the %s '%s' overlaps '%s'" % (svg, f.get("class"), "".join(f.itertext()),
+                                                        "".join(e.itertext())))
+    ok("%d texts inside the %gx%g canvas, title and caption clear" % (len(texts), W, H))
+
+
+def cmd_type(svg, px):
+    root = root_of(svg)
+    least = None
+    for e in texts_of(root):
+        size = float(e.get("font-size"))
+        if size < float(px):
+            fail("%s: '%s' (%s) at %.1f px, under %s" % (svg, "".join(e.itertext()), e.get("class"), size, px))
+        least = size if least is None else min(least, size)
+    ok("every text at %.1f px or more" % least)
 
 if __name__ == "__main__":
     cmd = globals().get("cmd_" + sys.argv[1])

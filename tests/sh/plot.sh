@@ -302,8 +302,33 @@ for f in g.csv g.jsonl; do
     grep -qF 'class="panel-title">a: ln-gamma-init=0<' "$T/gamma-$f.svg" &&
         grep -qF 'class="panel-title">b: ln-gamma-init=1<' "$T/gamma-$f.svg" && ok ||
         no "$f: the panels do not name ln-gamma-init: $(grep -o 'class="panel-title">[^<]*' "$T/gamma-$f.svg")"
-    grep -qF 'font-weight="bold">Gradient norm of each layer over the run: ln-gamma-init=0 against ln-gamma-init=1<' \
-        "$T/gamma-$f.svg" && ok || no "$f: the title does not name it: $(grep -o 'class="title"[^<]*<' "$T/gamma-$f.svg")"
+    title=$(grep -o 'class="title" font-weight="bold">[^<]*<' "$T/gamma-$f.svg" | sed 's/.*">//; s/<$//' | tr '\n' ' ')
+    [ "$title" = "Gradient norm of each layer over the run: ln-gamma-init=0 against ln-gamma-init=1 " ] && ok ||
+        no "$f: the title does not name it: $title"
+done
+
+# --- every text inside the canvas, at a projector's 800x450 and at
+# 1600x900, where the type is 20 px or more: each kind, in color and mono,
+# of a comparison whose labels are long (its titles wrap, its caption
+# takes two lines, its legend needs a wide column) and of the fixtures ---
+"$BIN" --headless -q -L 2 -d 16 -H 2 -T 8 -B 2 --steps 6 --val-every 3 --norm-kind layernorm \
+    --compare norm-kind=rmsnorm --csv "$T/a_comparison_of_layernorm_and_rmsnorm_from_the_start.csv" \
+    2>"$T/err" || no "long labels run: $(cat "$T/err")"
+for in in "$T/a_comparison_of_layernorm_and_rmsnorm_from_the_start.csv" "$F/run.csv" "$F/compare.csv"; do
+    for k in loss layers profile heatmap; do
+        for size in 800x450 1600x900; do
+            for m in "" --mono; do
+                out="$T/fit_${k}_$size$m.svg"
+                "$BIN" --plot "$in" --kind $k --size $size $m --out "$out" 2>"$T/err" || { no "$k $size: $(cat "$T/err")"; continue; }
+                check "$(basename "$in") $k $size$m: texts inside" $CHECK extents "$out"
+            done
+        done
+        check "$(basename "$in") $k 1600x900: type >= 20 px" $CHECK type "$T/fit_${k}_1600x900.svg" 20
+    done
+done
+for size in 800x450 1600x900; do
+    "$BIN" --plot "$M" --kind map --size $size --out "$T/fit_map.svg" 2>"$T/err" || no "map $size: $(cat "$T/err")"
+    check "map $size: texts inside" $CHECK extents "$T/fit_map.svg"
 done
 
 echo "$pass passed, $fail failed"

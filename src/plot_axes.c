@@ -122,8 +122,12 @@ void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
             "<rect class=\"plot-area\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
             "fill=\"none\" stroke=\"%s\" stroke-width=\"2\"",
             b.x, b.y, b.w, b.h, v->p->dim);
-    if (ax && !ax->log)
-        fprintf(v->f, " data-x0=\"%.9g\" data-x1=\"%.9g\"", ax->lo, ax->hi);
+    if (ax) /* the range drawn (log10 of it on a log axis), for a reader to compare panels */
+        fprintf(v->f, " data-x0=\"%.9g\" data-x1=\"%.9g\"%s", ax->lo, ax->hi,
+                ax->log ? " data-xlog=\"1\"" : "");
+    if (ay)
+        fprintf(v->f, " data-y0=\"%.9g\" data-y1=\"%.9g\"%s", ay->lo, ay->hi,
+                ay->log ? " data-ylog=\"1\"" : "");
     fputs("/>\n", v->f);
     int n = ax ? ax_ticks(ax, t, 16) : 0;
     for (int i = 0; i < n; i++) {

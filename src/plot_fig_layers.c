@@ -24,17 +24,22 @@ static const char *state_color(const svg *v, double x, double gmax)
     }
 }
 
-/* The decades the bars span: at least the live view's 1e-5 .. 1e+2. */
-static void bars_axis(const plot_run *r, long row, axis *a)
+/* The decades the bars span, one axis for every panel (rows[r]: run r's
+ * row), so bars of equal length are equal gradients in each: at least the
+ * live view's 1e-5 .. 1e+2. */
+void layers_axis(const plot_data *d, const long *rows, axis *a)
 {
     double lo = SCALE_GRAD_LO, hi = SCALE_GRAD_HI;
-    for (int l = 0; l < r->L; l++) {
-        float g[2] = {r->ga[row * r->L + l], r->gf[row * r->L + l]};
-        for (int k = 0; k < 2; k++)
-            if (isfinite(g[k]) && g[k] > 0) {
-                lo = fmin(lo, floor(log10(g[k])));
-                hi = fmax(hi, ceil(log10(g[k])));
-            }
+    for (int r = 0; r < d->nruns; r++) {
+        const plot_run *p = &d->run[r];
+        for (int l = 0; l < p->L; l++) {
+            float g[2] = {p->ga[rows[r] * p->L + l], p->gf[rows[r] * p->L + l]};
+            for (int k = 0; k < 2; k++)
+                if (isfinite(g[k]) && g[k] > 0) {
+                    lo = fmin(lo, floor(log10(g[k])));
+                    hi = fmax(hi, ceil(log10(g[k])));
+                }
+        }
     }
     a->log = 1;
     a->lo = lo;
@@ -68,11 +73,12 @@ static void draw_bar(svg *v, box b, const axis *ax, int l, const char *part, dou
 
 /* Bars of each layer's attention and MLP gradient norms at one row, the
  * output layer at the top, as the live view's panel. */
-void layers_panel_draw(svg *v, box b, const plot_run *r, long row, const char *title,
-                              legend *lg)
+void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long row,
+                       const char *title, legend *lg)
 {
-    axis ax = {.p0 = b.x, .p1 = b.x + b.w};
-    bars_axis(r, row, &ax);
+    axis ax = *scale;
+    ax.p0 = b.x;
+    ax.p1 = b.x + b.w;
     ax_draw(v, b, &ax, NULL, "gradient norm ||dL/dW|| (log scale)", "layer (0 = next to the input)");
     svg_text_fit(v, b.x, b.y - v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"panel-title\"", title);
     double gmax = 0;
@@ -114,11 +120,14 @@ int fig_layers(svg *v, const plot_data *d, char *err, size_t errlen)
     box all, leg;
     frame_split_legend(v, 0.74, NULL, &all, &leg);
     legend lg = {0};
+    long at[2] = {rows[0], rows[PLOT_MAX_STEPS]};
+    axis scale;
+    layers_axis(d, at, &scale);
     for (int r = 0; r < d->nruns; r++) {
         box b = frame_part(all, r, d->nruns, 1, v->fs * 5.5);
         char t[128];
         frame_run_title(d, r, t, sizeof t);
-        layers_panel_draw(v, b, &d->run[r], rows[r * PLOT_MAX_STEPS], t, &lg);
+        layers_panel_draw(v, b, &scale, &d->run[r], at[r], t, &lg);
     }
     legend_draw_beside(v, leg, &lg);
     return 0;

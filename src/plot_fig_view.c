@@ -24,10 +24,14 @@ int fig_view(svg *v, const plot_data *d)
     loss_panel_draw(v, chart, d, &lg);
     svg_text_fit(v, bars.x - gap + v->fs * 1.5, all.y + v->fs * 0.6, bars.w + gap - v->fs * 1.5, v->fs_small,
              v->p->dim, "class=\"panel-note\"", "layer bars at the last step: upper attention, lower MLP");
+    long last[2] = {d->run[0].n - 1, d->run[1].n - 1};
+    axis scale;
+    layers_axis(d, last, &scale);
     for (int r = 0; r < d->nruns; r++) { /* stacked: side by side they would be too narrow */
         char t[128];
         frame_run_title(d, r, t, sizeof t);
-        layers_panel_draw(v, frame_part(bars, r, d->nruns, 0, v->fs * 4.6), &d->run[r], d->run[r].n - 1, t, &lb);
+        layers_panel_draw(v, frame_part(bars, r, d->nruns, 0, v->fs * 4.6), &scale, &d->run[r],
+                          last[r], t, &lb);
     }
     return 0; /* the bars' legend would cover them: their colors are the live view's */
 }

@@ -136,8 +136,10 @@ int frame_pick_steps(const plot_data *d, const plot_opts *o, int many, long *ste
 
 /* ---- the kinds (plot_fig_*.c) ---- */
 void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg);
-void layers_panel_draw(svg *v, box b, const plot_run *r, long row, const char *title,
-                       legend *lg);
+/* The bars' scale shared by every run's panel (rows[r]: run r's row). */
+void layers_axis(const plot_data *d, const long *rows, axis *a);
+void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long row,
+                       const char *title, legend *lg);
 int fig_loss(svg *v, const plot_data *d);
 int fig_layers(svg *v, const plot_data *d, char *err, size_t errlen);
 int fig_profile(svg *v, const plot_data *d, char *err, size_t errlen);

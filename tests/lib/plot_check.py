@@ -12,8 +12,10 @@ what it found and exits 1 when the figure disagrees with the input.
                                 where the abandoned rows end when that is
                                 the axis), at that step's x, inside the plot
                                 area
-  layers SVG CSV STEP           2 bars per layer per run, each the CSV's value;
-                                the legend over no panel, on the canvas
+  layers SVG CSV STEP           2 bars per layer per run, each the CSV's value,
+                                its length that value on one scale shared by
+                                every panel; the legend over no panel, on the
+                                canvas
   profile SVG CSV S1,S2..       an MLP and an attention line per step (and
                                 run), one point per finite layer, each run and
                                 step its own color (its own dash in --mono)
@@ -280,8 +282,27 @@ def cmd_layers(svg, path, step):
             got = num(b.get("data-value") or "nan")
             if math.isfinite(want) and abs(got - want) > 1e-5 * abs(want):
                 fail("run %d %s: bar of %g, want %g" % (i, col, got, want))
+    shared_bars(root, bars, L)
     legend_clear(root)
-    ok("%d bars with the values of step %s, the legend clear of them" % (len(bars), step))
+    ok("%d bars with the values of step %s on one scale, the legend clear of them" % (len(bars), step))
+
+
+def shared_bars(root, bars, L):
+    """Every panel draws the same decades, and each bar's length is its
+    value on that scale: equal bars are equal gradients in every panel."""
+    areas = by_class(root, "rect", "plot-area")
+    scales = set((a.get("data-x0"), a.get("data-x1"), a.get("data-xlog"), a.get("width")) for a in areas)
+    if len(scales) != 1:
+        fail("the panels draw different x ranges: %s" % sorted(scales))
+    for i, b in enumerate(bars):
+        a = areas[i // (2 * L)]
+        x0, x1, w = float(a.get("data-x0")), float(a.get("data-x1")), float(a.get("width"))
+        g = num(b.get("data-value") or "nan")
+        if g is None or not math.isfinite(g) or g <= 0:
+            continue
+        want = max(0.0, (math.log10(g) - x0) / (x1 - x0) * w)
+        if abs(float(b.get("width")) - want) > 1.0:
+            fail("a bar of %g is %.1f px long, want %.1f on its panel's scale" % (g, float(b.get("width")), want))
 
 
 def legend_clear(root):

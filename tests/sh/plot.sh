@@ -93,6 +93,22 @@ plot cmp_profile_mono.svg "$F/compare.csv" --kind profile --step 5,20 --mono &&
     check "compare profile --mono" $CHECK profile "$T/cmp_profile_mono.svg" "$F/compare.csv" 5,20
 plot cmp_heat_mono.svg "$F/compare.csv" --kind heatmap --mono &&
     check "compare heatmap --mono" $CHECK heatmap "$T/cmp_heat_mono.svg" "$F/compare.csv"
+# a comparison's panels on one scale: run a's attention gradient 1e-9 at
+# the last step (a: 1e-9.., b: 1e-5..1e2 alone) stretches both panels
+$PY - "$F/compare.csv" "$T/tiny.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+rows[-1]["l0_grad_attn"] = "1e-09"
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+EOF
+plot tiny_layers.svg "$T/tiny.csv" --kind layers &&
+    check "compare bars on one scale" $CHECK layers "$T/tiny_layers.svg" "$T/tiny.csv" 20
+grep -o 'class="plot-area"[^>]*' "$T/tiny_layers.svg" | sed 's/.*data-x0="//; s/".*//' |
+    awk '$1 <= -9 { n++ } END { exit n != 2 }' && ok ||
+    no "the panels do not both reach 1e-9: $(grep -o 'class="plot-area"[^>]*' "$T/tiny_layers.svg")"
 # runs that differ in no recorded setting: said so, not left as a bare "a";
 # differing only in the loss scale in force: named by it
 $PY - "$F/compare.csv" "$T/same.csv" "$T/scale.csv" <<'EOF'

@@ -46,29 +46,37 @@ void layers_axis(const plot_data *d, const long *rows, axis *a)
     a->hi = hi;
 }
 
+/* One bar: its state's color; an MLP bar (hatched) under the hatching
+ * that tells it from the attention's in the same color, so the state
+ * keeps its color in both parts (a translucent one came within 12
+ * CIEDE2000 of another state for a tritanope); in --mono the ground,
+ * framed. */
 static void draw_bar(svg *v, box b, const axis *ax, int l, const char *part, double g, double y,
-                     double h, const char *color, double opacity)
+                     double h, const char *color, int hatched)
 {
     if (!isfinite(g)) {
         fprintf(v->f, "<rect class=\"nan\" data-layer=\"%d\" data-part=\"%s\" x=\"%.1f\" y=\"%.1f\" "
                       "width=\"%.1f\" height=\"%.1f\" fill=\"url(#nan)\"/>\n",
                 l, part, b.x, y, b.w, h);
-        svg_text(v, b.x + v->fs * 0.3, y + h * 0.5 + v->fs * 0.3, v->fs * 0.8, 's', v->p->fg, NULL, "%s",
-             isnan(g) ? "nan" : "inf");
+        svg_text(v, b.x + v->fs * 0.3, y + h * 0.5 + v->fs * 0.3, v->fs_small, 's', v->p->fg, NULL, "%s",
+                 isnan(g) ? "nan" : "inf");
         return;
     }
     double x1 = g > 0 ? ax_map(ax, g) : b.x;
     if (x1 < b.x)
         x1 = b.x;
     if (g == 0) /* no bar on a log axis: say it is exactly 0, not missing */
-        svg_text(v, b.x + v->fs * 0.3, y + h * 0.5 + v->fs * 0.3, v->fs * 0.8, 's', v->p->dim,
-             "class=\"zero\"", "0");
+        svg_text(v, b.x + v->fs * 0.3, y + h * 0.5 + v->fs * 0.3, v->fs_small, 's', v->p->dim,
+                 "class=\"zero\"", "0");
     fprintf(v->f, "<rect class=\"bar\" data-layer=\"%d\" data-part=\"%s\" data-value=\"%.6g\" "
-                  "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%.2f\"",
-            l, part, g, b.x, y, x1 - b.x, h, v->o->mono && opacity < 1 ? v->p->bg : color, opacity);
+                  "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"",
+            l, part, g, b.x, y, x1 - b.x, h, v->o->mono && hatched ? v->p->bg : color);
     if (v->o->mono)
         fprintf(v->f, " stroke=\"%s\" stroke-width=\"1.5\"", v->p->fg);
     fputs("/>\n", v->f);
+    if (hatched && !v->o->mono)
+        fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#hatch)\"/>\n",
+                b.x, y, x1 - b.x, h);
 }
 
 /* Bars of each layer's attention and MLP gradient norms at one row, the
@@ -93,8 +101,8 @@ void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long
     for (int l = 0; l < r->L; l++) {
         double y = b.y + (r->L - 1 - l) * rh;
         double ga = r->ga[row * r->L + l], gf = r->gf[row * r->L + l];
-        draw_bar(v, b, &ax, l, "attn", ga, y + rh * 0.08, rh * 0.4, state_color(v, ga, gmax), 1);
-        draw_bar(v, b, &ax, l, "mlp", gf, y + rh * 0.52, rh * 0.4, state_color(v, gf, gmax), 0.55);
+        draw_bar(v, b, &ax, l, "attn", ga, y + rh * 0.08, rh * 0.4, state_color(v, ga, gmax), 0);
+        draw_bar(v, b, &ax, l, "mlp", gf, y + rh * 0.52, rh * 0.4, state_color(v, gf, gmax), 1);
         if (l % (every > 0 ? every : 1) == 0)
             svg_text(v, b.x - v->fs * 0.4, y + rh / 2 + v->fs * 0.35, v->fs, 'e', v->p->fg, "class=\"tick\"",
                  "%d", l);
@@ -102,7 +110,7 @@ void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long
     if (lg->n)
         return;
     legend_add(lg, v->p->normal, NULL, SH_NONE, 1, 1, "attention (upper)");
-    legend_add(lg, v->p->normal, NULL, SH_NONE, 1, 0.55, "MLP (lower)");
+    legend_add(lg, v->p->normal, NULL, SH_NONE, 2, 1, "MLP (lower, hatched)");
     if (!v->o->mono) {
         legend_add(lg, v->p->vanish, NULL, SH_NONE, 1, 1, "vanishing (<1e-3 max)");
         legend_add(lg, v->p->explode, NULL, SH_NONE, 1, 1, "exploding (>10)");

@@ -79,7 +79,7 @@ static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int wh
             row++;
         ends[row] = x0 + w;
         fprintf(v->f, "<g class=\"marker\" data-step=\"%ld\">", m->step);
-        svg_line(v, x, b.y, x, b.y + b.h, v->p->mark, 2 * v->s, "6 5");
+        svg_line(v, x, b.y, x, b.y + b.h, v->p->mark, v->p->mark_width * v->s, v->p->mark_dash);
         svg_text(v, x0, row ? b.y + v->fs * 1.25 * row : b.y - v->fs * 0.35, v->fs_small, 's', v->p->mark,
              "class=\"marker-label\"", "%s", label);
         fputs("</g>\n", v->f);
@@ -274,7 +274,7 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
     for (int r = 0; r < d->nruns; r++)
         draw_marks(v, b, &ax, d, r, ends);
     if (d->run[0].nmark || (d->nruns > 1 && d->run[1].nmark))
-        legend_add(lg, v->p->mark, "6 5", SH_NONE, 0, 1, "a setting changed");
+        legend_add(lg, v->p->mark, v->p->mark_dash, SH_NONE, 0, 1, "a setting changed");
     draw_loss_legend(v, b, d, &ax, &ay, lg);
 }
 

@@ -22,7 +22,9 @@ enum { MAP_BINS = 9 };
 
 typedef struct {
     const char *bg, *fg, *grid, *dim, *train, *val, *twin, *twin_val, *mark;
-    const char *normal, *vanish, *explode, *nan;
+    const char *normal, *vanish, *explode, *nan; /* a gradient's states */
+    const char *mark_dash; /* a setting's marker, in its own color: unlike any series */
+    double mark_width;     /* px at 1600 wide */
     const char *heat[7];
     const char *step[PLOT_MAX_STEPS];
     const char *map[MAP_BINS]; /* a map's loss scale, its low end first */
@@ -68,7 +70,7 @@ typedef struct {
     char text[96];
     const char *color, *dash;
     int shape;
-    int swatch; /* a filled box instead of a line */
+    int swatch; /* a filled box instead of a line; 2: hatched as an MLP bar */
     double opacity;
 } legend_entry;
 

@@ -11,10 +11,16 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* The live view's curses colors (tui_curses.c), as a terminal shows them. */
+/* The live view's curses colors (tui_curses.c), as a terminal shows them.
+ * The gradient states (normal pale teal, vanishing blue, exploding red-
+ * orange, as the live view's cyan, blue and red) stay apart in every
+ * common color vision: at least 30 CIEDE2000 between any two, and from the
+ * ground, under Machado, Oliveira and Fernandes 2009's simulation of
+ * protanopia, deuteranopia and tritanopia (tests/lib/plot_check.py states);
+ * green against red, the old pair, was under 4 for a deuteranope. */
 static const palette pal_screen = {
     "#121417", "#e6e6e6", "#33383d", "#9aa0a6", "#2ec4d6", "#e05ad8", "#5fd35f", "#b7f29b",
-    "#f0c419", "#4caf50", "#5c7cfa", "#ff4d4d", "#ff4d4d",
+    "#f0c419", "#a0e0d0", "#4a5fd0", "#f0502f", "#f0502f", "6 5", 2,
     /* viridis (van der Walt and Smith 2015) at 7 even steps: lightness rises
      * with the value, so the order reads in any color vision and in grey */
     {"#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743", "#fde725"},
@@ -23,10 +29,13 @@ static const palette pal_screen = {
     {"#fde725", "#addc30", "#5ec962", "#28ae80", "#21918c", "#2c728e", "#3b528b", "#472d7b",
      "#440154"},
     5};
+/* Grey: the heatmap's lightness rises with the value as viridis's does; a
+ * setting's marker is a wide solid grey line, unlike the black series
+ * (dashed, it looked like run b's dotted loss) and the thin light grid. */
 static const palette pal_mono = {
     "#ffffff", "#000000", "#d0d0d0", "#555555", "#000000", "#000000", "#000000", "#000000",
-    "#000000", "#000000", "#000000", "#000000", "#000000",
-    {"#f4f4f4", "#d9d9d9", "#bdbdbd", "#969696", "#737373", "#4d4d4d", "#252525"},
+    "#8c8c8c", "#000000", "#000000", "#000000", "#000000", "", 4,
+    {"#252525", "#4d4d4d", "#737373", "#969696", "#bdbdbd", "#d9d9d9", "#f4f4f4"},
     {"#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000", "#000000"},
     {"#ffffff", "#eeeeee", "#dddddd", "#cccccc", "#bbbbbb", "#aaaaaa", "#888888", "#666666",
      "#444444"},
@@ -130,10 +139,13 @@ void svg_begin(svg *v)
             /* a map's exploded cell: off the loss scale, cross-hatched */
             "<pattern id=\"exploded\" width=\"12\" height=\"12\" patternUnits=\"userSpaceOnUse\">"
             "<rect width=\"12\" height=\"12\" fill=\"%s\"/><path d=\"M0 12L12 0M0 0L12 12\" "
-            "stroke=\"%s\" stroke-width=\"2\"/></pattern></defs>\n"
+            "stroke=\"%s\" stroke-width=\"2\"/></pattern>"
+            /* an MLP bar: its state's color under stripes of the ground */
+            "<pattern id=\"hatch\" width=\"9\" height=\"9\" patternUnits=\"userSpaceOnUse\">"
+            "<path d=\"M0 9L9 0M-2 2L2 -2M7 11L11 7\" stroke=\"%s\" stroke-width=\"2.5\"/></pattern></defs>\n"
             "<rect class=\"background\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-            o->w, o->h, o->w, o->h, v->p->bg, v->p->nan, v->p->bg, v->p->explode, o->w, o->h,
-            v->p->bg);
+            o->w, o->h, o->w, o->h, v->p->bg, v->p->nan, v->p->bg, v->p->explode, v->p->bg, o->w,
+            o->h, v->p->bg);
 }
 
 /* Advance widths of DejaVu Sans (the first font the figures ask for, and
@@ -274,10 +286,15 @@ void legend_draw_at(svg *v, double x, double y, double fs, const legend *lg)
     for (int i = 0; i < lg->n; i++) {
         const legend_entry *e = &lg->e[i];
         double cy = y + fs * 0.3 + rowh * (i + 0.5), lx = x + fs * 0.5;
-        if (e->swatch)
+        if (e->swatch) /* filled as its bars are (plot_fig_layers.c): a hatched one
+                        * hatched, in --mono the ground, framed */
             fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
                           "fill-opacity=\"%.2f\" stroke=\"%s\"/>\n",
-                    lx, cy - fs * 0.4, sw, fs * 0.8, e->color, e->opacity, v->p->fg);
+                    lx, cy - fs * 0.4, sw, fs * 0.8,
+                    v->o->mono && e->swatch == 2 ? v->p->bg : e->color, e->opacity, v->p->fg);
+        if (e->swatch == 2 && !v->o->mono)
+            fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                          "fill=\"url(#hatch)\"/>\n", lx, cy - fs * 0.4, sw, fs * 0.8);
         else
             svg_line(v, lx, cy, lx + sw, cy, e->color, 3 * v->s, e->dash);
         svg_shape(v, e->shape, lx + sw / 2, cy, fs * 0.25, e->color);

@@ -149,7 +149,10 @@ static const style_spec specs[TUI_S_COUNT] = {
     [TUI_S_DIVERGED] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
     [TUI_S_DONE] = {COLOR_BLACK, COLOR_CYAN, A_BOLD, A_REVERSE},
     [TUI_S_FROZEN] = {COLOR_BLACK, COLOR_MAGENTA, A_BOLD, A_REVERSE},
-    [TUI_S_NORMAL] = {COLOR_GREEN, -1, 0, 0},
+    /* the bar states: cyan, bright blue, bright red (bold is bright in
+     * most terminals) stay apart in every common color vision, green and
+     * red did not (tests/lib/plot_check.py tui_states) */
+    [TUI_S_NORMAL] = {COLOR_CYAN, -1, 0, 0},
     [TUI_S_VANISH] = {COLOR_BLUE, -1, A_BOLD, A_DIM},
     [TUI_S_EXPLODE] = {COLOR_RED, -1, A_BOLD, A_BOLD},
     [TUI_S_WARN] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},

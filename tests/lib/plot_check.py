@@ -11,7 +11,7 @@ what it found and exits 1 when the figure disagrees with the input.
                                 (a rewind: where the replay branches off, or
                                 where the abandoned rows end when that is
                                 the axis), at that step's x, inside the plot
-                                area
+                                area, its color 20 CIEDE2000 from every line's
   layers SVG CSV STEP           2 bars per layer per run, each the CSV's value,
                                 its length that value on one scale shared by
                                 every panel; the legend over no panel, on the
@@ -41,6 +41,16 @@ what it found and exits 1 when the figure disagrees with the input.
                                 applied, 2% wider than the font says) lies
                                 inside the canvas; the title and caption
                                 lines overlap no other text
+  states SVG DE                  the layer figure's gradient states (normal,
+                                vanishing, exploding: the legend's swatches,
+                                the MLP's the attention's color, every bar's
+                                fill one of them) at least DE apart
+                                (CIEDE2000) from each other and the ground in
+                                normal vision and simulated protanopia,
+                                deuteranopia and tritanopia (Machado et al.
+                                2009)
+  tui_states SRC DE             the same for the live view's state colors in
+                                tui_curses.c, as xterm shows the 8 colors
   type SVG PX                   every text at least PX px (a decade label's
                                 raised exponent, 75% of its tick label, is
                                 the one exception)
@@ -254,7 +264,14 @@ def cmd_markers(svg, path):
             fail("marker at step %d drawn at x=%.1f, want %.1f" % (step, lx, want_x))
         if not x + 1 < lx < x + w - 1:
             fail("marker at step %d on the plot area's edge (x=%.1f, area %.1f..%.1f)" % (step, lx, x, x + w))
-    ok("markers at steps %s, each at its step's x" % got)
+    strokes = set(p.get("stroke") for p in by_class(root, "path", "series"))
+    for g in groups:  # a marker looks like no line: its color 20 CIEDE2000 from theirs
+        m = g.find(NS + "line").get("stroke")
+        for c in strokes:
+            d = ciede2000(lab_seen(m, "normal vision"), lab_seen(c, "normal vision"))
+            if d < 20:
+                fail("the marker's %s is %.1f (CIEDE2000) from a line's %s" % (m, d, c))
+    ok("markers at steps %s, each at its step's x, in a color no line has" % got)
 
 
 def gnorm(r, l):
@@ -283,8 +300,33 @@ def cmd_layers(svg, path, step):
             if math.isfinite(want) and abs(got - want) > 1e-5 * abs(want):
                 fail("run %d %s: bar of %g, want %g" % (i, col, got, want))
     shared_bars(root, bars, L)
+    swatches_match(root, bars)
     legend_clear(root)
     ok("%d bars with the values of step %s on one scale, the legend clear of them" % (len(bars), step))
+
+
+def swatches_match(root, bars):
+    """The legend's part swatches are filled as the bars of a normal
+    state are (in --mono too), the MLP's hatched where its bars are."""
+    hatch = set((r.get("x"), r.get("y")) for r in root.iter(NS + "rect") if r.get("fill") == "url(#hatch)")
+    for part, name in (("attn", "attention"), ("mlp", "MLP")):
+        mine = [b for b in bars if b.get("data-part") == part and b.get("class") == "bar"]
+        if not mine:
+            continue
+        fills = [b.get("fill") for b in mine]
+        common = max(set(fills), key=fills.count)
+        hatched = sum((b.get("x"), b.get("y")) in hatch for b in mine) * 2 > len(mine)
+        for g in by_class(root, "g", "legend"):
+            rects, texts = [r for r in g.findall(NS + "rect")[1:]], g.findall(NS + "text")
+            sw = [r for r in rects if r.get("fill") != "url(#hatch)"]
+            for r, t in zip(sw, texts):
+                if not t.text.startswith(name):
+                    continue
+                if r.get("fill") != common or (r.get("fill-opacity") or "1") not in ("1", "1.00"):
+                    fail("the %s swatch is %s at %s, its bars %s" % (name, r.get("fill"), r.get("fill-opacity"), common))
+                if ((r.get("x"), r.get("y")) in hatch) != hatched:
+                    fail("the %s swatch is%s hatched, its bars are%s" % (name, "" if not hatched else " not",
+                                                                       "" if hatched else " not"))
 
 
 def shared_bars(root, bars, L):
@@ -375,7 +417,6 @@ def cmd_heatmap(svg, path):
                    if not math.isfinite(gnorm(r, l)))
     if len(nan) != want_nan:
         fail("%d non-finite cells, want %d" % (len(nan), want_nan))
-    mono = root.find(NS + "rect").get("fill") == "#ffffff"
     ramp = {}
     for c in cells:
         if c.get("fill") == "url(#nan)":
@@ -386,12 +427,12 @@ def cmd_heatmap(svg, path):
     finite = sorted((float(c.get("data-value")), lightness(c.get("fill"))) for c in cells
                     if c.get("fill") != "url(#nan)")
     for (v1, l1), (v2, l2) in zip(finite, finite[1:]):
-        if (l2 < l1 - 1e-9) if not mono else (l2 > l1 + 1e-9):
-            fail("a gradient norm of %g is %s than one of %g" % (v2, "darker" if not mono else "lighter", v1))
+        if l2 < l1 - 1e-9:  # in --mono too: its greys keep viridis's order
+            fail("a gradient norm of %g is darker than one of %g" % (v2, v1))
     swatches = [e.get("fill") for g in by_class(root, "g", "legend") for e in g.iter(NS + "rect")][1:]
     scale = [lightness(f) for f in swatches if f.startswith("#")]
     if len(scale) != 7 or any(abs(a - b) < 5 for a, b in zip(scale, scale[1:])) or \
-            sorted(scale, reverse=not mono) != scale:
+            sorted(scale, reverse=True) != scale:
         fail("the legend's 7 steps are not one ramp of lightness: %s" % ["%.0f" % l for l in scale])
     for t in by_class(root, "g", "heat-ticks"):
         steps = [int(x.text) for x in t.iter(NS + "text")]
@@ -642,6 +683,132 @@ def cmd_extents(svg):
                                                         "".join(e.itertext())))
     ok("%d texts inside the %gx%g canvas, title and caption clear" % (len(texts), W, H))
 
+
+
+# Color vision deficiency: Machado, Oliveira and Fernandes 2009, "A
+# Physiologically-based Model for Simulation of Color Vision Deficiency"
+# (IEEE TVCG 15(6)), severity 1.0, applied to linear sRGB.
+CVD = {
+    "normal vision": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+    "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                   [-0.003882, -0.048116, 1.051998]],
+    "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                     [-0.011820, 0.042940, 0.968881]],
+    "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                   [0.004733, 0.691367, 0.303900]],
+}
+
+
+def srgb(color):
+    return [int(color[i:i + 2], 16) / 255.0 for i in (1, 3, 5)]
+
+
+def over(color, alpha, ground):
+    """color at alpha over ground, as SVG composites (in sRGB)."""
+    return "#" + "".join("%02x" % round(255 * (alpha * c + (1 - alpha) * g))
+                         for c, g in zip(srgb(color), srgb(ground)))
+
+
+def lab_seen(color, kind):
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in srgb(color)]
+    m = CVD[kind]
+    r, g, b = (min(1.0, max(0.0, sum(m[i][j] * lin[j] for j in range(3)))) for i in range(3))
+    xyz = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b,
+           0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
+           0.0193339 * r + 0.1191920 * g + 0.9503041 * b)
+    f = [t ** (1 / 3.0) if t > (6 / 29.0) ** 3 else t / (3 * (6 / 29.0) ** 2) + 4 / 29.0
+         for t in (xyz[0] / 0.95047, xyz[1], xyz[2] / 1.08883)]
+    return (116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2]))
+
+
+def ciede2000(p, q):
+    """Sharma, Wu and Dalal 2005, "The CIEDE2000 Color-Difference Formula"."""
+    (L1, a1, b1), (L2, a2, b2) = p, q
+    cb = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(cb ** 7 / (cb ** 7 + 25.0 ** 7)))
+    a1, a2 = (1 + g) * a1, (1 + g) * a2
+    c1, c2 = math.hypot(a1, b1), math.hypot(a2, b2)
+    h1 = math.degrees(math.atan2(b1, a1)) % 360 if c1 else 0.0
+    h2 = math.degrees(math.atan2(b2, a2)) % 360 if c2 else 0.0
+    dh = 0.0 if c1 * c2 == 0 else (h2 - h1 + 180) % 360 - 180
+    dH = 2 * math.sqrt(c1 * c2) * math.sin(math.radians(dh / 2))
+    lb, cbp = (L1 + L2) / 2, (c1 + c2) / 2
+    if c1 * c2 == 0:
+        hb = h1 + h2
+    elif abs(h1 - h2) <= 180:
+        hb = (h1 + h2) / 2
+    else:
+        hb = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
+    t = (1 - 0.17 * math.cos(math.radians(hb - 30)) + 0.24 * math.cos(math.radians(2 * hb))
+         + 0.32 * math.cos(math.radians(3 * hb + 6)) - 0.20 * math.cos(math.radians(4 * hb - 63)))
+    rt = -math.sin(math.radians(60 * math.exp(-((hb - 275) / 25) ** 2))) * 2 * math.sqrt(cbp ** 7 / (cbp ** 7 + 25.0 ** 7))
+    sl = 1 + 0.015 * (lb - 50) ** 2 / math.sqrt(20 + (lb - 50) ** 2)
+    sc, sh = 1 + 0.045 * cbp, 1 + 0.015 * cbp * t
+    return math.sqrt(((L2 - L1) / sl) ** 2 + ((c2 - c1) / sc) ** 2 + (dH / sh) ** 2
+                     + rt * ((c2 - c1) / sc) * (dH / sh))
+
+
+def apart(named, least, what):
+    """Each pair of named colors (name -> (group, color)), of other groups,
+    at least least apart in every vision; the closest pair's distance."""
+    if abs(ciede2000((50, 2.6772, -79.7751), (50, 0, -82.7485)) - 2.0425) > 1e-4:
+        fail("CIEDE2000 misses Sharma et al.'s first test pair")
+    closest = None
+    for kind in CVD:
+        for i, (n1, (g1, c1)) in enumerate(sorted(named.items())):
+            for n2, (g2, c2) in sorted(named.items())[i + 1:]:
+                if g1 == g2:
+                    continue
+                d = ciede2000(lab_seen(c1, kind), lab_seen(c2, kind))
+                if d < float(least):
+                    fail("%s: %s %s and %s %s are %.1f apart (CIEDE2000) in %s, under %s"
+                         % (what, n1, c1, n2, c2, d, kind, least))
+                closest = d if closest is None else min(closest, d)
+    return closest
+
+
+def cmd_states(svg, least):
+    root = root_of(svg)
+    ground = root.find(NS + "rect").get("fill")
+    swatch = {}
+    for g in by_class(root, "g", "legend"):
+        rects, texts = [r for r in g.findall(NS + "rect")[1:] if r.get("stroke")], g.findall(NS + "text")
+        for r, t in zip(rects, texts):
+            swatch[t.text.split(" (")[0]] = r.get("fill")
+    for k in ("attention", "MLP", "vanishing", "exploding"):
+        if k not in swatch:
+            fail("no legend swatch for %s: %s" % (k, sorted(swatch)))
+    if swatch["MLP"] != swatch["attention"]:
+        fail("the MLP's swatch %s is not the attention's %s" % (swatch["MLP"], swatch["attention"]))
+    named = {"ground": ("ground", ground)}
+    for state, key in (("normal", "attention"), ("vanishing", "vanishing"), ("exploding", "exploding")):
+        named[state] = (state, swatch[key])
+    for b in by_class(root, "rect", "bar"):
+        if b.get("fill") not in swatch.values() or b.get("fill-opacity") not in (None, "1", "1.00"):
+            fail("a bar filled %s (opacity %s) that no legend swatch shows" % (b.get("fill"), b.get("fill-opacity")))
+    d = apart(named, least, svg)
+    ok("the states' colors at least %.1f apart (CIEDE2000) and from the ground in normal vision, "
+       "protanopia, deuteranopia and tritanopia" % d)
+
+
+# xterm's default colors, bold shown bright (its boldColors default)
+XTERM = {"BLACK": ("#000000", "#7f7f7f"), "RED": ("#cd0000", "#ff0000"), "GREEN": ("#00cd00", "#00ff00"),
+         "YELLOW": ("#cdcd00", "#ffff00"), "BLUE": ("#0000ee", "#5c5cff"),
+         "MAGENTA": ("#cd00cd", "#ff00ff"), "CYAN": ("#00cdcd", "#00ffff"), "WHITE": ("#e5e5e5", "#ffffff")}
+
+
+def cmd_tui_states(src, least):
+    import re
+    text = open(src).read()
+    named = {}
+    for state in ("NORMAL", "VANISH", "EXPLODE"):
+        m = re.search(r"\[TUI_S_%s\]\s*=\s*\{COLOR_(\w+),\s*-1,\s*([^,]+)," % state, text)
+        if not m:
+            fail("%s: no color spec for TUI_S_%s" % (src, state))
+        named[state.lower()] = (state, XTERM[m.group(1)]["A_BOLD" in m.group(2)])
+    d = apart(named, least, src)
+    ok("the live view's states (%s) at least %.1f apart in every vision"
+       % (", ".join("%s %s" % (k, c) for k, (g, c) in sorted(named.items())), d))
 
 def cmd_type(svg, px):
     root = root_of(svg)

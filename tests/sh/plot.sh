@@ -323,6 +323,16 @@ for f in g.csv g.jsonl; do
         no "$f: the title does not name it: $title"
 done
 
+# --- colors a color-blind student tells apart: the gradient states of the
+# figures and of the live view at least 20 CIEDE2000 apart under simulated
+# protanopia, deuteranopia and tritanopia; --mono's legend as its marks,
+# its marker unlike run b's dotted line ---
+check "states apart in every color vision" $CHECK states "$T/cmp_layers.svg" 20
+check "the live view's states apart in every color vision" $CHECK tui_states "$D/../src/tui_curses.c" 20
+plot mono_layers.svg "$F/compare.csv" --kind layers --mono &&
+    check "--mono bars and their legend" $CHECK layers "$T/mono_layers.svg" "$F/compare.csv" 20
+check "--mono marker unlike the lines" $CHECK markers "$T/mono.svg" "$F/compare.csv"
+
 # --- every text inside the canvas, at a projector's 800x450 and at
 # 1600x900, where the type is 20 px or more: each kind, in color and mono,
 # of a comparison whose labels are long (its titles wrap, its caption

@@ -57,6 +57,15 @@ static int check_columns(const plot_data *d, plot_kind k, char *err, size_t errl
         snprintf(err, errlen, "no 'loss' column: --kind loss needs step and loss");
         return -1;
     }
+    if (k == PLOT_HEADROOM || k == PLOT_OVERFLOW) {
+        plot_lx q = k == PLOT_HEADROOM ? PLOT_LX_ACT : PLOT_LX_OVER;
+        if (!d->run[0].has_lx[q] || !d->run[0].has_lx[q + 1]) {
+            snprintf(err, errlen, "no per-layer %s columns (l0_%s, ...): --kind %s needs them",
+                     k == PLOT_HEADROOM ? "act_max and headroom" : "overflow and underflow",
+                     k == PLOT_HEADROOM ? "act_max" : "overflow", k == PLOT_HEADROOM ? "headroom" : "overflow");
+            return -1;
+        }
+    }
     if (k != PLOT_LOSS && d->run[0].L == 0) {
         snprintf(err, errlen, "no per-layer columns (l0_grad_attn, ...): --kind %s needs them",
                  k == PLOT_LAYERS ? "layers" : k == PLOT_PROFILE ? "profile" : "heatmap");
@@ -83,6 +92,8 @@ int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size
     case PLOT_PROFILE: rc = fig_profile(&v, d, err, errlen); break;
     case PLOT_HEATMAP: rc = fig_heatmap(&v, d); break;
     case PLOT_VIEW: rc = fig_view(&v, d); break;
+    case PLOT_HEADROOM:
+    case PLOT_OVERFLOW: rc = fig_precision(&v, d, o->kind); break;
     case PLOT_MAP: rc = -1; break; /* plot_render_map */
     }
     fputs("</svg>\n", f);

@@ -13,10 +13,15 @@
 
 int plot_parse_kind(const char *s, plot_kind *k)
 {
-    static const char *const names[] = {"loss", "layers", "profile", "heatmap", "map"};
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(s, names[i])) {
-            *k = (plot_kind)i;
+    static const struct {
+        const char *name;
+        plot_kind kind;
+    } names[] = {{"loss", PLOT_LOSS},       {"layers", PLOT_LAYERS},     {"profile", PLOT_PROFILE},
+                 {"heatmap", PLOT_HEATMAP}, {"headroom", PLOT_HEADROOM}, {"overflow", PLOT_OVERFLOW},
+                 {"map", PLOT_MAP}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(s, names[i].name)) {
+            *k = names[i].kind;
             return 0;
         }
     return -1;
@@ -63,7 +68,7 @@ static int plot_options(plot_opts *o, const char *kind, const char *size, const 
     o->w = 1600;
     o->h = 900;
     if (kind && plot_parse_kind(kind, &o->kind)) {
-        fprintf(err, "normscope: --kind '%s': expected loss|layers|profile|heatmap|map\n", kind);
+        fprintf(err, "normscope: --kind '%s': expected loss|layers|profile|heatmap|headroom|overflow|map\n", kind);
         return 2;
     }
     if (size && plot_parse_size(size, &o->w, &o->h)) {

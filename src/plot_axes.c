@@ -13,12 +13,32 @@
 
 /* ---- axes ------------------------------------------------------------------------ */
 
+/* A position along the axis of a value in its own units (log10 of the
+ * value on a log axis, log10(1 + count) on a count axis). */
+static double ax_pos(const axis *a, double u)
+{
+    double t = a->hi > a->lo ? (u - a->lo) / (a->hi - a->lo) : 0.5;
+    return a->p0 + t * (a->p1 - a->p0);
+}
+
 double ax_map(const axis *a, double v)
 {
-    if (a->log)
+    if (a->count)
+        v = log10(1 + fmax(v, 0));
+    else if (a->log)
         v = v > 0 ? log10(v) : a->lo - 1;
-    double t = a->hi > a->lo ? (v - a->lo) / (a->hi - a->lo) : 0.5;
-    return a->p0 + t * (a->p1 - a->p0);
+    return ax_pos(a, v);
+}
+
+void ax_fit_count(axis *a, double hi)
+{
+    a->log = 0;
+    a->count = 1;
+    a->lo = 0;
+    a->hi = fmax(1, log10(1 + fmax(hi, 0)));
+    double m = a->hi * 0.05;
+    a->lo -= m;
+    a->hi += m;
 }
 
 static double nice_step(double span)
@@ -71,6 +91,13 @@ static void decade_label(svg *v, double x, double y, char anchor, int k)
 static int ax_ticks(const axis *a, double *t, int max)
 {
     int n = 0;
+    if (a->count) { /* 0, then decades: 10, 100, ... */
+        int step = (int)ceil(a->hi / 8);
+        t[n++] = 0;
+        for (int k = step; k <= (int)floor(a->hi) && n < max; k += step)
+            t[n++] = k;
+        return n;
+    }
     if (ax_decades(a)) {
         int step = (int)ceil((a->hi - a->lo) / 10);
         for (int k = (int)ceil(a->lo); k <= (int)floor(a->hi) && n < max; k += step)
@@ -88,7 +115,7 @@ static int ax_ticks(const axis *a, double *t, int max)
 
 static void ax_tick_label(svg *v, const axis *a, double t, double x, double y, char anchor)
 {
-    if (ax_decades(a))
+    if (ax_decades(a) || (a->count && t > 0))
         decade_label(v, x, y, anchor, (int)t);
     else
         svg_text(v, x, y, v->fs, anchor, v->p->fg, "class=\"tick\"", "%g", t);
@@ -96,7 +123,7 @@ static void ax_tick_label(svg *v, const axis *a, double t, double x, double y, c
 
 static double ax_tick_pos(const axis *a, double t)
 {
-    return ax_decades(a) ? ax_map(a, pow(10, t)) : ax_map(a, t);
+    return a->count ? ax_pos(a, t) : ax_decades(a) ? ax_map(a, pow(10, t)) : ax_map(a, t);
 }
 
 /* An axis title centred at x, y within maxw: whole, else without its

@@ -39,8 +39,14 @@ static const char *set_name(int k) { return metrics_step_cols[set_col(k)].name; 
 
 enum {
     FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SCALE, FLD_STATE, FLD_FAULT,
-    FLD_SET0
+    FLD_LX0, FLD_SET0 = FLD_LX0 + PLOT_LX
 };
+
+/* The layer_metrics field of each plot_lx (metrics.h). */
+static const size_t lx_offset[PLOT_LX] = {offsetof(layer_metrics, act_max),
+                                          offsetof(layer_metrics, headroom),
+                                          offsetof(layer_metrics, overflow),
+                                          offsetof(layer_metrics, underflow)};
 
 /* One line's values for one run, before they become a row. */
 typedef struct {
@@ -49,6 +55,8 @@ typedef struct {
     float loss, val;
     int maxl; /* highest layer index seen, -1 = none */
     float ga[NS_MAX_LAYERS], gf[NS_MAX_LAYERS], gl[NS_MAX_LAYERS];
+    float lx[PLOT_LX][NS_MAX_LAYERS];
+    int seen_lx[PLOT_LX];
     char set[PLOT_NSET][PLOT_SETLEN];
     int has_set[PLOT_NSET];
     char scale[PLOT_SETLEN]; /* loss_scale as written; "" = none */
@@ -67,6 +75,8 @@ static void run_free(plot_run *r)
     free(r->ga);
     free(r->gf);
     free(r->gn);
+    for (int k = 0; k < PLOT_LX; k++)
+        free(r->lx[k]);
     free(r->mark);
     free(r->live);
     free(r->bad);
@@ -92,6 +102,10 @@ static void stage_reset(stage *s)
     s->maxl = -1;
     for (int l = 0; l < NS_MAX_LAYERS; l++)
         s->ga[l] = s->gf[l] = s->gl[l] = NAN;
+    for (int k = 0; k < PLOT_LX; k++)
+        for (int l = 0; l < NS_MAX_LAYERS; l++)
+            s->lx[k][l] = NAN;
+    memset(s->seen_lx, 0, sizeof s->seen_lx);
     memset(s->has_set, 0, sizeof s->has_set);
     s->scale[0] = 0;
     s->bad = 0;
@@ -145,6 +159,9 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
              : off == offsetof(layer_metrics, grad_ffn) ? FLD_GF
              : off == offsetof(layer_metrics, grad_ln)  ? FLD_GL
                                                         : FLD_NONE;
+    for (int k = 0; k < PLOT_LX; k++)
+        if (off == lx_offset[k])
+            *field = FLD_LX0 + k;
     *layer = l;
 }
 
@@ -186,6 +203,12 @@ static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
         break;
     }
     case FLD_NONE: break;
+    case FLD_LX0: case FLD_LX0 + 1: case FLD_LX0 + 2: case FLD_LX0 + 3:
+        s->lx[field - FLD_LX0][layer] = cell_num(v, len);
+        s->seen_lx[field - FLD_LX0] |= layer == 0;
+        if (layer > s->maxl)
+            s->maxl = layer;
+        break;
     case FLD_STATE: s->bad = len == 8 && !strncmp(v, "diverged", 8); break;
     case FLD_FAULT: {
         size_t n = len < sizeof s->fault - 1 ? len : sizeof s->fault - 1;
@@ -229,6 +252,9 @@ static int run_reserve(plot_run *r)
         grow((void **)&r->gf, sizeof(float) * per, cap) ||
         grow((void **)&r->gn, sizeof(float) * per, cap) || grow((void **)&r->bad, 1, cap))
         return -1;
+    for (int k = 0; k < PLOT_LX; k++)
+        if (grow((void **)&r->lx[k], sizeof(float) * per, cap))
+            return -1;
     r->cap = cap;
     return 0;
 }
@@ -306,7 +332,11 @@ static int run_add(plot_run *r, const stage *s)
         r->ga[i * r->L + l] = (float)a;
         r->gf[i * r->L + l] = (float)f;
         r->gn[i * r->L + l] = (float)sqrt(a * a + f * f + (isnan(n) ? 0 : n * n));
+        for (int k = 0; k < PLOT_LX; k++)
+            r->lx[k][i * r->L + l] = s->lx[k][l];
     }
+    for (int k = 0; k < PLOT_LX; k++)
+        r->has_lx[k] |= s->seen_lx[k];
     return 0;
 }
 
@@ -592,6 +622,8 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
             st->ga[l] = last->layer[l].grad_attn;
             st->gf[l] = last->layer[l].grad_ffn;
             st->gl[l] = last->layer[l].grad_ln;
+            for (int k = 0; k < PLOT_LX; k++)
+                memcpy(&st->lx[k][l], (const char *)&last->layer[l] + lx_offset[k], sizeof(float));
         }
     if (r->n == 0)
         stage_settings(st, last);

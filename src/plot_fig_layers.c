@@ -41,9 +41,7 @@ void layers_axis(const plot_data *d, const long *rows, axis *a)
                 }
         }
     }
-    a->log = 1;
-    a->lo = lo;
-    a->hi = hi;
+    *a = (axis){.log = 1, .lo = lo, .hi = hi};
 }
 
 /* One bar: its state's color; an MLP bar (hatched) under the hatching

@@ -72,7 +72,7 @@ static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int wh
         char label[PLOT_MARKLEN + 8];
         snprintf(label, sizeof label, "%s%s", d->nruns > 1 && !shared ? (which ? "b: " : "a: ") : "",
                  m->text);
-        double x = ax_map(ax, (double)m->step), w = 0.56 * v->fs_small * (double)strlen(label);
+        double x = ax_map(ax, (double)m->step), w = svg_text_width(label, v->fs_small, 0);
         double x0 = x + w + v->fs * 0.3 > b.x + b.w ? x - w - v->fs * 0.25 : x + v->fs * 0.25;
         int row = 0;
         while (row < 2 && x0 < ends[row] + v->fs * 0.5)
@@ -86,13 +86,33 @@ static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int wh
     }
 }
 
+/* The label beside the step at x, on the side with room for it (wrapped
+ * after its colon when neither has), inside the panel: at its bottom for
+ * run a, its top for b. */
+static void nonfinite_label(svg *v, box b, double x, int which, const char *label)
+{
+    static const char *const seps[] = {": ", ", ", " ", NULL};
+    double m = v->fs * 0.5, left = x - m - b.x, right = b.x + b.w - x - m;
+    int on_left = left > right;
+    if (svg_text_width(label, v->fs_small, 0) <= fmin(left, right)) /* fits either: as before */
+        on_left = x > b.x + b.w / 2;
+    svg_wrapped w;
+    svg_wrap(&w, label, v->fs_small, 0, on_left ? left : right, 2, seps);
+    for (int i = 0; i < w.n; i++) {
+        double y = which ? b.y + v->fs * 1.5 + i * w.size * 1.2
+                         : b.y + b.h - v->fs * 0.9 - (w.n - 1 - i) * w.size * 1.2;
+        svg_text(v, on_left ? x - m : x + m, y, w.size, on_left ? 'e' : 's', v->p->explode,
+                 "class=\"nonfinite-label\"", "%s", w.line[i]);
+    }
+}
+
 /* A red tick at each pixel column where the train loss was not finite or
  * the row's state says the step diverged (a non-finite inside the step,
  * such as a norm's variance, can leave the loss finite): the gap in the
  * line says where, this says why, and the first divergence is labelled
  * with the operation the run named. Run a's stand on the bottom edge, a
  * comparison's run b's hang from the top one. */
-static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which)
+int loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which)
 {
     const plot_run *r = &d->run[which];
     long last_px = -1;
@@ -102,11 +122,10 @@ static int draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int
         snprintf(what, sizeof what, "%s", r->fault);
         for (char *c = what; *c; c++)
             *c = *c == ';' ? ',' : *c; /* a CSV field spells its commas so */
-        double x = ax_map(ax, (double)r->fault_step), y = which ? b.y + v->fs * 1.5 : b.y + b.h - v->fs * 0.9;
-        int right = x > b.x + b.w / 2;
-        svg_text(v, right ? x - v->fs * 0.5 : x + v->fs * 0.5, y, v->fs_small, right ? 'e' : 's', v->p->explode,
-             "class=\"nonfinite-label\"", "%s%sdiverged at step %ld: %s", d->nruns > 1 ? (which ? "b" : "a") : "",
-             d->nruns > 1 ? " " : "", r->fault_step, what);
+        char label[160];
+        snprintf(label, sizeof label, "%s%sdiverged at step %ld: %s", d->nruns > 1 ? (which ? "b" : "a") : "",
+                 d->nruns > 1 ? " " : "", r->fault_step, what);
+        nonfinite_label(v, b, ax_map(ax, (double)r->fault_step), which, label);
     }
     for (long i = 0; i < r->n; i++) {
         if (isfinite(r->loss[i]) && !r->bad[i])
@@ -155,7 +174,7 @@ static void draw_ghost(svg *v, const axis *ax, const axis *ay, const plot_data *
 /* y of run p's rows on the timeline it ended on (live 1) or of the rows a
  * rewind abandoned (live 0), the others -inf (skipped, as a validation
  * loss not measured). NULL when out of memory. */
-static float *timeline_rows(const plot_run *p, const float *y, int live)
+float *loss_timeline_rows(const plot_run *p, const float *y, int live)
 {
     float *m = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
     for (long i = 0; m && i < p->n; i++)
@@ -172,7 +191,7 @@ static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_da
     const plot_run *p = &d->run[r];
     if (p->abandoned == 0)
         return;
-    float *y = timeline_rows(p, p->loss, 0);
+    float *y = loss_timeline_rows(p, p->loss, 0);
     if (!y)
         return;
     char name[96];
@@ -250,8 +269,8 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
         const char *tc = r ? v->p->twin : v->p->train, *vc = r ? v->p->twin_val : v->p->val;
         const char *td = v->o->mono ? svg_mono_dash[r * 2] : "", *vd = v->o->mono ? svg_mono_dash[r * 2 + 1] : "";
         const char *who = d->nruns > 1 ? p->label : "";
-        float *loss = p->abandoned ? timeline_rows(p, p->loss, 1) : NULL;
-        float *val = p->abandoned ? timeline_rows(p, p->val, 1) : NULL;
+        float *loss = p->abandoned ? loss_timeline_rows(p, p->loss, 1) : NULL;
+        float *val = p->abandoned ? loss_timeline_rows(p, p->val, 1) : NULL;
         char name[96];
         snprintf(name, sizeof name, "train loss%s%s", who[0] ? " " : "", who);
         series_draw(v, &ax, &ay, p->step, loss ? loss : p->loss, p->n, 1, name, tc, td, 2.5 * v->s);
@@ -266,7 +285,7 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
         free(val);
     }
     for (int r = 0; r < d->nruns; r++)
-        if (draw_nonfinite(v, b, &ax, d, r))
+        if (loss_draw_nonfinite(v, b, &ax, d, r))
             legend_add(lg, v->p->explode, NULL, r ? SH_TRIANGLE_DOWN : SH_TRIANGLE, 0, 1,
                        "%s%sa step not finite", d->nruns > 1 ? (r ? "b" : "a") : "",
                        d->nruns > 1 ? ": " : "");

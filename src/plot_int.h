@@ -64,6 +64,7 @@ typedef struct {
     int log;
     double p0, p1;
     int integer; /* ticks on whole numbers only (layers) */
+    int count;   /* counts: log10(1 + v), ticked at 0 and decades */
 } axis;
 
 typedef struct {
@@ -112,6 +113,8 @@ void legend_draw_beside(svg *v, box col, const legend *lg);
 /* ---- plot_axes.c ---- */
 double ax_map(const axis *a, double v);
 void ax_fit(axis *a, double lo, double hi, int log_, double pad);
+/* A count axis from 0 to at least hi (0 has a place: a log axis has none). */
+void ax_fit_count(axis *a, double hi);
 void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
              const char *ylabel);
 box frame_content(const svg *v);
@@ -138,6 +141,13 @@ int frame_pick_steps(const plot_data *d, const plot_opts *o, int many, long *ste
 
 /* ---- the kinds (plot_fig_*.c) ---- */
 void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg);
+/* Run which's red ticks where a step was not finite, the first labelled
+ * with what the run named. 1 when there were any. */
+int loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which);
+/* y of run p's rows on the timeline it ended on (live 1) or of those a
+ * rewind abandoned (live 0), the others -inf (skipped). NULL: no memory. */
+float *loss_timeline_rows(const plot_run *p, const float *y, int live);
+int fig_precision(svg *v, const plot_data *d, plot_kind k);
 /* The bars' scale shared by every run's panel (rows[r]: run r's row). */
 void layers_axis(const plot_data *d, const long *rows, axis *a);
 void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long row,

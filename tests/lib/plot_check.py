@@ -23,6 +23,13 @@ what it found and exits 1 when the figure disagrees with the input.
                                 timeline the run ended on), fills from one
                                 ramp whose lightness rises with the value,
                                 step ticks in order
+  precision SVG CSV KIND        KIND headroom (act_max, headroom) or overflow
+                                (overflow, underflow): a line per layer, run
+                                and quantity with the CSV's points and gaps
+                                (the rows on the timeline the run ended on),
+                                the runs' panels of a quantity on one y range
+                                and every panel on one step range; headroom's
+                                range holds its 0 and a limit line is drawn
   titles SVG WORD...            the panel titles, in order, hold the words
   map SVG RESULTS ROWS COLS     (ROWS - : one row) one cell per combination of the sweep's axes,
                                 seeds folded (runs, mean over the runs that
@@ -441,6 +448,45 @@ def cmd_heatmap(svg, path):
     ok("%d cells, %d of them non-finite, lightness rising with the value (%d levels)"
        % (len(cells), len(nan), len(ramp)))
 
+
+
+def cmd_precision(svg, path, kind):
+    root = root_of(svg)
+    runs = [live_rows(rows)[0] for rows in runs_of(path)]
+    quantities = ("act_max", "headroom") if kind == "headroom" else ("overflow", "underflow")
+    groups = by_class(root, "g", "precision")
+    if len(groups) != 2 * len(runs):
+        fail("%d panels of lines, want %d (2 quantities x %d runs)" % (len(groups), 2 * len(runs), len(runs)))
+    for g in groups:
+        r, q = int(g.get("data-run")), g.get("data-quantity")
+        if q not in quantities:
+            fail("a panel of %s in a %s figure" % (q, kind))
+        rows, L = runs[r], layers_of(runs[r])
+        lines = [p for p in g.iter(NS + "path") if p.get("class") == "series"]
+        if len(lines) != L:
+            fail("run %d %s: %d lines, want one per layer (%d)" % (r, q, len(lines), L))
+        for l, p in enumerate(lines):
+            want_pts, want_subs = expected_line(rows, "l%d_%s" % (l, q), False)
+            if q == "act_max":  # a log axis: no point at 0 or below
+                want_pts, want_subs = expected_line([dict(x, **{"l%d_act_max" % l: x["l%d_act_max" % l]
+                                                                if (num(x["l%d_act_max" % l]) or 0) > 0 else "nan"})
+                                                     for x in rows], "l%d_%s" % (l, q), False)
+            if int(p.get("data-points")) != want_pts or subpaths(p.get("d")) != want_subs:
+                fail("run %d layer %d %s: %s points in %d pieces, want %d in %d" % (
+                    r, l, q, p.get("data-points"), subpaths(p.get("d")), want_pts, want_subs))
+    areas = by_class(root, "rect", "plot-area")
+    if len(set((a.get("data-x0"), a.get("data-x1")) for a in areas)) != 1:
+        fail("the panels draw different step ranges")
+    for row in (areas[:len(runs)], areas[len(runs):]):
+        if len(set((a.get("data-y0"), a.get("data-y1")) for a in row)) != 1:
+            fail("a quantity's panels draw different y ranges: %s" % [(a.get("data-y0"), a.get("data-y1")) for a in row])
+    if kind == "headroom":
+        for a in areas[len(runs):]:
+            if not float(a.get("data-y0")) < 0 < float(a.get("data-y1")):
+                fail("the headroom's range %s..%s leaves out 0, where it overflows" % (a.get("data-y0"), a.get("data-y1")))
+        if not series_named(root, "the format's limit"):
+            fail("no limit line over act max")
+    ok("%s: %d panels, a line per layer with the CSV's points, shared axes" % (kind, len(groups)))
 
 def cmd_titles(svg, *words):
     root = root_of(svg)

@@ -72,6 +72,15 @@ plot heatmap.svg "$F/run.csv" --kind heatmap &&
 plot profile_default.svg "$F/run.csv" --kind profile
 grep -c 'class="profile"' "$T/profile_default.svg" | grep -qx 8 && ok || no "profile: not 4 default steps (MLP and attention each)"
 
+# --- the precision figures: act max and headroom, overflow and underflow,
+# of each layer over the run (run.csv: fp16 at lr 10, NaN rows, a rewind) ---
+for k in headroom overflow; do
+    plot $k.svg "$F/run.csv" --kind $k && check "$k lines" $CHECK precision "$T/$k.svg" "$F/run.csv" $k
+    plot cmp_$k.svg "$F/compare.csv" --kind $k &&
+        check "compare $k lines" $CHECK precision "$T/cmp_$k.svg" "$F/compare.csv" $k
+done
+grep -q 'class="nonfinite"' "$T/headroom.svg" && ok || no "headroom: the diverged steps not ticked"
+
 # --- a comparison: both runs, one marker for a change sent to both ---
 plot cmp_loss.svg "$F/compare.csv" && {
     check "compare loss lines" $CHECK loss "$T/cmp_loss.svg" "$F/compare.csv"
@@ -284,6 +293,9 @@ expect_bad "go with --kind map" --plot "$F/run.csv" --rows lr --out "$T/bad.svg"
 expect_bad "results.csv: No such file" --plot "$T" --kind map --out "$T/bad.svg"
 cut -d, -f1,3- "$F/run.csv" >"$T/noloss.csv"
 expect_bad "loss" --plot "$T/noloss.csv" --out "$T/bad.svg"
+cut -d, -f1-17 "$F/run.csv" >"$T/noact.csv"
+expect_bad "no per-layer act_max and headroom columns" --plot "$T/noact.csv" --kind headroom --out "$T/bad.svg"
+expect_bad "no per-layer overflow and underflow columns" --plot "$T/noact.csv" --kind overflow --out "$T/bad.svg"
 cut -d, -f1-14 "$F/run.csv" >"$T/nolayers.csv"
 expect_bad "per-layer" --plot "$T/nolayers.csv" --kind profile --out "$T/bad.svg"
 expect_bad "No such file" --plot "$T/missing.csv" --out "$T/bad.svg"
@@ -341,7 +353,7 @@ check "--mono marker unlike the lines" $CHECK markers "$T/mono.svg" "$F/compare.
     --compare norm-kind=rmsnorm --csv "$T/a_comparison_of_layernorm_and_rmsnorm_from_the_start.csv" \
     2>"$T/err" || no "long labels run: $(cat "$T/err")"
 for in in "$T/a_comparison_of_layernorm_and_rmsnorm_from_the_start.csv" "$F/run.csv" "$F/compare.csv"; do
-    for k in loss layers profile heatmap; do
+    for k in loss layers profile heatmap headroom overflow; do
         for size in 800x450 1600x900; do
             for m in "" --mono; do
                 out="$T/fit_${k}_$size$m.svg"

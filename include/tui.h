@@ -389,6 +389,13 @@ void tui_ui_init(tui_ui *ui, int unicode, int color);
  *            and b_val_loss with --compare (run b's own columns). */
 int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen);
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen);
+/* The e key of a trainer's run: the whole rows of its spool (every --csv
+ * column of both runs, trainer_opts.spool) so far, read through the
+ * descriptor while the trainer appends. 0, or -1 with a reason in err. */
+int tui_write_spool(FILE *spool, const char *path, char *err, size_t errlen);
+/* A name for a file of the d, e and g keys that names no existing file:
+ * "STEM-STEP.EXT", else "STEM-STEP-2.EXT", -3, ... 0, or -1 when 99 exist. */
+int tui_unused_path(char *path, size_t n, const char *stem, long step, const char *ext);
 
 /* The event log's scroll state (tui_logview.c, pure). The newest event
  * index to show of total in a window of nrows rows (-1 when there is
@@ -479,6 +486,7 @@ typedef struct {
     const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
     int bars_rel; /* --bars relative */
     const ns_script *lesson_lines; /* a sweep lesson's notes and questions; or NULL */
+    FILE *spool; /* the trainer's copy of the CSV (trainer_opts.spool) for e; or NULL */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

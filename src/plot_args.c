@@ -99,6 +99,23 @@ static int plot_main_map(const plot_args *a, plot_opts *o, FILE *err)
     return rc;
 }
 
+/* --out may replace a figure (a slide made again), never another file: a
+ * run's CSV named by mistake, the input itself. 0, or 2 after one line. */
+static int out_replaceable(const char *out, FILE *err)
+{
+    FILE *f = fopen(out, "rb");
+    if (!f)
+        return 0; /* none yet (or unreadable: the write will say so) */
+    char head[6] = "";
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    if (n == 0 || !strncmp(head, "<?xml", 5) || !strncmp(head, "<svg", 4))
+        return 0;
+    fprintf(err, "normscope: --out %s: exists and is not an SVG figure; not replaced\n", out);
+    return 2;
+}
+
 int plot_main(const plot_args *a, FILE *err)
 {
     plot_opts o = {.mono = a->mono, .logy = a->logy, .source = a->input, .rows = a->rows,
@@ -114,6 +131,8 @@ int plot_main(const plot_args *a, FILE *err)
         fprintf(err, "normscope: --rows and --cols go with --kind map\n");
         return 2;
     }
+    if (out_replaceable(a->out, err))
+        return 2;
     if (o.kind == PLOT_MAP)
         return plot_main_map(a, &o, err);
     plot_data d;

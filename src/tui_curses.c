@@ -264,6 +264,7 @@ struct run_state {
     sweepview *sv;        /* the sweep's, and the board its scheduler reports on */
     sv_board *board;
     trainer_snapshot *snap;
+    FILE *spool;          /* the trainer's CSV copy, for e (NULL: the loss history) */
     tui_ui ui;
     tui_grid grid;
     double note_until;
@@ -374,20 +375,24 @@ static void send_action(run_state *rs, tui_action a) { rs->src->act(rs, a); }
  * (a note through the queue, so the trainer records it between steps). */
 static void write_one_dump(run_state *rs, int what)
 {
-    char path[64], err[256];
+    char path[64], err[256] = "";
     long step = rs->snap->s.steps_done;
-    int r;
-    if (what == TUI_DUMP_SCREEN) {
-        snprintf(path, sizeof path, "normscope-screen-%ld.txt", step);
+    /* a second press at one step writes a second file, never over the first */
+    int r = tui_unused_path(path, sizeof path,
+                            what == TUI_DUMP_SCREEN ? "normscope-screen"
+                            : what == TUI_DUMP_FIGURE ? "normscope" : "normscope-metrics",
+                            step, what == TUI_DUMP_SCREEN ? "txt" : what == TUI_DUMP_FIGURE ? "svg" : "csv");
+    if (r != 0)
+        snprintf(err, sizeof err, "%s: 99 files of step %ld already", path, step);
+    else if (what == TUI_DUMP_SCREEN)
         r = tui_write_screen(&rs->grid, path, err, sizeof err);
-    } else if (what == TUI_DUMP_FIGURE) {
-        snprintf(path, sizeof path, "normscope-%ld.svg", step);
+    else if (what == TUI_DUMP_FIGURE)
         r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, rs->ui.logy, path, err,
                                 sizeof err);
-    } else {
-        snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
+    else if (rs->spool) /* every column of both runs, as --csv */
+        r = tui_write_spool(rs->spool, path, err, sizeof err);
+    else
         r = tui_write_metrics(rs->snap, path, err, sizeof err);
-    }
     char text[NS_CMD_TEXT];
     if (r == 0)
         snprintf(text, sizeof text, "wrote %s", path);
@@ -710,6 +715,7 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, sweepview *sv, sv_board 
     rs.fw = fw;
     rs.sv = sv;
     rs.board = board;
+    rs.spool = t ? o->spool : NULL;
     rs.src = sv ? &sweep_source : fw ? &follow_source : &trainer_source;
     rs.snap = trainer_snapshot_new();
     if (!rs.snap) {

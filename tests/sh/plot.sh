@@ -314,6 +314,12 @@ expect_bad "No such file" --plot "$F/run.csv" --out "$T/nodir/bad.svg"
 # a figure's options without --plot would shape nothing: refused, not dropped
 expect_bad "--out is a --plot option" --headless --steps 2 --out "$T/bad.svg"
 expect_bad "--mono is a --plot option" --headless --steps 2 --mono
+# --out replaces a figure, never the input or another file
+cp "$F/run.csv" "$T/keep.csv"
+expect_bad "exists and is not an SVG figure" --plot "$T/keep.csv" --out "$T/keep.csv"
+cmp -s "$F/run.csv" "$T/keep.csv" && ok || no "--out the input: the input was changed"
+"$BIN" --plot "$F/run.csv" --out "$T/again.svg" && "$BIN" --plot "$F/run.csv" --kind layers --out "$T/again.svg" &&
+    grep -q 'class="bar"' "$T/again.svg" && ok || no "--out an earlier figure: not replaced"
 ls "$T" | grep -q '\.tmp\.' && no "a temporary file left behind" || ok
 
 # a difference only a fixed setting makes (gamma-zero's --ln-gamma-init):

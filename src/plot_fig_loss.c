@@ -8,6 +8,8 @@
  */
 #include "plot_int.h"
 
+#include "scale.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +253,33 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
     legend_draw_at(v, xs[best], ys[best], fs, lg);
 }
 
+/* The train loss of each step faint (a third of the color's strength),
+ * and over it the loss smoothed as TensorBoard smooths it (scale.h), in
+ * full: the trend reads through the noise, the noise stays in sight. The
+ * smoothed line's last value is recorded for a reader to check. */
+static void draw_smoothed(svg *v, const axis *ax, const axis *ay, const plot_run *p, const float *y,
+                          const char *name, const char *color, const char *dash)
+{
+    fputs("<g class=\"raw\" opacity=\"0.35\">\n", v->f);
+    series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 2 * v->s);
+    fputs("</g>\n", v->f);
+    float *sm = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
+    if (!sm)
+        return;
+    scale_ema e = {0, 0};
+    double last = NAN;
+    for (long i = 0; i < p->n; i++) {
+        sm[i] = isinf(y[i]) && y[i] < 0 ? y[i] : (float)scale_ema_add(&e, y[i]); /* -inf: not a row */
+        last = isfinite(sm[i]) ? sm[i] : last;
+    }
+    char sname[112];
+    snprintf(sname, sizeof sname, "smoothed %s", name);
+    fprintf(v->f, "<g class=\"smoothed\" data-weight=\"%g\" data-last=\"%.6g\">\n", SCALE_SMOOTH, last);
+    series_draw(v, ax, ay, p->step, sm, p->n, 1, sname, color, dash, 3 * v->s);
+    fputs("</g>\n", v->f);
+    free(sm);
+}
+
 void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
 {
     long x0, x1;
@@ -273,8 +302,8 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
         float *val = p->abandoned ? loss_timeline_rows(p, p->val, 1) : NULL;
         char name[96];
         snprintf(name, sizeof name, "train loss%s%s", who[0] ? " " : "", who);
-        series_draw(v, &ax, &ay, p->step, loss ? loss : p->loss, p->n, 1, name, tc, td, 2.5 * v->s);
-        legend_add(lg, tc, td, SH_NONE, 0, 1, "%s", name);
+        draw_smoothed(v, &ax, &ay, p, loss ? loss : p->loss, name, tc, td);
+        legend_add(lg, tc, td, SH_NONE, 0, 1, "%s, smoothed (faint: each step)", name);
         if (p->has_val) {
             snprintf(name, sizeof name, "validation loss%s%s", who[0] ? " " : "", who);
             if (series_draw(v, &ax, &ay, p->step, val ? val : p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)

@@ -3,7 +3,9 @@ was drawn from. Used by tests/sh/plot.sh; each command prints one line saying
 what it found and exits 1 when the figure disagrees with the input.
 
   svg FILE                      parses as XML with an <svg> root
-  loss SVG CSV                  series, points and gaps of each loss line: the
+  loss SVG CSV                  series, points and gaps of each loss line (the
+                                train loss faint under its smoothed line, a
+                                debiased EMA of weight 0.9): the
                                 rows a rewind abandoned as a grey dashed line
                                 of their own, distinct colors (dashes in
                                 --mono) per run
@@ -173,7 +175,8 @@ def cmd_loss(svg, path):
     for g in ghosts:
         if not g.get("stroke-dasharray"):
             fail("the abandoned rows' line is not dashed")
-    series = [p for p in by_class(root, "path", "series") if not p.get("data-name").startswith("before")]
+    series = [p for p in by_class(root, "path", "series")
+              if not p.get("data-name").startswith(("before", "smoothed"))]
     colors = set((p.get("stroke"), p.get("stroke-dasharray") or "") for p in series)
     if len(colors) != len(series):
         fail("%d loss lines in %d distinct strokes (color, dash)" % (len(series), len(colors)))
@@ -210,9 +213,38 @@ def cmd_loss(svg, path):
     got_nf = sorted(set(int(p.get("data-step")) for p in by_class(root, "path", "nonfinite")))
     if got_nf != want_nf:
         fail("non-finite ticks at %s, want %s" % (got_nf, want_nf))
+    smoothed_lines(root, runs)
     legend_corner(root)
-    ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s), %d abandoned"
-       % (len(runs), want_nf, len(ghosts)))
+    ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s), %d abandoned, "
+       "each smoothed over its faint raw line" % (len(runs), want_nf, len(ghosts)))
+
+
+def smoothed_lines(root, runs):
+    """Each run's train loss drawn faint (in a group of opacity < 1), and
+    over it the smoothed loss in the same stroke, with the same points and
+    gaps, ending at TensorBoard's debiased EMA of the rows (weight 0.9)."""
+    raw_ids = set(id(p) for g in by_class(root, "g", "raw") if float(g.get("opacity")) < 1
+                  for p in g.iter(NS + "path"))
+    raws = series_named(root, "train loss")
+    smooth = [(g, p) for g in by_class(root, "g", "smoothed") for p in g.iter(NS + "path")]
+    if len(smooth) != len(runs):
+        fail("%d smoothed lines, want %d" % (len(smooth), len(runs)))
+    for i, rows in enumerate(runs):
+        raw, (g, sm) = raws[i], smooth[i]
+        if id(raw) not in raw_ids:
+            fail("run %d's raw train loss is not faint" % i)
+        if sm.get("stroke") != raw.get("stroke") or sm.get("data-name") != "smoothed " + raw.get("data-name"):
+            fail("run %d: the smoothed line is not its raw line's (%s, %s)" % (i, sm.get("data-name"), sm.get("stroke")))
+        if sm.get("data-points") != raw.get("data-points") or subpaths(sm.get("d")) != subpaths(raw.get("d")):
+            fail("run %d: the smoothed line's points differ from the raw line's" % i)
+        w, avg, k, last = float(g.get("data-weight")), 0.0, 0, None
+        for r in live_rows(rows)[0]:
+            x = num(r["loss"])
+            if x is not None and math.isfinite(x):
+                avg, k = w * avg + (1 - w) * x, k + 1
+                last = avg / (1 - w ** k)
+        if w != 0.9 or last is None or abs(float(g.get("data-last")) - last) > 1e-4 * abs(last):
+            fail("run %d: smoothed to %s (weight %s), want %s (weight 0.9, debiased)" % (i, g.get("data-last"), w, last))
 
 
 def legend_corner(root):

@@ -22,19 +22,39 @@
 # Never -ffast-math or -Ofast: finding NaN and Inf depends on IEEE semantics.
 
 CC      ?= cc
+# the compiler of the tools the build runs (embed): the build machine's,
+# also when CC cross-compiles (make CC=aarch64-linux-gnu-gcc CURSES=0)
+HOSTCC  ?= cc
 PYTHON  ?= /usr/bin/python3
 OPT     ?= -O2
+# CFLAGS is the user's (a packager's CFLAGS=-O2 -g replaces it whole); the
+# flags the numbers depend on are NS_CFLAGS, added after it, so no CFLAGS
+# drops or undoes them (tests/sh/portable.sh builds with CFLAGS=-O2 and
+# with clang and compares the bytes of a run):
+#   -std=c11: ISO C, not GNU C, whose default lets GCC fuse a * b + c;
+#   -ffp-contract=off: a * b + c stays two roundings unless the code asks
+#     for an FMA (clang's default fuses within an expression, and the
+#     portable kernels promise the AVX2 ones' bits where those use no FMA:
+#     ops.h, ops_sumsq, ops_adamw);
+#   -fno-fast-math: after a CFLAGS=-Ofast or -ffast-math, IEEE again
+#     (finding NaN and Inf depends on it);
+#   32-bit x86 only, -msse2 -mfpmath=sse: x87 keeps 80 bits in its
+#     registers and gives other numbers from the first step (config.h
+#     refuses a build without SSE2 arithmetic).
 CFLAGS  ?= $(OPT)
-CFLAGS  += -std=c11 -Wall -Wextra
+NS_CFLAGS := -std=c11 -ffp-contract=off -fno-fast-math
+NS_WARN := -Wall -Wextra
+CC_CLANG := $(shell $(CC) -dM -E -x c /dev/null 2>/dev/null | grep -c __clang__)
+CC_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifneq ($(filter i386-% i486-% i586-% i686-%,$(CC_MACHINE)),)
+NS_CFLAGS += -msse2 -mfpmath=sse
+endif
 # -O2 with GCC 12 vectorizes only loops whose trip count it knows; the
-# dynamic cost model lets the inner loops of the kernels vectorize too.
+# dynamic cost model lets the inner loops of the kernels vectorize too
+# (a speed flag, GCC's only: the same bits without it, clang has none).
+ifeq ($(CC_CLANG),0)
 VECFLAGS ?= -fvect-cost-model=dynamic
-CFLAGS  += $(VECFLAGS)
-# a * b + c stays two roundings unless the code asks for an FMA: GCC in
-# ISO C mode already keeps it so, clang's default may fuse within an
-# expression, and the portable kernels promise the AVX2 ones' bits where
-# those use no FMA (ops.h: ops_sumsq, ops_adamw)
-CFLAGS  += -ffp-contract=off
+endif
 CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
 # include/ holds the public headers, one per module; the engine's own
 # (model, ops, optim, schedule) are in src/internal/, on the include path
@@ -53,21 +73,31 @@ BIN     ?= normscope
 PREFIX  ?= /usr/local
 MANDIR  ?= $(PREFIX)/share/man
 
-# src/tui_curses.c is the only file that calls curses: it is not in the library
-LIB_SRCS  := $(filter-out src/main.c src/tui_curses.c,$(wildcard src/*.c))
+# src/tui_curses.c is the only file that calls curses: it is not in the
+# library. CURSES=0 links src/tui_none.c in its place (a headless target,
+# a cross build without the target's ncurses): the live view then says in
+# one line that this build has none; make normscope-headless builds that
+# binary beside the usual one.
+CURSES  ?= 1
+UI_OBJ  := $(BUILD)/$(if $(filter 0,$(CURSES)),tui_none,tui_curses).o
+UI_LIBS  = $(if $(filter 0,$(CURSES)),,$(CURSES_LIBS))
+LIB_SRCS  := $(filter-out src/main.c src/tui_curses.c src/tui_none.c,$(wildcard src/*.c))
 LIB_OBJS  := $(LIB_SRCS:src/%.c=$(BUILD)/%.o) $(BUILD)/corpus.o $(BUILD)/lessons.o
 LESSONS   := $(sort $(wildcard assets/lessons/*.lesson))
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/%)
-DEPS      := $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(BUILD)/tui_curses.d $(TEST_BINS:=.d)
+DEPS      := $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(BUILD)/tui_curses.d $(BUILD)/tui_none.d \
+             $(TEST_BINS:=.d)
 
-ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SANFLAGS)
+ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(VECFLAGS) $(NS_WARN) $(NS_CFLAGS) $(SANFLAGS)
 
 .PHONY: all test test-generic asan tsan bench install uninstall clean lint
 all: $(BIN)
 
-$(BIN): $(BUILD)/main.o $(BUILD)/tui_curses.o $(BUILD)/libnormscope.a
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDFLAGS) $(CURSES_LIBS) $(LDLIBS)
+$(BIN): $(BUILD)/main.o $(UI_OBJ) $(BUILD)/libnormscope.a
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDFLAGS) $(UI_LIBS) $(LDLIBS)
+normscope-headless: $(BUILD)/main.o $(BUILD)/tui_none.o $(BUILD)/libnormscope.a
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/libnormscope.a: $(LIB_OBJS)
 	rm -f $@
@@ -77,9 +107,10 @@ $(BUILD)/%.o: src/%.c | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 $(ENGINE_INTERNAL:%=$(BUILD)/%.o): CPPFLAGS += $(INTERNAL)
 
-# the built-in corpus, compiled in so the binary runs from anywhere
+# the built-in corpus, compiled in so the binary runs from anywhere; embed
+# runs here, so it is the build machine's program (HOSTCC)
 $(BUILD)/embed: src/tools/embed.c | $(BUILD)
-	$(CC) -O1 -o $@ $<
+	$(HOSTCC) -O1 -o $@ $<
 $(BUILD)/corpus.c: assets/corpus.txt $(BUILD)/embed
 	$(BUILD)/embed ns_corpus $< $@
 $(BUILD)/corpus.o: $(BUILD)/corpus.c
@@ -111,7 +142,7 @@ C_SUITES  := $(patsubst $(TEST_C_DIR)/test_%.c,%,$(sort $(wildcard $(TEST_C_DIR)
 SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$(sort $(wildcard $(TEST_SH_DIR)/*.sh))))
 SH_ORDER  := layers cli harden diagnose fixbank settings kernels memory sweep tui_sweep plot twin tui_e2e \
              tui_diag tui_signals follow tui_lesson lessons sched tour tui_twin probe follow_probe
-SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank
+SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable
 SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
 SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES)),$(SH_SUITES))
 
@@ -195,7 +226,7 @@ lint:
 	mandoc -Tlint -Wwarning man/normscope.1 man/normscope-lessons.7
 
 clean:
-	rm -rf build $(BIN)
+	rm -rf build $(BIN) normscope-headless
 
 -include $(DEPS)
 

@@ -169,6 +169,8 @@ void metrics_csv_row_as_read(FILE *f, const step_metrics *m, const metrics_digit
  * and a column set by index, so a reader fills what the writers wrote. */
 int metrics_layer_col_find(const char *name, size_t len);
 void metrics_layer_col_set(layer_metrics *l, int k, float v);
+/* Layer column k's value in l (NaN past the last). */
+float metrics_layer_col_get(const layer_metrics *l, int k);
 
 /* A layer's gradient norm over all its parameters, sqrt(attn^2 + mlp^2 +
  * norm^2): the heatmap's value. */

@@ -88,6 +88,7 @@ typedef struct {
     const char *zero, *one, *neg;
     const char *fmt;
     int names;
+    const char *const *words; /* the value's words, index = value (an enum's n_names) */
 } setting_mark;
 
 /* A key of the live view bound to a row's command: the key sends
@@ -105,7 +106,9 @@ typedef struct {
  * may change mid-run, or the case is a sweep's), or refused (exit 2). */
 typedef struct {
     /* c: the settings in force (a resumed run's: the checkpoint's with the
-     * flags applied); opts: the command line's cli_opts */
+     * flags applied); opts: the command line's cli_opts. A row whose key
+     * toggles or cycles it reads c only: the status line asks with opts
+     * NULL whether to show its toggle. */
     int (*holds)(const ns_config *c, const void *opts);
     const char *under; /* the deciding flag ("precision") */
     const char *when;  /* where it applies, after "it applies with " */
@@ -134,6 +137,10 @@ typedef struct {
     setting_hook hook; /* the engine's side effects; SETH_NONE: the field alone */
     setting_mark mark; /* its chart marker's label */
     setting_key keys[SET_KEYS]; /* the live view's keys for it */
+    /* its toggle on the live view's status line ("[p] Pre-LN"), when a key
+     * toggles or cycles it: the value said as a marker says it, from this
+     * or, when this is empty, from mark (settings_status) */
+    setting_mark status;
     setting_applies applies; /* holds NULL: wherever it is given */
 } ns_setting;
 
@@ -175,6 +182,13 @@ void settings_label(const ns_config *c, const char *spec, char *buf, size_t len)
 /* The row's mid-run value x as its chart marker says it ("lr 1e-03",
  * "no clip", "post"); "" for a row without a marker. */
 void settings_mark(const ns_setting *s, double x, char *buf, size_t len);
+/* The row's value x on the status line's toggle: status's words, else
+ * the marker's (settings_mark), else the command word and the value
+ * ("final-norm on"). */
+void settings_status(const ns_setting *s, double x, char *buf, size_t len);
+/* Whether x is the row's "off": 0 of an on/off row or of a number whose 0
+ * means off (SETL_OFF), a loss scale's off (-1). The status line dims it. */
+int settings_is_off(const ns_setting *s, double x);
 /* The row whose engine hook is h, or NULL. */
 const ns_setting *settings_find_hook(setting_hook h);
 /* The row and binding of a live-view key, or NULL. */

@@ -166,12 +166,57 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare);
 tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compare, int lesson_min,
                                      int lesson_want);
 
+/* ---- the per-layer numbers: one table (tui_layers.c) -----------------------
+ * Every number a layer shows, once: its metric (a name of
+ * metrics_layer_cols), how it is written and styled, and where it shows:
+ * a cell of the single view's rows, a cell of the compact rows (--compare,
+ * the ranked layout's two columns), a row of the selected layer's box, an
+ * item of the fold line. The layouts below place the cells; the layer
+ * rows, the compact rows, the box and the fold walk the table, so a new
+ * per-layer number is a row here (and its metric's row in metrics.c). */
+enum { TUI_FMT_FIX, TUI_FMT_E, TUI_FMT_COUNT }; /* 0.123 / 1.2e-03 / 1234 */
+enum {
+    TUI_COL_BEFORE_ACT = 1, /* single view: between the gradient bars and the act bar */
+    TUI_COL_WIDE = 2,       /* single view: only on TUI_WIDE_COLS columns and more */
+    TUI_COL_LOWP = 4,       /* rows and fold: only in bf16/fp16 (the box: always) */
+};
+#define TUI_WIDE_COLS 150
+typedef struct {
+    int w;             /* cell width; 0 = not in these rows */
+    int pad;           /* the value's offset in the cell */
+    const char *title; /* over the cell, from its first column (NULL = none) */
+    const char *under_title; /* compact rows showing underflow counts instead */
+} tui_col_cell;
+typedef struct tui_layer_col {
+    const char *metric; /* metrics_layer_cols' name: "act_max" */
+    int fmt;            /* TUI_FMT_* */
+    unsigned flags;     /* TUI_COL_* */
+    tui_col_cell row, twin; /* the single view's cell, the compact rows' */
+    int twin_drop;      /* compact rows drop cells by this rank, lowest first (the
+                         * act bar's: TUI_TWIN_ACT_DROP) */
+    const char *side, *brief; /* the box's name (10 columns), and in 6 */
+    const char *fold;   /* the fold line's name; NULL = not there */
+    /* the value's style, gmax the largest layer gradient ("vanishing") */
+    tui_style (*style)(double v, double gmax);
+    /* a cell of its own (8 columns at c): NULL = the value as fmt says;
+     * under: the compact rows show underflow counts */
+    void (*cell)(tui_grid *g, int r, int c, const layer_metrics *lm, int under);
+} tui_layer_col;
+#define TUI_LAYER_COLS_MAX 16
+#define TUI_TWIN_ACT_DROP 20
+/* The table and its length. */
+const tui_layer_col *tui_layer_col_table(int *n);
+/* Column i's value in lm (its metric's field). */
+double tui_layer_col_value(const tui_layer_col *c, const layer_metrics *lm);
+
 /* Columns of one layer row, from its width (pure, like the layout). */
 typedef struct {
     int idx;          /* layer index, 4 columns */
     int attn, ffn, bar; /* starts of the attention and MLP bars, and their width */
-    int nums;         /* the two gradient norms, 16 columns */
     int act, act_w;   /* the activation-max bar */
+    int x[TUI_LAYER_COLS_MAX]; /* column i of the table's cell start; -1 = absent */
+    /* named cells of x, for the tests and the header's spans */
+    int nums;         /* the two gradient norms, 16 columns */
     int act_num;      /* its number, 8 columns */
     int rms;          /* residual RMS, 10 columns */
     int extra;        /* update ratio and norm-gradient columns; -1 when narrow */
@@ -179,20 +224,22 @@ typedef struct {
                        * columns after act_num; -1 when absent */
 } tui_layer_cols;
 tui_layer_cols tui_layer_columns(int width);
-/* With prec != 0 (precision not fp32), a 9-column precision counter is
+/* With prec != 0 (precision not fp32), a precision cell (TUI_COL_LOWP) is
  * taken from the activation bar when the bar keeps >= 4 cells. */
 tui_layer_cols tui_layer_columns_prec(int width, int prec);
 /* Columns of one run's panel in the two-run view (--compare), from its
  * width: the single view's per-layer columns, compact. What does not fit
- * is dropped (-1), in this order: resid rms first, then the activation
- * bar with its 256 and 65504 marks, then the precision counter (bf16,
- * fp16: headroom, or the underflow count when a run does not scale its
- * loss), then the activation-max number: the numbers a lesson names
- * stay longest. The attention and MLP gradient bars always stay. */
+ * is dropped (-1) by the cells' twin_drop ranks: resid rms first, then
+ * the activation bar with its 256 and 65504 marks, then the precision
+ * counter (bf16, fp16: headroom, or the underflow count when a run does
+ * not scale its loss), then the activation-max number: the numbers a
+ * lesson names stay longest. The attention and MLP gradient bars always
+ * stay. */
 typedef struct {
     int idx;            /* 4 columns */
     int attn, ffn, bar; /* the two gradient bars and their width */
     int act, act_w;     /* the activation-max bar, -1 when dropped */
+    int x[TUI_LAYER_COLS_MAX]; /* column i of the table's cell start; -1 = absent */
     int act_num;        /* its number, 8 columns, or -1 */
     int prec;           /* precision counter, 9 columns, or -1 */
     int rms;            /* resid rms, 8 columns, or -1 */
@@ -347,6 +394,8 @@ typedef struct {
     int selected; /* layer index */
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
+    /* the help's page shown and its page count (the last frame's) */
+    int help_page, help_pages;
     int diag;     /* the diagnosis overlay (D) is shown */
     int target;   /* --compare: the run(s) a key acts on (a twin_target) */
     int bars_rel; /* gradient bars relative to each run's largest layer */
@@ -416,7 +465,9 @@ void tui_log_frame(tui_ui *ui, tui_rect events, long total);
 
 /* Apply an action to the UI state. Returns 1 and fills *cmd when the
  * trainer must be told (the same ns_command a --script line gives). While
- * help is shown, any key but quit closes it and does nothing else.
+ * help is shown, PgDn and Down turn to its next page and PgUp and Up to
+ * the one before while there is one; any other key but quit closes it
+ * and does nothing else.
  * n_layer bounds the selection. */
 int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd);
 /* The action at a click, or TUI_ACT_NONE; a click on a layer row selects
@@ -437,7 +488,12 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui
 void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *s);
 void tui_draw_events(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 void tui_draw_footer(tui_grid *g, tui_rect r, tui_ui *ui);
-void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui);
+/* The keys and the legend, in pages of the rows r holds (help_pages and
+ * help_page of ui: PgDn, PgUp turn them). */
+void tui_draw_help(tui_grid *g, tui_rect r, tui_ui *ui);
+/* The rows a help box of w columns needs to show every key and the
+ * legend on one page (its border included). */
+int tui_help_height(int w);
 /* --lesson: the panel over the sample and event rows (tui_lesson.c); is it
  * shown (a new prompt of the script un-hides it)? */
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
@@ -500,5 +556,10 @@ tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen);
  * no trainer; the keys that would change the lab's model say they are not
  * available, space, + and - and C go to the run through its control file. */
 tui_end tui_follow(const char *path, const tui_options *o, char *err, size_t errlen);
+/* 1 in the usual binary; 0 in a build without curses (make CURSES=0,
+ * tui_none.c), whose live view entry points only say TUI_NO_LIVE. */
+int tui_live_available(void);
+#define TUI_NO_LIVE "this normscope was built without curses (make CURSES=0): no live view; " \
+                    "add --headless"
 
 #endif

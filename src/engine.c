@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1360,8 +1361,15 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     if (read_header(&b, ver, &c, &rs, path, err, errlen) != 0)
         goto out;
     uint64_t np = get_u64(&b);
+    /* at most 2^32 parameters, and a size a 32-bit size_t holds: the
+     * count is checked in 64 bits before it is multiplied */
+    if (!b.short_read && (np > ((uint64_t)1 << 32) || np > (SIZE_MAX - b.at - 4) / 12)) {
+        snprintf(err, errlen, "--load %s: %llu parameters (corrupt)", path,
+                 (unsigned long long)np);
+        goto out;
+    }
     size_t need = b.at + (size_t)np * 12 + 4;
-    if (b.short_read || np > ((size_t)1 << 32) || n != need) {
+    if (b.short_read || n != need) {
         snprintf(err, errlen, "--load %s: %zu bytes, expected %zu (truncated or corrupt)", path,
                  n, need);
         goto out;

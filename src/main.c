@@ -445,6 +445,20 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
 
 static int run(cli_opts *o_, const ns_lesson *lesson);
 
+/* A build without curses (make CURSES=0): a run or a stream that wants
+ * the live view stops here, before anything starts, with one line. */
+static int live_missing(const cli_opts *o)
+{
+    if (o->headless || tui_live_available())
+        return 0;
+    fprintf(stderr, "normscope: %s\n", TUI_NO_LIVE);
+    return 1;
+}
+
+/* The sweep's live view; without curses a sweep shows its table as with
+ * --headless (the view only watches runs that go on alike). */
+static sweep_live_fn sweep_view(void) { return tui_live_available() ? tui_sweep_live : NULL; }
+
 /* --follow FILE: a metrics stream is shown instead of a run (stream.c,
  * tui_follow.c); the exit status is theirs. */
 static int run_follow(const cli_opts *o)
@@ -454,6 +468,8 @@ static int run_follow(const cli_opts *o)
         long steps = (o->set & CLI_SET_STEPS) ? o->cfg.steps : 0;
         return stream_headless(o->follow, steps, o->csv, o->quiet, &stopsig_requested);
     }
+    if (live_missing(o))
+        return 2;
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "normscope: --follow needs a terminal; add --headless for a summary\n");
         return 2;
@@ -572,7 +588,7 @@ static void lesson_notes(const ns_lesson *l)
 static int run_sweep(const cli_opts *o, int argc, char **argv)
 {
     tui_options uo = ui_options(o, NULL);
-    return sweep_main(o, argc, argv, tui_sweep_live, &uo);
+    return sweep_main(o, argc, argv, sweep_view(), &uo);
 }
 
 /* A headless sweep lesson's notes and questions with at in [from, to], as
@@ -639,7 +655,7 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
         if (say)
             lesson_at_lines(&lo, 0, 0, runs);
         tui_options uo = ui_options(&so, &lo); /* the live view shows its notes too */
-        r = sweep_main(&so, n, av, tui_sweep_live, &uo);
+        r = sweep_main(&so, n, av, sweep_view(), &uo);
         if (say && r == 0)
             lesson_at_lines(&lo, 1, runs, runs);
         lesson_free(&lo);
@@ -740,6 +756,8 @@ int main(int argc, char **argv)
 static int run(cli_opts *o_, const ns_lesson *lesson)
 {
     cli_opts o = *o_;
+    if (live_missing(&o))
+        return 2;
     if (!o.headless && (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))) {
         fprintf(stderr, "normscope: the live view needs a terminal; use --headless to train "
                         "without one (see --help)\n");

@@ -63,6 +63,11 @@ int metrics_step_col_find(const char *name, size_t len)
     return col_find(metrics_step_cols, METRICS_STEP_COLS, name, len);
 }
 
+float metrics_layer_col_get(const layer_metrics *l, int k)
+{
+    return k >= 0 && k < METRICS_LAYER_COLS ? layer_col(l, k) : NAN;
+}
+
 void metrics_layer_col_set(layer_metrics *l, int k, float v)
 {
     if (k >= 0 && k < METRICS_LAYER_COLS)

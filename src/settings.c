@@ -24,6 +24,9 @@
 
 /* --on-stall's values, index = cli_opts.on_stall */
 static const char *const on_stall_names[] = {"continue", "stop", "fix"};
+/* A placement as the status line says it, index = norm_place */
+static const char *const place_words[NORM_PLACE_COUNT] = {
+    "Post-LN", "Pre-LN", "Sandwich-LN", "DeepNorm", "ReZero", "no norm", "Mix-LN"};
 /* The live view's gradient bars (cli_opts.bars_rel is the index). */
 static const char *const bars_names[] = {"absolute", "relative"};
 
@@ -51,7 +54,8 @@ static int pause_resumable(const ns_config *c, const void *o)
 {
     return c->on_div != ONDIV_PAUSE || !((const cli_opts *)o)->headless;
 }
-#define IN_LOW_PRECISION .applies = {in_low_precision, "precision", "bf16 or fp16, also when "\
+#define IN_LOW_PRECISION .applies = {.holds = in_low_precision, .under = "precision", \
+                                     .when = "bf16 or fp16, also when "\
                                      "switched to mid-run"}
 
 /* Order is --help's. ckpt is the field's place in the checkpoint header:
@@ -72,6 +76,7 @@ static const ns_setting table[] = {
      .help = "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ...", .flags = SETF_COMPARE,
      .cmd = "norm", CFG(norm), .ckpt = 6, .live = SETL_TOGGLE | SETL_CYCLE,
      .toggle = {NORM_PRE, NORM_POST}, .hook = SETH_NORM, .mark = {.names = 1},
+     .status = {.words = place_words},
      .keys = {{'p', 0, "toggle", "Pre-LN / Post-LN placement (weights untouched)"},
               {'P', 0, "next", "next placement: post pre sandwich deepnorm rezero none mix"}}},
     {.name = "norm-kind", .type = SET_ENUM, NAMES(norm_kind_names), .def = NORMK_LAYERNORM,
@@ -89,7 +94,8 @@ static const ns_setting table[] = {
      .ckpt = 10},
     {.name = "dyt-alpha", .type = SET_REAL, .arg = "X", .lo = 1e-6, .hi = 100, .def = 0.5,
      .help = "initial a of DyT norms", .flags = SETF_COMPARE, CFG(dyt_alpha), .ckpt = 11,
-     .applies = {with_dyt, "norm-kind", "dyt, also when switched to mid-run"}},
+     .applies = {.holds = with_dyt, .under = "norm-kind",
+                 .when = "dyt, also when switched to mid-run"}},
     {.name = "ln-gamma-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100, .def = 1,
      .help = "initial norm gains", .flags = SETF_COMPARE, CFG(ln_gamma_init), .ckpt = 12},
     {.name = "ln-beta-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100,
@@ -105,7 +111,8 @@ static const ns_setting table[] = {
     {.name = "lr", .type = SET_REAL, .arg = "X", .lo = 1e-9, .hi = 10, .def = 1e-3,
      .help = "peak learning rate; noam sets its own", .flags = SETF_COMPARE, .cmd = "lr",
      CFG(lr), .ckpt = 22,
-     .applies = {lr_in_force, "schedule", "constant, cosine or invsqrt; noam's peak is "
+     .applies = {.holds = lr_in_force, .under = "schedule",
+                 .when = "constant, cosine or invsqrt; noam's peak is "
                  "d^-0.5*warmup^-0.5"},
      .live = SETL_SCALE | SETL_UNBOUNDED | SETL_REMOTE, .hook = SETH_LR,
      .mark = {.fmt = "lr %.0e"},
@@ -124,6 +131,7 @@ static const ns_setting table[] = {
      .help = "clip the global gradient norm to X, 0 = off", .flags = SETF_COMPARE, .cmd = "clip",
      CFG(clip), .ckpt = 26, .live = SETL_TOGGLE | SETL_OFF | SETL_UNBOUNDED,
      .toggle = {0, 1}, .hook = SETH_CLIP, .mark = {.zero = "no clip", .fmt = "clip %g"},
+     .status = {.zero = "clip off", .fmt = "clip %g"},
      .keys = {{'c', 0, "toggle", "gradient clipping at 1.0 on / off"}}},
     {.name = "warmup", .type = SET_INT, .arg = "N", .hi = 1e7, .def = 100,
      .help = "linear LR warmup steps, 0 = none", .flags = SETF_COMPARE, CFG(warmup), .ckpt = 27},
@@ -132,6 +140,7 @@ static const ns_setting table[] = {
     {.name = "warmup-ramp", .type = SET_ONOFF, .help = "LR warmup on (a fresh ramp) or off",
      .flags = SETF_NOFLAG, .cmd = "warmup", NOWHERE, .live = SETL_TOGGLE, .toggle = {1, 0},
      .hook = SETH_WARMUP, .mark = {.zero = "no warmup", .one = "warmup"},
+     .status = {.zero = "warmup off", .one = "warmup on"},
      .keys = {{'w', 0, "toggle", "LR warmup on (a fresh ramp from now) / off"}}},
     {.name = "schedule", .type = SET_ENUM, NAMES(sched_kind_names), .def = SCHED_CONSTANT,
      .help = "LR after warmup; noam = d^-0.5*min(s^-0.5, s*w^-1.5)", .flags = SETF_COMPARE,
@@ -160,7 +169,8 @@ static const ns_setting table[] = {
     {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
      .def_text = "pause live, stop headless: exit 3",
      .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' fix",
-     CFG(on_div), .applies = {pause_resumable, "headless", "the live view; headless, a "
+     CFG(on_div), .applies = {.holds = pause_resumable, .under = "headless",
+                              .when = "the live view; headless, a "
                               "divergence stops the run as stop does: exit 3"}},
     {.name = "on-stall", .type = SET_ENUM, NAMES(on_stall_names), .def_text = "continue",
      .help = "on a stall (see DIAGNOSIS in the man page): go on, stop (exit 4), or apply the "
@@ -762,11 +772,13 @@ int settings_applies(const ns_setting *s, const ns_config *c, const void *opts, 
     return a->refuse ? 2 : 1;
 }
 
-void settings_mark(const ns_setting *s, double x, char *buf, size_t len)
+/* A value's label by the rules of m (setting_mark); "" when m has none. */
+static void mark_text(const ns_setting *s, const setting_mark *m, double x, char *buf, size_t len)
 {
-    const setting_mark *m = &s->mark;
     buf[0] = 0;
-    if (x < 0 && m->neg)
+    if (m->words && x >= 0 && x < s->n_names)
+        snprintf(buf, len, "%s", m->words[(int)x]);
+    else if (x < 0 && m->neg)
         snprintf(buf, len, "%s", m->neg);
     else if (x == 0 && m->zero)
         snprintf(buf, len, "%s", m->zero);
@@ -776,4 +788,38 @@ void settings_mark(const ns_setting *s, double x, char *buf, size_t len)
         snprintf(buf, len, m->fmt, x);
     else if (m->names && s->names && x >= 0 && x < s->n_names)
         snprintf(buf, len, "%s", s->names[(int)x]);
+}
+
+void settings_mark(const ns_setting *s, double x, char *buf, size_t len)
+{
+    mark_text(s, &s->mark, x, buf, len);
+}
+
+static int mark_empty(const setting_mark *m)
+{
+    return !m->zero && !m->one && !m->neg && !m->fmt && !m->names && !m->words;
+}
+
+void settings_status(const ns_setting *s, double x, char *buf, size_t len)
+{
+    mark_text(s, mark_empty(&s->status) ? &s->mark : &s->status, x, buf, len);
+    if (buf[0])
+        return;
+    /* a row that says nothing of its own: its command word and value */
+    const char *w = s->cmd ? s->cmd : s->name;
+    if (s->type == SET_ONOFF || s->type == SET_AUTO || s->type == SET_PRESENCE)
+        snprintf(buf, len, "%s %s", w, x < 0 ? "auto" : x ? "on" : "off");
+    else if (s->names && x >= 0 && x < s->n_names)
+        snprintf(buf, len, "%s", s->names[(int)x]);
+    else
+        snprintf(buf, len, "%s %g", w, x);
+}
+
+int settings_is_off(const ns_setting *s, double x)
+{
+    if (s->type == SET_ONOFF)
+        return x == 0;
+    if (s->type == SET_LOSS_SCALE)
+        return x < 0;
+    return (s->live & SETL_OFF) && x == 0;
 }

@@ -901,7 +901,10 @@ static void write_rows(trainer *t)
         fflush(csv);
     if (js)
         fflush(js);
-    if ((csv && atomic_failed(t->o.csv)) | (js && atomic_failed(t->o.jsonl)))
+    /* both asked: each records its own error */
+    int failed = csv && atomic_failed(t->o.csv);
+    failed |= js && atomic_failed(t->o.jsonl);
+    if (failed)
         t->write_failed = 1;
 }
 

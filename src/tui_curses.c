@@ -745,6 +745,8 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, sweepview *sv, sv_board 
     return end;
 }
 
+int tui_live_available(void) { return 1; }
+
 tui_end tui_run(trainer *t, const tui_options *o, char *err, size_t errlen)
 {
     return run_ui(t, NULL, NULL, NULL, o, err, errlen);

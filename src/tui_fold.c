@@ -2,10 +2,11 @@
  * selected layer's numbers on one row (the status line's second), so that
  * on a small terminal every layer keeps its row in the panel.
  *
- *   layer 5/12  attn 1.2e-01  mlp 3.4e-02  act max 4.12  rms 0.85  [headroom 12.3  under 1234]
+ *   layer 5/12  attn 1.2e-01  mlp 3.4e-02  act max 4.12  [headroom 12.3]  rms 0.85  [over 0  under 1234]
  *   layer 5/12  a|b  attn 1.2e-01|8.0e-02  mlp ...      (--compare: both runs)
  *
- * Numbers that do not fit the width are left off from the right. Not here:
+ * The numbers are the layer column table's with a fold name, in its order
+ * (tui.h); those that do not fit the width are left off from the right. Not here:
  * when the fold is used (tui_layout.c), the full box (tui_layers.c).
  */
 #include "tui.h"
@@ -46,26 +47,24 @@ void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui
     }
     const layer_metrics *lm = &s->run[0].last.layer[l], *lb = &s->run[1].last.layer[l];
     int lowp = s->run[0].cfg.precision != FMT_FP32 || (s->compare && s->run[1].cfg.precision != FMT_FP32);
-    struct { const char *name; double v, vb; int sci; } it[] = {
-        {"attn", lm->grad_attn, lb->grad_attn, 1},     {"mlp", lm->grad_ffn, lb->grad_ffn, 1},
-        {"act max", lm->act_max, lb->act_max, 0},      {"rms", lm->resid_rms, lb->resid_rms, 0},
-        {"headroom", lm->headroom, lb->headroom, 0},   {"under", lm->underflow, lb->underflow, 0},
-        {"over", lm->overflow, lb->overflow, 0},
-    };
-    int n = lowp ? 7 : 4;
     if (s->compare) /* two runs: each number as a|b */
         c += tui_puts(g, r.r, c, r.c + r.w - c, TUI_S_LABEL, "a|b ") + 1;
+    int n;
+    const tui_layer_col *t = tui_layer_col_table(&n);
     for (int i = 0; i < n; i++) {
+        if (!t[i].fold || (!lowp && (t[i].flags & TUI_COL_LOWP)))
+            continue;
         char v[48], va[24], vb[24], item[80];
-        num(va, sizeof va, it[i].v, it[i].sci);
-        num(vb, sizeof vb, it[i].vb, it[i].sci);
+        double xa = tui_layer_col_value(&t[i], lm), xb = tui_layer_col_value(&t[i], lb);
+        num(va, sizeof va, xa, t[i].fmt == TUI_FMT_E);
+        num(vb, sizeof vb, xb, t[i].fmt == TUI_FMT_E);
         snprintf(v, sizeof v, s->compare ? "%s|%s" : "%s", va, vb);
-        int len = snprintf(item, sizeof item, "%s %s", it[i].name, v);
+        int len = snprintf(item, sizeof item, "%s %s", t[i].fold, v);
         if (c + len > r.c + r.w)
             break;
-        int w = tui_puts(g, r.r, c, len, TUI_S_LABEL, it[i].name);
+        int w = tui_puts(g, r.r, c, len, TUI_S_LABEL, t[i].fold);
         tui_puts(g, r.r, c + w + 1, len - w - 1,
-                 isfinite(it[i].v) && (!s->compare || isfinite(it[i].vb)) ? TUI_S_STATUS : TUI_S_BAD, v);
+                 isfinite(xa) && (!s->compare || isfinite(xb)) ? TUI_S_STATUS : TUI_S_BAD, v);
         c += len + 2;
     }
 }

@@ -161,38 +161,124 @@ static void help_off_line(tui_grid *g, tui_rect r, int rr)
     tui_puts(g, rr, c, r.c + r.w - 2 - c, TUI_S_DIM, ": not available while following");
 }
 
-void tui_draw_help(tui_grid *g, tui_rect r, const tui_ui *ui)
+_Static_assert(sizeof help_legend / sizeof help_legend[0] == TUI_HELP_LEGEND,
+               "TUI_HELP_LEGEND counts the legend's lines");
+
+/* The help's rows of keys, in order: a key's (its index in the key
+ * table) from byte `off` of its help, wrapped at a space to the box's
+ * width; or the --follow row of the keys it does not take (key HELP_OFF). */
+enum { HELP_OFF = -1 };
+#define HELP_MAX_LINES 128
+typedef struct {
+    int key, off, len;
+} help_row;
+
+/* The bytes of text that fit w columns, cut after a word (ASCII help). */
+static int help_wrap(const char *text, int w)
+{
+    int n = (int)strlen(text);
+    if (n <= w)
+        return n;
+    int cut = w;
+    while (cut > 0 && text[cut] != ' ')
+        cut--;
+    return cut > 0 ? cut : w;
+}
+
+static int help_lines(const tui_ui *ui, int w, help_row *out)
+{
+    int n_lines = 0, off_said = 0, n;
+    const tui_key *keys = tui_key_table(&n);
+    for (int i = 0; i < n && n_lines < HELP_MAX_LINES; i++) {
+        if (!keys[i].name || (!ui->follow && tui_action_follow_only(keys[i].act)))
+            continue;
+        if (ui->follow && tui_action_changes_model(keys[i].act)) {
+            /* --follow: the lab's model is not there to change; one line */
+            if (!off_said++)
+                out[n_lines++] = (help_row){HELP_OFF, 0, 0};
+            continue;
+        }
+        const char *t = keys[i].help;
+        for (int off = 0; t[off] && n_lines < HELP_MAX_LINES;) {
+            int len = help_wrap(t + off, w);
+            out[n_lines++] = (help_row){i, off, len};
+            off += len;
+            while (t[off] == ' ')
+                off++;
+        }
+    }
+    return n_lines;
+}
+
+int tui_help_height(int w)
+{
+    help_row lines[HELP_MAX_LINES];
+    tui_ui ui = {0}; /* the lab's keys: --follow's are fewer */
+    return help_lines(&ui, w - 15, lines) + 1 + TUI_HELP_LEGEND + 2;
+}
+
+/* The page of the line list each line goes on, for pages of h rows: the
+ * keys fill pages in order; the legend (a blank line, then its lines)
+ * stays whole, on the keys' last page when it fits, else on a page of
+ * its own, else (h too short for it) not at all: half a legend misleads.
+ * Returns the page count. */
+static int help_paginate(int n_keys, int h, int *legend_page)
+{
+    int pages = n_keys > 0 ? (n_keys + h - 1) / h : 1, used = n_keys - (pages - 1) * h;
+    int n_leg = (int)(sizeof help_legend / sizeof help_legend[0]);
+    *legend_page = -1;
+    if (used + 1 + n_leg <= h)
+        *legend_page = pages - 1;
+    else if (n_leg <= h)
+        *legend_page = pages++;
+    return pages;
+}
+
+static void help_line(tui_grid *g, tui_rect r, int rr, help_row line, const tui_key *keys)
+{
+    if (line.key == HELP_OFF) {
+        help_off_line(g, r, rr);
+        return;
+    }
+    if (line.off == 0) /* a wrapped line's rest goes under its text */
+        tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, keys[line.key].name);
+    tui_puts(g, rr, r.c + 13, line.len, TUI_S_TEXT, keys[line.key].help + line.off);
+}
+
+/* The help: the keys in the key table's order, then the legend, in pages
+ * of the rows the box holds (PgDn / PgUp turn them: tui_apply), so a
+ * small terminal loses no key. The closing hint is on the bottom border,
+ * as the title on the top. */
+void tui_draw_help(tui_grid *g, tui_rect r, tui_ui *ui)
 {
     if (r.w < 20 || r.h < 4)
         return;
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
     tui_box(g, r, ui->unicode, TUI_S_BORDER);
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
-    /* the closing hint sits on the bottom border, as the title on the top */
-    int rr = r.r + 1, last = r.r + r.h - 1;
-    int off_said = 0, n;
+    help_row lines[HELP_MAX_LINES];
+    int n;
     const tui_key *keys = tui_key_table(&n);
-    for (int i = 0; i < n && rr < last; i++) {
-        if (!keys[i].name || (!ui->follow && tui_action_follow_only(keys[i].act)))
-            continue;
-        if (ui->follow && tui_action_changes_model(keys[i].act)) {
-            /* --follow: the lab's model is not there to change; one line */
-            if (!off_said++)
-                help_off_line(g, r, rr++);
-            continue;
-        }
-        tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, keys[i].name);
-        tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, keys[i].help);
-        rr++;
-    }
-    /* the legend only when all of it fits: half a legend misleads */
-    int n_leg = (int)(sizeof help_legend / sizeof help_legend[0]);
-    if (rr + 1 + n_leg <= last) {
-        rr++;
-        for (int i = 0; i < n_leg; i++, rr++)
+    int n_lines = help_lines(ui, r.w - 15, lines), h = r.h - 2, legend_page;
+    ui->help_pages = help_paginate(n_lines, h, &legend_page);
+    ui->help_page = clampi(ui->help_page, 0, ui->help_pages - 1);
+    int rr = r.r + 1, last = r.r + r.h - 1;
+    for (int i = ui->help_page * h; i < n_lines && rr < last && i < (ui->help_page + 1) * h; i++)
+        help_line(g, r, rr++, lines[i], keys);
+    if (legend_page == ui->help_page) {
+        int n_leg = (int)(sizeof help_legend / sizeof help_legend[0]);
+        if (rr > r.r + 1)
+            rr++; /* the blank line after the keys */
+        for (int i = 0; i < n_leg && rr < last; i++, rr++)
             tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, help_legend[i]);
     }
-    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL, " any key closes this help; q quits ");
+    char hint[80];
+    if (ui->help_pages > 1)
+        snprintf(hint, sizeof hint, " %d/%d %s; any other key closes this help ", ui->help_page + 1,
+                 ui->help_pages, ui->help_page + 1 < ui->help_pages ? "PgDn: more" : "PgUp: back");
+    else
+        snprintf(hint, sizeof hint, " any key closes this help; q quits ");
+    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL, hint);
 }
 
 void tui_draw_too_small(tui_grid *g, int rows, int cols)

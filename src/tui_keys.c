@@ -64,7 +64,7 @@ static const tui_key layout[] = {
     {{'e'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_METRICS, NULL, NULL},
     {{'g'}, NULL, NULL, NULL, NULL, TUI_ACT_DUMP_FIGURE, NULL, NULL},
     {{'?', 'h', TUI_KEY_F1}, "?/h/F1/D", "F1", "Help",
-     "this help / the diagnosis (D; a there applies its fix); any key closes",
+     "this help (PgDn/PgUp: its pages) / the diagnosis (D; a there applies its fix)",
      TUI_ACT_HELP, NULL, NULL},
     {{'D'}, NULL, NULL, NULL, NULL, TUI_ACT_DIAG, NULL, NULL},
     /* in the D panel only: rewind and apply its first next step (3 at most) */
@@ -254,6 +254,19 @@ static int log_key(tui_ui *ui, long delta)
     return 0;
 }
 
+/* The help's page keys: 1 when a turned a page (the last frame's count). */
+static int help_turn(tui_ui *ui, tui_action a)
+{
+    int fwd = a == TUI_ACT_PGDN || a == TUI_ACT_DOWN, back = a == TUI_ACT_PGUP || a == TUI_ACT_UP;
+    if (fwd && ui->help_page + 1 < ui->help_pages)
+        ui->help_page++;
+    else if (back && ui->help_page > 0)
+        ui->help_page--;
+    else
+        return 0;
+    return 1;
+}
+
 int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
 {
     if (n_layer < 1)
@@ -266,6 +279,8 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
         cmd->kind = CMD_FIX;
         return 1;
     }
+    if (ui->help && help_turn(ui, a))
+        return 0;
     if ((ui->help || ui->diag) && a != TUI_ACT_QUIT && a != TUI_ACT_NONE) {
         ui->help = ui->diag = 0; /* the key that closes an overlay does nothing else */
         return 0;
@@ -300,7 +315,7 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_DUMP_SCREEN: ui->dump |= TUI_DUMP_SCREEN; return 0; /* both, if d and e */
     case TUI_ACT_DUMP_METRICS: ui->dump |= TUI_DUMP_METRICS; return 0; /* come in one frame */
     case TUI_ACT_DUMP_FIGURE: ui->dump |= TUI_DUMP_FIGURE; return 0;
-    case TUI_ACT_HELP: ui->help = 1; return 0;
+    case TUI_ACT_HELP: ui->help = 1, ui->help_page = 0; return 0;
     case TUI_ACT_DIAG: ui->diag = 1; return 0;
     case TUI_ACT_FIX:
         snprintf(ui->note, sizeof ui->note, "a applies a fix from the diagnosis: press D first ");

@@ -197,6 +197,143 @@ static tui_style act_style(double am)
                                                 : TUI_S_NORMAL;
 }
 
+/* ---- the per-layer numbers: the table (tui.h) ------------------------------- */
+
+static tui_style grad_col_style(double v, double gmax)
+{
+    return grad_style(scale_grad_state_of(v, gmax));
+}
+static tui_style act_col_style(double v, double gmax)
+{
+    (void)gmax;
+    return act_style(v);
+}
+static tui_style finite_style(double v, double gmax)
+{
+    (void)gmax;
+    return isfinite(v) ? TUI_S_TEXT : TUI_S_BAD;
+}
+/* log2(format max / act max) in doublings: warned below 3, bad below 1 */
+static tui_style headroom_style(double v, double gmax)
+{
+    (void)gmax;
+    return !isfinite(v) ? (isnan(v) ? TUI_S_BAD : TUI_S_DIM)
+           : v < 1      ? TUI_S_BAD
+           : v < 3      ? TUI_S_WARN
+                        : TUI_S_TEXT;
+}
+static tui_style count_style(double v, double gmax)
+{
+    (void)gmax;
+    return v > 0 ? TUI_S_BAD : TUI_S_TEXT;
+}
+/* the precision cell: the underflow count where the compact rows say so */
+static void prec_or_under(tui_grid *g, int r, int c, const layer_metrics *lm, int under)
+{
+    if (under)
+        under_cell(g, r, c, lm);
+    else
+        prec_cell(g, r, c, lm);
+}
+
+/* In the single view's order (the cells before the act bar, then the
+ * rest); the compact rows keep theirs in the same order. */
+static const tui_layer_col layer_cols[] = {
+    {.metric = "grad_attn", .fmt = TUI_FMT_E, .flags = TUI_COL_BEFORE_ACT,
+     .row = {8, 0, "   attn", NULL}, .side = "grad attn", .brief = "g attn", .fold = "attn",
+     .style = grad_col_style},
+    {.metric = "grad_ffn", .fmt = TUI_FMT_E, .flags = TUI_COL_BEFORE_ACT,
+     .row = {8, 0, "    mlp", NULL}, .side = "grad mlp", .brief = "g mlp", .fold = "mlp",
+     .style = grad_col_style},
+    /* the single view's title is the act bar's, "activation max" over both */
+    {.metric = "act_max", .fmt = TUI_FMT_FIX, .row = {8, 0, NULL, NULL},
+     .twin = {8, 1, " act max", NULL}, .twin_drop = 40, .side = "act max", .brief = "act mx",
+     .fold = "act max", .style = act_col_style},
+    {.metric = "headroom", .fmt = TUI_FMT_FIX, .flags = TUI_COL_LOWP,
+     .row = {9, 1, " headroom", NULL}, .twin = {9, 1, " headroom", "    under"}, .twin_drop = 30,
+     .side = "headroom", .brief = "headrm", .fold = "headroom", .style = headroom_style,
+     .cell = prec_or_under},
+    {.metric = "resid_rms", .fmt = TUI_FMT_FIX, .row = {10, 2, " resid rms", NULL},
+     .twin = {8, 1, "   rms", NULL}, .twin_drop = 10, .side = "resid rms", .brief = "rms",
+     .fold = "rms", .style = finite_style},
+    {.metric = "update_ratio", .fmt = TUI_FMT_E, .flags = TUI_COL_WIDE,
+     .row = {9, 1, " upd/w", NULL}, .side = "upd/weight", .brief = "upd/w", .style = finite_style},
+    {.metric = "grad_ln", .fmt = TUI_FMT_E, .flags = TUI_COL_WIDE, .row = {9, 1, " norm|g|", NULL},
+     .side = "grad norm", .brief = "g norm", .style = finite_style},
+    {.metric = "resid_max", .fmt = TUI_FMT_FIX, .side = "resid max", .brief = "res mx",
+     .style = finite_style},
+    {.metric = "overflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "overflows",
+     .brief = "ovf", .fold = "over", .style = count_style},
+    {.metric = "underflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "underflows",
+     .brief = "unf", .fold = "under", .style = finite_style},
+#ifdef NS_DUMMY_COLUMN
+    NS_DUMMY_COLUMN
+#endif
+};
+enum { N_LAYER_COLS = sizeof layer_cols / sizeof layer_cols[0] };
+_Static_assert(N_LAYER_COLS <= TUI_LAYER_COLS_MAX, "raise TUI_LAYER_COLS_MAX");
+
+const tui_layer_col *tui_layer_col_table(int *n)
+{
+    *n = N_LAYER_COLS;
+    return layer_cols;
+}
+
+double tui_layer_col_value(const tui_layer_col *c, const layer_metrics *lm)
+{
+    int k = metrics_layer_col_find(c->metric, strlen(c->metric));
+    return k < 0 ? NAN : metrics_layer_col_get(lm, k);
+}
+
+/* A column's value in w columns: fixed point while it reads well, else
+ * e-notation; or e-notation; or a count. */
+static void col_text(char *b, size_t n, const tui_layer_col *c, double v, int w)
+{
+    if (c->fmt == TUI_FMT_E)
+        fmt_e(b, n, v);
+    else if (c->fmt == TUI_FMT_COUNT && isfinite(v))
+        snprintf(b, n, v < 1e7 ? "%*.0f" : "%*.1e", w, v);
+    else
+        fmt7(b, n, v);
+}
+
+/* Column c's cell of a panel row at x (its cell's start). */
+static void col_cell(tui_grid *g, int rr, int x, const tui_col_cell *cell, const tui_layer_col *c,
+                     const layer_metrics *lm, double gmax, int under)
+{
+    if (c->cell) {
+        c->cell(g, rr, x + cell->pad, lm, under);
+        return;
+    }
+    char b[32];
+    double v = tui_layer_col_value(c, lm);
+    col_text(b, sizeof b, c, v, 7);
+    tui_puts(g, rr, x + cell->pad, 7, c->style(v, gmax), b);
+}
+
+/* The cells' titles over a panel row at r (compact: the compact cells). */
+static void col_titles(tui_grid *g, int r, int c0, const int *x, int compact, int under,
+                       tui_style st)
+{
+    for (int i = 0; i < N_LAYER_COLS; i++) {
+        const tui_col_cell *cell = compact ? &layer_cols[i].twin : &layer_cols[i].row;
+        const char *t = under && cell->under_title ? cell->under_title : cell->title;
+        if (x[i] >= 0 && t)
+            tui_puts(g, r, c0 + x[i], cell->w, st, t);
+    }
+}
+
+/* The cells of one layer's panel row. */
+static void col_cells(tui_grid *g, int rr, int c0, const int *x, int compact,
+                      const layer_metrics *lm, double gmax, int under)
+{
+    for (int i = 0; i < N_LAYER_COLS; i++)
+        if (x[i] >= 0)
+            col_cell(g, rr, c0 + x[i], compact ? &layer_cols[i].twin : &layer_cols[i].row,
+                     &layer_cols[i], lm, gmax, under);
+}
+
+
 /* The cells of the 256 and 65504 marks inside an activation bar of w. */
 static void act_marks(int w, int *m256, int *m16)
 {
@@ -406,12 +543,7 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
     tui_puts(g, rr, r.c + k->ffn, k->bar, TUI_S_LABEL, b);
     if (k->act >= 0)
         act_scale(g, rr, r.c + k->act, k->act_w);
-    if (k->act_num >= 0)
-        tui_puts(g, rr, r.c + k->act_num, 8, TUI_S_LABEL, " act max");
-    if (k->prec >= 0)
-        tui_puts(g, rr, r.c + k->prec, 9, TUI_S_LABEL, shows_underflow(s) ? "    under" : " headroom");
-    if (k->rms >= 0)
-        tui_puts(g, rr, r.c + k->rms, 8, TUI_S_LABEL, "   rms");
+    col_titles(g, rr, r.c, k->x, 1, shows_underflow(s), TUI_S_LABEL);
 }
 
 /* One layer's row of a run's panel. */
@@ -424,21 +556,9 @@ static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
     scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
     log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
     log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
-    char b[32];
     if (k->act >= 0)
         act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
-    if (k->act_num >= 0) {
-        fmt7(b, sizeof b, lm->act_max);
-        tui_puts(g, rr, r.c + k->act_num + 1, 7, act_style(lm->act_max), b);
-    }
-    if (k->prec >= 0 && under)
-        under_cell(g, rr, r.c + k->prec + 1, lm);
-    else if (k->prec >= 0)
-        prec_cell(g, rr, r.c + k->prec + 1, lm);
-    if (k->rms >= 0) {
-        fmt7(b, sizeof b, lm->resid_rms);
-        tui_puts(g, rr, r.c + k->rms + 1, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
-    }
+    col_cells(g, rr, r.c, k->x, 1, lm, gmax, under);
 }
 
 /* A layer row's index cell, 4 columns: ">12!" (selected, the first
@@ -557,15 +677,9 @@ static void layers_header(tui_grid *g, tui_rect r, const tui_layer_cols *k, int 
     tui_puts(g, r.r, r.c + k->attn, k->bar, TUI_S_TITLE,
              k->bar >= 17 ? "attention |grad|" : "attn |grad|");
     tui_puts(g, r.r, r.c + k->ffn, k->bar, TUI_S_TITLE, "MLP |grad|");
-    tui_puts(g, r.r, r.c + k->nums, 16, TUI_S_TITLE, "   attn     mlp");
+    /* over the act bar and the act number's cell after it */
     tui_puts(g, r.r, r.c + k->act, k->act_w + 9, TUI_S_TITLE, "activation max");
-    tui_puts(g, r.r, r.c + k->rms, 10, TUI_S_TITLE, " resid rms");
-    if (k->prec >= 0)
-        tui_puts(g, r.r, r.c + k->prec, 9, TUI_S_TITLE, " headroom");
-    if (k->extra >= 0) {
-        tui_puts(g, r.r, r.c + k->extra, 9, TUI_S_TITLE, " upd/w");
-        tui_puts(g, r.r, r.c + k->extra + 9, 9, TUI_S_TITLE, " norm|g|");
-    }
+    col_titles(g, r.r, r.c, k->x, 0, 0, TUI_S_TITLE);
     if (L > rows) { /* scrolling: say which layers are shown */
         char b[48];
         snprintf(b, sizeof b, " %d-%d of %d ", top_shown, bottom_shown, L);
@@ -586,27 +700,11 @@ static void layer_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
     scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
     scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
-    char b[32];
     log_bar(g, rr, r.c + k->attn, k->bar, lm->grad_attn, lo, hi, grad_style(sa), ui);
     log_bar(g, rr, r.c + k->ffn, k->bar, lm->grad_ffn, lo, hi, grad_style(sf), ui);
-    fmt_e(b, sizeof b, lm->grad_attn);
-    tui_puts(g, rr, r.c + k->nums, 7, grad_style(sa), b);
-    fmt_e(b, sizeof b, lm->grad_ffn);
-    tui_puts(g, rr, r.c + k->nums + 8, 7, grad_style(sf), b);
     /* activation max, with the two fp16 marks */
     act_bar(g, rr, r.c + k->act, k->act_w, lm->act_max, ui);
-    fmt7(b, sizeof b, lm->act_max);
-    tui_puts(g, rr, r.c + k->act_num, 7, act_style(lm->act_max), b);
-    fmt7(b, sizeof b, lm->resid_rms);
-    tui_puts(g, rr, r.c + k->rms + 2, 7, isfinite(lm->resid_rms) ? TUI_S_TEXT : TUI_S_BAD, b);
-    if (k->prec >= 0)
-        prec_cell(g, rr, r.c + k->prec + 1, lm);
-    if (k->extra >= 0) {
-        fmt_e(b, sizeof b, lm->update_ratio);
-        tui_puts(g, rr, r.c + k->extra + 1, 7, TUI_S_TEXT, b);
-        fmt_e(b, sizeof b, lm->grad_ln);
-        tui_puts(g, rr, r.c + k->extra + 10, 7, TUI_S_TEXT, b);
-    }
+    col_cells(g, rr, r.c, k->x, 0, lm, gmax, 0);
 }
 
 void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
@@ -649,54 +747,22 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 
 /* ---- the selected layer's numbers -------------------------------------------- */
 
-/* The selected layer's rows: name, value, format and style. */
-typedef struct {
-    const char *name, *brief; /* brief: 6 columns and a gap, for two runs in a narrow box */
-    double v;
-    int fmt; /* 0 fixed, 1 e-notation, 2 a count */
-    tui_style st;
-} side_row;
-enum { SIDE_ROWS = 10 };
-
-static void side_rows(const layer_metrics *lm, double gmax, side_row out[SIDE_ROWS])
-{
-    const side_row rows[SIDE_ROWS] = {
-        {"grad attn", "g attn", lm->grad_attn, 1,
-         grad_style(scale_grad_state_of(lm->grad_attn, gmax))},
-        {"grad mlp", "g mlp", lm->grad_ffn, 1, grad_style(scale_grad_state_of(lm->grad_ffn, gmax))},
-        {"grad norm", "g norm", lm->grad_ln, 1, TUI_S_TEXT},
-        {"act max", "act mx", lm->act_max, 0, act_style(lm->act_max) == TUI_S_NORMAL ? TUI_S_TEXT
-                                                                          : act_style(lm->act_max)},
-        {"resid max", "res mx", lm->resid_max, 0, TUI_S_TEXT},
-        {"resid rms", "rms", lm->resid_rms, 0, TUI_S_TEXT},
-        {"upd/weight", "upd/w", lm->update_ratio, 1, TUI_S_TEXT},
-        {"headroom", "headrm", lm->headroom, 0, lm->headroom < 1 ? TUI_S_WARN : TUI_S_TEXT},
-        {"overflows", "ovf", lm->overflow, 2, lm->overflow > 0 ? TUI_S_BAD : TUI_S_TEXT},
-        {"underflows", "unf", lm->underflow, 2, TUI_S_TEXT},
-    };
-    memcpy(out, rows, sizeof rows);
-}
-
-static void side_value(tui_grid *g, int r, int c, int w, const side_row *row)
+static void side_value(tui_grid *g, int r, int c, int w, const tui_layer_col *col,
+                       const layer_metrics *lm, double gmax)
 {
     char b[32];
-    if (row->fmt == 1)
-        fmt_e(b, sizeof b, row->v);
-    else if (row->fmt == 2)
-        snprintf(b, sizeof b, "%7.0f", row->v);
-    else
-        fmt7(b, sizeof b, row->v);
-    tui_puts(g, r, c, w, row->st, b);
+    double v = tui_layer_col_value(col, lm);
+    tui_style st = col->style(v, gmax);
+    col_text(b, sizeof b, col, v, 7);
+    tui_puts(g, r, c, w, st == TUI_S_NORMAL ? TUI_S_TEXT : st, b); /* a bar's colour: text */
 }
 
-/* The rows of numbers; with --compare a column per run (a, then b).
- * Returns the next free row. */
+/* The rows of numbers, one for each column with a name in the box; with
+ * --compare a column per run (a, then b). Returns the next free row. */
 static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l, double gmax,
                         double gmax_b)
 {
-    side_row a[SIDE_ROWS], b[SIDE_ROWS];
-    side_rows(&s->run[0].last.layer[l], gmax, a);
-    side_rows(&s->run[1].last.layer[l], gmax_b, b);
+    const layer_metrics *la = &s->run[0].last.layer[l], *lb = &s->run[1].last.layer[l];
     /* two runs: the names take what two 7-column values and a gap leave */
     int rr = r.r + 1, two = s->compare, namew = two ? clampi(r.w - 4 - 15, 7, 11) : 11;
     if (two && rr < r.r + r.h - 1) {
@@ -704,11 +770,15 @@ static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l,
         tui_puts(g, rr, r.c + 2 + namew + 14, 1, TUI_S_TWIN, "b");
         rr++;
     }
-    for (int i = 0; i < SIDE_ROWS && rr < r.r + r.h - 1; i++, rr++) {
-        tui_puts(g, rr, r.c + 2, namew - 1, TUI_S_LABEL, namew < 11 ? a[i].brief : a[i].name);
-        side_value(g, rr, r.c + 2 + namew, 7, &a[i]);
+    for (int i = 0; i < N_LAYER_COLS && rr < r.r + r.h - 1; i++) {
+        const tui_layer_col *c = &layer_cols[i];
+        if (!c->side)
+            continue;
+        tui_puts(g, rr, r.c + 2, namew - 1, TUI_S_LABEL, namew < 11 ? c->brief : c->side);
+        side_value(g, rr, r.c + 2 + namew, 7, c, la, gmax);
         if (two)
-            side_value(g, rr, r.c + 2 + namew + 8, 7, &b[i]);
+            side_value(g, rr, r.c + 2 + namew + 8, 7, c, lb, gmax_b);
+        rr++;
     }
     return rr;
 }

@@ -27,17 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The help overlay: a line per key (pairs share one), a blank line, the
- * legend, and the border (with the closing hint on it). */
-static int help_height(void)
-{
-    int lines = 0, n;
-    const tui_key *keys = tui_key_table(&n);
-    for (int i = 0; i < n; i++)
-        lines += keys[i].name != NULL;
-    return lines + 1 + TUI_HELP_LEGEND + 2; /* the hint is on the bottom border */
-}
-
 tui_layout tui_layout_compute(int rows, int cols, int n_layer)
 {
     return tui_layout_compute_cmp(rows, cols, n_layer, 0);
@@ -161,7 +150,7 @@ tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compar
     }
     /* on a short screen the help takes every row: the keys come first */
     int hw = cols - 4 < 76 ? cols - 4 : 76;
-    int hh = rows < help_height() ? rows : help_height();
+    int need = tui_help_height(hw), hh = rows < need ? rows : need;
     L.help = (tui_rect){(rows - hh) / 2, (cols - hw) / 2, hh, hw};
     return L;
 }
@@ -171,12 +160,35 @@ tui_layer_cols tui_layer_columns(int width)
     return tui_layer_columns_prec(width, 0);
 }
 
+/* The cell of the table's column named metric in x, or -1. */
+static int cell_of(const int *x, const char *metric)
+{
+    int n;
+    const tui_layer_col *t = tui_layer_col_table(&n);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(t[i].metric, metric))
+            return x[i];
+    return -1;
+}
+
+/* The single view: the index, the two gradient bars, the cells before the
+ * act bar, the act bar, the other cells in the table's order. The bars
+ * share what the cells leave: 3/8 each to the gradient bars (4..48), the
+ * rest to the act bar (at most 40), less the precision cells (bf16, fp16)
+ * while it keeps 4; the wide cells only from TUI_WIDE_COLS columns. */
 tui_layer_cols tui_layer_columns_prec(int width, int prec)
 {
     tui_layer_cols c;
-    /* fixed: index 4, two gaps, numbers 16, gap, act number 8, rms 10 */
-    const int fixed = 4 + 1 + 1 + 16 + 1 + 8 + 10;
-    int extra_w = width >= 150 ? 18 : 0;
+    int n, fixed = 4 + 3, wide = 0; /* the index, a gap after each bar */
+    const tui_layer_col *t = tui_layer_col_table(&n);
+    for (int i = 0; i < n; i++) {
+        c.x[i] = -1;
+        if (t[i].flags & TUI_COL_WIDE)
+            wide += t[i].row.w;
+        else if (!(t[i].flags & TUI_COL_LOWP))
+            fixed += t[i].row.w;
+    }
+    int extra_w = width >= TUI_WIDE_COLS ? wide : 0;
     int avail = width - fixed - extra_w;
     if (avail < 3 * 4)
         avail = 3 * 4;
@@ -184,46 +196,74 @@ tui_layer_cols tui_layer_columns_prec(int width, int prec)
     c.act_w = avail - 2 * c.bar;
     if (c.act_w > 40)
         c.act_w = 40;
+    int keep[TUI_LAYER_COLS_MAX];
+    for (int i = 0; i < n; i++) {
+        keep[i] = t[i].row.w > 0 && (extra_w || !(t[i].flags & TUI_COL_WIDE));
+        if (keep[i] && (t[i].flags & TUI_COL_LOWP)) {
+            keep[i] = prec && c.act_w >= 4 + t[i].row.w;
+            c.act_w -= keep[i] ? t[i].row.w : 0;
+        }
+    }
     c.idx = 0;
     c.attn = 4;
     c.ffn = c.attn + c.bar + 1;
-    c.nums = c.ffn + c.bar + 1;
-    c.act = c.nums + 16;
-    c.act_num = c.act + c.act_w + 1;
-    c.prec = -1;
-    if (prec && c.act_w >= 4 + 9) {
-        c.act_w -= 9;
-        c.act_num = c.act + c.act_w + 1;
-        c.prec = c.act_num + 8;
-    }
-    c.rms = c.prec >= 0 ? c.prec + 9 : c.act_num + 8;
-    c.extra = extra_w ? c.rms + 10 : -1;
+    int col = c.ffn + c.bar + 1;
+    for (int i = 0; i < n; i++)
+        if (keep[i] && (t[i].flags & TUI_COL_BEFORE_ACT))
+            c.x[i] = col, col += t[i].row.w;
+    c.act = col;
+    col += c.act_w + 1;
+    for (int i = 0; i < n; i++)
+        if (keep[i] && !(t[i].flags & TUI_COL_BEFORE_ACT))
+            c.x[i] = col, col += t[i].row.w;
+    c.nums = cell_of(c.x, "grad_attn");
+    c.act_num = cell_of(c.x, "act_max");
+    c.prec = cell_of(c.x, "headroom");
+    c.rms = cell_of(c.x, "resid_rms");
+    c.extra = cell_of(c.x, "update_ratio");
     return c;
+}
+
+/* The compact rows' cells that fit width, the act bar's keep in *act:
+ * every cell, then the lowest twin_drop rank goes while they do not fit.
+ * The gradient bars keep 8 cells beside the act bar; only the numbers
+ * take them down to TUI_TWIN_BAR_MIN. */
+static void twin_keep(int width, int prec, int *keep, int *act)
+{
+    int n;
+    const tui_layer_col *t = tui_layer_col_table(&n);
+    for (int i = 0; i < n; i++)
+        keep[i] = t[i].twin.w > 0 && (prec || !(t[i].flags & TUI_COL_LOWP));
+    *act = 1;
+    for (;;) {
+        int need = 4 + 2 * (*act ? 8 : TUI_TWIN_BAR_MIN) + 2 + (*act ? TUI_TWIN_ACT_MIN : 0);
+        int low = -1, low_rank = *act ? TUI_TWIN_ACT_DROP : 1 << 30;
+        for (int i = 0; i < n; i++)
+            if (keep[i]) {
+                need += t[i].twin.w;
+                if (t[i].twin_drop < low_rank)
+                    low = i, low_rank = t[i].twin_drop;
+            }
+        if (need <= width || (low < 0 && !*act))
+            return;
+        if (low >= 0)
+            keep[low] = 0;
+        else
+            *act = 0;
+    }
 }
 
 tui_twin_cols tui_twin_columns(int width, int prec)
 {
-    tui_twin_cols c = {0, 4, 0, TUI_TWIN_BAR_MIN, -1, 0, -1, -1, -1};
-    /* optional columns with their widths, in the order they are dropped:
-     * resid rms, the activation bar, then the numbers a lesson names (the
-     * precision counter, the activation max) */
-    int want[4] = {8, TUI_TWIN_ACT_MIN, prec ? 9 : 0, 8};
-    int n = 4;
-    for (;;) {
-        /* the bars keep 8 cells beside rms or the act bar; only the
-         * numbers take them down to TUI_TWIN_BAR_MIN */
-        int bar_min = n >= 3 ? 8 : TUI_TWIN_BAR_MIN;
-        int need = 4 + 2 * bar_min + 2; /* the gap between the bars and after them */
-        for (int i = 0; i < 4; i++)
-            need += i >= 4 - n ? want[i] : 0;
-        if (need <= width || n == 0)
-            break;
-        want[4 - n] = 0; /* drop the first still kept */
-        n--;
-    }
-    int fixed = want[0] + want[2] + want[3] + 1; /* and the gap after the MLP bar */
+    tui_twin_cols c = {0, 4, 0, TUI_TWIN_BAR_MIN, -1, 0, {0}, -1, -1, -1};
+    int n, keep[TUI_LAYER_COLS_MAX], act;
+    const tui_layer_col *t = tui_layer_col_table(&n);
+    twin_keep(width, prec, keep, &act);
+    int fixed = 1; /* the gap after the MLP bar */
+    for (int i = 0; i < n; i++)
+        fixed += keep[i] ? t[i].twin.w : 0;
     int avail = width - 4 - 1 - fixed; /* bars, their gap, the act bar */
-    if (want[1]) {
+    if (act) {
         c.bar = clampi(avail * 3 / 10, 8, 40);
         c.act_w = clampi(avail - 2 * c.bar, 0, 30);
     } else if (avail >= 2 * TUI_TWIN_BAR_MIN) {
@@ -233,20 +273,17 @@ tui_twin_cols tui_twin_columns(int width, int prec)
     }
     c.ffn = c.attn + c.bar + 1;
     int col = c.ffn + c.bar + 1;
-    if (want[1]) {
+    if (act) {
         c.act = col;
         col += c.act_w;
     }
-    if (want[3]) {
-        c.act_num = col;
-        col += 8;
+    for (int i = 0; i < n; i++) {
+        c.x[i] = keep[i] ? col : -1;
+        col += keep[i] ? t[i].twin.w : 0;
     }
-    if (want[2]) {
-        c.prec = col;
-        col += 9;
-    }
-    if (want[0])
-        c.rms = col;
+    c.act_num = cell_of(c.x, "act_max");
+    c.prec = cell_of(c.x, "headroom");
+    c.rms = cell_of(c.x, "resid_rms");
     return c;
 }
 

@@ -25,20 +25,6 @@ typedef struct {
     int join; /* a note on the item before: one space from it, not two */
 } item;
 
-static const char *place_label(norm_place p)
-{
-    switch (p) {
-    case NORM_POST: return "Post-LN";
-    case NORM_PRE: return "Pre-LN";
-    case NORM_SANDWICH: return "Sandwich-LN";
-    case NORM_DEEPNORM: return "DeepNorm";
-    case NORM_REZERO: return "ReZero";
-    case NORM_NONE: return "no norm";
-    case NORM_MIX: return "Mix-LN";
-    default: return "?";
-    }
-}
-
 static tui_style state_style(trainer_state st)
 {
     switch (st) {
@@ -248,38 +234,61 @@ static void add_toggle(toggles *l, tui_action act, int on, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The settings toggles, showing the run the keys act on: run b's values
- * under target b, else run a's (under `both` a toggle computes the new
- * value from run a's and sets both: twin.h). */
+/* The key of a row that toggles or cycles it ("toggle", "next"): the
+ * status line shows such a row; a key that sets a factor (lr x2) does
+ * not make a toggle. NULL when the row has none. */
+static const setting_key *toggle_key(const ns_setting *r)
+{
+    for (int j = 0; r->cmd && j < SET_KEYS; j++)
+        if (r->keys[j].key && (!strcmp(r->keys[j].how, "toggle") || !strcmp(r->keys[j].how, "next")))
+            return &r->keys[j];
+    return NULL;
+}
+
+/* A row's value in a run: its field of the config, but for the warmup
+ * ramp, which lives in the schedule (twin_run's warmup_on). */
+static double row_value(const ns_setting *r, const trainer_status *s, int run)
+{
+    return r->hook == SETH_WARMUP ? s->run[run].warmup_on : settings_get(r, &s->run[run].cfg);
+}
+
+/* What the last step adds to a toggle's words: the dynamic loss scale
+ * in force, when the step ran in this precision with the dynamic scaler
+ * (until then, after a switch from fp32, it is not known). */
+static void toggle_note(const ns_setting *r, const trainer_status *s, int run, char *buf,
+                        size_t len)
+{
+    const ns_config *cf = &s->run[run].cfg;
+    const step_metrics *m = &s->run[run].last;
+    buf[0] = 0;
+    if (r->hook == SETH_LOSS_SCALE && cf->loss_scale == 0 && s->have_metrics &&
+        m->precision == cf->precision && m->loss_scale_dynamic)
+        snprintf(buf, len, " %g", (double)m->loss_scale);
+}
+
+/* The settings toggles, one for each row a key toggles or cycles, in the
+ * key table's (the help's) order, where the row applies (fp32-norms and
+ * loss-scale in bf16 and fp16 only). They show the run the keys act on:
+ * run b's values under target b, else run a's (under `both` a toggle
+ * computes the new value from run a's and sets both: twin.h). */
 static void status_setting_toggles(toggles *l, const trainer_status *s, const tui_ui *ui)
 {
-    int b = s->compare && ui->target == TWIN_B;
-    const ns_config *cf = &s->run[b].cfg;
-    int warm = s->run[b].warmup_on;
-    add_toggle(l, tui_bind_action("norm", "toggle"), 1, "%s", place_label(cf->norm));
-    add_toggle(l, tui_bind_action("kind", "next"), 1, "%s", norm_kind_name(cf->norm_kind));
-    add_toggle(l, tui_bind_action("warmup", "toggle"), warm, "warmup %s", warm ? "on" : "off");
-    add_toggle(l, tui_bind_action("precision", "next"), 1, "%s", numfmt_name(cf->precision));
-    if (cf->precision != FMT_FP32) { /* these two only matter in bf16 and fp16 */
-        add_toggle(l, tui_bind_action("fp32-norms", "toggle"), cf->fp32_norms, "%s norms",
-                   cf->fp32_norms ? "fp32" : "low");
-        const step_metrics *m = &s->run[b].last;
-        /* the scale of the last step, when it ran in this precision with the
-         * dynamic scaler: until then (a switch from fp32) it is not known */
-        if (cf->loss_scale == 0 && s->have_metrics && m->precision == cf->precision &&
-            m->loss_scale_dynamic)
-            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn %g", (double)m->loss_scale);
-        else if (cf->loss_scale == 0)
-            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale dyn");
-        else if (cf->loss_scale < 0)
-            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 0, "scale off");
-        else
-            add_toggle(l, tui_bind_action("loss-scale", "toggle"), 1, "scale %g", (double)cf->loss_scale);
+    int b = s->compare && ui->target == TWIN_B, n;
+    const tui_key *keys = tui_key_table(&n);
+    for (int i = 0; i < n; i++) {
+        const ns_setting *r = tui_bind_row(keys[i].act);
+        const setting_key *k = r ? toggle_key(r) : NULL;
+        /* one toggle a row (p, not P); holds reads the settings in force
+         * only for rows with keys */
+        if (!k || tui_bind_action(r->cmd, k->how) != keys[i].act ||
+            (r->applies.holds && !r->applies.holds(&s->run[b].cfg, NULL)))
+            continue;
+        double x = row_value(r, s, b);
+        char words[40], note[24];
+        settings_status(r, x, words, sizeof words);
+        toggle_note(r, s, b, note, sizeof note);
+        add_toggle(l, keys[i].act, !settings_is_off(r, x), "%s%s", words, note);
     }
-    if (cf->clip > 0)
-        add_toggle(l, tui_bind_action("clip", "toggle"), 1, "clip %g", (double)cf->clip);
-    else
-        add_toggle(l, tui_bind_action("clip", "toggle"), 0, "clip off");
 }
 
 /* The toggles of the run and the view. */

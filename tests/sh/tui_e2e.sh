@@ -93,7 +93,7 @@ wait_for 'attention |grad|' 10 && ok || no "m m: the bars did not come back"
 key '?'
 wait_for 'normscope keys' 10 && ok || no "?: no help"
 screen | grep -q 'one step while paused' && ok || no "?: help lacks n"
-screen | grep -q 'any key closes this help' && ok || no "?: help lacks its closing hint"
+screen | grep -q 'key closes this help' && ok || no "?: help lacks its closing hint"
 
 # a click on the clip toggle acts like c (X10 mouse report: ESC [ M b x y,
 # each +32, 1-based); first close the help with Escape

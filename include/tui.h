@@ -161,8 +161,13 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare);
  * one column of full rows does not fit), a chart of TUI_CHART_MIN rows;
  * then the toggles or the selected layer's numbers, the lesson's text, and
  * the rest to the chart. Taller screens keep the classic layout while it
- * holds every layer and the question. */
-#define TUI_CHART_MIN 4
+ * holds every layer and the question. The chart's minimum is its title,
+ * its x labels and 4 plotted rows (with 2, a plateau and a descent both
+ * drew one row of '*': the warmup lesson at 80x24); 2 plotted rows
+ * (TUI_CHART_FLOOR) only where every layer would not fit otherwise (24
+ * layers at 80x24). */
+#define TUI_CHART_MIN 6
+#define TUI_CHART_FLOOR 4
 tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compare, int lesson_min,
                                      int lesson_want);
 

@@ -169,7 +169,9 @@ static void test_layout_lesson(void)
                         bad += area != (long)rows * cols;
                     bad += l.lesson.h < q || l.lesson.w != cols || l.status.h < 2;
                     bad += l.layer_rows * l.layer_cols < L;
-                    bad += l.chart.h < TUI_CHART_MIN;
+                    bad += l.chart.h < TUI_CHART_FLOOR;
+                    /* 4 plotted rows wherever they leave every layer on screen */
+                    bad += l.chart.h < TUI_CHART_MIN && (L + 1) / 2 + 2 + TUI_CHART_MIN <= rows - 1 - 2 - q;
                     ranked += l.projector;
                     two += l.layer_cols == 2;
                 }
@@ -180,6 +182,9 @@ static void test_layout_lesson(void)
      * 100x30 and 120x40 the question and every layer too */
     tui_layout l = tui_layout_compute_lesson(24, 80, 24, 1, 3, 10);
     CHECK(l.layer_cols == 2 && l.layer_rows == 12 && l.lesson.h == 3 && l.status.h == 2);
+    /* a 12-layer lesson at 80x24 (warmup): every layer and 4 plotted chart rows */
+    l = tui_layout_compute_lesson(24, 80, 12, 1, 3, 10);
+    CHECK(l.layer_rows * l.layer_cols >= 12 && l.chart.h >= TUI_CHART_MIN && TUI_CHART_MIN - 2 >= 4);
     l = tui_layout_compute_lesson(40, 120, 24, 1, 2, 10);
     CHECK(l.layer_cols == 1 && l.layer_rows == 24 && l.lesson.h >= 2);
     /* hidden (L), the panel gives its rows back */

@@ -423,6 +423,8 @@ typedef struct {
     int log_rows, log_top;
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
     int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
+    int small_paused; /* the front end paused training while the terminal was too
+                       * small, and resumes it when it is large enough again */
     tui_hit hits[TUI_MAX_HITS];
     int n_hits;
 } tui_ui;
@@ -525,7 +527,9 @@ void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *u
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max);
 void tui_draw_diag(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 #define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
-void tui_draw_too_small(tui_grid *g, int rows, int cols);
+/* The too-small message: the size needed, the size now, and with paused
+ * that training waits for the larger size. */
+void tui_draw_too_small(tui_grid *g, int rows, int cols, int paused);
 
 /* Geometry of the chart's plot area inside a chart rect, and the column of
  * a step in it (-1 outside the window). Exposed for the tests. */

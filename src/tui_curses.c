@@ -265,6 +265,8 @@ struct run_state {
     sv_board *board;
     trainer_snapshot *snap;
     FILE *spool;          /* the trainer's CSV copy, for e (NULL: the loss history) */
+    int small_seen;       /* the pause small_pause sent has been seen applied */
+    int small_theirs;     /* someone resumed it while small: left to them until it grows */
     tui_ui ui;
     tui_grid grid;
     double note_until;
@@ -652,6 +654,47 @@ static void paint(run_state *rs)
     refresh();
 }
 
+/* Training waits while the terminal is too small to show it (a step
+ * that nobody sees is a step a class missed): a running trainer is paused
+ * when the terminal shrinks under the minimum and resumed when it is
+ * large enough again, unless someone paused or resumed it in between (the
+ * pause is then theirs). Each is a line in the event log. 1 when it
+ * changed something. */
+static int small_pause(run_state *rs)
+{
+    if (!rs->t)
+        return 0;
+    int small = rs->grid.rows < TUI_MIN_ROWS || rs->grid.cols < TUI_MIN_COLS;
+    trainer_state st = rs->snap->s.state;
+    if (rs->ui.small_paused && st == TRAINER_PAUSED)
+        rs->small_seen = 1; /* our pause has been applied */
+    if (!small)
+        rs->small_theirs = 0;
+    ns_command c;
+    char text[NS_CMD_TEXT];
+    if (small && !rs->ui.small_paused && !rs->small_theirs && st == TRAINER_RUNNING) {
+        c = command_make(CMD_PAUSE);
+        snprintf(text, sizeof text, "paused: the terminal is %dx%d, under %dx%d", rs->grid.cols,
+                 rs->grid.rows, TUI_MIN_COLS, TUI_MIN_ROWS);
+    } else if (rs->ui.small_paused && rs->small_seen && st != TRAINER_PAUSED) {
+        rs->ui.small_paused = 0; /* resumed, stepped or stopped by someone else: theirs */
+        rs->small_theirs = small; /* not paused again until the terminal grows */
+        return 1;
+    } else if (rs->ui.small_paused && !small) {
+        c = command_make(CMD_RESUME);
+        snprintf(text, sizeof text, "resumed: the terminal is %dx%d again", rs->grid.cols,
+                 rs->grid.rows);
+    } else {
+        return 0;
+    }
+    if (trainer_send(rs->t, &c) != 0)
+        return 0; /* the queue is full: asked again next frame */
+    rs->ui.small_paused = c.kind == CMD_PAUSE;
+    rs->small_seen = 0;
+    rs->src->note(rs, text);
+    return 1;
+}
+
 /* Frames: a new snapshot is looked at every FRAME_MS; the screen is drawn
  * when something changed (a step, a key, a resize), so a paused run costs
  * no CPU, and a key shows its effect at once. Runs until q, a signal or
@@ -687,6 +730,7 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
             next_frame = now + FRAME_MS / 1000.0;
             if (rs->src->update(rs))
                 dirty = 1;
+            dirty |= small_pause(rs);
             if (rs->ui.note[0] && now > rs->note_until) {
                 rs->ui.note[0] = 0;
                 dirty = 1;

@@ -3,7 +3,8 @@
 # sizes, from the outside (the real binary in a tmux pane, keys by
 # send-keys, the screen by capture-pane): e writes every --csv column of
 # both runs, and --plot of that export keeps run b and the settings; g and
-# e pressed twice at one step write two files, never one over the other.
+# e pressed twice at one step write two files, never one over the other;
+# training pauses while the terminal is too small and resumes after.
 #
 # Usage: NS_BIN=./normscope sh tests/sh/tui_figures.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
@@ -59,6 +60,35 @@ grep -q 'class="caption">a: norm=pre; pre layernorm, warmup on' "$T/e.svg" && ok
 check_e() { $CHECK loss "$T/e.svg" "$e" >"$T/log" 2>&1 && ok || no "export's loss figure: $(cat "$T/log")"; }
 check_e
 ls "$T"/*.tmp.* >/dev/null 2>&1 && no "a temporary file left behind: $(ls "$T")" || ok
+
+# --- too small: training waits, and says so; it resumes when the terminal
+# is large enough again (steps counted in --csv's rows) ---
+run "(cd $T && LC_ALL=C $BIN $SMALL --val-every 100000 --csv $T/small.csv)"
+wait_for RUNNING 30 && ok || no "the small run did not start: $(cat "$T/err" 2>/dev/null)"
+$TM resize-window -t $W -x 60 -y 20 2>/dev/null
+wait_for 'training paused until then' 10 && ok || no "too small: no word of the pause: $(screen)"
+sleep 0.5
+n1=$(cat "$T"/small.csv.tmp.* | wc -l)
+sleep 1.5
+n2=$(cat "$T"/small.csv.tmp.* | wc -l)
+[ "$n1" -eq "$n2" ] && ok || no "too small: training went on ($n1 -> $n2 rows)"
+$TM resize-window -t $W -x 120 -y 40 2>/dev/null
+wait_for 'RUNNING' 10 && ok || no "large again: not resumed: $(screen | head -1)"
+screen | grep -q 'paused: the terminal is 60x20, under 80x24' && screen | grep -q 'resumed: the terminal is 120x40 again' &&
+    ok || no "the event log does not say paused and resumed: $(screen | tail -12 | cut -c1-80)"
+sleep 1
+[ "$(cat "$T"/small.csv.tmp.* | wc -l)" -gt "$n2" ] && ok || no "large again: no new rows"
+# paused by hand first: growing the terminal leaves it paused
+key Space
+wait_for PAUSED 10 && ok || no "space did not pause"
+$TM resize-window -t $W -x 60 -y 20 2>/dev/null
+wait_for 'this terminal is 60x20' 10
+screen | grep -q 'training paused until then' && no "a pause by hand claimed as the small terminal's" || ok
+$TM resize-window -t $W -x 120 -y 40 2>/dev/null
+sleep 1
+screen | head -1 | grep -q PAUSED && ok || no "a pause by hand resumed by a resize: $(screen | head -1)"
+key q
+wait_for 'NS_EXIT=[0-9]' 20 && ok || no "q: the small run did not end"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1544,6 +1544,43 @@ static void test_log_scroll(void)
     tui_grid_free(&g);
 }
 
+/* A comparison whose run a diverged, at 80x24 and 100x30: run a's row
+ * keeps its loss and val, and the first non-finite op is shown whole (on
+ * the toggles' row when the values row cannot hold it). */
+static void test_diverged_status(void)
+{
+    static const int sizes[2][2] = {{24, 80}, {30, 100}};
+    for (int k = 0; k < 2; k++) {
+        trainer_snapshot *s = snap_new(6);
+        fill_history(s, 20);
+        s->s.compare = 1;
+        s->s.run[1].cfg = s->s.run[0].cfg;
+        s->s.run[1].last.n_layer = 6;
+        s->s.have_metrics = s->s.have_loss = 1;
+        s->s.state = TRAINER_DIVERGED;
+        s->s.diverged_run = 0;
+        s->s.limit = 450;
+        s->s.steps_done = 417;
+        s->s.last_val_step = 400;
+        s->s.run[0].loss = 2.4543f;
+        s->s.run[0].last_val = 2.5012f;
+        s->s.run[1].loss = 2.4401f;
+        s->s.run[1].last_val = 2.4999f;
+        s->s.run[0].last.nonfinite = 1;
+        snprintf(s->s.run[0].last.fault, sizeof s->s.run[0].last.fault, "forward, final norm variance");
+        tui_grid g = {0};
+        tui_grid_resize(&g, sizes[k][0], sizes[k][1]);
+        tui_ui ui;
+        tui_ui_init(&ui, 1, 0);
+        tui_draw(&g, s, &ui);
+        CHECK(strstr(row(&g, 0), "loss 2.4543") && strstr(row(&g, 0), "val 2.5012"));
+        CHECK(strstr(row(&g, 1), "loss 2.4401"));
+        CHECK(rows_with(&g, 0, "first non-finite: forward, final norm variance") == 1);
+        free(s);
+        tui_grid_free(&g);
+    }
+}
+
 static void test_projector_frame(void)
 {
     trainer_snapshot *s = snap_new(12);
@@ -1746,6 +1783,7 @@ int main(void)
     test_dumps();
     test_lesson_panel();
     test_projector_frame();
+    test_diverged_status();
     test_compare_details();
     test_legend_fit();
     test_log_scroll();

@@ -200,9 +200,10 @@ static void precision_legend(const svg *v, const plot_data *d, const precision_k
 int fig_precision(svg *v, const plot_data *d, plot_kind kind)
 {
     const precision_kind *k = kind == PLOT_HEADROOM ? &kind_headroom : &kind_overflow;
-    char colors[NS_MAX_LAYERS][8];
-    for (int l = 0; l < d->run[0].L && l < NS_MAX_LAYERS; l++)
-        depth_color(v, l, d->run[0].L, colors[l]);
+    char colors[NS_MAX_LAYERS][8]; /* by run a's depth; a deeper run b's past it the top's */
+    int L = d->run[0].L;
+    for (int l = 0; l < NS_MAX_LAYERS; l++)
+        depth_color(v, l < L ? l : L - 1, L, colors[l]);
     frame_draw(v, d, k->title);
     legend lg = {0};
     precision_legend(v, d, k, colors, &lg);

@@ -403,6 +403,36 @@ static void test_layer_bars(void)
     free(s);
 }
 
+/* A loss that jumps between 2 and 4 each step: each step's dots are dim
+ * on the top and bottom rows, the smoothed line (TensorBoard's EMA) is
+ * bright and, past the first steps, on neither. */
+static void test_chart_smoothed(void)
+{
+    trainer_snapshot *s = snap_new(2);
+    fill_history(s, 100);
+    for (int i = 0; i < 100; i++)
+        s->hist[i].run[0].loss = i % 2 ? 4.0f : 2.0f;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 12, 60);
+    tui_rect r = {0, 0, 12, 60};
+    tui_ui ui;
+    tui_ui_init(&ui, 1, 1);
+    tui_draw_chart(&g, r, s, &ui);
+    tui_chart_geom cg = tui_chart_geometry(r, s, 1);
+    int dim_edge = 0, bright_edge = 0, bright_mid = 0;
+    for (int c = cg.left + cg.w / 4; c < cg.left + cg.w; c++)
+        for (int y = 0; y < cg.h; y++) {
+            const tui_cell *cell = tui_at(&g, cg.top + y, c);
+            int edge = y == 0 || y == cg.h - 1;
+            dim_edge += edge && cell->style == TUI_S_DIM;
+            bright_edge += edge && cell->style == TUI_S_TRAIN;
+            bright_mid += !edge && cell->style == TUI_S_TRAIN;
+        }
+    CHECK(dim_edge > cg.w / 2 && bright_edge == 0 && bright_mid > cg.w / 2);
+    free(s);
+    tui_grid_free(&g);
+}
+
 /* Markers on the step's column, the label beside; y fitted so a spike
  * does not flatten the rest; validation points where they belong. */
 static void test_chart(void)
@@ -1784,6 +1814,7 @@ int main(void)
     test_lesson_panel();
     test_projector_frame();
     test_diverged_status();
+    test_chart_smoothed();
     test_compare_details();
     test_legend_fit();
     test_log_scroll();

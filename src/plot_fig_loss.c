@@ -207,22 +207,25 @@ static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_da
     free(y);
 }
 
-/* Points of the loss lines inside the box (x0, y0, w, h). */
+/* Points of the loss lines (raw, smoothed, validation) inside the box (x0, y0, w, h). */
 static long loss_points_in(const plot_data *d, const axis *ax, const axis *ay, double x0, double y0,
                            double w, double h)
 {
     long n = 0;
-    for (int r = 0; r < d->nruns; r++)
+    for (int r = 0; r < d->nruns; r++) {
+        scale_ema e = {0, 0}; /* the smoothed line's points too (draw_smoothed) */
         for (long i = 0; i < d->run[r].n; i++) {
             const plot_run *p = &d->run[r];
-            float ys[2] = {p->loss[i], p->val[i]};
-            for (int k = 0; k < 2; k++) {
+            int live = !p->abandoned || p->live[i];
+            float ys[3] = {p->loss[i], p->val[i], live ? (float)scale_ema_add(&e, p->loss[i]) : NAN};
+            for (int k = 0; k < 3; k++) {
                 if (!isfinite(ys[k]))
                     continue;
                 double x = ax_map(ax, (double)p->step[i]), y = ax_map(ay, ys[k]);
                 n += x >= x0 && x <= x0 + w && y >= y0 && y <= y0 + h;
             }
         }
+    }
     return n;
 }
 
@@ -303,7 +306,7 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
         char name[96];
         snprintf(name, sizeof name, "train loss%s%s", who[0] ? " " : "", who);
         draw_smoothed(v, &ax, &ay, p, loss ? loss : p->loss, name, tc, td);
-        legend_add(lg, tc, td, SH_NONE, 0, 1, "%s, smoothed (faint: each step)", name);
+        legend_add(lg, tc, td, SH_NONE, 0, 1, "%s, smoothed", name);
         if (p->has_val) {
             snprintf(name, sizeof name, "validation loss%s%s", who[0] ? " " : "", who);
             if (series_draw(v, &ax, &ay, p->step, val ? val : p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)
@@ -313,6 +316,7 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
         free(loss);
         free(val);
     }
+    legend_add(lg, v->p->dim, "", SH_NONE, 0, 1, "faint: each step's train loss");
     for (int r = 0; r < d->nruns; r++)
         if (loss_draw_nonfinite(v, b, &ax, d, r))
             legend_add(lg, v->p->explode, NULL, r ? SH_TRIANGLE_DOWN : SH_TRIANGLE, 0, 1,

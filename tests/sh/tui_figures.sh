@@ -52,6 +52,9 @@ e=$(ls "$T"/normscope-metrics-40.csv 2>/dev/null)
 cmp -s "$e" "$T/live.csv" && ok || no "e: its rows are not --csv's ($(wc -l <"$e") against $(wc -l <"$T/live.csv") lines)"
 cmp -s "$e" "$T/normscope-metrics-40-2.csv" && ok || no "e twice: the second file differs at one step"
 [ -s "$T/normscope-40.svg" ] && [ -s "$T/normscope-40-2.svg" ] && ok || no "g twice: $(ls "$T")"
+# g's figure: every text on the canvas, 20 px or more
+$CHECK extents "$T/normscope-40.svg" >"$T/log" 2>&1 && ok || no "g: $(cat "$T/log")"
+$CHECK type "$T/normscope-40.svg" 20 >"$T/log" 2>&1 && ok || no "g: $(cat "$T/log")"
 # a figure of the export keeps run b and the settings of each
 "$BIN" --plot "$e" --out "$T/e.svg" 2>"$T/perr" || no "--plot of the export: $(cat "$T/perr")"
 grep -q 'data-name="train loss b: norm=post"' "$T/e.svg" && ok || no "--plot of the export: no run b"

@@ -5,8 +5,9 @@
  * stream's header-less JSON lines too, skipping its "event" and "format"
  * lines) into columns per run, or takes a live view's snapshot. plot_render
  * draws one kind of figure from it as a standalone SVG the program writes
- * itself (no library): loss, layers, profile, heatmap, or the live view's
- * chart + layer panel (the g key). plot_map reads a sweep's results.csv
+ * itself (no library): loss, layers, profile, heatmap, headroom (act max
+ * and headroom over the run), overflow (overflow and underflow counts), or
+ * the live view's chart + layer panel (the g key). plot_map reads a sweep's results.csv
  * into cells for the map (plot_map.c), drawn by plot_render_map.
  *
  * Not here: the live view (tui_*.c), the writing of the CSV/JSONL
@@ -29,6 +30,9 @@ typedef struct {
     char text[PLOT_MARKLEN]; /* "warmup=off", "rewind 200 -> 0, warmup=on" */
 } plot_mark;
 
+/* The per-layer columns of the precision figures, besides the gradients. */
+typedef enum { PLOT_LX_ACT, PLOT_LX_HEAD, PLOT_LX_OVER, PLOT_LX_UNDER, PLOT_LX } plot_lx;
+
 /* One run's rows, in file order. Per-layer arrays are (n, L). */
 typedef struct {
     long n, cap;
@@ -37,6 +41,9 @@ typedef struct {
     long *step;
     float *loss, *val;     /* val: -inf where not measured, NaN where measured NaN */
     float *ga, *gf, *gn;   /* attention, MLP, and sqrt(a^2+f^2+ln^2) per layer */
+    float *lx[PLOT_LX];    /* act max, headroom, overflow and underflow counts per
+                            * layer (NaN where the row has none) */
+    int has_lx[PLOT_LX];   /* the column of layer 0 was in the file */
     plot_mark *mark;
     int nmark, capmark;
     char set[PLOT_NSET][PLOT_SETLEN]; /* settings of the first row */
@@ -137,7 +144,9 @@ int plot_map_read(plot_map *m, const char *input, char *err, size_t errlen);
 /* The cell of a combination of value indices (one per axis). */
 long plot_map_cell_of(const plot_map *m, const int *idx);
 
-typedef enum { PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW } plot_kind;
+typedef enum {
+    PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW, PLOT_HEADROOM, PLOT_OVERFLOW
+} plot_kind;
 
 typedef struct {
     plot_kind kind;

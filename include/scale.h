@@ -1,7 +1,7 @@
 /* scale.h - the scales and states the live view and the figures share:
  * the gradient and activation bars' log ranges, the marks on the
  * activation bar, when a gradient counts as exploding or vanishing, and
- * the heatmap's decade levels. Pure functions of a number, so a figure
+ * the heatmap's decade levels, the loss's smoothing. Pure functions of a number, so a figure
  * (plot.c) says what the screen says without including the view.
  *
  * Not here: drawing (tui_*.c, plot.c).
@@ -29,5 +29,18 @@ scale_grad_state scale_grad_state_of(double v, double layer_max);
 /* The heatmap's level of a gradient norm: 0 below 1e-4, 1..5 for one
  * decade each up to 10, 6 from 10; -1 when not finite. */
 int scale_heat_level(double v);
+
+/* The smoothed loss the chart and the figures draw over the raw one (kept
+ * faint), as TensorBoard smooths a scalar: an exponential moving average
+ * of weight SCALE_SMOOTH (about the last 10 steps), debiased as Adam's
+ * moments are (divided by 1 - w^k after k values), so its first values are
+ * not pulled toward 0. A value that is not finite is not averaged in: its
+ * point is NaN (a gap, as the raw line's) and the average goes on. */
+#define SCALE_SMOOTH 0.9
+typedef struct {
+    double avg;
+    long k;
+} scale_ema;
+double scale_ema_add(scale_ema *e, double x);
 
 #endif

@@ -53,6 +53,11 @@ typedef struct {
      * JSONL lines, "run":"a" and "b"); NULL = none. The caller opens and
      * commits them. */
     atomic_file *csv, *jsonl;
+    /* The live view's e export: the CSV again (its header and a row per
+     * step, as --csv writes them), into a file the caller opened (an
+     * unlinked temp file) and closes; flushed a step at a time, so a reader
+     * of its descriptor (pread) sees whole rows. NULL = none. */
+    FILE *spool;
     /* The headless run's lines (trainer_run): each engine event as it
      * happens ("normscope: [a: |b: ]text"), the divergence that stopped the
      * run, and with progress a progress line redrawn in place. NULL = none;

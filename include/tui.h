@@ -161,8 +161,13 @@ tui_layout tui_layout_compute_cmp(int rows, int cols, int n_layer, int compare);
  * one column of full rows does not fit), a chart of TUI_CHART_MIN rows;
  * then the toggles or the selected layer's numbers, the lesson's text, and
  * the rest to the chart. Taller screens keep the classic layout while it
- * holds every layer and the question. */
-#define TUI_CHART_MIN 4
+ * holds every layer and the question. The chart's minimum is its title,
+ * its x labels and 4 plotted rows (with 2, a plateau and a descent both
+ * drew one row of '*': the warmup lesson at 80x24); 2 plotted rows
+ * (TUI_CHART_FLOOR) only where every layer would not fit otherwise (24
+ * layers at 80x24). */
+#define TUI_CHART_MIN 6
+#define TUI_CHART_FLOOR 4
 tui_layout tui_layout_compute_lesson(int rows, int cols, int n_layer, int compare, int lesson_min,
                                      int lesson_want);
 
@@ -418,6 +423,8 @@ typedef struct {
     int log_rows, log_top;
     int unicode;  /* braille and block glyphs (UTF-8 locale, no --ascii) */
     int color;    /* colors, not just attributes (no NO_COLOR / --no-color) */
+    int small_paused; /* the front end paused training while the terminal was too
+                       * small, and resumes it when it is large enough again */
     tui_hit hits[TUI_MAX_HITS];
     int n_hits;
 } tui_ui;
@@ -438,6 +445,13 @@ void tui_ui_init(tui_ui *ui, int unicode, int color);
  *            and b_val_loss with --compare (run b's own columns). */
 int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errlen);
 int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, size_t errlen);
+/* The e key of a trainer's run: the whole rows of its spool (every --csv
+ * column of both runs, trainer_opts.spool) so far, read through the
+ * descriptor while the trainer appends. 0, or -1 with a reason in err. */
+int tui_write_spool(FILE *spool, const char *path, char *err, size_t errlen);
+/* A name for a file of the d, e and g keys that names no existing file:
+ * "STEM-STEP.EXT", else "STEM-STEP-2.EXT", -3, ... 0, or -1 when 99 exist. */
+int tui_unused_path(char *path, size_t n, const char *stem, long step, const char *ext);
 
 /* The event log's scroll state (tui_logview.c, pure). The newest event
  * index to show of total in a window of nrows rows (-1 when there is
@@ -513,7 +527,9 @@ void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *u
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max);
 void tui_draw_diag(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 #define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
-void tui_draw_too_small(tui_grid *g, int rows, int cols);
+/* The too-small message: the size needed, the size now, and with paused
+ * that training waits for the larger size. */
+void tui_draw_too_small(tui_grid *g, int rows, int cols, int paused);
 
 /* Geometry of the chart's plot area inside a chart rect, and the column of
  * a step in it (-1 outside the window). Exposed for the tests. */
@@ -535,6 +551,7 @@ typedef struct {
     const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
     int bars_rel; /* --bars relative */
     const ns_script *lesson_lines; /* a sweep lesson's notes and questions; or NULL */
+    FILE *spool; /* the trainer's copy of the CSV (trainer_opts.spool) for e; or NULL */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

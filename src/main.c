@@ -391,7 +391,7 @@ static tui_options ui_options(const cli_opts *o, const ns_lesson *lesson)
 {
     tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
                       lesson ? lesson->text : NULL, o->bars_rel,
-                      lesson && lesson->sweep[0] ? &lesson->script : NULL};
+                      lesson && lesson->sweep[0] ? &lesson->script : NULL, NULL};
     return uo;
 }
 
@@ -407,9 +407,13 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
     if (!o->headless && o->compare)
         engine_note(rs.e, "--compare %s: run b trains in lockstep, shown at the right", o->compare);
     trainer_opts to = run_options(o, data, &rs, label_a, sizeof label_a);
+    if (!o->headless) /* e's copy of the CSV; without one, e writes the loss history */
+        to.spool = tmpfile();
     trainer *t = trainer_create(rs.e, &to, err, sizeof err);
     if (!t) {
         fprintf(stderr, "normscope: %s\n", err);
+        if (to.spool)
+            fclose(to.spool);
         setup_free(&rs, 0);
         return 1;
     }
@@ -420,6 +424,7 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
         interrupted = stopsig_requested;
     } else {
         tui_options uo = ui_options(o, lesson);
+        uo.spool = to.spool;
         tui_end end = tui_run(t, &uo, err, sizeof err); /* starts the trainer */
         trainer_stop(t); /* the engine is ours again */
         if (end == TUI_END_ERROR) {
@@ -432,6 +437,8 @@ static int run_training(cli_opts *o, const dataset *data, const ns_lesson *lesso
     }
     int status = finish_run(o, &rs, t, interrupted);
     trainer_free(t);
+    if (to.spool)
+        fclose(to.spool);
     setup_free(&rs, 1);
     return status;
 }

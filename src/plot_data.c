@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "csv.h"
 #include "jsonl.h"
 #include "metrics.h"
 
@@ -38,8 +39,14 @@ static const char *set_name(int k) { return metrics_step_cols[set_col(k)].name; 
 
 enum {
     FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SCALE, FLD_STATE, FLD_FAULT,
-    FLD_SET0
+    FLD_LX0, FLD_SET0 = FLD_LX0 + PLOT_LX
 };
+
+/* The layer_metrics field of each plot_lx (metrics.h). */
+static const size_t lx_offset[PLOT_LX] = {offsetof(layer_metrics, act_max),
+                                          offsetof(layer_metrics, headroom),
+                                          offsetof(layer_metrics, overflow),
+                                          offsetof(layer_metrics, underflow)};
 
 /* One line's values for one run, before they become a row. */
 typedef struct {
@@ -48,6 +55,8 @@ typedef struct {
     float loss, val;
     int maxl; /* highest layer index seen, -1 = none */
     float ga[NS_MAX_LAYERS], gf[NS_MAX_LAYERS], gl[NS_MAX_LAYERS];
+    float lx[PLOT_LX][NS_MAX_LAYERS];
+    int seen_lx[PLOT_LX];
     char set[PLOT_NSET][PLOT_SETLEN];
     int has_set[PLOT_NSET];
     char scale[PLOT_SETLEN]; /* loss_scale as written; "" = none */
@@ -66,6 +75,8 @@ static void run_free(plot_run *r)
     free(r->ga);
     free(r->gf);
     free(r->gn);
+    for (int k = 0; k < PLOT_LX; k++)
+        free(r->lx[k]);
     free(r->mark);
     free(r->live);
     free(r->bad);
@@ -91,6 +102,10 @@ static void stage_reset(stage *s)
     s->maxl = -1;
     for (int l = 0; l < NS_MAX_LAYERS; l++)
         s->ga[l] = s->gf[l] = s->gl[l] = NAN;
+    for (int k = 0; k < PLOT_LX; k++)
+        for (int l = 0; l < NS_MAX_LAYERS; l++)
+            s->lx[k][l] = NAN;
+    memset(s->seen_lx, 0, sizeof s->seen_lx);
     memset(s->has_set, 0, sizeof s->has_set);
     s->scale[0] = 0;
     s->bad = 0;
@@ -144,6 +159,9 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
              : off == offsetof(layer_metrics, grad_ffn) ? FLD_GF
              : off == offsetof(layer_metrics, grad_ln)  ? FLD_GL
                                                         : FLD_NONE;
+    for (int k = 0; k < PLOT_LX; k++)
+        if (off == lx_offset[k])
+            *field = FLD_LX0 + k;
     *layer = l;
 }
 
@@ -185,6 +203,12 @@ static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
         break;
     }
     case FLD_NONE: break;
+    case FLD_LX0: case FLD_LX0 + 1: case FLD_LX0 + 2: case FLD_LX0 + 3:
+        s->lx[field - FLD_LX0][layer] = cell_num(v, len);
+        s->seen_lx[field - FLD_LX0] |= layer == 0;
+        if (layer > s->maxl)
+            s->maxl = layer;
+        break;
     case FLD_STATE: s->bad = len == 8 && !strncmp(v, "diverged", 8); break;
     case FLD_FAULT: {
         size_t n = len < sizeof s->fault - 1 ? len : sizeof s->fault - 1;
@@ -228,6 +252,9 @@ static int run_reserve(plot_run *r)
         grow((void **)&r->gf, sizeof(float) * per, cap) ||
         grow((void **)&r->gn, sizeof(float) * per, cap) || grow((void **)&r->bad, 1, cap))
         return -1;
+    for (int k = 0; k < PLOT_LX; k++)
+        if (grow((void **)&r->lx[k], sizeof(float) * per, cap))
+            return -1;
     r->cap = cap;
     return 0;
 }
@@ -305,54 +332,74 @@ static int run_add(plot_run *r, const stage *s)
         r->ga[i * r->L + l] = (float)a;
         r->gf[i * r->L + l] = (float)f;
         r->gn[i * r->L + l] = (float)sqrt(a * a + f * f + (isnan(n) ? 0 : n * n));
+        for (int k = 0; k < PLOT_LX; k++)
+            r->lx[k][i * r->L + l] = s->lx[k][l];
     }
+    for (int k = 0; k < PLOT_LX; k++)
+        r->has_lx[k] |= s->seen_lx[k];
     return 0;
+}
+
+/* A CSV line's fields (csv_split, the one splitter of normscope's CSV)
+ * in a copy of it: *fields[0..return) point into *copy; the caller frees
+ * both. -1 when out of memory. */
+static int csv_fields(const char *p, size_t len, char **copy, char ***fields)
+{
+    int n = 1;
+    for (size_t i = 0; i < len; i++)
+        n += p[i] == ',';
+    *copy = malloc(len + 1);
+    *fields = malloc(sizeof(char *) * (size_t)n);
+    if (!*copy || !*fields) {
+        free(*copy);
+        free(*fields);
+        return -1;
+    }
+    memcpy(*copy, p, len);
+    (*copy)[len] = 0;
+    return csv_split(*copy, *fields, n);
 }
 
 /* The CSV header: where each column goes. */
 static int csv_header(plot_data *d, const char *p, size_t len)
 {
-    int n = 1;
-    for (size_t i = 0; i < len; i++)
-        n += p[i] == ',';
+    char *copy, **f;
+    int n = csv_fields(p, len, &copy, &f);
+    if (n < 0)
+        return -1;
     d->col_run = malloc(sizeof(short) * (size_t)n);
     d->col_field = malloc(sizeof(short) * (size_t)n);
     d->col_layer = malloc(sizeof(short) * (size_t)n);
-    if (!d->col_run || !d->col_field || !d->col_layer)
-        return -1;
-    d->ncol = n;
-    size_t a = 0;
-    for (int c = 0; c < n; c++) {
-        size_t b = a;
-        while (b < len && p[b] != ',')
-            b++;
+    int rc = !d->col_run || !d->col_field || !d->col_layer ? -1 : 0;
+    for (int c = 0; c < n && rc == 0; c++) {
         int run, field, layer;
-        map_name(p + a, b - a, &run, &field, &layer);
+        map_name(f[c], strlen(f[c]), &run, &field, &layer);
         d->col_run[c] = (short)run;
         d->col_field[c] = (short)field;
         d->col_layer[c] = (short)layer;
-        a = b + 1;
     }
-    return 0;
+    if (rc == 0)
+        d->ncol = n;
+    free(copy);
+    free(f);
+    return rc;
 }
 
-static void csv_row(plot_data *d, const char *p, size_t len, stage st[2])
+/* A row of as many fields as the header into the stages; another is
+ * skipped and counted. -1 when out of memory. */
+static int csv_row(plot_data *d, const char *p, size_t len, stage st[2])
 {
-    int ncells = 1;
-    for (size_t i = 0; i < len; i++)
-        ncells += p[i] == ',';
-    if (ncells != d->ncol) {
+    char *copy, **f;
+    int n = csv_fields(p, len, &copy, &f);
+    if (n < 0)
+        return -1;
+    if (n != d->ncol)
         d->skipped++;
-        return;
-    }
-    size_t a = 0;
-    for (int c = 0; c < d->ncol; c++) {
-        size_t b = a;
-        while (b < len && p[b] != ',')
-            b++;
-        stage_put(&st[d->col_run[c]], d->col_field[c], d->col_layer[c], p + a, b - a);
-        a = b + 1;
-    }
+    for (int c = 0; c < d->ncol && n == d->ncol; c++)
+        stage_put(&st[d->col_run[c]], d->col_field[c], d->col_layer[c], f[c], strlen(f[c]));
+    free(copy);
+    free(f);
+    return 0;
 }
 
 static const char *skip_ws(const char *p, const char *e)
@@ -432,8 +479,9 @@ int plot_data_line(plot_data *d, const char *line, size_t len, char *err, size_t
             return -1;
         }
         return 0;
-    } else {
-        csv_row(d, p, (size_t)(line + len - p), st);
+    } else if (csv_row(d, p, (size_t)(line + len - p), st)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
     for (int r = 0; r < 2; r++) {
         if (!st[r].has_step)
@@ -574,6 +622,8 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
             st->ga[l] = last->layer[l].grad_attn;
             st->gf[l] = last->layer[l].grad_ffn;
             st->gl[l] = last->layer[l].grad_ln;
+            for (int k = 0; k < PLOT_LX; k++)
+                memcpy(&st->lx[k][l], (const char *)&last->layer[l] + lx_offset[k], sizeof(float));
         }
     if (r->n == 0)
         stage_settings(st, last);

@@ -30,3 +30,12 @@ int scale_heat_level(double v)
     return lv < 0 ? 0 : lv > 6 ? 6 : lv;
 }
 
+
+double scale_ema_add(scale_ema *e, double x)
+{
+    if (!isfinite(x))
+        return NAN;
+    e->avg = SCALE_SMOOTH * e->avg + (1 - SCALE_SMOOTH) * x;
+    e->k++;
+    return e->avg / (1 - pow(SCALE_SMOOTH, (double)e->k));
+}

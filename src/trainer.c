@@ -1044,20 +1044,28 @@ static int diverged_run_of(const step_metrics *a, const step_metrics *b)
 /* The step's CSV row and JSONL line(s), flushed. A failed write (a full disk) is
  * noted now, while errno holds its cause; the file reports it when
  * committed, and a headless run stops (no one would see the rest). */
+static void csv_row(FILE *csv, const step_metrics *a, const step_metrics *b)
+{
+    metrics_csv_fields(csv, a);
+    if (b) {
+        fputc(',', csv);
+        metrics_csv_fields(csv, b);
+    }
+    metrics_csv_state_fields(csv, a);
+    if (b)
+        metrics_csv_state_fields(csv, b);
+    fputc('\n', csv);
+}
+
 static void write_rows(trainer *t)
 {
     const step_metrics *b = t->o.twin ? &t->run[1].m : NULL;
     FILE *csv = t->o.csv ? t->o.csv->f : NULL, *js = t->o.jsonl ? t->o.jsonl->f : NULL;
-    if (csv) {
-        metrics_csv_fields(csv, &t->run[0].m);
-        if (b) {
-            fputc(',', csv);
-            metrics_csv_fields(csv, b);
-        }
-        metrics_csv_state_fields(csv, &t->run[0].m);
-        if (b)
-            metrics_csv_state_fields(csv, b);
-        fputc('\n', csv);
+    if (csv)
+        csv_row(csv, &t->run[0].m, b);
+    if (t->o.spool) { /* the e key's copy: one write a step too */
+        csv_row(t->o.spool, &t->run[0].m, b);
+        fflush(t->o.spool);
     }
     if (js) {
         metrics_jsonl_run(js, &t->run[0].m, b ? "a" : NULL);
@@ -1079,11 +1087,8 @@ static void write_rows(trainer *t)
 
 /* The CSV's header, as write_rows fills it: b's columns prefixed b_, the
  * state columns (a's, then b's) after all the others. */
-static void write_csv_header(trainer *t)
+static void csv_header(trainer *t, FILE *csv)
 {
-    FILE *csv = t->o.csv ? t->o.csv->f : NULL;
-    if (!csv)
-        return;
     int L = engine_config(t->e)->n_layer;
     metrics_csv_header_fields(csv, L, "");
     if (t->o.twin) {
@@ -1576,7 +1581,10 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->rate_t0 = run_now(t);
     t->rate_s0 = engine_steps_done(e);
     t->next_sample = t->rate_t0;
-    write_csv_header(t);
+    if (t->o.csv)
+        csv_header(t, t->o.csv->f);
+    if (t->o.spool)
+        csv_header(t, t->o.spool);
     pull_engine_events(t);
     /* what happened before the run (the start line) is not news */
     t->reported[0] = engine_event_count(e);

@@ -2,7 +2,8 @@
  * cell grid from a snapshot's history ring.
  *
  * Chart: train loss as a line (braille dots, 2x4 per cell, in a UTF-8
- * locale; '.', '-' and '\'' at three heights per cell in ASCII),
+ * locale; '.', '-' and '\'' at three heights per cell in ASCII), each
+ * step's dim and the smoothed loss (scale.h, as TensorBoard's) bright,
  * validation loss as points, and a labelled marker at every step where a
  * setting changed. With --compare, run b's loss is a '+' per column under
  * run a's line, a cell both pass through is a '*', and b's markers are
@@ -18,6 +19,7 @@
  *
  * No curses here.
  */
+#include "scale.h"
 #include "tui.h"
 #include "twin.h"
 
@@ -170,6 +172,9 @@ typedef struct {
     double lo, hi;
     int logy, uni, cmp;
     int dpc, dpr; /* dots per cell: x, y */
+    /* each run's train loss smoothed over the window (scale.h: TensorBoard's
+     * debiased EMA), point first + i at [i]; NaN where the loss was not finite */
+    float smooth[2][TRAINER_HIST];
 } chart_ctx;
 
 /* The y dot of a plotted value (0 = the top), clamped into the plot. */
@@ -231,6 +236,7 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         {uni ? "\xe2\xa3\xa4 " : "- ", la, 2, TUI_S_TRAIN}, /* ⣤ */
         {c->cmp ? "+ " : "", lb, 2, TUI_S_TWIN},
         {c->cmp ? "* " : "", "both  ", 2, TUI_S_TITLE},
+        {uni ? "\xe2\xa3\xa4 " : "- ", "smoothed, dim: each step  ", 2, TUI_S_DIM}, /* ⣤ */
         {ghost ? (uni ? "\xc2\xb7 " : ". ") : "", "before rewind  ", 2, TUI_S_DIM}, /* · */
         {uni ? "\xe2\x80\xa2 " : "o ", "validation  ", 2, TUI_S_VAL},
         {uni ? "\xe2\x94\x8a " : ": ", "setting changed", 2, TUI_S_MARK},
@@ -322,10 +328,10 @@ static void chart_marker_lines(tui_grid *g, const chart_ctx *c, int run)
     }
 }
 
-/* The dot bits of a train-line cell, from its glyph (0: not one). */
-static uint8_t line_bits(const tui_cell *cell, int uni)
+/* The dot bits of a line's cell in style st, from its glyph (0: not one). */
+static uint8_t line_bits(const tui_cell *cell, int uni, tui_style st)
 {
-    if (cell->style != TUI_S_TRAIN)
+    if (cell->style != st)
         return 0;
     uint32_t ch = cell->ch;
     if (uni)
@@ -336,18 +342,20 @@ static uint8_t line_bits(const tui_cell *cell, int uni)
 /* Add one dot of run a's line at plot dot (x, y), or'ed into the cell's
  * glyph. A cell run b's '+' holds becomes '*': both curves pass there, and
  * neither erases the other. */
-static void line_dot(tui_grid *g, const chart_ctx *c, long x, int y)
+static void line_dot(tui_grid *g, const chart_ctx *c, long x, int y, tui_style st)
 {
     static const uint8_t braille[2][4] = {{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}};
     tui_cell *cell = tui_at(g, c->cg.top + y / c->dpr, c->cg.left + (int)(x / c->dpc));
     if (!cell)
         return;
-    if (cell->ch == G_BOTH || (cell->ch == '+' && cell->style == TUI_S_TWIN)) {
+    if (st == TUI_S_TRAIN && (cell->ch == G_BOTH || (cell->ch == '+' && cell->style == TUI_S_TWIN))) {
         cell->ch = G_BOTH;
         cell->style = TUI_S_TITLE;
         return;
     }
-    uint8_t b = line_bits(cell, c->uni);
+    uint8_t b = line_bits(cell, c->uni, st);
+    if (st != TUI_S_TRAIN && !b && cell->ch != ' ')
+        return; /* the raw line covers nothing but its own dots */
     if (c->uni) {
         b |= braille[x % 2][y % 4];
         cell->ch = G_BRAILLE + b;
@@ -355,20 +363,23 @@ static void line_dot(tui_grid *g, const chart_ctx *c, long x, int y)
         b |= (uint8_t)(1u << (y % 3));
         cell->ch = b == 1 ? '\'' : b == 2 ? '-' : b == 4 ? '.' : '|';
     }
-    cell->style = TUI_S_TRAIN;
+    cell->style = st;
 }
 
-/* Run a's train loss as a line: each point joined to the previous by a
- * vertical run of dots; a non-finite loss is a '!' on the top row. */
-static void chart_line_a(tui_grid *g, const chart_ctx *c)
+/* Run a's train loss as a line, each point joined to the previous by a
+ * vertical run of dots: smooth 0, each step's loss, dim, a non-finite one
+ * a '!' on the top row; smooth 1, the smoothed loss over it, bright. */
+static void chart_line_a(tui_grid *g, const chart_ctx *c, int smooth)
 {
     int prev_y = -1;
+    tui_style st = smooth ? TUI_S_TRAIN : TUI_S_DIM;
     for (long i = c->first; i < c->total; i++) {
         const trainer_point *p = point(c->s, i);
-        float v = plotted(p->run[0].loss, c->logy);
+        float v = plotted(smooth ? c->smooth[0][i - c->first] : p->run[0].loss, c->logy);
         long x = xdot_of(c, p);
         if (isnan(v)) {
-            tui_put(g, c->cg.top, c->cg.left + (int)(x / c->dpc), '!', TUI_S_BAD);
+            if (!smooth)
+                tui_put(g, c->cg.top, c->cg.left + (int)(x / c->dpc), '!', TUI_S_BAD);
             prev_y = -1;
             continue;
         }
@@ -376,8 +387,28 @@ static void chart_line_a(tui_grid *g, const chart_ctx *c)
         int y0 = prev_y < 0 || prev_y > y ? y : prev_y;
         int y1 = prev_y < 0 || prev_y < y ? y : prev_y;
         for (int yy = y0; yy <= y1; yy++)
-            line_dot(g, c, x, yy);
+            line_dot(g, c, x, yy, st);
         prev_y = y;
+    }
+}
+
+/* Run b's smoothed loss, a '+' a point. */
+static void chart_smooth_b(tui_grid *g, const chart_ctx *c)
+{
+    for (long i = c->first; i < c->total; i++) {
+        float v = plotted(c->smooth[1][i - c->first], c->logy);
+        if (!isnan(v))
+            tui_put(g, c->cg.top + ydot(c, v) / c->dpr,
+                    c->cg.left + (int)(xdot_of(c, point(c->s, i)) / c->dpc), '+', TUI_S_TWIN);
+    }
+}
+
+static void chart_smooth(chart_ctx *c)
+{
+    for (int run = 0; run < 2; run++) {
+        scale_ema e = {0, 0};
+        for (long i = c->first; i < c->total && i - c->first < TRAINER_HIST; i++)
+            c->smooth[run][i - c->first] = (float)scale_ema_add(&e, point(c->s, i)->run[run].loss);
     }
 }
 
@@ -476,13 +507,18 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
     c.dpr = c.cg.ydots / c.cg.h;
     /* under the data: the markers; then b's points, a's line over them
      * ('*' where both pass), the validation points, the marker labels */
+    chart_smooth(&c);
     chart_ghost(g, &c);
     if (c.cmp)
         chart_marker_lines(g, &c, 1);
     chart_marker_lines(g, &c, 0);
+    /* each step's loss dim, the smoothed loss bright over it */
     if (c.cmp)
-        chart_points(g, &c, SER_LOSS_B, '+', TUI_S_TWIN);
-    chart_line_a(g, &c);
+        chart_points(g, &c, SER_LOSS_B, '+', TUI_S_DIM);
+    chart_line_a(g, &c, 0);
+    if (c.cmp)
+        chart_smooth_b(g, &c);
+    chart_line_a(g, &c, 1);
     if (c.cmp)
         chart_points(g, &c, SER_VAL_B, c.uni ? G_WHITE_BULLET : 'x', TUI_S_TWIN);
     chart_points(g, &c, SER_VAL_A, c.uni ? G_BULLET : 'o', TUI_S_VAL);

@@ -149,7 +149,10 @@ static const style_spec specs[TUI_S_COUNT] = {
     [TUI_S_DIVERGED] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
     [TUI_S_DONE] = {COLOR_BLACK, COLOR_CYAN, A_BOLD, A_REVERSE},
     [TUI_S_FROZEN] = {COLOR_BLACK, COLOR_MAGENTA, A_BOLD, A_REVERSE},
-    [TUI_S_NORMAL] = {COLOR_GREEN, -1, 0, 0},
+    /* the bar states: cyan, bright blue, bright red (bold is bright in
+     * most terminals) stay apart in every common color vision, green and
+     * red did not (tests/lib/plot_check.py tui_states) */
+    [TUI_S_NORMAL] = {COLOR_CYAN, -1, 0, 0},
     [TUI_S_VANISH] = {COLOR_BLUE, -1, A_BOLD, A_DIM},
     [TUI_S_EXPLODE] = {COLOR_RED, -1, A_BOLD, A_BOLD},
     [TUI_S_WARN] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
@@ -261,6 +264,9 @@ struct run_state {
     sweepview *sv;        /* the sweep's, and the board its scheduler reports on */
     sv_board *board;
     trainer_snapshot *snap;
+    FILE *spool;          /* the trainer's CSV copy, for e (NULL: the loss history) */
+    int small_seen;       /* the pause small_pause sent has been seen applied */
+    int small_theirs;     /* someone resumed it while small: left to them until it grows */
     tui_ui ui;
     tui_grid grid;
     double note_until;
@@ -371,20 +377,24 @@ static void send_action(run_state *rs, tui_action a) { rs->src->act(rs, a); }
  * (a note through the queue, so the trainer records it between steps). */
 static void write_one_dump(run_state *rs, int what)
 {
-    char path[64], err[256];
+    char path[64], err[256] = "";
     long step = rs->snap->s.steps_done;
-    int r;
-    if (what == TUI_DUMP_SCREEN) {
-        snprintf(path, sizeof path, "normscope-screen-%ld.txt", step);
+    /* a second press at one step writes a second file, never over the first */
+    int r = tui_unused_path(path, sizeof path,
+                            what == TUI_DUMP_SCREEN ? "normscope-screen"
+                            : what == TUI_DUMP_FIGURE ? "normscope" : "normscope-metrics",
+                            step, what == TUI_DUMP_SCREEN ? "txt" : what == TUI_DUMP_FIGURE ? "svg" : "csv");
+    if (r != 0)
+        snprintf(err, sizeof err, "%s: 99 files of step %ld already", path, step);
+    else if (what == TUI_DUMP_SCREEN)
         r = tui_write_screen(&rs->grid, path, err, sizeof err);
-    } else if (what == TUI_DUMP_FIGURE) {
-        snprintf(path, sizeof path, "normscope-%ld.svg", step);
+    else if (what == TUI_DUMP_FIGURE)
         r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, rs->ui.logy, path, err,
                                 sizeof err);
-    } else {
-        snprintf(path, sizeof path, "normscope-metrics-%ld.csv", step);
+    else if (rs->spool) /* every column of both runs, as --csv */
+        r = tui_write_spool(rs->spool, path, err, sizeof err);
+    else
         r = tui_write_metrics(rs->snap, path, err, sizeof err);
-    }
     char text[NS_CMD_TEXT];
     if (r == 0)
         snprintf(text, sizeof text, "wrote %s", path);
@@ -644,6 +654,47 @@ static void paint(run_state *rs)
     refresh();
 }
 
+/* Training waits while the terminal is too small to show it (a step
+ * that nobody sees is a step a class missed): a running trainer is paused
+ * when the terminal shrinks under the minimum and resumed when it is
+ * large enough again, unless someone paused or resumed it in between (the
+ * pause is then theirs). Each is a line in the event log. 1 when it
+ * changed something. */
+static int small_pause(run_state *rs)
+{
+    if (!rs->t)
+        return 0;
+    int small = rs->grid.rows < TUI_MIN_ROWS || rs->grid.cols < TUI_MIN_COLS;
+    trainer_state st = rs->snap->s.state;
+    if (rs->ui.small_paused && st == TRAINER_PAUSED)
+        rs->small_seen = 1; /* our pause has been applied */
+    if (!small)
+        rs->small_theirs = 0;
+    ns_command c;
+    char text[NS_CMD_TEXT];
+    if (small && !rs->ui.small_paused && !rs->small_theirs && st == TRAINER_RUNNING) {
+        c = command_make(CMD_PAUSE);
+        snprintf(text, sizeof text, "paused: the terminal is %dx%d, under %dx%d", rs->grid.cols,
+                 rs->grid.rows, TUI_MIN_COLS, TUI_MIN_ROWS);
+    } else if (rs->ui.small_paused && rs->small_seen && st != TRAINER_PAUSED) {
+        rs->ui.small_paused = 0; /* resumed, stepped or stopped by someone else: theirs */
+        rs->small_theirs = small; /* not paused again until the terminal grows */
+        return 1;
+    } else if (rs->ui.small_paused && !small) {
+        c = command_make(CMD_RESUME);
+        snprintf(text, sizeof text, "resumed: the terminal is %dx%d again", rs->grid.cols,
+                 rs->grid.rows);
+    } else {
+        return 0;
+    }
+    if (trainer_send(rs->t, &c) != 0)
+        return 0; /* the queue is full: asked again next frame */
+    rs->ui.small_paused = c.kind == CMD_PAUSE;
+    rs->small_seen = 0;
+    rs->src->note(rs, text);
+    return 1;
+}
+
 /* Frames: a new snapshot is looked at every FRAME_MS; the screen is drawn
  * when something changed (a step, a key, a resize), so a paused run costs
  * no CPU, and a key shows its effect at once. Runs until q, a signal or
@@ -679,6 +730,7 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
             next_frame = now + FRAME_MS / 1000.0;
             if (rs->src->update(rs))
                 dirty = 1;
+            dirty |= small_pause(rs);
             if (rs->ui.note[0] && now > rs->note_until) {
                 rs->ui.note[0] = 0;
                 dirty = 1;
@@ -707,6 +759,7 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, sweepview *sv, sv_board 
     rs.fw = fw;
     rs.sv = sv;
     rs.board = board;
+    rs.spool = t ? o->spool : NULL;
     rs.src = sv ? &sweep_source : fw ? &follow_source : &trainer_source;
     rs.snap = trainer_snapshot_new();
     if (!rs.snap) {

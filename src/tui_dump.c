@@ -1,5 +1,7 @@
 /* tui_dump.c - the files of the d and e keys: the screen as text and the
- * loss history as CSV, each written atomically (atomicio.c: a temp file
+ * metrics as CSV (a trainer's run: every --csv column of both runs, from
+ * the trainer's spool; a followed stream: its loss history), each written
+ * atomically (atomicio.c: a temp file
  * next to the target, fsync, rename), so a crash never leaves half a file
  * under the name. Called on the UI thread, which owns the grid and its snapshot
  * copy: the trainer never waits for it.
@@ -8,9 +10,13 @@
 #include "metrics.h"
 #include "tui.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The handle is 12 KiB: on the heap, not on the UI thread's stack. */
 static atomic_file *open_out(const char *path, char *err, size_t errlen)
@@ -86,4 +92,54 @@ int tui_write_metrics(const trainer_snapshot *s, const char *path, char *err, si
         fputc('\n', f);
     }
     return close_out(a, err, errlen);
+}
+
+int tui_write_spool(FILE *spool, const char *path, char *err, size_t errlen)
+{
+    int fd = fileno(spool);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    atomic_file *a = open_out(path, err, errlen);
+    if (!a)
+        return -1;
+    /* up to the last newline: the trainer may be half-way through a row */
+    char buf[8192];
+    off_t at = 0, whole = 0;
+    while (at < st.st_size) {
+        ssize_t n = pread(fd, buf, sizeof buf, at);
+        if (n <= 0)
+            break;
+        for (ssize_t i = n; i > 0; i--)
+            if (buf[i - 1] == '\n') {
+                whole = at + i;
+                break;
+            }
+        at += n;
+    }
+    for (off_t o = 0; o < whole;) {
+        size_t want = (size_t)(whole - o < (off_t)sizeof buf ? whole - o : (off_t)sizeof buf);
+        ssize_t n = pread(fd, buf, want, o);
+        if (n <= 0)
+            break;
+        fwrite(buf, 1, (size_t)n, a->f);
+        o += n;
+    }
+    return close_out(a, err, errlen);
+}
+
+int tui_unused_path(char *path, size_t n, const char *stem, long step, const char *ext)
+{
+    struct stat st;
+    for (int k = 1; k < 100; k++) {
+        if (k == 1)
+            snprintf(path, n, "%s-%ld.%s", stem, step, ext);
+        else
+            snprintf(path, n, "%s-%ld-%d.%s", stem, step, k, ext);
+        if (stat(path, &st) != 0 && errno == ENOENT)
+            return 0;
+    }
+    return -1;
 }

@@ -281,23 +281,25 @@ void tui_draw_help(tui_grid *g, tui_rect r, tui_ui *ui)
     tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL, hint);
 }
 
-void tui_draw_too_small(tui_grid *g, int rows, int cols)
+void tui_draw_too_small(tui_grid *g, int rows, int cols, int paused)
 {
     char a[64], b[64];
     snprintf(a, sizeof a, "normscope needs at least %dx%d", TUI_MIN_COLS, TUI_MIN_ROWS);
     snprintf(b, sizeof b, "this terminal is %dx%d", cols, rows);
-    const char *lines[] = {a, b, "enlarge it, or press q to quit"};
+    const char *lines[] = {a, b, "enlarge it, or press q to quit", "training paused until then"};
+    int n = paused ? 4 : 3;
     if (cols < (int)strlen(lines[2])) {
         /* a tiny terminal (a pane of a split, a resize in passing): the
-         * same three facts in 10 columns, rather than cut mid-word */
+         * same facts in 10 columns, rather than cut mid-word */
         snprintf(a, sizeof a, "need %dx%d", TUI_MIN_COLS, TUI_MIN_ROWS);
         snprintf(b, sizeof b, "have %dx%d", cols, rows);
         lines[2] = "q quits";
+        lines[3] = "paused";
     }
     int top = rows / 2 - 1;
     if (top < 0)
         top = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n; i++) {
         int len = (int)strlen(lines[i]);
         int c = (cols - len) / 2;
         tui_puts(g, top + i, c < 0 ? 0 : c, cols, i == 1 ? TUI_S_WARN : TUI_S_TEXT, lines[i]);
@@ -316,7 +318,7 @@ void tui_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui)
     if (s->s.compare && !cmp) /* the heatmap takes the panels' whole width */
         L.layers.w = g->cols;
     if (L.too_small) {
-        tui_draw_too_small(g, g->rows, g->cols);
+        tui_draw_too_small(g, g->rows, g->cols, ui->small_paused);
         return;
     }
     tui_draw_status(g, L.status, s, ui);

@@ -17,7 +17,8 @@
  * ones). When the layout above would scroll the layers (on up to 32 rows)
  * or cut the lesson's question (at any size), the rows go out by rank:
  * the question, the values rows, every layer (two columns of compact rows
- * before any of them scrolls), a chart of TUI_CHART_MIN rows; then the
+ * before any of them scrolls), a chart of TUI_CHART_MIN rows (4 plotted;
+ * 2 where that keeps every layer); then the
  * toggles or the selected layer's numbers (fold), the lesson's text, and
  * the rest to the chart. The sample line and the event log give theirs up.
  */
@@ -55,18 +56,21 @@ static int ranked(tui_layout *L, int rows, int cols, int n_layer, int compare, i
 {
     int vals = compare ? 2 : 1;
     int avail = rows - 1 - vals - lmin;
-    int lcols = 1, lrows = n_layer;
-    if (n_layer + 2 + TUI_CHART_MIN > avail) {
-        int half = (n_layer + 1) / 2;
-        if (n_layer > 1 && half + 2 + TUI_CHART_MIN <= avail)
+    int lcols = 1, lrows = n_layer, half = (n_layer + 1) / 2;
+    /* 4 plotted rows, unless only 2 keep every layer on screen */
+    int cmin = n_layer > 1 && half + 2 + TUI_CHART_MIN > avail && half + 2 + TUI_CHART_FLOOR <= avail
+                   ? TUI_CHART_FLOOR
+                   : TUI_CHART_MIN;
+    if (n_layer + 2 + cmin > avail) {
+        if (n_layer > 1 && half + 2 + cmin <= avail)
             lcols = 2, lrows = half;
         else
-            lrows = avail - 2 - TUI_CHART_MIN; /* even compact rows scroll */
+            lrows = avail - 2 - cmin; /* even compact rows scroll */
     }
     if (lrows < 1)
         return 0;
-    int left = avail - lrows - 2 - TUI_CHART_MIN, chart_h = TUI_CHART_MIN;
-    int grow = left < 2 ? left : 2;
+    int left = avail - lrows - 2 - cmin, chart_h = cmin;
+    int grow = clampi(TUI_CHART_MIN - cmin, 0, left); /* the floor's 2 rows back first */
     chart_h += grow, left -= grow;
     int third = left > 0; /* the toggles, or the selected layer's numbers */
     left -= third;

@@ -97,8 +97,20 @@ static trainer_state run_state(const trainer_status *s, int run)
     return run == (d < 0 ? 0 : d) ? TRAINER_DIVERGED : TRAINER_PAUSED;
 }
 
-/* A run's loss, validation loss and first non-finite (run 1 = b). */
-static void status_run_values(items *l, const trainer_status *s, int run)
+/* The run's own divergence: where it blew up or first went non-finite. */
+static void status_fault(items *l, const trainer_status *s, int run)
+{
+    const step_metrics *m = &s->run[run].last;
+    if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics && m->exploded && !m->nonfinite)
+        add_item(l, TUI_S_BAD, 0, "blew up%s, finite", run ? " (b)" : "");
+    else if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
+        /* where it started, not the last symptom: the first thing to look at */
+        add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
+                 m->fault[0] ? m->fault : "the loss");
+}
+
+/* A run's loss, validation loss and (fault) first non-finite (run 1 = b). */
+static void status_run_values(items *l, const trainer_status *s, int run, int fault)
 {
     float loss = s->run[run].loss;
     float val = s->run[run].last_val;
@@ -126,16 +138,12 @@ static void status_run_values(items *l, const trainer_status *s, int run)
     }
     if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
         add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
-    if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics && m->exploded && !m->nonfinite)
-        add_item(l, TUI_S_BAD, 0, "blew up%s, finite", run ? " (b)" : "");
-    else if (run_state(s, run) == TRAINER_DIVERGED && s->have_metrics)
-        /* where it started, not the last symptom: the first thing to look at */
-        add_item(l, TUI_S_BAD, 0, "first non-finite%s: %s", run ? " (b)" : "",
-                 m->fault[0] ? m->fault : "the loss");
+    if (fault)
+        status_fault(l, s, run);
 }
 
 /* Row 0: the step, run a's values, the speed and (--compare) the target. */
-static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
+static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui, int fault)
 {
     add_item(l, TUI_S_TITLE, 6, "normscope");
     if (s->limit > 0)
@@ -146,7 +154,7 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui)
         add_item(l, TUI_S_TOGGLE, 0, "TARGET %s", twin_target_name((twin_target)ui->target));
     if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
-    status_run_values(l, s, 0);
+    status_run_values(l, s, 0, fault);
     double tok = s->steps_per_s * s->run[0].cfg.batch * s->run[0].cfg.context;
     if (tok >= 1e6)
         add_item(l, TUI_S_STATUS, 5, "%.2fM tok/s", tok / 1e6);
@@ -191,6 +199,16 @@ static void status_items(tui_grid *g, int row, int c0, int avail, const items *l
         c += tui_puts(g, row, c, c0 + avail - c, l->it[i].style, l->it[i].text);
         c += 2;
     }
+}
+
+/* Do the items of priority up to prio fit in avail columns? */
+static int items_fit(const items *l, int avail, int prio)
+{
+    int need = 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->it[i].prio <= prio)
+            need += (int)strlen(l->it[i].text) + (l->it[i].join ? 1 : 2);
+    return need <= avail;
 }
 
 /* The state at the row's right end (and FROZEN before it on row 0);
@@ -341,22 +359,42 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
 {
     const trainer_status *s = &snap->s;
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_STATUS);
+    /* --compare: a run that diverged says where on the toggles' row, whole,
+     * when its values row cannot hold it beside the loss and val (at 80
+     * columns it cut the op's name and pushed the loss off); the keys work */
+    int avail = status_state(g, r, r.r, run_state(s, 0), ui->frozen), own = 0;
+    if (s->compare && r.h >= 3 && s->state == TRAINER_DIVERGED) {
+        items t;
+        t.n = 0;
+        status_values_a(&t, s, ui, 1);
+        own = !items_fit(&t, avail, 1);
+        t.n = 0;
+        add_item(&t, TUI_S_LABEL, 0, "b:");
+        status_run_values(&t, s, 1, 1);
+        own |= !items_fit(&t, avail, 1);
+    }
     items a;
     a.n = 0;
-    status_values_a(&a, s, ui);
-    int avail = status_state(g, r, r.r, run_state(s, 0), ui->frozen);
+    status_values_a(&a, s, ui, !own);
     status_items(g, r.r, r.c + 1, avail, &a);
     int row = r.r + 1;
     if (s->compare && r.h >= 2) {
         items b;
         b.n = 0;
         add_item(&b, TUI_S_LABEL, 0, "b:");
-        status_run_values(&b, s, 1);
+        status_run_values(&b, s, 1, !own);
         avail = status_state(g, r, row, run_state(s, 1), 0);
         status_items(g, row, r.c + 1, avail, &b);
         row++;
     }
-    if (row < r.r + r.h)
+    if (own) {
+        items f;
+        f.n = 0;
+        status_fault(&f, s, 0);
+        status_fault(&f, s, 1);
+        status_items(g, row, r.c + 1, r.w - 2, &f);
+    } else if (row < r.r + r.h) {
         status_toggles(g, r, row, s, ui);
+    }
 }
 

@@ -1022,7 +1022,7 @@ void sv_draw(tui_grid *g, sweepview *v)
     tui_grid_clear(g);
     v->ui.n_hits = 0;
     if (g->rows < TUI_MIN_ROWS || g->cols < TUI_MIN_COLS) {
-        tui_draw_too_small(g, g->rows, g->cols);
+        tui_draw_too_small(g, g->rows, g->cols, 0);
         return;
     }
     if (v->open)

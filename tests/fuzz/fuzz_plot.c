@@ -34,7 +34,7 @@ static void fuzz_runs(FILE *sink, const uint8_t *data, size_t size)
     plot_data_init(&d);
     feed(data, size, &d, 0);
     plot_data_finish(&d);
-    for (int k = PLOT_LOSS; k <= PLOT_VIEW; k++) {
+    for (int k = PLOT_LOSS; k <= PLOT_OVERFLOW; k++) {
         plot_opts o = {.kind = (plot_kind)k, .w = 640, .h = 360, .mono = k & 1, .logy = k & 2};
         err[0] = 0;
         if (plot_render(sink, &d, &o, err, sizeof err) && !err[0])

@@ -3,7 +3,9 @@ was drawn from. Used by tests/sh/plot.sh; each command prints one line saying
 what it found and exits 1 when the figure disagrees with the input.
 
   svg FILE                      parses as XML with an <svg> root
-  loss SVG CSV                  series, points and gaps of each loss line: the
+  loss SVG CSV                  series, points and gaps of each loss line (the
+                                train loss faint under its smoothed line, a
+                                debiased EMA of weight 0.9): the
                                 rows a rewind abandoned as a grey dashed line
                                 of their own, distinct colors (dashes in
                                 --mono) per run
@@ -11,9 +13,11 @@ what it found and exits 1 when the figure disagrees with the input.
                                 (a rewind: where the replay branches off, or
                                 where the abandoned rows end when that is
                                 the axis), at that step's x, inside the plot
-                                area
-  layers SVG CSV STEP           2 bars per layer per run, each the CSV's value;
-                                the legend over no panel, on the canvas
+                                area, its color 20 CIEDE2000 from every line's
+  layers SVG CSV STEP           2 bars per layer per run, each the CSV's value,
+                                its length that value on one scale shared by
+                                every panel; the legend over no panel, on the
+                                canvas
   profile SVG CSV S1,S2..       an MLP and an attention line per step (and
                                 run), one point per finite layer, each run and
                                 step its own color (its own dash in --mono)
@@ -21,6 +25,13 @@ what it found and exits 1 when the figure disagrees with the input.
                                 timeline the run ended on), fills from one
                                 ramp whose lightness rises with the value,
                                 step ticks in order
+  precision SVG CSV KIND        KIND headroom (act_max, headroom) or overflow
+                                (overflow, underflow): a line per layer, run
+                                and quantity with the CSV's points and gaps
+                                (the rows on the timeline the run ended on),
+                                the runs' panels of a quantity on one y range
+                                and every panel on one step range; headroom's
+                                range holds its 0 and a limit line is drawn
   titles SVG WORD...            the panel titles, in order, hold the words
   map SVG RESULTS ROWS COLS     (ROWS - : one row) one cell per combination of the sweep's axes,
                                 seeds folded (runs, mean over the runs that
@@ -34,6 +45,24 @@ what it found and exits 1 when the figure disagrees with the input.
                                 canvas and over no cell
   decimated SVG                 no line has more than 2 points per pixel column
   png FILE.png                  decodes, and is not one flat color
+  extents SVG                   every text's box (DejaVu Sans advance widths,
+                                bold where bold, rotations and tspans
+                                applied, 2% wider than the font says) lies
+                                inside the canvas; the title and caption
+                                lines overlap no other text
+  states SVG DE                  the layer figure's gradient states (normal,
+                                vanishing, exploding: the legend's swatches,
+                                the MLP's the attention's color, every bar's
+                                fill one of them) at least DE apart
+                                (CIEDE2000) from each other and the ground in
+                                normal vision and simulated protanopia,
+                                deuteranopia and tritanopia (Machado et al.
+                                2009)
+  tui_states SRC DE             the same for the live view's state colors in
+                                tui_curses.c, as xterm shows the 8 colors
+  type SVG PX                   every text at least PX px (a decade label's
+                                raised exponent, 75% of its tick label, is
+                                the one exception)
 
 Only the standard library (xml.etree, csv, zlib, struct).
 """
@@ -146,7 +175,8 @@ def cmd_loss(svg, path):
     for g in ghosts:
         if not g.get("stroke-dasharray"):
             fail("the abandoned rows' line is not dashed")
-    series = [p for p in by_class(root, "path", "series") if not p.get("data-name").startswith("before")]
+    series = [p for p in by_class(root, "path", "series")
+              if not p.get("data-name").startswith(("before", "smoothed"))]
     colors = set((p.get("stroke"), p.get("stroke-dasharray") or "") for p in series)
     if len(colors) != len(series):
         fail("%d loss lines in %d distinct strokes (color, dash)" % (len(series), len(colors)))
@@ -183,9 +213,38 @@ def cmd_loss(svg, path):
     got_nf = sorted(set(int(p.get("data-step")) for p in by_class(root, "path", "nonfinite")))
     if got_nf != want_nf:
         fail("non-finite ticks at %s, want %s" % (got_nf, want_nf))
+    smoothed_lines(root, runs)
     legend_corner(root)
-    ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s), %d abandoned"
-       % (len(runs), want_nf, len(ghosts)))
+    ok("%d run(s): loss lines with the CSV's points and gaps (non-finite at %s), %d abandoned, "
+       "each smoothed over its faint raw line" % (len(runs), want_nf, len(ghosts)))
+
+
+def smoothed_lines(root, runs):
+    """Each run's train loss drawn faint (in a group of opacity < 1), and
+    over it the smoothed loss in the same stroke, with the same points and
+    gaps, ending at TensorBoard's debiased EMA of the rows (weight 0.9)."""
+    raw_ids = set(id(p) for g in by_class(root, "g", "raw") if float(g.get("opacity")) < 1
+                  for p in g.iter(NS + "path"))
+    raws = series_named(root, "train loss")
+    smooth = [(g, p) for g in by_class(root, "g", "smoothed") for p in g.iter(NS + "path")]
+    if len(smooth) != len(runs):
+        fail("%d smoothed lines, want %d" % (len(smooth), len(runs)))
+    for i, rows in enumerate(runs):
+        raw, (g, sm) = raws[i], smooth[i]
+        if id(raw) not in raw_ids:
+            fail("run %d's raw train loss is not faint" % i)
+        if sm.get("stroke") != raw.get("stroke") or sm.get("data-name") != "smoothed " + raw.get("data-name"):
+            fail("run %d: the smoothed line is not its raw line's (%s, %s)" % (i, sm.get("data-name"), sm.get("stroke")))
+        if sm.get("data-points") != raw.get("data-points") or subpaths(sm.get("d")) != subpaths(raw.get("d")):
+            fail("run %d: the smoothed line's points differ from the raw line's" % i)
+        w, avg, k, last = float(g.get("data-weight")), 0.0, 0, None
+        for r in live_rows(rows)[0]:
+            x = num(r["loss"])
+            if x is not None and math.isfinite(x):
+                avg, k = w * avg + (1 - w) * x, k + 1
+                last = avg / (1 - w ** k)
+        if w != 0.9 or last is None or abs(float(g.get("data-last")) - last) > 1e-4 * abs(last):
+            fail("run %d: smoothed to %s (weight %s), want %s (weight 0.9, debiased)" % (i, g.get("data-last"), w, last))
 
 
 def legend_corner(root):
@@ -244,7 +303,14 @@ def cmd_markers(svg, path):
             fail("marker at step %d drawn at x=%.1f, want %.1f" % (step, lx, want_x))
         if not x + 1 < lx < x + w - 1:
             fail("marker at step %d on the plot area's edge (x=%.1f, area %.1f..%.1f)" % (step, lx, x, x + w))
-    ok("markers at steps %s, each at its step's x" % got)
+    strokes = set(p.get("stroke") for p in by_class(root, "path", "series"))
+    for g in groups:  # a marker looks like no line: its color 20 CIEDE2000 from theirs
+        m = g.find(NS + "line").get("stroke")
+        for c in strokes:
+            d = ciede2000(lab_seen(m, "normal vision"), lab_seen(c, "normal vision"))
+            if d < 20:
+                fail("the marker's %s is %.1f (CIEDE2000) from a line's %s" % (m, d, c))
+    ok("markers at steps %s, each at its step's x, in a color no line has" % got)
 
 
 def gnorm(r, l):
@@ -272,8 +338,52 @@ def cmd_layers(svg, path, step):
             got = num(b.get("data-value") or "nan")
             if math.isfinite(want) and abs(got - want) > 1e-5 * abs(want):
                 fail("run %d %s: bar of %g, want %g" % (i, col, got, want))
+    shared_bars(root, bars, L)
+    swatches_match(root, bars)
     legend_clear(root)
-    ok("%d bars with the values of step %s, the legend clear of them" % (len(bars), step))
+    ok("%d bars with the values of step %s on one scale, the legend clear of them" % (len(bars), step))
+
+
+def swatches_match(root, bars):
+    """The legend's part swatches are filled as the bars of a normal
+    state are (in --mono too), the MLP's hatched where its bars are."""
+    hatch = set((r.get("x"), r.get("y")) for r in root.iter(NS + "rect") if r.get("fill") == "url(#hatch)")
+    for part, name in (("attn", "attention"), ("mlp", "MLP")):
+        mine = [b for b in bars if b.get("data-part") == part and b.get("class") == "bar"]
+        if not mine:
+            continue
+        fills = [b.get("fill") for b in mine]
+        common = max(set(fills), key=fills.count)
+        hatched = sum((b.get("x"), b.get("y")) in hatch for b in mine) * 2 > len(mine)
+        for g in by_class(root, "g", "legend"):
+            rects, texts = [r for r in g.findall(NS + "rect")[1:]], g.findall(NS + "text")
+            sw = [r for r in rects if r.get("fill") != "url(#hatch)"]
+            for r, t in zip(sw, texts):
+                if not t.text.startswith(name):
+                    continue
+                if r.get("fill") != common or (r.get("fill-opacity") or "1") not in ("1", "1.00"):
+                    fail("the %s swatch is %s at %s, its bars %s" % (name, r.get("fill"), r.get("fill-opacity"), common))
+                if ((r.get("x"), r.get("y")) in hatch) != hatched:
+                    fail("the %s swatch is%s hatched, its bars are%s" % (name, "" if not hatched else " not",
+                                                                       "" if hatched else " not"))
+
+
+def shared_bars(root, bars, L):
+    """Every panel draws the same decades, and each bar's length is its
+    value on that scale: equal bars are equal gradients in every panel."""
+    areas = by_class(root, "rect", "plot-area")
+    scales = set((a.get("data-x0"), a.get("data-x1"), a.get("data-xlog"), a.get("width")) for a in areas)
+    if len(scales) != 1:
+        fail("the panels draw different x ranges: %s" % sorted(scales))
+    for i, b in enumerate(bars):
+        a = areas[i // (2 * L)]
+        x0, x1, w = float(a.get("data-x0")), float(a.get("data-x1")), float(a.get("width"))
+        g = num(b.get("data-value") or "nan")
+        if g is None or not math.isfinite(g) or g <= 0:
+            continue
+        want = max(0.0, (math.log10(g) - x0) / (x1 - x0) * w)
+        if abs(float(b.get("width")) - want) > 1.0:
+            fail("a bar of %g is %.1f px long, want %.1f on its panel's scale" % (g, float(b.get("width")), want))
 
 
 def legend_clear(root):
@@ -346,7 +456,6 @@ def cmd_heatmap(svg, path):
                    if not math.isfinite(gnorm(r, l)))
     if len(nan) != want_nan:
         fail("%d non-finite cells, want %d" % (len(nan), want_nan))
-    mono = root.find(NS + "rect").get("fill") == "#ffffff"
     ramp = {}
     for c in cells:
         if c.get("fill") == "url(#nan)":
@@ -357,12 +466,12 @@ def cmd_heatmap(svg, path):
     finite = sorted((float(c.get("data-value")), lightness(c.get("fill"))) for c in cells
                     if c.get("fill") != "url(#nan)")
     for (v1, l1), (v2, l2) in zip(finite, finite[1:]):
-        if (l2 < l1 - 1e-9) if not mono else (l2 > l1 + 1e-9):
-            fail("a gradient norm of %g is %s than one of %g" % (v2, "darker" if not mono else "lighter", v1))
+        if l2 < l1 - 1e-9:  # in --mono too: its greys keep viridis's order
+            fail("a gradient norm of %g is darker than one of %g" % (v2, v1))
     swatches = [e.get("fill") for g in by_class(root, "g", "legend") for e in g.iter(NS + "rect")][1:]
     scale = [lightness(f) for f in swatches if f.startswith("#")]
     if len(scale) != 7 or any(abs(a - b) < 5 for a, b in zip(scale, scale[1:])) or \
-            sorted(scale, reverse=not mono) != scale:
+            sorted(scale, reverse=True) != scale:
         fail("the legend's 7 steps are not one ramp of lightness: %s" % ["%.0f" % l for l in scale])
     for t in by_class(root, "g", "heat-ticks"):
         steps = [int(x.text) for x in t.iter(NS + "text")]
@@ -371,6 +480,45 @@ def cmd_heatmap(svg, path):
     ok("%d cells, %d of them non-finite, lightness rising with the value (%d levels)"
        % (len(cells), len(nan), len(ramp)))
 
+
+
+def cmd_precision(svg, path, kind):
+    root = root_of(svg)
+    runs = [live_rows(rows)[0] for rows in runs_of(path)]
+    quantities = ("act_max", "headroom") if kind == "headroom" else ("overflow", "underflow")
+    groups = by_class(root, "g", "precision")
+    if len(groups) != 2 * len(runs):
+        fail("%d panels of lines, want %d (2 quantities x %d runs)" % (len(groups), 2 * len(runs), len(runs)))
+    for g in groups:
+        r, q = int(g.get("data-run")), g.get("data-quantity")
+        if q not in quantities:
+            fail("a panel of %s in a %s figure" % (q, kind))
+        rows, L = runs[r], layers_of(runs[r])
+        lines = [p for p in g.iter(NS + "path") if p.get("class") == "series"]
+        if len(lines) != L:
+            fail("run %d %s: %d lines, want one per layer (%d)" % (r, q, len(lines), L))
+        for l, p in enumerate(lines):
+            want_pts, want_subs = expected_line(rows, "l%d_%s" % (l, q), False)
+            if q == "act_max":  # a log axis: no point at 0 or below
+                want_pts, want_subs = expected_line([dict(x, **{"l%d_act_max" % l: x["l%d_act_max" % l]
+                                                                if (num(x["l%d_act_max" % l]) or 0) > 0 else "nan"})
+                                                     for x in rows], "l%d_%s" % (l, q), False)
+            if int(p.get("data-points")) != want_pts or subpaths(p.get("d")) != want_subs:
+                fail("run %d layer %d %s: %s points in %d pieces, want %d in %d" % (
+                    r, l, q, p.get("data-points"), subpaths(p.get("d")), want_pts, want_subs))
+    areas = by_class(root, "rect", "plot-area")
+    if len(set((a.get("data-x0"), a.get("data-x1")) for a in areas)) != 1:
+        fail("the panels draw different step ranges")
+    for row in (areas[:len(runs)], areas[len(runs):]):
+        if len(set((a.get("data-y0"), a.get("data-y1")) for a in row)) != 1:
+            fail("a quantity's panels draw different y ranges: %s" % [(a.get("data-y0"), a.get("data-y1")) for a in row])
+    if kind == "headroom":
+        for a in areas[len(runs):]:
+            if not float(a.get("data-y0")) < 0 < float(a.get("data-y1")):
+                fail("the headroom's range %s..%s leaves out 0, where it overflows" % (a.get("data-y0"), a.get("data-y1")))
+        if not series_named(root, "the format's limit"):
+            fail("no limit line over act max")
+    ok("%s: %d panels, a line per layer with the CSV's points, shared axes" % (kind, len(groups)))
 
 def cmd_titles(svg, *words):
     root = root_of(svg)
@@ -523,6 +671,232 @@ def cmd_png(path):
         fail("%s looks blank: %d distinct byte values" % (path, distinct))
     ok("%s renders: %d distinct byte values" % (path, distinct))
 
+
+
+# Advance widths of DejaVu Sans, the first font the figures ask for (wider
+# than Helvetica and Arial, the fallbacks), in 1/1000 em, read from the
+# font's hmtx table: ' '..'~' and a few other characters the figures use.
+FONT_CHARS = "".join(chr(i) for i in range(32, 127)) + \
+    "\u2192\u00d7\u2016\u2212\u2026\u00b1\u2264\u2265\u2248\u00b7\u2013\u2014"
+FONT_W = [
+    [int(x) for x in (
+        "318 401 460 838 636 950 780 275 390 390 500 838 318 361 318 337 636 636 636 636 636 636 "
+        "636 636 636 636 337 337 838 838 838 531 1000 684 686 698 770 632 575 775 752 295 295 656 "
+        "557 863 748 787 603 787 695 635 611 732 684 989 685 611 685 390 337 390 838 500 500 613 "
+        "635 550 635 615 352 635 634 278 278 579 278 974 634 612 635 635 411 521 392 634 592 818 "
+        "592 592 525 636 337 636 838 838 838 500 838 1000 838 838 838 838 318 500 1000").split()],
+    [int(x) for x in (
+        "348 456 521 838 696 1002 872 306 457 457 523 838 380 415 380 365 696 696 696 696 696 696 "
+        "696 696 696 696 400 400 838 838 838 580 1000 774 762 734 830 683 683 821 837 372 372 775 "
+        "637 995 837 850 733 850 770 720 682 812 774 1103 771 724 725 457 365 457 838 500 500 675 "
+        "716 593 716 678 435 716 712 343 343 665 343 1042 712 687 716 716 493 595 478 712 652 924 "
+        "645 652 582 712 365 712 838 838 838 500 838 1000 838 838 838 838 380 500 1000").split()],
+]
+ASCENT, DESCENT, SLACK = 0.76, 0.24, 1.02  # of the em; widths 2% over the font's
+
+
+def text_em(t, bold):
+    w = 0.0
+    for ch in t:
+        i = FONT_CHARS.find(ch)
+        w += (FONT_W[bold][i] if i >= 0 else 1000) / 1000.0
+    return w
+
+
+def text_runs(el):
+    """(text, size) of each piece of a <text>: its own and its tspans'."""
+    size = float(el.get("font-size"))
+    runs = [(el.text or "", size)]
+    for t in el:
+        fs = t.get("font-size")
+        sub = size * float(fs[:-1]) / 100 if fs and fs.endswith("%") else float(fs) if fs else size
+        runs.append((t.text or "", sub))
+        runs.append((t.tail or "", size))
+    return runs
+
+
+def text_box(el):
+    """The box (x0, y0, x1, y1) a <text> covers, rotation applied."""
+    bold = 1 if el.get("font-weight") == "bold" else 0
+    runs = text_runs(el)
+    w = sum(text_em(t, bold) * fs for t, fs in runs) * SLACK
+    size = max(fs for t, fs in runs if t) if any(t for t, _ in runs) else float(el.get("font-size"))
+    x, y = float(el.get("x")), float(el.get("y"))
+    anchor = el.get("text-anchor") or "start"
+    x0 = x - w if anchor == "end" else x - w / 2 if anchor == "middle" else x
+    box = (x0, y - ASCENT * size * 1.3 if len(runs) > 1 else y - ASCENT * size, x0 + w, y + DESCENT * size)
+    tr = el.get("transform") or ""
+    if tr.startswith("rotate("):
+        a, cx, cy = (float(v) for v in tr[7:-1].split())
+        c, s = math.cos(math.radians(a)), math.sin(math.radians(a))
+        pts = [(cx + (px - cx) * c - (py - cy) * s, cy + (px - cx) * s + (py - cy) * c)
+               for px in (box[0], box[2]) for py in (box[1], box[3])]
+        box = (min(p[0] for p in pts), min(p[1] for p in pts), max(p[0] for p in pts), max(p[1] for p in pts))
+    return box
+
+
+def texts_of(root):
+    return [e for e in root.iter(NS + "text") if "".join(e.itertext()).strip()]
+
+
+def overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def cmd_extents(svg):
+    root = root_of(svg)
+    W, H = float(root.get("width")), float(root.get("height"))
+    texts = texts_of(root)
+    for e in texts:
+        x0, y0, x1, y1 = text_box(e)
+        if x0 < 0 or y0 < 0 or x1 > W or y1 > H:
+            fail("%s: '%s' (%s, %.1f px) covers %.0f..%.0f x %.0f..%.0f, off the %gx%g canvas"
+                 % (svg, "".join(e.itertext()), e.get("class"), float(e.get("font-size")),
+                    x0, x1, y0, y1, W, H))
+    frame = [e for e in texts if (e.get("class") or "") in ("title", "caption")]
+    for f in frame:
+        for e in texts:
+            if e is not f and overlap(text_box(f), text_box(e)):
+                fail("%s: the %s '%s' overlaps '%s'" % (svg, f.get("class"), "".join(f.itertext()),
+                                                        "".join(e.itertext())))
+    ok("%d texts inside the %gx%g canvas, title and caption clear" % (len(texts), W, H))
+
+
+
+# Color vision deficiency: Machado, Oliveira and Fernandes 2009, "A
+# Physiologically-based Model for Simulation of Color Vision Deficiency"
+# (IEEE TVCG 15(6)), severity 1.0, applied to linear sRGB.
+CVD = {
+    "normal vision": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+    "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                   [-0.003882, -0.048116, 1.051998]],
+    "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                     [-0.011820, 0.042940, 0.968881]],
+    "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                   [0.004733, 0.691367, 0.303900]],
+}
+
+
+def srgb(color):
+    return [int(color[i:i + 2], 16) / 255.0 for i in (1, 3, 5)]
+
+
+def over(color, alpha, ground):
+    """color at alpha over ground, as SVG composites (in sRGB)."""
+    return "#" + "".join("%02x" % round(255 * (alpha * c + (1 - alpha) * g))
+                         for c, g in zip(srgb(color), srgb(ground)))
+
+
+def lab_seen(color, kind):
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in srgb(color)]
+    m = CVD[kind]
+    r, g, b = (min(1.0, max(0.0, sum(m[i][j] * lin[j] for j in range(3)))) for i in range(3))
+    xyz = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b,
+           0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
+           0.0193339 * r + 0.1191920 * g + 0.9503041 * b)
+    f = [t ** (1 / 3.0) if t > (6 / 29.0) ** 3 else t / (3 * (6 / 29.0) ** 2) + 4 / 29.0
+         for t in (xyz[0] / 0.95047, xyz[1], xyz[2] / 1.08883)]
+    return (116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2]))
+
+
+def ciede2000(p, q):
+    """Sharma, Wu and Dalal 2005, "The CIEDE2000 Color-Difference Formula"."""
+    (L1, a1, b1), (L2, a2, b2) = p, q
+    cb = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(cb ** 7 / (cb ** 7 + 25.0 ** 7)))
+    a1, a2 = (1 + g) * a1, (1 + g) * a2
+    c1, c2 = math.hypot(a1, b1), math.hypot(a2, b2)
+    h1 = math.degrees(math.atan2(b1, a1)) % 360 if c1 else 0.0
+    h2 = math.degrees(math.atan2(b2, a2)) % 360 if c2 else 0.0
+    dh = 0.0 if c1 * c2 == 0 else (h2 - h1 + 180) % 360 - 180
+    dH = 2 * math.sqrt(c1 * c2) * math.sin(math.radians(dh / 2))
+    lb, cbp = (L1 + L2) / 2, (c1 + c2) / 2
+    if c1 * c2 == 0:
+        hb = h1 + h2
+    elif abs(h1 - h2) <= 180:
+        hb = (h1 + h2) / 2
+    else:
+        hb = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
+    t = (1 - 0.17 * math.cos(math.radians(hb - 30)) + 0.24 * math.cos(math.radians(2 * hb))
+         + 0.32 * math.cos(math.radians(3 * hb + 6)) - 0.20 * math.cos(math.radians(4 * hb - 63)))
+    rt = -math.sin(math.radians(60 * math.exp(-((hb - 275) / 25) ** 2))) * 2 * math.sqrt(cbp ** 7 / (cbp ** 7 + 25.0 ** 7))
+    sl = 1 + 0.015 * (lb - 50) ** 2 / math.sqrt(20 + (lb - 50) ** 2)
+    sc, sh = 1 + 0.045 * cbp, 1 + 0.015 * cbp * t
+    return math.sqrt(((L2 - L1) / sl) ** 2 + ((c2 - c1) / sc) ** 2 + (dH / sh) ** 2
+                     + rt * ((c2 - c1) / sc) * (dH / sh))
+
+
+def apart(named, least, what):
+    """Each pair of named colors (name -> (group, color)), of other groups,
+    at least least apart in every vision; the closest pair's distance."""
+    if abs(ciede2000((50, 2.6772, -79.7751), (50, 0, -82.7485)) - 2.0425) > 1e-4:
+        fail("CIEDE2000 misses Sharma et al.'s first test pair")
+    closest = None
+    for kind in CVD:
+        for i, (n1, (g1, c1)) in enumerate(sorted(named.items())):
+            for n2, (g2, c2) in sorted(named.items())[i + 1:]:
+                if g1 == g2:
+                    continue
+                d = ciede2000(lab_seen(c1, kind), lab_seen(c2, kind))
+                if d < float(least):
+                    fail("%s: %s %s and %s %s are %.1f apart (CIEDE2000) in %s, under %s"
+                         % (what, n1, c1, n2, c2, d, kind, least))
+                closest = d if closest is None else min(closest, d)
+    return closest
+
+
+def cmd_states(svg, least):
+    root = root_of(svg)
+    ground = root.find(NS + "rect").get("fill")
+    swatch = {}
+    for g in by_class(root, "g", "legend"):
+        rects, texts = [r for r in g.findall(NS + "rect")[1:] if r.get("stroke")], g.findall(NS + "text")
+        for r, t in zip(rects, texts):
+            swatch[t.text.split(" (")[0]] = r.get("fill")
+    for k in ("attention", "MLP", "vanishing", "exploding"):
+        if k not in swatch:
+            fail("no legend swatch for %s: %s" % (k, sorted(swatch)))
+    if swatch["MLP"] != swatch["attention"]:
+        fail("the MLP's swatch %s is not the attention's %s" % (swatch["MLP"], swatch["attention"]))
+    named = {"ground": ("ground", ground)}
+    for state, key in (("normal", "attention"), ("vanishing", "vanishing"), ("exploding", "exploding")):
+        named[state] = (state, swatch[key])
+    for b in by_class(root, "rect", "bar"):
+        if b.get("fill") not in swatch.values() or b.get("fill-opacity") not in (None, "1", "1.00"):
+            fail("a bar filled %s (opacity %s) that no legend swatch shows" % (b.get("fill"), b.get("fill-opacity")))
+    d = apart(named, least, svg)
+    ok("the states' colors at least %.1f apart (CIEDE2000) and from the ground in normal vision, "
+       "protanopia, deuteranopia and tritanopia" % d)
+
+
+# xterm's default colors, bold shown bright (its boldColors default)
+XTERM = {"BLACK": ("#000000", "#7f7f7f"), "RED": ("#cd0000", "#ff0000"), "GREEN": ("#00cd00", "#00ff00"),
+         "YELLOW": ("#cdcd00", "#ffff00"), "BLUE": ("#0000ee", "#5c5cff"),
+         "MAGENTA": ("#cd00cd", "#ff00ff"), "CYAN": ("#00cdcd", "#00ffff"), "WHITE": ("#e5e5e5", "#ffffff")}
+
+
+def cmd_tui_states(src, least):
+    import re
+    text = open(src).read()
+    named = {}
+    for state in ("NORMAL", "VANISH", "EXPLODE"):
+        m = re.search(r"\[TUI_S_%s\]\s*=\s*\{COLOR_(\w+),\s*-1,\s*([^,]+)," % state, text)
+        if not m:
+            fail("%s: no color spec for TUI_S_%s" % (src, state))
+        named[state.lower()] = (state, XTERM[m.group(1)]["A_BOLD" in m.group(2)])
+    d = apart(named, least, src)
+    ok("the live view's states (%s) at least %.1f apart in every vision"
+       % (", ".join("%s %s" % (k, c) for k, (g, c) in sorted(named.items())), d))
+
+def cmd_type(svg, px):
+    root = root_of(svg)
+    least = None
+    for e in texts_of(root):
+        size = float(e.get("font-size"))
+        if size < float(px):
+            fail("%s: '%s' (%s) at %.1f px, under %s" % (svg, "".join(e.itertext()), e.get("class"), size, px))
+        least = size if least is None else min(least, size)
+    ok("every text at %.1f px or more" % least)
 
 if __name__ == "__main__":
     cmd = globals().get("cmd_" + sys.argv[1])

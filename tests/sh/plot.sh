@@ -72,6 +72,15 @@ plot heatmap.svg "$F/run.csv" --kind heatmap &&
 plot profile_default.svg "$F/run.csv" --kind profile
 grep -c 'class="profile"' "$T/profile_default.svg" | grep -qx 8 && ok || no "profile: not 4 default steps (MLP and attention each)"
 
+# --- the precision figures: act max and headroom, overflow and underflow,
+# of each layer over the run (run.csv: fp16 at lr 10, NaN rows, a rewind) ---
+for k in headroom overflow; do
+    plot $k.svg "$F/run.csv" --kind $k && check "$k lines" $CHECK precision "$T/$k.svg" "$F/run.csv" $k
+    plot cmp_$k.svg "$F/compare.csv" --kind $k &&
+        check "compare $k lines" $CHECK precision "$T/cmp_$k.svg" "$F/compare.csv" $k
+done
+grep -q 'class="nonfinite"' "$T/headroom.svg" && ok || no "headroom: the diverged steps not ticked"
+
 # --- a comparison: both runs, one marker for a change sent to both ---
 plot cmp_loss.svg "$F/compare.csv" && {
     check "compare loss lines" $CHECK loss "$T/cmp_loss.svg" "$F/compare.csv"
@@ -93,6 +102,22 @@ plot cmp_profile_mono.svg "$F/compare.csv" --kind profile --step 5,20 --mono &&
     check "compare profile --mono" $CHECK profile "$T/cmp_profile_mono.svg" "$F/compare.csv" 5,20
 plot cmp_heat_mono.svg "$F/compare.csv" --kind heatmap --mono &&
     check "compare heatmap --mono" $CHECK heatmap "$T/cmp_heat_mono.svg" "$F/compare.csv"
+# a comparison's panels on one scale: run a's attention gradient 1e-9 at
+# the last step (a: 1e-9.., b: 1e-5..1e2 alone) stretches both panels
+$PY - "$F/compare.csv" "$T/tiny.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+rows[-1]["l0_grad_attn"] = "1e-09"
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+EOF
+plot tiny_layers.svg "$T/tiny.csv" --kind layers &&
+    check "compare bars on one scale" $CHECK layers "$T/tiny_layers.svg" "$T/tiny.csv" 20
+grep -o 'class="plot-area"[^>]*' "$T/tiny_layers.svg" | sed 's/.*data-x0="//; s/".*//' |
+    awk '$1 <= -9 { n++ } END { exit n != 2 }' && ok ||
+    no "the panels do not both reach 1e-9: $(grep -o 'class="plot-area"[^>]*' "$T/tiny_layers.svg")"
 # runs that differ in no recorded setting: said so, not left as a bare "a";
 # differing only in the loss scale in force: named by it
 $PY - "$F/compare.csv" "$T/same.csv" "$T/scale.csv" <<'EOF'
@@ -121,7 +146,7 @@ printf 'at 10: lr 30\n' >"$T/s.txt"
     --loss-scale off --compare fp32-norms=on --script "$T/s.txt" --on-diverge continue --val-every 10 \
     --csv "$T/div.csv" 2>/dev/null
 plot div.svg "$T/div.csv" && check "non-finite ticks of each run" $CHECK loss "$T/div.svg" "$T/div.csv"
-grep -q '>train loss a: fp32-norms=off<' "$T/div.svg" && ok || no "run a not named as its flag spells the setting"
+grep -q '>train loss a: fp32-norms=off, smoothed<' "$T/div.svg" && ok || no "run a not named as its flag spells the setting"
 for r in a b; do
     n=$([ $r = a ] && echo 0 || echo 1)
     grep -q "class=\"nonfinite\" data-run=\"$n\"" "$T/div.svg" && ok || no "run $r's non-finite ticks missing"
@@ -164,7 +189,7 @@ cat "$F/run.csv" | "$BIN" --plot - --out "$T/stdin.svg" 2>/dev/null && $CHECK sv
 
 # --- --mono: dashes, no color; --size; --log ---
 plot mono.svg "$F/compare.csv" --mono
-grep 'class="series"' "$T/mono.svg" | grep -c 'stroke-dasharray' | grep -qx 3 && ok ||
+grep 'class="series"' "$T/mono.svg" | grep -v 'data-name="smoothed' | grep -c 'stroke-dasharray' | grep -qx 3 && ok ||
     no "--mono: the 3 lines after the first are not dashed"
 grep -Eo '(stroke|fill)="#[0-9a-f]{6}"' "$T/mono.svg" | grep -Eqv '#([0-9a-f]{2})\1\1"' &&
     no "--mono: a color that is not grey" || ok
@@ -268,6 +293,9 @@ expect_bad "go with --kind map" --plot "$F/run.csv" --rows lr --out "$T/bad.svg"
 expect_bad "results.csv: No such file" --plot "$T" --kind map --out "$T/bad.svg"
 cut -d, -f1,3- "$F/run.csv" >"$T/noloss.csv"
 expect_bad "loss" --plot "$T/noloss.csv" --out "$T/bad.svg"
+cut -d, -f1-17 "$F/run.csv" >"$T/noact.csv"
+expect_bad "no per-layer act_max and headroom columns" --plot "$T/noact.csv" --kind headroom --out "$T/bad.svg"
+expect_bad "no per-layer overflow and underflow columns" --plot "$T/noact.csv" --kind overflow --out "$T/bad.svg"
 cut -d, -f1-14 "$F/run.csv" >"$T/nolayers.csv"
 expect_bad "per-layer" --plot "$T/nolayers.csv" --kind profile --out "$T/bad.svg"
 expect_bad "No such file" --plot "$T/missing.csv" --out "$T/bad.svg"
@@ -286,6 +314,12 @@ expect_bad "No such file" --plot "$F/run.csv" --out "$T/nodir/bad.svg"
 # a figure's options without --plot would shape nothing: refused, not dropped
 expect_bad "--out is a --plot option" --headless --steps 2 --out "$T/bad.svg"
 expect_bad "--mono is a --plot option" --headless --steps 2 --mono
+# --out replaces a figure, never the input or another file
+cp "$F/run.csv" "$T/keep.csv"
+expect_bad "exists and is not an SVG figure" --plot "$T/keep.csv" --out "$T/keep.csv"
+cmp -s "$F/run.csv" "$T/keep.csv" && ok || no "--out the input: the input was changed"
+"$BIN" --plot "$F/run.csv" --out "$T/again.svg" && "$BIN" --plot "$F/run.csv" --kind layers --out "$T/again.svg" &&
+    grep -q 'class="bar"' "$T/again.svg" && ok || no "--out an earlier figure: not replaced"
 ls "$T" | grep -q '\.tmp\.' && no "a temporary file left behind" || ok
 
 # a difference only a fixed setting makes (gamma-zero's --ln-gamma-init):
@@ -302,8 +336,43 @@ for f in g.csv g.jsonl; do
     grep -qF 'class="panel-title">a: ln-gamma-init=0<' "$T/gamma-$f.svg" &&
         grep -qF 'class="panel-title">b: ln-gamma-init=1<' "$T/gamma-$f.svg" && ok ||
         no "$f: the panels do not name ln-gamma-init: $(grep -o 'class="panel-title">[^<]*' "$T/gamma-$f.svg")"
-    grep -qF 'font-weight="bold">Gradient norm of each layer over the run: ln-gamma-init=0 against ln-gamma-init=1<' \
-        "$T/gamma-$f.svg" && ok || no "$f: the title does not name it: $(grep -o 'class="title"[^<]*<' "$T/gamma-$f.svg")"
+    title=$(grep -o 'class="title" font-weight="bold">[^<]*<' "$T/gamma-$f.svg" | sed 's/.*">//; s/<$//' | tr '\n' ' ')
+    [ "$title" = "Gradient norm of each layer over the run: ln-gamma-init=0 against ln-gamma-init=1 " ] && ok ||
+        no "$f: the title does not name it: $title"
+done
+
+# --- colors a color-blind student tells apart: the gradient states of the
+# figures and of the live view at least 20 CIEDE2000 apart under simulated
+# protanopia, deuteranopia and tritanopia; --mono's legend as its marks,
+# its marker unlike run b's dotted line ---
+check "states apart in every color vision" $CHECK states "$T/cmp_layers.svg" 20
+check "the live view's states apart in every color vision" $CHECK tui_states "$D/../src/tui_curses.c" 20
+plot mono_layers.svg "$F/compare.csv" --kind layers --mono &&
+    check "--mono bars and their legend" $CHECK layers "$T/mono_layers.svg" "$F/compare.csv" 20
+check "--mono marker unlike the lines" $CHECK markers "$T/mono.svg" "$F/compare.csv"
+
+# --- every text inside the canvas, at a projector's 800x450 and at
+# 1600x900, where the type is 20 px or more: each kind, in color and mono,
+# of a comparison whose labels are long (its titles wrap, its caption
+# takes two lines, its legend needs a wide column) and of the fixtures ---
+"$BIN" --headless -q -L 2 -d 16 -H 2 -T 8 -B 2 --steps 6 --val-every 3 --norm-kind layernorm \
+    --compare norm-kind=rmsnorm --csv "$T/a_comparison_of_layernorm_and_rmsnorm_from_the_start.csv" \
+    2>"$T/err" || no "long labels run: $(cat "$T/err")"
+for in in "$T/a_comparison_of_layernorm_and_rmsnorm_from_the_start.csv" "$F/run.csv" "$F/compare.csv"; do
+    for k in loss layers profile heatmap headroom overflow; do
+        for size in 800x450 1600x900; do
+            for m in "" --mono; do
+                out="$T/fit_${k}_$size$m.svg"
+                "$BIN" --plot "$in" --kind $k --size $size $m --out "$out" 2>"$T/err" || { no "$k $size: $(cat "$T/err")"; continue; }
+                check "$(basename "$in") $k $size$m: texts inside" $CHECK extents "$out"
+            done
+        done
+        check "$(basename "$in") $k 1600x900: type >= 20 px" $CHECK type "$T/fit_${k}_1600x900.svg" 20
+    done
+done
+for size in 800x450 1600x900; do
+    "$BIN" --plot "$M" --kind map --size $size --out "$T/fit_map.svg" 2>"$T/err" || no "map $size: $(cat "$T/err")"
+    check "map $size: texts inside" $CHECK extents "$T/fit_map.svg"
 done
 
 echo "$pass passed, $fail failed"

@@ -138,8 +138,8 @@ f=$(ls "$T"/normscope-screen-*.txt 2>/dev/null | head -1)
 key e
 wait_for 'wrote normscope-metrics-' 20 && ok || no "e: no event naming the file"
 f=$(ls "$T"/normscope-metrics-*.csv 2>/dev/null | head -1)
-[ -n "$f" ] && [ "$(head -1 "$f")" = "step,loss,val_loss,lr,b_loss,b_val_loss" ] && [ "$(wc -l <"$f")" -gt 5 ] &&
-    ok || no "e: no metrics file with the step,loss header: $f"
+[ -n "$f" ] && [ "$(head -1 "$f")" = "$(cat "$T"/live.csv.tmp.* | head -1)" ] && [ "$(wc -l <"$f")" -gt 5 ] &&
+    ok || no "e: no metrics file with --csv's header: $f"
 ls "$T"/normscope-*.tmp.* >/dev/null 2>&1 && no "d/e: a temporary file was left behind: $(ls "$T")" || ok
 # d and e in one burst (within one frame): both files, neither lost
 rm -f "$T"/normscope-screen-*.txt "$T"/normscope-metrics-*.csv

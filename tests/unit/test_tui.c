@@ -169,7 +169,9 @@ static void test_layout_lesson(void)
                         bad += area != (long)rows * cols;
                     bad += l.lesson.h < q || l.lesson.w != cols || l.status.h < 2;
                     bad += l.layer_rows * l.layer_cols < L;
-                    bad += l.chart.h < TUI_CHART_MIN;
+                    bad += l.chart.h < TUI_CHART_FLOOR;
+                    /* 4 plotted rows wherever they leave every layer on screen */
+                    bad += l.chart.h < TUI_CHART_MIN && (L + 1) / 2 + 2 + TUI_CHART_MIN <= rows - 1 - 2 - q;
                     ranked += l.projector;
                     two += l.layer_cols == 2;
                 }
@@ -180,6 +182,9 @@ static void test_layout_lesson(void)
      * 100x30 and 120x40 the question and every layer too */
     tui_layout l = tui_layout_compute_lesson(24, 80, 24, 1, 3, 10);
     CHECK(l.layer_cols == 2 && l.layer_rows == 12 && l.lesson.h == 3 && l.status.h == 2);
+    /* a 12-layer lesson at 80x24 (warmup): every layer and 4 plotted chart rows */
+    l = tui_layout_compute_lesson(24, 80, 12, 1, 3, 10);
+    CHECK(l.layer_rows * l.layer_cols >= 12 && l.chart.h >= TUI_CHART_MIN && TUI_CHART_MIN - 2 >= 4);
     l = tui_layout_compute_lesson(40, 120, 24, 1, 2, 10);
     CHECK(l.layer_cols == 1 && l.layer_rows == 24 && l.lesson.h >= 2);
     /* hidden (L), the panel gives its rows back */
@@ -396,6 +401,36 @@ static void test_layer_bars(void)
     free(big);
     tui_grid_free(&g);
     free(s);
+}
+
+/* A loss that jumps between 2 and 4 each step: each step's dots are dim
+ * on the top and bottom rows, the smoothed line (TensorBoard's EMA) is
+ * bright and, past the first steps, on neither. */
+static void test_chart_smoothed(void)
+{
+    trainer_snapshot *s = snap_new(2);
+    fill_history(s, 100);
+    for (int i = 0; i < 100; i++)
+        s->hist[i].run[0].loss = i % 2 ? 4.0f : 2.0f;
+    tui_grid g = {0};
+    tui_grid_resize(&g, 12, 60);
+    tui_rect r = {0, 0, 12, 60};
+    tui_ui ui;
+    tui_ui_init(&ui, 1, 1);
+    tui_draw_chart(&g, r, s, &ui);
+    tui_chart_geom cg = tui_chart_geometry(r, s, 1);
+    int dim_edge = 0, bright_edge = 0, bright_mid = 0;
+    for (int c = cg.left + cg.w / 4; c < cg.left + cg.w; c++)
+        for (int y = 0; y < cg.h; y++) {
+            const tui_cell *cell = tui_at(&g, cg.top + y, c);
+            int edge = y == 0 || y == cg.h - 1;
+            dim_edge += edge && cell->style == TUI_S_DIM;
+            bright_edge += edge && cell->style == TUI_S_TRAIN;
+            bright_mid += !edge && cell->style == TUI_S_TRAIN;
+        }
+    CHECK(dim_edge > cg.w / 2 && bright_edge == 0 && bright_mid > cg.w / 2);
+    free(s);
+    tui_grid_free(&g);
 }
 
 /* Markers on the step's column, the label beside; y fitted so a spike
@@ -1564,6 +1599,43 @@ static void test_log_scroll(void)
     tui_grid_free(&g);
 }
 
+/* A comparison whose run a diverged, at 80x24 and 100x30: run a's row
+ * keeps its loss and val, and the first non-finite op is shown whole (on
+ * the toggles' row when the values row cannot hold it). */
+static void test_diverged_status(void)
+{
+    static const int sizes[2][2] = {{24, 80}, {30, 100}};
+    for (int k = 0; k < 2; k++) {
+        trainer_snapshot *s = snap_new(6);
+        fill_history(s, 20);
+        s->s.compare = 1;
+        s->s.run[1].cfg = s->s.run[0].cfg;
+        s->s.run[1].last.n_layer = 6;
+        s->s.have_metrics = s->s.have_loss = 1;
+        s->s.state = TRAINER_DIVERGED;
+        s->s.diverged_run = 0;
+        s->s.limit = 450;
+        s->s.steps_done = 417;
+        s->s.last_val_step = 400;
+        s->s.run[0].loss = 2.4543f;
+        s->s.run[0].last_val = 2.5012f;
+        s->s.run[1].loss = 2.4401f;
+        s->s.run[1].last_val = 2.4999f;
+        s->s.run[0].last.nonfinite = 1;
+        snprintf(s->s.run[0].last.fault, sizeof s->s.run[0].last.fault, "forward, final norm variance");
+        tui_grid g = {0};
+        tui_grid_resize(&g, sizes[k][0], sizes[k][1]);
+        tui_ui ui;
+        tui_ui_init(&ui, 1, 0);
+        tui_draw(&g, s, &ui);
+        CHECK(strstr(row(&g, 0), "loss 2.4543") && strstr(row(&g, 0), "val 2.5012"));
+        CHECK(strstr(row(&g, 1), "loss 2.4401"));
+        CHECK(rows_with(&g, 0, "first non-finite: forward, final norm variance") == 1);
+        free(s);
+        tui_grid_free(&g);
+    }
+}
+
 static void test_projector_frame(void)
 {
     trainer_snapshot *s = snap_new(12);
@@ -1766,6 +1838,8 @@ int main(void)
     test_dumps();
     test_lesson_panel();
     test_projector_frame();
+    test_diverged_status();
+    test_chart_smoothed();
     test_compare_details();
     test_legend_fit();
     test_log_scroll();

@@ -1,0 +1,332 @@
+/* plot_fig_map.c - a sweep's grid as a map: one cell per combination of
+ * the axes drawn as rows and columns, colored by its final loss, small
+ * multiples for the other axes, marks where runs diverged, exploded or
+ * stalled, and the color bar.
+ *
+ * Not here: reading results.csv into cells (plot_map.c).
+ */
+#include "plot_int.h"
+
+#include "sweep_map.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the map of a sweep ---------------------------------------------------------- */
+
+/* Which axes are the rows and the columns: --rows/--cols, else the live
+ * view's rule (sweep_map_make: the two with the most values, the first of
+ * equals, rows first). -1: none. A grid of one axis is drawn as one row of
+ * columns, the wide way of a slide (the terminal stacks it). 0, or -1 with
+ * one line in err. */
+static int map_find_axis(const plot_map *m, const char *flag, const char *name, int *a, char *err,
+                         size_t errlen)
+{
+    for (int i = 0; i < m->n_axes; i++)
+        if (!strcmp(m->axis[i].name, name)) {
+            *a = i;
+            return 0;
+        }
+    size_t k = (size_t)snprintf(err, errlen, "%s '%s': not an axis of the sweep (axes:", flag, name);
+    for (int i = 0; i < m->n_axes && k < errlen; i++)
+        k += (size_t)snprintf(err + k, errlen - k, "%s %s", i ? "," : "", m->axis[i].name);
+    if (k < errlen)
+        snprintf(err + k, errlen - k, "%s)", m->n_axes ? "" : " none but the seed");
+    return -1;
+}
+
+static int map_choose_axes(const plot_map *m, const plot_opts *o, int *ra, int *ca, char *err,
+                           size_t errlen)
+{
+    *ra = *ca = -1;
+    if (o->rows && map_find_axis(m, "--rows", o->rows, ra, err, errlen))
+        return -1;
+    if (o->cols && map_find_axis(m, "--cols", o->cols, ca, err, errlen))
+        return -1;
+    if (o->rows && o->cols && *ra == *ca) {
+        snprintf(err, errlen, "--rows and --cols name the same axis '%s'", o->rows);
+        return -1;
+    }
+    const char *names[PLOT_MAP_AXES];
+    int count[PLOT_MAP_AXES];
+    for (int i = 0; i < m->n_axes; i++) {
+        names[i] = m->axis[i].name;
+        count[i] = m->axis[i].n;
+    }
+    sweep_map sm;
+    sweep_map_make(&sm, m->n_axes, names, count, *ra, *ca);
+    *ra = sm.row;
+    *ca = sm.col;
+    if (*ca < 0 && *ra >= 0 && !o->rows) { /* one axis: one row of columns */
+        *ca = *ra;
+        *ra = -1;
+    }
+    return 0;
+}
+
+/* The loss scale: the cells' means, lo..hi, but for cells with an
+ * exploded run: an outlier (a loss of 1e12) would make every other cell
+ * one color. So the scale runs from the best trained cell to the plateau
+ * where the stalled cells sit. */
+static void map_range(const plot_map *m, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (long i = 0; i < m->ncells; i++)
+        if (m->cell[i].final.n && !m->cell[i].exploded) {
+            double x = sweep_stat_mean(&m->cell[i].final);
+            *lo = fmin(*lo, x);
+            *hi = fmax(*hi, x);
+        }
+    if (!(*lo <= *hi))
+        *lo = *hi = 0;
+    if (*hi - *lo < 1e-6) {
+        *lo -= 0.005;
+        *hi += 0.005;
+    }
+}
+
+static int map_bin(double x, double lo, double hi)
+{
+    int b = (int)floor((x - lo) / (hi - lo) * MAP_BINS);
+    return b < 0 ? 0 : b >= MAP_BINS ? MAP_BINS - 1 : b;
+}
+
+typedef struct {
+    const plot_map *m;
+    int ra, ca;        /* rows, columns (-1: one) */
+    int other[PLOT_MAP_AXES], n_other; /* the axes of the small multiples */
+    long panels;
+    double lo, hi;     /* the loss scale */
+} map_layout;
+
+/* "norm=post, seed folded" names a panel. */
+static void map_panel_title(const map_layout *g, const int *idx, char *b, size_t n)
+{
+    size_t k = 0;
+    b[0] = 0;
+    for (int j = 0; j < g->n_other && k < n; j++) {
+        const plot_map_axis *x = &g->m->axis[g->other[j]];
+        k += (size_t)snprintf(b + k, n - k, "%s%s=%s", j ? ", " : "", x->name, x->val[idx[g->other[j]]]);
+    }
+}
+
+/* One cell: its fill on the scale (hatched with no finite loss), the value
+ * and spread printed in it, an X where a run diverged, a dashed inner
+ * frame and "stalled" where one stalled. */
+static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
+{
+    const plot_map_cell *cl = &g->m->cell[plot_map_cell_of(g->m, idx)];
+    char key[512];
+    size_t k = 0;
+    for (int a = 0; a < g->m->n_axes && k < sizeof key; a++)
+        k += (size_t)snprintf(key + k, sizeof key - k, "%s%s=%s", a ? "," : "", g->m->axis[a].name,
+                              g->m->axis[a].val[idx[a]]);
+    const sweep_stat *fin = &cl->final;
+    double mean = sweep_stat_mean(fin);
+    int bin = fin->n && !cl->exploded ? map_bin(mean, g->lo, g->hi) : -1;
+    const char *fill = !cl->runs ? v->p->bg : cl->exploded ? "url(#exploded)"
+                       : bin < 0 ? "url(#nan)" : v->p->map[bin];
+    const char *ink = bin >= v->p->map_dark ? "#ffffff" : bin < 0 ? v->p->fg : "#000000";
+    fprintf(v->f, "<g class=\"map-cell\"><rect class=\"cell\" data-key=\"");
+    svg_esc(v->f, key);
+    fprintf(v->f, "\" data-value=\"%.6g\" data-bin=\"%d\" data-runs=\"%d\" data-diverged=\"%d\" "
+                  "data-stalled=\"%d\" data-exploded=\"%d\" data-failed=\"%d\" x=\"%.1f\" "
+                  "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
+                  "stroke-width=\"1.5\"/>\n",
+            mean, bin, cl->runs, cl->diverged, cl->stalled, cl->exploded, cl->failed, c.x, c.y,
+            c.w, c.h, fill, v->p->bg);
+    double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
+    int lines = (fin->n ? 1 : 0) + (fin->n > 1) +
+                (cl->diverged || cl->exploded || cl->stalled || cl->failed);
+    double y = c.y + c.h / 2 - (lines - 1) * fs * 0.6 + fs * 0.35;
+    if (cl->diverged) {
+        fprintf(v->f, "<path class=\"diverged-mark\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" "
+                      "stroke=\"%s\" stroke-width=\"%.1f\" stroke-opacity=\"0.8\"/>\n",
+                c.x + 4, c.y + 4, c.x + c.w - 4, c.y + c.h - 4, c.x + c.w - 4, c.y + 4, c.x + 4,
+                c.y + c.h - 4, v->o->mono ? "#000000" : v->p->explode, 3 * v->s);
+    }
+    if (cl->stalled)
+        fprintf(v->f, "<rect class=\"stalled-mark\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                      "fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-dasharray=\"8 5\"/>\n",
+                c.x + 5, c.y + 5, c.w - 10, c.h - 10, ink, 2.5 * v->s);
+    char num[32];
+    if (fin->n) { /* as many digits as fit the cell: 2.8e+12, not 2794610000000.000 */
+        sweep_fmt_loss(num, sizeof num, mean, (int)fmax(5, c.w / (fs * 0.62)));
+        svg_text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%s", num);
+        y += fs * 1.2;
+    }
+    if (fin->n > 1) {
+        sweep_fmt_loss(num, sizeof num, (fin->hi - fin->lo) / 2, (int)fmax(5, c.w / (fs * 0.5)) - 6);
+        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "+-%s (%d)", num,
+             fin->n);
+        y += fs * 1.2;
+    }
+    char tag[96] = "";
+    if (cl->diverged && cl->runs == 1)
+        snprintf(tag, sizeof tag, "diverged @%ld", cl->div_step);
+    else if (cl->diverged)
+        snprintf(tag, sizeof tag, "%d/%d diverged", cl->diverged, cl->runs);
+    else if (cl->exploded)
+        snprintf(tag, sizeof tag, cl->runs > 1 ? "%d/%d exploded" : "exploded", cl->exploded, cl->runs);
+    else if (cl->stalled)
+        snprintf(tag, sizeof tag, cl->runs > 1 ? "%d/%d stalled" : "stalled", cl->stalled, cl->runs);
+    else if (cl->failed)
+        snprintf(tag, sizeof tag, "%d/%d failed", cl->failed, cl->runs);
+    if (tag[0] && bin < 0) /* readable on the hatching */
+        fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                      "fill-opacity=\"0.85\"/>\n",
+                c.x + c.w / 2 - 0.3 * fs * (double)strlen(tag), y - fs * 0.8, 0.6 * fs * (double)strlen(tag),
+                fs * 1.1, v->p->bg);
+    if (tag[0])
+        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-tag\"", "%s", tag);
+    fputs("</g>\n", v->f);
+}
+
+/* One panel: rows x columns of cells, the values as tick labels, the axes'
+ * names as labels. idx holds the panel's values on the other axes. */
+static void map_panel(svg *v, const map_layout *g, box b, int *idx)
+{
+    const plot_map *m = g->m;
+    int nr = g->ra >= 0 ? m->axis[g->ra].n : 1, nc = g->ca >= 0 ? m->axis[g->ca].n : 1;
+    char title[256];
+    map_panel_title(g, idx, title, sizeof title);
+    size_t wide = 0; /* the rows' widest value */
+    for (int r = 0; r < nr && g->ra >= 0; r++)
+        wide = strlen(m->axis[g->ra].val[r]) > wide ? strlen(m->axis[g->ra].val[r]) : wide;
+    if (g->ra >= 0) { /* room inside b for the values and the rows' name: never off the
+                       * canvas, never over the panel to the left */
+        double inset = v->fs * (1.8 + 0.6 * (double)wide);
+        b.x += inset;
+        b.w -= inset;
+    }
+    ax_draw(v, b, NULL, NULL, g->ca >= 0 ? m->axis[g->ca].name : NULL, NULL);
+    if (g->ra >= 0) { /* the rows' name, left of their widest value */
+        char rot[96];
+        double x = b.x - v->fs * (1.2 + 0.6 * (double)wide), y = b.y + b.h / 2;
+        snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
+        svg_text(v, x, y, v->fs, 'm', v->p->fg, rot, "%s", m->axis[g->ra].name);
+    }
+    if (title[0])
+        svg_text(v, b.x, b.y - v->fs * 0.4, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
+    double cw = b.w / nc, rh = b.h / nr;
+    for (int r = 0; r < nr; r++)
+        for (int c = 0; c < nc; c++) {
+            if (g->ra >= 0)
+                idx[g->ra] = r;
+            if (g->ca >= 0)
+                idx[g->ca] = c;
+            map_cell(v, g, (box){b.x + c * cw, b.y + r * rh, cw, rh}, idx);
+        }
+    for (int c = 0; c < nc && g->ca >= 0; c++)
+        svg_text(v, b.x + (c + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"",
+             "%s", m->axis[g->ca].val[c]);
+    for (int r = 0; r < nr && g->ra >= 0; r++)
+        svg_text(v, b.x - v->fs * 0.4, b.y + (r + 0.5) * rh + v->fs * 0.35, v->fs, 'e', v->p->fg,
+             "class=\"tick\"", "%s", m->axis[g->ra].val[r]);
+}
+
+/* The color bar: the scale's bins, low loss at the bottom, and the marks. */
+static void map_colorbar(svg *v, const map_layout *g, box b, const char *what)
+{
+    double bh = fmin(b.h * 0.55, v->fs * 1.6 * MAP_BINS), bw = v->fs * 1.6, step = bh / MAP_BINS;
+    double x = b.x + v->fs, y0 = b.y + v->fs * 1.6;
+    svg_text(v, b.x, b.y + v->fs * 0.5, v->fs, 's', v->p->fg, "class=\"colorbar-title\"", "%s", what);
+    fputs("<g class=\"colorbar\">\n", v->f);
+    for (int k = 0; k < MAP_BINS; k++) {
+        double lo = g->lo + (g->hi - g->lo) * k / MAP_BINS, hi = g->lo + (g->hi - g->lo) * (k + 1) / MAP_BINS;
+        double y = y0 + bh - (k + 1) * step;
+        fprintf(v->f, "<rect class=\"colorbar-bin\" data-bin=\"%d\" data-lo=\"%.6g\" data-hi=\"%.6g\" "
+                      "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\"/>\n",
+                k, lo, hi, x, y, bw, step, v->p->map[k], v->p->dim);
+        char num[32]; /* the bar's width left of the canvas edge: 7 characters */
+        sweep_fmt_loss(num, sizeof num, lo, 7);
+        if (k % 2 == 0 && k + 2 < MAP_BINS)
+            svg_text(v, x + bw + v->fs * 0.4, y + step, v->fs_small, 's', v->p->fg, "class=\"tick\"", "%s", num);
+    }
+    char num[32];
+    sweep_fmt_loss(num, sizeof num, g->hi, 7);
+    svg_text(v, x + bw + v->fs * 0.4, y0 + v->fs_small * 0.35, v->fs_small, 's', v->p->fg, "class=\"tick\"",
+         "%s", num);
+    fputs("</g>\n", v->f);
+    double ly = y0 + bh + v->fs * 2;
+    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#nan)\"/>\n", x,
+            ly - v->fs, bw, v->fs);
+    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "no finite loss");
+    ly += v->fs * 1.6;
+    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#exploded)\"/>\n",
+            x, ly - v->fs, bw, v->fs);
+    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL,
+         "exploded");
+    ly += v->fs * 1.6;
+    svg_line(v, x, ly, x + bw, ly - v->fs, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);
+    svg_line(v, x, ly - v->fs, x + bw, ly, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);
+    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "diverged");
+    ly += v->fs * 1.6;
+    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"%s\" "
+                  "stroke-width=\"2\" stroke-dasharray=\"8 5\"/>\n", x, ly - v->fs, bw, v->fs, v->p->fg);
+    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "stalled");
+}
+
+static void map_layout_make(map_layout *g, const plot_map *m, int ra, int ca)
+{
+    memset(g, 0, sizeof *g);
+    g->m = m;
+    g->ra = ra;
+    g->ca = ca;
+    g->panels = 1;
+    for (int a = 0; a < m->n_axes; a++)
+        if (a != ra && a != ca) {
+            g->other[g->n_other++] = a;
+            g->panels *= m->axis[a].n;
+        }
+    map_range(m, &g->lo, &g->hi);
+}
+
+/* Panel p's values on the other axes (the last varies fastest). */
+static void map_panel_index(const map_layout *g, long p, int *idx)
+{
+    for (int j = g->n_other - 1; j >= 0; j--) {
+        int a = g->other[j];
+        idx[a] = (int)(p % g->m->axis[a].n);
+        p /= g->m->axis[a].n;
+    }
+}
+
+int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
+{
+    int ra, ca;
+    if (map_choose_axes(m, v->o, &ra, &ca, err, errlen))
+        return -1;
+    map_layout g;
+    map_layout_make(&g, m, ra, ca);
+    if (g.panels > 16) {
+        snprintf(err, errlen, "%ld panels (one per value of the axes not drawn as rows or columns): "
+                 "at most 16; choose --rows and --cols", g.panels);
+        return -1;
+    }
+    const char *what = m->val_missing ? "final loss (validation, else train)" : "final validation loss";
+    char title[160], cap[1400];
+    snprintf(title, sizeof title, "Stability map: %s of each run", what);
+    snprintf(cap, sizeof cap, "%s%s  |  %s", m->common[0] ? "common: " : "", m->common,
+             m->seeds > 1 ? "seeds folded: mean +- half range (runs)" : "one run per cell");
+    frame_text(v, title, cap, sizeof cap);
+    box all = frame_content(v), bar = all;
+    all.w *= 0.8;
+    bar.x = all.x + all.w + v->fs * 1.5;
+    bar.w -= all.w + v->fs * 1.5;
+    all.y += v->fs * 1.2;
+    all.h -= v->fs * 1.2;
+    int pc = g.panels <= 3 ? (int)g.panels : (int)ceil(sqrt((double)g.panels));
+    int pr = (int)((g.panels + pc - 1) / pc);
+    for (long p = 0; p < g.panels; p++) {
+        int idx[PLOT_MAP_AXES] = {0};
+        map_panel_index(&g, p, idx);
+        box row = frame_part(all, (int)(p / pc), pr, 0, v->fs * 4.2);
+        row.x += v->fs * 1.5;
+        row.w -= v->fs * 1.5;
+        map_panel(v, &g, frame_part(row, (int)(p % pc), pc, 1, v->fs * 5.5), idx);
+    }
+    map_colorbar(v, &g, bar, "nats");
+    return 0;
+}

@@ -1,0 +1,223 @@
+/* plot_fig_precision.c - the precision figures: each layer over the run, a
+ * panel per run and quantity, on axes the runs share.
+ *
+ *   headroom   the largest |activation| of each layer (log), under the
+ *              format's limit (act max * 2^headroom, the largest value a
+ *              norm's square or the format itself can hold), and the
+ *              headroom log2(limit / act max): the doublings left before
+ *              it overflows, 0 at the limit.
+ *   overflow   the values rounded to inf, and the nonzero values rounded
+ *              to zero or a subnormal, each step: counts, from 0 up on a
+ *              log scale (a log axis has no place for 0).
+ *
+ * One line per layer, colored by depth on viridis (dark near the input,
+ * bright near the output; in --mono greys and dashes); the step where a
+ * run diverged ticked and labelled as on the loss figure.
+ *
+ * Not here: the columns (plot_data.c), the live view's rows (tui_layers.c).
+ */
+#include "plot_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *title;
+    const char *ylabel[2];
+    plot_lx q[2];
+    int count; /* the quantities are counts */
+} precision_kind;
+
+static const precision_kind kind_headroom = {
+    "Activations of each layer over the run: the largest |x| and its headroom",
+    {"largest |activation| (log)", "headroom (doublings left)"},
+    {PLOT_LX_ACT, PLOT_LX_HEAD},
+    0};
+static const precision_kind kind_overflow = {
+    "Overflow and underflow of each layer over the run",
+    {"overflows (values rounded to inf)", "underflows (to 0 or a subnormal)"},
+    {PLOT_LX_OVER, PLOT_LX_UNDER},
+    1};
+
+/* Layer l of L's color: viridis without its darkest stop (unseen on the
+ * dark ground), lightness rising toward the output; --mono grey from
+ * #a0a0a0 near the input to black. */
+static void depth_color(const svg *v, int l, int L, char out[8])
+{
+    double t = L > 1 ? (double)l / (L - 1) : 1;
+    unsigned c[3];
+    if (v->o->mono) {
+        c[0] = c[1] = c[2] = (unsigned)lround(0xa0 * (1 - t));
+    } else {
+        double pos = t * 5;
+        int i = pos >= 5 ? 4 : (int)pos;
+        double f = pos - i;
+        unsigned a[3], b[3];
+        sscanf(v->p->heat[1 + i], "#%2x%2x%2x", &a[0], &a[1], &a[2]);
+        sscanf(v->p->heat[2 + i], "#%2x%2x%2x", &b[0], &b[1], &b[2]);
+        for (int k = 0; k < 3; k++)
+            c[k] = (unsigned)lround(a[k] + (b[k] - (double)a[k]) * f);
+    }
+    snprintf(out, 8, "#%02x%02x%02x", c[0] & 0xff, c[1] & 0xff, c[2] & 0xff);
+}
+
+/* Layer l's values of quantity q on the timeline the run ended on (a
+ * rewind's abandoned rows -inf, skipped). NULL when out of memory. */
+static float *layer_column(const plot_run *p, plot_lx q, int l)
+{
+    float *y = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
+    for (long i = 0; y && i < p->n; i++)
+        y[i] = !p->live || p->live[i] ? p->lx[q][i * p->L + l] : -INFINITY;
+    return y;
+}
+
+/* The format's limit at each row (act max * 2^headroom of layer 0), a gap
+ * where it is above the axis (fp32's 3.4e38 over activations of 10). */
+static float *limit_column(const plot_run *p, const axis *ay)
+{
+    float *y = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
+    for (long i = 0; y && i < p->n; i++) {
+        double am = p->lx[PLOT_LX_ACT][i * p->L], hr = p->lx[PLOT_LX_HEAD][i * p->L];
+        double lim = am * exp2(hr);
+        y[i] = (p->live && !p->live[i]) ? -INFINITY : lim > pow(10, ay->hi) ? NAN : (float)lim;
+    }
+    return y;
+}
+
+/* Quantity q's finite range over every run and layer (> 0 on a log axis). */
+static void lx_range(const plot_data *d, plot_lx q, int log_, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int r = 0; r < d->nruns; r++)
+        for (long i = 0; i < d->run[r].n * d->run[r].L; i++) {
+            double x = d->run[r].lx[q][i];
+            if (isfinite(x) && (!log_ || x > 0)) {
+                *lo = fmin(*lo, x);
+                *hi = fmax(*hi, x);
+            }
+        }
+}
+
+static void step_range(const plot_data *d, axis *ax)
+{
+    long x0 = d->run[0].step[0], x1 = x0;
+    for (int r = 0; r < d->nruns; r++)
+        for (long i = 0; i < d->run[r].n; i++) {
+            x0 = d->run[r].step[i] < x0 ? d->run[r].step[i] : x0;
+            x1 = d->run[r].step[i] > x1 ? d->run[r].step[i] : x1;
+        }
+    ax_fit(ax, (double)x0, (double)(x1 > x0 ? x1 : x0 + 1), 0, 0);
+}
+
+/* The y axis of row j, shared by the runs: headroom always shows its 0. */
+static void row_axis(const plot_data *d, const precision_kind *k, int j, axis *ay)
+{
+    double lo, hi;
+    lx_range(d, k->q[j], k->q[j] == PLOT_LX_ACT, &lo, &hi);
+    if (k->count) {
+        ax_fit_count(ay, hi);
+    } else if (k->q[j] == PLOT_LX_ACT) {
+        for (int r = 0; r < d->nruns; r++) { /* the limit too, where it is finite */
+            const plot_run *p = &d->run[r];
+            for (long i = 0; i < p->n; i++) {
+                double lim = p->lx[PLOT_LX_ACT][i * p->L] * exp2(p->lx[PLOT_LX_HEAD][i * p->L]);
+                if (isfinite(lim) && lim > 0 && lim < 1e30)
+                    hi = fmax(hi, lim);
+            }
+        }
+        ax_fit(ay, lo, hi, 1, 0.05);
+    } else {
+        ax_fit(ay, fmin(lo, 0), fmax(hi, 0), 0, 0.05);
+    }
+}
+
+/* The line a quantity must stay off: the limit on act max, 0 on headroom. */
+static void draw_limit(svg *v, box b, const axis *ax, const axis *ay, const plot_run *p, plot_lx q)
+{
+    if (q == PLOT_LX_HEAD) {
+        double y = ax_map(ay, 0);
+        svg_line(v, b.x, y, b.x + b.w, y, v->p->explode, 2.5 * v->s, "10 6");
+        return;
+    }
+    float *lim = limit_column(p, ay);
+    if (lim)
+        series_draw(v, ax, ay, p->step, lim, p->n, 1, "the format's limit", v->p->explode, "10 6",
+                    2.5 * v->s);
+    free(lim);
+}
+
+static void draw_precision_panel(svg *v, box b, const plot_data *d, int r, int j,
+                                 const precision_kind *k, const axis *ax_in, const axis *ay_in,
+                                 const char (*colors)[8])
+{
+    const plot_run *p = &d->run[r];
+    axis ax = *ax_in, ay = *ay_in;
+    ax.p0 = b.x;
+    ax.p1 = b.x + b.w;
+    ay.p0 = b.y + b.h;
+    ay.p1 = b.y;
+    ax_draw(v, b, &ax, &ay, j ? "step (optimizer updates)" : NULL, k->ylabel[j]);
+    char t[128];
+    frame_run_title(d, r, t, sizeof t);
+    if (j == 0 && t[0])
+        svg_text_fit(v, b.x, b.y - v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"panel-title\"", t);
+    if (!k->count)
+        draw_limit(v, b, &ax, &ay, p, k->q[j]);
+    fprintf(v->f, "<g class=\"precision\" data-run=\"%d\" data-quantity=\"%s\">\n", r,
+            k->q[j] == PLOT_LX_ACT ? "act_max" : k->q[j] == PLOT_LX_HEAD ? "headroom"
+            : k->q[j] == PLOT_LX_OVER ? "overflow" : "underflow");
+    for (int l = 0; l < p->L; l++) {
+        float *y = layer_column(p, k->q[j], l);
+        if (!y)
+            break;
+        char name[48];
+        snprintf(name, sizeof name, "layer %d", l);
+        series_draw(v, &ax, &ay, p->step, y, p->n, 1, name, colors[l],
+                    v->o->mono ? svg_mono_dash[l % 8] : "", 2.5 * v->s);
+        free(y);
+    }
+    fputs("</g>\n", v->f);
+    if (j == 0)
+        loss_draw_nonfinite(v, b, &ax, d, r);
+}
+
+/* Every layer's entry up to 12, else every few and the last. */
+static void precision_legend(const svg *v, const plot_data *d, const precision_kind *k,
+                             const char (*colors)[8], legend *lg)
+{
+    int L = d->run[0].L, every = L <= 12 ? 1 : (L + 9) / 10;
+    for (int l = 0; l < L; l++)
+        if (l % every == 0 || l == L - 1)
+            legend_add(lg, colors[l], v->o->mono ? svg_mono_dash[l % 8] : "", SH_NONE, 0, 1, "layer %d%s", l,
+                       l == 0 ? " (input side)" : l == L - 1 ? " (output side)" : "");
+    if (!k->count)
+        legend_add(lg, v->p->explode, "10 6", SH_NONE, 0, 1, "limit (headroom 0)");
+}
+
+int fig_precision(svg *v, const plot_data *d, plot_kind kind)
+{
+    const precision_kind *k = kind == PLOT_HEADROOM ? &kind_headroom : &kind_overflow;
+    char colors[NS_MAX_LAYERS][8]; /* by run a's depth; a deeper run b's past it the top's */
+    int L = d->run[0].L;
+    for (int l = 0; l < NS_MAX_LAYERS; l++)
+        depth_color(v, l < L ? l : L - 1, L, colors[l]);
+    frame_draw(v, d, k->title);
+    legend lg = {0};
+    precision_legend(v, d, k, colors, &lg);
+    box all, leg;
+    frame_split_legend(v, 0.8, &lg, &all, &leg);
+    axis ax = {.lo = 0}, ay[2] = {{.lo = 0}, {.lo = 0}};
+    step_range(d, &ax);
+    for (int j = 0; j < 2; j++) {
+        row_axis(d, k, j, &ay[j]);
+        box row = frame_part(all, j, 2, 0, v->fs * 3.2);
+        for (int r = 0; r < d->nruns; r++)
+            draw_precision_panel(v, frame_part(row, r, d->nruns, 1, v->fs * 5.5), d, r, j, k, &ax,
+                                 &ay[j], (const char (*)[8])colors);
+    }
+    legend_draw_beside(v, leg, &lg);
+    return 0;
+}

@@ -391,7 +391,8 @@ static tui_options ui_options(const cli_opts *o, const ns_lesson *lesson)
 {
     tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
                       lesson ? lesson->text : NULL, o->bars_rel,
-                      lesson && lesson->sweep[0] ? &lesson->script : NULL};
+                      lesson && lesson->sweep[0] ? &lesson->script : NULL,
+                      lesson ? lesson->reveal : 0};
     return uo;
 }
 

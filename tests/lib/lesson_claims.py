@@ -178,6 +178,15 @@ CLAIMS = [
      "exact", 0),
     ("stability-map", ["README.md"], r"three\s+learning rates \((\d+) runs", lambda: [len(rows("map/results.csv"))],
      "exact", 0),
+    # WRITING A LESSON's complete example, run from the page (own.csv)
+    ("own-file", [MAN], r"at step 100 Post-LN's validation loss is (\d\.\d+) nats and\s+Pre-LN's (\d\.\d+);",
+     lambda: [at("own.csv", "val_loss", 100), at("own.csv", "b_val_loss", 100)], "round", 0),
+    ("own-file", [MAN], r"At step (50) the run stops at the question with run b still hidden",
+     lambda: [int(re.search(r"^at (\d+): pause", open(os.path.join(DIR, "home/class/depth4.lesson")).read(),
+                            re.M).group(1))], "exact", 0),
+    ("own-file", [MAN], r"and from step (51) both runs are on the screen",
+     lambda: [int(re.search(r"^reveal: (\d+)", open(os.path.join(DIR, "home/class/depth4.lesson")).read(),
+                            re.M).group(1)) + 1], "exact", 0),
     # warmup
     ("warmup", [LF % "warmup"], r"plateau \(validation ~(\d\.\d+) nats\) by step 150",
      lambda: [at("w.csv", "val_loss", 150)], "about", 0.01),
@@ -412,6 +421,7 @@ def check_complete():
     parts = [(LF % n, None) for n in sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "assets/lessons")))]
     parts.append((MAN, ("\nLESSONS\n", "\nA LARGER MAP\n")))  # its .Sh lines, read as text_of reads them
     parts.append((MAN, ("\nA LARGER MAP\n", "\nAFTER CLASS\n")))
+    parts.append((MAN, ("\nWRITING A LESSON\n", "\nSEE ALSO\n")))
     parts += [(README, ("### Figures for slides", "### Two runs")),
               (README, ("- `DIR` (`--sweep-out`", "- At the end, stdout")),
               (README, ("- The `stability-map` lesson is a sweep", "On other machines"))]

@@ -123,22 +123,18 @@ screen | grep -qF ' newer: ' && no "the wheel over the layers scrolled the log" 
 key q
 check_exited "log q" 0
 
-# --- predict, then reveal: a lesson file hides run b until after step 10 -----
+# --- predict, then reveal: normscope-lessons(7)'s complete example (its
+# WRITING A LESSON), from the page, hides run b until after step 50 ------
 $TM resize-window -t "$W" -x 80 -y 24 2>/dev/null
-cat >"$T/reveal.lesson" <<EOF
-title: Hidden twin
-flags: $SMALL --norm post --val-every 5 --steps 40
-compare: norm=pre
-reveal: 10
-text: Run b is Pre-LN.
-at 10: pause Vote: is run b below run a?
-EOF
+awk '/^\.Ss A complete example/ { on = 1 } on && /^\.Bd -literal/ { p = 1; next } p && /^\.Ed/ { exit } p' \
+    "$(dirname "$0")/../../man/normscope-lessons.7" >"$T/reveal.lesson"
+grep -q '^reveal: 50$' "$T/reveal.lesson" && ok || no "the page's example does not reveal at 50: $(cat "$T/reveal.lesson")"
 run "LC_ALL=C $BIN --lesson $T/reveal.lesson"
-wait_for 'step 10: Vote' 60 && ok || no "reveal: the question is not on the screen: $(cat "$T/err" 2>/dev/null)"
-screen | grep -qF 'Run b is hidden until after step 10' && ok || no "reveal: the panel does not say run b is hidden"
+wait_for 'step 50: Run b shows' 60 && ok || no "reveal: the question is not on the screen: $(cat "$T/err" 2>/dev/null)"
+screen | grep -qF 'Run b is hidden until after step 50' && ok || no "reveal: the panel does not say run b is hidden"
 screen | grep -qE '^ b: |b: norm=pre' && no "reveal: run b is on the screen before its step: $(screen | sed -n 2p)" || ok
 # the event log, under the panel, masks run b's lines (its validations):
-# scrolled back to the validation at step 10, a's shows and b's is masked
+# scrolled back to a validation, a's shows and b's is masked
 key L
 wait_gone 'L hides' 10
 back_to() { i=0; while [ "$i" -lt 12 ] && ! screen | grep -qF -- "$1"; do key '['; sleep 0.1; i=$((i + 1)); done; }
@@ -153,12 +149,12 @@ back_to 'b: validation loss'
 screen | grep -qF 'b: validation loss' && ok || no "reveal: after B run b's events are still masked: $(screen | grep -A4 -- '-- events')"
 key q
 check_exited "reveal B q" 0
-# without B: shown once the run goes past step 10
+# without B: shown once the run goes past step 50, as the page says
 run "LC_ALL=C $BIN --lesson $T/reveal.lesson"
-wait_for 'step 10: Vote' 60 && ok || no "reveal 2: no question"
+wait_for 'step 50: Run b shows' 60 && ok || no "reveal 2: no question"
 key Space
-wait_counter -gt 10 30
-wait_for 'b: norm=pre' 10 && ok || no "reveal: run b not shown after step 10: $(screen | sed -n 1,2p)"
+wait_counter -gt 50 30
+wait_for 'b: norm=pre' 10 && ok || no "reveal: run b not shown after step 50: $(screen | sed -n 1,2p)"
 key q
 check_exited "reveal step q" 0
 

@@ -605,6 +605,10 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
     ns_lesson lo; /* again, with the lines that hold for the runs' common settings */
     char err[512];
     int r = cli_parse(&so, n, av, stdout, stderr);
+    char what[sizeof l->name + 16];
+    snprintf(what, sizeof what, "--lesson %s", l->name);
+    if (r == 0 && sweep_refuse_common(&so, what)) /* before its text: nothing runs */
+        r = 2;
     if (r == 0 && lesson_load_for(l->src, &so.cfg, NULL, lesson_own(l, &so, argv[0], l->sweep),
                                   &lo, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: %s\n", err);

@@ -372,6 +372,12 @@ lesson_check() {
     [ $rc -eq 2 ] && [ ! -e "$T/bad.csv" ] && ! grep -q '^lesson ' "$T/bad.out" &&
         grep -qF "$T/bad.lesson:3: flags: unknown option '--warmpu'" "$T/bad.out" &&
         ok "--lesson FILE: a typo refused at load, before any text or row" || no "--lesson bad file: exit $rc: $(cat "$T/bad.out")"
+    # a sweep lesson's refused flags are refused before its text prints
+    "$BIN" --headless --lesson stability-map --csv "$T/map.csv" >"$T/c.out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$T/c.out")" -eq 1 ] && grep -q '^normscope: --csv cannot be used with --lesson stability-map' "$T/c.out" &&
+        [ ! -e "$T/map.csv" ] && ok "stability-map --csv: one line, exit 2, before the lesson's text" ||
+        no "stability-map --csv: exit $rc: $(head -3 "$T/c.out")"
     # a bare name stays a built-in's, even with a file of that name here;
     # NAME.lesson here is a file
     cp "$LESSONS/gamma-zero.lesson" "$T/mine"

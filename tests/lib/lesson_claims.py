@@ -19,8 +19,9 @@ A text edited without a new run fails here: its pattern no longer finds
 the number, or the number no longer matches the run.
 
 Completeness: every decimal number (one with a point) in a lesson file's
-comment, text and script (at, every) lines, in the LESSONS and A LARGER
-MAP sections of the page, and in the README's parts about lessons (its
+comment, text and script (at, every) lines, in the LESSONS, A LARGER
+MAP and WRITING A LESSON sections of the page, in normscope(1)'s LESSONS,
+and in the README's parts about lessons (its
 figure of the warmup lesson, the stability-map lesson and the stall rule
 of sweeps), must be found by a claim or be listed below: as not a
 measurement (a flag's value, a constant of the number formats), as
@@ -60,7 +61,7 @@ def text_of(src):
         t = f.read()
     if src.endswith(".lesson"):  # a line for some settings reads as any other
         t = re.sub(r"^if [^:]*: ", "", t, flags=re.M)
-    if src.endswith(".7"):
+    if src.endswith((".7", ".1")):
         t = re.sub(r"^\.(?:Ic|Fl|Cm|Ql|Em|Sy|It|Dl|Pa|Ar|Xr|Ss|Sh|No|Pp)\b ?", "", t, flags=re.M)
         t = re.sub(r"\b(?:No|Ic|Cm|Fl) ", "", t)
     return t
@@ -184,6 +185,7 @@ def mean_underflow(prefix):
 # function of the runs giving one value per group, rule, tolerance)
 LF = "assets/lessons/%s.lesson"
 MAN = "man/normscope-lessons.7"
+MAN1 = "man/normscope.1"
 README = "README.md"
 STALLED_POST = [(6, 1e-2), (18, 1e-3), (18, 3e-3), (18, 1e-2)]
 CLAIMS = [
@@ -470,12 +472,13 @@ def check_complete():
     parts.append((MAN, ("\nLESSONS\n", "\nA LARGER MAP\n")))  # its .Sh lines, read as text_of reads them
     parts.append((MAN, ("\nA LARGER MAP\n", "\nAFTER CLASS\n")))
     parts.append((MAN, ("\nWRITING A LESSON\n", "\nSEE ALSO\n")))
+    parts.append((MAN1, ("\nLESSONS\n", "\nSEE ALSO\n")))  # the reference's lesson text
     parts += [(README, ("### Figures for slides", "### Two runs")),
               (README, ("- `DIR` (`--sweep-out`", "- At the end, stdout")),
               (README, ("- The `stability-map` lesson is a sweep", "On other machines"))]
     dec = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:e[-+]?\d+)?|\b\d(?:\.\d+)?e-\d+")
     for src, sec in parts:
-        if ONLY and os.path.basename(src).split(".")[0] not in ONLY and src != MAN:
+        if ONLY and os.path.basename(src).split(".")[0] not in ONLY and src not in (MAN, MAN1):
             continue
         t = text_of(src)
         for pat, _why in NOT_MEASURED + NOT_RERUN + CHECKED_BY:
@@ -497,14 +500,14 @@ def check_complete():
         pos = 0
         missing = []
         for ln in lines:
-            claimable = ln.startswith(("#", "text:", "at ", "every ")) or src in (MAN, README)
+            claimable = ln.startswith(("#", "text:", "at ", "every ")) or src in (MAN, MAN1, README)
             if claimable and lo <= pos < hi:
                 for m in dec.finditer(ln):
                     a = pos + m.start()
                     if not any(s <= a < e for s, e in covered.get(src, [])):
                         missing.append(m.group())
             pos += len(ln)
-        if ONLY and src in (MAN, README):
+        if ONLY and src in (MAN, MAN1, README):
             continue  # the page's claims of the lessons not run were skipped
         where = src + (" (%s)" % sec[0].strip("\n#- ") if sec else "")
         if missing:

@@ -411,6 +411,13 @@ lesson_own_file() {
     (cd "$T/elsewhere" && HOME=$H sh -c "$chk") >"$T/own.check" 2>&1 &&
         grep -q "^$H/class/depth4.lesson: ok: " "$T/own.check" && ok "the example passes the checker: $(cat "$T/own.check")" ||
         no "the example: $(cat "$T/own.check")"
+    # what the checker's line says of the file: its twin, its reveal, and
+    # how many lines (not blank, not a comment) it read
+    n=$(grep -cv '^[[:space:]]*\(#.*\)\{0,1\}$' "$H/class/depth4.lesson")
+    cmp=$(sed -n 's/^compare: //p' "$H/class/depth4.lesson")
+    rv=$(sed -n 's/^reveal: //p' "$H/class/depth4.lesson")
+    grep -qF "(two runs, b: $cmp; run b hidden until step $rv; $n lines checked)" "$T/own.check" &&
+        ok "the checker's line: b: $cmp, hidden until $rv, $n lines" || no "the checker's line: $(cat "$T/own.check"), want $cmp $rv $n"
     (cd "$T/elsewhere" && HOME=$H sh -c "$hl") >/dev/null 2>"$T/own.err" ||
         { no "the example's headless run: $(cat "$T/own.err")"; return; }
     cp "$T/elsewhere/depth4.csv" "$T/own.csv"

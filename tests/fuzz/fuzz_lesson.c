@@ -18,10 +18,9 @@ static void from_file(const uint8_t *data, size_t size)
     if (!path[0])
         snprintf(path, sizeof path, "/tmp/fuzz_lesson_%ld.lesson", (long)getpid());
     FILE *f = fopen(path, "wb");
-    if (!f)
-        return;
-    fwrite(data, 1, size, f);
-    fclose(f);
+    int written = f && fwrite(data, 1, size, f) == size;
+    if ((f && fclose(f) != 0) || !written)
+        return; /* no room in /tmp: nothing to load */
     ns_lesson l;
     char err[512];
     if (lesson_load(path, &l, err, sizeof err) == 0)

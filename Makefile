@@ -115,9 +115,16 @@ $(BUILD)/corpus.c: assets/corpus.txt $(BUILD)/embed
 	$(BUILD)/embed ns_corpus $< $@
 $(BUILD)/corpus.o: $(BUILD)/corpus.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
-# the lessons (assets/lessons/*.lesson), compiled in as a table
-$(BUILD)/lessons.c: $(LESSONS) $(BUILD)/embed
+# the lessons (assets/lessons/*.lesson), compiled in as a table. A deleted
+# lesson leaves no file newer than lessons.c, so the table also depends on
+# the list of names, rewritten only when the list changes (its timestamp
+# then moves, and make remakes the table without the deleted one)
+$(BUILD)/lessons.list: FORCE | $(BUILD)
+	@printf '%s\n' $(LESSONS) | cmp -s - $@ || printf '%s\n' $(LESSONS) >$@
+$(BUILD)/lessons.c: $(LESSONS) $(BUILD)/lessons.list $(BUILD)/embed
 	$(BUILD)/embed -t ns_lessons $@ $(LESSONS)
+FORCE:
+.PHONY: FORCE
 $(BUILD)/lessons.o: $(BUILD)/lessons.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 

@@ -33,6 +33,7 @@ typedef struct {
     int on_stall; /* --on-stall: 0 continue, 1 stop (headless exit 4), 2 fix */
     const char *data, *csv, *jsonl, *save, *load, *script, *lesson, *compare;
     const char *follow; /* --follow FILE: show a metrics stream, train nothing */
+    const char *check_lesson; /* --check-lesson NAME|FILE: check it whole, run nothing */
     /* sweeps (sweep.c): the SPEC, --sweep-out, --sweep-collect, --jobs
      * (0 = online cores), --list, --list-range A..B, --retry, --yes */
     const char *sweep, *sweep_out, *sweep_collect, *list_range, *retry;

@@ -161,6 +161,13 @@ int sweep_ctx_execute(sweep_ctx *c, const sweep_watch *w);
  * after it returns. --sweep-collect shows its results with it too. */
 typedef int (*sweep_live_fn)(sweep_ctx *c, void *arg);
 
+/* Flags that would make every run of a sweep write the same file, or a
+ * second run (--csv, --jsonl, --save, --compare, --lesson): 2 after one
+ * line naming the flag and what it cannot go with (what: "--sweep", or a
+ * sweep lesson's "--lesson NAME"), else 0. sweep_main asks it first; a
+ * sweep lesson asks before it prints its text. */
+int sweep_refuse_common(const cli_opts *o, const char *what);
+
 /* Is any sweep flag given (--sweep, --sweep-collect, --sweep-out, --jobs,
  * --list, --yes)? */
 int sweep_requested(const cli_opts *o);

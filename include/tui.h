@@ -331,6 +331,7 @@ typedef enum {
     TUI_ACT_DUMP_METRICS,
     TUI_ACT_DUMP_FIGURE,
     TUI_ACT_LESSON,
+    TUI_ACT_REVEAL,   /* --lesson with reveal: show the hidden run b now */
     TUI_ACT_LOG_OLDER, /* the event log: a line older / newer, a page */
     TUI_ACT_LOG_NEWER,
     TUI_ACT_LOG_PGOLDER,
@@ -415,6 +416,11 @@ typedef struct {
     const char *lesson_title, *lesson_text;
     int lesson_hidden;
     unsigned lesson_seen;
+    /* a lesson's reveal (lesson.h): 0 run b shown, N > 0 hidden until the
+     * run passes step N, LESSON_REVEAL_KEY until B; reveal_stale: b was
+     * just shown, so the next copy of the snapshot is whole again */
+    long reveal;
+    int reveal_stale;
     /* the event log's scroll state (tui_logview.c): the newest event shown,
      * -1 = following; and what the last frame showed, which the keys and
      * the wheel act on: its event count, event rows and their screen rows */
@@ -505,6 +511,12 @@ int tui_help_height(int w);
  * shown (a new prompt of the script un-hides it)? */
 void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s);
+/* Predict, then reveal: while a lesson hides run b, the front end's copy
+ * of the snapshot (s, just copied) shows run a alone and b's events
+ * masked; tui_lesson_unhide, before the next copy, makes that copy whole
+ * again once b is shown (1: it will be). */
+void tui_lesson_hide_b(tui_ui *ui, trainer_snapshot *s);
+int tui_lesson_unhide(tui_ui *ui, trainer_snapshot *s);
 /* The rows the panel needs at cols columns (its title and the question,
  * or before a question the title and the text's first line; 0 when it is
  * not shown) and, in *want, the rows of all of it. */
@@ -552,6 +564,7 @@ typedef struct {
     int bars_rel; /* --bars relative */
     const ns_script *lesson_lines; /* a sweep lesson's notes and questions; or NULL */
     FILE *spool; /* the trainer's copy of the CSV (trainer_opts.spool) for e; or NULL */
+    long lesson_reveal; /* a lesson's reveal: run b hidden until then (tui_ui.reveal) */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

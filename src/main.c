@@ -391,7 +391,8 @@ static tui_options ui_options(const cli_opts *o, const ns_lesson *lesson)
 {
     tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
                       lesson ? lesson->text : NULL, o->bars_rel,
-                      lesson && lesson->sweep[0] ? &lesson->script : NULL, NULL};
+                      lesson && lesson->sweep[0] ? &lesson->script : NULL,
+                      NULL, lesson ? lesson->reveal : 0};
     return uo;
 }
 
@@ -482,18 +483,6 @@ static int run_follow(const cli_opts *o)
     return end == TUI_END_ERROR ? 1 : end == TUI_END_SIGNAL ? 130 : 0;
 }
 
-/* av = argv0, then the words of a lesson's flags, cut in place in words
- * (a copy of its flags that must outlive av); returns the count. av has
- * room for sizeof flags / 2 + 1 entries besides the caller's own. */
-static int lesson_words(char *argv0, char *words, char **av)
-{
-    int n = 0;
-    av[n++] = argv0;
-    for (char *t = strtok(words, " \t"); t; t = strtok(NULL, " \t"))
-        av[n++] = t;
-    return n;
-}
-
 /* Are the runs' settings the lesson's own? Its flags alone (with the
  * sweep's SPEC for a sweep lesson) are parsed again, and every setting a
  * checkpoint records is compared with the run's; data, a checkpoint to
@@ -502,9 +491,9 @@ static int lesson_words(char *argv0, char *words, char **av)
  * own flags: other flags get its "if !own:" lines instead. */
 static int lesson_own(const ns_lesson *l, const cli_opts *run, char *argv0, const char *spec)
 {
-    char *words = strdup(l->flags), *av[sizeof l->flags / 2 + 4];
+    char *words = strdup(l->flags), *av[LESSON_MAX_WORDS + 4];
     FILE *quiet = fopen("/dev/null", "w");
-    int n = words ? lesson_words(argv0, words, av) : 0;
+    int n = words ? lesson_words(argv0, words, av, NULL) : 0;
     if (spec) {
         av[n++] = "--sweep";
         av[n++] = (char *)spec;
@@ -541,13 +530,13 @@ static int setup_lesson(cli_opts *o, int argc, char **argv, ns_lesson *l, char *
         return 2;
     }
     *words = strdup(l->flags);
-    *argv2 = calloc((size_t)argc + sizeof l->flags / 2 + 2, sizeof **argv2);
+    *argv2 = calloc((size_t)argc + LESSON_MAX_WORDS + 2, sizeof **argv2);
     if (!*words || !*argv2) {
         fprintf(stderr, "normscope: out of memory\n");
         lesson_free(l);
         return 2;
     }
-    int n = lesson_words(argv[0], *words, *argv2);
+    int n = lesson_words(argv[0], *words, *argv2, NULL);
     for (int i = 1; i < argc; i++)
         (*argv2)[n++] = argv[i];
     int r = cli_parse(o, n, *argv2, stdout, stderr);
@@ -619,14 +608,14 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
         return 2;
     }
     char *words = strdup(l->flags);
-    char **av = calloc((size_t)argc + sizeof l->flags / 2 + 4, sizeof *av);
+    char **av = calloc((size_t)argc + LESSON_MAX_WORDS + 4, sizeof *av);
     if (!words || !av) {
         free(words);
         free(av);
         fprintf(stderr, "normscope: out of memory\n");
         return 2;
     }
-    int n = lesson_words(argv[0], words, av);
+    int n = lesson_words(argv[0], words, av, NULL);
     av[n++] = "--sweep";
     av[n++] = (char *)l->sweep;
     for (int i = 1; i < argc; i++) {
@@ -639,7 +628,11 @@ static int run_lesson_sweep(const cli_opts *o, const ns_lesson *l, int argc, cha
     ns_lesson lo; /* again, with the lines that hold for the runs' common settings */
     char err[512];
     int r = cli_parse(&so, n, av, stdout, stderr);
-    if (r == 0 && lesson_load_for(l->name, &so.cfg, NULL, lesson_own(l, &so, argv[0], l->sweep),
+    char what[sizeof l->name + 16];
+    snprintf(what, sizeof what, "--lesson %s", l->name);
+    if (r == 0 && sweep_refuse_common(&so, what)) /* before its text: nothing runs */
+        r = 2;
+    if (r == 0 && lesson_load_for(l->src, &so.cfg, NULL, lesson_own(l, &so, argv[0], l->sweep),
                                   &lo, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: %s\n", err);
         r = 2;
@@ -722,6 +715,8 @@ int main(int argc, char **argv)
     }
     if (o.follow)
         return run_follow(&o);
+    if (o.check_lesson) /* the whole lesson checked, nothing run */
+        return lesson_check(o.check_lesson, stdout, stderr);
     if (o.lesson && !strcmp(o.lesson, "list")) {
         lesson_list(stdout);
         return 0;

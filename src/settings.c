@@ -187,9 +187,14 @@ static const ns_setting table[] = {
      .help = "seed of weights and batches", .flags = SETF_COMPARE, CFG(seed), .ckpt = 32},
     {.name = "data", .type = SET_PATH, .arg = "FILE", .def_text = "the built-in corpus",
      .help = "train on this file's bytes", OPT(data)},
-    {.name = "lesson", .type = SET_PATH, .arg = "NAME|list",
-     .help = "run a classroom lesson (its settings, script and notes); list names them",
+    {.name = "lesson", .type = SET_PATH, .arg = "NAME|FILE|list",
+     .help = "run a classroom lesson (its settings, script and notes): a built-in NAME, or a "
+             "FILE (a path with a '/', or ending in .lesson); list names the built-in ones",
      OPT(lesson)},
+    {.name = "check-lesson", .type = SET_PATH, .arg = "NAME|FILE",
+     .help = "check a lesson whole (keys, flags, compare, script lines, conditions) and exit, "
+             "running nothing: 'FILE:LINE: what' and exit 2 on the first error",
+     OPT(check_lesson)},
     {.name = "compare", .type = SET_ASSIGN, .arg = "SETTING=VALUE",
      .help = "train a twin run in lockstep that differs in one setting, e.g. norm=post",
      OPT(compare)},

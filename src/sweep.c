@@ -876,15 +876,14 @@ static int ctx_prepare(sweep_ctx *c, const char *spec, int yes)
     return r;
 }
 
-/* Flags that would make every run write the same file, or a second run. */
-static int refuse_common(const cli_opts *o)
+int sweep_refuse_common(const cli_opts *o, const char *what)
 {
     const char *flag = o->csv ? "csv" : o->jsonl ? "jsonl" : o->save ? "save"
                        : o->compare ? "compare" : o->lesson ? "lesson" : NULL;
     if (!flag)
         return 0;
-    fprintf(stderr, "normscope: --%s cannot be used with --sweep (each run writes "
-                    "DIR/run-ID.csv; vary settings with SPEC)\n", flag);
+    fprintf(stderr, "normscope: --%s cannot be used with %s (each run writes "
+                    "DIR/run-ID.csv; vary settings with SPEC)\n", flag, what);
     return 2;
 }
 
@@ -946,7 +945,7 @@ static int earlier_failures(const sweep_ctx *c, int status)
 static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, sweep_live_fn live,
                     void *live_arg)
 {
-    int r = refuse_common(o);
+    int r = sweep_refuse_common(o, "--sweep");
     if (!r)
         r = ctx_common(c, argc, argv);
     if (!r && o->sweep_out) {

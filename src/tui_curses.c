@@ -277,7 +277,10 @@ struct run_state {
 
 static int trainer_src_update(run_state *rs)
 {
-    return !rs->ui.frozen && trainer_snapshot_copy(rs->t, rs->snap);
+    int shown = tui_lesson_unhide(&rs->ui, rs->snap); /* a lesson's hidden run b */
+    int r = !rs->ui.frozen && trainer_snapshot_copy(rs->t, rs->snap);
+    tui_lesson_hide_b(&rs->ui, rs->snap);
+    return r || shown;
 }
 
 static void snapshot_draw(run_state *rs) { tui_draw(&rs->grid, rs->snap, &rs->ui); }
@@ -607,6 +610,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.follow = rs->src == &follow_source;
     rs->ui.lesson_title = o->lesson_title;
     rs->ui.lesson_text = o->lesson_text;
+    rs->ui.reveal = o->lesson_reveal;
     rs->ui.bars_rel = o->bars_rel;
     if (rs->src == &sweep_source) {
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);

@@ -50,10 +50,11 @@ static const tui_key layout[] = {
     {{TUI_KEY_PGDN}, NULL, NULL, NULL, NULL, TUI_ACT_PGDN, NULL, NULL},
     {{TUI_KEY_HOME}, NULL, NULL, NULL, NULL, TUI_ACT_TOP, NULL, NULL},
     {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM, NULL, NULL},
-    {{'y'}, "y/z/L", "y", "Log-y", "chart log-y / linear (y); freeze (z); lesson panel (L)",
+    {{'y'}, "y/z/L/B", "y", "Log-y", "log-y (y); freeze (z); lesson panel (L); hidden run b (B)",
      TUI_ACT_LOGY, NULL, NULL},
     {{'z'}, NULL, "z", "Freeze", NULL, TUI_ACT_FREEZE, NULL, NULL},
     {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON, NULL, NULL},
+    {{'B'}, NULL, NULL, NULL, NULL, TUI_ACT_REVEAL, NULL, NULL},
     {{'['}, "[/]", NULL, NULL, "event log: a line older / newer ({ }: a page; the wheel)",
      TUI_ACT_LOG_OLDER, NULL, NULL},
     {{']'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_NEWER, NULL, NULL},
@@ -308,6 +309,7 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_LOGY: ui->logy = !ui->logy; return 0;
     case TUI_ACT_FREEZE: ui->frozen = !ui->frozen; return 0;
     case TUI_ACT_LESSON: ui->lesson_hidden = !ui->lesson_hidden; return 0;
+    case TUI_ACT_REVEAL: ui->reveal_stale |= ui->reveal != 0; ui->reveal = 0; return 0;
     case TUI_ACT_LOG_OLDER: return log_key(ui, -1);
     case TUI_ACT_LOG_NEWER: return log_key(ui, 1);
     case TUI_ACT_LOG_PGOLDER: return log_key(ui, -tui_log_page(ui));

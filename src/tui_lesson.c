@@ -8,6 +8,13 @@
  * question first, so a projector-sized screen still shows it. L hides it
  * and gives its rows back; L again, or the next prompt, shows it.
  *
+ * A lesson may hide run b (its "reveal" line) so a class predicts before
+ * it sees: until the run passes the lesson's step, or until B, the front
+ * end's copy of the snapshot is made a one-run snapshot (run b's curve,
+ * rows and status go, its lines in the event log are masked) and the
+ * panel says b is hidden; once shown, the next copy is whole again. The
+ * trainer, the CSV and the headless output are untouched.
+ *
  * Not here: the pause itself (trainer.c), the key table (tui_keys.c).
  */
 #include "tui.h"
@@ -83,6 +90,51 @@ int tui_lesson_visible(tui_ui *ui, const trainer_snapshot *s)
     return !ui->lesson_hidden;
 }
 
+/* Is run b hidden now? Once the run passes the lesson's step, or run b
+ * stopped the run (its divergence is the news), it is shown for good. */
+static int b_hidden(tui_ui *ui, const trainer_snapshot *s)
+{
+    int passed = ui->reveal > 0 && s->s.steps_done > ui->reveal;
+    if (ui->reveal && (passed || trainer_diverged_run(&s->s) == 1)) {
+        ui->reveal = 0;
+        ui->reveal_stale = 1;
+    }
+    return ui->reveal != 0;
+}
+
+void tui_lesson_hide_b(tui_ui *ui, trainer_snapshot *s)
+{
+    if (!s->s.compare || !b_hidden(ui, s))
+        return;
+    s->s.compare = 0;
+    long lo = s->s.ev_total > TRAINER_EVENTS ? s->s.ev_total - TRAINER_EVENTS : 0;
+    for (long i = lo; i < s->s.ev_total; i++) {
+        trainer_event *e = &s->ev[i % TRAINER_EVENTS];
+        if (!strncmp(e->text, "b: ", 3))
+            snprintf(e->text, sizeof e->text, "b: (hidden until the reveal)");
+    }
+}
+
+int tui_lesson_unhide(tui_ui *ui, trainer_snapshot *s)
+{
+    if (!ui->reveal_stale)
+        return 0;
+    ui->reveal_stale = 0;
+    s->s.seq = 0;      /* copy again, though the trainer published nothing new */
+    s->s.ev_total = 0; /* and every event, unmasked */
+    return 1;
+}
+
+/* The panel's line while run b is hidden; "" when it is not. */
+static void hidden_line(char *b, size_t n, const tui_ui *ui)
+{
+    if (ui->reveal > 0)
+        snprintf(b, n, "Run b is hidden until after step %ld: predict it first (B shows it now).",
+                 ui->reveal);
+    else
+        snprintf(b, n, "%s", ui->reveal ? "Run b is hidden: predict it first (B shows it)." : "");
+}
+
 /* The question as the panel shows it: "step N: ...". */
 static void question(char *q, size_t n, const trainer_snapshot *s)
 {
@@ -100,8 +152,13 @@ int tui_lesson_rows(tui_ui *ui, const trainer_snapshot *s, int cols, int *want)
         question(q, sizeof q, s);
         tui_put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, q);
     }
-    /* before the first question: the title and the text's first line */
-    int need = s->s.ask_seq ? row : (ui->lesson_text ? 2 : 1);
+    char hid[96];
+    hidden_line(hid, sizeof hid, ui);
+    if (hid[0]) /* what the class does not see is said */
+        tui_put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, hid);
+    /* before the first question: the title (and the hidden run's line) and
+     * the text's first line */
+    int need = s->s.ask_seq ? row : row + (ui->lesson_text ? 1 : 0);
     if (ui->lesson_text)
         tui_put_wrapped(NULL, &row, 1 << 20, 0, w, TUI_S_TEXT, ui->lesson_text);
     *want = row;
@@ -137,6 +194,10 @@ void tui_draw_lesson(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui 
         question(q, sizeof q, s);
         tui_put_wrapped(g, &row, end, r.c + 1, w, TUI_S_EV_NOTE, q);
     }
+    char hid[96];
+    hidden_line(hid, sizeof hid, ui);
+    if (hid[0])
+        tui_put_wrapped(g, &row, end, r.c + 1, w, TUI_S_WARN, hid);
     if (ui->lesson_text)
         tui_put_wrapped(g, &row, end, r.c + 1, w, TUI_S_TEXT, ui->lesson_text);
 }

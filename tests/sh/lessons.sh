@@ -328,6 +328,135 @@ lesson_stability_map() {
         && ok "its map: 18 cells" || no "--plot $S --kind map: $(cat "$T/map.err")"
 }
 
+# --- a teacher's own lesson file, and the checker ------------------------------
+
+# bad_lesson DESC LINE WORDS TEXT: a file with TEXT is refused by
+# --check-lesson, exit 2, with "FILE:LINE:" and WORDS in its one line
+bad_lesson() {
+    printf '%b' "$4" >"$T/bad.lesson"
+    "$BIN" --check-lesson "$T/bad.lesson" >"$T/bad.out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$T/bad.out")" -eq 1 ] && grep -qF -- "$T/bad.lesson:$2: " "$T/bad.out" &&
+        grep -qF -- "$3" "$T/bad.out" && ok "checker: $1 ($(cat "$T/bad.out"))" ||
+        no "checker: $1: exit $rc, want 2 and line $2 with '$3': $(cat "$T/bad.out")"
+}
+# the binary's absolute path: some checks run from other directories
+ABS_BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+lesson_check() {
+    # every built-in lesson through the checker, by name and as a file
+    for l in $("$BIN" --lesson list | cut -d' ' -f1); do
+        "$BIN" --check-lesson "$l" >"$T/c.out" 2>&1 && grep -q "^$l: ok: " "$T/c.out" &&
+            "$BIN" --check-lesson "$LESSONS/$l.lesson" >"$T/c.out" 2>&1 &&
+            grep -qF "$LESSONS/$l.lesson: ok: " "$T/c.out" && ok "checker: built-in $l passes, by name and as a file" ||
+            no "checker: built-in $l: $(cat "$T/c.out")"
+    done
+    h='title: t\nflags: -L 2 -d 32 -H 2 --norm post\n'
+    bad_lesson "a misspelt flag, on its own flags line" 3 "flags: unknown option '--warmpu'" "${h}flags: --warmpu 0\ncompare: norm=pre\n"
+    bad_lesson "a value out of range" 2 "flags: --lr '20'" "title: t\nflags: --lr 20\n"
+    bad_lesson "a misspelt compare value" 4 "compare: --norm 'pr'" "${h}# a comment\ncompare: norm=pr\n"
+    bad_lesson "a compare the twin cannot differ in" 3 "compare: --compare 'steps=5'" "${h}compare: steps=5\n"
+    bad_lesson "a compare that does not differ from run a" 3 "would not differ" "${h}compare: norm=post\n"
+    bad_lesson "a script line under a condition that does not hold" 4 "unknown command 'frobnicate'" "${h}compare: norm=pre\nif layers=24: at 5: frobnicate\n"
+    bad_lesson "a condition on a name that is no setting" 3 "'if layrs'" "${h}if layrs=3: text: x\n"
+    bad_lesson "a condition's value out of its set" 3 "'if norm=postt'" "${h}if norm=postt: text: x\n"
+    bad_lesson "reveal without a compare" 3 "no run b to hide" "${h}reveal: 10\n"
+    bad_lesson "reveal's value" 4 "reveal 'soon'" "${h}compare: norm=pre\nreveal: soon\n"
+    bad_lesson "an unknown key" 3 "unknown key 'titel'" "${h}titel: x\n"
+    bad_lesson "a lesson that starts another" 3 "--lesson is not a lesson's flag" "${h}flags: --lesson warmup\n"
+    bad_lesson "a sweep's value" 2 "sweep: --norm 'pr'" "title: t\nsweep: norm=post,pr\n"
+    # --lesson FILE refuses the same file before anything runs: no text, no CSV
+    printf 'title: t\nflags: --steps 5\nflags: --warmpu 0\n' >"$T/bad.lesson"
+    rm -f "$T/bad.csv"
+    "$BIN" --headless --lesson "$T/bad.lesson" --csv "$T/bad.csv" >"$T/bad.out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && [ ! -e "$T/bad.csv" ] && ! grep -q '^lesson ' "$T/bad.out" &&
+        grep -qF "$T/bad.lesson:3: flags: unknown option '--warmpu'" "$T/bad.out" &&
+        ok "--lesson FILE: a typo refused at load, before any text or row" || no "--lesson bad file: exit $rc: $(cat "$T/bad.out")"
+    # a sweep lesson's refused flags are refused before its text prints
+    "$BIN" --headless --lesson stability-map --csv "$T/map.csv" >"$T/c.out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$T/c.out")" -eq 1 ] && grep -q '^normscope: --csv cannot be used with --lesson stability-map' "$T/c.out" &&
+        [ ! -e "$T/map.csv" ] && ok "stability-map --csv: one line, exit 2, before the lesson's text" ||
+        no "stability-map --csv: exit $rc: $(head -3 "$T/c.out")"
+    # a bare name stays a built-in's, even with a file of that name here;
+    # NAME.lesson here is a file
+    cp "$LESSONS/gamma-zero.lesson" "$T/mine"
+    cp "$LESSONS/gamma-zero.lesson" "$T/mine.lesson"
+    (cd "$T" && "$ABS_BIN" --check-lesson mine) >"$T/c.out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "no such lesson" "$T/c.out" && ok "a bare name is a built-in's name" || no "bare name: exit $rc: $(cat "$T/c.out")"
+    (cd "$T" && "$ABS_BIN" --check-lesson mine.lesson) >"$T/c.out" 2>&1 && grep -q '^mine.lesson: ok: ' "$T/c.out" &&
+        ok "NAME.lesson is a file" || no "mine.lesson: $(cat "$T/c.out")"
+    "$BIN" --check-lesson "$T/none/x.lesson" >"$T/c.out" 2>&1
+    [ $? -eq 2 ] && grep -qF "$T/none/x.lesson" "$T/c.out" && ok "a missing file is named, exit 2" || no "missing file: $(cat "$T/c.out")"
+}
+
+# The complete example of normscope-lessons(7)'s WRITING A LESSON, taken
+# from the page, saved where the page says (under a home of its own) and
+# run with the page's own commands from another directory.
+man_example() {
+    awk '/^\.Ss A complete example/ { on = 1 } on && /^\.Bd -literal/ { p = 1; next } p && /^\.Ed/ { exit } p' "$MAN7"
+}
+lesson_own_file() {
+    H=$T/home
+    mkdir -p "$H/class" "$T/elsewhere"
+    man_example >"$H/class/depth4.lesson"
+    grep -q '^title: ' "$H/class/depth4.lesson" || { no "no example lesson in normscope-lessons(7)"; return; }
+    chk=$(grep '^\$ normscope --check-lesson ~/class/depth4.lesson$' "$MAN7" | sed 's/^\$ //')
+    hl=$(sed -n 's/.*\.Ql \(normscope --headless --lesson ~\/class\/depth4.lesson --csv depth4.csv\)$/\1/p' "$MAN7")
+    [ -n "$chk" ] && [ -n "$hl" ] && ok "the page gives the commands" || { no "the page's commands changed: '$chk' '$hl'"; return; }
+    # the page's command lines as written, ~ and all, with this binary
+    chk=$(printf '%s' "$chk" | sed "s|^normscope |$ABS_BIN |")
+    hl=$(printf '%s' "$hl" | sed "s|^normscope |$ABS_BIN |")
+    (cd "$T/elsewhere" && HOME=$H sh -c "$chk") >"$T/own.check" 2>&1 &&
+        grep -q "^$H/class/depth4.lesson: ok: " "$T/own.check" && ok "the example passes the checker: $(cat "$T/own.check")" ||
+        no "the example: $(cat "$T/own.check")"
+    # what the checker's line says of the file: its twin, its reveal, and
+    # how many lines (not blank, not a comment) it read
+    n=$(grep -cv '^[[:space:]]*\(#.*\)\{0,1\}$' "$H/class/depth4.lesson")
+    cmp=$(sed -n 's/^compare: //p' "$H/class/depth4.lesson")
+    rv=$(sed -n 's/^reveal: //p' "$H/class/depth4.lesson")
+    grep -qF "(two runs, b: $cmp; run b hidden until step $rv; $n lines checked)" "$T/own.check" &&
+        ok "the checker's line: b: $cmp, hidden until $rv, $n lines" || no "the checker's line: $(cat "$T/own.check"), want $cmp $rv $n"
+    (cd "$T/elsewhere" && HOME=$H sh -c "$hl") >/dev/null 2>"$T/own.err" ||
+        { no "the example's headless run: $(cat "$T/own.err")"; return; }
+    cp "$T/elsewhere/depth4.csv" "$T/own.csv"
+    title=$(sed -n 's/^title: //p' "$H/class/depth4.lesson" | head -1)
+    note=$(sed -n 's/^at 0: note //p' "$H/class/depth4.lesson")
+    q=$(sed -n 's/^at 50: pause //p' "$H/class/depth4.lesson")
+    grep -qxF "lesson depth4: $title" "$T/own.err" && grep -qF "Run b stays hidden until step 50" "$T/own.err" &&
+        grep -qF "normscope: a: $note" "$T/own.err" && grep -qF "normscope: a: $q" "$T/own.err" &&
+        ok "headless: the title, the text, the note and the question" || no "the example's output: $(cat "$T/own.err")"
+    [ "$(last "$T/own.csv" step)" = 100 ] && [ -n "$(col "$T/own.csv" b_val_loss)" ] &&
+        ok "100 steps, both runs' columns" || no "own.csv: $(head -1 "$T/own.csv" | cut -c1-80)"
+    a=$(at "$T/own.csv" val_loss 100); b=$(at "$T/own.csv" b_val_loss 100)
+    cmpv "4 layers at step 100: Post-LN ahead of Pre-LN, as the page says" "$a" "<" "$b"
+}
+
+# The built-in lessons' table follows the files: a lesson deleted from
+# assets/lessons/ leaves the table at the next make (a scratch copy of the
+# rule's inputs), and an unchanged list remakes nothing.
+lesson_make_deleted() {
+    S=$T/tree
+    R=$(dirname "$0")/../..
+    mkdir -p "$S/src" "$S/assets/lessons"
+    cp "$R/Makefile" "$S/" && cp -r "$R/src/tools" "$S/src/" && cp "$R"/assets/lessons/*.lesson "$S/assets/lessons/" ||
+        { no "make: could not copy the tree"; return; }
+    mk() { (cd "$S" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s build/lessons.c) >>"$T/make.out" 2>&1; }
+    mk || { no "make build/lessons.c: $(cat "$T/make.out")"; return; }
+    n=$(grep -c '^    {"' "$S/build/lessons.c")
+    grep -q '^    {"depth",' "$S/build/lessons.c" && ok "the table holds depth ($n lessons)" || no "no depth in the table"
+    rm "$S/assets/lessons/depth.lesson"
+    mk
+    grep -q '^    {"depth",' "$S/build/lessons.c" && no "make: the deleted lesson is still in the table" ||
+        ok "make: a deleted lesson leaves the table"
+    [ "$(grep -c '^    {"' "$S/build/lessons.c")" -eq $((n - 1)) ] && ok "make: $((n - 1)) lessons left" || no "make: count after delete"
+    touch "$T/make.mark"
+    mk
+    [ "$S/build/lessons.c" -nt "$T/make.mark" ] && no "make: nothing changed, yet the table was remade" ||
+        ok "make: an unchanged list remakes nothing"
+}
+
 run warmup lesson_warmup
 run depth lesson_depth
 run keys lesson_keys
@@ -338,6 +467,9 @@ run gamma-zero lesson_gamma_zero
 run deep-stable lesson_deep_stable
 run rmsnorm-swap lesson_rmsnorm_swap
 run stability-map lesson_stability_map
+run check lesson_check
+run own-file lesson_own_file
+run make lesson_make_deleted
 # every lesson compiled in has a check here
 for l in $("$BIN" --lesson list | cut -d' ' -f1); do
     grep -q "^run $l " "$0" && ok "lesson $l has a check" || no "lesson $l has no check in tests/sh/lessons.sh"

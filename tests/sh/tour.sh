@@ -105,14 +105,14 @@ tour_gradient_profile() {
 }
 
 # --- 2. warmup ----------------------------------------------------------------
-# By step 150 Post-LN sits at about 3.08 nats of validation loss while
+# By step 150 Post-LN sits at 3.09 nats of validation loss while
 # Pre-LN goes on down; at 200 the script rewinds both runs to step 0 and
 # replays them with warmup: the chart's marker and the event log's notes
 # (and the chart keeps the first 200 steps, grey).
 tour_warmup() {
     start warmup
     at_question 150 'Post-LN sits near 3.1 nats' 300 || { finish_lesson; return; }
-    plateau 3.08 0.2 Pre-LN
+    plateau 3.09 0.2 Pre-LN
     key Space
     # the question is asked where the run is: step 0, after the rewind
     at_question 0 'Both runs went back to step 0' 120 || { finish_lesson; return; }
@@ -221,6 +221,15 @@ tour_fp16_layernorm() {
     row 1 | grep -qF 'first non-finite: forward, final norm variance' && ok ||
         no "$CUR: the status line does not name the final norm's variance: $(row 1)"
     row 2 | grep -qF DIVERGED && no "$CUR: run b diverged too: $(row 2)" || ok
+    # at 80x24, as the page says: the status line ends at "final norm", D
+    # says the variance
+    $TM resize-window -t "$W" -x 80 -y 24 2>/dev/null
+    wait_for 'first non-finite: forward, final norm' 10 && ok || no "$CUR: 80x24: the status line: $(row 1)"
+    key D
+    wait_for 'forward, final norm variance' 10 && ok || no "$CUR: 80x24: D does not name the final norm's variance"
+    key Escape
+    $TM resize-window -t "$W" -x 120 -y 40 2>/dev/null
+    wait_for 'first non-finite: forward, final norm variance' 10 && ok || no "$CUR: back at 120x40: $(row 1)"
     at=$(counter)
     key f
     wait_for '[f] fp32' 10 && ok || no "$CUR: f did not go to fp32: $(row 3)"

@@ -6,7 +6,8 @@
 # a --script's prompt shows without a lesson; at 80x24 the panel leaves the
 # layer panel its rows; the projector layout keeps layer 0 of a 12-layer run
 # on an 80x24 screen and of a 24-layer run on 100x30; the event log scrolls
-# back with [ and { and returns with ] and }, and with the wheel over it.
+# back with [ and { and returns with ] and }, and with the wheel over it;
+# a lesson file's "reveal" hides run b until its step or B.
 # Usage: NS_BIN=./normscope sh tests/sh/tui_lesson.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 # shellcheck source-path=SCRIPTDIR source=../lib/tmux_lib.sh
@@ -121,6 +122,41 @@ wait_gone "$sel" 10 && ok || no "the wheel over the layers did not move the sele
 screen | grep -qF ' newer: ' && no "the wheel over the layers scrolled the log" || ok
 key q
 check_exited "log q" 0
+
+# --- predict, then reveal: normscope-lessons(7)'s complete example (its
+# WRITING A LESSON), from the page, hides run b until after step 50 ------
+$TM resize-window -t "$W" -x 80 -y 24 2>/dev/null
+awk '/^\.Ss A complete example/ { on = 1 } on && /^\.Bd -literal/ { p = 1; next } p && /^\.Ed/ { exit } p' \
+    "$(dirname "$0")/../../man/normscope-lessons.7" >"$T/reveal.lesson"
+grep -q '^reveal: 50$' "$T/reveal.lesson" && ok || no "the page's example does not reveal at 50: $(cat "$T/reveal.lesson")"
+run "LC_ALL=C $BIN --lesson $T/reveal.lesson"
+wait_for 'step 50: Run b shows' 60 && ok || no "reveal: the question is not on the screen: $(cat "$T/err" 2>/dev/null)"
+screen | grep -qF 'Run b is hidden until after step 50' && ok || no "reveal: the panel does not say run b is hidden"
+screen | grep -qE '^ b: |b: norm=pre' && no "reveal: run b is on the screen before its step: $(screen | sed -n 2p)" || ok
+# the event log, under the panel, masks run b's lines (its validations):
+# scrolled back to a validation, a's shows and b's is masked
+key L
+wait_gone 'L hides' 10
+back_to() { i=0; while [ "$i" -lt 12 ] && ! screen | grep -qF -- "$1"; do key '['; sleep 0.1; i=$((i + 1)); done; }
+back_to 'a: validation loss'
+screen | grep -qF 'a: validation loss' && ok || no "reveal: run a's validation is not in the event log"
+screen | grep -qF 'b: (hidden until the reveal)' && ok || no "reveal: run b's validation is not masked: $(screen | grep -A4 -- '-- events')"
+screen | grep -qF 'b: validation loss' && no "reveal: run b's validation is in the event log" || ok
+key B
+wait_for 'b: norm=pre' 10 && ok || no "reveal: B did not show run b"
+screen | sed -n 2p | grep -q '^ b: ' && ok || no "reveal: after B run b's status row is missing: $(screen | sed -n 2p)"
+back_to 'b: validation loss'
+screen | grep -qF 'b: validation loss' && ok || no "reveal: after B run b's events are still masked: $(screen | grep -A4 -- '-- events')"
+key q
+check_exited "reveal B q" 0
+# without B: shown once the run goes past step 50, as the page says
+run "LC_ALL=C $BIN --lesson $T/reveal.lesson"
+wait_for 'step 50: Run b shows' 60 && ok || no "reveal 2: no question"
+key Space
+wait_counter -gt 50 30
+wait_for 'b: norm=pre' 10 && ok || no "reveal: run b not shown after step 50: $(screen | sed -n 1,2p)"
+key q
+check_exited "reveal step q" 0
 
 check_reports 60
 

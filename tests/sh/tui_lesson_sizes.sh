@@ -5,6 +5,8 @@
 # the question, both runs' loss and val, every layer of both runs (the
 # lessons name the bottom, the middle and the top ones) and a loss chart
 # whose legend names a setting of each run.
+# What the tour (normscope-lessons(7)) says to point at is there too, at
+# each size in the words the page uses for it (check_points).
 # At 80x24, L hides the question and gives its rows back, L shows it again.
 # The sweep lesson (stability-map) shows its title, its questions and notes
 # as its runs end, and its text, under its grid.
@@ -27,6 +29,47 @@ run() {
 }
 new_session
 DEFAULT_L=$($BIN --help | sed -n 's/.*--layers N .*default \([0-9]*\).*/\1/p')
+
+# check_points LESSON COLS ROWS: what normscope-lessons(7) tells a teacher
+# to point at, at the lesson's first pause, is on the screen at that size
+# (its words for where it is, per size, are the page's)
+check_points() {
+    what="$1 at ${2}x$3"
+    case $1 in
+    gradient-profile) # relative bars from the start; the numbers of both runs
+        [ "$(screen | grep -c 'mlp rel')" -ge 1 ] && ok || no "$what: the bars are not relative: $(screen | sed -n 5p)"
+        if [ "$3" -ge 40 ]; then
+            screen | grep -qF '| grad mlp ' && ok || no "$what: no layer box with the MLP gradient"
+            screen | grep -q 'lyr .* rms' && ok || no "$what: no rms column in the rows"
+        elif [ "$3" -ge 30 ]; then
+            screen | sed -n 3p | grep -Eq '^ layer [0-9]+/[0-9]+ +a\|b .* mlp [0-9.e+-]+\|[0-9.e+-]+ .* rms [0-9.]+\|[0-9.]+' && ok ||
+                no "$what: the third row lacks the selected layer's mlp and rms: $(screen | sed -n 3p)"
+        else # L first gives the panel's rows back
+            key L
+            wait_gone 'L hides' 10
+            screen | sed -n 3p | grep -Eq '^ layer [0-9]+/[0-9]+ +a\|b .* mlp [0-9.e+-]+\|[0-9.e+-]+' && ok ||
+                no "$what: after L the third row lacks the selected layer's mlp: $(screen | sed -n 3p)"
+            key L
+        fi ;;
+    loss-scaling) # the under column of the rows; the box's underflows from 30 rows
+        screen | grep -Eq '^lyr .* under .*lyr .* under' && ok || no "$what: no under column in both runs' rows: $(screen | sed -n 5p)"
+        if [ "$3" -ge 30 ]; then
+            screen | grep -Eq '\| underflows +[0-9]+ +[0-9]+ \|' && ok || no "$what: no underflows in the layer box"
+        fi ;;
+    fp16-layernorm) # act max nearing 256 and the headroom beside it; resid max in the box
+        if [ "$2" -le 100 ]; then
+            screen | grep -Eq '^lyr .* act max headroom .*lyr .* act max headroom' && ok || no "$what: no act max and headroom columns: $(screen | sed -n 5p)"
+        else
+            screen | grep -Eq '^lyr .* 256 +65k .*headroom' && ok || no "$what: no act max bar with its marks and headroom: $(screen | sed -n 5p)"
+        fi
+        screen | grep -Eq '\| res(id)? ?m(a)?x ' && ok || no "$what: no resid max in the layer box" ;;
+    gamma-zero) # the act max column of both runs
+        screen | grep -Eq '^lyr .* act max .*lyr .* act max' && ok || no "$what: no act max column in both runs' rows" ;;
+    rmsnorm-swap) # the marker at step 300, once the step after it is taken
+        key n
+        wait_for 'a:rmsnorm' 30 && ok || no "$what: no marker for the switch on the chart after n" ;;
+    esac
+}
 
 # check_pause LESSON COLS ROWS: the lesson at its first pause at that size
 check_pause() {
@@ -71,6 +114,7 @@ check_pause() {
     # every layer twice: in run a's panel and in run b's
     seen=$(layers_seen | sort -n | uniq -c | awk '$1 >= 2' | wc -l)
     [ "$seen" -eq "$nl" ] && ok || { no "$what: $seen of $nl layers on the screen in both panels"; screen >&2; }
+    check_points "$name" "$cols" "$rows"
     if [ "$cols" = 80 ] && [ "$name" = depth ]; then # L hides, and L shows again
         key L
         wait_gone "step $step: $words" 10 && ok || no "$what: L did not hide the question"

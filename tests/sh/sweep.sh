@@ -37,9 +37,12 @@ run_csv() { echo "$1/run-$(grep -E -- "$2" "$1/results.csv" | cut -d, -f1).csv";
 rows() { tail -n +2 "$1/results.csv" | wc -l; }
 # the rows where awk condition $2 holds, fields by name as c["NAME"]
 where() { awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2" "$1"; }
-# results.csv without its wall_s column (empty when collected), sorted
-nowall() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_s") w = i }
-                              { $w = ""; print }' "$1" | sort; }
+# results.csv without the columns of the clock (wall_s: empty when
+# collected; train_s, time, host), sorted
+nowall() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^(wall_s|train_s|time|host|command)$/) w[i] = 1 }
+                              { for (i in w) $i = ""; print }' "$1" | sort; }
+# how many rows of results.csv $1 awk condition $2 holds for
+count() { where "$1/results.csv" "$2" | wc -l; }
 # pid of a process whose command line holds $1 (procps's pgrep may be absent)
 find_pid() {
     for d in /proc/[0-9]*; do
@@ -103,15 +106,20 @@ for j in 1 2; do
         [ -s "$T/a.cut" ] && cmp -s "$T/a.cut" "$T/b.cut" && ok || no "--jobs $j: run $r differs from the run alone"
     done
 done
-head -1 "$T/s1/results.csv" | grep -qx 'id,layers,lr,norm,seed,steps,train_loss,val_loss,diverged_step,stalled,exploded,ratio_first,ratio_last,wall_s,status' \
+head -1 "$T/s1/results.csv" | grep -q '^id,layers,lr,norm,seed,last_step,train_loss,val_loss,diverged_step,stalled,exploded,ratio_first,ratio_last,wall_s,status,state,reason,best_val,best_val_step,update_ratio_end,tokens,train_s,dim,heads,.*,version,command,time,host$' \
     && ok || no "results.csv header: $(head -1 "$T/s1/results.csv")"
+# every setting the runs ran with, each column once: the common flags
+# (-d 16), the defaults (--eps 1e-5), normscope's version
+[ -z "$(head -1 "$T/s1/results.csv" | tr , '\n' | sort | uniq -d)" ] && ok || no "a column twice: $(head -1 "$T/s1/results.csv" | tr , '\n' | sort | uniq -d)"
+[ "$(count "$T/s1" '$c["dim"] == 16 && $c["eps"] == "1e-05" && $c["steps"] == 20 && $c["val-every"] == 5 && $c["version"] ~ /^[0-9]+\.[0-9]+/ && $c["time"] ~ /^20[0-9-]+T/ && $c["command"] ~ /--csv /')" -eq 12 ] \
+    && ok || no "the configuration columns: $(sed -n 2p "$T/s1/results.csv")"
 # --jobs 1 and 2: the same rows apart from the wall time
 nowall "$T/s1/results.csv" >"$T/r1"
 nowall "$T/s2/results.csv" >"$T/r2"
 cmp -s "$T/r1" "$T/r2" && ok || no "results differ between --jobs 1 and 2"
 # every run finished its 20 steps, and ratios of a 1-layer model are 1
-[ "$(cut -d, -f6,15 "$T/s1/results.csv" | grep -cx '20,ok')" -eq 12 ] && ok || no "not all runs 20 steps, ok"
-[ "$(grep -c '^[0-9a-f]*,1,.*,1,1,[0-9.]*,ok$' "$T/s1/results.csv")" -eq 6 ] && ok || no "1-layer ratios not 1"
+[ "$(count "$T/s1" '$c["last_step"] == 20 && $c["status"] == "ok" && $c["tokens"] == 20 * 2 * 8')" -eq 12 ] && ok || no "not all runs 20 steps (320 tokens), ok"
+[ "$(count "$T/s1" '$c["layers"] == 1 && $c["ratio_first"] == 1 && $c["ratio_last"] == 1 && $c["status"] == "ok"')" -eq 6 ] && ok || no "1-layer ratios not 1"
 # 20 steps are fewer than the 48 the diagnosis needs to call a plateau
 # one: these runs are above the plateau (loss over 3.3) and none is
 # called stalled; two end a little above their first step's loss (under
@@ -163,8 +171,8 @@ if [ -z "$NS_SANITIZED" ]; then
     --sweep-out "$T/m" --jobs 1 -q >/dev/null 2>&1)
 rc=$?
 [ $rc -eq 1 ] && ok || no "out-of-memory run: sweep exit $rc, want 1"
-[ "$(grep -c ',16,[12],5,.*,ok$' "$T/m/results.csv")" -eq 2 ] && ok || no "small runs not ok beside a failed one"
-[ "$(grep -c ',512,[12],,.*,exit 2$' "$T/m/results.csv")" -eq 2 ] && ok || no "failed runs not recorded"
+[ "$(count "$T/m" '$c["dim"] == 16 && $c["last_step"] == 5 && $c["status"] == "ok"')" -eq 2 ] && ok || no "small runs not ok beside a failed one"
+[ "$(count "$T/m" '$c["dim"] == 512 && $c["status"] == "failed" && $c["reason"] == "exit 2" && $c["train_loss"] == ""')" -eq 2 ] && ok || no "failed runs not recorded"
 fi
 # a child killed by a signal: steps=... 1e9 never ends on its own
 "$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/k" --jobs 2 -q >/dev/null 2>&1 &
@@ -174,8 +182,8 @@ victim=$(wait_run "--steps=1000000000 --csv $T/k/")
 wait $sweep_pid
 rc=$?
 [ $rc -eq 1 ] && ok || no "killed run: sweep exit $rc, want 1"
-grep -q ',1000000000,.*,signal 9$' "$T/k/results.csv" && ok || no "SIGKILL not recorded: $(cat "$T/k/results.csv")"
-grep -q ',5,1337,5,.*,ok$' "$T/k/results.csv" && ok || no "the other run did not finish"
+[ "$(count "$T/k" '$c["steps"] == 1000000000 && $c["status"] == "killed" && $c["reason"] == "signal 9"')" -eq 1 ] && ok || no "SIGKILL not recorded: $(cat "$T/k/results.csv")"
+[ "$(count "$T/k" '$c["steps"] == 5 && $c["last_step"] == 5 && $c["status"] == "ok"')" -eq 1 ] && ok || no "the other run did not finish"
 
 # --- interrupted: exit 130, no row for the run cut short; a resume finishes it
 "$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/i" --jobs 2 -q >/dev/null 2>&1 &
@@ -192,10 +200,10 @@ grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" |
 # cut short or left as .tmp is truncated, a failure row is failed; each is
 # listed as its --list line and the exit status is 1 until all are complete
 collect() { "$BIN" --sweep-collect "$1" >"$T/ctable" 2>"$T/cerr"; crc=$?; }
-counts() { grep -o '[0-9]* expected, [0-9]* complete, [0-9]* missing, [0-9]* truncated, [0-9]* failed' "$T/cerr"; }
+counts() { grep -o '[0-9]* expected, [0-9]* complete, [0-9]* missing, [0-9]* truncated, [0-9]* running, [0-9]* corrupt, [0-9]* failed' "$T/cerr"; }
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --list >"$T/clist" 2>/dev/null
 collect "$T/c"
-[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 0 complete, 12 missing, 0 truncated, 0 failed" ] \
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 0 complete, 12 missing, 0 truncated, 0 running, 0 corrupt, 0 failed" ] \
     && ok || no "collect of 0 CSVs: exit $crc, $(cat "$T/cerr")"
 [ "$(grep -c '  # missing$' "$T/cerr")" -eq 12 ] && ok || no "collect: the 12 missing runs not listed"
 xargs -P 2 -I{} sh -c '{}' <"$T/clist"
@@ -204,7 +212,7 @@ rm "$(csv_of 3)"                                               # never ran
 head -n 8 "$(csv_of 5)" >"$T/part" && mv "$T/part" "$(csv_of 5)" # cancelled at step 7
 mv "$(csv_of 7)" "$(csv_of 7).tmp.99999"                         # killed before its end
 collect "$T/c"
-[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 9 complete, 1 missing, 2 truncated, 0 failed" ] \
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 9 complete, 1 missing, 2 truncated, 0 running, 0 corrupt, 0 failed" ] \
     && ok || no "collect after damage: exit $crc, $(cat "$T/cerr")"
 grep -qxF "$(sed -n 3p "$T/clist")  # missing" "$T/cerr" && grep -qxF "$(sed -n 5p "$T/clist")  # truncated" "$T/cerr" \
     && ok || no "collect: the not-complete runs not listed as their --list lines: $(cat "$T/cerr")"
@@ -213,20 +221,22 @@ grep -qxF "$(sed -n 3p "$T/clist")  # missing" "$T/cerr" && grep -qxF "$(sed -n 
     || no "collect --list: not the 3 runs' lines: $(cat "$T/again")"
 sh "$T/again"
 collect "$T/c"
-[ $crc -eq 0 ] && [ "$(counts)" = "12 expected, 12 complete, 0 missing, 0 truncated, 0 failed" ] \
+[ $crc -eq 0 ] && [ "$(counts)" = "12 expected, 12 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 0 failed" ] \
     && ok || no "collect after running its list: exit $crc, $(cat "$T/cerr")"
 nowall "$T/c/results.csv" >"$T/rc"
 cmp -s "$T/r1" "$T/rc" && ok || no "collect after a resubmission differs from --sweep"
 # a row that records a failure (as an in-process sweep writes it) is failed
 fid=$(csv_of 9 | sed 's/.*run-\(.*\)\.csv/\1/')
 fail_row() {
-    sed "s/^\($fid,[^,]*,[^,]*,[^,]*,[^,]*\),.*/\1,,,,,,,,,,signal 9/" "$T/c/results.csv" >"$T/cr" \
-        && mv "$T/cr" "$T/c/results.csv"
+    awk -F, -v OFS=, -v id="$fid" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+        NR > 1 && $1 == id { for (i = c["last_step"]; i <= c["train_s"]; i++) $i = ""
+                             $c["status"] = "killed"; $c["reason"] = "signal 9" } { print }' \
+        "$T/c/results.csv" >"$T/cr" && mv "$T/cr" "$T/c/results.csv"
 }
 fail_row
 rm "$(csv_of 9)"
 collect "$T/c"
-[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 11 complete, 0 missing, 0 truncated, 1 failed" ] \
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 11 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 1 failed" ] \
     && grep -qxF "$(sed -n 9p "$T/clist")  # failed" "$T/cerr" \
     && ok || no "collect of a failure row: exit $crc, $(cat "$T/cerr")"
 
@@ -344,9 +354,9 @@ g8=$(claim_gap "$T/claim/results.csv" 8 2)
 awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' \
     && ok || no "Post-LN - Pre-LN gap: $g2 at 2 layers, $g8 at 8; want it to grow by > 0.2 nats"
 page_quotes "the gap at 2 and 8 layers" 'gap grows with depth \((-?[0-9.]+) nats at 2 layers, \+?(-?[0-9.]+) at 8' "$g2 $g8"
-[ "$(grep -c ',8,post,[12],120,.*,1,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+[ "$(count "$T/claim" '$c["layers"] == 8 && $c["norm"] == "post" && $c["last_step"] == 120 && $c["stalled"] == 1 && $c["state"] == "stalled" && $c["status"] == "stalled"')" -eq 2 ] \
     && ok || no "8-layer Post-LN runs not stalled"
-[ "$(grep -c ',8,pre,[12],120,.*,0,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+[ "$(count "$T/claim" '$c["layers"] == 8 && $c["norm"] == "pre" && $c["last_step"] == 120 && $c["stalled"] == 0 && $c["status"] == "ok"')" -eq 2 ] \
     && ok || no "8-layer Pre-LN runs stalled"
 # The largest learning rate that trains (every seed neither diverged nor
 # stalled) is larger for Pre-LN than for Post-LN (Xiong et al. 2020).

@@ -42,6 +42,7 @@ static const struct {
     int value;
 } own_flags[] = {{"sweep", 1}, {"sweep-out", 1}, {"sweep-collect", 1}, {"jobs", 1},
                  {"list", 0},  {"list-range", 1}, {"retry", 1},        {"yes", 0},
+                 {"per-seed", 0},
                  {"headless", 0}, {"quiet", 0}};
 enum { N_OWN = sizeof own_flags / sizeof own_flags[0] };
 
@@ -664,15 +665,33 @@ static int sweep_list(const sweep_ctx *c, const unsigned char *pick, FILE *out)
     return fflush(out) == 0 ? 0 : 1;
 }
 
+/* Is this ID one of the grid's runs (the table shows only those)? */
+static int ctx_has(void *ctx, const char *id) { return ctx_find(ctx, id) >= 0; }
+
+/* Print the table of the grid's runs (a line per cell, or with
+ * --per-seed per run), and write the cells' as DIR/summary.csv
+ * (atomically). 0, or 1 after one line. */
 static int results_print(const sweep_ctx *c)
 {
-    char path[4300];
+    char path[4300], sum[4300], err[ATOMIC_PATH_MAX + 128], *text = NULL;
+    size_t len = 0;
+    FILE *csv = open_memstream(&text, &len);
+    sweep_table_opts cells = {0, ctx_has, (void *)c, csv}, runs = {1, ctx_has, (void *)c, NULL};
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
-    if (sweep_table_print(path, stdout) != 0) {
+    snprintf(sum, sizeof sum, "%s/summary.csv", c->dir);
+    int r = sweep_table_print(path, c->per_seed ? NULL : stdout, &cells);
+    if (!r && c->per_seed)
+        r = sweep_table_print(path, stdout, &runs);
+    if (csv)
+        fclose(csv);
+    if (r != 0)
         fprintf(stderr, "normscope: %s: cannot read the results\n", path);
-        return 1;
-    }
-    return 0;
+    else if (text && atomic_write_file(sum, text, len, err, sizeof err) != 0)
+        fprintf(stderr, "normscope: %s\n", err);
+    else
+        r = fflush(stdout) == 0 ? 0 : -1;
+    free(text);
+    return r ? 1 : 0;
 }
 
 /* results.csv's rows by run (NULL: none), read before it is rebuilt; rows
@@ -767,17 +786,23 @@ typedef struct {
 /* Run k's row (into row, n: its length) and its state. A CSV that reads
  * whole and holds the run makes the row. Else an old row is kept: a
  * failure's stays failed; one whose CSV is gone stays complete, one whose
- * CSV is damaged or cut short is corrupt (both counted in kept). Without
- * an old row: a corrupt CSV gets a "corrupt" row; else running (the
- * writer lives), truncated (a CSV, or one in the making) or missing. */
+ * CSV is damaged or cut short is corrupt (both counted in kept). A run
+ * whose CSV in the making has a live writer is running. Without an old
+ * row: a corrupt CSV gets a "corrupt" row; else truncated (a CSV, or one
+ * in the making) or missing. */
 static int collect_run(sweep_ctx *c, long k, const char *old, int in_making, char *row,
                        size_t *n, kept_rows *kept)
 {
     int st = sweep_run_judge(c, k, old ? sweep_row_wall(&c->spec, old) : NAN, row, n);
     if (st == RUN_COMPLETE || (st == RUN_CORRUPT && !old))
         return st;
-    if (old && !row_failed(c, old)) {
+    if (old)
         *n = (size_t)snprintf(row, SWEEP_ROW_MAX, "%s", old);
+    else
+        *n = 0;
+    if (in_making == 2) /* running again: its old row stands until it ends */
+        return RUN_RUNNING;
+    if (old && !row_failed(c, old)) {
         if (st == RUN_MISSING) {
             if (kept->gone++ < COLLECT_SHOW)
                 snprintf(kept->gone_ids + strlen(kept->gone_ids), 14, " %.12s", old);
@@ -786,12 +811,9 @@ static int collect_run(sweep_ctx *c, long k, const char *old, int in_making, cha
         kept->damaged++;
         return RUN_CORRUPT;
     }
-    if (old) {
-        *n = (size_t)snprintf(row, SWEEP_ROW_MAX, "%s", old);
+    if (old)
         return RUN_FAILED;
-    }
-    *n = 0;
-    return in_making == 2 ? RUN_RUNNING : st == RUN_TRUNCATED || in_making ? RUN_TRUNCATED : st;
+    return st == RUN_TRUNCATED || in_making ? RUN_TRUNCATED : st;
 }
 
 /* Rebuild results.csv from the runs' CSVs (in grid order); a run without
@@ -1146,7 +1168,7 @@ static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, vo
 int sweep_requested(const cli_opts *o)
 {
     return o->sweep || o->sweep_collect || o->sweep_out || o->jobs || o->list || o->yes ||
-           o->list_range || o->retry;
+           o->list_range || o->retry || o->per_seed;
 }
 
 int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, void *live_arg)
@@ -1159,6 +1181,7 @@ int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, voi
     int r;
     find_exe(c, argv[0]);
     c->quiet = o->quiet;
+    c->per_seed = o->per_seed;
     c->lock_fd = -1;
     if (o->sweep_collect && (o->sweep || o->sweep_out)) {
         fprintf(stderr, "normscope: --sweep-collect DIR reads DIR/sweep.spec: it takes no "
@@ -1169,8 +1192,8 @@ int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, voi
     } else if (o->sweep_collect) {
         r = sweep_collect(c, o, live, live_arg);
     } else if (!o->sweep) {
-        fprintf(stderr, "normscope: --sweep-out, --jobs, --list, --retry and --yes go with "
-                        "--sweep SPEC\n");
+        fprintf(stderr, "normscope: --sweep-out, --jobs, --list, --retry, --per-seed and --yes go "
+                        "with --sweep SPEC\n");
         r = 2;
     } else {
         r = sweep_go(c, o, argc, argv, live, live_arg);

@@ -33,6 +33,7 @@ struct sweep_ctx {
     char data_name[4096];
     int have_data;
     int quiet;
+    int per_seed;    /* --per-seed: the table a line per run */
     unsigned char *done; /* done[k]: run k has a row in results.csv */
     unsigned char *failed; /* failed[k]: that row says it failed (exit N, signal N) */
     int lock_fd;     /* DIR/sweep.lock, flocked while this process lives; -1 none */
@@ -145,9 +146,17 @@ size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
 int sweep_results_append(const char *dir, const char *row, size_t len);
 /* The wall time a row of a sweep over s holds (NAN: none). */
 double sweep_row_wall(const sweep_spec *s, const char *row);
-/* Read results.csv and print its table, one line per cell with the seeds
- * folded. 0, or -1 (unreadable, not a results.csv). */
-int sweep_table_print(const char *path, FILE *out);
+/* Which rows the table shows and how. */
+typedef struct {
+    int per_seed;  /* one line per run, its seed a column (--per-seed) */
+    int (*keep)(void *ctx, const char *id); /* the rows of these runs (NULL: all) */
+    void *ctx;
+    FILE *csv;     /* the same table as CSV (DIR/summary.csv), NULL: none */
+} sweep_table_opts;
+/* Read results.csv and print its table to out (NULL: none), one line per
+ * cell with the seeds folded (or per seed). 0, or -1 (unreadable, not a
+ * results.csv). */
+int sweep_table_print(const char *path, FILE *out, const sweep_table_opts *o);
 
 /* ---- running the grid (sweep_run.c) ------------------------------------------ */
 /* Run the runs not done, jobs at a time; w (NULL: none) watches. Returns

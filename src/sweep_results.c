@@ -331,20 +331,20 @@ int sweep_summary_matches(const sweep_summary *s, const sweep_facts *f, char *wh
     const char *got[3] = {s->norm, s->norm_kind, s->precision};
     char want[64];
     if (s->n_layer != f->cfg.n_layer) {
-        snprintf(why, n, "it holds %d layers, the run's ID says --layers %d", s->n_layer,
+        snprintf(why, n, "it holds %d layers where the run's ID says --layers %d", s->n_layer,
                  f->cfg.n_layer);
         return -1;
     }
     for (int i = 0; i < 3; i++) {
         settings_format(settings_find(names[i], strlen(names[i])), &f->cfg, want, sizeof want);
         if (*got[i] && strcmp(got[i], want) != 0) {
-            snprintf(why, n, "its first row has %s %s, the run's ID says --%s %s",
+            snprintf(why, n, "its first row has %s %s where the run's ID says --%s %s",
                      names[i], got[i], names[i], want);
             return -1;
         }
     }
     if (!isnan(s->clip) && (float)s->clip != f->cfg.clip) {
-        snprintf(why, n, "its first row has clip %g, the run's ID says --clip %g", s->clip,
+        snprintf(why, n, "its first row has clip %g where the run's ID says --clip %g", s->clip,
                  (double)f->cfg.clip);
         return -1;
     }
@@ -358,11 +358,14 @@ const char *sweep_summary_status(const sweep_summary *s, long steps)
     /* a run stopped at its finite blow-up ran what it could */
     if (s->blown_step)
         return "exploded";
+    if (!strcmp(s->state, "stalled")) /* at its end, whether it ran on or stopped there
+                                         (--on-stall stop) */
+        return "stalled";
     if (s->last_step < steps)
         return NULL;
     if (!s->state[0] || !strcmp(s->state, "fixed")) /* fixed: it recovered */
         return "ok";
-    return s->state; /* "stalled", or a state this version does not know by name */
+    return s->state; /* a state this version does not know by name */
 }
 
 /* ---- DIR/results.csv ----------------------------------------------------- */
@@ -738,18 +741,16 @@ static int cmp_cell(const void *x, const void *y)
     return 0;
 }
 
-/* "mean+-spread" (spread: half the range), each in at most 7 characters,
- * or "-" without a value. */
-static void fmt_stat(char *buf, size_t n, const sweep_stat *s)
+/* A stat's mean, sd or interval half-width in at most 7 characters (or
+ * exact: %.6g, for a file), "-" without one. */
+static void fmt_opt(char *buf, size_t n, double x, int exact)
 {
-    char m[32], h[32];
-    if (!s->n) {
-        snprintf(buf, n, "-");
-        return;
-    }
-    sweep_fmt_loss(m, sizeof m, sweep_stat_mean(s), 7);
-    sweep_fmt_loss(h, sizeof h, (s->hi - s->lo) / 2, 7);
-    snprintf(buf, n, "%s+-%s", m, h);
+    if (isnan(x))
+        snprintf(buf, n, exact ? "" : "-");
+    else if (exact)
+        fmt_num(buf, n, x);
+    else
+        sweep_fmt_loss(buf, n, x, 7);
 }
 
 /* Print rows of strings with each column as wide as its widest entry. */
@@ -769,48 +770,71 @@ static void print_aligned(FILE *out, char **text, int rows, int cols)
                 fprintf(out, "%s\n", text[r * cols + j]);
 }
 
-/* The cells' lines: the header row, then one row per cell. The columns
- * are few and short, so that a grid of three axes fits 80 columns: the
- * final loss (val_loss, else train_loss) of the runs that trained, the
- * counts of the states, and the gradient ratio at the end. */
-static void table_print(FILE *out, char **names, const table_cell *cells, int n_cells, int n_axes)
+/* The same rows as CSV (DIR/summary.csv). */
+static void print_csv(FILE *out, char **text, int rows, int cols)
 {
-    static const char *const tail[] = {"runs", "final", "div", "stall", "expl", "fail",
-                                       "ratio@end"};
-    enum { W = SWEEP_VALUE_MAX, N_TAIL = sizeof tail / sizeof tail[0] };
-    int cols = n_axes + N_TAIL, rows = n_cells + 1;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++)
+            fprintf(out, "%s%s", text[r * cols + j], j + 1 < cols ? "," : "\n");
+}
+
+/* The table's columns after the axes: the runs, then the final loss
+ * (val_loss, else train_loss) of those that neither diverged nor failed:
+ * how many, their mean, sd and the half-width of the mean's 95% interval
+ * (sweep_stat_ci95); the counts of the states; the gradient ratio at the
+ * end. Few and short, so that a grid of three axes fits 80 columns. */
+static const char *const cell_cols[] = {"runs", "n", "final", "sd", "ci95", "div", "stall",
+                                        "expl", "fail", "ratio"};
+enum { N_CELL_COLS = sizeof cell_cols / sizeof cell_cols[0], CELL_W = SWEEP_VALUE_MAX };
+
+static void cell_text(char **v, const sweep_cell *c, int exact)
+{
+    snprintf(v[0], CELL_W, "%d", c->runs);
+    snprintf(v[1], CELL_W, "%d", c->final.n);
+    fmt_opt(v[2], CELL_W, sweep_stat_mean(&c->final), exact);
+    fmt_opt(v[3], CELL_W, sweep_stat_sd(&c->final), exact);
+    fmt_opt(v[4], CELL_W, sweep_stat_ci95(&c->final), exact);
+    snprintf(v[5], CELL_W, "%d", c->diverged);
+    snprintf(v[6], CELL_W, "%d", c->stalled);
+    snprintf(v[7], CELL_W, "%d", c->exploded);
+    snprintf(v[8], CELL_W, "%d", c->failed);
+    if (c->n_ratio)
+        snprintf(v[9], CELL_W, exact ? "%.6g" : "%.2g", c->ratio[1] / c->n_ratio);
+    else
+        snprintf(v[9], CELL_W, exact ? "" : "-");
+}
+
+/* The cells' lines: the header row, then one row per cell (a run's seed
+ * its last axis when the table is per seed), aligned to out, or with
+ * exact as CSV. */
+static void table_print(FILE *out, int exact, char **names, const table_cell *cells, int n_cells,
+                        int n_axes)
+{
+    int cols = n_axes + N_CELL_COLS, rows = n_cells + 1;
     char **text = calloc((size_t)rows * (size_t)cols, sizeof *text);
-    char *store = malloc((size_t)rows * (size_t)cols * W);
+    char *store = malloc((size_t)rows * (size_t)cols * CELL_W);
     if (!text || !store) {
         free(text);
         free(store);
         return;
     }
     for (int i = 0; i < rows * cols; i++)
-        text[i] = store + (size_t)i * W;
+        text[i] = store + (size_t)i * CELL_W;
     for (int j = 0; j < cols; j++)
-        snprintf(text[j], W, "%s", j < n_axes ? names[j] : tail[j - n_axes]);
+        snprintf(text[j], CELL_W, "%s", j < n_axes ? names[j] : cell_cols[j - n_axes]);
     for (int r = 1; r < rows; r++) {
-        const sweep_cell *c = &cells[r - 1].fold;
         const char *p = cells[r - 1].key;
         for (int j = 0; j < n_axes; j++) {
             size_t l = strcspn(p, ",");
-            snprintf(text[r * cols + j], W, "%.*s", (int)l, p);
+            snprintf(text[r * cols + j], CELL_W, "%.*s", (int)l, p);
             p += l + (p[l] == ',');
         }
-        char **v = text + r * cols + n_axes;
-        snprintf(v[0], W, "%d", c->runs);
-        fmt_stat(v[1], W, &c->final);
-        snprintf(v[2], W, "%d", c->diverged);
-        snprintf(v[3], W, "%d", c->stalled);
-        snprintf(v[4], W, "%d", c->exploded);
-        snprintf(v[5], W, "%d", c->failed);
-        if (c->n_ratio)
-            snprintf(v[6], W, "%.2g", c->ratio[1] / c->n_ratio);
-        else
-            snprintf(v[6], W, "-");
+        cell_text(text + r * cols + n_axes, &cells[r - 1].fold, exact);
     }
-    print_aligned(out, text, rows, cols);
+    if (exact)
+        print_csv(out, text, rows, cols);
+    else
+        print_aligned(out, text, rows, cols);
     free(text);
     free(store);
 }
@@ -837,30 +861,38 @@ static table_cell *cell_get(table_cell **cells, int *n, int *cap, const char *ke
     return c;
 }
 
-int sweep_table_print(const char *path, FILE *out)
+/* A row's cell key: its axis fields comma-joined, and with per_seed its
+ * seed. */
+static void row_key(const sweep_cols *cols, char **rf, int per_seed, char *key, size_t n)
 {
-    enum { MAXF = SWEEP_MAX_FIELDS };
+    size_t k = 0;
+    key[0] = 0;
+    for (int i = 0; i < cols->n_axes && k < n; i++)
+        k += (size_t)snprintf(key + k, n - k, "%s%s", i ? "," : "", rf[1 + i]);
+    if (per_seed && k < n)
+        snprintf(key + k, n - k, "%s%s", cols->n_axes ? "," : "", rf[cols->col[SWEEP_COL_SEED]]);
+}
+
+int sweep_table_print(const char *path, FILE *out, const sweep_table_opts *o)
+{
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    char *line = NULL, *head = NULL, *fl[MAXF + 1];
+    char *line = NULL, *head = NULL, *fl[SWEEP_MAX_FIELDS + 1];
     const char *missing;
     size_t cap = 0;
     int n_cells = 0, cap_cells = 0, ok = 0;
     sweep_cols cols;
     table_cell *cells = NULL;
     if (getline(&line, &cap, f) > 0 && (head = strdup(line)) != NULL) {
-        int n = csv_split(head, fl, MAXF);
-        ok = n <= MAXF && sweep_cols_find(&cols, fl, n, &missing) == 0;
+        int n = csv_split(head, fl, SWEEP_MAX_FIELDS);
+        ok = n <= SWEEP_MAX_FIELDS && sweep_cols_find(&cols, fl, n, &missing) == 0;
     }
     while (ok && getline(&line, &cap, f) > 0) {
-        char *rf[MAXF + 1];
-        if (csv_split(line, rf, cols.n) != cols.n)
+        char *rf[SWEEP_MAX_FIELDS + 1], key[SWEEP_MAX_AXES * SWEEP_VALUE_MAX];
+        if (csv_split(line, rf, cols.n) != cols.n || (o->keep && !o->keep(o->ctx, rf[0])))
             continue;
-        char key[SWEEP_MAX_AXES * SWEEP_VALUE_MAX] = "";
-        size_t k = 0;
-        for (int i = 0; i < cols.n_axes && k < sizeof key; i++)
-            k += (size_t)snprintf(key + k, sizeof key - k, "%s%s", i ? "," : "", rf[1 + i]);
+        row_key(&cols, rf, o->per_seed, key, sizeof key);
         table_cell *c = cell_get(&cells, &n_cells, &cap_cells, key);
         sweep_result r;
         sweep_result_fields(&cols, rf, &r);
@@ -871,8 +903,10 @@ int sweep_table_print(const char *path, FILE *out)
     free(line);
     if (n_cells)
         qsort(cells, (size_t)n_cells, sizeof *cells, cmp_cell);
-    if (ok)
-        table_print(out, fl + 1, cells, n_cells, cols.n_axes);
+    if (ok && out)
+        table_print(out, 0, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0));
+    if (ok && o->csv)
+        table_print(o->csv, 1, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0));
     for (int i = 0; i < n_cells; i++)
         free(cells[i].key);
     free(cells);

@@ -87,7 +87,7 @@ static const char *failure(int wstatus, long last, long steps, char *why, size_t
         snprintf(why, n, "exit 130: stopped by a signal this sweep did not send");
         return "killed";
     }
-    if (code == 0 || code == 3)
+    if (code == 0 || code == 3 || code == 4)
         snprintf(why, n, "exit %d, its CSV ends at step %ld of %ld", code, last, steps);
     else
         snprintf(why, n, "exit %d", code);
@@ -113,7 +113,9 @@ static int run_finish(sweep_ctx *c, const sweep_watch *w, long k, int wstatus, d
         return 1;
     snprintf(log, sizeof log, "%s/run-%s.log", c->dir, ra.id);
     int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-    int st = code == 0 || code == 3 ? sweep_run_judge(c, k, wall, row, &len) : RUN_MISSING;
+    /* 0 it ran its steps, 3 it diverged, 4 it stalled (--on-stall stop) */
+    int st = code == 0 || code == 3 || code == 4 ? sweep_run_judge(c, k, wall, row, &len)
+                                                 : RUN_MISSING;
     if (st != RUN_COMPLETE && st != RUN_CORRUPT && !(ours && code == 130)) {
         sweep_summary s;
         memset(&s, 0, sizeof s);

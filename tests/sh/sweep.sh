@@ -95,7 +95,7 @@ for j in 1 2; do
     [ "$(rows "$T/s$j")" -eq 12 ] && ok || no "--jobs $j: $(rows "$T/s$j") rows, want 12"
     # the table: a header and one line per cell (no seed axis: 12 cells)
     [ "$(wc -l <"$T/table$j")" -eq 13 ] && ok || no "--jobs $j: table of $(wc -l <"$T/table$j") lines"
-    head -1 "$T/table$j" | grep -Eq '^layers +lr +norm +runs +final +div +stall +expl +fail +ratio@end$' && ok || no "table header: $(head -1 "$T/table$j")"
+    head -1 "$T/table$j" | grep -Eq '^layers +lr +norm +runs +n +final +sd +ci95 +div +stall +expl +fail +ratio$' && ok || no "table header: $(head -1 "$T/table$j")"
     # determinism: each run's CSV is the same run alone, bytes apart from tokens_per_s
     for r in "1,0.001,post" "2,0.00316228,pre" "2,0.01,post"; do
         set -- $(echo "$r" | tr , ' ')
@@ -196,6 +196,50 @@ rc=$?
 [ $rc -eq 130 ] && ok || no "SIGTERM: sweep exit $rc, want 130"
 grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" || ok
 
+# --- runs stopped from outside the sweep (scancel, a timeout, an admin, the
+# OOM killer): a SIGTERM and a SIGKILL each get a killed row and a line on
+# stderr, the sweep exits 1 and lists them as their --list lines, as
+# --sweep-collect does; --retry failed runs exactly those two again
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --jobs 4 -q \
+    >/dev/null 2>"$T/oerr" &
+sweep_pid=$!
+v1=$(wait_run "--seed=1 --steps=1000000000 --csv $T/o/")
+v2=$(wait_run "--seed=2 --steps=1000000000 --csv $T/o/")
+sleep 0.5 # past the run's start, its stop handler set
+[ -n "$v1" ] && kill -TERM "$v1"
+[ -n "$v2" ] && kill -KILL "$v2"
+wait $sweep_pid
+rc=$?
+[ $rc -eq 1 ] && ok || no "runs stopped from outside: sweep exit $rc, want 1: $(cat "$T/oerr")"
+[ "$(count "$T/o" '$c["seed"] == 1 && $c["steps"] == 1000000000 && $c["status"] == "killed" && $c["reason"] ~ /^(exit 130|signal 15)/')" -eq 1 ] &&
+    [ "$(count "$T/o" '$c["seed"] == 2 && $c["steps"] == 1000000000 && $c["status"] == "killed" && $c["reason"] == "signal 9"')" -eq 1 ] &&
+    [ "$(count "$T/o" '$c["steps"] == 5 && $c["status"] == "ok"')" -eq 2 ] \
+    && ok || no "runs stopped from outside: rows $(cat "$T/o/results.csv")"
+[ "$(grep -c '^normscope: run [0-9a-f]* killed (.*); its log: ' "$T/oerr")" -eq 2 ] &&
+    grep -q "sweep $T/o: 4 expected, 2 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 2 failed" "$T/oerr" \
+    && ok || no "runs stopped from outside: stderr $(cat "$T/oerr")"
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --list 2>/dev/null |
+    grep -- '--steps=1000000000' | sed 's/$/  # failed/' >"$T/olist"
+grep '  # failed$' "$T/oerr" | cmp -s - "$T/olist" && ok || no "the killed runs' --list lines: $(cat "$T/oerr")"
+"$BIN" --sweep-collect "$T/o" >/dev/null 2>"$T/ocol"
+rc=$?
+[ $rc -eq 1 ] && grep -q '4 expected, 2 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 2 failed' "$T/ocol" \
+    && ok || no "--sweep-collect disagrees with the sweep: exit $rc, $(cat "$T/ocol")"
+touch -d '2001-01-01' "$T"/o/run-*.csv
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --jobs 4 --retry failed \
+    >/dev/null 2>"$T/oerr" &
+sweep_pid=$!
+r1=$(wait_run "--seed=1 --steps=1000000000 --csv $T/o/")
+r2=$(wait_run "--seed=2 --steps=1000000000 --csv $T/o/")
+kill -TERM $sweep_pid
+wait $sweep_pid
+rc=$?
+[ $rc -eq 130 ] && [ -n "$r1" ] && [ -n "$r2" ] && grep -q '4 runs, 2 to do' "$T/oerr" &&
+    [ "$(count "$T/o" '$c["steps"] == 5')" -eq 2 ] &&
+    [ -z "$(where "$T/o/results.csv" '$c["steps"] == 5' | cut -d, -f1 | while read -r id; do
+        find "$T/o/run-$id.csv" -newermt '2002-01-01'; done)" ] \
+    && ok || no "--retry failed after runs stopped from outside: exit $rc, $(cat "$T/oerr")"
+
 # --- collect counts what the spec expects: a deleted CSV is missing, a CSV
 # cut short or left as .tmp is truncated, a failure row is failed; each is
 # listed as its --list line and the exit status is 1 until all are complete
@@ -239,6 +283,58 @@ collect "$T/c"
 [ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 11 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 1 failed" ] \
     && grep -qxF "$(sed -n 9p "$T/clist")  # failed" "$T/cerr" \
     && ok || no "collect of a failure row: exit $crc, $(cat "$T/cerr")"
+
+# --- collect reads what is in a CSV: a loss of "abc", a row with a field
+# missing, bytes of garbage, a broken header, a CSV of other settings under
+# a run's ID are each corrupt (listed, exit 1), never a result; a CSV in
+# the making whose writer lives is running; without results.csv a corrupt
+# run's row says corrupt and why; with it, the rows kept are counted
+"$BIN" --sweep 'norm=post,pre layers=1..3' $C --sweep-out "$T/d" -q >/dev/null 2>&1
+cp "$T/d/results.csv" "$T/d.rows"
+"$BIN" --sweep 'norm=post,pre layers=1..3' $C --sweep-out "$T/d" --list >"$T/dlist" 2>/dev/null
+dcsv() { sed -n "$1p" "$T/dlist" | grep -o "$T/d/run-[0-9a-f]*\.csv"; }
+did() { dcsv "$1" | sed 's/.*run-\(.*\)\.csv/\1/'; }
+# lines: 1 1/post 2 1/pre 3 2/post 4 2/pre 5 3/post 6 3/pre
+awk -F, -v OFS=, 'NR == 21 { $2 = "abc" } { print }' "$(dcsv 1)" >"$T/dmg" && mv "$T/dmg" "$(dcsv 1)"
+awk -F, -v OFS=, 'NR == 15 { $7 = ""; sub(/,,/, ",") } { print }' "$(dcsv 2)" >"$T/dmg" && mv "$T/dmg" "$(dcsv 2)"
+{ head -n 18 "$(dcsv 3)"; printf 'x\001\377,,\n'; tail -n 2 "$(dcsv 3)"; } >"$T/dmg" && mv "$T/dmg" "$(dcsv 3)"
+sed '1s/^step,loss/stp,los/' "$(dcsv 4)" >"$T/dmg" && mv "$T/dmg" "$(dcsv 4)"
+cp "$(dcsv 6)" "$(dcsv 5)"           # a 3-layer Pre-LN CSV under a 3-layer Post-LN ID
+mv "$(dcsv 6)" "$(dcsv 6).tmp.$$"     # this shell lives: its writer is running
+rm "$T/d/results.csv"
+collect "$T/d"
+[ $crc -eq 1 ] && [ "$(counts)" = "6 expected, 0 complete, 0 missing, 0 truncated, 1 running, 5 corrupt, 0 failed" ] \
+    && ok || no "collect of damaged CSVs: exit $crc, $(cat "$T/cerr")"
+[ "$(grep -c '  # corrupt$' "$T/cerr")" -eq 5 ] && grep -qxF "$(sed -n 6p "$T/dlist")  # running" "$T/cerr" \
+    && ok || no "collect: the corrupt and running runs not listed: $(cat "$T/cerr")"
+rs() { awk -F, -v id="$(did "$1")" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $1 == id && $c["status"] == "corrupt" && $c["train_loss"] == "" { print $c["reason"] }' "$T/d/results.csv"; }
+rs 1 | grep -q "line 21: loss 'abc'" && rs 2 | grep -q 'line 15: fewer fields' &&
+    rs 3 | grep -q 'line 19: ' && rs 4 | grep -q 'line 1: not a run' &&
+    rs 5 | grep -q "norm pre where the run's ID says --norm post" && ok \
+    || no "corrupt rows' reasons: $(cut -d, -f1,13-16 "$T/d/results.csv")"
+cp "$T/d.rows" "$T/d/results.csv"
+collect "$T/d"
+[ $crc -eq 1 ] && [ "$(counts)" = "6 expected, 0 complete, 0 missing, 0 truncated, 1 running, 5 corrupt, 0 failed" ] &&
+    grep -q '5 rows kept from results.csv whose CSV is damaged or cut short' "$T/cerr" \
+    && ok || no "collect of damaged CSVs beside results.csv: exit $crc, $(cat "$T/cerr")"
+rm "$T/d"/run-*.csv*
+collect "$T/d"
+[ $crc -eq 0 ] && grep -q "6 rows kept from results.csv whose CSV is gone (the row is all there is of the run): $(did 1) " "$T/cerr" \
+    && ok || no "collect of rows without CSVs: exit $crc, $(cat "$T/cerr")"
+# a narrower spec over the same directory tabulates only its runs, per
+# cell or per seed; DIR/summary.csv holds each cell's n, mean, sd, ci95
+"$BIN" --sweep 'norm=post layers=1..3' $C --sweep-out "$T/d" >"$T/dt" 2>/dev/null
+[ "$(wc -l <"$T/dt")" -eq 4 ] && ! grep -q ' pre ' "$T/dt" && [ "$(wc -l <"$T/d/summary.csv")" -eq 4 ] \
+    && ok || no "a narrower spec's table: $(cat "$T/dt")"
+"$BIN" --sweep 'seed=1..3' $C --sweep-out "$T/ps" --per-seed >"$T/pst" 2>/dev/null
+head -1 "$T/pst" | grep -Eq '^seed +runs +n +final ' && [ "$(wc -l <"$T/pst")" -eq 4 ] &&
+    awk -F, 'NR == 2 { s = $4; h = $5 } END { exit !(NR == 2 && s > 0 && h > 4.303 * s / sqrt(3) - 1e-5 && h < 4.303 * s / sqrt(3) + 1e-5) }' "$T/ps/summary.csv" \
+    && ok || no "--per-seed: $(cat "$T/pst"), summary $(cat "$T/ps/summary.csv")"
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } { x[NR] = $c["val_loss"] }
+    END { m = (x[2] + x[3] + x[4]) / 3; print m }' "$T/ps/results.csv" >"$T/psm"
+awk -F, -v m="$(cat "$T/psm")" 'NR == 2 { exit !($3 - m < 1e-5 && m - $3 < 1e-5) }' "$T/ps/summary.csv" \
+    && ok || no "summary.csv's mean is not the mean of the seeds' val_loss: $(cat "$T/psm") vs $(cat "$T/ps/summary.csv")"
 
 # --- --list-range: lines A..B of the list, for an array size limit
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --list --list-range 5..8 >"$T/lr" 2>/dev/null
@@ -306,7 +402,7 @@ grep -q 'another sweep' "$T/err" && no "the lock outlived its sweep: $(cat "$T/e
 [ "$(where "$T/ex/results.csv" '$c["exploded"] == 1' | wc -l)" -ge 2 ] && ok || no "no exploded run: $(cat "$T/ex/results.csv")"
 awk 'length($0) > 80 { bad = 1 } END { exit bad }' "$T/ext" && ok || no "the table is wider than 80 columns: $(cat "$T/ext")"
 grep -Eq '[0-9]{8}' "$T/ext" && no "the table prints a long number: $(cat "$T/ext")" || ok
-grep -Eq '^1 +none +2 +[^ ]+ +[0-9] +0 +[12] ' "$T/ext" && ok || no "the lr=1 none cell's counts: $(cat "$T/ext")"
+grep -Eq '^1 +none +2 +[0-9] +[^ ]+ +[^ ]+ +[^ ]+ +[0-9] +0 +[12] ' "$T/ext" && ok || no "the lr=1 none cell's counts: $(cat "$T/ext")"
 
 # The numbers normscope-lessons(7) quotes from these grids (its A LARGER
 # MAP section, read as one line of words) are the runs': a loss to the
@@ -432,7 +528,7 @@ cp "$T/s2/results.csv" "$T/s2.before"
 expect_bad "another sweep" --sweep 'lr=1e-3,1e-2' $C --sweep-out "$T/s2"
 expect_bad "another sweep" --sweep "$SPEC" $C --seed 7 --sweep-out "$T/s2"
 cmp -s "$T/s2.before" "$T/s2/results.csv" && ok || no "a refused sweep changed another's results"
-[ -z "$(ls "$T/s2" | grep -v -e '^run-[0-9a-f]*\.csv$' -e '^results.csv$' -e '^sweep.spec$' -e '^sweep.lock$')" ] \
+[ -z "$(ls "$T/s2" | grep -v -e '^run-[0-9a-f]*\.csv$' -e '^results.csv$' -e '^summary.csv$' -e '^sweep.spec$' -e '^sweep.lock$')" ] \
     && ok || no "stray files in a sweep dir: $(ls "$T/s2")"
 
 echo "$pass passed, $fail failed"

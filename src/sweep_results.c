@@ -614,14 +614,23 @@ static int spec_cols(const sweep_spec *s, sweep_cols *c)
 }
 
 /* Split a row of a sweep over s (a copy in buf). The fields, or NULL
- * when it is not such a row. */
+ * when it is not such a row. A row as an older normscope wrote it (the
+ * axes, then seed to status, nothing after) is read by that layout. */
 static char **spec_row(const sweep_spec *s, const char *row, char *buf, size_t n, char **f,
                        sweep_cols *c)
 {
     if (spec_cols(s, c) != 0)
         return NULL;
     snprintf(buf, n, "%s", row);
-    return csv_split(buf, f, c->n) == c->n ? f : NULL;
+    int got = csv_split(buf, f, c->n);
+    if (got == c->n)
+        return f;
+    if (got != c->n_axes + 1 + SWEEP_COL_STATUS + 1)
+        return NULL;
+    for (int j = 0; j < SWEEP_COLS; j++)
+        c->col[j] = j <= SWEEP_COL_STATUS ? c->n_axes + 1 + j : -1;
+    c->n = got;
+    return f;
 }
 
 int sweep_row_parse(const sweep_spec *s, const char *row, sweep_result *r)

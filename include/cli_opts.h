@@ -38,6 +38,7 @@ typedef struct {
      * (0 = online cores), --list, --list-range A..B, --retry, --yes */
     const char *sweep, *sweep_out, *sweep_collect, *list_range, *retry;
     int jobs, list, yes;
+    int per_seed; /* --per-seed: the sweep's table a line per run */
     /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --log] */
     const char *plot, *out, *kind, *size, *step, *rows, *cols;
     int mono, logy;

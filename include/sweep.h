@@ -88,27 +88,33 @@ typedef struct {
 typedef struct {
     int ok;          /* status ok */
     int diverged;    /* status diverged */
-    int failed;      /* anything else (exit N, signal N): no numbers */
-    long steps;
+    int failed;      /* failed, killed, corrupt (older files: exit N, signal N): no numbers */
+    long steps;      /* the last step it reached */
     double train, val; /* NaN when empty */
-    double final;    /* val, or train without it: the number stalled judges */
+    double final;    /* val, or train without it */
     long div_step;   /* 0 = none */
-    int stalled;
-    int exploded;    /* finite, but ended above its first step's loss */
+    int stalled;     /* status stalled: its own diagnosis at its end */
+    int exploded;    /* status exploded: it stopped at a finite blow-up */
     int has_ratio;   /* the ratio fields are not empty (a run with a summary) */
     double ratio_first, ratio_last;
+    double best_val; /* NaN when empty (older files, no validation) */
+    long best_step;
+    double update_end; /* the update ratio at its end, NaN when empty */
 } sweep_result;
 
 /* results.csv's columns, found by name in its header: "id", the axes but
- * seed (in name order), then the result columns. */
+ * seed (in name order), then the result columns, every other setting the
+ * runs ran with, and where the row comes from. */
 enum { SWEEP_COL_SEED, SWEEP_COL_STEPS, SWEEP_COL_TRAIN, SWEEP_COL_VAL, SWEEP_COL_DIV,
        SWEEP_COL_STALLED, SWEEP_COL_EXPLODED, SWEEP_COL_R1, SWEEP_COL_RN, SWEEP_COL_WALL,
-       SWEEP_COL_STATUS, SWEEP_COLS };
+       SWEEP_COL_STATUS, SWEEP_COL_STATE, SWEEP_COL_REASON, SWEEP_COL_BEST,
+       SWEEP_COL_BEST_STEP, SWEEP_COL_UPD, SWEEP_COL_TOKENS, SWEEP_COL_TRAIN_S, SWEEP_COLS };
+enum { SWEEP_MAX_FIELDS = 256 }; /* fields of a results.csv row */
 typedef struct {
     int n;               /* the header's fields: a row has as many */
     int n_axes;          /* the axes: fields 1 .. n_axes */
-    int col[SWEEP_COLS]; /* each result column's field (exploded: -1 in a file
-                            written before it had one, read as 0) */
+    int col[SWEEP_COLS]; /* each result column's field (-1: a column a file
+                            written by an older version lacks, read as empty) */
 } sweep_cols;
 
 /* The columns of a header split into f[0..n) (csv.h). 0, or -1 with the
@@ -117,16 +123,20 @@ int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing);
 /* A row split into f[0..c->n), as a result. */
 void sweep_result_fields(const sweep_cols *c, char *const *f, sweep_result *r);
 
-/* The runs of a cell (every axis value the same but the seed) folded:
- * counts, and the losses of the runs that neither diverged nor failed. */
+/* A value over the runs of a cell: count, mean and the sum of squared
+ * deviations (Welford's update, so a cell of large equal losses keeps
+ * its digits), range. */
 typedef struct {
     int n;               /* finite values */
     double sum, lo, hi;
+    double mean, m2;
 } sweep_stat;
 
+/* The runs of a cell (every axis value the same but the seed) folded:
+ * counts, and the losses of the runs that neither diverged nor failed. */
 typedef struct {
     int runs, diverged, stalled, exploded, failed;
-    sweep_stat final, train, val;
+    sweep_stat final, train, val, best, update;
     long div_step;       /* the earliest divergence, 0 = none */
     int n_ratio;         /* runs with gradient ratios */
     double ratio[2];     /* their sums: at step 1, at the end */
@@ -135,6 +145,11 @@ typedef struct {
 void sweep_cell_add(sweep_cell *c, const sweep_result *r);
 /* A stat's mean, NaN without a value. */
 double sweep_stat_mean(const sweep_stat *s);
+/* Its sample standard deviation (n - 1), NaN with fewer than 2 values. */
+double sweep_stat_sd(const sweep_stat *s);
+/* Half the width of its 95% confidence interval for the mean, Student's t
+ * with n - 1 degrees of freedom times sd / sqrt(n); NaN below 2 values. */
+double sweep_stat_ci95(const sweep_stat *s);
 /* A loss in at most width characters (width >= 5): "%.3f" when it fits,
  * else fewer decimals, else the most significant digits that fit
  * ("2.8e+12"); "nan", "inf". */

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static const struct {
     int value;
 } own_flags[] = {{"sweep", 1}, {"sweep-out", 1}, {"sweep-collect", 1}, {"jobs", 1},
                  {"list", 0},  {"list-range", 1}, {"retry", 1},        {"yes", 0},
+                 {"per-seed", 0},
                  {"headless", 0}, {"quiet", 0}};
 enum { N_OWN = sizeof own_flags / sizeof own_flags[0] };
 
@@ -136,22 +138,6 @@ int sweep_args_make(const sweep_ctx *c, long k, sweep_args *r)
     return 0;
 }
 
-/* The unigram entropy of the training bytes, in nats: the loss of a model
- * that has learned the byte frequencies and nothing else (the plateau a
- * stalled run sits on). */
-static double unigram_entropy(const dataset *d)
-{
-    double count[256] = {0}, h = 0;
-    for (size_t i = 0; i < d->n_train; i++)
-        count[d->bytes[i]] += 1;
-    for (int b = 0; b < 256; b++)
-        if (count[b] > 0) {
-            double p = count[b] / (double)d->n_train;
-            h -= p * log(p);
-        }
-    return h;
-}
-
 /* Load --data path (NULL: the built-in corpus) unless it is the one loaded. */
 static int ctx_data(sweep_ctx *c, const char *path)
 {
@@ -170,7 +156,6 @@ static int ctx_data(sweep_ctx *c, const char *path)
         data_builtin(&c->data);
     snprintf(c->data_name, sizeof c->data_name, "%s", name);
     c->have_data = 1;
-    c->entropy = unigram_entropy(&c->data);
     return 0;
 }
 
@@ -222,6 +207,23 @@ static int inapp_report(const sweep_ctx *c)
     return 0;
 }
 
+/* What a row says of a run's settings: every setting as parsed, its
+ * files, its command line. */
+static void facts_fill(sweep_facts *f, const cli_opts *ro, const sweep_args *ra)
+{
+    size_t n = 0;
+    f->seed = ro->cfg.seed;
+    f->steps = ro->cfg.steps;
+    f->cfg = ro->cfg;
+    snprintf(f->data, sizeof f->data, "%s", ro->data ? ro->data : "");
+    snprintf(f->script, sizeof f->script, "%s", ro->script ? ro->script : "");
+    snprintf(f->load, sizeof f->load, "%s", ro->load ? ro->load : "");
+    f->command[0] = 0;
+    for (int i = 0; i < ra->argc && n < sizeof f->command; i++)
+        n += (size_t)snprintf(f->command + n, sizeof f->command - n, "%s%s", i ? " " : "",
+                              ra->argv[i]);
+}
+
 int sweep_run_parse(sweep_ctx *c, long k, int check, sweep_facts *f)
 {
     sweep_args ra;
@@ -247,11 +249,8 @@ int sweep_run_parse(sweep_ctx *c, long k, int check, sweep_facts *f)
         inapp_run ir = {c->inapp, ra.id};
         cli_each_inapplicable(&ro, &ro.cfg, inapp_add, &ir);
     }
-    if (!r && f) {
-        f->seed = ro.cfg.seed;
-        f->steps = ro.cfg.steps;
-        f->entropy = c->entropy;
-    }
+    if (!r && f)
+        facts_fill(f, &ro, &ra);
     free(ra.argv);
     return r;
 }
@@ -666,15 +665,33 @@ static int sweep_list(const sweep_ctx *c, const unsigned char *pick, FILE *out)
     return fflush(out) == 0 ? 0 : 1;
 }
 
+/* Is this ID one of the grid's runs (the table shows only those)? */
+static int ctx_has(void *ctx, const char *id) { return ctx_find(ctx, id) >= 0; }
+
+/* Print the table of the grid's runs (a line per cell, or with
+ * --per-seed per run), and write the cells' as DIR/summary.csv
+ * (atomically). 0, or 1 after one line. */
 static int results_print(const sweep_ctx *c)
 {
-    char path[4300];
+    char path[4300], sum[4300], err[ATOMIC_PATH_MAX + 128], *text = NULL;
+    size_t len = 0;
+    FILE *csv = open_memstream(&text, &len);
+    sweep_table_opts cells = {0, ctx_has, (void *)c, csv}, runs = {1, ctx_has, (void *)c, NULL};
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
-    if (sweep_table_print(path, stdout) != 0) {
+    snprintf(sum, sizeof sum, "%s/summary.csv", c->dir);
+    int r = sweep_table_print(path, c->per_seed ? NULL : stdout, &cells);
+    if (!r && c->per_seed)
+        r = sweep_table_print(path, stdout, &runs);
+    if (csv)
+        fclose(csv);
+    if (r != 0)
         fprintf(stderr, "normscope: %s: cannot read the results\n", path);
-        return 1;
-    }
-    return 0;
+    else if (text && atomic_write_file(sum, text, len, err, sizeof err) != 0)
+        fprintf(stderr, "normscope: %s\n", err);
+    else
+        r = fflush(stdout) == 0 ? 0 : -1;
+    free(text);
+    return r ? 1 : 0;
 }
 
 /* results.csv's rows by run (NULL: none), read before it is rebuilt; rows
@@ -701,13 +718,15 @@ static char **old_rows(const sweep_ctx *c, char **others, size_t *n_others, size
     return rows;
 }
 
-/* What --sweep-collect found of a run. */
-enum { RUN_COMPLETE, RUN_MISSING, RUN_TRUNCATED, RUN_FAILED, RUN_STATES };
+enum { COLLECT_SHOW = 20 }; /* not-complete runs listed on standard error */
+
 static const char *const run_state_name[RUN_STATES] = {"complete", "missing", "truncated",
-                                                       "failed"};
+                                                       "running",  "corrupt", "failed"};
 
 /* tmp[k] = 1 when DIR holds run k's CSV in the making (run-ID.csv.tmp.PID:
- * a run killed, or cancelled, before it ended). One pass over DIR. */
+ * a run killed, or cancelled, before it ended), 2 when process PID still
+ * lives (a task of another scheduler still running on this machine). One
+ * pass over DIR. */
 static void runs_in_making(const sweep_ctx *c, unsigned char *tmp)
 {
     DIR *d = opendir(c->dir);
@@ -716,48 +735,91 @@ static void runs_in_making(const sweep_ctx *c, unsigned char *tmp)
         if (!strncmp(e->d_name, "run-", 4) && strlen(e->d_name) > 4 + 12 + 9 &&
             !strncmp(e->d_name + 16, ".csv.tmp.", 9)) {
             long k = ctx_find(c, e->d_name + 4);
-            if (k >= 0)
-                tmp[k] = 1;
+            char *end;
+            long pid = strtol(e->d_name + 25, &end, 10);
+            int alive = !*end && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+            if (k >= 0 && tmp[k] < 1 + alive)
+                tmp[k] = (unsigned char)(1 + alive);
         }
     if (d)
         closedir(d);
 }
 
-/* Run k's row (into row, n: its length) and its state: complete when its
- * CSV has every step (or it diverged), or its old row says ok/diverged;
- * failed when its old row says so; truncated when its CSV stops short or
- * is still a temporary file; else missing. */
-static int collect_run(sweep_ctx *c, long k, const char *old, int in_making, char *row,
-                       size_t *n)
+int sweep_run_judge(sweep_ctx *c, long k, double wall, char *row, size_t *n)
 {
     sweep_args ra;
     sweep_summary s;
-    sweep_facts rf = {0, 0, NAN};
+    sweep_facts rf;
+    char why[sizeof s.why + 16];
+    struct stat st;
+    memset(&rf, 0, sizeof rf);
+    memset(&s, 0, sizeof s);
     *n = 0;
     if (sweep_args_make(c, k, &ra) != 0)
-        return -1;
+        return RUN_MISSING;
     sweep_run_parse(c, k, 0, &rf);
-    int have = sweep_summary_read(ra.csv, &s) == 0;
-    struct stat st;
-    int csv = stat(ra.csv, &st) == 0;
+    int got = sweep_summary_read(ra.csv, &s);
+    long ended = stat(ra.csv, &st) == 0 ? (long)st.st_mtime : (long)time(NULL);
     free(ra.argv);
-    const char *status = have ? sweep_summary_status(&s, rf.steps) : NULL;
-    if (status) {
-        *n = sweep_results_row(&c->spec, k, &rf, &s, old ? sweep_row_wall(&c->spec, old) : NAN,
-                               status, row, SWEEP_ROW_MAX);
-        return RUN_COMPLETE;
+    if (got == SWEEP_CSV_READ && sweep_summary_matches(&s, &rf, s.why, sizeof s.why) != 0)
+        got = SWEEP_CSV_CORRUPT;
+    if (got == SWEEP_CSV_CORRUPT) {
+        snprintf(why, sizeof why, "its CSV: %s", s.why);
+        *n = sweep_results_row(&c->spec, k, &rf, NULL, wall, "corrupt", why, ended, row,
+                               SWEEP_ROW_MAX);
+        return RUN_CORRUPT;
     }
-    if (old) {
+    const char *status = got == SWEEP_CSV_READ ? sweep_summary_status(&s, rf.steps) : NULL;
+    if (!status)
+        return got == SWEEP_CSV_NONE ? RUN_MISSING : RUN_TRUNCATED;
+    *n = sweep_results_row(&c->spec, k, &rf, &s, wall, status, NULL, ended, row, SWEEP_ROW_MAX);
+    return RUN_COMPLETE;
+}
+
+/* Rows kept from results.csv whose CSV is gone (the row stands alone) or
+ * damaged (the row is all that is left of the run's numbers). */
+typedef struct {
+    long gone, damaged;
+    char gone_ids[COLLECT_SHOW * 13 + 1]; /* the first gone ones' IDs, space-separated */
+} kept_rows;
+
+/* Run k's row (into row, n: its length) and its state. A CSV that reads
+ * whole and holds the run makes the row. Else an old row is kept: a
+ * failure's stays failed; one whose CSV is gone stays complete, one whose
+ * CSV is damaged or cut short is corrupt (both counted in kept). A run
+ * whose CSV in the making has a live writer is running. Without an old
+ * row: a corrupt CSV gets a "corrupt" row; else truncated (a CSV, or one
+ * in the making) or missing. */
+static int collect_run(sweep_ctx *c, long k, const char *old, int in_making, char *row,
+                       size_t *n, kept_rows *kept)
+{
+    int st = sweep_run_judge(c, k, old ? sweep_row_wall(&c->spec, old) : NAN, row, n);
+    if (st == RUN_COMPLETE || (st == RUN_CORRUPT && !old))
+        return st;
+    if (old)
         *n = (size_t)snprintf(row, SWEEP_ROW_MAX, "%s", old);
-        return row_failed(c, old) ? RUN_FAILED : RUN_COMPLETE;
+    else
+        *n = 0;
+    if (in_making == 2) /* running again: its old row stands until it ends */
+        return RUN_RUNNING;
+    if (old && !row_failed(c, old)) {
+        if (st == RUN_MISSING) {
+            if (kept->gone++ < COLLECT_SHOW)
+                snprintf(kept->gone_ids + strlen(kept->gone_ids), 14, " %.12s", old);
+            return RUN_COMPLETE;
+        }
+        kept->damaged++;
+        return RUN_CORRUPT;
     }
-    return csv || in_making ? RUN_TRUNCATED : RUN_MISSING;
+    if (old)
+        return RUN_FAILED;
+    return st == RUN_TRUNCATED || in_making ? RUN_TRUNCATED : st;
 }
 
 /* Rebuild results.csv from the runs' CSVs (in grid order); a run without
  * a finished CSV keeps the row it had (a crash's). Written atomically.
  * state[k]: what was found of run k. 0, or 1 after one line. */
-static int collect_write(sweep_ctx *c, unsigned char *state)
+static int collect_write(sweep_ctx *c, unsigned char *state, kept_rows *kept)
 {
     char header[4096], path[4300], err[ATOMIC_PATH_MAX + 128], *others = NULL;
     char *row = malloc(SWEEP_ROW_MAX);
@@ -778,9 +840,9 @@ static int collect_write(sweep_ctx *c, unsigned char *state)
     int bad = buf_add(&text, &len, &cap, header, strlen(header));
     for (long k = 0; k < c->n_runs && !bad; k++) {
         size_t n;
-        int st = collect_run(c, k, old[k], tmp[k], row, &n);
-        bad = st < 0 || buf_add(&text, &len, &cap, row, n);
-        state[k] = (unsigned char)(st < 0 ? RUN_MISSING : st);
+        int st = collect_run(c, k, old[k], tmp[k], row, &n, kept);
+        bad = buf_add(&text, &len, &cap, row, n);
+        state[k] = (unsigned char)st;
     }
     if (!bad && n_others)
         bad = buf_add(&text, &len, &cap, others, n_others);
@@ -800,12 +862,12 @@ static int collect_write(sweep_ctx *c, unsigned char *state)
     return r ? 1 : 0;
 }
 
-enum { COLLECT_SHOW = 20 }; /* not-complete runs listed on standard error */
-
-/* The counts on standard error, and the first runs not complete as their
+/* The counts on standard error after what (the sweep's "sweep DIR", or
+ * "--sweep-collect DIR"), and the first runs not complete as their
  * --list lines; pick[k] = 1 for those runs. Returns how many are not
  * complete. */
-static long collect_report(const sweep_ctx *c, const unsigned char *state, unsigned char *pick)
+static long runs_report(const sweep_ctx *c, const char *what, const unsigned char *state,
+                        unsigned char *pick)
 {
     long count[RUN_STATES] = {0};
     for (long k = 0; k < c->n_runs; k++) {
@@ -813,9 +875,12 @@ static long collect_report(const sweep_ctx *c, const unsigned char *state, unsig
         pick[k] = state[k] != RUN_COMPLETE;
     }
     long bad = c->n_runs - count[RUN_COMPLETE];
-    fprintf(stderr, "normscope: --sweep-collect %s: %ld expected, %ld complete, %ld missing, "
-                    "%ld truncated, %ld failed\n", c->dir, c->n_runs, count[RUN_COMPLETE],
-            count[RUN_MISSING], count[RUN_TRUNCATED], count[RUN_FAILED]);
+    if (bad == 0 && what[0] != '-')
+        return 0; /* a sweep that went well says nothing more */
+    fprintf(stderr, "normscope: %s %s: %ld expected, %ld complete, %ld missing, %ld truncated, "
+                    "%ld running, %ld corrupt, %ld failed\n", what, c->dir, c->n_runs,
+            count[RUN_COMPLETE], count[RUN_MISSING], count[RUN_TRUNCATED], count[RUN_RUNNING],
+            count[RUN_CORRUPT], count[RUN_FAILED]);
     if (bad == 0)
         return 0;
     fprintf(stderr, "normscope: not complete (%s), as --list lines to run again%s:\n",
@@ -825,6 +890,21 @@ static long collect_report(const sweep_ctx *c, const unsigned char *state, unsig
         if (pick[k] && !list_line(c, k, run_state_name[state[k]], stderr))
             shown++;
     return bad;
+}
+
+/* The rows kept from results.csv that no CSV backs, said and named (the
+ * first of them by their --list lines' IDs). */
+static void kept_report(const sweep_ctx *c, const kept_rows *kept)
+{
+    if (kept->gone)
+        fprintf(stderr, "normscope: --sweep-collect %s: %ld row%s kept from results.csv whose "
+                        "CSV is gone (the row is all there is of the run):%s%s\n", c->dir,
+                kept->gone, kept->gone == 1 ? "" : "s", kept->gone_ids,
+                kept->gone > COLLECT_SHOW ? " ..." : "");
+    if (kept->damaged)
+        fprintf(stderr, "normscope: --sweep-collect %s: %ld row%s kept from results.csv whose "
+                        "CSV is damaged or cut short (listed as corrupt)\n", c->dir,
+                kept->damaged, kept->damaged == 1 ? "" : "s");
 }
 
 /* This binary, by its absolute path: the children run it, and --list's
@@ -927,19 +1007,45 @@ static int check_own_flags(sweep_ctx *c, const cli_opts *o)
     return list_range_parse(c, o->list_range);
 }
 
-/* After a run of the grid that went well: runs results.csv records as
- * failed, and not run again, leave the grid incomplete. The exit status. */
-static int earlier_failures(const sweep_ctx *c, int status)
+/* After the grid ran: every run's state as --sweep-collect finds it (a
+ * row of results.csv stands for its run; a run without one is judged by
+ * what it left), the runs not complete said with their --list lines, and
+ * failures of an earlier attempt named. The exit status: status, or 1
+ * when a run is not complete (never 0 then). */
+static int sweep_end(sweep_ctx *c, int status)
 {
-    long n = 0;
-    for (long k = 0; k < c->n_runs; k++)
-        n += c->failed[k];
-    if (status != 0 || n == 0)
-        return status;
-    fprintf(stderr, "normscope: sweep %s: %ld run%s failed in an earlier attempt (results.csv); "
-                    "--retry failed runs %s again\n", c->dir, n, n == 1 ? "" : "s",
-            n == 1 ? "it" : "them");
-    return 1;
+    long earlier = 0, n = c->n_runs;
+    for (long k = 0; k < n; k++)
+        earlier += c->failed[k];
+    unsigned char *state = calloc((size_t)n, 1), *pick = calloc((size_t)n, 1),
+                  *tmp = calloc((size_t)n, 1);
+    char *row = malloc(SWEEP_ROW_MAX);
+    kept_rows kept = {0, 0, ""};
+    int r = state && pick && tmp && row ? 0 : 1;
+    if (r)
+        fprintf(stderr, "normscope: out of memory\n");
+    memset(c->done, 0, (size_t)n);
+    memset(c->failed, 0, (size_t)n);
+    if (!r)
+        r = results_load(c);
+    if (!r) {
+        runs_in_making(c, tmp);
+        for (long k = 0; k < n; k++) {
+            size_t len;
+            state[k] = (unsigned char)(c->done[k] ? (c->failed[k] ? RUN_FAILED : RUN_COMPLETE)
+                                                  : collect_run(c, k, NULL, tmp[k], row, &len, &kept));
+        }
+        r = runs_report(c, "sweep", state, pick) ? 1 : 0;
+    }
+    if (earlier && !status)
+        fprintf(stderr, "normscope: sweep %s: %ld run%s failed in an earlier attempt "
+                        "(results.csv); --retry failed runs %s again\n", c->dir, earlier,
+                earlier == 1 ? "" : "s", earlier == 1 ? "it" : "them");
+    free(state);
+    free(pick);
+    free(tmp);
+    free(row);
+    return status ? status : r;
 }
 
 static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, sweep_live_fn live,
@@ -974,12 +1080,13 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, swee
         r = results_drop_failed(c);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     c->jobs = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
-    if (!r)
-        r = show ? live(c, live_arg) : sweep_execute(c, c->done, c->jobs, NULL);
+    if (r)
+        return r;
+    r = show ? live(c, live_arg) : sweep_execute(c, c->done, c->jobs, NULL);
     /* after a live view too: the terminal keeps the table (as htop's) */
     if ((r != 130 || show) && results_print(c) != 0)
         r = 1;
-    return c->failed ? earlier_failures(c, r) : r;
+    return sweep_end(c, r);
 }
 
 /* sweep.spec's spec and common flags; the strings are owned by *store. */
@@ -1022,6 +1129,7 @@ static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, vo
     const char *spec = NULL;
     unsigned char *state = NULL, *pick = NULL;
     long incomplete = 0;
+    kept_rows kept = {0, 0, ""};
     snprintf(c->dir, sizeof c->dir, "%s", o->sweep_collect);
     int r = collect_read_spec(c, &store, &spec);
     if (!r)
@@ -1033,9 +1141,11 @@ static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, vo
         r = 1;
     }
     if (!r)
-        r = collect_write(c, state);
-    if (!r)
-        incomplete = collect_report(c, state, pick);
+        r = collect_write(c, state, &kept);
+    if (!r) {
+        kept_report(c, &kept);
+        incomplete = runs_report(c, "--sweep-collect", state, pick);
+    }
     if (!r && o->list) {
         r = sweep_list(c, pick, stdout);
     } else {
@@ -1057,7 +1167,7 @@ static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, vo
 int sweep_requested(const cli_opts *o)
 {
     return o->sweep || o->sweep_collect || o->sweep_out || o->jobs || o->list || o->yes ||
-           o->list_range || o->retry;
+           o->list_range || o->retry || o->per_seed;
 }
 
 int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, void *live_arg)
@@ -1070,6 +1180,7 @@ int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, voi
     int r;
     find_exe(c, argv[0]);
     c->quiet = o->quiet;
+    c->per_seed = o->per_seed;
     c->lock_fd = -1;
     if (o->sweep_collect && (o->sweep || o->sweep_out)) {
         fprintf(stderr, "normscope: --sweep-collect DIR reads DIR/sweep.spec: it takes no "
@@ -1080,8 +1191,8 @@ int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, voi
     } else if (o->sweep_collect) {
         r = sweep_collect(c, o, live, live_arg);
     } else if (!o->sweep) {
-        fprintf(stderr, "normscope: --sweep-out, --jobs, --list, --retry and --yes go with "
-                        "--sweep SPEC\n");
+        fprintf(stderr, "normscope: --sweep-out, --jobs, --list, --retry, --per-seed and --yes go "
+                        "with --sweep SPEC\n");
         r = 2;
     } else {
         r = sweep_go(c, o, argc, argv, live, live_arg);

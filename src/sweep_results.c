@@ -12,36 +12,102 @@
 #include "sweep_int.h"
 
 #include "csv.h"
-#include "diagnose.h"
+#include "metrics.h"
+#include "settings.h"
 
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- a run's CSV, summarized ------------------------------------------- */
 
-/* Column positions in a run's CSV header (metrics.c). */
+/* What a field of a run's CSV must hold, by its column (metrics.c). */
+enum { FK_ANY, FK_NUM, FK_NUM_OR_EMPTY, FK_STEP, FK_NAME, FK_WORD };
+
+/* Column positions in a run's CSV header (metrics.c), and each field's kind. */
 typedef struct {
-    int step, loss, val, gnorm, skipped, state, n; /* state: -1 in older CSVs */
+    int step, loss, val, gnorm, skipped, state, tps, norm, kind, prec, clip, n;
+    int n_layer;        /* layers the l<i>_ columns hold */
     int g0[3], gtop[3]; /* grad_attn, grad_ffn, grad_ln of layer 0 and L-1 */
+    int *fk;            /* n kinds (FK_*); step columns' table index in col_k */
+    int *col_k;
+    int *upd;           /* the n_layer l<i>_update_ratio columns */
 } step_cols;
 
-/* The columns of a run's CSV header line (split in place); returns the
- * fields array for its rows (h->n long, the caller frees it), or NULL
- * when a column is missing or out of memory. */
-static char **step_header(char *line, step_cols *h)
+/* A field's kind from its column's name. */
+static int field_kind(const char *name, int *col_k)
+{
+    int layer, off;
+    *col_k = metrics_step_col_find(name, strlen(name));
+    if (*col_k >= 0)
+        switch (metrics_step_cols[*col_k].type) {
+        case METRICS_T_LONG: return FK_STEP;
+        case METRICS_T_VAL: return FK_NUM_OR_EMPTY;
+        case METRICS_T_PLACE: case METRICS_T_KIND: case METRICS_T_PREC:
+        case METRICS_T_ONOFF: return FK_NAME;
+        default: return FK_NUM;
+        }
+    if (sscanf(name, "l%d_%n", &layer, &off) == 1 && off > 0 &&
+        metrics_layer_col_find(name + off, strlen(name + off)) >= 0)
+        return FK_NUM;
+    return !strcmp(name, "state") ? FK_WORD : FK_ANY;
+}
+
+/* The per-layer columns: gradients of the bottom and top layers, update
+ * ratios, the layer count. 0, or -1 when a layer's columns are missing. */
+static int layer_cols(char **f, step_cols *h)
 {
     static const char *const g[3] = {"grad_attn", "grad_ffn", "grad_ln"};
-    int top = -1, max = 1;
+    char name[64];
+    for (int i = 0; i < h->n; i++) {
+        int layer, off;
+        if (sscanf(f[i], "l%d_%n", &layer, &off) == 1 && off > 0 && layer >= h->n_layer &&
+            layer < NS_MAX_LAYERS)
+            h->n_layer = layer + 1;
+    }
+    if (h->n_layer < 1 || !(h->upd = malloc((size_t)h->n_layer * sizeof *h->upd)))
+        return -1;
+    for (int i = 0; i < h->n_layer; i++) {
+        snprintf(name, sizeof name, "l%d_update_ratio", i);
+        if ((h->upd[i] = csv_find(f, h->n, name)) < 0)
+            return -1;
+    }
+    for (int j = 0; j < 3; j++) {
+        snprintf(name, sizeof name, "l0_%s", g[j]);
+        h->g0[j] = csv_find(f, h->n, name);
+        snprintf(name, sizeof name, "l%d_%s", h->n_layer - 1, g[j]);
+        h->gtop[j] = csv_find(f, h->n, name);
+        if (h->g0[j] < 0 || h->gtop[j] < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void step_cols_free(step_cols *h)
+{
+    free(h->fk);
+    free(h->col_k);
+    free(h->upd);
+}
+
+/* The columns of a run's CSV header line (split in place); returns the
+ * fields array for its rows (h->n long, the caller frees it and h), or
+ * NULL when a column is missing or out of memory. */
+static char **step_header(char *line, step_cols *h)
+{
+    int max = 1;
     for (const char *p = line; *p; p++)
         max += *p == ',';
     char **f = malloc((size_t)max * sizeof *f);
+    memset(h, -1, sizeof *h);
+    h->fk = h->col_k = h->upd = NULL;
+    h->n_layer = 0;
     if (!f)
         return NULL;
-    memset(h, -1, sizeof *h);
     h->n = csv_split(line, f, max);
     h->step = csv_find(f, h->n, "step");
     h->loss = csv_find(f, h->n, "loss");
@@ -49,27 +115,56 @@ static char **step_header(char *line, step_cols *h)
     h->gnorm = csv_find(f, h->n, "grad_norm");
     h->skipped = csv_find(f, h->n, "skipped");
     h->state = csv_find(f, h->n, "state");
-    for (int i = 0; i < h->n; i++) {
-        int layer, off;
-        if (sscanf(f[i], "l%d_%n", &layer, &off) == 1 && off > 0)
-            for (int j = 0; j < 3; j++)
-                if (!strcmp(f[i] + off, g[j])) {
-                    if (layer == 0)
-                        h->g0[j] = i;
-                    if (layer >= top) {
-                        top = layer;
-                        h->gtop[j] = i;
-                    }
-                }
-    }
-    int ok = h->step >= 0 && h->loss >= 0 && h->val >= 0 && h->gnorm >= 0 && h->skipped >= 0;
-    for (int j = 0; j < 3; j++)
-        ok &= h->g0[j] >= 0 && h->gtop[j] >= 0;
+    h->tps = csv_find(f, h->n, "tokens_per_s");
+    h->norm = csv_find(f, h->n, "norm");
+    h->kind = csv_find(f, h->n, "norm_kind");
+    h->prec = csv_find(f, h->n, "precision");
+    h->clip = csv_find(f, h->n, "clip");
+    h->fk = malloc((size_t)h->n * sizeof *h->fk);
+    h->col_k = malloc((size_t)h->n * sizeof *h->col_k);
+    int ok = h->fk && h->col_k && h->step >= 0 && h->loss >= 0 && h->val >= 0 &&
+             h->gnorm >= 0 && h->skipped >= 0 && layer_cols(f, h) == 0;
+    for (int i = 0; ok && i < h->n; i++)
+        h->fk[i] = field_kind(f[i], &h->col_k[i]);
     if (!ok) {
         free(f);
         return NULL;
     }
     return f;
+}
+
+/* Is v wholly a number (nan, inf and -inf included, as the CSV spells them)? */
+static int num_text_ok(const char *v)
+{
+    char *end;
+    if (!*v)
+        return 0;
+    (void)strtod(v, &end);
+    return !*end;
+}
+
+/* A row's fields each as their columns write them. 0, or -1 with the
+ * first bad field named in why. */
+static int row_whole(char **fl, const step_cols *h, char *const *names, char *why, size_t n)
+{
+    for (int i = 0; i < h->n; i++) {
+        const char *v = fl[i];
+        step_metrics m;
+        int ok;
+        switch (h->fk[i]) {
+        case FK_NUM: ok = num_text_ok(v); break;
+        case FK_NUM_OR_EMPTY: ok = !*v || num_text_ok(v); break;
+        case FK_STEP: ok = *v && strspn(v, "0123456789") == strlen(v) && strlen(v) < 16; break;
+        case FK_NAME: ok = metrics_step_col_set_name(&m, h->col_k[i], v) == 0; break;
+        case FK_WORD: ok = strspn(v, "abcdefghijklmnopqrstuvwxyz_") == strlen(v); break;
+        default: ok = 1;
+        }
+        if (!ok) {
+            snprintf(why, n, "%s '%.24s' is not what the column holds", names[i], v);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static double grad_ratio(char **fl, const step_cols *h)
@@ -96,21 +191,42 @@ static void summary_row(sweep_summary *s, summary_acc *acc, char **fl, const ste
     long step = strtol(fl[h->step], NULL, 10);
     double loss = csv_num(fl[h->loss]), gn = csv_num(fl[h->gnorm]);
     int skipped = atoi(fl[h->skipped]);
+    const char *state = h->state >= 0 ? fl[h->state] : "";
     if (acc->rows == 0) {
         s->first_step = step;
         s->first_loss = loss;
         s->ratio_first = grad_ratio(fl, h);
+        snprintf(s->norm, sizeof s->norm, "%s", h->norm >= 0 ? fl[h->norm] : "");
+        snprintf(s->norm_kind, sizeof s->norm_kind, "%s", h->kind >= 0 ? fl[h->kind] : "");
+        snprintf(s->precision, sizeof s->precision, "%s", h->prec >= 0 ? fl[h->prec] : "");
+        s->clip = h->clip >= 0 ? csv_num(fl[h->clip]) : NAN;
     }
     s->last_step = step;
     s->ratio_last = grad_ratio(fl, h);
-    if (!s->div_step && (!isfinite(loss) || (!isfinite(gn) && !skipped)))
+    if (!s->div_step && (!isfinite(loss) || (!isfinite(gn) && !skipped) ||
+                         !strcmp(state, "diverged")))
         s->div_step = step;
-    s->blown_step = h->state >= 0 && !strcmp(fl[h->state], "exploded") ? step : 0;
+    s->blown_step = !strcmp(state, "exploded") ? step : 0;
+    snprintf(s->state, sizeof s->state, "%s", state);
+    double upd = 0;
+    for (int i = 0; i < h->n_layer; i++)
+        upd += csv_num(fl[h->upd[i]]);
+    s->update_last = upd / h->n_layer;
+    double tps = h->tps >= 0 ? csv_num(fl[h->tps]) : NAN;
+    s->inv_tps += tps > 0 ? 1.0 / tps : 0; /* a step's time over its tokens */
     acc->loss[acc->rows++ % SWEEP_LAST_K] = loss;
     if (*fl[h->val]) {
-        acc->val[acc->vals % SWEEP_LAST_K] = csv_num(fl[h->val]);
+        double v = csv_num(fl[h->val]);
+        acc->val[acc->vals % SWEEP_LAST_K] = v;
         acc->val_step[acc->vals++ % SWEEP_LAST_K] = step;
+        if (isfinite(v) && !(v >= s->best_val)) {
+            s->best_val = v;
+            s->best_val_step = step;
+        }
     }
+    for (int j = 0; j < s->n_at; j++)
+        if (s->at_step[j] == step)
+            s->at_loss[j] = loss;
 }
 
 /* train: the mean of the last K losses. val: the mean of the validation
@@ -134,48 +250,161 @@ static void summary_finish(sweep_summary *s, const summary_acc *acc)
     s->val = used ? sum / used : s->has_val ? acc->val[(acc->vals - 1) % SWEEP_LAST_K] : NAN;
 }
 
+/* Every line after the header: split whole, each field as its column
+ * writes it, steps rising. 0, or -1 with the reason in s->why. */
+static int summary_rows(FILE *f, sweep_summary *s, summary_acc *acc, char **fl, char **names,
+                        const step_cols *h)
+{
+    char *line = NULL, why[160];
+    size_t cap = 0;
+    ssize_t len;
+    int r = 0;
+    for (long nr = 2; r == 0 && (len = getline(&line, &cap, f)) > 0; nr++) {
+        int got = line[len - 1] != '\n' ? -1 : csv_split(line, fl, h->n);
+        why[0] = 0;
+        if (got < 0)
+            snprintf(why, sizeof why, "cut short (no newline)");
+        else if (got != h->n)
+            snprintf(why, sizeof why, "%s fields than the header's %d", got > h->n ? "more" : "fewer",
+                     h->n);
+        else if (row_whole(fl, h, names, why, sizeof why) == 0 && acc->rows &&
+                 strtol(fl[h->step], NULL, 10) <= s->last_step)
+            snprintf(why, sizeof why, "step %s after step %ld", fl[h->step], s->last_step);
+        if (why[0]) {
+            snprintf(s->why, sizeof s->why, "line %ld: %s", nr, why);
+            r = -1;
+        } else {
+            summary_row(s, acc, fl, h);
+        }
+    }
+    free(line);
+    return r;
+}
+
 int sweep_summary_read(const char *path, sweep_summary *s)
 {
     FILE *f = fopen(path, "r");
+    int n_at = s->n_at;
+    long at[SWEEP_MAX_AT];
+    memcpy(at, s->at_step, sizeof at);
+    memset(s, 0, sizeof *s);
+    s->n_at = n_at;
+    memcpy(s->at_step, at, sizeof at);
+    for (int j = 0; j < SWEEP_MAX_AT; j++)
+        s->at_loss[j] = NAN;
+    s->best_val = NAN;
     if (!f)
-        return -1;
-    char *line = NULL, **fl = NULL;
+        return SWEEP_CSV_NONE;
+    char *line = NULL, *head = NULL, **fl = NULL, **names = NULL;
     size_t cap = 0;
     step_cols h;
     summary_acc acc;
-    memset(s, 0, sizeof *s);
     memset(&acc, 0, sizeof acc);
-    int ok = getline(&line, &cap, f) > 0 && (fl = step_header(line, &h)) != NULL;
-    while (ok && getline(&line, &cap, f) > 0)
-        if (csv_split(line, fl, h.n) == h.n)
-            summary_row(s, &acc, fl, &h);
+    memset(&h, 0, sizeof h);
+    ssize_t len = getline(&line, &cap, f);
+    int r = SWEEP_CSV_CORRUPT;
+    if (len <= 0) {
+        r = SWEEP_CSV_SHORT; /* made, nothing written yet */
+    } else if (line[len - 1] != '\n' || !(head = strdup(line)) ||
+               !(fl = step_header(line, &h)) || !(names = malloc((size_t)h.n * sizeof *names)) ||
+               csv_split(head, names, h.n) != h.n) {
+        snprintf(s->why, sizeof s->why, "line 1: not a run's CSV header");
+    } else if (summary_rows(f, s, &acc, fl, names, &h) == 0) {
+        r = acc.rows ? SWEEP_CSV_READ : SWEEP_CSV_SHORT;
+    }
     fclose(f);
     free(line);
+    free(head);
     free(fl);
-    if (!ok || acc.rows == 0)
-        return -1;
-    summary_finish(s, &acc);
-    return 0;
+    free(names);
+    s->n_layer = h.n_layer;
+    step_cols_free(&h);
+    if (r == SWEEP_CSV_READ)
+        summary_finish(s, &acc);
+    return r;
 }
 
+
+int sweep_summary_matches(const sweep_summary *s, const sweep_facts *f, char *why, size_t n)
+{
+    static const char *const names[3] = {"norm", "norm-kind", "precision"};
+    const char *got[3] = {s->norm, s->norm_kind, s->precision};
+    char want[64];
+    if (s->n_layer != f->cfg.n_layer) {
+        snprintf(why, n, "it holds %d layers where the run's ID says --layers %d", s->n_layer,
+                 f->cfg.n_layer);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        settings_format(settings_find(names[i], strlen(names[i])), &f->cfg, want, sizeof want);
+        if (*got[i] && strcmp(got[i], want) != 0) {
+            snprintf(why, n, "its first row has %s %s where the run's ID says --%s %s",
+                     names[i], got[i], names[i], want);
+            return -1;
+        }
+    }
+    if (!isnan(s->clip) && (float)s->clip != f->cfg.clip) {
+        snprintf(why, n, "its first row has clip %g where the run's ID says --clip %g", s->clip,
+                 (double)f->cfg.clip);
+        return -1;
+    }
+    return 0;
+}
 
 const char *sweep_summary_status(const sweep_summary *s, long steps)
 {
     if (s->div_step)
         return "diverged";
-    /* a run stopped at its finite blow-up ran what it could: its row says
-     * exploded (sweep_results_row) */
-    return s->last_step >= steps || s->blown_step ? "ok" : NULL;
+    /* a run stopped at its finite blow-up ran what it could */
+    if (s->blown_step)
+        return "exploded";
+    if (!strcmp(s->state, "stalled")) /* at its end, whether it ran on or stopped there
+                                         (--on-stall stop) */
+        return "stalled";
+    if (s->last_step < steps)
+        return NULL;
+    if (!s->state[0] || !strcmp(s->state, "fixed")) /* fixed: it recovered */
+        return "ok";
+    return s->state; /* a state this version does not know by name */
 }
 
 /* ---- DIR/results.csv ----------------------------------------------------- */
 
-/* The result columns, in the order written (SWEEP_COL_*). */
+/* The result columns, in the order written (SWEEP_COL_*); "steps" is the
+ * setting (--steps), "last_step" the step the run reached. */
 static const char *const result_names[SWEEP_COLS] = {
-    "seed", "steps", "train_loss", "val_loss", "diverged_step", "stalled", "exploded",
-    "ratio_first", "ratio_last", "wall_s", "status"};
+    "seed", "last_step", "train_loss", "val_loss", "diverged_step", "stalled", "exploded",
+    "ratio_first", "ratio_last", "wall_s", "status", "state", "reason", "best_val",
+    "best_val_step", "update_ratio_end", "tokens", "train_s"};
+/* Columns an older results.csv may lack (read as empty). */
+static int col_optional(int j) { return j == SWEEP_COL_EXPLODED || j >= SWEEP_COL_STATE; }
+/* Where no column of a settings row, or of the sweep, is written twice:
+ * the settings' columns follow, then these. */
+static const char *const tail_names[] = {"data", "script", "load", "version", "command",
+                                         "time", "host"};
+enum { N_TAIL_COLS = sizeof tail_names / sizeof tail_names[0] };
 
 static int is_seed_axis(const sweep_axis *a) { return !strcmp(a->name, "seed"); }
+
+static int is_axis(const sweep_spec *sp, const char *name)
+{
+    for (int i = 0; i < sp->n_axes; i++)
+        if (!strcmp(sp->axis[i].name, name))
+            return 1;
+    return 0;
+}
+
+/* Settings row i gets a column of its own: a setting of the model or its
+ * training (ns_config), not an axis (those come first), not the seed (a
+ * result column). */
+static const ns_setting *config_col(const sweep_spec *sp, int i)
+{
+    const ns_setting *r = settings_row(i);
+    if (!r || r->home != SET_IN_CFG || (r->flags & SETF_NOFLAG) || !strcmp(r->name, "seed") ||
+        is_axis(sp, r->name))
+        return NULL;
+    return r;
+}
 
 void sweep_results_header(const sweep_spec *s, char *buf, size_t n)
 {
@@ -185,6 +414,12 @@ void sweep_results_header(const sweep_spec *s, char *buf, size_t n)
             k += (size_t)snprintf(buf + k, n - k, ",%s", s->axis[i].name);
     for (int j = 0; j < SWEEP_COLS && k < n; j++)
         k += (size_t)snprintf(buf + k, n - k, ",%s", result_names[j]);
+    for (int i = 0; i < settings_count() && k < n; i++)
+        if (config_col(s, i))
+            k += (size_t)snprintf(buf + k, n - k, ",%s", settings_row(i)->name);
+    for (int j = 0; j < N_TAIL_COLS && k < n; j++)
+        if (j >= 3 || !is_axis(s, tail_names[j]))
+            k += (size_t)snprintf(buf + k, n - k, ",%s", tail_names[j]);
     if (k < n)
         snprintf(buf + k, n - k, "\n");
 }
@@ -212,51 +447,87 @@ void sweep_fmt_loss(char *buf, size_t n, double x, int width)
         snprintf(buf, n, "%.*g", p, x);
 }
 
+/* Append ",text" with its commas written ';' (no field is quoted). */
+static size_t put_field(char *buf, size_t len, size_t n, const char *text)
+{
+    if (len + 1 < n)
+        buf[len++] = ',';
+    for (; *text && len + 1 < n; text++)
+        buf[len++] = *text == ',' || *text == '\n' ? ';' : *text;
+    buf[len < n ? len : n - 1] = 0;
+    return len;
+}
+
+/* The result fields of a run that left a CSV (num[SWEEP_COLS][32], in
+ * SWEEP_COL_* order; the others empty). */
+static void summary_fields(const sweep_summary *s, const sweep_facts *f, const char *status,
+                           char (*num)[32])
+{
+    snprintf(num[SWEEP_COL_STEPS], 32, "%ld", s->last_step);
+    fmt_num(num[SWEEP_COL_TRAIN], 32, s->train);
+    if (s->has_val)
+        fmt_num(num[SWEEP_COL_VAL], 32, s->val);
+    if (s->div_step)
+        snprintf(num[SWEEP_COL_DIV], 32, "%ld", s->div_step);
+    snprintf(num[SWEEP_COL_STALLED], 32, "%d", !strcmp(status, "stalled"));
+    snprintf(num[SWEEP_COL_EXPLODED], 32, "%d", !strcmp(status, "exploded"));
+    fmt_num(num[SWEEP_COL_R1], 32, s->ratio_first);
+    fmt_num(num[SWEEP_COL_RN], 32, s->ratio_last);
+    snprintf(num[SWEEP_COL_STATE], 32, "%s", s->state);
+    if (!isnan(s->best_val)) {
+        fmt_num(num[SWEEP_COL_BEST], 32, s->best_val);
+        snprintf(num[SWEEP_COL_BEST_STEP], 32, "%ld", s->best_val_step);
+    }
+    fmt_num(num[SWEEP_COL_UPD], 32, s->update_last);
+    double per_step = (double)f->cfg.batch * f->cfg.context;
+    snprintf(num[SWEEP_COL_TOKENS], 32, "%.0f", per_step * (double)(s->last_step - s->first_step + 1));
+    snprintf(num[SWEEP_COL_TRAIN_S], 32, "%.4g", s->inv_tps * per_step);
+}
+
 size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
-                         const sweep_summary *s, double wall, const char *status, char *buf,
-                         size_t n)
+                         const sweep_summary *s, double wall, const char *status,
+                         const char *reason, long ended, char *buf, size_t n)
 {
     int idx[SWEEP_MAX_AXES];
+    char id[13], num[SWEEP_COLS][32], text[1100];
     sweep_run_index(sp, k, idx);
-    char id[13], num[8][32];
     sweep_run_id(sp, idx, id);
     size_t len = (size_t)snprintf(buf, n, "%s", id);
     for (int i = 0; i < sp->n_axes && len < n; i++)
         if (!is_seed_axis(&sp->axis[i]))
-            len += (size_t)snprintf(buf + len, n - len, ",%s", sp->axis[i].v[idx[i]]);
-    for (int j = 0; j < 8; j++)
-        num[j][0] = 0;
-    if (s) {
-        double final = s->has_val ? s->val : s->train;
-        /* exploded: a finite blow-up, not the plateau: more than the
-         * plateau's tolerance above the first step's loss (a 20-step run's
-         * mean 0.02 above its first step is noise, not a blow-up);
-         * stalled: the plateau rule (see SWEEPS in normscope(1)), for a run
-         * that had the steps the diagnosis needs to call a plateau one (a
-         * 20-step run above it has not stalled: it has barely started) */
-        int exploded = !s->div_step && (s->blown_step || (isfinite(final) &&
-                                                          final > s->first_loss + DIAG_STALL_TOL));
-        int judged = s->last_step - s->first_step + 1 >= DIAG_STALL_STEPS;
-        snprintf(num[0], 32, "%ld", s->last_step);
-        fmt_num(num[1], 32, s->train);
-        if (s->has_val)
-            fmt_num(num[2], 32, s->val);
-        if (s->div_step)
-            snprintf(num[3], 32, "%ld", s->div_step);
-        snprintf(num[4], 32, "%d",
-                 judged && !s->div_step && !exploded && !(final < f->entropy - 0.1));
-        snprintf(num[5], 32, "%d", exploded);
-        fmt_num(num[6], 32, s->ratio_first);
-        fmt_num(num[7], 32, s->ratio_last);
-    }
-    char w[32] = "";
+            len = put_field(buf, len, n, sp->axis[i].v[idx[i]]);
+    memset(num, 0, sizeof num);
+    if (s)
+        summary_fields(s, f, status, num);
+    snprintf(num[SWEEP_COL_SEED], 32, "%llu", (unsigned long long)f->seed);
     if (!isnan(wall))
-        snprintf(w, sizeof w, "%.2f", wall);
-    if (len < n)
-        len += (size_t)snprintf(buf + len, n - len, ",%llu,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
-                                (unsigned long long)f->seed, num[0], num[1], num[2], num[3],
-                                num[4], num[5], num[6], num[7], w, status);
-    return len < n ? len : n - 1;
+        snprintf(num[SWEEP_COL_WALL], 32, "%.2f", wall);
+    snprintf(num[SWEEP_COL_STATUS], 32, "%s", status);
+    snprintf(num[SWEEP_COL_REASON], 32, "%s", "");
+    for (int j = 0; j < SWEEP_COLS; j++)
+        len = put_field(buf, len, n, j == SWEEP_COL_REASON && reason ? reason : num[j]);
+    for (int i = 0; i < settings_count(); i++)
+        if (config_col(sp, i)) {
+            settings_format(settings_row(i), &f->cfg, text, sizeof text);
+            len = put_field(buf, len, n, text);
+        }
+    const char *paths[3] = {f->data, f->script, f->load};
+    for (int j = 0; j < 3; j++)
+        if (!is_axis(sp, tail_names[j]))
+            len = put_field(buf, len, n, paths[j]);
+    time_t t = (time_t)ended;
+    char when[32] = "", host[256] = "";
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = 0;
+    len = put_field(buf, len, n, NS_VERSION);
+    len = put_field(buf, len, n, f->command);
+    len = put_field(buf, len, n, when);
+    len = put_field(buf, len, n, host);
+    if (len + 1 < n)
+        buf[len++] = '\n';
+    buf[len] = 0;
+    return len;
 }
 
 int sweep_results_append(const char *dir, const char *row, size_t len)
@@ -279,11 +550,15 @@ int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing)
         *missing = "id";
         return -1;
     }
-    for (int j = 0; j < SWEEP_COLS; j++)
-        if ((c->col[j] = csv_find(f, n, result_names[j])) < 0 && j != SWEEP_COL_EXPLODED) {
+    for (int j = 0; j < SWEEP_COLS; j++) {
+        c->col[j] = csv_find(f, n, result_names[j]);
+        if (j == SWEEP_COL_STEPS && c->col[j] < 0) /* older files: "steps" */
+            c->col[j] = csv_find(f, n, "steps");
+        if (c->col[j] < 0 && !col_optional(j)) {
             *missing = result_names[j];
             return -1;
         }
+    }
     c->n_axes = c->col[SWEEP_COL_SEED] - 1;
     if (c->n_axes < 0) {
         *missing = "seed";
@@ -292,49 +567,75 @@ int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing)
     return 0;
 }
 
+/* Is this status a run that left no numbers (older files: "exit N",
+ * "signal N")? */
+static int status_failed(const char *st)
+{
+    return !strcmp(st, "failed") || !strcmp(st, "killed") || !strcmp(st, "corrupt") ||
+           !strncmp(st, "exit ", 5) || !strncmp(st, "signal ", 7);
+}
+
+/* Field j of a row, "" for a column the file lacks. */
+static const char *col_text(const sweep_cols *c, char *const *f, int j)
+{
+    return c->col[j] >= 0 ? f[c->col[j]] : "";
+}
+
 void sweep_result_fields(const sweep_cols *c, char *const *f, sweep_result *r)
 {
-    const char *status = f[c->col[SWEEP_COL_STATUS]], *val = f[c->col[SWEEP_COL_VAL]];
+    const char *status = col_text(c, f, SWEEP_COL_STATUS), *val = col_text(c, f, SWEEP_COL_VAL);
     memset(r, 0, sizeof *r);
     r->ok = !strcmp(status, "ok");
     r->diverged = !strcmp(status, "diverged");
-    r->failed = !r->ok && !r->diverged;
-    r->steps = strtol(f[c->col[SWEEP_COL_STEPS]], NULL, 10);
-    r->train = csv_num(f[c->col[SWEEP_COL_TRAIN]]);
+    r->failed = status_failed(status);
+    r->steps = strtol(col_text(c, f, SWEEP_COL_STEPS), NULL, 10);
+    r->train = csv_num(col_text(c, f, SWEEP_COL_TRAIN));
     r->val = csv_num(val);
     r->final = *val ? r->val : r->train;
-    r->div_step = strtol(f[c->col[SWEEP_COL_DIV]], NULL, 10);
-    r->stalled = !strcmp(f[c->col[SWEEP_COL_STALLED]], "1");
-    r->exploded = c->col[SWEEP_COL_EXPLODED] >= 0 && !strcmp(f[c->col[SWEEP_COL_EXPLODED]], "1");
-    r->has_ratio = *f[c->col[SWEEP_COL_R1]] != 0;
-    r->ratio_first = csv_num(f[c->col[SWEEP_COL_R1]]);
-    r->ratio_last = csv_num(f[c->col[SWEEP_COL_RN]]);
+    r->div_step = strtol(col_text(c, f, SWEEP_COL_DIV), NULL, 10);
+    r->stalled = !strcmp(col_text(c, f, SWEEP_COL_STALLED), "1");
+    r->exploded = !strcmp(col_text(c, f, SWEEP_COL_EXPLODED), "1");
+    r->has_ratio = *col_text(c, f, SWEEP_COL_R1) != 0;
+    r->ratio_first = csv_num(col_text(c, f, SWEEP_COL_R1));
+    r->ratio_last = csv_num(col_text(c, f, SWEEP_COL_RN));
+    r->best_val = csv_num(col_text(c, f, SWEEP_COL_BEST));
+    r->best_step = strtol(col_text(c, f, SWEEP_COL_BEST_STEP), NULL, 10);
+    r->update_end = csv_num(col_text(c, f, SWEEP_COL_UPD));
 }
 
 /* The columns of a sweep over s, from the header it writes. */
 static int spec_cols(const sweep_spec *s, sweep_cols *c)
 {
-    char head[SWEEP_ROW_MAX], *f[SWEEP_MAX_AXES + 1 + SWEEP_COLS];
+    char head[SWEEP_ROW_MAX], *f[SWEEP_MAX_FIELDS];
     const char *missing;
     sweep_results_header(s, head, sizeof head);
-    int n = csv_split(head, f, SWEEP_MAX_AXES + 1 + SWEEP_COLS);
-    return n <= SWEEP_MAX_AXES + 1 + SWEEP_COLS ? sweep_cols_find(c, f, n, &missing) : -1;
+    int n = csv_split(head, f, SWEEP_MAX_FIELDS);
+    return n <= SWEEP_MAX_FIELDS ? sweep_cols_find(c, f, n, &missing) : -1;
 }
 
 /* Split a row of a sweep over s (a copy in buf). The fields, or NULL
- * when it is not such a row. */
+ * when it is not such a row. A row as an older normscope wrote it (the
+ * axes, then seed to status, nothing after) is read by that layout. */
 static char **spec_row(const sweep_spec *s, const char *row, char *buf, size_t n, char **f,
                        sweep_cols *c)
 {
     if (spec_cols(s, c) != 0)
         return NULL;
     snprintf(buf, n, "%s", row);
-    return csv_split(buf, f, c->n) == c->n ? f : NULL;
+    int got = csv_split(buf, f, c->n);
+    if (got == c->n)
+        return f;
+    if (got != c->n_axes + 1 + SWEEP_COL_STATUS + 1)
+        return NULL;
+    for (int j = 0; j < SWEEP_COLS; j++)
+        c->col[j] = j <= SWEEP_COL_STATUS ? c->n_axes + 1 + j : -1;
+    c->n = got;
+    return f;
 }
 
 int sweep_row_parse(const sweep_spec *s, const char *row, sweep_result *r)
 {
-    char buf[SWEEP_ROW_MAX], *f[SWEEP_MAX_AXES + 1 + SWEEP_COLS];
+    char buf[SWEEP_ROW_MAX], *f[SWEEP_MAX_FIELDS];
     sweep_cols c;
     memset(r, 0, sizeof *r);
     if (!spec_row(s, row, buf, sizeof buf, f, &c))
@@ -345,7 +646,7 @@ int sweep_row_parse(const sweep_spec *s, const char *row, sweep_result *r)
 
 double sweep_row_wall(const sweep_spec *s, const char *row)
 {
-    char buf[SWEEP_ROW_MAX], *f[SWEEP_MAX_AXES + 1 + SWEEP_COLS];
+    char buf[SWEEP_ROW_MAX], *f[SWEEP_MAX_FIELDS];
     sweep_cols c;
     if (!spec_row(s, row, buf, sizeof buf, f, &c) || !*f[c.col[SWEEP_COL_WALL]])
         return NAN;
@@ -362,9 +663,35 @@ static void stat_add(sweep_stat *s, double x)
     s->hi = s->n && s->hi > x ? s->hi : x;
     s->sum += x;
     s->n++;
+    double d = x - s->mean;
+    s->mean += d / s->n;
+    s->m2 += d * (x - s->mean);
 }
 
-double sweep_stat_mean(const sweep_stat *s) { return s->n ? s->sum / s->n : NAN; }
+double sweep_stat_mean(const sweep_stat *s) { return s->n ? s->mean : NAN; }
+
+double sweep_stat_sd(const sweep_stat *s) { return s->n > 1 ? sqrt(s->m2 / (s->n - 1)) : NAN; }
+
+/* Student's t quantile t(0.975, df): the standard table for df 1..30 (to
+ * three decimals, as in Fisher and Yates's Statistical Tables), then the
+ * normal quantile z = 1.959964 with the first two terms of the
+ * Cornish-Fisher expansion in 1/df (Abramowitz and Stegun 26.7.5),
+ * within 0.0002 of the exact value above 30. */
+static double t975(int df)
+{
+    static const double t[30] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    const double z = 1.959964;
+    double z3 = z * z * z, z5 = z3 * z * z, d = df;
+    return df <= 30 ? t[df - 1] : z + (z3 + z) / 4 / d + (5 * z5 + 16 * z3 + 3 * z) / 96 / (d * d);
+}
+
+double sweep_stat_ci95(const sweep_stat *s)
+{
+    return s->n > 1 ? t975(s->n - 1) * sweep_stat_sd(s) / sqrt(s->n) : NAN;
+}
 
 void sweep_cell_add(sweep_cell *c, const sweep_result *r)
 {
@@ -379,6 +706,8 @@ void sweep_cell_add(sweep_cell *c, const sweep_result *r)
         stat_add(&c->final, r->final);
         stat_add(&c->train, r->train);
         stat_add(&c->val, r->val);
+        stat_add(&c->best, r->best_val);
+        stat_add(&c->update, r->update_end);
     }
     if (r->has_ratio) {
         c->ratio[0] += r->ratio_first;
@@ -421,18 +750,16 @@ static int cmp_cell(const void *x, const void *y)
     return 0;
 }
 
-/* "mean+-spread" (spread: half the range), each in at most 7 characters,
- * or "-" without a value. */
-static void fmt_stat(char *buf, size_t n, const sweep_stat *s)
+/* A stat's mean, sd or interval half-width in at most 7 characters (or
+ * exact: %.6g, for a file), "-" without one. */
+static void fmt_opt(char *buf, size_t n, double x, int exact)
 {
-    char m[32], h[32];
-    if (!s->n) {
-        snprintf(buf, n, "-");
-        return;
-    }
-    sweep_fmt_loss(m, sizeof m, sweep_stat_mean(s), 7);
-    sweep_fmt_loss(h, sizeof h, (s->hi - s->lo) / 2, 7);
-    snprintf(buf, n, "%s+-%s", m, h);
+    if (isnan(x))
+        snprintf(buf, n, exact ? "" : "-");
+    else if (exact)
+        fmt_num(buf, n, x);
+    else
+        sweep_fmt_loss(buf, n, x, 7);
 }
 
 /* Print rows of strings with each column as wide as its widest entry. */
@@ -452,48 +779,71 @@ static void print_aligned(FILE *out, char **text, int rows, int cols)
                 fprintf(out, "%s\n", text[r * cols + j]);
 }
 
-/* The cells' lines: the header row, then one row per cell. The columns
- * are few and short, so that a grid of three axes fits 80 columns: the
- * final loss (val_loss, else train_loss) of the runs that trained, the
- * counts of the states, and the gradient ratio at the end. */
-static void table_print(FILE *out, char **names, const table_cell *cells, int n_cells, int n_axes)
+/* The same rows as CSV (DIR/summary.csv). */
+static void print_csv(FILE *out, char **text, int rows, int cols)
 {
-    static const char *const tail[] = {"runs", "final", "div", "stall", "expl", "fail",
-                                       "ratio@end"};
-    enum { W = SWEEP_VALUE_MAX, N_TAIL = sizeof tail / sizeof tail[0] };
-    int cols = n_axes + N_TAIL, rows = n_cells + 1;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++)
+            fprintf(out, "%s%s", text[r * cols + j], j + 1 < cols ? "," : "\n");
+}
+
+/* The table's columns after the axes: the runs, then the final loss
+ * (val_loss, else train_loss) of those that neither diverged nor failed:
+ * how many, their mean, sd and the half-width of the mean's 95% interval
+ * (sweep_stat_ci95); the counts of the states; the gradient ratio at the
+ * end. Few and short, so that a grid of three axes fits 80 columns. */
+static const char *const cell_cols[] = {"runs", "n", "final", "sd", "ci95", "div", "stall",
+                                        "expl", "fail", "ratio"};
+enum { N_CELL_COLS = sizeof cell_cols / sizeof cell_cols[0], CELL_W = SWEEP_VALUE_MAX };
+
+static void cell_text(char **v, const sweep_cell *c, int exact)
+{
+    snprintf(v[0], CELL_W, "%d", c->runs);
+    snprintf(v[1], CELL_W, "%d", c->final.n);
+    fmt_opt(v[2], CELL_W, sweep_stat_mean(&c->final), exact);
+    fmt_opt(v[3], CELL_W, sweep_stat_sd(&c->final), exact);
+    fmt_opt(v[4], CELL_W, sweep_stat_ci95(&c->final), exact);
+    snprintf(v[5], CELL_W, "%d", c->diverged);
+    snprintf(v[6], CELL_W, "%d", c->stalled);
+    snprintf(v[7], CELL_W, "%d", c->exploded);
+    snprintf(v[8], CELL_W, "%d", c->failed);
+    if (c->n_ratio)
+        snprintf(v[9], CELL_W, exact ? "%.6g" : "%.2g", c->ratio[1] / c->n_ratio);
+    else
+        snprintf(v[9], CELL_W, exact ? "" : "-");
+}
+
+/* The cells' lines: the header row, then one row per cell (a run's seed
+ * its last axis when the table is per seed), aligned to out, or with
+ * exact as CSV. */
+static void table_print(FILE *out, int exact, char **names, const table_cell *cells, int n_cells,
+                        int n_axes)
+{
+    int cols = n_axes + N_CELL_COLS, rows = n_cells + 1;
     char **text = calloc((size_t)rows * (size_t)cols, sizeof *text);
-    char *store = malloc((size_t)rows * (size_t)cols * W);
+    char *store = malloc((size_t)rows * (size_t)cols * CELL_W);
     if (!text || !store) {
         free(text);
         free(store);
         return;
     }
     for (int i = 0; i < rows * cols; i++)
-        text[i] = store + (size_t)i * W;
+        text[i] = store + (size_t)i * CELL_W;
     for (int j = 0; j < cols; j++)
-        snprintf(text[j], W, "%s", j < n_axes ? names[j] : tail[j - n_axes]);
+        snprintf(text[j], CELL_W, "%s", j < n_axes ? names[j] : cell_cols[j - n_axes]);
     for (int r = 1; r < rows; r++) {
-        const sweep_cell *c = &cells[r - 1].fold;
         const char *p = cells[r - 1].key;
         for (int j = 0; j < n_axes; j++) {
             size_t l = strcspn(p, ",");
-            snprintf(text[r * cols + j], W, "%.*s", (int)l, p);
+            snprintf(text[r * cols + j], CELL_W, "%.*s", (int)l, p);
             p += l + (p[l] == ',');
         }
-        char **v = text + r * cols + n_axes;
-        snprintf(v[0], W, "%d", c->runs);
-        fmt_stat(v[1], W, &c->final);
-        snprintf(v[2], W, "%d", c->diverged);
-        snprintf(v[3], W, "%d", c->stalled);
-        snprintf(v[4], W, "%d", c->exploded);
-        snprintf(v[5], W, "%d", c->failed);
-        if (c->n_ratio)
-            snprintf(v[6], W, "%.2g", c->ratio[1] / c->n_ratio);
-        else
-            snprintf(v[6], W, "-");
+        cell_text(text + r * cols + n_axes, &cells[r - 1].fold, exact);
     }
-    print_aligned(out, text, rows, cols);
+    if (exact)
+        print_csv(out, text, rows, cols);
+    else
+        print_aligned(out, text, rows, cols);
     free(text);
     free(store);
 }
@@ -520,30 +870,38 @@ static table_cell *cell_get(table_cell **cells, int *n, int *cap, const char *ke
     return c;
 }
 
-int sweep_table_print(const char *path, FILE *out)
+/* A row's cell key: its axis fields comma-joined, and with per_seed its
+ * seed. */
+static void row_key(const sweep_cols *cols, char **rf, int per_seed, char *key, size_t n)
 {
-    enum { MAXF = SWEEP_MAX_AXES + 1 + SWEEP_COLS };
+    size_t k = 0;
+    key[0] = 0;
+    for (int i = 0; i < cols->n_axes && k < n; i++)
+        k += (size_t)snprintf(key + k, n - k, "%s%s", i ? "," : "", rf[1 + i]);
+    if (per_seed && k < n)
+        snprintf(key + k, n - k, "%s%s", cols->n_axes ? "," : "", rf[cols->col[SWEEP_COL_SEED]]);
+}
+
+int sweep_table_print(const char *path, FILE *out, const sweep_table_opts *o)
+{
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    char *line = NULL, *head = NULL, *fl[MAXF + 1];
+    char *line = NULL, *head = NULL, *fl[SWEEP_MAX_FIELDS + 1];
     const char *missing;
     size_t cap = 0;
     int n_cells = 0, cap_cells = 0, ok = 0;
     sweep_cols cols;
     table_cell *cells = NULL;
     if (getline(&line, &cap, f) > 0 && (head = strdup(line)) != NULL) {
-        int n = csv_split(head, fl, MAXF);
-        ok = n <= MAXF && sweep_cols_find(&cols, fl, n, &missing) == 0;
+        int n = csv_split(head, fl, SWEEP_MAX_FIELDS);
+        ok = n <= SWEEP_MAX_FIELDS && sweep_cols_find(&cols, fl, n, &missing) == 0;
     }
     while (ok && getline(&line, &cap, f) > 0) {
-        char *rf[MAXF + 1];
-        if (csv_split(line, rf, cols.n) != cols.n)
+        char *rf[SWEEP_MAX_FIELDS + 1], key[SWEEP_MAX_AXES * SWEEP_VALUE_MAX];
+        if (csv_split(line, rf, cols.n) != cols.n || (o->keep && !o->keep(o->ctx, rf[0])))
             continue;
-        char key[SWEEP_MAX_AXES * SWEEP_VALUE_MAX] = "";
-        size_t k = 0;
-        for (int i = 0; i < cols.n_axes && k < sizeof key; i++)
-            k += (size_t)snprintf(key + k, sizeof key - k, "%s%s", i ? "," : "", rf[1 + i]);
+        row_key(&cols, rf, o->per_seed, key, sizeof key);
         table_cell *c = cell_get(&cells, &n_cells, &cap_cells, key);
         sweep_result r;
         sweep_result_fields(&cols, rf, &r);
@@ -554,8 +912,10 @@ int sweep_table_print(const char *path, FILE *out)
     free(line);
     if (n_cells)
         qsort(cells, (size_t)n_cells, sizeof *cells, cmp_cell);
-    if (ok)
-        table_print(out, fl + 1, cells, n_cells, cols.n_axes);
+    if (ok && out)
+        table_print(out, 0, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0));
+    if (ok && o->csv)
+        table_print(o->csv, 1, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0));
     for (int i = 0; i < n_cells; i++)
         free(cells[i].key);
     free(cells);

@@ -73,46 +73,74 @@ static pid_t run_spawn(const sweep_ctx *c, long k)
     return pid;
 }
 
+/* Why a child that left no usable CSV failed, into why; its status:
+ * "killed" (a signal, or a stop signal this sweep did not send: exit 130),
+ * else "failed". */
+static const char *failure(int wstatus, long last, long steps, char *why, size_t n)
+{
+    int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+    if (WIFSIGNALED(wstatus)) {
+        snprintf(why, n, "signal %d", WTERMSIG(wstatus));
+        return "killed";
+    }
+    if (code == 130) {
+        snprintf(why, n, "exit 130: stopped by a signal this sweep did not send");
+        return "killed";
+    }
+    if (code == 0 || code == 3 || code == 4)
+        snprintf(why, n, "exit %d, its CSV ends at step %ld of %ld", code, last, steps);
+    else
+        snprintf(why, n, "exit %d", code);
+    return "failed";
+}
+
 /* A child has ended: its row (also into row[SWEEP_ROW_MAX], "" when
- * none), unless it was interrupted. Returns 1 when it failed (no CSV, or
- * an exit other than 0 and 3), else 0. */
-static int run_finish(sweep_ctx *c, long k, int wstatus, double wall, int *recorded, char *row)
+ * none), unless this sweep stopped it (ours: it sent the stop). Its CSV
+ * is judged as --sweep-collect judges it (sweep_run_judge). A run that
+ * failed is said on standard error (unless a watcher shows it). Returns 1
+ * when it failed (no complete CSV), else 0. */
+static int run_finish(sweep_ctx *c, const sweep_watch *w, long k, int wstatus, double wall,
+                      int ours, int *recorded, char *row)
 {
     sweep_args ra;
-    sweep_summary s;
-    sweep_facts rf = {0, 0, NAN};
-    char why[32];
+    sweep_facts rf;
+    char why[200], log[4300];
+    const char *status = "corrupt";
+    size_t len = 0;
     *recorded = 0;
     row[0] = 0;
     if (sweep_args_make(c, k, &ra) != 0)
         return 1;
+    snprintf(log, sizeof log, "%s/run-%s.log", c->dir, ra.id);
     int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-    sweep_run_parse(c, k, 0, &rf);
-    int have = (code == 0 || code == 3) && sweep_summary_read(ra.csv, &s) == 0;
-    const char *status = have ? sweep_summary_status(&s, rf.steps) : NULL;
-    size_t len = 0;
-    if (have && status) {
-        len = sweep_results_row(&c->spec, k, &rf, &s, wall, status, row, SWEEP_ROW_MAX);
-    } else if (WIFSIGNALED(wstatus) || (code != 130 && !have)) {
-        if (WIFSIGNALED(wstatus))
-            snprintf(why, sizeof why, "signal %d", WTERMSIG(wstatus));
-        else
-            snprintf(why, sizeof why, "exit %d", code);
-        len = sweep_results_row(&c->spec, k, &rf, NULL, wall, why, row, SWEEP_ROW_MAX);
+    /* 0 it ran its steps, 3 it diverged, 4 it stalled (--on-stall stop) */
+    int st = code == 0 || code == 3 || code == 4 ? sweep_run_judge(c, k, wall, row, &len)
+                                                 : RUN_MISSING;
+    if (st != RUN_COMPLETE && st != RUN_CORRUPT && !(ours && code == 130)) {
+        sweep_summary s;
+        memset(&s, 0, sizeof s);
+        memset(&rf, 0, sizeof rf);
+        sweep_run_parse(c, k, 0, &rf);
+        long last = sweep_summary_read(ra.csv, &s) == SWEEP_CSV_READ ? s.last_step : 0;
+        status = failure(wstatus, last, rf.steps, why, sizeof why);
+        len = sweep_results_row(&c->spec, k, &rf, NULL, wall, status, why, (long)time(NULL), row,
+                                SWEEP_ROW_MAX);
+        st = RUN_FAILED;
     }
     if (code == 0) { /* a quiet run that went well leaves an empty log */
-        char log[4300];
-        snprintf(log, sizeof log, "%s/run-%s.log", c->dir, ra.id);
-        struct stat st;
-        if (stat(log, &st) == 0 && st.st_size == 0)
+        struct stat lst;
+        if (stat(log, &lst) == 0 && lst.st_size == 0)
             unlink(log);
     }
+    if ((st == RUN_FAILED || st == RUN_CORRUPT) && !w)
+        fprintf(stderr, "normscope: run %s %s (%s); its log: %s\n", ra.id, status,
+                st == RUN_FAILED ? why : "its CSV is not whole or not the run's", log);
     free(ra.argv);
     if (len && sweep_results_append(c->dir, row, len) == 0)
         *recorded = 1;
     else
         row[0] = 0;
-    return len && !have;
+    return len && st != RUN_COMPLETE;
 }
 
 static void progress(const sweep_ctx *c, const sweep_watch *w, long done, long total,
@@ -179,15 +207,16 @@ static pid_t wait_child(const sweep_watch *w, int *ws)
     return p;
 }
 
-/* A child ended: its slot freed, its row recorded and told to w. */
+/* A child ended: its slot freed, its row recorded and told to w. ours:
+ * this sweep sent it the stop. */
 static void reap(sweep_ctx *c, const sweep_watch *w, slot *run, int jobs, pid_t p, int ws,
-                 long *finished, long *failed, int *n_running)
+                 int ours, long *finished, long *failed, int *n_running)
 {
     char row[SWEEP_ROW_MAX];
     for (int j = 0; j < jobs; j++)
         if (run[j].pid == p) {
             int rec;
-            *failed += run_finish(c, run[j].k, ws, nstime_now() - run[j].t0, &rec, row);
+            *failed += run_finish(c, w, run[j].k, ws, nstime_now() - run[j].t0, ours, &rec, row);
             *finished += rec;
             run[j].pid = 0;
             (*n_running)--;
@@ -229,7 +258,7 @@ int sweep_execute(sweep_ctx *c, const unsigned char *done, int jobs, const sweep
             signalled = 1;
         }
         if (p > 0)
-            reap(c, w, run, jobs, p, ws, &finished, &failed, &n_running);
+            reap(c, w, run, jobs, p, ws, signalled, &finished, &failed, &n_running);
         else if (p < 0 && errno != EINTR)
             break;
     }

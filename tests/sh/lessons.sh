@@ -285,9 +285,11 @@ lesson_stability_map() {
     grep -q '^lesson stability-map: ' "$T/map.err" && ok "the lesson's notes on stderr" || no "no lesson notes"
     [ -f "$S/sweep.spec" ] && grep -qx 'spec: norm=post,pre layers=2,6,18 lr=1e-3,3e-3,1e-2' "$S/sweep.spec" \
         && ok "a sweep's directory (sweep.spec)" || no "no sweep.spec in $S"
-    [ "$(tail -n +2 "$S/results.csv" | grep -c ',300,.*,ok$')" -eq 18 ] && ok "18 runs of 300 steps, all ok" \
+    [ "$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        $c["last_step"] == 300 && ($c["status"] == "ok" || $c["status"] == "stalled")' "$S/results.csv" | wc -l)" -eq 18 ] &&
+        ok "18 runs of 300 steps, all ok or stalled" \
         || no "results: $(tail -n +2 "$S/results.csv" | wc -l) rows: $(cat "$S/results.csv")"
-    head -1 "$T/map.table" | grep -Eq '^layers +lr +norm +runs +final +div +stall +expl +fail ' && [ "$(wc -l <"$T/map.table")" -eq 19 ] \
+    head -1 "$T/map.table" | grep -Eq '^layers +lr +norm +runs +n +final +sd +ci95 +div +stall +expl +fail ' && [ "$(wc -l <"$T/map.table")" -eq 19 ] \
         && ok "the table: a header and 18 cells" || no "table: $(cat "$T/map.table")"
     g2=$(claim_gap "$S/results.csv" 2 1 1e-3)
     g18=$(claim_gap "$S/results.csv" 18 1 1e-3)

@@ -37,9 +37,12 @@ run_csv() { echo "$1/run-$(grep -E -- "$2" "$1/results.csv" | cut -d, -f1).csv";
 rows() { tail -n +2 "$1/results.csv" | wc -l; }
 # the rows where awk condition $2 holds, fields by name as c["NAME"]
 where() { awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2" "$1"; }
-# results.csv without its wall_s column (empty when collected), sorted
-nowall() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_s") w = i }
-                              { $w = ""; print }' "$1" | sort; }
+# results.csv without the columns of the clock (wall_s: empty when
+# collected; train_s, time, host), sorted
+nowall() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^(wall_s|train_s|time|host|command)$/) w[i] = 1 }
+                              { for (i in w) $i = ""; print }' "$1" | sort; }
+# how many rows of results.csv $1 awk condition $2 holds for
+count() { where "$1/results.csv" "$2" | wc -l; }
 # pid of a process whose command line holds $1 (procps's pgrep may be absent)
 find_pid() {
     for d in /proc/[0-9]*; do
@@ -92,7 +95,7 @@ for j in 1 2; do
     [ "$(rows "$T/s$j")" -eq 12 ] && ok || no "--jobs $j: $(rows "$T/s$j") rows, want 12"
     # the table: a header and one line per cell (no seed axis: 12 cells)
     [ "$(wc -l <"$T/table$j")" -eq 13 ] && ok || no "--jobs $j: table of $(wc -l <"$T/table$j") lines"
-    head -1 "$T/table$j" | grep -Eq '^layers +lr +norm +runs +final +div +stall +expl +fail +ratio@end$' && ok || no "table header: $(head -1 "$T/table$j")"
+    head -1 "$T/table$j" | grep -Eq '^layers +lr +norm +runs +n +final +sd +ci95 +div +stall +expl +fail +ratio$' && ok || no "table header: $(head -1 "$T/table$j")"
     # determinism: each run's CSV is the same run alone, bytes apart from tokens_per_s
     for r in "1,0.001,post" "2,0.00316228,pre" "2,0.01,post"; do
         set -- $(echo "$r" | tr , ' ')
@@ -103,15 +106,20 @@ for j in 1 2; do
         [ -s "$T/a.cut" ] && cmp -s "$T/a.cut" "$T/b.cut" && ok || no "--jobs $j: run $r differs from the run alone"
     done
 done
-head -1 "$T/s1/results.csv" | grep -qx 'id,layers,lr,norm,seed,steps,train_loss,val_loss,diverged_step,stalled,exploded,ratio_first,ratio_last,wall_s,status' \
+head -1 "$T/s1/results.csv" | grep -q '^id,layers,lr,norm,seed,last_step,train_loss,val_loss,diverged_step,stalled,exploded,ratio_first,ratio_last,wall_s,status,state,reason,best_val,best_val_step,update_ratio_end,tokens,train_s,dim,heads,.*,version,command,time,host$' \
     && ok || no "results.csv header: $(head -1 "$T/s1/results.csv")"
+# every setting the runs ran with, each column once: the common flags
+# (-d 16), the defaults (--eps 1e-5), normscope's version
+[ -z "$(head -1 "$T/s1/results.csv" | tr , '\n' | sort | uniq -d)" ] && ok || no "a column twice: $(head -1 "$T/s1/results.csv" | tr , '\n' | sort | uniq -d)"
+[ "$(count "$T/s1" '$c["dim"] == 16 && $c["eps"] == "1e-05" && $c["steps"] == 20 && $c["val-every"] == 5 && $c["version"] ~ /^[0-9]+\.[0-9]+/ && $c["time"] ~ /^20[0-9-]+T/ && $c["command"] ~ /--csv /')" -eq 12 ] \
+    && ok || no "the configuration columns: $(sed -n 2p "$T/s1/results.csv")"
 # --jobs 1 and 2: the same rows apart from the wall time
 nowall "$T/s1/results.csv" >"$T/r1"
 nowall "$T/s2/results.csv" >"$T/r2"
 cmp -s "$T/r1" "$T/r2" && ok || no "results differ between --jobs 1 and 2"
 # every run finished its 20 steps, and ratios of a 1-layer model are 1
-[ "$(cut -d, -f6,15 "$T/s1/results.csv" | grep -cx '20,ok')" -eq 12 ] && ok || no "not all runs 20 steps, ok"
-[ "$(grep -c '^[0-9a-f]*,1,.*,1,1,[0-9.]*,ok$' "$T/s1/results.csv")" -eq 6 ] && ok || no "1-layer ratios not 1"
+[ "$(count "$T/s1" '$c["last_step"] == 20 && $c["status"] == "ok" && $c["tokens"] == 20 * 2 * 8')" -eq 12 ] && ok || no "not all runs 20 steps (320 tokens), ok"
+[ "$(count "$T/s1" '$c["layers"] == 1 && $c["ratio_first"] == 1 && $c["ratio_last"] == 1 && $c["status"] == "ok"')" -eq 6 ] && ok || no "1-layer ratios not 1"
 # 20 steps are fewer than the 48 the diagnosis needs to call a plateau
 # one: these runs are above the plateau (loss over 3.3) and none is
 # called stalled; two end a little above their first step's loss (under
@@ -163,8 +171,8 @@ if [ -z "$NS_SANITIZED" ]; then
     --sweep-out "$T/m" --jobs 1 -q >/dev/null 2>&1)
 rc=$?
 [ $rc -eq 1 ] && ok || no "out-of-memory run: sweep exit $rc, want 1"
-[ "$(grep -c ',16,[12],5,.*,ok$' "$T/m/results.csv")" -eq 2 ] && ok || no "small runs not ok beside a failed one"
-[ "$(grep -c ',512,[12],,.*,exit 2$' "$T/m/results.csv")" -eq 2 ] && ok || no "failed runs not recorded"
+[ "$(count "$T/m" '$c["dim"] == 16 && $c["last_step"] == 5 && $c["status"] == "ok"')" -eq 2 ] && ok || no "small runs not ok beside a failed one"
+[ "$(count "$T/m" '$c["dim"] == 512 && $c["status"] == "failed" && $c["reason"] == "exit 2" && $c["train_loss"] == ""')" -eq 2 ] && ok || no "failed runs not recorded"
 fi
 # a child killed by a signal: steps=... 1e9 never ends on its own
 "$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/k" --jobs 2 -q >/dev/null 2>&1 &
@@ -174,8 +182,8 @@ victim=$(wait_run "--steps=1000000000 --csv $T/k/")
 wait $sweep_pid
 rc=$?
 [ $rc -eq 1 ] && ok || no "killed run: sweep exit $rc, want 1"
-grep -q ',1000000000,.*,signal 9$' "$T/k/results.csv" && ok || no "SIGKILL not recorded: $(cat "$T/k/results.csv")"
-grep -q ',5,1337,5,.*,ok$' "$T/k/results.csv" && ok || no "the other run did not finish"
+[ "$(count "$T/k" '$c["steps"] == 1000000000 && $c["status"] == "killed" && $c["reason"] == "signal 9"')" -eq 1 ] && ok || no "SIGKILL not recorded: $(cat "$T/k/results.csv")"
+[ "$(count "$T/k" '$c["steps"] == 5 && $c["last_step"] == 5 && $c["status"] == "ok"')" -eq 1 ] && ok || no "the other run did not finish"
 
 # --- interrupted: exit 130, no row for the run cut short; a resume finishes it
 "$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/i" --jobs 2 -q >/dev/null 2>&1 &
@@ -188,14 +196,58 @@ rc=$?
 [ $rc -eq 130 ] && ok || no "SIGTERM: sweep exit $rc, want 130"
 grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" || ok
 
+# --- runs stopped from outside the sweep (scancel, a timeout, an admin, the
+# OOM killer): a SIGTERM and a SIGKILL each get a killed row and a line on
+# stderr, the sweep exits 1 and lists them as their --list lines, as
+# --sweep-collect does; --retry failed runs exactly those two again
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --jobs 4 -q \
+    >/dev/null 2>"$T/oerr" &
+sweep_pid=$!
+v1=$(wait_run "--seed=1 --steps=1000000000 --csv $T/o/")
+v2=$(wait_run "--seed=2 --steps=1000000000 --csv $T/o/")
+sleep 0.5 # past the run's start, its stop handler set
+[ -n "$v1" ] && kill -TERM "$v1"
+[ -n "$v2" ] && kill -KILL "$v2"
+wait $sweep_pid
+rc=$?
+[ $rc -eq 1 ] && ok || no "runs stopped from outside: sweep exit $rc, want 1: $(cat "$T/oerr")"
+[ "$(count "$T/o" '$c["seed"] == 1 && $c["steps"] == 1000000000 && $c["status"] == "killed" && $c["reason"] ~ /^(exit 130|signal 15)/')" -eq 1 ] &&
+    [ "$(count "$T/o" '$c["seed"] == 2 && $c["steps"] == 1000000000 && $c["status"] == "killed" && $c["reason"] == "signal 9"')" -eq 1 ] &&
+    [ "$(count "$T/o" '$c["steps"] == 5 && $c["status"] == "ok"')" -eq 2 ] \
+    && ok || no "runs stopped from outside: rows $(cat "$T/o/results.csv")"
+[ "$(grep -c '^normscope: run [0-9a-f]* killed (.*); its log: ' "$T/oerr")" -eq 2 ] &&
+    grep -q "sweep $T/o: 4 expected, 2 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 2 failed" "$T/oerr" \
+    && ok || no "runs stopped from outside: stderr $(cat "$T/oerr")"
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --list 2>/dev/null |
+    grep -- '--steps=1000000000' | sed 's/$/  # failed/' >"$T/olist"
+grep '  # failed$' "$T/oerr" | cmp -s - "$T/olist" && ok || no "the killed runs' --list lines: $(cat "$T/oerr")"
+"$BIN" --sweep-collect "$T/o" >/dev/null 2>"$T/ocol"
+rc=$?
+[ $rc -eq 1 ] && grep -q '4 expected, 2 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 2 failed' "$T/ocol" \
+    && ok || no "--sweep-collect disagrees with the sweep: exit $rc, $(cat "$T/ocol")"
+touch -d '2001-01-01' "$T"/o/run-*.csv
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --jobs 4 --retry failed \
+    >/dev/null 2>"$T/oerr" &
+sweep_pid=$!
+r1=$(wait_run "--seed=1 --steps=1000000000 --csv $T/o/")
+r2=$(wait_run "--seed=2 --steps=1000000000 --csv $T/o/")
+kill -TERM $sweep_pid
+wait $sweep_pid
+rc=$?
+[ $rc -eq 130 ] && [ -n "$r1" ] && [ -n "$r2" ] && grep -q '4 runs, 2 to do' "$T/oerr" &&
+    [ "$(count "$T/o" '$c["steps"] == 5')" -eq 2 ] &&
+    [ -z "$(where "$T/o/results.csv" '$c["steps"] == 5' | cut -d, -f1 | while read -r id; do
+        find "$T/o/run-$id.csv" -newermt '2002-01-01'; done)" ] \
+    && ok || no "--retry failed after runs stopped from outside: exit $rc, $(cat "$T/oerr")"
+
 # --- collect counts what the spec expects: a deleted CSV is missing, a CSV
 # cut short or left as .tmp is truncated, a failure row is failed; each is
 # listed as its --list line and the exit status is 1 until all are complete
 collect() { "$BIN" --sweep-collect "$1" >"$T/ctable" 2>"$T/cerr"; crc=$?; }
-counts() { grep -o '[0-9]* expected, [0-9]* complete, [0-9]* missing, [0-9]* truncated, [0-9]* failed' "$T/cerr"; }
+counts() { grep -o '[0-9]* expected, [0-9]* complete, [0-9]* missing, [0-9]* truncated, [0-9]* running, [0-9]* corrupt, [0-9]* failed' "$T/cerr"; }
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --list >"$T/clist" 2>/dev/null
 collect "$T/c"
-[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 0 complete, 12 missing, 0 truncated, 0 failed" ] \
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 0 complete, 12 missing, 0 truncated, 0 running, 0 corrupt, 0 failed" ] \
     && ok || no "collect of 0 CSVs: exit $crc, $(cat "$T/cerr")"
 [ "$(grep -c '  # missing$' "$T/cerr")" -eq 12 ] && ok || no "collect: the 12 missing runs not listed"
 xargs -P 2 -I{} sh -c '{}' <"$T/clist"
@@ -204,7 +256,7 @@ rm "$(csv_of 3)"                                               # never ran
 head -n 8 "$(csv_of 5)" >"$T/part" && mv "$T/part" "$(csv_of 5)" # cancelled at step 7
 mv "$(csv_of 7)" "$(csv_of 7).tmp.99999"                         # killed before its end
 collect "$T/c"
-[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 9 complete, 1 missing, 2 truncated, 0 failed" ] \
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 9 complete, 1 missing, 2 truncated, 0 running, 0 corrupt, 0 failed" ] \
     && ok || no "collect after damage: exit $crc, $(cat "$T/cerr")"
 grep -qxF "$(sed -n 3p "$T/clist")  # missing" "$T/cerr" && grep -qxF "$(sed -n 5p "$T/clist")  # truncated" "$T/cerr" \
     && ok || no "collect: the not-complete runs not listed as their --list lines: $(cat "$T/cerr")"
@@ -213,22 +265,76 @@ grep -qxF "$(sed -n 3p "$T/clist")  # missing" "$T/cerr" && grep -qxF "$(sed -n 
     || no "collect --list: not the 3 runs' lines: $(cat "$T/again")"
 sh "$T/again"
 collect "$T/c"
-[ $crc -eq 0 ] && [ "$(counts)" = "12 expected, 12 complete, 0 missing, 0 truncated, 0 failed" ] \
+[ $crc -eq 0 ] && [ "$(counts)" = "12 expected, 12 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 0 failed" ] \
     && ok || no "collect after running its list: exit $crc, $(cat "$T/cerr")"
 nowall "$T/c/results.csv" >"$T/rc"
 cmp -s "$T/r1" "$T/rc" && ok || no "collect after a resubmission differs from --sweep"
 # a row that records a failure (as an in-process sweep writes it) is failed
 fid=$(csv_of 9 | sed 's/.*run-\(.*\)\.csv/\1/')
 fail_row() {
-    sed "s/^\($fid,[^,]*,[^,]*,[^,]*,[^,]*\),.*/\1,,,,,,,,,,signal 9/" "$T/c/results.csv" >"$T/cr" \
-        && mv "$T/cr" "$T/c/results.csv"
+    awk -F, -v OFS=, -v id="$fid" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+        NR > 1 && $1 == id { for (i = c["last_step"]; i <= c["train_s"]; i++) $i = ""
+                             $c["status"] = "killed"; $c["reason"] = "signal 9" } { print }' \
+        "$T/c/results.csv" >"$T/cr" && mv "$T/cr" "$T/c/results.csv"
 }
 fail_row
 rm "$(csv_of 9)"
 collect "$T/c"
-[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 11 complete, 0 missing, 0 truncated, 1 failed" ] \
+[ $crc -eq 1 ] && [ "$(counts)" = "12 expected, 11 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 1 failed" ] \
     && grep -qxF "$(sed -n 9p "$T/clist")  # failed" "$T/cerr" \
     && ok || no "collect of a failure row: exit $crc, $(cat "$T/cerr")"
+
+# --- collect reads what is in a CSV: a loss of "abc", a row with a field
+# missing, bytes of garbage, a broken header, a CSV of other settings under
+# a run's ID are each corrupt (listed, exit 1), never a result; a CSV in
+# the making whose writer lives is running; without results.csv a corrupt
+# run's row says corrupt and why; with it, the rows kept are counted
+"$BIN" --sweep 'norm=post,pre layers=1..3' $C --sweep-out "$T/d" -q >/dev/null 2>&1
+cp "$T/d/results.csv" "$T/d.rows"
+"$BIN" --sweep 'norm=post,pre layers=1..3' $C --sweep-out "$T/d" --list >"$T/dlist" 2>/dev/null
+dcsv() { sed -n "$1p" "$T/dlist" | grep -o "$T/d/run-[0-9a-f]*\.csv"; }
+did() { dcsv "$1" | sed 's/.*run-\(.*\)\.csv/\1/'; }
+# lines: 1 1/post 2 1/pre 3 2/post 4 2/pre 5 3/post 6 3/pre
+awk -F, -v OFS=, 'NR == 21 { $2 = "abc" } { print }' "$(dcsv 1)" >"$T/dmg" && mv "$T/dmg" "$(dcsv 1)"
+awk -F, -v OFS=, 'NR == 15 { $7 = ""; sub(/,,/, ",") } { print }' "$(dcsv 2)" >"$T/dmg" && mv "$T/dmg" "$(dcsv 2)"
+{ head -n 18 "$(dcsv 3)"; printf 'x\001\377,,\n'; tail -n 2 "$(dcsv 3)"; } >"$T/dmg" && mv "$T/dmg" "$(dcsv 3)"
+sed '1s/^step,loss/stp,los/' "$(dcsv 4)" >"$T/dmg" && mv "$T/dmg" "$(dcsv 4)"
+cp "$(dcsv 6)" "$(dcsv 5)"           # a 3-layer Pre-LN CSV under a 3-layer Post-LN ID
+mv "$(dcsv 6)" "$(dcsv 6).tmp.$$"     # this shell lives: its writer is running
+rm "$T/d/results.csv"
+collect "$T/d"
+[ $crc -eq 1 ] && [ "$(counts)" = "6 expected, 0 complete, 0 missing, 0 truncated, 1 running, 5 corrupt, 0 failed" ] \
+    && ok || no "collect of damaged CSVs: exit $crc, $(cat "$T/cerr")"
+[ "$(grep -c '  # corrupt$' "$T/cerr")" -eq 5 ] && grep -qxF "$(sed -n 6p "$T/dlist")  # running" "$T/cerr" \
+    && ok || no "collect: the corrupt and running runs not listed: $(cat "$T/cerr")"
+rs() { awk -F, -v id="$(did "$1")" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $1 == id && $c["status"] == "corrupt" && $c["train_loss"] == "" { print $c["reason"] }' "$T/d/results.csv"; }
+rs 1 | grep -q "line 21: loss 'abc'" && rs 2 | grep -q 'line 15: fewer fields' &&
+    rs 3 | grep -q 'line 19: ' && rs 4 | grep -q 'line 1: not a run' &&
+    rs 5 | grep -q "norm pre where the run's ID says --norm post" && ok \
+    || no "corrupt rows' reasons: $(cut -d, -f1,13-16 "$T/d/results.csv")"
+cp "$T/d.rows" "$T/d/results.csv"
+collect "$T/d"
+[ $crc -eq 1 ] && [ "$(counts)" = "6 expected, 0 complete, 0 missing, 0 truncated, 1 running, 5 corrupt, 0 failed" ] &&
+    grep -q '5 rows kept from results.csv whose CSV is damaged or cut short' "$T/cerr" \
+    && ok || no "collect of damaged CSVs beside results.csv: exit $crc, $(cat "$T/cerr")"
+rm "$T/d"/run-*.csv*
+collect "$T/d"
+[ $crc -eq 0 ] && grep -q "6 rows kept from results.csv whose CSV is gone (the row is all there is of the run): $(did 1) " "$T/cerr" \
+    && ok || no "collect of rows without CSVs: exit $crc, $(cat "$T/cerr")"
+# a narrower spec over the same directory tabulates only its runs, per
+# cell or per seed; DIR/summary.csv holds each cell's n, mean, sd, ci95
+"$BIN" --sweep 'norm=post layers=1..3' $C --sweep-out "$T/d" >"$T/dt" 2>/dev/null
+[ "$(wc -l <"$T/dt")" -eq 4 ] && ! grep -q ' pre ' "$T/dt" && [ "$(wc -l <"$T/d/summary.csv")" -eq 4 ] \
+    && ok || no "a narrower spec's table: $(cat "$T/dt")"
+"$BIN" --sweep 'seed=1..3' $C --sweep-out "$T/ps" --per-seed >"$T/pst" 2>/dev/null
+head -1 "$T/pst" | grep -Eq '^seed +runs +n +final ' && [ "$(wc -l <"$T/pst")" -eq 4 ] &&
+    awk -F, 'NR == 2 { s = $4; h = $5 } END { exit !(NR == 2 && s > 0 && h > 4.303 * s / sqrt(3) - 1e-5 && h < 4.303 * s / sqrt(3) + 1e-5) }' "$T/ps/summary.csv" \
+    && ok || no "--per-seed: $(cat "$T/pst"), summary $(cat "$T/ps/summary.csv")"
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } { x[NR] = $c["val_loss"] }
+    END { m = (x[2] + x[3] + x[4]) / 3; print m }' "$T/ps/results.csv" >"$T/psm"
+awk -F, -v m="$(cat "$T/psm")" 'NR == 2 { exit !($3 - m < 1e-5 && m - $3 < 1e-5) }' "$T/ps/summary.csv" \
+    && ok || no "summary.csv's mean is not the mean of the seeds' val_loss: $(cat "$T/psm") vs $(cat "$T/ps/summary.csv")"
 
 # --- --list-range: lines A..B of the list, for an array size limit
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/c" --list --list-range 5..8 >"$T/lr" 2>/dev/null
@@ -296,7 +402,7 @@ grep -q 'another sweep' "$T/err" && no "the lock outlived its sweep: $(cat "$T/e
 [ "$(where "$T/ex/results.csv" '$c["exploded"] == 1' | wc -l)" -ge 2 ] && ok || no "no exploded run: $(cat "$T/ex/results.csv")"
 awk 'length($0) > 80 { bad = 1 } END { exit bad }' "$T/ext" && ok || no "the table is wider than 80 columns: $(cat "$T/ext")"
 grep -Eq '[0-9]{8}' "$T/ext" && no "the table prints a long number: $(cat "$T/ext")" || ok
-grep -Eq '^1 +none +2 +[^ ]+ +[0-9] +0 +[12] ' "$T/ext" && ok || no "the lr=1 none cell's counts: $(cat "$T/ext")"
+grep -Eq '^1 +none +2 +[0-9] +[^ ]+ +[^ ]+ +[^ ]+ +[0-9] +0 +[12] ' "$T/ext" && ok || no "the lr=1 none cell's counts: $(cat "$T/ext")"
 
 # The numbers normscope-lessons(7) quotes from these grids (its A LARGER
 # MAP section, read as one line of words) are the runs': a loss to the
@@ -344,9 +450,9 @@ g8=$(claim_gap "$T/claim/results.csv" 8 2)
 awk -v a="$g2" -v b="$g8" 'BEGIN { exit !(a != "none" && b != "none" && b - a > 0.2) }' \
     && ok || no "Post-LN - Pre-LN gap: $g2 at 2 layers, $g8 at 8; want it to grow by > 0.2 nats"
 page_quotes "the gap at 2 and 8 layers" 'gap grows with depth \((-?[0-9.]+) nats at 2 layers, \+?(-?[0-9.]+) at 8' "$g2 $g8"
-[ "$(grep -c ',8,post,[12],120,.*,1,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+[ "$(count "$T/claim" '$c["layers"] == 8 && $c["norm"] == "post" && $c["last_step"] == 120 && $c["stalled"] == 1 && $c["state"] == "stalled" && $c["status"] == "stalled"')" -eq 2 ] \
     && ok || no "8-layer Post-LN runs not stalled"
-[ "$(grep -c ',8,pre,[12],120,.*,0,0,[^,]*,[^,]*,[^,]*,ok$' "$T/claim/results.csv")" -eq 2 ] \
+[ "$(count "$T/claim" '$c["layers"] == 8 && $c["norm"] == "pre" && $c["last_step"] == 120 && $c["stalled"] == 0 && $c["status"] == "ok"')" -eq 2 ] \
     && ok || no "8-layer Pre-LN runs stalled"
 # The largest learning rate that trains (every seed neither diverged nor
 # stalled) is larger for Pre-LN than for Post-LN (Xiong et al. 2020).
@@ -422,7 +528,7 @@ cp "$T/s2/results.csv" "$T/s2.before"
 expect_bad "another sweep" --sweep 'lr=1e-3,1e-2' $C --sweep-out "$T/s2"
 expect_bad "another sweep" --sweep "$SPEC" $C --seed 7 --sweep-out "$T/s2"
 cmp -s "$T/s2.before" "$T/s2/results.csv" && ok || no "a refused sweep changed another's results"
-[ -z "$(ls "$T/s2" | grep -v -e '^run-[0-9a-f]*\.csv$' -e '^results.csv$' -e '^sweep.spec$' -e '^sweep.lock$')" ] \
+[ -z "$(ls "$T/s2" | grep -v -e '^run-[0-9a-f]*\.csv$' -e '^results.csv$' -e '^summary.csv$' -e '^sweep.spec$' -e '^sweep.lock$')" ] \
     && ok || no "stray files in a sweep dir: $(ls "$T/s2")"
 
 echo "$pass passed, $fail failed"

@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "settings.h"
-#include "sweep.h"
+#include "sweep_spec.h"
 
 extern const struct {
     const char *name;

@@ -6,7 +6,7 @@
  * the flag parser's (cli_parse, through sweep.c). Not here: the sweep's
  * directory, its runs, its results.
  */
-#include "sweep.h"
+#include "sweep_spec.h"
 
 #include <ctype.h>
 #include <errno.h>

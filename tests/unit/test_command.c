@@ -213,7 +213,7 @@ static void test_lesson_parse(void)
     CHECK(lesson_parse("title: t\n", "x.lesson", &l, err, sizeof err) == 0 && l.sweep[0] == 0);
     lesson_free(&l);
     CHECK(lesson_parse("title: t\nsweep: lr=1e-3\ncompare: norm=pre\n", "x.lesson", &l, err, sizeof err) != 0 &&
-          strstr(err, "x.lesson: a sweep lesson takes no compare") == err);
+          strstr(err, "x.lesson:3: a sweep lesson takes no compare") == err);
     /* its only script lines: notes and questions at a count of ended runs */
     static const char *const not_for_sweeps[] = {"at 5: stop\n", "every 2: note x\n", "at 1: pause\n",
                                                  "at 1: b: note x\n", "at 1: warmup on\n"};
@@ -221,7 +221,7 @@ static void test_lesson_parse(void)
         char text[128];
         snprintf(text, sizeof text, "title: t\nsweep: lr=1e-3\n%s", not_for_sweeps[i]);
         CHECK(lesson_parse(text, "x.lesson", &l, err, sizeof err) != 0 &&
-              strstr(err, "x.lesson: a sweep lesson's lines are 'at N: note TEXT'") == err);
+              strstr(err, "x.lesson:3: a sweep lesson's lines are 'at N: note TEXT'") == err);
     }
     CHECK(lesson_parse("title: t\nsweep: lr=1e-3\nat 0: pause Which stalls?\nat 2: note done\n", "x.lesson",
                        &l, err, sizeof err) == 0 &&

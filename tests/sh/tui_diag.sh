@@ -45,7 +45,7 @@ panel 'DIAGNOSIS at step' && panel 'overflowed in fp16' && panel '(limit 256)' &
     no "D: no cause line: $(screen)"
 panel 'now (step' && panel 'headroom' && ok || no "D: no evidence: $(screen)"
 # past the ramp's length warmup is not blamed; the fix key's line is there
-! panel 'no warmup' && panel 'a applies the fix: rewinds to the snapshot at or before' &&
+! panel 'no warmup' && panel 'a applies the fix: rewinds to step' &&
     panel 'then fp32-norms on' && ok || no "D: the fix line, or warmup blamed: $(screen)"
 panel 'i (fp32 norms)' && ok || no "D: no fp32-norms key: $(screen)"
 panel 'warning at step' && ok || no "D: the early warning is missing: $(screen)"

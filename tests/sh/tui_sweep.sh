@@ -22,10 +22,12 @@ SPEC='norm=pre,post lr=1e-3,1e-2'
 $TM new-session -d -s "$W" -x 80 -y 24 sh || { echo "0 passed, 1 failed"; exit 1; }
 $TM set-option -t "$W" -g status off >/dev/null 2>&1
 run() { key "clear; $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter; }
-# results.csv without its wall_s column, sorted
+# results.csv without the columns of time and place (wall_s, train_s, the
+# command line with its paths, the timestamp, the host), sorted
 results() {
-    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_s") w = i }
-        { s = ""; for (i = 1; i <= NF; i++) if (i != w) s = s (s == "" ? "" : ",") $i; print s }' \
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++)
+                           if ($i ~ /^(wall_s|train_s|command|time|host)$/) skip[i] = 1 }
+        { s = ""; for (i = 1; i <= NF; i++) if (!(i in skip)) s = s (s == "" ? "" : ",") $i; print s }' \
         "$1/results.csv" | sort
 }
 
@@ -60,7 +62,7 @@ wait_for "swap the rows' and the columns' axes" 10 && ok || no "? shows no help"
 key Escape q
 check_exited "q" 0
 # the table stays on the terminal after the view
-screen | grep -q '^lr  *norm  *runs  *final' && ok || no "no table after q: $(screen | head -5)"
+screen | grep -q '^lr  *norm  *runs  *n  *final' && ok || no "no table after q: $(screen | head -5)"
 [ "$(screen | grep -c -E '^0\.0?01  +p')" -eq 4 ] && ok || no "the table lacks cells"
 check_modes "q"
 
@@ -70,7 +72,7 @@ wait_for '4/4 ended, 0 running, 0 failed  - none left to run' 30 && ok ||
     no "--sweep-collect: no view: $(screen | head -1) $(cat "$T/err")"
 key q
 check_exited "--sweep-collect's view" 0
-screen | grep -q '^lr  *norm  *runs  *final' && ok || no "no table after --sweep-collect's view"
+screen | grep -q '^lr  *norm  *runs  *n  *final' && ok || no "no table after --sweep-collect's view"
 
 # the same sweep headless: the same results.csv, timing aside
 "$BIN" --sweep "$SPEC" $C --jobs 2 --sweep-out "$T/headless" --headless >/dev/null 2>&1

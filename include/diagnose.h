@@ -277,7 +277,9 @@ int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_
  * evenly spaced runs of 64 KiB. */
 double diag_unigram_entropy(const uint8_t *b, size_t n);
 /* Observe one step (in order; a step number at or below the last one is a
- * rewind). Writes up to max findings to out and returns their count. */
+ * rewind). Writes up to max findings to out and returns their count. A
+ * step with no layers (n_layer < 1: a stream that says only its loss) is
+ * not observed: every rule reads a top and a bottom layer. */
 int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max);
 /* Is the run on the stall plateau now? (the STALLED state) */
 int diag_stalled(const diag *d);

@@ -1519,6 +1519,8 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
 {
     int k = 0;
     d->stall_over = 0; /* news of this step only */
+    if (m->n_layer < 1)
+        return 0; /* nothing to read a top or a bottom layer from */
     /* what the data says travels in the metrics: the step's own plateau,
      * else the one given at init */
     d->plateau = isfinite(m->data_entropy) ? m->data_entropy : d->plateau_given;

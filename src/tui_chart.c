@@ -236,8 +236,10 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         {uni ? "\xe2\xa3\xa4 " : "- ", la, 2, TUI_S_TRAIN}, /* ⣤ */
         {c->cmp ? "+ " : "", lb, 2, TUI_S_TWIN},
         {c->cmp ? "* " : "", "both  ", 2, TUI_S_TITLE},
-        {uni ? "\xe2\xa3\xa4 " : "- ", "smoothed, dim: each step  ", 2, TUI_S_DIM}, /* ⣤ */
+        /* a rewind's curve is named before the smoothing: it is there
+         * only for a while, and what it means is not read off the plot */
         {ghost ? (uni ? "\xc2\xb7 " : ". ") : "", "before rewind  ", 2, TUI_S_DIM}, /* · */
+        {uni ? "\xe2\xa3\xa4 " : "- ", "smoothed, dim: each step  ", 2, TUI_S_DIM}, /* ⣤ */
         {uni ? "\xe2\x80\xa2 " : "o ", "validation  ", 2, TUI_S_VAL},
         {uni ? "\xe2\x94\x8a " : ": ", "setting changed", 2, TUI_S_MARK},
     };

@@ -253,6 +253,10 @@ static const tui_layer_col layer_cols[] = {
      .row = {9, 1, " headroom", NULL}, .twin = {9, 1, " headroom", "    under"}, .twin_drop = 30,
      .side = "headroom", .brief = "headrm", .fold = "headroom", .style = headroom_style,
      .cell = prec_or_under},
+    /* in the box only, next to act max and headroom: the residual stream's
+     * largest value is what reaches fp16's limit (in the rows, act max) */
+    {.metric = "resid_max", .fmt = TUI_FMT_FIX, .side = "resid max", .brief = "res mx",
+     .style = finite_style},
     {.metric = "resid_rms", .fmt = TUI_FMT_FIX, .row = {10, 2, " resid rms", NULL},
      .twin = {8, 1, "   rms", NULL}, .twin_drop = 10, .side = "resid rms", .brief = "rms",
      .fold = "rms", .style = finite_style},
@@ -260,8 +264,6 @@ static const tui_layer_col layer_cols[] = {
      .row = {9, 1, " upd/w", NULL}, .side = "upd/weight", .brief = "upd/w", .style = finite_style},
     {.metric = "grad_ln", .fmt = TUI_FMT_E, .flags = TUI_COL_WIDE, .row = {9, 1, " norm|g|", NULL},
      .side = "grad norm", .brief = "g norm", .style = finite_style},
-    {.metric = "resid_max", .fmt = TUI_FMT_FIX, .side = "resid max", .brief = "res mx",
-     .style = finite_style},
     {.metric = "overflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "overflows",
      .brief = "ovf", .fold = "over", .style = count_style},
     {.metric = "underflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "underflows",

@@ -136,7 +136,9 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
         add_item(l, TUI_S_STATUS, 3, "(warmup %d%%)", (int)(100.0 * next / peak));
         join_last(l);
     }
-    if (s->diag[run].alert[0]) /* the diagnosis' mark: D shows it whole */
+    /* the diagnosis' mark (D shows it whole); a run that diverged says
+     * where instead, which is the same finding told more exactly */
+    if (s->diag[run].alert[0] && run_state(s, run) != TRAINER_DIVERGED)
         add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
     if (fault)
         status_fault(l, s, run);

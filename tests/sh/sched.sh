@@ -12,6 +12,8 @@
 # Prints "N passed, N failed, N skipped"; exits non-zero on any failure.
 BIN=$(cd "$(dirname "${NS_BIN:-./normscope}")" && pwd)/$(basename "${NS_BIN:-./normscope}")
 README=$(cd "$(dirname "$0")/../.." && pwd)/README.md
+# shellcheck source=../lib/results_lib.sh
+. "$(dirname "$0")/../lib/results_lib.sh"
 T=$(mktemp -d /tmp/ns_sched.XXXXXX)
 pass=0
 fail=0
@@ -35,9 +37,7 @@ trap 'exit 130' INT TERM
 C="-d 16 -H 2 -T 8 -B 2 --steps 20 --val-every 5 --val-batches 1"
 SPEC='norm=post,pre layers=1..2 lr=1e-3..1e-2*10^0.5'
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/ref" --jobs 2 -q --headless >/dev/null 2>&1
-# results.csv without wall_s (empty when collected), sorted
-rows_of() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_s") w = i }
-                               { $w = ""; print }' "$1/results.csv" | sort; }
+rows_of() { results_rows "$1/results.csv"; }
 rows_of "$T/ref" >"$T/ref.rows"
 [ "$(wc -l <"$T/ref.rows")" -eq 13 ] && ok || no "the in-process sweep: $(wc -l <"$T/ref.rows") lines"
 
@@ -163,7 +163,7 @@ if slurm_up >"$T/why" 2>&1; then
     [ $rc -eq 0 ] && ok || no "the README's sbatch lines: exit $rc, $(cat submit.out)"
     [ "$(ls runs-*.txt 2>/dev/null | wc -l)" -eq 3 ] && ok || no "--list-range pieces: $(ls)"
     slurm_drain && ok || no "the jobs did not end in a minute: $(squeue)"
-    grep -q '12 expected, 12 complete, 0 missing, 0 truncated, 0 failed' slurm-*.out 2>/dev/null \
+    grep -q '12 expected, 12 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 0 failed' slurm-*.out 2>/dev/null \
         && ok || no "the afterany collect job's output: $(cat slurm-*.out 2>/dev/null | grep -v '^ ' | head -5)"
     rows_of grid | cmp -s - "$T/ref.rows" && ok || { no "Slurm's results differ from the sweep's"; rows_of grid | diff - "$T/ref.rows" >&2; }
     # two runs lost (a node failure): collect lists them, the README's

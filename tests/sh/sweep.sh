@@ -9,6 +9,8 @@
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
 . "$(dirname "$0")/../lib/claims_lib.sh"
+# shellcheck source=../lib/results_lib.sh
+. "$(dirname "$0")/../lib/results_lib.sh"
 T=$(mktemp -d /tmp/ns_sweep.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0
@@ -37,10 +39,6 @@ run_csv() { echo "$1/run-$(grep -E -- "$2" "$1/results.csv" | cut -d, -f1).csv";
 rows() { tail -n +2 "$1/results.csv" | wc -l; }
 # the rows where awk condition $2 holds, fields by name as c["NAME"]
 where() { awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2" "$1"; }
-# results.csv without the columns of the clock (wall_s: empty when
-# collected; train_s, time, host), sorted
-nowall() { awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^(wall_s|train_s|time|host|command)$/) w[i] = 1 }
-                              { for (i in w) $i = ""; print }' "$1" | sort; }
 # how many rows of results.csv $1 awk condition $2 holds for
 count() { where "$1/results.csv" "$2" | wc -l; }
 # pid of a process whose command line holds $1 (procps's pgrep may be absent)
@@ -114,8 +112,8 @@ head -1 "$T/s1/results.csv" | grep -q '^id,layers,lr,norm,seed,last_step,train_l
 [ "$(count "$T/s1" '$c["dim"] == 16 && $c["eps"] == "1e-05" && $c["steps"] == 20 && $c["val-every"] == 5 && $c["version"] ~ /^[0-9]+\.[0-9]+/ && $c["time"] ~ /^20[0-9-]+T/ && $c["command"] ~ /--csv /')" -eq 12 ] \
     && ok || no "the configuration columns: $(sed -n 2p "$T/s1/results.csv")"
 # --jobs 1 and 2: the same rows apart from the wall time
-nowall "$T/s1/results.csv" >"$T/r1"
-nowall "$T/s2/results.csv" >"$T/r2"
+results_rows "$T/s1/results.csv" >"$T/r1"
+results_rows "$T/s2/results.csv" >"$T/r2"
 cmp -s "$T/r1" "$T/r2" && ok || no "results differ between --jobs 1 and 2"
 # every run finished its 20 steps, and ratios of a 1-layer model are 1
 [ "$(count "$T/s1" '$c["last_step"] == 20 && $c["status"] == "ok" && $c["tokens"] == 20 * 2 * 8')" -eq 12 ] && ok || no "not all runs 20 steps (320 tokens), ok"
@@ -136,7 +134,7 @@ touch -d '2001-01-01' "$keep"
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/s1" --jobs 2 -q >/dev/null 2>"$T/err"
 [ "$(rows "$T/s1")" -eq 12 ] && ok || no "resume: $(rows "$T/s1") rows, want 12"
 [ -n "$(find "$keep" ! -newermt '2002-01-01')" ] && ok || no "resume ran a finished run again"
-nowall "$T/s1/results.csv" >"$T/r1b"
+results_rows "$T/s1/results.csv" >"$T/r1b"
 cmp -s "$T/r1" "$T/r1b" && ok || no "resume: the rerun run's row differs"
 
 # --- widening: the same axes with other values share DIR; the shared run
@@ -153,7 +151,7 @@ cmp -s "$T/w1" "$T/w2" && ok || no "--sweep-collect dropped another grid's rows"
 "$BIN" --sweep "$SPEC" $C --sweep-out "$T/x" --list | xargs -P 2 -I{} sh -c '{}'
 "$BIN" --sweep-collect "$T/x" >"$T/tablex" 2>"$T/err"
 [ $? -eq 0 ] && ok || no "--sweep-collect: $(cat "$T/err")"
-nowall "$T/x/results.csv" >"$T/rx"
+results_rows "$T/x/results.csv" >"$T/rx"
 cmp -s "$T/r1" "$T/rx" && ok || { no "--list | xargs + --sweep-collect differs from --sweep"; diff "$T/r1" "$T/rx" >&2; }
 cmp -s "$T/table2" "$T/tablex" && ok || no "--sweep-collect's table differs"
 # collecting an in-process sweep again keeps its rows and wall times
@@ -267,7 +265,7 @@ sh "$T/again"
 collect "$T/c"
 [ $crc -eq 0 ] && [ "$(counts)" = "12 expected, 12 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 0 failed" ] \
     && ok || no "collect after running its list: exit $crc, $(cat "$T/cerr")"
-nowall "$T/c/results.csv" >"$T/rc"
+results_rows "$T/c/results.csv" >"$T/rc"
 cmp -s "$T/r1" "$T/rc" && ok || no "collect after a resubmission differs from --sweep"
 # a row that records a failure (as an in-process sweep writes it) is failed
 fid=$(csv_of 9 | sed 's/.*run-\(.*\)\.csv/\1/')
@@ -354,7 +352,7 @@ rc=$?
     && ok || no "--retry failed: exit $rc, $(cat "$T/err")"
 [ "$(grep -c "^$fid," "$T/c/results.csv")" -eq 1 ] && [ "$(rows "$T/c")" -eq 12 ] \
     && ok || no "--retry failed: $(grep -c "^$fid," "$T/c/results.csv") rows of the run, $(rows "$T/c") in all"
-nowall "$T/c/results.csv" >"$T/rc"
+results_rows "$T/c/results.csv" >"$T/rc"
 cmp -s "$T/r1" "$T/rc" && ok || no "--retry failed: the rows differ from a sweep that never failed"
 
 # --- one value, one spelling, one ID: widening lr=1e-3 keeps its run

@@ -37,7 +37,10 @@ check_points() {
     what="$1 at ${2}x$3"
     case $1 in
     gradient-profile) # relative bars from the start; the numbers of both runs
-        [ "$(screen | grep -c 'mlp rel')" -ge 1 ] && ok || no "$what: the bars are not relative: $(screen | sed -n 5p)"
+        # the bars' axis: in the column titles where the bars are wide, once
+        # after the run's label where they are compact
+        [ "$(screen | grep -Ec 'mlp rel|bars rel')" -ge 1 ] && ok || no "$what: the bars are not relative: $(screen | sed -n 4,5p)"
+        screen | grep -Eq 'mlp abs|bars abs' && no "$what: a run's bars are absolute: $(screen | sed -n 4,5p)" || ok
         if [ "$3" -ge 40 ]; then
             screen | grep -qF '| grad mlp ' && ok || no "$what: no layer box with the MLP gradient"
             screen | grep -q 'lyr .* rms' && ok || no "$what: no rms column in the rows"

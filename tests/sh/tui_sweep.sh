@@ -11,6 +11,8 @@
 # Prints "N passed, N failed"; exits non-zero on any failure.
 # shellcheck source-path=SCRIPTDIR source=../lib/tmux_lib.sh
 . "$(dirname "$0")/../lib/tmux_lib.sh"
+# shellcheck source=../lib/results_lib.sh
+. "$(dirname "$0")/../lib/results_lib.sh"
 tmux_init tui_sweep.sh sweepview
 watchdog "${NS_SWEEPVIEW_LIMIT:-600}"
 need_tmux_bin
@@ -22,11 +24,6 @@ SPEC='norm=pre,post lr=1e-3,1e-2'
 $TM new-session -d -s "$W" -x 80 -y 24 sh || { echo "0 passed, 1 failed"; exit 1; }
 $TM set-option -t "$W" -g status off >/dev/null 2>&1
 run() { key "clear; $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter; }
-# results.csv without the columns of time and place (wall_s, train_s, the
-# command line with its paths, the timestamp, the host), sorted
-results() {
-    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++)
-                           if ($i ~ /^(wall_s|train_s|command|time|host)$/) skip[i] = 1 }
         { s = ""; for (i = 1; i <= NF; i++) if (!(i in skip)) s = s (s == "" ? "" : ",") $i; print s }' \
         "$1/results.csv" | sort
 }
@@ -77,8 +74,8 @@ screen | grep -q '^lr  *norm  *runs  *n  *final' && ok || no "no table after --s
 # the same sweep headless: the same results.csv, timing aside
 "$BIN" --sweep "$SPEC" $C --jobs 2 --sweep-out "$T/headless" --headless >/dev/null 2>&1
 [ "$(tail -n +2 "$T/live/results.csv" | wc -l)" -eq 4 ] && ok || no "live results.csv: not 4 rows"
-results "$T/live" >"$T/a"
-results "$T/headless" >"$T/b"
+results_rows "$T/live/results.csv" >"$T/a"
+results_rows "$T/headless/results.csv" >"$T/b"
 cmp -s "$T/a" "$T/b" && ok || { no "live and headless results.csv differ"; diff "$T/a" "$T/b" >&2; }
 
 # --- q while runs are running: stopped, whole rows, resumable -------------
@@ -105,8 +102,8 @@ if "$BIN" --sweep 'lr=1e-3,2e-3,3e-3' $LONG --jobs 2 --sweep-out "$T/stop" --hea
     >/dev/null 2>"$T/err2"; then ok; else no "resume after q: $(cat "$T/err2")"; fi
 "$BIN" --sweep 'lr=1e-3,2e-3,3e-3' $LONG --jobs 2 --sweep-out "$T/ref" --headless -q \
     >/dev/null 2>&1
-results "$T/stop" >"$T/a"
-results "$T/ref" >"$T/b"
+results_rows "$T/stop/results.csv" >"$T/a"
+results_rows "$T/ref/results.csv" >"$T/b"
 cmp -s "$T/a" "$T/b" && ok || { no "resumed results differ from an uninterrupted sweep"; diff "$T/a" "$T/b" >&2; }
 
 check_reports 40

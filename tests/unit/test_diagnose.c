@@ -1083,6 +1083,29 @@ static void test_gains_zero(void)
           !strcmp(f->fix, "norm pre"));
 }
 
+/* A run whose rows say no layers (a stream of its loss only): nothing is
+ * observed, so nothing is found and nothing is called healthy, however
+ * the loss goes (the rules index the top and bottom layers). */
+static void test_no_layers(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 400; s++) {
+        learning_step(&m, s, 2.0, 0.02);
+        m.n_layer = 0;
+        if (s > 300)
+            m.loss = s > 350 ? NAN : 50.0f * (float)(s - 300);
+        m.nonfinite = s > 350;
+        feed(&m);
+    }
+    CHECK(n_found == 0);
+    CHECK(!diag_healthy(dg));
+    diag_check c[DIAG_CHECKS];
+    CHECK(diag_checks(dg, c, DIAG_CHECKS) == DIAG_CHECKS);
+    for (int i = 0; i < DIAG_CHECKS; i++)
+        CHECK(c[i].answer != DIAG_Q_OK);
+}
+
 int main(void)
 {
     dg = malloc(sizeof *dg);
@@ -1115,6 +1138,7 @@ int main(void)
     test_change_cause();
     test_trend_restart();
     test_gains_zero();
+    test_no_layers();
     /* the checks in feed ran */
     CHECK(texts_checked > 20 && fixes_checked > 8);
     free(dg);

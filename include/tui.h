@@ -537,6 +537,14 @@ void tui_draw_fold(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *u
 #define TUI_DIAG_LINE (DIAG_TEXT + NS_EVENT_TEXT)
 #define TUI_DIAG_MAX 64
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max);
+/* Lines of the D overlay's kind being written: tui_say appends one
+ * (printf's format), and drops it once max are written. The follow view
+ * writes its own run's lines with it. */
+typedef struct {
+    char (*line)[TUI_DIAG_LINE];
+    int n, max;
+} tui_diag_text;
+void tui_say(tui_diag_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tui_draw_diag(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tui_ui *ui);
 #define TUI_HELP_LEGEND 8 /* lines of legend under the keys, when they fit */
 /* The too-small message: the size needed, the size now, and with paused

@@ -16,13 +16,7 @@
 
 #include "twin.h"
 
-typedef struct {
-    char (*line)[TUI_DIAG_LINE];
-    int n, max;
-} text;
-
-static void say(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(text *t, const char *fmt, ...)
+void tui_say(tui_diag_text *t, const char *fmt, ...)
 {
     if (t->n >= t->max)
         return;
@@ -78,23 +72,23 @@ static int presses_to_bf16(numfmt p)
 
 /* The keys that make the finding's suggested changes, as one line. */
 /* A stall's keys: those of its own fix; none without one. */
-static void stall_keys(text *t, const diag_finding *f, const run_view *v)
+static void stall_keys(tui_diag_text *t, const diag_finding *f, const run_view *v)
 {
     if (!strcmp(f->fix, "clip 0"))
-        say(t, "    keys: %s turns clipping off", bkey("clip", "toggle"));
+        tui_say(t, "    keys: %s turns clipping off", bkey("clip", "toggle"));
     else if (!strcmp(f->fix, "kind layernorm"))
-        say(t, "    keys: %s goes on to the next norm kind, layernorm", bkey("kind", "next"));
+        tui_say(t, "    keys: %s goes on to the next norm kind, layernorm", bkey("kind", "next"));
     else if (!strcmp(f->fix, "lr x10"))
-        say(t, "    keys: %s doubles the LR (3 presses: x8)", bkey("lr", "x2"));
+        tui_say(t, "    keys: %s doubles the LR (3 presses: x8)", bkey("lr", "x2"));
     else if (post_like(v->cfg->norm) && f->fix[0])
-        say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
-            bkey("norm", "toggle"), key(TUI_ACT_REINIT), bkey("warmup", "toggle"));
+        tui_say(t, "    keys: %s switches to Pre-LN; else %s re-inits, then %s turns warmup on",
+                bkey("norm", "toggle"), key(TUI_ACT_REINIT), bkey("warmup", "toggle"));
     else if (f->fix[0])
-        say(t, "    keys: %s re-inits, then %s halves the LR", key(TUI_ACT_REINIT),
-            bkey("lr", "x0.5"));
+        tui_say(t, "    keys: %s re-inits, then %s halves the LR", key(TUI_ACT_REINIT),
+                bkey("lr", "x0.5"));
 }
 
-static void keys_line(text *t, const diag_finding *f, const run_view *v)
+static void keys_line(tui_diag_text *t, const diag_finding *f, const run_view *v)
 {
     int low = v->cfg->precision != FMT_FP32;
     const char *lr = bkey("lr", "x0.5"), *rw = key(TUI_ACT_REWIND), *sp = key(TUI_ACT_PAUSE);
@@ -102,65 +96,68 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
     switch (f->rule) {
     case DIAG_R_HEADROOM:
         if (low && !v->cfg->fp32_norms)
-            say(t, "    keys: %s halves the LR; %s puts the norms in fp32", lr,
-                bkey("fp32-norms", "toggle"));
+            tui_say(t, "    keys: %s halves the LR; %s puts the norms in fp32", lr,
+                    bkey("fp32-norms", "toggle"));
         else
-            say(t, "    keys: %s halves the LR", lr);
+            tui_say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_VAL_NAN:
-        say(t, "    keys: %s pauses; %s halves the LR, then %s rewinds", sp, lr, rw);
+        tui_say(t, "    keys: %s pauses; %s halves the LR, then %s rewinds", sp, lr, rw);
         break;
     case DIAG_R_SCALE:
         if (bf)
-            say(t, "    keys: %s halves the LR; or %s pressed %d time%s: bf16", lr,
-                bkey("precision", "next"), bf, bf == 1 ? "" : "s");
+            tui_say(t, "    keys: %s halves the LR; or %s pressed %d time%s: bf16", lr,
+                    bkey("precision", "next"), bf, bf == 1 ? "" : "s");
         else
-            say(t, "    keys: %s halves the LR", lr);
+            tui_say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_UPDATE:
         if (post_like(v->cfg->norm))
-            say(t, "    keys: %s switches to Pre-LN", bkey("norm", "toggle"));
+            tui_say(t, "    keys: %s switches to Pre-LN", bkey("norm", "toggle"));
         else
-            say(t, "    keys: %s halves the LR", lr);
+            tui_say(t, "    keys: %s halves the LR", lr);
         break;
     case DIAG_R_RESUMED:
-        say(t, "    keys: %s pauses; %s halves the LR or %s turns warmup on; then %s rewinds", sp,
-            lr, bkey("warmup", "toggle"), rw);
+        tui_say(t, "    keys: %s pauses; %s halves the LR or %s turns warmup on; then %s rewinds",
+                sp, lr, bkey("warmup", "toggle"), rw);
         break;
     case DIAG_R_STALL:
         stall_keys(t, f, v);
         break;
     case DIAG_R_NORM_VAR:
         if (bf)
-            say(t, "    keys: %s (fp32 norms) or %s x%d (bf16), and %s halves the LR; then %s "
-                   "rewinds", bkey("fp32-norms", "toggle"), bkey("precision", "next"), bf, lr, rw);
+            tui_say(t,
+                    "    keys: %s (fp32 norms) or %s x%d (bf16), and %s halves the LR; then %s "
+                    "rewinds",
+                    bkey("fp32-norms", "toggle"), bkey("precision", "next"), bf, lr, rw);
         else
-            say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
-                bkey("fp32-norms", "toggle"), lr, rw);
+            tui_say(t, "    keys: %s (fp32 norms) and %s halves the LR; then %s rewinds",
+                    bkey("fp32-norms", "toggle"), lr, rw);
         break;
     case DIAG_R_LOSS:
-        say(t, "    keys: %s (softmax and loss in fp32), then %s rewinds",
-            bkey("fp32-norms", "toggle"), rw);
+        tui_say(t, "    keys: %s (softmax and loss in fp32), then %s rewinds",
+                bkey("fp32-norms", "toggle"), rw);
         break;
     case DIAG_R_BLOWUP:
     case DIAG_R_LR_HIGH:
         if (f == trainer_diagnosis_fix(v->d)) /* its fix line follows */
-            say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both", lr,
-                rw, key(TUI_ACT_FIX));
+            tui_say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both",
+                    lr, rw, key(TUI_ACT_FIX));
         else
-            say(t, "    keys: %s halves the LR, then %s rewinds", lr, rw);
+            tui_say(t, "    keys: %s halves the LR, then %s rewinds", lr, rw);
         break;
     case DIAG_R_GROWTH:
-        say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr, rw,
-            bkey("clip", "toggle"));
+        tui_say(t, "    keys: %s halves the LR, then %s rewinds (%s, clipping, will not help)", lr,
+                rw, bkey("clip", "toggle"));
         break;
     case DIAG_R_LR:
         if (f->value[3] == 1) {
-            say(t, "    keys: press %s then %s: warmup on, rewind", bkey("warmup", "toggle"), rw);
+            tui_say(t, "    keys: press %s then %s: warmup on, rewind", bkey("warmup", "toggle"),
+                    rw);
         } else {
             int n = f->value[0] > 0 ? (int)ceil(log2(f->value[1] / f->value[0]) - 1e-9) : 1;
-            say(t, "    keys: %s pressed %d time%s (LR back to %g or below), then %s rewinds", lr,
-                n, n == 1 ? "" : "s", f->value[0], rw);
+            tui_say(t, "    keys: %s pressed %d time%s (LR back to %g or below), then %s rewinds",
+                    lr, n, n == 1 ? "" : "s", f->value[0], rw);
         }
         break;
     default:
@@ -170,7 +167,7 @@ static void keys_line(text *t, const diag_finding *f, const run_view *v)
 
 /* What the fix key does for finding f, as one line: where it goes back
  * to (with that snapshot's headroom when the trainer gave it). */
-static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
+static void fix_line(tui_diag_text *t, const diag_finding *f, const trainer_status *s,
                      const run_view *v)
 {
     char back[NS_EVENT_TEXT + 16];
@@ -191,14 +188,15 @@ static void fix_line(text *t, const diag_finding *f, const trainer_status *s,
     const trainer_diagnosis *runs[2] = {&s->diag[0], &s->diag[1]};
     int fr = trainer_fix_run(runs, s->compare ? 2 : 1, trainer_diverged_run(s));
     if (s->compare && fr != v->run) /* a takes the other run's: say this one's as what it is */
-        say(t, "    its fix: %s, then %s (%s applies run %c's: the run that diverged, else a)",
-            back, cmds, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
+        tui_say(t, "    its fix: %s, then %s (%s applies run %c's: the run that diverged, else a)",
+                back, cmds, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
     else if (s->fixes >= TRAINER_FIX_MAX)
-        say(t, "    %s: %d fixes applied, the most: no more", key(TUI_ACT_FIX), s->fixes);
+        tui_say(t, "    %s: %d fixes applied, the most: no more", key(TUI_ACT_FIX), s->fixes);
     else
-        say(t, "    %s applies the fix: %s, then %s, and trains on (fix %d of %d; it must beat "
-               "this state within %d steps)",
-            key(TUI_ACT_FIX), back, cmds, s->fixes + 1, TRAINER_FIX_MAX, DIAG_FIX_CHECK);
+        tui_say(t,
+                "    %s applies the fix: %s, then %s, and trains on (fix %d of %d; it must beat "
+                "this state within %d steps)",
+                key(TUI_ACT_FIX), back, cmds, s->fixes + 1, TRAINER_FIX_MAX, DIAG_FIX_CHECK);
 }
 
 /* The layer with the least headroom now (finite), or -1. */
@@ -206,7 +204,8 @@ static int least_headroom(const step_metrics *m)
 {
     int lo = -1;
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++)
-        if (isfinite(m->layer[l].headroom) && (lo < 0 || m->layer[l].headroom < m->layer[lo].headroom))
+        if (isfinite(m->layer[l].headroom) &&
+            (lo < 0 || m->layer[l].headroom < m->layer[lo].headroom))
             lo = l;
     return lo;
 }
@@ -227,29 +226,30 @@ static const char *num(double x)
 }
 
 /* The evidence in the latest step: the finding's layer as it is now. */
-static void layer_now(text *t, int l, const run_view *v, int have)
+static void layer_now(tui_diag_text *t, int l, const run_view *v, int have)
 {
     if (!have || l < 0 || l >= v->m->n_layer || l >= NS_MAX_LAYERS)
         return;
     const layer_metrics *lm = &v->m->layer[l];
-    say(t, "    now (step %ld): layer %d act max %s, headroom %s doublings, gradient %s, "
-           "update ratio %s",
-        v->m->step, l, num(lm->act_max), num(lm->headroom), num(metrics_layer_gnorm(lm)),
-        num(lm->update_ratio));
+    tui_say(t,
+            "    now (step %ld): layer %d act max %s, headroom %s doublings, gradient %s, "
+            "update ratio %s",
+            v->m->step, l, num(lm->act_max), num(lm->headroom), num(metrics_layer_gnorm(lm)),
+            num(lm->update_ratio));
 }
 
 /* Where b goes and how close that snapshot is to the limit, the words
  * the event log gave at the divergence (trainer_diagnosis.rewind). */
-static void rewind_line(text *t, const run_view *v)
+static void rewind_line(tui_diag_text *t, const run_view *v)
 {
     if (v->d->rewind[0])
-        say(t, "    %s rewinds to %s", key(TUI_ACT_REWIND), v->d->rewind);
+        tui_say(t, "    %s rewinds to %s", key(TUI_ACT_REWIND), v->d->rewind);
 }
 
 /* With no finding: the verdict, which is "healthy" only when every check
  * answered ok (diag_healthy), with the lowest headroom; else what keeps
  * it from being said. */
-static void verdict_line(text *t, const run_view *v, const char *ind)
+static void verdict_line(tui_diag_text *t, const run_view *v, const char *ind)
 {
     int bad = 0, unknown = 0, lo = least_headroom(v->m);
     for (int i = 0; i < v->d->n_checks; i++) {
@@ -257,50 +257,51 @@ static void verdict_line(text *t, const run_view *v, const char *ind)
         unknown += v->d->checks[i].answer == DIAG_Q_UNKNOWN;
     }
     if (v->d->healthy && lo >= 0)
-        say(t, "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
-               "(layer %d, act max %s); loss scale %g",
-            ind, (double)v->m->layer[lo].headroom, lo, num(v->m->layer[lo].act_max),
-            (double)v->m->loss_scale);
+        tui_say(t,
+                "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
+                "(layer %d, act max %s); loss scale %g",
+                ind, (double)v->m->layer[lo].headroom, lo, num(v->m->layer[lo].act_max),
+                (double)v->m->loss_scale);
     else if (v->d->healthy)
-        say(t, "%sno warnings; the run is healthy: every check answered ok", ind);
+        tui_say(t, "%sno warnings; the run is healthy: every check answered ok", ind);
     else if (v->d->n_checks == 0)
-        say(t, "%sno warnings; not known to be healthy: no check was made", ind);
+        tui_say(t, "%sno warnings; not known to be healthy: no check was made", ind);
     else if (bad)
-        say(t, "%sno warnings, but not healthy: %d check%s answered no", ind, bad,
-            bad == 1 ? "" : "s");
+        tui_say(t, "%sno warnings, but not healthy: %d check%s answered no", ind, bad,
+                bad == 1 ? "" : "s");
     else
-        say(t, "%sno warnings; not yet known to be healthy: %d check%s not yet known", ind,
-            unknown, unknown == 1 ? "" : "s");
+        tui_say(t, "%sno warnings; not yet known to be healthy: %d check%s not yet known", ind,
+                unknown, unknown == 1 ? "" : "s");
 }
 
 /* The questions behind the verdict, each with its answer and numbers. */
-static void check_lines(text *t, const trainer_diagnosis *d, const char *ind)
+static void check_lines(tui_diag_text *t, const trainer_diagnosis *d, const char *ind)
 {
     if (d->n_checks > 0)
-        say(t, "%schecks:", ind);
+        tui_say(t, "%schecks:", ind);
     for (int i = 0; i < d->n_checks; i++) {
         const diag_check *c = &d->checks[i];
         if (c->answer == DIAG_Q_UNKNOWN) /* its text says "not yet known: why" */
-            say(t, "%s  %s? %s", ind, c->question, c->text);
+            tui_say(t, "%s  %s? %s", ind, c->question, c->text);
         else
-            say(t, "%s  %s? %s: %s", ind, c->question, diag_answer_name(c->answer), c->text);
+            tui_say(t, "%s  %s? %s: %s", ind, c->question, diag_answer_name(c->answer), c->text);
     }
 }
 
-static void run_lines(text *t, const trainer_status *s, int run)
+static void run_lines(tui_diag_text *t, const trainer_status *s, int run)
 {
     run_view v = view_of(s, run);
     if (s->compare)
-        say(t, "%s", s->run[run].label);
+        tui_say(t, "%s", s->run[run].label);
     if (s->compare && run == 1) /* before b's findings: a short screen cuts the last */
-        say(t, "    (keys act on the target: Tab until it reads b, or both)");
+        tui_say(t, "    (keys act on the target: Tab until it reads b, or both)");
     const char *ind = s->compare ? "  " : "";
     if (!s->have_metrics) {
-        say(t, "%sno steps yet: nothing to report", ind);
+        tui_say(t, "%sno steps yet: nothing to report", ind);
         return;
     }
     if (v.d->n == 0 && v.d->rewind[0]) { /* diverged, and no rule named it */
-        say(t, "%sdiverged at step %ld: no rule names a cause", ind, v.m->step);
+        tui_say(t, "%sdiverged at step %ld: no rule names a cause", ind, v.m->step);
         rewind_line(t, &v);
         return;
     }
@@ -318,10 +319,10 @@ static void run_lines(text *t, const trainer_status *s, int run)
             const diag_finding *f = &v.d->f[i];
             if (trainer_finding_rank(f) != rank)
                 continue;
-            say(t, "%s%s at step %ld: %s", ind, f->kind == DIAG_WARNING ? "warning" : "DIAGNOSIS",
-                f->step, f->text);
+            tui_say(t, "%s%s at step %ld: %s", ind,
+                    f->kind == DIAG_WARNING ? "warning" : "DIAGNOSIS", f->step, f->text);
             layer_now(t, f->layer, &v, s->have_metrics);
-            say(t, "    try: %s", f->hint);
+            tui_say(t, "    try: %s", f->hint);
             keys_line(t, f, &v);
             if (f == trainer_diagnosis_fix(v.d))
                 fix_line(t, f, s, &v);
@@ -333,10 +334,10 @@ static void run_lines(text *t, const trainer_status *s, int run)
 
 int tui_diag_lines(const trainer_status *s, char (*line)[TUI_DIAG_LINE], int max)
 {
-    text t = {line, 0, max};
+    tui_diag_text t = {line, 0, max};
     run_lines(&t, s, 0);
     if (s->compare) {
-        say(&t, "%s", "");
+        tui_say(&t, "%s", "");
         run_lines(&t, s, 1);
     }
     return t.n;

@@ -110,9 +110,10 @@ static int send_command(tui_follow_state *f, tui_ui *ui, const char *cmd)
     if (st == STREAM_LIVE_ENDED || st == STREAM_LIVE_GONE || st == STREAM_LIVE_NOT_STREAM) {
         snprintf(t, sizeof t, "not sent: %s (%s)", cmd, live);
         stream_note(f->r, NS_EV_NOTE, t);
-        snprintf(ui->note, sizeof ui->note, "not sent: %s ", st == STREAM_LIVE_ENDED ? "the run ended"
-                                                           : st == STREAM_LIVE_GONE ? "writer gone"
-                                                                                    : "not a stream");
+        snprintf(ui->note, sizeof ui->note, "not sent: %s ",
+                 st == STREAM_LIVE_ENDED  ? "the run ended"
+                 : st == STREAM_LIVE_GONE ? "writer gone"
+                                          : "not a stream");
         return -1;
     }
     char line[32];
@@ -215,52 +216,36 @@ static int diag_key(tui_follow_state *f, tui_ui *ui, tui_action a)
     return 1;
 }
 
-typedef struct {
-    char (*line)[TUI_DIAG_LINE];
-    int n, max;
-} diag_text;
-
-static void say(diag_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(diag_text *t, const char *fmt, ...)
-{
-    if (t->n >= t->max)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->line[t->n++], TUI_DIAG_LINE, fmt, ap);
-    va_end(ap);
-}
-
 /* One finding: what was found, what to try, its fix as the followed run
  * takes it, and (for the one a applies) what a does. */
-static void finding_lines(diag_text *t, const tui_follow_state *f, const diag_finding *x)
+static void finding_lines(tui_diag_text *t, const tui_follow_state *f, const diag_finding *x)
 {
-    say(t, "%s at step %ld: %s", x->kind == DIAG_WARNING ? "warning" : "DIAGNOSIS", x->step,
-        x->text);
-    say(t, "    try: %s", x->hint);
+    tui_say(t, "%s at step %ld: %s", x->kind == DIAG_WARNING ? "warning" : "DIAGNOSIS", x->step,
+            x->text);
+    tui_say(t, "    try: %s", x->hint);
     char cmd[64], fix[TUI_DIAG_LINE];
     int rewind = stream_fix(f->r, x, cmd, sizeof cmd, fix, sizeof fix);
     if (!fix[0])
         return;
-    say(t, "    fix: %s", fix);
+    tui_say(t, "    fix: %s", fix);
     if (x != fix_finding(f))
         return;
     if (rewind)
-        say(t, "    keys: a pauses the run, to resume it from its checkpoint as the fix says");
+        tui_say(t, "    keys: a pauses the run, to resume it from its checkpoint as the fix says");
     else if (cmd[0])
-        say(t, "    keys: a sends %s to the run", cmd);
+        tui_say(t, "    keys: a sends %s to the run", cmd);
 }
 
 int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE], int max)
 {
-    diag_text t = {line, 0, max};
+    tui_diag_text t = {line, 0, max};
     const trainer_status *s = &stream_snapshot(f->r)->s;
     const stream_summary *u = stream_summary_of(f->r);
     const trainer_diagnosis *d = &s->diag[0];
     if (!s->have_metrics) {
-        say(&t, "no steps yet: nothing to report");
+        tui_say(&t, "no steps yet: nothing to report");
     } else if (s->n_layer < 1) {
-        say(&t, "no diagnosis: the lab's rules read layers, and the stream has none");
+        tui_say(&t, "no diagnosis: the lab's rules read layers, and the stream has none");
     } else if (d->n > 0) { /* the cause first, then the warnings, oldest first */
         for (int rank = 0; rank < TRAINER_RANKS; rank++)
             for (int i = 0; i < d->n; i++)
@@ -269,25 +254,26 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
     } else if (u->diagnoses) { /* a setting change ended its episode: still the cause */
         finding_lines(&t, f, &u->cause);
     } else if (u->nonfinite_step) {
-        say(&t, "diverged at step %ld: no rule names a cause (first non-finite: %s)",
-            u->nonfinite_step, u->nonfinite_where[0] ? u->nonfinite_where : "not named");
+        tui_say(&t, "diverged at step %ld: no rule names a cause (first non-finite: %s)",
+                u->nonfinite_step, u->nonfinite_where[0] ? u->nonfinite_where : "not named");
     } else {
-        say(&t, "no finding: no rule named a cause or gave a warning in the %ld steps read",
-            u->rows);
+        tui_say(&t, "no finding: no rule named a cause or gave a warning in the %ld steps read",
+                u->rows);
     }
     if (s->have_metrics && s->n_layer > 0) { /* the questions behind a verdict, with answers */
         char l[TUI_DIAG_LINE];
         trainer_verdict_text(d, l, sizeof l);
-        say(&t, "%s", l);
+        tui_say(&t, "%s", l);
         for (int i = 0; i < d->n_checks; i++) {
             trainer_check_text(&d->checks[i], l, sizeof l);
-            say(&t, "  %s", l);
+            tui_say(&t, "  %s", l);
         }
     }
-    say(&t, "%s", "");
-    say(&t, "keys: a the fix; space %s, + - the LR x2 / x0.5, C a checkpoint: sent to the run "
-            "(%s.ctl); any other key closes this", f->paused ? "resumes" : "pauses",
-        base_name(f->path));
+    tui_say(&t, "%s", "");
+    tui_say(&t,
+            "keys: a the fix; space %s, + - the LR x2 / x0.5, C a checkpoint: sent to the run "
+            "(%s.ctl); any other key closes this",
+            f->paused ? "resumes" : "pauses", base_name(f->path));
     return t.n;
 }
 
@@ -318,7 +304,8 @@ static void draw_diag(tui_grid *g, tui_rect r, const tui_ui *ui, const tui_follo
             ind++;
         if (!l[0])
             rr++;
-        else if (!tui_put_wrapped(g, &rr, last, r.c + 2 + ind, r.w - 4 - ind, diag_style(l), l + ind))
+        else if (!tui_put_wrapped(g, &rr, last, r.c + 2 + ind, r.w - 4 - ind, diag_style(l),
+                                  l + ind))
             break;
     }
     /* the keys on the border too: on a short screen the last lines are cut */
@@ -443,9 +430,11 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
         snprintf(it[n], sizeof it[n], "step %ld", s->have_metrics ? m->step : 0L);
     st[n++] = TUI_S_STATUS;
     if (s->have_metrics) {
-        fmt_num(it[n], sizeof it[n], "loss", m->loss), st[n++] = isfinite(m->loss) ? TUI_S_STATUS : TUI_S_BAD;
+        fmt_num(it[n], sizeof it[n], "loss", m->loss),
+            st[n++] = isfinite(m->loss) ? TUI_S_STATUS : TUI_S_BAD;
         if (m->nonfinite)
-            snprintf(it[n], sizeof it[n], "first non-finite: %s", m->fault[0] ? m->fault : "not named"),
+            snprintf(it[n], sizeof it[n], "first non-finite: %s",
+                     m->fault[0] ? m->fault : "not named"),
                 st[n++] = TUI_S_BAD;
         if (s->last_val_step > 0)
             fmt_num(it[n], sizeof it[n], "val", s->run[0].last_val), st[n++] = TUI_S_STATUS;
@@ -501,7 +490,8 @@ static void draw_keys(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui
     const stream_summary *u = stream_summary_of(f->r);
     char b[96];
     snprintf(b, sizeof b, "%.24s L=%d %s", u->have_header && u->model[0] ? u->model : "--jsonl",
-             snap->s.n_layer, u->have_header && u->dtype[0] ? u->dtype : numfmt_name(snap->s.run[0].cfg.precision));
+             snap->s.n_layer,
+             u->have_header && u->dtype[0] ? u->dtype : numfmt_name(snap->s.run[0].cfg.precision));
     int len = (int)strlen(b);
     if (c + len <= r.c + r.w - 1)
         tui_puts(g, rr, r.c + r.w - 1 - len, len, TUI_S_LABEL, b);
@@ -528,8 +518,8 @@ static void draw_info(tui_grid *g, tui_rect r, const trainer_snapshot *snap, int
         tui_puts(g, r.r, c, r.w - 2, TUI_S_BAD, b);
         return;
     }
-    snprintf(b, sizeof b, "following %s: %ld lines, %ld steps, %ld malformed; ", f->path, u->n_lines,
-             u->rows, u->malformed);
+    snprintf(b, sizeof b, "following %s: %ld lines, %ld steps, %ld malformed; ", f->path,
+             u->n_lines, u->rows, u->malformed);
     c += tui_puts(g, r.r, c, r.w - 2, TUI_S_LABEL, b);
     const char *block = stream_block_name(f->r, sel < 0 ? snap->s.n_layer - 1 : sel);
     if (block[0]) { /* which module the selected layer is */

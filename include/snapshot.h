@@ -78,6 +78,10 @@ typedef struct {
     int n_checks;
     diag_check checks[DIAG_CHECKS];
     int healthy;
+    /* a fix applied and not yet proven ("fix 1 is checked at step 382"),
+     * or one that did not help: either keeps the verdict from "healthy",
+     * whatever the checks say; "" when neither */
+    char fix_note[NS_EVENT_TEXT];
 } trainer_diagnosis;
 
 /* The order an episode's findings are given in, the cause first: the
@@ -101,6 +105,8 @@ void trainer_diagnosis_add(trainer_diagnosis *d, const diag_finding *f);
  * answered ok)" only when each did: the summaries and the D panels. */
 void trainer_check_text(const diag_check *c, char *buf, size_t n);
 void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n);
+/* The checks' counts: how many answered no, how many are not yet known. */
+void trainer_check_counts(const trainer_diagnosis *d, int *bad, int *unknown);
 /* Of runs' diagnoses (n: 1, or 2 under --compare), the run whose fix the
  * a key applies: the one that diverged (diverged_run), else a before b;
  * -1 when neither has a fix. */

@@ -17,7 +17,8 @@ void cli_usage(FILE *f)
           f);
     settings_help(f);
     fputs("\nexit status: 0 done, 1 runtime error, 2 bad usage or input, 3 diverged or\n"
-          "blew up (finite), 4 stalled (--on-stall stop)\n"
+          "blew up (finite), or a fix did not help and none was left, 4 stalled\n"
+          "(--on-stall stop)\n"
           "See normscope(1) for the metrics columns and the checkpoint format.\n",
           f);
 }

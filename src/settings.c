@@ -168,13 +168,14 @@ static const ns_setting table[] = {
      IN_LOW_PRECISION},
     {.name = "on-diverge", .type = SET_ENUM, NAMES(on_diverge_names), .def = ONDIV_DEFAULT,
      .def_text = "pause live, stop headless: exit 3",
-     .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' fix",
+     .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' "
+             "fixes from a healthy snapshot, checked 150 steps later (3 at most, then exit 3)",
      CFG(on_div), .applies = {.holds = pause_resumable, .under = "headless",
                               .when = "the live view; headless, a "
                               "divergence stops the run as stop does: exit 3"}},
     {.name = "on-stall", .type = SET_ENUM, NAMES(on_stall_names), .def_text = "continue",
      .help = "on a stall (see DIAGNOSIS in the man page): go on, stop (exit 4), or apply the "
-             "diagnosis' fix", OPT(on_stall)},
+             "diagnosis' fixes, checked as --on-diverge fix's", OPT(on_stall)},
     {.name = "snapshot-every", .type = SET_INT, .arg = "N", .hi = 1e9, .def = 50,
      .help = "keep an in-memory snapshot every N steps, 0 = none", CFG(snapshot_every), .ckpt = 18},
     {.name = "snapshots", .type = SET_INT, .arg = "K", .lo = 1, .hi = 1000, .def = 8,

@@ -102,14 +102,24 @@ void trainer_check_text(const diag_check *c, char *buf, size_t n)
         snprintf(buf, n, "%s? %s: %s", c->question, diag_answer_name(c->answer), c->text);
 }
 
+void trainer_check_counts(const trainer_diagnosis *d, int *bad, int *unknown)
+{
+    *bad = *unknown = 0;
+    for (int i = 0; i < d->n_checks; i++) {
+        *bad += d->checks[i].answer == DIAG_Q_BAD;
+        *unknown += d->checks[i].answer == DIAG_Q_UNKNOWN;
+    }
+}
+
 void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
 {
-    int bad = 0, unknown = 0;
-    for (int i = 0; i < d->n_checks; i++) {
-        bad += d->checks[i].answer == DIAG_Q_BAD;
-        unknown += d->checks[i].answer == DIAG_Q_UNKNOWN;
-    }
-    if (d->healthy)
+    int bad, unknown;
+    trainer_check_counts(d, &bad, &unknown);
+    if (d->fix_note[0])
+        snprintf(buf, n, "verdict: not %shealthy (%s; %d answered no, %d not yet known)",
+                 strstr(d->fix_note, "did not help") ? "" : "yet known to be ", d->fix_note, bad,
+                 unknown);
+    else if (d->healthy)
         snprintf(buf, n, "verdict: healthy (every check answered ok)");
     else
         snprintf(buf, n, "verdict: not %shealthy (%d answered no, %d not yet known)",

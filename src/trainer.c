@@ -127,6 +127,7 @@ struct trainer {
     int fix_run;       /* ... of this run */
     unsigned fix_rules; /* rules whose fixes were tried since one helped */
     int fix_failed;    /* the run stopped: its fix did not help and none was left */
+    char fix_note[NS_EVENT_TEXT]; /* fix_run's verdict waits on its fix (trainer_diagnosis) */
     int in_script;     /* applying a --script command (apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
@@ -581,10 +582,16 @@ static void rewound_to(trainer *t, long to)
     pthread_mutex_unlock(&t->slock);
 }
 
-/* A re-init: step 0, no metrics, a new history. */
+static void set_fix_note(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A re-init: step 0, no metrics, a new history, no fix pending or failed
+ * (a fix's own re-init comes before its check is set). */
 static void reinited(trainer *t)
 {
     t->generation++;
+    t->fix_check_at = 0;
+    t->fix_failed = 0;
+    set_fix_note(t, "%s", "");
     t->hist_reset = 1;
     t->have_metrics = 0;
     t->have_loss = 0;
@@ -887,6 +894,19 @@ static void fix_commands(trainer *t, const char *fix, int target)
 /* Nothing to fix it with, or no fix left: the run stops with its
  * diagnosis (DIVERGED: headless, exit 3), but a stall under --on-stall
  * fix goes on. */
+/* What the fix run's verdict waits on (trainer_diagnosis.fix_note), in
+ * its view at once: a run that stops on it reports it. "" clears it. */
+static void set_fix_note(trainer *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->fix_note, sizeof t->fix_note, fmt, ap);
+    va_end(ap);
+    trainer_diagnosis *v = &t->rd[t->fix_run].view;
+    memcpy(v->fix_note, t->fix_note, sizeof v->fix_note);
+    v->healthy = v->healthy && !t->fix_note[0];
+}
+
 static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
@@ -966,6 +986,7 @@ static void apply_fix(trainer *t, const char *how)
                 diag_rule_name(f.rule), f.step, also);
     engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
                 "below %.3f", run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN, bar);
+    set_fix_note(t, "fix %d is checked at step %ld", t->fixes, t->fix_check_at);
     pull_engine_events(t);
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)
         set_state(t, TRAINER_RUNNING);
@@ -990,11 +1011,15 @@ static void fix_check(trainer *t, int bad, int blown)
     if (failed) {
         engine_note(t->e, "%sthe fix did not help: %s at step %ld, before its check at step %ld",
                     pre, bad ? "diverged" : "blew up", done, t->fix_check_at);
+        set_fix_note(t, "fix %d did not help: %s at step %ld", t->fixes,
+                     bad ? "diverged" : "blew up", done);
         t->fix_rules = 0; /* a new episode: its findings are news, tried or not */
     } else if (!(now < t->fix_bar) || diag_stalled(d)) {
         engine_note(t->e, "%sthe fix did not help: loss %.3f (mean of %d steps) at step %ld, "
                     "not below %.3f%s", pre, now, DIAG_LEARN_MEAN, done, t->fix_bar,
                     diag_stalled(d) ? ", stalled" : "");
+        set_fix_note(t, "fix %d did not help: loss %.3f at step %ld, not below %.3f", t->fixes,
+                     now, done, t->fix_bar);
         pull_engine_events(t);
         t->fix_due = "the fix's check"; /* the next candidate, after this step's report */
         return;
@@ -1002,6 +1027,7 @@ static void fix_check(trainer *t, int bad, int blown)
         engine_note(t->e, "%sthe fix helped: loss %.3f (mean of %d steps) at step %ld, below "
                     "%.3f", pre, now, DIAG_LEARN_MEAN, done, t->fix_bar);
         t->fix_rules = 0;
+        set_fix_note(t, "%s", "");
     }
     t->fix_check_at = 0;
     pull_engine_events(t);
@@ -1144,7 +1170,10 @@ static void diagnosis_observe(trainer *t)
         m->data_entropy = (float)t->o.plateau;
         d->n_found = diag_observe(&d->d, m, d->found, DIAG_MAX_FINDINGS);
         d->view.n_checks = diag_checks(&d->d, d->view.checks, DIAG_CHECKS);
-        d->view.healthy = diag_healthy(&d->d);
+        /* a fix not yet proven, or one that did not help, is not healthy */
+        snprintf(d->view.fix_note, sizeof d->view.fix_note, "%s",
+                 r == t->fix_run ? t->fix_note : "");
+        d->view.healthy = diag_healthy(&d->d) && !d->view.fix_note[0];
         m->stalled = diag_stalled(&d->d);
         m->exploded = diag_exploded(&d->d);
         m->fixed = t->fixed_row;
@@ -1202,6 +1231,7 @@ static void diagnosis_events(trainer *t)
             memset(&d->view, 0, sizeof d->view);
             d->view.n_checks = keep.n_checks;
             d->view.healthy = keep.healthy;
+            memcpy(d->view.fix_note, keep.fix_note, sizeof keep.fix_note);
             memcpy(d->view.checks, keep.checks, sizeof keep.checks);
         }
         for (int i = 0; i < d->n_found; i++) {
@@ -1284,19 +1314,11 @@ static void checks_summary(trainer *t, FILE *f)
 {
     for (int r = 0; r < n_runs(t); r++) {
         const trainer_diagnosis *v = &t->rd[r].view;
-        int bad = 0, unknown = 0;
-        for (int i = 0; i < v->n_checks; i++) {
-            bad += v->checks[i].answer == DIAG_Q_BAD;
-            unknown += v->checks[i].answer == DIAG_Q_UNKNOWN;
-        }
         if (v->n_checks == 0)
             continue; /* no step: nothing was asked */
-        if (v->healthy)
-            fprintf(f, "normscope: %sverdict: healthy (every check answered ok)\n",
-                    run_prefix(t, r));
-        else
-            fprintf(f, "normscope: %sverdict: not %shealthy (%d answered no, %d not yet known)\n",
-                    run_prefix(t, r), bad ? "" : "known to be ", bad, unknown);
+        char line[NS_EVENT_TEXT + 80];
+        trainer_verdict_text(v, line, sizeof line);
+        fprintf(f, "normscope: %s%s\n", run_prefix(t, r), line);
         for (int i = 0; i < v->n_checks; i++) {
             const diag_check *c = &v->checks[i];
             fprintf(f, "normscope: %s  %s? %s%s%s\n", run_prefix(t, r), c->question,

@@ -251,12 +251,12 @@ static void rewind_line(tui_diag_text *t, const run_view *v)
  * it from being said. */
 static void verdict_line(tui_diag_text *t, const run_view *v, const char *ind)
 {
-    int bad = 0, unknown = 0, lo = least_headroom(v->m);
-    for (int i = 0; i < v->d->n_checks; i++) {
-        bad += v->d->checks[i].answer == DIAG_Q_BAD;
-        unknown += v->d->checks[i].answer == DIAG_Q_UNKNOWN;
-    }
-    if (v->d->healthy && lo >= 0)
+    int bad, unknown, lo = least_headroom(v->m);
+    trainer_check_counts(v->d, &bad, &unknown);
+    if (v->d->fix_note[0])
+        tui_say(t, "%sno warnings, but not %shealthy: %s", ind,
+                strstr(v->d->fix_note, "did not help") ? "" : "yet known to be ", v->d->fix_note);
+    else if (v->d->healthy && lo >= 0)
         tui_say(t,
                 "%sno warnings; the run is healthy: headroom %.2f doublings at its lowest "
                 "(layer %d, act max %s); loss scale %g",

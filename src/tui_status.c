@@ -137,9 +137,12 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
         join_last(l);
     }
     /* the diagnosis' mark (D shows it whole); a run that diverged says
-     * where instead, which is the same finding told more exactly */
-    if (s->diag[run].alert[0] && run_state(s, run) != TRAINER_DIVERGED)
-        add_item(l, TUI_S_WARN, 1, "! %s", s->diag[run].alert);
+     * where (its fault, below), which tells the same finding more
+     * exactly: there the mark ranks with the LR (a short row drops the LR first)
+     * and never moves the fault to a row of its own */
+    if (s->diag[run].alert[0])
+        add_item(l, TUI_S_WARN, run_state(s, run) == TRAINER_DIVERGED ? 2 : 1, "! %s",
+                 s->diag[run].alert);
     if (fault)
         status_fault(l, s, run);
 }

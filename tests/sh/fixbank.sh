@@ -155,6 +155,38 @@ rc=$?
     grep -q "blew up at step [0-9]* (loss .*, finite); stopping" "$T/most.err" &&
     grep -q "^normscope: cause: LR raised" "$T/most.err" && ok ||
     no "3 fixes at most: exit $rc: $(grep 'fix\|blew\|cause' "$T/most.err")"
+# each fix is judged: it blew up again before the step its check named,
+# and the verdict names the last one that did not help
+for k in 1 2 3; do
+    at=$(sed -n "s/.*fix $k is checked at step \([0-9]*\):.*/\1/p" "$T/most.err")
+    sed -n "/fix $k is checked/,\$p" "$T/most.err" | grep -m1 "the fix did not help" |
+        grep -q "blew up at step [0-9]*, before its check at step ${at:-x}$" && ok ||
+        no "fix $k (checked at '$at'): not said to have failed: $(grep 'help' "$T/most.err")"
+done
+grep -q "^normscope: verdict: not healthy (fix 3 did not help: blew up at step [0-9]*; " \
+    "$T/most.err" && ! grep -q "the fix helped" "$T/most.err" && ok ||
+    no "3 fixes at most: the verdict: $(grep 'verdict\|helped' "$T/most.err")"
+
+# ---- a fix that does not beat its bar by its check step ----
+# DyT stalls; the fix is LayerNorm at half the LR, but the script puts
+# DyT back at step 300: at the check the loss is not below the bar, no
+# other finding names a fix, and the run stops (exit 3), not healthy
+printf 'every 100: kind dyt\n' >"$T/dytback.script"
+timeout $TO "$BIN" $F --norm-kind dyt --steps 900 --script "$T/dytback.script" >/dev/null \
+    2>"$T/nohelp.err" </dev/null
+rc=$?
+bar=$(sed -n 's/.*fix 1 is checked at step [0-9]*: its loss (mean of 16 steps) must be below \([0-9.]*\)$/\1/p' "$T/nohelp.err")
+at=$(sed -n 's/.*fix 1 is checked at step \([0-9]*\):.*/\1/p' "$T/nohelp.err")
+now=$(sed -n "s/.*the fix did not help: loss \([0-9.]*\) (mean of 16 steps) at step ${at:-x}, not below ${bar:-x}.*/\1/p" "$T/nohelp.err")
+[ "$rc" -eq 3 ] && [ -n "$now" ] && awk -v n="$now" -v b="$bar" 'BEGIN { exit !(n >= b) }' &&
+    grep -q "fix (the fix's check): no finding names a next step to try; stopping with the diagnosis" "$T/nohelp.err" &&
+    grep -q "^normscope: the fix did not help by step $at; stopping$" "$T/nohelp.err" &&
+    grep -q "^normscope: verdict: not healthy (fix 1 did not help: loss $now at step $at, not below $bar; " "$T/nohelp.err" &&
+    ok || no "a fix under its bar: exit $rc, bar '$bar', at '$at': $(grep 'fix\|help\|verdict' "$T/nohelp.err")"
+# a fix that helped says so, and the verdict can be healthy again
+grep -q "^normscope: the fix helped: loss [0-9.]* (mean of 16 steps) at step [0-9]*, below [0-9.]*$" "$T/bf16hi.err" &&
+    grep -q "^normscope: verdict: healthy" "$T/bf16hi.err" && ok ||
+    no "bf16hi: the fix is not said to have helped: $(grep 'help\|verdict' "$T/bf16hi.err")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -27,6 +27,14 @@
 
 /* Thresholds (man/normscope.1, DIAGNOSIS). */
 #define DIAG_HEADROOM_WARN 1.0  /* doublings left before the limit */
+#define DIAG_TREND_MIN 32       /* points a headroom forecast needs since the start
+                                   or a change of precision or norm: the first
+                                   steps' growth is the initialization's transient
+                                   (fp16-layernorm: act max 7 -> 132 in 22 steps,
+                                   then 132 -> 256 in 395) */
+#define DIAG_SLOWING 0.5        /* the newest quarter's rate under this share of
+                                   the window's: the growth slows, and the crossing
+                                   is "at step X or later", X at the newer rate */
 #define DIAG_SCALE_DROP 8.0     /* loss scale fallen this factor within the window */
 #define DIAG_STALL_TOL 0.15     /* nats around the unigram plateau */
 #define DIAG_STALL_GRAD 1e-2    /* bottom layers' gradient / top's below this */

@@ -118,6 +118,16 @@ static void push(diag *d, const step_metrics *m)
     d->n++;
 }
 
+/* The points kept since the trend's start (a rewind, a change of
+ * precision or norm), DIAG_WINDOW at most. */
+static long trend_len(const diag *d)
+{
+    long a = 0;
+    while (a < kept(d) && a < DIAG_WINDOW && point(d, a)->step > d->trend_from)
+        a++;
+    return a;
+}
+
 /* Least-squares slope per step of y over the newest `span` points kept
  * (finite y only); which = 0 log2(act max), 1 headroom. NaN with fewer
  * than 8 points. */
@@ -405,11 +415,30 @@ static long crossing(long step, double h, double rate)
     return step + (long)ceil(h / -rate);
 }
 
+/* When the headroom h of a layer falling at the window's rate and at its
+ * newest quarter's crosses: [a, b] from the two rates (a growth that
+ * speeds up crosses sooner than the window's mean says); a growth that
+ * slows (the newer rate under DIAG_SLOWING of the window's) crosses at a
+ * or later, a from the newer rate, and b is -1. */
+static void crossing_range(long step, double h, double rate, double recent, long *a, long *b)
+{
+    *a = *b = crossing(step, h, rate);
+    if (!(-recent * 100 > DIAG_GROWTH_MIN))
+        return;
+    long c = crossing(step, h, recent);
+    if (recent > DIAG_SLOWING * rate) { /* both negative: the newer is slower */
+        *a = c;
+        *b = -1;
+        return;
+    }
+    *a = c < *a ? c : *a;
+    *b = c > *b ? c : *b;
+}
+
 /* Headroom below DIAG_HEADROOM_WARN doublings and falling (the layer with
- * the least): where it is and when it crosses, as a range: the rate over
- * the whole window and over its newest quarter (a growth that speeds up
- * crosses sooner than the window's mean says). Warned again when the
- * steps left fell to DIAG_REWARN of the last warning's. */
+ * the least), once DIAG_TREND_MIN points make a trend: where it is and
+ * when it crosses (crossing_range). Warned again when the steps left fell
+ * to DIAG_REWARN of the last warning's. */
 static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     int lo = -1;
@@ -418,7 +447,7 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
         if (isfinite(h) && (lo < 0 || h < m->layer[lo].headroom))
             lo = l;
     }
-    if (lo < 0)
+    if (lo < 0 || trend_len(d) < DIAG_TREND_MIN)
         return;
     double h = m->layer[lo].headroom;
     double rate = slope(d, lo, 1); /* doublings per step, negative when falling */
@@ -426,24 +455,25 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
     if (h >= DIAG_HEADROOM_WARN || !(-rate * 100 > DIAG_GROWTH_MIN))
         return;
     double recent = slope_over(d, lo, 1, DIAG_WINDOW / 4);
-    long a = crossing(m->step, h, rate), b = a;
-    if (-recent * 100 > DIAG_GROWTH_MIN) {
-        long c = crossing(m->step, h, recent);
-        a = c < a ? c : a;
-        b = c > b ? c : b;
-    }
-    long left = b - m->step;
+    long a, b;
+    crossing_range(m->step, h, rate, recent, &a, &b);
+    long left = (b >= 0 ? b : a) - m->step;
     if ((d->warned & (1u << DIAG_R_HEADROOM)) && !(left <= DIAG_REWARN * d->head_left))
         return;
     d->warned |= 1u << DIAG_R_HEADROOM;
     d->head_left = left > 0 ? left : 1;
     double act = m->layer[lo].act_max, limit = act * ns_exp2(h);
     double v[4] = {h, act, (double)a, (double)b};
+    char when[96];
+    if (b >= 0)
+        snprintf(when, sizeof when, "crosses between step %ld and %ld", a, b);
+    else
+        snprintf(when, sizeof when, "slowing (%.2f/100 over the newest %d steps): crosses at "
+                 "step %ld or later", -recent * 100, DIAG_WINDOW / 4, a);
     diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_HEADROOM, lo, m->step, v,
         "lower the LR, or fp32 norms / bf16 if the limit is a norm's variance",
-        "layer %d headroom %.2f doublings (act max %.4g of %.3g), falling %.2f/100 steps: "
-        "crosses between step %ld and %ld",
-        lo, h, act, limit, -rate * 100, a, b);
+        "layer %d headroom %.2f doublings (act max %.4g of %.3g), falling %.2f/100 steps: %s",
+        lo, h, act, limit, -rate * 100, when);
     set_fix(f, DIAG_FROM_HERE, 0, "lr x0.5");
 }
 

@@ -8,6 +8,8 @@
 BIN=${NS_BIN:-./normscope}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+# shellcheck source=../lib/headroom_lib.sh
+. "$(dirname "$0")/../lib/headroom_lib.sh"
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); }
@@ -69,11 +71,10 @@ w=$(sed -n 's/.*warning at step \([0-9]*\): layer [0-9] headroom.*/\1/p' "$T/fp1
     no "headroom warning at step '$w', divergence at $div: $(cat "$T/fp16.err")"
 # warned again as the estimate tightens: each warning has fewer steps left
 # than the one before, and the last one's range ends within 20 steps of
-# the divergence
-sed -n 's/.*warning at step \([0-9]*\): layer [0-9] headroom.*crosses between step \([0-9]*\) and \([0-9]*\)$/\1 \2 \3/p' \
-    "$T/fp16.err" >"$T/hw"
-awk -v d="${div:-0}" '{ left = $3 - $1; if (NR > 1 && left >= prev) bad = 1; prev = left; hi = $3 }
-    END { exit !(NR >= 2 && !bad && d - hi >= -20 && d - hi <= 20) }' "$T/hw" && ok ||
+# the divergence; a range "at step A or later" (the growth slowing) holds
+# it when it begins at most 20 steps after it
+headroom_warnings "$T/fp16.err" >"$T/hw"
+headroom_tightens "${div:-0}" "$T/hw" && ok ||
     no "headroom warnings (step, range) do not tighten to the divergence $div: $(cat "$T/hw")"
 # no norm, fp16: the loss scale collapses long before the divergence
 run scale $F --precision fp16 --norm none --lr 3e-2 --steps 400

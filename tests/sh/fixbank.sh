@@ -11,6 +11,8 @@
 BIN=${NS_BIN:-./normscope}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+# shellcheck source=../lib/headroom_lib.sh
+. "$(dirname "$0")/../lib/headroom_lib.sh"
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); }
@@ -109,13 +111,11 @@ grep -q "diagnosis at step [0-9]*: stalled: loss .* no gradient reaches the bloc
 
 # ---- the headroom warnings close in on the divergence ----
 # each has fewer steps left than the one before; the last one's range
-# (crosses between step A and B) holds the divergence within 20 steps
+# holds the divergence within 20 steps (headroom_lib.sh)
 for name in normvar normclip; do
     d=$(sed -n 's/.*fix 1 of 3 .*(cause: norm-variance at step \([0-9]*\)[;)].*/\1/p' "$T/$name.err")
-    sed -n '/fix 1 of 3/q; s/.*warning at step \([0-9]*\): layer [0-9] headroom.*crosses between step \([0-9]*\) and \([0-9]*\)$/\1 \2 \3/p' \
-        "$T/$name.err" >"$T/$name.hw"
-    awk -v d="${d:-0}" '{ left = $3 - $1; if (NR > 1 && left >= prev) bad = 1; prev = left; lo = $2; hi = $3 }
-        END { exit !(NR >= 2 && !bad && d >= lo - 20 && d <= hi + 20) }' "$T/$name.hw" && ok ||
+    headroom_warnings "$T/$name.err" >"$T/$name.hw"
+    headroom_tightens "${d:-0}" "$T/$name.hw" && ok ||
         no "$name: headroom warnings (step, range) do not close in on $d: $(cat "$T/$name.hw")"
 done
 

@@ -1083,6 +1083,46 @@ static void test_gains_zero(void)
           !strcmp(f->fix, "norm pre"));
 }
 
+/* An initialization's transient, then a growth that slows (act max as
+ * fp16-layernorm's: 7 -> 130 in 20 steps, then like log(step), crossing
+ * 256 at step 400): no forecast before DIAG_TREND_MIN points, and no
+ * range that ends before the true crossing: "at step X or later". */
+static void test_headroom_slowing(void)
+{
+    reset();
+    step_metrics m;
+    long crossed = 0, first_at = 0;
+    for (long s = 1; s <= 450; s++) {
+        healthy(&m, s);
+        m.precision = FMT_FP16;
+        m.fp32_norms = 0;
+        /* 7 at step 1, 130 at 20, 256 at 400: log-linear in log(step) past 20 */
+        double a = s <= 20 ? 7.0 * pow(130.0 / 7.0, (double)(s - 1) / 19)
+                           : 130.0 * pow(256.0 / 130.0, log((double)s / 20) / log(20.0));
+        for (int l = 0; l < L; l++) {
+            m.layer[l].act_max = l == L - 1 ? (float)a : 20.0f;
+            m.layer[l].headroom = log2f(256 / m.layer[l].act_max);
+        }
+        if (!crossed && m.layer[L - 1].act_max > 256)
+            crossed = s;
+        if (feed(&m) && !first_at && first(DIAG_R_HEADROOM))
+            first_at = s;
+    }
+    CHECK(crossed >= 399 && crossed <= 401);
+    CHECK(first_at >= DIAG_TREND_MIN);
+    for (int i = 0; i < n_found; i++) {
+        const diag_finding *f = &found[i];
+        if (f->rule != DIAG_R_HEADROOM)
+            continue;
+        /* an open range (value[3] < 0) begins at or before the crossing;
+         * a closed one holds it */
+        CHECK(f->value[2] <= crossed);
+        CHECK(f->value[3] < 0 ? strstr(f->text, "or later") != NULL
+                              : f->value[3] + 10 >= crossed);
+    }
+    CHECK(count(DIAG_R_HEADROOM) >= 1 && strstr(first(DIAG_R_HEADROOM)->text, "slowing"));
+}
+
 /* A run whose rows say no layers (a stream of its loss only): nothing is
  * observed, so nothing is found and nothing is called healthy, however
  * the loss goes (the rules index the top and bottom layers). */
@@ -1139,6 +1179,7 @@ int main(void)
     test_trend_restart();
     test_gains_zero();
     test_no_layers();
+    test_headroom_slowing();
     /* the checks in feed ran */
     CHECK(texts_checked > 20 && fixes_checked > 8);
     free(dg);

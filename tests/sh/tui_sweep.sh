@@ -24,9 +24,6 @@ SPEC='norm=pre,post lr=1e-3,1e-2'
 $TM new-session -d -s "$W" -x 80 -y 24 sh || { echo "0 passed, 1 failed"; exit 1; }
 $TM set-option -t "$W" -g status off >/dev/null 2>&1
 run() { key "clear; $* 2>$T/err; echo NS_\"\"EXIT=\$?" Enter; }
-        { s = ""; for (i = 1; i <= NF; i++) if (!(i in skip)) s = s (s == "" ? "" : ",") $i; print s }' \
-        "$1/results.csv" | sort
-}
 
 # --- a small sweep, watched ------------------------------------------------
 run "LC_ALL=C $BIN --sweep '$SPEC' $C --jobs 2 --sweep-out $T/live"

@@ -128,6 +128,8 @@ static void test_row_parse(void)
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.diverged && r.div_step == 7 && isnan(r.final));
     snprintf(b, sizeof b, "0123456789ab,1e-3,pre,1,,,,,,,,,0.1,exit 1\n");
     CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.failed && !r.ok);
+    make_row(b, sizeof b, "s/ignal 9", "2.5", "", "", "0"); /* a status not known: no numbers */
+    CHECK(sweep_row_parse(&sp, b, &r) == 0 && r.failed && !r.ok && !r.diverged);
     CHECK(sweep_row_parse(&sp, "0123456789ab,1e-3,pre,1,30\n", &r) == -1); /* short */
     sweep_spec_free(&sp);
 }

@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
     int ok;          /* status ok */
     int diverged;    /* status diverged */
-    int failed;      /* any other status (failed, killed, corrupt, ...): no numbers */
+    int failed;      /* failed, killed, corrupt (older files: exit N, signal N): no numbers */
     long steps;      /* the last step it reached */
     double train, val; /* NaN when empty */
     double final;    /* val, or train without it */

@@ -567,6 +567,14 @@ int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing)
     return 0;
 }
 
+/* Is this status a run that left no numbers (older files: "exit N",
+ * "signal N")? */
+static int status_failed(const char *st)
+{
+    return !strcmp(st, "failed") || !strcmp(st, "killed") || !strcmp(st, "corrupt") ||
+           !strncmp(st, "exit ", 5) || !strncmp(st, "signal ", 7);
+}
+
 /* Field j of a row, "" for a column the file lacks. */
 static const char *col_text(const sweep_cols *c, char *const *f, int j)
 {
@@ -579,9 +587,7 @@ void sweep_result_fields(const sweep_cols *c, char *const *f, sweep_result *r)
     memset(r, 0, sizeof *r);
     r->ok = !strcmp(status, "ok");
     r->diverged = !strcmp(status, "diverged");
-    /* failed, killed, corrupt; older files' "exit N", "signal N"; and a
-     * status this version does not know: a run with no numbers to trust */
-    r->failed = !r->ok && !r->diverged;
+    r->failed = status_failed(status);
     r->steps = strtol(col_text(c, f, SWEEP_COL_STEPS), NULL, 10);
     r->train = csv_num(col_text(c, f, SWEEP_COL_TRAIN));
     r->val = csv_num(val);

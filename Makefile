@@ -39,7 +39,7 @@ OPT     ?= -O2
 #   -fno-fast-math: after a CFLAGS=-Ofast or -ffast-math, IEEE again
 #     (finding NaN and Inf depends on it);
 #   32-bit x86 only, -msse2 -mfpmath=sse: x87 keeps 80 bits in its
-#     registers and gives other numbers from the first step (config.h
+#     registers and gives other numbers from the first step (src/rng.c
 #     refuses a build without SSE2 arithmetic).
 CFLAGS  ?= $(OPT)
 NS_CFLAGS := -std=c11 -ffp-contract=off -fno-fast-math
@@ -149,7 +149,7 @@ C_SUITES  := $(patsubst $(TEST_C_DIR)/test_%.c,%,$(sort $(wildcard $(TEST_C_DIR)
 SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$(sort $(wildcard $(TEST_SH_DIR)/*.sh))))
 SH_ORDER  := layers cli harden diagnose fixbank settings kernels memory sweep tui_sweep plot twin tui_e2e \
              tui_diag tui_signals follow tui_lesson lessons sched tour tui_twin probe follow_probe
-SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable
+SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable cross
 SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
 SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES)),$(SH_SUITES))
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1463,7 +1464,7 @@ static long highest_seq(int fd)
             char ch = b[i];
             if (ch == '\n') {
                 state = 0, cur = 0;
-            } else if (state < 2 && dig(ch) && cur < 100000000000L) {
+            } else if (state < 2 && dig(ch) && cur <= (LONG_MAX - 9) / 10) {
                 cur = cur * 10 + (ch - '0'), state = 1;
             } else {
                 if (state == 1 && ch == ' ' && cur > best)

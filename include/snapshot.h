@@ -82,6 +82,9 @@ typedef struct {
      * or one that did not help: either keeps the verdict from "healthy",
      * whatever the checks say; "" when neither */
     char fix_note[NS_EVENT_TEXT];
+    /* the latest fix, once its check passed: "fix 1 (fp32-norms on) helped:
+     * loss 2.788 at step 150, below 3.007"; "" when none has */
+    char fix_proven[NS_EVENT_TEXT];
 } trainer_diagnosis;
 
 /* The order an episode's findings are given in, the cause first: the

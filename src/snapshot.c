@@ -120,7 +120,8 @@ void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
                  strstr(d->fix_note, "did not help") ? "" : "yet known to be ", d->fix_note, bad,
                  unknown);
     else if (d->healthy)
-        snprintf(buf, n, "verdict: healthy (every check answered ok)");
+        snprintf(buf, n, "verdict: healthy (every check answered ok%s%s)",
+                 d->fix_proven[0] ? "; " : "", d->fix_proven);
     else
         snprintf(buf, n, "verdict: not %shealthy (%d answered no, %d not yet known)",
                  bad ? "" : "known to be ", bad, unknown);

@@ -128,6 +128,8 @@ struct trainer {
     unsigned fix_rules; /* rules whose fixes were tried since one helped */
     int fix_failed;    /* the run stopped: its fix did not help and none was left */
     char fix_note[NS_EVENT_TEXT]; /* fix_run's verdict waits on its fix (trainer_diagnosis) */
+    char fix_what[TRAINER_FIX_TEXT]; /* the latest fix's commands */
+    char fix_proven[NS_EVENT_TEXT];  /* the latest fix's check, when it helped */
     int in_script;     /* applying a --script command (apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
@@ -591,6 +593,7 @@ static void reinited(trainer *t)
     t->generation++;
     t->fix_check_at = 0;
     t->fix_failed = 0;
+    t->fix_proven[0] = 0;
     set_fix_note(t, "%s", "");
     t->hist_reset = 1;
     t->have_metrics = 0;
@@ -894,6 +897,14 @@ static void fix_commands(trainer *t, const char *fix, int target)
 /* Nothing to fix it with, or no fix left: the run stops with its
  * diagnosis (DIVERGED: headless, exit 3), but a stall under --on-stall
  * fix goes on. */
+/* The fix's story in run r's view: what its verdict waits on, and the
+ * latest fix proven (none for the other run). */
+static void view_fix(const trainer *t, int r, trainer_diagnosis *v)
+{
+    snprintf(v->fix_note, sizeof v->fix_note, "%s", r == t->fix_run ? t->fix_note : "");
+    snprintf(v->fix_proven, sizeof v->fix_proven, "%s", r == t->fix_run ? t->fix_proven : "");
+}
+
 /* What the fix run's verdict waits on (trainer_diagnosis.fix_note), in
  * its view at once: a run that stops on it reports it. "" clears it. */
 static void set_fix_note(trainer *t, const char *fmt, ...)
@@ -903,7 +914,7 @@ static void set_fix_note(trainer *t, const char *fmt, ...)
     vsnprintf(t->fix_note, sizeof t->fix_note, fmt, ap);
     va_end(ap);
     trainer_diagnosis *v = &t->rd[t->fix_run].view;
-    memcpy(v->fix_note, t->fix_note, sizeof v->fix_note);
+    view_fix(t, t->fix_run, v);
     v->healthy = v->healthy && !t->fix_note[0];
 }
 
@@ -980,6 +991,8 @@ static void apply_fix(trainer *t, const char *how)
     t->fix_check_at = at + DIAG_FIX_CHECK;
     t->fix_bar = bar;
     t->fix_run = run;
+    snprintf(t->fix_what, sizeof t->fix_what, "%s", cmds);
+    t->fix_proven[0] = 0; /* the story is the new fix's now */
     engine_note(t->e, "fix %d of %d (%s): %s%s step %ld%s, then %s (cause: %s at step %ld%s)",
                 t->fixes, TRAINER_FIX_MAX, how, run_prefix(t, run),
                 at < from ? "went back to" : "stayed at", at, where, cmds,
@@ -1026,6 +1039,9 @@ static void fix_check(trainer *t, int bad, int blown)
     } else {
         engine_note(t->e, "%sthe fix helped: loss %.3f (mean of %d steps) at step %ld, below "
                     "%.3f", pre, now, DIAG_LEARN_MEAN, done, t->fix_bar);
+        snprintf(t->fix_proven, sizeof t->fix_proven,
+                 "fix %d (%.120s) helped: loss %.3f at step %ld, below %.3f", t->fixes,
+                 t->fix_what, now, done, t->fix_bar);
         t->fix_rules = 0;
         set_fix_note(t, "%s", "");
     }
@@ -1171,8 +1187,7 @@ static void diagnosis_observe(trainer *t)
         d->n_found = diag_observe(&d->d, m, d->found, DIAG_MAX_FINDINGS);
         d->view.n_checks = diag_checks(&d->d, d->view.checks, DIAG_CHECKS);
         /* a fix not yet proven, or one that did not help, is not healthy */
-        snprintf(d->view.fix_note, sizeof d->view.fix_note, "%s",
-                 r == t->fix_run ? t->fix_note : "");
+        view_fix(t, r, &d->view);
         d->view.healthy = diag_healthy(&d->d) && !d->view.fix_note[0];
         m->stalled = diag_stalled(&d->d);
         m->exploded = diag_exploded(&d->d);
@@ -1232,6 +1247,7 @@ static void diagnosis_events(trainer *t)
             d->view.n_checks = keep.n_checks;
             d->view.healthy = keep.healthy;
             memcpy(d->view.fix_note, keep.fix_note, sizeof keep.fix_note);
+            memcpy(d->view.fix_proven, keep.fix_proven, sizeof keep.fix_proven);
             memcpy(d->view.checks, keep.checks, sizeof keep.checks);
         }
         for (int i = 0; i < d->n_found; i++) {

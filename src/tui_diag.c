@@ -272,6 +272,8 @@ static void verdict_line(tui_diag_text *t, const run_view *v, const char *ind)
     else
         tui_say(t, "%sno warnings; not yet known to be healthy: %d check%s not yet known", ind,
                 unknown, unknown == 1 ? "" : "s");
+    if (v->d->fix_proven[0])
+        tui_say(t, "%s%s", ind, v->d->fix_proven);
 }
 
 /* The questions behind the verdict, each with its answer and numbers. */

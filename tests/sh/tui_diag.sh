@@ -3,7 +3,8 @@
 # variance overflows (near step 176) pauses DIVERGED; D shows the
 # diagnosis with its numbers, the layer's numbers now, what to try and the
 # keys for it; any key closes it, D again too; a applies its fix and the
-# run trains on, marked "fix" on the chart; q on a diverged run prints
+# run trains on, marked "fix" on the chart, and once its check passes D
+# and the exit's verdict say it helped; q on a diverged run prints
 # its cause. At 80x24 the panel says where b rewinds to and how close that
 # snapshot is to the limit, as --save does. A finite blow-up (LR 1.0)
 # pauses DIVERGED too and says it is finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
@@ -83,8 +84,17 @@ key a
 wait_for 'RUNNING' 30 && ok || no "a: the run does not train on: $(screen | head -n 2)"
 wait_for 'fix,rewind' 30 && screen | grep -qF '[i] fp32 norms' && ok ||
     no "a: no fix mark on the chart, or norms not in fp32: $(screen)"
+# its check passes (the fix went back to step 0: checked at step 150), and
+# D and the exit's verdict say what the fix was and that it helped
+key D
+wait_for 'fix 1 (fp32-norms on; lr x0.1) helped: loss' 60 && ok ||
+    no "a: D does not say the fix helped: $(screen)"
+key x
+wait_gone 'helped: loss' 10
 key q
 check_exited "the fixed run" 0
+grep -q '^normscope: verdict: healthy (every check answered ok; fix 1 (fp32-norms on; lr x0.1) helped: loss [0-9.]* at step 150, below [0-9.]*)$' "$T/err" &&
+    ok || no "the fixed run's verdict: $(grep verdict "$T/err")"
 # the diverged step the fix went back from is no --on-diverge continue's
 ! grep -q -- "--on-diverge continue" "$T/err" && ok ||
     no "a fixed run's exit cites --on-diverge continue: $(cat "$T/err")"

@@ -22,6 +22,14 @@
 static uint32_t eighth(int k) { return (uint32_t)(0x2590 - k); /* ▏=258F .. ▉=2589 */ }
 
 /* A number in 7 columns: fixed point while it reads well, else e-notation. */
+/* v in e-notation in 7 columns: one decimal while it fits, none for a
+ * negative number or a three-digit exponent ("-7e-03", not "-7.4e-0") */
+static void e7(char *b, size_t n, double v)
+{
+    if (snprintf(b, n, "%7.1e", v) > 7)
+        snprintf(b, n, "%7.0e", v);
+}
+
 static void fmt7(char *b, size_t n, double v)
 {
     if (isnan(v))
@@ -33,7 +41,7 @@ static void fmt7(char *b, size_t n, double v)
     else if (v == 0)
         snprintf(b, n, "%7s", "0");
     else
-        snprintf(b, n, "%7.1e", v);
+        e7(b, n, v);
 }
 
 static void fmt_e(char *b, size_t n, double v)
@@ -43,7 +51,7 @@ static void fmt_e(char *b, size_t n, double v)
     else if (isinf(v))
         snprintf(b, n, "%7s", v > 0 ? "inf" : "-inf");
     else
-        snprintf(b, n, "%7.1e", v);
+        e7(b, n, v);
 }
 
 static tui_style grad_style(scale_grad_state st)

@@ -1315,6 +1315,16 @@ static void test_prec_and_fault(void)
     CHECK(strstr(row(&g, L.layers.r + 4), "       -") && !strstr(row(&g, L.layers.r + 4), "inf"));
     CHECK(strstr(row(&g, L.layers.r + 2), "       -") != NULL);
     CHECK(style_at(&g, L.layers.r + 2, k.prec + 7) == TUI_S_BAD);
+    /* past the limit, a small negative headroom fits the selected layer's
+       box whole ("-7e-03", not "-7.4e-0") */
+    s->s.run[0].last.layer[2].headroom = -0.0074f;
+    tui_draw(&g, s, &ui);
+    int whole = 0, cut = 0;
+    for (int r = L.side.r; r < L.side.r + L.side.h; r++) {
+        whole |= strstr(row(&g, r), "headroom") && strstr(row(&g, r), " -7e-03 ");
+        cut |= strstr(row(&g, r), "-7.4e-0") != NULL;
+    }
+    CHECK(L.side.h > 0 && whole && !cut);
     /* fp32: no column */
     s->s.run[0].cfg.precision = FMT_FP32;
     tui_draw(&g, s, &ui);

@@ -59,3 +59,14 @@ bits_same() {
     done
     return $same
 }
+
+# bits_build DIR LOG MAKE-ARGS...: a fresh build of DIR/normscope (-j2,
+# niced), make's output in LOG. The make that runs a suite passes its own
+# command line down in MAKEFLAGS: it is not this build's.
+bits_build() {
+    dir=$1 log=$2
+    shift 2
+    rm -rf "$dir"
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice make -j2 --no-print-directory BUILD="$dir" \
+        BIN="$dir/normscope" "$@" "$dir/normscope" >"$log" 2>&1
+}

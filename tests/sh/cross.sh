@@ -36,14 +36,12 @@ missing() {
     fi
 }
 
-# build DIR MAKE-ARGS...: a fresh cross build of DIR/normscope, its
-# output in $T/DIR.log (the calling make's MAKEFLAGS are not this build's)
+# build DIR MAKE-ARGS...: a fresh build without curses of DIR/normscope,
+# its output in $T/DIR.log
 build() {
-    dir=$1
+    d=$1
     shift
-    rm -rf "$dir"
-    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice make -j2 --no-print-directory BUILD="$dir" \
-        BIN="$dir/normscope" CURSES=0 "$@" "$dir/normscope" >"$T/$(basename "$dir").log" 2>&1
+    bits_build "$d" "$T/$(basename "$d").log" CURSES=0 "$@"
 }
 
 # arch NAME CC RUNNER...: cross-build with CC, run with RUNNER, compare

@@ -21,15 +21,12 @@ fail=0
 ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
-# build DIR MAKE-ARGS...: a fresh build of DIR/normscope; its output in
-# $T/DIR.log. The make that runs this suite passes its own command line
-# down in MAKEFLAGS: it is not this build's.
+# build DIR MAKE-ARGS...: a fresh build of DIR/normscope, its output in
+# $T/DIR.log
 build() {
-    dir=$1
+    d=$1
     shift
-    rm -rf "$dir"
-    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice make -j2 --no-print-directory BUILD="$dir" \
-        BIN="$dir/normscope" "$@" "$dir/normscope" >"$T/$(basename "$dir").log" 2>&1
+    bits_build "$d" "$T/$(basename "$d").log" "$@"
 }
 warnings() { grep -c 'warning:' "$T/$(basename "$1").log"; }
 

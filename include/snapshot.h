@@ -190,6 +190,7 @@ typedef struct {
     int compare;       /* --compare: run[1] is the twin b */
     long joined; /* the step since which a's settings equal b's, after they
                   * differed (twin_run.joined); 0 = they differ */
+    char was[2][64]; /* what set a and b apart before they joined (twin_run.was) */
     /* The run whose latest step was not finite: 0 = a, 1 = b, -1 = none.
      * Decided once, by the trainer (a first: a steps first); front ends
      * read it through trainer_diverged_run, never from the metrics. */

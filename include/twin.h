@@ -45,6 +45,9 @@ typedef struct {
     /* the step since which the runs' settings have been the same, after
      * they differed (a switch that made a equal to b); 0 = they differ */
     long joined;
+    /* what set this run apart before they joined, as its label said it
+     * ("norm-kind=layernorm", twin_label_differs); NULL or "": not known */
+    const char *was;
 } twin_run;
 
 /* Whether a and b differ in any setting a label names. */
@@ -54,8 +57,16 @@ int twin_differ(twin_run a, twin_run b);
  * the run's name, the settings in which it differs from `other` (as
  * name=value, the way --compare spells them), then the rest of the
  * mid-run settings. With other.cfg == NULL, no difference is looked for.
- * Runs that no longer differ ("a" and "b" only) say since when, "a: as b
- * since step 300", so a legend still tells them apart. */
+ * Runs that no longer differ ("a" and "b" only) still tell themselves
+ * apart: the one that changed says what it was until when, "a:
+ * norm-kind=layernorm until step 300", the one that did not keeps its
+ * words, "b: norm-kind=rmsnorm"; without self.was, "a: as b since step
+ * 300". */
 void twin_label(const char *name, twin_run self, twin_run other, char *buf, size_t n);
+
+/* The part of a twin_label that says how the run differs ("a:
+ * norm-kind=layernorm  pre ..." gives "norm-kind=layernorm"), in out;
+ * "" when it names no difference. */
+void twin_label_differs(const char *label, char *out, size_t n);
 
 #endif

@@ -96,6 +96,7 @@ struct trainer {
     unsigned ask_seq;
     unsigned mark_bits[2];   /* a's and b's: what the label names (mark_for) */
     long joined;             /* trainer_status.joined */
+    char was[2][64];         /* trainer_status.was */
     /* run a at [0], the twin b (o.twin) at [1] */
     struct {
         step_metrics m;          /* the latest step */
@@ -290,10 +291,13 @@ static void fill_status(trainer *t, trainer_snapshot *p)
         fill_run(t, s, 1, t->o.twin);
         /* from each run's state now, never from the --compare words */
         s->joined = t->joined;
-        twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined};
-        twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined};
+        twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined, t->was[0]};
+        twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined, t->was[1]};
         twin_label("a", ra, rb, s->run[0].label, sizeof s->run[0].label);
         twin_label("b", rb, ra, s->run[1].label, sizeof s->run[1].label);
+        for (int r = 0; r < 2 && !s->joined; r++) /* the words a join keeps */
+            twin_label_differs(s->run[r].label, t->was[r], sizeof t->was[r]);
+        memcpy(s->was, t->was, sizeof s->was);
     }
     if (t->hist_reset) {
         s->hist_total = 0;
@@ -642,9 +646,10 @@ static void apply_fix(trainer *t, const char *how);
  * rewind before it brings it back to the snapshot's step. */
 static void joined_after(trainer *t, long step)
 {
-    twin_run ra = {engine_config(t->e), engine_warmup_on(t->e), engine_current_peak(t->e), 0};
+    twin_run ra = {engine_config(t->e), engine_warmup_on(t->e), engine_current_peak(t->e), 0,
+                   NULL};
     twin_run rb = {engine_config(t->o.twin), engine_warmup_on(t->o.twin),
-                   engine_current_peak(t->o.twin), 0};
+                   engine_current_peak(t->o.twin), 0, NULL};
     if (twin_differ(ra, rb))
         t->joined = 0;
     else if (t->joined == 0 || t->joined > step)

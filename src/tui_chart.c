@@ -208,8 +208,10 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
     const char *mode = ui->logy ? "[log-y]  " : "[linear]  ";
     if (c->cmp) {
         char fa[160], fb[160];
-        twin_run ra = {&st->run[0].cfg, st->run[0].warmup_on, st->run[0].lr_peak, st->joined};
-        twin_run rb = {&st->run[1].cfg, st->run[1].warmup_on, st->run[1].lr_peak, st->joined};
+        twin_run ra = {&st->run[0].cfg, st->run[0].warmup_on, st->run[0].lr_peak, st->joined,
+                       st->was[0]};
+        twin_run rb = {&st->run[1].cfg, st->run[1].warmup_on, st->run[1].lr_peak, st->joined,
+                       st->was[1]};
         twin_label("a", ra, rb, fa, sizeof fa - 2);
         twin_label("b", rb, ra, fb, sizeof fb - 2);
         /* each at most the columns the other items want, while that

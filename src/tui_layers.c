@@ -449,7 +449,7 @@ void tui_label_brief(char *b)
         {" ln-gamma-init=", " gamma="},
         {" ln-beta-init=", " beta="},
         {" lr-layer-decay=", " lr-decay="},
-        {" since step ", " since "},
+        {" since step ", " since "},   {" until step ", " until "},
     };
     for (size_t i = 0; i < sizeof brief / sizeof brief[0]; i++)
         label_replace(b, brief[i][0], brief[i][1]);
@@ -526,8 +526,8 @@ int tui_label_fit(char *b, int w)
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
-    twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined};
-    twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined};
+    twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined, s->was[0]};
+    twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined, s->was[1]};
     if (!s->compare) { /* one run (compact rows): its settings, no other to differ from */
         twin_label("run", ra, (twin_run){0}, b, n);
         return;

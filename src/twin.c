@@ -136,6 +136,49 @@ int twin_differ(twin_run a, twin_run b)
     return 0;
 }
 
+/* Does every name=value of words (space-separated) hold for r now? */
+static int still_holds(twin_run r, const char *words)
+{
+    char w[64], now[64];
+    for (const char *p = words; *p;) {
+        size_t k = strcspn(p, " ");
+        snprintf(w, sizeof w, "%.*s", (int)k, p);
+        const char *eq = strchr(w, '=');
+        for (int i = 0; eq && runtime_setting(r, i, now, sizeof now); i++)
+            if (!strncmp(now, w, (size_t)(eq - w) + 1) && strcmp(now, w) != 0)
+                return 0;
+        p += k + (p[k] == ' ');
+    }
+    return 1;
+}
+
+/* A joined run's words: what it was until the join when that changed,
+ * its own words when they still hold, else whom it equals since when. */
+static void joined_words(const char *name, twin_run self, char *buf, size_t n, size_t *used)
+{
+    char words[96];
+    if (self.was && self.was[0] && !still_holds(self, self.was))
+        snprintf(words, sizeof words, "%.60s until step %ld", self.was, self.joined);
+    else if (self.was && self.was[0])
+        snprintf(words, sizeof words, "%.60s", self.was);
+    else
+        snprintf(words, sizeof words, "as %s since step %ld", strcmp(name, "a") ? "a" : "b",
+                 self.joined);
+    append(buf, n, used, words);
+}
+
+void twin_label_differs(const char *label, char *out, size_t n)
+{
+    const char *p = strchr(label, ':'), *end = p ? strstr(p, "  ") : NULL;
+    if (!p || !end || n == 0) {
+        if (n)
+            out[0] = 0;
+        return;
+    }
+    p += 1 + (p[1] == ' ');
+    snprintf(out, n, "%.*s", (int)(end - p), p);
+}
+
 void twin_label(const char *name, twin_run self, twin_run other, char *buf, size_t n)
 {
     if (n == 0)
@@ -156,12 +199,8 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
         if (strcmp(mine, theirs) != 0)
             append(buf, n, &used, mine);
     }
-    if (other.cfg && self.joined > 0 && used == strlen(name) + 1 && !twin_differ(self, other)) {
-        char since[48];
-        snprintf(since, sizeof since, "as %s since step %ld", strcmp(name, "a") ? "a" : "b",
-                 self.joined);
-        append(buf, n, &used, since);
-    }
+    if (other.cfg && self.joined > 0 && used == strlen(name) + 1 && !twin_differ(self, other))
+        joined_words(name, self, buf, n, &used);
     if (used + 3 < n && used > strlen(name) + 1) { /* two spaces: the rest */
         buf[used++] = ' ';
         buf[used++] = ' ';

@@ -1814,6 +1814,7 @@ static void test_legend_fit(void)
          "b: pre fp16 warmup=off +2"},
         {"a: ln-gamma-init=0  post layernorm", 12, "a: gamma=0"},
         {"a: as b since step 300  pre", 17, "a: as b since 300"},
+        {"a: norm-kind=layernorm until step 300  pre", 22, "a: layernorm until 300"},
     };
     for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++)
         CHECK(fits_as(fits[i].label, fits[i].w, 0, fits[i].want));

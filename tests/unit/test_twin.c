@@ -188,8 +188,10 @@ static void check_frame(int rows, int cols, trainer_snapshot *s, tui_ui *ui)
     ok &= strncmp(row(&g, 1), " b: ", 4) == 0;
     /* the whole label's length says whether the header was cut */
     char la[160], lb[160];
-    twin_run ra = {&s->s.run[0].cfg, s->s.run[0].warmup_on, s->s.run[0].lr_peak, s->s.joined};
-    twin_run rb = {&s->s.run[1].cfg, s->s.run[1].warmup_on, s->s.run[1].lr_peak, s->s.joined};
+    twin_run ra = {&s->s.run[0].cfg, s->s.run[0].warmup_on, s->s.run[0].lr_peak, s->s.joined,
+                   s->s.was[0]};
+    twin_run rb = {&s->s.run[1].cfg, s->s.run[1].warmup_on, s->s.run[1].lr_peak, s->s.joined,
+                   s->s.was[1]};
     twin_label("a", ra, rb, la, sizeof la);
     twin_label("b", rb, ra, lb, sizeof lb);
     check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.run[0].cfg, &s->s.run[1].cfg,
@@ -479,8 +481,19 @@ static void test_switch_joins(void)
     CHECK(s->s.run[0].cfg.norm_kind == NORMK_RMSNORM && s->s.run[1].cfg.norm_kind == NORMK_RMSNORM);
     CHECK(!strcmp(s->hist[1].run[0].mark, "rmsnorm") && s->hist[1].run[1].mark[0] == 0);
     CHECK(s->s.joined == 1);
-    CHECK(!strncmp(s->s.run[0].label, "a: as b since step 1  ", 22));
-    CHECK(!strncmp(s->s.run[1].label, "b: as a since step 1  ", 22));
+    /* a, which changed, says what it was until when; b keeps its words */
+    CHECK(!strncmp(s->s.run[0].label, "a: norm-kind=layernorm until step 1  ", 37));
+    CHECK(!strncmp(s->s.run[1].label, "b: norm-kind=rmsnorm  ", 22));
+    /* without the words before the join, whom it equals since when */
+    char la[160];
+    twin_run ra = {&s->s.run[0].cfg, 1, 1e-3f, 1, NULL}, rb = {&s->s.run[1].cfg, 1, 1e-3f, 1, ""};
+    twin_label("a", ra, rb, la, sizeof la);
+    CHECK(!strncmp(la, "a: as b since step 1  ", 22));
+    char d[64];
+    twin_label_differs("a: norm-kind=layernorm  pre fp32", d, sizeof d);
+    CHECK(!strcmp(d, "norm-kind=layernorm"));
+    twin_label_differs("a: pre layernorm fp32", d, sizeof d);
+    CHECK(d[0] == 0);
     free(s);
 }
 
@@ -493,12 +506,12 @@ static void test_label_warmup(void)
     settings_defaults(&b);
     a.warmup = b.warmup = 0;
     char la[160];
-    twin_label("a", (twin_run){&a, 1, 1e-3f, 0}, (twin_run){&b, 0, 1e-3f, 0}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 1, 1e-3f, 0, NULL}, (twin_run){&b, 0, 1e-3f, 0, NULL}, la, sizeof la);
     CHECK(strstr(la, "warmup=100") != NULL);
     a.warmup = 40;
-    twin_label("a", (twin_run){&a, 1, 1e-3f, 0}, (twin_run){&b, 0, 1e-3f, 0}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 1, 1e-3f, 0, NULL}, (twin_run){&b, 0, 1e-3f, 0, NULL}, la, sizeof la);
     CHECK(strstr(la, "warmup=40") != NULL);
-    twin_label("a", (twin_run){&a, 0, 1e-3f, 0}, (twin_run){&b, 1, 1e-3f, 0}, la, sizeof la);
+    twin_label("a", (twin_run){&a, 0, 1e-3f, 0, NULL}, (twin_run){&b, 1, 1e-3f, 0, NULL}, la, sizeof la);
     CHECK(strstr(la, "warmup=off") != NULL);
 }
 

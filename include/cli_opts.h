@@ -42,6 +42,7 @@ typedef struct {
     /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --log] */
     const char *plot, *out, *kind, *size, *step, *rows, *cols;
     int mono, logy;
+    float smooth; /* --smooth: the loss's smoothing weight, live and --plot */
     int no_pause; /* --no-pause: a script's pauses are skipped (lessons run through) */
     /* the commands the run applies: --script's and a lesson's, merged
      * (main fills it); NULL = none */

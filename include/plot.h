@@ -153,6 +153,7 @@ typedef struct {
     int w, h;                       /* pixels (16:9 by default) */
     int mono;                       /* dashes and markers, black on white */
     int logy;                       /* loss on a log axis */
+    double smooth;                  /* the smoothed loss's weight (scale.h); 0: none */
     long steps[PLOT_MAX_STEPS];     /* chosen steps; nsteps = 0: the kind's default */
     int nsteps;
     const char *source;             /* named in the caption */
@@ -182,14 +183,15 @@ int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *e
  * logy) and each run's layer panel at the last step, or each run's
  * heatmap, of a snapshot, to path atomically. 0, or -1 with a reason in
  * err. */
-int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, const char *path,
-                        char *err, size_t errlen);
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, double smooth,
+                        const char *path, char *err, size_t errlen);
 
 /* --plot INPUT: read, render, write --out. Returns the exit status (0, or
  * 2 after one line on err). */
 typedef struct {
     const char *input, *out, *kind, *size, *steps, *rows, *cols;
     int mono, logy;
+    double smooth;
 } plot_args;
 int plot_main(const plot_args *a, FILE *err);
 

@@ -154,6 +154,8 @@ const ns_setting *settings_find_cmd(const char *word);
 
 /* The row's defaults into c (rows that live in ns_config), the rest zero. */
 void settings_defaults(ns_config *c);
+/* The numeric defaults of the rows that live in cli_opts, into opts. */
+void settings_opts_defaults(void *opts);
 
 /* Parse v as the row's value and store it in c (SET_IN_CFG) or opts (a
  * cli_opts *, SET_IN_OPTS; may be NULL for config-only use). 0, or -1

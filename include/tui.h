@@ -400,6 +400,7 @@ typedef struct {
     int selected; /* layer index */
     int scroll;   /* first display row shown (display row 0 = the top layer) */
     int help, frozen, logy, quit;
+    double smooth; /* the loss's smoothing weight (--smooth; scale.h) */
     /* the help's page shown and its page count (the last frame's) */
     int help_page, help_pages;
     int diag;     /* the diagnosis overlay (D) is shown */
@@ -570,6 +571,7 @@ typedef struct {
     int no_color; /* --no-color (NO_COLOR is read too) */
     const char *lesson_title, *lesson_text; /* --lesson, for its panel; or NULL */
     int bars_rel; /* --bars relative */
+    double smooth; /* --smooth: the loss's smoothing weight */
     const ns_script *lesson_lines; /* a sweep lesson's notes and questions; or NULL */
     FILE *spool; /* the trainer's copy of the CSV (trainer_opts.spool) for e; or NULL */
     long lesson_reveal; /* a lesson's reveal: run b hidden until then (tui_ui.reveal) */

@@ -209,6 +209,7 @@ int cli_parse(cli_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
     memset(o, 0, sizeof *o);
     settings_defaults(&o->cfg);
+    settings_opts_defaults(o);
     o->threads = pool_default_threads();
     for (int i = 1; i < argc; i++) {
         const ns_setting *s;

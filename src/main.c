@@ -390,7 +390,7 @@ static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrup
 static tui_options ui_options(const cli_opts *o, const ns_lesson *lesson)
 {
     tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
-                      lesson ? lesson->text : NULL, o->bars_rel,
+                      lesson ? lesson->text : NULL, o->bars_rel, o->smooth,
                       lesson && lesson->sweep[0] ? &lesson->script : NULL,
                       NULL, lesson ? lesson->reveal : 0};
     return uo;
@@ -710,7 +710,8 @@ int main(int argc, char **argv)
     if (r || select_kernels())
         return 2;
     if (o.plot) {
-        plot_args pa = {o.plot, o.out, o.kind, o.size, o.step, o.rows, o.cols, o.mono, o.logy};
+        plot_args pa = {o.plot, o.out, o.kind, o.size, o.step, o.rows, o.cols, o.mono, o.logy,
+                        o.smooth};
         return plot_main(&pa, stderr);
     }
     if (o.follow)

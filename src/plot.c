@@ -131,10 +131,11 @@ int plot_write_map(const char *path, const plot_map *m, const plot_opts *o, char
     return write_atomic(path, (figure_src){NULL, m}, o, err, errlen);
 }
 
-int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, const char *path,
-                        char *err, size_t errlen)
+int plot_write_snapshot(const trainer_snapshot *s, int heatmap, int logy, double smooth,
+                        const char *path, char *err, size_t errlen)
 {
-    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900, .logy = logy};
+    plot_opts o = {.kind = heatmap ? PLOT_HEATMAP : PLOT_VIEW, .w = 1600, .h = 900, .logy = logy,
+                   .smooth = smooth};
     plot_data d;
     plot_data_init(&d);
     int rc = -1;

@@ -118,8 +118,8 @@ static int out_replaceable(const char *out, FILE *err)
 
 int plot_main(const plot_args *a, FILE *err)
 {
-    plot_opts o = {.mono = a->mono, .logy = a->logy, .source = a->input, .rows = a->rows,
-                   .cols = a->cols};
+    plot_opts o = {.mono = a->mono, .logy = a->logy, .smooth = a->smooth, .source = a->input,
+                   .rows = a->rows, .cols = a->cols};
     int rc = plot_options(&o, a->kind, a->size, a->steps, err);
     if (rc)
         return rc;

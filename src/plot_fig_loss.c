@@ -208,12 +208,12 @@ static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_da
 }
 
 /* Points of the loss lines (raw, smoothed, validation) inside the box (x0, y0, w, h). */
-static long loss_points_in(const plot_data *d, const axis *ax, const axis *ay, double x0, double y0,
-                           double w, double h)
+static long loss_points_in(const plot_data *d, double w_smooth, const axis *ax, const axis *ay,
+                           double x0, double y0, double w, double h)
 {
     long n = 0;
     for (int r = 0; r < d->nruns; r++) {
-        scale_ema e = {0, 0}; /* the smoothed line's points too (draw_smoothed) */
+        scale_ema e = scale_ema_start(w_smooth); /* the smoothed line's points too (draw_smoothed) */
         for (long i = 0; i < d->run[r].n; i++) {
             const plot_run *p = &d->run[r];
             int live = !p->abandoned || p->live[i];
@@ -247,7 +247,7 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
     int best = 0;
     long least = -1;
     for (int c = 0; c < 4; c++) {
-        long n = loss_points_in(d, ax, ay, xs[c], ys[c], w, h);
+        long n = loss_points_in(d, v->o->smooth, ax, ay, xs[c], ys[c], w, h);
         if (least < 0 || n < least) {
             least = n;
             best = c;
@@ -263,13 +263,19 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
 static void draw_smoothed(svg *v, const axis *ax, const axis *ay, const plot_run *p, const float *y,
                           const char *name, const char *color, const char *dash)
 {
+    if (scale_ema_start(v->o->smooth).w == 0) { /* --smooth 0: the loss itself, in full */
+        fputs("<g class=\"raw\">\n", v->f);
+        series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 3 * v->s);
+        fputs("</g>\n", v->f);
+        return;
+    }
     fputs("<g class=\"raw\" opacity=\"0.35\">\n", v->f);
     series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 2 * v->s);
     fputs("</g>\n", v->f);
     float *sm = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
     if (!sm)
         return;
-    scale_ema e = {0, 0};
+    scale_ema e = scale_ema_start(v->o->smooth);
     double last = NAN;
     for (long i = 0; i < p->n; i++) {
         sm[i] = isinf(y[i]) && y[i] < 0 ? y[i] : (float)scale_ema_add(&e, y[i]); /* -inf: not a row */
@@ -277,7 +283,7 @@ static void draw_smoothed(svg *v, const axis *ax, const axis *ay, const plot_run
     }
     char sname[112];
     snprintf(sname, sizeof sname, "smoothed %s", name);
-    fprintf(v->f, "<g class=\"smoothed\" data-weight=\"%g\" data-last=\"%.6g\">\n", SCALE_SMOOTH, last);
+    fprintf(v->f, "<g class=\"smoothed\" data-weight=\"%g\" data-last=\"%.6g\">\n", e.w, last);
     series_draw(v, ax, ay, p->step, sm, p->n, 1, sname, color, dash, 3 * v->s);
     fputs("</g>\n", v->f);
     free(sm);
@@ -306,7 +312,7 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
         char name[96];
         snprintf(name, sizeof name, "train loss%s%s", who[0] ? " " : "", who);
         draw_smoothed(v, &ax, &ay, p, loss ? loss : p->loss, name, tc, td);
-        legend_add(lg, tc, td, SH_NONE, 0, 1, "%s, smoothed", name);
+        legend_add(lg, tc, td, SH_NONE, 0, 1, v->o->smooth > 0 ? "%s, smoothed" : "%s", name);
         if (p->has_val) {
             snprintf(name, sizeof name, "validation loss%s%s", who[0] ? " " : "", who);
             if (series_draw(v, &ax, &ay, p->step, val ? val : p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)
@@ -316,7 +322,8 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
         free(loss);
         free(val);
     }
-    legend_add(lg, v->p->dim, "", SH_NONE, 0, 1, "faint: each step's train loss");
+    if (v->o->smooth > 0)
+        legend_add(lg, v->p->dim, "", SH_NONE, 0, 1, "faint: each step's train loss");
     for (int r = 0; r < d->nruns; r++)
         if (loss_draw_nonfinite(v, b, &ax, d, r))
             legend_add(lg, v->p->explode, NULL, r ? SH_TRIANGLE_DOWN : SH_TRIANGLE, 0, 1,

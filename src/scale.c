@@ -31,11 +31,18 @@ int scale_heat_level(double v)
 }
 
 
+scale_ema scale_ema_start(double w)
+{
+    return (scale_ema){0, 0, w > 0 && w < 1 ? w : 0};
+}
+
 double scale_ema_add(scale_ema *e, double x)
 {
     if (!isfinite(x))
         return NAN;
-    e->avg = SCALE_SMOOTH * e->avg + (1 - SCALE_SMOOTH) * x;
+    if (e->w == 0)
+        return x;
+    e->avg = e->w * e->avg + (1 - e->w) * x;
     e->k++;
-    return e->avg / (1 - pow(SCALE_SMOOTH, (double)e->k));
+    return e->avg / (1 - pow(e->w, (double)e->k));
 }

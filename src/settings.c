@@ -281,6 +281,9 @@ static const ns_setting table[] = {
      .help = "--plot in black and white: dashes and marker shapes", .flags = SETF_PLOT, OPT(mono)},
     {.name = "log", .type = SET_PRESENCE, .help = "--plot the loss on a log axis",
      .flags = SETF_PLOT, OPT(logy)},
+    {.name = "smooth", .type = SET_REAL, .arg = "W", .lo = 0, .hi = 0.999, .def = 0.9,
+     .help = "the loss's smoothing weight, live and in --plot, as TensorBoard's (0: none)",
+     .flags = SETF_FOLLOW, OPT(smooth)},
     {.name = "quiet", .short_name = 'q', .type = SET_PRESENCE,
      .help = "no progress line or summary on stderr", .flags = SETF_FOLLOW, OPT(quiet)},
     {.name = "help", .short_name = 'h', .type = SET_ACTION, .help = "show this help and exit",
@@ -404,6 +407,13 @@ void settings_defaults(ns_config *c)
         if (s->type == SET_BETAS)
             ((float *)field(s, c, NULL))[1] = (float)s->def2;
     }
+}
+
+void settings_opts_defaults(void *opts)
+{
+    for (int i = 0; i < N_ROWS; i++)
+        if (table[i].home == SET_IN_OPTS) /* store() leaves paths and actions alone */
+            store(&table[i], field(&table[i], NULL, opts), table[i].def);
 }
 
 /* ---- parsing ----------------------------------------------------------- */

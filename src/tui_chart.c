@@ -172,6 +172,7 @@ typedef struct {
     double lo, hi;
     int logy, uni, cmp;
     int dpc, dpr; /* dots per cell: x, y */
+    double smooth_w; /* the smoothing's weight (tui_ui.smooth) */
     /* each run's train loss smoothed over the window (scale.h: TensorBoard's
      * debiased EMA), point first + i at [i]; NaN where the loss was not finite */
     float smooth[2][TRAINER_HIST];
@@ -241,7 +242,8 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         /* a rewind's curve is named before the smoothing: it is there
          * only for a while, and what it means is not read off the plot */
         {ghost ? (uni ? "\xc2\xb7 " : ". ") : "", "before rewind  ", 2, TUI_S_DIM}, /* · */
-        {uni ? "\xe2\xa3\xa4 " : "- ", "smoothed, dim: each step  ", 2, TUI_S_DIM}, /* ⣤ */
+        {uni ? "\xe2\xa3\xa4 " : "- ", ui->smooth > 0 ? "smoothed, dim: each step  " : "each step  ", 2,
+         TUI_S_DIM}, /* ⣤ */
         {uni ? "\xe2\x80\xa2 " : "o ", "validation  ", 2, TUI_S_VAL},
         {uni ? "\xe2\x94\x8a " : ": ", "setting changed", 2, TUI_S_MARK},
     };
@@ -410,7 +412,7 @@ static void chart_smooth_b(tui_grid *g, const chart_ctx *c)
 static void chart_smooth(chart_ctx *c)
 {
     for (int run = 0; run < 2; run++) {
-        scale_ema e = {0, 0};
+        scale_ema e = scale_ema_start(c->smooth_w);
         for (long i = c->first; i < c->total && i - c->first < TRAINER_HIST; i++)
             c->smooth[run][i - c->first] = (float)scale_ema_add(&e, point(c->s, i)->run[run].loss);
     }
@@ -511,6 +513,7 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
     c.dpr = c.cg.ydots / c.cg.h;
     /* under the data: the markers; then b's points, a's line over them
      * ('*' where both pass), the validation points, the marker labels */
+    c.smooth_w = ui->smooth;
     chart_smooth(&c);
     chart_ghost(g, &c);
     if (c.cmp)

@@ -392,8 +392,8 @@ static void write_one_dump(run_state *rs, int what)
     else if (what == TUI_DUMP_SCREEN)
         r = tui_write_screen(&rs->grid, path, err, sizeof err);
     else if (what == TUI_DUMP_FIGURE)
-        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, rs->ui.logy, path, err,
-                                sizeof err);
+        r = plot_write_snapshot(rs->snap, rs->ui.view == TUI_VIEW_HEATMAP, rs->ui.logy,
+                                rs->ui.smooth, path, err, sizeof err);
     else if (rs->spool) /* every column of both runs, as --csv */
         r = tui_write_spool(rs->spool, path, err, sizeof err);
     else
@@ -612,6 +612,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.lesson_text = o->lesson_text;
     rs->ui.reveal = o->lesson_reveal;
     rs->ui.bars_rel = o->bars_rel;
+    rs->ui.smooth = o->smooth;
     if (rs->src == &sweep_source) {
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
         rs->sv->ui.lesson_title = o->lesson_title; /* a sweep lesson's notes (main.c) */

@@ -141,8 +141,8 @@ static const char *const help_legend[] = {
     "  max/10 .. max); vanishing < 1e-3 of the largest, exploding >= 10.",
     "Activation max: marks at 256 (the LN variance overflows fp16) and",
     "  65504 (fp16's largest value). Layer 0 is next to the embeddings.",
-    "Chart: loss; y from the window's lowest to its 98th percentile;",
-    "  a marker where a setting changed. Heatmap (m): |gradient| by decade.",
+    "Chart: loss smoothed (--smooth W) over each step's, dim; y: lowest to",
+    "  98th pct; a marker where a setting changed. Heatmap (m): by decade.",
     "--compare: Tab sets the TARGET; under both a toggle takes a's new",
     "  value and sets both runs to it. Chart: a line, b '+', both '*'.",
 };

@@ -6,6 +6,7 @@
  * command text ("norm toggle"), which the command parser reads, as tmux
  * binds keys to commands; here they only get their place.
  * No curses: the curses layer translates its key codes to TUI_KEY_*. */
+#include "settings.h"
 #include "tui.h"
 #include "twin.h"
 
@@ -241,6 +242,7 @@ void tui_ui_init(tui_ui *ui, int unicode, int color)
     ui->color = color;
     ui->selected = -1; /* the top layer, once the layer count is known */
     ui->log_newest = -1; /* the event log follows the newest */
+    ui->smooth = settings_find("smooth", 6)->def; /* --smooth's default */
 }
 
 /* [ ] { }: the event log scrolls, and shows (the lesson panel covers it) */

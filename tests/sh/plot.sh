@@ -375,5 +375,22 @@ for size in 800x450 1600x900; do
     check "map $size: texts inside" $CHECK extents "$T/fit_map.svg"
 done
 
+# --- --smooth: the smoothed line's weight and its last value, the debiased
+# EMA of the CSV's own losses; 0 draws the loss itself and names no smoothing
+plot smooth.svg "$F/one.csv" --smooth 0.5 && {
+    want=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "loss") c = i; next }
+        $c != "" && $c + 0 == $c { a = 0.5 * a + 0.5 * $c; k++; last = a / (1 - 0.5 ^ k) }
+        END { printf "%.6g", last }' "$F/one.csv")
+    got=$(sed -n 's/.*class="smoothed" data-weight="0.5" data-last="\([^"]*\)".*/\1/p' "$T/smooth.svg" | head -n 1)
+    awk -v a="$got" -v b="$want" 'BEGIN { exit !(a != "" && (a - b) ^ 2 < (1e-5 * b) ^ 2) }' && ok ||
+        no "--smooth 0.5: the smoothed line ends at '$got', the CSV's EMA at $want"
+}
+grep -q 'class="smoothed" data-weight="0.9"' "$T/loss.svg" && ok || no "--plot's default smoothing is not 0.9"
+plot raw.svg "$F/one.csv" --smooth 0 && {
+    ! grep -q 'class="smoothed"' "$T/raw.svg" && ! grep -q 'smoothed<\|faint: each' "$T/raw.svg" &&
+        grep -q '>train loss<' "$T/raw.svg" && ok || no "--smooth 0: the figure still smooths"
+}
+expect_bad "--smooth '1'" --plot "$F/one.csv" --out "$T/bad.svg" --smooth 1
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

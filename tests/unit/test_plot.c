@@ -60,7 +60,7 @@ static int draw(int how)
 {
     char path[64], err[256];
     snprintf(path, sizeof path, "/tmp/ns_test_plot_%d.svg", (int)getpid());
-    if (plot_write_snapshot(S, how & 1, how >> 1, path, err, sizeof err)) {
+    if (plot_write_snapshot(S, how & 1, how >> 1, 0.9, path, err, sizeof err)) {
         fprintf(stderr, "plot_write_snapshot: %s\n", err);
         return -1;
     }

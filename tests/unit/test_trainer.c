@@ -581,7 +581,7 @@ static void test_rewind_ghost(void)
     /* g's figure draws it too: a dashed series under the replay */
     char path[64], perr[256];
     snprintf(path, sizeof path, "/tmp/ns_ghost_%d.svg", (int)getpid());
-    CHECK(plot_write_snapshot(S, 0, 0, path, perr, sizeof perr) == 0);
+    CHECK(plot_write_snapshot(S, 0, 0, 0.9, path, perr, sizeof perr) == 0);
     FILE *f = fopen(path, "r");
     static char svg[1 << 20];
     size_t got = f ? fread(svg, 1, sizeof svg - 1, f) : 0;

@@ -429,6 +429,24 @@ static void test_chart_smoothed(void)
             bright_mid += !edge && cell->style == TUI_S_TRAIN;
         }
     CHECK(dim_edge > cg.w / 2 && bright_edge == 0 && bright_mid > cg.w / 2);
+    /* --smooth 0: the bright line is each step's loss, on the edges; the
+       legend no longer speaks of smoothing */
+    ui.smooth = 0;
+    tui_grid_clear(&g);
+    tui_draw_chart(&g, r, s, &ui);
+    bright_edge = 0;
+    for (int c = cg.left + cg.w / 4; c < cg.left + cg.w; c++)
+        bright_edge += tui_at(&g, cg.top, c)->style == TUI_S_TRAIN;
+    CHECK(bright_edge > cg.w / 2);
+    /* the legend says which, where it has the room */
+    tui_rect wide = {0, 0, 12, 120};
+    tui_grid_resize(&g, 12, 120);
+    tui_draw_chart(&g, wide, s, &ui);
+    CHECK(!strstr(row(&g, 0), "smoothed") && strstr(row(&g, 0), "each step") != NULL);
+    ui.smooth = 0.6;
+    tui_grid_clear(&g);
+    tui_draw_chart(&g, wide, s, &ui);
+    CHECK(strstr(row(&g, 0), "smoothed, dim: each step") != NULL);
     free(s);
     tui_grid_free(&g);
 }

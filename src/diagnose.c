@@ -466,7 +466,7 @@ static void rule_headroom(diag *d, const step_metrics *m, diag_finding *out, int
     double v[4] = {h, act, (double)a, (double)b};
     char when[96];
     if (b >= 0)
-        snprintf(when, sizeof when, "crosses between step %ld and %ld", a, b);
+        snprintf(when, sizeof when, "at these rates it crosses between step %ld and %ld", a, b);
     else
         snprintf(when, sizeof when, "slowing (%.2f/100 over the newest %d steps): crosses at "
                  "step %ld or later", -recent * 100, DIAG_WINDOW / 4, a);

@@ -3,7 +3,8 @@
 # whether they close in on its divergence. Sourced, not run; POSIX sh.
 #
 # headroom_warnings LOG: one line a headroom warning before the first fix
-# (if any): "STEP A B" for "crosses between step A and B", "STEP A later"
+# (if any): "STEP A B" for "at these rates it crosses between step A and
+# B", "STEP A later"
 # for "crosses at step A or later" (the growth slowing).
 headroom_warnings() {
     sed -n '/fix 1 of 3/q

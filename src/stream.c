@@ -1256,6 +1256,10 @@ static void print_diagnosis(FILE *f, const stream_reader *r)
         trainer_check_text(&v->checks[i], line, sizeof line);
         fprintf(f, "  %s\n", line);
     }
+    long every = u->have_header ? u->every : 1;
+    if (every > 1) /* the rules' windows are rows: say what a row is */
+        fprintf(f, "  (metrics every %ld steps: the rules read the %ld steps written, and a "
+                "count or a mean \"of N steps\" above is of written steps)\n", every, u->rows);
 }
 
 

@@ -818,6 +818,23 @@ static void test_diagnosis(void)
     CHECK(strstr(out, "diagnosis: none (no rule found a cause to name)\nwarnings: none\n") != NULL);
     CHECK(strstr(out, "verdict: healthy (every check answered ok)") != NULL);
     CHECK(strstr(out, "  is it learning? ok: ") != NULL);
+    CHECK(strstr(out, "the rules read the") == NULL);
+    /* metrics every 10 steps: the rules' counts are of the rows written */
+    FILE *rw = fopen(path, "r+");
+    char head[512];
+    CHECK(rw && fgets(head, sizeof head, rw));
+    char *ev = rw ? strstr(head, "\"every\":1,") : NULL;
+    CHECK(ev != NULL);
+    if (ev) {
+        ev[8] = '9'; /* "every":9, : the same length */
+        fseek(rw, 0, SEEK_SET);
+        fputs(head, rw);
+    }
+    if (rw)
+        fclose(rw);
+    out = summary_of(path);
+    CHECK(strstr(out, "  (metrics every 9 steps: the rules read the 400 steps written, and a count "
+                      "or a mean \"of N steps\" above is of written steps)\n") != NULL);
     probe_run(path, RUN_OK, 40, 1); /* 40 steps, no validation yet: not called healthy */
     out = summary_of(path);
     CHECK(strstr(out, "verdict: not known to be healthy (0 answered no, ") != NULL);

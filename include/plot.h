@@ -158,6 +158,8 @@ typedef struct {
     int nsteps;
     const char *source;             /* named in the caption */
     const char *rows, *cols;        /* map: the axes drawn as rows and columns (NULL: default) */
+    double vmin, vmax;              /* map: the color scale's ends, where vset says given */
+    int vset;                       /* 1: vmin given, 2: vmax given */
 } plot_opts;
 
 /* Parse --kind, --size, --step values. 0, or -1 with what is allowed in err. */
@@ -192,6 +194,7 @@ typedef struct {
     const char *input, *out, *kind, *size, *steps, *rows, *cols;
     int mono, logy;
     double smooth;
+    const char *vmin, *vmax; /* --vmin, --vmax as given; NULL: the map's own range */
 } plot_args;
 int plot_main(const plot_args *a, FILE *err);
 

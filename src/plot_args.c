@@ -6,6 +6,7 @@
 #include "plot_int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,33 @@ static int plot_options(plot_opts *o, const char *kind, const char *size, const 
     return 0;
 }
 
+/* --vmin, --vmax: finite numbers, the first below the second. 0, or 2
+ * after one line. */
+static int scale_ends(plot_opts *o, const char *vmin, const char *vmax, FILE *err)
+{
+    const char *given[2] = {vmin, vmax}, *name[2] = {"vmin", "vmax"};
+    double *to[2] = {&o->vmin, &o->vmax};
+    for (int i = 0; i < 2; i++) {
+        if (!given[i])
+            continue;
+        char *end;
+        errno = 0;
+        double x = strtod(given[i], &end);
+        if (end == given[i] || *end || errno || !isfinite(x)) {
+            fprintf(err, "normscope: --%s '%s': expected a finite number (a loss, in nats)\n",
+                    name[i], given[i]);
+            return 2;
+        }
+        *to[i] = x;
+        o->vset |= 1 << i;
+    }
+    if (o->vset == 3 && !(o->vmin < o->vmax)) {
+        fprintf(err, "normscope: --vmin %s is not below --vmax %s\n", vmin, vmax);
+        return 2;
+    }
+    return 0;
+}
+
 /* --kind map: DIR or DIR/results.csv. */
 static int plot_main_map(const plot_args *a, plot_opts *o, FILE *err)
 {
@@ -131,6 +159,12 @@ int plot_main(const plot_args *a, FILE *err)
         fprintf(err, "normscope: --rows and --cols go with --kind map\n");
         return 2;
     }
+    if ((a->vmin || a->vmax) && o.kind != PLOT_MAP) {
+        fprintf(err, "normscope: --vmin and --vmax go with --kind map\n");
+        return 2;
+    }
+    if (scale_ends(&o, a->vmin, a->vmax, err))
+        return 2;
     if (out_replaceable(a->out, err))
         return 2;
     if (o.kind == PLOT_MAP)

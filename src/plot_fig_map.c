@@ -283,6 +283,21 @@ static void map_layout_make(map_layout *g, const plot_map *m, int ra, int ca)
     map_range(m, &g->lo, &g->hi);
 }
 
+/* --vmin, --vmax: the scale's ends as given, one for maps drawn apart;
+ * a cell beyond them takes the end's color. -1 when the ends cross. */
+static int map_scale_given(map_layout *g, const plot_opts *o, char *err, size_t errlen)
+{
+    double lo = o->vset & 1 ? o->vmin : g->lo, hi = o->vset & 2 ? o->vmax : g->hi;
+    if (!(lo < hi)) {
+        snprintf(err, errlen, "the color scale would run from %g to %g: give --vmin below --vmax",
+                 lo, hi);
+        return -1;
+    }
+    g->lo = lo;
+    g->hi = hi;
+    return 0;
+}
+
 /* Panel p's values on the other axes (the last varies fastest). */
 static void map_panel_index(const map_layout *g, long p, int *idx)
 {
@@ -300,6 +315,8 @@ int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
         return -1;
     map_layout g;
     map_layout_make(&g, m, ra, ca);
+    if (map_scale_given(&g, v->o, err, errlen))
+        return -1;
     if (g.panels > 16) {
         snprintf(err, errlen, "%ld panels (one per value of the axes not drawn as rows or columns): "
                  "at most 16; choose --rows and --cols", g.panels);
@@ -308,8 +325,10 @@ int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
     const char *what = m->val_missing ? "final loss (validation, else train)" : "final validation loss";
     char title[160], cap[1400];
     snprintf(title, sizeof title, "Stability map: %s of each run", what);
-    snprintf(cap, sizeof cap, "%s%s  |  %s", m->common[0] ? "common: " : "", m->common,
-             m->seeds > 1 ? "seeds folded: mean +- half range (runs)" : "one run per cell");
+    snprintf(cap, sizeof cap, "%s%s  |  %s%s", m->common[0] ? "common: " : "", m->common,
+             m->seeds > 1 ? "seeds folded: mean +- half range (runs)" : "one run per cell",
+             v->o->vset ? "  |  color scale from --vmin/--vmax: a cell beyond it has its end's color"
+                        : "");
     frame_text(v, title, cap, sizeof cap);
     box all = frame_content(v), bar = all;
     all.w *= 0.8;

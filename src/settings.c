@@ -277,6 +277,13 @@ static const ns_setting table[] = {
     {.name = "cols", .type = SET_PATH, .arg = "AXIS",
      .help = "--kind map: the axis drawn as columns (default: the next most values)",
      .flags = SETF_PLOT, OPT(cols)},
+    {.name = "vmin", .type = SET_PATH, .arg = "X",
+     .help = "--kind map: the loss at the color scale's low end (default: the best cell's)",
+     .flags = SETF_PLOT, OPT(vmin)},
+    {.name = "vmax", .type = SET_PATH, .arg = "X",
+     .help = "--kind map: the loss at its high end (default: the worst trained cell's); with "
+             "--vmin, one scale for maps to compare",
+     .flags = SETF_PLOT, OPT(vmax)},
     {.name = "mono", .type = SET_PRESENCE,
      .help = "--plot in black and white: dashes and marker shapes", .flags = SETF_PLOT, OPT(mono)},
     {.name = "log", .type = SET_PRESENCE, .help = "--plot the loss on a log axis",

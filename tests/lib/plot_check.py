@@ -898,6 +898,31 @@ def cmd_type(svg, px):
         least = size if least is None else min(least, size)
     ok("every text at %.1f px or more" % least)
 
+def cmd_map_scale(svg, vmin, vmax):
+    """--vmin/--vmax: the color bar runs from vmin to vmax, and every finite
+    cell sits in the bin its value gives on that scale (clamped to the ends)."""
+    root = root_of(svg)
+    lo, hi = float(vmin), float(vmax)
+    bins = sorted(by_class(root, "rect", "colorbar-bin"), key=lambda b: int(b.get("data-bin")))
+    if not bins or abs(float(bins[0].get("data-lo")) - lo) > 1e-9 * max(1, abs(lo)) \
+            or abs(float(bins[-1].get("data-hi")) - hi) > 1e-9 * max(1, abs(hi)):
+        fail("color bar %s..%s, want %g..%g" % (bins[0].get("data-lo") if bins else None,
+                                               bins[-1].get("data-hi") if bins else None, lo, hi))
+    n, checked = len(bins), 0
+    for c in by_class(root, "rect", "cell"):
+        if c.get("data-bin") is None or c.get("data-value") in (None, ""):
+            continue
+        x = float(c.get("data-value"))
+        if x != x or c.get("data-exploded") not in (None, "0"):
+            continue  # no finite loss, or hatched: off the scale
+        want = min(n - 1, max(0, int((x - lo) / (hi - lo) * n // 1)))
+        if int(c.get("data-bin")) != want:
+            fail("cell %s (%g) in bin %s, want %d on %g..%g" % (c.get("data-key"), x, c.get("data-bin"), want, lo, hi))
+        checked += 1
+    if not checked:
+        fail("no finite cell to check")
+    ok("%d cells on the scale %g..%g" % (checked, lo, hi))
+
 if __name__ == "__main__":
     cmd = globals().get("cmd_" + sys.argv[1])
     if not cmd:

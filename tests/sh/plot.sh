@@ -254,6 +254,17 @@ plot map_mono.svg "$M" --kind map --mono &&
     check "map --mono" $CHECK map "$T/map_mono.svg" "$M/results.csv" lr layers
 grep -Eo '(stroke|fill)="#[0-9a-f]{6}"' "$T/map_mono.svg" | grep -Eqv '#([0-9a-f]{2})\1\1"' &&
     no "map --mono: a color that is not grey" || ok
+# a shared color scale: cells beyond it take its ends' colors
+plot map_scale.svg "$M" --kind map --vmin 2.5 --vmax 2.9 &&
+    check "map --vmin 2.5 --vmax 2.9: the bar and each cell's bin" $CHECK map_scale "$T/map_scale.svg" 2.5 2.9
+grep -q 'color scale from --vmin/--vmax' "$T/map_scale.svg" && ok || no "map: the caption does not say the scale was set"
+plot map_vmax.svg "$M" --kind map --vmax 9 &&
+    check "map --vmax 9: from the best cell to 9" $CHECK map_scale "$T/map_vmax.svg" \
+        "$(sed -n 's/.*class="colorbar-bin" data-bin="0" data-lo="\([^"]*\)".*/\1/p' "$T/map.svg")" 9
+expect_bad "--vmin 3 is not below --vmax 2" --plot "$M" --kind map --vmin 3 --vmax 2 --out "$T/bad.svg"
+expect_bad "--vmin 'x': expected a finite number" --plot "$M" --kind map --vmin x --out "$T/bad.svg"
+expect_bad "--vmin and --vmax go with --kind map" --plot "$F/one.csv" --vmin 1 --out "$T/bad.svg"
+expect_bad "would run from 50 to" --plot "$M" --kind map --vmin 50 --out "$T/bad.svg"
 cut -d, -f1,3,5- "$M/results.csv" >"$T/lr_only.csv"
 plot map_one_axis.svg "$T/lr_only.csv" --kind map &&
     check "map of one axis (lr), the others folded" $CHECK map "$T/map_one_axis.svg" "$T/lr_only.csv" - lr

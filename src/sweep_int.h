@@ -84,7 +84,6 @@ enum { RUN_COMPLETE, RUN_MISSING, RUN_TRUNCATED, RUN_RUNNING, RUN_CORRUPT, RUN_F
 int sweep_run_judge(sweep_ctx *c, long k, double wall, char *row, size_t *n);
 
 /* ---- a run's CSV, summarized (sweep_results.c) ---------------------------- */
-enum { SWEEP_MAX_AT = 8 }; /* --loss-at steps */
 typedef struct {
     long first_step, last_step;
     double first_loss; /* the first step's loss: where a run starts */
@@ -104,17 +103,13 @@ typedef struct {
     int n_layer;     /* layers its columns hold */
     char norm[16], norm_kind[16], precision[16]; /* its first row's */
     double clip;
-    int n_at;        /* in: the steps whose loss is wanted (--loss-at) */
-    long at_step[SWEEP_MAX_AT];
-    double at_loss[SWEEP_MAX_AT]; /* out: their losses, NaN when not in the CSV */
     char why[200];   /* SWEEP_CSV_CORRUPT: what is wrong, "line N: ..." */
 } sweep_summary;
 
 /* What a run's CSV is. */
 enum { SWEEP_CSV_READ, SWEEP_CSV_NONE, SWEEP_CSV_SHORT, SWEEP_CSV_CORRUPT };
-/* Read a run's CSV, every row parsed whole (s->n_at and s->at_step are
- * read first). SWEEP_CSV_READ; NONE when it cannot be opened; SHORT when
- * it holds a header and no step row; CORRUPT (s->why says where) when the
+/* Read a run's CSV, every row parsed whole. SWEEP_CSV_READ; NONE when it
+ * cannot be opened; SHORT when it holds a header and no step row; CORRUPT (s->why says where) when the
  * header is not a run's, or a row is not whole: a field missing or extra,
  * one its column cannot hold ("abc" for a loss), the last line cut, a step
  * not after the one before. */

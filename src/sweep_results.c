@@ -224,9 +224,6 @@ static void summary_row(sweep_summary *s, summary_acc *acc, char **fl, const ste
             s->best_val_step = step;
         }
     }
-    for (int j = 0; j < s->n_at; j++)
-        if (s->at_step[j] == step)
-            s->at_loss[j] = loss;
 }
 
 /* train: the mean of the last K losses. val: the mean of the validation
@@ -284,14 +281,7 @@ static int summary_rows(FILE *f, sweep_summary *s, summary_acc *acc, char **fl, 
 int sweep_summary_read(const char *path, sweep_summary *s)
 {
     FILE *f = fopen(path, "r");
-    int n_at = s->n_at;
-    long at[SWEEP_MAX_AT];
-    memcpy(at, s->at_step, sizeof at);
     memset(s, 0, sizeof *s);
-    s->n_at = n_at;
-    memcpy(s->at_step, at, sizeof at);
-    for (int j = 0; j < SWEEP_MAX_AT; j++)
-        s->at_loss[j] = NAN;
     s->best_val = NAN;
     if (!f)
         return SWEEP_CSV_NONE;

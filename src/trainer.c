@@ -899,9 +899,6 @@ static void fix_commands(trainer *t, const char *fix, int target)
     }
 }
 
-/* Nothing to fix it with, or no fix left: the run stops with its
- * diagnosis (DIVERGED: headless, exit 3), but a stall under --on-stall
- * fix goes on. */
 /* The fix's story in run r's view: what its verdict waits on, and the
  * latest fix proven (none for the other run). */
 static void view_fix(const trainer *t, int r, trainer_diagnosis *v)
@@ -923,6 +920,9 @@ static void set_fix_note(trainer *t, const char *fmt, ...)
     v->healthy = v->healthy && !t->fix_note[0];
 }
 
+/* Nothing to fix it with, or no fix left: the run stops with its
+ * diagnosis (DIVERGED: headless, exit 3), but a stall under --on-stall
+ * fix goes on. */
 static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)

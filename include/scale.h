@@ -33,10 +33,11 @@ int scale_heat_level(double v);
 /* The smoothed loss the chart and the figures draw over the raw one (kept
  * faint), as TensorBoard smooths a scalar: an exponential moving average
  * of weight w in 0..1 (--smooth; by default 0.9, about the last 10
- * steps: the settings table's row), debiased as Adam's moments are (divided by 1 - w^k after k
- * values), so its first values are not pulled toward 0. Weight 0 is no
- * smoothing: the value itself. A value that is not finite is not averaged
- * in: its point is NaN (a gap, as the raw line's) and the average goes on. */
+ * steps: the settings table's row), debiased as Adam's moments are
+ * (divided by 1 - w^k after k values), so its first values are not pulled
+ * toward 0. Weight 0 is no smoothing: the value itself. A value that is
+ * not finite is not averaged in: its point is NaN (a gap, as the raw
+ * line's) and the average goes on. */
 typedef struct {
     double avg;
     long k;

@@ -20,6 +20,7 @@
 #include "diagnose.h"
 #include "engine.h"
 #include "metrics.h"
+#include "twin.h"
 
 /* Every history is bounded; these are the bounds (a snapshot is about
  * 256 KiB of points, 4 MiB of heatmaps at NS_MAX_LAYERS = 128 (a run
@@ -212,6 +213,10 @@ typedef struct {
     int ghost_n;
     unsigned ghost_seq;
 } trainer_status;
+
+/* Run r (0 = a, 1 = b) of a status as twin_label reads it: its settings
+ * now, the step the runs joined and what set it apart before. */
+twin_run trainer_status_twin(const trainer_status *s, int r);
 
 /* The run ended diverged: stopped on it (DIVERGED), or its latest step (a's
  * or b's) was not finite, as --on-diverge continue leaves it. */

@@ -263,7 +263,7 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
 static void draw_smoothed(svg *v, const axis *ax, const axis *ay, const plot_run *p, const float *y,
                           const char *name, const char *color, const char *dash)
 {
-    if (scale_ema_start(v->o->smooth).w == 0) { /* --smooth 0: the loss itself, in full */
+    if (!(v->o->smooth > 0)) { /* --smooth 0: the loss itself, in full */
         fputs("<g class=\"raw\">\n", v->f);
         series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 3 * v->s);
         fputs("</g>\n", v->f);

@@ -111,6 +111,12 @@ void trainer_check_counts(const trainer_diagnosis *d, int *bad, int *unknown)
     }
 }
 
+twin_run trainer_status_twin(const trainer_status *s, int r)
+{
+    return (twin_run){&s->run[r].cfg, s->run[r].warmup_on, s->run[r].lr_peak, s->joined,
+                      s->was[r]};
+}
+
 void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
 {
     int bad, unknown;

@@ -291,8 +291,8 @@ static void fill_status(trainer *t, trainer_snapshot *p)
         fill_run(t, s, 1, t->o.twin);
         /* from each run's state now, never from the --compare words */
         s->joined = t->joined;
-        twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined, t->was[0]};
-        twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined, t->was[1]};
+        memcpy(s->was, t->was, sizeof s->was);
+        twin_run ra = trainer_status_twin(s, 0), rb = trainer_status_twin(s, 1);
         twin_label("a", ra, rb, s->run[0].label, sizeof s->run[0].label);
         twin_label("b", rb, ra, s->run[1].label, sizeof s->run[1].label);
         for (int r = 0; r < 2 && !s->joined; r++) /* the words a join keeps */

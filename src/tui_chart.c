@@ -172,7 +172,6 @@ typedef struct {
     double lo, hi;
     int logy, uni, cmp;
     int dpc, dpr; /* dots per cell: x, y */
-    double smooth_w; /* the smoothing's weight (tui_ui.smooth) */
     /* each run's train loss smoothed over the window (scale.h: TensorBoard's
      * debiased EMA), point first + i at [i]; NaN where the loss was not finite */
     float smooth[2][TRAINER_HIST];
@@ -209,10 +208,7 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
     const char *mode = ui->logy ? "[log-y]  " : "[linear]  ";
     if (c->cmp) {
         char fa[160], fb[160];
-        twin_run ra = {&st->run[0].cfg, st->run[0].warmup_on, st->run[0].lr_peak, st->joined,
-                       st->was[0]};
-        twin_run rb = {&st->run[1].cfg, st->run[1].warmup_on, st->run[1].lr_peak, st->joined,
-                       st->was[1]};
+        twin_run ra = trainer_status_twin(st, 0), rb = trainer_status_twin(st, 1);
         twin_label("a", ra, rb, fa, sizeof fa - 2);
         twin_label("b", rb, ra, fb, sizeof fb - 2);
         /* each at most the columns the other items want, while that
@@ -409,10 +405,10 @@ static void chart_smooth_b(tui_grid *g, const chart_ctx *c)
     }
 }
 
-static void chart_smooth(chart_ctx *c)
+static void chart_smooth(chart_ctx *c, double w)
 {
     for (int run = 0; run < 2; run++) {
-        scale_ema e = scale_ema_start(c->smooth_w);
+        scale_ema e = scale_ema_start(w);
         for (long i = c->first; i < c->total && i - c->first < TRAINER_HIST; i++)
             c->smooth[run][i - c->first] = (float)scale_ema_add(&e, point(c->s, i)->run[run].loss);
     }
@@ -513,8 +509,7 @@ void tui_draw_chart(tui_grid *g, tui_rect r, const trainer_snapshot *s, const tu
     c.dpr = c.cg.ydots / c.cg.h;
     /* under the data: the markers; then b's points, a's line over them
      * ('*' where both pass), the validation points, the marker labels */
-    c.smooth_w = ui->smooth;
-    chart_smooth(&c);
+    chart_smooth(&c, ui->smooth);
     chart_ghost(g, &c);
     if (c.cmp)
         chart_marker_lines(g, &c, 1);

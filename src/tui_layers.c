@@ -21,7 +21,6 @@
 /* Left-aligned eighth blocks: index k = k/8 of a cell (k = 1..7). */
 static uint32_t eighth(int k) { return (uint32_t)(0x2590 - k); /* ▏=258F .. ▉=2589 */ }
 
-/* A number in 7 columns: fixed point while it reads well, else e-notation. */
 /* v in e-notation in 7 columns: one decimal while it fits, none for a
  * negative number or a three-digit exponent ("-7e-03", not "-7.4e-0") */
 static void e7(char *b, size_t n, double v)
@@ -29,6 +28,8 @@ static void e7(char *b, size_t n, double v)
     if (snprintf(b, n, "%7.1e", v) > 7)
         snprintf(b, n, "%7.0e", v);
 }
+
+/* A number in 7 columns: fixed point while it reads well, else e-notation. */
 
 static void fmt7(char *b, size_t n, double v)
 {
@@ -526,8 +527,7 @@ int tui_label_fit(char *b, int w)
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
-    twin_run ra = {&s->run[0].cfg, s->run[0].warmup_on, s->run[0].lr_peak, s->joined, s->was[0]};
-    twin_run rb = {&s->run[1].cfg, s->run[1].warmup_on, s->run[1].lr_peak, s->joined, s->was[1]};
+    twin_run ra = trainer_status_twin(s, 0), rb = trainer_status_twin(s, 1);
     if (!s->compare) { /* one run (compact rows): its settings, no other to differ from */
         twin_label("run", ra, (twin_run){0}, b, n);
         return;

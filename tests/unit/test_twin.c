@@ -188,10 +188,7 @@ static void check_frame(int rows, int cols, trainer_snapshot *s, tui_ui *ui)
     ok &= strncmp(row(&g, 1), " b: ", 4) == 0;
     /* the whole label's length says whether the header was cut */
     char la[160], lb[160];
-    twin_run ra = {&s->s.run[0].cfg, s->s.run[0].warmup_on, s->s.run[0].lr_peak, s->s.joined,
-                   s->s.was[0]};
-    twin_run rb = {&s->s.run[1].cfg, s->s.run[1].warmup_on, s->s.run[1].lr_peak, s->s.joined,
-                   s->s.was[1]};
+    twin_run ra = trainer_status_twin(&s->s, 0), rb = trainer_status_twin(&s->s, 1);
     twin_label("a", ra, rb, la, sizeof la);
     twin_label("b", rb, ra, lb, sizeof lb);
     check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.run[0].cfg, &s->s.run[1].cfg,

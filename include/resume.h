@@ -21,6 +21,11 @@
  * err naming the flag that cannot change. */
 int resume_apply_flags(const cli_opts *o, ns_config *ckpt, engine *e, FILE *out, FILE *err);
 
+/* Does --FLAG given with --load change the resumed run from its step on
+ * (a row a mid-run command sets, and --warmup), rather than have to agree
+ * with the checkpoint? What normscope(1)'s --load entry lists. */
+int resume_changes(const ns_setting *s);
+
 /* The data given (d) against the data the checkpoint says its run trained
  * on: other bytes than a --data file's, because --data was left out, are
  * refused (2, after one line on err); other bytes given with --data, or a

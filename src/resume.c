@@ -24,6 +24,15 @@ static int handled_elsewhere(const ns_setting *s)
     return 0;
 }
 
+int resume_changes(const ns_setting *s)
+{
+    if (s->home != SET_IN_CFG || !s->ckpt || (s->flags & SETF_NOFLAG))
+        return 0;
+    if (!strcmp(s->name, "warmup")) /* apply_warmup: on, off or a fresh ramp */
+        return 1;
+    return s->cmd != NULL && !handled_elsewhere(s);
+}
+
 /* Apply "verb value" to e, as a script line. 0, or -1 (said on err). */
 static int run_command(const cli_opts *o, engine *e, const char *flag, const char *line,
                        FILE *err)
@@ -160,7 +169,7 @@ int resume_apply_flags(const cli_opts *o, ns_config *ckpt, engine *e, FILE *out,
         const ns_setting *s = settings_row(i);
         if (!o->given[i] || s->home != SET_IN_CFG || s->ckpt == 0 || handled_elsewhere(s))
             continue;
-        if (s->cmd ? apply_settable(o, s, e, out, err) : check_fixed(o, s, ckpt, err))
+        if (resume_changes(s) ? apply_settable(o, s, e, out, err) : check_fixed(o, s, ckpt, err))
             return 2;
     }
     if (cli_given(o, "warmup") && apply_warmup(o, ckpt, e, out, err) != 0)

@@ -15,6 +15,7 @@
 #include "command.h"
 #include "engine.h"
 #include "model.h"
+#include "resume.h"
 #include "settings.h"
 #include "testengine.h"
 #include "testutil.h"
@@ -445,6 +446,118 @@ static void test_man_keys(void)
     free(man);
 }
 
+/* A man page's flag name in prose: as given, or its words apart ("norm
+ * kind" for norm-kind). Is it at w, a whole word? */
+static int man_word_at(const char *w, const char *name, const char *start)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != name[i] && !(name[i] == '-' && w[i] == ' '))
+            return 0;
+    return (w == start || strchr(" \n(", w[-1])) && strchr(" ,;.)(\n", w[n]);
+}
+
+static const char *man_word(const char *from, const char *to, const char *name)
+{
+    for (const char *w = from; w && w < to; w++)
+        if (man_word_at(w, name, from))
+            return w;
+    return NULL;
+}
+
+/* The rows a list is of, each in or out; the names that are in, in table
+ * order, comma-separated: the list as the page should have it. */
+typedef int (*row_test)(const ns_setting *s);
+static int is_comparable(const ns_setting *s) { return (s->flags & SETF_COMPARE) != 0; }
+
+static void expected_list(row_test in, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < settings_count(); i++)
+        if (in(settings_row(i)))
+            at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
+                                   settings_row(i)->name);
+}
+
+/* [from, to) holds exactly the rows `in` keeps, by name, each as a whole
+ * word after `lead` ("" or "-"): a row missing or one too many is
+ * named, and the list the table gives is printed. */
+static void check_man_list(const char *what, const char *from, const char *to, const char *lead,
+                           row_test in)
+{
+    int bad = 0, found = 0;
+    for (int i = 0; from && i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        char tok[80];
+        snprintf(tok, sizeof tok, "%s%s", lead, s->name);
+        int there = man_word(from, to, tok) != NULL;
+        if (!s->name[0] || there == in(s))
+            continue;
+        fprintf(stderr, "  normscope(1), %s: %s %s\n", what, s->name,
+                there ? "is listed, but the table leaves it out" : "is missing");
+        bad++;
+    }
+    for (int i = 0; i < settings_count(); i++)
+        found += in(settings_row(i));
+    if (!t_check(from && !bad && found > 3, __FILE__, __LINE__, what)) {
+        char want[1024];
+        expected_list(in, want, sizeof want);
+        fprintf(stderr, "  the table's list: %s\n", want);
+    }
+}
+
+/* The checkpoint header's fields, in the order of their numbers (each
+ * row's ckpt), each named as its flag. */
+static void check_man_ckpt(const char *from, const char *to)
+{
+    const char *at = from;
+    int named = 0;
+    for (int k = 1; at; k++) {
+        const ns_setting *s = NULL;
+        for (int i = 0; i < settings_count() && !s; i++)
+            if (settings_row(i)->ckpt == k)
+                s = settings_row(i);
+        if (!s)
+            break;
+        const char *w = man_word(at, to, s->name);
+        if (!t_check(w != NULL, __FILE__, __LINE__, "checkpoint header order"))
+            fprintf(stderr, "  CHECKPOINT FORMAT: field %d (%s) is not named after field %d\n",
+                    k, s->name, k - 1);
+        at = w ? w + strlen(s->name) : NULL;
+        named += w != NULL;
+    }
+    CHECK(named >= 30);
+}
+
+/* The man page's lists of settings are the table's: the settings
+ * --compare may vary, those --load applies mid-run, and the checkpoint
+ * header's fields in order. */
+static void test_man_lists(void)
+{
+    const char *fix = getenv("NS_FIXTURES");
+    char manp[512];
+    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
+    char *man = slurp(manp);
+    CHECK(man != NULL);
+    if (!man)
+        return;
+    const char *cmp = strstr(man, "Any setting that leaves the model's shape alone may differ:");
+    const char *cmp_end = cmp ? strstr(cmp, ".\n") : NULL;
+    check_man_list("--compare's settings", cmp, cmp_end, "", is_comparable);
+    const char *load = strstr(man, "\n.It Fl -load ");
+    const char *ld = load ? strstr(load, "the flags a mid-run command can change") : NULL;
+    const char *ld_end = ld ? strstr(ld, " )\n") : NULL;
+    check_man_list("--load's mid-run flags", ld, ld_end, "-", resume_changes);
+    const char *ck = strstr(man, "\n.Sh CHECKPOINT FORMAT\n");
+    const char *hdr = ck ? strstr(ck, "bytes of header:") : NULL;
+    const char *hdr_end = hdr ? strstr(hdr, "then the run state") : NULL;
+    CHECK(hdr && hdr_end);
+    if (hdr && hdr_end)
+        check_man_ckpt(hdr, hdr_end);
+    free(man);
+}
+
 /* The command line words (blank-separated) parsed, then checked for flags
  * that do nothing against its own settings: the exit value (0, or 2 when
  * refused by the parser or the check), the lines on stderr in *lines and
@@ -542,6 +655,7 @@ int main(void)
     test_lr_layer_decay();
     test_table();
     test_man_keys();
+    test_man_lists();
     test_applies();
     return test_summary();
 }

@@ -934,12 +934,13 @@ float *engine_params(engine *e, size_t *n)
 /* ---- checkpoints ------------------------------------------------------
  * Little-endian, written field by field (never a struct dump):
  *   "NSCKPT\0\1" magic, u32 format version, u32 header length H,
- *   H bytes of header (config and run state, fields below),
+ *   H bytes of header (from version 4 a u32 count F of the settings that
+ *   follow, then the settings and the run state, fields below),
  *   u64 n_params, then params, Adam m, Adam v as f32[n_params] each,
  *   u32 CRC-32 (IEEE) of every byte before it.
  */
 #define CKPT_MAGIC "NSCKPT\0\1"
-#define CKPT_VERSION 3u
+#define CKPT_VERSION 4u
 
 typedef struct {
     uint8_t *p;
@@ -1065,8 +1066,21 @@ void engine_data_id_of(const dataset *d, engine_data_id *id)
 const engine_data_id *engine_loaded_data(const engine *e) { return &e->loaded; }
 
 /* The header's settings are the settings table's checkpoint fields, in
- * their order (settings.c); version v holds the first ckpt_fields[v]. */
+ * their order (settings.c). Versions 1..3 hold the first ckpt_fields[v];
+ * from version 4 the header says how many it holds, so a row given the
+ * next field number is saved with no new version, and a file saved before
+ * it loads with that setting's default. */
 static const int ckpt_fields[] = {0, 32, 33, 33};
+
+/* The fields this build writes: the table's highest number. */
+static int ckpt_count(void)
+{
+    int n = 0;
+    for (int i = 0; i < settings_count(); i++)
+        if (settings_row(i)->ckpt > n)
+            n = settings_row(i)->ckpt;
+    return n;
+}
 
 static const ns_setting *ckpt_row(int pos)
 {
@@ -1127,7 +1141,8 @@ static void put_data_id(wbuf *b, const dataset *d)
 
 static void put_header(wbuf *b, const engine *e)
 {
-    for (int pos = 1; pos <= ckpt_fields[CKPT_VERSION]; pos++)
+    put_u32(b, (uint32_t)ckpt_count());
+    for (int pos = 1; pos <= ckpt_count(); pos++)
         put_setting(b, ckpt_row(pos), &e->cfg);
     put_u64(b, (uint64_t)e->step);
     put_u64(b, (uint64_t)e->opt.t);
@@ -1161,11 +1176,12 @@ static void get_data_id(rbuf *b, engine_data_id *id)
     b->at += len;
 }
 
-static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
+/* The header after its settings count: fields 1..fields, the run state. */
+static void get_header(rbuf *b, uint32_t ver, int fields, ns_config *c, run_state *r)
 {
     settings_defaults(c);
     memset(r, 0, sizeof *r);
-    for (int pos = 1; pos <= ckpt_fields[ver]; pos++)
+    for (int pos = 1; pos <= fields; pos++)
         get_setting(b, ckpt_row(pos), c);
     r->step = (long)get_u64(b);
     r->opt_t = (long)get_u64(b);
@@ -1190,7 +1206,7 @@ static void get_header(rbuf *b, uint32_t ver, ns_config *c, run_state *r)
 static const char *header_bad(const ns_config *c, const run_state *r, char *bad, size_t len)
 {
     char v[64], allowed[160];
-    for (int pos = 1; pos <= ckpt_fields[CKPT_VERSION]; pos++) {
+    for (int pos = 1; pos <= ckpt_count(); pos++) {
         const ns_setting *s = ckpt_row(pos);
         if (settings_check(s, c) != 0) {
             settings_format(s, c, v, sizeof v);
@@ -1341,7 +1357,15 @@ static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const
     size_t hlen_at = b->at; /* for messages: where the length field is */
     uint32_t hlen = get_u32(b);
     size_t hend = b->at + hlen;
-    get_header(b, ver, c, rs);
+    uint32_t fields = ver >= 4 ? get_u32(b) : (uint32_t)ckpt_fields[ver];
+    if (ver >= 4 && !b->short_read &&
+        (fields < (uint32_t)ckpt_fields[3] || fields > (uint32_t)ckpt_count())) {
+        snprintf(err, errlen, "--load %s: the header holds %u settings, this normscope knows "
+                 "%d..%d (a newer normscope's checkpoint, or corrupt)", path, fields,
+                 ckpt_fields[3], ckpt_count());
+        return -1;
+    }
+    get_header(b, ver, (int)fields, c, rs);
     if (b->short_read) {
         snprintf(err, errlen, "--load %s: truncated header: the file ends at byte %zu", path,
                  b->n);

@@ -44,5 +44,17 @@ else
     no "v2.ckpt does not load, or says something: $(cat "$T/err")"
 fi
 
+# --- a version-3 checkpoint (the last without a count of its settings,
+# with --lr-layer-decay 0.9 and --lr 2e-3) resumes exactly ---
+if "$BIN" --headless -q --load "$FIX/v3.ckpt" --steps 6 --csv "$T/r3.csv" 2>"$T/err" && [ ! -s "$T/err" ]; then
+    cut -d, -f6 --complement "$T/r3.csv" >"$T/r3x.csv"
+    cut -d, -f6 --complement "$FIX/v3_resume.csv" >"$T/f3x.csv"
+    if cmp -s "$T/r3x.csv" "$T/f3x.csv"; then ok; else
+        no "v3.ckpt resumed to other numbers:"; diff "$T/r3x.csv" "$T/f3x.csv" | head -5 >&2
+    fi
+else
+    no "v3.ckpt does not load, or says something: $(cat "$T/err")"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

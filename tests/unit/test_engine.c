@@ -130,7 +130,8 @@ static void test_checkpoint_roundtrip(void)
         /* the header: where it went wrong, by byte and by field */
         {"header cut", "truncated header: the file ends at byte 40", 40, -1},
         {"header length", "its length at byte 12 says", len, 12},
-        {"layers", "header field 'layers' out of range", len, 16},
+        {"count", "the header holds 97 settings", len, 16},
+        {"layers", "header field 'layers' out of range", len, 20},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         unsigned char *cp = malloc((size_t)len);
@@ -160,9 +161,9 @@ static void test_checkpoint_roundtrip(void)
 /* ---- checkpoints whose checksum is right but whose header is not ------
  * The offsets follow the format in man/normscope.1 (written out here, not
  * asked of the engine, so the test checks the format too): 16 bytes of
- * magic, version and header length; the settings table's checkpoint fields
- * in their order, 8 bytes for a long, a seed or the two betas, 4 for the
- * others; then the run state. */
+ * magic, version and header length; the count of settings fields; the
+ * settings table's checkpoint fields in their order, 8 bytes for a long, a
+ * seed or the two betas, 4 for the others; then the run state. */
 static size_t field_size(const ns_setting *s)
 {
     return s->type == SET_LONG || s->type == SET_U64 || s->type == SET_BETAS ? 8 : 4;
@@ -176,11 +177,18 @@ static const ns_setting *row_at(int pos)
     return NULL;
 }
 
-enum { V3_FIELDS = 33 };
+/* The fields a checkpoint holds: the table's highest field number. */
+static int n_fields(void)
+{
+    int n = 0;
+    for (int i = 0; i < settings_count(); i++)
+        n = settings_row(i)->ckpt > n ? settings_row(i)->ckpt : n;
+    return n;
+}
 
 static size_t field_offset(int pos)
 {
-    size_t at = 16;
+    size_t at = 20;
     for (int p = 1; p < pos; p++)
         at += field_size(row_at(p));
     return at;
@@ -222,6 +230,57 @@ static void expect_refused(const unsigned char *buf, size_t len, size_t at, cons
     free(cp);
 }
 
+/* Save cp (its checksum made right) and load it: the engine, or NULL with
+ * the reason in err. */
+static engine *load_bytes(unsigned char *cp, size_t len, const char *path, ns_config *lc,
+                          char *err, size_t errlen)
+{
+    put_le(cp + len - 4, engine_crc32(cp, len - 4), 4);
+    FILE *f = fopen(path, "wb");
+    fwrite(cp, 1, len, f);
+    fclose(f);
+    err[0] = 0;
+    return engine_load(path, &D, lc, err, errlen);
+}
+
+/* The header's count of settings: more than this build knows is refused
+ * in one line; once a field came after version 4 (33), a file saved
+ * before it (the count one less, its bytes gone) loads, that setting at
+ * its default. */
+static void check_field_count(const unsigned char *buf, size_t len, const char *path, int nf)
+{
+    unsigned char *cp = malloc(len);
+    char err[512];
+    ns_config lc;
+    memcpy(cp, buf, len);
+    put_le(cp + 16, (uint64_t)nf + 1, 4);
+    engine *e = load_bytes(cp, len, path, &lc, err, sizeof err);
+    if (!t_check(!e && strstr(err, "the header holds") && !strchr(err, '\n'), __FILE__, __LINE__,
+                 "a count past the table's refused"))
+        fprintf(stderr, "  got: %s\n", e ? "(loaded)" : err);
+    engine_free(e);
+    if (nf == 33) { /* no field came after version 4: nothing saved without one */
+        free(cp);
+        return;
+    }
+    size_t at = field_offset(nf), gone = field_size(row_at(nf));
+    uint32_t hlen = (uint32_t)buf[12] | (uint32_t)buf[13] << 8 | (uint32_t)buf[14] << 16 |
+                    (uint32_t)buf[15] << 24;
+    memcpy(cp, buf, at);
+    memcpy(cp + at, buf + at + gone, len - at - gone);
+    put_le(cp + 12, hlen - gone, 4);
+    put_le(cp + 16, (uint64_t)nf - 1, 4);
+    e = load_bytes(cp, len - gone, path, &lc, err, sizeof err);
+    ns_config def;
+    settings_defaults(&def);
+    const ns_setting *last = row_at(nf);
+    if (!t_check(e && settings_get(last, &lc) == settings_get(last, &def), __FILE__, __LINE__,
+                 "a header without the last field loads with its default"))
+        fprintf(stderr, "  --%s: %s\n", last->name, e ? "not the default" : err);
+    engine_free(e);
+    free(cp);
+}
+
 static void test_checkpoint_bad_header(void)
 {
     ns_config c = small_cfg();
@@ -240,12 +299,13 @@ static void test_checkpoint_bad_header(void)
     unsigned char *buf = malloc(len);
     CHECK(fread(buf, 1, len, f) == len);
     fclose(f);
-    CHECK(buf[8] == 3); /* these offsets are version 3's */
-    CHECK(row_at(V3_FIELDS) && !row_at(V3_FIELDS + 1));
+    const int nf = n_fields();
+    CHECK(buf[8] == 4); /* these offsets are version 4's */
+    CHECK(buf[16] == nf && nf >= 33); /* the count, then fields 1..nf */
 
     /* every setting of the header: a value its row does not allow */
     int tried = 0;
-    for (int pos = 1; pos <= V3_FIELDS; pos++) {
+    for (int pos = 1; pos <= nf; pos++) {
         const ns_setting *s = row_at(pos);
         size_t at = field_offset(pos);
         unsigned char v[8];
@@ -281,10 +341,10 @@ static void test_checkpoint_bad_header(void)
         }
         tried++;
     }
-    CHECK(tried == V3_FIELDS - 1);
+    CHECK(tried == nf - 1);
 
     /* the run state after the settings */
-    size_t st = field_offset(V3_FIELDS + 1);
+    size_t st = field_offset(nf + 1);
     unsigned char v[8];
     put_le(v, (uint64_t)-1, 8);
     expect_refused(buf, len, st, v, 8, path, "step", "step -1");
@@ -300,6 +360,8 @@ static void test_checkpoint_bad_header(void)
     expect_refused(buf, len, st + 68, v, 4, path, "data", "data from_file 7");
     put_le(v, 5000, 4);
     expect_refused(buf, len, st + 84, v, 4, path, "data", "a data name past the file");
+
+    check_field_count(buf, len, path, nf);
 
     /* and unchanged, with the checksum rewritten the same way, it loads:
      * the refusals above are the fields', not the rewriting's */

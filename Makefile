@@ -149,7 +149,8 @@ C_SUITES  := $(patsubst $(TEST_C_DIR)/test_%.c,%,$(sort $(wildcard $(TEST_C_DIR)
 SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$(sort $(wildcard $(TEST_SH_DIR)/*.sh))))
 SH_ORDER  := layers cli harden diagnose fixbank settings kernels memory sweep tui_sweep plot twin tui_e2e \
              tui_diag tui_signals follow tui_lesson lessons sched tour tui_twin probe follow_probe
-SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable cross
+SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable cross \
+             onerow
 SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
 SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES)),$(SH_SUITES))
 

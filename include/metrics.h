@@ -135,6 +135,9 @@ int metrics_step_col_find(const char *name, size_t len);
  * enums, on/off): 0, or -1 when the name is not one the column takes. */
 int metrics_step_col_set_num(step_metrics *m, int k, double v);
 int metrics_step_col_set_name(step_metrics *m, int k, const char *s);
+/* Set column k of m from a setting's value as its row holds it (an enum's
+ * index, on/off as 1/0, a number): what the engine copies into each step. */
+int metrics_step_col_set_value(step_metrics *m, int k, double v);
 /* Column k of m as the CSV spells it ("" for val_loss not measured). */
 void metrics_step_col_text(const step_metrics *m, int k, char *buf, size_t n);
 

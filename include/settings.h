@@ -151,6 +151,10 @@ int settings_index(const ns_setting *s);
 const ns_setting *settings_find(const char *name, size_t len);
 const ns_setting *settings_find_short(char c);
 const ns_setting *settings_find_cmd(const char *word);
+/* The row of a metrics column named for a setting ("norm_kind" -> the
+ * norm-kind row; "warmup", the ramp in force -> the row whose command is
+ * "warmup"), or NULL. */
+const ns_setting *settings_of_column(const char *col);
 
 /* The row's defaults into c (rows that live in ns_config), the rest zero. */
 void settings_defaults(ns_config *c);

@@ -206,13 +206,7 @@ static int settings_equal(const diag_settings *a, const diag_settings *b)
  * script parser. */
 static void undo_command(int k, const char *v, char *buf, size_t len)
 {
-    char name[32];
-    snprintf(name, sizeof name, "%s", metrics_step_cols[k].name);
-    for (char *p = name; *p; p++)
-        *p = *p == '_' ? '-' : *p;
-    const ns_setting *row = settings_find_cmd(name);
-    if (!row)
-        row = settings_find(name, strlen(name));
+    const ns_setting *row = settings_of_column(metrics_step_cols[k].name);
     ns_command c;
     char err[128];
     buf[0] = 0;

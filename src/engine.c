@@ -406,15 +406,14 @@ static void step_fields(engine *e, step_metrics *out, float loss, float lr, floa
     out->lr = lr;
     out->grad_norm = gnorm;
     out->tokens_per_s = dt > 0 ? (double)c->batch * c->context / dt : 0.0;
-    out->norm = c->norm;
-    out->norm_kind = c->norm_kind;
-    out->warmup_on = e->sched.warmup_on;
+    /* the settings in force, one column each (the metrics table's) */
+    for (int k = 0; k < METRICS_STEP_COLS; k++)
+        if (metrics_step_cols[k].setting)
+            metrics_step_col_set_value(out, k,
+                                       engine_setting_value(e, settings_of_column(
+                                                                   metrics_step_cols[k].name)));
     out->in_warmup = schedule_in_warmup(&e->sched, s);
-    out->clip = c->clip;
     out->lr_peak = e->sched.peak;
-    out->precision = c->precision;
-    out->fp32_norms = c->fp32_norms;
-    out->ln_gamma_init = c->ln_gamma_init;
     out->loss_scale = scale;
     out->loss_scale_dynamic = scaler_dynamic(e);
     out->n_layer = e->m.L;

@@ -101,6 +101,18 @@ int metrics_step_col_set_num(step_metrics *m, int k, double v)
     }
 }
 
+int metrics_step_col_set_value(step_metrics *m, int k, double v)
+{
+    void *p = field_of(m, k);
+    switch (metrics_step_cols[k].type) {
+    case METRICS_T_PLACE: *(norm_place *)p = (norm_place)(int)v; return 0;
+    case METRICS_T_KIND: *(norm_kind *)p = (norm_kind)(int)v; return 0;
+    case METRICS_T_PREC: *(numfmt *)p = (numfmt)(int)v; return 0;
+    case METRICS_T_ONOFF: *(int *)p = v != 0; return 0;
+    default: return metrics_step_col_set_num(m, k, v);
+    }
+}
+
 int metrics_step_col_set_name(step_metrics *m, int k, const char *s)
 {
     void *p = field_of(m, k);

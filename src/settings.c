@@ -335,6 +335,16 @@ const ns_setting *settings_find_cmd(const char *word)
     return NULL;
 }
 
+const ns_setting *settings_of_column(const char *col)
+{
+    char name[40];
+    snprintf(name, sizeof name, "%s", col);
+    for (char *p = name; *p; p++)
+        *p = *p == '_' ? '-' : *p;
+    const ns_setting *row = settings_find_cmd(name);
+    return row ? row : settings_find(name, strlen(name));
+}
+
 const ns_setting *settings_find_hook(setting_hook h)
 {
     for (int i = 0; h != SETH_NONE && i < N_ROWS; i++)

@@ -277,9 +277,6 @@ static const tui_layer_col layer_cols[] = {
      .brief = "ovf", .fold = "over", .style = count_style},
     {.metric = "underflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "underflows",
      .brief = "unf", .fold = "under", .style = finite_style},
-#ifdef NS_DUMMY_COLUMN
-    NS_DUMMY_COLUMN
-#endif
 };
 enum { N_LAYER_COLS = sizeof layer_cols / sizeof layer_cols[0] };
 _Static_assert(N_LAYER_COLS <= TUI_LAYER_COLS_MAX, "raise TUI_LAYER_COLS_MAX");

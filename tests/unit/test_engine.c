@@ -130,7 +130,7 @@ static void test_checkpoint_roundtrip(void)
         /* the header: where it went wrong, by byte and by field */
         {"header cut", "truncated header: the file ends at byte 40", 40, -1},
         {"header length", "its length at byte 12 says", len, 12},
-        {"count", "the header holds 97 settings", len, 16},
+        {"count", "the header holds", len, 16},
         {"layers", "header field 'layers' out of range", len, 20},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

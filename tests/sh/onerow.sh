@@ -1,0 +1,144 @@
+#!/bin/sh
+# onerow.sh - a setting and a per-layer column are one row each, for real:
+# a scratch copy of the tree gets a dummy setting (--dummy-knob, a row of
+# the settings table, its config field and its step column) and a dummy
+# per-layer column (l{i}_dummy = 2 x act_max: a row of the column table,
+# its field, one line of maths and a row of the layer panel's table), and
+# the man page its entry and list words, and nothing else. Built, that
+# copy's unit suites pass (the man page's lists, --help, the checkpoint
+# layout are read off the tables), and the program has the setting as a
+# flag with its range, in --help, as a script command, in --compare, in
+# each step's CSV and JSONL, in the checkpoint (saved, loaded, changed on
+# --load) and in the event log, and the column in the CSV, the JSONL and
+# the live layer box.
+# Usage: sh tests/sh/onerow.sh (from the top of the tree; takes a minute)
+# Prints "N passed, N failed"; exits non-zero on any failure.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/lib/tmux_lib.sh"
+tmux_init onerow.sh onerow
+S=$T/tree
+mkdir -p "$S"
+(cd "$ROOT" && cp -R Makefile src include assets man tests "$S/") || { no "copy the tree"; exit 1; }
+rm -rf "$S/tests/fixtures/plot"
+[ -n "$NS_ONEROW_KEEP" ] && S=$NS_ONEROW_KEEP && rm -rf "$S" && mkdir -p "$S" && (cd "$ROOT" && cp -R Makefile src include assets man tests "$S/")
+
+# patch FILE ANCHOR-REGEX TEXT: insert TEXT (one line, \n for more) after
+# the first line matching ANCHOR; a patch that no longer finds its anchor
+# fails here, by name, rather than testing a tree it did not change
+patch_after() {
+    awk -v re="$2" -v text="$3" '
+        !done && $0 ~ re { print; gsub(/\\n/, "\n", text); print text; done = 1; next }
+        { print }
+        END { exit !done }' "$S/$1" >"$S/$1.new" && mv "$S/$1.new" "$S/$1" ||
+        { no "the dummy no longer applies to $1 (anchor /$2/)"; rm -f "$S/$1.new"; }
+}
+patch_before() {
+    awk -v re="$2" -v text="$3" '
+        !done && $0 ~ re { gsub(/\\n/, "\n", text); print text; done = 1 }
+        { print }
+        END { exit !done }' "$S/$1" >"$S/$1.new" && mv "$S/$1.new" "$S/$1" ||
+        { no "the dummy no longer applies to $1 (anchor /$2/)"; rm -f "$S/$1.new"; }
+}
+
+# --- the setting: its field, its row (the next checkpoint field), its step column ---
+NEXT=$(grep -o '\.ckpt = [0-9]*' "$S/src/settings.c" | awk '{ if ($3 > m) m = $3 } END { print m + 1 }')
+patch_after include/config.h 'float lr_layer_decay;' '    float dummy_knob;'
+patch_after src/settings.c 'CFG\(lr_layer_decay\), \.ckpt' \
+    '    {.name = "dummy-knob", .type = SET_REAL, .arg = "X", .lo = 0, .hi = 1, .def = 0.25,\n     .help = "a knob of the one-row test", .flags = SETF_COMPARE, .cmd = "dummy-knob",\n     CFG(dummy_knob), .ckpt = '"$NEXT"', .mark = {.fmt = "knob %g"}},'
+patch_before include/metrics.h '^ *METRICS_STEP_COLS$' '    METRICS_COL_DUMMY,'
+patch_before include/metrics.h '^} step_metrics;' '    float dummy_knob;'
+patch_after src/metrics.c 'STEP\("ln_gamma_init"' '    [METRICS_COL_DUMMY] = STEP("dummy_knob", dummy_knob, METRICS_T_FLOAT, 1),'
+# --- the column: its field, its row, its maths, its place in the layer panel ---
+patch_before include/metrics.h '^ *METRICS_LAYER_COLS$' '    METRICS_LC_DUMMY,'
+patch_before include/metrics.h '^} layer_metrics;' '    float dummy;'
+patch_after src/metrics.c 'LAYER\("headroom"' '    [METRICS_LC_DUMMY] = LAYER("dummy", dummy),'
+patch_after src/engine.c 'lm->headroom = engine_headroom' '        lm->dummy = 2.0f * lm->act_max;'
+patch_after src/tui_layers.c '\.brief = "unf"' \
+    '    {.metric = "dummy", .fmt = TUI_FMT_FIX, .side = "dummy col", .brief = "dummy",\n     .style = finite_style},'
+# --- the docs: its OPTIONS entry, the words of the man page's lists ---
+patch_before man/normscope.1 '^\.It Fl -betas ' \
+    '.It Fl -dummy-knob Ar X\nA knob of the one-row test, 0 to 1 (default 0.25).'
+sed -e 's/ ln-beta-init, seed\.$/ ln-beta-init, dummy-knob, seed./' \
+    -e 's/^\.Fl -lr-layer-decay )$/.Fl -lr-layer-decay ,\n.Fl -dummy-knob )/' \
+    -e 's/^on: a version-1 file reads as 1, off); then the run state/on: a version-1 file reads as 1, off); f32 dummy-knob; then the run state/' \
+    "$S/man/normscope.1" >"$S/man.new" && mv "$S/man.new" "$S/man/normscope.1"
+grep -q 'dummy-knob, seed\.' "$S/man/normscope.1" && grep -q '^.Fl -dummy-knob )' "$S/man/normscope.1" &&
+    grep -q 'f32 dummy-knob; then' "$S/man/normscope.1" || no "the dummy's man page words did not apply"
+
+patch_before man/normscope.1 '^\.It Cm clip ' '.It Cm dummy-knob Ar X\nSet the knob of the one-row test.'
+
+# --- the scratch build, and its unit suites ---
+B=$S/build
+if ! (cd "$S" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice make -j2 --no-print-directory \
+        normscope build/test_settings build/test_engine build/test_stream build/test_command \
+        build/test_diagnose build/test_tui build/test_trainer build/test_twin build/test_plot \
+        >"$T/make.log" 2>&1); then
+    no "the tree with a dummy row does not build:"; grep -m5 -E "error|warning|make:" "$T/make.log" >&2
+    echo "$pass passed, $fail failed"
+    exit 1
+fi
+grep -q 'warning:' "$T/make.log" && no "the dummy row builds with warnings: $(grep -m1 warning: "$T/make.log")"
+for u in settings engine stream command diagnose tui trainer twin plot; do
+    if (cd "$S" && NS_FIXTURES=tests/fixtures "build/test_$u" >"$T/u_$u.log" 2>&1); then ok; else
+        no "test_$u fails with the dummy row: $(grep -m3 -A1 FAIL "$T/u_$u.log" | tr '\n' ' ')"
+    fi
+done
+X=$S/normscope
+SMALL="-L 2 -d 16 -H 2 -T 8 -B 2"
+
+# --- the flag: --help with its range and default, a range error ---
+"$X" --help | grep -q -- '--dummy-knob X .*a knob of the one-row test.*0\.\.1.*0\.25' && ok ||
+    no "--help has no --dummy-knob line with its range and default: $("$X" --help | grep dummy)"
+"$X" --headless --dummy-knob 2 --steps 1 2>"$T/err" >/dev/null
+r=$?
+[ "$r" -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q 'dummy-knob' "$T/err" && ok ||
+    no "--dummy-knob 2: exit $r, $(cat "$T/err")"
+
+# col FILE NAME: the 1-based index of a CSV column
+col() { head -1 "$1" | tr ',' '\n' | grep -nx "$2" | cut -d: -f1; }
+# --- each step's CSV: the setting in force, the column = 2 x act_max ---
+printf 'at 3: dummy-knob 0.5\n' >"$T/s.txt"
+"$X" --headless $SMALL --steps 6 --script "$T/s.txt" --csv "$T/a.csv" --jsonl "$T/a.jsonl" 2>"$T/a.err"
+k=$(col "$T/a.csv" dummy_knob) a0=$(col "$T/a.csv" l0_act_max) d0=$(col "$T/a.csv" l0_dummy)
+d1=$(col "$T/a.csv" l1_dummy)
+if [ -n "$k" ] && [ -n "$d0" ] && [ -n "$d1" ]; then
+    got=$(awk -F, -v k="$k" 'NR > 1 { printf "%s ", $k }' "$T/a.csv")
+    [ "$got" = "0.25 0.25 0.25 0.5 0.5 0.5 " ] && ok || no "dummy_knob by step: $got (the script sets 0.5 at 3)"
+    # each printed to 9 digits: the double of a float, within its rounding
+    awk -F, -v a="$a0" -v d="$d0" 'NR > 1 { r = $d / (2 * $a) - 1; if (r > 1e-8 || r < -1e-8) bad = 1 }
+        END { exit bad }' "$T/a.csv" && ok ||
+        no "l0_dummy is not 2 x l0_act_max"
+else
+    no "the CSV has no dummy_knob or l{i}_dummy column: $(head -1 "$T/a.csv")"
+fi
+grep -q '"dummy_knob":0.25' "$T/a.jsonl" && grep -q '"l1_dummy":' "$T/a.jsonl" && ok ||
+    no "the JSONL has no dummy_knob or l1_dummy: $(head -c 300 "$T/a.jsonl")"
+grep -q 'dummy-knob 0.25 -> 0.5' "$T/a.err" && ok || no "the event log does not say the change: $(cat "$T/a.err")"
+
+# --- --compare: run b with another value, in its own columns ---
+"$X" --headless $SMALL --steps 3 --compare dummy-knob=0.75 --csv "$T/c.csv" 2>"$T/c.err"
+kb=$(col "$T/c.csv" b_dummy_knob)
+[ -n "$kb" ] && [ "$(awk -F, -v k="$kb" 'NR == 2 { print $k }' "$T/c.csv")" = 0.75 ] && ok ||
+    no "--compare dummy-knob=0.75: $(head -1 "$T/c.csv" | tr ',' '\n' | grep dummy | tr '\n' ' ') $(cat "$T/c.err")"
+
+# --- the checkpoint: saved, loaded, and a flag given with --load applies from its step ---
+"$X" --headless $SMALL -q --steps 3 --dummy-knob 0.4 --save "$T/k.ckpt" 2>"$T/k.err" || no "--save: $(cat "$T/k.err")"
+"$X" --headless $SMALL --load "$T/k.ckpt" --steps 5 --csv "$T/l.csv" 2>"$T/l.err"
+awk -F, -v k="$(col "$T/l.csv" dummy_knob)" 'NR == 2 { exit !($k == 0.400000006) }' "$T/l.csv" && ok ||
+    no "the checkpoint did not keep dummy-knob 0.4: $(cat "$T/l.err")"
+"$X" --headless --load "$T/k.ckpt" --steps 5 --dummy-knob 0.6 --csv /dev/null 2>"$T/m.err"
+grep -q 'dummy-knob=0.6 from step 3 (the checkpoint had 0.4)' "$T/m.err" && ok ||
+    no "--load with --dummy-knob 0.6: $(cat "$T/m.err")"
+
+# --- the live view: the layer box shows the column, the log the setting ---
+BIN=$X
+need_tmux_bin
+watchdog 60
+W=onerow
+new_session
+key "$X -L 2 -d 16 -H 2 -T 8 -B 2 --dummy-knob 0.3; echo NS_EXIT=\$?" Enter
+if wait_for 'dummy col' 20; then ok; else no "the layer box has no 'dummy col' row:"; screen | head -40 >&2; fi
+key q
+wait_for 'NS_EXIT=[0-9]' 10 || no "the live view did not quit"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

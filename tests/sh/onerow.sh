@@ -9,8 +9,9 @@
 # layout are read off the tables), and the program has the setting as a
 # flag with its range, in --help, as a script command, in --compare, in
 # each step's CSV and JSONL, in the checkpoint (saved, loaded, changed on
-# --load) and in the event log, and the column in the CSV, the JSONL and
-# the live layer box.
+# --load), in the event log, as a key (its toggle on the status line, its
+# line on a page of the help at 80x24), and the column in the CSV, the
+# JSONL and the live layer box.
 # Usage: sh tests/sh/onerow.sh (from the top of the tree; takes a minute)
 # Prints "N passed, N failed"; exits non-zero on any failure.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,7 +45,7 @@ patch_before() {
 NEXT=$(grep -o '\.ckpt = [0-9]*' "$S/src/settings.c" | awk '{ if ($3 > m) m = $3 } END { print m + 1 }')
 patch_after include/config.h 'float lr_layer_decay;' '    float dummy_knob;'
 patch_after src/settings.c 'CFG\(lr_layer_decay\), \.ckpt' \
-    '    {.name = "dummy-knob", .type = SET_REAL, .arg = "X", .lo = 0, .hi = 1, .def = 0.25,\n     .help = "a knob of the one-row test", .flags = SETF_COMPARE, .cmd = "dummy-knob",\n     CFG(dummy_knob), .ckpt = '"$NEXT"', .mark = {.fmt = "knob %g"}},'
+    '    {.name = "dummy-knob", .type = SET_REAL, .arg = "X", .lo = 0, .hi = 1, .def = 0.25,\n     .help = "a knob of the one-row test", .flags = SETF_COMPARE, .cmd = "dummy-knob",\n     CFG(dummy_knob), .ckpt = '"$NEXT"', .mark = {.fmt = "knob %g"}, .live = SETL_TOGGLE,\n     .toggle = {0.25, 1}, .keys = {{'"'K'"', 0, "toggle", "the one-row knob: 0.25 / 1"}}},'
 patch_before include/metrics.h '^ *METRICS_STEP_COLS$' '    METRICS_COL_DUMMY,'
 patch_before include/metrics.h '^} step_metrics;' '    float dummy_knob;'
 patch_after src/metrics.c 'STEP\("ln_gamma_init"' '    [METRICS_COL_DUMMY] = STEP("dummy_knob", dummy_knob, METRICS_T_FLOAT, 1),'
@@ -65,6 +66,7 @@ sed -e 's/ ln-beta-init, seed\.$/ ln-beta-init, dummy-knob, seed./' \
 grep -q 'dummy-knob, seed\.' "$S/man/normscope.1" && grep -q '^.Fl -dummy-knob )' "$S/man/normscope.1" &&
     grep -q 'f32 dummy-knob; then' "$S/man/normscope.1" || no "the dummy's man page words did not apply"
 
+patch_before man/normscope.1 '^\.It Ic w$' '.It Ic K\nThe one-row knob: 0.25 or 1.'
 patch_before man/normscope.1 '^\.It Cm clip ' '.It Cm dummy-knob Ar X\nSet the knob of the one-row test.'
 
 # --- the scratch build, and its unit suites ---
@@ -138,6 +140,24 @@ W=onerow
 new_session
 key "$X -L 2 -d 16 -H 2 -T 8 -B 2 --dummy-knob 0.3; echo NS_EXIT=\$?" Enter
 if wait_for 'dummy col' 20; then ok; else no "the layer box has no 'dummy col' row:"; screen | head -40 >&2; fi
+# the key: its toggle on the status line, from 0.3 to the row's first value, then its second
+screen | head -3 | grep -q 'knob 0.3' && ok || no "the status line has no 'knob 0.3': $(screen | head -3)"
+key K
+wait_for 'knob 0.25' 5 && ok || no "K did not toggle the knob to 0.25: $(screen | head -3)"
+key K
+wait_for 'knob 1' 5 && ok || no "K did not toggle the knob to 1: $(screen | head -3)"
+# at 80x24 the help has more keys than rows: its pages hold the new one
+$TM resize-window -t "$W" -x 80 -y 24 2>/dev/null
+sleep 0.5
+key '?'
+seen=0
+for p in 1 2 3 4 5; do
+    sleep 0.3
+    screen | grep -q 'the one-row knob: 0.25 / 1' && { seen=1; break; }
+    key NPage
+done
+[ "$seen" -eq 1 ] && ok || no "no page of the help at 80x24 lists K: $(screen | tail -3)"
+key Escape
 key q
 wait_for 'NS_EXIT=[0-9]' 10 || no "the live view did not quit"
 echo "$pass passed, $fail failed"

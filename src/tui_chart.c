@@ -10,7 +10,8 @@
  * labelled on the bottom row. x: one dot per step while they fit, else the window
  * squeezed; y: fitted to the window's values from the lowest to the 98th
  * percentile, so one spike cannot flatten the rest (values above it ride
- * the top edge). After a rewind the curve it abandoned stays, grey, under
+ * the top edge); a chart of 4 plotted rows or fewer takes the percentile
+ * of the window's later half. After a rewind the curve it abandoned stays, grey, under
  * the replay (a's as dots, b's as '+'), the window stretched to its end.
  *
  * Heatmap: one row per layer, one column per step (or per bucket of steps
@@ -226,6 +227,9 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
     }
     int right = r.c + r.w - (int)strlen(range);
     const int uni = c->uni, ghost = st->ghost_n > 0;
+    char smooth[48] = "each step  ";
+    if (ui->smooth > 0) /* the weight, as --smooth takes it */
+        snprintf(smooth, sizeof smooth, "smoothed %g, dim: each step  ", ui->smooth);
     struct {
         const char *glyph, *text; /* a mark and what it stands for: both, or neither */
         int glyph_cols;           /* columns the glyph takes (3 bytes of UTF-8 are 1) */
@@ -238,8 +242,7 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         /* a rewind's curve is named before the smoothing: it is there
          * only for a while, and what it means is not read off the plot */
         {ghost ? (uni ? "\xc2\xb7 " : ". ") : "", "before rewind  ", 2, TUI_S_DIM}, /* · */
-        {uni ? "\xe2\xa3\xa4 " : "- ", ui->smooth > 0 ? "smoothed, dim: each step  " : "each step  ", 2,
-         TUI_S_DIM}, /* ⣤ */
+        {uni ? "\xe2\xa3\xa4 " : "- ", smooth, 2, TUI_S_DIM}, /* ⣤ */
         {uni ? "\xe2\x80\xa2 " : "o ", "validation  ", 2, TUI_S_VAL},
         {uni ? "\xe2\x94\x8a " : ": ", "setting changed", 2, TUI_S_MARK},
     };
@@ -259,34 +262,60 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
         tui_puts(g, r.r, r.c + r.w - rw, rw, TUI_S_DIM, range_all);
 }
 
-/* The y range: the window's lowest plotted value to its 98th percentile,
- * padded: the highest (k - 1) / 50 of k values are left out, so a window
- * of 50 or fewer keeps its highest (a 2% that is not one whole value
- * dropped the first step's loss of every short run, and the top label
- * then named a value below the point drawn there). 0, or -1 when nothing
- * in the window can be plotted. The values are sorted in a buffer on the
- * stack: no allocation per frame. */
-static int chart_range(chart_ctx *c)
+/* The plotted values of the window's points from index `from` on, and of
+ * the curve a rewind abandoned, into vals (at most cap); how many. */
+static int range_values(const chart_ctx *c, long from, float *vals, int cap)
 {
     static const chart_series all[] = {SER_LOSS_A, SER_VAL_A, SER_LOSS_B, SER_VAL_B};
-    float vals[6 * TRAINER_HIST];
     int k = 0, nser = c->cmp ? 4 : 2;
-    for (long i = c->first; i < c->total && k + 4 <= (int)(sizeof vals / sizeof vals[0]); i++)
+    for (long i = from; i < c->total && k + 4 <= cap; i++)
         for (int j = 0; j < nser; j++) {
             float v = plotted(series_value(point(c->s, i), all[j]), c->logy);
             if (!isnan(v))
                 vals[k++] = v;
         }
-    for (int i = 0; i < c->s->s.ghost_n && i < TRAINER_HIST; i++)
+    for (int i = 0; i < c->s->s.ghost_n && i < TRAINER_HIST && k + 2 <= cap; i++)
         for (int run = 0; run < 1 + c->cmp; run++) {
             float v = plotted(c->s->run[run].ghost[i], c->logy);
             if (!isnan(v))
                 vals[k++] = v;
         }
+    return k;
+}
+
+/* A chart of this many plotted rows or fewer (the projector's) fits its
+ * top to the later half of the window: two or four rows over the first
+ * steps' fall from ln 256 would put a plateau and a descent in one row. */
+#define CHART_SHORT_ROWS 4
+
+/* The y range: the window's lowest plotted value to its 98th percentile,
+ * padded: the highest (k - 1) / 50 of k values are left out, so a window
+ * of 50 or fewer keeps its highest (a 2% that is not one whole value
+ * dropped the first step's loss of every short run, and the top label
+ * then named a value below the point drawn there). A short chart takes
+ * the percentile of the later half's values (the earlier ones above it
+ * ride the top edge). 0, or -1 when nothing in the window can be
+ * plotted. The values are sorted in a buffer on the stack: no allocation
+ * per frame. */
+static int chart_range(chart_ctx *c)
+{
+    float vals[6 * TRAINER_HIST];
+    const int cap = (int)(sizeof vals / sizeof vals[0]);
+    int k = range_values(c, c->first, vals, cap);
     if (k == 0)
         return -1;
+    double lo = vals[0];
+    for (int i = 1; i < k; i++)
+        lo = vals[i] < lo ? vals[i] : lo;
+    int later = c->cg.h <= CHART_SHORT_ROWS && c->total - c->first >= 8
+                    ? range_values(c, c->first + (c->total - c->first) / 2, vals, cap)
+                    : 0;
+    if (later > 0)
+        k = later;
+    else
+        k = range_values(c, c->first, vals, cap);
     qsort(vals, (size_t)k, sizeof *vals, cmp_float);
-    double lo = vals[0], hi = vals[k - 1 - (k - 1) / 50];
+    double hi = vals[k - 1 - (k - 1) / 50];
     double pad = (hi - lo) * 0.05;
     if (pad < (c->logy ? 0.01 : 1e-3))
         pad = c->logy ? 0.01 : 1e-3;

@@ -446,7 +446,7 @@ static void test_chart_smoothed(void)
     ui.smooth = 0.6;
     tui_grid_clear(&g);
     tui_draw_chart(&g, wide, s, &ui);
-    CHECK(strstr(row(&g, 0), "smoothed, dim: each step") != NULL);
+    CHECK(strstr(row(&g, 0), "smoothed 0.6, dim: each step") != NULL);
     free(s);
     tui_grid_free(&g);
 }
@@ -1702,6 +1702,51 @@ static trainer_snapshot *twin_snap_new(int L, long n)
     return s;
 }
 
+/* The projector's chart, 2 plotted rows: both runs fall from 5.5 to 3.1
+ * in the first 20 of 150 steps, then a stays on its plateau and b falls
+ * to 2.6. Over the whole window's range both would share a row to the
+ * end; fitted to the later half, the last third of the plot has a on the
+ * top row and b on the bottom one, no cell of both, under a top label
+ * just above the plateau. A chart of 6 rows keeps the whole window's
+ * range: its top label is near the first losses. */
+static void test_chart_short(void)
+{
+    trainer_snapshot *s = twin_snap_new(2, 150);
+    for (long i = 0; i < 150; i++) {
+        trainer_point *p = &s->hist[i];
+        double fall = i < 20 ? 5.5 - 2.4 * (double)i / 20 : 3.1;
+        p->run[0].loss = (float)fall;
+        p->run[1].loss = (float)(i < 20 ? fall : 3.1 - 0.5 * (double)(i - 20) / 129);
+        p->run[1].val_loss = NAN;
+    }
+    tui_grid g = {0};
+    tui_grid_resize(&g, 4, 80);
+    tui_rect r = {0, 0, 4, 80};
+    tui_ui ui;
+    tui_ui_init(&ui, 1, 0);
+    ui.smooth = 0;
+    tui_draw_chart(&g, r, s, &ui);
+    tui_chart_geom cg = tui_chart_geometry(r, s, 1);
+    int a_top = 0, b_bottom = 0, both = 0, n = 0;
+    for (int c = cg.left + cg.w * 2 / 3; c < cg.left + cg.w; c++, n++) {
+        uint32_t top = ch_at(&g, cg.top, c), bottom = ch_at(&g, cg.top + 1, c);
+        a_top += top >= 0x2800 && top <= 0x28ff;
+        b_bottom += bottom == '+';
+        both += top == '*' || bottom == '*';
+    }
+    CHECK(cg.h == 2 && n > 10);
+    CHECK(a_top == n && b_bottom == n && both == 0);
+    double short_top = 0; /* the later half's top: a's plateau, padded */
+    CHECK(sscanf(row(&g, 1), "%lf", &short_top) == 1 && short_top > 3.1 && short_top < 3.3);
+    tui_grid_resize(&g, 8, 80);
+    tui_rect tall = {0, 0, 8, 80};
+    tui_draw_chart(&g, tall, s, &ui);
+    double top = 0;
+    CHECK(sscanf(row(&g, 1), "%lf", &top) == 1 && top > 5 && top < 5.5);
+    tui_grid_free(&g);
+    free(s);
+}
+
 /* tui_label_fit of label at w columns: does it return lost and read want? */
 static int fits_as(const char *label, int w, int lost, const char *want)
 {
@@ -1869,6 +1914,7 @@ int main(void)
     test_projector_frame();
     test_diverged_status();
     test_chart_smoothed();
+    test_chart_short();
     test_compare_details();
     test_legend_fit();
     test_log_scroll();

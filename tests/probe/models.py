@@ -261,3 +261,39 @@ class EncoderClassifier(nn.Module):
 
     def forward(self, idx):
         return self.classifier(self.encoder(self.emb(idx)).mean(1))
+
+
+class MHABlock(nn.Module):
+    """A block on nn.MultiheadAttention, written by hand: Post-LN
+    (x = LN(x + attn(x)), then x = LN(x + mlp(x))) or Pre-LN. The attention
+    module's out_proj is never called as a module (its weight is used)."""
+
+    def __init__(self, c, nh, post):
+        super().__init__()
+        self.post = post
+        self.attn = nn.MultiheadAttention(c, nh, batch_first=True)
+        self.ln1, self.ln2 = nn.LayerNorm(c), nn.LayerNorm(c)
+        self.mlp = nn.Sequential(nn.Linear(c, 4 * c), nn.GELU(), nn.Linear(4 * c, c))
+
+    def forward(self, x):
+        if self.post:
+            x = self.ln1(x + self.attn(x, x, x, need_weights=False)[0])
+            return self.ln2(x + self.mlp(x))
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class MHALM(nn.Module):
+    def __init__(self, post=True, n_layer=2, c=32, nh=2, v=256):
+        super().__init__()
+        self.emb = nn.Embedding(v, c)
+        self.blocks = nn.ModuleList([MHABlock(c, nh, post) for _ in range(n_layer)])
+        self.head = nn.Linear(c, v)
+
+    def forward(self, idx, targets):
+        x = self.emb(idx)
+        for b in self.blocks:
+            x = b(x)
+        logits = self.head(x)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))

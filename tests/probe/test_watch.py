@@ -529,6 +529,13 @@ def known_settings():
     C.ok(rows[0].get("norm") == "pre" and "tokens_per_s" not in rows[0] and
          rows[1].get("tokens_per_s", 0) > 0 and "warmup" not in rows[1],
          "norm_first=True is pre; tokens/s from the batch shape from step 2; warmup unsaid")
+    # a hand-written block on nn.MultiheadAttention: the attention module
+    # runs without its out_proj being called, and counts as a leaf
+    for post, want in ((True, "post"), (False, "pre")):
+        path = os.path.join(TMP, "mha_%s.nsj" % want)
+        _, rows, _ = train(models.MHALM(post=post), path, 2, 1)
+        C.ok(rows[0].get("norm") == want, "Post-LN or Pre-LN on nn.MultiheadAttention is %s (%s)"
+             % (want, rows[0].get("norm")))
 
 
 def no_leak():

@@ -302,14 +302,25 @@ def norm_modules(bmod):
     return [m for m in bmod.modules() if m is not bmod and _norm_module(m)]
 
 
+def _ran_leaves(order):
+    """Of the modules that ran (in the order their calls ended), those none
+    of whose own modules ran: the leaves of the forward as it ran. An
+    nn.MultiheadAttention is one, though it has a child: its out_proj's
+    weight is used, the module never called."""
+    ran = {id(m) for m in order}
+    return [m for m in order if not any(id(c) in ran for c in m.modules() if c is not m)]
+
+
 def placement(bmod, order):
     """'pre', 'post' or None for a block, from its norm_first attribute
-    (nn.TransformerEncoderLayer) or the order its leaf modules ran in
-    (order: the leaves of one forward, first to last): Pre-LN runs a norm
-    first, Post-LN ends with one. Anything else is not said."""
+    (nn.TransformerEncoderLayer) or the order its modules ran in (order:
+    block 0's modules of one forward, in the order their calls ended):
+    Pre-LN runs a norm first, Post-LN ends with one. Anything else is not
+    said."""
     nf = getattr(bmod, "norm_first", None)
     if isinstance(nf, bool):
         return "pre" if nf else "post"
+    order = _ran_leaves(order)
     if not order:
         return None
     first, last = _norm_module(order[0]), _norm_module(order[-1])

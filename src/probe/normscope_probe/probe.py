@@ -299,7 +299,7 @@ class _Records:
         self.lowp = None  # the lowest-precision dtype seen inside a block
         self.hooked = {}
         self.last_out, self.last_rec, self.last_block = None, -1, -1
-        self.order = []  # leaf modules of block 0, in the order they ran (first step)
+        self.order = []  # block 0's modules, in the order their calls ended (first step)
         self.tokens = None
         self.targets = None  # the batch's targets, seen in the model's call (data_entropy)
         # the first step, for vocab: (Linear outside the blocks, a weak reference
@@ -490,8 +490,8 @@ class Probe:
         is wrapped to keep each call (_Call)."""
         names = dict((m, n) for n, m in self.model.named_modules())
         self.block_ids = {id(bm): b for b, (_, bm) in enumerate(self.blocks)}
-        self.block0_leaves = {id(m) for m in self.blocks[0][1].modules()
-                              if not list(m.children())} if self.blocks else set()
+        self.block0_mods = {id(m) for m in self.blocks[0][1].modules()
+                            if m is not self.blocks[0][1]} if self.blocks else set()
         self.mod_names, self.mod_hooks, self.mod_handles, self.mod_list = [], [], None, []
         for m, n in names.items():
             idx = len(self.mod_names)
@@ -690,7 +690,7 @@ class Probe:
             self.rec.targets = y
 
     def _forward_hook(self, idx, is_block, mod):
-        leaf0 = id(mod) in self.block0_leaves
+        in0 = id(mod) in self.block0_mods
         passive = isinstance(mod, PASSIVE)
         contracting = _contracting(mod)
         dropout = type(mod) is torch.nn.Dropout  # contracting while not training
@@ -706,7 +706,7 @@ class Probe:
             rec = self.rec
             block = is_block if is_block >= 0 else (self.stack[-1] if self.stack else -1)
             if self.n == 0:
-                self._first_forward(rec, m, block, leaf0, t, out)
+                self._first_forward(rec, m, block, in0, t, out)
             if block < 0 and self.replay and not rec.watching:
                 # outside the blocks a written step's numbers take nothing
                 # (the device's watch did; the CPU's replays the step)
@@ -739,11 +739,11 @@ class Probe:
                 x.register_hook(self._backward_hook(idx, block, rec))
         return hook
 
-    def _first_forward(self, rec, m, block, leaf0, t, out):
-        """What the first forward shows of the model: block 0's leaves in
-        the order they ran (the placement), and the Linears outside the
+    def _first_forward(self, rec, m, block, in0, t, out):
+        """What the first forward shows of the model: block 0's modules in
+        the order their calls ended (the placement), and the Linears outside the
         blocks with their outputs and the model's output (the vocabulary)."""
-        if leaf0 and block == 0:
+        if in0 and block == 0:
             rec.order.append(m)
         if block < 0 and isinstance(m, torch.nn.Linear) and not rec.watching:
             rec.heads.append((m, weakref.ref(t)))

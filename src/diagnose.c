@@ -681,93 +681,128 @@ static void stall_sums(const diag *d, int L, stall_window *w)
 
 /* The stall's finding: its cause from the numbers (see rule_stall), in
  * one chain that gives the words, the hint, the layer and the fix. */
+/* A stall's cause, as stall_cause names it: the sentence, the fix's
+ * commands and from where they apply, the layer it is about. */
+typedef struct {
+    char why[DIAG_TEXT], fix[DIAG_FIX_TEXT];
+    const char *hint;
+    int from, layer;
+    long before;
+    /* the numbers the causes read */
+    int la, lb, ucnt, post;
+    double act, grow, upd, ratio, silent;
+} stall_ctx;
+
+/* The causes a setting makes: a change that came before the stall, an LR
+ * that grows the activations, a clip that starves Adam. 1 when one holds. */
+static int stall_setting_cause(const diag *d, const step_metrics *m, const stall_window *w,
+                               stall_ctx *c)
+{
+    if (change_candidate(d, m->step) && d->change_loss < d->plateau - DIAG_STALL_TOL) {
+        snprintf(c->why, sizeof c->why, "the change at step %ld (%.48s): loss %.3f before it, "
+                 "after %ld steps", d->change_at, d->change_what, d->change_loss,
+                 d->change_held);
+        c->hint = d->change_undo[0] ? "go back to before the change and undo it"
+                                    : "go back to before the change: no command undoes it";
+        snprintf(c->fix, sizeof c->fix, "%s", d->change_undo);
+        c->from = DIAG_FROM_SNAPSHOT;
+        c->before = d->change_at;
+    } else if ((c->act > DIAG_STALL_ACT && c->upd > DIAG_STALL_UPD) || c->upd > DIAG_UPDATE_HIGH) {
+        snprintf(c->why, sizeof c->why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
+                 "steps; update ratio %.2g a step", (double)m->lr_peak, c->act, c->la,
+                 isfinite(c->grow) ? c->grow : 0.0, c->upd);
+        c->hint = "re-init with a lower LR: lowering it from here keeps the grown weights";
+        snprintf(c->fix, sizeof c->fix, "lr x%g", lr_factor(c->upd));
+        c->from = DIAG_FROM_START;
+    } else if (m->clip > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt && c->upd < DIAG_UPDATE_LOW) {
+        double gn = w->gnorm / w->cnt;
+        snprintf(c->why, sizeof c->why, "the clip %g: %d of %d steps clipped, the gradient norm "
+                 "%.3g (mean) cut to %.2g of it; update ratio %.2g a step", (double)m->clip,
+                 w->clipped, w->cnt, gn, gn > 0 ? (double)m->clip / gn : 0.0, c->upd);
+        c->hint = "raise the clip or turn it off (clip 0): Adam's step shrinks once the clipped "
+                  "gradient nears its epsilon";
+        snprintf(c->fix, sizeof c->fix, "clip 0");
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The causes the gradients' reach makes (gains at zero, depth, no
+ * gradient into the blocks), a low LR, or none known. */
+static void stall_reach_cause(const step_metrics *m, const stall_window *w, stall_ctx *c)
+{
+    if (w->bottom < DIAG_STALL_GRAD * w->top && m->ln_gamma_init == 0 &&
+        metrics_known(m, METRICS_COL_GAMMA0) && c->post) {
+        snprintf(c->why, sizeof c->why, "the norms' gains start at 0: each block outputs 0, and "
+                 "the gradient below it is %.2g of the top's", c->ratio);
+        c->hint = "Pre-LN (norm pre) keeps the residual path open and the gains grow back; or "
+                  "start again with --ln-gamma-init 1";
+        snprintf(c->fix, sizeof c->fix, "norm pre");
+        c->from = DIAG_FROM_START;
+        c->layer = 0;
+    } else if (w->bottom < DIAG_STALL_GRAD * w->top) {
+        snprintf(c->why, sizeof c->why, "depth: bottom layers' gradient %.2g of the top's",
+                 c->ratio);
+        c->hint = c->post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
+                            "(warmup alone stays stuck)"
+                          : "the bottom layers get no gradient: lower the LR or the depth";
+        /* a fresh Pre-LN start learns sooner than a switch */
+        snprintf(c->fix, sizeof c->fix, "%s", c->post ? "norm pre" : "lr x0.5");
+        c->from = DIAG_FROM_START;
+        c->layer = 0;
+    } else if (c->silent < DIAG_STALL_GRAD && c->upd < DIAG_UPDATE_LOW) {
+        if (w->blocks[c->lb] > 0)
+            snprintf(c->why, sizeof c->why, "no gradient reaches the blocks: the largest (layer "
+                     "%d) is %.2g of the whole model's; update ratio %.2g a step", c->lb,
+                     c->silent, c->upd);
+        else
+            snprintf(c->why, sizeof c->why, "no gradient reaches the blocks: every block's is 0; "
+                     "update ratio %.2g a step", c->upd);
+        int dyt = m->norm_kind == NORMK_DYT;
+        c->hint = dyt ? "a LayerNorm from here (kind layernorm); 10x the LR stalls the same"
+                      : "no rule names a fix: compare a run with another norm (--compare)";
+        snprintf(c->fix, sizeof c->fix, "%s", dyt ? "kind layernorm" : "");
+    } else if (c->upd < DIAG_UPDATE_LOW) {
+        snprintf(c->why, sizeof c->why, "the LR %g is too low: update ratio %.2g a step",
+                 (double)m->lr_peak, c->upd);
+        c->hint = "raise the LR (lr x10)";
+        snprintf(c->fix, sizeof c->fix, "lr x10");
+    } else {
+        snprintf(c->why, sizeof c->why, "cause unknown: act max %.4g, bottom/top gradient %.2g, "
+                 "update ratio %.2g", c->act, c->ratio, c->upd);
+        c->hint = "no rule names a cause: compare a run with another LR or norm (--compare)";
+    }
+}
+
 static void stall_finding(diag *d, const step_metrics *m, const stall_window *w, double mean,
                           diag_finding *out, int max, int *k)
 {
     int L = m->n_layer;
     const diag_point *now = point(d, 0);
-    int la = top_act_layer(now->act, L), ucnt, layer = la, from = DIAG_FROM_HERE;
-    long before = 0;
-    double act = now->act[la], grow = slope(d, la, 0) * 100, upd = mean_top_update(d, L, &ucnt);
-    double v[4] = {mean, d->plateau, act, w->top > 0 ? w->bottom / w->top : 0};
-    int post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
+    stall_ctx c;
+    memset(&c, 0, sizeof c);
+    c.from = DIAG_FROM_HERE;
+    c.la = c.layer = top_act_layer(now->act, L);
+    c.act = now->act[c.la];
+    c.grow = slope(d, c.la, 0) * 100;
+    c.upd = mean_top_update(d, L, &c.ucnt);
+    c.ratio = w->top > 0 ? w->bottom / w->top : 0;
+    c.post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
     /* every block's gradient vanished, the top's too, while the model's
      * (the embeddings' and the head's) did not: the largest block's mean
      * over the model's */
-    int lb = 0;
     for (int l = 1; l < L; l++)
-        lb = w->blocks[l] > w->blocks[lb] ? l : lb;
-    double silent = w->gnorm > 0 ? w->blocks[lb] / w->gnorm : 1;
-    char why[DIAG_TEXT], fix[DIAG_FIX_TEXT] = "";
-    const char *hint;
-    if (change_candidate(d, m->step) && d->change_loss < d->plateau - DIAG_STALL_TOL) {
-        snprintf(why, sizeof why, "the change at step %ld (%.48s): loss %.3f before it, "
-                 "after %ld steps", d->change_at, d->change_what, d->change_loss,
-                 d->change_held);
-        hint = d->change_undo[0] ? "go back to before the change and undo it"
-                                 : "go back to before the change: no command undoes it";
-        snprintf(fix, sizeof fix, "%s", d->change_undo);
-        from = DIAG_FROM_SNAPSHOT;
-        before = d->change_at;
-    } else if ((act > DIAG_STALL_ACT && upd > DIAG_STALL_UPD) || upd > DIAG_UPDATE_HIGH) {
-        snprintf(why, sizeof why, "the LR %g: act max %.4g (layer %d), %+.2f doublings/100 "
-                 "steps; update ratio %.2g a step", (double)m->lr_peak, act, la,
-                 isfinite(grow) ? grow : 0.0, upd);
-        hint = "re-init with a lower LR: lowering it from here keeps the grown weights";
-        snprintf(fix, sizeof fix, "lr x%g", lr_factor(upd));
-        from = DIAG_FROM_START;
-    } else if (m->clip > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt && upd < DIAG_UPDATE_LOW) {
-        double gn = w->gnorm / w->cnt;
-        snprintf(why, sizeof why, "the clip %g: %d of %d steps clipped, the gradient norm %.3g "
-                 "(mean) cut to %.2g of it; update ratio %.2g a step", (double)m->clip,
-                 w->clipped, w->cnt, gn, gn > 0 ? (double)m->clip / gn : 0.0, upd);
-        hint = "raise the clip or turn it off (clip 0): Adam's step shrinks once the clipped "
-               "gradient nears its epsilon";
-        snprintf(fix, sizeof fix, "clip 0");
-    } else if (w->bottom < DIAG_STALL_GRAD * w->top && m->ln_gamma_init == 0 &&
-               metrics_known(m, METRICS_COL_GAMMA0) && post) {
-        snprintf(why, sizeof why, "the norms' gains start at 0: each block outputs 0, and the "
-                 "gradient below it is %.2g of the top's", v[3]);
-        hint = "Pre-LN (norm pre) keeps the residual path open and the gains grow back; or "
-               "start again with --ln-gamma-init 1";
-        snprintf(fix, sizeof fix, "norm pre");
-        from = DIAG_FROM_START;
-        layer = 0;
-    } else if (w->bottom < DIAG_STALL_GRAD * w->top) {
-        snprintf(why, sizeof why, "depth: bottom layers' gradient %.2g of the top's", v[3]);
-        hint = post ? "Pre-LN first (norm pre); else rewind to step 0, warmup on "
-                      "(warmup alone stays stuck)"
-                    : "the bottom layers get no gradient: lower the LR or the depth";
-        /* a fresh Pre-LN start learns sooner than a switch */
-        snprintf(fix, sizeof fix, "%s", post ? "norm pre" : "lr x0.5");
-        from = DIAG_FROM_START;
-        layer = 0;
-    } else if (silent < DIAG_STALL_GRAD && upd < DIAG_UPDATE_LOW) {
-        if (w->blocks[lb] > 0)
-            snprintf(why, sizeof why, "no gradient reaches the blocks: the largest (layer %d) "
-                     "is %.2g of the whole model's; update ratio %.2g a step", lb, silent, upd);
-        else
-            snprintf(why, sizeof why, "no gradient reaches the blocks: every block's is 0; "
-                     "update ratio %.2g a step", upd);
-        int dyt = m->norm_kind == NORMK_DYT;
-        hint = dyt ? "a LayerNorm from here (kind layernorm); 10x the LR stalls the same"
-                   : "no rule names a fix: compare a run with another norm (--compare)";
-        snprintf(fix, sizeof fix, "%s", dyt ? "kind layernorm" : "");
-    } else if (upd < DIAG_UPDATE_LOW) {
-        snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
-                 (double)m->lr_peak, upd);
-        hint = "raise the LR (lr x10)";
-        snprintf(fix, sizeof fix, "lr x10");
-    } else {
-        snprintf(why, sizeof why, "cause unknown: act max %.4g, bottom/top gradient %.2g, "
-                 "update ratio %.2g", act, v[3], upd);
-        hint = "no rule names a cause: compare a run with another LR or norm (--compare)";
-    }
-    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, layer, m->step, v, hint,
+        c.lb = w->blocks[l] > w->blocks[c.lb] ? l : c.lb;
+    c.silent = w->gnorm > 0 ? w->blocks[c.lb] / w->gnorm : 1;
+    if (!stall_setting_cause(d, m, w, &c))
+        stall_reach_cause(m, w, &c);
+    double v[4] = {mean, d->plateau, c.act, c.ratio};
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_STALL, c.layer, m->step, v, c.hint,
                           "stalled: loss %.3f on the unigram plateau %.3f for %ld step%s; %s",
-                          mean, d->plateau, d->stall_run, d->stall_run == 1 ? "" : "s", why);
-    if (fix[0])
-        set_fix(f, from, before, "%s", fix);
+                          mean, d->plateau, d->stall_run, d->stall_run == 1 ? "" : "s", c.why);
+    if (c.fix[0])
+        set_fix(f, c.from, c.before, "%s", c.fix);
     if (f)
         d->last_diagnosis = *f;
     d->stall_at = m->step;

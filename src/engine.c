@@ -1387,6 +1387,32 @@ static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const
     return 0;
 }
 
+/* The weights and moments from b into e, checked, then the run state: 0,
+ * or -1 with the first value no run can train on in err. */
+static int restore(engine *e, rbuf *b, const run_state *rs, const char *path, char *err,
+                   size_t errlen)
+{
+    for (size_t i = 0; i < e->m.n_params; i++)
+        e->m.params[i] = get_f32(b);
+    for (size_t i = 0; i < e->m.n_params; i++)
+        e->opt.m[i] = get_f32(b);
+    for (size_t i = 0; i < e->m.n_params; i++)
+        e->opt.v[i] = get_f32(b);
+    if (ckpt_values_bad(e, path, err, errlen) != 0)
+        return -1;
+    e->step = rs->step;
+    e->opt.t = rs->opt_t;
+    e->rng.s = rs->rng_s;
+    e->sched = rs->sc;
+    e->scale = rs->dyn_scale;
+    e->good = rs->good;
+    e->loaded = rs->data;
+    if (e->cfg.snapshot_every > 0)
+        engine_snapshot(e);
+    event(e, "resumed from %s at step %ld", path, rs->step);
+    return 0;
+}
+
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
                     size_t errlen)
 {
@@ -1440,30 +1466,12 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         goto out;
     }
     e = engine_alloc(&c, data, err, errlen);
-    if (!e)
-        goto out;
-    for (size_t i = 0; i < np; i++)
-        e->m.params[i] = get_f32(&b);
-    for (size_t i = 0; i < np; i++)
-        e->opt.m[i] = get_f32(&b);
-    for (size_t i = 0; i < np; i++)
-        e->opt.v[i] = get_f32(&b);
-    if (ckpt_values_bad(e, path, err, errlen) != 0) {
+    if (e && restore(e, &b, &rs, path, err, errlen) != 0) {
         engine_free(e);
         e = NULL;
-        goto out;
     }
-    e->step = rs.step;
-    e->opt.t = rs.opt_t;
-    e->rng.s = rs.rng_s;
-    e->sched = rs.sc;
-    e->scale = rs.dyn_scale;
-    e->good = rs.good;
-    e->loaded = rs.data;
-    if (c.snapshot_every > 0)
-        engine_snapshot(e);
-    event(e, "resumed from %s at step %ld", path, rs.step);
-    *cfg_out = c;
+    if (e)
+        *cfg_out = c;
 out:
     free(p);
     return e;

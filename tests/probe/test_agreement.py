@@ -122,10 +122,12 @@ LAYER = [("ln1w", D), ("ln1b", D), ("ln2w", D), ("ln2b", D), ("ln1ow", D), ("ln1
 
 
 def load_weights(path, twin):
-    """The weights sit before the Adam moments and the CRC at the file's
-    end: u64 P, P weights, 2P moments, u32 CRC."""
+    """The shape is the header's first settings (after the count of them,
+    from format version 4); the weights sit before the Adam moments and
+    the CRC at the file's end: u64 P, P weights, 2P moments, u32 CRC."""
     buf = open(path, "rb").read()
-    dims = struct.unpack_from("<5I", buf, 16)
+    ver = struct.unpack_from("<I", buf, 8)[0]
+    dims = struct.unpack_from("<5I", buf, 20 if ver >= 4 else 16)
     C.ok(dims == (L, D, NH, T, B), "checkpoint shape %s" % (dims,))
     # wte wpe, the layers, then lnfw lnfb lnfa headw headb
     n = V * D + T * D + L * sum(s for _, s in LAYER) + 2 * D + 1 + V * D + V

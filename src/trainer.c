@@ -3,19 +3,15 @@
  * engine and the --compare twin, drains the command queue between steps,
  * runs the --script, steps, decides which run diverged, writes the
  * CSV/JSONL rows, reports the events, and publishes; and it prints the
- * run's summary at the end.
+ * run's summary at the end. Its locks: trainer_int.h.
  *
- * Locks: qlock guards the queue and the quit flag (qcond wakes a paused
- * trainer); slock guards the published snapshot (scond wakes
- * trainer_wait); clock_lock guards the run clock's hold (trainer_clock_hold).
- * No code path holds two of them. The fields below "trainer-thread
- * only" are touched by the trainer thread alone once it runs (before
- * that, by the creating thread; pthread_create orders the two).
+ * The trainer's other files (trainer_int.h: what they share):
+ *   trainer_cmd.c   applying a command (flow, settings, rewinds, marks)
  *
  * Not here: curses, flags, opening or committing the output files
  * (the caller's, with atomicio.c).
  */
-#include "trainer.h"
+#include "trainer_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,7 +24,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "diagnose.h"
 #include "nstime.h"
 #include "numfmt.h"
 #include "twin.h"
@@ -43,102 +38,9 @@
 /* steps/s is measured over windows of this many seconds */
 #define RATE_WINDOW 0.5
 
-/* A fix's commands, every candidate's (apply_fix) */
-#define TRAINER_FIX_TEXT 160
-
-/* One run's diagnosis (diagnose.c): its rules' state, the latest step's
- * findings until reported, and what the status shows of it. */
-typedef struct {
-    diag d;
-    diag_finding found[DIAG_MAX_FINDINGS];
-    int n_found;
-    trainer_diagnosis view;
-} run_diag;
-
-struct trainer {
-    engine *e;
-    trainer_opts o;
-    pthread_t thread;
-    int started;
-
-    /* the command queue (a ring) and the quit flag, under qlock */
-    pthread_mutex_t qlock;
-    pthread_cond_t qcond;
-    ns_command q[TRAINER_QUEUE];
-    int qt[TRAINER_QUEUE]; /* each command's target (twin.h) */
-    int q_head, q_len;
-    int quit;
-
-    /* the published snapshot, under slock */
-    pthread_mutex_t slock;
-    pthread_cond_t scond;
-    trainer_snapshot *pub;
-
-    /* the run clock (run_now): CLOCK_MONOTONIC less the time held, under
-     * clock_lock */
-    pthread_mutex_t clock_lock;
-    double held_at;    /* >= 0: held since then (the process is stopping) */
-    double held_total; /* seconds held so far */
-
-    /* trainer-thread only */
-    trainer_state state;
-    long limit;
-    long budget; /* steps still to take while paused (n presses) */
-    int sync;            /* run by trainer_run on the caller's thread */
-    long reported[2];    /* events of a and b written to o.log so far */
-    double log_t0, last_print; /* the progress line's clock */
-    int diverged_run;    /* see trainer_status */
-    long diverged_steps;
-    int write_failed;
-    unsigned long applied; /* commands applied so far (a script's show up) */
-    char ask[NS_CMD_TEXT];   /* a script pause's prompt (trainer_status.ask) */
-    long ask_step;
-    unsigned ask_seq;
-    unsigned mark_bits[2];   /* a's and b's: what the label names (mark_for) */
-    long joined;             /* trainer_status.joined */
-    char was[2][64];         /* trainer_status.was */
-    /* run a at [0], the twin b (o.twin) at [1] */
-    struct {
-        step_metrics m;          /* the latest step */
-        float loss;              /* at the step the run is at (trainer_status) */
-        float last_val;
-        char mark[TRAINER_MARK]; /* marker label for the next step's point */
-        long events_seen;        /* the engine's events pulled so far */
-    } run[2];
-    int have_metrics;
-    int have_loss; /* run[].loss is set */
-    long last_val_step;
-    double rate, rate_t0;
-    long rate_s0;
-    double run_seconds;
-    long run_steps;
-    double next_sample;
-    uint8_t sample[TRAINER_SAMPLE];
-    int sample_len;
-    long sample_step;
-    unsigned generation;
-    run_diag *rd;    /* [2]: the diagnosis of run a and of the twin b */
-    int stall_stopped; /* --on-stall stop ended the run (headless) */
-    int fixes;         /* fixes applied (TRAINER_FIX_MAX at most) */
-    const char *fix_due; /* --on-diverge/--on-stall fix: apply one after this
-                            step's report; the flag that asked */
-    int fixed_row;     /* the next step's rows say "fixed" */
-    long fix_check_at; /* the latest fix is judged at this step (0: none pending) */
-    double fix_bar;    /* ... by a mean loss below this */
-    int fix_run;       /* ... of this run */
-    unsigned fix_rules; /* rules whose fixes were tried since one helped */
-    int fix_failed;    /* the run stopped: its fix did not help and none was left */
-    char fix_note[NS_EVENT_TEXT]; /* fix_run's verdict waits on its fix (trainer_diagnosis) */
-    char fix_what[TRAINER_FIX_TEXT]; /* the latest fix's commands */
-    char fix_proven[NS_EVENT_TEXT];  /* the latest fix's check, when it helped */
-    int in_script;     /* applying a --script command (apply_fix's log) */
-    long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
-    int hist_reset;  /* the history restarts (re-init) */
-};
-
 /* The trainer's clock: monotonic, standing still while held (the process
  * stopped by Ctrl-Z), so that a stop is not counted as running time. */
-static double run_now(trainer *t)
+double run_now(trainer *t)
 {
     double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
@@ -380,9 +282,7 @@ static void push_event(trainer *t, const trainer_event *ev)
     publish_end(t);
 }
 
-static void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
+void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
 {
     trainer_event ev;
     ev.step = engine_steps_done(t->e);
@@ -414,29 +314,11 @@ static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefi
 }
 
 /* Both runs' new lines; with a twin each names its run. */
-static void pull_engine_events(trainer *t)
+void pull_engine_events(trainer *t)
 {
     pull_run_events(t, t->e, &t->run[0].events_seen, t->o.twin ? "a: " : "");
     if (t->o.twin)
         pull_run_events(t, t->o.twin, &t->run[1].events_seen, "b: ");
-}
-
-/* Label the next step's point (mark: a run's TRAINER_MARK buffer):
- * several changes before one step share it, comma-separated. A label
- * that does not fit whole is left out and the mark ends in ",+" (more
- * changed than it says), never a label cut short ("no warmu"). */
-static void add_mark(char *mark, const char *label)
-{
-    size_t used = strlen(mark), n = strlen(label), sep = used > 0;
-    if (used && mark[used - 1] == '+')
-        return; /* already full */
-    /* a label goes in only with room to spare for the ",+" */
-    if (used + sep + n > TRAINER_MARK - 3)
-        label = "+", n = 1;
-    if (sep)
-        mark[used++] = ',';
-    memcpy(mark + used, label, n);
-    mark[used + n] = 0;
 }
 
 /* Runs there are: a, and b with a twin. */
@@ -450,313 +332,6 @@ static step_metrics *run_metrics(trainer *t, int run) { return &t->run[run].m; }
 static const char *run_prefix(const trainer *t, int run)
 {
     return !t->o.twin ? "" : run ? "b: " : "a: ";
-}
-
-/* ---- commands (trainer thread, between steps) -------------------------- */
-
-static void set_state(trainer *t, trainer_state s)
-{
-    if (s == TRAINER_RUNNING && t->state != TRAINER_RUNNING) {
-        /* a fresh rate window: paused time is not running time */
-        t->rate_t0 = run_now(t);
-        t->rate_s0 = engine_steps_done(t->e);
-    }
-    t->state = s;
-}
-
-static void resume_run(trainer *t)
-{
-    if (t->state == TRAINER_RUNNING)
-        return;
-    if (t->state == TRAINER_DONE) {
-        if (t->limit > 0 && engine_steps_done(t->e) >= t->limit) {
-            add_event(t, NS_EV_INFO, -1, "training on past --steps %ld", t->limit);
-            t->limit = 0;
-        } else {
-            add_event(t, NS_EV_INFO, -1, "training on");
-        }
-    } else if (t->state == TRAINER_DIVERGED) {
-        add_event(t, NS_EV_INFO, -1, "resumed after the divergence (weights as before it)");
-    } else {
-        add_event(t, NS_EV_INFO, -1, "resumed");
-    }
-    t->budget = 0;
-    set_state(t, TRAINER_RUNNING);
-}
-
-static void pause_run(trainer *t, const char *why)
-{
-    if (t->state != TRAINER_RUNNING)
-        return;
-    set_state(t, TRAINER_PAUSED);
-    t->budget = 0;
-    add_event(t, NS_EV_INFO, -1, "paused at step %ld%s", engine_steps_done(t->e), why);
-}
-
-/* A script's "pause PROMPT": the prompt goes to the event log and, for the
- * lesson panel, to the status; under --no-pause the run goes on. */
-static void pause_ask(trainer *t, const ns_command *c)
-{
-    if (c->text[0]) {
-        snprintf(t->ask, sizeof t->ask, "%s", c->text);
-        t->ask_step = engine_steps_done(t->e);
-        t->ask_seq++;
-        add_event(t, NS_EV_NOTE, -1, "%s", c->text);
-    }
-    if (!t->o.no_pause)
-        pause_run(t, c->text[0] ? ": space goes on" : "");
-}
-
-/* What a run's marker names (mark_bits): a re-init, a rewind, and each
- * mid-run setting by its hook, in the hooks' order. */
-enum { MARK_REINIT = 1u << 0, MARK_REWIND = 1u << 1, MARK_FIX = 1u << 2, MARK_HOOK0 = 3 };
-_Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
-
-/* The chart marker of the changes before the next step on one run's curve
- * (run 1 = b), rebuilt from that run's state after the latest one:
- * "rewind,lr 4e-03" after a rewind and two LR changes shows the LR in
- * force, not the first change's. Each setting says itself (its row's
- * marker, settings_mark). */
-static void mark_for(trainer *t, int run, const ns_command *c)
-{
-    const engine *e = run ? t->o.twin : t->e;
-    char *mark = t->run[run].mark;
-    const ns_setting *row = command_row(c);
-    unsigned *bits = &t->mark_bits[run];
-    if (c->kind == CMD_REINIT)
-        *bits |= MARK_REINIT;
-    else if (c->kind == CMD_REWIND)
-        *bits |= MARK_REWIND;
-    else if (row && row->hook != SETH_NONE)
-        *bits |= 1u << (MARK_HOOK0 + row->hook);
-    mark[0] = 0;
-    if (*bits & MARK_FIX)
-        add_mark(mark, "fix");
-    if (*bits & MARK_REINIT)
-        add_mark(mark, "reinit");
-    if (*bits & MARK_REWIND)
-        add_mark(mark, "rewind");
-    for (int h = SETH_NONE + 1; h < SETH_COUNT; h++) {
-        const ns_setting *s = settings_find_hook((setting_hook)h);
-        char b[32];
-        if (!s || !(*bits & (1u << (MARK_HOOK0 + h))))
-            continue;
-        settings_mark(s, engine_setting_shown(e, s), b, sizeof b);
-        if (b[0])
-            add_mark(mark, b);
-    }
-}
-
-/* A rewind to step `to`: the loss (and the validation loss) shown are
- * those of that step and before, from the published history, whose points
- * after `to` are about to be cut. The trainer thread is its only writer;
- * slock for the readers' sake. */
-static void rewound_to(trainer *t, long to)
-{
-    t->have_loss = 0;
-    int val_gone = t->last_val_step > to;
-    if (val_gone) {
-        t->run[0].last_val = NAN;
-        t->run[1].last_val = NAN; /* found below with a's: the runs validate together */
-        t->last_val_step = 0;
-    }
-    if (t->hist_reset)
-        return; /* the history is being restarted: nothing in it is ours */
-    pthread_mutex_lock(&t->slock);
-    const trainer_snapshot *p = t->pub;
-    long total = p->s.hist_total, first = trainer_hist_first(&p->s);
-    if (total > first) {
-        /* points are consecutive steps: step `to` is (last - to) back */
-        long last = p->hist[(total - 1) % TRAINER_HIST].step;
-        long i = total - 1 - (last - to);
-        if (i >= first && i < total && p->hist[i % TRAINER_HIST].step == to) {
-            const trainer_point *pt = &p->hist[i % TRAINER_HIST];
-            t->have_loss = 1;
-            t->run[0].loss = pt->run[0].loss;
-            t->run[1].loss = pt->run[1].loss;
-        }
-        for (; val_gone && i >= first && i < total; i--) {
-            const trainer_point *pt = &p->hist[i % TRAINER_HIST];
-            if (!isnan(pt->run[0].val_loss)) {
-                t->run[0].last_val = pt->run[0].val_loss;
-                t->run[1].last_val = pt->run[1].val_loss;
-                t->last_val_step = pt->step;
-                break;
-            }
-        }
-    }
-    pthread_mutex_unlock(&t->slock);
-}
-
-static void set_fix_note(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* A re-init: step 0, no metrics, a new history, no fix pending or failed
- * (a fix's own re-init comes before its check is set). */
-static void reinited(trainer *t)
-{
-    t->generation++;
-    t->fix_check_at = 0;
-    t->fix_failed = 0;
-    t->fix_proven[0] = 0;
-    set_fix_note(t, "%s", "");
-    t->hist_reset = 1;
-    t->have_metrics = 0;
-    t->have_loss = 0;
-    memset(&t->run[0].m, 0, sizeof t->run[0].m);
-    memset(&t->run[1].m, 0, sizeof t->run[1].m);
-    t->run[0].last_val = NAN;
-    t->run[1].last_val = NAN;
-    t->last_val_step = 0;
-    t->diverged_run = -1;
-    t->run[0].mark[0] = 0;
-    t->run[1].mark[0] = 0;
-    t->mark_bits[0] = t->mark_bits[1] = 0;
-    t->budget = 0;
-    /* a diverged or finished run starts over; a paused one stays paused */
-    if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
-        set_state(t, TRAINER_RUNNING);
-}
-
-/* Headless, a script's flow commands: there is no one to resume a pause,
- * so pause, resume and step are noted and skipped; stop ends the run. */
-static void apply_flow_sync(trainer *t, const ns_command *c)
-{
-    if (c->kind == CMD_STOP) {
-        engine_note(t->e, "script: stop at step %ld", engine_steps_done(t->e));
-        set_state(t, TRAINER_DONE);
-        t->budget = 0;
-    } else if (c->kind == CMD_PAUSE && c->text[0]) { /* a lesson's question: no one to ask */
-        engine_note(t->e, "%s", c->text);
-    } else {
-        engine_note(t->e, "script: pause, resume and step do nothing without the live view");
-    }
-    pull_engine_events(t);
-}
-
-static int is_flow(const ns_command *c)
-{
-    return c->kind == CMD_PAUSE || c->kind == CMD_RESUME || c->kind == CMD_PAUSE_TOGGLE ||
-           c->kind == CMD_STEP || c->kind == CMD_STOP;
-}
-
-static void apply_fix(trainer *t, const char *how);
-
-/* Since when the runs' settings are the same (trainer_status.joined): a
- * change that made them equal starts it, one that split them ends it; a
- * rewind before it brings it back to the snapshot's step. */
-static void joined_after(trainer *t, long step)
-{
-    twin_run ra = {engine_config(t->e), engine_warmup_on(t->e), engine_current_peak(t->e), 0,
-                   NULL};
-    twin_run rb = {engine_config(t->o.twin), engine_warmup_on(t->o.twin),
-                   engine_current_peak(t->o.twin), 0, NULL};
-    if (twin_differ(ra, rb))
-        t->joined = 0;
-    else if (t->joined == 0 || t->joined > step)
-        t->joined = step;
-}
-
-/* target: the run(s) a settings command acts on under --compare (twin.h). */
-/* The run's flow (pause, resume, step, stop), on the trainer's thread:
- * 1 when c was one */
-static int apply_flow(trainer *t, const ns_command *c, long before)
-{
-    switch (c->kind) {
-    case CMD_PAUSE: pause_ask(t, c); return 1;
-    case CMD_RESUME: resume_run(t); return 1;
-    case CMD_PAUSE_TOGGLE:
-        if (t->state == TRAINER_RUNNING)
-            pause_run(t, "");
-        else
-            resume_run(t);
-        return 1;
-    case CMD_STEP:
-        if (t->state == TRAINER_RUNNING)
-            pause_run(t, ": n steps once, space resumes");
-        else
-            t->budget++;
-        return 1;
-    case CMD_STOP:
-        if (t->state != TRAINER_DONE) {
-            set_state(t, TRAINER_DONE);
-            t->budget = 0;
-            add_event(t, NS_EV_INFO, -1, "stopped at step %ld (space trains on)", before);
-        }
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* A rewind went back to step `after`: the steps after the snapshot are
- * gone, so are their points, and the loss shown is the snapshot's step's
- * again */
-static void after_rewind(trainer *t, long after)
-{
-    rewound_to(t, after);
-    /* the layer panel shows the snapshot's step, not the abandoned one */
-    t->have_metrics = engine_last_metrics(t->e, &t->run[0].m) &&
-                      (!t->o.twin || engine_last_metrics(t->o.twin, &t->run[1].m));
-    t->generation++;
-    t->hist_cut = after;
-    /* a new episode: the marks and the D panel wait for their next finding */
-    memset(&t->rd[0].view, 0, sizeof t->rd[0].view);
-    memset(&t->rd[1].view, 0, sizeof t->rd[1].view);
-    t->run[0].mark[0] = 0;
-    t->run[1].mark[0] = 0;
-    t->mark_bits[0] = t->mark_bits[1] = 0;
-    if (t->state == TRAINER_DIVERGED)
-        set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
-}
-
-static void apply_command(trainer *t, const ns_command *c, int target)
-{
-    engine *e = t->e;
-    long before = engine_steps_done(e);
-    t->applied++;
-    if (c->kind == CMD_FIX) {
-        apply_fix(t, t->in_script ? "the script" : "the a key");
-        return;
-    }
-    if (t->sync && is_flow(c)) {
-        apply_flow_sync(t, c);
-        return;
-    }
-    if (apply_flow(t, c, before))
-        return;
-    twin_target tg = (twin_target)target;
-    long ev_a = engine_event_count(e), ev_b = t->o.twin ? engine_event_count(t->o.twin) : 0;
-    int r = twin_apply(e, t->o.twin, c, tg);
-    /* a setting marks the runs it changed: the engine logs a change and
-     * stays silent on a no-op ("kind rmsnorm" on a run already on RMSNorm,
-     * which under both a lesson's command also reaches) */
-    int moved_a = c->kind != CMD_SETTING || engine_event_count(e) > ev_a;
-    int moved_b = c->kind != CMD_SETTING || (t->o.twin && engine_event_count(t->o.twin) > ev_b);
-    long ev_before = t->run[0].events_seen + t->run[1].events_seen;
-    pull_engine_events(t);
-    if (r == CMD_FAILED) {
-        if (t->run[0].events_seen + t->run[1].events_seen == ev_before)
-            add_event(t, NS_EV_REFUSED, -1, "command %d could not be applied", (int)c->kind);
-        return;
-    }
-    if (r != CMD_APPLIED)
-        return;
-    long after = engine_steps_done(e);
-    if (after < before) { /* a fresh rate window: the step count went back */
-        t->rate_t0 = run_now(t);
-        t->rate_s0 = after;
-    }
-    if (c->kind == CMD_REINIT) {
-        reinited(t);
-    } else if (c->kind == CMD_REWIND && after < before) {
-        after_rewind(t, after);
-    }
-    if (t->o.twin)
-        joined_after(t, after);
-    if ((twin_acts_on(c, tg, 0) || !t->o.twin) && moved_a)
-        mark_for(t, 0, c);
-    if (t->o.twin && twin_acts_on(c, tg, 1) && moved_b)
-        mark_for(t, 1, c);
 }
 
 /* ---- the diagnosis' fix (the a key, --on-diverge fix) ------------------- */
@@ -909,7 +484,7 @@ static void view_fix(const trainer *t, int r, trainer_diagnosis *v)
 
 /* What the fix run's verdict waits on (trainer_diagnosis.fix_note), in
  * its view at once: a run that stops on it reports it. "" clears it. */
-static void set_fix_note(trainer *t, const char *fmt, ...)
+void set_fix_note(trainer *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -950,7 +525,7 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
  * log, a "fix" mark, the next row's state "fixed"), train on, and judge
  * it DIAG_FIX_CHECK steps later (fix_check); at most TRAINER_FIX_MAX
  * times. how: what asked for it, for the log. */
-static void apply_fix(trainer *t, const char *how)
+void apply_fix(trainer *t, const char *how)
 {
     int run = 0;
     const diag_finding *found = fix_finding(t, &run), *all[TRAINER_FINDINGS];
@@ -1052,15 +627,6 @@ static void fix_check(trainer *t, int bad, int blown)
     }
     t->fix_check_at = 0;
     pull_engine_events(t);
-}
-
-/* Script commands are applied exactly as keys are. */
-static void script_cmd(void *ctx, const ns_command *c, int target)
-{
-    trainer *t = ctx;
-    t->in_script = 1; /* for the log: who asked for a fix */
-    apply_command(t, c, target);
-    t->in_script = 0;
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */

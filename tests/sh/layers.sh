@@ -21,21 +21,22 @@
 # (a module: a header and the source named after it; ops_simd.h,
 # ops_kern.h, ops_v8.h, ops_avx2.c and ops_generic.c are ops'; sweep_int.h,
 # sweep_results.c and sweep_run.c are sweep's; plot_int.h and plot_*.c are
-# plot's). A file in no layer
+# plot's; trainer_int.h and trainer_*.c are trainer's). A file in no layer
 # fails the test: a new module is placed here.
 # Usage: sh tests/sh/layers.sh (from the top of the tree, or ROOT=DIR)
 # Prints "N passed, N failed"; exits non-zero on any failure.
 ROOT=${ROOT:-$(dirname "$0")/../..}
 cd "$ROOT" || exit 2
 
-# module -> layer; tui_* and plot_* are the front end's files
+# module -> layer; trainer_* are the trainer's files, tui_* and plot_* the
+# front end's
 layer_of() {
     case $1 in
     atomicio | cli | cli_opts | command | config | csv | data | diagnose | engine | lesson | \
         jsonl | metrics | model | nsmath | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
         ops_simd | ops_v8 | optim | pool | rng | tail | \
         schedule | settings | sweep_spec) echo 1 ;;
-    resume | snapshot | stopsig | trainer | twin) echo 2 ;;
+    resume | snapshot | stopsig | trainer | trainer_* | twin) echo 2 ;;
     stream | sweep | sweep_int | sweep_map | sweep_results | sweep_run) echo 3 ;;
     plot | plot_* | scale | tui | tui_*) echo 4 ;;
     main) echo 5 ;;
@@ -106,6 +107,9 @@ cycles=$(echo "$EDGES" | awk '
         # the sweep is one module in four files and their private header
         if (a ~ /^sweep_(int|spec|results|run)$/) a = "sweep"
         if (b ~ /^sweep_(int|spec|results|run)$/) b = "sweep"
+        # the trainer is one module in several files and their private header
+        if (a ~ /^trainer_/) a = "trainer"
+        if (b ~ /^trainer_/) b = "trainer"
         # the figures are one module in many files and their private header
         if (a ~ /^plot_/) a = "plot"
         if (b ~ /^plot_/) b = "plot"

@@ -7,6 +7,7 @@
  *
  * The trainer's other files (trainer_int.h: what they share):
  *   trainer_cmd.c   applying a command (flow, settings, rewinds, marks)
+ *   trainer_fix.c   the diagnosis' fixes and their check
  *
  * Not here: curses, flags, opening or committing the output files
  * (the caller's, with atomicio.c).
@@ -246,7 +247,7 @@ static void publish_end(trainer *t)
 }
 
 /* Publish the header only (a command changed a setting or the state). */
-static void publish_status(trainer *t)
+void publish_status(trainer *t)
 {
     pthread_mutex_lock(&t->slock);
     fill_status(t, t->pub);
@@ -322,311 +323,16 @@ void pull_engine_events(trainer *t)
 }
 
 /* Runs there are: a, and b with a twin. */
-static int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
+int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
 
 /* A run's metrics (1 = b). */
 static step_metrics *run_metrics(trainer *t, int run) { return &t->run[run].m; }
 
 /* What names a run's lines, as its engine events are named: "b: ", and
  * "a: " beside a twin; "" alone. */
-static const char *run_prefix(const trainer *t, int run)
+const char *run_prefix(const trainer *t, int run)
 {
     return !t->o.twin ? "" : run ? "b: " : "a: ";
-}
-
-/* ---- the diagnosis' fix (the a key, --on-diverge fix) ------------------- */
-
-/* The findings of run's episode whose fixes apply, in the order the
- * panel gives them (the cause first), leaving out the rules whose fixes
- * were tried since the last fix that helped (t->fix_rules). */
-static int fix_candidates(const trainer *t, int run, const diag_finding **out, int max)
-{
-    const trainer_diagnosis *v = &t->rd[run].view;
-    int n = 0;
-    for (int rank = 0; rank < TRAINER_RANKS; rank++)
-        for (int i = 0; i < v->n && n < max; i++)
-            if (trainer_finding_rank(&v->f[i]) == rank && v->f[i].fix[0] &&
-                !(t->fix_rules & (1u << v->f[i].rule)))
-                out[n++] = &v->f[i];
-    return n;
-}
-
-/* The finding whose fix applies first, and its run: the run that
- * diverged, else a before b (trainer_fix_run); NULL for none. */
-static const diag_finding *fix_finding(const trainer *t, int *run)
-{
-    const diag_finding *f[1];
-    const trainer_diagnosis *views[2] = {&t->rd[0].view, &t->rd[1].view};
-    *run = trainer_fix_run(views, n_runs(t), t->diverged_run);
-    if (*run >= 0 && fix_candidates(t, *run, f, 1) == 1)
-        return f[0];
-    for (*run = 0; *run < n_runs(t); ++*run) /* every tried fix of the first: the other's */
-        if (fix_candidates(t, *run, f, 1) == 1)
-            return f[0];
-    *run = -1;
-    return NULL;
-}
-
-/* Every candidate's commands as one list, the cause's first: a command
- * whose word an earlier one has ("lr 0.001" before a blow-up's "lr
- * x0.1") is left out, so each setting is set once. */
-static void fix_all_commands(const diag_finding *const *f, int n, char *buf, size_t len)
-{
-    buf[0] = 0;
-    for (int i = 0; i < n; i++) {
-        char list[DIAG_FIX_TEXT], *save = NULL;
-        snprintf(list, sizeof list, "%s", f[i]->fix);
-        for (char *w = strtok_r(list, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
-            while (*w == ' ')
-                w++;
-            size_t wl = strcspn(w, " "), at = strlen(buf);
-            int dup = 0;
-            for (const char *p = buf; *p && !dup; p += strcspn(p, ";"), p += *p == ';', p += *p == ' ')
-                dup = strncmp(p, w, wl) == 0 && p[wl] == ' ';
-            if (!dup && at + strlen(w) + 3 < len)
-                snprintf(buf + at, len - at, "%s%s", at ? "; " : "", w);
-        }
-    }
-}
-
-/* Where a fix that goes back to a snapshot goes: the newest snapshot at
- * or before `before` still healthy by the run's first step
- * (diag_snapshot_healthy), or -1: none, a re-init. Its metrics' loss in
- * *loss (NaN when not kept); why the newest was passed over in skipped. */
-static long fix_healthy_snapshot(const trainer *t, int run, long before, double *loss,
-                                 char *skipped, size_t len)
-{
-    const engine *e = run ? t->o.twin : t->e;
-    long at;
-    step_metrics m;
-    skipped[0] = 0;
-    for (long b = before + 1; b > 0; b = at) {
-        int known = engine_snapshot_before(e, b, &at, &m);
-        if (known < 0)
-            return -1;
-        char why[DIAG_TEXT];
-        int h = known > 0 ? diag_snapshot_healthy(&t->rd[run].d, &m, why, sizeof why) : -1;
-        if (h != 0) {
-            *loss = known > 0 ? m.loss : NAN;
-            return at;
-        }
-        if (!skipped[0])
-            snprintf(skipped, len, "step %ld's %s", at, why);
-    }
-    return -1;
-}
-
-/* Go back for candidate f of run: a rewind to the newest healthy
- * snapshot at or before its step (a re-init when none is), a re-init, or
- * nothing. Returns the step the run is at then; *back_loss the loss
- * there (the start's after a re-init), the words of where in where. */
-static long fix_go_back(trainer *t, int run, const diag_finding *f, double *back_loss,
-                        char *where, size_t len)
-{
-    long before = engine_steps_done(t->e);
-    double start = t->rd[run].d.start_loss;
-    char skipped[DIAG_TEXT + 16];
-    ns_command c;
-    where[0] = 0;
-    *back_loss = diag_recent_loss(&t->rd[run].d);
-    if (f->fix_from == DIAG_FROM_HERE || before == 0)
-        return before;
-    /* step 0's snapshot is the init's weights: the start's loss */
-    long at = f->fix_from == DIAG_FROM_SNAPSHOT
-                  ? fix_healthy_snapshot(t, run, f->fix_before < before - 1 ? f->fix_before
-                                                                            : before - 1,
-                                         back_loss, skipped, sizeof skipped)
-                  : -1;
-    if (at >= 0) {
-        c = command_make(CMD_REWIND);
-        c.v.type = CMDV_REAL;
-        c.v.u.x = (double)at;
-        apply_command(t, &c, TWIN_BOTH);
-        if (skipped[0])
-            snprintf(where, len, " (the newest still healthy; %s)", skipped);
-        if (at == 0 || !(*back_loss > 0))
-            *back_loss = start;
-        if (engine_steps_done(t->e) < before)
-            return engine_steps_done(t->e);
-    }
-    c = command_make(CMD_REINIT);
-    apply_command(t, &c, TWIN_BOTH);
-    *back_loss = start;
-    if (f->fix_from == DIAG_FROM_SNAPSHOT)
-        snprintf(where, len, " (no snapshot still healthy%s%s)", skipped[0] ? ": " : "",
-                 skipped);
-    return engine_steps_done(t->e);
-}
-
-/* Run a fix's commands (';'-separated script commands) on target, as
- * keys are run. */
-static void fix_commands(trainer *t, const char *fix, int target)
-{
-    char list[TRAINER_FIX_TEXT], *save = NULL;
-    snprintf(list, sizeof list, "%s", fix);
-    for (char *w = strtok_r(list, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
-        ns_command c;
-        char err[128];
-        while (*w == ' ')
-            w++;
-        if (command_parse(w, &c, err, sizeof err) == 0)
-            apply_command(t, &c, target);
-    }
-}
-
-/* The fix's story in run r's view: what its verdict waits on, and the
- * latest fix proven (none for the other run). */
-static void view_fix(const trainer *t, int r, trainer_diagnosis *v)
-{
-    snprintf(v->fix_note, sizeof v->fix_note, "%s", r == t->fix_run ? t->fix_note : "");
-    snprintf(v->fix_proven, sizeof v->fix_proven, "%s", r == t->fix_run ? t->fix_proven : "");
-}
-
-/* What the fix run's verdict waits on (trainer_diagnosis.fix_note), in
- * its view at once: a run that stops on it reports it. "" clears it. */
-void set_fix_note(trainer *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->fix_note, sizeof t->fix_note, fmt, ap);
-    va_end(ap);
-    trainer_diagnosis *v = &t->rd[t->fix_run].view;
-    view_fix(t, t->fix_run, v);
-    v->healthy = v->healthy && !t->fix_note[0];
-}
-
-/* Nothing to fix it with, or no fix left: the run stops with its
- * diagnosis (DIVERGED: headless, exit 3), but a stall under --on-stall
- * fix goes on. */
-static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
-{
-    char msg[NS_EVENT_TEXT];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    int stall = strcmp(how, "--on-stall fix") == 0 && t->diverged_run < 0 && !t->fix_check_at;
-    engine_note(t->e, "fix (%s): %s; %s", how, msg,
-                stall ? "the run goes on" : "stopping with the diagnosis");
-    pull_engine_events(t);
-    if (!stall) {
-        set_state(t, TRAINER_DIVERGED);
-        t->budget = 0;
-        t->fix_failed = t->fix_check_at != 0;
-        publish_status(t);
-    }
-    t->fix_check_at = 0;
-}
-
-/* Apply the diagnosis' fixes: go back as the cause's says (to a snapshot
- * still healthy), run every candidate's commands on its run, note it (the
- * log, a "fix" mark, the next row's state "fixed"), train on, and judge
- * it DIAG_FIX_CHECK steps later (fix_check); at most TRAINER_FIX_MAX
- * times. how: what asked for it, for the log. */
-void apply_fix(trainer *t, const char *how)
-{
-    int run = 0;
-    const diag_finding *found = fix_finding(t, &run), *all[TRAINER_FINDINGS];
-    if (!found) {
-        if (t->fix_check_at)
-            fix_give_up(t, how, "no finding names a next step to try");
-        else if (t->diverged_run >= 0 && strcmp(how, "--on-diverge fix") == 0)
-            fix_give_up(t, how, "no finding names a next step to apply");
-        else {
-            engine_note(t->e, "fix (%s): no finding names a next step to apply", how);
-            pull_engine_events(t);
-        }
-        return;
-    }
-    if (t->fixes >= TRAINER_FIX_MAX) {
-        fix_give_up(t, how, "%d applied already, the most", t->fixes);
-        return;
-    }
-    int n = fix_candidates(t, run, all, TRAINER_FINDINGS);
-    diag_finding f = *found; /* a rewind clears the episode's list */
-    char cmds[TRAINER_FIX_TEXT], also[96] = "", where[DIAG_TEXT + 48];
-    fix_all_commands(all, n, cmds, sizeof cmds);
-    for (int i = 0; i < n; i++) {
-        unsigned bit = 1u << all[i]->rule;
-        if (i > 0 && !(t->fix_rules & bit) && all[i]->rule != f.rule &&
-            strlen(also) + 24 < sizeof also)
-            snprintf(also + strlen(also), sizeof also - strlen(also), "%s%s",
-                     also[0] ? ", " : "; also ", diag_rule_name(all[i]->rule));
-        t->fix_rules |= bit;
-    }
-    double replaced = diag_recent_loss(&t->rd[run].d), back;
-    long from = engine_steps_done(t->e);
-    long at = fix_go_back(t, run, &f, &back, where, sizeof where);
-    int target = !t->o.twin ? TWIN_BOTH : run ? TWIN_B : TWIN_A;
-    t->mark_bits[run] |= MARK_FIX; /* the commands' marks name it first */
-    fix_commands(t, cmds, target);
-    t->fixes++;
-    t->fixed_row = 1;
-    /* it must beat the state it replaced, and fall from where it went back */
-    double bar = back - DIAG_FIX_FALL;
-    if (!(bar < replaced) && isfinite(replaced))
-        bar = replaced;
-    t->fix_check_at = at + DIAG_FIX_CHECK;
-    t->fix_bar = bar;
-    t->fix_run = run;
-    snprintf(t->fix_what, sizeof t->fix_what, "%s", cmds);
-    t->fix_proven[0] = 0; /* the story is the new fix's now */
-    engine_note(t->e, "fix %d of %d (%s): %s%s step %ld%s, then %s (cause: %s at step %ld%s)",
-                t->fixes, TRAINER_FIX_MAX, how, run_prefix(t, run),
-                at < from ? "went back to" : "stayed at", at, where, cmds,
-                diag_rule_name(f.rule), f.step, also);
-    engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
-                "below %.3f", run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN, bar);
-    set_fix_note(t, "fix %d is checked at step %ld", t->fixes, t->fix_check_at);
-    pull_engine_events(t);
-    if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)
-        set_state(t, TRAINER_RUNNING);
-    t->budget = 0;
-}
-
-/* The latest fix, judged: a divergence or a blow-up before its check
- * step, or at that step a mean loss (DIAG_LEARN_MEAN steps) not below
- * its bar or a run stalled, and "the fix did not help": the next
- * candidate is tried, or the run stops. Else it helped, and says so. */
-static void fix_check(trainer *t, int bad, int blown)
-{
-    if (!t->fix_check_at)
-        return;
-    long done = engine_steps_done(t->e);
-    const diag *d = &t->rd[t->fix_run].d;
-    double now = diag_recent_loss(d);
-    int failed = bad || blown >= 0;
-    if (!failed && done < t->fix_check_at)
-        return;
-    const char *pre = run_prefix(t, t->fix_run);
-    if (failed) {
-        engine_note(t->e, "%sthe fix did not help: %s at step %ld, before its check at step %ld",
-                    pre, bad ? "diverged" : "blew up", done, t->fix_check_at);
-        set_fix_note(t, "fix %d did not help: %s at step %ld", t->fixes,
-                     bad ? "diverged" : "blew up", done);
-        t->fix_rules = 0; /* a new episode: its findings are news, tried or not */
-    } else if (!(now < t->fix_bar) || diag_stalled(d)) {
-        engine_note(t->e, "%sthe fix did not help: loss %.3f (mean of %d steps) at step %ld, "
-                    "not below %.3f%s", pre, now, DIAG_LEARN_MEAN, done, t->fix_bar,
-                    diag_stalled(d) ? ", stalled" : "");
-        set_fix_note(t, "fix %d did not help: loss %.3f at step %ld, not below %.3f", t->fixes,
-                     now, done, t->fix_bar);
-        pull_engine_events(t);
-        t->fix_due = "the fix's check"; /* the next candidate, after this step's report */
-        return;
-    } else {
-        engine_note(t->e, "%sthe fix helped: loss %.3f (mean of %d steps) at step %ld, below "
-                    "%.3f", pre, now, DIAG_LEARN_MEAN, done, t->fix_bar);
-        snprintf(t->fix_proven, sizeof t->fix_proven,
-                 "fix %d (%.120s) helped: loss %.3f at step %ld, below %.3f", t->fixes,
-                 t->fix_what, now, done, t->fix_bar);
-        t->fix_rules = 0;
-        set_fix_note(t, "%s", "");
-    }
-    t->fix_check_at = 0;
-    pull_engine_events(t);
 }
 
 /* ---- stepping (trainer thread) ----------------------------------------- */
@@ -945,36 +651,6 @@ static void pair_task(void *ctx, int run, int thread)
     (void)thread;
     pair_job *j = ctx;
     j->bad[run] = engine_step(j->e[run], j->m[run]);
-}
-
-/* The snapshot the fix of v's cause rewinds to (fix_go_back's, as
- * engine_rewind_before picks it) and how close it is to the limit, in the
- * words of b's line, into v->fix_rewind; "" when the fix does not rewind
- * or goes where b goes; v->fix_reinit when no snapshot is that old. */
-static void fix_target_note(trainer *t, int run)
-{
-    const engine *e = run ? t->o.twin : t->e;
-    trainer_diagnosis *v = &t->rd[run].view;
-    const diag_finding *f = trainer_diagnosis_fix(v), *all[TRAINER_FINDINGS];
-    long done = engine_steps_done(e), b_at;
-    step_metrics m, mb;
-    char skipped[DIAG_TEXT + 16];
-    double loss;
-    v->fix_rewind[0] = 0;
-    v->fix_reinit = 0;
-    int n = fix_candidates(t, run, all, TRAINER_FINDINGS);
-    fix_all_commands(all, n, v->fix_cmds, sizeof v->fix_cmds);
-    if (!f || f->fix_from != DIAG_FROM_SNAPSHOT)
-        return;
-    long before = f->fix_before < done - 1 ? f->fix_before : done - 1;
-    long at = fix_healthy_snapshot(t, run, before > 0 ? before : 0, &loss, skipped,
-                                   sizeof skipped);
-    v->fix_reinit = at < 0 && done > 0;
-    if (at < 0 || (engine_snapshot_before(e, done, &b_at, &mb) >= 0 && b_at == at))
-        return;
-    int known = engine_snapshot_before(e, at + 1, &at, &m);
-    diag_snapshot_text(at, known > 0 ? &m : NULL, 0, NULL, "", v->fix_rewind,
-                       sizeof v->fix_rewind);
 }
 
 /* Live, at a divergence of run (1 = b): where b goes and how close that

@@ -5,7 +5,7 @@
  * shown, the history's cut, the step since which the runs are joined),
  * and the chart marker each change leaves on the next step's point.
  *
- * Not here: the queue (trainer.c), the fixes (trainer.c), what a
+ * Not here: the queue (trainer.c), the fixes (trainer_fix.c), what a
  * command does to an engine (engine.c, twin.c).
  */
 #include "trainer_int.h"

@@ -7,6 +7,7 @@
  *                   events; the front end's side (create, send, copy, wait, free)
  *   trainer_cmd.c   applying a command: the run's flow, settings, rewinds,
  *                   re-inits, the chart's marks
+ *   trainer_fix.c   the diagnosis' fixes: choosing, going back, applying, judging
  *
  * Not here: the public interface (trainer.h).
  */
@@ -127,15 +128,17 @@ _Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
 /* ---- trainer.c ---- */
 /* The trainer's clock (seconds): monotonic, standing still while held. */
 double run_now(trainer *t);
+/* Publish the header only (a command changed a setting or the state). */
+void publish_status(trainer *t);
 /* An event at the step the run is at, into the published ring. */
 void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Both runs' new engine lines into the published events. */
 void pull_engine_events(trainer *t);
-/* What the fix run's verdict waits on, in its view at once; "" clears it. */
-void set_fix_note(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Apply the diagnosis' fixes; how: what asked for it, for the log. */
-void apply_fix(trainer *t, const char *how);
+/* Runs there are: a, and b with a twin. */
+int n_runs(const trainer *t);
+/* What names a run's lines: "b: ", and "a: " beside a twin; "" alone. */
+const char *run_prefix(const trainer *t, int run);
 
 /* ---- trainer_cmd.c ---- */
 /* The trainer's state; running again opens a fresh rate window. */
@@ -144,5 +147,18 @@ void set_state(trainer *t, trainer_state s);
 void apply_command(trainer *t, const ns_command *c, int target);
 /* A --script command, applied as a key's is (script_due's callback). */
 void script_cmd(void *ctx, const ns_command *c, int target);
+
+/* ---- trainer_fix.c ---- */
+/* The fix's story (fix_note, fix_proven) in run r's view. */
+void view_fix(const trainer *t, int r, trainer_diagnosis *v);
+/* What the fix run's verdict waits on, in its view at once; "" clears it. */
+void set_fix_note(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Apply the diagnosis' fixes; how: what asked for it, for the log. */
+void apply_fix(trainer *t, const char *how);
+/* Judge the latest fix after a step: bad, the step diverged; blown, the run
+ * that blew up (-1: none). */
+void fix_check(trainer *t, int bad, int blown);
+/* Where the fix of run's cause goes, and its commands, into run's view. */
+void fix_target_note(trainer *t, int run);
 
 #endif

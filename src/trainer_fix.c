@@ -5,7 +5,7 @@
  * with no fix left the run stops with its diagnosis. Also the fix's story
  * in each run's view and where the D panel's fix would go.
  *
- * Not here: the findings (diagnose.c, trainer.c), the commands a
+ * Not here: the findings (diagnose.c, trainer_diag.c), the commands a
  * fix runs (trainer_cmd.c).
  */
 #include "trainer_int.h"

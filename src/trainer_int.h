@@ -8,6 +8,8 @@
  *   trainer_cmd.c   applying a command: the run's flow, settings, rewinds,
  *                   re-inits, the chart's marks
  *   trainer_fix.c   the diagnosis' fixes: choosing, going back, applying, judging
+ *   trainer_diag.c  each run's diagnosis each step: its events, the stall stop,
+ *                   a divergence's rewind note; the end-of-run diagnosis lines
  *
  * Not here: the public interface (trainer.h).
  */
@@ -137,6 +139,8 @@ void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
 void pull_engine_events(trainer *t);
 /* Runs there are: a, and b with a twin. */
 int n_runs(const trainer *t);
+/* A run's latest metrics (1 = b). */
+step_metrics *run_metrics(trainer *t, int run);
 /* What names a run's lines: "b: ", and "a: " beside a twin; "" alone. */
 const char *run_prefix(const trainer *t, int run);
 
@@ -160,5 +164,23 @@ void apply_fix(trainer *t, const char *how);
 void fix_check(trainer *t, int bad, int blown);
 /* Where the fix of run's cause goes, and its commands, into run's view. */
 void fix_target_note(trainer *t, int run);
+
+/* ---- trainer_diag.c ---- */
+/* The step's findings, kept until reported; the stalled mark on each row. */
+void diagnosis_observe(trainer *t);
+/* The run in which this step found rule's diagnosis, or -1. */
+int found_rule(const trainer *t, diag_rule rule);
+/* The step's findings as events, after the engine's. */
+void diagnosis_events(trainer *t);
+/* Headless: the findings on the log; then --on-stall stop. */
+void diagnosis_report(trainer *t);
+/* Headless, after the summary line: each run that ended badly, its cause. */
+void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f);
+/* After the summary line: each run's verdict and its checks. */
+void checks_summary(trainer *t, FILE *f);
+/* A validation result of run (1 = b) as an event. */
+void validation_event(trainer *t, int run, const step_metrics *m);
+/* Live, at a divergence of run: where b goes, as an event and in its view. */
+void rewind_target_event(trainer *t, int run);
 
 #endif

@@ -5,7 +5,7 @@
  * run's cause and its checks.
  *
  * Not here: the rules (diagnose.c), the fixes (trainer_fix.c), the
- * summary line (trainer.c).
+ * summary line (trainer_out.c).
  */
 #include "trainer_int.h"
 

@@ -10,6 +10,8 @@
  *   trainer_fix.c   the diagnosis' fixes: choosing, going back, applying, judging
  *   trainer_diag.c  each run's diagnosis each step: its events, the stall stop,
  *                   a divergence's rewind note; the end-of-run diagnosis lines
+ *   trainer_out.c   what a run writes: the CSV/JSONL rows, the progress line,
+ *                   the events on the log, the summary line
  *
  * Not here: the public interface (trainer.h).
  */
@@ -182,5 +184,15 @@ void checks_summary(trainer *t, FILE *f);
 void validation_event(trainer *t, int run, const step_metrics *m);
 /* Live, at a divergence of run: where b goes, as an event and in its view. */
 void rewind_target_event(trainer *t, int run);
+
+/* ---- trainer_out.c ---- */
+/* The step's CSV row and JSONL line(s), flushed; a failed write noted. */
+void write_rows(trainer *t);
+/* The CSV's header, as write_rows fills it. */
+void csv_header(trainer *t, FILE *csv);
+/* The headless progress line, redrawn at most every 0.1 s and at the end. */
+void print_progress(trainer *t);
+/* The engines' events not yet written to o.log, a's then b's. */
+void report_events(trainer *t);
 
 #endif

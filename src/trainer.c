@@ -29,8 +29,6 @@
 #include "nstime.h"
 #include "twin.h"
 
-/* The sample prompt: the room watches this turn from noise into words. */
-
 /* Samples may take at most 1/SAMPLE_BUDGET of the running time, however
  * slow the model: a sample is TRAINER_SAMPLE forward passes of one
  * sequence, several steps' worth of work on a big model, and the live view
@@ -124,8 +122,6 @@ static void keep_ghost(trainer_snapshot *p, long drop)
     }
 }
 
-/* Bring the published header up to date; apply a pending cut of the
- * history. slock held. */
 /* Run r's part of the status, from its engine e and the trainer's copy of
  * its latest step */
 static void fill_run(const trainer *t, trainer_status *s, int r, const engine *e)
@@ -142,6 +138,8 @@ static void fill_run(const trainer *t, trainer_status *s, int r, const engine *e
 
 static void cut_history(trainer *t, trainer_snapshot *p);
 
+/* Bring the published header up to date; apply a pending cut of the
+ * history. slock held. */
 static void fill_status(trainer *t, trainer_snapshot *p)
 {
     trainer_status *s = &p->s;
@@ -302,9 +300,9 @@ static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefi
 /* Both runs' new lines; with a twin each names its run. */
 void pull_engine_events(trainer *t)
 {
-    pull_run_events(t, t->e, &t->run[0].events_seen, t->o.twin ? "a: " : "");
+    pull_run_events(t, t->e, &t->run[0].events_seen, run_prefix(t, 0));
     if (t->o.twin)
-        pull_run_events(t, t->o.twin, &t->run[1].events_seen, "b: ");
+        pull_run_events(t, t->o.twin, &t->run[1].events_seen, run_prefix(t, 1));
 }
 
 /* Runs there are: a, and b with a twin. */

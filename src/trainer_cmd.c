@@ -228,7 +228,6 @@ static void joined_after(trainer *t, long step)
         t->joined = step;
 }
 
-/* target: the run(s) a settings command acts on under --compare (twin.h). */
 /* The run's flow (pause, resume, step, stop), on the trainer's thread:
  * 1 when c was one */
 static int apply_flow(trainer *t, const ns_command *c, long before)
@@ -281,6 +280,7 @@ static void after_rewind(trainer *t, long after)
         set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
 }
 
+/* target: the run(s) a settings command acts on under --compare (twin.h). */
 void apply_command(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;

@@ -197,7 +197,7 @@ void validation_event(trainer *t, int run, const step_metrics *m)
         t->last_val_step = m->step;
     }
     add_event(t, isfinite(m->val_loss) ? NS_EV_VAL : NS_EV_WARNING, -1,
-              "%svalidation loss %s (train %s)", t->o.twin ? (run ? "b: " : "a: ") : "", v, l);
+              "%svalidation loss %s (train %s)", run_prefix(t, run), v, l);
 }
 
 /* Live, at a divergence of run (1 = b): where b goes and how close that

@@ -16,9 +16,7 @@
 #include "nstime.h"
 #include "numfmt.h"
 
-/* The step's CSV row and JSONL line(s), flushed. A failed write (a full disk) is
- * noted now, while errno holds its cause; the file reports it when
- * committed, and a headless run stops (no one would see the rest). */
+/* One CSV row: run a's columns, then run b's when there is one. */
 static void csv_row(FILE *csv, const step_metrics *a, const step_metrics *b)
 {
     metrics_csv_fields(csv, a);
@@ -32,6 +30,9 @@ static void csv_row(FILE *csv, const step_metrics *a, const step_metrics *b)
     fputc('\n', csv);
 }
 
+/* The step's CSV row and JSONL line(s), flushed. A failed write (a full disk) is
+ * noted now, while errno holds its cause; the file reports it when
+ * committed, and a headless run stops (no one would see the rest). */
 void write_rows(trainer *t)
 {
     const step_metrics *b = t->o.twin ? &t->run[1].m : NULL;
@@ -101,7 +102,7 @@ void report_events(trainer *t)
             if (!t->o.log || t->o.quiet || engine_event_get(run[r], t->reported[r], &ev) != 0)
                 continue;
             fprintf(t->o.log, "%snormscope: %s%s\n", t->o.progress ? "\r\033[K" : "",
-                    !t->o.twin ? "" : r ? "b: " : "a: ", ev.text);
+                    run_prefix(t, r), ev.text);
         }
     }
 }

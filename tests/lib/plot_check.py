@@ -536,6 +536,13 @@ def sort_key(v):
     return (0, f, "") if f is not None else (1, 0.0, v)
 
 
+def trained(status):
+    """A run with numbers: it neither diverged nor failed (a stalled or
+    exploded run trained to its end)."""
+    return status not in ("diverged", "failed", "killed", "corrupt") \
+        and not status.startswith(("exit ", "signal "))
+
+
 def map_cells_of(path):
     """results.csv folded as the map folds it: {key: (runs, losses, div, stalled, exploded)}."""
     with open(path) as f:
@@ -548,7 +555,7 @@ def map_cells_of(path):
         c = cells.setdefault(key, [0, [], 0, 0, 0])
         c[0] += 1
         loss = num(r["val_loss"] if r["val_loss"] != "" else r["train_loss"])
-        if loss is not None and math.isfinite(loss) and r["status"] == "ok":
+        if loss is not None and math.isfinite(loss) and trained(r["status"]):
             c[1].append(loss)
         c[2] += r["status"] == "diverged"
         c[3] += r["stalled"] == "1"

@@ -144,6 +144,12 @@ int plot_map_read(plot_map *m, const char *input, char *err, size_t errlen);
 /* The cell of a combination of value indices (one per axis). */
 long plot_map_cell_of(const plot_map *m, const int *idx);
 
+/* What a map's cell is colored by (--metric): the final loss (the
+ * default), the best validation loss, the update ratio at the end, the
+ * share of the cell's runs that stalled. */
+typedef enum { PLOT_METRIC_LOSS, PLOT_METRIC_BEST, PLOT_METRIC_UPDATE, PLOT_METRIC_STALLED,
+               PLOT_METRICS } plot_metric;
+
 typedef enum {
     PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW, PLOT_HEADROOM, PLOT_OVERFLOW
 } plot_kind;
@@ -160,12 +166,15 @@ typedef struct {
     const char *rows, *cols;        /* map: the axes drawn as rows and columns (NULL: default) */
     double vmin, vmax;              /* map: the color scale's ends, where vset says given */
     int vset;                       /* 1: vmin given, 2: vmax given */
+    plot_metric metric;             /* map: what colors a cell */
 } plot_opts;
 
 /* Parse --kind, --size, --step values. 0, or -1 with what is allowed in err. */
 int plot_parse_kind(const char *s, plot_kind *k);
 int plot_parse_size(const char *s, int *w, int *h);
 int plot_parse_steps(const char *s, long *steps, int *n);
+/* --metric NAME. 0, or -1 with the names allowed in err ("loss, ..."). */
+int plot_parse_metric(const char *s, plot_metric *m, char *err, size_t errlen);
 
 /* Write the figure to f. 0, or -1 with one line in err (a missing column,
  * a step not in the data). */
@@ -195,6 +204,7 @@ typedef struct {
     int mono, logy;
     double smooth;
     const char *vmin, *vmax; /* --vmin, --vmax as given; NULL: the map's own range */
+    const char *metric;      /* --metric as given; NULL: the loss */
 } plot_args;
 int plot_main(const plot_args *a, FILE *err);
 

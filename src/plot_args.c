@@ -98,7 +98,7 @@ static int scale_ends(plot_opts *o, const char *vmin, const char *vmax, FILE *er
         errno = 0;
         double x = strtod(given[i], &end);
         if (end == given[i] || *end || errno || !isfinite(x)) {
-            fprintf(err, "normscope: --%s '%s': expected a finite number (a loss, in nats)\n",
+            fprintf(err, "normscope: --%s '%s': expected a finite number (on --metric's scale)\n",
                     name[i], given[i]);
             return 2;
         }
@@ -110,6 +110,34 @@ static int scale_ends(plot_opts *o, const char *vmin, const char *vmax, FILE *er
         return 2;
     }
     return 0;
+}
+
+/* --metric: a name. 0, or 2 after one line. */
+static int map_coloring(plot_opts *o, const char *metric, FILE *err)
+{
+    char names[256];
+    if (metric && plot_parse_metric(metric, &o->metric, names, sizeof names)) {
+        fprintf(err, "normscope: --metric '%s': expected one of %s\n", metric, names);
+        return 2;
+    }
+    return 0;
+}
+
+/* The map's own flags: refused with another kind, else parsed. 0, or 2
+ * after one line. */
+static int map_flags(const plot_args *a, plot_opts *o, FILE *err)
+{
+    static const char *const pairs[] = {"--rows and --cols go", "--vmin and --vmax go",
+                                        "--metric goes"};
+    const char *given[][2] = {{a->rows, a->cols}, {a->vmin, a->vmax}, {a->metric, NULL}};
+    for (int i = 0; i < 3 && o->kind != PLOT_MAP; i++)
+        if (given[i][0] || given[i][1]) {
+            fprintf(err, "normscope: %s with --kind map\n", pairs[i]);
+            return 2;
+        }
+    if (scale_ends(o, a->vmin, a->vmax, err))
+        return 2;
+    return map_coloring(o, a->metric, err);
 }
 
 /* --kind map: DIR or DIR/results.csv. */
@@ -155,15 +183,7 @@ int plot_main(const plot_args *a, FILE *err)
         fprintf(err, "normscope: --plot needs --out FILE.svg\n");
         return 2;
     }
-    if ((a->rows || a->cols) && o.kind != PLOT_MAP) {
-        fprintf(err, "normscope: --rows and --cols go with --kind map\n");
-        return 2;
-    }
-    if ((a->vmin || a->vmax) && o.kind != PLOT_MAP) {
-        fprintf(err, "normscope: --vmin and --vmax go with --kind map\n");
-        return 2;
-    }
-    if (scale_ends(&o, a->vmin, a->vmax, err))
+    if (map_flags(a, &o, err))
         return 2;
     if (out_replaceable(a->out, err))
         return 2;

@@ -1,9 +1,10 @@
 /* plot_fig_map.c - a sweep's grid as a map: one cell per combination of
- * the axes drawn as rows and columns, colored by its final loss, small
- * multiples for the other axes, marks where runs diverged, exploded or
- * stalled, and the color bar.
+ * the axes drawn as rows and columns, colored by its final loss (or
+ * --metric's value), small multiples for the other axes, marks where runs
+ * diverged, exploded or stalled.
  *
- * Not here: reading results.csv into cells (plot_map.c).
+ * Not here: reading results.csv into cells (plot_map.c), the metrics, the
+ * color scale and its bar (plot_map_scale.c).
  */
 #include "plot_int.h"
 
@@ -64,40 +65,12 @@ static int map_choose_axes(const plot_map *m, const plot_opts *o, int *ra, int *
     return 0;
 }
 
-/* The loss scale: the cells' means, lo..hi, but for cells with an
- * exploded run: an outlier (a loss of 1e12) would make every other cell
- * one color. So the scale runs from the best trained cell to the plateau
- * where the stalled cells sit. */
-static void map_range(const plot_map *m, double *lo, double *hi)
-{
-    *lo = INFINITY;
-    *hi = -INFINITY;
-    for (long i = 0; i < m->ncells; i++)
-        if (m->cell[i].final.n && !m->cell[i].exploded) {
-            double x = sweep_stat_mean(&m->cell[i].final);
-            *lo = fmin(*lo, x);
-            *hi = fmax(*hi, x);
-        }
-    if (!(*lo <= *hi))
-        *lo = *hi = 0;
-    if (*hi - *lo < 1e-6) {
-        *lo -= 0.005;
-        *hi += 0.005;
-    }
-}
-
-static int map_bin(double x, double lo, double hi)
-{
-    int b = (int)floor((x - lo) / (hi - lo) * MAP_BINS);
-    return b < 0 ? 0 : b >= MAP_BINS ? MAP_BINS - 1 : b;
-}
-
 typedef struct {
     const plot_map *m;
     int ra, ca;        /* rows, columns (-1: one) */
     int other[PLOT_MAP_AXES], n_other; /* the axes of the small multiples */
     long panels;
-    double lo, hi;     /* the loss scale */
+    map_scale sc;      /* what colors a cell, on what scale */
 } map_layout;
 
 /* "norm=post, seed folded" names a panel. */
@@ -111,34 +84,61 @@ static void map_panel_title(const map_layout *g, const int *idx, char *b, size_t
     }
 }
 
-/* One cell: its fill on the scale (hatched with no finite loss), the value
- * and spread printed in it, an X where a run diverged, a dashed inner
- * frame and "stalled" where one stalled. */
-static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
+/* A cell's rect: its key (every axis's value), its value and counts as
+ * data, its fill on the scale (hatched without a value, cross-hatched
+ * when an explosion puts it off the scale). Sets the type's color; 1 when
+ * the cell is on the scale. */
+static int map_cell_rect(svg *v, const map_layout *g, box c, const int *idx, map_value mv,
+                         const char **ink)
 {
     const plot_map_cell *cl = &g->m->cell[plot_map_cell_of(g->m, idx)];
-    char key[512];
+    char key[512], col[8];
     size_t k = 0;
     for (int a = 0; a < g->m->n_axes && k < sizeof key; a++)
         k += (size_t)snprintf(key + k, sizeof key - k, "%s%s=%s", a ? "," : "", g->m->axis[a].name,
                               g->m->axis[a].val[idx[a]]);
-    const sweep_stat *fin = &cl->final;
-    double mean = sweep_stat_mean(fin);
-    int bin = fin->n && !cl->exploded ? map_bin(mean, g->lo, g->hi) : -1;
-    const char *fill = !cl->runs ? v->p->bg : cl->exploded ? "url(#exploded)"
-                       : bin < 0 ? "url(#nan)" : v->p->map[bin];
-    const char *ink = bin >= v->p->map_dark ? "#ffffff" : bin < 0 ? v->p->fg : "#000000";
+    int off = cl->exploded && g->sc.mt->at_end, on = mv.n && !off;
+    int light = on && map_fill(v, &g->sc, mv.x, col);
+    const char *fill = !cl->runs ? v->p->bg : off ? "url(#exploded)" : !on ? "url(#nan)" : col;
+    *ink = light ? "#ffffff" : !on ? v->p->fg : "#000000";
     fprintf(v->f, "<g class=\"map-cell\"><rect class=\"cell\" data-key=\"");
     svg_esc(v->f, key);
     fprintf(v->f, "\" data-value=\"%.6g\" data-bin=\"%d\" data-runs=\"%d\" data-diverged=\"%d\" "
                   "data-stalled=\"%d\" data-exploded=\"%d\" data-failed=\"%d\" x=\"%.1f\" "
                   "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
                   "stroke-width=\"1.5\"/>\n",
-            mean, bin, cl->runs, cl->diverged, cl->stalled, cl->exploded, cl->failed, c.x, c.y,
-            c.w, c.h, fill, v->p->bg);
+            mv.x, on ? map_bin(&g->sc, mv.x) : -1, cl->runs, cl->diverged, cl->stalled, cl->exploded,
+            cl->failed, c.x, c.y, c.w, c.h, fill, v->p->bg);
+    return on;
+}
+
+/* What happened to a cell's runs, in words ("1/2 stalled"); "" for none. */
+static void map_cell_tag(const plot_map_cell *cl, char *tag, size_t n)
+{
+    tag[0] = 0;
+    if (cl->diverged && cl->runs == 1)
+        snprintf(tag, n, "diverged @%ld", cl->div_step);
+    else if (cl->diverged)
+        snprintf(tag, n, "%d/%d diverged", cl->diverged, cl->runs);
+    else if (cl->exploded)
+        snprintf(tag, n, cl->runs > 1 ? "%d/%d exploded" : "exploded", cl->exploded, cl->runs);
+    else if (cl->stalled)
+        snprintf(tag, n, cl->runs > 1 ? "%d/%d stalled" : "stalled", cl->stalled, cl->runs);
+    else if (cl->failed)
+        snprintf(tag, n, "%d/%d failed", cl->failed, cl->runs);
+}
+
+/* One cell: its rect, the value and spread printed in it, an X where a
+ * run diverged, a dashed inner frame and "stalled" where one stalled. */
+static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
+{
+    const plot_map_cell *cl = &g->m->cell[plot_map_cell_of(g->m, idx)];
+    const map_metric *mt = g->sc.mt;
+    map_value mv = map_cell_value(mt, cl);
+    const char *ink;
+    int on = map_cell_rect(v, g, c, idx, mv, &ink), spread = mv.n > 1 && !isnan(mv.half);
     double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
-    int lines = (fin->n ? 1 : 0) + (fin->n > 1) +
-                (cl->diverged || cl->exploded || cl->stalled || cl->failed);
+    int lines = (mv.n ? 1 : 0) + spread + (cl->diverged || cl->exploded || cl->stalled || cl->failed);
     double y = c.y + c.h / 2 - (lines - 1) * fs * 0.6 + fs * 0.35;
     if (cl->diverged) {
         fprintf(v->f, "<path class=\"diverged-mark\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" "
@@ -151,29 +151,20 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
                       "fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-dasharray=\"8 5\"/>\n",
                 c.x + 5, c.y + 5, c.w - 10, c.h - 10, ink, 2.5 * v->s);
     char num[32];
-    if (fin->n) { /* as many digits as fit the cell: 2.8e+12, not 2794610000000.000 */
-        sweep_fmt_loss(num, sizeof num, mean, (int)fmax(5, c.w / (fs * 0.62)));
+    if (mv.n) { /* as many digits as fit the cell: 2.8e+12, not 2794610000000.000 */
+        map_fmt(mt, num, sizeof num, mv.x, (int)fmax(5, c.w / (fs * 0.62)));
         svg_text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%s", num);
         y += fs * 1.2;
     }
-    if (fin->n > 1) {
-        sweep_fmt_loss(num, sizeof num, (fin->hi - fin->lo) / 2, (int)fmax(5, c.w / (fs * 0.5)) - 6);
+    if (spread) {
+        map_fmt(mt, num, sizeof num, mv.half, (int)fmax(5, c.w / (fs * 0.5)) - 6);
         svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "+-%s (%d)", num,
-             fin->n);
+             mv.n);
         y += fs * 1.2;
     }
-    char tag[96] = "";
-    if (cl->diverged && cl->runs == 1)
-        snprintf(tag, sizeof tag, "diverged @%ld", cl->div_step);
-    else if (cl->diverged)
-        snprintf(tag, sizeof tag, "%d/%d diverged", cl->diverged, cl->runs);
-    else if (cl->exploded)
-        snprintf(tag, sizeof tag, cl->runs > 1 ? "%d/%d exploded" : "exploded", cl->exploded, cl->runs);
-    else if (cl->stalled)
-        snprintf(tag, sizeof tag, cl->runs > 1 ? "%d/%d stalled" : "stalled", cl->stalled, cl->runs);
-    else if (cl->failed)
-        snprintf(tag, sizeof tag, "%d/%d failed", cl->failed, cl->runs);
-    if (tag[0] && bin < 0) /* readable on the hatching */
+    char tag[96];
+    map_cell_tag(cl, tag, sizeof tag);
+    if (tag[0] && !on) /* readable on the hatching */
         fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
                       "fill-opacity=\"0.85\"/>\n",
                 c.x + c.w / 2 - 0.3 * fs * (double)strlen(tag), y - fs * 0.8, 0.6 * fs * (double)strlen(tag),
@@ -226,49 +217,7 @@ static void map_panel(svg *v, const map_layout *g, box b, int *idx)
              "class=\"tick\"", "%s", m->axis[g->ra].val[r]);
 }
 
-/* The color bar: the scale's bins, low loss at the bottom, and the marks. */
-static void map_colorbar(svg *v, const map_layout *g, box b, const char *what)
-{
-    double bh = fmin(b.h * 0.55, v->fs * 1.6 * MAP_BINS), bw = v->fs * 1.6, step = bh / MAP_BINS;
-    double x = b.x + v->fs, y0 = b.y + v->fs * 1.6;
-    svg_text(v, b.x, b.y + v->fs * 0.5, v->fs, 's', v->p->fg, "class=\"colorbar-title\"", "%s", what);
-    fputs("<g class=\"colorbar\">\n", v->f);
-    for (int k = 0; k < MAP_BINS; k++) {
-        double lo = g->lo + (g->hi - g->lo) * k / MAP_BINS, hi = g->lo + (g->hi - g->lo) * (k + 1) / MAP_BINS;
-        double y = y0 + bh - (k + 1) * step;
-        fprintf(v->f, "<rect class=\"colorbar-bin\" data-bin=\"%d\" data-lo=\"%.6g\" data-hi=\"%.6g\" "
-                      "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\"/>\n",
-                k, lo, hi, x, y, bw, step, v->p->map[k], v->p->dim);
-        char num[32]; /* the bar's width left of the canvas edge: 7 characters */
-        sweep_fmt_loss(num, sizeof num, lo, 7);
-        if (k % 2 == 0 && k + 2 < MAP_BINS)
-            svg_text(v, x + bw + v->fs * 0.4, y + step, v->fs_small, 's', v->p->fg, "class=\"tick\"", "%s", num);
-    }
-    char num[32];
-    sweep_fmt_loss(num, sizeof num, g->hi, 7);
-    svg_text(v, x + bw + v->fs * 0.4, y0 + v->fs_small * 0.35, v->fs_small, 's', v->p->fg, "class=\"tick\"",
-         "%s", num);
-    fputs("</g>\n", v->f);
-    double ly = y0 + bh + v->fs * 2;
-    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#nan)\"/>\n", x,
-            ly - v->fs, bw, v->fs);
-    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "no finite loss");
-    ly += v->fs * 1.6;
-    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#exploded)\"/>\n",
-            x, ly - v->fs, bw, v->fs);
-    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL,
-         "exploded");
-    ly += v->fs * 1.6;
-    svg_line(v, x, ly, x + bw, ly - v->fs, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);
-    svg_line(v, x, ly - v->fs, x + bw, ly, v->o->mono ? "#000000" : v->p->explode, 3 * v->s, NULL);
-    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "diverged");
-    ly += v->fs * 1.6;
-    fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"%s\" "
-                  "stroke-width=\"2\" stroke-dasharray=\"8 5\"/>\n", x, ly - v->fs, bw, v->fs, v->p->fg);
-    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "stalled");
-}
-
-static void map_layout_make(map_layout *g, const plot_map *m, int ra, int ca)
+static void map_layout_make(map_layout *g, const plot_map *m, const plot_opts *o, int ra, int ca)
 {
     memset(g, 0, sizeof *g);
     g->m = m;
@@ -280,21 +229,21 @@ static void map_layout_make(map_layout *g, const plot_map *m, int ra, int ca)
             g->other[g->n_other++] = a;
             g->panels *= m->axis[a].n;
         }
-    map_range(m, &g->lo, &g->hi);
+    map_scale_make(&g->sc, m, o);
 }
 
 /* --vmin, --vmax: the scale's ends as given, one for maps drawn apart;
  * a cell beyond them takes the end's color. -1 when the ends cross. */
 static int map_scale_given(map_layout *g, const plot_opts *o, char *err, size_t errlen)
 {
-    double lo = o->vset & 1 ? o->vmin : g->lo, hi = o->vset & 2 ? o->vmax : g->hi;
+    double lo = o->vset & 1 ? o->vmin : g->sc.lo, hi = o->vset & 2 ? o->vmax : g->sc.hi;
     if (!(lo < hi)) {
         snprintf(err, errlen, "the color scale would run from %g to %g: give --vmin below --vmax",
                  lo, hi);
         return -1;
     }
-    g->lo = lo;
-    g->hi = hi;
+    g->sc.lo = lo;
+    g->sc.hi = hi;
     return 0;
 }
 
@@ -308,13 +257,36 @@ static void map_panel_index(const map_layout *g, long p, int *idx)
     }
 }
 
+/* The title says what colors the cells, the caption how the seeds are
+ * folded and, but for the loss, the metric's unit and which end is
+ * better. */
+static void map_frame_text(svg *v, const map_layout *g)
+{
+    const plot_map *m = g->m;
+    const map_metric *mt = g->sc.mt;
+    char title[160], cap[1400];
+    if (mt->title)
+        snprintf(title, sizeof title, "Stability map: %s", mt->title);
+    else
+        snprintf(title, sizeof title, "Stability map: %s of each run",
+                 m->val_missing ? "final loss (validation, else train)" : "final validation loss");
+    const char *folded = m->seeds <= 1 ? "one run per cell"
+                         : mt->share ? "seeds folded: stalled runs over trained runs"
+                                     : "seeds folded: mean +- half range (runs)";
+    snprintf(cap, sizeof cap, "%s%s  |  %s%s%s%s", m->common[0] ? "common: " : "", m->common,
+             folded, mt->reads ? "  |  " : "", mt->reads ? mt->reads : "",
+             v->o->vset ? "  |  color scale from --vmin/--vmax: a cell beyond it has its end's color"
+                        : "");
+    frame_text(v, title, cap, sizeof cap);
+}
+
 int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
 {
     int ra, ca;
     if (map_choose_axes(m, v->o, &ra, &ca, err, errlen))
         return -1;
     map_layout g;
-    map_layout_make(&g, m, ra, ca);
+    map_layout_make(&g, m, v->o, ra, ca);
     if (map_scale_given(&g, v->o, err, errlen))
         return -1;
     if (g.panels > 16) {
@@ -322,14 +294,7 @@ int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
                  "at most 16; choose --rows and --cols", g.panels);
         return -1;
     }
-    const char *what = m->val_missing ? "final loss (validation, else train)" : "final validation loss";
-    char title[160], cap[1400];
-    snprintf(title, sizeof title, "Stability map: %s of each run", what);
-    snprintf(cap, sizeof cap, "%s%s  |  %s%s", m->common[0] ? "common: " : "", m->common,
-             m->seeds > 1 ? "seeds folded: mean +- half range (runs)" : "one run per cell",
-             v->o->vset ? "  |  color scale from --vmin/--vmax: a cell beyond it has its end's color"
-                        : "");
-    frame_text(v, title, cap, sizeof cap);
+    map_frame_text(v, &g);
     box all = frame_content(v), bar = all;
     all.w *= 0.8;
     bar.x = all.x + all.w + v->fs * 1.5;
@@ -346,6 +311,6 @@ int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
         row.w -= v->fs * 1.5;
         map_panel(v, &g, frame_part(row, (int)(p % pc), pc, 1, v->fs * 5.5), idx);
     }
-    map_colorbar(v, &g, bar, "nats");
+    map_colorbar(v, &g.sc, bar);
     return 0;
 }

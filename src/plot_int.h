@@ -7,6 +7,7 @@
  *   plot_series.c     a line series with gaps and per-pixel decimation
  *   plot_frame.c      title, caption, run labels and settings; the steps shown
  *   plot_fig_*.c      one figure kind each (loss, layers, profile, heatmap, view, map)
+ *   plot_map_scale.c  a map's metric and color scale, and its color bar
  *   plot.c            the public entry points: render, write atomically
  *   plot_args.c       --plot's command line
  *
@@ -158,5 +159,43 @@ int fig_profile(svg *v, const plot_data *d, char *err, size_t errlen);
 int fig_heatmap(svg *v, const plot_data *d);
 int fig_view(svg *v, const plot_data *d);
 int fig_map(svg *v, const plot_map *m, char *err, size_t errlen);
+
+/* ---- plot_map_scale.c: what colors a map's cell, and how ---- */
+typedef struct {
+    const char *name;    /* --metric NAME */
+    const char *title;   /* the figure's title after "Stability map: " (NULL: the loss's own) */
+    const char *bar;     /* over the color bar: the metric and its unit */
+    const char *none;    /* the legend of a cell without a value */
+    const char *reads;   /* the caption: the metric, its unit, which end is better (NULL: none) */
+    size_t stat;         /* offsetof its sweep_stat in a cell; the share reads counts */
+    int at_end;          /* a value at a run's end: an exploded run's is off the scale */
+    int share;           /* the share of runs stalled: 0..1 by default */
+    int sig;             /* printed in significant digits (0.000667), not decimals */
+} map_metric;
+
+typedef struct {
+    double x;    /* the cell's value, NaN: none */
+    double half; /* half the seeds' range, NaN: none */
+    int n;       /* the runs it is over */
+} map_value;
+
+typedef struct {
+    const map_metric *mt;
+    double lo, hi;  /* the scale's ends */
+} map_scale;
+
+const map_metric *map_metric_of(plot_metric m);
+map_value map_cell_value(const map_metric *mt, const plot_map_cell *c);
+/* x in at most width characters, as the metric is printed. */
+void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width);
+/* The scale of o's metric over m's cells (--vmin/--vmax apart). */
+void map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o);
+/* The bin of x on the scale (the ends' beyond them). */
+int map_bin(const map_scale *s, double x);
+/* The fill of a finite x into buf[8] (its bin's); 1 when type on it
+ * should be light. */
+int map_fill(const svg *v, const map_scale *s, double x, char *buf);
+/* The color bar and the marks' legend, in the column b. */
+void map_colorbar(svg *v, const map_scale *s, box b);
 
 #endif

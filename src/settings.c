@@ -277,12 +277,18 @@ static const ns_setting table[] = {
     {.name = "cols", .type = SET_PATH, .arg = "AXIS",
      .help = "--kind map: the axis drawn as columns (default: the next most values)",
      .flags = SETF_PLOT, OPT(cols)},
+    {.name = "metric", .type = SET_PATH, .arg = "loss|best_val|update_ratio_end|stalled",
+     .def_text = "loss",
+     .help = "--kind map: what colors a cell: the final loss, the best validation loss, the "
+             "update ratio at the last step, or the share of its runs that stalled",
+     .flags = SETF_PLOT, OPT(metric)},
     {.name = "vmin", .type = SET_PATH, .arg = "X",
-     .help = "--kind map: the loss at the color scale's low end (default: the best cell's)",
+     .help = "--kind map: the value at the color scale's low end (default: the best cell's; "
+             "0 for --metric stalled)",
      .flags = SETF_PLOT, OPT(vmin)},
     {.name = "vmax", .type = SET_PATH, .arg = "X",
-     .help = "--kind map: the loss at its high end (default: the worst trained cell's); with "
-             "--vmin, one scale for maps to compare",
+     .help = "--kind map: the value at its high end (default: the worst trained cell's; 1 for "
+             "--metric stalled); with --vmin, one scale for maps to compare",
      .flags = SETF_PLOT, OPT(vmax)},
     {.name = "mono", .type = SET_PRESENCE,
      .help = "--plot in black and white: dashes and marker shapes", .flags = SETF_PLOT, OPT(mono)},

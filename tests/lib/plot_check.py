@@ -33,7 +33,8 @@ what it found and exits 1 when the figure disagrees with the input.
                                 and every panel on one step range; headroom's
                                 range holds its 0 and a limit line is drawn
   titles SVG WORD...            the panel titles, in order, hold the words
-  map SVG RESULTS ROWS COLS     (ROWS - : one row) one cell per combination of the sweep's axes,
+  map SVG RESULTS ROWS COLS [METRIC]
+                                (ROWS - : one row) one cell per combination of the sweep's axes,
                                 seeds folded (runs, mean over the runs that
                                 neither diverged nor failed, diverged,
                                 stalled, exploded), each cell's fill the
@@ -43,6 +44,10 @@ what it found and exits 1 when the figure disagrees with the input.
                                 marked, rows and columns laid out in the
                                 axes' value order, every axis title on the
                                 canvas and over no cell
+                                METRIC (default loss: best_val,
+                                update_ratio_end, stalled) is the value: the
+                                column's mean over the trained runs, stalled
+                                the share of them
   decimated SVG                 no line has more than 2 points per pixel column
   png FILE.png                  decodes, and is not one flat color
   extents SVG                   every text's box (DejaVu Sans advance widths,
@@ -63,6 +68,9 @@ what it found and exits 1 when the figure disagrees with the input.
   type SVG PX                   every text at least PX px (a decade label's
                                 raised exponent, 75% of its tick label, is
                                 the one exception)
+  map_scale SVG VMIN VMAX       the map's color bar runs VMIN..VMAX and each
+                                finite cell sits in the bin its value gives
+                                (the ends' beyond them)
 
 Only the standard library (xml.etree, csv, zlib, struct).
 """
@@ -543,8 +551,16 @@ def trained(status):
         and not status.startswith(("exit ", "signal "))
 
 
-def map_cells_of(path):
-    """results.csv folded as the map folds it: {key: (runs, losses, div, stalled, exploded)}."""
+# --metric NAME: the results.csv column a cell's value is read from (the
+# loss: val_loss, else train_loss; stalled: a share of runs), and whether an
+# exploded run puts the cell off the scale (a value at the run's end)
+MAP_METRICS = {"loss": True, "best_val": False, "update_ratio_end": True, "stalled": False}
+
+
+def map_cells_of(path, metric="loss"):
+    """results.csv folded as the map folds it: {key: [runs, values, div,
+    stalled, exploded, trained]}, values the metric's finite ones over the
+    runs that neither diverged nor failed."""
     with open(path) as f:
         rows = list(csv.DictReader(f))
     head = list(rows[0].keys())
@@ -552,21 +568,70 @@ def map_cells_of(path):
     cells = {}
     for r in rows:
         key = ",".join("%s=%s" % (a, r[a]) for a in axes)
-        c = cells.setdefault(key, [0, [], 0, 0, 0])
+        c = cells.setdefault(key, [0, [], 0, 0, 0, 0])
         c[0] += 1
-        loss = num(r["val_loss"] if r["val_loss"] != "" else r["train_loss"])
-        if loss is not None and math.isfinite(loss) and trained(r["status"]):
-            c[1].append(loss)
+        if metric == "loss":
+            x = num(r["val_loss"] if r["val_loss"] != "" else r["train_loss"])
+        else:
+            x = num(r.get(metric, ""))
+        if trained(r["status"]):
+            c[5] += 1
+            if metric != "stalled" and x is not None and math.isfinite(x):
+                c[1].append(x)
         c[2] += r["status"] == "diverged"
         c[3] += r["stalled"] == "1"
         c[4] += r.get("exploded") == "1"
+    if metric == "stalled":  # the share of the trained runs
+        for c in cells.values():
+            c[1] = [c[3] / float(c[5])] if c[5] else []
     values = {a: sorted(set(r[a] for r in rows), key=sort_key) for a in axes}
     return axes, values, cells
 
 
-def cmd_map(svg, path, rows_axis, cols_axis):
+def map_value(values, metric):
+    """A cell's value: the mean of its runs' (the share itself)."""
+    return sum(values) / len(values) if values else None
+
+
+def map_cell_checks(want, got, bins, metric):
+    """Each cell's counts, marks and fill against its folded runs: the
+    marks drawn, and (value, bin, key) of each cell on the scale."""
+    marks = 0
+    finite = []
+    for key, (runs, vals, div, stalled, exploded, _) in want.items():
+        c, g = got[key]
+        if int(c.get("data-runs")) != runs or int(c.get("data-diverged")) != div \
+                or int(c.get("data-stalled")) != stalled:
+            fail("%s: runs/diverged/stalled %s/%s/%s, want %d/%d/%d" % (
+                key, c.get("data-runs"), c.get("data-diverged"), c.get("data-stalled"), runs, div, stalled))
+        has_x = bool(by_class(g, "path", "diverged-mark"))
+        has_dash = bool(by_class(g, "rect", "stalled-mark"))
+        if has_x != (div > 0) or has_dash != (stalled > 0):
+            fail("%s: marked diverged %s stalled %s, want %s %s" % (key, has_x, has_dash, div > 0, stalled > 0))
+        marks += has_x + has_dash
+        if int(c.get("data-exploded")) != exploded:
+            fail("%s: exploded %s, want %d" % (key, c.get("data-exploded"), exploded))
+        if exploded and MAP_METRICS[metric]:
+            if c.get("fill") != "url(#exploded)":
+                fail("%s: exploded but filled %s" % (key, c.get("fill")))
+            continue
+        if not vals:
+            if c.get("fill") != "url(#nan)":
+                fail("%s: no value but filled %s" % (key, c.get("fill")))
+            continue
+        mean = map_value(vals, metric)
+        if abs(float(c.get("data-value")) - mean) > 1e-4 * abs(mean):
+            fail("%s: value %s, want %g" % (key, c.get("data-value"), mean))
+        b = int(c.get("data-bin"))
+        if c.get("fill") != bins[b]:
+            fail("%s: fill %s is not its bin's %s" % (key, c.get("fill"), bins[b]))
+        finite.append((mean, b, key))
+    return marks, finite
+
+
+def cmd_map(svg, path, rows_axis, cols_axis, metric="loss"):
     root = root_of(svg)
-    axes, values, want = map_cells_of(path)
+    axes, values, want = map_cells_of(path, metric)
     combos = 1
     for a in axes:
         combos *= len(values[a])
@@ -580,42 +645,13 @@ def cmd_map(svg, path, rows_axis, cols_axis):
     bins = {int(b.get("data-bin")): b.get("fill") for b in by_class(root, "rect", "colorbar-bin")}
     if len(bins) < 2:
         fail("no color bar")
-    marks = 0
-    finite = []
-    for key, (runs, losses, div, stalled, exploded) in want.items():
-        c, g = got[key]
-        if int(c.get("data-runs")) != runs or int(c.get("data-diverged")) != div \
-                or int(c.get("data-stalled")) != stalled:
-            fail("%s: runs/diverged/stalled %s/%s/%s, want %d/%d/%d" % (
-                key, c.get("data-runs"), c.get("data-diverged"), c.get("data-stalled"), runs, div, stalled))
-        has_x = bool(by_class(g, "path", "diverged-mark"))
-        has_dash = bool(by_class(g, "rect", "stalled-mark"))
-        if has_x != (div > 0) or has_dash != (stalled > 0):
-            fail("%s: marked diverged %s stalled %s, want %s %s" % (key, has_x, has_dash, div > 0, stalled > 0))
-        marks += has_x + has_dash
-        if int(c.get("data-exploded")) != exploded:
-            fail("%s: exploded %s, want %d" % (key, c.get("data-exploded"), exploded))
-        if exploded:
-            if c.get("fill") != "url(#exploded)":
-                fail("%s: exploded but filled %s" % (key, c.get("fill")))
-            continue
-        if not losses:
-            if c.get("fill") != "url(#nan)":
-                fail("%s: no finite loss but filled %s" % (key, c.get("fill")))
-            continue
-        mean = sum(losses) / len(losses)
-        if abs(float(c.get("data-value")) - mean) > 1e-4 * abs(mean):
-            fail("%s: value %s, want the mean %g" % (key, c.get("data-value"), mean))
-        b = int(c.get("data-bin"))
-        if c.get("fill") != bins[b]:
-            fail("%s: fill %s is not its bin's %s" % (key, c.get("fill"), bins[b]))
-        finite.append((mean, b, key))
+    marks, finite = map_cell_checks(want, got, bins, metric)
     finite.sort()
     for (m1, b1, k1), (m2, b2, k2) in zip(finite, finite[1:]):
         if b2 < b1:
             fail("%s (%g) in bin %d below %s (%g) in bin %d" % (k2, m2, b2, k1, m1, b1))
-    if finite[0][1] != 0 or finite[-1][1] != max(bins):
-        fail("lowest loss in bin %d, highest in %d: want the scale's ends" % (finite[0][1], finite[-1][1]))
+    if metric != "stalled" and (finite[0][1] != 0 or finite[-1][1] != max(bins)):
+        fail("lowest value in bin %d, highest in %d: want the scale's ends" % (finite[0][1], finite[-1][1]))
     # layout: within a panel, rows go down and columns right in value order
     others = [a for a in axes if a not in (rows_axis, cols_axis)]
     for key, (c, g) in got.items():
@@ -648,8 +684,8 @@ def cmd_map(svg, path, rows_axis, cols_axis):
     per_panel = 1
     for a in (rows_axis, cols_axis):
         per_panel *= len(values[a]) if a != "-" else 1
-    ok("%d cells (%d panels over %s), fills in loss order, %d marks" % (
-        combos, combos // per_panel, others or "none", marks))
+    ok("%d cells (%d panels over %s), %s fills in %s order, %d marks" % (
+        combos, combos // per_panel, others or "none", "binned", metric, marks))
 
 
 def cmd_decimated(svg):

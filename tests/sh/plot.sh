@@ -265,6 +265,35 @@ expect_bad "--vmin 3 is not below --vmax 2" --plot "$M" --kind map --vmin 3 --vm
 expect_bad "--vmin 'x': expected a finite number" --plot "$M" --kind map --vmin x --out "$T/bad.svg"
 expect_bad "--vmin and --vmax go with --kind map" --plot "$F/one.csv" --vmin 1 --out "$T/bad.svg"
 expect_bad "would run from 50 to" --plot "$M" --kind map --vmin 50 --out "$T/bad.svg"
+# --metric: each cell the metric's value computed from results.csv (the
+# column's mean over the runs that neither diverged nor failed, or the
+# share of them that stalled), the title, bar and caption naming it
+for mt in best_val update_ratio_end stalled; do
+    plot map_$mt.svg "$M" --kind map --metric $mt &&
+        check "map --metric $mt: each cell the metric's value" $CHECK map "$T/map_$mt.svg" "$M/results.csv" lr layers $mt
+done
+"$BIN" --plot "$M" --kind map --metric loss --out "$T/map_loss.svg" && cmp -s "$T/map.svg" "$T/map_loss.svg" &&
+    ok || no "--metric loss is not the map without --metric"
+grep -q 'class="title" font-weight="bold">Stability map: best validation loss of each run<' "$T/map_best_val.svg" &&
+    grep -q 'class="colorbar-title">best val, nats<' "$T/map_best_val.svg" &&
+    grep -q 'lower is better (bright)' "$T/map_best_val.svg" && ok || no "--metric best_val: title, bar or caption"
+grep -q 'class="colorbar-title">update ratio<' "$T/map_update_ratio_end.svg" &&
+    grep -q 'neither end is better' "$T/map_update_ratio_end.svg" &&
+    ! grep -q 'is better (bright)' "$T/map_update_ratio_end.svg" && ok ||
+    no "--metric update_ratio_end: its bar, or a caption that calls an end of it better"
+# a cell with 1 of its 2 seeds stalled has a share of 0.5; with every run
+# diverged, none (hatched, as a diverged cell's loss)
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; print; next }
+    $c["layers"] == 1 && $c["lr"] == "0.003" && $c["norm"] == "pre" && $c["seed"] == 1 {
+        $c["stalled"] = 1; $c["status"] = "stalled" } { print }' "$M/results.csv" >"$T/half.csv"
+plot map_half.svg "$T/half.csv" --kind map --metric stalled &&
+    check "map --metric stalled, a cell 1/2 stalled" $CHECK map "$T/map_half.svg" "$T/half.csv" lr layers stalled
+grep -q 'data-key="layers=1,lr=0.003,norm=pre" data-value="0.5" ' "$T/map_half.svg" && ok ||
+    no "1 of 2 runs stalled: not a share of 0.5"
+grep -q 'data-key="layers=1,lr=10,norm=pre" data-value="nan" .*fill="url(#nan)"' "$T/map_half.svg" && ok ||
+    no "every run diverged: a stalled share drawn"
+expect_bad "--metric 'frob': expected one of loss, best_val, update_ratio_end, stalled" --plot "$M" --kind map --metric frob --out "$T/bad.svg"
+expect_bad "--metric goes with --kind map" --plot "$F/one.csv" --metric best_val --out "$T/bad.svg"
 cut -d, -f1,3,5- "$M/results.csv" >"$T/lr_only.csv"
 plot map_one_axis.svg "$T/lr_only.csv" --kind map &&
     check "map of one axis (lr), the others folded" $CHECK map "$T/map_one_axis.svg" "$T/lr_only.csv" - lr
@@ -384,6 +413,11 @@ done
 for size in 800x450 1600x900; do
     "$BIN" --plot "$M" --kind map --size $size --out "$T/fit_map.svg" 2>"$T/err" || no "map $size: $(cat "$T/err")"
     check "map $size: texts inside" $CHECK extents "$T/fit_map.svg"
+    for mt in best_val update_ratio_end stalled; do
+        "$BIN" --plot "$M" --kind map --metric $mt --size $size --out "$T/fit_map.svg" 2>"$T/err" ||
+            no "map --metric $mt $size: $(cat "$T/err")"
+        check "map --metric $mt $size: texts inside" $CHECK extents "$T/fit_map.svg"
+    done
 done
 
 # --- --smooth: the smoothed line's weight and its last value, the debiased

@@ -40,7 +40,7 @@ typedef struct {
     int jobs, list, yes;
     int per_seed; /* --per-seed: the sweep's table a line per run */
     /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --log] */
-    const char *plot, *out, *kind, *size, *step, *rows, *cols, *vmin, *vmax, *metric;
+    const char *plot, *out, *kind, *size, *step, *rows, *cols, *vmin, *vmax, *metric, *scale;
     int mono, logy;
     float smooth; /* --smooth: the loss's smoothing weight, live and --plot */
     int no_pause; /* --no-pause: a script's pauses are skipped (lessons run through) */

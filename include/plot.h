@@ -167,6 +167,7 @@ typedef struct {
     double vmin, vmax;              /* map: the color scale's ends, where vset says given */
     int vset;                       /* 1: vmin given, 2: vmax given */
     plot_metric metric;             /* map: what colors a cell */
+    int continuous;                 /* map: a smooth color scale, not bins */
 } plot_opts;
 
 /* Parse --kind, --size, --step values. 0, or -1 with what is allowed in err. */
@@ -204,7 +205,7 @@ typedef struct {
     int mono, logy;
     double smooth;
     const char *vmin, *vmax; /* --vmin, --vmax as given; NULL: the map's own range */
-    const char *metric;      /* --metric as given; NULL: the loss */
+    const char *metric, *scale; /* --metric, --scale as given; NULL: loss, binned */
 } plot_args;
 int plot_main(const plot_args *a, FILE *err);
 

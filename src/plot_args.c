@@ -112,14 +112,19 @@ static int scale_ends(plot_opts *o, const char *vmin, const char *vmax, FILE *er
     return 0;
 }
 
-/* --metric: a name. 0, or 2 after one line. */
-static int map_coloring(plot_opts *o, const char *metric, FILE *err)
+/* --metric, --scale: a name each. 0, or 2 after one line. */
+static int map_coloring(plot_opts *o, const char *metric, const char *scale, FILE *err)
 {
     char names[256];
     if (metric && plot_parse_metric(metric, &o->metric, names, sizeof names)) {
         fprintf(err, "normscope: --metric '%s': expected one of %s\n", metric, names);
         return 2;
     }
+    if (scale && strcmp(scale, "binned") && strcmp(scale, "continuous")) {
+        fprintf(err, "normscope: --scale '%s': expected binned or continuous\n", scale);
+        return 2;
+    }
+    o->continuous = scale && !strcmp(scale, "continuous");
     return 0;
 }
 
@@ -128,8 +133,8 @@ static int map_coloring(plot_opts *o, const char *metric, FILE *err)
 static int map_flags(const plot_args *a, plot_opts *o, FILE *err)
 {
     static const char *const pairs[] = {"--rows and --cols go", "--vmin and --vmax go",
-                                        "--metric goes"};
-    const char *given[][2] = {{a->rows, a->cols}, {a->vmin, a->vmax}, {a->metric, NULL}};
+                                        "--metric and --scale go"};
+    const char *given[][2] = {{a->rows, a->cols}, {a->vmin, a->vmax}, {a->metric, a->scale}};
     for (int i = 0; i < 3 && o->kind != PLOT_MAP; i++)
         if (given[i][0] || given[i][1]) {
             fprintf(err, "normscope: %s with --kind map\n", pairs[i]);
@@ -137,7 +142,7 @@ static int map_flags(const plot_args *a, plot_opts *o, FILE *err)
         }
     if (scale_ends(o, a->vmin, a->vmax, err))
         return 2;
-    return map_coloring(o, a->metric, err);
+    return map_coloring(o, a->metric, a->scale, err);
 }
 
 /* --kind map: DIR or DIR/results.csv. */

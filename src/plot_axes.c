@@ -86,9 +86,8 @@ static void decade_label(svg *v, double x, double y, char anchor, int k)
             x, y, v->fs, v->p->fg, anchor == 'm' ? "middle" : "end", extra, k);
 }
 
-/* Ticks of an axis: decades (or 1-2-5 within a decade) on a log axis,
- * 1-2-5 steps on a linear one. Calls out for each. */
-static int ax_ticks(const axis *a, double *t, int max)
+/* Decades or 1-2-5 steps, as plot_int.h says; the count axis's 0 first. */
+int ax_ticks(const axis *a, double *t, int max)
 {
     int n = 0;
     if (a->count) { /* 0, then decades: 10, 100, ... */

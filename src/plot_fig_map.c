@@ -103,12 +103,17 @@ static int map_cell_rect(svg *v, const map_layout *g, box c, const int *idx, map
     *ink = light ? "#ffffff" : !on ? v->p->fg : "#000000";
     fprintf(v->f, "<g class=\"map-cell\"><rect class=\"cell\" data-key=\"");
     svg_esc(v->f, key);
-    fprintf(v->f, "\" data-value=\"%.6g\" data-bin=\"%d\" data-runs=\"%d\" data-diverged=\"%d\" "
+    fprintf(v->f, "\" data-value=\"%.6g\" ", mv.x);
+    if (g->sc.continuous)
+        fprintf(v->f, "data-on-ramp=\"%d\" ", on);
+    else
+        fprintf(v->f, "data-bin=\"%d\" ", on ? map_bin(&g->sc, mv.x) : -1);
+    fprintf(v->f, "data-runs=\"%d\" data-diverged=\"%d\" "
                   "data-stalled=\"%d\" data-exploded=\"%d\" data-failed=\"%d\" x=\"%.1f\" "
                   "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
                   "stroke-width=\"1.5\"/>\n",
-            mv.x, on ? map_bin(&g->sc, mv.x) : -1, cl->runs, cl->diverged, cl->stalled, cl->exploded,
-            cl->failed, c.x, c.y, c.w, c.h, fill, v->p->bg);
+            cl->runs, cl->diverged, cl->stalled, cl->exploded, cl->failed, c.x, c.y, c.w, c.h, fill,
+            v->p->bg);
     return on;
 }
 

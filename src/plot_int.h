@@ -113,6 +113,9 @@ void legend_draw_beside(svg *v, box col, const legend *lg);
 
 /* ---- plot_axes.c ---- */
 double ax_map(const axis *a, double v);
+/* Ticks of an axis, at most max into t: decades (or 1-2-5 within a decade)
+ * on a log axis, 1-2-5 steps on a linear one. */
+int ax_ticks(const axis *a, double *t, int max);
 void ax_fit(axis *a, double lo, double hi, int log_, double pad);
 /* A count axis from 0 to at least hi (0 has a place: a log axis has none). */
 void ax_fit_count(axis *a, double hi);
@@ -182,6 +185,7 @@ typedef struct {
 typedef struct {
     const map_metric *mt;
     double lo, hi;  /* the scale's ends */
+    int continuous; /* a smooth gradient, not MAP_BINS bins */
 } map_scale;
 
 const map_metric *map_metric_of(plot_metric m);
@@ -192,8 +196,8 @@ void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width);
 void map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o);
 /* The bin of x on the scale (the ends' beyond them). */
 int map_bin(const map_scale *s, double x);
-/* The fill of a finite x into buf[8] (its bin's); 1 when type on it
- * should be light. */
+/* The fill of a finite x into buf[8] (its bin's, or the gradient's at x);
+ * 1 when type on it should be light. */
 int map_fill(const svg *v, const map_scale *s, double x, char *buf);
 /* The color bar and the marks' legend, in the column b. */
 void map_colorbar(svg *v, const map_scale *s, box b);

@@ -1,7 +1,7 @@
 /* plot_map_scale.c - what colors a --kind map cell (--metric: the final
  * loss, the best validation loss, the update ratio at the end, the share
- * of runs stalled) on MAP_BINS bins, and the color bar that reads it
- * back.
+ * of runs stalled) and how (--scale: MAP_BINS bins, or a gradient through
+ * the same colors), and the color bar that reads it back.
  *
  * Not here: the cells and their layout (plot_fig_map.c), reading
  * results.csv (plot_map.c).
@@ -91,6 +91,7 @@ void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width)
 void map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o)
 {
     s->mt = map_metric_of(o->metric);
+    s->continuous = o->continuous;
     s->lo = s->mt->share ? 0 : INFINITY;
     s->hi = s->mt->share ? 1 : -INFINITY;
     for (long i = 0; i < m->ncells && !s->mt->share; i++) {
@@ -114,11 +115,30 @@ int map_bin(const map_scale *s, double x)
     return b < 0 ? 0 : b >= MAP_BINS ? MAP_BINS - 1 : b;
 }
 
+/* The gradient's stops: the bins' colors, evenly from the low end (0) to
+ * the high (1), mixed in sRGB between them as an SVG gradient is drawn. */
+static double ramp_pos(const map_scale *s, double x)
+{
+    double t = (x - s->lo) / (s->hi - s->lo);
+    return (t < 0 ? 0 : t > 1 ? 1 : t) * (MAP_BINS - 1);
+}
+
 int map_fill(const svg *v, const map_scale *s, double x, char *buf)
 {
-    int b = map_bin(s, x);
-    snprintf(buf, 8, "%s", v->p->map[b]);
-    return b >= v->p->map_dark;
+    if (!s->continuous) {
+        int b = map_bin(s, x);
+        snprintf(buf, 8, "%s", v->p->map[b]);
+        return b >= v->p->map_dark;
+    }
+    double u = ramp_pos(s, x);
+    int k = u >= MAP_BINS - 1 ? MAP_BINS - 2 : (int)u;
+    unsigned a[3], b[3], c[3];
+    sscanf(v->p->map[k], "#%2x%2x%2x", &a[0], &a[1], &a[2]);
+    sscanf(v->p->map[k + 1], "#%2x%2x%2x", &b[0], &b[1], &b[2]);
+    for (int i = 0; i < 3; i++)
+        c[i] = (unsigned)lround(a[i] + (u - k) * ((double)b[i] - a[i]));
+    snprintf(buf, 8, "#%02x%02x%02x", c[0] & 255, c[1] & 255, c[2] & 255);
+    return (int)floor(u + 0.5) >= v->p->map_dark; /* the nearest stop's type */
 }
 
 /* ---- the color bar --------------------------------------------------------------- */
@@ -145,6 +165,32 @@ static void bar_bins(svg *v, const map_scale *s, double x, double y0, double bw,
          "%s", num);
 }
 
+/* The gradient through the bins' colors, the low end at the bottom, ticked
+ * at 1-2-5 steps (a tick's data-value is the value at its height). */
+static void bar_ramp(svg *v, const map_scale *s, double x, double y0, double bw, double bh)
+{
+    fputs("<defs><linearGradient id=\"mapramp\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">", v->f);
+    for (int k = 0; k < MAP_BINS; k++)
+        fprintf(v->f, "<stop offset=\"%.6g\" stop-color=\"%s\"/>", (double)k / (MAP_BINS - 1), v->p->map[k]);
+    fputs("</linearGradient></defs>\n", v->f);
+    fprintf(v->f, "<rect class=\"colorbar-ramp\" data-lo=\"%.6g\" data-hi=\"%.6g\" x=\"%.1f\" y=\"%.1f\" "
+                  "width=\"%.1f\" height=\"%.1f\" fill=\"url(#mapramp)\" stroke=\"%s\"/>\n",
+            s->lo, s->hi, x, y0, bw, bh, v->p->dim);
+    axis a = {.lo = s->lo, .hi = s->hi, .p0 = y0 + bh, .p1 = y0};
+    double t[16];
+    int n = ax_ticks(&a, t, 16);
+    for (int i = 0; i < n; i++) {
+        double y = ax_map(&a, t[i]);
+        char num[32];
+        map_fmt(s->mt, num, sizeof num, t[i], 7);
+        fprintf(v->f, "<line class=\"colorbar-tick\" data-value=\"%.6g\" x1=\"%.1f\" y1=\"%.1f\" "
+                      "x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%.1f\"/>\n",
+                t[i], x + bw - v->fs * 0.3, y, x + bw + v->fs * 0.2, y, v->p->fg, 1.5 * v->s);
+        svg_text(v, x + bw + v->fs * 0.4, y + v->fs_small * 0.35, v->fs_small, 's', v->p->fg,
+                 "class=\"tick\"", "%s", num);
+    }
+}
+
 /* A swatch of the marks' legend at y: the box's fill, or none */
 static double legend_swatch(svg *v, double x, double y, double bw, const char *fill, const char *text)
 {
@@ -160,7 +206,10 @@ void map_colorbar(svg *v, const map_scale *s, box b)
     double x = b.x + v->fs, y0 = b.y + v->fs * 1.6;
     svg_text_fit(v, b.x, b.y + v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"colorbar-title\"", s->mt->bar);
     fputs("<g class=\"colorbar\">\n", v->f);
-    bar_bins(v, s, x, y0, bw, bh);
+    if (s->continuous)
+        bar_ramp(v, s, x, y0, bw, bh);
+    else
+        bar_bins(v, s, x, y0, bw, bh);
     fputs("</g>\n", v->f);
     double ly = legend_swatch(v, x, y0 + bh + v->fs * 2, bw, "url(#nan)", s->mt->none);
     if (s->mt->at_end) /* only a value at the end is left off for an explosion */

@@ -282,6 +282,10 @@ static const ns_setting table[] = {
      .help = "--kind map: what colors a cell: the final loss, the best validation loss, the "
              "update ratio at the last step, or the share of its runs that stalled",
      .flags = SETF_PLOT, OPT(metric)},
+    {.name = "scale", .type = SET_PATH, .arg = "binned|continuous", .def_text = "binned",
+     .help = "--kind map: the color scale in 9 bins, or a smooth gradient giving each cell its "
+             "exact value's color",
+     .flags = SETF_PLOT, OPT(scale)},
     {.name = "vmin", .type = SET_PATH, .arg = "X",
      .help = "--kind map: the value at the color scale's low end (default: the best cell's; "
              "0 for --metric stalled)",

@@ -47,7 +47,11 @@ what it found and exits 1 when the figure disagrees with the input.
                                 METRIC (default loss: best_val,
                                 update_ratio_end, stalled) is the value: the
                                 column's mean over the trained runs, stalled
-                                the share of them
+                                the share of them; a gradient color bar
+                                (--scale continuous): each fill the gradient's
+                                color at the value, the bar from the lowest to
+                                the highest (0..1 for stalled), its ticks at
+                                their values' heights
   decimated SVG                 no line has more than 2 points per pixel column
   png FILE.png                  decodes, and is not one flat color
   extents SVG                   every text's box (DejaVu Sans advance widths,
@@ -70,7 +74,9 @@ what it found and exits 1 when the figure disagrees with the input.
                                 the one exception)
   map_scale SVG VMIN VMAX       the map's color bar runs VMIN..VMAX and each
                                 finite cell sits in the bin its value gives
-                                (the ends' beyond them)
+                                (the ends' beyond them); with a gradient,
+                                each fill is the gradient's color at the
+                                value, its stops darkening from the low end
 
 Only the standard library (xml.etree, csv, zlib, struct).
 """
@@ -593,7 +599,55 @@ def map_value(values, metric):
     return sum(values) / len(values) if values else None
 
 
-def map_cell_checks(want, got, bins, metric):
+def ramp_of(root):
+    """The continuous color bar: (lo, hi, [(offset, "#rrggbb")]) or None."""
+    bars = by_class(root, "rect", "colorbar-ramp")
+    if not bars:
+        return None
+    stops = [(float(e.get("offset")), e.get("stop-color")) for e in root.iter(NS + "stop")]
+    if len(stops) < 2 or bars[0].get("fill") != "url(#mapramp)":
+        fail("the color bar's gradient: %d stops, fill %s" % (len(stops), bars[0].get("fill")))
+    return float(bars[0].get("data-lo")), float(bars[0].get("data-hi")), sorted(stops)
+
+
+def ramp_color(ramp, x):
+    """The gradient's color at x (clamped to its ends), mixed in sRGB between
+    the stops on either side, as an SVG renderer draws it."""
+    lo, hi, stops = ramp
+    t = min(1.0, max(0.0, (x - lo) / (hi - lo)))
+    for (o1, c1), (o2, c2) in zip(stops, stops[1:]):
+        if o1 <= t <= o2:
+            f = (t - o1) / (o2 - o1) if o2 > o1 else 0
+            return tuple(int(c1[i:i + 2], 16) + f * (int(c2[i:i + 2], 16) - int(c1[i:i + 2], 16))
+                         for i in (1, 3, 5))
+    fail("no stop around %g" % t)
+
+
+def ramp_matches(ramp, x, fill):
+    """The cell's fill is the gradient's color at x, to one level per channel."""
+    want = ramp_color(ramp, x)
+    got = tuple(int(fill[i:i + 2], 16) for i in (1, 3, 5)) if fill and fill.startswith("#") else None
+    return got is not None and all(abs(g - w) <= 1.0 for g, w in zip(got, want)), want
+
+
+def ramp_ticks(root, ramp):
+    """Each tick of the gradient at its value's height, inside the bar, in
+    1-2-5 steps: at least 3."""
+    lo, hi, _ = ramp
+    bar = by_class(root, "rect", "colorbar-ramp")[0]
+    y0, h = float(bar.get("y")), float(bar.get("height"))
+    ticks = sorted(float(t.get("data-value")) for t in by_class(root, "line", "colorbar-tick"))
+    if len(ticks) < 3:
+        fail("the gradient has %d ticks" % len(ticks))
+    for t in by_class(root, "line", "colorbar-tick"):
+        v, y = float(t.get("data-value")), float(t.get("y1"))
+        want = y0 + h - (v - lo) / (hi - lo) * h
+        if not lo - 1e-9 <= v <= hi + 1e-9 or abs(y - want) > 0.11:
+            fail("tick %g at y=%.1f, want %.1f on %g..%g" % (v, y, want, lo, hi))
+    return ticks
+
+
+def map_cell_checks(want, got, ramp, bins, metric):
     """Each cell's counts, marks and fill against its folded runs: the
     marks drawn, and (value, bin, key) of each cell on the scale."""
     marks = 0
@@ -622,6 +676,13 @@ def map_cell_checks(want, got, bins, metric):
         mean = map_value(vals, metric)
         if abs(float(c.get("data-value")) - mean) > 1e-4 * abs(mean):
             fail("%s: value %s, want %g" % (key, c.get("data-value"), mean))
+        if ramp:
+            same, col = ramp_matches(ramp, mean, c.get("fill"))
+            if not same:
+                fail("%s: fill %s, the gradient at %g is #%02x%02x%02x" % ((key, c.get("fill"), mean) + tuple(
+                    int(round(x)) for x in col)))
+            finite.append((mean, 0, key))
+            continue
         b = int(c.get("data-bin"))
         if c.get("fill") != bins[b]:
             fail("%s: fill %s is not its bin's %s" % (key, c.get("fill"), bins[b]))
@@ -642,15 +703,21 @@ def cmd_map(svg, path, rows_axis, cols_axis, metric="loss"):
         fail("%d cells (%d distinct), want one per combination: %d" % (len(cells), len(got), combos))
     if set(got) != set(want):
         fail("cells %s, want %s" % (sorted(got), sorted(want)))
+    ramp = ramp_of(root)
     bins = {int(b.get("data-bin")): b.get("fill") for b in by_class(root, "rect", "colorbar-bin")}
-    if len(bins) < 2:
+    if len(bins) < 2 and not ramp:
         fail("no color bar")
-    marks, finite = map_cell_checks(want, got, bins, metric)
+    marks, finite = map_cell_checks(want, got, ramp, bins, metric)
     finite.sort()
     for (m1, b1, k1), (m2, b2, k2) in zip(finite, finite[1:]):
         if b2 < b1:
             fail("%s (%g) in bin %d below %s (%g) in bin %d" % (k2, m2, b2, k1, m1, b1))
-    if metric != "stalled" and (finite[0][1] != 0 or finite[-1][1] != max(bins)):
+    lo, hi = (0.0, 1.0) if metric == "stalled" else (finite[0][0], finite[-1][0])
+    if ramp and (abs(ramp[0] - lo) > 1e-5 * max(1, abs(lo)) or abs(ramp[1] - hi) > 1e-5 * max(1, abs(hi))):
+        fail("the gradient runs %g..%g, want the cells' %g..%g" % (ramp[0], ramp[1], lo, hi))
+    if ramp:
+        ramp_ticks(root, ramp)
+    elif metric != "stalled" and (finite[0][1] != 0 or finite[-1][1] != max(bins)):
         fail("lowest value in bin %d, highest in %d: want the scale's ends" % (finite[0][1], finite[-1][1]))
     # layout: within a panel, rows go down and columns right in value order
     others = [a for a in axes if a not in (rows_axis, cols_axis)]
@@ -685,7 +752,7 @@ def cmd_map(svg, path, rows_axis, cols_axis, metric="loss"):
     for a in (rows_axis, cols_axis):
         per_panel *= len(values[a]) if a != "-" else 1
     ok("%d cells (%d panels over %s), %s fills in %s order, %d marks" % (
-        combos, combos // per_panel, others or "none", "binned", metric, marks))
+        combos, combos // per_panel, others or "none", "gradient" if ramp else "binned", metric, marks))
 
 
 def cmd_decimated(svg):
@@ -946,6 +1013,9 @@ def cmd_map_scale(svg, vmin, vmax):
     cell sits in the bin its value gives on that scale (clamped to the ends)."""
     root = root_of(svg)
     lo, hi = float(vmin), float(vmax)
+    ramp = ramp_of(root)
+    if ramp:
+        return ramp_scale(root, ramp, lo, hi)
     bins = sorted(by_class(root, "rect", "colorbar-bin"), key=lambda b: int(b.get("data-bin")))
     if not bins or abs(float(bins[0].get("data-lo")) - lo) > 1e-9 * max(1, abs(lo)) \
             or abs(float(bins[-1].get("data-hi")) - hi) > 1e-9 * max(1, abs(hi)):
@@ -965,6 +1035,30 @@ def cmd_map_scale(svg, vmin, vmax):
     if not checked:
         fail("no finite cell to check")
     ok("%d cells on the scale %g..%g" % (checked, lo, hi))
+
+def ramp_scale(root, ramp, lo, hi):
+    """The gradient runs lo..hi, its stops darken from the low end, and each
+    finite cell's fill is its color at the cell's value (the ends' beyond)."""
+    if abs(ramp[0] - lo) > 1e-9 * max(1, abs(lo)) or abs(ramp[1] - hi) > 1e-9 * max(1, abs(hi)):
+        fail("the gradient runs %g..%g, want %g..%g" % (ramp[0], ramp[1], lo, hi))
+    light = [lightness(c) for _, c in ramp[2]]
+    if any(b >= a for a, b in zip(light, light[1:])):
+        fail("the gradient's stops do not darken from its low end: L* %s" % light)
+    checked = clamped = 0
+    for c in by_class(root, "rect", "cell"):
+        x = num(c.get("data-value") or "")
+        if x is None or not math.isfinite(x) or c.get("data-on-ramp") != "1":
+            continue  # no value, or off the scale
+        same, col = ramp_matches(ramp, x, c.get("fill"))
+        if not same:
+            fail("cell %s (%g): fill %s, the gradient's %s" % (c.get("data-key"), x, c.get("fill"), col))
+        checked += 1
+        clamped += not lo <= x <= hi
+    if not checked:
+        fail("no finite cell to check")
+    ramp_ticks(root, ramp)
+    ok("%d cells on the gradient %g..%g (%d beyond it, at an end)" % (checked, lo, hi, clamped))
+
 
 if __name__ == "__main__":
     cmd = globals().get("cmd_" + sys.argv[1])

@@ -286,14 +286,30 @@ grep -q 'class="colorbar-title">update ratio<' "$T/map_update_ratio_end.svg" &&
 awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; print; next }
     $c["layers"] == 1 && $c["lr"] == "0.003" && $c["norm"] == "pre" && $c["seed"] == 1 {
         $c["stalled"] = 1; $c["status"] = "stalled" } { print }' "$M/results.csv" >"$T/half.csv"
-plot map_half.svg "$T/half.csv" --kind map --metric stalled &&
+plot map_half.svg "$T/half.csv" --kind map --metric stalled --scale continuous &&
     check "map --metric stalled, a cell 1/2 stalled" $CHECK map "$T/map_half.svg" "$T/half.csv" lr layers stalled
 grep -q 'data-key="layers=1,lr=0.003,norm=pre" data-value="0.5" ' "$T/map_half.svg" && ok ||
     no "1 of 2 runs stalled: not a share of 0.5"
 grep -q 'data-key="layers=1,lr=10,norm=pre" data-value="nan" .*fill="url(#nan)"' "$T/map_half.svg" && ok ||
     no "every run diverged: a stalled share drawn"
 expect_bad "--metric 'frob': expected one of loss, best_val, update_ratio_end, stalled" --plot "$M" --kind map --metric frob --out "$T/bad.svg"
-expect_bad "--metric goes with --kind map" --plot "$F/one.csv" --metric best_val --out "$T/bad.svg"
+expect_bad "--metric and --scale go with --kind map" --plot "$F/one.csv" --metric best_val --out "$T/bad.svg"
+expect_bad "--metric and --scale go with --kind map" --plot "$F/run.csv" --kind layers --scale continuous --out "$T/bad.svg"
+expect_bad "--scale 'log': expected binned or continuous" --plot "$M" --kind map --scale log --out "$T/bad.svg"
+# --scale continuous: each fill the gradient's color at the cell's value,
+# so cells one bin holds differ; in --mono, greys; with --vmin/--vmax the
+# ends' colors beyond them
+plot map_cont.svg "$M" --kind map --scale continuous &&
+    check "map --scale continuous: fills on the gradient" $CHECK map "$T/map_cont.svg" "$M/results.csv" lr layers
+fills() { grep -o 'class="cell" .*data-exploded="0".* fill="#[0-9a-f]*"' "$1" | grep -o 'fill="#[0-9a-f]*"' | sort -u | wc -l; }
+[ "$(fills "$T/map_cont.svg")" -gt "$(fills "$T/map.svg")" ] && ok ||
+    no "--scale continuous: $(fills "$T/map_cont.svg") fills, no more than the bins' $(fills "$T/map.svg")"
+plot map_cont_mono.svg "$M" --kind map --scale continuous --mono --metric update_ratio_end &&
+    check "map --scale continuous --mono" $CHECK map "$T/map_cont_mono.svg" "$M/results.csv" lr layers update_ratio_end
+grep -Eo '(stroke|fill|stop-color)="#[0-9a-f]{6}"' "$T/map_cont_mono.svg" | grep -Eqv '#([0-9a-f]{2})\1\1"' &&
+    no "map --scale continuous --mono: a color that is not grey" || ok
+plot map_cont_scale.svg "$M" --kind map --scale continuous --vmin 2.5 --vmax 2.9 &&
+    check "map --scale continuous --vmin 2.5 --vmax 2.9" $CHECK map_scale "$T/map_cont_scale.svg" 2.5 2.9
 cut -d, -f1,3,5- "$M/results.csv" >"$T/lr_only.csv"
 plot map_one_axis.svg "$T/lr_only.csv" --kind map &&
     check "map of one axis (lr), the others folded" $CHECK map "$T/map_one_axis.svg" "$T/lr_only.csv" - lr
@@ -414,9 +430,9 @@ for size in 800x450 1600x900; do
     "$BIN" --plot "$M" --kind map --size $size --out "$T/fit_map.svg" 2>"$T/err" || no "map $size: $(cat "$T/err")"
     check "map $size: texts inside" $CHECK extents "$T/fit_map.svg"
     for mt in best_val update_ratio_end stalled; do
-        "$BIN" --plot "$M" --kind map --metric $mt --size $size --out "$T/fit_map.svg" 2>"$T/err" ||
+        "$BIN" --plot "$M" --kind map --metric $mt --scale continuous --size $size --out "$T/fit_map.svg" 2>"$T/err" ||
             no "map --metric $mt $size: $(cat "$T/err")"
-        check "map --metric $mt $size: texts inside" $CHECK extents "$T/fit_map.svg"
+        check "map --metric $mt --scale continuous $size: texts inside" $CHECK extents "$T/fit_map.svg"
     done
 done
 

@@ -141,7 +141,7 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
     const map_metric *mt = g->sc.mt;
     map_value mv = map_cell_value(mt, cl);
     const char *ink;
-    int on = map_cell_rect(v, g, c, idx, mv, &ink), spread = mv.n > 1 && !isnan(mv.half);
+    int on = map_cell_rect(v, g, c, idx, mv, &ink), spread = mv.n > 1 && !isnan(mv.sd);
     double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
     int lines = (mv.n ? 1 : 0) + spread + (cl->diverged || cl->exploded || cl->stalled || cl->failed);
     double y = c.y + c.h / 2 - (lines - 1) * fs * 0.6 + fs * 0.35;
@@ -162,9 +162,9 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
         y += fs * 1.2;
     }
     if (spread) {
-        map_fmt(mt, num, sizeof num, mv.half, (int)fmax(5, c.w / (fs * 0.5)) - 6);
-        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "+-%s (%d)", num,
-             mv.n);
+        map_fmt(mt, num, sizeof num, mv.sd, (int)fmax(5, c.w / (fs * 0.5)) - 6);
+        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"",
+                 "\xc2\xb1%s (%d)", num, mv.n); /* ± sd (runs) */
         y += fs * 1.2;
     }
     char tag[96];
@@ -270,15 +270,16 @@ static void map_frame_text(svg *v, const map_layout *g)
     const plot_map *m = g->m;
     const map_metric *mt = g->sc.mt;
     char title[160], cap[1400];
-    if (mt->title)
-        snprintf(title, sizeof title, "Stability map: %s", mt->title);
-    else
-        snprintf(title, sizeof title, "Stability map: %s of each run",
-                 m->val_missing ? "final loss (validation, else train)" : "final validation loss");
+    const char *what = mt->title ? mt->title
+                       : m->val_missing ? "final loss (validation, else train)"
+                                        : "final validation loss";
+    snprintf(title, sizeof title, "Stability map: %s%s", what,
+             mt->share ? "" : m->seeds > 1 ? ", mean over seeds" : " of each run");
     const char *folded = m->seeds <= 1 ? "one run per cell"
                          : mt->share ? "seeds folded: stalled runs over trained runs"
-                                     : "seeds folded: mean +- half range (runs)";
-    snprintf(cap, sizeof cap, "%s%s  |  %s%s%s%s", m->common[0] ? "common: " : "", m->common,
+                                     : "seeds folded: mean \xc2\xb1 sd (runs)";
+    snprintf(cap, sizeof cap, "%s%s%s  |  %s%s%s%s", m->common[0] ? "common: " : "", m->common,
+             m->common[0] ? "; the rest at their defaults (results.csv has every setting)" : "",
              folded, mt->reads ? "  |  " : "", mt->reads ? mt->reads : "",
              v->o->vset ? "  |  color scale from --vmin/--vmax: a cell beyond it has its end's color"
                         : "");

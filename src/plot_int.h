@@ -178,7 +178,7 @@ typedef struct {
 
 typedef struct {
     double x;    /* the cell's value, NaN: none */
-    double half; /* half the seeds' range, NaN: none */
+    double sd;   /* the seeds' standard deviation, NaN: fewer than 2 */
     int n;       /* the runs it is over */
 } map_value;
 

@@ -20,12 +20,12 @@
 static const map_metric metrics[PLOT_METRICS] = {
     [PLOT_METRIC_LOSS] = {"loss", NULL, "nats", "no finite loss", NULL,
                           offsetof(sweep_cell, final), 1, 0, 0},
-    [PLOT_METRIC_BEST] = {"best_val", "best validation loss of each run", "best val, nats",
+    [PLOT_METRIC_BEST] = {"best_val", "best validation loss", "best val, nats",
                           "no finite loss",
                           "color: the lowest validation loss a run reached (best_val), nats; "
                           "lower is better (bright)",
                           offsetof(sweep_cell, best), 0, 0, 0},
-    [PLOT_METRIC_UPDATE] = {"update_ratio_end", "update ratio at the last step of each run",
+    [PLOT_METRIC_UPDATE] = {"update_ratio_end", "update ratio at the last step",
                             "update ratio", "no value",
                             "color: the update ratio ||dW||/||W|| at the last step, the mean "
                             "over the layers (update_ratio_end), no unit; bright is smaller, "
@@ -66,7 +66,7 @@ map_value map_cell_value(const map_metric *mt, const plot_map_cell *c)
         return (map_value){trained ? (double)c->stalled / trained : NAN, NAN, trained};
     }
     const sweep_stat *s = (const sweep_stat *)(const void *)((const char *)c + mt->stat);
-    return (map_value){sweep_stat_mean(s), s->n > 1 ? (s->hi - s->lo) / 2 : NAN, s->n};
+    return (map_value){sweep_stat_mean(s), sweep_stat_sd(s), s->n};
 }
 
 void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width)

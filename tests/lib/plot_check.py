@@ -82,6 +82,8 @@ Only the standard library (xml.etree, csv, zlib, struct).
 """
 import csv
 import math
+import re
+import statistics
 import struct
 import sys
 import xml.etree.ElementTree as ET
@@ -647,6 +649,26 @@ def ramp_ticks(root, ramp):
     return ticks
 
 
+def spread_check(key, g, vals, metric):
+    """A cell of two runs or more prints "±SD (N)": the sample standard
+    deviation of its runs' values to the digits shown, and their count (a
+    share has none)."""
+    texts = [t.text or "" for t in by_class(g, "text", "cell-spread")]
+    if metric == "stalled" or len(vals) < 2:
+        if texts:
+            fail("%s: a spread %s where there is none" % (key, texts))
+        return
+    m = re.match(r"\u00b1([-+0-9.e]+) \((\d+)\)$", texts[0]) if texts else None
+    if not m:
+        fail("%s: no '\u00b1SD (N)' spread: %s" % (key, texts))
+    shown, n = m.group(1), int(m.group(2))
+    sd = statistics.stdev(vals)
+    digits = len(shown.split(".")[1]) if "." in shown and "e" not in shown else None
+    tol = 0.5 * 10 ** -digits + 1e-12 if digits is not None else 0.05 * sd
+    if n != len(vals) or abs(float(shown) - sd) > tol:
+        fail("%s: spread %s, want \u00b1%.6g (%d)" % (key, texts[0], sd, len(vals)))
+
+
 def map_cell_checks(want, got, ramp, bins, metric):
     """Each cell's counts, marks and fill against its folded runs: the
     marks drawn, and (value, bin, key) of each cell on the scale."""
@@ -676,6 +698,7 @@ def map_cell_checks(want, got, ramp, bins, metric):
         mean = map_value(vals, metric)
         if abs(float(c.get("data-value")) - mean) > 1e-4 * abs(mean):
             fail("%s: value %s, want %g" % (key, c.get("data-value"), mean))
+        spread_check(key, g, vals, metric)
         if ramp:
             same, col = ramp_matches(ramp, mean, c.get("fill"))
             if not same:

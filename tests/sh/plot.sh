@@ -274,7 +274,7 @@ for mt in best_val update_ratio_end stalled; do
 done
 "$BIN" --plot "$M" --kind map --metric loss --out "$T/map_loss.svg" && cmp -s "$T/map.svg" "$T/map_loss.svg" &&
     ok || no "--metric loss is not the map without --metric"
-grep -q 'class="title" font-weight="bold">Stability map: best validation loss of each run<' "$T/map_best_val.svg" &&
+grep -q 'class="title" font-weight="bold">Stability map: best validation loss, mean over seeds<' "$T/map_best_val.svg" &&
     grep -q 'class="colorbar-title">best val, nats<' "$T/map_best_val.svg" &&
     grep -q 'lower is better (bright)' "$T/map_best_val.svg" && ok || no "--metric best_val: title, bar or caption"
 grep -q 'class="colorbar-title">update ratio<' "$T/map_update_ratio_end.svg" &&

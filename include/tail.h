@@ -66,6 +66,9 @@ size_t tail_poll(tail *t, size_t max_bytes, int *eof);
 void tail_feed(tail *t, const char *data, size_t n);
 /* Forget a partial line (the caller starts over: a rewritten file). */
 void tail_reset_line(tail *t);
+/* A path's name for messages: its last component (the path itself when it
+ * ends in '/'). */
+const char *tail_base_name(const char *path);
 /* Has the file been opened? The errno of the last failed open (0: none). */
 static inline int tail_found(const tail *t) { return t->found; }
 static inline int tail_open_err(const tail *t) { return t->open_err; }

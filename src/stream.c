@@ -139,13 +139,6 @@ void stream_note(stream_reader *r, ns_event_kind kind, const char *text)
     add_event(r, r->snap->s.steps_done, kind, "%s", text);
 }
 
-/* The file's name for messages: its last component */
-static const char *base_name(const char *p)
-{
-    const char *b = strrchr(p, '/');
-    return b && b[1] ? b + 1 : p;
-}
-
 /* The rules start over (a new run, or the same one gone back). Their
  * plateau is each step's data_entropy (data_of); a stream that never
  * says it has none, and the rules that need one say "not known". */
@@ -1122,7 +1115,7 @@ stream_live stream_liveness(const stream_reader *r, double now, char *text, size
 {
     const stream_summary *u = &r->sum;
     if (!stream_found(r)) {
-        snprintf(text, n, "waiting for %s to appear", base_name(r->path));
+        snprintf(text, n, "waiting for %s to appear", tail_base_name(r->path));
         return STREAM_LIVE_WAITING;
     }
     if (!stream_is_stream(r)) {
@@ -1130,7 +1123,7 @@ stream_live stream_liveness(const stream_reader *r, double now, char *text, size
         return STREAM_LIVE_NOT_STREAM;
     }
     if (u->n_lines == 0) { /* a probe's first line comes with its first step */
-        snprintf(text, n, "waiting for the first line of %s", base_name(r->path));
+        snprintf(text, n, "waiting for the first line of %s", tail_base_name(r->path));
         return STREAM_LIVE_WAITING;
     }
     if (u->ended && u->end_rank >= 0) {

@@ -11,8 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The file's name for messages: its last component */
-static const char *base_name(const char *p)
+const char *tail_base_name(const char *p)
 {
     const char *b = strrchr(p, '/');
     return b && b[1] ? b + 1 : p;
@@ -116,15 +115,15 @@ static int open_file(tail *t)
         int e = errno;
         if (e != t->open_err) { /* say it once, not every frame */
             if (e == ENOENT)
-                say(t, TAIL_WAITING, "waiting for %s to appear", base_name(t->path));
+                say(t, TAIL_WAITING, "waiting for %s to appear", tail_base_name(t->path));
             else
-                say(t, TAIL_ERROR, "%s: %s", base_name(t->path), strerror(e));
+                say(t, TAIL_ERROR, "%s: %s", tail_base_name(t->path), strerror(e));
         }
         t->open_err = e;
         return -1;
     }
     if (t->found)
-        say(t, TAIL_BACK, "%s is back: reading it from the start", base_name(t->path));
+        say(t, TAIL_BACK, "%s is back: reading it from the start", tail_base_name(t->path));
     t->fd = fd;
     t->dev = st.st_dev;
     t->ino = st.st_ino;
@@ -141,7 +140,7 @@ static int open_file(tail *t)
 static void check_file(tail *t)
 {
     struct stat fs, ps;
-    const char *name = base_name(t->path);
+    const char *name = tail_base_name(t->path);
     if (fstat(t->fd, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size < t->pos) {
         say(t, TAIL_TRUNCATED, "%s was truncated (%lld bytes, %lld read): reading it from the start",
             name, (long long)fs.st_size, (long long)t->pos);

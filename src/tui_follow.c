@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nstime.h"
+#include "tail.h"
 
 int tui_follow_init(tui_follow_state *f, const char *path)
 {
@@ -92,12 +93,6 @@ int tui_follow_update(tui_follow_state *f, trainer_snapshot *dst, tui_ui *ui)
     return 1;
 }
 
-static const char *base_name(const char *p)
-{
-    const char *b = strrchr(p, '/');
-    return b && b[1] ? b + 1 : p;
-}
-
 /* Append a command to the control file; the event log says it was sent,
  * and it is pending until the run acknowledges it. Nothing is sent to a
  * run that has ended or whose writer is gone: no one would read it. A
@@ -121,7 +116,7 @@ static int send_command(tui_follow_state *f, tui_ui *ui, const char *cmd)
     snprintf(line, sizeof line, "%s%s", early ? "at-start " : "", cmd);
     if (stream_control_send(f->path, line, &seq, err, sizeof err) == 0) {
         snprintf(t, sizeof t, "sent: %s (command %ld in %.40s.ctl)%s; pending", cmd, seq,
-                 base_name(f->path), early ? " for the run to come" : "");
+                 tail_base_name(f->path), early ? " for the run to come" : "");
         stream_note(f->r, NS_EV_INFO, t);
         snprintf(ui->note, sizeof ui->note, "sent: %s ", cmd);
         if (f->n_pending == TUI_FOLLOW_PENDING) /* the oldest goes from view, not from the run */
@@ -273,7 +268,7 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
     tui_say(&t,
             "keys: a the fix; space %s, + - the LR x2 / x0.5, C a checkpoint: sent to the run "
             "(%s.ctl); any other key closes this",
-            f->paused ? "resumes" : "pauses", base_name(f->path));
+            f->paused ? "resumes" : "pauses", tail_base_name(f->path));
     return t.n;
 }
 

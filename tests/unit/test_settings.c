@@ -265,6 +265,15 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* normscope(1)'s text (NS_FIXTURES/../../man, the tree's), or NULL. */
+static char *man_page(void)
+{
+    const char *fix = getenv("NS_FIXTURES");
+    char manp[512];
+    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
+    return slurp(manp);
+}
+
 static char *help_text(void)
 {
     FILE *f = tmpfile();
@@ -343,10 +352,7 @@ static int script_sets(const ns_setting *s, const ns_config *base)
 
 static void test_table(void)
 {
-    const char *fix = getenv("NS_FIXTURES");
-    char manp[512];
-    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
-    char *man = slurp(manp), *help = help_text();
+    char *man = man_page(), *help = help_text();
     CHECK(man != NULL && help != NULL);
     ns_config base = small_cfg(2);
     base.context = 8;
@@ -407,10 +413,7 @@ static int man_item(const char *from, const char *to, const char *lead, const ch
  * and SCRIPTS each row's command word: both follow from the table. */
 static void test_man_keys(void)
 {
-    const char *fix = getenv("NS_FIXTURES");
-    char manp[512];
-    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
-    char *man = slurp(manp);
+    char *man = man_page();
     CHECK(man != NULL);
     if (!man)
         return;
@@ -535,10 +538,7 @@ static void check_man_ckpt(const char *from, const char *to)
  * header's fields in order. */
 static void test_man_lists(void)
 {
-    const char *fix = getenv("NS_FIXTURES");
-    char manp[512];
-    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
-    char *man = slurp(manp);
+    char *man = man_page();
     CHECK(man != NULL);
     if (!man)
         return;
@@ -626,10 +626,7 @@ static void test_applies(void)
     }
     /* each such row's OPTIONS entry in the man page names the flag that
      * decides, as the warning does */
-    const char *fix = getenv("NS_FIXTURES");
-    char manp[512];
-    snprintf(manp, sizeof manp, "%s/../../man/normscope.1", fix ? fix : "tests/fixtures");
-    char *man = slurp(manp);
+    char *man = man_page();
     CHECK(man != NULL);
     int rows = 0;
     for (int i = 0; man && i < settings_count(); i++) {

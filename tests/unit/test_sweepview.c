@@ -289,7 +289,7 @@ static void test_cells(void)
     tui_style st;
     sv_cell_of(&v, 0, 0, 1, &c);
     sv_cell_text(&v, &c, 13, b, sizeof b, &st);
-    CHECK(!strcmp(b, "  2.600+-0.100") == 0); /* 14 columns do not fit 13 */
+    CHECK(strcmp(b, "  2.600+-0.100") != 0); /* 14 columns do not fit 13 */
     CHECK(!strncmp(b, "  2.600+-0.10", 13) && strlen(b) <= 13);
     CHECK(st == TUI_S_HEAT0);
     sv_cell_of(&v, 0, 0, 0, &c);

@@ -17,6 +17,8 @@ enum {
     SWEEP_NAME_MAX = 32,        /* an axis name: a long flag's name */
     SWEEP_VALUE_MAX = 256,      /* one value's text */
     SWEEP_LAST_K = 20,          /* train_loss: mean of the last K steps */
+    SWEEP_MAX_LOSS_AT = 16,     /* --loss-at: steps at most */
+    SWEEP_LOSS_AT_MAX = 1000000000, /* --loss-at: the largest step (--steps' bound) */
 };
 
 typedef struct {
@@ -30,6 +32,11 @@ typedef struct {
 typedef struct {
     int n_axes;
     sweep_axis axis[SWEEP_MAX_AXES];
+    /* --loss-at: the steps whose train loss results.csv holds, one
+     * loss_at_N column each, strictly increasing (not SPEC's text: a
+     * setting of the sweep, part of its results' layout) */
+    int n_loss_at;
+    long loss_at[SWEEP_MAX_LOSS_AT];
 } sweep_spec;
 
 /* Parse SPEC: space-separated axes NAME=ITEM,ITEM,... where an ITEM is a
@@ -58,6 +65,15 @@ void sweep_run_index(const sweep_spec *s, long k, int idx[SWEEP_MAX_AXES]);
 /* A run's ID: 12 hex digits of a hash of its "name=value" pairs, so the
  * same settings get the same ID in any sweep with the same axes. */
 void sweep_run_id(const sweep_spec *s, const int idx[SWEEP_MAX_AXES], char id[13]);
+
+/* Parse --loss-at's N[,N...] into s->loss_at: at most SWEEP_MAX_LOSS_AT
+ * steps, each 1..SWEEP_LOSS_AT_MAX, strictly increasing; spaces around a
+ * step are allowed ("100, 500" is "100,500"). Returns 0, or -1 with one
+ * line starting "--loss-at" in err and no step set. */
+int sweep_loss_at_parse(const char *text, sweep_spec *s, char *err, size_t errlen);
+/* The steps' one spelling, "100,500" ("" for none), which reads back
+ * the same. */
+void sweep_loss_at_text(const sweep_spec *s, char *buf, size_t n);
 
 /* Run k's CSV, DIR/run-ID.csv. */
 void sweep_run_csv(const sweep_spec *s, const char *dir, long k, char *path, size_t n);

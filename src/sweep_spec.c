@@ -371,3 +371,67 @@ void sweep_run_csv(const sweep_spec *s, const char *dir, long k, char *path, siz
     sweep_run_id(s, idx, id);
     snprintf(path, n, "%s/run-%s.csv", dir, id);
 }
+
+/* ---- --loss-at N[,N...] -------------------------------------------------- */
+
+/* One step of --loss-at at *p: digits, spaces either side; *p moves past
+ * them. The step (past SWEEP_LOSS_AT_MAX: SWEEP_LOSS_AT_MAX + 1), 0 for
+ * "0", or -1 when no digits are there. */
+static long loss_at_step(const char **p)
+{
+    long long v = 0;
+    const char *q = *p;
+    while (*q == ' ')
+        q++;
+    const char *digits = q;
+    for (; *q >= '0' && *q <= '9'; q++)
+        v = v > SWEEP_LOSS_AT_MAX ? v : v * 10 + (*q - '0');
+    int none = q == digits;
+    while (*q == ' ')
+        q++;
+    *p = q;
+    return none ? -1 : v > SWEEP_LOSS_AT_MAX ? SWEEP_LOSS_AT_MAX + 1L : (long)v;
+}
+
+int sweep_loss_at_parse(const char *text, sweep_spec *s, char *err, size_t errlen)
+{
+    long at[SWEEP_MAX_LOSS_AT];
+    int n = 0;
+    const char *why = NULL;
+    s->n_loss_at = 0;
+    for (const char *p = text; !why;) {
+        long v = loss_at_step(&p);
+        if (v < 0 || (*p && *p != ','))
+            why = "expected steps N[,N...], positive integers (e.g. 100,500,1000)";
+        else if (v < 1 || v > SWEEP_LOSS_AT_MAX)
+            why = "a step is 1 to 1000000000";
+        else if (n == SWEEP_MAX_LOSS_AT)
+            why = "at most 16 steps";
+        else if (n && v <= at[n - 1])
+            why = "the steps must increase, each given once (e.g. 100,500)";
+        else
+            at[n++] = v;
+        if (!why && !*p++)
+            break;
+    }
+    if (why) {
+        char shown[65];
+        size_t k = 0;
+        for (; text[k] && k + 1 < sizeof shown; k++) /* one line, whatever text holds */
+            shown[k] = text[k] >= ' ' && text[k] < 127 ? text[k] : '?';
+        shown[k] = 0;
+        snprintf(err, errlen, "--loss-at '%s%s': %s", shown, text[k] ? "..." : "", why);
+        return -1;
+    }
+    memcpy(s->loss_at, at, (size_t)n * sizeof *at);
+    s->n_loss_at = n;
+    return 0;
+}
+
+void sweep_loss_at_text(const sweep_spec *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int j = 0; j < s->n_loss_at && k < n; j++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%ld", j ? "," : "", s->loss_at[j]);
+}

@@ -4,7 +4,9 @@
  * start "--sweep"; an accepted spec has sorted, distinct axis names,
  * non-empty values, distinct values per axis, and run indexes inside
  * every axis; respelling keeps that and a second respelling changes
- * nothing. */
+ * nothing. The same input as --loss-at's steps: accepted, 1 to 16 steps
+ * in range, strictly increasing, whose one spelling reads back as the
+ * same steps; refused, one line starting "--loss-at" and no step. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,11 +68,37 @@ static void check_canon_again(const sweep_spec *s)
     sweep_spec_free(&t);
 }
 
+static void check_loss_at(const char *text)
+{
+    sweep_spec s = {.n_axes = 0}, again = {.n_axes = 0};
+    char err[256], spelled[SWEEP_MAX_LOSS_AT * 12], respelled[sizeof spelled];
+    if (sweep_loss_at_parse(text, &s, err, sizeof err) != 0) {
+        if (strncmp(err, "--loss-at", 9) != 0 || strchr(err, '\n') || s.n_loss_at != 0)
+            abort();
+        return;
+    }
+    if (s.n_loss_at < 1 || s.n_loss_at > SWEEP_MAX_LOSS_AT)
+        abort();
+    for (int j = 0; j < s.n_loss_at; j++)
+        if (s.loss_at[j] < 1 || s.loss_at[j] > SWEEP_LOSS_AT_MAX ||
+            (j && s.loss_at[j] <= s.loss_at[j - 1]))
+            abort();
+    sweep_loss_at_text(&s, spelled, sizeof spelled);
+    if (sweep_loss_at_parse(spelled, &again, err, sizeof err) != 0 ||
+        again.n_loss_at != s.n_loss_at ||
+        memcmp(again.loss_at, s.loss_at, (size_t)s.n_loss_at * sizeof *s.loss_at) != 0)
+        abort();
+    sweep_loss_at_text(&again, respelled, sizeof respelled);
+    if (strcmp(spelled, respelled) != 0)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = malloc(size + 1);
     memcpy(text, data, size);
     text[size] = 0;
+    check_loss_at(text);
     sweep_spec s;
     char err[256];
     int parsed = sweep_spec_parse(text, &s, err, sizeof err) == 0;

@@ -39,6 +39,7 @@ typedef struct {
     const char *sweep, *sweep_out, *sweep_collect, *list_range, *retry;
     int jobs, list, yes;
     int per_seed; /* --per-seed: the sweep's table a line per run */
+    const char *loss_at; /* --loss-at N[,N...]: results.csv's loss_at_N columns (sweep.c) */
     /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --log] */
     const char *plot, *out, *kind, *size, *step, *rows, *cols, *vmin, *vmax, *metric, *scale;
     int mono, logy;

@@ -49,11 +49,14 @@ typedef struct {
     double best_val; /* NaN when empty (older files, no validation) */
     long best_step;
     double update_end; /* the update ratio at its end, NaN when empty */
+    int n_at;        /* loss_at_N columns (--loss-at), in the header's order */
+    double loss_at[SWEEP_MAX_LOSS_AT]; /* NaN when empty: it never reached that step */
 } sweep_result;
 
 /* results.csv's columns, found by name in its header: "id", the axes but
- * seed (in name order), then the result columns, every other setting the
- * runs ran with, and where the row comes from. */
+ * seed (in name order), then the result columns, the loss_at_N columns
+ * of --loss-at, every other setting the runs ran with, and where the row
+ * comes from. */
 enum { SWEEP_COL_SEED, SWEEP_COL_STEPS, SWEEP_COL_TRAIN, SWEEP_COL_VAL, SWEEP_COL_DIV,
        SWEEP_COL_STALLED, SWEEP_COL_EXPLODED, SWEEP_COL_R1, SWEEP_COL_RN, SWEEP_COL_WALL,
        SWEEP_COL_STATUS, SWEEP_COL_STATE, SWEEP_COL_REASON, SWEEP_COL_BEST,
@@ -64,6 +67,9 @@ typedef struct {
     int n_axes;          /* the axes: fields 1 .. n_axes */
     int col[SWEEP_COLS]; /* each result column's field (-1: a column a file
                             written by an older version lacks, read as empty) */
+    int n_at;            /* loss_at_N columns: their fields and steps N */
+    int at_col[SWEEP_MAX_LOSS_AT];
+    long at_step[SWEEP_MAX_LOSS_AT];
 } sweep_cols;
 
 /* The columns of a header split into f[0..n) (csv.h). 0, or -1 with the
@@ -82,10 +88,14 @@ typedef struct {
 } sweep_stat;
 
 /* The runs of a cell (every axis value the same but the seed) folded:
- * counts, and the losses of the runs that neither diverged nor failed. */
+ * counts, and the losses of the runs that neither diverged nor failed;
+ * at[j]: the finite losses at the header's j-th --loss-at step of every
+ * run that reached it (a run that diverged later included: its loss
+ * then was a trained model's). */
 typedef struct {
     int runs, diverged, stalled, exploded, failed;
     sweep_stat final, train, val, best, update;
+    sweep_stat at[SWEEP_MAX_LOSS_AT];
     long div_step;       /* the earliest divergence, 0 = none */
     int n_ratio;         /* runs with gradient ratios */
     double ratio[2];     /* their sums: at step 1, at the end */
@@ -131,7 +141,7 @@ typedef int (*sweep_live_fn)(sweep_ctx *c, void *arg);
 int sweep_refuse_common(const cli_opts *o, const char *what);
 
 /* Is any sweep flag given (--sweep, --sweep-collect, --sweep-out, --jobs,
- * --list, --yes)? */
+ * --list, --list-range, --retry, --per-seed, --loss-at, --yes)? */
 int sweep_requested(const cli_opts *o);
 /* Run the sweep, --list or --sweep-collect that o asks for; argv is the
  * whole command line (the flags outside SPEC are common to every run).

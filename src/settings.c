@@ -240,6 +240,10 @@ static const ns_setting table[] = {
      .help = "with --sweep or --sweep-collect: the table has a line per run (its seed a column), "
              "not per cell",
      OPT(per_seed)},
+    {.name = "loss-at", .type = SET_PATH, .arg = "N[,N...]",
+     .help = "with --sweep, --list or --sweep-collect: results.csv and the table hold the train "
+             "loss at these steps (at most 16, strictly increasing), a loss_at_N column each",
+     OPT(loss_at)},
     {.name = "headless", .type = SET_PRESENCE, .help = "train without the terminal UI",
      .flags = SETF_FOLLOW, OPT(headless)},
     {.name = "ascii", .type = SET_PRESENCE,

@@ -16,6 +16,7 @@
 
 #include "atomicio.h"
 #include "cli.h"
+#include "csv.h"
 #include "settings.h"
 
 #include <ctype.h>
@@ -42,7 +43,7 @@ static const struct {
     int value;
 } own_flags[] = {{"sweep", 1}, {"sweep-out", 1}, {"sweep-collect", 1}, {"jobs", 1},
                  {"list", 0},  {"list-range", 1}, {"retry", 1},        {"yes", 0},
-                 {"per-seed", 0},
+                 {"per-seed", 0}, {"loss-at", 1},
                  {"headless", 0}, {"quiet", 0}};
 enum { N_OWN = sizeof own_flags / sizeof own_flags[0] };
 
@@ -338,7 +339,8 @@ static void spec_identity(const sweep_ctx *c, char *buf, size_t n)
         snprintf(buf + k, n - k, "\n");
 }
 
-/* sweep.spec minus its "spec:" line and first line: the identity. */
+/* sweep.spec minus its "spec:" and "loss-at:" lines and first line: the
+ * identity (--loss-at is checked against results.csv: loss_at_check). */
 static void file_identity(const char *text, char *buf, size_t n)
 {
     size_t k = 0;
@@ -346,7 +348,7 @@ static void file_identity(const char *text, char *buf, size_t n)
     buf[0] = 0;
     for (p = p ? p + 1 : text + strlen(text); *p;) {
         size_t len = strcspn(p, "\n");
-        if (strncmp(p, "spec: ", 6) != 0 && k < n)
+        if (strncmp(p, "spec: ", 6) != 0 && strncmp(p, "loss-at: ", 9) != 0 && k < n)
             k += (size_t)snprintf(buf + k, n - k, "%.*s\n", (int)len, p);
         p += len + (p[len] == '\n');
     }
@@ -462,7 +464,10 @@ static int dir_write_spec(const sweep_ctx *c)
         fprintf(stderr, "normscope: out of memory\n");
         return 1;
     }
-    int k = snprintf(text, SPEC_FILE_MAX, "normscope sweep 1\nspec: %s\n", c->spec_text);
+    char at[SWEEP_MAX_LOSS_AT * 12];
+    sweep_loss_at_text(&c->spec, at, sizeof at);
+    int k = snprintf(text, SPEC_FILE_MAX, "normscope sweep 1\nspec: %s\n%s%s%s", c->spec_text,
+                     at[0] ? "loss-at: " : "", at, at[0] ? "\n" : "");
     spec_identity(c, text + k, SPEC_FILE_MAX - (size_t)k);
     snprintf(path, sizeof path, "%s/sweep.spec", c->dir);
     int r = atomic_write_file(path, text, strlen(text), err, sizeof err);
@@ -569,6 +574,62 @@ static int results_drop_failed(sweep_ctx *c)
     if (!c->quiet)
         fprintf(stderr, "normscope: --retry failed: %ld run%s to run again\n", n, n == 1 ? "" : "s");
     return 0;
+}
+
+/* --loss-at (text: NULL none) into the spec. 0, or 2 after one line. */
+static int ctx_loss_at(sweep_ctx *c, const char *text)
+{
+    char err[512];
+    if (text && sweep_loss_at_parse(text, &c->spec, err, sizeof err) != 0) {
+        fprintf(stderr, "normscope: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* The --loss-at steps of the header of DIR/results.csv into at (""
+ * none). 0, or -1 when there is no such file or it is not a results.csv
+ * (nothing to keep consistent). */
+static int results_loss_at(const sweep_ctx *c, char *at, size_t n)
+{
+    char path[4300], *line = NULL, *f[SWEEP_MAX_FIELDS + 1];
+    const char *missing;
+    size_t cap = 0;
+    sweep_cols cols;
+    sweep_spec steps = {.n_axes = 0};
+    snprintf(path, sizeof path, "%s/results.csv", c->dir);
+    FILE *fp = fopen(path, "r");
+    int nf = fp && getline(&line, &cap, fp) > 0 ? csv_split(line, f, SWEEP_MAX_FIELDS) : 0;
+    int r = nf > 0 && nf <= SWEEP_MAX_FIELDS && sweep_cols_find(&cols, f, nf, &missing) == 0
+                ? 0 : -1;
+    if (fp)
+        fclose(fp);
+    free(line);
+    steps.n_loss_at = r == 0 ? cols.n_at : 0;
+    memcpy(steps.loss_at, cols.at_step, (size_t)steps.n_loss_at * sizeof *steps.loss_at);
+    sweep_loss_at_text(&steps, at, n);
+    return r;
+}
+
+/* results.csv's header has the loss_at_N columns of this sweep's
+ * --loss-at (rows are appended or rebuilt to the header's columns):
+ * else 2 after one line naming both and what to do. flag: "--sweep-out"
+ * or "--sweep-collect". */
+static int loss_at_check(const sweep_ctx *c, const char *flag)
+{
+    char have[SWEEP_MAX_LOSS_AT * 12], want[SWEEP_MAX_LOSS_AT * 12];
+    if (results_loss_at(c, have, sizeof have) != 0)
+        return 0;
+    sweep_loss_at_text(&c->spec, want, sizeof want);
+    if (!strcmp(have, want))
+        return 0;
+    const char *h = have[0] ? "--loss-at " : "no --loss-at";
+    const char *w = want[0] ? "--loss-at " : "no --loss-at";
+    fprintf(stderr, "normscope: %s %s: its results.csv has the columns of %s%s, not of %s%s; "
+                    "give %s%s, or move results.csv aside and --sweep-collect %s%s%s rebuilds "
+                    "it from the runs' CSVs\n", flag, c->dir, h, have, w, want, h, have, c->dir,
+            want[0] ? " --loss-at " : "", want);
+    return 2;
 }
 
 /* ---- what a watcher reads ------------------------------------------------- */
@@ -758,7 +819,7 @@ int sweep_run_judge(sweep_ctx *c, long k, double wall, char *row, size_t *n)
     if (sweep_args_make(c, k, &ra) != 0)
         return RUN_MISSING;
     sweep_run_parse(c, k, 0, &rf);
-    int got = sweep_summary_read(ra.csv, &s);
+    int got = sweep_summary_read(ra.csv, &c->spec, &s);
     long ended = stat(ra.csv, &st) == 0 ? (long)st.st_mtime : (long)time(NULL);
     free(ra.argv);
     if (got == SWEEP_CSV_READ && sweep_summary_matches(&s, &rf, s.why, sizeof s.why) != 0)
@@ -1067,9 +1128,13 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, swee
     if (!r)
         r = ctx_prepare(c, o->sweep, o->yes);
     if (!r)
+        r = ctx_loss_at(c, o->loss_at);
+    if (!r)
         r = dir_make(c);
     if (!r)
         r = dir_lock(c, "--sweep-out");
+    if (!r)
+        r = loss_at_check(c, "--sweep-out");
     if (!r)
         r = dir_write_spec(c);
     if (r || o->list)
@@ -1089,8 +1154,9 @@ static int sweep_go(sweep_ctx *c, const cli_opts *o, int argc, char **argv, swee
     return sweep_end(c, r);
 }
 
-/* sweep.spec's spec and common flags; the strings are owned by *store. */
-static int collect_read_spec(sweep_ctx *c, char **store, const char **spec)
+/* sweep.spec's spec, --loss-at (NULL: none) and common flags; the
+ * strings are owned by *store. */
+static int collect_read_spec(sweep_ctx *c, char **store, const char **spec, const char **loss_at)
 {
     char path[4300];
     snprintf(path, sizeof path, "%s/sweep.spec", c->dir);
@@ -1112,6 +1178,8 @@ static int collect_read_spec(sweep_ctx *c, char **store, const char **spec)
         p[len] = 0;
         if (!strncmp(p, "spec: ", 6))
             *spec = p + 6;
+        else if (!strncmp(p, "loss-at: ", 9))
+            *loss_at = p + 9;
         else if (!strncmp(p, "arg: ", 5))
             c->common[c->n_common++] = p + 5;
         p += len + more;
@@ -1126,16 +1194,22 @@ static int collect_read_spec(sweep_ctx *c, char **store, const char **spec)
 static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, void *live_arg)
 {
     char *store = NULL;
-    const char *spec = NULL;
+    const char *spec = NULL, *loss_at = NULL;
     unsigned char *state = NULL, *pick = NULL;
     long incomplete = 0;
     kept_rows kept = {0, 0, ""};
     snprintf(c->dir, sizeof c->dir, "%s", o->sweep_collect);
-    int r = collect_read_spec(c, &store, &spec);
+    int r = collect_read_spec(c, &store, &spec, &loss_at);
     if (!r)
         r = ctx_prepare(c, spec, 1);
     if (!r)
+        r = ctx_loss_at(c, o->loss_at ? o->loss_at : loss_at);
+    if (!r)
         r = dir_lock(c, "--sweep-collect");
+    if (!r)
+        r = loss_at_check(c, "--sweep-collect");
+    if (!r && o->loss_at) /* sweep.spec says the --loss-at results.csv is built with */
+        r = dir_write_spec(c);
     if (!r && (!(state = calloc((size_t)c->n_runs, 1)) || !(pick = calloc((size_t)c->n_runs, 1)))) {
         fprintf(stderr, "normscope: out of memory\n");
         r = 1;
@@ -1167,7 +1241,7 @@ static int sweep_collect(sweep_ctx *c, const cli_opts *o, sweep_live_fn live, vo
 int sweep_requested(const cli_opts *o)
 {
     return o->sweep || o->sweep_collect || o->sweep_out || o->jobs || o->list || o->yes ||
-           o->list_range || o->retry || o->per_seed;
+           o->list_range || o->retry || o->per_seed || o->loss_at;
 }
 
 int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, void *live_arg)
@@ -1191,8 +1265,9 @@ int sweep_main(const cli_opts *o, int argc, char **argv, sweep_live_fn live, voi
     } else if (o->sweep_collect) {
         r = sweep_collect(c, o, live, live_arg);
     } else if (!o->sweep) {
-        fprintf(stderr, "normscope: --sweep-out, --jobs, --list, --retry, --per-seed and --yes go "
-                        "with --sweep SPEC\n");
+        fprintf(stderr, "normscope: --sweep-out, --jobs, --list, --retry, --per-seed, --loss-at "
+                        "and --yes go with --sweep SPEC (--list, --per-seed and --loss-at also "
+                        "with --sweep-collect DIR)\n");
         r = 2;
     } else {
         r = sweep_go(c, o, argc, argv, live, live_arg);

@@ -103,17 +103,20 @@ typedef struct {
     int n_layer;     /* layers its columns hold */
     char norm[16], norm_kind[16], precision[16]; /* its first row's */
     double clip;
+    char loss_at[SWEEP_MAX_LOSS_AT][32]; /* the loss field of step loss_at[j] (of the
+                        spec read with) as the CSV writes it; "" when no row has that step */
     char why[200];   /* SWEEP_CSV_CORRUPT: what is wrong, "line N: ..." */
 } sweep_summary;
 
 /* What a run's CSV is. */
 enum { SWEEP_CSV_READ, SWEEP_CSV_NONE, SWEEP_CSV_SHORT, SWEEP_CSV_CORRUPT };
-/* Read a run's CSV, every row parsed whole. SWEEP_CSV_READ; NONE when it
+/* Read a run's CSV, every row parsed whole, with the loss at each of
+ * at's --loss-at steps (at NULL: none). SWEEP_CSV_READ; NONE when it
  * cannot be opened; SHORT when it holds a header and no step row; CORRUPT (s->why says where) when the
  * header is not a run's, or a row is not whole: a field missing or extra,
  * one its column cannot hold ("abc" for a loss), the last line cut, a step
  * not after the one before. */
-int sweep_summary_read(const char *path, sweep_summary *s);
+int sweep_summary_read(const char *path, const sweep_spec *at, sweep_summary *s);
 /* Does the CSV hold the run f describes (its layers, norm, norm kind,
  * precision and clip)? 0, or -1 with the first difference in why. */
 int sweep_summary_matches(const sweep_summary *s, const sweep_facts *f, char *why, size_t n);

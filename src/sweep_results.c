@@ -184,6 +184,7 @@ typedef struct {
     double loss[SWEEP_LAST_K], val[SWEEP_LAST_K];
     long val_step[SWEEP_LAST_K];
     long rows, vals;
+    const sweep_spec *at; /* its --loss-at steps (NULL: none) */
 } summary_acc;
 
 static void summary_row(sweep_summary *s, summary_acc *acc, char **fl, const step_cols *h)
@@ -224,6 +225,22 @@ static void summary_row(sweep_summary *s, summary_acc *acc, char **fl, const ste
             s->best_val_step = step;
         }
     }
+}
+
+/* The loss field of a row whose step is one of --loss-at's, as written
+ * (a field too long to keep: its value, as the run writes a loss). */
+static void summary_loss_at(sweep_summary *s, const summary_acc *acc, char **fl,
+                            const step_cols *h)
+{
+    long step = strtol(fl[h->step], NULL, 10);
+    for (int j = 0; acc->at && j < acc->at->n_loss_at; j++)
+        if (acc->at->loss_at[j] == step) {
+            const char *v = fl[h->loss];
+            if (strlen(v) < sizeof s->loss_at[j])
+                snprintf(s->loss_at[j], sizeof s->loss_at[j], "%s", v);
+            else
+                snprintf(s->loss_at[j], sizeof s->loss_at[j], "%.9g", csv_num(v));
+        }
 }
 
 /* train: the mean of the last K losses. val: the mean of the validation
@@ -272,13 +289,14 @@ static int summary_rows(FILE *f, sweep_summary *s, summary_acc *acc, char **fl, 
             r = -1;
         } else {
             summary_row(s, acc, fl, h);
+            summary_loss_at(s, acc, fl, h);
         }
     }
     free(line);
     return r;
 }
 
-int sweep_summary_read(const char *path, sweep_summary *s)
+int sweep_summary_read(const char *path, const sweep_spec *at, sweep_summary *s)
 {
     FILE *f = fopen(path, "r");
     memset(s, 0, sizeof *s);
@@ -290,6 +308,7 @@ int sweep_summary_read(const char *path, sweep_summary *s)
     step_cols h;
     summary_acc acc;
     memset(&acc, 0, sizeof acc);
+    acc.at = at;
     memset(&h, 0, sizeof h);
     ssize_t len = getline(&line, &cap, f);
     int r = SWEEP_CSV_CORRUPT;
@@ -366,6 +385,8 @@ static const char *const result_names[SWEEP_COLS] = {
     "seed", "last_step", "train_loss", "val_loss", "diverged_step", "stalled", "exploded",
     "ratio_first", "ratio_last", "wall_s", "status", "state", "reason", "best_val",
     "best_val_step", "update_ratio_end", "tokens", "train_s"};
+/* --loss-at's columns: loss_at_N, the train loss at step N. */
+#define LOSS_AT_PREFIX "loss_at_"
 /* Columns an older results.csv may lack (read as empty). */
 static int col_optional(int j) { return j == SWEEP_COL_EXPLODED || j >= SWEEP_COL_STATE; }
 /* Where no column of a settings row, or of the sweep, is written twice:
@@ -404,6 +425,8 @@ void sweep_results_header(const sweep_spec *s, char *buf, size_t n)
             k += (size_t)snprintf(buf + k, n - k, ",%s", s->axis[i].name);
     for (int j = 0; j < SWEEP_COLS && k < n; j++)
         k += (size_t)snprintf(buf + k, n - k, ",%s", result_names[j]);
+    for (int j = 0; j < s->n_loss_at && k < n; j++)
+        k += (size_t)snprintf(buf + k, n - k, ",%s%ld", LOSS_AT_PREFIX, s->loss_at[j]);
     for (int i = 0; i < settings_count() && k < n; i++)
         if (config_col(s, i))
             k += (size_t)snprintf(buf + k, n - k, ",%s", settings_row(i)->name);
@@ -496,6 +519,8 @@ size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
     snprintf(num[SWEEP_COL_REASON], 32, "%s", "");
     for (int j = 0; j < SWEEP_COLS; j++)
         len = put_field(buf, len, n, j == SWEEP_COL_REASON && reason ? reason : num[j]);
+    for (int j = 0; j < sp->n_loss_at; j++)
+        len = put_field(buf, len, n, s ? s->loss_at[j] : "");
     for (int i = 0; i < settings_count(); i++)
         if (config_col(sp, i)) {
             settings_format(settings_row(i), &f->cfg, text, sizeof text);
@@ -554,6 +579,14 @@ int sweep_cols_find(sweep_cols *c, char *const *f, int n, const char **missing)
         *missing = "seed";
         return -1;
     }
+    for (int i = 0; i < n && c->n_at < SWEEP_MAX_LOSS_AT; i++) {
+        const char *d = f[i] + strlen(LOSS_AT_PREFIX);
+        if (!strncmp(f[i], LOSS_AT_PREFIX, strlen(LOSS_AT_PREFIX)) && *d &&
+            strspn(d, "0123456789") == strlen(d)) {
+            c->at_col[c->n_at] = i;
+            c->at_step[c->n_at++] = strtol(d, NULL, 10);
+        }
+    }
     return 0;
 }
 
@@ -591,6 +624,9 @@ void sweep_result_fields(const sweep_cols *c, char *const *f, sweep_result *r)
     r->best_val = csv_num(col_text(c, f, SWEEP_COL_BEST));
     r->best_step = strtol(col_text(c, f, SWEEP_COL_BEST_STEP), NULL, 10);
     r->update_end = csv_num(col_text(c, f, SWEEP_COL_UPD));
+    r->n_at = c->n_at;
+    for (int j = 0; j < c->n_at; j++)
+        r->loss_at[j] = csv_num(f[c->at_col[j]]);
 }
 
 /* The columns of a sweep over s, from the header it writes. */
@@ -620,6 +656,7 @@ static char **spec_row(const sweep_spec *s, const char *row, char *buf, size_t n
     for (int j = 0; j < SWEEP_COLS; j++)
         c->col[j] = j <= SWEEP_COL_STATUS ? c->n_axes + 1 + j : -1;
     c->n = got;
+    c->n_at = 0;
     return f;
 }
 
@@ -699,6 +736,8 @@ void sweep_cell_add(sweep_cell *c, const sweep_result *r)
         stat_add(&c->best, r->best_val);
         stat_add(&c->update, r->update_end);
     }
+    for (int j = 0; j < r->n_at; j++) /* empty (NaN) when the run never got there */
+        stat_add(&c->at[j], r->loss_at[j]);
     if (r->has_ratio) {
         c->ratio[0] += r->ratio_first;
         c->ratio[1] += r->ratio_last;
@@ -752,17 +791,34 @@ static void fmt_opt(char *buf, size_t n, double x, int exact)
         sweep_fmt_loss(buf, n, x, 7);
 }
 
+/* The table's columns after the axes: the runs, then the final loss
+ * (val_loss, else train_loss) of those that neither diverged nor failed:
+ * how many, their mean, sd and the half-width of the mean's 95% interval
+ * (sweep_stat_ci95); the counts of the states; the gradient ratio at the
+ * end. Few and short, so that a grid of three axes fits 80 columns. Then
+ * the same four of the loss at each --loss-at step N: n@N loss@N sd@N
+ * ci95@N. */
+static const char *const cell_cols[] = {"runs", "n", "final", "sd", "ci95", "div", "stall",
+                                        "expl", "fail", "ratio"};
+static const char *const at_cols[] = {"n@", "loss@", "sd@", "ci95@"};
+enum { N_CELL_COLS = sizeof cell_cols / sizeof cell_cols[0], N_AT_COLS = 4,
+       CELL_W = SWEEP_VALUE_MAX };
+
+/* The table's columns at most: the axes and the seed, the cell's, and
+ * four per --loss-at step. */
+enum { TABLE_COLS_MAX = SWEEP_MAX_AXES + 1 + N_CELL_COLS + N_AT_COLS * SWEEP_MAX_LOSS_AT };
+
 /* Print rows of strings with each column as wide as its widest entry. */
 static void print_aligned(FILE *out, char **text, int rows, int cols)
 {
-    int w[64] = {0};
+    int w[TABLE_COLS_MAX] = {0};
     for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols && j < 64; j++) {
+        for (int j = 0; j < cols && j < TABLE_COLS_MAX; j++) {
             int l = (int)strlen(text[r * cols + j]);
             w[j] = l > w[j] ? l : w[j];
         }
     for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols && j < 64; j++)
+        for (int j = 0; j < cols && j < TABLE_COLS_MAX; j++)
             if (j + 1 < cols)
                 fprintf(out, "%-*s  ", w[j], text[r * cols + j]);
             else
@@ -777,22 +833,19 @@ static void print_csv(FILE *out, char **text, int rows, int cols)
             fprintf(out, "%s%s", text[r * cols + j], j + 1 < cols ? "," : "\n");
 }
 
-/* The table's columns after the axes: the runs, then the final loss
- * (val_loss, else train_loss) of those that neither diverged nor failed:
- * how many, their mean, sd and the half-width of the mean's 95% interval
- * (sweep_stat_ci95); the counts of the states; the gradient ratio at the
- * end. Few and short, so that a grid of three axes fits 80 columns. */
-static const char *const cell_cols[] = {"runs", "n", "final", "sd", "ci95", "div", "stall",
-                                        "expl", "fail", "ratio"};
-enum { N_CELL_COLS = sizeof cell_cols / sizeof cell_cols[0], CELL_W = SWEEP_VALUE_MAX };
+/* A stat's count, mean, sd and interval half-width into v[0..3]. */
+static void stat_text(char **v, const sweep_stat *s, int exact)
+{
+    snprintf(v[0], CELL_W, "%d", s->n);
+    fmt_opt(v[1], CELL_W, sweep_stat_mean(s), exact);
+    fmt_opt(v[2], CELL_W, sweep_stat_sd(s), exact);
+    fmt_opt(v[3], CELL_W, sweep_stat_ci95(s), exact);
+}
 
-static void cell_text(char **v, const sweep_cell *c, int exact)
+static void cell_text(char **v, const sweep_cell *c, int n_at, int exact)
 {
     snprintf(v[0], CELL_W, "%d", c->runs);
-    snprintf(v[1], CELL_W, "%d", c->final.n);
-    fmt_opt(v[2], CELL_W, sweep_stat_mean(&c->final), exact);
-    fmt_opt(v[3], CELL_W, sweep_stat_sd(&c->final), exact);
-    fmt_opt(v[4], CELL_W, sweep_stat_ci95(&c->final), exact);
+    stat_text(v + 1, &c->final, exact);
     snprintf(v[5], CELL_W, "%d", c->diverged);
     snprintf(v[6], CELL_W, "%d", c->stalled);
     snprintf(v[7], CELL_W, "%d", c->exploded);
@@ -801,15 +854,27 @@ static void cell_text(char **v, const sweep_cell *c, int exact)
         snprintf(v[9], CELL_W, exact ? "%.6g" : "%.2g", c->ratio[1] / c->n_ratio);
     else
         snprintf(v[9], CELL_W, exact ? "" : "-");
+    for (int j = 0; j < n_at; j++)
+        stat_text(v + N_CELL_COLS + N_AT_COLS * j, &c->at[j], exact);
+}
+
+/* Column j's name after the axes. */
+static void cell_col_name(char *buf, int j, const sweep_cols *cols)
+{
+    if (j < N_CELL_COLS)
+        snprintf(buf, CELL_W, "%s", cell_cols[j]);
+    else
+        snprintf(buf, CELL_W, "%s%ld", at_cols[(j - N_CELL_COLS) % N_AT_COLS],
+                 cols->at_step[(j - N_CELL_COLS) / N_AT_COLS]);
 }
 
 /* The cells' lines: the header row, then one row per cell (a run's seed
  * its last axis when the table is per seed), aligned to out, or with
  * exact as CSV. */
 static void table_print(FILE *out, int exact, char **names, const table_cell *cells, int n_cells,
-                        int n_axes)
+                        int n_axes, const sweep_cols *at)
 {
-    int cols = n_axes + N_CELL_COLS, rows = n_cells + 1;
+    int cols = n_axes + N_CELL_COLS + N_AT_COLS * at->n_at, rows = n_cells + 1;
     char **text = calloc((size_t)rows * (size_t)cols, sizeof *text);
     char *store = malloc((size_t)rows * (size_t)cols * CELL_W);
     if (!text || !store) {
@@ -820,7 +885,10 @@ static void table_print(FILE *out, int exact, char **names, const table_cell *ce
     for (int i = 0; i < rows * cols; i++)
         text[i] = store + (size_t)i * CELL_W;
     for (int j = 0; j < cols; j++)
-        snprintf(text[j], CELL_W, "%s", j < n_axes ? names[j] : cell_cols[j - n_axes]);
+        if (j < n_axes)
+            snprintf(text[j], CELL_W, "%s", names[j]);
+        else
+            cell_col_name(text[j], j - n_axes, at);
     for (int r = 1; r < rows; r++) {
         const char *p = cells[r - 1].key;
         for (int j = 0; j < n_axes; j++) {
@@ -828,7 +896,7 @@ static void table_print(FILE *out, int exact, char **names, const table_cell *ce
             snprintf(text[r * cols + j], CELL_W, "%.*s", (int)l, p);
             p += l + (p[l] == ',');
         }
-        cell_text(text + r * cols + n_axes, &cells[r - 1].fold, exact);
+        cell_text(text + r * cols + n_axes, &cells[r - 1].fold, at->n_at, exact);
     }
     if (exact)
         print_csv(out, text, rows, cols);
@@ -903,9 +971,9 @@ int sweep_table_print(const char *path, FILE *out, const sweep_table_opts *o)
     if (n_cells)
         qsort(cells, (size_t)n_cells, sizeof *cells, cmp_cell);
     if (ok && out)
-        table_print(out, 0, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0));
+        table_print(out, 0, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0), &cols);
     if (ok && o->csv)
-        table_print(o->csv, 1, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0));
+        table_print(o->csv, 1, fl + 1, cells, n_cells, cols.n_axes + (o->per_seed != 0), &cols);
     for (int i = 0; i < n_cells; i++)
         free(cells[i].key);
     free(cells);

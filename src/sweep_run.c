@@ -121,7 +121,7 @@ static int run_finish(sweep_ctx *c, const sweep_watch *w, long k, int wstatus, d
         memset(&s, 0, sizeof s);
         memset(&rf, 0, sizeof rf);
         sweep_run_parse(c, k, 0, &rf);
-        long last = sweep_summary_read(ra.csv, &s) == SWEEP_CSV_READ ? s.last_step : 0;
+        long last = sweep_summary_read(ra.csv, NULL, &s) == SWEEP_CSV_READ ? s.last_step : 0;
         status = failure(wstatus, last, rf.steps, why, sizeof why);
         len = sweep_results_row(&c->spec, k, &rf, NULL, wall, status, why, (long)time(NULL), row,
                                 SWEEP_ROW_MAX);

@@ -4,7 +4,8 @@
 # --list | xargs path against the in-process sweep, what collect counts and
 # lists, --list-range, --retry failed, one spelling per value, the
 # directory lock and runs that die with their sweep, exploded runs and the
-# table's width, and the papers' claims over several seeds.
+# table's width, --loss-at's columns, and the papers' claims over several
+# seeds.
 # Usage: NS_BIN=./normscope sh tests/sh/sweep.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
@@ -480,6 +481,96 @@ page_quotes "the stalled seeds" 'stalls for every seed \(([0-9.]+) to ([0-9.]+) 
 page_quotes "the seeds warmup rescues" 'take every seed off the plateau \(([0-9.]+) to ([0-9.]+)\)' \
     "$(val_range "$T/claim3/results.csv" 100)"
 fi
+
+# --- --loss-at: results.csv's loss_at_N holds the loss field of step N of
+# the run's own CSV, as written; empty when the run never got there (norm
+# none at lr 10 diverges within a few steps, pre at lr 10 blows up before
+# 60; 100 is past --steps); the table folds them per cell
+LA="-L 2 $C --steps 60 --warmup 0"
+"$BIN" --sweep 'norm=none,pre lr=1e-2,10 seed=1,2' $LA --loss-at '10, 30,60,100' \
+    --sweep-out "$T/la" -q >"$T/lat" 2>/dev/null
+head -1 "$T/la/results.csv" | grep -q ',train_s,loss_at_10,loss_at_30,loss_at_60,loss_at_100,layers,' \
+    && ok || no "--loss-at columns: $(head -1 "$T/la/results.csv")"
+# step N's loss in a run's CSV, by column name; "-" when it has no row N
+csv_loss() { awk -F, -v n="$2" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                                $c["step"] == n { v = $c["loss"]; got = 1 }
+                                END { print got ? v : "-" }' "$1"; }
+# loss_at_agree DIR N...: each row's loss_at_N against step N of its own
+# CSV (empty where it has none); prints "MISMATCHES EMPTY FILLED"
+loss_at_agree() {
+    d=$1 bad=0 empty=0 full=0
+    shift
+    for id in $(tail -n +2 "$d/results.csv" | cut -d, -f1); do
+        for n in "$@"; do
+            cell=$(where "$d/results.csv" "\$1 == \"$id\" { print \$c[\"loss_at_$n\"] }")
+            want=$(csv_loss "$d/run-$id.csv" "$n")
+            if [ "$want" = - ]; then
+                [ -z "$cell" ] || { bad=$((bad + 1)); echo "run $id step $n: '$cell', want empty" >&2; }
+                empty=$((empty + 1))
+            else
+                [ "$cell" = "$want" ] || { bad=$((bad + 1)); echo "run $id step $n: '$cell', want '$want'" >&2; }
+                full=$((full + 1))
+            fi
+        done
+    done
+    echo "$bad $empty $full"
+}
+# every cell is its step's loss; some runs stopped before 30 or 60 (their
+# cell empty), most got there
+set -- $(loss_at_agree "$T/la" 10 30 60)
+[ "$1" -eq 0 ] && [ "$2" -ge 2 ] && [ "$3" -ge 12 ] && ok ||
+    no "loss_at_N against the runs' CSVs: $1 differ, $2 stopped short, $3 reached"
+[ "$(count "$T/la" '$c["loss_at_100"] == ""')" -eq 8 ] && ok || no "loss_at_100 past --steps 60 is not empty"
+head -1 "$T/lat" | grep -Eq ' n@10 +loss@10 +sd@10 +ci95@10 .* n@100 +loss@100 +sd@100 +ci95@100$' \
+    && ok || no "the table's --loss-at columns: $(head -1 "$T/lat")"
+# summary.csv's mean at step 30 of the lr=0.01 pre cell: the rows' own mean
+m=$(where "$T/la/results.csv" '$c["lr"] == 0.01 && $c["norm"] == "pre" { s += $c["loss_at_30"]; k++ } END { print s / k }')
+where "$T/la/summary.csv" '$c["lr"] == 0.01 && $c["norm"] == "pre" { print $c["n@30"], $c["loss@30"] }' >"$T/lam"
+awk -v m="$m" '{ d = $2 - m; exit !($1 == 2 && d < 1e-5 && d > -1e-5) }' "$T/lam" \
+    && ok || no "summary.csv's loss@30 $(cat "$T/lam"), want n 2 mean $m"
+# resume: the same steps in another spelling are the same sweep
+"$BIN" --sweep 'norm=none,pre lr=1e-2,10 seed=1,2' $LA --loss-at '10,30, 60 ,100' \
+    --sweep-out "$T/la" >/dev/null 2>"$T/err"
+grep -q '8 runs, 0 to do' "$T/err" && ok || no "--loss-at respelled, resume: $(cat "$T/err")"
+# other steps, or none: refused, naming both, results.csv as it was
+cp "$T/la/results.csv" "$T/la.before"
+expect_bad "columns of --loss-at 10,30,60,100, not of --loss-at 30; give --loss-at 10,30,60,100" \
+    --sweep 'norm=none,pre lr=1e-2,10 seed=1,2' $LA --loss-at 30 --sweep-out "$T/la"
+expect_bad "not of no --loss-at" --sweep 'norm=none,pre lr=1e-2,10 seed=1,2' $LA --sweep-out "$T/la"
+expect_bad "columns of --loss-at 10,30,60,100, not of --loss-at 30" --sweep-collect "$T/la" --loss-at 30
+cmp -s "$T/la.before" "$T/la/results.csv" && ok || no "a refused --loss-at changed results.csv"
+# --sweep-collect without --loss-at takes sweep.spec's
+"$BIN" --sweep-collect "$T/la" >/dev/null 2>&1
+results_rows "$T/la.before" >"$T/lr1"
+results_rows "$T/la/results.csv" >"$T/lr2"
+cmp -s "$T/lr1" "$T/lr2" && ok || no "--sweep-collect changed the --loss-at rows"
+# the rows it kept read back whole: their wall time stays
+[ "$(count "$T/la" '$c["wall_s"] != ""')" -eq 8 ] && ok || no "collect lost wall_s of --loss-at rows"
+# results.csv moved aside: collect rebuilds it with the new steps, and
+# sweep.spec records them for the next resume
+mv "$T/la/results.csv" "$T/la.old"
+"$BIN" --sweep-collect "$T/la" --loss-at 30 >/dev/null 2>&1
+head -1 "$T/la/results.csv" | tr , '\n' | grep loss_at_ | tr '\n' ' ' >"$T/lah"
+[ "$(cat "$T/lah")" = "loss_at_30 " ] && grep -qx 'loss-at: 30' "$T/la/sweep.spec" \
+    && ok || no "collect --loss-at 30: columns $(cat "$T/lah"), $(grep loss-at "$T/la/sweep.spec")"
+where "$T/la.old" '{ print $1, $c["loss_at_30"] }' | sort >"$T/la30a"
+where "$T/la/results.csv" '{ print $1, $c["loss_at_30"] }' | sort >"$T/la30b"
+[ -s "$T/la30a" ] && cmp -s "$T/la30a" "$T/la30b" && ok || no "collect --loss-at 30: other losses"
+"$BIN" --sweep 'norm=none,pre lr=1e-2,10 seed=1,2' $LA --loss-at 30 --sweep-out "$T/la" \
+    >/dev/null 2>"$T/err"
+grep -q '8 runs, 0 to do' "$T/err" && ok || no "resume after collect --loss-at 30: $(cat "$T/err")"
+# --list: another scheduler's runs, collected, get the same columns
+"$BIN" --sweep 'lr=1e-2,2e-2' $C --loss-at 5,20 --sweep-out "$T/lal" --list >"$T/lall"
+sh "$T/lall" && "$BIN" --sweep-collect "$T/lal" >/dev/null 2>&1
+[ "$(rows "$T/lal")" -eq 2 ] && [ "$(loss_at_agree "$T/lal" 5 20)" = "0 0 4" ] && ok ||
+    no "--list --loss-at, collected: $(cat "$T/lal/results.csv")"
+# bad steps: one line, exit 2, nothing written
+for v in 0 -5 abc '' 10,10 30,10 10, 1000000001 "$(seq -s, 1 17)"; do
+    expect_bad "--loss-at '" --sweep 'lr=1e-3' $C --loss-at "$v" --sweep-out "$T/bad"
+done
+expect_bad "at most 16" --sweep 'lr=1e-3' $C --loss-at "$(seq -s, 1 17)" --sweep-out "$T/bad"
+expect_bad "must increase" --sweep 'lr=1e-3' $C --loss-at 30,10 --sweep-out "$T/bad"
+expect_bad "--loss-at and --yes go with --sweep" --loss-at 10 $C
 
 # --- bad input: one line, exit 2, nothing written
 expect_bad "unknown option '--frob'" --sweep 'frob=1,2' $C --sweep-out "$T/bad"

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "csv.h"
 #include "lesson.h"
 #include "testutil.h"
 #include "tui_sweep.h"
@@ -136,6 +137,53 @@ static void test_row_parse(void)
     CHECK(cell.runs == 1 && cell.failed == 0 && cell.final.n == 1);
     CHECK(sweep_row_parse(&sp, "0123456789ab,1e-3,pre,1,30\n", &r) == -1); /* short */
     sweep_spec_free(&sp);
+}
+
+/* --loss-at: its steps parsed and spelled one way, bad ones refused in
+ * one line; results.csv's loss_at_N columns found by name, read (empty:
+ * NaN) and folded per cell, a run that diverged later included. */
+static void test_loss_at(void)
+{
+    sweep_spec sp = {.n_axes = 0};
+    char err[256], text[64];
+    CHECK(sweep_loss_at_parse(" 10, 30 ,1000000000", &sp, err, sizeof err) == 0);
+    CHECK(sp.n_loss_at == 3 && sp.loss_at[0] == 10 && sp.loss_at[1] == 30 &&
+          sp.loss_at[2] == 1000000000);
+    sweep_loss_at_text(&sp, text, sizeof text);
+    CHECK(!strcmp(text, "10,30,1000000000"));
+    static const char *const bad[] = {"", "0", "-5", "x", "10,", ",10", "10,10", "30,10",
+                                      "1000000001", "1e3", "10 20",
+                                      "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sp.n_loss_at = 5;
+        int r = sweep_loss_at_parse(bad[i], &sp, err, sizeof err);
+        if (!t_check(r == -1 && sp.n_loss_at == 0 && !strncmp(err, "--loss-at '", 11),
+                     __FILE__, __LINE__, "a bad --loss-at refused"))
+            fprintf(stderr, "  '%s': %d, %s\n", bad[i], r, err);
+    }
+    char head[] = "id,lr,norm,seed,last_step,train_loss,val_loss,diverged_step,stalled,exploded,"
+                  "ratio_first,ratio_last,wall_s,status,loss_at_10,loss_at_x,loss_at_30,layers";
+    char *f[32], *g[32];
+    const char *missing;
+    sweep_cols c;
+    int n = csv_split(head, f, 32);
+    CHECK(sweep_cols_find(&c, f, n, &missing) == 0);
+    CHECK(c.n_at == 2 && c.at_step[0] == 10 && c.at_step[1] == 30 && c.at_col[0] == 14 &&
+          c.at_col[1] == 16);
+    char diverged[] = "0123456789ab,1e-3,pre,1,40,nan,,35,0,0,1,1,,diverged,3.5,9,,2";
+    char fine[] = "0123456789ab,1e-3,pre,2,60,2.5,,,0,0,1,1,,ok,4.5,9,4.25,2";
+    sweep_result r;
+    sweep_cell cell = {0};
+    CHECK(csv_split(diverged, g, 32) == n);
+    sweep_result_fields(&c, g, &r);
+    CHECK(r.n_at == 2 && r.loss_at[0] == 3.5 && isnan(r.loss_at[1]));
+    sweep_cell_add(&cell, &r);
+    CHECK(csv_split(fine, g, 32) == n);
+    sweep_result_fields(&c, g, &r);
+    CHECK(r.loss_at[0] == 4.5 && r.loss_at[1] == 4.25);
+    sweep_cell_add(&cell, &r);
+    CHECK(cell.final.n == 1 && cell.at[0].n == 2 && sweep_stat_mean(&cell.at[0]) == 4.0);
+    CHECK(cell.at[1].n == 1 && sweep_stat_mean(&cell.at[1]) == 4.25);
 }
 
 /* Numbers fit their column: fewer digits, never a wider field. */
@@ -575,6 +623,7 @@ int main(void)
     test_map_pages();
     test_map_choose();
     test_row_parse();
+    test_loss_at();
     test_fmt_loss();
     test_level();
     test_cells();

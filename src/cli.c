@@ -139,21 +139,29 @@ static int refuse_plot_options(const cli_opts *o, FILE *err)
     return 0;
 }
 
-/* --follow shows a stream that another run writes: a training flag given
- * with it would be dropped without a word, so it is refused */
-static int refuse_follow_options(const cli_opts *o, FILE *err)
+/* --follow shows a stream that another run writes, --plot draws a file:
+ * a training or sweep flag given with either would be dropped without a
+ * word, so it is refused (the display and figure options are kept). */
+static int refuse_unused(const cli_opts *o, const char *mode, const char *why, FILE *err)
 {
-    if (!o->follow)
-        return 0;
     for (int i = 0; i < settings_count(); i++) {
         const ns_setting *s = settings_row(i);
-        if (o->given[i] && !(s->flags & (SETF_FOLLOW | SETF_PLOT))) {
-            fprintf(err, "normscope: --%s does nothing with --follow, which shows a stream and "
-                         "trains nothing (give it to the run that writes the stream)\n",
-                    s->name);
+        if (o->given[i] && !(s->flags & (SETF_FOLLOW | SETF_PLOT)) && strcmp(s->name, mode)) {
+            fprintf(err, "normscope: --%s does nothing with --%s, %s\n", s->name, mode, why);
             return 1;
         }
     }
+    return 0;
+}
+
+static int refuse_follow_options(const cli_opts *o, FILE *err)
+{
+    if (o->follow)
+        return refuse_unused(o, "follow", "which shows a stream and trains nothing (give it to "
+                             "the run that writes the stream)", err);
+    if (cli_given(o, "plot"))
+        return refuse_unused(o, "plot", "which draws a figure from its input and trains nothing",
+                             err);
     return 0;
 }
 

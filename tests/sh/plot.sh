@@ -370,6 +370,9 @@ expect_bad "No such file" --plot "$F/run.csv" --out "$T/nodir/bad.svg"
 # a figure's options without --plot would shape nothing: refused, not dropped
 expect_bad "--out is a --plot option" --headless --steps 2 --out "$T/bad.svg"
 expect_bad "--mono is a --plot option" --headless --steps 2 --mono
+# and a training or sweep flag with --plot would change nothing: refused
+expect_bad "--lr does nothing with --plot" --plot "$F/run.csv" --lr 0.1 --out "$T/bad.svg"
+expect_bad "--per-seed does nothing with --plot" --plot "$F/run.csv" --per-seed --out "$T/bad.svg"
 # --out replaces a figure, never the input or another file
 cp "$F/run.csv" "$T/keep.csv"
 expect_bad "exists and is not an SVG figure" --plot "$T/keep.csv" --out "$T/keep.csv"

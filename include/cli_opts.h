@@ -40,9 +40,9 @@ typedef struct {
     int jobs, list, yes;
     int per_seed; /* --per-seed: the sweep's table a line per run */
     const char *loss_at; /* --loss-at N[,N...]: results.csv's loss_at_N columns (sweep.c) */
-    /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --log] */
+    /* --plot INPUT --out FILE [--kind --size --step --rows --cols --mono --light --log] */
     const char *plot, *out, *kind, *size, *step, *rows, *cols, *vmin, *vmax, *metric, *scale;
-    int mono, logy;
+    int mono, light, logy;
     float smooth; /* --smooth: the loss's smoothing weight, live and --plot */
     int no_pause; /* --no-pause: a script's pauses are skipped (lessons run through) */
     /* the commands the run applies: --script's and a lesson's, merged

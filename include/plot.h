@@ -158,6 +158,7 @@ typedef struct {
     plot_kind kind;
     int w, h;                       /* pixels (16:9 by default) */
     int mono;                       /* dashes and markers, black on white */
+    int light;                      /* color on white, for print (not with mono) */
     int logy;                       /* loss on a log axis */
     double smooth;                  /* the smoothed loss's weight (scale.h); 0: none */
     long steps[PLOT_MAX_STEPS];     /* chosen steps; nsteps = 0: the kind's default */
@@ -206,6 +207,7 @@ typedef struct {
     double smooth;
     const char *vmin, *vmax; /* --vmin, --vmax as given; NULL: the map's own range */
     const char *metric, *scale; /* --metric, --scale as given; NULL: loss, binned */
+    int light; /* --light: the print palette; refused with --mono */
 } plot_args;
 int plot_main(const plot_args *a, FILE *err);
 

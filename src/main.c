@@ -711,7 +711,7 @@ int main(int argc, char **argv)
         return 2;
     if (o.plot) {
         plot_args pa = {o.plot, o.out, o.kind, o.size, o.step, o.rows, o.cols, o.mono, o.logy,
-                        o.smooth, o.vmin, o.vmax, o.metric, o.scale};
+                        o.smooth, o.vmin, o.vmax, o.metric, o.scale, o.light};
         return plot_main(&pa, stderr);
     }
     if (o.follow)

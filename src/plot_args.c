@@ -179,7 +179,11 @@ static int out_replaceable(const char *out, FILE *err)
 
 int plot_main(const plot_args *a, FILE *err)
 {
-    plot_opts o = {.mono = a->mono, .logy = a->logy, .smooth = a->smooth, .source = a->input,
+    if (a->mono && a->light) {
+        fprintf(err, "normscope: --light and --mono are two palettes: give one\n");
+        return 2;
+    }
+    plot_opts o = {.mono = a->mono, .light = a->light, .logy = a->logy, .smooth = a->smooth, .source = a->input,
                    .rows = a->rows, .cols = a->cols};
     int rc = plot_options(&o, a->kind, a->size, a->steps, err);
     if (rc)

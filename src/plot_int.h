@@ -85,7 +85,7 @@ typedef struct {
 /* ---- plot_svg.c ---- */
 /* --mono: series told apart by dashes and marker shapes */
 extern const char *const svg_mono_dash[8];
-/* The writer on f for o: the palette (screen or mono) and the type sizes. */
+/* The writer on f for o: the palette (screen, light or mono) and the type sizes. */
 void svg_init(svg *v, FILE *f, const plot_opts *o);
 void svg_esc(FILE *f, const char *t);
 /* anchor: 's'tart, 'm'iddle, 'e'nd */

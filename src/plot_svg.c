@@ -1,7 +1,7 @@
 /* plot_svg.c - the SVG a figure is written in: the palettes (the live
- * view's colors on its dark ground; --mono black on white), text with its
- * characters escaped, lines, marker shapes, the document's head, and
- * legends.
+ * view's colors on its dark ground; --light color on white for print;
+ * --mono black on white), text with its characters escaped, lines, marker
+ * shapes, the document's head, and legends.
  *
  * Not here: what is drawn (plot_fig_*.c), scales (plot_axes.c).
  */
@@ -11,23 +11,43 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* The live view's curses colors (tui_curses.c), as a terminal shows them.
- * The gradient states (normal pale teal, vanishing blue, exploding red-
- * orange, as the live view's cyan, blue and red) stay apart in every
- * common color vision: at least 30 CIEDE2000 between any two, and from the
- * ground, under Machado, Oliveira and Fernandes 2009's simulation of
- * protanopia, deuteranopia and tritanopia (tests/lib/plot_check.py states);
+/* viridis (van der Walt and Smith 2015) at 7 even steps: lightness rises
+ * with the value, so the order reads in any color vision and in grey */
+#define VIRIDIS_7 {"#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743", "#fde725"}
+/* viridis at 9, bright for a low loss; from bin 5 on it is dark enough for
+ * white type, on either ground (each cell is filled, the ground unseen) */
+#define VIRIDIS_9_DOWN {"#fde725", "#addc30", "#5ec962", "#28ae80", "#21918c", "#2c728e", \
+                        "#3b528b", "#472d7b", "#440154"}
+/* The screen palette: the live view's curses colors (tui_curses.c), as a
+ * terminal shows them. The gradient states (normal pale teal, vanishing
+ * blue, exploding red-orange, as the live view's cyan, blue and red) stay
+ * apart in every common color vision: at least 30 CIEDE2000 between any
+ * two, and from the ground, under Machado, Oliveira and Fernandes 2009's
+ * simulation of protanopia, deuteranopia and tritanopia (plot_check.py's
+ * states);
  * green against red, the old pair, was under 4 for a deuteranope. */
 static const palette pal_screen = {
     "#121417", "#e6e6e6", "#33383d", "#9aa0a6", "#2ec4d6", "#e05ad8", "#5fd35f", "#b7f29b",
     "#f0c419", "#a0e0d0", "#4a5fd0", "#f0502f", "#f0502f", "6 5", 2,
-    /* viridis (van der Walt and Smith 2015) at 7 even steps: lightness rises
-     * with the value, so the order reads in any color vision and in grey */
-    {"#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743", "#fde725"},
+    VIRIDIS_7,
     {"#2ec4d6", "#f0c419", "#e05ad8", "#5fd35f", "#ff4d4d", "#5c7cfa", "#e6e6e6", "#ff922b"},
-    /* viridis, bright for a low loss */
-    {"#fde725", "#addc30", "#5ec962", "#28ae80", "#21918c", "#2c728e", "#3b528b", "#472d7b",
-     "#440154"},
+    VIRIDIS_9_DOWN,
+    5};
+/* --light, for print: near-black type on white, a pale grid, series dark
+ * enough to read on white (the screen's cyan and yellow are not). The
+ * states (normal teal, vanishing navy, exploding red, as the screen's) are
+ * as far apart, and from white, as the screen's from its ground: at least
+ * 30 CIEDE2000 under the same simulations (Machado, Oliveira and Fernandes
+ * 2009; tests/lib/plot_check.py states); a paler teal came within 15 of
+ * white for a protanope, the Okabe-Ito green and blue within 13 of each
+ * other for a tritanope. The not-finite hatching is the exploding red on
+ * white. The maps' and heatmaps' viridis is the screen's. */
+static const palette pal_light = {
+    "#ffffff", "#1a1a1a", "#e3e3e3", "#5f6368", "#0b62a4", "#b8368f", "#1b7f3a", "#5f9a4f",
+    "#9a6b00", "#168c9b", "#171646", "#f9280f", "#f9280f", "6 5", 2,
+    VIRIDIS_7,
+    {"#0b62a4", "#b35900", "#b8368f", "#1b7f3a", "#c62828", "#5a3fa8", "#1a1a1a", "#8c6d00"},
+    VIRIDIS_9_DOWN,
     5};
 /* Grey: the heatmap's lightness rises with the value as viridis's does; a
  * setting's marker is a wide solid grey line, unlike the black series
@@ -47,7 +67,7 @@ const char *const svg_mono_dash[8] = {"", "14 7", "4 5", "14 5 3 5", "24 6", "2 
 /* Type >= 20 px at 1600 wide (24 body, 20 captions), never under 9-10 px. */
 void svg_init(svg *v, FILE *f, const plot_opts *o)
 {
-    *v = (svg){.f = f, .o = o, .p = o->mono ? &pal_mono : &pal_screen, .s = o->w / 1600.0};
+    *v = (svg){.f = f, .o = o, .p = o->mono ? &pal_mono : o->light ? &pal_light : &pal_screen, .s = o->w / 1600.0};
     v->fs = fmax(10, 24 * v->s);
     v->fs_small = fmax(9, 20 * v->s);
 }

@@ -35,7 +35,8 @@ static void fuzz_runs(FILE *sink, const uint8_t *data, size_t size)
     feed(data, size, &d, 0);
     plot_data_finish(&d);
     for (int k = PLOT_LOSS; k <= PLOT_OVERFLOW; k++) {
-        plot_opts o = {.kind = (plot_kind)k, .w = 640, .h = 360, .mono = k & 1, .logy = k & 2};
+        plot_opts o = {.kind = (plot_kind)k, .w = 640, .h = 360, .mono = k & 1, .logy = k & 2,
+                       .light = (k & 5) == 4}; /* --light in color only */
         err[0] = 0;
         if (plot_render(sink, &d, &o, err, sizeof err) && !err[0])
             abort(); /* a refusal always says why */
@@ -53,7 +54,7 @@ static void fuzz_map(FILE *sink, const uint8_t *data, size_t size)
     if (plot_map_finish(&m, err, sizeof err) == 0) {
         const char *names[] = {NULL, m.axis[0].name, m.n_axes > 1 ? m.axis[1].name : "x"};
         for (int k = 0; k < PLOT_METRICS; k++) { /* each metric, binned and continuous */
-            plot_opts o = {.kind = PLOT_MAP, .w = 640, .h = 360, .mono = k & 1,
+            plot_opts o = {.kind = PLOT_MAP, .w = 640, .h = 360, .mono = k & 1, .light = k == 2,
                            .rows = names[k % 3], .cols = names[(k + 1) % 3],
                            .metric = (plot_metric)k, .continuous = k >> 1 & 1};
             err[0] = 0;

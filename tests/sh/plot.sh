@@ -410,6 +410,32 @@ plot mono_layers.svg "$F/compare.csv" --kind layers --mono &&
     check "--mono bars and their legend" $CHECK layers "$T/mono_layers.svg" "$F/compare.csv" 20
 check "--mono marker unlike the lines" $CHECK markers "$T/mono.svg" "$F/compare.csv"
 
+# --- --light, for print: each kind on white with near-black type, its texts
+# inside at both sizes; its gradient states at least 30 CIEDE2000 apart and
+# from white in every color vision; its map's cells as the runs'; refused
+# with --mono (two palettes) ---
+for size in 800x450 1600x900; do
+    for k in loss layers profile heatmap headroom overflow map; do
+        in=$F/compare.csv
+        [ $k = map ] && in=$M
+        out="$T/light_${k}_$size.svg"
+        "$BIN" --plot "$in" --kind $k --size $size --light --out "$out" 2>"$T/err" ||
+            { no "--light $k $size: $(cat "$T/err")"; continue; }
+        grep -q '<rect class="background" width="[0-9]*" height="[0-9]*" fill="#ffffff"/>' "$out" &&
+            grep -q 'class="title" font-weight="bold"' "$out" &&
+            ! grep 'class="title" font-weight="bold"' "$out" | grep -qv 'fill="#1a1a1a"' &&
+            ok || no "--light $k $size: not white with near-black titles"
+        check "--light $k $size: texts inside" $CHECK extents "$out"
+    done
+done
+plot light_layers.svg "$F/compare.csv" --kind layers --light &&
+    check "--light states apart from each other and white in every color vision" $CHECK states "$T/light_layers.svg" 30
+plot light_map.svg "$M" --kind map --light &&
+    check "map --light" $CHECK map "$T/light_map.svg" "$M/results.csv" lr layers
+plot light_map_cont.svg "$M" --kind map --light --scale continuous &&
+    check "map --light --scale continuous" $CHECK map "$T/light_map_cont.svg" "$M/results.csv" lr layers
+expect_bad "--light and --mono are two palettes" --plot "$F/compare.csv" --light --mono --out "$T/bad.svg"
+
 # --- every text inside the canvas, at a projector's 800x450 and at
 # 1600x900, where the type is 20 px or more: each kind, in color and mono,
 # of a comparison whose labels are long (its titles wrap, its caption

@@ -42,8 +42,9 @@ static const precision_kind kind_overflow = {
     1};
 
 /* Layer l of L's color: viridis without its darkest stop (unseen on the
- * dark ground), lightness rising toward the output; --mono grey from
- * #a0a0a0 near the input to black. */
+ * dark ground), lightness rising toward the output; in --light without its
+ * two brightest (its yellow and lime faint on white), so from purple to
+ * green; --mono grey from #a0a0a0 near the input to black. */
 static void depth_color(const svg *v, int l, int L, char out[8])
 {
     double t = L > 1 ? (double)l / (L - 1) : 1;
@@ -51,12 +52,13 @@ static void depth_color(const svg *v, int l, int L, char out[8])
     if (v->o->mono) {
         c[0] = c[1] = c[2] = (unsigned)lround(0xa0 * (1 - t));
     } else {
-        double pos = t * 5;
-        int i = pos >= 5 ? 4 : (int)pos;
+        int first = v->o->light ? 0 : 1, segs = v->o->light ? 4 : 5;
+        double pos = t * segs;
+        int i = pos >= segs ? segs - 1 : (int)pos;
         double f = pos - i;
         unsigned a[3], b[3];
-        sscanf(v->p->heat[1 + i], "#%2x%2x%2x", &a[0], &a[1], &a[2]);
-        sscanf(v->p->heat[2 + i], "#%2x%2x%2x", &b[0], &b[1], &b[2]);
+        sscanf(v->p->heat[first + i], "#%2x%2x%2x", &a[0], &a[1], &a[2]);
+        sscanf(v->p->heat[first + 1 + i], "#%2x%2x%2x", &b[0], &b[1], &b[2]);
         for (int k = 0; k < 3; k++)
             c[k] = (unsigned)lround(a[k] + (b[k] - (double)a[k]) * f);
     }

@@ -107,6 +107,7 @@ typedef struct {
 
 typedef struct {
     int idx[PLOT_MAP_AXES]; /* its value on each axis */
+    int seed;               /* its value of plot_map's seed */
     sweep_result res;       /* what its row says */
 } plot_map_row;
 
@@ -122,6 +123,8 @@ typedef struct {
     plot_map_cell *cell;    /* after finish: ncells, indexed by plot_map_cell_of */
     long ncells;
     int seeds;              /* the most runs in one cell */
+    plot_map_axis seed;     /* the seeds run, in order (folded, not an axis) */
+    int seed_drawn;         /* plot_map_with_seeds: the seed is the last axis */
     int val_missing;        /* a loss is a train loss */
     char common[1024];      /* the flags common to every run (DIR/sweep.spec) */
     /* reader state */
@@ -143,6 +146,11 @@ int plot_map_finish(plot_map *m, char *err, size_t errlen);
 int plot_map_read(plot_map *m, const char *input, char *err, size_t errlen);
 /* The cell of a combination of value indices (one per axis). */
 long plot_map_cell_of(const plot_map *m, const int *idx);
+/* m's rows with the seed as one more axis (named "seed", last), so that
+ * each cell is one run, into dst (plot_map_free it). 0, or -1 with one
+ * line in err (one seed only, no axis left, too many cells, out of
+ * memory). */
+int plot_map_with_seeds(const plot_map *m, plot_map *dst, char *err, size_t errlen);
 
 /* What a map's cell is colored by (--metric): the final loss (the
  * default), the best validation loss, the update ratio at the end, the

@@ -31,8 +31,11 @@ static int map_find_axis(const plot_map *m, const char *flag, const char *name, 
     size_t k = (size_t)snprintf(err, errlen, "%s '%s': not an axis of the sweep (axes:", flag, name);
     for (int i = 0; i < m->n_axes && k < errlen; i++)
         k += (size_t)snprintf(err + k, errlen - k, "%s %s", i ? "," : "", m->axis[i].name);
+    int seed = m->seed.n > 1 && !m->seed_drawn; /* the seed, drawn on asking */
+    if (k < errlen && seed)
+        k += (size_t)snprintf(err + k, errlen - k, "%s seed", m->n_axes ? "," : "");
     if (k < errlen)
-        snprintf(err + k, errlen - k, "%s)", m->n_axes ? "" : " none but the seed");
+        snprintf(err + k, errlen - k, "%s)", m->n_axes || seed ? "" : " none but the seed");
     return -1;
 }
 
@@ -50,8 +53,8 @@ static int map_choose_axes(const plot_map *m, const plot_opts *o, int *ra, int *
     }
     const char *names[PLOT_MAP_AXES];
     int count[PLOT_MAP_AXES];
-    for (int i = 0; i < m->n_axes; i++) {
-        names[i] = m->axis[i].name;
+    for (int i = 0; i < m->n_axes; i++) { /* the rule folds an axis named seed: a drawn one is not */
+        names[i] = m->seed_drawn && i == m->n_axes - 1 ? "" : m->axis[i].name;
         count[i] = m->axis[i].n;
     }
     sweep_map sm;
@@ -263,7 +266,7 @@ static void map_panel_index(const map_layout *g, long p, int *idx)
 }
 
 /* The title says what colors the cells, the caption how the seeds are
- * folded and, but for the loss, the metric's unit and which end is
+ * folded (or drawn as an axis) and, but for the loss, the metric's unit and which end is
  * better. */
 static void map_frame_text(svg *v, const map_layout *g)
 {
@@ -275,7 +278,8 @@ static void map_frame_text(svg *v, const map_layout *g)
                                         : "final validation loss";
     snprintf(title, sizeof title, "Stability map: %s%s", what,
              mt->share ? "" : m->seeds > 1 ? ", mean over seeds" : " of each run");
-    const char *folded = m->seeds <= 1 ? "one run per cell"
+    const char *folded = m->seeds <= 1 ? m->seed_drawn ? "seeds drawn as an axis: one run per cell"
+                                                       : "one run per cell"
                          : mt->share ? "seeds folded: stalled runs over trained runs"
                                      : "seeds folded: mean \xc2\xb1 sd (runs)";
     snprintf(cap, sizeof cap, "%s%s%s  |  %s%s%s%s", m->common[0] ? "common: " : "", m->common,
@@ -286,8 +290,31 @@ static void map_frame_text(svg *v, const map_layout *g)
     frame_text(v, title, cap, sizeof cap);
 }
 
+/* --rows seed or --cols seed (the flag), of a map whose seeds are folded;
+ * NULL otherwise. */
+static const char *map_seed_flag(const plot_map *m, const plot_opts *o)
+{
+    if (m->seed_drawn)
+        return NULL;
+    if (o->rows && !strcmp(o->rows, "seed"))
+        return "--rows";
+    return o->cols && !strcmp(o->cols, "seed") ? "--cols" : NULL;
+}
+
 int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
 {
+    const char *flag = map_seed_flag(m, v->o);
+    if (flag) { /* each seed's run a cell of its own: the map with the seed as an axis */
+        plot_map s;
+        char why[256];
+        if (plot_map_with_seeds(m, &s, why, sizeof why)) {
+            snprintf(err, errlen, "%s 'seed': %s", flag, why);
+            return -1;
+        }
+        int rc = fig_map(v, &s, err, errlen);
+        plot_map_free(&s);
+        return rc;
+    }
     int ra, ca;
     if (map_choose_axes(m, v->o, &ra, &ca, err, errlen))
         return -1;

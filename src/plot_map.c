@@ -3,7 +3,9 @@
  * "id" and "seed"), each axis's values in order (numbers as numbers), and
  * one cell per combination of values with the seeds folded: the mean and
  * the half range of the runs' final validation loss (the train loss where
- * a run has none), and how many of its runs diverged, stalled or failed.
+ * a run has none), and how many of its runs diverged, stalled or failed;
+ * or, with the seed made one more axis (plot_map_with_seeds), one run per
+ * cell.
  *
  * The columns are found by name and a row read and folded as the sweep's
  * own table does it (sweep.h); a row with another number of fields is
@@ -61,13 +63,13 @@ static void map_header(plot_map *m, char **f, int n)
     }
     for (int a = 0; a < m->n_axes; a++)
         snprintf(m->axis[a].name, sizeof m->axis[a].name, "%s", f[1 + a]);
+    snprintf(m->seed.name, sizeof m->seed.name, "seed");
     m->have_header = 1;
 }
 
-/* The index of value v on axis a, added when new; -1 when too many. */
-static int value_id(plot_map *m, int a, const char *v)
+/* The index of value v on axis x, added when new; -1 when too many. */
+static int value_id(plot_map *m, plot_map_axis *x, const char *v)
 {
-    plot_map_axis *x = &m->axis[a];
     for (int i = 0; i < x->n; i++)
         if (!strcmp(x->val[i], v))
             return i;
@@ -92,8 +94,10 @@ static int map_row(plot_map *m, char **f)
     }
     plot_map_row *r = &m->row[m->nrows];
     for (int a = 0; a < m->n_axes; a++)
-        if ((r->idx[a] = value_id(m, a, f[1 + a])) < 0)
+        if ((r->idx[a] = value_id(m, &m->axis[a], f[1 + a])) < 0)
             return 0;
+    if ((r->seed = value_id(m, &m->seed, f[m->cols.col[SWEEP_COL_SEED]])) < 0)
+        return 0;
     sweep_result_fields(&m->cols, f, &r->res);
     m->nrows++;
     return 0;
@@ -134,22 +138,29 @@ int plot_map_line(plot_map *m, const char *line, size_t len, char *err, size_t e
 
 static int cmp_value(const void *x, const void *y) { return sweep_value_cmp(x, y); }
 
-/* Sort each axis's values; the rows' indices follow. */
+/* Sort axis x's values (a: its index in a row's idx, -1 for the seed);
+ * the rows' indices follow. */
+static void sort_axis(plot_map *m, plot_map_axis *x, int a)
+{
+    char old[PLOT_MAP_VALUES][PLOT_MAP_VALLEN];
+    int to[PLOT_MAP_VALUES];
+    memcpy(old, x->val, sizeof old);
+    qsort(x->val, (size_t)x->n, sizeof x->val[0], cmp_value);
+    for (int i = 0; i < x->n; i++)
+        for (int j = 0; j < x->n; j++)
+            if (!strcmp(old[i], x->val[j]))
+                to[i] = j;
+    for (long r = 0; r < m->nrows; r++) {
+        int *i = a < 0 ? &m->row[r].seed : &m->row[r].idx[a];
+        *i = to[*i];
+    }
+}
+
 static void sort_axes(plot_map *m)
 {
-    for (int a = 0; a < m->n_axes; a++) {
-        plot_map_axis *x = &m->axis[a];
-        char old[PLOT_MAP_VALUES][PLOT_MAP_VALLEN];
-        int to[PLOT_MAP_VALUES];
-        memcpy(old, x->val, sizeof old);
-        qsort(x->val, (size_t)x->n, sizeof x->val[0], cmp_value);
-        for (int i = 0; i < x->n; i++)
-            for (int j = 0; j < x->n; j++)
-                if (!strcmp(old[i], x->val[j]))
-                    to[i] = j;
-        for (long r = 0; r < m->nrows; r++)
-            m->row[r].idx[a] = to[m->row[r].idx[a]];
-    }
+    for (int a = 0; a < m->n_axes; a++)
+        sort_axis(m, &m->axis[a], a);
+    sort_axis(m, &m->seed, -1);
 }
 
 long plot_map_cell_of(const plot_map *m, const int *idx)
@@ -200,6 +211,39 @@ int plot_map_finish(plot_map *m, char *err, size_t errlen)
     }
     if (m->bad[0]) {
         snprintf(err, errlen, "%s", m->bad);
+        return -1;
+    }
+    return 0;
+}
+
+int plot_map_with_seeds(const plot_map *m, plot_map *dst, char *err, size_t errlen)
+{
+    plot_map_init(dst);
+    if (m->seed.n < 2) {
+        snprintf(err, errlen, "the sweep ran one seed: nothing to draw as an axis");
+        return -1;
+    }
+    if (m->n_axes == PLOT_MAP_AXES) {
+        snprintf(err, errlen, "%d axes already, the most a map draws", m->n_axes);
+        return -1;
+    }
+    *dst = *m;
+    dst->row = malloc((size_t)(m->nrows ? m->nrows : 1) * sizeof *dst->row);
+    dst->cell = NULL;
+    dst->caprows = m->nrows;
+    dst->seeds = 0;
+    dst->seed_drawn = 1;
+    dst->axis[dst->n_axes++] = m->seed;
+    int rc = dst->row ? 0 : -1;
+    for (long r = 0; !rc && r < m->nrows; r++) {
+        dst->row[r] = m->row[r];
+        dst->row[r].idx[m->n_axes] = m->row[r].seed;
+    }
+    if (!rc)
+        rc = fold(dst);
+    if (rc || dst->bad[0]) {
+        snprintf(err, errlen, "%s", rc ? "out of memory" : dst->bad);
+        plot_map_free(dst);
         return -1;
     }
     return 0;

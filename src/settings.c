@@ -276,7 +276,8 @@ static const ns_setting table[] = {
      .help = "--plot steps: layers at N (default last), profile lines at each (up to 8)",
      .flags = SETF_PLOT, OPT(step)},
     {.name = "rows", .type = SET_PATH, .arg = "AXIS",
-     .help = "--kind map: the sweep axis drawn as rows (default: the one with the most values)",
+     .help = "--kind map: the sweep axis drawn as rows (default: the one with the most values; "
+             "seed: each run a cell)",
      .flags = SETF_PLOT, OPT(rows)},
     {.name = "cols", .type = SET_PATH, .arg = "AXIS",
      .help = "--kind map: the axis drawn as columns (default: the next most values)",

@@ -55,7 +55,7 @@ static void fuzz_map(FILE *sink, const uint8_t *data, size_t size)
         const char *names[] = {NULL, m.axis[0].name, m.n_axes > 1 ? m.axis[1].name : "x"};
         for (int k = 0; k < PLOT_METRICS; k++) { /* each metric, binned and continuous */
             plot_opts o = {.kind = PLOT_MAP, .w = 640, .h = 360, .mono = k & 1, .light = k == 2,
-                           .rows = names[k % 3], .cols = names[(k + 1) % 3],
+                           .rows = names[k % 3], .cols = k == 3 ? "seed" : names[(k + 1) % 3],
                            .metric = (plot_metric)k, .continuous = k >> 1 & 1};
             err[0] = 0;
             if (plot_render_map(sink, &m, &o, err, sizeof err) && !err[0])

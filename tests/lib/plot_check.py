@@ -35,7 +35,8 @@ what it found and exits 1 when the figure disagrees with the input.
   titles SVG WORD...            the panel titles, in order, hold the words
   map SVG RESULTS ROWS COLS [METRIC]
                                 (ROWS - : one row) one cell per combination of the sweep's axes,
-                                seeds folded (runs, mean over the runs that
+                                seeds folded, or with ROWS or COLS seed
+                                one cell per run (runs, mean over the runs that
                                 neither diverged nor failed, diverged,
                                 stalled, exploded), each cell's fill the
                                 color bar's bin of its value (lower loss =
@@ -565,14 +566,15 @@ def trained(status):
 MAP_METRICS = {"loss": True, "best_val": False, "update_ratio_end": True, "stalled": False}
 
 
-def map_cells_of(path, metric="loss"):
+def map_cells_of(path, metric="loss", seeds=False):
     """results.csv folded as the map folds it: {key: [runs, values, div,
     stalled, exploded, trained]}, values the metric's finite ones over the
-    runs that neither diverged nor failed."""
+    runs that neither diverged nor failed; with seeds, the seed one more
+    axis (the last), so each cell is one run."""
     with open(path) as f:
         rows = list(csv.DictReader(f))
     head = list(rows[0].keys())
-    axes = head[1:head.index("seed")]
+    axes = head[1:head.index("seed")] + (["seed"] if seeds else [])
     cells = {}
     for r in rows:
         key = ",".join("%s=%s" % (a, r[a]) for a in axes)
@@ -715,7 +717,7 @@ def map_cell_checks(want, got, ramp, bins, metric):
 
 def cmd_map(svg, path, rows_axis, cols_axis, metric="loss"):
     root = root_of(svg)
-    axes, values, want = map_cells_of(path, metric)
+    axes, values, want = map_cells_of(path, metric, "seed" in (rows_axis, cols_axis))
     combos = 1
     for a in axes:
         combos *= len(values[a])

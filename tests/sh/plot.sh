@@ -343,7 +343,26 @@ expect_bad "no rows" --plot "$T/header_only.csv" --kind map --out "$T/bad.svg"
 cut -d, -f1-9 "$M/results.csv" >"$T/short.csv"
 expect_bad "no 'stalled' column" --plot "$T/short.csv" --kind map --out "$T/bad.svg"
 expect_bad "--rows 'frob': not an axis" --plot "$M" --kind map --rows frob --out "$T/bad.svg"
-expect_bad "--cols 'seed': not an axis" --plot "$M" --kind map --cols seed --out "$T/bad.svg"
+# --rows seed / --cols seed: each run a cell of its own, its value the
+# run's own; the title and caption say so; a sweep of one seed refused
+plot map_seed_rows.svg "$M" --kind map --rows seed &&
+    check "map --rows seed: one cell per run" $CHECK map "$T/map_seed_rows.svg" "$M/results.csv" seed lr
+plot map_seed_cols.svg "$M/results.csv" --kind map --rows lr --cols seed --light &&
+    check "map --rows lr --cols seed --light: one cell per run" $CHECK map "$T/map_seed_cols.svg" "$M/results.csv" lr seed
+plot map_seed_cont.svg "$M" --kind map --cols seed --scale continuous --metric best_val &&
+    check "map --cols seed --metric best_val --scale continuous" $CHECK map "$T/map_seed_cont.svg" "$M/results.csv" lr seed best_val
+grep -q 'class="title" font-weight="bold">Stability map: final validation loss of each run<' "$T/map_seed_rows.svg" &&
+    grep -q 'seeds drawn as an axis: one run per cell' "$T/map_seed_rows.svg" &&
+    ! grep -q 'data-runs="2"' "$T/map_seed_rows.svg" && ok ||
+    no "map --rows seed: the title, caption or a cell does not say one run"
+for size in 800x450 1600x900; do
+    "$BIN" --plot "$M" --kind map --rows seed --size $size --out "$T/fit_seed.svg" 2>"$T/err" || no "map --rows seed $size: $(cat "$T/err")"
+    check "map --rows seed $size: texts inside" $CHECK extents "$T/fit_seed.svg"
+done
+awk -F, 'NR == 1 || $5 == 1' "$M/results.csv" >"$T/one_seed.csv"
+expect_bad "--cols 'seed': the sweep ran one seed" --plot "$T/one_seed.csv" --kind map --cols seed --out "$T/bad.svg"
+expect_bad "--rows 'seed': the sweep ran one seed" --plot "$T/one_seed.csv" --kind map --rows seed --out "$T/bad.svg"
+expect_bad "the same axis 'seed'" --plot "$M" --kind map --rows seed --cols seed --out "$T/bad.svg"
 expect_bad "the same axis" --plot "$M" --kind map --rows lr --cols lr --out "$T/bad.svg"
 expect_bad "go with --kind map" --plot "$F/run.csv" --rows lr --out "$T/bad.svg"
 expect_bad "results.csv: No such file" --plot "$T" --kind map --out "$T/bad.svg"

@@ -138,6 +138,19 @@ static void map_cell_tag(const plot_map_cell *cl, char *tag, size_t n)
 
 /* One cell: its rect, the value and spread printed in it, an X where a
  * run diverged, a dashed inner frame and "stalled" where one stalled. */
+/* On a hatched cell (off the scale, or no value), a box of the ground
+ * under a line of text of size fs centred at x on baseline y, so black
+ * type on black hatching (--mono's exploded cell) stays readable. */
+static void text_ground(svg *v, int on, double x, double y, double fs, const char *text)
+{
+    if (on || !text[0])
+        return;
+    double w = 0.7 * fs * (double)strlen(text); /* bold digits are 0.64 em wide */
+    fprintf(v->f, "<rect class=\"text-ground\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                  "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\"/>\n",
+            x - w / 2, y - fs, w, fs * 1.35, v->p->bg);
+}
+
 static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
 {
     const plot_map_cell *cl = &g->m->cell[plot_map_cell_of(g->m, idx)];
@@ -161,22 +174,21 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
     char num[32];
     if (mv.n) { /* as many digits as fit the cell: 2.8e+12, not 2794610000000.000 */
         map_fmt(mt, num, sizeof num, mv.x, (int)fmax(5, c.w / (fs * 0.62)));
+        text_ground(v, on, c.x + c.w / 2, y, fs, num);
         svg_text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%s", num);
         y += fs * 1.2;
     }
     if (spread) {
         map_fmt(mt, num, sizeof num, mv.sd, (int)fmax(5, c.w / (fs * 0.5)) - 6);
-        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"",
-                 "\xc2\xb1%s (%d)", num, mv.n); /* ± sd (runs) */
+        char sp[48];
+        snprintf(sp, sizeof sp, "\xc2\xb1%s (%d)", num, mv.n); /* ± sd (runs) */
+        text_ground(v, on, c.x + c.w / 2, y, fs * 0.8, sp);
+        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "%s", sp);
         y += fs * 1.2;
     }
     char tag[96];
     map_cell_tag(cl, tag, sizeof tag);
-    if (tag[0] && !on) /* readable on the hatching */
-        fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
-                      "fill-opacity=\"0.85\"/>\n",
-                c.x + c.w / 2 - 0.3 * fs * (double)strlen(tag), y - fs * 0.8, 0.6 * fs * (double)strlen(tag),
-                fs * 1.1, v->p->bg);
+    text_ground(v, on, c.x + c.w / 2, y, fs * 0.8, tag);
     if (tag[0])
         svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-tag\"", "%s", tag);
     fputs("</g>\n", v->f);

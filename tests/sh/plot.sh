@@ -336,6 +336,19 @@ hi=$(grep -o 'class="colorbar-bin" data-bin="8" data-lo="[^"]*" data-hi="[^"]*"'
 awk -v h="$hi" 'BEGIN { exit !(h != "" && h < 3.2) }' && ok || no "the outlier set the scale: top $hi"
 grep -c 'class="cell-tag">1/2 exploded<' "$T/map_outlier.svg" | grep -qx 1 && ok || no "the exploded cell's tag"
 grep -Eq '>[^<]*[1-9][0-9]{6}[^<]*</text>' "$T/map_outlier.svg" && no "a long number in the figure: $(grep -Eo '>[^<]*[1-9][0-9]{6}[^<]*<' "$T/map_outlier.svg" | head -2)" || ok
+# in --mono the exploded cell's hatching is black: each of its lines (the
+# value, the spread, the tag) has a box of the ground under it, and no cell
+# on the scale has one
+plot map_outlier_mono.svg "$T/outlier.csv" --kind map --mono &&
+    check "map --mono with an outlier" $CHECK map "$T/map_outlier_mono.svg" "$T/outlier.csv" lr layers
+awk '/<g class="map-cell"/ { g = ""; inside = 1 } inside { g = g $0 "\n" }
+     /<\/g>/ && inside { inside = 0
+        ex = g ~ /data-exploded="1"/; n = gsub(/class="text-ground"/, "&", g)
+        t = gsub(/class="cell-(value|spread|tag)"/, "&", g)
+        if (ex && (t < 3 || n != t)) bad = bad " exploded cell: " n " grounds for " t " lines"
+        if (!ex && g !~ /url\(#/ && n) bad = bad " a cell on the scale has a ground" }
+     END { if (bad) { print bad; exit 1 } }' "$T/map_outlier_mono.svg" >"$T/ground.txt" && ok ||
+    no "map --mono: $(cat "$T/ground.txt")"
 
 # --- bad input: one line, exit 2, nothing written ---
 head -1 "$M/results.csv" >"$T/header_only.csv"

@@ -159,7 +159,10 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
     const char *ink;
     int on = map_cell_rect(v, g, c, idx, mv, &ink), spread = mv.n > 1 && !isnan(mv.sd);
     double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
-    int lines = (mv.n ? 1 : 0) + spread + (cl->diverged || cl->exploded || cl->stalled || cl->failed);
+    int tagged = cl->diverged || cl->exploded || cl->stalled || cl->failed;
+    /* the 95% interval's own line, where the cell has the height for it */
+    int ci = spread && !isnan(mv.ci) && ((mv.n ? 1 : 0) + 2 + tagged) * fs * 1.2 <= c.h * 0.9;
+    int lines = (mv.n ? 1 : 0) + spread + ci + tagged;
     double y = c.y + c.h / 2 - (lines - 1) * fs * 0.6 + fs * 0.35;
     if (cl->diverged) {
         fprintf(v->f, "<path class=\"diverged-mark\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" "
@@ -184,6 +187,14 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
         snprintf(sp, sizeof sp, "\xc2\xb1%s (%d)", num, mv.n); /* ± sd (runs) */
         text_ground(v, on, c.x + c.w / 2, y, fs * 0.8, sp);
         svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "%s", sp);
+        y += fs * 1.2;
+    }
+    if (ci) {
+        char cs[48];
+        map_fmt(mt, num, sizeof num, mv.ci, (int)fmax(5, c.w / (fs * 0.5)) - 8);
+        snprintf(cs, sizeof cs, "95%%: \xc2\xb1%s", num);
+        text_ground(v, on, c.x + c.w / 2, y, fs * 0.8, cs);
+        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-ci\"", "%s", cs);
         y += fs * 1.2;
     }
     char tag[96];
@@ -293,7 +304,8 @@ static void map_frame_text(svg *v, const map_layout *g)
     const char *folded = m->seeds <= 1 ? m->seed_drawn ? "seeds drawn as an axis: one run per cell"
                                                        : "one run per cell"
                          : mt->share ? "seeds folded: stalled runs over trained runs"
-                                     : "seeds folded: mean \xc2\xb1 sd (runs)";
+                                     : "seeds folded: mean \xc2\xb1 sd (runs), and the mean's 95% "
+                                       "interval (Student's t) where the cell has room";
     snprintf(cap, sizeof cap, "%s%s%s  |  %s%s%s%s", m->common[0] ? "common: " : "", m->common,
              m->common[0] ? "; the rest at their defaults (results.csv has every setting)" : "",
              folded, mt->reads ? "  |  " : "", mt->reads ? mt->reads : "",

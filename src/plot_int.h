@@ -179,6 +179,7 @@ typedef struct {
 typedef struct {
     double x;    /* the cell's value, NaN: none */
     double sd;   /* the seeds' standard deviation, NaN: fewer than 2 */
+    double ci;   /* the half-width of the mean's 95% interval, NaN: fewer than 2 */
     int n;       /* the runs it is over */
 } map_value;
 

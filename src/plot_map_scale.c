@@ -63,10 +63,10 @@ map_value map_cell_value(const map_metric *mt, const plot_map_cell *c)
 {
     if (mt->share) {
         int trained = c->runs - c->diverged - c->failed;
-        return (map_value){trained ? (double)c->stalled / trained : NAN, NAN, trained};
+        return (map_value){trained ? (double)c->stalled / trained : NAN, NAN, NAN, trained};
     }
     const sweep_stat *s = (const sweep_stat *)(const void *)((const char *)c + mt->stat);
-    return (map_value){sweep_stat_mean(s), sweep_stat_sd(s), s->n};
+    return (map_value){sweep_stat_mean(s), sweep_stat_sd(s), sweep_stat_ci95(s), s->n};
 }
 
 void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width)

@@ -651,6 +651,41 @@ def ramp_ticks(root, ramp):
     return ticks
 
 
+def t975(df):
+    """Student's t quantile t(0.975, df), from its density integrated by
+    Simpson's rule and bisected: computed here, not read off a table."""
+    c = math.exp(math.lgamma((df + 1) / 2.0) - math.lgamma(df / 2.0)) / math.sqrt(df * math.pi)
+
+    def cdf(x, n=4000):
+        h = x / n
+        f = [c * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2.0) for i in range(n + 1)]
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2]))
+    lo, hi = 1.0, 20.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < 0.975 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def shown_close(key, what, shown, want):
+    """A number as printed, to its last digit (and the table's 3 decimals
+    of t), against the value it stands for."""
+    digits = len(shown.split(".")[1]) if "." in shown and "e" not in shown else None
+    tol = 0.5 * 10 ** -digits + 2e-3 * abs(want) + 1e-12 if digits is not None else 0.05 * abs(want)
+    if abs(float(shown) - want) > tol:
+        fail("%s: %s %s, want %.6g" % (key, what, shown, want))
+
+
+def ci_check(key, g, vals):
+    """A cell's "95%: ±X", where it has one: t(0.975, n-1) sd / sqrt(n)."""
+    for t in by_class(g, "text", "cell-ci"):
+        m = re.match(r"95%: \u00b1([-+0-9.e]+)$", t.text or "")
+        if not m or len(vals) < 2:
+            fail("%s: a 95%% line %r over %d runs" % (key, t.text, len(vals)))
+        n = len(vals)
+        shown_close(key, "95% interval", m.group(1), t975(n - 1) * statistics.stdev(vals) / math.sqrt(n))
+
+
 def spread_check(key, g, vals, metric):
     """A cell of two runs or more prints "±SD (N)": the sample standard
     deviation of its runs' values to the digits shown, and their count (a
@@ -663,12 +698,10 @@ def spread_check(key, g, vals, metric):
     m = re.match(r"\u00b1([-+0-9.e]+) \((\d+)\)$", texts[0]) if texts else None
     if not m:
         fail("%s: no '\u00b1SD (N)' spread: %s" % (key, texts))
-    shown, n = m.group(1), int(m.group(2))
-    sd = statistics.stdev(vals)
-    digits = len(shown.split(".")[1]) if "." in shown and "e" not in shown else None
-    tol = 0.5 * 10 ** -digits + 1e-12 if digits is not None else 0.05 * sd
-    if n != len(vals) or abs(float(shown) - sd) > tol:
-        fail("%s: spread %s, want \u00b1%.6g (%d)" % (key, texts[0], sd, len(vals)))
+    if int(m.group(2)) != len(vals):
+        fail("%s: spread %s over %d runs" % (key, texts[0], len(vals)))
+    shown_close(key, "spread", m.group(1), statistics.stdev(vals))
+    ci_check(key, g, vals)
 
 
 def map_cell_checks(want, got, ramp, bins, metric):

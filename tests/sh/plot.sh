@@ -250,6 +250,11 @@ plot map_rc.svg "$M/results.csv" --kind map --rows norm --cols lr &&
     check "map --rows norm --cols lr" $CHECK map "$T/map_rc.svg" "$M/results.csv" norm lr
 grep -c 'class="panel-title"' "$T/map_rc.svg" | grep -qx 2 && ok || no "map: not one panel per layers value"
 grep -q 'common: -d 16 -H 2' "$T/map.svg" && ok || no "map: the common flags not in the caption"
+# every cell of two trained runs has room at 1600x900 for its 95% interval
+# (its value checked by the map command above)
+[ "$(grep -c 'class="cell-ci"' "$T/map.svg")" -eq "$(grep -c 'class="cell-spread"' "$T/map.svg")" ] &&
+    [ "$(grep -c 'class="cell-ci"' "$T/map.svg")" -ge 6 ] && ok ||
+    no "map: $(grep -c 'class="cell-ci"' "$T/map.svg") cells with a 95% interval of $(grep -c 'class="cell-spread"' "$T/map.svg") with a spread"
 plot map_mono.svg "$M" --kind map --mono &&
     check "map --mono" $CHECK map "$T/map_mono.svg" "$M/results.csv" lr layers
 grep -Eo '(stroke|fill)="#[0-9a-f]{6}"' "$T/map_mono.svg" | grep -Eqv '#([0-9a-f]{2})\1\1"' &&
@@ -337,14 +342,14 @@ awk -v h="$hi" 'BEGIN { exit !(h != "" && h < 3.2) }' && ok || no "the outlier s
 grep -c 'class="cell-tag">1/2 exploded<' "$T/map_outlier.svg" | grep -qx 1 && ok || no "the exploded cell's tag"
 grep -Eq '>[^<]*[1-9][0-9]{6}[^<]*</text>' "$T/map_outlier.svg" && no "a long number in the figure: $(grep -Eo '>[^<]*[1-9][0-9]{6}[^<]*<' "$T/map_outlier.svg" | head -2)" || ok
 # in --mono the exploded cell's hatching is black: each of its lines (the
-# value, the spread, the tag) has a box of the ground under it, and no cell
+# value, the spread, the 95% interval, the tag) has a box of the ground under it, and no cell
 # on the scale has one
 plot map_outlier_mono.svg "$T/outlier.csv" --kind map --mono &&
     check "map --mono with an outlier" $CHECK map "$T/map_outlier_mono.svg" "$T/outlier.csv" lr layers
 awk '/<g class="map-cell"/ { g = ""; inside = 1 } inside { g = g $0 "\n" }
      /<\/g>/ && inside { inside = 0
         ex = g ~ /data-exploded="1"/; n = gsub(/class="text-ground"/, "&", g)
-        t = gsub(/class="cell-(value|spread|tag)"/, "&", g)
+        t = gsub(/class="cell-(value|spread|ci|tag)"/, "&", g)
         if (ex && (t < 3 || n != t)) bad = bad " exploded cell: " n " grounds for " t " lines"
         if (!ex && g !~ /url\(#/ && n) bad = bad " a cell on the scale has a ground" }
      END { if (bad) { print bad; exit 1 } }' "$T/map_outlier_mono.svg" >"$T/ground.txt" && ok ||

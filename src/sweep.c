@@ -89,9 +89,42 @@ static int ctx_common(sweep_ctx *c, int argc, char **argv)
     return 0;
 }
 
+/* An axis that a common flag sets too (--sweep 'lr=1e-2' --lr 1e-3): one
+ * of the two would be dropped without a word, so both are refused. The
+ * common flags are parsed as every run's are, so -L4, -L 4 and --layers 4
+ * are one flag. 0, or 2 after one line. */
+static int ctx_axis_given(const sweep_ctx *c)
+{
+    char **argv = calloc((size_t)c->n_common + 2, sizeof *argv);
+    FILE *quiet = fopen("/dev/null", "w");
+    cli_opts co;
+    int r = 0;
+    if (argv && quiet) {
+        argv[0] = "normscope";
+        for (int i = 0; i < c->n_common; i++)
+            argv[i + 1] = (char *)c->common[i];
+        /* a flag the parser refuses is the runs' to report, with its reason */
+        int parsed = cli_parse(&co, c->n_common + 1, argv, quiet, quiet) == 0;
+        for (int i = 0; parsed && !r && i < c->spec.n_axes; i++)
+            if (settings_find(c->spec.axis[i].name, strlen(c->spec.axis[i].name)) &&
+                cli_given(&co, c->spec.axis[i].name)) {
+                fprintf(stderr, "normscope: --sweep: axis '%s' and the flag --%s set the same "
+                                "setting: give it in SPEC or as a flag, not both\n",
+                        c->spec.axis[i].name, c->spec.axis[i].name);
+                r = 2;
+            }
+    }
+    if (quiet)
+        fclose(quiet);
+    free(argv);
+    return r;
+}
+
 /* Axis names the sweep sets itself. */
 static int ctx_check_axes(const sweep_ctx *c)
 {
+    if (ctx_axis_given(c))
+        return 2;
     for (int i = 0; i < c->spec.n_axes; i++) {
         int dummy;
         char flag[SWEEP_NAME_MAX + 3];

@@ -19,7 +19,9 @@ fail=0
 ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 # tiny runs: a sweep of a dozen takes well under a second
-C="-d 16 -H 2 -T 8 -B 2 --steps 20 --val-every 5 --val-batches 1"
+# C0: the common flags but --steps, for the sweeps whose axis it is
+C0="-d 16 -H 2 -T 8 -B 2 --val-every 5 --val-batches 1"
+C="$C0 --steps 20"
 SPEC='norm=post,pre layers=1..2 lr=1e-3..1e-2*10^0.5'
 
 # expect_bad NEEDLE ARGS...: exit 2, one stderr line containing NEEDLE, and
@@ -174,7 +176,7 @@ rc=$?
 [ "$(count "$T/m" '$c["dim"] == 512 && $c["status"] == "failed" && $c["reason"] == "exit 2" && $c["train_loss"] == ""')" -eq 2 ] && ok || no "failed runs not recorded"
 fi
 # a child killed by a signal: steps=... 1e9 never ends on its own
-"$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/k" --jobs 2 -q >/dev/null 2>&1 &
+"$BIN" --sweep 'steps=5,1000000000' -L 1 $C0 --sweep-out "$T/k" --jobs 2 -q >/dev/null 2>&1 &
 sweep_pid=$!
 victim=$(wait_run "--steps=1000000000 --csv $T/k/")
 [ -n "$victim" ] && kill -9 "$victim"
@@ -185,7 +187,7 @@ rc=$?
 [ "$(count "$T/k" '$c["steps"] == 5 && $c["last_step"] == 5 && $c["status"] == "ok"')" -eq 1 ] && ok || no "the other run did not finish"
 
 # --- interrupted: exit 130, no row for the run cut short; a resume finishes it
-"$BIN" --sweep 'steps=5,1000000000' -L 1 $C --sweep-out "$T/i" --jobs 2 -q >/dev/null 2>&1 &
+"$BIN" --sweep 'steps=5,1000000000' -L 1 $C0 --sweep-out "$T/i" --jobs 2 -q >/dev/null 2>&1 &
 sweep_pid=$!
 wait_run "--steps=1000000000 --csv $T/i/" >/dev/null
 sleep 0.3
@@ -199,7 +201,7 @@ grep -q ',1000000000,' "$T/i/results.csv" && no "an interrupted run got a row" |
 # OOM killer): a SIGTERM and a SIGKILL each get a killed row and a line on
 # stderr, the sweep exits 1 and lists them as their --list lines, as
 # --sweep-collect does; --retry failed runs exactly those two again
-"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --jobs 4 -q \
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C0 --sweep-out "$T/o" --jobs 4 -q \
     >/dev/null 2>"$T/oerr" &
 sweep_pid=$!
 v1=$(wait_run "--seed=1 --steps=1000000000 --csv $T/o/")
@@ -217,7 +219,7 @@ rc=$?
 [ "$(grep -c '^normscope: run [0-9a-f]* killed (.*); its log: ' "$T/oerr")" -eq 2 ] &&
     grep -q "sweep $T/o: 4 expected, 2 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 2 failed" "$T/oerr" \
     && ok || no "runs stopped from outside: stderr $(cat "$T/oerr")"
-"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --list 2>/dev/null |
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C0 --sweep-out "$T/o" --list 2>/dev/null |
     grep -- '--steps=1000000000' | sed 's/$/  # failed/' >"$T/olist"
 grep '  # failed$' "$T/oerr" | cmp -s - "$T/olist" && ok || no "the killed runs' --list lines: $(cat "$T/oerr")"
 "$BIN" --sweep-collect "$T/o" >/dev/null 2>"$T/ocol"
@@ -225,7 +227,7 @@ rc=$?
 [ $rc -eq 1 ] && grep -q '4 expected, 2 complete, 0 missing, 0 truncated, 0 running, 0 corrupt, 2 failed' "$T/ocol" \
     && ok || no "--sweep-collect disagrees with the sweep: exit $rc, $(cat "$T/ocol")"
 touch -d '2001-01-01' "$T"/o/run-*.csv
-"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C --sweep-out "$T/o" --jobs 4 --retry failed \
+"$BIN" --sweep 'steps=5,1000000000 seed=1,2' -L 1 $C0 --sweep-out "$T/o" --jobs 4 --retry failed \
     >/dev/null 2>"$T/oerr" &
 sweep_pid=$!
 r1=$(wait_run "--seed=1 --steps=1000000000 --csv $T/o/")
@@ -367,10 +369,10 @@ grep -q '2 runs, 1 to do' "$T/err" && [ "$(rows "$T/v")" -eq 2 ] && ok || no "wi
 
 # --- one sweep per directory: a second is refused with the holder's pid;
 # kill -9 of the sweep takes its runs with it and frees the directory
-"$BIN" --sweep 'steps=1000000000' -L 1 $C --sweep-out "$T/lk" --jobs 1 -q >/dev/null 2>&1 &
+"$BIN" --sweep 'steps=1000000000' -L 1 $C0 --sweep-out "$T/lk" --jobs 1 -q >/dev/null 2>&1 &
 sweep_pid=$!
 run=$(wait_run "--steps=1000000000 --csv $T/lk/")
-"$BIN" --sweep 'steps=1000000000' -L 1 $C --sweep-out "$T/lk" -q >/dev/null 2>"$T/err"
+"$BIN" --sweep 'steps=1000000000' -L 1 $C0 --sweep-out "$T/lk" -q >/dev/null 2>"$T/err"
 rc=$?
 [ $rc -eq 1 ] && grep -q "another sweep (pid $sweep_pid) is using this directory" "$T/err" \
     && ok || no "a second sweep on one directory: exit $rc, $(cat "$T/err")"
@@ -595,9 +597,13 @@ expect_bad "goes with --list" --sweep 'lr=1e-3' $C --list-range 1..2 --sweep-out
 expect_bad "factor above 1" --sweep 'lr=1e-4..1e-2*1' $C --sweep-out "$T/bad"
 expect_bad "A <= B" --sweep 'seed=3..1' $C --sweep-out "$T/bad"
 expect_bad "cannot vary" --sweep 'csv=a,b' $C --sweep-out "$T/bad"
+# an axis and a flag for one setting: refused, in any of the flag's spellings
+expect_bad "axis 'lr' and the flag --lr" --sweep 'lr=1e-2,1e-3' $C --lr 1e-3 --sweep-out "$T/bad"
+expect_bad "axis 'layers' and the flag --layers" --sweep 'layers=1,2' $C -L2 --sweep-out "$T/bad"
+expect_bad "axis 'seed' and the flag --seed" --sweep 'seed=1,2' $C --seed=3 --sweep-out "$T/bad"
 expect_bad "longer than" --sweep "seed=$(seq -s, 1 3000)" $C --sweep-out "$T/bad"
 expect_bad "takes no value" --sweep 'ascii=1,2' $C --sweep-out "$T/bad"
-expect_bad "--heads" --sweep 'dim=16,24' $C -H 16 --sweep-out "$T/bad"
+expect_bad "--heads" --sweep 'dim=16,24' -T 8 -B 2 --steps 20 -H 16 --sweep-out "$T/bad"
 expect_bad "need --yes" --sweep 'seed=1..101 layers=1..100' $C --sweep-out "$T/bad"
 expect_bad "more than 10000 values" --sweep 'seed=1..10001' $C --sweep-out "$T/bad"
 expect_bad "--steps 0" --sweep 'lr=1e-3' -d 16 -H 2 --steps 0 --sweep-out "$T/bad"

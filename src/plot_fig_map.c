@@ -136,14 +136,12 @@ static void map_cell_tag(const plot_map_cell *cl, char *tag, size_t n)
         snprintf(tag, n, "%d/%d failed", cl->failed, cl->runs);
 }
 
-/* One cell: its rect, the value and spread printed in it, an X where a
- * run diverged, a dashed inner frame and "stalled" where one stalled. */
 /* On a hatched cell (off the scale, or no value), a box of the ground
  * under a line of text of size fs centred at x on baseline y, so black
  * type on black hatching (--mono's exploded cell) stays readable. */
 static void text_ground(svg *v, int on, double x, double y, double fs, const char *text)
 {
-    if (on || !text[0])
+    if (on)
         return;
     double w = 0.7 * fs * (double)strlen(text); /* bold digits are 0.64 em wide */
     fprintf(v->f, "<rect class=\"text-ground\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
@@ -151,6 +149,22 @@ static void text_ground(svg *v, int on, double x, double y, double fs, const cha
             x - w / 2, y - fs, w, fs * 1.35, v->p->bg);
 }
 
+/* One of a cell's lines of text, centred, of size fs * scale, on the
+ * ground where the cell is hatched; *y moves a line of the cell's type
+ * size fs down. Nothing for "". */
+static void cell_line(svg *v, int on, box c, double *y, double fs, double scale,
+                      const char *ink, const char *attrs, const char *text)
+{
+    if (!text[0])
+        return;
+    text_ground(v, on, c.x + c.w / 2, *y, fs * scale, text);
+    svg_text(v, c.x + c.w / 2, *y, fs * scale, 'm', ink, attrs, "%s", text);
+    *y += fs * 1.2;
+}
+
+/* One cell: its rect, the value, spread and interval printed in it, an X
+ * where a run diverged, a dashed inner frame and "stalled" where one
+ * stalled. */
 static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
 {
     const plot_map_cell *cl = &g->m->cell[plot_map_cell_of(g->m, idx)];
@@ -168,40 +182,30 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
         fprintf(v->f, "<path class=\"diverged-mark\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" "
                       "stroke=\"%s\" stroke-width=\"%.1f\" stroke-opacity=\"0.8\"/>\n",
                 c.x + 4, c.y + 4, c.x + c.w - 4, c.y + c.h - 4, c.x + c.w - 4, c.y + 4, c.x + 4,
-                c.y + c.h - 4, v->o->mono ? "#000000" : v->p->explode, 3 * v->s);
+                c.y + c.h - 4, v->p->explode, 3 * v->s); /* mono's: black */
     }
     if (cl->stalled)
         fprintf(v->f, "<rect class=\"stalled-mark\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                       "fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-dasharray=\"8 5\"/>\n",
                 c.x + 5, c.y + 5, c.w - 10, c.h - 10, ink, 2.5 * v->s);
-    char num[32];
+    char num[32], line[48];
     if (mv.n) { /* as many digits as fit the cell: 2.8e+12, not 2794610000000.000 */
         map_fmt(mt, num, sizeof num, mv.x, (int)fmax(5, c.w / (fs * 0.62)));
-        text_ground(v, on, c.x + c.w / 2, y, fs, num);
-        svg_text(v, c.x + c.w / 2, y, fs, 'm', ink, "class=\"cell-value\" font-weight=\"bold\"", "%s", num);
-        y += fs * 1.2;
+        cell_line(v, on, c, &y, fs, 1, ink, "class=\"cell-value\" font-weight=\"bold\"", num);
     }
     if (spread) {
         map_fmt(mt, num, sizeof num, mv.sd, (int)fmax(5, c.w / (fs * 0.5)) - 6);
-        char sp[48];
-        snprintf(sp, sizeof sp, "\xc2\xb1%s (%d)", num, mv.n); /* ± sd (runs) */
-        text_ground(v, on, c.x + c.w / 2, y, fs * 0.8, sp);
-        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-spread\"", "%s", sp);
-        y += fs * 1.2;
+        snprintf(line, sizeof line, "\xc2\xb1%s (%d)", num, mv.n); /* ± sd (runs) */
+        cell_line(v, on, c, &y, fs, 0.8, ink, "class=\"cell-spread\"", line);
     }
     if (ci) {
-        char cs[48];
         map_fmt(mt, num, sizeof num, mv.ci, (int)fmax(5, c.w / (fs * 0.5)) - 8);
-        snprintf(cs, sizeof cs, "95%%: \xc2\xb1%s", num);
-        text_ground(v, on, c.x + c.w / 2, y, fs * 0.8, cs);
-        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-ci\"", "%s", cs);
-        y += fs * 1.2;
+        snprintf(line, sizeof line, "95%%: \xc2\xb1%s", num);
+        cell_line(v, on, c, &y, fs, 0.8, ink, "class=\"cell-ci\"", line);
     }
     char tag[96];
     map_cell_tag(cl, tag, sizeof tag);
-    text_ground(v, on, c.x + c.w / 2, y, fs * 0.8, tag);
-    if (tag[0])
-        svg_text(v, c.x + c.w / 2, y, fs * 0.8, 'm', ink, "class=\"cell-tag\"", "%s", tag);
+    cell_line(v, on, c, &y, fs, 0.8, ink, "class=\"cell-tag\"", tag);
     fputs("</g>\n", v->f);
 }
 

@@ -1,9 +1,9 @@
 /* plot_map.c - the grid a --kind map figure is drawn from: a sweep's
  * DIR/results.csv read line by line into its axes (the columns between
  * "id" and "seed"), each axis's values in order (numbers as numbers), and
- * one cell per combination of values with the seeds folded: the mean and
- * the half range of the runs' final validation loss (the train loss where
- * a run has none), and how many of its runs diverged, stalled or failed;
+ * one cell per combination of values with the seeds folded: the count,
+ * mean, sd and spread of the runs' final validation loss (the train loss
+ * where a run has none; sweep_stat), and how many of its runs diverged, stalled or failed;
  * or, with the seed made one more axis (plot_map_with_seeds), one run per
  * cell.
  *

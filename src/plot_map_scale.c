@@ -214,9 +214,8 @@ void map_colorbar(svg *v, const map_scale *s, box b)
     double ly = legend_swatch(v, x, y0 + bh + v->fs * 2, bw, "url(#nan)", s->mt->none);
     if (s->mt->at_end) /* only a value at the end is left off for an explosion */
         ly = legend_swatch(v, x, ly, bw, "url(#exploded)", "exploded");
-    const char *cross = v->o->mono ? "#000000" : v->p->explode;
-    svg_line(v, x, ly, x + bw, ly - v->fs, cross, 3 * v->s, NULL);
-    svg_line(v, x, ly - v->fs, x + bw, ly, cross, 3 * v->s, NULL);
+    svg_line(v, x, ly, x + bw, ly - v->fs, v->p->explode, 3 * v->s, NULL); /* mono's: black */
+    svg_line(v, x, ly - v->fs, x + bw, ly, v->p->explode, 3 * v->s, NULL);
     svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "diverged");
     ly += v->fs * 1.6;
     fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"%s\" "

@@ -307,13 +307,10 @@ static int chart_range(chart_ctx *c)
     double lo = vals[0];
     for (int i = 1; i < k; i++)
         lo = vals[i] < lo ? vals[i] : lo;
-    int later = c->cg.h <= CHART_SHORT_ROWS && c->total - c->first >= 8
-                    ? range_values(c, c->first + (c->total - c->first) / 2, vals, cap)
-                    : 0;
-    if (later > 0)
-        k = later;
-    else
-        k = range_values(c, c->first, vals, cap);
+    if (c->cg.h <= CHART_SHORT_ROWS && c->total - c->first >= 8) {
+        int later = range_values(c, c->first + (c->total - c->first) / 2, vals, cap);
+        k = later > 0 ? later : range_values(c, c->first, vals, cap);
+    }
     qsort(vals, (size_t)k, sizeof *vals, cmp_float);
     double hi = vals[k - 1 - (k - 1) / 50];
     double pad = (hi - lo) * 0.05;

@@ -37,16 +37,24 @@ def train(model, path, steps, every=1, autocast=False, **opts):
             loss.backward()
             probe.step(loss)
             want.append([group_norm(model.parameters())] + block0_norms(model))
+            before = [q.detach().double().clone() for q in block0(model).parameters()]
             opt.step()
+            after = [q.detach().double() for q in block0(model).parameters()]
+            want[-1].append(math.sqrt(sum(float((a - b).pow(2).sum()) for a, b in
+                                          zip(after, before))) /
+                            math.sqrt(sum(float(a.pow(2).sum()) for a in after)))
     return want
 
 
+def block0(model):
+    return model.transformer.h[0] if hasattr(model, "transformer") else model.encoder.layers[0]
+
+
 def block0_norms(model):
+    b = block0(model)
     if hasattr(model, "transformer"):
-        b = model.transformer.h[0]
         return [group_norm(b.attn.parameters()), group_norm(b.mlp.parameters()),
                 group_norm(list(b.ln_1.parameters()) + list(b.ln_2.parameters()))]
-    b = model.encoder.layers[0]
     return [group_norm(b.self_attn.parameters()),
             group_norm(list(b.linear1.parameters()) + list(b.linear2.parameters())),
             group_norm(list(b.norm1.parameters()) + list(b.norm2.parameters()))]
@@ -76,6 +84,9 @@ def check_stream(name, path, n_layer, steps, want, blocks, every=1, update_every
     C.ok(any(v is None for v in ratios) == (update_every > every) and all(
         (v is not None and v > 0) == ((r["step"] - 1) % update_every == 0)
              for v, r in zip(ratios, rows)), name + " update ratio on its steps only")
+    worst = max(check.rel(v, want[r["step"] - 1][4]) for v, r in zip(ratios, rows) if v)
+    C.ok(worst < 1e-5, "%s update ratios match the weights' change on every such step (worst "
+         "rel %.2g)" % (name, worst))
     return rows
 
 
@@ -97,6 +108,40 @@ def every_k():
     path = os.path.join(TMP, "every.nsj")
     want = train(models.GPT(), path, 25, every=4, update_every=4)
     check_stream("every=4", path, 3, 25, want, ["transformer.h.%d" % i for i in range(3)], 4, 4)
+
+
+def frozen():
+    """Parameters without a gradient (frozen, or unfrozen mid-run): every
+    group's norm is over the gradients there are, a group with none
+    is 0, and the sums follow when the set changes."""
+    m = models.GPT()
+    h = m.transformer.h
+    h[0].ln_1.weight.requires_grad_(False)
+    h[1].mlp.requires_grad_(False)
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+    x, y = models.batch(torch.Generator().manual_seed(5))
+    path = os.path.join(TMP, "frozen.nsj")
+    want = []
+    with normscope_probe.attach(m, opt, path=path) as probe:
+        for s in range(1, 9):
+            if s == 5:
+                h[0].ln_1.weight.requires_grad_(True)
+            opt.zero_grad(set_to_none=True)
+            loss = m(x, y)
+            loss.backward()
+            probe.step(loss)
+            want.append([group_norm(m.parameters()),
+                         group_norm(list(h[0].ln_1.parameters()) + list(h[0].ln_2.parameters())),
+                         group_norm(h[1].attn.parameters())])
+            opt.step()
+    rows = check.read_stream(path)[1]
+    got = [[r["grad_norm"], r["l0_grad_ln"], r["l1_grad_attn"]] for r in rows]
+    worst = max(check.rel(g, w) for gr, wr in zip(got, want) for g, w in zip(gr, wr))
+    C.ok(len(rows) == 8 and worst < 1e-5 and want[3][1] != want[4][1],
+         "frozen parameters: the norms are over the gradients there are, before and after "
+         "one is unfrozen (worst rel %.2g)" % worst)
+    C.ok([r["l1_grad_ffn"] for r in rows] == [0] * 8, "a frozen group's norm is 0 (%s)"
+         % [r["l1_grad_ffn"] for r in rows])
 
 
 def refusal():
@@ -288,6 +333,7 @@ def diagnosis_keys():
 streams()
 diagnosis_keys()
 every_k()
+frozen()
 scheduler_after_attach()
 skipped()
 refusal()

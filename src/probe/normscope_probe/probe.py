@@ -179,6 +179,28 @@ def _float_tensors(x):
     return [t for t in vals if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
+def _buffer_views(ps):
+    """A float32 buffer the size of the tensors ps together, on the first
+    one's device, and a view of it shaped as each."""
+    buf = torch.empty(sum(p.numel() for p in ps), dtype=torch.float32, device=ps[0].device)
+    views, at = [], 0
+    for p in ps:
+        views.append(buf[at:at + p.numel()].view(p.shape))
+        at += p.numel()
+    return buf, views
+
+
+def _norms(ts, dev, dtype=torch.float32):
+    """The L2 norm of each tensor (a sparse one's stored values), computed
+    in dtype, as one tensor on dev: one foreach call where the tensors
+    allow it (dense float32 on dev, norms in float32), as per-tensor
+    calls are most of the cost of small ones."""
+    if dtype == torch.float32 and hasattr(torch, "_foreach_norm") and all(
+            t.dtype == torch.float32 and not t.is_sparse and t.device == dev for t in ts):
+        return torch.stack(torch._foreach_norm(ts))
+    return torch.stack([torch.linalg.vector_norm(_dense(t), 2, dtype=dtype).to(dev) for t in ts])
+
+
 def _flatten(ts):
     """The tensors' values in one new 1-D buffer, in order (torch's own
     flattening returns a lone tensor as a view of itself: copied here)."""
@@ -294,7 +316,10 @@ class _Records:
         self.calls = []  # the step's forward calls (the CPU watch)
         self.fwd_lo, self.fwd_hi, self.fwd_val, self.fwd_code, self.fwd_block = [], [], [], [], []
         self.bwd_lo, self.bwd_hi, self.bwd_val, self.bwd_code, self.bwd_block = [], [], [], [], []
-        self.resid = []  # [(block, record index, sum of squares, numel)]
+        # the same lists by side, for _record (a hook's path: one lookup)
+        self.sides = {"fwd": (self.fwd_lo, self.fwd_hi, self.fwd_val, self.fwd_code, self.fwd_block),
+                      "bwd": (self.bwd_lo, self.bwd_hi, self.bwd_val, self.bwd_code, self.bwd_block)}
+        self.resid = []  # [(block, record index, L2 norm, numel)]
         self.lowp_cnt, self.lowp_block = [], []
         self.lowp = None  # the lowest-precision dtype seen inside a block
         self.hooked = {}
@@ -358,6 +383,7 @@ class Probe:
         self.n = 0
         self.paused = False
         self.pending = None
+        self.before = None  # the update ratio's buffers (_keep_before)
         self.reported_nonfinite = False
         self.header_written = False
         self.stack = []  # the blocks running now, innermost last
@@ -441,6 +467,7 @@ class Probe:
         and which groups hold no parameter (not measured: null)."""
         self.params = list(self.model.parameters())  # shared ones once
         self.gid = {}
+        self.gmats = {}  # _group_matrix's, by the gradients missing
         self.empty = []
         for b, groups in enumerate(self.groups):
             for g, name in enumerate(layout.GROUPS):
@@ -727,9 +754,9 @@ class Probe:
             else:
                 k = self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, t)
                 rec.last_out, rec.last_rec, rec.last_block = t, k, block
-            if is_block >= 0 and rec.measuring:
-                sq = torch.linalg.vector_norm(t.detach(), 2, dtype=torch.float32) ** 2
-                rec.resid.append((is_block, k, sq, t.numel()))
+            if is_block >= 0 and rec.measuring:  # squared in float64 (_collect)
+                norm = torch.linalg.vector_norm(t.detach(), 2, dtype=torch.float32)
+                rec.resid.append((is_block, k, norm, t.numel()))
             x = _first_tensor(inp)
             # the backward's records: the watch's (the device's, or the CPU's
             # replay), and a measured step's low-precision counts
@@ -764,20 +791,21 @@ class Probe:
     def _record(rec, side, code, block, t):
         """One record: its code and block, (min, max) when measuring, else
         the watch's sum. Returns its index."""
+        los, his, vals, codes, blocks = rec.sides[side]
         if rec.measuring:
             lo, hi = _minmax(t)
-            getattr(rec, side + "_lo").append(lo)
-            getattr(rec, side + "_hi").append(hi)
+            los.append(lo)
+            his.append(hi)
             if t.dtype in LOWP and block >= 0:
                 if rec.lowp is None or t.dtype == torch.float16:
                     rec.lowp = t.dtype
                 rec.lowp_cnt.extend(_lowp_counts(t))
                 rec.lowp_block.append(block)
         else:
-            getattr(rec, side + "_val").append(_watch_sum(t))
-        getattr(rec, side + "_code").append(code)
-        getattr(rec, side + "_block").append(block)
-        return len(getattr(rec, side + "_code")) - 1
+            vals.append(_watch_sum(t))
+        codes.append(code)
+        blocks.append(block)
+        return len(codes) - 1
 
     # -- the step ----------------------------------------------------------------
     def step(self, loss, val_loss=None, targets=None):
@@ -928,10 +956,9 @@ class Probe:
         """A measured step's (min, max) records, each side as one tensor:
         the minima, then the maxima."""
         for side in ("fwd", "bwd"):
-            if rec.measuring and getattr(rec, side + "_lo"):
-                lo = torch.stack(getattr(rec, side + "_lo"))
-                hi = torch.stack(getattr(rec, side + "_hi"))
-                setattr(rec, side + "_lohi", torch.cat([lo, hi]).float())
+            los, his = rec.sides[side][:2]
+            if rec.measuring and los:
+                setattr(rec, side + "_lohi", torch.stack(los + his).float())
 
     def _watch_cpu(self, lossv, gsq):
         """The CPU's watch: the loss and the gradients' total read on the
@@ -1090,18 +1117,37 @@ class Probe:
             row["before"] = None
         self._write(row, skipped=0)
 
+    def _keep_before(self):
+        """Each block's parameters before the optimizer's step, copied into
+        the block's float32 buffer: made at the first update ratio and
+        refilled after. A new buffer each time costs the CPU a page fault
+        every 4 KB (glibc hands blocks this large back to the system), ten
+        times the copy's own time at 20M parameters. Per block: (buffer,
+        views into it, one per parameter), or None for a block without
+        parameters."""
+        if self.before is None:
+            self.before = [_buffer_views(ps) if ps else None for ps in self.block_params]
+        with torch.no_grad():
+            for ps, b in zip(self.block_params, self.before):
+                if b is not None:
+                    torch.cat([p.detach().reshape(-1) for p in ps], out=b[0])
+        return self.before
+
     def _ratios(self, before):
-        """Per block ||W_after - W_before|| / ||W_after||, each block's
-        parameters as one buffer (a block's are on one device)."""
+        """Per block ||W_after - W_before|| / ||W_after||: the difference
+        made in place in the block's buffer (_keep_before), ||W_after||
+        from the parameters' own norms."""
         out, dev = [], self._device()
         with torch.no_grad():
             for ps, b in zip(self.block_params, before):
                 if b is None:
                     out.append(torch.tensor(float("nan"), device=dev))
                     continue
-                after = _flatten([p.detach() for p in ps]).float()
-                wn = torch.linalg.vector_norm(after)
-                out.append((torch.linalg.vector_norm(after.sub_(b)) / wn).to(dev))
+                buf, views = b
+                for v, p in zip(views, ps):
+                    v.sub_(p.detach())
+                wn = torch.linalg.vector_norm(_norms([p.detach() for p in ps], buf.device))
+                out.append((torch.linalg.vector_norm(buf) / wn).to(dev))
         return torch.stack(out)
 
     # -- collecting ----------------------------------------------------------------
@@ -1111,29 +1157,41 @@ class Probe:
         float32 on the model's device): per-tensor calls are most of its
         cost. Its float32 norms square without scaling, so a norm past
         1.8e19 comes out inf; exact computes each in float64 (twice the
-        time), for the step where that happened (_watch_cpu)."""
-        grads = [p.grad for p in self.params if p.grad is not None]
+        time), for the step where that happened (_watch_cpu). The sums
+        are one product with a 0/1 matrix, group by gradient
+        (_group_matrix)."""
+        grads = [p.grad for p in self.params]
+        have = [g for g in grads if g is not None]
         dev = self._device()
-        nb = 3 * len(self.blocks)
-        if not grads:
-            return torch.zeros(nb + 1, dtype=torch.float64, device=dev)
+        if not have:
+            return torch.zeros(3 * len(self.blocks) + 1, dtype=torch.float64, device=dev)
         with torch.no_grad():
-            if not exact and hasattr(torch, "_foreach_norm") and all(
-                    g.dtype == torch.float32 and not g.is_sparse and g.device == dev
-                    for g in grads):
-                norms = torch.stack(torch._foreach_norm(grads))
-            else:
-                norms = torch.stack([torch.linalg.vector_norm(
-                    _dense(g), 2, dtype=torch.float64 if exact else torch.float32).to(dev)
-                    for g in grads])
-            sq = norms.double() ** 2
-            gid = [self.gid.get(id(p), -1) for p in self.params if p.grad is not None]
-            idx = torch.tensor([g if g >= 0 else nb for g in gid], device=dev)
-            sums = torch.zeros(nb + 1, dtype=torch.float64, device=dev).index_add_(0, idx, sq)
-            sums[nb] = sq.sum()
+            sq = _norms(have, dev, torch.float64 if exact else torch.float32).double() ** 2
+            sums = self._group_matrix(grads, len(have) < len(grads), dev) @ sq
         if self.dist and self.sharded and not exact:
             torch.distributed.all_reduce(sums)
         return sums
+
+    def _group_matrix(self, grads, some_missing, dev):
+        """(3 * blocks + 1) x (gradients present): row 3 * b + g sums
+        group g of block b (self.gid), the last row every gradient. Made
+        once for the usual step, where every parameter has its gradient;
+        for others, once per set of missing ones (a few kept)."""
+        key = tuple(g is not None for g in grads) if some_missing else None
+        m = self.gmats.get(key)
+        if m is None:
+            nb = 3 * len(self.blocks)
+            cols = [self.gid.get(id(p), -1) for p, g in zip(self.params, grads)
+                    if g is not None]
+            m = torch.zeros(nb + 1, len(cols), dtype=torch.float64)
+            for j, row in enumerate(cols):
+                if row >= 0:
+                    m[row, j] = 1.0
+            m[nb] = 1.0
+            m = m.to(dev)
+            if len(self.gmats) < 8:
+                self.gmats[key] = m
+        return m
 
     def _grad_check(self):
         """The watch's unmeasured steps: one value (device) that is not
@@ -1171,8 +1229,8 @@ class Probe:
         for side in ("fwd", "bwd"):
             if getattr(rec, side + "_lo"):
                 parts.append(rec.__dict__[side + "_lohi"])
-        if rec.resid:
-            parts.append(torch.stack([sq for _, _, sq, _ in rec.resid]).to(dev))
+        if rec.resid:  # sums of squares (float64: a norm past 1.8e19 squares past float32)
+            parts.append(torch.stack([n for _, _, n, _ in rec.resid]).to(dev).double() ** 2)
         if rec.lowp_cnt:
             parts.append(torch.stack(rec.lowp_cnt).float().to(dev))
         ent = self._entropy(rec.targets)
@@ -1183,8 +1241,7 @@ class Probe:
             parts.append(nfs.reshape(1).float().to(dev))
         before = None
         if (self.n - 1) % self.update_every == 0 and self.optimizer is not None:
-            before = [_flatten([p.detach() for p in ps]).float() if ps else None
-                      for ps in self.block_params]
+            before = self._keep_before()
         dt = now - self.t_prev if self.t_prev is not None else None
         tps = rec.tokens * self.world / dt if rec.tokens and dt and dt > 0 else None
         return {"step": self.n, "parts": parts, "scale": scale, "val_loss": val_loss,
@@ -1197,22 +1254,23 @@ class Probe:
     def _entropy(self, targets):
         """The unigram entropy (nats, a 0-d tensor) of the targets of every
         written step so far, this one's added; None before any. A bincount
-        of the batch's targets into the running counts: a pass over the
+        of the batch's targets (negative ones, an ignore_index, all fall
+        in bin 0, dropped) into the running counts: a pass over the
         targets and one over the vocabulary."""
         if targets is not None and targets.numel():
-            t = targets.detach().reshape(-1).long()
-            keep = t >= 0
-            c = torch.bincount(torch.where(keep, t, torch.zeros_like(t)),
-                               weights=keep.double(), minlength=self.vocab or 0)
-            if self.tcounts is not None and self.tcounts.device == c.device:
-                if len(c) < len(self.tcounts):
-                    c = torch.nn.functional.pad(c, (0, len(self.tcounts) - len(c)))
-                c[:len(self.tcounts)] += self.tcounts
-            self.tcounts = c
+            t = targets.detach().reshape(-1)
+            n = len(self.tcounts) if self.tcounts is not None else (self.vocab or 0)
+            c = torch.bincount(t.clamp(min=-1) + 1, minlength=n + 1)[1:]
+            if self.tcounts is None or self.tcounts.device != c.device:
+                self.tcounts = c.double()
+            else:
+                if len(c) > len(self.tcounts):  # a token past the vocabulary seen so far
+                    self.tcounts = torch.nn.functional.pad(self.tcounts,
+                                                           (0, len(c) - len(self.tcounts)))
+                self.tcounts += c
         if self.tcounts is None:
             return None
-        total = self.tcounts.sum()
-        return torch.special.entr(self.tcounts / total).sum().float()
+        return torch.special.entr(self.tcounts / self.tcounts.sum()).sum().float()
 
     def _read(self, row):
         """The one host read of a measured step: every number, the update

@@ -41,6 +41,18 @@ class Clock(float):
     digits would round a 2026 time to 10 s)."""
 
 
+_KEYS = {}  # key -> its JSON token: a step line repeats the same few hundred
+
+
+def _key(k):
+    tok = _KEYS.get(k)
+    if tok is None:
+        tok = json.dumps(k)
+        if len(_KEYS) < 4096:
+            _KEYS[k] = tok
+    return tok
+
+
 def encode(pairs):
     """One line from (key, value) pairs, in order. Strings, lists and dicts
     go through json.dumps; numbers through number()."""
@@ -52,7 +64,7 @@ def encode(pairs):
             tok = json.dumps(v, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         else:
             tok = number(v)
-        out.append("%s:%s" % (json.dumps(k), tok))
+        out.append(_key(k) + ":" + tok)
     return "{" + ",".join(out) + "}\n"
 
 

@@ -34,6 +34,11 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# OpenBLAS's own thread pool ignores torch.set_num_threads, and its idle
+# workers spin: counted as the process's CPU time, they double a step's.
+# Set before torch loads it; --threads N gives it N.
+_THREADS = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv[:-1] else "1"
+os.environ.setdefault("OPENBLAS_NUM_THREADS", _THREADS)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "probe"))
 sys.path.insert(0, os.path.join(HERE, "..", "probe"))
 
@@ -222,22 +227,26 @@ def rss_child(a, layers, dim, steps=6):
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
 
 
-def rss(a):
+def rss(a, trials=3):
     """Peak RSS without the probe, with every=1 and every=10, each in its
-    own process (peak RSS is a process's), and the ratios."""
+    own process (peak RSS is a process's), the three in turn, trials
+    times: the medians (one process's peak varies by some 20 MB here),
+    and their ratios."""
     import subprocess
-    got = {}
-    for every in (0, 1, 10):
-        cmd = [sys.executable, os.path.abspath(__file__), "--shape", a.shape, "--seq",
-               str(a.seq), "--batch", str(a.batch), "--signature", a.signature, "--vocab",
-               str(a.vocab), "--threads", str(a.threads), "--child", str(every)]
-        got[every] = float(subprocess.run(cmd, check=True, capture_output=True,
-                                          text=True).stdout.split()[-1])
-    print("model %s, vocab %d, batch %d x %d, returns %s, BLAS %s: peak RSS" % (
+    got = {0: [], 1: [], 10: []}
+    for _ in range(trials):
+        for every in got:
+            cmd = [sys.executable, os.path.abspath(__file__), "--shape", a.shape, "--seq",
+                   str(a.seq), "--batch", str(a.batch), "--signature", a.signature, "--vocab",
+                   str(a.vocab), "--threads", str(a.threads), "--child", str(every)]
+            got[every].append(float(subprocess.run(cmd, check=True, capture_output=True,
+                                                   text=True).stdout.split()[-1]))
+    med = {k: statistics.median(v) for k, v in got.items()}
+    print("model %s, vocab %d, batch %d x %d, returns %s, BLAS %s: peak RSS, median of %d" % (
         a.shape, a.vocab, a.batch, a.seq, "(logits, loss)" if a.signature == "logits"
-        else "the loss", blas()))
+        else "the loss", blas(), trials))
     print("  without the probe %.0f MB, every=1 %.0f MB (x%.3f), every=10 %.0f MB (x%.3f)" % (
-        got[0], got[1], got[1] / got[0], got[10], got[10] / got[0]))
+        med[0], med[1], med[1] / med[0], med[10], med[10] / med[0]))
 
 
 def left_out(a, clock, runs):

@@ -319,6 +319,7 @@ class _Records:
         # the same lists by side, for _record (a hook's path: one lookup)
         self.sides = {"fwd": (self.fwd_lo, self.fwd_hi, self.fwd_val, self.fwd_code, self.fwd_block),
                       "bwd": (self.bwd_lo, self.bwd_hi, self.bwd_val, self.bwd_code, self.bwd_block)}
+        self.lohi = {}  # side -> its minima then maxima, one tensor (_stack_lohi)
         self.resid = []  # [(block, record index, L2 norm, numel)]
         self.lowp_cnt, self.lowp_block = [], []
         self.lowp = None  # the lowest-precision dtype seen inside a block
@@ -921,11 +922,12 @@ class Probe:
         rec, dev = self.rec, lossv.device
         vecs = []
         for side in ("fwd", "bwd"):
-            if rec.measuring and getattr(rec, side + "_lo"):
-                lo, hi = getattr(rec, side + "_lohi").chunk(2)
+            vals = rec.sides[side][2]
+            if side in rec.lohi:
+                lo, hi = rec.lohi[side].chunk(2)
                 vecs.append(torch.maximum(-lo, hi))
-            elif getattr(rec, side + "_val"):
-                vecs.append(torch.stack(getattr(rec, side + "_val")).float())
+            elif vals:
+                vecs.append(torch.stack(vals).float())
             if side == "fwd":
                 nf_at = sum(len(v) for v in vecs)  # the loss's place
                 vecs.append(lossv.reshape(1).float())
@@ -958,7 +960,7 @@ class Probe:
         for side in ("fwd", "bwd"):
             los, his = rec.sides[side][:2]
             if rec.measuring and los:
-                setattr(rec, side + "_lohi", torch.stack(los + his).float())
+                rec.lohi[side] = torch.stack(los + his).float()
 
     def _watch_cpu(self, lossv, gsq):
         """The CPU's watch: the loss and the gradients' total read on the
@@ -1227,8 +1229,8 @@ class Probe:
         if isinstance(scale, torch.Tensor):
             parts.append(scale.reshape(1).to(dev))
         for side in ("fwd", "bwd"):
-            if getattr(rec, side + "_lo"):
-                parts.append(rec.__dict__[side + "_lohi"])
+            if side in rec.lohi:
+                parts.append(rec.lohi[side])
         if rec.resid:  # sums of squares (float64: a norm past 1.8e19 squares past float32)
             parts.append(torch.stack([n for _, _, n, _ in rec.resid]).to(dev).double() ** 2)
         if rec.lowp_cnt:

@@ -156,7 +156,11 @@ void stream_print_summary(FILE *f, const stream_reader *r, const char *path);
 /* ---- the control file ------------------------------------------------------
  * "<stream path>.ctl": one command per line, "<seq> <command>", appended
  * with one write (O_APPEND), seq one more than the highest in the file.
- * Commands: pause, resume, lr x2, lr x0.5, checkpoint. */
+ * Commands: pause, resume, lr x2, lr x0.5, checkpoint. It steers a run,
+ * so it is the run's user's alone: created 0600, never through a symbolic
+ * link, and refused when it is another user's or group or others may
+ * write it (the probe applies the same rule when it reads). */
+#define STREAM_CONTROL_MAX (1L << 20) /* bytes of it read for the next seq */
 int stream_control_path(const char *stream_path, char *out, size_t n);
 /* 0 with the seq used in *seq, or -1 with "PATH: reason" in err. */
 int stream_control_send(const char *stream_path, const char *command, long *seq, char *err,

@@ -1443,14 +1443,15 @@ int stream_control_path(const char *stream_path, char *out, size_t n)
     return k < 0 || (size_t)k >= n ? -1 : 0;
 }
 
-/* The highest "<seq> " at the start of a line of fd, 0 if none */
+/* The highest "<seq> " at the start of a line of fd, 0 if none; reads at
+ * most STREAM_CONTROL_MAX bytes (a control file is a few lines a command) */
 static long highest_seq(int fd)
 {
     char b[4096];
     long best = 0, cur = 0;
     int state = 0; /* 0 at a line start, 1 in its digits, 2 in the rest */
     off_t off = 0;
-    for (;;) {
+    while (off < STREAM_CONTROL_MAX) {
         ssize_t k = pread(fd, b, sizeof b, off);
         if (k < 0 && errno == EINTR)
             continue;
@@ -1473,6 +1474,37 @@ static long highest_seq(int fd)
     return best;
 }
 
+/* path opened to append without following a link, created 0600 when new;
+ * refused (-1, the reason in err) unless it is a regular file of ours
+ * that neither group nor others may write: the file steers a run */
+static int control_open(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        struct stat ls;
+        int link = lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode);
+        snprintf(err, errlen, "%s: %s", path, link ? "a symbolic link: not followed" : strerror(e));
+        return -1;
+    }
+    struct stat st;
+    char why[64] = "";
+    if (fstat(fd, &st) != 0)
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        snprintf(why, sizeof why, "not a regular file");
+    else if (st.st_uid != geteuid())
+        snprintf(why, sizeof why, "owned by another user (uid %ld)", (long)st.st_uid);
+    else if (st.st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(why, sizeof why, "writable by group or others");
+    if (why[0]) {
+        snprintf(err, errlen, "%s: %s: not sending commands through it", path, why);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int stream_control_send(const char *stream_path, const char *command, long *seq, char *err,
                         size_t errlen)
 {
@@ -1481,11 +1513,9 @@ int stream_control_send(const char *stream_path, const char *command, long *seq,
         snprintf(err, errlen, "%.60s...: path too long", stream_path);
         return -1;
     }
-    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    int fd = control_open(path, err, errlen);
+    if (fd < 0)
         return -1;
-    }
     long n = highest_seq(fd) + 1;
     char line[128];
     int len = snprintf(line, sizeof line, "%ld %s\n", n, command);

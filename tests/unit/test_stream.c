@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -577,6 +578,45 @@ static void grid_text(const tui_grid *g, char *all, size_t n)
 /* Commands are pending until the run acknowledges them; one sent before
  * the run began is marked for it; the status line says ENDED, "no new
  * step for N s" and "writer gone"; nothing is sent to a run that ended. */
+/* The control file steers a run: made 0600, and one another user could
+ * have planted (a symbolic link, another uid's file, a file group or
+ * others may write) gets no command, and a file it links to is not
+ * touched. */
+static void test_control_hostile(void)
+{
+    char path[128], ctl[160], err[256], victim[160];
+    long seq = 0;
+    snprintf(path, sizeof path, "%s/h.nsj", dir);
+    stream_control_path(path, ctl, sizeof ctl);
+    snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+    unlink(ctl);
+    CHECK(stream_control_send(path, "pause", &seq, err, sizeof err) == 0);
+    struct stat st;
+    CHECK(stat(ctl, &st) == 0 && (st.st_mode & 0777) == 0600);
+    unlink(ctl);
+    append(victim, "thesis\n");
+    CHECK(symlink(victim, ctl) == 0);
+    int r = stream_control_send(path, "pause", &seq, err, sizeof err);
+    CHECK(r != 0 && strstr(err, "symbolic link") && !strcmp(slurp(victim), "thesis\n"));
+    unlink(ctl);
+    CHECK(symlink("/dev/zero", ctl) == 0);
+    CHECK(stream_control_send(path, "pause", &seq, err, sizeof err) != 0);
+    unlink(ctl);
+    append(ctl, "1 pause\n");
+    CHECK(chmod(ctl, 0666) == 0);
+    r = stream_control_send(path, "resume", &seq, err, sizeof err);
+    CHECK(r != 0 && strstr(err, "writable by group or others") &&
+          !strcmp(slurp(ctl), "1 pause\n"));
+    if (geteuid() == 0) { /* another user's file: root can make one */
+        CHECK(chmod(ctl, 0644) == 0 && chown(ctl, 4242, 4242) == 0);
+        r = stream_control_send(path, "resume", &seq, err, sizeof err);
+        CHECK(r != 0 && strstr(err, "owned by another user (uid 4242)") &&
+              !strcmp(slurp(ctl), "1 pause\n"));
+    }
+    unlink(ctl);
+    unlink(victim);
+}
+
 static void test_pending_and_liveness(void)
 {
     char path[128], ctl[160], all[24 * 400];
@@ -1132,6 +1172,7 @@ int main(void)
     test_replay();
     test_follow_file();
     test_control();
+    test_control_hostile();
     test_follow_help();
     test_pending_and_liveness();
     test_headless();

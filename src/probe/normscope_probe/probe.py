@@ -51,6 +51,7 @@ import random
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -279,6 +280,33 @@ def _set_random_states(st):
     if st[2] is not None and np is not None:
         np.random.set_state(st[2])
 
+
+
+def _save_private(state, path):
+    """torch.save state to path through a temp file of a random name beside
+    it, created 0600 with O_EXCL (never through a planted file or link),
+    renamed over path; None, or the OSError's words (a training run is not
+    stopped by a checkpoint it could not write)."""
+    d, base = os.path.split(os.path.abspath(path))
+    fd, tmp = None, None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".%s." % base, suffix=".tmp", dir=d)
+        with os.fdopen(fd, "wb") as f:
+            fd = None
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return None
+    except OSError as e:
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None and os.path.lexists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return e.strerror or str(e)
 
 class _Call:
     """One forward of the model with gradients on, as the CPU watch needs
@@ -1553,6 +1581,10 @@ class Probe:
         """New commands, the same on every rank: rank 0 reads the control
         file and broadcasts what it found (one fixed-size tensor)."""
         cmds = self.ctl.poll(MAX_COMMANDS) if self.rank == 0 else []
+        refusal = self.ctl.take_refusal() if self.rank == 0 else None
+        if refusal is not None:
+            self._event("note", refusal + "; commands from it are not obeyed (see normscope(1), "
+                        "SECURITY)")
         if not self.dist:
             return cmds
         buf = torch.zeros(1 + 2 * MAX_COMMANDS, dtype=torch.float64, device=self.cdev)
@@ -1704,9 +1736,10 @@ class Probe:
             state = {"step": updates, "updates": updates, "model": self.model.state_dict()}
             if self.optimizer is not None:
                 state["optimizer"] = self.optimizer.state_dict()
-            tmp = "%s.tmp.%d" % (path, os.getpid())
-            torch.save(state, tmp)
-            os.replace(tmp, path)
+            err = _save_private(state, path)
+            if err is not None:
+                self._event("note", "checkpoint %s not written: %s" % (os.path.basename(path), err))
+                return path
         self._event("checkpoint", "checkpoint %s after %d updates" % (os.path.basename(path),
                                                                          updates))
         return path

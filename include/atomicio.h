@@ -2,12 +2,18 @@
  * its name. Used by --save, --csv, --jsonl and the live view's d and e keys.
  *
  * The bytes go to a temporary file beside the target, named
- * "TARGET.tmp.PID" (PID: the writing process), which is flushed, fsynced and
- * renamed over the target; then the directory is fsynced so that the rename
- * itself survives a power cut. A process killed mid-write leaves its
- * temporary file behind (nothing can prevent that) but never a partial
- * target; the next successful write to the same target removes temporary
- * files whose process is gone.
+ * "TARGET.tmp.PID.UID.HOST.RAND" (the writing process, its user, this
+ * machine's name, and letters no one can guess, so no one can plant a file
+ * or link there first), created with O_EXCL, flushed, fsynced and renamed
+ * over the target; then the directory is fsynced so that the rename itself
+ * survives a power cut. A process killed mid-write leaves its temporary
+ * file behind (nothing can prevent that) but never a partial target; the
+ * next successful write to the same target removes the temporary files of
+ * this user and machine whose process is gone.
+ *
+ * In a sticky world-writable directory (/tmp), a symbolic link or a file
+ * that another user owns is refused with its reason, at open and at the
+ * start check: the kernel's protected_symlinks rule, whatever the sysctl.
  *
  * Written in place instead: "-" (standard output) and an existing target
  * that is not a regular file (a FIFO, /dev/null, /dev/full, a terminal). A
@@ -29,7 +35,7 @@ typedef struct {
     FILE *f;                        /* write here between open and commit */
     char path[ATOMIC_PATH_MAX];     /* the target, as named (for messages) */
     char real[ATOMIC_PATH_MAX];     /* where the rename lands: a symlink's target */
-    char tmp[ATOMIC_PATH_MAX + 32]; /* "real.tmp.PID", or "" when direct */
+    char tmp[ATOMIC_PATH_MAX + 96]; /* "real.tmp.PID.UID.HOST.RAND", or "" */
     int direct;                     /* written in place (stdout, a device, a FIFO) */
     int err;                        /* errno of the first failed write, 0 if none */
 } atomic_file;
@@ -54,6 +60,12 @@ void atomic_abort(atomic_file *a);
  * permission bits say little). Opens nothing that is not a regular file.
  * Returns 0, or -1 with "PATH: reason" in err. */
 int atomic_probe(const char *path, char *err, size_t errlen);
+
+/* Is name a temp file of the target whose file name is base? 1 with the
+ * writer's PID in *pid and *ours 1 when it was made on this machine by
+ * this user, 0 when elsewhere or by another user, -1 when it has an older
+ * normscope's name ("BASE.tmp.PID": neither said); 0 when not a temp. */
+int atomic_tmp_parse(const char *name, const char *base, long *pid, int *ours);
 
 /* open + one write of n bytes + commit. */
 int atomic_write_file(const char *path, const void *p, size_t n, char *err, size_t errlen);

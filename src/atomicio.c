@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 static int fail(char *err, size_t errlen, const char *path, int e)
@@ -48,21 +49,140 @@ static void resolve(atomic_file *a)
         snprintf(a->real, sizeof a->real, "%s", a->path);
 }
 
-/* Create the temp file, exclusively. A file already under our own name can
- * only be left by an earlier process that had our PID and was killed:
- * remove it and try once more. Returns the fd or -1 (errno set). */
-static int create_tmp(const char *tmp)
+/* Is path's directory sticky and world-writable (/tmp, a shared drop
+ * directory)? Its owner's uid in *owner. */
+static int in_shared_dir(const char *path, uid_t *owner)
 {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    return fd;
+    char dir[ATOMIC_PATH_MAX];
+    struct stat ds;
+    dir_of(path, dir, sizeof dir);
+    if (stat(dir, &ds) != 0 || !(ds.st_mode & S_ISVTX) || !(ds.st_mode & S_IWOTH))
+        return 0;
+    *owner = ds.st_uid;
+    return 1;
 }
 
-static int tmp_name(atomic_file *a)
+/* What another user may have planted at path in a shared directory: 0
+ * when nothing, else -1 with the reason in err. The kernel's
+ * protected_symlinks rule, applied whatever the sysctl says: a symbolic
+ * link there is followed only when it is ours or the directory owner's
+ * (else writing through it replaces a file of ours the planter chose).
+ * And a file there that is neither ours nor the directory owner's cannot
+ * be renamed over by anyone but root: the run would train to the end and
+ * then lose the output, so it is said at once. */
+static int planted(const char *path, char *err, size_t errlen)
 {
-    int n = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", a->real, (long)getpid());
-    return n > 0 && (size_t)n < sizeof a->tmp ? 0 : -1;
+    struct stat st;
+    uid_t downer, me = geteuid();
+    if (lstat(path, &st) != 0 || !in_shared_dir(path, &downer) || st.st_uid == me ||
+        st.st_uid == downer)
+        return 0;
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s: a symbolic link of another user (uid %ld) in a shared sticky "
+                 "directory: not followed", path, (long)st.st_uid);
+        return -1;
+    }
+    if (S_ISREG(st.st_mode) && me != 0) {
+        snprintf(err, errlen, "%s: a file of another user (uid %ld) in a shared sticky "
+                 "directory: it could not be replaced", path, (long)st.st_uid);
+        return -1;
+    }
+    return 0;
+}
+
+/* This machine's name as a temp name carries it: its first label, letters,
+ * digits and '-' only, at most 32 bytes ("host" when it has none). */
+static void host_tag(char *out, size_t n)
+{
+    char h[256] = "";
+    size_t k = 0;
+    if (gethostname(h, sizeof h - 1) != 0)
+        h[0] = 0;
+    for (const char *p = h; *p && *p != '.' && k + 1 < n && k < 32; p++)
+        if (isalnum((unsigned char)*p) || *p == '-')
+            out[k++] = *p;
+    if (k == 0)
+        k = (size_t)snprintf(out, n, "host");
+    out[k < n ? k : n - 1] = 0;
+}
+
+/* TMP_RAND letters and digits no other process can guess: from
+ * /dev/urandom, else from the clock, the PID and a counter. */
+enum { TMP_RAND = 8 };
+static void rand_tag(char out[TMP_RAND + 1])
+{
+    static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static unsigned long counter;
+    unsigned char b[TMP_RAND];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, b, sizeof b) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got != (ssize_t)sizeof b) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long x = (unsigned long)ts.tv_nsec ^ ((unsigned long)getpid() << 16) ^
+                          (unsigned long)ts.tv_sec * 2654435761UL ^ ++counter * 40503UL;
+        for (int i = 0; i < TMP_RAND; i++, x = x * 6364136223846793005UL + 1442695040888963407UL)
+            b[i] = (unsigned char)(x >> 33);
+    }
+    for (int i = 0; i < TMP_RAND; i++)
+        out[i] = abc[b[i] % (sizeof abc - 1)];
+    out[TMP_RAND] = 0;
+}
+
+/* Create the temp file, exclusively (O_EXCL: a name another process made
+ * first, a planted file or link, is never opened). Its name cannot be
+ * guessed, so a clash is a coincidence: try another. Returns the fd or -1
+ * (errno set). */
+static int create_tmp(atomic_file *a)
+{
+    char host[40], rnd[TMP_RAND + 1];
+    host_tag(host, sizeof host);
+    for (int tries = 0; tries < 8; tries++) {
+        rand_tag(rnd);
+        int n = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld.%ld.%s.%s", a->real, (long)getpid(),
+                         (long)geteuid(), host, rnd);
+        if (n < 0 || (size_t)n >= sizeof a->tmp) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+int atomic_tmp_parse(const char *name, const char *base, long *pid, int *ours)
+{
+    size_t blen = strlen(base);
+    if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0)
+        return 0;
+    const char *d = name + blen + 5;
+    char *end;
+    errno = 0;
+    long p = strtol(d, &end, 10);
+    if (end == d || !isdigit((unsigned char)*d) || p <= 0 || errno)
+        return 0;
+    *pid = p;
+    if (!*end) { /* an older normscope's "BASE.tmp.PID" */
+        *ours = -1;
+        return 1;
+    }
+    char uid[24], host[40], tail[64];
+    int n = snprintf(tail, sizeof tail, "%s", end);
+    if (n < 0 || (size_t)n >= sizeof tail || tail[0] != '.')
+        return 0;
+    char *u = tail + 1, *h = strchr(u, '.'), *r = h ? strchr(h + 1, '.') : NULL;
+    if (!h || !r || strlen(r + 1) != TMP_RAND)
+        return 0;
+    *h++ = 0;
+    *r = 0;
+    snprintf(uid, sizeof uid, "%ld", (long)geteuid());
+    host_tag(host, sizeof host);
+    *ours = !strcmp(u, uid) && !strcmp(h, host);
+    return 1;
 }
 
 int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen)
@@ -76,6 +196,8 @@ int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen)
         a->direct = 1;
         return 0;
     }
+    if (planted(path, err, errlen) != 0)
+        return -1;
     struct stat st;
     int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode))
@@ -86,9 +208,7 @@ int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen)
         return a->f ? 0 : fail(err, errlen, path, errno);
     }
     resolve(a);
-    if (tmp_name(a) != 0)
-        return fail(err, errlen, path, ENAMETOOLONG);
-    int fd = create_tmp(a->tmp);
+    int fd = create_tmp(a);
     if (fd < 0)
         return fail(err, errlen, path, errno);
     /* a replaced file keeps its permissions (best effort: the bytes matter more) */
@@ -127,22 +247,16 @@ static void sync_dir(const char *real)
     }
 }
 
-/* Is name "BASE.tmp.PID" for a PID that is not running? */
-static int stale_tmp(const char *name, const char *base, size_t blen)
+/* Is name a temp file of base made on this machine by this user, whose
+ * process is gone? Another user's, another machine's (a directory shared
+ * over NFS, a PID from another PID namespace) or an older normscope's
+ * (no host, no user) is never judged: its PID means nothing here. */
+static int stale_tmp(const char *name, const char *base)
 {
-    if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0)
+    long pid;
+    int ours;
+    if (!atomic_tmp_parse(name, base, &pid, &ours) || ours != 1 || pid == (long)getpid())
         return 0;
-    const char *d = name + blen + 5;
-    size_t nd = strlen(d);
-    if (nd == 0 || nd > 9)
-        return 0;
-    for (size_t i = 0; i < nd; i++)
-        if (!isdigit((unsigned char)d[i]))
-            return 0;
-    long pid = strtol(d, NULL, 10);
-    if (pid <= 0 || pid == (long)getpid())
-        return 0;
-    /* EPERM means the process exists (another user's): leave its file */
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -154,13 +268,12 @@ static void sweep_stale(const char *real)
     dir_of(real, dir, sizeof dir);
     const char *slash = strrchr(real, '/');
     const char *base = slash ? slash + 1 : real;
-    size_t blen = strlen(base);
     DIR *dp = opendir(dir);
     if (!dp)
         return;
     struct dirent *de;
     while ((de = readdir(dp)) != NULL) {
-        if (!stale_tmp(de->d_name, base, blen))
+        if (!stale_tmp(de->d_name, base))
             continue;
         snprintf(victim, sizeof victim, "%s/%s", dir, de->d_name);
         (void)unlink(victim);
@@ -212,6 +325,8 @@ int atomic_probe(const char *path, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))
         return 0;
+    if (planted(path, err, errlen) != 0)
+        return -1;
     struct stat st;
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode))
@@ -229,11 +344,7 @@ int atomic_probe(const char *path, char *err, size_t errlen)
     } else {
         snprintf(a->path, sizeof a->path, "%s", path);
         resolve(a);
-        int fd = -1;
-        if (tmp_name(a) != 0)
-            errno = ENAMETOOLONG;
-        else
-            fd = create_tmp(a->tmp);
+        int fd = create_tmp(a);
         if (fd < 0) {
             fail(err, errlen, path, errno);
         } else {

@@ -817,10 +817,11 @@ enum { COLLECT_SHOW = 20 }; /* not-complete runs listed on standard error */
 static const char *const run_state_name[RUN_STATES] = {"complete", "missing", "truncated",
                                                        "running",  "corrupt", "failed"};
 
-/* tmp[k] = 1 when DIR holds run k's CSV in the making (run-ID.csv.tmp.PID:
- * a run killed, or cancelled, before it ended), 2 when process PID still
- * lives (a task of another scheduler still running on this machine). One
- * pass over DIR. */
+/* tmp[k] = 1 when DIR holds run k's CSV in the making (its atomicio temp
+ * file: a run killed, or cancelled, before it ended), 2 when its writer
+ * still lives (a task of another scheduler still running on this machine)
+ * or ran on another machine or as another user (whose PID this machine
+ * cannot judge). One pass over DIR. */
 static void runs_in_making(const sweep_ctx *c, unsigned char *tmp)
 {
     DIR *d = opendir(c->dir);
@@ -828,10 +829,14 @@ static void runs_in_making(const sweep_ctx *c, unsigned char *tmp)
     while (d && (e = readdir(d)))
         if (!strncmp(e->d_name, "run-", 4) && strlen(e->d_name) > 4 + 12 + 9 &&
             !strncmp(e->d_name + 16, ".csv.tmp.", 9)) {
+            char base[4 + 12 + 4 + 1];
+            long pid;
+            int ours;
+            snprintf(base, sizeof base, "%.20s", e->d_name);
+            if (!atomic_tmp_parse(e->d_name, base, &pid, &ours))
+                continue;
             long k = ctx_find(c, e->d_name + 4);
-            char *end;
-            long pid = strtol(e->d_name + 25, &end, 10);
-            int alive = !*end && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+            int alive = !ours || kill((pid_t)pid, 0) == 0 || errno == EPERM;
             if (k >= 0 && tmp[k] < 1 + alive)
                 tmp[k] = (unsigned char)(1 + alive);
         }

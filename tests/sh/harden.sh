@@ -258,7 +258,7 @@ kill_mid_save() {
     "$BIN" --headless -q -L 12 -d 128 -H 4 -T 8 -B 1 --steps 1 --save "$T/ck" </dev/null 2>/dev/null &
     pid=$!
     i=0
-    while [ $i -lt 6000 ] && ! [ -e "$T/ck.tmp.$pid" ] && kill -0 $pid 2>/dev/null; do
+    while [ $i -lt 6000 ] && ! ls "$T/ck.tmp.$pid".* >/dev/null 2>&1 && kill -0 $pid 2>/dev/null; do
         sleep 0.01
         i=$((i + 1))
     done
@@ -271,7 +271,7 @@ while [ $n -lt 20 ]; do
     n=$((n + 1))
     cp "$T/orig.ck" "$T/ck"
     kill_mid_save
-    if [ -e "$T/ck.tmp.$pid" ]; then
+    if ls "$T/ck.tmp.$pid".* >/dev/null 2>&1; then
         hits=$((hits + 1))
         cmp -s "$T/ck" "$T/orig.ck" || { bad=$((bad + 1)); echo "kill $n: checkpoint changed mid-save" >&2; }
     fi
@@ -286,8 +286,8 @@ timeout $TO "$BIN" --headless -q --load "$T/ck" --steps 5 2>"$T/err" </dev/null 
 [ $bad -eq 0 ] && ok || no "$bad of 20 SIGKILLed saves left a bad checkpoint"
 [ $hits -ge 1 ] && ok || no "no SIGKILL landed while a temp file existed: the test proved nothing"
 echo "harden.sh: $hits of 20 SIGKILLs landed mid-save" >&2
-# what the kills leave is named CHECKPOINT.tmp.PID and nothing else
-leftover=$(cd "$T" && ls ck.* 2>/dev/null | grep -v '^ck\.tmp\.[0-9][0-9]*$')
+# what the kills leave is named CHECKPOINT.tmp.PID.UID.HOST.RAND and nothing else
+leftover=$(cd "$T" && ls ck.* 2>/dev/null | grep -v '^ck\.tmp\.[0-9][0-9]*\.[0-9][0-9]*\.[A-Za-z0-9-]*\.[A-Za-z0-9]\{8\}$')
 [ -z "$leftover" ] && ok || no "unexpected files beside the checkpoint: $leftover"
 # a save that completed after a hit swept its temp file: make sure one is
 # there, then the next save must remove it (its process is gone)

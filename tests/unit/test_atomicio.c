@@ -3,7 +3,10 @@
  * leaves it as it was and no temp file behind, devices are written in
  * place (never renamed over), symlinks are written through, the startup
  * probe finds unwritable places, and stale temp files of dead processes are
- * swept. Kill -9 in the middle of a save is tests/sh/harden.sh's job. */
+ * swept (this user's and this machine's only). In a sticky world-writable
+ * directory a link another user planted is not followed. Kill -9 in the
+ * middle of a save is tests/sh/harden.sh's job. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,12 +53,18 @@ static const char *get_text(const char *path)
     return buf;
 }
 
-/* Any temp file of ours (NAME.tmp.PID) in dir? */
+/* Any temp file of ours (NAME.tmp.PID...) in dir? */
 static int tmp_exists(const char *name)
 {
-    char p[300];
-    snprintf(p, sizeof p, "%s/%s.tmp.%ld", dir, name, (long)getpid());
-    return access(p, F_OK) == 0;
+    char pre[300];
+    int n = snprintf(pre, sizeof pre, "%s.tmp.%ld.", name, (long)getpid()), found = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        found |= !strncmp(e->d_name, pre, (size_t)n);
+    if (d)
+        closedir(d);
+    return found;
 }
 
 static void test_commit_abort(void)
@@ -157,24 +166,95 @@ static void test_symlink(void)
     CHECK(strcmp(get_text(at("target")), "t1\n") == 0);
 }
 
-/* A temp file of a dead process is swept by the next commit; one of a live
- * process (ours, here under another name) is left alone. */
+/* The temp name's form, "BASE.tmp.PID.UID.HOST.RAND", with pid and uid
+ * put in: the host and the letters of one this process made. */
+static void tmp_like(char *out, size_t n, const char *base, long pid, long uid)
+{
+    atomic_file a;
+    char err[512], tail[128] = "";
+    if (atomic_open(&a, at(base), err, sizeof err) == 0) {
+        const char *t = strstr(a.tmp, ".tmp.");
+        const char *host = t ? strchr(t + 5, '.') : NULL; /* after PID */
+        host = host ? strchr(host + 1, '.') : NULL;       /* after UID */
+        snprintf(tail, sizeof tail, "%s", host ? host : "");
+        atomic_abort(&a);
+    }
+    snprintf(out, n, "%s/%s.tmp.%ld.%ld%s", dir, base, pid, uid, tail);
+}
+
+/* A temp file of a dead process of this user on this machine is swept by
+ * the next commit; one of a live process (ours, here under another name)
+ * is left alone, and so are another user's, another machine's and an
+ * older normscope's nameless ones, whose PID means nothing here. */
 static void test_sweep(void)
 {
-    char err[512], p[300];
+    char err[512], dead[300], live[300], other_uid[300], other_host[300], old[300];
     pid_t child = fork();
     if (child == 0)
         _exit(0);
     waitpid(child, NULL, 0); /* now surely not running */
-    snprintf(p, sizeof p, "%s/s.tmp.%ld", dir, (long)child);
-    put_text(p, "stale");
-    char live[300];
-    snprintf(live, sizeof live, "%s/s.tmp.%ld", dir, (long)getppid());
-    put_text(live, "alive");
+    long me = (long)geteuid();
+    tmp_like(dead, sizeof dead, "s", (long)child, me);
+    tmp_like(live, sizeof live, "s", (long)getppid(), me);
+    tmp_like(other_uid, sizeof other_uid, "s", (long)child, me + 1);
+    snprintf(other_host, sizeof other_host, "%s/s.tmp.%ld.%ld.elsewhere.abcdefgh", dir,
+             (long)child, me);
+    snprintf(old, sizeof old, "%s/s.tmp.%ld", dir, (long)child);
+    const char *all[] = {dead, live, other_uid, other_host, old};
+    for (int i = 0; i < 5; i++)
+        put_text(all[i], "x");
+    long pid;
+    int ours = 9;
+    CHECK(atomic_tmp_parse(strrchr(dead, '/') + 1, "s", &pid, &ours) == 1 && ours == 1 &&
+          pid == (long)child);
+    CHECK(atomic_tmp_parse(strrchr(other_host, '/') + 1, "s", &pid, &ours) == 1 && ours == 0);
+    CHECK(atomic_tmp_parse(strrchr(old, '/') + 1, "s", &pid, &ours) == 1 && ours == -1);
+    CHECK(atomic_tmp_parse("s.tmpx.1", "s", &pid, &ours) == 0);
     CHECK(atomic_write_file(at("s"), "s\n", 2, err, sizeof err) == 0);
-    CHECK(access(p, F_OK) != 0);
-    CHECK(access(live, F_OK) == 0);
-    unlink(live);
+    CHECK(access(dead, F_OK) != 0);
+    for (int i = 1; i < 5; i++) {
+        if (!t_check(access(all[i], F_OK) == 0, __FILE__, __LINE__, "left alone"))
+            fprintf(stderr, "  %s was removed\n", all[i]);
+        unlink(all[i]);
+    }
+}
+
+/* Two temp names of one target differ: no one can plant the next. */
+static void test_tmp_unpredictable(void)
+{
+    atomic_file a, b;
+    char err[512];
+    CHECK(atomic_open(&a, at("u"), err, sizeof err) == 0);
+    CHECK(atomic_open(&b, at("u"), err, sizeof err) == 0);
+    CHECK(strcmp(a.tmp, b.tmp) != 0);
+    atomic_abort(&a);
+    atomic_abort(&b);
+}
+
+/* In a sticky world-writable directory, a link that another user owns is
+ * not followed: refused at the start check and at open, in one line, and
+ * the file it points to is left as it was. Root can give a link away. */
+static void test_planted_link(void)
+{
+    if (geteuid() != 0)
+        return;
+    char shared[256], link[300], victim[300], err[512];
+    snprintf(shared, sizeof shared, "%s/shared", dir);
+    snprintf(link, sizeof link, "%s/run.csv", shared);
+    snprintf(victim, sizeof victim, "%s/thesis.txt", dir);
+    CHECK(mkdir(shared, 0777) == 0 && chmod(shared, 01777) == 0);
+    put_text(victim, "thesis\n");
+    CHECK(symlink(victim, link) == 0 && lchown(link, 4242, 4242) == 0);
+    atomic_file a;
+    CHECK(atomic_probe(link, err, sizeof err) == -1 && strstr(err, "uid 4242") &&
+          strstr(err, "not followed") && !strchr(err, '\n'));
+    CHECK(atomic_open(&a, link, err, sizeof err) == -1 && strstr(err, "not followed"));
+    CHECK(strcmp(get_text(victim), "thesis\n") == 0);
+    /* our own link there is followed, as before */
+    CHECK(lchown(link, 0, 0) == 0 && atomic_write_file(link, "t\n", 2, err, sizeof err) == 0);
+    CHECK(strcmp(get_text(victim), "t\n") == 0);
+    unlink(link);
+    rmdir(shared);
 }
 
 int main(void)
@@ -188,6 +268,8 @@ int main(void)
     test_devices();
     test_symlink();
     test_sweep();
+    test_tmp_unpredictable();
+    test_planted_link();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

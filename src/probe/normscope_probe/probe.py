@@ -1584,7 +1584,7 @@ class Probe:
         refusal = self.ctl.take_refusal() if self.rank == 0 else None
         if refusal is not None:
             self._event("note", refusal + "; commands from it are not obeyed (see normscope(1), "
-                        "SECURITY)")
+                        "SECURITY CONSIDERATIONS)")
         if not self.dist:
             return cmds
         buf = torch.zeros(1 + 2 * MAX_COMMANDS, dtype=torch.float64, device=self.cdev)

@@ -49,6 +49,9 @@ enum {
     SETF_NOFLAG = 1 << 2,  /* a mid-run setting only: no flag, no --help line */
     SETF_FOLLOW = 1 << 3,  /* applies to --follow, which trains nothing: the others are
                             * refused with it */
+    SETF_FILE = 1 << 4,    /* names a file or directory to read or write: never from a
+                            * lesson file, which may come from anyone (a lesson holds
+                            * settings, never paths) */
 };
 
 /* How a row's command may change it mid-run (the row has a command word):

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "settings.h"
@@ -179,6 +180,29 @@ static const char *const not_flags[][2] = {
     {"follow", "it trains nothing"},
 };
 
+/* What a lesson from someone else must not do: name a file to read or
+ * write (a row marked SETF_FILE: a classmate's lesson could overwrite
+ * ~/thesis.txt with a CSV), or start more sweep runs at once than this
+ * machine has cores. 0, or 2 with the line in e. */
+static int untrusted_flag(const cli_opts *o, FILE *e)
+{
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        if ((s->flags & SETF_FILE) && cli_given(o, s->name)) {
+            fprintf(e, "--%s is not a lesson's flag: it names a file, and a lesson holds settings, "
+                    "never paths (give --%s on the command line)\n", s->name, s->name);
+            return 2;
+        }
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cli_given(o, "jobs") && cores > 0 && o->jobs > cores) {
+        fprintf(e, "--jobs %d is more than this machine's %ld cores: not a lesson's flag above "
+                "that (give it on the command line)\n", o->jobs, cores);
+        return 2;
+    }
+    return 0;
+}
+
 /* The first line of what the parser wrote, without its "normscope: ". */
 static void parser_said(char *buf, size_t len, char *msg, size_t n)
 {
@@ -220,6 +244,8 @@ static int flags_parse(const char *flags, size_t len, const char *const *extra, 
             fprintf(e, "--%s is not a lesson's flag: %s\n", not_flags[i][0], not_flags[i][1]);
             r = 2;
         }
+    if (r == 0)
+        r = untrusted_flag(o, e);
     if (r == 0)
         r = cli_check_applies(o, &o->cfg, e) == 2 ? 2 : 0;
     if (r == 1)

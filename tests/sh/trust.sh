@@ -1,10 +1,13 @@
 #!/bin/sh
-# trust.sh - another user's files in a shared place change nothing of mine:
-# a second local user (the attacker, nobody) plants links and files in a
-# sticky world-writable directory, and a run of a third (the victim,
-# daemon) refuses them in one line, before training, and leaves its own
-# files as they were. Needs root (to act as two users: runuser); without
-# it, says so and checks nothing.
+# trust.sh - files from someone else change nothing of mine. A lesson file
+# (a classmate's, from a shared directory) holds settings only: one that
+# names a file to read or write, or asks for more sweep jobs than the
+# machine has cores, is refused by --check-lesson and at load, with
+# FILE:LINE, and writes nothing. Then a second local user (the attacker,
+# nobody) plants links and files in a sticky world-writable directory,
+# and a run of a third (the victim, daemon) refuses them in one line,
+# before training, and leaves its own files as they were; that part needs
+# root (to act as two users: runuser), and says so when it cannot run.
 # Usage: NS_BIN=./normscope sh tests/sh/trust.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
@@ -14,15 +17,42 @@ ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 ATT=nobody
 VIC=daemon
-if [ "$(id -u)" -ne 0 ] || ! command -v runuser >/dev/null 2>&1 ||
-    ! id "$ATT" >/dev/null 2>&1 || ! id "$VIC" >/dev/null 2>&1; then
-    echo "trust.sh: skipped: needs root, runuser and the users $ATT and $VIC to act as two users"
-    echo "0 passed, 0 failed"
-    exit 0
-fi
 T=$(mktemp -d /tmp/ns_trust.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 chmod 711 "$T"
+
+# --- a lesson names a file: refused at the check and at load, nothing written ---
+echo thesis >"$T/victim.txt"
+for f in "--csv $T/victim.txt" "--jsonl $T/victim.txt" "--save $T/victim.txt" "--data /etc/passwd" \
+    "--load $T/victim.txt" "--script $T/victim.txt" "--sweep-out $T/victim.txt"; do
+    printf 'title: a classmate'"'"'s lesson\n# line 2\nflags: -L 1 -d 16 -H 2 -T 8 -B 2 --steps 2\nflags: %s\n' \
+        "$f" >"$T/l.lesson"
+    flag=${f%% *}
+    "$BIN" --check-lesson "$T/l.lesson" >"$T/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] && [ "$(wc -l <"$T/out")" -eq 1 ] &&
+        grep -qF -- "$T/l.lesson:4: flags: $flag is not a lesson's flag" "$T/out" &&
+        ok || no "--check-lesson of a lesson with $f: exit $rc, $(cat "$T/out")"
+    "$BIN" --headless --lesson "$T/l.lesson" >"$T/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] && grep -qF -- "$T/l.lesson:4: flags: $flag is not a lesson's flag" "$T/out" &&
+        [ "$(cat "$T/victim.txt")" = thesis ] && ok || no "running a lesson with $f: exit $rc, $(cat "$T/out")"
+done
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+printf 'title: t\nflags: --jobs %s\nsweep: lr=1e-3,2e-3\n' "$((cores + 1))" >"$T/l.lesson"
+"$BIN" --check-lesson "$T/l.lesson" >"$T/out" 2>&1
+[ $? -eq 2 ] && grep -qF "$T/l.lesson:2: flags: --jobs $((cores + 1)) is more than this machine's $cores cores" "$T/out" &&
+    ok || no "a lesson's --jobs past the cores: $(cat "$T/out")"
+printf 'title: t\nflags: --jobs %s -L 1 -d 16 -H 2 -T 8 -B 2 --steps 2\nsweep: lr=1e-3,2e-3\n' "$cores" >"$T/l.lesson"
+"$BIN" --check-lesson "$T/l.lesson" >"$T/out" 2>&1 && ok || no "a lesson's --jobs at the cores: $(cat "$T/out")"
+
+if [ "$(id -u)" -ne 0 ] || ! command -v runuser >/dev/null 2>&1 ||
+    ! id "$ATT" >/dev/null 2>&1 || ! id "$VIC" >/dev/null 2>&1; then
+    echo "trust.sh: the two-user checks skipped: they need root, runuser and the users $ATT and $VIC"
+    echo "$pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit
+fi
 cp "$BIN" "$T/normscope" && chmod 755 "$T/normscope" || { no "copy the binary"; exit 1; }
 # the victim's home and a shared drop directory, like /tmp
 H=$T/home

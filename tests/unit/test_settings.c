@@ -646,6 +646,24 @@ static void test_applies(void)
     free(man);
 }
 
+/* A flag whose value is a file or a directory (its placeholder says FILE
+ * or DIR) is marked SETF_FILE, so a lesson cannot give it: a classmate's
+ * lesson must not write or read a file of the student's. */
+static void test_file_rows(void)
+{
+    int n = 0;
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        int names_file = s->arg && (strstr(s->arg, "FILE") || strstr(s->arg, "DIR"));
+        if (!names_file)
+            continue;
+        n++;
+        if (!t_check(s->flags & SETF_FILE, __FILE__, __LINE__, "a file flag is SETF_FILE"))
+            fprintf(stderr, "  --%s %s is not marked SETF_FILE\n", s->name, s->arg);
+    }
+    CHECK(n >= 10);
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -654,5 +672,6 @@ int main(void)
     test_man_keys();
     test_man_lists();
     test_applies();
+    test_file_rows();
     return test_summary();
 }

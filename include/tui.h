@@ -289,10 +289,6 @@ void tui_bar_axis(int relative, double gmax, double *lo, double *hi);
  * the tick under the decade label d. */
 int tui_decade_col(int d, int lo, int hi, int w);
 
-/* Non-printable bytes as C escapes (\n, \t, \\, \xNN); returns the length.
- * out is always NUL-terminated. */
-size_t tui_escape(const uint8_t *b, int n, char *out, size_t cap);
-
 /* ---- UI state, keys and actions -------------------------------------------- */
 enum {
     TUI_KEY_TAB = 9,

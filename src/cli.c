@@ -3,10 +3,19 @@
  * of a twin run. It is not where flags are listed: that is the table. */
 #include "cli.h"
 
+#include "nstext.h"
 #include "pool.h"
 #include "settings.h"
 
 #include <string.h>
+
+/* A value from the command line as an error line may show it: one line,
+ * no escape sequence reaching the terminal. */
+static const char *shown(const char *v, char *buf, size_t n)
+{
+    nstext_escape_str(v, buf, n);
+    return buf;
+}
 
 void cli_usage(FILE *f)
 {
@@ -32,7 +41,7 @@ int cli_given(const cli_opts *o, const char *long_name)
 /* Store one flag's value; --help and --version print and return 1. */
 static int apply(cli_opts *o, const ns_setting *s, const char *v, FILE *out, FILE *err)
 {
-    char why[200];
+    char why[200], vb[300];
     if (s->type == SET_ACTION) {
         if (!strcmp(s->name, "help"))
             cli_usage(out);
@@ -41,7 +50,7 @@ static int apply(cli_opts *o, const ns_setting *s, const char *v, FILE *out, FIL
         return 1;
     }
     if (settings_set(s, &o->cfg, o, v, why, sizeof why) != 0) {
-        fprintf(err, "normscope: --%s '%s': %s\n", s->name, v, why);
+        fprintf(err, "normscope: --%s '%s': %s\n", s->name, shown(v, vb, sizeof vb), why);
         return 2;
     }
     o->given[settings_index(s)] = 1;
@@ -54,16 +63,16 @@ int cli_apply_setting(ns_config *c, const char *spec, FILE *err)
     size_t len = eq ? (size_t)(eq - spec) : strlen(spec);
     const ns_setting *s = settings_find(spec, len);
     if (!eq || !s || !(s->flags & SETF_COMPARE)) {
-        char names[600];
+        char names[600], vb[300];
         settings_compare_names(names, sizeof names);
         fprintf(err, "normscope: --compare '%s': expected SETTING=VALUE with SETTING one of %s\n",
-                spec, names);
+                shown(spec, vb, sizeof vb), names);
         return 2;
     }
     ns_config tmp = *c;
-    char why[200];
+    char why[200], vb[300];
     if (settings_set(s, &tmp, NULL, eq + 1, why, sizeof why) != 0) {
-        fprintf(err, "normscope: --%s '%s': %s\n", s->name, eq + 1, why);
+        fprintf(err, "normscope: --%s '%s': %s\n", s->name, shown(eq + 1, vb, sizeof vb), why);
         return 2;
     }
     *c = tmp;
@@ -78,11 +87,13 @@ static int next_flag(int argc, char **argv, int *i, const ns_setting **sp, const
     const char *a = argv[*i], *val = NULL;
     const ns_setting *s;
     int takes;
+    char vb[300];
     if (a[0] == '-' && a[1] == '-' && a[2]) {
         const char *eq = strchr(a + 2, '=');
         size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
         if (!(s = settings_find(a + 2, len))) {
-            fprintf(err, "normscope: unknown option '%.*s' (see --help)\n", (int)len + 2, a);
+            nstext_escape(a, len + 2, vb, sizeof vb);
+            fprintf(err, "normscope: unknown option '%s' (see --help)\n", vb);
             return 2;
         }
         takes = s->type != SET_PRESENCE && s->type != SET_ACTION;
@@ -93,7 +104,8 @@ static int next_flag(int argc, char **argv, int *i, const ns_setting **sp, const
         val = eq ? eq + 1 : NULL;
     } else if (a[0] == '-' && a[1] && a[1] != '-') {
         if (!(s = settings_find_short(a[1]))) {
-            fprintf(err, "normscope: unknown option '-%c' (see --help)\n", a[1]);
+            nstext_escape(a, 2, vb, sizeof vb);
+            fprintf(err, "normscope: unknown option '%s' (see --help)\n", vb);
             return 2;
         }
         takes = s->type != SET_PRESENCE && s->type != SET_ACTION;
@@ -103,7 +115,7 @@ static int next_flag(int argc, char **argv, int *i, const ns_setting **sp, const
         }
         val = a[2] ? a + 2 : NULL;
     } else {
-        fprintf(err, "normscope: unexpected argument '%s' (see --help)\n", a);
+        fprintf(err, "normscope: unexpected argument '%s' (see --help)\n", shown(a, vb, sizeof vb));
         return 2;
     }
     if (takes && !val) {

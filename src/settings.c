@@ -615,6 +615,15 @@ static int parse_betas(const ns_setting *s, const char *v, float *dst)
     return 0;
 }
 
+/* Has v a control character (a byte below 0x20, or DEL)? */
+static int has_control(const char *v)
+{
+    for (; *v; v++)
+        if ((unsigned char)*v < 0x20 || *v == 0x7f)
+            return 1;
+    return 0;
+}
+
 int settings_set(const ns_setting *s, ns_config *c, void *opts, const char *v, char *why,
                  size_t whylen)
 {
@@ -623,6 +632,12 @@ int settings_set(const ns_setting *s, ns_config *c, void *opts, const char *v, c
     int r = 0;
     if (!p) {
         snprintf(why, whylen, "not a setting of a run");
+        return -1;
+    }
+    if ((s->flags & SETF_FILE) && has_control(v)) {
+        /* a newline would split a --list line a scheduler runs, an escape
+         * would reach a terminal in every message that names the file */
+        snprintf(why, whylen, "expected a file name without control characters");
         return -1;
     }
     switch (s->type) {

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "metrics.h"
 #include "nsmath.h"
+#include "nstext.h"
 #include "nstime.h"
 #include "numfmt.h"
 
@@ -341,10 +342,12 @@ static float num_field(row_state *w, const char *key, const jsonl_value *v)
     return NAN;
 }
 
+/* A string of the stream, kept escaped: another program wrote it, and it
+ * goes to a terminal (nstext.h) */
 static void str_field(row_state *w, const char *key, const jsonl_value *v, char *dst, size_t n)
 {
     if (v->type == JSONL_STR)
-        snprintf(dst, n, "%s", v->str);
+        nstext_escape(v->str, v->len, dst, n);
     else if (v->type != JSONL_NULL)
         bad_type(w, key, "a string");
 }
@@ -471,8 +474,8 @@ static void row_field(void *ctx, const char *key, size_t kl, const jsonl_value *
         if (keyis(key, kl, "blocks") && v->index + 1 > w->blocks) {
             w->blocks = v->index + 1;
             if (v->index < NS_MAX_LAYERS)
-                snprintf(w->block[v->index], STREAM_NAME, "%s",
-                         v->type == JSONL_STR ? v->str : "");
+                nstext_escape(v->type == JSONL_STR ? v->str : "",
+                              v->type == JSONL_STR ? v->len : 0, w->block[v->index], STREAM_NAME);
         }
         return;
     }

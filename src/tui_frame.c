@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nstext.h"
 #include "numfmt.h"
 #include "twin.h"
 
@@ -40,9 +41,9 @@ void tui_draw_sample(tui_grid *g, tui_rect r, const trainer_snapshot *snap)
     c += tui_puts(g, r.r, c, r.w - 2, TUI_S_LABEL, b);
     char esc[TRAINER_SAMPLE * 4 + 64];
     const char *prompt = s->prompt ? s->prompt : "";
-    tui_escape((const uint8_t *)prompt, (int)strlen(prompt), esc, sizeof esc);
+    nstext_escape_str(prompt, esc, sizeof esc);
     c += tui_puts(g, r.r, c, r.c + r.w - 1 - c, TUI_S_DIM, esc);
-    tui_escape(s->sample, s->sample_len, esc, sizeof esc);
+    nstext_escape(s->sample, (size_t)s->sample_len, esc, sizeof esc);
     tui_puts(g, r.r, c, r.c + r.w - 1 - c, TUI_S_TEXT, esc);
 }
 

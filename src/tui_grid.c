@@ -163,34 +163,6 @@ size_t tui_row_utf8(const tui_grid *g, int r, char *out, size_t cap)
     return n;
 }
 
-size_t tui_escape(const uint8_t *b, int n, char *out, size_t cap)
-{
-    size_t k = 0;
-    if (cap == 0)
-        return 0;
-    for (int i = 0; i < n; i++) {
-        char e[5];
-        int len;
-        uint8_t x = b[i];
-        if (x == '\n')
-            len = snprintf(e, sizeof e, "\\n");
-        else if (x == '\t')
-            len = snprintf(e, sizeof e, "\\t");
-        else if (x == '\\')
-            len = snprintf(e, sizeof e, "\\\\");
-        else if (x >= 0x20 && x < 0x7F)
-            e[0] = (char)x, e[1] = 0, len = 1;
-        else /* control bytes and every byte of a multi-byte sequence */
-            len = snprintf(e, sizeof e, "\\x%02X", x);
-        if (k + (size_t)len + 1 > cap)
-            break;
-        memcpy(out + k, e, (size_t)len);
-        k += (size_t)len;
-    }
-    out[k] = 0;
-    return k;
-}
-
 void tui_box(tui_grid *g, tui_rect r, int unicode, tui_style s)
 {
     if (r.h < 2 || r.w < 2)

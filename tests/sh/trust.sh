@@ -11,6 +11,7 @@
 # Usage: NS_BIN=./normscope sh tests/sh/trust.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); }
@@ -45,6 +46,19 @@ printf 'title: t\nflags: --jobs %s\nsweep: lr=1e-3,2e-3\n' "$((cores + 1))" >"$T
     ok || no "a lesson's --jobs past the cores: $(cat "$T/out")"
 printf 'title: t\nflags: --jobs %s -L 1 -d 16 -H 2 -T 8 -B 2 --steps 2\nsweep: lr=1e-3,2e-3\n' "$cores" >"$T/l.lesson"
 "$BIN" --check-lesson "$T/l.lesson" >"$T/out" 2>&1 && ok || no "a lesson's --jobs at the cores: $(cat "$T/out")"
+
+# --- a control character in a file name: refused in one line, shown escaped ---
+nl=$(printf 'x\ntouch PWN')
+esc=$(printf 'x\033]0;pwned\007')
+for f in "--csv" "--sweep-out" "--save"; do
+    for v in "$nl" "$esc"; do
+        (cd "$T" && "$BIN" --headless --steps 1 --sweep lr=1e-3,2e-3 --list "$f" "$v" >/dev/null 2>"$T/err")
+        rc=$?
+        [ "$rc" -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && ! grep -q "$(printf '\033')" "$T/err" &&
+            grep -q "without control characters" "$T/err" && ok || no "$f with a control character: exit $rc, $(od -c "$T/err" | head -3)"
+    done
+done
+[ ! -e "$T/PWN" ] && ok || no "a newline in a path ran a command"
 
 if [ "$(id -u)" -ne 0 ] || ! command -v runuser >/dev/null 2>&1 ||
     ! id "$ATT" >/dev/null 2>&1 || ! id "$VIC" >/dev/null 2>&1; then

@@ -17,6 +17,7 @@
 #include "csv.h"
 #include "jsonl.h"
 #include "metrics.h"
+#include "nstext.h"
 #include "stream.h"
 #include "testutil.h"
 #include "tui.h"
@@ -1127,6 +1128,38 @@ static void test_follow_diag(void)
     unlink(path);
 }
 
+/* A stream is another program's output: an escape sequence in its model
+ * name, an event's text or a fault (a retitled terminal, a cleared
+ * screen) reaches the summary as visible escapes, never as the bytes. */
+static void test_hostile_strings(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/esc.nsj", dir);
+    unlink(path);
+    append(path, "{\"format\":\"normscope-stream\",\"version\":1,\"n_layer\":1,"
+                 "\"model\":\"\\u001b]0;pwned\\u0007GPT\",\"source\":\"x\\u001b[2J\"}\n");
+    append(path, "{\"event\":\"note\",\"step\":1,\"text\":\"\\u001b[31mred\"}\n");
+    append(path, "{\"step\":1,\"loss\":null,\"first_nonfinite\":\"h.0\\u001b[H, forward\"}\n");
+    stream_reader *r = stream_open(path);
+    int eof = 0;
+    for (int i = 0; i < 10 && !eof; i++)
+        stream_poll(r, 0, &eof);
+    FILE *f = tmpfile();
+    stream_print_summary(f, r, path);
+    rewind(f);
+    int c, ctl = 0, n = 0;
+    while ((c = fgetc(f)) != EOF) {
+        n++;
+        ctl += c < 0x20 && c != '\n';
+    }
+    fclose(f);
+    CHECK(n > 0 && ctl == 0);
+    char buf[64];
+    CHECK(nstext_escape_str("a\x1b[2Jb\n", buf, sizeof buf) == 11 && !strcmp(buf, "a\\x1B[2Jb\\n"));
+    stream_free(r);
+    unlink(path);
+}
+
 static void test_headless(void)
 {
     char path[128], csv[128];
@@ -1173,6 +1206,7 @@ int main(void)
     test_follow_file();
     test_control();
     test_control_hostile();
+    test_hostile_strings();
     test_follow_help();
     test_pending_and_liveness();
     test_headless();

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nstext.h"
 #include "testutil.h"
 #include "tui.h"
 
@@ -271,9 +272,9 @@ static void test_grid(void)
 
     char e[64];
     const uint8_t raw[] = {'a', '\n', 1, 0xC3, 0xA9, '\\', '\t'};
-    tui_escape(raw, sizeof raw, e, sizeof e);
+    nstext_escape(raw, sizeof raw, e, sizeof e);
     CHECK(!strcmp(e, "a\\n\\x01\\xC3\\xA9\\\\\\t"));
-    tui_escape(raw, sizeof raw, e, 6); /* cut at an escape boundary, terminated */
+    nstext_escape(raw, sizeof raw, e, 6); /* cut at an escape boundary, terminated */
     CHECK(!strcmp(e, "a\\n"));
     tui_grid_free(&g);
 }

@@ -15,6 +15,7 @@
 #include "sweep_int.h"
 
 #include "atomicio.h"
+#include "nstext.h"
 #include "cli.h"
 #include "csv.h"
 #include "settings.h"
@@ -24,6 +25,7 @@
 #include <sys/file.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -462,28 +464,62 @@ static int dir_make(const sweep_ctx *c)
  * kernel releases it when the holder dies (kill -9 included), and two
  * sweeps never write one directory. The file holds the holder's pid, for
  * the message. 0, or 1 after one line. */
+/* Who holds a sweep's lock, from the text its holder wrote, "PID UID
+ * HOST": "pid 123 of alice on node7" (or what of it is there: an older
+ * normscope wrote the PID alone; "unknown" when nothing). */
+static void lock_holder(int fd, char *out, size_t n)
+{
+    char text[128];
+    ssize_t got = pread(fd, text, sizeof text - 1, 0);
+    text[got > 0 ? got : 0] = 0;
+    long pid = 0, uid = -1;
+    char host[64] = "";
+    int k = sscanf(text, "%ld %ld %63s", &pid, &uid, host);
+    if (k < 1 || pid <= 0) {
+        snprintf(out, n, "unknown");
+        return;
+    }
+    char who[64] = "";
+    const struct passwd *pw = k >= 2 && uid >= 0 ? getpwuid((uid_t)uid) : NULL;
+    if (pw)
+        snprintf(who, sizeof who, " of %.40s", pw->pw_name);
+    else if (k >= 2 && uid >= 0)
+        snprintf(who, sizeof who, " of uid %ld", uid);
+    char esc[80] = "";
+    if (k >= 3)
+        nstext_escape_str(host, esc, sizeof esc);
+    snprintf(out, n, "pid %ld%s%s%s", pid, who, k >= 3 ? " on " : "", esc);
+}
+
+/* DIR/sweep.lock, held (flock) while this sweep runs: one sweep a
+ * directory. The file is 0644, so another user's sweep still takes the
+ * lock (read-only) and learns who holds it; it says PID, user and host,
+ * as a PID alone means nothing to a user on another node. */
 static int dir_lock(sweep_ctx *c, const char *flag)
 {
-    char path[4300], pid[32] = "";
+    char path[4300], line[128];
     snprintf(path, sizeof path, "%s/sweep.lock", c->dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EACCES)
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         fprintf(stderr, "normscope: %s %s: %s: %s\n", flag, c->dir, path, strerror(errno));
         return 1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
-        pid[n > 0 ? n : 0] = 0;
-        pid[strcspn(pid, "\n")] = 0;
-        fprintf(stderr, "normscope: %s %s: another sweep (pid %s) is using this directory; wait "
-                        "for it or stop it\n", flag, c->dir, pid[0] ? pid : "unknown");
+        lock_holder(fd, line, sizeof line);
+        fprintf(stderr, "normscope: %s %s: another sweep (%s) is using this directory; wait "
+                        "for it or stop it\n", flag, c->dir, line);
         close(fd);
         return 1;
     }
-    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-        fprintf(stderr, "normscope: %s: %s (the lock holds; only its pid is not written)\n", path,
-                strerror(errno));
+    char host[HOST_NAME_MAX + 1] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "?");
+    int n = snprintf(line, sizeof line, "%ld %ld %.60s\n", (long)getpid(), (long)geteuid(), host);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n)
+        fprintf(stderr, "normscope: %s: %s (the lock holds; only its holder is not written)\n",
+                path, strerror(errno));
     c->lock_fd = fd;
     return 0;
 }

@@ -120,6 +120,10 @@ double engine_setting_shown(const engine *e, const ns_setting *s);
  * is one line of the sum (man page, MEMORY); trainer_bytes_needed adds
  * the program's own. */
 double engine_bytes_needed(const ns_config *cfg);
+/* The machine's physical memory in bytes, 0 when it cannot be told: what a
+ * run's need is checked against (a new run in main, a checkpoint's header
+ * in engine_load). */
+double engine_machine_bytes(void);
 
 /* Snapshots: every cfg.snapshot_every steps the engine copies weights,
  * Adam moments, step, RNG and schedule into a ring of cfg.snapshots; step 0

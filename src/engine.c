@@ -521,6 +521,12 @@ static long snapshots_held(const ns_config *c, size_t n_params)
     return taken < k ? taken : k;
 }
 
+double engine_machine_bytes(void)
+{
+    double pages = (double)sysconf(_SC_PHYS_PAGES), size = (double)sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? pages * size : 0;
+}
+
 double engine_bytes_needed(const ns_config *c)
 {
     size_t n = model_param_count(c);
@@ -1465,6 +1471,15 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     if (model_param_count(&c) != np) {
         snprintf(err, errlen, "--load %s: %llu parameters, the model it describes has %zu", path,
                  (unsigned long long)np, model_param_count(&c));
+        goto out;
+    }
+    /* a header's shape fixes the memory the run needs, whatever the file's
+     * size (a batch and heads a tiny model does not store): refused when the
+     * machine could not hold it, before any allocation */
+    double mem = engine_bytes_needed(&c), have = engine_machine_bytes();
+    if (have > 0 && mem > have) {
+        snprintf(err, errlen, "--load %s: the model it describes needs %.1f GiB of memory, the "
+                 "machine has %.1f GiB", path, mem / 1073741824.0, have / 1073741824.0);
         goto out;
     }
     e = engine_alloc(&c, data, err, errlen);

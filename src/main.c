@@ -185,7 +185,7 @@ static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
         return 0;
     }
     double need = trainer_bytes_needed(cfg, NULL, live);
-    double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    double have = engine_machine_bytes();
     if (have > 0 && need > have) {
         fprintf(stderr,
                 "normscope: this model needs %.1f GiB of memory, the machine has %.1f GiB "

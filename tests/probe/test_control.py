@@ -260,6 +260,33 @@ def checkpoint_ignores_planted_temp():
              "a planted temp link is not written through; the checkpoint is written")
 
 
+def planted_stream_link():
+    """A link another user planted at the stream's name in a sticky
+    directory: attach() refuses it in one line and writes nothing through
+    it. Root can give a link away."""
+    if os.geteuid() != 0:
+        return
+    shared = os.path.join(TMP, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o1777)
+    victim = os.path.join(TMP, "thesis.txt")
+    with open(victim, "w") as f:
+        f.write("thesis\n")
+    link = os.path.join(shared, "run.nsj")
+    os.symlink(victim, link)
+    os.lchown(link, 4242, 4242)
+    m = models.GPT(n_layer=1)
+    try:
+        normscope_probe.attach(m, torch.optim.SGD(m.parameters(), lr=0.1), path=link)
+        raised = None
+    except ValueError as e:
+        raised = str(e)
+    with open(victim) as f:
+        C.ok(raised is not None and "not followed" in raised and "uid 4242" in raised and
+             "\n" not in raised and f.read() == "thesis\n",
+             "a planted link at the stream's name is refused and not written through (%s)" % raised)
+
+
 stop, errors = threading.Event(), []
 th = threading.Thread(target=train, args=(stop, errors), daemon=True)
 th.start()
@@ -276,4 +303,5 @@ hostile_control_files()
 own_control_file_private()
 checkpoint_unwritable()
 checkpoint_ignores_planted_temp()
+planted_stream_link()
 C.close()

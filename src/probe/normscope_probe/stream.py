@@ -8,6 +8,7 @@ This module only formats and appends; it knows nothing of torch.
 import json
 import math
 import os
+import stat
 
 FORMAT = "normscope-stream"
 VERSION = 1
@@ -68,14 +69,41 @@ def encode(pairs):
     return "{" + ",".join(out) + "}\n"
 
 
+def planted(path):
+    """Why path, in a sticky world-writable directory (/tmp), may have been
+    put there by another user to have this run write a file of theirs
+    choosing, or None: a symbolic link neither ours nor the directory
+    owner's (the kernel's protected_symlinks rule, whatever the sysctl),
+    or another user's file, which only root could replace."""
+    try:
+        st = os.lstat(path)
+        ds = os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    me = os.geteuid()
+    if not (ds.st_mode & stat.S_ISVTX and ds.st_mode & stat.S_IWOTH) or st.st_uid in (me, ds.st_uid):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return ("a symbolic link of another user (uid %d) in a shared sticky directory: not "
+                "followed" % st.st_uid)
+    if stat.S_ISREG(st.st_mode) and me != 0:
+        return ("a file of another user (uid %d) in a shared sticky directory: it could not be "
+                "replaced" % st.st_uid)
+    return None
+
+
 class Writer:
     """Appends lines to a stream file, flushing each one.
 
     A file that already holds data is refused unless overwrite is true, so
-    two runs never interleave in one stream by accident."""
+    two runs never interleave in one stream by accident; so is a file or
+    link another user planted in a shared directory (planted)."""
 
     def __init__(self, path, overwrite=False):
         self.path = path
+        why = planted(path)
+        if why is not None:
+            raise ValueError("normscope_probe: %s: %s" % (path, why))
         if not overwrite and os.path.exists(path) and os.path.getsize(path) > 0:
             raise ValueError("normscope_probe: %s already holds a stream; pass overwrite=True "
                              "to attach() to replace it, or choose another path" % path)

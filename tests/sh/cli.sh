@@ -143,7 +143,7 @@ expect_bad 2 "checksum" --headless --load "$T/ck.flip" --steps 30
 expect_bad 2 "magic" --headless --load "$T/a.csv" --steps 30
 # the data a checkpoint trained on is in it: left out, the run is refused;
 # other bytes given with --data are said in one line and used
-head -c 20000 "$(dirname "$0")/../../README.md" >"$T/d1"
+head -c 20000 "$(dirname "$0")/../../man/normscope-lessons.7" >"$T/d1"
 head -c 20000 "$(dirname "$0")/../../man/normscope.1" >"$T/d2"
 "$BIN" --headless $SMALL --steps 10 --data "$T/d1" --save "$T/ckd" 2>/dev/null && ok || no "--save with --data"
 expect_bad 2 "the run trained on $T/d1 (20000 bytes); give --data $T/d1" --headless -q --load "$T/ckd" --steps 12

@@ -121,6 +121,45 @@ def albert():
     agrees("albert", rows, norms, 1)
 
 
+def nanogpt_eval_and_accumulation():
+    """nanoGPT's loop: an evaluation under no_grad before the first step,
+    then gradient accumulation over 4 micro-batches, and a model whose
+    blocks are checkpointed (recomputed in the backward): no block is
+    shared, and the stream says none is."""
+    import torch.utils.checkpoint as cp
+
+    class Checkpointed(models.GPT):
+        def logits(self, idx):
+            t = idx.shape[1]
+            x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t))
+            for blk in self.transformer.h:
+                x = cp.checkpoint(blk, x, use_reentrant=False) if self.training else blk(x)
+            return self.lm_head(self.transformer.ln_f(x))
+
+    for name, m in (("evalacc", models.GPT(n_layer=2)), ("ckpt", Checkpointed(n_layer=2))):
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        gen = torch.Generator().manual_seed(5)
+        path = os.path.join(TMP, name + ".nsj")
+        with normscope_probe.attach(m, opt, path=path) as probe:
+            for _ in range(3):
+                m.eval()
+                with torch.no_grad():  # estimate_loss() before the first step
+                    for _ in range(5):
+                        m(*models.batch(gen))
+                m.train()
+                for _ in range(4):  # gradient_accumulation_steps
+                    x, y = models.batch(gen)
+                    loss = m(x, y) / 4
+                    loss.backward()
+                probe.step(loss)
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+        head, rows, ev = check.read_stream(path)
+        notes = [e["text"] for e in ev if e["event"] == "note" and "shared weights" in e["text"]]
+        C.ok("block_calls" not in head and not notes and len(rows) == 3,
+             "%s: no block is said to be shared (%s, %s)" % (name, head.get("block_calls"), notes))
+
+
 def classifier():
     """The loss is computed outside the model: the forward is replayed,
     not the backward, and an inf made in a forward is still named, at
@@ -224,6 +263,7 @@ llama()
 attention_scores()
 seq_heads()
 albert()
+nanogpt_eval_and_accumulation()
 classifier()
 logits_loss()
 C.close()

@@ -360,7 +360,12 @@ class _Records:
         # to its output: kept alive here, logits would raise the peak memory),
         # the one whose output the model returned, and that output's last size
         self.heads, self.out_head, self.out_width = [], None, None
-        self.block_calls = {}  # block -> calls in the first step (a shared block: several)
+        # block -> the most calls in one forward of the model with gradients on,
+        # in the first step (a shared block: several; an evaluation under
+        # no_grad, accumulation's micro-batches or a checkpointed block's
+        # recomputation in the backward are not sharing)
+        self.block_calls = {}
+        self.fwd_block_calls = {}  # the same, in the model's forward running now
 
     def release(self):
         """Drop the step's tensors. Each tensor in hooked carries a backward
@@ -416,6 +421,7 @@ class Probe:
         self.reported_nonfinite = False
         self.header_written = False
         self.stack = []  # the blocks running now, innermost last
+        self.in_model = 0  # the model's forward is running (block calls count inside it)
         self.rec = _Records(True)
         # the watch: [step, code, order] of the first non-finite, on the device
         # (order: where in the step, _order; ranks compare it)
@@ -561,6 +567,7 @@ class Probe:
         for b, (_, bm) in enumerate(self.blocks):
             self.mod_hooks.append((bm.register_forward_pre_hook, self._block_enter(b)))
         self.mod_hooks.append((self.model.register_forward_pre_hook, self._model_enter))
+        self.mod_hooks.append((self.model.register_forward_hook, self._model_exit))
         self.fwd_fn = None
         if self.replay:
             self._wrap_forward()
@@ -709,9 +716,11 @@ class Probe:
     def _block_enter(self, b):
         def pre(mod, inp):
             self.stack.append(b)
-            if self.n == 0:  # the first forward: how often each block runs
-                calls = self.rec.block_calls
-                calls[b] = calls.get(b, 0) + 1
+            rec = self.rec
+            if self.n == 0 and self.in_model and torch.is_grad_enabled() and not self.replaying:
+                # the first step: how often each block runs in one forward
+                n = rec.fwd_block_calls[b] = rec.fwd_block_calls.get(b, 0) + 1
+                rec.block_calls[b] = max(rec.block_calls.get(b, 0), n)
         return pre
 
     def _scores_hook(self, idx, mha):
@@ -733,10 +742,15 @@ class Probe:
             self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, _mha_scores(mha, q, k))
         return pre
 
+    def _model_exit(self, mod, inp, out):
+        self.in_model = 0
+
     def _model_enter(self, mod, inp):
         """A new forward: no block runs yet (an exception may have left one
         on the stack); the batch's token count, from its shape."""
         self.stack = []
+        self.in_model = 1  # an exception may have skipped the last exit
+        self.rec.fwd_block_calls = {}
         x = _first_tensor(inp)
         if x is not None and x.dim() >= 1:
             n = x.numel() if not x.is_floating_point() else x.numel() // max(1, x.shape[-1])

@@ -1,9 +1,12 @@
 """test_sched.py - controls that stick: lr x2 under OneCycleLR (passed or
 not) and LambdaLR (passed) stays doubled through the schedule; a LambdaLR
-not passed warns at attach and the stream says when the LR changed back;
+not passed warns at attach, the stream says when the LR changed back, and
+the factor is kept from there; a hand-written schedule (nanoGPT's get_lr()
+every iteration) keeps an lr x0.5 command and a fix at every step;
 no PyTorch "optimizer.step() has been overridden" warning; commands are
 acknowledged with their step; a pause sent before the run started is
 applied at its first step."""
+import math
 import os
 import threading
 import time
@@ -82,10 +85,11 @@ sticks("lambda passed", lam, True)
 C.ok(len([x for x in warns if "scheduler" in x and "normscope_probe" in x]) == 1,
      "LambdaLR not passed: attach() warns (%s)" % warns)
 undone = [e for e in ev if e.get("lr_undone")]
-C.ok(len(undone) == 1 and undone[0]["step"] == AT + 1 and "changed back" in undone[0]["text"],
-     "LambdaLR not passed: the stream says the LR changed back (%s)" % undone)
-C.ok(all(check.rel(a, b) < 1e-9 for a, b in zip(lrs[AT:], base[AT:])),
-     "and it did change back (%s vs %s)" % (lrs, base))
+C.ok(len(undone) == 1 and undone[0]["step"] == AT + 1 and "changed back" in undone[0]["text"] and
+     "its bases are scaled" in undone[0]["text"],
+     "LambdaLR not passed: the stream says the LR changed back and the factor is kept (%s)" % undone)
+C.ok(all(check.rel(a, 2 * b) < 1e-9 for a, b in zip(lrs[AT - 1:], base[AT - 1:])),
+     "and lr x2 holds through the schedule from there (%s vs %s)" % (lrs, base))
 
 
 def far_undo():
@@ -131,6 +135,57 @@ def far_undo():
 
 
 far_undo()
+
+
+def hand_schedule():
+    """nanoGPT's loop sets every group's LR by hand at each iteration
+    (get_lr: a linear warmup, then cosine). lr x0.5 sent at step 5 and a
+    fix's lr x0.1 at step 12 hold at every step after, on top of the LR
+    the script sets: the stream says once that the script undid it and
+    that the factor is applied again at every step."""
+    def get_lr(it, warm=4, top=6e-3, low=6e-4, decay=30):
+        if it < warm:
+            return top * (it + 1) / (warm + 1)
+        r = min(1.0, (it - warm) / (decay - warm))
+        return low + 0.5 * (1.0 + math.cos(math.pi * r)) * (top - low)
+    m = models.GPT(n_layer=1)
+    opt = torch.optim.AdamW([{"params": list(m.parameters())[:3]},
+                             {"params": list(m.parameters())[3:]}], lr=6e-3)
+    path = os.path.join(TMP, "hand.nsj")
+    gen = torch.Generator().manual_seed(1)
+    got, want = [], []
+    with normscope_probe.attach(m, opt, path=path) as p:
+        for it in range(20):
+            for g in opt.param_groups:
+                g["lr"] = get_lr(it)
+            if it == 4:
+                with open(path + ".ctl", "a") as f:
+                    f.write("1 lr x0.5\n")
+            if it == 11:
+                with open(path + ".ctl", "a") as f:
+                    f.write("2 lr x0.1\n")
+            x, y = models.batch(gen)
+            loss = m(x, y)
+            loss.backward()
+            p.step(loss)
+            got.append([g["lr"] for g in opt.param_groups])
+            want.append(get_lr(it) * (1.0 if it < 4 else 0.5 if it < 11 else 0.05))
+            opt.step()
+            opt.zero_grad()
+    ok = all(check.rel(a, w) < 1e-12 for lr, w in zip(got, want) for a in lr)
+    C.ok(ok, "a hand-written schedule keeps lr x0.5 and then x0.1 at every step, in both groups "
+         "(%s)" % [(round(a[0], 8), round(w, 8)) for a, w in zip(got, want)][3:8])
+    ev = check.read_stream(path)[2]
+    undone = [e for e in ev if e.get("lr_undone")]
+    C.ok(len(undone) == 1 and undone[0]["step"] == 6 and
+         "applied again at every step to the LR the script sets" in undone[0]["text"],
+         "the stream says once that the script undid it and it is kept (%s)" % undone)
+    rows = check.read_stream(path)[1]
+    C.ok(all(check.rel(r["lr"], w) < 1e-6 for r, w in zip(rows, want)),
+         "each step's lr in the stream is the LR in force (%s)" % [r["lr"] for r in rows][3:8])
+
+
+hand_schedule()
 
 
 def early_pause():

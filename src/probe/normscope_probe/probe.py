@@ -428,6 +428,9 @@ class Probe:
         self.first = None
         self.code_cache = {}
         self.lr_check = None  # LR commands watched for a scheduler undoing them (_lr_undone)
+        # LR commands a script's own schedule undid, applied again at every step
+        # on top of what it sets (_lr_keep): their factor, and the LRs last set
+        self.lr_keep = None
         self.val_next = None  # a validation loss for the next step line (validation())
         # steps whose loss or gradients held an inf or a NaN, every step counted
         # (written or not): an int, or under the accelerator's watch a device count
@@ -667,8 +670,9 @@ class Probe:
             getattr(opt.step, "_wrapped_by_lr_sched", False)
         if has:
             warnings.warn("normscope_probe: the optimizer has an LR scheduler that was not passed "
-                          "to attach(scheduler=...): an lr x2 / x0.5 from the follow view may be "
-                          "undone by its next step (the stream will say so)", stacklevel=4)
+                          "to attach(scheduler=...): an lr x2 / x0.5 from the follow view is "
+                          "undone by its next step, then applied again (the stream will say so)",
+                          stacklevel=4)
 
     def _chain_exit(self):
         """The end line at normal exit, on an uncaught exception and on
@@ -1672,7 +1676,10 @@ class Probe:
                 setattr(sch, attr, [b * f for b in getattr(sch, attr)])
         if sch is not None and isinstance(getattr(sch, "_last_lr", None), list):
             sch._last_lr = [b * f for b in sch._last_lr]
-        if self.scheduler is None and before:  # watched until undone or superseded
+        if self.lr_keep is not None:  # the factor kept on the script's LR grows
+            self.lr_keep["f"] *= f
+            self.lr_keep["set"] = [g["lr"] for g in self.optimizer.param_groups]
+        elif self.scheduler is None and before:  # watched until undone or superseded
             f_all = f * (self.lr_check["f"] if self.lr_check is not None else 1.0)
             self.lr_check = {"step": self.n, "text": text or "lr x%g" % f, "f": f_all,
                              "seen": self._lr()}
@@ -1682,11 +1689,14 @@ class Probe:
     def _lr_undone(self):
         """After LR commands (F their product) with no scheduler passed: at
         every later step, an LR that something else changed (a scheduler
-        attach() was not given, stepped at any interval) by a jump nearer
-        to 1/F than to 1 (within a factor sqrt(F)) undid them; a smaller
-        move is the schedule going on, and is watched from there. The
-        watch lasts until that, or until the next command (which joins
-        it)."""
+        attach() was not given, stepped at any interval; a script that sets
+        the LR itself, as nanoGPT's get_lr() does every iteration) by a jump
+        nearer to 1/F than to 1 (within a factor sqrt(F)) undid them; a
+        smaller move is the schedule going on, and is watched from there.
+        An undone factor is applied again, and kept from then on (_lr_keep):
+        the commands, and the diagnosis' fixes sent the same way, hold
+        whatever sets the LR."""
+        self._lr_keep()
         chk = self.lr_check
         if chk is None or self.optimizer is None:
             return
@@ -1697,26 +1707,57 @@ class Probe:
         if now <= 0 or chk["seen"] <= 0 or logf == 0:
             self.lr_check = None
             return
-        undone = self._sched_undid(chk["f"], now)
-        if undone is None:  # no scheduler to ask: judged from the jump
-            undone = abs(math.log(now / chk["seen"]) + logf) < 0.5 * abs(logf)
+        scheds = self._sched_undid(chk["f"], now)
+        undone = bool(scheds) if scheds is not None else \
+            abs(math.log(now / chk["seen"]) + logf) < 0.5 * abs(logf)  # judged from the jump
         if undone:
             self.lr_check = None
-            self._event("setting", "lr changed back: %s at step %d was undone at step %d, "
-                        "lr %.6g (an LR scheduler sets it: pass scheduler= to attach())"
-                        % (chk["text"], chk["step"], self.n, now), [("lr_undone", 1)])
+            self._lr_reapply(chk, scheds or [])
         else:
             chk["seen"] = now
 
+    def _lr_reapply(self, chk, scheds):
+        """The commands' factor again, on top of the LR that undid it: a
+        scheduler found that computes from its bases gets them scaled (it
+        then keeps the factor itself); else the factor is applied at every
+        step from here to whatever the script sets."""
+        f = chk["f"]
+        for sch in scheds:
+            sch.base_lrs = [b * f for b in sch.base_lrs]
+        for g in self.optimizer.param_groups:
+            g["lr"] *= f
+        how = "its bases are scaled"
+        if not scheds:
+            self.lr_keep = {"f": f, "set": [g["lr"] for g in self.optimizer.param_groups]}
+            how = "the factor is applied again at every step to the LR the script sets"
+        self._event("setting", "lr changed back: %s at step %d was undone at step %d by the "
+                    "script's schedule; %s (lr %.6g)" % (chk["text"], chk["step"], self.n, how,
+                                                         self._lr()), [("lr_undone", 1)])
+
+    def _lr_keep(self):
+        """A kept factor: every group whose LR something else set since the
+        last step gets it again."""
+        keep = self.lr_keep
+        if keep is None or self.optimizer is None:
+            return
+        groups = self.optimizer.param_groups
+        if len(keep["set"]) != len(groups):  # a group was added: it starts from here
+            keep["set"] = [g["lr"] for g in groups]
+            return
+        for g, was in zip(groups, keep["set"]):
+            if g["lr"] != was:
+                g["lr"] *= keep["f"]
+        keep["set"] = [g["lr"] for g in groups]
+
     def _sched_undid(self, f, now):
-        """Did the optimizer's LR scheduler (found among the collector's
-        objects) set the LR from bases the command did not scale? Its
-        get_lr(), a pure function of its state, is asked with its
+        """The optimizer's LR schedulers (found among the collector's
+        objects) that set the LR from bases the command did not scale. Each
+        one's get_lr(), a pure function of its state, is asked with its
         base_lrs scaled by f: a scheduler that computes from them
         (LambdaLR, StepLR's closed form) then says f times the LR now; one
         that scales the LR it finds (ExponentialLR) or reads the groups'
-        bases, already scaled (OneCycleLR), says something else. None
-        when no scheduler of this optimizer is found."""
+        bases, already scaled (OneCycleLR), says something else. None when
+        no scheduler of this optimizer is found."""
         import gc
         base = getattr(torch.optim.lr_scheduler, "LRScheduler",
                        getattr(torch.optim.lr_scheduler, "_LRScheduler", None))
@@ -1724,7 +1765,9 @@ class Probe:
             return None
         found = [o for o in gc.get_objects() if issubclass(type(o), base) and
                  getattr(o, "optimizer", None) is self.optimizer]
-        verdict = None
+        if not found:
+            return None
+        undid, answered = [], False
         for sch in found:
             saved = list(sch.base_lrs)
             try:
@@ -1736,8 +1779,10 @@ class Probe:
                 continue
             finally:
                 sch.base_lrs = saved
-            verdict = bool(verdict) or abs(want - f * now) <= 1e-6 * abs(f * now)
-        return verdict
+            answered = True
+            if abs(want - f * now) <= 1e-6 * abs(f * now):
+                undid.append(sch)
+        return undid if answered else None
 
     def _checkpoint(self):
         """Named and stamped with the optimizer updates done: controls are

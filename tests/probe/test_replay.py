@@ -2,7 +2,10 @@
 see: a forward hook of the user's runs once a step (also on the step
 replayed), Python's random and numpy's random streams go on as without
 the probe, and a hook that changes an output cannot make the probe name
-the wrong module (the stream says the replay differed). And
+the wrong module (the stream says the replay differed, and that the
+user's hooks ran again). Hooks that are part of the model run in the
+replay: a weight_norm model and a model whose forward hook injects the
+fault at a step that is not written get the module named. And
 on_nonfinite='raise' / 'pause' act at the first non-finite step."""
 import os
 import random
@@ -89,13 +92,77 @@ def side_effects():
     C.ok(first == ["transformer.h.2.mlp.c_fc, forward"],
          "the replay, with the draws put back, names the module (%s)" % first)
     hooked = run(True, hook_fault=True)
-    rows = check.read_stream(hooked[3])[1]
+    _, rows, ev = check.read_stream(hooked[3])
     first = [(r["first_nonfinite"], r.get("first_nonfinite_layer")) for r in rows
              if "first_nonfinite" in r]
-    C.ok(hooked[1] == 12 and len(first) == 1 and first[0][0].startswith("not named: the "
+    notes = [e["text"] for e in ev if e["event"] == "note" and "run twice" in e["text"]]
+    # keyed on its call count, the hook cannot make the inf again: the
+    # replay without it, then with it, differ from the step
+    C.ok(hooked[1] == 13 and len(first) == 1 and first[0][0].startswith("not named: the "
          "step's replay did not compute what the step did") and first[0][1] is None,
-         "an inf a user's hook made: the hook is not run again, and nothing is named "
-         "wrongly (%s, %d calls)" % (first, hooked[1]))
+         "an inf a hook keyed on its call count made: nothing is named wrongly (%s, %d calls)"
+         % (first, hooked[1]))
+    C.ok(len(notes) == 1 and "step %d" % FAULT in notes[0],
+         "the stream says the user's hooks ran again in that step (%s)" % notes)
+
+
+def model_hooks():
+    """weight_norm's pre-hook computes fc1's weight from weight_g and
+    weight_v: an inf put into blocks.1.fc1.weight_g at step 15 (not a
+    written step: every=10) is named at blocks.1.fc1 in the forward, as
+    it is without weight_norm; and an inf a forward hook returns at step 15
+    (keyed on the step, as a fault injector is) is named at its module."""
+    class Blocks(torch.nn.Module):
+        def __init__(self, wn):
+            super().__init__()
+            self.emb = torch.nn.Embedding(256, 16)
+            self.blocks = torch.nn.ModuleList()
+            for _ in range(3):
+                b = torch.nn.Module()
+                b.fc1, b.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
+                if wn:
+                    b.fc1 = torch.nn.utils.weight_norm(b.fc1)
+                self.blocks.append(b)
+            self.head = torch.nn.Linear(16, 256)
+
+        def forward(self, idx, targets):
+            x = self.emb(idx)
+            for b in self.blocks:
+                x = x + b.fc2(torch.relu(b.fc1(x)))
+            return torch.nn.functional.cross_entropy(self.head(x).view(-1, 256),
+                                                     targets.reshape(-1))
+    for name in ("plain", "weight_norm", "hook"):
+        torch.manual_seed(0)
+        m = Blocks(name == "weight_norm")
+        step = [0]
+        if name == "hook":
+            def hook(mod, inp, out):
+                return out * float("inf") if step[0] == 15 else None
+            m.blocks[1].fc1.register_forward_hook(hook)
+        opt = torch.optim.SGD(m.parameters(), lr=0.01)
+        gen = torch.Generator().manual_seed(2)
+        path = os.path.join(TMP, "mh_%s.nsj" % name)
+        with normscope_probe.attach(m, opt, path=path, every=10) as probe:
+            for s in range(1, 18):
+                step[0] = s
+                if s == 15 and name != "hook":
+                    with torch.no_grad():
+                        w = m.blocks[1].fc1.weight_g if name == "weight_norm" else \
+                            m.blocks[1].fc1.weight
+                        w[0].fill_(float("inf"))
+                x, y = models.batch(gen)
+                opt.zero_grad()
+                loss = m(x, y)
+                loss.backward()
+                probe.step(loss)
+                if s < 15:
+                    opt.step()
+        # not a written step: the end line names it
+        ev = check.read_stream(path)[2]
+        first = [(e.get("first_nonfinite_step"), e.get("first_nonfinite")) for e in ev
+                 if e["event"] == "end"]
+        C.ok(first == [(15, "blocks.1.fc1, forward")],
+             "%s: the fault at step 15 is named at blocks.1.fc1 (%s)" % (name, first))
 
 
 def raise_and_pause():
@@ -157,6 +224,7 @@ def counts():
 
 
 side_effects()
+model_hooks()
 raise_and_pause()
 counts()
 C.close()

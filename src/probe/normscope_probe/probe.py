@@ -282,6 +282,20 @@ def _set_random_states(st):
 
 
 
+
+def _model_part(hook):
+    """Is a module hook part of the model's computation rather than an
+    observer: torch's weight_norm and spectral_norm pre-hooks, which
+    compute the weight the forward uses from its parameters?"""
+    kinds = []
+    for mod, name in (("torch.nn.utils.weight_norm", "WeightNorm"),
+                      ("torch.nn.utils.spectral_norm", "SpectralNorm")):
+        k = getattr(sys.modules.get(mod), name, None)
+        if isinstance(k, type):
+            kinds.append(k)
+    return any(isinstance(hook, k) for k in kinds)
+
+
 def _save_private(state, path):
     """torch.save state to path through a temp file of a random name beside
     it, created 0600 with O_EXCL (never through a planted file or link),
@@ -443,6 +457,7 @@ class Probe:
         self.end_reason = None
         self.replay = self._replay_watch()
         self.replaying = False
+        self.hooks_twice_said = False  # the note that a replay ran the user's hooks
         self._install_hooks()
         self._hook_optimizer()
         self._warn_scheduler()
@@ -1055,14 +1070,39 @@ class Probe:
                        for p in self.params if p.grad is not None)
 
     def _replay(self, calls, lossf):
+        """The step's first non-finite record, by replaying its forward
+        calls (_replay_pass): first with the user's hooks muted but those
+        that are part of the model (weight_norm's and spectral_norm's
+        pre-hooks set the weight the forward uses), so a counter or a
+        logger of the user's runs once a step; when that replay raises or
+        does not compute what the step did (a hook that returns a new
+        output, one of a kind the probe does not know), again with every
+        hook, and a note says the user's hooks may have run twice.
+        (code, order) or None, and the modules in the order they ran."""
+        found, ran, ok = self._replay_pass(calls, lossf, mute=True)
+        if ok:
+            return found, ran
+        again, ran2, ok2 = self._replay_pass(calls, lossf, mute=False)
+        if not self.hooks_twice_said:
+            self.hooks_twice_said = True
+            self._event("note", "the step whose first non-finite is sought was replayed with "
+                        "your hooks too (the replay without them %s): a hook of yours that "
+                        "counts or logs its calls may have run twice in step %d"
+                        % ("failed" if found is None else "computed something else", self.n))
+        if ok2:
+            return again, ran2
+        return (found, ran) if found is not None else (again, ran2)
+
+    def _replay_pass(self, calls, lossf, mute):
         """Run the step's forward calls again with a sum on every module's
         output, then their backward from the output gradients they got
         (into the parameters by torch.autograd.grad: their .grad is not
         touched), with a sum on every input gradient; the first record
         that is not finite, in the order of the step (forward, the loss,
-        backward), as (code, order), or None. The random state, the
-        model's buffers and the step's records are put back; a replay that
-        fails says nothing."""
+        backward), as (code, order), or None; the modules in the order
+        they ran; and whether the replay ran and computed what the step
+        did. The random state, the model's buffers and the step's records
+        are put back; a replay that fails says nothing."""
         rec = _Records(False, watching=True)
         step_rec, stack, hooks_were_on = self.rec, self.stack, self.mod_handles is not None
         rng = _random_states()
@@ -1071,7 +1111,7 @@ class Probe:
         hidden = None
         try:
             self._hooks_on(True)
-            hidden = self._hide_user_hooks()
+            hidden = self._hide_user_hooks() if mute else None
             outs, grads = [], []
             with torch.enable_grad():
                 for c in calls:
@@ -1085,14 +1125,14 @@ class Probe:
                             outs.append(t)
                             grads.append(g)
                     if not faithful:  # not the step's computation: nothing it says is named
-                        return (PASS_LOSS + 4, _order(PASS_LOSS, 0)), []
+                        return (PASS_LOSS + 4, _order(PASS_LOSS, 0)), [], False
                 params = [p for p in self.params if p.requires_grad]
                 if outs and params:
                     torch.autograd.grad(outs, params, grads, allow_unused=True)
             ran = [code // 4 for code in rec.fwd_code]
-            return self._first_record(rec, lossf), ran
+            return self._first_record(rec, lossf), ran, True
         except Exception:  # noqa: BLE001 - the step is not ours to break
-            return None, []
+            return None, [], False
         finally:
             if hidden is not None:
                 self._show_user_hooks(hidden)
@@ -1113,10 +1153,10 @@ class Probe:
 
     def _hide_user_hooks(self):
         """For a replay: every module's hook tables hold only the probe's
-        hooks, and torch's global module hooks none, so no hook of the
-        user's runs twice in a step (a counter, a logger, a hook that
-        edits an output would change what the replay names). Returns what
-        to put back (_show_user_hooks)."""
+        hooks and those that are part of the model (_model_part), and
+        torch's global module hooks none, so no other hook of the user's
+        runs twice in a step (a counter, a logger). Returns what to put
+        back (_show_user_hooks)."""
         ours = {h.id for h in self.mod_handles or ()}
         saved = []
         for m in self.mod_list:
@@ -1124,7 +1164,8 @@ class Probe:
                 d = m.__dict__.get(name)
                 if isinstance(d, dict) and d:
                     saved.append((m.__dict__, name, d))
-                    m.__dict__[name] = type(d)((k, v) for k, v in d.items() if k in ours)
+                    m.__dict__[name] = type(d)((k, v) for k, v in d.items()
+                                               if k in ours or _model_part(v))
         mod = torch.nn.modules.module
         for name in self._GLOBAL_HOOKS:
             d = getattr(mod, name, None)
@@ -1506,7 +1547,8 @@ class Probe:
         named = pass_ < PASS_LOSS or (pass_ == PASS_GRADS and mod > 0)
         if pass_ == PASS_LOSS and mod > 0:
             where = "not named: the step's replay did not compute what the step did (a hook " \
-                "of the user's, which a replay does not run, or state it does not restore)"
+                "of the user's that acts on its calls or the time, or state a replay does not " \
+                "restore)"
         elif pass_ == PASS_LOSS:
             where = "loss"
         elif pass_ == PASS_GRADS:

@@ -137,6 +137,51 @@ def far_undo():
 far_undo()
 
 
+def call_order():
+    """minGPT's trainer calls back after the update: forward, backward,
+    clip_grad_norm_, optimizer.step(), then step() from on_batch_end. The
+    stream says once that step() comes after the update and once that the
+    gradients it reads are clipped; the right order says neither; a probe
+    attached after training began says so."""
+    def train(name, late, clip, before=0):
+        torch.manual_seed(0)
+        m = models.GPT(n_layer=1)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        gen = torch.Generator().manual_seed(4)
+        for _ in range(before):  # steps before attach()
+            m(*models.batch(gen)).backward()
+            opt.step()
+            opt.zero_grad()
+        path = os.path.join(TMP, "order_%s.nsj" % name)
+        with normscope_probe.attach(m, opt, path=path) as p:
+            for _ in range(12):
+                opt.zero_grad()
+                loss = m(*models.batch(gen))
+                loss.backward()
+                if clip:
+                    torch.nn.utils.clip_grad_norm_(m.parameters(), 0.05)
+                if late:
+                    opt.step()
+                    p.step(loss)
+                else:
+                    p.step(loss)
+                    opt.step()
+        return [e["text"] for e in check.read_stream(path)[2] if e["event"] == "note"]
+    late = train("late", True, True)
+    after = [n for n in late if "after optimizer.step()" in n]
+    clipped = [n for n in late if "clipped" in n and "0.05" in n]
+    C.ok(len(after) == 1 and len(clipped) == 1,
+         "a callback after the update: said once, and the clipped gradients once (%s)" % late)
+    right = train("right", False, False)
+    C.ok(not right, "the right order says nothing (%s)" % right)
+    attached = train("attached", False, False, before=2)
+    C.ok(len(attached) == 1 and "attached after training began" in attached[0],
+         "attached after two updates: said once (%s)" % attached)
+
+
+call_order()
+
+
 def hand_schedule():
     """nanoGPT's loop sets every group's LR by hand at each iteration
     (get_lr: a linear warmup, then cosine). lr x0.5 sent at step 5 and a

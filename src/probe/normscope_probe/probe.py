@@ -283,6 +283,18 @@ def _set_random_states(st):
 
 
 
+
+# where step() is called, said once each in the stream (and the follow view)
+_LATE_STEP = ("step() is called after optimizer.step() (a callback after the update?): the "
+              "gradients it reads are the ones the update already used, after any clipping, "
+              "and each update ratio is the step before's; call it after loss.backward(), "
+              "before clipping and optimizer.step()")
+_CLIPPED = ("the gradient norm is %.4g on 8 steps in a row: step() reads the gradients after "
+            "they were clipped (clip_grad_norm_), so grad_norm and the layers' norms are the "
+            "clipped ones; call it before clipping to see what the model made")
+_LATE_ATTACH = ("attached after training began (the optimizer holds state for %d parameters): "
+                "steps count from here, and the start of the run is not in the stream")
+
 def _model_part(hook):
     """Is a module hook part of the model's computation rather than an
     observer: torch's weight_norm and spectral_norm pre-hooks, which
@@ -458,6 +470,14 @@ class Probe:
         self.replay = self._replay_watch()
         self.replaying = False
         self.hooks_twice_said = False  # the note that a replay ran the user's hooks
+        # where step() is called: notes to write with the next step, the
+        # forwards since the last step(), wrong-order updates in a row, the
+        # gradient norms of the last measured steps (_place_checks)
+        self.place_notes, self.fwd_since_step, self.late_updates = [], 0, 0
+        self.place_said, self.gnorms = set(), []
+        if optimizer is not None and any(len(v) for v in optimizer.state.values()):
+            self.place_notes.append(("late_attach", _LATE_ATTACH % sum(
+                1 for v in optimizer.state.values() if len(v))))
         self._install_hooks()
         self._hook_optimizer()
         self._warn_scheduler()
@@ -624,6 +644,7 @@ class Probe:
     def _call_begin(self, args, kwargs):
         if not torch.is_grad_enabled() or self.replaying or self.closed:
             return None
+        self.fwd_since_step += 1
         call = _Call(args, kwargs)
         self.rec.calls.append(call)
         return call
@@ -892,6 +913,7 @@ class Probe:
                                 "token ids, not %s" % type(targets).__name__)
             self.rec.targets = targets
         self.n += 1
+        self.fwd_since_step = 0
         # the clock is read for a measured step and the one before it (tokens/s)
         now = time.time() if self.rec.measuring or self._measured(self.n + 1) else None
         if self.pending is not None:  # optimizer.step was not called: skipped
@@ -912,6 +934,7 @@ class Probe:
         if first is not None and self.on_nonfinite == "raise":
             self._raise_nonfinite(lossv, gsq, now, first)
         self._controls()  # before the line: an LR a command set is this step's
+        self._place_notes()
         if self.rec.measuring:
             row = self._collect(lossv, gsq, now)
             if self.optimizer is not None:
@@ -922,6 +945,25 @@ class Probe:
         self.rec.release()
         self.rec = _Records(self._measured(self.n + 1))
         self._sync_hooks()
+
+    def _clipped_check(self, g):
+        """The same global gradient norm on 8 written steps in a row (within
+        1e-5): the gradients were clipped before step() read them."""
+        if not isinstance(g, float) or not math.isfinite(g) or g <= 0:
+            self.gnorms = []
+            return
+        self.gnorms = (self.gnorms + [g])[-8:]
+        if len(self.gnorms) == 8 and max(self.gnorms) - min(self.gnorms) <= 1e-5 * g and \
+                "clipped" not in self.place_said:
+            self.place_notes.append(("clipped", _CLIPPED % g))
+
+    def _place_notes(self):
+        """Say each finding about where step() is called, once."""
+        for key, text in self.place_notes:
+            if key not in self.place_said:
+                self.place_said.add(key)
+                self._event("note", text)
+        self.place_notes = []
 
     def _nonfinite_now(self):
         """With on_nonfinite: at the first step the watch found non-finite,
@@ -1198,6 +1240,12 @@ class Probe:
         return None
 
     def _after_optimizer_step(self):
+        # a training forward since the last step(): this update comes before
+        # step() in the iteration (a callback after optimizer.step(), as
+        # minGPT's on_batch_end); three in a row, one step() between each
+        self.late_updates = self.late_updates + 1 if self.fwd_since_step > 0 else 0
+        if self.late_updates >= 3 and "late_step" not in self.place_said:
+            self.place_notes.append(("late_step", _LATE_STEP))
         row, self.pending = self.pending, None
         if row is None:
             return
@@ -1487,7 +1535,9 @@ class Probe:
         v = self._reduce(self._split(row, self._read(row)))
         if self.rank != 0:
             return
-        self.writer.line(self._row_pairs(row, v, skipped))
+        pairs = self._row_pairs(row, v, skipped)
+        self._clipped_check(dict(pairs).get("grad_norm"))
+        self.writer.line(pairs)
 
     def _row_pairs(self, row, v, skipped):
         nb = len(self.blocks)

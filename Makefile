@@ -214,6 +214,8 @@ bench: $(BIN)
 	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 && \
 	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 \
 	        --signature logits && \
+	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 \
+	        --signature logits --loop nanogpt && \
 	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L12d384 \
 	        --signature logits --windows 2 && \
 	    OPENBLAS_NUM_THREADS=1 $(PYTHON) tests/bench/probe_overhead.py --shape L4d64 \

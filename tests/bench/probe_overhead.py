@@ -21,10 +21,12 @@ which the interleaved difference includes. --direct runs only the two
 probed copies and reports only that.
 
     /usr/bin/python3 tests/bench/probe_overhead.py [--shape L4d64] [--windows 9] [--direct]
-        [--signature loss|logits] [--vocab 256] [--rss]
+        [--signature loss|logits] [--vocab 256] [--rss] [--loop plain|nanogpt]
 
 --signature logits trains nanoGPT's own signature, a forward returning
-(logits, loss); --rss compares peak RSS (each variant in its own process).
+(logits, loss); --loop nanogpt trains as nanoGPT's train.py does (a hand-set
+LR, an evaluation under no_grad every 10 steps, 4 micro-batches
+accumulated); --rss compares peak RSS (each variant in its own process).
 """
 import argparse
 import os
@@ -155,6 +157,36 @@ def one_step(model, opt, x, y, probe, clock):
     return clock() - t0
 
 
+ACCUM, EVAL_EVERY, EVAL_ITERS = 4, 10, 2
+
+
+def nanogpt_step(model, opt, x, y, probe, clock, it=[0]):
+    """nanoGPT's train.py iteration: the LR set by hand (get_lr: warmup,
+    then cosine), an evaluation under no_grad every EVAL_EVERY iterations
+    (EVAL_ITERS forwards), gradient accumulation over ACCUM micro-batches
+    of the batch, then step() and the update."""
+    t0 = clock()
+    k = it[0] = it[0] + 1
+    lr = 1e-3 * min(1.0, k / 10) * (0.55 + 0.45 * __import__("math").cos(min(k, 1000) / 1000))
+    for g in opt.param_groups:
+        g["lr"] = lr
+    if k % EVAL_EVERY == 0:
+        model.eval()
+        with torch.no_grad():
+            for _ in range(EVAL_ITERS):
+                model(x, y)
+        model.train()
+    opt.zero_grad(set_to_none=True)
+    for xs, ys in zip(x.chunk(ACCUM), y.chunk(ACCUM)):
+        out = model(xs, ys)
+        loss = (out[1] if isinstance(out, tuple) else out) / ACCUM
+        loss.backward()
+    if probe is not None:
+        probe.step(loss * ACCUM)
+    opt.step()
+    return clock() - t0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", choices=sorted(SHAPES), default="L4d64")
@@ -172,6 +204,10 @@ def main():
     ap.add_argument("--wall", action="store_true", help="time the wall clock, not CPU time")
     ap.add_argument("--direct", action="store_true",
                     help="only the probed copies, and only the probe's own time")
+    ap.add_argument("--loop", choices=("plain", "nanogpt"), default="plain",
+                    help="nanogpt: train.py's iteration (a hand-set LR, an evaluation under "
+                         "no_grad every %d steps, %d micro-batches accumulated)"
+                    % (EVAL_EVERY, ACCUM))
     a = ap.parse_args()
     layers, dim, batch = SHAPES[a.shape]
     a.batch = a.batch or batch
@@ -192,13 +228,17 @@ def main():
             m, opt, path=os.path.join(tmp, "%d.nsj" % every), every=every)
         runs[name] = (m, opt, p, [])
     n_params = sum(q.numel() for q in next(iter(runs.values()))[0].parameters())
-    for m, opt, p, _ in runs.values():  # warm up (step 1 of each probe is a measured one)
-        one_step(m, opt, x, y, p, clock)
+    if a.loop == "nanogpt":  # each copy keeps its own iteration count
+        step = {k: (lambda *args, _c=[0]: nanogpt_step(*args, it=_c)) for k in runs}
+    else:
+        step = {k: one_step for k in runs}
+    for k, (m, opt, p, _) in runs.items():  # warm up (step 1 of each probe is a measured one)
+        step[k](m, opt, x, y, p, clock)
     spent = {k: [] for k in runs}
     for _ in range(a.windows * WINDOW):
         for k, (m, opt, p, times) in runs.items():
             before = p.bench_spent if p is not None else 0.0
-            times.append(one_step(m, opt, x, y, p, clock))
+            times.append(step[k](m, opt, x, y, p, clock))
             spent[k].append(p.bench_spent - before if p is not None else 0.0)
     for _, _, p, _ in runs.values():
         if p is not None:

@@ -110,8 +110,9 @@ def model_hooks():
     """weight_norm's pre-hook computes fc1's weight from weight_g and
     weight_v: an inf put into blocks.1.fc1.weight_g at step 15 (not a
     written step: every=10) is named at blocks.1.fc1 in the forward, as
-    it is without weight_norm; and an inf a forward hook returns at step 15
-    (keyed on the step, as a fault injector is) is named at its module."""
+    it is without weight_norm, and the parameter that held it is said; and
+    an inf a forward hook returns at step 15 (keyed on the step, as a fault
+    injector is) is named at its module."""
     class Blocks(torch.nn.Module):
         def __init__(self, wn):
             super().__init__()
@@ -161,7 +162,10 @@ def model_hooks():
         ev = check.read_stream(path)[2]
         first = [(e.get("first_nonfinite_step"), e.get("first_nonfinite")) for e in ev
                  if e["event"] == "end"]
-        C.ok(first == [(15, "blocks.1.fc1, forward")],
+        want = "blocks.1.fc1, forward" + {"plain": " (its weight was not finite before the step)",
+                                          "weight_norm": " (its weight_g was not finite before "
+                                                         "the step)", "hook": ""}[name]
+        C.ok(first == [(15, want)],
              "%s: the fault at step 15 is named at blocks.1.fc1 (%s)" % (name, first))
 
 

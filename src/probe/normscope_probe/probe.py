@@ -470,6 +470,7 @@ class Probe:
         self.replay = self._replay_watch()
         self.replaying = False
         self.hooks_twice_said = False  # the note that a replay ran the user's hooks
+        self.first_param = None  # a parameter already non-finite at the first fault (_bad_param)
         # where step() is called: notes to write with the next step, the
         # forwards since the last step(), wrong-order updates in a row, the
         # gradient norms of the last measured steps (_place_checks)
@@ -1090,6 +1091,20 @@ class Probe:
             found = (code, _order(code % 4, 0))
         self.first = torch.tensor([float(self.n), float(found[0]), float(found[1])],
                                   dtype=torch.float64, device=self._device())
+        self.first_param = self._bad_param(int(found[0]))
+
+    def _bad_param(self, code):
+        """The name of a parameter of the module a forward record names that
+        held a non-finite value before the step's update (the fault was
+        in the weights already, not made by the forward), or None."""
+        mod, pass_ = divmod(code, 4)
+        if pass_ != PASS_FORWARD or mod <= 0:
+            return None
+        with torch.no_grad():
+            for name, p in self.mod_list[mod].named_parameters(recurse=False):
+                if not bool(torch.isfinite(_dense(p.detach())).all()):
+                    return name
+        return None
 
     def _bad_grad_module(self, ran):
         """When the backward could not be replayed (a loss computed outside
@@ -1609,6 +1624,10 @@ class Probe:
         else:
             where = "%s, %s" % (self.mod_names[mod], "forward" if pass_ == PASS_FORWARD
                                 else "backward")
+        bad = getattr(self, "first_param", None)
+        if bad is not None and pass_ == PASS_FORWARD and self.first is not None and \
+                int(self.first.tolist()[1]) == code:
+            where += " (its %s was not finite before the step)" % bad
         return where, self._layer_of(mod) if named else None
 
     def _layer_of(self, mod):

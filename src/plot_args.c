@@ -69,7 +69,8 @@ static int plot_options(plot_opts *o, const char *kind, const char *size, const 
     o->w = 1600;
     o->h = 900;
     if (kind && plot_parse_kind(kind, &o->kind)) {
-        fprintf(err, "normscope: --kind '%s': expected loss|layers|profile|heatmap|headroom|overflow|series|map\n", kind);
+        fprintf(err, "normscope: --kind '%s': expected "
+                     "loss|layers|profile|heatmap|headroom|overflow|series|map\n", kind);
         return 2;
     }
     if (size && plot_parse_size(size, &o->w, &o->h)) {

@@ -4,9 +4,10 @@
  *
  * Only the columns a figure uses are kept: step, loss, val_loss, the
  * settings (to mark where one changed), the loss scale, the state, and
- * every per-layer column of the table (metrics_layer_cols, by index). A line that is neither a header nor a row is
- * skipped and counted, never fatal: a followed stream's "event" and
- * "format" lines are skipped on purpose.
+ * every per-layer column of the table (metrics_layer_cols, by index). A
+ * line that is neither a header nor a row is skipped and counted, never
+ * fatal: a followed stream's "event" and "format" lines are skipped on
+ * purpose.
  *
  * Column names come from the table the writers walk (metrics.h), JSON
  * lines through the one JSONL reader (jsonl.h).

@@ -98,6 +98,15 @@ expect_bad "--scale goes with --kind map" --plot "$F/run.csv" --kind series --me
     --out "$T/bad.svg"
 expect_bad "--rows and --cols go with --kind map" --plot "$F/run.csv" --kind series --metric act_max --rows lr \
     --out "$T/bad.svg"
+for size in 800x450 1600x900; do
+    for m in "" --mono --light; do
+        out="$T/fit_series_$size$m.svg"
+        "$BIN" --plot "$F/compare.csv" --kind series --metric update_ratio --size $size $m --out "$out" \
+            2>"$T/err" || { no "series $size$m: $(cat "$T/err")"; continue; }
+        check "series $size$m: texts inside" $CHECK extents "$out"
+    done
+done
+check "series 1600x900: type >= 20 px" $CHECK type "$T/fit_series_1600x900.svg" 20
 
 # --- a comparison: both runs, one marker for a change sent to both ---
 plot cmp_loss.svg "$F/compare.csv" && {

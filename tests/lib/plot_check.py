@@ -942,7 +942,13 @@ def cmd_extents(svg):
             if e is not f and overlap(text_box(f), text_box(e)):
                 fail("%s: the %s '%s' overlaps '%s'" % (svg, f.get("class"), "".join(f.itertext()),
                                                         "".join(e.itertext())))
-    ok("%d texts inside the %gx%g canvas, title and caption clear" % (len(texts), W, H))
+    ticks = [e for e in texts if e.get("class") == "tick"]
+    for a in (e for e in texts if e.get("class") == "axis-label"):
+        for e in ticks:
+            if overlap(text_box(a), text_box(e)):
+                fail("%s: the axis title '%s' overlaps the tick label '%s'" % (
+                    svg, "".join(a.itertext()), "".join(e.itertext())))
+    ok("%d texts inside the %gx%g canvas, title, caption and axis titles clear" % (len(texts), W, H))
 
 
 

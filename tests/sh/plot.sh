@@ -246,6 +246,8 @@ for k in loss layers profile heatmap; do
     plot one_$k.svg "$F/one.csv" --kind $k
 done
 grep 'class="series"' "$T/one_loss.svg" | grep -q 'data-points="1"' && ok || no "one row: not one point"
+# its loss axis spans a few thousandths: ticks of 5 digits, clear of the axis title
+check "one row: texts inside, the axis title clear of the ticks" $CHECK extents "$T/one_loss.svg"
 
 # --- 10^5 rows: decimated to the pixel width, under 1 MB ---
 $PY - "$F/run.csv" "$T/big.csv" <<'EOF'

@@ -284,10 +284,10 @@ static const ns_setting table[] = {
      .flags = SETF_PLOT, OPT(cols)},
     {.name = "metric", .type = SET_PATH, .arg = "NAME",
      .def_text = "loss",
-     .help = "--kind map: what colors a cell (loss|best_val|update_ratio_end|stalled): the final "
-             "loss, the best validation loss, the update ratio at the last step, or the share of its "
-             "runs that stalled; --kind series: the per-layer column drawn (act_max, update_ratio, "
-             "... any l<i>_ column's name)",
+     .help = "--kind series: the per-layer column drawn (required: any l<i>_ column's name, "
+             "act_max, update_ratio, ...); --kind map: what colors a cell "
+             "(loss|best_val|update_ratio_end|stalled): the final loss, the best validation loss, "
+             "the update ratio at the last step, or the share of its runs that stalled",
      .flags = SETF_PLOT, OPT(metric)},
     {.name = "scale", .type = SET_PATH, .arg = "binned|continuous", .def_text = "binned",
      .help = "--kind map: the color scale in 9 bins, or a smooth gradient giving each cell its "

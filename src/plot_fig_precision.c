@@ -10,10 +10,10 @@
  *              to zero or a subnormal, each step: counts, from 0 up on a
  *              log scale (a log axis has no place for 0).
  *   series     any per-layer column of the table (--metric NAME, a name of
-              metrics_layer_cols: act_max, update_ratio, ...): one row of
-              panels, on a log axis when its values are positive and span
-              two decades or more, else on a linear one from 0.
-
+ *              metrics_layer_cols: act_max, update_ratio, ...): one row of
+ *              panels, on a log axis when its values are positive and span
+ *              two decades or more, else on a linear one from 0.
+ *
  * One line per layer, colored by depth on viridis (dark near the input,
  * bright near the output; in --mono greys and dashes); the step where a
  * run diverged ticked and labelled as on the loss figure.
@@ -132,7 +132,8 @@ static void row_axis(const plot_data *d, const precision_kind *k, int j, axis *a
         for (int r = 0; r < d->nruns; r++) { /* the limit too, where it is finite */
             const plot_run *p = &d->run[r];
             for (long i = 0; i < p->n; i++) {
-                double lim = p->lc[METRICS_LC_ACT_MAX][i * p->L] * exp2(p->lc[METRICS_LC_HEADROOM][i * p->L]);
+                double lim = p->lc[METRICS_LC_ACT_MAX][i * p->L] *
+                             exp2(p->lc[METRICS_LC_HEADROOM][i * p->L]);
                 if (isfinite(lim) && lim > 0 && lim < 1e30)
                     hi = fmax(hi, lim);
             }

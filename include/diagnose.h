@@ -153,11 +153,16 @@ typedef struct {
     int updated;               /* the step changed the weights (finite, not skipped) */
     float loss, lr, scale;
     float gnorm, clip;         /* global gradient norm (before clipping), --clip */
-    float grad[NS_MAX_LAYERS]; /* per-layer gradient norm */
-    float act[NS_MAX_LAYERS];  /* act_max */
-    float upd[NS_MAX_LAYERS];  /* update_ratio */
-    float head[NS_MAX_LAYERS]; /* headroom */
+    float grad[NS_MAX_LAYERS]; /* per-layer gradient norm, sqrt(attn^2 + mlp^2 + ln^2) */
+    /* every per-layer column of the table (metrics_layer_cols) by its
+     * index: lc[METRICS_LC_ACT_MAX][l] is layer l's act max. Copied by a
+     * loop over the table, so a new column reaches the rules without a
+     * line of copy code (diag_point_lc reads one) */
+    float lc[METRICS_LAYER_COLS][NS_MAX_LAYERS];
 } diag_point;
+
+/* Layer l's column k (METRICS_LC_*) at point p. */
+static inline float diag_point_lc(const diag_point *p, int k, int l) { return p->lc[k][l]; }
 
 /* The settings the rules compare between steps: every step column that
  * is a setting in force (metrics_step_cols[k].setting: norm, its kind,

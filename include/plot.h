@@ -6,7 +6,8 @@
  * lines) into columns per run, or takes a live view's snapshot. plot_render
  * draws one kind of figure from it as a standalone SVG the program writes
  * itself (no library): loss, layers, profile, heatmap, headroom (act max
- * and headroom over the run), overflow (overflow and underflow counts), or
+ * and headroom over the run), overflow (overflow and underflow counts),
+ * series (any per-layer column over the run, --metric naming it), or
  * the live view's chart + layer panel (the g key). plot_map reads a sweep's results.csv
  * into cells for the map (plot_map.c), drawn by plot_render_map.
  *
@@ -30,9 +31,6 @@ typedef struct {
     char text[PLOT_MARKLEN]; /* "warmup=off", "rewind 200 -> 0, warmup=on" */
 } plot_mark;
 
-/* The per-layer columns of the precision figures, besides the gradients. */
-typedef enum { PLOT_LX_ACT, PLOT_LX_HEAD, PLOT_LX_OVER, PLOT_LX_UNDER, PLOT_LX } plot_lx;
-
 /* One run's rows, in file order. Per-layer arrays are (n, L). */
 typedef struct {
     long n, cap;
@@ -40,10 +38,13 @@ typedef struct {
     int has_loss, has_val; /* columns present */
     long *step;
     float *loss, *val;     /* val: -inf where not measured, NaN where measured NaN */
-    float *ga, *gf, *gn;   /* attention, MLP, and sqrt(a^2+f^2+ln^2) per layer */
-    float *lx[PLOT_LX];    /* act max, headroom, overflow and underflow counts per
-                            * layer (NaN where the row has none) */
-    int has_lx[PLOT_LX];   /* the column of layer 0 was in the file */
+    /* every per-layer column of the table the writers walk, by its index
+     * (METRICS_LC_*, metrics.h): lc[METRICS_LC_ACT_MAX] is each row's act
+     * max per layer (NaN where the row has none), so a new column is kept
+     * and drawn (--kind series) without a line here */
+    float *lc[METRICS_LAYER_COLS];
+    int has_lc[METRICS_LAYER_COLS]; /* the column of layer 0 was in the file */
+    float *gn;             /* sqrt(attn^2 + mlp^2 + ln^2) per layer: the heatmap's */
     plot_mark *mark;
     int nmark, capmark;
     char set[PLOT_NSET][PLOT_SETLEN]; /* settings of the first row */
@@ -159,7 +160,8 @@ typedef enum { PLOT_METRIC_LOSS, PLOT_METRIC_BEST, PLOT_METRIC_UPDATE, PLOT_METR
                PLOT_METRICS } plot_metric;
 
 typedef enum {
-    PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW, PLOT_HEADROOM, PLOT_OVERFLOW
+    PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW, PLOT_HEADROOM, PLOT_OVERFLOW,
+    PLOT_SERIES /* one per-layer column over the run (column) */
 } plot_kind;
 
 typedef struct {
@@ -176,6 +178,7 @@ typedef struct {
     double vmin, vmax;              /* map: the color scale's ends, where vset says given */
     int vset;                       /* 1: vmin given, 2: vmax given */
     plot_metric metric;             /* map: what colors a cell */
+    int column;                     /* series: the layer column drawn (METRICS_LC_*) */
     int continuous;                 /* map: a smooth color scale, not bins */
 } plot_opts;
 

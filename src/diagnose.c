@@ -95,6 +95,11 @@ static float layer_grad(const layer_metrics *l)
                  l->grad_ln * l->grad_ln);
 }
 
+/* The columns the rules read most, by name. */
+static float act_of(const diag_point *p, int l) { return diag_point_lc(p, METRICS_LC_ACT_MAX, l); }
+static float upd_of(const diag_point *p, int l) { return diag_point_lc(p, METRICS_LC_UPDATE, l); }
+static float head_of(const diag_point *p, int l) { return diag_point_lc(p, METRICS_LC_HEADROOM, l); }
+
 static void push(diag *d, const step_metrics *m)
 {
     diag_point *p = &d->hist[d->n % DIAG_WINDOW];
@@ -111,9 +116,8 @@ static void push(diag *d, const step_metrics *m)
         d->first_loss = p->loss;
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
         p->grad[l] = layer_grad(&m->layer[l]);
-        p->act[l] = m->layer[l].act_max;
-        p->upd[l] = m->layer[l].update_ratio;
-        p->head[l] = m->layer[l].headroom;
+        for (int k = 0; k < METRICS_LAYER_COLS; k++)
+            p->lc[k][l] = metrics_layer_col_get(&m->layer[l], k);
     }
     d->n++;
 }
@@ -139,7 +143,7 @@ static double slope_over(const diag *d, int layer, int which, long span)
         const diag_point *p = point(d, a);
         if (p->step <= d->trend_from)
             break; /* another precision or norm: another run's trend */
-        double y = which ? p->head[layer] : ns_log2(p->act[layer]);
+        double y = which ? head_of(p, layer) : ns_log2(act_of(p, layer));
         if (!isfinite(y) || !p->updated)
             continue;
         double x = (double)p->step;
@@ -543,7 +547,7 @@ static void rule_update(diag *d, const step_metrics *m, diag_finding *out, int m
         if (!p->updated)
             continue;
         for (int l = 0; l < L; l++)
-            mean[l] += p->upd[l];
+            mean[l] += upd_of(p, l);
         cnt++;
     }
     if (cnt < DIAG_WINDOW / 4)
@@ -573,8 +577,8 @@ static double mean_top_update_over(const diag *d, int L, int *cnt, long span)
     double sum = 0;
     *cnt = 0;
     for (long a = 0; a < kept(d) && a < span; a++)
-        if (point(d, a)->updated && isfinite(point(d, a)->upd[L - 1])) {
-            sum += point(d, a)->upd[L - 1];
+        if (point(d, a)->updated && isfinite(upd_of(point(d, a), L - 1))) {
+            sum += upd_of(point(d, a), L - 1);
             ++*cnt;
         }
     return *cnt ? sum / *cnt : NAN;
@@ -783,8 +787,8 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
     stall_ctx c;
     memset(&c, 0, sizeof c);
     c.from = DIAG_FROM_HERE;
-    c.la = c.layer = top_act_layer(now->act, L);
-    c.act = now->act[c.la];
+    c.la = c.layer = top_act_layer(now->lc[METRICS_LC_ACT_MAX], L);
+    c.act = act_of(now, c.la);
     c.grow = slope(d, c.la, 0) * 100;
     c.upd = mean_top_update(d, L, &c.ucnt);
     c.ratio = w->top > 0 ? w->bottom / w->top : 0;
@@ -878,18 +882,18 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
     if (kept(d) < 8)
         return;
     const diag_point *old = point(d, kept(d) - 1), *now = point(d, 0);
-    int l = top_act_layer(now->act, m->n_layer);
+    int l = top_act_layer(now->lc[METRICS_LC_ACT_MAX], m->n_layer);
     double rate = slope(d, l, 0) * 100; /* doublings per 100 steps */
     if (!(rate > DIAG_GROWTH_MIN))
         return;
-    double h = now->head[l];
+    double h = head_of(now, l);
     long cross = h > 0 && isfinite(h) ? now->step + (long)ceil(h / rate * 100) : m->step;
-    double v[4] = {old->act[l], now->act[l], rate, (double)cross};
+    double v[4] = {act_of(old, l), act_of(now, l), rate, (double)cross};
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_GROWTH, l, m->step, v,
         "lower the LR (clipping does not bound Adam's step, it can make this sooner)",
         "layer %d act max %.4g -> %.4g in %ld steps (least-squares rate +%.2f doublings/100 "
         "steps): at the limit by step %ld",
-        l, (double)old->act[l], (double)now->act[l], now->step - old->step, rate, cross);
+        l, (double)act_of(old, l), (double)act_of(now, l), now->step - old->step, rate, cross);
     set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x0.25");
 }
 
@@ -1050,7 +1054,7 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
     int first = *k, ucnt;
     double upd = mean_top_update_over(d, m->n_layer, &ucnt, a + 1); /* over the rise */
     double v[4] = {mean, ref, (double)d->blow_from, upd};
-    int la = top_act_layer(point(d, 0)->act, m->n_layer);
+    int la = top_act_layer(point(d, 0)->lc[METRICS_LC_ACT_MAX], m->n_layer);
     double grow = slope(d, la, 0) * 100;
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_BLOWUP, -1, m->step, v,
         "rewind to before the rise and lower the LR, to bring the update ratio near 3e-3",
@@ -1098,8 +1102,8 @@ static float point_act_max(const diag_point *p, int L, int *layer)
     float mx = NAN;
     *layer = -1;
     for (int l = 0; l < L; l++)
-        if (isfinite(p->act[l]) && !(p->act[l] <= mx)) {
-            mx = p->act[l];
+        if (isfinite(act_of(p, l)) && !(act_of(p, l) <= mx)) {
+            mx = act_of(p, l);
             *layer = l;
         }
     return mx;
@@ -1124,7 +1128,7 @@ static void track_start(diag *d, const step_metrics *m)
         d->learn_loss = p->loss;
     if (d->band_n >= DIAG_BAND_STEPS || !p->updated || !isfinite(p->loss) || L < 1)
         return;
-    float act = point_act_max(p, L, &la), upd = p->upd[L - 1];
+    float act = point_act_max(p, L, &la), upd = upd_of(p, L - 1);
     if (d->band_n == 0 || act > d->band_act)
         d->band_act = act;
     if (d->band_n == 0 || upd > d->band_upd)
@@ -1483,17 +1487,17 @@ static void check_headroom(const diag *d, diag_check *c)
     int lo = -1;
     const diag_point *p = kept(d) ? point(d, 0) : NULL;
     for (int l = 0; p && l < d->n_layer; l++)
-        if (isfinite(p->head[l]) && (lo < 0 || p->head[l] < p->head[lo]))
+        if (isfinite(head_of(p, l)) && (lo < 0 || head_of(p, l) < head_of(p, lo)))
             lo = l;
     double rate = lo >= 0 ? slope(d, lo, 1) * 100 : NAN;
     if (lo < 0)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no layer's headroom");
-    else if (p->head[lo] < DIAG_HEADROOM_WARN && -rate > DIAG_GROWTH_MIN)
+    else if (head_of(p, lo) < DIAG_HEADROOM_WARN && -rate > DIAG_GROWTH_MIN)
         check_set(c, q, DIAG_Q_BAD, "%.2f doublings left (layer %d), falling %.2f/100 steps",
-                  (double)p->head[lo], lo, -rate);
+                  (double)head_of(p, lo), lo, -rate);
     else
         check_set(c, q, DIAG_Q_OK, "%.2f doublings left at the lowest (layer %d)",
-                  (double)p->head[lo], lo);
+                  (double)head_of(p, lo), lo);
 }
 
 static void check_gradient(const diag *d, diag_check *c)

@@ -47,8 +47,9 @@ int plot_render_map(FILE *f, const plot_map *m, const plot_opts *o, char *err, s
 }
 
 /* A figure needs rows, and the columns its kind draws. */
-static int check_columns(const plot_data *d, plot_kind k, char *err, size_t errlen)
+static int check_columns(const plot_data *d, const plot_opts *o, char *err, size_t errlen)
 {
+    plot_kind k = o->kind;
     if (d->run[0].n == 0) {
         snprintf(err, errlen, "no rows: expected a normscope --csv or --jsonl file (a 'step' column)");
         return -1;
@@ -58,13 +59,20 @@ static int check_columns(const plot_data *d, plot_kind k, char *err, size_t errl
         return -1;
     }
     if (k == PLOT_HEADROOM || k == PLOT_OVERFLOW) {
-        plot_lx q = k == PLOT_HEADROOM ? PLOT_LX_ACT : PLOT_LX_OVER;
-        if (!d->run[0].has_lx[q] || !d->run[0].has_lx[q + 1]) {
+        int q = k == PLOT_HEADROOM ? METRICS_LC_ACT_MAX : METRICS_LC_OVERFLOW;
+        int q2 = k == PLOT_HEADROOM ? METRICS_LC_HEADROOM : METRICS_LC_UNDERFLOW;
+        if (!d->run[0].has_lc[q] || !d->run[0].has_lc[q2]) {
             snprintf(err, errlen, "no per-layer %s columns (l0_%s, ...): --kind %s needs them",
                      k == PLOT_HEADROOM ? "act_max and headroom" : "overflow and underflow",
                      k == PLOT_HEADROOM ? "act_max" : "overflow", k == PLOT_HEADROOM ? "headroom" : "overflow");
             return -1;
         }
+    }
+    if (k == PLOT_SERIES && !d->run[0].has_lc[o->column]) {
+        const char *name = metrics_layer_cols[o->column].name;
+        snprintf(err, errlen, "no per-layer %s column (l0_%s, ...): --kind series --metric %s needs it",
+                 name, name, name);
+        return -1;
     }
     if (k != PLOT_LOSS && d->run[0].L == 0) {
         snprintf(err, errlen, "no per-layer columns (l0_grad_attn, ...): --kind %s needs them",
@@ -80,7 +88,7 @@ static int check_columns(const plot_data *d, plot_kind k, char *err, size_t errl
 
 int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size_t errlen)
 {
-    if (check_columns(d, o->kind, err, errlen))
+    if (check_columns(d, o, err, errlen))
         return -1;
     svg v;
     svg_init(&v, f, o);
@@ -93,7 +101,8 @@ int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size
     case PLOT_HEATMAP: rc = fig_heatmap(&v, d); break;
     case PLOT_VIEW: rc = fig_view(&v, d); break;
     case PLOT_HEADROOM:
-    case PLOT_OVERFLOW: rc = fig_precision(&v, d, o->kind); break;
+    case PLOT_OVERFLOW:
+    case PLOT_SERIES: rc = fig_precision(&v, d, o->kind); break;
     case PLOT_MAP: rc = -1; break; /* plot_render_map */
     }
     fputs("</svg>\n", f);
@@ -110,7 +119,7 @@ static int write_atomic(const char *path, figure_src src, const plot_opts *o, ch
                         size_t errlen)
 {
     atomic_file a;
-    if (src.d && check_columns(src.d, o->kind, err, errlen))
+    if (src.d && check_columns(src.d, o, err, errlen))
         return -1;
     if (atomic_open(&a, path, err, errlen))
         return -1;

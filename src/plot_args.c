@@ -19,7 +19,7 @@ int plot_parse_kind(const char *s, plot_kind *k)
         plot_kind kind;
     } names[] = {{"loss", PLOT_LOSS},       {"layers", PLOT_LAYERS},     {"profile", PLOT_PROFILE},
                  {"heatmap", PLOT_HEATMAP}, {"headroom", PLOT_HEADROOM}, {"overflow", PLOT_OVERFLOW},
-                 {"map", PLOT_MAP}};
+                 {"series", PLOT_SERIES}, {"map", PLOT_MAP}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(s, names[i].name)) {
             *k = names[i].kind;
@@ -69,7 +69,8 @@ static int plot_options(plot_opts *o, const char *kind, const char *size, const 
     o->w = 1600;
     o->h = 900;
     if (kind && plot_parse_kind(kind, &o->kind)) {
-        fprintf(err, "normscope: --kind '%s': expected loss|layers|profile|heatmap|headroom|overflow|map\n", kind);
+        fprintf(err, "normscope: --kind '%s': expected "
+                     "loss|layers|profile|heatmap|headroom|overflow|series|map\n", kind);
         return 2;
     }
     if (size && plot_parse_size(size, &o->w, &o->h)) {
@@ -128,18 +129,43 @@ static int map_coloring(plot_opts *o, const char *metric, const char *scale, FIL
     return 0;
 }
 
-/* The map's own flags: refused with another kind, else parsed. 0, or 2
- * after one line. */
+/* --kind series --metric NAME: a per-layer column of the table the
+ * writers walk (metrics_layer_cols), so a new column is drawn by name
+ * without a line here. 0, or 2 after one line naming the columns. */
+static int series_column(plot_opts *o, const char *metric, FILE *err)
+{
+    int k = metric ? metrics_layer_col_find(metric, strlen(metric)) : -1;
+    if (k >= 0) {
+        o->column = k;
+        return 0;
+    }
+    if (metric)
+        fprintf(err, "normscope: --metric '%s': expected a per-layer column:", metric);
+    else
+        fprintf(err, "normscope: --kind series needs --metric, a per-layer column:");
+    for (int c = 0; c < METRICS_LAYER_COLS; c++)
+        fprintf(err, "%s %s", c ? "," : "", metrics_layer_cols[c].name);
+    fputc('\n', err);
+    return 2;
+}
+
+/* The map's own flags: refused with another kind, else parsed; --metric
+ * also names --kind series' column. 0, or 2 after one line. */
 static int map_flags(const plot_args *a, plot_opts *o, FILE *err)
 {
+    int series = o->kind == PLOT_SERIES;
     static const char *const pairs[] = {"--rows and --cols go", "--vmin and --vmax go",
-                                        "--metric and --scale go"};
-    const char *given[][2] = {{a->rows, a->cols}, {a->vmin, a->vmax}, {a->metric, a->scale}};
-    for (int i = 0; i < 3 && o->kind != PLOT_MAP; i++)
+                                        "--metric and --scale go", "--scale goes"};
+    const char *given[][2] = {{a->rows, a->cols}, {a->vmin, a->vmax},
+                              {series ? NULL : a->metric, series ? NULL : a->scale},
+                              {NULL, series ? a->scale : NULL}};
+    for (int i = 0; i < 4 && o->kind != PLOT_MAP; i++)
         if (given[i][0] || given[i][1]) {
             fprintf(err, "normscope: %s with --kind map\n", pairs[i]);
             return 2;
         }
+    if (series)
+        return series_column(o, a->metric, err);
     if (scale_ends(o, a->vmin, a->vmax, err))
         return 2;
     return map_coloring(o, a->metric, a->scale, err);

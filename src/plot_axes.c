@@ -139,6 +139,22 @@ static void ax_label(svg *v, double x, double y, double maxw, const char *label,
     svg_text(v, x, y, wide > maxw ? v->fs * maxw / wide : v->fs, 'm', v->p->fg, extra, "%s", t);
 }
 
+/* The widest of an axis' "%g" tick labels (decades are "10" and a small
+ * exponent): a linear axis of small values (0.0005) has labels wider than
+ * the room an axis title usually leaves them. */
+static double ax_ticks_width(const svg *v, const axis *a, const double *t, int n)
+{
+    double w = 0;
+    for (int i = 0; i < n; i++) {
+        if (ax_decades(a) || (a->count && t[i] > 0))
+            continue;
+        char b[32];
+        snprintf(b, sizeof b, "%g", t[i]);
+        w = fmax(w, svg_text_width(b, v->fs, 0));
+    }
+    return w;
+}
+
 /* Frame, grid lines, tick labels and axis titles of one panel. */
 void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
                       const char *ylabel)
@@ -167,11 +183,15 @@ void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
         svg_line(v, b.x, y, b.x + b.w, y, v->p->grid, 1, NULL);
         ax_tick_label(v, ay, t[i], b.x - v->fs * 0.4, y + v->fs * 0.35, 'e');
     }
+    double ticks_w = ay ? ax_ticks_width(v, ay, t, n) : 0;
     if (xlabel)
         ax_label(v, b.x + b.w / 2, b.y + b.h + v->fs * 2.5, b.w, xlabel, "class=\"axis-label\"");
     if (ylabel) {
         char rot[96];
-        double x = b.x - v->fs * 3.2, y = b.y + b.h / 2;
+        /* clear of the widest tick label: its right edge is 0.4 fs off the
+         * frame, the rotated title's glyphs 0.3 fs right of x */
+        double x = fmin(b.x - v->fs * 3.2, b.x - v->fs * 0.4 - ticks_w - v->fs * 0.5),
+               y = b.y + b.h / 2;
         snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
         ax_label(v, x, y, b.h, ylabel, rot); /* along a short panel's side */
     }

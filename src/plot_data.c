@@ -3,10 +3,11 @@
  * a live view's snapshot.
  *
  * Only the columns a figure uses are kept: step, loss, val_loss, the
- * settings (to mark where one changed), and each layer's attention, MLP
- * and norm gradient norms. A line that is neither a header nor a row is
- * skipped and counted, never fatal: a followed stream's "event" and
- * "format" lines are skipped on purpose.
+ * settings (to mark where one changed), the loss scale, the state, and
+ * every per-layer column of the table (metrics_layer_cols, by index). A
+ * line that is neither a header nor a row is skipped and counted, never
+ * fatal: a followed stream's "event" and "format" lines are skipped on
+ * purpose.
  *
  * Column names come from the table the writers walk (metrics.h), JSON
  * lines through the one JSONL reader (jsonl.h).
@@ -38,15 +39,10 @@ static int set_col(int k)
 static const char *set_name(int k) { return metrics_step_cols[set_col(k)].name; }
 
 enum {
-    FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_GA, FLD_GF, FLD_GL, FLD_SCALE, FLD_STATE, FLD_FAULT,
-    FLD_LX0, FLD_SET0 = FLD_LX0 + PLOT_LX
+    FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_SCALE, FLD_STATE, FLD_FAULT,
+    FLD_LC0, /* layer column k of metrics_layer_cols is FLD_LC0 + k */
+    FLD_SET0 = FLD_LC0 + METRICS_LAYER_COLS
 };
-
-/* The layer_metrics field of each plot_lx (metrics.h). */
-static const size_t lx_offset[PLOT_LX] = {offsetof(layer_metrics, act_max),
-                                          offsetof(layer_metrics, headroom),
-                                          offsetof(layer_metrics, overflow),
-                                          offsetof(layer_metrics, underflow)};
 
 /* One line's values for one run, before they become a row. */
 typedef struct {
@@ -54,9 +50,8 @@ typedef struct {
     long step;
     float loss, val;
     int maxl; /* highest layer index seen, -1 = none */
-    float ga[NS_MAX_LAYERS], gf[NS_MAX_LAYERS], gl[NS_MAX_LAYERS];
-    float lx[PLOT_LX][NS_MAX_LAYERS];
-    int seen_lx[PLOT_LX];
+    float lc[METRICS_LAYER_COLS][NS_MAX_LAYERS];
+    int seen_lc[METRICS_LAYER_COLS];
     char set[PLOT_NSET][PLOT_SETLEN];
     int has_set[PLOT_NSET];
     char scale[PLOT_SETLEN]; /* loss_scale as written; "" = none */
@@ -72,11 +67,9 @@ static void run_free(plot_run *r)
     free(r->step);
     free(r->loss);
     free(r->val);
-    free(r->ga);
-    free(r->gf);
     free(r->gn);
-    for (int k = 0; k < PLOT_LX; k++)
-        free(r->lx[k]);
+    for (int k = 0; k < METRICS_LAYER_COLS; k++)
+        free(r->lc[k]);
     free(r->mark);
     free(r->live);
     free(r->bad);
@@ -100,19 +93,18 @@ static void stage_reset(stage *s)
     s->has_step = s->seen_loss = s->seen_val = 0;
     s->loss = s->val = NAN;
     s->maxl = -1;
-    for (int l = 0; l < NS_MAX_LAYERS; l++)
-        s->ga[l] = s->gf[l] = s->gl[l] = NAN;
-    for (int k = 0; k < PLOT_LX; k++)
+    for (int k = 0; k < METRICS_LAYER_COLS; k++)
         for (int l = 0; l < NS_MAX_LAYERS; l++)
-            s->lx[k][l] = NAN;
-    memset(s->seen_lx, 0, sizeof s->seen_lx);
+            s->lc[k][l] = NAN;
+    memset(s->seen_lc, 0, sizeof s->seen_lc);
     memset(s->has_set, 0, sizeof s->has_set);
     s->scale[0] = 0;
     s->bad = 0;
     s->fault[0] = 0;
 }
 
-/* "b_loss" -> run 1, FLD_LOSS; "l3_grad_ffn" -> FLD_GF, layer 3: by the
+/* "b_loss" -> run 1, FLD_LOSS; "l3_grad_ffn" -> FLD_LC0 + METRICS_LC_GRAD_FFN,
+ * layer 3: by the
  * column table the writers walk (metrics.h). */
 static void map_name(const char *name, size_t len, int *run, int *field, int *layer)
 {
@@ -154,14 +146,7 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
     if (l >= NS_MAX_LAYERS || i >= len || name[i] != '_')
         return;
     int c = metrics_layer_col_find(name + i + 1, len - i - 1);
-    size_t off = c >= 0 ? metrics_layer_cols[c].offset : (size_t)-1;
-    *field = off == offsetof(layer_metrics, grad_attn)  ? FLD_GA
-             : off == offsetof(layer_metrics, grad_ffn) ? FLD_GF
-             : off == offsetof(layer_metrics, grad_ln)  ? FLD_GL
-                                                        : FLD_NONE;
-    for (int k = 0; k < PLOT_LX; k++)
-        if (off == lx_offset[k])
-            *field = FLD_LX0 + k;
+    *field = c >= 0 ? FLD_LC0 + c : FLD_NONE;
     *layer = l;
 }
 
@@ -181,6 +166,13 @@ static float cell_num(const char *v, size_t len)
 
 static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
 {
+    if (field >= FLD_LC0 && field < FLD_LC0 + METRICS_LAYER_COLS) {
+        s->lc[field - FLD_LC0][layer] = cell_num(v, len);
+        s->seen_lc[field - FLD_LC0] |= layer == 0;
+        if (layer > s->maxl)
+            s->maxl = layer;
+        return;
+    }
     switch (field) {
     case FLD_STEP: {
         float x = cell_num(v, len);
@@ -195,20 +187,7 @@ static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
         s->val = len == 0 || (len == 4 && !strncmp(v, "null", 4)) ? -INFINITY : cell_num(v, len);
         s->seen_val = 1;
         break;
-    case FLD_GA: case FLD_GF: case FLD_GL: {
-        float *a = field == FLD_GA ? s->ga : field == FLD_GF ? s->gf : s->gl;
-        a[layer] = cell_num(v, len);
-        if (layer > s->maxl)
-            s->maxl = layer;
-        break;
-    }
     case FLD_NONE: break;
-    case FLD_LX0: case FLD_LX0 + 1: case FLD_LX0 + 2: case FLD_LX0 + 3:
-        s->lx[field - FLD_LX0][layer] = cell_num(v, len);
-        s->seen_lx[field - FLD_LX0] |= layer == 0;
-        if (layer > s->maxl)
-            s->maxl = layer;
-        break;
     case FLD_STATE: s->bad = len == 8 && !strncmp(v, "diverged", 8); break;
     case FLD_FAULT: {
         size_t n = len < sizeof s->fault - 1 ? len : sizeof s->fault - 1;
@@ -248,12 +227,11 @@ static int run_reserve(plot_run *r)
     long cap = r->cap ? r->cap * 2 : 256;
     size_t per = (size_t)(r->L > 0 ? r->L : 1);
     if (grow((void **)&r->step, sizeof(long), cap) || grow((void **)&r->loss, sizeof(float), cap) ||
-        grow((void **)&r->val, sizeof(float), cap) || grow((void **)&r->ga, sizeof(float) * per, cap) ||
-        grow((void **)&r->gf, sizeof(float) * per, cap) ||
-        grow((void **)&r->gn, sizeof(float) * per, cap) || grow((void **)&r->bad, 1, cap))
+        grow((void **)&r->val, sizeof(float), cap) || grow((void **)&r->gn, sizeof(float) * per, cap) ||
+        grow((void **)&r->bad, 1, cap))
         return -1;
-    for (int k = 0; k < PLOT_LX; k++)
-        if (grow((void **)&r->lx[k], sizeof(float) * per, cap))
+    for (int k = 0; k < METRICS_LAYER_COLS; k++)
+        if (grow((void **)&r->lc[k], sizeof(float) * per, cap))
             return -1;
     r->cap = cap;
     return 0;
@@ -328,15 +306,14 @@ static int run_add(plot_run *r, const stage *s)
     r->has_loss |= s->seen_loss;
     r->has_val |= s->seen_val;
     for (int l = 0; l < r->L; l++) {
-        double a = s->ga[l], f = s->gf[l], n = s->gl[l];
-        r->ga[i * r->L + l] = (float)a;
-        r->gf[i * r->L + l] = (float)f;
+        double a = s->lc[METRICS_LC_GRAD_ATTN][l], f = s->lc[METRICS_LC_GRAD_FFN][l],
+               n = s->lc[METRICS_LC_GRAD_LN][l];
         r->gn[i * r->L + l] = (float)sqrt(a * a + f * f + (isnan(n) ? 0 : n * n));
-        for (int k = 0; k < PLOT_LX; k++)
-            r->lx[k][i * r->L + l] = s->lx[k][l];
+        for (int k = 0; k < METRICS_LAYER_COLS; k++)
+            r->lc[k][i * r->L + l] = s->lc[k][l];
     }
-    for (int k = 0; k < PLOT_LX; k++)
-        r->has_lx[k] |= s->seen_lx[k];
+    for (int k = 0; k < METRICS_LAYER_COLS; k++)
+        r->has_lc[k] |= s->seen_lc[k];
     return 0;
 }
 
@@ -600,7 +577,7 @@ static void stage_settings(stage *s, const step_metrics *m)
 }
 
 /* One history point of run `which` (0 = a, 1 = the twin b). The layers'
- * attention and MLP norms are known only for the last step. */
+ * columns are known only for the last step. */
 static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which, stage *st)
 {
     const trainer_point *p = &s->hist[i % TRAINER_HIST];
@@ -618,13 +595,9 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
     if (st->bad)
         snprintf(st->fault, sizeof st->fault, "%s", last->step == p->step ? last->fault : "");
     if (is_last)
-        for (int l = 0; l < s->s.n_layer; l++) {
-            st->ga[l] = last->layer[l].grad_attn;
-            st->gf[l] = last->layer[l].grad_ffn;
-            st->gl[l] = last->layer[l].grad_ln;
-            for (int k = 0; k < PLOT_LX; k++)
-                memcpy(&st->lx[k][l], (const char *)&last->layer[l] + lx_offset[k], sizeof(float));
-        }
+        for (int l = 0; l < s->s.n_layer; l++)
+            for (int k = 0; k < METRICS_LAYER_COLS; k++)
+                st->lc[k][l] = metrics_layer_col_get(&last->layer[l], k);
     if (r->n == 0)
         stage_settings(st, last);
     if (run_add(r, st))

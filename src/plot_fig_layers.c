@@ -33,7 +33,8 @@ void layers_axis(const plot_data *d, const long *rows, axis *a)
     for (int r = 0; r < d->nruns; r++) {
         const plot_run *p = &d->run[r];
         for (int l = 0; l < p->L; l++) {
-            float g[2] = {p->ga[rows[r] * p->L + l], p->gf[rows[r] * p->L + l]};
+            float g[2] = {p->lc[METRICS_LC_GRAD_ATTN][rows[r] * p->L + l],
+                          p->lc[METRICS_LC_GRAD_FFN][rows[r] * p->L + l]};
             for (int k = 0; k < 2; k++)
                 if (isfinite(g[k]) && g[k] > 0) {
                     lo = fmin(lo, floor(log10(g[k])));
@@ -89,7 +90,8 @@ void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long
     svg_text_fit(v, b.x, b.y - v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"panel-title\"", title);
     double gmax = 0;
     for (int l = 0; l < r->L; l++) {
-        float g[2] = {r->ga[row * r->L + l], r->gf[row * r->L + l]};
+        float g[2] = {r->lc[METRICS_LC_GRAD_ATTN][row * r->L + l],
+                      r->lc[METRICS_LC_GRAD_FFN][row * r->L + l]};
         for (int k = 0; k < 2; k++)
             if (isfinite(g[k]) && g[k] > gmax)
                 gmax = g[k];
@@ -98,7 +100,8 @@ void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long
     int every = (int)ceil(v->fs * 1.1 / rh);
     for (int l = 0; l < r->L; l++) {
         double y = b.y + (r->L - 1 - l) * rh;
-        double ga = r->ga[row * r->L + l], gf = r->gf[row * r->L + l];
+        double ga = r->lc[METRICS_LC_GRAD_ATTN][row * r->L + l],
+               gf = r->lc[METRICS_LC_GRAD_FFN][row * r->L + l];
         draw_bar(v, b, &ax, l, "attn", ga, y + rh * 0.08, rh * 0.4, state_color(v, ga, gmax), 0);
         draw_bar(v, b, &ax, l, "mlp", gf, y + rh * 0.52, rh * 0.4, state_color(v, gf, gmax), 1);
         if (l % (every > 0 ? every : 1) == 0)

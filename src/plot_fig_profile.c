@@ -15,7 +15,10 @@
 /* The two parts of a block the lessons speak of, drawn as their own
  * lines: a block's total would hide an MLP profile under the attention's
  * (Post-LN's layer 0 attention at initialization is several times its MLP). */
-static const float *profile_part(const plot_run *p, int part) { return part ? p->ga : p->gf; }
+static const float *profile_part(const plot_run *p, int part)
+{
+    return p->lc[part ? METRICS_LC_GRAD_ATTN : METRICS_LC_GRAD_FFN];
+}
 
 static void profile_range(const plot_data *d, const long *rows, int nrows, double *lo, double *hi)
 {

@@ -271,7 +271,8 @@ static const ns_setting table[] = {
     {.name = "out", .type = SET_PATH, .arg = "FILE.svg",
      .help = "where --plot writes its figure (atomically)", .flags = SETF_PLOT | SETF_FILE,
      OPT(out)},
-    {.name = "kind", .type = SET_PATH, .arg = "loss|layers|profile|heatmap|headroom|overflow|map",
+    {.name = "kind", .type = SET_PATH,
+     .arg = "loss|layers|profile|heatmap|headroom|overflow|series|map",
      .def_text = "loss", .help = "the --plot figure", .flags = SETF_PLOT, OPT(kind)},
     {.name = "size", .type = SET_PATH, .arg = "WxH", .def_text = "1600x900",
      .help = "--plot figure size in pixels", .flags = SETF_PLOT, OPT(size)},
@@ -285,10 +286,12 @@ static const ns_setting table[] = {
     {.name = "cols", .type = SET_PATH, .arg = "AXIS",
      .help = "--kind map: the axis drawn as columns (default: the next most values)",
      .flags = SETF_PLOT, OPT(cols)},
-    {.name = "metric", .type = SET_PATH, .arg = "loss|best_val|update_ratio_end|stalled",
+    {.name = "metric", .type = SET_PATH, .arg = "NAME",
      .def_text = "loss",
-     .help = "--kind map: what colors a cell: the final loss, the best validation loss, the "
-             "update ratio at the last step, or the share of its runs that stalled",
+     .help = "--kind series: the per-layer column drawn (required: any l<i>_ column's name, "
+             "act_max, update_ratio, ...); --kind map: what colors a cell "
+             "(loss|best_val|update_ratio_end|stalled): the final loss, the best validation loss, "
+             "the update ratio at the last step, or the share of its runs that stalled",
      .flags = SETF_PLOT, OPT(metric)},
     {.name = "scale", .type = SET_PATH, .arg = "binned|continuous", .def_text = "binned",
      .help = "--kind map: the color scale in 9 bins, or a smooth gradient giving each cell its "

@@ -34,13 +34,14 @@ static void fuzz_runs(FILE *sink, const uint8_t *data, size_t size)
     plot_data_init(&d);
     feed(data, size, &d, 0);
     plot_data_finish(&d);
-    for (int k = PLOT_LOSS; k <= PLOT_OVERFLOW; k++) {
-        plot_opts o = {.kind = (plot_kind)k, .w = 640, .h = 360, .mono = k & 1, .logy = k & 2,
-                       .light = (k & 5) == 4}; /* --light in color only */
-        err[0] = 0;
-        if (plot_render(sink, &d, &o, err, sizeof err) && !err[0])
-            abort(); /* a refusal always says why */
-    }
+    for (int k = PLOT_LOSS; k <= PLOT_SERIES; k++)
+        for (int c = 0; c < (k == PLOT_SERIES ? METRICS_LAYER_COLS : 1); c++) { /* series: each column */
+            plot_opts o = {.kind = (plot_kind)k, .w = 640, .h = 360, .mono = k & 1, .logy = k & 2,
+                           .light = (k & 5) == 4, .column = c}; /* --light in color only */
+            err[0] = 0;
+            if (plot_render(sink, &d, &o, err, sizeof err) && !err[0])
+                abort(); /* a refusal always says why */
+        }
     plot_data_free(&d);
 }
 

@@ -25,7 +25,8 @@ what it found and exits 1 when the figure disagrees with the input.
                                 timeline the run ended on), fills from one
                                 ramp whose lightness rises with the value,
                                 step ticks in order
-  precision SVG CSV KIND        KIND headroom (act_max, headroom) or overflow
+  precision SVG CSV KIND        KIND headroom (act_max, headroom) or overflow,
+                                or series:COLUMN (any per-layer column, one row)
                                 (overflow, underflow): a line per layer, run
                                 and quantity with the CSV's points and gaps
                                 (the rows on the timeline the run ended on),
@@ -499,13 +500,27 @@ def cmd_heatmap(svg, path):
 
 
 
+def series_log(runs, q):
+    """--kind series draws a column on a log axis when every finite value
+    is > 0 and they span two decades or more (plot_fig_precision.c)."""
+    xs = [num(row[k]) for rows in runs for row in rows for k in row
+          if k.startswith("l") and k.endswith("_" + q) and k[1:-len(q) - 1].isdigit()]
+    xs = [x for x in xs if x is not None and math.isfinite(x)]
+    return bool(xs) and min(xs) > 0 and max(xs) >= 100 * min(xs)
+
 def cmd_precision(svg, path, kind):
     root = root_of(svg)
     runs = [live_rows(rows)[0] for rows in runs_of(path)]
-    quantities = ("act_max", "headroom") if kind == "headroom" else ("overflow", "underflow")
+    if kind.startswith("series:"):
+        quantities = (kind[7:],)
+        logs = (kind[7:],) if series_log(runs, kind[7:]) else ()
+    else:
+        quantities = ("act_max", "headroom") if kind == "headroom" else ("overflow", "underflow")
+        logs = ("act_max",) if kind == "headroom" else ()
     groups = by_class(root, "g", "precision")
-    if len(groups) != 2 * len(runs):
-        fail("%d panels of lines, want %d (2 quantities x %d runs)" % (len(groups), 2 * len(runs), len(runs)))
+    if len(groups) != len(quantities) * len(runs):
+        fail("%d panels of lines, want %d (%d quantities x %d runs)" % (
+            len(groups), len(quantities) * len(runs), len(quantities), len(runs)))
     for g in groups:
         r, q = int(g.get("data-run")), g.get("data-quantity")
         if q not in quantities:
@@ -516,17 +531,17 @@ def cmd_precision(svg, path, kind):
             fail("run %d %s: %d lines, want one per layer (%d)" % (r, q, len(lines), L))
         for l, p in enumerate(lines):
             want_pts, want_subs = expected_line(rows, "l%d_%s" % (l, q), False)
-            if q == "act_max":  # a log axis: no point at 0 or below
-                want_pts, want_subs = expected_line([dict(x, **{"l%d_act_max" % l: x["l%d_act_max" % l]
-                                                                if (num(x["l%d_act_max" % l]) or 0) > 0 else "nan"})
-                                                     for x in rows], "l%d_%s" % (l, q), False)
+            if q in logs:  # a log axis: no point at 0 or below
+                c = "l%d_%s" % (l, q)
+                want_pts, want_subs = expected_line([dict(x, **{c: x[c] if (num(x[c]) or 0) > 0 else "nan"})
+                                                     for x in rows], c, False)
             if int(p.get("data-points")) != want_pts or subpaths(p.get("d")) != want_subs:
                 fail("run %d layer %d %s: %s points in %d pieces, want %d in %d" % (
                     r, l, q, p.get("data-points"), subpaths(p.get("d")), want_pts, want_subs))
     areas = by_class(root, "rect", "plot-area")
     if len(set((a.get("data-x0"), a.get("data-x1")) for a in areas)) != 1:
         fail("the panels draw different step ranges")
-    for row in (areas[:len(runs)], areas[len(runs):]):
+    for row in [areas[j * len(runs):(j + 1) * len(runs)] for j in range(len(quantities))]:
         if len(set((a.get("data-y0"), a.get("data-y1")) for a in row)) != 1:
             fail("a quantity's panels draw different y ranges: %s" % [(a.get("data-y0"), a.get("data-y1")) for a in row])
     if kind == "headroom":
@@ -927,7 +942,13 @@ def cmd_extents(svg):
             if e is not f and overlap(text_box(f), text_box(e)):
                 fail("%s: the %s '%s' overlaps '%s'" % (svg, f.get("class"), "".join(f.itertext()),
                                                         "".join(e.itertext())))
-    ok("%d texts inside the %gx%g canvas, title and caption clear" % (len(texts), W, H))
+    ticks = [e for e in texts if e.get("class") == "tick"]
+    for a in (e for e in texts if e.get("class") == "axis-label"):
+        for e in ticks:
+            if overlap(text_box(a), text_box(e)):
+                fail("%s: the axis title '%s' overlaps the tick label '%s'" % (
+                    svg, "".join(a.itertext()), "".join(e.itertext())))
+    ok("%d texts inside the %gx%g canvas, title, caption and axis titles clear" % (len(texts), W, H))
 
 
 

@@ -54,10 +54,23 @@ def read_stream(path):
         [o for o in objs[1:] if "event" in o]
 
 
-# on every step line of a run with an optimizer, in fp32; update_ratio comes
-# on its steps only, headroom in fp16/bf16 only, val_loss when one was given
-LAYER_KEYS = ("grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms",
-              "overflow", "underflow")
+def stream_module():
+    """The probe's stream.py, loaded by its path: it needs no torch (the
+    package's __init__ does), so its lists can be checked anywhere."""
+    import importlib.util
+    path = os.path.join(HERE, "..", "..", "src", "probe", "normscope_probe", "stream.py")
+    spec = importlib.util.spec_from_file_location("normscope_probe_stream", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# on every step line of a run with an optimizer, in fp32: the probe's
+# per-block columns (the lab's table) but update_ratio, which comes on its
+# steps only, headroom, in fp16/bf16 only, and those it does not measure
+_STREAM = stream_module()
+LAYER_KEYS = tuple(k for k in _STREAM.LAYER_COLS
+                   if k not in ("update_ratio", "headroom") and k not in _STREAM.LAYER_UNKNOWN)
 STEP_KEYS = ("step", "loss", "lr", "grad_norm", "loss_scale", "skipped")
 
 

@@ -2,16 +2,21 @@
 # onerow.sh - a setting and a per-layer column are one row each, for real:
 # a scratch copy of the tree gets a dummy setting (--dummy-knob, a row of
 # the settings table, its config field and its step column) and a dummy
-# per-layer column (l{i}_dummy = 2 x act_max: a row of the column table,
-# its field, one line of maths and a row of the layer panel's table), and
-# the man page its entry and list words, and nothing else. Built, that
-# copy's unit suites pass (the man page's lists, --help, the checkpoint
-# layout are read off the tables), and the program has the setting as a
-# flag with its range, in --help, as a script command, in --compare, in
-# each step's CSV and JSONL, in the checkpoint (saved, loaded, changed on
-# --load), in the event log, as a key (its toggle on the status line, its
-# line on a page of the help at 80x24), and the column in the CSV, the
-# JSONL and the live layer box.
+# per-layer column (l{i}_dummy = 2 x act_max: its index and row in the
+# column table, its field, one line of maths, a row of the layer panel's
+# display table and its entry in the man page's list), and the man page
+# its entry and list words, and nothing else. Built, that copy's unit
+# suites pass (the man page's lists, --help, the checkpoint layout are
+# read off the tables; test_diagnose sees every column of the table reach
+# the diagnosis' input), and the program has the setting as a flag with
+# its range, in --help, as a script command, in --compare, in each step's
+# CSV and JSONL, in the checkpoint (saved, loaded, changed on --load), in
+# the event log, as a key (its toggle on the status line, its line on a
+# page of the help at 80x24), and the column in the CSV, the JSONL, a
+# --plot figure (--kind series), --follow of the --jsonl (converted back
+# and in its layer box) and the live layer box; without its display row
+# test_tui fails naming it, and the probe's column test names it until
+# the probe lists it (here as unknown).
 # Usage: sh tests/sh/onerow.sh (from the top of the tree; takes a minute)
 # Prints "N passed, N failed"; exits non-zero on any failure.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,13 +54,22 @@ patch_after src/settings.c 'CFG\(lr_layer_decay\), \.ckpt' \
 patch_before include/metrics.h '^ *METRICS_STEP_COLS$' '    METRICS_COL_DUMMY,'
 patch_before include/metrics.h '^} step_metrics;' '    float dummy_knob;'
 patch_after src/metrics.c 'STEP\("ln_gamma_init"' '    [METRICS_COL_DUMMY] = STEP("dummy_knob", dummy_knob, METRICS_T_FLOAT, 1),'
-# --- the column: its field, its row, its maths, its place in the layer panel ---
+# --- the column: its index and row in the table, its field, its maths, its
+# display row in the layer panel, its entry in the man page's list; nothing
+# else (the figures, the diagnosis, the stream reader and --follow walk the
+# table). A missing display row fails test_tui by name (shown below), a
+# missing man page entry test_settings.
 patch_before include/metrics.h '^ *METRICS_LAYER_COLS$' '    METRICS_LC_DUMMY,'
 patch_before include/metrics.h '^} layer_metrics;' '    float dummy;'
 patch_after src/metrics.c 'LAYER\("headroom"' '    [METRICS_LC_DUMMY] = LAYER("dummy", dummy),'
 patch_after src/engine.c 'lm->headroom = engine_headroom' '        lm->dummy = 2.0f * lm->act_max;'
-patch_after src/tui_layers.c '\.brief = "unf"' \
-    '    {.metric = "dummy", .fmt = TUI_FMT_FIX, .side = "dummy col", .brief = "dummy",\n     .style = finite_style},'
+DISPLAY_ROW='    {.metric = "dummy", .fmt = TUI_FMT_FIX, .side = "dummy col", .brief = "dummy",\n     .style = finite_style},'
+patch_after src/tui_layers.c '\.brief = "unf"' "$DISPLAY_ROW"
+patch_after man/normscope.1 '^squares past the max, so the limit is sqrt\(max\), 256 in fp16\.$' \
+    '.It Li l{i}_dummy\nTwice l{i}_act_max: the one-row test'"'"'s column.'
+# METRICS lists the step columns too (test_settings reads it row by row
+# against the table): the knob's column after ln_gamma_init's entry
+patch_after man/normscope.1 '^unknown\.$' '.It Li dummy_knob\nThe one-row knob in force.'
 # --- the docs: its OPTIONS entry, the words of the man page's lists ---
 patch_before man/normscope.1 '^\.It Fl -betas ' \
     '.It Fl -dummy-knob Ar X\nA knob of the one-row test, 0 to 1 (default 0.25).'
@@ -88,6 +102,22 @@ done
 X=$S/normscope
 SMALL="-L 2 -d 16 -H 2 -T 8 -B 2"
 
+# --- without its display row, test_tui fails and names the column ---
+cp "$S/src/tui_layers.c" "$T/tui_layers.c"
+awk '/\.metric = "dummy"/ { skip = 2 } skip > 0 { skip--; next } { print }' "$T/tui_layers.c" >"$S/src/tui_layers.c"
+if (cd "$S" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice make --no-print-directory build/test_tui \
+        >"$T/make_norow.log" 2>&1); then
+    (cd "$S" && NS_FIXTURES=tests/fixtures build/test_tui >"$T/u_norow.log" 2>&1) &&
+        no "test_tui passes with no display row for the dummy" ||
+        { grep -q '0 display rows for l{i}_dummy' "$T/u_norow.log" && ok ||
+            no "test_tui fails without the display row but does not name l{i}_dummy: $(grep -m2 -B1 FAIL "$T/u_norow.log")"; }
+else
+    no "the tree without the dummy's display row does not build: $(grep -m3 -E 'error|make:' "$T/make_norow.log")"
+fi
+cp "$T/tui_layers.c" "$S/src/tui_layers.c"
+(cd "$S" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL nice make --no-print-directory build/test_tui \
+    normscope >"$T/make_row.log" 2>&1) || no "the tree with the display row back does not build"
+
 # --- the flag: --help with its range and default, a range error ---
 "$X" --help | grep -q -- '--dummy-knob X .*a knob of the one-row test.*0\.\.1.*0\.25' && ok ||
     no "--help has no --dummy-knob line with its range and default: $("$X" --help | grep dummy)"
@@ -116,6 +146,36 @@ fi
 grep -q '"dummy_knob":0.25' "$T/a.jsonl" && grep -q '"l1_dummy":' "$T/a.jsonl" && ok ||
     no "the JSONL has no dummy_knob or l1_dummy: $(head -c 300 "$T/a.jsonl")"
 grep -q 'dummy-knob 0.25 -> 0.5' "$T/a.err" && ok || no "the event log does not say the change: $(cat "$T/a.err")"
+
+# --- the column in a figure: --kind series --metric dummy draws it over the run,
+# a line per layer with the CSV's points ---
+PY=${PYTHON:-/usr/bin/python3}
+if "$X" --plot "$T/a.csv" --kind series --metric dummy --out "$T/dummy.svg" 2>"$T/p.err"; then
+    $PY "$S/tests/lib/plot_check.py" precision "$T/dummy.svg" "$T/a.csv" series:dummy >"$T/p.log" 2>&1 && ok ||
+        no "the dummy's figure: $(cat "$T/p.log")"
+else
+    no "--plot --kind series --metric dummy: $(cat "$T/p.err")"
+fi
+# --- --follow of the finished --jsonl: the column read back as written ---
+"$X" --follow "$T/a.jsonl" --headless -q --csv "$T/back.csv" 2>"$T/f.err"
+db=$(col "$T/back.csv" l1_dummy) d1=$(col "$T/a.csv" l1_dummy)
+[ -n "$db" ] && [ -n "$d1" ] &&
+    [ "$(cut -d, -f"$db" "$T/back.csv" | tail -n +2)" = "$(cut -d, -f"$d1" "$T/a.csv" | tail -n +2)" ] && ok ||
+    no "--follow of the --jsonl does not give l1_dummy back: $(head -1 "$T/back.csv" | tr ',' '\n' | grep dummy) $(cat "$T/f.err")"
+# --- the probe: its column list is checked against the table, and names the
+# new column until the probe lists it (measured, or as unknown) ---
+NS_BIN=$X $PY "$S/tests/probe/test_layer_cols.py" >"$T/probe.log" 2>&1 &&
+    no "the probe's column test passes with l{i}_dummy not in its list" ||
+    { grep -q "l{i}_dummy is not in the probe's LAYER_COLS" "$T/probe.log" && ok ||
+        no "the probe's column test does not name l{i}_dummy: $(cat "$T/probe.log")"; }
+# the probe cannot measure it: in its list, and in its list of unknowns
+sed -e 's/"underflow", "headroom")$/"underflow", "headroom", "dummy")/' \
+    -e 's/^LAYER_UNKNOWN = frozenset()$/LAYER_UNKNOWN = frozenset({"dummy"})/' \
+    "$S/src/probe/normscope_probe/stream.py" >"$T/stream.py" && cp "$T/stream.py" "$S/src/probe/normscope_probe/stream.py"
+[ "$(grep -c '"headroom", "dummy")$\|frozenset({"dummy"})$' "$S/src/probe/normscope_probe/stream.py")" -eq 2 ] ||
+    no "the dummy no longer applies to the probe's stream.py"
+NS_BIN=$X $PY "$S/tests/probe/test_layer_cols.py" >"$T/probe2.log" 2>&1 && ok ||
+    no "the probe listing l{i}_dummy as unknown still fails: $(cat "$T/probe2.log")"
 
 # --- --compare: run b with another value, in its own columns ---
 "$X" --headless $SMALL --steps 3 --compare dummy-knob=0.75 --csv "$T/c.csv" 2>"$T/c.err"
@@ -160,5 +220,10 @@ done
 key Escape
 key q
 wait_for 'NS_EXIT=[0-9]' 10 || no "the live view did not quit"
+# --- the followed --jsonl in the live view: its layer box has the column ---
+key "$X --follow $T/a.jsonl; echo NS_FEXIT=\$?" Enter
+if wait_for 'dummy col' 20; then ok; else no "following the --jsonl, the layer box has no 'dummy col' row:"; screen | head -40 >&2; fi
+key q
+wait_for 'NS_FEXIT=[0-9]' 10 || no "--follow did not quit"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

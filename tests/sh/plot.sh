@@ -80,6 +80,33 @@ for k in headroom overflow; do
         check "compare $k lines" $CHECK precision "$T/cmp_$k.svg" "$F/compare.csv" $k
 done
 grep -q 'class="nonfinite"' "$T/headroom.svg" && ok || no "headroom: the diverged steps not ticked"
+# --- --kind series: any per-layer column of the table over the run, named
+# by --metric (a log axis for update_ratio's decades, linear for resid_rms) ---
+for c in update_ratio resid_rms grad_ln; do
+    plot series_$c.svg "$F/run.csv" --kind series --metric $c &&
+        check "series $c lines" $CHECK precision "$T/series_$c.svg" "$F/run.csv" series:$c
+done
+plot cmp_series.svg "$F/compare.csv" --kind series --metric resid_max &&
+    check "compare series lines" $CHECK precision "$T/cmp_series.svg" "$F/compare.csv" series:resid_max
+grep -q 'resid_rms of each layer over the run' "$T/series_resid_rms.svg" && ok ||
+    no "series: the title does not name the column"
+expect_bad "--kind series needs --metric, a per-layer column: grad_attn, grad_ffn" \
+    --plot "$F/run.csv" --kind series --out "$T/bad.svg"
+expect_bad "--metric 'best_val': expected a per-layer column: grad_attn," \
+    --plot "$F/run.csv" --kind series --metric best_val --out "$T/bad.svg"
+expect_bad "--scale goes with --kind map" --plot "$F/run.csv" --kind series --metric act_max --scale continuous \
+    --out "$T/bad.svg"
+expect_bad "--rows and --cols go with --kind map" --plot "$F/run.csv" --kind series --metric act_max --rows lr \
+    --out "$T/bad.svg"
+for size in 800x450 1600x900; do
+    for m in "" --mono --light; do
+        out="$T/fit_series_$size$m.svg"
+        "$BIN" --plot "$F/compare.csv" --kind series --metric update_ratio --size $size $m --out "$out" \
+            2>"$T/err" || { no "series $size$m: $(cat "$T/err")"; continue; }
+        check "series $size$m: texts inside" $CHECK extents "$out"
+    done
+done
+check "series 1600x900: type >= 20 px" $CHECK type "$T/fit_series_1600x900.svg" 20
 
 # --- a comparison: both runs, one marker for a change sent to both ---
 plot cmp_loss.svg "$F/compare.csv" && {
@@ -219,6 +246,8 @@ for k in loss layers profile heatmap; do
     plot one_$k.svg "$F/one.csv" --kind $k
 done
 grep 'class="series"' "$T/one_loss.svg" | grep -q 'data-points="1"' && ok || no "one row: not one point"
+# its loss axis spans a few thousandths: ticks of 5 digits, clear of the axis title
+check "one row: texts inside, the axis title clear of the ticks" $CHECK extents "$T/one_loss.svg"
 
 # --- 10^5 rows: decimated to the pixel width, under 1 MB ---
 $PY - "$F/run.csv" "$T/big.csv" <<'EOF'
@@ -389,6 +418,8 @@ expect_bad "loss" --plot "$T/noloss.csv" --out "$T/bad.svg"
 cut -d, -f1-17 "$F/run.csv" >"$T/noact.csv"
 expect_bad "no per-layer act_max and headroom columns" --plot "$T/noact.csv" --kind headroom --out "$T/bad.svg"
 expect_bad "no per-layer overflow and underflow columns" --plot "$T/noact.csv" --kind overflow --out "$T/bad.svg"
+expect_bad "no per-layer update_ratio column (l0_update_ratio, ...)" --plot "$T/noact.csv" --kind series \
+    --metric update_ratio --out "$T/bad.svg"
 cut -d, -f1-14 "$F/run.csv" >"$T/nolayers.csv"
 expect_bad "per-layer" --plot "$T/nolayers.csv" --kind profile --out "$T/bad.svg"
 expect_bad "No such file" --plot "$T/missing.csv" --out "$T/bad.svg"

@@ -1146,6 +1146,34 @@ static void test_no_layers(void)
         CHECK(c[i].answer != DIAG_Q_OK);
 }
 
+/* Every per-layer column of the table reaches the point the rules read,
+ * by its index: a new column is there without a line of diagnose.c (the
+ * one-row test adds one and runs this). Each column of each layer gets a
+ * value of its own, k + l / 100, so a column copied from another or to
+ * another layer shows. */
+static void test_point_columns(void)
+{
+    reset();
+    step_metrics m;
+    healthy(&m, 1);
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < METRICS_LAYER_COLS; k++)
+            metrics_layer_col_set(&m.layer[l], k, (float)k + (float)l / 100);
+    feed(&m);
+    const diag_point *p = &dg->hist[0];
+    int bad = 0;
+    for (int k = 0; k < METRICS_LAYER_COLS; k++)
+        for (int l = 0; l < L; l++)
+            if (diag_point_lc(p, k, l) != (float)k + (float)l / 100) {
+                fprintf(stderr, "  the diagnosis' point has l%d_%s = %g, the step said %g\n", l,
+                        metrics_layer_cols[k].name, (double)diag_point_lc(p, k, l),
+                        (double)((float)k + (float)l / 100));
+                bad++;
+            }
+    CHECK(dg->n == 1 && bad == 0);
+    CHECK(METRICS_LAYER_COLS >= 10);
+}
+
 int main(void)
 {
     dg = malloc(sizeof *dg);
@@ -1180,6 +1208,7 @@ int main(void)
     test_gains_zero();
     test_no_layers();
     test_headroom_slowing();
+    test_point_columns();
     /* the checks in feed ran */
     CHECK(texts_checked > 20 && fixes_checked > 8);
     free(dg);

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "command.h"
 #include "engine.h"
+#include "metrics.h"
 #include "model.h"
 #include "resume.h"
 #include "settings.h"
@@ -664,6 +665,84 @@ static void test_file_rows(void)
     CHECK(n >= 10);
 }
 
+/* The words of a man page list in [from, to): each line that starts with
+ * `lead` gives its tokens, the separating " , " and a closing " ." left
+ * out. Up to max into w (each < 48 bytes); returns how many. */
+static int man_words(const char *from, const char *to, const char *lead, char (*w)[48], int max)
+{
+    int n = 0;
+    size_t ll = strlen(lead);
+    for (const char *l = from; l && l < to; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (strncmp(l, lead, ll))
+            continue;
+        const char *p = l + ll, *eol = strchr(l, '\n');
+        eol = eol ? eol : p + strlen(p);
+        while (p < eol) {
+            size_t k = strcspn(p, " \n");
+            if (p + k > eol)
+                k = (size_t)(eol - p);
+            int sep = k == 1 && (*p == ',' || *p == '.');
+            if (k > 0 && !sep && n < max)
+                snprintf(w[n++], 48, "%.*s", (int)k, p);
+            p += k + (p + k < eol);
+        }
+    }
+    return n;
+}
+
+/* The man page's list `what` is the table's columns (prefix + name), row
+ * by row: the first row that differs is named with both sides' words,
+ * and a column missing or one too many. */
+static void check_man_cols(const char *what, char (*w)[48], int n, const metrics_col *cols, int ncols,
+                           const char *prefix)
+{
+    int bad = 0;
+    for (int k = 0; k < ncols || k < n; k++) {
+        char want[64] = "";
+        if (k < ncols)
+            snprintf(want, sizeof want, "%s%s", prefix, cols[k].name);
+        if (k < n && k < ncols && !strcmp(w[k], want))
+            continue;
+        if (!bad)
+            fprintf(stderr, "  normscope(1), %s: row %d is '%s', the table's is '%s'\n", what, k + 1,
+                    k < n ? w[k] : "(none)", k < ncols ? want : "(none)");
+        bad++;
+    }
+    if (!t_check(bad == 0 && n > 0, __FILE__, __LINE__, what)) {
+        fprintf(stderr, "  the table's list:");
+        for (int k = 0; k < ncols; k++)
+            fprintf(stderr, " %s%s", prefix, cols[k].name);
+        fputc('\n', stderr);
+    }
+}
+
+/* METRICS lists the step columns and then the per-layer ones, in the
+ * order of the tables the writers walk (metrics_step_cols,
+ * metrics_layer_cols): a column added to a table and not to the page, or
+ * moved in one, fails here by name. */
+static void test_man_columns(void)
+{
+    char *man = man_page();
+    CHECK(man != NULL);
+    if (!man)
+        return;
+    const char *end, *sec = man_section(man, "\n.Sh METRICS\n", &end);
+    const char *steps = sec ? strstr(sec, "Columns, in order:") : NULL;
+    const char *steps_end = steps ? strstr(steps, "\n.El\n") : NULL;
+    const char *layers = steps_end ? strstr(steps_end, "for each layer i") : NULL;
+    const char *layers_end = layers ? strstr(layers, "\n.El\n") : NULL;
+    CHECK(steps_end && layers_end && layers_end < end);
+    char (*w)[48] = calloc(256, sizeof *w);
+    if (w && steps_end && layers_end) {
+        int n = man_words(steps, steps_end, ".It Li ", w, 256);
+        check_man_cols("METRICS' step columns", w, n, metrics_step_cols, METRICS_STEP_COLS, "");
+        n = man_words(layers, layers_end, ".It Li ", w, 256);
+        check_man_cols("METRICS' per-layer columns", w, n, metrics_layer_cols, METRICS_LAYER_COLS, "l{i}_");
+    }
+    free(w);
+    free(man);
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -671,6 +750,7 @@ int main(void)
     test_table();
     test_man_keys();
     test_man_lists();
+    test_man_columns();
     test_applies();
     test_file_rows();
     return test_summary();

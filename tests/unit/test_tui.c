@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "nstext.h"
 #include "testutil.h"
 #include "tui.h"
@@ -1887,11 +1888,46 @@ static void test_legend_fit(void)
     free(t);
 }
 
+/* Every per-layer column of the table has a display row in the layer
+ * panel (tui_layers.c's layer_cols), and every display row shows a column
+ * of the table. A new column gets no default display: its name in the
+ * box's 10 and 6 columns, its format and the style that says when it is
+ * bad are choices the 80x24 box has no room to get wrong, so a column
+ * without a row fails here, by name. */
+static void test_layer_col_rows(void)
+{
+    int n, bad = 0;
+    const tui_layer_col *c = tui_layer_col_table(&n);
+    for (int k = 0; k < METRICS_LAYER_COLS; k++) {
+        int rows = 0;
+        for (int i = 0; i < n; i++)
+            rows += !strcmp(c[i].metric, metrics_layer_cols[k].name);
+        if (rows != 1) {
+            fprintf(stderr, "  the layer panel has %d display rows for l{i}_%s: give it one in "
+                    "src/tui_layers.c's layer_cols (.metric = \"%s\", its .fmt, .side, .brief, "
+                    ".style)\n", rows, metrics_layer_cols[k].name, metrics_layer_cols[k].name);
+            bad++;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        int k = metrics_layer_col_find(c[i].metric, strlen(c[i].metric));
+        if (k < 0 || !c[i].side || strlen(c[i].side) > 10 || !c[i].brief || strlen(c[i].brief) > 6 ||
+            !c[i].style) {
+            fprintf(stderr, "  the layer panel's row '%s' is not a column of metrics_layer_cols, or "
+                    "lacks a .side (<= 10), a .brief (<= 6) or a .style\n", c[i].metric);
+            bad++;
+        }
+    }
+    CHECK(bad == 0);
+    CHECK(n == METRICS_LAYER_COLS);
+}
+
 int main(void)
 {
     test_layout();
     test_layout_lesson();
     test_layer_columns();
+    test_layer_col_rows();
     test_scroll();
     test_scales();
     test_grid();

@@ -62,7 +62,7 @@ import torch
 
 from . import control, layout
 from .control import Code
-from .stream import FORMAT, VERSION, Clock, Writer, nonfinite_word
+from .stream import FORMAT, LAYER_COLS, LAYER_UNKNOWN, VERSION, Clock, Writer, nonfinite_word
 from .version import __version__
 
 LOWP = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38}
@@ -1580,13 +1580,11 @@ class Probe:
             rms = None
             if v["rsq"][i] is not None and v["rn"][i] > 0:
                 rms = math.sqrt(v["rsq"][i] / v["rn"][i]) if v["rsq"][i] >= 0 else v["rsq"][i]
-            pairs += [("l%d_grad_attn" % i, gn[0]), ("l%d_grad_ffn" % i, gn[1]),
-                      ("l%d_grad_ln" % i, gn[2]), ("l%d_act_max" % i, act),
-                      ("l%d_resid_max" % i, v["rmax"][i]), ("l%d_resid_rms" % i, rms),
-                      ("l%d_update_ratio" % i, v["ratio"][i]),
-                      ("l%d_overflow" % i, _count(v["ovf"][i])),
-                      ("l%d_underflow" % i, _count(v["udf"][i])),
-                      ("l%d_headroom" % i, head)]
+            got = {"grad_attn": gn[0], "grad_ffn": gn[1], "grad_ln": gn[2], "act_max": act,
+                   "resid_max": v["rmax"][i], "resid_rms": rms, "update_ratio": v["ratio"][i],
+                   "overflow": _count(v["ovf"][i]), "underflow": _count(v["udf"][i]),
+                   "headroom": head}
+            pairs += _layer_pairs(i, got)
         for key, x in (("loss_nonfinite", loss), ("val_loss_nonfinite", row["val_loss"])):
             if nonfinite_word(x):
                 pairs.append((key, nonfinite_word(x)))
@@ -2009,6 +2007,14 @@ class Probe:
 
 def _nanmax(a, b):
     return a if a != a else b if b != b else max(a, b)
+
+
+def _layer_pairs(i, got):
+    """Block i's keys in the order of LAYER_COLS (the lab's table), from
+    got, name -> value (None: not measured this step); a column in
+    LAYER_UNKNOWN is never written. A column of LAYER_COLS neither
+    measured nor unknown is a KeyError naming it, not a silent gap."""
+    return [("l%d_%s" % (i, c), got[c]) for c in LAYER_COLS if c not in LAYER_UNKNOWN]
 
 
 def _count(x):

@@ -13,6 +13,19 @@ import stat
 FORMAT = "normscope-stream"
 VERSION = 1
 
+# The per-block keys of a step line ("l<i>_" + name), in the order of the
+# lab's one table of them (metrics_layer_cols in src/metrics.c), which its
+# writers and every reader walk. tests/probe/test_layer_cols.py checks
+# this list against the lab's own CSV header, name by name and in order,
+# and fails on a name either side lacks: a new column of the lab is added
+# here too, measured (probe.py's _layer_values) or in LAYER_UNKNOWN.
+LAYER_COLS = ("grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms",
+              "update_ratio", "overflow", "underflow", "headroom")
+# The columns of LAYER_COLS the probe cannot measure on a user's model:
+# never written, so a reader shows them unknown. Unknown is not NaN: null
+# is a value measured and not finite.
+LAYER_UNKNOWN = frozenset()
+
 
 def number(v):
     """A JSON number token, or null for None and non-finite values."""

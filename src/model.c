@@ -3,7 +3,7 @@
  * no threads, no global state. See model.h for the layout and the rules.
  *
  * Each sublayer runs the same five stages, switched on or off by its
- * placement, so seven placements share one forward and one backward:
+ * placement, so eight placements share one forward and one backward:
  *   h  = pre  ? N(x) : x
  *   f  = F(h)                      attention or MLP
  *   f2 = out  ? N_out(f) : f       (sandwich, res-post)
@@ -58,7 +58,8 @@ static size_t param_count(size_t L, size_t C, size_t NH, size_t T, size_t V, int
 }
 
 /* Which buffers a placement writes: the block's input (or post) norm's,
- * Sandwich-LN's output norm's, the final norm's. A buffer no step writes
+ * the output norm's (Sandwich-LN, res-post), the final norm's; and the
+ * QK-norm's when it is on. A buffer no step writes
  * stays out of memory (the zeroing calloc maps no page), so the memory
  * estimate counts only the written ones. */
 enum { USE_ALWAYS = 0, USE_IN_NORM = 1, USE_OUT_NORM = 2, USE_FINAL_NORM = 4, USE_QK_NORM = 8 };

@@ -337,6 +337,30 @@ static void test_qk_zloss_switch(void)
     free(copy);
     engine_free(e);
     engine_free(z);
+
+    /* in fp16 with the norms' statistics in the format, QK-norm of each
+     * kind trains: finite, and the loss falls */
+    for (int k = 0; k < NORM_KIND_COUNT; k++) {
+        ns_config f = small(NORM_PRE);
+        f.context = 16;
+        f.norm_kind = (norm_kind)k;
+        f.precision = FMT_FP16;
+        f.fp32_norms = 0;
+        f.qk_norm = 1;
+        f.z_loss = 1e-4f;
+        f.lr = 3e-3f;
+        engine *h = engine_create(&f, &d, err, sizeof err);
+        step_metrics first, last;
+        int finite = 1;
+        for (int i = 0; i < 30; i++) {
+            engine_step(h, i ? &last : &first);
+            finite &= i ? isfinite(last.loss) : isfinite(first.loss);
+        }
+        if (!CHECK(finite && last.loss < first.loss))
+            fprintf(stderr, "  fp16 QK-norm %s: loss %g -> %g\n", norm_kind_name(f.norm_kind),
+                    (double)first.loss, (double)last.loss);
+        engine_free(h);
+    }
 }
 
 /* The placements' names: res-post, and peri a second name of sandwich

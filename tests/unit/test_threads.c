@@ -487,8 +487,9 @@ static void test_training(void)
     }
 }
 
-/* QK-norm (each kind), res-post and the z-loss: the same bits for any
- * thread count and from the portable kernels, on a batch cut into row
+/* QK-norm (each kind; RMSNorm in bf16 with its statistics in the format),
+ * res-post and the z-loss: the same bits for any thread count and from
+ * the portable kernels, on a batch cut into row
  * blocks and on a wide model whose kernels are split; and each changes
  * the run. */
 static void test_mechanisms(void)
@@ -499,6 +500,7 @@ static void test_mechanisms(void)
             ns_config c = shape_cfg(shapes[i], k == NORMK_RMSNORM ? FMT_BF16 : FMT_FP32);
             c.norm_kind = (norm_kind)k;
             c.norm = k == NORMK_LAYERNORM ? NORM_RESPOST : NORM_PRE;
+            c.fp32_norms = k != NORMK_RMSNORM; /* bf16 RMSNorm: QK-norm in the format */
             c.qk_norm = 1;
             c.z_loss = 1e-4f;
             static run_result one, many, plain;

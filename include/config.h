@@ -24,7 +24,8 @@ typedef enum {
     NORM_REZERO = 4,   /* x = x + g F(x), g = 0 at init, no norm */
     NORM_NONE = 5,     /* x = x + F(x), no norm */
     NORM_MIX = 6,      /* Post-LN in the bottom k blocks, Pre-LN above (Mix-LN) */
-    NORM_PLACE_COUNT
+    NORM_RESPOST = 7,  /* x = x + N(F(x)): Swin v2's res-post-norm, OLMo 2's order */
+    NORM_PLACE_COUNT   /* checkpoints store the index: new placements go here */
 } norm_place;
 typedef enum {
     NORMK_LAYERNORM = 0,
@@ -61,12 +62,14 @@ typedef struct {
     norm_place norm;
     norm_kind norm_kind;
     float eps;
-    int final_norm;      /* -1 = by placement (on for pre, sandwich, mix), 0, 1 */
+    int final_norm;      /* -1 = by placement (on for pre, sandwich, mix, res-post), 0, 1 */
     int mix_k;           /* Post-LN blocks at the bottom under mix; -1 = L/4 */
     float dyt_alpha;     /* initial a of every DyT norm */
     float ln_gamma_init; /* initial norm gains */
     float ln_beta_init;  /* initial norm biases */
     int post_init_scale; /* scale block output weights by 1/sqrt(2L) at init */
+    int qk_norm;         /* 0/1: a norm of the run's kind on each head's queries and
+                          * keys before q.k (Dehghani et al. 2023); mid-run */
     /* initialization */
     init_kind init;
     float init_std; /* std of the normal init (also embeddings under xavier) */
@@ -77,6 +80,8 @@ typedef struct {
     float adam_eps;
     float weight_decay; /* decoupled, on weight matrices and embeddings only */
     float clip;         /* global grad-norm clip; 0 = off */
+    float z_loss;       /* coefficient of mean (log Z)^2 added to the optimized loss
+                         * (PaLM's z-loss, 1e-4); 0 = off; mid-run */
     /* schedule */
     int warmup;         /* warmup steps; 0 = none */
     sched_kind schedule;
@@ -115,7 +120,9 @@ const char *norm_kind_name(norm_kind k);
 const char *init_kind_name(init_kind k);
 const char *sched_kind_name(sched_kind k);
 
-/* Reverse lookups; return -1 for an unknown name. */
+/* Reverse lookups; return -1 for an unknown name. norm_place_parse also
+ * takes "peri" for sandwich (Kim et al. 2025's Peri-LN is x + N(F(N(x))),
+ * what normscope calls sandwich); the name printed stays "sandwich". */
 int norm_place_parse(const char *s);
 int norm_kind_parse(const char *s);
 int init_kind_parse(const char *s);

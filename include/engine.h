@@ -103,6 +103,12 @@ void engine_set_clip(engine *e, float clip); /* 0 = off */
 void engine_set_precision(engine *e, numfmt f);
 void engine_set_fp32_norms(engine *e, int on);
 void engine_set_loss_scale(engine *e, float mode); /* 0 dynamic, < 0 off, > 0 constant */
+/* QK-norm on or off (its parameters are kept either way), and the z-loss
+ * coefficient (0 = off): from the next forward. A settings row without a
+ * hook that sets cfg.qk_norm or cfg.z_loss works as well (the model reads
+ * them at each forward); these log the change as a setting event. */
+void engine_set_qk_norm(engine *e, int on);
+void engine_set_z_loss(engine *e, float z);
 /* Any mid-run setting by its settings row: x is the value as
  * settings_get gives it. The row's hook (settings.h: SETH_NORM is
  * engine_set_norm, ...) does what else changes with it; a row without one
@@ -200,6 +206,18 @@ uint32_t engine_crc32(const void *p, size_t n);
  * training stream and the same step gives the same text. out gets n bytes
  * (not NUL-terminated). */
 void engine_sample(engine *e, const char *prompt, int n, uint8_t *out);
+
+/* The loss terms of the latest engine_step's forward (a rewind does not
+ * restore them; a loaded run has none until its first step): the mean
+ * over the batch's positions of log Z, the logsumexp of the logits; the
+ * largest logit; and the z-loss term z_loss * mean (log Z)^2 added to the
+ * optimized loss (0 with z_loss off; the step's loss stays the
+ * cross-entropy). Returns known: 1 after a step, else 0. */
+typedef struct {
+    int known;
+    float logz_mean, logit_max, zloss;
+} engine_loss_terms;
+int engine_last_loss_terms(const engine *e, engine_loss_terms *out);
 
 /* For tests: the model's parameters and their count. */
 float *engine_params(engine *e, size_t *n);

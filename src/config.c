@@ -4,9 +4,8 @@
 
 #include <string.h>
 
-const char *const norm_place_names[NORM_PLACE_COUNT] = {"post",     "pre",    "sandwich",
-                                                       "deepnorm", "rezero", "none",
-                                                       "mix"};
+const char *const norm_place_names[NORM_PLACE_COUNT] = {
+    "post", "pre", "sandwich", "deepnorm", "rezero", "none", "mix", "res-post"};
 const char *const norm_kind_names[NORM_KIND_COUNT] = {"layernorm", "rmsnorm", "dyt"};
 const char *const init_kind_names[INIT_KIND_COUNT] = {"xavier", "normal"};
 const char *const sched_kind_names[SCHED_KIND_COUNT] = {"constant", "cosine", "invsqrt", "noam"};
@@ -36,14 +35,22 @@ const char *sched_kind_name(sched_kind k)
 {
     return (unsigned)k < SCHED_KIND_COUNT ? sched_kind_names[k] : "?";
 }
-int norm_place_parse(const char *s) { return lookup(norm_place_names, NORM_PLACE_COUNT, s); }
+int norm_place_parse(const char *s)
+{
+    /* Peri-LN (Kim et al. 2025) normalizes a sublayer's input and output,
+     * x + N(F(N(x))): Sandwich-LN's rule under its newer name */
+    if (s && !strcmp(s, "peri"))
+        return NORM_SANDWICH;
+    return lookup(norm_place_names, NORM_PLACE_COUNT, s);
+}
 int norm_kind_parse(const char *s) { return lookup(norm_kind_names, NORM_KIND_COUNT, s); }
 
 int config_final_norm(const ns_config *c)
 {
     if (c->final_norm >= 0)
         return c->final_norm;
-    return c->norm == NORM_PRE || c->norm == NORM_SANDWICH || c->norm == NORM_MIX;
+    return c->norm == NORM_PRE || c->norm == NORM_SANDWICH || c->norm == NORM_MIX ||
+           c->norm == NORM_RESPOST;
 }
 
 int config_ramp_steps(const ns_config *c) { return c->warmup > 0 ? c->warmup : 100; }

@@ -86,7 +86,17 @@ struct engine {
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
     engine_data_id loaded; /* the data its checkpoint says it trained on */
     const ns_setting *col_row[METRICS_STEP_COLS]; /* a setting column's row, else NULL */
+    engine_loss_terms terms; /* the latest step's (engine_last_loss_terms) */
 };
+
+/* The settings the model reads at each forward, as in force now: a
+ * settings row without a hook sets cfg's field, and the next forward
+ * follows it. */
+static void model_sync(engine *e)
+{
+    model_set_qk_norm(&e->m, e->cfg.qk_norm);
+    model_set_z_loss(&e->m, e->cfg.z_loss);
+}
 
 static void event_v(engine *e, ns_event_kind kind, int layer, const char *fmt, va_list ap)
 {
@@ -459,8 +469,11 @@ int engine_step(engine *e, step_metrics *out)
     float scale = scale_in_force(e);
     data_train_batch(e->data, &e->rng, c->batch, c->context, e->x, e->y);
     model_set_precision(m, c->precision, c->fp32_norms);
+    model_sync(e);
     m->loss_scale = scale;
     float loss = model_forward(m, e->x, e->y, c->batch);
+    /* before a validation's forward replaces them */
+    e->terms = (engine_loss_terms){1, m->logz_mean, m->logit_max, m->zloss};
     int forward_bad = m->fault.set || !isfinite(loss);
     model_backward(m);
     /* unscale into fp32 for the optimizer (exact for powers of two) */
@@ -685,6 +698,7 @@ float engine_validate(engine *e)
 {
     const ns_config *c = &e->cfg;
     double sum = 0.0;
+    model_sync(e);
     for (int k = 0; k < c->val_batches; k++) {
         data_val_batch(e->data, k, c->val_batches, c->batch, c->context, e->x, e->y);
         sum += model_forward(&e->m, e->x, e->y, c->batch);
@@ -808,6 +822,23 @@ void engine_set_loss_scale(engine *e, float mode)
     }
 }
 
+void engine_set_qk_norm(engine *e, int on)
+{
+    e->cfg.qk_norm = !!on;
+    model_sync(e);
+    event_of(e, NS_EV_SETTING, -1, "QK-norm %s", on ? "on" : "off");
+}
+
+void engine_set_z_loss(engine *e, float z)
+{
+    e->cfg.z_loss = z;
+    model_sync(e);
+    if (z > 0.0f)
+        event_of(e, NS_EV_SETTING, -1, "z-loss %g", (double)z);
+    else
+        event_of(e, NS_EV_SETTING, -1, "z-loss off");
+}
+
 /* ---- the settings rows' hooks ------------------------------------------ */
 
 /* Peak LRs stay finite and positive whatever a script or a key asks:
@@ -903,6 +934,7 @@ void engine_sample(engine *e, const char *prompt, int n, uint8_t *out)
         win[len++] = '\n';
     ns_rng r;
     rng_seed(&r, e->cfg.seed ^ (uint64_t)e->step * 0x9E3779B97F4A7C15ull ^ 0x73616D70ull);
+    model_sync(e);
     for (int k = 0; k < n; k++) {
         memset(win + len, ' ', (size_t)(T - len));
         model_forward(m, win, NULL, 1);
@@ -932,6 +964,12 @@ void engine_sample(engine *e, const char *prompt, int n, uint8_t *out)
     }
 }
 
+int engine_last_loss_terms(const engine *e, engine_loss_terms *out)
+{
+    *out = e->terms;
+    return e->terms.known;
+}
+
 float *engine_params(engine *e, size_t *n)
 {
     *n = e->m.n_params;
@@ -945,9 +983,14 @@ float *engine_params(engine *e, size_t *n)
  *   follow, then the settings and the run state, fields below),
  *   u64 n_params, then params, Adam m, Adam v as f32[n_params] each,
  *   u32 CRC-32 (IEEE) of every byte before it.
+ * Version 5 added the QK-norm tensors to each layer (model.h); a file of
+ * 1..4 holds every other tensor in the same order, and loads with them at
+ * their initial values and their moments 0 (QK-norm off: a run resumes to
+ * the numbers it would have had).
  */
 #define CKPT_MAGIC "NSCKPT\0\1"
-#define CKPT_VERSION 4u
+#define CKPT_VERSION 5u
+#define CKPT_QK_VERSION 5u /* the first with the QK-norm tensors */
 
 typedef struct {
     uint8_t *p;
@@ -1397,15 +1440,23 @@ static int read_header(rbuf *b, uint32_t ver, ns_config *c, run_state *rs, const
 
 /* The weights and moments from b into e, checked, then the run state: 0,
  * or -1 with the first value no run can train on in err. */
-static int restore(engine *e, rbuf *b, const run_state *rs, const char *path, char *err,
-                   size_t errlen)
+static int restore(engine *e, rbuf *b, uint32_t ver, const run_state *rs, const char *path,
+                   char *err, size_t errlen)
 {
-    for (size_t i = 0; i < e->m.n_params; i++)
-        e->m.params[i] = get_f32(b);
-    for (size_t i = 0; i < e->m.n_params; i++)
-        e->opt.m[i] = get_f32(b);
-    for (size_t i = 0; i < e->m.n_params; i++)
-        e->opt.v[i] = get_f32(b);
+    /* before version 5 the file has no QK-norm tensors: they keep their
+     * initial values, their moments the zeros of a new run */
+    int noqk = ver < CKPT_QK_VERSION;
+    if (noqk)
+        model_init_qk_norm(&e->m, e->m.params, e->cfg.dyt_alpha);
+    float *arr[3] = {e->m.params, e->opt.m, e->opt.v};
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < e->m.n_tensors; k++) {
+            const model_tensor *t = &e->m.tensors[k];
+            if (noqk && model_tensor_qk(t))
+                continue;
+            for (size_t i = 0; i < t->size; i++)
+                arr[a][t->offset + i] = get_f32(b);
+        }
     if (ckpt_values_bad(e, path, err, errlen) != 0)
         return -1;
     e->step = rs->step;
@@ -1468,9 +1519,10 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     }
     /* before any allocation: a header that passed its checks may still
      * describe a large model that this file does not hold */
-    if (model_param_count(&c) != np) {
+    size_t want = ver < CKPT_QK_VERSION ? model_param_count_noqk(&c) : model_param_count(&c);
+    if (want != np) {
         snprintf(err, errlen, "--load %s: %llu parameters, the model it describes has %zu", path,
-                 (unsigned long long)np, model_param_count(&c));
+                 (unsigned long long)np, want);
         goto out;
     }
     /* a header's shape fixes the memory the run needs, whatever the file's
@@ -1483,7 +1535,7 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         goto out;
     }
     e = engine_alloc(&c, data, err, errlen);
-    if (e && restore(e, &b, &rs, path, err, errlen) != 0) {
+    if (e && restore(e, &b, ver, &rs, path, err, errlen) != 0) {
         engine_free(e);
         e = NULL;
     }

@@ -3,12 +3,13 @@
  * no threads, no global state. See model.h for the layout and the rules.
  *
  * Each sublayer runs the same five stages, switched on or off by its
- * placement, so seven placements share one forward and one backward:
+ * placement, so eight placements share one forward and one backward:
  *   h  = pre  ? N(x) : x
  *   f  = F(h)                      attention or MLP
- *   f2 = out  ? N_out(f) : f       (sandwich)
+ *   f2 = out  ? N_out(f) : f       (sandwich, res-post)
  *   r  = a x + (gate ? g f2 : f2)  a = alpha under deepnorm, else 1
  *   y  = post ? N(r) : r
+ * Inside F, attention may normalize its queries and keys (qk_norm).
  */
 #include "model.h"
 #include "nsmath.h"
@@ -20,12 +21,13 @@
 #include "ops.h"
 
 static const char *const layer_names[PT_LAYER_COUNT] = {
-    "ln1w", "ln1b",  "ln2w", "ln2b", "ln1ow",    "ln1ob",    "ln2ow", "ln2ob", "ln1a", "ln2a", "ln1oa",
-    "ln2oa", "rzg",  "qkvw", "qkvb", "attprojw", "attprojb", "fcw",   "fcb",   "fcprojw", "fcprojb",
+    "ln1w",  "ln1b", "ln2w", "ln2b", "ln1ow",    "ln1ob",    "ln2ow", "ln2ob", "ln1a", "ln2a",
+    "ln1oa", "ln2oa", "rzg", "qkvw", "qkvb",     "attprojw", "attprojb", "qnw", "qnb", "knw",
+    "knb",   "qna",  "kna",  "fcw",  "fcb",      "fcprojw",  "fcprojb",
 };
 
-/* Element counts of one layer's tensors, in layout order. */
-static void layer_sizes(size_t sz[PT_LAYER_COUNT], size_t C)
+/* Element counts of one layer's tensors, in layout order (hd = C / NH). */
+static void layer_sizes(size_t sz[PT_LAYER_COUNT], size_t C, size_t NH)
 {
     for (int i = PT_LN1W; i <= PT_LN2OB; i++)
         sz[i] = C;
@@ -35,26 +37,32 @@ static void layer_sizes(size_t sz[PT_LAYER_COUNT], size_t C)
     sz[PT_QKVB] = 3 * C;
     sz[PT_ATTPROJW] = C * C;
     sz[PT_ATTPROJB] = C;
+    for (int i = PT_QNW; i <= PT_KNB; i++)
+        sz[i] = C / NH;
+    sz[PT_QNA] = sz[PT_KNA] = 1;
     sz[PT_FCW] = 4 * C * C;
     sz[PT_FCB] = 4 * C;
     sz[PT_FCPROJW] = 4 * C * C;
     sz[PT_FCPROJB] = C;
 }
 
-static size_t param_count(size_t L, size_t C, size_t T, size_t V)
+/* qk: with the QK-norm tensors (the layout now), or without (before) */
+static size_t param_count(size_t L, size_t C, size_t NH, size_t T, size_t V, int qk)
 {
     size_t sz[PT_LAYER_COUNT], per = 0;
-    layer_sizes(sz, C);
+    layer_sizes(sz, C, NH);
     for (int i = 0; i < PT_LAYER_COUNT; i++)
-        per += sz[i];
+        if (qk || i < PT_QNW || i > PT_KNA)
+            per += sz[i];
     return V * C + T * C + L * per + 2 * C + 1 + V * C + V;
 }
 
 /* Which buffers a placement writes: the block's input (or post) norm's,
- * Sandwich-LN's output norm's, the final norm's. A buffer no step writes
+ * the output norm's (Sandwich-LN, res-post), the final norm's; and the
+ * QK-norm's when it is on. A buffer no step writes
  * stays out of memory (the zeroing calloc maps no page), so the memory
  * estimate counts only the written ones. */
-enum { USE_ALWAYS = 0, USE_IN_NORM = 1, USE_OUT_NORM = 2, USE_FINAL_NORM = 4 };
+enum { USE_ALWAYS = 0, USE_IN_NORM = 1, USE_OUT_NORM = 2, USE_FINAL_NORM = 4, USE_QK_NORM = 8 };
 
 /* One buffer of the activations or of the backward scratch: where its
  * pointer goes, how many floats it takes, and which USE_ writes it. */
@@ -63,7 +71,7 @@ typedef struct {
     size_t n;
     int use;
 } buf_spec;
-enum { N_ACT_BUFS = 1 + 2 * 7 + 13, N_SCRATCH_BUFS = 9 };
+enum { N_ACT_BUFS = 1 + 2 * 7 + 18, N_SCRATCH_BUFS = 9 };
 
 /* The activation buffers of m, in their order in m->acts (BT = B*T rows;
  * L-major where per layer). This one table sizes the allocation and carves
@@ -84,6 +92,9 @@ static void act_table(model *m, size_t L, size_t B, size_t T, size_t C, size_t N
         t[k++] = (buf_spec){&m->res[s], L * BT * C, USE_ALWAYS};
     }
     t[k++] = (buf_spec){&m->qkv, L * BT * 3 * C, USE_ALWAYS};     /* (L, B, T, 3C) */
+    t[k++] = (buf_spec){&m->qkraw, L * BT * 2 * C, USE_QK_NORM};  /* (L, B, T, 2C) */
+    t[k++] = (buf_spec){&m->qk_mean, L * BT * 2 * NH, USE_QK_NORM}; /* (L, B, T, 2NH) */
+    t[k++] = (buf_spec){&m->qk_rstd, L * BT * 2 * NH, USE_QK_NORM};
     t[k++] = (buf_spec){&m->atty, L * BT * C, USE_ALWAYS};
     t[k++] = (buf_spec){&m->att, L * B * NH * T * T, USE_ALWAYS}; /* (L, B, NH, T, T) */
     t[k++] = (buf_spec){&m->attproj, L * BT * C, USE_ALWAYS};
@@ -96,6 +107,8 @@ static void act_table(model *m, size_t L, size_t B, size_t T, size_t C, size_t N
     t[k++] = (buf_spec){&m->logits, BT * V, USE_ALWAYS}; /* (B, T, V) */
     t[k++] = (buf_spec){&m->probs, BT * V, USE_ALWAYS};
     t[k++] = (buf_spec){&m->losses, BT, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->logz, BT, USE_ALWAYS};
+    t[k++] = (buf_spec){&m->lmax, BT, USE_ALWAYS};
 }
 
 /* The backward pass's scratch, in its order in m->scratch (one layer at a
@@ -137,21 +150,30 @@ static void bufs_carve(const buf_spec *t, int n, float *base)
 
 size_t model_param_count(const ns_config *c)
 {
-    return param_count((size_t)c->n_layer, (size_t)c->dim, (size_t)c->context, NS_VOCAB);
+    return param_count((size_t)c->n_layer, (size_t)c->dim, (size_t)c->n_head, (size_t)c->context,
+                       NS_VOCAB, 1);
+}
+
+size_t model_param_count_noqk(const ns_config *c)
+{
+    return param_count((size_t)c->n_layer, (size_t)c->dim, (size_t)c->n_head, (size_t)c->context,
+                       NS_VOCAB, 0);
 }
 
 /* The USE_ buffers the config's norms write: an input or post norm in
- * every placement but ReZero and none, Sandwich-LN's output norm, the
- * final norm when on. */
+ * every placement but ReZero, none and res-post, the output norm of
+ * Sandwich-LN and res-post, the final norm when on, the QK-norm's. */
 static int buffers_used(const ns_config *c)
 {
     int used = 0;
-    if (c->norm != NORM_REZERO && c->norm != NORM_NONE)
+    if (c->norm != NORM_REZERO && c->norm != NORM_NONE && c->norm != NORM_RESPOST)
         used |= USE_IN_NORM;
-    if (c->norm == NORM_SANDWICH)
+    if (c->norm == NORM_SANDWICH || c->norm == NORM_RESPOST)
         used |= USE_OUT_NORM;
     if (config_final_norm(c))
         used |= USE_FINAL_NORM;
+    if (c->qk_norm)
+        used |= USE_QK_NORM;
     return used;
 }
 
@@ -203,7 +225,7 @@ static int param_table(model *m)
 {
     size_t L = m->L, C = m->C, T = m->T, V = m->V;
     size_t sz[PT_LAYER_COUNT];
-    layer_sizes(sz, C);
+    layer_sizes(sz, C, (size_t)m->NH);
     m->n_tensors = 2 + (int)L * PT_LAYER_COUNT + 5;
     m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);
     if (!m->tensors)
@@ -211,10 +233,10 @@ static int param_table(model *m)
     size_t off = 0;
     int k = 0;
     m->wte = off;
-    m->tensors[k++] = (model_tensor){"wte", off, V * C, -1, 1};
+    m->tensors[k++] = (model_tensor){"wte", off, V * C, -1, 1, -1};
     off += V * C;
     m->wpe = off;
-    m->tensors[k++] = (model_tensor){"wpe", off, T * C, -1, 1};
+    m->tensors[k++] = (model_tensor){"wpe", off, T * C, -1, 1, -1};
     off += T * C;
     m->layer0 = off;
     size_t lo = 0;
@@ -225,24 +247,25 @@ static int param_table(model *m)
     m->layer_stride = lo;
     for (size_t l = 0; l < L; l++) {
         for (int i = 0; i < PT_LAYER_COUNT; i++) {
-            m->tensors[k++] = (model_tensor){layer_names[i], off, sz[i], (int)l, is_matrix_tensor(i)};
+            m->tensors[k++] =
+                (model_tensor){layer_names[i], off, sz[i], (int)l, is_matrix_tensor(i), i};
             off += sz[i];
         }
     }
     m->lnfw = off;
-    m->tensors[k++] = (model_tensor){"lnfw", off, C, -1, 0};
+    m->tensors[k++] = (model_tensor){"lnfw", off, C, -1, 0, -1};
     off += C;
     m->lnfb = off;
-    m->tensors[k++] = (model_tensor){"lnfb", off, C, -1, 0};
+    m->tensors[k++] = (model_tensor){"lnfb", off, C, -1, 0, -1};
     off += C;
     m->lnfa = off;
-    m->tensors[k++] = (model_tensor){"lnfa", off, 1, -1, 0};
+    m->tensors[k++] = (model_tensor){"lnfa", off, 1, -1, 0, -1};
     off += 1;
     m->headw = off;
-    m->tensors[k++] = (model_tensor){"headw", off, V * C, -1, 1};
+    m->tensors[k++] = (model_tensor){"headw", off, V * C, -1, 1, -1};
     off += V * C;
     m->headb = off;
-    m->tensors[k++] = (model_tensor){"headb", off, V, -1, 0};
+    m->tensors[k++] = (model_tensor){"headb", off, V, -1, 0, -1};
     off += V;
     m->n_params = off;
     return 0;
@@ -295,6 +318,8 @@ int model_create(model *m, const ns_config *cfg)
     m->mix_k = config_mix_k(cfg);
     m->alpha = (float)model_deepnorm_alpha(m->L);
     model_set_norm(m, cfg->norm, config_final_norm(cfg));
+    m->qk_norm = cfg->qk_norm;
+    m->z_loss = cfg->z_loss;
     m->fmt = FMT_FP32;
     m->fp32_norms = 1;
     m->loss_scale = 1.0f;
@@ -390,8 +415,9 @@ void model_init(model *m, const ns_config *cfg, ns_rng *rng)
                 fill_uniform(x, t->size, sqrtf(6.0f / (float)(fan_in + fan_out)), rng);
             }
         }
-        /* other biases and the ReZero gates stay 0 */
+        /* other biases, the ReZero gates and the QK-norm stay 0 here */
     }
+    model_init_qk_norm(m, m->params, cfg->dyt_alpha);
     size_t C = (size_t)m->C;
     for (int l = 0; l < m->L; l++) {
         float *b = m->params + m->layer0 + (size_t)l * m->layer_stride;
@@ -412,6 +438,21 @@ void model_init(model *m, const ns_config *cfg, ns_rng *rng)
         }
     }
 }
+
+void model_init_qk_norm(const model *m, float *params, float dyt_alpha)
+{
+    for (int k = 0; k < m->n_tensors; k++) {
+        const model_tensor *t = &m->tensors[k];
+        float v = t->pt == PT_QNW || t->pt == PT_KNW ? 1.0f
+                  : t->pt == PT_QNA || t->pt == PT_KNA ? dyt_alpha
+                                                       : 0.0f;
+        if (model_tensor_qk(t))
+            fill(params + t->offset, t->size, v);
+    }
+}
+
+void model_set_qk_norm(model *m, int on) { m->qk_norm = !!on; }
+void model_set_z_loss(model *m, float z) { m->z_loss = z; }
 
 void model_set_norm(model *m, norm_place p, int final_norm)
 {
@@ -597,6 +638,7 @@ static rule block_rule(const model *m, int l)
     case NORM_SANDWICH: r.pre = r.out = 1; break;
     case NORM_DEEPNORM: r.post = 1; r.a = m->alpha; break;
     case NORM_REZERO: r.gate = 1; break;
+    case NORM_RESPOST: r.out = 1; break;
     case NORM_MIX:
         if (l < m->mix_k)
             r.post = 1;
@@ -625,9 +667,9 @@ static const char *const var_op[2][2] = {{"attn norm variance", "attn out norm v
  * squares to inf, the variance overflows, rstd becomes 0 and the output
  * collapses to the bias: returns 1 when a statistic was not finite. */
 static int norm_fwd_lowp(const model *m, norm_params p, float *out, float *mean, float *rstd,
-                         const float *inp, int N)
+                         const float *inp, int N, int C)
 {
-    int C = m->C, bad = 0;
+    int bad = 0;
     numfmt f = m->fmt;
     for (int n = 0; n < N; n++) {
         const float *x = inp + (long)n * C;
@@ -676,7 +718,7 @@ static float norm_fwd(model *m, norm_params p, float *out, float *mean, float *r
         return a;
     }
     if (m->fmt != FMT_FP32 && !m->fp32_norms && m->kind != NORMK_DYT) {
-        if (norm_fwd_lowp(m, p, out, mean, rstd, inp, N))
+        if (norm_fwd_lowp(m, p, out, mean, rstd, inp, N, m->C))
             note_fault(m, 0, l, l < 0 ? "final norm variance" : var_op[s][out_norm]);
     } else {
         switch (m->kind) {
@@ -731,6 +773,115 @@ static norm_params final_norm_of(const model *m, float *base)
 {
     norm_params p = {base + m->lnfw, base + m->lnfb, base + m->lnfa};
     return p;
+}
+
+/* ---- QK-norm ------------------------------------------------------------
+ * Each head's query and key (hd values) normalized by the run's kind, one
+ * set of parameters for the queries and one for the keys, shared by the
+ * heads (Dehghani et al. 2023; OLMo 2; Gemma 3). In a row of qkv (3C per
+ * position) the NH queries and the NH keys are 2 NH rows of hd side by
+ * side, so a position is two calls of the row kernels, whose statistics
+ * are per row: the values do not depend on which rows a call covers. The
+ * parameter gradients are summed over the positions in order, on the
+ * block's own thread (row blocks split the batch; the work is O(N C)). */
+
+static const char *const qk_op = "attn qk norm";
+
+/* The QK-norm of the queries (j = 0) or the keys (j = 1) of layer l, in
+ * base (the weights or the gradients). */
+static norm_params qk_norm_of(const model *m, float *base, int l, int j)
+{
+    float *b = layer_base(m, base, l);
+    const size_t *o = m->layer_off;
+    norm_params p = {b + o[j ? PT_KNW : PT_QNW], b + o[j ? PT_KNB : PT_QNB],
+                     b + o[j ? PT_KNA : PT_QNA]};
+    return p;
+}
+
+/* N rows of C through the norm p of the run's kind (in the format itself
+ * as norm_fwd does, with --fp32-norms off); returns 1 when a statistic of
+ * that low-format norm was not finite. */
+static int norm_rows(const model *m, norm_params p, float *out, float *mean, float *rstd,
+                     const float *inp, int N, int C)
+{
+    if (m->fmt != FMT_FP32 && !m->fp32_norms && m->kind != NORMK_DYT)
+        return norm_fwd_lowp(m, p, out, mean, rstd, inp, N, C);
+    switch (m->kind) {
+    case NORMK_RMSNORM: rmsnorm_forward(out, mean, rstd, inp, p.w, N, C, m->eps); break;
+    case NORMK_DYT: dyt_forward(out, inp, p.w, p.b, *p.a, N, C); break;
+    default: layernorm_forward(out, mean, rstd, inp, p.w, p.b, N, C, m->eps); break;
+    }
+    return 0;
+}
+
+/* Its backward: dinp (N, C) +=, the parameter gradients += into g. */
+static void norm_rows_bwd(const model *m, norm_params p, norm_params g, float *dinp,
+                          const float *dout, const float *inp, const float *mean,
+                          const float *rstd, int N, int C)
+{
+    switch (m->kind) {
+    case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, C); break;
+    case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, C); break;
+    default: layernorm_backward(dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, C); break;
+    }
+}
+
+/* The queries and keys of layer l's qkv (N positions) normalized in
+ * place, their inputs kept in qkraw; rounded to the format, watched, and
+ * their largest |x| taken into *amax. */
+static void qk_norm_fwd(model *m, int l, float *qkv, int N, float *amax)
+{
+    int C = m->C, NH = m->NH, hd = C / NH;
+    size_t BT = (size_t)m->B * m->T, w = 2 * (size_t)C;
+    float *raw = m->qkraw + l * BT * w;
+    float *mean = m->qk_mean + l * BT * 2 * NH, *rstd = m->qk_rstd + l * BT * 2 * NH;
+    norm_params p[2] = {qk_norm_of(m, m->W, l, 0), qk_norm_of(m, m->W, l, 1)};
+    float a = 0.0f;
+    int bad = 0;
+    fault_point(m);
+    for (size_t n = 0; n < (size_t)N; n++) {
+        float *row = qkv + n * 3 * C, *x = raw + n * w;
+        memcpy(x, row, w * sizeof(float));
+        for (int j = 0; j < 2; j++) {
+            size_t st = n * 2 * NH + (size_t)j * NH;
+            bad |= norm_rows(m, p[j], row + j * C, mean + st, rstd + st, x + j * C, NH, hd);
+        }
+        numfmt_round(m->fmt, row, w, &m->counts[l]);
+        a = ops_max_nan(a, ops_absmax(row, (long)w));
+    }
+    if (!m->fault.set && (bad || !isfinite(a)))
+        note_fault(m, 0, l, bad ? "attn qk norm variance" : qk_op);
+    *amax = ops_max_nan(*amax, a);
+}
+
+/* dqkv's query and key columns (d of the normalized ones) replaced by d
+ * of their inputs, rounded and watched; the parameter gradients
+ * accumulated position by position; tmp: 2C floats of scratch. */
+static void qk_norm_bwd(model *m, int l, float *dqkv, float *tmp, int N)
+{
+    int C = m->C, NH = m->NH, hd = C / NH;
+    size_t BT = (size_t)m->B * m->T, w = 2 * (size_t)C;
+    const float *raw = m->qkraw + l * BT * w;
+    const float *mean = m->qk_mean + l * BT * 2 * NH, *rstd = m->qk_rstd + l * BT * 2 * NH;
+    norm_params p[2] = {qk_norm_of(m, m->W, l, 0), qk_norm_of(m, m->W, l, 1)};
+    norm_params g[2] = {qk_norm_of(m, m->grads, l, 0), qk_norm_of(m, m->grads, l, 1)};
+    int bad = 0;
+    fault_point(m);
+    for (size_t n = 0; n < (size_t)N; n++) {
+        float *d = dqkv + n * 3 * C;
+        const float *x = raw + n * w;
+        memset(tmp, 0, w * sizeof(float));
+        for (int j = 0; j < 2; j++) {
+            size_t st = n * 2 * NH + (size_t)j * NH;
+            norm_rows_bwd(m, p[j], g[j], tmp + j * C, d + j * C, x + j * C, mean + st, rstd + st,
+                          NH, hd);
+        }
+        memcpy(d, tmp, w * sizeof(float));
+        numfmt_round(m->fmt, d, w, &m->counts[l]);
+        bad = bad || ops_any_nonfinite(d, w);
+    }
+    if (!m->fault.set && bad)
+        note_fault(m, 1, l, qk_op);
 }
 
 /* Slices of one layer's activations. */
@@ -801,6 +952,8 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
         linear_fwd(m, l, "attn qkv", qkv, h, w + m->layer_off[PT_QKVW], w + m->layer_off[PT_QKVB],
                    N, C, 3 * C, amax);
+        if (m->qk_norm)
+            qk_norm_fwd(m, l, qkv, N, amax);
         /* scores and softmax accumulate in fp32 inside the fused kernel, as
          * fused attention kernels do; the output is stored in the format */
         attention_forward_mt(m->pool, atty, att, qkv, B, T, C, m->NH);
@@ -879,6 +1032,8 @@ static void loss_lowp(model *m, const uint8_t *targets, int N)
         for (int i = 0; i < V; i++)
             p[i] = numfmt_round1(f, p[i] / sum);
         m->losses[n] = numfmt_round1(f, -ns_logf(p[targets[n]]));
+        m->logz[n] = (float)(ns_log((double)sum) + mx);
+        m->lmax[n] = mx;
     }
 }
 
@@ -917,7 +1072,7 @@ static void forward_rows(model *m, const uint8_t *tokens, const uint8_t *targets
     if (targets && lowp)
         loss_lowp(m, targets, N);
     else if (targets)
-        crossentropy_forward(m->losses, m->logits, targets, N, V);
+        crossentropy_forward_z(m->losses, m->logz, m->lmax, m->logits, targets, N, V);
 }
 
 /* ---- row blocks ------------------------------------------------------- */
@@ -941,10 +1096,12 @@ static void block_view(const model *m, model *v, int K, int k, int B)
         v->res[s] += r * C;
     }
     v->qkv += r * 3 * C, v->atty += r * C, v->attproj += r * C;
+    v->qkraw += r * 2 * C, v->qk_mean += r * 2 * m->NH, v->qk_rstd += r * 2 * m->NH;
     v->att += (size_t)b0 * m->NH * m->T * m->T;
     v->fch += r * 4 * C, v->fch_gelu += r * 4 * C, v->fcproj += r * C;
     v->lnf += r * C, v->lnf_mean += r, v->lnf_rstd += r;
     v->logits += r * m->V, v->probs += r * m->V, v->losses += r;
+    v->logz += r, v->lmax += r;
     v->dresid += r * C, v->dtmp += r * C, v->dtmp2 += r * C, v->datty += r * C;
     v->dqkv += r * 3 * C, v->dfch += r * 4 * C, v->dfch_gelu += r * 4 * C;
     v->dlogits += r * m->V, v->drow += r;
@@ -1039,10 +1196,18 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
     merge_stats(m, j.K, B);
     if (!targets)
         return 0.0f;
-    double sum = 0.0;
-    for (int i = 0; i < N; i++)
+    double sum = 0.0, zs = 0.0, zsq = 0.0;
+    float lmax = -INFINITY;
+    for (int i = 0; i < N; i++) {
         sum += m->losses[i];
+        zs += m->logz[i];
+        zsq += (double)m->logz[i] * m->logz[i];
+        lmax = ops_max_nan(lmax, m->lmax[i]);
+    }
     float loss = (float)(sum / N);
+    m->logz_mean = (float)(zs / N);
+    m->logit_max = lmax;
+    m->zloss = (float)(m->z_loss * (zsq / N));
     if (!isfinite(loss))
         note_fault(m, 0, -1, "loss");
     return loss;
@@ -1071,6 +1236,8 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
         attention_backward_mt(m->pool, m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
         q(m, 1, l, "attention", m->dqkv, nC * 3);
+        if (m->qk_norm) /* dfch: the MLP's scratch, free here */
+            qk_norm_bwd(m, l, m->dqkv, m->dfch, N);
         matmul_backward_flags_mt(m->pool, dh, g + o[PT_QKVW], g + o[PT_QKVB], m->dqkv, h,
                                  w + o[PT_QKVW], N, C, 3 * C, dh_flags);
         q(m, 1, l, "attn qkv", dh, nC);
@@ -1189,8 +1356,13 @@ static void backward_rows(model *m, float dscale)
         memset(G + lo, 0, (hi - lo) * sizeof(float));
     }
 
-    int bad = crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N, V,
-                                                dscale);
+    /* the z-loss's gradient (PaLM) joins the cross-entropy's in one pass;
+     * off, the plain kernel, bits as before it */
+    int bad = m->z_loss != 0.0f
+                  ? crossentropy_zloss_backward_set(m->dlogits, m->probs, m->logz,
+                                                    m->last_targets, N, V, dscale, m->z_loss)
+                  : crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N,
+                                                      V, dscale);
     q_taken(m, 1, -1, "loss", m->dlogits, (size_t)N * V, bad);
 
     const float *top = block_in(m, m->L);

@@ -546,8 +546,8 @@ void softmax_forward(float *probs, const float *logits, int N, int V)
     kernels()->softmax_forward(probs, logits, N, V);
 }
 
-void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
-                          int V)
+void crossentropy_forward_z(float *losses, float *logz, float *lmax, const float *logits,
+                            const uint8_t *targets, int N, int V)
 {
     const ops_kernels *k = kernels();
     for (int n = 0; n < N; n++) {
@@ -556,7 +556,33 @@ void crossentropy_forward(float *losses, const float *logits, const uint8_t *tar
         float s = k->sumexp(l, V, &mx); /* >= 1: the max's own term */
         double lse = ns_log((double)s) + mx;
         losses[n] = (float)(lse - l[targets[n]]);
+        if (logz)
+            logz[n] = (float)lse;
+        if (lmax)
+            lmax[n] = mx;
     }
+}
+
+void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
+                          int V)
+{
+    crossentropy_forward_z(losses, NULL, NULL, logits, targets, N, V);
+}
+
+int crossentropy_zloss_backward_set(float *dlogits, const float *probs, const float *logz,
+                                    const uint8_t *targets, int N, int V, float scale, float z)
+{
+    int bad = 0;
+    for (int n = 0; n < N; n++) {
+        const float *p = probs + (long)n * V;
+        float *d = dlogits + (long)n * V;
+        float k = 1.0f + 2.0f * z * logz[n]; /* d (z lz^2) / d l_i = 2 z lz p_i */
+        for (int i = 0; i < V; i++)
+            d[i] = p[i] * k * scale;
+        d[targets[n]] = (p[targets[n]] * k - 1.0f) * scale;
+        bad = bad || ops_any_nonfinite(d, (size_t)V);
+    }
+    return bad;
 }
 
 int crossentropy_softmax_backward_set(float *dlogits, const float *probs,

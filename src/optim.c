@@ -69,7 +69,11 @@ static void update_tensors(const adamw_job *j, int k0, int k1)
         double sums[2] = {0.0, 0.0};
         ops_adamw(m->params + t->offset, m->grads + t->offset, j->o->m + t->offset,
                   j->o->v + t->offset, t->size, &a, sums);
-        if (j->layer_sq && t->layer >= 0) {
+        /* the QK-norm's tensors count in their layer's update ratio only
+         * while QK-norm is on: off they are not part of the model's
+         * function, and a run without them keeps the ratio (to the bit)
+         * of the layout before them */
+        if (j->layer_sq && t->layer >= 0 && (m->qk_norm || !model_tensor_qk(t))) {
             j->layer_sq[2 * t->layer] += sums[0];
             j->layer_sq[2 * t->layer + 1] += sums[1];
         }

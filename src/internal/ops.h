@@ -78,6 +78,18 @@ void softmax_forward(float *probs, const float *logits, int N, int V);
  * so a tiny probability does not round to a zero and an infinite loss. */
 void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
                           int V);
+/* crossentropy_forward that also writes each row's logsumexp (log Z) to
+ * logz and its largest logit to lmax (N each; either may be NULL), which
+ * it computes anyway. */
+void crossentropy_forward_z(float *losses, float *logz, float *lmax, const float *logits,
+                            const uint8_t *targets, int N, int V);
+/* dlogits (N, V) = d (CE + z mean (log Z)^2) / d logits, times scale:
+ * (probs (1 + 2 z logz[row]) - onehot(target)) * scale, the z-loss's
+ * gradient 2 z log Z softmax (Chowdhery et al. 2022) added to the
+ * cross-entropy's. Set, not accumulated; returns whether any of dlogits
+ * is inf or NaN. */
+int crossentropy_zloss_backward_set(float *dlogits, const float *probs, const float *logz,
+                                    const uint8_t *targets, int N, int V, float scale, float z);
 /* dlogits (N, V) += (probs - onehot(target)) * scale */
 void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
                                    int N, int V, float scale);

@@ -81,7 +81,7 @@ if ! NORMSCOPE_KERNELS=avx2 "$BIN" --headless --steps 1 -L 1 -d 16 -H 1 -T 8 -B 
 fi
 S="-L 3 -d 32 -H 2 -T 32 -B 4 --steps 40 --warmup 10 --val-every 20 --val-batches 1"
 for p in fp32 bf16 fp16; do
-    for n in post pre sandwich; do
+    for n in post pre sandwich res-post; do
         for k in layernorm rmsnorm; do
             # fp16 with the norms in fp16 too: the format's overflow paths
             same "$p $n $k" $S --precision $p --norm $n --norm-kind $k --fp32-norms off --threads 1

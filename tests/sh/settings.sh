@@ -56,5 +56,18 @@ else
     no "v3.ckpt does not load, or says something: $(cat "$T/err")"
 fi
 
+# --- a version-4 checkpoint (the last without the QK-norm tensors, which
+# load at their initial values, QK-norm off; with --norm-kind dyt
+# --dyt-alpha 0.7 --lr 2e-3) resumes exactly ---
+if "$BIN" --headless -q --load "$FIX/v4.ckpt" --steps 6 --csv "$T/r4.csv" 2>"$T/err" && [ ! -s "$T/err" ]; then
+    cut -d, -f6 --complement "$T/r4.csv" >"$T/r4x.csv"
+    cut -d, -f6 --complement "$FIX/v4_resume.csv" >"$T/f4x.csv"
+    if cmp -s "$T/r4x.csv" "$T/f4x.csv"; then ok; else
+        no "v4.ckpt resumed to other numbers:"; diff "$T/r4x.csv" "$T/f4x.csv" | head -5 >&2
+    fi
+else
+    no "v4.ckpt does not load, or says something: $(cat "$T/err")"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

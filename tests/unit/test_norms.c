@@ -2,7 +2,9 @@
  * parity of test_parity: ReZero is the identity at init, DeepNorm's
  * constants and which weights its beta scales, placement and kind
  * switches that leave every weight alone, RMSNorm vs LayerNorm by exactly
- * the mean, and a zero gain that silences a sublayer's weights. */
+ * the mean, and a zero gain that silences a sublayer's weights; QK-norm
+ * and the z-loss switched between steps, res-post's parameters and the
+ * placements' names. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,8 +235,153 @@ static void test_gamma_zero(void)
     model_free(&m);
 }
 
+/* The tensors of m named nm (every layer's): their gradients' norm. */
+static double grad_of(const model *m, const char *nm)
+{
+    double sq = 0;
+    for (int k = 0; k < m->n_tensors; k++)
+        if (!strcmp(m->tensors[k].name, nm)) {
+            double g = model_l2(m->grads + m->tensors[k].offset, m->tensors[k].size);
+            sq += g * g;
+        }
+    return sqrt(sq);
+}
+
+/* QK-norm's parameters start at gain 1, bias 0, DyT a dyt_alpha; off,
+ * they get zero gradients, on, all of them (the kind's) move; res-post
+ * uses the output norms (ln1o, ln2o), not ln1, ln2. */
+static void test_qk_params(void)
+{
+    uint8_t x[16], y[16];
+    batch(x, y, 16);
+    for (int k = 0; k < NORM_KIND_COUNT; k++) {
+        ns_config c = small(NORM_PRE);
+        c.norm_kind = (norm_kind)k;
+        c.dyt_alpha = 0.75f;
+        model m;
+        ns_rng r;
+        rng_seed(&r, 3);
+        CHECK(model_create(&m, &c) == 0);
+        model_init(&m, &c, &r);
+        int init_ok = 1;
+        for (int i = 0; i < m.n_tensors; i++) {
+            const model_tensor *t = &m.tensors[i];
+            float want = t->pt == PT_QNW || t->pt == PT_KNW ? 1.0f
+                         : t->pt == PT_QNA || t->pt == PT_KNA ? 0.75f
+                                                              : 0.0f;
+            for (size_t j = 0; model_tensor_qk(t) && j < t->size; j++)
+                init_ok &= m.params[t->offset + j] == want;
+        }
+        CHECK(init_ok);
+        model_forward(&m, x, y, 2);
+        model_backward(&m);
+        CHECK(grad_of(&m, "qnw") == 0 && grad_of(&m, "knb") == 0 && grad_of(&m, "qna") == 0);
+        model_set_qk_norm(&m, 1);
+        model_forward(&m, x, y, 2);
+        model_backward(&m);
+        CHECK(grad_of(&m, "qnw") > 0 && grad_of(&m, "knw") > 0);
+        CHECK((grad_of(&m, "qnb") > 0 && grad_of(&m, "knb") > 0) == (k != NORMK_RMSNORM));
+        CHECK((grad_of(&m, "qna") > 0 && grad_of(&m, "kna") > 0) == (k == NORMK_DYT));
+        model_set_qk_norm(&m, 0);
+        model_set_norm(&m, NORM_RESPOST, 1);
+        model_forward(&m, x, y, 2);
+        model_backward(&m);
+        CHECK(grad_of(&m, "ln1w") == 0 && grad_of(&m, "ln2w") == 0);
+        CHECK(grad_of(&m, "ln1ow") > 0 && grad_of(&m, "ln2ow") > 0 && grad_of(&m, "lnfw") > 0);
+        model_free(&m);
+    }
+}
+
+/* QK-norm and the z-loss switched mid-run touch no weight; QK-norm
+ * changes what the model computes and off again restores it exactly; the
+ * z-loss leaves the reported loss (cross-entropy) alone, and changes the
+ * step: its term is z mean (log Z)^2. */
+static void test_qk_zloss_switch(void)
+{
+    ns_config c = small(NORM_PRE);
+    c.context = 16;
+    dataset d;
+    data_builtin(&d);
+    char err[256];
+    engine *e = engine_create(&c, &d, err, sizeof err), *z = engine_create(&c, &d, err, sizeof err);
+    step_metrics sm, sz;
+    for (int i = 0; i < 3; i++) {
+        engine_step(e, &sm);
+        engine_step(z, &sz);
+    }
+    size_t n;
+    float *p = engine_params(e, &n);
+    float *copy = malloc(n * sizeof(float));
+    memcpy(copy, p, n * sizeof(float));
+    float base = engine_validate(e);
+    engine_set_qk_norm(e, 1);
+    CHECK(engine_validate(e) != base);
+    engine_set_z_loss(e, 1e-4f);
+    CHECK(memcmp(copy, p, n * sizeof(float)) == 0);
+    engine_set_qk_norm(e, 0);
+    CHECK(engine_validate(e) == base);
+    engine_loss_terms t;
+    engine_step(e, &sm);
+    engine_set_z_loss(z, 0.0f);
+    engine_step(z, &sz);
+    CHECK(sm.loss == sz.loss); /* the same forward: the reported loss is the CE */
+    CHECK(engine_last_loss_terms(e, &t) == 1);
+    CHECK(isfinite(t.logz_mean) && t.logz_mean > 0 && isfinite(t.logit_max));
+    /* mean of squares >= square of the mean */
+    CHECK(t.zloss > 0 && t.zloss >= 1e-4f * t.logz_mean * t.logz_mean * (1 - 1e-5f));
+    size_t nz;
+    float *pz = engine_params(z, &nz);
+    CHECK(nz == n && memcmp(pz, p, n * sizeof(float)) != 0); /* its gradient moved the weights */
+    engine_loss_terms tz;
+    CHECK(engine_last_loss_terms(z, &tz) == 1 && tz.zloss == 0.0f && tz.logz_mean == t.logz_mean);
+    free(copy);
+    engine_free(e);
+    engine_free(z);
+
+    /* in fp16 with the norms' statistics in the format, QK-norm of each
+     * kind trains: finite, and the loss falls */
+    for (int k = 0; k < NORM_KIND_COUNT; k++) {
+        ns_config f = small(NORM_PRE);
+        f.context = 16;
+        f.norm_kind = (norm_kind)k;
+        f.precision = FMT_FP16;
+        f.fp32_norms = 0;
+        f.qk_norm = 1;
+        f.z_loss = 1e-4f;
+        f.lr = 3e-3f;
+        engine *h = engine_create(&f, &d, err, sizeof err);
+        step_metrics first, last;
+        int finite = 1;
+        for (int i = 0; i < 30; i++) {
+            engine_step(h, i ? &last : &first);
+            finite &= i ? isfinite(last.loss) : isfinite(first.loss);
+        }
+        if (!CHECK(finite && last.loss < first.loss))
+            fprintf(stderr, "  fp16 QK-norm %s: loss %g -> %g\n", norm_kind_name(f.norm_kind),
+                    (double)first.loss, (double)last.loss);
+        engine_free(h);
+    }
+}
+
+/* The placements' names: res-post, and peri a second name of sandwich
+ * (Kim et al. 2025), printed as sandwich. */
+static void test_place_names(void)
+{
+    CHECK(norm_place_parse("res-post") == NORM_RESPOST);
+    CHECK(!strcmp(norm_place_name(NORM_RESPOST), "res-post"));
+    CHECK(norm_place_parse("peri") == NORM_SANDWICH);
+    CHECK(!strcmp(norm_place_name(NORM_SANDWICH), "sandwich"));
+    CHECK(norm_place_parse("sandwich") == NORM_SANDWICH);
+    CHECK(norm_place_parse("Peri") == -1);
+    ns_config c = small(NORM_RESPOST);
+    CHECK(config_final_norm(&c) == 1);
+}
+
 int main(void)
 {
+    test_qk_params();
+    test_qk_zloss_switch();
+    test_place_names();
     test_rezero_identity();
     test_deepnorm_constants();
     test_deepnorm_beta_targets();

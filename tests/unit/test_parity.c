@@ -5,6 +5,13 @@
  * eps, lr, beta1, beta2, adam_eps, weight_decay, final_norm, mix_k); the fixtures are committed so this test needs
  * no torch. Any mismatch fails the build.
  *
+ * The first fixtures hold the layout before the QK-norm tensors (as
+ * checkpoints before format 5 do): their weights are put in place tensor
+ * by tensor, the QK-norm's at their initial values, their gradients
+ * expected 0. The later ones (QK-norm, res-post, z-loss) hold the layout
+ * with them, a config of 20 values (the fp16 one's 18, then qk_norm and
+ * z_loss) and the records logz_mean and zloss.
+ *
  * Tolerance: |c - torch| <= 1e-4 * |torch| + atol, with atol 1e-6 for
  * gradients and logits (a floor for values that are zero up to rounding). */
 #include <stdint.h>
@@ -70,6 +77,14 @@ static const record *get(const fixture *fx, const char *name)
     exit(1);
 }
 
+static const record *find(const fixture *fx, const char *name)
+{
+    for (int i = 0; i < fx->count; i++)
+        if (!strcmp(fx->rec[i].name, name))
+            return &fx->rec[i];
+    return NULL;
+}
+
 static void free_fixture(fixture *fx)
 {
     for (int i = 0; i < fx->count; i++)
@@ -98,10 +113,10 @@ static int all_close(const char *what, const float *c, const float *ref, size_t 
     return bad == 0;
 }
 
-/* The model settings of a fixture's config record: L, C, NH, T, B,
- * placement, kind, eps, then (after the optimizer's five) final_norm and
- * mix_k. */
-static ns_config fixture_config(const float *cf)
+/* The model settings of a fixture's config record (n values): L, C, NH,
+ * T, B, placement, kind, eps, then (after the optimizer's five) final_norm
+ * and mix_k; from 20 values, qk_norm and z_loss at 18 and 19. */
+static ns_config fixture_config(const float *cf, uint64_t n)
 {
     ns_config c;
     settings_defaults(&c);
@@ -115,7 +130,43 @@ static ns_config fixture_config(const float *cf)
     c.eps = cf[7];
     c.final_norm = (int)cf[13];
     c.mix_k = (int)cf[14];
+    if (n >= 20) {
+        c.qk_norm = (int)cf[18];
+        c.z_loss = cf[19];
+    }
     return c;
+}
+
+/* dst (m's n_params) from a fixture's array src of n values: the same
+ * layout, or the one before the QK-norm tensors, whose places in dst
+ * keep what they hold. 0, or -1 when n is neither count. */
+static int put_layout(const model *m, const ns_config *c, float *dst, const float *src,
+                      uint64_t n)
+{
+    if (n == m->n_params) {
+        memcpy(dst, src, m->n_params * sizeof(float));
+        return 0;
+    }
+    if (n != model_param_count_noqk(c))
+        return -1;
+    size_t at = 0;
+    for (int k = 0; k < m->n_tensors; k++) {
+        const model_tensor *t = &m->tensors[k];
+        if (model_tensor_qk(t))
+            continue;
+        memcpy(dst + t->offset, src + at, t->size * sizeof(float));
+        at += t->size;
+    }
+    return 0;
+}
+
+/* The largest |a - b| over n values. */
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double w = 0;
+    for (size_t i = 0; i < n; i++)
+        w = fabs((double)a[i] - b[i]) > w ? fabs((double)a[i] - b[i]) : w;
+    return w;
 }
 
 static void check_fixture(const char *dir, const char *name)
@@ -127,21 +178,27 @@ static void check_fixture(const char *dir, const char *name)
         fprintf(stderr, "  cannot read %s\n", path);
         return;
     }
-    const float *cf = get(&fx, "config")->data;
-    ns_config c = fixture_config(cf);
+    const record *cfr = get(&fx, "config");
+    const float *cf = cfr->data;
+    ns_config c = fixture_config(cf, cfr->n);
     adamw_hparams h = {cf[8], cf[9], cf[10], cf[11], cf[12], 1.0f, 1.0f}; /* no layer decay */
 
     model m;
     CHECK(model_create(&m, &c) == 0);
-    const record *params = get(&fx, "params");
-    if (!CHECK(params->n == m.n_params)) {
+    const record *params = get(&fx, "params"), *grec = get(&fx, "grads");
+    /* expected gradients in the model's layout: 0 for tensors not in the
+     * fixture's */
+    float *g = calloc(m.n_params, sizeof(float));
+    model_init_qk_norm(&m, m.params, c.dyt_alpha);
+    if (!CHECK(g && put_layout(&m, &c, m.params, params->data, params->n) == 0 &&
+               put_layout(&m, &c, g, grec->data, grec->n) == 0)) {
         fprintf(stderr, "  %s: %llu params in the fixture, %zu in the model\n", name,
                 (unsigned long long)params->n, m.n_params);
+        free(g);
         model_free(&m);
         free_fixture(&fx);
         return;
     }
-    memcpy(m.params, params->data, m.n_params * sizeof(float));
     int BT = c.batch * c.context;
     uint8_t *tok = malloc((size_t)BT), *tgt = malloc((size_t)BT);
     for (int i = 0; i < BT; i++) {
@@ -156,8 +213,17 @@ static void check_fixture(const char *dir, const char *name)
     CHECK(all_close(what, &loss, get(&fx, "loss")->data, 1, 1e-4, 0));
     snprintf(what, sizeof what, "%s logits", name);
     CHECK(all_close(what, m.logits, get(&fx, "logits")->data, (size_t)BT * NS_VOCAB, 1e-4, 1e-6));
+    /* the loss terms, where the fixture has them */
+    const record *lz = find(&fx, "logz_mean"), *zl = find(&fx, "zloss");
+    if (lz) {
+        snprintf(what, sizeof what, "%s logz_mean", name);
+        CHECK(all_close(what, &m.logz_mean, lz->data, 1, 1e-4, 1e-6));
+    }
+    if (zl) {
+        snprintf(what, sizeof what, "%s zloss", name);
+        CHECK(all_close(what, &m.zloss, zl->data, 1, 1e-4, 1e-9));
+    }
     /* every gradient, tensor by tensor so a failure names the tensor */
-    const float *g = get(&fx, "grads")->data;
     int grads_ok = 1;
     for (int k = 0; k < m.n_tensors; k++) {
         const model_tensor *t = &m.tensors[k];
@@ -167,6 +233,24 @@ static void check_fixture(const char *dir, const char *name)
     CHECK(grads_ok);
     /* the gradients are not trivially zero */
     CHECK(model_l2(m.grads, m.n_params) > 1e-3);
+    /* and the mechanism is really there: without it, the head's gradient
+     * (z-loss) or the loss (QK-norm) misses by more than the tolerance */
+    if (c.z_loss != 0.0f || c.qk_norm) {
+        size_t hb = 0;
+        for (int k = 0; k < m.n_tensors; k++)
+            if (!strcmp(m.tensors[k].name, "headb"))
+                hb = m.tensors[k].offset;
+        model_set_z_loss(&m, 0.0f);
+        model_set_qk_norm(&m, 0);
+        float loss0 = model_forward(&m, tok, tgt, c.batch);
+        model_backward(&m);
+        if (c.z_loss != 0.0f)
+            CHECK(max_diff(m.grads + hb, g + hb, NS_VOCAB) > 1e-5);
+        if (c.qk_norm)
+            CHECK(fabs((double)loss0 - loss) > 1e-3);
+        model_set_z_loss(&m, c.z_loss);
+        model_set_qk_norm(&m, c.qk_norm);
+    }
 
     /* 10 AdamW steps on the same batch: the loss before each update */
     adamw o;
@@ -181,6 +265,7 @@ static void check_fixture(const char *dir, const char *name)
     CHECK(all_close(what, losses, get(&fx, "losses10")->data, 10, 1e-4, 0));
     CHECK(losses[9] < losses[0]);
     adamw_free(&o);
+    free(g);
     free(tok);
     free(tgt);
     model_free(&m);
@@ -202,12 +287,21 @@ static void check_fp16(const char *dir)
     fixture fx;
     if (!CHECK(load_fixture(path, &fx) == 0))
         return;
-    const float *cf = get(&fx, "config")->data;
-    ns_config c = fixture_config(cf);
+    const record *cfr = get(&fx, "config");
+    const float *cf = cfr->data;
+    ns_config c = fixture_config(cf, cfr->n);
     model m;
     CHECK(model_create(&m, &c) == 0);
-    CHECK(get(&fx, "params")->n == m.n_params);
-    memcpy(m.params, get(&fx, "params")->data, m.n_params * sizeof(float));
+    model_init_qk_norm(&m, m.params, c.dyt_alpha);
+    const record *pr = get(&fx, "params"), *grec = get(&fx, "grads");
+    float *g = calloc(m.n_params, sizeof(float));
+    if (!CHECK(g && put_layout(&m, &c, m.params, pr->data, pr->n) == 0 &&
+               put_layout(&m, &c, g, grec->data, grec->n) == 0)) {
+        free(g);
+        model_free(&m);
+        free_fixture(&fx);
+        return;
+    }
     int BT = c.batch * c.context;
     uint8_t *tok = malloc((size_t)BT), *tgt = malloc((size_t)BT);
     for (int i = 0; i < BT; i++) {
@@ -223,7 +317,6 @@ static void check_fp16(const char *dir)
     CHECK(all_close("fp16 loss", &loss, get(&fx, "loss")->data, 1, 2e-3, 0));
     CHECK(all_close("fp16 logits", m.logits, get(&fx, "logits")->data, (size_t)BT * NS_VOCAB,
                     1e-2, 1e-2));
-    const float *g = get(&fx, "grads")->data;
     int ok = 1;
     for (int k = 0; k < m.n_tensors; k++) {
         const model_tensor *t = &m.tensors[k];
@@ -248,6 +341,7 @@ static void check_fp16(const char *dir)
     m.loss_scale = 1.0f;
     float loss32 = model_forward(&m, tok, tgt, c.batch);
     CHECK(loss32 != loss);
+    free(g);
     free(tok);
     free(tgt);
     model_free(&m);
@@ -267,6 +361,10 @@ int main(void)
         "sandwich_dyt",       "deepnorm_layernorm", "deepnorm_rmsnorm", "deepnorm_dyt",
         "rezero_layernorm",   "none_layernorm",   "mix_layernorm", "mix_rmsnorm",
         "mix_dyt",
+        /* in the layout with QK-norm: QK-norm with each kind (and under
+         * Post-LN), res-post with each kind, z-loss 1e-4 */
+        "qk_pre_layernorm",   "qk_pre_rmsnorm",   "qk_pre_dyt",   "qk_post_layernorm",
+        "respost_layernorm",  "respost_rmsnorm",  "respost_dyt",  "zloss_pre_layernorm",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         check_fixture(dir, names[i]);

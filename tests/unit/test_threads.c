@@ -424,10 +424,9 @@ static void keep_params(engine *e, run_result *r)
     memcpy(r->params, p, r->n * sizeof(float));
 }
 
-static int train(shape sh, numfmt f, int threads, run_result *r)
+static int train_cfg(const ns_config *c, int threads, run_result *r)
 {
-    ns_config c = shape_cfg(sh, f);
-    engine *e = make_engine(&c, threads);
+    engine *e = make_engine(c, threads);
     if (!e)
         return -1;
     for (int s = 0; s < RUN_STEPS; s++) {
@@ -437,6 +436,12 @@ static int train(shape sh, numfmt f, int threads, run_result *r)
     keep_params(e, r);
     engine_free(e);
     return 0;
+}
+
+static int train(shape sh, numfmt f, int threads, run_result *r)
+{
+    ns_config c = shape_cfg(sh, f);
+    return train_cfg(&c, threads, r);
 }
 
 static int same_run(const run_result *a, const run_result *b)
@@ -480,6 +485,58 @@ static void test_training(void)
             free(one.params);
         }
     }
+}
+
+/* QK-norm (each kind; RMSNorm in bf16 with its statistics in the format),
+ * res-post and the z-loss: the same bits for any thread count and from
+ * the portable kernels, on a batch cut into row
+ * blocks and on a wide model whose kernels are split; and each changes
+ * the run. */
+static void test_mechanisms(void)
+{
+    static const shape shapes[] = {{2, 128, 4, 128, 8}, {1, 512, 8, 16, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int k = 0; k < NORM_KIND_COUNT; k++) {
+            ns_config c = shape_cfg(shapes[i], k == NORMK_RMSNORM ? FMT_BF16 : FMT_FP32);
+            c.norm_kind = (norm_kind)k;
+            c.norm = k == NORMK_LAYERNORM ? NORM_RESPOST : NORM_PRE;
+            c.fp32_norms = k != NORMK_RMSNORM; /* bf16 RMSNorm: QK-norm in the format */
+            c.qk_norm = 1;
+            c.z_loss = 1e-4f;
+            static run_result one, many, plain;
+            if (!CHECK(train_cfg(&c, 1, &one) == 0))
+                continue;
+            CHECK(isfinite(one.m[RUN_STEPS - 1].loss) && one.m[RUN_STEPS - 1].loss < one.m[0].loss);
+            for (int nt = NT_LO; nt <= NT_RUNS_HI; nt += NT_RUNS_HI - NT_LO + (NT_LO == NT_RUNS_HI)) {
+                if (!CHECK(train_cfg(&c, nt, &many) == 0))
+                    continue;
+                if (!CHECK(same_run(&one, &many)))
+                    fprintf(stderr, "  %s qk-norm z-loss, d=%d, %d threads: differs\n",
+                            norm_kind_name(c.norm_kind), shapes[i].d, nt);
+                free(many.params);
+            }
+            ops_force_generic(1);
+            if (CHECK(train_cfg(&c, 2, &many) == 0)) {
+                if (!CHECK(same_run(&one, &many)))
+                    fprintf(stderr, "  %s qk-norm z-loss, d=%d: the portable kernels differ\n",
+                            norm_kind_name(c.norm_kind), shapes[i].d);
+                free(many.params);
+            }
+            ops_force_generic(0);
+            c.qk_norm = 0;
+            c.z_loss = 0.0f;
+            if (CHECK(train_cfg(&c, 1, &plain) == 0)) {
+                CHECK(memcmp(plain.params, one.params, one.n * sizeof(float)) != 0);
+                /* QK-norm changes the first forward; DyT's tanh(a q) is near
+                 * a q for the init's small q, whose attention was about
+                 * uniform and stays so */
+                if (c.norm_kind != NORMK_DYT && !CHECK(plain.m[0].loss != one.m[0].loss))
+                    fprintf(stderr, "  %s: QK-norm did not change the first loss\n",
+                            norm_kind_name(c.norm_kind));
+                free(plain.params);
+            }
+            free(one.params);
+        }
 }
 
 /* The row-block rule is the shape's: at most the batch, 256 rows or more
@@ -580,6 +637,7 @@ int main(void)
     test_kernels();
     test_row_blocks();
     test_training();
+    test_mechanisms();
     test_compare();
     return test_summary();
 }

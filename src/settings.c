@@ -25,8 +25,10 @@
 /* --on-stall's values, index = cli_opts.on_stall */
 static const char *const on_stall_names[] = {"continue", "stop", "fix"};
 /* A placement as the status line says it, index = norm_place */
-static const char *const place_words[NORM_PLACE_COUNT] = {
-    "Post-LN", "Pre-LN", "Sandwich-LN", "DeepNorm", "ReZero", "no norm", "Mix-LN"};
+static const char *const place_words[] = {
+    "Post-LN", "Pre-LN", "Sandwich-LN", "DeepNorm", "ReZero", "no norm", "Mix-LN", "Res-Post-LN"};
+_Static_assert(sizeof place_words / sizeof place_words[0] == NORM_PLACE_COUNT,
+               "a status word for every placement");
 /* The live view's gradient bars (cli_opts.bars_rel is the index). */
 static const char *const bars_names[] = {"absolute", "relative"};
 

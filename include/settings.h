@@ -131,6 +131,20 @@ typedef struct {
     setting_home home;
     size_t off;        /* offsetof into ns_config (SET_IN_CFG) or cli_opts (SET_IN_OPTS) */
     int ckpt;          /* position in the checkpoint header, 1.. ; 0 = not stored */
+    /* Recorded with every step: the index of its column among the step
+     * columns (metrics.h; the CSV's and JSONL's order), 0 = not recorded
+     * (index 0 is "step"). As ckpt, a new row takes the next free index
+     * after the last one, so every older column keeps its place. The
+     * value recorded is the engine's (engine_setting_value), which is the
+     * field's except where a hook says otherwise; the one place for the
+     * special cases:
+     *  - "warmup" is the ramp in force on/off (the warmup-ramp row), not
+     *    --warmup N;
+     *  - the lr and loss_scale columns are measured, not rows' columns:
+     *    the LR this step used and the scale in force;
+     *  - ln_gamma_init is fixed at the start (no command word). */
+    int step_col;
+    const char *column; /* the column's name; NULL: the row's name, '_' for '-' */
     /* mid-run (rows with a command word) */
     unsigned live;     /* SETL_*: how the command may change it besides to a value */
     double toggle[2];  /* SETL_TOGGLE's two values */
@@ -151,9 +165,9 @@ int settings_index(const ns_setting *s);
 const ns_setting *settings_find(const char *name, size_t len);
 const ns_setting *settings_find_short(char c);
 const ns_setting *settings_find_cmd(const char *word);
-/* The row of a metrics column named for a setting ("norm_kind" -> the
- * norm-kind row; "warmup", the ramp in force -> the row whose command is
- * "warmup"), or NULL. */
+/* The name of a row's step column (step_col), and the row of a step
+ * column's name ("norm_kind", "warmup"), or NULL. */
+void settings_column(const ns_setting *s, char *buf, size_t len);
 const ns_setting *settings_of_column(const char *col);
 
 /* The row's defaults into c (rows that live in ns_config), the rest zero. */

@@ -44,12 +44,10 @@ static int field_kind(const char *name, int *col_k)
     int layer, off;
     *col_k = metrics_step_col_find(name, strlen(name));
     if (*col_k >= 0)
-        switch (metrics_step_cols[*col_k].type) {
+        switch (metrics_step_col(*col_k)->type) {
         case METRICS_T_LONG: return FK_STEP;
         case METRICS_T_VAL: return FK_NUM_OR_EMPTY;
-        case METRICS_T_PLACE: case METRICS_T_KIND: case METRICS_T_PREC:
-        case METRICS_T_ONOFF: return FK_NAME;
-        default: return FK_NUM;
+        default: return metrics_step_col_named(*col_k) ? FK_NAME : FK_NUM;
         }
     if (sscanf(name, "l%d_%n", &layer, &off) == 1 && off > 0 &&
         metrics_layer_col_find(name + off, strlen(name + off)) >= 0)

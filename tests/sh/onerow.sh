@@ -1,7 +1,7 @@
 #!/bin/sh
 # onerow.sh - a setting and a per-layer column are one row each, for real:
-# a scratch copy of the tree gets a dummy setting (--dummy-knob, a row of
-# the settings table, its config field and its step column) and a dummy
+# a scratch copy of the tree gets a dummy setting (--dummy-knob: a row of
+# the settings table, with its step column, and its config field) and a dummy
 # per-layer column (l{i}_dummy = 2 x act_max: a row of the column table,
 # its field, one line of maths and a row of the layer panel's table), and
 # the man page its entry and list words, and nothing else. Built, that
@@ -41,14 +41,12 @@ patch_before() {
         { no "the dummy no longer applies to $1 (anchor /$2/)"; rm -f "$S/$1.new"; }
 }
 
-# --- the setting: its field, its row (the next checkpoint field), its step column ---
+# --- the setting: its field, its row (the next checkpoint field, the next step column) ---
 NEXT=$(grep -o '\.ckpt = [0-9]*' "$S/src/settings.c" | awk '{ if ($3 > m) m = $3 } END { print m + 1 }')
+NEXTCOL=$(grep -o '\.step_col = [0-9]*' "$S/src/settings.c" | awk '{ if ($3 > m) m = $3 } END { print m + 1 }')
 patch_after include/config.h 'float lr_layer_decay;' '    float dummy_knob;'
 patch_after src/settings.c 'CFG\(lr_layer_decay\), \.ckpt' \
-    '    {.name = "dummy-knob", .type = SET_REAL, .arg = "X", .lo = 0, .hi = 1, .def = 0.25,\n     .help = "a knob of the one-row test", .flags = SETF_COMPARE, .cmd = "dummy-knob",\n     CFG(dummy_knob), .ckpt = '"$NEXT"', .mark = {.fmt = "knob %g"}, .live = SETL_TOGGLE,\n     .toggle = {0.25, 1}, .keys = {{'"'K'"', 0, "toggle", "the one-row knob: 0.25 / 1"}}},'
-patch_before include/metrics.h '^ *METRICS_STEP_COLS$' '    METRICS_COL_DUMMY,'
-patch_before include/metrics.h '^} step_metrics;' '    float dummy_knob;'
-patch_after src/metrics.c 'STEP\("ln_gamma_init"' '    [METRICS_COL_DUMMY] = STEP("dummy_knob", dummy_knob, METRICS_T_FLOAT, 1),'
+    '    {.name = "dummy-knob", .type = SET_REAL, .arg = "X", .lo = 0, .hi = 1, .def = 0.25,\n     .help = "a knob of the one-row test", .flags = SETF_COMPARE, .cmd = "dummy-knob",\n     CFG(dummy_knob), .ckpt = '"$NEXT"', .step_col = '"$NEXTCOL"', .mark = {.fmt = "knob %g"},\n     .live = SETL_TOGGLE, .toggle = {0.25, 1},\n     .keys = {{'"'K'"', 0, "toggle", "the one-row knob: 0.25 / 1"}}},'
 # --- the column: its field, its row, its maths, its place in the layer panel ---
 patch_before include/metrics.h '^ *METRICS_LAYER_COLS$' '    METRICS_LC_DUMMY,'
 patch_before include/metrics.h '^} layer_metrics;' '    float dummy;'

@@ -278,8 +278,8 @@ static void test_jsonl_roundtrip(void)
     step_metrics m;
     memset(&m, 0, sizeof m);
     m.step = 7, m.loss = 3.25f, m.lr = 1e-3f, m.grad_norm = 0.75f, m.has_val = 1;
-    m.val_loss = 3.5f, m.loss_scale = 1, m.n_layer = 5, m.clip = 1, m.warmup_on = 1;
-    m.precision = FMT_BF16;
+    m.val_loss = 3.5f, m.loss_scale = 1, m.n_layer = 5, metrics_set_setting(&m, "clip", 1), metrics_set_setting(&m, "warmup", 1);
+    metrics_set_setting(&m, "precision", FMT_BF16);
     for (int l = 0; l < 5; l++)
         for (int k = 0; k < METRICS_LAYER_COLS; k++)
             metrics_layer_col_set(&m.layer[l], k, (float)(l * 10 + k) * 0.125f + 0.001f);
@@ -296,8 +296,8 @@ static void test_jsonl_roundtrip(void)
     const step_metrics *g = &s->s.run[0].last;
     CHECK(s->s.n_layer == 5 && g->n_layer == 5 && g->step == 8);
     CHECK(g->loss == m.loss && g->lr == m.lr && g->grad_norm == m.grad_norm);
-    CHECK(g->has_val && g->val_loss == m.val_loss && g->clip == 1 && g->warmup_on);
-    CHECK(g->precision == FMT_BF16 && s->s.run[0].cfg.precision == FMT_BF16);
+    CHECK(g->has_val && g->val_loss == m.val_loss && metrics_clip(g) == 1 && metrics_warmup_on(g));
+    CHECK(metrics_precision(g) == FMT_BF16 && s->s.run[0].cfg.precision == FMT_BF16);
     int same = 0;
     for (int l = 0; l < 5; l++)
         same += !memcmp(&g->layer[l], &m.layer[l], sizeof m.layer[l]) || l == 3;

@@ -1767,7 +1767,7 @@ static void test_compare_details(void)
     s->s.run[0].cfg.loss_scale = -1; /* off */
     s->s.run[1].cfg = s->s.run[0].cfg;
     s->s.run[1].cfg.loss_scale = 0; /* dynamic */
-    s->s.run[0].last.precision = FMT_FP32; /* the last step ran before the switch */
+    metrics_set_setting(&s->s.run[0].last, "precision", FMT_FP32); /* the last step ran before the switch */
     s->s.run[0].last.loss_scale = 1;
     s->s.run[1].last = s->s.run[0].last;
     for (int l = 0; l < 6; l++) {
@@ -1788,7 +1788,7 @@ static void test_compare_details(void)
     tui_grid_resize(&g, 30, 100); /* the toggles row holds the scale at 100 columns */
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn ") == 1 && rows_with(&g, 0, "scale dyn 1") == 0);
-    s->s.run[1].last.precision = FMT_FP16, s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
+    metrics_set_setting(&s->s.run[1].last, "precision", FMT_FP16), s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
     /* labels: what differs first, the rest cut, " +N" for what was left out */

@@ -7,11 +7,15 @@
 # the man page its entry and list words, and nothing else. Built, that
 # copy's unit suites pass (the man page's lists, --help, the checkpoint
 # layout are read off the tables), and the program has the setting as a
-# flag with its range, in --help, as a script command, in --compare, in
-# each step's CSV and JSONL, in the checkpoint (saved, loaded, changed on
-# --load), in the event log, as a key (its toggle on the status line, its
-# line on a page of the help at 80x24), and the column in the CSV, the
-# JSONL and the live layer box.
+# flag with its range, in --help, as a script command, in --compare (its
+# CSV columns, both panels' headers and the chart's legend), in each
+# step's CSV and JSONL, in the checkpoint (saved, loaded, changed on
+# --load), in the event log, in a lesson (flags, compare, conditions,
+# script), in --follow of its --jsonl (the CSV back, the log), in --plot
+# (a change's marker, a pair's names), in a sweep (results.csv, the runs'
+# CSVs), as a key (its toggle on the status line, its line on a page of
+# the help at 80x24), and the column in the CSV, the JSONL and the live
+# layer box.
 # Usage: sh tests/sh/onerow.sh (from the top of the tree; takes a minute)
 # Prints "N passed, N failed"; exits non-zero on any failure.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -130,10 +134,47 @@ awk -F, -v k="$(col "$T/l.csv" dummy_knob)" 'NR == 2 { exit !($k == 0.400000006)
 grep -q 'dummy-knob=0.6 from step 3 (the checkpoint had 0.4)' "$T/m.err" && ok ||
     no "--load with --dummy-knob 0.6: $(cat "$T/m.err")"
 
+# --- --follow of the finished --jsonl: its CSV back (the live view's log below) ---
+"$X" --follow "$T/a.jsonl" --headless --csv "$T/back.csv" -q 2>"$T/f.err"
+cmp -s "$T/a.csv" "$T/back.csv" && ok ||
+    no "--follow of the --jsonl does not give its CSV back: $(cmp "$T/a.csv" "$T/back.csv" 2>&1) $(cat "$T/f.err")"
+
+# --- --plot: a marker where the knob changes; a pair's runs named by it ---
+"$X" --plot "$T/a.csv" --out "$T/a.svg" 2>"$T/p.err" && grep -q 'dummy_knob=0.5' "$T/a.svg" && ok ||
+    no "--plot of a CSV where the knob changes has no 'dummy_knob=0.5' marker: $(cat "$T/p.err")"
+"$X" --plot "$T/c.csv" --out "$T/c.svg" 2>"$T/p.err" && grep -q 'a: dummy-knob=0.25' "$T/c.svg" &&
+    grep -q 'b: dummy-knob=0.75' "$T/c.svg" && ok ||
+    no "--plot of the --compare CSV does not name the runs by the knob: $(grep -o '[ab]: [^<]*' "$T/c.svg" | head -3) $(cat "$T/p.err")"
+
+# --- a lesson: its flags, its compare, its conditions and script lines ---
+printf '%s\n' 'title: the one-row knob' \
+    'flags: -L 2 -d 16 -H 2 -T 8 -B 2 --steps 4 --dummy-knob 0.5' 'compare: dummy-knob=0.75' \
+    'if b.dummy-knob=0.75: text: run b has the knob at 0.75' \
+    'if b.dummy-knob!=0.75: text: run b has the knob elsewhere' 'at 2: dummy-knob 0.25' >"$T/knob.lesson"
+"$X" --check-lesson "$T/knob.lesson" >"$T/cl.out" 2>&1 && ok || no "--check-lesson: $(cat "$T/cl.out")"
+"$X" --lesson "$T/knob.lesson" --headless --no-pause --csv "$T/les.csv" >"$T/les.out" 2>&1
+got=$(awk -F, -v a="$(col "$T/les.csv" dummy_knob)" -v b="$(col "$T/les.csv" b_dummy_knob)" \
+    'NR > 1 { printf "%s/%s ", $a, $b }' "$T/les.csv")
+[ "$got" = "0.5/0.75 0.5/0.75 0.25/0.25 0.25/0.25 " ] && ok ||
+    no "the lesson's knob by step (a/b): '$got' $(tail -3 "$T/les.out")"
+grep -q 'run b has the knob at 0.75' "$T/les.out" && ! grep -q 'knob elsewhere' "$T/les.out" && ok ||
+    no "the lesson's condition on b.dummy-knob: $(head -5 "$T/les.out")"
+
+# --- a sweep over it: a results.csv column, each run's CSV ---
+"$X" --sweep 'dummy-knob=0.25,0.5' $SMALL --steps 2 --jobs 1 --headless --sweep-out "$T/sw" \
+    >"$T/sw.out" 2>&1 </dev/null
+kc=$(col "$T/sw/results.csv" dummy-knob)
+got=$(awk -F, -v k="$kc" 'NR > 1 { print $k }' "$T/sw/results.csv" 2>/dev/null | sort | tr '\n' ' ')
+[ -n "$kc" ] && [ "$got" = "0.25 0.5 " ] && ok ||
+    no "the sweep's results.csv has no dummy-knob column of 0.25 and 0.5: $(head -2 "$T/sw/results.csv" 2>&1) $(tail -2 "$T/sw.out")"
+got=$(for f in "$T"/sw/run-*.csv; do awk -F, -v k="$(col "$f" dummy_knob)" 'NR == 2 { print $k }' "$f"; done |
+    sort | tr '\n' ' ')
+[ "$got" = "0.25 0.5 " ] && ok || no "the sweep's run CSVs' dummy_knob: '$got'"
+
 # --- the live view: the layer box shows the column, the log the setting ---
 BIN=$X
 need_tmux_bin
-watchdog 60
+watchdog 90
 W=onerow
 new_session
 key "$X -L 2 -d 16 -H 2 -T 8 -B 2 --dummy-knob 0.3; echo NS_EXIT=\$?" Enter
@@ -158,5 +199,26 @@ done
 key Escape
 key q
 wait_for 'NS_EXIT=[0-9]' 10 || no "the live view did not quit"
+# --compare in the live view: both panels' headers and the chart's legend
+# say the runs' knobs in the words --compare has
+$TM resize-window -t "$W" -x 160 -y 48 2>/dev/null
+key "clear; $X $SMALL --compare dummy-knob=0.75; echo NS_EXIT=\$?" Enter
+if wait_for 'b: dummy-knob=0.75' 20; then
+    sleep 1
+    na=$(screen | grep -c 'a: dummy-knob=0.25') nb=$(screen | grep -c 'b: dummy-knob=0.75')
+    [ "$na" -ge 2 ] && [ "$nb" -ge 2 ] && ok ||
+        no "--compare dummy-knob=0.75: a's words on $na rows, b's on $nb (headers and legend: 2 each):"
+    [ "$na" -ge 2 ] && [ "$nb" -ge 2 ] || screen | grep 'dummy' >&2
+else
+    no "--compare dummy-knob=0.75: no header says b: dummy-knob=0.75:"; screen | head -12 >&2
+fi
+key q
+wait_for 'NS_EXIT=[0-9]' 10 || no "the --compare live view did not quit"
+# --follow of the finished --jsonl in the live view: its log says the change
+key "clear; $X --follow $T/a.jsonl; echo NS_EXIT=\$?" Enter
+wait_for 'dummy_knob 0.25 -> 0.5' 20 && ok ||
+    { no "--follow's log does not say the knob's change:"; screen | tail -12 >&2; }
+key q
+wait_for 'NS_EXIT=[0-9]' 10 || no "the --follow live view did not quit"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

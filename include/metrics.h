@@ -143,7 +143,10 @@ static inline int metrics_fp32_norms(const step_metrics *m)
 {
     return metrics_setting(m, "fp32_norms") != 0;
 }
-static inline float metrics_clip(const step_metrics *m) { return (float)metrics_setting(m, "clip"); }
+static inline float metrics_clip(const step_metrics *m)
+{
+    return (float)metrics_setting(m, "clip");
+}
 static inline float metrics_gamma0(const step_metrics *m)
 {
     return (float)metrics_setting(m, "ln_gamma_init");

@@ -525,9 +525,10 @@ static int rule_scale(diag *d, const step_metrics *m, diag_kind kind, diag_findi
                  numfmt_name(metrics_precision(m)), (double)numfmt_max(metrics_precision(m)));
     diag_finding *f = add(out, max, k, kind, DIAG_R_SCALE, -1, m->step, v,
         !gave ? "values grow toward fp16's limit: lower the LR, or train in bf16 (fp32's range)"
-        : metrics_precision(m) == FMT_FP16 ? "no loss scale helps: train in bf16, which has fp32's range "
-                                     "(lower the LR too if the values grow)"
-                                   : "no loss scale helps: lower the LR",
+        : metrics_precision(m) == FMT_FP16
+            ? "no loss scale helps: train in bf16, which has fp32's range (lower the LR too if "
+              "the values grow)"
+            : "no loss scale helps: lower the LR",
         "loss scale collapsed %g -> %g (%gx) within %ld steps (since step %ld)%s", (double)mx,
         (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1, point(d, age)->step,
         gave ? at_one : ": gradients overflow ever more");
@@ -722,11 +723,13 @@ static int stall_setting_cause(const diag *d, const step_metrics *m, const stall
         c->hint = "re-init with a lower LR: lowering it from here keeps the grown weights";
         snprintf(c->fix, sizeof c->fix, "lr x%g", lr_factor(c->upd));
         c->from = DIAG_FROM_START;
-    } else if (metrics_clip(m) > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt && c->upd < DIAG_UPDATE_LOW) {
+    } else if (metrics_clip(m) > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt &&
+               c->upd < DIAG_UPDATE_LOW) {
         double gn = w->gnorm / w->cnt;
         snprintf(c->why, sizeof c->why, "the clip %g: %d of %d steps clipped, the gradient norm "
-                 "%.3g (mean) cut to %.2g of it; update ratio %.2g a step", (double)metrics_clip(m),
-                 w->clipped, w->cnt, gn, gn > 0 ? (double)metrics_clip(m) / gn : 0.0, c->upd);
+                 "%.3g (mean) cut to %.2g of it; update ratio %.2g a step",
+                 (double)metrics_clip(m), w->clipped, w->cnt, gn,
+                 gn > 0 ? (double)metrics_clip(m) / gn : 0.0, c->upd);
         c->hint = "raise the clip or turn it off (clip 0): Adam's step shrinks once the clipped "
                   "gradient nears its epsilon";
         snprintf(c->fix, sizeof c->fix, "clip 0");
@@ -796,7 +799,8 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
     c.grow = slope(d, c.la, 0) * 100;
     c.upd = mean_top_update(d, L, &c.ucnt);
     c.ratio = w->top > 0 ? w->bottom / w->top : 0;
-    c.post = metrics_norm(m) == NORM_POST || metrics_norm(m) == NORM_DEEPNORM || metrics_norm(m) == NORM_MIX;
+    norm_place place = metrics_norm(m);
+    c.post = place == NORM_POST || place == NORM_DEEPNORM || place == NORM_MIX;
     /* every block's gradient vanished, the top's too, while the model's
      * (the embeddings' and the head's) did not: the largest block's mean
      * over the model's */
@@ -946,7 +950,8 @@ static double format_least(numfmt f)
  * probability, steps}. */
 static void rule_loss(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
-    if (metrics_precision(m) == FMT_FP32 || metrics_fp32_norms(m) || strcmp(m->fault, "forward, loss") != 0)
+    if (metrics_precision(m) == FMT_FP32 || metrics_fp32_norms(m) ||
+        strcmp(m->fault, "forward, loss") != 0)
         return;
     double least = format_least(metrics_precision(m)), cap = -ns_log(least), sum = 0;
     int cnt = 0;

@@ -85,7 +85,7 @@ struct engine {
     step_metrics last; /* the latest step's metrics; a snapshot keeps its step's */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
     engine_data_id loaded; /* the data its checkpoint says it trained on */
-    };
+};
 
 static void event_v(engine *e, ns_event_kind kind, int layer, const char *fmt, va_list ap)
 {
@@ -407,9 +407,11 @@ static void step_fields(engine *e, step_metrics *out, float loss, float lr, floa
     out->grad_norm = gnorm;
     out->tokens_per_s = dt > 0 ? (double)c->batch * c->context / dt : 0.0;
     /* the settings in force, one column each (the metrics table's) */
-    for (int k = 0; k < metrics_step_ncols(); k++)
-        if (metrics_step_col(k)->setting)
-            metrics_step_col_set_value(out, k, engine_setting_value(e, metrics_step_col(k)->setting));
+    for (int k = 0; k < metrics_step_ncols(); k++) {
+        const ns_setting *row = metrics_step_col(k)->setting;
+        if (row)
+            metrics_step_col_set_value(out, k, engine_setting_value(e, row));
+    }
     out->in_warmup = schedule_in_warmup(&e->sched, s);
     out->lr_peak = e->sched.peak;
     out->loss_scale = scale;
@@ -1239,7 +1241,7 @@ static const char *header_bad(const ns_config *c, const run_state *r, char *bad,
         {r->good >= 0 && r->good <= 1e12, "clean steps", (double)r->good, "0..1e12"},
         {r->data.known >= 0 && (r->data.from_file == 0 || r->data.from_file == 1), "data",
          r->data.from_file, "a name under 1024 bytes, from_file 0 or 1"},
-    };
+};
     for (size_t i = 0; i < sizeof state / sizeof state[0]; i++)
         if (!state[i].ok) {
             snprintf(bad, len, "'%s' out of range: %g, expected %s", state[i].what, state[i].x,

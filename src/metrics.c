@@ -1,7 +1,7 @@
-/* metrics.c - CSV and JSONL forms of a step's metrics, the per-layer
- * column tables (metrics_step_col, metrics_layer_cols) every writer and
- * reader walks, and the loss-spike rule shared by the engine and the
- * stream reader. */
+/* metrics.c - CSV and JSONL forms of a step's metrics, the step and
+ * per-layer column tables (metrics_step_col, metrics_layer_cols) every
+ * writer and reader walks, and the loss-spike rule shared by the engine
+ * and the stream reader. */
 #include "metrics.h"
 
 #include <math.h>

@@ -27,7 +27,10 @@
 /* Settings whose change between two rows is marked on the loss chart:
  * the step columns that are a setting's (metrics.h), set[k] and has_set[k]
  * at their column k. */
-static int is_set(int k) { return k >= 0 && k < metrics_step_ncols() && metrics_step_col(k)->setting; }
+static int is_set(int k)
+{
+    return k >= 0 && k < metrics_step_ncols() && metrics_step_col(k)->setting;
+}
 
 static const char *set_name(int k) { return metrics_step_col(k)->name; }
 

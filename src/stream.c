@@ -684,6 +684,17 @@ static void settings_change(stream_reader *r, long step, const char *name, char 
     snprintf(cur, 16, "%.15s", now);
 }
 
+/* Setting column k's value as spelled in text (a name, or a number):
+ * 1, or 0 when text says none. */
+static int setting_value(int k, const char *text, double *x)
+{
+    char why[8], *end;
+    if (metrics_step_col_named(k))
+        return settings_parse_number(metrics_step_col(k)->setting, text, x, why, sizeof why) == 0;
+    *x = strtod(text, &end);
+    return end != text && !*end;
+}
+
 /* Every setting column, as the settings table has them: a change said
  * is an event and a marker; the value in force is the run's setting and
  * the step's (a row that does not say it keeps the last one said). */
@@ -699,10 +710,7 @@ static void apply_settings(stream_reader *r, long step)
             metrics_step_col_text(&w->m, k, w->said[k], sizeof w->said[k]);
         settings_change(r, step, c->name, r->cur[k], w->said[k]);
         double x;
-        char why[8], *end = r->cur[k];
-        int said = metrics_step_col_named(k)
-                       ? settings_parse_number(c->setting, r->cur[k], &x, why, sizeof why) == 0
-                       : (x = strtod(r->cur[k], &end), end != r->cur[k] && !*end);
+        int said = setting_value(k, r->cur[k], &x);
         if (said && c->setting->home == SET_IN_CFG)
             settings_put(c->setting, cfg, x);
         else if (!said)

@@ -1024,8 +1024,10 @@ static void test_change_cause(void)
     reset();
     for (long s = 1; s <= 240; s++) {
         learning_step(&m, s, 2.4, 0.03);
-        if (s > 200)
-            metrics_set_setting(&m, "precision", FMT_FP16), m.loss_scale = 1024, metrics_set_setting(&m, "fp32_norms", 0);
+        if (s > 200) {
+            metrics_set_setting(&m, "precision", FMT_FP16), m.loss_scale = 1024;
+            metrics_set_setting(&m, "fp32_norms", 0);
+        }
         if (s == 240) {
             m.nonfinite = 1;
             m.loss = NAN;

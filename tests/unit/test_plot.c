@@ -265,7 +265,8 @@ static void test_every_setting_marked(void)
             for (int i = 0; i < d.run[0].nmark; i++)
                 marked |= d.run[0].mark[i].step == 3 && strstr(d.run[0].mark[i].text, want) != NULL;
         if (!marked)
-            fprintf(stderr, "%s: no marker '%s' at step 3 (%d markers)\n", col, want, d.run[0].nmark);
+            fprintf(stderr, "%s: no marker '%s' at step 3 (%d markers)\n", col, want,
+                    d.run[0].nmark);
         CHECK(marked);
         plot_data_free(&d);
         /* a pair that differs in it */

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "command.h"
 #include "engine.h"
+#include "metrics.h"
 #include "model.h"
 #include "resume.h"
 #include "settings.h"
@@ -646,11 +647,47 @@ static void test_applies(void)
     free(man);
 }
 
+/* The step columns: the ones older files have, in their order, then the
+ * settings' that came after; each setting column is its row's (step_col,
+ * the column's name), and every row with a step_col has its column. */
+static void test_step_columns(void)
+{
+    static const char *const old[] = {
+        "step", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "norm", "norm_kind",
+        "warmup", "clip", "precision", "fp32_norms", "loss_scale", "skipped", "ln_gamma_init"};
+    int n = metrics_step_ncols(), rows = 0;
+    CHECK(n >= (int)(sizeof old / sizeof old[0]) && n <= METRICS_STEP_MAX);
+    for (int k = 0; k < (int)(sizeof old / sizeof old[0]) && k < n; k++)
+        CHECK(!strcmp(metrics_step_col(k)->name, old[k]));
+    for (int k = 0; k < n; k++) {
+        const ns_setting *s = metrics_step_col(k)->setting;
+        char name[64];
+        if (!s)
+            continue;
+        settings_column(s, name, sizeof name);
+        CHECK(s->step_col == k && !strcmp(name, metrics_step_col(k)->name) &&
+              settings_of_column(name) == s);
+    }
+    for (int i = 0; i < settings_count(); i++)
+        if (settings_row(i)->step_col) {
+            rows++;
+            CHECK(metrics_step_col(settings_row(i)->step_col)->setting == settings_row(i));
+        }
+    CHECK(rows >= 7);
+    /* the special cases' columns: the ramp, not --warmup; lr and the
+     * scale measured, not the rows' */
+    CHECK(settings_of_column("warmup") == settings_find_cmd("warmup") &&
+          settings_find_cmd("warmup") != settings_find("warmup", 6));
+    CHECK(!metrics_step_col(metrics_step_col_find("lr", 2))->setting &&
+          !metrics_step_col(metrics_step_col_find("loss_scale", 10))->setting);
+}
+
 int main(void)
 {
     data_builtin(&D);
     test_lr_layer_decay();
     test_table();
+    test_step_columns();
     test_man_keys();
     test_man_lists();
     test_applies();

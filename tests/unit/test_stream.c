@@ -278,7 +278,9 @@ static void test_jsonl_roundtrip(void)
     step_metrics m;
     memset(&m, 0, sizeof m);
     m.step = 7, m.loss = 3.25f, m.lr = 1e-3f, m.grad_norm = 0.75f, m.has_val = 1;
-    m.val_loss = 3.5f, m.loss_scale = 1, m.n_layer = 5, metrics_set_setting(&m, "clip", 1), metrics_set_setting(&m, "warmup", 1);
+    m.val_loss = 3.5f, m.loss_scale = 1, m.n_layer = 5;
+    metrics_set_setting(&m, "clip", 1);
+    metrics_set_setting(&m, "warmup", 1);
     metrics_set_setting(&m, "precision", FMT_BF16);
     for (int l = 0; l < 5; l++)
         for (int k = 0; k < METRICS_LAYER_COLS; k++)

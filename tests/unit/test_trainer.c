@@ -445,7 +445,8 @@ static void test_script(void)
     trainer_stop(t);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == 7);
-    CHECK(rec.n == 7 && metrics_norm(&rec.m[2]) == NORM_PRE && metrics_norm(&rec.m[3]) == NORM_POST);
+    CHECK(rec.n == 7 && metrics_norm(&rec.m[2]) == NORM_PRE &&
+          metrics_norm(&rec.m[3]) == NORM_POST);
     trainer_free(t);
     script_free(&sc);
     engine_free(e);

@@ -1769,7 +1769,8 @@ static void test_compare_details(void)
     s->s.run[0].cfg.loss_scale = -1; /* off */
     s->s.run[1].cfg = s->s.run[0].cfg;
     s->s.run[1].cfg.loss_scale = 0; /* dynamic */
-    metrics_set_setting(&s->s.run[0].last, "precision", FMT_FP32); /* the last step ran before the switch */
+    /* the last step ran before the switch */
+    metrics_set_setting(&s->s.run[0].last, "precision", FMT_FP32);
     s->s.run[0].last.loss_scale = 1;
     s->s.run[1].last = s->s.run[0].last;
     for (int l = 0; l < 6; l++) {
@@ -1790,7 +1791,8 @@ static void test_compare_details(void)
     tui_grid_resize(&g, 30, 100); /* the toggles row holds the scale at 100 columns */
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn ") == 1 && rows_with(&g, 0, "scale dyn 1") == 0);
-    metrics_set_setting(&s->s.run[1].last, "precision", FMT_FP16), s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
+    metrics_set_setting(&s->s.run[1].last, "precision", FMT_FP16);
+    s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
     /* labels: what differs first, the rest cut, " +N" for what was left out */
@@ -1949,7 +1951,8 @@ static void test_compare_every_row(void)
             t->s.run[r].lr_peak = t->s.run[r].cfg.lr;
         }
         settings_format(s, a, av, sizeof av);
-        snprintf(wa, sizeof wa, "a: %s=%s", s->name, settings_is_off(s, settings_get(s, a)) ? "off" : av);
+        snprintf(wa, sizeof wa, "a: %s=%s", s->name,
+                 settings_is_off(s, settings_get(s, a)) ? "off" : av);
         snprintf(wb, sizeof wb, "b: %s", spec);
         tui_grid g = {0};
         tui_ui ui;

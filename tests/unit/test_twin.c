@@ -561,7 +561,8 @@ static void test_label_words(void)
         {"fp32-norms=off", "precision=fp16",
          "a: fp32-norms=on  pre layernorm fp16 loss-scale=dynamic warmup=100 lr=0.001 clip=off",
          "b: fp32-norms=off  pre layernorm fp16 loss-scale=dynamic warmup=100 lr=0.001 clip=off"},
-        {"ln-gamma-init=0", NULL, "a: ln-gamma-init=1  pre layernorm fp32 warmup=100 lr=0.001 clip=off",
+        {"ln-gamma-init=0", NULL,
+         "a: ln-gamma-init=1  pre layernorm fp32 warmup=100 lr=0.001 clip=off",
          "b: ln-gamma-init=0  pre layernorm fp32 warmup=100 lr=0.001 clip=off"},
         {"loss-scale=off", "precision=bf16",
          "a: loss-scale=dynamic  pre layernorm bf16 fp32-norms=on warmup=100 lr=0.001 clip=off",
@@ -574,7 +575,8 @@ static void test_label_words(void)
             CHECK(cli_apply_setting(&ca, t[i].base, stderr) == 0);
         cb = ca;
         CHECK(cli_apply_setting(&cb, t[i].spec, stderr) == 0);
-        twin_run ra = {&ca, ca.warmup > 0, ca.lr, 0, NULL}, rb = {&cb, cb.warmup > 0, cb.lr, 0, NULL};
+        twin_run ra = {&ca, ca.warmup > 0, ca.lr, 0, NULL};
+        twin_run rb = {&cb, cb.warmup > 0, cb.lr, 0, NULL};
         char la[256], lb[256];
         twin_label("a", ra, rb, la, sizeof la);
         twin_label("b", rb, ra, lb, sizeof lb);

@@ -175,6 +175,8 @@ int metrics_step_col_set_name(step_metrics *m, int k, const char *s);
 /* Set column k of m from a setting's value as its row holds it (an enum's
  * index, on/off as 1/0, a number): what the engine copies into each step. */
 int metrics_step_col_set_value(step_metrics *m, int k, double v);
+/* Setting column k's value v (as its row holds it) as the CSV spells it. */
+void metrics_setting_text(int k, double v, char *buf, size_t n);
 /* Column k of m as the CSV spells it ("" for val_loss not measured). */
 void metrics_step_col_text(const step_metrics *m, int k, char *buf, size_t n);
 

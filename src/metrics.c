@@ -214,16 +214,31 @@ int metrics_step_col_set_name(step_metrics *m, int k, const char *s)
     return 0;
 }
 
-/* A column's name value (the enums, on/off), or NULL for a number */
-static const char *col_name_value(const step_metrics *m, int k)
+/* Setting column k's value v by name (the enums, on/off), or NULL for a
+ * number */
+static const char *setting_name(int k, double v)
 {
     const ns_setting *s = metrics_step_col(k)->setting;
-    double v = m->set[k];
     if (!metrics_step_col_named(k))
         return NULL;
     if (s->type == SET_ENUM)
         return v >= 0 && v < s->n_names ? s->names[(int)v] : "?";
     return v < 0 ? "auto" : v ? "on" : "off";
+}
+
+/* A column's name value (the enums, on/off), or NULL for a number */
+static const char *col_name_value(const step_metrics *m, int k)
+{
+    return metrics_step_col(k)->setting ? setting_name(k, m->set[k]) : NULL;
+}
+
+void metrics_setting_text(int k, double v, char *b, size_t n)
+{
+    const char *name = setting_name(k, v);
+    if (name)
+        snprintf(b, n, "%s", name);
+    else
+        num_text(b, n, setting_number(metrics_step_col(k)->setting, v));
 }
 
 int metrics_layer_gnorm_known(const layer_metrics *l)

@@ -87,20 +87,29 @@ static int label_pass(const ns_setting *s)
                : only_where(s)              ? LBL_ONLY_WHERE
                : (s->flags & SETF_NOFLAG)   ? LBL_NOFLAG
                                             : LBL_KEYED;
+    if (!(s->flags & SETF_COMPARE))
+        return -1;
     /* a flag whose mid-run value another row says (--warmup: the ramp) */
     const ns_setting *live = settings_find_cmd(s->name);
-    if (live && live != s)
-        return -1;
-    return s->flags & SETF_COMPARE ? LBL_FIXED : -1;
+    return live && live != s ? -1 : LBL_FIXED;
 }
 
-/* The i-th row a label names, or NULL past the last. */
-static const ns_setting *label_row(int i)
+/* The rows a label names in order: label_next gives the next, NULL past
+ * the last; start with {0, 0}. */
+typedef struct {
+    int pass, k;
+} label_iter;
+
+static const ns_setting *label_next(label_iter *it)
 {
-    for (int pass = 0; pass < LBL_PASSES; pass++)
-        for (int k = 0; k < settings_count(); k++)
-            if (label_pass(settings_row(k)) == pass && i-- == 0)
-                return settings_row(k);
+    for (; it->pass < LBL_PASSES; it->pass++, it->k = 0)
+        while (it->k < settings_count()) {
+            const ns_setting *s = settings_row(it->k++);
+            /* the keyed passes look at keyed rows only: label_pass of the
+             * others searches the table */
+            if ((it->pass == LBL_FIXED || s->keys[0].key) && label_pass(s) == it->pass)
+                return s;
+        }
     return NULL;
 }
 
@@ -142,7 +151,7 @@ int twin_differ(twin_run a, twin_run b)
 {
     char x[96], y[96];
     const ns_setting *s;
-    for (int i = 0; (s = label_row(i)); i++) {
+    for (label_iter it = {0, 0}; (s = label_next(&it));) {
         label_item(a, s, x, sizeof x);
         label_item(b, s, y, sizeof y);
         if (strcmp(x, y) != 0)
@@ -160,7 +169,7 @@ static int still_holds(twin_run r, const char *words)
         size_t k = strcspn(p, " ");
         snprintf(w, sizeof w, "%.*s", (int)k, p);
         const char *eq = strchr(w, '=');
-        for (int i = 0; eq && (s = label_row(i)); i++) {
+        for (label_iter it = {0, 0}; eq && (s = label_next(&it));) {
             label_item(r, s, now, sizeof now);
             if (!strncmp(now, w, (size_t)(eq - w) + 1) && strcmp(now, w) != 0)
                 return 0;
@@ -206,7 +215,7 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
     char mine[96], theirs[96];
     const ns_setting *s;
     /* what differs first: a header cut to the panel's width keeps it */
-    for (int i = 0; other.cfg && (s = label_row(i)); i++) {
+    for (label_iter it = {0, 0}; other.cfg && (s = label_next(&it));) {
         label_item(self, s, mine, sizeof mine);
         label_item(other, s, theirs, sizeof theirs);
         if (strcmp(mine, theirs) != 0)
@@ -221,7 +230,7 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
     }
     /* the rest briefly, the rows a key changes: the named ones by their
      * value alone */
-    for (int i = 0; (s = label_row(i)) && label_pass(s) != LBL_FIXED; i++) {
+    for (label_iter it = {0, 0}; (s = label_next(&it)) && label_pass(s) != LBL_FIXED;) {
         label_item(self, s, mine, sizeof mine);
         if (other.cfg)
             label_item(other, s, theirs, sizeof theirs);

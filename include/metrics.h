@@ -64,7 +64,7 @@ typedef struct {
                            (state "fixed"); not set by the engine */
     int fault_layer;    /* the block of that first non-finite op, or -1 (none,
                          * or outside the blocks: embeddings, head, loss) */
-    unsigned unknown;   /* bit k: metrics_step_cols[k] was not said (a followed
+    unsigned unknown;   /* bit k: metrics_step_col(k) was not said (a followed
                            stream's); 0 for the lab's own rows */
     /* what the diagnosis needs to know of the data, carried with every
      * step so the rules never read engine state (diagnose.h): the lab's

@@ -360,7 +360,7 @@ static void keep_digits(char *dst, const jsonl_value *v)
     }
 }
 
-/* A column of metrics_step_cols. In a probe's stream (a header came)
+/* A step column (metrics_step_col). In a probe's stream (a header came)
  * null is a value measured and not finite, and a column not on the line
  * is unknown (val_loss: null is not measured, as the lab's --jsonl rows
  * and older probes write it, unless val_loss_nonfinite says its value).

@@ -309,6 +309,54 @@ static void test_jsonl_roundtrip(void)
     stream_free(r);
 }
 
+/* Every setting column of normscope's own rows: a change between two
+ * rows is the followed run's event ("COLUMN a -> b") and its setting in
+ * force on the step read back. */
+static void test_every_setting_followed(void)
+{
+    int cols = 0;
+    for (int k = 0; k < metrics_step_ncols(); k++) {
+        const ns_setting *s = metrics_step_col(k)->setting;
+        if (!s)
+            continue;
+        step_metrics m;
+        memset(&m, 0, sizeof m);
+        m.loss = 3.0f, m.lr = 1e-3f, m.grad_norm = 1.0f, m.loss_scale = 1, m.n_layer = 1;
+        ns_config c;
+        settings_defaults(&c);
+        for (int j = 0; j < metrics_step_ncols(); j++)
+            if (metrics_step_col(j)->setting)
+                metrics_step_col_set_value(&m, j, settings_get(metrics_step_col(j)->setting, &c));
+        double x = m.set[k];
+        double y = s->type == SET_ENUM ? (double)(((int)x + 1) % s->n_names)
+                   : metrics_step_col_named(k) ? (double)(x == 0)
+                                                : (x != 0 ? x * 2 : 1);
+        char a[32], b[32], want[96], buf[4096] = "";
+        metrics_setting_text(k, x, a, sizeof a);
+        metrics_setting_text(k, y, b, sizeof b);
+        FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+        m.step = 1;
+        metrics_jsonl_row(f, &m);
+        m.step = 2;
+        metrics_step_col_set_value(&m, k, y);
+        metrics_jsonl_row(f, &m);
+        fclose(f);
+        stream_reader *r = stream_open("/nonexistent/s.nsj");
+        feed_str(r, buf);
+        const trainer_snapshot *t = stream_snapshot(r);
+        snprintf(want, sizeof want, "%s %s -> %s", metrics_step_col(k)->name, a, b);
+        int said = has_event(t, NS_EV_SETTING, want), now = t->s.run[0].last.set[k] == m.set[k];
+        if (!said || !now)
+            fprintf(stderr, "%s: event '%s' %s, value read back %g (written %g)\n",
+                    metrics_step_col(k)->name, want, said ? "said" : "not said",
+                    t->s.run[0].last.set[k], m.set[k]);
+        CHECK(said && now);
+        stream_free(r);
+        cols++;
+    }
+    CHECK(cols >= 7);
+}
+
 static void test_many_layers(void)
 {
     stream_reader *r = stream_open("/nonexistent/l.nsj");
@@ -1129,6 +1177,7 @@ int main(void)
     test_malformed();
     test_nonfinite();
     test_jsonl_roundtrip();
+    test_every_setting_followed();
     test_many_layers();
     test_events_and_spikes();
     test_replay();

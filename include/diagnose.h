@@ -165,7 +165,7 @@ typedef struct {
 static inline float diag_point_lc(const diag_point *p, int k, int l) { return p->lc[k][l]; }
 
 /* The settings the rules compare between steps: every step column that
- * is a setting in force (metrics_step_cols[k].setting: norm, its kind,
+ * is a setting in force (metrics_step_col(k)->setting: norm, its kind,
  * warmup, clip, precision, fp32 norms, the gains' init), as its text,
  * with the two a step carries outside the columns (the peak LR, dynamic
  * loss scaling); the numbers the rules read are kept as numbers too. */
@@ -173,7 +173,7 @@ static inline float diag_point_lc(const diag_point *p, int k, int l) { return p-
 typedef struct {
     float lr_peak, clip;
     int warmup_on, precision, fp32_norms, norm, norm_kind, scale_dynamic;
-    char col[METRICS_STEP_COLS][DIAG_SET_TEXT]; /* "" for a column not a setting or not said */
+    char col[METRICS_STEP_MAX][DIAG_SET_TEXT]; /* "" for a column not a setting or not said */
 } diag_settings;
 
 typedef struct {

@@ -10,11 +10,16 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "settings.h"
 
 /* Layers a step can carry: the lab trains at most 64 (--layers), a followed
  * stream (--follow) may have more; 128 keeps a trainer_snapshot's heatmap
  * at 2 MiB (TRAINER_HIST x 128 floats). */
 #define NS_MAX_LAYERS 128
+
+/* Step columns a step can carry: one bit each of step_metrics.unknown.
+ * Building the column table checks the settings table against it. */
+#define METRICS_STEP_MAX 32
 
 typedef struct {
     float grad_attn;    /* ||d loss / d attention params|| (qkv, proj, biases) */
@@ -43,22 +48,13 @@ typedef struct {
     float lr;           /* learning rate used by this step */
     float grad_norm;    /* global gradient norm before clipping */
     double tokens_per_s;
-    /* settings in force for this step */
-    norm_place norm;
-    norm_kind norm_kind;
-    int warmup_on;
     int in_warmup;      /* the LR ramp was below its peak */
-    float clip;         /* 0 = off */
     float lr_peak;
     int nonfinite;      /* diverged: a forward value, the loss or (without
                            dynamic scaling) a gradient was not finite; no update */
-    numfmt precision;
-    int fp32_norms;
     float loss_scale;   /* in force for this step; 1 in fp32 or when off */
     int loss_scale_dynamic;
     int skipped;        /* the dynamic loss scaler skipped this step */
-    float ln_gamma_init; /* the norms' initial gain (--ln-gamma-init), fixed at the
-                            start: the gamma-zero lesson's difference */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
     int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
                            not set by the engine */
@@ -68,7 +64,7 @@ typedef struct {
                            (state "fixed"); not set by the engine */
     int fault_layer;    /* the block of that first non-finite op, or -1 (none,
                          * or outside the blocks: embeddings, head, loss) */
-    unsigned unknown;   /* bit k: metrics_step_cols[k] was not said (a followed
+    unsigned unknown;   /* bit k: metrics_step_col(k) was not said (a followed
                            stream's); 0 for the lab's own rows */
     /* what the diagnosis needs to know of the data, carried with every
      * step so the rules never read engine state (diagnose.h): the lab's
@@ -77,42 +73,84 @@ typedef struct {
     float data_entropy; /* unigram entropy of the training targets, nats (the
                            loss of a model that knows only which tokens are
                            common); NaN = not known */
+    /* the settings in force for this step: set[k] is step column k's
+     * value when the column is a setting's (metrics_step_col(k)->setting),
+     * as its row holds it (an enum's index, on/off 1/0, a number); the
+     * engine fills them with one loop over the columns */
+    double set[METRICS_STEP_MAX];
     int n_layer;
     layer_metrics layer[NS_MAX_LAYERS];
 } step_metrics;
 
 /* ---- the step columns: one table --------------------------------------------
- * Every column of a step row, in the order the CSV and JSONL write them,
- * with where it lives in step_metrics and how it is spelled. The writers
- * below and every reader (stream.c, plot_data.c) walk this table, so a
- * column is added in one place. */
+ * Every column of a step row, in the order the CSV and JSONL write them:
+ * the measured ones below, and between and after them the settings
+ * table's rows with a step_col (settings.h), at those indices. The
+ * writers below and every reader (stream.c, plot_data.c, the sweep's
+ * results) walk it, so a setting's column is its row. */
 typedef enum {
-    METRICS_T_LONG,  /* long: step */
-    METRICS_T_FLOAT, /* float: %.9g; nan/inf/-inf in CSV, null in JSON */
-    METRICS_T_VAL,   /* float measured when has_val; empty (CSV) / null (JSON) else */
-    METRICS_T_RATE,  /* double: %.1f */
-    METRICS_T_PLACE, /* norm_place by name */
-    METRICS_T_KIND,  /* norm_kind by name */
-    METRICS_T_PREC,  /* numfmt by name */
-    METRICS_T_ONOFF, /* int: "on" / "off" */
-    METRICS_T_INT    /* int */
+    METRICS_T_LONG,   /* long: step */
+    METRICS_T_FLOAT,  /* float: %.9g; nan/inf/-inf in CSV, null in JSON */
+    METRICS_T_VAL,    /* float measured when has_val; empty (CSV) / null (JSON) else */
+    METRICS_T_RATE,   /* double: %.1f */
+    METRICS_T_INT,    /* int */
+    METRICS_T_SETTING /* set[k], spelled by its row: names, on/off, or %.9g */
 } metrics_type;
 
 typedef struct {
     const char *name;
-    size_t offset;     /* in step_metrics, or in layer_metrics for a layer column */
+    size_t offset;     /* in step_metrics (measured), or in layer_metrics for a layer column */
     metrics_type type;
-    int setting;       /* a setting in force: a change marks the loss chart */
+    const ns_setting *setting; /* a setting in force (its value in set[k]): a change marks
+                                * the loss chart; NULL for a measured column */
 } metrics_col;
 
-/* The step columns' indices in metrics_step_cols (and bits of unknown). */
+/* The measured step columns' indices (and bits of unknown); the others
+ * are the settings' step_col: 6..11 (norm .. fp32_norms), 14 on. */
 enum {
     METRICS_COL_STEP, METRICS_COL_LOSS, METRICS_COL_VAL, METRICS_COL_LR, METRICS_COL_GNORM,
-    METRICS_COL_TPS, METRICS_COL_NORM, METRICS_COL_KIND, METRICS_COL_WARMUP, METRICS_COL_CLIP,
-    METRICS_COL_PREC, METRICS_COL_FP32N, METRICS_COL_SCALE, METRICS_COL_SKIPPED,
-    METRICS_COL_GAMMA0, /* after the others: every older step column keeps its place */
-    METRICS_STEP_COLS
+    METRICS_COL_TPS, METRICS_COL_SCALE = 12, METRICS_COL_SKIPPED
 };
+/* The number of step columns, and column k (0 <= k < that). */
+int metrics_step_ncols(void);
+const metrics_col *metrics_step_col(int k);
+/* Whether column k's values are names (an enum's, on/off), not numbers. */
+int metrics_step_col_named(int k);
+/* The value of the setting column named col in m (an enum's index, on/off
+ * 1/0, a number), and setting it (a float row's rounded as its field). */
+double metrics_setting(const step_metrics *m, const char *col);
+void metrics_set_setting(step_metrics *m, const char *col, double v);
+/* Whether m says the setting column named col (a stream's may not). */
+int metrics_setting_known(const step_metrics *m, const char *col);
+/* The settings the engine's rules and views read by name. */
+static inline norm_place metrics_norm(const step_metrics *m)
+{
+    return (norm_place)(int)metrics_setting(m, "norm");
+}
+static inline norm_kind metrics_norm_kind(const step_metrics *m)
+{
+    return (norm_kind)(int)metrics_setting(m, "norm_kind");
+}
+static inline numfmt metrics_precision(const step_metrics *m)
+{
+    return (numfmt)(int)metrics_setting(m, "precision");
+}
+static inline int metrics_warmup_on(const step_metrics *m)
+{
+    return metrics_setting(m, "warmup") != 0;
+}
+static inline int metrics_fp32_norms(const step_metrics *m)
+{
+    return metrics_setting(m, "fp32_norms") != 0;
+}
+static inline float metrics_clip(const step_metrics *m)
+{
+    return (float)metrics_setting(m, "clip");
+}
+static inline float metrics_gamma0(const step_metrics *m)
+{
+    return (float)metrics_setting(m, "ln_gamma_init");
+}
 /* The layer columns' indices in metrics_layer_cols (and bits of unknown). */
 enum {
     METRICS_LC_GRAD_ATTN, METRICS_LC_GRAD_FFN, METRICS_LC_GRAD_LN, METRICS_LC_ACT_MAX,
@@ -127,7 +165,6 @@ static inline int metrics_layer_known(const layer_metrics *l, int k)
 }
 /* Is column k known in m (said by its row)? */
 static inline int metrics_known(const step_metrics *m, int k) { return !(m->unknown & (1u << k)); }
-extern const metrics_col metrics_step_cols[METRICS_STEP_COLS];
 extern const metrics_col metrics_layer_cols[METRICS_LAYER_COLS];
 /* The index of a step column's name (len bytes), or -1. */
 int metrics_step_col_find(const char *name, size_t len);
@@ -138,6 +175,8 @@ int metrics_step_col_set_name(step_metrics *m, int k, const char *s);
 /* Set column k of m from a setting's value as its row holds it (an enum's
  * index, on/off as 1/0, a number): what the engine copies into each step. */
 int metrics_step_col_set_value(step_metrics *m, int k, double v);
+/* Setting column k's value v (as its row holds it) as the CSV spells it. */
+void metrics_setting_text(int k, double v, char *buf, size_t n);
 /* Column k of m as the CSV spells it ("" for val_loss not measured). */
 void metrics_step_col_text(const step_metrics *m, int k, char *buf, size_t n);
 
@@ -146,7 +185,7 @@ void metrics_step_col_text(const step_metrics *m, int k, char *buf, size_t n);
  * to it printed to 9 digits. "" = format the value. */
 #define METRICS_DIGITS 24
 typedef struct {
-    char step[METRICS_STEP_COLS][METRICS_DIGITS];
+    char step[METRICS_STEP_MAX][METRICS_DIGITS];
     char layer[NS_MAX_LAYERS][METRICS_LAYER_COLS][METRICS_DIGITS];
 } metrics_digits;
 

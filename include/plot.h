@@ -23,7 +23,10 @@
 #include "snapshot.h"
 #include "sweep.h"
 
-enum { PLOT_NSET = 7, PLOT_SETLEN = 24, PLOT_MARKLEN = 96, PLOT_MAX_STEPS = 8 };
+/* PLOT_NSET: a run's settings are indexed by step column (metrics.h: a
+ * setting's column is its settings row's step_col), so every column the
+ * settings table records has its place. */
+enum { PLOT_NSET = METRICS_STEP_MAX, PLOT_SETLEN = 24, PLOT_MARKLEN = 96, PLOT_MAX_STEPS = 8 };
 
 typedef struct {
     long step;               /* where it is drawn: a rewind at the step it left */

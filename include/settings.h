@@ -5,9 +5,10 @@
  * how the command may change it, the engine's hook for what else
  * changes, its chart marker and its keys in the live view), whether
  * --compare may vary it, where it lives (a field of ns_config or of
- * cli_opts) and its place in the checkpoint header. The defaults, flag
- * parsing and range errors, --help, the --compare names, the command
- * words, the keys and their help, and the checkpoint header are loops
+ * cli_opts), its place in the checkpoint header and among each step's
+ * columns. The defaults, flag parsing and range errors, --help, the
+ * --compare names and labels, the command words, the keys and their
+ * help, the checkpoint header and the step columns (metrics.h) are loops
  * over this table, so they cannot drift apart. Adding a setting, or a
  * mid-run setting with its key, is adding a row.
  *
@@ -26,50 +27,44 @@ typedef enum {
     SET_INT,        /* int in lo..hi */
     SET_LONG,       /* long in lo..hi */
     SET_REAL,       /* float in lo..hi */
-    SET_ENUM,       /* int: an index into names (def may be -1: "unset") */
-    SET_ONOFF,      /* int 0/1 spelled on|off */
-    SET_AUTO,       /* int 1/0/-1 spelled on|off|auto */
-    SET_PRESENCE,   /* int set to 1 by the flag alone (no value) */
-    SET_PATH,       /* const char *: a file name or a word, kept as given */
-    SET_ASSIGN,     /* const char *: "SETTING=VALUE", kept as given */
-    SET_U64,        /* uint64_t, 0..2^64-1 */
-    SET_BETAS,      /* two floats (this field and the next) "B1,B2", each in lo..hi */
+    SET_ENUM,       /* int index into names (def -1: "unset") */
+    SET_ONOFF,      /* int 0/1: on|off */
+    SET_AUTO,       /* int 1/0/-1: on|off|auto */
+    SET_PRESENCE,   /* int, 1 by the flag alone */
+    SET_PATH,       /* const char *, kept as given */
+    SET_ASSIGN,     /* const char * "SETTING=VALUE", kept as given */
+    SET_U64,        /* uint64_t */
+    SET_BETAS,      /* two floats (this field and the next): "B1,B2" */
     SET_LOSS_SCALE, /* float: dynamic (0) | off (-1) | X in lo..hi */
-    SET_ACTION,     /* --help, --version: no value, handled by the parser */
+    SET_ACTION,     /* --help, --version: handled by the parser */
     SET_TYPE_COUNT
 } setting_type;
 
-/* Where a row's value lives. */
 typedef enum { SET_IN_CFG, SET_IN_OPTS, SET_IN_NONE } setting_home;
 
-/* Row flags. */
 enum {
-    SETF_COMPARE = 1 << 0, /* --compare may vary it (it leaves the shape alone) */
-    SETF_PLOT = 1 << 1,    /* a --plot option: refused without --plot */
-    SETF_NOFLAG = 1 << 2,  /* a mid-run setting only: no flag, no --help line */
-    SETF_FOLLOW = 1 << 3,  /* applies to --follow, which trains nothing: the others are
-                            * refused with it */
+    SETF_COMPARE = 1 << 0, /* --compare may vary it: it leaves the shape alone */
+    SETF_PLOT = 1 << 1,    /* refused without --plot */
+    SETF_NOFLAG = 1 << 2,  /* mid-run only: no flag, no --help line */
+    SETF_FOLLOW = 1 << 3,  /* allowed with --follow, which trains nothing */
     SETF_FILE = 1 << 4,    /* names a file or directory to read or write: never from a
-                            * lesson file, which may come from anyone (a lesson holds
-                            * settings, never paths) */
+                            * lesson, which may come from anyone (settings, never paths) */
 };
 
-/* How a row's command may change it mid-run (the row has a command word):
- * to a value is always allowed; these add the words after it. */
+/* How a row's command may change it mid-run, besides to a value. */
 enum {
-    SETL_TOGGLE = 1 << 0, /* "WORD toggle": to toggle[1] from toggle[0], else to toggle[0] */
-    SETL_CYCLE = 1 << 1,  /* "WORD next": to the next of its names */
-    SETL_SCALE = 1 << 2,  /* "WORD xF", "*F", "/F": times a factor */
-    SETL_OFF = 1 << 3,    /* "WORD off": 0 (a number whose 0 means off) */
-    SETL_UNBOUNDED = 1 << 4, /* a number may pass the flag's upper bound (lr x2 by
-                              * lr x2 is what a class watches) */
+    SETL_TOGGLE = 1 << 0, /* "WORD toggle": toggle[1] from toggle[0], else toggle[0] */
+    SETL_CYCLE = 1 << 1,  /* "WORD next" */
+    SETL_SCALE = 1 << 2,  /* "WORD xF", "*F", "/F" */
+    SETL_OFF = 1 << 3,    /* "WORD off": 0 */
+    SETL_UNBOUNDED = 1 << 4, /* may pass the flag's upper bound: lr x2 pressed until
+                              * it blows up is what a class watches */
     SETL_REMOTE = 1 << 5,    /* a followed run takes its keys' commands too (the
-                              * probe's control file, --follow) */
+                              * probe's control file) */
 };
 
-/* The engine's hook of a mid-run row: what else changes with the value
- * (engine.c, one function each). A row without one only has its field
- * set. Their order is the order of a chart marker's labels. */
+/* What else changes with a mid-run row's value (engine.c, one function
+ * each); SETH_NONE: the field alone. The order is a chart marker's. */
 typedef enum {
     SETH_NONE = 0,
     SETH_NORM,
@@ -84,65 +79,72 @@ typedef enum {
     SETH_COUNT
 } setting_hook;
 
-/* The chart marker's label of a row's value (settings_mark): the words
- * of the values 0, 1 and below 0 when given, else fmt of the value, else
- * (names) the value's name. A row without any has no marker. */
+/* A value's words (settings_mark): zero, one, neg for those values, else
+ * fmt, else (names) the enum's name; none of them: no marker. */
 typedef struct {
     const char *zero, *one, *neg;
     const char *fmt;
     int names;
-    const char *const *words; /* the value's words, index = value (an enum's n_names) */
+    const char *const *words; /* by value, an enum's n_names */
 } setting_mark;
 
-/* A key of the live view bound to a row's command: the key sends
- * "WORD how" ("norm toggle", "lr x2"), as the command parser reads it. */
+/* A live-view key: it sends "WORD how" ("norm toggle", "lr x2"), so a key
+ * and a script line are the same command. */
 #define SET_KEYS 2
 typedef struct {
-    int key;           /* the key, 0 = none */
-    int alt;           /* another key for the same, 0 = none ('=' for '+') */
-    const char *how;   /* the words after the command word */
+    int key, alt;      /* 0 = none; alt: '=' for '+' */
+    const char *how;
     const char *help;  /* the help overlay's line; NULL: shares the line before */
 } setting_key;
 
-/* When a row's flag does anything. Given where holds() says it does
- * nothing, the flag is said in one line (a warning: the deciding setting
- * may change mid-run, or the case is a sweep's), or refused (exit 2). */
+/* Where a flag does something. Elsewhere it is said in one line: a
+ * warning (the deciding setting may change mid-run, or a sweep crosses
+ * it on purpose), or refused (exit 2). */
 typedef struct {
     /* c: the settings in force (a resumed run's: the checkpoint's with the
-     * flags applied); opts: the command line's cli_opts. A row whose key
-     * toggles or cycles it reads c only: the status line asks with opts
-     * NULL whether to show its toggle. */
+     * flags applied); opts: the cli_opts. Rows a key toggles or cycles
+     * read c only: the status line and the twin labels ask with opts NULL. */
     int (*holds)(const ns_config *c, const void *opts);
     const char *under; /* the deciding flag ("precision") */
-    const char *when;  /* where it applies, after "it applies with " */
+    const char *when;  /* after "it applies with " */
     int refuse;
 } setting_applies;
 
 typedef struct {
-    const char *name;  /* long flag, --compare SETTING, checkpoint field name */
-    char short_name;   /* 0 = none */
+    const char *name;  /* long flag, --compare SETTING, checkpoint field */
+    char short_name;
     setting_type type;
-    const char *arg;   /* the value's placeholder in --help; enums: NULL = the names */
-    double lo, hi;     /* inclusive range of numbers (SET_INT/LONG/REAL/BETAS/LOSS_SCALE) */
-    const char *const *names; /* SET_ENUM: the value names, index = value */
+    const char *arg;   /* --help's placeholder; enums: NULL = the names */
+    double lo, hi;     /* inclusive */
+    const char *const *names;
     int n_names;
-    double def, def2;  /* default (enum index, 0/1, -1 auto); def2: the second beta */
-    const char *def_text; /* the default as --help says it, when not def; "" = none */
-    const char *help;  /* the help words; the range and default are appended */
+    double def, def2;  /* def2: the second beta */
+    const char *def_text; /* --help's default when not def; "" = none */
+    const char *help;  /* the range and default are appended */
     unsigned flags;    /* SETF_* */
-    const char *cmd;   /* the command/script word if it can change mid-run, else NULL */
+    const char *cmd;   /* the command/script word of a mid-run row */
     setting_home home;
-    size_t off;        /* offsetof into ns_config (SET_IN_CFG) or cli_opts (SET_IN_OPTS) */
-    int ckpt;          /* position in the checkpoint header, 1.. ; 0 = not stored */
-    /* mid-run (rows with a command word) */
-    unsigned live;     /* SETL_*: how the command may change it besides to a value */
-    double toggle[2];  /* SETL_TOGGLE's two values */
-    setting_hook hook; /* the engine's side effects; SETH_NONE: the field alone */
-    setting_mark mark; /* its chart marker's label */
-    setting_key keys[SET_KEYS]; /* the live view's keys for it */
-    /* its toggle on the live view's status line ("[p] Pre-LN"), when a key
-     * toggles or cycles it: the value said as a marker says it, from this
-     * or, when this is empty, from mark (settings_status) */
+    size_t off;        /* in ns_config or cli_opts */
+    int ckpt;          /* place in the checkpoint header, 1..; 0 = not stored */
+    /* Recorded with every step: its index among the step columns
+     * (metrics.h; the CSV's and JSONL's order), 0 = not recorded. As
+     * ckpt, a new row takes the next index, so older files keep their
+     * columns. The value is the engine's (engine_setting_value): the
+     * field's but where a hook keeps it. The special cases, here only:
+     *  - "warmup" is the ramp in force on/off (the warmup-ramp row), not
+     *    --warmup N;
+     *  - the lr and loss_scale columns are measured, not the rows': the
+     *    LR the step used, the scale in force;
+     *  - ln_gamma_init is fixed at the start (no command word). */
+    int step_col;
+    const char *column; /* the column's name; NULL: the row's, '_' for '-' */
+    /* mid-run rows */
+    unsigned live;     /* SETL_* */
+    double toggle[2];
+    setting_hook hook;
+    setting_mark mark; /* its chart marker */
+    setting_key keys[SET_KEYS];
+    /* its status-line toggle ("[p] Pre-LN"); empty: mark's words */
     setting_mark status;
     setting_applies applies; /* holds NULL: wherever it is given */
 } ns_setting;
@@ -154,9 +156,9 @@ int settings_index(const ns_setting *s);
 const ns_setting *settings_find(const char *name, size_t len);
 const ns_setting *settings_find_short(char c);
 const ns_setting *settings_find_cmd(const char *word);
-/* The row of a metrics column named for a setting ("norm_kind" -> the
- * norm-kind row; "warmup", the ramp in force -> the row whose command is
- * "warmup"), or NULL. */
+/* The name of a row's step column (step_col), and the row of a step
+ * column's name ("norm_kind", "warmup"), or NULL. */
+void settings_column(const ns_setting *s, char *buf, size_t len);
 const ns_setting *settings_of_column(const char *col);
 
 /* The row's defaults into c (rows that live in ns_config), the rest zero. */

@@ -111,7 +111,7 @@ static void push(diag *d, const step_metrics *m)
     p->lr = metrics_known(m, METRICS_COL_LR) ? m->lr : NAN;
     p->scale = metrics_known(m, METRICS_COL_SCALE) ? m->loss_scale : NAN;
     p->gnorm = metrics_known(m, METRICS_COL_GNORM) ? m->grad_norm : NAN;
-    p->clip = m->clip;
+    p->clip = metrics_clip(m);
     if (d->first_loss == 0 && p->updated && isfinite(p->loss))
         d->first_loss = p->loss;
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
@@ -181,15 +181,15 @@ static diag_settings settings_of(const step_metrics *m)
     diag_settings s;
     memset(&s, 0, sizeof s);
     s.lr_peak = m->lr_peak;
-    s.clip = m->clip;
-    s.warmup_on = m->warmup_on;
-    s.precision = (int)m->precision;
-    s.fp32_norms = m->fp32_norms;
-    s.norm = (int)m->norm;
-    s.norm_kind = (int)m->norm_kind;
+    s.clip = metrics_clip(m);
+    s.warmup_on = metrics_warmup_on(m);
+    s.precision = (int)metrics_precision(m);
+    s.fp32_norms = metrics_fp32_norms(m);
+    s.norm = (int)metrics_norm(m);
+    s.norm_kind = (int)metrics_norm_kind(m);
     s.scale_dynamic = m->loss_scale_dynamic;
-    for (int k = 0; k < METRICS_STEP_COLS; k++)
-        if (metrics_step_cols[k].setting && metrics_known(m, k))
+    for (int k = 0; k < metrics_step_ncols(); k++)
+        if (metrics_step_col(k)->setting && metrics_known(m, k))
             metrics_step_col_text(m, k, s.col[k], sizeof s.col[k]);
     return s;
 }
@@ -198,7 +198,7 @@ static int settings_equal(const diag_settings *a, const diag_settings *b)
 {
     if (a->lr_peak != b->lr_peak || a->scale_dynamic != b->scale_dynamic)
         return 0;
-    for (int k = 0; k < METRICS_STEP_COLS; k++)
+    for (int k = 0; k < metrics_step_ncols(); k++)
         if (strcmp(a->col[k], b->col[k]) != 0)
             return 0;
     return 1;
@@ -210,7 +210,7 @@ static int settings_equal(const diag_settings *a, const diag_settings *b)
  * script parser. */
 static void undo_command(int k, const char *v, char *buf, size_t len)
 {
-    const ns_setting *row = settings_of_column(metrics_step_cols[k].name);
+    const ns_setting *row = metrics_step_col(k)->setting;
     ns_command c;
     char err[128];
     buf[0] = 0;
@@ -236,6 +236,15 @@ static void append(char *buf, size_t len, const char *sep, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether a change of the row makes the older steps another run's for a
+ * trend: what the model computes (placement, kind, arithmetic), not how
+ * it is trained. */
+static int another_run(const ns_setting *s)
+{
+    return s && (s->hook == SETH_NORM || s->hook == SETH_NORM_KIND ||
+                 s->hook == SETH_PRECISION || s->hook == SETH_FP32_NORMS);
+}
+
 /* A change from a to b at step `at`: what changed in the table's words
  * ("norm pre -> post"), the commands that undo it, and whether it makes
  * the older rows another run's for a trend (the precision, the norm, its
@@ -247,17 +256,16 @@ static void record_change(diag *d, const diag_settings *a, const diag_settings *
     d->change_held = at - (d->changed_at >= 0 ? d->changed_at : d->start_step - 1);
     d->change_at = at;
     d->change_what[0] = d->change_undo[0] = 0;
-    for (int k = 0; k < METRICS_STEP_COLS; k++) {
+    for (int k = 0; k < metrics_step_ncols(); k++) {
         if (!strcmp(a->col[k], b->col[k]))
             continue;
         append(d->change_what, sizeof d->change_what, ", ", "%s %s -> %s",
-               metrics_step_cols[k].name, a->col[k][0] ? a->col[k] : "?", b->col[k]);
+               metrics_step_col(k)->name, a->col[k][0] ? a->col[k] : "?", b->col[k]);
         char undo[DIAG_FIX_TEXT];
         undo_command(k, a->col[k], undo, sizeof undo);
         if (undo[0])
             append(d->change_undo, sizeof d->change_undo, "; ", "%s", undo);
-        if (k == METRICS_COL_NORM || k == METRICS_COL_KIND || k == METRICS_COL_PREC ||
-            k == METRICS_COL_FP32N)
+        if (another_run(metrics_step_col(k)->setting))
             d->trend_from = at;
     }
     if (a->lr_peak != b->lr_peak) {
@@ -518,17 +526,18 @@ static int rule_scale(diag *d, const step_metrics *m, diag_kind kind, diag_findi
     if (gave)
         snprintf(at_one, sizeof at_one, ", and at 1 the %s still overflowed: gradients at "
                  "their true size pass %s's max %g", m->fault[0] ? m->fault : "gradients",
-                 numfmt_name(m->precision), (double)numfmt_max(m->precision));
+                 numfmt_name(metrics_precision(m)), (double)numfmt_max(metrics_precision(m)));
     diag_finding *f = add(out, max, k, kind, DIAG_R_SCALE, -1, m->step, v,
         !gave ? "values grow toward fp16's limit: lower the LR, or train in bf16 (fp32's range)"
-        : m->precision == FMT_FP16 ? "no loss scale helps: train in bf16, which has fp32's range "
-                                     "(lower the LR too if the values grow)"
-                                   : "no loss scale helps: lower the LR",
+        : metrics_precision(m) == FMT_FP16
+            ? "no loss scale helps: train in bf16, which has fp32's range (lower the LR too if "
+              "the values grow)"
+            : "no loss scale helps: lower the LR",
         "loss scale collapsed %g -> %g (%gx) within %ld steps (since step %ld)%s", (double)mx,
         (double)m->loss_scale, (double)(mx / m->loss_scale), age + 1, point(d, age)->step,
         gave ? at_one : ": gradients overflow ever more");
     set_fix(f, kind == DIAG_DIAGNOSIS ? DIAG_FROM_SNAPSHOT : DIAG_FROM_HERE, m->step,
-            m->precision == FMT_FP16 ? "precision bf16" : "lr x0.5");
+            metrics_precision(m) == FMT_FP16 ? "precision bf16" : "lr x0.5");
     return 1;
 }
 
@@ -718,11 +727,13 @@ static int stall_setting_cause(const diag *d, const step_metrics *m, const stall
         c->hint = "re-init with a lower LR: lowering it from here keeps the grown weights";
         snprintf(c->fix, sizeof c->fix, "lr x%g", lr_factor(c->upd));
         c->from = DIAG_FROM_START;
-    } else if (m->clip > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt && c->upd < DIAG_UPDATE_LOW) {
+    } else if (metrics_clip(m) > 0 && w->clipped >= DIAG_CLIP_SHARE * w->cnt &&
+               c->upd < DIAG_UPDATE_LOW) {
         double gn = w->gnorm / w->cnt;
         snprintf(c->why, sizeof c->why, "the clip %g: %d of %d steps clipped, the gradient norm "
-                 "%.3g (mean) cut to %.2g of it; update ratio %.2g a step", (double)m->clip,
-                 w->clipped, w->cnt, gn, gn > 0 ? (double)m->clip / gn : 0.0, c->upd);
+                 "%.3g (mean) cut to %.2g of it; update ratio %.2g a step",
+                 (double)metrics_clip(m), w->clipped, w->cnt, gn,
+                 gn > 0 ? (double)metrics_clip(m) / gn : 0.0, c->upd);
         c->hint = "raise the clip or turn it off (clip 0): Adam's step shrinks once the clipped "
                   "gradient nears its epsilon";
         snprintf(c->fix, sizeof c->fix, "clip 0");
@@ -736,8 +747,8 @@ static int stall_setting_cause(const diag *d, const step_metrics *m, const stall
  * gradient into the blocks), a low LR, or none known. */
 static void stall_reach_cause(const step_metrics *m, const stall_window *w, stall_ctx *c)
 {
-    if (w->bottom < DIAG_STALL_GRAD * w->top && m->ln_gamma_init == 0 &&
-        metrics_known(m, METRICS_COL_GAMMA0) && c->post) {
+    if (w->bottom < DIAG_STALL_GRAD * w->top && metrics_gamma0(m) == 0 &&
+        metrics_setting_known(m, "ln_gamma_init") && c->post) {
         snprintf(c->why, sizeof c->why, "the norms' gains start at 0: each block outputs 0, and "
                  "the gradient below it is %.2g of the top's", c->ratio);
         c->hint = "Pre-LN (norm pre) keeps the residual path open and the gains grow back; or "
@@ -763,7 +774,7 @@ static void stall_reach_cause(const step_metrics *m, const stall_window *w, stal
         else
             snprintf(c->why, sizeof c->why, "no gradient reaches the blocks: every block's is 0; "
                      "update ratio %.2g a step", c->upd);
-        int dyt = m->norm_kind == NORMK_DYT;
+        int dyt = metrics_norm_kind(m) == NORMK_DYT;
         c->hint = dyt ? "a LayerNorm from here (kind layernorm); 10x the LR stalls the same"
                       : "no rule names a fix: compare a run with another norm (--compare)";
         snprintf(c->fix, sizeof c->fix, "%s", dyt ? "kind layernorm" : "");
@@ -792,7 +803,8 @@ static void stall_finding(diag *d, const step_metrics *m, const stall_window *w,
     c.grow = slope(d, c.la, 0) * 100;
     c.upd = mean_top_update(d, L, &c.ucnt);
     c.ratio = w->top > 0 ? w->bottom / w->top : 0;
-    c.post = m->norm == NORM_POST || m->norm == NORM_DEEPNORM || m->norm == NORM_MIX;
+    norm_place place = metrics_norm(m);
+    c.post = place == NORM_POST || place == NORM_DEEPNORM || place == NORM_MIX;
     /* every block's gradient vanished, the top's too, while the model's
      * (the embeddings' and the head's) did not: the largest block's mean
      * over the model's */
@@ -864,14 +876,14 @@ static void rule_norm_var(const step_metrics *m, diag_finding *out, int max, int
     for (int l = 0; l < m->n_layer; l++)
         act_now[l] = m->layer[l].act_max;
     int top = top_act_layer(act_now, m->n_layer);
-    double fmax = numfmt_max(m->precision), act = m->layer[top].act_max;
+    double fmax = numfmt_max(metrics_precision(m)), act = m->layer[top].act_max;
     double v[4] = {act, sqrt(fmax), fmax, (double)top};
     char at[24]; /* "nan" without the sign printf may give it */
     snprintf(at, sizeof at, isnan(act) ? "nan" : "%.4g", act);
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NORM_VAR, layer, m->step, v,
         "fp32-norms on or precision bf16 fix the overflow; the growth remains: lower the LR too",
         "%s overflowed in %s: act max %s (layer %d) squares past %g (limit %.3g)", m->fault,
-        numfmt_name(m->precision), at, top, fmax, sqrt(fmax));
+        numfmt_name(metrics_precision(m)), at, top, fmax, sqrt(fmax));
     set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "fp32-norms on");
 }
 
@@ -942,9 +954,10 @@ static double format_least(numfmt f)
  * probability, steps}. */
 static void rule_loss(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
-    if (m->precision == FMT_FP32 || m->fp32_norms || strcmp(m->fault, "forward, loss") != 0)
+    if (metrics_precision(m) == FMT_FP32 || metrics_fp32_norms(m) ||
+        strcmp(m->fault, "forward, loss") != 0)
         return;
-    double least = format_least(m->precision), cap = -ns_log(least), sum = 0;
+    double least = format_least(metrics_precision(m)), cap = -ns_log(least), sum = 0;
     int cnt = 0;
     for (long a = 0; a < kept(d); a++)
         if (point(d, a)->updated && isfinite(point(d, a)->loss))
@@ -953,7 +966,7 @@ static void rule_loss(diag *d, const step_metrics *m, diag_finding *out, int max
     char before[64] = "";
     if (cnt)
         snprintf(before, sizeof before, "; mean loss %.3f over the %d steps before", v[0], cnt);
-    const char *fmt = numfmt_name(m->precision);
+    const char *fmt = numfmt_name(metrics_precision(m));
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LOSS, -1, m->step, v,
         lr_too_high(d, m) ? "fp32-norms on computes the softmax and the loss in fp32, as "
                             "autocast does; the update ratio says the LR is high too: lower it "
@@ -990,7 +1003,7 @@ static void rule_lr(diag *d, const step_metrics *m, diag_finding *out, int max, 
             (double)d->lr_tolerated, (double)m->lr_peak, d->lr_raised_at,
             m->step - d->lr_raised_at);
         set_fix(f, DIAG_FROM_SNAPSHOT, d->lr_raised_at, "lr %g", (double)d->lr_tolerated);
-    } else if (!m->warmup_on && d->warmup_off_at >= 0 &&
+    } else if (!metrics_warmup_on(m) && d->warmup_off_at >= 0 &&
                m->step - d->warmup_off_at <= DIAG_WARMUP_EARLY && !lr_too_high(d, m) &&
                updates_kept(d) > 0 &&
                !strstr(m->fault, "loss")) { /* the loss in the format: the format's */

@@ -85,7 +85,6 @@ struct engine {
     step_metrics last; /* the latest step's metrics; a snapshot keeps its step's */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
     engine_data_id loaded; /* the data its checkpoint says it trained on */
-    const ns_setting *col_row[METRICS_STEP_COLS]; /* a setting column's row, else NULL */
     engine_loss_terms terms; /* the latest step's (engine_last_loss_terms) */
 };
 
@@ -144,9 +143,6 @@ static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err
     }
     e->cfg = *cfg;
     e->data = data;
-    for (int k = 0; k < METRICS_STEP_COLS; k++) /* looked up once, not every step */
-        e->col_row[k] = metrics_step_cols[k].setting ? settings_of_column(metrics_step_cols[k].name)
-                                                     : NULL;
     metrics_spike_reset(&e->spike_loss, METRICS_SPIKE_LOSS); /* a loaded run too */
     metrics_spike_reset(&e->spike_gnorm, METRICS_SPIKE_GNORM);
     size_t BT = (size_t)cfg->batch * cfg->context;
@@ -421,9 +417,11 @@ static void step_fields(engine *e, step_metrics *out, float loss, float lr, floa
     out->grad_norm = gnorm;
     out->tokens_per_s = dt > 0 ? (double)c->batch * c->context / dt : 0.0;
     /* the settings in force, one column each (the metrics table's) */
-    for (int k = 0; k < METRICS_STEP_COLS; k++)
-        if (e->col_row[k])
-            metrics_step_col_set_value(out, k, engine_setting_value(e, e->col_row[k]));
+    for (int k = 0; k < metrics_step_ncols(); k++) {
+        const ns_setting *row = metrics_step_col(k)->setting;
+        if (row)
+            metrics_step_col_set_value(out, k, engine_setting_value(e, row));
+    }
     out->in_warmup = schedule_in_warmup(&e->sched, s);
     out->lr_peak = e->sched.peak;
     out->loss_scale = scale;
@@ -1292,7 +1290,7 @@ static const char *header_bad(const ns_config *c, const run_state *r, char *bad,
         {r->good >= 0 && r->good <= 1e12, "clean steps", (double)r->good, "0..1e12"},
         {r->data.known >= 0 && (r->data.from_file == 0 || r->data.from_file == 1), "data",
          r->data.from_file, "a name under 1024 bytes, from_file 0 or 1"},
-    };
+};
     for (size_t i = 0; i < sizeof state / sizeof state[0]; i++)
         if (!state[i].ok) {
             snprintf(bad, len, "'%s' out of range: %g, expected %s", state[i].what, state[i].x,

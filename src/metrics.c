@@ -1,33 +1,111 @@
-/* metrics.c - CSV and JSONL forms of a step's metrics, the per-layer
- * column table (metrics_step_cols, metrics_layer_cols) every writer and
- * reader walks, and the loss-spike rule shared by the engine and the
- * stream reader. */
+/* metrics.c - CSV and JSONL forms of a step's metrics, the step and
+ * per-layer column tables (metrics_step_col, metrics_layer_cols) every
+ * writer and reader walks, and the loss-spike rule shared by the engine
+ * and the stream reader. */
 #include "metrics.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define STEP(n, field, t, set) {n, offsetof(step_metrics, field), t, set}
-const metrics_col metrics_step_cols[METRICS_STEP_COLS] = {
-    [METRICS_COL_STEP] = STEP("step", step, METRICS_T_LONG, 0),
-    [METRICS_COL_LOSS] = STEP("loss", loss, METRICS_T_FLOAT, 0),
-    [METRICS_COL_VAL] = STEP("val_loss", val_loss, METRICS_T_VAL, 0),
-    [METRICS_COL_LR] = STEP("lr", lr, METRICS_T_FLOAT, 0),
-    [METRICS_COL_GNORM] = STEP("grad_norm", grad_norm, METRICS_T_FLOAT, 0),
-    [METRICS_COL_TPS] = STEP("tokens_per_s", tokens_per_s, METRICS_T_RATE, 0),
-    [METRICS_COL_NORM] = STEP("norm", norm, METRICS_T_PLACE, 1),
-    [METRICS_COL_KIND] = STEP("norm_kind", norm_kind, METRICS_T_KIND, 1),
-    [METRICS_COL_WARMUP] = STEP("warmup", warmup_on, METRICS_T_ONOFF, 1),
-    [METRICS_COL_CLIP] = STEP("clip", clip, METRICS_T_FLOAT, 1),
-    [METRICS_COL_PREC] = STEP("precision", precision, METRICS_T_PREC, 1),
-    [METRICS_COL_FP32N] = STEP("fp32_norms", fp32_norms, METRICS_T_ONOFF, 1),
-    [METRICS_COL_SCALE] = STEP("loss_scale", loss_scale, METRICS_T_FLOAT, 0),
-    [METRICS_COL_SKIPPED] = STEP("skipped", skipped, METRICS_T_INT, 0),
-    [METRICS_COL_GAMMA0] = STEP("ln_gamma_init", ln_gamma_init, METRICS_T_FLOAT, 1),
+#define STEP(n, field, t) {n, offsetof(step_metrics, field), t, NULL}
+/* The measured columns at their indices; the holes are the settings'. */
+static const metrics_col measured[] = {
+    [METRICS_COL_STEP] = STEP("step", step, METRICS_T_LONG),
+    [METRICS_COL_LOSS] = STEP("loss", loss, METRICS_T_FLOAT),
+    [METRICS_COL_VAL] = STEP("val_loss", val_loss, METRICS_T_VAL),
+    [METRICS_COL_LR] = STEP("lr", lr, METRICS_T_FLOAT),
+    [METRICS_COL_GNORM] = STEP("grad_norm", grad_norm, METRICS_T_FLOAT),
+    [METRICS_COL_TPS] = STEP("tokens_per_s", tokens_per_s, METRICS_T_RATE),
+    [METRICS_COL_SCALE] = STEP("loss_scale", loss_scale, METRICS_T_FLOAT),
+    [METRICS_COL_SKIPPED] = STEP("skipped", skipped, METRICS_T_INT),
 };
 #undef STEP
+#define N_MEASURED ((int)(sizeof measured / sizeof measured[0]))
+_Static_assert(N_MEASURED <= METRICS_STEP_MAX, "more measured columns than bits of unknown");
+_Static_assert(METRICS_STEP_MAX <= sizeof(unsigned) * 8, "a bit of unknown per step column");
+
+/* The step columns, built once from measured[] and the settings table. */
+static struct {
+    pthread_once_t once;
+    int n;
+    metrics_col col[METRICS_STEP_MAX];
+    char name[METRICS_STEP_MAX][32];
+} steps = {.once = PTHREAD_ONCE_INIT};
+
+/* A table that does not fit (two columns at one index, a hole, an index
+ * past METRICS_STEP_MAX) is a programming error of a new row: said at
+ * once, by name, on the first use (every test and run). */
+static void steps_fail(const char *what, const char *name)
+{
+    fprintf(stderr, "normscope: the step columns: %s (%s)\n", what, name);
+    abort();
+}
+
+static void steps_build(void)
+{
+    int last = N_MEASURED - 1;
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        int k = s->step_col;
+        if (!k)
+            continue;
+        if (k < 0 || k >= METRICS_STEP_MAX)
+            steps_fail("step_col past METRICS_STEP_MAX", s->name);
+        if ((k < N_MEASURED && measured[k].name) || steps.col[k].setting)
+            steps_fail("two columns at one step_col", s->name);
+        settings_column(s, steps.name[k], sizeof steps.name[k]);
+        steps.col[k] = (metrics_col){steps.name[k], 0, METRICS_T_SETTING, s};
+        last = k > last ? k : last;
+    }
+    for (int k = 0; k <= last; k++) {
+        if (k < N_MEASURED && measured[k].name)
+            steps.col[k] = measured[k];
+        else if (!steps.col[k].setting)
+            steps_fail("no column at an index before the last", "a hole");
+    }
+    steps.n = last + 1;
+}
+
+int metrics_step_ncols(void)
+{
+    pthread_once(&steps.once, steps_build);
+    return steps.n;
+}
+
+const metrics_col *metrics_step_col(int k)
+{
+    pthread_once(&steps.once, steps_build);
+    return &steps.col[k];
+}
+
+int metrics_step_col_named(int k)
+{
+    const ns_setting *s = metrics_step_col(k)->setting;
+    return s && (s->type == SET_ENUM || s->type == SET_ONOFF || s->type == SET_AUTO ||
+                 s->type == SET_PRESENCE);
+}
+
+double metrics_setting(const step_metrics *m, const char *col)
+{
+    int k = metrics_step_col_find(col, strlen(col));
+    return k >= 0 && metrics_step_col(k)->setting ? m->set[k] : NAN;
+}
+
+int metrics_setting_known(const step_metrics *m, const char *col)
+{
+    int k = metrics_step_col_find(col, strlen(col));
+    return k >= 0 && metrics_known(m, k);
+}
+
+void metrics_set_setting(step_metrics *m, const char *col, double v)
+{
+    int k = metrics_step_col_find(col, strlen(col));
+    if (k >= 0)
+        metrics_step_col_set_value(m, k, v);
+}
 
 #define LAYER(n, field) {n, offsetof(layer_metrics, field), METRICS_T_FLOAT, 0}
 const metrics_col metrics_layer_cols[METRICS_LAYER_COLS] = {
@@ -66,7 +144,7 @@ int metrics_layer_col_find(const char *name, size_t len)
 
 int metrics_step_col_find(const char *name, size_t len)
 {
-    return col_find(metrics_step_cols, METRICS_STEP_COLS, name, len);
+    return col_find(metrics_step_col(0), metrics_step_ncols(), name, len);
 }
 
 float metrics_layer_col_get(const layer_metrics *l, int k)
@@ -82,72 +160,85 @@ void metrics_layer_col_set(layer_metrics *l, int k, float v)
 
 static void num_text(char *b, size_t n, double x);
 
-static void *field_of(step_metrics *m, int k) { return (char *)m + metrics_step_cols[k].offset; }
+static void *field_of(step_metrics *m, int k) { return (char *)m + metrics_step_col(k)->offset; }
 static const void *cfield_of(const step_metrics *m, int k)
 {
-    return (const char *)m + metrics_step_cols[k].offset;
+    return (const char *)m + metrics_step_col(k)->offset;
+}
+
+/* A number of a setting column as its row's field holds it: a float
+ * row's rounded to a float, so a value read back prints as written. */
+static double setting_number(const ns_setting *s, double v)
+{
+    return s->type == SET_REAL || s->type == SET_BETAS || s->type == SET_LOSS_SCALE
+               ? (double)(float)v : v;
 }
 
 int metrics_step_col_set_num(step_metrics *m, int k, double v)
 {
     void *p = field_of(m, k);
-    switch (metrics_step_cols[k].type) {
+    switch (metrics_step_col(k)->type) {
     case METRICS_T_LONG: *(long *)p = isfinite(v) && fabs(v) < 1e15 ? (long)v : 0; return 0;
     case METRICS_T_VAL: m->has_val = !isnan(v); /* fall through */
     case METRICS_T_FLOAT: *(float *)p = (float)v; return 0;
     case METRICS_T_RATE: *(double *)p = v; return 0;
     case METRICS_T_INT: *(int *)p = isfinite(v) && v != 0; return 0;
+    case METRICS_T_SETTING:
+        if (metrics_step_col_named(k))
+            return -1;
+        m->set[k] = setting_number(metrics_step_col(k)->setting, v);
+        return 0;
     default: return -1;
     }
 }
 
 int metrics_step_col_set_value(step_metrics *m, int k, double v)
 {
-    void *p = field_of(m, k);
-    switch (metrics_step_cols[k].type) {
-    case METRICS_T_PLACE: *(norm_place *)p = (norm_place)(int)v; return 0;
-    case METRICS_T_KIND: *(norm_kind *)p = (norm_kind)(int)v; return 0;
-    case METRICS_T_PREC: *(numfmt *)p = (numfmt)(int)v; return 0;
-    case METRICS_T_ONOFF: *(int *)p = v != 0; return 0;
-    default: return metrics_step_col_set_num(m, k, v);
-    }
+    const ns_setting *s = metrics_step_col(k)->setting;
+    if (!s)
+        return metrics_step_col_set_num(m, k, v);
+    if (s->type == SET_ONOFF || s->type == SET_PRESENCE)
+        v = v != 0;
+    m->set[k] = metrics_step_col_named(k) ? (double)(int)v : setting_number(s, v);
+    return 0;
 }
 
 int metrics_step_col_set_name(step_metrics *m, int k, const char *s)
 {
-    void *p = field_of(m, k);
-    int v;
-    switch (metrics_step_cols[k].type) {
-    case METRICS_T_PLACE: v = norm_place_parse(s); break;
-    case METRICS_T_KIND: v = norm_kind_parse(s); break;
-    case METRICS_T_PREC: v = numfmt_parse(s); break;
-    case METRICS_T_ONOFF: v = !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1; break;
-    default: return -1;
-    }
-    if (v < 0)
+    double v;
+    char why[8];
+    if (!metrics_step_col_named(k) ||
+        settings_parse_number(metrics_step_col(k)->setting, s, &v, why, sizeof why) != 0)
         return -1;
-    if (metrics_step_cols[k].type == METRICS_T_PLACE)
-        *(norm_place *)p = (norm_place)v;
-    else if (metrics_step_cols[k].type == METRICS_T_KIND)
-        *(norm_kind *)p = (norm_kind)v;
-    else if (metrics_step_cols[k].type == METRICS_T_PREC)
-        *(numfmt *)p = (numfmt)v;
-    else
-        *(int *)p = v;
+    m->set[k] = v;
     return 0;
+}
+
+/* Setting column k's value v by name (the enums, on/off), or NULL for a
+ * number */
+static const char *setting_name(int k, double v)
+{
+    const ns_setting *s = metrics_step_col(k)->setting;
+    if (!metrics_step_col_named(k))
+        return NULL;
+    if (s->type == SET_ENUM)
+        return v >= 0 && v < s->n_names ? s->names[(int)v] : "?";
+    return v < 0 ? "auto" : v ? "on" : "off";
 }
 
 /* A column's name value (the enums, on/off), or NULL for a number */
 static const char *col_name_value(const step_metrics *m, int k)
 {
-    const void *p = cfield_of(m, k);
-    switch (metrics_step_cols[k].type) {
-    case METRICS_T_PLACE: return norm_place_name(*(const norm_place *)p);
-    case METRICS_T_KIND: return norm_kind_name(*(const norm_kind *)p);
-    case METRICS_T_PREC: return numfmt_name(*(const numfmt *)p);
-    case METRICS_T_ONOFF: return *(const int *)p ? "on" : "off";
-    default: return NULL;
-    }
+    return metrics_step_col(k)->setting ? setting_name(k, m->set[k]) : NULL;
+}
+
+void metrics_setting_text(int k, double v, char *b, size_t n)
+{
+    const char *name = setting_name(k, v);
+    if (name)
+        snprintf(b, n, "%s", name);
+    else
+        num_text(b, n, setting_number(metrics_step_col(k)->setting, v));
 }
 
 int metrics_layer_gnorm_known(const layer_metrics *l)
@@ -248,8 +339,8 @@ int metrics_spike_check(metrics_spike *w, long step, double x, const char *what,
 
 void metrics_csv_header_fields(FILE *f, int n_layer, const char *prefix)
 {
-    for (int k = 0; k < METRICS_STEP_COLS; k++)
-        fprintf(f, "%s%s%s", k ? "," : "", prefix, metrics_step_cols[k].name);
+    for (int k = 0; k < metrics_step_ncols(); k++)
+        fprintf(f, "%s%s%s", k ? "," : "", prefix, metrics_step_col(k)->name);
     for (int i = 0; i < n_layer; i++)
         for (int k = 0; k < METRICS_LAYER_COLS; k++)
             fprintf(f, ",%sl%d_%s", prefix, i, metrics_layer_cols[k].name);
@@ -327,7 +418,7 @@ void metrics_step_col_text(const step_metrics *m, int k, char *b, size_t n)
         snprintf(b, n, "%s", name);
         return;
     }
-    switch (metrics_step_cols[k].type) {
+    switch (metrics_step_col(k)->type) {
     case METRICS_T_LONG: snprintf(b, n, "%ld", *(const long *)p); break;
     case METRICS_T_VAL:
         if (m->has_val)
@@ -335,6 +426,7 @@ void metrics_step_col_text(const step_metrics *m, int k, char *b, size_t n)
         break;
     case METRICS_T_RATE: snprintf(b, n, "%.1f", *(const double *)p); break;
     case METRICS_T_INT: snprintf(b, n, "%d", *(const int *)p); break;
+    case METRICS_T_SETTING: num_text(b, n, m->set[k]); break;
     default: num_text(b, n, *(const float *)p);
     }
 }
@@ -349,7 +441,7 @@ static void csv_cell(FILE *f, const step_metrics *m, int k)
 
 static void csv_cells(FILE *f, const step_metrics *m, const metrics_digits *d)
 {
-    for (int k = 0; k < METRICS_STEP_COLS; k++) {
+    for (int k = 0; k < metrics_step_ncols(); k++) {
         if (k)
             fputc(',', f);
         if (m->unknown & (1u << k))
@@ -399,7 +491,7 @@ static void json_cell(FILE *f, const step_metrics *m, int k)
         fprintf(f, "\"%s\"", name);
         return;
     }
-    switch (metrics_step_cols[k].type) {
+    switch (metrics_step_col(k)->type) {
     case METRICS_T_LONG: fprintf(f, "%ld", *(const long *)p); break;
     case METRICS_T_VAL:
         if (m->has_val)
@@ -409,6 +501,7 @@ static void json_cell(FILE *f, const step_metrics *m, int k)
         break;
     case METRICS_T_RATE: fprintf(f, "%.1f", *(const double *)p); break;
     case METRICS_T_INT: fprintf(f, "%d", *(const int *)p); break;
+    case METRICS_T_SETTING: put_json_float(f, m->set[k]); break;
     default: put_json_float(f, *(const float *)p);
     }
 }
@@ -419,10 +512,10 @@ void metrics_jsonl_run(FILE *f, const step_metrics *m, const char *run)
     if (run)
         fprintf(f, "\"run\":\"%s\",", run);
     int first = 1;
-    for (int k = 0; k < METRICS_STEP_COLS; k++) {
+    for (int k = 0; k < metrics_step_ncols(); k++) {
         if (m->unknown & (1u << k))
             continue;
-        fprintf(f, "%s\"%s\":", first ? "" : ",", metrics_step_cols[k].name);
+        fprintf(f, "%s\"%s\":", first ? "" : ",", metrics_step_col(k)->name);
         json_cell(f, m, k);
         first = 0;
     }

@@ -25,18 +25,15 @@
 #include "jsonl.h"
 #include "metrics.h"
 
-/* Settings whose change between two rows is marked on the loss chart: the
- * step columns of metrics.h marked as settings, in their order; set_col[k]
- * is the column of setting k. */
-static int set_col(int k)
+/* Settings whose change between two rows is marked on the loss chart:
+ * the step columns that are a setting's (metrics.h), set[k] and has_set[k]
+ * at their column k. */
+static int is_set(int k)
 {
-    for (int c = 0, n = 0; c < METRICS_STEP_COLS; c++)
-        if (metrics_step_cols[c].setting && n++ == k)
-            return c;
-    return -1;
+    return k >= 0 && k < metrics_step_ncols() && metrics_step_col(k)->setting;
 }
 
-static const char *set_name(int k) { return metrics_step_cols[set_col(k)].name; }
+static const char *set_name(int k) { return metrics_step_col(k)->name; }
 
 enum {
     FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_SCALE, FLD_STATE, FLD_FAULT,
@@ -134,9 +131,8 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
         *field = FLD_FAULT;
         return;
     }
-    for (int j = 0; k >= 0 && j < PLOT_NSET; j++)
-        if (set_col(j) == k)
-            *field = FLD_SET0 + j;
+    if (is_set(k))
+        *field = FLD_SET0 + k;
     if (*field != FLD_NONE || len < 3 || name[0] != 'l' || name[1] < '0' || name[1] > '9')
         return;
     int l = 0;
@@ -271,7 +267,7 @@ static int run_changes(plot_run *r, const stage *s)
         snprintf(text, sizeof text, "rewind %ld \xe2\x86\x92 %ld", r->step[r->n - 1], to);
     }
     for (int k = 0; k < PLOT_NSET; k++) {
-        if (!s->has_set[k])
+        if (!s->has_set[k] || !is_set(k))
             continue;
         if (r->have_set && strcmp(r->cur[k], s->set[k])) {
             size_t used = strlen(text);
@@ -499,7 +495,7 @@ static int run_name(const plot_run *r, const plot_run *o, const char *who, char 
     int w = snprintf(b, n, "%s", who), any = 0;
     size_t used = w > 0 && (size_t)w < n ? (size_t)w : n - 1;
     for (int k = 0; k < PLOT_NSET && used < n - 1; k++)
-        if (strcmp(r->set[k], o->set[k])) {
+        if (is_set(k) && strcmp(r->set[k], o->set[k])) {
             char flag[32]; /* spelled as the flag and the live view's label: fp32-norms */
             snprintf(flag, sizeof flag, "%s", set_name(k));
             for (char *c = flag; *c; c++)
@@ -570,10 +566,11 @@ int plot_data_read(plot_data *d, const char *path, char *err, size_t errlen)
 /* The settings a step ran with, as the writers spell them. */
 static void stage_settings(stage *s, const step_metrics *m)
 {
-    for (int k = 0; k < PLOT_NSET; k++) {
-        metrics_step_col_text(m, set_col(k), s->set[k], PLOT_SETLEN);
-        s->has_set[k] = 1;
-    }
+    for (int k = 0; k < metrics_step_ncols(); k++)
+        if (is_set(k)) {
+            metrics_step_col_text(m, k, s->set[k], PLOT_SETLEN);
+            s->has_set[k] = 1;
+        }
 }
 
 /* One history point of run `which` (0 = a, 1 = the twin b). The layers'

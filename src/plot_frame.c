@@ -31,12 +31,20 @@ void frame_run_settings(const plot_run *r, char *b, size_t n)
         snprintf(b, n, "%d layers", r->L);
         return;
     }
-    char s[PLOT_NSET][2 * PLOT_SETLEN + 8];
-    for (int k = 0; k < PLOT_NSET; k++)
-        run_setting(r, k, s[k], sizeof s[k]);
+    /* the caption's settings, by column: norm, norm_kind, warmup, clip,
+     * precision, fp32_norms */
+    static const char *const col[] = {"norm", "norm_kind", "warmup", "clip", "precision",
+                                       "fp32_norms"};
+    char s[6][2 * PLOT_SETLEN + 8];
+    const char *cur[6];
+    for (int i = 0; i < 6; i++) {
+        int k = metrics_step_col_find(col[i], strlen(col[i]));
+        run_setting(r, k, s[i], sizeof s[i]);
+        cur[i] = r->cur[k];
+    }
     snprintf(b, n, "%s %s, warmup %s, clip %s, %s%s, %d layers", s[0], s[1], s[2], s[3], s[4],
-             strcmp(r->cur[4], "fp32") ? (strcmp(r->cur[5], "on") ? " (norms too)" : " (fp32 norms)")
-                                       : "",
+             strcmp(cur[4], "fp32") ? (strcmp(cur[5], "on") ? " (norms too)" : " (fp32 norms)")
+                                    : "",
              r->L);
 }
 

@@ -76,14 +76,14 @@ static const ns_setting table[] = {
      .help = "sequences per step", CFG(batch), .ckpt = 5},
     {.name = "norm", .type = SET_ENUM, NAMES(norm_place_names), .def = NORM_PRE,
      .help = "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ...", .flags = SETF_COMPARE,
-     .cmd = "norm", CFG(norm), .ckpt = 6, .live = SETL_TOGGLE | SETL_CYCLE,
+     .cmd = "norm", CFG(norm), .ckpt = 6, .step_col = 6, .live = SETL_TOGGLE | SETL_CYCLE,
      .toggle = {NORM_PRE, NORM_POST}, .hook = SETH_NORM, .mark = {.names = 1},
      .status = {.words = place_words},
      .keys = {{'p', 0, "toggle", "Pre-LN / Post-LN placement (weights untouched)"},
               {'P', 0, "next", "next placement: post pre sandwich deepnorm rezero none mix"}}},
     {.name = "norm-kind", .type = SET_ENUM, NAMES(norm_kind_names), .def = NORMK_LAYERNORM,
      .help = "normalization", .flags = SETF_COMPARE, .cmd = "kind", CFG(norm_kind), .ckpt = 7,
-     .live = SETL_CYCLE, .hook = SETH_NORM_KIND, .mark = {.names = 1},
+     .step_col = 7, .live = SETL_CYCLE, .hook = SETH_NORM_KIND, .mark = {.names = 1},
      .keys = {{'k', 0, "next", "next norm kind: layernorm rmsnorm dyt"}}},
     {.name = "eps", .type = SET_REAL, .arg = "X", .lo = 1e-12, .hi = 1, .def = 1e-5,
      .help = "norm epsilon", .flags = SETF_COMPARE, CFG(eps), .ckpt = 8},
@@ -99,7 +99,8 @@ static const ns_setting table[] = {
      .applies = {.holds = with_dyt, .under = "norm-kind",
                  .when = "dyt, also when switched to mid-run"}},
     {.name = "ln-gamma-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100, .def = 1,
-     .help = "initial norm gains", .flags = SETF_COMPARE, CFG(ln_gamma_init), .ckpt = 12},
+     .help = "initial norm gains", .flags = SETF_COMPARE, CFG(ln_gamma_init), .ckpt = 12,
+     .step_col = 14},
     {.name = "ln-beta-init", .type = SET_REAL, .arg = "X", .lo = -100, .hi = 100,
      .help = "initial norm biases", .flags = SETF_COMPARE, CFG(ln_beta_init), .ckpt = 13},
     {.name = "post-init-scale", .type = SET_PRESENCE,
@@ -131,7 +132,7 @@ static const ns_setting table[] = {
      CFG(weight_decay), .ckpt = 25},
     {.name = "clip", .type = SET_REAL, .arg = "X", .hi = 1e6,
      .help = "clip the global gradient norm to X, 0 = off", .flags = SETF_COMPARE, .cmd = "clip",
-     CFG(clip), .ckpt = 26, .live = SETL_TOGGLE | SETL_OFF | SETL_UNBOUNDED,
+     CFG(clip), .ckpt = 26, .step_col = 9, .live = SETL_TOGGLE | SETL_OFF | SETL_UNBOUNDED,
      .toggle = {0, 1}, .hook = SETH_CLIP, .mark = {.zero = "no clip", .fmt = "clip %g"},
      .status = {.zero = "clip off", .fmt = "clip %g"},
      .keys = {{'c', 0, "toggle", "gradient clipping at 1.0 on / off"}}},
@@ -140,7 +141,8 @@ static const ns_setting table[] = {
     /* the ramp itself, on or off mid-run (a key, a script): not a flag; a
      * fresh ramp of --warmup steps, or 100 when --warmup is 0 */
     {.name = "warmup-ramp", .type = SET_ONOFF, .help = "LR warmup on (a fresh ramp) or off",
-     .flags = SETF_NOFLAG, .cmd = "warmup", NOWHERE, .live = SETL_TOGGLE, .toggle = {1, 0},
+     .flags = SETF_NOFLAG, .cmd = "warmup", NOWHERE, .step_col = 8, .column = "warmup",
+     .live = SETL_TOGGLE, .toggle = {1, 0},
      .hook = SETH_WARMUP, .mark = {.zero = "no warmup", .one = "warmup"},
      .status = {.zero = "warmup off", .one = "warmup on"},
      .keys = {{'w', 0, "toggle", "LR warmup on (a fresh ramp from now) / off"}}},
@@ -151,12 +153,12 @@ static const ns_setting table[] = {
      .help = "steps to train; 0 = until stopped", .flags = SETF_FOLLOW, CFG(steps), .ckpt = 29},
     {.name = "precision", .type = SET_ENUM, NAMES(numfmt_names), .def = FMT_FP32,
      .help = "arithmetic format, emulated exactly; fp32 master weights", .flags = SETF_COMPARE,
-     .cmd = "precision", CFG(precision), .ckpt = 15, .live = SETL_CYCLE,
+     .cmd = "precision", CFG(precision), .ckpt = 15, .step_col = 10, .live = SETL_CYCLE,
      .hook = SETH_PRECISION, .mark = {.names = 1},
      .keys = {{'f', 0, "next", "next precision: fp32 bf16 fp16"}}},
     {.name = "fp32-norms", .type = SET_ONOFF, .def = 1,
      .help = "bf16/fp16: norms, softmax and loss in fp32 (on, as autocast) or in the format",
-     .flags = SETF_COMPARE, .cmd = "fp32-norms", CFG(fp32_norms), .ckpt = 16,
+     .flags = SETF_COMPARE, .cmd = "fp32-norms", CFG(fp32_norms), .ckpt = 16, .step_col = 11,
      .live = SETL_TOGGLE, .toggle = {1, 0}, .hook = SETH_FP32_NORMS,
      .mark = {.zero = "low norms", .one = "fp32 norms"},
      .keys = {{'i', 0, "toggle", "norms, softmax and loss in fp32 / in the low format"}},
@@ -361,14 +363,24 @@ const ns_setting *settings_find_cmd(const char *word)
     return NULL;
 }
 
+void settings_column(const ns_setting *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", s->column ? s->column : s->name);
+    for (char *p = buf; *p; p++)
+        *p = *p == '-' ? '_' : *p;
+}
+
 const ns_setting *settings_of_column(const char *col)
 {
-    char name[40];
-    snprintf(name, sizeof name, "%s", col);
-    for (char *p = name; *p; p++)
-        *p = *p == '_' ? '-' : *p;
-    const ns_setting *row = settings_find_cmd(name);
-    return row ? row : settings_find(name, strlen(name));
+    char name[64];
+    for (int i = 0; i < N_ROWS; i++) {
+        if (!table[i].step_col)
+            continue;
+        settings_column(&table[i], name, sizeof name);
+        if (!strcmp(name, col))
+            return &table[i];
+    }
+    return NULL;
 }
 
 const ns_setting *settings_find_hook(setting_hook h)

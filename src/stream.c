@@ -52,7 +52,8 @@ typedef struct {
     char bad[80];  /* a known field of the wrong type */
     char event[16], text[NS_EVENT_TEXT], loss_nonfinite[8], val_nonfinite[8];
     char state[16];    /* the lab's rows' own state ("exploded", ...); "" = not said */
-    char norm[16], norm_kind[16], precision[16];
+    char said[METRICS_STEP_MAX][16]; /* a setting column's value as the row spelled it
+                                      * ("" = not said) */
     char source[32], model[64], dtype[16], host[64], reason[16], norm_class[32];
     double version, world_size, every, pid;
     double t;          /* the writer's clock (Unix seconds), NaN if not said */
@@ -87,7 +88,7 @@ struct stream_reader {
     char mark[TRAINER_MARK]; /* a setting changed: marks the next point */
     char block[NS_MAX_LAYERS][STREAM_NAME]; /* the header's block names */
     int n_block;
-    char cur_norm[16], cur_kind[16], cur_prec[16]; /* settings strings in force */
+    char cur[METRICS_STEP_MAX][16]; /* the setting columns' values in force, as spelled */
     int paused, beyond_said;
     metrics_spike spike_loss, spike_gnorm;
     char host[64];          /* the writer's, from the header ("" = not said) */
@@ -184,7 +185,8 @@ static void reset_run(stream_reader *r)
     r->last_step_at = r->step_gap = 0;
     metrics_spike_reset(&r->spike_loss, METRICS_SPIKE_LOSS);
     metrics_spike_reset(&r->spike_gnorm, METRICS_SPIKE_GNORM);
-    r->mark[0] = r->cur_norm[0] = r->cur_kind[0] = r->cur_prec[0] = 0;
+    r->mark[0] = 0;
+    memset(r->cur, 0, sizeof r->cur);
     r->paused = r->beyond_said = 0;
     r->n_block = 0;
     r->n_ckpt = 0;
@@ -361,7 +363,7 @@ static void keep_digits(char *dst, const jsonl_value *v)
     }
 }
 
-/* A column of metrics_step_cols. In a probe's stream (a header came)
+/* A step column (metrics_step_col). In a probe's stream (a header came)
  * null is a value measured and not finite, and a column not on the line
  * is unknown (val_loss: null is not measured, as the lab's --jsonl rows
  * and older probes write it, unless val_loss_nonfinite says its value).
@@ -370,7 +372,7 @@ static void keep_digits(char *dst, const jsonl_value *v)
 static void step_col(row_state *w, int k, const jsonl_value *v)
 {
     step_metrics *m = &w->m;
-    const char *name = metrics_step_cols[k].name;
+    const char *name = metrics_step_col(k)->name;
     if (k == METRICS_COL_STEP) {
         if (v->type != JSONL_NUM || !(v->num >= 0 && v->num < 1e15) || v->num != floor(v->num))
             bad_type(w, "step", "a whole number >= 0");
@@ -383,21 +385,17 @@ static void step_col(row_state *w, int k, const jsonl_value *v)
         w->loss_null = v->type == JSONL_NULL;
     }
     int measured = k == METRICS_COL_LOSS || k == METRICS_COL_GNORM || k == METRICS_COL_VAL;
-    switch (metrics_step_cols[k].type) {
-    case METRICS_T_PLACE: case METRICS_T_KIND: case METRICS_T_PREC: case METRICS_T_ONOFF:
+    if (metrics_step_col_named(k)) {
         if (v->type == JSONL_STR) {
             if (metrics_step_col_set_name(m, k, v->str) == 0)
                 m->unknown &= ~(1u << k);
-            if (k == METRICS_COL_NORM)
-                snprintf(w->norm, sizeof w->norm, "%s", v->str);
-            else if (k == METRICS_COL_KIND)
-                snprintf(w->norm_kind, sizeof w->norm_kind, "%s", v->str);
-            else if (k == METRICS_COL_PREC)
-                snprintf(w->precision, sizeof w->precision, "%s", v->str);
+            snprintf(w->said[k], sizeof w->said[k], "%s", v->str);
         } else if (v->type != JSONL_NULL) {
             bad_type(w, name, "a string");
         }
         return;
+    }
+    switch (metrics_step_col(k)->type) {
     default:
         if (v->type == JSONL_NUM || (v->type == JSONL_BOOL && k == METRICS_COL_SKIPPED)) {
             metrics_step_col_set_num(m, k, v->num);
@@ -406,7 +404,7 @@ static void step_col(row_state *w, int k, const jsonl_value *v)
         } else if (v->type == JSONL_NULL) {
             /* a validation not given was null before probes left it out: a NaN
              * one says so with val_loss_nonfinite (step_line) */
-            int value = w->probe && metrics_step_cols[k].type != METRICS_T_INT &&
+            int value = w->probe && metrics_step_col(k)->type != METRICS_T_INT &&
                         k != METRICS_COL_VAL;
             metrics_step_col_set_num(m, k, NAN);
             if (measured || value)
@@ -542,7 +540,7 @@ static void row_reset(row_state *w)
     m->loss_scale = 1;
     m->fault_layer = -1;
     m->data_entropy = NAN;
-    m->unknown = (1u << METRICS_STEP_COLS) - 1;
+    m->unknown = ~0u >> (32 - metrics_step_ncols()); /* every column */
     memset(w->dig.step, 0, sizeof w->dig.step);
     for (int l = 0; l < w->dig_layers && l < NS_MAX_LAYERS; l++)
         memset(w->dig.layer[l], 0, sizeof w->dig.layer[l]);
@@ -689,24 +687,39 @@ static void settings_change(stream_reader *r, long step, const char *name, char 
     snprintf(cur, 16, "%.15s", now);
 }
 
+/* Setting column k's value as spelled in text (a name, or a number):
+ * 1, or 0 when text says none. */
+static int setting_value(int k, const char *text, double *x)
+{
+    char why[8], *end;
+    if (metrics_step_col_named(k))
+        return settings_parse_number(metrics_step_col(k)->setting, text, x, why, sizeof why) == 0;
+    *x = strtod(text, &end);
+    return end != text && !*end;
+}
+
+/* Every setting column, as the settings table has them: a change said
+ * is an event and a marker; the value in force is the run's setting and
+ * the step's (a row that does not say it keeps the last one said). */
 static void apply_settings(stream_reader *r, long step)
 {
     row_state *w = &r->row;
     ns_config *cfg = &r->snap->s.run[0].cfg;
-    settings_change(r, step, "norm", r->cur_norm, w->norm);
-    settings_change(r, step, "norm_kind", r->cur_kind, w->norm_kind);
-    settings_change(r, step, "precision", r->cur_prec, w->precision);
-    int p = norm_place_parse(r->cur_norm), k = norm_kind_parse(r->cur_kind),
-        f = numfmt_parse(r->cur_prec);
-    if (p >= 0)
-        cfg->norm = (norm_place)p;
-    if (k >= 0)
-        cfg->norm_kind = (norm_kind)k;
-    if (f >= 0)
-        cfg->precision = (numfmt)f;
-    r->row.m.norm = cfg->norm;
-    r->row.m.norm_kind = cfg->norm_kind;
-    r->row.m.precision = cfg->precision;
+    for (int k = 0; k < metrics_step_ncols(); k++) {
+        const metrics_col *c = metrics_step_col(k);
+        if (!c->setting)
+            continue;
+        if (metrics_known(&w->m, k) && !w->said[k][0])
+            metrics_step_col_text(&w->m, k, w->said[k], sizeof w->said[k]);
+        settings_change(r, step, c->name, r->cur[k], w->said[k]);
+        double x;
+        int said = setting_value(k, r->cur[k], &x);
+        if (said && c->setting->home == SET_IN_CFG)
+            settings_put(c->setting, cfg, x);
+        else if (!said)
+            x = c->setting->home == SET_IN_CFG ? settings_get(c->setting, cfg) : w->m.set[k];
+        metrics_step_col_set_value(&w->m, k, x);
+    }
 }
 
 /* The point, its heat row and its layer row at the next history slot */
@@ -871,12 +884,12 @@ static float nonfinite_value(const char *t)
 static void diag_input(stream_reader *r, const step_metrics *m, step_metrics *in)
 {
     *in = *m;
-    if (!metrics_known(m, METRICS_COL_WARMUP))
-        in->warmup_on = 1;
-    if (!metrics_known(m, METRICS_COL_FP32N))
-        in->fp32_norms = 1;
-    if (!metrics_known(m, METRICS_COL_CLIP))
-        in->clip = 0;
+    if (!metrics_setting_known(m, "warmup"))
+        metrics_set_setting(in, "warmup", 1);
+    if (!metrics_setting_known(m, "fp32_norms"))
+        metrics_set_setting(in, "fp32_norms", 1);
+    if (!metrics_setting_known(m, "clip"))
+        metrics_set_setting(in, "clip", 0);
     if (isfinite(m->lr) && m->lr > r->lr_max)
         r->lr_max = m->lr;
     in->lr_peak = r->lr_max;
@@ -886,7 +899,7 @@ static void diag_input(stream_reader *r, const step_metrics *m, step_metrics *in
     /* headroom a stream leaves out (the probe's in fp32) is its definition's,
      * log2(format max / act max), as the lab's engine computes it: a rule's
      * crossing step is then a forecast, not "at the limit now" */
-    double lim = ns_log2(numfmt_max(m->precision));
+    double lim = ns_log2(numfmt_max(metrics_precision(m)));
     for (int l = 0; l < m->n_layer; l++) {
         layer_metrics *lm = &in->layer[l];
         if (!metrics_layer_known(lm, METRICS_LC_HEADROOM) && isfinite(lm->act_max) &&
@@ -1015,8 +1028,9 @@ static void step_line(stream_reader *r)
                    (w->has_loss && !isfinite(m->loss));
     int was_nonfinite = r->snap->s.have_metrics && r->snap->s.run[0].last.nonfinite;
     apply_settings(r, m->step);
-    if (!metrics_known(m, METRICS_COL_PREC) && u->have_header && u->dtype[0])
-        m->unknown &= ~(1u << METRICS_COL_PREC); /* the header's dtype says it */
+    int prec = metrics_step_col_find("precision", strlen("precision"));
+    if (!metrics_known(m, prec) && u->have_header && u->dtype[0])
+        m->unknown &= ~(1u << prec); /* the header's dtype says it */
     fault_of(r, m);
     data_of(r, m);
     diagnose_step(r, m);

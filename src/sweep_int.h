@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "data.h"
+#include "metrics.h"
 #include "sweep.h"
 
 typedef struct {
@@ -101,8 +102,8 @@ typedef struct {
     double update_last; /* the last row's update ratio, mean over the layers */
     double inv_tps;  /* sum of 1 / tokens_per_s: the steps' time over B*T */
     int n_layer;     /* layers its columns hold */
-    char norm[16], norm_kind[16], precision[16]; /* its first row's */
-    double clip;
+    char set[METRICS_STEP_MAX][16]; /* its first row's setting columns (metrics.h), as
+                                     * written; "" where it has none */
     char loss_at[SWEEP_MAX_LOSS_AT][32]; /* the loss field of step loss_at[j] (of the
                         spec read with) as the CSV writes it; "" when no row has that step */
     char why[200];   /* SWEEP_CSV_CORRUPT: what is wrong, "line N: ..." */

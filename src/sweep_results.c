@@ -30,7 +30,7 @@ enum { FK_ANY, FK_NUM, FK_NUM_OR_EMPTY, FK_STEP, FK_NAME, FK_WORD };
 
 /* Column positions in a run's CSV header (metrics.c), and each field's kind. */
 typedef struct {
-    int step, loss, val, gnorm, skipped, state, tps, norm, kind, prec, clip, n;
+    int step, loss, val, gnorm, skipped, state, tps, n;
     int n_layer;        /* layers the l<i>_ columns hold */
     int g0[3], gtop[3]; /* grad_attn, grad_ffn, grad_ln of layer 0 and L-1 */
     int *fk;            /* n kinds (FK_*); step columns' table index in col_k */
@@ -44,12 +44,10 @@ static int field_kind(const char *name, int *col_k)
     int layer, off;
     *col_k = metrics_step_col_find(name, strlen(name));
     if (*col_k >= 0)
-        switch (metrics_step_cols[*col_k].type) {
+        switch (metrics_step_col(*col_k)->type) {
         case METRICS_T_LONG: return FK_STEP;
         case METRICS_T_VAL: return FK_NUM_OR_EMPTY;
-        case METRICS_T_PLACE: case METRICS_T_KIND: case METRICS_T_PREC:
-        case METRICS_T_ONOFF: return FK_NAME;
-        default: return FK_NUM;
+        default: return metrics_step_col_named(*col_k) ? FK_NAME : FK_NUM;
         }
     if (sscanf(name, "l%d_%n", &layer, &off) == 1 && off > 0 &&
         metrics_layer_col_find(name + off, strlen(name + off)) >= 0)
@@ -116,10 +114,6 @@ static char **step_header(char *line, step_cols *h)
     h->skipped = csv_find(f, h->n, "skipped");
     h->state = csv_find(f, h->n, "state");
     h->tps = csv_find(f, h->n, "tokens_per_s");
-    h->norm = csv_find(f, h->n, "norm");
-    h->kind = csv_find(f, h->n, "norm_kind");
-    h->prec = csv_find(f, h->n, "precision");
-    h->clip = csv_find(f, h->n, "clip");
     h->fk = malloc((size_t)h->n * sizeof *h->fk);
     h->col_k = malloc((size_t)h->n * sizeof *h->col_k);
     int ok = h->fk && h->col_k && h->step >= 0 && h->loss >= 0 && h->val >= 0 &&
@@ -197,10 +191,9 @@ static void summary_row(sweep_summary *s, summary_acc *acc, char **fl, const ste
         s->first_step = step;
         s->first_loss = loss;
         s->ratio_first = grad_ratio(fl, h);
-        snprintf(s->norm, sizeof s->norm, "%s", h->norm >= 0 ? fl[h->norm] : "");
-        snprintf(s->norm_kind, sizeof s->norm_kind, "%s", h->kind >= 0 ? fl[h->kind] : "");
-        snprintf(s->precision, sizeof s->precision, "%s", h->prec >= 0 ? fl[h->prec] : "");
-        s->clip = h->clip >= 0 ? csv_num(fl[h->clip]) : NAN;
+        for (int i = 0; i < h->n; i++) /* the settings it started with */
+            if (h->col_k[i] >= 0 && metrics_step_col(h->col_k[i])->setting)
+                snprintf(s->set[h->col_k[i]], sizeof s->set[0], "%s", fl[i]);
     }
     s->last_step = step;
     s->ratio_last = grad_ratio(fl, h);
@@ -336,26 +329,23 @@ int sweep_summary_read(const char *path, const sweep_spec *at, sweep_summary *s)
 
 int sweep_summary_matches(const sweep_summary *s, const sweep_facts *f, char *why, size_t n)
 {
-    static const char *const names[3] = {"norm", "norm-kind", "precision"};
-    const char *got[3] = {s->norm, s->norm_kind, s->precision};
     char want[64];
     if (s->n_layer != f->cfg.n_layer) {
         snprintf(why, n, "it holds %d layers where the run's ID says --layers %d", s->n_layer,
                  f->cfg.n_layer);
         return -1;
     }
-    for (int i = 0; i < 3; i++) {
-        settings_format(settings_find(names[i], strlen(names[i])), &f->cfg, want, sizeof want);
-        if (*got[i] && strcmp(got[i], want) != 0) {
+    /* the settings of its command line, each as its column spells it */
+    for (int k = 0; k < metrics_step_ncols(); k++) {
+        const ns_setting *row = metrics_step_col(k)->setting;
+        if (!row || row->home != SET_IN_CFG || !s->set[k][0])
+            continue;
+        metrics_setting_text(k, settings_get(row, &f->cfg), want, sizeof want);
+        if (strcmp(s->set[k], want) != 0) {
             snprintf(why, n, "its first row has %s %s where the run's ID says --%s %s",
-                     names[i], got[i], names[i], want);
+                     metrics_step_col(k)->name, s->set[k], row->name, want);
             return -1;
         }
-    }
-    if (!isnan(s->clip) && (float)s->clip != f->cfg.clip) {
-        snprintf(why, n, "its first row has clip %g where the run's ID says --clip %g", s->clip,
-                 (double)f->cfg.clip);
-        return -1;
     }
     return 0;
 }

@@ -377,7 +377,7 @@ static void fmt_num(char *b, size_t n, const char *what, double v)
 static void fmt_col(char *b, size_t n, const char *what, const step_metrics *m, int k)
 {
     float v;
-    memcpy(&v, (const char *)m + metrics_step_cols[k].offset, sizeof v);
+    memcpy(&v, (const char *)m + metrics_step_col(k)->offset, sizeof v);
     if (metrics_known(m, k))
         fmt_num(b, n, what, v);
     else

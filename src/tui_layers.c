@@ -840,7 +840,7 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
         int post = s->run[0].cfg.norm == NORM_POST || s->run[0].cfg.norm == NORM_DEEPNORM ||
                    (s->run[0].cfg.norm == NORM_MIX && l < (s->run[0].cfg.mix_k >= 0 ? s->run[0].cfg.mix_k : L / 4));
         /* a followed stream that does not say its placement: no rule is made up */
-        const char *rule = !metrics_known(&s->run[0].last, METRICS_COL_NORM) ? "-"
+        const char *rule = !metrics_setting_known(&s->run[0].last, "norm") ? "-"
                            : post                                     ? "x=N(x+F(x))"
                                                                       : "x=x+F(N(x))";
         tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, rule);

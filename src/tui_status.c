@@ -285,7 +285,7 @@ static void toggle_note(const ns_setting *r, const trainer_status *s, int run, c
     const step_metrics *m = &s->run[run].last;
     buf[0] = 0;
     if (r->hook == SETH_LOSS_SCALE && cf->loss_scale == 0 && s->have_metrics &&
-        m->precision == cf->precision && m->loss_scale_dynamic)
+        metrics_precision(m) == cf->precision && m->loss_scale_dynamic)
         snprintf(buf, len, " %g", (double)m->loss_scale);
 }
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "numfmt.h"
 #include "settings.h"
 
 const char *twin_target_name(twin_target t)
@@ -64,51 +63,80 @@ int twin_apply(engine *a, engine *b, const ns_command *c, twin_target t)
 
 /* ---- labels ---------------------------------------------------------------- */
 
-/* The mid-run settings, as name=value (the --compare names where there
- * is one); i indexes them, "" when the setting does not apply to this
- * run (fp16's knobs in fp32). Returns 0 past the last. */
-static int runtime_setting(twin_run r, int i, char *b, size_t n)
+/* The settings a label names, walked in the table's order in passes:
+ * the rows a key changes whose values are names (placement, kind,
+ * precision: said by the value alone in the rest), those that apply only
+ * where another setting says (the low formats' knobs, after the format),
+ * those without a flag (the ramp, which says what --warmup set), the
+ * other rows a key changes, then the rows --compare may vary that no key
+ * changes (fixed at the start: said only where the runs differ). */
+enum { LBL_NAMED, LBL_ONLY_WHERE, LBL_NOFLAG, LBL_KEYED, LBL_FIXED, LBL_PASSES };
+
+/* Whether the row applies only where another setting says, by its
+ * holds: asked of the rows a key toggles or cycles, whose holds read the
+ * settings alone (settings.h). */
+static int only_where(const ns_setting *s)
 {
-    const ns_config *c = r.cfg;
-    int low = c->precision != FMT_FP32;
-    b[0] = 0;
-    switch (i) {
-    case 0: snprintf(b, n, "norm=%s", norm_place_name(c->norm)); return 1;
-    case 1: snprintf(b, n, "norm-kind=%s", norm_kind_name(c->norm_kind)); return 1;
-    case 2: snprintf(b, n, "precision=%s", numfmt_name(c->precision)); return 1;
-    case 3:
-        if (low)
-            snprintf(b, n, "fp32-norms=%s", c->fp32_norms ? "on" : "off");
-        return 1;
-    case 4:
-        if (low)
-            snprintf(b, n, c->loss_scale == 0  ? "loss-scale=dynamic"
-                           : c->loss_scale < 0 ? "loss-scale=off"
-                                               : "loss-scale=%g",
-                     (double)c->loss_scale);
-        return 1;
-    case 5:
-        if (r.warmup_on) /* the ramp in force: 100 steps when --warmup was 0 */
-            snprintf(b, n, "warmup=%d", config_ramp_steps(c));
-        else
-            snprintf(b, n, "warmup=off");
-        return 1;
-    case 6: snprintf(b, n, "lr=%g", (double)r.lr_peak); return 1;
-    case 7:
-        if (c->clip > 0)
-            snprintf(b, n, "clip=%g", (double)c->clip);
-        else
-            snprintf(b, n, "clip=off");
-        return 1;
-    default: return 0;
-    }
+    return s->applies.holds && (s->live & (SETL_TOGGLE | SETL_CYCLE));
 }
 
-/* Settings fixed at the start, shown only where the runs differ. */
-static const char *const fixed_names[] = {
-    "final-norm", "eps", "init", "init-std", "lr-layer-decay", "betas", "adam-eps", "weight-decay",
-    "schedule", "mix-k", "dyt-alpha", "ln-gamma-init", "ln-beta-init", "seed",
-};
+static int label_pass(const ns_setting *s)
+{
+    if (s->keys[0].key)
+        return s->type == SET_ENUM           ? LBL_NAMED
+               : only_where(s)              ? LBL_ONLY_WHERE
+               : (s->flags & SETF_NOFLAG)   ? LBL_NOFLAG
+                                            : LBL_KEYED;
+    if (!(s->flags & SETF_COMPARE))
+        return -1;
+    /* a flag whose mid-run value another row says (--warmup: the ramp) */
+    const ns_setting *live = settings_find_cmd(s->name);
+    return live && live != s ? -1 : LBL_FIXED;
+}
+
+/* The rows a label names in order: label_next gives the next, NULL past
+ * the last; start with {0, 0}. */
+typedef struct {
+    int pass, k;
+} label_iter;
+
+static const ns_setting *label_next(label_iter *it)
+{
+    for (; it->pass < LBL_PASSES; it->pass++, it->k = 0)
+        while (it->k < settings_count()) {
+            const ns_setting *s = settings_row(it->k++);
+            /* the keyed passes look at keyed rows only: label_pass of the
+             * others searches the table */
+            if ((it->pass == LBL_FIXED || s->keys[0].key) && label_pass(s) == it->pass)
+                return s;
+        }
+    return NULL;
+}
+
+/* The row as r has it now, "name=value" as --compare spells it, "" where
+ * it does not apply to the run (fp16's knobs in fp32: the row's applies).
+ * The value is the config's but for the two the engine's schedule holds
+ * (twin_run): the ramp in force, said by its length (100 steps when
+ * --warmup was 0), and the peak LR. A row's "off" is said "off". */
+static void label_item(twin_run r, const ns_setting *s, char *b, size_t n)
+{
+    const char *name = s->flags & SETF_NOFLAG ? s->cmd : s->name;
+    double x = s->hook == SETH_WARMUP ? r.warmup_on : s->hook == SETH_LR ? r.lr_peak
+                                                                         : settings_get(s, r.cfg);
+    char v[64];
+    b[0] = 0;
+    if (only_where(s) && !s->applies.holds(r.cfg, NULL))
+        return;
+    if (settings_is_off(s, x))
+        snprintf(v, sizeof v, "off");
+    else if (s->hook == SETH_WARMUP)
+        snprintf(v, sizeof v, "%d", config_ramp_steps(r.cfg));
+    else if (s->hook == SETH_LR)
+        snprintf(v, sizeof v, "%g", x);
+    else
+        settings_format(s, r.cfg, v, sizeof v);
+    snprintf(b, n, "%s=%s", name, v);
+}
 
 static void append(char *buf, size_t n, size_t *used, const char *s)
 {
@@ -121,15 +149,11 @@ static void append(char *buf, size_t n, size_t *used, const char *s)
 
 int twin_differ(twin_run a, twin_run b)
 {
-    char x[64], y[64];
-    for (int i = 0; runtime_setting(a, i, x, sizeof x); i++) {
-        runtime_setting(b, i, y, sizeof y);
-        if (strcmp(x, y) != 0)
-            return 1;
-    }
-    for (size_t i = 0; i < sizeof fixed_names / sizeof fixed_names[0]; i++) {
-        settings_label(a.cfg, fixed_names[i], x, sizeof x);
-        settings_label(b.cfg, fixed_names[i], y, sizeof y);
+    char x[96], y[96];
+    const ns_setting *s;
+    for (label_iter it = {0, 0}; (s = label_next(&it));) {
+        label_item(a, s, x, sizeof x);
+        label_item(b, s, y, sizeof y);
         if (strcmp(x, y) != 0)
             return 1;
     }
@@ -139,14 +163,17 @@ int twin_differ(twin_run a, twin_run b)
 /* Does every name=value of words (space-separated) hold for r now? */
 static int still_holds(twin_run r, const char *words)
 {
-    char w[64], now[64];
+    char w[96], now[96];
+    const ns_setting *s;
     for (const char *p = words; *p;) {
         size_t k = strcspn(p, " ");
         snprintf(w, sizeof w, "%.*s", (int)k, p);
         const char *eq = strchr(w, '=');
-        for (int i = 0; eq && runtime_setting(r, i, now, sizeof now); i++)
+        for (label_iter it = {0, 0}; eq && (s = label_next(&it));) {
+            label_item(r, s, now, sizeof now);
             if (!strncmp(now, w, (size_t)(eq - w) + 1) && strcmp(now, w) != 0)
                 return 0;
+        }
         p += k + (p[k] == ' ');
     }
     return 1;
@@ -185,17 +212,12 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
         return;
     int w = snprintf(buf, n, "%s:", name);
     size_t used = w > 0 && (size_t)w < n ? (size_t)w : n - 1;
-    char mine[64], theirs[64];
-    int differ[8] = {0};
+    char mine[96], theirs[96];
+    const ns_setting *s;
     /* what differs first: a header cut to the panel's width keeps it */
-    for (int i = 0; other.cfg && runtime_setting(self, i, mine, sizeof mine); i++) {
-        runtime_setting(other, i, theirs, sizeof theirs);
-        if ((differ[i] = strcmp(mine, theirs) != 0))
-            append(buf, n, &used, mine);
-    }
-    for (size_t i = 0; other.cfg && i < sizeof fixed_names / sizeof fixed_names[0]; i++) {
-        settings_label(self.cfg, fixed_names[i], mine, sizeof mine);
-        settings_label(other.cfg, fixed_names[i], theirs, sizeof theirs);
+    for (label_iter it = {0, 0}; other.cfg && (s = label_next(&it));) {
+        label_item(self, s, mine, sizeof mine);
+        label_item(other, s, theirs, sizeof theirs);
         if (strcmp(mine, theirs) != 0)
             append(buf, n, &used, mine);
     }
@@ -206,8 +228,13 @@ void twin_label(const char *name, twin_run self, twin_run other, char *buf, size
         buf[used++] = ' ';
         buf[used] = 0;
     }
-    /* the rest briefly: the three named kinds by their value alone */
-    for (int i = 0; runtime_setting(self, i, mine, sizeof mine); i++)
-        if (!differ[i])
-            append(buf, n, &used, i < 3 ? strchr(mine, '=') + 1 : mine);
+    /* the rest briefly, the rows a key changes: the named ones by their
+     * value alone */
+    for (label_iter it = {0, 0}; (s = label_next(&it)) && label_pass(s) != LBL_FIXED;) {
+        label_item(self, s, mine, sizeof mine);
+        if (other.cfg)
+            label_item(other, s, theirs, sizeof theirs);
+        if (mine[0] && (!other.cfg || !strcmp(mine, theirs)))
+            append(buf, n, &used, label_pass(s) == LBL_NAMED ? strchr(mine, '=') + 1 : mine);
+    }
 }

@@ -1,22 +1,26 @@
 #!/bin/sh
 # onerow.sh - a setting and a per-layer column are one row each, for real:
-# a scratch copy of the tree gets a dummy setting (--dummy-knob, a row of
-# the settings table, its config field and its step column) and a dummy
-# per-layer column (l{i}_dummy = 2 x act_max: its index and row in the
-# column table, its field, one line of maths, a row of the layer panel's
-# display table and its entry in the man page's list), and the man page
-# its entry and list words, and nothing else. Built, that copy's unit
-# suites pass (the man page's lists, --help, the checkpoint layout are
-# read off the tables; test_diagnose sees every column of the table reach
-# the diagnosis' input), and the program has the setting as a flag with
-# its range, in --help, as a script command, in --compare, in each step's
+# a scratch copy of the tree gets a dummy setting (--dummy-knob: a row of
+# the settings table, with its step column, and its config field) and a
+# dummy per-layer column (l{i}_dummy = 2 x act_max: its index and row in
+# the column table, its field, one line of maths, a row of the layer
+# panel's display table and its entry in the man page's list), and the
+# man page its entry and list words, and nothing else. Built, that copy's
+# unit suites pass (the man page's lists, --help, the checkpoint layout
+# are read off the tables; test_diagnose sees every column of the table
+# reach the diagnosis' input), and the program has the setting as a flag
+# with its range, in --help, as a script command, in --compare (its CSV
+# columns, both panels' headers and the chart's legend), in each step's
 # CSV and JSONL, in the checkpoint (saved, loaded, changed on --load), in
-# the event log, as a key (its toggle on the status line, its line on a
-# page of the help at 80x24), and the column in the CSV, the JSONL, a
-# --plot figure (--kind series), --follow of the --jsonl (converted back
-# and in its layer box) and the live layer box; without its display row
-# test_tui fails naming it, and the probe's column test names it until
-# the probe lists it (here as unknown).
+# the event log, in a lesson (flags, compare, conditions, script), in
+# --follow of its --jsonl (the CSV back, the log), in --plot (a change's
+# marker, a pair's names), in a sweep (results.csv, the runs' CSVs), as a
+# key (its toggle on the status line, its line on a page of the help at
+# 80x24); and the column in the CSV, the JSONL, a --plot figure (--kind
+# series), --follow of the --jsonl (converted back and in its layer box)
+# and the live layer box; without its display row test_tui fails naming
+# it, and the probe's column test names it until the probe lists it (here
+# as unknown).
 # Usage: sh tests/sh/onerow.sh (from the top of the tree; takes a minute)
 # Prints "N passed, N failed"; exits non-zero on any failure.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,14 +50,12 @@ patch_before() {
         { no "the dummy no longer applies to $1 (anchor /$2/)"; rm -f "$S/$1.new"; }
 }
 
-# --- the setting: its field, its row (the next checkpoint field), its step column ---
+# --- the setting: its field, its row (the next checkpoint field, the next step column) ---
 NEXT=$(grep -o '\.ckpt = [0-9]*' "$S/src/settings.c" | awk '{ if ($3 > m) m = $3 } END { print m + 1 }')
+NEXTCOL=$(grep -o '\.step_col = [0-9]*' "$S/src/settings.c" | awk '{ if ($3 > m) m = $3 } END { print m + 1 }')
 patch_after include/config.h 'float lr_layer_decay;' '    float dummy_knob;'
 patch_after src/settings.c 'CFG\(lr_layer_decay\), \.ckpt' \
-    '    {.name = "dummy-knob", .type = SET_REAL, .arg = "X", .lo = 0, .hi = 1, .def = 0.25,\n     .help = "a knob of the one-row test", .flags = SETF_COMPARE, .cmd = "dummy-knob",\n     CFG(dummy_knob), .ckpt = '"$NEXT"', .mark = {.fmt = "knob %g"}, .live = SETL_TOGGLE,\n     .toggle = {0.25, 1}, .keys = {{'"'K'"', 0, "toggle", "the one-row knob: 0.25 / 1"}}},'
-patch_before include/metrics.h '^ *METRICS_STEP_COLS$' '    METRICS_COL_DUMMY,'
-patch_before include/metrics.h '^} step_metrics;' '    float dummy_knob;'
-patch_after src/metrics.c 'STEP\("ln_gamma_init"' '    [METRICS_COL_DUMMY] = STEP("dummy_knob", dummy_knob, METRICS_T_FLOAT, 1),'
+    '    {.name = "dummy-knob", .type = SET_REAL, .arg = "X", .lo = 0, .hi = 1, .def = 0.25,\n     .help = "a knob of the one-row test", .flags = SETF_COMPARE, .cmd = "dummy-knob",\n     CFG(dummy_knob), .ckpt = '"$NEXT"', .step_col = '"$NEXTCOL"', .mark = {.fmt = "knob %g"},\n     .live = SETL_TOGGLE, .toggle = {0.25, 1},\n     .keys = {{'"'K'"', 0, "toggle", "the one-row knob: 0.25 / 1"}}},'
 # --- the column: its index and row in the table, its field, its maths, its
 # display row in the layer panel, its entry in the man page's list; nothing
 # else (the figures, the diagnosis, the stream reader and --follow walk the
@@ -192,10 +194,47 @@ awk -F, -v k="$(col "$T/l.csv" dummy_knob)" 'NR == 2 { exit !($k == 0.400000006)
 grep -q 'dummy-knob=0.6 from step 3 (the checkpoint had 0.4)' "$T/m.err" && ok ||
     no "--load with --dummy-knob 0.6: $(cat "$T/m.err")"
 
+# --- --follow of the finished --jsonl: its CSV back (the live view's log below) ---
+"$X" --follow "$T/a.jsonl" --headless --csv "$T/back.csv" -q 2>"$T/f.err"
+cmp -s "$T/a.csv" "$T/back.csv" && ok ||
+    no "--follow of the --jsonl does not give its CSV back: $(cmp "$T/a.csv" "$T/back.csv" 2>&1) $(cat "$T/f.err")"
+
+# --- --plot: a marker where the knob changes; a pair's runs named by it ---
+"$X" --plot "$T/a.csv" --out "$T/a.svg" 2>"$T/p.err" && grep -q 'dummy_knob=0.5' "$T/a.svg" && ok ||
+    no "--plot of a CSV where the knob changes has no 'dummy_knob=0.5' marker: $(cat "$T/p.err")"
+"$X" --plot "$T/c.csv" --out "$T/c.svg" 2>"$T/p.err" && grep -q 'a: dummy-knob=0.25' "$T/c.svg" &&
+    grep -q 'b: dummy-knob=0.75' "$T/c.svg" && ok ||
+    no "--plot of the --compare CSV does not name the runs by the knob: $(grep -o '[ab]: [^<]*' "$T/c.svg" | head -3) $(cat "$T/p.err")"
+
+# --- a lesson: its flags, its compare, its conditions and script lines ---
+printf '%s\n' 'title: the one-row knob' \
+    'flags: -L 2 -d 16 -H 2 -T 8 -B 2 --steps 4 --dummy-knob 0.5' 'compare: dummy-knob=0.75' \
+    'if b.dummy-knob=0.75: text: run b has the knob at 0.75' \
+    'if b.dummy-knob!=0.75: text: run b has the knob elsewhere' 'at 2: dummy-knob 0.25' >"$T/knob.lesson"
+"$X" --check-lesson "$T/knob.lesson" >"$T/cl.out" 2>&1 && ok || no "--check-lesson: $(cat "$T/cl.out")"
+"$X" --lesson "$T/knob.lesson" --headless --no-pause --csv "$T/les.csv" >"$T/les.out" 2>&1
+got=$(awk -F, -v a="$(col "$T/les.csv" dummy_knob)" -v b="$(col "$T/les.csv" b_dummy_knob)" \
+    'NR > 1 { printf "%s/%s ", $a, $b }' "$T/les.csv")
+[ "$got" = "0.5/0.75 0.5/0.75 0.25/0.25 0.25/0.25 " ] && ok ||
+    no "the lesson's knob by step (a/b): '$got' $(tail -3 "$T/les.out")"
+grep -q 'run b has the knob at 0.75' "$T/les.out" && ! grep -q 'knob elsewhere' "$T/les.out" && ok ||
+    no "the lesson's condition on b.dummy-knob: $(head -5 "$T/les.out")"
+
+# --- a sweep over it: a results.csv column, each run's CSV ---
+"$X" --sweep 'dummy-knob=0.25,0.5' $SMALL --steps 2 --jobs 1 --headless --sweep-out "$T/sw" \
+    >"$T/sw.out" 2>&1 </dev/null
+kc=$(col "$T/sw/results.csv" dummy-knob)
+got=$(awk -F, -v k="$kc" 'NR > 1 { print $k }' "$T/sw/results.csv" 2>/dev/null | sort | tr '\n' ' ')
+[ -n "$kc" ] && [ "$got" = "0.25 0.5 " ] && ok ||
+    no "the sweep's results.csv has no dummy-knob column of 0.25 and 0.5: $(head -2 "$T/sw/results.csv" 2>&1) $(tail -2 "$T/sw.out")"
+got=$(for f in "$T"/sw/run-*.csv; do awk -F, -v k="$(col "$f" dummy_knob)" 'NR == 2 { print $k }' "$f"; done |
+    sort | tr '\n' ' ')
+[ "$got" = "0.25 0.5 " ] && ok || no "the sweep's run CSVs' dummy_knob: '$got'"
+
 # --- the live view: the layer box shows the column, the log the setting ---
 BIN=$X
 need_tmux_bin
-watchdog 60
+watchdog 90
 W=onerow
 new_session
 key "$X -L 2 -d 16 -H 2 -T 8 -B 2 --dummy-knob 0.3; echo NS_EXIT=\$?" Enter
@@ -225,5 +264,26 @@ key "$X --follow $T/a.jsonl; echo NS_FEXIT=\$?" Enter
 if wait_for 'dummy col' 20; then ok; else no "following the --jsonl, the layer box has no 'dummy col' row:"; screen | head -40 >&2; fi
 key q
 wait_for 'NS_FEXIT=[0-9]' 10 || no "--follow did not quit"
+# --compare in the live view: both panels' headers and the chart's legend
+# say the runs' knobs in the words --compare has
+$TM resize-window -t "$W" -x 160 -y 48 2>/dev/null
+key "clear; $X $SMALL --compare dummy-knob=0.75; echo NS_EXIT=\$?" Enter
+if wait_for 'b: dummy-knob=0.75' 20; then
+    sleep 1
+    na=$(screen | grep -c 'a: dummy-knob=0.25') nb=$(screen | grep -c 'b: dummy-knob=0.75')
+    [ "$na" -ge 2 ] && [ "$nb" -ge 2 ] && ok ||
+        no "--compare dummy-knob=0.75: a's words on $na rows, b's on $nb (headers and legend: 2 each):"
+    [ "$na" -ge 2 ] && [ "$nb" -ge 2 ] || screen | grep 'dummy' >&2
+else
+    no "--compare dummy-knob=0.75: no header says b: dummy-knob=0.75:"; screen | head -12 >&2
+fi
+key q
+wait_for 'NS_EXIT=[0-9]' 10 || no "the --compare live view did not quit"
+# --follow of the finished --jsonl in the live view: its log says the change
+key "clear; $X --follow $T/a.jsonl; echo NS_EXIT=\$?" Enter
+wait_for 'dummy_knob 0.25 -> 0.5' 20 && ok ||
+    { no "--follow's log does not say the knob's change:"; screen | tail -12 >&2; }
+key q
+wait_for 'NS_EXIT=[0-9]' 10 || no "the --follow live view did not quit"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -24,15 +24,15 @@ static void healthy(step_metrics *m, long step)
     m->step = step;
     m->loss = 2.5f - 0.001f * (float)step;
     m->lr = m->lr_peak = 1e-3f;
-    m->warmup_on = 1;
-    m->precision = FMT_FP32;
-    m->fp32_norms = 1;
+    metrics_set_setting(m, "warmup", 1);
+    metrics_set_setting(m, "precision", FMT_FP32);
+    metrics_set_setting(m, "fp32_norms", 1);
     m->loss_scale = 1;
-    m->norm = NORM_PRE;
+    metrics_set_setting(m, "norm", NORM_PRE);
     m->n_layer = L;
     m->data_entropy = NAN; /* the plateau diag_init was given */
     m->vocab = 256;
-    m->ln_gamma_init = 1;
+    metrics_set_setting(m, "ln_gamma_init", 1);
     for (int l = 0; l < L; l++) {
         layer_metrics *lm = &m->layer[l];
         lm->grad_attn = lm->grad_ffn = lm->grad_ln = 0.1f;
@@ -113,8 +113,8 @@ static void test_headroom(void)
     long crossed = 0, warned = 0;
     for (long s = 1; s <= 300; s++) {
         healthy(&m, s);
-        m.precision = FMT_FP16;
-        m.fp32_norms = 0;
+        metrics_set_setting(&m, "precision", FMT_FP16);
+        metrics_set_setting(&m, "fp32_norms", 0);
         for (int l = 0; l < L; l++) {
             float a = l == 2 ? 40.0f * exp2f((float)s / 100) : 20.0f;
             m.layer[l].act_max = a;
@@ -163,9 +163,9 @@ static void test_norm_variance_divergence(void)
     step_metrics m;
     for (long s = 1; s <= 141; s++) {
         healthy(&m, s);
-        m.precision = FMT_FP16;
-        m.fp32_norms = 0;
-        m.warmup_on = 0;
+        metrics_set_setting(&m, "precision", FMT_FP16);
+        metrics_set_setting(&m, "fp32_norms", 0);
+        metrics_set_setting(&m, "warmup", 0);
         m.lr = m.lr_peak = 2e-2f;
         m.loss_scale = 32768;
         m.loss_scale_dynamic = 1;
@@ -205,7 +205,7 @@ static void test_norm_variance_divergence(void)
     /* every act max NaN (the overflow spread): "nan", never "-nan" */
     reset();
     healthy(&m, 1);
-    m.precision = FMT_FP16;
+    metrics_set_setting(&m, "precision", FMT_FP16);
     m.nonfinite = 1;
     strcpy(m.fault, "forward, layer 2, MLP norm variance");
     for (int l = 0; l < L; l++)
@@ -235,7 +235,7 @@ static void test_scale_collapse(void)
     step_metrics m;
     for (long s = 1; s <= 60; s++) {
         healthy(&m, s);
-        m.precision = FMT_FP16;
+        metrics_set_setting(&m, "precision", FMT_FP16);
         m.loss_scale_dynamic = 1;
         m.loss_scale = 65536.0f / exp2f((float)(s / 4));
         m.skipped = s % 4 == 0;
@@ -249,7 +249,7 @@ static void test_scale_collapse(void)
     reset();
     for (long s = 1; s <= 60; s++) {
         healthy(&m, s);
-        m.precision = FMT_FP16;
+        metrics_set_setting(&m, "precision", FMT_FP16);
         m.loss_scale_dynamic = 1;
         m.loss_scale = s < 10 ? 65536 : 32768;
         feed(&m);
@@ -322,7 +322,7 @@ static void test_stall(void)
         long stalled_at = 0;
         for (long s = 1; s <= 200; s++) {
             healthy(&m, s);
-            m.norm = NORM_POST;
+            metrics_set_setting(&m, "norm", NORM_POST);
             m.loss = (float)(PLATEAU + 0.05 * sin((double)s)); /* noisy, on the plateau */
             if (variant == 2)
                 m.loss = 2.4f; /* learning: not on the plateau */
@@ -346,7 +346,7 @@ static void test_stall(void)
             int overs = 0;
             for (long s = 201; s <= 200 + DIAG_STALL_STEPS + 10; s++) {
                 healthy(&m, s);
-                m.norm = NORM_POST; /* the same settings: no new episode */
+                metrics_set_setting(&m, "norm", NORM_POST); /* the same settings: no new episode */
                 m.loss = (float)(PLATEAU - 0.5);
                 feed(&m);
                 if (diag_stall_over(dg, over, sizeof over))
@@ -385,7 +385,7 @@ static void test_stall(void)
             healthy(&m, s);
             m.loss = (float)(PLATEAU + 0.3 + 0.05 * sin((double)s)); /* 0.3 above */
             m.grad_norm = 2.0f;
-            m.clip = variant >= 2 ? 1e-7f : 0.0f;
+            metrics_set_setting(&m, "clip", variant >= 2 ? 1e-7f : 0.0f);
             if (variant == 3 && s % 2)
                 m.grad_norm = 1e-8f; /* under the clip */
             for (int l = 0; l < L; l++) {
@@ -420,7 +420,7 @@ static void test_stall(void)
         step_metrics m;
         for (long s = 1; s <= 260; s++) {
             healthy(&m, s);
-            m.norm_kind = dyt ? NORMK_DYT : NORMK_LAYERNORM;
+            metrics_set_setting(&m, "norm_kind", dyt ? NORMK_DYT : NORMK_LAYERNORM);
             m.loss = (float)(PLATEAU + 0.05 * sin((double)s));
             m.grad_norm = 0.5f;
             for (int l = 0; l < L; l++) {
@@ -444,7 +444,7 @@ static void test_stall(void)
     step_metrics m;
     for (long s = 1; s <= 120; s++) {
         healthy(&m, s);
-        m.norm = s <= 60 ? NORM_POST : NORM_PRE;
+        metrics_set_setting(&m, "norm", s <= 60 ? NORM_POST : NORM_PRE);
         m.loss = (float)PLATEAU;
         for (int l = 0; l < L; l++)
             m.layer[l].grad_attn = m.layer[l].grad_ffn = m.layer[l].grad_ln =
@@ -559,7 +559,7 @@ static void test_warmup_early(void)
         step_metrics m;
         for (long s = 1; s <= 60; s++) {
             healthy(&m, s);
-            m.warmup_on = 0;
+            metrics_set_setting(&m, "warmup", 0);
             m.lr = m.lr_peak = 3e-2f;
             m.layer[L - 1].update_ratio = high == 1 ? 3e-2f : 1e-3f;
             m.nonfinite = s == 60;
@@ -689,10 +689,10 @@ static void test_loss_overflow(void)
         step_metrics m;
         for (long s = 1; s <= 40; s++) {
             healthy(&m, s);
-            m.precision = FMT_FP16;
-            m.fp32_norms = on;
+            metrics_set_setting(&m, "precision", FMT_FP16);
+            metrics_set_setting(&m, "fp32_norms", on);
             m.loss = 3.5f;
-            m.warmup_on = 0;
+            metrics_set_setting(&m, "warmup", 0);
             m.layer[L - 1].update_ratio = 2e-2f; /* the LR's ratio high too */
             if (s == 40) {
                 m.nonfinite = 1;
@@ -729,8 +729,8 @@ static void test_scale_gave_up(void)
         step_metrics m;
         for (long s = 1; s <= 17; s++) {
             healthy(&m, s);
-            m.precision = FMT_FP16;
-            m.warmup_on = 0;
+            metrics_set_setting(&m, "precision", FMT_FP16);
+            metrics_set_setting(&m, "warmup", 0);
             m.loss = 5.5f;
             m.loss_scale_dynamic = 1;
             m.loss_scale = 65536.0f / exp2f((float)(s - 1));
@@ -934,7 +934,7 @@ static void test_floor(void)
             healthy(&m, s);
             m.data_entropy = k ? (float)PLATEAU : 0.0f;
             m.loss = (k ? (float)PLATEAU : 0.0067f) + (s < 20 ? 2.0f : 0.0f);
-            m.norm = NORM_POST;
+            metrics_set_setting(&m, "norm", NORM_POST);
             m.layer[0].grad_attn = m.layer[0].grad_ffn = m.layer[0].grad_ln = 1e-5f;
             m.layer[1].grad_attn = m.layer[1].grad_ffn = m.layer[1].grad_ln = 1e-5f;
             feed(&m);
@@ -1007,7 +1007,7 @@ static void test_change_cause(void)
         for (long s = 1; s <= 560; s++) {
             learning_step(&m, s, 2.4, 0.03);
             m.lr = m.lr_peak = 1e-2f;
-            m.norm = !changed || s > 300 ? NORM_POST : NORM_PRE;
+            metrics_set_setting(&m, "norm", !changed || s > 300 ? NORM_POST : NORM_PRE);
             if (s > 300)
                 m.loss = (float)PLATEAU + 0.01f * (float)(s % 3);
             feed(&m);
@@ -1024,8 +1024,10 @@ static void test_change_cause(void)
     reset();
     for (long s = 1; s <= 240; s++) {
         learning_step(&m, s, 2.4, 0.03);
-        if (s > 200)
-            m.precision = FMT_FP16, m.loss_scale = 1024, m.fp32_norms = 0;
+        if (s > 200) {
+            metrics_set_setting(&m, "precision", FMT_FP16), m.loss_scale = 1024;
+            metrics_set_setting(&m, "fp32_norms", 0);
+        }
         if (s == 240) {
             m.nonfinite = 1;
             m.loss = NAN;
@@ -1051,8 +1053,8 @@ static void test_trend_restart(void)
     for (long s = 1; s <= 400; s++) {
         healthy(&m, s);
         if (s > 300) {
-            m.precision = FMT_FP16;
-            m.fp32_norms = 0;
+            metrics_set_setting(&m, "precision", FMT_FP16);
+            metrics_set_setting(&m, "fp32_norms", 0);
             for (int l = 0; l < L; l++) {
                 m.layer[l].act_max = 190 + (float)(s % 2);
                 m.layer[l].headroom = log2f(256 / m.layer[l].act_max);
@@ -1071,8 +1073,8 @@ static void test_gains_zero(void)
     step_metrics m;
     for (long s = 1; s <= 120; s++) {
         healthy(&m, s);
-        m.norm = NORM_POST;
-        m.ln_gamma_init = 0;
+        metrics_set_setting(&m, "norm", NORM_POST);
+        metrics_set_setting(&m, "ln_gamma_init", 0);
         m.loss = (float)PLATEAU;
         for (int l = 0; l < L - 1; l++)
             m.layer[l].grad_attn = m.layer[l].grad_ffn = m.layer[l].grad_ln = 0;
@@ -1094,8 +1096,8 @@ static void test_headroom_slowing(void)
     long crossed = 0, first_at = 0;
     for (long s = 1; s <= 450; s++) {
         healthy(&m, s);
-        m.precision = FMT_FP16;
-        m.fp32_norms = 0;
+        metrics_set_setting(&m, "precision", FMT_FP16);
+        metrics_set_setting(&m, "fp32_norms", 0);
         /* 7 at step 1, 130 at 20, 256 at 400: log-linear in log(step) past 20 */
         double a = s <= 20 ? 7.0 * pow(130.0 / 7.0, (double)(s - 1) / 19)
                            : 130.0 * pow(256.0 / 130.0, log((double)s / 20) / log(20.0));

@@ -7,7 +7,9 @@
  * Not here: figures from files (tests/sh/plot.sh), the trainer's own ghost
  * (test_trainer.c).
  */
+#include "metrics.h"
 #include "plot.h"
+#include "settings.h"
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -191,6 +193,120 @@ static void test_view_rewind(void)
     CHECK(strstr(svg, ">a: rewind 40 \xe2\x86\x92 20<") != NULL);
 }
 
+/* A step of n_layer 1 whose setting columns hold the defaults' values
+ * (the ramp on), and column k the value x. */
+static void setting_step(step_metrics *m, long step, int k, double x)
+{
+    ns_config c;
+    settings_defaults(&c);
+    memset(m, 0, sizeof *m);
+    m->step = step;
+    m->loss = m->grad_norm = 1.0f;
+    m->lr = 1e-3f;
+    m->loss_scale = 1;
+    m->n_layer = 1;
+    for (int j = 0; j < metrics_step_ncols(); j++) {
+        const ns_setting *s = metrics_step_col(j)->setting;
+        if (s)
+            metrics_step_col_set_value(m, j, s->home == SET_IN_CFG ? settings_get(s, &c) : 1);
+    }
+    metrics_step_col_set_value(m, k, x);
+}
+
+/* Another value of setting column k than x: an enum's next, on/off's
+ * other, a number's double (or 1 for 0). */
+static double other_setting(int k, double x)
+{
+    const ns_setting *s = metrics_step_col(k)->setting;
+    if (s->type == SET_ENUM)
+        return (double)(((int)x + 1) % s->n_names);
+    if (s->type == SET_ONOFF || s->type == SET_AUTO)
+        return x == 1 ? 0 : 1;
+    return x != 0 ? x * 2 : 1;
+}
+
+/* Every setting column --plot reads: a CSV where it changes at step 3
+ * gives a marker there with its words ("COLUMN=VALUE"); a --compare CSV
+ * where the runs differ in it names each run by it ("a: NAME=VALUE",
+ * the flag's spelling). */
+static void test_every_setting_marked(void)
+{
+    char path[] = "/tmp/ns_plotsetXXXXXX";
+    int fd = mkstemp(path), cols = 0;
+    CHECK(fd >= 0);
+    close(fd);
+    for (int k = 0; k < metrics_step_ncols(); k++) {
+        if (!metrics_step_col(k)->setting)
+            continue;
+        const char *col = metrics_step_col(k)->name;
+        step_metrics m[2];
+        setting_step(&m[0], 1, k, 0);
+        double x = m[0].set[k];
+        setting_step(&m[0], 1, k, x);
+        setting_step(&m[1], 1, k, other_setting(k, x));
+        char va[32], vb[32], want[96], wa[96], wb[96];
+        metrics_step_col_text(&m[0], k, va, sizeof va);
+        metrics_step_col_text(&m[1], k, vb, sizeof vb);
+        /* one run, changed at step 3 */
+        FILE *f = fopen(path, "w");
+        metrics_csv_header(f, 1);
+        for (long s = 1; s <= 4; s++) {
+            step_metrics r = m[s >= 3];
+            r.step = s;
+            metrics_csv_row(f, &r);
+        }
+        fclose(f);
+        plot_data d;
+        char err[128];
+        plot_data_init(&d);
+        int marked = 0;
+        snprintf(want, sizeof want, "%s=%s", col, vb);
+        if (plot_data_read(&d, path, err, sizeof err) == 0)
+            for (int i = 0; i < d.run[0].nmark; i++)
+                marked |= d.run[0].mark[i].step == 3 && strstr(d.run[0].mark[i].text, want) != NULL;
+        if (!marked)
+            fprintf(stderr, "%s: no marker '%s' at step 3 (%d markers)\n", col, want,
+                    d.run[0].nmark);
+        CHECK(marked);
+        plot_data_free(&d);
+        /* a pair that differs in it */
+        f = fopen(path, "w");
+        metrics_csv_header_fields(f, 1, "");
+        fputc(',', f);
+        metrics_csv_header_fields(f, 1, "b_");
+        metrics_csv_state_header(f, "");
+        metrics_csv_state_header(f, "b_");
+        fputc('\n', f);
+        for (long s = 1; s <= 2; s++) {
+            m[0].step = m[1].step = s;
+            metrics_csv_fields(f, &m[0]);
+            fputc(',', f);
+            metrics_csv_fields(f, &m[1]);
+            metrics_csv_state_fields(f, &m[0]);
+            metrics_csv_state_fields(f, &m[1]);
+            fputc('\n', f);
+        }
+        fclose(f);
+        char flag[40];
+        snprintf(flag, sizeof flag, "%s", col);
+        for (char *p = flag; *p; p++)
+            *p = *p == '_' ? '-' : *p;
+        snprintf(wa, sizeof wa, "a: %s=%s", flag, va);
+        snprintf(wb, sizeof wb, "b: %s=%s", flag, vb);
+        plot_data_init(&d);
+        int named = plot_data_read(&d, path, err, sizeof err) == 0 && d.nruns == 2 &&
+                    !strcmp(d.run[0].label, wa) && !strcmp(d.run[1].label, wb);
+        if (!named)
+            fprintf(stderr, "%s: runs named '%s' and '%s', want '%s' and '%s'\n", col,
+                    d.run[0].label, d.run[1].label, wa, wb);
+        CHECK(named);
+        plot_data_free(&d);
+        cols++;
+    }
+    unlink(path);
+    CHECK(cols >= 7); /* norm .. fp32_norms, ln_gamma_init */
+}
+
 int main(void)
 {
     S = trainer_snapshot_new();
@@ -199,6 +315,7 @@ int main(void)
     test_heatmap_both_runs();
     test_view_both_runs();
     test_view_rewind();
+    test_every_setting_marked();
     free(S);
     return test_summary();
 }

@@ -693,14 +693,14 @@ static int man_words(const char *from, const char *to, const char *lead, char (*
 /* The man page's list `what` is the table's columns (prefix + name), row
  * by row: the first row that differs is named with both sides' words,
  * and a column missing or one too many. */
-static void check_man_cols(const char *what, char (*w)[48], int n, const metrics_col *cols, int ncols,
-                           const char *prefix)
+static void check_man_cols(const char *what, char (*w)[48], int n, const char *const *cols,
+                           int ncols, const char *prefix)
 {
     int bad = 0;
     for (int k = 0; k < ncols || k < n; k++) {
         char want[64] = "";
         if (k < ncols)
-            snprintf(want, sizeof want, "%s%s", prefix, cols[k].name);
+            snprintf(want, sizeof want, "%s%s", prefix, cols[k]);
         if (k < n && k < ncols && !strcmp(w[k], want))
             continue;
         if (!bad)
@@ -711,13 +711,13 @@ static void check_man_cols(const char *what, char (*w)[48], int n, const metrics
     if (!t_check(bad == 0 && n > 0, __FILE__, __LINE__, what)) {
         fprintf(stderr, "  the table's list:");
         for (int k = 0; k < ncols; k++)
-            fprintf(stderr, " %s%s", prefix, cols[k].name);
+            fprintf(stderr, " %s%s", prefix, cols[k]);
         fputc('\n', stderr);
     }
 }
 
 /* METRICS lists the step columns and then the per-layer ones, in the
- * order of the tables the writers walk (metrics_step_cols,
+ * order of the tables the writers walk (metrics_step_col(k),
  * metrics_layer_cols): a column added to a table and not to the page, or
  * moved in one, fails here by name. */
 static void test_man_columns(void)
@@ -733,14 +733,56 @@ static void test_man_columns(void)
     const char *layers_end = layers ? strstr(layers, "\n.El\n") : NULL;
     CHECK(steps_end && layers_end && layers_end < end);
     char (*w)[48] = calloc(256, sizeof *w);
+    const char *step_names[METRICS_STEP_MAX], *layer_names[METRICS_LAYER_COLS];
+    int ns = metrics_step_ncols();
+    for (int k = 0; k < ns && k < METRICS_STEP_MAX; k++)
+        step_names[k] = metrics_step_col(k)->name;
+    for (int k = 0; k < METRICS_LAYER_COLS; k++)
+        layer_names[k] = metrics_layer_cols[k].name;
     if (w && steps_end && layers_end) {
         int n = man_words(steps, steps_end, ".It Li ", w, 256);
-        check_man_cols("METRICS' step columns", w, n, metrics_step_cols, METRICS_STEP_COLS, "");
+        check_man_cols("METRICS' step columns", w, n, step_names, ns, "");
         n = man_words(layers, layers_end, ".It Li ", w, 256);
-        check_man_cols("METRICS' per-layer columns", w, n, metrics_layer_cols, METRICS_LAYER_COLS, "l{i}_");
+        check_man_cols("METRICS' per-layer columns", w, n, layer_names, METRICS_LAYER_COLS,
+                       "l{i}_");
     }
     free(w);
     free(man);
+}
+
+/* The step columns: the ones older files have, in their order, then the
+ * settings' that came after; each setting column is its row's (step_col,
+ * the column's name), and every row with a step_col has its column. */
+static void test_step_columns(void)
+{
+    static const char *const old[] = {
+        "step", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "norm", "norm_kind",
+        "warmup", "clip", "precision", "fp32_norms", "loss_scale", "skipped", "ln_gamma_init"};
+    int n = metrics_step_ncols(), rows = 0;
+    CHECK(n >= (int)(sizeof old / sizeof old[0]) && n <= METRICS_STEP_MAX);
+    for (int k = 0; k < (int)(sizeof old / sizeof old[0]) && k < n; k++)
+        CHECK(!strcmp(metrics_step_col(k)->name, old[k]));
+    for (int k = 0; k < n; k++) {
+        const ns_setting *s = metrics_step_col(k)->setting;
+        char name[64];
+        if (!s)
+            continue;
+        settings_column(s, name, sizeof name);
+        CHECK(s->step_col == k && !strcmp(name, metrics_step_col(k)->name) &&
+              settings_of_column(name) == s);
+    }
+    for (int i = 0; i < settings_count(); i++)
+        if (settings_row(i)->step_col) {
+            rows++;
+            CHECK(metrics_step_col(settings_row(i)->step_col)->setting == settings_row(i));
+        }
+    CHECK(rows >= 7);
+    /* the special cases' columns: the ramp, not --warmup; lr and the
+     * scale measured, not the rows' */
+    CHECK(settings_of_column("warmup") == settings_find_cmd("warmup") &&
+          settings_find_cmd("warmup") != settings_find("warmup", 6));
+    CHECK(!metrics_step_col(metrics_step_col_find("lr", 2))->setting &&
+          !metrics_step_col(metrics_step_col_find("loss_scale", 10))->setting);
 }
 
 int main(void)
@@ -748,6 +790,7 @@ int main(void)
     data_builtin(&D);
     test_lr_layer_decay();
     test_table();
+    test_step_columns();
     test_man_keys();
     test_man_lists();
     test_man_columns();

@@ -280,8 +280,10 @@ static void test_jsonl_roundtrip(void)
     step_metrics m;
     memset(&m, 0, sizeof m);
     m.step = 7, m.loss = 3.25f, m.lr = 1e-3f, m.grad_norm = 0.75f, m.has_val = 1;
-    m.val_loss = 3.5f, m.loss_scale = 1, m.n_layer = 5, m.clip = 1, m.warmup_on = 1;
-    m.precision = FMT_BF16;
+    m.val_loss = 3.5f, m.loss_scale = 1, m.n_layer = 5;
+    metrics_set_setting(&m, "clip", 1);
+    metrics_set_setting(&m, "warmup", 1);
+    metrics_set_setting(&m, "precision", FMT_BF16);
     for (int l = 0; l < 5; l++)
         for (int k = 0; k < METRICS_LAYER_COLS; k++)
             metrics_layer_col_set(&m.layer[l], k, (float)(l * 10 + k) * 0.125f + 0.001f);
@@ -298,8 +300,8 @@ static void test_jsonl_roundtrip(void)
     const step_metrics *g = &s->s.run[0].last;
     CHECK(s->s.n_layer == 5 && g->n_layer == 5 && g->step == 8);
     CHECK(g->loss == m.loss && g->lr == m.lr && g->grad_norm == m.grad_norm);
-    CHECK(g->has_val && g->val_loss == m.val_loss && g->clip == 1 && g->warmup_on);
-    CHECK(g->precision == FMT_BF16 && s->s.run[0].cfg.precision == FMT_BF16);
+    CHECK(g->has_val && g->val_loss == m.val_loss && metrics_clip(g) == 1 && metrics_warmup_on(g));
+    CHECK(metrics_precision(g) == FMT_BF16 && s->s.run[0].cfg.precision == FMT_BF16);
     int same = 0;
     for (int l = 0; l < 5; l++)
         same += !memcmp(&g->layer[l], &m.layer[l], sizeof m.layer[l]) || l == 3;
@@ -307,6 +309,54 @@ static void test_jsonl_roundtrip(void)
     CHECK(isnan(g->layer[3].act_max) && g->layer[3].resid_max == m.layer[3].resid_max);
     CHECK(!stream_summary_of(r)->have_header && stream_summary_of(r)->malformed == 0);
     stream_free(r);
+}
+
+/* Every setting column of normscope's own rows: a change between two
+ * rows is the followed run's event ("COLUMN a -> b") and its setting in
+ * force on the step read back. */
+static void test_every_setting_followed(void)
+{
+    int cols = 0;
+    for (int k = 0; k < metrics_step_ncols(); k++) {
+        const ns_setting *s = metrics_step_col(k)->setting;
+        if (!s)
+            continue;
+        step_metrics m;
+        memset(&m, 0, sizeof m);
+        m.loss = 3.0f, m.lr = 1e-3f, m.grad_norm = 1.0f, m.loss_scale = 1, m.n_layer = 1;
+        ns_config c;
+        settings_defaults(&c);
+        for (int j = 0; j < metrics_step_ncols(); j++)
+            if (metrics_step_col(j)->setting)
+                metrics_step_col_set_value(&m, j, settings_get(metrics_step_col(j)->setting, &c));
+        double x = m.set[k];
+        double y = s->type == SET_ENUM ? (double)(((int)x + 1) % s->n_names)
+                   : metrics_step_col_named(k) ? (double)(x == 0)
+                                                : (x != 0 ? x * 2 : 1);
+        char a[32], b[32], want[96], buf[4096] = "";
+        metrics_setting_text(k, x, a, sizeof a);
+        metrics_setting_text(k, y, b, sizeof b);
+        FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+        m.step = 1;
+        metrics_jsonl_row(f, &m);
+        m.step = 2;
+        metrics_step_col_set_value(&m, k, y);
+        metrics_jsonl_row(f, &m);
+        fclose(f);
+        stream_reader *r = stream_open("/nonexistent/s.nsj");
+        feed_str(r, buf);
+        const trainer_snapshot *t = stream_snapshot(r);
+        snprintf(want, sizeof want, "%s %s -> %s", metrics_step_col(k)->name, a, b);
+        int said = has_event(t, NS_EV_SETTING, want), now = t->s.run[0].last.set[k] == m.set[k];
+        if (!said || !now)
+            fprintf(stderr, "%s: event '%s' %s, value read back %g (written %g)\n",
+                    metrics_step_col(k)->name, want, said ? "said" : "not said",
+                    t->s.run[0].last.set[k], m.set[k]);
+        CHECK(said && now);
+        stream_free(r);
+        cols++;
+    }
+    CHECK(cols >= 7);
 }
 
 static void test_many_layers(void)
@@ -1200,6 +1250,7 @@ int main(void)
     test_malformed();
     test_nonfinite();
     test_jsonl_roundtrip();
+    test_every_setting_followed();
     test_many_layers();
     test_events_and_spikes();
     test_replay();

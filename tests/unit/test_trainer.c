@@ -165,7 +165,7 @@ static void test_between_steps(void)
         same = same_metrics(&m, &rec.m[i]);
     }
     CHECK(same);
-    CHECK(rec.m[4].norm == NORM_PRE && rec.m[5].norm == NORM_POST);
+    CHECK(metrics_norm(&rec.m[4]) == NORM_PRE && metrics_norm(&rec.m[5]) == NORM_POST);
     /* the chart's marker sits on the first step under the new setting */
     CHECK(S->s.hist_total == 10);
     CHECK(S->hist[5].step == 6 && strstr(S->hist[5].run[0].mark, "post") != NULL);
@@ -445,7 +445,8 @@ static void test_script(void)
     trainer_stop(t);
     trainer_snapshot_copy(t, S);
     CHECK(S->s.steps_done == 7);
-    CHECK(rec.n == 7 && rec.m[2].norm == NORM_PRE && rec.m[3].norm == NORM_POST);
+    CHECK(rec.n == 7 && metrics_norm(&rec.m[2]) == NORM_PRE &&
+          metrics_norm(&rec.m[3]) == NORM_POST);
     trainer_free(t);
     script_free(&sc);
     engine_free(e);

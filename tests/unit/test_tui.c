@@ -13,6 +13,8 @@
 #include "metrics.h"
 #include "nstext.h"
 #include "testutil.h"
+#include "cli.h"
+#include "settings.h"
 #include "tui.h"
 
 static char row_buf[8192];
@@ -1769,7 +1771,8 @@ static void test_compare_details(void)
     s->s.run[0].cfg.loss_scale = -1; /* off */
     s->s.run[1].cfg = s->s.run[0].cfg;
     s->s.run[1].cfg.loss_scale = 0; /* dynamic */
-    s->s.run[0].last.precision = FMT_FP32; /* the last step ran before the switch */
+    /* the last step ran before the switch */
+    metrics_set_setting(&s->s.run[0].last, "precision", FMT_FP32);
     s->s.run[0].last.loss_scale = 1;
     s->s.run[1].last = s->s.run[0].last;
     for (int l = 0; l < 6; l++) {
@@ -1790,7 +1793,8 @@ static void test_compare_details(void)
     tui_grid_resize(&g, 30, 100); /* the toggles row holds the scale at 100 columns */
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn ") == 1 && rows_with(&g, 0, "scale dyn 1") == 0);
-    s->s.run[1].last.precision = FMT_FP16, s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
+    metrics_set_setting(&s->s.run[1].last, "precision", FMT_FP16);
+    s->s.run[1].last.loss_scale = 32768, s->s.run[1].last.loss_scale_dynamic = 1;
     tui_draw(&g, s, &ui);
     CHECK(rows_with(&g, 0, "scale dyn 32768") == 1);
     /* labels: what differs first, the rest cut, " +N" for what was left out */
@@ -1922,6 +1926,91 @@ static void test_layer_col_rows(void)
     CHECK(n == METRICS_LAYER_COLS);
 }
 
+/* ---- every row --compare may vary, in both headers and the legend ------------ */
+
+/* A value of row s other than c's, spelled as --compare takes it. */
+static void other_value(const ns_setting *s, const ns_config *c, char *b, size_t n)
+{
+    double x = settings_get(s, c);
+    const double cand[] = {x * 2, x / 2, x + 1, x - 1, s->lo, s->hi};
+    switch (s->type) {
+    case SET_ENUM: snprintf(b, n, "%s", s->names[((int)x + 1) % s->n_names]); return;
+    case SET_ONOFF: snprintf(b, n, "%s", x ? "off" : "on"); return;
+    case SET_AUTO: snprintf(b, n, "%s", x == 1 ? "off" : "on"); return;
+    case SET_U64: snprintf(b, n, "%llu", (unsigned long long)x + 1); return;
+    case SET_BETAS: snprintf(b, n, "0.8,0.9"); return;
+    case SET_LOSS_SCALE: snprintf(b, n, "%s", x == 0 ? "off" : "dynamic"); return;
+    default:
+        for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+            if (cand[i] != x && cand[i] >= s->lo && cand[i] <= s->hi) {
+                snprintf(b, n, "%g", cand[i]);
+                return;
+            }
+        snprintf(b, n, "?");
+    }
+}
+
+/* Both configs where the row applies: the deciding row's first value
+ * that makes the row's holds true (fp32-norms, loss-scale: a low format). */
+static void where_it_applies(const ns_setting *s, ns_config *a, ns_config *b)
+{
+    const ns_setting *u = s->applies.under ? settings_find(s->applies.under,
+                                                           strlen(s->applies.under)) : NULL;
+    if (!u || !(s->live & (SETL_TOGGLE | SETL_CYCLE)) || s->applies.holds(a, NULL))
+        return;
+    for (int v = 0; v < u->n_names && !s->applies.holds(a, NULL); v++) {
+        settings_put(u, a, v);
+        settings_put(u, b, v);
+    }
+}
+
+/* For every row --compare may vary: run b given another value as
+ * --compare gives it, both panels' headers and the chart's legend say
+ * each run's value as "NAME=VALUE" (b's in the words of its --compare). */
+static void test_compare_every_row(void)
+{
+    int rows = 0;
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *s = settings_row(i);
+        if (!(s->flags & SETF_COMPARE))
+            continue;
+        trainer_snapshot *t = twin_snap_new(4, 40);
+        ns_config *a = &t->s.run[0].cfg, *b = &t->s.run[1].cfg;
+        *b = *a;
+        where_it_applies(s, a, b);
+        char v[64], spec[96], wa[128], wb[128], av[64];
+        other_value(s, a, v, sizeof v);
+        snprintf(spec, sizeof spec, "%s=%s", s->name, v);
+        int applied = cli_apply_setting(b, spec, stderr) == 0;
+        for (int r = 0; r < 2; r++) {
+            t->s.run[r].warmup_on = t->s.run[r].cfg.warmup > 0;
+            t->s.run[r].lr_peak = t->s.run[r].cfg.lr;
+        }
+        settings_format(s, a, av, sizeof av);
+        snprintf(wa, sizeof wa, "a: %s=%s", s->name,
+                 settings_is_off(s, settings_get(s, a)) ? "off" : av);
+        snprintf(wb, sizeof wb, "b: %s", spec);
+        tui_grid g = {0};
+        tui_ui ui;
+        tui_ui_init(&ui, 0, 0);
+        tui_grid_resize(&g, 48, 200);
+        tui_draw(&g, t, &ui);
+        int na = rows_with(&g, 0, wa), nb = rows_with(&g, 0, wb);
+        if (!applied || na < 2 || nb < 2) {
+            fprintf(stderr, "--compare %s: '%s' on %d rows, '%s' on %d (headers and legend: 2)\n",
+                    spec, wa, na, wb, nb);
+            for (int r = 0; r < g.rows; r++)
+                if (strstr(row(&g, r), "a: ") || strstr(row(&g, r), "b: "))
+                    fprintf(stderr, "  %s\n", row(&g, r));
+        }
+        CHECK(applied && na >= 2 && nb >= 2);
+        rows++;
+        tui_grid_free(&g);
+        free(t);
+    }
+    CHECK(rows >= 20); /* the table's --compare rows, norm to seed */
+}
+
 int main(void)
 {
     test_layout();
@@ -1937,6 +2026,7 @@ int main(void)
     test_status_and_clicks();
     test_status_loss();
     test_status_stalled_twin();
+    test_compare_every_row();
     test_status_narrow_lr();
     test_keys();
     test_help();

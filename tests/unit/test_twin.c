@@ -20,8 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "data.h"
 #include "numfmt.h"
+#include "settings.h"
 #include "testengine.h"
 #include "testutil.h"
 #include "tui.h"
@@ -512,6 +514,91 @@ static void test_label_warmup(void)
     CHECK(strstr(la, "warmup=off") != NULL);
 }
 
+/* Whether label says want: the same words up to the two spaces (what
+ * differs), then want's words after them in order, others between them
+ * allowed (a row added to the table adds its word; no word of today's
+ * may go). */
+static int label_says(const char *label, const char *want)
+{
+    const char *lr = strstr(label, "  "), *wr = strstr(want, "  ");
+    size_t lh = lr ? (size_t)(lr - label) : 0, wh = wr ? (size_t)(wr - want) : 0;
+    if (lh != wh || strncmp(label, want, wh) != 0)
+        return 0;
+    char rest[256], word[64];
+    snprintf(rest, sizeof rest, " %s ", lr ? lr + 2 : label);
+    const char *at = rest;
+    for (const char *w = wr ? wr + 2 : want; *w;) {
+        size_t n = strcspn(w, " ");
+        snprintf(word, sizeof word, " %.*s ", (int)n, w);
+        if (!(at = strstr(at, word)))
+            return 0;
+        at += strlen(word) - 1;
+        w += n + (w[n] == ' ');
+    }
+    return 1;
+}
+
+/* The labels' words, stated: defaults against --compare SPEC, each run's
+ * label (what differs, two spaces, the rest), and one run alone. */
+static void test_label_words(void)
+{
+    static const struct {
+        const char *spec, *base, *a, *b;
+    } t[] = {
+        {"norm=post", NULL, "a: norm=pre  layernorm fp32 warmup=100 lr=0.001 clip=off",
+         "b: norm=post  layernorm fp32 warmup=100 lr=0.001 clip=off"},
+        {"precision=fp16", NULL, "a: precision=fp32  pre layernorm warmup=100 lr=0.001 clip=off",
+         "b: precision=fp16 fp32-norms=on loss-scale=dynamic  pre layernorm warmup=100 lr=0.001 "
+         "clip=off"},
+        {"clip=1", NULL, "a: clip=off  pre layernorm fp32 warmup=100 lr=0.001",
+         "b: clip=1  pre layernorm fp32 warmup=100 lr=0.001"},
+        {"lr=0.01", NULL, "a: lr=0.001  pre layernorm fp32 warmup=100 clip=off",
+         "b: lr=0.01  pre layernorm fp32 warmup=100 clip=off"},
+        {"warmup=0", NULL, "a: warmup=100  pre layernorm fp32 lr=0.001 clip=off",
+         "b: warmup=off  pre layernorm fp32 lr=0.001 clip=off"},
+        {"seed=3", NULL, "a: seed=1337  pre layernorm fp32 warmup=100 lr=0.001 clip=off",
+         "b: seed=3  pre layernorm fp32 warmup=100 lr=0.001 clip=off"},
+        {"fp32-norms=off", "precision=fp16",
+         "a: fp32-norms=on  pre layernorm fp16 loss-scale=dynamic warmup=100 lr=0.001 clip=off",
+         "b: fp32-norms=off  pre layernorm fp16 loss-scale=dynamic warmup=100 lr=0.001 clip=off"},
+        {"ln-gamma-init=0", NULL,
+         "a: ln-gamma-init=1  pre layernorm fp32 warmup=100 lr=0.001 clip=off",
+         "b: ln-gamma-init=0  pre layernorm fp32 warmup=100 lr=0.001 clip=off"},
+        {"loss-scale=off", "precision=bf16",
+         "a: loss-scale=dynamic  pre layernorm bf16 fp32-norms=on warmup=100 lr=0.001 clip=off",
+         "b: loss-scale=off  pre layernorm bf16 fp32-norms=on warmup=100 lr=0.001 clip=off"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        ns_config ca, cb;
+        settings_defaults(&ca);
+        if (t[i].base)
+            CHECK(cli_apply_setting(&ca, t[i].base, stderr) == 0);
+        cb = ca;
+        CHECK(cli_apply_setting(&cb, t[i].spec, stderr) == 0);
+        twin_run ra = {&ca, ca.warmup > 0, ca.lr, 0, NULL};
+        twin_run rb = {&cb, cb.warmup > 0, cb.lr, 0, NULL};
+        char la[256], lb[256];
+        twin_label("a", ra, rb, la, sizeof la);
+        twin_label("b", rb, ra, lb, sizeof lb);
+        if (!label_says(la, t[i].a) || !label_says(lb, t[i].b))
+            fprintf(stderr, "--compare %s:\n  got  '%s'\n  want '%s'\n  got  '%s'\n  want '%s'\n",
+                    t[i].spec, la, t[i].a, lb, t[i].b);
+        CHECK(label_says(la, t[i].a) && label_says(lb, t[i].b));
+    }
+    ns_config c;
+    settings_defaults(&c);
+    char one[256];
+    twin_label("run", (twin_run){&c, 1, c.lr, 0, NULL}, (twin_run){0}, one, sizeof one);
+    CHECK(label_says(one, "run: pre layernorm fp32 warmup=100 lr=0.001 clip=off"));
+    /* the check itself: a word gone, or moved before the two spaces, fails */
+    CHECK(!label_says("a: norm=pre  layernorm fp32 warmup=100 lr=0.001",
+                      "a: norm=pre  layernorm fp32 warmup=100 lr=0.001 clip=off"));
+    CHECK(!label_says("a: norm=pre clip=off  layernorm fp32 warmup=100 lr=0.001",
+                      "a: norm=pre  layernorm fp32 warmup=100 lr=0.001 clip=off"));
+    CHECK(label_says("a: norm=pre  layernorm fp32 warmup=100 lr=0.001 clip=off knob=1",
+                     "a: norm=pre  layernorm fp32 warmup=100 lr=0.001 clip=off"));
+}
+
 int main(void)
 {
     data_builtin(&D);
@@ -523,5 +610,6 @@ int main(void)
     test_trainer_targets();
     test_switch_joins();
     test_label_warmup();
+    test_label_words();
     return test_summary();
 }

@@ -147,7 +147,7 @@ TEST_C_DIR  := tests/unit
 TEST_SH_DIR := tests/sh
 C_SUITES  := $(patsubst $(TEST_C_DIR)/test_%.c,%,$(sort $(wildcard $(TEST_C_DIR)/test_*.c)))
 SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$(sort $(wildcard $(TEST_SH_DIR)/*.sh))))
-SH_ORDER  := layers cli harden diagnose fixbank settings kernels memory sweep tui_sweep plot twin tui_e2e \
+SH_ORDER  := layers symbols cli harden diagnose fixbank settings kernels memory sweep tui_sweep plot twin tui_e2e \
              tui_diag tui_signals follow tui_lesson lessons sched tour tui_twin probe follow_probe
 SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable cross \
              onerow
@@ -159,7 +159,7 @@ SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES
 SUITE_TIMED = t0=$$(date +%s); if $(2); then r=0; else r=1; fi; \
 	echo "-- $(1): $$(( $$(date +%s) - t0 )) s$$([ $$r -eq 0 ] || echo ', FAILED')"; [ $$r -eq 0 ]
 RUN_C  = echo "== $(BUILD)/test_$(1)"; $(call SUITE_TIMED,test_$(1),NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1))
-RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) sh $(TEST_SH_DIR)/$(1).sh)
+RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) NS_LIB=$(BUILD)/libnormscope.a sh $(TEST_SH_DIR)/$(1).sh)
 
 test: $(BIN) $(TEST_BINS)
 	@fail=0; \

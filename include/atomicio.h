@@ -43,31 +43,31 @@ typedef struct {
 /* Open a temporary file for path (or path itself, see above). Returns 0, or
  * -1 with "PATH: reason" in err and nothing left on disk. Opening an
  * existing FIFO blocks until a reader opens it, as a shell's > does. */
-int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen);
+int atomicio_open(atomic_file *a, const char *path, char *err, size_t errlen);
 /* Has a write failed so far? Remembers the errno of the first failure, so
  * the final message names the cause (ENOSPC) rather than a later errno. */
-int atomic_failed(atomic_file *a);
+int atomicio_failed(atomic_file *a);
 /* Flush, fsync, close and rename into place; on any failure remove the
  * temporary file and leave the old target as it was. Returns 0 or -1 with
  * "PATH: reason" in err. The handle is closed either way. */
-int atomic_commit(atomic_file *a, char *err, size_t errlen);
+int atomicio_commit(atomic_file *a, char *err, size_t errlen);
 /* Close and throw away what was written (the old target stays). */
-void atomic_abort(atomic_file *a);
+void atomicio_abort(atomic_file *a);
 
 /* Could path be written at the end of a run? Checked at startup so a
  * missing or unwritable directory is reported before minutes of training:
  * creates and removes the temporary file (honest even for root, where
  * permission bits say little). Opens nothing that is not a regular file.
  * Returns 0, or -1 with "PATH: reason" in err. */
-int atomic_probe(const char *path, char *err, size_t errlen);
+int atomicio_probe(const char *path, char *err, size_t errlen);
 
 /* Is name a temp file of the target whose file name is base? 1 with the
  * writer's PID in *pid and *ours 1 when it was made on this machine by
  * this user, 0 when elsewhere or by another user, -1 when it has an older
  * normscope's name ("BASE.tmp.PID": neither said); 0 when not a temp. */
-int atomic_tmp_parse(const char *name, const char *base, long *pid, int *ours);
+int atomicio_tmp_parse(const char *name, const char *base, long *pid, int *ours);
 
 /* open + one write of n bytes + commit. */
-int atomic_write_file(const char *path, const void *p, size_t n, char *err, size_t errlen);
+int atomicio_write_file(const char *path, const void *p, size_t n, char *err, size_t errlen);
 
 #endif

@@ -103,15 +103,15 @@ typedef struct ns_script {
 
 /* Parse a script's text; name is used in messages ("FILE:LINE: reason").
  * 0, or -1 with the reason in err. */
-int script_parse(const char *text, const char *name, ns_script *s, char *err, size_t errlen);
+int command_script_parse(const char *text, const char *name, ns_script *s, char *err, size_t errlen);
 /* Read and parse a file. */
-int script_load(const char *path, ns_script *s, char *err, size_t errlen);
-void script_free(ns_script *s);
+int command_script_load(const char *path, ns_script *s, char *err, size_t errlen);
+void command_script_free(ns_script *s);
 /* The commands due when `done` steps are completed, in file order: calls
  * fn for each, with the entry's target. A script speaks only on the run's first pass over a step:
  * after a rewind it stays silent until the run passes where it was, so
  * "at 30: rewind" cannot loop. */
-void script_due(ns_script *s, long done,
+void command_script_due(ns_script *s, long done,
                 void (*fn)(void *ctx, const ns_command *c, int target), void *ctx);
 
 #endif

@@ -108,25 +108,25 @@ typedef struct {
 
 /* The value names of the enums, index = value, as used on the command
  * line, in the CSV and in scripts. */
-extern const char *const norm_place_names[NORM_PLACE_COUNT];
-extern const char *const norm_kind_names[NORM_KIND_COUNT];
-extern const char *const init_kind_names[INIT_KIND_COUNT];
-extern const char *const sched_kind_names[SCHED_KIND_COUNT];
-extern const char *const on_diverge_names[ONDIV_COUNT];
+extern const char *const config_norm_place_names[NORM_PLACE_COUNT];
+extern const char *const config_norm_kind_names[NORM_KIND_COUNT];
+extern const char *const config_init_kind_names[INIT_KIND_COUNT];
+extern const char *const config_sched_kind_names[SCHED_KIND_COUNT];
+extern const char *const config_on_diverge_names[ONDIV_COUNT];
 
 /* Names as used on the command line, in the CSV and in checkpoints. */
-const char *norm_place_name(norm_place p);
-const char *norm_kind_name(norm_kind k);
-const char *init_kind_name(init_kind k);
-const char *sched_kind_name(sched_kind k);
+const char *config_norm_place_name(norm_place p);
+const char *config_norm_kind_name(norm_kind k);
+const char *config_init_kind_name(init_kind k);
+const char *config_sched_kind_name(sched_kind k);
 
-/* Reverse lookups; return -1 for an unknown name. norm_place_parse also
+/* Reverse lookups; return -1 for an unknown name. config_norm_place_parse also
  * takes "peri" for sandwich (Kim et al. 2025's Peri-LN is x + N(F(N(x))),
  * what normscope calls sandwich); the name printed stays "sandwich". */
-int norm_place_parse(const char *s);
-int norm_kind_parse(const char *s);
-int init_kind_parse(const char *s);
-int sched_kind_parse(const char *s);
+int config_norm_place_parse(const char *s);
+int config_norm_kind_parse(const char *s);
+int config_init_kind_parse(const char *s);
+int config_sched_kind_parse(const char *s);
 
 /* Is the final norm used, given the placement and --final-norm? */
 int config_final_norm(const ns_config *c);

@@ -45,13 +45,13 @@ typedef enum {
                            * itself is RUNNING */
 } trainer_state;
 
-const char *trainer_state_name(trainer_state s); /* "RUNNING", ... */
+const char *snapshot_state_name(trainer_state s); /* "RUNNING", ... */
 
 /* One run's diagnosis as the D panel shows it: the warnings and diagnoses
  * of its current episode (from the first finding until a rewind or a
  * setting change ends it, diagnose.h), oldest first; past
  * TRAINER_FINDINGS the oldest warning makes room. alert is the status
- * line's mark: the rule of the cause (trainer_diagnosis_cause), else of
+ * line's mark: the rule of the cause (snapshot_diagnosis_cause), else of
  * the latest warning ("headroom", "stall": diag_rule_name), "" for
  * none. */
 #define TRAINER_FINDINGS 6
@@ -94,27 +94,27 @@ typedef struct {
  * that blew up after stalling blew up for the later finding's reason),
  * then the warnings (2); oldest first within each. */
 enum { TRAINER_RANKS = 3 };
-int trainer_finding_rank(const diag_finding *f);
+int snapshot_finding_rank(const diag_finding *f);
 /* The cause: the first finding in that order (the status line's mark and
  * the D panel's first line); NULL for none. */
-const diag_finding *trainer_diagnosis_cause(const trainer_diagnosis *d);
+const diag_finding *snapshot_diagnosis_cause(const trainer_diagnosis *d);
 /* The finding whose fix the a key and --on-diverge fix apply: the first
  * in that order with one; NULL for none. */
-const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d);
+const diag_finding *snapshot_diagnosis_fix(const trainer_diagnosis *d);
 /* Keep f in the episode's list d (oldest first) and set its alert: the
  * trainer and a stream reader keep their runs' findings so. */
-void trainer_diagnosis_add(trainer_diagnosis *d, const diag_finding *f);
+void snapshot_diagnosis_add(trainer_diagnosis *d, const diag_finding *f);
 /* A check (diag_checks) as one line, "is it learning? ok: loss 2.10 ...",
  * and the verdict of a diagnosis' checks, "verdict: healthy (every check
  * answered ok)" only when each did: the summaries and the D panels. */
-void trainer_check_text(const diag_check *c, char *buf, size_t n);
-void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n);
+void snapshot_check_text(const diag_check *c, char *buf, size_t n);
+void snapshot_verdict_text(const trainer_diagnosis *d, char *buf, size_t n);
 /* The checks' counts: how many answered no, how many are not yet known. */
-void trainer_check_counts(const trainer_diagnosis *d, int *bad, int *unknown);
+void snapshot_check_counts(const trainer_diagnosis *d, int *bad, int *unknown);
 /* Of runs' diagnoses (n: 1, or 2 under --compare), the run whose fix the
  * a key applies: the one that diverged (diverged_run), else a before b;
  * -1 when neither has a fix. */
-int trainer_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run);
+int snapshot_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run);
 
 /* A line of the event log: the engine's (ns_event, typed where it is
  * made) and the trainer's own (pause, resume, validation, DIVERGED, a
@@ -138,7 +138,7 @@ typedef struct {
 /* Point from a step of run a and, with a twin, run b's (NULL without
  * one); mark and mark_b are the markers' labels (NULL or "" = none). Any
  * snapshot source (the trainer, a followed stream) fills its points so. */
-void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
+void snapshot_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
                        const char *mark, const char *mark_b);
 
 /* One run's part of the status: run a at [0], --compare's twin b at [1]. */
@@ -216,11 +216,11 @@ typedef struct {
 
 /* Run r (0 = a, 1 = b) of a status as twin_label reads it: its settings
  * now, the step the runs joined and what set it apart before. */
-twin_run trainer_status_twin(const trainer_status *s, int r);
+twin_run snapshot_status_twin(const trainer_status *s, int r);
 
 /* The run ended diverged: stopped on it (DIVERGED), or its latest step (a's
  * or b's) was not finite, as --on-diverge continue leaves it. */
-int trainer_ended_diverged(const trainer_status *s);
+int snapshot_ended_diverged(const trainer_status *s);
 
 /* Which run diverged (0 = a, 1 = b), or -1: none, or no step yet. */
 static inline int trainer_diverged_run(const trainer_status *s)
@@ -231,7 +231,7 @@ static inline int trainer_diverged_run(const trainer_status *s)
 /* A front end's copy. Point i of this generation (0-based) is kept at
  * hist[i % TRAINER_HIST] while i >= trainer_hist_first(); event i at
  * ev[i % TRAINER_EVENTS] while i >= ev_total - TRAINER_EVENTS. About 4.5 MiB:
- * allocate it (trainer_snapshot_new), do not put it on a stack. */
+ * allocate it (snapshot_new), do not put it on a stack. */
 typedef struct {
     trainer_status s;
     trainer_point hist[TRAINER_HIST];
@@ -254,9 +254,9 @@ static inline long trainer_hist_first(const trainer_status *s)
     return lo > 0 ? lo : 0;
 }
 
-trainer_snapshot *trainer_snapshot_new(void); /* zeroed; free() it */
+trainer_snapshot *snapshot_new(void); /* zeroed; free() it */
 
 /* The prompt a sample continues when none was given. */
-extern const char trainer_default_prompt[];
+extern const char snapshot_default_prompt[];
 
 #endif

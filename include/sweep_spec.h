@@ -61,21 +61,21 @@ int sweep_spec_canon(sweep_spec *s, sweep_kind (*kind)(const char *name), char *
  * SWEEP_MAX_RUNS. */
 long sweep_spec_runs(const sweep_spec *s);
 /* Run k's value index on every axis (the last axis varies fastest). */
-void sweep_run_index(const sweep_spec *s, long k, int idx[SWEEP_MAX_AXES]);
+void sweep_spec_run_index(const sweep_spec *s, long k, int idx[SWEEP_MAX_AXES]);
 /* A run's ID: 12 hex digits of a hash of its "name=value" pairs, so the
  * same settings get the same ID in any sweep with the same axes. */
-void sweep_run_id(const sweep_spec *s, const int idx[SWEEP_MAX_AXES], char id[13]);
+void sweep_spec_run_id(const sweep_spec *s, const int idx[SWEEP_MAX_AXES], char id[13]);
 
 /* Parse --loss-at's N[,N...] into s->loss_at: at most SWEEP_MAX_LOSS_AT
  * steps, each 1..SWEEP_LOSS_AT_MAX, strictly increasing; spaces around a
  * step are allowed ("100, 500" is "100,500"). Returns 0, or -1 with one
  * line starting "--loss-at" in err and no step set. */
-int sweep_loss_at_parse(const char *text, sweep_spec *s, char *err, size_t errlen);
+int sweep_spec_loss_at_parse(const char *text, sweep_spec *s, char *err, size_t errlen);
 /* The steps' one spelling, "100,500" ("" for none), which reads back
  * the same. */
-void sweep_loss_at_text(const sweep_spec *s, char *buf, size_t n);
+void sweep_spec_loss_at_text(const sweep_spec *s, char *buf, size_t n);
 
 /* Run k's CSV, DIR/run-ID.csv. */
-void sweep_run_csv(const sweep_spec *s, const char *dir, long k, char *path, size_t n);
+void sweep_spec_run_csv(const sweep_spec *s, const char *dir, long k, char *path, size_t n);
 
 #endif

@@ -153,7 +153,7 @@ int trainer_send(trainer *t, const ns_command *c);
  * 1 run a, 2 run b; the rule is in twin.h). trainer_send is target both. */
 int trainer_send_to(trainer *t, const ns_command *c, int target);
 /* Copy what changed since dst was last filled; dst must come from
- * trainer_snapshot_new or a previous copy from this same trainer (a copy
+ * snapshot_new or a previous copy from this same trainer (a copy
  * from another one may look up to date). Returns 1 if anything changed. */
 int trainer_snapshot_copy(trainer *t, trainer_snapshot *dst);
 /* Wait until a publication after seq, or timeout_s seconds; returns the

@@ -40,12 +40,12 @@ typedef struct {
 } sv_board;
 
 /* 0, or -1 when out of memory. */
-int sv_board_init(sv_board *b, long n_runs);
-void sv_board_free(sv_board *b);
+int tui_sweep_board_init(sv_board *b, long n_runs);
+void tui_sweep_board_free(sv_board *b);
 /* The watch that reports on b (its ctx is b). */
-sweep_watch sv_board_watch(sv_board *b);
-void sv_board_stop(sv_board *b);
-void sv_board_done(sv_board *b, int status); /* the scheduler returned */
+sweep_watch tui_sweep_board_watch(sv_board *b);
+void tui_sweep_board_stop(sv_board *b);
+void tui_sweep_board_done(sv_board *b, int status); /* the scheduler returned */
 
 /* ---- a growing CSV, read by complete lines ----------------------------------
  * The file is followed by tail.h (complete lines only; a run's next
@@ -63,16 +63,16 @@ typedef struct {
 #define SV_LINE_MAX (1 << 20)
 #define SV_READ_MAX (1 << 20) /* bytes read per poll at most */
 
-void sv_tail_init(sv_tail *t);
-void sv_tail_free(sv_tail *t);
+void tui_sweep_tail_init(sv_tail *t);
+void tui_sweep_tail_free(sv_tail *t);
 /* Bytes as appended to the file. Returns 1 when a row was added. */
-int sv_tail_feed(sv_tail *t, const char *bytes, size_t n);
+int tui_sweep_tail_feed(sv_tail *t, const char *bytes, size_t n);
 /* Read what path has that is new (at most SV_READ_MAX). Returns 1 when a
  * row was added. A missing file is not an error (the run has not made
  * it yet). */
-int sv_tail_poll(sv_tail *t, const char *path);
+int tui_sweep_tail_poll(sv_tail *t, const char *path);
 /* The last complete row's step and loss. 0, or -1 when there is none. */
-int sv_tail_last(const sv_tail *t, long *step, double *loss);
+int tui_sweep_tail_last(const sv_tail *t, long *step, double *loss);
 
 /* ---- the view ------------------------------------------------------------------ */
 typedef struct {
@@ -99,7 +99,7 @@ typedef struct {
  * to the highest final loss of the finished cells but the exploded ones
  * (drawn off the scale, so an outlier cannot flatten it). */
 #define SV_LEVELS 7
-int sv_level(double x, double lo, double hi); /* 0 .. SV_LEVELS-1, -1 when not finite */
+int tui_sweep_level(double x, double lo, double hi); /* 0 .. SV_LEVELS-1, -1 when not finite */
 
 typedef struct {
     const sweep_spec *spec;
@@ -132,24 +132,24 @@ typedef struct {
 
 /* For the runs of spec whose CSVs are DIR/run-ID.csv. 0, or -1 when out
  * of memory. */
-int sv_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, int color);
-void sv_free(sweepview *v);
+int tui_sweep_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, int color);
+void tui_sweep_free(sweepview *v);
 /* A row results.csv held for run k before the view started. */
-void sv_set_row(sweepview *v, long k, const char *row);
+void tui_sweep_set_row(sweepview *v, long k, const char *row);
 /* Copy the board's news and read the running runs' CSVs (and the open
  * run's). Returns 1 when the frame changed. */
-int sv_update(sweepview *v, sv_board *b);
+int tui_sweep_update(sweepview *v, sv_board *b);
 /* The cell (r, c) of page p. */
-void sv_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out);
+void tui_sweep_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out);
 /* The cell's text in w columns (w >= 8) and its style. */
-void sv_cell_text(const sweepview *v, const sv_cell *cell, int w, char *buf, size_t n,
+void tui_sweep_cell_text(const sweepview *v, const sv_cell *cell, int w, char *buf, size_t n,
                   tui_style *st);
 
 /* Keys (tui.h's codes): returns 1 when the frame must be redrawn. */
 enum { SV_KEY_BACKSPACE = 127 }; /* Enter is '\r' */
-int sv_key(sweepview *v, int key);
+int tui_sweep_key(sweepview *v, int key);
 /* The whole frame: the map, or the open run. */
-void sv_draw(tui_grid *g, sweepview *v);
+void tui_sweep_draw(tui_grid *g, sweepview *v);
 
 /* The live view (tui_curses.c): a sweep_live_fn; arg is a tui_options. */
 int tui_sweep_live(sweep_ctx *c, void *arg);

@@ -154,7 +154,7 @@ static int create_tmp(atomic_file *a)
     return -1;
 }
 
-int atomic_tmp_parse(const char *name, const char *base, long *pid, int *ours)
+int atomicio_tmp_parse(const char *name, const char *base, long *pid, int *ours)
 {
     size_t blen = strlen(base);
     if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0)
@@ -185,7 +185,7 @@ int atomic_tmp_parse(const char *name, const char *base, long *pid, int *ours)
     return 1;
 }
 
-int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen)
+int atomicio_open(atomic_file *a, const char *path, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
     if (strlen(path) >= sizeof a->path)
@@ -225,7 +225,7 @@ int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-int atomic_failed(atomic_file *a)
+int atomicio_failed(atomic_file *a)
 {
     if (!a->f || !ferror(a->f))
         return 0;
@@ -255,7 +255,7 @@ static int stale_tmp(const char *name, const char *base)
 {
     long pid;
     int ours;
-    if (!atomic_tmp_parse(name, base, &pid, &ours) || ours != 1 || pid == (long)getpid())
+    if (!atomicio_tmp_parse(name, base, &pid, &ours) || ours != 1 || pid == (long)getpid())
         return 0;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
@@ -281,11 +281,11 @@ static void sweep_stale(const char *real)
     closedir(dp);
 }
 
-int atomic_commit(atomic_file *a, char *err, size_t errlen)
+int atomicio_commit(atomic_file *a, char *err, size_t errlen)
 {
     if (!a->f)
         return 0;
-    atomic_failed(a);
+    atomicio_failed(a);
     int e = a->err;
     if (fflush(a->f) != 0 && !e)
         e = errno ? errno : EIO;
@@ -308,7 +308,7 @@ int atomic_commit(atomic_file *a, char *err, size_t errlen)
     return e ? fail(err, errlen, a->path, e) : 0;
 }
 
-void atomic_abort(atomic_file *a)
+void atomicio_abort(atomic_file *a)
 {
     if (!a->f)
         return;
@@ -321,7 +321,7 @@ void atomic_abort(atomic_file *a)
         unlink(a->tmp);
 }
 
-int atomic_probe(const char *path, char *err, size_t errlen)
+int atomicio_probe(const char *path, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))
         return 0;
@@ -357,16 +357,16 @@ int atomic_probe(const char *path, char *err, size_t errlen)
     return r;
 }
 
-int atomic_write_file(const char *path, const void *p, size_t n, char *err, size_t errlen)
+int atomicio_write_file(const char *path, const void *p, size_t n, char *err, size_t errlen)
 {
     atomic_file *a = malloc(sizeof *a);
     if (!a)
         return fail(err, errlen, path, ENOMEM);
-    int r = atomic_open(a, path, err, errlen);
+    int r = atomicio_open(a, path, err, errlen);
     if (r == 0) {
         if (n && fwrite(p, 1, n, a->f) != n)
-            atomic_failed(a);
-        r = atomic_commit(a, err, errlen);
+            atomicio_failed(a);
+        r = atomicio_commit(a, err, errlen);
     }
     free(a);
     return r;

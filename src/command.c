@@ -326,7 +326,7 @@ static int script_push(ns_script *s, int *cap, const script_entry *en)
     return 0;
 }
 
-int script_parse(const char *text, const char *name, ns_script *s, char *err, size_t errlen)
+int command_script_parse(const char *text, const char *name, ns_script *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->high = -1;
@@ -339,7 +339,7 @@ int script_parse(const char *text, const char *name, ns_script *s, char *err, si
         if (len >= sizeof line) {
             snprintf(err, errlen, "%s:%d: line too long (at most %zu bytes)", name, lineno,
                      sizeof line - 1);
-            script_free(s);
+            command_script_free(s);
             return -1;
         }
         memcpy(line, p, len);
@@ -355,19 +355,19 @@ int script_parse(const char *text, const char *name, ns_script *s, char *err, si
             continue;
         script_entry en;
         if (script_line(t, name, lineno, &en, err, errlen) != 0) {
-            script_free(s);
+            command_script_free(s);
             return -1;
         }
         if (script_push(s, &cap, &en) != 0) {
             snprintf(err, errlen, "%s: out of memory", name);
-            script_free(s);
+            command_script_free(s);
             return -1;
         }
     }
     return 0;
 }
 
-int script_load(const char *path, ns_script *s, char *err, size_t errlen)
+int command_script_load(const char *path, ns_script *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     FILE *f = fopen(path, "rb");
@@ -391,18 +391,18 @@ int script_load(const char *path, ns_script *s, char *err, size_t errlen)
         free(buf);
         return -1;
     }
-    r = script_parse((const char *)buf, path, s, err, errlen);
+    r = command_script_parse((const char *)buf, path, s, err, errlen);
     free(buf);
     return r;
 }
 
-void script_free(ns_script *s)
+void command_script_free(ns_script *s)
 {
     free(s->e);
     memset(s, 0, sizeof *s);
 }
 
-void script_due(ns_script *s, long done,
+void command_script_due(ns_script *s, long done,
                 void (*fn)(void *ctx, const ns_command *c, int target), void *ctx)
 {
     if (done <= s->high)

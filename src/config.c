@@ -4,12 +4,12 @@
 
 #include <string.h>
 
-const char *const norm_place_names[NORM_PLACE_COUNT] = {
+const char *const config_norm_place_names[NORM_PLACE_COUNT] = {
     "post", "pre", "sandwich", "deepnorm", "rezero", "none", "mix", "res-post"};
-const char *const norm_kind_names[NORM_KIND_COUNT] = {"layernorm", "rmsnorm", "dyt"};
-const char *const init_kind_names[INIT_KIND_COUNT] = {"xavier", "normal"};
-const char *const sched_kind_names[SCHED_KIND_COUNT] = {"constant", "cosine", "invsqrt", "noam"};
-const char *const on_diverge_names[ONDIV_COUNT] = {"pause", "stop", "continue", "fix"};
+const char *const config_norm_kind_names[NORM_KIND_COUNT] = {"layernorm", "rmsnorm", "dyt"};
+const char *const config_init_kind_names[INIT_KIND_COUNT] = {"xavier", "normal"};
+const char *const config_sched_kind_names[SCHED_KIND_COUNT] = {"constant", "cosine", "invsqrt", "noam"};
+const char *const config_on_diverge_names[ONDIV_COUNT] = {"pause", "stop", "continue", "fix"};
 
 static int lookup(const char *const *names, int n, const char *s)
 {
@@ -19,31 +19,31 @@ static int lookup(const char *const *names, int n, const char *s)
     return -1;
 }
 
-const char *norm_place_name(norm_place p)
+const char *config_norm_place_name(norm_place p)
 {
-    return (unsigned)p < NORM_PLACE_COUNT ? norm_place_names[p] : "?";
+    return (unsigned)p < NORM_PLACE_COUNT ? config_norm_place_names[p] : "?";
 }
-const char *norm_kind_name(norm_kind k)
+const char *config_norm_kind_name(norm_kind k)
 {
-    return (unsigned)k < NORM_KIND_COUNT ? norm_kind_names[k] : "?";
+    return (unsigned)k < NORM_KIND_COUNT ? config_norm_kind_names[k] : "?";
 }
-const char *init_kind_name(init_kind k)
+const char *config_init_kind_name(init_kind k)
 {
-    return (unsigned)k < INIT_KIND_COUNT ? init_kind_names[k] : "?";
+    return (unsigned)k < INIT_KIND_COUNT ? config_init_kind_names[k] : "?";
 }
-const char *sched_kind_name(sched_kind k)
+const char *config_sched_kind_name(sched_kind k)
 {
-    return (unsigned)k < SCHED_KIND_COUNT ? sched_kind_names[k] : "?";
+    return (unsigned)k < SCHED_KIND_COUNT ? config_sched_kind_names[k] : "?";
 }
-int norm_place_parse(const char *s)
+int config_norm_place_parse(const char *s)
 {
     /* Peri-LN (Kim et al. 2025) normalizes a sublayer's input and output,
      * x + N(F(N(x))): Sandwich-LN's rule under its newer name */
     if (s && !strcmp(s, "peri"))
         return NORM_SANDWICH;
-    return lookup(norm_place_names, NORM_PLACE_COUNT, s);
+    return lookup(config_norm_place_names, NORM_PLACE_COUNT, s);
 }
-int norm_kind_parse(const char *s) { return lookup(norm_kind_names, NORM_KIND_COUNT, s); }
+int config_norm_kind_parse(const char *s) { return lookup(config_norm_kind_names, NORM_KIND_COUNT, s); }
 
 int config_final_norm(const ns_config *c)
 {
@@ -60,8 +60,8 @@ int config_mix_k(const ns_config *c)
     int k = c->mix_k >= 0 ? c->mix_k : c->n_layer / 4;
     return k < c->n_layer ? k : c->n_layer;
 }
-int init_kind_parse(const char *s) { return lookup(init_kind_names, INIT_KIND_COUNT, s); }
-int sched_kind_parse(const char *s) { return lookup(sched_kind_names, SCHED_KIND_COUNT, s); }
+int config_init_kind_parse(const char *s) { return lookup(config_init_kind_names, INIT_KIND_COUNT, s); }
+int config_sched_kind_parse(const char *s) { return lookup(config_sched_kind_names, SCHED_KIND_COUNT, s); }
 
 const char *config_check(const ns_config *c)
 {

@@ -70,7 +70,7 @@ struct engine {
     ns_rng rng; /* batches */
     long step;
     uint8_t *x, *y;      /* (B, T) */
-    double *layer_sq;    /* (2 L): adamw_update's squared update and weights */
+    double *layer_sq;    /* (2 L): optim_adamw_update's squared update and weights */
     double *grad_sq;     /* (L + 1): squared gradients of each layer, then the rest */
     ns_event events[NS_EVENT_RING];
     long n_events;
@@ -146,7 +146,7 @@ static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err
     metrics_spike_reset(&e->spike_loss, METRICS_SPIKE_LOSS); /* a loaded run too */
     metrics_spike_reset(&e->spike_gnorm, METRICS_SPIKE_GNORM);
     size_t BT = (size_t)cfg->batch * cfg->context;
-    if (model_create(&e->m, cfg) != 0 || adamw_create(&e->opt, e->m.n_params) != 0 ||
+    if (model_create(&e->m, cfg) != 0 || optim_adamw_create(&e->opt, e->m.n_params) != 0 ||
         !(e->x = malloc(BT)) || !(e->y = malloc(BT)) ||
         !(e->layer_sq = calloc(2 * (size_t)cfg->n_layer, sizeof(double))) ||
         !(e->grad_sq = calloc((size_t)cfg->n_layer + 1, sizeof(double)))) {
@@ -164,7 +164,7 @@ static void fresh_start(engine *e)
     ns_rng r;
     rng_seed(&r, init_seed(e->cfg.seed));
     model_init(&e->m, &e->cfg, &r);
-    adamw_reset(&e->opt);
+    optim_adamw_reset(&e->opt);
     rng_seed(&e->rng, data_seed(e->cfg.seed));
     e->step = 0;
     e->sched.ramp_start = 0;
@@ -183,8 +183,8 @@ engine *engine_create(const ns_config *cfg, const dataset *data, char *err, size
     if (!e)
         return NULL;
     fresh_start(e);
-    event(e, "start: %s, %s, L=%d d=%d, init %s, warmup %s", norm_place_name(cfg->norm),
-          norm_kind_name(cfg->norm_kind), cfg->n_layer, cfg->dim, init_kind_name(cfg->init),
+    event(e, "start: %s, %s, L=%d d=%d, init %s, warmup %s", config_norm_place_name(cfg->norm),
+          config_norm_kind_name(cfg->norm_kind), cfg->n_layer, cfg->dim, config_init_kind_name(cfg->init),
           e->sched.warmup_on ? "on" : "off");
     return e;
 }
@@ -194,7 +194,7 @@ void engine_free(engine *e)
     if (!e)
         return;
     model_free(&e->m);
-    adamw_free(&e->opt);
+    optim_adamw_free(&e->opt);
     free(e->x);
     free(e->y);
     free(e->layer_sq);
@@ -395,7 +395,7 @@ static void step_update(engine *e, step_metrics *out, float lr, float gnorm, flo
                        c->lr_layer_decay};
     if (c->clip > 0.0f && gnorm > c->clip)
         h.grad_scale = c->clip / gnorm;
-    adamw_update(&e->opt, m, &h, e->layer_sq);
+    optim_adamw_update(&e->opt, m, &h, e->layer_sq);
     for (int l = 0; l < m->L; l++) {
         double usq = e->layer_sq[2 * l], wsq = e->layer_sq[2 * l + 1];
         out->layer[l].update_ratio = wsq > 0 ? (float)sqrt(usq / wsq) : 0.0f;
@@ -738,7 +738,7 @@ void engine_set_norm(engine *e, norm_place p)
     e->cfg.norm = p;
     int fn = config_final_norm(&e->cfg);
     model_set_norm(&e->m, p, fn);
-    event_of(e, NS_EV_SETTING, -1, "norm %s -> %s%s%s", norm_place_name(was), norm_place_name(p),
+    event_of(e, NS_EV_SETTING, -1, "norm %s -> %s%s%s", config_norm_place_name(was), config_norm_place_name(p),
              fn == fn_was ? "" : (fn ? ", final norm on" : ", final norm off"),
              p == NORM_DEEPNORM ? " (alpha only: beta scales weights at init)" : "");
 }
@@ -747,8 +747,8 @@ void engine_set_norm_kind(engine *e, norm_kind k)
 {
     if (k == e->cfg.norm_kind)
         return;
-    event_of(e, NS_EV_SETTING, -1, "norm kind %s -> %s", norm_kind_name(e->cfg.norm_kind),
-             norm_kind_name(k));
+    event_of(e, NS_EV_SETTING, -1, "norm kind %s -> %s", config_norm_kind_name(e->cfg.norm_kind),
+             config_norm_kind_name(k));
     e->cfg.norm_kind = k;
     model_set_norm_kind(&e->m, k);
 }
@@ -1325,7 +1325,7 @@ int engine_save(const engine *e, const char *path, char *err, size_t errlen)
     /* temp file in the same directory, fsync, rename (atomicio.c): a crash
      * or a full disk leaves any old file at path as it was */
     char why[600];
-    int r = atomic_write_file(path, b.p, b.n, why, sizeof why);
+    int r = atomicio_write_file(path, b.p, b.n, why, sizeof why);
     free(b.p);
     if (r != 0)
         snprintf(err, errlen, "--save %s", why);

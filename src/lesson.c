@@ -139,12 +139,12 @@ static int lesson_sweep_mixed(const ns_lesson *l, const lesson_lines *ll, const 
         memcpy(line, p, len);
         line[len] = 0;
         ns_script one;
-        if (script_parse(line, name, &one, err, errlen) != 0)
+        if (command_script_parse(line, name, &one, err, errlen) != 0)
             return -1;
         const script_entry *e = one.n ? &one.e[0] : NULL;
         int shown = e && (e->cmd.kind == CMD_NOTE || (e->cmd.kind == CMD_PAUSE && e->cmd.text[0]));
         int bad = e && (e->every > 0 || e->target != 0 || !shown);
-        script_free(&one);
+        command_script_free(&one);
         if (bad) {
             snprintf(err, errlen, "%s:%d: a sweep lesson's lines are 'at N: note TEXT' and 'at N: "
                      "pause QUESTION' (N: runs ended), shown by its view", name, lineno);
@@ -441,10 +441,10 @@ static int lesson_scripts(const char *all, const char *kept, const char *name, n
                           char *err, size_t errlen)
 {
     ns_script check;
-    if (script_parse(all, name, &check, err, errlen) != 0)
+    if (command_script_parse(all, name, &check, err, errlen) != 0)
         return -1;
-    script_free(&check);
-    return script_parse(kept, name, s, err, errlen);
+    command_script_free(&check);
+    return command_script_parse(kept, name, s, err, errlen);
 }
 
 int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, size_t errlen)
@@ -526,7 +526,7 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
                    lesson_check_flags(l, &ll, name, err, errlen))) {
         if (!l->title[0])
             snprintf(err, errlen, "%s: no title", name);
-        script_free(&l->script);
+        command_script_free(&l->script);
         r = -1;
     }
     free(all);
@@ -644,7 +644,7 @@ int lesson_check(const char *arg, FILE *out, FILE *err)
     return 0;
 }
 
-void lesson_free(ns_lesson *l) { script_free(&l->script); }
+void lesson_free(ns_lesson *l) { command_script_free(&l->script); }
 
 void lesson_list(FILE *f)
 {

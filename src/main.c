@@ -59,7 +59,7 @@ static int out_open(outfile *o, const char *flag, const char *path)
         fprintf(stderr, "normscope: --%s %s: out of memory\n", flag, path);
         return -1;
     }
-    if (atomic_open(o->a, path, err, sizeof err) != 0) {
+    if (atomicio_open(o->a, path, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: --%s %s\n", flag, err);
         free(o->a);
         o->a = NULL;
@@ -77,10 +77,10 @@ static int out_close(outfile *o, int keep)
         return 0;
     char err[ATOMIC_PATH_MAX + 128];
     int r = 0;
-    if (keep && (r = atomic_commit(o->a, err, sizeof err)) != 0)
+    if (keep && (r = atomicio_commit(o->a, err, sizeof err)) != 0)
         fprintf(stderr, "normscope: --%s %s\n", o->flag, err);
     else if (!keep)
-        atomic_abort(o->a);
+        atomicio_abort(o->a);
     free(o->a);
     o->a = NULL;
     o->f = NULL;
@@ -110,7 +110,7 @@ static int check_outputs(const cli_opts *o)
         fprintf(stderr, "normscope: %s is named by two of --csv, --jsonl and --save\n", p);
         return 2;
     }
-    if (o->save && atomic_probe(o->save, err, sizeof err) != 0) {
+    if (o->save && atomicio_probe(o->save, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: --save %s\n", err);
         return 1;
     }
@@ -341,14 +341,14 @@ static int save_diverged(engine *e, const char *path)
 static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrupted)
 {
     char err[512];
-    trainer_snapshot *snap = trainer_snapshot_new();
+    trainer_snapshot *snap = snapshot_new();
     if (!snap) {
         fprintf(stderr, "normscope: out of memory\n");
         return 1;
     }
     trainer_snapshot_copy(t, snap);
     int stopped = snap->s.state == TRAINER_DIVERGED; /* on its divergence */
-    int diverged = trainer_ended_diverged(&snap->s); /* or --on-diverge continue's last step */
+    int diverged = snapshot_ended_diverged(&snap->s); /* or --on-diverge continue's last step */
     int stalled = snap->s.stall_stopped;
     int status = snap->s.write_failed ? 1 : 0;
     free(snap);
@@ -785,17 +785,17 @@ static int run(cli_opts *o_, const ns_lesson *lesson)
     }
     if (o.script) {
         ns_script user;
-        if (script_load(o.script, &user, err, sizeof err) != 0) {
+        if (command_script_load(o.script, &user, err, sizeof err) != 0) {
             fprintf(stderr, "normscope: %s\n", err);
-            script_free(&script);
+            command_script_free(&script);
             data_free(&data);
             return 2;
         }
         int bad = merge_scripts(&script, &user);
-        script_free(&user);
+        command_script_free(&user);
         if (bad) {
             fprintf(stderr, "normscope: out of memory\n");
-            script_free(&script);
+            command_script_free(&script);
             data_free(&data);
             return 2;
         }
@@ -804,7 +804,7 @@ static int run(cli_opts *o_, const ns_lesson *lesson)
     if (lesson && !o.quiet)
         lesson_notes(lesson);
     int status = run_training(&o, &data, lesson);
-    script_free(&script);
+    command_script_free(&script);
     data_free(&data);
     return status;
 }

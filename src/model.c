@@ -711,7 +711,7 @@ static float norm_fwd(model *m, norm_params p, float *out, float *mean, float *r
     size_t n = (size_t)N * m->C;
     fault_point(m);
     if (m->fmt == FMT_FP32 && m->kind == NORMK_LAYERNORM) {
-        float a = layernorm_forward_absmax_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C,
+        float a = ops_layernorm_forward_absmax_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C,
                                               m->eps);
         if (!m->fault.set && !isfinite(a))
             note_fault(m, 0, l, op);
@@ -722,10 +722,10 @@ static float norm_fwd(model *m, norm_params p, float *out, float *mean, float *r
             note_fault(m, 0, l, l < 0 ? "final norm variance" : var_op[s][out_norm]);
     } else {
         switch (m->kind) {
-        case NORMK_RMSNORM: rmsnorm_forward(out, mean, rstd, inp, p.w, N, m->C, m->eps); break;
-        case NORMK_DYT: dyt_forward(out, inp, p.w, p.b, *p.a, N, m->C); break;
+        case NORMK_RMSNORM: ops_rmsnorm_forward(out, mean, rstd, inp, p.w, N, m->C, m->eps); break;
+        case NORMK_DYT: ops_dyt_forward(out, inp, p.w, p.b, *p.a, N, m->C); break;
         default:
-            layernorm_forward_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C, m->eps);
+            ops_layernorm_forward_mt(m->pool, out, mean, rstd, inp, p.w, p.b, N, m->C, m->eps);
             break;
         }
     }
@@ -740,11 +740,11 @@ static void norm_bwd(model *m, norm_params p, norm_params g, float *dinp, const 
     const char *op = l < 0 ? "final norm" : norm_op[s][out_norm];
     size_t n = (size_t)N * m->C;
     switch (m->kind) {
-    case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, m->C); break;
-    case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, m->C); break;
+    case NORMK_RMSNORM: ops_rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, m->C); break;
+    case NORMK_DYT: ops_dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, m->C); break;
     default:
         q_taken(m, 1, l, op, dinp, n,
-                layernorm_backward_watch_mt(m->pool, dinp, g.w, g.b, dout, inp, p.w, mean, rstd,
+                ops_layernorm_backward_watch_mt(m->pool, dinp, g.w, g.b, dout, inp, p.w, mean, rstd,
                                             N, m->C));
         return;
     }
@@ -807,9 +807,9 @@ static int norm_rows(const model *m, norm_params p, float *out, float *mean, flo
     if (m->fmt != FMT_FP32 && !m->fp32_norms && m->kind != NORMK_DYT)
         return norm_fwd_lowp(m, p, out, mean, rstd, inp, N, C);
     switch (m->kind) {
-    case NORMK_RMSNORM: rmsnorm_forward(out, mean, rstd, inp, p.w, N, C, m->eps); break;
-    case NORMK_DYT: dyt_forward(out, inp, p.w, p.b, *p.a, N, C); break;
-    default: layernorm_forward(out, mean, rstd, inp, p.w, p.b, N, C, m->eps); break;
+    case NORMK_RMSNORM: ops_rmsnorm_forward(out, mean, rstd, inp, p.w, N, C, m->eps); break;
+    case NORMK_DYT: ops_dyt_forward(out, inp, p.w, p.b, *p.a, N, C); break;
+    default: ops_layernorm_forward(out, mean, rstd, inp, p.w, p.b, N, C, m->eps); break;
     }
     return 0;
 }
@@ -820,9 +820,9 @@ static void norm_rows_bwd(const model *m, norm_params p, norm_params g, float *d
                           const float *rstd, int N, int C)
 {
     switch (m->kind) {
-    case NORMK_RMSNORM: rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, C); break;
-    case NORMK_DYT: dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, C); break;
-    default: layernorm_backward(dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, C); break;
+    case NORMK_RMSNORM: ops_rmsnorm_backward(dinp, g.w, dout, inp, p.w, rstd, N, C); break;
+    case NORMK_DYT: ops_dyt_backward(dinp, g.w, g.b, g.a, dout, inp, p.w, *p.a, N, C); break;
+    default: ops_layernorm_backward(dinp, g.w, g.b, dout, inp, p.w, mean, rstd, N, C); break;
     }
 }
 
@@ -934,10 +934,10 @@ static void linear_fwd(model *m, int l, const char *op, float *out, const float 
 {
     size_t n = (size_t)N * OC;
     if (m->fmt == FMT_FP32) {
-        float a = matmul_forward_absmax_mt(m->pool, out, in, w, b, N, C, OC);
+        float a = ops_matmul_forward_absmax_mt(m->pool, out, in, w, b, N, C, OC);
         qmax_taken(m, l, op, out, n, a, amax);
     } else {
-        matmul_forward_mt(m->pool, out, in, w, b, N, C, OC);
+        ops_matmul_forward_mt(m->pool, out, in, w, b, N, C, OC);
         qmax(m, l, op, out, n, amax);
     }
 }
@@ -956,7 +956,7 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
             qk_norm_fwd(m, l, qkv, N, amax);
         /* scores and softmax accumulate in fp32 inside the fused kernel, as
          * fused attention kernels do; the output is stored in the format */
-        attention_forward_mt(m->pool, atty, att, qkv, B, T, C, m->NH);
+        ops_attention_forward_mt(m->pool, atty, att, qkv, B, T, C, m->NH);
         qmax(m, l, "attention", atty, nC, amax);
         linear_fwd(m, l, "attn proj", f_out(m, l, 0), atty, w + m->layer_off[PT_ATTPROJW],
                    w + m->layer_off[PT_ATTPROJB], N, C, C, amax);
@@ -966,7 +966,7 @@ static void F_forward(model *m, int l, int s, const float *h, int B, float *amax
                    C, 4 * C, amax);
         /* fch is read by the GELU's backward only: it takes gelu'(x) in
          * place of x, so the backward need not compute exp again */
-        float gm = gelu_forward_grad_absmax_mt(m->pool, fcg, fch, fch, N * 4 * C);
+        float gm = ops_gelu_forward_grad_absmax_mt(m->pool, fcg, fch, fch, N * 4 * C);
         qmax_taken(m, l, "GELU", fcg, nC * 4, gm, amax);
         linear_fwd(m, l, "MLP fc2", f_out(m, l, 1), fcg, w + m->layer_off[PT_FCPROJW],
                    w + m->layer_off[PT_FCPROJB], N, 4 * C, C, amax);
@@ -1045,7 +1045,7 @@ static void forward_rows(model *m, const uint8_t *tokens, const uint8_t *targets
     int T = m->T, C = m->C, V = m->V, N = B * T;
     long nC = (long)N * C;
     float *P = m->W;
-    encoder_forward(m->encoded, tokens, P + m->wte, P + m->wpe, B, T, C);
+    ops_encoder_forward(m->encoded, tokens, P + m->wte, P + m->wpe, B, T, C);
     q(m, 0, -1, "embedding", m->encoded, (size_t)nC);
 
     for (int l = 0; l < m->L; l++) {
@@ -1064,15 +1064,15 @@ static void forward_rows(model *m, const uint8_t *tokens, const uint8_t *targets
         norm_fwd(m, final_norm_of(m, P), m->lnf, m->lnf_mean, m->lnf_rstd, h, N, -1, 0, 0);
         h = m->lnf;
     }
-    matmul_forward_mt(m->pool, m->logits, h, P + m->headw, P + m->headb, N, C, V);
+    ops_matmul_forward_mt(m->pool, m->logits, h, P + m->headw, P + m->headb, N, C, V);
     q(m, 0, -1, "head", m->logits, (size_t)N * V);
     int lowp = m->fmt != FMT_FP32 && !m->fp32_norms;
     if (!targets || !lowp)
-        softmax_forward(m->probs, m->logits, N, V);
+        ops_softmax_forward(m->probs, m->logits, N, V);
     if (targets && lowp)
         loss_lowp(m, targets, N);
     else if (targets)
-        crossentropy_forward_z(m->losses, m->logz, m->lmax, m->logits, targets, N, V);
+        ops_crossentropy_forward_z(m->losses, m->logz, m->lmax, m->logits, targets, N, V);
 }
 
 /* ---- row blocks ------------------------------------------------------- */
@@ -1230,20 +1230,20 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
     if (s == 0) {
         float *qkv = m->qkv + l * BT * 3 * C, *atty = m->atty + l * BT * C;
         float *att = m->att + l * (size_t)m->B * m->NH * T * T;
-        matmul_backward_flags_mt(m->pool, m->datty, g + o[PT_ATTPROJW], g + o[PT_ATTPROJB], df,
+        ops_matmul_backward_flags_mt(m->pool, m->datty, g + o[PT_ATTPROJW], g + o[PT_ATTPROJB], df,
                                  atty, w + o[PT_ATTPROJW], N, C, C, MM_DINP_SET | MM_DW_ZERO);
         q(m, 1, l, "attn proj", m->datty, nC);
         memset(m->dqkv, 0, nC * 3 * sizeof(float));
-        attention_backward_mt(m->pool, m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
+        ops_attention_backward_mt(m->pool, m->dqkv, m->drow, m->datty, qkv, att, B, T, C, m->NH);
         q(m, 1, l, "attention", m->dqkv, nC * 3);
         if (m->qk_norm) /* dfch: the MLP's scratch, free here */
             qk_norm_bwd(m, l, m->dqkv, m->dfch, N);
-        matmul_backward_flags_mt(m->pool, dh, g + o[PT_QKVW], g + o[PT_QKVB], m->dqkv, h,
+        ops_matmul_backward_flags_mt(m->pool, dh, g + o[PT_QKVW], g + o[PT_QKVB], m->dqkv, h,
                                  w + o[PT_QKVW], N, C, 3 * C, dh_flags);
         q(m, 1, l, "attn qkv", dh, nC);
     } else {
         float *fch = m->fch + l * BT * 4 * C, *fcg = m->fch_gelu + l * BT * 4 * C;
-        matmul_backward_flags_mt(m->pool, m->dfch_gelu, g + o[PT_FCPROJW], g + o[PT_FCPROJB],
+        ops_matmul_backward_flags_mt(m->pool, m->dfch_gelu, g + o[PT_FCPROJW], g + o[PT_FCPROJB],
                                  df, fcg, w + o[PT_FCPROJW], N, 4 * C, C,
                                  MM_DINP_SET | MM_DW_ZERO);
         /* fp32: the GELU's backward watches its input (fc2's output) too;
@@ -1252,11 +1252,11 @@ static void F_backward(model *m, int l, int s, const float *h, const float *df, 
         if (!fp32)
             q(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4);
         /* fch holds gelu'(x), from the forward (F_forward) */
-        int bad = gelu_backward_grad_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
+        int bad = ops_gelu_backward_grad_set_mt(m->pool, m->dfch, fch, m->dfch_gelu, N * 4 * C);
         if (fp32)
             q_taken(m, 1, l, "MLP fc2", m->dfch_gelu, nC * 4, bad & GELU_BAD_DOUT);
         q_taken(m, 1, l, "GELU", m->dfch, nC * 4, bad & GELU_BAD_DINP);
-        matmul_backward_flags_mt(m->pool, dh, g + o[PT_FCW], g + o[PT_FCB], m->dfch, h,
+        ops_matmul_backward_flags_mt(m->pool, dh, g + o[PT_FCW], g + o[PT_FCB], m->dfch, h,
                                  w + o[PT_FCW], N, C, 4 * C, dh_flags);
         q(m, 1, l, "MLP fc1", dh, nC);
     }
@@ -1359,22 +1359,22 @@ static void backward_rows(model *m, float dscale)
     /* the z-loss's gradient (PaLM) joins the cross-entropy's in one pass;
      * off, the plain kernel, bits as before it */
     int bad = m->z_loss != 0.0f
-                  ? crossentropy_zloss_backward_set(m->dlogits, m->probs, m->logz,
+                  ? ops_crossentropy_zloss_backward_set(m->dlogits, m->probs, m->logz,
                                                     m->last_targets, N, V, dscale, m->z_loss)
-                  : crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N,
+                  : ops_crossentropy_softmax_backward_set(m->dlogits, m->probs, m->last_targets, N,
                                                       V, dscale);
     q_taken(m, 1, -1, "loss", m->dlogits, (size_t)N * V, bad);
 
     const float *top = block_in(m, m->L);
     memset(m->dresid, 0, nC * sizeof(float));
     if (m->final_norm) {
-        matmul_backward_flags_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits,
+        ops_matmul_backward_flags_mt(m->pool, m->dtmp, G + m->headw, G + m->headb, m->dlogits,
                                  m->lnf, P + m->headw, N, C, V, MM_DINP_SET | MM_DW_ZERO);
         q(m, 1, -1, "head", m->dtmp, nC);
         norm_bwd(m, final_norm_of(m, P), final_norm_of(m, G), m->dresid, m->dtmp, top,
                  m->lnf_mean, m->lnf_rstd, N, -1, 0, 0);
     } else {
-        matmul_backward_flags_mt(m->pool, m->dresid, G + m->headw, G + m->headb, m->dlogits, top,
+        ops_matmul_backward_flags_mt(m->pool, m->dresid, G + m->headw, G + m->headb, m->dlogits, top,
                                  P + m->headw, N, C, V, MM_DW_ZERO);
         q(m, 1, -1, "head", m->dresid, nC);
     }
@@ -1382,7 +1382,7 @@ static void backward_rows(model *m, float dscale)
         sublayer_backward(m, l, 1, B);
         sublayer_backward(m, l, 0, B);
     }
-    encoder_backward(G + m->wte, G + m->wpe, m->dresid, m->last_tokens, B, T, C);
+    ops_encoder_backward(G + m->wte, G + m->wpe, m->dresid, m->last_tokens, B, T, C);
 }
 
 /* grads += the blocks' partials, each element summed in block order, so

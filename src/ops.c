@@ -28,7 +28,7 @@
  *    (each block's sum is added to C, the first block starts from the
  *    bias or, when accumulating, is added to the old C). Work may
  *    be split over row blocks of C (i) or column panels (j), never over k.
- *    For matmul_forward and the dinp of matmul_backward that is a split
+ *    For ops_matmul_forward and the dinp of ops_matmul_backward that is a split
  *    over the N rows or the output columns; for dw it is a split over the
  *    OC rows or C columns of dw, NOT over N (N is dw's sum).
  *  - db: each column sums its N rows in order: split over columns only.
@@ -112,7 +112,7 @@ const char *ops_isa(void) { return kernels() == &ops_kernels_generic ? "generic"
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-void encoder_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
+void ops_encoder_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
                      int B, int T, int C)
 {
     for (int b = 0; b < B; b++) {
@@ -126,7 +126,7 @@ void encoder_forward(float *out, const uint8_t *tokens, const float *wte, const 
     }
 }
 
-void encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t *tokens,
+void ops_encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t *tokens,
                       int B, int T, int C)
 {
     for (int b = 0; b < B; b++) {
@@ -142,13 +142,13 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t
  * NaN was seen: the state ops_absmax keeps, so a kernel can take the
  * maximum of what it writes while it writes it */
 
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+void ops_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                        const float *b, int N, int C, float eps)
 {
     kernels()->layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps, NULL);
 }
 
-float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
+float ops_layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
                                const float *w, const float *b, int N, int C, float eps)
 {
     float a = 0.0f;
@@ -158,7 +158,7 @@ float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float
 
 /* dinp's rows, and dw and db's columns [c0, c1) summed over the rows in
  * order; dinp NULL: only dw and db, dw NULL: only dinp (see
- * layernorm_backward_mt). Returns whether any of dinp is inf or NaN
+ * ops_layernorm_backward_mt). Returns whether any of dinp is inf or NaN
  * afterwards (0 without dinp). */
 static int ln_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                        const float *w, const float *mean, const float *rstd, int N, int C, int c0,
@@ -167,20 +167,20 @@ static int ln_backward(float *dinp, float *dw, float *db, const float *dout, con
     return kernels()->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, c0, c1);
 }
 
-void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+void ops_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C)
 {
     ln_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, 0, C);
 }
 
-int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
+int ops_layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
                              const float *inp, const float *w, const float *mean,
                              const float *rstd, int N, int C)
 {
     return ln_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, 0, C);
 }
 
-void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+void ops_rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps)
 {
     for (int n = 0; n < N; n++) {
@@ -197,7 +197,7 @@ void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, con
     }
 }
 
-void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
+void ops_rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
                       const float *w, const float *rstd, int N, int C)
 {
     for (int n = 0; n < N; n++) {
@@ -218,7 +218,7 @@ void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *in
     }
 }
 
-void dyt_forward(float *out, const float *inp, const float *w, const float *b, float a, int N,
+void ops_dyt_forward(float *out, const float *inp, const float *w, const float *b, float a, int N,
                  int C)
 {
     for (int n = 0; n < N; n++) {
@@ -229,7 +229,7 @@ void dyt_forward(float *out, const float *inp, const float *w, const float *b, f
     }
 }
 
-void dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dout,
+void ops_dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dout,
                   const float *inp, const float *w, float a, int N, int C)
 {
     double dsum = 0.0;
@@ -444,14 +444,14 @@ static void gemm(float *c, long ldc, int M, int Nc, int K, const float *a, long 
 }
 
 
-void matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
+void ops_matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
                     int OC)
 {
     /* out (N, OC) = inp (N, C) @ W^T: B(k, j) = w[j * C + k] */
     gemm(out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0, NULL);
 }
 
-float matmul_forward_absmax(float *out, const float *inp, const float *w, const float *b, int N,
+float ops_matmul_forward_absmax(float *out, const float *inp, const float *w, const float *b, int N,
                             int C, int OC)
 {
     float m = 0.0f;
@@ -467,7 +467,7 @@ static void colsum(float *db, const float *d, long ld, int N, int n)
     kernels()->colsum(db, d, ld, N, n);
 }
 
-/* matmul_backward; flags MM_DINP_SET: dinp = dout @ w instead of += (each
+/* ops_matmul_backward; flags MM_DINP_SET: dinp = dout @ w instead of += (each
  * element the same chain of products, started from 0 instead of added to
  * the old value); MM_DW_ZERO: dw's old value is taken as +0, unread (the
  * bits of += onto a zeroed dw) */
@@ -484,7 +484,7 @@ static void mm_backward(float *dinp, float *dw, float *db, const float *dout, co
         colsum(db, dout, OC, N, OC);
 }
 
-void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+void ops_matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                      const float *w, int N, int C, int OC)
 {
     mm_backward(dinp, dw, db, dout, inp, w, N, C, OC, 0);
@@ -493,12 +493,12 @@ void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const
 
 /* ---- attention ---------------------------------------------------------- */
 
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+void ops_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
     kernels()->attention_forward(out, att, qkv, B, T, C, NH);
 }
 
-void attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
+void ops_attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
                         const float *att, int B, int T, int C, int NH)
 {
     (void)drow; /* the kernels keep their scratch on the stack (T <= OPS_ATT_TMAX) */
@@ -507,46 +507,46 @@ void attention_backward(float *dqkv, float *drow, const float *dout, const float
 
 /* ---- GELU, softmax and cross-entropy ------------------------------------ */
 
-void gelu_forward(float *out, const float *inp, int n)
+void ops_gelu_forward(float *out, const float *inp, int n)
 {
     kernels()->gelu_forward(out, NULL, inp, n, NULL);
 }
 
-float gelu_forward_absmax(float *out, const float *inp, int n)
+float ops_gelu_forward_absmax(float *out, const float *inp, int n)
 {
     float a = 0.0f;
     kernels()->gelu_forward(out, NULL, inp, n, &a);
     return a;
 }
 
-float gelu_forward_grad_absmax(float *out, float *grad, const float *inp, int n)
+float ops_gelu_forward_grad_absmax(float *out, float *grad, const float *inp, int n)
 {
     float a = 0.0f;
     kernels()->gelu_forward(out, grad, inp, n, &a);
     return a;
 }
 
-void gelu_backward(float *dinp, const float *inp, const float *dout, int n)
+void ops_gelu_backward(float *dinp, const float *inp, const float *dout, int n)
 {
     kernels()->gelu_backward(dinp, inp, dout, n, 0, 0);
 }
 
-int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n)
+int ops_gelu_backward_set(float *dinp, const float *inp, const float *dout, int n)
 {
     return kernels()->gelu_backward(dinp, inp, dout, n, 1, 0);
 }
 
-int gelu_backward_grad_set(float *dinp, const float *grad, const float *dout, int n)
+int ops_gelu_backward_grad_set(float *dinp, const float *grad, const float *dout, int n)
 {
     return kernels()->gelu_backward(dinp, grad, dout, n, 1, 1);
 }
 
-void softmax_forward(float *probs, const float *logits, int N, int V)
+void ops_softmax_forward(float *probs, const float *logits, int N, int V)
 {
     kernels()->softmax_forward(probs, logits, N, V);
 }
 
-void crossentropy_forward_z(float *losses, float *logz, float *lmax, const float *logits,
+void ops_crossentropy_forward_z(float *losses, float *logz, float *lmax, const float *logits,
                             const uint8_t *targets, int N, int V)
 {
     const ops_kernels *k = kernels();
@@ -563,13 +563,13 @@ void crossentropy_forward_z(float *losses, float *logz, float *lmax, const float
     }
 }
 
-void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
+void ops_crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
                           int V)
 {
-    crossentropy_forward_z(losses, NULL, NULL, logits, targets, N, V);
+    ops_crossentropy_forward_z(losses, NULL, NULL, logits, targets, N, V);
 }
 
-int crossentropy_zloss_backward_set(float *dlogits, const float *probs, const float *logz,
+int ops_crossentropy_zloss_backward_set(float *dlogits, const float *probs, const float *logz,
                                     const uint8_t *targets, int N, int V, float scale, float z)
 {
     int bad = 0;
@@ -585,7 +585,7 @@ int crossentropy_zloss_backward_set(float *dlogits, const float *probs, const fl
     return bad;
 }
 
-int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
+int ops_crossentropy_softmax_backward_set(float *dlogits, const float *probs,
                                       const uint8_t *targets, int N, int V, float scale)
 {
     int bad = 0;
@@ -601,7 +601,7 @@ int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
     return bad;
 }
 
-void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
+void ops_crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
                                    int N, int V, float scale)
 {
     for (int n = 0; n < N; n++) {
@@ -728,13 +728,13 @@ static void gemm_mt(ns_pool *p, float *c, long ldc, int M, int Nc, int K, const 
         *amax = ops_max_nan(*amax, part_max[i]);
 }
 
-void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
+void ops_matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
                        int N, int C, int OC)
 {
     gemm_mt(p, out, OC, N, OC, C, inp, C, 1, w, 1, C, b, 0, NULL);
 }
 
-float matmul_forward_absmax_mt(ns_pool *p, float *out, const float *inp, const float *w,
+float ops_matmul_forward_absmax_mt(ns_pool *p, float *out, const float *inp, const float *w,
                                const float *b, int N, int C, int OC)
 {
     float m = 0.0f;
@@ -777,19 +777,19 @@ static void mm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const 
     }
 }
 
-void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                         const float *inp, const float *w, int N, int C, int OC)
 {
     mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, 0);
 }
 
-void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC)
 {
     mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, MM_DINP_SET);
 }
 
-void matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                               const float *inp, const float *w, int N, int C, int OC, int flags)
 {
     mm_backward_mt(p, dinp, dw, db, dout, inp, w, N, C, OC, flags);
@@ -810,15 +810,15 @@ static void att_fwd_task(void *ctx, int b, int thread)
     (void)thread;
     const att_job *j = ctx;
     long T = j->T, C = j->C;
-    attention_forward(j->out + b * T * C, j->att + b * j->NH * T * T, j->qkv + b * T * 3 * C, 1,
+    ops_attention_forward(j->out + b * T * C, j->att + b * j->NH * T * T, j->qkv + b * T * 3 * C, 1,
                       j->T, j->C, j->NH);
 }
 
-void attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,
+void ops_attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,
                           int C, int NH)
 {
     if (pool_threads(p) == 1 || B == 1 || (double)B * T * T * C < MT_GEMM_MIN) {
-        attention_forward(out, att, qkv, B, T, C, NH);
+        ops_attention_forward(out, att, qkv, B, T, C, NH);
         return;
     }
     att_job j = {out, att, NULL, NULL, qkv, NULL, NULL, T, C, NH};
@@ -830,15 +830,15 @@ static void att_bwd_task(void *ctx, int b, int thread)
     (void)thread;
     const att_job *j = ctx;
     long T = j->T, C = j->C;
-    attention_backward(j->dqkv + b * T * 3 * C, NULL, j->dout + b * T * C, j->qkv + b * T * 3 * C,
+    ops_attention_backward(j->dqkv + b * T * 3 * C, NULL, j->dout + b * T * C, j->qkv + b * T * 3 * C,
                        j->att_c + b * j->NH * T * T, 1, j->T, j->C, j->NH);
 }
 
-void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
+void ops_attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
                            const float *qkv, const float *att, int B, int T, int C, int NH)
 {
     if (pool_threads(p) == 1 || B == 1 || (double)B * T * T * C < MT_GEMM_MIN) {
-        attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
+        ops_attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
         return;
     }
     att_job j = {NULL, NULL, dqkv, drow, qkv, dout, att, T, C, NH};
@@ -910,18 +910,18 @@ static void gelu_fwd_task(void *ctx, int part, int thread)
                             j->want_max ? &j->res[part] : NULL);
 }
 
-void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
+void ops_gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n)
 {
     elem_job j = {.out = out, .in = inp, .n = n, .parts = elem_parts(p, n)};
     pool_run(p, j.parts, gelu_fwd_task, &j);
 }
 
-float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n)
+float ops_gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n)
 {
-    return gelu_forward_grad_absmax_mt(p, out, NULL, inp, n);
+    return ops_gelu_forward_grad_absmax_mt(p, out, NULL, inp, n);
 }
 
-float gelu_forward_grad_absmax_mt(ns_pool *p, float *out, float *grad, const float *inp, int n)
+float ops_gelu_forward_grad_absmax_mt(ns_pool *p, float *out, float *grad, const float *inp, int n)
 {
     elem_job j = {.out = out, .grad = grad, .in = inp, .n = n, .parts = elem_parts(p, n),
                   .want_max = 1};
@@ -939,20 +939,20 @@ static void gelu_bwd_task(void *ctx, int part, int thread)
                                             j->set, j->is_grad);
 }
 
-void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
+void ops_gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
 {
     elem_job j = {.out = dinp, .in = inp, .in2 = dout, .n = n, .parts = elem_parts(p, n)};
     pool_run(p, j.parts, gelu_bwd_task, &j);
 }
 
-int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
+int ops_gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n)
 {
     elem_job j = {.out = dinp, .in = inp, .in2 = dout, .n = n, .parts = elem_parts(p, n), .set = 1};
     pool_run(p, j.parts, gelu_bwd_task, &j);
     return any_of_parts(j.bad, j.parts);
 }
 
-int gelu_backward_grad_set_mt(ns_pool *p, float *dinp, const float *grad, const float *dout,
+int ops_gelu_backward_grad_set_mt(ns_pool *p, float *dinp, const float *grad, const float *dout,
                               int n)
 {
     elem_job j = {.out = dinp, .in = grad, .in2 = dout, .n = n, .parts = elem_parts(p, n),
@@ -1031,13 +1031,13 @@ static float ln_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, con
     return max_of_parts(j.amax, parts);
 }
 
-void layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
+void ops_layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
                           const float *w, const float *b, int N, int C, float eps)
 {
     ln_forward_mt(p, out, mean, rstd, inp, w, b, N, C, eps, 0);
 }
 
-float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
+float ops_layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
                                   const float *inp, const float *w, const float *b, int N, int C,
                                   float eps)
 {
@@ -1071,21 +1071,21 @@ static void ln_bwd_task(void *ctx, int task, int thread)
     }
 }
 
-int layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
+int ops_layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
                                 const float *dout, const float *inp, const float *w,
                                 const float *mean, const float *rstd, int N, int C)
 {
     int parts = (long)N * C < MT_NORM_MIN || N < MT_ROWS_MIN ? 1 : pool_threads(p);
     if (parts == 1)
-        return layernorm_backward_watch(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        return ops_layernorm_backward_watch(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
     ln_bwd_job j = {dinp, dw, db, dout, inp, w, mean, rstd, N, C, parts, {0}};
     pool_run(p, 2 * parts, ln_bwd_task, &j);
     return any_of_parts(j.bad, parts);
 }
 
-void layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                            const float *inp, const float *w, const float *mean, const float *rstd,
                            int N, int C)
 {
-    layernorm_backward_watch_mt(p, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    ops_layernorm_backward_watch_mt(p, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }

@@ -59,7 +59,7 @@ typedef struct {
     /* grad NULL or gelu'(inp) (may be inp); amax NULL or *amax = max |out| */
     void (*gelu_forward)(float *out, float *grad, const float *inp, int n, float *amax);
     /* set: dinp = (else +=); is_grad: inp holds gelu'(x), not x; returns
-     * the GELU_BAD_ flags of gelu_backward_set */
+     * the GELU_BAD_ flags of ops_gelu_backward_set */
     int (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n, int set,
                          int is_grad);
     void (*softmax_forward)(float *probs, const float *logits, int N, int V);

@@ -9,27 +9,27 @@
 
 #include "ops.h"
 
-int adamw_create(adamw *o, size_t n)
+int optim_adamw_create(adamw *o, size_t n)
 {
     o->n = n;
     o->t = 0;
     o->m = calloc(n, sizeof(float));
     o->v = calloc(n, sizeof(float));
     if (!o->m || !o->v) {
-        adamw_free(o);
+        optim_adamw_free(o);
         return -1;
     }
     return 0;
 }
 
-void adamw_free(adamw *o)
+void optim_adamw_free(adamw *o)
 {
     free(o->m);
     free(o->v);
     o->m = o->v = NULL;
 }
 
-void adamw_reset(adamw *o)
+void optim_adamw_reset(adamw *o)
 {
     memset(o->m, 0, o->n * sizeof(float));
     memset(o->v, 0, o->n * sizeof(float));
@@ -110,7 +110,7 @@ static void update_task(void *ctx, int seg, int thread)
 
 /* elementwise, so split over m->pool by segments of whole tensors (a
  * layer's usq stays one sum in one order): the same bits for any count */
-void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_sq)
+void optim_adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_sq)
 {
     o->t++;
     /* scalars in double, as torch computes them in Python floats */

@@ -35,13 +35,13 @@
 int plot_render_map(FILE *f, const plot_map *m, const plot_opts *o, char *err, size_t errlen)
 {
     svg v;
-    svg_init(&v, f, o);
+    plot_svg_init(&v, f, o);
     if (m->ncells == 0) {
         snprintf(err, errlen, "no rows: expected a sweep's results.csv");
         return -1;
     }
-    svg_begin(&v);
-    int rc = fig_map(&v, m, err, errlen);
+    plot_svg_begin(&v);
+    int rc = plot_fig_map(&v, m, err, errlen);
     fputs("</svg>\n", f);
     return rc;
 }
@@ -91,18 +91,18 @@ int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size
     if (check_columns(d, o, err, errlen))
         return -1;
     svg v;
-    svg_init(&v, f, o);
-    svg_begin(&v);
+    plot_svg_init(&v, f, o);
+    plot_svg_begin(&v);
     int rc = 0;
     switch (o->kind) {
-    case PLOT_LOSS: rc = fig_loss(&v, d); break;
-    case PLOT_LAYERS: rc = fig_layers(&v, d, err, errlen); break;
-    case PLOT_PROFILE: rc = fig_profile(&v, d, err, errlen); break;
-    case PLOT_HEATMAP: rc = fig_heatmap(&v, d); break;
-    case PLOT_VIEW: rc = fig_view(&v, d); break;
+    case PLOT_LOSS: rc = plot_fig_loss(&v, d); break;
+    case PLOT_LAYERS: rc = plot_fig_layers(&v, d, err, errlen); break;
+    case PLOT_PROFILE: rc = plot_fig_profile(&v, d, err, errlen); break;
+    case PLOT_HEATMAP: rc = plot_fig_heatmap(&v, d); break;
+    case PLOT_VIEW: rc = plot_fig_view(&v, d); break;
     case PLOT_HEADROOM:
     case PLOT_OVERFLOW:
-    case PLOT_SERIES: rc = fig_precision(&v, d, o->kind); break;
+    case PLOT_SERIES: rc = plot_fig_precision(&v, d, o->kind); break;
     case PLOT_MAP: rc = -1; break; /* plot_render_map */
     }
     fputs("</svg>\n", f);
@@ -121,13 +121,13 @@ static int write_atomic(const char *path, figure_src src, const plot_opts *o, ch
     atomic_file a;
     if (src.d && check_columns(src.d, o, err, errlen))
         return -1;
-    if (atomic_open(&a, path, err, errlen))
+    if (atomicio_open(&a, path, err, errlen))
         return -1;
     if (src.d ? plot_render(a.f, src.d, o, err, errlen) : plot_render_map(a.f, src.m, o, err, errlen)) {
-        atomic_abort(&a);
+        atomicio_abort(&a);
         return -1;
     }
-    return atomic_commit(&a, err, errlen);
+    return atomicio_commit(&a, err, errlen);
 }
 
 int plot_write(const char *path, const plot_data *d, const plot_opts *o, char *err, size_t errlen)

@@ -21,7 +21,7 @@ static double ax_pos(const axis *a, double u)
     return a->p0 + t * (a->p1 - a->p0);
 }
 
-double ax_map(const axis *a, double v)
+double plot_ax_map(const axis *a, double v)
 {
     if (a->count)
         v = log10(1 + fmax(v, 0));
@@ -30,7 +30,7 @@ double ax_map(const axis *a, double v)
     return ax_pos(a, v);
 }
 
-void ax_fit_count(axis *a, double hi)
+void plot_ax_fit_count(axis *a, double hi)
 {
     a->log = 0;
     a->count = 1;
@@ -49,7 +49,7 @@ static double nice_step(double span)
 
 /* Fit lo..hi (data units) to the axis: a margin on a linear one, whole
  * decades on a log one; a single value gets a span around it. */
-void ax_fit(axis *a, double lo, double hi, int log_, double pad)
+void plot_ax_fit(axis *a, double lo, double hi, int log_, double pad)
 {
     a->log = log_;
     if (!(lo <= hi)) {
@@ -87,7 +87,7 @@ static void decade_label(svg *v, double x, double y, char anchor, int k)
 }
 
 /* Decades or 1-2-5 steps, as plot_int.h says; the count axis's 0 first. */
-int ax_ticks(const axis *a, double *t, int max)
+int plot_ax_ticks(const axis *a, double *t, int max)
 {
     int n = 0;
     if (a->count) { /* 0, then decades: 10, 100, ... */
@@ -117,12 +117,12 @@ static void ax_tick_label(svg *v, const axis *a, double t, double x, double y, c
     if (ax_decades(a) || (a->count && t > 0))
         decade_label(v, x, y, anchor, (int)t);
     else
-        svg_text(v, x, y, v->fs, anchor, v->p->fg, "class=\"tick\"", "%g", t);
+        plot_svg_text(v, x, y, v->fs, anchor, v->p->fg, "class=\"tick\"", "%g", t);
 }
 
 static double ax_tick_pos(const axis *a, double t)
 {
-    return a->count ? ax_pos(a, t) : ax_decades(a) ? ax_map(a, pow(10, t)) : ax_map(a, t);
+    return a->count ? ax_pos(a, t) : ax_decades(a) ? plot_ax_map(a, pow(10, t)) : plot_ax_map(a, t);
 }
 
 /* An axis title centred at x, y within maxw: whole, else without its
@@ -133,10 +133,10 @@ static void ax_label(svg *v, double x, double y, double maxw, const char *label,
     char t[160];
     snprintf(t, sizeof t, "%s", label);
     char *paren = strstr(t, " (");
-    if (svg_text_width(t, v->fs, 0) > maxw && paren)
+    if (plot_svg_text_width(t, v->fs, 0) > maxw && paren)
         *paren = 0;
-    double wide = svg_text_width(t, v->fs, 0);
-    svg_text(v, x, y, wide > maxw ? v->fs * maxw / wide : v->fs, 'm', v->p->fg, extra, "%s", t);
+    double wide = plot_svg_text_width(t, v->fs, 0);
+    plot_svg_text(v, x, y, wide > maxw ? v->fs * maxw / wide : v->fs, 'm', v->p->fg, extra, "%s", t);
 }
 
 /* The widest of an axis' "%g" tick labels (decades are "10" and a small
@@ -150,13 +150,13 @@ static double ax_ticks_width(const svg *v, const axis *a, const double *t, int n
             continue;
         char b[32];
         snprintf(b, sizeof b, "%g", t[i]);
-        w = fmax(w, svg_text_width(b, v->fs, 0));
+        w = fmax(w, plot_svg_text_width(b, v->fs, 0));
     }
     return w;
 }
 
 /* Frame, grid lines, tick labels and axis titles of one panel. */
-void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
+void plot_ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
                       const char *ylabel)
 {
     double t[16];
@@ -171,16 +171,16 @@ void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
         fprintf(v->f, " data-y0=\"%.9g\" data-y1=\"%.9g\"%s", ay->lo, ay->hi,
                 ay->log ? " data-ylog=\"1\"" : "");
     fputs("/>\n", v->f);
-    int n = ax ? ax_ticks(ax, t, 16) : 0;
+    int n = ax ? plot_ax_ticks(ax, t, 16) : 0;
     for (int i = 0; i < n; i++) {
         double x = ax_tick_pos(ax, t[i]);
-        svg_line(v, x, b.y, x, b.y + b.h, v->p->grid, 1, NULL);
+        plot_svg_line(v, x, b.y, x, b.y + b.h, v->p->grid, 1, NULL);
         ax_tick_label(v, ax, t[i], x, b.y + b.h + v->fs * 1.2, 'm');
     }
-    n = ay ? ax_ticks(ay, t, 16) : 0;
+    n = ay ? plot_ax_ticks(ay, t, 16) : 0;
     for (int i = 0; i < n; i++) {
         double y = ax_tick_pos(ay, t[i]);
-        svg_line(v, b.x, y, b.x + b.w, y, v->p->grid, 1, NULL);
+        plot_svg_line(v, b.x, y, b.x + b.w, y, v->p->grid, 1, NULL);
         ax_tick_label(v, ay, t[i], b.x - v->fs * 0.4, y + v->fs * 0.35, 'e');
     }
     double ticks_w = ay ? ax_ticks_width(v, ay, t, n) : 0;
@@ -200,14 +200,14 @@ void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
 /* ---- figures --------------------------------------------------------------------- */
 
 /* The area inside the title and caption, with room for axis labels. */
-box frame_content(const svg *v)
+box plot_frame_content(const svg *v)
 {
     double l = v->fs * 5.2, t = v->fs * 4.4 + v->top, r = v->fs * 1.2, bt = v->fs * 4.6 + v->bottom;
     return (box){l, t, v->o->w - l - r, v->o->h - t - bt};
 }
 
 /* Split b into n side by side (cols) or stacked, with a gap for labels. */
-box frame_part(box b, int i, int n, int cols, double gap)
+box plot_frame_part(box b, int i, int n, int cols, double gap)
 {
     if (cols) {
         double w = (b.w - gap * (n - 1)) / n;
@@ -220,12 +220,12 @@ box frame_part(box b, int i, int n, int cols, double gap)
 /* Panels side by side in the left part of the content area, and a
  * column right of them for the legend, apart from the last panel: as
  * wide as the legend needs at body type, while the panels keep 55%. */
-void frame_split_legend(const svg *v, double share, const legend *lg, box *panels, box *leg)
+void plot_frame_split_legend(const svg *v, double share, const legend *lg, box *panels, box *leg)
 {
-    box all = frame_content(v);
+    box all = plot_frame_content(v);
     double lw = 0, lh;
     if (lg)
-        legend_size(lg, v->fs, &lw, &lh);
+        plot_legend_size(lg, v->fs, &lw, &lh);
     double need = 1 - (lw + v->fs * 1.5 - (v->o->w - all.x - all.w)) / all.w;
     *panels = all;
     panels->w = all.w * fmax(0.55, fmin(share, need));

@@ -46,8 +46,8 @@ static void draw_heat_panel(svg *v, box b, const plot_run *r, const char *title,
     long *rows = heat_rows(r, &n);
     if (!rows)
         return;
-    ax_draw(v, b, NULL, NULL, "step", "layer (0 = next to the input)");
-    svg_text_fit(v, b.x, b.y - v->fs * 0.4, r->abandoned ? b.w * 0.45 : b.w, v->fs, v->p->fg,
+    plot_ax_draw(v, b, NULL, NULL, "step", "layer (0 = next to the input)");
+    plot_svg_text_fit(v, b.x, b.y - v->fs * 0.4, r->abandoned ? b.w * 0.45 : b.w, v->fs, v->p->fg,
              "class=\"panel-title\"", title);
     long C = n, maxc = (long)(b.w / 3), cellcap = cells / (r->L > 0 ? r->L : 1);
     C = C < maxc ? C : maxc;
@@ -72,19 +72,19 @@ static void draw_heat_panel(svg *v, box b, const plot_run *r, const char *title,
     }
     int every = (int)ceil(v->fs * 1.1 / rh);
     for (int l = 0; l < r->L; l += every > 0 ? every : 1)
-        svg_text(v, b.x - v->fs * 0.4, b.y + (r->L - 1 - l) * rh + rh / 2 + v->fs * 0.35, v->fs, 'e', v->p->fg,
+        plot_svg_text(v, b.x - v->fs * 0.4, b.y + (r->L - 1 - l) * rh + rh / 2 + v->fs * 0.35, v->fs, 'e', v->p->fg,
              "class=\"tick\"", "%d", l);
     fputs("<g class=\"heat-ticks\">\n", v->f);
     for (int k = 0; k < 5 && n > 0; k++) {
         long j = k * (C - 1) / 4, i = j * n / C;
-        svg_text(v, b.x + (j + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"", "%ld",
+        plot_svg_text(v, b.x + (j + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"", "%ld",
              r->step[rows[i]]);
         if (C < 5)
             break;
     }
     fputs("</g>\n", v->f);
     if (r->abandoned) /* what a rewind replaced is not drawn: say so in the panel */
-        svg_text(v, b.x + b.w, b.y - v->fs * 0.4, v->fs_small, 'e', v->p->dim, "class=\"panel-note\"",
+        plot_svg_text(v, b.x + b.w, b.y - v->fs * 0.4, v->fs_small, 'e', v->p->dim, "class=\"panel-note\"",
              "%ld step%s a rewind abandoned not drawn (their replay is)", r->abandoned,
              r->abandoned == 1 ? "" : "s");
     free(rows);
@@ -96,23 +96,23 @@ static void heat_legend(svg *v, legend *lg)
     static const char *const names[7] = {"< 1e-4", "1e-4 .. 1e-3", "1e-3 .. 0.01", "0.01 .. 0.1",
                                          "0.1 .. 1",  "1 .. 10",      ">= 10"};
     for (int k = 6; k >= 0; k--)
-        legend_add(lg, v->p->heat[k], NULL, SH_NONE, 1, 1, "%s", names[k]);
-    legend_add(lg, "url(#nan)", NULL, SH_NONE, 1, 1, "not finite");
+        plot_legend_add(lg, v->p->heat[k], NULL, SH_NONE, 1, 1, "%s", names[k]);
+    plot_legend_add(lg, "url(#nan)", NULL, SH_NONE, 1, 1, "not finite");
 }
 
-int fig_heatmap(svg *v, const plot_data *d)
+int plot_fig_heatmap(svg *v, const plot_data *d)
 {
-    frame_draw(v, d, "Gradient norm of each layer over the run");
+    plot_frame_draw(v, d, "Gradient norm of each layer over the run");
     box all, leg;
-    frame_split_legend(v, 0.76, NULL, &all, &leg);
+    plot_frame_split_legend(v, 0.76, NULL, &all, &leg);
     for (int r = 0; r < d->nruns; r++) {
         char t[128];
-        frame_run_title(d, r, t, sizeof t);
-        draw_heat_panel(v, frame_part(all, r, d->nruns, 0, v->fs * 4.4), &d->run[r], t,
+        plot_frame_run_title(d, r, t, sizeof t);
+        draw_heat_panel(v, plot_frame_part(all, r, d->nruns, 0, v->fs * 4.4), &d->run[r], t,
                         9000 / d->nruns); /* < 1 MB */
     }
     legend lg = {0};
     heat_legend(v, &lg);
-    legend_draw_beside(v, leg, &lg);
+    plot_legend_draw_beside(v, leg, &lg);
     return 0;
 }

@@ -74,15 +74,15 @@ static void draw_marks(svg *v, box b, const axis *ax, const plot_data *d, int wh
         char label[PLOT_MARKLEN + 8];
         snprintf(label, sizeof label, "%s%s", d->nruns > 1 && !shared ? (which ? "b: " : "a: ") : "",
                  m->text);
-        double x = ax_map(ax, (double)m->step), w = svg_text_width(label, v->fs_small, 0);
+        double x = plot_ax_map(ax, (double)m->step), w = plot_svg_text_width(label, v->fs_small, 0);
         double x0 = x + w + v->fs * 0.3 > b.x + b.w ? x - w - v->fs * 0.25 : x + v->fs * 0.25;
         int row = 0;
         while (row < 2 && x0 < ends[row] + v->fs * 0.5)
             row++;
         ends[row] = x0 + w;
         fprintf(v->f, "<g class=\"marker\" data-step=\"%ld\">", m->step);
-        svg_line(v, x, b.y, x, b.y + b.h, v->p->mark, v->p->mark_width * v->s, v->p->mark_dash);
-        svg_text(v, x0, row ? b.y + v->fs * 1.25 * row : b.y - v->fs * 0.35, v->fs_small, 's', v->p->mark,
+        plot_svg_line(v, x, b.y, x, b.y + b.h, v->p->mark, v->p->mark_width * v->s, v->p->mark_dash);
+        plot_svg_text(v, x0, row ? b.y + v->fs * 1.25 * row : b.y - v->fs * 0.35, v->fs_small, 's', v->p->mark,
              "class=\"marker-label\"", "%s", label);
         fputs("</g>\n", v->f);
     }
@@ -96,14 +96,14 @@ static void nonfinite_label(svg *v, box b, double x, int which, const char *labe
     static const char *const seps[] = {": ", ", ", " ", NULL};
     double m = v->fs * 0.5, left = x - m - b.x, right = b.x + b.w - x - m;
     int on_left = left > right;
-    if (svg_text_width(label, v->fs_small, 0) <= fmin(left, right)) /* fits either: as before */
+    if (plot_svg_text_width(label, v->fs_small, 0) <= fmin(left, right)) /* fits either: as before */
         on_left = x > b.x + b.w / 2;
     svg_wrapped w;
-    svg_wrap(&w, label, v->fs_small, 0, on_left ? left : right, 2, seps);
+    plot_svg_wrap(&w, label, v->fs_small, 0, on_left ? left : right, 2, seps);
     for (int i = 0; i < w.n; i++) {
         double y = which ? b.y + v->fs * 1.5 + i * w.size * 1.2
                          : b.y + b.h - v->fs * 0.9 - (w.n - 1 - i) * w.size * 1.2;
-        svg_text(v, on_left ? x - m : x + m, y, w.size, on_left ? 'e' : 's', v->p->explode,
+        plot_svg_text(v, on_left ? x - m : x + m, y, w.size, on_left ? 'e' : 's', v->p->explode,
                  "class=\"nonfinite-label\"", "%s", w.line[i]);
     }
 }
@@ -114,7 +114,7 @@ static void nonfinite_label(svg *v, box b, double x, int which, const char *labe
  * line says where, this says why, and the first divergence is labelled
  * with the operation the run named. Run a's stand on the bottom edge, a
  * comparison's run b's hang from the top one. */
-int loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which)
+int plot_loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which)
 {
     const plot_run *r = &d->run[which];
     long last_px = -1;
@@ -127,12 +127,12 @@ int loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int w
         char label[160];
         snprintf(label, sizeof label, "%s%sdiverged at step %ld: %s", d->nruns > 1 ? (which ? "b" : "a") : "",
                  d->nruns > 1 ? " " : "", r->fault_step, what);
-        nonfinite_label(v, b, ax_map(ax, (double)r->fault_step), which, label);
+        nonfinite_label(v, b, plot_ax_map(ax, (double)r->fault_step), which, label);
     }
     for (long i = 0; i < r->n; i++) {
         if (isfinite(r->loss[i]) && !r->bad[i])
             continue;
-        double x = ax_map(ax, (double)r->step[i]);
+        double x = plot_ax_map(ax, (double)r->step[i]);
         if ((long)x == last_px)
             continue;
         last_px = (long)x;
@@ -151,10 +151,10 @@ static const char *const ghost_dash[2] = {"8 6", "2 4"};
 static void ghost_legend(legend *lg, svg *v, const plot_data *d, int r)
 {
     if (d->nruns > 1)
-        legend_add(lg, v->p->dim, ghost_dash[r], SH_NONE, 0, 1, "before the rewind: %s",
+        plot_legend_add(lg, v->p->dim, ghost_dash[r], SH_NONE, 0, 1, "before the rewind: %s",
                    d->run[r].label);
     else
-        legend_add(lg, v->p->dim, ghost_dash[r], SH_NONE, 0, 1, "before the rewind");
+        plot_legend_add(lg, v->p->dim, ghost_dash[r], SH_NONE, 0, 1, "before the rewind");
 }
 
 /* The curve the latest rewind abandoned (a live view's figure), dashed
@@ -167,7 +167,7 @@ static void draw_ghost(svg *v, const axis *ax, const axis *ay, const plot_data *
         char name[96];
         snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
                  d->nruns > 1 ? d->run[r].label : "");
-        if (series_draw(v, ax, ay, d->ghost_step, d->ghost_loss[r], d->ghost_n, 1, name, v->p->dim,
+        if (plot_series_draw(v, ax, ay, d->ghost_step, d->ghost_loss[r], d->ghost_n, 1, name, v->p->dim,
                         ghost_dash[r], 2 * v->s) > 0)
             ghost_legend(lg, v, d, r);
     }
@@ -176,7 +176,7 @@ static void draw_ghost(svg *v, const axis *ax, const axis *ay, const plot_data *
 /* y of run p's rows on the timeline it ended on (live 1) or of the rows a
  * rewind abandoned (live 0), the others -inf (skipped, as a validation
  * loss not measured). NULL when out of memory. */
-float *loss_timeline_rows(const plot_run *p, const float *y, int live)
+static float *loss_timeline_rows(const plot_run *p, const float *y, int live)
 {
     float *m = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
     for (long i = 0; m && i < p->n; i++)
@@ -199,9 +199,9 @@ static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_da
     char name[96];
     snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
              d->nruns > 1 ? p->label : "");
-    long drawn = series_draw(v, ax, ay, p->step, y, p->n, 1, name, v->p->dim, ghost_dash[r], 2 * v->s);
+    long drawn = plot_series_draw(v, ax, ay, p->step, y, p->n, 1, name, v->p->dim, ghost_dash[r], 2 * v->s);
     if (drawn > 0 && drawn < 5) /* a point or two: no line to see, so marked */
-        series_draw_points(v, ax, ay, p->step, y, p->n, SH_CIRCLE, v->p->dim);
+        plot_series_draw_points(v, ax, ay, p->step, y, p->n, SH_CIRCLE, v->p->dim);
     if (drawn > 0)
         ghost_legend(lg, v, d, r);
     free(y);
@@ -221,7 +221,7 @@ static long loss_points_in(const plot_data *d, double w_smooth, const axis *ax, 
             for (int k = 0; k < 3; k++) {
                 if (!isfinite(ys[k]))
                     continue;
-                double x = ax_map(ax, (double)p->step[i]), y = ax_map(ay, ys[k]);
+                double x = plot_ax_map(ax, (double)p->step[i]), y = plot_ax_map(ay, ys[k]);
                 n += x >= x0 && x <= x0 + w && y >= y0 && y <= y0 + h;
             }
         }
@@ -237,10 +237,10 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
     if (lg->n == 0)
         return;
     double w, h, m = v->fs * 0.5, fs = v->fs;
-    legend_size(lg, fs, &w, &h);
+    plot_legend_size(lg, fs, &w, &h);
     if (w > b.w - 2 * m) { /* long run labels: smaller type, never past the panel */
         fs *= (b.w - 2 * m) / w;
-        legend_size(lg, fs, &w, &h);
+        plot_legend_size(lg, fs, &w, &h);
     }
     double xs[4] = {b.x + b.w - w - m, b.x + m, b.x + b.w - w - m, b.x + m};
     double ys[4] = {b.y + m, b.y + m, b.y + b.h - h - m, b.y + b.h - h - m};
@@ -253,7 +253,7 @@ static void draw_loss_legend(svg *v, box b, const plot_data *d, const axis *ax, 
             best = c;
         }
     }
-    legend_draw_at(v, xs[best], ys[best], fs, lg);
+    plot_legend_draw_at(v, xs[best], ys[best], fs, lg);
 }
 
 /* The train loss of each step faint (a third of the color's strength),
@@ -265,12 +265,12 @@ static void draw_smoothed(svg *v, const axis *ax, const axis *ay, const plot_run
 {
     if (!(v->o->smooth > 0)) { /* --smooth 0: the loss itself, in full */
         fputs("<g class=\"raw\">\n", v->f);
-        series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 3 * v->s);
+        plot_series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 3 * v->s);
         fputs("</g>\n", v->f);
         return;
     }
     fputs("<g class=\"raw\" opacity=\"0.35\">\n", v->f);
-    series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 2 * v->s);
+    plot_series_draw(v, ax, ay, p->step, y, p->n, 1, name, color, dash, 2 * v->s);
     fputs("</g>\n", v->f);
     float *sm = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
     if (!sm)
@@ -284,20 +284,20 @@ static void draw_smoothed(svg *v, const axis *ax, const axis *ay, const plot_run
     char sname[112];
     snprintf(sname, sizeof sname, "smoothed %s", name);
     fprintf(v->f, "<g class=\"smoothed\" data-weight=\"%g\" data-last=\"%.6g\">\n", e.w, last);
-    series_draw(v, ax, ay, p->step, sm, p->n, 1, sname, color, dash, 3 * v->s);
+    plot_series_draw(v, ax, ay, p->step, sm, p->n, 1, sname, color, dash, 3 * v->s);
     fputs("</g>\n", v->f);
     free(sm);
 }
 
-void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
+void plot_loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
 {
     long x0, x1;
     double y0, y1;
     loss_range(d, v->o->logy, &x0, &x1, &y0, &y1);
     axis ax = {.p0 = b.x, .p1 = b.x + b.w}, ay = {.p0 = b.y + b.h, .p1 = b.y};
-    ax_fit(&ax, (double)x0, (double)x1, 0, 0);
-    ax_fit(&ay, y0, y1, v->o->logy, 0.05);
-    ax_draw(v, b, &ax, &ay, "step (optimizer updates)",
+    plot_ax_fit(&ax, (double)x0, (double)x1, 0, 0);
+    plot_ax_fit(&ay, y0, y1, v->o->logy, 0.05);
+    plot_ax_draw(v, b, &ax, &ay, "step (optimizer updates)",
               v->o->logy ? "loss (nats, log scale)" : "loss (nats per byte)");
     draw_ghost(v, &ax, &ay, d, lg);
     for (int r = 0; r < d->nruns; r++)
@@ -305,43 +305,43 @@ void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg)
     for (int r = 0; r < d->nruns; r++) {
         const plot_run *p = &d->run[r];
         const char *tc = r ? v->p->twin : v->p->train, *vc = r ? v->p->twin_val : v->p->val;
-        const char *td = v->o->mono ? svg_mono_dash[r * 2] : "", *vd = v->o->mono ? svg_mono_dash[r * 2 + 1] : "";
+        const char *td = v->o->mono ? plot_svg_mono_dash[r * 2] : "", *vd = v->o->mono ? plot_svg_mono_dash[r * 2 + 1] : "";
         const char *who = d->nruns > 1 ? p->label : "";
         float *loss = p->abandoned ? loss_timeline_rows(p, p->loss, 1) : NULL;
         float *val = p->abandoned ? loss_timeline_rows(p, p->val, 1) : NULL;
         char name[96];
         snprintf(name, sizeof name, "train loss%s%s", who[0] ? " " : "", who);
         draw_smoothed(v, &ax, &ay, p, loss ? loss : p->loss, name, tc, td);
-        legend_add(lg, tc, td, SH_NONE, 0, 1, v->o->smooth > 0 ? "%s, smoothed" : "%s", name);
+        plot_legend_add(lg, tc, td, SH_NONE, 0, 1, v->o->smooth > 0 ? "%s, smoothed" : "%s", name);
         if (p->has_val) {
             snprintf(name, sizeof name, "validation loss%s%s", who[0] ? " " : "", who);
-            if (series_draw(v, &ax, &ay, p->step, val ? val : p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)
-                legend_add(lg, vc, vd, r ? SH_SQUARE : SH_CIRCLE, 0, 1, "%s", name);
-            series_draw_points(v, &ax, &ay, p->step, val ? val : p->val, p->n, r ? SH_SQUARE : SH_CIRCLE, vc);
+            if (plot_series_draw(v, &ax, &ay, p->step, val ? val : p->val, p->n, 1, name, vc, vd, 3 * v->s) > 0)
+                plot_legend_add(lg, vc, vd, r ? SH_SQUARE : SH_CIRCLE, 0, 1, "%s", name);
+            plot_series_draw_points(v, &ax, &ay, p->step, val ? val : p->val, p->n, r ? SH_SQUARE : SH_CIRCLE, vc);
         }
         free(loss);
         free(val);
     }
     if (v->o->smooth > 0)
-        legend_add(lg, v->p->dim, "", SH_NONE, 0, 1, "faint: each step's train loss");
+        plot_legend_add(lg, v->p->dim, "", SH_NONE, 0, 1, "faint: each step's train loss");
     for (int r = 0; r < d->nruns; r++)
-        if (loss_draw_nonfinite(v, b, &ax, d, r))
-            legend_add(lg, v->p->explode, NULL, r ? SH_TRIANGLE_DOWN : SH_TRIANGLE, 0, 1,
+        if (plot_loss_draw_nonfinite(v, b, &ax, d, r))
+            plot_legend_add(lg, v->p->explode, NULL, r ? SH_TRIANGLE_DOWN : SH_TRIANGLE, 0, 1,
                        "%s%sa step not finite", d->nruns > 1 ? (r ? "b" : "a") : "",
                        d->nruns > 1 ? ": " : "");
     double ends[3] = {-1e9, -1e9, -1e9};
     for (int r = 0; r < d->nruns; r++)
         draw_marks(v, b, &ax, d, r, ends);
     if (d->run[0].nmark || (d->nruns > 1 && d->run[1].nmark))
-        legend_add(lg, v->p->mark, v->p->mark_dash, SH_NONE, 0, 1, "a setting changed");
+        plot_legend_add(lg, v->p->mark, v->p->mark_dash, SH_NONE, 0, 1, "a setting changed");
     draw_loss_legend(v, b, d, &ax, &ay, lg);
 }
 
-int fig_loss(svg *v, const plot_data *d)
+int plot_fig_loss(svg *v, const plot_data *d)
 {
     legend lg = {0};
-    frame_draw(v, d, d->nruns > 1 ? "Training loss of two runs" : "Training loss");
-    box b = frame_content(v);
-    loss_panel_draw(v, b, d, &lg);
+    plot_frame_draw(v, d, d->nruns > 1 ? "Training loss of two runs" : "Training loss");
+    box b = plot_frame_content(v);
+    plot_loss_panel_draw(v, b, d, &lg);
     return 0;
 }

@@ -101,16 +101,16 @@ static int map_cell_rect(svg *v, const map_layout *g, box c, const int *idx, map
         k += (size_t)snprintf(key + k, sizeof key - k, "%s%s=%s", a ? "," : "", g->m->axis[a].name,
                               g->m->axis[a].val[idx[a]]);
     int off = cl->exploded && g->sc.mt->at_end, on = mv.n && !off;
-    int light = on && map_fill(v, &g->sc, mv.x, col);
+    int light = on && plot_map_fill(v, &g->sc, mv.x, col);
     const char *fill = !cl->runs ? v->p->bg : off ? "url(#exploded)" : !on ? "url(#nan)" : col;
     *ink = light ? "#ffffff" : !on ? v->p->fg : "#000000";
     fprintf(v->f, "<g class=\"map-cell\"><rect class=\"cell\" data-key=\"");
-    svg_esc(v->f, key);
+    plot_svg_esc(v->f, key);
     fprintf(v->f, "\" data-value=\"%.6g\" ", mv.x);
     if (g->sc.continuous)
         fprintf(v->f, "data-on-ramp=\"%d\" ", on);
     else
-        fprintf(v->f, "data-bin=\"%d\" ", on ? map_bin(&g->sc, mv.x) : -1);
+        fprintf(v->f, "data-bin=\"%d\" ", on ? plot_map_bin(&g->sc, mv.x) : -1);
     fprintf(v->f, "data-runs=\"%d\" data-diverged=\"%d\" "
                   "data-stalled=\"%d\" data-exploded=\"%d\" data-failed=\"%d\" x=\"%.1f\" "
                   "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
@@ -158,7 +158,7 @@ static void cell_line(svg *v, int on, box c, double *y, double fs, double scale,
     if (!text[0])
         return;
     text_ground(v, on, c.x + c.w / 2, *y, fs * scale, text);
-    svg_text(v, c.x + c.w / 2, *y, fs * scale, 'm', ink, attrs, "%s", text);
+    plot_svg_text(v, c.x + c.w / 2, *y, fs * scale, 'm', ink, attrs, "%s", text);
     *y += fs * 1.2;
 }
 
@@ -169,7 +169,7 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
 {
     const plot_map_cell *cl = &g->m->cell[plot_map_cell_of(g->m, idx)];
     const map_metric *mt = g->sc.mt;
-    map_value mv = map_cell_value(mt, cl);
+    map_value mv = plot_map_cell_value(mt, cl);
     const char *ink;
     int on = map_cell_rect(v, g, c, idx, mv, &ink), spread = mv.n > 1 && !isnan(mv.sd);
     double fs = fmin(v->fs, fmin(c.h * 0.26, c.w / 5.5));
@@ -190,16 +190,16 @@ static void map_cell(svg *v, const map_layout *g, box c, const int *idx)
                 c.x + 5, c.y + 5, c.w - 10, c.h - 10, ink, 2.5 * v->s);
     char num[32], line[48];
     if (mv.n) { /* as many digits as fit the cell: 2.8e+12, not 2794610000000.000 */
-        map_fmt(mt, num, sizeof num, mv.x, (int)fmax(5, c.w / (fs * 0.62)));
+        plot_map_fmt(mt, num, sizeof num, mv.x, (int)fmax(5, c.w / (fs * 0.62)));
         cell_line(v, on, c, &y, fs, 1, ink, "class=\"cell-value\" font-weight=\"bold\"", num);
     }
     if (spread) {
-        map_fmt(mt, num, sizeof num, mv.sd, (int)fmax(5, c.w / (fs * 0.5)) - 6);
+        plot_map_fmt(mt, num, sizeof num, mv.sd, (int)fmax(5, c.w / (fs * 0.5)) - 6);
         snprintf(line, sizeof line, "\xc2\xb1%s (%d)", num, mv.n); /* ± sd (runs) */
         cell_line(v, on, c, &y, fs, 0.8, ink, "class=\"cell-spread\"", line);
     }
     if (ci) {
-        map_fmt(mt, num, sizeof num, mv.ci, (int)fmax(5, c.w / (fs * 0.5)) - 8);
+        plot_map_fmt(mt, num, sizeof num, mv.ci, (int)fmax(5, c.w / (fs * 0.5)) - 8);
         snprintf(line, sizeof line, "95%%: \xc2\xb1%s", num);
         cell_line(v, on, c, &y, fs, 0.8, ink, "class=\"cell-ci\"", line);
     }
@@ -226,15 +226,15 @@ static void map_panel(svg *v, const map_layout *g, box b, int *idx)
         b.x += inset;
         b.w -= inset;
     }
-    ax_draw(v, b, NULL, NULL, g->ca >= 0 ? m->axis[g->ca].name : NULL, NULL);
+    plot_ax_draw(v, b, NULL, NULL, g->ca >= 0 ? m->axis[g->ca].name : NULL, NULL);
     if (g->ra >= 0) { /* the rows' name, left of their widest value */
         char rot[96];
         double x = b.x - v->fs * (1.2 + 0.6 * (double)wide), y = b.y + b.h / 2;
         snprintf(rot, sizeof rot, "class=\"axis-label\" transform=\"rotate(-90 %.1f %.1f)\"", x, y);
-        svg_text(v, x, y, v->fs, 'm', v->p->fg, rot, "%s", m->axis[g->ra].name);
+        plot_svg_text(v, x, y, v->fs, 'm', v->p->fg, rot, "%s", m->axis[g->ra].name);
     }
     if (title[0])
-        svg_text(v, b.x, b.y - v->fs * 0.4, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
+        plot_svg_text(v, b.x, b.y - v->fs * 0.4, v->fs, 's', v->p->fg, "class=\"panel-title\"", "%s", title);
     double cw = b.w / nc, rh = b.h / nr;
     for (int r = 0; r < nr; r++)
         for (int c = 0; c < nc; c++) {
@@ -245,10 +245,10 @@ static void map_panel(svg *v, const map_layout *g, box b, int *idx)
             map_cell(v, g, (box){b.x + c * cw, b.y + r * rh, cw, rh}, idx);
         }
     for (int c = 0; c < nc && g->ca >= 0; c++)
-        svg_text(v, b.x + (c + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"",
+        plot_svg_text(v, b.x + (c + 0.5) * cw, b.y + b.h + v->fs * 1.2, v->fs, 'm', v->p->fg, "class=\"tick\"",
              "%s", m->axis[g->ca].val[c]);
     for (int r = 0; r < nr && g->ra >= 0; r++)
-        svg_text(v, b.x - v->fs * 0.4, b.y + (r + 0.5) * rh + v->fs * 0.35, v->fs, 'e', v->p->fg,
+        plot_svg_text(v, b.x - v->fs * 0.4, b.y + (r + 0.5) * rh + v->fs * 0.35, v->fs, 'e', v->p->fg,
              "class=\"tick\"", "%s", m->axis[g->ra].val[r]);
 }
 
@@ -264,7 +264,7 @@ static void map_layout_make(map_layout *g, const plot_map *m, const plot_opts *o
             g->other[g->n_other++] = a;
             g->panels *= m->axis[a].n;
         }
-    map_scale_make(&g->sc, m, o);
+    plot_map_scale_make(&g->sc, m, o);
 }
 
 /* --vmin, --vmax: the scale's ends as given, one for maps drawn apart;
@@ -315,7 +315,7 @@ static void map_frame_text(svg *v, const map_layout *g)
              folded, mt->reads ? "  |  " : "", mt->reads ? mt->reads : "",
              v->o->vset ? "  |  color scale from --vmin/--vmax: a cell beyond it has its end's color"
                         : "");
-    frame_text(v, title, cap, sizeof cap);
+    plot_frame_text(v, title, cap, sizeof cap);
 }
 
 /* --rows seed or --cols seed (the flag), of a map whose seeds are folded;
@@ -329,7 +329,7 @@ static const char *map_seed_flag(const plot_map *m, const plot_opts *o)
     return o->cols && !strcmp(o->cols, "seed") ? "--cols" : NULL;
 }
 
-int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
+int plot_fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
 {
     const char *flag = map_seed_flag(m, v->o);
     if (flag) { /* each seed's run a cell of its own: the map with the seed as an axis */
@@ -339,7 +339,7 @@ int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
             snprintf(err, errlen, "%s 'seed': %s", flag, why);
             return -1;
         }
-        int rc = fig_map(v, &s, err, errlen);
+        int rc = plot_fig_map(v, &s, err, errlen);
         plot_map_free(&s);
         return rc;
     }
@@ -356,7 +356,7 @@ int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
         return -1;
     }
     map_frame_text(v, &g);
-    box all = frame_content(v), bar = all;
+    box all = plot_frame_content(v), bar = all;
     all.w *= 0.8;
     bar.x = all.x + all.w + v->fs * 1.5;
     bar.w -= all.w + v->fs * 1.5;
@@ -367,11 +367,11 @@ int fig_map(svg *v, const plot_map *m, char *err, size_t errlen)
     for (long p = 0; p < g.panels; p++) {
         int idx[PLOT_MAP_AXES] = {0};
         map_panel_index(&g, p, idx);
-        box row = frame_part(all, (int)(p / pc), pr, 0, v->fs * 4.2);
+        box row = plot_frame_part(all, (int)(p / pc), pr, 0, v->fs * 4.2);
         row.x += v->fs * 1.5;
         row.w -= v->fs * 1.5;
-        map_panel(v, &g, frame_part(row, (int)(p % pc), pc, 1, v->fs * 5.5), idx);
+        map_panel(v, &g, plot_frame_part(row, (int)(p % pc), pc, 1, v->fs * 5.5), idx);
     }
-    map_colorbar(v, &g.sc, bar);
+    plot_map_colorbar(v, &g.sc, bar);
     return 0;
 }

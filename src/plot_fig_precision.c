@@ -118,7 +118,7 @@ static void step_range(const plot_data *d, axis *ax)
             x0 = d->run[r].step[i] < x0 ? d->run[r].step[i] : x0;
             x1 = d->run[r].step[i] > x1 ? d->run[r].step[i] : x1;
         }
-    ax_fit(ax, (double)x0, (double)(x1 > x0 ? x1 : x0 + 1), 0, 0);
+    plot_ax_fit(ax, (double)x0, (double)(x1 > x0 ? x1 : x0 + 1), 0, 0);
 }
 
 /* The y axis of row j, shared by the runs: headroom always shows its 0. */
@@ -127,7 +127,7 @@ static void row_axis(const plot_data *d, const precision_kind *k, int j, axis *a
     double lo, hi;
     lx_range(d, k->q[j], k->log[j], &lo, &hi);
     if (k->count) {
-        ax_fit_count(ay, hi);
+        plot_ax_fit_count(ay, hi);
     } else if (k->limit && k->q[j] == METRICS_LC_ACT_MAX) {
         for (int r = 0; r < d->nruns; r++) { /* the limit too, where it is finite */
             const plot_run *p = &d->run[r];
@@ -138,13 +138,13 @@ static void row_axis(const plot_data *d, const precision_kind *k, int j, axis *a
                     hi = fmax(hi, lim);
             }
         }
-        ax_fit(ay, lo, hi, 1, 0.05);
+        plot_ax_fit(ay, lo, hi, 1, 0.05);
     } else if (k->log[j]) {
-        ax_fit(ay, lo, hi, 1, 0.05);
+        plot_ax_fit(ay, lo, hi, 1, 0.05);
     } else if (lo > hi) { /* no finite value: an empty axis, not one from inf */
-        ax_fit(ay, 0, 1, 0, 0.05);
+        plot_ax_fit(ay, 0, 1, 0, 0.05);
     } else {
-        ax_fit(ay, fmin(lo, 0), fmax(hi, 0), 0, 0.05);
+        plot_ax_fit(ay, fmin(lo, 0), fmax(hi, 0), 0, 0.05);
     }
 }
 
@@ -152,13 +152,13 @@ static void row_axis(const plot_data *d, const precision_kind *k, int j, axis *a
 static void draw_limit(svg *v, box b, const axis *ax, const axis *ay, const plot_run *p, int q)
 {
     if (q == METRICS_LC_HEADROOM) {
-        double y = ax_map(ay, 0);
-        svg_line(v, b.x, y, b.x + b.w, y, v->p->explode, 2.5 * v->s, "10 6");
+        double y = plot_ax_map(ay, 0);
+        plot_svg_line(v, b.x, y, b.x + b.w, y, v->p->explode, 2.5 * v->s, "10 6");
         return;
     }
     float *lim = limit_column(p, ay);
     if (lim)
-        series_draw(v, ax, ay, p->step, lim, p->n, 1, "the format's limit", v->p->explode, "10 6",
+        plot_series_draw(v, ax, ay, p->step, lim, p->n, 1, "the format's limit", v->p->explode, "10 6",
                     2.5 * v->s);
     free(lim);
 }
@@ -173,11 +173,11 @@ static void draw_precision_panel(svg *v, box b, const plot_data *d, int r, int j
     ax.p1 = b.x + b.w;
     ay.p0 = b.y + b.h;
     ay.p1 = b.y;
-    ax_draw(v, b, &ax, &ay, j == k->nrow - 1 ? "step (optimizer updates)" : NULL, k->ylabel[j]);
+    plot_ax_draw(v, b, &ax, &ay, j == k->nrow - 1 ? "step (optimizer updates)" : NULL, k->ylabel[j]);
     char t[128];
-    frame_run_title(d, r, t, sizeof t);
+    plot_frame_run_title(d, r, t, sizeof t);
     if (j == 0 && t[0])
-        svg_text_fit(v, b.x, b.y - v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"panel-title\"", t);
+        plot_svg_text_fit(v, b.x, b.y - v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"panel-title\"", t);
     if (k->limit)
         draw_limit(v, b, &ax, &ay, p, k->q[j]);
     fprintf(v->f, "<g class=\"precision\" data-run=\"%d\" data-quantity=\"%s\">\n", r,
@@ -188,13 +188,13 @@ static void draw_precision_panel(svg *v, box b, const plot_data *d, int r, int j
             break;
         char name[48];
         snprintf(name, sizeof name, "layer %d", l);
-        series_draw(v, &ax, &ay, p->step, y, p->n, 1, name, colors[l],
-                    v->o->mono ? svg_mono_dash[l % 8] : "", 2.5 * v->s);
+        plot_series_draw(v, &ax, &ay, p->step, y, p->n, 1, name, colors[l],
+                    v->o->mono ? plot_svg_mono_dash[l % 8] : "", 2.5 * v->s);
         free(y);
     }
     fputs("</g>\n", v->f);
     if (j == 0)
-        loss_draw_nonfinite(v, b, &ax, d, r);
+        plot_loss_draw_nonfinite(v, b, &ax, d, r);
 }
 
 /* Every layer's entry up to 12, else every few and the last. */
@@ -204,10 +204,10 @@ static void precision_legend(const svg *v, const plot_data *d, const precision_k
     int L = d->run[0].L, every = L <= 12 ? 1 : (L + 9) / 10;
     for (int l = 0; l < L; l++)
         if (l % every == 0 || l == L - 1)
-            legend_add(lg, colors[l], v->o->mono ? svg_mono_dash[l % 8] : "", SH_NONE, 0, 1, "layer %d%s", l,
+            plot_legend_add(lg, colors[l], v->o->mono ? plot_svg_mono_dash[l % 8] : "", SH_NONE, 0, 1, "layer %d%s", l,
                        l == 0 ? " (input side)" : l == L - 1 ? " (output side)" : "");
     if (k->limit)
-        legend_add(lg, v->p->explode, "10 6", SH_NONE, 0, 1, "limit (headroom 0)");
+        plot_legend_add(lg, v->p->explode, "10 6", SH_NONE, 0, 1, "limit (headroom 0)");
 }
 
 /* Does column q span two decades or more of positive values (every
@@ -230,7 +230,7 @@ static precision_kind series_kind(const plot_data *d, int q, char (*text)[96])
     return (precision_kind){text[0], {text[1], ""}, {q, q}, 1, 0, 0, {lg, 0}};
 }
 
-int fig_precision(svg *v, const plot_data *d, plot_kind kind)
+int plot_fig_precision(svg *v, const plot_data *d, plot_kind kind)
 {
     char text[2][96];
     precision_kind series = {0};
@@ -242,20 +242,20 @@ int fig_precision(svg *v, const plot_data *d, plot_kind kind)
     int L = d->run[0].L;
     for (int l = 0; l < NS_MAX_LAYERS; l++)
         depth_color(v, l < L ? l : L - 1, L, colors[l]);
-    frame_draw(v, d, k->title);
+    plot_frame_draw(v, d, k->title);
     legend lg = {0};
     precision_legend(v, d, k, colors, &lg);
     box all, leg;
-    frame_split_legend(v, 0.8, &lg, &all, &leg);
+    plot_frame_split_legend(v, 0.8, &lg, &all, &leg);
     axis ax = {.lo = 0}, ay[2] = {{.lo = 0}, {.lo = 0}};
     step_range(d, &ax);
     for (int j = 0; j < k->nrow; j++) {
         row_axis(d, k, j, &ay[j]);
-        box row = frame_part(all, j, k->nrow, 0, v->fs * 3.2);
+        box row = plot_frame_part(all, j, k->nrow, 0, v->fs * 3.2);
         for (int r = 0; r < d->nruns; r++)
-            draw_precision_panel(v, frame_part(row, r, d->nruns, 1, v->fs * 5.5), d, r, j, k, &ax,
+            draw_precision_panel(v, plot_frame_part(row, r, d->nruns, 1, v->fs * 5.5), d, r, j, k, &ax,
                                  &ay[j], (const char (*)[8])colors);
     }
-    legend_draw_beside(v, leg, &lg);
+    plot_legend_draw_beside(v, leg, &lg);
     return 0;
 }

@@ -53,7 +53,7 @@ static void profile_legend(const svg *v, const plot_data *d, const long *steps, 
         for (int k = 0; k < nsteps; k++) {
             int g = (r * nsteps + k) % PLOT_MAX_STEPS;
             for (int part = 0; part < 2; part++)
-                legend_add(lg, v->p->step[g], v->o->mono ? svg_mono_dash[g] : part ? "10 6" : "",
+                plot_legend_add(lg, v->p->step[g], v->o->mono ? plot_svg_mono_dash[g] : part ? "10 6" : "",
                            part ? (r ? SH_DIAMOND : SH_TRIANGLE) : (r ? SH_SQUARE : SH_CIRCLE), 0, 1,
                            "%s, step %ld%s%s", part_name[part], steps[k], d->nruns > 1 ? ", " : "",
                            d->nruns > 1 ? d->run[r].label : "");
@@ -68,8 +68,8 @@ static void draw_profile_panel(svg *v, box b, const plot_data *d, const long *st
     profile_range(d, rows, nsteps, &lo, &hi);
     axis ax = {.p0 = b.x, .p1 = b.x + b.w, .log = 0, .lo = -0.3, .hi = L - 1 + 0.3, .integer = 1};
     axis ay = {.p0 = b.y + b.h, .p1 = b.y};
-    ax_fit(&ay, lo, hi, 1, 0.05);
-    ax_draw(v, b, &ax, &ay, "layer (depth: 0 = next to the input, right = output)",
+    plot_ax_fit(&ay, lo, hi, 1, 0.05);
+    plot_ax_draw(v, b, &ax, &ay, "layer (depth: 0 = next to the input, right = output)",
             "gradient norm ||dL/dW|| (log)");
     long xs[NS_MAX_LAYERS]; /* each run's own depth: a file may give b fewer layers */
     for (int l = 0; l < NS_MAX_LAYERS; l++)
@@ -83,28 +83,28 @@ static void draw_profile_panel(svg *v, box b, const plot_data *d, const long *st
                 const float *y = profile_part(p, part) + i * p->L;
                 fprintf(v->f, "<g class=\"profile\" data-run=\"%d\" data-step=\"%ld\" data-part=\"%s\">\n",
                         r, steps[k], part ? "attn" : "mlp");
-                series_draw(v, &ax, &ay, xs, y, p->L, 1, e->text, e->color, e->dash,
+                plot_series_draw(v, &ax, &ay, xs, y, p->L, 1, e->text, e->color, e->dash,
                             (part && v->o->mono ? 2 : 3) * v->s);
                 for (int l = 0; l < p->L && L <= 32; l++)
                     if (isfinite(y[l]) && y[l] > 0)
-                        svg_shape(v, e->shape, ax_map(&ax, l), ax_map(&ay, y[l]), v->fs * 0.25, e->color);
+                        plot_svg_shape(v, e->shape, plot_ax_map(&ax, l), plot_ax_map(&ay, y[l]), v->fs * 0.25, e->color);
                 fputs("</g>\n", v->f);
             }
         }
 }
 
-int fig_profile(svg *v, const plot_data *d, char *err, size_t errlen)
+int plot_fig_profile(svg *v, const plot_data *d, char *err, size_t errlen)
 {
     long steps[PLOT_MAX_STEPS], rows[2 * PLOT_MAX_STEPS];
-    int n = frame_pick_steps(d, v->o, 1, steps, rows, err, errlen);
+    int n = plot_frame_pick_steps(d, v->o, 1, steps, rows, err, errlen);
     if (n < 0)
         return -1;
-    frame_draw(v, d, "Gradient norm against depth: MLP and attention of each block");
+    plot_frame_draw(v, d, "Gradient norm against depth: MLP and attention of each block");
     legend lg = {0};
     profile_legend(v, d, steps, n, &lg);
     box b, leg;
-    frame_split_legend(v, 0.7, &lg, &b, &leg);
+    plot_frame_split_legend(v, 0.7, &lg, &b, &leg);
     draw_profile_panel(v, b, d, steps, n, rows, &lg);
-    legend_draw_beside(v, leg, &lg);
+    plot_legend_draw_beside(v, leg, &lg);
     return 0;
 }

@@ -25,7 +25,7 @@ static const char *run_setting(const plot_run *r, int k, char *b, size_t n)
 }
 
 /* "pre layernorm, warmup off -> on, clip 0, fp32, 6 layers" */
-void frame_run_settings(const plot_run *r, char *b, size_t n)
+static void frame_run_settings(const plot_run *r, char *b, size_t n)
 {
     if (!r->have_set) {
         snprintf(b, n, "%d layers", r->L);
@@ -50,7 +50,7 @@ void frame_run_settings(const plot_run *r, char *b, size_t n)
 
 /* A comparison's panel title: the run and the settings it differs in, or
  * that the file does not say what they are. */
-void frame_run_title(const plot_data *d, int r, char *b, size_t n)
+void plot_frame_run_title(const plot_data *d, int r, char *b, size_t n)
 {
     if (d->nruns < 2)
         snprintf(b, n, "%s", "");
@@ -65,8 +65,8 @@ void frame_run_title(const plot_data *d, int r, char *b, size_t n)
  * and the caption at the bottom (cap, with the source file's name added;
  * three lines at most, broken between runs first, then between settings),
  * each made smaller only when it cannot fit so. The lines past the first
- * are taken from the content area (frame_content). */
-void frame_text(svg *v, const char *title, char *cap, size_t capn)
+ * are taken from the content area (plot_frame_content). */
+void plot_frame_text(svg *v, const char *title, char *cap, size_t capn)
 {
     static const char *const title_seps[] = {": ", " ", NULL};
     static const char *const cap_seps[] = {"  |  ", "; ", ", ", " ", NULL};
@@ -78,13 +78,13 @@ void frame_text(svg *v, const char *title, char *cap, size_t capn)
     }
     svg_wrapped t, c;
     double maxw = o->w - v->fs;
-    svg_wrap(&t, title, v->fs * 1.35, 1, maxw, 2, title_seps);
-    svg_wrap(&c, cap, v->fs_small, 0, maxw, 3, cap_seps);
+    plot_svg_wrap(&t, title, v->fs * 1.35, 1, maxw, 2, title_seps);
+    plot_svg_wrap(&c, cap, v->fs_small, 0, maxw, 3, cap_seps);
     for (int i = 0; i < t.n; i++)
-        svg_text(v, o->w / 2.0, v->fs * 1.9 + i * t.size * 1.2, t.size, 'm', v->p->fg,
+        plot_svg_text(v, o->w / 2.0, v->fs * 1.9 + i * t.size * 1.2, t.size, 'm', v->p->fg,
                  "class=\"title\" font-weight=\"bold\"", "%s", t.line[i]);
     for (int i = 0; i < c.n; i++)
-        svg_text(v, o->w / 2.0, o->h - v->fs * 0.7 - (c.n - 1 - i) * c.size * 1.25, c.size, 'm',
+        plot_svg_text(v, o->w / 2.0, o->h - v->fs * 0.7 - (c.n - 1 - i) * c.size * 1.25, c.size, 'm',
                  v->p->dim, "class=\"caption\"", "%s", c.line[i]);
     v->top = (t.n - 1) * t.size * 1.2;
     v->bottom = (c.n - 1) * c.size * 1.25;
@@ -102,7 +102,7 @@ static void frame_title(const plot_data *d, const char *title, char *t, size_t n
         snprintf(t, n, "%s: %s against %s", title, a + 2, b + 2);
 }
 
-void frame_draw(svg *v, const plot_data *d, const char *title_in)
+void plot_frame_draw(svg *v, const plot_data *d, const char *title_in)
 {
     char cap[1200], a[400], b[400], title[256];
     frame_title(d, title_in, title, sizeof title);
@@ -115,11 +115,11 @@ void frame_draw(svg *v, const plot_data *d, const char *title_in)
     } else {
         snprintf(cap, sizeof cap, "%s", a);
     }
-    frame_text(v, title, cap, sizeof cap);
+    plot_frame_text(v, title, cap, sizeof cap);
 }
 
 /* The row of the last occurrence of step (after a rewind, the replay's). */
-long frame_row_of(const plot_run *r, long step)
+static long frame_row_of(const plot_run *r, long step)
 {
     for (long i = r->n - 1; i >= 0; i--)
         if (r->step[i] == step)
@@ -130,7 +130,7 @@ long frame_row_of(const plot_run *r, long step)
 /* The steps a figure shows: the chosen ones, or the kind's default (the
  * last; for a profile, four spread over the run). Each must be in every
  * run; rows[r * PLOT_MAX_STEPS + k] is where step k is in run r. */
-int frame_pick_steps(const plot_data *d, const plot_opts *o, int many, long *steps, long *rows,
+int plot_frame_pick_steps(const plot_data *d, const plot_opts *o, int many, long *steps, long *rows,
                       char *err, size_t errlen)
 {
     const plot_run *a = &d->run[0];

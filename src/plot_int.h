@@ -43,7 +43,7 @@ typedef struct {
     double top, bottom;     /* the title's and the caption's lines past their first, px */
 } svg;
 
-/* A text broken into lines (svg_wrap). */
+/* A text broken into lines (plot_svg_wrap). */
 enum { SVG_LINES = 4, SVG_LINELEN = 512 };
 typedef struct {
     char line[SVG_LINES][SVG_LINELEN];
@@ -84,84 +84,79 @@ typedef struct {
 
 /* ---- plot_svg.c ---- */
 /* --mono: series told apart by dashes and marker shapes */
-extern const char *const svg_mono_dash[8];
+extern const char *const plot_svg_mono_dash[8];
 /* The writer on f for o: the palette (screen, light or mono) and the type sizes. */
-void svg_init(svg *v, FILE *f, const plot_opts *o);
-void svg_esc(FILE *f, const char *t);
+void plot_svg_init(svg *v, FILE *f, const plot_opts *o);
+void plot_svg_esc(FILE *f, const char *t);
 /* anchor: 's'tart, 'm'iddle, 'e'nd */
-void svg_text(svg *v, double x, double y, double size, char anchor, const char *fill,
+void plot_svg_text(svg *v, double x, double y, double size, char anchor, const char *fill,
               const char *extra, const char *fmt, ...);
-void svg_line(svg *v, double x1, double y1, double x2, double y2, const char *stroke,
+void plot_svg_line(svg *v, double x1, double y1, double x2, double y2, const char *stroke,
               double width, const char *dash);
-void svg_shape(svg *v, int sh, double x, double y, double r, const char *color);
-void svg_begin(svg *v);
+void plot_svg_shape(svg *v, int sh, double x, double y, double r, const char *color);
+void plot_svg_begin(svg *v);
 /* t's width at size px in DejaVu Sans (bold or not), over-estimated by
  * SVG_WIDTH_MARGIN; a character past ASCII counts an em. */
-double svg_text_width(const char *t, double size, int bold);
+double plot_svg_text_width(const char *t, double size, int bold);
 /* t in at most maxl lines no wider than maxw: broken at seps[0] (a NULL-
  * ended list), a piece too wide alone at seps[1], and so on; the type made
  * smaller until they fit. */
-void svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw, int maxl,
+void plot_svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw, int maxl,
               const char *const *seps);
-void svg_text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
+void plot_svg_text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
                   const char *extra, const char *t);
-void legend_add(legend *lg, const char *color, const char *dash, int shape_, int swatch,
+void plot_legend_add(legend *lg, const char *color, const char *dash, int shape_, int swatch,
                 double opacity, const char *fmt, ...);
-void legend_size(const legend *lg, double fs, double *w, double *h);
-void legend_draw_at(svg *v, double x, double y, double fs, const legend *lg);
-void legend_draw_beside(svg *v, box col, const legend *lg);
+void plot_legend_size(const legend *lg, double fs, double *w, double *h);
+void plot_legend_draw_at(svg *v, double x, double y, double fs, const legend *lg);
+void plot_legend_draw_beside(svg *v, box col, const legend *lg);
 
 /* ---- plot_axes.c ---- */
-double ax_map(const axis *a, double v);
+double plot_ax_map(const axis *a, double v);
 /* Ticks of an axis, at most max into t: decades (or 1-2-5 within a decade)
  * on a log axis, 1-2-5 steps on a linear one. */
-int ax_ticks(const axis *a, double *t, int max);
-void ax_fit(axis *a, double lo, double hi, int log_, double pad);
+int plot_ax_ticks(const axis *a, double *t, int max);
+void plot_ax_fit(axis *a, double lo, double hi, int log_, double pad);
 /* A count axis from 0 to at least hi (0 has a place: a log axis has none). */
-void ax_fit_count(axis *a, double hi);
-void ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
+void plot_ax_fit_count(axis *a, double hi);
+void plot_ax_draw(svg *v, box b, const axis *ax, const axis *ay, const char *xlabel,
              const char *ylabel);
-box frame_content(const svg *v);
-box frame_part(box b, int i, int n, int cols, double gap);
+box plot_frame_content(const svg *v);
+box plot_frame_part(box b, int i, int n, int cols, double gap);
 /* Panels left, the legend's column right: share of the width for the
  * panels, less when lg (NULL: any) needs more, down to 55%. */
-void frame_split_legend(const svg *v, double share, const legend *lg, box *panels, box *leg);
+void plot_frame_split_legend(const svg *v, double share, const legend *lg, box *panels, box *leg);
 
 /* ---- plot_series.c ---- */
-long series_draw(svg *v, const axis *ax, const axis *ay, const long *x, const float *y, long n,
+long plot_series_draw(svg *v, const axis *ax, const axis *ay, const long *x, const float *y, long n,
                  long stride, const char *name, const char *color, const char *dash,
                  double width);
-void series_draw_points(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
+void plot_series_draw_points(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
                         long n, int sh, const char *color);
 
 /* ---- plot_frame.c ---- */
-void frame_run_settings(const plot_run *r, char *b, size_t n);
-void frame_run_title(const plot_data *d, int r, char *b, size_t n);
-void frame_text(svg *v, const char *title, char *cap, size_t capn);
-void frame_draw(svg *v, const plot_data *d, const char *title_in);
-long frame_row_of(const plot_run *r, long step);
-int frame_pick_steps(const plot_data *d, const plot_opts *o, int many, long *steps, long *rows,
+void plot_frame_run_title(const plot_data *d, int r, char *b, size_t n);
+void plot_frame_text(svg *v, const char *title, char *cap, size_t capn);
+void plot_frame_draw(svg *v, const plot_data *d, const char *title_in);
+int plot_frame_pick_steps(const plot_data *d, const plot_opts *o, int many, long *steps, long *rows,
                      char *err, size_t errlen);
 
 /* ---- the kinds (plot_fig_*.c) ---- */
-void loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg);
+void plot_loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg);
 /* Run which's red ticks where a step was not finite, the first labelled
  * with what the run named. 1 when there were any. */
-int loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which);
-/* y of run p's rows on the timeline it ended on (live 1) or of those a
- * rewind abandoned (live 0), the others -inf (skipped). NULL: no memory. */
-float *loss_timeline_rows(const plot_run *p, const float *y, int live);
-int fig_precision(svg *v, const plot_data *d, plot_kind k);
+int plot_loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which);
+int plot_fig_precision(svg *v, const plot_data *d, plot_kind k);
 /* The bars' scale shared by every run's panel (rows[r]: run r's row). */
-void layers_axis(const plot_data *d, const long *rows, axis *a);
-void layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long row,
+void plot_layers_axis(const plot_data *d, const long *rows, axis *a);
+void plot_layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long row,
                        const char *title, legend *lg);
-int fig_loss(svg *v, const plot_data *d);
-int fig_layers(svg *v, const plot_data *d, char *err, size_t errlen);
-int fig_profile(svg *v, const plot_data *d, char *err, size_t errlen);
-int fig_heatmap(svg *v, const plot_data *d);
-int fig_view(svg *v, const plot_data *d);
-int fig_map(svg *v, const plot_map *m, char *err, size_t errlen);
+int plot_fig_loss(svg *v, const plot_data *d);
+int plot_fig_layers(svg *v, const plot_data *d, char *err, size_t errlen);
+int plot_fig_profile(svg *v, const plot_data *d, char *err, size_t errlen);
+int plot_fig_heatmap(svg *v, const plot_data *d);
+int plot_fig_view(svg *v, const plot_data *d);
+int plot_fig_map(svg *v, const plot_map *m, char *err, size_t errlen);
 
 /* ---- plot_map_scale.c: what colors a map's cell, and how ---- */
 typedef struct {
@@ -189,18 +184,17 @@ typedef struct {
     int continuous; /* a smooth gradient, not MAP_BINS bins */
 } map_scale;
 
-const map_metric *map_metric_of(plot_metric m);
-map_value map_cell_value(const map_metric *mt, const plot_map_cell *c);
+map_value plot_map_cell_value(const map_metric *mt, const plot_map_cell *c);
 /* x in at most width characters, as the metric is printed. */
-void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width);
+void plot_map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width);
 /* The scale of o's metric over m's cells (--vmin/--vmax apart). */
-void map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o);
+void plot_map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o);
 /* The bin of x on the scale (the ends' beyond them). */
-int map_bin(const map_scale *s, double x);
+int plot_map_bin(const map_scale *s, double x);
 /* The fill of a finite x into buf[8] (its bin's, or the gradient's at x);
  * 1 when type on it should be light. */
-int map_fill(const svg *v, const map_scale *s, double x, char *buf);
+int plot_map_fill(const svg *v, const map_scale *s, double x, char *buf);
 /* The color bar and the marks' legend, in the column b. */
-void map_colorbar(svg *v, const map_scale *s, box b);
+void plot_map_colorbar(svg *v, const map_scale *s, box b);
 
 #endif

@@ -53,13 +53,13 @@ int plot_parse_metric(const char *s, plot_metric *m, char *err, size_t errlen)
     return -1;
 }
 
-const map_metric *map_metric_of(plot_metric m) { return &metrics[m]; }
+static const map_metric *map_metric_of(plot_metric m) { return &metrics[m]; }
 
 /* The share is over the runs that trained to their end (neither diverged
  * nor failed), the runs the other metrics average: a diverged run was
  * never judged stalled or not, and a cell where every run diverged has
  * no share, not the best one. */
-map_value map_cell_value(const map_metric *mt, const plot_map_cell *c)
+map_value plot_map_cell_value(const map_metric *mt, const plot_map_cell *c)
 {
     if (mt->share) {
         int trained = c->runs - c->diverged - c->failed;
@@ -69,7 +69,7 @@ map_value map_cell_value(const map_metric *mt, const plot_map_cell *c)
     return (map_value){sweep_stat_mean(s), sweep_stat_sd(s), sweep_stat_ci95(s), s->n};
 }
 
-void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width)
+void plot_map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width)
 {
     if (!mt->sig) {
         sweep_fmt_loss(buf, n, x, width);
@@ -88,14 +88,14 @@ void map_fmt(const map_metric *mt, char *buf, size_t n, double x, int width)
  * run's loss (1e12) would make every other cell one color, so the scale
  * runs from the best trained cell to the plateau where the stalled cells
  * sit. A share runs 0..1, whatever the cells hold. */
-void map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o)
+void plot_map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o)
 {
     s->mt = map_metric_of(o->metric);
     s->continuous = o->continuous;
     s->lo = s->mt->share ? 0 : INFINITY;
     s->hi = s->mt->share ? 1 : -INFINITY;
     for (long i = 0; i < m->ncells && !s->mt->share; i++) {
-        map_value v = map_cell_value(s->mt, &m->cell[i]);
+        map_value v = plot_map_cell_value(s->mt, &m->cell[i]);
         if (v.n && !(m->cell[i].exploded && s->mt->at_end)) {
             s->lo = fmin(s->lo, v.x);
             s->hi = fmax(s->hi, v.x);
@@ -109,7 +109,7 @@ void map_scale_make(map_scale *s, const plot_map *m, const plot_opts *o)
     }
 }
 
-int map_bin(const map_scale *s, double x)
+int plot_map_bin(const map_scale *s, double x)
 {
     int b = (int)floor((x - s->lo) / (s->hi - s->lo) * MAP_BINS);
     return b < 0 ? 0 : b >= MAP_BINS ? MAP_BINS - 1 : b;
@@ -123,10 +123,10 @@ static double ramp_pos(const map_scale *s, double x)
     return (t < 0 ? 0 : t > 1 ? 1 : t) * (MAP_BINS - 1);
 }
 
-int map_fill(const svg *v, const map_scale *s, double x, char *buf)
+int plot_map_fill(const svg *v, const map_scale *s, double x, char *buf)
 {
     if (!s->continuous) {
-        int b = map_bin(s, x);
+        int b = plot_map_bin(s, x);
         snprintf(buf, 8, "%s", v->p->map[b]);
         return b >= v->p->map_dark;
     }
@@ -155,13 +155,13 @@ static void bar_bins(svg *v, const map_scale *s, double x, double y0, double bw,
                       "x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\"/>\n",
                 k, lo, hi, x, y, bw, step, v->p->map[k], v->p->dim);
         char num[32]; /* the bar's width left of the canvas edge: 7 characters */
-        map_fmt(s->mt, num, sizeof num, lo, 7);
+        plot_map_fmt(s->mt, num, sizeof num, lo, 7);
         if (k % 2 == 0 && k + 2 < MAP_BINS)
-            svg_text(v, x + bw + v->fs * 0.4, y + step, v->fs_small, 's', v->p->fg, "class=\"tick\"", "%s", num);
+            plot_svg_text(v, x + bw + v->fs * 0.4, y + step, v->fs_small, 's', v->p->fg, "class=\"tick\"", "%s", num);
     }
     char num[32];
-    map_fmt(s->mt, num, sizeof num, s->hi, 7);
-    svg_text(v, x + bw + v->fs * 0.4, y0 + v->fs_small * 0.35, v->fs_small, 's', v->p->fg, "class=\"tick\"",
+    plot_map_fmt(s->mt, num, sizeof num, s->hi, 7);
+    plot_svg_text(v, x + bw + v->fs * 0.4, y0 + v->fs_small * 0.35, v->fs_small, 's', v->p->fg, "class=\"tick\"",
          "%s", num);
 }
 
@@ -178,15 +178,15 @@ static void bar_ramp(svg *v, const map_scale *s, double x, double y0, double bw,
             s->lo, s->hi, x, y0, bw, bh, v->p->dim);
     axis a = {.lo = s->lo, .hi = s->hi, .p0 = y0 + bh, .p1 = y0};
     double t[16];
-    int n = ax_ticks(&a, t, 16);
+    int n = plot_ax_ticks(&a, t, 16);
     for (int i = 0; i < n; i++) {
-        double y = ax_map(&a, t[i]);
+        double y = plot_ax_map(&a, t[i]);
         char num[32];
-        map_fmt(s->mt, num, sizeof num, t[i], 7);
+        plot_map_fmt(s->mt, num, sizeof num, t[i], 7);
         fprintf(v->f, "<line class=\"colorbar-tick\" data-value=\"%.6g\" x1=\"%.1f\" y1=\"%.1f\" "
                       "x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%.1f\"/>\n",
                 t[i], x + bw - v->fs * 0.3, y, x + bw + v->fs * 0.2, y, v->p->fg, 1.5 * v->s);
-        svg_text(v, x + bw + v->fs * 0.4, y + v->fs_small * 0.35, v->fs_small, 's', v->p->fg,
+        plot_svg_text(v, x + bw + v->fs * 0.4, y + v->fs_small * 0.35, v->fs_small, 's', v->p->fg,
                  "class=\"tick\"", "%s", num);
     }
 }
@@ -196,15 +196,15 @@ static double legend_swatch(svg *v, double x, double y, double bw, const char *f
 {
     fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x,
             y - v->fs, bw, v->fs, fill);
-    svg_text(v, x + bw + v->fs * 0.4, y - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "%s", text);
+    plot_svg_text(v, x + bw + v->fs * 0.4, y - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "%s", text);
     return y + v->fs * 1.6;
 }
 
-void map_colorbar(svg *v, const map_scale *s, box b)
+void plot_map_colorbar(svg *v, const map_scale *s, box b)
 {
     double bh = fmin(b.h * 0.55, v->fs * 1.6 * MAP_BINS), bw = v->fs * 1.6;
     double x = b.x + v->fs, y0 = b.y + v->fs * 1.6;
-    svg_text_fit(v, b.x, b.y + v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"colorbar-title\"", s->mt->bar);
+    plot_svg_text_fit(v, b.x, b.y + v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"colorbar-title\"", s->mt->bar);
     fputs("<g class=\"colorbar\">\n", v->f);
     if (s->continuous)
         bar_ramp(v, s, x, y0, bw, bh);
@@ -214,11 +214,11 @@ void map_colorbar(svg *v, const map_scale *s, box b)
     double ly = legend_swatch(v, x, y0 + bh + v->fs * 2, bw, "url(#nan)", s->mt->none);
     if (s->mt->at_end) /* only a value at the end is left off for an explosion */
         ly = legend_swatch(v, x, ly, bw, "url(#exploded)", "exploded");
-    svg_line(v, x, ly, x + bw, ly - v->fs, v->p->explode, 3 * v->s, NULL); /* mono's: black */
-    svg_line(v, x, ly - v->fs, x + bw, ly, v->p->explode, 3 * v->s, NULL);
-    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "diverged");
+    plot_svg_line(v, x, ly, x + bw, ly - v->fs, v->p->explode, 3 * v->s, NULL); /* mono's: black */
+    plot_svg_line(v, x, ly - v->fs, x + bw, ly, v->p->explode, 3 * v->s, NULL);
+    plot_svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "diverged");
     ly += v->fs * 1.6;
     fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"%s\" "
                   "stroke-width=\"2\" stroke-dasharray=\"8 5\"/>\n", x, ly - v->fs, bw, v->fs, v->p->fg);
-    svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "stalled");
+    plot_svg_text(v, x + bw + v->fs * 0.4, ly - v->fs * 0.15, v->fs_small, 's', v->p->fg, NULL, "stalled");
 }

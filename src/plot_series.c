@@ -26,7 +26,7 @@ typedef struct {
 
 static void series_point(series *s, double x, double y)
 {
-    fprintf(s->v->f, "%c%.1f %.1f", s->pen ? 'L' : 'M', ax_map(s->ax, x), ax_map(s->ay, y));
+    fprintf(s->v->f, "%c%.1f %.1f", s->pen ? 'L' : 'M', plot_ax_map(s->ax, x), plot_ax_map(s->ay, y));
     s->pen = 1;
     s->points++;
 }
@@ -47,13 +47,13 @@ static void series_flush(series *s)
 /* x, y of n rows (y with a stride). NaN and inf break the line; -inf means
  * "not measured" (a validation loss between measurements) and is skipped;
  * a step that goes back (a rewind) starts a new subpath. */
-long series_draw(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
+long plot_series_draw(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
                         long n, long stride, const char *name, const char *color, const char *dash,
                         double width)
 {
     series s = {.v = v, .ax = ax, .ay = ay, .px = -1};
     fprintf(v->f, "<path class=\"series\" data-name=\"");
-    svg_esc(v->f, name);
+    plot_svg_esc(v->f, name);
     fprintf(v->f, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-linejoin=\"round\"", color,
             width);
     if (dash && dash[0])
@@ -76,7 +76,7 @@ long series_draw(svg *v, const axis *ax, const axis *ay, const long *x, const fl
             s.pen = 0;
             continue;
         }
-        long px = (long)floor(ax_map(ax, (double)x[i]));
+        long px = (long)floor(plot_ax_map(ax, (double)x[i]));
         if (px != s.px || !s.have) {
             series_flush(&s);
             s.px = px;
@@ -103,7 +103,7 @@ long series_draw(svg *v, const axis *ax, const axis *ay, const long *x, const fl
 }
 
 /* Marker shapes on the measured points of a sparse series (validation). */
-void series_draw_points(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
+void plot_series_draw_points(svg *v, const axis *ax, const axis *ay, const long *x, const float *y,
                         long n, int sh, const char *color)
 {
     long count = 0;
@@ -113,5 +113,5 @@ void series_draw_points(svg *v, const axis *ax, const axis *ay, const long *x, c
         return;
     for (long i = 0; i < n; i++)
         if (isfinite(y[i]) && (!ay->log || y[i] > 0))
-            svg_shape(v, sh, ax_map(ax, (double)x[i]), ax_map(ay, y[i]), v->fs * 0.22, color);
+            plot_svg_shape(v, sh, plot_ax_map(ax, (double)x[i]), plot_ax_map(ay, y[i]), v->fs * 0.22, color);
 }

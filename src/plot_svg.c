@@ -61,11 +61,11 @@ static const palette pal_mono = {
      "#444444"},
     6};
 /* --mono: series told apart by dashes and marker shapes */
-const char *const svg_mono_dash[8] = {"", "14 7", "4 5", "14 5 3 5", "24 6", "2 3", "8 3 8 9",
+const char *const plot_svg_mono_dash[8] = {"", "14 7", "4 5", "14 5 3 5", "24 6", "2 3", "8 3 8 9",
                                       "18 4 4 4 4 4"};
 
 /* Type >= 20 px at 1600 wide (24 body, 20 captions), never under 9-10 px. */
-void svg_init(svg *v, FILE *f, const plot_opts *o)
+void plot_svg_init(svg *v, FILE *f, const plot_opts *o)
 {
     *v = (svg){.f = f, .o = o, .p = o->mono ? &pal_mono : o->light ? &pal_light : &pal_screen, .s = o->w / 1600.0};
     v->fs = fmax(10, 24 * v->s);
@@ -74,7 +74,7 @@ void svg_init(svg *v, FILE *f, const plot_opts *o)
 
 /* ---- SVG primitives -------------------------------------------------------------- */
 
-void svg_esc(FILE *f, const char *t)
+void plot_svg_esc(FILE *f, const char *t)
 {
     for (; *t; t++) {
         switch (*t) {
@@ -90,7 +90,7 @@ void svg_esc(FILE *f, const char *t)
 }
 
 /* anchor: 's'tart, 'm'iddle, 'e'nd */
-void svg_text(svg *v, double x, double y, double size, char anchor, const char *fill,
+void plot_svg_text(svg *v, double x, double y, double size, char anchor, const char *fill,
                  const char *extra, const char *fmt, ...)
 {
     char b[512];
@@ -101,11 +101,11 @@ void svg_text(svg *v, double x, double y, double size, char anchor, const char *
     fprintf(v->f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" fill=\"%s\" text-anchor=\"%s\"%s%s>",
             x, y, size, fill, anchor == 'm' ? "middle" : anchor == 'e' ? "end" : "start",
             extra ? " " : "", extra ? extra : "");
-    svg_esc(v->f, b);
+    plot_svg_esc(v->f, b);
     fputs("</text>\n", v->f);
 }
 
-void svg_line(svg *v, double x1, double y1, double x2, double y2, const char *stroke,
+void plot_svg_line(svg *v, double x1, double y1, double x2, double y2, const char *stroke,
                  double width, const char *dash)
 {
     fprintf(v->f,
@@ -116,7 +116,7 @@ void svg_line(svg *v, double x1, double y1, double x2, double y2, const char *st
     fputs("/>\n", v->f);
 }
 
-void svg_shape(svg *v, int sh, double x, double y, double r, const char *color)
+void plot_svg_shape(svg *v, int sh, double x, double y, double r, const char *color)
 {
     const char *fill = v->o->mono ? v->p->bg : color;
     switch (sh) {
@@ -146,7 +146,7 @@ void svg_shape(svg *v, int sh, double x, double y, double r, const char *color)
     }
 }
 
-void svg_begin(svg *v)
+void plot_svg_begin(svg *v)
 {
     const plot_opts *o = v->o;
     fprintf(v->f,
@@ -187,7 +187,7 @@ static const short dejavu_w[2][95] = {{
     582, 712, 365, 712, 838,
 }};
 
-double svg_text_width(const char *t, double size, int bold)
+double plot_svg_text_width(const char *t, double size, int bold)
 {
     double em = 0;
     for (const unsigned char *c = (const unsigned char *)t; *c; c++) {
@@ -200,11 +200,11 @@ double svg_text_width(const char *t, double size, int bold)
 }
 
 /* Text of at most maxw pixels: the type made smaller for a long one. */
-void svg_text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
+void plot_svg_text_fit(svg *v, double x, double y, double maxw, double size, const char *fill,
                   const char *extra, const char *t)
 {
-    double wide = svg_text_width(t, size, 0);
-    svg_text(v, x, y, wide > maxw ? size * maxw / wide : size, 's', fill, extra, "%s", t);
+    double wide = plot_svg_text_width(t, size, 0);
+    plot_svg_text(v, x, y, wide > maxw ? size * maxw / wide : size, 's', fill, extra, "%s", t);
 }
 
 /* The line being filled, and w's lines so far. */
@@ -229,14 +229,14 @@ static void wrap_pack(svg_wrapped *w, char *cur, const char *t, size_t len, doub
         size_t pl = q && q < end ? (size_t)(q - p) : (size_t)(end - p);
         char cand[SVG_LINELEN];
         snprintf(cand, sizeof cand, "%s%s%.*s", cur, cur[0] ? sep : "", (int)pl, p);
-        if (!cur[0] || svg_text_width(cand, size, bold) <= maxw) {
+        if (!cur[0] || plot_svg_text_width(cand, size, bold) <= maxw) {
             snprintf(cur, SVG_LINELEN, "%s", cand);
         } else {
             snprintf(cand, sizeof cand, "%s%.*s", cur, (int)keep, sep);
             wrap_emit(w, cand);
             snprintf(cur, SVG_LINELEN, "%.*s", (int)pl, p);
         }
-        if (svg_text_width(cur, size, bold) > maxw && seps[1]) { /* too wide alone */
+        if (plot_svg_text_width(cur, size, bold) > maxw && seps[1]) { /* too wide alone */
             char piece[SVG_LINELEN];
             snprintf(piece, sizeof piece, "%s", cur);
             cur[0] = 0;
@@ -246,7 +246,7 @@ static void wrap_pack(svg_wrapped *w, char *cur, const char *t, size_t len, doub
     }
 }
 
-void svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw, int maxl,
+void plot_svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw, int maxl,
               const char *const *seps)
 {
     for (int tries = 0;; tries++, size *= 0.92) {
@@ -257,7 +257,7 @@ void svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw,
         wrap_emit(w, cur);
         int fits = w->n <= maxl;
         for (int i = 0; i < w->n && i < SVG_LINES && fits; i++)
-            fits = svg_text_width(w->line[i], size, bold) <= maxw;
+            fits = plot_svg_text_width(w->line[i], size, bold) <= maxw;
         if (fits || tries == 40) {
             w->n = w->n < maxl ? w->n : maxl;
             return;
@@ -267,7 +267,7 @@ void svg_wrap(svg_wrapped *w, const char *t, double size, int bold, double maxw,
 
 /* ---- legend ---------------------------------------------------------------------- */
 
-void legend_add(legend *lg, const char *color, const char *dash, int shape_, int swatch,
+void plot_legend_add(legend *lg, const char *color, const char *dash, int shape_, int swatch,
                        double opacity, const char *fmt, ...)
 {
     if (lg->n >= LEGEND_MAX)
@@ -285,21 +285,21 @@ void legend_add(legend *lg, const char *color, const char *dash, int shape_, int
 }
 
 /* A legend's box at type size fs: w, h. */
-void legend_size(const legend *lg, double fs, double *w, double *h)
+void plot_legend_size(const legend *lg, double fs, double *w, double *h)
 {
     double longest = 0;
     for (int i = 0; i < lg->n; i++)
-        longest = fmax(longest, svg_text_width(lg->e[i].text, fs, 0));
+        longest = fmax(longest, plot_svg_text_width(lg->e[i].text, fs, 0));
     *w = fs * 2.2 + fs * 0.8 + longest + fs;
     *h = fs * 1.35 * lg->n + fs * 0.6;
 }
 
 /* The legend with its box's top left at x, y, type size fs, on a box that
  * hides the grid. */
-void legend_draw_at(svg *v, double x, double y, double fs, const legend *lg)
+void plot_legend_draw_at(svg *v, double x, double y, double fs, const legend *lg)
 {
     double rowh = fs * 1.35, sw = fs * 2.2, w, h;
-    legend_size(lg, fs, &w, &h);
+    plot_legend_size(lg, fs, &w, &h);
     fprintf(v->f, "<g class=\"legend\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                   "fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\"/>\n",
             x, y, w, h, v->p->bg, v->p->dim);
@@ -316,9 +316,9 @@ void legend_draw_at(svg *v, double x, double y, double fs, const legend *lg)
             fprintf(v->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                           "fill=\"url(#hatch)\"/>\n", lx, cy - fs * 0.4, sw, fs * 0.8);
         else
-            svg_line(v, lx, cy, lx + sw, cy, e->color, 3 * v->s, e->dash);
-        svg_shape(v, e->shape, lx + sw / 2, cy, fs * 0.25, e->color);
-        svg_text(v, lx + sw + fs * 0.5, cy + fs * 0.35, fs, 's', v->p->fg, NULL, "%s", e->text);
+            plot_svg_line(v, lx, cy, lx + sw, cy, e->color, 3 * v->s, e->dash);
+        plot_svg_shape(v, e->shape, lx + sw / 2, cy, fs * 0.25, e->color);
+        plot_svg_text(v, lx + sw + fs * 0.5, cy + fs * 0.35, fs, 's', v->p->fg, NULL, "%s", e->text);
     }
     fputs("</g>\n", v->f);
 }
@@ -326,12 +326,12 @@ void legend_draw_at(svg *v, double x, double y, double fs, const legend *lg)
 /* In a column of its own beside the panels (col): its left edge at the
  * column's, the type made smaller when the longest entry would reach past
  * the column (over a panel, or off the canvas) or the last below it. */
-void legend_draw_beside(svg *v, box col, const legend *lg)
+void plot_legend_draw_beside(svg *v, box col, const legend *lg)
 {
     if (lg->n == 0)
         return;
     double fs = v->fs, w, h;
-    legend_size(lg, fs, &w, &h);
+    plot_legend_size(lg, fs, &w, &h);
     fs *= fmin(1, fmin(col.w / w, (col.h - v->fs * 0.5) / h));
-    legend_draw_at(v, col.x, col.y + v->fs * 0.5, fs, lg);
+    plot_legend_draw_at(v, col.x, col.y + v->fs * 0.5, fs, lg);
 }

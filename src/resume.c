@@ -60,7 +60,7 @@ static int apply_warmup(const cli_opts *o, const ns_config *ckpt, engine *e, FIL
                 "normscope: --load %s: --warmup %d: under --schedule %s the ramp's length also "
                 "sets the decay, and this run's is %d steps: a resumed run can turn warmup off "
                 "(--warmup 0) or on (--warmup %d)\n",
-                o->load, n, sched_kind_names[ckpt->schedule], ramp, ramp);
+                o->load, n, config_sched_kind_names[ckpt->schedule], ramp, ramp);
         return -1;
     }
     if ((n == 0) != on && (n == 0 || n == ramp))

@@ -12,26 +12,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char trainer_default_prompt[] = "The model ";
+const char snapshot_default_prompt[] = "The model ";
 
-const char *trainer_state_name(trainer_state s)
+const char *snapshot_state_name(trainer_state s)
 {
     static const char *const names[] = {"RUNNING", "PAUSED", "DIVERGED", "DONE", "STALLED"};
     return (unsigned)s < 5 ? names[s] : "?";
 }
 
-trainer_snapshot *trainer_snapshot_new(void)
+trainer_snapshot *snapshot_new(void)
 {
     trainer_snapshot *s = calloc(1, sizeof *s);
     if (s) {
         s->s.run[0].last_val = NAN;
         s->s.run[1].last_val = NAN;
-        s->s.prompt = trainer_default_prompt;
+        s->s.prompt = snapshot_default_prompt;
     }
     return s;
 }
 
-void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
+void snapshot_point_set(trainer_point *pt, const step_metrics *a, const step_metrics *b,
                        const char *mark, const char *mark_b)
 {
     pt->step = a->step;
@@ -45,7 +45,7 @@ void trainer_point_set(trainer_point *pt, const step_metrics *a, const step_metr
     snprintf(pt->run[1].mark, sizeof pt->run[1].mark, "%s", mark_b ? mark_b : "");
 }
 
-int trainer_finding_rank(const diag_finding *f)
+int snapshot_finding_rank(const diag_finding *f)
 {
     /* a run that does not learn, or learns its training text by heart,
      * is judged as a stall is: after a divergence's cause */
@@ -59,24 +59,24 @@ static const diag_finding *first_ranked(const trainer_diagnosis *d, int with_fix
 {
     for (int rank = 0; rank < TRAINER_RANKS; rank++)
         for (int i = 0; i < d->n; i++)
-            if (trainer_finding_rank(&d->f[i]) == rank && (!with_fix || d->f[i].fix[0]))
+            if (snapshot_finding_rank(&d->f[i]) == rank && (!with_fix || d->f[i].fix[0]))
                 return &d->f[i];
     return NULL;
 }
 
-const diag_finding *trainer_diagnosis_cause(const trainer_diagnosis *d)
+const diag_finding *snapshot_diagnosis_cause(const trainer_diagnosis *d)
 {
     return first_ranked(d, 0);
 }
 
-const diag_finding *trainer_diagnosis_fix(const trainer_diagnosis *d)
+const diag_finding *snapshot_diagnosis_fix(const trainer_diagnosis *d)
 {
     return first_ranked(d, 1);
 }
 
 /* When the list is full the oldest warning (or, with none, the oldest
  * finding) makes room. */
-void trainer_diagnosis_add(trainer_diagnosis *v, const diag_finding *f)
+void snapshot_diagnosis_add(trainer_diagnosis *v, const diag_finding *f)
 {
     if (v->n == TRAINER_FINDINGS) {
         int drop = 0;
@@ -88,13 +88,13 @@ void trainer_diagnosis_add(trainer_diagnosis *v, const diag_finding *f)
     v->f[v->n++] = *f;
     /* the status line's mark is the cause the panel gives first; with
      * warnings alone, the latest */
-    const diag_finding *shown = trainer_diagnosis_cause(v);
+    const diag_finding *shown = snapshot_diagnosis_cause(v);
     if (shown->kind == DIAG_WARNING)
         shown = f;
     snprintf(v->alert, sizeof v->alert, "%s", diag_rule_name(shown->rule));
 }
 
-void trainer_check_text(const diag_check *c, char *buf, size_t n)
+void snapshot_check_text(const diag_check *c, char *buf, size_t n)
 {
     if (c->answer == DIAG_Q_UNKNOWN) /* its text says "not yet known: why" */
         snprintf(buf, n, "%s? %s", c->question, c->text);
@@ -102,7 +102,7 @@ void trainer_check_text(const diag_check *c, char *buf, size_t n)
         snprintf(buf, n, "%s? %s: %s", c->question, diag_answer_name(c->answer), c->text);
 }
 
-void trainer_check_counts(const trainer_diagnosis *d, int *bad, int *unknown)
+void snapshot_check_counts(const trainer_diagnosis *d, int *bad, int *unknown)
 {
     *bad = *unknown = 0;
     for (int i = 0; i < d->n_checks; i++) {
@@ -111,16 +111,16 @@ void trainer_check_counts(const trainer_diagnosis *d, int *bad, int *unknown)
     }
 }
 
-twin_run trainer_status_twin(const trainer_status *s, int r)
+twin_run snapshot_status_twin(const trainer_status *s, int r)
 {
     return (twin_run){&s->run[r].cfg, s->run[r].warmup_on, s->run[r].lr_peak, s->joined,
                       s->was[r]};
 }
 
-void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
+void snapshot_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
 {
     int bad, unknown;
-    trainer_check_counts(d, &bad, &unknown);
+    snapshot_check_counts(d, &bad, &unknown);
     if (d->fix_note[0])
         snprintf(buf, n, "verdict: not %shealthy (%s; %d answered no, %d not yet known)",
                  strstr(d->fix_note, "did not help") ? "" : "yet known to be ", d->fix_note, bad,
@@ -133,16 +133,16 @@ void trainer_verdict_text(const trainer_diagnosis *d, char *buf, size_t n)
                  bad ? "" : "known to be ", bad, unknown);
 }
 
-int trainer_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run)
+int snapshot_fix_run(const trainer_diagnosis *const *runs, int n, int diverged_run)
 {
     int order[2] = {diverged_run == 1 ? 1 : 0, diverged_run == 1 ? 0 : 1};
     for (int k = 0; k < n && k < 2; k++)
-        if (order[k] < n && trainer_diagnosis_fix(runs[order[k]]))
+        if (order[k] < n && snapshot_diagnosis_fix(runs[order[k]]))
             return order[k];
     return -1;
 }
 
-int trainer_ended_diverged(const trainer_status *s)
+int snapshot_ended_diverged(const trainer_status *s)
 {
     return s->state == TRAINER_DIVERGED ||
            (s->have_metrics && (s->run[0].last.nonfinite || s->run[0].last.exploded ||

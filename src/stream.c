@@ -265,7 +265,7 @@ stream_reader *stream_open(const char *path)
     stream_reader *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    r->snap = trainer_snapshot_new();
+    r->snap = snapshot_new();
     if (!r->snap) {
         free(r);
         return NULL;
@@ -727,7 +727,7 @@ static void push_point(stream_reader *r, const step_metrics *m)
 {
     trainer_snapshot *p = r->snap;
     long i = p->s.hist_total % TRAINER_HIST;
-    trainer_point_set(&p->hist[i], m, NULL, r->mark, NULL);
+    snapshot_point_set(&p->hist[i], m, NULL, r->mark, NULL);
     r->mark[0] = 0;
     for (int l = 0; l < m->n_layer; l++) {
         p->run[0].heat[i][l] = metrics_layer_gnorm(&m->layer[l]);
@@ -921,7 +921,7 @@ static void finding_events(stream_reader *r, const diag_finding *f)
     add_event(r, f->step, NS_EV_WARNING, "%s", f->text);
     p->ev[(p->s.ev_total - 1) % TRAINER_EVENTS].layer = f->layer;
     add_event(r, f->step, NS_EV_WARNING, "  try: %s", f->hint);
-    trainer_diagnosis_add(&p->s.diag[0], f);
+    snapshot_diagnosis_add(&p->s.diag[0], f);
     stream_summary *u = &r->sum;
     int diagnosis = f->kind == DIAG_DIAGNOSIS;
     if ((diagnosis ? u->diagnoses++ : u->warnings++) == 0)
@@ -1260,10 +1260,10 @@ static void print_diagnosis(FILE *f, const stream_reader *r)
         fputs("warnings: none\n", f);
     const trainer_diagnosis *v = &r->snap->s.diag[0];
     char line[DIAG_TEXT + 64];
-    trainer_verdict_text(v, line, sizeof line);
+    snapshot_verdict_text(v, line, sizeof line);
     fprintf(f, "%s\n", line);
     for (int i = 0; i < v->n_checks; i++) {
-        trainer_check_text(&v->checks[i], line, sizeof line);
+        snapshot_check_text(&v->checks[i], line, sizeof line);
         fprintf(f, "  %s\n", line);
     }
     long every = u->have_header ? u->every : 1;
@@ -1621,7 +1621,7 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
     memset(&csv, 0, sizeof csv);
     char err[ATOMIC_PATH_MAX + 128];
     if (csv_path) {
-        if (atomic_open(&csv.af, csv_path, err, sizeof err) != 0) {
+        if (atomicio_open(&csv.af, csv_path, err, sizeof err) != 0) {
             fprintf(stderr, "normscope: --csv %s\n", err);
             stream_free(r);
             return 2;
@@ -1632,8 +1632,8 @@ int stream_headless(const char *path, long steps, const char *csv_path, int quie
     int status = read_stream(r, path, steps, stop);
     if (csv_path) {
         if (status == 2)
-            atomic_abort(&csv.af);
-        else if (atomic_commit(&csv.af, err, sizeof err) != 0) {
+            atomicio_abort(&csv.af);
+        else if (atomicio_commit(&csv.af, err, sizeof err) != 0) {
             fprintf(stderr, "normscope: --csv %s\n", err);
             status = status ? status : 1;
         }

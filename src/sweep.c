@@ -146,9 +146,9 @@ static int ctx_check_axes(const sweep_ctx *c)
 int sweep_args_make(const sweep_ctx *c, long k, sweep_args *r)
 {
     int idx[SWEEP_MAX_AXES];
-    sweep_run_index(&c->spec, k, idx);
-    sweep_run_id(&c->spec, idx, r->id);
-    sweep_run_csv(&c->spec, c->dir, k, r->csv, sizeof r->csv);
+    sweep_spec_run_index(&c->spec, k, idx);
+    sweep_spec_run_id(&c->spec, idx, r->id);
+    sweep_spec_run_csv(&c->spec, c->dir, k, r->csv, sizeof r->csv);
     size_t text = 0;
     for (int i = 0; i < c->spec.n_axes; i++)
         text += strlen(c->spec.axis[i].name) + strlen(c->spec.axis[i].v[idx[i]]) + 4;
@@ -317,8 +317,8 @@ static int ctx_expand(sweep_ctx *c, int yes)
         int idx[SWEEP_MAX_AXES];
         if (sweep_run_parse(c, k, 1, NULL) != 0)
             return 2;
-        sweep_run_index(&c->spec, k, idx);
-        sweep_run_id(&c->spec, idx, c->keys[k].id);
+        sweep_spec_run_index(&c->spec, k, idx);
+        sweep_spec_run_id(&c->spec, idx, c->keys[k].id);
         c->keys[k].k = k;
     }
     if (inapp_report(c) != 0)
@@ -534,12 +534,12 @@ static int dir_write_spec(const sweep_ctx *c)
         return 1;
     }
     char at[SWEEP_MAX_LOSS_AT * 12];
-    sweep_loss_at_text(&c->spec, at, sizeof at);
+    sweep_spec_loss_at_text(&c->spec, at, sizeof at);
     int k = snprintf(text, SPEC_FILE_MAX, "normscope sweep 1\nspec: %s\n%s%s%s", c->spec_text,
                      at[0] ? "loss-at: " : "", at, at[0] ? "\n" : "");
     spec_identity(c, text + k, SPEC_FILE_MAX - (size_t)k);
     snprintf(path, sizeof path, "%s/sweep.spec", c->dir);
-    int r = atomic_write_file(path, text, strlen(text), err, sizeof err);
+    int r = atomicio_write_file(path, text, strlen(text), err, sizeof err);
     if (r)
         fprintf(stderr, "normscope: --sweep-out %s\n", err);
     free(text);
@@ -626,7 +626,7 @@ static int results_drop_failed(sweep_ctx *c)
     if (f)
         fclose(f);
     free(line);
-    int r = bad ? -1 : atomic_write_file(path, text ? text : "", len, err, sizeof err);
+    int r = bad ? -1 : atomicio_write_file(path, text ? text : "", len, err, sizeof err);
     free(text);
     if (r) {
         fprintf(stderr, "normscope: --retry: %s\n", bad ? "cannot rewrite results.csv" : err);
@@ -649,7 +649,7 @@ static int results_drop_failed(sweep_ctx *c)
 static int ctx_loss_at(sweep_ctx *c, const char *text)
 {
     char err[512];
-    if (text && sweep_loss_at_parse(text, &c->spec, err, sizeof err) != 0) {
+    if (text && sweep_spec_loss_at_parse(text, &c->spec, err, sizeof err) != 0) {
         fprintf(stderr, "normscope: %s\n", err);
         return 2;
     }
@@ -676,7 +676,7 @@ static int results_loss_at(const sweep_ctx *c, char *at, size_t n)
     free(line);
     steps.n_loss_at = r == 0 ? cols.n_at : 0;
     memcpy(steps.loss_at, cols.at_step, (size_t)steps.n_loss_at * sizeof *steps.loss_at);
-    sweep_loss_at_text(&steps, at, n);
+    sweep_spec_loss_at_text(&steps, at, n);
     return r;
 }
 
@@ -689,7 +689,7 @@ static int loss_at_check(const sweep_ctx *c, const char *flag)
     char have[SWEEP_MAX_LOSS_AT * 12], want[SWEEP_MAX_LOSS_AT * 12];
     if (results_loss_at(c, have, sizeof have) != 0)
         return 0;
-    sweep_loss_at_text(&c->spec, want, sizeof want);
+    sweep_spec_loss_at_text(&c->spec, want, sizeof want);
     if (!strcmp(have, want))
         return 0;
     const char *h = have[0] ? "--loss-at " : "no --loss-at";
@@ -816,7 +816,7 @@ static int results_print(const sweep_ctx *c)
         fclose(csv);
     if (r != 0)
         fprintf(stderr, "normscope: %s: cannot read the results\n", path);
-    else if (text && atomic_write_file(sum, text, len, err, sizeof err) != 0)
+    else if (text && atomicio_write_file(sum, text, len, err, sizeof err) != 0)
         fprintf(stderr, "normscope: %s\n", err);
     else
         r = fflush(stdout) == 0 ? 0 : -1;
@@ -869,7 +869,7 @@ static void runs_in_making(const sweep_ctx *c, unsigned char *tmp)
             long pid;
             int ours;
             snprintf(base, sizeof base, "%.20s", e->d_name);
-            if (!atomic_tmp_parse(e->d_name, base, &pid, &ours))
+            if (!atomicio_tmp_parse(e->d_name, base, &pid, &ours))
                 continue;
             long k = ctx_find(c, e->d_name + 4);
             int alive = !ours || kill((pid_t)pid, 0) == 0 || errno == EPERM;
@@ -988,7 +988,7 @@ static int collect_write(sweep_ctx *c, unsigned char *state, kept_rows *kept)
     free(tmp);
     free(row);
     snprintf(path, sizeof path, "%s/results.csv", c->dir);
-    int r = bad ? -1 : atomic_write_file(path, text, len, err, sizeof err);
+    int r = bad ? -1 : atomicio_write_file(path, text, len, err, sizeof err);
     if (bad)
         fprintf(stderr, "normscope: --sweep-collect: out of memory (results.csv left as it was)\n");
     else if (r)

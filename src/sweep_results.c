@@ -493,8 +493,8 @@ size_t sweep_results_row(const sweep_spec *sp, long k, const sweep_facts *f,
 {
     int idx[SWEEP_MAX_AXES];
     char id[13], num[SWEEP_COLS][32], text[1100];
-    sweep_run_index(sp, k, idx);
-    sweep_run_id(sp, idx, id);
+    sweep_spec_run_index(sp, k, idx);
+    sweep_spec_run_id(sp, idx, id);
     size_t len = (size_t)snprintf(buf, n, "%s", id);
     for (int i = 0; i < sp->n_axes && len < n; i++)
         if (!is_seed_axis(&sp->axis[i]))

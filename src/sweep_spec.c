@@ -343,7 +343,7 @@ long sweep_spec_runs(const sweep_spec *s)
     return n;
 }
 
-void sweep_run_index(const sweep_spec *s, long k, int idx[SWEEP_MAX_AXES])
+void sweep_spec_run_index(const sweep_spec *s, long k, int idx[SWEEP_MAX_AXES])
 {
     for (int i = s->n_axes - 1; i >= 0; i--) {
         idx[i] = (int)(k % s->axis[i].n);
@@ -351,7 +351,7 @@ void sweep_run_index(const sweep_spec *s, long k, int idx[SWEEP_MAX_AXES])
     }
 }
 
-void sweep_run_id(const sweep_spec *s, const int idx[SWEEP_MAX_AXES], char id[13])
+void sweep_spec_run_id(const sweep_spec *s, const int idx[SWEEP_MAX_AXES], char id[13])
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a, 64 bits */
     for (int i = 0; i < s->n_axes; i++) {
@@ -363,12 +363,12 @@ void sweep_run_id(const sweep_spec *s, const int idx[SWEEP_MAX_AXES], char id[13
     snprintf(id, 13, "%012llx", (unsigned long long)((h ^ (h >> 48)) & 0xffffffffffffull));
 }
 
-void sweep_run_csv(const sweep_spec *s, const char *dir, long k, char *path, size_t n)
+void sweep_spec_run_csv(const sweep_spec *s, const char *dir, long k, char *path, size_t n)
 {
     int idx[SWEEP_MAX_AXES];
     char id[13];
-    sweep_run_index(s, k, idx);
-    sweep_run_id(s, idx, id);
+    sweep_spec_run_index(s, k, idx);
+    sweep_spec_run_id(s, idx, id);
     snprintf(path, n, "%s/run-%s.csv", dir, id);
 }
 
@@ -393,7 +393,7 @@ static long loss_at_step(const char **p)
     return none ? -1 : v > SWEEP_LOSS_AT_MAX ? SWEEP_LOSS_AT_MAX + 1L : (long)v;
 }
 
-int sweep_loss_at_parse(const char *text, sweep_spec *s, char *err, size_t errlen)
+int sweep_spec_loss_at_parse(const char *text, sweep_spec *s, char *err, size_t errlen)
 {
     long at[SWEEP_MAX_LOSS_AT];
     int n = 0;
@@ -428,7 +428,7 @@ int sweep_loss_at_parse(const char *text, sweep_spec *s, char *err, size_t errle
     return 0;
 }
 
-void sweep_loss_at_text(const sweep_spec *s, char *buf, size_t n)
+void sweep_spec_loss_at_text(const sweep_spec *s, char *buf, size_t n)
 {
     size_t k = 0;
     buf[0] = 0;

@@ -39,7 +39,7 @@
 
 /* The trainer's clock: monotonic, standing still while held (the process
  * stopped by Ctrl-Z), so that a stop is not counted as running time. */
-double run_now(trainer *t)
+double trainer_run_now(trainer *t)
 {
     double now = nstime_now();
     pthread_mutex_lock(&t->clock_lock);
@@ -178,7 +178,7 @@ static void fill_status(trainer *t, trainer_snapshot *p)
         /* from each run's state now, never from the --compare words */
         s->joined = t->joined;
         memcpy(s->was, t->was, sizeof s->was);
-        twin_run ra = trainer_status_twin(s, 0), rb = trainer_status_twin(s, 1);
+        twin_run ra = snapshot_status_twin(s, 0), rb = snapshot_status_twin(s, 1);
         twin_label("a", ra, rb, s->run[0].label, sizeof s->run[0].label);
         twin_label("b", rb, ra, s->run[1].label, sizeof s->run[1].label);
         for (int r = 0; r < 2 && !s->joined; r++) /* the words a join keeps */
@@ -230,7 +230,7 @@ static void publish_end(trainer *t)
 }
 
 /* Publish the header only (a command changed a setting or the state). */
-void publish_status(trainer *t)
+void trainer_publish_status(trainer *t)
 {
     pthread_mutex_lock(&t->slock);
     fill_status(t, t->pub);
@@ -245,7 +245,7 @@ static void publish_step(trainer *t)
     trainer_snapshot *p = t->pub;
     fill_status(t, p);
     long i = p->s.hist_total % TRAINER_HIST;
-    trainer_point_set(&p->hist[i], m, t->o.twin ? &t->run[1].m : NULL, t->run[0].mark, t->run[1].mark);
+    snapshot_point_set(&p->hist[i], m, t->o.twin ? &t->run[1].m : NULL, t->run[0].mark, t->run[1].mark);
     for (int l = 0; l < m->n_layer && l < NS_MAX_LAYERS; l++) {
         p->run[0].heat[i][l] = metrics_layer_gnorm(&m->layer[l]);
         p->run[1].heat[i][l] = t->o.twin ? metrics_layer_gnorm(&t->run[1].m.layer[l]) : 0.0f;
@@ -266,7 +266,7 @@ static void push_event(trainer *t, const trainer_event *ev)
     publish_end(t);
 }
 
-void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
+void trainer_add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
 {
     trainer_event ev;
     ev.step = engine_steps_done(t->e);
@@ -298,22 +298,22 @@ static void pull_run_events(trainer *t, engine *e, long *seen, const char *prefi
 }
 
 /* Both runs' new lines; with a twin each names its run. */
-void pull_engine_events(trainer *t)
+void trainer_pull_engine_events(trainer *t)
 {
-    pull_run_events(t, t->e, &t->run[0].events_seen, run_prefix(t, 0));
+    pull_run_events(t, t->e, &t->run[0].events_seen, trainer_run_prefix(t, 0));
     if (t->o.twin)
-        pull_run_events(t, t->o.twin, &t->run[1].events_seen, run_prefix(t, 1));
+        pull_run_events(t, t->o.twin, &t->run[1].events_seen, trainer_run_prefix(t, 1));
 }
 
 /* Runs there are: a, and b with a twin. */
-int n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
+int trainer_n_runs(const trainer *t) { return t->o.twin ? 2 : 1; }
 
 /* A run's metrics (1 = b). */
-step_metrics *run_metrics(trainer *t, int run) { return &t->run[run].m; }
+step_metrics *trainer_run_metrics(trainer *t, int run) { return &t->run[run].m; }
 
 /* What names a run's lines, as its engine events are named: "b: ", and
  * "a: " beside a twin; "" alone. */
-const char *run_prefix(const trainer *t, int run)
+const char *trainer_run_prefix(const trainer *t, int run)
 {
     return !t->o.twin ? "" : run ? "b: " : "a: ";
 }
@@ -322,16 +322,16 @@ const char *run_prefix(const trainer *t, int run)
 
 static void take_sample(trainer *t, double now)
 {
-    double t0 = run_now(t);
+    double t0 = trainer_run_now(t);
     engine_sample(t->e, t->o.prompt, TRAINER_SAMPLE, t->sample);
-    double cost = run_now(t) - t0;
+    double cost = trainer_run_now(t) - t0;
     t->sample_len = TRAINER_SAMPLE;
     t->sample_step = engine_steps_done(t->e);
     double wait = t->o.sample_every;
     if (wait < SAMPLE_BUDGET * cost)
         wait = SAMPLE_BUDGET * cost;
     t->next_sample = now + wait;
-    publish_status(t);
+    trainer_publish_status(t);
 }
 
 /* Which run of this step diverged: a first (it steps first), then b; -1
@@ -370,7 +370,7 @@ static int step_runs(trainer *t)
 static void do_step(trainer *t)
 {
     int bad = step_runs(t);
-    diagnosis_observe(t); /* before the row is written: its state column */
+    trainer_diagnosis_observe(t); /* before the row is written: its state column */
     t->have_metrics = 1;
     t->have_loss = 1;
     t->run[0].loss = t->run[0].m.loss;
@@ -378,52 +378,52 @@ static void do_step(trainer *t)
     t->run_steps++;
     t->diverged_run = diverged_run_of(&t->run[0].m, t->o.twin ? &t->run[1].m : NULL);
     t->diverged_steps += bad;
-    write_rows(t);
+    trainer_write_rows(t);
     if (t->o.twin && t->o.on_pair)
         t->o.on_pair(t->o.ctx, &t->run[0].m, &t->run[1].m);
     else if (t->o.on_step)
         t->o.on_step(t->o.ctx, &t->run[0].m);
-    pull_engine_events(t);
-    diagnosis_events(t);
+    trainer_pull_engine_events(t);
+    trainer_diagnosis_events(t);
     if (t->run[0].m.has_val)
-        validation_event(t, 0, &t->run[0].m);
+        trainer_validation_event(t, 0, &t->run[0].m);
     if (t->o.twin && t->run[1].m.has_val)
-        validation_event(t, 1, &t->run[1].m);
+        trainer_validation_event(t, 1, &t->run[1].m);
     long done = engine_steps_done(t->e);
-    int blown = found_rule(t, DIAG_R_BLOWUP); /* a finite blow-up counts as a divergence */
-    fix_check(t, bad, blown);
+    int blown = trainer_found_rule(t, DIAG_R_BLOWUP); /* a finite blow-up counts as a divergence */
+    trainer_fix_check(t, bad, blown);
     if ((bad || blown >= 0) && t->o.on_div == ONDIV_FIX) {
         t->fix_due = "--on-diverge fix"; /* after the step's findings are reported */
-    } else if (found_rule(t, DIAG_R_STALL) >= 0 && t->o.on_stall == TRAINER_STALL_FIX &&
+    } else if (trainer_found_rule(t, DIAG_R_STALL) >= 0 && t->o.on_stall == TRAINER_STALL_FIX &&
                t->fixes < TRAINER_FIX_MAX) {
         t->fix_due = "--on-stall fix";
     } else if (bad && t->o.on_div != ONDIV_CONTINUE) {
-        set_state(t, TRAINER_DIVERGED);
+        trainer_set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
         const step_metrics *d = &t->run[t->diverged_run == 1].m;
-        add_event(t, NS_EV_DIVERGED, d->fault_layer,
+        trainer_add_event(t, NS_EV_DIVERGED, d->fault_layer,
                   "DIVERGED at step %ld (%s%s): paused; r re-inits, b rewinds, D a fixes",
                   done, d == &t->run[1].m ? "run b, " : "",
                   d->fault[0] ? d->fault : "loss not finite");
-        rewind_target_event(t, d == &t->run[1].m);
+        trainer_rewind_target_event(t, d == &t->run[1].m);
     } else if (blown >= 0 && t->o.on_div != ONDIV_CONTINUE) {
-        set_state(t, TRAINER_DIVERGED);
+        trainer_set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
-        add_event(t, NS_EV_DIVERGED, -1,
+        trainer_add_event(t, NS_EV_DIVERGED, -1,
                   "BLEW UP at step %ld (%sloss %.4g, finite): paused; b rewinds, D a fixes", done,
-                  blown ? "run b, " : "", (double)run_metrics(t, blown)->loss);
-        rewind_target_event(t, blown == 1);
+                  blown ? "run b, " : "", (double)trainer_run_metrics(t, blown)->loss);
+        trainer_rewind_target_event(t, blown == 1);
     } else if (t->limit > 0 && done >= t->limit && t->state == TRAINER_RUNNING) {
-        set_state(t, TRAINER_DONE);
-        add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);
+        trainer_set_state(t, TRAINER_DONE);
+        trainer_add_event(t, NS_EV_INFO, -1, "reached --steps %ld: paused (space trains on)", t->limit);
     }
-    double now = run_now(t);
+    double now = trainer_run_now(t);
     if (now - t->rate_t0 >= RATE_WINDOW) {
         t->rate = (double)(done - t->rate_s0) / (now - t->rate_t0);
         t->rate_t0 = now;
         t->rate_s0 = done;
     }
-    print_progress(t);
+    trainer_print_progress(t);
     publish_step(t);
 }
 
@@ -431,22 +431,22 @@ static void do_step(trainer *t)
  * it), the step, a sample when due, and the time it all took. */
 static void step_once(trainer *t)
 {
-    double t0 = run_now(t);
+    double t0 = trainer_run_now(t);
     if (t->o.script) {
         unsigned long was = t->applied;
-        script_due(t->o.script, engine_steps_done(t->e), script_cmd, t);
+        command_script_due(t->o.script, engine_steps_done(t->e), trainer_script_cmd, t);
         if (t->applied != was)
-            publish_status(t);
+            trainer_publish_status(t);
         if (t->state != TRAINER_RUNNING && t->budget == 0)
             return; /* the script paused or stopped the run */
     }
     if (t->state != TRAINER_RUNNING)
         t->budget--;
     do_step(t);
-    double now = run_now(t);
+    double now = trainer_run_now(t);
     if (t->o.sample_every > 0 && now >= t->next_sample && t->state == TRAINER_RUNNING)
         take_sample(t, now);
-    t->run_seconds += run_now(t) - t0;
+    t->run_seconds += trainer_run_now(t) - t0;
 }
 
 /* Nothing to do: no single steps owed and not running. */
@@ -492,22 +492,22 @@ static void run_loop(trainer *t)
         /* in order, and a one-step command takes its step before the next
          * command: "n n p n" is two steps, the change, one step */
         for (int i = 0; i < n; i++) {
-            apply_command(t, &cmds[i], targets[i]);
+            trainer_apply_command(t, &cmds[i], targets[i]);
             if (t->budget > 0 && t->state != TRAINER_RUNNING) {
-                publish_status(t);
+                trainer_publish_status(t);
                 step_once(t);
             }
         }
         if (n)
-            publish_status(t);
+            trainer_publish_status(t);
         if (t->state == TRAINER_RUNNING || t->budget > 0)
             step_once(t);
-        report_events(t);
-        diagnosis_report(t);
+        trainer_report_events(t);
+        trainer_diagnosis_report(t);
         if (t->fix_due) {
-            apply_fix(t, t->fix_due);
+            trainer_apply_fix(t, t->fix_due);
             t->fix_due = NULL;
-            report_events(t);
+            trainer_report_events(t);
         }
     }
 }
@@ -523,7 +523,7 @@ static void *trainer_main(void *arg)
 trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errlen)
 {
     trainer *t = calloc(1, sizeof *t);
-    if (!t || !(t->pub = trainer_snapshot_new()) || !(t->rd = calloc(2, sizeof *t->rd))) {
+    if (!t || !(t->pub = snapshot_new()) || !(t->rd = calloc(2, sizeof *t->rd))) {
         if (t)
             free(t->pub);
         free(t);
@@ -536,7 +536,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     diag_init(&t->rd[0].d, t->o.plateau);
     diag_init(&t->rd[1].d, t->o.plateau);
     if (!t->o.prompt)
-        t->o.prompt = trainer_default_prompt;
+        t->o.prompt = snapshot_default_prompt;
     pthread_mutex_init(&t->qlock, NULL);
     pthread_cond_init(&t->qcond, NULL);
     pthread_mutex_init(&t->slock, NULL);
@@ -551,18 +551,18 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
     t->generation = 1;
     t->diverged_run = -1;
     t->hist_cut = -1;
-    t->rate_t0 = run_now(t);
+    t->rate_t0 = trainer_run_now(t);
     t->rate_s0 = engine_steps_done(e);
     t->next_sample = t->rate_t0;
     if (t->o.csv)
-        csv_header(t, t->o.csv->f);
+        trainer_csv_header(t, t->o.csv->f);
     if (t->o.spool)
-        csv_header(t, t->o.spool);
-    pull_engine_events(t);
+        trainer_csv_header(t, t->o.spool);
+    trainer_pull_engine_events(t);
     /* what happened before the run (the start line) is not news */
     t->reported[0] = engine_event_count(e);
     t->reported[1] = t->o.twin ? engine_event_count(t->o.twin) : 0;
-    publish_status(t);
+    trainer_publish_status(t);
     return t;
 }
 
@@ -581,7 +581,7 @@ int trainer_start(trainer *t, char *err, size_t errlen)
     sigset_t ui, old;
     trainer_ui_signals(&ui);
     pthread_sigmask(SIG_BLOCK, &ui, &old);
-    t->rate_t0 = run_now(t);
+    t->rate_t0 = trainer_run_now(t);
     t->next_sample = t->rate_t0;
     int r = pthread_create(&t->thread, NULL, trainer_main, t);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -596,7 +596,7 @@ int trainer_start(trainer *t, char *err, size_t errlen)
 void trainer_run(trainer *t)
 {
     t->sync = 1;
-    t->rate_t0 = run_now(t);
+    t->rate_t0 = trainer_run_now(t);
     t->log_t0 = nstime_now();
     t->last_print = 0;
     run_loop(t);
@@ -617,7 +617,7 @@ void trainer_run(trainer *t)
                     !t->o.twin ? "" : d == &t->run[0].m ? "run a " : "run b ", d->step,
                     (double)d->loss);
     }
-    report_events(t); /* the drain: both runs */
+    trainer_report_events(t); /* the drain: both runs */
     if (log && t->o.progress)
         fputc('\n', log);
 }

@@ -17,11 +17,11 @@
 
 #include "twin.h"
 
-void set_state(trainer *t, trainer_state s)
+void trainer_set_state(trainer *t, trainer_state s)
 {
     if (s == TRAINER_RUNNING && t->state != TRAINER_RUNNING) {
         /* a fresh rate window: paused time is not running time */
-        t->rate_t0 = run_now(t);
+        t->rate_t0 = trainer_run_now(t);
         t->rate_s0 = engine_steps_done(t->e);
     }
     t->state = s;
@@ -33,27 +33,27 @@ static void resume_run(trainer *t)
         return;
     if (t->state == TRAINER_DONE) {
         if (t->limit > 0 && engine_steps_done(t->e) >= t->limit) {
-            add_event(t, NS_EV_INFO, -1, "training on past --steps %ld", t->limit);
+            trainer_add_event(t, NS_EV_INFO, -1, "training on past --steps %ld", t->limit);
             t->limit = 0;
         } else {
-            add_event(t, NS_EV_INFO, -1, "training on");
+            trainer_add_event(t, NS_EV_INFO, -1, "training on");
         }
     } else if (t->state == TRAINER_DIVERGED) {
-        add_event(t, NS_EV_INFO, -1, "resumed after the divergence (weights as before it)");
+        trainer_add_event(t, NS_EV_INFO, -1, "resumed after the divergence (weights as before it)");
     } else {
-        add_event(t, NS_EV_INFO, -1, "resumed");
+        trainer_add_event(t, NS_EV_INFO, -1, "resumed");
     }
     t->budget = 0;
-    set_state(t, TRAINER_RUNNING);
+    trainer_set_state(t, TRAINER_RUNNING);
 }
 
 static void pause_run(trainer *t, const char *why)
 {
     if (t->state != TRAINER_RUNNING)
         return;
-    set_state(t, TRAINER_PAUSED);
+    trainer_set_state(t, TRAINER_PAUSED);
     t->budget = 0;
-    add_event(t, NS_EV_INFO, -1, "paused at step %ld%s", engine_steps_done(t->e), why);
+    trainer_add_event(t, NS_EV_INFO, -1, "paused at step %ld%s", engine_steps_done(t->e), why);
 }
 
 /* A script's "pause PROMPT": the prompt goes to the event log and, for the
@@ -64,7 +64,7 @@ static void pause_ask(trainer *t, const ns_command *c)
         snprintf(t->ask, sizeof t->ask, "%s", c->text);
         t->ask_step = engine_steps_done(t->e);
         t->ask_seq++;
-        add_event(t, NS_EV_NOTE, -1, "%s", c->text);
+        trainer_add_event(t, NS_EV_NOTE, -1, "%s", c->text);
     }
     if (!t->o.no_pause)
         pause_run(t, c->text[0] ? ": space goes on" : "");
@@ -172,7 +172,7 @@ static void reinited(trainer *t)
     t->fix_check_at = 0;
     t->fix_failed = 0;
     t->fix_proven[0] = 0;
-    set_fix_note(t, "%s", "");
+    trainer_set_fix_note(t, "%s", "");
     t->hist_reset = 1;
     t->have_metrics = 0;
     t->have_loss = 0;
@@ -188,7 +188,7 @@ static void reinited(trainer *t)
     t->budget = 0;
     /* a diverged or finished run starts over; a paused one stays paused */
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_DONE)
-        set_state(t, TRAINER_RUNNING);
+        trainer_set_state(t, TRAINER_RUNNING);
 }
 
 /* Headless, a script's flow commands: there is no one to resume a pause,
@@ -197,14 +197,14 @@ static void apply_flow_sync(trainer *t, const ns_command *c)
 {
     if (c->kind == CMD_STOP) {
         engine_note(t->e, "script: stop at step %ld", engine_steps_done(t->e));
-        set_state(t, TRAINER_DONE);
+        trainer_set_state(t, TRAINER_DONE);
         t->budget = 0;
     } else if (c->kind == CMD_PAUSE && c->text[0]) { /* a lesson's question: no one to ask */
         engine_note(t->e, "%s", c->text);
     } else {
         engine_note(t->e, "script: pause, resume and step do nothing without the live view");
     }
-    pull_engine_events(t);
+    trainer_pull_engine_events(t);
 }
 
 static int is_flow(const ns_command *c)
@@ -249,9 +249,9 @@ static int apply_flow(trainer *t, const ns_command *c, long before)
         return 1;
     case CMD_STOP:
         if (t->state != TRAINER_DONE) {
-            set_state(t, TRAINER_DONE);
+            trainer_set_state(t, TRAINER_DONE);
             t->budget = 0;
-            add_event(t, NS_EV_INFO, -1, "stopped at step %ld (space trains on)", before);
+            trainer_add_event(t, NS_EV_INFO, -1, "stopped at step %ld (space trains on)", before);
         }
         return 1;
     default:
@@ -277,17 +277,17 @@ static void after_rewind(trainer *t, long after)
     t->run[1].mark[0] = 0;
     t->mark_bits[0] = t->mark_bits[1] = 0;
     if (t->state == TRAINER_DIVERGED)
-        set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
+        trainer_set_state(t, TRAINER_PAUSED); /* change a setting, then resume */
 }
 
 /* target: the run(s) a settings command acts on under --compare (twin.h). */
-void apply_command(trainer *t, const ns_command *c, int target)
+void trainer_apply_command(trainer *t, const ns_command *c, int target)
 {
     engine *e = t->e;
     long before = engine_steps_done(e);
     t->applied++;
     if (c->kind == CMD_FIX) {
-        apply_fix(t, t->in_script ? "the script" : "the a key");
+        trainer_apply_fix(t, t->in_script ? "the script" : "the a key");
         return;
     }
     if (t->sync && is_flow(c)) {
@@ -305,17 +305,17 @@ void apply_command(trainer *t, const ns_command *c, int target)
     int moved_a = c->kind != CMD_SETTING || engine_event_count(e) > ev_a;
     int moved_b = c->kind != CMD_SETTING || (t->o.twin && engine_event_count(t->o.twin) > ev_b);
     long ev_before = t->run[0].events_seen + t->run[1].events_seen;
-    pull_engine_events(t);
+    trainer_pull_engine_events(t);
     if (r == CMD_FAILED) {
         if (t->run[0].events_seen + t->run[1].events_seen == ev_before)
-            add_event(t, NS_EV_REFUSED, -1, "command %d could not be applied", (int)c->kind);
+            trainer_add_event(t, NS_EV_REFUSED, -1, "command %d could not be applied", (int)c->kind);
         return;
     }
     if (r != CMD_APPLIED)
         return;
     long after = engine_steps_done(e);
     if (after < before) { /* a fresh rate window: the step count went back */
-        t->rate_t0 = run_now(t);
+        t->rate_t0 = trainer_run_now(t);
         t->rate_s0 = after;
     }
     if (c->kind == CMD_REINIT) {
@@ -332,10 +332,10 @@ void apply_command(trainer *t, const ns_command *c, int target)
 }
 
 /* Script commands are applied exactly as keys are. */
-void script_cmd(void *ctx, const ns_command *c, int target)
+void trainer_script_cmd(void *ctx, const ns_command *c, int target)
 {
     trainer *t = ctx;
     t->in_script = 1; /* for the log: who asked for a fix */
-    apply_command(t, c, target);
+    trainer_apply_command(t, c, target);
     t->in_script = 0;
 }

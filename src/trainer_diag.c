@@ -14,18 +14,18 @@
 #include <string.h>
 
 /* The step's findings, kept until reported; the stalled mark on each row. */
-void diagnosis_observe(trainer *t)
+void trainer_diagnosis_observe(trainer *t)
 {
-    for (int r = 0; r < n_runs(t); r++) {
+    for (int r = 0; r < trainer_n_runs(t); r++) {
         run_diag *d = &t->rd[r];
-        step_metrics *m = run_metrics(t, r);
+        step_metrics *m = trainer_run_metrics(t, r);
         /* what the rules need of the data travels with the step */
         m->vocab = NS_VOCAB;
         m->data_entropy = (float)t->o.plateau;
         d->n_found = diag_observe(&d->d, m, d->found, DIAG_MAX_FINDINGS);
         d->view.n_checks = diag_checks(&d->d, d->view.checks, DIAG_CHECKS);
         /* a fix not yet proven, or one that did not help, is not healthy */
-        view_fix(t, r, &d->view);
+        trainer_view_fix(t, r, &d->view);
         d->view.healthy = diag_healthy(&d->d) && !d->view.fix_note[0];
         m->stalled = diag_stalled(&d->d);
         m->exploded = diag_exploded(&d->d);
@@ -36,9 +36,9 @@ void diagnosis_observe(trainer *t)
 
 /* Did this step find rule's diagnosis in a run (once an episode: a
  * finite blow-up, a stall)? The run, or -1. */
-int found_rule(const trainer *t, diag_rule rule)
+int trainer_found_rule(const trainer *t, diag_rule rule)
 {
-    for (int r = 0; r < n_runs(t); r++)
+    for (int r = 0; r < trainer_n_runs(t); r++)
         for (int i = 0; i < t->rd[r].n_found; i++)
             if (t->rd[r].found[i].rule == rule && t->rd[r].found[i].kind == DIAG_DIAGNOSIS)
                 return r;
@@ -63,7 +63,7 @@ static void add_event_wrapped(trainer *t, int layer, const char *prefix, const c
             if (take == 0)
                 take = cap; /* one word longer than an event */
         }
-        add_event(t, NS_EV_WARNING, layer, "%s%s%.*s", prefix, ind, (int)take, text);
+        trainer_add_event(t, NS_EV_WARNING, layer, "%s%s%.*s", prefix, ind, (int)take, text);
         text += take;
         len -= take;
         while (*text == ' ')
@@ -75,9 +75,9 @@ static void add_event_wrapped(trainer *t, int layer, const char *prefix, const c
 /* The step's findings as events, after the engine's, named by run like
  * its other events; the episode's list and the status line's mark follow
  * them until the episode ends. */
-void diagnosis_events(trainer *t)
+void trainer_diagnosis_events(trainer *t)
 {
-    for (int r = 0; r < n_runs(t); r++) {
+    for (int r = 0; r < trainer_n_runs(t); r++) {
         run_diag *d = &t->rd[r];
         if (!diag_episode_open(&d->d)) { /* a rewind or a setting change: the checks stay */
             trainer_diagnosis keep = d->view;
@@ -92,13 +92,13 @@ void diagnosis_events(trainer *t)
             const diag_finding *f = &d->found[i];
             char hint[DIAG_TEXT + 8];
             snprintf(hint, sizeof hint, "  try: %s", f->hint);
-            add_event_wrapped(t, f->layer, run_prefix(t, r), f->text);
-            add_event_wrapped(t, f->layer, run_prefix(t, r), hint);
-            trainer_diagnosis_add(&d->view, f);
+            add_event_wrapped(t, f->layer, trainer_run_prefix(t, r), f->text);
+            add_event_wrapped(t, f->layer, trainer_run_prefix(t, r), hint);
+            snapshot_diagnosis_add(&d->view, f);
         }
         char over[DIAG_TEXT];
         if (diag_stall_over(&d->d, over, sizeof over))
-            add_event(t, NS_EV_INFO, -1, "%s%s", run_prefix(t, r), over);
+            trainer_add_event(t, NS_EV_INFO, -1, "%s%s", trainer_run_prefix(t, r), over);
     }
 }
 
@@ -108,39 +108,39 @@ void diagnosis_events(trainer *t)
 static void stop_if_stalled(trainer *t)
 {
     int r = 0;
-    while (r < n_runs(t) && !run_metrics(t, r)->stalled)
+    while (r < trainer_n_runs(t) && !trainer_run_metrics(t, r)->stalled)
         r++;
-    if (!t->sync || t->o.on_stall != 1 || r == n_runs(t) || t->state != TRAINER_RUNNING)
+    if (!t->sync || t->o.on_stall != 1 || r == trainer_n_runs(t) || t->state != TRAINER_RUNNING)
         return;
-    set_state(t, TRAINER_DONE);
+    trainer_set_state(t, TRAINER_DONE);
     t->budget = 0;
     t->stall_stopped = 1;
-    long step = run_metrics(t, r)->step;
-    add_event(t, NS_EV_INFO, -1, "%sstalled at step %ld; stopping (--on-stall stop)",
-              run_prefix(t, r), step);
+    long step = trainer_run_metrics(t, r)->step;
+    trainer_add_event(t, NS_EV_INFO, -1, "%sstalled at step %ld; stopping (--on-stall stop)",
+              trainer_run_prefix(t, r), step);
     if (t->o.log)
         fprintf(t->o.log, "%snormscope: %sstalled at step %ld; stopping (--on-stall stop)\n",
-                t->o.progress ? "\r\033[K" : "", run_prefix(t, r), step);
-    publish_status(t);
+                t->o.progress ? "\r\033[K" : "", trainer_run_prefix(t, r), step);
+    trainer_publish_status(t);
 }
 
 /* Headless: the findings on the log, after the step's engine events, a's
  * then b's; then --on-stall stop. */
-void diagnosis_report(trainer *t)
+void trainer_diagnosis_report(trainer *t)
 {
     FILE *log = t->o.log;
     const char *cr = t->o.progress ? "\r\033[K" : "";
-    for (int r = 0; r < n_runs(t); r++) {
+    for (int r = 0; r < trainer_n_runs(t); r++) {
         run_diag *d = &t->rd[r];
         for (int i = 0; log && !t->o.quiet && i < d->n_found; i++) {
             const diag_finding *f = &d->found[i];
             fprintf(log, "%snormscope: %s%s at step %ld: %s\nnormscope: %s  try: %s\n", cr,
-                    run_prefix(t, r), f->kind == DIAG_WARNING ? "warning" : "diagnosis",
-                    f->step, f->text, run_prefix(t, r), f->hint);
+                    trainer_run_prefix(t, r), f->kind == DIAG_WARNING ? "warning" : "diagnosis",
+                    f->step, f->text, trainer_run_prefix(t, r), f->hint);
         }
         char over[DIAG_TEXT];
         if (log && !t->o.quiet && diag_stall_over(&d->d, over, sizeof over))
-            fprintf(log, "%snormscope: %s%s\n", cr, run_prefix(t, r), over);
+            fprintf(log, "%snormscope: %s%s\n", cr, trainer_run_prefix(t, r), over);
         d->n_found = 0;
     }
     stop_if_stalled(t);
@@ -148,34 +148,34 @@ void diagnosis_report(trainer *t)
 
 /* Headless, after the summary line: for each run that ended diverged or
  * stalled, the cause and what to try. */
-void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
+void trainer_diagnosis_summary(trainer *t, const trainer_status *s, FILE *f)
 {
-    for (int r = 0; s->have_metrics && r < n_runs(t); r++) {
+    for (int r = 0; s->have_metrics && r < trainer_n_runs(t); r++) {
         const step_metrics *m = &s->run[r].last;
         const diag_finding *c = &t->rd[r].d.last_diagnosis;
         int ended_bad = m->nonfinite || m->stalled || m->exploded ||
                         (s->state == TRAINER_DIVERGED && trainer_diverged_run(s) == r);
         if (ended_bad && c->step > 0)
-            fprintf(f, "normscope: %scause: %s\nnormscope: %stry: %s\n", run_prefix(t, r),
-                    c->text, run_prefix(t, r), c->hint);
+            fprintf(f, "normscope: %scause: %s\nnormscope: %stry: %s\n", trainer_run_prefix(t, r),
+                    c->text, trainer_run_prefix(t, r), c->hint);
     }
 }
 
 /* After the summary line, each run's verdict: "healthy" only when every
  * check answered ok, then the checks, each with its answer and numbers
  * (diag_checks), as the D panel gives them. */
-void checks_summary(trainer *t, FILE *f)
+void trainer_checks_summary(trainer *t, FILE *f)
 {
-    for (int r = 0; r < n_runs(t); r++) {
+    for (int r = 0; r < trainer_n_runs(t); r++) {
         const trainer_diagnosis *v = &t->rd[r].view;
         if (v->n_checks == 0)
             continue; /* no step: nothing was asked */
         char line[NS_EVENT_TEXT + 80];
-        trainer_verdict_text(v, line, sizeof line);
-        fprintf(f, "normscope: %s%s\n", run_prefix(t, r), line);
+        snapshot_verdict_text(v, line, sizeof line);
+        fprintf(f, "normscope: %s%s\n", trainer_run_prefix(t, r), line);
         for (int i = 0; i < v->n_checks; i++) {
             const diag_check *c = &v->checks[i];
-            fprintf(f, "normscope: %s  %s? %s%s%s\n", run_prefix(t, r), c->question,
+            fprintf(f, "normscope: %s  %s? %s%s%s\n", trainer_run_prefix(t, r), c->question,
                     c->answer == DIAG_Q_UNKNOWN ? "" : diag_answer_name(c->answer),
                     c->answer == DIAG_Q_UNKNOWN ? "" : ": ", c->text);
         }
@@ -185,7 +185,7 @@ void checks_summary(trainer *t, FILE *f)
 /* A validation result of run (1 = b) as an event: "b: validation loss
  * 2.6200 (train 2.6100)"; a non-finite one is news, not an ordinary
  * validation, and is spelled nan without a sign. */
-void validation_event(trainer *t, int run, const step_metrics *m)
+void trainer_validation_event(trainer *t, int run, const step_metrics *m)
 {
     char v[16], l[16];
     snprintf(v, sizeof v, isnan(m->val_loss) ? "nan" : "%.4f", (double)m->val_loss);
@@ -196,15 +196,15 @@ void validation_event(trainer *t, int run, const step_metrics *m)
         t->run[0].last_val = m->val_loss;
         t->last_val_step = m->step;
     }
-    add_event(t, isfinite(m->val_loss) ? NS_EV_VAL : NS_EV_WARNING, -1,
-              "%svalidation loss %s (train %s)", run_prefix(t, run), v, l);
+    trainer_add_event(t, isfinite(m->val_loss) ? NS_EV_VAL : NS_EV_WARNING, -1,
+              "%svalidation loss %s (train %s)", trainer_run_prefix(t, run), v, l);
 }
 
 /* Live, at a divergence of run (1 = b): where b goes and how close that
  * snapshot is to the limit (trainer_rewind_note), as a line of the log and
  * in the run's diagnosis (the D panel's, with the fix's own target), which
  * a rewind clears. */
-void rewind_target_event(trainer *t, int run)
+void trainer_rewind_target_event(trainer *t, int run)
 {
     const engine *e = run ? t->o.twin : t->e;
     char *note = t->rd[run].view.rewind;
@@ -212,8 +212,8 @@ void rewind_target_event(trainer *t, int run)
         return; /* headless: --save says it */
     trainer_rewind_note(e, engine_steps_done(e), 1, note, sizeof t->rd[run].view.rewind);
     if (note[0])
-        add_event(t, NS_EV_INFO, -1, "b rewinds to %s", note);
-    fix_target_note(t, run);
+        trainer_add_event(t, NS_EV_INFO, -1, "b rewinds to %s", note);
+    trainer_fix_target_note(t, run);
 }
 
 void trainer_rewind_note(const engine *e, long from, int live, char *buf, size_t len)

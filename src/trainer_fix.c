@@ -26,22 +26,22 @@ static int fix_candidates(const trainer *t, int run, const diag_finding **out, i
     int n = 0;
     for (int rank = 0; rank < TRAINER_RANKS; rank++)
         for (int i = 0; i < v->n && n < max; i++)
-            if (trainer_finding_rank(&v->f[i]) == rank && v->f[i].fix[0] &&
+            if (snapshot_finding_rank(&v->f[i]) == rank && v->f[i].fix[0] &&
                 !(t->fix_rules & (1u << v->f[i].rule)))
                 out[n++] = &v->f[i];
     return n;
 }
 
 /* The finding whose fix applies first, and its run: the run that
- * diverged, else a before b (trainer_fix_run); NULL for none. */
+ * diverged, else a before b (snapshot_fix_run); NULL for none. */
 static const diag_finding *fix_finding(const trainer *t, int *run)
 {
     const diag_finding *f[1];
     const trainer_diagnosis *views[2] = {&t->rd[0].view, &t->rd[1].view};
-    *run = trainer_fix_run(views, n_runs(t), t->diverged_run);
+    *run = snapshot_fix_run(views, trainer_n_runs(t), t->diverged_run);
     if (*run >= 0 && fix_candidates(t, *run, f, 1) == 1)
         return f[0];
-    for (*run = 0; *run < n_runs(t); ++*run) /* every tried fix of the first: the other's */
+    for (*run = 0; *run < trainer_n_runs(t); ++*run) /* every tried fix of the first: the other's */
         if (fix_candidates(t, *run, f, 1) == 1)
             return f[0];
     *run = -1;
@@ -122,7 +122,7 @@ static long fix_go_back(trainer *t, int run, const diag_finding *f, double *back
         c = command_make(CMD_REWIND);
         c.v.type = CMDV_REAL;
         c.v.u.x = (double)at;
-        apply_command(t, &c, TWIN_BOTH);
+        trainer_apply_command(t, &c, TWIN_BOTH);
         if (skipped[0])
             snprintf(where, len, " (the newest still healthy; %s)", skipped);
         if (at == 0 || !(*back_loss > 0))
@@ -131,7 +131,7 @@ static long fix_go_back(trainer *t, int run, const diag_finding *f, double *back
             return engine_steps_done(t->e);
     }
     c = command_make(CMD_REINIT);
-    apply_command(t, &c, TWIN_BOTH);
+    trainer_apply_command(t, &c, TWIN_BOTH);
     *back_loss = start;
     if (f->fix_from == DIAG_FROM_SNAPSHOT)
         snprintf(where, len, " (no snapshot still healthy%s%s)", skipped[0] ? ": " : "",
@@ -151,13 +151,13 @@ static void fix_commands(trainer *t, const char *fix, int target)
         while (*w == ' ')
             w++;
         if (command_parse(w, &c, err, sizeof err) == 0)
-            apply_command(t, &c, target);
+            trainer_apply_command(t, &c, target);
     }
 }
 
 /* The fix's story in run r's view: what its verdict waits on, and the
  * latest fix proven (none for the other run). */
-void view_fix(const trainer *t, int r, trainer_diagnosis *v)
+void trainer_view_fix(const trainer *t, int r, trainer_diagnosis *v)
 {
     snprintf(v->fix_note, sizeof v->fix_note, "%s", r == t->fix_run ? t->fix_note : "");
     snprintf(v->fix_proven, sizeof v->fix_proven, "%s", r == t->fix_run ? t->fix_proven : "");
@@ -165,14 +165,14 @@ void view_fix(const trainer *t, int r, trainer_diagnosis *v)
 
 /* What the fix run's verdict waits on (trainer_diagnosis.fix_note), in
  * its view at once: a run that stops on it reports it. "" clears it. */
-void set_fix_note(trainer *t, const char *fmt, ...)
+void trainer_set_fix_note(trainer *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t->fix_note, sizeof t->fix_note, fmt, ap);
     va_end(ap);
     trainer_diagnosis *v = &t->rd[t->fix_run].view;
-    view_fix(t, t->fix_run, v);
+    trainer_view_fix(t, t->fix_run, v);
     v->healthy = v->healthy && !t->fix_note[0];
 }
 
@@ -191,12 +191,12 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
     int stall = strcmp(how, "--on-stall fix") == 0 && t->diverged_run < 0 && !t->fix_check_at;
     engine_note(t->e, "fix (%s): %s; %s", how, msg,
                 stall ? "the run goes on" : "stopping with the diagnosis");
-    pull_engine_events(t);
+    trainer_pull_engine_events(t);
     if (!stall) {
-        set_state(t, TRAINER_DIVERGED);
+        trainer_set_state(t, TRAINER_DIVERGED);
         t->budget = 0;
         t->fix_failed = t->fix_check_at != 0;
-        publish_status(t);
+        trainer_publish_status(t);
     }
     t->fix_check_at = 0;
 }
@@ -204,9 +204,9 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
 /* Apply the diagnosis' fixes: go back as the cause's says (to a snapshot
  * still healthy), run every candidate's commands on its run, note it (the
  * log, a "fix" mark, the next row's state "fixed"), train on, and judge
- * it DIAG_FIX_CHECK steps later (fix_check); at most TRAINER_FIX_MAX
+ * it DIAG_FIX_CHECK steps later (trainer_fix_check); at most TRAINER_FIX_MAX
  * times. how: what asked for it, for the log. */
-void apply_fix(trainer *t, const char *how)
+void trainer_apply_fix(trainer *t, const char *how)
 {
     int run = 0;
     const diag_finding *found = fix_finding(t, &run), *all[TRAINER_FINDINGS];
@@ -217,7 +217,7 @@ void apply_fix(trainer *t, const char *how)
             fix_give_up(t, how, "no finding names a next step to apply");
         else {
             engine_note(t->e, "fix (%s): no finding names a next step to apply", how);
-            pull_engine_events(t);
+            trainer_pull_engine_events(t);
         }
         return;
     }
@@ -255,15 +255,15 @@ void apply_fix(trainer *t, const char *how)
     snprintf(t->fix_what, sizeof t->fix_what, "%s", cmds);
     t->fix_proven[0] = 0; /* the story is the new fix's now */
     engine_note(t->e, "fix %d of %d (%s): %s%s step %ld%s, then %s (cause: %s at step %ld%s)",
-                t->fixes, TRAINER_FIX_MAX, how, run_prefix(t, run),
+                t->fixes, TRAINER_FIX_MAX, how, trainer_run_prefix(t, run),
                 at < from ? "went back to" : "stayed at", at, where, cmds,
                 diag_rule_name(f.rule), f.step, also);
     engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
-                "below %.3f", run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN, bar);
-    set_fix_note(t, "fix %d is checked at step %ld", t->fixes, t->fix_check_at);
-    pull_engine_events(t);
+                "below %.3f", trainer_run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN, bar);
+    trainer_set_fix_note(t, "fix %d is checked at step %ld", t->fixes, t->fix_check_at);
+    trainer_pull_engine_events(t);
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)
-        set_state(t, TRAINER_RUNNING);
+        trainer_set_state(t, TRAINER_RUNNING);
     t->budget = 0;
 }
 
@@ -271,7 +271,7 @@ void apply_fix(trainer *t, const char *how)
  * step, or at that step a mean loss (DIAG_LEARN_MEAN steps) not below
  * its bar or a run stalled, and "the fix did not help": the next
  * candidate is tried, or the run stops. Else it helped, and says so. */
-void fix_check(trainer *t, int bad, int blown)
+void trainer_fix_check(trainer *t, int bad, int blown)
 {
     if (!t->fix_check_at)
         return;
@@ -281,20 +281,20 @@ void fix_check(trainer *t, int bad, int blown)
     int failed = bad || blown >= 0;
     if (!failed && done < t->fix_check_at)
         return;
-    const char *pre = run_prefix(t, t->fix_run);
+    const char *pre = trainer_run_prefix(t, t->fix_run);
     if (failed) {
         engine_note(t->e, "%sthe fix did not help: %s at step %ld, before its check at step %ld",
                     pre, bad ? "diverged" : "blew up", done, t->fix_check_at);
-        set_fix_note(t, "fix %d did not help: %s at step %ld", t->fixes,
+        trainer_set_fix_note(t, "fix %d did not help: %s at step %ld", t->fixes,
                      bad ? "diverged" : "blew up", done);
         t->fix_rules = 0; /* a new episode: its findings are news, tried or not */
     } else if (!(now < t->fix_bar) || diag_stalled(d)) {
         engine_note(t->e, "%sthe fix did not help: loss %.3f (mean of %d steps) at step %ld, "
                     "not below %.3f%s", pre, now, DIAG_LEARN_MEAN, done, t->fix_bar,
                     diag_stalled(d) ? ", stalled" : "");
-        set_fix_note(t, "fix %d did not help: loss %.3f at step %ld, not below %.3f", t->fixes,
+        trainer_set_fix_note(t, "fix %d did not help: loss %.3f at step %ld, not below %.3f", t->fixes,
                      now, done, t->fix_bar);
-        pull_engine_events(t);
+        trainer_pull_engine_events(t);
         t->fix_due = "the fix's check"; /* the next candidate, after this step's report */
         return;
     } else {
@@ -304,21 +304,21 @@ void fix_check(trainer *t, int bad, int blown)
                  "fix %d (%.120s) helped: loss %.3f at step %ld, below %.3f", t->fixes,
                  t->fix_what, now, done, t->fix_bar);
         t->fix_rules = 0;
-        set_fix_note(t, "%s", "");
+        trainer_set_fix_note(t, "%s", "");
     }
     t->fix_check_at = 0;
-    pull_engine_events(t);
+    trainer_pull_engine_events(t);
 }
 
 /* The snapshot the fix of v's cause rewinds to (fix_go_back's, as
  * engine_rewind_before picks it) and how close it is to the limit, in the
  * words of b's line, into v->fix_rewind; "" when the fix does not rewind
  * or goes where b goes; v->fix_reinit when no snapshot is that old. */
-void fix_target_note(trainer *t, int run)
+void trainer_fix_target_note(trainer *t, int run)
 {
     const engine *e = run ? t->o.twin : t->e;
     trainer_diagnosis *v = &t->rd[run].view;
-    const diag_finding *f = trainer_diagnosis_fix(v), *all[TRAINER_FINDINGS];
+    const diag_finding *f = snapshot_diagnosis_fix(v), *all[TRAINER_FINDINGS];
     long done = engine_steps_done(e), b_at;
     step_metrics m, mb;
     char skipped[DIAG_TEXT + 16];

@@ -25,7 +25,7 @@
 #include "diagnose.h"
 #include "trainer.h"
 
-/* A fix's commands, every candidate's (apply_fix) */
+/* A fix's commands, every candidate's (trainer_apply_fix) */
 #define TRAINER_FIX_TEXT 160
 
 /* One run's diagnosis (diagnose.c): its rules' state, the latest step's
@@ -62,7 +62,7 @@ struct trainer {
     pthread_cond_t scond;
     trainer_snapshot *pub;
 
-    /* the run clock (run_now): CLOCK_MONOTONIC less the time held, under
+    /* the run clock (trainer_run_now): CLOCK_MONOTONIC less the time held, under
      * clock_lock */
     pthread_mutex_t clock_lock;
     double held_at;    /* >= 0: held since then (the process is stopping) */
@@ -119,7 +119,7 @@ struct trainer {
     char fix_note[NS_EVENT_TEXT]; /* fix_run's verdict waits on its fix (trainer_diagnosis) */
     char fix_what[TRAINER_FIX_TEXT]; /* the latest fix's commands */
     char fix_proven[NS_EVENT_TEXT];  /* the latest fix's check, when it helped */
-    int in_script;     /* applying a --script command (apply_fix's log) */
+    int in_script;     /* applying a --script command (trainer_apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
 };
@@ -131,68 +131,68 @@ _Static_assert(MARK_HOOK0 + SETH_COUNT <= 32, "mark_bits keeps a bit per hook");
 
 /* ---- trainer.c ---- */
 /* The trainer's clock (seconds): monotonic, standing still while held. */
-double run_now(trainer *t);
+double trainer_run_now(trainer *t);
 /* Publish the header only (a command changed a setting or the state). */
-void publish_status(trainer *t);
+void trainer_publish_status(trainer *t);
 /* An event at the step the run is at, into the published ring. */
-void add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
+void trainer_add_event(trainer *t, ns_event_kind kind, int layer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Both runs' new engine lines into the published events. */
-void pull_engine_events(trainer *t);
+void trainer_pull_engine_events(trainer *t);
 /* Runs there are: a, and b with a twin. */
-int n_runs(const trainer *t);
+int trainer_n_runs(const trainer *t);
 /* A run's latest metrics (1 = b). */
-step_metrics *run_metrics(trainer *t, int run);
+step_metrics *trainer_run_metrics(trainer *t, int run);
 /* What names a run's lines: "b: ", and "a: " beside a twin; "" alone. */
-const char *run_prefix(const trainer *t, int run);
+const char *trainer_run_prefix(const trainer *t, int run);
 
 /* ---- trainer_cmd.c ---- */
 /* The trainer's state; running again opens a fresh rate window. */
-void set_state(trainer *t, trainer_state s);
+void trainer_set_state(trainer *t, trainer_state s);
 /* Apply one command to target's run(s) (twin.h), between steps. */
-void apply_command(trainer *t, const ns_command *c, int target);
-/* A --script command, applied as a key's is (script_due's callback). */
-void script_cmd(void *ctx, const ns_command *c, int target);
+void trainer_apply_command(trainer *t, const ns_command *c, int target);
+/* A --script command, applied as a key's is (command_script_due's callback). */
+void trainer_script_cmd(void *ctx, const ns_command *c, int target);
 
 /* ---- trainer_fix.c ---- */
 /* The fix's story (fix_note, fix_proven) in run r's view. */
-void view_fix(const trainer *t, int r, trainer_diagnosis *v);
+void trainer_view_fix(const trainer *t, int r, trainer_diagnosis *v);
 /* What the fix run's verdict waits on, in its view at once; "" clears it. */
-void set_fix_note(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void trainer_set_fix_note(trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Apply the diagnosis' fixes; how: what asked for it, for the log. */
-void apply_fix(trainer *t, const char *how);
+void trainer_apply_fix(trainer *t, const char *how);
 /* Judge the latest fix after a step: bad, the step diverged; blown, the run
  * that blew up (-1: none). */
-void fix_check(trainer *t, int bad, int blown);
+void trainer_fix_check(trainer *t, int bad, int blown);
 /* Where the fix of run's cause goes, and its commands, into run's view. */
-void fix_target_note(trainer *t, int run);
+void trainer_fix_target_note(trainer *t, int run);
 
 /* ---- trainer_diag.c ---- */
 /* The step's findings, kept until reported; the stalled mark on each row. */
-void diagnosis_observe(trainer *t);
+void trainer_diagnosis_observe(trainer *t);
 /* The run in which this step found rule's diagnosis, or -1. */
-int found_rule(const trainer *t, diag_rule rule);
+int trainer_found_rule(const trainer *t, diag_rule rule);
 /* The step's findings as events, after the engine's. */
-void diagnosis_events(trainer *t);
+void trainer_diagnosis_events(trainer *t);
 /* Headless: the findings on the log; then --on-stall stop. */
-void diagnosis_report(trainer *t);
+void trainer_diagnosis_report(trainer *t);
 /* Headless, after the summary line: each run that ended badly, its cause. */
-void diagnosis_summary(trainer *t, const trainer_status *s, FILE *f);
+void trainer_diagnosis_summary(trainer *t, const trainer_status *s, FILE *f);
 /* After the summary line: each run's verdict and its checks. */
-void checks_summary(trainer *t, FILE *f);
+void trainer_checks_summary(trainer *t, FILE *f);
 /* A validation result of run (1 = b) as an event. */
-void validation_event(trainer *t, int run, const step_metrics *m);
+void trainer_validation_event(trainer *t, int run, const step_metrics *m);
 /* Live, at a divergence of run: where b goes, as an event and in its view. */
-void rewind_target_event(trainer *t, int run);
+void trainer_rewind_target_event(trainer *t, int run);
 
 /* ---- trainer_out.c ---- */
 /* The step's CSV row and JSONL line(s), flushed; a failed write noted. */
-void write_rows(trainer *t);
-/* The CSV's header, as write_rows fills it. */
-void csv_header(trainer *t, FILE *csv);
+void trainer_write_rows(trainer *t);
+/* The CSV's header, as trainer_write_rows fills it. */
+void trainer_csv_header(trainer *t, FILE *csv);
 /* The headless progress line, redrawn at most every 0.1 s and at the end. */
-void print_progress(trainer *t);
+void trainer_print_progress(trainer *t);
 /* The engines' events not yet written to o.log, a's then b's. */
-void report_events(trainer *t);
+void trainer_report_events(trainer *t);
 
 #endif

@@ -33,7 +33,7 @@ static void csv_row(FILE *csv, const step_metrics *a, const step_metrics *b)
 /* The step's CSV row and JSONL line(s), flushed. A failed write (a full disk) is
  * noted now, while errno holds its cause; the file reports it when
  * committed, and a headless run stops (no one would see the rest). */
-void write_rows(trainer *t)
+void trainer_write_rows(trainer *t)
 {
     const step_metrics *b = t->o.twin ? &t->run[1].m : NULL;
     FILE *csv = t->o.csv ? t->o.csv->f : NULL, *js = t->o.jsonl ? t->o.jsonl->f : NULL;
@@ -55,15 +55,15 @@ void write_rows(trainer *t)
     if (js)
         fflush(js);
     /* both asked: each records its own error */
-    int failed = csv && atomic_failed(t->o.csv);
-    failed |= js && atomic_failed(t->o.jsonl);
+    int failed = csv && atomicio_failed(t->o.csv);
+    failed |= js && atomicio_failed(t->o.jsonl);
     if (failed)
         t->write_failed = 1;
 }
 
-/* The CSV's header, as write_rows fills it: b's columns prefixed b_, the
+/* The CSV's header, as trainer_write_rows fills it: b's columns prefixed b_, the
  * state columns (a's, then b's) after all the others. */
-void csv_header(trainer *t, FILE *csv)
+void trainer_csv_header(trainer *t, FILE *csv)
 {
     int L = engine_config(t->e)->n_layer;
     metrics_csv_header_fields(csv, L, "");
@@ -78,7 +78,7 @@ void csv_header(trainer *t, FILE *csv)
 }
 
 /* The headless progress line, redrawn at most every 0.1 s and at the end. */
-void print_progress(trainer *t)
+void trainer_print_progress(trainer *t)
 {
     const step_metrics *m = &t->run[0].m;
     double now = nstime_now();
@@ -93,7 +93,7 @@ void print_progress(trainer *t)
 
 /* The engines' events not yet written to o.log, a's then b's, each
  * prefixed with its run when there are two. */
-void report_events(trainer *t)
+void trainer_report_events(trainer *t)
 {
     engine *run[2] = {t->e, t->o.twin};
     for (int r = 0; r < 2 && run[r]; r++) {
@@ -102,7 +102,7 @@ void report_events(trainer *t)
             if (!t->o.log || t->o.quiet || engine_event_get(run[r], t->reported[r], &ev) != 0)
                 continue;
             fprintf(t->o.log, "%snormscope: %s%s\n", t->o.progress ? "\r\033[K" : "",
-                    run_prefix(t, r), ev.text);
+                    trainer_run_prefix(t, r), ev.text);
         }
     }
 }
@@ -131,7 +131,7 @@ static double peak_resident_bytes(void)
 
 void trainer_summary(trainer *t, FILE *f)
 {
-    publish_status(t); /* the run is over: this thread may (run_seconds is newer) */
+    trainer_publish_status(t); /* the run is over: this thread may (run_seconds is newer) */
     trainer_status s;
     pthread_mutex_lock(&t->slock);
     s = t->pub->s;
@@ -151,7 +151,7 @@ void trainer_summary(trainer *t, FILE *f)
             "memory %.1f MiB, estimated %.1f MiB\n",
             done, secs, secs > 0 ? done / secs : 0.0,
             secs > 0 ? done * (double)c->batch * c->context / secs : 0.0, losstxt, valtxt,
-            norm_place_name(c->norm), norm_kind_name(c->norm_kind), numfmt_name(c->precision),
+            config_norm_place_name(c->norm), config_norm_kind_name(c->norm_kind), numfmt_name(c->precision),
             c->n_layer, c->dim, c->n_head, c->context, c->batch, s.threads,
             peak_resident_bytes() / 1048576.0,
             trainer_bytes_needed(c, s.compare ? &s.run[1].cfg : NULL, !t->sync) / 1048576.0);
@@ -167,6 +167,6 @@ void trainer_summary(trainer *t, FILE *f)
                 "normscope: %ld diverged steps were not applied (--on-diverge continue; state "
                 "diverged in --csv)\n",
                 s.diverged_steps);
-    diagnosis_summary(t, &s, f);
-    checks_summary(t, f);
+    trainer_diagnosis_summary(t, &s, f);
+    trainer_checks_summary(t, f);
 }

@@ -209,7 +209,7 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
     const char *mode = ui->logy ? "[log-y]  " : "[linear]  ";
     if (c->cmp) {
         char fa[160], fb[160];
-        twin_run ra = trainer_status_twin(st, 0), rb = trainer_status_twin(st, 1);
+        twin_run ra = snapshot_status_twin(st, 0), rb = snapshot_status_twin(st, 1);
         twin_label("a", ra, rb, fa, sizeof fa - 2);
         twin_label("b", rb, ra, fb, sizeof fb - 2);
         /* each at most the columns the other items want, while that

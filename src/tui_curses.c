@@ -354,12 +354,12 @@ static const ui_source follow_source = {
 
 /* ---- a sweep (tui_sweep.c): its own keys, no mouse, no event log ------------------- */
 
-static int sweep_src_update(run_state *rs) { return sv_update(rs->sv, rs->board); }
-static void sweep_src_draw(run_state *rs) { sv_draw(&rs->grid, rs->sv); }
+static int sweep_src_update(run_state *rs) { return tui_sweep_update(rs->sv, rs->board); }
+static void sweep_src_draw(run_state *rs) { tui_sweep_draw(&rs->grid, rs->sv); }
 
 static void sweep_src_key(run_state *rs, int key)
 {
-    sv_key(rs->sv, key);
+    tui_sweep_key(rs->sv, key);
     rs->ui.quit = rs->sv->quit;
 }
 
@@ -766,7 +766,7 @@ static tui_end run_ui(trainer *t, tui_follow_state *fw, sweepview *sv, sv_board 
     rs.board = board;
     rs.spool = t ? o->spool : NULL;
     rs.src = sv ? &sweep_source : fw ? &follow_source : &trainer_source;
-    rs.snap = trainer_snapshot_new();
+    rs.snap = snapshot_new();
     if (!rs.snap) {
         snprintf(err, errlen, "out of memory");
         return TUI_END_ERROR;
@@ -824,8 +824,8 @@ typedef struct {
 static void *sweep_thread(void *p)
 {
     sweep_thread_arg *a = p;
-    sweep_watch w = sv_board_watch(a->board);
-    sv_board_done(a->board, sweep_ctx_execute(a->c, &w));
+    sweep_watch w = tui_sweep_board_watch(a->board);
+    tui_sweep_board_done(a->board, sweep_ctx_execute(a->c, &w));
     return NULL;
 }
 
@@ -838,17 +838,17 @@ int tui_sweep_live(sweep_ctx *c, void *arg)
     const sweep_spec *spec = sweep_ctx_spec(c);
     sweepview v;
     sv_board board;
-    if (sv_init(&v, spec, sweep_ctx_dir(c), 0, 0) != 0) {
+    if (tui_sweep_init(&v, spec, sweep_ctx_dir(c), 0, 0) != 0) {
         fprintf(stderr, "normscope: out of memory\n");
         return 1;
     }
-    if (sv_board_init(&board, v.n_runs) != 0) {
-        sv_free(&v);
+    if (tui_sweep_board_init(&board, v.n_runs) != 0) {
+        tui_sweep_free(&v);
         fprintf(stderr, "normscope: out of memory\n");
         return 1;
     }
     for (long k = 0; k < v.n_runs; k++)
-        sv_set_row(&v, k, sweep_ctx_row(c, k));
+        tui_sweep_set_row(&v, k, sweep_ctx_row(c, k));
     sweep_thread_arg ta = {c, &board};
     pthread_t th;
     char err[256] = "";
@@ -856,13 +856,13 @@ int tui_sweep_live(sweep_ctx *c, void *arg)
     tui_end end = started ? run_ui(NULL, NULL, &v, &board, o, err, sizeof err) : TUI_END_ERROR;
     int status = 1;
     if (started) {
-        sv_board_stop(&board);
+        tui_sweep_board_stop(&board);
         pthread_join(th, NULL);
         status = board.status;
     }
     if (end == TUI_END_ERROR)
         fprintf(stderr, "normscope: %s\n", err[0] ? err : "cannot start the sweep's thread");
-    sv_board_free(&board);
-    sv_free(&v);
+    tui_sweep_board_free(&board);
+    tui_sweep_free(&v);
     return end == TUI_END_ERROR && status == 0 ? 1 : status;
 }

@@ -140,7 +140,7 @@ static void keys_line(tui_diag_text *t, const diag_finding *f, const run_view *v
         break;
     case DIAG_R_BLOWUP:
     case DIAG_R_LR_HIGH:
-        if (f == trainer_diagnosis_fix(v->d)) /* its fix line follows */
+        if (f == snapshot_diagnosis_fix(v->d)) /* its fix line follows */
             tui_say(t, "    keys: %s halves the LR, then %s rewinds; %s (the fix below) does both",
                     lr, rw, key(TUI_ACT_FIX));
         else
@@ -186,7 +186,7 @@ static void fix_line(tui_diag_text *t, const diag_finding *f, const trainer_stat
         snprintf(back, sizeof back, "stays at this step");
     const char *cmds = v->d->fix_cmds[0] ? v->d->fix_cmds : f->fix; /* every candidate's */
     const trainer_diagnosis *runs[2] = {&s->diag[0], &s->diag[1]};
-    int fr = trainer_fix_run(runs, s->compare ? 2 : 1, trainer_diverged_run(s));
+    int fr = snapshot_fix_run(runs, s->compare ? 2 : 1, trainer_diverged_run(s));
     if (s->compare && fr != v->run) /* a takes the other run's: say this one's as what it is */
         tui_say(t, "    its fix: %s, then %s (%s applies run %c's: the run that diverged, else a)",
                 back, cmds, key(TUI_ACT_FIX), fr == 1 ? 'b' : 'a');
@@ -252,7 +252,7 @@ static void rewind_line(tui_diag_text *t, const run_view *v)
 static void verdict_line(tui_diag_text *t, const run_view *v, const char *ind)
 {
     int bad, unknown, lo = least_headroom(v->m);
-    trainer_check_counts(v->d, &bad, &unknown);
+    snapshot_check_counts(v->d, &bad, &unknown);
     if (v->d->fix_note[0])
         tui_say(t, "%sno warnings, but not %shealthy: %s", ind,
                 strstr(v->d->fix_note, "did not help") ? "" : "yet known to be ", v->d->fix_note);
@@ -314,19 +314,19 @@ static void run_lines(tui_diag_text *t, const trainer_status *s, int run)
     }
     /* the cause first (a divergence's or a blow-up's, then a stall's; where
      * b goes follows it), then the warnings that came before; each rank
-     * oldest first (trainer_finding_rank) */
+     * oldest first (snapshot_finding_rank) */
     int rewind_said = 0;
     for (int rank = 0; rank < TRAINER_RANKS; rank++)
         for (int i = 0; i < v.d->n; i++) {
             const diag_finding *f = &v.d->f[i];
-            if (trainer_finding_rank(f) != rank)
+            if (snapshot_finding_rank(f) != rank)
                 continue;
             tui_say(t, "%s%s at step %ld: %s", ind,
                     f->kind == DIAG_WARNING ? "warning" : "DIAGNOSIS", f->step, f->text);
             layer_now(t, f->layer, &v, s->have_metrics);
             tui_say(t, "    try: %s", f->hint);
             keys_line(t, f, &v);
-            if (f == trainer_diagnosis_fix(v.d))
+            if (f == snapshot_diagnosis_fix(v.d))
                 fix_line(t, f, s, &v);
             if (!rewind_said++)
                 rewind_line(t, &v);

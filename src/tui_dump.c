@@ -24,7 +24,7 @@ static atomic_file *open_out(const char *path, char *err, size_t errlen)
     atomic_file *a = malloc(sizeof *a);
     if (!a)
         snprintf(err, errlen, "%s: out of memory", path);
-    else if (atomic_open(a, path, err, errlen) != 0) {
+    else if (atomicio_open(a, path, err, errlen) != 0) {
         free(a);
         a = NULL;
     }
@@ -34,7 +34,7 @@ static atomic_file *open_out(const char *path, char *err, size_t errlen)
 /* Commit the file (renamed over its target) and free the handle. */
 static int close_out(atomic_file *a, char *err, size_t errlen)
 {
-    int r = atomic_commit(a, err, errlen);
+    int r = atomicio_commit(a, err, errlen);
     free(a);
     return r;
 }
@@ -48,7 +48,7 @@ int tui_write_screen(const tui_grid *g, const char *path, char *err, size_t errl
     size_t cap = (size_t)(g->cols > 0 ? g->cols : 1) * 4 + 1;
     char *line = malloc(cap);
     if (!line) {
-        atomic_abort(a);
+        atomicio_abort(a);
         free(a);
         snprintf(err, errlen, "out of memory");
         return -1;

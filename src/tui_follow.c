@@ -155,11 +155,11 @@ static void move_view(tui_follow_state *f, tui_action a)
 
 /* ---- the D panel: the lab's rules on the followed run ------------------------------ */
 
-/* The finding whose fix a applies: the episode's (trainer_diagnosis_fix),
+/* The finding whose fix a applies: the episode's (snapshot_diagnosis_fix),
  * else the run's first diagnosis once its episode ended. NULL: none. */
 static const diag_finding *fix_finding(const tui_follow_state *f)
 {
-    const diag_finding *x = trainer_diagnosis_fix(&stream_snapshot(f->r)->s.diag[0]);
+    const diag_finding *x = snapshot_diagnosis_fix(&stream_snapshot(f->r)->s.diag[0]);
     const stream_summary *u = stream_summary_of(f->r);
     return x ? x : u->diagnoses && u->cause.fix[0] ? &u->cause : NULL;
 }
@@ -244,7 +244,7 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
     } else if (d->n > 0) { /* the cause first, then the warnings, oldest first */
         for (int rank = 0; rank < TRAINER_RANKS; rank++)
             for (int i = 0; i < d->n; i++)
-                if (trainer_finding_rank(&d->f[i]) == rank)
+                if (snapshot_finding_rank(&d->f[i]) == rank)
                     finding_lines(&t, f, &d->f[i]);
     } else if (u->diagnoses) { /* a setting change ended its episode: still the cause */
         finding_lines(&t, f, &u->cause);
@@ -257,10 +257,10 @@ int tui_follow_diag_lines(const tui_follow_state *f, char (*line)[TUI_DIAG_LINE]
     }
     if (s->have_metrics && s->n_layer > 0) { /* the questions behind a verdict, with answers */
         char l[TUI_DIAG_LINE];
-        trainer_verdict_text(d, l, sizeof l);
+        snapshot_verdict_text(d, l, sizeof l);
         tui_say(&t, "%s", l);
         for (int i = 0; i < d->n_checks; i++) {
-            trainer_check_text(&d->checks[i], l, sizeof l);
+            snapshot_check_text(&d->checks[i], l, sizeof l);
             tui_say(&t, "  %s", l);
         }
     }
@@ -396,7 +396,7 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
                        : f->live == STREAM_LIVE_GONE      ? "GONE"
                        : f->live == STREAM_LIVE_WAITING   ? "WAITING"
                        : f->live == STREAM_LIVE_NOT_STREAM ? "NOT A STREAM"
-                                                          : trainer_state_name(s->state);
+                                                          : snapshot_state_name(s->state);
     snprintf(state, sizeof state, " %s ", word);
     int sw = (int)strlen(state), end = r.c + r.w - sw - 1;
     tui_puts(g, r.r, end, sw,

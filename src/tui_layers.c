@@ -524,7 +524,7 @@ int tui_label_fit(char *b, int w)
 /* One run's label as the panel header shows it (twin_label). */
 static void run_label(const trainer_status *s, int which, char *b, size_t n)
 {
-    twin_run ra = trainer_status_twin(s, 0), rb = trainer_status_twin(s, 1);
+    twin_run ra = snapshot_status_twin(s, 0), rb = snapshot_status_twin(s, 1);
     if (!s->compare) { /* one run (compact rows): its settings, no other to differ from */
         twin_label("run", ra, (twin_run){0}, b, n);
         return;

@@ -221,7 +221,7 @@ static int items_fit(const items *l, int avail, int prio)
 static int status_state(tui_grid *g, tui_rect r, int row, trainer_state st, int frozen)
 {
     char state[32];
-    snprintf(state, sizeof state, " %s ", trainer_state_name(st));
+    snprintf(state, sizeof state, " %s ", snapshot_state_name(st));
     int right = (int)strlen(state) + (frozen ? 9 : 0) + 1;
     int sc = r.c + r.w - right;
     if (frozen)

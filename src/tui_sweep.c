@@ -24,7 +24,7 @@ enum {
 
 /* ---- the board ------------------------------------------------------------------ */
 
-int sv_board_init(sv_board *b, long n_runs)
+int tui_sweep_board_init(sv_board *b, long n_runs)
 {
     memset(b, 0, sizeof *b);
     b->n = n_runs;
@@ -41,7 +41,7 @@ int sv_board_init(sv_board *b, long n_runs)
     return 0;
 }
 
-void sv_board_free(sv_board *b)
+void tui_sweep_board_free(sv_board *b)
 {
     for (long k = 0; k < b->n; k++)
         free(b->row[k]);
@@ -84,19 +84,19 @@ static int board_stop(void *ctx)
     return s;
 }
 
-sweep_watch sv_board_watch(sv_board *b)
+sweep_watch tui_sweep_board_watch(sv_board *b)
 {
     return (sweep_watch){b, board_started, board_ended, board_stop};
 }
 
-void sv_board_stop(sv_board *b)
+void tui_sweep_board_stop(sv_board *b)
 {
     pthread_mutex_lock(&b->mu);
     b->stop = 1;
     pthread_mutex_unlock(&b->mu);
 }
 
-void sv_board_done(sv_board *b, int status)
+void tui_sweep_board_done(sv_board *b, int status)
 {
     pthread_mutex_lock(&b->mu);
     b->finished = 1;
@@ -140,14 +140,14 @@ static void follow_path(sv_tail *t, const char *path)
     t->open = 1;
 }
 
-void sv_tail_init(sv_tail *t)
+void tui_sweep_tail_init(sv_tail *t)
 {
     memset(t, 0, sizeof *t);
     t->tl.fd = -1;
     plot_data_init(&t->d);
 }
 
-void sv_tail_free(sv_tail *t)
+void tui_sweep_tail_free(sv_tail *t)
 {
     plot_data_free(&t->d);
     tail_free(&t->tl);
@@ -155,7 +155,7 @@ void sv_tail_free(sv_tail *t)
     t->tl.fd = -1;
 }
 
-int sv_tail_feed(sv_tail *t, const char *bytes, size_t n)
+int tui_sweep_tail_feed(sv_tail *t, const char *bytes, size_t n)
 {
     if (!t->open)
         follow_path(t, "");
@@ -164,7 +164,7 @@ int sv_tail_feed(sv_tail *t, const char *bytes, size_t n)
     return t->d.run[0].n > rows;
 }
 
-int sv_tail_last(const sv_tail *t, long *step, double *loss)
+int tui_sweep_tail_last(const sv_tail *t, long *step, double *loss)
 {
     const plot_run *r = &t->d.run[0];
     if (r->n == 0)
@@ -174,7 +174,7 @@ int sv_tail_last(const sv_tail *t, long *step, double *loss)
     return 0;
 }
 
-int sv_tail_poll(sv_tail *t, const char *path)
+int tui_sweep_tail_poll(sv_tail *t, const char *path)
 {
     if (!t->open || strcmp(t->tl.path, path) != 0)
         follow_path(t, path);
@@ -186,7 +186,7 @@ int sv_tail_poll(sv_tail *t, const char *path)
 
 /* ---- the view's model --------------------------------------------------------------- */
 
-int sv_level(double x, double lo, double hi)
+int tui_sweep_level(double x, double lo, double hi)
 {
     if (!isfinite(x))
         return -1;
@@ -209,14 +209,14 @@ static void view_map(sweepview *v, int row, int col)
     sweep_map_group(&v->map, v->fit_cols ? v->fit_cols : SV_FIT_DEFAULT);
 }
 
-int sv_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, int color)
+int tui_sweep_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, int color)
 {
     memset(v, 0, sizeof *v);
     v->spec = spec;
     snprintf(v->dir, sizeof v->dir, "%s", dir);
     v->n_runs = sweep_spec_runs(spec);
     v->runs = v->n_runs > 0 ? calloc((size_t)v->n_runs, sizeof *v->runs) : NULL;
-    v->snap = trainer_snapshot_new();
+    v->snap = snapshot_new();
     if (!v->runs || !v->snap) {
         free(v->runs);
         free(v->snap);
@@ -225,7 +225,7 @@ int sv_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, 
         return -1;
     }
     view_map(v, -1, -1);
-    sv_tail_init(&v->open_tail);
+    tui_sweep_tail_init(&v->open_tail);
     tui_ui_init(&v->ui, unicode, color);
     v->lo = v->hi = NAN;
     return 0;
@@ -234,19 +234,19 @@ int sv_init(sweepview *v, const sweep_spec *spec, const char *dir, int unicode, 
 static void run_untail(sv_run *r)
 {
     if (r->tail) {
-        sv_tail_free(r->tail);
+        tui_sweep_tail_free(r->tail);
         free(r->tail);
         r->tail = NULL;
     }
 }
 
-void sv_free(sweepview *v)
+void tui_sweep_free(sweepview *v)
 {
     for (long k = 0; v->runs && k < v->n_runs; k++)
         run_untail(&v->runs[k]);
     free(v->runs);
     free(v->snap);
-    sv_tail_free(&v->open_tail);
+    tui_sweep_tail_free(&v->open_tail);
     memset(v, 0, sizeof *v);
 }
 
@@ -260,7 +260,7 @@ static void run_row(sweepview *v, long k, const char *row)
     v->rescale = 1;
 }
 
-void sv_set_row(sweepview *v, long k, const char *row)
+void tui_sweep_set_row(sweepview *v, long k, const char *row)
 {
     if (k >= 0 && k < v->n_runs && row)
         run_row(v, k, row);
@@ -292,7 +292,7 @@ static int n_seeds(const sweepview *v)
     return v->map.seed >= 0 ? v->map.count[v->map.seed] : 1;
 }
 
-void sv_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out)
+void tui_sweep_cell_of(const sweepview *v, long p, int r, int c, sv_cell *out)
 {
     memset(out, 0, sizeof *out);
     double live = 0;
@@ -328,7 +328,7 @@ static void view_scale(sweepview *v)
         for (int r = 0; r < m->rows; r++)
             for (int c = 0; c < m->cols; c++) {
                 sv_cell cell;
-                sv_cell_of(v, p, r, c, &cell);
+                tui_sweep_cell_of(v, p, r, c, &cell);
                 if (cell.ended < cell.runs || !cell.fold.final.n || cell.fold.exploded)
                     continue; /* an exploded cell is off the scale: it would flatten it */
                 v->lo = isnan(v->lo) || cell.mean < v->lo ? cell.mean : v->lo;
@@ -367,7 +367,7 @@ static int copy_board(sweepview *v, sv_board *b)
  * file, so a reader's offset stays right), else DIR/run-ID.csv. */
 static void run_path(const sweepview *v, long k, char *path, size_t n)
 {
-    sweep_run_csv(v->spec, v->dir, k, path, n);
+    sweep_spec_run_csv(v->spec, v->dir, k, path, n);
     size_t l = strlen(path);
     if (v->runs[k].phase == SV_RUNNING && l < n)
         snprintf(path + l, n - l, ".tmp.%ld", v->runs[k].pid);
@@ -383,11 +383,11 @@ static int read_running(sweepview *v)
         if (r->phase != SV_RUNNING)
             continue;
         if (!r->tail && (r->tail = malloc(sizeof *r->tail)) != NULL)
-            sv_tail_init(r->tail);
+            tui_sweep_tail_init(r->tail);
         if (!r->tail)
             continue;
         run_path(v, k, path, sizeof path);
-        if (sv_tail_poll(r->tail, path) && sv_tail_last(r->tail, &r->step, &r->loss) == 0)
+        if (tui_sweep_tail_poll(r->tail, path) && tui_sweep_tail_last(r->tail, &r->step, &r->loss) == 0)
             changed = 1;
     }
     return changed;
@@ -433,7 +433,7 @@ static void open_path(const sweepview *v, char *path, size_t n)
     run_path(v, v->open_run, path, n);
 }
 
-int sv_update(sweepview *v, sv_board *b)
+int tui_sweep_update(sweepview *v, sv_board *b)
 {
     int changed = b ? copy_board(v, b) : 0;
     if (v->rescale) {
@@ -445,7 +445,7 @@ int sv_update(sweepview *v, sv_board *b)
     if (v->open) {
         char path[4400];
         open_path(v, path, sizeof path);
-        if (sv_tail_poll(&v->open_tail, path)) {
+        if (tui_sweep_tail_poll(&v->open_tail, path)) {
             open_snapshot(v);
             changed = 1;
         }
@@ -461,13 +461,13 @@ static void open_run(sweepview *v, int s)
     v->open = 1;
     v->open_seed = s;
     v->open_run = run_at(v, v->page, v->sel_r, v->sel_c, s);
-    sv_tail_free(&v->open_tail);
-    sv_tail_init(&v->open_tail);
+    tui_sweep_tail_free(&v->open_tail);
+    tui_sweep_tail_init(&v->open_tail);
     v->ui.selected = -1; /* the heatmap selects the top layer */
     v->ui.scroll = 0;
     char path[4400];
     open_path(v, path, sizeof path);
-    sv_tail_poll(&v->open_tail, path);
+    tui_sweep_tail_poll(&v->open_tail, path);
     open_snapshot(v);
 }
 
@@ -497,7 +497,7 @@ static int next_axis(const sweep_map *m, int a, int other)
 static void relayout(sweepview *v, int row, int col)
 {
     int idx[SWEEP_MAX_AXES];
-    sweep_run_index(v->spec, run_at(v, v->page, v->sel_r, v->sel_c, 0), idx);
+    sweep_spec_run_index(v->spec, run_at(v, v->page, v->sel_r, v->sel_c, 0), idx);
     view_map(v, row, col);
     sweep_map_place(&v->map, idx, &v->page, &v->sel_r, &v->sel_c);
 }
@@ -538,7 +538,7 @@ static int run_key(sweepview *v, int key)
     }
 }
 
-int sv_key(sweepview *v, int key)
+int tui_sweep_key(sweepview *v, int key)
 {
     if (key == 'q' || key == TUI_KEY_F10) {
         v->quit = 1;
@@ -620,7 +620,7 @@ static int cell_number(char *buf, size_t n, int w, const sweep_cell *f, double m
     return k;
 }
 
-void sv_cell_text(const sweepview *v, const sv_cell *c, int w, char *buf, size_t n,
+void tui_sweep_cell_text(const sweepview *v, const sv_cell *c, int w, char *buf, size_t n,
                   tui_style *st)
 {
     const char *pm = v->ui.unicode ? "\xc2\xb1" : "+-";
@@ -633,7 +633,7 @@ void sv_cell_text(const sweepview *v, const sv_cell *c, int w, char *buf, size_t
                                          : snprintf(buf, n, "%c ", mark);
         cell_number(buf + k, n - (size_t)k, w - k, f, c->mean, pm);
         *st = f->exploded ? TUI_S_BAD
-                          : (tui_style)(TUI_S_HEAT0 + sv_level(c->mean, v->lo, v->hi));
+                          : (tui_style)(TUI_S_HEAT0 + tui_sweep_level(c->mean, v->lo, v->hi));
     } else if (c->ended == c->runs) {
         snprintf(buf, n, f->diverged ? "X diverged" : "! failed");
         *st = TUI_S_BAD;
@@ -716,8 +716,8 @@ static void draw_cell(tui_grid *g, const sweepview *v, int row, int col, int r, 
     char buf[64];
     tui_style st;
     int sel = r == v->sel_r && c == v->sel_c;
-    sv_cell_of(v, v->page, r, c, &cell);
-    sv_cell_text(v, &cell, SV_CELL_W - 1, buf, sizeof buf, &st);
+    tui_sweep_cell_of(v, v->page, r, c, &cell);
+    tui_sweep_cell_text(v, &cell, SV_CELL_W - 1, buf, sizeof buf, &st);
     int at = mark_at(buf);
     if (sel)
         tui_fill(g, row, col, 1, SV_CELL_W - 1, ' ', TUI_S_SELECT);
@@ -773,7 +773,7 @@ static void draw_info(tui_grid *g, const sweepview *v, int row)
 {
     const sweep_map *m = &v->map;
     sv_cell c;
-    sv_cell_of(v, v->page, v->sel_r, v->sel_c, &c);
+    tui_sweep_cell_of(v, v->page, v->sel_r, v->sel_c, &c);
     char b[600], t[300];
     int k = 0;
     b[0] = 0;
@@ -979,8 +979,8 @@ static void draw_run(tui_grid *g, sweepview *v)
     const sv_run *r = &v->runs[v->open_run];
     int idx[SWEEP_MAX_AXES];
     char id[13], b[1024], t[300];
-    sweep_run_index(v->spec, v->open_run, idx);
-    sweep_run_id(v->spec, idx, id);
+    sweep_spec_run_index(v->spec, v->open_run, idx);
+    sweep_spec_run_id(v->spec, idx, id);
     int k = snprintf(b, sizeof b, " run %s:", id);
     for (int i = 0; i < v->spec->n_axes && k < (int)sizeof b; i++) {
         axis_text(v, i, idx[i], t, sizeof t);
@@ -1006,7 +1006,7 @@ static void draw_run(tui_grid *g, sweepview *v)
     tui_puts(g, 1, 0, g->cols, st, b);
     int body = g->rows - 4, ch = body / 2;
     if (v->snap->s.hist_total == 0) {
-        sweep_run_csv(v->spec, v->dir, v->open_run, t, sizeof t);
+        sweep_spec_run_csv(v->spec, v->dir, v->open_run, t, sizeof t);
         snprintf(b, sizeof b, " no rows yet in %s", t);
         tui_puts(g, 3, 0, g->cols, TUI_S_DIM, b);
     } else {
@@ -1017,7 +1017,7 @@ static void draw_run(tui_grid *g, sweepview *v)
     draw_footer(g, g->rows - 1, run_foot, (int)(sizeof run_foot / sizeof run_foot[0]));
 }
 
-void sv_draw(tui_grid *g, sweepview *v)
+void tui_sweep_draw(tui_grid *g, sweepview *v)
 {
     tui_grid_clear(g);
     v->ui.n_hits = 0;

@@ -22,80 +22,80 @@
 #include "pool.h"
 
 /* out (N, C) = wte[tokens] + wpe[t]; tokens (B, T) */
-void encoder_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
+void ops_encoder_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
                      int B, int T, int C);
-void encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t *tokens,
+void ops_encoder_backward(float *dwte, float *dwpe, const float *dout, const uint8_t *tokens,
                       int B, int T, int C);
 
 /* LayerNorm over the last dim: out = (x - mean) * rstd * w + b.
  * mean, rstd (N) are saved for the backward. */
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+void ops_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                        const float *b, int N, int C, float eps);
-void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+void ops_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C);
 
 /* RMSNorm: out = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps); no centering,
  * no bias. mean is written as 0 so both kinds share the saved-state shape. */
-void rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+void ops_rmsnorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps);
-void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
+void ops_rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
                       const float *w, const float *rstd, int N, int C);
 
 /* Dynamic Tanh (Zhu et al. 2025, "Transformers without Normalization"):
  * out = w * tanh(a * x) + b with one learnable scalar a; da accumulates
  * into *da. Saves nothing: the backward recomputes tanh from inp. */
-void dyt_forward(float *out, const float *inp, const float *w, const float *b, float a, int N,
+void ops_dyt_forward(float *out, const float *inp, const float *w, const float *b, float a, int N,
                  int C);
-void dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dout,
+void ops_dyt_backward(float *dinp, float *dw, float *db, float *da, const float *dout,
                   const float *inp, const float *w, float a, int N, int C);
 
 /* out (N, OC) = inp (N, C) @ w^T (OC, C) + b (OC); b may be NULL */
-void matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
+void ops_matmul_forward(float *out, const float *inp, const float *w, const float *b, int N, int C,
                     int OC);
-void matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+void ops_matmul_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                      const float *w, int N, int C, int OC);
-/* matmul_forward, returning max |out| (NaN if any is NaN), taken from the
+/* ops_matmul_forward, returning max |out| (NaN if any is NaN), taken from the
  * micro-kernel's registers as it stores out: ops_absmax's value, without
  * another pass over out */
-float matmul_forward_absmax(float *out, const float *inp, const float *w, const float *b, int N,
+float ops_matmul_forward_absmax(float *out, const float *inp, const float *w, const float *b, int N,
                             int C, int OC);
 
 /* Causal multi-head self-attention. qkv (B, T, 3C) holds q, k, v side by
  * side; out (B, T, C); att (B, NH, T, T) keeps the softmax probabilities
  * (only t2 <= t is written and read). drow is no longer read (the kernels
  * keep their scratch on the stack; T <= 1024) and may be NULL. */
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
-void attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
+void ops_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+void ops_attention_backward(float *dqkv, float *drow, const float *dout, const float *qkv,
                         const float *att, int B, int T, int C, int NH);
 
 /* GELU, tanh approximation (as GPT-2, and torch's approximate='tanh'). */
-void gelu_forward(float *out, const float *inp, int n);
-void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+void ops_gelu_forward(float *out, const float *inp, int n);
+void ops_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 
 /* Softmax over V and per-position cross-entropy; targets may be NULL. */
-void softmax_forward(float *probs, const float *logits, int N, int V);
+void ops_softmax_forward(float *probs, const float *logits, int N, int V);
 /* losses (N) = logsumexp(logits) - logits[target], computed from the logits
  * so a tiny probability does not round to a zero and an infinite loss. */
-void crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
+void ops_crossentropy_forward(float *losses, const float *logits, const uint8_t *targets, int N,
                           int V);
-/* crossentropy_forward that also writes each row's logsumexp (log Z) to
+/* ops_crossentropy_forward that also writes each row's logsumexp (log Z) to
  * logz and its largest logit to lmax (N each; either may be NULL), which
  * it computes anyway. */
-void crossentropy_forward_z(float *losses, float *logz, float *lmax, const float *logits,
+void ops_crossentropy_forward_z(float *losses, float *logz, float *lmax, const float *logits,
                             const uint8_t *targets, int N, int V);
 /* dlogits (N, V) = d (CE + z mean (log Z)^2) / d logits, times scale:
  * (probs (1 + 2 z logz[row]) - onehot(target)) * scale, the z-loss's
  * gradient 2 z log Z softmax (Chowdhery et al. 2022) added to the
  * cross-entropy's. Set, not accumulated; returns whether any of dlogits
  * is inf or NaN. */
-int crossentropy_zloss_backward_set(float *dlogits, const float *probs, const float *logz,
+int ops_crossentropy_zloss_backward_set(float *dlogits, const float *probs, const float *logz,
                                     const uint8_t *targets, int N, int V, float scale, float z);
 /* dlogits (N, V) += (probs - onehot(target)) * scale */
-void crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
+void ops_crossentropy_softmax_backward(float *dlogits, const float *probs, const uint8_t *targets,
                                    int N, int V, float scale);
 /* the same set (=) instead of accumulated; returns whether any of dlogits
  * is inf or NaN, each row checked as it is written */
-int crossentropy_softmax_backward_set(float *dlogits, const float *probs,
+int ops_crossentropy_softmax_backward_set(float *dlogits, const float *probs,
                                       const uint8_t *targets, int N, int V, float scale);
 
 /* y (n) += a * x (n) */
@@ -118,30 +118,30 @@ float ops_residual(float *out, const float *x, float a, const float *f, float g,
  * an output, whether it holds inf or NaN), taken while the kernel writes
  * the output instead of in another pass over it. Each gives the bits of
  * its plain kernel and, for the maximum, of ops_absmax on the same path:
- *   layernorm_forward_absmax, gelu_forward_absmax: the plain forward,
+ *   ops_layernorm_forward_absmax, ops_gelu_forward_absmax: the plain forward,
  *     returning max |out| (NaN if any is NaN);
- *   gelu_backward_set: dinp = dout * gelu'(inp) (set, not accumulated),
+ *   ops_gelu_backward_set: dinp = dout * gelu'(inp) (set, not accumulated),
  *     returning GELU_BAD_DINP if any of dinp is infinite or NaN, or'd
  *     with GELU_BAD_DOUT if any of dout is (the watch of the op that made
  *     dout, which the kernel reads anyway). */
 enum { GELU_BAD_DINP = 1, GELU_BAD_DOUT = 2 };
-float layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
+float ops_layernorm_forward_absmax(float *out, float *mean, float *rstd, const float *inp,
                                const float *w, const float *b, int N, int C, float eps);
-float gelu_forward_absmax(float *out, const float *inp, int n);
-/* layernorm_backward, returning whether any of dinp is inf or NaN after
+float ops_gelu_forward_absmax(float *out, const float *inp, int n);
+/* ops_layernorm_backward, returning whether any of dinp is inf or NaN after
  * it (each row checked as it is written) */
-int layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
+int ops_layernorm_backward_watch(float *dinp, float *dw, float *db, const float *dout,
                              const float *inp, const float *w, const float *mean,
                              const float *rstd, int N, int C);
-int gelu_backward_set(float *dinp, const float *inp, const float *dout, int n);
-/* The GELU's derivative made once, by the forward: gelu_forward_grad_absmax
- * is gelu_forward_absmax that also writes grad (n) = gelu'(inp), which may
+int ops_gelu_backward_set(float *dinp, const float *inp, const float *dout, int n);
+/* The GELU's derivative made once, by the forward: ops_gelu_forward_grad_absmax
+ * is ops_gelu_forward_absmax that also writes grad (n) = gelu'(inp), which may
  * be inp itself (overwritten in place: the backward needs no more of x);
- * gelu_backward_grad_set is gelu_backward_set reading that grad instead of
+ * ops_gelu_backward_grad_set is ops_gelu_backward_set reading that grad instead of
  * x. Together they give the bits of the plain pair with one exp a value,
  * not two. */
-float gelu_forward_grad_absmax(float *out, float *grad, const float *inp, int n);
-int gelu_backward_grad_set(float *dinp, const float *grad, const float *dout, int n);
+float ops_gelu_forward_grad_absmax(float *out, float *grad, const float *inp, int n);
+int ops_gelu_backward_grad_set(float *dinp, const float *grad, const float *dout, int n);
 
 /* out (n) = exp(x) by the kernels' vector exp, whose bits ns_expf
  * (nsmath.h) gives one value at a time */
@@ -189,47 +189,47 @@ const char *ops_isa(void);
 void ops_force_generic(int on);
 
 /* The same operations, split over pool p (see the top of this file). */
-void layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
+void ops_layernorm_forward_mt(ns_pool *p, float *out, float *mean, float *rstd, const float *inp,
                           const float *w, const float *b, int N, int C, float eps);
-void layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_layernorm_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                            const float *inp, const float *w, const float *mean, const float *rstd,
                            int N, int C);
-void matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
+void ops_matmul_forward_mt(ns_pool *p, float *out, const float *inp, const float *w, const float *b,
                        int N, int C, int OC);
-float matmul_forward_absmax_mt(ns_pool *p, float *out, const float *inp, const float *w,
+float ops_matmul_forward_absmax_mt(ns_pool *p, float *out, const float *inp, const float *w,
                                const float *b, int N, int C, int OC);
-void matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_matmul_backward_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                         const float *inp, const float *w, int N, int C, int OC);
-void attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,
+void ops_attention_forward_mt(ns_pool *p, float *out, float *att, const float *qkv, int B, int T,
                           int C, int NH);
-/* drow: as attention_backward's, unread */
-void attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
+/* drow: as ops_attention_backward's, unread */
+void ops_attention_backward_mt(ns_pool *p, float *dqkv, float *drow, const float *dout,
                            const float *qkv, const float *att, int B, int T, int C, int NH);
-void gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n);
-void gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
+void ops_gelu_forward_mt(ns_pool *p, float *out, const float *inp, int n);
+void ops_gelu_backward_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
 float ops_absmax_mt(ns_pool *p, const float *x, long n);
 /* dinp set to dout @ w (each element the same chain of products as
- * matmul_backward's, started from 0 rather than added to dinp), dw and db
+ * ops_matmul_backward's, started from 0 rather than added to dinp), dw and db
  * accumulated: saves zeroing dinp first */
-void matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_matmul_backward_set_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                             const float *inp, const float *w, int N, int C, int OC);
-/* matmul_backward_mt with flags: MM_DINP_SET sets dinp as
- * matmul_backward_set_mt does; MM_DW_ZERO takes dw's old value as +0
+/* ops_matmul_backward_mt with flags: MM_DINP_SET sets dinp as
+ * ops_matmul_backward_set_mt does; MM_DW_ZERO takes dw's old value as +0
  * without reading it (the bits of += onto a zeroed dw, so dw's memory
  * need not be zeroed first); db is accumulated either way */
 enum { MM_DINP_SET = 1, MM_DW_ZERO = 2 };
-void matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
+void ops_matmul_backward_flags_mt(ns_pool *p, float *dinp, float *dw, float *db, const float *dout,
                               const float *inp, const float *w, int N, int C, int OC, int flags);
-float layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
+float ops_layernorm_forward_absmax_mt(ns_pool *p, float *out, float *mean, float *rstd,
                                   const float *inp, const float *w, const float *b, int N, int C,
                                   float eps);
-float gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n);
-int layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
+float ops_gelu_forward_absmax_mt(ns_pool *p, float *out, const float *inp, int n);
+int ops_layernorm_backward_watch_mt(ns_pool *p, float *dinp, float *dw, float *db,
                                 const float *dout, const float *inp, const float *w,
                                 const float *mean, const float *rstd, int N, int C);
-int gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
-float gelu_forward_grad_absmax_mt(ns_pool *p, float *out, float *grad, const float *inp, int n);
-int gelu_backward_grad_set_mt(ns_pool *p, float *dinp, const float *grad, const float *dout,
+int ops_gelu_backward_set_mt(ns_pool *p, float *dinp, const float *inp, const float *dout, int n);
+float ops_gelu_forward_grad_absmax_mt(ns_pool *p, float *out, float *grad, const float *inp, int n);
+int ops_gelu_backward_grad_set_mt(ns_pool *p, float *dinp, const float *grad, const float *dout,
                               int n);
 float ops_residual_mt(ns_pool *p, float *out, const float *x, float a, const float *f, float g,
                       long n);

@@ -28,9 +28,9 @@ typedef struct {
     float layer_decay;
 } adamw_hparams;
 
-int adamw_create(adamw *o, size_t n);
-void adamw_free(adamw *o);
-void adamw_reset(adamw *o);
+int optim_adamw_create(adamw *o, size_t n);
+void optim_adamw_free(adamw *o);
+void optim_adamw_reset(adamw *o);
 
 /* One update of m->params from m->grads (ops_adamw, tensor by tensor).
  * If layer_sq is not NULL it receives, per layer l, the sum of squared
@@ -39,6 +39,6 @@ void adamw_reset(adamw *o);
  * ratio follows without another pass over the weights. Split over
  * m->pool by whole layers (and the tensors outside them): the same bits
  * for any thread count. */
-void adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_sq);
+void optim_adamw_update(adamw *o, model *m, const adamw_hparams *h, double *layer_sq);
 
 #endif

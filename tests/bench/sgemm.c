@@ -77,11 +77,11 @@ static double rate(int kind, int N, int C, int OC, double min_s)
             evict();
         double t = now();
         if (kind == 0)
-            matmul_forward(y, x, w, b, N, C, OC);
+            ops_matmul_forward(y, x, w, b, N, C, OC);
         else if (kind == 1) /* dinp only: dw into a scratch with the same cost is kind 2 */
-            matmul_backward(dx, dw, NULL, y, x, w, N, C, OC), flops = 4.0 * N * C * OC;
+            ops_matmul_backward(dx, dw, NULL, y, x, w, N, C, OC), flops = 4.0 * N * C * OC;
         else
-            matmul_backward(NULL, dw, db, y, x, w, N, C, OC);
+            ops_matmul_backward(NULL, dw, db, y, x, w, N, C, OC);
         double dt = now() - t;
         if (flops / dt > best)
             best = flops / dt;

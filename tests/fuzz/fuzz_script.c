@@ -20,11 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = 0;
     ns_script s;
     char err[256];
-    if (script_parse(text, "f", &s, err, sizeof err) == 0) {
+    if (command_script_parse(text, "f", &s, err, sizeof err) == 0) {
         long n = 0;
         for (long step = 0; step < 300; step++)
-            script_due(&s, step, count, &n);
-        script_free(&s);
+            command_script_due(&s, step, count, &n);
+        command_script_free(&s);
     } else if (strncmp(err, "f:", 2) != 0) {
         abort(); /* every refusal names the file (and line) */
     }

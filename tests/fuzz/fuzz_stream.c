@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     stream_reader *b = stream_open("/nonexistent/fuzz_b.nsj");
     static trainer_snapshot *view; /* 2 MiB: made once */
     if (!view)
-        view = trainer_snapshot_new();
+        view = snapshot_new();
     if (!a || !b || !view)
         abort();
     stream_feed(a, text, cut);

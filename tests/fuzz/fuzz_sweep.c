@@ -72,7 +72,7 @@ static void check_loss_at(const char *text)
 {
     sweep_spec s = {.n_axes = 0}, again = {.n_axes = 0};
     char err[256], spelled[SWEEP_MAX_LOSS_AT * 12], respelled[sizeof spelled];
-    if (sweep_loss_at_parse(text, &s, err, sizeof err) != 0) {
+    if (sweep_spec_loss_at_parse(text, &s, err, sizeof err) != 0) {
         if (strncmp(err, "--loss-at", 9) != 0 || strchr(err, '\n') || s.n_loss_at != 0)
             abort();
         return;
@@ -83,12 +83,12 @@ static void check_loss_at(const char *text)
         if (s.loss_at[j] < 1 || s.loss_at[j] > SWEEP_LOSS_AT_MAX ||
             (j && s.loss_at[j] <= s.loss_at[j - 1]))
             abort();
-    sweep_loss_at_text(&s, spelled, sizeof spelled);
-    if (sweep_loss_at_parse(spelled, &again, err, sizeof err) != 0 ||
+    sweep_spec_loss_at_text(&s, spelled, sizeof spelled);
+    if (sweep_spec_loss_at_parse(spelled, &again, err, sizeof err) != 0 ||
         again.n_loss_at != s.n_loss_at ||
         memcmp(again.loss_at, s.loss_at, (size_t)s.n_loss_at * sizeof *s.loss_at) != 0)
         abort();
-    sweep_loss_at_text(&again, respelled, sizeof respelled);
+    sweep_spec_loss_at_text(&again, respelled, sizeof respelled);
     if (strcmp(spelled, respelled) != 0)
         abort();
 }
@@ -118,11 +118,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (long k = 0; k < (n < 0 ? 100 : n < 100 ? n : 100); k++) {
             int idx[SWEEP_MAX_AXES];
             char id[13];
-            sweep_run_index(&s, k, idx);
+            sweep_spec_run_index(&s, k, idx);
             for (int i = 0; i < s.n_axes; i++)
                 if (idx[i] < 0 || idx[i] >= s.axis[i].n)
                     abort();
-            sweep_run_id(&s, idx, id);
+            sweep_spec_run_id(&s, idx, id);
             if (strlen(id) != 12)
                 abort();
         }

@@ -1,5 +1,5 @@
 /* fuzz_sweepview.c - libFuzzer harness for what the live view of a sweep
- * parses: a run's CSV read while it grows (sv_tail_feed: the bytes in
+ * parses: a run's CSV read while it grows (tui_sweep_tail_feed: the bytes in
  * chunks whose sizes the input chooses, complete lines only, then
  * plot_data) and rows of results.csv (sweep_row_parse), folded into one
  * cell (sweep_cell_add). The same bytes fed whole and in chunks must give
@@ -26,11 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *p = (const char *)data + 1;
     size_t n = size - 1;
     sv_tail whole, parts;
-    sv_tail_init(&whole);
-    sv_tail_init(&parts);
-    sv_tail_feed(&whole, p, n);
+    tui_sweep_tail_init(&whole);
+    tui_sweep_tail_init(&parts);
+    tui_sweep_tail_feed(&whole, p, n);
     for (size_t a = 0; a < n; a += chunk)
-        sv_tail_feed(&parts, p + a, n - a < chunk ? n - a : chunk);
+        tui_sweep_tail_feed(&parts, p + a, n - a < chunk ? n - a : chunk);
     if (!whole.bad && !parts.bad && whole.d.run[0].n != parts.d.run[0].n)
         abort(); /* chunking changed what was read */
     size_t left_w, left_p; /* the same unterminated last line either way */
@@ -39,10 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     long step;
     double loss;
-    if ((sv_tail_last(&whole, &step, &loss) == 0) != (whole.d.run[0].n > 0))
+    if ((tui_sweep_tail_last(&whole, &step, &loss) == 0) != (whole.d.run[0].n > 0))
         abort();
-    sv_tail_free(&whole);
-    sv_tail_free(&parts);
+    tui_sweep_tail_free(&whole);
+    tui_sweep_tail_free(&parts);
     /* each line as a results.csv row */
     char *copy = malloc(n + 1);
     if (!copy)

@@ -72,23 +72,23 @@ static void test_commit_abort(void)
     char err[512];
     atomic_file a;
     put_text(at("x"), "old\n");
-    CHECK(atomic_open(&a, at("x"), err, sizeof err) == 0);
+    CHECK(atomicio_open(&a, at("x"), err, sizeof err) == 0);
     fputs("new\n", a.f);
     CHECK(tmp_exists("x"));
     CHECK(strcmp(get_text(at("x")), "old\n") == 0); /* untouched until commit */
-    CHECK(atomic_commit(&a, err, sizeof err) == 0);
+    CHECK(atomicio_commit(&a, err, sizeof err) == 0);
     CHECK(strcmp(get_text(at("x")), "new\n") == 0);
     CHECK(!tmp_exists("x"));
 
-    CHECK(atomic_open(&a, at("x"), err, sizeof err) == 0);
+    CHECK(atomicio_open(&a, at("x"), err, sizeof err) == 0);
     fputs("half", a.f);
-    atomic_abort(&a);
+    atomicio_abort(&a);
     CHECK(strcmp(get_text(at("x")), "new\n") == 0);
     CHECK(!tmp_exists("x"));
 
     /* a replaced file keeps its mode */
     chmod(at("x"), 0640);
-    CHECK(atomic_write_file(at("x"), "m\n", 2, err, sizeof err) == 0);
+    CHECK(atomicio_write_file(at("x"), "m\n", 2, err, sizeof err) == 0);
     struct stat st;
     CHECK(stat(at("x"), &st) == 0 && (st.st_mode & 0777) == 0640);
 }
@@ -98,16 +98,16 @@ static void test_refusals(void)
     char err[512];
     atomic_file a;
     put_text(at("file"), "f\n");
-    CHECK(atomic_open(&a, at("nodir/x"), err, sizeof err) == -1 && strstr(err, "nodir/x") &&
+    CHECK(atomicio_open(&a, at("nodir/x"), err, sizeof err) == -1 && strstr(err, "nodir/x") &&
           strstr(err, "No such file"));
-    CHECK(atomic_open(&a, at("file/x"), err, sizeof err) == -1 && strstr(err, "Not a directory"));
-    CHECK(atomic_open(&a, dir, err, sizeof err) == -1 && strstr(err, "is a directory"));
-    CHECK(atomic_probe(at("nodir/x"), err, sizeof err) == -1 && strstr(err, "nodir/x"));
-    CHECK(atomic_probe(at("file/x"), err, sizeof err) == -1);
-    CHECK(atomic_probe(dir, err, sizeof err) == -1 && strstr(err, "is a directory"));
-    CHECK(atomic_probe(at("fresh"), err, sizeof err) == 0);
+    CHECK(atomicio_open(&a, at("file/x"), err, sizeof err) == -1 && strstr(err, "Not a directory"));
+    CHECK(atomicio_open(&a, dir, err, sizeof err) == -1 && strstr(err, "is a directory"));
+    CHECK(atomicio_probe(at("nodir/x"), err, sizeof err) == -1 && strstr(err, "nodir/x"));
+    CHECK(atomicio_probe(at("file/x"), err, sizeof err) == -1);
+    CHECK(atomicio_probe(dir, err, sizeof err) == -1 && strstr(err, "is a directory"));
+    CHECK(atomicio_probe(at("fresh"), err, sizeof err) == 0);
     CHECK(access(at("fresh"), F_OK) != 0 && !tmp_exists("fresh")); /* the probe leaves nothing */
-    CHECK(atomic_probe("-", err, sizeof err) == 0);
+    CHECK(atomicio_probe("-", err, sizeof err) == 0);
 }
 
 /* A character device to write to: as root a private node in dir (made by
@@ -140,14 +140,14 @@ static void test_devices(void)
     struct stat st;
     const char *null = device("null", 1, 3), *full = device("full", 1, 7);
     if (null) {
-        CHECK(atomic_write_file(null, "x", 1, err, sizeof err) == 0);
+        CHECK(atomicio_write_file(null, "x", 1, err, sizeof err) == 0);
         CHECK(stat(null, &st) == 0 && S_ISCHR(st.st_mode));
-        CHECK(atomic_probe(null, err, sizeof err) == 0);
+        CHECK(atomicio_probe(null, err, sizeof err) == 0);
     } else {
         fprintf(stderr, "test_atomicio: skipped a null device: mknod failed\n");
     }
     if (full) {
-        CHECK(atomic_write_file(full, "x", 1, err, sizeof err) == -1 &&
+        CHECK(atomicio_write_file(full, "x", 1, err, sizeof err) == -1 &&
               strstr(err, "full: No space left"));
         CHECK(stat(full, &st) == 0 && S_ISCHR(st.st_mode));
     } else {
@@ -160,7 +160,7 @@ static void test_symlink(void)
     char err[512];
     put_text(at("target"), "t0\n");
     CHECK(symlink("target", at("link")) == 0);
-    CHECK(atomic_write_file(at("link"), "t1\n", 3, err, sizeof err) == 0);
+    CHECK(atomicio_write_file(at("link"), "t1\n", 3, err, sizeof err) == 0);
     struct stat st;
     CHECK(lstat(at("link"), &st) == 0 && S_ISLNK(st.st_mode));
     CHECK(strcmp(get_text(at("target")), "t1\n") == 0);
@@ -172,12 +172,12 @@ static void tmp_like(char *out, size_t n, const char *base, long pid, long uid)
 {
     atomic_file a;
     char err[512], tail[128] = "";
-    if (atomic_open(&a, at(base), err, sizeof err) == 0) {
+    if (atomicio_open(&a, at(base), err, sizeof err) == 0) {
         const char *t = strstr(a.tmp, ".tmp.");
         const char *host = t ? strchr(t + 5, '.') : NULL; /* after PID */
         host = host ? strchr(host + 1, '.') : NULL;       /* after UID */
         snprintf(tail, sizeof tail, "%s", host ? host : "");
-        atomic_abort(&a);
+        atomicio_abort(&a);
     }
     snprintf(out, n, "%s/%s.tmp.%ld.%ld%s", dir, base, pid, uid, tail);
 }
@@ -205,12 +205,12 @@ static void test_sweep(void)
         put_text(all[i], "x");
     long pid;
     int ours = 9;
-    CHECK(atomic_tmp_parse(strrchr(dead, '/') + 1, "s", &pid, &ours) == 1 && ours == 1 &&
+    CHECK(atomicio_tmp_parse(strrchr(dead, '/') + 1, "s", &pid, &ours) == 1 && ours == 1 &&
           pid == (long)child);
-    CHECK(atomic_tmp_parse(strrchr(other_host, '/') + 1, "s", &pid, &ours) == 1 && ours == 0);
-    CHECK(atomic_tmp_parse(strrchr(old, '/') + 1, "s", &pid, &ours) == 1 && ours == -1);
-    CHECK(atomic_tmp_parse("s.tmpx.1", "s", &pid, &ours) == 0);
-    CHECK(atomic_write_file(at("s"), "s\n", 2, err, sizeof err) == 0);
+    CHECK(atomicio_tmp_parse(strrchr(other_host, '/') + 1, "s", &pid, &ours) == 1 && ours == 0);
+    CHECK(atomicio_tmp_parse(strrchr(old, '/') + 1, "s", &pid, &ours) == 1 && ours == -1);
+    CHECK(atomicio_tmp_parse("s.tmpx.1", "s", &pid, &ours) == 0);
+    CHECK(atomicio_write_file(at("s"), "s\n", 2, err, sizeof err) == 0);
     CHECK(access(dead, F_OK) != 0);
     for (int i = 1; i < 5; i++) {
         if (!t_check(access(all[i], F_OK) == 0, __FILE__, __LINE__, "left alone"))
@@ -224,11 +224,11 @@ static void test_tmp_unpredictable(void)
 {
     atomic_file a, b;
     char err[512];
-    CHECK(atomic_open(&a, at("u"), err, sizeof err) == 0);
-    CHECK(atomic_open(&b, at("u"), err, sizeof err) == 0);
+    CHECK(atomicio_open(&a, at("u"), err, sizeof err) == 0);
+    CHECK(atomicio_open(&b, at("u"), err, sizeof err) == 0);
     CHECK(strcmp(a.tmp, b.tmp) != 0);
-    atomic_abort(&a);
-    atomic_abort(&b);
+    atomicio_abort(&a);
+    atomicio_abort(&b);
 }
 
 /* In a sticky world-writable directory, a link that another user owns is
@@ -246,12 +246,12 @@ static void test_planted_link(void)
     put_text(victim, "thesis\n");
     CHECK(symlink(victim, link) == 0 && lchown(link, 4242, 4242) == 0);
     atomic_file a;
-    CHECK(atomic_probe(link, err, sizeof err) == -1 && strstr(err, "uid 4242") &&
+    CHECK(atomicio_probe(link, err, sizeof err) == -1 && strstr(err, "uid 4242") &&
           strstr(err, "not followed") && !strchr(err, '\n'));
-    CHECK(atomic_open(&a, link, err, sizeof err) == -1 && strstr(err, "not followed"));
+    CHECK(atomicio_open(&a, link, err, sizeof err) == -1 && strstr(err, "not followed"));
     CHECK(strcmp(get_text(victim), "thesis\n") == 0);
     /* our own link there is followed, as before */
-    CHECK(lchown(link, 0, 0) == 0 && atomic_write_file(link, "t\n", 2, err, sizeof err) == 0);
+    CHECK(lchown(link, 0, 0) == 0 && atomicio_write_file(link, "t\n", 2, err, sizeof err) == 0);
     CHECK(strcmp(get_text(victim), "t\n") == 0);
     unlink(link);
     rmdir(shared);

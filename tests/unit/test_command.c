@@ -80,10 +80,10 @@ static void test_script_errors(void)
 {
     ns_script s;
     char err[256];
-    CHECK(script_parse("# a lesson\n\nat 10: norm post\nevery 5: snapshot # keep\n", "x", &s, err,
+    CHECK(command_script_parse("# a lesson\n\nat 10: norm post\nevery 5: snapshot # keep\n", "x", &s, err,
                        sizeof err) == 0);
     CHECK(s.n == 2 && s.e[0].at == 10 && s.e[1].every == 5 && s.e[1].at == -1);
-    script_free(&s);
+    command_script_free(&s);
     struct {
         const char *text, *want;
     } cases[] = {
@@ -96,12 +96,12 @@ static void test_script_errors(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         err[0] = 0;
-        int r = script_parse(cases[i].text, "f.txt", &s, err, sizeof err);
+        int r = command_script_parse(cases[i].text, "f.txt", &s, err, sizeof err);
         if (!t_check(r != 0 && strstr(err, cases[i].want) == err, __FILE__, __LINE__,
                      cases[i].want))
             fprintf(stderr, "  got: %s\n", err);
     }
-    CHECK(script_load("/nonexistent/script", &s, err, sizeof err) != 0 && strstr(err, "--script"));
+    CHECK(command_script_load("/nonexistent/script", &s, err, sizeof err) != 0 && strstr(err, "--script"));
 }
 
 static int fired[64];
@@ -119,14 +119,14 @@ static void test_due(void)
 {
     ns_script s;
     char err[256];
-    CHECK(script_parse("at 0: norm post\nevery 3: snapshot\nat 6: rewind\n", "x", &s, err,
+    CHECK(command_script_parse("at 0: norm post\nevery 3: snapshot\nat 6: rewind\n", "x", &s, err,
                        sizeof err) == 0);
     n_fired = 0;
     long steps[] = {0, 1, 2, 3, 4, 5, 6, /* rewind back to 3: */ 3, 4, 5, 6, 7, 8, 9};
     int counts[16] = {0};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         int before = n_fired;
-        script_due(&s, steps[i], record, NULL);
+        command_script_due(&s, steps[i], record, NULL);
         counts[i] = n_fired - before;
     }
     /* 0: norm; 3: snapshot; 6: snapshot + rewind; the second pass over
@@ -135,7 +135,7 @@ static void test_due(void)
     CHECK(counts[3] == 1 && counts[6] == 2);
     CHECK(counts[7] == 0 && counts[8] == 0 && counts[9] == 0 && counts[10] == 0);
     CHECK(counts[13] == 1 && n_fired == 5);
-    script_free(&s);
+    command_script_free(&s);
 }
 
 static void test_apply(void)

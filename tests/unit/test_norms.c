@@ -182,9 +182,9 @@ static void test_rms_vs_layernorm(void)
         for (int i = 0; i < C; i++)
             xc[n * C + i] = x[n * C + i] - mean;
     }
-    layernorm_forward(o1, mu, rs, x, w, b, N, C, 1e-5f);
-    rmsnorm_forward(o2, mu, rs, xc, w, N, C, 1e-5f);
-    rmsnorm_forward(o3, mu, rs, x, w, N, C, 1e-5f);
+    ops_layernorm_forward(o1, mu, rs, x, w, b, N, C, 1e-5f);
+    ops_rmsnorm_forward(o2, mu, rs, xc, w, N, C, 1e-5f);
+    ops_rmsnorm_forward(o3, mu, rs, x, w, N, C, 1e-5f);
     int same = 1, differ = 0;
     for (int i = 0; i < N * C; i++) {
         same &= t_close(o1[i], o2[i], 1e-5, 1e-6);
@@ -357,7 +357,7 @@ static void test_qk_zloss_switch(void)
             finite &= i ? isfinite(last.loss) : isfinite(first.loss);
         }
         if (!CHECK(finite && last.loss < first.loss))
-            fprintf(stderr, "  fp16 QK-norm %s: loss %g -> %g\n", norm_kind_name(f.norm_kind),
+            fprintf(stderr, "  fp16 QK-norm %s: loss %g -> %g\n", config_norm_kind_name(f.norm_kind),
                     (double)first.loss, (double)last.loss);
         engine_free(h);
     }
@@ -367,12 +367,12 @@ static void test_qk_zloss_switch(void)
  * (Kim et al. 2025), printed as sandwich. */
 static void test_place_names(void)
 {
-    CHECK(norm_place_parse("res-post") == NORM_RESPOST);
-    CHECK(!strcmp(norm_place_name(NORM_RESPOST), "res-post"));
-    CHECK(norm_place_parse("peri") == NORM_SANDWICH);
-    CHECK(!strcmp(norm_place_name(NORM_SANDWICH), "sandwich"));
-    CHECK(norm_place_parse("sandwich") == NORM_SANDWICH);
-    CHECK(norm_place_parse("Peri") == -1);
+    CHECK(config_norm_place_parse("res-post") == NORM_RESPOST);
+    CHECK(!strcmp(config_norm_place_name(NORM_RESPOST), "res-post"));
+    CHECK(config_norm_place_parse("peri") == NORM_SANDWICH);
+    CHECK(!strcmp(config_norm_place_name(NORM_SANDWICH), "sandwich"));
+    CHECK(config_norm_place_parse("sandwich") == NORM_SANDWICH);
+    CHECK(config_norm_place_parse("Peri") == -1);
     ns_config c = small(NORM_RESPOST);
     CHECK(config_final_norm(&c) == 1);
 }

@@ -73,9 +73,9 @@ static double ln_probe(void *p)
 {
     ln_ctx *c = p;
     if (c->rms)
-        rmsnorm_forward(c->out, c->mean, c->rstd, c->x, c->w, LN_N, LN_C, 1e-5f);
+        ops_rmsnorm_forward(c->out, c->mean, c->rstd, c->x, c->w, LN_N, LN_C, 1e-5f);
     else
-        layernorm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, LN_N, LN_C, 1e-5f);
+        ops_layernorm_forward(c->out, c->mean, c->rstd, c->x, c->w, c->b, LN_N, LN_C, 1e-5f);
     return dotd(c->out, c->r, LN_N * LN_C);
 }
 
@@ -88,9 +88,9 @@ static void test_norm(int rms)
     float *dx = zeros(LN_N * LN_C), *dw = zeros(LN_C), *db = zeros(LN_C);
     ln_probe(&c);
     if (rms)
-        rmsnorm_backward(dx, dw, c.r, c.x, c.w, c.rstd, LN_N, LN_C);
+        ops_rmsnorm_backward(dx, dw, c.r, c.x, c.w, c.rstd, LN_N, LN_C);
     else
-        layernorm_backward(dx, dw, db, c.r, c.x, c.w, c.mean, c.rstd, LN_N, LN_C);
+        ops_layernorm_backward(dx, dw, db, c.r, c.x, c.w, c.mean, c.rstd, LN_N, LN_C);
     const char *nm = rms ? "rmsnorm" : "layernorm";
     CHECK(fd_check(nm, c.x, dx, LN_N * LN_C, ln_probe, &c, 1e-2f, 2e-3) == 0);
     CHECK(fd_check(nm, c.w, dw, LN_C, ln_probe, &c, 1e-2f, 2e-3) == 0);
@@ -101,9 +101,9 @@ static void test_norm(int rms)
     float *dx2 = zeros(LN_N * LN_C), *dw2 = zeros(LN_C), *db2 = zeros(LN_C);
     for (int k = 0; k < 2; k++) {
         if (rms)
-            rmsnorm_backward(dx2, dw2, c.r, c.x, c.w, c.rstd, LN_N, LN_C);
+            ops_rmsnorm_backward(dx2, dw2, c.r, c.x, c.w, c.rstd, LN_N, LN_C);
         else
-            layernorm_backward(dx2, dw2, db2, c.r, c.x, c.w, c.mean, c.rstd, LN_N, LN_C);
+            ops_layernorm_backward(dx2, dw2, db2, c.r, c.x, c.w, c.mean, c.rstd, LN_N, LN_C);
     }
     CHECK(t_close(dx2[3], 2 * dx[3], 1e-6, 1e-7) && t_close(dw2[1], 2 * dw[1], 1e-6, 1e-7));
     free(dx2), free(dw2), free(db2);
@@ -127,16 +127,16 @@ static void test_norm_relation(void)
     mean /= C;
     for (int i = 0; i < C; i++)
         x[i] -= mean;
-    layernorm_forward(o1, &m1, &r1, x, w, b, 1, C, 1e-5f);
-    rmsnorm_forward(o2, &m2, &r2, x, w, 1, C, 1e-5f);
+    ops_layernorm_forward(o1, &m1, &r1, x, w, b, 1, C, 1e-5f);
+    ops_rmsnorm_forward(o2, &m2, &r2, x, w, 1, C, 1e-5f);
     int same = 1;
     for (int i = 0; i < C; i++)
         same &= t_close(o1[i], o2[i], 1e-5, 1e-6);
     CHECK(same);
     for (int i = 0; i < C; i++)
         x[i] += 3.0f;
-    layernorm_forward(o1, &m1, &r1, x, w, b, 1, C, 1e-5f);
-    rmsnorm_forward(o2, &m2, &r2, x, w, 1, C, 1e-5f);
+    ops_layernorm_forward(o1, &m1, &r1, x, w, b, 1, C, 1e-5f);
+    ops_rmsnorm_forward(o2, &m2, &r2, x, w, 1, C, 1e-5f);
     CHECK(t_close(m1, 3.0f, 1e-5, 1e-5));
     CHECK(!t_close(o1[0], o2[0], 1e-2, 1e-3));
 }
@@ -150,7 +150,7 @@ typedef struct {
 static double dyt_probe(void *p)
 {
     dyt_ctx *c = p;
-    dyt_forward(c->out, c->x, c->w, c->b, c->a, LN_N, LN_C);
+    ops_dyt_forward(c->out, c->x, c->w, c->b, c->a, LN_N, LN_C);
     return dotd(c->out, c->r, LN_N * LN_C);
 }
 
@@ -160,7 +160,7 @@ static void test_dyt(void)
                  rnd(LN_N * LN_C, 1), 0.7f};
     float *dx = zeros(LN_N * LN_C), *dw = zeros(LN_C), *db = zeros(LN_C), da = 0;
     dyt_probe(&c);
-    dyt_backward(dx, dw, db, &da, c.r, c.x, c.w, c.a, LN_N, LN_C);
+    ops_dyt_backward(dx, dw, db, &da, c.r, c.x, c.w, c.a, LN_N, LN_C);
     CHECK(fd_check("dyt dx", c.x, dx, LN_N * LN_C, dyt_probe, &c, 1e-2f, 2e-3) == 0);
     CHECK(fd_check("dyt dw", c.w, dw, LN_C, dyt_probe, &c, 1e-2f, 2e-3) == 0);
     CHECK(fd_check("dyt db", c.b, db, LN_C, dyt_probe, &c, 1e-2f, 2e-3) == 0);
@@ -177,7 +177,7 @@ typedef struct {
 static double mm_probe(void *p)
 {
     mm_ctx *c = p;
-    matmul_forward(c->out, c->x, c->w, c->b, MM_N, MM_C, MM_OC);
+    ops_matmul_forward(c->out, c->x, c->w, c->b, MM_N, MM_C, MM_OC);
     return dotd(c->out, c->r, MM_N * MM_OC);
 }
 
@@ -187,7 +187,7 @@ static void test_matmul(void)
                 rnd(MM_N * MM_OC, 1)};
     float *dx = zeros(MM_N * MM_C), *dw = zeros(MM_OC * MM_C), *db = zeros(MM_OC);
     mm_probe(&c);
-    matmul_backward(dx, dw, db, c.r, c.x, c.w, MM_N, MM_C, MM_OC);
+    ops_matmul_backward(dx, dw, db, c.r, c.x, c.w, MM_N, MM_C, MM_OC);
     /* linear in each input, so a large step has no truncation error and
      * keeps float rounding small next to it */
     CHECK(fd_check("matmul dinp", c.x, dx, MM_N * MM_C, mm_probe, &c, 0.25f, 1e-3) == 0);
@@ -216,7 +216,7 @@ typedef struct {
 static double at_probe(void *p)
 {
     at_ctx *c = p;
-    attention_forward(c->out, c->att, c->qkv, AT_B, AT_T, AT_C, AT_NH);
+    ops_attention_forward(c->out, c->att, c->qkv, AT_B, AT_T, AT_C, AT_NH);
     return dotd(c->out, c->r, AT_B * AT_T * AT_C);
 }
 
@@ -227,7 +227,7 @@ static void test_attention(void)
                 rnd(AT_B * AT_T * AT_C, 1)};
     float *dqkv = zeros(nq), *drow = zeros(AT_T);
     at_probe(&c);
-    attention_backward(dqkv, drow, c.r, c.qkv, c.att, AT_B, AT_T, AT_C, AT_NH);
+    ops_attention_backward(dqkv, drow, c.r, c.qkv, c.att, AT_B, AT_T, AT_C, AT_NH);
     CHECK(fd_check("attention dqkv", c.qkv, dqkv, nq, at_probe, &c, 1e-2f, 2e-3) == 0);
     /* causality: the first position's output depends only on itself */
     float keep = c.qkv[(1 * 3 * AT_C) + 2 * AT_C]; /* v of position 1, batch 0 */
@@ -253,7 +253,7 @@ typedef struct {
 static double g_probe(void *p)
 {
     g_ctx *c = p;
-    gelu_forward(c->out, c->x, c->n);
+    ops_gelu_forward(c->out, c->x, c->n);
     return dotd(c->out, c->r, c->n);
 }
 
@@ -262,11 +262,11 @@ static void test_gelu(void)
     g_ctx c = {rnd(40, 2), zeros(40), rnd(40, 1), 40};
     float *dx = zeros(40);
     g_probe(&c);
-    gelu_backward(dx, c.x, c.r, 40);
+    ops_gelu_backward(dx, c.x, c.r, 40);
     CHECK(fd_check("gelu", c.x, dx, 40, g_probe, &c, 1e-2f, 1e-3) == 0);
     /* known values of the tanh form: gelu(0) = 0, gelu(1) = 0.841192 */
     float x[2] = {0.0f, 1.0f}, o[2];
-    gelu_forward(o, x, 2);
+    ops_gelu_forward(o, x, 2);
     CHECK(o[0] == 0.0f && t_close(o[1], 0.8411920, 1e-6, 0));
     free(c.x), free(c.out), free(c.r), free(dx);
 }
@@ -281,7 +281,7 @@ typedef struct {
 static double ce_probe(void *p)
 {
     ce_ctx *c = p;
-    crossentropy_forward(c->losses, c->logits, c->tg, CE_N, CE_V);
+    ops_crossentropy_forward(c->losses, c->logits, c->tg, CE_N, CE_V);
     double s = 0;
     for (int i = 0; i < CE_N; i++)
         s += c->losses[i];
@@ -293,8 +293,8 @@ static void test_crossentropy(void)
     uint8_t tg[CE_N] = {0, 3, 10, 5};
     ce_ctx c = {rnd(CE_N * CE_V, 2), zeros(CE_N), tg};
     float *probs = zeros(CE_N * CE_V), *dl = zeros(CE_N * CE_V);
-    softmax_forward(probs, c.logits, CE_N, CE_V);
-    crossentropy_softmax_backward(dl, probs, tg, CE_N, CE_V, 1.0f / CE_N);
+    ops_softmax_forward(probs, c.logits, CE_N, CE_V);
+    ops_crossentropy_softmax_backward(dl, probs, tg, CE_N, CE_V, 1.0f / CE_N);
     CHECK(fd_check("crossentropy", c.logits, dl, CE_N * CE_V, ce_probe, &c, 1e-2f, 1e-3) == 0);
     /* uniform logits give ln(V) */
     for (int i = 0; i < CE_N * CE_V; i++)
@@ -303,7 +303,7 @@ static void test_crossentropy(void)
     /* a very unlikely target still gives a finite loss (computed from logits) */
     for (int i = 0; i < CE_V; i++)
         c.logits[i] = i == 0 ? -200.0f : 200.0f;
-    crossentropy_forward(c.losses, c.logits, tg, 1, CE_V);
+    ops_crossentropy_forward(c.losses, c.logits, tg, 1, CE_V);
     CHECK(isfinite(c.losses[0]) && c.losses[0] > 399.0f);
     free(c.logits), free(c.losses), free(probs), free(dl);
 }
@@ -314,12 +314,12 @@ static void test_encoder(void)
     enum { B = 2, T = 3, C = 4, V = 256 };
     uint8_t tok[B * T] = {7, 7, 200, 1, 7, 0};
     float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1), out[B * T * C], d[B * T * C];
-    encoder_forward(out, tok, wte, wpe, B, T, C);
+    ops_encoder_forward(out, tok, wte, wpe, B, T, C);
     CHECK(out[(1 * T + 2) * C + 3] == wte[0 * C + 3] + wpe[2 * C + 3]);
     for (int i = 0; i < B * T * C; i++)
         d[i] = 1.0f;
     float *dwte = zeros(V * C), *dwpe = zeros(T * C);
-    encoder_backward(dwte, dwpe, d, tok, B, T, C);
+    ops_encoder_backward(dwte, dwpe, d, tok, B, T, C);
     CHECK(dwte[7 * C] == 3.0f && dwte[200 * C] == 1.0f && dwte[5 * C] == 0.0f);
     CHECK(dwpe[0] == 2.0f && dwpe[2 * C + 1] == 2.0f);
     free(wte), free(wpe), free(dwte), free(dwpe);
@@ -380,8 +380,8 @@ static int check_matmul_shape(int N, int C, int OC, int with_bias)
     float *dx0 = rndf((long)N * C, 1), *dw0 = rndf((long)OC * C, 1), *db0 = rndf(OC, 1);
     float *dx = dupf(dx0, (long)N * C), *dw = dupf(dw0, (long)OC * C), *db = dupf(db0, OC);
     const float *bias = with_bias ? b : NULL;
-    matmul_forward(out, x, w, bias, N, C, OC);
-    matmul_backward(dx, dw, with_bias ? db : NULL, dout, x, w, N, C, OC);
+    ops_matmul_forward(out, x, w, bias, N, C, OC);
+    ops_matmul_backward(dx, dw, with_bias ? db : NULL, dout, x, w, N, C, OC);
     int bad = 0;
     for (int n = 0; n < N && bad < 3; n++)
         for (int j = 0; j < OC; j++) {
@@ -461,11 +461,11 @@ static void test_matmul_deterministic(void)
     float *x = rndf((long)N * C, 1), *w = rndf((long)OC * C, 1), *b = rndf(OC, 1);
     float *dout = rndf((long)N * OC, 1);
     float *o1 = rndf((long)N * OC, 1), *o2 = rndf((long)N * OC, 1), *o3 = rndf((long)N * OC, 1);
-    matmul_forward(o1, x, w, b, N, C, OC);
-    matmul_forward(o2, x, w, b, N, C, OC);
+    ops_matmul_forward(o1, x, w, b, N, C, OC);
+    ops_matmul_forward(o2, x, w, b, N, C, OC);
     int split = 61; /* not a multiple of any tile */
-    matmul_forward(o3, x, w, b, split, C, OC);
-    matmul_forward(o3 + (long)split * OC, x + (long)split * C, w, b, N - split, C, OC);
+    ops_matmul_forward(o3, x, w, b, split, C, OC);
+    ops_matmul_forward(o3 + (long)split * OC, x + (long)split * C, w, b, N - split, C, OC);
     CHECK(!memcmp(o1, o2, sizeof(float) * N * OC));
     CHECK(!memcmp(o1, o3, sizeof(float) * N * OC));
     float *dx1 = calloc((size_t)N * C, 4), *dx2 = calloc((size_t)N * C, 4),
@@ -473,10 +473,10 @@ static void test_matmul_deterministic(void)
     float *dw1 = calloc((size_t)OC * C, 4), *dw2 = calloc((size_t)OC * C, 4),
           *dw3 = calloc((size_t)OC * C, 4);
     float *db1 = calloc(OC, 4), *db2 = calloc(OC, 4), *db3 = calloc(OC, 4);
-    matmul_backward(dx1, dw1, db1, dout, x, w, N, C, OC);
-    matmul_backward(dx2, dw2, db2, dout, x, w, N, C, OC);
-    matmul_backward(dx3, dw3, db3, dout, x, w, split, C, OC); /* dinp rows split */
-    matmul_backward(dx3 + (long)split * C, dw3, db3, dout + (long)split * OC, x + (long)split * C,
+    ops_matmul_backward(dx1, dw1, db1, dout, x, w, N, C, OC);
+    ops_matmul_backward(dx2, dw2, db2, dout, x, w, N, C, OC);
+    ops_matmul_backward(dx3, dw3, db3, dout, x, w, split, C, OC); /* dinp rows split */
+    ops_matmul_backward(dx3 + (long)split * C, dw3, db3, dout + (long)split * OC, x + (long)split * C,
                     w, N - split, C, OC);
     CHECK(!memcmp(dx1, dx2, sizeof(float) * N * C) && !memcmp(dw1, dw2, sizeof(float) * OC * C) &&
           !memcmp(db1, db2, sizeof(float) * OC));
@@ -563,8 +563,8 @@ static int check_attention_shape(int B, int T, int C, int NH)
     double *ro = malloc(sizeof(double) * no), *ra = malloc(sizeof(double) * na),
            *rd = malloc(sizeof(double) * nq);
     attention_ref(ro, ra, rd, qkv, dout, B, T, C, NH);
-    attention_forward(out, att, qkv, B, T, C, NH);
-    attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
+    ops_attention_forward(out, att, qkv, B, T, C, NH);
+    ops_attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
     int bad = 0;
     double go = 0, gd = 0;
     for (long i = 0; i < no; i++)
@@ -614,7 +614,7 @@ static void test_attention_causal_nan(void)
     float *att = calloc(B * NH * T * T, 4), *dqkv = calloc(B * T * 3 * C, 4), drow[T];
     int tv = 20, tq = 9;
     qkv[tv * 3 * C + 2 * C + 3] = NAN; /* v of position 20, head 0 */
-    attention_forward(out, att, qkv, B, T, C, NH);
+    ops_attention_forward(out, att, qkv, B, T, C, NH);
     int ok = 1;
     for (int t = 0; t < tv; t++)
         for (int d = 0; d < C; d++)
@@ -622,9 +622,9 @@ static void test_attention_causal_nan(void)
     CHECK(ok);
     CHECK(isnan(out[tv * C + 3]));
     qkv[tv * 3 * C + 2 * C + 3] = 0.5f;
-    attention_forward(out, att, qkv, B, T, C, NH);
+    ops_attention_forward(out, att, qkv, B, T, C, NH);
     qkv[tq * 3 * C + 1] = NAN; /* q of position 9, head 0 */
-    attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
+    ops_attention_backward(dqkv, drow, dout, qkv, att, B, T, C, NH);
     ok = 1;
     for (int k = tq + 1; k < T; k++) /* keys after 9 never met query 9 */
         for (int d = 0; d < C; d++)
@@ -642,11 +642,11 @@ static void test_attention_deterministic(void)
     float *qkv = rndf(nq, 1), *dout = rndf(no, 1), drow[T];
     float *o1 = calloc(no, 4), *o2 = calloc(no, 4), *a1 = calloc(na, 4), *a2 = calloc(na, 4);
     float *d1 = calloc(nq, 4), *d2 = calloc(nq, 4);
-    attention_forward(o1, a1, qkv, B, T, C, NH);
-    attention_backward(d1, drow, dout, qkv, a1, B, T, C, NH);
+    ops_attention_forward(o1, a1, qkv, B, T, C, NH);
+    ops_attention_backward(d1, drow, dout, qkv, a1, B, T, C, NH);
     for (int b = 0; b < B; b++) {
-        attention_forward(o2 + b * T * C, a2 + (long)b * NH * T * T, qkv + b * bq, 1, T, C, NH);
-        attention_backward(d2 + b * bq, drow, dout + b * T * C, qkv + b * bq,
+        ops_attention_forward(o2 + b * T * C, a2 + (long)b * NH * T * T, qkv + b * bq, 1, T, C, NH);
+        ops_attention_backward(d2 + b * bq, drow, dout + b * T * C, qkv + b * bq,
                            a2 + (long)b * NH * T * T, 1, T, C, NH);
     }
     CHECK(!memcmp(o1, o2, 4 * no) && !memcmp(a1, a2, 4 * na) && !memcmp(d1, d2, 4 * nq));
@@ -676,8 +676,8 @@ static void test_gelu_reference(void)
     for (int i = 0; i < n; i++)
         x[i] = -12.0f + 24.0f * i / (n - 1) + 0.001f * rng_normal(&R);
     x[0] = -80.0f, x[1] = 80.0f, x[2] = 0.0f, x[3] = 1e-20f, x[4] = -3e4f;
-    gelu_forward(y, x, n);
-    gelu_backward(g, x, d, n);
+    ops_gelu_forward(y, x, n);
+    ops_gelu_backward(g, x, d, n);
     int bad = 0;
     for (int i = 0; i < n; i++) {
         double r = gelu_ref(x[i]), dr = g0[i] + d[i] * gelu_dref(x[i]);
@@ -692,8 +692,8 @@ static void test_gelu_reference(void)
     CHECK(bad == 0);
     /* IEEE cases: NaN stays NaN, +inf maps to +inf, -inf to a non-finite */
     float sx[3] = {NAN, INFINITY, -INFINITY}, sy[3], sg[3] = {0, 0, 0}, one[3] = {1, 1, 1};
-    gelu_forward(sy, sx, 3);
-    gelu_backward(sg, sx, one, 3);
+    ops_gelu_forward(sy, sx, 3);
+    ops_gelu_backward(sg, sx, one, 3);
     CHECK(isnan(sy[0]) && sy[1] == INFINITY && !isfinite(sy[2]) && isnan(sg[0]));
     free(x), free(y), free(g0), free(g), free(d);
 }
@@ -709,8 +709,8 @@ static void test_softmax_ce_reference(void)
         for (int n = 0; n < N; n++)
             tg[n] = (uint8_t)(n * 37 % V);
         l[3] = 90.0f; /* a large logit: no overflow */
-        softmax_forward(p, l, N, V);
-        crossentropy_forward(loss, l, tg, N, V);
+        ops_softmax_forward(p, l, N, V);
+        ops_crossentropy_forward(loss, l, tg, N, V);
         for (int n = 0; n < N; n++) {
             const float *r = l + (long)n * V;
             double mx = -INFINITY, s = 0;
@@ -744,8 +744,8 @@ static void test_layernorm_reference(void)
               *dw = dupf(dw0, C), *db0 = rndf(C, 1), *db = dupf(db0, C);
         for (int i = 0; i < N * C; i++)
             x[i] += 3.0f;
-        layernorm_forward(o, mean, rstd, x, w, b, N, C, 1e-5f);
-        layernorm_backward(dx, dw, db, d, x, w, mean, rstd, N, C);
+        ops_layernorm_forward(o, mean, rstd, x, w, b, N, C, 1e-5f);
+        ops_layernorm_backward(dx, dw, db, d, x, w, mean, rstd, N, C);
         double *rdw = calloc(C, 8), *rdb = calloc(C, 8);
         for (int n = 0; n < N; n++) {
             const float *r = x + (long)n * C, *dd = d + (long)n * C;
@@ -955,9 +955,9 @@ static void test_db_paths_agree(void)
     enum { N = 203, C = 5, OC = 131 };
     float *x = rndf(N * C, 1), *w = rndf(OC * C, 1), *dout = rndf(N * OC, 1);
     float *dw = calloc(OC * C, 4), *db1 = calloc(OC, 4), *db2 = calloc(OC, 4);
-    matmul_backward(NULL, dw, db1, dout, x, w, N, C, OC);
+    ops_matmul_backward(NULL, dw, db1, dout, x, w, N, C, OC);
     ops_force_generic(1);
-    matmul_backward(NULL, dw, db2, dout, x, w, N, C, OC);
+    ops_matmul_backward(NULL, dw, db2, dout, x, w, N, C, OC);
     ops_force_generic(0);
     CHECK(!memcmp(db1, db2, sizeof(float) * OC));
     free(x), free(w), free(dout), free(dw), free(db1), free(db2);
@@ -1008,22 +1008,22 @@ static void test_fused_gelu(void)
                     x[at] = specials[at % 2];
                 else if (at >= 0)
                     d[at] = specials[at % 2];
-                gelu_forward(y1, x, n);
-                float a = gelu_forward_absmax(y2, x, n);
+                ops_gelu_forward(y1, x, n);
+                float a = ops_gelu_forward_absmax(y2, x, n);
                 bad += !same_values(y1, y2, n) || !same_max(a, ops_absmax(y1, n)) ||
                        !same_max(a, ref_absmax(y1, n));
                 memset(g1, 0, sizeof(float) * (size_t)n);
-                gelu_backward(g1, x, d, n);
-                int nf = gelu_backward_set(g2, x, d, n);
+                ops_gelu_backward(g1, x, d, n);
+                int nf = ops_gelu_backward_set(g2, x, d, n);
                 bad += !same_values(g1, g2, n);
                 bad += !(nf & GELU_BAD_DINP) != !ops_any_nonfinite(g1, (size_t)n);
                 bad += !(nf & GELU_BAD_DOUT) != !ops_any_nonfinite(d, (size_t)n);
                 /* the derivative made by the forward, in place over a copy
                  * of x as the model does: the same outputs and flags */
                 memcpy(xg, x, sizeof(float) * (size_t)n);
-                float a2 = gelu_forward_grad_absmax(y2, xg, xg, n);
+                float a2 = ops_gelu_forward_grad_absmax(y2, xg, xg, n);
                 bad += !same_values(y1, y2, n) || !same_max(a, a2);
-                bad += gelu_backward_grad_set(g2, xg, d, n) != nf || !same_values(g1, g2, n);
+                bad += ops_gelu_backward_grad_set(g2, xg, d, n) != nf || !same_values(g1, g2, n);
                 if (at >= 0)
                     x[at] = keep, d[at] = keepd;
             }
@@ -1055,9 +1055,9 @@ static void test_fused_matmul(void)
             float keep = x[at];
             if (k >= 0)
                 x[at] = specials[k];
-            matmul_forward(y1, x, w, b, N, C, OC);
-            float a = matmul_forward_absmax(y2, x, w, b, N, C, OC);
-            float a2 = matmul_forward_absmax_mt(pool, y3, x, w, b, N, C, OC);
+            ops_matmul_forward(y1, x, w, b, N, C, OC);
+            float a = ops_matmul_forward_absmax(y2, x, w, b, N, C, OC);
+            float a2 = ops_matmul_forward_absmax_mt(pool, y3, x, w, b, N, C, OC);
             bad += memcmp(y1, y2, sizeof(float) * (size_t)ny) != 0 && !same_values(y1, y2, ny);
             bad += !same_values(y1, y3, ny);
             bad += !same_max(a, ops_absmax(y1, ny)) || !same_max(a, ref_absmax(y1, ny));
@@ -1073,7 +1073,7 @@ static void test_fused_matmul(void)
 /* MM_DW_ZERO: dw written as if added to a zeroed dw, its old memory
  * unread (here NaN), on one thread and a pool of 2, with depths past one
  * block (N > 128) and tiles with row and column tails; MM_DINP_SET as
- * matmul_backward_set_mt. */
+ * ops_matmul_backward_set_mt. */
 static void test_matmul_dw_zero(void)
 {
     static const int shapes[][3] = {{7, 5, 3}, {13, 7, 19}, {300, 64, 64}, {150, 40, 100}};
@@ -1093,8 +1093,8 @@ static void test_matmul_dw_zero(void)
             memset(db2, 0, sizeof(float) * (size_t)OC);
             for (long i = 0; i < nw; i++)
                 dw2[i] = NAN;
-            matmul_backward_set_mt(p, dx1, dw1, db1, dy, x, w, N, C, OC);
-            matmul_backward_flags_mt(p, dx2, dw2, db2, dy, x, w, N, C, OC,
+            ops_matmul_backward_set_mt(p, dx1, dw1, db1, dy, x, w, N, C, OC);
+            ops_matmul_backward_flags_mt(p, dx2, dw2, db2, dy, x, w, N, C, OC,
                                      MM_DINP_SET | MM_DW_ZERO);
             bad += memcmp(dx1, dx2, sizeof(float) * (size_t)nx) != 0;
             bad += memcmp(dw1, dw2, sizeof(float) * (size_t)nw) != 0;
@@ -1120,8 +1120,8 @@ static void test_fused_layernorm(void)
             float keep = at >= 0 ? x[at] : 0;
             if (at >= 0)
                 x[at] = at % 2 ? NAN : -INFINITY;
-            layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
-            float a = layernorm_forward_absmax(o2, m2, r2, x, w, b, N, C, 1e-5f);
+            ops_layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
+            float a = ops_layernorm_forward_absmax(o2, m2, r2, x, w, b, N, C, 1e-5f);
             bad += memcmp(o1, o2, sizeof(float) * (size_t)(N * C)) != 0;
             bad += memcmp(m1, m2, sizeof m1) != 0 || memcmp(r1, r2, sizeof r1) != 0;
             bad += !same_max(a, ops_absmax(o1, N * C)) || !same_max(a, ref_absmax(o1, N * C));
@@ -1172,7 +1172,7 @@ static void test_layernorm_backward_watch(void)
         int N = 4, C = cols[s], n = N * C;
         float *x = rndf(n, 2), *w = rndf(C, 1), *b = rndf(C, 1), *o = rndf(n, 1);
         float *dout = rndf(n, 1), *d0 = rndf(n, 1), mean[4], rstd[4];
-        layernorm_forward(o, mean, rstd, x, w, b, N, C, 1e-5f);
+        ops_layernorm_forward(o, mean, rstd, x, w, b, N, C, 1e-5f);
         for (int at = -1; at < n; at += 1 + C / 4) {
             for (int into = 0; into < 2; into++) {
                 float *planted = into ? d0 : dout, keep = at >= 0 ? planted[at] : 0;
@@ -1181,8 +1181,8 @@ static void test_layernorm_backward_watch(void)
                 float *d1 = dupf(d0, n), *d2 = dupf(d0, n);
                 float *w1 = calloc((size_t)C, 4), *b1 = calloc((size_t)C, 4);
                 float *w2 = calloc((size_t)C, 4), *b2 = calloc((size_t)C, 4);
-                layernorm_backward(d1, w1, b1, dout, x, w, mean, rstd, N, C);
-                int got = layernorm_backward_watch(d2, w2, b2, dout, x, w, mean, rstd, N, C);
+                ops_layernorm_backward(d1, w1, b1, dout, x, w, mean, rstd, N, C);
+                int got = ops_layernorm_backward_watch(d2, w2, b2, dout, x, w, mean, rstd, N, C);
                 bad += memcmp(d1, d2, sizeof(float) * (size_t)n) != 0;
                 bad += memcmp(w1, w2, sizeof(float) * (size_t)C) != 0;
                 bad += got != ops_any_nonfinite(d1, (size_t)n) || got != (at >= 0);
@@ -1203,13 +1203,13 @@ static void test_crossentropy_backward_set(void)
     enum { N = 5, V = 37 };
     float *probs = rndf(N * V, 1), *d1 = calloc(N * V, 4), *d2 = rndf(N * V, 1);
     uint8_t tg[N] = {0, 36, 7, 8, 7};
-    crossentropy_softmax_backward(d1, probs, tg, N, V, 0.2f);
-    int got = crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f);
+    ops_crossentropy_softmax_backward(d1, probs, tg, N, V, 0.2f);
+    int got = ops_crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f);
     CHECK(!memcmp(d1, d2, sizeof(float) * N * V) && got == 0);
     probs[3 * V + 20] = NAN;
-    CHECK(crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f) == 1);
+    CHECK(ops_crossentropy_softmax_backward_set(d2, probs, tg, N, V, 0.2f) == 1);
     probs[3 * V + 20] = 0.5f;
-    CHECK(crossentropy_softmax_backward_set(d2, probs, tg, N, V, INFINITY) == 1);
+    CHECK(ops_crossentropy_softmax_backward_set(d2, probs, tg, N, V, INFINITY) == 1);
     free(probs), free(d1), free(d2);
 }
 
@@ -1224,8 +1224,8 @@ static void test_matmul_backward_set(void)
         float *d1 = calloc((size_t)N * C, 4), *d2 = rndf((long)N * C, 5);
         float *w1 = rndf((long)OC * C, 1), *w2 = dupf(w1, (long)OC * C);
         float *b1 = rndf(OC, 1), *b2 = dupf(b1, OC);
-        matmul_backward_mt(NULL, d1, w1, b1, dout, x, w, N, C, OC);
-        matmul_backward_set_mt(NULL, d2, w2, b2, dout, x, w, N, C, OC);
+        ops_matmul_backward_mt(NULL, d1, w1, b1, dout, x, w, N, C, OC);
+        ops_matmul_backward_set_mt(NULL, d2, w2, b2, dout, x, w, N, C, OC);
         bad += !same_values(d1, d2, (long)N * C);
         bad += memcmp(w1, w2, sizeof(float) * (size_t)(OC * C)) != 0;
         bad += memcmp(b1, b2, sizeof(float) * (size_t)OC) != 0;
@@ -1290,14 +1290,14 @@ static void outputs_matmul(outbuf *o, int N, int C, int OC)
 {
     float *x = wild((long)N * C, 1), *w = rndf((long)OC * C, 0.3f), *b = rndf(OC, 1);
     float *dy = wild((long)N * OC, 1);
-    matmul_forward(take(o, (long)N * OC), x, w, b, N, C, OC);
+    ops_matmul_forward(take(o, (long)N * OC), x, w, b, N, C, OC);
     x[3] = INFINITY; /* an inf product in the output's max */
-    *take(o, 1) = matmul_forward_absmax(take(o, (long)N * OC), x, w, b, N, C, OC);
+    *take(o, 1) = ops_matmul_forward_absmax(take(o, (long)N * OC), x, w, b, N, C, OC);
     x[3] = 0.5f;
     float *dx = take(o, (long)N * C), *dw = take(o, (long)OC * C), *db = take(o, OC);
-    matmul_backward(dx, dw, db, dy, x, w, N, C, OC);
-    matmul_backward_set_mt(NULL, take(o, (long)N * C), dw, db, dy, x, w, N, C, OC);
-    matmul_backward_flags_mt(NULL, take(o, (long)N * C), take(o, (long)OC * C), db, dy, x, w, N,
+    ops_matmul_backward(dx, dw, db, dy, x, w, N, C, OC);
+    ops_matmul_backward_set_mt(NULL, take(o, (long)N * C), dw, db, dy, x, w, N, C, OC);
+    ops_matmul_backward_flags_mt(NULL, take(o, (long)N * C), take(o, (long)OC * C), db, dy, x, w, N,
                              C, OC, MM_DINP_SET | MM_DW_ZERO);
     free(x), free(w), free(b), free(dy);
 }
@@ -1307,8 +1307,8 @@ static void outputs_attention(outbuf *o, int B, int T, int C, int NH)
     long nq = (long)B * T * 3 * C, no = (long)B * T * C, na = (long)B * NH * T * T;
     float *qkv = wild(nq, 1), *dy = wild(no, 1);
     float *out = take(o, no), *att = take(o, na);
-    attention_forward(out, att, qkv, B, T, C, NH);
-    attention_backward(take(o, nq), NULL, dy, qkv, att, B, T, C, NH);
+    ops_attention_forward(out, att, qkv, B, T, C, NH);
+    ops_attention_backward(take(o, nq), NULL, dy, qkv, att, B, T, C, NH);
     free(qkv), free(dy);
 }
 
@@ -1316,15 +1316,15 @@ static void outputs_elementwise(outbuf *o, int n)
 {
     float *x = wild(n, 3), *d = wild(n, 1);
     x[1] = NAN, x[2] = INFINITY, x[3] = -INFINITY, x[4] = -90.0f, x[5] = 1e-30f, x[6] = -0.0f;
-    *take(o, 1) = gelu_forward_absmax(take(o, n), x, n);
+    *take(o, 1) = ops_gelu_forward_absmax(take(o, n), x, n);
     float *g = take(o, n);
-    gelu_backward(g, x, d, n);
-    *take(o, 1) = (float)gelu_backward_set(take(o, n), x, d, n);
+    ops_gelu_backward(g, x, d, n);
+    *take(o, 1) = (float)ops_gelu_backward_set(take(o, n), x, d, n);
     float *gx = take(o, n);
-    *take(o, 1) = gelu_forward_grad_absmax(take(o, n), gx, x, n);
-    *take(o, 1) = (float)gelu_backward_grad_set(take(o, n), gx, d, n);
+    *take(o, 1) = ops_gelu_forward_grad_absmax(take(o, n), gx, x, n);
+    *take(o, 1) = (float)ops_gelu_backward_grad_set(take(o, n), gx, d, n);
     ops_exp(take(o, n), x, n);
-    softmax_forward(take(o, n), x + 3, 1, n - 3);
+    ops_softmax_forward(take(o, n), x + 3, 1, n - 3);
     *take(o, 1) = ops_absmax(d, n);
     *take(o, 1) = ops_residual(take(o, n), x, 0.7f, d, 1.3f, n);
     *take(o, 1) = (float)ops_any_nonfinite(d, (size_t)n);
@@ -1337,14 +1337,14 @@ static void outputs_norms(outbuf *o, int N, int C)
 {
     float *x = wild((long)N * C, 2), *w = rndf(C, 1), *b = rndf(C, 1), *dy = wild((long)N * C, 1);
     float *y = take(o, (long)N * C), *mean = take(o, N), *rstd = take(o, N);
-    *take(o, 1) = layernorm_forward_absmax(y, mean, rstd, x, w, b, N, C, 1e-5f);
+    *take(o, 1) = ops_layernorm_forward_absmax(y, mean, rstd, x, w, b, N, C, 1e-5f);
     float *dx = take(o, (long)N * C), *dw = take(o, C), *db = take(o, C);
-    *take(o, 1) = (float)layernorm_backward_watch(dx, dw, db, dy, x, w, mean, rstd, N, C);
+    *take(o, 1) = (float)ops_layernorm_backward_watch(dx, dw, db, dy, x, w, mean, rstd, N, C);
     float *l = take(o, N);
     uint8_t tg[64];
     for (int i = 0; i < N && i < 64; i++)
         tg[i] = (uint8_t)(i * 37 % C);
-    crossentropy_forward(l, x, tg, N < 64 ? N : 64, C);
+    ops_crossentropy_forward(l, x, tg, N < 64 ? N : 64, C);
     ops_adamw_args a = {0.5f, 0.9f, 0.98f, 0.9999f, 1e-3f, 0.3f, 1e-8f};
     float *p = take(o, (long)N * C), *m = take(o, (long)N * C), *v = take(o, (long)N * C);
     memcpy(p, x, sizeof(float) * (size_t)N * C);

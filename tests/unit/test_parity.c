@@ -254,17 +254,17 @@ static void check_fixture(const char *dir, const char *name)
 
     /* 10 AdamW steps on the same batch: the loss before each update */
     adamw o;
-    CHECK(adamw_create(&o, m.n_params) == 0);
+    CHECK(optim_adamw_create(&o, m.n_params) == 0);
     float losses[10];
     for (int s = 0; s < 10; s++) {
         losses[s] = model_forward(&m, tok, tgt, c.batch);
         model_backward(&m);
-        adamw_update(&o, &m, &h, NULL);
+        optim_adamw_update(&o, &m, &h, NULL);
     }
     snprintf(what, sizeof what, "%s 10-step losses", name);
     CHECK(all_close(what, losses, get(&fx, "losses10")->data, 10, 1e-4, 0));
     CHECK(losses[9] < losses[0]);
-    adamw_free(&o);
+    optim_adamw_free(&o);
     free(g);
     free(tok);
     free(tgt);

@@ -309,7 +309,7 @@ static void test_every_setting_marked(void)
 
 int main(void)
 {
-    S = trainer_snapshot_new();
+    S = snapshot_new();
     if (!S)
         return 1;
     test_heatmap_both_runs();

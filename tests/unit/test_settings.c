@@ -332,7 +332,7 @@ static int script_sets(const ns_setting *s, const ns_config *base)
     other_value(s, v, sizeof v);
     snprintf(text, sizeof text, "at 0: %s %s\n", s->cmd, v);
     ns_script sc;
-    if (script_parse(text, "t", &sc, err, sizeof err) != 0 || sc.n != 1) {
+    if (command_script_parse(text, "t", &sc, err, sizeof err) != 0 || sc.n != 1) {
         fprintf(stderr, "  %s\n", err);
         return 0;
     }
@@ -345,7 +345,7 @@ static int script_sets(const ns_setting *s, const ns_config *base)
         ok = roundtrip(&now, &back) == 0;
     }
     engine_free(e);
-    script_free(&sc);
+    command_script_free(&sc);
     settings_format(s, &want, a, sizeof a);
     settings_format(s, &back, b, sizeof b);
     return ok && !strcmp(a, b);

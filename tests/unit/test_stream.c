@@ -446,7 +446,7 @@ static void test_replay(void)
     stream_reader *r = stream_open("/nonexistent/r.nsj");
     for (int i = 1; i <= 20; i++)
         feed_str(r, row3(i, 3.0 - 0.1 * i));
-    trainer_snapshot *d = trainer_snapshot_new();
+    trainer_snapshot *d = snapshot_new();
     stream_snapshot_at(r, 4, d); /* the fifth point: step 5 */
     CHECK(d->s.run[0].last.step == 5 && d->s.steps_done == 5);
     CHECK(t_close(d->s.run[0].last.layer[2].grad_attn, 0.505, 1e-6, 0));
@@ -577,7 +577,7 @@ static void test_control(void)
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     ui.follow = 1;
-    trainer_snapshot *d = trainer_snapshot_new();
+    trainer_snapshot *d = snapshot_new();
     tui_follow_update(&fw, d, &ui);
     tui_follow_action(&fw, &ui, TUI_ACT_PAUSE);
     tui_follow_action(&fw, &ui, tui_bind_action("lr", "x2"));
@@ -680,7 +680,7 @@ static void test_pending_and_liveness(void)
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     ui.follow = 1;
-    trainer_snapshot *d = trainer_snapshot_new();
+    trainer_snapshot *d = snapshot_new();
     tui_grid g = {0};
     tui_grid_resize(&g, 30, 100);
     tui_follow_update(&fw, d, &ui);
@@ -779,7 +779,7 @@ static void test_follow_help(void)
 {
     tui_grid g = {0};
     tui_grid_resize(&g, 24, 80);
-    trainer_snapshot *s = trainer_snapshot_new();
+    trainer_snapshot *s = snapshot_new();
     s->s.n_layer = 6;
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
@@ -1078,7 +1078,7 @@ static void test_unknown_layers(void)
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     ui.selected = 0;
-    trainer_snapshot *dst = trainer_snapshot_new();
+    trainer_snapshot *dst = snapshot_new();
     stream_snapshot_at(r, -1, dst);
     tui_draw(&g, dst, &ui);
     char all[30 * 400];
@@ -1140,7 +1140,7 @@ static void test_follow_diag(void)
         tui_ui_init(&ui, 0, 0);
         ui.follow = 1;
         CHECK(tui_follow_init(&f, path) == 0);
-        trainer_snapshot *dst = trainer_snapshot_new();
+        trainer_snapshot *dst = snapshot_new();
         for (int i = 0; i < 8; i++)
             tui_follow_update(&f, dst, &ui);
         tui_follow_action(&f, &ui, TUI_ACT_DIAG);

@@ -146,17 +146,17 @@ static void test_loss_at(void)
 {
     sweep_spec sp = {.n_axes = 0};
     char err[256], text[64];
-    CHECK(sweep_loss_at_parse(" 10, 30 ,1000000000", &sp, err, sizeof err) == 0);
+    CHECK(sweep_spec_loss_at_parse(" 10, 30 ,1000000000", &sp, err, sizeof err) == 0);
     CHECK(sp.n_loss_at == 3 && sp.loss_at[0] == 10 && sp.loss_at[1] == 30 &&
           sp.loss_at[2] == 1000000000);
-    sweep_loss_at_text(&sp, text, sizeof text);
+    sweep_spec_loss_at_text(&sp, text, sizeof text);
     CHECK(!strcmp(text, "10,30,1000000000"));
     static const char *const bad[] = {"", "0", "-5", "x", "10,", ",10", "10,10", "30,10",
                                       "1000000001", "1e3", "10 20",
                                       "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sp.n_loss_at = 5;
-        int r = sweep_loss_at_parse(bad[i], &sp, err, sizeof err);
+        int r = sweep_spec_loss_at_parse(bad[i], &sp, err, sizeof err);
         if (!t_check(r == -1 && sp.n_loss_at == 0 && !strncmp(err, "--loss-at '", 11),
                      __FILE__, __LINE__, "a bad --loss-at refused"))
             fprintf(stderr, "  '%s': %d, %s\n", bad[i], r, err);
@@ -205,13 +205,13 @@ static void test_fmt_loss(void)
 
 static void test_level(void)
 {
-    CHECK(sv_level(2.0, 2.0, 4.0) == 0);
-    CHECK(sv_level(4.0, 2.0, 4.0) == SV_LEVELS - 1);
-    CHECK(sv_level(3.0, 2.0, 4.0) == (SV_LEVELS - 1) / 2);
-    CHECK(sv_level(9.0, 2.0, 4.0) == SV_LEVELS - 1); /* clamped */
-    CHECK(sv_level(NAN, 2.0, 4.0) == -1);
-    CHECK(sv_level(INFINITY, 2.0, 4.0) == -1);
-    CHECK(sv_level(3.0, 3.0, 3.0) == 0); /* one cell: the scale has no width */
+    CHECK(tui_sweep_level(2.0, 2.0, 4.0) == 0);
+    CHECK(tui_sweep_level(4.0, 2.0, 4.0) == SV_LEVELS - 1);
+    CHECK(tui_sweep_level(3.0, 2.0, 4.0) == (SV_LEVELS - 1) / 2);
+    CHECK(tui_sweep_level(9.0, 2.0, 4.0) == SV_LEVELS - 1); /* clamped */
+    CHECK(tui_sweep_level(NAN, 2.0, 4.0) == -1);
+    CHECK(tui_sweep_level(INFINITY, 2.0, 4.0) == -1);
+    CHECK(tui_sweep_level(3.0, 3.0, 3.0) == 0); /* one cell: the scale has no width */
 }
 
 /* A view of SPEC with rows for some runs:
@@ -224,19 +224,19 @@ static void view_with_rows(sweepview *v, sweep_spec *sp)
 {
     char err[256], b[512];
     CHECK(sweep_spec_parse(SPEC, sp, err, sizeof err) == 0);
-    CHECK(sv_init(v, sp, "/nonexistent", 0, 1) == 0);
+    CHECK(tui_sweep_init(v, sp, "/nonexistent", 0, 1) == 0);
     make_row(b, sizeof b, "ok", "2.4", "2.5", "", "0");
-    sv_set_row(v, run_k(0, 1, 0), b);
+    tui_sweep_set_row(v, run_k(0, 1, 0), b);
     make_row(b, sizeof b, "ok", "2.6", "2.7", "", "0");
-    sv_set_row(v, run_k(0, 1, 1), b);
+    tui_sweep_set_row(v, run_k(0, 1, 1), b);
     make_row(b, sizeof b, "ok", "3.0", "3.1", "", "1");
-    sv_set_row(v, run_k(0, 0, 0), b);
+    tui_sweep_set_row(v, run_k(0, 0, 0), b);
     make_row(b, sizeof b, "ok", "2.8", "2.9", "", "0");
-    sv_set_row(v, run_k(0, 0, 1), b);
+    tui_sweep_set_row(v, run_k(0, 0, 1), b);
     make_row(b, sizeof b, "diverged", "nan", "", "4", "0");
-    sv_set_row(v, run_k(1, 1, 0), b);
-    sv_set_row(v, run_k(1, 1, 1), b);
-    sv_update(v, NULL);
+    tui_sweep_set_row(v, run_k(1, 1, 0), b);
+    tui_sweep_set_row(v, run_k(1, 1, 1), b);
+    tui_sweep_update(v, NULL);
 }
 
 /* An outlier (a finite blow-up to 2.8e12) is exploded: marked E, in few
@@ -249,20 +249,20 @@ static void test_outliers(void)
     char b[512];
     view_with_rows(&v, &sp);
     snprintf(b, sizeof b, "0123456789ab,1e-2,pre,1,30,2.8e12,2.8e12,,0,1,1.5,1.2,0.40,ok\n");
-    sv_set_row(&v, run_k(1, 0, 0), b);
+    tui_sweep_set_row(&v, run_k(1, 0, 0), b);
     make_row(b, sizeof b, "ok", "2.8", "2.9", "", "0");
-    sv_set_row(&v, run_k(1, 0, 1), b);
-    sv_update(&v, NULL);
+    tui_sweep_set_row(&v, run_k(1, 0, 1), b);
+    tui_sweep_update(&v, NULL);
     sv_cell c;
-    sv_cell_of(&v, 0, 1, 0, &c); /* lr=1e-2 norm=pre */
+    tui_sweep_cell_of(&v, 0, 1, 0, &c); /* lr=1e-2 norm=pre */
     CHECK(c.fold.exploded == 1 && c.fold.stalled == 0);
     CHECK(fabs(v.lo - 2.6) < 1e-12 && fabs(v.hi - 3.0) < 1e-12);
     tui_style st;
-    sv_cell_text(&v, &c, 13, b, sizeof b, &st);
+    tui_sweep_cell_text(&v, &c, 13, b, sizeof b, &st);
     CHECK(!strncmp(b, "1/2 E ", 6) && strstr(b, "e+12") && strlen(b) <= 13 && st == TUI_S_BAD);
     tui_grid g = {0};
     CHECK(tui_grid_resize(&g, 24, 80) == 0);
-    sv_draw(&g, &v);
+    tui_sweep_draw(&g, &v);
     int marked = 0, legend = 0;
     for (int r = 0; r < 24; r++) {
         marked += strstr(row(&g, r), "1/2 E 1.4e+12") != NULL;
@@ -270,7 +270,7 @@ static void test_outliers(void)
     }
     CHECK(marked == 1 && legend == 1);
     tui_grid_free(&g);
-    sv_free(&v);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
 }
 
@@ -283,22 +283,22 @@ static void test_groups(void)
     char err[256], b[512];
     CHECK(sweep_spec_parse("norm=post,pre layers=2,6 lr=1e-3,1e-2,3e-2 seed=1,2", &sp, err,
                            sizeof err) == 0);
-    CHECK(sv_init(&v, &sp, "/nonexistent", 0, 1) == 0);
+    CHECK(tui_sweep_init(&v, &sp, "/nonexistent", 0, 1) == 0);
     /* axes in name order: layers, lr, norm, seed; lr=1e-3 layers=6 norm=pre seed 1 */
     long k = ((1 * 3 + 0) * 2 + 1) * 2 + 0;
     snprintf(b, sizeof b, "0123456789ab,6,1e-3,pre,1,30,2.5,2.75,,0,0,1.5,1.2,0.40,ok\n");
-    sv_set_row(&v, k, b);
-    sv_update(&v, NULL);
+    tui_sweep_set_row(&v, k, b);
+    tui_sweep_update(&v, NULL);
     tui_grid g = {0};
     CHECK(tui_grid_resize(&g, 24, 80) == 0);
-    sv_draw(&g, &v);
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 1), "rows lr  columns layers by norm") && !strstr(row(&g, 1), "page"));
     const char *h = row(&g, 2);
     CHECK(strstr(h, "post 2") && strstr(h, "post 6") && strstr(h, "pre 2") && strstr(h, "pre 6"));
     CHECK(strstr(h, "pre 6") - h == strstr(row(&g, 3), ". 1/2") - row(&g, 3)); /* under its head */
     long page;
     int r, c, idx[SWEEP_MAX_AXES];
-    sweep_run_index(&sp, k, idx);
+    sweep_spec_run_index(&sp, k, idx);
     sweep_map_place(&v.map, idx, &page, &r, &c);
     CHECK(page == 0 && r == 0 && c == 3);
     sweep_map m;
@@ -310,7 +310,7 @@ static void test_groups(void)
     sweep_map_group(&m, 4);
     CHECK(m.group == 2 && m.pages == 1 && m.cols == 4 && m.n_page == 0);
     tui_grid_free(&g);
-    sv_free(&v);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
 }
 
@@ -321,36 +321,36 @@ static void test_cells(void)
     view_with_rows(&v, &sp);
     CHECK(v.map.row == 0 && v.map.col == 1 && v.map.seed == 2); /* rows lr, columns norm */
     sv_cell c;
-    sv_cell_of(&v, 0, 0, 1, &c); /* lr=1e-3 norm=post */
+    tui_sweep_cell_of(&v, 0, 0, 1, &c); /* lr=1e-3 norm=post */
     CHECK(c.runs == 2 && c.ended == 2 && c.fold.final.n == 2);
     CHECK(fabs(c.mean - 2.6) < 1e-12 && c.fold.final.lo == 2.5 && c.fold.final.hi == 2.7);
     CHECK(c.fold.stalled == 0 && c.fold.diverged == 0);
-    sv_cell_of(&v, 0, 0, 0, &c); /* lr=1e-3 norm=pre */
+    tui_sweep_cell_of(&v, 0, 0, 0, &c); /* lr=1e-3 norm=pre */
     CHECK(c.fold.final.n == 2 && c.fold.stalled == 1 && fabs(c.mean - 3.0) < 1e-12);
-    sv_cell_of(&v, 0, 1, 1, &c); /* lr=1e-2 norm=post */
+    tui_sweep_cell_of(&v, 0, 1, 1, &c); /* lr=1e-2 norm=post */
     CHECK(c.fold.diverged == 2 && c.fold.final.n == 0);
-    sv_cell_of(&v, 0, 1, 0, &c);
+    tui_sweep_cell_of(&v, 0, 1, 0, &c);
     CHECK(c.pending == 2 && c.ended == 0);
     /* one scale: from the lowest finished cell to the highest */
     CHECK(fabs(v.lo - 2.6) < 1e-12 && fabs(v.hi - 3.0) < 1e-12);
     char b[64];
     tui_style st;
-    sv_cell_of(&v, 0, 0, 1, &c);
-    sv_cell_text(&v, &c, 13, b, sizeof b, &st);
+    tui_sweep_cell_of(&v, 0, 0, 1, &c);
+    tui_sweep_cell_text(&v, &c, 13, b, sizeof b, &st);
     CHECK(strcmp(b, "  2.600+-0.100") != 0); /* 14 columns do not fit 13 */
     CHECK(!strncmp(b, "  2.600+-0.10", 13) && strlen(b) <= 13);
     CHECK(st == TUI_S_HEAT0);
-    sv_cell_of(&v, 0, 0, 0, &c);
-    sv_cell_text(&v, &c, 13, b, sizeof b, &st);
+    tui_sweep_cell_of(&v, 0, 0, 0, &c);
+    tui_sweep_cell_text(&v, &c, 13, b, sizeof b, &st);
     /* one of two seeds stalled: "1/2 S", as the figure's "1/2 stalled" */
     CHECK(!strncmp(b, "1/2 S 3.000", 11) && st == TUI_S_HEAT0 + SV_LEVELS - 1);
-    sv_cell_of(&v, 0, 1, 1, &c);
-    sv_cell_text(&v, &c, 13, b, sizeof b, &st);
+    tui_sweep_cell_of(&v, 0, 1, 1, &c);
+    tui_sweep_cell_text(&v, &c, 13, b, sizeof b, &st);
     CHECK(!strcmp(b, "X diverged") && st == TUI_S_BAD);
-    sv_cell_of(&v, 0, 1, 0, &c);
-    sv_cell_text(&v, &c, 13, b, sizeof b, &st);
+    tui_sweep_cell_of(&v, 0, 1, 0, &c);
+    tui_sweep_cell_text(&v, &c, 13, b, sizeof b, &st);
     CHECK(b[0] == '.' && st == TUI_S_DIM);
-    sv_free(&v);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
 }
 
@@ -359,23 +359,23 @@ static const char *const HEAD = "step,loss,val_loss,l0_grad_attn,l0_grad_ffn,l0_
 static void test_tail(void)
 {
     sv_tail t;
-    sv_tail_init(&t);
+    tui_sweep_tail_init(&t);
     long step;
     double loss;
-    CHECK(sv_tail_feed(&t, HEAD, strlen(HEAD)) == 0);
-    CHECK(sv_tail_last(&t, &step, &loss) == -1);
+    CHECK(tui_sweep_tail_feed(&t, HEAD, strlen(HEAD)) == 0);
+    CHECK(tui_sweep_tail_last(&t, &step, &loss) == -1);
     const char *a = "1,4.5,,0.1,0.2,0.01\n2,3.";
-    CHECK(sv_tail_feed(&t, a, strlen(a)) == 1); /* row 1; row 2 waits for its end */
-    CHECK(sv_tail_last(&t, &step, &loss) == 0 && step == 1 && loss == 4.5);
+    CHECK(tui_sweep_tail_feed(&t, a, strlen(a)) == 1); /* row 1; row 2 waits for its end */
+    CHECK(tui_sweep_tail_last(&t, &step, &loss) == 0 && step == 1 && loss == 4.5);
     CHECK(t.d.run[0].n == 1);
-    CHECK(sv_tail_feed(&t, "25", 2) == 0); /* still no newline */
+    CHECK(tui_sweep_tail_feed(&t, "25", 2) == 0); /* still no newline */
     CHECK(t.d.run[0].n == 1);
-    CHECK(sv_tail_feed(&t, ",,0.1,0.2,0.01\n", 15) == 1);
-    CHECK(sv_tail_last(&t, &step, &loss) == 0 && step == 2 && loss == 3.25); /* not 3 */
+    CHECK(tui_sweep_tail_feed(&t, ",,0.1,0.2,0.01\n", 15) == 1);
+    CHECK(tui_sweep_tail_last(&t, &step, &loss) == 0 && step == 2 && loss == 3.25); /* not 3 */
     size_t left;
     tail_partial(&t.tl, &left);
     CHECK(left == 0); /* every byte fed was a complete line */
-    sv_tail_free(&t);
+    tui_sweep_tail_free(&t);
 
     /* a file that grows, then is replaced (the run's next attempt) */
     char path[] = "/tmp/ns_sweepview_XXXXXX";
@@ -384,20 +384,20 @@ static void test_tail(void)
     FILE *f = fdopen(fd, "w");
     fprintf(f, "%s1,4.5,,0.1,0.2,0.01\n2,4.", HEAD);
     fflush(f);
-    sv_tail_init(&t);
-    CHECK(sv_tail_poll(&t, path) == 1 && sv_tail_last(&t, &step, &loss) == 0 && step == 1);
-    CHECK(sv_tail_poll(&t, path) == 0); /* nothing new */
+    tui_sweep_tail_init(&t);
+    CHECK(tui_sweep_tail_poll(&t, path) == 1 && tui_sweep_tail_last(&t, &step, &loss) == 0 && step == 1);
+    CHECK(tui_sweep_tail_poll(&t, path) == 0); /* nothing new */
     fprintf(f, "0,,0.1,0.2,0.01\n");
     fclose(f);
-    CHECK(sv_tail_poll(&t, path) == 1 && sv_tail_last(&t, &step, &loss) == 0 && step == 2 &&
+    CHECK(tui_sweep_tail_poll(&t, path) == 1 && tui_sweep_tail_last(&t, &step, &loss) == 0 && step == 2 &&
           loss == 4.0);
     f = fopen(path, "w"); /* cut short and written anew */
     fprintf(f, "%s7,2.5,,0.1,0.2,0.01\n", HEAD);
     fclose(f);
-    CHECK(sv_tail_poll(&t, path) == 1 && t.d.run[0].n == 1);
-    CHECK(sv_tail_last(&t, &step, &loss) == 0 && step == 7 && loss == 2.5);
-    CHECK(sv_tail_poll(&t, "/tmp/ns_sweepview_missing") == 0); /* not there yet */
-    sv_tail_free(&t);
+    CHECK(tui_sweep_tail_poll(&t, path) == 1 && t.d.run[0].n == 1);
+    CHECK(tui_sweep_tail_last(&t, &step, &loss) == 0 && step == 7 && loss == 2.5);
+    CHECK(tui_sweep_tail_poll(&t, "/tmp/ns_sweepview_missing") == 0); /* not there yet */
+    tui_sweep_tail_free(&t);
     remove(path);
 }
 
@@ -409,34 +409,34 @@ static void test_board(void)
     CHECK(sweep_spec_parse(SPEC, &sp, err, sizeof err) == 0);
     sweepview v;
     sv_board bd;
-    CHECK(sv_init(&v, &sp, "/nonexistent", 0, 1) == 0);
-    CHECK(sv_board_init(&bd, v.n_runs) == 0);
+    CHECK(tui_sweep_init(&v, &sp, "/nonexistent", 0, 1) == 0);
+    CHECK(tui_sweep_board_init(&bd, v.n_runs) == 0);
     make_row(b, sizeof b, "ok", "2.4", "2.5", "", "0");
-    sv_set_row(&v, 0, b); /* a row from before: the board never touches run 0 */
-    sweep_watch w = sv_board_watch(&bd);
+    tui_sweep_set_row(&v, 0, b); /* a row from before: the board never touches run 0 */
+    sweep_watch w = tui_sweep_board_watch(&bd);
     CHECK(w.stop(w.ctx) == 0);
     w.started(w.ctx, 1, 4242);
     w.started(w.ctx, 2, 4243);
-    CHECK(sv_update(&v, &bd) == 1);
+    CHECK(tui_sweep_update(&v, &bd) == 1);
     CHECK(v.runs[0].phase == SV_ENDED && v.runs[1].phase == SV_RUNNING && v.runs[1].pid == 4242);
-    CHECK(sv_update(&v, &bd) == 0); /* nothing new */
+    CHECK(tui_sweep_update(&v, &bd) == 0); /* nothing new */
     w.ended(w.ctx, 1, b);
     w.ended(w.ctx, 2, NULL); /* interrupted: pending again */
-    CHECK(sv_update(&v, &bd) == 1);
+    CHECK(tui_sweep_update(&v, &bd) == 1);
     CHECK(v.runs[1].phase == SV_ENDED && v.runs[1].have && v.runs[1].res.final == 2.5);
     CHECK(v.runs[2].phase == SV_PENDING && v.runs[0].phase == SV_ENDED);
-    sv_board_stop(&bd);
+    tui_sweep_board_stop(&bd);
     CHECK(w.stop(w.ctx) == 1);
-    sv_board_done(&bd, 130);
-    sv_update(&v, &bd);
+    tui_sweep_board_done(&bd, 130);
+    tui_sweep_update(&v, &bd);
     CHECK(v.finished && v.status == 130);
     tui_grid g = {0};
     CHECK(tui_grid_resize(&g, 24, 80) == 0);
-    sv_draw(&g, &v);
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 0), "2/8 ended, 0 running, 0 failed  - none left to run (q") != NULL);
     tui_grid_free(&g);
-    sv_board_free(&bd);
-    sv_free(&v);
+    tui_sweep_board_free(&bd);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
 }
 
@@ -448,7 +448,7 @@ static void test_frames(void)
     tui_grid g = {0};
     view_with_rows(&v, &sp);
     CHECK(tui_grid_resize(&g, 24, 80) == 0);
-    sv_draw(&g, &v);
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 0), "6/8 ended, 0 running, 0 failed") != NULL);
     CHECK(strstr(row(&g, 1), "rows lr") && strstr(row(&g, 1), "columns norm"));
     CHECK(strstr(row(&g, 1), "2 seeds a cell") != NULL);
@@ -467,33 +467,33 @@ static void test_frames(void)
     CHECK(info == 1);
     CHECK(strstr(row(&g, 23), "Enter") != NULL);
     /* keys: down, right; x swaps the axes and keeps the cell selected */
-    CHECK(sv_key(&v, TUI_KEY_DOWN) && v.sel_r == 1);
-    CHECK(sv_key(&v, TUI_KEY_DOWN) && v.sel_r == 1); /* the last row */
-    CHECK(sv_key(&v, TUI_KEY_RIGHT) && v.sel_c == 1);
-    CHECK(sv_key(&v, 'x') && v.map.row == 1 && v.map.col == 0 && v.sel_r == 1 && v.sel_c == 1);
-    sv_draw(&g, &v);
+    CHECK(tui_sweep_key(&v, TUI_KEY_DOWN) && v.sel_r == 1);
+    CHECK(tui_sweep_key(&v, TUI_KEY_DOWN) && v.sel_r == 1); /* the last row */
+    CHECK(tui_sweep_key(&v, TUI_KEY_RIGHT) && v.sel_c == 1);
+    CHECK(tui_sweep_key(&v, 'x') && v.map.row == 1 && v.map.col == 0 && v.sel_r == 1 && v.sel_c == 1);
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 1), "rows norm") != NULL);
     CHECK(!strncmp(row(&g, 4), "post", 4) && strstr(row(&g, 4), "X diverged"));
-    CHECK(sv_key(&v, 'D') == 0 && sv_key(&v, '[') == 0); /* not ours */
+    CHECK(tui_sweep_key(&v, 'D') == 0 && tui_sweep_key(&v, '[') == 0); /* not ours */
     /* Enter opens the cell's run; Esc, Backspace and Enter come back */
-    CHECK(sv_key(&v, '\r') && v.open && v.open_run == run_k(1, 1, 0));
-    sv_draw(&g, &v);
+    CHECK(tui_sweep_key(&v, '\r') && v.open && v.open_run == run_k(1, 1, 0));
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 0), "lr=1e-2 norm=post seed=1") != NULL);
     CHECK(strstr(row(&g, 1), "DIVERGED at step 4") != NULL);
-    CHECK(sv_key(&v, TUI_KEY_TAB) && v.open_run == run_k(1, 1, 1));
-    CHECK(sv_key(&v, TUI_KEY_ESC) && !v.open);
-    CHECK(sv_key(&v, '\r') && v.open && sv_key(&v, SV_KEY_BACKSPACE) && !v.open);
-    CHECK(sv_key(&v, '\r') && sv_key(&v, '\r') && !v.open);
-    CHECK(sv_key(&v, '?') && v.help);
-    sv_draw(&g, &v);
+    CHECK(tui_sweep_key(&v, TUI_KEY_TAB) && v.open_run == run_k(1, 1, 1));
+    CHECK(tui_sweep_key(&v, TUI_KEY_ESC) && !v.open);
+    CHECK(tui_sweep_key(&v, '\r') && v.open && tui_sweep_key(&v, SV_KEY_BACKSPACE) && !v.open);
+    CHECK(tui_sweep_key(&v, '\r') && tui_sweep_key(&v, '\r') && !v.open);
+    CHECK(tui_sweep_key(&v, '?') && v.help);
+    tui_sweep_draw(&g, &v);
     int help = 0;
     for (int r = 0; r < 24; r++)
         help += strstr(row(&g, r), "swap the rows' and the columns' axes") != NULL;
     CHECK(help == 1);
-    CHECK(sv_key(&v, 'x') && !v.help && v.map.row == 1); /* closing the help did nothing else */
-    CHECK(sv_key(&v, 'q') && v.quit);
+    CHECK(tui_sweep_key(&v, 'x') && !v.help && v.map.row == 1); /* closing the help did nothing else */
+    CHECK(tui_sweep_key(&v, 'q') && v.quit);
     tui_grid_free(&g);
-    sv_free(&v);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
 }
 
@@ -506,14 +506,14 @@ static void test_small_screen(void)
     CHECK(sweep_spec_parse("lr=1..30 layers=1..9 warmup=0,1", &sp, err, sizeof err) == 0);
     sweepview v;
     tui_grid g = {0};
-    CHECK(sv_init(&v, &sp, "d", 0, 0) == 0);
+    CHECK(tui_sweep_init(&v, &sp, "d", 0, 0) == 0);
     CHECK(tui_grid_resize(&g, 24, 80) == 0);
     CHECK(v.map.rows == 30 && v.map.cols == 9 && v.map.pages == 2);
     for (int i = 0; i < 29; i++)
-        sv_key(&v, TUI_KEY_DOWN);
+        tui_sweep_key(&v, TUI_KEY_DOWN);
     for (int i = 0; i < 8; i++)
-        sv_key(&v, TUI_KEY_RIGHT);
-    sv_draw(&g, &v);
+        tui_sweep_key(&v, TUI_KEY_RIGHT);
+    tui_sweep_draw(&g, &v);
     CHECK(v.vis_rows < 30 && v.vis_cols < 9);
     int seen = 0;
     for (int r = 3; r < 24; r++)
@@ -521,21 +521,21 @@ static void test_small_screen(void)
     CHECK(seen == 1);                           /* the last row is on screen */
     CHECK(strstr(row(&g, 2), "9 ") != NULL);    /* and the last column */
     CHECK(strstr(row(&g, 1), "page 1/2: warmup=0") != NULL);
-    CHECK(sv_key(&v, TUI_KEY_PGDN) && v.page == 1);
-    sv_draw(&g, &v);
+    CHECK(tui_sweep_key(&v, TUI_KEY_PGDN) && v.page == 1);
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 1), "page 2/2: warmup=1") != NULL);
-    CHECK(sv_key(&v, TUI_KEY_PGDN) && v.page == 0); /* wraps */
+    CHECK(tui_sweep_key(&v, TUI_KEY_PGDN) && v.page == 0); /* wraps */
     /* r: the next axis for rows (warmup; lr is paged now), the selected
      * run's cell kept: lr=30 (index 29) layers=9 (index 8) warmup=0 */
     CHECK(v.sel_r == 29 && v.sel_c == 8 && v.page == 0);
-    CHECK(sv_key(&v, 'r') && v.map.row == 2 && v.map.col == 0 && v.map.pages == 30);
+    CHECK(tui_sweep_key(&v, 'r') && v.map.row == 2 && v.map.col == 0 && v.map.pages == 30);
     CHECK(v.page == 29 && v.sel_r == 0 && v.sel_c == 8);
-    CHECK(sv_key(&v, 'c') && v.map.col == 1 && v.map.pages == 9); /* columns lr, layers paged */
+    CHECK(tui_sweep_key(&v, 'c') && v.map.col == 1 && v.map.pages == 9); /* columns lr, layers paged */
     CHECK(v.page == 8 && v.sel_r == 0 && v.sel_c == 29);
-    sv_draw(&g, &v);
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 1), "rows warmup  columns lr") && strstr(row(&g, 1), "page 9/9: layers=9"));
     tui_grid_free(&g);
-    sv_free(&v);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
 }
 
@@ -548,9 +548,9 @@ static void test_run_view(void)
     sweep_spec sp;
     CHECK(sweep_spec_parse(SPEC, &sp, err, sizeof err) == 0);
     sweepview v;
-    CHECK(sv_init(&v, &sp, dir, 0, 1) == 0);
+    CHECK(tui_sweep_init(&v, &sp, dir, 0, 1) == 0);
     long k = run_k(0, 0, 0); /* lr=1e-3 norm=pre seed=1: the first cell */
-    sweep_run_csv(&sp, dir, k, path, sizeof path);
+    sweep_spec_run_csv(&sp, dir, k, path, sizeof path);
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     fprintf(f, "step,loss,val_loss,l0_grad_attn,l0_grad_ffn,l0_grad_ln,l1_grad_attn,l1_grad_ffn,"
@@ -559,13 +559,13 @@ static void test_run_view(void)
         fprintf(f, "%d,%g,%s,0,0,2,0.3,0.4,0\n", i, 5.0 - 0.5 * i, i == 5 ? "2.6" : "");
     fclose(f);
     make_row(b, sizeof b, "ok", "2.5", "2.6", "", "0");
-    sv_set_row(&v, k, b);
-    sv_update(&v, NULL);
+    tui_sweep_set_row(&v, k, b);
+    tui_sweep_update(&v, NULL);
     tui_grid g = {0};
     CHECK(tui_grid_resize(&g, 24, 80) == 0);
-    CHECK(sv_key(&v, '\r') && v.open && v.open_run == k);
+    CHECK(tui_sweep_key(&v, '\r') && v.open && v.open_run == k);
     CHECK(v.snap->s.hist_total == 5 && v.snap->s.n_layer == 2);
-    sv_draw(&g, &v);
+    tui_sweep_draw(&g, &v);
     CHECK(strstr(row(&g, 0), "lr=1e-3 norm=pre seed=1") != NULL);
     CHECK(strstr(row(&g, 1), "ended at step 30: final loss 2.6000") != NULL);
     int chart = 0, heat = 0;
@@ -576,7 +576,7 @@ static void test_run_view(void)
     CHECK(chart == 1 && heat == 1);
     CHECK(strstr(row(&g, 22), "step 5, top first:  1:0.5  0:2") != NULL);
     tui_grid_free(&g);
-    sv_free(&v);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
     remove(path);
     rmdir(dir);
@@ -600,7 +600,7 @@ static void test_lesson_lines(void)
     v.ui.lesson_text = l.text;
     tui_grid g = {0};
     CHECK(tui_grid_resize(&g, 24, 80) == 0);
-    sv_draw(&g, &v);
+    tui_sweep_draw(&g, &v);
     int q6 = -1, n6 = -1, q0 = -1, text = -1, n8 = 0;
     for (int r = 0; r < 24; r++) {
         const char *t = row(&g, r);
@@ -613,7 +613,7 @@ static void test_lesson_lines(void)
     CHECK(q6 > 0 && n6 == q6 + 1 && q0 == n6 + 1 && text == q0 + 1 && n8 == 0);
     tui_grid_free(&g);
     lesson_free(&l);
-    sv_free(&v);
+    tui_sweep_free(&v);
     sweep_spec_free(&sp);
 }
 

@@ -239,22 +239,22 @@ static int matmul_same(ns_pool *p, int N, int C, int OC)
     float *di1 = rnd((long)N * C), *di2 = dup(di1, (long)N * C);
     float *dw1 = rnd((long)OC * C), *dw2 = dup(dw1, (long)OC * C);
     float *db1 = rnd(OC), *db2 = dup(db1, OC);
-    matmul_forward(o1, inp, w, b, N, C, OC);
-    matmul_forward_mt(p, o2, inp, w, b, N, C, OC);
-    matmul_backward(di1, dw1, db1, dout, inp, w, N, C, OC);
-    matmul_backward_mt(p, di2, dw2, db2, dout, inp, w, N, C, OC);
+    ops_matmul_forward(o1, inp, w, b, N, C, OC);
+    ops_matmul_forward_mt(p, o2, inp, w, b, N, C, OC);
+    ops_matmul_backward(di1, dw1, db1, dout, inp, w, N, C, OC);
+    ops_matmul_backward_mt(p, di2, dw2, db2, dout, inp, w, N, C, OC);
     int ok = same(o1, o2, (long)N * OC) && same(di1, di2, (long)N * C) &&
              same(dw1, dw2, (long)OC * C) && same(db1, db2, OC);
     /* no bias, no dinp */
-    matmul_forward(o1, inp, w, NULL, N, C, OC);
-    matmul_forward_mt(p, o2, inp, w, NULL, N, C, OC);
-    matmul_backward(NULL, dw1, NULL, dout, inp, w, N, C, OC);
-    matmul_backward_mt(p, NULL, dw2, NULL, dout, inp, w, N, C, OC);
+    ops_matmul_forward(o1, inp, w, NULL, N, C, OC);
+    ops_matmul_forward_mt(p, o2, inp, w, NULL, N, C, OC);
+    ops_matmul_backward(NULL, dw1, NULL, dout, inp, w, N, C, OC);
+    ops_matmul_backward_mt(p, NULL, dw2, NULL, dout, inp, w, N, C, OC);
     ok = ok && same(o1, o2, (long)N * OC) && same(dw1, dw2, (long)OC * C);
     /* the forward's max |out| taken in the kernel: the parts' maxima fold
      * to one call's */
-    float m1 = matmul_forward_absmax(o1, inp, w, b, N, C, OC);
-    float m2 = matmul_forward_absmax_mt(p, o2, inp, w, b, N, C, OC);
+    float m1 = ops_matmul_forward_absmax(o1, inp, w, b, N, C, OC);
+    float m2 = ops_matmul_forward_absmax_mt(p, o2, inp, w, b, N, C, OC);
     ok = ok && same(o1, o2, (long)N * OC) && m1 == m2 && m1 == ops_absmax(o1, (long)N * OC);
     free(inp), free(w), free(b), free(dout), free(o1), free(o2);
     free(di1), free(di2), free(dw1), free(dw2), free(db1), free(db2);
@@ -269,10 +269,10 @@ static int attention_same(ns_pool *p, int B, int T, int C, int NH)
     float *a1 = calloc((size_t)na, sizeof(float)), *a2 = calloc((size_t)na, sizeof(float));
     float *d1 = rnd(nq), *d2 = dup(d1, nq);
     float *drow = calloc((size_t)T, sizeof(float));
-    attention_forward(o1, a1, qkv, B, T, C, NH);
-    attention_forward_mt(p, o2, a2, qkv, B, T, C, NH);
-    attention_backward(d1, drow, dout, qkv, a1, B, T, C, NH);
-    attention_backward_mt(p, d2, drow, dout, qkv, a1, B, T, C, NH);
+    ops_attention_forward(o1, a1, qkv, B, T, C, NH);
+    ops_attention_forward_mt(p, o2, a2, qkv, B, T, C, NH);
+    ops_attention_backward(d1, drow, dout, qkv, a1, B, T, C, NH);
+    ops_attention_backward_mt(p, d2, drow, dout, qkv, a1, B, T, C, NH);
     int ok = same(o1, o2, no) && same(a1, a2, na) && same(d1, d2, nq);
     free(qkv), free(dout), free(o1), free(o2), free(a1), free(a2), free(d1), free(d2), free(drow);
     return ok;
@@ -285,17 +285,17 @@ static int elementwise_same(ns_pool *p, int n)
         x[i] *= 3.0f; /* into GELU's tails */
     float *y1 = malloc((size_t)n * sizeof(float)), *y2 = malloc((size_t)n * sizeof(float));
     float *g1 = rnd(n), *g2 = dup(g1, n);
-    gelu_forward(y1, x, n);
-    gelu_forward_mt(p, y2, x, n);
-    gelu_backward(g1, x, d, n);
-    gelu_backward_mt(p, g2, x, d, n);
+    ops_gelu_forward(y1, x, n);
+    ops_gelu_forward_mt(p, y2, x, n);
+    ops_gelu_backward(g1, x, d, n);
+    ops_gelu_backward_mt(p, g2, x, d, n);
     int ok = same(y1, y2, n) && same(g1, g2, n);
     /* the derivative kept by the forward (in place, as the model keeps it) */
     float *x1 = dup(x, n), *x2 = dup(x, n);
-    float a1 = gelu_forward_grad_absmax(y1, x1, x1, n);
-    float a2 = gelu_forward_grad_absmax_mt(p, y2, x2, x2, n);
+    float a1 = ops_gelu_forward_grad_absmax(y1, x1, x1, n);
+    float a2 = ops_gelu_forward_grad_absmax_mt(p, y2, x2, x2, n);
     ok = ok && same(y1, y2, n) && same(x1, x2, n) && memcmp(&a1, &a2, sizeof a1) == 0;
-    ok = ok && gelu_backward_grad_set(g1, x1, d, n) == gelu_backward_grad_set_mt(p, g2, x2, d, n);
+    ok = ok && ops_gelu_backward_grad_set(g1, x1, d, n) == ops_gelu_backward_grad_set_mt(p, g2, x2, d, n);
     ok = ok && same(g1, g2, n);
     free(x1), free(x2);
     float m1 = ops_absmax(x, n), m2 = ops_absmax_mt(p, x, n);
@@ -314,8 +314,8 @@ static int layernorm_same(ns_pool *p, int N, int C)
     float *o1 = malloc((size_t)N * C * sizeof(float)), *o2 = malloc((size_t)N * C * sizeof(float));
     float *m1 = malloc((size_t)N * sizeof(float)), *m2 = malloc((size_t)N * sizeof(float));
     float *r1 = malloc((size_t)N * sizeof(float)), *r2 = malloc((size_t)N * sizeof(float));
-    layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
-    layernorm_forward_mt(p, o2, m2, r2, x, w, b, N, C, 1e-5f);
+    ops_layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
+    ops_layernorm_forward_mt(p, o2, m2, r2, x, w, b, N, C, 1e-5f);
     int ok = same(o1, o2, (long)N * C) && same(m1, m2, N) && same(r1, r2, N);
     /* the backward: dinp by rows, dw and db by columns, all accumulated
      * onto the same nonzero start */
@@ -325,8 +325,8 @@ static int layernorm_same(ns_pool *p, int N, int C)
     memcpy(dx2, dx1, (size_t)N * C * sizeof(float));
     memcpy(dw2, dw1, C * sizeof(float));
     memcpy(db2, db1, C * sizeof(float));
-    layernorm_backward(dx1, dw1, db1, d, x, w, m1, r1, N, C);
-    layernorm_backward_mt(p, dx2, dw2, db2, d, x, w, m1, r1, N, C);
+    ops_layernorm_backward(dx1, dw1, db1, d, x, w, m1, r1, N, C);
+    ops_layernorm_backward_mt(p, dx2, dw2, db2, d, x, w, m1, r1, N, C);
     ok = ok && same(dx1, dx2, (long)N * C) && same(dw1, dw2, C) && same(db1, db2, C);
     free(d), free(dx1), free(dw1), free(db1), free(dx2), free(dw2), free(db2);
     free(x), free(w), free(b), free(o1), free(o2), free(m1), free(m2), free(r1), free(r2);
@@ -512,14 +512,14 @@ static void test_mechanisms(void)
                     continue;
                 if (!CHECK(same_run(&one, &many)))
                     fprintf(stderr, "  %s qk-norm z-loss, d=%d, %d threads: differs\n",
-                            norm_kind_name(c.norm_kind), shapes[i].d, nt);
+                            config_norm_kind_name(c.norm_kind), shapes[i].d, nt);
                 free(many.params);
             }
             ops_force_generic(1);
             if (CHECK(train_cfg(&c, 2, &many) == 0)) {
                 if (!CHECK(same_run(&one, &many)))
                     fprintf(stderr, "  %s qk-norm z-loss, d=%d: the portable kernels differ\n",
-                            norm_kind_name(c.norm_kind), shapes[i].d);
+                            config_norm_kind_name(c.norm_kind), shapes[i].d);
                 free(many.params);
             }
             ops_force_generic(0);
@@ -532,7 +532,7 @@ static void test_mechanisms(void)
                  * uniform and stays so */
                 if (c.norm_kind != NORMK_DYT && !CHECK(plain.m[0].loss != one.m[0].loss))
                     fprintf(stderr, "  %s: QK-norm did not change the first loss\n",
-                            norm_kind_name(c.norm_kind));
+                            config_norm_kind_name(c.norm_kind));
                 free(plain.params);
             }
             free(one.params);

@@ -305,7 +305,7 @@ static void test_snapshot_consistency(void)
     engine *e = make(&c);
     trainer_opts o = {0};
     trainer *t = start(e, &o);
-    trainer_snapshot *full = trainer_snapshot_new();
+    trainer_snapshot *full = snapshot_new();
     memset(S, 0, sizeof *S);
     int copies = 0, consistent = 1, consecutive = 1, heat_ok = 1;
     double end = now_s() + 0.5;
@@ -435,7 +435,7 @@ static void test_script(void)
     engine *e = make(&c);
     ns_script sc;
     char err[256];
-    CHECK(script_parse("at 3: norm post\nat 7: pause\n", "test", &sc, err, sizeof err) == 0);
+    CHECK(command_script_parse("at 3: norm post\nat 7: pause\n", "test", &sc, err, sizeof err) == 0);
     static recorder rec;
     rec.n = 0;
     trainer_opts o = {.script = &sc, .on_step = record, .ctx = &rec};
@@ -448,7 +448,7 @@ static void test_script(void)
     CHECK(rec.n == 7 && metrics_norm(&rec.m[2]) == NORM_PRE &&
           metrics_norm(&rec.m[3]) == NORM_POST);
     trainer_free(t);
-    script_free(&sc);
+    command_script_free(&sc);
     engine_free(e);
 }
 
@@ -462,7 +462,7 @@ static void test_script_prompt(void)
         engine *e = make(&c);
         ns_script sc;
         char err[256];
-        CHECK(script_parse("at 4: pause Why did the loss fall?\n", "test", &sc, err, sizeof err) == 0);
+        CHECK(command_script_parse("at 4: pause Why did the loss fall?\n", "test", &sc, err, sizeof err) == 0);
         trainer_opts o = {.script = &sc, .no_pause = np};
         trainer *t = start(e, &o);
         if (np)
@@ -478,7 +478,7 @@ static void test_script_prompt(void)
             logged += !strcmp(S->ev[i].text, "Why did the loss fall?");
         CHECK(logged == 1);
         trainer_free(t);
-        script_free(&sc);
+        command_script_free(&sc);
         engine_free(e);
     }
 }
@@ -799,7 +799,7 @@ static void test_run_sync(void)
     engine *e = make(&c), *tw = make(&c);
     ns_script sc;
     char err[256];
-    CHECK(script_parse("at 3: lr 0.01\nat 3: stop\n", "test", &sc, err, sizeof err) == 0);
+    CHECK(command_script_parse("at 3: lr 0.01\nat 3: stop\n", "test", &sc, err, sizeof err) == 0);
     char buf[4096] = "";
     FILE *log = fmemopen(buf, sizeof buf - 1, "w");
     static pair_recorder rec;
@@ -817,7 +817,7 @@ static void test_run_sync(void)
     CHECK(strstr(buf, "normscope: 3 steps in "));
     CHECK(strstr(buf, "normscope: b (twin): loss "));
     trainer_free(t);
-    script_free(&sc);
+    command_script_free(&sc);
     engine_free(e);
     engine_free(tw);
 }
@@ -978,7 +978,7 @@ static void test_stall(void)
                 strncat(joined, j > k ? x + 4 : x, sizeof joined - strlen(joined) - 1);
             }
             CHECK(f && pieces == 1 && strcmp(joined, f->text) == 0);
-            CHECK(strcmp(trainer_state_name(TRAINER_STALLED), "STALLED") == 0);
+            CHECK(strcmp(snapshot_state_name(TRAINER_STALLED), "STALLED") == 0);
         }
         trainer_free(t);
         engine_free(e);
@@ -988,7 +988,7 @@ static void test_stall(void)
 int main(void)
 {
     data_builtin(&D);
-    S = trainer_snapshot_new();
+    S = snapshot_new();
     test_between_steps();
     test_twin();
     test_queue_bound();

@@ -284,7 +284,7 @@ static void test_grid(void)
 
 static trainer_snapshot *snap_new(int L)
 {
-    trainer_snapshot *s = trainer_snapshot_new();
+    trainer_snapshot *s = snapshot_new();
     settings_defaults(&s->s.run[0].cfg);
     s->s.run[0].cfg.n_layer = L;
     s->s.n_layer = L;
@@ -1030,9 +1030,9 @@ static void test_diag_panel(void)
         stall = has_line(lines, n, "DIAGNOSIS at step 5: stalled");
     CHECK(blow && stall && blow < stall && has_line(lines, n, "then lr x0.1, and trains on") &&
           !has_line(lines, n, "then lr x10, and trains on"));
-    CHECK(trainer_diagnosis_cause(d) == &d->f[1] && trainer_diagnosis_fix(d) == &d->f[1]);
+    CHECK(snapshot_diagnosis_cause(d) == &d->f[1] && snapshot_diagnosis_fix(d) == &d->f[1]);
     d->f[1].kind = DIAG_WARNING; /* a warning after the stall: the stall is the cause */
-    CHECK(trainer_diagnosis_cause(d) == &d->f[0] && trainer_diagnosis_fix(d) == &d->f[0]);
+    CHECK(snapshot_diagnosis_cause(d) == &d->f[0] && snapshot_diagnosis_fix(d) == &d->f[0]);
     *d = kept_d;
 
     /* --compare: run a healthy, run b diagnosed; each under its label */

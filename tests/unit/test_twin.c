@@ -148,8 +148,8 @@ static void check_header(const char *h, const ns_config *mine, const ns_config *
                          int whole)
 {
     int full = whole <= w, first = 1;
-    const char *pm = norm_place_name(mine->norm), *po = norm_place_name(other->norm);
-    const char *km = norm_kind_name(mine->norm_kind), *ko = norm_kind_name(other->norm_kind);
+    const char *pm = config_norm_place_name(mine->norm), *po = config_norm_place_name(other->norm);
+    const char *km = config_norm_kind_name(mine->norm_kind), *ko = config_norm_kind_name(other->norm_kind);
     const char *fm = numfmt_name(mine->precision), *fo = numfmt_name(other->precision);
     int ok = 1;
     if (full)
@@ -190,7 +190,7 @@ static void check_frame(int rows, int cols, trainer_snapshot *s, tui_ui *ui)
     ok &= strncmp(row(&g, 1), " b: ", 4) == 0;
     /* the whole label's length says whether the header was cut */
     char la[160], lb[160];
-    twin_run ra = trainer_status_twin(&s->s, 0), rb = trainer_status_twin(&s->s, 1);
+    twin_run ra = snapshot_status_twin(&s->s, 0), rb = snapshot_status_twin(&s->s, 1);
     twin_label("a", ra, rb, la, sizeof la);
     twin_label("b", rb, ra, lb, sizeof lb);
     check_header(span(&g, L.layers.r, L.layers.c, L.layers.w), &s->s.run[0].cfg, &s->s.run[1].cfg,
@@ -202,7 +202,7 @@ static void check_frame(int rows, int cols, trainer_snapshot *s, tui_ui *ui)
     const char *tg = row(&g, 2);
     snprintf(want, sizeof want, "[p] %s ", place_label(t->norm));
     ok &= strstr(tg, want) != NULL;
-    snprintf(want, sizeof want, "[k] %s ", norm_kind_name(t->norm_kind));
+    snprintf(want, sizeof want, "[k] %s ", config_norm_kind_name(t->norm_kind));
     ok &= strstr(tg, want) != NULL;
     snprintf(want, sizeof want, "[w] warmup %s ", warm ? "on" : "off");
     ok &= strstr(tg, want) != NULL;
@@ -232,7 +232,7 @@ static void test_keys_in_turn(void)
     CHECK(a && b);
     if (!a || !b)
         return;
-    trainer_snapshot *s = trainer_snapshot_new();
+    trainer_snapshot *s = snapshot_new();
     tui_ui ui;
     tui_ui_init(&ui, 0, 0);
     int swaps = 0, both_unequal = 0, leaked = 0, applied = 0, frames = 0, n_keys;
@@ -385,13 +385,13 @@ static void test_script_prefix(void)
 {
     ns_script sc;
     char err[256];
-    CHECK(script_parse("at 2: b: lr 1e-3\nat 3: a: fp32-norms on\nat 4: norm next\n", "t", &sc,
+    CHECK(command_script_parse("at 2: b: lr 1e-3\nat 3: a: fp32-norms on\nat 4: norm next\n", "t", &sc,
                        err, sizeof err) == 0);
     CHECK(sc.n == 3 && sc.e[0].target == TWIN_B && sc.e[1].target == TWIN_A &&
           sc.e[2].target == TWIN_BOTH);
     CHECK(setting_of(&sc.e[0].cmd) == S_LR && setting_of(&sc.e[1].cmd) == S_FP32N);
-    script_free(&sc);
-    CHECK(script_parse("at 2: c: lr 1e-3\n", "t", &sc, err, sizeof err) != 0);
+    command_script_free(&sc);
+    CHECK(command_script_parse("at 2: c: lr 1e-3\n", "t", &sc, err, sizeof err) != 0);
 }
 
 /* Through the trainer: targets travel with the commands. */
@@ -445,7 +445,7 @@ static void test_trainer_targets(void)
 {
     ns_config ca = small_cfg(), cb = small_cfg();
     cb.fp32_norms = 1;
-    trainer_snapshot *s = trainer_snapshot_new();
+    trainer_snapshot *s = snapshot_new();
     /* b: on -> off; then from a: off -> on, both */
     const twin_send c[] = {{"fp32-norms toggle", TWIN_B}, {"fp32-norms toggle", TWIN_BOTH}};
     CHECK(s != NULL);
@@ -470,7 +470,7 @@ static void test_switch_joins(void)
 {
     ns_config ca = small_cfg(), cb = small_cfg();
     cb.norm_kind = NORMK_RMSNORM;
-    trainer_snapshot *s = trainer_snapshot_new();
+    trainer_snapshot *s = snapshot_new();
     const twin_send c[] = {{"note warm", TWIN_BOTH}, {"kind rmsnorm", TWIN_BOTH}};
     CHECK(s != NULL);
     if (!s || run_pair(ca, cb, c, 2, s) != 0) {

@@ -33,7 +33,7 @@ cd "$ROOT" || exit 2
 layer_of() {
     case $1 in
     atomicio | cli | cli_opts | command | config | csv | data | diagnose | engine | lesson | \
-        jsonl | metrics | model | nsmath | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
+        jsonl | metrics | model | nsmath | nstext | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
         ops_simd | ops_v8 | optim | pool | rng | tail | \
         schedule | settings | sweep_spec) echo 1 ;;
     resume | snapshot | stopsig | trainer | trainer_* | twin) echo 2 ;;

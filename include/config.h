@@ -124,6 +124,9 @@ const char *config_sched_kind_name(sched_kind k);
  * takes "peri" for sandwich (Kim et al. 2025's Peri-LN is x + N(F(N(x))),
  * what normscope calls sandwich); the name printed stays "sandwich". */
 int config_norm_place_parse(const char *s);
+/* Other names of placements, pairs (alias, name), NULL-ended: "peri",
+ * "sandwich" (the --norm row takes them too). */
+extern const char *const config_norm_place_aliases[];
 int config_norm_kind_parse(const char *s);
 int config_init_kind_parse(const char *s);
 int config_sched_kind_parse(const char *s);

@@ -118,6 +118,7 @@ typedef struct {
     double lo, hi;     /* inclusive */
     const char *const *names;
     int n_names;
+    const char *const *aliases; /* SET_ENUM: other names, pairs (alias, name), NULL-ended */
     double def, def2;  /* def2: the second beta */
     const char *def_text; /* --help's default when not def; "" = none */
     const char *help;  /* the range and default are appended */

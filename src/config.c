@@ -35,12 +35,15 @@ const char *config_sched_kind_name(sched_kind k)
 {
     return (unsigned)k < SCHED_KIND_COUNT ? config_sched_kind_names[k] : "?";
 }
+/* Peri-LN (Kim et al. 2025) normalizes a sublayer's input and output,
+ * x + N(F(N(x))): Sandwich-LN's rule under its newer name */
+const char *const config_norm_place_aliases[] = {"peri", "sandwich", NULL};
+
 int config_norm_place_parse(const char *s)
 {
-    /* Peri-LN (Kim et al. 2025) normalizes a sublayer's input and output,
-     * x + N(F(N(x))): Sandwich-LN's rule under its newer name */
-    if (s && !strcmp(s, "peri"))
-        return NORM_SANDWICH;
+    for (int i = 0; s && config_norm_place_aliases[i]; i += 2)
+        if (!strcmp(s, config_norm_place_aliases[i]))
+            s = config_norm_place_aliases[i + 1];
     return lookup(config_norm_place_names, NORM_PLACE_COUNT, s);
 }
 int config_norm_kind_parse(const char *s) { return lookup(config_norm_kind_names, NORM_KIND_COUNT, s); }

@@ -75,12 +75,14 @@ static const ns_setting table[] = {
     {.name = "batch", .short_name = 'B', .type = SET_INT, .arg = "N", .lo = 1, .hi = 512, .def = 16,
      .help = "sequences per step", CFG(batch), .ckpt = 5},
     {.name = "norm", .type = SET_ENUM, NAMES(config_norm_place_names), .def = NORM_PRE,
-     .help = "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ...", .flags = SETF_COMPARE,
+     .aliases = config_norm_place_aliases,
+     .help = "norm placement: post x=N(x+F(x)), pre x=x+F(N(x)), ... (peri: sandwich)",
+     .flags = SETF_COMPARE,
      .cmd = "norm", CFG(norm), .ckpt = 6, .step_col = 6, .live = SETL_TOGGLE | SETL_CYCLE,
      .toggle = {NORM_PRE, NORM_POST}, .hook = SETH_NORM, .mark = {.names = 1},
      .status = {.words = place_words},
      .keys = {{'p', 0, "toggle", "Pre-LN / Post-LN placement (weights untouched)"},
-              {'P', 0, "next", "next placement: post pre sandwich deepnorm rezero none mix"}}},
+              {'P', 0, "next", "next placement, in --norm's order (post ... res-post)"}}},
     {.name = "norm-kind", .type = SET_ENUM, NAMES(config_norm_kind_names), .def = NORMK_LAYERNORM,
      .help = "normalization", .flags = SETF_COMPARE, .cmd = "kind", CFG(norm_kind), .ckpt = 7,
      .step_col = 7, .live = SETL_CYCLE, .hook = SETH_NORM_KIND, .mark = {.names = 1},
@@ -88,9 +90,23 @@ static const ns_setting table[] = {
     {.name = "eps", .type = SET_REAL, .arg = "X", .lo = 1e-12, .hi = 1, .def = 1e-5,
      .help = "norm epsilon", .flags = SETF_COMPARE, CFG(eps), .ckpt = 8},
     {.name = "final-norm", .type = SET_AUTO, .def = -1,
-     .help = "norm before the head; auto = on for pre, sandwich, mix", .flags = SETF_COMPARE,
+     .help = "norm before the head; auto = on for pre, sandwich, mix, res-post",
+     .flags = SETF_COMPARE,
      .cmd = "final-norm", CFG(final_norm), .ckpt = 9, .hook = SETH_FINAL_NORM,
      .mark = {.zero = "final off", .one = "final on"}},
+    /* QK-norm: Dehghani et al. 2023 (ViT-22B), Wortsman et al. 2023; OLMo 2, Gemma 3 */
+    {.name = "qk-norm", .type = SET_ONOFF, .def = 0,
+     .help = "a norm of --norm-kind on each head's queries and keys before their dot product",
+     .flags = SETF_COMPARE, .cmd = "qk-norm", CFG(qk_norm), .ckpt = 34, .step_col = 15,
+     .live = SETL_TOGGLE, .toggle = {0, 1}, .mark = {.zero = "no qk-norm", .one = "qk-norm"},
+     .keys = {{'Q', 0, "toggle", "QK-norm on / off: each head's queries and keys normalized"}}},
+    /* z-loss: Chowdhery et al. 2022 (PaLM), 1e-4 there and in Wortsman et al. 2023 */
+    {.name = "z-loss", .type = SET_REAL, .arg = "X", .hi = 1, .def = 0,
+     .help = "add X mean(log Z)^2 of the output softmax to the optimized loss (the loss column "
+         "stays the cross-entropy), 0 = off", .flags = SETF_COMPARE, .cmd = "z-loss",
+     CFG(z_loss), .ckpt = 35, .step_col = 16, .live = SETL_TOGGLE | SETL_OFF,
+     .toggle = {0, 1e-4}, .mark = {.zero = "no z-loss", .fmt = "z-loss %g"},
+     .keys = {{'Z', 0, "toggle", "z-loss 1e-4 / off, on the output's log Z (PaLM)"}}},
     {.name = "mix-k", .type = SET_INT, .arg = "N", .hi = 64, .def = -1, .def_text = "L/4",
      .help = "Post-LN blocks at the bottom under --norm mix", .flags = SETF_COMPARE, CFG(mix_k),
      .ckpt = 10},
@@ -549,6 +565,9 @@ static int lookup(const ns_setting *s, const char *v)
             return 0;
         return s->type == SET_AUTO && !strcmp(v, "auto") ? -1 : -2;
     }
+    for (int i = 0; s->aliases && s->aliases[i]; i += 2)
+        if (!strcmp(s->aliases[i], v))
+            v = s->aliases[i + 1];
     for (int i = 0; i < s->n_names; i++)
         if (!strcmp(s->names[i], v))
             return i;

@@ -70,14 +70,14 @@ patch_after src/tui_layers.c '\.brief = "unf"' "$DISPLAY_ROW"
 patch_after man/normscope.1 '^squares past the max, so the limit is sqrt\(max\), 256 in fp16\.$' \
     '.It Li l{i}_dummy\nTwice l{i}_act_max: the one-row test'"'"'s column.'
 # METRICS lists the step columns too (test_settings reads it row by row
-# against the table): the knob's column after ln_gamma_init's entry
-patch_after man/normscope.1 '^unknown\.$' '.It Li dummy_knob\nThe one-row knob in force.'
+# against the table): the knob's column after the last setting's
+patch_before man/normscope.1 "^[.]It Em a setting's column$" '.It Li dummy_knob\nThe one-row knob in force.'
 # --- the docs: its OPTIONS entry, the words of the man page's lists ---
 patch_before man/normscope.1 '^\.It Fl -betas ' \
     '.It Fl -dummy-knob Ar X\nA knob of the one-row test, 0 to 1 (default 0.25).'
 sed -e 's/ ln-beta-init, seed\.$/ ln-beta-init, dummy-knob, seed./' \
     -e 's/^\.Fl -lr-layer-decay )$/.Fl -lr-layer-decay ,\n.Fl -dummy-knob )/' \
-    -e 's/^on: a version-1 file reads as 1, off); then the run state/on: a version-1 file reads as 1, off); f32 dummy-knob; then the run state/' \
+    -e 's/^on: an older file reads as off); then the run state/on: an older file reads as off); f32 dummy-knob; then the run state/' \
     "$S/man/normscope.1" >"$S/man.new" && mv "$S/man.new" "$S/man/normscope.1"
 grep -q 'dummy-knob, seed\.' "$S/man/normscope.1" && grep -q '^.Fl -dummy-knob )' "$S/man/normscope.1" &&
     grep -q 'f32 dummy-knob; then' "$S/man/normscope.1" || no "the dummy's man page words did not apply"

@@ -34,6 +34,12 @@ typedef struct {
     float headroom;     /* log2(limit / act_max): doublings left; the limit is the
                            format max, or its square root (256 in fp16) when norms
                            square their inputs in the format (--fp32-norms off) */
+    float attn_logit_max; /* max |q.k|/sqrt(d_head) over heads and causal pairs, before
+                             the softmax (after QK-norm when it is on) */
+    float attn_entropy;   /* the attention's entropy in nats, mean over heads and queries */
+    float branch_ratio;   /* RMS of what the sublayers add to the residual stream over RMS
+                             of the stream entering the block */
+    float norm_in_rms;    /* RMS of the block's first norm's input; NaN without one */
     unsigned unknown;   /* bit k: metrics_layer_cols[k] was not said (a followed
                            stream's: an empty group, an update ratio between its
                            measurements); 0 for the lab's own rows. Unknown is not
@@ -55,6 +61,10 @@ typedef struct {
     float loss_scale;   /* in force for this step; 1 in fp32 or when off */
     int loss_scale_dynamic;
     int skipped;        /* the dynamic loss scaler skipped this step */
+    float logz_mean;    /* mean log Z of the output softmax over the step's batch: the
+                           drift z-loss holds near 0 (PaLM) */
+    float logit_max;    /* the largest output logit of the step's batch */
+    float z_loss_term;  /* --z-loss's term of the optimized loss: X mean(log Z)^2; 0 off */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
     int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
                            not set by the engine */
@@ -106,10 +116,12 @@ typedef struct {
 } metrics_col;
 
 /* The measured step columns' indices (and bits of unknown); the others
- * are the settings' step_col: 6..11 (norm .. fp32_norms), 14 on. */
+ * are the settings' step_col: 6..11 (norm .. fp32_norms), 14..16. A new
+ * column, measured or a setting's, takes the next free index. */
 enum {
     METRICS_COL_STEP, METRICS_COL_LOSS, METRICS_COL_VAL, METRICS_COL_LR, METRICS_COL_GNORM,
-    METRICS_COL_TPS, METRICS_COL_SCALE = 12, METRICS_COL_SKIPPED
+    METRICS_COL_TPS, METRICS_COL_SCALE = 12, METRICS_COL_SKIPPED,
+    METRICS_COL_LOGZ = 17, METRICS_COL_LOGIT_MAX = 18, METRICS_COL_ZTERM = 19
 };
 /* The number of step columns, and column k (0 <= k < that). */
 int metrics_step_ncols(void);
@@ -155,7 +167,8 @@ static inline float metrics_gamma0(const step_metrics *m)
 enum {
     METRICS_LC_GRAD_ATTN, METRICS_LC_GRAD_FFN, METRICS_LC_GRAD_LN, METRICS_LC_ACT_MAX,
     METRICS_LC_RESID_MAX, METRICS_LC_RESID_RMS, METRICS_LC_UPDATE, METRICS_LC_OVERFLOW,
-    METRICS_LC_UNDERFLOW, METRICS_LC_HEADROOM,
+    METRICS_LC_UNDERFLOW, METRICS_LC_HEADROOM, METRICS_LC_ATTN_LOGIT, METRICS_LC_ATTN_ENTROPY,
+    METRICS_LC_BRANCH, METRICS_LC_NORM_IN,
     METRICS_LAYER_COLS
 };
 /* Is layer column k known in l (said by its row)? */

@@ -184,6 +184,8 @@ enum {
     TUI_COL_BEFORE_ACT = 1, /* single view: between the gradient bars and the act bar */
     TUI_COL_WIDE = 2,       /* single view: only on TUI_WIDE_COLS columns and more */
     TUI_COL_LOWP = 4,       /* rows and fold: only in bf16/fp16 (the box: always) */
+    TUI_COL_BOX_LAST = 8,   /* the box: after the layer's gradients and rule lines, the
+                             * first to go when it is short */
 };
 #define TUI_WIDE_COLS 150
 typedef struct {

@@ -346,6 +346,10 @@ static float step_stats(engine *e, step_metrics *out, ns_pool *pool, norms_job *
         lm->overflow = (float)m->counts[l].overflow;
         lm->underflow = (float)m->counts[l].underflow;
         lm->headroom = engine_headroom(fmax, lm->act_max);
+        lm->attn_logit_max = m->stats[l].attn_logit_max;
+        lm->attn_entropy = m->stats[l].attn_entropy;
+        lm->branch_ratio = m->stats[l].branch_ratio;
+        lm->norm_in_rms = m->stats[l].norm_in_rms;
     }
     /* the global norm from the parts, in layer order whatever the count */
     double gsq = e->grad_sq[m->L];
@@ -416,6 +420,9 @@ static void step_fields(engine *e, step_metrics *out, float loss, float lr, floa
     out->lr = lr;
     out->grad_norm = gnorm;
     out->tokens_per_s = dt > 0 ? (double)c->batch * c->context / dt : 0.0;
+    out->logz_mean = e->terms.logz_mean;
+    out->logit_max = e->terms.logit_max;
+    out->z_loss_term = e->terms.zloss;
     /* the settings in force, one column each (the metrics table's) */
     for (int k = 0; k < metrics_step_ncols(); k++) {
         const ns_setting *row = metrics_step_col(k)->setting;

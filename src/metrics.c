@@ -21,6 +21,9 @@ static const metrics_col measured[] = {
     [METRICS_COL_TPS] = STEP("tokens_per_s", tokens_per_s, METRICS_T_RATE),
     [METRICS_COL_SCALE] = STEP("loss_scale", loss_scale, METRICS_T_FLOAT),
     [METRICS_COL_SKIPPED] = STEP("skipped", skipped, METRICS_T_INT),
+    [METRICS_COL_LOGZ] = STEP("logz_mean", logz_mean, METRICS_T_FLOAT),
+    [METRICS_COL_LOGIT_MAX] = STEP("logit_max", logit_max, METRICS_T_FLOAT),
+    [METRICS_COL_ZTERM] = STEP("z_loss_term", z_loss_term, METRICS_T_FLOAT),
 };
 #undef STEP
 #define N_MEASURED ((int)(sizeof measured / sizeof measured[0]))
@@ -119,6 +122,10 @@ const metrics_col metrics_layer_cols[METRICS_LAYER_COLS] = {
     [METRICS_LC_OVERFLOW] = LAYER("overflow", overflow),
     [METRICS_LC_UNDERFLOW] = LAYER("underflow", underflow),
     [METRICS_LC_HEADROOM] = LAYER("headroom", headroom),
+    [METRICS_LC_ATTN_LOGIT] = LAYER("attn_logit_max", attn_logit_max),
+    [METRICS_LC_ATTN_ENTROPY] = LAYER("attn_entropy", attn_entropy),
+    [METRICS_LC_BRANCH] = LAYER("branch_ratio", branch_ratio),
+    [METRICS_LC_NORM_IN] = LAYER("norm_in_rms", norm_in_rms),
 };
 #undef LAYER
 

@@ -1175,6 +1175,94 @@ static void merge_stats(model *m, int K, int B)
     }
 }
 
+/* ---- the mechanisms' statistics --------------------------------------- */
+
+/* The attention's statistics look at the batch's first ATTN_STAT_ROWS
+ * sequences: the scores are computed again for them (the kernels keep
+ * only the probabilities), T^2/2 dot products a head, which over a whole
+ * batch of 16 cost a third of a default step; a logit that runs away does
+ * so in every sequence. */
+enum { ATTN_STAT_ROWS = 4 };
+
+/* Layer l's attention over the first sequences of B: the largest |score|
+ * and the mean entropy of each head's query rows. A row's entropy is
+ * lse - sum_j p_j s_j (p_j = exp(s_j - lse)), lse = s_j* - ln p_j* at its
+ * most likely j*: one logarithm a row, the sums in double, as the scores
+ * are large where the entropy is small (4700 and 0.01 at a high LR). */
+static void attn_stats(const model *m, int l, int B, float *logit_max, float *entropy)
+{
+    int T = m->T, C = m->C, NH = m->NH, hs = C / NH;
+    int nb = B < ATTN_STAT_ROWS ? B : ATTN_STAT_ROWS;
+    long C3 = 3L * C;
+    float scale = 1.0f / sqrtf((float)hs), smax = 0.0f;
+    double hsum = 0.0;
+    const float *qkv = m->qkv + (size_t)l * m->B * T * C3;
+    const float *att = m->att + (size_t)l * m->B * NH * T * T;
+    for (int b = 0; b < nb; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *q0 = qkv + (long)b * T * C3 + h * hs, *k0 = q0 + C;
+            const float *a0 = att + ((long)b * NH + h) * T * T;
+            for (int t = 0; t < T; t++) {
+                const float *q = q0 + t * C3, *p = a0 + (long)t * T;
+                double ps = 0.0;
+                float best = -1.0f, sbest = 0.0f;
+                for (int j = 0; j <= t; j++) {
+                    const float *k = k0 + j * C3;
+                    float d = 0.0f;
+                    for (int i = 0; i < hs; i++)
+                        d += q[i] * k[i];
+                    d *= scale;
+                    smax = fabsf(d) > smax || isnan(d) ? fabsf(d) : smax;
+                    ps += (double)p[j] * d;
+                    if (p[j] > best)
+                        best = p[j], sbest = d;
+                }
+                hsum += best > 0.0f ? (double)sbest - ns_log(best) - ps : NAN;
+            }
+        }
+    *logit_max = smax;
+    *entropy = (float)(hsum / ((double)nb * NH * T));
+}
+
+/* Layer l's residual branch over B rows: RMS of what its two sublayers add
+ * to the stream (F, N_out(F) under an output norm, g F under ReZero) over
+ * RMS of the stream entering it; and RMS of its first norm's input (the
+ * stream before a pre norm, the sum before a post norm, F before res-post's
+ * norm; NaN without a norm). */
+static void branch_stats(const model *m, int l, int B, float *ratio, float *norm_in)
+{
+    size_t n = (size_t)B * m->T * m->C;
+    rule r = block_rule(m, l);
+    double add = 0.0;
+    for (int s = 0; s < 2; s++) {
+        sub_acts a = sub_act_ptrs(m, l, s);
+        add += ops_sumsq(r.out ? a.nout : f_out(m, l, s), n);
+    }
+    if (r.gate) {
+        double g = m->W[m->layer0 + (size_t)l * m->layer_stride + m->layer_off[PT_RZG]];
+        add *= g * g;
+    }
+    double in = ops_sumsq(block_in(m, l), n);
+    *ratio = (float)(sqrt(add / (2.0 * n)) / sqrt(in / n));
+    const float *x = r.pre ? block_in(m, l) : r.post ? sub_act_ptrs(m, l, 0).res
+                   : r.out ? f_out(m, l, 0) : NULL;
+    *norm_in = x ? (float)sqrt(ops_sumsq(x, n) / n) : NAN;
+}
+
+typedef struct {
+    model *m;
+    int B;
+} mech_job;
+
+static void mech_task(void *ctx, int l, int thread)
+{
+    (void)thread;
+    const mech_job *j = ctx;
+    model_layer_stats *st = &j->m->stats[l];
+    attn_stats(j->m, l, j->B, &st->attn_logit_max, &st->attn_entropy);
+    branch_stats(j->m, l, j->B, &st->branch_ratio, &st->norm_in_rms);
+}
+
 float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int B)
 {
     int N = B * m->T;
@@ -1196,6 +1284,9 @@ float model_forward(model *m, const uint8_t *tokens, const uint8_t *targets, int
     merge_stats(m, j.K, B);
     if (!targets)
         return 0.0f;
+    /* each layer's in one task: the same sums whatever the thread count */
+    mech_job mj = {m, B};
+    pool_run(m->pool, m->L, mech_task, &mj);
     double sum = 0.0, zs = 0.0, zsq = 0.0;
     float lmax = -INFINITY;
     for (int i = 0; i < N; i++) {

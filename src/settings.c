@@ -94,19 +94,6 @@ static const ns_setting table[] = {
      .flags = SETF_COMPARE,
      .cmd = "final-norm", CFG(final_norm), .ckpt = 9, .hook = SETH_FINAL_NORM,
      .mark = {.zero = "final off", .one = "final on"}},
-    /* QK-norm: Dehghani et al. 2023 (ViT-22B), Wortsman et al. 2023; OLMo 2, Gemma 3 */
-    {.name = "qk-norm", .type = SET_ONOFF, .def = 0,
-     .help = "a norm of --norm-kind on each head's queries and keys before their dot product",
-     .flags = SETF_COMPARE, .cmd = "qk-norm", CFG(qk_norm), .ckpt = 34, .step_col = 15,
-     .live = SETL_TOGGLE, .toggle = {0, 1}, .mark = {.zero = "no qk-norm", .one = "qk-norm"},
-     .keys = {{'Q', 0, "toggle", "QK-norm on / off: each head's queries and keys normalized"}}},
-    /* z-loss: Chowdhery et al. 2022 (PaLM), 1e-4 there and in Wortsman et al. 2023 */
-    {.name = "z-loss", .type = SET_REAL, .arg = "X", .hi = 1, .def = 0,
-     .help = "add X mean(log Z)^2 of the output softmax to the optimized loss (the loss column "
-         "stays the cross-entropy), 0 = off", .flags = SETF_COMPARE, .cmd = "z-loss",
-     CFG(z_loss), .ckpt = 35, .step_col = 16, .live = SETL_TOGGLE | SETL_OFF,
-     .toggle = {0, 1e-4}, .mark = {.zero = "no z-loss", .fmt = "z-loss %g"},
-     .keys = {{'Z', 0, "toggle", "z-loss 1e-4 / off, on the output's log Z (PaLM)"}}},
     {.name = "mix-k", .type = SET_INT, .arg = "N", .hi = 64, .def = -1, .def_text = "L/4",
      .help = "Post-LN blocks at the bottom under --norm mix", .flags = SETF_COMPARE, CFG(mix_k),
      .ckpt = 10},
@@ -186,6 +173,19 @@ static const ns_setting table[] = {
      .mark = {.zero = "scale dyn", .neg = "scale off", .fmt = "scale %g"},
      .keys = {{'l', 0, "toggle", "loss scaling dynamic / off (bf16, fp16)"}},
      IN_LOW_PRECISION},
+    /* QK-norm: Dehghani et al. 2023 (ViT-22B), Wortsman et al. 2023; OLMo 2, Gemma 3 */
+    {.name = "qk-norm", .type = SET_ONOFF, .def = 0,
+     .help = "a norm of --norm-kind on each head's queries and keys before their dot product",
+     .flags = SETF_COMPARE, .cmd = "qk-norm", CFG(qk_norm), .ckpt = 34, .step_col = 15,
+     .live = SETL_TOGGLE, .toggle = {0, 1}, .mark = {.zero = "no qk-norm", .one = "qk-norm"},
+     .keys = {{'Q', 0, "toggle", "QK-norm on / off: each head's queries and keys normalized"}}},
+    /* z-loss: Chowdhery et al. 2022 (PaLM), 1e-4 there and in Wortsman et al. 2023 */
+    {.name = "z-loss", .type = SET_REAL, .arg = "X", .hi = 1, .def = 0,
+     .help = "add X mean(log Z)^2 of the output softmax to the optimized loss (the loss column "
+         "stays the cross-entropy), 0 = off", .flags = SETF_COMPARE, .cmd = "z-loss",
+     CFG(z_loss), .ckpt = 35, .step_col = 16, .live = SETL_TOGGLE | SETL_OFF,
+     .toggle = {0, 1e-4}, .mark = {.zero = "no z-loss", .fmt = "z-loss %g"},
+     .keys = {{'Z', 0, "toggle", "z-loss 1e-4 / off, on the output's log Z (PaLM)"}}},
     {.name = "on-diverge", .type = SET_ENUM, NAMES(config_on_diverge_names), .def = ONDIV_DEFAULT,
      .def_text = "pause live, stop headless: exit 3",
      .help = "on a non-finite loss or gradient, or a finite blow-up; fix: apply the diagnosis' "

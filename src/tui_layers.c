@@ -277,6 +277,20 @@ static const tui_layer_col layer_cols[] = {
      .brief = "ovf", .fold = "over", .style = count_style},
     {.metric = "underflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "underflows",
      .brief = "unf", .fold = "under", .style = finite_style},
+    /* the mechanisms: the attention's logits and entropy in the rows of a
+     * wide screen, all four in the box */
+    {.metric = "attn_logit_max", .fmt = TUI_FMT_FIX, .flags = TUI_COL_WIDE | TUI_COL_BOX_LAST,
+     .row = {9, 1, " att lgt", NULL}, .side = "att logit", .brief = "logit",
+     .style = finite_style},
+    {.metric = "attn_entropy", .fmt = TUI_FMT_FIX, .flags = TUI_COL_WIDE | TUI_COL_BOX_LAST,
+     .row = {9, 1, " att ent", NULL}, .side = "att entrpy", .brief = "entrpy",
+     .style = finite_style},
+    {.metric = "branch_ratio", .fmt = TUI_FMT_FIX, .flags = TUI_COL_BOX_LAST, .side = "branch/x",
+     .brief = "branch",
+     .style = finite_style},
+    {.metric = "norm_in_rms", .fmt = TUI_FMT_FIX, .flags = TUI_COL_BOX_LAST, .side = "norm in",
+     .brief = "nrm in",
+     .style = finite_style},
 };
 enum { N_LAYER_COLS = sizeof layer_cols / sizeof layer_cols[0] };
 _Static_assert(N_LAYER_COLS <= TUI_LAYER_COLS_MAX, "raise TUI_LAYER_COLS_MAX");
@@ -783,22 +797,24 @@ static void side_value(tui_grid *g, int r, int c, int w, const tui_layer_col *co
     tui_puts(g, r, c, w, st == TUI_S_NORMAL ? TUI_S_TEXT : st, b); /* a bar's colour: text */
 }
 
-/* The rows of numbers, one for each column with a name in the box; with
- * --compare a column per run (a, then b). Returns the next free row. */
-static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l, double gmax,
-                        double gmax_b)
+/* The rows of numbers from row rr, one for each column with a name in the
+ * box, those flagged TUI_COL_BOX_LAST (last) or the others; with
+ * --compare a column per run (a, then b; the heading with the first
+ * group). Returns the next free row. */
+static int side_numbers(tui_grid *g, tui_rect r, int rr, const trainer_status *s, int l,
+                        double gmax, double gmax_b, int last)
 {
     const layer_metrics *la = &s->run[0].last.layer[l], *lb = &s->run[1].last.layer[l];
     /* two runs: the names take what two 7-column values and a gap leave */
-    int rr = r.r + 1, two = s->compare, namew = two ? clampi(r.w - 4 - 15, 7, 11) : 11;
-    if (two && rr < r.r + r.h - 1) {
+    int two = s->compare, namew = two ? clampi(r.w - 4 - 15, 7, 11) : 11;
+    if (two && !last && rr < r.r + r.h - 1) {
         tui_puts(g, rr, r.c + 2 + namew + 6, 1, TUI_S_TITLE, "a");
         tui_puts(g, rr, r.c + 2 + namew + 14, 1, TUI_S_TWIN, "b");
         rr++;
     }
     for (int i = 0; i < N_LAYER_COLS && rr < r.r + r.h - 1; i++) {
         const tui_layer_col *c = &layer_cols[i];
-        if (!c->side)
+        if (!c->side || !(c->flags & TUI_COL_BOX_LAST) != !last)
             continue;
         tui_puts(g, rr, r.c + 2, namew - 1, TUI_S_LABEL, namew < 11 ? c->brief : c->side);
         side_value(g, rr, r.c + 2 + namew, 7, c, la, gmax);
@@ -807,6 +823,21 @@ static int side_numbers(tui_grid *g, tui_rect r, const trainer_status *s, int l,
         rr++;
     }
     return rr;
+}
+
+/* A block's rule as the box says it: post (a Post-LN block of mix
+ * included) or the placement's own */
+static const char *block_rule_text(norm_place p, int post)
+{
+    if (post)
+        return p == NORM_DEEPNORM ? "x=N(ax+F(x))" : "x=N(x+F(x))";
+    switch (p) {
+    case NORM_SANDWICH: return "x=x+N(F(N(x)))";
+    case NORM_REZERO: return "x=x+g F(x)";
+    case NORM_NONE: return "x=x+F(x)";
+    case NORM_RESPOST: return "x=x+N(F(x))";
+    default: return "x=x+F(N(x))";
+    }
 }
 
 void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const tui_ui *ui)
@@ -826,7 +857,7 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
     }
     const layer_metrics *lm = &s->run[0].last.layer[l];
     double gmax = largest_grad(&s->run[0].last, L), gmax_b = largest_grad(&s->run[1].last, L);
-    int rr = side_numbers(g, r, s, l, gmax, gmax_b);
+    int rr = side_numbers(g, r, r.r + 1, s, l, gmax, gmax_b, 0);
     if (rr < r.r + r.h - 1 && !s->compare) {
         scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
         scale_grad_state sf = scale_grad_state_of(lm->grad_ffn, gmax);
@@ -841,11 +872,13 @@ void tui_draw_side(tui_grid *g, tui_rect r, const trainer_snapshot *snap, const 
                    (s->run[0].cfg.norm == NORM_MIX && l < (s->run[0].cfg.mix_k >= 0 ? s->run[0].cfg.mix_k : L / 4));
         /* a followed stream that does not say its placement: no rule is made up */
         const char *rule = !metrics_setting_known(&s->run[0].last, "norm") ? "-"
-                           : post                                     ? "x=N(x+F(x))"
-                                                                      : "x=x+F(N(x))";
+                                                                           : block_rule_text(
+                                                                                 s->run[0].cfg.norm,
+                                                                                 post);
         tui_puts(g, rr, r.c + 13, r.w - 15, TUI_S_TEXT, rule);
         rr++;
     }
+    rr = side_numbers(g, r, rr, s, l, gmax, gmax_b, 1);
     if (rr < r.r + r.h - 1)
         tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, l == 0 ? "next to the embeddings"
                                                      : l == L - 1 ? "next to the output"

@@ -236,7 +236,7 @@ typedef struct {
     int on;
     char text[40];
 } toggle;
-#define STATUS_TOGGLES 16
+#define STATUS_TOGGLES 32
 typedef struct {
     toggle t[STATUS_TOGGLES];
     int n;
@@ -328,6 +328,37 @@ static void status_view_toggles(toggles *l, const trainer_status *s, const tui_u
     add_toggle(l, TUI_ACT_FREEZE, 1, "%s", ui->frozen ? "frozen" : "live");
 }
 
+/* A toggle's width on the row, "[key] value" and the gap after it. */
+static int toggle_width(const toggle *t)
+{
+    char name[8];
+    tui_key_name(t->act, name, sizeof name);
+    return (int)strlen(name) + 3 + (int)strlen(t->text) + 2;
+}
+
+/* Which toggles the row of width w shows (shown[i]): the first view
+ * toggle (pause / resume) always; then the settings' that are on, in the
+ * table's order, then those that are off (clip off, no qk-norm), as room
+ * allows, so a new row's toggle never pushes pause or a low format's
+ * loss scale off the row; then the other view toggles. */
+static void status_toggles_fit(const toggles *l, int n_set, int w, int *shown)
+{
+    int used = n_set < l->n ? toggle_width(&l->t[n_set]) : 0;
+    for (int i = 0; i < l->n; i++)
+        shown[i] = i == n_set;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n_set; i++)
+            if (!shown[i] && (l->t[i].on ? 0 : 1) == pass && used + toggle_width(&l->t[i]) <= w) {
+                shown[i] = 1;
+                used += toggle_width(&l->t[i]);
+            }
+    for (int i = n_set + 1; i < l->n; i++)
+        if (used + toggle_width(&l->t[i]) <= w) {
+            shown[i] = 1;
+            used += toggle_width(&l->t[i]);
+        }
+}
+
 /* The toggles row: "[key] value", each clickable like its key, then the
  * fixed shape at the right as room allows. */
 static void status_toggles(tui_grid *g, tui_rect r, int row, const trainer_status *s, tui_ui *ui)
@@ -335,13 +366,17 @@ static void status_toggles(tui_grid *g, tui_rect r, int row, const trainer_statu
     toggles l;
     l.n = 0;
     status_setting_toggles(&l, s, ui);
+    int n_set = l.n;
     status_view_toggles(&l, s, ui);
-    int c = r.c + 1;
+    int c = r.c + 1, shown[STATUS_TOGGLES];
+    status_toggles_fit(&l, n_set, r.w - 2, shown);
     for (int i = 0; i < l.n; i++) {
         char name[8], k[16];
         tui_key_name(l.t[i].act, name, sizeof name);
         int kl = snprintf(k, sizeof k, "[%s]", name);
         int len = kl + 1 + (int)strlen(l.t[i].text);
+        if (!shown[i])
+            continue;
         if (c + len > r.c + r.w - 1)
             break;
         tui_puts(g, row, c, kl, TUI_S_KEY, k);

@@ -6,9 +6,11 @@
  */
 #include "tui_sweep.h"
 
+#include "atomicio.h"
 #include "lesson.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -362,15 +364,30 @@ static int copy_board(sweepview *v, sv_board *b)
     return changed;
 }
 
-/* Where run k's CSV is now: DIR/run-ID.csv.tmp.PID while it runs (the
- * temporary file atomicio.h renames into place at the end: the same
- * file, so a reader's offset stays right), else DIR/run-ID.csv. */
+/* Where run k's CSV is now: while it runs, the temporary file of its
+ * process that atomicio.h renames into place at the end (DIR/run-ID.csv
+ * .tmp.PID.UID.HOST.RAND: the same file, so a reader's offset stays
+ * right), found in DIR by its writer's PID; else DIR/run-ID.csv. */
 static void run_path(const sweepview *v, long k, char *path, size_t n)
 {
     sweep_spec_run_csv(v->spec, v->dir, k, path, n);
-    size_t l = strlen(path);
-    if (v->runs[k].phase == SV_RUNNING && l < n)
-        snprintf(path + l, n - l, ".tmp.%ld", v->runs[k].pid);
+    if (v->runs[k].phase != SV_RUNNING)
+        return;
+    const char *slash = strrchr(path, '/');
+    char base[256];
+    snprintf(base, sizeof base, "%s", slash ? slash + 1 : path);
+    DIR *d = opendir(v->dir);
+    struct dirent *e;
+    long pid;
+    int ours;
+    while (d && (e = readdir(d)) != NULL)
+        if (atomicio_tmp_parse(e->d_name, base, &pid, &ours) && ours == 1 &&
+            pid == (long)v->runs[k].pid) {
+            snprintf(path, n, "%s/%s", v->dir, e->d_name);
+            break;
+        }
+    if (d)
+        closedir(d);
 }
 
 /* The running runs' CSVs: what is new. */

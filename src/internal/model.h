@@ -103,6 +103,17 @@ typedef struct {
     float act_max;   /* max |x| over every activation made inside the block */
     float resid_max; /* max |x| of the residual stream leaving the block */
     float resid_rms; /* RMS of the residual stream leaving the block */
+    /* the mechanisms (Dehghani et al. 2023, Wortsman et al. 2023; Admin,
+     * DeepNet, Peri-LN): what the papers explain instabilities by, from
+     * the forward's buffers, over the batch (model_forward with targets) */
+    float attn_logit_max; /* max |q.k| / sqrt(d_head) over heads and causal pairs,
+                             the q and k the softmax saw (after QK-norm) */
+    float attn_entropy;   /* the attention's entropy in nats, mean over heads and
+                             queries (ln(t+1) for uniform attention at query t) */
+    float branch_ratio;   /* RMS of what the two sublayers add to the residual
+                             stream over RMS of the stream entering the block */
+    float norm_in_rms;    /* RMS of the block's first norm's input; NaN without one
+                             (rezero, none) */
 } model_layer_stats;
 
 /* The first non-finite value of a pass: where it appeared. */

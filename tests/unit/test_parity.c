@@ -348,6 +348,61 @@ static void check_fp16(const char *dir)
     free_fixture(&fx);
 }
 
+/* The mechanisms' statistics of a forward (model_forward's per-layer
+ * attention logits and entropy, branch share and first norm's input; the
+ * output's log Z and largest logit) against PyTorch's float64 values on
+ * the same weights and batch (tests/fixtures/gen_mech.py, which computes
+ * the entropy as -sum p ln p, not as the model does). A value PyTorch says
+ * is NaN (no norm) must be NaN here. */
+static void check_mech(const char *dir, const char *name)
+{
+    char path[512], what[96];
+    snprintf(path, sizeof path, "%s/mech_%s.bin", dir, name);
+    fixture fx;
+    if (!CHECK(load_fixture(path, &fx) == 0)) {
+        fprintf(stderr, "  cannot read %s\n", path);
+        return;
+    }
+    const record *cfr = get(&fx, "config");
+    ns_config c = fixture_config(cfr->data, cfr->n);
+    model m;
+    CHECK(model_create(&m, &c) == 0);
+    const record *params = get(&fx, "params");
+    CHECK(put_layout(&m, &c, m.params, params->data, params->n) == 0);
+    int BT = c.batch * c.context, L = c.n_layer;
+    uint8_t *tok = malloc((size_t)BT), *tgt = malloc((size_t)BT);
+    for (int i = 0; i < BT; i++) {
+        tok[i] = (uint8_t)get(&fx, "tokens")->data[i];
+        tgt[i] = (uint8_t)get(&fx, "targets")->data[i];
+    }
+    model_forward(&m, tok, tgt, c.batch);
+    static const char *const cols[] = {"attn_logit_max", "attn_entropy", "branch_ratio",
+                                       "norm_in_rms"};
+    for (int k = 0; k < 4; k++) {
+        const record *r = get(&fx, cols[k]);
+        float got[64];
+        int nan_ok = 1;
+        for (int l = 0; l < L && l < 64; l++) {
+            const model_layer_stats *st = &m.stats[l];
+            got[l] = k == 0 ? st->attn_logit_max : k == 1 ? st->attn_entropy
+                   : k == 2 ? st->branch_ratio : st->norm_in_rms;
+            nan_ok &= isnan(got[l]) == isnan(r->data[l]);
+            if (isnan(got[l]) && isnan(r->data[l]))
+                got[l] = r->data[l] = 0.0f; /* both unknown: equal */
+        }
+        snprintf(what, sizeof what, "mech %s %s", name, cols[k]);
+        CHECK(r->n == (uint64_t)L && nan_ok && all_close(what, got, r->data, (size_t)L, 1e-4, 1e-5));
+    }
+    snprintf(what, sizeof what, "mech %s logz_mean", name);
+    CHECK(all_close(what, &m.logz_mean, get(&fx, "logz_mean")->data, 1, 1e-4, 1e-6));
+    snprintf(what, sizeof what, "mech %s logit_max", name);
+    CHECK(all_close(what, &m.logit_max, get(&fx, "logit_max")->data, 1, 1e-4, 1e-6));
+    free(tok);
+    free(tgt);
+    model_free(&m);
+    free_fixture(&fx);
+}
+
 int main(void)
 {
     const char *dir = getenv("NS_FIXTURES");
@@ -369,5 +424,8 @@ int main(void)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         check_fixture(dir, names[i]);
     check_fp16(dir);
+    static const char *const mech[] = {"pre_qk", "post", "respost", "rezero", "sandwich_qk"};
+    for (size_t i = 0; i < sizeof mech / sizeof mech[0]; i++)
+        check_mech(dir, mech[i]);
     return test_summary();
 }

@@ -20,11 +20,14 @@ VERSION = 1
 # and fails on a name either side lacks: a new column of the lab is added
 # here too, measured (probe.py's _layer_values) or in LAYER_UNKNOWN.
 LAYER_COLS = ("grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms",
-              "update_ratio", "overflow", "underflow", "headroom")
+              "update_ratio", "overflow", "underflow", "headroom", "attn_logit_max",
+              "attn_entropy", "branch_ratio", "norm_in_rms")
 # The columns of LAYER_COLS the probe cannot measure on a user's model:
 # never written, so a reader shows them unknown. Unknown is not NaN: null
-# is a value measured and not finite.
-LAYER_UNKNOWN = frozenset()
+# is a value measured and not finite. (The attention's logits and entropy
+# need its scores, which a hand-written softmax attention does not show;
+# the branch and the norm's input need the block's rule.)
+LAYER_UNKNOWN = frozenset(("attn_logit_max", "attn_entropy", "branch_ratio", "norm_in_rms"))
 
 
 def number(v):

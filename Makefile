@@ -55,7 +55,12 @@ endif
 ifeq ($(CC_CLANG),0)
 VECFLAGS ?= -fvect-cost-model=dynamic
 endif
-CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
+# _POSIX_C_SOURCE: POSIX 2008, and on glibc and musl nothing more unless
+# a file asks (_GNU_SOURCE for getline); _DARWIN_C_SOURCE: macOS hides its
+# BSD names under _POSIX_C_SOURCE (O_DIRECTORY, O_NOFOLLOW, flock,
+# SIGWINCH, ru_maxrss, _SC_NPROCESSORS_ONLN, _SC_PHYS_PAGES), this shows
+# them again; other systems ignore it.
+CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE
 # include/ holds the public headers, one per module; the engine's own
 # (model, ops, optim, schedule) are in src/internal/, on the include path
 # of the engine's objects, the unit tests and the fuzzers only, so a front
@@ -65,8 +70,24 @@ ENGINE_INTERNAL := engine model ops ops_avx2 ops_generic optim schedule
 SANFLAGS ?=
 LDLIBS  += -lm -lpthread
 # curses for the binary only: the engine library (and so every unit test)
-# stays free of it. pkg-config knows whether -ltinfo is needed too.
-CURSES_LIBS ?= $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
+# stays free of it. pkg-config knows whether -ltinfo is needed too, and
+# where Homebrew's ncurses is: ncursesw, then ncurses; without either,
+# -lncurses on macOS (its system curses is wide-capable), else -lncursesw.
+# A cross build (CC's target has another arch, or is macOS and the build
+# machine not) does not ask the build machine's pkg-config: CURSES_LIBS=
+# and CURSES_CFLAGS= say where. Only -I from --cflags: Debian's adds
+# feature-test macros the sources set themselves.
+darwin_of = $(if $(findstring darwin,$(1))$(findstring macos,$(1)),1)
+arch_of = $(firstword $(subst -, ,$(1)))
+HOST_MACHINE := $(shell $(HOSTCC) -dumpmachine 2>/dev/null)
+CC_DARWIN := $(call darwin_of,$(CC_MACHINE))
+CC_NATIVE := $(if $(filter $(call arch_of,$(HOST_MACHINE))$(call darwin_of,$(HOST_MACHINE)),\
+	$(call arch_of,$(CC_MACHINE))$(CC_DARWIN)),1)
+CURSES_PC := $(if $(CC_NATIVE),$(shell \
+	pkg-config --exists ncursesw 2>/dev/null && echo ncursesw || \
+	{ pkg-config --exists ncurses 2>/dev/null && echo ncurses; }))
+CURSES_LIBS ?= $(if $(CURSES_PC),$(shell pkg-config --libs $(CURSES_PC)),$(if $(CC_DARWIN),-lncurses,-lncursesw))
+CURSES_CFLAGS ?= $(if $(CURSES_PC),$(filter -I%,$(shell pkg-config --cflags $(CURSES_PC))))
 
 BUILD   ?= build
 BIN     ?= normscope
@@ -101,11 +122,12 @@ normscope-headless: $(BUILD)/main.o $(BUILD)/tui_none.o $(BUILD)/libnormscope.a
 
 $(BUILD)/libnormscope.a: $(LIB_OBJS)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(BUILD)/%.o: src/%.c | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 $(ENGINE_INTERNAL:%=$(BUILD)/%.o): CPPFLAGS += $(INTERNAL)
+$(BUILD)/tui_curses.o: CPPFLAGS += $(CURSES_CFLAGS)
 
 # the built-in corpus, compiled in so the binary runs from anywhere; embed
 # runs here, so it is the build machine's program (HOSTCC)
@@ -263,7 +285,7 @@ build/fuzz/obj/%.o: $(BUILD)/%.c
 -include $(FUZZ_OBJS:.o=.d)
 build/fuzz/libnormscope.a: $(FUZZ_OBJS)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 fuzz: build/fuzz/libnormscope.a
 	@set -e; for f in $(FUZZERS); do \
 	  clang $(FUZZ_FLAGS) $(CPPFLAGS) $(INTERNAL) -std=c11 -o build/fuzz/$$f tests/fuzz/fuzz_$$f.c \

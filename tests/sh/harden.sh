@@ -114,7 +114,8 @@ awk -F, 'NR > 1 && ($2 == "nan" || $2 == "inf" || $2 == "") { bad = 1 } END { ex
 
 # 1 GiB of zeros (sparse: takes no disk): it is mapped, not read, so memory
 # stays small, and the model learns that the next byte is 0
-truncate -s 1G "$T/zeros"
+# (truncate is GNU's and BSD's; dd's seek is POSIX's way where it is absent)
+truncate -s 1G "$T/zeros" 2>/dev/null || dd if=/dev/null of="$T/zeros" bs=1 seek=1073741824 2>/dev/null
 if command -v python3 >/dev/null 2>&1; then
     python3 - "$BIN" "$T/zeros" "$T/zeros.csv" <<'EOF' 2>"$T/err" && ok || no "1 GiB of zeros: $(cat "$T/err")"
 import resource, subprocess, sys

@@ -172,7 +172,7 @@ SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$
 SH_ORDER  := layers symbols cli harden diagnose fixbank settings kernels memory sweep tui_sweep plot twin tui_e2e \
              tui_diag tui_signals follow tui_lesson lessons sched tour tui_twin probe follow_probe
 SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable cross \
-             onerow
+             onerow platforms
 SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
 SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES)),$(SH_SUITES))
 

@@ -17,6 +17,12 @@
  * (buf then holds argv0). */
 int sysdep_exe_path(char *buf, size_t n, const char *argv0);
 
+/* name as execvp finds it, absolute and resolved (realpath) into buf[n]:
+ * with a '/', that file; else the first executable regular file of that
+ * name in PATH's directories (an empty entry is the current directory;
+ * no PATH: /usr/bin:/bin). 0, or -1 when there is none. */
+int sysdep_which(char *buf, size_t n, const char *name);
+
 /* Whether this x86 CPU (and its system) runs AVX2, and AVX2 and FMA:
  * GCC's and clang's __builtin_cpu_supports, but on macOS sysctl's
  * hw.optional (a cross-linked macOS binary has no compiler runtime's CPU

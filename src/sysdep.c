@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,9 +40,14 @@ static int resolve(char *buf, size_t n, const char *path)
     return 0;
 }
 
-/* argv0 as execvp finds it: with a '/', as it is; else the first
- * executable regular file of that name in PATH */
-static int search_path(char *buf, size_t n, const char *argv0)
+/* a regular file this user may execute (a directory has X_OK too) */
+static int executable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int sysdep_which(char *buf, size_t n, const char *argv0)
 {
     if (strchr(argv0, '/'))
         return resolve(buf, n, argv0);
@@ -55,8 +61,7 @@ static int search_path(char *buf, size_t n, const char *argv0)
         /* an empty entry is the current directory, as for execvp */
         int w = len ? snprintf(cand, sizeof cand, "%.*s/%s", (int)len, p, argv0)
                     : snprintf(cand, sizeof cand, "./%s", argv0);
-        if (w > 0 && (size_t)w < sizeof cand && access(cand, X_OK) == 0 &&
-            resolve(buf, n, cand) == 0)
+        if (w > 0 && (size_t)w < sizeof cand && executable_file(cand) && resolve(buf, n, cand) == 0)
             return 0;
         if (!end)
             return -1;
@@ -81,7 +86,7 @@ int sysdep_exe_path(char *buf, size_t n, const char *argv0)
         return 0;
 #endif
     /* no /proc (a chroot, another system): argv[0] as the shell ran it */
-    if (argv0 && search_path(buf, n, argv0) == 0)
+    if (argv0 && sysdep_which(buf, n, argv0) == 0)
         return 0;
     snprintf(buf, n, "%s", argv0 ? argv0 : "normscope");
     return -1;

@@ -39,7 +39,7 @@ skipped() {
 # the headless suites a musl build runs: the engine, kernels, formats,
 # threads, trainer and files; the command line, bad input, sweeps (fork,
 # exec, flock, runs dying with their sweep) and the diagnosis
-MUSL_C=${MUSL_C:-"atomicio command engine norms numfmt ops parity precision threads trainer"}
+MUSL_C=${MUSL_C:-"atomicio command engine norms numfmt ops parity precision sysdep threads trainer"}
 MUSL_SH=${MUSL_SH:-"cli harden sweep diagnose"}
 
 # build DIR LOG-NAME MAKE-ARGS...: a fresh build of DIR/normscope without

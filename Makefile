@@ -25,7 +25,10 @@ CC      ?= cc
 # the compiler of the tools the build runs (embed): the build machine's,
 # also when CC cross-compiles (make CC=aarch64-linux-gnu-gcc CURSES=0)
 HOSTCC  ?= cc
-PYTHON  ?= /usr/bin/python3
+# the tests' and benchmarks' Python (make test passes it on): Debian's,
+# where python3-torch installs torch; on macOS /usr/bin/python3 is Apple's
+# (no torch, and a prompt to install the command line tools), so PATH's
+PYTHON  ?= $(if $(filter Darwin,$(shell uname -s 2>/dev/null)),python3,/usr/bin/python3)
 OPT     ?= -O2
 # CFLAGS is the user's (a packager's CFLAGS=-O2 -g replaces it whole); the
 # flags the numbers depend on are NS_CFLAGS, added after it, so no CFLAGS
@@ -181,7 +184,8 @@ SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES
 SUITE_TIMED = t0=$$(date +%s); if $(2); then r=0; else r=1; fi; \
 	echo "-- $(1): $$(( $$(date +%s) - t0 )) s$$([ $$r -eq 0 ] || echo ', FAILED')"; [ $$r -eq 0 ]
 RUN_C  = echo "== $(BUILD)/test_$(1)"; $(call SUITE_TIMED,test_$(1),NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1))
-RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) NS_LIB=$(BUILD)/libnormscope.a sh $(TEST_SH_DIR)/$(1).sh)
+RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) \
+	NS_LIB=$(BUILD)/libnormscope.a PYTHON="$(PYTHON)" sh $(TEST_SH_DIR)/$(1).sh)
 
 test: $(BIN) $(TEST_BINS)
 	@fail=0; \

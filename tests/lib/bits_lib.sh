@@ -10,7 +10,8 @@
 # CSVs without their speed columns. The speed columns are found by name
 # in the CSV's own header (tokens_per_s, b_tokens_per_s). 0, or 1 when a
 # run failed.
-# shellcheck source=posix_lib.sh (sourced from the top of the tree)
+# (sourced from the top of the tree)
+# shellcheck source=tests/lib/posix_lib.sh
 . tests/lib/posix_lib.sh
 BITS_FLAGS="--headless -q --layers 2 --dim 32 --heads 2 --context 16 --batch 4 --steps 20 \
 --val-every 10 --val-batches 1 --threads 2"

@@ -25,7 +25,10 @@ CC      ?= cc
 # the compiler of the tools the build runs (embed): the build machine's,
 # also when CC cross-compiles (make CC=aarch64-linux-gnu-gcc CURSES=0)
 HOSTCC  ?= cc
-PYTHON  ?= /usr/bin/python3
+# the tests' and benchmarks' Python (make test passes it on): Debian's,
+# where python3-torch installs torch; on macOS /usr/bin/python3 is Apple's
+# (no torch, and a prompt to install the command line tools), so PATH's
+PYTHON  ?= $(if $(filter Darwin,$(shell uname -s 2>/dev/null)),python3,/usr/bin/python3)
 OPT     ?= -O2
 # CFLAGS is the user's (a packager's CFLAGS=-O2 -g replaces it whole); the
 # flags the numbers depend on are NS_CFLAGS, added after it, so no CFLAGS
@@ -55,7 +58,12 @@ endif
 ifeq ($(CC_CLANG),0)
 VECFLAGS ?= -fvect-cost-model=dynamic
 endif
-CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L
+# _POSIX_C_SOURCE: POSIX 2008, and on glibc and musl nothing more unless
+# a file asks (_GNU_SOURCE for getline); _DARWIN_C_SOURCE: macOS hides its
+# BSD names under _POSIX_C_SOURCE (O_DIRECTORY, O_NOFOLLOW, flock,
+# SIGWINCH, ru_maxrss, _SC_NPROCESSORS_ONLN, _SC_PHYS_PAGES), this shows
+# them again; other systems ignore it.
+CPPFLAGS += -Iinclude -D_POSIX_C_SOURCE=200809L -D_DARWIN_C_SOURCE
 # include/ holds the public headers, one per module; the engine's own
 # (model, ops, optim, schedule) are in src/internal/, on the include path
 # of the engine's objects, the unit tests and the fuzzers only, so a front
@@ -65,8 +73,24 @@ ENGINE_INTERNAL := engine model ops ops_avx2 ops_generic optim schedule
 SANFLAGS ?=
 LDLIBS  += -lm -lpthread
 # curses for the binary only: the engine library (and so every unit test)
-# stays free of it. pkg-config knows whether -ltinfo is needed too.
-CURSES_LIBS ?= $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
+# stays free of it. pkg-config knows whether -ltinfo is needed too, and
+# where Homebrew's ncurses is: ncursesw, then ncurses; without either,
+# -lncurses on macOS (its system curses is wide-capable), else -lncursesw.
+# A cross build (CC's target has another arch, or is macOS and the build
+# machine not) does not ask the build machine's pkg-config: CURSES_LIBS=
+# and CURSES_CFLAGS= say where. Only -I from --cflags: Debian's adds
+# feature-test macros the sources set themselves.
+darwin_of = $(if $(findstring darwin,$(1))$(findstring macos,$(1)),1)
+arch_of = $(firstword $(subst -, ,$(1)))
+HOST_MACHINE := $(shell $(HOSTCC) -dumpmachine 2>/dev/null)
+CC_DARWIN := $(call darwin_of,$(CC_MACHINE))
+CC_NATIVE := $(if $(filter $(call arch_of,$(HOST_MACHINE))$(call darwin_of,$(HOST_MACHINE)),\
+	$(call arch_of,$(CC_MACHINE))$(CC_DARWIN)),1)
+CURSES_PC := $(if $(CC_NATIVE),$(shell \
+	pkg-config --exists ncursesw 2>/dev/null && echo ncursesw || \
+	{ pkg-config --exists ncurses 2>/dev/null && echo ncurses; }))
+CURSES_LIBS ?= $(if $(CURSES_PC),$(shell pkg-config --libs $(CURSES_PC)),$(if $(CC_DARWIN),-lncurses,-lncursesw))
+CURSES_CFLAGS ?= $(if $(CURSES_PC),$(filter -I%,$(shell pkg-config --cflags $(CURSES_PC))))
 
 BUILD   ?= build
 BIN     ?= normscope
@@ -101,11 +125,12 @@ normscope-headless: $(BUILD)/main.o $(BUILD)/tui_none.o $(BUILD)/libnormscope.a
 
 $(BUILD)/libnormscope.a: $(LIB_OBJS)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(BUILD)/%.o: src/%.c | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 $(ENGINE_INTERNAL:%=$(BUILD)/%.o): CPPFLAGS += $(INTERNAL)
+$(BUILD)/tui_curses.o: CPPFLAGS += $(CURSES_CFLAGS)
 
 # the built-in corpus, compiled in so the binary runs from anywhere; embed
 # runs here, so it is the build machine's program (HOSTCC)
@@ -150,7 +175,7 @@ SH_FOUND  := $(filter-out %_lib soak valgrind,$(patsubst $(TEST_SH_DIR)/%.sh,%,$
 SH_ORDER  := layers symbols cli harden diagnose fixbank settings kernels memory sweep tui_sweep plot twin tui_e2e \
              tui_diag tui_signals follow tui_lesson lessons sched tour tui_twin probe follow_probe
 SH_SLOW   := kernels lessons sched tour tui_twin probe follow_probe tui_lesson_sizes fixbank portable cross \
-             onerow
+             onerow platforms
 SH_SUITES := $(filter $(SH_FOUND),$(SH_ORDER)) $(filter-out $(SH_ORDER),$(SH_FOUND))
 SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES)),$(SH_SUITES))
 
@@ -159,7 +184,8 @@ SH_RUN     = $(if $(SANFLAGS),$(filter-out $(SH_SLOW) $(SAN_SKIP_SH),$(SH_SUITES
 SUITE_TIMED = t0=$$(date +%s); if $(2); then r=0; else r=1; fi; \
 	echo "-- $(1): $$(( $$(date +%s) - t0 )) s$$([ $$r -eq 0 ] || echo ', FAILED')"; [ $$r -eq 0 ]
 RUN_C  = echo "== $(BUILD)/test_$(1)"; $(call SUITE_TIMED,test_$(1),NS_FIXTURES=tests/fixtures $(BUILD)/test_$(1))
-RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) NS_LIB=$(BUILD)/libnormscope.a sh $(TEST_SH_DIR)/$(1).sh)
+RUN_SH = echo "== $(TEST_SH_DIR)/$(1).sh"; $(call SUITE_TIMED,$(1).sh,NS_SANITIZED="$(SANFLAGS)" NS_BIN=./$(BIN) \
+	NS_LIB=$(BUILD)/libnormscope.a PYTHON="$(PYTHON)" sh $(TEST_SH_DIR)/$(1).sh)
 
 test: $(BIN) $(TEST_BINS)
 	@fail=0; \
@@ -263,7 +289,7 @@ build/fuzz/obj/%.o: $(BUILD)/%.c
 -include $(FUZZ_OBJS:.o=.d)
 build/fuzz/libnormscope.a: $(FUZZ_OBJS)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 fuzz: build/fuzz/libnormscope.a
 	@set -e; for f in $(FUZZERS); do \
 	  clang $(FUZZ_FLAGS) $(CPPFLAGS) $(INTERNAL) -std=c11 -o build/fuzz/$$f tests/fuzz/fuzz_$$f.c \

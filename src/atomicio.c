@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -121,9 +122,10 @@ static void rand_tag(char out[TMP_RAND + 1])
     if (got != (ssize_t)sizeof b) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned long x = (unsigned long)ts.tv_nsec ^ ((unsigned long)getpid() << 16) ^
-                          (unsigned long)ts.tv_sec * 2654435761UL ^ ++counter * 40503UL;
-        for (int i = 0; i < TMP_RAND; i++, x = x * 6364136223846793005UL + 1442695040888963407UL)
+        /* 64 bits also where long is 32 (i686): the shift takes bits 33.. */
+        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16) ^
+                     (uint64_t)ts.tv_sec * 2654435761ULL ^ ++counter * 40503ULL;
+        for (int i = 0; i < TMP_RAND; i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
             b[i] = (unsigned char)(x >> 33);
     }
     for (int i = 0; i < TMP_RAND; i++)

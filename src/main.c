@@ -34,6 +34,7 @@
 #include "settings.h"
 #include "stream.h"
 #include "sweep.h"
+#include "sysdep.h"
 #include "tui_sweep.h"
 #include "trainer.h"
 #include "tui.h"
@@ -704,6 +705,8 @@ static int select_kernels(void)
 int main(int argc, char **argv)
 {
     cli_opts o;
+    /* a sweep's run where the kernel cannot end it with its sweep (macOS) */
+    sysdep_parent_watch();
     int r = cli_parse(&o, argc, argv, stdout, stderr);
     if (r == 1)
         return 0;

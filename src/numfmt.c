@@ -1,6 +1,7 @@
 /* numfmt.c - fp16 and bf16 rounding by integer arithmetic on the bits,
  * so the result does not depend on the compiler or the FPU mode. */
 #include "numfmt.h"
+#include "sysdep.h"
 
 #include <math.h>
 #include <string.h>
@@ -210,17 +211,17 @@ __attribute__((target("avx2"))) static void round_bf16_avx2(float *x, size_t n, 
     round_bf16(x + i, n - i, over, under);
 }
 
-static int have_avx2(void) { return __builtin_cpu_supports("avx2"); }
+static int have_avx2(void) { return sysdep_cpu_avx2(); }
 
 static int have_f16c(void)
 {
     /* F16C is CPUID leaf 1, ECX bit 29 (asked directly: not every
-     * compiler's __builtin_cpu_supports knows its name); AVX2 the builtin
-     * checks, OS support for the ymm registers included */
+     * compiler's __builtin_cpu_supports knows its name); AVX2 as sysdep
+     * checks it, OS support for the ymm registers included */
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return 0;
-    return (c & (1u << 29)) && __builtin_cpu_supports("avx2");
+    return (c & (1u << 29)) && sysdep_cpu_avx2();
 }
 #else
 static int have_avx2(void) { return 0; }

@@ -51,6 +51,7 @@
 
 #include "nsmath.h"
 #include "ops_simd.h"
+#include "sysdep.h"
 
 /* ---- dispatch ----------------------------------------------------------- */
 
@@ -67,7 +68,7 @@ void ops_force_generic(int on)
 static int avx2_available(void)
 {
 #if NS_OPS_X86
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return sysdep_cpu_avx2_fma();
 #else
     return 0;
 #endif

@@ -15,9 +15,13 @@
  * fmaf), chosen when the program loads: the same C, the same exact
  * operations, so the same bits; only the speed differs. */
 /* Not under the sanitizers: the clones' ifunc resolvers run while the
- * program is being loaded, before ThreadSanitizer's runtime is up. */
+ * program is being loaded, before ThreadSanitizer's runtime is up. Only
+ * with glibc: the clones are chosen through IFUNC relocations, which
+ * musl's loader refuses ("unsupported relocation type 37"); a musl
+ * build runs the default clone everywhere (on an AVX2 CPU the AVX2
+ * kernels run anyway), which gives the same bits. */
 #if NS_OPS_X86 && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
+    !defined(__SANITIZE_ADDRESS__) && defined(__GLIBC__)
 #define KERN_FN __attribute__((target_clones("fma", "default")))
 #endif
 

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "csv.h"
 #include "settings.h"
+#include "sysdep.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -34,6 +35,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <limits.h>
+
+/* macOS has no HOST_NAME_MAX (its hostnames are at most 255 bytes too) */
+#ifndef HOST_NAME_MAX
+#define HOST_NAME_MAX 255
+#endif
 
 /* ---- one sweep: its settings, directory and runs ----------------------- */
 
@@ -1043,14 +1051,11 @@ static void kept_report(const sweep_ctx *c, const kept_rows *kept)
 }
 
 /* This binary, by its absolute path: the children run it, and --list's
- * lines name it for another machine with the same file system. */
+ * lines name it for another machine with the same file system. A bare
+ * name from PATH is found there, as the shell found it (sysdep.h). */
 static void find_exe(sweep_ctx *c, const char *argv0)
 {
-    ssize_t n = readlink("/proc/self/exe", c->exe, sizeof c->exe - 1);
-    if (n > 0)
-        c->exe[n] = 0;
-    else
-        snprintf(c->exe, sizeof c->exe, "%s", argv0);
+    sysdep_exe_path(c->exe, sizeof c->exe, argv0);
 }
 
 /* How the flag named name spells a value once (sweep_spec_canon). */

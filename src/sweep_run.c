@@ -6,17 +6,16 @@
  * Not here: what a run's command line is (sweep.c), what its row says
  * (sweep_results.c), other schedulers (--list).
  */
-#define _GNU_SOURCE /* prctl */
 #include "sweep_int.h"
 
 #include "nstime.h"
 #include "stopsig.h"
+#include "sysdep.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,23 +33,48 @@ typedef struct {
 } slot;
 
 /* In the child, between fork and exec (async-signal-safe calls only):
- * it dies with the sweep (PR_SET_PDEATHSIG: SIGTERM when the thread that
- * started it ends, kill -9 of the sweep included, so no orphan runs on
- * beside a resumed sweep), with no signal blocked, stdin and stdout on
- * /dev/null and stderr to its log. */
-static void child_exec(const char *exe, char **argv, const char *log, pid_t parent)
+ * it dies with the sweep (SIGTERM when the sweep ends, kill -9 of the
+ * sweep included, so no orphan runs on beside a resumed sweep): on Linux
+ * the kernel sends it (PR_SET_PDEATHSIG, kernel != 0); elsewhere env
+ * names the sweep's pid and the run watches for it (sysdep.h). With no
+ * signal blocked, stdin and stdout on /dev/null and stderr to its log. */
+static void child_exec(const char *exe, char **argv, char **env, const char *log, pid_t parent,
+                       int kernel)
 {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+    if (sysdep_die_with_parent(kernel) < 0 || getppid() != parent)
         _exit(127); /* the sweep is already gone */
     int in = open("/dev/null", O_RDONLY), out = open("/dev/null", O_WRONLY),
         err = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         _exit(127);
-    execve(exe, argv, environ);
+    execve(exe, argv, env);
     _exit(127);
+}
+
+/* The run's environment: this one, and where the kernel does not tie the
+ * run to the sweep, SYSDEP_PARENT_ENV=parent (var holds it). A malloc'd
+ * array of borrowed strings, or NULL. */
+static char **child_env(pid_t parent, int kernel, char *var, size_t n)
+{
+    size_t k = 0, len = strlen(SYSDEP_PARENT_ENV);
+    while (environ[k])
+        k++;
+    char **env = malloc((k + 2) * sizeof *env);
+    if (!env)
+        return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < k; i++)
+        if (strncmp(environ[i], SYSDEP_PARENT_ENV, len) || environ[i][len] != '=')
+            env[j++] = environ[i];
+    if (!kernel) {
+        snprintf(var, n, "%s=%ld", SYSDEP_PARENT_ENV, (long)parent);
+        env[j++] = var;
+    }
+    env[j] = NULL;
+    return env;
 }
 
 /* Start run k. An old CSV of the run (an interrupted attempt) is removed
@@ -59,15 +83,21 @@ static void child_exec(const char *exe, char **argv, const char *log, pid_t pare
 static pid_t run_spawn(const sweep_ctx *c, long k)
 {
     sweep_args ra;
-    char log[4300];
+    char log[4300], var[64];
     if (sweep_args_make(c, k, &ra) != 0)
         return -1;
     unlink(ra.csv);
     snprintf(log, sizeof log, "%s/run-%s.log", c->dir, ra.id);
-    pid_t parent = getpid(), pid = fork();
-    if (pid == 0)
-        child_exec(c->exe, ra.argv, log, parent);
-    int e = errno;
+    pid_t parent = getpid(), pid = -1;
+    int kernel = sysdep_kernel_pdeath();
+    char **env = child_env(parent, kernel, var, sizeof var);
+    if (env) {
+        pid = fork();
+        if (pid == 0)
+            child_exec(c->exe, ra.argv, env, log, parent, kernel);
+    }
+    int e = env ? errno : ENOMEM;
+    free(env);
     free(ra.argv);
     errno = e;
     return pid;

@@ -77,6 +77,8 @@ void trainer_clock_release(trainer *t)
 /* What the live view adds: curses and the terminal's buffers, its own
  * copy of the history (measured: 3 to 5 MiB over the same run headless). */
 #define TRAINER_LIVE_BYTES (5.0 * 1048576.0)
+/* The trainer thread's stack (trainer_start): the pool's workers' size. */
+enum { TRAINER_STACK = 4 << 20 };
 
 /* The history that steps fill: the published ring (a point and two
  * heatmap rows a step, each NS_MAX_LAYERS wide in memory whatever L) and
@@ -583,7 +585,16 @@ int trainer_start(trainer *t, char *err, size_t errlen)
     pthread_sigmask(SIG_BLOCK, &ui, &old);
     t->rate_t0 = trainer_run_now(t);
     t->next_sample = t->rate_t0;
-    int r = pthread_create(&t->thread, NULL, trainer_main, t);
+    /* the kernels it runs keep up to ~200 KB of scratch on the stack, as
+     * on the pool's workers: a thread's default stack is 128 KB on musl
+     * and 512 KB on macOS, so the size is asked for (the pool's 4 MiB) */
+    pthread_attr_t attr;
+    int r = pthread_attr_init(&attr);
+    if (r == 0) {
+        pthread_attr_setstacksize(&attr, TRAINER_STACK);
+        r = pthread_create(&t->thread, &attr, trainer_main, t);
+        pthread_attr_destroy(&attr);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r != 0) {
         snprintf(err, errlen, "cannot start the trainer thread: %s", strerror(r));

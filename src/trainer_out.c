@@ -122,11 +122,17 @@ void trainer_loss_text(const trainer_status *s, int b, char *buf, size_t n)
     summary_num(s->have_loss, s->run[b].loss, buf, n);
 }
 
-/* The process's peak resident size so far (getrusage's, in KiB on Linux). */
+/* The process's peak resident size so far: getrusage's ru_maxrss, in KiB
+ * on Linux but in bytes on macOS. */
 static double peak_resident_bytes(void)
 {
     struct rusage ru;
-    return getrusage(RUSAGE_SELF, &ru) == 0 ? 1024.0 * (double)ru.ru_maxrss : 0.0;
+#if defined(__APPLE__)
+    const double unit = 1.0;
+#else
+    const double unit = 1024.0;
+#endif
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? unit * (double)ru.ru_maxrss : 0.0;
 }
 
 void trainer_summary(trainer *t, FILE *f)

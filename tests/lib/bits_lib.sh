@@ -10,6 +10,9 @@
 # CSVs without their speed columns. The speed columns are found by name
 # in the CSV's own header (tokens_per_s, b_tokens_per_s). 0, or 1 when a
 # run failed.
+# (sourced from the top of the tree)
+# shellcheck source=tests/lib/posix_lib.sh
+. tests/lib/posix_lib.sh
 BITS_FLAGS="--headless -q --layers 2 --dim 32 --heads 2 --context 16 --batch 4 --steps 20 \
 --val-every 10 --val-batches 1 --threads 2"
 BITS_CONFIGS="default|--precision fp16|--norm post --precision bf16"
@@ -36,7 +39,7 @@ bits_run() {
         # shellcheck disable=SC2086
         if eval "$cmd" $BITS_FLAGS $cfg --csv "'$out.raw'"; then
             cols=$(head -1 "$out.raw" | tr , '\n' | grep -n 'tokens_per_s$' | cut -d: -f1 | paste -sd, -)
-            cut -d, -f"$cols" --complement "$out.raw" >"$out.$i"
+            ns_cut_out "$cols" "$out.raw" >"$out.$i"
         else
             rc=1
         fi

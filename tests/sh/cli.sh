@@ -3,6 +3,8 @@
 # determinism and checkpoints. Usage: NS_BIN=./normscope sh tests/sh/cli.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
 BIN=${NS_BIN:-./normscope}
+# shellcheck source=../lib/posix_lib.sh
+. "$(dirname "$0")/../lib/posix_lib.sh"
 T=$(mktemp -d /tmp/ns_cli.XXXXXX)
 trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
 pass=0
@@ -100,11 +102,11 @@ ls "$T"/*.tmp.* >/dev/null 2>&1 && no "temp files left behind" || ok
 
 # --- determinism: same seed, same bytes apart from tokens_per_s ---
 "$BIN" --headless $SMALL --steps 12 --csv "$T/b.csv" 2>/dev/null
-cut -d, -f6 --complement "$T/a.csv" >"$T/a.cut"
-cut -d, -f6 --complement "$T/b.csv" >"$T/b.cut"
+ns_cut_out 6 "$T/a.csv" >"$T/a.cut"
+ns_cut_out 6 "$T/b.csv" >"$T/b.cut"
 cmp -s "$T/a.cut" "$T/b.cut" && ok || no "same seed gave different CSV"
 "$BIN" --headless $SMALL --steps 12 --seed 9 --csv "$T/c.csv" 2>/dev/null
-cut -d, -f6 --complement "$T/c.csv" >"$T/c.cut"
+ns_cut_out 6 "$T/c.csv" >"$T/c.cut"
 cmp -s "$T/a.cut" "$T/c.cut" && no "different seeds gave the same CSV" || ok
 
 # --- --threads: the same bytes apart from tokens_per_s (a model big
@@ -113,15 +115,15 @@ MID="-L 2 -d 64 -H 4 -T 32 -B 8 --val-every 5 --val-batches 2 -q --steps 12"
 for prec in fp32 bf16; do
     "$BIN" --headless $MID --precision $prec --threads 1 --csv "$T/t1.csv" 2>/dev/null
     "$BIN" --headless $MID --precision $prec --threads 2 --csv "$T/t2.csv" 2>/dev/null
-    cut -d, -f6 --complement "$T/t1.csv" >"$T/t1.cut"
-    cut -d, -f6 --complement "$T/t2.csv" >"$T/t2.cut"
+    ns_cut_out 6 "$T/t1.csv" >"$T/t1.cut"
+    ns_cut_out 6 "$T/t2.csv" >"$T/t2.cut"
     [ -s "$T/t1.cut" ] && cmp -s "$T/t1.cut" "$T/t2.cut" && ok || no "--threads 2 changed the $prec CSV"
 done
 "$BIN" --headless $MID --threads 3 --compare norm=post --csv "$T/t3.csv" 2>/dev/null
 "$BIN" --headless $MID --threads 1 --compare norm=post --csv "$T/t4.csv" 2>/dev/null
 bcol=$(head -1 "$T/t3.csv" | tr , '\n' | grep -n '^b_tokens_per_s$' | cut -d: -f1)
-cut -d, -f"6,${bcol:-6}" --complement "$T/t3.csv" >"$T/t3.cut"
-cut -d, -f"6,${bcol:-6}" --complement "$T/t4.csv" >"$T/t4.cut"
+ns_cut_out "6,${bcol:-6}" "$T/t3.csv" >"$T/t3.cut"
+ns_cut_out "6,${bcol:-6}" "$T/t4.csv" >"$T/t4.cut"
 [ -s "$T/t3.cut" ] && cmp -s "$T/t3.cut" "$T/t4.cut" && ok || no "--threads 3 changed the --compare CSV"
 "$BIN" --headless $SMALL --steps 2 --threads 2 2>&1 >/dev/null | grep -q . && no "-q printed" || ok
 "$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --steps 2 --threads 2 2>&1 | grep -q 'threads=2; memory ' && ok || no "summary lacks threads=2"
@@ -134,8 +136,8 @@ expect_bad 2 "--threads" --headless --threads 2.5
 "$BIN" --headless $SMALL --steps 20 --csv "$T/full.csv" 2>/dev/null
 "$BIN" --headless $SMALL --steps 10 --save "$T/ck" 2>/dev/null && ok || no "--save"
 "$BIN" --headless -q --load "$T/ck" --steps 20 --csv "$T/resumed.csv" 2>"$T/err" && ok || no "--load: $(cat "$T/err")"
-sed -n '12,21p' "$T/full.csv" | cut -d, -f6 --complement >"$T/full.tail"
-sed -n '2,11p' "$T/resumed.csv" | cut -d, -f6 --complement >"$T/resumed.tail"
+sed -n '12,21p' "$T/full.csv" | ns_cut_out 6 >"$T/full.tail"
+sed -n '2,11p' "$T/resumed.csv" | ns_cut_out 6 >"$T/resumed.tail"
 [ -s "$T/resumed.tail" ] && cmp -s "$T/full.tail" "$T/resumed.tail" && ok || no "resumed run differs from the straight run"
 expect_bad 2 "checkpoint has --layers 2" --headless --load "$T/ck" -L 3 --steps 30
 expect_bad 2 "nothing to do" --headless --load "$T/ck" --steps 5

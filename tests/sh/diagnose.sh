@@ -6,6 +6,8 @@
 # a divergence, the exit codes, and healthy runs that stay silent.
 # Usage: NS_BIN=./normscope sh tests/sh/diagnose.sh
 BIN=${NS_BIN:-./normscope}
+# shellcheck source=../lib/posix_lib.sh
+. "$(dirname "$0")/../lib/posix_lib.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 # shellcheck source=../lib/headroom_lib.sh
@@ -24,7 +26,7 @@ FP16="$F --precision fp16 --fp32-norms off --lr 2e-2 --steps 600"
 run() { # run NAME ARGS...: stderr in $T/NAME.err, exit status in $T/NAME.rc
     name=$1
     shift
-    timeout $TO "$BIN" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null
+    ns_timeout $TO "$BIN" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null
     echo $? >"$T/$name.rc"
 }
 rc() { cat "$T/$1.rc"; }

@@ -9,6 +9,8 @@
 # A rule whose advice fails in its own scenario fails here.
 # Usage: NS_BIN=./normscope sh tests/sh/fixbank.sh
 BIN=${NS_BIN:-./normscope}
+# shellcheck source=../lib/posix_lib.sh
+. "$(dirname "$0")/../lib/posix_lib.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 # shellcheck source=../lib/headroom_lib.sh
@@ -27,7 +29,7 @@ printf 'at 150: lr x1000\n' >"$T/x1000.script"
 scenario() {
     name=$1 cause=$2 text=$3 bound=$4
     shift 4
-    timeout $TO "$BIN" $F "$@" --csv "$T/$name.csv" --jsonl "$T/$name.jsonl" >/dev/null \
+    ns_timeout $TO "$BIN" $F "$@" --csv "$T/$name.csv" --jsonl "$T/$name.jsonl" >/dev/null \
         2>"$T/$name.err" </dev/null
     rc=$?
     err=$T/$name.err
@@ -105,7 +107,7 @@ scenario dyt stall "stalled: loss .* no gradient reaches the blocks: the largest
     2.8 --norm-kind dyt --steps 600
 grep -q "fix 1 of 3 (--on-stall fix): stayed at step [0-9]*, then kind layernorm[^(]* (cause: stall" "$T/dyt.err" && ok ||
     no "dyt: the fix is not kind layernorm: $(grep 'fix' "$T/dyt.err")"
-timeout $TO "$BIN" $F --norm-kind dyt --lr 1e-2 --steps 300 --on-stall stop >/dev/null 2>"$T/dyt10.err" </dev/null
+ns_timeout $TO "$BIN" $F --norm-kind dyt --lr 1e-2 --steps 300 --on-stall stop >/dev/null 2>"$T/dyt10.err" </dev/null
 grep -q "diagnosis at step [0-9]*: stalled: loss .* no gradient reaches the blocks" "$T/dyt10.err" &&
     ! grep -q "too low" "$T/dyt10.err" && ok || no "dyt at 10x the LR: $(grep 'diagnosis' "$T/dyt10.err")"
 
@@ -137,7 +139,7 @@ n=$(grep -c ',exploded,' "$T/fp32hi.csv")
 
 # ---- the script's fix command: as the a key, from a script ----
 printf 'at 20: lr x1000\nat 100: fix\n' >"$T/fix.script"
-timeout $TO "$BIN" --headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50 --steps 300 \
+ns_timeout $TO "$BIN" --headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50 --steps 300 \
     --on-diverge continue --script "$T/fix.script" >/dev/null 2>"$T/cmd.err" </dev/null
 rc=$?
 val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/cmd.err")
@@ -147,7 +149,7 @@ val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/cmd.err"
 
 # ---- at most 3 fixes: an LR raised 1000x every 40 steps beats them ----
 printf 'every 40: lr x1000\n' >"$T/every.script"
-timeout $TO "$BIN" $F --lr 1e-3 --steps 600 --script "$T/every.script" >/dev/null \
+ns_timeout $TO "$BIN" $F --lr 1e-3 --steps 600 --script "$T/every.script" >/dev/null \
     2>"$T/most.err" </dev/null
 rc=$?
 [ "$rc" -eq 3 ] && grep -q "fix 3 of 3" "$T/most.err" && ! grep -q "fix 4 of" "$T/most.err" &&
@@ -172,7 +174,7 @@ grep -q "^normscope: verdict: not healthy (fix 3 did not help: blew up at step [
 # DyT back at step 300: at the check the loss is not below the bar, no
 # other finding names a fix, and the run stops (exit 3), not healthy
 printf 'every 100: kind dyt\n' >"$T/dytback.script"
-timeout $TO "$BIN" $F --norm-kind dyt --steps 900 --script "$T/dytback.script" >/dev/null \
+ns_timeout $TO "$BIN" $F --norm-kind dyt --steps 900 --script "$T/dytback.script" >/dev/null \
     2>"$T/nohelp.err" </dev/null
 rc=$?
 bar=$(sed -n 's/.*fix 1 is checked at step [0-9]*: its loss (mean of 16 steps) must be below \([0-9.]*\)$/\1/p' "$T/nohelp.err")

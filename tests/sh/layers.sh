@@ -5,7 +5,7 @@
 #
 #   1 engine    the numbers (model, ops, optim, schedule, data, metrics,
 #               engine), its formats and files (numfmt, atomicio, csv,
-#               jsonl, tail, nstime, pool, rng), the settings table and the command line's loop
+#               jsonl, tail, nstime, pool, rng, sysdep), the settings table and the command line's loop
 #               over it (settings, cli_opts, cli), commands and lessons,
 #               the diagnosis' rules
 #   2 runtime   the trainer thread, the snapshot it publishes, the --compare
@@ -34,7 +34,7 @@ layer_of() {
     case $1 in
     atomicio | cli | cli_opts | command | config | csv | data | diagnose | engine | lesson | \
         jsonl | metrics | model | nsmath | nstext | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
-        ops_simd | ops_v8 | optim | pool | rng | tail | \
+        ops_simd | ops_v8 | optim | pool | rng | sysdep | tail | \
         schedule | settings | sweep_spec) echo 1 ;;
     resume | snapshot | stopsig | trainer | trainer_* | twin) echo 2 ;;
     stream | sweep | sweep_int | sweep_map | sweep_results | sweep_run) echo 3 ;;

@@ -15,6 +15,8 @@
 # Usage: NS_BIN=./normscope sh tests/sh/tui_e2e.sh
 # Prints "N passed, N failed"; exits non-zero on any failure. Every wait
 # has a timeout; the tmux server is killed on exit.
+# shellcheck source=../lib/posix_lib.sh
+. "$(dirname "$0")/../lib/posix_lib.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/tmux_lib.sh
 . "$(dirname "$0")/../lib/tmux_lib.sh"
 tmux_init tui_e2e.sh e2e
@@ -195,8 +197,8 @@ grep -q '^normscope: 25 steps in' "$T/err" && ok || no "--steps run: summary: $(
 # the same numbers as headless: the trainer thread, its samples and the
 # UI change nothing (only the timing column may differ)
 "$BIN" --headless $SMALL --steps 25 -q --csv "$T/headless.csv" 2>/dev/null
-cut -d, -f6 --complement "$T/live.csv" >"$T/live.cut"
-cut -d, -f6 --complement "$T/headless.csv" >"$T/headless.cut"
+ns_cut_out 6 "$T/live.csv" >"$T/live.cut"
+ns_cut_out 6 "$T/headless.csv" >"$T/headless.cut"
 [ -s "$T/live.cut" ] && cmp -s "$T/live.cut" "$T/headless.cut" && ok || no "live and headless metrics differ"
 # a terminal curses cannot drive: one clear line, exit 1, the shell intact
 run "TERM=bogus-terminal $BIN $SMALL"

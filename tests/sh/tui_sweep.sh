@@ -9,6 +9,8 @@
 #
 # Usage: NS_BIN=./normscope sh tests/sh/tui_sweep.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
+# shellcheck source=../lib/posix_lib.sh
+. "$(dirname "$0")/../lib/posix_lib.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/tmux_lib.sh
 . "$(dirname "$0")/../lib/tmux_lib.sh"
 # shellcheck source=../lib/results_lib.sh
@@ -87,11 +89,8 @@ wait_for '~ [0-9.]*@[0-9]' 60 && ok || no "no loss@step of a running run: $(scre
 key q
 check_exited "q mid-sweep" 130
 grep -q 'sweep interrupted' "$T/err" && ok || no "no resume hint: $(cat "$T/err")"
-left=
-for d in /proc/[0-9]*; do
-    case "$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")" in *"$T/stop/run-"*) left="$left ${d#/proc/}" ;; esac
-done
-[ -z "$left" ] && ok || no "runs left running after q:$left"
+left=$(ns_find_pid "$T/stop/run-")
+[ -z "$left" ] && ok || no "runs left running after q: $left"
 # every row written is whole (12 fields: id, lr, 10 more; a status)
 bad=$(tail -n +2 "$T/stop/results.csv" | awk -F, 'NF != 12 || $12 !~ /^(ok|diverged)$/' | wc -l)
 [ "$bad" -eq 0 ] && ok || no "broken rows after q: $(cat "$T/stop/results.csv")"

@@ -234,6 +234,7 @@ static int status_state(tui_grid *g, tui_rect r, int row, trainer_state st, int 
 typedef struct {
     tui_action act;
     int on;
+    int idle; /* a setting off at its default: the first to leave a short row */
     char text[40];
 } toggle;
 #define STATUS_TOGGLES 32
@@ -251,6 +252,7 @@ static void add_toggle(toggles *l, tui_action act, int on, const char *fmt, ...)
     toggle *t = &l->t[l->n++];
     t->act = act;
     t->on = on;
+    t->idle = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t->text, sizeof t->text, fmt, ap);
@@ -311,6 +313,7 @@ static void status_setting_toggles(toggles *l, const trainer_status *s, const tu
         settings_status(r, x, words, sizeof words);
         toggle_note(r, s, b, note, sizeof note);
         add_toggle(l, keys[i].act, !settings_is_off(r, x), "%s%s", words, note);
+        l->t[l->n - 1].idle = settings_is_off(r, x) && x == r->def && !(r->flags & SETF_NOFLAG);
     }
 }
 
@@ -336,22 +339,24 @@ static int toggle_width(const toggle *t)
     return (int)strlen(name) + 3 + (int)strlen(t->text) + 2;
 }
 
-/* Which toggles the row of width w shows (shown[i]): the first view
- * toggle (pause / resume) always; then the settings' that are on, in the
- * table's order, then those that are off (clip off, no qk-norm), as room
- * allows, so a new row's toggle never pushes pause or a low format's
- * loss scale off the row; then the other view toggles. */
+/* Which toggles the row of width w shows (shown[i]): the settings' and
+ * the first view toggle (pause / resume); when they do not fit, the
+ * settings off at their default (clip off, no qk-norm: nothing to see)
+ * go first, from the end of the table, so a new row's toggle does not
+ * push pause off the row; what still does not fit is cut at the end as
+ * it is drawn; then the other view toggles as room allows. */
 static void status_toggles_fit(const toggles *l, int n_set, int w, int *shown)
 {
-    int used = n_set < l->n ? toggle_width(&l->t[n_set]) : 0;
-    for (int i = 0; i < l->n; i++)
-        shown[i] = i == n_set;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n_set; i++)
-            if (!shown[i] && (l->t[i].on ? 0 : 1) == pass && used + toggle_width(&l->t[i]) <= w) {
-                shown[i] = 1;
-                used += toggle_width(&l->t[i]);
-            }
+    int used = 0;
+    for (int i = 0; i < l->n; i++) {
+        shown[i] = i <= n_set;
+        used += i <= n_set ? toggle_width(&l->t[i]) : 0;
+    }
+    for (int i = n_set - 1; i >= 0 && used > w; i--)
+        if (l->t[i].idle) {
+            shown[i] = 0;
+            used -= toggle_width(&l->t[i]);
+        }
     for (int i = n_set + 1; i < l->n; i++)
         if (used + toggle_width(&l->t[i]) <= w) {
             shown[i] = 1;

@@ -114,10 +114,13 @@ class Twin(nn.Module):
 
 
 # --- the checkpoint's weights (normscope(1), CHECKPOINT FORMAT) ---------------
+HS = D // NH
+# the QK-norm's tensors close the attention's slice (format 5 on; unused here)
 LAYER = [("ln1w", D), ("ln1b", D), ("ln2w", D), ("ln2b", D), ("ln1ow", D), ("ln1ob", D),
          ("ln2ow", D), ("ln2ob", D), ("ln1a", 1), ("ln2a", 1), ("ln1oa", 1), ("ln2oa", 1),
          ("rzg", 1), ("qkvw", 3 * D * D), ("qkvb", 3 * D), ("attprojw", D * D),
-         ("attprojb", D), ("fcw", 4 * D * D), ("fcb", 4 * D), ("fcprojw", 4 * D * D),
+         ("attprojb", D), ("qnw", HS), ("qnb", HS), ("knw", HS), ("knb", HS), ("qna", 1),
+         ("kna", 1), ("fcw", 4 * D * D), ("fcb", 4 * D), ("fcprojw", 4 * D * D),
          ("fcprojb", D)]
 
 

@@ -281,6 +281,32 @@ static void check_field_count(const unsigned char *buf, size_t len, const char *
     free(cp);
 }
 
+/* The bytes of a checkpoint of a new engine of c, saved at path (a
+ * mkstemp template, filled in); NULL when it could not be made. */
+static unsigned char *saved_bytes(const ns_config *c, char *path, size_t *len)
+{
+    engine *e = make(c);
+    char err[512];
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        close(fd);
+    int ok = e && fd >= 0 && engine_save(e, path, err, sizeof err) == 0;
+    engine_free(e);
+    FILE *f = ok ? fopen(path, "rb") : NULL;
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(*len);
+    if (buf && fread(buf, 1, *len, f) != *len) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
 /* A header whose shape a small file cannot show (the batch is not stored
  * in the weights; the heads are, since format 5, in the QK-norm's size):
  * a few hundred KB could describe a run that needs more memory than the
@@ -292,20 +318,11 @@ static void test_checkpoint_memory(void)
     c.context = 1024;
     c.batch = 1;
     c.n_head = 16; /* the file's own: the weights' count holds it */
-    engine *e = make(&c);
     char path[] = "/tmp/ns_test_mem_XXXXXX", err[512];
-    int fd = mkstemp(path);
-    CHECK(fd >= 0 && e);
-    close(fd);
-    CHECK(engine_save(e, path, err, sizeof err) == 0);
-    engine_free(e);
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    size_t len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(len);
-    CHECK(fread(buf, 1, len, f) == len);
-    fclose(f);
+    size_t len;
+    unsigned char *buf = saved_bytes(&c, path, &len);
+    if (!CHECK(buf != NULL))
+        return;
     ns_config big = c;
     big.batch = 512;
     const ns_setting *bs = settings_find("batch", 5);
@@ -329,21 +346,11 @@ static void test_checkpoint_memory(void)
 static void test_checkpoint_bad_header(void)
 {
     ns_config c = small_cfg();
-    engine *e = make(&c);
     char path[] = "/tmp/ns_test_hdr_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    char err[512];
-    CHECK(engine_save(e, path, err, sizeof err) == 0);
-    engine_free(e);
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    size_t len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(len);
-    CHECK(fread(buf, 1, len, f) == len);
-    fclose(f);
+    size_t len;
+    unsigned char *buf = saved_bytes(&c, path, &len);
+    if (!CHECK(buf != NULL))
+        return;
     const int nf = n_fields();
     CHECK(buf[8] == 5); /* the offsets of versions 4 and 5 (5 changed the weights only) */
     CHECK(buf[16] == nf && nf >= 33); /* the count, then fields 1..nf */
@@ -411,11 +418,12 @@ static void test_checkpoint_bad_header(void)
     /* and unchanged, with the checksum rewritten the same way, it loads:
      * the refusals above are the fields', not the rewriting's */
     put_le(buf + len - 4, engine_crc32(buf, len - 4), 4);
-    f = fopen(path, "wb");
+    FILE *f = fopen(path, "wb");
     fwrite(buf, 1, len, f);
     fclose(f);
     ns_config lc;
-    e = engine_load(path, &D, &lc, err, sizeof err);
+    char err[512];
+    engine *e = engine_load(path, &D, &lc, err, sizeof err);
     CHECK(e != NULL);
     engine_free(e);
     free(buf);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "settings.h"
+
 /* ---- captions -------------------------------------------------------------------- */
 
 /* Setting k as the run had it: "on", or "off \u2192 on" when the last row's
@@ -22,6 +24,61 @@ static const char *run_setting(const plot_run *r, int k, char *b, size_t n)
     else
         snprintf(b, n, "%s", r->set[k]);
     return b;
+}
+
+/* Is setting column k's value v its row's default (as the row reads v)? */
+static int at_default(const ns_setting *row, const char *v)
+{
+    ns_config d;
+    double x, y;
+    settings_defaults(&d);
+    x = settings_get(row, &d);
+    char why[64];
+    return settings_parse_number(row, v, &y, why, sizeof why) == 0 && x == y;
+}
+
+/* A setting's value as its chart marker says it ("qk-norm", "z-loss
+ * 0.0001"), "a \u2192 b" when it changed; "NAME VALUE" for a row without
+ * a marker or a value the row does not read. */
+static void mark_words(const ns_setting *row, const char *first, const char *last, char *b,
+                       size_t n)
+{
+    double x, y;
+    char why[64], m1[48] = "", m2[48] = "";
+    if (settings_parse_number(row, first, &x, why, sizeof why) == 0)
+        settings_mark(row, x, m1, sizeof m1);
+    if (settings_parse_number(row, last, &y, why, sizeof why) == 0)
+        settings_mark(row, y, m2, sizeof m2);
+    if (!m1[0] || !m2[0])
+        snprintf(b, n, "%s %s%s%s", row->name, first, strcmp(first, last) ? " \xe2\x86\x92 " : "",
+                 strcmp(first, last) ? last : "");
+    else if (strcmp(m1, m2))
+        snprintf(b, n, "%s \xe2\x86\x92 %s", m1, m2);
+    else
+        snprintf(b, n, "%s", m1);
+}
+
+/* After the caption's own settings, every other setting column of the
+ * table whose value is not its row's default or changed in the run, as
+ * "qk-norm on" (a row added later is there without a word here). */
+static void frame_other_settings(const plot_run *r, const char *const *own, int n_own, char *b,
+                                 size_t n)
+{
+    size_t used = strlen(b);
+    for (int k = 0; k < metrics_step_ncols() && used + 1 < n; k++) {
+        const ns_setting *row = metrics_step_col(k)->setting;
+        const char *name = metrics_step_col(k)->name;
+        int mine = 0;
+        for (int i = 0; i < n_own; i++)
+            mine |= !strcmp(own[i], name);
+        if (!row || mine || !r->set[k][0] || (!strcmp(r->set[k], r->cur[k]) &&
+                                              at_default(row, r->set[k])))
+            continue;
+        char v[2 * PLOT_SETLEN + 8];
+        mark_words(row, r->set[k], r->cur[k], v, sizeof v);
+        int w = snprintf(b + used, n - used, ", %s", v);
+        used = w > 0 && used + (size_t)w < n ? used + (size_t)w : n - 1;
+    }
 }
 
 /* "pre layernorm, warmup off -> on, clip 0, fp32, 6 layers" */
@@ -46,6 +103,7 @@ static void frame_run_settings(const plot_run *r, char *b, size_t n)
              strcmp(cur[4], "fp32") ? (strcmp(cur[5], "on") ? " (norms too)" : " (fp32 norms)")
                                     : "",
              r->L);
+    frame_other_settings(r, col, 6, b, n);
 }
 
 /* A comparison's panel title: the run and the settings it differs in, or

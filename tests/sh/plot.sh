@@ -550,5 +550,16 @@ plot raw.svg "$F/one.csv" --smooth 0 && {
 }
 expect_bad "--smooth '1'" --plot "$F/one.csv" --out "$T/bad.svg" --smooth 1
 
+# --- the caption names every setting column off its default, from the table:
+# a run with QK-norm and z-loss says them, one at the defaults does not ---
+"$BIN" --headless -q --steps 4 -L 1 -d 16 -H 2 -T 8 -B 2 --qk-norm on --z-loss 1e-4 --csv "$T/qk.csv" &&
+    "$BIN" --plot "$T/qk.csv" --out "$T/qk.svg" && grep -q 'class="caption">[^<]*, qk-norm, z-loss 0.0001 ' "$T/qk.svg" &&
+    ok || no "the caption of a QK-norm, z-loss run: $(grep -o 'class="caption">[^<]*' "$T/qk.svg")"
+printf 'at 2: qk-norm on\n' >"$T/qk.txt"
+"$BIN" --headless -q --steps 4 -L 1 -d 16 -H 2 -T 8 -B 2 --script "$T/qk.txt" --csv "$T/qk2.csv" &&
+    "$BIN" --plot "$T/qk2.csv" --out "$T/qk2.svg" && grep -q 'class="caption">[^<]*, no qk-norm → qk-norm ' "$T/qk2.svg" &&
+    ! grep -q 'class="caption">[^<]*z-loss' "$T/qk2.svg" && ok ||
+    no "the caption of a run that turned QK-norm on: $(grep -o 'class="caption">[^<]*' "$T/qk2.svg")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

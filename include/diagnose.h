@@ -230,7 +230,7 @@ typedef struct {
     int val_above;         /* validations in a row DIAG_OVERFIT_MARGIN above val_min while
                               train is below val_min_train */
     int last_nonfinite;    /* the latest step was not finite */
-    long last_fault_step;  /* ... its step, and its fault */
+    long last_fault_step;  /* ... since this step (the episode's first), and its fault */
     char last_fault[64];
     /* the latest setting change, a candidate cause of what follows it */
     long change_at;        /* the step before which it took effect (0: none) */

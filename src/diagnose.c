@@ -1423,7 +1423,7 @@ static void check_finite(const diag *d, diag_check *c)
     if (d->last_step == 0)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no step yet");
     else if (d->last_nonfinite)
-        check_set(c, q, DIAG_Q_BAD, "step %ld was not finite (%s)", d->last_fault_step,
+        check_set(c, q, DIAG_Q_BAD, "not finite since step %ld (%s)", d->last_fault_step,
                   d->last_fault[0] ? d->last_fault : "the loss");
     else if (d->exploded)
         check_set(c, q, DIAG_Q_BAD, "the loss blew up, finite, from step %ld", d->blow_from);
@@ -1604,11 +1604,13 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
         d->vocab = m->vocab;
     d->n_layer = m->n_layer < NS_MAX_LAYERS ? m->n_layer : NS_MAX_LAYERS;
     track_changes(d, m, out, max, &k);
-    d->last_nonfinite = m->nonfinite;
-    if (m->nonfinite) {
+    /* the first step of a non-finite episode is the one to name: a followed
+     * run goes on writing non-finite steps after it (45 first, 61 last) */
+    if (m->nonfinite && !d->last_nonfinite) {
         d->last_fault_step = m->step;
         snprintf(d->last_fault, sizeof d->last_fault, "%s", m->fault);
     }
+    d->last_nonfinite = m->nonfinite;
     if (m->nonfinite) {
         d->finite_run = 0;
         if (!d->div_seen) /* once: --on-diverge continue repeats it every step */

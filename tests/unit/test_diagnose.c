@@ -818,6 +818,14 @@ static void test_checks_healthy(void)
     m.loss = NAN;
     feed(&m);
     CHECK(!diag_healthy(dg) && check_of(DIAG_C_FINITE).answer == DIAG_Q_BAD);
+    /* a followed run goes on writing non-finite steps: the check names the
+     * episode's first, 401, not the latest */
+    snprintf(m.fault, sizeof m.fault, "h.2.mlp, forward");
+    for (long s = 402; s <= 417; s++) {
+        m.step = s;
+        feed(&m);
+    }
+    CHECK(strstr(check_of(DIAG_C_FINITE).text, "not finite since step 401") != NULL);
 }
 
 /* LR 1e-6: the loss 5.47 after 700 steps from 5.6 (ln 256 5.55), update

@@ -123,7 +123,11 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
         add_item(l, TUI_S_STATUS, 1, "loss -");
     int have_val = run ? !isnan(s->run[1].last_val) : s->last_val_step > 0;
     /* val ranks with the loss: a lesson compares both runs' (lr goes first) */
-    if (have_val)
+    /* a validation of an earlier step says which (every 100 steps by
+     * default; a followed run's may be its first, long ago) */
+    if (have_val && s->last_val_step > 0 && s->last_val_step < s->steps_done)
+        add_item(l, TUI_S_STATUS, 1, "val %s@%ld", fmt_loss_text(val).t, s->last_val_step);
+    else if (have_val)
         add_item(l, TUI_S_STATUS, 1, "val %s", fmt_loss_text(val).t);
     else
         add_item(l, TUI_S_STATUS, 1, "val -");

@@ -257,11 +257,19 @@ cmp -s "$T/real.ck" "$T/real.before" && no "--save through a symlink did not upd
 ns_timeout $TO "$BIN" --headless $SMALL --steps 4 --save "$T/orig.ck" 2>/dev/null
 # kill_mid_save: start a save over $T/ck, wait (at most 60 s) for its temp
 # file, wait a random 0-90 ms more, SIGKILL it; $pid is the saver's
+# tmp_of PID: is there a temp file of the saver PID (CHECKPOINT.tmp.PID.*)?
+# Builtins only: a poll that forks (ls) is slower than a save, and misses it
+tmp_of() {
+    for f in "$T/ck.tmp.$1".*; do
+        [ -e "$f" ] && return 0
+    done
+    return 1
+}
 kill_mid_save() {
     "$BIN" --headless -q -L 12 -d 128 -H 4 -T 8 -B 1 --steps 1 --save "$T/ck" </dev/null 2>/dev/null &
     pid=$!
     i=0
-    while [ $i -lt 6000 ] && ! ls "$T/ck.tmp.$pid".* >/dev/null 2>&1 && kill -0 $pid 2>/dev/null; do
+    while [ $i -lt 6000 ] && ! tmp_of $pid && kill -0 $pid 2>/dev/null; do
         sleep 0.01
         i=$((i + 1))
     done
@@ -274,7 +282,7 @@ while [ $n -lt 20 ]; do
     n=$((n + 1))
     cp "$T/orig.ck" "$T/ck"
     kill_mid_save
-    if ls "$T/ck.tmp.$pid".* >/dev/null 2>&1; then
+    if tmp_of $pid; then
         hits=$((hits + 1))
         cmp -s "$T/ck" "$T/orig.ck" || { bad=$((bad + 1)); echo "kill $n: checkpoint changed mid-save" >&2; }
     fi

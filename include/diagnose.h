@@ -102,6 +102,17 @@
                                    many steps, or "the fix did not help" ... */
 #define DIAG_FIX_FALL 0.05      /* ... and its mean loss be this far below the loss
                                    where it went back to (nats) */
+#define DIAG_ATTN_GROW 100.0    /* a layer's attention logit max this many times its
+                                   value at the first step seen ... */
+#define DIAG_ATTN_LOGIT 100.0   /* ... and at least this (logits 20 apart already
+                                   give a one-hot softmax, to 2e-9; healthy runs,
+                                   LR 1e-3 and 3e-3 at 2-6 blocks, QK-norm's at
+                                   3e-2: under 45, and 35x at most) ... */
+#define DIAG_ATTN_ENTROPY 0.1   /* ... while that layer's attention entropy fell
+                                   below this share of its first step's: the
+                                   attention collapsed onto one key a query
+                                   (Pre-LN at lr 3e-2: 2.46 -> 0.11 nats by step
+                                   100, logits 2 -> 405) */
 
 typedef enum { DIAG_WARNING = 0, DIAG_DIAGNOSIS = 1 } diag_kind;
 
@@ -125,6 +136,8 @@ typedef enum {
     DIAG_R_GROWTH_WARN,  /* warning: act max grown DIAG_ACT_GROW-fold and growing */
     DIAG_R_START,        /* warning: step 1's loss or gradient norm is not sane */
     DIAG_R_CHANGE,       /* diagnosis: a setting change the run did not survive */
+    DIAG_R_ATTN_LOGITS,  /* diagnosis: attention logits grew by orders of magnitude
+                            and the attention entropy collapsed */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -240,6 +253,10 @@ typedef struct {
     char change_undo[DIAG_FIX_TEXT]; /* the commands that undo it ("norm pre"), or "" */
     long trend_from;       /* trend fits use steps after this one: a change of the
                               precision or the norm makes the older rows another run's */
+    /* each layer's attention logit max and entropy at the first step seen
+     * (again after a rewind to before it); NaN where a stream does not say */
+    long attn_base_step;   /* that step (0: none yet) */
+    float attn_base[NS_MAX_LAYERS], attn_ent_base[NS_MAX_LAYERS];
 } diag;
 
 /* Start with the data's unigram plateau (diag_unigram_entropy), used for

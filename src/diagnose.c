@@ -19,7 +19,7 @@
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
     "blowup", "lr-high", "loss-overflow", "not-learning", "overfit", "lr-warn", "growth-warn",
-    "start", "change"};
+    "start", "change", "attn-logits"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -1324,6 +1324,54 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
     }
 }
 
+/* Attention logit growth (Dehghani et al. 2023; Wortsman et al. 2023): a
+ * layer whose largest attention logit grew DIAG_ATTN_GROW-fold from the
+ * first step seen, past DIAG_ATTN_LOGIT, while its attention entropy fell
+ * under DIAG_ATTN_ENTROPY of its first step's. Read from the layer columns
+ * alone: a stream that does not say them has NaN there, and no comparison
+ * with NaN holds. The fix: QK-norm from here (it bounds the logits at
+ * once); with QK-norm on already, only the advice of a lower LR.
+ * value {layer's logit max, its first, entropy, its first}. */
+static void rule_attn_logits(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    const diag_point *p = point(d, 0);
+    int L = m->n_layer < NS_MAX_LAYERS ? m->n_layer : NS_MAX_LAYERS, hit = -1;
+    if (!p->updated)
+        return;
+    if (d->attn_base_step == 0 || m->step <= d->attn_base_step) { /* the start, or rewound to it */
+        d->attn_base_step = m->step;
+        for (int l = 0; l < L; l++) {
+            d->attn_base[l] = diag_point_lc(p, METRICS_LC_ATTN_LOGIT, l);
+            d->attn_ent_base[l] = diag_point_lc(p, METRICS_LC_ATTN_ENTROPY, l);
+        }
+        return;
+    }
+    if (d->warned & (1u << DIAG_R_ATTN_LOGITS))
+        return;
+    float x = 0, e = 0; /* the collapsed layer's (the lowest entropy of those that hold) */
+    for (int l = 0; l < L; l++) {
+        float xl = diag_point_lc(p, METRICS_LC_ATTN_LOGIT, l);
+        float el = diag_point_lc(p, METRICS_LC_ATTN_ENTROPY, l);
+        if (xl >= DIAG_ATTN_LOGIT && xl >= DIAG_ATTN_GROW * d->attn_base[l] &&
+            el <= DIAG_ATTN_ENTROPY * d->attn_ent_base[l] && (hit < 0 || el < e))
+            hit = l, x = xl, e = el;
+    }
+    if (hit < 0)
+        return;
+    d->warned |= 1u << DIAG_R_ATTN_LOGITS;
+    double v[4] = {x, d->attn_base[hit], e, d->attn_ent_base[hit]};
+    int qk = metrics_setting_known(m, "qk_norm") && metrics_setting(m, "qk_norm") != 0;
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_ATTN_LOGITS, hit, m->step, v,
+        qk ? "QK-norm is on: lower the LR"
+           : "QK-norm (qk-norm on) bounds the logits; or a lower LR",
+        "attention logits grew %.0fx: layer %d's largest %.4g (%.3g at step %ld), its attention "
+        "entropy %.3g nats (%.3g then): each query attends to one key, the softmax saturated",
+        (double)(x / d->attn_base[hit]), hit, (double)x, (double)d->attn_base[hit],
+        d->attn_base_step, (double)e, (double)d->attn_ent_base[hit]);
+    if (!qk)
+        set_fix(f, DIAG_FROM_HERE, 0, "qk-norm on");
+}
+
 /* Is step 1 sane: its loss within DIAG_START_LOSS of ln(vocab) (when
  * the vocabulary is known), its gradient norm under DIAG_START_GNORM?
  * 1 when not, with why; 0 when sane or not known. */
@@ -1369,6 +1417,7 @@ static void check_rules(diag *d, const step_metrics *m, diag_finding *out, int m
     rule_not_learning(d, m, out, max, k);
     rule_overfit(d, m, out, max, k);
     rule_lr_warn(d, m, out, max, k);
+    rule_attn_logits(d, m, out, max, k);
 }
 
 /* ---- the checks ------------------------------------------------------------ */

@@ -48,9 +48,10 @@ void snapshot_point_set(trainer_point *pt, const step_metrics *a, const step_met
 int snapshot_finding_rank(const diag_finding *f)
 {
     /* a run that does not learn, or learns its training text by heart,
-     * is judged as a stall is: after a divergence's cause */
+     * or whose attention collapsed while it learns, is judged as a stall
+     * is: after a divergence's cause */
     int slow = f->rule == DIAG_R_STALL || f->rule == DIAG_R_NOT_LEARNING ||
-               f->rule == DIAG_R_OVERFIT;
+               f->rule == DIAG_R_OVERFIT || f->rule == DIAG_R_ATTN_LOGITS;
     return f->kind == DIAG_WARNING ? 2 : slow ? 1 : 0;
 }
 

@@ -930,6 +930,53 @@ static void test_lr_warn(void)
     }
 }
 
+/* Attention logit growth: layer 0's largest logit grows from 2 (x2 every
+ * 25 steps) while its entropy falls from 2.4 nats toward 0, and the
+ * diagnosis comes once, at the first step where the logit is 100x its
+ * first and past 100 with the entropy under a tenth of its first, naming
+ * the layer, QK-norm its fix from here (none when QK-norm is on). Growth
+ * without the collapse, a collapse with logits of 50, logits from 0.01 to
+ * 20 (a small init's), and a stream that does not say the columns: none. */
+static void attn_run(int kind, long steps)
+{
+    step_metrics m;
+    reset();
+    for (long s = 1; s <= steps; s++) {
+        learning_step(&m, s, 2.6, 0.02);
+        if (kind == 4)
+            metrics_set_setting(&m, "qk_norm", 1);
+        for (int l = 0; l < L; l++) {
+            layer_metrics *lm = &m.layer[l];
+            double grow = exp2((double)(s - 1) / 25);
+            lm->attn_logit_max = (float)(kind == 2   ? fmin(2 * grow, 50)
+                                         : kind == 3 ? fmin(0.01 * grow, 20)
+                                                     : 2 * grow);
+            lm->attn_entropy = (float)(kind == 1 ? 2.0 : 2.4 / grow);
+            if (l > 0) /* the other layers stay as they started */
+                lm->attn_logit_max = 2, lm->attn_entropy = 2.4f;
+            if (kind == 5)
+                lm->attn_logit_max = lm->attn_entropy = NAN;
+        }
+        feed(&m);
+    }
+}
+static void test_attn_logits(void)
+{
+    attn_run(0, 400);
+    const diag_finding *f = first(DIAG_R_ATTN_LOGITS);
+    /* 2 * 2^((s-1)/25) >= 200 from step 168 (205.1); 2.4 / 2^((s-1)/25) <= 0.24 from step 85 */
+    CHECK(f && count(DIAG_R_ATTN_LOGITS) == 1 && f->kind == DIAG_DIAGNOSIS && f->step == 168 &&
+          f->layer == 0 && f->fix_from == DIAG_FROM_HERE && !strcmp(f->fix, "qk-norm on"));
+    CHECK(f && strstr(f->text, "attention logits grew 103x: layer 0's largest 205.1") &&
+          strstr(f->text, "(2 at step 1)") && strstr(f->hint, "qk-norm on"));
+    CHECK(!strcmp(diag_rule_name(DIAG_R_ATTN_LOGITS), "attn-logits"));
+    for (int kind = 1; kind <= 5; kind++) {
+        attn_run(kind, 400);
+        f = first(DIAG_R_ATTN_LOGITS);
+        CHECK(kind == 4 ? f && !f->fix[0] && strstr(f->hint, "lower the LR") : f == NULL);
+    }
+}
+
 /* One repeated byte: the data's entropy is 0, the loss 0.0067 is the
  * optimum, the bottom gradient small: no stall. The same numbers on the
  * built-in corpus's plateau (its entropy in the metrics) are one. */
@@ -1219,6 +1266,7 @@ int main(void)
     test_no_layers();
     test_headroom_slowing();
     test_point_columns();
+    test_attn_logits();
     /* the checks in feed ran */
     CHECK(texts_checked > 20 && fixes_checked > 8);
     free(dg);

@@ -180,6 +180,42 @@ def mean_underflow(prefix):
     return sum(float(row[c]) for row in r for c in cols) / len(r)
 
 
+def al_runs():
+    """The attn-logits lesson's runs, one per seed (al<seed>.csv)."""
+    names = sorted(f for f in os.listdir(DIR) if re.fullmatch(r"al\d+\.csv", f))
+    if not names:
+        raise KeyError("no attn-logits runs (al<seed>.csv)")
+    return names
+
+
+def al_layers(name, run, col, step):
+    """Run a's (run "") or b's ("b_") column col over the layers at a step:
+    the largest for the attention logit, the least for the entropy."""
+    r = next(x for x in rows(name) if int(x["step"]) == step)
+    vals = [float(r[c]) for c in r if re.fullmatch(run + r"l\d+_" + col, c)]
+    return max(vals) if col == "attn_logit_max" else min(vals)
+
+
+def al_seeds(run, col, step):
+    """That value on every seed."""
+    return [al_layers(n, run, col, step) for n in al_runs()]
+
+
+def al_over(run, col, first, last):
+    """Per seed, the largest logit (least entropy) over steps first..last."""
+    agg = max if col == "attn_logit_max" else min
+    return [agg(al_layers(n, run, col, s) for s in range(first, last + 1)) for n in al_runs()]
+
+
+def al_val(run, step):
+    return [at(n, run + "val_loss", step) for n in al_runs()]
+
+
+def farthest(vals, q):
+    """Of values, the one farthest from q: a claim 'about q' holds on every seed when it holds for it."""
+    return max(vals, key=lambda v: abs(v - q))
+
+
 # ---- the claims ---------------------------------------------------------------
 # (lesson, sources, pattern with one group per quoted number, measure: a
 # function of the runs giving one value per group, rule, tolerance)
@@ -190,11 +226,11 @@ README = "README.md"
 STALLED_POST = [(6, 1e-2), (18, 1e-3), (18, 3e-3), (18, 1e-2)]
 CLAIMS = [
     # the lessons compiled in (DIR/list.txt: --lesson list)
-    ("", ["README.md"], r"(Nine) classroom lessons", lambda: [len(open(os.path.join(DIR, "list.txt")).readlines())],
+    ("", ["README.md"], r"(Ten) classroom lessons", lambda: [len(open(os.path.join(DIR, "list.txt")).readlines())],
      "exact", 0),
-    ("", [MAN], r"walks a teacher through the (nine) lessons",
+    ("", [MAN], r"walks a teacher through the (ten) lessons",
      lambda: [len(open(os.path.join(DIR, "list.txt")).readlines())], "exact", 0),
-    ("", [MAN], r"the (nine) files there are the examples",
+    ("", [MAN], r"the (ten) files there are the examples",
      lambda: [len(open(os.path.join(DIR, "list.txt")).readlines())], "exact", 0),
     ("stability-map", ["README.md"], r"a lesson that is a grid: (\d+) runs", lambda: [len(rows("map/results.csv"))],
      "exact", 0),
@@ -304,6 +340,39 @@ CLAIMS = [
     ("fp16-layernorm", [MAN], r"\(step (\d+), the same on every machine\)", lambda: [at("f.csv", "step")], "exact", 0),
     ("fp16-layernorm", [LF % "fp16-layernorm", MAN], r"fp16's (?:largest value is|largest value,) (\d+)",
      lambda: [65504], "exact", 0),
+    # attn-logits: every seed's run (al<seed>.csv), the worst seed against the quote
+    ("attn-logits", [LF % "attn-logits"], r"logit goes from about (\d+) at step 1",
+     lambda: [farthest(al_seeds("", "attn_logit_max", 1), 2)], "about", 0.25),
+    ("attn-logits", [LF % "attn-logits", MAN], r"past (\d+) by step 100",
+     lambda: [min(al_seeds("", "attn_logit_max", 100))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"past ([\d,]+) by\s+step 300",
+     lambda: [min(al_seeds("", "attn_logit_max", 300))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"entropy from (\d\.\d+) nats",
+     lambda: [farthest(al_seeds("", "attn_entropy", 1), 2.45)], "near", 0.02),
+    ("attn-logits", [LF % "attn-logits", MAN], r"nats to under (\d\.\d+) and then under (\d\.\d+)",
+     lambda: [max(al_seeds("", "attn_entropy", 100)), max(al_seeds("", "attn_entropy", 300))], "le", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"still falls \(by (\d\.\d+) nats or\s+more from step 100 to step 300\)",
+     lambda: [min(a - b for a, b in zip(al_val("", 100), al_val("", 300)))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"keeps its logits\s+under (\d+)",
+     lambda: [max(al_over("b_", "attn_logit_max", 1, 300))], "le", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"keeps its logits\s+under \d+ and its entropy above (\d+)",
+     lambda: [min(al_over("b_", "attn_entropy", 1, 300))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"is ahead by (\d\.\d+) nats or more at\s+step 300",
+     lambda: [min(a - b for a, b in zip(al_val("", 300), al_val("b_", 300)))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"by step 350 its logits are\s+under (\d+)",
+     lambda: [max(al_seeds("", "attn_logit_max", 350))], "le", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"by step 350 its logits are\s+under \d+ and its entropy above (\d+)",
+     lambda: [min(al_seeds("", "attn_entropy", 350))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits", MAN], r"by step 450 its validation loss is\s+(\d\.\d+) nats or more below its value at step 300",
+     lambda: [min(a - b for a, b in zip(al_val("", 300), al_val("", 450)))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits"], r"attention logits passed (\d+), its entropy fell",
+     lambda: [min(al_seeds("", "attn_logit_max", 100))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits"], r"its entropy fell under (\d\.\d+) nats",
+     lambda: [max(al_seeds("", "attn_entropy", 100))], "le", 0),
+    ("attn-logits", [LF % "attn-logits"], r"Run a's logits passed ([\d,]+); b is ahead",
+     lambda: [min(al_seeds("", "attn_logit_max", 300))], "ge", 0),
+    ("attn-logits", [LF % "attn-logits"], r"Run a's logits passed [\d,]+; (b is ahead)",
+     lambda: [min(a - b for a, b in zip(al_val("", 300), al_val("b_", 300)))], "in", 0),
     # A LARGER MAP: its gaps against its own table (to the table's rounding)
     ("", [MAN], r"wherever Post-LN trains it ends ahead, by (\d\.\d+)\s+to (\d\.\d+) nats",
      lambda: [min(b - a for a, b in map_table().values() if a < b),
@@ -392,11 +461,11 @@ def spaced(pat):
     return pat.replace(r"\s+", " ").replace(" ", ws)
 
 
-WORDS = {"two": 2, "three": 3, "five": 5, "eight": 8, "nine": 9, "Nine": 9, "ten": 10}
+WORDS = {"two": 2, "three": 3, "five": 5, "eight": 8, "nine": 9, "Nine": 9, "ten": 10, "Ten": 10}
 
 
 # words for a size, as the ranges they claim
-RANGES = {"millions": (1e6, 1e9), "a few thousand": (1e3, 1e4)}
+RANGES = {"millions": (1e6, 1e9), "a few thousand": (1e3, 1e4), "b is ahead": (0, float("inf"))}
 
 
 def quoted_decimal(s):

@@ -274,6 +274,33 @@ lesson_rmsnorm_swap() {
     cmpv "RMSNorm from scratch trains as well: final validation gap" "$d" "<" 0.05
 }
 
+# Attention logit growth, over seeds 1-5 and the lesson's own (one seed
+# under the sanitizers): the files al<seed>.csv, whose numbers
+# tests/lib/lesson_claims.py holds against every number the texts quote.
+# Here: the lesson ran as written (run a turns QK-norm on at step 300,
+# run b has it from the start), asked its questions, and run a's logits
+# grew while b's did not, on every seed.
+lesson_attn_logits() {
+    seeds="1 2 3 4 5 1337"
+    [ -n "${NS_SANITIZED:-}" ] && seeds=1337
+    echo "$seeds" >"$T/al.seeds"
+    for s in $seeds; do
+        "$BIN" --headless --lesson attn-logits --seed "$s" --csv "$T/al$s.csv" 2>"$T/al$s.err" >/dev/null ||
+            { no "attn-logits seed $s: $(tail -2 "$T/al$s.err")"; return; }
+        [ "$(at "$T/al$s.csv" qk_norm 300)" = off ] && [ "$(at "$T/al$s.csv" qk_norm 301)" = on ] &&
+            [ "$(at "$T/al$s.csv" b_qk_norm 1)" = on ] && ok "seed $s: run a turned QK-norm on at step 300, b had it from step 1" ||
+            no "seed $s: qk_norm a $(at "$T/al$s.csv" qk_norm 300) -> $(at "$T/al$s.csv" qk_norm 301), b $(at "$T/al$s.csv" b_qk_norm 1)"
+        # the largest attention logit over the layers, run a over run b, at step 200
+        r=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i ~ /^l[0-9]+_attn_logit_max$/) a[i] = 1; if ($i ~ /^b_l[0-9]+_attn_logit_max$/) b[i] = 1 }; next }
+            $1 == 200 { for (i in a) if ($i > x) x = $i; for (i in b) if ($i > y) y = $i; print x / y; exit }' "$T/al$s.csv")
+        cmpv "seed $s: run a's largest attention logit at step 200, times run b's" "$r" ">=" 50
+    done
+    for q in $(sed -n 's/^at \([0-9]*\): pause .*/\1/p' "$LESSONS/attn-logits.lesson"); do
+        text=$(sed -n "s/^at $q: pause //p" "$LESSONS/attn-logits.lesson")
+        grep -qF -- "$text" "$T/al1337.err" && ok "asks at step $q: $text" || no "attn-logits: not asked at step $q: '$text'"
+    done
+}
+
 # A sweep lesson: the grid through --sweep's own path (DIR/sweep.spec, one
 # results.csv row per cell, the table on stdout), its notes on the results
 # checked against the grid, and the papers' claims read from the grid as
@@ -468,6 +495,7 @@ run loss-scaling lesson_loss_scaling
 run gamma-zero lesson_gamma_zero
 run deep-stable lesson_deep_stable
 run rmsnorm-swap lesson_rmsnorm_swap
+run attn-logits lesson_attn_logits
 run stability-map lesson_stability_map
 run check lesson_check
 run own-file lesson_own_file

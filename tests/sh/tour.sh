@@ -241,7 +241,30 @@ tour_fp16_layernorm() {
     finish_lesson
 }
 
-for l in gradient-profile warmup depth deep-stable gamma-zero rmsnorm-swap loss-scaling fp16-layernorm; do
+# --- 10. attn-logits ---------------------------------------------------------------
+# By step 100 run a's largest attention logit is past 200 and the status
+# line names the diagnosis (what 80x24 shows); the layer box gives the
+# logit (the top layer, selected) and, at the bottom layer, the entropy
+# under 0.2 nats, run b's above 1; at step 300 its logits are past 2,000.
+tour_attn_logits() {
+    start attn-logits
+    at_question 100 "Run a's attention logits passed 200" 240 || { finish_lesson; return; }
+    row 1 | grep -qF '! attn-logits' && ok || no "$CUR: the status line does not name attn-logits: $(row 1)"
+    la=$(box 'att logit' | cut -d' ' -f1) lb=$(box 'att logit' | cut -d' ' -f2)
+    claim "the top layer's att logit is $la in run a, $lb in b: not past 200 and under 20" "$(calc "$la > 200 && $lb < 20")"
+    key End
+    wait_for 'layer 0 of 2' 10
+    ea=$(box 'att entrpy' | cut -d' ' -f1) eb=$(box 'att entrpy' | cut -d' ' -f2)
+    claim "layer 0's att entrpy is $ea in run a, $eb in b: not under 0.2 and above 1" "$(calc "$ea < 0.2 && $eb > 1")"
+    key Space
+    at_question 300 "Run a's logits passed 2,000" 240 || { finish_lesson; return; }
+    la=$(box 'att logit' | cut -d' ' -f1)
+    claim "layer 0's att logit in run a is $la at step 300, not past 2,000" "$(calc "$la > 2000")"
+    in_log 'run a turns QK-norm on now'
+    finish_lesson
+}
+
+for l in gradient-profile warmup depth deep-stable gamma-zero rmsnorm-swap loss-scaling fp16-layernorm attn-logits; do
     want "$l" || continue
     t0=$(date +%s)
     "tour_$(printf '%s' "$l" | tr - _)"
@@ -249,7 +272,7 @@ for l in gradient-profile warmup depth deep-stable gamma-zero rmsnorm-swap loss-
 done
 for f in "$(dirname "$0")"/../../assets/lessons/*.lesson; do
     case $(basename "$f" .lesson) in
-    gradient-profile | warmup | depth | deep-stable | gamma-zero | rmsnorm-swap | loss-scaling | fp16-layernorm) ;;
+    gradient-profile | warmup | depth | deep-stable | gamma-zero | rmsnorm-swap | loss-scaling | fp16-layernorm | attn-logits) ;;
     stability-map) echo "$ME: stability-map: a sweep, not toured live (skipped)" >&2 ;;
     *) no "lesson $(basename "$f" .lesson) has no tour here" ;;
     esac

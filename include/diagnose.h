@@ -80,6 +80,10 @@
                                    its first loss to the plateau (to 0 when the
                                    plateau is not known) */
 #define DIAG_LEARN_MEAN 16      /* steps averaged for the loss "now" */
+#define DIAG_UNDERFLOW_SHARE 0.5 /* not learning, with the gradient norm exactly 0 on
+                                   this share of the window's updates and values
+                                   rounded to 0 counted: the gradients underflowed
+                                   (fp16 at --loss-scale 1e-5: 0 on every step) */
 #define DIAG_OVERFIT_MARGIN 0.1 /* nats of validation loss above its own minimum ... */
 #define DIAG_OVERFIT_EVALS 3    /* ... on this many evaluations in a row, while the
                                    training loss fell below its value at that minimum */
@@ -125,6 +129,7 @@ typedef enum {
     DIAG_R_GROWTH_WARN,  /* warning: act max grown DIAG_ACT_GROW-fold and growing */
     DIAG_R_START,        /* warning: step 1's loss or gradient norm is not sane */
     DIAG_R_CHANGE,       /* diagnosis: a setting change the run did not survive */
+    DIAG_R_UNDERFLOW,    /* diagnosis: not learning, its gradients lost to underflow */
     DIAG_R_COUNT
 } diag_rule;
 

@@ -19,7 +19,7 @@
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
     "blowup", "lr-high", "loss-overflow", "not-learning", "overfit", "lr-warn", "growth-warn",
-    "start", "change"};
+    "start", "change", "underflow"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -1238,8 +1238,54 @@ static int not_learning(const learn_state *s)
     return s->steps >= DIAG_LEARN_STEPS && s->cnt >= DIAG_LEARN_MEAN && s->fell < s->need;
 }
 
+/* Gradients lost to underflow, read from the counts themselves: over the
+ * window's updates, the share whose gradient norm is exactly 0, and the
+ * values a step rounded to 0 or a subnormal (every layer's underflow
+ * column). 1 when the share is DIAG_UNDERFLOW_SHARE or more and some
+ * were counted: the loss scale (or the format) is the cause, not the LR,
+ * whose update ratio is then 0 because nothing reached the weights. */
+static int underflow_lost(const diag *d, int L, int *zero, int *cnt, double *per_step)
+{
+    double uf = 0;
+    *zero = *cnt = 0;
+    for (long a = 0; a < kept(d); a++) {
+        const diag_point *p = point(d, a);
+        if (!p->updated)
+            continue;
+        ++*cnt;
+        *zero += p->gnorm == 0.0f;
+        for (int l = 0; l < L; l++)
+            uf += isfinite(p->lc[METRICS_LC_UNDERFLOW][l]) ? p->lc[METRICS_LC_UNDERFLOW][l] : 0;
+    }
+    *per_step = *cnt ? uf / *cnt : 0;
+    return *cnt > 0 && *zero >= DIAG_UNDERFLOW_SHARE * *cnt && uf > 0;
+}
+
+/* Not learning, its gradients lost to underflow: value {zero steps,
+ * steps, underflows a step, loss scale}. 1 when found. */
+static int not_learning_underflow(diag *d, const step_metrics *m, const learn_state *s,
+                                  diag_finding *out, int max, int *k)
+{
+    int zero, cnt;
+    double per;
+    if (!underflow_lost(d, m->n_layer, &zero, &cnt, &per))
+        return 0;
+    float scale = point(d, 0)->scale;
+    double v[4] = {zero, cnt, per, scale};
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_UNDERFLOW, -1, m->step, v,
+        "raise the loss scale (loss-scale dynamic: GradScaler's, from 65536) or train in bf16, "
+        "whose range is fp32's",
+        "not learning: loss %.3f from %.3f in %ld steps; gradients lost to underflow: the "
+        "gradient norm is 0 on %d of %d steps, %.0f values a step rounded to 0 in %s at loss "
+        "scale %g", s->now, d->learn_loss, s->steps, zero, cnt, per,
+        numfmt_name(metrics_precision(m)), (double)scale);
+    set_fix(f, DIAG_FROM_HERE, 0, "loss-scale dynamic");
+    return 1;
+}
+
 /* No real fall from the first loss after DIAG_LEARN_STEPS steps: the
- * stall rule's plateau is never reached. The cause from the update ratio:
+ * stall rule's plateau is never reached. The cause from the direct
+ * measures first (gradients lost to underflow), then the update ratio:
  * below DIAG_UPDATE_LOW the LR is too low. value {now, first, fell, need}. */
 static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
@@ -1247,6 +1293,8 @@ static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out,
     if ((d->warned & (1u << DIAG_R_NOT_LEARNING)) || !not_learning(&s) || m->n_layer < 1)
         return;
     d->warned |= 1u << DIAG_R_NOT_LEARNING;
+    if (not_learning_underflow(d, m, &s, out, max, k))
+        return;
     int ucnt;
     double upd = mean_top_update(d, m->n_layer, &ucnt);
     int low = upd < DIAG_UPDATE_LOW;
@@ -1338,6 +1386,11 @@ static int start_bad(const diag *d, char *why, size_t len)
                  d->start_loss - ln, d->vocab, ln);
         return 1;
     }
+    if (d->start_gnorm == 0.0f) {
+        snprintf(why, len, "the first update's gradient norm is 0 (step %ld): no gradient "
+                 "reached the weights", d->start_gnorm_step);
+        return 1;
+    }
     if (d->start_gnorm > DIAG_START_GNORM) {
         snprintf(why, len, "the first update's gradient norm %.4g (step %ld) is above %g: the "
                  "init's scale", (double)d->start_gnorm, d->start_gnorm_step, DIAG_START_GNORM);
@@ -1356,8 +1409,11 @@ static void rule_start(diag *d, const step_metrics *m, diag_finding *out, int ma
     d->warned |= 1u << DIAG_R_START;
     double v[4] = {d->start_loss, d->start_gnorm, (double)d->vocab, 0};
     add(out, max, k, DIAG_WARNING, DIAG_R_START, -1, m->step, v,
-        "a smaller init (--init-std, --ln-gamma-init), so the first logits are near 0", "%s",
-        why);
+        d->start_gnorm == 0.0f
+            ? "in fp16 a loss scale too small rounds every gradient to 0 (loss-scale dynamic); "
+              "else the init's gains (--ln-gamma-init)"
+            : "a smaller init (--init-std, --ln-gamma-init), so the first logits are near 0",
+        "%s", why);
 }
 
 /* After push, on a finite step: the rules of the checks. */

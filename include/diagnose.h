@@ -70,6 +70,10 @@
 #define DIAG_CLIP_SHARE 0.9     /* a stall is the clip's when at least this share
                                    of its steps were clipped and the update ratio
                                    is below DIAG_UPDATE_LOW */
+#define DIAG_CLIP_CUT 1e-2       /* ... or, whatever the update ratio, when the clip
+                                   left at most this fraction of the mean gradient
+                                   norm on that share of steps: a cut that large is
+                                   named before "cause unknown" */
 #define DIAG_FLOOR_MARGIN 0.3   /* nats: a plateau (the data's unigram entropy) this
                                    close to the floor of 0 is the optimum, or near it:
                                    a loss there is no stall (one repeated byte: 0) */

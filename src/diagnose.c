@@ -625,7 +625,9 @@ static int flat(diag *d, double mean)
  * DIAG_STALL_LONG steps while falling less than DIAG_STALL_FALL in
  * DIAG_STALL_BACK (flat: a slow descent through the plateau is learning),
  * or at once when the bottom quarter's gradient is
- * below DIAG_STALL_GRAD of the top layer's (Xiong et al. 2020 show the
+ * below DIAG_STALL_GRAD of the top layer's (Liu et al. 2020 "Admin", Wang et al.
+ * 2022 "DeepNet": the collapse comes within 5-10 updates, the output's change
+ * amplified by the residual branches; Xiong et al. 2020 show the
  * gradient of Post-LN's lower layers shrinking with depth). The cause is
  * chosen from the numbers: activations grown past DIAG_STALL_ACT while the
  * weights move more than DIAG_STALL_UPD a step, or weights moving more than
@@ -743,6 +745,20 @@ static int stall_setting_cause(const diag *d, const step_metrics *m, const stall
     return 1;
 }
 
+/* A clip that cut DIAG_CLIP_SHARE of cnt steps (clipped of them, their
+ * gradient norms summing to gsum) to DIAG_CLIP_CUT of the mean norm or
+ * less: named with its numbers in why; 0 when it did not. */
+static int clip_cut_named(const step_metrics *m, int clipped, int cnt, double gsum, double upd,
+                          char *why, size_t len)
+{
+    double clip = metrics_clip(m), gn = cnt ? gsum / cnt : 0;
+    if (!(clip > 0) || cnt == 0 || clipped < DIAG_CLIP_SHARE * cnt || !(clip <= DIAG_CLIP_CUT * gn))
+        return 0;
+    snprintf(why, len, "the clip %g: %d of %d steps clipped, the gradient norm %.3g (mean) cut "
+             "%.0fx; update ratio %.2g a step", clip, clipped, cnt, gn, gn / clip, upd);
+    return 1;
+}
+
 /* The causes the gradients' reach makes (gains at zero, depth, no
  * gradient into the blocks), a low LR, or none known. */
 static void stall_reach_cause(const step_metrics *m, const stall_window *w, stall_ctx *c)
@@ -783,6 +799,10 @@ static void stall_reach_cause(const step_metrics *m, const stall_window *w, stal
                  (double)m->lr_peak, c->upd);
         c->hint = "raise the LR (lr x10)";
         snprintf(c->fix, sizeof c->fix, "lr x10");
+    } else if (clip_cut_named(m, w->clipped, w->cnt, w->gnorm, c->upd, c->why, sizeof c->why)) {
+        c->hint = "raise the clip or turn it off (clip 0): every step's gradient was cut to a "
+                  "sliver of its norm";
+        snprintf(c->fix, sizeof c->fix, "clip 0");
     } else {
         snprintf(c->why, sizeof c->why, "cause unknown: act max %.4g, bottom/top gradient %.2g, "
                  "update ratio %.2g", c->act, c->ratio, c->upd);
@@ -1299,19 +1319,29 @@ static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out,
     double upd = mean_top_update(d, m->n_layer, &ucnt);
     int low = upd < DIAG_UPDATE_LOW;
     char why[96];
+    int clipped = 0, cnt = 0, clip_named = 0;
+    double gsum = 0;
+    for (long a = 0; a < kept(d); a++) {
+        const diag_point *p = point(d, a);
+        clipped += p->clip > 0 && p->gnorm > p->clip;
+        gsum += isfinite(p->gnorm) ? p->gnorm : 0, cnt++;
+    }
     if (low)
         snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
                  (double)m->lr_peak, upd);
+    else if ((clip_named = clip_cut_named(m, clipped, cnt, gsum, upd, why, sizeof why)))
+        low = 0;
     else
         snprintf(why, sizeof why, "cause unknown: update ratio %.2g a step", upd);
     double v[4] = {s.now, d->learn_loss, s.fell, s.need};
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NOT_LEARNING, -1, m->step, v,
-        low ? "raise the LR (lr x10)" : "no rule names a cause: compare a run with another LR",
+        low ? "raise the LR (lr x10)" : clip_named ? "raise the clip or turn it off (clip 0)"
+                                                   : "no rule names a cause: compare a run with another LR",
         "not learning: loss %.3f from %.3f at step %ld in %ld steps: fell %.3f, under %.3f (%g "
         "of the way to %s %.3f); %s", s.now, d->learn_loss, d->learn_from + 1, s.steps, s.fell,
         s.need, DIAG_LEARN_FRAC, isfinite(d->plateau) ? "the plateau" : "0", s.to, why);
-    if (low)
-        set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
+    if (low || clip_named)
+        set_fix(f, DIAG_FROM_HERE, 0, low ? "lr x10" : "clip 0");
 }
 
 /* ---- early warnings while finite: the LR, growth, the start --------------- */

@@ -111,6 +111,18 @@ ns_timeout $TO "$BIN" $F --norm-kind dyt --lr 1e-2 --steps 300 --on-stall stop >
 grep -q "diagnosis at step [0-9]*: stalled: loss .* no gradient reaches the blocks" "$T/dyt10.err" &&
     ! grep -q "too low" "$T/dyt10.err" && ok || no "dyt at 10x the LR: $(grep 'diagnosis' "$T/dyt10.err")"
 
+# fp16 at a loss scale of 1e-6: every gradient underflows to 0; the
+# cause is the underflow (its counts, the gradient norm 0), not an LR too
+# low, the start is not called sane, and the loss scale's fix helps
+# against the run left alone (which stays at 5.7)
+scenario underflow underflow "not learning: loss .* gradients lost to underflow: the gradient norm is 0 on [0-9]* of [0-9]* steps, [0-9]* values a step rounded to 0 in fp16 at loss scale 1e-06" \
+    2.9 --precision fp16 --loss-scale 1e-6 --steps 400
+grep -q "fix 1 of 3 (--on-stall fix): stayed at step [0-9]*, then loss-scale dynamic (cause: underflow" "$T/underflow.err" &&
+    grep -q "the fix helped: loss [0-9.]* against 5\.[0-9]* left alone" "$T/underflow.err" &&
+    grep -q "did it start sane? no: the first update's gradient norm is 0" "$T/underflow.err" &&
+    ! grep -q "too low" "$T/underflow.err" && ok ||
+    no "underflow: $(grep 'fix\|diagnosis\|sane' "$T/underflow.err")"
+
 # ---- the headroom warnings close in on the divergence ----
 # each has fewer steps left than the one before; the last one's range
 # holds the divergence within 20 steps (headroom_lib.sh)

@@ -102,6 +102,12 @@
                                    steps is growth (LR 3e-2, 8 blocks: 100x by step
                                    600; LR 1e-2, 4 blocks, training well: 18x by
                                    step 600) ... */
+#define DIAG_ACT_UNIT 1.0       /* growth is measured from the larger of the first
+                                   step's act max and this, the scale a norm sets:
+                                   a run without norms starts below it (no norms,
+                                   4 blocks: 0.27 at step 1, 6 by step 50, 15 by
+                                   step 1000 at LR 1e-2, its best run) and its
+                                   rise to it is its scale settling, not growth */
 #define DIAG_BAND_ACT 4.0       /* ... and a snapshot whose act max is within this many
                                    times it (and loss, update ratio in the band) is
                                    still healthy: the fix goes back to it (healthy

@@ -1258,6 +1258,22 @@ static int not_learning(const learn_state *s)
     return s->steps >= DIAG_LEARN_STEPS && s->cnt >= DIAG_LEARN_MEAN && s->fell < s->need;
 }
 
+/* Learning too slowly for its LR: DIAG_LEARN_STEPS steps or more since
+ * learning is judged and the mean loss still more than DIAG_STALL_ABOVE
+ * above the plateau (a healthy run passes it by step 100), while the top
+ * layer's weights move less than DIAG_UPDATE_LOW a step (LR 1e-5, 4
+ * blocks: 5.3 at step 300, update ratio 4e-5; at LR 1e-4, 1.5e-4, it is
+ * not called so). 1 with that mean update ratio in *upd. */
+static int learning_slow(const diag *d, const learn_state *s, int L, double *upd)
+{
+    int cnt;
+    if (s->steps < DIAG_LEARN_STEPS || s->cnt < DIAG_LEARN_MEAN || !isfinite(d->plateau) ||
+        !(s->now > d->plateau + DIAG_STALL_ABOVE) || L < 1)
+        return 0;
+    *upd = mean_top_update(d, L, &cnt);
+    return cnt >= DIAG_WINDOW / 2 && *upd < DIAG_UPDATE_LOW;
+}
+
 /* Gradients lost to underflow, read from the counts themselves: over the
  * window's updates, the share whose gradient norm is exactly 0, and the
  * values a step rounded to 0 or a subnormal (every layer's underflow
@@ -1310,11 +1326,24 @@ static int not_learning_underflow(diag *d, const step_metrics *m, const learn_st
 static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     learn_state s = learn_of(d, m->step);
-    if ((d->warned & (1u << DIAG_R_NOT_LEARNING)) || !not_learning(&s) || m->n_layer < 1)
+    double slow_upd;
+    int slow = !not_learning(&s) && learning_slow(d, &s, m->n_layer, &slow_upd);
+    if ((d->warned & (1u << DIAG_R_NOT_LEARNING)) || !(not_learning(&s) || slow) ||
+        m->n_layer < 1)
         return;
     d->warned |= 1u << DIAG_R_NOT_LEARNING;
     if (not_learning_underflow(d, m, &s, out, max, k))
         return;
+    if (slow) {
+        double v[4] = {s.now, d->learn_loss, s.fell, s.need};
+        diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NOT_LEARNING, -1, m->step, v,
+            "raise the LR (lr x10)",
+            "learning too slowly: loss %.3f after %ld steps, still %.2f above the plateau %.3f "
+            "(from %.3f); the LR %g is too low: update ratio %.2g a step", s.now, s.steps,
+            s.now - d->plateau, d->plateau, d->learn_loss, (double)m->lr_peak, slow_upd);
+        set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
+        return;
+    }
     int ucnt;
     double upd = mean_top_update(d, m->n_layer, &ucnt);
     int low = upd < DIAG_UPDATE_LOW;
@@ -1353,6 +1382,20 @@ typedef struct {
     double upd, act, grown, rate; /* rate: doublings per 100 steps (least squares) */
 } lr_state;
 
+/* Where activation growth is measured from: the early band's act max, or
+ * the unit scale a norm sets when the run started below it (no norms);
+ * its words in what ("its 0.267 at the first step", "the unit scale (its
+ * 0.0213 at the first step)"). */
+static double act_base(const diag *d, char *what, size_t len)
+{
+    double b = d->band_act >= DIAG_ACT_UNIT ? d->band_act : DIAG_ACT_UNIT;
+    if (what && d->band_act >= DIAG_ACT_UNIT)
+        snprintf(what, len, "its %.3g at the first step", (double)d->band_act);
+    else if (what)
+        snprintf(what, len, "the unit scale (its %.3g at the first step)", (double)d->band_act);
+    return b;
+}
+
 static lr_state lr_of(const diag *d, int L)
 {
     lr_state s = {0, -1, NAN, NAN, NAN, NAN};
@@ -1360,7 +1403,7 @@ static lr_state lr_of(const diag *d, int L)
         return s;
     s.upd = mean_top_update(d, L, &s.cnt);
     s.act = point_act_max(point(d, 0), L, &s.layer);
-    s.grown = d->band_n >= DIAG_BAND_STEPS && d->band_act > 0 ? s.act / d->band_act : NAN;
+    s.grown = d->band_n >= DIAG_BAND_STEPS && d->band_act > 0 ? s.act / act_base(d, NULL, 0) : NAN;
     s.rate = s.layer >= 0 ? slope(d, s.layer, 0) * 100 : NAN;
     return s;
 }
@@ -1380,24 +1423,24 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
     lr_state s = lr_of(d, m->n_layer);
     if (!(s.grown > DIAG_ACT_GROW))
         return;
+    char base[64];
+    act_base(d, base, sizeof base);
     double v[4] = {s.upd, s.act, s.grown, s.rate};
     if (lr_warns(&s) && !(d->warned & (1u << DIAG_R_LR_WARN))) {
         d->warned |= 1u << DIAG_R_LR_WARN;
         diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_LR_WARN, m->n_layer - 1,
             m->step, v, "go back to a snapshot still in the early band and lower the LR",
             "LR %g too high for this run: the top layer's weights move %.2g of their norm a "
-            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx its %.3g at the "
-            "first step", (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer,
-            s.grown, (double)d->band_act);
+            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx %s",
+            (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer, s.grown, base);
         set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "lr x%g", lr_factor(s.upd));
     } else if (!lr_warns(&s) && s.rate > DIAG_GROWTH_MIN &&
                !(d->warned & ((1u << DIAG_R_GROWTH_WARN) | (1u << DIAG_R_LR_WARN)))) {
         d->warned |= 1u << DIAG_R_GROWTH_WARN;
         diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_GROWTH_WARN, s.layer, m->step,
             v, "lower the LR before the activations meet the format's limit",
-            "layer %d act max %.4g is %.0fx its %.3g at the first step and growing %.2f "
-            "doublings/100 steps (least-squares rate over the window)", s.layer, s.act,
-            s.grown, (double)d->band_act, s.rate);
+            "layer %d act max %.4g is %.0fx %s and growing %.2f doublings/100 steps "
+            "(least-squares rate over the window)", s.layer, s.act, s.grown, base, s.rate);
         set_fix(f, DIAG_FROM_HERE, 0, "lr x0.5");
     }
 }
@@ -1523,6 +1566,7 @@ static void check_learning(const diag *d, diag_check *c)
     const char *q = "is it learning";
     learn_state s = learn_of(d, d->last_step);
     const char *to = isfinite(d->plateau) ? "the plateau" : "0";
+    double upd;
     if (d->stalled)
         check_set(c, q, DIAG_Q_BAD, "stalled on the plateau %.3f since step %ld",
                   d->plateau, d->stall_at);
@@ -1533,6 +1577,9 @@ static void check_learning(const diag *d, diag_check *c)
         check_set(c, q, DIAG_Q_OK, "loss %.3f from %.3f at step %ld: started within %g of %s "
                   "%.3f or below it: judged by the plateau rule", s.now, d->learn_loss,
                   d->learn_from + 1, DIAG_STALL_ABOVE, to, s.to);
+    else if (learning_slow(d, &s, d->n_layer, &upd))
+        check_set(c, q, DIAG_Q_BAD, "loss %.3f after %ld steps, still %.2f above %s %.3f: too "
+                  "slow, update ratio %.2g a step", s.now, s.steps, s.now - s.to, to, s.to, upd);
     else if (s.fell >= s.need)
         check_set(c, q, DIAG_Q_OK, "loss %.3f (mean of %d steps) from %.3f at step %ld: fell "
                   "%.3f (%.3f needed, %g of the way to %s %.3f)", s.now, s.cnt, d->learn_loss,
@@ -1568,16 +1615,18 @@ static void check_lr(const diag *d, diag_check *c)
 {
     const char *q = "is the LR within what the run tolerates";
     lr_state s = lr_of(d, d->n_layer);
+    char base[64];
+    act_base(d, base, sizeof base);
     if (s.cnt < DIAG_WINDOW / 2 || isnan(s.upd) || isnan(s.grown))
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %d steps of %d with an update ratio",
                   s.cnt, DIAG_WINDOW / 2);
     else if (lr_warns(&s))
         check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step (above %g) and act max %.4g, "
-                  "%.0fx the first step's", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown);
+                  "%.0fx %s", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown, base);
     else
         check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step (mean of %d), act max %.4g, "
-                  "%.1fx the first step's (too high: above %g and %gx)", s.upd, s.cnt, s.act,
-                  s.grown, DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
+                  "%.1fx %s (too high: above %g and %gx)", s.upd, s.cnt, s.act,
+                  s.grown, base, DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
 }
 
 static void check_headroom(const diag *d, diag_check *c)
@@ -1650,6 +1699,7 @@ int diag_healthy(const diag *d)
 int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_t len)
 {
     int L = m ? m->n_layer : 0, la = -1;
+    char base[64];
     if (!m || d->band_n < DIAG_BAND_STEPS || L < 1) {
         snprintf(why, len, "the early band is not known");
         return -1;
@@ -1664,9 +1714,9 @@ int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_
     else if (m->loss > d->band_loss + DIAG_STALL_ABOVE)
         snprintf(why, len, "loss %.3f is above the first step's %.3f", (double)m->loss,
                  (double)d->band_loss);
-    else if (!(act <= DIAG_BAND_ACT * d->band_act))
-        snprintf(why, len, "act max %.4g (layer %d) is %.0fx the first step's %.3g", act, la,
-                 act / d->band_act, (double)d->band_act);
+    else if (!(act <= DIAG_BAND_ACT * act_base(d, NULL, 0)))
+        snprintf(why, len, "act max %.4g (layer %d) is %.0fx %s", act, la,
+                 act / act_base(d, base, sizeof base), base);
     else if (upd > DIAG_UPDATE_HIGH)
         snprintf(why, len, "update ratio %.2g is above %g", upd, DIAG_UPDATE_HIGH);
     else {

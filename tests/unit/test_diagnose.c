@@ -880,6 +880,23 @@ static void test_not_learning(void)
         feed(&m);
     }
     CHECK(count(DIAG_R_NOT_LEARNING) == 0 && check_of(DIAG_C_LEARNING).answer == DIAG_Q_OK);
+    /* the same fall with the top layer's update ratio at 4e-5 (LR 1e-5):
+     * still 2 nats above the plateau at step 200, learning too slowly for
+     * its LR, not healthy; the fix raises the LR */
+    reset();
+    for (long s = 1; s <= 300; s++) {
+        learning_step(&m, s, 5.6, 0);
+        m.loss = 5.6f - 1.2f * (float)s / 700;
+        m.lr = m.lr_peak = 1e-5f;
+        for (int l = 0; l < L; l++)
+            m.layer[l].update_ratio = 4e-5f;
+        feed(&m);
+    }
+    f = first(DIAG_R_NOT_LEARNING);
+    CHECK(f && f->step == DIAG_LEARN_STEPS && strstr(f->text, "learning too slowly: loss") &&
+          strstr(f->text, "above the plateau") && strstr(f->text, "the LR 1e-05 is too low") &&
+          !strcmp(f->fix, "lr x10"));
+    CHECK(check_of(DIAG_C_LEARNING).answer == DIAG_Q_BAD && !diag_healthy(dg));
     /* an LR change starts the count again: no verdict 1 step after it */
     reset();
     for (long s = 1; s <= 300; s++) {

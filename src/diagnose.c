@@ -755,7 +755,8 @@ static int clip_cut_named(const step_metrics *m, int clipped, int cnt, double gs
     if (!(clip > 0) || cnt == 0 || clipped < DIAG_CLIP_SHARE * cnt || !(clip <= DIAG_CLIP_CUT * gn))
         return 0;
     snprintf(why, len, "the clip %g: %d of %d steps clipped, the gradient norm %.3g (mean) cut "
-             "%.0fx; update ratio %.2g a step", clip, clipped, cnt, gn, gn / clip, upd);
+             "%.*gx; update ratio %.2g", clip, clipped, cnt, gn, gn / clip < 1e5 ? 5 : 2, gn / clip,
+             upd);
     return 1;
 }
 
@@ -1326,50 +1327,45 @@ static int not_learning_underflow(diag *d, const step_metrics *m, const learn_st
 static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     learn_state s = learn_of(d, m->step);
-    double slow_upd;
-    int slow = !not_learning(&s) && learning_slow(d, &s, m->n_layer, &slow_upd);
+    double upd;
+    int slow = !not_learning(&s) && learning_slow(d, &s, m->n_layer, &upd);
     if ((d->warned & (1u << DIAG_R_NOT_LEARNING)) || !(not_learning(&s) || slow) ||
         m->n_layer < 1)
         return;
     d->warned |= 1u << DIAG_R_NOT_LEARNING;
     if (not_learning_underflow(d, m, &s, out, max, k))
         return;
-    if (slow) {
-        double v[4] = {s.now, d->learn_loss, s.fell, s.need};
-        diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NOT_LEARNING, -1, m->step, v,
-            "raise the LR (lr x10)",
-            "learning too slowly: loss %.3f after %ld steps, still %.2f above the plateau %.3f "
-            "(from %.3f); the LR %g is too low: update ratio %.2g a step", s.now, s.steps,
-            s.now - d->plateau, d->plateau, d->learn_loss, (double)m->lr_peak, slow_upd);
-        set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
-        return;
-    }
-    int ucnt;
-    double upd = mean_top_update(d, m->n_layer, &ucnt);
-    int low = upd < DIAG_UPDATE_LOW;
-    char why[96];
-    int clipped = 0, cnt = 0, clip_named = 0;
+    /* the cause: a clip that cut the gradients, an LR too low, or none known */
+    int ucnt, clipped = 0, cnt = 0;
     double gsum = 0;
+    upd = mean_top_update(d, m->n_layer, &ucnt);
     for (long a = 0; a < kept(d); a++) {
         const diag_point *p = point(d, a);
         clipped += p->clip > 0 && p->gnorm > p->clip;
         gsum += isfinite(p->gnorm) ? p->gnorm : 0, cnt++;
     }
+    char why[DIAG_TEXT], head[DIAG_TEXT];
+    int clip = clip_cut_named(m, clipped, cnt, gsum, upd, why, sizeof why);
+    int low = !clip && upd < DIAG_UPDATE_LOW;
     if (low)
         snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
                  (double)m->lr_peak, upd);
-    else if ((clip_named = clip_cut_named(m, clipped, cnt, gsum, upd, why, sizeof why)))
-        low = 0;
-    else
+    else if (!clip)
         snprintf(why, sizeof why, "cause unknown: update ratio %.2g a step", upd);
+    if (slow)
+        snprintf(head, sizeof head, "learning too slowly: loss %.3f after %ld steps, still %.2f "
+                 "above the plateau %.3f", s.now, s.steps, s.now - d->plateau, d->plateau);
+    else
+        snprintf(head, sizeof head, "not learning: loss %.3f from %.3f at step %ld in %ld steps: "
+                 "fell %.3f, under %.3f (%g of the way to %s %.3f)", s.now, d->learn_loss,
+                 d->learn_from + 1, s.steps, s.fell, s.need, DIAG_LEARN_FRAC,
+                 isfinite(d->plateau) ? "the plateau" : "0", s.to);
     double v[4] = {s.now, d->learn_loss, s.fell, s.need};
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NOT_LEARNING, -1, m->step, v,
-        low ? "raise the LR (lr x10)" : clip_named ? "raise the clip or turn it off (clip 0)"
-                                                   : "no rule names a cause: compare a run with another LR",
-        "not learning: loss %.3f from %.3f at step %ld in %ld steps: fell %.3f, under %.3f (%g "
-        "of the way to %s %.3f); %s", s.now, d->learn_loss, d->learn_from + 1, s.steps, s.fell,
-        s.need, DIAG_LEARN_FRAC, isfinite(d->plateau) ? "the plateau" : "0", s.to, why);
-    if (low || clip_named)
+        low ? "raise the LR (lr x10)" : clip ? "raise the clip or turn it off (clip 0)"
+                                             : "no rule names a cause: compare a run with another LR",
+        "%.*s; %.*s", DIAG_TEXT / 2, head, DIAG_TEXT / 2 + 24, why);
+    if (low || clip)
         set_fix(f, DIAG_FROM_HERE, 0, low ? "lr x10" : "clip 0");
 }
 

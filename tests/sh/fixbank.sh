@@ -81,9 +81,11 @@ d=$(sed -n 's/.*fix 1 of 3 .*then precision bf16[^(]* (cause: scale at step \([0
 # clipping at 1e-7: every step clipped to 5e-8 of its norm, Adam's step
 # shrinks toward its epsilon and the run crawls onto the plateau; clipping
 # off from there trains on (val 2.60)
-scenario tightclip stall "stalled: loss .* the clip 1e-07: 48 of 48 steps clipped, the gradient norm [0-9.]* (mean) cut to [0-9.e-]* of it; update ratio" \
+# (still 1.2 above the plateau at step 200: learning too slowly, the clip's)
+scenario tightclip not-learning "learning too slowly: loss .* the clip 1e-07: 64 of 64 steps clipped, the gradient norm [0-9.]* (mean) cut [0-9.e+]*x; update ratio" \
     2.75 --clip 1e-7 --steps 900
-grep -q "fix 1 of 3 (--on-stall fix): stayed at step [0-9]*, then clip 0[^(]* (cause: stall" "$T/tightclip.err" && ok ||
+grep -q "fix 1 of 3 (--on-stall fix): stayed at step [0-9]*, then clip 0[^(]* (cause: not-learning" "$T/tightclip.err" &&
+    grep -q "the fix helped: loss [0-9.]* against [0-9.]* left alone" "$T/tightclip.err" && ok ||
     no "tightclip: the fix is not clip 0: $(grep 'fix' "$T/tightclip.err")"
 # deep Post-LN without warmup: the stall, its bottom gradient vanished
 scenario deep stall "stalled: loss .* depth: bottom layers' gradient" 2.9 \
@@ -218,7 +220,7 @@ grep -q "^normscope: the fix helped: loss [0-9.]* at step [0-9]*, while the run 
 NN="--headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50 --norm none --steps 400"
 printf 'at 100: fix\n' >"$T/fix100.script"
 ns_timeout $TO "$BIN" $NN --lr 1e-2 >/dev/null 2>"$T/nn1.err" </dev/null
-! grep -q "too high\|warning at" "$T/nn1.err" && grep -q "^normscope: verdict: healthy" "$T/nn1.err" && ok ||
+! grep -q "too high for this run\|warning at" "$T/nn1.err" && grep -q "^normscope: verdict: healthy" "$T/nn1.err" && ok ||
     no "no norms at 1e-2: $(grep 'warning\|verdict' "$T/nn1.err")"
 ns_timeout $TO "$BIN" $NN --lr 2e-2 >/dev/null 2>"$T/nn.err" </dev/null
 ns_timeout $TO "$BIN" $NN --lr 2e-2 --script "$T/fix100.script" >/dev/null 2>"$T/nnfix.err" </dev/null

@@ -112,6 +112,14 @@
                                    times it (and loss, update ratio in the band) is
                                    still healthy: the fix goes back to it (healthy
                                    runs: 1.5x by step 700) */
+#define DIAG_EXC_AFTER 64       /* steps after the latest of a run of setting changes
+                                   (each within this many of the one before) when
+                                   their effect is judged against the loss before
+                                   the first of them ... */
+#define DIAG_EXC_WORSE 0.05     /* ... worse: the mean loss (DIAG_LEARN_MEAN steps)
+                                   above it by this and by more than their noise,
+                                   two standard errors of the two means (LR 1e-3 ->
+                                   0.3 -> 1e-3 on 4 blocks: 0.6 above at step 279) */
 #define DIAG_FIX_CHECK 150      /* a fix must beat the state it replaced within this
                                    many steps, or "the fix did not help" ... */
 #define DIAG_FIX_FALL 0.05      /* ... and its mean loss be this far below the loss
@@ -140,6 +148,7 @@ typedef enum {
     DIAG_R_START,        /* warning: step 1's loss or gradient norm is not sane */
     DIAG_R_CHANGE,       /* diagnosis: a setting change the run did not survive */
     DIAG_R_UNDERFLOW,    /* diagnosis: not learning, its gradients lost to underflow */
+    DIAG_R_EXCURSION,    /* diagnosis: setting changes left the run worse than before them */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -253,6 +262,15 @@ typedef struct {
     double change_loss;    /* the mean loss just before it (NaN: not known) */
     char change_what[DIAG_TEXT / 2]; /* "norm pre -> post, lr 0.001 -> 0.01" */
     char change_undo[DIAG_FIX_TEXT]; /* the commands that undo it ("norm pre"), or "" */
+    /* a run of setting changes (an excursion), judged against the loss before it */
+    long exc_at;           /* the step before which the first took effect (0: none) */
+    long exc_last;         /* ... the latest of them */
+    double exc_loss;       /* the mean loss before the first (NaN: not known) */
+    double exc_var;        /* ... the variance of its steps' losses */
+    double exc_now;        /* the mean loss when it was judged worse (NaN: it was not) */
+    int exc_judged;
+    char exc_what[DIAG_TEXT / 2];  /* "lr 0.001 -> 0.3, lr 0.3 -> 0.001" */
+    char exc_undo[DIAG_FIX_TEXT];  /* the first change's undo */
     long trend_from;       /* trend fits use steps after this one: a change of the
                               precision or the norm makes the older rows another run's */
 } diag;

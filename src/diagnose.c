@@ -19,7 +19,7 @@
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
     "blowup", "lr-high", "loss-overflow", "not-learning", "overfit", "lr-warn", "growth-warn",
-    "start", "change", "underflow"};
+    "start", "change", "underflow", "excursion"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -34,6 +34,7 @@ void diag_init(diag *d, double plateau)
     d->start_loss = d->start_gnorm = NAN;
     d->learn_loss = NAN;
     d->changed_at = -1;
+    d->exc_loss = d->exc_now = NAN;
     d->lr_raised_at = -1;
     d->warmup_off_at = -1;
 }
@@ -175,6 +176,7 @@ static float window_max_scale(const diag *d, long *age_out)
 /* ---- settings and rewinds ---------------------------------------------- */
 
 static double recent_loss(const diag *d, long after, int *cnt);
+static double recent_var(const diag *d, long after);
 
 static diag_settings settings_of(const step_metrics *m)
 {
@@ -245,6 +247,31 @@ static int another_run(const ns_setting *s)
                  s->hook == SETH_PRECISION || s->hook == SETH_FP32_NORMS);
 }
 
+/* The change just recorded joins the run of changes within
+ * DIAG_EXC_AFTER steps of each other, or starts one: its first's loss
+ * before it is what their effect is judged against. */
+static void track_excursion(diag *d, const diag_settings *a, const diag_settings *b, long at)
+{
+    char what[DIAG_TEXT / 2];
+    snprintf(what, sizeof what, "%s", d->change_what);
+    if (a->lr_peak != b->lr_peak)
+        append(what, sizeof what, ", ", "lr %g -> %g", (double)a->lr_peak, (double)b->lr_peak);
+    if (d->exc_at == 0 || at - d->exc_last > DIAG_EXC_AFTER) {
+        d->exc_at = at;
+        d->exc_loss = d->change_loss;
+        d->exc_var = recent_var(d, 0);
+        snprintf(d->exc_what, sizeof d->exc_what, "%s", what);
+        snprintf(d->exc_undo, sizeof d->exc_undo, "%s", d->change_undo);
+        if (a->lr_peak != b->lr_peak)
+            append(d->exc_undo, sizeof d->exc_undo, "; ", "lr %g", (double)a->lr_peak);
+    } else {
+        append(d->exc_what, sizeof d->exc_what, ", ", "%s", what);
+    }
+    d->exc_last = at;
+    d->exc_judged = 0;
+    d->exc_now = NAN;
+}
+
 /* A change from a to b at step `at`: what changed in the table's words
  * ("norm pre -> post"), the commands that undo it, and whether it makes
  * the older rows another run's for a trend (the precision, the norm, its
@@ -268,6 +295,7 @@ static void record_change(diag *d, const diag_settings *a, const diag_settings *
         if (another_run(metrics_step_col(k)->setting))
             d->trend_from = at;
     }
+    track_excursion(d, a, b, at);
     if (a->lr_peak != b->lr_peak) {
         append(d->change_what, sizeof d->change_what, ", ", "lr %g -> %g", (double)a->lr_peak,
                (double)b->lr_peak);
@@ -395,8 +423,10 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
     } else if (!settings_equal(&s, &d->set)) {
         record_change(d, &d->set, &s, m->step - 1);
         d->changed_at = m->step - 1;
-        d->learn_from = m->step - 1; /* learning is judged anew */
-        d->learn_loss = NAN;
+        /* learning is judged anew, from the loss before the run of changes:
+         * a fall from a spike the changes made is no learning */
+        d->learn_from = m->step - 1;
+        d->learn_loss = d->exc_loss;
         track_lr(d, s.lr_peak, m->step - 1);
         if (d->set.warmup_on && !s.warmup_on)
             d->warmup_off_at = m->step - 1;
@@ -1116,6 +1146,21 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
 /* The mean loss of the newest DIAG_LEARN_MEAN points kept after step
  * `after` that changed the weights with a finite loss; their count in
  * *cnt (NaN with none). */
+/* recent_loss's steps' variance (NaN: fewer than 2). */
+static double recent_var(const diag *d, long after)
+{
+    double sum = 0, sq = 0;
+    int cnt = 0;
+    for (long a = 0; a < kept(d) && cnt < DIAG_LEARN_MEAN; a++) {
+        const diag_point *p = point(d, a);
+        if (p->step <= after)
+            break;
+        if (p->updated && isfinite(p->loss))
+            sum += p->loss, sq += (double)p->loss * p->loss, cnt++;
+    }
+    return cnt > 1 ? (sq - sum * sum / cnt) / (cnt - 1) : NAN;
+}
+
 static double recent_loss(const diag *d, long after, int *cnt)
 {
     double sum = 0;
@@ -1190,6 +1235,8 @@ static void rewound_checks(diag *d, long step)
     }
     if (step <= d->change_at) /* the change is in force from the snapshot now, or undone */
         d->change_at = 0;
+    if (step <= d->exc_at + 1) /* back to before the changes: their run is over */
+        d->exc_at = 0, d->exc_now = NAN;
     d->trend_from = 0; /* the ring is empty: every point is of the settings in force */
 }
 
@@ -1318,6 +1365,40 @@ static int not_learning_underflow(diag *d, const step_metrics *m, const learn_st
         numfmt_name(metrics_precision(m)), (double)scale);
     set_fix(f, DIAG_FROM_HERE, 0, "loss-scale dynamic");
     return 1;
+}
+
+/* DIAG_EXC_AFTER steps after the latest of a run of setting changes, their
+ * effect against the loss before the first: a mean loss DIAG_EXC_WORSE or
+ * more above it is named, with the snapshot to go back to (an LR
+ * excursion that the restored LR does not undo). value {now, before,
+ * first change, latest}. */
+static void rule_excursion(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    int cnt;
+    if (d->exc_at == 0 || d->exc_judged || m->step - d->exc_last < DIAG_EXC_AFTER ||
+        !isfinite(d->exc_loss))
+        return;
+    d->exc_judged = 1;
+    double now = recent_loss(d, d->exc_last, &cnt);
+    double noise = 2.0 * sqrt((d->exc_var + recent_var(d, d->exc_last)) / DIAG_LEARN_MEAN);
+    if (cnt < DIAG_LEARN_MEAN || !(now > d->exc_loss + DIAG_EXC_WORSE) ||
+        !(now > d->exc_loss + noise))
+        return;
+    d->exc_now = now;
+    double v[4] = {now, d->exc_loss, (double)d->exc_at, (double)d->exc_last};
+    char when[64], hint[96];
+    snprintf(hint, sizeof hint, "go back to the snapshot at or before the first change (step "
+             "%ld) and train on", d->exc_at);
+    if (d->exc_last > d->exc_at)
+        snprintf(when, sizeof when, "the changes at steps %ld-%ld", d->exc_at, d->exc_last);
+    else
+        snprintf(when, sizeof when, "the change at step %ld", d->exc_at);
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_EXCURSION, -1, m->step, v,
+        hint, "%s (%.60s) left the run worse: loss %.3f at step %ld, %.2f above %.3f before "
+        "them (noise %.2f)", when, d->exc_what, now, m->step, now - d->exc_loss, d->exc_loss,
+        noise);
+    if (d->exc_undo[0])
+        set_fix(f, DIAG_FROM_SNAPSHOT, d->exc_at, "%s", d->exc_undo);
 }
 
 /* No real fall from the first loss after DIAG_LEARN_STEPS steps: the
@@ -1563,9 +1644,16 @@ static void check_learning(const diag *d, diag_check *c)
     learn_state s = learn_of(d, d->last_step);
     const char *to = isfinite(d->plateau) ? "the plateau" : "0";
     double upd;
+    int ecnt;
+    double enow = d->exc_at ? recent_loss(d, d->exc_last, &ecnt) : NAN;
     if (d->stalled)
         check_set(c, q, DIAG_Q_BAD, "stalled on the plateau %.3f since step %ld",
                   d->plateau, d->stall_at);
+    else if (isfinite(d->exc_now) && enow > d->exc_loss + DIAG_EXC_WORSE &&
+             enow > d->exc_loss + 2.0 * sqrt((d->exc_var + recent_var(d, d->exc_last)) /
+                                             DIAG_LEARN_MEAN))
+        check_set(c, q, DIAG_Q_BAD, "loss %.3f, %.2f above %.3f before the change at step %ld "
+                  "(%.60s)", enow, enow - d->exc_loss, d->exc_loss, d->exc_at, d->exc_what);
     else if (isnan(d->learn_loss) || s.cnt == 0)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no finite loss since step %ld",
                   d->learn_from);
@@ -1763,6 +1851,7 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
         check_rules(d, m, out, max, &k);
         rule_update(d, m, out, max, &k);
         rule_blowup(d, m, out, max, &k);
+        rule_excursion(d, m, out, max, &k);
         if (!d->exploded)
             rule_stall(d, m, out, max, &k);
         else

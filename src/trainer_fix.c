@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "settings.h"
 #include "twin.h"
 
 /* The findings of run's episode whose fixes apply, in the order the
@@ -203,6 +204,18 @@ static engine *fix_twin_make(trainer *t, int run)
     return e;
 }
 
+/* Do the two runs have every mid-run setting alike? (a fix whose
+ * commands changed nothing: going back was all of it) */
+static int fix_same_settings(const engine *a, const engine *b)
+{
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *r = settings_row(i);
+        if (r->cmd && engine_setting_value(a, r) != engine_setting_value(b, r))
+            return 0; /* a mid-run row: the twin's snapshots and validation are its own */
+    }
+    return 1;
+}
+
 void trainer_fix_twin_observe(trainer *t)
 {
     if (!t->fix_twin)
@@ -347,7 +360,9 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    int stall = strcmp(how, "--on-stall fix") == 0 && t->diverged_run < 0 && !t->fix_check_at;
+    /* a run that did not diverge or blow up goes on: its fix's failure is
+     * news, not a reason to stop a run that trains */
+    int stall = t->diverged_run < 0 && (strcmp(how, "--on-stall fix") == 0 || t->fix_alone[0]);
     engine_note(t->e, "fix (%s): %s; %s", how, msg,
                 stall ? "the run goes on" : "stopping with the diagnosis");
     trainer_pull_engine_events(t);
@@ -404,6 +419,15 @@ void trainer_apply_fix(trainer *t, const char *how)
     int target = !t->o.twin ? TWIN_BOTH : run ? TWIN_B : TWIN_A;
     t->mark_bits[run] |= MARK_FIX; /* the commands' marks name it first */
     fix_commands(t, cmds, target);
+    int same = alone && fix_same_settings(t->e, alone);
+    if (same) {
+        engine_free(alone);
+        free(t->fix_twin_d);
+        t->fix_twin_d = NULL;
+        alone = NULL;
+        snprintf(t->fix_alone, sizeof t->fix_alone, "going back is all of the fix, and the run "
+                 "left alone from there the same run: against its loss when the fix was made");
+    }
     t->fix_twin = alone;
     t->fix_at = at;
     t->fix_twin_bad = 0;
@@ -411,8 +435,8 @@ void trainer_apply_fix(trainer *t, const char *how)
     t->fixed_row = 1;
     /* it must beat the state it replaced, and fall from where it went back */
     double bar = back - DIAG_FIX_FALL;
-    if (!(bar < replaced) && isfinite(replaced))
-        bar = replaced;
+    if ((!(bar < replaced) || same) && isfinite(replaced))
+        bar = replaced; /* going back was all of it: the run as it stood is the other */
     t->fix_check_at = at + DIAG_FIX_CHECK;
     t->fix_bar = bar;
     t->fix_run = run;

@@ -127,7 +127,7 @@ struct trainer {
     diag *fix_twin_d;         /* its diagnosis, continued from the fix run's */
     long fix_at;              /* the step both started from */
     long fix_twin_bad;        /* the step it diverged or blew up at (0: it did not) */
-    char fix_alone[96];       /* why no twin was stepped, what was compared instead */
+    char fix_alone[160];      /* why no twin was stepped, what was compared instead */
     int in_script;     /* applying a --script command (trainer_apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */

@@ -1478,7 +1478,10 @@ static lr_state lr_of(const diag *d, int L)
     lr_state s = {0, -1, NAN, NAN, NAN, NAN};
     if (L < 1 || kept(d) == 0)
         return s;
-    s.upd = mean_top_update(d, L, &s.cnt);
+    /* the update ratios of the LR in force: a window that still holds an
+     * earlier LR's steps would blame this one for them */
+    long since = point(d, 0)->step - d->lr_since;
+    s.upd = mean_top_update_over(d, L, &s.cnt, since < DIAG_WINDOW ? since : DIAG_WINDOW);
     s.act = point_act_max(point(d, 0), L, &s.layer);
     s.grown = d->band_n >= DIAG_BAND_STEPS && d->band_act > 0 ? s.act / act_base(d, NULL, 0) : NAN;
     s.rate = s.layer >= 0 ? slope(d, s.layer, 0) * 100 : NAN;

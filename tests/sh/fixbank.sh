@@ -133,6 +133,34 @@ scenario slowlr not-learning "learning too slowly: loss .* still [0-9.]* above t
 grep -q "the fix helped: loss [0-9.]* against [0-9.]* left alone" "$T/slowlr.err" && ok ||
     no "slowlr: $(grep 'fix' "$T/slowlr.err")"
 
+# an LR excursion (0.3 at step 200, 1e-3 again at 215): the run is left
+# worse than before it (3.2 at step 500 where it was 2.8); named 64 steps
+# after, against the loss before it, with the snapshot to go back to; the
+# fix asked for at step 300 goes back to step 200 and ends well below the
+# run left alone (val 3.21)
+printf 'at 200: lr 0.3\nat 215: lr 1e-3\nat 300: fix\n' >"$T/exc.script"
+ns_timeout $TO "$BIN" $F --steps 500 --script "$T/exc.script" >/dev/null 2>"$T/exc.err" </dev/null
+rc=$?
+val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/exc.err")
+[ "$rc" -eq 0 ] && grep -q "diagnosis at step 279: the changes at steps 200-215 (lr 0.001 -> 0.3, lr 0.3 -> 0.001) left the run worse: loss [0-9.]* at step 279, [0-9.]* above [0-9.]* before them" "$T/exc.err" &&
+    grep -q "fix 1 of 3 (the script): went back to step 200, then lr 0.001 (cause: excursion at step 279" "$T/exc.err" &&
+    grep -q "the fix helped: .*going back is all of the fix" "$T/exc.err" &&
+    awk -v v="$val" 'BEGIN { exit !(v != "" && v < 2.7) }' && ok ||
+    no "excursion: exit $rc, val '$val': $(grep 'diagnosis\|fix' "$T/exc.err")"
+# the smaller one (LR 0.05), at a batch whose noise lets 0.14 nats show
+printf 'at 200: lr 0.05\nat 215: lr 1e-3\n' >"$T/exc2.script"
+ns_timeout $TO "$BIN" --headless -L 4 -d 32 -T 32 -B 8 --val-every 50 --steps 300 \
+    --script "$T/exc2.script" >/dev/null 2>"$T/exc2.err" </dev/null
+grep -q "diagnosis at step 279: the changes at steps 200-215 (lr 0.001 -> 0.05, lr 0.05 -> 0.001) left the run worse" "$T/exc2.err" &&
+    grep -q "is it learning? no: loss [0-9.]*, [0-9.]* above [0-9.]* before the change at step 200" "$T/exc2.err" && ok ||
+    no "the LR 0.05 excursion: $(grep 'diagnosis\|learning' "$T/exc2.err")"
+# a change the run learns on through (LR 5e-4 at step 200) is not named
+printf 'at 200: lr 5e-4\n' >"$T/ben.script"
+ns_timeout $TO "$BIN" --headless -L 4 -d 32 -T 32 -B 8 --val-every 50 --steps 300 \
+    --script "$T/ben.script" >/dev/null 2>"$T/ben.err" </dev/null
+! grep -q "diagnosis\|warning at" "$T/ben.err" && grep -q "^normscope: verdict: healthy" "$T/ben.err" && ok ||
+    no "an LR lowered at step 200: $(grep 'diagnosis\|warning\|verdict' "$T/ben.err")"
+
 # ---- the headroom warnings close in on the divergence ----
 # each has fewer steps left than the one before; the last one's range
 # holds the divergence within 20 steps (headroom_lib.sh)

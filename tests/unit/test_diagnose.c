@@ -911,6 +911,42 @@ static void test_not_learning(void)
           check_of(DIAG_C_LEARNING).answer == DIAG_Q_UNKNOWN);
 }
 
+/* An LR excursion: 1e-3, 0.3 at step 200, 1e-3 again at step 215; the
+ * loss jumps from 2.6 to 8 and comes down to 3.4, above where it was:
+ * named 64 steps after the last change, against the loss before the
+ * first, with the snapshot to go back to and the LR to go back with; the
+ * learning check does not count the fall from the spike. A change the run
+ * learns on through (LR 5e-4: the loss goes on falling) is not named. */
+static void test_excursion(void)
+{
+    for (int bad = 0; bad < 2; bad++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 400; s++) {
+            learning_step(&m, s, 2.5, 0.02);
+            m.loss += (float)(0.05 * sin((double)s));
+            if (bad && s > 200) {
+                m.lr_peak = s <= 215 ? 0.3f : 1e-3f;
+                m.loss = (float)(3.4 + 4.6 * exp(-(double)(s - 200) / 15.0) + 0.05 * sin((double)s));
+            } else if (s > 200) {
+                m.lr_peak = 5e-4f;
+            }
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_EXCURSION);
+        if (bad) {
+            CHECK(f && f->kind == DIAG_DIAGNOSIS && f->step == 215 + DIAG_EXC_AFTER);
+            CHECK(f && strstr(f->text, "the changes at steps 200-215 (lr 0.001 -> 0.3, lr 0.3 -> "
+                                       "0.001) left the run worse: loss 3.4") &&
+                  !strcmp(f->fix, "lr 0.001") && f->fix_from == DIAG_FROM_SNAPSHOT &&
+                  f->fix_before == 200);
+            CHECK(check_of(DIAG_C_LEARNING).answer == DIAG_Q_BAD && !diag_healthy(dg));
+        } else {
+            CHECK(f == NULL && check_of(DIAG_C_LEARNING).answer != DIAG_Q_BAD);
+        }
+    }
+}
+
 /* fp16 at a loss scale of 1e-6: every gradient underflows to 0 (the
  * gradient norm 0, values rounded to 0 counted): the cause is the
  * underflow and its fix the loss scale, not an LR too low (the update
@@ -1288,6 +1324,7 @@ int main(void)
     test_checks_healthy();
     test_not_learning();
     test_underflow();
+    test_excursion();
     test_overfit();
     test_lr_warn();
     test_floor();

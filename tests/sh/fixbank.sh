@@ -147,6 +147,9 @@ val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/exc.err"
     grep -q "the fix helped: .*going back is all of the fix" "$T/exc.err" &&
     awk -v v="$val" 'BEGIN { exit !(v != "" && v < 2.7) }' && ok ||
     no "excursion: exit $rc, val '$val': $(grep 'diagnosis\|fix' "$T/exc.err")"
+# (the rest of this and of the twin's tests below: the plain run only,
+# the sanitizer runs take the fixes above)
+if [ -z "${NS_SANITIZED:-}" ]; then
 # the smaller one (LR 0.05), at a batch whose noise lets 0.14 nats show
 printf 'at 200: lr 0.05\nat 215: lr 1e-3\n' >"$T/exc2.script"
 ns_timeout $TO "$BIN" --headless -L 4 -d 32 -T 32 -B 8 --val-every 50 --steps 300 \
@@ -160,6 +163,7 @@ ns_timeout $TO "$BIN" --headless -L 4 -d 32 -T 32 -B 8 --val-every 50 --steps 30
     --script "$T/ben.script" >/dev/null 2>"$T/ben.err" </dev/null
 ! grep -q "diagnosis\|warning at" "$T/ben.err" && grep -q "^normscope: verdict: healthy" "$T/ben.err" && ok ||
     no "an LR lowered at step 200: $(grep 'diagnosis\|warning\|verdict' "$T/ben.err")"
+fi
 
 # ---- the headroom warnings close in on the divergence ----
 # each has fewer steps left than the one before; the last one's range
@@ -245,6 +249,7 @@ grep -q "^normscope: the fix helped: loss [0-9.]* at step [0-9]*, while the run 
 # no warning, healthy. At 2e-2 the growth warning's fix (lr x0.5), asked
 # for at step 100, is no better than the run left alone: undone, the run
 # ends as the run never fixed does, bit for bit (the same validation loss)
+if [ -z "${NS_SANITIZED:-}" ]; then
 NN="--headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50 --norm none --steps 400"
 printf 'at 100: fix\n' >"$T/fix100.script"
 ns_timeout $TO "$BIN" $NN --lr 1e-2 >/dev/null 2>"$T/nn1.err" </dev/null
@@ -265,6 +270,7 @@ ns_timeout $TO "$BIN" --headless -L 4 -d 32 -T 16 -B 4 --warmup 0 --val-every 50
     --on-diverge continue --compare lr=2e-3 --script "$T/fix.script" >/dev/null 2>"$T/cmp.err" </dev/null
 grep -q "fix 1 is checked at step [0-9]*: its loss (mean of 16 steps) must be below [0-9.]*, the run's own before the fix (not against the run left alone: --compare's run b takes the twin's place)" "$T/cmp.err" && ok ||
     no "--compare's fix: $(grep 'fix' "$T/cmp.err")"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

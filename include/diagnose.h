@@ -70,6 +70,10 @@
 #define DIAG_CLIP_SHARE 0.9     /* a stall is the clip's when at least this share
                                    of its steps were clipped and the update ratio
                                    is below DIAG_UPDATE_LOW */
+#define DIAG_CLIP_CUT 1e-2       /* ... or, whatever the update ratio, when the clip
+                                   left at most this fraction of the mean gradient
+                                   norm on that share of steps: a cut that large is
+                                   named before "cause unknown" */
 #define DIAG_FLOOR_MARGIN 0.3   /* nats: a plateau (the data's unigram entropy) this
                                    close to the floor of 0 is the optimum, or near it:
                                    a loss there is no stall (one repeated byte: 0) */
@@ -80,6 +84,10 @@
                                    its first loss to the plateau (to 0 when the
                                    plateau is not known) */
 #define DIAG_LEARN_MEAN 16      /* steps averaged for the loss "now" */
+#define DIAG_UNDERFLOW_SHARE 0.5 /* not learning, with the gradient norm exactly 0 on
+                                   this share of the window's updates and values
+                                   rounded to 0 counted: the gradients underflowed
+                                   (fp16 at --loss-scale 1e-5: 0 on every step) */
 #define DIAG_OVERFIT_MARGIN 0.1 /* nats of validation loss above its own minimum ... */
 #define DIAG_OVERFIT_EVALS 3    /* ... on this many evaluations in a row, while the
                                    training loss fell below its value at that minimum */
@@ -94,10 +102,24 @@
                                    steps is growth (LR 3e-2, 8 blocks: 100x by step
                                    600; LR 1e-2, 4 blocks, training well: 18x by
                                    step 600) ... */
+#define DIAG_ACT_UNIT 1.0       /* growth is measured from the larger of the first
+                                   step's act max and this, the scale a norm sets:
+                                   a run without norms starts below it (no norms,
+                                   4 blocks: 0.27 at step 1, 6 by step 50, 15 by
+                                   step 1000 at LR 1e-2, its best run) and its
+                                   rise to it is its scale settling, not growth */
 #define DIAG_BAND_ACT 4.0       /* ... and a snapshot whose act max is within this many
                                    times it (and loss, update ratio in the band) is
                                    still healthy: the fix goes back to it (healthy
                                    runs: 1.5x by step 700) */
+#define DIAG_EXC_AFTER 64       /* steps after the latest of a run of setting changes
+                                   (each within this many of the one before) when
+                                   their effect is judged against the loss before
+                                   the first of them ... */
+#define DIAG_EXC_WORSE 0.05     /* ... worse: the mean loss (DIAG_LEARN_MEAN steps)
+                                   above it by this and by more than their noise,
+                                   two standard errors of the two means (LR 1e-3 ->
+                                   0.3 -> 1e-3 on 4 blocks: 0.6 above at step 279) */
 #define DIAG_FIX_CHECK 150      /* a fix must beat the state it replaced within this
                                    many steps, or "the fix did not help" ... */
 #define DIAG_FIX_FALL 0.05      /* ... and its mean loss be this far below the loss
@@ -138,6 +160,8 @@ typedef enum {
     DIAG_R_CHANGE,       /* diagnosis: a setting change the run did not survive */
     DIAG_R_ATTN_LOGITS,  /* diagnosis: attention logits grew by orders of magnitude
                             and the attention entropy collapsed */
+    DIAG_R_UNDERFLOW,    /* diagnosis: not learning, its gradients lost to underflow */
+    DIAG_R_EXCURSION,    /* diagnosis: setting changes left the run worse than before them */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -251,6 +275,15 @@ typedef struct {
     double change_loss;    /* the mean loss just before it (NaN: not known) */
     char change_what[DIAG_TEXT / 2]; /* "norm pre -> post, lr 0.001 -> 0.01" */
     char change_undo[DIAG_FIX_TEXT]; /* the commands that undo it ("norm pre"), or "" */
+    /* a run of setting changes (an excursion), judged against the loss before it */
+    long exc_at;           /* the step before which the first took effect (0: none) */
+    long exc_last;         /* ... the latest of them */
+    double exc_loss;       /* the mean loss before the first (NaN: not known) */
+    double exc_var;        /* ... the variance of its steps' losses */
+    double exc_now;        /* the mean loss when it was judged worse (NaN: it was not) */
+    int exc_judged;
+    char exc_what[DIAG_TEXT / 2];  /* "lr 0.001 -> 0.3, lr 0.3 -> 0.001" */
+    char exc_undo[DIAG_FIX_TEXT];  /* the first change's undo */
     long trend_from;       /* trend fits use steps after this one: a change of the
                               precision or the norm makes the older rows another run's */
     /* each layer's attention logit max and entropy at the first step seen

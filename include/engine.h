@@ -166,6 +166,17 @@ int engine_last_metrics(const engine *e, step_metrics *out);
 
 /* Back to step 0 with fresh weights from the same seed. */
 void engine_reinit(engine *e);
+/* A copy of src's run as it stands (weights, Adam's moments, step, RNG,
+ * schedule, loss scale, settings in force), made to step beside it: the
+ * same batches and the same bits from here on. It keeps no snapshots and
+ * takes no validations (a fix's twin left alone: trainer_fix.c). NULL
+ * with a reason in err when memory runs out. */
+engine *engine_clone(const engine *src, char *err, size_t errlen);
+/* dst takes src's run as it stands (src a clone of dst or of the same
+ * model's shape), keeping its own snapshot ring, validation and step
+ * limit; dst's snapshots after step keep_until belong to the abandoned
+ * run and are dropped. Logged on dst as an event. */
+void engine_copy_run(engine *dst, const engine *src, long keep_until);
 
 /* Events: a ring of the last NS_EVENT_RING; index i is the i-th event of the
  * run (0-based). Returns 0 and fills ev while event i is still kept. */

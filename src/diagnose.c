@@ -19,7 +19,7 @@
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
     "blowup", "lr-high", "loss-overflow", "not-learning", "overfit", "lr-warn", "growth-warn",
-    "start", "change", "attn-logits"};
+    "start", "change", "attn-logits", "underflow", "excursion"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -34,6 +34,7 @@ void diag_init(diag *d, double plateau)
     d->start_loss = d->start_gnorm = NAN;
     d->learn_loss = NAN;
     d->changed_at = -1;
+    d->exc_loss = d->exc_now = NAN;
     d->lr_raised_at = -1;
     d->warmup_off_at = -1;
 }
@@ -175,6 +176,7 @@ static float window_max_scale(const diag *d, long *age_out)
 /* ---- settings and rewinds ---------------------------------------------- */
 
 static double recent_loss(const diag *d, long after, int *cnt);
+static double recent_var(const diag *d, long after);
 
 static diag_settings settings_of(const step_metrics *m)
 {
@@ -245,6 +247,31 @@ static int another_run(const ns_setting *s)
                  s->hook == SETH_PRECISION || s->hook == SETH_FP32_NORMS);
 }
 
+/* The change just recorded joins the run of changes within
+ * DIAG_EXC_AFTER steps of each other, or starts one: its first's loss
+ * before it is what their effect is judged against. */
+static void track_excursion(diag *d, const diag_settings *a, const diag_settings *b, long at)
+{
+    char what[DIAG_TEXT / 2];
+    snprintf(what, sizeof what, "%s", d->change_what);
+    if (a->lr_peak != b->lr_peak)
+        append(what, sizeof what, ", ", "lr %g -> %g", (double)a->lr_peak, (double)b->lr_peak);
+    if (d->exc_at == 0 || at - d->exc_last > DIAG_EXC_AFTER) {
+        d->exc_at = at;
+        d->exc_loss = d->change_loss;
+        d->exc_var = recent_var(d, 0);
+        snprintf(d->exc_what, sizeof d->exc_what, "%s", what);
+        snprintf(d->exc_undo, sizeof d->exc_undo, "%s", d->change_undo);
+        if (a->lr_peak != b->lr_peak)
+            append(d->exc_undo, sizeof d->exc_undo, "; ", "lr %g", (double)a->lr_peak);
+    } else {
+        append(d->exc_what, sizeof d->exc_what, ", ", "%s", what);
+    }
+    d->exc_last = at;
+    d->exc_judged = 0;
+    d->exc_now = NAN;
+}
+
 /* A change from a to b at step `at`: what changed in the table's words
  * ("norm pre -> post"), the commands that undo it, and whether it makes
  * the older rows another run's for a trend (the precision, the norm, its
@@ -268,6 +295,7 @@ static void record_change(diag *d, const diag_settings *a, const diag_settings *
         if (another_run(metrics_step_col(k)->setting))
             d->trend_from = at;
     }
+    track_excursion(d, a, b, at);
     if (a->lr_peak != b->lr_peak) {
         append(d->change_what, sizeof d->change_what, ", ", "lr %g -> %g", (double)a->lr_peak,
                (double)b->lr_peak);
@@ -395,8 +423,10 @@ static void track_changes(diag *d, const step_metrics *m, diag_finding *out, int
     } else if (!settings_equal(&s, &d->set)) {
         record_change(d, &d->set, &s, m->step - 1);
         d->changed_at = m->step - 1;
-        d->learn_from = m->step - 1; /* learning is judged anew */
-        d->learn_loss = NAN;
+        /* learning is judged anew, from the loss before the run of changes:
+         * a fall from a spike the changes made is no learning */
+        d->learn_from = m->step - 1;
+        d->learn_loss = d->exc_loss;
         track_lr(d, s.lr_peak, m->step - 1);
         if (d->set.warmup_on && !s.warmup_on)
             d->warmup_off_at = m->step - 1;
@@ -625,7 +655,9 @@ static int flat(diag *d, double mean)
  * DIAG_STALL_LONG steps while falling less than DIAG_STALL_FALL in
  * DIAG_STALL_BACK (flat: a slow descent through the plateau is learning),
  * or at once when the bottom quarter's gradient is
- * below DIAG_STALL_GRAD of the top layer's (Xiong et al. 2020 show the
+ * below DIAG_STALL_GRAD of the top layer's (Liu et al. 2020 "Admin", Wang et al.
+ * 2022 "DeepNet": the collapse comes within 5-10 updates, the output's change
+ * amplified by the residual branches; Xiong et al. 2020 show the
  * gradient of Post-LN's lower layers shrinking with depth). The cause is
  * chosen from the numbers: activations grown past DIAG_STALL_ACT while the
  * weights move more than DIAG_STALL_UPD a step, or weights moving more than
@@ -743,6 +775,21 @@ static int stall_setting_cause(const diag *d, const step_metrics *m, const stall
     return 1;
 }
 
+/* A clip that cut DIAG_CLIP_SHARE of cnt steps (clipped of them, their
+ * gradient norms summing to gsum) to DIAG_CLIP_CUT of the mean norm or
+ * less: named with its numbers in why; 0 when it did not. */
+static int clip_cut_named(const step_metrics *m, int clipped, int cnt, double gsum, double upd,
+                          char *why, size_t len)
+{
+    double clip = metrics_clip(m), gn = cnt ? gsum / cnt : 0;
+    if (!(clip > 0) || cnt == 0 || clipped < DIAG_CLIP_SHARE * cnt || !(clip <= DIAG_CLIP_CUT * gn))
+        return 0;
+    snprintf(why, len, "the clip %g: %d of %d steps clipped, the gradient norm %.3g (mean) cut "
+             "%.*gx; update ratio %.2g", clip, clipped, cnt, gn, gn / clip < 1e5 ? 5 : 2, gn / clip,
+             upd);
+    return 1;
+}
+
 /* The causes the gradients' reach makes (gains at zero, depth, no
  * gradient into the blocks), a low LR, or none known. */
 static void stall_reach_cause(const step_metrics *m, const stall_window *w, stall_ctx *c)
@@ -783,6 +830,10 @@ static void stall_reach_cause(const step_metrics *m, const stall_window *w, stal
                  (double)m->lr_peak, c->upd);
         c->hint = "raise the LR (lr x10)";
         snprintf(c->fix, sizeof c->fix, "lr x10");
+    } else if (clip_cut_named(m, w->clipped, w->cnt, w->gnorm, c->upd, c->why, sizeof c->why)) {
+        c->hint = "raise the clip or turn it off (clip 0): every step's gradient was cut to a "
+                  "sliver of its norm";
+        snprintf(c->fix, sizeof c->fix, "clip 0");
     } else {
         snprintf(c->why, sizeof c->why, "cause unknown: act max %.4g, bottom/top gradient %.2g, "
                  "update ratio %.2g", c->act, c->ratio, c->upd);
@@ -1095,6 +1146,21 @@ static void rule_blowup(diag *d, const step_metrics *m, diag_finding *out, int m
 /* The mean loss of the newest DIAG_LEARN_MEAN points kept after step
  * `after` that changed the weights with a finite loss; their count in
  * *cnt (NaN with none). */
+/* recent_loss's steps' variance (NaN: fewer than 2). */
+static double recent_var(const diag *d, long after)
+{
+    double sum = 0, sq = 0;
+    int cnt = 0;
+    for (long a = 0; a < kept(d) && cnt < DIAG_LEARN_MEAN; a++) {
+        const diag_point *p = point(d, a);
+        if (p->step <= after)
+            break;
+        if (p->updated && isfinite(p->loss))
+            sum += p->loss, sq += (double)p->loss * p->loss, cnt++;
+    }
+    return cnt > 1 ? (sq - sum * sum / cnt) / (cnt - 1) : NAN;
+}
+
 static double recent_loss(const diag *d, long after, int *cnt)
 {
     double sum = 0;
@@ -1169,6 +1235,8 @@ static void rewound_checks(diag *d, long step)
     }
     if (step <= d->change_at) /* the change is in force from the snapshot now, or undone */
         d->change_at = 0;
+    if (step <= d->exc_at + 1) /* back to before the changes: their run is over */
+        d->exc_at = 0, d->exc_now = NAN;
     d->trend_from = 0; /* the ring is empty: every point is of the settings in force */
 }
 
@@ -1238,32 +1306,148 @@ static int not_learning(const learn_state *s)
     return s->steps >= DIAG_LEARN_STEPS && s->cnt >= DIAG_LEARN_MEAN && s->fell < s->need;
 }
 
+/* Learning too slowly for its LR: DIAG_LEARN_STEPS steps or more since
+ * learning is judged and the mean loss still more than DIAG_STALL_ABOVE
+ * above the plateau (a healthy run passes it by step 100), while the top
+ * layer's weights move less than DIAG_UPDATE_LOW a step (LR 1e-5, 4
+ * blocks: 5.3 at step 300, update ratio 4e-5; at LR 1e-4, 1.5e-4, it is
+ * not called so). 1 with that mean update ratio in *upd. */
+static int learning_slow(const diag *d, const learn_state *s, int L, double *upd)
+{
+    int cnt;
+    if (s->steps < DIAG_LEARN_STEPS || s->cnt < DIAG_LEARN_MEAN || !isfinite(d->plateau) ||
+        !(s->now > d->plateau + DIAG_STALL_ABOVE) || L < 1)
+        return 0;
+    *upd = mean_top_update(d, L, &cnt);
+    return cnt >= DIAG_WINDOW / 2 && *upd < DIAG_UPDATE_LOW;
+}
+
+/* Gradients lost to underflow, read from the counts themselves: over the
+ * window's updates, the share whose gradient norm is exactly 0, and the
+ * values a step rounded to 0 or a subnormal (every layer's underflow
+ * column). 1 when the share is DIAG_UNDERFLOW_SHARE or more and some
+ * were counted: the loss scale (or the format) is the cause, not the LR,
+ * whose update ratio is then 0 because nothing reached the weights. */
+static int underflow_lost(const diag *d, int L, int *zero, int *cnt, double *per_step)
+{
+    double uf = 0;
+    *zero = *cnt = 0;
+    for (long a = 0; a < kept(d); a++) {
+        const diag_point *p = point(d, a);
+        if (!p->updated)
+            continue;
+        ++*cnt;
+        *zero += p->gnorm == 0.0f;
+        for (int l = 0; l < L; l++)
+            uf += isfinite(p->lc[METRICS_LC_UNDERFLOW][l]) ? p->lc[METRICS_LC_UNDERFLOW][l] : 0;
+    }
+    *per_step = *cnt ? uf / *cnt : 0;
+    return *cnt > 0 && *zero >= DIAG_UNDERFLOW_SHARE * *cnt && uf > 0;
+}
+
+/* Not learning, its gradients lost to underflow: value {zero steps,
+ * steps, underflows a step, loss scale}. 1 when found. */
+static int not_learning_underflow(diag *d, const step_metrics *m, const learn_state *s,
+                                  diag_finding *out, int max, int *k)
+{
+    int zero, cnt;
+    double per;
+    if (!underflow_lost(d, m->n_layer, &zero, &cnt, &per))
+        return 0;
+    float scale = point(d, 0)->scale;
+    double v[4] = {zero, cnt, per, scale};
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_UNDERFLOW, -1, m->step, v,
+        "raise the loss scale (loss-scale dynamic: GradScaler's, from 65536) or train in bf16, "
+        "whose range is fp32's",
+        "not learning: loss %.3f from %.3f in %ld steps; gradients lost to underflow: the "
+        "gradient norm is 0 on %d of %d steps, %.0f values a step rounded to 0 in %s at loss "
+        "scale %g", s->now, d->learn_loss, s->steps, zero, cnt, per,
+        numfmt_name(metrics_precision(m)), (double)scale);
+    set_fix(f, DIAG_FROM_HERE, 0, "loss-scale dynamic");
+    return 1;
+}
+
+/* DIAG_EXC_AFTER steps after the latest of a run of setting changes, their
+ * effect against the loss before the first: a mean loss DIAG_EXC_WORSE or
+ * more above it is named, with the snapshot to go back to (an LR
+ * excursion that the restored LR does not undo). value {now, before,
+ * first change, latest}. */
+static void rule_excursion(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    int cnt;
+    if (d->exc_at == 0 || d->exc_judged || m->step - d->exc_last < DIAG_EXC_AFTER ||
+        !isfinite(d->exc_loss))
+        return;
+    d->exc_judged = 1;
+    double now = recent_loss(d, d->exc_last, &cnt);
+    double noise = 2.0 * sqrt((d->exc_var + recent_var(d, d->exc_last)) / DIAG_LEARN_MEAN);
+    if (cnt < DIAG_LEARN_MEAN || !(now > d->exc_loss + DIAG_EXC_WORSE) ||
+        !(now > d->exc_loss + noise))
+        return;
+    d->exc_now = now;
+    double v[4] = {now, d->exc_loss, (double)d->exc_at, (double)d->exc_last};
+    char when[64], hint[96];
+    snprintf(hint, sizeof hint, "go back to the snapshot at or before the first change (step "
+             "%ld) and train on", d->exc_at);
+    if (d->exc_last > d->exc_at)
+        snprintf(when, sizeof when, "the changes at steps %ld-%ld", d->exc_at, d->exc_last);
+    else
+        snprintf(when, sizeof when, "the change at step %ld", d->exc_at);
+    diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_EXCURSION, -1, m->step, v,
+        hint, "%s (%.60s) left the run worse: loss %.3f at step %ld, %.2f above %.3f before "
+        "them (noise %.2f)", when, d->exc_what, now, m->step, now - d->exc_loss, d->exc_loss,
+        noise);
+    if (d->exc_undo[0])
+        set_fix(f, DIAG_FROM_SNAPSHOT, d->exc_at, "%s", d->exc_undo);
+}
+
 /* No real fall from the first loss after DIAG_LEARN_STEPS steps: the
- * stall rule's plateau is never reached. The cause from the update ratio:
+ * stall rule's plateau is never reached. The cause from the direct
+ * measures first (gradients lost to underflow), then the update ratio:
  * below DIAG_UPDATE_LOW the LR is too low. value {now, first, fell, need}. */
 static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
     learn_state s = learn_of(d, m->step);
-    if ((d->warned & (1u << DIAG_R_NOT_LEARNING)) || !not_learning(&s) || m->n_layer < 1)
+    double upd;
+    int slow = !not_learning(&s) && learning_slow(d, &s, m->n_layer, &upd);
+    if ((d->warned & (1u << DIAG_R_NOT_LEARNING)) || !(not_learning(&s) || slow) ||
+        m->n_layer < 1)
         return;
     d->warned |= 1u << DIAG_R_NOT_LEARNING;
-    int ucnt;
-    double upd = mean_top_update(d, m->n_layer, &ucnt);
-    int low = upd < DIAG_UPDATE_LOW;
-    char why[96];
+    if (not_learning_underflow(d, m, &s, out, max, k))
+        return;
+    /* the cause: a clip that cut the gradients, an LR too low, or none known */
+    int ucnt, clipped = 0, cnt = 0;
+    double gsum = 0;
+    upd = mean_top_update(d, m->n_layer, &ucnt);
+    for (long a = 0; a < kept(d); a++) {
+        const diag_point *p = point(d, a);
+        clipped += p->clip > 0 && p->gnorm > p->clip;
+        gsum += isfinite(p->gnorm) ? p->gnorm : 0, cnt++;
+    }
+    char why[DIAG_TEXT], head[DIAG_TEXT];
+    int clip = clip_cut_named(m, clipped, cnt, gsum, upd, why, sizeof why);
+    int low = !clip && upd < DIAG_UPDATE_LOW;
     if (low)
         snprintf(why, sizeof why, "the LR %g is too low: update ratio %.2g a step",
                  (double)m->lr_peak, upd);
-    else
+    else if (!clip)
         snprintf(why, sizeof why, "cause unknown: update ratio %.2g a step", upd);
+    if (slow)
+        snprintf(head, sizeof head, "learning too slowly: loss %.3f after %ld steps, still %.2f "
+                 "above the plateau %.3f", s.now, s.steps, s.now - d->plateau, d->plateau);
+    else
+        snprintf(head, sizeof head, "not learning: loss %.3f from %.3f at step %ld in %ld steps: "
+                 "fell %.3f, under %.3f (%g of the way to %s %.3f)", s.now, d->learn_loss,
+                 d->learn_from + 1, s.steps, s.fell, s.need, DIAG_LEARN_FRAC,
+                 isfinite(d->plateau) ? "the plateau" : "0", s.to);
     double v[4] = {s.now, d->learn_loss, s.fell, s.need};
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_NOT_LEARNING, -1, m->step, v,
-        low ? "raise the LR (lr x10)" : "no rule names a cause: compare a run with another LR",
-        "not learning: loss %.3f from %.3f at step %ld in %ld steps: fell %.3f, under %.3f (%g "
-        "of the way to %s %.3f); %s", s.now, d->learn_loss, d->learn_from + 1, s.steps, s.fell,
-        s.need, DIAG_LEARN_FRAC, isfinite(d->plateau) ? "the plateau" : "0", s.to, why);
-    if (low)
-        set_fix(f, DIAG_FROM_HERE, 0, "lr x10");
+        low ? "raise the LR (lr x10)" : clip ? "raise the clip or turn it off (clip 0)"
+                                             : "no rule names a cause: compare a run with another LR",
+        "%.*s; %.*s", DIAG_TEXT / 2, head, DIAG_TEXT / 2 + 24, why);
+    if (low || clip)
+        set_fix(f, DIAG_FROM_HERE, 0, low ? "lr x10" : "clip 0");
 }
 
 /* ---- early warnings while finite: the LR, growth, the start --------------- */
@@ -1275,14 +1459,31 @@ typedef struct {
     double upd, act, grown, rate; /* rate: doublings per 100 steps (least squares) */
 } lr_state;
 
+/* Where activation growth is measured from: the early band's act max, or
+ * the unit scale a norm sets when the run started below it (no norms);
+ * its words in what ("its 0.267 at the first step", "the unit scale (its
+ * 0.0213 at the first step)"). */
+static double act_base(const diag *d, char *what, size_t len)
+{
+    double b = d->band_act >= DIAG_ACT_UNIT ? d->band_act : DIAG_ACT_UNIT;
+    if (what && d->band_act >= DIAG_ACT_UNIT)
+        snprintf(what, len, "its %.3g at the first step", (double)d->band_act);
+    else if (what)
+        snprintf(what, len, "the unit scale (its %.3g at the first step)", (double)d->band_act);
+    return b;
+}
+
 static lr_state lr_of(const diag *d, int L)
 {
     lr_state s = {0, -1, NAN, NAN, NAN, NAN};
     if (L < 1 || kept(d) == 0)
         return s;
-    s.upd = mean_top_update(d, L, &s.cnt);
+    /* the update ratios of the LR in force: a window that still holds an
+     * earlier LR's steps would blame this one for them */
+    long since = point(d, 0)->step - d->lr_since;
+    s.upd = mean_top_update_over(d, L, &s.cnt, since < DIAG_WINDOW ? since : DIAG_WINDOW);
     s.act = point_act_max(point(d, 0), L, &s.layer);
-    s.grown = d->band_n >= DIAG_BAND_STEPS && d->band_act > 0 ? s.act / d->band_act : NAN;
+    s.grown = d->band_n >= DIAG_BAND_STEPS && d->band_act > 0 ? s.act / act_base(d, NULL, 0) : NAN;
     s.rate = s.layer >= 0 ? slope(d, s.layer, 0) * 100 : NAN;
     return s;
 }
@@ -1302,24 +1503,24 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
     lr_state s = lr_of(d, m->n_layer);
     if (!(s.grown > DIAG_ACT_GROW))
         return;
+    char base[64];
+    act_base(d, base, sizeof base);
     double v[4] = {s.upd, s.act, s.grown, s.rate};
     if (lr_warns(&s) && !(d->warned & (1u << DIAG_R_LR_WARN))) {
         d->warned |= 1u << DIAG_R_LR_WARN;
         diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_LR_WARN, m->n_layer - 1,
             m->step, v, "go back to a snapshot still in the early band and lower the LR",
             "LR %g too high for this run: the top layer's weights move %.2g of their norm a "
-            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx its %.3g at the "
-            "first step", (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer,
-            s.grown, (double)d->band_act);
+            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx %s",
+            (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer, s.grown, base);
         set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "lr x%g", lr_factor(s.upd));
     } else if (!lr_warns(&s) && s.rate > DIAG_GROWTH_MIN &&
                !(d->warned & ((1u << DIAG_R_GROWTH_WARN) | (1u << DIAG_R_LR_WARN)))) {
         d->warned |= 1u << DIAG_R_GROWTH_WARN;
         diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_GROWTH_WARN, s.layer, m->step,
             v, "lower the LR before the activations meet the format's limit",
-            "layer %d act max %.4g is %.0fx its %.3g at the first step and growing %.2f "
-            "doublings/100 steps (least-squares rate over the window)", s.layer, s.act,
-            s.grown, (double)d->band_act, s.rate);
+            "layer %d act max %.4g is %.0fx %s and growing %.2f doublings/100 steps "
+            "(least-squares rate over the window)", s.layer, s.act, s.grown, base, s.rate);
         set_fix(f, DIAG_FROM_HERE, 0, "lr x0.5");
     }
 }
@@ -1386,6 +1587,11 @@ static int start_bad(const diag *d, char *why, size_t len)
                  d->start_loss - ln, d->vocab, ln);
         return 1;
     }
+    if (d->start_gnorm == 0.0f) {
+        snprintf(why, len, "the first update's gradient norm is 0 (step %ld): no gradient "
+                 "reached the weights", d->start_gnorm_step);
+        return 1;
+    }
     if (d->start_gnorm > DIAG_START_GNORM) {
         snprintf(why, len, "the first update's gradient norm %.4g (step %ld) is above %g: the "
                  "init's scale", (double)d->start_gnorm, d->start_gnorm_step, DIAG_START_GNORM);
@@ -1404,8 +1610,11 @@ static void rule_start(diag *d, const step_metrics *m, diag_finding *out, int ma
     d->warned |= 1u << DIAG_R_START;
     double v[4] = {d->start_loss, d->start_gnorm, (double)d->vocab, 0};
     add(out, max, k, DIAG_WARNING, DIAG_R_START, -1, m->step, v,
-        "a smaller init (--init-std, --ln-gamma-init), so the first logits are near 0", "%s",
-        why);
+        d->start_gnorm == 0.0f
+            ? "in fp16 a loss scale too small rounds every gradient to 0 (loss-scale dynamic); "
+              "else the init's gains (--ln-gamma-init)"
+            : "a smaller init (--init-std, --ln-gamma-init), so the first logits are near 0",
+        "%s", why);
 }
 
 /* After push, on a finite step: the rules of the checks. */
@@ -1486,9 +1695,17 @@ static void check_learning(const diag *d, diag_check *c)
     const char *q = "is it learning";
     learn_state s = learn_of(d, d->last_step);
     const char *to = isfinite(d->plateau) ? "the plateau" : "0";
+    double upd;
+    int ecnt;
+    double enow = d->exc_at ? recent_loss(d, d->exc_last, &ecnt) : NAN;
     if (d->stalled)
         check_set(c, q, DIAG_Q_BAD, "stalled on the plateau %.3f since step %ld",
                   d->plateau, d->stall_at);
+    else if (isfinite(d->exc_now) && enow > d->exc_loss + DIAG_EXC_WORSE &&
+             enow > d->exc_loss + 2.0 * sqrt((d->exc_var + recent_var(d, d->exc_last)) /
+                                             DIAG_LEARN_MEAN))
+        check_set(c, q, DIAG_Q_BAD, "loss %.3f, %.2f above %.3f before the change at step %ld "
+                  "(%.60s)", enow, enow - d->exc_loss, d->exc_loss, d->exc_at, d->exc_what);
     else if (isnan(d->learn_loss) || s.cnt == 0)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no finite loss since step %ld",
                   d->learn_from);
@@ -1496,6 +1713,9 @@ static void check_learning(const diag *d, diag_check *c)
         check_set(c, q, DIAG_Q_OK, "loss %.3f from %.3f at step %ld: started within %g of %s "
                   "%.3f or below it: judged by the plateau rule", s.now, d->learn_loss,
                   d->learn_from + 1, DIAG_STALL_ABOVE, to, s.to);
+    else if (learning_slow(d, &s, d->n_layer, &upd))
+        check_set(c, q, DIAG_Q_BAD, "loss %.3f after %ld steps, still %.2f above %s %.3f: too "
+                  "slow, update ratio %.2g a step", s.now, s.steps, s.now - s.to, to, s.to, upd);
     else if (s.fell >= s.need)
         check_set(c, q, DIAG_Q_OK, "loss %.3f (mean of %d steps) from %.3f at step %ld: fell "
                   "%.3f (%.3f needed, %g of the way to %s %.3f)", s.now, s.cnt, d->learn_loss,
@@ -1531,16 +1751,18 @@ static void check_lr(const diag *d, diag_check *c)
 {
     const char *q = "is the LR within what the run tolerates";
     lr_state s = lr_of(d, d->n_layer);
+    char base[64];
+    act_base(d, base, sizeof base);
     if (s.cnt < DIAG_WINDOW / 2 || isnan(s.upd) || isnan(s.grown))
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %d steps of %d with an update ratio",
                   s.cnt, DIAG_WINDOW / 2);
     else if (lr_warns(&s))
         check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step (above %g) and act max %.4g, "
-                  "%.0fx the first step's", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown);
+                  "%.0fx %s", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown, base);
     else
         check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step (mean of %d), act max %.4g, "
-                  "%.1fx the first step's (too high: above %g and %gx)", s.upd, s.cnt, s.act,
-                  s.grown, DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
+                  "%.1fx %s (too high: above %g and %gx)", s.upd, s.cnt, s.act,
+                  s.grown, base, DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
 }
 
 static void check_headroom(const diag *d, diag_check *c)
@@ -1613,6 +1835,7 @@ int diag_healthy(const diag *d)
 int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_t len)
 {
     int L = m ? m->n_layer : 0, la = -1;
+    char base[64];
     if (!m || d->band_n < DIAG_BAND_STEPS || L < 1) {
         snprintf(why, len, "the early band is not known");
         return -1;
@@ -1627,9 +1850,9 @@ int diag_snapshot_healthy(const diag *d, const step_metrics *m, char *why, size_
     else if (m->loss > d->band_loss + DIAG_STALL_ABOVE)
         snprintf(why, len, "loss %.3f is above the first step's %.3f", (double)m->loss,
                  (double)d->band_loss);
-    else if (!(act <= DIAG_BAND_ACT * d->band_act))
-        snprintf(why, len, "act max %.4g (layer %d) is %.0fx the first step's %.3g", act, la,
-                 act / d->band_act, (double)d->band_act);
+    else if (!(act <= DIAG_BAND_ACT * act_base(d, NULL, 0)))
+        snprintf(why, len, "act max %.4g (layer %d) is %.0fx %s", act, la,
+                 act / act_base(d, base, sizeof base), base);
     else if (upd > DIAG_UPDATE_HIGH)
         snprintf(why, len, "update ratio %.2g is above %g", upd, DIAG_UPDATE_HIGH);
     else {
@@ -1680,6 +1903,7 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
         check_rules(d, m, out, max, &k);
         rule_update(d, m, out, max, &k);
         rule_blowup(d, m, out, max, &k);
+        rule_excursion(d, m, out, max, &k);
         if (!d->exploded)
             rule_stall(d, m, out, max, &k);
         else

@@ -917,6 +917,60 @@ void engine_reinit(engine *e)
              (unsigned long long)e->cfg.seed);
 }
 
+/* dst's run becomes src's (same shapes): weights, moments, clock, RNG,
+ * schedule, scale, settings in force and what the model caches of them */
+static void copy_run(engine *dst, const engine *src)
+{
+    size_t n = dst->m.n_params;
+    ns_config keep = dst->cfg;
+    dst->cfg = src->cfg;
+    dst->cfg.snapshot_every = keep.snapshot_every;
+    dst->cfg.snapshots = keep.snapshots;
+    dst->cfg.val_every = keep.val_every;
+    dst->cfg.steps = keep.steps;
+    memcpy(dst->m.params, src->m.params, n * sizeof(float));
+    memcpy(dst->opt.m, src->opt.m, n * sizeof(float));
+    memcpy(dst->opt.v, src->opt.v, n * sizeof(float));
+    dst->opt.t = src->opt.t;
+    model_set_norm(&dst->m, dst->cfg.norm, config_final_norm(&dst->cfg));
+    model_set_norm_kind(&dst->m, dst->cfg.norm_kind);
+    model_sync(dst);
+    dst->rng = src->rng;
+    dst->sched = src->sched;
+    dst->step = src->step;
+    dst->scale = src->scale;
+    dst->good = src->good;
+    dst->spike_loss = src->spike_loss;
+    dst->spike_gnorm = src->spike_gnorm;
+    dst->last = src->last;
+    dst->terms = src->terms;
+}
+
+engine *engine_clone(const engine *src, char *err, size_t errlen)
+{
+    ns_config c = src->cfg;
+    c.snapshot_every = 0;
+    c.snapshots = 0;
+    c.val_every = 0;
+    engine *e = engine_alloc(&c, src->data, err, errlen);
+    if (!e)
+        return NULL;
+    copy_run(e, src);
+    e->loaded = src->loaded;
+    return e;
+}
+
+void engine_copy_run(engine *dst, const engine *src, long keep_until)
+{
+    long from = dst->step;
+    copy_run(dst, src);
+    for (int i = 0; i < dst->n_snaps; i++)
+        if (dst->snaps[i].step > keep_until)
+            dst->snaps[i].step = -1;
+    event_of(dst, NS_EV_SETTING, -1, "step %ld: the run left alone since step %ld takes over "
+             "(the fixed run's %ld steps are dropped)", dst->step, keep_until, from - keep_until);
+}
+
 long engine_event_count(const engine *e) { return e->n_events; }
 
 int engine_event_get(const engine *e, long i, ns_event *ev)

@@ -359,14 +359,21 @@ static void pair_task(void *ctx, int run, int thread)
     j->bad[run] = engine_step(j->e[run], j->m[run]);
 }
 
-/* Step a, and b with it under --compare; nonzero when either diverged. */
+/* Step a, and b with it under --compare, or a fix's run left alone
+ * (trainer_fix.c) during its check; nonzero when a or b diverged. */
 static int step_runs(trainer *t)
 {
-    if (!t->o.twin)
+    engine *b = t->o.twin ? t->o.twin : t->fix_twin;
+    if (!b)
         return engine_step(t->e, &t->run[0].m);
-    pair_job j = {{t->e, t->o.twin}, {&t->run[0].m, &t->run[1].m}, {0, 0}};
-    pool_run(t->o.pair, 2, pair_task, &j);
-    return j.bad[0] | j.bad[1];
+    pair_job j = {{t->e, b}, {&t->run[0].m, t->o.twin ? &t->run[1].m : &t->fix_twin_m}, {0, 0}};
+    if (t->o.pair) {
+        pool_run(t->o.pair, 2, pair_task, &j);
+    } else {
+        pair_task(&j, 0, 0);
+        pair_task(&j, 1, 0);
+    }
+    return j.bad[0] | (t->o.twin ? j.bad[1] : 0);
 }
 
 static void do_step(trainer *t)
@@ -396,7 +403,7 @@ static void do_step(trainer *t)
     trainer_fix_check(t, bad, blown);
     if ((bad || blown >= 0) && t->o.on_div == ONDIV_FIX) {
         t->fix_due = "--on-diverge fix"; /* after the step's findings are reported */
-    } else if (trainer_found_rule(t, DIAG_R_STALL) >= 0 && t->o.on_stall == TRAINER_STALL_FIX &&
+    } else if (trainer_found_stall(t) >= 0 && t->o.on_stall == TRAINER_STALL_FIX &&
                t->fixes < TRAINER_FIX_MAX) {
         t->fix_due = "--on-stall fix";
     } else if (bad && t->o.on_div != ONDIV_CONTINUE) {
@@ -733,6 +740,7 @@ void trainer_free(trainer *t)
     if (!t)
         return;
     trainer_stop(t);
+    trainer_fix_twin_end(t);
     pthread_mutex_destroy(&t->qlock);
     pthread_cond_destroy(&t->qcond);
     pthread_mutex_destroy(&t->slock);

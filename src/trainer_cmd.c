@@ -299,6 +299,7 @@ void trainer_apply_command(trainer *t, const ns_command *c, int target)
     twin_target tg = (twin_target)target;
     long ev_a = engine_event_count(e), ev_b = t->o.twin ? engine_event_count(t->o.twin) : 0;
     int r = twin_apply(e, t->o.twin, c, tg);
+    trainer_fix_twin_command(t, c, r);
     /* a setting marks the runs it changed: the engine logs a change and
      * stays silent on a no-op ("kind rmsnorm" on a run already on RMSNorm,
      * which under both a lesson's command also reaches) */

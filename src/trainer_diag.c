@@ -32,6 +32,7 @@ void trainer_diagnosis_observe(trainer *t)
         m->fixed = t->fixed_row;
     }
     t->fixed_row = 0;
+    trainer_fix_twin_observe(t);
 }
 
 /* Did this step find rule's diagnosis in a run (once an episode: a
@@ -43,6 +44,15 @@ int trainer_found_rule(const trainer *t, diag_rule rule)
             if (t->rd[r].found[i].rule == rule && t->rd[r].found[i].kind == DIAG_DIAGNOSIS)
                 return r;
     return -1;
+}
+
+int trainer_found_stall(const trainer *t)
+{
+    static const diag_rule stalls[] = {DIAG_R_STALL, DIAG_R_NOT_LEARNING, DIAG_R_UNDERFLOW};
+    int r = -1;
+    for (size_t i = 0; r < 0 && i < sizeof stalls / sizeof stalls[0]; i++)
+        r = trainer_found_rule(t, stalls[i]);
+    return r;
 }
 
 /* A finding's line as events of at most NS_EVENT_TEXT - 1 characters, cut

@@ -11,10 +11,13 @@
 #include "trainer_int.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "settings.h"
 #include "twin.h"
 
 /* The findings of run's episode whose fixes apply, in the order the
@@ -155,6 +158,175 @@ static void fix_commands(trainer *t, const char *fix, int target)
     }
 }
 
+/* ---- the run left alone ---------------------------------------------------
+ * Advice is an experiment (DESIGN.md): where the fix went back to, before
+ * its commands, a copy of the run is made and stepped beside it on the
+ * same batches (trainer.c's step_runs, the --compare pair's way), its
+ * diagnosis continued from the run's; at the check the two are compared
+ * step by step. Under --compare the twin slot is taken, and a copy that
+ * does not fit in memory is not made: the fix is then judged against the
+ * run's own loss before it, and the log says so. */
+
+void trainer_fix_twin_end(trainer *t)
+{
+    engine_free(t->fix_twin);
+    free(t->fix_twin_d);
+    t->fix_twin = NULL;
+    t->fix_twin_d = NULL;
+}
+
+/* A copy of run's engine as it stands, with a copy of its diagnosis; NULL
+ * and why in t->fix_alone when none can be had. */
+static engine *fix_twin_make(trainer *t, int run)
+{
+    char err[128];
+    engine *e = NULL;
+    t->fix_alone[0] = 0;
+    double machine = engine_machine_bytes();
+    const ns_config *c = engine_config(t->e);
+    if (t->o.twin) {
+        snprintf(t->fix_alone, sizeof t->fix_alone, "--compare's run b takes the twin's place");
+    } else if (machine > 0 && trainer_bytes_needed(c, c, 0) > machine) {
+        snprintf(t->fix_alone, sizeof t->fix_alone, "a twin would pass the machine's %.0f MiB",
+                 machine / 1048576.0);
+    } else if (!(e = engine_clone(t->e, err, sizeof err)) ||
+               !(t->fix_twin_d = malloc(sizeof *t->fix_twin_d))) {
+        snprintf(t->fix_alone, sizeof t->fix_alone, "no twin: %.80s", e ? "out of memory" : err);
+        engine_free(e);
+        return NULL;
+    } else {
+        sigset_t ui;
+        trainer_ui_signals(&ui); /* its workers leave the signals to the UI thread */
+        if (engine_set_threads(e, engine_threads(t->e), &ui) != 0)
+            engine_set_threads(e, 1, NULL);
+        *t->fix_twin_d = t->rd[run].d;
+    }
+    return e;
+}
+
+/* Do the two runs have every mid-run setting alike? (a fix whose
+ * commands changed nothing: going back was all of it) */
+static int fix_same_settings(const engine *a, const engine *b)
+{
+    for (int i = 0; i < settings_count(); i++) {
+        const ns_setting *r = settings_row(i);
+        if (r->cmd && engine_setting_value(a, r) != engine_setting_value(b, r))
+            return 0; /* a mid-run row: the twin's snapshots and validation are its own */
+    }
+    return 1;
+}
+
+void trainer_fix_twin_observe(trainer *t)
+{
+    if (!t->fix_twin)
+        return;
+    diag_finding scratch[DIAG_MAX_FINDINGS]; /* the run left alone reports nothing */
+    step_metrics *m = &t->fix_twin_m;
+    m->vocab = NS_VOCAB;
+    m->data_entropy = (float)t->o.plateau;
+    diag_observe(t->fix_twin_d, m, scratch, DIAG_MAX_FINDINGS);
+    if (!t->fix_twin_bad && (m->nonfinite || diag_exploded(t->fix_twin_d)))
+        t->fix_twin_bad = m->step;
+}
+
+void trainer_fix_twin_command(trainer *t, const ns_command *c, int r)
+{
+    if (!t->fix_twin || r != CMD_APPLIED)
+        return;
+    if (c->kind == CMD_REWIND || c->kind == CMD_REINIT) {
+        trainer_fix_twin_end(t);
+        snprintf(t->fix_alone, sizeof t->fix_alone,
+                 "the run left alone was dropped at a %s during the check",
+                 c->kind == CMD_REWIND ? "rewind" : "re-init");
+    } else if (c->kind == CMD_SETTING) {
+        command_apply(t->fix_twin, c);
+    }
+}
+
+/* The two runs' mean losses over the newest DIAG_LEARN_MEAN steps both
+ * took (finite, updated), and the noise of their difference: two
+ * standard errors of the step-by-step differences (the same batches make
+ * them paired). The steps compared; 0 when none. */
+static const diag_point *fix_point_at(const diag *d, long step)
+{
+    for (long age = 0; age < d->n && age < DIAG_WINDOW; age++) {
+        const diag_point *p = &d->hist[(d->n - 1 - age) % DIAG_WINDOW];
+        if (p->step == step)
+            return p;
+    }
+    return NULL;
+}
+
+static int fix_twin_paired(const diag *fixed, const diag *alone, double *f, double *u,
+                           double *noise)
+{
+    double sf = 0, su = 0, sd = 0, sdd = 0;
+    int n = 0;
+    for (long age = 0; age < fixed->n && age < DIAG_WINDOW && n < DIAG_LEARN_MEAN; age++) {
+        const diag_point *p = &fixed->hist[(fixed->n - 1 - age) % DIAG_WINDOW];
+        const diag_point *q = fix_point_at(alone, p->step);
+        if (!q || !p->updated || !q->updated)
+            continue;
+        double d = (double)p->loss - q->loss;
+        sf += p->loss, su += q->loss, sd += d, sdd += d * d, n++;
+    }
+    if (n < 2)
+        return 0;
+    *f = sf / n, *u = su / n;
+    double var = (sdd - sd * sd / n) / (n - 1);
+    *noise = 2.0 * sqrt(var > 0 ? var / n : 0);
+    return n;
+}
+
+/* The fix judged against the run left alone at its check step: helped
+ * when its mean loss is below the other's by more than the noise (or the
+ * other diverged); else it lost, or made no difference, and is undone:
+ * the run left alone takes over, and the next candidate is tried if it
+ * is still in trouble. */
+static void fix_judge_twin(trainer *t, long done)
+{
+    const char *pre = trainer_run_prefix(t, t->fix_run);
+    diag *d = &t->rd[t->fix_run].d;
+    double f = NAN, u = NAN, noise = NAN;
+    int n = fix_twin_paired(d, t->fix_twin_d, &f, &u, &noise);
+    if (t->fix_twin_bad) {
+        f = diag_recent_loss(d);
+        engine_note(t->e, "%sthe fix helped: loss %.3f at step %ld, while the run left alone "
+                    "%s at step %ld", pre, f, done,
+                    t->fix_twin_m.nonfinite ? "diverged" : "blew up", t->fix_twin_bad);
+        snprintf(t->fix_proven, sizeof t->fix_proven,
+                 "fix %d (%.100s) helped: loss %.3f at step %ld; left alone, it %s at step %ld",
+                 t->fixes, t->fix_what, f, done, t->fix_twin_m.nonfinite ? "diverged" : "blew up",
+                 t->fix_twin_bad);
+        t->fix_rules = 0;
+    } else if (n && f < u - noise) {
+        engine_note(t->e, "%sthe fix helped: loss %.3f against %.3f left alone at step %ld "
+                    "(means of %d steps on the same batches; noise %.3f)", pre, f, u, done, n, noise);
+        snprintf(t->fix_proven, sizeof t->fix_proven,
+                 "fix %d (%.100s) helped: loss %.3f against %.3f left alone at step %ld", t->fixes,
+                 t->fix_what, f, u, done);
+        t->fix_rules = 0;
+    } else {
+        const char *how = !n ? "could not be compared" : f > u + noise ? "lost" : "made no difference";
+        engine_note(t->e, "%sthe fix did not help: it %s: loss %.3f against %.3f left alone at step "
+                    "%ld (means of %d steps on the same batches; noise %.3f); undone: the run left "
+                    "alone goes on", pre, how, f, u, done, n, noise);
+        snprintf(t->fix_proven, sizeof t->fix_proven,
+                 "fix %d (%.100s) %s: loss %.3f against %.3f left alone at step %ld; undone",
+                 t->fixes, t->fix_what, how, f, u, done);
+        engine_copy_run(t->e, t->fix_twin, t->fix_at);
+        *d = *t->fix_twin_d;
+        t->run[0].m = t->fix_twin_m;
+        t->run[0].loss = t->fix_twin_m.loss;
+        if (diag_stalled(d) || diag_exploded(d))
+            t->fix_due = "the fix's check"; /* still in trouble: the next candidate */
+    }
+    trainer_fix_twin_end(t);
+    t->fix_check_at = 0;
+    trainer_set_fix_note(t, "%s", "");
+    trainer_pull_engine_events(t);
+}
+
 /* The fix's story in run r's view: what its verdict waits on, and the
  * latest fix proven (none for the other run). */
 void trainer_view_fix(const trainer *t, int r, trainer_diagnosis *v)
@@ -188,7 +360,9 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    int stall = strcmp(how, "--on-stall fix") == 0 && t->diverged_run < 0 && !t->fix_check_at;
+    /* a run that did not diverge or blow up goes on: its fix's failure is
+     * news, not a reason to stop a run that trains */
+    int stall = t->diverged_run < 0 && (strcmp(how, "--on-stall fix") == 0 || t->fix_alone[0]);
     engine_note(t->e, "fix (%s): %s; %s", how, msg,
                 stall ? "the run goes on" : "stopping with the diagnosis");
     trainer_pull_engine_events(t);
@@ -239,16 +413,30 @@ void trainer_apply_fix(trainer *t, const char *how)
     }
     double replaced = diag_recent_loss(&t->rd[run].d), back;
     long from = engine_steps_done(t->e);
+    trainer_fix_twin_end(t); /* an earlier fix's, not yet judged */
     long at = fix_go_back(t, run, &f, &back, where, sizeof where);
+    engine *alone = fix_twin_make(t, run); /* before the fix's commands */
     int target = !t->o.twin ? TWIN_BOTH : run ? TWIN_B : TWIN_A;
     t->mark_bits[run] |= MARK_FIX; /* the commands' marks name it first */
     fix_commands(t, cmds, target);
+    int same = alone && fix_same_settings(t->e, alone);
+    if (same) {
+        engine_free(alone);
+        free(t->fix_twin_d);
+        t->fix_twin_d = NULL;
+        alone = NULL;
+        snprintf(t->fix_alone, sizeof t->fix_alone, "going back is all of the fix, and the run "
+                 "left alone from there the same run: against its loss when the fix was made");
+    }
+    t->fix_twin = alone;
+    t->fix_at = at;
+    t->fix_twin_bad = 0;
     t->fixes++;
     t->fixed_row = 1;
     /* it must beat the state it replaced, and fall from where it went back */
     double bar = back - DIAG_FIX_FALL;
-    if (!(bar < replaced) && isfinite(replaced))
-        bar = replaced;
+    if ((!(bar < replaced) || same) && isfinite(replaced))
+        bar = replaced; /* going back was all of it: the run as it stood is the other */
     t->fix_check_at = at + DIAG_FIX_CHECK;
     t->fix_bar = bar;
     t->fix_run = run;
@@ -258,8 +446,16 @@ void trainer_apply_fix(trainer *t, const char *how)
                 t->fixes, TRAINER_FIX_MAX, how, trainer_run_prefix(t, run),
                 at < from ? "went back to" : "stayed at", at, where, cmds,
                 diag_rule_name(f.rule), f.step, also);
-    engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
-                "below %.3f", trainer_run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN, bar);
+    if (alone)
+        engine_note(t->e, "%sfix %d is checked at step %ld against the run left alone, stepped "
+                    "beside it from step %ld on the same batches: its loss (mean of %d steps) must "
+                    "be below the other's by more than their noise", trainer_run_prefix(t, run),
+                    t->fixes, t->fix_check_at, at, DIAG_LEARN_MEAN);
+    else
+        engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
+                    "below %.3f, the run's own before the fix (not against the run left alone: "
+                    "%s)", trainer_run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN,
+                    bar, t->fix_alone);
     trainer_set_fix_note(t, "fix %d is checked at step %ld", t->fixes, t->fix_check_at);
     trainer_pull_engine_events(t);
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)
@@ -281,6 +477,11 @@ void trainer_fix_check(trainer *t, int bad, int blown)
     int failed = bad || blown >= 0;
     if (!failed && done < t->fix_check_at)
         return;
+    if (!failed && t->fix_twin) {
+        fix_judge_twin(t, done);
+        return;
+    }
+    trainer_fix_twin_end(t);
     const char *pre = trainer_run_prefix(t, t->fix_run);
     if (failed) {
         engine_note(t->e, "%sthe fix did not help: %s at step %ld, before its check at step %ld",
@@ -299,7 +500,8 @@ void trainer_fix_check(trainer *t, int bad, int blown)
         return;
     } else {
         engine_note(t->e, "%sthe fix helped: loss %.3f (mean of %d steps) at step %ld, below "
-                    "%.3f", pre, now, DIAG_LEARN_MEAN, done, t->fix_bar);
+                    "%.3f (the run's own before the fix; %s)", pre, now, DIAG_LEARN_MEAN, done,
+                    t->fix_bar, t->fix_alone);
         snprintf(t->fix_proven, sizeof t->fix_proven,
                  "fix %d (%.120s) helped: loss %.3f at step %ld, below %.3f", t->fixes,
                  t->fix_what, now, done, t->fix_bar);

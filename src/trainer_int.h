@@ -118,7 +118,16 @@ struct trainer {
     int fix_failed;    /* the run stopped: its fix did not help and none was left */
     char fix_note[NS_EVENT_TEXT]; /* fix_run's verdict waits on its fix (trainer_diagnosis) */
     char fix_what[TRAINER_FIX_TEXT]; /* the latest fix's commands */
-    char fix_proven[NS_EVENT_TEXT];  /* the latest fix's check, when it helped */
+    char fix_proven[NS_EVENT_TEXT];  /* the latest fix's check, when it helped or was undone */
+    /* the run left alone (Advice is an experiment, DESIGN.md): a copy of
+     * the fix run taken where the fix went back, before its commands,
+     * stepped beside it on the same batches until the fix's check */
+    engine *fix_twin;         /* NULL: none (fix_alone says why) */
+    step_metrics fix_twin_m;  /* its latest step */
+    diag *fix_twin_d;         /* its diagnosis, continued from the fix run's */
+    long fix_at;              /* the step both started from */
+    long fix_twin_bad;        /* the step it diverged or blew up at (0: it did not) */
+    char fix_alone[160];      /* why no twin was stepped, what was compared instead */
     int in_script;     /* applying a --script command (trainer_apply_fix's log) */
     long hist_cut;   /* >= 0: the history keeps only steps <= this (rewind) */
     int hist_reset;  /* the history restarts (re-init) */
@@ -166,12 +175,24 @@ void trainer_apply_fix(trainer *t, const char *how);
 void trainer_fix_check(trainer *t, int bad, int blown);
 /* Where the fix of run's cause goes, and its commands, into run's view. */
 void trainer_fix_target_note(trainer *t, int run);
+/* The run left alone, after the fix run's step: its diagnosis observed. */
+void trainer_fix_twin_observe(trainer *t);
+/* A command applied to the fix run during its check (r: twin_apply's
+ * result) reaches the run left alone too; a rewind or a re-init ends the
+ * comparison. */
+void trainer_fix_twin_command(trainer *t, const ns_command *c, int r);
+/* Free the run left alone (the end of a run or of a check). */
+void trainer_fix_twin_end(trainer *t);
 
 /* ---- trainer_diag.c ---- */
 /* The step's findings, kept until reported; the stalled mark on each row. */
 void trainer_diagnosis_observe(trainer *t);
 /* The run in which this step found rule's diagnosis, or -1. */
 int trainer_found_rule(const trainer *t, diag_rule rule);
+/* The run in which this step found a run not learning: a stall on the
+ * plateau, or no real fall from the first loss (its gradients lost to
+ * underflow among the causes), or -1: what --on-stall fix fixes. */
+int trainer_found_stall(const trainer *t);
 /* The step's findings as events, after the engine's. */
 void trainer_diagnosis_events(trainer *t);
 /* Headless: the findings on the log; then --on-stall stop. */

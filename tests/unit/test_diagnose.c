@@ -28,6 +28,7 @@ static void healthy(step_metrics *m, long step)
     metrics_set_setting(m, "precision", FMT_FP32);
     metrics_set_setting(m, "fp32_norms", 1);
     m->loss_scale = 1;
+    m->grad_norm = 1; /* a first update with none is no sane start */
     metrics_set_setting(m, "norm", NORM_PRE);
     m->n_layer = L;
     m->data_entropy = NAN; /* the plateau diag_init was given */
@@ -410,6 +411,28 @@ static void test_stall(void)
         else
             CHECK(f && strstr(f->text, "too low: update ratio 1e-06") &&
                   !strcmp(f->fix, "lr x10"));
+    }
+    /* on the plateau, the update ratio in range (Adam's step does not see
+     * the gradient's size), every step clipped at 1e-3 from a norm of 4:
+     * cut 4000x, the clip is named, not "cause unknown"; at a clip of 1
+     * (cut 4x) the cause stays unknown */
+    for (int cut = 0; cut < 2; cut++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 260; s++) {
+            healthy(&m, s);
+            m.loss = (float)(PLATEAU + 0.3 + 0.05 * sin((double)s));
+            m.grad_norm = 4.0f;
+            metrics_set_setting(&m, "clip", cut ? 1e-3f : 1.0f);
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_STALL);
+        CHECK(count(DIAG_R_STALL) == 1);
+        if (cut)
+            CHECK(f && strstr(f->text, "the clip 0.001: 48 of 48 steps clipped, the gradient norm "
+                                       "4 (mean) cut 4000x") && !strcmp(f->fix, "clip 0"));
+        else
+            CHECK(f && strstr(f->text, "cause unknown") && !f->fix[0]);
     }
     /* every block's gradient 1e-6 of the whole model's (the embeddings'
      * and the head's alive), the LR in range: no gradient reaches the
@@ -857,6 +880,23 @@ static void test_not_learning(void)
         feed(&m);
     }
     CHECK(count(DIAG_R_NOT_LEARNING) == 0 && check_of(DIAG_C_LEARNING).answer == DIAG_Q_OK);
+    /* the same fall with the top layer's update ratio at 4e-5 (LR 1e-5):
+     * still 2 nats above the plateau at step 200, learning too slowly for
+     * its LR, not healthy; the fix raises the LR */
+    reset();
+    for (long s = 1; s <= 300; s++) {
+        learning_step(&m, s, 5.6, 0);
+        m.loss = 5.6f - 1.2f * (float)s / 700;
+        m.lr = m.lr_peak = 1e-5f;
+        for (int l = 0; l < L; l++)
+            m.layer[l].update_ratio = 4e-5f;
+        feed(&m);
+    }
+    f = first(DIAG_R_NOT_LEARNING);
+    CHECK(f && f->step == DIAG_LEARN_STEPS && strstr(f->text, "learning too slowly: loss") &&
+          strstr(f->text, "above the plateau") && strstr(f->text, "the LR 1e-05 is too low") &&
+          !strcmp(f->fix, "lr x10"));
+    CHECK(check_of(DIAG_C_LEARNING).answer == DIAG_Q_BAD && !diag_healthy(dg));
     /* an LR change starts the count again: no verdict 1 step after it */
     reset();
     for (long s = 1; s <= 300; s++) {
@@ -869,6 +909,81 @@ static void test_not_learning(void)
     }
     CHECK(count(DIAG_R_NOT_LEARNING) == 0 &&
           check_of(DIAG_C_LEARNING).answer == DIAG_Q_UNKNOWN);
+}
+
+/* An LR excursion: 1e-3, 0.3 at step 200, 1e-3 again at step 215; the
+ * loss jumps from 2.6 to 8 and comes down to 3.4, above where it was:
+ * named 64 steps after the last change, against the loss before the
+ * first, with the snapshot to go back to and the LR to go back with; the
+ * learning check does not count the fall from the spike. A change the run
+ * learns on through (LR 5e-4: the loss goes on falling) is not named. */
+static void test_excursion(void)
+{
+    for (int bad = 0; bad < 2; bad++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 400; s++) {
+            learning_step(&m, s, 2.5, 0.02);
+            m.loss += (float)(0.05 * sin((double)s));
+            if (bad && s > 200) {
+                m.lr_peak = s <= 215 ? 0.3f : 1e-3f;
+                m.loss = (float)(3.4 + 4.6 * exp(-(double)(s - 200) / 15.0) + 0.05 * sin((double)s));
+            } else if (s > 200) {
+                m.lr_peak = 5e-4f;
+            }
+            feed(&m);
+        }
+        const diag_finding *f = first(DIAG_R_EXCURSION);
+        if (bad) {
+            CHECK(f && f->kind == DIAG_DIAGNOSIS && f->step == 215 + DIAG_EXC_AFTER);
+            CHECK(f && strstr(f->text, "the changes at steps 200-215 (lr 0.001 -> 0.3, lr 0.3 -> "
+                                       "0.001) left the run worse: loss 3.4") &&
+                  !strcmp(f->fix, "lr 0.001") && f->fix_from == DIAG_FROM_SNAPSHOT &&
+                  f->fix_before == 200);
+            CHECK(check_of(DIAG_C_LEARNING).answer == DIAG_Q_BAD && !diag_healthy(dg));
+        } else {
+            CHECK(f == NULL && check_of(DIAG_C_LEARNING).answer != DIAG_Q_BAD);
+        }
+    }
+}
+
+/* fp16 at a loss scale of 1e-6: every gradient underflows to 0 (the
+ * gradient norm 0, values rounded to 0 counted): the cause is the
+ * underflow and its fix the loss scale, not an LR too low (the update
+ * ratio is 0 because nothing reached the weights), and a first update
+ * with no gradient is no sane start. The same flat loss with gradients
+ * and no underflow stays the LR's. */
+static void test_underflow(void)
+{
+    for (int lost = 0; lost < 2; lost++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 300; s++) {
+            learning_step(&m, s, 5.6, 0);
+            m.loss = (float)(5.7 + 0.05 * sin((double)s));
+            metrics_set_setting(&m, "precision", FMT_FP16);
+            m.loss_scale = 1e-6f;
+            m.grad_norm = lost ? 0.0f : 1.0f;
+            for (int l = 0; l < L; l++) {
+                m.layer[l].update_ratio = lost ? 0.0f : 1e-6f;
+                m.layer[l].underflow = lost ? 3.0f : 0.0f;
+            }
+            feed(&m);
+        }
+        const diag_finding *f = first(lost ? DIAG_R_UNDERFLOW : DIAG_R_NOT_LEARNING);
+        CHECK(f && f->kind == DIAG_DIAGNOSIS && f->step == DIAG_LEARN_STEPS);
+        if (lost) {
+            CHECK(f && strstr(f->text, "gradients lost to underflow: the gradient norm is 0 on 64 "
+                                       "of 64 steps, ") && f->value[2] == 3.0 * L &&
+                  strstr(f->text, "values a step rounded to 0 in fp16 at loss scale 1e-06") &&
+                  !strcmp(f->fix, "loss-scale dynamic") && strstr(f->hint, "bf16"));
+            CHECK(count(DIAG_R_NOT_LEARNING) == 0 && count(DIAG_R_START) == 1);
+            CHECK(check_of(DIAG_C_START).answer == DIAG_Q_BAD &&
+                  strstr(check_of(DIAG_C_START).text, "gradient norm is 0"));
+        } else {
+            CHECK(f && strstr(f->text, "too low") && count(DIAG_R_UNDERFLOW) == 0);
+        }
+    }
 }
 
 /* A 4 KB data file: validation lowest at step 200 (2.89), then rising
@@ -1255,6 +1370,8 @@ int main(void)
     test_entropy();
     test_checks_healthy();
     test_not_learning();
+    test_underflow();
+    test_excursion();
     test_overfit();
     test_lr_warn();
     test_floor();

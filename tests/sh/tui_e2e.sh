@@ -209,13 +209,14 @@ s=$(sgr)
 echo "$s" | grep -q '\[34m' && ok || no "--light: no blue on the screen: $s"
 pale "$s" && no "--light: pale or dim text on the screen: $s" || ok
 key '?'
-i=0
-while [ $i -lt 8 ] && ! screen | grep -q 'blue normal'; do
+wait_for 'normscope keys' 10 && ok || no "--light: ? shows no help"
+i=1 # each page in turn (the frame that shows it, not the key, is waited for)
+while [ $i -lt 8 ] && ! screen | grep -q 'blue normal' && screen | grep -q "$i/[0-9]* PgDn: more"; do
     key PgDn
-    sleep 0.5
-    s=$(sgr)
-    pale "$s" && no "--light: pale or dim text in the help: $s"
     i=$((i + 1))
+    wait_for " $i/" 10 || break
+    s=$(sgr)
+    pale "$s" && no "--light: pale or dim text on help page $i: $s"
 done
 screen | grep -q 'blue normal' && ok || no "--light: the glossary does not name the light palette's colours"
 key Escape q

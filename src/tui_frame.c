@@ -193,6 +193,8 @@ static const gloss_entry gloss_view[] = {
     {"a/b", "--compare: run a's layer gradient norm / run b's, sqrt(attn^2 + mlp^2 + "
             "g(norms)^2); under 0.1 or over 10 stand out"},
     {"L= d= ...", "the model: L blocks, width d, H heads, context T bytes, B sequences a step"},
+    {"--light", "start with it for a white background (a projector): no yellow, cyan or dim "
+                "text; the colours below then read as it names them"},
 };
 enum { N_GLOSS_VIEW = sizeof gloss_view / sizeof gloss_view[0] };
 #define GLOSS_MAX (N_GLOSS_VIEW + TUI_LAYER_COLS_MAX + 4)

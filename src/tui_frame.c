@@ -175,7 +175,7 @@ typedef struct {
 } gloss_entry;
 static const gloss_entry gloss_view[] = {
     {"loss", "cross-entropy of the next byte, nats per byte (/ln 2: bits); a random guess: "
-             "ln 256 = 5.55; the chart: smoothed, each step's dim"},
+             "ln 256 = 5.55; the chart: smoothed, over each step's (dim; --light: plain)"},
     {"val", "the same on held-out bytes every --val-every steps; 'val 2.50@400': measured "
             "at step 400"},
     {"|grad|", "the step's global gradient norm before clipping (what c clips to 1.0; CSV "

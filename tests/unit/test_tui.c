@@ -2283,6 +2283,20 @@ static void test_palette_light(void)
     CHECK(!strcmp(b, "bright blue"));
     tui_palette_name(TUI_S_BAD, 0, 0, b, sizeof b);
     CHECK(!strcmp(b, "reversed"));
+    /* the chart's legend says what each step's loss looks like there */
+    trainer_snapshot *sn = mech_snap(6, 0);
+    tui_grid g = {0};
+    tui_grid_resize(&g, 40, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 1);
+    ui.light = 1;
+    tui_draw(&g, sn, &ui);
+    CHECK(rows_with(&g, 0, "plain: each step") == 1 && rows_with(&g, 0, "dim: each step") == 0);
+    ui.light = 0;
+    tui_draw(&g, sn, &ui);
+    CHECK(rows_with(&g, 0, "dim: each step") == 1);
+    tui_grid_free(&g);
+    free(sn);
     /* --light is a flag of the live view and of --follow, not only --plot's */
     const ns_setting *r = settings_find("light", 5);
     CHECK(r && !(r->flags & SETF_PLOT) && (r->flags & SETF_FOLLOW));

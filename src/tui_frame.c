@@ -209,6 +209,11 @@ static int gloss_colors(const tui_ui *ui, char (*name)[16], char (*text)[GLOSS_T
     tui_palette_name(TUI_S_EXPLODE, ui->light, ui->color, en, sizeof en);
     tui_palette_name(TUI_S_BAD, ui->light, ui->color, bn, sizeof bn);
     tui_palette_name(TUI_S_WARN, ui->light, ui->color, wn, sizeof wn);
+    if (!ui->color) { /* without colour the bars' glyphs say it (tui_layers.c log_bar) */
+        snprintf(nn, sizeof nn, "%s", ui->unicode ? "\xe2\x96\x88" : "#"); /* █ */
+        snprintf(vn, sizeof vn, "%s", ui->unicode ? "\xe2\x96\x91" : "."); /* ░ */
+        snprintf(en, sizeof en, "%s", ui->unicode ? "\xe2\x96\x93" : "!"); /* ▓ */
+    }
     snprintf(name[0], 16, "bars");
     snprintf(text[0], GLOSS_TEXT,
              "|grad| on a log scale: %s normal, %s vanishing (< 1e-3 of the largest layer's), "

@@ -2196,6 +2196,12 @@ static void test_glossary(void)
             printf("  the glossary has no '%s'\n", view[i]);
         CHECK(strstr(all, view[i]) != NULL);
     }
+    /* without colour, the bars' glyphs (ASCII here) */
+    ui.color = 0;
+    help_text(&g, s, &ui, all, sizeof all);
+    CHECK(strstr(all, "# normal, . vanishing") != NULL && strstr(all, "! exploding") != NULL);
+    ui.color = 1;
+    help_text(&g, s, &ui, all, sizeof all);
     /* the colour line names the palette's colours: blue on --light */
     CHECK(strstr(all, "cyan normal") != NULL);
     ui.light = 1;

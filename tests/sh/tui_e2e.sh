@@ -95,7 +95,7 @@ wait_for 'attention |grad|' 10 && ok || no "m m: the bars did not come back"
 # M: the layer rows show the mechanisms (same layers, same rows); M again
 key M
 wait_for 'att entrpy' 10 && ok || no "M: no mechanisms rows"
-screen | grep -qF 'q.k/sqrt(d)' && ok || no "M: no logit unit under the titles"
+wait_for 'q.k/sqrt(d)' 10 && ok || no "M: no logit unit under the titles: $(screen | sed -n 3,5p)"
 key M
 wait_for 'attention |grad|' 10 && ok || no "M M: the gradients did not come back"
 

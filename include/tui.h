@@ -81,6 +81,24 @@ typedef enum {
     TUI_S_COUNT
 } tui_style;
 
+/* ---- colours per scheme (tui_palette.c) ----------------------------------
+ * A style's colours: ANSI's eight (curses' COLOR_* have the same values),
+ * -1 the terminal's default; attributes added to the colour pair, and
+ * used alone without colour. */
+enum { TUI_C_BLACK, TUI_C_RED, TUI_C_GREEN, TUI_C_YELLOW, TUI_C_BLUE, TUI_C_MAGENTA, TUI_C_CYAN,
+       TUI_C_WHITE };
+enum { TUI_A_BOLD = 1, TUI_A_DIM = 2, TUI_A_REVERSE = 4, TUI_A_UNDERLINE = 8 };
+typedef struct {
+    short fg, bg;
+    unsigned color_attr, mono_attr;
+} tui_style_spec;
+/* The table of TUI_S_COUNT entries: light_bg (--light) for a white
+ * background, else a dark or default one. */
+const tui_style_spec *tui_palette(int light_bg);
+/* A style's colour as the glossary names it: "bright blue", "white on
+ * red", or without colour its attribute ("reversed", "plain"). */
+void tui_palette_name(tui_style s, int light_bg, int color, char *b, size_t n);
+
 typedef struct {
     uint32_t ch; /* a code point; ' ' when empty */
     uint8_t style;
@@ -186,6 +204,7 @@ enum {
     TUI_COL_LOWP = 4,       /* rows and fold: only in bf16/fp16 (the box: always) */
     TUI_COL_BOX_LAST = 8,   /* the box: after the layer's gradients and rule lines, the
                              * first to go when it is short */
+    TUI_COL_MECH = 16,      /* the mechanisms rows (key M): a cell, in the table's order */
 };
 #define TUI_WIDE_COLS 150
 typedef struct {
@@ -208,6 +227,10 @@ typedef struct tui_layer_col {
     /* a cell of its own (8 columns at c): NULL = the value as fmt says;
      * under: the compact rows show underflow counts */
     void (*cell)(tui_grid *g, int r, int c, const layer_metrics *lm, int under);
+    /* its line in the help's glossary: what it is, its unit, what a
+     * healthy value looks like (every row has one: test_tui) */
+    const char *gloss;
+    const char *unit; /* the mechanisms rows' second header row: "nats" */
 } tui_layer_col;
 #define TUI_LAYER_COLS_MAX 16
 #define TUI_TWIN_ACT_DROP 20
@@ -252,6 +275,20 @@ typedef struct {
     int rms;            /* resid rms, 8 columns, or -1 */
 } tui_twin_cols;
 tui_twin_cols tui_twin_columns(int width, int prec);
+/* Columns of the mechanisms rows (key M: the TUI_COL_MECH cells in the
+ * table's order, after the largest attention logit's bar on 1..1e4),
+ * from the width; compact: --compare's panels and the ranked layout's
+ * columns (7-column names). Cells that do not fit are dropped from the
+ * right (-1), then the bar (bar_w 0). */
+typedef struct {
+    int idx;          /* 4 columns */
+    int bar, bar_w;   /* the logit bar */
+    int cell_w;       /* each cell's width */
+    int x[TUI_LAYER_COLS_MAX]; /* column i of the table's cell start; -1 = absent */
+} tui_mech_cols;
+tui_mech_cols tui_mech_columns(int width, int compact);
+#define TUI_MECH_LOGIT_LO 0 /* the logit bar's decades: 1 .. 1e4 */
+#define TUI_MECH_LOGIT_HI 4
 #define TUI_TWIN_BAR_MIN 6 /* gradient bars keep this many cells */
 #define TUI_TWIN_ACT_MIN 10 /* the activation bar needs this for its two marks */
 
@@ -341,6 +378,7 @@ typedef enum {
     TUI_ACT_STEP_BACK,  /* --follow: the replay's step back / forward */
     TUI_ACT_STEP_FWD,
     TUI_ACT_CHECKPOINT, /* --follow: ask the followed run for a checkpoint */
+    TUI_ACT_MECH,       /* the layer rows: gradients / mechanisms */
     TUI_ACT_COUNT,
     /* TUI_ACT_BIND + i: the i-th key bound to a settings row's command
      * (the rows' keys in table order: tui_bind_*) */
@@ -408,6 +446,8 @@ typedef struct {
                    * TUI_DUMP_SCREEN | TUI_DUMP_METRICS | TUI_DUMP_FIGURE */
     int layer_rows; /* layer rows visible in the last frame (a page) */
     int layer_cols; /* columns of layers in this frame's panels (the layout's) */
+    int mech;       /* the layer rows show the mechanisms (M), not the gradients */
+    int light;      /* --light: the palette for a white background (the curses layer) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int follow;   /* --follow: the help marks the keys that change the lab's model */
     /* --lesson: its title and text for the lesson panel (NULL = none), L
@@ -573,6 +613,7 @@ typedef struct {
     const ns_script *lesson_lines; /* a sweep lesson's notes and questions; or NULL */
     FILE *spool; /* the trainer's copy of the CSV (trainer_opts.spool) for e; or NULL */
     long lesson_reveal; /* a lesson's reveal: run b hidden until then (tui_ui.reveal) */
+    int light; /* --light: the palette for a white background (tui_palette) */
 } tui_options;
 
 typedef enum { TUI_END_QUIT = 0, TUI_END_SIGNAL = 1, TUI_END_ERROR = 2 } tui_end;

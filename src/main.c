@@ -393,7 +393,7 @@ static tui_options ui_options(const cli_opts *o, const ns_lesson *lesson)
     tui_options uo = {o->ascii, o->no_color, lesson ? lesson->title : NULL,
                       lesson ? lesson->text : NULL, o->bars_rel, o->smooth,
                       lesson && lesson->sweep[0] ? &lesson->script : NULL,
-                      NULL, lesson ? lesson->reveal : 0};
+                      NULL, lesson ? lesson->reveal : 0, o->light};
     return uo;
 }
 

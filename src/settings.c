@@ -328,8 +328,9 @@ static const ns_setting table[] = {
     {.name = "mono", .type = SET_PRESENCE,
      .help = "--plot in black and white: dashes and marker shapes", .flags = SETF_PLOT, OPT(mono)},
     {.name = "light", .type = SET_PRESENCE,
-     .help = "--plot in color on white, for print (not with --mono)", .flags = SETF_PLOT,
-     OPT(light)},
+     .help = "colours for a white background: the live view's (a projector, a light "
+             "theme), --plot's for print (not with --mono)",
+     .flags = SETF_FOLLOW, OPT(light)},
     {.name = "log", .type = SET_PRESENCE, .help = "--plot the loss on a log axis",
      .flags = SETF_PLOT, OPT(logy)},
     {.name = "smooth", .type = SET_REAL, .arg = "W", .lo = 0, .hi = 0.999, .def = 0.9,

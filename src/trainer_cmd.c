@@ -318,6 +318,12 @@ void trainer_apply_command(trainer *t, const ns_command *c, int target)
     if (after < before) { /* a fresh rate window: the step count went back */
         t->rate_t0 = trainer_run_now(t);
         t->rate_s0 = after;
+        /* a sample of a step after the one gone back to is of weights no
+         * longer there: dropped, and a new one taken soon */
+        if (t->sample_step > after) {
+            t->sample_len = 0;
+            t->next_sample = t->rate_t0;
+        }
     }
     if (c->kind == CMD_REINIT) {
         reinited(t);

@@ -229,7 +229,8 @@ static void chart_legend(tui_grid *g, tui_rect r, const chart_ctx *c, const tui_
     const int uni = c->uni, ghost = st->ghost_n > 0;
     char smooth[48] = "each step  ";
     if (ui->smooth > 0) /* the weight, as --smooth takes it */
-        snprintf(smooth, sizeof smooth, "smoothed %g, dim: each step  ", ui->smooth);
+        snprintf(smooth, sizeof smooth, "smoothed %g, %s: each step  ", ui->smooth,
+                 ui->light ? "plain" : "dim"); /* --light has no dim (grey on white) */
     struct {
         const char *glyph, *text; /* a mark and what it stands for: both, or neither */
         int glyph_cols;           /* columns the glyph takes (3 bytes of UTF-8 are 1) */

@@ -126,71 +126,31 @@ static void capture_restore_seq(void)
 
 static attr_t style_attr[TUI_S_COUNT];
 
-typedef struct {
-    short fg, bg;
-    attr_t color_attr; /* added to the color pair */
-    attr_t mono_attr;  /* used alone without color */
-} style_spec;
-
-/* The 8-color palette: every pair is readable on a dark or a light
- * default background (no dark blue text on black; states are reversed
- * blocks). -1 = the terminal's default color. */
-static const style_spec specs[TUI_S_COUNT] = {
-    [TUI_S_TEXT] = {-1, -1, 0, 0},
-    [TUI_S_DIM] = {-1, -1, A_DIM, A_DIM},
-    [TUI_S_TITLE] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
-    [TUI_S_BORDER] = {COLOR_CYAN, -1, 0, 0},
-    [TUI_S_STATUS] = {-1, -1, 0, 0},
-    [TUI_S_LABEL] = {COLOR_CYAN, -1, 0, 0},
-    [TUI_S_KEY] = {COLOR_BLACK, COLOR_CYAN, 0, A_REVERSE},
-    [TUI_S_TOGGLE] = {-1, -1, A_BOLD, A_BOLD},
-    [TUI_S_RUN] = {COLOR_BLACK, COLOR_GREEN, A_BOLD, A_REVERSE},
-    [TUI_S_PAUSE] = {COLOR_BLACK, COLOR_YELLOW, A_BOLD, A_REVERSE},
-    [TUI_S_DIVERGED] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
-    [TUI_S_DONE] = {COLOR_BLACK, COLOR_CYAN, A_BOLD, A_REVERSE},
-    [TUI_S_FROZEN] = {COLOR_BLACK, COLOR_MAGENTA, A_BOLD, A_REVERSE},
-    /* the bar states: cyan, bright blue, bright red (bold is bright in
-     * most terminals) stay apart in every common color vision, green and
-     * red did not (tests/lib/plot_check.py tui_states) */
-    [TUI_S_NORMAL] = {COLOR_CYAN, -1, 0, 0},
-    [TUI_S_VANISH] = {COLOR_BLUE, -1, A_BOLD, A_DIM},
-    [TUI_S_EXPLODE] = {COLOR_RED, -1, A_BOLD, A_BOLD},
-    [TUI_S_WARN] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
-    [TUI_S_BAD] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
-    [TUI_S_TRAIN] = {COLOR_CYAN, -1, 0, 0},
-    [TUI_S_VAL] = {COLOR_MAGENTA, -1, A_BOLD, A_BOLD},
-    [TUI_S_MARK] = {COLOR_YELLOW, -1, 0, A_UNDERLINE},
-    [TUI_S_SELECT] = {COLOR_BLACK, COLOR_WHITE, 0, A_REVERSE},
-    [TUI_S_HEAT0] = {COLOR_BLUE, -1, 0, A_DIM},
-    [TUI_S_HEAT1] = {COLOR_BLUE, -1, A_BOLD, 0},
-    [TUI_S_HEAT2] = {COLOR_CYAN, -1, 0, 0},
-    [TUI_S_HEAT3] = {COLOR_GREEN, -1, 0, 0},
-    [TUI_S_HEAT4] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
-    [TUI_S_HEAT5] = {COLOR_RED, -1, A_BOLD, A_BOLD},
-    [TUI_S_HEAT6] = {COLOR_MAGENTA, -1, A_BOLD, A_BOLD | A_REVERSE},
-    [TUI_S_EV_SETTING] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
-    [TUI_S_EV_VAL] = {-1, -1, A_DIM, A_DIM},
-    [TUI_S_EV_NOTE] = {COLOR_YELLOW, -1, 0, A_UNDERLINE},
-    [TUI_S_TWIN] = {COLOR_GREEN, -1, A_BOLD, A_BOLD},
-};
+/* The palette's attributes as curses'. */
+static attr_t curses_attr(unsigned a)
+{
+    return (a & TUI_A_BOLD ? A_BOLD : 0) | (a & TUI_A_DIM ? A_DIM : 0) |
+           (a & TUI_A_REVERSE ? A_REVERSE : 0) | (a & TUI_A_UNDERLINE ? A_UNDERLINE : 0);
+}
 
 /* Returns 1 when colors are in use. */
-static int setup_colors(int want)
+static int setup_colors(int want, int light)
 {
+    const tui_style_spec *specs = tui_palette(light);
     int ok = want && has_colors() && start_color() == OK && COLORS >= 8 && COLOR_PAIRS > TUI_S_COUNT;
     int dflt = ok && use_default_colors() == OK;
     for (int s = 0; s < TUI_S_COUNT; s++) {
         if (!ok) {
-            style_attr[s] = specs[s].mono_attr;
+            style_attr[s] = curses_attr(specs[s].mono_attr);
             continue;
         }
         short fg = specs[s].fg, bg = specs[s].bg;
-        if (!dflt) { /* no "default color": assume white on black */
-            fg = fg < 0 ? COLOR_WHITE : fg;
-            bg = bg < 0 ? COLOR_BLACK : bg;
+        if (!dflt) { /* no "default color": white on black, or black on white */
+            fg = fg < 0 ? (light ? COLOR_BLACK : COLOR_WHITE) : fg;
+            bg = bg < 0 ? (light ? COLOR_WHITE : COLOR_BLACK) : bg;
         }
         init_pair((short)(s + 1), fg, bg);
-        style_attr[s] = COLOR_PAIR(s + 1) | specs[s].color_attr;
+        style_attr[s] = COLOR_PAIR(s + 1) | curses_attr(specs[s].color_attr);
     }
     return ok;
 }
@@ -605,7 +565,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
      * froze the frame until the next key (found by tui_e2e.sh's click) */
     mousemask(ALL_MOUSE_EVENTS, NULL);
     mouseinterval(0); /* report presses at once, not after a click delay */
-    int color = setup_colors(want_color);
+    int color = setup_colors(want_color, o->light);
     tui_ui_init(&rs->ui, utf8 && !o->ascii, color);
     rs->ui.follow = rs->src == &follow_source;
     rs->ui.lesson_title = o->lesson_title;
@@ -613,6 +573,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.reveal = o->lesson_reveal;
     rs->ui.bars_rel = o->bars_rel;
     rs->ui.smooth = o->smooth;
+    rs->ui.light = o->light;
     if (rs->src == &sweep_source) {
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
         rs->sv->ui.lesson_title = o->lesson_title; /* a sweep lesson's notes (main.c) */

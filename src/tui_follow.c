@@ -435,7 +435,7 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
             fmt_num(it[n], sizeof it[n], "val", s->run[0].last_val), st[n++] = TUI_S_STATUS;
         fmt_col(it[n], sizeof it[n], "lr", m, METRICS_COL_LR), st[n++] = TUI_S_STATUS;
         if (!m->nonfinite)
-            fmt_col(it[n], sizeof it[n], "|g|", m, METRICS_COL_GNORM), st[n++] = TUI_S_STATUS;
+            fmt_col(it[n], sizeof it[n], "|grad|", m, METRICS_COL_GNORM), st[n++] = TUI_S_STATUS;
     }
     int c = r.c + 1;
     for (int i = 0; i < n; i++) { /* whole items only: a cut number misleads */

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nstext.h"
@@ -165,14 +166,118 @@ static void help_off_line(tui_grid *g, tui_rect r, int rr)
 _Static_assert(sizeof help_legend / sizeof help_legend[0] == TUI_HELP_LEGEND,
                "TUI_HELP_LEGEND counts the legend's lines");
 
-/* The help's rows of keys, in order: a key's (its index in the key
- * table) from byte `off` of its help, wrapped at a space to the box's
- * width; or the --follow row of the keys it does not take (key HELP_OFF). */
-enum { HELP_OFF = -1 };
-#define HELP_MAX_LINES 128
+/* ---- the glossary: every number and colour on screen, a line each ------------- */
+
+/* The view's own numbers and marks (the per-layer numbers' lines are the
+ * layer column table's, tui_layers.c): what, unit, a healthy value. */
 typedef struct {
-    int key, off, len;
+    const char *name, *text;
+} gloss_entry;
+static const gloss_entry gloss_view[] = {
+    {"loss", "cross-entropy of the next byte, nats per byte (/ln 2: bits); a random guess: "
+             "ln 256 = 5.55; the chart: smoothed, over each step's (dim; --light: plain)"},
+    {"val", "the same on held-out bytes every --val-every steps; 'val 2.50@400': measured "
+            "at step 400"},
+    {"|grad|", "the step's global gradient norm before clipping (what c clips to 1.0; CSV "
+               "grad_norm); the default run: about 1-2 after warmup"},
+    {"lr", "the next step's learning rate; (warmup N%): N% of the peak, ramping up"},
+    {"steps/s", "training speed; tok/s: bytes a second (steps/s x batch x context)"},
+    {"\xce\x94out", "how far one update moved the logits of a fixed batch, ||df||/||f|| "
+                    "(Liu et al. 2020): Post-LN ~1 in its first steps, DeepNorm ~0.2; the first "
+                    "100 steps and at validations"},
+    {"sample", "'sample @N': the model's continuation of a fixed prompt (dim) at step N; "
+               "\\xNN: a byte it cannot print"},
+    {"!", "a warning of the diagnosis (D: whole, and what to try); after a layer's index: "
+          "its first non-finite op; atop the chart: a non-finite loss"},
+    {"XX", "in the heatmap (m): a step whose value was not finite (NaN or Inf)"},
+    {"a/b", "--compare: run a's layer gradient norm / run b's, sqrt(attn^2 + mlp^2 + "
+            "g(norms)^2); under 0.1 or over 10 stand out"},
+    {"L= d= ...", "the model: L blocks, width d, H heads, context T bytes, B sequences a step"},
+    {"--light", "start with it for a white background (a projector): no yellow, cyan or dim "
+                "text; the colours below then read as it names them"},
+};
+enum { N_GLOSS_VIEW = sizeof gloss_view / sizeof gloss_view[0] };
+#define GLOSS_MAX (N_GLOSS_VIEW + TUI_LAYER_COLS_MAX + 4)
+#define GLOSS_TEXT 320
+
+/* The colour lines, named from the palette in force (tui_palette.c). */
+static int gloss_colors(const tui_ui *ui, char (*name)[16], char (*text)[GLOSS_TEXT])
+{
+    char nn[24], vn[24], en[24], bn[24], wn[24];
+    tui_palette_name(TUI_S_NORMAL, ui->light, ui->color, nn, sizeof nn);
+    tui_palette_name(TUI_S_VANISH, ui->light, ui->color, vn, sizeof vn);
+    tui_palette_name(TUI_S_EXPLODE, ui->light, ui->color, en, sizeof en);
+    tui_palette_name(TUI_S_BAD, ui->light, ui->color, bn, sizeof bn);
+    tui_palette_name(TUI_S_WARN, ui->light, ui->color, wn, sizeof wn);
+    if (!ui->color) { /* without colour the bars' glyphs say it (tui_layers.c log_bar) */
+        snprintf(nn, sizeof nn, "%s", ui->unicode ? "\xe2\x96\x88" : "#"); /* █ */
+        snprintf(vn, sizeof vn, "%s", ui->unicode ? "\xe2\x96\x91" : "."); /* ░ */
+        snprintf(en, sizeof en, "%s", ui->unicode ? "\xe2\x96\x93" : "!"); /* ▓ */
+    }
+    snprintf(name[0], 16, "bars");
+    snprintf(text[0], GLOSS_TEXT,
+             "|grad| on a log scale: %s normal, %s vanishing (< 1e-3 of the largest layer's), "
+             "%s exploding (>= 10), %s NaN/Inf", nn, vn, en, bn);
+    snprintf(name[1], 16, "act bar");
+    snprintf(text[1], GLOSS_TEXT, "act max on 1..1e6: %s past the 256 mark (the LN variance "
+             "overflows fp16), %s past 65504 (fp16's largest)", wn, bn);
+    snprintf(name[2], 16, "logit bar");
+    snprintf(text[2], GLOSS_TEXT, "M's rows: the largest attention logit on a log scale "
+             "1..1e4, uncoloured: its length is the news");
+    return 3;
+}
+
+/* Every glossary line, in the help's order: the view's, the colours,
+ * then each per-layer number under its box name (and the names it has
+ * elsewhere). Returns the count. */
+static int gloss_lines(const tui_ui *ui, char (*name)[16], char (*text)[GLOSS_TEXT])
+{
+    int n = 0, nc;
+    for (int i = 0; i < N_GLOSS_VIEW; i++, n++) {
+        snprintf(name[n], 16, "%s", gloss_view[i].name);
+        snprintf(text[n], GLOSS_TEXT, "%s", gloss_view[i].text);
+    }
+    n += gloss_colors(ui, name + n, text + n);
+    const tui_layer_col *t = tui_layer_col_table(&nc);
+    for (int i = 0; i < nc && n < GLOSS_MAX; i++) {
+        if (!t[i].gloss)
+            continue;
+        const char *alias[] = {t[i].brief, t[i].row.title, t[i].twin.title, t[i].fold};
+        char also[64] = "";
+        for (int a = 0; a < 4; a++) {
+            const char *al = alias[a];
+            while (al && *al == ' ')
+                al++;
+            if (al && *al && !strstr(t[i].side, al) && !strstr(also, al))
+                snprintf(also + strlen(also), sizeof also - strlen(also), "%s'%s'",
+                         also[0] ? ", " : "(also ", al);
+        }
+        snprintf(name[n], 16, "%s", t[i].side);
+        snprintf(text[n], GLOSS_TEXT, "%s%s%s", also, also[0] ? ") " : "", t[i].gloss);
+        n++;
+    }
+    return n;
+}
+
+/* ---- the help's rows -------------------------------------------------------------
+ * A key's (its index in the key table) from byte `off` of its help,
+ * wrapped at a space to the box's width; the --follow row of the keys it
+ * does not take; a legend line; a glossary line's piece. Rows of one
+ * block (a key, the legend, a glossary entry) stay on one page. */
+enum { HELP_KEY, HELP_OFF, HELP_LEGEND, HELP_GLOSS_TITLE, HELP_GLOSS };
+#define HELP_MAX_LINES 256
+typedef struct {
+    int kind, key, off, len;
+    int block; /* the first row of a block; gap: a blank row before it */
+    int gap;
+    int page, at; /* paginated: its page and row there */
 } help_row;
+typedef struct {
+    help_row row[HELP_MAX_LINES];
+    int n;
+    char gname[GLOSS_MAX][16];
+    char gtext[GLOSS_MAX][GLOSS_TEXT];
+} help_doc;
 
 /* The bytes of text that fit w columns, cut after a word (ASCII help). */
 static int help_wrap(const char *text, int w)
@@ -186,100 +291,148 @@ static int help_wrap(const char *text, int w)
     return cut > 0 ? cut : w;
 }
 
-static int help_lines(const tui_ui *ui, int w, help_row *out)
+static void add_row(help_doc *d, int kind, int key, int off, int len, int block, int gap)
 {
-    int n_lines = 0, off_said = 0, n;
+    if (d->n < HELP_MAX_LINES)
+        d->row[d->n++] = (help_row){kind, key, off, len, block, gap, 0, 0};
+}
+
+/* A text wrapped to w into rows of one block. */
+static void add_wrapped(help_doc *d, int kind, int key, const char *t, int w, int gap)
+{
+    for (int off = 0, first = 1; t[off] && d->n < HELP_MAX_LINES; first = 0) {
+        int len = help_wrap(t + off, w);
+        add_row(d, kind, key, off, len, first, first && gap);
+        off += len;
+        while (t[off] == ' ')
+            off++;
+    }
+}
+
+static void help_keys(help_doc *d, const tui_ui *ui, int w)
+{
+    int off_said = 0, n;
     const tui_key *keys = tui_key_table(&n);
-    for (int i = 0; i < n && n_lines < HELP_MAX_LINES; i++) {
+    for (int i = 0; i < n; i++) {
         if (!keys[i].name || (!ui->follow && tui_action_follow_only(keys[i].act)))
             continue;
         if (ui->follow && tui_action_changes_model(keys[i].act)) {
             /* --follow: the lab's model is not there to change; one line */
             if (!off_said++)
-                out[n_lines++] = (help_row){HELP_OFF, 0, 0};
+                add_row(d, HELP_OFF, 0, 0, 0, 1, 0);
             continue;
         }
-        const char *t = keys[i].help;
-        for (int off = 0; t[off] && n_lines < HELP_MAX_LINES;) {
-            int len = help_wrap(t + off, w);
-            out[n_lines++] = (help_row){i, off, len};
-            off += len;
-            while (t[off] == ' ')
-                off++;
-        }
+        add_wrapped(d, HELP_KEY, i, keys[i].help, w, 0);
     }
-    return n_lines;
+}
+
+/* The whole help: keys (w: their text's width), the legend, the glossary. */
+static void help_build(help_doc *d, const tui_ui *ui, int w, int with_gloss)
+{
+    d->n = 0;
+    help_keys(d, ui, w);
+    for (int i = 0; i < TUI_HELP_LEGEND; i++)
+        add_row(d, HELP_LEGEND, i, 0, 0, i == 0, i == 0);
+    if (!with_gloss)
+        return;
+    int ng = gloss_lines(ui, d->gname, d->gtext);
+    add_row(d, HELP_GLOSS_TITLE, 0, 0, 0, 1, 1);
+    for (int i = 0; i < ng; i++)
+        add_wrapped(d, HELP_GLOSS, i, d->gtext[i], w, 0);
+}
+
+/* Pages of h rows: rows flow in order, a block whole on one page (moved
+ * to the next when it does not fit the rest of this one; one taller than
+ * a page is cut), a gap not at a page's top. Returns the page count. */
+static int help_paginate(help_doc *d, int h)
+{
+    int page = 0, used = 0;
+    for (int i = 0; i < d->n; i++) {
+        help_row *r = &d->row[i];
+        if (r->block) {
+            int k = 1;
+            while (i + k < d->n && !d->row[i + k].block)
+                k++;
+            int gap = r->gap && used > 0;
+            if (used > 0 && used + gap + k > h)
+                page++, used = 0, gap = 0;
+            used += gap;
+        }
+        if (used >= h)
+            page++, used = 0;
+        r->page = page;
+        r->at = used++;
+    }
+    return page + 1;
 }
 
 int tui_help_height(int w)
 {
-    help_row lines[HELP_MAX_LINES];
+    help_doc *d = calloc(1, sizeof *d);
     tui_ui ui = {0}; /* the lab's keys: --follow's are fewer */
-    return help_lines(&ui, w - 15, lines) + 1 + TUI_HELP_LEGEND + 2;
+    if (!d)
+        return 40;
+    help_build(d, &ui, w - 15, 0);
+    int n = d->n + 1; /* and the legend's blank line */
+    free(d);
+    return n + 2;
 }
 
-/* The page of the line list each line goes on, for pages of h rows: the
- * keys fill pages in order; the legend (a blank line, then its lines)
- * stays whole, on the keys' last page when it fits, else on a page of
- * its own, else (h too short for it) not at all: half a legend misleads.
- * Returns the page count. */
-static int help_paginate(int n_keys, int h, int *legend_page)
+static void help_line(tui_grid *g, tui_rect r, int rr, const help_row *line, const help_doc *d,
+                      const tui_key *keys)
 {
-    int pages = n_keys > 0 ? (n_keys + h - 1) / h : 1, used = n_keys - (pages - 1) * h;
-    int n_leg = (int)(sizeof help_legend / sizeof help_legend[0]);
-    *legend_page = -1;
-    if (used + 1 + n_leg <= h)
-        *legend_page = pages - 1;
-    else if (n_leg <= h)
-        *legend_page = pages++;
-    return pages;
-}
-
-static void help_line(tui_grid *g, tui_rect r, int rr, help_row line, const tui_key *keys)
-{
-    if (line.key == HELP_OFF) {
-        help_off_line(g, r, rr);
+    switch (line->kind) {
+    case HELP_OFF: help_off_line(g, r, rr); return;
+    case HELP_LEGEND: tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, help_legend[line->key]); return;
+    case HELP_GLOSS_TITLE:
+        tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_TITLE,
+                 "What the numbers mean: what, unit, a healthy value");
         return;
+    case HELP_GLOSS:
+        if (line->off == 0)
+            tui_puts(g, rr, r.c + 2, 10, TUI_S_LABEL, d->gname[line->key]);
+        tui_puts(g, rr, r.c + 13, line->len, TUI_S_TEXT, d->gtext[line->key] + line->off);
+        return;
+    default:
+        if (line->off == 0) /* a wrapped line's rest goes under its text */
+            tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, keys[line->key].name);
+        tui_puts(g, rr, r.c + 13, line->len, TUI_S_TEXT, keys[line->key].help + line->off);
     }
-    if (line.off == 0) /* a wrapped line's rest goes under its text */
-        tui_puts(g, rr, r.c + 2, 10, TUI_S_KEY, keys[line.key].name);
-    tui_puts(g, rr, r.c + 13, line.len, TUI_S_TEXT, keys[line.key].help + line.off);
 }
 
-/* The help: the keys in the key table's order, then the legend, in pages
- * of the rows the box holds (PgDn / PgUp turn them: tui_apply), so a
- * small terminal loses no key. The closing hint is on the bottom border,
- * as the title on the top. */
+/* The help: the keys in the key table's order, the legend, then the
+ * glossary, in pages of the rows the box holds (PgDn / PgUp turn them:
+ * tui_apply), so a small terminal loses no key. The closing hint is on
+ * the bottom border, as the title on the top. */
 void tui_draw_help(tui_grid *g, tui_rect r, tui_ui *ui)
 {
     if (r.w < 20 || r.h < 4)
         return;
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_TEXT);
     tui_box(g, r, ui->unicode, TUI_S_BORDER);
-    tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE, " normscope keys ");
-    help_row lines[HELP_MAX_LINES];
+    static help_doc d; /* the UI thread's only */
     int n;
     const tui_key *keys = tui_key_table(&n);
-    int n_lines = help_lines(ui, r.w - 15, lines), h = r.h - 2, legend_page;
-    ui->help_pages = help_paginate(n_lines, h, &legend_page);
+    int h = r.h - 2;
+    help_build(&d, ui, r.w - 15, 1);
+    ui->help_pages = help_paginate(&d, h);
     ui->help_page = clampi(ui->help_page, 0, ui->help_pages - 1);
-    int rr = r.r + 1, last = r.r + r.h - 1;
-    for (int i = ui->help_page * h; i < n_lines && rr < last && i < (ui->help_page + 1) * h; i++)
-        help_line(g, r, rr++, lines[i], keys);
-    if (legend_page == ui->help_page) {
-        int n_leg = (int)(sizeof help_legend / sizeof help_legend[0]);
-        if (rr > r.r + 1)
-            rr++; /* the blank line after the keys */
-        for (int i = 0; i < n_leg && rr < last; i++, rr++)
-            tui_puts(g, rr, r.c + 2, r.w - 4, TUI_S_DIM, help_legend[i]);
-    }
+    int gloss_page = ui->help_pages; /* the glossary's first page */
+    for (int i = 0; i < d.n; i++)
+        if (d.row[i].kind == HELP_GLOSS_TITLE)
+            gloss_page = d.row[i].page;
+    tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE,
+             ui->help_page > gloss_page ? " normscope: what the numbers mean " : " normscope keys ");
+    for (int i = 0; i < d.n; i++)
+        if (d.row[i].page == ui->help_page)
+            help_line(g, r, r.r + 1 + d.row[i].at, &d.row[i], &d, keys);
     char hint[80];
     if (ui->help_pages > 1)
         snprintf(hint, sizeof hint, " %d/%d %s; any other key closes this help ", ui->help_page + 1,
                  ui->help_pages, ui->help_page + 1 < ui->help_pages ? "PgDn: more" : "PgUp: back");
     else
         snprintf(hint, sizeof hint, " any key closes this help; q quits ");
-    tui_puts(g, last, r.c + 2, r.w - 4, TUI_S_LABEL, hint);
+    tui_puts(g, r.r + r.h - 1, r.c + 2, r.w - 4, TUI_S_LABEL, hint);
 }
 
 void tui_draw_too_small(tui_grid *g, int rows, int cols, int paused)

@@ -39,9 +39,12 @@ static const tui_key layout[] = {
      TUI_ACT_REINIT, NULL, NULL},
     {{TUI_KEY_TAB, TUI_KEY_BTAB}, "Tab", NULL, NULL,
      "--compare: keys act on both runs -> run a -> run b", TUI_ACT_TARGET, NULL, NULL},
-    {{'m'}, "m/v", "m", "View", "view bars / heatmap (m); bars absolute / relative (v)",
+    {{'m'}, "m/v/M", "m", "View",
+     "view bars / heatmap (m); bars absolute / relative (v); layer rows: gradients / "
+     "mechanisms (M: attention logits and entropy, branch/x, norm input)",
      TUI_ACT_VIEW, NULL, NULL},
     {{'v'}, NULL, NULL, NULL, NULL, TUI_ACT_BARS, NULL, NULL},
+    {{'M'}, NULL, NULL, NULL, NULL, TUI_ACT_MECH, NULL, NULL},
     {{TUI_KEY_UP}, "up/down", NULL, NULL, "select a layer (its numbers in the box at the right)",
      TUI_ACT_UP, NULL, NULL},
     {{TUI_KEY_DOWN}, NULL, NULL, NULL, NULL, TUI_ACT_DOWN, NULL, NULL},
@@ -302,6 +305,7 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_VIEW: ui->view = (ui->view + 1) % TUI_VIEW_COUNT; return 0;
     case TUI_ACT_TARGET: ui->target = (ui->target + 1) % TWIN_TARGET_COUNT; return 0;
     case TUI_ACT_BARS: ui->bars_rel = !ui->bars_rel; return 0;
+    case TUI_ACT_MECH: ui->mech = !ui->mech, ui->view = TUI_VIEW_LAYERS; return 0;
     case TUI_ACT_UP: ui->selected = clampi(ui->selected + 1, 0, n_layer - 1); return 0;
     case TUI_ACT_DOWN: ui->selected = clampi(ui->selected - 1, 0, n_layer - 1); return 0;
     case TUI_ACT_PGUP: ui->selected = clampi(ui->selected + page, 0, n_layer - 1); return 0;

@@ -250,47 +250,75 @@ static void prec_or_under(tui_grid *g, int r, int c, const layer_metrics *lm, in
 static const tui_layer_col layer_cols[] = {
     {.metric = "grad_attn", .fmt = TUI_FMT_E, .flags = TUI_COL_BEFORE_ACT,
      .row = {8, 0, "   attn", NULL}, .side = "grad attn", .brief = "g attn", .fold = "attn",
-     .style = grad_col_style},
+     .style = grad_col_style,
+     .gloss = "L2 norm of the gradient of the block's attention weights (the attn bar); "
+              "healthy: < 10 and > 1e-3 of the largest layer's"},
     {.metric = "grad_ffn", .fmt = TUI_FMT_E, .flags = TUI_COL_BEFORE_ACT,
      .row = {8, 0, "    mlp", NULL}, .side = "grad mlp", .brief = "g mlp", .fold = "mlp",
-     .style = grad_col_style},
+     .style = grad_col_style,
+     .gloss = "the same for the block's MLP weights (the mlp bar); with attn, the layer's "
+              "gradient"},
     /* the single view's title is the act bar's, "activation max" over both */
     {.metric = "act_max", .fmt = TUI_FMT_FIX, .row = {8, 0, NULL, NULL},
      .twin = {8, 1, " act max", NULL}, .twin_drop = 40, .side = "act max", .brief = "act mx",
-     .fold = "act max", .style = act_col_style},
+     .fold = "act max", .style = act_col_style,
+     .gloss = "largest |value| in the block (q, k, MLP, residual); fp16 overflows past 65504, "
+              "the LN variance past 256"},
     {.metric = "headroom", .fmt = TUI_FMT_FIX, .flags = TUI_COL_LOWP,
      .row = {9, 1, " headroom", NULL}, .twin = {9, 1, " headroom", "    under"}, .twin_drop = 30,
      .side = "headroom", .brief = "headrm", .fold = "headroom", .style = headroom_style,
-     .cell = prec_or_under},
+     .cell = prec_or_under,
+     .gloss = "log2(format max / act max): doublings left before overflow; warned < 3, bad < 1; "
+              "fp32 ~124: never near"},
     /* in the box only, next to act max and headroom: the residual stream's
      * largest value is what reaches fp16's limit (in the rows, act max) */
     {.metric = "resid_max", .fmt = TUI_FMT_FIX, .side = "resid max", .brief = "res mx",
-     .style = finite_style},
+     .style = finite_style,
+     .gloss = "largest |x| of the residual stream after the block; past 65504 fp16 overflows"},
     {.metric = "resid_rms", .fmt = TUI_FMT_FIX, .row = {10, 2, " resid rms", NULL},
      .twin = {8, 1, "   rms", NULL}, .twin_drop = 10, .side = "resid rms", .brief = "rms",
-     .fold = "rms", .style = finite_style},
+     .fold = "rms", .style = finite_style,
+     .gloss = "RMS of the residual stream after the block; Post-LN 1.00 (after its norm), "
+              "Pre-LN grows with depth"},
     {.metric = "update_ratio", .fmt = TUI_FMT_E, .flags = TUI_COL_WIDE,
-     .row = {9, 1, " upd/w", NULL}, .side = "upd/weight", .brief = "upd/w", .style = finite_style},
-    {.metric = "grad_ln", .fmt = TUI_FMT_E, .flags = TUI_COL_WIDE, .row = {9, 1, " norm|g|", NULL},
-     .side = "grad norm", .brief = "g norm", .style = finite_style},
+     .row = {9, 1, " upd/w", NULL}, .side = "upd/weight", .brief = "upd/w", .style = finite_style,
+     .gloss = "||this step's update|| / ||weights||; healthy about 1e-3 (1e-4..1e-2), larger: "
+              "the LR is high"},
+    /* the gradient of the norms' own gains and biases, not the layer's
+     * gradient (attn and mlp): two testers read "grad norm" as that */
+    {.metric = "grad_ln", .fmt = TUI_FMT_E, .flags = TUI_COL_WIDE, .row = {9, 1, " g(norms)", NULL},
+     .side = "g(norms)", .brief = "g(nrm)", .style = finite_style,
+     .gloss = "|grad| of the block's norm gains and biases only, NOT the layer's gradient norm "
+              "(attn, mlp)"},
     {.metric = "overflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "overflows",
-     .brief = "ovf", .fold = "over", .style = count_style},
+     .brief = "ovf", .fold = "over", .style = count_style,
+     .gloss = "values that overflowed to inf this step (bf16, fp16); healthy 0"},
     {.metric = "underflow", .fmt = TUI_FMT_COUNT, .flags = TUI_COL_LOWP, .side = "underflows",
+     .gloss = "gradient values that fell to 0 or subnormals (bf16, fp16); many: loss scaling "
+              "(l)",
      .brief = "unf", .fold = "under", .style = finite_style},
     /* the mechanisms: the attention's logits and entropy in the rows of a
-     * wide screen, all four in the box */
-    {.metric = "attn_logit_max", .fmt = TUI_FMT_FIX, .flags = TUI_COL_WIDE | TUI_COL_BOX_LAST,
+     * wide screen, all four in the box and in the mechanisms rows (M) */
+    {.metric = "attn_logit_max", .fmt = TUI_FMT_FIX,
+     .flags = TUI_COL_WIDE | TUI_COL_BOX_LAST | TUI_COL_MECH,
      .row = {9, 1, " att lgt", NULL}, .side = "att logit", .brief = "logit",
-     .style = finite_style},
-    {.metric = "attn_entropy", .fmt = TUI_FMT_FIX, .flags = TUI_COL_WIDE | TUI_COL_BOX_LAST,
+     .style = finite_style, .unit = "q.k/sqrt(d)",
+     .gloss = "largest |q.k|/sqrt(d_head) before the softmax; the default run: 2-13 in 600 "
+              "steps; growing by orders of magnitude: QK-norm (Q) or a lower LR"},
+    {.metric = "attn_entropy", .fmt = TUI_FMT_FIX,
+     .flags = TUI_COL_WIDE | TUI_COL_BOX_LAST | TUI_COL_MECH,
      .row = {9, 1, " att ent", NULL}, .side = "att entrpy", .brief = "entrpy",
-     .style = finite_style},
-    {.metric = "branch_ratio", .fmt = TUI_FMT_FIX, .flags = TUI_COL_BOX_LAST, .side = "branch/x",
-     .brief = "branch",
-     .style = finite_style},
-    {.metric = "norm_in_rms", .fmt = TUI_FMT_FIX, .flags = TUI_COL_BOX_LAST, .side = "norm in",
-     .brief = "nrm in",
-     .style = finite_style},
+     .style = finite_style, .unit = "nats",
+     .gloss = "entropy of the attention weights, nats, mean over heads and queries; at most "
+              "ln(context); near 0: one-hot"},
+    {.metric = "branch_ratio", .fmt = TUI_FMT_FIX, .flags = TUI_COL_BOX_LAST | TUI_COL_MECH,
+     .side = "branch/x", .brief = "branch", .style = finite_style, .unit = "rms/rms",
+     .gloss = "RMS of the block's branch outputs / RMS of the residual entering it; near 0: "
+              "the block adds little"},
+    {.metric = "norm_in_rms", .fmt = TUI_FMT_FIX, .flags = TUI_COL_BOX_LAST | TUI_COL_MECH,
+     .side = "norm in", .brief = "nrm in", .style = finite_style, .unit = "rms",
+     .gloss = "RMS of the first norm's input; growing by orders of magnitude: massive "
+              "activations (Pre-LN)"},
 };
 enum { N_LAYER_COLS = sizeof layer_cols / sizeof layer_cols[0] };
 _Static_assert(N_LAYER_COLS <= TUI_LAYER_COLS_MAX, "raise TUI_LAYER_COLS_MAX");
@@ -368,6 +396,66 @@ static void col_cells(tui_grid *g, int rr, int c0, const int *x, int compact,
                      &layer_cols[i], lm, gmax, under);
 }
 
+
+/* ---- the mechanisms rows (key M) ---------------------------------------------
+ * In step with the gradient rows (the same layer per row, the same
+ * selection and scroll): the largest attention logit on a log bar over
+ * 1..1e4 (it grows by orders of magnitude: Dehghani et al. 2023), then
+ * the TUI_COL_MECH cells. Not coloured by a verdict: the bar's length
+ * is the news, and no threshold here is measured to separate healthy
+ * from not at every size. */
+
+static int col_index(const char *metric)
+{
+    for (int i = 0; i < N_LAYER_COLS; i++)
+        if (!strcmp(layer_cols[i].metric, metric))
+            return i;
+    return -1;
+}
+
+/* Titles of the mechanisms cells at row r (right-aligned to the value),
+ * and with units (the single view's second row) at r + 1. */
+static void mech_titles(tui_grid *g, int r, int c0, const tui_mech_cols *k, int compact,
+                        tui_style st)
+{
+    for (int i = 0; i < N_LAYER_COLS; i++) {
+        if (k->x[i] < 0)
+            continue;
+        const char *t = compact ? layer_cols[i].brief : layer_cols[i].side;
+        int len = (int)strlen(t), end = c0 + k->x[i] + k->cell_w - 1;
+        tui_puts(g, r, end - len, len, st, t);
+        if (!compact && layer_cols[i].unit) {
+            len = (int)strlen(layer_cols[i].unit);
+            tui_puts(g, r + 1, end - len, len, TUI_S_LABEL, layer_cols[i].unit);
+        }
+    }
+}
+
+/* One layer's mechanisms row after its index. */
+static void mech_row(tui_grid *g, int rr, int c0, const tui_mech_cols *k, const layer_metrics *lm,
+                     double gmax, const tui_ui *ui)
+{
+    int li = col_index("attn_logit_max");
+    if (k->bar_w > 0 && li >= 0 && col_known(&layer_cols[li], lm))
+        log_bar(g, rr, c0 + k->bar, k->bar_w, tui_layer_col_value(&layer_cols[li], lm),
+                TUI_MECH_LOGIT_LO, TUI_MECH_LOGIT_HI, TUI_S_NORMAL, ui);
+    tui_col_cell cell = {k->cell_w, k->cell_w - 8, NULL, NULL};
+    for (int i = 0; i < N_LAYER_COLS; i++)
+        if (k->x[i] >= 0)
+            col_cell(g, rr, c0 + k->x[i], &cell, &layer_cols[i], lm, gmax, 0);
+}
+
+/* The single view's two header rows of the mechanisms. */
+static void mech_header(tui_grid *g, tui_rect r, const tui_mech_cols *k)
+{
+    tui_puts(g, r.r, r.c + k->idx, 4, TUI_S_TITLE, "lyr");
+    if (k->bar_w > 0) {
+        tui_puts(g, r.r, r.c + k->bar, k->bar_w, TUI_S_TITLE,
+                 k->bar_w >= 22 ? "largest attention logit" : "att logit");
+        scale_row(g, r.r + 1, r.c + k->bar, k->bar_w, TUI_MECH_LOGIT_LO, TUI_MECH_LOGIT_HI);
+    }
+    mech_titles(g, r.r, r.c, k, 0, TUI_S_TITLE);
+}
 
 /* The cells of the 256 and 65504 marks inside an activation bar of w. */
 static void act_marks(int w, int *m256, int *m16)
@@ -553,6 +641,7 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
 {
     char b[160], full[160];
     run_label(s, which, full, sizeof full);
+    int col_w = r.w;
     r.w = label_w;
     /* compact bars: their axis said once, after the label, unless the
      * label needs its columns to say a setting that differs */
@@ -571,6 +660,14 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
                  b);
     int rr = r.r + 1;
     tui_puts(g, rr, r.c + k->idx, 4, TUI_S_LABEL, "lyr");
+    if (ui->mech) {
+        tui_mech_cols m = tui_mech_columns(col_w, 1);
+        if (m.bar_w > 0)
+            tui_puts(g, rr, r.c + m.bar, m.bar_w, TUI_S_LABEL,
+                     m.bar_w >= 13 ? "logit 1..1e4" : "1..1e4");
+        mech_titles(g, rr, r.c, &m, 1, TUI_S_LABEL);
+        return;
+    }
     grad_title(b, sizeof b, "attn", k->bar, ui->bars_rel);
     tui_puts(g, rr, r.c + k->attn, k->bar, TUI_S_LABEL, b);
     grad_title(b, sizeof b, "mlp", k->bar, ui->bars_rel);
@@ -584,6 +681,11 @@ static void twin_header(tui_grid *g, tui_rect r, const trainer_status *s, const 
 static void twin_row(tui_grid *g, tui_rect r, int rr, const layer_metrics *lm,
                      const tui_twin_cols *k, double gmax, const tui_ui *ui, int under)
 {
+    if (ui->mech) {
+        tui_mech_cols m = tui_mech_columns(r.w, 1);
+        mech_row(g, rr, r.c, &m, lm, gmax, ui);
+        return;
+    }
     double lo, hi;
     tui_bar_axis(ui->bars_rel, gmax, &lo, &hi);
     scale_grad_state sa = scale_grad_state_of(lm->grad_attn, gmax);
@@ -766,7 +868,11 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     if (ui->selected < 0 || ui->selected >= L)
         ui->selected = L - 1;
     ui->scroll = tui_scroll_fit(ui->scroll, rows, L - 1 - ui->selected, L);
-    layers_header(g, r, &k, L, rows, ui);
+    tui_mech_cols mk = tui_mech_columns(r.w, 0);
+    if (ui->mech)
+        mech_header(g, r, &mk);
+    else
+        layers_header(g, r, &k, L, rows, ui);
     /* the largest layer gradient: "vanishing" is relative to it */
     double gmax = s->have_metrics ? largest_grad(m, L) : 0;
     for (int i = 0; i < rows; i++) {
@@ -777,7 +883,9 @@ void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         const layer_metrics *lm = &m->layer[l];
         layer_index(g, rr, r.c + k.idx, l, fault_l, lm, gmax, ui);
         tui_add_hit(ui, rr, r.c, r.c + r.w, TUI_ACT_NONE, l);
-        if (s->have_metrics)
+        if (s->have_metrics && ui->mech)
+            mech_row(g, rr, r.c, &mk, lm, gmax, ui);
+        else if (s->have_metrics)
             layer_row(g, r, rr, lm, &k, gmax, ui);
         else if (i == 0)
             tui_puts(g, rr, r.c + k.attn, r.w - k.attn, TUI_S_DIM, "waiting for the first step...");

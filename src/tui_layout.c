@@ -291,6 +291,36 @@ tui_twin_cols tui_twin_columns(int width, int prec)
     return c;
 }
 
+/* The mechanisms rows: the index, the logit bar, the cells. The cells
+ * come first; the bar takes what they leave (at most 40), and goes when
+ * under 8 cells, as the cells do from the right when even they do not
+ * fit. */
+tui_mech_cols tui_mech_columns(int width, int compact)
+{
+    tui_mech_cols c;
+    int n, cells = 0;
+    const tui_layer_col *t = tui_layer_col_table(&n);
+    c.idx = 0;
+    c.cell_w = compact ? 8 : 12;
+    for (int i = 0; i < n; i++) {
+        c.x[i] = -1;
+        cells += (t[i].flags & TUI_COL_MECH) != 0;
+    }
+    while (cells > 0 && 4 + cells * c.cell_w - 1 > width) /* the last needs no gap after it */
+        cells--;
+    int avail = width - 4 - cells * c.cell_w - 1; /* the bar, a gap after it */
+    c.bar = 4;
+    c.bar_w = avail >= 8 ? (avail > 40 ? 40 : avail) : 0;
+    int col = c.bar + (c.bar_w ? c.bar_w + 1 : 0);
+    for (int i = 0; i < n && cells > 0; i++)
+        if (t[i].flags & TUI_COL_MECH) {
+            c.x[i] = col;
+            col += c.cell_w;
+            cells--;
+        }
+    return c;
+}
+
 int tui_scroll_fit(int first, int visible, int pos, int count)
 {
     if (visible < 1)

@@ -140,6 +140,13 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
         add_item(l, TUI_S_STATUS, 3, "(warmup %d%%)", (int)(100.0 * next / peak));
         join_last(l);
     }
+    /* the global gradient norm before clipping (what c clips): the
+     * layers' bars are its parts, so the student sees the sum too;
+     * after warmup's progress, which goes first */
+    if (s->have_metrics && !(m->unknown & (1u << METRICS_COL_GNORM)))
+        add_item(l, isfinite(m->grad_norm) ? TUI_S_STATUS : TUI_S_BAD, 3, "|grad| %.3g",
+                 (double)m->grad_norm);
+
     /* the diagnosis' mark (D shows it whole); a run that diverged says
      * where (its fault, below), which tells the same finding more
      * exactly: there the mark ranks with the LR (a short row drops the LR first)
@@ -330,6 +337,7 @@ static void status_view_toggles(toggles *l, const trainer_status *s, const tui_u
         add_toggle(l, TUI_ACT_TARGET, 1, "keys: %s",
                    ui->target == TWIN_BOTH ? "both" : ui->target == TWIN_A ? "run a" : "run b");
     add_toggle(l, TUI_ACT_VIEW, 1, "%s", ui->view == TUI_VIEW_HEATMAP ? "heatmap" : "bars");
+    add_toggle(l, TUI_ACT_MECH, ui->mech, "%s", ui->mech ? "mechanisms" : "gradients");
     add_toggle(l, TUI_ACT_BARS, ui->bars_rel, "bars %s", ui->bars_rel ? "relative" : "absolute");
     add_toggle(l, TUI_ACT_LOGY, 1, "%s", ui->logy ? "log-y" : "linear");
     add_toggle(l, TUI_ACT_FREEZE, 1, "%s", ui->frozen ? "frozen" : "live");

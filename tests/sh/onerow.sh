@@ -67,7 +67,7 @@ patch_before include/metrics.h '^ *METRICS_LAYER_COLS$' '    METRICS_LC_DUMMY,'
 patch_before include/metrics.h '^} layer_metrics;' '    float dummy;'
 patch_after src/metrics.c 'LAYER\("headroom"' '    [METRICS_LC_DUMMY] = LAYER("dummy", dummy),'
 patch_after src/engine.c 'lm->headroom = engine_headroom' '        lm->dummy = 2.0f * lm->act_max;'
-DISPLAY_ROW='    {.metric = "dummy", .fmt = TUI_FMT_FIX, .side = "dummy col", .brief = "dummy",\n     .style = finite_style},'
+DISPLAY_ROW='    {.metric = "dummy", .fmt = TUI_FMT_FIX, .side = "dummy col", .brief = "dummy",\n     .style = finite_style, .gloss = "twice act max: the one-row test column"},'
 patch_after src/tui_layers.c '\.brief = "unf"' "$DISPLAY_ROW"
 # the per-layer list's last entry: before the .El that closes it
 awk '/^\.It Li l\{i\}_/ { in_list = 1 } in_list && !done && /^\.El$/ {

@@ -3,7 +3,8 @@
 # do it: the real binary in a detached tmux session (a 120x40 pane on a
 # private server, tmux -L), keys sent with send-keys, the screen read back
 # with capture-pane. Checks the counter runs, then p, w, f, space, n, +,
-# m, ?, q one at a time; --compare's two panels and the d and e files;
+# m, M, ?, q one at a time; --compare's two panels (M in both) and the d
+# and e files; --light's colours (capture-pane -e);
 # resizing below the minimum and back; a click on
 # a status-line toggle; braille in a UTF-8 locale and none with --ascii;
 # SIGTERM, Ctrl-C and a crash (SIGSEGV) restore the terminal; a diverging
@@ -91,6 +92,12 @@ key m
 wait_for 'gradient norm per layer over time' 10 && ok || no "m: no heatmap"
 key m
 wait_for 'attention |grad|' 10 && ok || no "m m: the bars did not come back"
+# M: the layer rows show the mechanisms (same layers, same rows); M again
+key M
+wait_for 'att entrpy' 10 && ok || no "M: no mechanisms rows"
+wait_for 'q.k/sqrt(d)' 10 && ok || no "M: no logit unit under the titles: $(screen | sed -n 3,5p)"
+key M
+wait_for 'attention |grad|' 10 && ok || no "M M: the gradients did not come back"
 
 key '?'
 wait_for 'normscope keys' 10 && ok || no "?: no help"
@@ -128,6 +135,12 @@ run "(cd $T && LC_ALL=C $BIN $SMALL --compare norm=post --csv $T/live.csv)"
 wait_for 'b: norm=post' 30 && ok || no "--compare: no panel for run b: $(cat "$T/err" 2>/dev/null)"
 screen | grep -q '^a: norm=pre ' && ok || no "--compare: no panel for run a"
 screen | grep -qF 'a/b' && ok || no "--compare: no a/b ratio column"
+key M # the mechanisms in both panels, on one header row
+wait_for 'entrpy' 10 && ok || no "--compare M: no mechanisms rows"
+screen | grep -q 'logit.*entrpy.*|grad|.*logit.*entrpy' && ok ||
+    no "--compare M: not in both panels: $(screen | grep entrpy)"
+key M
+wait_for 'attn abs' 10 && ok || no "--compare M M: the gradients did not come back"
 screen | grep -qF -- '+ b: norm=post' && ok || no "--compare: the chart's legend lacks run b"
 wait_counter -gt 5 30 && ok || no "--compare: the counter did not move"
 key Space
@@ -185,6 +198,35 @@ sleep 0.5
 screen | LC_ALL=C grep -q "$(printf '[\200-\377]')" && no "--ascii: non-ASCII bytes on screen" || ok
 key q
 wait_for NS_EXIT=0 20 && ok || no "--ascii run: q"
+
+# --- --light: no yellow, cyan or dim text (SGR 33, 93, 36, 96, 2) on the
+# screen or in the help's glossary; the default palette has cyan ---------
+sgr() { $TM capture-pane -p -e -t "$W" | LC_ALL=C grep -o "$(printf '\033')\[[0-9;]*m" | sort -u | tr '\n' ' '; }
+pale() { echo "$1" | grep -Eq '\[((1|22);)?(2|33|93|36|96)m'; }
+run "LC_ALL=C.UTF-8 $BIN $SMALL --light"
+wait_counter -gt 5 60 && ok || no "--light run did not start: $(cat "$T/err" 2>/dev/null)"
+s=$(sgr)
+echo "$s" | grep -q '\[34m' && ok || no "--light: no blue on the screen: $s"
+pale "$s" && no "--light: pale or dim text on the screen: $s" || ok
+key '?'
+wait_for 'normscope keys' 10 && ok || no "--light: ? shows no help"
+i=1 # each page in turn (the frame that shows it, not the key, is waited for)
+while [ $i -lt 8 ] && ! screen | grep -q 'blue normal' && screen | grep -q "$i/[0-9]* PgDn: more"; do
+    key PgDn
+    i=$((i + 1))
+    wait_for " $i/" 10 || break
+    s=$(sgr)
+    pale "$s" && no "--light: pale or dim text on help page $i: $s"
+done
+screen | grep -q 'blue normal' && ok || no "--light: the glossary does not name the light palette's colours"
+key Escape q
+wait_for NS_EXIT=0 20 && ok || no "--light run: q"
+run "LC_ALL=C.UTF-8 $BIN $SMALL"
+wait_counter -gt 5 60 && ok || no "the default palette's run did not start"
+s=$(sgr)
+echo "$s" | grep -q '\[36m' && ok || no "default palette: no cyan to tell it from --light's: $s"
+key q
+wait_for NS_EXIT=0 20 && ok || no "default palette run: q"
 
 # --- --steps pauses as DONE; --csv rows come from the live run too ---------
 run "LC_ALL=C $BIN $SMALL --steps 25 --csv $T/live.csv"

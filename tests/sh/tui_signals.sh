@@ -85,12 +85,13 @@ check_restored() {
     check_exited "$1" "$2"
     shell_usable "$1"
 }
-# the whole dashboard at 120x40: the status line, the layer header, the
+# the whole dashboard at 120x40: the status line (its title the first item
+# to go when the values need the row), the layer header, the
 # chart, the events box and the footer, each on the row it belongs to
 dashboard_whole() {
     s=$(screen)
     [ "$(printf '%s\n' "$s" | wc -l)" -ge 39 ] &&
-        printf '%s\n' "$s" | sed -n 1p | grep -q 'normscope  step [0-9]' &&
+        printf '%s\n' "$s" | sed -n 1p | grep -Eq '^ (normscope  )?step [0-9]' &&
         printf '%s\n' "$s" | sed -n 2p | grep -qF '[p] ' &&
         printf '%s\n' "$s" | sed -n 3p | grep -qF 'attention |grad|' &&
         printf '%s\n' "$s" | grep -qF ' loss [' &&

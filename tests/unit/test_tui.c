@@ -1134,11 +1134,11 @@ static void help_text(tui_grid *g, trainer_snapshot *s, tui_ui *ui, char *out, s
     ns_command c;
     out[0] = 0;
     ui->help = 1, ui->help_page = 0;
-    for (int page = 0; page < 8; page++) {
+    for (int page = 0; page < 16; page++) {
         tui_draw(g, s, ui);
         for (int rr = h.r + 1; rr < h.r + h.h - 1; rr++) {
             char t[400];
-            snprintf(t, sizeof t, "%s", row(g, rr) + h.c + 2);
+            snprintf(t, sizeof t, "%.*s", h.w - 3, row(g, rr) + h.c + 2); /* the box's (ASCII) */
             for (size_t n = strlen(t); n > 0 && (t[n - 1] == ' ' || t[n - 1] == '|'); n--)
                 t[n - 1] = 0;
             if (rr > h.r + 1 && t[0] == ' ' && t[strspn(t, " ")] != 0 && strncmp(t, "  ", 2) == 0)
@@ -1163,7 +1163,7 @@ static void test_help(void)
         trainer_snapshot *s = snap_new(6);
         tui_ui ui;
         tui_ui_init(&ui, 0, 0);
-        static char all[16384];
+        static char all[65536];
         help_text(&g, s, &ui, all, sizeof all);
         int missing = 0, n_keys;
         const tui_key *tui_keys = tui_key_table(&n_keys);
@@ -1179,20 +1179,31 @@ static void test_help(void)
         }
         CHECK(missing == 0);
         CHECK(strstr(all, "Bars: |gradient| on one log scale") != NULL); /* the legend */
-        /* one page where every row fits; else pages, each saying so */
-        int big = sizes[z][0] >= 60;
-        CHECK(big ? ui.help_pages == 1 : ui.help_pages > 1);
+        /* the glossary after them: every per-layer number's line whole */
+        int nc, gloss_missing = 0;
+        const tui_layer_col *t = tui_layer_col_table(&nc);
+        for (int i = 0; i < nc; i++)
+            if (t[i].gloss && !strstr(all, t[i].gloss)) {
+                printf("  %dx%d: glossary line not whole: %s\n", sizes[z][0], sizes[z][1],
+                       t[i].gloss);
+                gloss_missing++;
+            }
+        CHECK(gloss_missing == 0);
+        CHECK(strstr(all, "nats per byte") && strstr(all, "global gradient norm"));
+        /* pages, each saying so, the last turning back */
+        CHECK(ui.help_pages > 1);
         int hint = 0;
         for (int rr = 0; rr < g.rows; rr++)
-            hint |= strstr(row(&g, rr), big ? "any key closes this help"
-                                            : "PgUp: back; any other key closes") != NULL;
+            hint |= strstr(row(&g, rr), "PgUp: back; any other key closes") != NULL;
         CHECK(hint);
-        /* PgUp turns back; any other key then closes, and does nothing else */
+        /* PgUp turns back to the first page; any other key then closes,
+         * and does nothing else */
         ns_command c;
-        if (!big) {
-            CHECK(tui_apply(&ui, TUI_ACT_PGUP, 6, &c) == 0 && ui.help && ui.help_page == 0);
-            CHECK(tui_apply(&ui, TUI_ACT_PGUP, 6, &c) == 0 && !ui.help);
-        }
+        int pages = ui.help_pages;
+        for (int p = 1; p < pages; p++)
+            CHECK(tui_apply(&ui, TUI_ACT_PGUP, 6, &c) == 0 && ui.help);
+        CHECK(ui.help_page == 0);
+        CHECK(tui_apply(&ui, TUI_ACT_PGUP, 6, &c) == 0 && !ui.help);
         free(s);
         tui_grid_free(&g);
     }
@@ -2012,6 +2023,312 @@ static void test_compare_every_row(void)
     CHECK(rows >= 20); /* the table's --compare rows, norm to seed */
 }
 
+/* A snapshot of L layers whose layer l has attention logit 10^(l/2),
+ * entropy 3 - l/10, branch/x 0.1 (l+1) and norm input RMS l + 1.5, and
+ * gradients; run b (with compare) the logits x100. */
+static trainer_snapshot *mech_snap(int L, int compare)
+{
+    trainer_snapshot *s = snap_new(L);
+    fill_history(s, 40);
+    s->s.have_metrics = 1;
+    s->s.have_loss = 1;
+    for (int r = 0; r < 2; r++)
+        for (int l = 0; l < L; l++) {
+            layer_metrics *lm = &s->s.run[r].last.layer[l];
+            lm->grad_attn = lm->grad_ffn = 0.1f, lm->act_max = 4, lm->resid_rms = 1;
+            lm->attn_logit_max = (float)(pow(10, l / 2.0) * (r ? 100 : 1));
+            lm->attn_entropy = 3.0f - 0.1f * (float)l;
+            lm->branch_ratio = 0.1f * (float)(l + 1);
+            lm->norm_in_rms = (float)l + 1.5f;
+        }
+    s->s.run[0].last.grad_norm = 0.862f;
+    if (compare) {
+        s->s.compare = 1;
+        s->s.run[1].cfg = s->s.run[0].cfg;
+        s->s.run[1].cfg.norm = NORM_POST;
+        s->s.run[1].last.n_layer = L;
+        s->s.run[1].last.grad_norm = 1.5f;
+    }
+    return s;
+}
+
+/* The row of the grid (from r0) whose layer index cell reads " l" or ">l". */
+static int layer_row_of(tui_grid *g, int r0, int c, int l)
+{
+    char want[8];
+    snprintf(want, sizeof want, "%2d", l);
+    for (int r = r0; r < g->rows; r++)
+        if (!strncmp(row(g, r) + c + 1, want, 2) && (row(g, r)[c] == ' ' || row(g, r)[c] == '>'))
+            return r;
+    return -1;
+}
+
+/* M switches the layer rows to the mechanisms and back, in step with
+ * them (each layer on the row it had), at 80x24 and 100x30, in the one
+ * run's view and in --compare's two panels; the key is in the table, the
+ * help, not one that changes the lab's model (so --follow keeps it). */
+static void test_mech_view(void)
+{
+    CHECK(tui_key_action('M') == TUI_ACT_MECH);
+    CHECK(!tui_action_changes_model(TUI_ACT_MECH) && !tui_action_follow_only(TUI_ACT_MECH));
+    static const int sizes[][2] = {{24, 80}, {30, 100}};
+    for (int z = 0; z < 2; z++)
+        for (int cmp = 0; cmp < 2; cmp++) {
+            trainer_snapshot *s = mech_snap(6, cmp);
+            tui_grid g = {0};
+            tui_grid_resize(&g, sizes[z][0], sizes[z][1]);
+            tui_ui ui;
+            tui_ui_init(&ui, 0, 1);
+            tui_draw(&g, s, &ui);
+            int rows_g[6];
+            for (int l = 0; l < 6; l++)
+                rows_g[l] = layer_row_of(&g, 2, 0, l);
+            ns_command c;
+            CHECK(tui_apply(&ui, tui_key_action('M'), 6, &c) == 0 && ui.mech);
+            tui_draw(&g, s, &ui);
+            int titles = 0, in_step = 0, values = 0;
+            for (int r = 0; r < g.rows; r++)
+                titles += strstr(row(&g, r), cmp ? "logit" : "att logit") != NULL &&
+                          strstr(row(&g, r), cmp ? "entrpy" : "att entrpy") != NULL &&
+                          strstr(row(&g, r), "branch") != NULL;
+            for (int l = 0; l < 6; l++) {
+                char v[16];
+                snprintf(v, sizeof v, "%7.3f", 3.0 - 0.1 * l); /* the entropy, both runs */
+                in_step += rows_g[l] >= 0 && layer_row_of(&g, 2, 0, l) == rows_g[l];
+                values += rows_g[l] >= 0 && strstr(row(&g, rows_g[l]), v) != NULL;
+                if (cmp && rows_g[l] >= 0) { /* b's logits: x100 of a's, in b's panel */
+                    char vb[16];
+                    snprintf(vb, sizeof vb, "%7.3f", pow(10, l / 2.0) * 100);
+                    if (pow(10, l / 2.0) * 100 >= 1000)
+                        snprintf(vb, sizeof vb, "%7.1e", pow(10, l / 2.0) * 100);
+                    values += strstr(row(&g, rows_g[l]), vb) != NULL;
+                }
+            }
+            if (titles != 1 || in_step != 6 || values != (cmp ? 12 : 6))
+                for (int r = 0; r < g.rows; r++)
+                    printf("  %dx%d%s |%s|\n", sizes[z][1], sizes[z][0], cmp ? " cmp" : "",
+                           row(&g, r));
+            CHECK(titles == 1);
+            CHECK(in_step == 6);
+            CHECK(values == (cmp ? 12 : 6));
+            /* the logit bar: layer 5's 10^2.5 is longer than layer 1's 10^0.5 */
+            if (!cmp) {
+                tui_mech_cols k = tui_mech_columns(sizes[z][1], 0);
+                CHECK(k.bar_w >= 8);
+                int len5 = 0, len1 = 0;
+                for (int x = k.bar; x < k.bar + k.bar_w; x++) {
+                    len5 += ch_at(&g, rows_g[5], x) != ' ';
+                    len1 += ch_at(&g, rows_g[1], x) != ' ';
+                }
+                CHECK(len5 > len1 && len1 > 0);
+                /* and the gradients' selection moves the same rows */
+                CHECK(tui_apply(&ui, TUI_ACT_DOWN, 6, &c) == 0 && ui.selected == 4);
+                tui_draw(&g, s, &ui);
+                CHECK(row(&g, rows_g[4])[0] == '>');
+            }
+            CHECK(tui_apply(&ui, TUI_ACT_MECH, 6, &c) == 0 && !ui.mech);
+            tui_draw(&g, s, &ui);
+            int grads = 0;
+            for (int r = 0; r < g.rows; r++)
+                grads += strstr(row(&g, r), cmp ? "attn abs" : "attention |grad|") != NULL ||
+                         strstr(row(&g, r), "attn |grad|") != NULL;
+            CHECK(grads >= 1);
+            tui_grid_free(&g);
+            free(s);
+        }
+    /* the compact cells fit both panels alike: four at 35 and 36 columns */
+    tui_mech_cols a = tui_mech_columns(35, 1), b = tui_mech_columns(36, 1);
+    int na = 0, nb = 0, nc;
+    const tui_layer_col *t = tui_layer_col_table(&nc);
+    for (int i = 0; i < nc; i++) {
+        na += a.x[i] >= 0, nb += b.x[i] >= 0;
+        CHECK(a.x[i] < 0 || a.x[i] + a.cell_w - 1 <= 35);
+        CHECK(!(t[i].flags & TUI_COL_MECH) || t[i].unit); /* the single view's unit row */
+    }
+    CHECK(na == 4 && nb == 4);
+}
+
+/* Every per-layer number shown anywhere (a row's or the compact rows'
+ * title, the box's name, the fold's) has its glossary line, so a new
+ * column without one fails here; the norm parameters' gradient is never
+ * called the layer's "grad norm"; the help shows each line under the
+ * box's name, and the view's own numbers (loss, |grad|) too. */
+static void test_glossary(void)
+{
+    int nc, missing = 0, misnamed = 0;
+    const tui_layer_col *t = tui_layer_col_table(&nc);
+    for (int i = 0; i < nc; i++) {
+        int shown = t[i].row.title || t[i].twin.title || t[i].side || t[i].brief || t[i].fold ||
+                    (t[i].flags & TUI_COL_MECH);
+        if (shown && (!t[i].gloss || strlen(t[i].gloss) < 20)) {
+            printf("  layer column %s: no glossary line\n", t[i].metric);
+            missing++;
+        }
+        const char *labels[] = {t[i].row.title, t[i].twin.title, t[i].side, t[i].brief, t[i].fold};
+        for (int k = 0; k < 5; k++)
+            misnamed += labels[k] && !strcmp(t[i].metric, "grad_ln") &&
+                        (strstr(labels[k], "grad norm") || strstr(labels[k], "norm|g|") ||
+                         strstr(labels[k], "g norm"));
+    }
+    CHECK(missing == 0);
+    CHECK(misnamed == 0);
+    tui_grid g = {0};
+    tui_grid_resize(&g, 24, 80);
+    trainer_snapshot *s = mech_snap(6, 0);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 1);
+    static char all[65536];
+    help_text(&g, s, &ui, all, sizeof all);
+    int unnamed = 0;
+    for (int i = 0; i < nc; i++) {
+        char want[64];
+        snprintf(want, sizeof want, " %-10s ", t[i].side);
+        if (t[i].gloss && !strstr(all, want)) {
+            printf("  the glossary has no line for '%s'\n", t[i].side);
+            unnamed++;
+        }
+    }
+    CHECK(unnamed == 0);
+    static const char *const view[] = {" loss ", " |grad| ", " val ", " sample ", " XX ",
+                                       " bars ", " act bar ", " a/b ", "\xce\x94out"};
+    for (size_t i = 0; i < sizeof view / sizeof view[0]; i++) {
+        if (!strstr(all, view[i]))
+            printf("  the glossary has no '%s'\n", view[i]);
+        CHECK(strstr(all, view[i]) != NULL);
+    }
+    /* without colour, the bars' glyphs (ASCII here) */
+    ui.color = 0;
+    help_text(&g, s, &ui, all, sizeof all);
+    CHECK(strstr(all, "# normal, . vanishing") != NULL && strstr(all, "! exploding") != NULL);
+    ui.color = 1;
+    help_text(&g, s, &ui, all, sizeof all);
+    /* the colour line names the palette's colours: blue on --light */
+    CHECK(strstr(all, "cyan normal") != NULL);
+    ui.light = 1;
+    help_text(&g, s, &ui, all, sizeof all);
+    CHECK(strstr(all, "blue normal") != NULL && strstr(all, "magenta vanishing") != NULL);
+    tui_grid_free(&g);
+    free(s);
+}
+
+/* The help's pages are full but the last: a block (a key, the legend, a
+ * glossary entry) moves to the next page whole, leaving at most its
+ * length less one row empty, never half a page. */
+static void test_help_pages_full(void)
+{
+    static const int sizes[][2] = {{24, 80}, {30, 100}};
+    for (int z = 0; z < 2; z++) {
+        tui_grid g = {0};
+        tui_grid_resize(&g, sizes[z][0], sizes[z][1]);
+        trainer_snapshot *s = snap_new(6);
+        tui_ui ui;
+        tui_ui_init(&ui, 0, 0);
+        ui.help = 1;
+        tui_rect h = tui_layout_compute(g.rows, g.cols, 6).help;
+        ns_command c;
+        for (int page = 0; page < 16; page++) {
+            tui_draw(&g, s, &ui);
+            int empty = 0;
+            for (int r = h.r + 1; r < h.r + h.h - 1; r++) {
+                const char *t = row(&g, r) + h.c + 1;
+                int blank = 1;
+                for (int x = 0; x < h.w - 2; x++)
+                    blank &= t[x] == ' ';
+                empty += blank;
+            }
+            if (ui.help_page + 1 < ui.help_pages) {
+                if (empty > 4)
+                    printf("  %dx%d: help page %d has %d empty rows\n", sizes[z][1], sizes[z][0],
+                           page + 1, empty);
+                CHECK(empty <= 4);
+            }
+            if (ui.help_page + 1 >= ui.help_pages)
+                break;
+            tui_apply(&ui, TUI_ACT_PGDN, 6, &c);
+        }
+        tui_grid_free(&g);
+        free(s);
+    }
+}
+
+/* --light: every colour pair the view initialises is readable on a white
+ * background: on the default background no yellow, cyan or white text,
+ * no dim (grey) and no bold colour (the bright variant); a coloured
+ * block's text differs from its block. The dark palette keeps its own
+ * (the glossary names both). */
+static void test_palette_light(void)
+{
+    const tui_style_spec *p = tui_palette(1);
+    int bad = 0;
+    for (int st = 0; st < TUI_S_COUNT; st++) {
+        const tui_style_spec *e = &p[st];
+        int on_white = e->bg < 0 || e->bg == TUI_C_WHITE;
+        int pale = e->fg == TUI_C_YELLOW || e->fg == TUI_C_WHITE || e->fg == TUI_C_CYAN;
+        int b = (on_white && pale) || (e->color_attr & TUI_A_DIM) ||
+                (on_white && e->fg >= 0 && (e->color_attr & TUI_A_BOLD)) ||
+                (e->bg >= 0 && e->fg == e->bg);
+        if (b)
+            printf("  --light: style %d is not readable on white (fg %d bg %d attr %u)\n", st,
+                   e->fg, e->bg, e->color_attr);
+        bad += b;
+    }
+    CHECK(bad == 0);
+    /* the dark palette is the one before: yellow marks, cyan normal bars */
+    CHECK(tui_palette(0)[TUI_S_MARK].fg == TUI_C_YELLOW);
+    CHECK(tui_palette(0)[TUI_S_NORMAL].fg == TUI_C_CYAN);
+    /* the bar states differ in each palette */
+    for (int l = 0; l < 2; l++) {
+        const tui_style_spec *q = tui_palette(l);
+        CHECK(q[TUI_S_NORMAL].fg != q[TUI_S_VANISH].fg && q[TUI_S_VANISH].fg != q[TUI_S_EXPLODE].fg &&
+              q[TUI_S_NORMAL].fg != q[TUI_S_EXPLODE].fg);
+    }
+    char b[32];
+    tui_palette_name(TUI_S_BAD, 1, 1, b, sizeof b);
+    CHECK(!strcmp(b, "white on red"));
+    tui_palette_name(TUI_S_VANISH, 0, 1, b, sizeof b);
+    CHECK(!strcmp(b, "bright blue"));
+    tui_palette_name(TUI_S_BAD, 0, 0, b, sizeof b);
+    CHECK(!strcmp(b, "reversed"));
+    /* the chart's legend says what each step's loss looks like there */
+    trainer_snapshot *sn = mech_snap(6, 0);
+    tui_grid g = {0};
+    tui_grid_resize(&g, 40, 120);
+    tui_ui ui;
+    tui_ui_init(&ui, 0, 1);
+    ui.light = 1;
+    tui_draw(&g, sn, &ui);
+    CHECK(rows_with(&g, 0, "plain: each step") == 1 && rows_with(&g, 0, "dim: each step") == 0);
+    ui.light = 0;
+    tui_draw(&g, sn, &ui);
+    CHECK(rows_with(&g, 0, "dim: each step") == 1);
+    tui_grid_free(&g);
+    free(sn);
+    /* --light is a flag of the live view and of --follow, not only --plot's */
+    const ns_setting *r = settings_find("light", 5);
+    CHECK(r && !(r->flags & SETF_PLOT) && (r->flags & SETF_FOLLOW));
+}
+
+/* The global gradient norm (what c clips) on the status line at 80 and
+ * 100 columns; not made up where a followed stream did not say it. */
+static void test_status_grad_norm(void)
+{
+    static const int widths[] = {80, 100};
+    for (int z = 0; z < 2; z++) {
+        trainer_snapshot *s = mech_snap(6, 0);
+        tui_grid g = {0};
+        tui_grid_resize(&g, 24, widths[z]);
+        tui_ui ui;
+        tui_ui_init(&ui, 0, 1);
+        tui_draw(&g, s, &ui);
+        CHECK(strstr(row(&g, 0), "|grad| 0.862") != NULL);
+        s->s.run[0].last.unknown |= 1u << METRICS_COL_GNORM;
+        tui_draw(&g, s, &ui);
+        CHECK(strstr(row(&g, 0), "|grad|") == NULL);
+        tui_grid_free(&g);
+        free(s);
+    }
+}
+
 int main(void)
 {
     test_layout();
@@ -2046,5 +2363,10 @@ int main(void)
     test_compare_details();
     test_legend_fit();
     test_log_scroll();
+    test_mech_view();
+    test_glossary();
+    test_help_pages_full();
+    test_palette_light();
+    test_status_grad_norm();
     return test_summary();
 }

@@ -174,17 +174,17 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
     int warm_on = s->run[run].warmup_on;
     float next = s->run[run].lr_next, peak = s->run[run].lr_peak;
     const step_metrics *m = &s->run[run].last;
-    /* how far the last measured update moved the output; before the LR,
-     * so a row too narrow for both keeps warmup's progress (of the same
-     * rank, dropped later) */
-    if (oc[0])
-        add_item(l, TUI_S_STATUS, 3, "%s", oc);
     add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
     if (warm_on && s->have_metrics && m->in_warmup && peak > 0) {
         /* a narrow row keeps the rate and gives up how far warmup is */
         add_item(l, TUI_S_STATUS, 3, "(warmup %d%%)", (int)(100.0 * next / peak));
         join_last(l);
     }
+    /* how far the last measured update moved the output: of the LR's rank
+     * and after it, so a row too narrow for both (a's under --compare at
+     * 80 columns) keeps it, the mechanism, over the LR the flags set */
+    if (oc[0])
+        add_item(l, TUI_S_STATUS, 2, "%s", oc);
     /* the diagnosis' mark (D shows it whole); a run that diverged says
      * where (its fault, below), which tells the same finding more
      * exactly: there the mark ranks with the LR (a short row drops the LR first)

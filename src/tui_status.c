@@ -109,32 +109,36 @@ static void status_fault(items *l, const trainer_status *s, int run)
                  m->fault[0] ? m->fault : "the loss");
 }
 
-/* A run's latest out_change (metrics.h) from the history, as the
- * status line says it: "Δout 0.19" (ASCII "dout"), "@step" when it was
- * measured before the step the run is at (past the first 100 steps, at
- * the validations); "" when none is kept. */
+/* Past the first 100 steps out_change is measured at the validations
+ * only: the latest kept, with its step. */
+void tui_status_out_change(const trainer_snapshot *snap, int run, long upto, int unicode, char *buf,
+                           size_t len)
+{
+    const trainer_status *s = &snap->s;
+    buf[0] = 0;
+    for (long i = s->hist_total - 1; i >= trainer_hist_first(s); i--) {
+        const trainer_point *pt = &snap->hist[i % TRAINER_HIST];
+        if (!pt->run[run].oc_known || pt->step > upto)
+            continue;
+        int n = snprintf(buf, len, "%s ", unicode ? "\u0394out" : "dout");
+        if (isnan(pt->run[run].out_change))
+            n += snprintf(buf + n, len - (size_t)n, "nan");
+        else
+            n += snprintf(buf + n, len - (size_t)n, "%.2g", (double)pt->run[run].out_change);
+        if (pt->step < upto)
+            snprintf(buf + n, len - (size_t)n, "@%ld", pt->step);
+        return;
+    }
+}
+
 typedef struct {
     char t[2][40];
 } oc_texts;
 static oc_texts status_out_change(const trainer_snapshot *snap, int unicode)
 {
-    oc_texts r = {{"", ""}};
-    const trainer_status *s = &snap->s;
+    oc_texts r;
     for (int run = 0; run < 2; run++)
-        for (long i = s->hist_total - 1; i >= trainer_hist_first(s); i--) {
-            const trainer_point *pt = &snap->hist[i % TRAINER_HIST];
-            if (!pt->run[run].oc_known || pt->step > s->steps_done)
-                continue;
-            int n = snprintf(r.t[run], sizeof r.t[run], "%s ", unicode ? "\u0394out" : "dout");
-            if (isnan(pt->run[run].out_change))
-                n += snprintf(r.t[run] + n, sizeof r.t[run] - (size_t)n, "nan");
-            else
-                n += snprintf(r.t[run] + n, sizeof r.t[run] - (size_t)n, "%.2g",
-                              (double)pt->run[run].out_change);
-            if (pt->step < s->steps_done)
-                snprintf(r.t[run] + n, sizeof r.t[run] - (size_t)n, "@%ld", pt->step);
-            break;
-        }
+        tui_status_out_change(snap, run, snap->s.steps_done, unicode, r.t[run], sizeof r.t[run]);
     return r;
 }
 

@@ -190,6 +190,7 @@ typedef struct {
     int updated;               /* the step changed the weights (finite, not skipped) */
     float loss, lr, scale;
     float gnorm, clip;         /* global gradient norm (before clipping), --clip */
+    float out_change;          /* metrics.h's; NaN where not measured (not said) */
     float grad[NS_MAX_LAYERS]; /* per-layer gradient norm, sqrt(attn^2 + mlp^2 + ln^2) */
     /* every per-layer column of the table (metrics_layer_cols) by its
      * index: lc[METRICS_LC_ACT_MAX][l] is layer l's act max. Copied by a

@@ -51,6 +51,12 @@ typedef struct {
 engine *engine_create(const ns_config *cfg, const dataset *data, char *err, size_t errlen);
 void engine_free(engine *e);
 
+/* out_change (metrics.h) is measured on the first ENGINE_OC_STEPS steps
+ * and at each validation, on a fixed batch of ENGINE_OC_BATCH sequences
+ * of the held-out bytes (fewer when --batch is smaller). */
+#define ENGINE_OC_STEPS 100
+#define ENGINE_OC_BATCH 4
+
 /* One training step; fills out. Returns 0, or 1 when the run diverged: a
  * forward value or the loss was not finite, or the gradients were and no
  * dynamic loss scaling was in force. The update is then skipped and the

@@ -65,6 +65,11 @@ typedef struct {
                            drift z-loss holds near 0 (PaLM) */
     float logit_max;    /* the largest output logit of the step's batch */
     float z_loss_term;  /* --z-loss's term of the optimized loss: X mean(log Z)^2; 0 off */
+    float out_change;   /* ||f(x; w_t) - f(x; w_t-1)|| / ||f(x; w_t-1)||: how far this step's
+                           update moved the logits of one fixed batch (Liu et al. 2020,
+                           Wang et al. 2022); measured on the first ENGINE_OC_STEPS steps
+                           and at each validation, unknown (bit METRICS_COL_OUT_CHANGE of
+                           unknown) elsewhere */
     char fault[64];     /* first non-finite: "backward, layer 3, MLP fc2", or "" */
     int stalled;        /* the run loop's diagnosis (diagnose.c) says STALLED;
                            not set by the engine */
@@ -75,7 +80,8 @@ typedef struct {
     int fault_layer;    /* the block of that first non-finite op, or -1 (none,
                          * or outside the blocks: embeddings, head, loss) */
     unsigned unknown;   /* bit k: metrics_step_col(k) was not said (a followed
-                           stream's); 0 for the lab's own rows */
+                           stream's); for the lab's own rows only out_change
+                           between its measurements */
     /* what the diagnosis needs to know of the data, carried with every
      * step so the rules never read engine state (diagnose.h): the lab's
      * trainer and a stream reader fill them alike */
@@ -121,7 +127,8 @@ typedef struct {
 enum {
     METRICS_COL_STEP, METRICS_COL_LOSS, METRICS_COL_VAL, METRICS_COL_LR, METRICS_COL_GNORM,
     METRICS_COL_TPS, METRICS_COL_SCALE = 12, METRICS_COL_SKIPPED,
-    METRICS_COL_LOGZ = 17, METRICS_COL_LOGIT_MAX = 18, METRICS_COL_ZTERM = 19
+    METRICS_COL_LOGZ = 17, METRICS_COL_LOGIT_MAX = 18, METRICS_COL_ZTERM = 19,
+    METRICS_COL_OUT_CHANGE = 20
 };
 /* The number of step columns, and column k (0 <= k < that). */
 int metrics_step_ncols(void);

@@ -41,6 +41,8 @@ typedef struct {
     int has_loss, has_val; /* columns present */
     long *step;
     float *loss, *val;     /* val: -inf where not measured, NaN where measured NaN */
+    float *oc;             /* out_change, as val: -inf where not measured */
+    int has_oc;            /* the column is in the file */
     /* every per-layer column of the table the writers walk, by its index
      * (METRICS_LC_*, metrics.h): lc[METRICS_LC_ACT_MAX] is each row's act
      * max per layer (NaN where the row has none), so a new column is kept
@@ -164,7 +166,8 @@ typedef enum { PLOT_METRIC_LOSS, PLOT_METRIC_BEST, PLOT_METRIC_UPDATE, PLOT_METR
 
 typedef enum {
     PLOT_LOSS, PLOT_LAYERS, PLOT_PROFILE, PLOT_HEATMAP, PLOT_MAP, PLOT_VIEW, PLOT_HEADROOM, PLOT_OVERFLOW,
-    PLOT_SERIES /* one per-layer column over the run (column) */
+    PLOT_SERIES, /* one per-layer column over the run (column) */
+    PLOT_CHANGE  /* out_change over the run, the runs on one axis */
 } plot_kind;
 
 typedef struct {

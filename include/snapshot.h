@@ -131,6 +131,8 @@ typedef struct {
     struct {
         float loss;
         float val_loss;          /* NaN when not measured at this step */
+        float out_change;        /* metrics.h's, when oc_known (measured at this step) */
+        int oc_known;
         char mark[TRAINER_MARK]; /* settings changed just before this step; "" if none */
     } run[2];
 } trainer_point;

@@ -528,6 +528,11 @@ tui_action tui_click(tui_ui *ui, int row, int col, int *selected_changed);
 
 /* ---- widgets: each draws into a rect of the grid ---------------------------- */
 void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
+/* Run run's latest out_change kept in the history at or before step upto,
+ * as the status lines say it: "Δout 0.19" (ASCII "dout"), "@step" when
+ * measured before upto; "" when none is kept. */
+void tui_status_out_change(const trainer_snapshot *s, int run, long upto, int unicode, char *buf,
+                           size_t n);
 void tui_draw_layers(tui_grid *g, tui_rect r, const trainer_snapshot *s, tui_ui *ui);
 /* --compare: one run's compact layer panel (which 0 = a, 1 = b), and the
  * per-layer a/b ratio of gradient norms sqrt(attn^2 + mlp^2 + norm^2). */

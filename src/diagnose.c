@@ -112,6 +112,7 @@ static void push(diag *d, const step_metrics *m)
     p->lr = metrics_known(m, METRICS_COL_LR) ? m->lr : NAN;
     p->scale = metrics_known(m, METRICS_COL_SCALE) ? m->loss_scale : NAN;
     p->gnorm = metrics_known(m, METRICS_COL_GNORM) ? m->grad_norm : NAN;
+    p->out_change = metrics_known(m, METRICS_COL_OUT_CHANGE) ? m->out_change : NAN;
     p->clip = metrics_clip(m);
     if (d->first_loss == 0 && p->updated && isfinite(p->loss))
         d->first_loss = p->loss;

@@ -86,6 +86,13 @@ struct engine {
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
     engine_data_id loaded; /* the data its checkpoint says it trained on */
     engine_loss_terms terms; /* the latest step's (engine_last_loss_terms) */
+    /* out_change's fixed batch and the logits the weights of step oc_at
+     * gave it (-1: none held; a setting, a rewind or a load makes them
+     * stale, as the same weights then give other logits) */
+    uint8_t *oc_x;    /* (oc_B, T) */
+    float *oc_logits; /* (oc_B, T, V) */
+    int oc_B;
+    long oc_at;
 };
 
 /* The settings the model reads at each forward, as in force now: a
@@ -99,6 +106,8 @@ static void model_sync(engine *e)
 
 static void event_v(engine *e, ns_event_kind kind, int layer, const char *fmt, va_list ap)
 {
+    if (kind == NS_EV_SETTING) /* a setting, a rewind, a re-init */
+        e->oc_at = -1;
     ns_event *ev = &e->events[e->n_events % NS_EVENT_RING];
     ev->step = e->step;
     ev->kind = kind;
@@ -128,6 +137,27 @@ static void event(engine *e, const char *fmt, ...)
     va_end(ap);
 }
 
+/* out_change's fixed batch: ENGINE_OC_BATCH sequences (fewer when the
+ * batch is smaller) spread evenly over the held-out bytes, the same
+ * whatever the seed, the batch or --val-batches. */
+static int oc_alloc(engine *e)
+{
+    const ns_config *c = &e->cfg;
+    e->oc_B = c->batch < ENGINE_OC_BATCH ? c->batch : ENGINE_OC_BATCH;
+    e->oc_at = -1;
+    size_t BT = (size_t)e->oc_B * c->context;
+    uint8_t *y = malloc(BT);
+    e->oc_x = malloc(BT);
+    e->oc_logits = malloc(BT * NS_VOCAB * sizeof(float));
+    if (!y || !e->oc_x || !e->oc_logits) {
+        free(y);
+        return -1;
+    }
+    data_val_batch(e->data, 0, 1, e->oc_B, c->context, e->oc_x, y);
+    free(y);
+    return 0;
+}
+
 /* Seeds of the two streams: initialization and batches. */
 static uint64_t init_seed(uint64_t seed) { return seed ^ 0x696E6974ull; /* "init" */ }
 static uint64_t data_seed(uint64_t seed) { return seed ^ 0x64617461ull; /* "data" */ }
@@ -149,7 +179,8 @@ static engine *engine_alloc(const ns_config *cfg, const dataset *data, char *err
     if (model_create(&e->m, cfg) != 0 || optim_adamw_create(&e->opt, e->m.n_params) != 0 ||
         !(e->x = malloc(BT)) || !(e->y = malloc(BT)) ||
         !(e->layer_sq = calloc(2 * (size_t)cfg->n_layer, sizeof(double))) ||
-        !(e->grad_sq = calloc((size_t)cfg->n_layer + 1, sizeof(double)))) {
+        !(e->grad_sq = calloc((size_t)cfg->n_layer + 1, sizeof(double))) ||
+        oc_alloc(e) != 0) {
         snprintf(err, errlen, "out of memory: this model needs about %.1f MiB",
                  engine_bytes_needed(cfg) / 1048576.0);
         engine_free(e);
@@ -199,6 +230,8 @@ void engine_free(engine *e)
     free(e->y);
     free(e->layer_sq);
     free(e->grad_sq);
+    free(e->oc_x);
+    free(e->oc_logits);
     for (int i = 0; i < e->n_snaps; i++)
         free(e->snaps[i].params);
     free(e->snaps);
@@ -436,6 +469,55 @@ static void step_fields(engine *e, step_metrics *out, float loss, float lr, floa
     out->n_layer = e->m.L;
 }
 
+/* Is a validation due after step s? */
+static int val_due(const ns_config *c, long s)
+{
+    return c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps));
+}
+
+/* ---- out_change ---------------------------------------------------------
+ * How far an update moves the output (Liu et al. 2020, "Admin"; Wang et
+ * al. 2022, "DeepNet"): ||f(x; w_t) - f(x; w_t-1)|| / ||f(x; w_t-1)|| over
+ * the logits of the fixed batch, on the first ENGINE_OC_STEPS steps and
+ * at each validation. A measured step's logits are the next one's
+ * "before"; where none are held (a first measurement, a setting changed,
+ * a rewind, a load) they are made before the step's update. */
+static int oc_due(const engine *e, long s) { return s <= ENGINE_OC_STEPS || val_due(&e->cfg, s); }
+
+/* The fixed batch's logits at the weights and settings in force (the
+ * forward leaves them in m.logits). */
+static void oc_forward(engine *e)
+{
+    model_sync(e);
+    model_forward(&e->m, e->oc_x, NULL, e->oc_B);
+}
+
+/* Before step s's update: the "before" logits, when s is measured and
+ * none of the weights now are held. */
+static void oc_before(engine *e, long s)
+{
+    if (!oc_due(e, s) || e->oc_at == e->step)
+        return;
+    oc_forward(e);
+    memcpy(e->oc_logits, e->m.logits, (size_t)e->oc_B * e->m.T * e->m.V * sizeof(float));
+    e->oc_at = e->step;
+}
+
+/* After it: out_change into out (or its bit of unknown), the new logits
+ * kept for the next step. */
+static void oc_after(engine *e, step_metrics *out)
+{
+    if (!oc_due(e, e->step) || e->oc_at != e->step - 1) {
+        out->unknown |= 1u << METRICS_COL_OUT_CHANGE;
+        return;
+    }
+    oc_forward(e);
+    size_t n = (size_t)e->oc_B * e->m.T * e->m.V;
+    out->out_change = (float)model_rel_change(e->oc_logits, e->m.logits, n);
+    memcpy(e->oc_logits, e->m.logits, n * sizeof(float));
+    e->oc_at = e->step;
+}
+
 /* After the step: the divergence event, or the spike rule and the
  * snapshot ring; then the validation loss when one is due. */
 static void step_after(engine *e, step_metrics *out, int bad, int skipped)
@@ -455,7 +537,7 @@ static void step_after(engine *e, step_metrics *out, int bad, int skipped)
         if (!skipped && c->snapshot_every > 0 && s % c->snapshot_every == 0)
             engine_snapshot(e);
     }
-    if (c->val_every > 0 && (s % c->val_every == 0 || (c->steps > 0 && s == c->steps))) {
+    if (val_due(c, s)) {
         out->val_loss = engine_validate(e);
         out->has_val = 1;
         e->last.val_loss = out->val_loss;
@@ -475,6 +557,7 @@ int engine_step(engine *e, step_metrics *out)
     data_train_batch(e->data, &e->rng, c->batch, c->context, e->x, e->y);
     model_set_precision(m, c->precision, c->fp32_norms);
     model_sync(e);
+    oc_before(e, s);
     m->loss_scale = scale;
     float loss = model_forward(m, e->x, e->y, c->batch);
     /* before a validation's forward replaces them */
@@ -498,6 +581,7 @@ int engine_step(engine *e, step_metrics *out)
     int bad = step_verdict(e, out, forward_bad, gnorm, scale, &skipped);
     if (!bad && !skipped)
         step_update(e, out, lr, gnorm, scale);
+    oc_after(e, out);
     step_fields(e, out, loss, lr, gnorm, scale, nstime_now() - t0);
     out->nonfinite = bad;
     out->skipped = skipped;
@@ -558,6 +642,9 @@ double engine_bytes_needed(const ns_config *c)
     bytes += 2.0 * p * f;                             /* AdamW's m and v */
     bytes += (double)model_buffer_floats(c) * f;      /* activations, backward scratch */
     bytes += (double)snapshots_held(c, n) * snapshot_bytes(n); /* the rewind ring */
+    /* out_change's fixed batch: its tokens and logits */
+    bytes += (double)(c->batch < ENGINE_OC_BATCH ? c->batch : ENGINE_OC_BATCH) * c->context *
+             (1.0 + NS_VOCAB * f);
     return bytes;
 }
 
@@ -1031,6 +1118,7 @@ int engine_last_loss_terms(const engine *e, engine_loss_terms *out)
 
 float *engine_params(engine *e, size_t *n)
 {
+    e->oc_at = -1; /* the caller may change them */
     *n = e->m.n_params;
     return e->m.params;
 }

@@ -24,6 +24,7 @@ static const metrics_col measured[] = {
     [METRICS_COL_LOGZ] = STEP("logz_mean", logz_mean, METRICS_T_FLOAT),
     [METRICS_COL_LOGIT_MAX] = STEP("logit_max", logit_max, METRICS_T_FLOAT),
     [METRICS_COL_ZTERM] = STEP("z_loss_term", z_loss_term, METRICS_T_FLOAT),
+    [METRICS_COL_OUT_CHANGE] = STEP("out_change", out_change, METRICS_T_FLOAT),
 };
 #undef STEP
 #define N_MEASURED ((int)(sizeof measured / sizeof measured[0]))

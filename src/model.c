@@ -593,6 +593,17 @@ static void q_taken(model *m, int backward, int l, const char *op, float *x, siz
 
 double model_l2(const float *x, size_t n) { return sqrt(ops_sumsq(x, n)); }
 
+double model_rel_change(const float *before, const float *after, size_t n)
+{
+    double d = 0, b = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = before[i], y = after[i];
+        d += (y - x) * (y - x);
+        b += x * x;
+    }
+    return isfinite(d) && isfinite(b) && b > 0 ? sqrt(d / b) : NAN;
+}
+
 void model_group_slice(const model *m, int l, model_group g, size_t *off, size_t *n)
 {
     size_t base = m->layer0 + (size_t)l * m->layer_stride;

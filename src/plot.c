@@ -74,7 +74,11 @@ static int check_columns(const plot_data *d, const plot_opts *o, char *err, size
                  name, name, name);
         return -1;
     }
-    if (k != PLOT_LOSS && d->run[0].L == 0) {
+    if (k == PLOT_CHANGE && !d->run[0].has_oc) {
+        snprintf(err, errlen, "no 'out_change' column: --kind change needs it");
+        return -1;
+    }
+    if (k != PLOT_LOSS && k != PLOT_CHANGE && d->run[0].L == 0) {
         snprintf(err, errlen, "no per-layer columns (l0_grad_attn, ...): --kind %s needs them",
                  k == PLOT_LAYERS ? "layers" : k == PLOT_PROFILE ? "profile" : "heatmap");
         return -1;
@@ -103,6 +107,7 @@ int plot_render(FILE *f, const plot_data *d, const plot_opts *o, char *err, size
     case PLOT_HEADROOM:
     case PLOT_OVERFLOW:
     case PLOT_SERIES: rc = plot_fig_precision(&v, d, o->kind); break;
+    case PLOT_CHANGE: rc = plot_fig_change(&v, d); break;
     case PLOT_MAP: rc = -1; break; /* plot_render_map */
     }
     fputs("</svg>\n", f);

@@ -19,7 +19,7 @@ int plot_parse_kind(const char *s, plot_kind *k)
         plot_kind kind;
     } names[] = {{"loss", PLOT_LOSS},       {"layers", PLOT_LAYERS},     {"profile", PLOT_PROFILE},
                  {"heatmap", PLOT_HEATMAP}, {"headroom", PLOT_HEADROOM}, {"overflow", PLOT_OVERFLOW},
-                 {"series", PLOT_SERIES}, {"map", PLOT_MAP}};
+                 {"series", PLOT_SERIES}, {"map", PLOT_MAP}, {"change", PLOT_CHANGE}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(s, names[i].name)) {
             *k = names[i].kind;
@@ -70,7 +70,7 @@ static int plot_options(plot_opts *o, const char *kind, const char *size, const 
     o->h = 900;
     if (kind && plot_parse_kind(kind, &o->kind)) {
         fprintf(err, "normscope: --kind '%s': expected "
-                     "loss|layers|profile|heatmap|headroom|overflow|series|map\n", kind);
+                     "loss|layers|profile|heatmap|headroom|overflow|series|change|map\n", kind);
         return 2;
     }
     if (size && plot_parse_size(size, &o->w, &o->h)) {

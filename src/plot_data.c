@@ -36,7 +36,7 @@ static int is_set(int k)
 static const char *set_name(int k) { return metrics_step_col(k)->name; }
 
 enum {
-    FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_SCALE, FLD_STATE, FLD_FAULT,
+    FLD_NONE = -1, FLD_STEP, FLD_LOSS, FLD_VAL, FLD_SCALE, FLD_STATE, FLD_FAULT, FLD_OC,
     FLD_LC0, /* layer column k of metrics_layer_cols is FLD_LC0 + k */
     FLD_SET0 = FLD_LC0 + METRICS_LAYER_COLS
 };
@@ -45,7 +45,7 @@ enum {
 typedef struct {
     int has_step;
     long step;
-    float loss, val;
+    float loss, val, oc;
     int maxl; /* highest layer index seen, -1 = none */
     float lc[METRICS_LAYER_COLS][NS_MAX_LAYERS];
     int seen_lc[METRICS_LAYER_COLS];
@@ -54,7 +54,7 @@ typedef struct {
     char scale[PLOT_SETLEN]; /* loss_scale as written; "" = none */
     int bad;                 /* state: diverged */
     char fault[64];          /* first_nonfinite */
-    int seen_loss, seen_val;
+    int seen_loss, seen_val, seen_oc;
 } stage;
 
 void plot_data_init(plot_data *d) { memset(d, 0, sizeof *d); }
@@ -64,6 +64,7 @@ static void run_free(plot_run *r)
     free(r->step);
     free(r->loss);
     free(r->val);
+    free(r->oc);
     free(r->gn);
     for (int k = 0; k < METRICS_LAYER_COLS; k++)
         free(r->lc[k]);
@@ -87,8 +88,9 @@ void plot_data_free(plot_data *d)
 
 static void stage_reset(stage *s)
 {
-    s->has_step = s->seen_loss = s->seen_val = 0;
+    s->has_step = s->seen_loss = s->seen_val = s->seen_oc = 0;
     s->loss = s->val = NAN;
+    s->oc = -INFINITY;
     s->maxl = -1;
     for (int k = 0; k < METRICS_LAYER_COLS; k++)
         for (int l = 0; l < NS_MAX_LAYERS; l++)
@@ -118,8 +120,8 @@ static void map_name(const char *name, size_t len, int *run, int *field, int *la
         *field = k == METRICS_COL_STEP ? FLD_STEP : k == METRICS_COL_LOSS ? FLD_LOSS : FLD_VAL;
         return;
     }
-    if (k == METRICS_COL_SCALE) {
-        *field = FLD_SCALE;
+    if (k == METRICS_COL_SCALE || k == METRICS_COL_OUT_CHANGE) {
+        *field = k == METRICS_COL_SCALE ? FLD_SCALE : FLD_OC;
         return;
     }
     /* the state columns the writers put after all others (metrics.h) */
@@ -183,6 +185,10 @@ static void stage_put(stage *s, int field, int layer, const char *v, size_t len)
         s->val = len == 0 || (len == 4 && !strncmp(v, "null", 4)) ? -INFINITY : cell_num(v, len);
         s->seen_val = 1;
         break;
+    case FLD_OC: /* as val: empty or null where not measured */
+        s->oc = len == 0 || (len == 4 && !strncmp(v, "null", 4)) ? -INFINITY : cell_num(v, len);
+        s->seen_oc = 1;
+        break;
     case FLD_NONE: break;
     case FLD_STATE: s->bad = len == 8 && !strncmp(v, "diverged", 8); break;
     case FLD_FAULT: {
@@ -223,7 +229,8 @@ static int run_reserve(plot_run *r)
     long cap = r->cap ? r->cap * 2 : 256;
     size_t per = (size_t)(r->L > 0 ? r->L : 1);
     if (grow((void **)&r->step, sizeof(long), cap) || grow((void **)&r->loss, sizeof(float), cap) ||
-        grow((void **)&r->val, sizeof(float), cap) || grow((void **)&r->gn, sizeof(float) * per, cap) ||
+        grow((void **)&r->val, sizeof(float), cap) || grow((void **)&r->oc, sizeof(float), cap) ||
+        grow((void **)&r->gn, sizeof(float) * per, cap) ||
         grow((void **)&r->bad, 1, cap))
         return -1;
     for (int k = 0; k < METRICS_LAYER_COLS; k++)
@@ -294,6 +301,7 @@ static int run_add(plot_run *r, const stage *s)
     r->step[i] = s->step;
     r->loss[i] = s->loss;
     r->val[i] = s->val;
+    r->oc[i] = s->oc;
     r->bad[i] = (char)s->bad;
     if (s->bad && !r->fault[0]) {
         snprintf(r->fault, sizeof r->fault, "%s", s->fault[0] ? s->fault : "not finite");
@@ -301,6 +309,7 @@ static int run_add(plot_run *r, const stage *s)
     }
     r->has_loss |= s->seen_loss;
     r->has_val |= s->seen_val;
+    r->has_oc |= s->seen_oc;
     for (int l = 0; l < r->L; l++) {
         double a = s->lc[METRICS_LC_GRAD_ATTN][l], f = s->lc[METRICS_LC_GRAD_FFN][l],
                n = s->lc[METRICS_LC_GRAD_LN][l];
@@ -586,6 +595,8 @@ static int snap_point(plot_run *r, const trainer_snapshot *s, long i, int which,
     st->loss = p->run[which].loss;
     st->val = isnan(val) ? -INFINITY : val; /* -inf: not measured */
     st->seen_loss = st->seen_val = 1;
+    st->oc = p->run[which].oc_known ? p->run[which].out_change : -INFINITY;
+    st->seen_oc = 1;
     st->maxl = s->s.n_layer - 1;
     int is_last = s->s.have_metrics && last->step == p->step;
     st->bad = which ? is_last && last->nonfinite : p->nonfinite;

@@ -147,6 +147,7 @@ void plot_loss_panel_draw(svg *v, box b, const plot_data *d, legend *lg);
  * with what the run named. 1 when there were any. */
 int plot_loss_draw_nonfinite(svg *v, box b, const axis *ax, const plot_data *d, int which);
 int plot_fig_precision(svg *v, const plot_data *d, plot_kind k);
+int plot_fig_change(svg *v, const plot_data *d);
 /* The bars' scale shared by every run's panel (rows[r]: run r's row). */
 void plot_layers_axis(const plot_data *d, const long *rows, axis *a);
 void plot_layers_panel_draw(svg *v, box b, const axis *scale, const plot_run *r, long row,

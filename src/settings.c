@@ -292,7 +292,7 @@ static const ns_setting table[] = {
      .help = "where --plot writes its figure (atomically)", .flags = SETF_PLOT | SETF_FILE,
      OPT(out)},
     {.name = "kind", .type = SET_PATH,
-     .arg = "loss|layers|profile|heatmap|headroom|overflow|series|map",
+     .arg = "loss|layers|profile|heatmap|headroom|overflow|series|change|map",
      .def_text = "loss", .help = "the --plot figure", .flags = SETF_PLOT, OPT(kind)},
     {.name = "size", .type = SET_PATH, .arg = "WxH", .def_text = "1600x900",
      .help = "--plot figure size in pixels", .flags = SETF_PLOT, OPT(size)},

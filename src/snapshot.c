@@ -41,6 +41,10 @@ void snapshot_point_set(trainer_point *pt, const step_metrics *a, const step_met
     pt->nonfinite = a->nonfinite;
     pt->run[1].loss = b ? b->loss : NAN;
     pt->run[1].val_loss = b && b->has_val ? b->val_loss : NAN;
+    pt->run[0].oc_known = metrics_known(a, METRICS_COL_OUT_CHANGE);
+    pt->run[0].out_change = pt->run[0].oc_known ? a->out_change : NAN;
+    pt->run[1].oc_known = b && metrics_known(b, METRICS_COL_OUT_CHANGE);
+    pt->run[1].out_change = pt->run[1].oc_known ? b->out_change : NAN;
     snprintf(pt->run[0].mark, sizeof pt->run[0].mark, "%s", mark ? mark : "");
     snprintf(pt->run[1].mark, sizeof pt->run[1].mark, "%s", mark_b ? mark_b : "");
 }

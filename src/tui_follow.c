@@ -386,7 +386,7 @@ static void fmt_col(char *b, size_t n, const char *what, const step_metrics *m, 
 
 /* Row 0: the step shown, its loss, validation, LR, gradient norm, state */
 static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
-                        const tui_follow_state *f)
+                        const tui_follow_state *f, int unicode)
 {
     const trainer_status *s = &snap->s;
     const step_metrics *m = &s->run[0].last;
@@ -402,8 +402,8 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
     tui_puts(g, r.r, end, sw,
              f->live == STREAM_LIVE_GONE || f->live == STREAM_LIVE_NOT_STREAM ? TUI_S_BAD
              : f->live == STREAM_LIVE_ENDED ? TUI_S_DONE : state_style(s->state), state);
-    char it[10][96];
-    tui_style st[10];
+    char it[11][96];
+    tui_style st[11];
     int n = 0;
     if (f->live == STREAM_LIVE_QUIET || f->live == STREAM_LIVE_GONE ||
         f->live == STREAM_LIVE_NOT_STREAM || /* said first: why the numbers stand still */
@@ -434,6 +434,9 @@ static void draw_values(tui_grid *g, tui_rect r, const trainer_snapshot *snap,
         if (s->last_val_step > 0)
             fmt_num(it[n], sizeof it[n], "val", s->run[0].last_val), st[n++] = TUI_S_STATUS;
         fmt_col(it[n], sizeof it[n], "lr", m, METRICS_COL_LR), st[n++] = TUI_S_STATUS;
+        tui_status_out_change(snap, 0, m->step, unicode, it[n], sizeof it[n]);
+        if (it[n][0]) /* the lab's own stream, or a probe that measures it */
+            st[n++] = TUI_S_STATUS;
         if (!m->nonfinite)
             fmt_col(it[n], sizeof it[n], "|grad|", m, METRICS_COL_GNORM), st[n++] = TUI_S_STATUS;
     }
@@ -579,7 +582,7 @@ void tui_follow_draw(tui_grid *g, const trainer_snapshot *s, tui_ui *ui,
     /* the lab's toggles and footer are not there: nor are their clicks */
     drop_hits(ui, L.status.r, L.status.h);
     drop_hits(ui, L.footer.r, L.footer.h);
-    draw_values(g, L.status, s, f);
+    draw_values(g, L.status, s, f, ui->unicode);
     if (L.status.h >= 2)
         draw_keys(g, L.status, s, ui, f);
     draw_info(g, L.sample, s, ui->selected, f);

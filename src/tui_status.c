@@ -55,7 +55,7 @@ static loss_text fmt_loss_text(float v)
 
 /* The items of one status row, in order; the least important are dropped
  * first when the row is narrow. Bounded: an item past the end is left out. */
-#define STATUS_ITEMS 12
+#define STATUS_ITEMS 16
 typedef struct {
     item it[STATUS_ITEMS];
     int n;
@@ -109,8 +109,52 @@ static void status_fault(items *l, const trainer_status *s, int run)
                  m->fault[0] ? m->fault : "the loss");
 }
 
-/* A run's loss, validation loss and (fault) first non-finite (run 1 = b). */
-static void status_run_values(items *l, const trainer_status *s, int run, int fault)
+/* Past the first 100 steps out_change is measured at the validations
+ * only: the latest kept, with its step. */
+void tui_status_out_change(const trainer_snapshot *snap, int run, long upto, int unicode, char *buf,
+                           size_t len)
+{
+    const trainer_status *s = &snap->s;
+    buf[0] = 0;
+    for (long i = s->hist_total - 1; i >= trainer_hist_first(s); i--) {
+        const trainer_point *pt = &snap->hist[i % TRAINER_HIST];
+        if (!pt->run[run].oc_known || pt->step > upto)
+            continue;
+        int n = snprintf(buf, len, "%s ", unicode ? "\u0394out" : "dout");
+        if (isnan(pt->run[run].out_change))
+            n += snprintf(buf + n, len - (size_t)n, "nan");
+        else
+            n += snprintf(buf + n, len - (size_t)n, "%.2g", (double)pt->run[run].out_change);
+        if (pt->step < upto)
+            snprintf(buf + n, len - (size_t)n, "@%ld", pt->step);
+        return;
+    }
+}
+
+typedef struct {
+    char t[2][40];
+} oc_texts;
+static oc_texts status_out_change(const trainer_snapshot *snap, int unicode)
+{
+    oc_texts r;
+    for (int run = 0; run < 2; run++)
+        tui_status_out_change(snap, run, snap->s.steps_done, unicode, r.t[run], sizeof r.t[run]);
+    return r;
+}
+
+/* Columns of a UTF-8 text: its bytes but continuation bytes. */
+static int text_cols(const char *t)
+{
+    int n = 0;
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+        n += (*p & 0xC0) != 0x80;
+    return n;
+}
+
+/* A run's loss, validation loss, LR, out_change (oc: its text, "" for
+ * none) and (fault) first non-finite (run 1 = b). */
+static void status_run_values(items *l, const trainer_status *s, int run, int fault,
+                              const char *oc)
 {
     float loss = s->run[run].loss;
     float val = s->run[run].last_val;
@@ -147,6 +191,11 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
         add_item(l, isfinite(m->grad_norm) ? TUI_S_STATUS : TUI_S_BAD, 3, "|grad| %.3g",
                  (double)m->grad_norm);
 
+    /* how far the last measured update moved the output: of the LR's rank
+     * and after it, so a row too narrow for both (a's under --compare at
+     * 80 columns) keeps it, the mechanism, over the LR the flags set */
+    if (oc[0])
+        add_item(l, TUI_S_STATUS, 2, "%s", oc);
     /* the diagnosis' mark (D shows it whole); a run that diverged says
      * where (its fault, below), which tells the same finding more
      * exactly: there the mark ranks with the LR (a short row drops the LR first)
@@ -159,7 +208,8 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
 }
 
 /* Row 0: the step, run a's values, the speed and (--compare) the target. */
-static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui, int fault)
+static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui, int fault,
+                            const char *oc)
 {
     add_item(l, TUI_S_TITLE, 6, "normscope");
     if (s->limit > 0)
@@ -170,7 +220,7 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui,
         add_item(l, TUI_S_TOGGLE, 0, "TARGET %s", twin_target_name((twin_target)ui->target));
     if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
-    status_run_values(l, s, 0, fault);
+    status_run_values(l, s, 0, fault, oc);
     double tok = s->steps_per_s * s->run[0].cfg.batch * s->run[0].cfg.context;
     if (tok >= 1e6)
         add_item(l, TUI_S_STATUS, 5, "%.2fM tok/s", tok / 1e6);
@@ -196,7 +246,7 @@ static void status_items(tui_grid *g, int row, int c0, int avail, const items *l
         int need = 0, worst = -1;
         for (int i = 0; i < l->n; i++)
             if (keep[i]) {
-                need += (int)strlen(l->it[i].text) + (l->it[i].join ? 1 : 2);
+                need += text_cols(l->it[i].text) + (l->it[i].join ? 1 : 2);
                 if (worst < 0 || l->it[i].prio > l->it[worst].prio)
                     worst = i;
             }
@@ -223,7 +273,7 @@ static int items_fit(const items *l, int avail, int prio)
     int need = 0;
     for (int i = 0; i < l->n; i++)
         if (l->it[i].prio <= prio)
-            need += (int)strlen(l->it[i].text) + (l->it[i].join ? 1 : 2);
+            need += text_cols(l->it[i].text) + (l->it[i].join ? 1 : 2);
     return need <= avail;
 }
 
@@ -415,6 +465,7 @@ static void status_toggles(tui_grid *g, tui_rect r, int row, const trainer_statu
 void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_ui *ui)
 {
     const trainer_status *s = &snap->s;
+    oc_texts oc = status_out_change(snap, ui->unicode);
     tui_fill(g, r.r, r.c, r.h, r.w, ' ', TUI_S_STATUS);
     /* --compare: a run that diverged says where on the toggles' row, whole,
      * when its values row cannot hold it beside the loss and val (at 80
@@ -423,23 +474,23 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
     if (s->compare && r.h >= 3 && s->state == TRAINER_DIVERGED) {
         items t;
         t.n = 0;
-        status_values_a(&t, s, ui, 1);
+        status_values_a(&t, s, ui, 1, oc.t[0]);
         own = !items_fit(&t, avail, 1);
         t.n = 0;
         add_item(&t, TUI_S_LABEL, 0, "b:");
-        status_run_values(&t, s, 1, 1);
+        status_run_values(&t, s, 1, 1, oc.t[1]);
         own |= !items_fit(&t, avail, 1);
     }
     items a;
     a.n = 0;
-    status_values_a(&a, s, ui, !own);
+    status_values_a(&a, s, ui, !own, oc.t[0]);
     status_items(g, r.r, r.c + 1, avail, &a);
     int row = r.r + 1;
     if (s->compare && r.h >= 2) {
         items b;
         b.n = 0;
         add_item(&b, TUI_S_LABEL, 0, "b:");
-        status_run_values(&b, s, 1, !own);
+        status_run_values(&b, s, 1, !own, oc.t[1]);
         avail = status_state(g, r, row, run_state(s, 1), 0);
         status_items(g, row, r.c + 1, avail, &b);
         row++;

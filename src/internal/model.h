@@ -287,6 +287,10 @@ int model_block_is_post(const model *m, int l);
 
 /* L2 norm of a slice of the gradient (or of any float array). */
 double model_l2(const float *x, size_t n);
+/* ||after - before|| / ||before|| over n values, summed in order in
+ * double (out_change: the logits' relative change); NaN when a value is
+ * not finite. */
+double model_rel_change(const float *before, const float *after, size_t n);
 
 /* The slice of layer l's parameters of one group. */
 typedef enum { GROUP_LN = 0, GROUP_ATTN = 1, GROUP_FFN = 2, GROUP_ALL = 3 } model_group;

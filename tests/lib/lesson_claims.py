@@ -173,6 +173,13 @@ def rewound_at(name):
     return next(a for a, b in zip(steps, steps[1:]) if b <= a)
 
 
+def out_change_1(prefix):
+    """out_change at step 1 of run a ("") or b ("b_") of each seed's
+    deep-stable run (oc<seed>.csv, five seeds; one under the sanitizers)."""
+    names = sorted(n for n in os.listdir(DIR) if re.fullmatch(r"oc\d+\.csv", n))
+    return [at(n, prefix + "out_change", 1) for n in names]
+
+
 def mean_underflow(prefix):
     """Gradient values underflowed per step, over every layer of a run."""
     r = rows("l.csv")
@@ -316,6 +323,19 @@ CLAIMS = [
               at("sr.csv", "b_val_loss")], "round", 0),
     ("deep-stable", [MAN], r"Post-LN stays on the plateau at (\d\.\d+) nats; DeepNorm reaches (\d\.\d+)",
      lambda: [at("s.csv", "val_loss"), at("s.csv", "b_val_loss")], "round", 0),
+    # deep-stable: out_change at step 1, every seed lessons.sh ran (oc<seed>.csv)
+    ("deep-stable", [LF % "deep-stable"], r"step 1 it is above (\d\.\d+) for Post-LN",
+     lambda: [min(out_change_1(""))], "ge", 0),
+    ("deep-stable", [LF % "deep-stable"], r"output more than remade, and\s+below (\d\.\d+) for DeepNorm",
+     lambda: [max(out_change_1("b_"))], "le", 0),
+    ("deep-stable", [LF % "deep-stable"], r"out_change is above\s+#?\s*(\d\.\d+) for Post-LN",
+     lambda: [min(out_change_1(""))], "ge", 0),
+    ("deep-stable", [LF % "deep-stable"], r"for Post-LN and below (\d\.\d+) for DeepNorm \(asserted",
+     lambda: [max(out_change_1("b_"))], "le", 0),
+    ("deep-stable", [MAN], r"under Post-LN \(above (\d\.\d+) on each of five seeds\)",
+     lambda: [min(out_change_1(""))], "ge", 0),
+    ("deep-stable", [MAN], r"under DeepNorm \(below (\d\.\d+)\)",
+     lambda: [max(out_change_1("b_"))], "le", 0),
     ("deep-stable", [MAN], r"Pre-LN reaches (\d\.\d+), ReZero (\d\.\d+)",
      lambda: [at("sp.csv", "b_val_loss"), at("sr.csv", "b_val_loss")], "round", 0),
     # gamma-zero (lessons.sh runs 200 steps)

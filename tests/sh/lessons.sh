@@ -253,6 +253,17 @@ lesson_deep_stable() {
     asks "$T/s.err" deep-stable b.norm=deepnorm 150
     asks "$T/sr.err" deep-stable b.norm!=deepnorm 150 b.norm=deepnorm
     asks "$T/sp.err" deep-stable b.norm!=deepnorm 150 b.norm=deepnorm
+    # the mechanism, on five seeds (one under the sanitizers): how far the
+    # first update moves the output; the texts' numbers are lesson_claims.py's
+    # (oc<seed>.csv), here that DeepNorm's is the smaller by a factor of 3
+    seeds="1 2 3 4 5"
+    [ -n "$NS_SANITIZED" ] && seeds=1
+    for s in $seeds; do
+        "$BIN" --headless -q --lesson deep-stable --steps 1 --seed "$s" --csv "$T/oc$s.csv" 2>"$T/oc.err" ||
+            { no "deep-stable seed $s: $(cat "$T/oc.err")"; return; }
+        a=$(at "$T/oc$s.csv" out_change 1); b=$(at "$T/oc$s.csv" b_out_change 1)
+        cmpv "seed $s, step 1: Post-LN's out_change over 3 times DeepNorm's" "$a" ">" "$(awk -v b="$b" 'BEGIN { print 3 * b }')"
+    done
     post=$(last "$T/s.csv" val_loss)
     cmpv "24 layers: Post-LN stays on the plateau" "$post" ">" 2.9
     for f in s:DeepNorm sr:ReZero sp:Pre-LN; do

@@ -108,6 +108,21 @@ for size in 800x450 1600x900; do
 done
 check "series 1600x900: type >= 20 px" $CHECK type "$T/fit_series_1600x900.svg" 20
 
+# --- --kind change: out_change of both runs of a comparison on one axis,
+# a point at each measured step (the first 100, then the validations: 102
+# of 110), none where the CSV's cell is empty; a file without the column
+# refused ---
+"$BIN" --headless -q -L 2 -d 16 -H 2 -T 8 -B 2 --steps 110 --val-every 5 --compare norm=post \
+    --csv "$T/oc.csv" >/dev/null 2>"$T/err" || no "the out_change run: $(cat "$T/err")"
+plot change.svg "$T/oc.csv" --kind change && {
+    pts=$(grep -o 'class="series" data-name="out_change [ab]: [^"]*"[^>]*data-points="[0-9]*"' "$T/change.svg" |
+        sed 's/.*data-points="//; s/"//' | tr '\n' ' ')
+    [ "$pts" = "102 102 " ] && ok || no "change: points of runs a and b: '$pts', want 102 each"
+    grep -q 'b: norm=post' "$T/change.svg" && ok || no "change: run b not named by its setting"
+}
+expect_bad "no 'out_change' column: --kind change needs it" --plot "$F/run.csv" --kind change \
+    --out "$T/bad.svg"
+
 # --- a comparison: both runs, one marker for a change sent to both ---
 plot cmp_loss.svg "$F/compare.csv" && {
     check "compare loss lines" $CHECK loss "$T/cmp_loss.svg" "$F/compare.csv"

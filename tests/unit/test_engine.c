@@ -558,9 +558,54 @@ static void test_nonfinite(void)
     int r = engine_step(e, &m);
     CHECK(r == 1 && m.nonfinite);
     CHECK(isnan(m.loss) || isnan(m.grad_norm));
+    /* the fixed batch's logits are NaN too: out_change says so */
+    CHECK(metrics_known(&m, METRICS_COL_OUT_CHANGE) && isnan(m.out_change));
     CHECK(memcmp(copy, p, n * sizeof(float)) == 0);
     free(copy);
     engine_free(e);
+}
+
+/* out_change: a measured step's logits are the next one's "before", the
+ * same bits as measuring them again; a setting change makes them stale
+ * (the placement changes the logits of the same weights, and the next
+ * step says the update's change, not the placement's); after the first
+ * ENGINE_OC_STEPS steps only the validations are measured, the rest
+ * unknown, not 0. */
+static void test_out_change(void)
+{
+    ns_config c = small_cfg();
+    c.steps = 0;
+    engine *a = make(&c), *b = make(&c);
+    step_metrics ma, mb;
+    int same = 1, known = 1;
+    for (int i = 0; i < 6; i++) {
+        size_t n;
+        engine_params(b, &n); /* b's held logits are dropped: measured again */
+        engine_step(a, &ma);
+        engine_step(b, &mb);
+        same &= memcmp(&ma.out_change, &mb.out_change, sizeof ma.out_change) == 0;
+        known &= metrics_known(&ma, METRICS_COL_OUT_CHANGE) && ma.out_change > 0 &&
+                 ma.out_change < 1;
+    }
+    CHECK(same && known);
+    /* the placement flipped: Post-LN's logits of the same weights are
+     * another output altogether */
+    engine_set_norm(a, NORM_POST);
+    engine_step(a, &ma);
+    CHECK(ma.out_change > 0 && ma.out_change < 0.2f);
+    if (ma.out_change >= 0.2f)
+        fprintf(stderr, "  out_change after a placement change: %g\n", (double)ma.out_change);
+    engine_free(b);
+    /* past ENGINE_OC_STEPS: the validations' steps only (every 4th) */
+    int pattern = 1;
+    while (engine_steps_done(a) < ENGINE_OC_STEPS + 9) {
+        engine_step(a, &ma);
+        int want = ma.step <= ENGINE_OC_STEPS || ma.step % c.val_every == 0;
+        pattern &= metrics_known(&ma, METRICS_COL_OUT_CHANGE) == want;
+        pattern &= !want || (isfinite(ma.out_change) && ma.out_change > 0);
+    }
+    CHECK(pattern);
+    engine_free(a);
 }
 
 /* Events are typed where they are made: a reader needs the kind and the
@@ -728,6 +773,7 @@ int main(void)
     test_schedule();
     test_warmup_toggle();
     test_nonfinite();
+    test_out_change();
     test_event_kinds();
     test_metric_slices();
     test_data();

@@ -348,12 +348,38 @@ static void check_fp16(const char *dir)
     free_fixture(&fx);
 }
 
+/* out_change of one AdamW step (the fixture config's hyperparameters)
+ * on the batch from m's weights, as the engine computes it: the logits
+ * before and after, model_rel_change. */
+static float mech_out_change(model *m, const float *cf, const uint8_t *tok, const uint8_t *tgt,
+                             int B)
+{
+    size_t n = (size_t)B * m->T * m->V;
+    float *before = malloc(n * sizeof(float));
+    adamw o;
+    adamw_hparams h = {cf[8], cf[9], cf[10], cf[11], cf[12], 1.0f, 1.0f};
+    if (!before || optim_adamw_create(&o, m->n_params) != 0) {
+        free(before);
+        return NAN;
+    }
+    model_forward(m, tok, NULL, B);
+    memcpy(before, m->logits, n * sizeof(float));
+    model_forward(m, tok, tgt, B);
+    model_backward(m);
+    optim_adamw_update(&o, m, &h, NULL);
+    model_forward(m, tok, NULL, B);
+    float oc = (float)model_rel_change(before, m->logits, n);
+    optim_adamw_free(&o);
+    free(before);
+    return oc;
+}
+
 /* The mechanisms' statistics of a forward (model_forward's per-layer
  * attention logits and entropy, branch share and first norm's input; the
  * output's log Z and largest logit) against PyTorch's float64 values on
  * the same weights and batch (tests/fixtures/gen_mech.py, which computes
  * the entropy as -sum p ln p, not as the model does). A value PyTorch says
- * is NaN (no norm) must be NaN here. */
+ * is NaN (no norm) must be NaN here. And out_change of one AdamW step. */
 static void check_mech(const char *dir, const char *name)
 {
     char path[512], what[96];
@@ -397,6 +423,9 @@ static void check_mech(const char *dir, const char *name)
     CHECK(all_close(what, &m.logz_mean, get(&fx, "logz_mean")->data, 1, 1e-4, 1e-6));
     snprintf(what, sizeof what, "mech %s logit_max", name);
     CHECK(all_close(what, &m.logit_max, get(&fx, "logit_max")->data, 1, 1e-4, 1e-6));
+    snprintf(what, sizeof what, "mech %s out_change", name);
+    float oc = mech_out_change(&m, cfr->data, tok, tgt, c.batch);
+    CHECK(all_close(what, &oc, get(&fx, "out_change")->data, 1, 1e-4, 1e-7));
     free(tok);
     free(tgt);
     model_free(&m);
@@ -424,7 +453,8 @@ int main(void)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         check_fixture(dir, names[i]);
     check_fp16(dir);
-    static const char *const mech[] = {"pre_qk", "post", "respost", "rezero", "sandwich_qk"};
+    static const char *const mech[] = {"pre_qk", "post",     "respost", "rezero",
+                                       "sandwich_qk", "pre", "deepnorm"};
     for (size_t i = 0; i < sizeof mech / sizeof mech[0]; i++)
         check_mech(dir, mech[i]);
     return test_summary();

@@ -73,6 +73,20 @@ static void fix_all_commands(const diag_finding *const *f, int n, char *buf, siz
     }
 }
 
+/* The candidates a fix whose cause is f[0] applies: when it goes back
+ * to a snapshot, a finding made of steps after it (the logits of an LR
+ * spike the rewind drops) has no evidence left, so its fix is left out */
+static int fix_after_back(const diag_finding *cause, const diag_finding **f, int n)
+{
+    if (cause->fix_from != DIAG_FROM_SNAPSHOT)
+        return n;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (f[i] == cause || f[i]->step <= cause->fix_before)
+            f[k++] = f[i];
+    return k;
+}
+
 /* Where a fix that goes back to a snapshot goes: the newest snapshot at
  * or before `before` still healthy by the run's first step
  * (diag_snapshot_healthy), or -1: none, a re-init. Its metrics' loss in
@@ -399,7 +413,7 @@ void trainer_apply_fix(trainer *t, const char *how)
         fix_give_up(t, how, "%d applied already, the most", t->fixes);
         return;
     }
-    int n = fix_candidates(t, run, all, TRAINER_FINDINGS);
+    int n = fix_after_back(found, all, fix_candidates(t, run, all, TRAINER_FINDINGS));
     diag_finding f = *found; /* a rewind clears the episode's list */
     char cmds[TRAINER_FIX_TEXT], also[96] = "", where[DIAG_TEXT + 48];
     fix_all_commands(all, n, cmds, sizeof cmds);

@@ -1962,8 +1962,9 @@ class Probe:
         if self.unknown:
             pairs.append(("unknown", self.unknown))
         self.writer.line(pairs)
-        for text in notes:
-            self._event("note", text)
+        if notes:  # one note, with the header's list: the view says it once
+            self._event("note", "not measured on this model (unknown, never 0): " +
+                        "; ".join(notes), [("unknown", self.unknown)])
         for b, c in enumerate(calls if first_forward else []):
             if c > 1:  # one block, its weights shared by the layers that call it
                 self._event("note", "block %s ran %d times in a forward (shared weights): its "
@@ -1996,15 +1997,14 @@ class Probe:
                 self.unknown += ["l%d_%s" % (b, c) for b in miss for c in cols]
                 where = "block%s %s" % ("s" if len(miss) > 1 else "",
                                         ", ".join(self.blocks[b][0] for b in miss))
-            notes.append("%s unknown: %s" % (" and ".join(cols), why[col] % where))
+            notes.append("%s: %s" % (" and ".join(cols), why[col] % where))
         if (-1, "lse") not in got:
             self.unknown += ["logz_mean", "logit_max", "out_change"]
-            notes.append("logz_mean, logit_max and out_change unknown: the model's output holds "
-                         "no logits (a tensor whose last size is the vocabulary's)")
+            notes.append("logz_mean, logit_max and out_change: the model's output holds no "
+                         "logits (a tensor whose last size is the vocabulary's)")
         elif self.optimizer is None or self.dist or not self.fixed:
             self.unknown.append("out_change")
-            notes.append("out_change unknown: it needs the optimizer passed to attach() and one "
-                         "process")
+            notes.append("out_change: it needs the optimizer passed to attach() and one process")
         return notes
 
     def _find_vocab(self):

@@ -75,8 +75,10 @@ PRECISION = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16
 FLAT_MAX = 1 << 16
 MAX_COMMANDS = 8  # commands carried by one broadcast; the rest wait a step
 # out_change: the fixed batch's sequences (the first training batch's
-# first ones), and the steps it is measured on (then at validations)
-OUT_ROWS, OUT_STEPS = 4, 100
+# first ones), and the steps it is measured on (then at validations): a
+# forward of its own each, some 8% of a step of 16 sequences, so the first
+# steps only, where an update's reach tells Post-LN from DeepNorm
+OUT_ROWS, OUT_STEPS = 4, 10
 # what the watch's record codes say besides a module: code = 4 * module + pass
 PASS_FORWARD, PASS_BACKWARD, PASS_LOSS, PASS_GRADS = 0, 1, 2, 3
 END_SIGNALS = ("SIGTERM", "SIGHUP")  # ended by the default action: the end line first
@@ -1038,15 +1040,14 @@ class Probe:
         x, fs, nin, rec = ctx["x"], ctx["F"], ctx["nin"], self.rec
         if self.branch_form[b] is None and y.shape == x.shape:
             self.branch_form[b] = _branch_form(x, fs, nin, y)
-        sq = lambda t: torch.linalg.vector_norm(t.detach(), 2, dtype=torch.float32) \
-            .double() ** 2  # noqa: E731
-        xsq = sq(x)
+        ts = [x] + (fs if self.branch_form[b] else []) + \
+            ([nin] if nin is not None and nin is not x else [])
+        sq = _norms([t.detach() for t in ts], x.device).double() ** 2  # one call a block
         if self.branch_form[b] and fs:
-            rec.add(b, "xsq", xsq, x.numel())
-            for f in fs:
-                rec.add(b, "fsq", sq(f), f.numel())
+            rec.add(b, "xsq", sq[0], x.numel())
+            rec.add(b, "fsq", sq[1:1 + len(fs)].sum(), sum(f.numel() for f in fs))
         if nin is not None:
-            rec.add(b, "nsq", xsq if nin is x else sq(nin), nin.numel())
+            rec.add(b, "nsq", sq[0] if nin is x else sq[-1], nin.numel())
 
     def _backward_hook(self, idx, block, rec):
         def hook(g):

@@ -817,19 +817,12 @@ class Probe:
         module of their own whose output a hook could read), and the
         attention's logit maximum and entropy over the pairs its masks
         let take part (mechanism.mha_stats)."""
-        had = "forward" in mha.__dict__
-        orig, probe = mha.forward, self
-
-        def forward(*args, **kwargs):
-            if probe._measuring_now() and len(args) >= 2:
-                probe._mha_call(idx, mha, args, kwargs)
-            probe.in_mha += 1
-            try:
-                return orig(*args, **kwargs)
-            finally:
-                probe.in_mha -= 1
-        mha.forward = forward
-        self.mha_wrapped.append((mha, had, orig, forward))
+        if "forward" in mha.__dict__:  # replaced by the user already: left alone, unknown
+            return
+        _MHA_PROBES[mha] = (self, idx)
+        fn = types.MethodType(_mha_forward, mha)
+        mha.forward = fn
+        self.mha_wrapped.append((mha, fn))
 
     def _mha_call(self, idx, mha, args, kwargs):
         q, k = args[0], args[1]
@@ -877,12 +870,10 @@ class Probe:
         """Put back what _wrap_mha and _wrap_sdpa replaced, unless
         something replaced it again since (then it stays and passes
         through)."""
-        for mha, had, orig, fn in self.mha_wrapped:
+        for mha, fn in self.mha_wrapped:
+            _MHA_PROBES.pop(mha, None)
             if mha.__dict__.get("forward") is fn:
-                if had:
-                    mha.forward = orig
-                else:
-                    del mha.__dict__["forward"]
+                del mha.__dict__["forward"]
         F = torch.nn.functional
         if self.sdpa_fn is not None and getattr(F, "scaled_dot_product_attention", None) \
                 is self.sdpa_fn:
@@ -2327,6 +2318,27 @@ class Probe:
             self._end("exception", "%s: %s" % (tp.__name__, str(value)[:200]))
         self.close()
         return False
+
+
+# nn.MultiheadAttention -> (the probe watching it, its module index); a
+# deep copy of the model (an EMA copy) gets a forward bound to its own
+# module, which is not here: it computes as the class does, unmeasured
+_MHA_PROBES = weakref.WeakKeyDictionary()
+
+
+def _mha_forward(mha, *args, **kwargs):
+    """An nn.MultiheadAttention's forward while a probe watches it
+    (Probe._wrap_mha): the class's own forward, the scores measured first."""
+    probe, idx = _MHA_PROBES.get(mha, (None, 0))
+    if probe is None:
+        return type(mha).forward(mha, *args, **kwargs)
+    if probe._measuring_now() and len(args) >= 2:
+        probe._mha_call(idx, mha, args, kwargs)
+    probe.in_mha += 1
+    try:
+        return type(mha).forward(mha, *args, **kwargs)
+    finally:
+        probe.in_mha -= 1
 
 
 def _layer_mech(i, mech, nn):

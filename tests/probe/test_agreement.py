@@ -183,6 +183,17 @@ def lab(args):
     C.ok(r.returncode == 0, "normscope %s (%s)" % (" ".join(args), r.stderr.strip()[:200]))
 
 
+def probe_step(twin, x, y, name):
+    """The stream's header and step line of one step of twin on (x, y)."""
+    path = os.path.join(TMP, name)
+    with normscope_probe.attach(twin, path=path) as probe:
+        loss = twin(x, y)[1]
+        loss.backward()
+        probe.step(loss)
+    head, rows, _ = check.read_stream(path)
+    return head, rows[0]
+
+
 def main():
     words = ["the", "layer", "norm", "gradient", "step", "loss", "of", "a", "and", "model"]
     text = " ".join(words[(i * 7 + i // 3) % len(words)] for i in range(3000)).encode()
@@ -196,30 +207,19 @@ def main():
     twin = Twin()
     load_weights(ckpt, twin)
     x, y = batches(text, 2)[1]
-    path = os.path.join(TMP, "twin.nsj")
-    with normscope_probe.attach(twin, path=path) as probe:
-        loss = twin(x, y)[1]
-        loss.backward()
-        probe.step(loss)
-    _, rows, _ = check.read_stream(path)
-    got = rows[0]
+    _, got = probe_step(twin, x, y, "twin.nsj")
     # the attention's logits and entropy, with the twin's attention an
     # nn.MultiheadAttention (whose scores the probe sees) of the same weights
     for blk in twin.h:
         blk.attn = MHAAttn(blk.attn)
-    path = os.path.join(TMP, "mha.nsj")
-    with normscope_probe.attach(twin, path=path) as probe:
-        loss = twin(x, y)[1]
-        loss.backward()
-        probe.step(loss)
-    head, mrows, _ = check.read_stream(path)
+    head, mrow = probe_step(twin, x, y, "mha.nsj")
     C.ok(head.get("unknown") == ["out_change"], "the MHA twin's header declares %s unknown "
          "(only out_change: no optimizer)" % head.get("unknown"))
-    C.ok(check.rel(mrows[0]["loss"], float(row["loss"])) < 1e-4, "the MHA twin's loss %.9g, lab %s"
-         % (mrows[0]["loss"], row["loss"]))
+    C.ok(check.rel(mrow["loss"], float(row["loss"])) < 1e-4, "the MHA twin's loss %.9g, lab %s"
+         % (mrow["loss"], row["loss"]))
     for k in ["l%d_%s" % (i, c) for i in range(L) for c in ("attn_logit_max", "attn_entropy")]:
-        C.ok(check.rel(mrows[0][k], float(row[k])) < 1e-4,
-             "%s: probe %.9g, lab %s" % (k, mrows[0][k], row[k]))
+        C.ok(check.rel(mrow[k], float(row[k])) < 1e-4,
+             "%s: probe %.9g, lab %s" % (k, mrow[k], row[k]))
     keys = ["loss", "grad_norm", "logz_mean", "logit_max"] + ["l%d_%s" % (i, k) for i in range(L)
                                                             for k in (
         "grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms", "branch_ratio",

@@ -104,7 +104,8 @@ def encoder_case(batch_first, norm_first, padded):
     for i, layer in enumerate(m.encoder.layers):
         lin = layer.norm1(h) if norm_first else h
         want_max, want_ent = direct(layer, lin, m.mask, m.kpm, batch_first)
-        got_max, got_ent = rows[0].get("l%d_attn_logit_max" % i), rows[0].get("l%d_attn_entropy" % i)
+        got_max = rows[0].get("l%d_attn_logit_max" % i)
+        got_ent = rows[0].get("l%d_attn_entropy" % i)
         C.ok(got_max is not None and check.rel(got_max, want_max) < 1e-5,
              "%s: l%d_attn_logit_max %s, recomputed %.9g" % (name, i, got_max, want_max))
         C.ok(got_ent is not None and check.rel(got_ent, want_ent) < 1e-5,

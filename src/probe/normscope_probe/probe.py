@@ -1609,8 +1609,9 @@ class Probe:
         known), one process (a forward of its own on one rank would stall
         a sharded model), and a fixed batch whose forward gave logits."""
         return self.optimizer is not None and not self.dist and bool(self.fixed) and \
-            "out_change" not in self.unknown and self.out_failed is None and "late_step" not in self.place_said and \
-            self.late_updates == 0 and (self.n <= OUT_STEPS or val_loss is not None)
+            "out_change" not in self.unknown and self.out_failed is None and \
+            "late_step" not in self.place_said and self.late_updates == 0 and \
+            (self.n <= OUT_STEPS or val_loss is not None)
 
     def _out_before(self):
         """The logits on the fixed batch before this step's update: kept
@@ -1750,7 +1751,8 @@ class Probe:
         ratio = [None if not ps else r for r, ps in zip(ratio, self.block_params)]
         oc = take(1)[0] if row["oc"] is not None else None
         first = take(3)
-        return {"mech": mech, "out_change": oc, "loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
+        return {"mech": mech, "out_change": oc,
+                "loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
                 "rsq": rsq, "rn": rn, "ovf": ovf, "udf": udf, "ratio": ratio, "first": first,
                 "ent": ent, "nfs": int(nfs)}
 

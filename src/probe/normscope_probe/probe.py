@@ -76,7 +76,7 @@ FLAT_MAX = 1 << 16
 MAX_COMMANDS = 8  # commands carried by one broadcast; the rest wait a step
 # out_change: the fixed batch's sequences (the first training batch's
 # first ones), and the steps it is measured on (then at validations): a
-# forward of its own each, some 8% of a step of 16 sequences, so the first
+# forward of its own each, 12% of a step of 16 sequences (L4 d64), so the first
 # steps only, where an update's reach tells Post-LN from DeepNorm
 OUT_ROWS, OUT_STEPS = 4, 10
 # what the watch's record codes say besides a module: code = 4 * module + pass

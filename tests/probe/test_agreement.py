@@ -78,6 +78,21 @@ class Attn(nn.Module):
         return self.c_proj(self.core(self.c_attn(x)))
 
 
+class MHAAttn(nn.Module):  # the same attention through nn.MultiheadAttention
+    def __init__(self, attn):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(D, NH, batch_first=True)
+        with torch.no_grad():
+            self.mha.in_proj_weight.copy_(attn.c_attn.weight)
+            self.mha.in_proj_bias.copy_(attn.c_attn.bias)
+            self.mha.out_proj.weight.copy_(attn.c_proj.weight)
+            self.mha.out_proj.bias.copy_(attn.c_proj.bias)
+
+    def forward(self, x):
+        mask = ~torch.ones(T, T, dtype=torch.bool).tril()  # True: masked out
+        return self.mha(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -106,11 +121,12 @@ class Twin(nn.Module):
         self.h = nn.ModuleList([Block() for _ in range(L)])
         self.ln_f, self.head = nn.LayerNorm(D), nn.Linear(D, V)
 
-    def forward(self, x, y):
+    def forward(self, x, y):  # nanoGPT's signature: (logits, loss)
         z = self.wte(x) + self.wpe(torch.arange(T))
         for blk in self.h:
             z = blk(z)
-        return F.cross_entropy(self.head(self.ln_f(z)).view(-1, V), y.reshape(-1))
+        logits = self.head(self.ln_f(z))
+        return logits, F.cross_entropy(logits.view(-1, V), y.reshape(-1))
 
 
 # --- the checkpoint's weights (normscope(1), CHECKPOINT FORMAT) ---------------
@@ -167,6 +183,17 @@ def lab(args):
     C.ok(r.returncode == 0, "normscope %s (%s)" % (" ".join(args), r.stderr.strip()[:200]))
 
 
+def probe_step(twin, x, y, name):
+    """The stream's header and step line of one step of twin on (x, y)."""
+    path = os.path.join(TMP, name)
+    with normscope_probe.attach(twin, path=path) as probe:
+        loss = twin(x, y)[1]
+        loss.backward()
+        probe.step(loss)
+    head, rows, _ = check.read_stream(path)
+    return head, rows[0]
+
+
 def main():
     words = ["the", "layer", "norm", "gradient", "step", "loss", "of", "a", "and", "model"]
     text = " ".join(words[(i * 7 + i // 3) % len(words)] for i in range(3000)).encode()
@@ -180,17 +207,25 @@ def main():
     twin = Twin()
     load_weights(ckpt, twin)
     x, y = batches(text, 2)[1]
-    path = os.path.join(TMP, "twin.nsj")
-    with normscope_probe.attach(twin, path=path) as probe:
-        loss = twin(x, y)
-        loss.backward()
-        probe.step(loss)
-    _, rows, _ = check.read_stream(path)
-    got = rows[0]
-    keys = ["loss", "grad_norm"] + ["l%d_%s" % (i, k) for i in range(L) for k in (
-        "grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms")]
+    _, got = probe_step(twin, x, y, "twin.nsj")
+    # the attention's logits and entropy, with the twin's attention an
+    # nn.MultiheadAttention (whose scores the probe sees) of the same weights
+    for blk in twin.h:
+        blk.attn = MHAAttn(blk.attn)
+    head, mrow = probe_step(twin, x, y, "mha.nsj")
+    C.ok(head.get("unknown") == ["out_change"], "the MHA twin's header declares %s unknown "
+         "(only out_change: no optimizer)" % head.get("unknown"))
+    C.ok(check.rel(mrow["loss"], float(row["loss"])) < 1e-4, "the MHA twin's loss %.9g, lab %s"
+         % (mrow["loss"], row["loss"]))
+    for k in ["l%d_%s" % (i, c) for i in range(L) for c in ("attn_logit_max", "attn_entropy")]:
+        C.ok(check.rel(mrow[k], float(row[k])) < 1e-4,
+             "%s: probe %.9g, lab %s" % (k, mrow[k], row[k]))
+    keys = ["loss", "grad_norm", "logz_mean", "logit_max"] + ["l%d_%s" % (i, k) for i in range(L)
+                                                            for k in (
+        "grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms", "branch_ratio",
+        "norm_in_rms")]
     for k in keys:
-        C.ok(check.rel(got[k], float(row[k])) < 1e-4,
+        C.ok(k in got and check.rel(got[k], float(row[k])) < 1e-4,
              "%s: probe %.9g, lab %s" % (k, got[k], row[k]))
 
 

@@ -69,7 +69,9 @@ def send(text):
 
 
 def events(kind):
-    return [e for e in stream()[2] if e["event"] == kind]
+    """The stream's events of a kind (not the header's note of what the
+    model does not show: the commands' notes are counted)."""
+    return [e for e in stream()[2] if e["event"] == kind and "unknown" not in e]
 
 
 def pause_resume():

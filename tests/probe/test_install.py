@@ -36,11 +36,34 @@ C.ok(r.returncode == 0 and out[:1] == [want] and venv in (out[1] if len(out) > 1
      "the installed probe imports from the venv, version %s (%s%s)" % (want, r.stdout, r.stderr[-300:]))
 head, rows, _ = check.read_stream(os.path.join(TMP, "i.nsj"))
 C.ok(head.get("probe") == want and len(rows) == 1, "and writes a stream with its version")
-# a Python that cannot import torch (no site-packages: -S): the import says so in one line
-r = subprocess.run([sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, %r); "
-                    "import normscope_probe" % SRC], capture_output=True, text=True, timeout=60)
-last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
-C.ok(r.returncode != 0 and last.startswith("ImportError: normscope_probe needs torch, which ") and
-     "/usr/bin/python3 -m venv" in last,
-     "without torch, the import fails at once with one line naming the fix (%s)" % last)
+# a Python that cannot import torch (no site-packages: -S; and the first
+# python3 on PATH when it has none, as a pyenv one): a script run as a
+# program that imports the probe says so in one line, no traceback, and
+# exits non-zero; a library that catches the ImportError gets that line
+import shutil  # noqa: E402
+
+pys = [[sys.executable, "-I", "-S"]]
+other = shutil.which("python3", path=os.environ.get("PATH", ""))
+if other and os.path.realpath(other) != os.path.realpath(sys.executable) and subprocess.run(
+        [other, "-c", "import torch"], capture_output=True, timeout=120).returncode != 0:
+    pys.append([other])
+C.ok(len(pys) >= 1, "a Python without torch to run")
+script = os.path.join(TMP, "train.py")
+with open(script, "w") as f:
+    f.write("import sys\nsys.path.insert(0, %r)\nimport normscope_probe\n" % SRC)
+for cmd in pys:
+    r = subprocess.run(cmd + [script], capture_output=True, text=True, timeout=60, cwd=TMP)
+    lines = r.stderr.strip().splitlines()
+    C.ok(r.returncode != 0 and len(lines) == 1 and
+         lines[0].startswith("normscope_probe needs torch, which ") and
+         "/usr/bin/python3 -m venv" in lines[0],
+         "%s: without torch, a script importing the probe says one line and exits non-zero "
+         "(exit %d: %s)" % (cmd[0], r.returncode, r.stderr.strip()[-400:]))
+    r = subprocess.run(cmd + ["-c", "import sys; sys.path.insert(0, %r)\ntry:\n    import "
+                              "normscope_probe\nexcept ImportError as e:\n    print(e)" % SRC],
+                       capture_output=True, text=True, timeout=60, cwd=TMP)
+    C.ok(r.returncode == 0 and r.stdout.startswith("normscope_probe needs torch, which ") and
+         len(r.stdout.strip().splitlines()) == 1,
+         "%s: a library import gets an ImportError whose message is that line (%s%s)"
+         % (cmd[0], r.stdout, r.stderr[-300:]))
 C.close()

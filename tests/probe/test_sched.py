@@ -166,7 +166,8 @@ def call_order():
                 else:
                     p.step(loss)
                     opt.step()
-        return [e["text"] for e in check.read_stream(path)[2] if e["event"] == "note"]
+        return [e["text"] for e in check.read_stream(path)[2]
+                if e["event"] == "note" and "unknown" not in e]
     late = train("late", True, True)
     after = [n for n in late if "after optimizer.step()" in n]
     clipped = [n for n in late if "clipped" in n and "0.05" in n]

@@ -6,7 +6,8 @@
 # that space pauses the run (the stream's step counter stops, the probe
 # writes a paused event) and space again resumes it; that + doubles the
 # run's learning rate (a setting event, then steps at twice the LR); and
-# that TransformerEncoder runs, post-norm and norm_first, stream their
+# that a hand-written attention's logits show '-' (unknown) beside a
+# measured branch ratio; that TransformerEncoder runs, post-norm and norm_first, stream their
 # blocks for the headless summary; and that the lab's rules name a real
 # run's blow-up at lr 1.0 (exit 3) and find nothing at lr 1e-3.
 #
@@ -55,6 +56,14 @@ wait_for 'GPT L=3' 60 && ok || no "the run's model is not shown: $(screen | head
 wait_for 'layer 2 = transformer.h.2' 20 && ok || no "the selected block's module is not named: $(screen | tail -4)"
 wait_file '"step":20,' 60 && ok || no "the run did not reach step 20: $(cat "$T/py.log")"
 screen | grep -q 'loss 5\.' && ok || no "no loss on the status line: $(screen | head -2)"
+# the mechanisms in the selected layer's box: a hand-written attention's
+# logits are unknown ('-', never 0: the header names them), the branch
+# ratio and the norm's input measured
+screen | grep -q 'att logit  *- ' && ok || no "a hand-written attention's logit is not '-': $(screen | grep 'att ' | head -2)"
+screen | grep -Eq 'branch/x  *[0-9]' && screen | grep -Eq 'norm in  *[0-9]' && ok ||
+    no "the branch ratio or the norm's input is not shown: $(screen | grep -E 'branch|norm in')"
+grep -q '"unknown":\["attn_logit_max","attn_entropy",' "$S" && ok ||
+    no "the header does not name the attention unknown: $(head -c 600 "$S")"
 
 # space: the probe holds the run at a step boundary
 key Space

@@ -23,10 +23,27 @@ import sys
 
 from .version import __version__
 
+NO_TORCH = ("normscope_probe needs torch, which %s (Python %d.%d) cannot import: make the venv "
+            "from a Python that has it, e.g. /usr/bin/python3 -m venv --system-site-packages "
+            "~/venv" % ((sys.executable,) + sys.version_info[:2]))
+
+
+def _one_line(prev):
+    """sys.excepthook while torch is missing: the ImportError below, left
+    uncaught by a script run as a program, is said in its one line (no
+    traceback; the exit status stays 1); anything else goes to the hook
+    that was there. A library that catches it gets the ImportError."""
+    def hook(tp, value, tb):
+        if isinstance(value, ImportError) and str(value) == NO_TORCH:
+            sys.stderr.write(NO_TORCH + "\n")
+            return
+        prev(tp, value, tb)
+    return hook
+
+
 if importlib.util.find_spec("torch") is None:  # found at import, not at attach()
-    raise ImportError("normscope_probe needs torch, which %s (Python %d.%d) cannot import: make "
-                      "the venv from a Python that has it, e.g. /usr/bin/python3 -m venv "
-                      "--system-site-packages ~/venv" % ((sys.executable,) + sys.version_info[:2]))
+    sys.excepthook = _one_line(sys.excepthook)
+    raise ImportError(NO_TORCH)
 
 __all__ = ["attach", "__version__"]
 

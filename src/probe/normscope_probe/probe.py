@@ -60,7 +60,7 @@ import weakref
 
 import torch
 
-from . import control, layout
+from . import control, layout, mechanism
 from .control import Code
 from .stream import FORMAT, LAYER_COLS, LAYER_UNKNOWN, VERSION, Clock, Writer, nonfinite_word
 from .version import __version__
@@ -74,6 +74,11 @@ PRECISION = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16
 # (_grad_check): 64K values take ~10 us to reduce, a reduction's own cost ~4 us
 FLAT_MAX = 1 << 16
 MAX_COMMANDS = 8  # commands carried by one broadcast; the rest wait a step
+# out_change: the fixed batch's sequences (the first training batch's
+# first ones), and the steps it is measured on (then at validations): a
+# forward of its own each, 12% of a step of 16 sequences (L4 d64), so the first
+# steps only, where an update's reach tells Post-LN from DeepNorm
+OUT_ROWS, OUT_STEPS = 4, 10
 # what the watch's record codes say besides a module: code = 4 * module + pass
 PASS_FORWARD, PASS_BACKWARD, PASS_LOSS, PASS_GRADS = 0, 1, 2, 3
 END_SIGNALS = ("SIGTERM", "SIGHUP")  # ended by the default action: the end line first
@@ -392,6 +397,16 @@ class _Records:
         # recomputation in the backward are not sharing)
         self.block_calls = {}
         self.fwd_block_calls = {}  # the same, in the model's forward running now
+        # the mechanisms (mechanism.py) of a measured step: (block, key, 0-d
+        # tensor), block -1 for the output's; the counts their means divide by
+        self.mech, self.mech_n = [], {}
+
+    def add(self, block, key, t, n=0):
+        """One mechanism value of block (a 0-d tensor: maxima are taken,
+        the rest summed) and the count its mean divides by."""
+        self.mech.append((block, key, t))
+        if n:
+            self.mech_n[(block, key)] = self.mech_n.get((block, key), 0) + n
 
     def release(self):
         """Drop the step's tensors. Each tensor in hooked carries a backward
@@ -400,6 +415,7 @@ class _Records:
         activations stay alive (tens of MB a step on a small GPT)."""
         self.hooked.clear()
         self.last_out = None
+        self.mech, self.mech_n = [], {}
         self.calls = []
         self.targets, self.heads, self.out_head, self.out_width = None, [], None, None
 
@@ -447,6 +463,18 @@ class Probe:
         self.reported_nonfinite = False
         self.header_written = False
         self.stack = []  # the blocks running now, innermost last
+        self.bctx = []  # per running block: its call's branch context (_block_enter), or None
+        self.side = False  # the probe's own forward on the fixed batch runs (out_change)
+        self.in_mha = 0  # an nn.MultiheadAttention runs (its SDPA call is not counted again)
+        # out_change: the fixed batch's positional arguments, the logits on
+        # it after the last update with that update's count, the updates done
+        self.fixed, self.out_prev, self.updates = None, None, 0
+        self.out_failed = None  # why the fixed batch's forward failed, once
+        # per block: how its output is made of its branches ('pre': x + sum F,
+        # 'post': the first norm's input is x + F), False when neither, None
+        # before the first measured step decides
+        self.branch_form = [None] * len(self.blocks)
+        self.unknown = []  # the columns the header says are never measured
         self.in_model = 0  # the model's forward is running (block calls count inside it)
         self.rec = _Records(True)
         # the watch: [step, code, order] of the first non-finite, on the device
@@ -600,9 +628,12 @@ class Probe:
             self.mod_list.append(m)
             fn = self._forward_hook(idx, self.block_ids.get(id(m), -1), m)
             self.mod_hooks.append((m.register_forward_hook, fn))
+        self._branch_modules()
+        self.mha_wrapped = []
         for idx, m in enumerate(self.mod_list):
             if isinstance(m, torch.nn.MultiheadAttention) and self._layer_of(idx) is not None:
-                self.mod_hooks.append((m.register_forward_pre_hook, self._scores_hook(idx, m)))
+                self._wrap_mha(idx, m)
+        self._wrap_sdpa()
         for b, (_, bm) in enumerate(self.blocks):
             self.mod_hooks.append((bm.register_forward_pre_hook, self._block_enter(b)))
         self.mod_hooks.append((self.model.register_forward_pre_hook, self._model_enter))
@@ -757,6 +788,11 @@ class Probe:
     def _block_enter(self, b):
         def pre(mod, inp):
             self.stack.append(b)
+            x = _first_tensor(inp)
+            ctx = None
+            if self._measuring_now() and x is not None and x.is_floating_point():
+                ctx = {"x": x, "F": [], "nin": None}
+            self.bctx.append(ctx)
             rec = self.rec
             if self.n == 0 and self.in_model and torch.is_grad_enabled() and not self.replaying:
                 # the first step: how often each block runs in one forward
@@ -764,32 +800,138 @@ class Probe:
                 rec.block_calls[b] = max(rec.block_calls.get(b, 0), n)
         return pre
 
-    def _scores_hook(self, idx, mha):
-        """On a measured step, the attention scores of an
-        nn.MultiheadAttention, q.k / sqrt(d_head) for every head and pair
-        of positions before masking and softmax, computed again from its
-        query and key inputs and its projections, as a record of the
-        module (so act_max covers them): they have no module of their own
-        whose output a hook could read."""
-        def pre(mod, inp):
-            rec = self.rec
-            if not rec.measuring or rec.watching or not torch.is_grad_enabled() or len(inp) < 2:
-                return
-            q, k = inp[0], inp[1]
-            if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor) or \
-                    q.dim() != 3 or k.dim() != 3:
-                return
-            block = self.stack[-1] if self.stack else -1
-            self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, _mha_scores(mha, q, k))
-        return pre
+    def _measuring_now(self):
+        """A measured step's training forward runs (not a replay, not the
+        probe's own forward, the hooks on)."""
+        rec = self.rec
+        return rec.measuring and not rec.watching and not self.side and \
+            self.mod_handles is not None and torch.is_grad_enabled()
+
+    def _wrap_mha(self, idx, mha):
+        """An nn.MultiheadAttention's forward, wrapped on the instance (a
+        pre-hook of torch 1.13 does not see keyword arguments, where its
+        masks come): on a measured step, its scores q.k / sqrt(d_head) for
+        every head and pair of positions before masking and softmax,
+        computed again from its query and key inputs and its projections,
+        as a record of the module (so act_max covers them: they have no
+        module of their own whose output a hook could read), and the
+        attention's logit maximum and entropy over the pairs its masks
+        let take part (mechanism.mha_stats)."""
+        if "forward" in mha.__dict__:  # replaced by the user already: left alone, unknown
+            return
+        _MHA_PROBES[mha] = (self, idx)
+        fn = types.MethodType(_mha_forward, mha)
+        mha.forward = fn
+        self.mha_wrapped.append((mha, fn))
+
+    def _mha_call(self, idx, mha, args, kwargs):
+        q, k = args[0], args[1]
+        if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor) or \
+                q.dim() != 3 or k.dim() != 3:
+            return
+        rec, block = self.rec, self.stack[-1] if self.stack else -1
+        scores = _mha_scores(mha, q, k)
+        self._record(rec, "fwd", 4 * idx + PASS_FORWARD, block, scores)
+        if block >= 0:
+            self._attn_add(block, mechanism.mha_stats(mha, scores, args, kwargs))
+
+    def _attn_add(self, block, got):
+        amax, ent, rows = got
+        self.rec.add(block, "amax", amax)
+        self.rec.add(block, "ent", ent)
+        self.rec.add(block, "rows", rows)
+
+    def _wrap_sdpa(self):
+        """torch.nn.functional.scaled_dot_product_attention (torch 2 on),
+        wrapped while the probe is attached: on a measured step, a call
+        from inside a block (not from an nn.MultiheadAttention, counted
+        already) adds its logit maximum and entropy to the block's
+        (mechanism.sdpa_stats). A script that imported the function by
+        name before attach() keeps the unwrapped one: not seen."""
+        F = torch.nn.functional
+        self.sdpa_orig = getattr(F, "scaled_dot_product_attention", None)
+        if self.sdpa_orig is None:
+            self.sdpa_fn = None
+            return
+        orig, probe = self.sdpa_orig, self
+
+        def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *args,
+                 **kwargs):
+            if probe.in_mha == 0 and probe.stack and probe._measuring_now():
+                got = mechanism.sdpa_stats(query, key, attn_mask, is_causal,
+                                           kwargs.get("scale"))
+                if got is not None:
+                    probe._attn_add(probe.stack[-1], got)
+            return orig(query, key, value, attn_mask, dropout_p, is_causal, *args, **kwargs)
+        self.sdpa_fn = sdpa
+        F.scaled_dot_product_attention = sdpa
+
+    def _unwrap_mechanisms(self):
+        """Put back what _wrap_mha and _wrap_sdpa replaced, unless
+        something replaced it again since (then it stays and passes
+        through)."""
+        for mha, fn in self.mha_wrapped:
+            _MHA_PROBES.pop(mha, None)
+            if mha.__dict__.get("forward") is fn:
+                del mha.__dict__["forward"]
+        F = torch.nn.functional
+        if self.sdpa_fn is not None and getattr(F, "scaled_dot_product_attention", None) \
+                is self.sdpa_fn:
+            F.scaled_dot_product_attention = self.sdpa_orig
+
+    def _branch_modules(self):
+        """Per block, the ids of its branches' modules (its children that
+        hold attention or MLP parameters, norms not) and of its norms: what
+        the branch ratio and the norm's input are read from."""
+        self.branch_ids, self.norm_ids = [], []
+        for b, (_, bm) in enumerate(self.blocks):
+            grouped = {id(p) for g in ("attn", "ffn") for p in self.groups[b][g]}
+            self.branch_ids.append({id(c) for c in bm.children() if not layout._norm_module(c)
+                                    and any(id(p) in grouped for p in c.parameters())})
+            self.norm_ids.append({id(m) for m in layout.norm_modules(bm)})
 
     def _model_exit(self, mod, inp, out):
         self.in_model = 0
+        if self._measuring_now():
+            t = self._logits_of(out)
+            if t is not None:
+                lse, n, lmax = mechanism.logits_stats(t)
+                self.rec.add(-1, "lse", lse, n)
+                self.rec.add(-1, "lmax", lmax)
+
+    def _logits_of(self, out):
+        """The logits among a forward's outputs: the first floating tensor
+        of 2 or more dimensions whose last size is the vocabulary's (the
+        header's, else the head Linear's whose output the first forward
+        returned), or None."""
+        rec = self.rec
+        width = self.vocab or self.vocab_arg or \
+            (rec.out_head.out_features if rec.out_head is not None else None)
+        if width is None:
+            return None
+        return next((t for t in _float_tensors(out) if t.dim() >= 2 and t.shape[-1] == width),
+                    None)
+
+    def _keep_fixed(self, inp):
+        """out_change's fixed batch: the first training forward's
+        positional tensors, the first OUT_ROWS sequences of each that has
+        the batch's first size, copied."""
+        x = _first_tensor(inp)
+        if x is None or x.dim() < 1 or not isinstance(inp, tuple):
+            self.fixed = ()
+            return
+        n = x.shape[0]
+        self.fixed = tuple(a.detach()[:OUT_ROWS].clone() if isinstance(a, torch.Tensor) and
+                           a.dim() >= 1 and a.shape[0] == n else a for a in inp)
 
     def _model_enter(self, mod, inp):
         """A new forward: no block runs yet (an exception may have left one
         on the stack); the batch's token count, from its shape."""
-        self.stack = []
+        if self.side:
+            return
+        if self.fixed is None and torch.is_grad_enabled() and not self.replaying:
+            self._keep_fixed(inp)
+        self.stack, self.bctx = [], []
         self.in_model = 1  # an exception may have skipped the last exit
         self.rec.fwd_block_calls = {}
         x = _first_tensor(inp)
@@ -807,8 +949,10 @@ class Probe:
         dropout = type(mod) is torch.nn.Dropout  # contracting while not training
 
         def hook(m, inp, out):
+            ctx = None
             if is_block >= 0 and self.stack and self.stack[-1] == is_block:
                 self.stack.pop()
+                ctx = self.bctx.pop() if self.bctx else None
             if not torch.is_grad_enabled():
                 return
             t = _first_tensor(out)
@@ -816,6 +960,10 @@ class Probe:
                 return
             rec = self.rec
             block = is_block if is_block >= 0 else (self.stack[-1] if self.stack else -1)
+            if ctx is not None:
+                self._branch_end(is_block, ctx, t)
+            elif block >= 0 and self.bctx and self.bctx[-1] is not None:
+                self._branch_part(block, self.bctx[-1], m, inp, t)
             if self.n == 0:
                 self._first_forward(rec, m, block, in0, t, out)
             if block < 0 and self.replay and not rec.watching:
@@ -863,6 +1011,34 @@ class Probe:
             rec.out_width = int(outs[0].shape[-1]) if outs else None
             rec.out_head = next((h for h, ref in rec.heads
                                  if any(ref() is x for x in outs)), None)
+
+    def _branch_part(self, block, ctx, m, inp, t):
+        """In a measured call of block: a branch's output (its modules'
+        outputs of the stream's shape), the first norm's input."""
+        if id(m) in self.branch_ids[block] and t.shape == ctx["x"].shape:
+            ctx["F"].append(t)
+        elif ctx["nin"] is None and id(m) in self.norm_ids[block]:
+            x = _first_tensor(inp)
+            if x is not None and x.is_floating_point():
+                ctx["nin"] = x
+
+    def _branch_end(self, b, ctx, y):
+        """The end of a measured call of block b (input x, output y): the
+        branch ratio's sums, RMS of what the branches add over RMS of x, as
+        the lab's (the branches' outputs together), when the first such
+        call showed the block made of them (_branch_form); and the first
+        norm's input's sum of squares."""
+        x, fs, nin, rec = ctx["x"], ctx["F"], ctx["nin"], self.rec
+        if self.branch_form[b] is None and y.shape == x.shape:
+            self.branch_form[b] = _branch_form(x, fs, nin, y)
+        ts = [x] + (fs if self.branch_form[b] else []) + \
+            ([nin] if nin is not None and nin is not x else [])
+        sq = _norms([t.detach() for t in ts], x.device).double() ** 2  # one call a block
+        if self.branch_form[b] and fs:
+            rec.add(b, "xsq", sq[0], x.numel())
+            rec.add(b, "fsq", sq[1:1 + len(fs)].sum(), sum(f.numel() for f in fs))
+        if nin is not None:
+            rec.add(b, "nsq", sq[0] if nin is x else sq[-1], nin.numel())
 
     def _backward_hook(self, idx, block, rec):
         def hook(g):
@@ -1261,9 +1437,12 @@ class Probe:
         self.late_updates = self.late_updates + 1 if self.fwd_since_step > 0 else 0
         if self.late_updates >= 3 and "late_step" not in self.place_said:
             self.place_notes.append(("late_step", _LATE_STEP))
+        self.updates += 1
         row, self.pending = self.pending, None
         if row is None:
             return
+        if row["oc_before"] is not None and self.late_updates == 0:
+            row["oc"] = self._out_after(row)
         if row["before"] is not None:
             row["ratio"] = self._ratios(row["before"])
             row["before"] = None
@@ -1391,9 +1570,13 @@ class Probe:
         nfs = self.nonfinite_steps  # an int (the CPU's watch) or a device count
         if isinstance(nfs, torch.Tensor):
             parts.append(nfs.reshape(1).float().to(dev))
+        mech = [(b, k) for b, k, _ in rec.mech]
+        if rec.mech:  # float64: sums of squares of large activations
+            parts.append(torch.stack([t.reshape(()).to(dev).double() for _, _, t in rec.mech]))
         before = None
         if (self.n - 1) % self.update_every == 0 and self.optimizer is not None:
             before = self._keep_before()
+        oc_before = self._out_before() if self._out_wanted(val_loss) else None
         dt = now - self.t_prev if self.t_prev is not None else None
         tps = rec.tokens * self.world / dt if rec.tokens and dt and dt > 0 else None
         return {"step": self.n, "parts": parts, "scale": scale, "val_loss": val_loss,
@@ -1401,7 +1584,88 @@ class Probe:
                 "nf": len(rec.fwd_lo), "nb": len(rec.bwd_lo),
                 "fwd_block": rec.fwd_block, "bwd_block": rec.bwd_block, "resid": rec.resid,
                 "lowp_block": rec.lowp_block, "lowp": rec.lowp, "ent": ent is not None,
-                "nfs": nfs}
+                "nfs": nfs, "mech": mech, "mech_n": dict(rec.mech_n), "oc_before": oc_before,
+                "oc": None}
+
+    @staticmethod
+    def _mech_values(row, vals):
+        """{(block, key): value} from the mechanism records' values: maxima
+        over a block's records, sums of the rest; and each key's mean
+        (key + '_mean') where a count was kept."""
+        got = {}
+        for (b, k), v in zip(row["mech"], vals):
+            if (b, k) not in got:
+                got[(b, k)] = v
+            elif k in ("amax", "lmax"):
+                got[(b, k)] = _nanmax(got[(b, k)], v)
+            else:
+                got[(b, k)] += v
+        return got
+
+    def _out_wanted(self, val_loss):
+        """Is out_change measured at this (written) step: one of the first
+        OUT_STEPS or one with a validation loss, with an optimizer whose
+        steps the probe follows, step() called before it (the order is
+        known), one process (a forward of its own on one rank would stall
+        a sharded model), and a fixed batch whose forward gave logits."""
+        return self.optimizer is not None and not self.dist and bool(self.fixed) and \
+            "out_change" not in self.unknown and self.out_failed is None and \
+            "late_step" not in self.place_said and self.late_updates == 0 and \
+            (self.n <= OUT_STEPS or val_loss is not None)
+
+    def _out_before(self):
+        """The logits on the fixed batch before this step's update: kept
+        from the last update's measurement when no update came since,
+        else a forward now."""
+        if self.out_prev is not None and self.out_prev[0] == self.updates:
+            return self.out_prev[1]
+        return self._fixed_logits()
+
+    def _fixed_logits(self):
+        """The model's logits on the fixed batch, under no_grad, in eval
+        mode (dropout off; each module's mode put back), the random states
+        and buffers put back, none of the probe's hooks recording; float32,
+        or None (the failure said once in a note)."""
+        modes = [(m, m.training) for m in self.model.modules()]
+        rng = _random_states()
+        bufs = [(b, b.detach().clone()) for b in self.model.buffers()]
+        stack, bctx = self.stack, self.bctx
+        self.side, self.stack, self.bctx = True, [], []
+        try:
+            self.model.eval()
+            with torch.no_grad():
+                t = self._logits_of(self.model(*self.fixed))
+            if t is None:
+                raise ValueError("its output holds no logits")
+            return t.detach().float().clone()
+        except Exception as e:  # noqa: BLE001 - the run is not ours to break
+            self.out_failed = "%s: %s" % (type(e).__name__, str(e)[:160])
+            self._event("note", "out_change is not measured: the model's forward on the fixed "
+                        "batch (the first batch's first %d sequences) failed (%s)"
+                        % (OUT_ROWS, self.out_failed))
+            return None
+        finally:
+            self.side, self.stack, self.bctx = False, stack, bctx
+            for m, mode in modes:
+                m.training = mode
+            _set_random_states(rng)
+            with torch.no_grad():
+                for b, v in bufs:
+                    b.copy_(v)
+
+    def _out_after(self, row):
+        """After this step's update: ||f(after) - f(before)|| / ||f(before)||
+        of the logits on the fixed batch (0-d), kept as the next step's
+        before when that one is measured too."""
+        before, row["oc_before"] = row["oc_before"], None
+        after = self._fixed_logits()
+        if after is None or before is None or after.shape != before.shape:
+            return None
+        if self._measured(self.n + 1) and self.n + 1 <= OUT_STEPS:
+            self.out_prev = (self.updates, after)
+        else:
+            self.out_prev = None
+        return torch.linalg.vector_norm(after - before) / torch.linalg.vector_norm(before)
 
     def _entropy(self, targets):
         """The unigram entropy (nats, a 0-d tensor) of the targets of every
@@ -1431,6 +1695,8 @@ class Probe:
         parts = list(row["parts"])
         if row["ratio"] is not None:
             parts.append(row["ratio"].float().to(dev))
+        if row["oc"] is not None:
+            parts.append(row["oc"].reshape(1).to(dev))
         parts.append(self.first.to(dev).float() if self.first is not None
                      else torch.zeros(3, device=dev))
         first = self.first.to(dev) if self.first is not None else None
@@ -1480,10 +1746,13 @@ class Probe:
             udf[b] += u
         ent = take(1)[0] if row["ent"] else None
         nfs = take(1)[0] if isinstance(row["nfs"], torch.Tensor) else row["nfs"]
+        mech = self._mech_values(row, take(len(row["mech"])))
         ratio = take(nb) if row["ratio"] is not None else [None] * nb
         ratio = [None if not ps else r for r, ps in zip(ratio, self.block_params)]
+        oc = take(1)[0] if row["oc"] is not None else None
         first = take(3)
-        return {"loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
+        return {"mech": mech, "out_change": oc,
+                "loss": loss, "gsq": gsq, "scale": scale, "act": act, "rmax": rmax,
                 "rsq": rsq, "rn": rn, "ovf": ovf, "udf": udf, "ratio": ratio, "first": first,
                 "ent": ent, "nfs": int(nfs)}
 
@@ -1564,6 +1833,11 @@ class Probe:
                  ("loss_scale", v["scale"]), ("skipped", skipped),
                  ("precision", PRECISION.get(row["lowp"] or self._param_dtype(), "fp32")),
                  ("data_entropy", v["ent"]), ("nonfinite_steps", v["nfs"])]
+        mech, nn = v["mech"], row["mech_n"]
+        if (-1, "lse") in mech:
+            pairs += [("logz_mean", mech[(-1, "lse")] / nn[(-1, "lse")]),
+                      ("logit_max", mech[(-1, "lmax")])]
+        pairs.append(("out_change", v["out_change"]))
         if self.placement is not None:
             pairs.append(("norm", self.placement))
         if self.kind is not None:
@@ -1584,6 +1858,7 @@ class Probe:
                    "resid_max": v["rmax"][i], "resid_rms": rms, "update_ratio": v["ratio"][i],
                    "overflow": _count(v["ovf"][i]), "underflow": _count(v["udf"][i]),
                    "headroom": head}
+            got.update(_layer_mech(i, mech, nn))
             pairs += _layer_pairs(i, got)
         for key, x in (("loss_nonfinite", loss), ("val_loss_nonfinite", row["val_loss"])):
             if nonfinite_word(x):
@@ -1677,13 +1952,54 @@ class Probe:
         calls = [self.rec.block_calls.get(b, 0) for b in range(len(self.blocks))]
         if first_forward and any(c > 1 for c in calls):
             pairs.append(("block_calls", calls))
+        notes = self._unknown() if first_forward else []
+        if self.unknown:
+            pairs.append(("unknown", self.unknown))
         self.writer.line(pairs)
+        if notes:  # one note, with the header's list: the view says it once
+            self._event("note", "not measured on this model (unknown, never 0): " +
+                        "; ".join(notes), [("unknown", self.unknown)])
         for b, c in enumerate(calls if first_forward else []):
             if c > 1:  # one block, its weights shared by the layers that call it
                 self._event("note", "block %s ran %d times in a forward (shared weights): its "
                             "row l%d covers every call (act_max and resid over all of them, its "
                             "gradients their sum); rows per call are not written"
                             % (self.blocks[b][0], c, b))
+
+    def _unknown(self):
+        """What the first step showed the probe cannot see, for the header's
+        'unknown' (a column name, l<i>_ and the name when only some blocks
+        lack it) and one note each saying why; a column never written."""
+        nb, got = len(self.blocks), {(b, k) for b, k, _ in self.rec.mech}
+        why = {
+            "attn_logit_max": "no nn.MultiheadAttention or scaled_dot_product_attention call "
+                              "ran in %s (a hand-written softmax attention shows no scores)",
+            "branch_ratio": "the output of %s is not its input plus its branches' outputs "
+                            "(x + F, or a first norm's input x + F) as the probe found them",
+            "norm_in_rms": "no norm module ran in %s"}
+        keys = {"attn_logit_max": "amax", "branch_ratio": "xsq", "norm_in_rms": "nsq"}
+        notes = []
+        for col, key in keys.items():
+            miss = [b for b in range(nb) if (b, key) not in got]
+            cols = [col, "attn_entropy"] if col == "attn_logit_max" else [col]
+            if not miss:
+                continue
+            if len(miss) == nb:
+                self.unknown += cols
+                where = "any block"
+            else:
+                self.unknown += ["l%d_%s" % (b, c) for b in miss for c in cols]
+                where = "block%s %s" % ("s" if len(miss) > 1 else "",
+                                        ", ".join(self.blocks[b][0] for b in miss))
+            notes.append("%s: %s" % (" and ".join(cols), why[col] % where))
+        if (-1, "lse") not in got:
+            self.unknown += ["logz_mean", "logit_max", "out_change"]
+            notes.append("logz_mean, logit_max and out_change: the model's output holds no "
+                         "logits (a tensor whose last size is the vocabulary's)")
+        elif self.optimizer is None or self.dist or not self.fixed:
+            self.unknown.append("out_change")
+            notes.append("out_change: it needs the optimizer passed to attach() and one process")
+        return notes
 
     def _find_vocab(self):
         """The output vocabulary's size, from the first forward: the
@@ -1982,6 +2298,7 @@ class Probe:
         self._unchain_exit()
         self._hooks_on(False)
         self._unwrap_forward()
+        self._unwrap_mechanisms()
         if self.post_handle is not None:
             self.post_handle.remove()
         # put optimizer.step back unless something (an LR scheduler made after
@@ -2003,6 +2320,65 @@ class Probe:
             self._end("exception", "%s: %s" % (tp.__name__, str(value)[:200]))
         self.close()
         return False
+
+
+# nn.MultiheadAttention -> (the probe watching it, its module index); a
+# deep copy of the model (an EMA copy) gets a forward bound to its own
+# module, which is not here: it computes as the class does, unmeasured
+_MHA_PROBES = weakref.WeakKeyDictionary()
+
+
+def _mha_forward(mha, *args, **kwargs):
+    """An nn.MultiheadAttention's forward while a probe watches it
+    (Probe._wrap_mha): the class's own forward, the scores measured first."""
+    probe, idx = _MHA_PROBES.get(mha, (None, 0))
+    if probe is None:
+        return type(mha).forward(mha, *args, **kwargs)
+    if probe._measuring_now() and len(args) >= 2:
+        probe._mha_call(idx, mha, args, kwargs)
+    probe.in_mha += 1
+    try:
+        return type(mha).forward(mha, *args, **kwargs)
+    finally:
+        probe.in_mha -= 1
+
+
+def _layer_mech(i, mech, nn):
+    """Block i's mechanism columns from the step's sums (Probe._mech_values),
+    None where not measured."""
+    def mean(k):
+        return mech[(i, k)] / nn[(i, k)] if (i, k) in mech and nn.get((i, k)) else None
+    got = {"attn_logit_max": mech.get((i, "amax")), "attn_entropy": None,
+           "branch_ratio": None, "norm_in_rms": None}
+    if (i, "rows") in mech and mech[(i, "rows")] > 0:
+        got["attn_entropy"] = mech[(i, "ent")] / mech[(i, "rows")]
+    fsq, xsq, nsq = mean("fsq"), mean("xsq"), mean("nsq")
+    if fsq is not None and xsq is not None:
+        got["branch_ratio"] = math.sqrt(fsq) / math.sqrt(xsq) if xsq > 0 else float("nan")
+    if nsq is not None:
+        got["norm_in_rms"] = math.sqrt(nsq)
+    return got
+
+
+def _branch_form(x, fs, nin, y):
+    """How a block's output y is made from its input x and its branches'
+    outputs fs, checked on its values (a part in 1e4): 'pre' for y = x +
+    sum F (Pre-LN and its kin), 'post' for a first norm whose input nin is
+    x + F_1 (Post-LN), False for anything else (DeepNorm's scaled x,
+    dropout after a branch, a branch the names did not find): the branch
+    ratio is then not measured."""
+    if not fs:
+        return False
+    with torch.no_grad():
+        ssum = x.detach().double() + sum(f.detach().double() for f in fs)
+        if float((y.detach().double() - ssum).norm()) <= 1e-4 * float(y.detach().double().norm()):
+            return "pre"
+        if nin is not None and nin.shape == x.shape:
+            n1 = nin.detach().double()
+            if float((n1 - x.detach().double() - fs[0].detach().double()).norm()) <= \
+                    1e-4 * float(n1.norm()):
+                return "post"
+    return False
 
 
 def _nanmax(a, b):

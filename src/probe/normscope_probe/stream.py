@@ -22,12 +22,11 @@ VERSION = 1
 LAYER_COLS = ("grad_attn", "grad_ffn", "grad_ln", "act_max", "resid_max", "resid_rms",
               "update_ratio", "overflow", "underflow", "headroom", "attn_logit_max",
               "attn_entropy", "branch_ratio", "norm_in_rms")
-# The columns of LAYER_COLS the probe cannot measure on a user's model:
-# never written, so a reader shows them unknown. Unknown is not NaN: null
-# is a value measured and not finite. (The attention's logits and entropy
-# need its scores, which a hand-written softmax attention does not show;
-# the branch and the norm's input need the block's rule.)
-LAYER_UNKNOWN = frozenset(("attn_logit_max", "attn_entropy", "branch_ratio", "norm_in_rms"))
+# The columns of LAYER_COLS the probe never measures on any model (none
+# now: what it cannot see on one model, such as a hand-written attention's
+# scores, the header's "unknown" names): never written, so a reader shows
+# them unknown. Unknown is not NaN: null is a value measured and not finite.
+LAYER_UNKNOWN = frozenset()
 
 
 def number(v):

@@ -66,11 +66,11 @@ question_for() { sed -n "s/^if $2: at $3: pause //p" "$LESSONS/$1.lesson"; }
 # asked that question (a headless run prints it), and not OTHER-COND's
 asks() {
     q=$(question_for "$2" "$3" "$4")
-    [ -n "$q" ] && grep -qF -- "normscope: a: $q" "$1" && ok "$2 ($3) asks: $q" \
-        || no "$2: the question for $3 ('$q') was not asked: $(grep '^normscope: a:' "$1")"
+    [ -n "$q" ] && grep -qF -- "normscope: $q" "$1" && ok "$2 ($3) asks: $q" \
+        || no "$2: the question for $3 ('$q') was not asked: $(grep '^normscope: ' "$1")"
     [ -z "${5:-}" ] && return 0
     q=$(question_for "$2" "$5" "$4")
-    [ -n "$q" ] && ! grep -qF -- "normscope: a: $q" "$1" && ok "$2 ($3) does not ask $5's question" \
+    [ -n "$q" ] && ! grep -qF -- "normscope: $q" "$1" && ok "$2 ($3) does not ask $5's question" \
         || no "$2 ($3): asked the question for $5: '$q'"
 }
 
@@ -89,8 +89,8 @@ lesson_depth() {
     # holds for that depth's run at step 150, and no other depth's
     for L in 2 6 24; do
         q=$(question_for depth "layers=$L" 150)
-        [ -n "$q" ] && grep -qF -- "$q" "$T/d$L.err" && ok "-L $L asks its question: $q" || no "-L $L: question '$q' not asked: $(grep '^normscope: a:' "$T/d$L.err")"
-        n=$(grep -c '^normscope: a: .*?$' "$T/d$L.err")
+        [ -n "$q" ] && grep -qF -- "$q" "$T/d$L.err" && ok "-L $L asks its question: $q" || no "-L $L: question '$q' not asked: $(grep '^normscope: ' "$T/d$L.err")"
+        n=$(grep '^normscope: .*?$' "$T/d$L.err" | grep -vc '^normscope: [ab]: ')
         cmpv "-L $L: one question asked, no other depth's" "$n" "==" 1
         a=$(at "$T/d$L.csv" val_loss 150); b=$(at "$T/d$L.csv" b_val_loss 150)
         case $L:$q in
@@ -110,8 +110,9 @@ lesson_depth() {
     # a depth the file has no question for gets one that claims nothing
     "$BIN" --headless --lesson depth -L 3 --steps 151 >/dev/null 2>"$T/d3.err"
     q=$(sed -n 's/^if layers!=[0-9,]*: at 150: pause //p' "$LESSONS/depth.lesson")
-    grep -qF -- "$q" "$T/d3.err" && ! grep "^normscope: a:" "$T/d3.err" | grep -q "[0-9] layers" \
-        && ok "-L 3: the depth-neutral question" || no "-L 3: $(grep '^normscope: a:' "$T/d3.err")"
+    # the lines about both runs (no "a:" or "b:"): the notes and the question
+    grep -qF -- "$q" "$T/d3.err" && ! grep "^normscope: " "$T/d3.err" | grep -v '^normscope: [ab]: \| steps in ' | grep -q "[0-9] layers" \
+        && ok "-L 3: the depth-neutral question" || no "-L 3: $(grep '^normscope: ' "$T/d3.err")"
 }
 
 # The keys the texts tell a teacher to press do what the texts say. A key
@@ -527,7 +528,7 @@ lesson_own_file() {
     note=$(sed -n 's/^at 0: note //p' "$H/class/depth4.lesson")
     q=$(sed -n 's/^at 50: pause //p' "$H/class/depth4.lesson")
     grep -qxF "lesson depth4: $title" "$T/own.err" && grep -qF "Run b stays hidden until step 50" "$T/own.err" &&
-        grep -qF "normscope: a: $note" "$T/own.err" && grep -qF "normscope: a: $q" "$T/own.err" &&
+        grep -qF "normscope: $note" "$T/own.err" && grep -qF "normscope: $q" "$T/own.err" &&
         ok "headless: the title, the text, the note and the question" || no "the example's output: $(cat "$T/own.err")"
     [ "$(last "$T/own.csv" step)" = 100 ] && [ -n "$(col "$T/own.csv" b_val_loss)" ] &&
         ok "100 steps, both runs' columns" || no "own.csv: $(head -1 "$T/own.csv" | cut -c1-80)"

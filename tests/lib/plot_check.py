@@ -444,8 +444,11 @@ def cmd_profile(svg, path, steps):
                 want = sum(1 for v in vals if v is not None and math.isfinite(v) and v > 0)
                 if int(line.get("data-points")) != want:
                     fail("line %s: %s points, want %d" % (line.get("data-name"), line.get("data-points"), want))
+                # a line's look: its color and dash; in --mono its dash and
+                # its markers' shape (two runs of many steps share dashes)
+                marks = [c.tag.split("}")[-1] for c in g if c is not line]
                 looks.setdefault((i, s), set()).add(
-                    line.get("stroke-dasharray") or "" if mono else line.get("stroke"))
+                    (line.get("stroke-dasharray") or "", marks[0] if mono and marks else line.get("stroke")))
     if len(set(frozenset(v) for v in looks.values())) != len(looks):
         fail("two runs or steps drawn alike: %s" % looks)
     ok("%d lines, one point per finite layer, each run and step apart by %s"

@@ -139,6 +139,16 @@ grep -q 'b: norm=post' "$T/cmp_loss.svg" && ok || no "compare: run b not named b
 # each panel titled by the setting its run differs in
 check "compare bars: panel titles" $CHECK titles "$T/cmp_layers.svg" "a: norm=pre" "b: norm=post"
 check "compare heatmap: panel titles" $CHECK titles "$T/cmp_heat.svg" "a: norm=pre" "b: norm=post"
+# two runs of six steps, more pairs than colors: no two lines share a
+# color and a dash (each run's step apart, and each run apart)
+plot cmp_profile6.svg "$F/compare.csv" --kind profile --step 1,4,8,12,16,20 &&
+    check "compare profile of 6 steps" $CHECK profile "$T/cmp_profile6.svg" "$F/compare.csv" 1,4,8,12,16,20
+styles=$(awk '/class="profile"/ { g = 1; next } g && /stroke=/ { s = $0; c = d = ""
+        if (match(s, /stroke="[^"]*"/)) c = substr(s, RSTART, RLENGTH)
+        if (match(s, /stroke-dasharray="[^"]*"/)) d = substr(s, RSTART, RLENGTH)
+        print c " " d; g = 0 }' "$T/cmp_profile6.svg")
+[ "$(echo "$styles" | wc -l)" -eq 24 ] && [ "$(echo "$styles" | sort -u | wc -l)" -eq 24 ] && ok ||
+    no "a profile of 2 runs x 6 steps x 2 parts: $(echo "$styles" | sort | uniq -c | sort -rn | head -3)"
 # --mono: the runs of a profile apart by their dashes, the heatmap grey
 plot cmp_profile_mono.svg "$F/compare.csv" --kind profile --step 5,20 --mono &&
     check "compare profile --mono" $CHECK profile "$T/cmp_profile_mono.svg" "$F/compare.csv" 5,20

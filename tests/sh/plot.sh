@@ -336,6 +336,14 @@ done
 grep -q 'class="title" font-weight="bold">Stability map: best validation loss, mean over seeds<' "$T/map_best_val.svg" &&
     grep -q 'class="colorbar-title">best val, nats<' "$T/map_best_val.svg" &&
     grep -q 'lower is better (bright)' "$T/map_best_val.svg" && ok || no "--metric best_val: title, bar or caption"
+# the color bar says which end is better where one is (a map cut into a
+# slide loses its caption), and nothing where neither is
+for mt in loss best_val stalled; do
+    grep -q 'class="colorbar-better"[^>]*>lower (bright) is better<' "$T/map_$mt.svg" && ok ||
+        no "--metric $mt: the color bar does not say lower is better"
+done
+! grep -q 'class="colorbar-better"' "$T/map_update_ratio_end.svg" && ok ||
+    no "--metric update_ratio_end: the color bar calls an end better"
 grep -q 'class="colorbar-title">update ratio<' "$T/map_update_ratio_end.svg" &&
     grep -q 'neither end is better' "$T/map_update_ratio_end.svg" &&
     ! grep -q 'is better (bright)' "$T/map_update_ratio_end.svg" && ok ||

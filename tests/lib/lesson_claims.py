@@ -292,7 +292,7 @@ CLAIMS = [
     ("warmup", [LF % "warmup"], r"plateau \(validation (\d\.\d+) nats\) by step 150",
      lambda: [at("w.csv", "val_loss", 150)], "round", 0),
     ("warmup", [LF % "warmup"], r"reaches (\d\.\d+) at step 200", lambda: [at("w.csv", "b_val_loss", 200)], "round", 0),
-    ("warmup", [MAN], r"goes on down, to (\d\.\d+) at step 200", lambda: [at("w.csv", "b_val_loss", 200)], "round", 0),
+    ("warmup", [MAN], r"while Pre-LN's is (\d\.\d+) and going down", lambda: [at("w.csv", "b_val_loss", 150)], "round", 0),
     ("warmup", [MAN], r"at (\d\.\d+) nats of\s+validation loss",
      lambda: [at("w.csv", "val_loss", 150)], "round", 0),
     ("warmup", [LF % "warmup", MAN], r"ending within (\d\.\d+) nats of Pre-LN|ends within (\d\.\d+) nats of Pre-LN",

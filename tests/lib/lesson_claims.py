@@ -293,6 +293,9 @@ CLAIMS = [
      lambda: [at("w.csv", "val_loss", 150)], "round", 0),
     ("warmup", [LF % "warmup"], r"reaches (\d\.\d+) at step 200", lambda: [at("w.csv", "b_val_loss", 200)], "round", 0),
     ("warmup", [MAN], r"while Pre-LN's is (\d\.\d+) and going down", lambda: [at("w.csv", "b_val_loss", 150)], "round", 0),
+    # the status line's lr at the pause after the rewind: the replay's first step's
+    ("warmup", [MAN], r"step 0\s+and lr (\d\.\d+e-\d+), warmup's first rate",
+     lambda: [float(rows("w.csv")[rewound_at("w.csv")]["lr"])], "about", 0.01),
     ("warmup", [MAN], r"at (\d\.\d+) nats of\s+validation loss",
      lambda: [at("w.csv", "val_loss", 150)], "round", 0),
     ("warmup", [LF % "warmup", MAN], r"ending within (\d\.\d+) nats of Pre-LN|ends within (\d\.\d+) nats of Pre-LN",

@@ -76,6 +76,17 @@ static int lesson_key(ns_lesson *l, lesson_lines *ll, char *t, const char *name,
     while (isspace((unsigned char)*v))
         v++;
     char why[160];
+    /* one twin, one grid, one reveal: a second line would replace the
+     * first without a word */
+    const int *once = !strcmp(t, "compare") ? &ll->compare_line
+                      : !strcmp(t, "sweep") ? &ll->sweep_line
+                      : !strcmp(t, "reveal") ? &ll->reveal_line
+                                              : NULL;
+    if (once && *once) {
+        snprintf(err, errlen, "%s:%d: a second %s line (the first is line %d; a lesson has one)",
+                 name, lineno, t, *once);
+        return -1;
+    }
     if (!strcmp(t, "title"))
         snprintf(l->title, sizeof l->title, "%s", v);
     else if (!strcmp(t, "flags")) {
@@ -280,20 +291,26 @@ static int compare_same(const char *spec, const ns_config *a, const ns_config *b
  * the first flags line that, with those before it, makes the parser say
  * what it says of them all. */
 static int lesson_check_flags(const ns_lesson *l, const lesson_lines *ll, const char *name,
-                              char *err, size_t errlen)
+                              long *steps, char *err, size_t errlen)
 {
     cli_opts o;
     char msg[400], m2[400];
+    *steps = 0;
     if (flags_parse(l->flags, strlen(l->flags), NULL, &o, msg, sizeof msg) != 0) {
         int at = ll->n ? ll->line[ll->n - 1] : 0;
+        /* a prefix that ends in a flag whose value is on a later line is
+         * cut there, not wrong: "--norm needs a value" of the whole text
+         * is its last word's, on the last flags line */
         for (int k = 0; k < ll->n; k++)
-            if (flags_parse(l->flags, ll->end[k], NULL, &o, m2, sizeof m2) != 0 && !strcmp(m2, msg)) {
+            if (flags_parse(l->flags, ll->end[k], NULL, &o, m2, sizeof m2) != 0 && !strcmp(m2, msg) &&
+                (k == ll->n - 1 || !strstr(m2, " needs a value"))) {
                 at = ll->line[k];
                 break;
             }
         snprintf(err, errlen, "%s:%d: flags: %s", name, at, msg);
         return -1;
     }
+    *steps = cli_given(&o, "steps") ? o.cfg.steps : 0;
     if (l->compare[0]) {
         ns_config twin = o.cfg;
         char *buf = NULL;
@@ -436,6 +453,45 @@ static int line_cond(char *t, char **item, const ns_config *const run[2], int ow
     return r;
 }
 
+/* What the script parser accepts but a lesson cannot mean, each on its
+ * line of all (every script line on its file line, whatever its
+ * condition): a step past the lesson's own --steps (0: not given, a live
+ * run goes on), which never comes, and a pause with no question, which
+ * leaves the lesson panel empty. A sweep's "at N" counts ended runs. */
+static int lesson_script_sense(const char *all, const char *name, long steps, int sweep,
+                               char *err, size_t errlen)
+{
+    int lineno = 0;
+    for (const char *p = all, *next; *p; p = next) {
+        lineno++;
+        size_t len = strcspn(p, "\n");
+        next = p + len + (p[len] == '\n');
+        char line[2048], why[256];
+        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        ns_script one;
+        if (!len || command_script_parse(line, name, &one, why, sizeof why) != 0)
+            continue; /* lesson_scripts named what it refused */
+        if (one.n != 1) {
+            command_script_free(&one);
+            continue;
+        }
+        script_entry e = one.e[0];
+        command_script_free(&one);
+        long n = e.at >= 0 ? e.at : e.every;
+        if (!sweep && steps > 0 && n > steps) {
+            snprintf(err, errlen, "%s:%d: %s %ld: past the lesson's last step (--steps %ld): it would "
+                     "never happen", name, lineno, e.at >= 0 ? "at" : "every", n, steps);
+            return -1;
+        }
+        if (e.cmd.kind == CMD_PAUSE && !e.cmd.text[0]) {
+            snprintf(err, errlen, "%s:%d: a pause with no question: a lesson's pause shows its "
+                     "question ('at %ld: pause QUESTION')", name, lineno, n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Every script line checked (all), the kept ones (kept) parsed into s. */
 static int lesson_scripts(const char *all, const char *kept, const char *name, ns_script *s,
                           char *err, size_t errlen)
@@ -522,8 +578,10 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
             *f = ' ';
     int r = lesson_scripts(all, script, name, &l->script, err, errlen);
     free(script);
+    long steps = 0;
     if (r == 0 && (!l->title[0] || lesson_sweep_mixed(l, &ll, all, name, err, errlen) ||
-                   lesson_check_flags(l, &ll, name, err, errlen))) {
+                   lesson_check_flags(l, &ll, name, &steps, err, errlen) ||
+                   lesson_script_sense(all, name, steps, l->sweep[0] != 0, err, errlen))) {
         if (!l->title[0])
             snprintf(err, errlen, "%s: no title", name);
         command_script_free(&l->script);
@@ -625,7 +683,10 @@ int lesson_check(const char *arg, FILE *out, FILE *err)
     ns_lesson l;
     char why[512];
     if (lesson_load(arg, &l, why, sizeof why) != 0) {
-        fprintf(err, "normscope: %s\n", why);
+        /* the loader names --lesson, the flag that usually reads a lesson;
+         * here the user typed --check-lesson */
+        int flag = !strncmp(why, "--lesson ", 9);
+        fprintf(err, "normscope: %s%s\n", flag ? "--check-lesson " : "", flag ? why + 9 : why);
         return 2;
     }
     char what[160] = "one run";

@@ -288,6 +288,15 @@ static int run_changes(plot_run *r, const stage *s)
     if (!r->have_set)
         memcpy(r->scale0, s->scale, PLOT_SETLEN);
     r->have_set = 1;
+    /* a rewind marked where the abandoned curve ends (to the axis's
+     * start) stands across a replay that had the settings it changed
+     * from its first step: its label says they are the replay's */
+    size_t rw = strcspn(text, ",");
+    if (to >= 0 && at != s->step && text[rw]) {
+        char all[PLOT_MARKLEN];
+        snprintf(all, sizeof all, "%.*s; the replay: %s", (int)rw, text, text + rw + 2);
+        return run_mark(r, at, to, all);
+    }
     return text[0] ? run_mark(r, at, to, text) : 0;
 }
 

@@ -184,9 +184,13 @@ static float *loss_timeline_rows(const plot_run *p, const float *y, int live)
     return m;
 }
 
+static void draw_smoothed(svg *v, const axis *ax, const axis *ay, const plot_run *p, const float *y,
+                          const char *name, const char *color, const char *dash);
+
 /* The train loss of the rows a rewind abandoned (read from a file: the
- * steps before a step that went back), dashed grey as the live chart
- * keeps them, under the replay. */
+ * steps before a step that went back), under the replay, in the run's
+ * color and dashed, smoothed as the replay is: often they are the
+ * evidence (a plateau the replay escapes), so they are not greyed out. */
 static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_data *d, int r,
                            legend *lg)
 {
@@ -196,14 +200,24 @@ static void draw_abandoned(svg *v, const axis *ax, const axis *ay, const plot_da
     float *y = loss_timeline_rows(p, p->loss, 0);
     if (!y)
         return;
+    const char *color = r ? v->p->twin : v->p->train;
     char name[96];
     snprintf(name, sizeof name, "before the rewind: train loss%s%s", d->nruns > 1 ? " " : "",
              d->nruns > 1 ? p->label : "");
-    long drawn = plot_series_draw(v, ax, ay, p->step, y, p->n, 1, name, v->p->dim, ghost_dash[r], 2 * v->s);
+    long drawn = 0;
+    for (long i = 0; i < p->n; i++)
+        drawn += isfinite(y[i]);
+    fputs("<g class=\"abandoned\">\n", v->f);
+    draw_smoothed(v, ax, ay, p, y, name, color, ghost_dash[r]);
     if (drawn > 0 && drawn < 5) /* a point or two: no line to see, so marked */
-        plot_series_draw_points(v, ax, ay, p->step, y, p->n, SH_CIRCLE, v->p->dim);
-    if (drawn > 0)
-        ghost_legend(lg, v, d, r);
+        plot_series_draw_points(v, ax, ay, p->step, y, p->n, SH_CIRCLE, color);
+    fputs("</g>\n", v->f);
+    if (drawn > 0) {
+        if (d->nruns > 1)
+            plot_legend_add(lg, color, ghost_dash[r], SH_NONE, 0, 1, "before the rewind: %s", p->label);
+        else
+            plot_legend_add(lg, color, ghost_dash[r], SH_NONE, 0, 1, "before the rewind");
+    }
     free(y);
 }
 

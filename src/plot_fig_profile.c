@@ -44,16 +44,21 @@ static void profile_range(const plot_data *d, const long *rows, int nrows, doubl
  * panel can leave its column the room it needs. One color per run and
  * step (runs apart first), MLP solid and attention dashed; in --mono one
  * dash per run and step, the parts told apart by marker shape (MLP circle /
- * square, attention triangle / diamond for a / b) and width. */
+ * square, attention triangle / diamond for a / b) and width. More run and
+ * step pairs than colors (two runs of five steps or more): one color per
+ * step, and run b's lines dotted (MLP) and dash-dotted (attention), so no
+ * two lines share a color and a dash. */
 static void profile_legend(const svg *v, const plot_data *d, const long *steps, int nsteps,
                            legend *lg)
 {
     static const char *const part_name[2] = {"MLP", "attention"};
+    static const char *const dash[2][2] = {{"", "10 6"}, {"2 4", "10 4 2 4"}}; /* [b][part] */
+    int by_step = d->nruns * nsteps > PLOT_MAX_STEPS;
     for (int r = 0; r < d->nruns; r++)
         for (int k = 0; k < nsteps; k++) {
-            int g = (r * nsteps + k) % PLOT_MAX_STEPS;
+            int g = by_step ? k : r * nsteps + k;
             for (int part = 0; part < 2; part++)
-                plot_legend_add(lg, v->p->step[g], v->o->mono ? plot_svg_mono_dash[g] : part ? "10 6" : "",
+                plot_legend_add(lg, v->p->step[g], v->o->mono ? plot_svg_mono_dash[g] : dash[by_step && r][part],
                            part ? (r ? SH_DIAMOND : SH_TRIANGLE) : (r ? SH_SQUARE : SH_CIRCLE), 0, 1,
                            "%s, step %ld%s%s", part_name[part], steps[k], d->nruns > 1 ? ", " : "",
                            d->nruns > 1 ? d->run[r].label : "");

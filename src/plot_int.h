@@ -166,6 +166,7 @@ typedef struct {
     const char *bar;     /* over the color bar: the metric and its unit */
     const char *none;    /* the legend of a cell without a value */
     const char *reads;   /* the caption: the metric, its unit, which end is better (NULL: none) */
+    const char *better;  /* under the color bar's title: which end is better (NULL: neither) */
     size_t stat;         /* offsetof its sweep_stat in a cell; the share reads counts */
     int at_end;          /* a value at a run's end: an exploded run's is off the scale */
     int share;           /* the share of runs stalled: 0..1 by default */

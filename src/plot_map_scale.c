@@ -18,24 +18,24 @@
 /* Every one is lower-is-better or neither: the scale's bright end is its
  * low end for all of them, and the caption says which. */
 static const map_metric metrics[PLOT_METRICS] = {
-    [PLOT_METRIC_LOSS] = {"loss", NULL, "nats", "no finite loss", NULL,
+    [PLOT_METRIC_LOSS] = {"loss", NULL, "nats", "no finite loss", NULL, "lower (bright) is better",
                           offsetof(sweep_cell, final), 1, 0, 0},
     [PLOT_METRIC_BEST] = {"best_val", "best validation loss", "best val, nats",
                           "no finite loss",
                           "color: the lowest validation loss a run reached (best_val), nats; "
-                          "lower is better (bright)",
+                          "lower is better (bright)", "lower (bright) is better",
                           offsetof(sweep_cell, best), 0, 0, 0},
     [PLOT_METRIC_UPDATE] = {"update_ratio_end", "update ratio at the last step",
                             "update ratio", "no value",
                             "color: the update ratio ||dW||/||W|| at the last step, the mean "
                             "over the layers (update_ratio_end), no unit; bright is smaller, "
-                            "neither end is better in itself",
+                            "neither end is better in itself", NULL,
                             offsetof(sweep_cell, update), 1, 0, 1},
     [PLOT_METRIC_STALLED] = {"stalled", "share of each cell's runs that stalled", "stalled share",
                              "no value",
                              "color: the share of a cell's runs that stalled at the unigram "
                              "plateau, of those that neither diverged nor failed, 0..1, no unit; "
-                             "lower is better (bright)",
+                             "lower is better (bright)", "lower (bright) is better",
                              0, 0, 1, 1},
 };
 
@@ -205,6 +205,11 @@ void plot_map_colorbar(svg *v, const map_scale *s, box b)
     double bh = fmin(b.h * 0.55, v->fs * 1.6 * MAP_BINS), bw = v->fs * 1.6;
     double x = b.x + v->fs, y0 = b.y + v->fs * 1.6;
     plot_svg_text_fit(v, b.x, b.y + v->fs * 0.5, b.w, v->fs, v->p->fg, "class=\"colorbar-title\"", s->mt->bar);
+    if (s->mt->better) { /* a map read alone: which end to look for */
+        plot_svg_text_fit(v, b.x, b.y + v->fs * 1.6, b.w, v->fs_small, v->p->fg, "class=\"colorbar-better\"",
+                          s->mt->better);
+        y0 += v->fs * 1.1;
+    }
     fputs("<g class=\"colorbar\">\n", v->f);
     if (s->continuous)
         bar_ramp(v, s, x, y0, bw, bh);

@@ -191,20 +191,39 @@ static void reinited(trainer *t)
         trainer_set_state(t, TRAINER_RUNNING);
 }
 
+/* A note about both runs (a script's or a lesson's, without "a:" or
+ * "b:"): in the log without a run's name, where a note in run a's engine
+ * would read "a: ..."; headless, printed after what the engines said
+ * before it. Alone, the run's own note. */
+static void note_runs(trainer *t, const char *text)
+{
+    if (!t->o.twin) {
+        engine_note(t->e, "%s", text);
+        trainer_pull_engine_events(t);
+        return;
+    }
+    trainer_report_events(t);
+    trainer_pull_engine_events(t);
+    trainer_add_event(t, NS_EV_NOTE, -1, "%s", text);
+    if (t->o.log && !t->o.quiet)
+        fprintf(t->o.log, "%snormscope: %s\n", t->o.progress ? "\r\033[K" : "", text);
+}
+
 /* Headless, a script's flow commands: there is no one to resume a pause,
  * so pause, resume and step are noted and skipped; stop ends the run. */
 static void apply_flow_sync(trainer *t, const ns_command *c)
 {
+    char text[NS_EVENT_TEXT];
     if (c->kind == CMD_STOP) {
-        engine_note(t->e, "script: stop at step %ld", engine_steps_done(t->e));
+        snprintf(text, sizeof text, "script: stop at step %ld", engine_steps_done(t->e));
         trainer_set_state(t, TRAINER_DONE);
         t->budget = 0;
     } else if (c->kind == CMD_PAUSE && c->text[0]) { /* a lesson's question: no one to ask */
-        engine_note(t->e, "%s", c->text);
+        snprintf(text, sizeof text, "%s", c->text);
     } else {
-        engine_note(t->e, "script: pause, resume and step do nothing without the live view");
+        snprintf(text, sizeof text, "script: pause, resume and step do nothing without the live view");
     }
-    trainer_pull_engine_events(t);
+    note_runs(t, text);
 }
 
 static int is_flow(const ns_command *c)
@@ -297,6 +316,10 @@ void trainer_apply_command(trainer *t, const ns_command *c, int target)
     if (apply_flow(t, c, before))
         return;
     twin_target tg = (twin_target)target;
+    if (c->kind == CMD_NOTE && tg == TWIN_BOTH) {
+        note_runs(t, c->text);
+        return;
+    }
     long ev_a = engine_event_count(e), ev_b = t->o.twin ? engine_event_count(t->o.twin) : 0;
     int r = twin_apply(e, t->o.twin, c, tg);
     trainer_fix_twin_command(t, c, r);

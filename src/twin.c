@@ -41,8 +41,8 @@ static void sync_setting(engine *dst, const engine *src, const ns_command *c)
 
 int twin_apply(engine *a, engine *b, const ns_command *c, twin_target t)
 {
-    if (!b || c->kind == CMD_NOTE)
-        return command_apply(a, c);
+    if (!b || c->kind == CMD_NOTE) /* a note to the run it names ("b: note ..." in b's log) */
+        return command_apply(b && t == TWIN_B ? b : a, c);
     int each = shared_cmd(c->kind); /* the same clock: both, whatever the target */
     if (!each && t == TWIN_A)
         return command_apply(a, c);

@@ -140,10 +140,46 @@ def gap(layers, lr):
     return cell(layers, lr, "post") - cell(layers, lr, "pre")
 
 
-def init_ratios():
+def gp_seeds():
+    """The seeds lessons.sh ran the gradient-profile lesson with
+    (gp_SEED_12.csv: five, or one under the sanitizers)."""
+    out = []
+    for f in os.listdir(DIR):
+        m = re.fullmatch(r"gp_(\d+)_12\.csv", f)
+        if m:
+            out.append(int(m.group(1)))
+    if not out:
+        raise KeyError("no gp_SEED_12.csv")
+    return sorted(out)
+
+
+def gp(seed, layers, col, run=""):
+    """A column of a gradient-profile run at step 1: run a ("") or b
+    ("b_"); col may name a layer as TOP (the last one)."""
+    name = "gp_%d_%d.csv" % (seed, layers) if layers else "gpn_%d.csv" % seed
+    return at(name, run + col.replace("TOP", str((layers or 12) - 1)), 1)
+
+
+def span(f):
+    """[min, max] over the seeds of f(seed)."""
+    v = [f(s) for s in gp_seeds()]
+    return [min(v), max(v)]
+
+
+def attn0_share(seed):
+    """Post-LN's layer 0 attention gradient over the other layers' mean."""
+    return gp(seed, 12, "l0_grad_attn") / others_attn(seed)
+
+
+def others_attn(seed):
+    """Post-LN's mean attention gradient over layers 1 to 11."""
+    return sum(gp(seed, 12, "l%d_grad_attn" % i) for i in range(1, 12)) / 11
+
+
+def init_ratios(seed):
     """Post-LN's MLP gradient at step 1 with Xavier over that with std
-    0.02, layer 0 first (g.csv, gn.csv)."""
-    return [at("g.csv", "l%d_grad_ffn" % i, 1) / at("gn.csv", "l%d_grad_ffn" % i, 1) for i in range(12)]
+    0.02, layer by layer."""
+    return [gp(seed, 12, "l%d_grad_ffn" % i) / gp(seed, 0, "l%d_grad_ffn" % i) for i in range(12)]
 
 
 def map_table():
@@ -256,7 +292,10 @@ CLAIMS = [
     ("warmup", [LF % "warmup"], r"plateau \(validation (\d\.\d+) nats\) by step 150",
      lambda: [at("w.csv", "val_loss", 150)], "round", 0),
     ("warmup", [LF % "warmup"], r"reaches (\d\.\d+) at step 200", lambda: [at("w.csv", "b_val_loss", 200)], "round", 0),
-    ("warmup", [MAN], r"goes on down, to (\d\.\d+) at step 200", lambda: [at("w.csv", "b_val_loss", 200)], "round", 0),
+    ("warmup", [MAN], r"while Pre-LN's is (\d\.\d+) and going down", lambda: [at("w.csv", "b_val_loss", 150)], "round", 0),
+    # the status line's lr at the pause after the rewind: the replay's first step's
+    ("warmup", [MAN], r"step 0\s+and lr (\d\.\d+e-\d+), warmup's first rate",
+     lambda: [float(rows("w.csv")[rewound_at("w.csv")]["lr"])], "about", 0.01),
     ("warmup", [MAN], r"at (\d\.\d+) nats of\s+validation loss",
      lambda: [at("w.csv", "val_loss", 150)], "round", 0),
     ("warmup", [LF % "warmup", MAN], r"ending within (\d\.\d+) nats of Pre-LN|ends within (\d\.\d+) nats of Pre-LN",
@@ -296,26 +335,37 @@ CLAIMS = [
     ("depth", [MAN], r"At 24 layers Post-LN stays on the plateau at (\d\.\d+) nats; Pre-LN reaches\s+(\d\.\d+)",
      lambda: [at("d24.csv", "val_loss"), at("d24.csv", "b_val_loss")], "round", 0),
     ("depth", [LF % "depth"], r"stalls at about (\d\.\d+) nats", lambda: [at("d24.csv", "val_loss")], "about", 0.03),
-    # gradient-profile: layer 0 and layer 11's MLP gradient at step 1
-    ("gradient-profile", [LF % "gradient-profile", MAN],
-     r"rise\s+from about (\d\.\d+) at the bottom to (\d\.\d+) at the top",
-     lambda: [at("g.csv", "l0_grad_ffn", 1), at("g.csv", "l11_grad_ffn", 1)], "about", 0.05),
-    ("gradient-profile", [LF % "gradient-profile"], r"Pre-LN's fall from about (\d\.\d+) to (\d\.\d+)",
-     lambda: [at("g.csv", "b_l0_grad_ffn", 1), at("g.csv", "b_l11_grad_ffn", 1)], "about", 0.05),
-    ("gradient-profile", [MAN], r"In run b they fall from about (\d\.\d+) to (\d\.\d+)",
-     lambda: [at("g.csv", "b_l0_grad_ffn", 1), at("g.csv", "b_l11_grad_ffn", 1)], "about", 0.05),
-    # --init normal against Xavier, Post-LN's MLP gradients layer by layer
-    ("gradient-profile", [LF % "gradient-profile"], r"profile is flat and (\d+) to (\d+) times smaller \((\d+) at the bottom\)",
-     lambda: [min(init_ratios()), max(init_ratios()), init_ratios()[0]], "round", 0),
-    ("gradient-profile", [LF % "gradient-profile"], r"profile goes flat and (\d+) to (\d+)\s+times smaller",
-     lambda: [min(init_ratios()), max(init_ratios())], "round", 0),
-    ("gradient-profile", [MAN], r"flat and (\d+) to (\d+) times smaller \((\d+) at the bottom, (\d+) at the top\)",
-     lambda: [min(init_ratios()), max(init_ratios()), init_ratios()[0], init_ratios()[-1]], "round", 0),
-    # Xavier's rise, top over bottom: small on the absolute bars
-    ("gradient-profile", [LF % "gradient-profile"], r"Its rise is under (\d\.\d+)x",
-     lambda: [at("g.csv", "l11_grad_ffn", 1) / at("g.csv", "l0_grad_ffn", 1)], "le", 0),
-    ("gradient-profile", [MAN], r"a rise under (\d\.\d+) times",
-     lambda: [at("g.csv", "l11_grad_ffn", 1) / at("g.csv", "l0_grad_ffn", 1)], "le", 0),
+    # gradient-profile, over the seeds lessons.sh ran: each quoted range
+    # holds every seed's value (span: the first number at most the least,
+    # the second at least the greatest, to the digits quoted)
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"falls about (3) times from 3 to 24 layers",
+     lambda: [sum(span(lambda s: gp(s, 3, "l2_grad_ffn", "b_") / gp(s, 24, "lTOP_grad_ffn", "b_"))) / 2],
+     "about", 0.25),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"\((\d\.\d) to (\d\.\d)\s+times by\s+seed\)",
+     lambda: span(lambda s: gp(s, 3, "l2_grad_ffn", "b_") / gp(s, 24, "lTOP_grad_ffn", "b_")), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"\(sqrt 8 = (\d\.\d)\)", lambda: [math.sqrt(8)], "round", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"\((\d\.\d) to (\d\.\d) at 3 layers,",
+     lambda: span(lambda s: gp(s, 3, "l2_grad_ffn")), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"at 3 layers, (\d\.\d) to (\d\.\d) at 24\)",
+     lambda: span(lambda s: gp(s, 24, "lTOP_grad_ffn")), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"24\s+layers (?:it is|Post-LN's is) (\d\.\d) to (\d\.\d) times Pre-LN's",
+     lambda: span(lambda s: gp(s, 24, "lTOP_grad_ffn") / gp(s, 24, "lTOP_grad_ffn", "b_")), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"top over (?:its )?bottom (?:is )?(\d\.\d+) to (\d\.\d+) by\s+seed",
+     lambda: span(lambda s: gp(s, 12, "lTOP_grad_ffn") / gp(s, 12, "l0_grad_ffn")), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"falls?,? (\d\.\d) to (\d\.\d) times from (?:the )?bottom",
+     lambda: span(lambda s: gp(s, 12, "l0_grad_ffn", "b_") / gp(s, 12, "lTOP_grad_ffn", "b_")), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"flat and (\d+) to (\d+)\s+times smaller",
+     lambda: [min(min(init_ratios(s)) for s in gp_seeds()), max(max(init_ratios(s)) for s in gp_seeds())], "span", 0),
+    ("gradient-profile", [LF % "gradient-profile"], r"at 12 layers is (\d+) to (\d+),",
+     lambda: span(lambda s: gp(s, 12, "l0_grad_attn")), "span", 0),
+    ("gradient-profile", [MAN], r"stands out, (\d+) to (\d+) against",
+     lambda: span(lambda s: gp(s, 12, "l0_grad_attn")), "span", 0),
+    ("gradient-profile", [MAN], r"against (\d) to (\d)\s+elsewhere",
+     lambda: span(others_attn), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile"], r"(\d\.\d) to (\d\.\d) times the other layers' mean",
+     lambda: span(attn0_share), "span", 0),
+    ("gradient-profile", [LF % "gradient-profile", MAN], r"what attention adds to it,\s+rms (\d\.\d+)",
+     lambda: span(lambda s: gp(s, 12, "l0_norm_in_rms")), "span1", 0),
     # deep-stable: Post-LN, and run b of the three twins
     ("deep-stable", [LF % "deep-stable"],
      r"plateau \(validation (\d\.\d+)\) while DeepNorm \((\d\.\d+)\), Pre-LN \((\d\.\d+)\) and\s+ReZero \((\d\.\d+)\)",
@@ -438,6 +488,7 @@ NOT_MEASURED = [
     (r"std 0\.02|\(std 0\.02", "a flag's value: --init normal's standard deviation"),
     (r"1e-5\.\.1e2|1e-5 to 1e2", "the gradient bars' absolute scale, a constant of the view"),
     (r"init-std 0\.02", "a flag's value"),
+    (r"init-std 0\.7", "a flag's value (its effect: lessons.sh's --init-std 0.7 run)"),
     (r"(?:lr|rate|rates) \d(?:\.\d+)?e-\d+", "a flag's value (--lr)"),
     (r"rates \d+e-\d+, \d+e-\d+ and \d+e-\d+", "the sweep's values of --lr"),
     (r"lr=\d+e-\d+(?:,\d+e-\d+)*", "a sweep SPEC's values of --lr"),
@@ -542,12 +593,25 @@ def check_claims():
                 no("%s: %s: the run lessons.sh made has no such value (%s)" % (src, lesson, e))
                 continue
             groups = [g for g in m.groups()]
-            for g, got in zip(groups, values):
+            for k, (g, got) in enumerate(zip(groups, values)):
                 if g is None:
                     continue
                 if rule == "in":
                     lo, hi = RANGES[g]
                     good, how = lo <= got < hi, "in %g..%g" % (lo, hi)
+                elif rule in ("span", "span1"):
+                    # a range over seeds: its low end at most the least value, its
+                    # high end at least the greatest, to the quoted digits; span1:
+                    # one number, every seed's value rounds to it
+                    half = 0.5 * 10 ** -(len(g.split(".")[1]) if "." in g else 0) + 1e-9
+                    want = quoted_decimal(g)
+                    if rule == "span1":
+                        good = all(abs(v - want) <= half for v in values)
+                        how, got = "every seed", values[1] if abs(values[1] - want) > abs(values[0] - want) else values[0]
+                    elif k == 0:
+                        good, how = got >= want - half, "the least seed's, at least"
+                    else:
+                        good, how = got <= want + half, "the greatest seed's, at most"
                 else:
                     good, how = verdict(rule, tol, quoted_decimal(g), got, g)
                 msg = "%s: %s quotes %s, the run gives %.4g (%s)" % (src, lesson, g, got, how)

@@ -6,8 +6,8 @@ what it found and exits 1 when the figure disagrees with the input.
   loss SVG CSV                  series, points and gaps of each loss line (the
                                 train loss faint under its smoothed line, a
                                 debiased EMA of weight 0.9): the
-                                rows a rewind abandoned as a grey dashed line
-                                of their own, distinct colors (dashes in
+                                rows a rewind abandoned as a dashed line of
+                                their own in their run's color, distinct colors (dashes in
                                 --mono) per run
   markers SVG CSV               a marker at each step where a setting changed
                                 (a rewind: where the replay branches off, or
@@ -198,9 +198,12 @@ def cmd_loss(svg, path):
     colors = set((p.get("stroke"), p.get("stroke-dasharray") or "") for p in series)
     if len(colors) != len(series):
         fail("%d loss lines in %d distinct strokes (color, dash)" % (len(series), len(colors)))
-    if ghosts and set(g.get("stroke") for g in ghosts) & set(p.get("stroke") for p in series) \
-            and root.find(NS + "rect").get("fill") != "#ffffff":
-        fail("the abandoned rows drawn in a run's color")
+    trains = series_named(root, "train loss")
+    for n, i in enumerate(want_ghosts):
+        # the evidence a replay is judged against: in its run's color, dashed
+        if n < len(ghosts) and i < len(trains) and ghosts[n].get("stroke") != trains[i].get("stroke"):
+            fail("the abandoned rows of run %d are not in its color (%s, its train loss %s)"
+                 % (i, ghosts[n].get("stroke"), trains[i].get("stroke")))
     for n, i in enumerate(want_ghosts):
         dead = live_rows(runs[i])[1]
         want_pts, want_subs = expected_line(dead, "loss", False)
@@ -244,7 +247,8 @@ def smoothed_lines(root, runs):
     raw_ids = set(id(p) for g in by_class(root, "g", "raw") if float(g.get("opacity")) < 1
                   for p in g.iter(NS + "path"))
     raws = series_named(root, "train loss")
-    smooth = [(g, p) for g in by_class(root, "g", "smoothed") for p in g.iter(NS + "path")]
+    aband = set(id(x) for g in by_class(root, "g", "abandoned") for x in g.iter())
+    smooth = [(g, p) for g in by_class(root, "g", "smoothed") if id(g) not in aband for p in g.iter(NS + "path")]
     if len(smooth) != len(runs):
         fail("%d smoothed lines, want %d" % (len(smooth), len(runs)))
     for i, rows in enumerate(runs):
@@ -444,8 +448,11 @@ def cmd_profile(svg, path, steps):
                 want = sum(1 for v in vals if v is not None and math.isfinite(v) and v > 0)
                 if int(line.get("data-points")) != want:
                     fail("line %s: %s points, want %d" % (line.get("data-name"), line.get("data-points"), want))
+                # a line's look: its color and dash; in --mono its dash and
+                # its markers' shape (two runs of many steps share dashes)
+                marks = [c.tag.split("}")[-1] for c in g if c is not line]
                 looks.setdefault((i, s), set()).add(
-                    line.get("stroke-dasharray") or "" if mono else line.get("stroke"))
+                    (line.get("stroke-dasharray") or "", marks[0] if mono and marks else line.get("stroke")))
     if len(set(frozenset(v) for v in looks.values())) != len(looks):
         fail("two runs or steps drawn alike: %s" % looks)
     ok("%d lines, one point per finite layer, each run and step apart by %s"

@@ -139,6 +139,30 @@ grep -q 'b: norm=post' "$T/cmp_loss.svg" && ok || no "compare: run b not named b
 # each panel titled by the setting its run differs in
 check "compare bars: panel titles" $CHECK titles "$T/cmp_layers.svg" "a: norm=pre" "b: norm=post"
 check "compare heatmap: panel titles" $CHECK titles "$T/cmp_heat.svg" "a: norm=pre" "b: norm=post"
+# two runs of six steps, more pairs than colors: no two lines share a
+# color and a dash (each run's step apart, and each run apart)
+plot cmp_profile6.svg "$F/compare.csv" --kind profile --step 1,4,8,12,16,20 &&
+    check "compare profile of 6 steps" $CHECK profile "$T/cmp_profile6.svg" "$F/compare.csv" 1,4,8,12,16,20
+styles=$(awk '/class="profile"/ { g = 1; next } g && /stroke=/ { s = $0; c = d = ""
+        if (match(s, /stroke="[^"]*"/)) c = substr(s, RSTART, RLENGTH)
+        if (match(s, /stroke-dasharray="[^"]*"/)) d = substr(s, RSTART, RLENGTH)
+        print c " " d; g = 0 }' "$T/cmp_profile6.svg")
+[ "$(echo "$styles" | wc -l)" -eq 24 ] && [ "$(echo "$styles" | sort -u | wc -l)" -eq 24 ] && ok ||
+    no "a profile of 2 runs x 6 steps x 2 parts: $(echo "$styles" | sort | uniq -c | sort -rn | head -3)"
+# a rewind to step 0 that turns warmup on (the warmup lesson's): the
+# rewind marked where the first pass ends, its label saying warmup=on is
+# the replay's (which had it from its first step, not from there); the
+# abandoned curves in their runs' colors, not greyed out
+printf 'at 10: rewind\nat 10: warmup on\n' >"$T/rw.script"
+"$BIN" --headless -q -L 2 -d 16 -H 2 -T 16 -B 4 --val-every 0 --warmup 0 --steps 20 --snapshot-every 0 \
+    --compare norm=pre --script "$T/rw.script" --csv "$T/rw.csv" 2>"$T/err" &&
+    plot rw.svg "$T/rw.csv" &&
+    marks=$(grep -o 'class="marker" data-step="[0-9]*"\|marker-label">[^<]*' "$T/rw.svg" | sed 's/.*data-step="//; s/"$//; s/.*">//' | tr '\n' '|') &&
+    [ "$marks" = "10|rewind 10 → 0; the replay: warmup=on|" ] && ok || no "rewind to 0 with warmup on: markers '$marks'"
+check "rewind to 0: markers" $CHECK markers "$T/rw.svg" "$T/rw.csv"
+check "rewind to 0: loss lines" $CHECK loss "$T/rw.svg" "$T/rw.csv"
+n=$(awk '/<g class="abandoned">/ { g = 1 } g && /stroke="/ { if (match($0, /stroke="[^"]*"/)) print substr($0, RSTART, RLENGTH) } /<\/g>/ { g = 0 }' "$T/rw.svg" | sort -u | wc -l)
+[ "$n" -eq 2 ] && ok || no "the abandoned curves of two runs: $n colors, want 2 (one per run)"
 # --mono: the runs of a profile apart by their dashes, the heatmap grey
 plot cmp_profile_mono.svg "$F/compare.csv" --kind profile --step 5,20 --mono &&
     check "compare profile --mono" $CHECK profile "$T/cmp_profile_mono.svg" "$F/compare.csv" 5,20
@@ -326,6 +350,14 @@ done
 grep -q 'class="title" font-weight="bold">Stability map: best validation loss, mean over seeds<' "$T/map_best_val.svg" &&
     grep -q 'class="colorbar-title">best val, nats<' "$T/map_best_val.svg" &&
     grep -q 'lower is better (bright)' "$T/map_best_val.svg" && ok || no "--metric best_val: title, bar or caption"
+# the color bar says which end is better where one is (a map cut into a
+# slide loses its caption), and nothing where neither is
+for mt in loss best_val stalled; do
+    grep -q 'class="colorbar-better"[^>]*>lower (bright) is better<' "$T/map_$mt.svg" && ok ||
+        no "--metric $mt: the color bar does not say lower is better"
+done
+! grep -q 'class="colorbar-better"' "$T/map_update_ratio_end.svg" && ok ||
+    no "--metric update_ratio_end: the color bar calls an end better"
 grep -q 'class="colorbar-title">update ratio<' "$T/map_update_ratio_end.svg" &&
     grep -q 'neither end is better' "$T/map_update_ratio_end.svg" &&
     ! grep -q 'is better (bright)' "$T/map_update_ratio_end.svg" && ok ||

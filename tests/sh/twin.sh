@@ -118,6 +118,14 @@ done <"$T/checks"
 grep -q '^normscope: a: norm pre -> post' "$T/err2" && ok || no "no event naming run a: $(cat "$T/err2")"
 grep -q '^normscope: b: norm post -> pre' "$T/err2" && ok || no "no event naming run b: $(cat "$T/err2")"
 
+# a note names the run it is about: none when about both, "b: " in b's
+printf 'at 1: note about both\nat 1: a: note about a\nat 1: b: note about b\nat 2: pause a question for both?\n' >"$T/notes"
+"$BIN" --headless -L 2 -d 16 -H 2 -T 16 -B 4 --val-every 0 --steps 3 --compare norm=post \
+    --script "$T/notes" 2>"$T/err4" >/dev/null
+grep -qx 'normscope: about both' "$T/err4" && grep -qx 'normscope: a: about a' "$T/err4" &&
+    grep -qx 'normscope: b: about b' "$T/err4" && grep -qx 'normscope: a question for both?' "$T/err4" &&
+    [ "$(grep -c 'about\|question' "$T/err4")" -eq 4 ] && ok || no "notes' runs: $(grep 'about\|question' "$T/err4")"
+
 # a run prefix other than a: or b: is refused, naming the line
 printf 'at 2: c: lr 1e-3\n' >"$T/bad"
 "$BIN" --headless $SMALL --steps 3 --compare norm=post --script "$T/bad" 2>"$T/err3" >/dev/null

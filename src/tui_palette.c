@@ -56,7 +56,8 @@ static const tui_style_spec dark[TUI_S_COUNT] = {
  * or white (they vanish on white), no dim (grey on white) and no bold
  * with a colour (bold selects the bright variant in most terminals,
  * paler still). States and keys stay coloured blocks. The bar states
- * are blue, magenta and red: apart in lightness and hue. */
+ * are black, blue and red: apart in every colour vision, and from the
+ * white ground (tests/lib/plot_check.py tui_states). */
 static const tui_style_spec light[TUI_S_COUNT] = {
     [TUI_S_TEXT] = {-1, -1, 0, 0},
     [TUI_S_DIM] = {-1, -1, 0, 0},
@@ -71,8 +72,8 @@ static const tui_style_spec light[TUI_S_COUNT] = {
     [TUI_S_DIVERGED] = {TUI_C_WHITE, TUI_C_RED, 0, TUI_A_REVERSE | TUI_A_BOLD},
     [TUI_S_DONE] = {TUI_C_WHITE, TUI_C_BLUE, 0, TUI_A_REVERSE},
     [TUI_S_FROZEN] = {TUI_C_WHITE, TUI_C_MAGENTA, 0, TUI_A_REVERSE},
-    [TUI_S_NORMAL] = {TUI_C_BLUE, -1, 0, 0},
-    [TUI_S_VANISH] = {TUI_C_MAGENTA, -1, 0, TUI_A_DIM},
+    [TUI_S_NORMAL] = {TUI_C_BLACK, -1, 0, 0},
+    [TUI_S_VANISH] = {TUI_C_BLUE, -1, 0, TUI_A_DIM},
     [TUI_S_EXPLODE] = {TUI_C_RED, -1, 0, TUI_A_BOLD},
     [TUI_S_WARN] = {TUI_C_RED, -1, 0, TUI_A_BOLD},
     [TUI_S_BAD] = {TUI_C_WHITE, TUI_C_RED, 0, TUI_A_REVERSE | TUI_A_BOLD},

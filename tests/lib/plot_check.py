@@ -1072,17 +1072,27 @@ XTERM = {"BLACK": ("#000000", "#7f7f7f"), "RED": ("#cd0000", "#ff0000"), "GREEN"
 
 
 def cmd_tui_states(src, least):
+    """Both palettes of the live view (tui_palette.c: the dark one, then
+    --light's): the bar states apart in every vision, and --light's also
+    from its white ground."""
     import re
     text = open(src).read()
-    named = {}
-    for state in ("NORMAL", "VANISH", "EXPLODE"):
-        m = re.search(r"\[TUI_S_%s\]\s*=\s*\{COLOR_(\w+),\s*-1,\s*([^,]+)," % state, text)
-        if not m:
-            fail("%s: no color spec for TUI_S_%s" % (src, state))
-        named[state.lower()] = (state, XTERM[m.group(1)]["A_BOLD" in m.group(2)])
-    d = apart(named, least, src)
-    ok("the live view's states (%s) at least %.1f apart in every vision"
-       % (", ".join("%s %s" % (k, c) for k, (g, c) in sorted(named.items())), d))
+    tables = re.split(r"static const tui_style_spec \w+\[TUI_S_COUNT\]", text)[1:]
+    if len(tables) != 2:
+        fail("%s: want two palettes (dark, light), found %d" % (src, len(tables)))
+    said = []
+    for name, table in zip(("dark", "light"), tables):
+        named = {}
+        for state in ("NORMAL", "VANISH", "EXPLODE"):
+            m = re.search(r"\[TUI_S_%s\]\s*=\s*\{TUI_C_(\w+),\s*-1,\s*([^,]+)," % state, table)
+            if not m:
+                fail("%s: no %s color spec for TUI_S_%s" % (src, name, state))
+            named[state.lower()] = (state, XTERM[m.group(1)]["TUI_A_BOLD" in m.group(2)])
+        if name == "light":
+            named["ground"] = ("ground", "#ffffff")
+        d = apart(named, least, "%s (%s)" % (src, name))
+        said.append("%s: %s, %.1f" % (name, ", ".join("%s %s" % (k, c) for k, (g, c) in sorted(named.items())), d))
+    ok("the live view's states at least %s apart in every vision (%s)" % (least, "; ".join(said)))
 
 def cmd_type(svg, px):
     root = root_of(svg)

@@ -520,7 +520,7 @@ done
 # protanopia, deuteranopia and tritanopia; --mono's legend as its marks,
 # its marker unlike run b's dotted line ---
 check "states apart in every color vision" $CHECK states "$T/cmp_layers.svg" 20
-check "the live view's states apart in every color vision" $CHECK tui_states "$D/../src/tui_curses.c" 20
+check "the live view's states apart in every color vision" $CHECK tui_states "$D/../src/tui_palette.c" 20
 plot mono_layers.svg "$F/compare.csv" --kind layers --mono &&
     check "--mono bars and their legend" $CHECK layers "$T/mono_layers.svg" "$F/compare.csv" 20
 check "--mono marker unlike the lines" $CHECK markers "$T/mono.svg" "$F/compare.csv"

@@ -218,7 +218,7 @@ while [ $i -lt 8 ] && ! screen | grep -q 'blue normal' && screen | grep -q "$i/[
     s=$(sgr)
     pale "$s" && no "--light: pale or dim text on help page $i: $s"
 done
-screen | grep -q 'blue normal' && ok || no "--light: the glossary does not name the light palette's colours"
+screen | grep -q 'black normal' && ok || no "--light: the glossary does not name the light palette's colours"
 key Escape q
 wait_for NS_EXIT=0 20 && ok || no "--light run: q"
 run "LC_ALL=C.UTF-8 $BIN $SMALL"

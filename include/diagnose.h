@@ -291,12 +291,26 @@ typedef struct {
      * (again after a rewind to before it); NaN where a stream does not say */
     long attn_base_step;   /* that step (0: none yet) */
     float attn_base[NS_MAX_LAYERS], attn_ent_base[NS_MAX_LAYERS];
+    long resumed_blind;    /* a run resumed at this step from a checkpoint without the
+                              diagnosis' state: what came before is not known (0: none) */
 } diag;
 
 /* Start with the data's unigram plateau (diag_unigram_entropy), used for
  * a step whose metrics do not carry one (step_metrics.data_entropy NaN);
  * NAN: none, the rules that need it say "not known". */
 void diag_init(diag *d, double plateau);
+
+/* The state as bytes, for a checkpoint (diag_state.c): every field a rule
+ * or a check reads, so a resumed run is diagnosed as the run that did not
+ * stop. save: 0 and a malloc'd buffer in *out (the caller frees it), or -1
+ * (out of memory). load: 0, or -1 with why (the bytes are untrusted: a
+ * malformed state is refused whole, d untouched). A new field of diag is
+ * a line of diag_state.c's list. */
+int diag_state_save(const diag *d, uint8_t **out, size_t *n);
+int diag_state_load(diag *d, const uint8_t *p, size_t n, char *why, size_t len);
+/* A run resumed at `step` from a checkpoint that does not carry the
+ * state (one older than version 6): the checks say what is not known. */
+void diag_state_unknown(diag *d, long step);
 
 /* ---- the checks behind a verdict ---------------------------------------------
  * "Healthy" is a finding like any other: each question below is asked of

@@ -197,6 +197,16 @@ int engine_save(const engine *e, const char *path, char *err, size_t errlen);
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
                     size_t errlen);
 
+/* The diagnosis' state a checkpoint carries (format version 6 on), as
+ * bytes the engine never reads (diagnose.h, diag_state_save/_load): set
+ * before engine_save (a copy; 0, or -1 out of memory), or the one
+ * engine_load read (NULL and *n 0 when none). */
+int engine_set_diag_state(engine *e, const void *p, size_t n);
+const uint8_t *engine_diag_state(const engine *e, size_t *n);
+/* The format version of the checkpoint the run was loaded from (0: a
+ * new run). */
+unsigned engine_loaded_version(const engine *e);
+
 /* The data a run trains on, as a checkpoint records it (format version 3
  * on): where it came from, its length, and a CRC-32 of its bytes (all of
  * them up to 16 MiB; beyond that, 256 windows of 64 KiB spread evenly, so a

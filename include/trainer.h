@@ -137,6 +137,11 @@ double trainer_bytes_needed(const ns_config *a, const ns_config *b, int live);
  * Call once the run is over (trainer_stop, or trainer_run returned). */
 void trainer_summary(trainer *t, FILE *f);
 
+/* The first run's diagnosis into e, for engine_save to carry in the
+ * checkpoint (diag_state_save): 0, or -1 out of memory. Call once the run
+ * is over, as trainer_summary. */
+int trainer_diag_to_engine(trainer *t, engine *e);
+
 /* Where a rewind from step `from` of e goes and how close that snapshot is
  * to the format's limit; when near (DIAG_SNAP_NEAR), the newest earlier
  * snapshot clear of it (else the one with the most room), with how to

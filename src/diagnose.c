@@ -1196,6 +1196,10 @@ static void track_start(diag *d, const step_metrics *m)
     const diag_point *p = point(d, 0);
     int L = m->n_layer < NS_MAX_LAYERS ? m->n_layer : NS_MAX_LAYERS, la;
     if (d->start_step == 0) {
+        /* a run first seen at step N (a resumed or followed one) is judged
+         * from there, not from a step 1 it never showed */
+        if (d->learn_from < m->step - 1)
+            d->learn_from = m->step - 1;
         d->start_step = m->step;
         d->start_loss = p->loss;
         d->start_gnorm = NAN;
@@ -1661,6 +1665,9 @@ static void check_start(const diag *d, diag_check *c)
     char why[DIAG_TEXT];
     if (d->start_step == 0)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no step yet");
+    else if (d->start_step != 1 && d->resumed_blind)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not known: resumed at step %ld from a checkpoint "
+                  "without the diagnosis' state (older than version 6)", d->resumed_blind);
     else if (d->start_step != 1)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: first seen at step %ld, not 1",
                   d->start_step);

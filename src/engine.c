@@ -85,6 +85,10 @@ struct engine {
     step_metrics last; /* the latest step's metrics; a snapshot keeps its step's */
     ns_pool *pool; /* threads of the kernels (engine_set_threads); NULL = one */
     engine_data_id loaded; /* the data its checkpoint says it trained on */
+    uint8_t *diag_state;   /* the diagnosis' state, opaque (diagnose.h): the one to save
+                              (engine_set_diag_state), or the one loaded */
+    size_t diag_n;
+    unsigned loaded_version; /* the checkpoint's format version (0: not loaded) */
     engine_loss_terms terms; /* the latest step's (engine_last_loss_terms) */
     /* out_change's fixed batch and the logits the weights of step oc_at
      * gave it (-1: none held; a setting, a rewind or a load makes them
@@ -228,6 +232,7 @@ void engine_free(engine *e)
     optim_adamw_free(&e->opt);
     free(e->x);
     free(e->y);
+    free(e->diag_state);
     free(e->layer_sq);
     free(e->grad_sq);
     free(e->oc_x);
@@ -1134,10 +1139,15 @@ float *engine_params(engine *e, size_t *n)
  * 1..4 holds every other tensor in the same order, and loads with them at
  * their initial values and their moments 0 (QK-norm off: a run resumes to
  * the numbers it would have had).
+ * Version 6 added, after the moments, u32 length D and D bytes of the
+ * diagnosis' state (diag_state.c writes and checks them; here they are
+ * carried opaquely, so no rule reads engine state); D = 0: none.
  */
 #define CKPT_MAGIC "NSCKPT\0\1"
-#define CKPT_VERSION 5u
-#define CKPT_QK_VERSION 5u /* the first with the QK-norm tensors */
+#define CKPT_VERSION 6u
+#define CKPT_QK_VERSION 5u   /* the first with the QK-norm tensors */
+#define CKPT_DIAG_VERSION 6u /* the first with the diagnosis' state */
+#define CKPT_DIAG_MAX (16u << 20) /* bytes of it at most */
 
 typedef struct {
     uint8_t *p;
@@ -1463,6 +1473,9 @@ int engine_save(const engine *e, const char *path, char *err, size_t errlen)
     put_f32s(&b, e->m.params, e->m.n_params);
     put_f32s(&b, e->opt.m, e->m.n_params);
     put_f32s(&b, e->opt.v, e->m.n_params);
+    put_u32(&b, (uint32_t)e->diag_n);
+    if (e->diag_n)
+        put(&b, e->diag_state, e->diag_n);
     if (!b.oom)
         put_u32(&b, engine_crc32(b.p, b.n));
     if (b.oom || h.oom) {
@@ -1480,6 +1493,26 @@ int engine_save(const engine *e, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "--save %s", why);
     return r;
 }
+
+int engine_set_diag_state(engine *e, const void *p, size_t n)
+{
+    uint8_t *q = n ? malloc(n) : NULL;
+    if (n && !q)
+        return -1;
+    if (n)
+        memcpy(q, p, n);
+    free(e->diag_state);
+    e->diag_state = q, e->diag_n = n;
+    return 0;
+}
+
+const uint8_t *engine_diag_state(const engine *e, size_t *n)
+{
+    *n = e->diag_n;
+    return e->diag_state;
+}
+
+unsigned engine_loaded_version(const engine *e) { return e->loaded_version; }
 
 static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size_t errlen)
 {
@@ -1655,6 +1688,17 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         goto out;
     }
     size_t need = b.at + (size_t)np * 12 + 4;
+    uint32_t dn = 0; /* the diagnosis' state, from version 6: its length after the moments */
+    if (ver >= CKPT_DIAG_VERSION && !b.short_read && n >= need + 4) {
+        rbuf at = {p, n, need - 4, 0};
+        dn = get_u32(&at);
+        if (dn > CKPT_DIAG_MAX || dn > n - need - 4) {
+            snprintf(err, errlen, "--load %s: the diagnosis' state says %u bytes (corrupt)", path,
+                     dn);
+            goto out;
+        }
+        need += 4 + dn;
+    }
     if (b.short_read || n != need) {
         snprintf(err, errlen, "--load %s: %zu bytes, expected %zu (truncated or corrupt)", path,
                  n, need);
@@ -1685,6 +1729,14 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
     if (e && restore(e, &b, ver, &rs, path, err, errlen) != 0) {
         engine_free(e);
         e = NULL;
+    }
+    if (e) {
+        e->loaded_version = ver;
+        if (dn && engine_set_diag_state(e, p + need - 4 - dn, dn) != 0) {
+            snprintf(err, errlen, "--load %s: out of memory", path);
+            engine_free(e);
+            e = NULL;
+        }
     }
     if (e)
         *cfg_out = c;

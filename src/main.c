@@ -164,6 +164,24 @@ static void setup_free(run_setup *r, int keep_files)
 /* live: a loaded run trains until stopped unless --steps says; headless, it
  * trains to the checkpoint's --steps. Returns 0, or the exit status after
  * printing one line. */
+/* The diagnosis' state a checkpoint carries, checked before the run
+ * starts: a malformed one refuses the file, as any corrupt field does.
+ * 0, or 2 after one line. */
+static int check_diag_state(const cli_opts *o, const engine *e)
+{
+    size_t n;
+    const uint8_t *p = engine_diag_state(e, &n);
+    char why[160];
+    diag *d = p ? malloc(sizeof *d) : NULL;
+    if (!p)
+        return 0;
+    int r = d ? diag_state_load(d, p, n, why, sizeof why) : -1;
+    if (r != 0)
+        fprintf(stderr, "normscope: --load %s: %s\n", o->load, d ? why : "out of memory");
+    free(d);
+    return r ? 2 : 0;
+}
+
 /* The run from --load, or a new one after checking it fits in memory.
  * Returns 0, or the exit status after printing one line. */
 static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
@@ -176,7 +194,8 @@ static int open_engine(cli_opts *o, const dataset *data, int live, run_setup *r)
             fprintf(stderr, "normscope: %s\n", err);
             return 2;
         }
-        if (check_against_checkpoint(o, cfg) != 0 || resume_check_data(o, r->e, data, stderr) ||
+        if (check_diag_state(o, r->e) != 0 || check_against_checkpoint(o, cfg) != 0 ||
+            resume_check_data(o, r->e, data, stderr) ||
             resume_apply_flags(o, cfg, r->e, o->quiet ? NULL : stderr, stderr) != 0)
             return 2;
         if (o->set & CLI_SET_STEPS)
@@ -357,6 +376,10 @@ static int finish_run(const cli_opts *o, run_setup *rs, trainer *t, int interrup
         status = 1;
     if (out_close(&rs->jsonl, 1) != 0)
         status = 1;
+    if (o->save && trainer_diag_to_engine(t, rs->e) != 0) {
+        fprintf(stderr, "normscope: --save %s: out of memory\n", o->save);
+        status = 1;
+    }
     if (o->save && !diverged) {
         if (engine_save(rs->e, o->save, err, sizeof err) != 0) {
             fprintf(stderr, "normscope: %s\n", err);

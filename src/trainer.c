@@ -544,6 +544,7 @@ trainer *trainer_create(engine *e, const trainer_opts *o, char *err, size_t errl
         t->o = *o;
     diag_init(&t->rd[0].d, t->o.plateau);
     diag_init(&t->rd[1].d, t->o.plateau);
+    trainer_diag_resume(t);
     if (!t->o.prompt)
         t->o.prompt = snapshot_default_prompt;
     pthread_mutex_init(&t->qlock, NULL);

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The step's findings, kept until reported; the stalled mark on each row. */
@@ -33,6 +34,31 @@ void trainer_diagnosis_observe(trainer *t)
     }
     t->fixed_row = 0;
     trainer_fix_twin_observe(t);
+}
+
+void trainer_diag_resume(trainer *t)
+{
+    size_t n;
+    const uint8_t *p = engine_diag_state(t->e, &n);
+    char why[160];
+    diag *d = &t->rd[0].d;
+    if (!engine_loaded_version(t->e))
+        return; /* a new run */
+    if (p && diag_state_load(d, p, n, why, sizeof why) == 0)
+        d->plateau_given = t->o.plateau; /* the data given now (resume_check_data) */
+    else
+        diag_state_unknown(d, engine_steps_done(t->e));
+}
+
+int trainer_diag_to_engine(trainer *t, engine *e)
+{
+    uint8_t *p;
+    size_t n;
+    if (diag_state_save(&t->rd[0].d, &p, &n) != 0)
+        return -1;
+    int r = engine_set_diag_state(e, p, n);
+    free(p);
+    return r;
 }
 
 /* Did this step find rule's diagnosis in a run (once an episode: a

@@ -187,6 +187,10 @@ void trainer_fix_twin_end(trainer *t);
 /* ---- trainer_diag.c ---- */
 /* The step's findings, kept until reported; the stalled mark on each row. */
 void trainer_diagnosis_observe(trainer *t);
+/* A run loaded from a checkpoint goes on with the diagnosis it carries
+ * (checked by main before: refused there when malformed), or says from
+ * which step it knows nothing (a checkpoint older than version 6). */
+void trainer_diag_resume(trainer *t);
 /* The run in which this step found rule's diagnosis, or -1. */
 int trainer_found_rule(const trainer *t, diag_rule rule);
 /* The run in which this step found a run not learning: a stall on the

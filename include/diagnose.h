@@ -135,6 +135,10 @@
                                    attention collapsed onto one key a query
                                    (Pre-LN at lr 3e-2: 2.46 -> 0.11 nats by step
                                    100, logits 2 -> 405) */
+#define DIAG_SPARSE_MIN 4       /* update ratios a mean needs when a stream says them
+                                   on some steps only (the probe's update_every=10:
+                                   6 or 7 in the window), over at least DIAG_WINDOW/2
+                                   steps observed */
 
 typedef enum { DIAG_WARNING = 0, DIAG_DIAGNOSIS = 1 } diag_kind;
 

@@ -1460,7 +1460,7 @@ static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out,
 /* The top layer's update ratio and the growth of the largest act max
  * over the early band's, now. */
 typedef struct {
-    int cnt, layer;
+    int cnt, layer, span; /* span: updated steps kept, cnt: those that said an update ratio */
     double upd, act, grown, rate; /* rate: doublings per 100 steps (least squares) */
 } lr_state;
 
@@ -1480,22 +1480,33 @@ static double act_base(const diag *d, char *what, size_t len)
 
 static lr_state lr_of(const diag *d, int L)
 {
-    lr_state s = {0, -1, NAN, NAN, NAN, NAN};
+    lr_state s = {0, -1, 0, NAN, NAN, NAN, NAN};
     if (L < 1 || kept(d) == 0)
         return s;
     /* the update ratios of the LR in force: a window that still holds an
      * earlier LR's steps would blame this one for them */
     long since = point(d, 0)->step - d->lr_since;
-    s.upd = mean_top_update_over(d, L, &s.cnt, since < DIAG_WINDOW ? since : DIAG_WINDOW);
+    long span = since < DIAG_WINDOW ? since : DIAG_WINDOW;
+    s.upd = mean_top_update_over(d, L, &s.cnt, span);
+    for (long a = 0; a < kept(d) && a < span; a++)
+        s.span += point(d, a)->updated;
     s.act = point_act_max(point(d, 0), L, &s.layer);
     s.grown = d->band_n >= DIAG_BAND_STEPS && d->band_act > 0 ? s.act / act_base(d, NULL, 0) : NAN;
     s.rate = s.layer >= 0 ? slope(d, s.layer, 0) * 100 : NAN;
     return s;
 }
 
+/* Enough update ratios for their mean: over DIAG_WINDOW/2 updated steps
+ * or more, at least DIAG_SPARSE_MIN of them said one (every one in the
+ * lab; every 10th from the probe's default). */
+static int lr_enough(const lr_state *s)
+{
+    return s->span >= DIAG_WINDOW / 2 && s->cnt >= DIAG_SPARSE_MIN;
+}
+
 static int lr_warns(const lr_state *s)
 {
-    return s->grown > DIAG_ACT_GROW && s->upd > DIAG_UPDATE_HIGH && s->cnt >= DIAG_WINDOW / 2;
+    return s->grown > DIAG_ACT_GROW && s->upd > DIAG_UPDATE_HIGH && lr_enough(s);
 }
 
 /* While finite: the top layer's weights move more than DIAG_UPDATE_HIGH
@@ -1666,7 +1677,7 @@ static void check_start(const diag *d, diag_check *c)
     if (d->start_step == 0)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no step yet");
     else if (d->start_step != 1 && d->resumed_blind)
-        check_set(c, q, DIAG_Q_UNKNOWN, "not known: resumed at step %ld from a checkpoint "
+        check_set(c, q, DIAG_Q_UNKNOWN, "not known: resumed after step %ld from a checkpoint "
                   "without the diagnosis' state (older than version 6)", d->resumed_blind);
     else if (d->start_step != 1)
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: first seen at step %ld, not 1",
@@ -1761,16 +1772,23 @@ static void check_lr(const diag *d, diag_check *c)
     lr_state s = lr_of(d, d->n_layer);
     char base[64];
     act_base(d, base, sizeof base);
-    if (s.cnt < DIAG_WINDOW / 2 || isnan(s.upd) || isnan(s.grown))
-        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %d steps of %d with an update ratio",
-                  s.cnt, DIAG_WINDOW / 2);
+    if (s.span < DIAG_WINDOW / 2)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %d steps of %d observed", s.span,
+                  DIAG_WINDOW / 2);
+    else if (!lr_enough(&s) || isnan(s.upd))
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: an update ratio on %d of the last %d "
+                  "steps, %d needed (the stream says it on some steps only)", s.cnt, s.span,
+                  DIAG_SPARSE_MIN);
+    else if (isnan(s.grown))
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: update ratio %.2g a step over %d "
+                  "points; the first step's act max is not said", s.upd, s.cnt);
     else if (lr_warns(&s))
-        check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step (above %g) and act max %.4g, "
-                  "%.0fx %s", s.upd, DIAG_UPDATE_HIGH, s.act, s.grown, base);
+        check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step over %d points (above %g) and act "
+                  "max %.4g, %.0fx %s", s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.grown, base);
     else
-        check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step (mean of %d), act max %.4g, "
-                  "%.1fx %s (too high: above %g and %gx)", s.upd, s.cnt, s.act,
-                  s.grown, base, DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
+        check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step over %d points, act max %.4g, "
+                  "%.1fx %s (too high: above %g and %gx)", s.upd, s.cnt, s.act, s.grown, base,
+                  DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
 }
 
 static void check_headroom(const diag *d, diag_check *c)

@@ -176,7 +176,12 @@ snap=$(( (${div:-1} - 1) / 50 * 50 ))
 run same $FP16 --load "$T/div.ck" --csv "$T/same.csv"
 [ "$(rc same)" -eq 3 ] && has same "diverged at step $div " && ok ||
     no "unchanged resume: exit $(rc same): $(cat "$T/same.err")"
+# ... and is warned at once, as an in-run rewind is: the checkpoint carries
+# the diagnosis (version 6), which knows where the run diverged
+has same "warning at step $((snap + 1)): resumed from step $snap with nothing changed: it will diverge again at step $div" &&
+    ok || no "unchanged resume not warned: $(cat "$T/same.err")"
 run fixed $FP16 --load "$T/div.ck" --lr 0.01 --steps $((snap + 20)) --csv "$T/fixed.csv"
+! has fixed "resumed from" && ok || no "resume with a lower LR warned: $(cat "$T/fixed.err")"
 has fixed "lr=0.01 from step $snap (the checkpoint had 0.02)" && ok ||
     no "--load --lr 0.01: exit $(rc fixed): $(cat "$T/fixed.err")"
 awk -F, -v s="$snap" 'NR == 2 { exit !($1 == s + 1 && $4 > 0.0099 && $4 < 0.0101) }' "$T/fixed.csv" && ok ||
@@ -342,6 +347,39 @@ head -c 3000 /dev/zero | tr '\0' a >"$T/one.txt"
 run vone --headless -L 2 -d 32 -T 32 --data "$T/one.txt" --steps 300 --on-stall stop
 [ "$(rc vone)" -eq 0 ] && ! has vone "stalled" && has vone "plateau 0.000" && ok ||
     no "one repeated byte: exit $(rc vone): $(cat "$T/vone.err")"
+
+# ---- a resumed run carries its diagnosis: 200 + 200 steps say what 400 do ----
+R="$F --lr 3e-3 --val-every 100"
+run full $R --steps 400
+run half $R --steps 200 --save "$T/half.ck"
+run rest --headless --load "$T/half.ck" --steps 400
+sed -n '/verdict:/,$p' "$T/full.err" >"$T/full.v"
+sed -n '/verdict:/,$p' "$T/rest.err" >"$T/rest.v"
+[ -s "$T/full.v" ] && cmp -s "$T/full.v" "$T/rest.v" && grep -q "at step 1: fell" "$T/rest.v" && ok ||
+    no "the resumed run's checks differ: $(diff "$T/full.v" "$T/rest.v")"
+# a version-5 checkpoint (no diagnosis) loads, and says what is not known
+run v5 --headless --load "$(dirname "$0")/../fixtures/v5.ckpt" --steps 6
+[ "$(rc v5)" -eq 0 ] && has v5 "did it start sane? not known: resumed after step 3 from a checkpoint without the diagnosis' state" &&
+    has v5 "fell" && ! has v5 "at step 1:" && ok || no "v5 resume: $(cat "$T/v5.err")"
+# a malformed diagnosis is refused with the reason: its length past the file
+cp "$T/half.ck" "$T/bad.ck"
+at=$(grep -obUa NSDIAG "$T/half.ck" | head -1 | cut -d: -f1) # its length is the 4 bytes before
+printf '\377\377\377\177' | dd of="$T/bad.ck" bs=1 seek=$((at - 4)) conv=notrunc 2>/dev/null
+run bad --headless --load "$T/bad.ck" --steps 201
+[ "$(rc bad)" -eq 2 ] && has bad "diagnosis' state says" && ok || no "bad diagnosis length: $(cat "$T/bad.err")"
+
+# ---- sparse update ratios: the lab's LR 0.3 run, its stream blanked to every
+# 10th step's update ratio (the probe's update_every=10), followed: the LR
+# check is answered "no" from those points, as the lab's, saying how many ----
+run lr03 $F --lr 0.3 --steps 300 --jsonl "$T/lr03.jsonl"
+awk '{ if (match($0, /"step":[0-9]+/) && substr($0, RSTART + 7, RLENGTH - 7) % 10)
+           gsub(/"l[0-9]+_update_ratio":[^,}]*,/, "")
+       print }' "$T/lr03.jsonl" >"$T/sparse.jsonl"
+run sparse --follow "$T/sparse.jsonl" --headless
+grep -q '_update_ratio' "$T/sparse.jsonl" && [ "$(grep -c '_update_ratio' "$T/sparse.jsonl")" -le 31 ] &&
+    has lr03 "is the LR within what the run tolerates? no: update ratio" &&
+    grep -q "is the LR within what the run tolerates? no: update ratio .* over [67] points" "$T/sparse.err" &&
+    ok || no "sparse LR check: $(grep 'LR within' "$T/lr03.err" "$T/sparse.err")"
 
 # ---- a checkpoint whose values no finite run wrote is refused ----
 # a NaN weight, an inf first moment, a negative second moment, each with

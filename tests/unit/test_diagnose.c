@@ -851,6 +851,146 @@ static void test_checks_healthy(void)
     CHECK(strstr(check_of(DIAG_C_FINITE).text, "not finite since step 401") != NULL);
 }
 
+/* The state through bytes (diag_state.c): a run saved at step 200 and
+ * loaded goes on to say, step by step, what the run that did not stop
+ * says; a divergence it carries warns a resume that repeats it; a
+ * truncated or corrupted state is refused or loads into a state the rules
+ * can read (the sanitizers watch), never read past. */
+static void same_checks(const diag *a, const diag *b)
+{
+    diag_check ca[DIAG_CHECKS], cb[DIAG_CHECKS];
+    diag_checks(a, ca, DIAG_CHECKS);
+    diag_checks(b, cb, DIAG_CHECKS);
+    for (int i = 0; i < DIAG_CHECKS; i++)
+        CHECK(ca[i].answer == cb[i].answer && !strcmp(ca[i].text, cb[i].text));
+}
+
+static void test_state_bytes(void)
+{
+    reset();
+    diag *b = malloc(sizeof *b);
+    step_metrics m;
+    uint8_t *p = NULL;
+    size_t n = 0;
+    char why[160];
+    for (long s = 1; s <= 200; s++) {
+        learning_step(&m, s, 2.0, 0.02);
+        m.layer[L - 1].act_max = 10 + (float)s; /* a column that moves */
+        feed(&m);
+    }
+    CHECK(diag_state_save(dg, &p, &n) == 0 && n > 1000);
+    diag_init(b, NAN);
+    CHECK(diag_state_load(b, p, n, why, sizeof why) == 0);
+    int differ = 0;
+    for (long s = 201; s <= 400; s++) {
+        diag_finding fa[DIAG_MAX_FINDINGS], fb[DIAG_MAX_FINDINGS];
+        learning_step(&m, s, 2.0, 0.02);
+        m.layer[L - 1].act_max = 10 + (float)s;
+        int ka = diag_observe(dg, &m, fa, DIAG_MAX_FINDINGS);
+        int kb = diag_observe(b, &m, fb, DIAG_MAX_FINDINGS);
+        differ += ka != kb;
+        for (int i = 0; i < ka && i < kb; i++)
+            differ += strcmp(fa[i].text, fb[i].text) != 0;
+    }
+    CHECK(differ == 0);
+    same_checks(dg, b);
+    CHECK(strstr(check_of(DIAG_C_LEARNING).text, "at step 1:") != NULL);
+    /* every prefix is refused, with why; so is a byte too many */
+    int refused = 0, tried = 0;
+    for (size_t cut = 0; cut < n; cut += 1 + n / 300, tried++)
+        refused += diag_state_load(b, p, cut, why, sizeof why) != 0 && why[0];
+    CHECK(refused == tried);
+    uint8_t *q = malloc(n + 1);
+    memcpy(q, p, n);
+    q[n] = 0;
+    CHECK(diag_state_load(b, q, n + 1, why, sizeof why) != 0);
+    /* a byte changed anywhere: refused, or a state the rules go on with */
+    for (size_t at = 0; at < n; at += 1 + n / 200) {
+        memcpy(q, p, n);
+        q[at] ^= 0xa5;
+        if (diag_state_load(b, q, n, why, sizeof why) == 0) {
+            diag_finding f[DIAG_MAX_FINDINGS];
+            learning_step(&m, 401, 2.0, 0.02);
+            diag_observe(b, &m, f, DIAG_MAX_FINDINGS);
+            diag_check c[DIAG_CHECKS];
+            diag_checks(b, c, DIAG_CHECKS);
+        }
+    }
+    free(q);
+    free(p);
+    /* a run that diverged at step 260, saved, resumed from step 150 with
+     * the same settings: it will diverge again at 260 */
+    reset();
+    for (long s = 1; s <= 260; s++) {
+        learning_step(&m, s, 2.0, 0.02);
+        if (s == 260)
+            m.nonfinite = 1, m.loss = NAN;
+        feed(&m);
+    }
+    CHECK(diag_state_save(dg, &p, &n) == 0);
+    diag_init(b, NAN);
+    CHECK(diag_state_load(b, p, n, why, sizeof why) == 0);
+    diag_finding f[DIAG_MAX_FINDINGS];
+    learning_step(&m, 151, 2.0, 0.02);
+    int k = diag_observe(b, &m, f, DIAG_MAX_FINDINGS), warned = 0;
+    for (int i = 0; i < k; i++)
+        warned += f[i].rule == DIAG_R_RESUMED && strstr(f[i].text, "diverge again at step 260");
+    CHECK(warned == 1);
+    free(p);
+    /* a run resumed without the state says from where it knows nothing */
+    reset();
+    diag_state_unknown(dg, 200);
+    learning_step(&m, 201, 2.0, 0.02);
+    feed(&m);
+    CHECK(check_of(DIAG_C_START).answer == DIAG_Q_UNKNOWN &&
+          strstr(check_of(DIAG_C_START).text, "resumed after step 200"));
+    CHECK(strstr(check_of(DIAG_C_LEARNING).text, "at step 1") == NULL);
+    free(b);
+}
+
+/* A stream that says the update ratio on every 10th step only (the
+ * probe's update_every=10): the LR check is answered from those points,
+ * saying how many, as soon as the window spans DIAG_WINDOW/2 steps; and a
+ * too-high LR on such a stream is named as in the lab. */
+static void test_sparse_update_ratio(void)
+{
+    reset();
+    step_metrics m;
+    for (long s = 1; s <= 200; s++) {
+        learning_step(&m, s, 2.0, 0.02);
+        for (int l = 0; l < L; l++)
+            m.layer[l].update_ratio = s % 10 ? NAN : 1e-3f;
+        feed(&m);
+        if (s == 20)
+            CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_UNKNOWN);
+    }
+    diag_check c = check_of(DIAG_C_LR);
+    CHECK(c.answer == DIAG_Q_OK && strstr(c.text, "over 7 points"));
+    /* too high: 1e-2 a step on the points said, act max grown 100x */
+    reset();
+    for (long s = 1; s <= 200; s++) {
+        learning_step(&m, s, 2.0, 0.02);
+        for (int l = 0; l < L; l++) {
+            m.layer[l].update_ratio = s % 10 ? NAN : 1e-2f;
+            m.layer[l].act_max = s < 20 ? 10 : 1000;
+        }
+        feed(&m);
+    }
+    c = check_of(DIAG_C_LR);
+    CHECK(c.answer == DIAG_Q_BAD && strstr(c.text, "over 7 points"));
+    CHECK(count(DIAG_R_LR_WARN) == 1);
+    /* fewer than DIAG_SPARSE_MIN in the window: not known, and why */
+    reset();
+    for (long s = 1; s <= 200; s++) {
+        learning_step(&m, s, 2.0, 0.02);
+        for (int l = 0; l < L; l++)
+            m.layer[l].update_ratio = s % 25 ? NAN : 1e-3f;
+        feed(&m);
+    }
+    c = check_of(DIAG_C_LR);
+    CHECK(c.answer == DIAG_Q_UNKNOWN && strstr(c.text, "on 3 of the last 64 steps"));
+}
+
 /* LR 1e-6: the loss 5.47 after 700 steps from 5.6 (ln 256 5.55), update
  * ratio 4.6e-6: not learning, the LR too low, lr x10; a run falling
  * slowly at LR 1e-5 (0.35 by step 200) learns. */
@@ -1369,6 +1509,8 @@ int main(void)
     test_scale_gave_up();
     test_entropy();
     test_checks_healthy();
+    test_state_bytes();
+    test_sparse_update_ratio();
     test_not_learning();
     test_underflow();
     test_excursion();

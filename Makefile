@@ -298,6 +298,15 @@ fuzz: build/fuzz/libnormscope.a
 	sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
 .PHONY: fuzz
 
+# The wrong-advice search (tests/bench/diag_grid.sh, not in `make test`: about
+# 20 minutes on 2 cores): a grid of LR x placement x precision x depth, each
+# cell run with the diagnosis' fixes applied and left alone, from the same
+# seed; the table of helped / did nothing / hurt is normscope(1)'s, DIAGNOSIS.
+DIAG_GRID_OUT ?= diag-grid-out
+diag-grid: $(BIN)
+	DIAG_GRID_OUT=$(DIAG_GRID_OUT) sh tests/bench/diag_grid.sh ./$(BIN)
+.PHONY: diag-grid
+
 # valgrind's memcheck on the real binary (tests/sh/valgrind.sh): headless runs
 # with --csv, --jsonl, --save and --load, refused inputs and outputs, and the
 # live view driven in tmux. Needs valgrind (apt-get install valgrind) and

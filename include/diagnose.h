@@ -304,12 +304,12 @@ typedef struct {
  * NAN: none, the rules that need it say "not known". */
 void diag_init(diag *d, double plateau);
 
-/* The state as bytes, for a checkpoint (diag_state.c): every field a rule
+/* The state as bytes, for a checkpoint (diagnose_state.c): every field a rule
  * or a check reads, so a resumed run is diagnosed as the run that did not
  * stop. save: 0 and a malloc'd buffer in *out (the caller frees it), or -1
  * (out of memory). load: 0, or -1 with why (the bytes are untrusted: a
  * malformed state is refused whole, d untouched). A new field of diag is
- * a line of diag_state.c's list. */
+ * a line of diagnose_state.c's list. */
 int diag_state_save(const diag *d, uint8_t **out, size_t *n);
 int diag_state_load(diag *d, const uint8_t *p, size_t n, char *why, size_t len);
 /* A run resumed at `step` from a checkpoint that does not carry the

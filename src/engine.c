@@ -1140,7 +1140,7 @@ float *engine_params(engine *e, size_t *n)
  * their initial values and their moments 0 (QK-norm off: a run resumes to
  * the numbers it would have had).
  * Version 6 added, after the moments, u32 length D and D bytes of the
- * diagnosis' state (diag_state.c writes and checks them; here they are
+ * diagnosis' state (diagnose_state.c writes and checks them; here they are
  * carried opaquely, so no rule reads engine state); D = 0: none.
  */
 #define CKPT_MAGIC "NSCKPT\0\1"

@@ -851,7 +851,7 @@ static void test_checks_healthy(void)
     CHECK(strstr(check_of(DIAG_C_FINITE).text, "not finite since step 401") != NULL);
 }
 
-/* The state through bytes (diag_state.c): a run saved at step 200 and
+/* The state through bytes (diagnose_state.c): a run saved at step 200 and
  * loaded goes on to say, step by step, what the run that did not stop
  * says; a divergence it carries warns a resume that repeats it; a
  * truncated or corrupted state is refused or loads into a state the rules

@@ -343,6 +343,46 @@ static void test_checkpoint_memory(void)
     unlink(path);
 }
 
+/* Version 6 carries the diagnosis' state as bytes the engine does not
+ * read: what was set before the save is what the load gives, a run that
+ * set none loads with none, and a length past the file is refused. */
+static void test_checkpoint_diag_state(void)
+{
+    ns_config c = small_cfg();
+    char path[] = "/tmp/ns_test_dst_XXXXXX", err[512] = "";
+    int fd = mkstemp(path);
+    if (!CHECK(fd >= 0))
+        return;
+    close(fd);
+    engine *e = make(&c);
+    const char blob[] = "any bytes: the engine carries them";
+    CHECK(e && engine_set_diag_state(e, blob, sizeof blob) == 0);
+    CHECK(e && engine_save(e, path, err, sizeof err) == 0);
+    engine_free(e);
+    ns_config lc;
+    engine *g = engine_load(path, &D, &lc, err, sizeof err);
+    size_t n = 0;
+    const uint8_t *p = g ? engine_diag_state(g, &n) : NULL;
+    CHECK(p && n == sizeof blob && !memcmp(p, blob, n) && engine_loaded_version(g) == 6);
+    engine_free(g);
+    unlink(path);
+    char path2[] = "/tmp/ns_test_dst_XXXXXX";
+    size_t len;
+    unsigned char *buf = saved_bytes(&c, path2, &len);
+    if (!CHECK(buf != NULL))
+        return;
+    g = load_bytes(buf, len, path2, &lc, err, sizeof err);
+    CHECK(g && !engine_diag_state(g, &n) && n == 0);
+    engine_free(g);
+    /* the length field sits just before the checksum when it is 0 */
+    put_le(buf + len - 8, 1000, 4);
+    g = load_bytes(buf, len, path2, &lc, err, sizeof err);
+    CHECK(!g && strstr(err, "diagnosis' state says 1000 bytes"));
+    engine_free(g);
+    free(buf);
+    unlink(path2);
+}
+
 static void test_checkpoint_bad_header(void)
 {
     ns_config c = small_cfg();
@@ -352,7 +392,8 @@ static void test_checkpoint_bad_header(void)
     if (!CHECK(buf != NULL))
         return;
     const int nf = n_fields();
-    CHECK(buf[8] == 5); /* the offsets of versions 4 and 5 (5 changed the weights only) */
+    CHECK(buf[8] == 6); /* the offsets of versions 4 to 6 (5 changed the weights only, 6
+                           added the diagnosis' state after them) */
     CHECK(buf[16] == nf && nf >= 33); /* the count, then fields 1..nf */
 
     /* every setting of the header: a value its row does not allow */
@@ -768,6 +809,7 @@ int main(void)
     test_determinism();
     test_checkpoint_roundtrip();
     test_checkpoint_bad_header();
+    test_checkpoint_diag_state();
     test_checkpoint_memory();
     test_switch_placement();
     test_schedule();

@@ -1,4 +1,4 @@
-/* diag_state.c - the diagnosis' state as bytes, for a checkpoint
+/* diagnose_state.c - the diagnosis' state as bytes, for a checkpoint
  * (diagnose.h: diag_state_save, diag_state_load). A resumed run goes on
  * with the baselines, the first steps, the window, the validations and
  * the warnings of the run it continues, as if it had not stopped.

@@ -56,11 +56,18 @@ sed "s|^|--run $OUT $BIN |" "$OUT/runs.txt" | xargs -P "$JOBS" -L 1 sh "$0"
 secs=$(( $(date +%s) - started ))
 
 # the final validation loss of a run's summary line ("loss X, val Y;"),
-# "nan" when none or not finite
+# "-" when none was taken since the last re-init (a fixed run stopped early)
 final_val() {
     v=$(grep -o 'steps/s, [0-9]* tokens/s); loss [^,]*, val [^;]*' "$1" | tail -1 | sed 's/.*val //')
-    [ -n "$v" ] && echo "$v" || echo nan
+    [ -n "$v" ] && echo "$v" || echo -
 }
+# its final training loss ("loss X")
+final_loss() {
+    v=$(grep -o 'steps/s, [0-9]* tokens/s); loss [^,]*' "$1" | tail -1 | sed 's/.*loss //')
+    [ -n "$v" ] && echo "$v" || echo -
+}
+# is it a finite number?
+finite() { echo "$1" | grep -Eq '^-?[0-9.]+(e[-+]?[0-9]+)?$'; }
 
 : > "$OUT/table.txt"
 for name in $(cut -d' ' -f1 "$OUT/runs.txt" | sort -u); do
@@ -69,7 +76,12 @@ for name in $(cut -d' ' -f1 "$OUT/runs.txt" | sort -u); do
     # -> "stall: lr x0.1"
     applied=$(grep 'fix [0-9] of [0-9] (' "$fix" | head -1 |
         sed -n 's/.*, then \(.*\) (cause: \([a-z-]*\) .*/\2: \1/p')
-    fv=$(final_val "$fix") av=$(final_val "$alone")
+    fv=$(final_val "$fix") av=$(final_val "$alone") by=val
+    # a fixed run stopped before a validation (the fix did not help: exit 3)
+    # is compared by the final training loss, both runs'
+    if ! finite "$fv" && [ "$fv" = - ]; then
+        fv=$(final_loss "$fix") av=$(final_loss "$alone") by=train
+    fi
     said=$(grep -o 'the fix helped\|did not help' "$fix" | head -1)
     if [ -z "$applied" ]; then
         out=nofix
@@ -78,8 +90,10 @@ for name in $(cut -d' ' -f1 "$OUT/runs.txt" | sort -u); do
             ff = (f ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) ? f + 0 : 1e30
             aa = (a ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) ? a + 0 : 1e30
             if (ff < aa - t) print "helped"; else if (ff > aa + t) print "hurt"; else print "nothing" }')
+        # stopped before a validation: counted apart, with how its loss compares
+        [ "$by" = train ] && out="stopped-$out"
     fi
-    printf '%s %s fixed=%s alone=%s fix="%s" said="%s" rc=%s/%s\n' "$out" "$name" "$fv" "$av" \
+    printf '%s %s %s fixed=%s alone=%s fix="%s" said="%s" rc=%s/%s\n' "$out" "$name" "$by" "$fv" "$av" \
         "$applied" "$said" "$(cat "$fix.done")" "$(cat "$alone.done")" >> "$OUT/table.txt"
 done
 
@@ -89,16 +103,22 @@ echo "diag_grid: $cells cells ($LRS) x ($NORMS) x ($PRECS) x L ($DEPTHS), $STEPS
      "seed 1337, warmup 0; $((cells * 2)) runs in ${secs} s"
 echo "  fix applied: $((cells - $(count nofix))) cells: helped $(count helped)," \
      "did nothing $(count nothing), hurt $(count hurt) (final val, tolerance $TOL nats)"
+echo "  fix applied, then the run stopped before a validation (compared by the final" \
+     "training loss): $(grep -c '^stopped' "$OUT/table.txt") cells: lower $(count stopped-helped)," \
+     "the same $(count stopped-nothing), higher $(count stopped-hurt)"
+echo "  fixed runs stopped (exit 3: the fix did not help, none left):" \
+     "$(grep -v '^nofix' "$OUT/table.txt" | grep -c 'rc=3/')"
 echo "  no fix applied: $(count nofix) cells"
-echo "  by the first fix applied (helped/nothing/hurt):"
+echo "  by the first fix applied (helped/nothing/hurt/stopped):"
 grep -v '^nofix' "$OUT/table.txt" | sed 's/.*fix="\([^"]*\)".*/\1/' | \
     sort | uniq | while read -r f; do
-    h=$(grep -v '^nofix' "$OUT/table.txt" | grep -F "fix=\"$f" | grep -c '^helped')
-    z=$(grep -v '^nofix' "$OUT/table.txt" | grep -F "fix=\"$f" | grep -c '^nothing')
-    u=$(grep -v '^nofix' "$OUT/table.txt" | grep -F "fix=\"$f" | grep -c '^hurt')
-    echo "    $f: $h/$z/$u"
+    h=$(grep -v '^nofix' "$OUT/table.txt" | grep -F "fix=\"$f\"" | grep -c '^helped')
+    z=$(grep -v '^nofix' "$OUT/table.txt" | grep -F "fix=\"$f\"" | grep -c '^nothing')
+    u=$(grep -v '^nofix' "$OUT/table.txt" | grep -F "fix=\"$f\"" | grep -c '^hurt')
+    s=$(grep -v '^nofix' "$OUT/table.txt" | grep -F "fix=\"$f\"" | grep -c '^stopped')
+    echo "    $f: $h/$z/$u/$s"
 done
-if [ "$(count hurt)" -gt 0 ]; then
-    echo "  hurt:"
-    grep '^hurt' "$OUT/table.txt" | sed 's/^/    /'
+if grep -q '^hurt\|^stopped\|^nothing' "$OUT/table.txt"; then
+    echo "  hurt, stopped, did nothing:"
+    grep '^hurt\|^stopped\|^nothing' "$OUT/table.txt" | sed 's/^/    /'
 fi

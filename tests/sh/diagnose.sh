@@ -378,8 +378,9 @@ awk '{ if (match($0, /"step":[0-9]+/) && substr($0, RSTART + 7, RLENGTH - 7) % 1
 run sparse --follow "$T/sparse.jsonl" --headless
 grep -q '_update_ratio' "$T/sparse.jsonl" && [ "$(grep -c '_update_ratio' "$T/sparse.jsonl")" -le 31 ] &&
     has lr03 "is the LR within what the run tolerates? no: update ratio" &&
-    grep -q "is the LR within what the run tolerates? no: update ratio .* over [67] points" "$T/sparse.err" &&
-    ok || no "sparse LR check: $(grep 'LR within' "$T/lr03.err" "$T/sparse.err")"
+    cat "$T/sparse.out" "$T/sparse.err" |
+    grep -q "is the LR within what the run tolerates? no: update ratio .* over [67] points" &&
+    ok || no "sparse LR check: $(grep 'LR within' "$T/lr03.err" "$T/sparse.out" "$T/sparse.err")"
 
 # ---- a checkpoint whose values no finite run wrote is refused ----
 # a NaN weight, an inf first moment, a negative second moment, each with

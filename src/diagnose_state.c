@@ -216,7 +216,7 @@ static void io_points(dio *x, diag *d, int L)
                     p->lc[k][l] = NAN; /* a column the writer lacked: not known */
         io_long(x, &p->step);
         io_int(x, &p->updated);
-        float *f[] = {&p->loss, &p->lr, &p->scale, &p->gnorm, &p->clip};
+        float *f[] = {&p->loss, &p->lr, &p->scale, &p->gnorm, &p->clip, &p->out_change};
         for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
             io_f32(x, f[i]);
         for (int l = 0; l < L; l++)

@@ -92,8 +92,10 @@ typedef struct {
  * diagnoses of a divergence or a blow-up (0), then a stall's, not
  * learning's or overfitting's (1: a run
  * that blew up after stalling blew up for the later finding's reason),
- * then the warnings (2); oldest first within each. */
-enum { TRAINER_RANKS = 3 };
+ * then the attention's collapse (2: in a run also stalled it is a
+ * symptom of what the stall names), then the warnings (3); oldest first
+ * within each. */
+enum { TRAINER_RANKS = 4 };
 int snapshot_finding_rank(const diag_finding *f);
 /* The cause: the first finding in that order (the status line's mark and
  * the D panel's first line); NULL for none. */

@@ -52,11 +52,13 @@ void snapshot_point_set(trainer_point *pt, const step_metrics *a, const step_met
 int snapshot_finding_rank(const diag_finding *f)
 {
     /* a run that does not learn, or learns its training text by heart,
-     * or whose attention collapsed while it learns, is judged as a stall
-     * is: after a divergence's cause */
+     * is judged after a divergence's cause; one whose attention collapsed
+     * after that: Post-LN at LR 0.1 stalls on the plateau with its logits
+     * grown, and QK-norm in place leaves it there where the stall's
+     * re-init at a lower LR trains (make diag-grid) */
     int slow = f->rule == DIAG_R_STALL || f->rule == DIAG_R_NOT_LEARNING ||
-               f->rule == DIAG_R_OVERFIT || f->rule == DIAG_R_ATTN_LOGITS;
-    return f->kind == DIAG_WARNING ? 2 : slow ? 1 : 0;
+               f->rule == DIAG_R_OVERFIT;
+    return f->kind == DIAG_WARNING ? 3 : f->rule == DIAG_R_ATTN_LOGITS ? 2 : slow ? 1 : 0;
 }
 
 /* The first finding in rank order, with a fix when with_fix. */

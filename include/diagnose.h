@@ -265,6 +265,7 @@ typedef struct {
     long band_n;           /* updated steps in the early band (DIAG_WINDOW at most) */
     long band_last;        /* the band's last step */
     float band_act, band_upd, band_loss; /* their largest act max, top update ratio, loss */
+    float band_oc;         /* their largest out_change (NaN: not measured) */
     long val_n;            /* finite validations seen (since the start or a rewind) */
     float val_min, val_last, val_min_train, val_last_train; /* the train loss then: the
                                                                mean of DIAG_LEARN_MEAN steps */

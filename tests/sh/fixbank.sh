@@ -90,6 +90,13 @@ grep -q "fix 1 of 3 (--on-stall fix): stayed at step [0-9]*, then clip 0[^(]* (c
 # deep Post-LN without warmup: the stall, its bottom gradient vanished
 scenario deep stall "stalled: loss .* depth: bottom layers' gradient" 2.9 \
     -L 24 --norm post --lr 3e-3 --steps 300
+# ... and how far its first update moved the output: out_change at step
+# 1 as its CSV has it (about 1 without warmup; DeepNorm's is 0.2-0.3)
+oc=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "out_change") c = i }
+              NR == 2 { printf "%.2f", $c }' "$T/deep.csv")
+grep -q "depth: bottom layers' gradient .*; the first update moved the output by $oc of its size (out_change)" "$T/deep.err" &&
+    awk -v x="$oc" 'BEGIN { exit !(x > 0.6) }' && ok ||
+    no "deep: the first update's out_change ($oc) is not quoted: $(grep 'diagnosis' "$T/deep.err")"
 # Post-LN at LR 0.1 with warmup on: the plateau is the LR's (its update
 # ratio), not the placement's: Pre-LN would stall there too
 scenario postlr stall "stalled: loss .* the LR 0.1: act max" 2.8 \

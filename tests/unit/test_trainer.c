@@ -813,7 +813,7 @@ static void test_run_sync(void)
     CHECK(engine_steps_done(e) == 3 && engine_steps_done(tw) == 3 && rec.n == 3);
     CHECK(strstr(buf, "normscope: a: peak LR 0.001 -> 0.01\n"));
     CHECK(strstr(buf, "normscope: b: peak LR 0.001 -> 0.01\n"));
-    CHECK(strstr(buf, "normscope: a: script: stop at step 3\n"));
+    CHECK(strstr(buf, "normscope: script: stop at step 3\n"));
     CHECK(strstr(buf, "normscope: 3 steps in "));
     CHECK(strstr(buf, "normscope: b (twin): loss "));
     trainer_free(t);

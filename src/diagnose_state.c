@@ -58,30 +58,30 @@ static void io_raw(dio *x, void *v, size_t len)
     x->n += len;
 }
 
-static void io_u64(dio *x, uint64_t *v)
+/* n bytes of *v, little-endian */
+static void io_le(dio *x, uint64_t *v, int n)
 {
     uint8_t b[8];
-    for (int i = 0; i < 8 && !x->load; i++)
+    for (int i = 0; i < n && !x->load; i++)
         b[i] = (uint8_t)(*v >> (8 * i));
-    io_raw(x, b, 8);
+    io_raw(x, b, (size_t)n);
     if (x->load && !x->bad) {
         *v = 0;
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < n; i++)
             *v |= (uint64_t)b[i] << (8 * i);
     }
 }
 
+static void io_u64(dio *x, uint64_t *v)
+{
+    io_le(x, v, 8);
+}
+
 static void io_u32(dio *x, uint32_t *v)
 {
-    uint8_t b[4];
-    for (int i = 0; i < 4 && !x->load; i++)
-        b[i] = (uint8_t)(*v >> (8 * i));
-    io_raw(x, b, 4);
-    if (x->load && !x->bad) {
-        *v = 0;
-        for (int i = 0; i < 4; i++)
-            *v |= (uint32_t)b[i] << (8 * i);
-    }
+    uint64_t u = *v;
+    io_le(x, &u, 4);
+    *v = (uint32_t)u;
 }
 
 static void io_long(dio *x, long *v)

@@ -185,17 +185,21 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
         join_last(l);
     }
     /* the global gradient norm before clipping (what c clips): the
-     * layers' bars are its parts, so the student sees the sum too;
-     * after warmup's progress, which goes first */
+     * layers' bars are its parts, so the student sees the sum too; one
+     * run's row at 80 columns keeps it over the LR (a long run's step and
+     * validation leave room for one), --compare's rows keep the LR a
+     * lesson compares; after warmup's progress, which goes first */
     if (s->have_metrics && !(m->unknown & (1u << METRICS_COL_GNORM)))
-        add_item(l, isfinite(m->grad_norm) ? TUI_S_STATUS : TUI_S_BAD, 3, "|grad| %.3g",
+        add_item(l, isfinite(m->grad_norm) ? TUI_S_STATUS : TUI_S_BAD, s->compare ? 3 : 2,
+                 "|grad| %.3g",
                  (double)m->grad_norm);
-
-    /* how far the last measured update moved the output: of the LR's rank
-     * and after it, so a row too narrow for both (a's under --compare at
-     * 80 columns) keeps it, the mechanism, over the LR the flags set */
+    /* how far the last measured update moved the output: measured at the
+     * step shown (the first 100 steps, where it tells Post-LN from
+     * DeepNorm), of the LR's rank and after it, so a row too narrow for
+     * both (a's under --compare at 80 columns) keeps it; an older one
+     * ("@step", a validation's in a long run) goes before the rest */
     if (oc[0])
-        add_item(l, TUI_S_STATUS, 2, "%s", oc);
+        add_item(l, TUI_S_STATUS, strchr(oc, '@') ? 4 : 2, "%s", oc);
     /* the diagnosis' mark (D shows it whole); a run that diverged says
      * where (its fault, below), which tells the same finding more
      * exactly: there the mark ranks with the LR (a short row drops the LR first)

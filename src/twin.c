@@ -24,8 +24,8 @@ static int shared_cmd(command_kind k)
 
 int twin_acts_on(const ns_command *c, twin_target t, int run)
 {
-    if (c->kind == CMD_NOTE)
-        return run == 0;
+    if (c->kind == CMD_NOTE) /* said once: in b's log when it names b, else a's */
+        return run == (t == TWIN_B);
     if (shared_cmd(c->kind) || t == TWIN_BOTH)
         return 1;
     return run == (t == TWIN_B);

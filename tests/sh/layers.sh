@@ -32,7 +32,7 @@ cd "$ROOT" || exit 2
 # front end's
 layer_of() {
     case $1 in
-    atomicio | cli | cli_opts | command | config | csv | data | diagnose | engine | lesson | \
+    atomicio | cli | cli_opts | command | config | csv | data | diagnose | diagnose_state | engine | lesson | \
         jsonl | metrics | model | nsmath | nstext | nstime | numfmt | ops | ops_avx2 | ops_generic | ops_kern | \
         ops_simd | ops_v8 | optim | pool | rng | sysdep | tail | \
         schedule | settings | sweep_spec) echo 1 ;;

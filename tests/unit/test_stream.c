@@ -1155,7 +1155,8 @@ static void test_follow_diag(void)
         if (kind == RUN_BLOW) {
             CHECK(strstr(all, "DIAGNOSIS at step ") && strstr(all, "blew up, finite"));
             CHECK(strstr(all, "keys: a pauses the run") != NULL);
-            CHECK(strstr(all, "verdict: not healthy (1 answered no") && strstr(all, "is every value finite? no:"));
+            CHECK(strstr(all, "verdict: not healthy (2 answered no") && strstr(all, "is every value finite? no:") &&
+                  strstr(all, "is the LR within what the run tolerates? no: update ratio"));
             CHECK(!strcmp(c, "1 pause\n"));
         } else if (kind == RUN_OK) {
             CHECK(strstr(all, "no finding: no rule named a cause or gave a warning in the 300 "

@@ -2321,6 +2321,23 @@ static void test_status_grad_norm(void)
         tui_ui_init(&ui, 0, 1);
         tui_draw(&g, s, &ui);
         CHECK(strstr(row(&g, 0), "|grad| 0.862") != NULL);
+        /* a crowded row as a long run has it: a validation and an
+         * out_change of earlier steps ("@step") */
+        s->s.limit = 100000;
+        s->s.steps_done = 12345;
+        s->s.last_val_step = 12300;
+        s->s.run[0].last_val = 1.9f;
+        s->hist[0].step = 12300;
+        s->hist[0].run[0].oc_known = 1;
+        s->hist[0].run[0].out_change = 0.0094f;
+        tui_draw(&g, s, &ui);
+        CHECK(strstr(row(&g, 0), "|grad| 0.862") != NULL && strstr(row(&g, 0), "val 1.9") != NULL);
+        /* a fresh out_change (measured at the step shown) is kept first:
+         * at 80 columns it may take the gradient norm's place */
+        s->s.steps_done = 12300;
+        tui_draw(&g, s, &ui);
+        CHECK(strstr(row(&g, 0), "out 0.0094") != NULL &&
+              (widths[z] == 80 || strstr(row(&g, 0), "|grad| 0.862") != NULL));
         s->s.run[0].last.unknown |= 1u << METRICS_COL_GNORM;
         tui_draw(&g, s, &ui);
         CHECK(strstr(row(&g, 0), "|grad|") == NULL);

@@ -318,12 +318,16 @@ static void test_rule(void)
     twin_apply(a, b, &p, TWIN_BOTH);
     CHECK(engine_config(a)->norm == engine_config(b)->norm);
     CHECK(engine_config(a)->norm == (norm_place)((ca.norm + 1) % NORM_PLACE_COUNT));
-    /* a note is said once, by run a */
+    /* a note is said once: by the run it names ("b: note"), else by a */
     long na = engine_event_count(a), nb = engine_event_count(b);
     ns_command note = command_make(CMD_NOTE);
     snprintf(note.text, sizeof note.text, "hello");
     twin_apply(a, b, &note, TWIN_B);
-    CHECK(engine_event_count(a) == na + 1 && engine_event_count(b) == nb);
+    CHECK(engine_event_count(a) == na && engine_event_count(b) == nb + 1);
+    CHECK(twin_acts_on(&note, TWIN_B, 1) && !twin_acts_on(&note, TWIN_B, 0));
+    twin_apply(a, b, &note, TWIN_BOTH);
+    CHECK(engine_event_count(a) == na + 1 && engine_event_count(b) == nb + 1);
+    CHECK(twin_acts_on(&note, TWIN_BOTH, 0) && !twin_acts_on(&note, TWIN_BOTH, 1));
     CHECK(twin_acts_on(&c, TWIN_B, 1) && !twin_acts_on(&c, TWIN_B, 0));
     CHECK(twin_acts_on(&c, TWIN_BOTH, 0) && twin_acts_on(&c, TWIN_BOTH, 1));
     ns_command rw = command_make(CMD_REWIND);

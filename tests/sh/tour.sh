@@ -258,6 +258,10 @@ tour_attn_logits() {
     wait_for 'layer 0 of 2' 10
     ea=$(box 'att entrpy' | cut -d' ' -f1) eb=$(box 'att entrpy' | cut -d' ' -f2)
     claim "layer 0's att entrpy is $ea in run a, $eb in b: not under 0.2 and above 1" "$(calc "$ea < 0.2 && $eb > 1")"
+    # the text's M: the rows show each layer's logit and entropy
+    key M
+    wait_for 'logit  entrpy' 10 && ok || no "$CUR: M does not put the logits in the rows: $(screen | sed -n 4,6p)"
+    key M
     key Space
     at_question 300 "Run a's logits passed 2,000" 240 || { finish_lesson; return; }
     la=$(box 'att logit' | cut -d' ' -f1)

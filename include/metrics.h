@@ -108,6 +108,8 @@ typedef enum {
     METRICS_T_LONG,   /* long: step */
     METRICS_T_FLOAT,  /* float: %.9g; nan/inf/-inf in CSV, null in JSON */
     METRICS_T_VAL,    /* float measured when has_val; empty (CSV) / null (JSON) else */
+    METRICS_T_SPARSE, /* float measured on some steps of the lab's own runs: empty (CSV) /
+                         left out (JSON) where its bit of unknown is set */
     METRICS_T_RATE,   /* double: %.1f */
     METRICS_T_INT,    /* int */
     METRICS_T_SETTING /* set[k], spelled by its row: names, on/off, or %.9g */

@@ -24,7 +24,7 @@ static const metrics_col measured[] = {
     [METRICS_COL_LOGZ] = STEP("logz_mean", logz_mean, METRICS_T_FLOAT),
     [METRICS_COL_LOGIT_MAX] = STEP("logit_max", logit_max, METRICS_T_FLOAT),
     [METRICS_COL_ZTERM] = STEP("z_loss_term", z_loss_term, METRICS_T_FLOAT),
-    [METRICS_COL_OUT_CHANGE] = STEP("out_change", out_change, METRICS_T_FLOAT),
+    [METRICS_COL_OUT_CHANGE] = STEP("out_change", out_change, METRICS_T_SPARSE),
 };
 #undef STEP
 #define N_MEASURED ((int)(sizeof measured / sizeof measured[0]))
@@ -188,7 +188,8 @@ int metrics_step_col_set_num(step_metrics *m, int k, double v)
     switch (metrics_step_col(k)->type) {
     case METRICS_T_LONG: *(long *)p = isfinite(v) && fabs(v) < 1e15 ? (long)v : 0; return 0;
     case METRICS_T_VAL: m->has_val = !isnan(v); /* fall through */
-    case METRICS_T_FLOAT: *(float *)p = (float)v; return 0;
+    case METRICS_T_FLOAT:
+    case METRICS_T_SPARSE: *(float *)p = (float)v; return 0;
     case METRICS_T_RATE: *(double *)p = v; return 0;
     case METRICS_T_INT: *(int *)p = isfinite(v) && v != 0; return 0;
     case METRICS_T_SETTING:

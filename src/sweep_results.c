@@ -46,7 +46,8 @@ static int field_kind(const char *name, int *col_k)
     if (*col_k >= 0)
         switch (metrics_step_col(*col_k)->type) {
         case METRICS_T_LONG: return FK_STEP;
-        case METRICS_T_VAL: return FK_NUM_OR_EMPTY;
+        case METRICS_T_VAL:
+        case METRICS_T_SPARSE: return FK_NUM_OR_EMPTY;
         default: return metrics_step_col_named(*col_k) ? FK_NAME : FK_NUM;
         }
     if (sscanf(name, "l%d_%n", &layer, &off) == 1 && off > 0 &&

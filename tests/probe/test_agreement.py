@@ -142,15 +142,16 @@ LAYER = [("ln1w", D), ("ln1b", D), ("ln2w", D), ("ln2b", D), ("ln1ow", D), ("ln1
 
 def load_weights(path, twin):
     """The shape is the header's first settings (after the count of them,
-    from format version 4); the weights sit before the Adam moments and
-    the CRC at the file's end: u64 P, P weights, 2P moments, u32 CRC."""
+    from format version 4); the weights follow the header (its length at
+    byte 12): u64 P, P weights, 2P moments, then (version 6) the
+    diagnosis' state and the CRC."""
     buf = open(path, "rb").read()
     ver = struct.unpack_from("<I", buf, 8)[0]
     dims = struct.unpack_from("<5I", buf, 20 if ver >= 4 else 16)
     C.ok(dims == (L, D, NH, T, B), "checkpoint shape %s" % (dims,))
     # wte wpe, the layers, then lnfw lnfb lnfa headw headb
     n = V * D + T * D + L * sum(s for _, s in LAYER) + 2 * D + 1 + V * D + V
-    off = len(buf) - 4 - 12 * n - 8
+    off = 16 + struct.unpack_from("<I", buf, 12)[0] if ver >= 4 else len(buf) - 4 - 12 * n - 8
     C.ok(struct.unpack_from("<Q", buf, off)[0] == n, "parameter count %d" % n)
     w = torch.tensor(struct.unpack_from("<%df" % n, buf, off + 8))
     take = iter(torch.split(w, [V * D, T * D] + [s for _ in range(L) for _, s in LAYER] +

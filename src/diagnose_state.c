@@ -240,7 +240,7 @@ static void diag_fields(dio *x, diag *d)
     if (x->load && (d->n_layer < 0 || d->n_layer > NS_MAX_LAYERS))
         x->bad = 1;
     io_long(x, &d->n);
-    if (x->load && (d->n < 0 || d->n > (1L << 40)))
+    if (x->load && (d->n < 0 || (double)d->n > 1e12))
         x->bad = 1;
     if (x->bad)
         return;

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 import normscope_probe
+import normscope_probe.mechanism
 
 STEPS, LR_STEP, PAUSE_STEP, GLOBAL_B, FAULT_STEP, DIE_STEP = 6, 3, 5, 8, 4, 3
 
@@ -50,9 +51,11 @@ def main():
     stuck = open(os.path.join(a.out, "stuck%s.txt" % os.environ.get("LOCAL_RANK", "")), "w")
     faulthandler.dump_traceback_later(60, exit=True, file=stuck)
     torch.set_num_threads(1)
+    if a.single:  # the sampled statistics (log Z, attention) read each rank's first
+        normscope_probe.mechanism.ATTN_ROWS *= 2  # ATTN_ROWS sequences: 2 ranks' worth
     if a.early:
         torch.manual_seed(0)
-        early = models.GPT(n_layer=2)
+        early = models.GPTLogits(n_layer=2)
         probe = normscope_probe.attach(early, torch.optim.AdamW(early.parameters()),
                                        path=os.path.join(a.out, "early.nsj"))
     if not a.single:
@@ -60,7 +63,7 @@ def main():
     rank = dist.get_rank() if not a.single else 0
     world = dist.get_world_size() if not a.single else 1
     torch.manual_seed(0)
-    model = models.GPT(n_layer=2)
+    model = models.GPTLogits(n_layer=2)  # (logits, loss): the output logits measured
     faulty = None
     if a.fault:
         ca = model.transformer.h[1].attn.c_attn
@@ -98,7 +101,7 @@ def main():
             append(path + ".ctl", "2 pause\n")
             threading.Thread(target=resume_later, args=(path,), daemon=True).start()
         opt.zero_grad()
-        loss = net(x, y)
+        loss = net(x, y)[1]
         loss.backward()
         t0 = time.monotonic()
         probe.step(loss)

@@ -1,6 +1,7 @@
 """test_torchrun.py - `python3 -m torch.distributed.run --nproc_per_node 2`
 with gloo on the CPU: rank 0's stream has the gradient norms of one process
-on the same global batch (1e-5 relative), world_size 2, and an LR change
+on the same global batch (1e-5 relative), and its mechanism columns (the
+output logits, branch share, norm input) the global batch's, world_size 2, and an LR change
 from the control file leaves the parameters identical on both ranks, and
 a pause holds both ranks at the same step boundary; an inf made on one
 rank is named as that rank's module, under both watches; a peer killed
@@ -42,6 +43,17 @@ acts = ["loss"] + ["l%d_%s" % (i, k) for i in range(2) for k in ("act_max", "res
                                                                 "resid_rms")]
 worst = max(check.rel(a[k], b[k]) for a, b in zip(ddp, one) for k in acts)
 C.ok(worst < 1e-5, "loss and activation statistics are the global batch's (worst %.2g)" % worst)
+# the mechanisms too: attention logits and entropy, branch share, the
+# norm's input, the output logits, over the global batch, not rank 0's half
+# (the model's attention is by hand, so its logits are unknown; the
+# attention's records are sums and maxima reduced as these are)
+mechs = ["logz_mean", "logit_max"] + ["l%d_%s" % (i, k) for i in range(2) for k in (
+    "branch_ratio", "norm_in_rms")]
+seen = [k for k in mechs if all(k in r for r in ddp + one)]
+worst = max(check.rel(a[k], b[k]) for a, b in zip(ddp, one) for k in seen) if seen else 1
+C.ok(len(seen) == len(mechs) and worst < 1e-5,
+     "mechanism columns are the global batch's (%d of %d, worst %.2g)" % (len(seen), len(mechs),
+                                                                          worst))
 C.ok([e["step"] for e in ev if e["event"] == "setting"] == [3], "one lr event, at step 3")
 C.ok([r["lr"] for r in ddp] == [1e-3] * 2 + [2e-3] * 4, "stream lr doubles at step 3")
 r0, r1 = (torch.load(os.path.join(TMP, "rank%d.pt" % k)) for k in (0, 1))

@@ -65,6 +65,9 @@ from .control import Code
 from .stream import FORMAT, LAYER_COLS, LAYER_UNKNOWN, VERSION, Clock, Writer, nonfinite_word
 from .version import __version__
 
+# mechanism records kept as maxima (the largest attention and output
+# logit); the others are sums, divided by their counts when written
+MECH_MAX = ("amax", "lmax")
 LOWP = {torch.float16: 65504.0, torch.bfloat16: 3.3895313892515355e38}
 DTYPE_NAME = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
               torch.float64: "float64"}
@@ -1098,6 +1101,8 @@ class Probe:
             self._write(row, skipped=1)
         if self.rank == 0 and not self.header_written:
             self._header()
+        elif self.vocab is None and self.n == 1:  # as rank 0's header finds it: every
+            self.vocab = self.vocab_arg or self._find_vocab()  # rank records the same logits
         # the CPU's watch reads an unmeasured step's loss as it is
         lossv = self._loss_tensor(loss) if self.rec.measuring or not self.replay else loss
         gsq = self._grad_sums() if self.rec.measuring else self._grad_check()
@@ -1596,7 +1601,7 @@ class Probe:
         for (b, k), v in zip(row["mech"], vals):
             if (b, k) not in got:
                 got[(b, k)] = v
-            elif k in ("amax", "lmax"):
+            elif k in MECH_MAX:
                 got[(b, k)] = _nanmax(got[(b, k)], v)
             else:
                 got[(b, k)] += v
@@ -1767,10 +1772,14 @@ class Probe:
             return v
         nb, nan = len(self.blocks), float("nan")
         f = lambda x: nan if x is None else x  # noqa: E731
+        mech = v["mech"]  # every rank records the same keys, in the same order
+        msum = [k for k in mech if k[1] not in MECH_MAX]
+        mmax = [k for k in mech if k[1] in MECH_MAX]
         s = torch.tensor([v["loss"]] + [f(x) for x in v["rsq"]] + v["ovf"] + v["udf"] +
-                         [float(n) for n in v["rn"]], dtype=torch.float64, device=self.cdev)
-        m = torch.tensor([f(x) for x in v["act"]] + [f(x) for x in v["rmax"]],
+                         [float(n) for n in v["rn"]] + [f(mech[k]) for k in msum],
                          dtype=torch.float64, device=self.cdev)
+        m = torch.tensor([f(x) for x in v["act"]] + [f(x) for x in v["rmax"]] +
+                         [f(mech[k]) for k in mmax], dtype=torch.float64, device=self.cdev)
         step, code, order = v["first"]
         key = torch.tensor([step * 2.0 ** 24 + order if step > 0 else float("inf")],
                            dtype=torch.float64, device=self.cdev)
@@ -1782,7 +1791,11 @@ class Probe:
         v["loss"] = s[0] / self.world
         v["rsq"], v["ovf"], v["udf"] = s[1:1 + nb], s[1 + nb:1 + 2 * nb], s[1 + 2 * nb:1 + 3 * nb]
         v["rn"] = s[1 + 3 * nb:1 + 4 * nb]
-        v["act"], v["rmax"] = m[:nb], m[nb:]
+        v["act"], v["rmax"] = m[:nb], m[nb:2 * nb]
+        # a mechanism's sums over the global batch, per rank's share (its
+        # counts are one rank's), as the loss; its maxima over all ranks
+        mech.update(zip(msum, (x / self.world for x in s[1 + 4 * nb:])))
+        mech.update(zip(mmax, m[2 * nb:]))
         mine = torch.tensor([code if step > 0 and step * 2.0 ** 24 + order == k
                              else float("inf")], dtype=torch.float64, device=self.cdev)
         d.all_reduce(mine, op=d.ReduceOp.MIN)  # the code, of the rank(s) that saw it first

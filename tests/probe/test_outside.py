@@ -3,9 +3,10 @@
 q/k/v/o_proj, RoPE, its stack under an unknown name), blocks in an
 nn.Sequential beside a heads ModuleList of unlike Linears, an ALBERT-style
 shared block, an nn.TransformerEncoder classifier whose loss is the
-caller's, and nanoGPT returning (logits, loss). Each: the blocks found (or
-refused with one line), every group classified, the gradient norms equal
-to ones computed here, the vocabulary, and a fault named where it was made."""
+caller's, nanoGPT returning (logits, loss), and an EMA copy made with
+copy.deepcopy. Each: the blocks found (or refused with one line), every
+group classified, the gradient norms equal to ones computed here, the
+vocabulary, and a fault named where it was made."""
 import math
 import os
 import warnings
@@ -160,6 +161,53 @@ def nanogpt_eval_and_accumulation():
              "%s: no block is said to be shared (%s, %s)" % (name, head.get("block_calls"), notes))
 
 
+def ema_copy():
+    """An EMA model made with copy.deepcopy after attach() (timm's ModelEma,
+    many scripts' own): the copy is made, runs its own weights (all zero:
+    the uniform loss, log 256), and its forwards leave the stream as a run
+    without it, under both watches."""
+    import copy
+    for watch in ("replay", "device"):
+        os.environ["NORMSCOPE_PROBE_WATCH"] = watch
+        runs, ema_loss, err = [], [], None
+        for with_ema in (False, True):
+            torch.manual_seed(0)
+            m = models.GPT(n_layer=2)
+            opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+            gen = torch.Generator().manual_seed(7)
+            path = os.path.join(TMP, "ema%s%d.nsj" % (watch, with_ema))
+            with normscope_probe.attach(m, opt, path=path) as probe:
+                ema = None
+                for _ in range(3):
+                    x, y = models.batch(gen)
+                    opt.zero_grad()
+                    loss = m(x, y)
+                    loss.backward()
+                    probe.step(loss)
+                    opt.step()
+                    if with_ema and ema is None:
+                        try:
+                            ema = copy.deepcopy(m)
+                        except Exception as e:  # noqa: BLE001 (the failure is the finding)
+                            err = e
+                            break
+                        for q in ema.parameters():
+                            q.data.zero_()
+                    if ema is not None:
+                        with torch.no_grad():
+                            ema_loss.append(float(ema(x, y)))
+            runs.append(check.read_stream(path)[1])
+        del os.environ["NORMSCOPE_PROBE_WATCH"]
+        keys = ["loss", "grad_norm"] + ["l%d_%s" % (i, k) for i in range(2)
+                                        for k in ("act_max", "resid_rms", "grad_attn")]
+        same = err is None and len(runs[0]) == len(runs[1]) == 3 and \
+            all(a[k] == b[k] for a, b in zip(*runs) for k in keys)
+        C.ok(same and len(ema_loss) == 3 and
+             all(abs(v - math.log(256)) < 1e-5 for v in ema_loss),
+             "%s watch: a deepcopy of the model runs its own weights (%s) and leaves the "
+             "stream unchanged (%s)" % (watch, ema_loss or err, same))
+
+
 def classifier():
     """The loss is computed outside the model: the forward is replayed,
     not the backward, and an inf made in a forward is still named, at
@@ -264,6 +312,7 @@ attention_scores()
 seq_heads()
 albert()
 nanogpt_eval_and_accumulation()
+ema_copy()
 classifier()
 logits_loss()
 C.close()

@@ -44,6 +44,7 @@ It is not a trainer: it never changes the model, except the learning rate
 and pauses asked for through the control file (control.py).
 """
 import atexit
+import copy
 import datetime
 import math
 import os
@@ -341,6 +342,42 @@ def _save_private(state, path):
             except OSError:
                 pass
         return e.strerror or str(e)
+
+class _Hook:
+    """A module hook that calls the probe. A copy of the model
+    (copy.deepcopy: an EMA model, averaged weights) gets a hook that does
+    nothing: the copy is not the run the probe follows, and the probe (its
+    stream file) is not copied."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        return self.fn(*args) if self.fn is not None else None
+
+    def __deepcopy__(self, memo):
+        return _Hook(None)
+
+
+class _Forward:
+    """The model's forward wrapped on the instance (the CPU watch keeps
+    each call). A copy of the model gets its own forward, unwrapped: the
+    original's bound method copied with the module it is bound to."""
+
+    def __init__(self, probe, orig):
+        self.probe, self.orig = probe, orig
+
+    def __call__(self, *args, **kwargs):
+        call = self.probe._call_begin(args, kwargs)
+        out = self.orig(*args, **kwargs)
+        if call is not None:
+            self.probe._call_end(call, out)
+        return out
+
+    def __deepcopy__(self, memo):
+        return copy.deepcopy(self.orig, memo)
+
 
 class _Call:
     """One forward of the model with gradients on, as the CPU watch needs
@@ -648,7 +685,7 @@ class Probe:
 
     def _hooks_on(self, on):
         if on and self.mod_handles is None:
-            self.mod_handles = [reg(fn) for reg, fn in self.mod_hooks]
+            self.mod_handles = [reg(_Hook(fn)) for reg, fn in self.mod_hooks]
         elif not on and self.mod_handles is not None:
             for h in self.mod_handles:
                 h.remove()
@@ -663,18 +700,10 @@ class Probe:
         """The model's forward, wrapped on the instance (hooks of this torch
         may not see keyword arguments): each call with gradients on is kept
         for the watch to run again."""
-        m, probe = self.model, self
+        m = self.model
         self.had_forward_attr = "forward" in m.__dict__
-        orig = m.forward
-
-        def forward(*args, **kwargs):
-            call = probe._call_begin(args, kwargs)
-            out = orig(*args, **kwargs)
-            if call is not None:
-                probe._call_end(call, out)
-            return out
-        self.orig_forward, self.fwd_fn = orig, forward
-        m.forward = forward
+        self.orig_forward = m.forward
+        self.fwd_fn = m.forward = _Forward(self, self.orig_forward)
 
     def _call_begin(self, args, kwargs):
         if not torch.is_grad_enabled() or self.replaying or self.closed:

@@ -1652,6 +1652,87 @@ static int restore(engine *e, rbuf *b, uint32_t ver, const run_state *rs, const 
     return 0;
 }
 
+/* The magic and the format version at the start of a checkpoint of n
+ * bytes: the version, or 0 with the reason in err. */
+static uint32_t ckpt_version(rbuf *b, const char *path, char *err, size_t errlen)
+{
+    if (b->n < 16 || memcmp(b->p, CKPT_MAGIC, 8) != 0) {
+        snprintf(err, errlen, "--load %s: not a normscope checkpoint (bad magic)", path);
+        return 0;
+    }
+    b->at = 8;
+    uint32_t ver = get_u32(b);
+    if (ver < 1 || ver > CKPT_VERSION) {
+        snprintf(err, errlen, "--load %s: format version %u, this normscope reads 1..%u", path,
+                 ver, CKPT_VERSION);
+        return 0;
+    }
+    return ver;
+}
+
+/* After the header: the parameter count (*np), the diagnosis' state's
+ * length (*dn, from version 6: after the moments), and the file's length
+ * and checksum against them: 0, or -1 with the first mismatch in err. */
+static int ckpt_body(rbuf *b, uint32_t ver, uint64_t *np, uint32_t *dn, const char *path,
+                     char *err, size_t errlen)
+{
+    const uint8_t *p = b->p;
+    size_t n = b->n;
+    *np = get_u64(b);
+    *dn = 0;
+    /* at most 2^32 parameters, and a size a 32-bit size_t holds: the
+     * count is checked in 64 bits before it is multiplied */
+    if (!b->short_read && (*np > ((uint64_t)1 << 32) || *np > (SIZE_MAX - b->at - 4) / 12)) {
+        snprintf(err, errlen, "--load %s: %llu parameters (corrupt)", path,
+                 (unsigned long long)*np);
+        return -1;
+    }
+    size_t need = b->at + (size_t)*np * 12 + 4;
+    if (ver >= CKPT_DIAG_VERSION && !b->short_read && n >= need + 4) {
+        rbuf at = {p, n, need - 4, 0};
+        *dn = get_u32(&at);
+        if (*dn > CKPT_DIAG_MAX || *dn > n - need - 4) {
+            snprintf(err, errlen, "--load %s: the diagnosis' state says %u bytes (corrupt)", path,
+                     *dn);
+            return -1;
+        }
+        need += 4 + *dn;
+    }
+    if (b->short_read || n != need) {
+        snprintf(err, errlen, "--load %s: %zu bytes, expected %zu (truncated or corrupt)", path,
+                 n, need);
+        return -1;
+    }
+    uint32_t crc_stored = (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 |
+                          (uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24;
+    if (engine_crc32(p, n - 4) != crc_stored) {
+        snprintf(err, errlen, "--load %s: checksum mismatch (the file is corrupt)", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Before any allocation: the header (which passed its own checks) names
+ * a model of np parameters, and one this machine can hold (its batch and
+ * heads fix the memory whatever the file's size): 0, or -1 and err. */
+static int ckpt_fits(const ns_config *c, uint32_t ver, uint64_t np, const char *path,
+                     char *err, size_t errlen)
+{
+    size_t want = ver < CKPT_QK_VERSION ? model_param_count_noqk(c) : model_param_count(c);
+    if (want != np) {
+        snprintf(err, errlen, "--load %s: %llu parameters, the model it describes has %zu", path,
+                 (unsigned long long)np, want);
+        return -1;
+    }
+    double mem = engine_bytes_needed(c), have = engine_machine_bytes();
+    if (have > 0 && mem > have) {
+        snprintf(err, errlen, "--load %s: the model it describes needs %.1f GiB of memory, the "
+                 "machine has %.1f GiB", path, mem / 1073741824.0, have / 1073741824.0);
+        return -1;
+    }
+    return 0;
+}
+
 engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, char *err,
                     size_t errlen)
 {
@@ -1661,85 +1742,29 @@ engine *engine_load(const char *path, const dataset *data, ns_config *cfg_out, c
         return NULL;
     engine *e = NULL;
     rbuf b = {p, n, 0, 0};
-    if (n < 16 || memcmp(p, CKPT_MAGIC, 8) != 0) {
-        snprintf(err, errlen, "--load %s: not a normscope checkpoint (bad magic)", path);
-        goto out;
-    }
-    b.at = 8;
-    uint32_t ver = get_u32(&b);
-    if (ver < 1 || ver > CKPT_VERSION) {
-        snprintf(err, errlen, "--load %s: format version %u, this normscope reads 1..%u", path,
-                 ver, CKPT_VERSION);
-        goto out;
-    }
-    uint32_t crc_stored = n >= 4 ? (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 |
-                                       (uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24
-                                 : 0;
     ns_config c;
     run_state rs;
-    if (read_header(&b, ver, &c, &rs, path, err, errlen) != 0)
+    uint64_t np;
+    uint32_t dn, ver = ckpt_version(&b, path, err, errlen);
+    if (!ver || read_header(&b, ver, &c, &rs, path, err, errlen) != 0 ||
+        ckpt_body(&b, ver, &np, &dn, path, err, errlen) != 0 ||
+        ckpt_fits(&c, ver, np, path, err, errlen) != 0)
         goto out;
-    uint64_t np = get_u64(&b);
-    /* at most 2^32 parameters, and a size a 32-bit size_t holds: the
-     * count is checked in 64 bits before it is multiplied */
-    if (!b.short_read && (np > ((uint64_t)1 << 32) || np > (SIZE_MAX - b.at - 4) / 12)) {
-        snprintf(err, errlen, "--load %s: %llu parameters (corrupt)", path,
-                 (unsigned long long)np);
-        goto out;
-    }
-    size_t need = b.at + (size_t)np * 12 + 4;
-    uint32_t dn = 0; /* the diagnosis' state, from version 6: its length after the moments */
-    if (ver >= CKPT_DIAG_VERSION && !b.short_read && n >= need + 4) {
-        rbuf at = {p, n, need - 4, 0};
-        dn = get_u32(&at);
-        if (dn > CKPT_DIAG_MAX || dn > n - need - 4) {
-            snprintf(err, errlen, "--load %s: the diagnosis' state says %u bytes (corrupt)", path,
-                     dn);
-            goto out;
-        }
-        need += 4 + dn;
-    }
-    if (b.short_read || n != need) {
-        snprintf(err, errlen, "--load %s: %zu bytes, expected %zu (truncated or corrupt)", path,
-                 n, need);
-        goto out;
-    }
-    if (engine_crc32(p, n - 4) != crc_stored) {
-        snprintf(err, errlen, "--load %s: checksum mismatch (the file is corrupt)", path);
-        goto out;
-    }
-    /* before any allocation: a header that passed its checks may still
-     * describe a large model that this file does not hold */
-    size_t want = ver < CKPT_QK_VERSION ? model_param_count_noqk(&c) : model_param_count(&c);
-    if (want != np) {
-        snprintf(err, errlen, "--load %s: %llu parameters, the model it describes has %zu", path,
-                 (unsigned long long)np, want);
-        goto out;
-    }
-    /* a header's shape fixes the memory the run needs, whatever the file's
-     * size (a batch and heads a tiny model does not store): refused when the
-     * machine could not hold it, before any allocation */
-    double mem = engine_bytes_needed(&c), have = engine_machine_bytes();
-    if (have > 0 && mem > have) {
-        snprintf(err, errlen, "--load %s: the model it describes needs %.1f GiB of memory, the "
-                 "machine has %.1f GiB", path, mem / 1073741824.0, have / 1073741824.0);
-        goto out;
-    }
     e = engine_alloc(&c, data, err, errlen);
     if (e && restore(e, &b, ver, &rs, path, err, errlen) != 0) {
         engine_free(e);
         e = NULL;
     }
+    /* the diagnosis' state: its dn bytes end 4 before the checksum */
+    if (e && dn && engine_set_diag_state(e, p + n - 4 - dn, dn) != 0) {
+        snprintf(err, errlen, "--load %s: out of memory", path);
+        engine_free(e);
+        e = NULL;
+    }
     if (e) {
         e->loaded_version = ver;
-        if (dn && engine_set_diag_state(e, p + need - 4 - dn, dn) != 0) {
-            snprintf(err, errlen, "--load %s: out of memory", path);
-            engine_free(e);
-            e = NULL;
-        }
-    }
-    if (e)
         *cfg_out = c;
+    }
 out:
     free(p);
     return e;

@@ -193,8 +193,9 @@ tour_rmsnorm_swap() {
 }
 
 # --- 7. loss-scaling --------------------------------------------------------------
-# The underflow count in the layer box: millions in run a, a few thousand
-# in b; the scaling in force on the status line's second row; the curves close.
+# The underflow count in the layer box: millions in run a, thousands to
+# tens of thousands in b; the scaling in force on the status line's second
+# row; the curves close.
 tour_loss_scaling() {
     start loss-scaling
     at_question 50 'Select a layer (up, down)' 240 || { finish_lesson; return; }
@@ -202,7 +203,7 @@ tour_loss_scaling() {
     wait_for 'layer 4 of 6' 10 && ok || no "$CUR: down did not select layer 4"
     ua=$(box underflows | cut -d' ' -f1) ub=$(box underflows | cut -d' ' -f2)
     claim "run a's underflows ($ua) are not about a million a step" "$(calc "$ua >= 500000")"
-    claim "run b's underflows ($ub) are not a few thousand" "$(calc "$ub > 0 && $ub < 20000")"
+    claim "run b's underflows ($ub) are not thousands to tens of thousands" "$(calc "$ub > 0 && $ub < 100000")"
     row 3 | grep -qF '[l] scale off' && ok || no "$CUR: the scaling is not on the second row: $(row 3)"
     va=$(val_of 1) vb=$(val_of 2)
     claim "the curves are not close: $va and $vb" "$(calc "$va - $vb < 0.05 && $vb - $va < 0.05")"
@@ -210,14 +211,15 @@ tour_loss_scaling() {
 }
 
 # --- 8. fp16-layernorm ------------------------------------------------------------
-# The top layers' act max nears 256; after a few hundred steps run a
-# diverges: paused, 'first non-finite: forward, final norm variance'; run b
-# trains on. The repair: f (fp32, both runs), b, space: it trains past it.
+# By step 40 the top layer's act max is past 150; at step 417 (the default
+# seed) run a diverges: paused, 'first non-finite: forward, final norm
+# variance'; run b trains on. The repair: f (fp32, both runs), b, space: it
+# trains past it.
 tour_fp16_layernorm() {
     start fp16-layernorm
-    at_question 200 "The top layers' act max nears 256" 400 || { finish_lesson; return; }
+    at_question 40 "The top layer's act max is past 150" 400 || { finish_lesson; return; }
     am=$(screen | grep -E '^> 5 ' | cut -c1-62 | awk '{ print $(NF-2) }')
-    claim "the top layer's act max ($am) is not nearing 256" "$(calc "$am > 64 && $am < 256")"
+    claim "the top layer's act max ($am) is not past 150, under 256" "$(calc "$am > 150 && $am < 256")"
     key Space
     wait_for DIVERGED 400 && ok || no "$CUR: run a did not diverge: $(row 1)"
     row 1 | grep -qF 'first non-finite: forward, final norm variance' && ok ||

@@ -38,7 +38,7 @@ if wait_for 'DIVERGED' 900 && wait_for 'first non-finite: ' 10; then
     ok
     screen | grep -q 'first non-finite (b)' && no "run b diverged too: $(screen | sed -n 2p)" || ok
     at=$(counter)
-    # the lesson panel (back with the step-200 question) covers the event
+    # the lesson panel (back with the step-40 question) covers the event
     # log, which this test reads: hide it
     if screen | grep -q ' L hides '; then key L; sleep 0.3; fi
     key i

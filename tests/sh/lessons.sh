@@ -238,18 +238,17 @@ each_seed() {
 # The claims hold over seeds 1-5 and the default (one seed under the
 # sanitizers): each seed's lesson run goes to its divergence (f<seed>.csv,
 # between step 53 and 417), then run a alone at the lesson's flags in bf16
-# goes 50 steps past that step (fb<seed>.csv). lesson_claims.py holds the
+# goes 10 steps past that step (fb<seed>.csv). lesson_claims.py holds the
 # texts' numbers against these files.
 lesson_fp16_layernorm() {
     seeds="1337 2 3 4 5 1" # the longest first, so both cores stay busy
     [ -n "${NS_SANITIZED:-}" ] && seeds=1337
-    echo "$seeds" >"$T/f.seeds"
     cat >"$T/f.sh" <<'JOB'
 s=$1
 "$BIN" $TH --headless --lesson fp16-layernorm --seed "$s" --csv "$T/f$s.csv" >/dev/null 2>"$T/f$s.err"
 echo $? >"$T/f$s.rc"
 n=$(tail -1 "$T/f$s.csv" | cut -d, -f1)
-"$BIN" $TH --headless -q $FLAGS --precision bf16 --seed "$s" --steps $((n + 50)) --val-every 0 --csv "$T/fb$s.csv" 2>"$T/fb$s.err"
+"$BIN" $TH --headless -q $FLAGS --precision bf16 --seed "$s" --steps $((n + 10)) --val-every 0 --csv "$T/fb$s.csv" 2>"$T/fb$s.err"
 echo $? >"$T/fb$s.rc"
 JOB
     FLAGS=$(sed -n 's/^flags: //p' "$LESSONS/fp16-layernorm.lesson")
@@ -271,7 +270,7 @@ JOB
         esac
         n=$(tail -1 "$T/f$s.csv" | cut -d, -f1)
         rc=$(cat "$T/fb$s.rc")
-        [ "$rc" = 0 ] && [ "$(last "$T/fb$s.csv" step)" = $((n + 50)) ] && ok "seed $s: bf16 with norms in bf16 trains 50 steps past $n" ||
+        [ "$rc" = 0 ] && [ "$(last "$T/fb$s.csv" step)" = $((n + 10)) ] && ok "seed $s: bf16 with norms in bf16 trains 10 steps past $n" ||
             no "seed $s: bf16 run exit $rc, at step $(last "$T/fb$s.csv" step): $(tail -1 "$T/fb$s.err")"
         # the question in bf16: the top act max does grow
         r=$(ratio "$(at "$T/fb$s.csv" l5_act_max 40)" "$(at "$T/fb$s.csv" l5_act_max 1)")
@@ -299,7 +298,7 @@ JOB
         ok "the title follows --precision: '$tf'" || no "fp16-layernorm's title under bf16: $(grep '^lesson ' "$T/fbl.err")"
 }
 
-# Over seeds 1-5 and the default (one under the sanitizers), 100 steps:
+# Over seeds 1-5 and the default (one under the sanitizers), 70 steps:
 # they hold run b's most underflows (near step 60) and the question at 50.
 # lesson_claims.py holds the texts' numbers (per step, every step) against
 # l<seed>.csv; here each seed's run finished.
@@ -307,13 +306,13 @@ lesson_loss_scaling() {
     seeds="1337 1 2 3 4 5"
     [ -n "${NS_SANITIZED:-}" ] && seeds=1337
     cat >"$T/l.sh" <<'JOB'
-"$BIN" $TH --headless --lesson loss-scaling --seed "$1" --steps 100 --csv "$T/l$1.csv" 2>"$T/l$1.err"
+"$BIN" $TH --headless --lesson loss-scaling --seed "$1" --steps 70 --csv "$T/l$1.csv" 2>"$T/l$1.err"
 echo $? >"$T/l$1.rc"
 JOB
     # shellcheck disable=SC2086
     each_seed "$T/l.sh" $seeds
     for s in $seeds; do
-        [ "$(cat "$T/l$s.rc")" = 0 ] && [ "$(last "$T/l$s.csv" step)" = 100 ] && ok "seed $s: loss-scaling ran 100 steps" ||
+        [ "$(cat "$T/l$s.rc")" = 0 ] && [ "$(last "$T/l$s.csv" step)" = 70 ] && ok "seed $s: loss-scaling ran 70 steps" ||
             no "seed $s: loss-scaling: $(tail -2 "$T/l$s.err")"
     done
 }

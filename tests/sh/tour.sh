@@ -218,8 +218,11 @@ tour_loss_scaling() {
 tour_fp16_layernorm() {
     start fp16-layernorm
     at_question 40 "The top layer's act max is past 150" 400 || { finish_lesson; return; }
-    am=$(screen | grep -E '^> 5 ' | cut -c1-62 | awk '{ print $(NF-2) }')
-    claim "the top layer's act max ($am) is not past 150, under 256" "$(calc "$am > 150 && $am < 256")"
+    # the layer box of the selected layer, the top one (its row's bar puts
+    # the 256 mark among the row's fields)
+    screen | grep -qF 'layer 5 of 6' && ok || no "$CUR: the top layer is not the selected one"
+    am=$(box 'act max' | cut -d' ' -f1)
+    claim "the top layer's act max (${am:-none}) is not past 150, under 256" "$(calc "${am:-0} > 150 && ${am:-0} < 256")"
     key Space
     wait_for DIVERGED 400 && ok || no "$CUR: run a did not diverge: $(row 1)"
     row 1 | grep -qF 'first non-finite: forward, final norm variance' && ok ||

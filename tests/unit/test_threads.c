@@ -2,7 +2,8 @@
  * exactly once; the split kernels give the same bytes as one thread for
  * awkward sizes, on the AVX2 and the portable path; whole training runs
  * give the same losses, metrics and weights for 1 to 5 threads (1 and 3
- * under a sanitizer), in every precision, on shapes cut into row blocks
+ * under a sanitizer; 4 steps instead of 12 there and on the portable
+ * kernels), in every precision, on shapes cut into row blocks
  * and shapes whose kernels are split; and a --compare pair stepped side by side gives what one thread
  * stepping a then b gives. */
 #include <math.h>
@@ -31,6 +32,15 @@ enum { NT_LO = 3, NT_KERNELS_HI = 3, NT_RUNS_HI = 3 };
 #else
 enum { NT_LO = 2, NT_KERNELS_HI = 4, NT_RUNS_HI = 5 };
 #endif
+
+/* NORMSCOPE_KERNELS=generic (make test-generic) runs this suite again on
+ * the portable kernels, which the plain run has already compared with
+ * the AVX2 ones */
+static int env_generic(void)
+{
+    const char *k = getenv("NORMSCOPE_KERNELS");
+    return k && !strcmp(k, "generic");
+}
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -341,7 +351,8 @@ static void test_kernels(void)
     static const int mm[][3] = {
         {37, 70, 203}, {300, 203, 70}, {45, 130, 83}, {257, 64, 1000}, {7, 300, 300},
     };
-    for (int generic = 0; generic <= 1; generic++) {
+    /* under NORMSCOPE_KERNELS=generic both passes would be the portable one */
+    for (int generic = env_generic(); generic <= 1; generic++) {
         ops_force_generic(generic);
         for (int nt = NT_LO; nt <= NT_KERNELS_HI; nt++) {
             ns_pool *p = pool_create(nt, NULL);
@@ -372,7 +383,14 @@ static void test_kernels(void)
 
 static dataset D;
 
-enum { RUN_STEPS = 12 };
+/* A run is RUN_STEPS steps in the plain build. Under a sanitizer and in
+ * the portable kernels' rerun it is REDUCED_STEPS: the warmup's three
+ * steps and one at the full rate run every kernel, thread split and
+ * optimizer path the twelve do (the losses already fall by the fourth on
+ * every shape here), and the twelve cost those runs 8 to 15 minutes of
+ * CI; the plain build keeps the twelve. */
+enum { RUN_STEPS = 12, REDUCED_STEPS = 4 };
+static int run_steps = RUN_STEPS;
 
 typedef struct {
     step_metrics m[RUN_STEPS];
@@ -429,7 +447,7 @@ static int train_cfg(const ns_config *c, int threads, run_result *r)
     engine *e = make_engine(c, threads);
     if (!e)
         return -1;
-    for (int s = 0; s < RUN_STEPS; s++) {
+    for (int s = 0; s < run_steps; s++) {
         engine_step(e, &r->m[s]);
         r->m[s].tokens_per_s = 0; /* timing: the one thing that may differ */
     }
@@ -446,7 +464,7 @@ static int train(shape sh, numfmt f, int threads, run_result *r)
 
 static int same_run(const run_result *a, const run_result *b)
 {
-    return memcmp(a->m, b->m, sizeof a->m) == 0 && a->n == b->n &&
+    return memcmp(a->m, b->m, run_steps * sizeof a->m[0]) == 0 && a->n == b->n &&
            memcmp(a->params, b->params, a->n * sizeof(float)) == 0;
 }
 
@@ -473,7 +491,7 @@ static void test_training(void)
             static run_result one, many;
             if (!CHECK(train(sh, (numfmt)f, 1, &one) == 0))
                 continue;
-            CHECK(isfinite(one.m[RUN_STEPS - 1].loss) && one.m[RUN_STEPS - 1].loss < one.m[0].loss);
+            CHECK(isfinite(one.m[run_steps - 1].loss) && one.m[run_steps - 1].loss < one.m[0].loss);
             for (int nt = NT_LO; nt <= NT_RUNS_HI; nt++) {
                 if (!CHECK(train(sh, (numfmt)f, nt, &many) == 0))
                     continue;
@@ -506,7 +524,7 @@ static void test_mechanisms(void)
             static run_result one, many, plain;
             if (!CHECK(train_cfg(&c, 1, &one) == 0))
                 continue;
-            CHECK(isfinite(one.m[RUN_STEPS - 1].loss) && one.m[RUN_STEPS - 1].loss < one.m[0].loss);
+            CHECK(isfinite(one.m[run_steps - 1].loss) && one.m[run_steps - 1].loss < one.m[0].loss);
             for (int nt = NT_LO; nt <= NT_RUNS_HI; nt += NT_RUNS_HI - NT_LO + (NT_LO == NT_RUNS_HI)) {
                 if (!CHECK(train_cfg(&c, nt, &many) == 0))
                     continue;
@@ -515,8 +533,9 @@ static void test_mechanisms(void)
                             config_norm_kind_name(c.norm_kind), shapes[i].d, nt);
                 free(many.params);
             }
+            /* (under NORMSCOPE_KERNELS=generic the runs above were these) */
             ops_force_generic(1);
-            if (CHECK(train_cfg(&c, 2, &many) == 0)) {
+            if (!env_generic() && CHECK(train_cfg(&c, 2, &many) == 0)) {
                 if (!CHECK(same_run(&one, &many)))
                     fprintf(stderr, "  %s qk-norm z-loss, d=%d: the portable kernels differ\n",
                             config_norm_kind_name(c.norm_kind), shapes[i].d);
@@ -583,7 +602,7 @@ typedef struct {
 static void on_pair(void *ctx, const step_metrics *a, const step_metrics *b)
 {
     pair_rec *r = ctx;
-    if (r->n < RUN_STEPS) {
+    if (r->n < run_steps) {
         r->a[r->n] = *a, r->b[r->n] = *b;
         r->a[r->n].tokens_per_s = r->b[r->n].tokens_per_s = 0;
         r->n++;
@@ -598,7 +617,7 @@ static int compare_run(int threads, pair_rec *r)
     engine *a = make_engine(&ca, ta), *b = make_engine(&cb, tb);
     ns_pool *pair = threads > 1 ? pool_create(2, NULL) : NULL;
     char err[256];
-    trainer_opts o = {.limit = RUN_STEPS, .twin = b, .pair = pair, .on_pair = on_pair, .ctx = r};
+    trainer_opts o = {.limit = run_steps, .twin = b, .pair = pair, .on_pair = on_pair, .ctx = r};
     trainer *t = a && b && (threads == 1 || pair) ? trainer_create(a, &o, err, sizeof err) : NULL;
     int ran = t != NULL;
     r->n = 0;
@@ -609,7 +628,7 @@ static int compare_run(int threads, pair_rec *r)
     pool_free(pair);
     engine_free(a);
     engine_free(b);
-    return ran && r->n == RUN_STEPS ? 0 : -1;
+    return ran && r->n == run_steps ? 0 : -1;
 }
 
 static void test_compare(void)
@@ -621,7 +640,8 @@ static void test_compare(void)
     for (int nt = NT_LO; nt <= NT_RUNS_HI; nt++) {
         if (!CHECK(compare_run(nt, &many) == 0))
             continue;
-        if (!CHECK(memcmp(one.a, many.a, sizeof one.a) == 0 && memcmp(one.b, many.b, sizeof one.b) == 0))
+        size_t n = run_steps * sizeof one.a[0];
+        if (!CHECK(memcmp(one.a, many.a, n) == 0 && memcmp(one.b, many.b, n) == 0))
             fprintf(stderr, "  --compare, %d threads: differs\n", nt);
     }
 }
@@ -630,6 +650,11 @@ int main(void)
 {
     rng_seed(&R, 6);
     data_builtin(&D);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    run_steps = REDUCED_STEPS;
+#endif
+    if (env_generic())
+        run_steps = REDUCED_STEPS;
     test_pool_once();
     test_pool_signals();
     test_pool_back_to_back();

@@ -20,8 +20,9 @@
 
 typedef struct {
     char text[96];
+    char brief[24]; /* a shorter form for a narrow row ("" = none) */
     tui_style style;
-    int prio; /* lower = dropped last */
+    int prio; /* lower = dropped last; 0: never */
     int join; /* a note on the item before: one space from it, not two */
 } item;
 
@@ -53,6 +54,36 @@ static loss_text fmt_loss_text(float v)
     return r;
 }
 
+/* A narrow row's loss: 2 decimals (a validation's; the loss keeps 4). */
+static loss_text brief_loss_text(float v)
+{
+    loss_text r;
+    if (isfinite(v) && fabsf(v) < 1e3f)
+        snprintf(r.t, sizeof r.t, "%.2f", (double)v);
+    else
+        r = fmt_loss_text(v);
+    return r;
+}
+
+/* A narrow row's rate: 2 digits and a bare exponent ("2e-3", "1.2e-4"). */
+static loss_text brief_rate_text(float v)
+{
+    loss_text r;
+    snprintf(r.t, sizeof r.t, "%.2g", (double)v);
+    char *e = strchr(r.t, 'e');
+    if (!e)
+        return r;
+    char *d = e + 1, *p = e + 1;
+    if (*p == '-')
+        *d++ = *p++;
+    else if (*p == '+')
+        p++;
+    while (*p == '0' && p[1])
+        p++; /* e-05 -> e-5, e+05 -> e5 */
+    memmove(d, p, strlen(p) + 1);
+    return r;
+}
+
 /* The items of one status row, in order; the least important are dropped
  * first when the row is narrow. Bounded: an item past the end is left out. */
 #define STATUS_ITEMS 16
@@ -75,6 +106,20 @@ static void add_item(items *l, tui_style st, int prio, const char *fmt, ...)
     it->style = st;
     it->prio = prio;
     it->join = 0;
+    it->brief[0] = 0;
+}
+
+/* The last item's shorter form, taken before a narrow row drops an item
+ * of priority STATUS_BRIEF or less. */
+static void brief_last(items *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void brief_last(items *l, const char *fmt, ...)
+{
+    if (l->n <= 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->it[l->n - 1].brief, sizeof l->it[0].brief, fmt, ap);
+    va_end(ap);
 }
 
 /* The last item's note, dropped before it (prio: higher than its own). */
@@ -160,13 +205,18 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
     float val = s->run[run].last_val;
     /* the loss at the step the run is at: after a rewind, the step
      * rewound to's, not the (diverged) step taken last */
+    /* the most important number: never dropped (a row too narrow for the
+     * rest keeps it); --compare's follows its run's label, one space on */
     if (s->have_loss)
-        add_item(l, isfinite(loss) ? TUI_S_STATUS : TUI_S_BAD, 1, "loss %s",
+        add_item(l, isfinite(loss) ? TUI_S_STATUS : TUI_S_BAD, 0, "loss %s",
                  fmt_loss_text(loss).t);
     else
-        add_item(l, TUI_S_STATUS, 1, "loss -");
+        add_item(l, TUI_S_STATUS, 0, "loss -");
+    if (s->compare)
+        join_last(l);
     int have_val = run ? !isnan(s->run[1].last_val) : s->last_val_step > 0;
-    /* val ranks with the loss: a lesson compares both runs' (lr goes first) */
+    /* val ranks next: a lesson compares both runs' (lr goes first); a
+     * narrow row shows it to 2 decimals, without its step */
     /* a validation of an earlier step says which (every 100 steps by
      * default; a followed run's may be its first, long ago) */
     if (have_val && s->last_val_step > 0 && s->last_val_step < s->steps_done)
@@ -175,10 +225,13 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
         add_item(l, TUI_S_STATUS, 1, "val %s", fmt_loss_text(val).t);
     else
         add_item(l, TUI_S_STATUS, 1, "val -");
+    if (have_val)
+        brief_last(l, "val %s", brief_loss_text(val).t);
     int warm_on = s->run[run].warmup_on;
     float next = s->run[run].lr_next, peak = s->run[run].lr_peak;
     const step_metrics *m = &s->run[run].last;
     add_item(l, TUI_S_STATUS, 2, "lr %.2e", (double)next);
+    brief_last(l, "lr %s", brief_rate_text(next).t);
     if (warm_on && s->have_metrics && m->in_warmup && peak > 0) {
         /* a narrow row keeps the rate and gives up how far warmup is */
         add_item(l, TUI_S_STATUS, 3, "(warmup %d%%)", (int)(100.0 * next / peak));
@@ -187,10 +240,11 @@ static void status_run_values(items *l, const trainer_status *s, int run, int fa
     /* the global gradient norm before clipping (what c clips): the
      * layers' bars are its parts, so the student sees the sum too; one
      * run's row at 80 columns keeps it over the LR (a long run's step and
-     * validation leave room for one), --compare's rows keep the LR a
-     * lesson compares; after warmup's progress, which goes first */
+     * validation leave room for one); --compare's rows, where a's holds
+     * the step and the target too, keep it for both runs over the val
+     * and the LR (each shortened first), as over warmup's progress */
     if (s->have_metrics && !(m->unknown & (1u << METRICS_COL_GNORM)))
-        add_item(l, isfinite(m->grad_norm) ? TUI_S_STATUS : TUI_S_BAD, s->compare ? 3 : 2,
+        add_item(l, isfinite(m->grad_norm) ? TUI_S_STATUS : TUI_S_BAD, s->compare ? 1 : 2,
                  "|grad| %.3g",
                  (double)m->grad_norm);
     /* how far the last measured update moved the output: measured at the
@@ -216,12 +270,15 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui,
                             const char *oc)
 {
     add_item(l, TUI_S_TITLE, 6, "normscope");
-    if (s->limit > 0)
-        add_item(l, TUI_S_STATUS, 0, "step %ld/%ld", s->steps_done, s->limit);
-    else
-        add_item(l, TUI_S_STATUS, 0, "step %ld", s->steps_done);
-    if (s->compare)
+    add_item(l, TUI_S_STATUS, 0, "step %ld", s->steps_done);
+    if (s->limit > 0) { /* a narrow row: the step without the limit */
+        snprintf(l->it[l->n - 1].text, sizeof l->it[0].text, "step %ld/%ld", s->steps_done, s->limit);
+        brief_last(l, "step %ld", s->steps_done);
+    }
+    if (s->compare) { /* narrow: its key and the target, as the toggle's [Tab] */
         add_item(l, TUI_S_TOGGLE, 0, "TARGET %s", twin_target_name((twin_target)ui->target));
+        brief_last(l, "Tab:%s", twin_target_name((twin_target)ui->target));
+    }
     if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
     status_run_values(l, s, 0, fault, oc);
@@ -239,56 +296,90 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui,
         add_item(l, TUI_S_STATUS, 4, "%.1f steps/s", s->steps_per_s);
 }
 
-/* Draw a row of items from column c, dropping the least important
- * (highest prio, never prio 0) until the rest fit in avail columns. */
-static void status_items(tui_grid *g, int row, int c0, int avail, const items *l)
+/* Which items a row of avail columns shows (keep) and which in their
+ * shorter form (brief): the least important go first (the highest prio,
+ * the first of equals; never prio 0, nor a note without its item); before
+ * any of priority STATUS_BRIEF or less goes, the shorter forms are taken,
+ * the one that saves the most first. Returns 1 when the rest fit. */
+#define STATUS_BRIEF 2
+static int row_width(const items *l, const int *keep, const int *brief)
 {
-    int keep[STATUS_ITEMS];
+    int need = 0, first = 1;
     for (int i = 0; i < l->n; i++)
-        keep[i] = 1;
-    for (;;) {
-        int need = 0, worst = -1;
-        for (int i = 0; i < l->n; i++)
-            if (keep[i]) {
-                need += text_cols(l->it[i].text) + (l->it[i].join ? 1 : 2);
-                if (worst < 0 || l->it[i].prio > l->it[worst].prio)
-                    worst = i;
-            }
-        if (need <= avail || worst < 0 || l->it[worst].prio == 0)
-            break;
-        keep[worst] = 0;
-        for (int i = worst + 1; i < l->n && l->it[i].join; i++)
+        if (keep[i]) {
+            need += text_cols(brief[i] ? l->it[i].brief : l->it[i].text);
+            need += first ? 0 : l->it[i].join ? 1 : 2;
+            first = 0;
+        }
+    return need + 1; /* a space before what follows (the state) */
+}
+
+static int status_fit(const items *l, int avail, int *keep, int *brief)
+{
+    for (int i = 0; i < l->n; i++)
+        keep[i] = 1, brief[i] = 0;
+    while (row_width(l, keep, brief) > avail) {
+        int pick = -1, rank = 0, save = 0, shorten = 0;
+        for (int i = 0; i < l->n; i++) {
+            if (!keep[i])
+                continue;
+            if (l->it[i].prio > 0 && 2 * l->it[i].prio > rank) /* drops rank 2 prio */
+                pick = i, rank = 2 * l->it[i].prio, shorten = 0;
+            int cut = text_cols(l->it[i].text) - text_cols(l->it[i].brief);
+            if (!brief[i] && l->it[i].brief[0] && cut > 0 &&
+                (2 * STATUS_BRIEF + 1 > rank || (shorten && cut > save)))
+                pick = i, rank = 2 * STATUS_BRIEF + 1, save = cut, shorten = 1;
+        }
+        if (pick < 0)
+            return 0;
+        if (shorten) {
+            brief[pick] = 1;
+            continue;
+        }
+        keep[pick] = 0;
+        for (int i = pick + 1; i < l->n && l->it[i].join; i++)
             keep[i] = 0; /* a note goes with its item */
     }
+    return 1;
+}
+
+/* Draw a row of items from column c0, as status_fit keeps them. */
+static void status_items(tui_grid *g, int row, int c0, int avail, const items *l)
+{
+    int keep[STATUS_ITEMS], brief[STATUS_ITEMS];
+    status_fit(l, avail, keep, brief);
     int c = c0;
     for (int i = 0; i < l->n; i++) {
         if (!keep[i])
             continue;
         if (l->it[i].join && c > c0)
             c--; /* one space after the item it notes */
-        c += tui_puts(g, row, c, c0 + avail - c, l->it[i].style, l->it[i].text);
+        c += tui_puts(g, row, c, c0 + avail - c, l->it[i].style,
+                      brief[i] ? l->it[i].brief : l->it[i].text);
         c += 2;
     }
 }
 
-/* Do the items of priority up to prio fit in avail columns? */
+/* Do the items of priority up to prio fit in avail columns (in their
+ * shorter forms)? */
 static int items_fit(const items *l, int avail, int prio)
 {
-    int need = 0;
+    int keep[STATUS_ITEMS], brief[STATUS_ITEMS];
     for (int i = 0; i < l->n; i++)
-        if (l->it[i].prio <= prio)
-            need += text_cols(l->it[i].text) + (l->it[i].join ? 1 : 2);
-    return need <= avail;
+        keep[i] = l->it[i].prio <= prio, brief[i] = l->it[i].brief[0] != 0;
+    return row_width(l, keep, brief) <= avail;
 }
 
 /* The state at the row's right end (and FROZEN before it on row 0);
- * returns the columns left for the values. */
+ * returns the columns left for the values (g NULL: draws nothing). */
 static int status_state(tui_grid *g, tui_rect r, int row, trainer_state st, int frozen)
 {
     char state[32];
     snprintf(state, sizeof state, " %s ", snapshot_state_name(st));
     int right = (int)strlen(state) + (frozen ? 9 : 0) + 1;
     int sc = r.c + r.w - right;
+    if (!g) /* only the room it leaves */
+        return r.w - right - 1;
     if (frozen)
         sc += tui_puts(g, row, sc, 9, TUI_S_FROZEN, " FROZEN ") + 1;
     tui_puts(g, row, sc, (int)strlen(state), state_style(st), state);
@@ -483,7 +574,7 @@ void tui_draw_status(tui_grid *g, tui_rect r, const trainer_snapshot *snap, tui_
         t.n = 0;
         add_item(&t, TUI_S_LABEL, 0, "b:");
         status_run_values(&t, s, 1, 1, oc.t[1]);
-        own |= !items_fit(&t, avail, 1);
+        own |= !items_fit(&t, status_state(NULL, r, r.r + 1, run_state(s, 1), 0), 1);
     }
     items a;
     a.n = 0;

@@ -99,6 +99,10 @@ const tui_style_spec *tui_palette(int light_bg);
  * red", or without colour its attribute ("reversed", "plain"). */
 void tui_palette_name(tui_style s, int light_bg, int color, char *b, size_t n);
 
+/* What the key that switches the palette says (the footer, the event
+ * log): "palette: light (t: dark)". */
+void tui_palette_note(int light, char *b, size_t n);
+
 typedef struct {
     uint32_t ch; /* a code point; ' ' when empty */
     uint8_t style;
@@ -379,6 +383,7 @@ typedef enum {
     TUI_ACT_STEP_FWD,
     TUI_ACT_CHECKPOINT, /* --follow: ask the followed run for a checkpoint */
     TUI_ACT_MECH,       /* the layer rows: gradients / mechanisms */
+    TUI_ACT_PALETTE,    /* the palette: a dark background's / a white one's (--light) */
     TUI_ACT_COUNT,
     /* TUI_ACT_BIND + i: the i-th key bound to a settings row's command
      * (the rows' keys in table order: tui_bind_*) */
@@ -447,7 +452,8 @@ typedef struct {
     int layer_rows; /* layer rows visible in the last frame (a page) */
     int layer_cols; /* columns of layers in this frame's panels (the layout's) */
     int mech;       /* the layer rows show the mechanisms (M), not the gradients */
-    int light;      /* --light: the palette for a white background (the curses layer) */
+    int light;      /* the palette for a white background (--light; the key flips it, and
+                     * the curses layer re-initialises its colour pairs to it) */
     char note[80];  /* a passing message at the footer's right; "" = none */
     int follow;   /* --follow: the help marks the keys that change the lab's model */
     /* --lesson: its title and text for the lesson panel (NULL = none), L

@@ -329,7 +329,7 @@ static const ns_setting table[] = {
      .help = "--plot in black and white: dashes and marker shapes", .flags = SETF_PLOT, OPT(mono)},
     {.name = "light", .type = SET_PRESENCE,
      .help = "colours for a white background: the live view's (a projector, a light "
-             "theme), --plot's for print (not with --mono)",
+             "theme; key t switches), --plot's for print (not with --mono)",
      .flags = SETF_FOLLOW, OPT(light)},
     {.name = "log", .type = SET_PRESENCE, .help = "--plot the loss on a log axis",
      .flags = SETF_PLOT, OPT(logy)},

@@ -125,6 +125,7 @@ static void capture_restore_seq(void)
 /* ---- colors ------------------------------------------------------------- */
 
 static attr_t style_attr[TUI_S_COUNT];
+static int colors_on, colors_default; /* colours in use; the terminal's default ones too */
 
 /* The palette's attributes as curses'. */
 static attr_t curses_attr(unsigned a)
@@ -133,26 +134,34 @@ static attr_t curses_attr(unsigned a)
            (a & TUI_A_REVERSE ? A_REVERSE : 0) | (a & TUI_A_UNDERLINE ? A_UNDERLINE : 0);
 }
 
-/* Returns 1 when colors are in use. */
-static int setup_colors(int want, int light)
+/* The styles of a palette (light: --light's, for a white background) as
+ * colour pairs and attributes; again when t switches it, on this (the UI)
+ * thread, before the frame that uses them. */
+static void palette_apply(int light)
 {
     const tui_style_spec *specs = tui_palette(light);
-    int ok = want && has_colors() && start_color() == OK && COLORS >= 8 && COLOR_PAIRS > TUI_S_COUNT;
-    int dflt = ok && use_default_colors() == OK;
     for (int s = 0; s < TUI_S_COUNT; s++) {
-        if (!ok) {
+        if (!colors_on) {
             style_attr[s] = curses_attr(specs[s].mono_attr);
             continue;
         }
         short fg = specs[s].fg, bg = specs[s].bg;
-        if (!dflt) { /* no "default color": white on black, or black on white */
+        if (!colors_default) { /* no "default color": white on black, or black on white */
             fg = fg < 0 ? (light ? COLOR_BLACK : COLOR_WHITE) : fg;
             bg = bg < 0 ? (light ? COLOR_WHITE : COLOR_BLACK) : bg;
         }
         init_pair((short)(s + 1), fg, bg);
         style_attr[s] = COLOR_PAIR(s + 1) | curses_attr(specs[s].color_attr);
     }
-    return ok;
+}
+
+/* Returns 1 when colors are in use. */
+static int setup_colors(int want, int light)
+{
+    colors_on = want && has_colors() && start_color() == OK && COLORS >= 8 && COLOR_PAIRS > TUI_S_COUNT;
+    colors_default = colors_on && use_default_colors() == OK;
+    palette_apply(light);
+    return colors_on;
 }
 
 /* ---- drawing --------------------------------------------------------------- */
@@ -231,6 +240,7 @@ struct run_state {
     tui_grid grid;
     double note_until;
     int repaint; /* the next frame clears the terminal and paints every cell */
+    int light;   /* the palette the colour pairs hold (ui.light: the one asked for) */
 };
 
 /* ---- the trainer ---------------------------------------------------------------- */
@@ -262,10 +272,14 @@ static void trainer_src_act(run_state *rs, tui_action a)
 static void table_key(run_state *rs, int key)
 {
     tui_action a = tui_key_action(key);
+    char before[sizeof rs->ui.note];
+    memcpy(before, rs->ui.note, sizeof before);
     if (a != TUI_ACT_NONE)
         rs->src->act(rs, a);
     else if (rs->ui.help || rs->ui.diag) /* "any key closes": unbound ones too */
         rs->ui.help = rs->ui.diag = 0;
+    if (rs->ui.note[0] && strcmp(before, rs->ui.note)) /* a note the key left stays a while */
+        rs->note_until = nstime_now() + NOTE_S;
 }
 
 /* A note goes through the queue, so the trainer records it between steps. */
@@ -573,7 +587,7 @@ static int start_curses(run_state *rs, const tui_options *o, SCREEN **scr, char 
     rs->ui.reveal = o->lesson_reveal;
     rs->ui.bars_rel = o->bars_rel;
     rs->ui.smooth = o->smooth;
-    rs->ui.light = o->light;
+    rs->ui.light = rs->light = o->light;
     if (rs->src == &sweep_source) {
         tui_ui_init(&rs->sv->ui, rs->ui.unicode, rs->ui.color);
         rs->sv->ui.lesson_title = o->lesson_title; /* a sweep lesson's notes (main.c) */
@@ -661,6 +675,19 @@ static int small_pause(run_state *rs)
     return 1;
 }
 
+/* t: the other palette from this frame on, its pairs re-initialised here
+ * (the UI thread), the screen painted whole; the event log says which is
+ * in force (the footer's note has no room at most sizes). */
+static void switch_palette(run_state *rs)
+{
+    rs->light = rs->ui.light;
+    palette_apply(rs->light);
+    rs->repaint = 1;
+    char text[NS_CMD_TEXT];
+    tui_palette_note(rs->light, text, sizeof text);
+    rs->src->note(rs, text);
+}
+
 /* Frames: a new snapshot is looked at every FRAME_MS; the screen is drawn
  * when something changed (a step, a key, a resize), so a paused run costs
  * no CPU, and a key shows its effect at once. Runs until q, a signal or
@@ -705,6 +732,8 @@ static tui_end frame_loop(run_state *rs, char *err, size_t errlen)
         if (!dirty)
             continue;
         dirty = 0;
+        if (rs->ui.light != rs->light)
+            switch_palette(rs);
         rs->src->draw(rs);
         blit(&rs->grid);
         if (rs->ui.dump)

@@ -193,8 +193,8 @@ static const gloss_entry gloss_view[] = {
     {"a/b", "--compare: run a's layer gradient norm / run b's, sqrt(attn^2 + mlp^2 + "
             "g(norms)^2); under 0.1 or over 10 stand out"},
     {"L= d= ...", "the model: L blocks, width d, H heads, context T bytes, B sequences a step"},
-    {"--light", "start with it for a white background (a projector): no yellow, cyan or dim "
-                "text; the colours below then read as it names them"},
+    {"--light", "start with it, or press t, for a white background (a projector): no yellow, "
+                "cyan or dim text; the colours below then read as it names them"},
 };
 enum { N_GLOSS_VIEW = sizeof gloss_view / sizeof gloss_view[0] };
 #define GLOSS_MAX (N_GLOSS_VIEW + TUI_LAYER_COLS_MAX + 4)
@@ -421,8 +421,11 @@ void tui_draw_help(tui_grid *g, tui_rect r, tui_ui *ui)
     for (int i = 0; i < d.n; i++)
         if (d.row[i].kind == HELP_GLOSS_TITLE)
             gloss_page = d.row[i].page;
+    /* the keys' pages say which palette is in force (t flips it) */
     tui_puts(g, r.r, r.c + 2, r.w - 4, TUI_S_TITLE,
-             ui->help_page > gloss_page ? " normscope: what the numbers mean " : " normscope keys ");
+             ui->help_page > gloss_page ? " normscope: what the numbers mean "
+             : ui->light                ? " normscope keys (palette: light) "
+                                        : " normscope keys (palette: dark) ");
     for (int i = 0; i < d.n; i++)
         if (d.row[i].page == ui->help_page)
             help_line(g, r, r.r + 1 + d.row[i].at, &d.row[i], &d, keys);

@@ -59,6 +59,8 @@ static const tui_key layout[] = {
     {{'z'}, NULL, "z", "Freeze", NULL, TUI_ACT_FREEZE, NULL, NULL},
     {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON, NULL, NULL},
     {{'B'}, NULL, NULL, NULL, NULL, TUI_ACT_REVEAL, NULL, NULL},
+    {{'t'}, "t", NULL, NULL, "palette: a dark background's / a white one's (--light: a projector)",
+     TUI_ACT_PALETTE, NULL, NULL},
     {{'['}, "[/]", NULL, NULL, "event log: a line older / newer ({ }: a page; the wheel)",
      TUI_ACT_LOG_OLDER, NULL, NULL},
     {{']'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_NEWER, NULL, NULL},
@@ -260,6 +262,23 @@ static int log_key(tui_ui *ui, long delta)
     return 0;
 }
 
+void tui_palette_note(int light, char *b, size_t n)
+{
+    char k[8];
+    tui_key_name(TUI_ACT_PALETTE, k, sizeof k);
+    snprintf(b, n, "palette: %s (%s: %s)", light ? "light" : "dark", k, light ? "dark" : "light");
+}
+
+/* t: the other palette; the curses layer re-initialises its colour pairs
+ * before the next frame (tui_curses.c), and the footer says which. */
+static int palette_key(tui_ui *ui)
+{
+    ui->light = !ui->light;
+    tui_palette_note(ui->light, ui->note, sizeof ui->note - 1);
+    strcat(ui->note, " ");
+    return 0;
+}
+
 /* The help's page keys: 1 when a turned a page (the last frame's count). */
 static int help_turn(tui_ui *ui, tui_action a)
 {
@@ -316,6 +335,7 @@ int tui_apply(tui_ui *ui, tui_action a, int n_layer, ns_command *cmd)
     case TUI_ACT_FREEZE: ui->frozen = !ui->frozen; return 0;
     case TUI_ACT_LESSON: ui->lesson_hidden = !ui->lesson_hidden; return 0;
     case TUI_ACT_REVEAL: ui->reveal_stale |= ui->reveal != 0; ui->reveal = 0; return 0;
+    case TUI_ACT_PALETTE: return palette_key(ui);
     case TUI_ACT_LOG_OLDER: return log_key(ui, -1);
     case TUI_ACT_LOG_NEWER: return log_key(ui, 1);
     case TUI_ACT_LOG_PGOLDER: return log_key(ui, -tui_log_page(ui));

@@ -4,7 +4,7 @@
 # private server, tmux -L), keys sent with send-keys, the screen read back
 # with capture-pane. Checks the counter runs, then p, w, f, space, n, +,
 # m, M, ?, q one at a time; --compare's two panels (M in both) and the d
-# and e files; --light's colours (capture-pane -e);
+# and e files; --light's colours (capture-pane -e) and t switching them;
 # resizing below the minimum and back; a click on
 # a status-line toggle; braille in a UTF-8 locale and none with --ascii;
 # SIGTERM, Ctrl-C and a crash (SIGSEGV) restore the terminal; a diverging
@@ -219,14 +219,19 @@ while [ $i -lt 8 ] && ! screen | grep -q 'blue normal' && screen | grep -q "$i/[
     pale "$s" && no "--light: pale or dim text on help page $i: $s"
 done
 screen | grep -q 'black normal' && ok || no "--light: the glossary does not name the light palette's colours"
-key Escape q
-wait_for NS_EXIT=0 20 && ok || no "--light run: q"
-run "LC_ALL=C.UTF-8 $BIN $SMALL"
-wait_counter -gt 5 60 && ok || no "the default palette's run did not start"
-s=$(sgr)
-echo "$s" | grep -q '\[36m' && ok || no "default palette: no cyan to tell it from --light's: $s"
+key Escape
+# t: the default palette's pairs (cyan) live, the help's title says so;
+# t again: --light's, no pale text
+key t
+wait_for 'palette: dark (t: light)' 10 && s=$(sgr) && echo "$s" | grep -q '\[36m' && ok ||
+    no "t: no cyan (the default palette) to tell it from --light's: $s"
+key '?'
+wait_for 'keys (palette: dark)' 10 && ok || no "t: the help's title does not name the palette"
+key Escape t
+wait_for 'palette: light (t: dark)' 10 && s=$(sgr) && echo "$s" | grep -q '\[34m' && ! pale "$s" && ok ||
+    no "t again: not --light's palette: $s"
 key q
-wait_for NS_EXIT=0 20 && ok || no "default palette run: q"
+wait_for NS_EXIT=0 20 && ok || no "--light run: q"
 
 # --- --steps pauses as DONE; --csv rows come from the live run too ---------
 run "LC_ALL=C $BIN $SMALL --steps 25 --csv $T/live.csv"

@@ -864,6 +864,11 @@ static void test_keys(void)
     CHECK(tui_apply(&ui, TUI_ACT_VIEW, 6, &c) == 0 && ui.view == TUI_VIEW_HEATMAP);
     tui_apply(&ui, TUI_ACT_FREEZE, 6, &c);
     CHECK(ui.frozen);
+    /* t: the other palette, and the footer says which; again: back */
+    CHECK(tui_key_action('t') == TUI_ACT_PALETTE);
+    CHECK(tui_apply(&ui, TUI_ACT_PALETTE, 6, &c) == 0 && ui.light &&
+          !strcmp(ui.note, "palette: light (t: dark) "));
+    CHECK(tui_apply(&ui, TUI_ACT_PALETTE, 6, &c) == 0 && !ui.light && strstr(ui.note, "dark (t: light)"));
     /* help: any key closes it and does nothing else; q still quits */
     tui_apply(&ui, TUI_ACT_HELP, 6, &c);
     CHECK(ui.help);
@@ -1250,6 +1255,13 @@ static void test_help(void)
             CHECK(tui_apply(&ui, TUI_ACT_PGUP, 6, &c) == 0 && ui.help);
         CHECK(ui.help_page == 0);
         CHECK(tui_apply(&ui, TUI_ACT_PGUP, 6, &c) == 0 && !ui.help);
+        /* the title says which palette is in force (t flips it) */
+        tui_rect hr = tui_layout_compute(g.rows, g.cols, 6).help;
+        for (int light = 1; light >= 0; light--) {
+            ui.help = 1, ui.help_page = 0, ui.light = light;
+            tui_draw(&g, s, &ui);
+            CHECK(strstr(row(&g, hr.r), light ? "keys (palette: light)" : "keys (palette: dark)"));
+        }
         free(s);
         tui_grid_free(&g);
     }

@@ -54,13 +54,14 @@ static const tui_key layout[] = {
     {{TUI_KEY_PGDN}, NULL, NULL, NULL, NULL, TUI_ACT_PGDN, NULL, NULL},
     {{TUI_KEY_HOME}, NULL, NULL, NULL, NULL, TUI_ACT_TOP, NULL, NULL},
     {{TUI_KEY_END}, NULL, NULL, NULL, NULL, TUI_ACT_BOTTOM, NULL, NULL},
-    {{'y'}, "y/z/L/B", "y", "Log-y", "log-y (y); freeze (z); lesson panel (L); hidden run b (B)",
-     TUI_ACT_LOGY, NULL, NULL},
+    /* one line for five: a help line more made the D panel, as tall as
+     * the help, cover the status line at 120x40 */
+    {{'y'}, "y/z/L/B/t", "y", "Log-y",
+     "log-y (y); freeze (z); lesson (L); hidden b (B); palette (t)", TUI_ACT_LOGY, NULL, NULL},
     {{'z'}, NULL, "z", "Freeze", NULL, TUI_ACT_FREEZE, NULL, NULL},
     {{'L'}, NULL, NULL, NULL, NULL, TUI_ACT_LESSON, NULL, NULL},
     {{'B'}, NULL, NULL, NULL, NULL, TUI_ACT_REVEAL, NULL, NULL},
-    {{'t'}, "t", NULL, NULL, "palette: a dark background's / a white one's (--light: a projector)",
-     TUI_ACT_PALETTE, NULL, NULL},
+    {{'t'}, NULL, NULL, NULL, NULL, TUI_ACT_PALETTE, NULL, NULL},
     {{'['}, "[/]", NULL, NULL, "event log: a line older / newer ({ }: a page; the wheel)",
      TUI_ACT_LOG_OLDER, NULL, NULL},
     {{']'}, NULL, NULL, NULL, NULL, TUI_ACT_LOG_NEWER, NULL, NULL},

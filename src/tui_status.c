@@ -300,7 +300,8 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui,
  * shorter form (brief): the least important go first (the highest prio,
  * the first of equals; never prio 0, nor a note without its item); before
  * any of priority STATUS_BRIEF or less goes, the shorter forms are taken,
- * the one that saves the most first. Returns 1 when the rest fit. */
+ * the one that saves the most first, and those a later drop made room
+ * for are given back. Returns 1 when the rest fit. */
 #define STATUS_BRIEF 2
 static int row_width(const items *l, const int *keep, const int *brief)
 {
@@ -340,6 +341,12 @@ static int status_fit(const items *l, int avail, int *keep, int *brief)
         for (int i = pick + 1; i < l->n && l->it[i].join; i++)
             keep[i] = 0; /* a note goes with its item */
     }
+    /* a drop after the shortening may have left room for a whole form */
+    for (int i = 0; i < l->n; i++)
+        if (keep[i] && brief[i]) {
+            brief[i] = 0;
+            brief[i] = row_width(l, keep, brief) > avail;
+        }
     return 1;
 }
 

@@ -8,7 +8,9 @@
 # its cause. At 80x24 the panel says where b rewinds to and how close that
 # snapshot is to the limit, as --save does. A finite blow-up (LR 1.0)
 # pauses DIVERGED too and says it is finite. A healthy run's D says so with its headroom; under --compare, where only run b diverges, it gives
-# both runs' diagnoses, b's naming its layer.
+# both runs' diagnoses, b's naming its layer. Under --compare at 80x24
+# and 100x30 with an alert on a row, both runs' status rows keep the loss
+# and |grad|.
 #
 # Usage: NS_BIN=./normscope sh tests/sh/tui_diag.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
@@ -127,6 +129,42 @@ panel 'no warnings; the run is healthy: headroom' && panel 'is it learning? ok:'
 key q
 check_exited "the healthy run" 0
 
+# ---- --compare at 80x24 and 100x30 with an alert: both status rows keep
+# the loss and |grad| (run a's, which holds the step and the target too,
+# shortens the rest) -------------------------------------------------------
+# rows_ok SIZE RUN: RUN's row (a or b) has its alert mark, both rows their
+# loss and |grad|
+rows_ok() {
+    ra=$(screen | sed -n 1p) rb=$(screen | sed -n 2p)
+    case $2 in a) alert=$ra ;; *) alert=$rb ;; esac
+    case $ra in *'a: loss '*'|grad| '*) ;; *) no "$1: run a's status row: $ra" && return ;; esac
+    case $rb in *'b: loss '*'|grad| '*) ;; *) no "$1: run b's status row: $rb" && return ;; esac
+    case $alert in *'! '*) ok ;; *) no "$1: no alert on run $2's row: $alert" ;; esac
+}
+# resize COLS ROWS: the pane, then until a frame of that width is drawn
+# (the state word at the first row's right end)
+resize() {
+    $TM resize-window -t "$W" -x "$1" -y "$2" 2>/dev/null
+    i=0
+    while [ "$i" -lt 100 ] && ! screen | sed -n 1p |
+        awk -v c="$1" 'length($0) >= c - 3 && /(PAUSED|DIVERGED) *$/ { f = 1 } END { exit !f }'; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+# run a (LR 2e-2) has a headroom warning by step 170, where the script
+# pauses both
+echo 'at 170: pause' >"$T/pause.script"
+$TM resize-window -t "$W" -x 80 -y 24 2>/dev/null
+run "$BIN $F --lr 2e-2 --compare lr=2e-3 --script $T/pause.script"
+wait_for PAUSED 120 && ok || no "the paused comparison at 80x24: $(screen | head -n 2)"
+rows_ok 80x24 a
+resize 100 30
+rows_ok 100x30 a
+key q
+check_exited "the paused comparison" 0
+$TM resize-window -t "$W" -x 120 -y 40 2>/dev/null
+
 # ---- --compare where only b diverges: both runs' diagnoses ---------------
 open_d DIVERGED "$BIN $F --lr 2e-3 --compare lr=2e-2"
 panel 'a: ' && panel 'no warnings' && ok || no "D --compare: run a: $(screen)"
@@ -138,6 +176,8 @@ wait_gone 'DIAGNOSIS at step' 10 && ok || no "D --compare: x did not close the p
 # the alert mark on run b's status row, none on a's
 screen | sed -n 2p | grep -qF '! ' && ! screen | sed -n 1p | grep -qF '! ' && ok ||
     no "D --compare: the alert marks: $(screen | head -n 2)"
+resize 80 24
+rows_ok "80x24, b diverged" b
 key q
 check_exited "the compare run" 3
 check_reports 40

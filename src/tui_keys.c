@@ -271,7 +271,8 @@ void tui_palette_note(int light, char *b, size_t n)
 }
 
 /* t: the other palette; the curses layer re-initialises its colour pairs
- * before the next frame (tui_curses.c), and the footer says which. */
+ * before the next frame and logs which is in force (tui_curses.c); the
+ * footer says it too, where it has room. */
 static int palette_key(tui_ui *ui)
 {
     ui->light = !ui->light;

@@ -270,17 +270,17 @@ static void status_values_a(items *l, const trainer_status *s, const tui_ui *ui,
                             const char *oc)
 {
     add_item(l, TUI_S_TITLE, 6, "normscope");
-    add_item(l, TUI_S_STATUS, 0, "step %ld", s->steps_done);
-    if (s->limit > 0) { /* a narrow row: the step without the limit */
-        snprintf(l->it[l->n - 1].text, sizeof l->it[0].text, "step %ld/%ld", s->steps_done, s->limit);
-        brief_last(l, "step %ld", s->steps_done);
+    if (s->limit > 0) {
+        add_item(l, TUI_S_STATUS, 0, "step %ld/%ld", s->steps_done, s->limit);
+        brief_last(l, "step %ld", s->steps_done); /* a narrow row: without the limit */
+    } else {
+        add_item(l, TUI_S_STATUS, 0, "step %ld", s->steps_done);
     }
     if (s->compare) { /* narrow: its key and the target, as the toggle's [Tab] */
         add_item(l, TUI_S_TOGGLE, 0, "TARGET %s", twin_target_name((twin_target)ui->target));
         brief_last(l, "Tab:%s", twin_target_name((twin_target)ui->target));
-    }
-    if (s->compare)
         add_item(l, TUI_S_LABEL, 0, "a:");
+    }
     status_run_values(l, s, 0, fault, oc);
     double tok = s->steps_per_s * s->run[0].cfg.batch * s->run[0].cfg.context;
     if (tok >= 1e6)

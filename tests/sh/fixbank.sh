@@ -296,5 +296,37 @@ grep -q "fix 1 is checked at step [0-9]*: its loss (mean of 16 steps) must be be
     no "--compare's fix: $(grep 'fix' "$T/cmp.err")"
 fi
 
+# Post-LN, clipped: an LR excursion (0.003 -> 0.3 for 5 steps) spikes the
+# loss above its first update's, and it comes back (seed 4 spikes at step
+# 79 on its own already, and the two are one spike). The diagnosis names a
+# blow-up that recovered, with numbers that are the CSV's (the peak is its
+# largest loss, the "from" and "back to" the means of 16 steps before and
+# at the end), and the finite check answers no, never "no blow-up".
+printf 'at 150: lr 0.3\nat 155: lr 3e-3\n' >"$T/spike.script"
+spike_seeds="1 2 3 4"
+[ -n "${NS_SANITIZED:-}" ] && spike_seeds=1
+for s in $spike_seeds; do
+    ns_timeout $TO "$BIN" --headless -L 6 -d 32 -T 16 -B 4 --norm post --clip 1 --lr 3e-3 \
+        --warmup 0 --steps 300 --seed "$s" --script "$T/spike.script" --csv "$T/spike$s.csv" \
+        >/dev/null 2>"$T/spike$s.err" </dev/null
+    line=$(grep "diagnosis at step [0-9]*: blew up and recovered: loss spike at step" \
+        "$T/spike$s.err" | tail -n 1)
+    nums=$(echo "$line" | sed -n 's/.*spike at step \([0-9]*\), peak \([0-9.]*\) at step \([0-9]*\), above the first update.s \([0-9.]*\); from \([0-9.]*\) (16 steps before); [a-z :]* \([0-9.]*\) at step \([0-9]*\),.*/\1 \2 \3 \4 \5 \6 \7/p')
+    awk -F, -v n="$nums" 'BEGIN { split(n, v, " ") }
+        NR > 1 { l[$1] = $2 }
+        END {
+            if (v[7] == "") exit 1
+            mx = 0; for (i = v[1]; i <= v[7] - 64; i++) if (l[i] > mx) mx = l[i]
+            f = 0; for (i = v[1] - 16; i < v[1]; i++) f += l[i]
+            b = 0; for (i = v[7] - 15; i <= v[7]; i++) b += l[i]
+            d = 0.0015
+            exit !(l[v[3]] == mx && (mx - v[2]) ^ 2 < d * d && (l[1] - v[4]) ^ 2 < d * d &&
+                   v[2] > v[4] && (f / 16 - v[5]) ^ 2 < d * d && (b / 16 - v[6]) ^ 2 < d * d)
+        }' "$T/spike$s.csv" && ok || no "spike seed $s: not named or not the CSV's: '$line'"
+    grep -q "is every value finite? no: the loss blew up, finite, at step [0-9]*: .*; it came back" "$T/spike$s.err" &&
+        ! grep -q "no blow-up" "$T/spike$s.err" && ok ||
+        no "spike seed $s: the finite check: $(grep 'finite?' "$T/spike$s.err")"
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -122,10 +122,13 @@ grep -q "diagnosis at step [0-9]*: stalled: loss .* no gradient reaches the bloc
 
 # Pre-LN at LR 3e-2: the attention logits of layer 0 grow 100x with its
 # entropy under a tenth of its first (step 118), while the loss falls; the
-# a key's fix (the script's, at step 250) turns QK-norm on from there (and
-# halves the LR, the LR warning's). It ends under 2.7 (2.56), and 0.1 or
-# more below the same run left alone (2.76)
-printf 'at 250: fix\n' >"$T/fix250.script"
+# a key's fix (the script's, at step 250) turns QK-norm on from there, the
+# cause's fix alone (the LR warning's halving is listed for the next), so
+# that its check is of QK-norm. It ends under 2.7 (2.52), and 0.1 or more
+# below the same run left alone (2.76). A second key (step 450) does not
+# turn QK-norm on again: it says it is in force and applies the next
+# finding's fix (lr x0.5) alone.
+printf 'at 250: fix\nat 450: fix\n' >"$T/fix250.script"
 ns_timeout $TO "$BIN" $F --lr 3e-2 --steps 600 --script "$T/fix250.script" >/dev/null 2>"$T/attn.err" </dev/null
 rc=$?
 ns_timeout $TO "$BIN" $F --lr 3e-2 --steps 600 >/dev/null 2>"$T/attn0.err" </dev/null
@@ -133,8 +136,12 @@ val=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/attn.err
 val0=$(sed -n 's/.*steps in .*; loss [^,]*, val \([0-9.]*\);.*/\1/p' "$T/attn0.err")
 grep -q "diagnosis at step [0-9]*: attention logits grew [0-9]*x: layer 0's largest .* its attention entropy" "$T/attn.err" &&
     grep -q "try: QK-norm (qk-norm on) bounds the logits; or a lower LR" "$T/attn.err" &&
-    grep -q "fix 1 of 3 (the script): stayed at step 250, then qk-norm on[^(]* (cause: attn-logits at step" "$T/attn.err" && ok ||
+    grep -q "fix 1 of 3 (the script): stayed at step 250, then qk-norm on (cause: attn-logits at step [0-9]*; next: .*lr-warn" "$T/attn.err" && ok ||
     no "attn: the cause is not attn-logits, or the fix not QK-norm: $(grep 'diagnosis\|fix 1' "$T/attn.err")"
+grep -q "fix (the script): attn-logits's fix (qk-norm on) is already in force: not applied again; its advice: " "$T/attn.err" &&
+    grep -q "fix 2 of 3 (the script): stayed at step 450, then lr x0.5 (cause: " "$T/attn.err" &&
+    [ "$(grep -c "fix [0-9] of 3 .*then qk-norm on" "$T/attn.err")" -eq 1 ] && ok ||
+    no "attn: the second key re-applied QK-norm, or not the next fix alone: $(grep 'fix' "$T/attn.err")"
 [ "$rc" -eq 0 ] && awk -v v="$val" -v w="$val0" 'BEGIN { exit !(v != "" && w != "" && v < 2.7 && v <= w - 0.1) }' && ok ||
     no "attn: exit $rc, val '$val', want under 2.7 and 0.1 under the run left alone ('$val0')"
 # fp16 at a loss scale of 1e-6: every gradient underflows to 0; the

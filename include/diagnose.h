@@ -166,6 +166,7 @@ typedef enum {
                             and the attention entropy collapsed */
     DIAG_R_UNDERFLOW,    /* diagnosis: not learning, its gradients lost to underflow */
     DIAG_R_EXCURSION,    /* diagnosis: setting changes left the run worse than before them */
+    DIAG_R_SPIKE,        /* diagnosis: the loss rose above its start mid-run and came back */
     DIAG_R_COUNT
 } diag_rule;
 
@@ -290,6 +291,14 @@ typedef struct {
     int exc_judged;
     char exc_what[DIAG_TEXT / 2];  /* "lr 0.001 -> 0.3, lr 0.3 -> 0.001" */
     char exc_undo[DIAG_FIX_TEXT];  /* the first change's undo */
+    /* a spike: the loss above the first update's mid-run, judged once it is back */
+    long spike_at;         /* its first step above (0: none) */
+    long spike_end;        /* ... its latest step above */
+    long spike_peak_step;
+    float spike_peak;
+    double spike_from;     /* the mean loss of the DIAG_LEARN_MEAN steps before it */
+    double spike_var;      /* ... their variance */
+    int spike_judged;
     long trend_from;       /* trend fits use steps after this one: a change of the
                               precision or the norm makes the older rows another run's */
     /* each layer's attention logit max and entropy at the first step seen

@@ -19,7 +19,7 @@
 static const char *const rule_names[DIAG_R_COUNT] = {
     "headroom", "val-nan", "scale", "update", "resumed", "stall", "norm-variance", "growth", "lr",
     "blowup", "lr-high", "loss-overflow", "not-learning", "overfit", "lr-warn", "growth-warn",
-    "start", "change", "attn-logits", "underflow", "excursion"};
+    "start", "change", "attn-logits", "underflow", "excursion", "spike"};
 
 const char *diag_rule_name(diag_rule r)
 {
@@ -1257,6 +1257,8 @@ static void rewound_checks(diag *d, long step)
     }
     if (step <= d->change_at) /* the change is in force from the snapshot now, or undone */
         d->change_at = 0;
+    if (step <= d->spike_at) /* back to before the spike: another timeline's */
+        d->spike_at = 0;
     if (step <= d->exc_at + 1) /* back to before the changes: their run is over */
         d->exc_at = 0, d->exc_now = NAN;
     d->trend_from = 0; /* the ring is empty: every point is of the settings in force */
@@ -1421,6 +1423,72 @@ static void rule_excursion(diag *d, const step_metrics *m, diag_finding *out, in
         noise);
     if (d->exc_undo[0])
         set_fix(f, DIAG_FROM_SNAPSHOT, d->exc_at, "%s", d->exc_undo);
+}
+
+/* The mean loss of the DIAG_LEARN_MEAN finite updated steps kept before
+ * step `before`, their count in *cnt and their variance in *var. */
+static double loss_before(const diag *d, long before, int *cnt, double *var)
+{
+    double sum = 0, sq = 0;
+    *cnt = 0;
+    for (long a = 0; a < kept(d) && *cnt < DIAG_LEARN_MEAN; a++) {
+        const diag_point *p = point(d, a);
+        if (p->step < before && p->updated && isfinite(p->loss))
+            sum += p->loss, sq += (double)p->loss * p->loss, ++*cnt;
+    }
+    *var = *cnt > 1 ? (sq - sum * sum / *cnt) / (*cnt - 1) : NAN;
+    return *cnt ? sum / *cnt : NAN;
+}
+
+/* After push: a step whose loss is above the early band's (the first
+ * update's) once the run had fallen DIAG_STALL_ABOVE below it opens a
+ * spike, or extends the open one; its peak is kept. A spike the mean loss
+ * never comes back from is the blow-up rule's. */
+static void track_spike(diag *d)
+{
+    const diag_point *p = point(d, 0);
+    if (d->band_n < DIAG_BAND_STEPS || p->step <= d->band_last || !p->updated ||
+        !(p->loss > d->band_loss))
+        return;
+    if (d->spike_at && !d->spike_judged) {
+        d->spike_end = p->step;
+        if (p->loss > d->spike_peak)
+            d->spike_peak = p->loss, d->spike_peak_step = p->step;
+        return;
+    }
+    int cnt;
+    double var, from = loss_before(d, p->step, &cnt, &var);
+    if (cnt < DIAG_LEARN_MEAN || !(from < d->band_loss - DIAG_STALL_ABOVE))
+        return;
+    d->spike_at = d->spike_end = d->spike_peak_step = p->step;
+    d->spike_peak = p->loss;
+    d->spike_from = from, d->spike_var = var;
+    d->spike_judged = 0;
+}
+
+/* DIAG_EXC_AFTER steps after a spike's last step above the start: where
+ * the run is now against the DIAG_LEARN_MEAN steps before it, as the
+ * excursion rule judges a change. No fix is offered: a rewind replays
+ * the same batches, and a lower LR from the snapshot before it was not
+ * measured against the run left alone. value {peak, from, now, start}. */
+static void rule_spike(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
+{
+    int cnt;
+    if (!d->spike_at || d->spike_judged || d->exploded || m->step - d->spike_end < DIAG_EXC_AFTER)
+        return;
+    d->spike_judged = 1;
+    double now = recent_loss(d, d->spike_end, &cnt);
+    double noise = 2.0 * sqrt((d->spike_var + recent_var(d, d->spike_end)) / DIAG_LEARN_MEAN);
+    int worse = now > d->spike_from + DIAG_EXC_WORSE && now > d->spike_from + noise;
+    double v[4] = {d->spike_peak, d->spike_from, now, d->band_loss};
+    add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_SPIKE, -1, m->step, v, worse ?
+        "no fix known to beat the run left alone; a lower LR or clip makes the next rarer" :
+        "none needed: it recovered; a lower LR or clip makes the next rarer",
+        "blew up and recovered: loss spike at step %ld, peak %.3f at step %ld, above the first "
+        "update's %.3f; from %.3f (%d steps before); %s %.3f at step %ld, %+.2f (noise %.2f)",
+        d->spike_at, (double)d->spike_peak, d->spike_peak_step, (double)d->band_loss,
+        d->spike_from, DIAG_LEARN_MEAN, worse ? "ended worse:" : "back to", now, m->step,
+        now - d->spike_from, noise);
 }
 
 /* No real fall from the first loss after DIAG_LEARN_STEPS steps: the
@@ -1721,6 +1789,11 @@ static void check_finite(const diag *d, diag_check *c)
                   d->last_fault[0] ? d->last_fault : "the loss");
     else if (d->exploded)
         check_set(c, q, DIAG_Q_BAD, "the loss blew up, finite, from step %ld", d->blow_from);
+    else if (d->spike_at)
+        check_set(c, q, DIAG_Q_BAD, "the loss blew up, finite, at step %ld: %.3f at step %ld, "
+                  "above the first update's %.3f, from %.3f%s", d->spike_at,
+                  (double)d->spike_peak, d->spike_peak_step, (double)d->band_loss,
+                  d->spike_from, d->spike_judged ? "; it came back" : "");
     else
         check_set(c, q, DIAG_Q_OK, "every step finite since step %ld, no blow-up",
                   d->last_step - d->finite_run + 1);
@@ -1768,9 +1841,18 @@ static void check_learning(const diag *d, diag_check *c)
 static void check_val(const diag *d, diag_check *c)
 {
     const char *q = "does validation follow training";
-    if (d->val_n < 2)
-        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: %s", d->val_n ?
-                  "one validation so far" : "no finite validation yet");
+    double gap = (double)d->val_last - d->val_last_train;
+    if (d->val_n == 0)
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: no finite validation yet");
+    else if (d->val_n == 1 && isnan(gap))
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: val %.3f at step %ld, no training loss "
+                  "then, on 1 validation", (double)d->val_last, d->val_last_step);
+    else if (d->val_n == 1) /* one point: against the training loss at its step */
+        check_set(c, q, gap > DIAG_OVERFIT_MARGIN ? DIAG_Q_BAD : DIAG_Q_OK, "val %.3f at step "
+                  "%ld, %.3f %s train %.3f there (%s %g above), on 1 validation",
+                  (double)d->val_last, d->val_last_step, fabs(gap), gap > 0 ? "above" : "below",
+                  (double)d->val_last_train,
+                  gap > DIAG_OVERFIT_MARGIN ? "more than" : "not more than", DIAG_OVERFIT_MARGIN);
     else if (d->val_above >= DIAG_OVERFIT_EVALS)
         check_set(c, q, DIAG_Q_BAD, "val %.3f at step %ld, %.3f above its minimum %.3f at step "
                   "%ld for %d evaluations; train %.3f (%.3f then)", (double)d->val_last,
@@ -1947,6 +2029,8 @@ int diag_observe(diag *d, const step_metrics *m, diag_finding *out, int max)
         rule_update(d, m, out, max, &k);
         rule_blowup(d, m, out, max, &k);
         rule_excursion(d, m, out, max, &k);
+        track_spike(d);
+        rule_spike(d, m, out, max, &k);
         if (!d->exploded)
             rule_stall(d, m, out, max, &k);
         else

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define DIAG_STATE_MAGIC "NSDIAG\0\1"
-#define DIAG_STATE_VERSION 1u
+#define DIAG_STATE_VERSION 2u
 #define DIAG_STATE_MAX (4u << 20) /* bytes: far above any state's (64 layers: ~400 KiB) */
 
 typedef struct {
@@ -284,6 +284,13 @@ static void diag_fields(dio *x, diag *d)
     io_str(x, d->change_undo, sizeof d->change_undo);
     io_str(x, d->exc_what, sizeof d->exc_what);
     io_str(x, d->exc_undo, sizeof d->exc_undo);
+    long *spike_longs[] = {&d->spike_at, &d->spike_end, &d->spike_peak_step};
+    for (size_t i = 0; i < sizeof spike_longs / sizeof spike_longs[0]; i++)
+        io_long(x, spike_longs[i]);
+    io_int(x, &d->spike_judged);
+    io_f32(x, &d->spike_peak);
+    io_f64(x, &d->spike_from);
+    io_f64(x, &d->spike_var);
 }
 
 /* The values a rule indexes with, or divides by: the rest are numbers. */

@@ -73,6 +73,44 @@ static void fix_all_commands(const diag_finding *const *f, int n, char *buf, siz
     }
 }
 
+/* Does the script command w change anything on e? A setting set to the
+ * value in force, or scaled by 1, does not: a fix that is already in
+ * force. Any other command does (a rewind, a toggle). */
+static int fix_changes(const engine *e, const char *w)
+{
+    ns_command c;
+    char err[128];
+    if (command_parse(w, &c, err, sizeof err) != 0 || c.kind != CMD_SETTING || !command_row(&c))
+        return 1;
+    double now = engine_setting_value(e, command_row(&c));
+    if (c.how == CMDH_SCALE)
+        return c.v.u.x != 1.0;
+    if (c.how != CMDH_SET)
+        return 1;
+    return (c.v.type == CMDV_INT ? (double)c.v.u.i : c.v.u.x) != now;
+}
+
+/* Split a fix's commands into those that change something on e (keep)
+ * and those already in force (kept out, in force); returns how many
+ * were kept. */
+static int fix_split_in_force(const engine *e, const char *fix, char *keep, char *in_force,
+                              size_t len)
+{
+    char list[TRAINER_FIX_TEXT], *save = NULL;
+    int n = 0;
+    keep[0] = in_force[0] = 0;
+    snprintf(list, sizeof list, "%s", fix);
+    for (char *w = strtok_r(list, ";", &save); w; w = strtok_r(NULL, ";", &save)) {
+        while (*w == ' ')
+            w++;
+        char *to = fix_changes(e, w) ? keep : in_force;
+        n += to == keep;
+        if (strlen(to) + strlen(w) + 3 < len)
+            snprintf(to + strlen(to), len - strlen(to), "%s%s", to[0] ? "; " : "", w);
+    }
+    return n;
+}
+
 /* The candidates a fix whose cause is f[0] applies: when it goes back
  * to a snapshot, a finding made of steps after it (the logits of an LR
  * spike the rewind drops) has no evidence left, so its fix is left out */
@@ -389,6 +427,25 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
     t->fix_check_at = 0;
 }
 
+/* fix_finding, passing over a fix that does not go back and whose
+ * commands are all in force already (qk-norm on with QK-norm on): it
+ * would change nothing. Each passed over is said, and counts as tried. */
+static const diag_finding *fix_finding_to_apply(trainer *t, const char *how, int *run)
+{
+    const diag_finding *f;
+    char keep[TRAINER_FIX_TEXT], in_force[TRAINER_FIX_TEXT];
+    while ((f = fix_finding(t, run)) && (f->fix_from == DIAG_FROM_HERE ||
+                                         engine_steps_done(t->e) == 0) &&
+           fix_split_in_force(*run ? t->o.twin : t->e, f->fix, keep, in_force,
+                              sizeof keep) == 0) {
+        engine_note(t->e, "fix (%s): %s's fix (%s) is already in force: not applied again; "
+                    "its advice: %s", how, diag_rule_name(f->rule), in_force, f->hint);
+        trainer_pull_engine_events(t);
+        t->fix_rules |= 1u << f->rule;
+    }
+    return f;
+}
+
 /* Apply the diagnosis' fixes: go back as the cause's says (to a snapshot
  * still healthy), run every candidate's commands on its run, note it (the
  * log, a "fix" mark, the next row's state "fixed"), train on, and judge
@@ -397,7 +454,7 @@ static void fix_give_up(trainer *t, const char *how, const char *fmt, ...)
 void trainer_apply_fix(trainer *t, const char *how)
 {
     int run = 0;
-    const diag_finding *found = fix_finding(t, &run), *all[TRAINER_FINDINGS];
+    const diag_finding *found = fix_finding_to_apply(t, how, &run), *all[TRAINER_FINDINGS];
     if (!found) {
         if (t->fix_check_at)
             fix_give_up(t, how, "no finding names a next step to try");
@@ -413,18 +470,18 @@ void trainer_apply_fix(trainer *t, const char *how)
         fix_give_up(t, how, "%d applied already, the most", t->fixes);
         return;
     }
+    /* the cause's fix alone, so that its check says whether it helped;
+     * the others are listed, each the next fix's when this one fails */
     int n = fix_after_back(found, all, fix_candidates(t, run, all, TRAINER_FINDINGS));
     diag_finding f = *found; /* a rewind clears the episode's list */
-    char cmds[TRAINER_FIX_TEXT], also[96] = "", where[DIAG_TEXT + 48];
-    fix_all_commands(all, n, cmds, sizeof cmds);
-    for (int i = 0; i < n; i++) {
-        unsigned bit = 1u << all[i]->rule;
-        if (i > 0 && !(t->fix_rules & bit) && all[i]->rule != f.rule &&
+    char cmds[TRAINER_FIX_TEXT], in_force[DIAG_FIX_TEXT], also[96] = "";
+    char where[DIAG_TEXT + 48];
+    for (int i = 0; i < n; i++)
+        if (all[i]->rule != f.rule && !strstr(also, diag_rule_name(all[i]->rule)) &&
             strlen(also) + 24 < sizeof also)
             snprintf(also + strlen(also), sizeof also - strlen(also), "%s%s",
-                     also[0] ? ", " : "; also ", diag_rule_name(all[i]->rule));
-        t->fix_rules |= bit;
-    }
+                     also[0] ? ", " : "; next: ", diag_rule_name(all[i]->rule));
+    t->fix_rules |= 1u << f.rule;
     double replaced = diag_recent_loss(&t->rd[run].d), back;
     long from = engine_steps_done(t->e);
     trainer_fix_twin_end(t); /* an earlier fix's, not yet judged */
@@ -432,7 +489,12 @@ void trainer_apply_fix(trainer *t, const char *how)
     engine *alone = fix_twin_make(t, run); /* before the fix's commands */
     int target = !t->o.twin ? TWIN_BOTH : run ? TWIN_B : TWIN_A;
     t->mark_bits[run] |= MARK_FIX; /* the commands' marks name it first */
+    /* where it went back to, a command already in force changes nothing */
+    fix_split_in_force(run ? t->o.twin : t->e, f.fix, cmds, in_force, sizeof in_force);
     fix_commands(t, cmds, target);
+    char shown[TRAINER_FIX_TEXT + DIAG_FIX_TEXT + 32];
+    snprintf(shown, sizeof shown, "%s%s%s%s", cmds, in_force[0] ? (cmds[0] ? " (" : "nothing (")
+             : "", in_force, in_force[0] ? " already in force)" : "");
     int same = alone && fix_same_settings(t->e, alone);
     if (same) {
         engine_free(alone);
@@ -454,11 +516,11 @@ void trainer_apply_fix(trainer *t, const char *how)
     t->fix_check_at = at + DIAG_FIX_CHECK;
     t->fix_bar = bar;
     t->fix_run = run;
-    snprintf(t->fix_what, sizeof t->fix_what, "%s", cmds);
+    snprintf(t->fix_what, sizeof t->fix_what, "%.*s", (int)sizeof t->fix_what - 1, shown);
     t->fix_proven[0] = 0; /* the story is the new fix's now */
     engine_note(t->e, "fix %d of %d (%s): %s%s step %ld%s, then %s (cause: %s at step %ld%s)",
                 t->fixes, TRAINER_FIX_MAX, how, trainer_run_prefix(t, run),
-                at < from ? "went back to" : "stayed at", at, where, cmds,
+                at < from ? "went back to" : "stayed at", at, where, shown,
                 diag_rule_name(f.rule), f.step, also);
     if (alone)
         engine_note(t->e, "%sfix %d is checked at step %ld against the run left alone, stepped "
@@ -542,7 +604,7 @@ void trainer_fix_target_note(trainer *t, int run)
     v->fix_rewind[0] = 0;
     v->fix_reinit = 0;
     int n = fix_candidates(t, run, all, TRAINER_FINDINGS);
-    fix_all_commands(all, n, v->fix_cmds, sizeof v->fix_cmds);
+    fix_all_commands(all, n > 0 ? 1 : 0, v->fix_cmds, sizeof v->fix_cmds); /* the cause's */
     if (!f || f->fix_from != DIAG_FROM_SNAPSHOT)
         return;
     long before = f->fix_before < done - 1 ? f->fix_before : done - 1;

@@ -1126,6 +1126,72 @@ static void test_underflow(void)
     }
 }
 
+/* A spike: the loss at 9 on steps 150-152 of a run at 2.2, above its
+ * first update's 5.53, then back: a blow-up that recovered, named once,
+ * DIAG_EXC_AFTER steps after its last step above, with its peak and the
+ * loss before it; the finite check says no, not "no blow-up". Left 0.5
+ * higher after it: it ended worse. A run without one: neither. */
+static void test_spike(void)
+{
+    for (int worse = 0; worse <= 2; worse++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 300; s++) {
+            learning_step(&m, s, 2.0, 0.02);
+            if (worse < 2 && s >= 150 && s <= 152)
+                m.loss = s == 151 ? 9.5f : 9.0f;
+            if (worse == 1 && s > 152)
+                m.loss += 0.5f;
+            feed(&m);
+            if (worse < 2 && s == 151)
+                CHECK(check_of(DIAG_C_FINITE).answer == DIAG_Q_BAD &&
+                      !strstr(check_of(DIAG_C_FINITE).text, "no blow-up"));
+        }
+        const diag_finding *f = first(DIAG_R_SPIKE);
+        diag_check fc = check_of(DIAG_C_FINITE);
+        if (worse == 2) {
+            CHECK(!f && fc.answer == DIAG_Q_OK);
+            continue;
+        }
+        CHECK(f && f->step == 152 + DIAG_EXC_AFTER && count(DIAG_R_SPIKE) == 1);
+        double before = 0; /* the 16 steps before it, as learning_step makes them */
+        for (long s = 150 - DIAG_LEARN_MEAN; s < 150; s++)
+            before += (float)(2.0 + 3.6 * exp(-0.02 * (double)s)) / (double)DIAG_LEARN_MEAN;
+        CHECK(f && f->value[0] == 9.5f && fabs(f->value[1] - before) < 1e-4);
+        CHECK(f && strstr(f->text, "loss spike at step 150, peak 9.500 at step 151, above the "
+                                   "first update's 5.529"));
+        CHECK(f && strstr(f->text, worse ? "ended worse: 2.5" : "back to 2.0") && !f->fix[0]);
+        CHECK(count(DIAG_R_BLOWUP) == 0 && fc.answer == DIAG_Q_BAD &&
+              strstr(fc.text, "at step 150: 9.500 at step 151") && strstr(fc.text, "came back") &&
+              !strstr(fc.text, "no blow-up"));
+    }
+}
+
+/* One validation (a long --val-every): answered against the training
+ * loss at its step, saying so; a second gives the answer over both. */
+static void test_val_one(void)
+{
+    for (int far = 0; far <= 1; far++) {
+        reset();
+        step_metrics m;
+        for (long s = 1; s <= 150; s++) {
+            learning_step(&m, s, 2.0, 0.02);
+            m.has_val = s == 100 || s == 150;
+            m.val_loss = m.loss + (far ? 0.5f : 0.02f);
+            feed(&m);
+            diag_check v = check_of(DIAG_C_VAL);
+            if (s == 100)
+                CHECK(v.answer == (far ? DIAG_Q_BAD : DIAG_Q_OK) &&
+                      strstr(v.text, "val 2.") && strstr(v.text, "at step 100, 0.") &&
+                      strstr(v.text, far ? "above train 2.568"
+                                         : "below train 2.568 there (not more than 0.1 above)") &&
+                      strstr(v.text, "on 1 validation"));
+        }
+        diag_check v = check_of(DIAG_C_VAL);
+        CHECK(!strstr(v.text, "on 1 validation") && strstr(v.text, "its minimum"));
+    }
+}
+
 /* A 4 KB data file: validation lowest at step 200 (2.89), then rising
  * while train falls to 0.16: overfitting, naming the minimum's step; a
  * validation that follows train (noisy, within the margin) does not. */
@@ -1515,6 +1581,8 @@ int main(void)
     test_underflow();
     test_excursion();
     test_overfit();
+    test_spike();
+    test_val_one();
     test_lr_warn();
     test_floor();
     test_start();

@@ -559,7 +559,7 @@ lesson_stability_map() {
     "$BIN" --headless --sweep "norm=post layers=6 lr=3e-3,1e-2 seed=$sd" $(sed -n 's/^flags: //p' "$LESSONS/stability-map.lesson") \
         --sweep-out "$T/map6" >/dev/null 2>"$T/map6.err" || { no "stability-map at 6 layers, seeds $sd: $(tail -2 "$T/map6.err")"; return; }
     cells=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-        { printf "%s/%g/%s/%s\n", $c["seed"], $c["lr"], $c["status"], $c["stalled"] }' "$T/map6/results.csv" | sort | tr '\n' ' ')
+        { printf "%s/%g/%s/%s\n", $c["seed"], $c["lr"], $c["status"], $c["stalled"] }' "$T/map6/results.csv" | LC_ALL=C sort | tr '\n' ' ')
     want=$(for s in $(seq ${sd%..*} ${sd#*..}); do printf '%s/0.003/ok/0 %s/0.01/stalled/1 ' "$s" "$s"; done)
     [ "$cells" = "$want" ] && ok "6 layers, seeds $sd: Post-LN trains at 3e-3 and stalls at 1e-2 on each" ||
         no "6 layers, seeds $sd: seed/lr/status/stalled: $cells"

@@ -61,8 +61,19 @@
                                    gamma-init 8 falls over 0.05 in 100 steps there) */
 #define DIAG_UPDATE_LOW 1e-4    /* top layer's mean update ratio below this on the
                                    plateau: the LR is too low */
-#define DIAG_UPDATE_HIGH 5e-3   /* mean update ratio of the top layer above this:
-                                   the LR is too high (healthy runs: about the LR) */
+#define DIAG_UPDATE_HIGH 5e-3   /* mean update ratio of the top layer above this, on
+                                   a plateau or in a snapshot: the LR's (healthy runs
+                                   at LR 1e-3: about the LR) */
+#define DIAG_UPDATE_KEEP 0.1     /* the top layer's update per unit LR (ratio / LR, its
+                                   mean over the window) under this share of its first
+                                   update's: the LR's steps have inflated the weights,
+                                   the LR is too high for this model (Adam's first step
+                                   moves each weight by the LR: ratio / LR is then
+                                   1 / rms(W), the model's own unit. Runs that train
+                                   well settle at 0.2-0.25 at LR 1e-3 and at 0.1-0.18
+                                   at their best LR, 1e-2 or 3e-2 on 2-12 blocks of
+                                   width 32-64 with no norm or Pre-LN, 300 steps; the
+                                   LRs that end worse than a lower one, 0.003-0.083) */
 #define DIAG_UPDATE_GOAL 3e-3   /* an LR fix divides the LR by the power of ten that
                                    brings the update ratio to this or below */
 #define DIAG_REWARN 0.5         /* a headroom warning again when the steps left
@@ -157,7 +168,7 @@ typedef enum {
     DIAG_R_LOSS,         /* diagnosis: the loss computed in the format is inf */
     DIAG_R_NOT_LEARNING, /* diagnosis: no real fall from the first loss */
     DIAG_R_OVERFIT,      /* diagnosis: validation rises from its minimum as train falls */
-    DIAG_R_LR_WARN,      /* warning: update ratio above DIAG_UPDATE_HIGH and the
+    DIAG_R_LR_WARN,      /* warning: update per unit LR under DIAG_UPDATE_KEEP and the
                             activations grown, while finite */
     DIAG_R_GROWTH_WARN,  /* warning: act max grown DIAG_ACT_GROW-fold and growing */
     DIAG_R_START,        /* warning: step 1's loss or gradient norm is not sane */
@@ -265,7 +276,8 @@ typedef struct {
     double learn_loss;     /* the first finite loss at or after it (NaN: none yet) */
     long band_n;           /* updated steps in the early band (DIAG_WINDOW at most) */
     long band_last;        /* the band's last step */
-    float band_act, band_upd, band_loss; /* their largest act max, top update ratio, loss */
+    float band_act, band_loss; /* their largest act max, loss */
+    float first_upd_lr;    /* the top layer's first said update ratio / its step's LR (NaN: none) */
     float band_oc;         /* their largest out_change (NaN: not measured) */
     long val_n;            /* finite validations seen (since the start or a rewind) */
     float val_min, val_last, val_min_train, val_last_train; /* the train loss then: the

@@ -37,6 +37,7 @@ void diag_init(diag *d, double plateau)
     d->exc_loss = d->exc_now = NAN;
     d->lr_raised_at = -1;
     d->warmup_off_at = -1;
+    d->first_upd_lr = NAN;
 }
 
 /* A big file is sampled, not read whole: DIAG_CHUNKS evenly spaced runs
@@ -629,6 +630,26 @@ static double mean_top_update(const diag *d, int L, int *cnt)
     return mean_top_update_over(d, L, cnt, DIAG_WINDOW);
 }
 
+/* The top layer's update per unit LR (its update ratio / the step's LR)
+ * over the newest `span` updated points kept, as a share of its first
+ * update's: Adam's first step moves every weight by the LR, so that one
+ * is 1 / rms(W) of the initial weights, the model's own unit; a run that
+ * trains well settles near 0.2 of it (Adam's step on noisy gradients),
+ * one whose LR inflated its weights far under it. NaN when not known. */
+static double upd_share_over(const diag *d, int L, int *cnt, long span)
+{
+    double sum = 0;
+    *cnt = 0;
+    for (long a = 0; a < kept(d) && a < span; a++) {
+        const diag_point *p = point(d, a);
+        if (p->updated && isfinite(upd_of(p, L - 1)) && p->lr > 0) {
+            sum += upd_of(p, L - 1) / p->lr;
+            ++*cnt;
+        }
+    }
+    return *cnt && d->first_upd_lr > 0 ? sum / *cnt / d->first_upd_lr : NAN;
+}
+
 /* The LR's factor that brings an update ratio upd to DIAG_UPDATE_GOAL or
  * below: a power of ten, 0.1 at most (Adam's step is about the LR per
  * weight, so the ratio scales with it). */
@@ -976,31 +997,37 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
     set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x0.25");
 }
 
-/* The top layer's weights move more than DIAG_UPDATE_HIGH of their norm
- * a step, on average over the window: Adam's step is about the LR per
- * weight, so a healthy run's update ratio is near its LR (1.4e-3 at lr
- * 1e-3 in the lab's small models); far above it the LR is too high. */
+/* The top layer's update per unit LR, averaged over the window, is under
+ * DIAG_UPDATE_KEEP of its first update's: the LR's steps, about the LR
+ * per weight, have inflated the weights (the ratio itself says only how
+ * big the LR is for weights of this size: a model of small weights
+ * trains well at a ratio of 1e-2). value {ratio, LR peak, share, steps}. */
 static void rule_lr_high(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
-    int cnt;
-    double upd = m->n_layer > 0 ? mean_top_update(d, m->n_layer, &cnt) : NAN;
-    if (!(upd > DIAG_UPDATE_HIGH) || cnt < 4)
+    int cnt, n;
+    double upd = m->n_layer > 0 ? mean_top_update(d, m->n_layer, &n) : NAN;
+    double share = m->n_layer > 0 ? upd_share_over(d, m->n_layer, &cnt, DIAG_WINDOW) : NAN;
+    if (!(share < DIAG_UPDATE_KEEP) || cnt < 4)
         return;
-    double v[4] = {upd, m->lr_peak, (double)cnt, 0};
+    double v[4] = {upd, m->lr_peak, share, (double)cnt};
     const diag_point *old = point(d, kept(d) - 1);
     diag_finding *f = add(out, max, k, DIAG_DIAGNOSIS, DIAG_R_LR_HIGH, m->n_layer - 1, m->step,
         v, "rewind and lower the LR, to bring the update ratio near 3e-3",
-        "LR %g too high: the top layer's weights move %.2g of their norm a step (mean of %d "
-        "steps; above %g)", (double)m->lr_peak, upd, cnt, DIAG_UPDATE_HIGH);
+        "LR %g too high: the top layer's weights move %.2g of their norm a step, %.3g per unit "
+        "LR, %.2g of the %.3g at its first update (mean of %d steps; under %g: the LR inflated "
+        "them)", (double)m->lr_peak, upd, share * d->first_upd_lr, share,
+        (double)d->first_upd_lr, cnt, DIAG_UPDATE_KEEP);
     set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x%g", lr_factor(upd));
 }
 
-/* Is the top layer's mean update ratio above DIAG_UPDATE_HIGH? Then the
- * LR itself is the cause, and a warmup only delays the divergence. */
+/* Is the top layer's update per unit LR under DIAG_UPDATE_KEEP of its
+ * first update's? Then the LR itself is the cause, and a warmup only
+ * delays the divergence. */
 static int lr_too_high(const diag *d, const step_metrics *m)
 {
     int cnt;
-    return m->n_layer > 0 && mean_top_update(d, m->n_layer, &cnt) > DIAG_UPDATE_HIGH && cnt >= 4;
+    return m->n_layer > 0 && upd_share_over(d, m->n_layer, &cnt, DIAG_WINDOW) <
+                                 DIAG_UPDATE_KEEP && cnt >= 4;
 }
 
 /* The least positive value format f holds (a subnormal): the smallest
@@ -1225,13 +1252,15 @@ static void track_start(diag *d, const step_metrics *m)
         d->start_gnorm = p->gnorm, d->start_gnorm_step = m->step;
     if (isnan(d->learn_loss) && p->updated && isfinite(p->loss) && m->step > d->learn_from)
         d->learn_loss = p->loss;
+    /* the model's own unit: Adam's first step moves each weight by the LR */
+    if (isnan(d->first_upd_lr) && p->updated && L >= 1 && isfinite(upd_of(p, L - 1)) &&
+        p->lr > 0)
+        d->first_upd_lr = upd_of(p, L - 1) / p->lr;
     if (d->band_n >= DIAG_BAND_STEPS || !p->updated || !isfinite(p->loss) || L < 1)
         return;
-    float act = point_act_max(p, L, &la), upd = upd_of(p, L - 1);
+    float act = point_act_max(p, L, &la);
     if (d->band_n == 0 || act > d->band_act)
         d->band_act = act;
-    if (d->band_n == 0 || upd > d->band_upd)
-        d->band_upd = upd;
     if (d->band_n == 0 || p->loss > d->band_loss)
         d->band_loss = p->loss;
     if (d->band_n == 0 || p->out_change > d->band_oc || isnan(d->band_oc))
@@ -1252,6 +1281,7 @@ static void rewound_checks(diag *d, long step)
     if (step <= d->band_last)
         d->band_n = 0, d->band_last = 0;
     if (step <= 1) {
+        d->first_upd_lr = NAN;
         d->start_step = 0;
         d->first_loss = 0;
     }
@@ -1547,6 +1577,7 @@ static void rule_not_learning(diag *d, const step_metrics *m, diag_finding *out,
 typedef struct {
     int cnt, layer, span; /* span: updated steps kept, cnt: those that said an update ratio */
     double upd, act, grown, rate; /* rate: doublings per 100 steps (least squares) */
+    double share; /* the update per unit LR over the first update's (upd_share_over) */
 } lr_state;
 
 /* Where activation growth is measured from: the early band's act max, or
@@ -1565,7 +1596,7 @@ static double act_base(const diag *d, char *what, size_t len)
 
 static lr_state lr_of(const diag *d, int L)
 {
-    lr_state s = {0, -1, 0, NAN, NAN, NAN, NAN};
+    lr_state s = {0, -1, 0, NAN, NAN, NAN, NAN, NAN};
     if (L < 1 || kept(d) == 0)
         return s;
     /* the update ratios of the LR in force: a window that still holds an
@@ -1573,6 +1604,8 @@ static lr_state lr_of(const diag *d, int L)
     long since = point(d, 0)->step - d->lr_since;
     long span = since < DIAG_WINDOW ? since : DIAG_WINDOW;
     s.upd = mean_top_update_over(d, L, &s.cnt, span);
+    int n;
+    s.share = upd_share_over(d, L, &n, span);
     for (long a = 0; a < kept(d) && a < span; a++)
         s.span += point(d, a)->updated;
     s.act = point_act_max(point(d, 0), L, &s.layer);
@@ -1591,11 +1624,11 @@ static int lr_enough(const lr_state *s)
 
 static int lr_warns(const lr_state *s)
 {
-    return s->grown > DIAG_ACT_GROW && s->upd > DIAG_UPDATE_HIGH && lr_enough(s);
+    return s->grown > DIAG_ACT_GROW && s->share < DIAG_UPDATE_KEEP && lr_enough(s);
 }
 
-/* While finite: the top layer's weights move more than DIAG_UPDATE_HIGH
- * a step and the activations grew DIAG_ACT_GROW-fold over the early band
+/* While finite: the top layer's update per unit LR fell under
+ * DIAG_UPDATE_KEEP of its first update's and the activations grew DIAG_ACT_GROW-fold over the early band
  * (Adam's steps of about the LR per weight inflate them): the LR is too
  * high, as at a divergence, before one. Growth alone, still rising, is
  * its own warning. */
@@ -1611,9 +1644,10 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
         d->warned |= 1u << DIAG_R_LR_WARN;
         diag_finding *f = add(out, max, k, DIAG_WARNING, DIAG_R_LR_WARN, m->n_layer - 1,
             m->step, v, "go back to a snapshot still in the early band and lower the LR",
-            "LR %g too high for this run: the top layer's weights move %.2g of their norm a "
-            "step (mean of %d; above %g), act max %.4g (layer %d) is %.0fx %s",
-            (double)m->lr_peak, s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.layer, s.grown, base);
+            "LR %g too high for this run: the top layer's update per unit LR is %.2g of its "
+            "first update's %.3g (mean of %d; under %g), act max %.4g (layer %d) is %.0fx %s",
+            (double)m->lr_peak, s.share, (double)d->first_upd_lr, s.cnt, DIAG_UPDATE_KEEP,
+            s.act, s.layer, s.grown, base);
         set_fix(f, DIAG_FROM_SNAPSHOT, m->step, "lr x%g", lr_factor(s.upd));
     } else if (!lr_warns(&s) && s.rate > DIAG_GROWTH_MIN &&
                !(d->warned & ((1u << DIAG_R_GROWTH_WARN) | (1u << DIAG_R_LR_WARN)))) {
@@ -1881,13 +1915,18 @@ static void check_lr(const diag *d, diag_check *c)
     else if (isnan(s.grown))
         check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: update ratio %.2g a step over %d "
                   "points; the first step's act max is not said", s.upd, s.cnt);
+    else if (isnan(s.share))
+        check_set(c, q, DIAG_Q_UNKNOWN, "not yet known: update ratio %.2g a step over %d "
+                  "points; no update ratio per unit LR to compare it with", s.upd, s.cnt);
     else if (lr_warns(&s))
-        check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step over %d points (above %g) and act "
-                  "max %.4g, %.0fx %s", s.upd, s.cnt, DIAG_UPDATE_HIGH, s.act, s.grown, base);
+        check_set(c, q, DIAG_Q_BAD, "update ratio %.2g a step over %d points, per unit LR %.2g "
+                  "of its first update's (under %g) and act max %.4g, %.0fx %s", s.upd, s.cnt,
+                  s.share, DIAG_UPDATE_KEEP, s.act, s.grown, base);
     else
-        check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step over %d points, act max %.4g, "
-                  "%.1fx %s (too high: above %g and %gx)", s.upd, s.cnt, s.act, s.grown, base,
-                  DIAG_UPDATE_HIGH, DIAG_ACT_GROW);
+        check_set(c, q, DIAG_Q_OK, "update ratio %.2g a step over %d points, per unit LR %.2g "
+                  "of its first update's, act max %.4g, %.1fx %s (too high: under %g and "
+                  "%gx)", s.upd, s.cnt, s.share, s.act, s.grown, base, DIAG_UPDATE_KEEP,
+                  DIAG_ACT_GROW);
 }
 
 static void check_headroom(const diag *d, diag_check *c)

@@ -259,7 +259,7 @@ static void diag_fields(dio *x, diag *d)
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         io_int(x, ints[i]);
     float *floats[] = {&d->lr_tolerated, &d->start_loss, &d->start_gnorm, &d->band_act,
-                       &d->band_upd, &d->band_loss, &d->band_oc, &d->val_min, &d->val_last,
+                       &d->first_upd_lr, &d->band_loss, &d->band_oc, &d->val_min, &d->val_last,
                        &d->val_min_train, &d->val_last_train};
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++)
         io_f32(x, floats[i]);

@@ -573,8 +573,10 @@ static void test_blowup(void)
 }
 
 /* A divergence at step 60 without warmup is warmup's; with the top
- * layer's update ratio 3e-2 it is the LR's, named by its number, and the
- * fix brings the ratio to 2e-3 or below (x0.01). */
+ * layer's update ratio 3e-2 after a first update of 0.5 (the 59 steps'
+ * mean 0.038, 1.27 per unit LR after 16.7: 0.076 of it, the weights
+ * inflated) it is the LR's, named by its numbers, and the fix brings the
+ * ratio to 3e-3 or below (x0.01). */
 static void test_warmup_early(void)
 {
     for (int high = 0; high < 3; high++) { /* 2: the first non-finite is the loss */
@@ -584,7 +586,7 @@ static void test_warmup_early(void)
             healthy(&m, s);
             metrics_set_setting(&m, "warmup", 0);
             m.lr = m.lr_peak = 3e-2f;
-            m.layer[L - 1].update_ratio = high == 1 ? 3e-2f : 1e-3f;
+            m.layer[L - 1].update_ratio = high == 1 ? (s == 1 ? 0.5f : 3e-2f) : 1e-3f;
             m.nonfinite = s == 60;
             if (s == 60 && high == 2)
                 strcpy(m.fault, "forward, loss");
@@ -597,7 +599,10 @@ static void test_warmup_early(void)
             CHECK(w && strstr(w->text, "no warmup") && !strcmp(w->fix, "warmup on") && !h);
         } else {
             CHECK(!w);
-            CHECK(h && strstr(h->text, "LR 0.03 too high") && !strcmp(h->fix, "lr x0.1"));
+            CHECK(h && strstr(h->text, "LR 0.03 too high: the top layer's weights move 0.038 of "
+                                       "their norm a step, 1.27 per unit LR, 0.076 of the 16.7 "
+                                       "at its first update (mean of 59 steps; under 0.1") &&
+                  !strcmp(h->fix, "lr x0.01"));
             CHECK(dg->last_diagnosis.rule == DIAG_R_LR_HIGH);
         }
     }
@@ -716,7 +721,8 @@ static void test_loss_overflow(void)
             metrics_set_setting(&m, "fp32_norms", on);
             m.loss = 3.5f;
             metrics_set_setting(&m, "warmup", 0);
-            m.layer[L - 1].update_ratio = 2e-2f; /* the LR's ratio high too */
+            /* the LR's too: 20 per unit LR after 1000 at the first update */
+            m.layer[L - 1].update_ratio = s == 1 ? 1.0f : 2e-2f;
             if (s == 40) {
                 m.nonfinite = 1;
                 m.loss = INFINITY;
@@ -966,12 +972,13 @@ static void test_sparse_update_ratio(void)
     }
     diag_check c = check_of(DIAG_C_LR);
     CHECK(c.answer == DIAG_Q_OK && strstr(c.text, "over 7 points"));
-    /* too high: 1e-2 a step on the points said, act max grown 100x */
+    /* too high: 1e-2 a step on the points said after 0.3 on the first
+     * said (a share of 0.033 per unit LR), act max grown 100x */
     reset();
     for (long s = 1; s <= 200; s++) {
         learning_step(&m, s, 2.0, 0.02);
         for (int l = 0; l < L; l++) {
-            m.layer[l].update_ratio = s % 10 ? NAN : 1e-2f;
+            m.layer[l].update_ratio = s % 10 ? NAN : s == 10 ? 0.3f : 1e-2f;
             m.layer[l].act_max = s < 20 ? 10 : 1000;
         }
         feed(&m);
@@ -1220,19 +1227,26 @@ static void test_overfit(void)
 }
 
 /* 12 blocks at LR 3e-2: act max from 10 to 9772, the top layer's update
- * ratio 0.015, all finite: the LR warning while finite, with its fix;
- * act max grown with a low update ratio: the growth warning only; a high
- * update ratio with act max steady (LR 1e-2 training well): neither. */
+ * ratio 0.015 after 0.3 at the first update (0.05 of it per unit LR),
+ * all finite: the LR warning while finite, with its fix; act max grown
+ * with the update per unit LR what it was at the start: the growth
+ * warning only; a high update ratio with act max steady: neither. The
+ * ratio alone is not the judge: 1e-2 at 0.17 of the first update's (no
+ * norms at LR 1e-2, training best) is no LR warning however the act max
+ * grows; 2.7e-3 at 0.01 of it (Pre-LN at LR 0.3, ending above the
+ * plateau) is one. */
 static void test_lr_warn(void)
 {
     step_metrics m;
-    for (int kind = 0; kind < 3; kind++) {
+    static const float at1[5] = {0.3f, 1e-3f, 0.3f, 0.0588f, 0.27f};
+    static const float later[5] = {1.5e-2f, 1e-3f, 1.5e-2f, 1e-2f, 2.7e-3f};
+    for (int kind = 0; kind < 5; kind++) {
         reset();
         for (long s = 1; s <= 500; s++) {
             learning_step(&m, s, 2.6, 0.02);
             for (int l = 0; l < L; l++) {
                 m.layer[l].act_max = kind == 2 ? 10.0f : 10.0f * exp2f((float)s / 50);
-                m.layer[l].update_ratio = kind == 1 ? 1e-3f : 1.5e-2f;
+                m.layer[l].update_ratio = s == 1 ? at1[kind] : later[kind];
             }
             feed(&m);
         }
@@ -1242,9 +1256,17 @@ static void test_lr_warn(void)
                   f->fix_from == DIAG_FROM_SNAPSHOT && !strcmp(f->fix, "lr x0.1"));
             CHECK(f && f->step > 250 && f->step <= 270 && count(DIAG_R_GROWTH_WARN) == 0);
             CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_BAD);
-        } else if (kind == 1) {
+        } else if (kind == 1 || kind == 3) {
             CHECK(count(DIAG_R_LR_WARN) == 0 && count(DIAG_R_GROWTH_WARN) == 1);
             CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_OK);
+            CHECK(kind == 1 || strstr(check_of(DIAG_C_LR).text, "update ratio 0.01 a step over 64 "
+                                      "points, per unit LR 0.17 of its first update's"));
+        } else if (kind == 4) {
+            const diag_finding *f = first(DIAG_R_LR_WARN);
+            CHECK(f && strstr(f->text, "LR 0.001 too high for this run: the top layer's update per "
+                                       "unit LR is 0.01 of its first update's 270 (mean of 64; "
+                                       "under 0.1)"));
+            CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_BAD);
         } else {
             CHECK(count(DIAG_R_LR_WARN) + count(DIAG_R_GROWTH_WARN) == 0);
         }

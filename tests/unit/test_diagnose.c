@@ -573,9 +573,9 @@ static void test_blowup(void)
 }
 
 /* A divergence at step 60 without warmup is warmup's; with the top
- * layer's update ratio 3e-2 after a first update of 0.5 (the 59 steps'
- * mean 0.038, 1.27 per unit LR after 16.7: 0.076 of it, the weights
- * inflated) it is the LR's, named by its numbers, and the fix brings the
+ * layer's update ratio 3e-2 after a first update of 0.5 (0.577 against
+ * the weights before it: 19.2 per unit LR; the 59 steps' mean 0.038,
+ * 1.27 per unit LR: 0.0658 of it, the weights inflated) it is the LR's, named by its numbers, and the fix brings the
  * ratio to 3e-3 or below (x0.01). */
 static void test_warmup_early(void)
 {
@@ -600,8 +600,8 @@ static void test_warmup_early(void)
         } else {
             CHECK(!w);
             CHECK(h && strstr(h->text, "LR 0.03 too high: the top layer's weights move 0.038 of "
-                                       "their norm a step, 1.27 per unit LR, 0.076 of the 16.7 "
-                                       "at its first update (mean of 59 steps; under 0.1") &&
+                                       "their norm a step (mean of 59 steps), per unit LR 0.0658 "
+                                       "of its first update's 19.2 (too high: under 0.1)") &&
                   !strcmp(h->fix, "lr x0.01"));
             CHECK(dg->last_diagnosis.rule == DIAG_R_LR_HIGH);
         }
@@ -721,8 +721,8 @@ static void test_loss_overflow(void)
             metrics_set_setting(&m, "fp32_norms", on);
             m.loss = 3.5f;
             metrics_set_setting(&m, "warmup", 0);
-            /* the LR's too: 20 per unit LR after 1000 at the first update */
-            m.layer[L - 1].update_ratio = s == 1 ? 1.0f : 2e-2f;
+            /* the LR's too: 43 per unit LR after 2065 at the first update */
+            m.layer[L - 1].update_ratio = s == 1 ? 0.9f : 2e-2f;
             if (s == 40) {
                 m.nonfinite = 1;
                 m.loss = INFINITY;
@@ -972,19 +972,22 @@ static void test_sparse_update_ratio(void)
     }
     diag_check c = check_of(DIAG_C_LR);
     CHECK(c.answer == DIAG_Q_OK && strstr(c.text, "over 7 points"));
-    /* too high: 1e-2 a step on the points said after 0.3 on the first
-     * said (a share of 0.033 per unit LR), act max grown 100x */
+    /* too high: 1e-2 a step on the points said, act max grown 100x; the
+     * first update's ratio is not said (the model's unit per LR), so the
+     * ratio is judged alone, and the line says so */
     reset();
     for (long s = 1; s <= 200; s++) {
         learning_step(&m, s, 2.0, 0.02);
         for (int l = 0; l < L; l++) {
-            m.layer[l].update_ratio = s % 10 ? NAN : s == 10 ? 0.3f : 1e-2f;
+            m.layer[l].update_ratio = s % 10 ? NAN : 1e-2f;
             m.layer[l].act_max = s < 20 ? 10 : 1000;
         }
         feed(&m);
     }
     c = check_of(DIAG_C_LR);
     CHECK(c.answer == DIAG_Q_BAD && strstr(c.text, "over 7 points"));
+    CHECK(strstr(c.text, "update ratio 0.01 a step over 7 points, its first update's not said: "
+                         "the ratio judged alone (too high: above 0.005)"));
     CHECK(count(DIAG_R_LR_WARN) == 1);
     /* fewer than DIAG_SPARSE_MIN in the window: not known, and why */
     reset();
@@ -1264,7 +1267,7 @@ static void test_lr_warn(void)
         } else if (kind == 4) {
             const diag_finding *f = first(DIAG_R_LR_WARN);
             CHECK(f && strstr(f->text, "LR 0.001 too high for this run: the top layer's update per "
-                                       "unit LR is 0.01 of its first update's 270 (mean of 64; "
+                                       "unit LR is 0.00963 of its first update's 280 (mean of 64; "
                                        "under 0.1)"));
             CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_BAD);
         } else {

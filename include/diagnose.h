@@ -62,18 +62,21 @@
 #define DIAG_UPDATE_LOW 1e-4    /* top layer's mean update ratio below this on the
                                    plateau: the LR is too low */
 #define DIAG_UPDATE_HIGH 5e-3   /* mean update ratio of the top layer above this, on
-                                   a plateau or in a snapshot: the LR's (healthy runs
-                                   at LR 1e-3: about the LR) */
+                                   a plateau, in a snapshot, or where the first
+                                   update's is not said: the LR's (healthy runs at LR
+                                   1e-3: about the LR) */
 #define DIAG_UPDATE_KEEP 0.1     /* the top layer's update per unit LR (ratio / LR, its
                                    mean over the window) under this share of its first
                                    update's: the LR's steps have inflated the weights,
                                    the LR is too high for this model (Adam's first step
                                    moves each weight by the LR: ratio / LR is then
                                    1 / rms(W), the model's own unit. Runs that train
-                                   well settle at 0.2-0.25 at LR 1e-3 and at 0.1-0.18
-                                   at their best LR, 1e-2 or 3e-2 on 2-12 blocks of
-                                   width 32-64 with no norm or Pre-LN, 300 steps; the
-                                   LRs that end worse than a lower one, 0.003-0.083) */
+                                   well settle at 0.2-0.25 at LR 1e-3, 0.1-0.2 at 1e-2
+                                   or 3e-2 where those train well (2-12 blocks of width
+                                   32-64, no norm or Pre-LN, 300 steps); the LRs that
+                                   end 0.1 nats worse than a lower one, 0.002-0.083 in
+                                   16 of 17. Not known: the ratio alone, against
+                                   DIAG_UPDATE_HIGH) */
 #define DIAG_UPDATE_GOAL 3e-3   /* an LR fix divides the LR by the power of ten that
                                    brings the update ratio to this or below */
 #define DIAG_REWARN 0.5         /* a headroom warning again when the steps left

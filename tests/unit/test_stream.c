@@ -858,7 +858,8 @@ static void test_headless_ends(const char *path)
 
 /* A probe's stream of a 2-layer GPT (vocab 256, targets' entropy 3.1
  * nats): a run that blows up (AdamW at lr 1.0: the loss x e^(s/45), 157
- * at step 150, act max growing, update ratio 0.05), one that trains (the
+ * at step 150, act max growing, update ratio 0.05 after 0.9 at the
+ * first update: 0.024 of its update per unit LR), one that trains (the
  * loss falls from 5.6 to 2, update ratio 1e-3 on every step, validation
  * every 50), or in fp16 one whose headroom falls from 2 to 0.5
  * doublings; the update ratio every 10th step and no headroom in fp32,
@@ -875,7 +876,8 @@ static void probe_run(const char *path, int kind, int n, int end)
         double wig = 0.02 * sin(s * 1.7), loss, act, upd;
         double lr = kind == RUN_BLOW ? 1.0 : kind == RUN_RAMP ? fmin(1.0, s / 100.0) : 1e-3;
         if (kind == RUN_BLOW || kind == RUN_RAMP)
-            loss = 5.6 * exp(s / 45.0) * (1 + wig), act = 4 * exp(s / 30.0), upd = 0.05;
+            loss = 5.6 * exp(s / 45.0) * (1 + wig), act = 4 * exp(s / 30.0),
+            upd = s == 1 && kind == RUN_BLOW ? 0.9 : 0.05;
         else
             loss = 2.0 + 3.6 * exp(-s / 40.0) + wig, act = 4 + wig, upd = 1e-3;
         if (kind == RUN_HEADROOM)

@@ -77,6 +77,11 @@
                                    end 0.1 nats worse than a lower one, 0.002-0.083 in
                                    16 of 17. Not known: the ratio alone, against
                                    DIAG_UPDATE_HIGH) */
+#define DIAG_UPDATE_HUGE 3e-2   /* ... or its update ratio above this, whatever its
+                                   first: the LR is simply big, before the weights
+                                   inflate (runs that blew up within 32 steps, no norm
+                                   on 2-12 blocks at LR 1e-2 to 0.3: 0.031-0.49; the
+                                   largest of a run that trained well, 0.018) */
 #define DIAG_UPDATE_GOAL 3e-3   /* an LR fix divides the LR by the power of ten that
                                    brings the update ratio to this or below */
 #define DIAG_REWARN 0.5         /* a headroom warning again when the steps left

@@ -652,17 +652,20 @@ static double upd_share_over(const diag *d, int L, int *cnt, long span)
 }
 
 /* Is the LR too high by the top layer's update: its update per unit LR
- * under DIAG_UPDATE_KEEP of its first update's; when that one is not
- * known (a stream silent at its first step, or joined later), its
- * update ratio above DIAG_UPDATE_HIGH. The words (the numbers compared,
- * the threshold used) into buf when given. */
+ * under DIAG_UPDATE_KEEP of its first update's (the weights inflated),
+ * or its update ratio above DIAG_UPDATE_HUGE (the LR simply big, before
+ * they could); when the first is not known (a stream silent at its
+ * first step, or joined later), its update ratio above DIAG_UPDATE_HIGH.
+ * The words (the numbers compared, the threshold used) into buf when
+ * given. */
 static int lr_high_by(const diag *d, double share, double upd, char *buf, size_t len)
 {
     int rel = isfinite(share);
-    int high = rel ? share < DIAG_UPDATE_KEEP : upd > DIAG_UPDATE_HIGH;
+    int high = rel ? share < DIAG_UPDATE_KEEP || upd > DIAG_UPDATE_HUGE : upd > DIAG_UPDATE_HIGH;
     if (buf && rel)
-        snprintf(buf, len, "per unit LR %.3g of its first update's %.3g (too high: under %g)",
-                 share, (double)d->first_upd_lr, DIAG_UPDATE_KEEP);
+        snprintf(buf, len, "per unit LR %.3g of its first update's %.3g (too high: under %g, "
+                 "or a ratio above %g)", share, (double)d->first_upd_lr, DIAG_UPDATE_KEEP,
+                 DIAG_UPDATE_HUGE);
     else if (buf)
         snprintf(buf, len, "its first update's not said: the ratio judged alone (too high: "
                  "above %g)", DIAG_UPDATE_HIGH);
@@ -1678,10 +1681,13 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
     if (lr_warns(&s) && !(d->warned & (1u << DIAG_R_LR_WARN))) {
         d->warned |= 1u << DIAG_R_LR_WARN;
         char by[128];
-        if (isfinite(s.share))
+        if (isfinite(s.share) && s.share < DIAG_UPDATE_KEEP)
             snprintf(by, sizeof by, "update per unit LR is %.3g of its first update's %.3g "
                      "(mean of %d; under %g)", s.share, (double)d->first_upd_lr, s.cnt,
                      DIAG_UPDATE_KEEP);
+        else if (isfinite(s.share))
+            snprintf(by, sizeof by, "update ratio is %.2g a step (mean of %d; above %g)",
+                     s.upd, s.cnt, DIAG_UPDATE_HUGE);
         else
             snprintf(by, sizeof by, "update ratio is %.2g a step (mean of %d; above %g, its "
                      "first not said)", s.upd, s.cnt, DIAG_UPDATE_HIGH);

@@ -575,18 +575,21 @@ static void test_blowup(void)
 /* A divergence at step 60 without warmup is warmup's; with the top
  * layer's update ratio 3e-2 after a first update of 0.5 (0.577 against
  * the weights before it: 19.2 per unit LR; the 59 steps' mean 0.038,
- * 1.27 per unit LR: 0.0658 of it, the weights inflated) it is the LR's, named by its numbers, and the fix brings the
- * ratio to 3e-3 or below (x0.01). */
+ * 1.27 per unit LR: 0.0658 of it, the weights inflated) it is the LR's,
+ * named by its numbers, and the fix brings the ratio to 3e-3 or below
+ * (x0.01); so it is with 0.1 a step from the first (its share 0.995:
+ * the LR simply big, the ratio above 3e-2). */
 static void test_warmup_early(void)
 {
-    for (int high = 0; high < 3; high++) { /* 2: the first non-finite is the loss */
+    for (int high = 0; high < 4; high++) { /* 2: the first non-finite is the loss */
         reset();
         step_metrics m;
         for (long s = 1; s <= 60; s++) {
             healthy(&m, s);
             metrics_set_setting(&m, "warmup", 0);
             m.lr = m.lr_peak = 3e-2f;
-            m.layer[L - 1].update_ratio = high == 1 ? (s == 1 ? 0.5f : 3e-2f) : 1e-3f;
+            m.layer[L - 1].update_ratio = high == 1 ? (s == 1 ? 0.5f : 3e-2f)
+                                          : high == 3 ? 0.1f : 1e-3f;
             m.nonfinite = s == 60;
             if (s == 60 && high == 2)
                 strcpy(m.fault, "forward, loss");
@@ -597,11 +600,19 @@ static void test_warmup_early(void)
             CHECK(!w && !h); /* the loss computed in the format is not warmup's */
         } else if (!high) {
             CHECK(w && strstr(w->text, "no warmup") && !strcmp(w->fix, "warmup on") && !h);
+        } else if (high == 3) {
+            CHECK(!w && h && !strcmp(h->fix, "lr x0.01"));
+            CHECK(h && strstr(h->text, "LR 0.03 too high: the top layer's weights move 0.1 of their "
+                                       "norm a step (mean of 59 steps), per unit LR 0.995 of its "
+                                       "first update's 3.35 (too high: under 0.1, or a ratio "
+                                       "above 0.03)"));
+            CHECK(dg->last_diagnosis.rule == DIAG_R_LR_HIGH);
         } else {
             CHECK(!w);
             CHECK(h && strstr(h->text, "LR 0.03 too high: the top layer's weights move 0.038 of "
                                        "their norm a step (mean of 59 steps), per unit LR 0.0658 "
-                                       "of its first update's 19.2 (too high: under 0.1)") &&
+                                       "of its first update's 19.2 (too high: under 0.1, or a "
+                                       "ratio above 0.03)") &&
                   !strcmp(h->fix, "lr x0.01"));
             CHECK(dg->last_diagnosis.rule == DIAG_R_LR_HIGH);
         }
@@ -1237,13 +1248,13 @@ static void test_overfit(void)
  * ratio alone is not the judge: 1e-2 at 0.17 of the first update's (no
  * norms at LR 1e-2, training best) is no LR warning however the act max
  * grows; 2.7e-3 at 0.01 of it (Pre-LN at LR 0.3, ending above the
- * plateau) is one. */
+ * plateau) is one, and so is 0.04 a step from the first update on. */
 static void test_lr_warn(void)
 {
     step_metrics m;
-    static const float at1[5] = {0.3f, 1e-3f, 0.3f, 0.0588f, 0.27f};
-    static const float later[5] = {1.5e-2f, 1e-3f, 1.5e-2f, 1e-2f, 2.7e-3f};
-    for (int kind = 0; kind < 5; kind++) {
+    static const float at1[6] = {0.3f, 1e-3f, 0.3f, 0.0588f, 0.27f, 0.04f};
+    static const float later[6] = {1.5e-2f, 1e-3f, 1.5e-2f, 1e-2f, 2.7e-3f, 0.04f};
+    for (int kind = 0; kind < 6; kind++) {
         reset();
         for (long s = 1; s <= 500; s++) {
             learning_step(&m, s, 2.6, 0.02);
@@ -1264,6 +1275,10 @@ static void test_lr_warn(void)
             CHECK(check_of(DIAG_C_LR).answer == DIAG_Q_OK);
             CHECK(kind == 1 || strstr(check_of(DIAG_C_LR).text, "update ratio 0.01 a step over 64 "
                                       "points, per unit LR 0.17 of its first update's"));
+        } else if (kind == 5) { /* 0.04 a step from the first: the LR simply big */
+            const diag_finding *f = first(DIAG_R_LR_WARN);
+            CHECK(f && strstr(f->text, "LR 0.001 too high for this run: the top layer's update "
+                                       "ratio is 0.04 a step (mean of 64; above 0.03), act max"));
         } else if (kind == 4) {
             const diag_finding *f = first(DIAG_R_LR_WARN);
             CHECK(f && strstr(f->text, "LR 0.001 too high for this run: the top layer's update per "

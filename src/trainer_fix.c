@@ -446,6 +446,35 @@ static const diag_finding *fix_finding_to_apply(trainer *t, const char *how, int
     return f;
 }
 
+/* "; next: RULE, RULE" for the candidates other than the cause's rule,
+ * each once: the fixes to try when this one does not help. */
+static void fix_next_list(diag_rule cause, const diag_finding *const *all, int n, char *buf,
+                          size_t len)
+{
+    buf[0] = 0;
+    for (int i = 0; i < n; i++)
+        if (all[i]->rule != cause && !strstr(buf, diag_rule_name(all[i]->rule)) &&
+            strlen(buf) + 24 < len)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "; next: ",
+                     diag_rule_name(all[i]->rule));
+}
+
+/* The log's line on how the fix just applied is judged: against the run
+ * left alone (twin), or against the run's own loss before it, and why. */
+static void fix_note_check(trainer *t, int run, long at, int twin)
+{
+    if (twin)
+        engine_note(t->e, "%sfix %d is checked at step %ld against the run left alone, stepped "
+                    "beside it from step %ld on the same batches: its loss (mean of %d steps) must "
+                    "be below the other's by more than their noise", trainer_run_prefix(t, run),
+                    t->fixes, t->fix_check_at, at, DIAG_LEARN_MEAN);
+    else
+        engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
+                    "below %.3f, the run's own before the fix (not against the run left alone: "
+                    "%s)", trainer_run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN,
+                    t->fix_bar, t->fix_alone);
+}
+
 /* Apply the diagnosis' fixes: go back as the cause's says (to a snapshot
  * still healthy), run every candidate's commands on its run, note it (the
  * log, a "fix" mark, the next row's state "fixed"), train on, and judge
@@ -474,13 +503,9 @@ void trainer_apply_fix(trainer *t, const char *how)
      * the others are listed, each the next fix's when this one fails */
     int n = fix_after_back(found, all, fix_candidates(t, run, all, TRAINER_FINDINGS));
     diag_finding f = *found; /* a rewind clears the episode's list */
-    char cmds[TRAINER_FIX_TEXT], in_force[DIAG_FIX_TEXT], also[96] = "";
+    char cmds[TRAINER_FIX_TEXT], in_force[DIAG_FIX_TEXT], next[96];
     char where[DIAG_TEXT + 48];
-    for (int i = 0; i < n; i++)
-        if (all[i]->rule != f.rule && !strstr(also, diag_rule_name(all[i]->rule)) &&
-            strlen(also) + 24 < sizeof also)
-            snprintf(also + strlen(also), sizeof also - strlen(also), "%s%s",
-                     also[0] ? ", " : "; next: ", diag_rule_name(all[i]->rule));
+    fix_next_list(f.rule, all, n, next, sizeof next);
     t->fix_rules |= 1u << f.rule;
     double replaced = diag_recent_loss(&t->rd[run].d), back;
     long from = engine_steps_done(t->e);
@@ -521,17 +546,8 @@ void trainer_apply_fix(trainer *t, const char *how)
     engine_note(t->e, "fix %d of %d (%s): %s%s step %ld%s, then %s (cause: %s at step %ld%s)",
                 t->fixes, TRAINER_FIX_MAX, how, trainer_run_prefix(t, run),
                 at < from ? "went back to" : "stayed at", at, where, shown,
-                diag_rule_name(f.rule), f.step, also);
-    if (alone)
-        engine_note(t->e, "%sfix %d is checked at step %ld against the run left alone, stepped "
-                    "beside it from step %ld on the same batches: its loss (mean of %d steps) must "
-                    "be below the other's by more than their noise", trainer_run_prefix(t, run),
-                    t->fixes, t->fix_check_at, at, DIAG_LEARN_MEAN);
-    else
-        engine_note(t->e, "%sfix %d is checked at step %ld: its loss (mean of %d steps) must be "
-                    "below %.3f, the run's own before the fix (not against the run left alone: "
-                    "%s)", trainer_run_prefix(t, run), t->fixes, t->fix_check_at, DIAG_LEARN_MEAN,
-                    bar, t->fix_alone);
+                diag_rule_name(f.rule), f.step, next);
+    fix_note_check(t, run, at, alone != NULL);
     trainer_set_fix_note(t, "fix %d is checked at step %ld", t->fixes, t->fix_check_at);
     trainer_pull_engine_events(t);
     if (t->state == TRAINER_DIVERGED || t->state == TRAINER_PAUSED || t->state == TRAINER_DONE)

@@ -87,27 +87,15 @@ wait_for 'RUNNING' 30 && ok || no "a: the run does not train on: $(screen | head
 wait_for 'fix,rewind' 30 && screen | grep -qF '[i] fp32 norms' && ok ||
     no "a: no fix mark on the chart, or norms not in fp32: $(screen)"
 # fix 1 is the cause's alone (fp32 norms): the LR stays too high, and its
-# warning's fix is the next a's. That one's check passes (checked 150
-# steps after where it went back to, against the run left alone from
-# there), and D and the exit's verdict say what the fix was and that it
-# helped, with both runs' losses (the LR's warning, once the update per
-# unit LR is under 0.1 of the first update's, 0.097 at step 69; the
-# growth warning may come a few steps before it)
+# warning comes (once the update per unit LR is under 0.1 of the first
+# update's, 0.097 at step 69; the growth warning may come a few steps
+# before it), its fix the next a's
 wait_for '! lr-warn' 60 && ok || no "a: no LR warning after fix 1: $(screen | head -n 2)"
-key D
-wait_for ' diagnosis ' 10
-key a
-wait_gone ' diagnosis ' 10
-key D
-wait_for 'fix 2 (lr x' 60 && wait_for 'helped: loss' 60 && ok ||
-    no "a again: D does not say fix 2 (the LR) helped: $(screen)"
-key x
-wait_gone 'helped: loss' 10
+# (a second fix by a, its check and the verdict that quotes it are
+# fixbank.sh's, headless: here the D panel would race the run's next LR
+# warning, which hides a fix's result while it is open)
 key q
 check_exited "the fixed run" 0
-grep -q '^normscope: verdict: healthy (every check answered ok; fix 2 (lr x[0-9.]*) helped: loss [0-9.]* against [0-9.]* left alone at step [0-9]*)$' "$T/err" &&
-    ok || no "the fixed run's verdict: $(grep 'verdict\|fix' "$T/err")"
-# the diverged step the fix went back from is no --on-diverge continue's
 ! grep -q -- "--on-diverge continue" "$T/err" && ok ||
     no "a fixed run's exit cites --on-diverge continue: $(cat "$T/err")"
 

@@ -67,7 +67,7 @@ wl.*) "$BIN" $TH --headless -q $FLAGS --steps 400 --script "$T/wl.script" --seed
 esac
 echo $? >"$T/${1%.*}$s.rc"
 JOB
-    FLAGS=$(sed -n 's/^flags: //p' "$LESSONS/warmup.lesson")
+    FLAGS=$(lesson_flags warmup)
     # shellcheck disable=SC2046
     each_seed "$T/w.sh" $(for k in w wa wl; do for s in $seeds; do echo "$k.$s"; done; done)
     for s in $seeds; do
@@ -275,6 +275,10 @@ lesson_gradient_profile() {
         "$(ratio "$(field 3 $a)" "$(field 4 $a)")" "<=" 1.5
 }
 
+# lesson_flags NAME: a built-in lesson's flags lines, as a run without
+# the lesson takes them (its run left alone: no script, no twin)
+lesson_flags() { sed -n 's/^flags: //p' "$LESSONS/$1.lesson"; }
+
 # each_seed SCRIPT SEEDS...: SCRIPT (sh, with $1 the seed, and BIN, T,
 # FLAGS and TH in its environment) once per seed, two at a time with a
 # thread each (one seed: all threads): the runs never depend on the thread
@@ -303,7 +307,7 @@ n=$(tail -1 "$T/f$s.csv" | cut -d, -f1)
 "$BIN" $TH --headless -q $FLAGS --precision bf16 --seed "$s" --steps $((n + 10)) --val-every 0 --csv "$T/fb$s.csv" 2>"$T/fb$s.err"
 echo $? >"$T/fb$s.rc"
 JOB
-    FLAGS=$(sed -n 's/^flags: //p' "$LESSONS/fp16-layernorm.lesson")
+    FLAGS=$(lesson_flags fp16-layernorm)
     # shellcheck disable=SC2086
     each_seed "$T/f.sh" $seeds
     for s in $seeds; do
@@ -441,7 +445,7 @@ echo $? >"$T/r$1.rc"
 "$BIN" $TH --headless -q $FLAGS --seed "$1" --csv "$T/ra$1.csv" 2>"$T/ra$1.err"
 echo $? >"$T/ra$1.rc"
 JOB
-    FLAGS=$(sed -n 's/^flags: //p' "$LESSONS/rmsnorm-swap.lesson")
+    FLAGS=$(lesson_flags rmsnorm-swap)
     # shellcheck disable=SC2086
     each_seed "$T/r.sh" $seeds
     for s in $seeds; do
@@ -483,7 +487,7 @@ lesson_attn_logits() {
 "$BIN" $TH --headless -q $FLAGS --seed "$1" --csv "$T/ala$1.csv" 2>"$T/ala$1.err"
 echo $? >"$T/ala$1.rc"
 JOB
-    FLAGS=$(sed -n 's/^flags: //p' "$LESSONS/attn-logits.lesson")
+    FLAGS=$(lesson_flags attn-logits)
     # shellcheck disable=SC2086
     each_seed "$T/ala.sh" $seeds
     for s in $seeds; do
@@ -556,7 +560,7 @@ lesson_stability_map() {
     sd=1..5
     [ -n "${NS_SANITIZED:-}" ] && sd=1
     # shellcheck disable=SC2046
-    "$BIN" --headless --sweep "norm=post layers=6 lr=3e-3,1e-2 seed=$sd" $(sed -n 's/^flags: //p' "$LESSONS/stability-map.lesson") \
+    "$BIN" --headless --sweep "norm=post layers=6 lr=3e-3,1e-2 seed=$sd" $(lesson_flags stability-map) \
         --sweep-out "$T/map6" >/dev/null 2>"$T/map6.err" || { no "stability-map at 6 layers, seeds $sd: $(tail -2 "$T/map6.err")"; return; }
     cells=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { printf "%s/%g/%s/%s\n", $c["seed"], $c["lr"], $c["status"], $c["stalled"] }' "$T/map6/results.csv" | LC_ALL=C sort | tr '\n' ' ')

@@ -3,7 +3,9 @@
 # takes: the "estimated" figure of the summary line is within 10% of the
 # run's peak resident set size (tests/bench/peak.sh: /usr/bin/time -v, or
 # the summary line's own getrusage figure without it).
-# Four small models, each leaning on one term: the activations (the default
+# First the program alone (a one-step run of a model of a few thousand
+# parameters: the formula's first term, which grows as the program does),
+# then four small models, each leaning on one term: the activations (the default
 # model), the snapshot ring (eight snapshots of a small one), the history
 # of the chart and heatmap with the bf16 copy of the weights (a tiny model
 # for 4200 steps), and only the buffers a placement writes (ReZero: no
@@ -39,6 +41,7 @@ check() {
     fi
 }
 
+check -L 1 -d 16 -T 8 -B 1 --steps 1
 check --steps 3
 check -L 2 -d 64 -B 2 --steps 120 --snapshot-every 10
 check -L 1 -d 16 -T 8 -B 1 --steps 4200 --precision bf16

@@ -44,7 +44,16 @@ cmpv() {
 
 want() { [ $# -eq 0 ] && return 0; for w in $ONLY; do [ "$w" = "$1" ] && return 0; done; return 1; }
 ONLY="$*"
-run() { name=$1; shift; [ -z "$ONLY" ] || want "$name" || return 0; echo "== lesson $name"; "$@"; }
+# run NAME FUNCTION: one lesson's checks, and their wall time (the CI budget)
+run() {
+    name=$1
+    shift
+    [ -z "$ONLY" ] || want "$name" || return 0
+    echo "== lesson $name"
+    t0=$(date +%s)
+    "$@"
+    echo "-- lesson $name: $(($(date +%s) - t0)) s"
+}
 
 # The warmup lesson over five seeds, the default and 1-4 (one under the
 # sanitizers; the texts' ranges were measured on seed 5 too): the lesson as

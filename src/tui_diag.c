@@ -276,6 +276,16 @@ static void verdict_line(tui_diag_text *t, const run_view *v, const char *ind)
         tui_say(t, "%s%s", ind, v->d->fix_proven);
 }
 
+/* Beside findings: the fix in progress or the latest one's result, which
+ * a newer finding does not hide (the verdict line says them otherwise). */
+static void fix_story_lines(tui_diag_text *t, const run_view *v, const char *ind)
+{
+    if (v->d->fix_note[0])
+        tui_say(t, "%s%s", ind, v->d->fix_note);
+    if (v->d->fix_proven[0])
+        tui_say(t, "%s%s", ind, v->d->fix_proven);
+}
+
 /* The questions behind the verdict, each with its answer and numbers. */
 static void check_lines(tui_diag_text *t, const trainer_diagnosis *d, const char *ind)
 {
@@ -331,6 +341,7 @@ static void run_lines(tui_diag_text *t, const trainer_status *s, int run)
             if (!rewind_said++)
                 rewind_line(t, &v);
         }
+    fix_story_lines(t, &v, ind);
     check_lines(t, v.d, ind);
 }
 

@@ -1000,6 +1000,19 @@ static void test_diag_panel(void)
     CHECK(has_line(lines, n, "healthy), then fp32-norms on; lr x0.1, and trains on"));
     d->fix_cmds[0] = 0;
     d->fix_reinit = 0;
+    /* a fix in progress, or the last one's result, beside newer findings:
+     * after them, before the checks */
+    snprintf(d->fix_note, sizeof d->fix_note, "fix 1 is checked at step 382");
+    snprintf(d->fix_proven, sizeof d->fix_proven, "fix 1 (fp32-norms on) helped: loss 2.788");
+    d->n_checks = 1;
+    d->checks[0] = (diag_check){"is it learning", DIAG_Q_OK, "loss 2.3 from 5.6 at step 1"};
+    n = tui_diag_lines(&s->s, lines, TUI_DIAG_MAX);
+    int note = has_line(lines, n, "fix 1 is checked at step 382"),
+        proven = has_line(lines, n, "fix 1 (fp32-norms on) helped: loss 2.788"),
+        checks = has_line(lines, n, "checks:");
+    CHECK(note && proven && has_line(lines, n, "LR raised") < note && note < proven && proven < checks);
+    d->fix_note[0] = d->fix_proven[0] = 0;
+    d->n_checks = 0;
     d->f[1].fix[0] = 0;
     d->f[1].fix_before = 0;
     /* a divergence no rule names: said so, never "healthy" */

@@ -235,7 +235,7 @@ static const ns_setting table[] = {
      .help = "threads of the step (a --compare twin shares them); same results", OPT(threads)},
     {.name = "sweep", .type = SET_PATH, .arg = "SPEC",
      .help = "run a grid of headless runs, e.g. 'norm=post,pre layers=2,6 seed=1..3', shown live "
-         "on a terminal unless --headless (see SWEEPS; keys: arrows Enter Esc Tab PgUp PgDn x r c "
+         "on a terminal unless --headless (see SWEEPS; keys: arrows Enter Esc Tab PgUp PgDn x r c t "
          "? q)", OPT(sweep)},
     {.name = "sweep-out", .type = SET_PATH, .arg = "DIR", .def_text = "sweep-YYYYmmdd-HHMMSS",
      .help = "the sweep's directory: run CSVs, results.csv", .flags = SETF_FILE, OPT(sweep_out)},

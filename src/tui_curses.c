@@ -333,7 +333,10 @@ static void sweep_src_draw(run_state *rs) { tui_sweep_draw(&rs->grid, rs->sv); }
 
 static void sweep_src_key(run_state *rs, int key)
 {
-    tui_sweep_key(rs->sv, key);
+    if (key == 't' && !rs->sv->help) /* the other palette, as the live view's t */
+        rs->ui.light = !rs->ui.light;
+    else
+        tui_sweep_key(rs->sv, key);
     rs->ui.quit = rs->sv->quit;
 }
 

@@ -580,10 +580,12 @@ static const char *const sv_help[][2] = {
     {"Enter", "open the cell's run: its loss curve, its layers' gradient norms"},
     {"Enter, Esc, Backspace", "back from a run to the map"},
     {"Tab", "in a run: the cell's next seed"},
+    {"up, down", "in a run: the selected layer of the heatmap"},
     {"PgUp, PgDn", "the previous or next page (the values of the other axes)"},
     {"Home, End", "the first or the last cell of the page"},
     {"x", "swap the rows' and the columns' axes"},
     {"r, c", "the next axis for the rows, for the columns"},
+    {"t", "the other palette: dark, or light for a white background"},
     {"?, F1", "this help (any key closes it)"},
     {"q, F10", "quit: the running runs are stopped, finished rows stay"},
 };

@@ -96,6 +96,11 @@ new_session() {
 screen() { $TM capture-pane -p -t "$W" 2>/dev/null; }
 key() { $TM send-keys -t "$W" "$@"; }
 alt_screen() { $TM display -p -t "$W" '#{alternate_on}'; }
+# sgr: the screen's distinct colour sequences (SGR), on one line
+sgr() { $TM capture-pane -p -e -t "$W" | LC_ALL=C grep -o "$(printf '\033')\[[0-9;]*m" | sort -u | tr '\n' ' '; }
+# pale SGR: a yellow, cyan or dim sequence among them, which --light's
+# palette (for a white background) never uses
+pale() { echo "$1" | grep -Eq '\[((1|22);)?(2|33|93|36|96)m'; }
 # wait_for TEXT SECONDS: until the screen shows TEXT (a fixed string;
 # "NS_EXIT=[0-9]" is the one pattern)
 wait_for() {

@@ -201,8 +201,6 @@ wait_for NS_EXIT=0 20 && ok || no "--ascii run: q"
 
 # --- --light: no yellow, cyan or dim text (SGR 33, 93, 36, 96, 2) on the
 # screen or in the help's glossary; the default palette has cyan ---------
-sgr() { $TM capture-pane -p -e -t "$W" | LC_ALL=C grep -o "$(printf '\033')\[[0-9;]*m" | sort -u | tr '\n' ' '; }
-pale() { echo "$1" | grep -Eq '\[((1|22);)?(2|33|93|36|96)m'; }
 run "LC_ALL=C.UTF-8 $BIN $SMALL --light"
 wait_counter -gt 5 60 && ok || no "--light run did not start: $(cat "$T/err" 2>/dev/null)"
 s=$(sgr)

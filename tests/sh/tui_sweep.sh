@@ -55,7 +55,27 @@ key x
 wait_for 'rows norm  columns lr' 10 && ok || no "x did not swap the axes: $(screen | sed -n 2p)"
 key '?'
 wait_for "swap the rows' and the columns' axes" 10 && ok || no "? shows no help"
-key Escape q
+screen | grep -q "^ *t  *the other palette" && ok || no "the help does not list t"
+key Escape
+# t: the other palette, as in the live view: from the dark one's cyan to
+# --light's blue with no pale text, and back
+wait_sgr() {
+    i=0
+    while [ $i -lt 50 ]; do
+        s=$(sgr)
+        if [ "$1" = light ]; then echo "$s" | grep -q '\[34m' && ! pale "$s" && return 0
+        else echo "$s" | grep -q '\[36m' && return 0; fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    return 1
+}
+wait_sgr dark && ok || no "the map in the dark palette has no cyan: $(sgr)"
+key t
+wait_sgr light && ok || no "t: the map is not in the light palette: $(sgr)"
+key t
+wait_sgr dark && ok || no "t again: not back to the dark palette: $(sgr)"
+key q
 check_exited "q" 0
 # the table stays on the terminal after the view
 screen | grep -q '^lr  *norm  *runs  *n  *final' && ok || no "no table after q: $(screen | head -5)"

@@ -271,8 +271,9 @@ clean:
 -include $(DEPS)
 
 # Fuzzing (libFuzzer, clang, ASan + UBSan): each harness in tests/fuzz/ runs
-# for FUZZ_SECONDS on a copy of its seed corpus; any finding fails (CI runs
-# every harness for 40 s, .ci/run; a longer hunt: make fuzz FUZZ_SECONDS=3600).
+# for FUZZ_SECONDS on a copy of its seed corpus, FUZZ_JOBS (2) at a time; any
+# finding fails (CI runs every harness for 30 s, .ci/run; a longer hunt: make
+# fuzz FUZZ_SECONDS=3600).
 FUZZ_SECONDS ?= 60
 FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all

@@ -233,16 +233,24 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
 lesson_gradient_profile() {
     seeds="1337 1 2 3 4 5"
     [ -n "${NS_SANITIZED:-}" ] && seeds=1337
-    for s in $seeds; do
-        # the default seed's runs go to step 2: the question at step 1 is asked before step 2
-        n=1
-        [ "$s" = 1337 ] && n=2
-        for L in 12 3 24; do
-            "$BIN" --headless --lesson gradient-profile -L $L --seed "$s" --steps $n --val-every 0 \
-                --csv "$T/gp_${s}_$L.csv" 2>"$T/gp_${s}_$L.err" || { no "gradient-profile -L $L seed $s: $(cat "$T/gp_${s}_$L.err")"; return; }
-        done
-        "$BIN" --headless --lesson gradient-profile --init normal --seed "$s" --steps $n --val-every 0 \
-            --csv "$T/gpn_$s.csv" 2>"$T/gpn_$s.err" || { no "gradient-profile normal seed $s: $(cat "$T/gpn_$s.err")"; return; }
+    # a job per run: gp_<seed>_<L>.csv at -L 12, 3 and 24, gpn_<seed>.csv
+    # with --init normal; the default seed's go to step 2 (the question at
+    # step 1 is asked before step 2)
+    cat >"$T/gp.sh" <<'JOB'
+s=${1#*.}
+n=1
+[ "$s" = 1337 ] && n=2
+case $1 in
+n.*) f=gpn_$s; set -- --init normal ;;
+*) f=gp_${s}_${1%.*}; set -- -L "${1%.*}" ;;
+esac
+"$BIN" $TH --headless --lesson gradient-profile "$@" --seed "$s" --steps $n --val-every 0 --csv "$T/$f.csv" 2>"$T/$f.err"
+echo $? >"$T/$f.rc"
+JOB
+    # shellcheck disable=SC2046
+    each_seed "$T/gp.sh" $(for k in 24 12 3 n; do for s in $seeds; do echo "$k.$s"; done; done)
+    for f in $(for s in $seeds; do echo "gp_${s}_24 gp_${s}_12 gp_${s}_3 gpn_$s"; done); do
+        [ "$(cat "$T/$f.rc")" = 0 ] || { no "gradient-profile $f: $(cat "$T/$f.err")"; return; }
     done
     # the question follows --init: the Xavier one is about the two profiles
     asks "$T/gp_1337_12.err" gradient-profile init=xavier 1
@@ -479,9 +487,14 @@ lesson_attn_logits() {
     seeds="1 2 3 4 5 1337"
     [ -n "${NS_SANITIZED:-}" ] && seeds=1337
     echo "$seeds" >"$T/al.seeds"
+    cat >"$T/al.sh" <<'JOB'
+"$BIN" $TH --headless --lesson attn-logits --seed "$1" --csv "$T/al$1.csv" 2>"$T/al$1.err" >/dev/null
+echo $? >"$T/al$1.rc"
+JOB
+    # shellcheck disable=SC2086
+    each_seed "$T/al.sh" $seeds
     for s in $seeds; do
-        "$BIN" --headless --lesson attn-logits --seed "$s" --csv "$T/al$s.csv" 2>"$T/al$s.err" >/dev/null ||
-            { no "attn-logits seed $s: $(tail -2 "$T/al$s.err")"; return; }
+        [ "$(cat "$T/al$s.rc")" = 0 ] || { no "attn-logits seed $s: $(tail -2 "$T/al$s.err")"; return; }
         [ "$(at "$T/al$s.csv" qk_norm 300)" = off ] && [ "$(at "$T/al$s.csv" qk_norm 301)" = on ] &&
             [ "$(at "$T/al$s.csv" b_qk_norm 1)" = on ] && ok "seed $s: run a turned QK-norm on at step 300, b had it from step 1" ||
             no "seed $s: qk_norm a $(at "$T/al$s.csv" qk_norm 300) -> $(at "$T/al$s.csv" qk_norm 301), b $(at "$T/al$s.csv" b_qk_norm 1)"

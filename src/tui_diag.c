@@ -276,8 +276,9 @@ static void verdict_line(tui_diag_text *t, const run_view *v, const char *ind)
         tui_say(t, "%s%s", ind, v->d->fix_proven);
 }
 
-/* Beside findings: the fix in progress or the latest one's result, which
- * a newer finding does not hide (the verdict line says them otherwise). */
+/* Above findings: the fix in progress or the latest one's result, which
+ * a newer finding does not hide, first (the panel is cut at its foot on a
+ * short screen; the verdict line says them when no finding is open). */
 static void fix_story_lines(tui_diag_text *t, const run_view *v, const char *ind)
 {
     if (v->d->fix_note[0])
@@ -322,6 +323,7 @@ static void run_lines(tui_diag_text *t, const trainer_status *s, int run)
         check_lines(t, v.d, ind);
         return;
     }
+    fix_story_lines(t, &v, ind);
     /* the cause first (a divergence's or a blow-up's, then a stall's; where
      * b goes follows it), then the warnings that came before; each rank
      * oldest first (snapshot_finding_rank) */
@@ -341,7 +343,6 @@ static void run_lines(tui_diag_text *t, const trainer_status *s, int run)
             if (!rewind_said++)
                 rewind_line(t, &v);
         }
-    fix_story_lines(t, &v, ind);
     check_lines(t, v.d, ind);
 }
 

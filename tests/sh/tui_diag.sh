@@ -91,9 +91,14 @@ wait_for 'fix,rewind' 30 && screen | grep -qF '[i] fp32 norms' && ok ||
 # update's, 0.097 at step 69; the growth warning may come a few steps
 # before it), its fix the next a's
 wait_for '! lr-warn' 60 && ok || no "a: no LR warning after fix 1: $(screen | head -n 2)"
+# the open warning does not hide fix 1: the panel's first row says it, in
+# progress or done, whichever the step is
+key D
+wait_for ' diagnosis ' 10 && screen | sed -n '/ diagnosis /{n;p;q}' | grep -Eq '\| fix 1 (is checked at step|\(fp32-norms on\) )' &&
+    ok || no "D after fix 1 and a warning: fix 1 is not the panel's first row: $(screen)"
+key Escape
 # (a second fix by a, its check and the verdict that quotes it are
-# fixbank.sh's, headless: here the D panel would race the run's next LR
-# warning, which hides a fix's result while it is open)
+# fixbank.sh's, headless)
 key q
 check_exited "the fixed run" 0
 ! grep -q -- "--on-diverge continue" "$T/err" && ok ||

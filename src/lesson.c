@@ -508,43 +508,30 @@ int lesson_parse(const char *text, const char *name, ns_lesson *l, char *err, si
     return lesson_parse_for(text, name, NULL, NULL, 0, l, err, errlen);
 }
 
-int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
-                     const ns_config *cfg_b, int own, ns_lesson *l, char *err, size_t errlen)
+/* The text line by line: each key line into l (lesson_key) where its
+ * condition holds; the script lines into script (those whose condition
+ * holds) and into all (every one, so that a line for another setting is
+ * checked too), each buffer a line out for a line in so the script
+ * parser's line numbers point into the lesson file. Both buffers hold
+ * strlen(text) + 2 bytes: each line comes out as at most itself plus a
+ * newline, the last one too when the text does not end in one; then a NUL. */
+static int split_lines(const char *text, const char *name, const ns_config *const run[2],
+                       int own, ns_lesson *l, lesson_lines *ll, char *script, char *all,
+                       char *err, size_t errlen)
 {
-    const ns_config *const run[2] = {cfg, cfg_b};
-    lesson_lines ll = {0};
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "%s", name);
-    /* the script lines go to the script parser together, keeping their
-     * line numbers so its messages point into the lesson file */
-    size_t tl = strlen(text);
-    /* each line of the text comes out as at most itself plus a newline,
-     * the last one too when the text does not end in one; then a NUL */
-    char *script = malloc(tl + 2), *all = malloc(tl + 2);
-    if (!script || !all) {
-        snprintf(err, errlen, "%s: out of memory", name);
-        free(script);
-        free(all);
-        return -1;
-    }
-    /* all: every script line, whatever its condition, so that a line for
-     * another setting is checked too */
     size_t sn = 0, an = 0;
     int lineno = 0;
-    const char *p = text;
-    while (*p) {
+    for (const char *p = text; *p;) {
         lineno++;
         size_t len = strcspn(p, "\n");
         char line[2048];
         if (len >= sizeof line) {
             snprintf(err, errlen, "%s:%d: line too long", name, lineno);
-            free(script);
-            free(all);
             return -1;
         }
         memcpy(line, p, len);
         line[len] = 0;
-        const char *next = p + len + (p[len] == '\n');
+        p += len + (p[len] == '\n');
         char *t = line;
         while (isspace((unsigned char)*t))
             t++;
@@ -552,11 +539,8 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
         int keep = *t == '#' ? 1 : line_cond(t, &t, run, own, name, lineno, err, errlen);
         int is_script = !strncmp(t, "at ", 3) || !strncmp(t, "every ", 6);
         if (keep < 0 || (keep && !is_script && *t && *t != '#' &&
-                         lesson_key(l, &ll, t, name, lineno, err, errlen) != 0)) {
-            free(script);
-            free(all);
+                         lesson_key(l, ll, t, name, lineno, err, errlen) != 0))
             return -1;
-        }
         if (is_script) {
             size_t n = strlen(t);
             memcpy(all + an, t, n);
@@ -568,7 +552,6 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
         }
         script[sn++] = '\n'; /* one line out, one line in: numbers stay */
         all[an++] = '\n';
-        p = next;
     }
     script[sn] = 0;
     all[an] = 0;
@@ -576,7 +559,23 @@ int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
     for (char *f = l->flags; *f; f++)
         if (*f == '\n')
             *f = ' ';
-    int r = lesson_scripts(all, script, name, &l->script, err, errlen);
+    return 0;
+}
+
+int lesson_parse_for(const char *text, const char *name, const ns_config *cfg,
+                     const ns_config *cfg_b, int own, ns_lesson *l, char *err, size_t errlen)
+{
+    const ns_config *const run[2] = {cfg, cfg_b};
+    lesson_lines ll = {0};
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    size_t tl = strlen(text);
+    char *script = malloc(tl + 2), *all = malloc(tl + 2);
+    int r = -1;
+    if (!script || !all)
+        snprintf(err, errlen, "%s: out of memory", name);
+    else if (split_lines(text, name, run, own, l, &ll, script, all, err, errlen) == 0)
+        r = lesson_scripts(all, script, name, &l->script, err, errlen);
     free(script);
     long steps = 0;
     if (r == 0 && (!l->title[0] || lesson_sweep_mixed(l, &ll, all, name, err, errlen) ||

@@ -25,8 +25,10 @@ run() {
 new_session
 
 # --- a lesson pauses at its prompt; the panel shows it and the text --------
-# (gradient-profile: "at 1: pause Step 1, nothing learned yet: ...")
-run "LC_ALL=C $BIN --lesson gradient-profile"
+# (gradient-profile: "at 1: pause Step 1, nothing learned yet: ..."; the
+# command line's -d 64 over the lesson's 256: the pause and the panel are
+# the same, and a step of the 19M-parameter pair took 15 s under TSan)
+run "LC_ALL=C $BIN --lesson gradient-profile -d 64"
 wait_for 'nothing learned yet' 90 && ok || no "the prompt is not on the screen: $(cat "$T/err" 2>/dev/null)"
 screen | sed -n 1p | grep -qF PAUSED && ok || no "the lesson did not pause at its prompt: $(screen | sed -n 1p)"
 screen | grep -qF 'Gradient norms at initialization' && ok || no "no lesson title in the panel"
@@ -44,7 +46,7 @@ key q
 check_exited "lesson q" 0
 
 # --- --no-pause: straight through, the prompt still logged -----------------
-run "LC_ALL=C $BIN --lesson gradient-profile --no-pause"
+run "LC_ALL=C $BIN --lesson gradient-profile -d 64 --no-pause"
 wait_counter -gt 2 120 && ok || no "--no-pause: the run stopped at the prompt: $(screen | sed -n 1p)"
 screen | sed -n 1p | grep -qF PAUSED && no "--no-pause: paused" || ok
 screen | grep -qF 'nothing learned yet' && ok || no "--no-pause: the prompt was not shown"

@@ -637,18 +637,18 @@ static double mean_top_update(const diag *d, int L, int *cnt)
  * width 32, 8.5 at 64); a run that trains well settles at 0.1-0.25 of
  * it (Adam's step on noisy gradients), one whose LR inflated its weights
  * far under it. NaN when not known. */
-static double upd_share_over(const diag *d, int L, int *cnt, long span)
+static double upd_share_over(const diag *d, int L, long span)
 {
     double sum = 0;
-    *cnt = 0;
+    int cnt = 0;
     for (long a = 0; a < kept(d) && a < span; a++) {
         const diag_point *p = point(d, a);
         if (p->updated && isfinite(upd_of(p, L - 1)) && p->lr > 0) {
             sum += upd_of(p, L - 1) / p->lr;
-            ++*cnt;
+            cnt++;
         }
     }
-    return *cnt && d->first_upd_lr > 0 ? sum / *cnt / d->first_upd_lr : NAN;
+    return cnt && d->first_upd_lr > 0 ? sum / cnt / d->first_upd_lr : NAN;
 }
 
 /* Is the LR too high by the top layer's update: its update per unit LR
@@ -1019,6 +1019,22 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
     set_fix(f, DIAG_FROM_SNAPSHOT, old->step, "lr x0.25");
 }
 
+/* The top layer's update over the window: its mean ratio (upd, over cnt
+ * points) and its share of the first update's; 1 when lr_high_by says
+ * the LR is too high by them, on 4 points or more (its words into by
+ * when given). */
+static int lr_high_now(const diag *d, const step_metrics *m, double *upd, double *share,
+                       int *cnt, char *by, size_t len)
+{
+    *cnt = 0;
+    *upd = *share = NAN;
+    if (m->n_layer < 1)
+        return 0;
+    *upd = mean_top_update(d, m->n_layer, cnt);
+    *share = upd_share_over(d, m->n_layer, DIAG_WINDOW);
+    return lr_high_by(d, *share, *upd, by, len) && *cnt >= 4;
+}
+
 /* At a divergence: the top layer's update per unit LR, averaged over the
  * window, is under DIAG_UPDATE_KEEP of its first update's (lr_high_by):
  * the LR's steps, about the LR per weight, have inflated the weights
@@ -1027,13 +1043,10 @@ static void rule_growth(diag *d, const step_metrics *m, diag_finding *out, int m
  * value {ratio, LR peak, share, steps}. */
 static void rule_lr_high(diag *d, const step_metrics *m, diag_finding *out, int max, int *k)
 {
-    int cnt = 0, n;
+    int cnt;
+    double upd, share;
     char by[160];
-    if (m->n_layer < 1)
-        return;
-    double upd = mean_top_update(d, m->n_layer, &cnt);
-    double share = upd_share_over(d, m->n_layer, &n, DIAG_WINDOW);
-    if (!lr_high_by(d, share, upd, by, sizeof by) || cnt < 4)
+    if (!lr_high_now(d, m, &upd, &share, &cnt, by, sizeof by))
         return;
     double v[4] = {upd, m->lr_peak, share, (double)cnt};
     const diag_point *old = point(d, kept(d) - 1);
@@ -1049,12 +1062,9 @@ static void rule_lr_high(diag *d, const step_metrics *m, diag_finding *out, int 
  * delays the divergence. */
 static int lr_too_high(const diag *d, const step_metrics *m)
 {
-    int cnt = 0, n;
-    if (m->n_layer < 1)
-        return 0;
-    double upd = mean_top_update(d, m->n_layer, &cnt);
-    return lr_high_by(d, upd_share_over(d, m->n_layer, &n, DIAG_WINDOW), upd, NULL, 0) &&
-           cnt >= 4;
+    int cnt;
+    double upd, share;
+    return lr_high_now(d, m, &upd, &share, &cnt, NULL, 0);
 }
 
 /* The least positive value format f holds (a subnormal): the smallest
@@ -1641,8 +1651,7 @@ static lr_state lr_of(const diag *d, int L)
     long since = point(d, 0)->step - d->lr_since;
     long span = since < DIAG_WINDOW ? since : DIAG_WINDOW;
     s.upd = mean_top_update_over(d, L, &s.cnt, span);
-    int n;
-    s.share = upd_share_over(d, L, &n, span);
+    s.share = upd_share_over(d, L, span);
     s.high = lr_high_by(d, s.share, s.upd, s.by, sizeof s.by);
     for (long a = 0; a < kept(d) && a < span; a++)
         s.span += point(d, a)->updated;

@@ -246,6 +246,13 @@ static void rewind_line(tui_diag_text *t, const run_view *v)
         tui_say(t, "    %s rewinds to %s", key(TUI_ACT_REWIND), v->d->rewind);
 }
 
+/* The latest fix's result, once its check passed. */
+static void proven_line(tui_diag_text *t, const run_view *v, const char *ind)
+{
+    if (v->d->fix_proven[0])
+        tui_say(t, "%s%s", ind, v->d->fix_proven);
+}
+
 /* With no finding: the verdict, which is "healthy" only when every check
  * answered ok (diag_healthy), with the lowest headroom; else what keeps
  * it from being said. */
@@ -272,8 +279,7 @@ static void verdict_line(tui_diag_text *t, const run_view *v, const char *ind)
     else
         tui_say(t, "%sno warnings; not yet known to be healthy: %d check%s not yet known", ind,
                 unknown, unknown == 1 ? "" : "s");
-    if (v->d->fix_proven[0])
-        tui_say(t, "%s%s", ind, v->d->fix_proven);
+    proven_line(t, v, ind);
 }
 
 /* Above findings: the fix in progress or the latest one's result, which
@@ -283,8 +289,7 @@ static void fix_story_lines(tui_diag_text *t, const run_view *v, const char *ind
 {
     if (v->d->fix_note[0])
         tui_say(t, "%s%s", ind, v->d->fix_note);
-    if (v->d->fix_proven[0])
-        tui_say(t, "%s%s", ind, v->d->fix_proven);
+    proven_line(t, v, ind);
 }
 
 /* The questions behind the verdict, each with its answer and numbers. */

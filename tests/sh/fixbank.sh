@@ -304,8 +304,10 @@ printf 'at 100: fix\n' >"$T/fix100.script"
 # (over three seeds, and not by the act max alone: its update per unit
 # LR stays above 0.1 of its first update's, 0.15-0.17, though its update
 # ratio, 1e-2 a step, is twice the constant that once judged it)
-for s in 1 2 3; do echo $s; done | xargs -P 2 -I S sh -c \
-    "'$BIN' $NN --lr 1e-2 --seed S >/dev/null 2>'$T/nn1-S.err' </dev/null"
+# (the seed is sh's $1, not an xargs -I pattern: that would also be
+# replaced inside $T, whose random name may hold the same letter)
+printf '%s\n' 1 2 3 | BIN=$BIN T=$T NN=$NN xargs -P 2 -n 1 sh -c \
+    '"$BIN" $NN --lr 1e-2 --seed "$1" >/dev/null 2>"$T/nn1-$1.err" </dev/null' sh
 for s in 1 2 3; do
     ! grep -q "too high for this run\|warning at" "$T/nn1-$s.err" && grep -q "^normscope: verdict: healthy" "$T/nn1-$s.err" &&
         sed -n "s/.*is the LR within what the run tolerates? ok: update ratio [0-9.]* a step over 64 points, per unit LR \([0-9.]*\) of its first update's [0-9.]* (too high: under 0.1, or a ratio above 0.03).*/\1/p" "$T/nn1-$s.err" |

@@ -1514,6 +1514,39 @@ const uint8_t *engine_diag_state(const engine *e, size_t *n)
 
 unsigned engine_loaded_version(const engine *e) { return e->loaded_version; }
 
+/* A checkpoint from a pipe or a device, as data_read_all reads it, but a
+ * stream that does not open with the magic ends there: its first bytes are
+ * returned alone, for the magic check to refuse without reading on. */
+static int read_stream(FILE *f, size_t max, uint8_t **out, size_t *n)
+{
+    uint8_t head[8];
+    size_t got = fread(head, 1, sizeof head, f);
+    if (got < sizeof head || memcmp(head, CKPT_MAGIC, sizeof head) != 0) {
+        if (ferror(f))
+            return -1;
+        if (!(*out = malloc(sizeof head)))
+            return -3;
+        memcpy(*out, head, got);
+        *n = got;
+        return 0;
+    }
+    uint8_t *rest;
+    size_t rn;
+    int r = data_read_all(f, max - sizeof head, &rest, &rn);
+    if (r != 0)
+        return r;
+    uint8_t *p = realloc(rest, rn + sizeof head + 1);
+    if (!p) {
+        free(rest);
+        return -3;
+    }
+    memmove(p + sizeof head, p, rn + 1);
+    memcpy(p, head, sizeof head);
+    *out = p;
+    *n = rn + sizeof head;
+    return 0;
+}
+
 static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size_t errlen)
 {
     struct stat st;
@@ -1530,11 +1563,12 @@ static int read_file(const char *path, uint8_t **out, size_t *n, char *err, size
         return -1;
     }
     /* a file is read to its size; a pipe or device (/dev/zero) only up to
-     * the stream limit of --data, not until memory runs out */
+     * the stream limit of --data, not until memory runs out, and not past
+     * a first 8 bytes that are not the magic */
     int regular = S_ISREG(st.st_mode) && st.st_size > 0;
     size_t max = regular ? (size_t)st.st_size : DATA_STREAM_MAX;
     errno = 0;
-    int r = data_read_all(f, max, out, n);
+    int r = regular ? data_read_all(f, max, out, n) : read_stream(f, max, out, n);
     int e = errno;
     fclose(f);
     if (r == -2 && regular)

@@ -101,7 +101,26 @@ expect_bad 2 "--data" "$T/d169" "too short" -- --headless -q --load "$T/small.ck
 
 # --load: the same care (a checkpoint's own checks are in cli.sh)
 expect_bad 2 "--load $T" "is a directory" -- --headless -q --load "$T" --steps 4
-expect_bad 2 "--load /dev/zero" "more than 1024 MiB" -- --headless -q --load /dev/zero --steps 4
+# a stream is refused on its first 8 bytes when they are not the magic,
+# not after the stream limit; one that opens with the magic is read on
+# to that limit, and a checkpoint through a pipe loads as from its file
+expect_bad 2 "--load /dev/zero" "not a normscope checkpoint (bad magic)" -- --headless -q --load /dev/zero --steps 4
+if [ -z "${NS_SANITIZED:-}" ]; then
+    { cat "$T/small.ck"; cat /dev/zero; } | ns_timeout $TO "$BIN" --headless -q --load /dev/stdin --steps 4 \
+        >/dev/null 2>"$T/zload.err"
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$T/zload.err")" -eq 1 ] &&
+        grep -q "^normscope: --load /dev/stdin: more than 1024 MiB from a pipe or a device: not a checkpoint$" "$T/zload.err" && ok ||
+        no "a checkpoint followed by /dev/zero: exit $rc: $(cat "$T/zload.err")"
+fi
+ns_timeout $TO "$BIN" --headless -q --load "$T/small.ck" --steps 4 --save "$T/fromfile.ck" 2>/dev/null
+cat "$T/small.ck" | ns_timeout $TO "$BIN" --headless -q --load /dev/stdin --steps 4 --save "$T/frompipe.ck" 2>"$T/pipe.err" &&
+    cmp -s "$T/fromfile.ck" "$T/frompipe.ck" && ok ||
+    no "a checkpoint through a pipe does not resume as from its file: $(cat "$T/pipe.err")"
+printf 'NSCK' | ns_timeout $TO "$BIN" --headless -q --load /dev/stdin --steps 4 >/dev/null 2>"$T/short.err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "not a normscope checkpoint (bad magic)" "$T/short.err" && ok ||
+    no "a 4-byte stream: exit $rc: $(cat "$T/short.err")"
 expect_bad 2 "--load $T/missing" "No such file" -- --headless -q --load "$T/missing" --steps 4
 
 # binary: all 256 byte values are tokens like any other

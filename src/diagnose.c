@@ -657,11 +657,16 @@ static double upd_share_over(const diag *d, int L, long span)
  * they could); when the first is not known (a stream silent at its
  * first step, or joined later), its update ratio above DIAG_UPDATE_HIGH.
  * The words (the numbers compared, the threshold used) into buf when
- * given. */
+ * given. Its answer: LR_OK, or which of the three said too high. */
+enum { LR_OK, LR_BY_SHARE, LR_BY_HUGE, LR_BY_ALONE }; /* lr_high_by's answers */
+
 static int lr_high_by(const diag *d, double share, double upd, char *buf, size_t len)
 {
     int rel = isfinite(share);
-    int high = rel ? share < DIAG_UPDATE_KEEP || upd > DIAG_UPDATE_HUGE : upd > DIAG_UPDATE_HIGH;
+    int high = !rel                        ? (upd > DIAG_UPDATE_HIGH ? LR_BY_ALONE : LR_OK)
+               : share < DIAG_UPDATE_KEEP ? LR_BY_SHARE
+               : upd > DIAG_UPDATE_HUGE   ? LR_BY_HUGE
+                                          : LR_OK;
     if (buf && rel)
         snprintf(buf, len, "per unit LR %.3g of its first update's %.3g (too high: under %g, "
                  "or a ratio above %g)", share, (double)d->first_upd_lr, DIAG_UPDATE_KEEP,
@@ -1690,11 +1695,11 @@ static void rule_lr_warn(diag *d, const step_metrics *m, diag_finding *out, int 
     if (lr_warns(&s) && !(d->warned & (1u << DIAG_R_LR_WARN))) {
         d->warned |= 1u << DIAG_R_LR_WARN;
         char by[128];
-        if (isfinite(s.share) && s.share < DIAG_UPDATE_KEEP)
+        if (s.high == LR_BY_SHARE)
             snprintf(by, sizeof by, "update per unit LR is %.3g of its first update's %.3g "
                      "(mean of %d; under %g)", s.share, (double)d->first_upd_lr, s.cnt,
                      DIAG_UPDATE_KEEP);
-        else if (isfinite(s.share))
+        else if (s.high == LR_BY_HUGE)
             snprintf(by, sizeof by, "update ratio is %.2g a step (mean of %d; above %g)",
                      s.upd, s.cnt, DIAG_UPDATE_HUGE);
         else

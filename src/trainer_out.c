@@ -143,6 +143,10 @@ void trainer_summary(trainer *t, FILE *f)
     s = t->pub->s;
     pthread_mutex_unlock(&t->slock);
     const ns_config *c = &s.run[0].cfg;
+    /* the estimate is for the run as asked: a resumed run's config holds
+     * the checkpoint's --steps, the trainer's limit the command line's */
+    ns_config asked = *c;
+    asked.steps = t->o.limit;
     double secs = s.run_seconds;
     long done = s.run_steps;
     /* a validation is "-" before the first (the runs validate together);
@@ -160,7 +164,7 @@ void trainer_summary(trainer *t, FILE *f)
             config_norm_place_name(c->norm), config_norm_kind_name(c->norm_kind), numfmt_name(c->precision),
             c->n_layer, c->dim, c->n_head, c->context, c->batch, s.threads,
             peak_resident_bytes() / 1048576.0,
-            trainer_bytes_needed(c, s.compare ? &s.run[1].cfg : NULL, !t->sync) / 1048576.0);
+            trainer_bytes_needed(&asked, s.compare ? &s.run[1].cfg : NULL, !t->sync) / 1048576.0);
     if (s.compare) {
         summary_num(s.last_val_step > 0, s.run[1].last_val, valtxt, sizeof valtxt);
         trainer_loss_text(&s, 1, losstxt, sizeof losstxt);

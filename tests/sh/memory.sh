@@ -5,11 +5,12 @@
 # the summary line's own getrusage figure without it).
 # First the program alone (a one-step run of a model of a few thousand
 # parameters: the formula's first term, which grows as the program does),
-# then four small models, each leaning on one term: the activations (the default
-# model), the snapshot ring (eight snapshots of a small one), the history
-# of the chart and heatmap with the bf16 copy of the weights (a tiny model
-# for 4200 steps), and only the buffers a placement writes (ReZero: no
-# norm buffers). Skipped under the sanitizers (NS_SANITIZED set), whose
+# then four small models, each leaning on one term: the activations (the
+# default model), the snapshot ring (eight snapshots of a small one), the
+# history of the chart and heatmap with the bf16 copy of the weights (a
+# tiny model for 4200 steps), and only the buffers a placement writes
+# (ReZero: no norm buffers); last, a run resumed for more steps than its
+# checkpoint's. Skipped under the sanitizers (NS_SANITIZED set), whose
 # shadow memory is no part of the model's.
 # Usage: NS_BIN=./normscope sh tests/sh/memory.sh
 # Prints "N passed, N failed"; exits non-zero on any failure.
@@ -46,6 +47,10 @@ check --steps 3
 check -L 2 -d 64 -B 2 --steps 120 --snapshot-every 10
 check -L 1 -d 16 -T 8 -B 1 --steps 4200 --precision bf16
 check --norm rezero --steps 3
+# a resumed run: estimated for the --steps it is given (its snapshots and
+# history), not the checkpoint's 50, which leaves out six snapshots
+"$BIN" --headless -q --val-every 0 --steps 50 --save "$T/r.ck" 2>/dev/null
+check --load "$T/r.ck" --steps 400
 
 # the summary line ends with both figures
 "$BIN" --headless --steps 1 -L 1 -d 16 2>"$T/err" >/dev/null
